@@ -1,0 +1,1 @@
+int dlscale_bench_placeholder;

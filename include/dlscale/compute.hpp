@@ -1,0 +1,41 @@
+// Per-layer compute time: how long each learnable layer takes forward, backward and to update on one
+// GPU at a batch size. The specification-based model is a roofline (FLOPs and bytes against the GPU's
+// peaks, with per-kind efficiency factors); a measured profile replaces it.
+#pragma once
+
+#include <vector>
+
+#include "dlscale/gpu.hpp"
+#include "dlscale/network.hpp"
+#include "dlscale/units.hpp"
+
+namespace dlscale {
+
+/// Per-layer times, indexed like Network::layers (element 0 = layer 1, the input side).
+struct LayerTimes {
+  std::vector<Seconds> forward, backward, update;
+
+  [[nodiscard]] Seconds total_forward() const noexcept;
+  [[nodiscard]] Seconds total_backward() const noexcept;
+  [[nodiscard]] Seconds total_update() const noexcept;
+};
+
+/// Efficiency factors: the fraction of the GPU's peak that each kind of work reaches. Defaults and
+/// their sources are documented in docs/compute-model.md; a calibration profile replaces them.
+struct ComputeOptions {
+  Precision precision = Precision::fp32;
+  double conv_efficiency = 0.55;    // cuDNN convolutions vs peak FLOP/s
+  double gemm_efficiency = 0.70;    // cuBLAS GEMMs (linear, attention projections) vs peak FLOP/s
+  double memory_efficiency = 0.75;  // element-wise / normalisation / update vs peak memory bandwidth
+  double backward_to_forward = 2.0; // backward = weight gradient + input gradient ≈ 2 × forward FLOPs
+  int optimizer_state_words = 1;    // fp32 words of optimiser state per parameter (SGD momentum: 1)
+};
+
+/// The roofline estimate of every layer's forward, backward and update time.
+LayerTimes estimate_layer_times(const Network& net, const GpuSpec& gpu, int batch, const ComputeOptions& opt);
+
+/// Spread measured phase totals over the layers in proportion to modelled per-layer times, so that the
+/// totals equal the measurement and the shape follows the model.
+LayerTimes spread_phase_totals(const LayerTimes& modelled, Seconds forward, Seconds backward, Seconds update);
+
+}  // namespace dlscale

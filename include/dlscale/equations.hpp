@@ -1,0 +1,176 @@
+// The S-SGD performance model of Shi & Chu (2018), equations 1-12, as small named functions.
+// shared/docs/model.md is the specification; every function cites its equation.
+//
+// Layer vectors are indexed from 0: element i-1 holds layer i, so element 0 is layer 1 (input side)
+// and element L-1 is layer L (output side). Backward runs from layer L down to layer 1.
+//
+// The paper's forms (eq. 6 and 7, "as printed") and the exact max-plus recurrence sit side by side:
+// the paper's to reproduce the paper, the exact one for prediction.
+#pragma once
+
+#include <algorithm>
+#include <cassert>
+#include <cstddef>
+#include <span>
+
+#include "dlscale/units.hpp"
+
+namespace dlscale::eq {
+
+/// Eq. 1: one GPU, nothing overlapped. t_iter = t_io + t_h2d + t_f + t_b + t_u.
+constexpr Seconds iteration_serial(Seconds io, Seconds h2d, Seconds f, Seconds b, Seconds u) noexcept {
+  return io + h2d + f + b + u;
+}
+
+/// Eq. 2: S-SGD, nothing overlapped. t_iter = t_io + t_h2d + t_f + t_b + t_u + t_comm.
+constexpr Seconds iteration_with_comm(Seconds io, Seconds h2d, Seconds f, Seconds b, Seconds u,
+                                      Seconds comm) noexcept {
+  return io + h2d + f + b + u + comm;
+}
+
+/// Eq. 3: t_gpu = t_h2d + t_f + t_b + t_u (so that eq. 2 reads t_iter = t_io + t_gpu + t_comm).
+constexpr Seconds gpu_time(Seconds h2d, Seconds f, Seconds b, Seconds u) noexcept { return h2d + f + b + u; }
+
+/// Eq. 4: I/O hidden by prefetching threads; the average iteration is the slower of the GPU side and
+/// the readers: t̄_iter = max(t_gpu + t_comm, t_io).
+constexpr Seconds iteration_io_hidden(Seconds gpu, Seconds comm, Seconds io) noexcept {
+  return max(gpu + comm, io);
+}
+
+/// Section IV-A: t_io = D·n_g / B — one reader per node feeds the n_g GPUs of that node, D bytes each,
+/// at B = B_cache when the data set sits in the page cache (B_disk when it does not).
+constexpr Seconds io_time(Bytes per_gpu, int gpus_per_node, BytesPerSecond read_bandwidth) noexcept {
+  return per_gpu * static_cast<double>(gpus_per_node) / read_bandwidth;
+}
+
+/// Eq. 5: communication overlapped with backward, given the instants at which aggregation starts
+/// and ends (measured from the start of layer L's backward):
+/// t_iter = t_io + t_h2d + t_f + t_b^(L) + (τ_comm_end − τ_comm_start) + t_u.
+constexpr Seconds iteration_overlapped(Seconds io, Seconds h2d, Seconds f, Seconds b_last, Seconds comm_start,
+                                       Seconds comm_end, Seconds u) noexcept {
+  return io + h2d + f + b_last + (comm_end - comm_start) + u;
+}
+
+/// The hiding case of Section IV-C. Case 1: t_comm^(i) ≤ t_b^(i−1) for every i = 2..L.
+/// Otherwise Case 2 with the boundary layer C, found by the paper's definition read from the input
+/// side: C is the first layer i ≥ 2 with t_comm^(i) > t_b^(i−1), so that the printed condition
+/// "≤ for i = 2..C−1" holds exactly. `suffix_exceeds` says whether the other half of the printed
+/// condition ("> for i = C..L") also holds; when it does not, eq. 7 is only an approximation.
+struct HidingCase {
+  int which = 1;                // 1 or 2
+  int boundary = 0;             // C (1-based layer number) in Case 2, 0 in Case 1
+  bool suffix_exceeds = true;   // Case 2: t_comm^(i) > t_b^(i−1) for every i = C..L
+};
+
+inline HidingCase classify_hiding(std::span<const Seconds> backward, std::span<const Seconds> comm) noexcept {
+  assert(backward.size() == comm.size());
+  const std::size_t L = backward.size();
+  HidingCase h;
+  for (std::size_t i = 2; i <= L; ++i) {  // 1-based layer numbers
+    if (comm[i - 1] > backward[i - 2]) {
+      h.which = 2;
+      h.boundary = static_cast<int>(i);
+      for (std::size_t j = i; j <= L; ++j) {
+        if (!(comm[j - 1] > backward[j - 2])) {
+          h.suffix_exceeds = false;
+          break;
+        }
+      }
+      return h;
+    }
+  }
+  return h;
+}
+
+/// Eq. 6 (Case 1, as printed): t_iter = t_io + t_h2d + t_f + t_b + t_comm^(1) + t_u^(1).
+constexpr Seconds iteration_case1(Seconds io, Seconds h2d, Seconds f, Seconds b, Seconds comm_first,
+                                  Seconds update_first) noexcept {
+  return io + h2d + f + b + comm_first + update_first;
+}
+
+/// Eq. 7 (Case 2, exactly as printed):
+/// t_iter = t_io + t_h2d + t_f + Σ_{i=C..L} t_comm^(i) + Σ_{i=1..C−1} t_b^(i) + t_comm^(1) + t_u^(1).
+/// `boundary` is C (1-based, 2 ≤ C ≤ L).
+inline Seconds iteration_case2(Seconds io, Seconds h2d, Seconds f, std::span<const Seconds> backward,
+                               std::span<const Seconds> comm, int boundary, Seconds update_first) noexcept {
+  const auto C = static_cast<std::size_t>(boundary);
+  assert(C >= 2 && C <= comm.size());
+  Seconds comm_top{}, back_bottom{};
+  for (std::size_t i = C; i <= comm.size(); ++i) comm_top += comm[i - 1];
+  for (std::size_t i = 1; i + 1 <= C; ++i) back_bottom += backward[i - 1];
+  return io + h2d + f + comm_top + back_bottom + comm.front() + update_first;
+}
+
+/// The exact end of the last gradient aggregation for one communication channel that handles layers in
+/// the order their gradients become ready (shared/docs/model.md, "How we read equations 5-7"):
+///   ready(L) = t_b^(L);  ready(i) = ready(i+1) + t_b^(i)
+///   done(L+1) = 0;       done(i)  = max(done(i+1), ready(i)) + t_comm^(i)
+/// Returns done(1), measured from the start of backward. Equals max_k(Σ_{j=k..L} t_b^(j) + Σ_{j=1..k} t_comm^(j)).
+inline Seconds overlap_done_exact(std::span<const Seconds> backward, std::span<const Seconds> comm) noexcept {
+  assert(backward.size() == comm.size());
+  Seconds ready{}, done{};
+  for (std::size_t k = backward.size(); k-- > 0;) {
+    ready += backward[k];
+    done = max(done, ready) + comm[k];
+  }
+  return done;
+}
+
+/// Exact recurrence, per-layer update overlapped with aggregation (MXNet's PS updates each layer as
+/// its aggregation ends; only layer 1's update is exposed):
+/// t_iter = t_io + t_h2d + t_f + done(1) + t_u^(1).
+inline Seconds iteration_exact_per_layer_update(Seconds io, Seconds h2d, Seconds f, std::span<const Seconds> backward,
+                                                std::span<const Seconds> comm, Seconds update_first) noexcept {
+  return io + h2d + f + overlap_done_exact(backward, comm) + update_first;
+}
+
+/// Exact recurrence, update after the last aggregation (TensorFlow, Caffe-MPI, Horovod, DDP):
+/// t_iter = t_io + t_h2d + t_f + done(1) + t_u.
+inline Seconds iteration_exact_update_after(Seconds io, Seconds h2d, Seconds f, std::span<const Seconds> backward,
+                                            std::span<const Seconds> comm, Seconds update) noexcept {
+  return io + h2d + f + overlap_done_exact(backward, comm) + update;
+}
+
+/// Eq. 8, general form: weak-scaling speedup S = N_g · t_iter(1) / t_iter(N_g).
+constexpr double speedup(int gpus, Seconds iter_one, Seconds iter_n) noexcept {
+  return static_cast<double>(gpus) * (iter_one / iter_n);
+}
+
+/// Eq. 8 as printed: S = N_g (t_io,1 + t_gpu) / (t_io,n_g + t_gpu + t_comm).
+constexpr double speedup_eq8(int gpus, Seconds io_one, Seconds gpu, Seconds io_ng, Seconds comm) noexcept {
+  return static_cast<double>(gpus) * ((io_one + gpu) / (io_ng + gpu + comm));
+}
+
+/// Eq. 9 (MXNet), Case 1: S = N_g (t_io,1 + t_gpu) / (t_io,n_g + t_h2d + t_f + t_b + t_comm^(1) + t_u^(1)).
+constexpr double speedup_eq9_case1(int gpus, Seconds io_one, Seconds io_ng, Seconds h2d, Seconds f, Seconds b,
+                                   Seconds u, Seconds comm_first, Seconds update_first) noexcept {
+  return static_cast<double>(gpus) *
+         ((io_one + gpu_time(h2d, f, b, u)) / iteration_case1(io_ng, h2d, f, b, comm_first, update_first));
+}
+
+/// Eq. 10: TensorFlow's hybrid in one node (all-reduce overlapped with backward, update after the last
+/// aggregation): t_iter = t_io + t_h2d + t_f + t_b + t_comm^(1) + t_u.
+constexpr Seconds iteration_tf_hybrid(Seconds io, Seconds h2d, Seconds f, Seconds b, Seconds comm_first,
+                                      Seconds u) noexcept {
+  return io + h2d + f + b + comm_first + u;
+}
+
+/// Eq. 11: S = N_g (t_io,1 + t_gpu) / (t_io,n_g + t_h2d + t_f + t_b + t_comm^(1) + t_u).
+constexpr double speedup_eq11(int gpus, Seconds io_one, Seconds io_ng, Seconds h2d, Seconds f, Seconds b,
+                              Seconds u, Seconds comm_first) noexcept {
+  return static_cast<double>(gpus) *
+         ((io_one + gpu_time(h2d, f, b, u)) / iteration_tf_hybrid(io_ng, h2d, f, b, comm_first, u));
+}
+
+/// Eq. 12: all-reduce efficiency E = S_g / (t_comm · B_rdma), where the paper takes S_g as the
+/// gradient size times N_g (the bytes all GPUs contribute).
+constexpr double allreduce_efficiency(Bytes aggregated, Seconds comm, BytesPerSecond rdma) noexcept {
+  return aggregated / (comm * rdma);
+}
+
+/// r_u2g = t_u / (t_h2d + t_f + t_b): the share of update in GPU time (Section VI-B).
+constexpr double update_to_gpu_ratio(Seconds u, Seconds h2d, Seconds f, Seconds b) noexcept {
+  return u / (h2d + f + b);
+}
+
+}  // namespace dlscale::eq

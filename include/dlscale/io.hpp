@@ -1,0 +1,41 @@
+// Reading dlscale's inputs. Every loader parses a YAML file once into a plain struct; any problem is an
+// InputError naming file:line:col and the key. Names (e.g. "resnet50") are looked up in the data folders:
+//   clusters    topologies/NAME.yaml
+//   GPUs        topologies/gpus.yaml
+//   networks    models/NAME.yaml
+//   frameworks  models/frameworks/NAME.yaml
+//   profiles    models/profiles/**/NAME.yaml (searched recursively by file name)
+// The data folder is $DLSCALE_DATA_DIR if set, else the installed share/dlscale, else the source tree.
+#pragma once
+
+#include <filesystem>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "dlscale/cluster.hpp"
+#include "dlscale/gpu.hpp"
+#include "dlscale/network.hpp"
+#include "dlscale/profile.hpp"
+#include "dlscale/strategy.hpp"
+
+namespace dlscale {
+
+enum class DataKind { cluster, network, framework, profile };
+
+std::filesystem::path data_dir();
+/// The names of the shipped files of a kind, sorted.
+std::vector<std::string> list_names(DataKind kind);
+/// NAME or path → path. A value that names an existing file (or contains '/' or ends in .yaml) is a
+/// path; otherwise a name in the data folder. Throws UsageError(option, "unknown … 'x' (known: …)").
+std::filesystem::path resolve(DataKind kind, std::string_view name_or_file, std::string_view option);
+
+Cluster load_cluster(const std::filesystem::path& file);
+Network load_network(const std::filesystem::path& file);
+Strategy load_strategy(const std::filesystem::path& file);
+Profile load_profile(const std::filesystem::path& file);
+/// The GPU catalogue entry of that name (case-insensitive), e.g. "p40" or "V100-SXM2".
+GpuSpec find_gpu(std::string_view name);
+std::vector<GpuSpec> load_gpu_catalogue();
+
+}  // namespace dlscale

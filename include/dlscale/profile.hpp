@@ -1,0 +1,34 @@
+// Measured single-GPU phase times of one framework training one model, and optional measurements
+// at larger GPU counts that override the model's estimates (the shape of issue 2 / Table V).
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+
+#include "dlscale/units.hpp"
+
+namespace dlscale {
+
+struct PhaseTimes {
+  Seconds io{}, h2d{}, forward{}, backward{}, update{};
+};
+
+struct MeasuredAt {
+  std::optional<Seconds> io;
+  std::optional<Seconds> h2d;
+  std::optional<Seconds> comm;
+  std::optional<Seconds> iteration;  // kept for comparison; never used to compute a prediction
+};
+
+struct Profile {
+  std::string source_file;
+  std::string model;
+  std::string framework;
+  std::string cluster;          // optional: the system it was measured on
+  int batch_per_gpu = 0;
+  PhaseTimes single_gpu;
+  std::map<int, MeasuredAt> measured;  // by total GPU count
+};
+
+}  // namespace dlscale

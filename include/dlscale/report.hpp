@@ -1,0 +1,31 @@
+// Printing predictions: table, JSON and CSV read the same records. The JSON form is a contract:
+//   {"schema": 1, "predictions": [{"gpus", "nodes", "iteration_time_s", "throughput_samples_per_s",
+//    "speedup", "efficiency", "hiding_case", "bottleneck", "breakdown": {"io_s", "h2d_s", "forward_s",
+//    "backward_s", "update_s", "comm_s", "comm_exposed_s"}}], "inputs": {...}}
+#pragma once
+
+#include <iosfwd>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "dlscale/predict.hpp"
+
+namespace dlscale {
+
+enum class OutputFormat { table, json, csv };
+OutputFormat output_format_from_string(std::string_view s);  // throws UsageError("--format", …)
+
+/// What the predictions were made from, printed with them (provenance).
+struct RunInfo {
+  std::string cluster, model, framework, precision, profile, collective_model, command_line;
+  int batch_per_gpu = 0;
+};
+
+void write_predictions(std::ostream& out, OutputFormat fmt, const RunInfo& info, std::span<const Prediction> preds);
+
+/// Writes `content` to `path` through a temporary file in the same folder and a rename, so that a
+/// failure never leaves a partial file behind.
+void write_file_atomically(const std::string& path, std::string_view content);
+
+}  // namespace dlscale

@@ -1,0 +1,49 @@
+// How a framework implements S-SGD (shared/docs/model.md, "Framework strategies"): a few named
+// parameters, read from models/frameworks/*.yaml so that a user can add one.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "dlscale/units.hpp"
+
+namespace dlscale {
+
+enum class Aggregation {
+  allreduce,          // NCCL/Gloo all-reduce, intra- and inter-node (Caffe-MPI, CNTK, Horovod, DDP)
+  parameter_server,   // push gradients to a PS, pull parameters back (MXNet KVStore)
+  hybrid,             // all-reduce inside a node, parameter server across nodes (TensorFlow 2017)
+  broadcast_reduce    // broadcast parameters, reduce gradients to GPU 0 (PyTorch DataParallel)
+};
+
+enum class Overlap {
+  none,       // backward, then aggregation, sequentially (CNTK, DataParallel)
+  layerwise,  // each layer's gradient aggregated as soon as it is ready (WFBP)
+  bucketed    // gradients merged into buckets (PyTorch DDP, Horovod tensor fusion)
+};
+
+enum class UpdatePlacement {
+  per_layer,          // each layer updated as soon as its aggregation ends (MXNet PS), eq. 6/7
+  after_aggregation,  // all layers updated once every aggregation has ended, eq. 10
+  on_root             // updated on GPU 0, parameters broadcast next iteration (DataParallel)
+};
+
+std::string_view to_string(Aggregation a) noexcept;
+std::string_view to_string(Overlap o) noexcept;
+std::string_view to_string(UpdatePlacement u) noexcept;
+
+struct Strategy {
+  std::string name;
+  std::string description;
+  bool io_prefetch = true;       // reader threads prefetch the next batch: eq. 4 instead of eq. 3
+  bool pinned_memory = true;     // host->GPU copies from pinned (true) or pageable (false) memory
+  Aggregation aggregation = Aggregation::allreduce;
+  Overlap overlap = Overlap::layerwise;
+  UpdatePlacement update = UpdatePlacement::after_aggregation;
+  Bytes bucket_size = mebibytes(25);    // bucketed: size of every bucket but the first
+  Bytes first_bucket = mebibytes(1);    // bucketed: the first (output-side) bucket
+  int parameter_servers = 0;            // parameter_server/hybrid: 0 = one per node
+  double compute_efficiency = 1.0;      // scales the compute model's layer times (1 = as modelled)
+};
+
+}  // namespace dlscale

@@ -1,0 +1,21 @@
+// The dlscale command: one file per subcommand, each with an options struct, setup_x and run_x
+// (CLI11's "subcommands in files" layout). Only main.cpp turns exceptions into exit codes.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <memory>
+#include <string>
+
+namespace dlscale::cli {
+
+/// The command line as typed, for provenance in outputs.
+const std::string& command_line();
+void set_command_line(int argc, char** argv);
+
+/// Prints `text` to stdout, or to `output` through a temporary file and a rename.
+void emit(const std::string& text, const std::string& output);
+
+void setup_predict(CLI::App& app);
+
+}  // namespace dlscale::cli

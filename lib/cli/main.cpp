@@ -1,0 +1,55 @@
+// dlscale: predict how fast synchronous data-parallel training runs on a GPU cluster.
+// Exit status: 0 success, 2 bad input or usage, 3 no device / not compiled, 1 anything else.
+#include <fmt/format.h>
+
+#include <cstdio>
+#include <iostream>
+
+#include "cli/commands.hpp"
+#include "dlscale/error.hpp"
+#include "dlscale/report.hpp"
+
+namespace dlscale::cli {
+namespace {
+std::string g_command_line;
+}
+const std::string& command_line() { return g_command_line; }
+void set_command_line(int argc, char** argv) {
+  g_command_line.clear();
+  for (int i = 0; i < argc; ++i) g_command_line += (i ? " " : "") + std::string(argv[i]);
+}
+void emit(const std::string& text, const std::string& output) {
+  if (output.empty() || output == "-") {
+    std::fwrite(text.data(), 1, text.size(), stdout);
+    std::fflush(stdout);
+  } else {
+    write_file_atomically(output, text);
+  }
+}
+}  // namespace dlscale::cli
+
+int main(int argc, char** argv) {
+  using namespace dlscale;
+  cli::set_command_line(argc, argv);
+  CLI::App app{"dlscale: predict iteration time, throughput, speedup and bottleneck of synchronous "
+               "data-parallel training on GPU clusters"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "dlscale 0.1.0");
+  cli::setup_predict(app);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    fmt::print(stderr, "dlscale: {}\n", e.what());
+    return 2;
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "dlscale: {}\n", e.what());
+    return exit_code_for(e);
+  }
+  return 0;
+}

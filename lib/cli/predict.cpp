@@ -1,0 +1,43 @@
+// dlscale predict: the closed-form prediction for each GPU count.
+#include <sstream>
+
+#include "cli/commands.hpp"
+#include "cli/scenario_options.hpp"
+#include "dlscale/predict.hpp"
+#include "dlscale/report.hpp"
+
+namespace dlscale::cli {
+namespace {
+
+struct PredictOptions {
+  ScenarioOptions scenario;
+  std::string format = "table";
+  std::string output;
+};
+
+void run_predict(const PredictOptions& o) {
+  const OutputFormat fmt = output_format_from_string(o.format);
+  const std::vector<int> gpus = parse_gpu_list(o.scenario.gpus);
+  RunInfo info;
+  info.command_line = command_line();
+  Predictor predictor(build_scenario(o.scenario, info));
+  const auto preds = predictor.predict(gpus);  // everything computed before anything is printed
+  info.collective_model = predictor.scenario().collectives ? predictor.scenario().collectives->describe()
+                                                           : make_collective_model(predictor.scenario().cluster)->describe();
+  std::ostringstream out;
+  write_predictions(out, fmt, info, preds);
+  emit(out.str(), o.output);
+}
+
+}  // namespace
+
+void setup_predict(CLI::App& app) {
+  auto opt = std::make_shared<PredictOptions>();
+  auto* cmd = app.add_subcommand("predict", "Predict iteration time, throughput, speedup and bottleneck per GPU count");
+  add_scenario_options(*cmd, opt->scenario);
+  cmd->add_option("--format", opt->format, "table, json or csv")->capture_default_str();
+  cmd->add_option("-o,--output", opt->output, "Write to FILE (atomically) instead of standard output")->type_name("FILE");
+  cmd->callback([opt] { run_predict(*opt); });
+}
+
+}  // namespace dlscale::cli

@@ -1,0 +1,36 @@
+// Options shared by the commands that build a Scenario (predict, and later simulate, explain, report).
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <string>
+#include <vector>
+
+#include "dlscale/predict.hpp"
+#include "dlscale/report.hpp"
+
+namespace dlscale::cli {
+
+struct ScenarioOptions {
+  std::string cluster;
+  std::string model;
+  std::string framework;
+  std::string profile;
+  int batch = 0;  // 0: from the profile, else the default scenario's
+  std::string gpus = "1,2,4,8,16";
+  std::string precision = "fp32";
+};
+
+/// The embedded default scenario: ResNet-50 at batch 32 with Caffe-MPI on the Shi & Chu P40 cluster,
+/// 1-16 GPUs (the paper's own configuration).
+inline constexpr const char* kDefaultCluster = "shi-chu-p40";
+inline constexpr const char* kDefaultModel = "resnet50";
+inline constexpr const char* kDefaultFramework = "caffe-mpi";
+inline constexpr int kDefaultBatch = 32;
+
+void add_scenario_options(CLI::App& cmd, ScenarioOptions& o);
+/// Loads every input named by the options; all errors are InputError/UsageError.
+Scenario build_scenario(const ScenarioOptions& o, RunInfo& info);
+std::vector<int> parse_gpu_list(const std::string& text);
+
+}  // namespace dlscale::cli

@@ -1,0 +1,89 @@
+#include <stdexcept>
+#include <string>
+
+#include "dlscale/collective.hpp"
+#include "dlscale/network.hpp"
+#include "dlscale/predict.hpp"
+#include "dlscale/strategy.hpp"
+
+namespace dlscale {
+
+std::string_view to_string(LayerKind k) noexcept {
+  switch (k) {
+    case LayerKind::conv: return "conv";
+    case LayerKind::linear: return "linear";
+    case LayerKind::batchnorm: return "batchnorm";
+    case LayerKind::layernorm: return "layernorm";
+    case LayerKind::embedding: return "embedding";
+    case LayerKind::attention: return "attention";
+    case LayerKind::other: return "other";
+  }
+  return "other";
+}
+
+LayerKind layer_kind_from_string(std::string_view name) {
+  for (auto k : {LayerKind::conv, LayerKind::linear, LayerKind::batchnorm, LayerKind::layernorm, LayerKind::embedding,
+                 LayerKind::attention, LayerKind::other})
+    if (to_string(k) == name) return k;
+  throw std::invalid_argument("unknown layer kind '" + std::string(name) +
+                              "' (expected conv, linear, batchnorm, layernorm, embedding, attention or other)");
+}
+
+std::string_view to_string(Aggregation a) noexcept {
+  switch (a) {
+    case Aggregation::allreduce: return "allreduce";
+    case Aggregation::parameter_server: return "parameter_server";
+    case Aggregation::hybrid: return "hybrid";
+    case Aggregation::broadcast_reduce: return "broadcast_reduce";
+  }
+  return "";
+}
+std::string_view to_string(Overlap o) noexcept {
+  switch (o) {
+    case Overlap::none: return "none";
+    case Overlap::layerwise: return "layerwise";
+    case Overlap::bucketed: return "bucketed";
+  }
+  return "";
+}
+std::string_view to_string(UpdatePlacement u) noexcept {
+  switch (u) {
+    case UpdatePlacement::per_layer: return "per_layer";
+    case UpdatePlacement::after_aggregation: return "after_aggregation";
+    case UpdatePlacement::on_root: return "on_root";
+  }
+  return "";
+}
+std::string_view to_string(CollectiveOp op) noexcept {
+  switch (op) {
+    case CollectiveOp::allreduce: return "allreduce";
+    case CollectiveOp::allgather: return "allgather";
+    case CollectiveOp::reducescatter: return "reducescatter";
+    case CollectiveOp::broadcast: return "broadcast";
+    case CollectiveOp::reduce: return "reduce";
+  }
+  return "";
+}
+std::string_view to_string(Bottleneck b) noexcept {
+  switch (b) {
+    case Bottleneck::io: return "io";
+    case Bottleneck::h2d: return "h2d";
+    case Bottleneck::compute: return "compute";
+    case Bottleneck::communication: return "communication";
+    case Bottleneck::update: return "update";
+  }
+  return "";
+}
+
+std::int64_t Network::total_params() const noexcept {
+  std::int64_t n = 0;
+  for (const auto& l : layers) n += l.params;
+  return n;
+}
+double Network::total_forward_flops_per_sample() const noexcept {
+  double f = 0;
+  for (const auto& l : layers) f += l.forward_flops_per_sample;
+  return f;
+}
+
+}  // namespace dlscale

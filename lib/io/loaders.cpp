@@ -1,0 +1,365 @@
+// Parse once, at the edge: YAML files -> plain structs. Schemas: docs/input-formats.md.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cstdlib>
+
+#include "dlscale/io.hpp"
+#include "io/yaml_reader.hpp"
+
+#ifndef DLSCALE_SOURCE_DATA_DIR
+#define DLSCALE_SOURCE_DATA_DIR ""
+#endif
+#ifndef DLSCALE_INSTALL_DATA_DIR
+#define DLSCALE_INSTALL_DATA_DIR ""
+#endif
+
+namespace dlscale {
+namespace fs = std::filesystem;
+using yamlio::MapReader;
+using yamlio::Node;
+
+// ---- data folders ---------------------------------------------------------------------------------
+fs::path data_dir() {
+  if (const char* env = std::getenv("DLSCALE_DATA_DIR"); env != nullptr && *env != '\0') return env;
+  const fs::path installed = DLSCALE_INSTALL_DATA_DIR;
+  std::error_code ec;
+  if (!installed.empty() && fs::exists(installed / "models", ec)) return installed;
+  return DLSCALE_SOURCE_DATA_DIR;
+}
+
+namespace {
+fs::path folder(DataKind kind) {
+  switch (kind) {
+    case DataKind::cluster: return data_dir() / "topologies";
+    case DataKind::network: return data_dir() / "models";
+    case DataKind::framework: return data_dir() / "models" / "frameworks";
+    case DataKind::profile: return data_dir() / "models" / "profiles";
+  }
+  return {};
+}
+std::string_view noun(DataKind kind) {
+  switch (kind) {
+    case DataKind::cluster: return "cluster";
+    case DataKind::network: return "model";
+    case DataKind::framework: return "framework";
+    case DataKind::profile: return "profile";
+  }
+  return "";
+}
+std::string lower(std::string_view s) {
+  std::string out(s);
+  for (auto& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+}  // namespace
+
+std::vector<std::string> list_names(DataKind kind) {
+  std::vector<std::string> out;
+  std::error_code ec;
+  auto visit = [&](const fs::directory_entry& e) {
+    if (!e.is_regular_file() || e.path().extension() != ".yaml") return;
+    const auto stem = e.path().stem().string();
+    if (kind == DataKind::cluster && stem == "gpus") return;  // the GPU catalogue, not a cluster
+    out.push_back(stem);
+  };
+  if (kind == DataKind::profile) {
+    for (const auto& e : fs::recursive_directory_iterator(folder(kind), ec)) visit(e);
+  } else {
+    for (const auto& e : fs::directory_iterator(folder(kind), ec)) visit(e);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+fs::path resolve(DataKind kind, std::string_view name_or_file, std::string_view option) {
+  const fs::path as_path(name_or_file);
+  std::error_code ec;
+  const bool looks_like_path = name_or_file.find('/') != std::string_view::npos || as_path.extension() == ".yaml" ||
+                               as_path.extension() == ".yml";
+  if (looks_like_path || fs::is_regular_file(as_path, ec)) {
+    if (!fs::is_regular_file(as_path, ec))
+      throw InputError(SourceLocation{std::string(name_or_file), 0, 0}, std::string(option), "cannot open file (no such file)");
+    return as_path;
+  }
+  const fs::path candidate = folder(kind) / (std::string(name_or_file) + ".yaml");
+  if (fs::is_regular_file(candidate, ec)) return candidate;
+  if (kind == DataKind::profile) {
+    for (const auto& e : fs::recursive_directory_iterator(folder(kind), ec))
+      if (e.is_regular_file() && e.path().filename() == candidate.filename()) return e.path();
+  }
+  std::string known;
+  for (const auto& n : list_names(kind)) known += (known.empty() ? "" : ", ") + n;
+  throw UsageError(std::string(option), fmt::format("unknown {} '{}' (known: {})", noun(kind), name_or_file,
+                                                    known.empty() ? "none found in " + folder(kind).string() : known));
+}
+
+// ---- GPUs -------------------------------------------------------------------------------------------
+namespace {
+GpuSpec read_gpu(MapReader& m, bool require_all) {
+  GpuSpec g;
+  auto req_or_opt = [&](std::string_view key) { return require_all ? std::optional<Node>(m.required(key)) : m.optional(key); };
+  g.name = m.required("name").scalar();
+  if (auto n = m.optional("architecture")) g.architecture = n->scalar();
+  if (auto n = m.optional("sm")) g.sm_version = static_cast<int>(n->non_negative_integer());
+  g.peak_fp32 = m.required("peak_fp32").flops_rate();
+  if (auto n = req_or_opt("peak_fp16")) g.peak_fp16 = n->flops_rate();
+  if (auto n = m.optional("peak_tf32")) g.peak_tf32 = n->flops_rate();
+  g.memory_bandwidth = m.required("memory_bandwidth").bandwidth();
+  if (auto n = req_or_opt("memory")) g.memory_size = n->bytes();
+  if (auto n = m.optional("base_clock")) g.base_clock = n->frequency();
+  if (auto n = m.optional("boost_clock")) g.boost_clock = n->frequency();
+  if (auto n = m.optional("nvlinks")) g.nvlink_count = static_cast<int>(n->non_negative_integer());
+  if (auto n = m.optional("nvlink_generation")) g.nvlink_generation = static_cast<int>(n->non_negative_integer());
+  if (auto n = m.optional("pcie_generation")) g.pcie_generation = static_cast<int>(n->non_negative_integer());
+  if (auto n = m.optional("pcie_width")) g.pcie_width = static_cast<int>(n->non_negative_integer());
+  if (auto n = m.optional("source")) g.source = n->scalar();
+  return g;
+}
+
+struct CatalogueEntry {
+  std::string id;
+  GpuSpec spec;
+};
+
+std::vector<CatalogueEntry> read_catalogue() {
+  const fs::path file = data_dir() / "topologies" / "gpus.yaml";
+  MapReader top(yamlio::load_file(file));
+  std::vector<CatalogueEntry> out;
+  for (const auto& item : top.required("gpus").items()) {
+    MapReader m(item);
+    CatalogueEntry e;
+    e.id = m.required("id").scalar();
+    e.spec = read_gpu(m, true);
+    m.finish();
+    out.push_back(std::move(e));
+  }
+  top.finish();
+  return out;
+}
+}  // namespace
+
+std::vector<GpuSpec> load_gpu_catalogue() {
+  std::vector<GpuSpec> out;
+  for (auto& e : read_catalogue()) out.push_back(std::move(e.spec));
+  return out;
+}
+
+GpuSpec find_gpu(std::string_view name) {
+  const auto want = lower(name);
+  const auto all = read_catalogue();
+  for (const auto& e : all)
+    if (lower(e.id) == want || lower(e.spec.name) == want) return e.spec;
+  std::string known;
+  for (const auto& e : all) known += (known.empty() ? "" : ", ") + e.id;
+  throw InputError(fmt::format("unknown GPU '{}' (known: {})", name, known));
+}
+
+// ---- clusters (simple form) -------------------------------------------------------------------------
+namespace {
+LinkSpec read_link(const Node& n) {
+  MapReader m(n);
+  LinkSpec l;
+  l.bandwidth = m.required("bandwidth").bandwidth();
+  if (auto lat = m.optional("latency")) l.latency = lat->seconds();
+  m.finish();
+  return l;
+}
+}  // namespace
+
+Cluster load_cluster(const fs::path& file) {
+  MapReader m(yamlio::load_file(file));
+  Cluster c;
+  c.source_file = file.string();
+  c.name = m.required("name").scalar();
+  if (auto n = m.optional("description")) c.description = n->scalar();
+  {
+    const Node n = m.required("nodes");
+    c.max_nodes = static_cast<int>(n.integer());
+    if (c.max_nodes < 1) n.fail("a cluster needs at least one node");
+  }
+  {
+    const Node n = m.required("gpus_per_node");
+    c.gpus_per_node = static_cast<int>(n.integer());
+    if (c.gpus_per_node < 1) n.fail("a node needs at least one GPU");
+  }
+  {
+    const Node n = m.required("gpu");
+    if (n.is_map()) {
+      MapReader g(n);
+      c.gpu = read_gpu(g, false);
+      g.finish();
+    } else {
+      try {
+        c.gpu = find_gpu(n.scalar());
+      } catch (const InputError& e) {
+        n.fail(e.message());
+      }
+    }
+  }
+  {
+    MapReader h(m.required("host_to_gpu"));
+    c.h2d_pinned = h.required("pinned").bandwidth();
+    c.h2d_pageable = h.optional("pageable") ? h.required("pageable").bandwidth() : c.h2d_pinned;
+    h.finish();
+  }
+  c.intra_node = read_link(m.required("intra_node"));
+  if (auto n = m.optional("inter_node")) {
+    c.inter_node = read_link(*n);
+  } else if (c.max_nodes > 1) {
+    m.node().fail("a cluster of more than one node needs 'inter_node'");
+  }
+  {
+    MapReader s(m.required("storage"));
+    c.disk = s.required("disk").bandwidth();
+    c.page_cache = s.required("page_cache").bandwidth();
+    if (auto n = s.optional("dataset_in_page_cache")) c.dataset_in_page_cache = n->boolean();
+    s.finish();
+  }
+  m.finish();
+  return c;
+}
+
+// ---- networks ---------------------------------------------------------------------------------------
+Network load_network(const fs::path& file) {
+  MapReader m(yamlio::load_file(file));
+  Network net;
+  net.name = m.required("name").scalar();
+  if (auto n = m.optional("description")) net.description = n->scalar();
+  {
+    MapReader in(m.required("input"));
+    net.input_shape = in.required("shape").integer_list();
+    net.input_bytes_per_sample = in.required("bytes_per_sample").bytes();
+    in.finish();
+  }
+  for (const auto& item : m.required("layers").items()) {
+    MapReader l(item);
+    Layer layer;
+    layer.name = l.required("name").scalar();
+    {
+      const Node k = l.required("kind");
+      try {
+        layer.kind = layer_kind_from_string(k.scalar());
+      } catch (const std::invalid_argument& e) {
+        k.fail(e.what());
+      }
+    }
+    layer.params = l.required("params").non_negative_integer();
+    {
+      const Node f = l.required("forward_flops");
+      layer.forward_flops_per_sample = f.number();
+      if (layer.forward_flops_per_sample < 0) f.fail("must not be negative");
+    }
+    if (auto n = l.optional("macs")) {
+      if (n->number() < 0) n->fail("must not be negative");
+    }
+    if (auto n = l.optional("activation_bytes")) layer.activation_bytes_per_sample = in_bytes(n->bytes());
+    if (auto n = l.optional("output_shape")) {
+      layer.output_shape = n->integer_list();
+      for (auto d : layer.output_shape)
+        if (d <= 0) n->fail("every dimension of a shape must be positive");
+    }
+    l.finish();
+    net.layers.push_back(std::move(layer));
+  }
+  if (net.layers.empty()) m.node().fail("a model needs at least one learnable layer");
+  m.finish();
+  return net;
+}
+
+// ---- frameworks -------------------------------------------------------------------------------------
+Strategy load_strategy(const fs::path& file) {
+  MapReader m(yamlio::load_file(file));
+  Strategy s;
+  s.name = m.required("name").scalar();
+  if (auto n = m.optional("description")) s.description = n->scalar();
+  {
+    MapReader io(m.required("io"));
+    s.io_prefetch = io.required("prefetch").boolean();
+    s.pinned_memory = io.required("memory").choice({"pinned", "pageable"}) == "pinned";
+    io.finish();
+  }
+  {
+    const auto a = m.required("aggregation").choice({"allreduce", "parameter_server", "hybrid", "broadcast_reduce"});
+    s.aggregation = a == "allreduce"          ? Aggregation::allreduce
+                    : a == "parameter_server" ? Aggregation::parameter_server
+                    : a == "hybrid"           ? Aggregation::hybrid
+                                              : Aggregation::broadcast_reduce;
+  }
+  {
+    const auto o = m.required("overlap").choice({"none", "layerwise", "bucketed"});
+    s.overlap = o == "none" ? Overlap::none : o == "layerwise" ? Overlap::layerwise : Overlap::bucketed;
+  }
+  {
+    const auto u = m.required("update").choice({"per_layer", "after_aggregation", "on_root"});
+    s.update = u == "per_layer" ? UpdatePlacement::per_layer
+               : u == "after_aggregation" ? UpdatePlacement::after_aggregation
+                                          : UpdatePlacement::on_root;
+  }
+  if (auto n = m.optional("buckets")) {
+    MapReader b(*n);
+    s.bucket_size = b.required("size").bytes();
+    if (!(s.bucket_size > Bytes{})) b.required("size").fail("a bucket must hold more than zero bytes");
+    if (auto f = b.optional("first")) s.first_bucket = f->bytes();
+    b.finish();
+  } else if (s.overlap == Overlap::bucketed) {
+    m.node().fail("overlap 'bucketed' needs 'buckets: {size: ..., first: ...}'");
+  }
+  if (auto n = m.optional("parameter_servers")) s.parameter_servers = static_cast<int>(n->non_negative_integer());
+  if (auto n = m.optional("compute_efficiency")) s.compute_efficiency = n->positive_number();
+  m.finish();
+  return s;
+}
+
+// ---- profiles ---------------------------------------------------------------------------------------
+Profile load_profile(const fs::path& file) {
+  MapReader m(yamlio::load_file(file));
+  Profile p;
+  p.source_file = file.string();
+  p.model = m.required("model").scalar();
+  p.framework = m.required("framework").scalar();
+  if (auto n = m.optional("cluster")) p.cluster = n->scalar();
+  {
+    const Node b = m.required("batch_per_gpu");
+    p.batch_per_gpu = static_cast<int>(b.integer());
+    if (p.batch_per_gpu < 1) b.fail("must be at least 1");
+  }
+  (void)m.optional("source");
+  (void)m.optional("notes");
+  {
+    MapReader s(m.required("single_gpu"));
+    p.single_gpu.io = s.required("io").seconds();
+    p.single_gpu.h2d = s.required("h2d").seconds();
+    p.single_gpu.forward = s.required("forward").seconds();
+    p.single_gpu.backward = s.required("backward").seconds();
+    p.single_gpu.update = s.required("update").seconds();
+    s.finish();
+  }
+  if (auto meas = m.optional("measured")) {
+    MapReader mm(*meas);
+    for (auto& [key, node] : mm.entries()) {
+      int gpus = 0;
+      try {
+        std::size_t pos = 0;
+        gpus = std::stoi(key, &pos);
+        if (pos != key.size()) gpus = 0;
+      } catch (const std::exception&) {
+        gpus = 0;
+      }
+      if (gpus < 1) node.fail("keys of 'measured' are GPU counts (whole numbers ≥ 1)");
+      MapReader at(node);
+      MeasuredAt v;
+      if (auto n = at.optional("io")) v.io = n->seconds();
+      if (auto n = at.optional("h2d")) v.h2d = n->seconds();
+      if (auto n = at.optional("comm")) v.comm = n->seconds();
+      if (auto n = at.optional("iteration")) v.iteration = n->seconds();
+      at.finish();
+      p.measured[gpus] = v;
+    }
+  }
+  m.finish();
+  return p;
+}
+
+}  // namespace dlscale

@@ -1,0 +1,88 @@
+// Internal: the only place that sees yaml-cpp. Wraps a YAML node with its file and key path so that
+// every error is one line "file:line:col: 'key.path': message", and a MapReader that rejects keys it
+// was not asked for.
+#pragma once
+
+#include <yaml-cpp/yaml.h>
+
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "dlscale/error.hpp"
+#include "dlscale/units.hpp"
+
+namespace dlscale::yamlio {
+
+class Node {
+ public:
+  Node(YAML::Node node, std::shared_ptr<const std::string> file, std::string path);
+
+  [[nodiscard]] SourceLocation where() const;
+  [[nodiscard]] const std::string& path() const noexcept { return path_; }
+  [[nodiscard]] const std::string& file() const noexcept { return *file_; }
+  [[noreturn]] void fail(const std::string& message) const;
+
+  [[nodiscard]] bool is_map() const { return node_.IsMap(); }
+  [[nodiscard]] bool is_sequence() const { return node_.IsSequence(); }
+  [[nodiscard]] bool is_scalar() const { return node_.IsScalar(); }
+  [[nodiscard]] bool is_null() const { return node_.IsNull(); }
+
+  [[nodiscard]] std::string scalar() const;
+  [[nodiscard]] double number() const;
+  [[nodiscard]] double positive_number() const;
+  [[nodiscard]] std::int64_t integer() const;
+  [[nodiscard]] std::int64_t non_negative_integer() const;
+  [[nodiscard]] bool boolean() const;
+  [[nodiscard]] Seconds seconds() const;
+  [[nodiscard]] Bytes bytes() const;
+  [[nodiscard]] BytesPerSecond bandwidth() const;
+  [[nodiscard]] Flops flops() const;
+  [[nodiscard]] FlopsPerSecond flops_rate() const;
+  [[nodiscard]] Hertz frequency() const;
+  /// One of `choices`; fails naming them otherwise.
+  [[nodiscard]] std::string choice(std::initializer_list<std::string_view> choices) const;
+
+  [[nodiscard]] std::vector<Node> items() const;               // a sequence's elements
+  [[nodiscard]] std::vector<std::int64_t> integer_list() const;  // a sequence of integers
+  [[nodiscard]] const YAML::Node& raw() const noexcept { return node_; }
+  [[nodiscard]] std::shared_ptr<const std::string> file_ptr() const noexcept { return file_; }
+
+ private:
+  template <class T>
+  T quantity(T (*parse)(std::string_view)) const;
+  YAML::Node node_;
+  std::shared_ptr<const std::string> file_;
+  std::string path_;
+};
+
+/// Loads and parses a file (missing file and malformed YAML are InputErrors with file:line:col).
+Node load_file(const std::filesystem::path& file);
+/// Parses text as if it came from `display_name` (for tests and embedded data).
+Node load_string(const std::string& text, const std::string& display_name);
+
+class MapReader {
+ public:
+  explicit MapReader(Node map);  // fails unless `map` is a mapping; rejects duplicate keys
+
+  [[nodiscard]] bool has(std::string_view key) const;
+  [[nodiscard]] Node required(std::string_view key);
+  [[nodiscard]] std::optional<Node> optional(std::string_view key);
+  /// Every key of the mapping, in file order (marks them all used).
+  [[nodiscard]] std::vector<std::pair<std::string, Node>> entries();
+  [[nodiscard]] const Node& node() const noexcept { return map_; }
+  /// Fails on the first key (in file order) that no required/optional call asked for.
+  void finish() const;
+
+ private:
+  Node child(const YAML::Node& value, std::string_view key) const;
+  Node map_;
+  std::vector<std::string> keys_;
+  mutable std::vector<bool> used_;
+  std::vector<std::string> asked_;
+};
+
+}  // namespace dlscale::yamlio
