@@ -1,0 +1,201 @@
+// Inputs parsed once at the edge: every shipped file loads, and bad input gets one line naming
+// file:line:col and the key.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "dlscale/error.hpp"
+#include "dlscale/io.hpp"
+#include "support/run.hpp"
+
+namespace dlscale {
+namespace {
+
+using ::testing::HasSubstr;
+using test::temp_file;
+
+TEST(Inputs, EveryShippedFrameworkLoads) {
+  const auto names = list_names(DataKind::framework);
+  for (const char* want : {"caffe-mpi", "cntk", "mxnet", "tensorflow", "horovod", "pytorch-ddp", "pytorch-dataparallel"})
+    EXPECT_NE(std::find(names.begin(), names.end(), want), names.end()) << want;
+  for (const auto& n : names) {
+    SCOPED_TRACE(n);
+    const Strategy s = load_strategy(resolve(DataKind::framework, n, "--framework"));
+    EXPECT_EQ(s.name, n);
+  }
+}
+
+TEST(Inputs, FrameworkStrategiesSayWhatThePaperSays) {
+  const Strategy cntk = load_strategy(resolve(DataKind::framework, "cntk", "--framework"));
+  EXPECT_FALSE(cntk.io_prefetch);                    // eq. 8 adds t_io for CNTK
+  EXPECT_EQ(cntk.overlap, Overlap::none);            // "not pipelined"
+  const Strategy mxnet = load_strategy(resolve(DataKind::framework, "mxnet", "--framework"));
+  EXPECT_EQ(mxnet.aggregation, Aggregation::parameter_server);
+  EXPECT_EQ(mxnet.update, UpdatePlacement::per_layer);
+  EXPECT_FALSE(mxnet.pinned_memory);
+  const Strategy tf = load_strategy(resolve(DataKind::framework, "tensorflow", "--framework"));
+  EXPECT_EQ(tf.aggregation, Aggregation::hybrid);
+  EXPECT_EQ(tf.update, UpdatePlacement::after_aggregation);
+  const Strategy ddp = load_strategy(resolve(DataKind::framework, "pytorch-ddp", "--framework"));
+  EXPECT_EQ(ddp.overlap, Overlap::bucketed);
+  EXPECT_EQ(ddp.bucket_size, mebibytes(25));
+  EXPECT_EQ(ddp.first_bucket, mebibytes(1));
+}
+
+TEST(Inputs, ShiChuClusterCarriesThePapersFigures) {
+  const Cluster c = load_cluster(resolve(DataKind::cluster, "shi-chu-p40", "--cluster"));
+  EXPECT_EQ(c.max_nodes, 4);
+  EXPECT_EQ(c.gpus_per_node, 4);
+  EXPECT_EQ(c.h2d_pinned, gigabytes_per_second(11.4));
+  EXPECT_EQ(c.h2d_pageable, gigabytes_per_second(8.7));
+  EXPECT_EQ(c.inter_node.bandwidth, gigabytes_per_second(7));  // 56 Gb/s
+  EXPECT_EQ(c.page_cache, gibibytes_per_second(3.5));
+  EXPECT_EQ(c.disk, BytesPerSecond::from_base(750.0 * 1048576.0));
+}
+
+TEST(Inputs, TableVProfilesAreAllShipped) {
+  const auto names = list_names(DataKind::profile);
+  int table5 = 0;
+  for (const auto& n : names) {
+    if (n.rfind("table5-", 0) != 0) continue;
+    ++table5;
+    const Profile p = load_profile(resolve(DataKind::profile, n, "--profile"));
+    EXPECT_TRUE(p.batch_per_gpu == 1024 || p.batch_per_gpu == 128 || p.batch_per_gpu == 32) << n;
+  }
+  EXPECT_EQ(table5, 12);
+  const Profile w = load_profile(resolve(DataKind::profile, "worked-example-cntk-alexnet", "--profile"));
+  EXPECT_EQ(w.single_gpu.io, seconds(0.223));
+  ASSERT_TRUE(w.measured.at(2).comm.has_value());
+  EXPECT_EQ(*w.measured.at(2).comm, seconds(0.0359));
+  EXPECT_EQ(*w.measured.at(4).io, seconds(0.72));
+}
+
+// ---- bad input: one line, file:line:col and the key -------------------------------------------------
+struct BadInput {
+  const char* name;
+  const char* kind;  // cluster | framework | profile
+  const char* text;
+  const char* expected;  // message after "<file>:"
+};
+
+constexpr const char* kGoodCluster = R"(name: tiny
+nodes: 2
+gpus_per_node: 2
+gpu: {name: Test GPU, peak_fp32: "10 TFLOPS", memory_bandwidth: "300 GB/s"}
+host_to_gpu: {pinned: "10 GB/s"}
+intra_node: {bandwidth: "10 GB/s", latency: "5 us"}
+inter_node: {bandwidth: "56 Gb/s", latency: "10 us"}
+storage: {disk: "500 MB/s", page_cache: "3 GB/s"}
+)";
+
+std::string with_line(int line, const std::string& replacement) {
+  std::string text = kGoodCluster;
+  std::size_t pos = 0;
+  for (int i = 1; i < line; ++i) pos = text.find('\n', pos) + 1;
+  const std::size_t end = text.find('\n', pos);
+  return text.substr(0, pos) + replacement + text.substr(end);
+}
+
+class BadInputs : public ::testing::TestWithParam<BadInput> {};
+
+TEST_P(BadInputs, OneLineWithFileLineColumnAndKey) {
+  const BadInput& c = GetParam();
+  const auto path = temp_file(std::string(c.name) + ".yaml", c.text);
+  try {
+    if (std::string(c.kind) == "cluster") (void)load_cluster(path);
+    else if (std::string(c.kind) == "framework") (void)load_strategy(path);
+    else (void)load_profile(path);
+    FAIL() << "no error for " << c.name;
+  } catch (const InputError& e) {
+    const std::string what = e.what();
+    EXPECT_EQ(what, path.string() + ":" + c.expected);
+    EXPECT_EQ(what.find('\n'), std::string::npos);
+  }
+}
+
+// Line and column numbers below are counted by hand in the text of each case (1-based; the column
+// is where the offending key or value starts).
+const std::string kWrongUnit = with_line(6, R"(intra_node: {bandwidth: "10 GBs", latency: "5 us"})");
+const std::string kNoUnit = with_line(7, R"(inter_node: {bandwidth: "56", latency: "10 us"})");
+const std::string kNegative = with_line(5, R"(host_to_gpu: {pinned: "-10 GB/s"})");
+const std::string kZero = with_line(8, R"(storage: {disk: "0 MB/s", page_cache: "3 GB/s"})");
+const std::string kUnknownKey = std::string(kGoodCluster) + "colour: blue\n";
+const std::string kNestedUnknown = with_line(6, R"(intra_node: {bandwidth: "10 GB/s", latncy: "5 us"})");
+const std::string kMissing = with_line(5, "");
+const std::string kNodes = with_line(2, "nodes: 0");
+const std::string kDuplicate = std::string(kGoodCluster) + "nodes: 3\n";
+const std::string kMalformed = with_line(3, "gpus_per_node: [2");
+const std::string kCountType = with_line(3, "gpus_per_node: four");
+
+const BadInput kCases[] = {
+    {"wrong_unit", "cluster", kWrongUnit.c_str(),
+     "6:25: 'intra_node.bandwidth': unknown bandwidth unit 'GBs' in '10 GBs' (use B/s, MB/s, GB/s, GiB/s, Mb/s, Gb/s)"},
+    {"no_unit", "cluster", kNoUnit.c_str(),
+     "7:25: 'inter_node.bandwidth': '56' has no unit (bandwidth needs one, e.g. \"25 GB/s\")"},
+    {"negative", "cluster", kNegative.c_str(), "5:23: 'host_to_gpu.pinned': '-10 GB/s' is negative"},
+    {"zero", "cluster", kZero.c_str(), "8:17: 'storage.disk': '0 MB/s' must be greater than zero"},
+    {"unknown_key", "cluster", kUnknownKey.c_str(),
+     "9:1: 'colour': unknown key (known keys here: description, gpu, gpus_per_node, host_to_gpu, inter_node, "
+     "intra_node, name, nodes, storage)"},
+    {"nested_unknown", "cluster", kNestedUnknown.c_str(),
+     "6:36: 'intra_node.latncy': unknown key (known keys here: bandwidth, latency)"},
+    {"missing_key", "cluster", kMissing.c_str(), "1:1: 'host_to_gpu': missing required key"},
+    {"zero_nodes", "cluster", kNodes.c_str(), "2:8: 'nodes': a cluster needs at least one node"},
+    {"duplicate", "cluster", kDuplicate.c_str(), "9:1: 'nodes': duplicate key"},
+    {"not_a_number", "cluster", kCountType.c_str(), "3:16: 'gpus_per_node': 'four' is not a number"},
+    {"framework_choice", "framework",
+     "name: x\nio: {prefetch: true, memory: pinned}\naggregation: gossip\noverlap: none\nupdate: on_root\n",
+     "3:14: 'aggregation': unknown value 'gossip' (expected one of: allreduce, parameter_server, hybrid, broadcast_reduce)"},
+    {"framework_bool", "framework",
+     "name: x\nio: {prefetch: maybe, memory: pinned}\naggregation: allreduce\noverlap: none\nupdate: on_root\n",
+     "2:16: 'io.prefetch': 'maybe' is not true or false"},
+    {"bucketed_without_buckets", "framework",
+     "name: x\nio: {prefetch: true, memory: pinned}\naggregation: allreduce\noverlap: bucketed\nupdate: after_aggregation\n",
+     "1:1: overlap 'bucketed' needs 'buckets: {size: ..., first: ...}'"},
+    {"profile_time_unit", "profile",
+     "model: alexnet\nframework: cntk\nbatch_per_gpu: 1024\nsingle_gpu: {io: \"0.2 s\", h2d: \"0.05 s\", forward: \"0.17\", "
+     "backward: \"0.29 s\", update: \"0.0086 s\"}\n",
+     "4:51: 'single_gpu.forward': '0.17' has no unit (time needs one, e.g. \"5 us\")"},
+    {"profile_measured_key", "profile",
+     "model: alexnet\nframework: cntk\nbatch_per_gpu: 1024\nsingle_gpu: {io: \"0.2 s\", h2d: \"0.05 s\", forward: \"0.17 s\", "
+     "backward: \"0.29 s\", update: \"0.0086 s\"}\nmeasured:\n  two: {comm: \"0.03 s\"}\n",
+     "6:8: 'measured.two': keys of 'measured' are GPU counts (whole numbers ≥ 1)"},
+    {"profile_batch", "profile",
+     "model: alexnet\nframework: cntk\nbatch_per_gpu: 0\nsingle_gpu: {io: \"0.2 s\", h2d: \"0.05 s\", forward: \"0.17 s\", "
+     "backward: \"0.29 s\", update: \"0.0086 s\"}\n",
+     "3:16: 'batch_per_gpu': must be at least 1"},
+};
+
+INSTANTIATE_TEST_SUITE_P(Catalogue, BadInputs, ::testing::ValuesIn(kCases),
+                         [](const auto& param_info) { return std::string(param_info.param.name); });
+
+// The flow sequence opened on line 3 is unclosed; yaml-cpp notices at the next key (line 4, column 4).
+TEST(Inputs, MalformedYamlNamesTheSpot) {
+  const auto path = temp_file("malformed.yaml", kMalformed);
+  try {
+    (void)load_cluster(path);
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_THAT(std::string(e.what()), HasSubstr(path.string() + ":4:4: malformed YAML: end of sequence flow not found"));
+  }
+}
+
+TEST(Inputs, MissingFileIsAnInputError) {
+  try {
+    (void)load_cluster("/nonexistent/dir/cluster.yaml");
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_STREQ(e.what(), "/nonexistent/dir/cluster.yaml: cannot open file (no such file or not readable)");
+  }
+}
+
+TEST(Inputs, UnknownNamesListWhatIsKnown) {
+  try {
+    (void)resolve(DataKind::framework, "caffe3", "--framework");
+    FAIL();
+  } catch (const UsageError& e) {
+    EXPECT_THAT(std::string(e.what()), HasSubstr("'--framework': unknown framework 'caffe3' (known: caffe-mpi, cntk,"));
+  }
+}
+
+}  // namespace
+}  // namespace dlscale
