@@ -1,1 +1,45 @@
-int dlscale_bench_placeholder;
+// Closed-form prediction speed (target: under 1 µs for one ResNet-50 prediction at one GPU count).
+#include <benchmark/benchmark.h>
+
+#include <cstdlib>
+
+#include "dlscale/io.hpp"
+#include "dlscale/predict.hpp"
+
+namespace {
+
+dlscale::Scenario resnet50_scenario() {
+  using namespace dlscale;
+  ::setenv("DLSCALE_DATA_DIR", DLSCALE_SOURCE_DIR, 0);
+  Scenario sc;
+  sc.cluster = load_cluster(resolve(DataKind::cluster, "shi-chu-p40", "--cluster"));
+  sc.network = load_network(resolve(DataKind::network, "resnet50", "--model"));
+  sc.strategy = load_strategy(resolve(DataKind::framework, "caffe-mpi", "--framework"));
+  sc.batch_per_gpu = 32;
+  return sc;
+}
+
+// One prediction at 16 GPUs (4 nodes) of a prepared scenario: per-layer communication for every
+// learnable layer, the exact overlap recurrence, the hiding case and the bottleneck.
+void BM_PredictResNet50(benchmark::State& state) {
+  const dlscale::Predictor p(resnet50_scenario());
+  const int gpus = static_cast<int>(state.range(0));
+  for (auto _ : state) {
+    auto r = p.predict(gpus);
+    benchmark::DoNotOptimize(r.iteration_time);
+  }
+  state.counters["layers"] = static_cast<double>(p.scenario().network.layers.size());
+}
+BENCHMARK(BM_PredictResNet50)->Arg(16)->Arg(4);
+
+// Preparing a scenario (per-layer roofline times, aggregation units, the one-GPU baseline).
+void BM_PrepareResNet50(benchmark::State& state) {
+  const auto sc = resnet50_scenario();
+  for (auto _ : state) {
+    dlscale::Predictor p(sc);
+    benchmark::DoNotOptimize(&p);
+  }
+}
+BENCHMARK(BM_PrepareResNet50);
+
+}  // namespace

@@ -8,6 +8,11 @@
 
 namespace dlscale {
 
+void CollectiveModel::times(CollectiveOp op, std::span<const Bytes> sizes, const GpuPlacement& where,
+                            std::span<Seconds> out) const {
+  for (std::size_t i = 0; i < sizes.size(); ++i) out[i] = time(op, sizes[i], where);
+}
+
 Seconds CollectiveModel::parameter_server(Bytes size, const GpuPlacement& where, int servers) const {
   // Every GPU pushes its gradients, split evenly over k servers, and pulls the parameters back; each
   // server's link carries N·S/k bytes in each direction (incast). Expressed through a broadcast of the
@@ -27,24 +32,42 @@ class AlphaBetaRing final : public CollectiveModel {
  public:
   explicit AlphaBetaRing(const Cluster& c) : intra_(c.intra_node), inter_(c.inter_node) {}
 
-  Seconds time(CollectiveOp op, Bytes size, const GpuPlacement& where) const override {
+  /// t = steps·α + (wire bytes per rank)/β, i.e. t = fixed + size·per_byte.
+  struct Line {
+    Seconds fixed{};
+    double per_byte_s = 0;  // seconds per byte of `size`
+  };
+
+  [[nodiscard]] Line line(CollectiveOp op, const GpuPlacement& where) const {
     const int n = where.gpus;
     if (n <= 1) return {};
     const bool multi = where.nodes > 1;
     const BytesPerSecond beta = multi ? min(inter_.bandwidth, intra_.bandwidth) : intra_.bandwidth;
     const Seconds alpha = multi ? max(inter_.latency, intra_.latency) : intra_.latency;
     const double nm1 = n - 1;
+    const double inv_beta = 1.0 / in_bytes_per_second(beta);
     switch (op) {
       case CollectiveOp::allreduce:  // reduce-scatter + all-gather: 2(n−1) steps of S/n
-        return alpha * (2 * nm1) + size * (2 * nm1 / n) / beta;
+        return {alpha * (2 * nm1), (2 * nm1 / n) * inv_beta};
       case CollectiveOp::allgather:
       case CollectiveOp::reducescatter:  // n−1 steps of S/n (S = the whole array)
-        return alpha * nm1 + size * (nm1 / n) / beta;
+        return {alpha * nm1, (nm1 / n) * inv_beta};
       case CollectiveOp::broadcast:
       case CollectiveOp::reduce:  // pipelined chain: latency across n−1 hops, S once over the slowest link
-        return alpha * nm1 + size / beta;
+        return {alpha * nm1, inv_beta};
     }
     return {};
+  }
+
+  Seconds time(CollectiveOp op, Bytes size, const GpuPlacement& where) const override {
+    const Line l = line(op, where);
+    return l.fixed + seconds(in_bytes(size) * l.per_byte_s);
+  }
+
+  void times(CollectiveOp op, std::span<const Bytes> sizes, const GpuPlacement& where,
+             std::span<Seconds> out) const override {
+    const Line l = line(op, where);
+    for (std::size_t i = 0; i < sizes.size(); ++i) out[i] = l.fixed + seconds(in_bytes(sizes[i]) * l.per_byte_s);
   }
 
   std::string describe() const override {

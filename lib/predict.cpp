@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <numeric>
 
@@ -76,8 +77,14 @@ struct Predictor::Impl {
   Bytes input_per_gpu{};
   BytesPerSecond read_bw{};
   Bytes total_gradient{};
+  std::vector<Seconds> unit_backward;  // units[i].backward, contiguous
+  std::vector<Bytes> unit_bytes;       // units[i].gradient, contiguous
   Seconds iter_one{};
+  // Bottleneck resources, formatted once per scenario (indexed by Bottleneck; communication has an
+  // intra-node and an inter-node variant).
+  std::string res_io, res_h2d, res_compute, res_comm_intra, res_comm_inter, res_update;
 
+  void describe_resources();
   [[nodiscard]] Prediction run(int gpus, const GpuPlacement& at) const;
 };
 
@@ -92,7 +99,14 @@ Predictor::Predictor(Scenario scenario) : impl_(std::make_unique<Impl>()) {
   const double eff = sc.strategy.compute_efficiency;
   for (auto* v : {&modelled.forward, &modelled.backward, &modelled.update})
     for (auto& x : *v) x = x / eff;
-  if (sc.profile) {
+  if (sc.measured_layers) {
+    const std::size_t L = sc.network.layers.size();
+    const auto& ml = *sc.measured_layers;
+    if (ml.forward.size() != L || ml.backward.size() != L || ml.update.size() != L)
+      throw InputError(fmt::format("measured layer times have {} entries, the model '{}' has {} layers",
+                                   ml.forward.size(), sc.network.name, L));
+    m.layers = ml;
+  } else if (sc.profile) {
     const auto& p = sc.profile->single_gpu;
     m.layers = spread_phase_totals(modelled, p.forward, p.backward, p.update);
   } else {
@@ -105,7 +119,11 @@ Predictor::Predictor(Scenario scenario) : impl_(std::make_unique<Impl>()) {
 
   const double grad_bytes = sc.compute.precision == Precision::fp16 ? 2.0 : 4.0;
   m.units = make_units(sc.network, m.layers, sc.strategy, grad_bytes);
-  for (const auto& un : m.units) m.total_gradient += un.gradient;
+  for (const auto& un : m.units) {
+    m.total_gradient += un.gradient;
+    m.unit_backward.push_back(un.backward);
+    m.unit_bytes.push_back(un.gradient);
+  }
 
   m.input_per_gpu = sc.network.input_bytes_per_sample * static_cast<double>(sc.batch_per_gpu);
   m.read_bw = sc.cluster.dataset_in_page_cache ? sc.cluster.page_cache : sc.cluster.disk;
@@ -117,7 +135,22 @@ Predictor::Predictor(Scenario scenario) : impl_(std::make_unique<Impl>()) {
     m.h2d = m.input_per_gpu / h2d_bw;
     m.io_one = eq::io_time(m.input_per_gpu, 1, m.read_bw);
   }
+  m.describe_resources();
   m.iter_one = m.run(1, GpuPlacement{1, 1, 1}).iteration_time;
+}
+
+void Predictor::Impl::describe_resources() {
+  const Strategy& st = sc.strategy;
+  const Cluster& cl = sc.cluster;
+  res_io = sc.profile ? std::string("input pipeline (measured; one reader per node)")
+                      : fmt::format("input read from {} ({}, one reader per node)",
+                                    cl.dataset_in_page_cache ? "page cache" : "disk", read_bw);
+  res_h2d = fmt::format("host-to-GPU copies ({} memory, {})", st.pinned_memory ? "pinned" : "pageable",
+                        st.pinned_memory ? cl.h2d_pinned : cl.h2d_pageable);
+  res_compute = fmt::format("GPU compute ({})", cl.gpu.name);
+  res_comm_intra = fmt::format("intra-node GPU links ({})", cl.intra_node.bandwidth);
+  res_comm_inter = fmt::format("inter-node network ({})", cl.inter_node.bandwidth);
+  res_update = fmt::format("parameter update (GPU memory {})", cl.gpu.memory_bandwidth);
 }
 
 Predictor::~Predictor() = default;
@@ -151,7 +184,6 @@ std::vector<Prediction> Predictor::predict(std::span<const int> gpu_counts) cons
 
 Prediction Predictor::Impl::run(int gpus, const GpuPlacement& at) const {
   const Strategy& st = sc.strategy;
-  const Cluster& cl = sc.cluster;
   const MeasuredAt* meas = nullptr;
   if (sc.profile) {
     if (auto it = sc.profile->measured.find(gpus); it != sc.profile->measured.end()) meas = &it->second;
@@ -166,39 +198,53 @@ Prediction Predictor::Impl::run(int gpus, const GpuPlacement& at) const {
   if (meas && meas->h2d) h2d_n = *meas->h2d;
 
   // ---- communication per unit ------------------------------------------------------------------------
-  thread_local std::vector<Seconds> back, comm;
+  thread_local std::vector<Seconds> comm_buf, extra_buf;
   const std::size_t U = units.size();
-  back.resize(U);
-  comm.resize(U);
-  const GpuPlacement intra{at.gpus_per_node, 1, at.gpus_per_node};
-  const GpuPlacement across{at.nodes, at.nodes, 1};
-  Seconds comm_total{};
-  for (std::size_t i = 0; i < U; ++i) {
-    back[i] = units[i].backward;
-    Seconds c{};
-    if (gpus > 1) {
-      const Bytes s = units[i].gradient;
-      switch (st.aggregation) {
-        case Aggregation::allreduce: c = coll->time(CollectiveOp::allreduce, s, at); break;
-        case Aggregation::parameter_server: c = coll->parameter_server(s, at, st.parameter_servers); break;
-        case Aggregation::hybrid:
-          c = coll->time(CollectiveOp::allreduce, s, intra);
-          if (at.nodes > 1) c += coll->parameter_server(s, across, st.parameter_servers);
-          break;
-        case Aggregation::broadcast_reduce:
-          c = coll->time(CollectiveOp::broadcast, s, at) + coll->time(CollectiveOp::reduce, s, at);
-          break;
+  comm_buf.assign(U, Seconds{});
+  std::span<Seconds> comm(comm_buf);
+  if (gpus > 1) {
+    switch (st.aggregation) {
+      case Aggregation::allreduce: coll->times(CollectiveOp::allreduce, unit_bytes, at, comm); break;
+      case Aggregation::parameter_server:
+        for (std::size_t i = 0; i < U; ++i) comm[i] = coll->parameter_server(unit_bytes[i], at, st.parameter_servers);
+        break;
+      case Aggregation::hybrid: {  // all-reduce inside the node, then a parameter server across nodes
+        coll->times(CollectiveOp::allreduce, unit_bytes, GpuPlacement{at.gpus_per_node, 1, at.gpus_per_node}, comm);
+        if (at.nodes > 1)
+          for (std::size_t i = 0; i < U; ++i)
+            comm[i] += coll->parameter_server(unit_bytes[i], GpuPlacement{at.nodes, at.nodes, 1}, st.parameter_servers);
+        break;
+      }
+      case Aggregation::broadcast_reduce: {
+        extra_buf.assign(U, Seconds{});
+        coll->times(CollectiveOp::broadcast, unit_bytes, at, comm);
+        coll->times(CollectiveOp::reduce, unit_bytes, at, extra_buf);
+        for (std::size_t i = 0; i < U; ++i) comm[i] += extra_buf[i];
+        break;
       }
     }
-    comm[i] = c;
-    comm_total += c;
   }
   bool comm_measured = false;
   if (meas && meas->comm && gpus > 1) {  // a measured total overrides; its split follows the model
+    Seconds modelled{};
+    for (auto c : comm) modelled += c;
     const Seconds target = *meas->comm;
-    for (auto& c : comm) c = comm_total > Seconds{} ? c * (target / comm_total) : target / static_cast<double>(U);
-    comm_total = target;
+    for (auto& c : comm) c = modelled > Seconds{} ? c * (target / modelled) : target / static_cast<double>(U);
     comm_measured = true;
+  }
+
+  // ---- one pass from the output side: the exact recurrence (equations.hpp, overlap_done_exact), the
+  // communication total and the hiding case (classify_hiding) together --------------------------------
+  Seconds ready{}, done{}, comm_total{};
+  int boundary = 0;             // the lowest layer i ≥ 2 with c_i > b_{i−1}, seen from the top down
+  for (std::size_t k = U; k-- > 0;) {
+    ready += unit_backward[k];
+    done = max(done, ready) + comm[k];
+    comm_total += comm[k];
+    if (k >= 1) {
+      const bool exceeds = comm[k] > unit_backward[k - 1];
+      if (exceeds) boundary = static_cast<int>(k) + 1;
+    }
   }
 
   // ---- combine ---------------------------------------------------------------------------------------
@@ -214,17 +260,11 @@ Prediction Predictor::Impl::run(int gpus, const GpuPlacement& at) const {
     gpu_side = eq::gpu_time(h2d_n, f, b, u) + comm_total;  // eq. 2/3 without t_io
     exposed = comm_total;
   } else {
-    const Seconds done = eq::overlap_done_exact(back, comm);
-    if (st.update == UpdatePlacement::per_layer) {
-      update_exposed = units.front().update;
-      gpu_side = eq::iteration_exact_per_layer_update(Seconds{}, h2d_n, f, back, comm, update_exposed);
-    } else {
-      gpu_side = eq::iteration_exact_update_after(Seconds{}, h2d_n, f, back, comm, u);
-    }
-    exposed = done - b;
-    const auto h = eq::classify_hiding(back, comm);
-    p.hiding_case = h.which;
-    p.boundary_layer = h.boundary;
+    if (st.update == UpdatePlacement::per_layer) update_exposed = units.front().update;
+    gpu_side = h2d_n + f + done + update_exposed;  // eq. exact, per-layer update or update after aggregation
+    exposed = max(done - b, Seconds{});  // ≥ 0 in exact arithmetic; clamp rounding
+    p.hiding_case = boundary == 0 ? 1 : 2;
+    p.boundary_layer = boundary;
   }
   p.iteration_time = st.io_prefetch ? eq::iteration_io_hidden(gpu_side, Seconds{}, io) : io + gpu_side;
 
@@ -234,11 +274,6 @@ Prediction Predictor::Impl::run(int gpus, const GpuPlacement& at) const {
   p.efficiency = p.speedup / gpus;
 
   // ---- bottleneck: the phase that takes the largest share of the critical path -------------------------
-  const bool measured_io = sc.profile.has_value();
-  const std::string io_res =
-      measured_io ? fmt::format("input pipeline (measured, {} reader per node for {} GPU{})", 1, at.gpus_per_node,
-                                at.gpus_per_node > 1 ? "s" : "")
-                  : fmt::format("input read from {} ({})", cl.dataset_in_page_cache ? "page cache" : "disk", read_bw);
   struct Part {
     Bottleneck what;
     Seconds time;
@@ -252,21 +287,14 @@ Prediction Predictor::Impl::run(int gpus, const GpuPlacement& at) const {
   if (st.io_prefetch && io > gpu_side) worst = Part{Bottleneck::io, io};
   p.bottleneck = worst.what;
   switch (worst.what) {
-    case Bottleneck::io: p.bottleneck_resource = io_res; break;
-    case Bottleneck::h2d:
-      p.bottleneck_resource = fmt::format("host-to-GPU copies ({} memory, {})", st.pinned_memory ? "pinned" : "pageable",
-                                          st.pinned_memory ? cl.h2d_pinned : cl.h2d_pageable);
-      break;
-    case Bottleneck::compute: p.bottleneck_resource = fmt::format("GPU compute ({})", cl.gpu.name); break;
+    case Bottleneck::io: p.bottleneck_resource = res_io; break;
+    case Bottleneck::h2d: p.bottleneck_resource = res_h2d; break;
+    case Bottleneck::compute: p.bottleneck_resource = res_compute; break;
     case Bottleneck::communication:
-      p.bottleneck_resource =
-          at.nodes > 1 ? fmt::format("inter-node network ({})", cl.inter_node.bandwidth)
-                       : fmt::format("intra-node GPU links ({})", cl.intra_node.bandwidth);
+      p.bottleneck_resource = at.nodes > 1 ? res_comm_inter : res_comm_intra;
       if (comm_measured) p.bottleneck_resource += " [measured]";
       break;
-    case Bottleneck::update:
-      p.bottleneck_resource = fmt::format("parameter update (GPU memory {})", cl.gpu.memory_bandwidth);
-      break;
+    case Bottleneck::update: p.bottleneck_resource = res_update; break;
   }
   return p;
 }

@@ -23,6 +23,9 @@ struct Scenario {
   Network network;
   Strategy strategy;
   std::optional<Profile> profile;
+  /// Measured per-layer times (a calibration): used as they are, before the profile's phase totals and
+  /// the roofline. Must have one entry per layer of `network`.
+  std::optional<LayerTimes> measured_layers;
   int batch_per_gpu = 32;
   ComputeOptions compute;  // precision and efficiency factors
   std::shared_ptr<const CollectiveModel> collectives;  // null: make_collective_model(cluster)

@@ -1,0 +1,139 @@
+// The dlscale command as a user runs it: exit status, what goes to stdout and stderr, the JSON
+// contract, golden outputs (refresh with tests/golden/refresh.sh).
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "support/run.hpp"
+
+namespace dlscale {
+namespace {
+
+using ::testing::HasSubstr;
+using test::run_cli;
+using test::slurp;
+using test::temp_file;
+
+int lines(const std::string& s) { return static_cast<int>(std::count(s.begin(), s.end(), '\n')); }
+
+TEST(Cli, WorkedExampleProfilePrintsThePapersSpeedups) {
+  const auto r = run_cli("predict --profile worked-example-cntk-alexnet --gpus 1,2,4");
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.err, "");
+  // speedup column: 1, 1.478, 2.32 (Shi & Chu, Section VI-B)
+  EXPECT_THAT(r.out, HasSubstr("  1.478 "));
+  EXPECT_THAT(r.out, HasSubstr("   2.32 "));
+}
+
+TEST(Cli, JsonFollowsTheContract) {
+  const auto r = run_cli("predict --profile worked-example-cntk-alexnet --gpus 1,2,4 --format json");
+  ASSERT_EQ(r.status, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j.at("schema"), 1);
+  const auto& p = j.at("predictions");
+  ASSERT_EQ(p.size(), 3u);
+  for (const char* key : {"gpus", "nodes", "iteration_time_s", "throughput_samples_per_s", "speedup", "efficiency",
+                          "hiding_case", "bottleneck", "breakdown"})
+    EXPECT_TRUE(p[0].contains(key)) << key;
+  for (const char* key : {"io_s", "h2d_s", "forward_s", "backward_s", "update_s", "comm_s", "comm_exposed_s"})
+    EXPECT_TRUE(p[0]["breakdown"].contains(key)) << key;
+  EXPECT_NEAR(p[1]["speedup"].get<double>(), 2 * 0.7445 / (0.5215 + 0.45 + 0.0359), 1e-12);
+  EXPECT_NEAR(p[2]["speedup"].get<double>(), 4 * 0.7445 / (0.5215 + 0.72 + 0.042), 1e-12);
+  EXPECT_NEAR(p[2]["breakdown"]["comm_s"].get<double>(), 0.042, 1e-12);
+  EXPECT_EQ(p[2]["bottleneck"], "io");
+  // throughput = N_g·M / t_iter: 4 × 1024 / 1.2835
+  EXPECT_NEAR(p[2]["throughput_samples_per_s"].get<double>(), 4096 / 1.2835, 1e-9);
+}
+
+TEST(Cli, CsvHasOneRowPerGpuCount) {
+  const auto r = run_cli("predict --profile worked-example-cntk-alexnet --gpus 1,2,4,8,16 --format csv");
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(lines(r.out), 6);
+  EXPECT_EQ(r.out.substr(0, 16), "gpus,nodes,batch");
+}
+
+TEST(Cli, DefaultScenarioNeedsNoArguments) {
+  const auto r = run_cli("predict");
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("resnet50 on shi-chu-p40, caffe-mpi (fp32), batch 32 per GPU"));
+  EXPECT_EQ(lines(r.out), 4 + 5);  // 3 header lines, column titles, 5 GPU counts, footer
+}
+
+TEST(Cli, GoldenTableOfTheWorkedExample) {
+  const auto r = run_cli("predict --profile worked-example-cntk-alexnet --gpus 1,2,4,8,16");
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out, slurp(std::string(DLSCALE_SOURCE_DIR) + "/tests/golden/predict-worked-example.txt"))
+      << "refresh on purpose with tests/golden/refresh.sh";
+}
+
+struct BadRun {
+  const char* name;
+  std::string args;
+  std::string expected_err;  // whole stderr
+};
+
+class CliBadInput : public ::testing::TestWithParam<BadRun> {};
+
+TEST_P(CliBadInput, ExitTwoOneLineNothingOnStdout) {
+  const auto& c = GetParam();
+  const auto r = run_cli(c.args);
+  EXPECT_EQ(r.status, 2);
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(r.err, c.expected_err);
+  EXPECT_EQ(lines(r.err), 1);
+}
+
+const std::string kBadCluster =
+    temp_file("bad-cluster.yaml", "name: x\nnodes: 1\ngpus_per_node: 4\ngpu: p40\nhost_to_gpu: {pinned: \"-3 GB/s\"}\n")
+        .string();
+const std::string kBadYaml = temp_file("bad-yaml.yaml", "name: x\nnodes: [1\n").string();
+
+INSTANTIATE_TEST_SUITE_P(
+    Catalogue, CliBadInput,
+    ::testing::Values(
+        BadRun{"too_many_gpus", "predict --gpus 1,32",
+               "dlscale: '--gpus': cluster 'shi-chu-p40' holds at most 16 GPUs (4 nodes × 4), asked for 32\n"},
+        BadRun{"bad_gpu_list", "predict --gpus 1,two",
+               "dlscale: '--gpus': '1,two' is not a list of GPU counts ≥ 1 (e.g. 1,2,4,8)\n"},
+        BadRun{"bad_format", "predict --format xml", "dlscale: '--format': unknown format 'xml' (expected table, json or csv)\n"},
+        BadRun{"missing_file", "predict --cluster /nonexistent/c.yaml",
+               "dlscale: /nonexistent/c.yaml: '--cluster': cannot open file (no such file)\n"},
+        BadRun{"negative_bandwidth", "predict --cluster " + kBadCluster,
+               "dlscale: " + kBadCluster + ":5:23: 'host_to_gpu.pinned': '-3 GB/s' is negative\n"},
+        BadRun{"malformed_yaml", "predict --cluster " + kBadYaml,
+               "dlscale: " + kBadYaml + ":3:1: malformed YAML: end of sequence flow not found\n"},
+        BadRun{"profile_batch_mismatch", "predict --profile worked-example-cntk-alexnet --batch 64",
+               "dlscale: '--batch': the profile worked-example-cntk-alexnet was measured at batch 1024 per GPU, not 64\n"},
+        BadRun{"unknown_option", "predict --colour red", "dlscale: The following arguments were not expected: red --colour\n"}),
+    [](const auto& param_info) { return std::string(param_info.param.name); });
+
+// The unknown-name message lists what is known; compare its fixed prefix.
+TEST(Cli, UnknownNameListsKnownNames) {
+  const auto r = run_cli("predict --cluster dgx-9");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_EQ(r.out, "");
+  EXPECT_THAT(r.err, HasSubstr("shi-chu-p40"));
+}
+
+TEST(Cli, OutputFileIsWrittenWholeOrNotAtAll) {
+  const auto dir = std::filesystem::temp_directory_path() / ("dlscale-out-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const auto good = dir / "good.json";
+  auto r = run_cli("predict --format json -o " + good.string());
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(nlohmann::json::parse(slurp(good)).at("predictions").size(), 5u);
+  const auto bad = dir / "bad.json";
+  r = run_cli("predict --gpus 1,64 --format json -o " + bad.string());
+  EXPECT_EQ(r.status, 2);
+  EXPECT_FALSE(std::filesystem::exists(bad));
+  for (const auto& e : std::filesystem::directory_iterator(dir))
+    EXPECT_EQ(e.path().filename().string().find(".tmp"), std::string::npos) << e.path();
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace dlscale

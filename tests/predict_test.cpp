@@ -1,0 +1,225 @@
+// The closed-form combiner on small scenarios whose answers are worked by hand, and on the paper's
+// CNTK/AlexNet worked example.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+
+#include "dlscale/equations.hpp"
+
+#include "dlscale/error.hpp"
+#include "dlscale/io.hpp"
+#include "dlscale/predict.hpp"
+
+namespace dlscale {
+namespace {
+
+/// All-reduce of S bytes takes S / (1 GB/s) on more than one GPU; PS and broadcast likewise.
+class OneGBps final : public CollectiveModel {
+ public:
+  Seconds time(CollectiveOp, Bytes size, const GpuPlacement& at) const override {
+    return at.gpus > 1 ? size / gigabytes_per_second(1) : Seconds{};
+  }
+  std::string describe() const override { return "1 GB/s test model"; }
+};
+
+// Three layers. Backward b = (0.3, 0.2, 0.1) s, forward 0.1 s each, update u = (0.01, 0.02, 0.03) s.
+// Gradients: params (12.5 M, 62.5 M, 75 M) × 4 B = (0.05, 0.25, 0.30) GB → comm c = (0.05, 0.25, 0.30) s.
+// Input 1 MB per sample, batch 10 → D = 10 MB: h2d = 10 MB / 1 GB/s = 0.01 s;
+// t_io,1 = 10 MB / 100 MB/s = 0.1 s, t_io,4 = 4 × 0.1 = 0.4 s (one reader per node).
+Scenario hand_scenario(Strategy strategy) {
+  Scenario sc;
+  sc.cluster.name = "hand";
+  sc.cluster.max_nodes = 2;
+  sc.cluster.gpus_per_node = 4;
+  sc.cluster.gpu.name = "hand GPU";
+  sc.cluster.gpu.peak_fp32 = teraflops_per_second(10);
+  sc.cluster.gpu.memory_bandwidth = gigabytes_per_second(300);
+  sc.cluster.h2d_pinned = sc.cluster.h2d_pageable = gigabytes_per_second(1);
+  sc.cluster.intra_node = {gigabytes_per_second(1), Seconds{}};
+  sc.cluster.inter_node = {gigabytes_per_second(1), Seconds{}};
+  sc.cluster.page_cache = sc.cluster.disk = megabytes_per_second(100);
+  sc.network.name = "three";
+  sc.network.input_bytes_per_sample = megabytes(1);
+  for (auto [name, params] : {std::pair{"l1", 12'500'000}, {"l2", 62'500'000}, {"l3", 75'000'000}}) {
+    Layer l;
+    l.name = name;
+    l.kind = LayerKind::linear;
+    l.params = params;
+    l.forward_flops_per_sample = 1e6;
+    sc.network.layers.push_back(l);
+  }
+  sc.measured_layers = LayerTimes{{seconds(0.1), seconds(0.1), seconds(0.1)},
+                                  {seconds(0.3), seconds(0.2), seconds(0.1)},
+                                  {seconds(0.01), seconds(0.02), seconds(0.03)}};
+  sc.batch_per_gpu = 10;
+  sc.strategy = std::move(strategy);
+  sc.collectives = std::make_shared<OneGBps>();
+  return sc;
+}
+
+Strategy layerwise_after() {
+  Strategy s;
+  s.name = "layerwise-after";
+  s.io_prefetch = true;
+  s.overlap = Overlap::layerwise;
+  s.update = UpdatePlacement::after_aggregation;
+  return s;
+}
+
+TEST(Predictor, LayerwiseOverlapWithUpdateAfterAggregation) {
+  const Predictor p(hand_scenario(layerwise_after()));
+  // t_iter(1) = max(0.01 + 0.3 + 0.6 + 0.06, 0.1) = 0.97 (eq. 4, no communication)
+  const auto one = p.predict(1);
+  EXPECT_NEAR(in_seconds(one.iteration_time), 0.97, 1e-12);
+  EXPECT_DOUBLE_EQ(one.speedup, 1.0);
+  // 4 GPUs: done(1): layer 3 ready 0.1 → 0.4; layer 2 ready 0.3 → 0.65; layer 1 ready 0.6 → 0.70.
+  // t_iter = 0.01 + 0.3 + 0.70 + 0.06 = 1.07, t_io,4 = 0.4 hidden.
+  const auto four = p.predict(4);
+  EXPECT_NEAR(in_seconds(four.iteration_time), 1.07, 1e-12);
+  EXPECT_NEAR(four.speedup, 4 * 0.97 / 1.07, 1e-12);
+  EXPECT_NEAR(four.efficiency, 0.97 / 1.07, 1e-12);
+  EXPECT_NEAR(four.throughput_samples_per_s, 40 / 1.07, 1e-9);
+  EXPECT_EQ(four.hiding_case, 2);  // c3 = 0.3 > b2 = 0.2 → C = 3
+  EXPECT_EQ(four.boundary_layer, 3);
+  EXPECT_NEAR(in_seconds(four.breakdown.comm), 0.6, 1e-12);
+  EXPECT_NEAR(in_seconds(four.breakdown.comm_exposed), 0.1, 1e-12);  // 0.70 − 0.6
+  EXPECT_NEAR(in_seconds(four.breakdown.io), 0.4, 1e-12);
+  EXPECT_NEAR(in_seconds(four.breakdown.h2d), 0.01, 1e-12);
+  EXPECT_EQ(four.bottleneck, Bottleneck::compute);  // f + b = 0.9 is the largest part
+}
+
+TEST(Predictor, PerLayerUpdateExposesOnlyTheFirstLayersUpdate) {
+  Strategy s = layerwise_after();
+  s.update = UpdatePlacement::per_layer;
+  const Predictor p(hand_scenario(s));
+  // 0.01 + 0.3 + 0.70 + u1 = 0.01 → 1.02; one GPU: 0.01 + 0.3 + 0.6 + 0.01 = 0.92
+  EXPECT_NEAR(in_seconds(p.predict(4).iteration_time), 1.02, 1e-12);
+  EXPECT_NEAR(in_seconds(p.predict(1).iteration_time), 0.92, 1e-12);
+}
+
+TEST(Predictor, NoOverlapAndNoPrefetchAddsEverything) {
+  Strategy s = layerwise_after();
+  s.overlap = Overlap::none;
+  s.io_prefetch = false;
+  const Predictor p(hand_scenario(s));
+  // eq. 2: 0.4 + 0.01 + 0.3 + 0.6 + 0.06 + 0.6 = 1.97; one GPU: 0.1 + 0.97 = 1.07
+  const auto four = p.predict(4);
+  EXPECT_NEAR(in_seconds(four.iteration_time), 1.97, 1e-12);
+  EXPECT_NEAR(four.speedup, 4 * 1.07 / 1.97, 1e-12);
+  EXPECT_EQ(four.hiding_case, 0);
+  EXPECT_NEAR(in_seconds(four.breakdown.comm_exposed), 0.6, 1e-12);
+  EXPECT_EQ(four.bottleneck, Bottleneck::compute);  // 0.9 > comm 0.6 > io 0.4
+}
+
+TEST(Predictor, PrefetchedIoBoundsTheIterationWhenReadersAreSlower) {
+  Scenario sc = hand_scenario(layerwise_after());
+  sc.cluster.page_cache = megabytes_per_second(10);  // t_io,4 = 4 × 10 MB / 10 MB/s = 4 s
+  const Predictor p(std::move(sc));
+  const auto four = p.predict(4);
+  EXPECT_NEAR(in_seconds(four.iteration_time), 4.0, 1e-12);
+  EXPECT_EQ(four.bottleneck, Bottleneck::io);
+  // one GPU: max(0.97, 1.0) = 1.0 → speedup 4 × 1.0 / 4.0 = 1
+  EXPECT_NEAR(four.speedup, 1.0, 1e-12);
+}
+
+TEST(Predictor, BucketsFollowPyTorchsAssignmentFromTheOutputSide) {
+  Strategy s = layerwise_after();
+  s.overlap = Overlap::bucketed;
+  s.first_bucket = gigabytes(0.5);
+  s.bucket_size = gigabytes(1);
+  const Predictor p(hand_scenario(s));
+  // Output side first: layer 3 (0.30 GB) < 0.5 GB stays open; + layer 2 (0.55 GB) ≥ 0.5 → bucket {3,2}
+  // with backward 0.1 + 0.2 = 0.3 s and comm 0.55 s; layer 1 alone: backward 0.3, comm 0.05.
+  // done: bucket {3,2} ready 0.3 → 0.85; bucket {1} ready 0.6 → max(0.85, 0.6) + 0.05 = 0.90.
+  // t_iter = 0.01 + 0.3 + 0.90 + 0.06 = 1.27
+  EXPECT_NEAR(in_seconds(p.predict(4).iteration_time), 1.27, 1e-12);
+}
+
+TEST(Predictor, MeasuredCommunicationOverridesTheModelAndKeepsItsShape) {
+  Scenario sc = hand_scenario(layerwise_after());
+  Profile prof;
+  prof.model = "three";
+  prof.batch_per_gpu = 10;
+  prof.single_gpu = PhaseTimes{seconds(0.1), seconds(0.01), seconds(0.3), seconds(0.6), seconds(0.06)};
+  prof.measured[4].comm = seconds(1.2);  // twice the modelled 0.6 s → c = (0.1, 0.5, 0.6)
+  sc.profile = prof;
+  const Predictor p(std::move(sc));
+  // done: layer 3 ready 0.1 → 0.7; layer 2 ready 0.3 → 1.2; layer 1 ready 0.6 → 1.3 → t = 0.01+0.3+1.3+0.06
+  const auto four = p.predict(4);
+  EXPECT_NEAR(in_seconds(four.iteration_time), 1.67, 1e-12);
+  EXPECT_NEAR(in_seconds(four.breakdown.comm), 1.2, 1e-12);
+  EXPECT_EQ(four.bottleneck, Bottleneck::compute);  // f + b = 0.9 vs exposed 1.3 − 0.6 = 0.7
+}
+
+TEST(Predictor, RejectsGpuCountsTheClusterCannotHold) {
+  const Predictor p(hand_scenario(layerwise_after()));
+  EXPECT_EQ(p.place(8).nodes, 2);
+  EXPECT_EQ(p.place(3).nodes, 1);
+  try {
+    (void)p.predict(16);
+    FAIL();
+  } catch (const UsageError& e) {
+    EXPECT_STREQ(e.what(), "'--gpus': cluster 'hand' holds at most 8 GPUs (2 nodes × 4), asked for 16");
+  }
+  try {
+    (void)p.predict(6);
+    FAIL();
+  } catch (const UsageError& e) {
+    EXPECT_STREQ(e.what(), "'--gpus': 6 GPUs do not fill whole nodes of 4 GPUs on cluster 'hand'");
+  }
+  EXPECT_THROW((void)p.predict(0), UsageError);
+}
+
+// The predictor folds the recurrence, the communication total and the hiding case into one pass;
+// over random layer lists it must agree with the reference functions of equations.hpp.
+TEST(Predictor, FusedPassAgreesWithTheReferenceEquations) {
+  std::mt19937_64 rng(2018);
+  std::uniform_int_distribution<int> layers(1, 80);
+  std::uniform_real_distribution<double> t(1e-4, 2e-2), params(1e3, 2e7);
+  for (int trial = 0; trial < 300; ++trial) {
+    Scenario sc = hand_scenario(layerwise_after());
+    const int L = layers(rng);
+    sc.network.layers.resize(static_cast<std::size_t>(L), sc.network.layers.front());
+    LayerTimes lt;
+    std::vector<Seconds> c;
+    for (int i = 0; i < L; ++i) {
+      sc.network.layers[static_cast<std::size_t>(i)].params = static_cast<std::int64_t>(params(rng));
+      lt.forward.push_back(seconds(t(rng)));
+      lt.backward.push_back(seconds(t(rng)));
+      lt.update.push_back(seconds(t(rng) / 10));
+      c.push_back(Network::gradient_bytes(sc.network.layers[static_cast<std::size_t>(i)]) / gigabytes_per_second(1));
+    }
+    sc.measured_layers = lt;
+    const Predictor p(std::move(sc));
+    const auto four = p.predict(4);
+    const Seconds expected = eq::iteration_exact_update_after(Seconds{}, seconds(0.01), lt.total_forward(), lt.backward, c,
+                                                             lt.total_update());
+    EXPECT_NEAR(in_seconds(four.iteration_time), std::max(in_seconds(expected), 0.4), 1e-12);
+    const auto h = eq::classify_hiding(lt.backward, c);
+    EXPECT_EQ(four.hiding_case, h.which);
+    EXPECT_EQ(four.boundary_layer, h.boundary);
+  }
+}
+
+// Shi & Chu, Section VI-B, through the whole predictor with the shipped files.
+TEST(Predictor, ReproducesTheCntkAlexNetWorkedExample) {
+  Scenario sc;
+  sc.profile = load_profile(resolve(DataKind::profile, "worked-example-cntk-alexnet", "--profile"));
+  sc.cluster = load_cluster(resolve(DataKind::cluster, "shi-chu-p40", "--cluster"));
+  sc.network = load_network(resolve(DataKind::network, "alexnet", "--model"));
+  sc.strategy = load_strategy(resolve(DataKind::framework, "cntk", "--framework"));
+  sc.batch_per_gpu = 1024;
+  const Predictor p(std::move(sc));
+  const int gpus[] = {1, 2, 4};
+  const auto r = p.predict(gpus);
+  EXPECT_DOUBLE_EQ(r[0].speedup, 1.0);
+  EXPECT_NEAR(in_seconds(r[0].iteration_time), 0.7445, 1e-12);
+  EXPECT_DOUBLE_EQ(std::round(r[1].speedup * 1000) / 1000, 1.478);
+  EXPECT_DOUBLE_EQ(std::round(r[2].speedup * 100) / 100, 2.32);
+  EXPECT_EQ(r[2].bottleneck, Bottleneck::io);  // t_io,4 = 0.72 s > t_f + t_b = 0.4602 s
+}
+
+}  // namespace
+}  // namespace dlscale
