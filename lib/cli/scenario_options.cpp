@@ -19,6 +19,9 @@ void add_scenario_options(CLI::App& cmd, ScenarioOptions& o) {
   cmd.add_option("--profile", o.profile, "Measured single-GPU phase times (and optional measured values at larger counts)")
       ->type_name("FILE");
   cmd.add_option("--precision", o.precision, "fp32 or fp16 (mixed precision)")->capture_default_str();
+  cmd.add_option("--calibration", o.calibration, "Measured curves and layer times (dlscale-calibrate or calibrate import)")
+      ->type_name("FILE");
+  cmd.add_flag("--explain-sources", o.explain_sources, "Say on stderr which numbers came from where");
 }
 
 std::vector<int> parse_gpu_list(const std::string& text) {
@@ -78,6 +81,7 @@ Scenario build_scenario(const ScenarioOptions& o, RunInfo& info) {
   info.framework = sc.strategy.name;
   info.batch_per_gpu = sc.batch_per_gpu;
   info.precision = o.precision;
+  if (!o.calibration.empty() || o.explain_sources) apply_calibration(o, sc, info);
   return sc;
 }
 

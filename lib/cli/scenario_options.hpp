@@ -19,6 +19,8 @@ struct ScenarioOptions {
   int batch = 0;  // 0: from the profile, else the default scenario's
   std::string gpus = "1,2,4,8,16";
   std::string precision = "fp32";
+  std::string calibration;       // --calibration FILE (docs/calibration.md)
+  bool explain_sources = false;  // --explain-sources: say on stderr where every number came from
 };
 
 /// The embedded default scenario: ResNet-50 at batch 32 with Caffe-MPI on the Shi & Chu P40 cluster,
@@ -32,5 +34,8 @@ void add_scenario_options(CLI::App& cmd, ScenarioOptions& o);
 /// Loads every input named by the options; all errors are InputError/UsageError.
 Scenario build_scenario(const ScenarioOptions& o, RunInfo& info);
 std::vector<int> parse_gpu_list(const std::string& text);
+/// --calibration and --explain-sources (lib/cli/calibrate.cpp): measured curves and layer times into the
+/// scenario, a calibration of another GPU refused; called by build_scenario.
+void apply_calibration(const ScenarioOptions& o, Scenario& sc, RunInfo& info);
 
 }  // namespace dlscale::cli

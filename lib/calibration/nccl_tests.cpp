@@ -1,0 +1,392 @@
+// Importer of nccl-tests logs (all_reduce_perf and friends) into calibration curves.
+//
+// The table is read by its header line, so every layout of shared/docs/nccl-model.md works: the oldest
+// (size count type [redop] time algbw busbw error ×2), the current one with redop, root and #wrong, and
+// the optional i_min/i_max/i_p99/i_cv% columns. Each row is checked against nccl-tests' own definitions
+// (algbw = S/t, busbw = algbw × factor(n)); a disagreement means a garbled row or a wrong GPU count and
+// is an error, never a silent guess.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <fstream>
+#include <map>
+#include <regex>
+#include <set>
+#include <sstream>
+
+#include "dlscale/calibration.hpp"
+#include "dlscale/error.hpp"
+
+namespace dlscale {
+namespace {
+
+struct Token {
+  std::string text;
+  int column = 1;  // 1-based
+};
+
+std::vector<Token> tokenize(const std::string& line, std::size_t from = 0) {
+  std::vector<Token> out;
+  std::size_t i = from;
+  while (i < line.size()) {
+    while (i < line.size() && std::isspace(static_cast<unsigned char>(line[i]))) ++i;
+    if (i >= line.size()) break;
+    const std::size_t start = i;
+    while (i < line.size() && !std::isspace(static_cast<unsigned char>(line[i]))) ++i;
+    out.push_back(Token{line.substr(start, i - start), static_cast<int>(start) + 1});
+  }
+  return out;
+}
+
+std::optional<CollectiveOp> op_from_perf_name(std::string_view name) {
+  if (name == "all_reduce") return CollectiveOp::allreduce;
+  if (name == "all_gather") return CollectiveOp::allgather;
+  if (name == "reduce_scatter") return CollectiveOp::reducescatter;
+  if (name == "broadcast") return CollectiveOp::broadcast;
+  if (name == "reduce") return CollectiveOp::reduce;
+  return std::nullopt;  // alltoall, sendrecv, scatter, gather, hypercube: not collectives the model uses
+}
+
+/// The last "<name>_perf" mentioned in `text` (a command line or a file name).
+std::optional<std::string> last_perf_name(const std::string& text) {
+  static const std::regex re(R"(([a-z_]+)_perf)");
+  std::optional<std::string> found;
+  for (auto it = std::sregex_iterator(text.begin(), text.end(), re); it != std::sregex_iterator(); ++it) {
+    std::string n = (*it)[1].str();
+    // "./build/all_reduce_perf" or "nccl_all_reduce_perf": keep the known suffix
+    for (const char* known : {"all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce", "alltoall",
+                              "sendrecv", "scatter", "gather", "hypercube"}) {
+      const std::string k = known;
+      if (n.size() >= k.size() && n.compare(n.size() - k.size(), k.size(), k) == 0 &&
+          (n.size() == k.size() || n[n.size() - k.size() - 1] == '_' || n[n.size() - k.size() - 1] == '/')) {
+        n = k;
+        break;
+      }
+    }
+    found = n;
+  }
+  return found;
+}
+
+struct Rank {
+  int rank = 0;
+  std::string host;
+  std::string gpu;
+};
+
+struct Columns {
+  int size = -1;
+  int time = -1, algbw = -1, busbw = -1, wrong = -1;      // out-of-place
+  int time_ip = -1, algbw_ip = -1, busbw_ip = -1, wrong_ip = -1;  // in-place
+  bool wrong_is_error = false;  // old logs: "error" = max. relative error; new: "#wrong" = count
+  std::size_t count = 0;
+};
+
+Columns read_columns(const std::vector<Token>& t) {
+  Columns c;
+  c.count = t.size();
+  int group = 0;
+  for (std::size_t i = 0; i < t.size(); ++i) {
+    const std::string& n = t[i].text;
+    const int idx = static_cast<int>(i);
+    if (n == "size") c.size = idx;
+    else if (n == "time") {
+      ++group;
+      (group == 1 ? c.time : c.time_ip) = idx;
+    } else if (n == "algbw") (group <= 1 ? c.algbw : c.algbw_ip) = idx;
+    else if (n == "busbw") (group <= 1 ? c.busbw : c.busbw_ip) = idx;
+    else if (n == "#wrong" || n == "error" || n == "#errors") {
+      (group <= 1 ? c.wrong : c.wrong_ip) = idx;
+      c.wrong_is_error = n == "error";
+    }
+  }
+  return c;
+}
+
+class Parser {
+ public:
+  Parser(const std::string& name, std::optional<CollectiveOp> hint) : name_(name), hint_(hint) {}
+
+  NcclTestsLog run(const std::string& text) {
+    std::istringstream in(text);
+    std::string line;
+    int lineno = 0;
+    if (auto p = last_perf_name(std::filesystem::path(name_).filename().string())) file_perf_ = *p;
+    while (std::getline(in, line)) {
+      ++lineno;
+      if (!line.empty() && line.back() == '\r') line.pop_back();
+      handle(line, lineno);
+    }
+    if (in_table_) {
+      throw InputError(SourceLocation{name_, lineno, 1}, "",
+                       "the log ends inside a table (truncated?): no '# Avg bus bandwidth' line after the last row");
+    }
+    if (log_.curves.empty())
+      throw InputError(SourceLocation{name_, 0, 0}, "",
+                       "no nccl-tests result table found (expected a '#  size  count  type ... time  algbw  busbw' header)");
+    return std::move(log_);
+  }
+
+ private:
+  [[noreturn]] void fail(int line, int col, const std::string& msg) const {
+    throw InputError(SourceLocation{name_, line, col}, "", msg);
+  }
+  void warn(int line, const std::string& msg) { log_.warnings.push_back(fmt::format("{}:{}: {}", name_, line, msg)); }
+
+  double number(const Token& t, int line, const char* what) const {
+    double v = 0;
+    const char* b = t.text.data();
+    const char* e = b + t.text.size();
+    auto [p, ec] = std::from_chars(b, e, v);
+    if (ec != std::errc() || p != e || !std::isfinite(v))
+      fail(line, t.column, fmt::format("garbled row: {} '{}' is not a number", what, t.text));
+    return v;
+  }
+
+  void handle(const std::string& line, int lineno) {
+    static const std::regex threads(R"(nThread\s+(\d+)\s+nGpus\s+(\d+))");
+    static const std::regex rank(
+        R"(^#\s*Rank\s+(\d+)\s+(?:Group\s+\d+\s+)?Pid\s+\d+\s+on\s+(\S+)\s+device\s+\d+\s+\[[^\]]*\]\s+(.*\S)\s*$)");
+    static const std::regex version(R"(NCCL version\s+([0-9][0-9.]*[0-9]))");
+    static const std::regex library(R"(nccl-library=(\d+))");
+    static const std::regex avg(R"(^#\s*Avg bus bandwidth\s*:\s*(\S+))");
+    std::smatch m;
+    if (auto p = last_perf_name(line)) last_perf_ = *p;
+    if (std::regex_search(line, m, version)) log_.nccl_version = m[1].str();
+    else if (std::regex_search(line, m, library)) {
+      const int v = std::stoi(m[1].str());  // NCCL_VERSION_CODE: major·10000 + minor·100 + patch
+      log_.nccl_version = fmt::format("{}.{}.{}", v / 10000, (v / 100) % 100, v % 100);
+    }
+    const bool comment = !line.empty() && line.find_first_not_of(" \t") != std::string::npos &&
+                         line[line.find_first_not_of(" \t")] == '#';
+    if (std::regex_search(line, m, threads)) {
+      end_table_if_open(lineno);
+      threads_gpus_ = std::stoi(m[1].str()) * std::stoi(m[2].str());
+      ranks_.clear();
+      return;
+    }
+    if (std::regex_search(line, m, rank)) {
+      ranks_.push_back(Rank{std::stoi(m[1].str()), m[2].str(), m[3].str()});
+      return;
+    }
+    if (comment) {
+      const auto toks = tokenize(line, line.find('#') + 1);
+      if (!toks.empty() && toks[0].text == "size" &&
+          std::any_of(toks.begin(), toks.end(), [](const Token& t) { return t.text == "time"; })) {
+        end_table_if_open(lineno);
+        start_table(toks, lineno);
+        return;
+      }
+      if (std::regex_search(line, m, avg)) {
+        finish_table(lineno, m[1].str());
+        return;
+      }
+      if (in_table_ && !rows_.empty()) {
+        // "# Out of bounds values : 0 OK" and the like end the rows; the average follows
+        rows_done_ = true;
+      }
+      return;
+    }
+    const auto toks = tokenize(line);
+    if (toks.empty()) return;
+    if (!in_table_) return;  // text outside a table (warnings of NCCL, prompts) is not ours
+    if (rows_done_) fail(lineno, 1, "garbled log: a result row after the end of its table");
+    if (toks.size() != cols_.count) {
+      fail(lineno, toks.back().column,
+           fmt::format("garbled or truncated row: {} columns, the header at line {} has {}", toks.size(), header_line_,
+                       cols_.count));
+    }
+    add_row(toks, lineno);
+  }
+
+  void start_table(const std::vector<Token>& toks, int lineno) {
+    cols_ = read_columns(toks);
+    header_line_ = lineno;
+    if (cols_.size < 0 || cols_.time < 0 || cols_.algbw < 0 || cols_.busbw < 0)
+      fail(lineno, 1, "table header without size, time, algbw and busbw columns");
+    // which collective
+    std::optional<CollectiveOp> op = hint_;
+    std::string from;
+    if (!op) {
+      const std::string perf = !last_perf_.empty() ? last_perf_ : file_perf_;
+      if (perf.empty())
+        fail(lineno, 1, "cannot tell which collective this table measures: name the file after the test "
+                        "(e.g. all_reduce_perf.log) or pass --op");
+      op = op_from_perf_name(perf);
+      if (!op) fail(lineno, 1, fmt::format("{}_perf is not a collective dlscale models (allreduce, allgather, "
+                                           "reducescatter, broadcast, reduce)", perf));
+    }
+    // how many GPUs
+    int gpus = 0, nodes = 1;
+    if (!ranks_.empty()) {
+      std::set<int> ids;
+      std::set<std::string> hosts;
+      for (const auto& r : ranks_) {
+        ids.insert(r.rank);
+        hosts.insert(r.host);
+        if (log_.gpu_name.empty()) log_.gpu_name = r.gpu;
+        else if (r.gpu != log_.gpu_name) warn(lineno, fmt::format("mixed GPUs: '{}' and '{}'", log_.gpu_name, r.gpu));
+      }
+      gpus = static_cast<int>(ids.size());
+      nodes = static_cast<int>(hosts.size());
+      if (threads_gpus_ > 0 && gpus % threads_gpus_ != 0)
+        fail(lineno, 1, fmt::format("{} '# Rank' lines do not match the header's nThread·nGpus = {}", gpus, threads_gpus_));
+    } else if (threads_gpus_ > 0) {
+      gpus = threads_gpus_;
+      warn(lineno, fmt::format("no '# Rank' lines: taking the GPU count {} from nThread·nGpus (one process)", gpus));
+    } else {
+      fail(lineno, 1, "no '# Rank ... device' lines and no 'nThread N nGpus M' header before the table: GPU count unknown");
+    }
+    curve_ = CollectiveCurve{};
+    curve_.op = *op;
+    curve_.gpus = gpus;
+    curve_.nodes = nodes;
+    curve_.source = fmt::format("{}:{}", name_, lineno);
+    in_table_ = true;
+    rows_done_ = false;
+    rows_.clear();
+    busbw_sum_ = 0;
+    busbw_n_ = 0;
+  }
+
+  void add_row(const std::vector<Token>& t, int lineno) {
+    const auto at = [&](int i) -> const Token& { return t[static_cast<std::size_t>(i)]; };
+    const double size = number(at(cols_.size), lineno, "size");
+    if (size <= 0 || size != std::floor(size)) fail(lineno, at(cols_.size).column, "garbled row: the size must be a whole number of bytes > 0");
+    auto group = [&](int time_c, int alg_c, int bus_c, int wrong_c, bool optional) -> std::optional<double> {
+      if (time_c < 0) return std::nullopt;
+      if (optional && at(time_c).text == "N/A") return std::nullopt;
+      const double us = number(at(time_c), lineno, "time");
+      if (us <= 0) fail(lineno, at(time_c).column, "garbled row: a time must be greater than zero");
+      const double alg = number(at(alg_c), lineno, "algbw");
+      const double bus = number(at(bus_c), lineno, "busbw");
+      const double alg_expected = size / (us * 1e-6) / 1e9;  // GB/s, GB = 10^9 B
+      if (std::fabs(alg - alg_expected) > 0.011 + 0.01 * alg_expected)
+        fail(lineno, at(alg_c).column,
+             fmt::format("algbw {} GB/s disagrees with size/time = {:.2f} GB/s (garbled row?)", at(alg_c).text, alg_expected));
+      const double factor = bus_bandwidth_factor(curve_.op, curve_.gpus);
+      if (std::fabs(bus - alg * factor) > 0.011 + 0.01 * alg * factor)
+        fail(lineno, at(bus_c).column,
+             fmt::format("busbw {} GB/s is not algbw × {:.4g} (the {} factor for {} GPUs) = {:.2f} GB/s: wrong GPU count or "
+                         "garbled row",
+                         at(bus_c).text, factor, to_string(curve_.op), curve_.gpus, alg * factor));
+      if (wrong_c >= 0 && at(wrong_c).text != "N/A") {
+        const double wrong = number(at(wrong_c), lineno, "#wrong/error");
+        if (cols_.wrong_is_error ? wrong > 1e-3 : wrong > 0)
+          warn(lineno, fmt::format("result validation failed on this row ({}); its time is kept", at(wrong_c).text));
+      }
+      busbw_sum_ += bus;
+      ++busbw_n_;
+      return us;
+    };
+    CollectivePoint p;
+    p.size = bytes(size);
+    p.time = microseconds(*group(cols_.time, cols_.algbw, cols_.busbw, cols_.wrong, false));
+    if (cols_.time_ip >= 0) {
+      if (cols_.algbw_ip < 0 || cols_.busbw_ip < 0) fail(header_line_, 1, "in-place columns without algbw/busbw");
+      if (auto ip = group(cols_.time_ip, cols_.algbw_ip, cols_.busbw_ip, cols_.wrong_ip, true))
+        p.time_in_place = microseconds(*ip);
+    }
+    for (const auto& r : rows_)
+      if (r.size == p.size) fail(lineno, at(cols_.size).column, fmt::format("size {} appears twice in one table", size));
+    rows_.push_back(p);
+  }
+
+  void finish_table(int lineno, const std::string& avg_text) {
+    if (!in_table_) return;
+    if (rows_.empty()) fail(lineno, 1, fmt::format("the table at line {} has no rows", header_line_));
+    double avg = 0;
+    auto [p, ec] = std::from_chars(avg_text.data(), avg_text.data() + avg_text.size(), avg);
+    if (ec == std::errc() && busbw_n_ > 0) {
+      const double mean = busbw_sum_ / static_cast<double>(busbw_n_);
+      if (std::fabs(mean - avg) > 0.05 + 0.02 * avg)
+        warn(lineno, fmt::format("'# Avg bus bandwidth' {} differs from the mean busbw of the rows ({:.4g}): rows missing?",
+                                 avg_text, mean));
+    }
+    curve_.points = rows_;
+    std::sort(curve_.points.begin(), curve_.points.end(), [](auto& a, auto& b) { return a.size < b.size; });
+    try {
+      curve_.fit = fit_alpha_beta(curve_.points);
+    } catch (const std::invalid_argument& e) {
+      warn(lineno, fmt::format("no alpha-beta fit for this table: {}", e.what()));
+    }
+    for (const auto& c : log_.curves)
+      if (c.op == curve_.op && c.gpus == curve_.gpus && c.nodes == curve_.nodes)
+        fail(header_line_, 1, fmt::format("a second {} table on {} GPUs ({} node(s)) in one log; the first is at {}",
+                                          to_string(c.op), c.gpus, c.nodes, c.source));
+    log_.curves.push_back(curve_);
+    in_table_ = false;
+    rows_done_ = false;
+    rows_.clear();
+  }
+
+  void end_table_if_open(int lineno) {
+    if (in_table_)
+      fail(lineno, 1, fmt::format("the table at line {} ends without its '# Avg bus bandwidth' line (truncated log?)",
+                                  header_line_));
+  }
+
+  std::string name_;
+  std::optional<CollectiveOp> hint_;
+  std::string last_perf_, file_perf_;
+  NcclTestsLog log_;
+  int threads_gpus_ = 0;
+  std::vector<Rank> ranks_;
+  Columns cols_;
+  int header_line_ = 0;
+  bool in_table_ = false, rows_done_ = false;
+  CollectiveCurve curve_;
+  std::vector<CollectivePoint> rows_;
+  double busbw_sum_ = 0;
+  int busbw_n_ = 0;
+};
+
+}  // namespace
+
+NcclTestsLog parse_nccl_tests(const std::string& text, const std::string& display_name, std::optional<CollectiveOp> op_hint) {
+  return Parser(display_name, op_hint).run(text);
+}
+
+Calibration import_nccl_tests(std::span<const std::filesystem::path> logs, std::optional<CollectiveOp> op_hint,
+                              std::vector<std::string>* warnings) {
+  Calibration cal;
+  cal.provenance.tool = "dlscale calibrate import nccl-tests";
+  for (const auto& file : logs) {
+    std::ifstream in(file, std::ios::binary);
+    if (!in) throw InputError(SourceLocation{file.string(), 0, 0}, "", "cannot open file (no such file or not readable)");
+    std::stringstream ss;
+    ss << in.rdbuf();
+    NcclTestsLog log = parse_nccl_tests(ss.str(), file.string(), op_hint);
+    if (warnings) warnings->insert(warnings->end(), log.warnings.begin(), log.warnings.end());
+    if (!log.gpu_name.empty()) {
+      if (cal.gpu.empty()) cal.gpu = log.gpu_name;
+      else if (gpu_family(cal.gpu) != gpu_family(log.gpu_name))
+        throw InputError(SourceLocation{file.string(), 0, 0}, "",
+                         fmt::format("measured on '{}' but an earlier log was measured on '{}': import them into "
+                                     "separate calibration files",
+                                     log.gpu_name, cal.gpu));
+    }
+    if (!log.nccl_version.empty()) {
+      if (cal.provenance.nccl.empty()) cal.provenance.nccl = log.nccl_version;
+      else if (cal.provenance.nccl != log.nccl_version && warnings)
+        warnings->push_back(fmt::format("{}: NCCL {} while an earlier log used NCCL {}", file.string(), log.nccl_version,
+                                        cal.provenance.nccl));
+    }
+    for (auto& c : log.curves) {
+      if (const auto* prev = cal.find_curve(c.op, c.gpus, c.nodes))
+        throw InputError(SourceLocation{file.string(), 0, 0}, "",
+                         fmt::format("{} on {} GPUs ({} node(s)) was already imported from {}", to_string(c.op), c.gpus,
+                                     c.nodes, prev->source));
+      cal.collectives.push_back(std::move(c));
+    }
+    cal.provenance.sources.push_back(file.string());
+  }
+  std::sort(cal.collectives.begin(), cal.collectives.end(), [](const auto& a, const auto& b) {
+    return std::tuple(static_cast<int>(a.op), a.nodes, a.gpus) < std::tuple(static_cast<int>(b.op), b.nodes, b.gpus);
+  });
+  return cal;
+}
+
+}  // namespace dlscale

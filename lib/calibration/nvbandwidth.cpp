@@ -1,0 +1,218 @@
+// Importer of NVIDIA nvbandwidth's JSON output (`nvbandwidth -j`) into a calibration.
+//   host_to_device_memcpy_ce (or _sm)              -> transfers h2d_pinned, one curve per GPU (column)
+//   device_to_host_memcpy_ce (or _sm)              -> transfers d2h_pinned
+//   device_local_copy                              -> transfers device_copy
+//   device_to_device_memcpy_write_ce (or read, _sm) -> p2p bandwidth (write: row -> column; read: column -> row)
+//   device_to_device_bidirectional_memcpy_*        -> p2p bidirectional
+//   device_to_device_latency_sm                    -> p2p latency
+// nvbandwidth copies from pinned host memory, one buffer size per run (--bufferSize, 512 MiB by default):
+// each bandwidth becomes one point at that size. Waived or failed test cases are listed in the notes.
+#include <fmt/format.h>
+
+#include <fstream>
+#include <map>
+#include <set>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "dlscale/calibration.hpp"
+#include "dlscale/error.hpp"
+
+namespace dlscale {
+namespace {
+using json = nlohmann::json;
+
+SourceLocation location_of_byte(const std::string& file, const std::string& text, std::size_t byte) {
+  int line = 1, col = 1;
+  for (std::size_t i = 0; i < byte && i < text.size(); ++i) {
+    if (text[i] == '\n') {
+      ++line;
+      col = 1;
+    } else {
+      ++col;
+    }
+  }
+  return SourceLocation{file, line, col};
+}
+
+/// A matrix entry: a number, or a string holding one; "N/A" and empty entries are absent.
+std::optional<double> entry(const json& v) {
+  if (v.is_number()) return v.get<double>();
+  if (v.is_string()) {
+    const auto s = v.get<std::string>();
+    if (s.empty() || s == "N/A" || s == "n/a") return std::nullopt;
+    try {
+      std::size_t pos = 0;
+      const double d = std::stod(s, &pos);
+      if (pos == s.size()) return d;
+    } catch (const std::exception&) {
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+Calibration import_nvbandwidth(const std::filesystem::path& file, std::vector<std::string>* warnings) {
+  std::ifstream in(file, std::ios::binary);
+  if (!in) throw InputError(SourceLocation{file.string(), 0, 0}, "", "cannot open file (no such file or not readable)");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  const std::string text = ss.str();
+  json doc;
+  try {
+    doc = json::parse(text);
+  } catch (const json::parse_error& e) {
+    throw InputError(location_of_byte(file.string(), text, e.byte > 0 ? e.byte - 1 : 0), "",
+                     fmt::format("malformed JSON: {}", e.what()));
+  }
+  const SourceLocation at{file.string(), 0, 0};
+  if (!doc.is_object() || !doc.contains("nvbandwidth") || !doc["nvbandwidth"].is_object())
+    throw InputError(at, "nvbandwidth", "not an nvbandwidth JSON file (no top-level 'nvbandwidth' object)");
+  const json& nv = doc["nvbandwidth"];
+  if (!nv.contains("testcases") || !nv["testcases"].is_array())
+    throw InputError(at, "nvbandwidth.testcases", "missing list of test cases");
+
+  Calibration cal;
+  cal.provenance.tool = "dlscale calibrate import nvbandwidth";
+  cal.provenance.sources.push_back(file.string());
+  if (nv.contains("Driver Version") && nv["Driver Version"].is_string()) cal.provenance.driver = nv["Driver Version"].get<std::string>();
+  if (nv.contains("CUDA Runtime Version") && nv["CUDA Runtime Version"].is_number_integer()) {
+    const int v = nv["CUDA Runtime Version"].get<int>();  // CUDART_VERSION: major·1000 + minor·10
+    cal.provenance.cuda = fmt::format("{}.{}", v / 1000, (v % 1000) / 10);
+  }
+  if (nv.contains("GPU Device list") && nv["GPU Device list"].is_array()) {
+    // "0: NVIDIA H100 80GB HBM3 (00000000:19:00)"
+    for (const auto& d : nv["GPU Device list"]) {
+      if (!d.is_string()) continue;
+      std::string s = d.get<std::string>();
+      DeviceInfo info;
+      const auto colon = s.find(':');
+      try {
+        info.index = colon != std::string::npos ? std::stoi(s.substr(0, colon)) : static_cast<int>(cal.devices.size());
+      } catch (const std::exception&) {
+        info.index = static_cast<int>(cal.devices.size());
+      }
+      std::string name = colon != std::string::npos ? s.substr(colon + 1) : s;
+      if (const auto paren = name.rfind('('); paren != std::string::npos) {
+        const auto close = name.find(')', paren);
+        info.pci_bus_id = name.substr(paren + 1, close == std::string::npos ? std::string::npos : close - paren - 1);
+        name = name.substr(0, paren);
+      }
+      while (!name.empty() && name.front() == ' ') name.erase(0, 1);
+      while (!name.empty() && name.back() == ' ') name.pop_back();
+      info.name = name;
+      if (cal.gpu.empty()) cal.gpu = name;
+      cal.devices.push_back(info);
+    }
+  }
+  Bytes buffer = mebibytes(512);
+  for (const char* key : {"bufferSize", "buffer_size", "Buffer Size"}) {
+    if (nv.contains(key) && nv[key].is_number()) buffer = mebibytes(nv[key].get<double>());
+  }
+  std::string notes = fmt::format("nvbandwidth copies of {} MiB from pinned host memory", in_mebibytes(buffer));
+
+  std::map<std::string, const json*> cases;
+  for (std::size_t i = 0; i < nv["testcases"].size(); ++i) {
+    const json& tc = nv["testcases"][i];
+    if (!tc.is_object() || !tc.contains("name") || !tc["name"].is_string())
+      throw InputError(at, fmt::format("nvbandwidth.testcases[{}]", i), "a test case without a name");
+    const auto name = tc["name"].get<std::string>();
+    const std::string status = tc.contains("status") && tc["status"].is_string() ? tc["status"].get<std::string>() : "Passed";
+    if (status != "Passed") {
+      notes += fmt::format("; {} {}", name, status);
+      if (warnings) warnings->push_back(fmt::format("{}: test case {} is {}: skipped", file.string(), name, status));
+      continue;
+    }
+    cases[name] = &tc;
+  }
+  auto matrix = [&](const json& tc) -> const json* {
+    for (const char* k : {"bandwidth_matrix", "latency_matrix", "matrix"})
+      if (tc.contains(k) && tc[k].is_array()) return &tc[k];
+    return nullptr;
+  };
+  auto first_of = [&](std::initializer_list<const char*> names) -> std::pair<std::string, const json*> {
+    for (const char* n : names)
+      if (auto it = cases.find(n); it != cases.end()) return {n, it->second};
+    return {"", nullptr};
+  };
+  auto host_copies = [&](TransferKind kind, std::initializer_list<const char*> names) {
+    auto [name, tc] = first_of(names);
+    if (!tc) return;
+    const json* m = matrix(*tc);
+    if (!m || m->empty() || !(*m)[0].is_array()) {
+      if (warnings) warnings->push_back(fmt::format("{}: {} has no bandwidth matrix: skipped", file.string(), name));
+      return;
+    }
+    // one row (the CPU) with a column per GPU; device_local_copy may also be a diagonal
+    const json& rows = *m;
+    for (std::size_t r = 0; r < rows.size(); ++r) {
+      for (std::size_t col = 0; col < rows[r].size(); ++col) {
+        if (rows.size() > 1 && r != col) continue;
+        auto v = entry(rows[r][col]);
+        if (!v || *v <= 0) continue;
+        TransferCurve t;
+        t.kind = kind;
+        t.device = static_cast<int>(col);
+        t.source = fmt::format("{} ({})", file.string(), name);
+        const BytesPerSecond bw = gigabytes_per_second(*v);
+        t.points.push_back(BandwidthPoint{buffer, buffer / bw, bw, std::nullopt, 0});
+        cal.transfers.push_back(std::move(t));
+      }
+    }
+  };
+  host_copies(TransferKind::h2d_pinned, {"host_to_device_memcpy_ce", "host_to_device_memcpy_sm"});
+  host_copies(TransferKind::d2h_pinned, {"device_to_host_memcpy_ce", "device_to_host_memcpy_sm"});
+  host_copies(TransferKind::device_copy, {"device_local_copy"});
+
+  std::map<std::pair<int, int>, P2PEntry> p2p;
+  auto p2p_matrix = [&](std::initializer_list<const char*> names, auto apply) {
+    auto [name, tc] = first_of(names);
+    if (!tc) return;
+    const json* m = matrix(*tc);
+    if (!m) return;
+    const bool read = name.find("read") != std::string::npos;
+    for (std::size_t r = 0; r < m->size(); ++r) {
+      if (!(*m)[r].is_array()) continue;
+      for (std::size_t col = 0; col < (*m)[r].size(); ++col) {
+        if (r == col) continue;
+        auto v = entry((*m)[r][col]);
+        if (!v || *v <= 0) continue;
+        const int src = static_cast<int>(read ? col : r), dst = static_cast<int>(read ? r : col);
+        P2PEntry& e = p2p[{src, dst}];
+        e.src = src;
+        e.dst = dst;
+        apply(e, *v, *tc);
+      }
+    }
+  };
+  p2p_matrix({"device_to_device_memcpy_write_ce", "device_to_device_memcpy_read_ce", "device_to_device_memcpy_write_sm",
+              "device_to_device_memcpy_read_sm"},
+             [](P2PEntry& e, double v, const json&) { e.bandwidth = gigabytes_per_second(v); });
+  p2p_matrix({"device_to_device_bidirectional_memcpy_write_ce", "device_to_device_bidirectional_memcpy_read_ce",
+              "device_to_device_bidirectional_memcpy_write_sm", "device_to_device_bidirectional_memcpy_read_sm"},
+             [](P2PEntry& e, double v, const json&) { e.bidirectional = gigabytes_per_second(v); });
+  p2p_matrix({"device_to_device_latency_sm"}, [](P2PEntry& e, double v, const json& tc) {
+    const std::string d = tc.contains("bandwidth_description") && tc["bandwidth_description"].is_string()
+                              ? tc["bandwidth_description"].get<std::string>()
+                              : "";
+    e.latency = d.find("(us)") != std::string::npos ? microseconds(v) : nanoseconds(v);  // nvbandwidth prints ns
+  });
+  for (auto& [k, e] : p2p) cal.p2p.push_back(e);
+  for (const auto& [name, tc] : cases) {
+    static const std::set<std::string> used = {
+        "host_to_device_memcpy_ce", "host_to_device_memcpy_sm", "device_to_host_memcpy_ce", "device_to_host_memcpy_sm",
+        "device_local_copy", "device_to_device_memcpy_write_ce", "device_to_device_memcpy_read_ce",
+        "device_to_device_memcpy_write_sm", "device_to_device_memcpy_read_sm",
+        "device_to_device_bidirectional_memcpy_write_ce", "device_to_device_bidirectional_memcpy_read_ce",
+        "device_to_device_bidirectional_memcpy_write_sm", "device_to_device_bidirectional_memcpy_read_sm",
+        "device_to_device_latency_sm"};
+    if (!used.count(name)) notes += fmt::format("; {} not imported", name);
+  }
+  cal.provenance.notes = notes;
+  if (cal.transfers.empty() && cal.p2p.empty())
+    throw InputError(at, "nvbandwidth.testcases", "no passed copy or latency test case that dlscale can use");
+  return cal;
+}
+
+}  // namespace dlscale

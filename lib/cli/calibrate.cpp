@@ -1,0 +1,272 @@
+// dlscale calibrate import nccl-tests LOG... | nvbandwidth JSON  -o FILE
+// and the --calibration / --explain-sources hook that predict (and every command built on
+// build_scenario) shares.
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <ctime>
+#include <iostream>
+#include <map>
+#include <set>
+
+#include "cli/commands.hpp"
+#include "cli/scenario_options.hpp"
+#include "dlscale/calibration.hpp"
+#include "dlscale/error.hpp"
+#include "dlscale/format.hpp"
+
+namespace dlscale::cli {
+namespace {
+
+std::string utc_now() {
+  const std::time_t t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+std::string host_name() {
+  char buf[256] = {};
+  if (gethostname(buf, sizeof buf - 1) != 0) return {};
+  return buf;
+}
+
+void print_warnings(const std::vector<std::string>& w) {
+  for (const auto& line : w) fmt::print(stderr, "dlscale: warning: {}\n", line);
+}
+
+struct ImportOptions {
+  std::vector<std::string> inputs;
+  std::string output;
+  std::string op;
+};
+
+std::optional<CollectiveOp> op_option(const std::string& s) {
+  if (s.empty()) return std::nullopt;
+  for (auto op : {CollectiveOp::allreduce, CollectiveOp::allgather, CollectiveOp::reducescatter, CollectiveOp::broadcast,
+                  CollectiveOp::reduce})
+    if (to_string(op) == s) return op;
+  throw UsageError("--op", fmt::format("unknown collective '{}' (expected allreduce, allgather, reducescatter, "
+                                       "broadcast or reduce)",
+                                       s));
+}
+
+void finish_import(Calibration& cal, const std::vector<std::string>& warnings, const std::string& output) {
+  cal.provenance.date = utc_now();
+  cal.provenance.host = host_name();
+  cal.provenance.command_line = command_line();
+  const std::string text = to_yaml(cal);  // everything computed before anything is written
+  print_warnings(warnings);
+  emit(text, output);
+}
+
+void run_import_nccl(const ImportOptions& o) {
+  std::vector<std::filesystem::path> logs(o.inputs.begin(), o.inputs.end());
+  std::vector<std::string> warnings;
+  Calibration cal = import_nccl_tests(logs, op_option(o.op), &warnings);
+  finish_import(cal, warnings, o.output);
+}
+
+void run_import_nvbandwidth(const ImportOptions& o) {
+  std::vector<std::string> warnings;
+  Calibration cal = import_nvbandwidth(o.inputs.front(), &warnings);
+  finish_import(cal, warnings, o.output);
+}
+
+// ---- --calibration / --explain-sources -------------------------------------------------------------
+
+std::string range_text(const CollectiveCurve& c) {
+  return fmt::format("{} to {}", c.points.front().size, c.points.back().size);
+}
+
+GpuPlacement place(const Cluster& c, int gpus) {
+  if (gpus <= c.gpus_per_node) return GpuPlacement{gpus, 1, gpus};
+  return GpuPlacement{gpus, std::max(1, gpus / c.gpus_per_node), c.gpus_per_node};
+}
+
+}  // namespace
+
+void setup_calibrate(CLI::App& app) {
+  auto* cmd = app.add_subcommand("calibrate", "Calibration files: import what was measured elsewhere");
+  cmd->require_subcommand(1);
+  auto* imp = cmd->add_subcommand("import", "Convert measurements into a dlscale calibration file (docs/calibration.md)");
+  imp->require_subcommand(1);
+  {
+    auto o = std::make_shared<ImportOptions>();
+    auto* c = imp->add_subcommand("nccl-tests", "nccl-tests logs (all_reduce_perf, all_gather_perf, reduce_scatter_perf, "
+                                                "broadcast_perf, reduce_perf output)");
+    c->add_option("logs", o->inputs, "Log files (the collective is read from the log or the file name)")
+        ->required()
+        ->type_name("LOG...");
+    c->add_option("-o,--output", o->output, "Write the calibration to FILE (atomically) instead of standard output")
+        ->type_name("FILE");
+    c->add_option("--op", o->op, "The collective, when neither the log nor its file name says it")
+        ->type_name("allreduce|allgather|reducescatter|broadcast|reduce");
+    c->callback([o] { run_import_nccl(*o); });
+  }
+  {
+    auto o = std::make_shared<ImportOptions>();
+    auto* c = imp->add_subcommand("nvbandwidth", "The JSON output of nvbandwidth -j");
+    c->add_option("json", o->inputs, "nvbandwidth JSON file")->required()->expected(1)->type_name("JSON");
+    c->add_option("-o,--output", o->output, "Write the calibration to FILE (atomically) instead of standard output")
+        ->type_name("FILE");
+    c->callback([o] { run_import_nvbandwidth(*o); });
+  }
+}
+
+void apply_calibration(const ScenarioOptions& o, Scenario& sc, RunInfo& /*info*/) {
+  std::vector<std::string> explain;
+  std::shared_ptr<const Calibration> cal;
+  if (!o.calibration.empty()) {
+    cal = std::make_shared<const Calibration>(load_calibration(o.calibration));
+    // Never a silent mix of two machines: a calibration of another GPU is an error.
+    const std::string want = gpu_family(sc.cluster.gpu.name);
+    auto check_gpu = [&](const std::string& measured, const std::string& what) {
+      if (measured.empty()) return;
+      const std::string got = gpu_family(measured);
+      if (!want.empty() && !got.empty() && got != want)
+        throw UsageError("--calibration",
+                         fmt::format("{}: {} measured on '{}', but cluster '{}' has '{}'; use a cluster of that GPU "
+                                     "(dlscale-calibrate writes one) or leave out --calibration",
+                                     o.calibration, what, measured, sc.cluster.name, sc.cluster.gpu.name));
+    };
+    check_gpu(cal->gpu, "it was");
+    for (const auto& lp : cal->layers) check_gpu(lp.gpu, fmt::format("its {} layer times were", lp.model));
+    if (cal->gpu.empty())
+      fmt::print(stderr, "dlscale: warning: {}: the calibration does not name its GPU; assuming it is the cluster's ({})\n",
+                 o.calibration, sc.cluster.gpu.name);
+    explain.push_back(fmt::format("calibration: {} ({}, {}{})", o.calibration, cal->provenance.tool,
+                                  cal->provenance.date.empty() ? "undated" : cal->provenance.date,
+                                  cal->gpu.empty() ? "" : ", " + cal->gpu));
+  }
+
+  // ---- per-layer compute ----
+  const std::string precision = sc.compute.precision == Precision::fp16 ? "fp16" : "fp32";
+  std::size_t matched = 0;
+  std::optional<LayerTimes> measured;
+  if (cal) measured = measured_layer_times(*cal, sc.network, sc.batch_per_gpu, precision, &matched);
+  if (measured && matched > 0) {
+    LayerTimes full = estimate_layer_times(sc.network, sc.cluster.gpu, sc.batch_per_gpu, sc.compute);
+    const double eff = sc.strategy.compute_efficiency;
+    std::vector<std::string> roofline;
+    for (std::size_t i = 0; i < full.forward.size(); ++i) {
+      full.update[i] = full.update[i] / eff;
+      const bool f = measured->forward[i] > Seconds{}, b = measured->backward[i] > Seconds{};
+      full.forward[i] = f ? measured->forward[i] : full.forward[i] / eff;
+      full.backward[i] = b ? measured->backward[i] : full.backward[i] / eff;
+      if (!f || !b) roofline.push_back(sc.network.layers[i].name);
+    }
+    sc.measured_layers = std::move(full);
+    std::string rest;
+    for (std::size_t i = 0; i < roofline.size() && i < 8; ++i) rest += (i ? ", " : "") + roofline[i];
+    if (roofline.size() > 8) rest += fmt::format(", … ({} more)", roofline.size() - 8);
+    explain.push_back(fmt::format("forward/backward: {} of {} layers measured ({}: {} batch {} {}){}", sc.network.layers.size() - roofline.size(),
+                                  sc.network.layers.size(), o.calibration, sc.network.name, sc.batch_per_gpu, precision,
+                                  roofline.empty() ? "" : "; roofline for " + rest));
+    if (sc.profile)
+      explain.push_back("  (the measured layer times replace the profile's forward/backward totals)");
+  } else {
+    if (cal && !cal->layers.empty()) {
+      std::string have;
+      for (const auto& lp : cal->layers) have += fmt::format("{}{} batch {} {}", have.empty() ? "" : ", ", lp.model, lp.batch, lp.precision);
+      fmt::print(stderr, "dlscale: warning: {}: no layer times for {} at batch {} ({}) (it has: {}); using {}\n",
+                 o.calibration, sc.network.name, sc.batch_per_gpu, precision, have,
+                 sc.profile ? "the profile" : "the roofline");
+    }
+    explain.push_back(sc.profile ? fmt::format("forward/backward/update: profile {} (phase totals spread over layers by the roofline's shape)", o.profile)
+                                 : fmt::format("forward/backward: roofline on {} ({} FLOP/s peak, conv eff. {}, GEMM eff. {})",
+                                               sc.cluster.gpu.name, sc.cluster.gpu.peak(sc.compute.precision),
+                                               sc.compute.conv_efficiency, sc.compute.gemm_efficiency));
+  }
+  if (!sc.profile) explain.push_back("update: roofline (memory-bound pass over parameters and optimiser state)");
+
+  // ---- host-to-GPU copies and storage ----
+  const Bytes batch_bytes = sc.network.input_bytes_per_sample * static_cast<double>(sc.batch_per_gpu);
+  const TransferKind h2d_kind = sc.strategy.pinned_memory ? TransferKind::h2d_pinned : TransferKind::h2d_pageable;
+  const TransferCurve* h2d = cal ? cal->find_transfer(h2d_kind) : nullptr;
+  if (h2d) {
+    const BytesPerSecond bw = transfer_bandwidth(*h2d, batch_bytes);
+    (sc.strategy.pinned_memory ? sc.cluster.h2d_pinned : sc.cluster.h2d_pageable) = bw;
+  }
+  if (sc.profile) explain.push_back(fmt::format("io, h2d: profile {}", o.profile));
+  else if (h2d)
+    explain.push_back(fmt::format("h2d: measured {} copy, {} for a batch of {} ({})", to_string(h2d_kind),
+                                  sc.strategy.pinned_memory ? sc.cluster.h2d_pinned : sc.cluster.h2d_pageable, batch_bytes,
+                                  o.calibration));
+  else
+    explain.push_back(fmt::format("h2d: cluster file {} ({} memory, {})", sc.cluster.source_file,
+                                  sc.strategy.pinned_memory ? "pinned" : "pageable",
+                                  sc.strategy.pinned_memory ? sc.cluster.h2d_pinned : sc.cluster.h2d_pageable));
+  if (cal && cal->storage) {
+    if (cal->storage->page_cache) sc.cluster.page_cache = *cal->storage->page_cache;
+    if (cal->storage->direct) sc.cluster.disk = *cal->storage->direct;
+  }
+  if (!sc.profile)
+    explain.push_back(fmt::format("io: {} ({}, {})",
+                                  cal && cal->storage ? "measured by " + o.calibration : "cluster file " + sc.cluster.source_file,
+                                  sc.cluster.dataset_in_page_cache ? "page cache" : "disk",
+                                  sc.cluster.dataset_in_page_cache ? sc.cluster.page_cache : sc.cluster.disk));
+
+  // ---- collectives ----
+  std::shared_ptr<const CollectiveModel> fallback = sc.collectives ? sc.collectives : make_collective_model(sc.cluster);
+  std::shared_ptr<const CalibratedCollectiveModel> calibrated;
+  if (cal && !cal->collectives.empty()) {
+    calibrated = std::make_shared<const CalibratedCollectiveModel>(cal, fallback);
+    sc.collectives = calibrated;
+  }
+  if (o.explain_sources) {
+    Bytes smallest = bytes(1e300), largest{};
+    for (const auto& l : sc.network.layers) {
+      const Bytes g = Network::gradient_bytes(l, sc.compute.precision == Precision::fp16 ? 2.0 : 4.0);
+      if (g > Bytes{}) {
+        smallest = min(smallest, g);
+        largest = max(largest, g);
+      }
+    }
+    std::vector<std::pair<CollectiveOp, bool>> ops;  // (op, across nodes only)
+    switch (sc.strategy.aggregation) {
+      case Aggregation::allreduce: ops = {{CollectiveOp::allreduce, false}}; break;
+      case Aggregation::parameter_server: ops = {{CollectiveOp::broadcast, false}}; break;
+      case Aggregation::hybrid: ops = {{CollectiveOp::allreduce, false}, {CollectiveOp::broadcast, true}}; break;
+      case Aggregation::broadcast_reduce: ops = {{CollectiveOp::broadcast, false}, {CollectiveOp::reduce, false}}; break;
+    }
+    std::vector<int> counts;
+    try {
+      counts = parse_gpu_list(o.gpus);
+    } catch (const UsageError&) {
+      counts.clear();  // the command reports a bad --gpus itself
+    }
+    for (int g : counts) {
+      if (g < 2 || g > sc.cluster.max_gpus()) continue;
+      const GpuPlacement at = place(sc.cluster, g);
+      for (auto [op, across] : ops) {
+        GpuPlacement where = at;
+        if (sc.strategy.aggregation == Aggregation::hybrid) where = across ? GpuPlacement{2, 2, 1} : GpuPlacement{at.gpus_per_node, 1, at.gpus_per_node};
+        if (sc.strategy.aggregation == Aggregation::parameter_server) where.gpus = 2;
+        if (where.gpus < 2) continue;
+        const CollectiveCurve* c = calibrated ? calibrated->curve_for(op, where) : nullptr;
+        if (c) {
+          const bool outside = smallest < c->points.front().size || largest > c->points.back().size;
+          explain.push_back(fmt::format(
+              "communication, {} GPUs ({} node{}): {} measured on {} GPUs ({}), {} interpolated{}", g, at.nodes,
+              at.nodes > 1 ? "s" : "", to_string(op), where.gpus, c->source, range_text(*c),
+              outside && c->fit ? fmt::format("; gradients of {} to {} outside it from the α-β fit (α = {}, β = {})",
+                                              smallest, largest, c->fit->alpha, c->fit->beta)
+                                : ""));
+        } else {
+          explain.push_back(fmt::format("communication, {} GPUs ({} node{}): {} on {} GPU{} / {} node{} not measured: {}", g,
+                                        at.nodes, at.nodes > 1 ? "s" : "", to_string(op), where.gpus,
+                                        where.gpus > 1 ? "s" : "", where.nodes, where.nodes > 1 ? "s" : "",
+                                        fallback->describe()));
+        }
+      }
+    }
+    fmt::print(stderr, "# sources (--explain-sources)\n");
+    for (const auto& line : explain) fmt::print(stderr, "#   {}\n", line);
+  }
+}
+
+}  // namespace dlscale::cli
