@@ -1,20 +1,30 @@
-// Roofline estimate of per-layer compute time (see include/dlscale/compute.hpp).
+// Roofline estimate of per-layer compute time (see include/dlscale/compute.hpp, docs/compute-model.md).
 #include "dlscale/compute.hpp"
 
 #include <numeric>
+#include <stdexcept>
 
 namespace dlscale {
 namespace {
 Seconds sum(const std::vector<Seconds>& v) { return std::accumulate(v.begin(), v.end(), Seconds{}); }
 
-double flop_efficiency(LayerKind k, const ComputeOptions& o) {
-  switch (k) {
-    case LayerKind::conv: return o.conv_efficiency;
-    case LayerKind::linear:
-    case LayerKind::attention:
-    case LayerKind::embedding: return o.gemm_efficiency;
-    default: return o.memory_efficiency;
-  }
+bool is_matmul(LayerKind k) {
+  return k == LayerKind::conv || k == LayerKind::linear || k == LayerKind::attention;
+}
+
+/// The FLOP/s a layer's multiply-adds run at: the precision's peak (tensor cores for fp16, TF32 when
+/// enabled) times the kind's efficiency. Memory-bound kinds have no FLOP term (zero).
+FlopsPerSecond attainable_flops(LayerKind k, const GpuSpec& gpu, const ComputeOptions& o) {
+  if (!is_matmul(k)) return FlopsPerSecond{};
+  FlopsPerSecond peak = gpu.peak(o.precision);
+  if (o.precision == Precision::fp32 && o.tf32 && gpu.peak_tf32 > FlopsPerSecond{}) peak = gpu.peak_tf32;
+  return peak * (k == LayerKind::conv ? o.conv_efficiency : o.gemm_efficiency);
+}
+
+/// Roofline: the larger of the compute time and the memory time (Williams, Waterman & Patterson 2009).
+Seconds roofline(Flops work, FlopsPerSecond rate, Bytes traffic, BytesPerSecond bandwidth) {
+  const Seconds compute = rate > FlopsPerSecond{} ? work / rate : Seconds{};
+  return max(compute, traffic / bandwidth);
 }
 }  // namespace
 
@@ -22,27 +32,42 @@ Seconds LayerTimes::total_forward() const noexcept { return sum(forward); }
 Seconds LayerTimes::total_backward() const noexcept { return sum(backward); }
 Seconds LayerTimes::total_update() const noexcept { return sum(update); }
 
+double activation_bytes_per_element(Precision p) noexcept { return p == Precision::fp16 ? 2.0 : 4.0; }
+double gradient_bytes_per_element(Precision p) noexcept { return p == Precision::fp16 ? 2.0 : 4.0; }
+
+double update_bytes_per_param(const ComputeOptions& opt) noexcept {
+  const double state = 8.0 * opt.optimizer_state_words;  // read + write each fp32 state word
+  if (opt.precision == Precision::fp16)
+    return 4.0 /*read fp32 master*/ + 2.0 /*read fp16 gradient*/ + 4.0 /*write master*/ + 2.0 /*write fp16 copy*/ + state;
+  return 4.0 /*read weight*/ + 4.0 /*read gradient*/ + 4.0 /*write weight*/ + state;
+}
+
 LayerTimes estimate_layer_times(const Network& net, const GpuSpec& gpu, int batch, const ComputeOptions& opt) {
+  if (batch < 1) throw std::invalid_argument("estimate_layer_times: the batch must be at least 1");
   LayerTimes t;
   const std::size_t L = net.layers.size();
   t.forward.resize(L);
   t.backward.resize(L);
   t.update.resize(L);
-  const FlopsPerSecond peak = gpu.peak(opt.precision);
   const BytesPerSecond mem = gpu.memory_bandwidth * opt.memory_efficiency;
-  const double act_scale = opt.precision == Precision::fp16 ? 0.5 : 1.0;
-  // SGD update traffic per parameter, fp32: read weight + gradient, write weight, read+write each
-  // optimiser-state word.
-  const double update_bytes_per_param = 4.0 * (3.0 + 2.0 * opt.optimizer_state_words);
+  // The stored activations are fp32 figures; mixed precision keeps them in fp16.
+  const double act_scale = activation_bytes_per_element(opt.precision) / 4.0;
+  const double weight_bytes = activation_bytes_per_element(opt.precision);
+  const double update_bytes = update_bytes_per_param(opt);
   for (std::size_t i = 0; i < L; ++i) {
     const Layer& l = net.layers[i];
     const Flops work = flops(l.forward_flops_per_sample * batch);
-    const Seconds compute = work / (peak * flop_efficiency(l.kind, opt));
-    // read input + write output activations: ~2 × the output's bytes
-    const Seconds memory = bytes(2.0 * l.activation_bytes_per_sample * act_scale * batch) / mem;
-    t.forward[i] = max(compute, memory);
-    t.backward[i] = t.forward[i] * opt.backward_to_forward;
-    t.update[i] = bytes(static_cast<double>(l.params) * update_bytes_per_param) / mem;
+    // Memory traffic of the forward pass: read the input and write the output (≈ 2 × the output's
+    // bytes) for every sample, and read the weights once.
+    const Bytes traffic = bytes(2.0 * l.activation_bytes_per_sample * act_scale * batch +
+                                static_cast<double>(l.params) * weight_bytes);
+    t.forward[i] = roofline(work, attainable_flops(l.kind, gpu, opt), traffic, mem);
+    // Backward: weight gradient + input gradient, each about one forward; layer 1 (its input is the
+    // data) and embeddings (their input is token ids) need no input gradient.
+    const bool needs_input_gradient = i > 0 && l.kind != LayerKind::embedding;
+    t.backward[i] = t.forward[i] * (needs_input_gradient ? opt.backward_to_forward : opt.backward_to_forward / 2.0);
+    // Update: one memory-bound pass over the parameters and the optimiser state.
+    t.update[i] = bytes(static_cast<double>(l.params) * update_bytes) / mem;
   }
   return t;
 }

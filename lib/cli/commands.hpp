@@ -17,6 +17,7 @@ void set_command_line(int argc, char** argv);
 void emit(const std::string& text, const std::string& output);
 
 void setup_predict(CLI::App& app);
+void setup_model(CLI::App& app);
 void setup_calibrate(CLI::App& app);
 
 }  // namespace dlscale::cli

@@ -229,7 +229,13 @@ Network load_network(const fs::path& file) {
   if (auto n = m.optional("description")) net.description = n->scalar();
   {
     MapReader in(m.required("input"));
-    net.input_shape = in.required("shape").integer_list();
+    if (auto n = in.optional("kind")) net.input_kind = n->choice({"image", "tokens"});
+    {
+      const Node shape = in.required("shape");
+      net.input_shape = shape.integer_list();
+      for (auto d : net.input_shape)
+        if (d <= 0) shape.fail("every dimension of a shape must be positive");
+    }
     net.input_bytes_per_sample = in.required("bytes_per_sample").bytes();
     in.finish();
   }
@@ -252,9 +258,15 @@ Network load_network(const fs::path& file) {
       if (layer.forward_flops_per_sample < 0) f.fail("must not be negative");
     }
     if (auto n = l.optional("macs")) {
-      if (n->number() < 0) n->fail("must not be negative");
+      layer.macs_per_sample = n->number();
+      if (layer.macs_per_sample < 0) n->fail("must not be negative");
+    } else {
+      layer.macs_per_sample = layer.forward_flops_per_sample / 2.0;  // a multiply-add = 2 FLOPs
     }
-    if (auto n = l.optional("activation_bytes")) layer.activation_bytes_per_sample = in_bytes(n->bytes());
+    if (auto n = l.optional("activation_bytes")) {
+      layer.activation_bytes_per_sample = in_bytes(n->bytes());
+      if (layer.activation_bytes_per_sample < 0) n->fail("must not be negative");
+    }
     if (auto n = l.optional("output_shape")) {
       layer.output_shape = n->integer_list();
       for (auto d : layer.output_shape)

@@ -1,0 +1,47 @@
+// Memory fit: the per-GPU memory of one training step (weights, gradients, optimiser state, activations
+// kept for backward × batch, the input batch, and a fixed reserve for the CUDA context and workspaces),
+// and whether it fits the GPU. A batch that does not fit is a warning, never a failure: frameworks
+// recompute, offload or fragment memory in ways this estimate does not see. docs/compute-model.md.
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "dlscale/compute.hpp"
+#include "dlscale/gpu.hpp"
+#include "dlscale/network.hpp"
+#include "dlscale/units.hpp"
+
+namespace dlscale {
+
+struct MemoryEstimate {
+  Bytes weights{};          // fp32 weights (mixed precision: fp32 master + fp16 working copy)
+  Bytes gradients{};        // one gradient per parameter (fp32, or fp16 in mixed precision)
+  Bytes optimizer_state{};  // optimizer_state_words fp32 words per parameter
+  Bytes activations{};      // every learnable layer's kept tensors × batch (fp16 in mixed precision)
+  Bytes input{};            // the input batch on the GPU
+  Bytes reserved{};         // CUDA context, cuDNN/cuBLAS workspaces, allocator slack
+  [[nodiscard]] Bytes total() const noexcept {
+    return weights + gradients + optimizer_state + activations + input + reserved;
+  }
+};
+
+/// The reserve for CUDA context and library workspaces (default 1 GB; see docs/compute-model.md).
+inline constexpr double kDefaultReservedBytes = 1e9;
+
+MemoryEstimate estimate_training_memory(const Network& net, int batch, const ComputeOptions& opt,
+                                        Bytes reserved = bytes(kDefaultReservedBytes));
+
+struct MemoryFit {
+  MemoryEstimate need;
+  Bytes available{};
+  bool fits = true;
+  int largest_batch = 0;  // the largest batch whose estimate fits (0 if not even batch 1 fits)
+  std::string warning;    // empty when it fits; one line otherwise
+};
+
+/// Whether a batch fits the GPU's memory, with a one-line warning when it does not.
+MemoryFit check_memory_fit(const Network& net, const GpuSpec& gpu, int batch, const ComputeOptions& opt,
+                           Bytes reserved = bytes(kDefaultReservedBytes));
+
+}  // namespace dlscale

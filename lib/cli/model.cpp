@@ -1,0 +1,251 @@
+// dlscale model list | show NAME | export [NAME|all]: the model zoo from the command line.
+#include <fmt/format.h>
+
+#include <nlohmann/json.hpp>
+
+#include <filesystem>
+#include <sstream>
+
+#include "cli/commands.hpp"
+#include "dlscale/compute.hpp"
+#include "dlscale/error.hpp"
+#include "dlscale/format.hpp"
+#include "dlscale/io.hpp"
+#include "dlscale/memory.hpp"
+#include "dlscale/report.hpp"
+#include "dlscale/zoo.hpp"
+
+namespace dlscale::cli {
+namespace {
+namespace fs = std::filesystem;
+
+/// 25557032 -> "25.56 M"; counts, not bytes.
+std::string count(double v) {
+  if (v >= 1e9) return fmt::format("{:.2f} G", v / 1e9);
+  if (v >= 1e6) return fmt::format("{:.2f} M", v / 1e6);
+  if (v >= 1e3) return fmt::format("{:.1f} k", v / 1e3);
+  return fmt::format("{:.0f}", v);
+}
+
+std::string shape(const std::vector<std::int64_t>& s) {
+  std::string out;
+  for (std::size_t i = 0; i < s.size(); ++i) out += (i ? "x" : "") + std::to_string(s[i]);
+  return out;
+}
+
+Precision precision_from(const std::string& p) {
+  if (p == "fp32") return Precision::fp32;
+  if (p == "fp16") return Precision::fp16;
+  throw UsageError("--precision", fmt::format("unknown precision '{}' (expected fp32 or fp16)", p));
+}
+
+// ---- list ---------------------------------------------------------------------------------------
+struct ListOptions {
+  std::string format = "table";
+};
+
+void run_list(const ListOptions& o) {
+  if (o.format != "table" && o.format != "json")
+    throw UsageError("--format", fmt::format("unknown format '{}' (expected table or json)", o.format));
+  std::vector<Network> nets;
+  for (const auto& name : list_names(DataKind::network)) nets.push_back(load_network(resolve(DataKind::network, name, "NAME")));
+  std::string out;
+  if (o.format == "json") {
+    auto arr = nlohmann::ordered_json::array();
+    for (const auto& n : nets)
+      arr.push_back({{"name", n.name},
+                     {"params", n.total_params()},
+                     {"macs_per_sample", n.total_macs_per_sample()},
+                     {"input", n.input_shape},
+                     {"description", n.description}});
+    out = nlohmann::ordered_json{{"schema", 1}, {"models", arr}}.dump(2) + "\n";
+  } else {
+    out += fmt::format("{:<14} {:>10} {:>12} {:<12} {}\n", "model", "params", "MACs/sample", "input", "description");
+    for (const auto& n : nets)
+      out += fmt::format("{:<14} {:>10} {:>12} {:<12} {}\n", n.name, count(static_cast<double>(n.total_params())),
+                         count(n.total_macs_per_sample()), shape(n.input_shape), n.description);
+  }
+  emit(out, "");
+}
+
+// ---- show ---------------------------------------------------------------------------------------
+struct ShowOptions {
+  std::string model;
+  int batch = 32;
+  std::string gpu;
+  std::string precision = "fp32";
+  std::string format = "table";
+  std::string output;
+};
+
+void run_show(const ShowOptions& o) {
+  if (o.format != "table" && o.format != "json")
+    throw UsageError("--format", fmt::format("unknown format '{}' (expected table or json)", o.format));
+  if (o.batch < 1) throw UsageError("--batch", "the batch must be at least 1");
+  const Network net = load_network(resolve(DataKind::network, o.model, "NAME"));
+  ComputeOptions copt;
+  copt.precision = precision_from(o.precision);
+  std::optional<GpuSpec> gpu;
+  if (!o.gpu.empty()) {
+    try {
+      gpu = find_gpu(o.gpu);
+    } catch (const InputError& e) {
+      throw UsageError("--gpu", e.message());
+    }
+  }
+  std::optional<LayerTimes> times;
+  std::optional<MemoryFit> fit;
+  if (gpu) {
+    times = estimate_layer_times(net, *gpu, o.batch, copt);
+    fit = check_memory_fit(net, *gpu, o.batch, copt);
+  }
+  const double grad_elem = gradient_bytes_per_element(copt.precision);
+  const double total_grad = static_cast<double>(net.total_params()) * grad_elem;
+
+  std::string out;
+  if (o.format == "json") {
+    nlohmann::ordered_json j;
+    j["schema"] = 1;
+    j["model"] = net.name;
+    j["description"] = net.description;
+    j["input"] = {{"kind", net.input_kind}, {"shape", net.input_shape}, {"bytes_per_sample", in_bytes(net.input_bytes_per_sample)}};
+    j["batch"] = o.batch;
+    j["precision"] = o.precision;
+    j["gpu"] = gpu ? nlohmann::ordered_json(gpu->name) : nlohmann::ordered_json(nullptr);
+    nlohmann::ordered_json totals{{"params", net.total_params()},
+                                  {"macs_per_sample", net.total_macs_per_sample()},
+                                  {"flops_per_sample", net.total_forward_flops_per_sample()},
+                                  {"gradient_bytes", total_grad},
+                                  {"activation_bytes_per_sample", net.total_activation_bytes_per_sample()}};
+    if (times) {
+      totals["forward_s"] = in_seconds(times->total_forward());
+      totals["backward_s"] = in_seconds(times->total_backward());
+      totals["update_s"] = in_seconds(times->total_update());
+    }
+    if (fit) {
+      totals["memory"] = {{"weights_bytes", in_bytes(fit->need.weights)},
+                          {"gradients_bytes", in_bytes(fit->need.gradients)},
+                          {"optimizer_state_bytes", in_bytes(fit->need.optimizer_state)},
+                          {"activations_bytes", in_bytes(fit->need.activations)},
+                          {"input_bytes", in_bytes(fit->need.input)},
+                          {"reserved_bytes", in_bytes(fit->need.reserved)},
+                          {"total_bytes", in_bytes(fit->need.total())},
+                          {"gpu_memory_bytes", in_bytes(fit->available)},
+                          {"fits", fit->fits},
+                          {"largest_batch", fit->largest_batch}};
+    }
+    j["totals"] = totals;
+    auto layers = nlohmann::ordered_json::array();
+    for (std::size_t i = 0; i < net.layers.size(); ++i) {
+      const Layer& l = net.layers[i];
+      nlohmann::ordered_json e{{"name", l.name},
+                               {"kind", std::string(to_string(l.kind))},
+                               {"params", l.params},
+                               {"macs", l.macs_per_sample},
+                               {"flops", l.forward_flops_per_sample},
+                               {"gradient_bytes", static_cast<double>(l.params) * grad_elem},
+                               {"activation_bytes", l.activation_bytes_per_sample},
+                               {"output_shape", l.output_shape}};
+      if (times) {
+        e["forward_s"] = in_seconds(times->forward[i]);
+        e["backward_s"] = in_seconds(times->backward[i]);
+        e["update_s"] = in_seconds(times->update[i]);
+      }
+      layers.push_back(e);
+    }
+    j["layers"] = layers;
+    j["warnings"] = fit && !fit->fits ? nlohmann::ordered_json::array({fit->warning}) : nlohmann::ordered_json::array();
+    out = j.dump(2) + "\n";
+  } else {
+    out += fmt::format("{}: {}\n", net.name, net.description);
+    out += fmt::format("input {} ({}) = {} per sample; batch {}, {}{}\n\n", shape(net.input_shape), net.input_kind,
+                       net.input_bytes_per_sample, o.batch, o.precision,
+                       gpu ? fmt::format(", on {} (roofline, docs/compute-model.md)", gpu->name) : std::string());
+    out += fmt::format("{:>4} {:<40} {:<10} {:>10} {:>10} {:>10} {:>14}", "#", "layer", "kind", "params", "MACs",
+                       "grad", "output");
+    if (times) out += fmt::format(" {:>10} {:>10}", "forward", "backward");
+    out += "\n";
+    for (std::size_t i = 0; i < net.layers.size(); ++i) {
+      const Layer& l = net.layers[i];
+      out += fmt::format("{:>4} {:<40} {:<10} {:>10} {:>10} {:>10} {:>14}", i + 1, l.name, to_string(l.kind),
+                         count(static_cast<double>(l.params)), count(l.macs_per_sample),
+                         fmt::format("{}", bytes(static_cast<double>(l.params) * grad_elem)), shape(l.output_shape));
+      if (times) out += fmt::format(" {:>10} {:>10}", fmt::format("{}", times->forward[i]), fmt::format("{}", times->backward[i]));
+      out += "\n";
+    }
+    out += fmt::format("\ntotals: {} params ({}), {} MACs and {} FLOPs per sample, gradients {}\n",
+                       net.total_params(), count(static_cast<double>(net.total_params())), count(net.total_macs_per_sample()),
+                       count(net.total_forward_flops_per_sample()), bytes(total_grad));
+    if (times)
+      out += fmt::format("predicted at batch {}: forward {}, backward {}, update {}\n", o.batch, times->total_forward(),
+                         times->total_backward(), times->total_update());
+    if (fit)
+      out += fmt::format("memory per GPU: {} of {} (weights {}, gradients {}, optimiser {}, activations {}, input {}, "
+                         "reserve {}); largest batch that fits about {}\n",
+                         fit->need.total(), fit->available, fit->need.weights, fit->need.gradients, fit->need.optimizer_state,
+                         fit->need.activations, fit->need.input, fit->need.reserved, fit->largest_batch);
+  }
+  emit(out, o.output);
+  if (fit && !fit->fits) fmt::print(stderr, "dlscale: {}\n", fit->warning);
+}
+
+// ---- export -------------------------------------------------------------------------------------
+struct ExportOptions {
+  std::string name = "all";
+  std::string dir;
+};
+
+void run_export(const ExportOptions& o) {
+  std::vector<fs::path> archs;
+  if (o.name == "all") {
+    for (const auto& n : architecture_names()) archs.push_back(architecture_dir() / (n + ".yaml"));
+    if (archs.empty()) throw UsageError("NAME", "no architecture descriptions in " + architecture_dir().string());
+  } else {
+    archs.push_back(resolve_architecture(o.name, "NAME"));
+  }
+  const fs::path dir = o.dir.empty() ? data_dir() / "models" : fs::path(o.dir);
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) throw UsageError("--dir", fmt::format("'{}' is not a folder", dir.string()));
+  // Build every network first, so that a bad description writes nothing.
+  std::vector<std::pair<fs::path, std::string>> files;
+  for (const auto& a : archs) {
+    const Network net = build_network(a);
+    files.emplace_back(dir / (net.name + ".yaml"), network_to_yaml(net, a.stem().string()));
+  }
+  std::string out;
+  for (const auto& [path, text] : files) {
+    write_file_atomically(path.string(), text);
+    out += path.string() + "\n";
+  }
+  emit(out, "");
+}
+
+}  // namespace
+
+void setup_model(CLI::App& app) {
+  auto* cmd = app.add_subcommand("model", "The model zoo: list networks, show one layer by layer, regenerate the files");
+  cmd->require_subcommand(1);
+
+  auto lo = std::make_shared<ListOptions>();
+  auto* list = cmd->add_subcommand("list", "List the networks in models/ with parameters and MACs per sample");
+  list->add_option("--format", lo->format, "table or json")->capture_default_str();
+  list->callback([lo] { run_list(*lo); });
+
+  auto so = std::make_shared<ShowOptions>();
+  auto* show = cmd->add_subcommand("show", "Per-layer table and totals; with --gpu, predicted layer times and memory fit");
+  show->add_option("NAME", so->model, "Network name (models/NAME.yaml) or file")->required();
+  show->add_option("-b,--batch", so->batch, "Samples per GPU")->capture_default_str();
+  show->add_option("--gpu", so->gpu, "GPU from topologies/gpus.yaml (e.g. p40, v100-sxm2)");
+  show->add_option("--precision", so->precision, "fp32 or fp16 (mixed precision)")->capture_default_str();
+  show->add_option("--format", so->format, "table or json")->capture_default_str();
+  show->add_option("-o,--output", so->output, "Write to FILE (atomically) instead of standard output")->type_name("FILE");
+  show->callback([so] { run_show(*so); });
+
+  auto eo = std::make_shared<ExportOptions>();
+  auto* exp = cmd->add_subcommand("export", "Regenerate models/NAME.yaml from models/arch/NAME.yaml (NAME or all)");
+  exp->add_option("NAME", eo->name, "Architecture name, or all")->capture_default_str();
+  exp->add_option("--dir", eo->dir, "Write into DIR instead of the data folder's models/")->type_name("DIR");
+  exp->callback([eo] { run_export(*eo); });
+}
+
+}  // namespace dlscale::cli

@@ -1,0 +1,549 @@
+// The architecture generator: models/arch/NAME.yaml (a compact description) -> Network.
+// Language and counting conventions: docs/models.md. Every error names file:line:col and the key.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "dlscale/error.hpp"
+#include "dlscale/io.hpp"
+#include "dlscale/zoo.hpp"
+#include "io/yaml_reader.hpp"
+
+namespace dlscale {
+namespace fs = std::filesystem;
+using yamlio::MapReader;
+using yamlio::Node;
+
+namespace {
+using Shape = std::vector<std::int64_t>;
+
+constexpr std::int64_t kBytesPerElement = 4;  // fp32 activations, int32 token ids
+
+/// A tensor per sample as it flows through the description: its shape, and whether it still holds
+/// token ids (before the first embedding).
+struct Tensor {
+  Shape shape;
+  bool token_ids = false;
+};
+
+std::string shape_str(const Shape& s) {
+  std::string out = "[";
+  for (std::size_t i = 0; i < s.size(); ++i) out += (i ? ", " : "") + std::to_string(s[i]);
+  return out + "]";
+}
+
+/// Multiplication that reports an overflow as an input error at `where` (sizes come from the user).
+std::int64_t mul(const Node& where, std::int64_t a, std::int64_t b) {
+  std::int64_t r = 0;
+  if (__builtin_mul_overflow(a, b, &r) || r > (std::int64_t{1} << 53))
+    where.fail("the sizes here are too large to count exactly");
+  return r;
+}
+std::int64_t mul(const Node& where, std::initializer_list<std::int64_t> xs) {
+  std::int64_t r = 1;
+  for (auto x : xs) r = mul(where, r, x);
+  return r;
+}
+std::int64_t elements(const Node& where, const Shape& s) {
+  std::int64_t r = 1;
+  for (auto d : s) r = mul(where, r, d);
+  return r;
+}
+
+std::int64_t positive(const Node& n) {
+  const auto v = n.integer();
+  if (v <= 0) n.fail(fmt::format("must be a positive whole number, got {}", v));
+  if (v > (std::int64_t{1} << 31)) n.fail(fmt::format("{} is larger than any size this generator accepts (2^31)", v));
+  return v;
+}
+
+/// A size given as one number or as [height, width].
+std::array<std::int64_t, 2> pair(const Node& n, bool allow_zero) {
+  auto one = [&](const Node& x) { return allow_zero ? x.non_negative_integer() : positive(x); };
+  if (n.is_scalar()) {
+    const auto v = one(n);
+    return {v, v};
+  }
+  if (n.is_sequence()) {
+    const auto items = n.items();
+    if (items.size() == 2) return {one(items[0]), one(items[1])};
+  }
+  n.fail("expected a number or a list of two numbers [height, width]");
+}
+
+constexpr const char* kKnownKinds =
+    "conv, linear, batchnorm, layernorm, rmsnorm, embedding, attention, mlp, maxpool, avgpool, adaptive_avgpool, "
+    "global_avgpool, flatten, first_token, relu, gelu, silu, tanh, dropout, residual, concat, block, repeat";
+
+class Generator {
+ public:
+  std::vector<Layer> layers;
+
+  Tensor run_list(const Node& list, Tensor in, const std::string& prefix) {
+    for (const auto& item : list.items()) in = run_item(item, std::move(in), prefix);
+    return in;
+  }
+
+ private:
+  std::set<std::string> names_;
+
+  static std::string join(const std::string& prefix, const std::string& name) {
+    return prefix.empty() ? name : prefix + "." + name;
+  }
+
+  void add(const Node& name_node, const std::string& prefix, LayerKind kind, std::int64_t params, std::int64_t macs,
+           std::int64_t activation_elements, Shape out) {
+    const std::string raw = name_node.scalar();
+    if (raw.empty()) name_node.fail("a layer name must not be empty");
+    const std::string name = join(prefix, raw);
+    if (!names_.insert(name).second) name_node.fail(fmt::format("layer name '{}' is used twice", name));
+    Layer l;
+    l.name = name;
+    l.kind = kind;
+    l.params = params;
+    l.macs_per_sample = static_cast<double>(macs);
+    l.forward_flops_per_sample = 2.0 * static_cast<double>(macs);
+    l.activation_bytes_per_sample = static_cast<double>(mul(name_node, activation_elements, kBytesPerElement));
+    l.output_shape = std::move(out);
+    layers.push_back(std::move(l));
+  }
+
+  static void need_activations(const Node& at, const Tensor& in, std::string_view what) {
+    if (in.token_ids) at.fail(fmt::format("{} needs activations, but the input still holds token ids: add an embedding first", what));
+  }
+  static void need_image(const Node& at, const Tensor& in, std::string_view what) {
+    need_activations(at, in, what);
+    if (in.shape.size() != 3)
+      at.fail(fmt::format("{} needs a [channels, height, width] input, got {}", what, shape_str(in.shape)));
+  }
+
+  Tensor run_item(const Node& item, Tensor in, const std::string& prefix) {
+    std::string kind;
+    std::optional<Node> args;
+    if (item.is_scalar()) {
+      kind = item.scalar();
+    } else if (item.is_map() && item.raw().size() == 1) {
+      MapReader m(item);
+      auto e = m.entries();
+      kind = e.front().first;
+      args = e.front().second;
+    } else {
+      item.fail("a layer is a kind (e.g. 'flatten') or a mapping of one kind to its settings (e.g. 'conv: {...}')");
+    }
+    const Node at = args ? *args : item;
+    if (kind == "conv") return conv(req(args, item, kind), std::move(in), prefix);
+    if (kind == "linear") return linear(req(args, item, kind), std::move(in), prefix);
+    if (kind == "batchnorm") return batchnorm(req(args, item, kind), std::move(in), prefix);
+    if (kind == "layernorm" || kind == "rmsnorm") return norm(req(args, item, kind), std::move(in), prefix, kind == "layernorm");
+    if (kind == "embedding") return embedding(req(args, item, kind), std::move(in), prefix);
+    if (kind == "attention") return attention(req(args, item, kind), std::move(in), prefix);
+    if (kind == "mlp") return mlp(req(args, item, kind), std::move(in), prefix);
+    if (kind == "maxpool" || kind == "avgpool") return pool(req(args, item, kind), std::move(in), kind);
+    if (kind == "adaptive_avgpool") return adaptive_pool(req(args, item, kind), std::move(in));
+    if (kind == "global_avgpool" || kind == "flatten" || kind == "first_token" || kind == "relu" || kind == "gelu" ||
+        kind == "silu" || kind == "tanh" || kind == "dropout") {
+      if (args && !(kind == "dropout" && args->is_scalar()))
+        at.fail(fmt::format("'{}' takes no settings", kind));
+      if (args) {
+        const double p = args->number();
+        if (p < 0 || p >= 1) args->fail("a dropout probability lies in [0, 1)");
+      }
+      return shape_only(at, std::move(in), kind);
+    }
+    if (kind == "residual") return residual(req(args, item, kind), std::move(in), prefix);
+    if (kind == "concat") return concat(req(args, item, kind), std::move(in), prefix);
+    if (kind == "block") return block(req(args, item, kind), std::move(in), prefix);
+    if (kind == "repeat") return repeat(req(args, item, kind), std::move(in), prefix);
+    item.fail(fmt::format("unknown layer kind '{}' (known: {})", kind, kKnownKinds));
+  }
+
+  static Node req(const std::optional<Node>& args, const Node& item, const std::string& kind) {
+    if (!args) item.fail(fmt::format("'{}' needs settings, e.g. '{}: {{...}}'", kind, kind));
+    return *args;
+  }
+
+  // ---- learnable layers ---------------------------------------------------------------------------
+  // conv: MACs = Ho·Wo·co·(ci/groups·kh·kw + 1 if bias) — Wei et al. (dgx2-ac922 paper) §III-B: each
+  // output element costs a ci·k² dot product plus the bias term.
+  Tensor conv(const Node& args, Tensor in, const std::string& prefix) {
+    MapReader m(args);
+    const Node name = m.required("name");
+    const std::int64_t out = positive(m.required("out"));
+    const Node kernel_node = m.required("kernel");
+    const auto k = pair(kernel_node, false);
+    std::array<std::int64_t, 2> stride{1, 1}, pad{0, 0};
+    if (auto n = m.optional("stride")) stride = pair(*n, false);
+    if (auto n = m.optional("pad")) pad = pair(*n, true);
+    bool bias = true;
+    if (auto n = m.optional("bias")) bias = n->boolean();
+    std::int64_t groups = 1;
+    std::optional<Node> groups_node = m.optional("groups");
+    if (groups_node) groups = positive(*groups_node);
+    m.finish();
+    need_image(args, in, "conv");
+    const std::int64_t c = in.shape[0], h = in.shape[1], w = in.shape[2];
+    if (groups_node && (c % groups != 0 || out % groups != 0))
+      groups_node->fail(fmt::format("{} groups must divide both the {} input and the {} output channels", groups, c, out));
+    if (h + 2 * pad[0] < k[0] || w + 2 * pad[1] < k[1])
+      kernel_node.fail(fmt::format("a {}x{} kernel does not fit the {}x{} input (padding {}x{})", k[0], k[1], h, w, pad[0], pad[1]));
+    const std::int64_t ho = (h + 2 * pad[0] - k[0]) / stride[0] + 1, wo = (w + 2 * pad[1] - k[1]) / stride[1] + 1;
+    const std::int64_t fan_in = mul(args, {c / groups, k[0], k[1]});
+    const std::int64_t params = mul(args, out, fan_in) + (bias ? out : 0);
+    const std::int64_t macs = mul(args, {out, ho, wo, fan_in + (bias ? 1 : 0)});
+    Shape shape{out, ho, wo};
+    add(name, prefix, LayerKind::conv, params, macs, elements(args, shape), shape);
+    return {shape, false};
+  }
+
+  // linear on the last dimension: MACs = rows·out·(in + 1 if bias), rows = elements / in (tokens).
+  // `tied: NAME` shares the weight of an earlier layer (GPT-2's output projection and its token
+  // embedding): no parameters of its own, its work still counted.
+  Tensor linear(const Node& args, Tensor in, const std::string& prefix) {
+    MapReader m(args);
+    const Node name = m.required("name");
+    const std::int64_t out = positive(m.required("out"));
+    bool bias = true;
+    if (auto n = m.optional("bias")) bias = n->boolean();
+    std::optional<Node> tied = m.optional("tied");
+    m.finish();
+    need_activations(args, in, "linear");
+    if (in.shape.empty()) args.fail("linear needs an input with at least one dimension");
+    const std::int64_t fan_in = in.shape.back();
+    const std::int64_t rows = elements(args, in.shape) / fan_in;
+    std::int64_t params = mul(args, out, fan_in) + (bias ? out : 0);
+    if (tied) {
+      const std::string target = tied->scalar();
+      const auto it = std::find_if(layers.begin(), layers.end(), [&](const Layer& l) { return l.name == target; });
+      if (it == layers.end()) tied->fail(fmt::format("no layer named '{}' comes before this one", target));
+      if (it->params != mul(args, out, fan_in))
+        tied->fail(fmt::format("'{}' has {} parameters; a tied {}x{} weight needs {}", target, it->params, fan_in, out,
+                               mul(args, out, fan_in)));
+      if (bias) tied->fail("a tied linear layer has no bias of its own: add 'bias: false'");
+      params = 0;
+    }
+    const std::int64_t macs = mul(args, {rows, out, fan_in + (bias ? 1 : 0)});
+    Shape shape = in.shape;
+    shape.back() = out;
+    add(name, prefix, LayerKind::linear, params, macs, elements(args, shape), shape);
+    return {shape, false};
+  }
+
+  static Node name_of(const Node& args, std::optional<MapReader>& m) {
+    if (args.is_scalar()) return args;
+    m.emplace(args);
+    return m->required("name");
+  }
+
+  // batchnorm over the channel dimension (the first): params 2C (gamma, beta); the scale-and-shift
+  // counts as one multiply-add per element (the "+1" bias term of the paper's convention).
+  Tensor batchnorm(const Node& args, Tensor in, const std::string& prefix) {
+    std::optional<MapReader> m;
+    const Node name = name_of(args, m);
+    if (m) m->finish();
+    need_activations(args, in, "batchnorm");
+    if (in.shape.empty()) args.fail("batchnorm needs an input with a channel dimension");
+    const std::int64_t n = elements(args, in.shape);
+    add(name, prefix, LayerKind::batchnorm, 2 * in.shape[0], n, n, in.shape);
+    return in;
+  }
+
+  // layernorm (gamma, beta) or rmsnorm (gamma only) over the last dimension; kind layernorm for both.
+  Tensor norm(const Node& args, Tensor in, const std::string& prefix, bool with_bias) {
+    std::optional<MapReader> m;
+    const Node name = name_of(args, m);
+    if (m) {
+      if (with_bias) {
+        if (auto b = m->optional("bias")) with_bias = b->boolean();
+      }
+      m->finish();
+    }
+    need_activations(args, in, with_bias ? "layernorm" : "rmsnorm");
+    if (in.shape.empty()) args.fail("a norm needs an input with at least one dimension");
+    const std::int64_t n = elements(args, in.shape);
+    add(name, prefix, LayerKind::layernorm, (with_bias ? 2 : 1) * in.shape.back(), n, n, in.shape);
+    return in;
+  }
+
+  // embedding: a lookup (no MACs). On token ids it appends a dimension of `dim`; on activations whose
+  // last dimension is `dim` it is added (position and token-type embeddings). `positions: true`
+  // requires the sequence to fit the table.
+  Tensor embedding(const Node& args, Tensor in, const std::string& prefix) {
+    MapReader m(args);
+    const Node name = m.required("name");
+    const Node vocab_node = m.required("vocab");
+    const std::int64_t vocab = positive(vocab_node);
+    const std::int64_t dim = positive(m.required("dim"));
+    bool positions = false;
+    if (auto n = m.optional("positions")) positions = n->boolean();
+    m.finish();
+    Shape shape = in.shape;
+    if (in.token_ids) {
+      shape.push_back(dim);
+    } else if (shape.empty() || shape.back() != dim) {
+      args.fail(fmt::format("an embedding of dim {} cannot be added to a {} input (the last dimension must be {})", dim,
+                            shape_str(in.shape), dim));
+    }
+    if (positions) {
+      const std::int64_t seq = in.token_ids ? (in.shape.empty() ? 1 : in.shape.back()) : in.shape[in.shape.size() >= 2 ? in.shape.size() - 2 : 0];
+      if (seq > vocab) vocab_node.fail(fmt::format("a sequence of {} positions does not fit a table of {}", seq, vocab));
+    }
+    add(name, prefix, LayerKind::embedding, mul(args, vocab, dim), 0, elements(args, shape), shape);
+    return {shape, false};
+  }
+
+  // attention: the q, k, v and output projections (4·D·D weights, 4·D biases) plus the parameter-free
+  // score product Q·Kᵀ and the weighted sum A·V (S·S·D multiply-adds each per sequence), counted here
+  // in full even for a causal mask. Kept for backward: q, k, v, context, output (5·S·D) and the
+  // attention probabilities (heads·S·S) per sequence.
+  Tensor attention(const Node& args, Tensor in, const std::string& prefix) {
+    MapReader m(args);
+    const Node name = m.required("name");
+    const Node heads_node = m.required("heads");
+    const std::int64_t heads = positive(heads_node);
+    bool bias = true;
+    if (auto n = m.optional("bias")) bias = n->boolean();
+    if (auto n = m.optional("causal")) (void)n->boolean();  // documents the mask; the count is the same
+    m.finish();
+    need_activations(args, in, "attention");
+    if (in.shape.size() < 2) args.fail(fmt::format("attention needs a [sequence, width] input, got {}", shape_str(in.shape)));
+    const std::int64_t d = in.shape.back(), s = in.shape[in.shape.size() - 2];
+    const std::int64_t seqs = elements(args, in.shape) / mul(args, s, d);
+    if (d % heads != 0) heads_node.fail(fmt::format("{} heads do not divide the width {}", heads, d));
+    const std::int64_t params = mul(args, {4, d, d}) + (bias ? 4 * d : 0);
+    const std::int64_t macs = mul(args, {4, seqs, s, d, d + (bias ? 1 : 0)}) + mul(args, {2, seqs, s, s, d});
+    const std::int64_t kept = mul(args, seqs, mul(args, {5, s, d}) + mul(args, {heads, s, s}));
+    add(name, prefix, LayerKind::attention, params, macs, kept, in.shape);
+    return in;
+  }
+
+  // mlp: two linear maps D→H→D (or the gated three, SwiGLU: gate and up D→H, down H→D) as one layer of
+  // kind linear. Kept for backward: the hidden activations (2·H, or 3·H gated) and the output (D).
+  Tensor mlp(const Node& args, Tensor in, const std::string& prefix) {
+    MapReader m(args);
+    const Node name = m.required("name");
+    const std::int64_t hidden = positive(m.required("hidden"));
+    bool gated = false, bias = true;
+    if (auto n = m.optional("gated")) gated = n->boolean();
+    if (auto n = m.optional("bias")) bias = n->boolean();
+    m.finish();
+    need_activations(args, in, "mlp");
+    if (in.shape.empty()) args.fail("mlp needs an input with at least one dimension");
+    const std::int64_t d = in.shape.back(), rows = elements(args, in.shape) / d;
+    const std::int64_t matrices = gated ? 3 : 2;
+    const std::int64_t biases = bias ? (gated ? 2 * hidden : hidden) + d : 0;
+    const std::int64_t params = mul(args, {matrices, d, hidden}) + biases;
+    const std::int64_t macs = mul(args, rows, params);  // every weight and bias once per row
+    const std::int64_t kept = mul(args, rows, matrices * hidden + d);
+    add(name, prefix, LayerKind::linear, params, macs, kept, in.shape);
+    return in;
+  }
+
+  // ---- shape-only operations -----------------------------------------------------------------------
+  // Pooling output size as PyTorch computes it (ceil mode drops a window that starts in the padding).
+  static std::int64_t pooled(std::int64_t in, std::int64_t k, std::int64_t s, std::int64_t p, bool ceil_mode) {
+    const std::int64_t span = in + 2 * p - k;
+    std::int64_t out = (ceil_mode ? (span + s - 1) / s : span / s) + 1;
+    if (ceil_mode && (out - 1) * s >= in + p) --out;
+    return out;
+  }
+
+  static Tensor pool(const Node& args, Tensor in, const std::string& kind) {
+    MapReader m(args);
+    const Node kernel_node = m.required("kernel");
+    const auto k = pair(kernel_node, false);
+    auto stride = k;
+    std::array<std::int64_t, 2> pad{0, 0};
+    if (auto n = m.optional("stride")) stride = pair(*n, false);
+    if (auto n = m.optional("pad")) pad = pair(*n, true);
+    bool ceil_mode = false;
+    if (auto n = m.optional("ceil")) ceil_mode = n->boolean();
+    m.finish();
+    need_image(args, in, kind);
+    const std::int64_t h = in.shape[1], w = in.shape[2];
+    if (h + 2 * pad[0] < k[0] || w + 2 * pad[1] < k[1])
+      kernel_node.fail(fmt::format("a {}x{} window does not fit the {}x{} input (padding {}x{})", k[0], k[1], h, w, pad[0], pad[1]));
+    return {{in.shape[0], pooled(h, k[0], stride[0], pad[0], ceil_mode), pooled(w, k[1], stride[1], pad[1], ceil_mode)}, false};
+  }
+
+  static Tensor adaptive_pool(const Node& args, Tensor in) {
+    const auto size = pair(args, false);
+    need_image(args, in, "adaptive_avgpool");
+    if (size[0] > in.shape[1] || size[1] > in.shape[2])
+      args.fail(fmt::format("cannot pool a {}x{} input up to {}x{}", in.shape[1], in.shape[2], size[0], size[1]));
+    return {{in.shape[0], size[0], size[1]}, false};
+  }
+
+  static Tensor shape_only(const Node& at, Tensor in, const std::string& kind) {
+    if (kind == "global_avgpool") {
+      need_image(at, in, kind);
+      return {{in.shape[0], 1, 1}, false};
+    }
+    if (kind == "flatten") {
+      need_activations(at, in, kind);
+      return {{elements(at, in.shape)}, false};
+    }
+    if (kind == "first_token") {
+      need_activations(at, in, kind);
+      if (in.shape.size() < 2) at.fail(fmt::format("first_token needs a [sequence, width] input, got {}", shape_str(in.shape)));
+      in.shape.erase(in.shape.end() - 2);
+      return in;
+    }
+    need_activations(at, in, kind);  // element-wise: relu, gelu, silu, tanh, dropout
+    return in;
+  }
+
+  // ---- structure -----------------------------------------------------------------------------------
+  std::string scope(MapReader& m, const std::string& prefix) {
+    if (auto n = m.optional("name")) {
+      const std::string s = n->scalar();
+      if (s.empty()) n->fail("a name must not be empty");
+      return join(prefix, s);
+    }
+    return prefix;
+  }
+
+  Tensor residual(const Node& args, Tensor in, const std::string& prefix) {
+    MapReader m(args);
+    const std::string p = scope(m, prefix);
+    const Node body = m.required("body");
+    std::optional<Node> shortcut = m.optional("shortcut");
+    m.finish();
+    Tensor a = run_list(body, in, p);
+    Tensor b = shortcut ? run_list(*shortcut, in, p) : in;
+    if (a.shape != b.shape || a.token_ids != b.token_ids)
+      args.fail(fmt::format("the body gives {} but the shortcut gives {}: they must match to be added", shape_str(a.shape),
+                            shape_str(b.shape)));
+    return a;
+  }
+
+  Tensor concat(const Node& args, Tensor in, const std::string& prefix) {
+    MapReader m(args);
+    const std::string p = scope(m, prefix);
+    const Node branches = m.required("branches");
+    m.finish();
+    const auto items = branches.items();
+    if (items.empty()) branches.fail("concat needs at least one branch");
+    std::optional<Tensor> out;
+    for (const auto& br : items) {
+      Tensor t = run_list(br, in, p);
+      need_activations(br, t, "concat");
+      if (!out) {
+        out = t;
+        continue;
+      }
+      const bool fits = t.shape.size() == out->shape.size() && !t.shape.empty() &&
+                        std::equal(t.shape.begin() + 1, t.shape.end(), out->shape.begin() + 1);
+      if (!fits)
+        br.fail(fmt::format("this branch gives {}, which cannot be joined along channels with {}", shape_str(t.shape),
+                            shape_str(out->shape)));
+      out->shape[0] += t.shape[0];
+    }
+    return *out;
+  }
+
+  Tensor block(const Node& args, Tensor in, const std::string& prefix) {
+    MapReader m(args);
+    const std::string p = scope(m, prefix);
+    const Node body = m.required("body");
+    m.finish();
+    return run_list(body, std::move(in), p);
+  }
+
+  // repeat: `count` copies of `body`, named NAME.first … NAME.(first+count-1).
+  Tensor repeat(const Node& args, Tensor in, const std::string& prefix) {
+    MapReader m(args);
+    const std::string name = m.required("name").scalar();
+    const std::int64_t count = positive(m.required("count"));
+    std::int64_t first = 0;
+    if (auto n = m.optional("first")) first = n->non_negative_integer();
+    const Node body = m.required("body");
+    m.finish();
+    for (std::int64_t i = first; i < first + count; ++i) in = run_list(body, std::move(in), join(prefix, fmt::format("{}.{}", name, i)));
+    return in;
+  }
+};
+
+Network build(const Node& root, const std::string& expected_name) {
+  MapReader m(root);
+  Network net;
+  {
+    const Node n = m.required("name");
+    net.name = n.scalar();
+    if (!expected_name.empty() && net.name != expected_name)
+      n.fail(fmt::format("the name '{}' must match the file name '{}'", net.name, expected_name));
+  }
+  net.description = m.required("description").scalar();
+  Tensor t;
+  {
+    MapReader in(m.required("input"));
+    std::optional<Node> image = in.optional("image");
+    std::optional<Node> tokens = in.optional("tokens");
+    in.finish();
+    if (image.has_value() == tokens.has_value()) in.node().fail("give exactly one of 'image: [C, H, W]' or 'tokens: S' / 'tokens: [N, S]'");
+    if (image) {
+      for (const auto& d : image->items()) t.shape.push_back(positive(d));
+      if (t.shape.size() != 3) image->fail("an image is [channels, height, width]");
+      net.input_kind = "image";
+    } else if (tokens->is_scalar()) {
+      t.shape = {positive(*tokens)};
+      t.token_ids = true;
+      net.input_kind = "tokens";
+    } else {
+      for (const auto& d : tokens->items()) t.shape.push_back(positive(d));
+      if (t.shape.empty() || t.shape.size() > 2) tokens->fail("token ids are 'S' or '[N, S]' (N sequences of S tokens)");
+      t.token_ids = true;
+      net.input_kind = "tokens";
+    }
+    net.input_shape = t.shape;
+    net.input_bytes_per_sample = bytes(static_cast<double>(elements(in.node(), t.shape) * kBytesPerElement));
+  }
+  Generator g;
+  const Node layers = m.required("layers");
+  g.run_list(layers, std::move(t), "");
+  m.finish();
+  if (g.layers.empty()) layers.fail("a model needs at least one learnable layer");
+  net.layers = std::move(g.layers);
+  return net;
+}
+}  // namespace
+
+fs::path architecture_dir() { return data_dir() / "models" / "arch"; }
+
+std::vector<std::string> architecture_names() {
+  std::vector<std::string> out;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(architecture_dir(), ec))
+    if (e.is_regular_file() && e.path().extension() == ".yaml") out.push_back(e.path().stem().string());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+fs::path resolve_architecture(std::string_view name_or_file, std::string_view option) {
+  const fs::path as_path(name_or_file);
+  std::error_code ec;
+  if (name_or_file.find('/') != std::string_view::npos || as_path.extension() == ".yaml") {
+    if (!fs::is_regular_file(as_path, ec))
+      throw InputError(SourceLocation{std::string(name_or_file), 0, 0}, std::string(option), "cannot open file (no such file)");
+    return as_path;
+  }
+  const fs::path candidate = architecture_dir() / (std::string(name_or_file) + ".yaml");
+  if (fs::is_regular_file(candidate, ec)) return candidate;
+  std::string known;
+  for (const auto& n : architecture_names()) known += (known.empty() ? "" : ", ") + n;
+  throw UsageError(std::string(option), fmt::format("unknown model architecture '{}' (known: {})", name_or_file,
+                                                    known.empty() ? "none in " + architecture_dir().string() : known));
+}
+
+Network build_network(const fs::path& arch_file) { return build(yamlio::load_file(arch_file), arch_file.stem().string()); }
+
+Network build_network_from_string(const std::string& text, const std::string& display_name) {
+  return build(yamlio::load_string(text, display_name), "");
+}
+
+}  // namespace dlscale
