@@ -1,10 +1,13 @@
-// Chooses the collective model a cluster description supports.
+// Chooses the collective model a cluster description supports: NCCL's cost model on the topology
+// graph when the cluster file has one (lib/nccl), else the α-β ring over the simple bandwidths.
 #include "dlscale/cluster.hpp"
 #include "dlscale/collective.hpp"
+#include "nccl/model.hpp"
 
 namespace dlscale {
 
 std::shared_ptr<const CollectiveModel> make_collective_model(const Cluster& cluster) {
+  if (cluster.topology) return nccl::make_nccl_model(cluster.topology, cluster.name);
   return make_alpha_beta_model(cluster);
 }
 

@@ -17,6 +17,8 @@ void set_command_line(int argc, char** argv);
 void emit(const std::string& text, const std::string& output);
 
 void setup_predict(CLI::App& app);
+void setup_topo(CLI::App& app);
+void setup_collective(CLI::App& app);
 void setup_model(CLI::App& app);
 void setup_calibrate(CLI::App& app);
 

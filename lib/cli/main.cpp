@@ -36,6 +36,8 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   app.set_version_flag("--version", "dlscale 0.1.0");
   cli::setup_predict(app);
+  cli::setup_topo(app);
+  cli::setup_collective(app);
   cli::setup_model(app);
   cli::setup_calibrate(app);
   try {

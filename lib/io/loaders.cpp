@@ -6,7 +6,9 @@
 #include <cstdlib>
 
 #include "dlscale/io.hpp"
+#include "dlscale/topology.hpp"
 #include "io/yaml_reader.hpp"
+#include "topology/parse.hpp"
 
 #ifndef DLSCALE_SOURCE_DATA_DIR
 #define DLSCALE_SOURCE_DATA_DIR ""
@@ -198,15 +200,45 @@ Cluster load_cluster(const fs::path& file) {
       }
     }
   }
-  {
-    MapReader h(m.required("host_to_gpu"));
+  // The graph (docs/topology.md): a node template and the fabric between nodes. With a graph, the
+  // simple bandwidths may be left out; they are then derived from it.
+  const auto node_section = m.optional("node");
+  const auto fabric_section = m.optional("fabric");
+  if (fabric_section && !node_section) fabric_section->fail("'fabric' needs a 'node' section beside it");
+  if (node_section) c.topology = topo::read_topology(*node_section, fabric_section, c.gpus_per_node, c.max_nodes, c.gpu.sm_version);
+  const bool derive = static_cast<bool>(c.topology);
+
+  if (auto h2d = derive ? m.optional("host_to_gpu") : std::optional<Node>(m.required("host_to_gpu"))) {
+    MapReader h(*h2d);
     c.h2d_pinned = h.required("pinned").bandwidth();
     c.h2d_pageable = h.optional("pageable") ? h.required("pageable").bandwidth() : c.h2d_pinned;
     h.finish();
+  } else {
+    // the GPU's own PCIe link as NCCL rates it
+    BytesPerSecond pcie{};
+    for (const auto& l : c.topology->links())
+      if (l.kind == LinkKind::pcie && (l.a == "gpu0" || l.b == "gpu0")) pcie = max(pcie, l.bandwidth);
+    if (!(pcie > BytesPerSecond{})) m.node().fail("'host_to_gpu' is required: gpu0 has no PCIe link to derive it from");
+    c.h2d_pinned = c.h2d_pageable = pcie;
   }
-  c.intra_node = read_link(m.required("intra_node"));
+  if (auto n = derive ? m.optional("intra_node") : std::optional<Node>(m.required("intra_node"))) {
+    c.intra_node = read_link(*n);
+  } else if (c.gpus_per_node > 1) {
+    // NCCL's ring over the whole node: channels × per-channel speed, one step of Simple latency
+    std::vector<int> all(static_cast<std::size_t>(c.gpus_per_node));
+    for (int i = 0; i < c.gpus_per_node; ++i) all[static_cast<std::size_t>(i)] = i;
+    const auto ring = c.topology->channels(ChannelPattern::ring, all, 1);
+    c.intra_node.bandwidth = ring.bw_intra * static_cast<double>(ring.channels);
+    c.intra_node.latency = microseconds(ring.type_intra == PathType::nvl ? 3.4 : 5.7);
+  } else {
+    c.intra_node.bandwidth = c.h2d_pinned;
+  }
   if (auto n = m.optional("inter_node")) {
     c.inter_node = read_link(*n);
+  } else if (derive && c.max_nodes > 1) {
+    const auto& f = c.topology->fabric();
+    c.inter_node.bandwidth = f.effective_nic_bandwidth() * static_cast<double>(std::max(1, f.nics_per_node));
+    c.inter_node.latency = microseconds(14.0) + f.latency;
   } else if (c.max_nodes > 1) {
     m.node().fail("a cluster of more than one node needs 'inter_node'");
   }
@@ -216,6 +248,23 @@ Cluster load_cluster(const fs::path& file) {
     c.page_cache = s.required("page_cache").bandwidth();
     if (auto n = s.optional("dataset_in_page_cache")) c.dataset_in_page_cache = n->boolean();
     s.finish();
+  }
+  if (auto n = m.optional("price_per_gpu_hour")) {  // "2.5 USD": an amount and a currency code
+    const std::string text = n->scalar();
+    const auto space = text.find(' ');
+    std::size_t used = 0;
+    double amount = -1.0;
+    try {
+      amount = std::stod(text.substr(0, space), &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    const std::string cur = space == std::string::npos ? "" : text.substr(space + 1);
+    const bool code = cur.size() == 3 && std::all_of(cur.begin(), cur.end(), [](char ch) { return ch >= 'A' && ch <= 'Z'; });
+    if (used == 0 || used != std::min(space, text.size()) || !code || !(amount >= 0.0))
+      n->fail(fmt::format("'{}' is not a price per GPU-hour like \"2.5 USD\" (an amount ≥ 0 and a currency code)", text));
+    c.price_per_gpu_hour = amount;
+    c.currency = cur;
   }
   m.finish();
   return c;

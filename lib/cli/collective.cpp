@@ -1,0 +1,163 @@
+// dlscale collective: NCCL's predicted time, algbw and busbw (nccl-tests definitions) of one collective
+// on a cluster's topology, for one size or a sweep, as an all_reduce_perf-like table or JSON.
+#include <fmt/format.h>
+
+#include <nlohmann/json.hpp>
+
+#include <sstream>
+
+#include "cli/commands.hpp"
+#include "dlscale/error.hpp"
+#include "dlscale/io.hpp"
+#include "dlscale/topology.hpp"
+#include "nccl/model.hpp"
+
+namespace dlscale::cli {
+namespace {
+
+struct CollectiveOptions {
+  std::string cluster;
+  std::string op = "allreduce";
+  int gpus = 0;
+  int nodes = 0;
+  std::string bytes;
+  std::string sweep;
+  std::string format = "table";
+  std::string output;
+};
+
+struct Row {
+  double bytes = 0;
+  nccl::Choice choice;
+  double algbw = 0, busbw = 0;  // GB/s
+};
+
+CollectiveOp parse_op(const std::string& s) {
+  if (s == "allreduce") return CollectiveOp::allreduce;
+  if (s == "allgather") return CollectiveOp::allgather;
+  if (s == "reducescatter") return CollectiveOp::reducescatter;
+  if (s == "broadcast") return CollectiveOp::broadcast;
+  if (s == "reduce") return CollectiveOp::reduce;
+  throw UsageError("--op", fmt::format("unknown collective '{}' (expected one of: allreduce, allgather, "
+                                       "reducescatter, broadcast, reduce)", s));
+}
+
+Bytes parse_size(const std::string& text, const std::string& option) {
+  Bytes b{};
+  try {
+    b = parse_bytes(text);
+  } catch (const UnitError& e) {
+    throw UsageError(option, e.what());
+  }
+  if (!(b > Bytes{})) throw UsageError(option, "a size must be more than zero bytes");
+  return b;
+}
+
+std::vector<double> sizes(const CollectiveOptions& o) {
+  if (o.bytes.empty() == o.sweep.empty()) throw UsageError("--bytes", "give exactly one of --bytes SIZE and --sweep MIN:MAX");
+  if (!o.bytes.empty()) return {in_bytes(parse_size(o.bytes, "--bytes"))};
+  const auto colon = o.sweep.find(':');
+  if (colon == std::string::npos) throw UsageError("--sweep", fmt::format("'{}' is not MIN:MAX (e.g. 8B:1GiB)", o.sweep));
+  const double lo = in_bytes(parse_size(o.sweep.substr(0, colon), "--sweep"));
+  const double hi = in_bytes(parse_size(o.sweep.substr(colon + 1), "--sweep"));
+  if (hi < lo) throw UsageError("--sweep", "MAX is smaller than MIN");
+  std::vector<double> out;
+  for (double s = lo; s <= hi * (1 + 1e-12); s *= 2) out.push_back(s);  // nccl-tests -f 2
+  return out;
+}
+
+void run_collective(const CollectiveOptions& o) {
+  const CollectiveOp op = parse_op(o.op);
+  if (o.format != "table" && o.format != "json")
+    throw UsageError("--format", fmt::format("unknown format '{}' (expected table or json)", o.format));
+  const Cluster c = load_cluster(resolve(DataKind::cluster, o.cluster, "--cluster"));
+  if (!c.topology)
+    throw UsageError("--cluster", fmt::format("cluster '{}' has no topology graph ('node:' section); "
+                                              "dlscale collective needs one", c.name));
+  const auto& topo = *c.topology;
+  if (o.gpus < 1) throw UsageError("--gpus", "give the number of GPUs (at least 1)");
+  int nodes = o.nodes;
+  if (nodes <= 0) nodes = o.gpus <= c.gpus_per_node ? 1 : (o.gpus + c.gpus_per_node - 1) / c.gpus_per_node;
+  if (o.gpus % nodes != 0)
+    throw UsageError("--nodes", fmt::format("{} GPUs do not split evenly over {} nodes", o.gpus, nodes));
+  const int ppn = o.gpus / nodes;
+  if (ppn > c.gpus_per_node)
+    throw UsageError("--gpus", fmt::format("{} GPUs per node, but a node of '{}' has {}", ppn, c.name, c.gpus_per_node));
+  if (nodes > c.max_nodes)
+    throw UsageError("--nodes", fmt::format("{} nodes, but '{}' has at most {}", nodes, c.name, c.max_nodes));
+  const GpuPlacement where{o.gpus, nodes, ppn};
+  const auto& table = nccl::default_table();
+
+  std::vector<Row> rows;
+  for (double s : sizes(o)) {
+    Row r;
+    r.bytes = s;
+    r.choice = nccl::choose(topo, table, op, bytes(s), where);
+    const double t = in_seconds(r.choice.time);
+    r.algbw = t > 0 ? s / t / 1e9 : 0;
+    r.busbw = r.algbw * nccl::busbw_factor(op, o.gpus);
+    rows.push_back(r);
+  }
+
+  std::ostringstream out;
+  if (o.format == "json") {
+    nlohmann::json j;
+    j["schema"] = 1;
+    j["cluster"] = c.name;
+    j["op"] = o.op;
+    j["gpus"] = o.gpus;
+    j["nodes"] = nodes;
+    j["nccl_version"] = table.version;
+    j["command_line"] = command_line();
+    j["results"] = nlohmann::json::array();
+    for (const auto& r : rows)
+      j["results"].push_back({{"bytes", r.bytes},
+                              {"time_s", in_seconds(r.choice.time)},
+                              {"algbw_GBps", r.algbw},
+                              {"busbw_GBps", r.busbw},
+                              {"algorithm", std::string(nccl::algorithm_name(r.choice.algorithm))},
+                              {"protocol", std::string(nccl::protocol_name(r.choice.protocol))},
+                              {"channels", r.choice.channels}});
+    out << j.dump(2) << "\n";
+  } else {
+    const bool reduces = op != CollectiveOp::broadcast && op != CollectiveOp::allgather;
+    const bool rooted = op == CollectiveOp::broadcast || op == CollectiveOp::reduce;
+    const double per_count = (op == CollectiveOp::allgather || op == CollectiveOp::reducescatter) ? o.gpus : 1;
+    out << fmt::format("# dlscale collective: {} on {} ({} GPUs, {} node{} x {}), NCCL {} cost model (predicted)\n",
+                       o.op, c.name, o.gpus, nodes, nodes > 1 ? "s" : "", ppn, table.version);
+    out << "#\n";
+    out << fmt::format("# {:>10} {:>13} {:>9} {:>7} {:>7} {:>10} {:>7} {:>7}  {:<9} {:<8} {:>8}\n", "size", "count",
+                       "type", "redop", "root", "time", "algbw", "busbw", "algorithm", "protocol", "channels");
+    out << fmt::format("# {:>10} {:>13} {:>9} {:>7} {:>7} {:>10} {:>7} {:>7}\n", "(B)", "(elements)", "", "", "",
+                       "(us)", "(GB/s)", "(GB/s)");
+    double sum = 0;
+    for (const auto& r : rows) {
+      out << fmt::format("  {:>10.0f} {:>13.0f} {:>9} {:>7} {:>7} {:>10.1f} {:>7.2f} {:>7.2f}  {:<9} {:<8} {:>8}\n",
+                         r.bytes, std::floor(r.bytes / 4 / per_count), "float", reduces ? "sum" : "none",
+                         rooted ? 0 : -1, in_us(r.choice.time), r.algbw, r.busbw,
+                         nccl::algorithm_name(r.choice.algorithm), nccl::protocol_name(r.choice.protocol),
+                         r.choice.channels);
+      sum += r.busbw;
+    }
+    out << fmt::format("# Avg bus bandwidth    : {:.3f}\n", rows.empty() ? 0.0 : sum / static_cast<double>(rows.size()));
+  }
+  emit(out.str(), o.output);
+}
+
+}  // namespace
+
+void setup_collective(CLI::App& app) {
+  auto opt = std::make_shared<CollectiveOptions>();
+  auto* cmd = app.add_subcommand("collective", "Predict a NCCL collective's time, algbw and busbw on a cluster topology");
+  cmd->add_option("--cluster", opt->cluster, "Cluster name or file (needs a 'node:' graph)")->required();
+  cmd->add_option("--op", opt->op, "allreduce, allgather, reducescatter, broadcast or reduce")->capture_default_str();
+  cmd->add_option("--gpus", opt->gpus, "GPUs taking part")->required();
+  cmd->add_option("--nodes", opt->nodes, "Nodes they sit on (default: as few as hold them)");
+  cmd->add_option("--bytes", opt->bytes, "Message size (nccl-tests semantics), e.g. 256MiB");
+  cmd->add_option("--sweep", opt->sweep, "MIN:MAX, doubling (e.g. 8B:1GiB)");
+  cmd->add_option("--format", opt->format, "table or json")->capture_default_str();
+  cmd->add_option("-o,--output", opt->output, "Write to FILE (atomically) instead of standard output")->type_name("FILE");
+  cmd->callback([opt] { run_collective(*opt); });
+}
+
+}  // namespace dlscale::cli

@@ -1,0 +1,127 @@
+// dlscale topo: show a cluster's topology (an nvidia-smi topo -m style matrix as NCCL sees the paths,
+// and the link list), and import topology dumps (nvidia-smi topo -m, NCCL_TOPO_DUMP_FILE) as YAML.
+#include <fmt/format.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "cli/commands.hpp"
+#include "dlscale/error.hpp"
+#include "dlscale/format.hpp"
+#include "dlscale/io.hpp"
+#include "dlscale/report.hpp"
+#include "dlscale/topology.hpp"
+
+namespace dlscale::cli {
+namespace {
+
+struct ShowOptions {
+  std::string cluster;
+  bool bandwidth = false;
+  std::string output;
+};
+
+struct ImportOptions {
+  std::string file;
+  std::string output;
+};
+
+std::string cell(const GpuPath& p) {
+  if (p.type == PathType::loc) return " X ";
+  if (p.nvlinks > 0) return fmt::format("NV{}", p.nvlinks);
+  return std::string(to_string(p.type));
+}
+
+void run_show(const ShowOptions& o) {
+  const Cluster c = load_cluster(resolve(DataKind::cluster, o.cluster, "CLUSTER"));
+  if (!c.topology)
+    throw UsageError("CLUSTER", fmt::format("cluster '{}' has no topology graph ('node:' section)", c.name));
+  const Topology& t = *c.topology;
+  const int n = t.gpus_per_node();
+  const auto nics = t.nic_names();
+  std::ostringstream out;
+  out << fmt::format("# {}: {} node{} x {} {} (paths as NCCL {} sees them: NV# = NVLinks between the pair,\n"
+                     "# NVL = through NVSwitch, NVB = NVLink through a GPU, PIX/PXB = PCIe switch(es), PHB = host\n"
+                     "# bridge, SYS = across sockets; a pair NCCL will not P2P is marked *)\n",
+                     c.name, t.max_nodes(), t.max_nodes() > 1 ? "s" : "", n, c.gpu.name, "2.30.7");
+  out << "\t";
+  for (int g = 0; g < n; ++g) out << "GPU" << g << "\t";
+  for (const auto& nic : nics) out << nic << "\t";
+  out << "\n";
+  for (int a = 0; a < n; ++a) {
+    out << "GPU" << a << "\t";
+    for (int b = 0; b < n; ++b) {
+      const GpuPath p = t.path(a, b);
+      std::string s = cell(p);
+      if (p.type != PathType::loc && !p.p2p) s += "*";
+      if (o.bandwidth && p.type != PathType::loc) s = fmt::format("{:g}", in_gigabytes_per_second(p.bandwidth));
+      out << s << "\t";
+    }
+    for (int k = 0; k < static_cast<int>(nics.size()); ++k) {
+      const GpuPath p = t.nic_path(a, k);
+      out << (o.bandwidth ? fmt::format("{:g}", in_gigabytes_per_second(p.bandwidth)) : std::string(to_string(p.type)))
+          << "\t";
+    }
+    out << "\n";
+  }
+  if (o.bandwidth) out << "# (GB/s per direction, narrowest link of the path)\n";
+  out << "\n# Vertices\n";
+  for (const auto& v : t.vertices())
+    out << fmt::format("  {:<10} {:<12} {}\n", v.name, to_string(v.kind), v.detail);
+  out << "\n# Links (bandwidth per direction as NCCL rates it)\n";
+  for (const auto& l : t.links()) {
+    std::string what(to_string(l.kind));
+    if (l.kind == LinkKind::nvlink) what += fmt::format(" x{}", l.count);
+    if (l.kind == LinkKind::pcie && l.generation > 0) what += fmt::format(" gen{} x{}", l.generation, l.lanes);
+    out << fmt::format("  {:<10} {:<10} {:<18} {:>8.1f} GB/s\n", l.a, l.b, what, in_gigabytes_per_second(l.bandwidth));
+  }
+  if (t.max_nodes() > 1) {
+    const auto& f = t.fabric();
+    out << fmt::format("\n# Fabric: {}, {} NIC{} per node at {:g} GB/s", f.kind, f.nics_per_node, f.nics_per_node > 1 ? "s" : "",
+                       in_gigabytes_per_second(f.nic_bandwidth));
+    if (f.single_flow > BytesPerSecond{})
+      out << fmt::format(", single flow {:g} GB/s x {} flow{}", in_gigabytes_per_second(f.single_flow), f.flows, f.flows > 1 ? "s" : "");
+    out << "\n";
+  }
+  emit(out.str(), o.output);
+}
+
+std::string read_all(const std::string& file) {
+  std::ifstream in(file, std::ios::binary);
+  if (!in) throw InputError(SourceLocation{file, 0, 0}, "", "cannot open file (no such file or not readable)");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+void run_import(const ImportOptions& o, bool xml) {
+  const std::string text = read_all(o.file);
+  const std::string yaml = xml ? import_nccl_xml(text, o.file) : import_nvidia_smi(text, o.file);
+  emit(yaml, o.output);
+}
+
+}  // namespace
+
+void setup_topo(CLI::App& app) {
+  auto* topo = app.add_subcommand("topo", "Show or import cluster topologies");
+  topo->require_subcommand(1);
+  auto show = std::make_shared<ShowOptions>();
+  auto* s = topo->add_subcommand("show", "nvidia-smi topo -m style matrix of a cluster's node, and its links");
+  s->add_option("CLUSTER", show->cluster, "Cluster name or file")->required();
+  s->add_flag("--bandwidth", show->bandwidth, "Print path bandwidths (GB/s) instead of path types");
+  s->add_option("-o,--output", show->output, "Write to FILE instead of standard output")->type_name("FILE");
+  s->callback([show] { run_show(*show); });
+
+  auto* imp = topo->add_subcommand("import", "Write a topology YAML from a dump");
+  imp->require_subcommand(1);
+  for (const bool xml : {false, true}) {
+    auto opt = std::make_shared<ImportOptions>();
+    auto* cmd = imp->add_subcommand(xml ? "nccl-xml" : "nvidia-smi",
+                                    xml ? "from an NCCL_TOPO_DUMP_FILE" : "from a 'nvidia-smi topo -m' capture");
+    cmd->add_option("FILE", opt->file, "The dump")->required();
+    cmd->add_option("-o,--output", opt->output, "Write to FILE (atomically) instead of standard output")->type_name("FILE");
+    cmd->callback([opt, xml] { run_import(*opt, xml); });
+  }
+}
+
+}  // namespace dlscale::cli

@@ -1,0 +1,224 @@
+// NCCL's cost model (src/graph/tuning.cc of NCCL 2.30.7) over the channels the search finds:
+//   time_us = lat + nBytes / (1000 · bw)      (ncclTopoGetAlgoTime; bw in GB/s)
+// per (algorithm, protocol), the pair with the smallest time wins.
+#include "nccl/model.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <numeric>
+
+#include "dlscale/error.hpp"
+#include "dlscale/format.hpp"
+#include "topology/graph.hpp"
+
+namespace dlscale::nccl {
+
+std::string_view algorithm_name(int a) noexcept { return a == TREE ? "tree" : "ring"; }
+std::string_view protocol_name(int p) noexcept { return p == LL ? "LL" : p == LL128 ? "LL128" : "Simple"; }
+
+double busbw_factor(CollectiveOp op, int n) noexcept {
+  switch (op) {
+    case CollectiveOp::allreduce: return 2.0 * (n - 1) / n;
+    case CollectiveOp::allgather:
+    case CollectiveOp::reducescatter: return static_cast<double>(n - 1) / n;
+    case CollectiveOp::broadcast:
+    case CollectiveOp::reduce: return 1.0;
+  }
+  return 1.0;
+}
+
+namespace {
+
+int log2i(long long v) {
+  int l = 0;
+  while (v >>= 1) ++l;
+  return l;
+}
+
+topo::CpuVendor cpu_vendor(const Topology& t) {
+  const auto& g = t.impl().graph;
+  for (auto v : boost::make_iterator_range(boost::vertices(g)))
+    if (g[v].kind == VertexKind::cpu) return g[v].arch == topo::CpuArch::x86 ? g[v].vendor : topo::CpuVendor::other;
+  return topo::CpuVendor::intel;
+}
+
+// ncclTopoTuneModel's per-(algorithm, protocol) bandwidth (GB/s, algorithm bandwidth) and latency (µs).
+struct Tuned {
+  double bw = 0;   // 0: disabled
+  double lat = 0;
+};
+
+Tuned tune(const Table& t, const ChannelSet& graph, int algo, int proto, CollectiveOp op, int n_ranks, int n_nodes,
+           int sm, topo::CpuVendor vendor) {
+  Tuned out;
+  const int ppn = n_ranks / n_nodes;
+  const std::size_t cc = sm >= 90 ? 2 : sm >= 80 ? 1 : 0;
+  const std::size_t i2 = n_nodes <= 2 ? static_cast<std::size_t>(n_nodes - 1) : 2;
+  const double ll_max = t.ll_max[cc][i2];
+  const double per_ch_tree = t.per_channel_tree[cc][i2];
+  const double per_ch_ring_ll128 = t.per_channel_ring_ll128[cc][i2];
+  const double per_ch_tree_ll128 = t.per_channel_tree_ll128[cc][i2];
+  const int nsteps = op == CollectiveOp::allreduce ? 2 * (n_ranks - 1)
+                     : (op == CollectiveOp::reducescatter || op == CollectiveOp::allgather) ? n_ranks - 1
+                                                                                           : n_ranks;
+  // Protocol enablement: LL128 only over NVLink inside nodes (and at most PXB to the NIC), on Volta and newer.
+  if (proto == LL128) {
+    const bool inter_ok = n_nodes == 1 || graph.type_inter <= PathType::pxb;
+    if (!(inter_ok && graph.type_intra <= PathType::nvb && sm >= 70)) return out;
+  }
+  const double bw = n_nodes <= 2 ? in_gigabytes_per_second(graph.bw_intra) : in_gigabytes_per_second(graph.bw_inter);
+  double bus = graph.channels * bw;
+  if (algo == RING && proto == LL) bus = std::min(ll_max, bus * t.ring_ll_factor);
+  if (algo == RING && proto == LL128) bus = std::min(bus * (ppn < 2 ? 0.7 : t.ring_ll128_factor), graph.channels * per_ch_ring_ll128);
+  if (algo == TREE && op == CollectiveOp::allreduce) bus = std::min(bus * t.tree_allreduce_factor, graph.channels * per_ch_tree);
+  if (algo == TREE && proto == LL) bus = std::min(bus / t.tree_ll_divisor, ll_max);
+  if (algo == TREE && proto == LL128)
+    bus = std::min(bus * (n_nodes == 1 ? t.tree_ll128_factor_1node : t.tree_ll128_factor), graph.channels * per_ch_tree_ll128);
+  // Bus bandwidth → algorithm bandwidth.
+  const double ratio = algo == RING ? static_cast<double>(n_ranks) / nsteps : 0.5;
+  out.bw = bus * ratio;
+
+  const auto a = static_cast<std::size_t>(algo), p = static_cast<std::size_t>(proto);
+  out.lat = t.base_latency_us[a][p];
+  const std::size_t intra_hw = graph.type_intra == PathType::nvl ? HW_NVLINK : HW_PCI;
+  const std::size_t hw = n_nodes == 1 ? intra_hw : static_cast<std::size_t>(HW_NET);
+  double intra_lat = t.hw_latency_us[intra_hw][a][p];
+  const double inter_lat = ppn == 1 ? t.hw_latency_us[HW_NET][TREE][p] : t.hw_latency_us[HW_NET][a][p];
+  if (algo == RING) {
+    if (op == CollectiveOp::reduce || op == CollectiveOp::broadcast) {
+      if (graph.same_channels) {
+        out.lat += t.hw_latency_us[hw][RING][p];
+      } else {
+        const double lat = proto == SIMPLE ? t.hw_latency_us[hw][TREE][p] : t.hw_latency_us[hw][RING][p];
+        out.lat += nsteps * lat;
+      }
+    } else {
+      double net_overhead = 0;
+      if (n_nodes > 1) {
+        net_overhead = vendor == topo::CpuVendor::amd ? t.net_overhead_other_us : t.net_overhead_intel_us;
+        if (proto == SIMPLE) net_overhead *= 3;
+      }
+      intra_lat = std::max(intra_lat, net_overhead);
+      const int n_inter = n_nodes == 1 ? 0 : op == CollectiveOp::allreduce ? 2 * (n_nodes - 1) : n_nodes - 1;
+      out.lat += (nsteps - n_inter) * intra_lat + n_inter * inter_lat;
+    }
+  } else {  // tree all-reduce
+    out.lat += 2 * ((n_ranks / n_nodes - 1) * intra_lat + log2i(n_nodes) * inter_lat);
+  }
+  return out;
+}
+
+std::vector<int> first_gpus(int k) {
+  std::vector<int> v(static_cast<std::size_t>(k));
+  std::iota(v.begin(), v.end(), 0);
+  return v;
+}
+
+}  // namespace
+
+Choice choose(const Topology& topo, const Table& t, CollectiveOp op, Bytes size, const GpuPlacement& where) {
+  const int nodes = std::max(1, where.nodes);
+  const int ppn = where.gpus_per_node > 0 ? where.gpus_per_node : where.gpus / nodes;
+  const int n = ppn * nodes;
+  if (where.gpus != n)
+    throw InputError(fmt::format("{} GPUs do not make {} nodes of {} GPUs", where.gpus, nodes, ppn));
+  if (ppn > topo.gpus_per_node())
+    throw InputError(fmt::format("{} GPUs per node asked, a node has {}", ppn, topo.gpus_per_node()));
+  if (nodes > topo.max_nodes())
+    throw InputError(fmt::format("{} nodes asked, the cluster has {}", nodes, topo.max_nodes()));
+  Choice best;
+  if (n <= 1) return best;
+  const auto gpus = first_gpus(ppn);
+  const ChannelSet ring = topo.channels(ChannelPattern::ring, gpus, nodes);
+  const bool tree_ok = op == CollectiveOp::allreduce;
+  const ChannelSet tree = tree_ok ? topo.channels(ChannelPattern::tree, gpus, nodes) : ChannelSet{};
+  const auto vendor = cpu_vendor(topo);
+  const double bytes = in_bytes(size);
+  double best_us = std::numeric_limits<double>::infinity();
+  for (int algo : {TREE, RING}) {
+    if (algo == TREE && !tree_ok) continue;
+    const ChannelSet& graph = algo == TREE ? tree : ring;
+    for (int proto : {LL, LL128, SIMPLE}) {
+      const Tuned tu = tune(t, graph, algo, proto, op, n, nodes, topo.sm_version(), vendor);
+      if (tu.bw <= 0) continue;
+      // ncclTopoGetAlgoTime
+      double bw = tu.bw, lat = tu.lat;
+      const int log_size = log2i(static_cast<long long>(bytes) >> 6);
+      if (algo == TREE && op == CollectiveOp::allreduce && log_size >= 0 && log_size < 23)
+        bw *= t.tree_correction[static_cast<std::size_t>(proto)][static_cast<std::size_t>(log_size)];
+      if (algo == RING && proto == SIMPLE && nodes > 1 && op == CollectiveOp::allreduce &&
+          bytes / (ring.channels * n) >= 64)
+        lat *= topo.sm_version() < 80 ? t.ring_plateau_pre_ampere : t.ring_plateau_ampere;
+      const double us = lat + bytes / (1000.0 * bw);
+      if (us < best_us) {
+        best_us = us;
+        best.time = microseconds(us);
+        best.algorithm = algo;
+        best.protocol = proto;
+        best.channels = graph.channels;
+        best.algbw_model = gigabytes_per_second(bw);
+        best.latency = microseconds(lat);
+      }
+    }
+  }
+  return best;
+}
+
+namespace {
+
+class NcclModel final : public CollectiveModel {
+ public:
+  NcclModel(std::shared_ptr<const Topology> t, std::string name) : topo_(std::move(t)), name_(std::move(name)) {}
+
+  Seconds time(CollectiveOp op, Bytes size, const GpuPlacement& where) const override {
+    return choose(*topo_, default_table(), op, size, where).time;
+  }
+
+  // Parameter server with k servers: every GPU pushes S/k to each server and pulls S/k back. Each
+  // server's ingress carries the pushes of every GPU not on the server's own node (incast): across
+  // nodes, the server node's NICs, where each sender is one flow (a single-flow cap limits each
+  // sender, not the sum); inside one node, the server GPU's own links. Push and pull do not overlap.
+  Seconds parameter_server(Bytes size, const GpuPlacement& where, int servers) const override {
+    if (where.gpus <= 1) return {};
+    const int nodes = std::max(1, where.nodes);
+    const int k = servers > 0 ? servers : nodes;
+    const auto& t = default_table();
+    const Bytes share = size / static_cast<double>(k);
+    if (nodes == 1) {
+      const int senders = where.gpus - 1;
+      // A server takes ceil(k / gpus) shares when there are more servers than GPUs; ignore that corner.
+      const BytesPerSecond in = topo_->gpu_link_bandwidth(0);
+      const Seconds step = microseconds(t.hw_latency_us[HW_PCI][RING][SIMPLE]);
+      return 2.0 * (step + share * static_cast<double>(senders) / in);
+    }
+    const auto& f = topo_->fabric();
+    const int senders = where.gpus - where.gpus_per_node;
+    const double nics = std::max(1, f.nics_per_node);
+    BytesPerSecond ingress = f.nic_bandwidth * nics;
+    if (f.single_flow > BytesPerSecond{})
+      ingress = min(ingress, f.single_flow * static_cast<double>(f.flows) * static_cast<double>(senders));
+    const int servers_per_node = (k + nodes - 1) / nodes;  // servers share their node's NICs
+    const Seconds step = microseconds(t.hw_latency_us[HW_NET][RING][SIMPLE]) + f.latency;
+    return 2.0 * (step + share * static_cast<double>(senders) * static_cast<double>(servers_per_node) / ingress);
+  }
+
+  std::string describe() const override {
+    return fmt::format("NCCL {} cost model (ring/tree × LL/LL128/Simple) on the topology graph of '{}'",
+                       default_table().version, name_);
+  }
+
+ private:
+  std::shared_ptr<const Topology> topo_;
+  std::string name_;
+};
+
+}  // namespace
+
+std::shared_ptr<const CollectiveModel> make_nccl_model(std::shared_ptr<const Topology> topo, std::string cluster_name) {
+  return std::make_shared<NcclModel>(std::move(topo), std::move(cluster_name));
+}
+
+}  // namespace dlscale::nccl

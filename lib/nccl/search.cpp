@@ -1,0 +1,468 @@
+// NCCL's channel search (src/graph/search.cc of NCCL 2.30.7): depth-first over GPU orders, reserving the
+// channel's speed on every link of every hop, trying speeds from a fixed list and path types from NVL
+// upward, with NCCL's step budgets; then channel duplication and a second pass that raises the speed.
+#include <algorithm>
+#include <cmath>
+
+#include "nccl/system.hpp"
+
+namespace dlscale::nccl {
+namespace {
+
+enum Pattern { BALANCED_TREE = 1, SPLIT_TREE = 2, TREE = 3, RING = 4 };
+enum Forced { ORDER_NONE = 0, ORDER_PCI = 1, ORDER_REPLAY = 2 };
+
+struct Graph {
+  int pattern = RING;
+  int n_channels = 0;
+  double bw_intra = 0, bw_inter = 0;
+  int type_intra = P_NVL, type_inter = P_PIX;
+  bool same_channels = true;
+  int min_channels = 1, max_channels = 1;
+  int n_hops = 0;
+  std::vector<int> intra;  // max_channels × ngpus (local GPU indices)
+  std::vector<int> inter;  // max_channels × 2 (NET node indices within of_type[NET])
+};
+
+bool is_tree(int pattern) { return pattern == BALANCED_TREE || pattern == SPLIT_TREE || pattern == TREE; }
+
+void sub_round(double& a, double b) { a = std::round((a - b) * 1000.0) / 1000.0; }
+
+class Search {
+ public:
+  Search(System& s, const Table& t) : s_(s), t_(t), ngpus_(s.count(GPU)) {}
+
+  // followPath: reserve `bw` on the first `max_steps` links of `path`; *steps = how far it got.
+  int follow_path(const SPath& path, int start, int max_steps, double bw) {
+    double pci_bw = bw;
+    for (int l : path.links) {
+      const SNode& node = s_.nodes[s_.links[l].to];
+      if (node.type == CPU && path.type == P_PHB && s_.nodes[start].type == GPU && node.arch == topo::CpuArch::x86 &&
+          node.vendor == topo::CpuVendor::intel)
+        pci_bw = bw * t_.intel_p2p_overhead;
+    }
+    for (int step = 0; step < max_steps; ++step) {
+      SLink& link = s_.links[path.links[static_cast<std::size_t>(step)]];
+      const double fw = link.type == P_PIX ? pci_bw : bw;
+      double rev_bw = 0;
+      const SNode& to = s_.nodes[link.to];
+      // Volta and older GPUs pay for reads from a non-GPU (GDR) in the reverse direction.
+      if (to.type == GPU && to.sm < 80 && s_.nodes[start].type != GPU) rev_bw += fw / 8;
+      // POWER CPUs: an NVLink to the CPU is charged both ways.
+      if (to.type == CPU && to.arch == topo::CpuArch::power && link.type == P_NVL) rev_bw += fw;
+      SLink& rev = s_.links[link.rev];
+      if (link.bw < fw || (rev_bw != 0 && rev.bw < rev_bw)) return step;
+      sub_round(link.bw, fw);
+      if (rev_bw != 0) sub_round(rev.bw, rev_bw);
+    }
+    return max_steps;
+  }
+
+  // ncclTopoFollowPath: returns the destination node id, or -1 when the hop is not allowed or lacks bandwidth.
+  int follow(Graph& g, int type1, int index1, int type2, int index2, int mult) {
+    const int node2 = s_.of_type[type2][index2];
+    if (type1 < 0) return node2;
+    const int node1 = s_.of_type[type1][index1];
+    const SPath& path = s_.path[node1][node2];
+    const SPath& rev = s_.path[node2][node1];
+    if (path.count() == 0) return node2;
+    const bool intra = (type1 == GPU || type1 == NVS) && (type2 == GPU || type2 == NVS);
+    double bw = intra ? g.bw_intra : g.bw_inter;
+    const int type = intra ? g.type_intra : g.type_inter;
+    if (path.type >= P_DIS) return -1;
+    if (mult == 1 && path.type > type) return -1;
+    if (mult == 1 && is_tree(g.pattern) && rev.type > type) return -1;
+    bw *= mult;
+    const int step = follow_path(path, node1, path.count(), bw);
+    if (step < path.count()) {
+      follow_path(path, node1, step, -bw);
+      return -1;
+    }
+    if (is_tree(g.pattern)) {  // trees are symmetric: book both ways
+      const int rstep = follow_path(rev, node2, rev.count(), bw);
+      if (rstep < rev.count()) {
+        follow_path(rev, node2, rstep, -bw);
+        follow_path(path, node1, path.count(), -bw);
+        return -1;
+      }
+    }
+    g.n_hops += mult * path.count();
+    return node2;
+  }
+
+  int gpu_index(int node) const {
+    const auto& v = s_.of_type[GPU];
+    return static_cast<int>(std::find(v.begin(), v.end(), node) - v.begin());
+  }
+
+  int replay_gpu(const Graph& g, int step) const {
+    const int rank = g.intra[static_cast<std::size_t>((g.n_channels - 1) * ngpus_ + step + 1)];
+    for (int i = 0; i < ngpus_; ++i)
+      if (s_.typed_const(GPU, i).gpu == rank) return i;
+    return 0;
+  }
+
+  // ncclTopoCompareGraphs
+  static bool better(const Graph& g, const Graph& ref) {
+    if (g.n_channels < g.min_channels) return false;
+    const double a = g.n_channels * g.bw_intra, b = ref.n_channels * ref.bw_intra;
+    if (a > b) return true;
+    if (a < b) return false;
+    return g.pattern == ref.pattern && g.n_hops < ref.n_hops;
+  }
+
+  // ncclTopoSearchNextGpuSort
+  std::vector<int> next_gpus(const Graph& g, int gpu, int sort_net) const {
+    const std::uint64_t flag = 1ULL << g.n_channels;
+    struct Score {
+      int g, start, intra_hops, intra_bw, inter_hops, inter_pci, inter_bw;
+    };
+    std::vector<Score> scores;
+    const int net = sort_net ? s_.of_type[NET][static_cast<std::size_t>(g.inter[static_cast<std::size_t>(g.n_channels * 2)])] : -1;
+    for (int i = 1; i < ngpus_; ++i) {
+      const int o = (gpu + i) % ngpus_;
+      const int on = s_.of_type[GPU][o];
+      const SPath& p = s_.path[s_.of_type[GPU][gpu]][on];
+      if (p.count() == 0 || p.type >= P_DIS) continue;
+      if (s_.nodes[on].used & flag) continue;
+      Score sc{o, i, p.count(), static_cast<int>(p.bw), 0, 0, 0};
+      if (net >= 0) {
+        const SPath& np = s_.path[net][on];
+        sc.inter_hops = np.count();
+        sc.inter_bw = static_cast<int>(np.bw);
+        for (int l : s_.nodes[on].links)
+          if (s_.links[l].type == P_PIX) sc.inter_pci = static_cast<int>(s_.links[l].bw);
+      }
+      scores.push_back(sc);
+    }
+    std::stable_sort(scores.begin(), scores.end(), [](const Score& a, const Score& b) {
+      if (a.inter_bw != b.inter_bw) return a.inter_bw > b.inter_bw;
+      if (a.inter_pci != b.inter_pci) return a.inter_pci > b.inter_pci;
+      if (a.inter_hops != b.inter_hops) return a.inter_hops < b.inter_hops;
+      if (a.intra_bw != b.intra_bw) return a.intra_bw > b.intra_bw;
+      if (a.intra_hops != b.intra_hops) return a.intra_hops < b.intra_hops;
+      return a.start < b.start;
+    });
+    std::vector<int> next;
+    for (const auto& sc : scores) next.push_back(sc.g);
+    if (s_.count(NVS) > 0) {
+      // NVSwitches prefer a limited set of peers: try the neighbours in index order only.
+      const int prev = (gpu - 1 + ngpus_) % ngpus_, nxt = (gpu + 1) % ngpus_;
+      std::vector<int> first = g.pattern == RING ? std::vector<int>{nxt, prev}
+                               : (g.pattern == SPLIT_TREE || g.pattern == BALANCED_TREE) ? std::vector<int>{prev, nxt}
+                                                                                          : std::vector<int>{nxt};
+      if (first.size() == 2 && first[0] == first[1]) first.pop_back();
+      std::vector<int> out;
+      for (int f : first)
+        if (std::find(next.begin(), next.end(), f) != next.end()) out.insert(out.begin(), f);
+      return out;
+    }
+    return next;
+  }
+
+  // ncclTopoSelectNets (simplified): the NICs closest to the GPU(s) first, then by path type up to type_inter.
+  std::vector<int> select_nets(int type_inter, int gpu) const {
+    std::vector<int> nets;
+    auto add = [&](int n) {
+      if (std::find(nets.begin(), nets.end(), n) == nets.end()) nets.push_back(n);
+    };
+    for (int gi = 0; gi < ngpus_; ++gi) {
+      if (gpu >= 0 && gi != gpu) continue;
+      for (int n : local(GPU, gi, NET)) add(n);
+    }
+    for (int t = 0; t <= type_inter; ++t)
+      for (int gi = 0; gi < ngpus_; ++gi) {
+        if (gpu >= 0 && gi != gpu) continue;
+        for (int n = 0; n < s_.count(NET); ++n)
+          if (s_.p(GPU, gi, NET, n).type == t) add(n);
+      }
+    return nets;
+  }
+
+  // ncclTopoGetLocal: the nodes of `rtype` with the widest path from (type, index), then the best type.
+  std::vector<int> local(NodeType type, int index, NodeType rtype) const {
+    double max_bw = 0;
+    int min_type = P_DIS;
+    std::vector<int> out;
+    for (int i = 0; i < s_.count(rtype); ++i) {
+      const SPath& p = s_.p(type, index, rtype, i);
+      if (p.bw > max_bw || (p.bw == max_bw && p.type < min_type)) {
+        max_bw = p.bw;
+        min_type = p.type;
+        out.clear();
+      }
+      if (p.bw == max_bw && p.type == min_type) out.push_back(i);
+    }
+    return out;
+  }
+
+  void try_gpu(Graph& g, Graph& save, int step, int back_to_net, int back_to_first, int forced, int& time, int type,
+               int index, int gi) {
+    const std::uint64_t flag = 1ULL << g.n_channels;
+    const int node = follow(g, type, index, GPU, gi, 1);
+    if (node < 0) return;
+    s_.nodes[node].used ^= flag;
+    rec_gpu(g, save, gi, step, back_to_net, back_to_first, forced, time);
+    s_.nodes[node].used ^= flag;
+    follow(g, type, index, GPU, gi, -1);
+  }
+
+  // ncclTopoSearchRecGpu
+  void rec_gpu(Graph& g, Graph& save, int gi, int step, int back_to_net, int back_to_first, int forced, int& time) {
+    if (time <= 0) return;
+    --time;
+    if (step == ngpus_) {
+      ++g.n_channels;
+      if (better(g, save)) {
+        save = g;
+        if (g.n_channels == g.max_channels) time = -1;
+      }
+      if (g.n_channels < g.max_channels) rec(g, save, time);
+      --g.n_channels;
+      return;
+    }
+    g.intra[static_cast<std::size_t>(g.n_channels * ngpus_ + step)] = s_.typed_const(GPU, gi).gpu;
+    if (step == back_to_net) {
+      // first get back to the NIC
+      const int start_net = g.inter[static_cast<std::size_t>(g.n_channels * 2)];
+      for (int n : select_nets(g.type_inter, gi)) {
+        if (n != start_net) continue;  // crossNic 0: leave through the NIC the channel came in by
+        int next_back = -1;
+        const double save_inter = g.bw_inter;
+        if (g.pattern == BALANCED_TREE) {  // count half of the bandwidth on each of the first two GPUs
+          if (step == 0) next_back = 1;
+          g.bw_inter /= 2;
+        }
+        const int net = follow(g, GPU, gi, NET, n, 1);
+        g.bw_inter = save_inter;
+        if (net >= 0) {
+          g.inter[static_cast<std::size_t>(g.n_channels * 2 + 1)] = n;
+          rec_gpu(g, save, gi, step, next_back, back_to_first, forced, time);
+          if (g.pattern == BALANCED_TREE) g.bw_inter /= 2;
+          follow(g, GPU, gi, NET, n, -1);
+          g.bw_inter = save_inter;
+        }
+      }
+    } else if (step < ngpus_ - 1) {
+      std::vector<int> next;
+      if (forced == ORDER_PCI) {
+        next = {step + 1};
+      } else if (forced == ORDER_REPLAY) {
+        next = {replay_gpu(g, step)};
+      } else {
+        next = next_gpus(g, gi, back_to_net == -1 ? 0 : back_to_net == step + 1 ? 1 : 0);
+      }
+      for (int o : next) try_gpu(g, save, step + 1, back_to_net, back_to_first, forced, time, GPU, gi, o);
+    } else if (step == back_to_first) {
+      // loop back to the first GPU
+      const int rank = g.intra[static_cast<std::size_t>(g.n_channels * ngpus_)];
+      int p = 0;
+      for (int i = 0; i < ngpus_; ++i)
+        if (s_.typed_const(GPU, i).gpu == rank) p = i;
+      const int first = follow(g, GPU, gi, GPU, p, 1);
+      if (first >= 0) {
+        rec_gpu(g, save, p, step + 1, back_to_net, -1, forced, time);
+        follow(g, GPU, gi, GPU, p, -1);
+      }
+    } else {
+      rec_gpu(g, save, gi, ngpus_, -1, -1, forced, time);
+    }
+  }
+
+  void params(int pattern, int& back_to_net, int& back_to_first) const {
+    if (s_.count(NET) > 0) {
+      back_to_net = pattern == RING ? ngpus_ - 1 : pattern == SPLIT_TREE ? 1 : 0;
+      back_to_first = -1;
+    } else {
+      back_to_net = -1;
+      back_to_first = pattern == RING ? ngpus_ - 1 : -1;
+    }
+  }
+
+  // ncclTopoSearchRecNet
+  void rec_net(Graph& g, Graph& save, int back_to_net, int back_to_first, int& time) {
+    const double bw = g.bw_inter;
+    const auto nets = select_nets(g.type_inter, -1);
+    const int count = static_cast<int>(nets.size());
+    for (int i = 0; i < count; ++i) {
+      const int n = nets[static_cast<std::size_t>((g.n_channels + i) % count)];
+      SNode& net = s_.typed(NET, n);
+      if (net.net_bw < bw) continue;
+      g.inter[static_cast<std::size_t>(g.n_channels * 2)] = n;
+      net.net_bw -= bw;
+      if (g.n_channels > 0 && g.same_channels) {
+        try_gpu(g, save, 0, back_to_net, back_to_first, ORDER_REPLAY, time, NET, n, replay_gpu(g, -1));
+      } else {
+        if (g.n_channels == 0 && s_.count(NVS) == 0) {
+          // always try the PCI order first to set a reference, with a small budget of its own
+          int t = 1 << 10;
+          try_gpu(g, save, 0, back_to_net, back_to_first, ORDER_PCI, t, NET, n, 0);
+          if (t == -1) time = -1;
+        }
+        for (int gi : local(NET, n, GPU)) try_gpu(g, save, 0, back_to_net, back_to_first, ORDER_NONE, time, NET, n, gi);
+      }
+      net.net_bw += bw;
+    }
+  }
+
+  // ncclTopoSearchRec
+  void rec(Graph& g, Graph& save, int& time) {
+    int back_to_net = -1, back_to_first = -1;
+    params(g.pattern, back_to_net, back_to_first);
+    if (s_.count(NET) > 0) {
+      rec_net(g, save, back_to_net, back_to_first, time);
+      return;
+    }
+    if (g.n_channels == 0) {
+      try_gpu(g, save, 0, back_to_net, back_to_first, ORDER_PCI, time, -1, -1, 0);
+    } else {
+      try_gpu(g, save, 0, back_to_net, back_to_first, ORDER_REPLAY, time, -1, -1, replay_gpu(g, -1));
+    }
+    if (!g.same_channels || g.n_channels == 0)
+      for (int gi = 0; gi < ngpus_; ++gi) try_gpu(g, save, 0, back_to_net, back_to_first, ORDER_NONE, time, -1, -1, gi);
+  }
+
+  // ncclTopoCompute
+  ChannelSet compute(ChannelPattern which, int min_channels, int max_channels) {
+    const bool nets = s_.count(NET) > 0;
+    const int cc = s_.sm;
+    Graph graph;
+    graph.pattern = which == ChannelPattern::ring ? RING : (cc < 80 ? SPLIT_TREE : BALANCED_TREE);
+    graph.min_channels = min_channels;
+    graph.max_channels = max_channels;
+    graph.type_intra = ngpus_ == 1 ? P_LOC : P_NVL;
+    graph.type_inter = P_PIX;
+    graph.same_channels = true;
+    graph.intra.assign(static_cast<std::size_t>(max_channels * std::max(ngpus_, 1)), 0);
+    graph.inter.assign(static_cast<std::size_t>(max_channels * 2), 0);
+    Graph tmp = graph;
+    const auto& speeds = nets ? (cc >= 90 ? t_.sm90_speed_inter : t_.speed_inter)
+                              : (cc >= 90 ? t_.sm90_speed_intra : t_.speed_intra);
+    const int nspeeds = static_cast<int>(speeds.size());
+    int pass = 1;
+    int si = 0;
+    const double max_bw = s_.max_bw;
+    double total_bw = s_.total_bw;
+    if (ngpus_ > 1 && graph.pattern != RING) total_bw *= ngpus_ * 1.0 / (ngpus_ - 1);
+    while ((speeds[si] > max_bw || speeds[si] * graph.min_channels > total_bw) && si < nspeeds - 1) ++si;
+    tmp.bw_intra = tmp.bw_inter = speeds[si];
+    long global_timeout = t_.search_timeout_global;
+    int time = 0;
+
+    for (;;) {  // the "search:" label
+      time = tmp.same_channels ? t_.search_timeout_same
+                               : tmp.pattern == TREE ? t_.search_timeout_tree : t_.search_timeout;
+      tmp.n_channels = 0;
+      global_timeout -= time;
+      rec(tmp, graph, time);
+      bool done = time == -1 || graph.n_channels * graph.bw_inter >= s_.total_bw;
+      if (!done && pass == 1) {
+        if (tmp.same_channels) {
+          tmp.same_channels = false;
+          continue;
+        }
+        tmp.same_channels = true;
+        if (time != -1) global_timeout += time;
+        else global_timeout = t_.search_timeout_global;
+        if (global_timeout < 0 && graph.n_channels) {
+          done = true;
+        } else {
+          const int max_type_intra = nets ? tmp.type_inter : P_SYS;
+          if (tmp.type_intra < max_type_intra && (graph.n_channels == 0 || tmp.type_intra < graph.type_intra)) {
+            ++tmp.type_intra;
+            continue;
+          }
+          tmp.type_intra = ngpus_ == 1 ? P_LOC : P_NVL;
+          if (nets && tmp.type_inter < P_SYS &&
+              (graph.n_channels == 0 || tmp.type_inter < graph.type_inter || tmp.type_inter < P_PHB)) {
+            ++tmp.type_inter;
+            continue;
+          }
+          tmp.type_inter = P_PIX;
+          // decrease the speed until a solution appears
+          if (si < nspeeds - 1 && (graph.n_channels == 0 || speeds[si + 1] / graph.bw_inter > .49)) {
+            tmp.bw_inter = tmp.bw_intra = speeds[++si];
+            continue;
+          }
+          si = 0;
+          while (speeds[si] > max_bw && si < nspeeds - 1) ++si;
+          tmp.bw_intra = tmp.bw_inter = speeds[si];
+        }
+      }
+      // "done:"
+      if (pass == 1) {
+        time = -1;
+        dup_channels(graph);
+        tmp = graph;
+        si = 0;
+        while (speeds[si] > graph.bw_inter && si < nspeeds - 1) ++si;
+        tmp.bw_intra = tmp.bw_inter = speeds[si];
+        tmp.min_channels = graph.n_channels;
+        pass = 2;
+      }
+      if (time != 0 && si > 0 && graph.n_channels > 0) {
+        if (graph.pattern == RING) {
+          tmp.bw_intra = tmp.bw_inter = speeds[--si];
+          continue;
+        }
+        if (tmp.bw_intra == graph.bw_intra && tmp.bw_intra < tmp.bw_inter * 2) {
+          tmp.bw_intra = speeds[--si];
+          continue;
+        }
+      }
+      break;
+    }
+
+    ChannelSet out;
+    out.pattern = which;
+    if (graph.n_channels == 0) {  // "Could not find a path, falling back to simple order"
+      out.fallback = true;
+      out.channels = 1;
+      out.bw_intra = out.bw_inter = gigabytes_per_second(t_.fallback_bw);
+      out.type_intra = out.type_inter = PathType::sys;
+      std::vector<int> order;
+      for (int i = 0; i < ngpus_; ++i) order.push_back(s_.typed_const(GPU, i).gpu);
+      out.orders.push_back(order);
+      return out;
+    }
+    out.channels = graph.n_channels;
+    out.bw_intra = gigabytes_per_second(graph.bw_intra);
+    out.bw_inter = gigabytes_per_second(graph.bw_inter);
+    out.type_intra = static_cast<PathType>(graph.type_intra);
+    out.type_inter = static_cast<PathType>(nets ? graph.type_inter : P_LOC);
+    out.same_channels = graph.same_channels;
+    for (int c = 0; c < graph.n_channels; ++c) {
+      std::vector<int> order(graph.intra.begin() + c * ngpus_, graph.intra.begin() + (c + 1) * ngpus_);
+      out.orders.push_back(std::move(order));
+    }
+    return out;
+  }
+
+  // ncclTopoDupChannels
+  void dup_channels(Graph& g) const {
+    if (g.n_channels == 0 || g.bw_intra < t_.dup_threshold) return;
+    if (s_.sm > 80 && g.bw_intra < 50.0 && g.n_channels > 4) return;
+    const int dup = std::min(g.n_channels * 2, g.max_channels);
+    for (int c = g.n_channels; c < dup; ++c)
+      for (int i = 0; i < ngpus_; ++i)
+        g.intra[static_cast<std::size_t>(c * ngpus_ + i)] = g.intra[static_cast<std::size_t>((c - g.n_channels) * ngpus_ + i)];
+    const int div = (dup + g.n_channels - 1) / g.n_channels;
+    g.bw_intra /= div;
+    g.bw_inter /= div;
+    g.n_channels = dup;
+  }
+
+ private:
+  System& s_;
+  const Table& t_;
+  int ngpus_;
+};
+
+}  // namespace
+
+ChannelSet compute_channels(System& sys, ChannelPattern pattern, int min_channels, int max_channels, const Table& t) {
+  Search s(sys, t);
+  return s.compute(pattern, min_channels, max_channels);
+}
+
+}  // namespace dlscale::nccl

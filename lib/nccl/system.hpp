@@ -1,0 +1,70 @@
+// Internal: NCCL's view of one node (struct ncclTopoSystem) for a set of GPUs, built from the node graph,
+// with NCCL's paths (src/graph/paths.cc) and channel search (src/graph/search.cc).
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "dlscale/topology.hpp"
+#include "nccl/table.hpp"
+#include "topology/graph.hpp"
+
+namespace dlscale::nccl {
+
+enum NodeType { GPU = 0, PCI = 1, NVS = 2, CPU = 3, NIC = 4, NET = 5, NTYPES = 6 };
+// Path and link types share NCCL's numbering.
+enum PathT { P_LOC = 0, P_NVL = 1, P_NVB = 2, P_PIX = 3, P_PXB = 4, P_PHB = 5, P_SYS = 6, P_NET = 7, P_DIS = 8 };
+
+struct SNode {
+  NodeType type = GPU;
+  int gpu = -1;  // local GPU index (the "rank" within the node)
+  int sm = 0;
+  topo::CpuArch arch = topo::CpuArch::x86;
+  topo::CpuVendor vendor = topo::CpuVendor::intel;
+  double net_bw = 0;  // NET: remaining budget during the search
+  bool gdr = true;
+  std::uint64_t used = 0;
+  std::vector<int> links;  // outgoing link ids
+};
+
+struct SLink {
+  int from = 0, to = 0;
+  int type = P_PIX;  // P_NVL, P_PIX (PCI), P_SYS, P_NET
+  double bw = 0;     // remaining during the search
+  int rev = -1;
+};
+
+struct SPath {
+  std::vector<int> links;  // from source to destination
+  int type = P_DIS;
+  double bw = 0;
+  [[nodiscard]] int count() const { return static_cast<int>(links.size()); }
+};
+
+struct System {
+  std::vector<SNode> nodes;
+  std::vector<SLink> links;
+  std::vector<std::vector<int>> of_type;  // node ids per NodeType
+  std::vector<std::vector<SPath>> path;   // path[src][dst]
+  double max_bw = 0, total_bw = 0;
+  int sm = 0;
+  bool intel = false;  // NCCL's ncclTopoCpuType: the CPU of the system
+
+  [[nodiscard]] int count(NodeType t) const { return static_cast<int>(of_type[t].size()); }
+  std::vector<std::vector<char>> p2p;     // p2p[a][b] for GPU indices: NCCL's ncclTopoCheckP2p verdict
+  [[nodiscard]] SNode& typed(NodeType t, int i) { return nodes[of_type[t][i]]; }
+  [[nodiscard]] const SNode& typed_const(NodeType t, int i) const { return nodes[of_type[t][i]]; }
+  [[nodiscard]] const SPath& p(NodeType t1, int i1, NodeType t2, int i2) const {
+    return path[of_type[t1][i1]][of_type[t2][i2]];
+  }
+};
+
+/// Builds NCCL's system for GPUs `local_gpus` of a node (the others removed, as ncclTopoTrimSystem does),
+/// with NICs when `with_nets`, and computes all paths with NCCL's P2P and GPU Direct rules.
+System build_system(const Topology::Impl& topo, std::span<const int> local_gpus, bool with_nets, const Table& t);
+
+/// ncclTopoCompute for a ring or tree pattern. `min_channels`/`max_channels` as init.cc sets them.
+ChannelSet compute_channels(System& sys, ChannelPattern pattern, int min_channels, int max_channels, const Table& t);
+
+}  // namespace dlscale::nccl

@@ -1,0 +1,66 @@
+// NCCL 2.30.7's constants (NVIDIA/nccl commit 5067397c), from shared/docs/nccl-model.md. Entries that
+// page does not list are marked "tuning.cc (recalled)": they are NCCL's values as of the 2.1x–2.2x series
+// and are the first thing to check against the pinned source.
+#include "nccl/table.hpp"
+
+namespace dlscale::nccl {
+
+namespace {
+Table make_2_30_7() {
+  Table t;
+  t.version = "2.30.7";
+  t.source = "NVIDIA/nccl 2.30.7 (5067397c) src/graph/tuning.cc, search.cc, topo.h";
+  // Base latencies (µs) {LL, LL128, Simple}: Tree {6.8, 14.0, 8.4}, Ring {6.6, 14.0, 8.4}.
+  t.base_latency_us = {{{6.8, 14.0, 8.4}, {6.6, 14.0, 8.4}}};
+  // Hardware latency per step (µs) [hw][algo][proto]:
+  //   NVLink: Tree .6, 1.25, 4.0   Ring .6, 1.9, 3.4
+  //   PCI:    Tree 1.0, 1.9, 4.0   Ring 1.0, 2.5, 5.7
+  //   NET:    Tree 5.0, 8.5, 14    Ring 2.7, 4.0, 14.0
+  t.hw_latency_us = {{{{{.6, 1.25, 4.0}, {.6, 1.9, 3.4}}},
+                      {{{1.0, 1.9, 4.0}, {1.0, 2.5, 5.7}}},
+                      {{{5.0, 8.5, 14.0}, {2.7, 4.0, 14.0}}}}};
+  // Per-channel caps (GB/s) for 1 node / 2 nodes / more: Volta tree 26.5/18.5/10, LL128 ring 20;
+  // Ampere tree 24/23.6/17.8 (LL128 ring 20); Hopper tree 38.7/41.4/36, LL128 ring 36.7.
+  t.per_channel_tree = {{{26.5, 18.5, 10.0}, {24.0, 23.6, 17.8}, {38.7, 41.4, 36.0}}};
+  t.per_channel_ring_ll128 = {{{20.0, 20.0, 20.0}, {20.0, 20.0, 20.0}, {36.7, 36.7, 36.7}}};
+  t.per_channel_tree_ll128 = {{{20.0, 20.0, 20.0}, {20.0, 20.0, 20.0}, {36.7, 36.7, 29.0}}};  // tuning.cc (recalled)
+  t.ll_max = {{{39.0, 39.0, 20.4}, {87.7, 22.5, 19.0}, {141.0, 45.0, 35.0}}};                  // tuning.cc (recalled)
+  t.ring_ll_factor = 0.5;             // nccl-model.md: Ring LL min(llMax, busBw·0.5)
+  t.ring_ll128_factor = 0.92;         // nccl-model.md: Ring LL128 min(busBw·0.92, nChannels·perChMaxRingLL128)
+  t.tree_allreduce_factor = 0.92;     // nccl-model.md: Tree all-reduce min(busBw·0.92, nChannels·perChMaxTree)
+  t.tree_ll_divisor = 3.8;            // tuning.cc (recalled)
+  t.tree_ll128_factor_1node = 7.0 / 9.0;  // tuning.cc (recalled)
+  t.tree_ll128_factor = 120.0 / 128.0;    // tuning.cc (recalled)
+  t.tree_correction = {{
+      {1.0, 1.0, 1.0, 1.0, .9, .8, .7, .7, .7, .7, .6, .5, .4, .4, .5, .6, .7, .8, .9, 1.0, 1.0, 1.0, 1.0},
+      {1.0, 1.0, 1.0, 1.0, 1.0, .9, .8, .8, .8, .7, .6, .6, .6, .6, .6, .6, .8, .9, .9, .9, .9, 1.0, 1.0},
+      {.9, .9, .9, .9, .9, .9, .9, .8, .7, .6, .6, .5, .5, .5, .5, .6, .7, .8, .7, .7, .8, .9, .9},
+  }};  // tuning.cc (recalled)
+  t.ring_plateau_pre_ampere = 1.9;  // tuning.cc (recalled)
+  t.ring_plateau_ampere = 1.4;      // tuning.cc (recalled)
+  t.net_overhead_intel_us = 1.0;    // tuning.cc getNetOverhead (recalled)
+  t.net_overhead_other_us = 2.0;
+  // Speed lists (search.cc): intra 40, 30, 20, 18, 15, 12, 10, 9, 7, 6, 5, 4, 3; SM90 60, 50, 40, 30, 24, 20, …
+  t.speed_intra = {40.0, 30.0, 20.0, 18.0, 15.0, 12.0, 10.0, 9.0, 7.0, 6.0, 5.0, 4.0, 3.0};
+  t.speed_inter = {48.0, 30.0, 28.0, 24.0, 20.0, 18.0, 15.0, 12.0, 10.0, 9.0, 7.0, 6.0, 5.0, 4.0, 3.0, 2.4, 1.2, 0.24, 0.12};
+  t.sm90_speed_intra = {60.0, 50.0, 40.0, 30.0, 24.0, 20.0, 15.0, 12.0, 11.0, 6.0, 3.0};
+  t.sm90_speed_inter = {48.0, 45.0, 42.0, 40.0, 30.0, 24.0, 22.0, 20.0, 17.5, 15.0, 12.0, 6.0, 3.0, 2.4, 1.2, 0.24, 0.12};
+  t.max_channels = 32;  // MAXCHANNELS/2 (MAXCHANNELS = 64)
+  t.dup_threshold = 25.0;  // nccl-model.md: "If bwIntra ≥ 25 the channels are duplicated at half speed"
+  t.search_timeout = 1 << 14;
+  t.search_timeout_tree = 1 << 14;
+  t.search_timeout_same = 1 << 8;
+  t.search_timeout_global = 1L << 19;
+  t.intel_p2p_overhead = 1.2;  // nccl-model.md: "P2P through an Intel root complex costs 1.2×"
+  t.loc_bw = 5000.0;
+  t.fallback_bw = 0.1;
+  return t;
+}
+}  // namespace
+
+const Table& default_table() {
+  static const Table t = make_2_30_7();
+  return t;
+}
+
+}  // namespace dlscale::nccl

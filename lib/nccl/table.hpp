@@ -1,0 +1,56 @@
+// Internal: NCCL's constants as data. One struct per NCCL version; a newer NCCL is a new table
+// (kNccl_2_30_7 in table.cpp), not new code. Values in GB/s (10^9 B/s) and microseconds, as NCCL keeps them.
+#pragma once
+
+#include <array>
+#include <string>
+#include <vector>
+
+namespace dlscale::nccl {
+
+enum Proto { LL = 0, LL128 = 1, SIMPLE = 2, NPROTO = 3 };
+enum Algo { TREE = 0, RING = 1, NALGO = 2 };
+enum Hw { HW_NVLINK = 0, HW_PCI = 1, HW_NET = 2 };
+
+struct Table {
+  std::string version;  // "2.30.7"
+  std::string source;   // where the numbers come from
+
+  // src/graph/tuning.cc
+  std::array<std::array<double, NPROTO>, NALGO> base_latency_us;           // [algo][proto]
+  std::array<std::array<std::array<double, NPROTO>, NALGO>, 3> hw_latency_us;  // [hw][algo][proto]
+  // Per-channel caps, index [generation: 0 Volta, 1 Ampere, 2 Hopper][0: 1 node, 1: 2 nodes, 2: more]
+  std::array<std::array<double, 3>, 3> per_channel_tree;
+  std::array<std::array<double, 3>, 3> per_channel_ring_ll128;
+  std::array<std::array<double, 3>, 3> per_channel_tree_ll128;
+  std::array<std::array<double, 3>, 3> ll_max;
+  double ring_ll_factor;          // Ring LL: busBw × this
+  double ring_ll128_factor;       // Ring LL128: busBw × this (≥ 2 GPUs per node)
+  double tree_allreduce_factor;   // Tree all-reduce: busBw × this
+  double tree_ll_divisor;         // Tree LL: busBw / this
+  double tree_ll128_factor_1node; // Tree LL128 on one node
+  double tree_ll128_factor;       // Tree LL128 on several nodes
+  // treeCorrectionFactor[proto][log2(bytes/64)], 23 buckets (ncclTopoGetAlgoTime)
+  std::array<std::array<double, 23>, NPROTO> tree_correction;
+  double ring_plateau_pre_ampere;  // Simple ring all-reduce latency ×, nNodes > 1 (ncclTopoGetAlgoTime)
+  double ring_plateau_ampere;
+  double net_overhead_intel_us;    // getNetOverhead
+  double net_overhead_other_us;
+
+  // src/graph/search.cc
+  std::vector<double> speed_intra, speed_inter, sm90_speed_intra, sm90_speed_inter;
+  int max_channels;          // ring graph maxChannels (MAXCHANNELS/2)
+  double dup_threshold;      // ncclTopoDupChannels: bwIntra ≥ this duplicates the channels
+  int search_timeout;        // NCCL_SEARCH_TIMEOUT
+  int search_timeout_tree;   // NCCL_SEARCH_TIMEOUT_TREE
+  int search_timeout_same;   // NCCL_SEARCH_TIMEOUT_SAMECHANNELS
+  long search_timeout_global;
+  double intel_p2p_overhead;  // INTEL_P2P_OVERHEAD: × on PCIe links of a PHB path through an Intel CPU
+  double loc_bw;              // LOC_BW
+  double fallback_bw;         // "falling back to simple order"
+};
+
+/// The table this build uses (NCCL 2.30.7).
+const Table& default_table();
+
+}  // namespace dlscale::nccl

@@ -1,0 +1,273 @@
+// Topology: queries on the node graph; paths and channels come from NCCL's rules (lib/nccl).
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "dlscale/error.hpp"
+#include "nccl/system.hpp"
+#include "nccl/table.hpp"
+#include "topology/graph.hpp"
+
+namespace dlscale {
+
+std::string_view to_string(PathType t) noexcept {
+  switch (t) {
+    case PathType::loc: return "LOC";
+    case PathType::nvl: return "NVL";
+    case PathType::nvb: return "NVB";
+    case PathType::pix: return "PIX";
+    case PathType::pxb: return "PXB";
+    case PathType::phb: return "PHB";
+    case PathType::sys: return "SYS";
+    case PathType::net: return "NET";
+    case PathType::dis: return "DIS";
+  }
+  return "?";
+}
+
+std::string_view to_string(VertexKind k) noexcept {
+  switch (k) {
+    case VertexKind::gpu: return "gpu";
+    case VertexKind::cpu: return "cpu";
+    case VertexKind::pcie_switch: return "pcie_switch";
+    case VertexKind::nvswitch: return "nvswitch";
+    case VertexKind::nic: return "nic";
+    case VertexKind::network_switch: return "network_switch";
+    case VertexKind::storage: return "storage";
+  }
+  return "?";
+}
+
+std::string_view to_string(LinkKind k) noexcept {
+  switch (k) {
+    case LinkKind::nvlink: return "nvlink";
+    case LinkKind::pcie: return "pcie";
+    case LinkKind::xbus: return "xbus";
+    case LinkKind::upi: return "upi";
+    case LinkKind::qpi: return "qpi";
+    case LinkKind::infinity_fabric: return "infinity_fabric";
+    case LinkKind::smp: return "smp";
+    case LinkKind::infiniband: return "infiniband";
+    case LinkKind::ethernet: return "ethernet";
+  }
+  return "?";
+}
+
+BytesPerSecond FabricInfo::effective_nic_bandwidth() const noexcept {
+  if (single_flow > BytesPerSecond{}) return min(nic_bandwidth, single_flow * static_cast<double>(flows));
+  return nic_bandwidth;
+}
+
+namespace topo {
+
+// src/graph/topo.h: SM60_NVLINK_BW 18, SM70 20, SM80 20, SM86 12, SM90 20.6, SM100 40.1 (GB/s per link).
+double nvlink_gbs(int sm) {
+  if (sm >= 100) return 40.1;
+  if (sm == 86) return 12.0;
+  if (sm >= 90) return 20.6;
+  if (sm >= 80) return 20.0;
+  if (sm >= 70) return 20.0;
+  if (sm >= 60) return 18.0;
+  return 20.0;
+}
+
+// src/graph/topo.cc: width × per-lane rate (in 100 Mb/s: 2.5 GT/s → 15, 5 → 30, 8 → 60, 16 → 120,
+// 32 → 240, 64 → 480) / 80. Gen3 x16 = 12 GB/s, Gen4 x16 = 24, Gen5 x16 = 48.
+double pcie_gbs(int generation, int lanes) {
+  static const double rate[] = {0, 15, 30, 60, 120, 240, 480};
+  const int g = std::clamp(generation, 1, 6);
+  return lanes * rate[g] / 80.0;
+}
+
+// src/graph/topo.h: P9_BW 32, ARM_BW 6, AMD_BW 16, BDW_QPI_BW 6, SKL_QPI_BW 10, SRP_QPI_BW 22, ERP_QPI_BW 40.
+double cpu_link_gbs(CpuArch arch, CpuVendor vendor, const std::string& model) {
+  if (arch == CpuArch::power) return 32.0;
+  if (arch == CpuArch::arm) return 6.0;
+  if (vendor == CpuVendor::amd) return 16.0;
+  if (model == "skylake" || model == "cascade_lake" || model == "ice_lake") return 10.0;
+  if (model == "sapphire_rapids") return 22.0;
+  if (model == "emerald_rapids") return 40.0;
+  return 6.0;  // Broadwell / Haswell QPI and anything older
+}
+
+}  // namespace topo
+
+Topology::Topology(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Topology::~Topology() = default;
+Topology::Topology(Topology&&) noexcept = default;
+Topology& Topology::operator=(Topology&&) noexcept = default;
+
+int Topology::max_nodes() const noexcept { return impl_->nodes; }
+int Topology::gpus_per_node() const noexcept { return impl_->gpus_per_node; }
+int Topology::sm_version() const noexcept { return impl_->sm; }
+const FabricInfo& Topology::fabric() const noexcept { return impl_->fabric; }
+
+std::vector<TopologyVertex> Topology::vertices() const {
+  std::vector<TopologyVertex> out;
+  const auto& g = impl_->graph;
+  for (auto v : boost::make_iterator_range(boost::vertices(g))) {
+    const auto& p = g[v];
+    TopologyVertex tv{p.name, p.kind, p.gpu, {}};
+    if (p.kind == VertexKind::cpu) {
+      const char* arch = p.arch == topo::CpuArch::power ? "power" : p.arch == topo::CpuArch::arm ? "arm" : "x86";
+      const char* vendor = p.vendor == topo::CpuVendor::intel ? "intel"
+                           : p.vendor == topo::CpuVendor::amd ? "amd"
+                           : p.vendor == topo::CpuVendor::ibm ? "ibm"
+                                                              : "other";
+      tv.detail = fmt::format("{} {}{}{}", arch, vendor, p.model.empty() ? "" : " ", p.model);
+    } else if (p.kind == VertexKind::nic) {
+      tv.detail = fmt::format("{:g} GB/s{}", p.nic_gbs, p.gdr ? ", GPU Direct RDMA" : "");
+    }
+    out.push_back(std::move(tv));
+  }
+  return out;
+}
+
+std::vector<TopologyLink> Topology::links() const {
+  std::vector<TopologyLink> out;
+  const auto& g = impl_->graph;
+  for (auto e : boost::make_iterator_range(boost::edges(g))) {
+    const auto& p = g[e];
+    out.push_back(TopologyLink{g[boost::source(e, g)].name, g[boost::target(e, g)].name, p.kind, p.count, p.lanes,
+                               p.generation, gigabytes_per_second(p.gbs), p.latency});
+  }
+  return out;
+}
+
+std::vector<std::string> Topology::nic_names() const {
+  std::vector<std::string> out;
+  for (auto v : impl_->nics) out.push_back(impl_->graph[v].name);
+  return out;
+}
+
+namespace {
+const nccl::System& full_system(const Topology::Impl& impl, bool nets) {
+  std::lock_guard lock(impl.mutex);
+  auto& slot = impl.all_gpus[nets ? 1 : 0];
+  if (!slot) {
+    std::vector<int> all(static_cast<std::size_t>(impl.gpus_per_node));
+    for (int i = 0; i < impl.gpus_per_node; ++i) all[static_cast<std::size_t>(i)] = i;
+    slot = std::make_shared<const nccl::System>(nccl::build_system(impl, all, nets, nccl::default_table()));
+  }
+  return *slot;
+}
+
+GpuPath to_gpu_path(const nccl::SPath& p) {
+  GpuPath out;
+  out.type = static_cast<PathType>(p.type);
+  out.bandwidth = gigabytes_per_second(p.bw);
+  out.hops = p.count();
+  return out;
+}
+
+void check_gpu(const Topology& t, int g, std::string_view what) {
+  if (g < 0 || g >= t.max_gpus())
+    throw InputError(fmt::format("{} {} is not a GPU of this cluster (0..{})", what, g, t.max_gpus() - 1));
+}
+}  // namespace
+
+GpuPath Topology::nic_path(int local_gpu, int nic) const {
+  if (impl_->nics.empty()) return {};
+  const auto& s = full_system(*impl_, true);
+  return to_gpu_path(s.p(nccl::GPU, local_gpu, nccl::NET, nic));
+}
+
+GpuPath Topology::path(int a, int b) const {
+  check_gpu(*this, a, "GPU");
+  check_gpu(*this, b, "GPU");
+  const int gpn = impl_->gpus_per_node;
+  const int na = a / gpn, nb = b / gpn, la = a % gpn, lb = b % gpn;
+  if (na == nb) {
+    if (la == lb) return GpuPath{PathType::loc, gigabytes_per_second(nccl::default_table().loc_bw), 0, true, 0};
+    const auto& s = full_system(*impl_, false);
+    GpuPath out = to_gpu_path(s.p(nccl::GPU, la, nccl::GPU, lb));
+    out.p2p = s.p2p[static_cast<std::size_t>(la)][static_cast<std::size_t>(lb)] != 0;
+    const auto& g = impl_->graph;
+    for (auto e : boost::make_iterator_range(boost::out_edges(impl_->gpus[static_cast<std::size_t>(la)], g)))
+      if (boost::target(e, g) == impl_->gpus[static_cast<std::size_t>(lb)] && g[e].kind == LinkKind::nvlink)
+        out.nvlinks += g[e].count;
+    return out;
+  }
+  // Across nodes: each GPU reaches its best NIC, the NICs meet on the fabric.
+  const auto& s = full_system(*impl_, true);
+  auto best = [&](int lg) {
+    nccl::SPath bestp;
+    for (int n = 0; n < s.count(nccl::NET); ++n) {
+      const auto& p = s.p(nccl::GPU, lg, nccl::NET, n);
+      if (p.bw > bestp.bw || (p.bw == bestp.bw && p.type < bestp.type)) bestp = p;
+    }
+    return bestp;
+  };
+  const auto pa = best(la), pb = best(lb);
+  GpuPath out;
+  out.type = PathType::net;
+  out.bandwidth = gigabytes_per_second(std::min(pa.bw, pb.bw));
+  out.hops = pa.count() + pb.count() + 1;
+  return out;
+}
+
+BytesPerSecond Topology::measured_p2p(int a, int b) const noexcept {
+  for (const auto& o : impl_->p2p_overrides)
+    if ((o.a == a && o.b == b) || (o.a == b && o.b == a)) return o.bandwidth;
+  return {};
+}
+
+BytesPerSecond Topology::gpu_link_bandwidth(int local_gpu) const {
+  const auto& s = full_system(*impl_, false);
+  const auto& node = s.typed_const(nccl::GPU, local_gpu);
+  double nvl = 0, pci = 0;
+  for (int l : node.links) {
+    if (s.links[static_cast<std::size_t>(l)].type == nccl::P_NVL) nvl += s.links[static_cast<std::size_t>(l)].bw;
+    if (s.links[static_cast<std::size_t>(l)].type == nccl::P_PIX) pci = s.links[static_cast<std::size_t>(l)].bw;
+  }
+  return gigabytes_per_second(std::max(nvl, pci));
+}
+
+ChannelSet Topology::channels(ChannelPattern pattern, std::span<const int> local_gpus, int nodes) const {
+  std::vector<int> gpus(local_gpus.begin(), local_gpus.end());
+  std::sort(gpus.begin(), gpus.end());
+  gpus.erase(std::unique(gpus.begin(), gpus.end()), gpus.end());
+  if (gpus.empty()) throw InputError("a channel search needs at least one GPU");
+  for (int g : gpus)
+    if (g < 0 || g >= impl_->gpus_per_node)
+      throw InputError(fmt::format("GPU {} is not a GPU of one node (0..{})", g, impl_->gpus_per_node - 1));
+  const bool nets = nodes > 1;
+  if (nets && impl_->nics.empty()) throw InputError("the cluster has no NIC to join nodes");
+  const auto key = std::make_tuple(static_cast<int>(pattern), gpus, nets);
+  {
+    std::lock_guard lock(impl_->mutex);
+    if (auto it = impl_->cache.find(key); it != impl_->cache.end()) return it->second;
+  }
+  const auto& table = nccl::default_table();
+  ChannelSet result;
+  if (pattern == ChannelPattern::ring) {
+    auto sys = nccl::build_system(*impl_, gpus, nets, table);
+    result = nccl::compute_channels(sys, pattern, 1, table.max_channels, table);
+  } else {
+    // init.cc: the tree search must find as many channels as the ring search did.
+    const ChannelSet ring = channels(ChannelPattern::ring, gpus, nodes);
+    auto sys = nccl::build_system(*impl_, gpus, nets, table);
+    result = nccl::compute_channels(sys, pattern, ring.channels, ring.channels, table);
+  }
+  std::lock_guard lock(impl_->mutex);
+  impl_->cache.emplace(key, result);
+  return result;
+}
+
+Seconds p2p_copy_time(const Topology& t, int a, int b, Bytes size) {
+  const GpuPath p = t.path(a, b);
+  if (p.type == PathType::loc) return {};
+  const auto& table = nccl::default_table();
+  const int gpn = t.gpus_per_node();
+  BytesPerSecond bw = p.bandwidth;
+  if (a / gpn == b / gpn) {
+    const BytesPerSecond m = t.measured_p2p(a % gpn, b % gpn);
+    if (m > BytesPerSecond{}) bw = m;
+  }
+  const int hw = p.type == PathType::net ? nccl::HW_NET
+                 : (p.type == PathType::nvl || p.type == PathType::nvb) ? nccl::HW_NVLINK
+                                                                          : nccl::HW_PCI;
+  return microseconds(table.hw_latency_us[static_cast<std::size_t>(hw)][nccl::RING][nccl::SIMPLE]) + size / bw;
+}
+
+}  // namespace dlscale
