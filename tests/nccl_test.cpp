@@ -1,0 +1,247 @@
+// NCCL's channel search and cost model (NCCL 2.30.7 constants, shared/docs/nccl-model.md). Every
+// expected value is derived by hand in the comments from the search rules:
+//   - speeds tried (intra): 40, 30, 20, 18, 15, 12, 10, …; (SM90) 60, 50, 40, 30, 24, 20, …
+//   - start at the first speed ≤ maxBw (best GPU-GPU path) with speed·minChannels ≤ totalBw;
+//   - a channel reserves its speed on every link (per direction) of every hop of its ring;
+//   - stop once nChannels·speed ≥ totalBw (a GPU's NVLinks together); else lower the speed while
+//     next/best > .49; keep the best nChannels·speed;
+//   - bwIntra ≥ 25 → channels doubled at half speed (not on SM>80 with bw < 50 and > 4 channels);
+//   - trees must find as many channels as the ring (init.cc), reserving both directions.
+// and the tuning: time_us = lat + bytes / (1000 · algbw), ring algbw = busBw · n / nsteps.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include <map>
+
+#include "dlscale/collective.hpp"
+#include "dlscale/error.hpp"
+#include "dlscale/io.hpp"
+#include "dlscale/topology.hpp"
+#include "nccl/model.hpp"
+#include "support/run.hpp"
+
+namespace dlscale {
+namespace {
+
+const Cluster& cluster(const std::string& name) {
+  static std::map<std::string, Cluster> cache;
+  auto it = cache.find(name);
+  if (it == cache.end()) it = cache.emplace(name, load_cluster(resolve(DataKind::cluster, name, "--cluster"))).first;
+  return it->second;
+}
+const Topology& topo(const std::string& name) { return *cluster(name).topology; }
+
+std::vector<int> first(int n) {
+  std::vector<int> v;
+  for (int i = 0; i < n; ++i) v.push_back(i);
+  return v;
+}
+
+double gbs(BytesPerSecond b) { return in_gigabytes_per_second(b); }
+
+void expect_channels(const ChannelSet& c, int channels, double per_channel) {
+  EXPECT_FALSE(c.fallback);
+  EXPECT_EQ(c.channels, channels);
+  EXPECT_DOUBLE_EQ(gbs(c.bw_intra), per_channel);
+}
+
+// ---- channel search -------------------------------------------------------------------------------
+TEST(NcclSearch, Dgx1vEightGpusSixRingsAtTwenty) {
+  // totalBw = 6 links × 20 = 120, maxBw = 40 (2-link pairs). At 40 only the 2-link cycle
+  // 0-3-2-1-5-6-7-4 works, once per direction: 2 × 40 = 80 < 120. 30: 2 × 30. 20 (20/40 = .5 > .49):
+  // 2-link pairs carry 2 rings per direction, 1-link pairs 1: the 2-link cycle twice each way (4) and the
+  // 1-link cycle 0-1-3-7-5-4-6-2 once each way (2) → 6 × 20 = 120 = totalBw, stop. 20 < 25: no duplication.
+  const auto c = topo("dgx1v").channels(ChannelPattern::ring, first(8), 1);
+  expect_channels(c, 6, 20.0);
+  EXPECT_EQ(c.type_intra, PathType::nvl);
+  ASSERT_EQ(c.orders.size(), 6u);
+  for (const auto& o : c.orders) EXPECT_EQ(o.size(), 8u);
+}
+
+TEST(NcclSearch, Dgx1vGpus0To3FourRingsAtTwenty) {
+  // Without GPUs 4-7 their links vanish: GPU0 keeps 1+1+2 links, totalBw = 80, maxBw = 40. Every
+  // 4-cycle uses a 1-link edge at GPU0 (its only 2-link peer is 3), so 40 and 30 fail. At 20:
+  // 0→3→2→1→0, 0→1→2→3→0, 0→2→1→3→0, 0→3→1→2→0 fit (2-link edges used twice per direction,
+  // 1-link once): 4 × 20 = 80 = totalBw.
+  expect_channels(topo("dgx1v").channels(ChannelPattern::ring, first(4), 1), 4, 20.0);
+  // GPUs 0 and 1 share one link: totalBw = 20 (> PCIe 12), one ring 0→1→0 at 20.
+  expect_channels(topo("dgx1v").channels(ChannelPattern::ring, first(2), 1), 1, 20.0);
+}
+
+TEST(NcclSearch, Dgx2SixChannelsAfterDuplication) {
+  // One merged NVSwitch: GPU↔NVS 6 × 20 = 120 = totalBw = maxBw. At 40 each ring takes 40 of every
+  // GPU's link: 3 × 40 = 120 → stop. 40 ≥ 25 → doubled: 6 × 20. Pass 2 tries 30 × 6 = 180 > 120: no.
+  expect_channels(topo("dgx2").channels(ChannelPattern::ring, first(16), 1), 6, 20.0);
+}
+
+TEST(NcclSearch, DgxA100TwelveRingsAndTwelveTreesAtTen) {
+  // GPU↔NVS 12 × 20 = 240: 6 × 40 = 240 → stop; doubled (sm 80 is not > 80) → 12 × 20.
+  const auto& t = topo("dgx-a100");
+  expect_channels(t.channels(ChannelPattern::ring, first(8), 1), 12, 20.0);
+  // Trees need 12 channels (as many as the ring). A chain reserves both directions, so an inner GPU
+  // uses 2·speed of its 240 GB/s each way: 12 chains fit at 240 / 24 = 10 → the first speed ≤ 10 is 10.
+  expect_channels(t.channels(ChannelPattern::tree, first(8), 1), 12, 10.0);
+}
+
+TEST(NcclSearch, DgxH100TwelveRingsAtThirty) {
+  // SM90 speeds; totalBw = 18 × 20.6 = 370.8. 60: 6 channels (360 < 370.8); 50 → 7 × 50 = 350, 40 →
+  // 9 × 40 = 360 and 30 → 12 × 30 = 360 are not better; 24/60 < .49 stops. 60 ≥ 50 → doubled: 12 × 30.
+  expect_channels(topo("dgx-h100").channels(ChannelPattern::ring, first(8), 1), 12, 30.0);
+}
+
+TEST(NcclSearch, Ac922AndP40AreBoundBetweenSockets) {
+  // AC922, 4 GPUs: the ring crosses the 32 GB/s X-bus twice (once per direction): 1 × 30, doubled
+  // (30 ≥ 25) to 2 × 15.
+  expect_channels(topo("ac922").channels(ChannelPattern::ring, first(4), 1), 2, 15.0);
+  // P40 node: the ring crosses QPI (6 GB/s) twice: one channel at 6.
+  const auto p40 = topo("shi-chu-p40").channels(ChannelPattern::ring, first(4), 1);
+  expect_channels(p40, 1, 6.0);
+  EXPECT_EQ(p40.type_intra, PathType::sys);
+}
+
+TEST(NcclSearch, AwsSingleFlowLimitsTheNetworkChannel) {
+  // One 100 Gb/s NIC capped by one 10 Gb/s flow = 1.25 GB/s: the first inter speed ≤ 1.25 is 1.2.
+  const auto c = topo("aws-p3dn").channels(ChannelPattern::ring, first(8), 2);
+  expect_channels(c, 1, 1.2);
+  EXPECT_DOUBLE_EQ(gbs(c.bw_inter), 1.2);
+}
+
+TEST(NcclSearch, OneRingPerHdrNicAcrossNodes) {
+  // 8 HDR NICs of 25 GB/s, each on a Gen4 switch with its GPUs: one channel per NIC at 24 (the first
+  // inter speed ≤ 25), crossNic 0 → 8 × 24; 24 < 25: no duplication.
+  const auto c = topo("dgx-a100-hdr").channels(ChannelPattern::ring, first(8), 4);
+  expect_channels(c, 8, 24.0);
+  EXPECT_EQ(c.type_inter, PathType::pix);
+}
+
+// ---- tuning ---------------------------------------------------------------------------------------
+TEST(NcclTuning, BusBandwidthFactorsFollowNcclTests) {
+  EXPECT_DOUBLE_EQ(nccl::busbw_factor(CollectiveOp::allreduce, 8), 14.0 / 8.0);
+  EXPECT_DOUBLE_EQ(nccl::busbw_factor(CollectiveOp::allgather, 8), 7.0 / 8.0);
+  EXPECT_DOUBLE_EQ(nccl::busbw_factor(CollectiveOp::reducescatter, 4), 3.0 / 4.0);
+  EXPECT_DOUBLE_EQ(nccl::busbw_factor(CollectiveOp::broadcast, 16), 1.0);
+  EXPECT_DOUBLE_EQ(nccl::busbw_factor(CollectiveOp::reduce, 16), 1.0);
+}
+
+nccl::Choice choose(const std::string& c, CollectiveOp op, Bytes s, GpuPlacement p) {
+  return nccl::choose(topo(c), nccl::default_table(), op, s, p);
+}
+
+TEST(NcclTuning, LargeAllReduceOnDgx1vIsBandwidthBound) {
+  // Ring Simple: busBw 6 × 20 = 120, algbw = 120 · 8/14; lat = 8.4 + 14 × 3.4 (NVLink) = 56 µs.
+  const double bytes = 1073741824.0;
+  const auto ch = choose("dgx1v", CollectiveOp::allreduce, gibibytes(1), {8, 1, 8});
+  EXPECT_EQ(ch.algorithm, nccl::RING);
+  EXPECT_EQ(ch.protocol, nccl::SIMPLE);
+  EXPECT_EQ(ch.channels, 6);
+  const double expected_us = 56.0 + bytes / (1000.0 * 120.0 * 8.0 / 14.0);
+  EXPECT_NEAR(in_us(ch.time), expected_us, 1e-6 * expected_us);
+  // nccl-tests busbw = S/t · 14/8 → just under 120 GB/s
+  EXPECT_NEAR(bytes / in_seconds(ch.time) * 14.0 / 8.0 / 1e9, 119.57, 0.01);
+}
+
+TEST(NcclTuning, SmallAllReduceOnDgx1vIsLatencyBound) {
+  // Ring LL: lat = 6.6 + 14 × 0.6 = 15.0 µs; tree LL: 6.8 + 2·7·0.6 = 15.2 µs; Simple 56 µs.
+  const auto ch = choose("dgx1v", CollectiveOp::allreduce, bytes(8), {8, 1, 8});
+  EXPECT_EQ(ch.algorithm, nccl::RING);
+  EXPECT_EQ(ch.protocol, nccl::LL);
+  // bw = min(llMax 39, 120·0.5) · 8/14
+  EXPECT_NEAR(in_us(ch.time), 15.0 + 8.0 / (1000.0 * 39.0 * 8.0 / 14.0), 1e-9);
+  // latency-dominated: 1 KiB costs within 5 % of 8 B; bandwidth-dominated: 1 GiB ≈ 2 × 512 MiB
+  const auto kib = choose("dgx1v", CollectiveOp::allreduce, kibibytes(1), {8, 1, 8});
+  EXPECT_LT(in_us(kib.time) / in_us(ch.time), 1.05);
+  const auto half = choose("dgx1v", CollectiveOp::allreduce, mebibytes(512), {8, 1, 8});
+  const auto full = choose("dgx1v", CollectiveOp::allreduce, gibibytes(1), {8, 1, 8});
+  EXPECT_NEAR(in_us(full.time) / in_us(half.time), 2.0, 0.01);
+}
+
+TEST(NcclTuning, AllGatherUsesNMinusOneSteps) {
+  // Ring Simple: algbw = 120 · 8/7; lat = 8.4 + 7 × 3.4 = 32.2 µs.
+  const double bytes = 1073741824.0;
+  const auto ch = choose("dgx1v", CollectiveOp::allgather, gibibytes(1), {8, 1, 8});
+  EXPECT_EQ(ch.algorithm, nccl::RING);
+  EXPECT_EQ(ch.protocol, nccl::SIMPLE);
+  EXPECT_NEAR(in_us(ch.time), 32.2 + bytes / (1000.0 * 120.0 * 8.0 / 7.0), 1e-3);
+  const auto rs = choose("dgx1v", CollectiveOp::reducescatter, gibibytes(1), {8, 1, 8});
+  EXPECT_NEAR(in_us(rs.time), in_us(ch.time), 1e-9);
+}
+
+TEST(NcclTuning, Dgx2SixteenGpus) {
+  // Ring Simple: lat = 8.4 + 30 × 3.4 = 110.4 µs, algbw = 120 · 16/30 = 64 GB/s.
+  const double bytes = 1073741824.0;
+  const auto ch = choose("dgx2", CollectiveOp::allreduce, gibibytes(1), {16, 1, 16});
+  EXPECT_NEAR(in_us(ch.time), 110.4 + bytes / 64000.0, 1e-3);
+}
+
+TEST(NcclTuning, MultiNodeRingPaysNetworkStepsAndPlateau) {
+  // dgx-a100-hdr, 4 nodes × 8: ring 8 × 24 (bwInter for > 2 nodes) = 192 busBw, algbw 192 · 32/62.
+  // lat = 8.4 + (62 − 6) · max(3.4, AMD net overhead 2 × 3) + 6 × 14 = 428.4 µs, × 1.4 (plateau, sm 80).
+  const double bytes = 1073741824.0;
+  const auto ch = choose("dgx-a100-hdr", CollectiveOp::allreduce, gibibytes(1), {32, 4, 8});
+  EXPECT_EQ(ch.algorithm, nccl::RING);
+  EXPECT_EQ(ch.protocol, nccl::SIMPLE);
+  EXPECT_NEAR(in_us(ch.time), 428.4 * 1.4 + bytes / (1000.0 * 192.0 * 32.0 / 62.0), 1e-3);
+}
+
+TEST(NcclTuning, ParameterServerIncast) {
+  auto model = make_collective_model(cluster("dgx1v"));
+  // One node, 8 GPUs, one server GPU: 7 senders push 100 MB into its 120 GB/s of NVLinks, then pull:
+  // 2 × (5.7 µs + 7 · 100 MB / 120 GB/s).
+  EXPECT_NEAR(in_seconds(model->parameter_server(megabytes(100), {8, 1, 8}, 1)), 2 * (5.7e-6 + 7 * 100e6 / 120e9), 1e-12);
+  // AWS p3dn, 2 nodes, one server per node: each gets 50 MB from the 8 remote GPUs; each sender is one
+  // 10 Gb/s flow, so ingress = min(12.5, 8 × 1.25) = 10 GB/s; step = 14 µs + 25 µs fabric latency.
+  auto aws = make_collective_model(cluster("aws-p3dn"));
+  EXPECT_NEAR(in_seconds(aws->parameter_server(megabytes(100), {16, 2, 8}, 2)), 2 * (39e-6 + 8 * 50e6 / 10e9), 1e-12);
+}
+
+TEST(NcclTuning, FactoryPicksNcclWhenTheClusterHasAGraph) {
+  EXPECT_NE(make_collective_model(cluster("dgx1v"))->describe().find("NCCL 2.30.7"), std::string::npos);
+  const auto file = test::temp_file("simple.yaml",
+                                    "name: s\nnodes: 1\ngpus_per_node: 2\ngpu: v100-sxm2\nhost_to_gpu: {pinned: \"12 GB/s\"}\n"
+                                    "intra_node: {bandwidth: \"20 GB/s\"}\nstorage: {disk: \"1 GB/s\", page_cache: \"2 GB/s\"}\n");
+  EXPECT_NE(make_collective_model(load_cluster(file))->describe().find("alpha-beta"), std::string::npos);
+}
+
+// ---- CLI ------------------------------------------------------------------------------------------
+TEST(CollectiveCli, JsonCarriesTheResults) {
+  const auto r = test::run_cli("collective --cluster dgx1v --op allreduce --gpus 8 --bytes 1GiB --format json");
+  ASSERT_EQ(r.status, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j["results"].size(), 1u);
+  const auto& x = j["results"][0];
+  EXPECT_DOUBLE_EQ(x["bytes"].get<double>(), 1073741824.0);
+  EXPECT_NEAR(x["busbw_GBps"].get<double>(), x["algbw_GBps"].get<double>() * 14.0 / 8.0, 1e-9);
+  EXPECT_NEAR(x["algbw_GBps"].get<double>() * x["time_s"].get<double>() * 1e9, 1073741824.0, 1.0);
+  EXPECT_EQ(x["algorithm"], "ring");
+  EXPECT_EQ(x["protocol"], "Simple");
+  EXPECT_EQ(x["channels"], 6);
+}
+
+TEST(CollectiveCli, SweepPrintsAnAllReducePerfTable) {
+  const auto r = test::run_cli("collective --cluster dgx2 --gpus 16 --sweep 8B:64B");
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("algbw"), std::string::npos);
+  EXPECT_NE(r.out.find("# Avg bus bandwidth"), std::string::npos);
+  int rows = 0;
+  std::istringstream in(r.out);
+  for (std::string line; std::getline(in, line);)
+    if (!line.empty() && line[0] != '#') ++rows;
+  EXPECT_EQ(rows, 4);  // 8, 16, 32, 64 bytes
+}
+
+TEST(CollectiveCli, BadInputExitsTwoWithOneLine) {
+  auto r = test::run_cli("collective --cluster dgx1v --op alltoall --gpus 8 --bytes 1MiB");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_TRUE(r.out.empty());
+  EXPECT_NE(r.err.find("--op"), std::string::npos) << r.err;
+  r = test::run_cli("collective --cluster dgx1v --gpus 8 --bytes 1MB/s");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("--bytes"), std::string::npos) << r.err;
+  r = test::run_cli("collective --cluster dgx1v --gpus 64 --bytes 1MiB");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_TRUE(r.out.empty());
+}
+
+}  // namespace
+}  // namespace dlscale

@@ -1,0 +1,324 @@
+// Topology graphs: paths as NCCL computes them on the shipped systems, validation of topology files,
+// and the imports of nvidia-smi / NCCL XML dumps (which must round-trip to the DGX-1V graph).
+// Expected values are derived by hand from NCCL's link ratings (shared/docs/nccl-model.md):
+// NVLink 20 GB/s per link on SM70, PCIe Gen3 x16 = 16·60/80 = 12 GB/s, Broadwell QPI 6, POWER9 X-bus 32.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "dlscale/error.hpp"
+#include "dlscale/io.hpp"
+#include "dlscale/topology.hpp"
+#include "support/run.hpp"
+
+namespace dlscale {
+namespace {
+
+const Topology& topo_of(const std::string& name) {
+  static std::map<std::string, Cluster> cache;
+  auto it = cache.find(name);
+  if (it == cache.end()) it = cache.emplace(name, load_cluster(resolve(DataKind::cluster, name, "--cluster"))).first;
+  EXPECT_TRUE(it->second.topology) << name;
+  return *it->second.topology;
+}
+
+double gbs(BytesPerSecond b) { return in_gigabytes_per_second(b); }
+
+int nic_index(const Topology& t, const std::string& name) {
+  const auto n = t.nic_names();
+  return static_cast<int>(std::find(n.begin(), n.end(), name) - n.begin());
+}
+
+// ---- DGX-1V ---------------------------------------------------------------------------------------
+TEST(Dgx1vPaths, DirectNvlinkPairsCarryTwentyGBPerLink) {
+  const auto& t = topo_of("dgx1v");
+  // 0-3 is a 2-link pair: 2 × 20 = 40 GB/s; 0-1 a 1-link pair: 20 GB/s.
+  auto p03 = t.path(0, 3);
+  EXPECT_EQ(p03.type, PathType::nvl);
+  EXPECT_DOUBLE_EQ(gbs(p03.bandwidth), 40.0);
+  EXPECT_EQ(p03.nvlinks, 2);
+  EXPECT_TRUE(p03.p2p);
+  auto p01 = t.path(0, 1);
+  EXPECT_EQ(p01.type, PathType::nvl);
+  EXPECT_DOUBLE_EQ(gbs(p01.bandwidth), 20.0);
+  EXPECT_EQ(p01.nvlinks, 1);
+}
+
+TEST(Dgx1vPaths, NonNeighboursGoThroughOneGpuAsNvb) {
+  const auto& t = topo_of("dgx1v");
+  // 0→7: via GPU 4, 0-4 two links (40) and 4-7 two links (40): NVB at 40 GB/s.
+  EXPECT_EQ(t.path(0, 7).type, PathType::nvb);
+  EXPECT_DOUBLE_EQ(gbs(t.path(0, 7).bandwidth), 40.0);
+  EXPECT_EQ(t.path(0, 7).hops, 2);
+  // 0→5: via 1 (20, 40) or via 4 (40, 20): the best is 20 GB/s.
+  EXPECT_EQ(t.path(0, 5).type, PathType::nvb);
+  EXPECT_DOUBLE_EQ(gbs(t.path(0, 5).bandwidth), 20.0);
+  // 0→6: via 2 (20, 20) or via 4 (40, 20): 20 GB/s.
+  EXPECT_DOUBLE_EQ(gbs(t.path(0, 6).bandwidth), 20.0);
+  EXPECT_EQ(t.path(0, 7).nvlinks, 0);
+}
+
+TEST(Dgx1vPaths, NicPathsFollowThePcieTree) {
+  const auto& t = topo_of("dgx1v");
+  // GPU0 shares PCIe switch plx0 with mlx5_0: PIX at Gen3 x16 = 12 GB/s.
+  EXPECT_EQ(t.nic_path(0, nic_index(t, "mlx5_0")).type, PathType::pix);
+  EXPECT_DOUBLE_EQ(gbs(t.nic_path(0, nic_index(t, "mlx5_0")).bandwidth), 12.0);
+  // mlx5_1 hangs off the other switch of socket 0: through the host bridge (PHB), 12 GB/s.
+  EXPECT_EQ(t.nic_path(0, nic_index(t, "mlx5_1")).type, PathType::phb);
+  // mlx5_2 sits on socket 1: across QPI (SYS), 6 GB/s.
+  EXPECT_EQ(t.nic_path(0, nic_index(t, "mlx5_2")).type, PathType::sys);
+  EXPECT_DOUBLE_EQ(gbs(t.nic_path(0, nic_index(t, "mlx5_2")).bandwidth), 6.0);
+}
+
+TEST(Dgx1vPaths, GpusOnDifferentNodesMeetOverTheNetwork) {
+  const auto& t = topo_of("dgx1v");
+  const auto p = t.path(0, 8);  // GPU 0 of node 1
+  EXPECT_EQ(p.type, PathType::net);
+  EXPECT_DOUBLE_EQ(gbs(p.bandwidth), 12.0);  // PCIe 12 < EDR 12.5
+}
+
+TEST(Dgx1vPaths, TotalNvlinkBandwidthPerGpu) {
+  // 6 NVLinks × 20 GB/s = 120 GB/s (NCCL's totalBw)
+  EXPECT_DOUBLE_EQ(gbs(topo_of("dgx1v").gpu_link_bandwidth(0)), 120.0);
+}
+
+// ---- DGX-2 ----------------------------------------------------------------------------------------
+TEST(Dgx2Paths, EveryPairIsOneNvswitchHopAtSixLinks) {
+  const auto& t = topo_of("dgx2");
+  // NCCL merges the 12 NVSwitches into one node: 6 links × 20 = 120 GB/s between any two GPUs.
+  for (int b = 1; b < 16; ++b) {
+    const auto p = t.path(0, b);
+    EXPECT_EQ(p.type, PathType::nvl) << b;
+    EXPECT_DOUBLE_EQ(gbs(p.bandwidth), 120.0) << b;
+    EXPECT_EQ(p.hops, 2) << b;
+  }
+  EXPECT_DOUBLE_EQ(gbs(t.gpu_link_bandwidth(5)), 120.0);
+}
+
+// ---- AC922 ----------------------------------------------------------------------------------------
+TEST(Ac922Paths, SiblingsOnNvlinkAndSocketsOverXbus) {
+  const auto& t = topo_of("ac922");
+  // GPU pair of a socket: 3 links × 20 = 60 GB/s.
+  EXPECT_EQ(t.path(0, 1).type, PathType::nvl);
+  EXPECT_DOUBLE_EQ(gbs(t.path(0, 1).bandwidth), 60.0);
+  EXPECT_EQ(t.path(0, 1).nvlinks, 3);
+  // Across sockets: GPU0 -NVL(60)- POWER9 -X-bus(32)- POWER9 -NVL(60)- GPU2 → SYS at 32 GB/s;
+  // POWER hosts allow P2P up to SYS.
+  EXPECT_EQ(t.path(0, 2).type, PathType::sys);
+  EXPECT_DOUBLE_EQ(gbs(t.path(0, 2).bandwidth), 32.0);
+  EXPECT_TRUE(t.path(0, 2).p2p);
+  EXPECT_DOUBLE_EQ(gbs(t.path(1, 3).bandwidth), 32.0);
+  // NVLinks of a GPU: 3 to the sibling + 3 to the CPU = 6 × 20 = 120 GB/s.
+  EXPECT_DOUBLE_EQ(gbs(t.gpu_link_bandwidth(0)), 120.0);
+}
+
+// ---- Shi & Chu P40 node -------------------------------------------------------------------------
+TEST(P40Paths, PairsShareASwitchAndSocketsShareQpi) {
+  const auto& t = topo_of("shi-chu-p40");
+  EXPECT_EQ(t.path(0, 1).type, PathType::pix);
+  EXPECT_DOUBLE_EQ(gbs(t.path(0, 1).bandwidth), 12.0);
+  EXPECT_TRUE(t.path(0, 1).p2p);
+  EXPECT_EQ(t.path(2, 3).type, PathType::pix);
+  // 1→2: plx0 → Xeon E5-2650 v4 → QPI (6 GB/s) → Xeon → plx1: SYS, no P2P behind Intel (> PXB).
+  const auto p12 = t.path(1, 2);
+  EXPECT_EQ(p12.type, PathType::sys);
+  EXPECT_DOUBLE_EQ(gbs(p12.bandwidth), 6.0);
+  EXPECT_FALSE(p12.p2p);
+  EXPECT_DOUBLE_EQ(gbs(t.measured_p2p(0, 1)), 19.0);
+  EXPECT_DOUBLE_EQ(gbs(t.measured_p2p(1, 2)), 0.0);
+  EXPECT_EQ(t.max_nodes(), 4);
+  EXPECT_EQ(t.fabric().nics_per_node, 1);
+  EXPECT_DOUBLE_EQ(gbs(t.fabric().nic_bandwidth), 7.0);  // 56 Gb/s / 8
+}
+
+TEST(P40Paths, PeerCopyTimeUsesTheMeasuredPairBandwidth) {
+  const auto& t = topo_of("shi-chu-p40");
+  // 19 MB at 19 GB/s = 1 ms, plus one PCI step of NCCL's Simple latency, 5.7 µs.
+  EXPECT_NEAR(in_seconds(p2p_copy_time(t, 0, 1, megabytes(19))), 1e-3 + 5.7e-6, 1e-12);
+  // Across sockets there is no measured figure: 6 MB over the 6 GB/s QPI path = 1 ms + 5.7 µs.
+  EXPECT_NEAR(in_seconds(p2p_copy_time(t, 1, 2, megabytes(6))), 1e-3 + 5.7e-6, 1e-12);
+  // Across nodes: GPU0 → plx0 (12) → cpu0 → mlx4_0 on PCIe Gen3 x8 (8·60/80 = 6 GB/s, below FDR's 7):
+  // 6 MB at 6 GB/s = 1 ms, plus NCCL's network step of 14 µs.
+  EXPECT_NEAR(in_seconds(p2p_copy_time(t, 0, 4, megabytes(6))), 1e-3 + 14e-6, 1e-12);
+}
+
+TEST(P40Cluster, SimpleFormKeysStayAsTheFileGivesThem) {
+  const Cluster c = load_cluster(resolve(DataKind::cluster, "shi-chu-p40", "--cluster"));
+  EXPECT_DOUBLE_EQ(gbs(c.intra_node.bandwidth), 6.0);
+  EXPECT_DOUBLE_EQ(in_gigabits_per_second(c.inter_node.bandwidth), 56.0);
+  EXPECT_DOUBLE_EQ(gbs(c.h2d_pinned), 11.4);
+  EXPECT_EQ(c.max_gpus(), 16);
+}
+
+// ---- every shipped topology ---------------------------------------------------------------------
+class ShippedTopology : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(ShippedTopology, LoadsAndEveryGpuPairHasAPath) {
+  const Cluster c = load_cluster(resolve(DataKind::cluster, GetParam(), "--cluster"));
+  ASSERT_TRUE(c.topology);
+  const auto& t = *c.topology;
+  EXPECT_EQ(t.gpus_per_node(), c.gpus_per_node);
+  for (int a = 0; a < t.gpus_per_node(); ++a)
+    for (int b = 0; b < t.gpus_per_node(); ++b) {
+      const auto p = t.path(a, b);
+      EXPECT_NE(p.type, PathType::dis);
+      EXPECT_GT(gbs(p.bandwidth), 0.0);
+    }
+  // derived simple bandwidths are positive
+  EXPECT_GT(gbs(c.intra_node.bandwidth), 0.0);
+  EXPECT_GT(gbs(c.h2d_pinned), 0.0);
+}
+
+INSTANTIATE_TEST_SUITE_P(Files, ShippedTopology,
+                         ::testing::Values("shi-chu-p40", "dell-c4140-pcie", "dell-c4140-sxm2", "dell-c4130-g", "dgx1v",
+                                           "aws-p3dn", "dgx2", "ac922", "exxact-ts4-rtx2080ti", "dgx-a100",
+                                           "dgx-a100-hdr", "dgx-h100", "dgx-h100-ndr", "rtx4090-pcie"),
+                         [](const auto& info) {
+                           std::string s = info.param;
+                           for (auto& c : s)
+                             if (c == '-') c = '_';
+                           return s;
+                         });
+
+// ---- validation -----------------------------------------------------------------------------------
+std::string base_cluster(const std::string& node_section) {
+  return "name: t\nnodes: 1\ngpus_per_node: 2\ngpu: v100-sxm2\nstorage: {disk: \"1 GB/s\", page_cache: \"2 GB/s\"}\n" +
+         node_section;
+}
+
+std::string load_error(const std::string& name, const std::string& text) {
+  const auto file = test::temp_file(name, text);
+  try {
+    (void)load_cluster(file);
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+TEST(TopologyValidation, UnknownKeyNamesFileLineAndKey) {
+  const auto msg = load_error("unknown.yaml", base_cluster("node:\n  links:\n    - {a: gpu0, b: gpu1, kind: nvlink, cuont: 2}\n"));
+  EXPECT_NE(msg.find("unknown.yaml:8:"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("node.links[0].cuont"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("unknown key"), std::string::npos) << msg;
+}
+
+TEST(TopologyValidation, DanglingEndpointIsNamed) {
+  const auto msg = load_error("dangling.yaml", base_cluster("node:\n  links:\n    - {a: gpu0, b: gpu7, kind: nvlink}\n"));
+  EXPECT_NE(msg.find("dangling.yaml:8:"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("no vertex named 'gpu7'"), std::string::npos) << msg;
+}
+
+TEST(TopologyValidation, AsymmetricDuplicateIsAnError) {
+  const auto msg = load_error("dup.yaml", base_cluster("node:\n  links:\n    - {a: gpu0, b: gpu1, kind: nvlink, count: 2}\n"
+                                                       "    - {a: gpu1, b: gpu0, kind: nvlink, count: 1}\n"));
+  EXPECT_NE(msg.find("dup.yaml:9:"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("asymmetric duplicate"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("line 8"), std::string::npos) << msg;
+}
+
+TEST(TopologyValidation, ImpossibleLinksAreRejected) {
+  auto msg = load_error("cpu-nvl.yaml", base_cluster("node:\n  cpus:\n    - {name: c0, arch: x86}\n    - {name: c1, arch: x86}\n"
+                                                     "  links:\n    - {a: gpu0, b: gpu1, kind: nvlink}\n    - {a: c0, b: c1, kind: nvlink}\n"));
+  EXPECT_NE(msg.find("NVLink joins a GPU"), std::string::npos) << msg;
+  msg = load_error("pcie.yaml", base_cluster("node:\n  pcie_switches: [s]\n  links:\n    - {a: gpu0, b: s, kind: pcie}\n"));
+  EXPECT_NE(msg.find("needs 'generation' and 'lanes'"), std::string::npos) << msg;
+  msg = load_error("bad-unit.yaml", base_cluster("node:\n  links:\n    - {a: gpu0, b: gpu1, kind: nvlink, bandwidth: \"25 GBs\"}\n"));
+  EXPECT_NE(msg.find("node.links[0].bandwidth"), std::string::npos) << msg;
+}
+
+TEST(TopologyValidation, SeveralNodesNeedAFabricAndANic) {
+  std::string text = base_cluster("node:\n  links:\n    - {a: gpu0, b: gpu1, kind: nvlink}\n");
+  text.replace(text.find("nodes: 1"), 8, "nodes: 2");
+  auto msg = load_error("nofabric.yaml", text);
+  EXPECT_NE(msg.find("needs a 'fabric'"), std::string::npos) << msg;
+  msg = load_error("nonic.yaml", text + "fabric: {kind: infiniband, speed: \"100 Gb/s\"}\n");
+  EXPECT_NE(msg.find("at least one NIC"), std::string::npos) << msg;
+}
+
+// ---- imports --------------------------------------------------------------------------------------
+std::string slurp(const std::filesystem::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+void expect_same_graph_as_dgx1v(const std::string& yaml, const std::string& name) {
+  const auto file = test::temp_file(name, yaml);
+  const Cluster imported = load_cluster(file);
+  ASSERT_TRUE(imported.topology);
+  const auto& a = *imported.topology;
+  const auto& b = topo_of("dgx1v");
+  ASSERT_EQ(a.gpus_per_node(), 8);
+  for (int x = 0; x < 8; ++x)
+    for (int y = 0; y < 8; ++y) {
+      const auto pa = a.path(x, y), pb = b.path(x, y);
+      EXPECT_EQ(pa.type, pb.type) << x << "-" << y;
+      EXPECT_DOUBLE_EQ(gbs(pa.bandwidth), gbs(pb.bandwidth)) << x << "-" << y;
+      EXPECT_EQ(pa.nvlinks, pb.nvlinks) << x << "-" << y;
+      EXPECT_EQ(pa.p2p, pb.p2p) << x << "-" << y;
+    }
+  for (const auto& nic : b.nic_names())
+    for (int g = 0; g < 8; ++g)
+      EXPECT_EQ(a.nic_path(g, nic_index(a, nic)).type, b.nic_path(g, nic_index(b, nic)).type) << nic << " " << g;
+  const std::vector<int> all{0, 1, 2, 3, 4, 5, 6, 7};
+  const auto ra = a.channels(ChannelPattern::ring, all, 1), rb = b.channels(ChannelPattern::ring, all, 1);
+  EXPECT_EQ(ra.channels, rb.channels);
+  EXPECT_DOUBLE_EQ(gbs(ra.bw_intra), gbs(rb.bw_intra));
+}
+
+TEST(TopologyImport, NvidiaSmiCaptureRoundTripsToDgx1v) {
+  const std::string yaml =
+      import_nvidia_smi(slurp(std::filesystem::path(DLSCALE_TEST_DATA_DIR) / "topo/dgx1v-nvidia-smi.txt"), "dgx1v-smi.txt");
+  expect_same_graph_as_dgx1v(yaml, "from-smi.yaml");
+}
+
+TEST(TopologyImport, NcclXmlDumpRoundTripsToDgx1v) {
+  const std::string yaml =
+      import_nccl_xml(slurp(std::filesystem::path(DLSCALE_TEST_DATA_DIR) / "topo/dgx1v-nccl-topo.xml"), "dgx1v.xml");
+  EXPECT_NE(yaml.find("model: broadwell"), std::string::npos);  // family 6 model 79
+  EXPECT_NE(yaml.find("gpu: v100-sxm2"), std::string::npos);    // sm 70 with NVLinks
+  expect_same_graph_as_dgx1v(yaml, "from-xml.yaml");
+}
+
+TEST(TopologyImport, MalformedXmlNamesTheLine) {
+  try {
+    (void)import_nccl_xml("<system version=\"1\">\n  <cpu numaid=\"0\">\n    <pci busid=\"x\">\n  </cpu>\n</system>\n", "bad.xml");
+    FAIL() << "no error";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("bad.xml:4:"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("does not match"), std::string::npos) << e.what();
+  }
+}
+
+TEST(TopologyCli, ShowPrintsTheNvidiaSmiStyleMatrix) {
+  const auto r = test::run_cli("topo show dgx1v");
+  ASSERT_EQ(r.status, 0) << r.err;
+  // the GPU0 row: X, NV1 (1), NV1 (2), NV2 (3), NV2 (4), then NVB to 5, 6, 7; PIX to mlx5_0
+  EXPECT_NE(r.out.find("GPU0\t X \tNV1\tNV1\tNV2\tNV2\tNVB\tNVB\tNVB\tPIX\tPHB\tSYS\tSYS"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("nvlink x2"), std::string::npos);
+}
+
+TEST(TopologyCli, ImportWritesAFileAndFailsCleanly) {
+  const auto dir = std::filesystem::temp_directory_path() / ("dlscale-topo-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const auto out = dir / "dgx1v-imported.yaml";
+  auto r = test::run_cli("topo import nccl-xml " + std::string(DLSCALE_TEST_DATA_DIR) + "/topo/dgx1v-nccl-topo.xml -o " +
+                         out.string());
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_TRUE(std::filesystem::exists(out));
+  const auto bad = test::temp_file("broken.xml", "<system>\n<cpu>\n");
+  const auto out2 = dir / "never.yaml";
+  r = test::run_cli("topo import nccl-xml " + bad.string() + " -o " + out2.string());
+  EXPECT_EQ(r.status, 2);
+  EXPECT_TRUE(r.out.empty());
+  EXPECT_FALSE(std::filesystem::exists(out2));
+  EXPECT_NE(r.err.find("broken.xml:"), std::string::npos) << r.err;
+}
+
+}  // namespace
+}  // namespace dlscale
