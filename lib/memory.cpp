@@ -39,9 +39,11 @@ MemoryFit check_memory_fit(const Network& net, const GpuSpec& gpu, int batch, co
   if (!f.fits)
     f.warning = fmt::format(
         "warning: {} at batch {} needs about {} per GPU ({} activations, {} weights, gradients and optimiser state), "
-        "more than the {} of a {}; the largest batch that fits is about {}",
+        "more than the {} of a {}; {}",
         net.name, batch, f.need.total(), f.need.activations, f.need.weights + f.need.gradients + f.need.optimizer_state,
-        f.available, gpu.name, f.largest_batch);
+        f.available, gpu.name,
+        f.largest_batch > 0 ? fmt::format("the largest batch that fits is about {}", f.largest_batch)
+                            : std::string("not even batch 1 fits without sharding or offloading the model"));
   return f;
 }
 

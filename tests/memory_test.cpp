@@ -60,6 +60,11 @@ TEST(Memory, FitWarnsAboveTheLargestBatch) {
   EXPECT_FALSE(over.fits);
   EXPECT_NE(over.warning.find("toy at batch 81"), std::string::npos) << over.warning;
   EXPECT_NE(over.warning.find("largest batch that fits is about 80"), std::string::npos) << over.warning;
+  // 0.9 GB: less than the fixed 1.012 GB, so no batch fits
+  g.memory_size = bytes(0.9e9);
+  const auto none = check_memory_fit(toy(), g, 1, ComputeOptions{}, bytes(1e9));
+  EXPECT_EQ(none.largest_batch, 0);
+  EXPECT_NE(none.warning.find("not even batch 1 fits"), std::string::npos) << none.warning;
 }
 
 Network zoo(const char* name) { return load_network(resolve(DataKind::network, name, "--model")); }
