@@ -33,6 +33,8 @@ struct Cluster {
   BytesPerSecond page_cache{};    // B_cache
   bool dataset_in_page_cache = true;
   std::shared_ptr<const Topology> topology;  // null for the simple form
+  double price_per_gpu_hour = 0.0;           // optional `price_per_gpu_hour: "2.5 USD"`; 0 = not given
+  std::string currency;                       // e.g. "USD"; empty when no price is given
 
   [[nodiscard]] int max_gpus() const noexcept { return max_nodes * gpus_per_node; }
 };

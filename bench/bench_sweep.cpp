@@ -1,0 +1,63 @@
+// Sweep throughput: closed-form configurations per second through run_sweep (spec already parsed),
+// on all cores and on one, and the CSV printer. Target (issue 8): ≥ 10^6 configurations/s on 2 cores.
+#include <benchmark/benchmark.h>
+
+#include <sstream>
+#include <string>
+
+#include "dlscale/sweep.hpp"
+
+namespace {
+
+/// A realistic grid: 3 clusters × 4 CNNs × 5 frameworks × 3 batches × 2 precisions × 2 inter-node
+/// speeds over GPU counts 1 … 32 (counts a cluster cannot hold are left out).
+std::string grid_spec(const std::string& gpus) {
+  return "grid:\n"
+         "  cluster: [shi-chu-p40, dgx1v, dell-c4140-pcie]\n"
+         "  model: [resnet50, alexnet, vgg16, googlenet]\n"
+         "  framework: [caffe-mpi, pytorch-ddp, horovod, mxnet, cntk]\n"
+         "  gpus: " + gpus + "\n"
+         "  batch: [32, 64, 128]\n"
+         "  precision: [fp32, fp16]\n"
+         "  links: [{}, {inter_node: \"200 Gb/s\"}]\n";
+}
+
+void run(benchmark::State& state, const std::string& gpus, unsigned threads) {
+  const dlscale::SweepSpec spec = dlscale::parse_sweep_spec(grid_spec(gpus), "bench.yaml");
+  std::size_t rows = 0;
+  for (auto _ : state) {
+    const auto r = dlscale::run_sweep(spec, dlscale::SweepOptions{threads, nullptr, {}});
+    rows = r.rows.size();
+    benchmark::DoNotOptimize(r.rows.data());
+  }
+  state.counters["configs"] = static_cast<double>(rows);
+  state.counters["groups"] = static_cast<double>(spec.groups.size());
+  state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations() * rows));
+}
+
+// Powers of two: 6 counts per group (a Predictor prepared for every 6 predictions).
+void BM_SweepPow2AllCores(benchmark::State& s) { run(s, "[1, 2, 4, 8, 16, 32]", 0); }
+void BM_SweepPow2OneThread(benchmark::State& s) { run(s, "[1, 2, 4, 8, 16, 32]", 1); }
+// Every node count 1 … 32 nodes' worth of GPUs (most groups: 4 or 8 GPUs per node, up to 8 nodes).
+void BM_SweepEveryCountAllCores(benchmark::State& s) {
+  std::string list = "[1, 2, 3";
+  for (int g = 4; g <= 64; g += 4) list += ", " + std::to_string(g);
+  run(s, list + "]", 0);
+}
+BENCHMARK(BM_SweepPow2AllCores)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_SweepPow2OneThread)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_SweepEveryCountAllCores)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+void BM_SweepCsv(benchmark::State& state) {
+  const dlscale::SweepSpec spec = dlscale::parse_sweep_spec(grid_spec("[1, 2, 4, 8, 16, 32]"), "bench.yaml");
+  const auto r = dlscale::run_sweep(spec);
+  for (auto _ : state) {
+    std::ostringstream out;
+    dlscale::write_sweep(out, dlscale::SweepFormat::csv, spec, r);
+    benchmark::DoNotOptimize(out.str().size());
+  }
+  state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations() * r.rows.size()));
+}
+BENCHMARK(BM_SweepCsv)->Unit(benchmark::kMillisecond);
+
+}  // namespace

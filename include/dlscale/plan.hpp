@@ -1,0 +1,167 @@
+// Capacity planning on top of the closed-form Predictor: time and cost to train, and `explain` — where
+// each millisecond of an iteration goes, what bounds it, what doubling each resource buys, the bucket
+// size that hides the most communication, and the smallest change that reaches a target efficiency.
+// docs/planning.md describes the method; every number here comes out of Predictor::predict.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "dlscale/predict.hpp"
+#include "dlscale/units.hpp"
+
+namespace dlscale {
+
+// ---- time and cost to train -------------------------------------------------------------------------
+
+/// How much data one training run reads: `samples_per_epoch` × `epochs`.
+struct TrainingWorkload {
+  std::int64_t samples_per_epoch = 0;
+  double epochs = 0.0;
+  std::string source;  // e.g. "ImageNet-1k (1,281,167 images) × 90 epochs (default for image models)"
+};
+
+/// ImageNet-1k's training set (ILSVRC-2012): 1,281,167 images.
+inline constexpr std::int64_t kImageNet1kTrainImages = 1'281'167;
+/// The 90-epoch ResNet schedule (He et al. 2016; Goyal et al. 2017).
+inline constexpr double kImageNetEpochs = 90.0;
+
+/// The default workload of a network: ImageNet-1k × 90 epochs for image models; none for token models
+/// (a transformer's data set varies too much: give samples and epochs explicitly).
+std::optional<TrainingWorkload> default_workload(const Network& net);
+
+/// A workload from optional user values: samples (> 0) and epochs (> 0) override the defaults; for a
+/// token model without --dataset-samples the result is empty. Throws UsageError on values ≤ 0.
+std::optional<TrainingWorkload> make_workload(const Network& net, std::optional<std::int64_t> samples,
+                                              std::optional<double> epochs);
+
+struct TrainingCost {
+  double iterations = 0.0;       // epochs × ceil(samples / (GPUs × batch))
+  Seconds wall_time{};           // iterations × t_iter
+  double gpu_hours = 0.0;        // wall_time in hours × GPUs
+  std::optional<double> cost;    // gpu_hours × price per GPU-hour, when the cluster gives a price
+  std::string currency;          // the price's currency ("USD")
+};
+
+/// Time to train a workload at one prediction's iteration time, and its cost on the cluster.
+///   iterations = epochs · ⌈samples / (N_g · M)⌉,  T = iterations · t_iter,
+///   GPU-hours = T[h] · N_g,  cost = GPU-hours · price per GPU-hour.
+TrainingCost time_to_train(const Prediction& p, const TrainingWorkload& w, const Cluster& cluster);
+
+// ---- explain --------------------------------------------------------------------------------------
+
+/// One segment of the iteration's critical path. The segments add up to the iteration time.
+struct PathSegment {
+  std::string name;  // "io (exposed)", "h2d", "forward", "backward", "communication (exposed)", "update"
+  Seconds time{};
+};
+
+/// The critical path of a prediction: io not hidden by prefetching, h2d, forward, backward,
+/// communication not hidden behind backward, the update on the path (all of it after aggregation;
+/// `first_update`, the input-side layer's, with per-layer updates).
+std::vector<PathSegment> critical_path(const Prediction& p, const Strategy& s, Seconds first_update);
+
+/// The resources `explain` doubles.
+enum class Resource { gpu, host_to_gpu, intra_node, inter_node, storage };
+std::string_view to_string(Resource r) noexcept;
+inline constexpr Resource kAllResources[] = {Resource::gpu, Resource::host_to_gpu, Resource::intra_node,
+                                             Resource::inter_node, Resource::storage};
+
+/// The scenario with one resource doubled:
+///   gpu          peak FLOP/s (fp32, fp16, tf32) and memory bandwidth ×2; measured layer or profile
+///                forward/backward/update times ×½ (the roofline halves every term)
+///   host_to_gpu  pinned and pageable copy bandwidth ×2; a profile's h2d ×½
+///   intra_node   the intra-node link bandwidth ×2 (see with_links)
+///   inter_node   the inter-node link bandwidth ×2 (see with_links)
+///   storage      disk and page-cache bandwidth ×2; a profile's io ×½
+Scenario with_doubled(const Scenario& sc, Resource r);
+
+/// A collective model whose links changed from `before` to `after` (simple-form links): the α-β ring
+/// on the new links as is, and a graph (NCCL) or calibrated model `base` scaled, size by size, by the
+/// ratio of the α-β ring's times on the new and the old links — a first-order rescaling, since the
+/// graph itself cannot be rewired. Returns `base` unchanged when the links did not change.
+std::shared_ptr<const CollectiveModel> rescale_links(std::shared_ptr<const CollectiveModel> base, const Cluster& before,
+                                                     const Cluster& after);
+/// The scenario on a cluster whose simple links were changed (`changed`, same nodes and GPUs): the
+/// cluster replaced and, where the scenario's collective model is a graph or a calibration, that model
+/// rescaled with rescale_links; measured communication totals of a profile are dropped.
+Scenario with_links(const Scenario& sc, const Cluster& changed);
+/// Whether the scenario's collective model is the α-β ring on its simple links (no graph, no calibration).
+bool uses_simple_links(const Scenario& sc) noexcept;
+
+struct ResourceGain {
+  Resource resource = Resource::gpu;
+  std::string what;            // e.g. "inter-node network 56 Gb/s -> 112 Gb/s"
+  Seconds baseline{};          // iteration time the gain is measured against
+  Seconds doubled{};           // iteration time with the resource doubled
+  double throughput_gain = 0;  // baseline / doubled − 1 (0.25 = 25 % more samples/s)
+  bool rescaled = false;       // a graph or calibrated collective model rescaled (rescale_links)
+};
+
+struct BucketTry {
+  Bytes size{};           // zero: layer-wise (one aggregation per layer, no merging)
+  Seconds iteration{};
+  Seconds exposed{};      // communication not hidden
+};
+
+struct BucketAdvice {
+  bool applicable = false;  // false when the framework does not overlap aggregation with backward
+  std::string note;
+  BucketTry current;
+  BucketTry best;
+  std::vector<BucketTry> tried;  // layer-wise, then 1, 2, 4, … 512 MiB
+};
+
+/// Tries layer-wise aggregation and buckets of 1 MiB … 512 MiB (powers of two; the first bucket as the
+/// strategy says, capped at the bucket size) and returns the fastest; ties go to the smaller bucket.
+BucketAdvice best_buckets(const Scenario& sc, int gpus);
+
+struct Change {
+  std::string kind;          // "faster NIC", "bigger batch", "mixed precision", "bucket size"
+  std::string description;   // e.g. "inter-node 56 Gb/s -> 100 Gb/s (next standard speed)"
+  int steps = 1;             // how far from today (NIC speeds up the ladder, batch doublings)
+  Prediction prediction;
+  bool reaches = false;
+};
+
+struct TargetAdvice {
+  double target = 0.0;
+  bool already = false;               // the configuration already reaches it
+  std::optional<Change> smallest;     // the change with the fewest steps that reaches it (ties: higher efficiency)
+  std::vector<Change> tried;          // the best attempt of each kind
+  std::string note;                   // e.g. why a kind was not tried
+};
+
+/// The standard Ethernet/InfiniBand speeds the NIC search walks up (Gb/s per port).
+inline constexpr double kStandardNicGbps[] = {1, 10, 25, 40, 50, 56, 100, 200, 400, 800, 1600};
+
+/// Searches, with the predictor, the smallest change that makes `gpus` GPUs reach `target` efficiency:
+/// the next standard NIC speeds (multi-node only), the batch ×2, ×4, ×8, ×16 (while it fits the GPU's
+/// memory), mixed precision (from fp32), and the best bucket size. More nodes is not a fix: efficiency
+/// only falls with scale.
+TargetAdvice reach_efficiency(const Scenario& sc, int gpus, double target);
+
+struct ExplainOptions {
+  std::optional<double> target_efficiency;
+  std::optional<TrainingWorkload> workload;
+};
+
+struct Explanation {
+  Prediction prediction;
+  std::vector<PathSegment> path;
+  std::vector<ResourceGain> doubling;
+  BucketAdvice buckets;
+  std::optional<TargetAdvice> target;
+  std::optional<TrainingWorkload> workload;
+  std::optional<TrainingCost> cost;
+  std::string collective_model;
+};
+
+Explanation explain(const Scenario& sc, int gpus, const ExplainOptions& options);
+
+/// The text `dlscale explain` prints.
+std::string format_explanation(const Explanation& e, const Scenario& sc);
+
+}  // namespace dlscale

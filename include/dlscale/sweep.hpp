@@ -1,0 +1,121 @@
+// Sweeps: many configurations (clusters × models × frameworks × GPU counts × batch sizes × precisions
+// × bucket sizes × link overrides) evaluated in parallel, in a deterministic order, ranked and written
+// as CSV or JSON lines. The spec format is in docs/planning.md; `dlscale sweep --spec FILE` is the front
+// end.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <iosfwd>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "dlscale/cluster.hpp"
+#include "dlscale/network.hpp"
+#include "dlscale/plan.hpp"
+#include "dlscale/predict.hpp"
+#include "dlscale/strategy.hpp"
+
+namespace dlscale {
+
+/// Replacements for the simple-form links of a cluster (cluster.hpp). Unset members keep the file's.
+struct LinkOverrides {
+  std::string label = "-";                   // e.g. "inter_node=200 Gb/s"; "-" for no override
+  std::optional<LinkSpec> intra_node;        // bandwidth (and latency if given)
+  std::optional<LinkSpec> inter_node;
+  std::optional<BytesPerSecond> host_to_gpu; // pinned and pageable alike
+  std::optional<BytesPerSecond> storage;     // disk and page cache alike
+  [[nodiscard]] bool empty() const noexcept {
+    return !intra_node && !inter_node && !host_to_gpu && !storage;
+  }
+};
+
+/// The cluster with the overrides applied (simple-form links only; a sweep rescales a topology
+/// cluster's NCCL model with rescale_links, plan.hpp).
+Cluster apply_overrides(const Cluster& c, const LinkOverrides& o);
+
+/// One group of configurations that share a prepared Predictor: everything but the GPU count.
+/// Members index the SweepSpec's tables.
+struct SweepGroup {
+  std::size_t cluster = 0, model = 0, framework = 0, links = 0;
+  int batch = 32;
+  Precision precision = Precision::fp32;
+  std::optional<Bytes> bucket;  // nullopt: the framework's own buckets
+  std::vector<int> gpus;
+};
+
+struct SweepSpec {
+  std::string file;
+  std::vector<Cluster> clusters;
+  std::vector<Network> networks;
+  std::vector<Strategy> strategies;
+  std::vector<LinkOverrides> links;
+  std::vector<SweepGroup> groups;  // in spec order: the grid (axes in file order, GPU counts innermost), then the list
+  std::optional<std::int64_t> dataset_samples;  // `dataset: {samples, epochs}`; defaults: default_workload
+  std::optional<double> dataset_epochs;
+  [[nodiscard]] std::size_t configurations() const noexcept;
+};
+
+/// Parses a sweep spec (docs/planning.md). Every error is an InputError naming file:line:col and the key;
+/// names of clusters, models and frameworks resolve like the CLI options.
+SweepSpec load_sweep_spec(const std::filesystem::path& file);
+SweepSpec parse_sweep_spec(const std::string& yaml_text, const std::string& display_name);
+
+/// Evaluates one group: fills out[i] for gpus[i]. The closed form is the default; the simulator's CLI
+/// plugs in its own.
+class GroupEvaluator {
+ public:
+  virtual ~GroupEvaluator() = default;
+  virtual void evaluate(const Scenario& sc, std::span<const int> gpus, std::span<Prediction> out) const = 0;
+  [[nodiscard]] virtual std::string name() const = 0;
+};
+/// One Predictor per group, Predictor::predict for every GPU count.
+const GroupEvaluator& closed_form_evaluator();
+
+struct SweepRow {
+  std::size_t group = 0;
+  Prediction prediction;
+  double train_hours = 0.0;     // 0 when no workload applies (token model without dataset samples)
+  double gpu_hours = 0.0;
+  std::optional<double> cost;   // gpu_hours × price, when the cluster has a price
+};
+
+struct SweepResult {
+  std::vector<SweepRow> rows;   // in spec order, whatever the thread count
+  std::size_t skipped = 0;      // GPU counts a cluster cannot hold (left out)
+  std::vector<std::string> skipped_examples;  // up to 3 reasons, for a note on stderr
+  std::string evaluator;
+};
+
+struct SweepOptions {
+  unsigned threads = 0;  // 0: std::thread::hardware_concurrency()
+  const GroupEvaluator* evaluator = nullptr;  // null: closed_form_evaluator()
+  /// Called from the calling thread about every 100 ms while workers run: (configurations done, total).
+  std::function<void(std::size_t, std::size_t)> progress;
+};
+
+SweepResult run_sweep(const SweepSpec& spec, const SweepOptions& options = {});
+
+/// The Scenario of a group (for callers that evaluate groups themselves).
+Scenario group_scenario(const SweepSpec& spec, const SweepGroup& g);
+
+enum class SweepFormat { csv, jsonl };
+SweepFormat sweep_format_from_string(std::string_view s);  // throws UsageError("--format", …)
+enum class SweepRank { throughput, efficiency, cost };
+SweepRank sweep_rank_from_string(std::string_view s);      // throws UsageError("--by", …)
+
+/// Row indices of the best `k` rows: highest throughput, highest efficiency, or lowest cost (GPU-hours
+/// when some cluster has no price; `note` then says so). Ties keep spec order.
+std::vector<std::size_t> top_rows(const SweepSpec& spec, const SweepResult& r, std::size_t k, SweepRank by,
+                                  std::string* note = nullptr);
+
+/// CSV (header + one line per row) or JSON lines (one object per row); `rows` selects and orders them
+/// (empty: all rows in spec order).
+void write_sweep(std::ostream& out, SweepFormat f, const SweepSpec& spec, const SweepResult& r,
+                 std::span<const std::size_t> rows = {});
+
+}  // namespace dlscale

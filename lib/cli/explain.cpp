@@ -1,0 +1,80 @@
+// dlscale explain: where each millisecond of one configuration's iteration goes, what bounds it, what
+// doubling each resource buys, the best bucket size, and the smallest change reaching --target.
+#include <fmt/format.h>
+
+#include <optional>
+
+#include "cli/commands.hpp"
+#include "cli/scenario_options.hpp"
+#include "dlscale/error.hpp"
+#include "dlscale/plan.hpp"
+
+namespace dlscale::cli {
+namespace {
+
+struct ExplainCliOptions {
+  ScenarioOptions scenario;
+  std::string target;  // "0.8" or "80%"
+  std::int64_t dataset_samples = 0;
+  double epochs = 0.0;
+  std::string output;
+};
+
+double parse_target(const std::string& text) {
+  std::string t = text;
+  bool percent = false;
+  if (!t.empty() && t.back() == '%') {
+    percent = true;
+    t.pop_back();
+  }
+  double v = 0.0;
+  std::size_t used = 0;
+  try {
+    v = std::stod(t, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used == 0 || used != t.size())
+    throw UsageError("--target", fmt::format("'{}' is not an efficiency (e.g. 0.8 or 80%)", text));
+  if (percent || v > 1.0) v /= 100.0;
+  if (!(v > 0.0 && v <= 1.0)) throw UsageError("--target", fmt::format("'{}' is not an efficiency in (0, 100%]", text));
+  return v;
+}
+
+void run_explain(const ExplainCliOptions& o) {
+  RunInfo info;
+  info.command_line = command_line();
+  const Scenario sc = build_scenario(o.scenario, info);
+  int gpus = sc.cluster.max_gpus();
+  if (!o.scenario.gpus.empty()) {
+    const auto list = parse_gpu_list(o.scenario.gpus);
+    if (list.size() != 1) throw UsageError("--gpus", "explain takes one GPU count");
+    gpus = list.front();
+  }
+  ExplainOptions eo;
+  if (!o.target.empty()) eo.target_efficiency = parse_target(o.target);
+  eo.workload = make_workload(sc.network, o.dataset_samples ? std::optional<std::int64_t>(o.dataset_samples) : std::nullopt,
+                              o.epochs != 0.0 ? std::optional<double>(o.epochs) : std::nullopt);
+  const Explanation e = explain(sc, gpus, eo);
+  emit(format_explanation(e, sc), o.output);
+}
+
+}  // namespace
+
+void setup_explain(CLI::App& app) {
+  auto opt = std::make_shared<ExplainCliOptions>();
+  opt->scenario.gpus = "";
+  auto* cmd = app.add_subcommand("explain", "Explain one configuration: critical path, bottleneck, what doubling each "
+                                            "resource buys, best buckets, time and cost to train");
+  add_scenario_options(*cmd, opt->scenario);
+  cmd->get_option("--gpus")->description("One GPU count (default: the whole cluster)");
+  cmd->add_option("--target", opt->target, "Target efficiency (0.8 or 80%): search the smallest change that reaches it")
+      ->type_name("EFF");
+  cmd->add_option("--dataset-samples", opt->dataset_samples,
+                  "Samples per epoch (default for image models: ImageNet-1k, 1,281,167)")->type_name("N");
+  cmd->add_option("--epochs", opt->epochs, "Epochs (default 90 for image models, 1 otherwise)")->type_name("E");
+  cmd->add_option("-o,--output", opt->output, "Write to FILE (atomically) instead of standard output")->type_name("FILE");
+  cmd->callback([opt] { run_explain(*opt); });
+}
+
+}  // namespace dlscale::cli

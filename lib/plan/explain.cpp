@@ -1,0 +1,274 @@
+// `explain`: the critical path, resource doubling, the best bucket size and the smallest change that
+// reaches a target efficiency — every figure a Predictor run (include/dlscale/plan.hpp).
+#include <fmt/format.h>
+#include <fmt/ostream.h>
+
+#include <algorithm>
+#include <cmath>
+#include <sstream>
+
+#include "dlscale/error.hpp"
+#include "dlscale/format.hpp"
+#include "dlscale/memory.hpp"
+#include "dlscale/plan.hpp"
+
+namespace dlscale {
+namespace {
+
+bool overlaps(const Strategy& s) { return s.overlap != Overlap::none && s.aggregation != Aggregation::broadcast_reduce; }
+
+Prediction predict_one(const Scenario& sc, int gpus) { return Predictor(sc).predict(gpus); }
+
+Scenario with_buckets(const Scenario& sc, Bytes size) {
+  Scenario out = sc;
+  if (size > Bytes{}) {
+    out.strategy.overlap = Overlap::bucketed;
+    out.strategy.bucket_size = size;
+    out.strategy.first_bucket = min(sc.strategy.first_bucket, size);
+  } else {
+    out.strategy.overlap = Overlap::layerwise;
+  }
+  return out;
+}
+
+std::string bucket_name(Bytes b) {
+  return b > Bytes{} ? fmt::format("{:g} MiB", in_mebibytes(b)) : std::string("layer-wise (no merging)");
+}
+
+}  // namespace
+
+BucketAdvice best_buckets(const Scenario& sc, int gpus) {
+  BucketAdvice a;
+  const Prediction now = predict_one(sc, gpus);
+  a.current = BucketTry{sc.strategy.overlap == Overlap::bucketed ? sc.strategy.bucket_size : Bytes{}, now.iteration_time,
+                        now.breakdown.comm_exposed};
+  if (!overlaps(sc.strategy)) {
+    a.note = fmt::format("framework '{}' does not overlap aggregation with backward: bucket sizes change nothing",
+                         sc.strategy.name);
+    a.best = a.current;
+    return a;
+  }
+  a.applicable = true;
+  std::vector<Bytes> sizes{Bytes{}};
+  for (double mib = 1; mib <= 512; mib *= 2) sizes.push_back(mebibytes(mib));
+  for (Bytes s : sizes) {
+    const Prediction p = predict_one(with_buckets(sc, s), gpus);
+    a.tried.push_back(BucketTry{s, p.iteration_time, p.breakdown.comm_exposed});
+  }
+  a.best = a.tried.front();
+  for (const auto& t : a.tried)
+    if (t.iteration < a.best.iteration * (1.0 - 1e-12)) a.best = t;
+  if (gpus == 1) a.note = "one GPU aggregates nothing: every bucket size gives the same time";
+  return a;
+}
+
+TargetAdvice reach_efficiency(const Scenario& sc, int gpus, double target) {
+  if (!(target > 0.0 && target <= 1.0)) throw UsageError("--target", "the target efficiency is a fraction in (0, 1], e.g. 0.8");
+  TargetAdvice t;
+  t.target = target;
+  const Predictor base(sc);
+  const Prediction now = base.predict(gpus);
+  t.already = now.efficiency >= target;
+  const GpuPlacement at = base.place(gpus);
+  std::vector<std::string> notes;
+
+  auto consider = [&](Change c) {
+    c.reaches = c.prediction.efficiency >= target;
+    t.tried.push_back(c);
+  };
+  // Faster NIC: walk up the standard speeds, stop at the first that reaches the target.
+  if (at.nodes > 1) {
+    const double now_gbps = in_gigabits_per_second(sc.cluster.inter_node.bandwidth);
+    std::optional<Change> last;
+    int step = 0;
+    for (double speed : kStandardNicGbps) {
+      if (speed <= now_gbps * 1.0001) continue;
+      ++step;
+      Cluster faster = sc.cluster;
+      faster.inter_node.bandwidth = gigabits_per_second(speed);
+      const Scenario s = with_links(sc, faster);
+      Change c{"faster NIC", fmt::format("inter-node {:g} Gb/s -> {:g} Gb/s ({} standard speed{} up)", now_gbps, speed,
+                                         step, step > 1 ? "s" : ""),
+               step, predict_one(s, gpus), false};
+      last = c;
+      if (c.prediction.efficiency >= target) break;
+    }
+    if (last) consider(*last);
+  } else {
+    notes.push_back("one node: no NIC on the path");
+  }
+  // Bigger batch: ×2, ×4, ×8, ×16 while the estimate fits the GPU's memory.
+  if (!sc.profile && !sc.measured_layers) {
+    std::optional<Change> last;
+    for (int k = 1; k <= 4; ++k) {
+      Scenario s = sc;
+      s.batch_per_gpu = sc.batch_per_gpu << k;
+      if (sc.cluster.gpu.memory_size > Bytes{} &&
+          !check_memory_fit(s.network, s.cluster.gpu, s.batch_per_gpu, s.compute).fits) {
+        notes.push_back(fmt::format("batch {} does not fit the {} of a {}", s.batch_per_gpu, sc.cluster.gpu.memory_size,
+                                    sc.cluster.gpu.name));
+        break;
+      }
+      Change c{"bigger batch", fmt::format("batch {} -> {} per GPU (x{})", sc.batch_per_gpu, s.batch_per_gpu, 1 << k), k,
+               predict_one(s, gpus), false};
+      last = c;
+      if (c.prediction.efficiency >= target) break;
+    }
+    if (last) consider(*last);
+  } else {
+    notes.push_back("measured layer times are for one batch size: bigger batches not tried");
+  }
+  // Mixed precision: halves the gradient bytes and runs the matrix work on tensor cores.
+  if (sc.compute.precision == Precision::fp32 && !sc.profile && !sc.measured_layers) {
+    Scenario s = sc;
+    s.compute.precision = Precision::fp16;
+    consider(Change{"mixed precision", "fp32 -> mixed fp16", 1, predict_one(s, gpus), false});
+  }
+  // Better bucket size.
+  if (overlaps(sc.strategy)) {
+    const BucketAdvice b = best_buckets(sc, gpus);
+    if (b.best.size != b.current.size || b.best.iteration < b.current.iteration)
+      consider(Change{"bucket size", fmt::format("{} -> {}", bucket_name(b.current.size), bucket_name(b.best.size)), 1,
+                      predict_one(with_buckets(sc, b.best.size), gpus), false});
+  }
+  for (const auto& c : t.tried) {
+    if (!c.reaches) continue;
+    if (!t.smallest || c.steps < t.smallest->steps ||
+        (c.steps == t.smallest->steps && c.prediction.efficiency > t.smallest->prediction.efficiency))
+      t.smallest = c;
+  }
+  for (const auto& n : notes) t.note += (t.note.empty() ? "" : "; ") + n;
+  return t;
+}
+
+Explanation explain(const Scenario& sc, int gpus, const ExplainOptions& o) {
+  Explanation e;
+  const Predictor p(sc);
+  e.prediction = p.predict(gpus);
+  e.collective_model = sc.collectives ? sc.collectives->describe() : make_collective_model(sc.cluster)->describe();
+  const Seconds first_update = p.layer_times().update.empty() ? Seconds{} : p.layer_times().update.front();
+  e.path = critical_path(e.prediction, sc.strategy, first_update);
+
+  // Doubling each resource, re-predicted. Links: the simple form doubled, a graph or calibrated model
+  // rescaled (rescale_links).
+  for (Resource r : kAllResources) {
+    ResourceGain g;
+    g.resource = r;
+    const Scenario d = with_doubled(sc, r);
+    const bool links = r == Resource::intra_node || r == Resource::inter_node;
+    g.rescaled = links && !uses_simple_links(sc);
+    g.baseline = e.prediction.iteration_time;
+    g.doubled = predict_one(d, gpus).iteration_time;
+    g.throughput_gain = g.baseline / g.doubled - 1.0;
+    const Cluster& c = sc.cluster;
+    switch (r) {
+      case Resource::gpu:
+        g.what = fmt::format("{}: {} -> {}, memory {} -> {}", c.gpu.name, c.gpu.peak(sc.compute.precision),
+                             c.gpu.peak(sc.compute.precision) * 2.0, c.gpu.memory_bandwidth, c.gpu.memory_bandwidth * 2.0);
+        break;
+      case Resource::host_to_gpu:
+        g.what = fmt::format("{} -> {}", c.h2d_pinned, c.h2d_pinned * 2.0);
+        break;
+      case Resource::intra_node:
+        g.what = fmt::format("{} -> {}", c.intra_node.bandwidth, c.intra_node.bandwidth * 2.0);
+        break;
+      case Resource::inter_node:
+        g.what = e.prediction.nodes > 1 ? fmt::format("{} -> {}", c.inter_node.bandwidth, c.inter_node.bandwidth * 2.0)
+                                        : std::string("not used on one node");
+        break;
+      case Resource::storage:
+        g.what = fmt::format("{} {} -> {}", c.dataset_in_page_cache ? "page cache" : "disk",
+                             c.dataset_in_page_cache ? c.page_cache : c.disk,
+                             (c.dataset_in_page_cache ? c.page_cache : c.disk) * 2.0);
+        break;
+    }
+    e.doubling.push_back(g);
+  }
+  e.buckets = best_buckets(sc, gpus);
+  if (o.target_efficiency) e.target = reach_efficiency(sc, gpus, *o.target_efficiency);
+  e.workload = o.workload;
+  if (o.workload) e.cost = time_to_train(e.prediction, *o.workload, sc.cluster);
+  return e;
+}
+
+namespace {
+std::string hours_text(Seconds t) {
+  const double h = in_seconds(t) / 3600.0;
+  if (h >= 48) return fmt::format("{:.1f} h ({:.1f} days)", h, h / 24.0);
+  return fmt::format("{:.2f} h", h);
+}
+}  // namespace
+
+std::string format_explanation(const Explanation& e, const Scenario& sc) {
+  std::ostringstream out;
+  const Prediction& p = e.prediction;
+  const double t_ms = in_ms(p.iteration_time);
+  fmt::print(out, "# dlscale explain: {} on {} ({}), {} ({}), batch {} per GPU, {} GPUs on {} node{}\n", sc.network.name,
+             sc.cluster.name, sc.cluster.gpu.name, sc.strategy.name,
+             sc.compute.precision == Precision::fp16 ? "mixed fp16" : "fp32", p.batch_per_gpu, p.gpus, p.nodes,
+             p.nodes > 1 ? "s" : "");
+  fmt::print(out, "# communication: {}\n\n", e.collective_model);
+  fmt::print(out, "iteration {:.3f} ms, {:.1f} samples/s, speedup {:.3f}, efficiency {:.1f}%\n", t_ms,
+             p.throughput_samples_per_s, p.speedup, 100.0 * p.efficiency);
+  fmt::print(out, "bound by: {} ({})\n\n", to_string(p.bottleneck), p.bottleneck_resource);
+
+  fmt::print(out, "where the iteration goes (critical path):\n");
+  for (const auto& s : e.path)
+    fmt::print(out, "  {:<26} {:>10.3f} ms {:>6.1f}%\n", s.name, in_ms(s.time), t_ms > 0 ? 100.0 * in_ms(s.time) / t_ms : 0.0);
+  fmt::print(out, "  {:<26} {:>10.3f} ms   (communication in all {:.3f} ms, {:.3f} ms hidden behind backward)\n",
+             "total", t_ms, in_ms(p.breakdown.comm), in_ms(p.breakdown.comm - p.breakdown.comm_exposed));
+  if (sc.strategy.io_prefetch)
+    fmt::print(out, "  input read {:.3f} ms per iteration, prefetched in parallel (eq. 4)\n", in_ms(p.breakdown.io));
+
+  fmt::print(out, "\ngain from doubling one resource:\n");
+  for (const auto& g : e.doubling)
+    fmt::print(out, "  {:<40} {:>+7.1f}% samples/s   {}{}\n", to_string(g.resource), 100.0 * g.throughput_gain, g.what,
+               g.rescaled ? " [graph model rescaled by the alpha-beta ratio]" : "");
+
+  fmt::print(out, "\nbucket plan:\n");
+  if (!e.buckets.applicable) {
+    fmt::print(out, "  {}\n", e.buckets.note);
+  } else {
+    for (const auto& t : e.buckets.tried)
+      fmt::print(out, "  {:<24} iteration {:>10.3f} ms, exposed communication {:>9.3f} ms\n", bucket_name(t.size),
+                 in_ms(t.iteration), in_ms(t.exposed));
+    fmt::print(out, "  now: {} ({:.3f} ms); best: {} ({:.3f} ms, {:+.1f}% samples/s)\n", bucket_name(e.buckets.current.size),
+               in_ms(e.buckets.current.iteration), bucket_name(e.buckets.best.size), in_ms(e.buckets.best.iteration),
+               100.0 * (e.buckets.current.iteration / e.buckets.best.iteration - 1.0));
+    if (!e.buckets.note.empty()) fmt::print(out, "  {}\n", e.buckets.note);
+  }
+
+  if (e.target) {
+    const TargetAdvice& t = *e.target;
+    fmt::print(out, "\ntarget efficiency {:.1f}%:\n", 100.0 * t.target);
+    if (t.already) fmt::print(out, "  already reached ({:.1f}%)\n", 100.0 * p.efficiency);
+    for (const auto& c : t.tried)
+      fmt::print(out, "  {:<16} {:<52} efficiency {:>5.1f}%, {:.1f} samples/s{}\n", c.kind, c.description,
+                 100.0 * c.prediction.efficiency, c.prediction.throughput_samples_per_s, c.reaches ? "  reaches" : "");
+    if (!t.already) {
+      if (t.smallest)
+        fmt::print(out, "  smallest change: {} ({})\n", t.smallest->kind, t.smallest->description);
+      else
+        fmt::print(out, "  no single change reaches it\n");
+    }
+    if (!t.note.empty()) fmt::print(out, "  note: {}\n", t.note);
+    fmt::print(out, "  (more nodes is not a fix: efficiency only falls as GPUs are added)\n");
+  }
+
+  fmt::print(out, "\ntime to train:\n");
+  if (e.cost && e.workload) {
+    fmt::print(out, "  workload: {}\n", e.workload->source);
+    fmt::print(out, "  {:.0f} iterations, {} on {} GPUs, {:.1f} GPU-hours", e.cost->iterations, hours_text(e.cost->wall_time),
+               p.gpus, e.cost->gpu_hours);
+    if (e.cost->cost)
+      fmt::print(out, ", {:.2f} {} at {:g} {} per GPU-hour\n", *e.cost->cost, e.cost->currency,
+                 sc.cluster.price_per_gpu_hour, sc.cluster.currency);
+    else
+      fmt::print(out, " (no price_per_gpu_hour in the cluster file)\n");
+  } else {
+    fmt::print(out, "  no default data set for a '{}' model: give --dataset-samples (and --epochs)\n", sc.network.input_kind);
+  }
+  return out.str();
+}
+
+}  // namespace dlscale

@@ -1,0 +1,195 @@
+// Time and cost to train, and the resource manipulations `explain` uses (include/dlscale/plan.hpp).
+#include <fmt/format.h>
+
+#include <cmath>
+#include <span>
+#include <vector>
+
+#include "dlscale/error.hpp"
+#include "dlscale/format.hpp"
+#include "dlscale/plan.hpp"
+
+namespace dlscale {
+
+// ---- workloads --------------------------------------------------------------------------------------
+std::optional<TrainingWorkload> default_workload(const Network& net) {
+  if (net.input_kind != "image") return std::nullopt;
+  return TrainingWorkload{kImageNet1kTrainImages, kImageNetEpochs,
+                          "ImageNet-1k (1,281,167 images) x 90 epochs (default for image models)"};
+}
+
+std::optional<TrainingWorkload> make_workload(const Network& net, std::optional<std::int64_t> samples,
+                                              std::optional<double> epochs) {
+  if (samples && *samples < 1) throw UsageError("--dataset-samples", "the number of samples per epoch must be at least 1");
+  if (epochs && !(*epochs > 0.0)) throw UsageError("--epochs", "the number of epochs must be positive");
+  auto w = default_workload(net);
+  if (!w && !samples) return std::nullopt;  // token models: no default data set
+  if (!w) w = TrainingWorkload{*samples, 1.0, ""};
+  if (samples) w->samples_per_epoch = *samples;
+  if (epochs) w->epochs = *epochs;
+  if (samples || epochs)
+    w->source = fmt::format("{} samples x {:g} epochs (given)", w->samples_per_epoch, w->epochs);
+  return w;
+}
+
+/// Iterations of a run: epochs · ⌈samples / (N_g · M)⌉ (the last, partial batch of an epoch is run).
+TrainingCost time_to_train(const Prediction& p, const TrainingWorkload& w, const Cluster& cluster) {
+  TrainingCost c;
+  const double global_batch = static_cast<double>(p.gpus) * p.batch_per_gpu;
+  c.iterations = w.epochs * std::ceil(static_cast<double>(w.samples_per_epoch) / global_batch);
+  c.wall_time = p.iteration_time * c.iterations;
+  c.gpu_hours = in_seconds(c.wall_time) / 3600.0 * p.gpus;
+  if (cluster.price_per_gpu_hour > 0.0) {
+    c.cost = c.gpu_hours * cluster.price_per_gpu_hour;
+    c.currency = cluster.currency;
+  }
+  return c;
+}
+
+// ---- the critical path ------------------------------------------------------------------------------
+std::vector<PathSegment> critical_path(const Prediction& p, const Strategy& s, Seconds first_update) {
+  const Breakdown& b = p.breakdown;
+  // The update on the path: all of t_u after aggregation (eq. 10), the first layer's (or unit's) with
+  // per-layer updates overlapped with aggregation (eq. 6/7).
+  const bool overlapped = s.overlap != Overlap::none && s.aggregation != Aggregation::broadcast_reduce;
+  const Seconds update = overlapped && s.update == UpdatePlacement::per_layer ? first_update : b.update;
+  const Seconds gpu_side = b.h2d + b.forward + b.backward + b.comm_exposed + update;
+  // With prefetching (eq. 4) t_iter = max(t_gpu + t_comm, t_io): only the part of t_io beyond the GPU
+  // side is on the path. Without it (eq. 2) all of t_io is.
+  const Seconds io_exposed = s.io_prefetch ? max(p.iteration_time - gpu_side, Seconds{}) : b.io;
+  return {{"io (exposed)", io_exposed}, {"h2d", b.h2d},
+          {"forward", b.forward},       {"backward", b.backward},
+          {"communication (exposed)", b.comm_exposed}, {"update", update}};
+}
+
+// ---- resources --------------------------------------------------------------------------------------
+std::string_view to_string(Resource r) noexcept {
+  switch (r) {
+    case Resource::gpu: return "GPU (peak FLOP/s and memory bandwidth)";
+    case Resource::host_to_gpu: return "host-to-GPU copies";
+    case Resource::intra_node: return "intra-node GPU links";
+    case Resource::inter_node: return "inter-node network";
+    case Resource::storage: return "storage (page cache and disk)";
+  }
+  return "";
+}
+
+bool uses_simple_links(const Scenario& sc) noexcept { return !sc.cluster.topology && !sc.collectives; }
+
+namespace {
+/// The graph/calibrated model scaled by the α-β ratio new/old, size by size (plan.hpp, rescale_links).
+class RescaledLinks final : public CollectiveModel {
+ public:
+  RescaledLinks(std::shared_ptr<const CollectiveModel> base, const Cluster& before, const Cluster& after)
+      : base_(std::move(base)), old_(make_alpha_beta_model(before)), new_(make_alpha_beta_model(after)),
+        note_(fmt::format("intra-node {} -> {}, inter-node {} -> {}", before.intra_node.bandwidth,
+                          after.intra_node.bandwidth, before.inter_node.bandwidth, after.inter_node.bandwidth)) {}
+
+  static double ratio(Seconds now, Seconds then) { return then > Seconds{} ? now / then : 1.0; }
+
+  Seconds time(CollectiveOp op, Bytes size, const GpuPlacement& at) const override {
+    return base_->time(op, size, at) * ratio(new_->time(op, size, at), old_->time(op, size, at));
+  }
+  void times(CollectiveOp op, std::span<const Bytes> sizes, const GpuPlacement& at, std::span<Seconds> out) const override {
+    thread_local std::vector<Seconds> a, b;
+    a.resize(sizes.size());
+    b.resize(sizes.size());
+    base_->times(op, sizes, at, out);
+    old_->times(op, sizes, at, a);
+    new_->times(op, sizes, at, b);
+    for (std::size_t i = 0; i < sizes.size(); ++i) out[i] = out[i] * ratio(b[i], a[i]);
+  }
+  Seconds parameter_server(Bytes size, const GpuPlacement& at, int servers) const override {
+    return base_->parameter_server(size, at, servers) *
+           ratio(new_->parameter_server(size, at, servers), old_->parameter_server(size, at, servers));
+  }
+  std::string describe() const override {
+    return fmt::format("{}, rescaled by the alpha-beta ratio of new to old links ({})", base_->describe(), note_);
+  }
+
+ private:
+  std::shared_ptr<const CollectiveModel> base_, old_, new_;
+  std::string note_;
+};
+
+bool same_links(const Cluster& a, const Cluster& b) {
+  return a.intra_node.bandwidth == b.intra_node.bandwidth && a.intra_node.latency == b.intra_node.latency &&
+         a.inter_node.bandwidth == b.inter_node.bandwidth && a.inter_node.latency == b.inter_node.latency;
+}
+}  // namespace
+
+std::shared_ptr<const CollectiveModel> rescale_links(std::shared_ptr<const CollectiveModel> base, const Cluster& before,
+                                                     const Cluster& after) {
+  if (same_links(before, after)) return base;
+  return std::make_shared<RescaledLinks>(std::move(base), before, after);
+}
+
+Scenario with_links(const Scenario& sc, const Cluster& changed) {
+  Scenario out = sc;
+  out.cluster = changed;
+  if (!same_links(sc.cluster, changed)) {
+    if (!uses_simple_links(sc)) {
+      auto base = sc.collectives ? sc.collectives : make_collective_model(sc.cluster);
+      out.collectives = rescale_links(std::move(base), sc.cluster, changed);
+    }
+    if (out.profile)
+      for (auto& [n, m] : out.profile->measured) m.comm.reset();  // a measured total no longer applies
+  }
+  return out;
+}
+
+Scenario with_doubled(const Scenario& sc, Resource r) {
+  Scenario out = sc;
+  switch (r) {
+    case Resource::gpu: {
+      GpuSpec& g = out.cluster.gpu;
+      g.peak_fp32 = g.peak_fp32 * 2.0;
+      g.peak_fp16 = g.peak_fp16 * 2.0;
+      g.peak_tf32 = g.peak_tf32 * 2.0;
+      g.memory_bandwidth = g.memory_bandwidth * 2.0;
+      if (out.measured_layers)
+        for (auto* v : {&out.measured_layers->forward, &out.measured_layers->backward, &out.measured_layers->update})
+          for (auto& x : *v) x = x * 0.5;
+      if (out.profile) {
+        auto& p = out.profile->single_gpu;
+        p.forward = p.forward * 0.5;
+        p.backward = p.backward * 0.5;
+        p.update = p.update * 0.5;
+      }
+      break;
+    }
+    case Resource::host_to_gpu:
+      out.cluster.h2d_pinned = out.cluster.h2d_pinned * 2.0;
+      out.cluster.h2d_pageable = out.cluster.h2d_pageable * 2.0;
+      if (out.profile) {
+        out.profile->single_gpu.h2d = out.profile->single_gpu.h2d * 0.5;
+        for (auto& [n, m] : out.profile->measured)
+          if (m.h2d) m.h2d = *m.h2d * 0.5;
+      }
+      break;
+    case Resource::intra_node: {
+      Cluster c = sc.cluster;
+      c.intra_node.bandwidth = c.intra_node.bandwidth * 2.0;
+      out = with_links(sc, c);
+      break;
+    }
+    case Resource::inter_node: {
+      Cluster c = sc.cluster;
+      c.inter_node.bandwidth = c.inter_node.bandwidth * 2.0;
+      out = with_links(sc, c);
+      break;
+    }
+    case Resource::storage:
+      out.cluster.disk = out.cluster.disk * 2.0;
+      out.cluster.page_cache = out.cluster.page_cache * 2.0;
+      if (out.profile) {
+        out.profile->single_gpu.io = out.profile->single_gpu.io * 0.5;
+        for (auto& [n, m] : out.profile->measured)
+          if (m.io) m.io = *m.io * 0.5;
+      }
+      break;
+  }
+  return out;
+}
+
+}  // namespace dlscale

@@ -1,0 +1,373 @@
+// SVG plots written by hand (include/dlscale/plot.hpp): axes with linear or log scales, lines, stacked
+// bars, a busbw curve and a timeline from a Chrome trace.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <nlohmann/json.hpp>
+
+#include "dlscale/error.hpp"
+#include "dlscale/format.hpp"
+#include "dlscale/plot.hpp"
+
+namespace dlscale {
+
+std::string xml_escape(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (char c : text) {
+    switch (c) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&quot;"; break;
+      default: out += c;
+    }
+  }
+  return out;
+}
+
+namespace {
+
+constexpr int kLeft = 72, kRight = 150, kTop = 36, kBottom = 52;  // margins (legend on the right)
+
+/// Maps data values to pixels on one axis, linear or logarithmic.
+struct Axis {
+  double lo = 0, hi = 1;
+  bool log = false;
+  double p0 = 0, p1 = 1;  // pixel positions of lo and hi
+  [[nodiscard]] double t(double v) const {
+    const double a = log ? std::log10(lo) : lo, b = log ? std::log10(hi) : hi;
+    const double x = log ? std::log10(std::max(v, lo * 1e-3)) : v;
+    return p0 + (x - a) / (b - a) * (p1 - p0);
+  }
+};
+
+std::string number_label(double v) {
+  const double a = std::fabs(v);
+  if (a >= 1e6) return fmt::format("{:g}M", v / 1e6);
+  if (a >= 1e4) return fmt::format("{:g}k", v / 1e3);
+  return fmt::format("{:g}", v);
+}
+
+/// Tick values: decades (with 2 and 5 between when the range is short) on a log axis; 1-2-5 steps on a
+/// linear one.
+std::vector<double> ticks(const Axis& a) {
+  std::vector<double> out;
+  if (a.log) {
+    const double decades = std::log10(a.hi / a.lo);
+    const std::vector<double> mult = decades < 1.5 ? std::vector<double>{1, 2, 5} : decades < 3 ? std::vector<double>{1, 2, 5}
+                                                                                                 : std::vector<double>{1};
+    for (double d = std::pow(10.0, std::floor(std::log10(a.lo))); d <= a.hi * 1.0001; d *= 10)
+      for (double m : mult)
+        if (d * m >= a.lo * 0.9999 && d * m <= a.hi * 1.0001) out.push_back(d * m);
+    return out;
+  }
+  const double span = a.hi - a.lo;
+  const double raw = span / 6;
+  const double mag = std::pow(10.0, std::floor(std::log10(raw)));
+  double step = mag;
+  for (double m : {1.0, 2.0, 5.0, 10.0})
+    if (raw <= m * mag) {
+      step = m * mag;
+      break;
+    }
+  for (double v = std::ceil(a.lo / step) * step; v <= a.hi + step * 1e-9; v += step) out.push_back(v);
+  return out;
+}
+
+/// Range of values for an axis: log axes snap to powers of two around the data; linear ones start at 0.
+void fit(Axis& a, double lo, double hi) {
+  if (!(hi > lo)) hi = lo > 0 ? lo * 2 : lo + 1;
+  if (a.log) {
+    lo = std::max(lo, 1e-12);
+    a.lo = std::pow(2.0, std::floor(std::log2(lo)));
+    a.hi = std::pow(2.0, std::ceil(std::log2(hi)));
+    if (a.hi <= a.lo) a.hi = a.lo * 2;
+  } else {
+    a.lo = std::min(0.0, lo);
+    a.hi = hi * 1.05;
+  }
+}
+
+void open_svg(std::string& s, const PlotFrame& f) {
+  s += fmt::format(
+      "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{0}\" height=\"{1}\" viewBox=\"0 0 {0} {1}\" "
+      "font-family=\"DejaVu Sans, Arial, sans-serif\" font-size=\"12\">\n"
+      "<rect x=\"0\" y=\"0\" width=\"{0}\" height=\"{1}\" fill=\"#ffffff\"/>\n"
+      "<text x=\"{2}\" y=\"22\" font-size=\"15\" font-weight=\"bold\">{3}</text>\n",
+      f.width, f.height, kLeft, xml_escape(f.title));
+}
+
+void draw_axes(std::string& s, const PlotFrame& f, const Axis& x, const Axis& y, bool x_ticks = true) {
+  const int x0 = kLeft, x1 = f.width - kRight, y0 = f.height - kBottom, y1 = kTop;
+  for (double v : ticks(y)) {
+    const double py = y.t(v);
+    s += fmt::format("<line x1=\"{}\" y1=\"{:.1f}\" x2=\"{}\" y2=\"{:.1f}\" stroke=\"#e0e0e0\"/>\n", x0, py, x1, py);
+    s += fmt::format("<text x=\"{}\" y=\"{:.1f}\" text-anchor=\"end\">{}</text>\n", x0 - 6, py + 4, number_label(v));
+  }
+  if (x_ticks)
+    for (double v : ticks(x)) {
+      const double px = x.t(v);
+      s += fmt::format("<line x1=\"{:.1f}\" y1=\"{}\" x2=\"{:.1f}\" y2=\"{}\" stroke=\"#e0e0e0\"/>\n", px, y0, px, y1);
+      s += fmt::format("<text x=\"{:.1f}\" y=\"{}\" text-anchor=\"middle\">{}</text>\n", px, y0 + 16, number_label(v));
+    }
+  s += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"none\" stroke=\"#333333\"/>\n", x0, y1, x1 - x0,
+                   y0 - y1);
+  s += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">{}</text>\n", (x0 + x1) / 2, f.height - 12,
+                   xml_escape(f.x_label));
+  s += fmt::format("<text transform=\"translate(16 {}) rotate(-90)\" text-anchor=\"middle\">{}</text>\n", (y0 + y1) / 2,
+                   xml_escape(f.y_label));
+}
+
+void legend_entry(std::string& s, const PlotFrame& f, int index, const std::string& name, const std::string& colour,
+                  bool dashed, bool box) {
+  const int lx = f.width - kRight + 12, ly = kTop + 12 + 20 * index;
+  if (box)
+    s += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"18\" height=\"12\" fill=\"{}\"/>\n", lx, ly - 9, colour);
+  else
+    s += fmt::format("<line x1=\"{}\" y1=\"{}\" x2=\"{}\" y2=\"{}\" stroke=\"{}\" stroke-width=\"3\"{}/>\n", lx, ly - 4,
+                     lx + 18, ly - 4, colour, dashed ? " stroke-dasharray=\"6 4\"" : "");
+  s += fmt::format("<text x=\"{}\" y=\"{}\">{}</text>\n", lx + 24, ly, xml_escape(name));
+}
+
+}  // namespace
+
+std::string line_plot_svg(const PlotFrame& f, std::span<const Series> series) {
+  double xlo = std::numeric_limits<double>::infinity(), xhi = -xlo, ylo = xlo, yhi = -xlo;
+  for (const auto& se : series)
+    for (std::size_t i = 0; i < se.x.size() && i < se.y.size(); ++i) {
+      if (f.log_x && !(se.x[i] > 0)) continue;
+      if (f.log_y && !(se.y[i] > 0)) continue;
+      xlo = std::min(xlo, se.x[i]);
+      xhi = std::max(xhi, se.x[i]);
+      ylo = std::min(ylo, se.y[i]);
+      yhi = std::max(yhi, se.y[i]);
+    }
+  if (!std::isfinite(xlo)) xlo = 1, xhi = 2, ylo = 1, yhi = 2;
+  Axis x{0, 1, f.log_x, double(kLeft), double(f.width - kRight)};
+  Axis y{0, 1, f.log_y, double(f.height - kBottom), double(kTop)};
+  fit(x, xlo, xhi);
+  fit(y, ylo, yhi);
+  std::string s;
+  open_svg(s, f);
+  draw_axes(s, f, x, y);
+  int index = 0;
+  for (const auto& se : series) {
+    std::string pts;
+    for (std::size_t i = 0; i < se.x.size() && i < se.y.size(); ++i) {
+      if ((f.log_x && !(se.x[i] > 0)) || (f.log_y && !(se.y[i] > 0))) continue;
+      pts += fmt::format("{}{:.1f},{:.1f}", pts.empty() ? "" : " ", x.t(se.x[i]), y.t(se.y[i]));
+    }
+    s += fmt::format("<polyline class=\"series\" fill=\"none\" stroke=\"{}\" stroke-width=\"3\"{} points=\"{}\"/>\n",
+                     se.colour, se.dashed ? " stroke-dasharray=\"6 4\"" : "", pts);
+    if (se.markers)
+      for (std::size_t i = 0; i < se.x.size() && i < se.y.size(); ++i) {
+        if ((f.log_x && !(se.x[i] > 0)) || (f.log_y && !(se.y[i] > 0))) continue;
+        s += fmt::format("<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"4\" fill=\"{}\"/>\n", x.t(se.x[i]), y.t(se.y[i]), se.colour);
+      }
+    legend_entry(s, f, index++, se.name, se.colour, se.dashed, false);
+  }
+  s += "</svg>\n";
+  return s;
+}
+
+std::string throughput_plot_svg(std::span<const Prediction> preds, const std::string& title) {
+  Series model{"predicted", {}, {}, std::string(kPlotModelColour), false, true};
+  Series ideal{"ideal (linear)", {}, {}, std::string(kPlotIdealColour), true, false};
+  double one = 0;
+  for (const auto& p : preds)
+    if (p.gpus == 1) one = p.throughput_samples_per_s;
+  if (one == 0 && !preds.empty()) one = preds.front().throughput_samples_per_s / preds.front().speedup;
+  for (const auto& p : preds) {
+    model.x.push_back(p.gpus);
+    model.y.push_back(p.throughput_samples_per_s);
+    ideal.x.push_back(p.gpus);
+    ideal.y.push_back(one * p.gpus);  // X(N_g) = N_g · X(1)
+  }
+  const Series all[] = {ideal, model};
+  return line_plot_svg(PlotFrame{title, "GPUs", "samples/s", true, true, 640, 400}, all);
+}
+
+std::string speedup_plot_svg(std::span<const Prediction> preds, const std::string& title) {
+  Series model{"predicted", {}, {}, std::string(kPlotModelColour), false, true};
+  Series ideal{"ideal S = N_g", {}, {}, std::string(kPlotIdealColour), true, false};
+  for (const auto& p : preds) {
+    model.x.push_back(p.gpus);
+    model.y.push_back(p.speedup);
+    ideal.x.push_back(p.gpus);
+    ideal.y.push_back(p.gpus);
+  }
+  const Series all[] = {ideal, model};
+  return line_plot_svg(PlotFrame{title, "GPUs", "speedup (eq. 8)", true, true, 640, 400}, all);
+}
+
+std::string stacked_bars_svg(const PlotFrame& f, std::span<const BarSegment> segments, std::span<const std::string> labels,
+                             std::span<const std::vector<double>> values) {
+  double top = 0;
+  for (const auto& v : values) {
+    double sum = 0;
+    for (double x : v) sum += std::max(0.0, x);
+    top = std::max(top, sum);
+  }
+  Axis x{0, 1, false, double(kLeft), double(f.width - kRight)};
+  Axis y{0, 1, false, double(f.height - kBottom), double(kTop)};
+  fit(y, 0, top > 0 ? top : 1);
+  std::string s;
+  open_svg(s, f);
+  draw_axes(s, f, x, y, false);
+  const double slot = (x.p1 - x.p0) / static_cast<double>(std::max<std::size_t>(1, labels.size()));
+  for (std::size_t b = 0; b < labels.size() && b < values.size(); ++b) {
+    const double bx = x.p0 + slot * static_cast<double>(b) + slot * 0.15, w = slot * 0.7;
+    double acc = 0;
+    for (std::size_t k = 0; k < segments.size() && k < values[b].size(); ++k) {
+      const double v = std::max(0.0, values[b][k]);
+      if (v <= 0) continue;
+      const double ya = y.t(acc), yb = y.t(acc + v);
+      s += fmt::format("<rect x=\"{:.1f}\" y=\"{:.1f}\" width=\"{:.1f}\" height=\"{:.1f}\" fill=\"{}\"><title>{}: {:.4g}</title></rect>\n",
+                       bx, yb, w, ya - yb, segments[k].colour, xml_escape(segments[k].name), v);
+      acc += v;
+    }
+    s += fmt::format("<text x=\"{:.1f}\" y=\"{}\" text-anchor=\"middle\">{}</text>\n", bx + w / 2, f.height - kBottom + 16,
+                     xml_escape(labels[b]));
+  }
+  for (std::size_t k = 0; k < segments.size(); ++k)
+    legend_entry(s, f, static_cast<int>(k), segments[k].name, segments[k].colour, false, true);
+  s += "</svg>\n";
+  return s;
+}
+
+std::string breakdown_plot_svg(std::span<const Prediction> preds, const Strategy& strategy, Seconds first_update,
+                               const std::string& title) {
+  static const char* colours[] = {"#8c564b", "#9467bd", "#1f77b4", "#2ca02c", "#e377c2", "#ff7f0e"};
+  std::vector<BarSegment> segs;
+  std::vector<std::string> labels;
+  std::vector<std::vector<double>> values;
+  for (const auto& p : preds) {
+    const auto path = critical_path(p, strategy, first_update);
+    if (segs.empty())
+      for (std::size_t k = 0; k < path.size(); ++k)
+        segs.push_back({path[k].name == "communication (exposed)" ? std::string("comm (exposed)") : path[k].name, colours[k % 6]});
+    labels.push_back(fmt::format("{}", p.gpus));
+    std::vector<double> v;
+    for (const auto& seg : path) v.push_back(in_ms(seg.time));
+    values.push_back(std::move(v));
+  }
+  return stacked_bars_svg(PlotFrame{title, "GPUs", "ms per iteration", false, false, 640, 400}, segs, labels, values);
+}
+
+std::string busbw_plot_svg(const CollectiveModel& model, std::span<const GpuPlacement> where, Bytes from, Bytes to,
+                           const std::string& title) {
+  static const char* colours[] = {"#1f77b4", "#17becf", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b"};
+  std::vector<Series> all;
+  std::vector<Bytes> sizes;
+  for (double b = in_bytes(from); b <= in_bytes(to) * 1.0001; b *= 2) sizes.push_back(bytes(b));
+  std::vector<Seconds> t(sizes.size());
+  for (std::size_t k = 0; k < where.size(); ++k) {
+    const GpuPlacement& at = where[k];
+    if (at.gpus < 2) continue;
+    model.times(CollectiveOp::allreduce, sizes, at, t);
+    Series s{fmt::format("{} GPUs / {} node{}", at.gpus, at.nodes, at.nodes > 1 ? "s" : ""), {}, {}, colours[k % 6], false, false};
+    for (std::size_t i = 0; i < sizes.size(); ++i) {
+      // nccl-tests (doc/PERFORMANCE.md): algbw = S / t, busbw = algbw · 2(n−1)/n for all-reduce
+      const double algbw = in_bytes(sizes[i]) / in_seconds(t[i]);
+      s.x.push_back(in_bytes(sizes[i]));
+      s.y.push_back(algbw * 2.0 * (at.gpus - 1) / at.gpus / 1e9);
+    }
+    all.push_back(std::move(s));
+  }
+  return line_plot_svg(PlotFrame{title, "message size (bytes)", "all-reduce busbw (GB/s)", true, true, 640, 400}, all);
+}
+
+std::string timeline_svg(std::string_view text, double t0, double t1, int max_tracks, const std::string& title) {
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(text);
+  } catch (const nlohmann::json::exception& e) {
+    throw InputError(fmt::format("timeline: not a Chrome trace ({})", e.what()));
+  }
+  const auto& events = j.is_object() && j.contains("traceEvents") ? j["traceEvents"] : j;
+  if (!events.is_array()) throw InputError("timeline: a Chrome trace needs a 'traceEvents' array");
+  struct Slice {
+    double ts, dur;
+    std::string name;
+  };
+  std::map<std::pair<long, long>, std::string> thread_names;
+  std::map<std::pair<long, long>, std::vector<Slice>> tracks;
+  double lo = std::numeric_limits<double>::infinity(), hi = -lo;
+  for (const auto& e : events) {
+    if (!e.is_object() || !e.contains("ph")) continue;
+    const std::string ph = e.value("ph", "");
+    const std::pair<long, long> key{e.value("pid", 0L), e.value("tid", 0L)};
+    if (ph == "M" && e.value("name", "") == "thread_name" && e.contains("args"))
+      thread_names[key] = e["args"].value("name", "");
+    if (ph != "X") continue;
+    const double ts = e.value("ts", 0.0) * 1e-6, dur = e.value("dur", 0.0) * 1e-6;
+    if (t1 > t0 && (ts + dur <= t0 || ts >= t1)) continue;
+    tracks[key].push_back(Slice{ts, dur, e.value("name", "")});
+    lo = std::min(lo, ts);
+    hi = std::max(hi, ts + dur);
+  }
+  if (t1 > t0) lo = t0, hi = t1;
+  if (!std::isfinite(lo) || !(hi > lo)) lo = 0, hi = 1;
+  PlotFrame f{title, "time (ms)", "", false, false, 900, 0};
+  const int rows = std::min<int>(max_tracks, static_cast<int>(tracks.size()));
+  const int row_h = 26, left = 170;
+  f.height = kTop + rows * row_h + kBottom + 10;
+  // colour per event kind (the name up to the first space or digit-run), in order of first appearance
+  static const char* palette[] = {"#1f77b4", "#2ca02c", "#bcbd22", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf"};
+  std::map<std::string, std::string> colour_of;
+  std::vector<std::string> kinds;
+  auto kind = [](const std::string& n) {
+    std::string k;
+    for (char c : n) {
+      if (c == ' ' || c == '(' || (c >= '0' && c <= '9')) break;
+      k += c;
+    }
+    return k.empty() ? n : k;
+  };
+  std::string s;
+  open_svg(s, f);
+  const double x0 = left, x1 = f.width - kRight;
+  auto px = [&](double t) { return x0 + (t - lo) / (hi - lo) * (x1 - x0); };
+  // time axis in ms
+  Axis ax{0, in_ms(seconds(hi - lo)), false, x0, x1};
+  for (double v : ticks(ax)) {
+    const double xx = x0 + v / ax.hi * (x1 - x0);
+    s += fmt::format("<line x1=\"{:.1f}\" y1=\"{}\" x2=\"{:.1f}\" y2=\"{}\" stroke=\"#e0e0e0\"/>\n", xx, kTop, xx,
+                     kTop + rows * row_h);
+    s += fmt::format("<text x=\"{:.1f}\" y=\"{}\" text-anchor=\"middle\">{:g}</text>\n", xx, kTop + rows * row_h + 16, v);
+  }
+  s += fmt::format("<text x=\"{:.1f}\" y=\"{}\" text-anchor=\"middle\">{}</text>\n", (x0 + x1) / 2, f.height - 14,
+                   xml_escape(f.x_label));
+  int row = 0;
+  for (const auto& [key, slices] : tracks) {
+    if (row >= rows) break;
+    const int y = kTop + row * row_h;
+    const auto it = thread_names.find(key);
+    const std::string label = it != thread_names.end() ? it->second : fmt::format("pid {} tid {}", key.first, key.second);
+    s += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"end\">{}</text>\n", left - 8, y + 17, xml_escape(label));
+    for (const auto& sl : slices) {
+      const std::string k = kind(sl.name);
+      if (!colour_of.count(k)) {
+        colour_of[k] = palette[kinds.size() % 8];
+        kinds.push_back(k);
+      }
+      const double a = std::max(px(sl.ts), x0), b = std::min(px(sl.ts + sl.dur), x1);
+      if (b <= a) continue;
+      s += fmt::format("<rect x=\"{:.1f}\" y=\"{}\" width=\"{:.2f}\" height=\"{}\" fill=\"{}\"><title>{} {:.3f} ms</title></rect>\n",
+                       a, y + 4, std::max(b - a, 0.5), row_h - 8, colour_of[k], xml_escape(sl.name), sl.dur * 1e3);
+    }
+    ++row;
+  }
+  s += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"{:.1f}\" height=\"{}\" fill=\"none\" stroke=\"#333333\"/>\n", x0, kTop,
+                   x1 - x0, rows * row_h);
+  for (std::size_t k = 0; k < kinds.size() && k < 12; ++k)
+    legend_entry(s, f, static_cast<int>(k), kinds[k], colour_of[kinds[k]], false, true);
+  s += "</svg>\n";
+  return s;
+}
+
+}  // namespace dlscale

@@ -1,0 +1,558 @@
+// Sweeps (include/dlscale/sweep.hpp): spec parsing, parallel evaluation in a deterministic order,
+// ranking and the CSV / JSON-lines printers.
+#include "dlscale/sweep.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <limits>
+#include <map>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <ostream>
+#include <thread>
+
+#include "dlscale/error.hpp"
+#include "dlscale/format.hpp"
+#include "dlscale/io.hpp"
+#include "io/yaml_reader.hpp"
+
+namespace dlscale {
+namespace fs = std::filesystem;
+using yamlio::MapReader;
+using yamlio::Node;
+
+Cluster apply_overrides(const Cluster& c, const LinkOverrides& o) {
+  Cluster out = c;
+  if (o.intra_node) {
+    out.intra_node.bandwidth = o.intra_node->bandwidth;
+    if (o.intra_node->latency > Seconds{}) out.intra_node.latency = o.intra_node->latency;
+  }
+  if (o.inter_node) {
+    out.inter_node.bandwidth = o.inter_node->bandwidth;
+    if (o.inter_node->latency > Seconds{}) out.inter_node.latency = o.inter_node->latency;
+  }
+  if (o.host_to_gpu) out.h2d_pinned = out.h2d_pageable = *o.host_to_gpu;
+  if (o.storage) out.disk = out.page_cache = *o.storage;
+  return out;
+}
+
+std::size_t SweepSpec::configurations() const noexcept {
+  std::size_t n = 0;
+  for (const auto& g : groups) n += g.gpus.size();
+  return n;
+}
+
+// ---- spec parsing -----------------------------------------------------------------------------------
+namespace {
+
+/// A key whose value is a scalar or a sequence of scalars.
+std::vector<Node> one_or_many(const Node& n) {
+  if (n.is_sequence()) {
+    auto items = n.items();
+    if (items.empty()) n.fail("needs at least one value");
+    return items;
+  }
+  return {n};
+}
+
+struct Tables {
+  SweepSpec& spec;
+  std::map<std::string, std::size_t> clusters, networks, strategies;
+
+  template <class T, class Load>
+  std::size_t intern(std::map<std::string, std::size_t>& seen, std::vector<T>& table, const Node& n, DataKind kind,
+                     const char* option, Load load) {
+    const std::string name = n.scalar();
+    if (auto it = seen.find(name); it != seen.end()) return it->second;
+    fs::path file;
+    try {
+      file = resolve(kind, name, option);
+    } catch (const InputError& e) {
+      n.fail(e.message());
+    }
+    table.push_back(load(file));
+    seen.emplace(name, table.size() - 1);
+    return table.size() - 1;
+  }
+  std::size_t cluster(const Node& n) {
+    return intern(clusters, spec.clusters, n, DataKind::cluster, "cluster", [](const fs::path& f) { return load_cluster(f); });
+  }
+  std::size_t network(const Node& n) {
+    return intern(networks, spec.networks, n, DataKind::network, "model", [](const fs::path& f) { return load_network(f); });
+  }
+  std::size_t strategy(const Node& n) {
+    return intern(strategies, spec.strategies, n, DataKind::framework, "framework",
+                  [](const fs::path& f) { return load_strategy(f); });
+  }
+};
+
+Precision read_precision(const Node& n) { return n.choice({"fp32", "fp16"}) == "fp16" ? Precision::fp16 : Precision::fp32; }
+
+int read_batch(const Node& n) {
+  const auto b = n.integer();
+  if (b < 1 || b > 1'000'000) n.fail("a batch per GPU is a whole number ≥ 1");
+  return static_cast<int>(b);
+}
+
+std::optional<Bytes> read_bucket(const Node& n) {
+  if (n.is_scalar() && n.scalar() == "default") return std::nullopt;
+  const Bytes b = n.bytes();
+  if (!(b > Bytes{})) n.fail("a bucket must hold more than zero bytes (or say 'default')");
+  return b;
+}
+
+std::vector<int> read_gpus(const Node& n) {
+  std::vector<int> out;
+  for (const auto& item : one_or_many(n)) {
+    const auto g = item.integer();
+    if (g < 1 || g > 10'000'000) item.fail("a GPU count is a whole number ≥ 1");
+    out.push_back(static_cast<int>(g));
+  }
+  return out;
+}
+
+LinkSpec read_link_override(const Node& n) {
+  LinkSpec l;
+  if (n.is_map()) {
+    MapReader m(n);
+    l.bandwidth = m.required("bandwidth").bandwidth();
+    if (auto lat = m.optional("latency")) l.latency = lat->seconds();
+    m.finish();
+  } else {
+    l.bandwidth = n.bandwidth();
+  }
+  if (!(l.bandwidth > BytesPerSecond{})) n.fail("a bandwidth must be positive");
+  return l;
+}
+
+/// The bandwidth as the spec writes it ("200 Gb/s"), for the row label.
+std::string bandwidth_text(const Node& n) {
+  if (n.is_map()) {
+    for (const auto& [k, v] : MapReader(n).entries())
+      if (k == "bandwidth") return v.scalar();
+  }
+  return n.scalar();
+}
+
+LinkOverrides read_links(const Node& n) {
+  LinkOverrides o;
+  MapReader m(n);
+  std::string label;
+  auto add = [&](std::string_view key, const Node& v) {
+    label += (label.empty() ? "" : " ") + fmt::format("{}={}", key, bandwidth_text(v));
+  };
+  if (auto v = m.optional("intra_node")) {
+    o.intra_node = read_link_override(*v);
+    add("intra_node", *v);
+  }
+  if (auto v = m.optional("inter_node")) {
+    o.inter_node = read_link_override(*v);
+    add("inter_node", *v);
+  }
+  if (auto v = m.optional("host_to_gpu")) {
+    o.host_to_gpu = v->bandwidth();
+    if (!(*o.host_to_gpu > BytesPerSecond{})) v->fail("a bandwidth must be positive");
+    add("host_to_gpu", *v);
+  }
+  if (auto v = m.optional("storage")) {
+    o.storage = v->bandwidth();
+    if (!(*o.storage > BytesPerSecond{})) v->fail("a bandwidth must be positive");
+    add("storage", *v);
+  }
+  if (auto v = m.optional("name")) label = v->scalar();
+  m.finish();
+  o.label = label.empty() ? "-" : label;
+  return o;
+}
+
+/// The axes of one grid or one list entry, read into tables.
+struct Axes {
+  std::vector<std::size_t> clusters, models, frameworks, links;
+  std::vector<int> gpus, batches;
+  std::vector<Precision> precisions;
+  std::vector<std::optional<Bytes>> buckets;
+};
+
+Axes read_axes(MapReader& m, Tables& t) {
+  Axes a;
+  for (const auto& n : one_or_many(m.required("cluster"))) a.clusters.push_back(t.cluster(n));
+  for (const auto& n : one_or_many(m.required("model"))) a.models.push_back(t.network(n));
+  for (const auto& n : one_or_many(m.required("framework"))) a.frameworks.push_back(t.strategy(n));
+  a.gpus = read_gpus(m.required("gpus"));
+  if (auto n = m.optional("batch")) {
+    for (const auto& b : one_or_many(*n)) a.batches.push_back(read_batch(b));
+  } else {
+    a.batches = {32};
+  }
+  if (auto n = m.optional("precision")) {
+    for (const auto& p : one_or_many(*n)) a.precisions.push_back(read_precision(p));
+  } else {
+    a.precisions = {Precision::fp32};
+  }
+  if (auto n = m.optional("bucket_size")) {
+    for (const auto& b : one_or_many(*n)) a.buckets.push_back(read_bucket(b));
+  } else {
+    a.buckets = {std::nullopt};
+  }
+  if (auto n = m.optional("links")) {
+    if (n->is_map()) {
+      t.spec.links.push_back(read_links(*n));
+      a.links.push_back(t.spec.links.size() - 1);
+    } else {
+      for (const auto& l : one_or_many(*n)) {
+        t.spec.links.push_back(read_links(l));
+        a.links.push_back(t.spec.links.size() - 1);
+      }
+    }
+  } else {
+    a.links = {0};  // the spec's "no override" entry
+  }
+  return a;
+}
+
+/// Every combination, axes in a fixed order (cluster, model, framework, batch, precision, bucket,
+/// links), GPU counts innermost. A bucket size only matters to frameworks that overlap aggregation with
+/// backward: for the others the bucket axis collapses to "default".
+void expand(const Axes& a, SweepSpec& spec) {
+  for (auto c : a.clusters)
+    for (auto m : a.models)
+      for (auto f : a.frameworks)
+        for (int b : a.batches)
+          for (auto p : a.precisions) {
+            const bool overlaps = spec.strategies[f].overlap != Overlap::none &&
+                                  spec.strategies[f].aggregation != Aggregation::broadcast_reduce;
+            std::vector<std::optional<Bytes>> buckets = a.buckets;
+            if (!overlaps) buckets = {std::nullopt};
+            for (const auto& bucket : buckets)
+              for (auto l : a.links) {
+                SweepGroup g;
+                g.cluster = c;
+                g.model = m;
+                g.framework = f;
+                g.links = l;
+                g.batch = b;
+                g.precision = p;
+                g.bucket = bucket;
+                g.gpus = a.gpus;
+                spec.groups.push_back(std::move(g));
+              }
+          }
+}
+
+SweepSpec parse(const Node& root, const std::string& file) {
+  SweepSpec spec;
+  spec.file = file;
+  spec.links.push_back(LinkOverrides{});  // index 0: no override
+  Tables t{spec, {}, {}, {}};
+  MapReader top(root);
+  (void)top.optional("name");
+  (void)top.optional("description");
+  if (auto d = top.optional("dataset")) {
+    MapReader dm(*d);
+    if (auto s = dm.optional("samples")) {
+      const auto v = s->integer();
+      if (v < 1) s->fail("the number of samples per epoch must be at least 1");
+      spec.dataset_samples = v;
+    }
+    if (auto e = dm.optional("epochs")) spec.dataset_epochs = e->positive_number();
+    dm.finish();
+  }
+  const auto grid = top.optional("grid");
+  const auto list = top.optional("list");
+  if (!grid && !list) top.node().fail("a sweep spec needs 'grid' or 'list' (or both)");
+  if (grid) {
+    MapReader g(*grid);
+    expand(read_axes(g, t), spec);
+    g.finish();
+  }
+  if (list) {
+    if (!list->is_sequence()) list->fail("'list' is a sequence of configurations");
+    for (const auto& item : list->items()) {
+      MapReader e(item);
+      expand(read_axes(e, t), spec);
+      e.finish();
+    }
+  }
+  top.finish();
+  if (spec.groups.empty()) top.node().fail("the spec describes no configuration");
+  return spec;
+}
+
+}  // namespace
+
+SweepSpec load_sweep_spec(const fs::path& file) { return parse(yamlio::load_file(file), file.string()); }
+SweepSpec parse_sweep_spec(const std::string& text, const std::string& name) {
+  return parse(yamlio::load_string(text, name), name);
+}
+
+// ---- evaluation -------------------------------------------------------------------------------------
+Scenario group_scenario(const SweepSpec& spec, const SweepGroup& g) {
+  Scenario sc;
+  const LinkOverrides& lo = spec.links[g.links];
+  sc.cluster = spec.clusters[g.cluster];
+  if (!lo.empty()) sc = with_links(sc, apply_overrides(spec.clusters[g.cluster], lo));
+  sc.network = spec.networks[g.model];
+  sc.strategy = spec.strategies[g.framework];
+  if (g.bucket) {
+    sc.strategy.overlap = Overlap::bucketed;
+    sc.strategy.bucket_size = *g.bucket;
+    sc.strategy.first_bucket = min(sc.strategy.first_bucket, *g.bucket);
+  }
+  sc.batch_per_gpu = g.batch;
+  sc.compute.precision = g.precision;
+  return sc;
+}
+
+namespace {
+class ClosedForm final : public GroupEvaluator {
+ public:
+  void evaluate(const Scenario& sc, std::span<const int> gpus, std::span<Prediction> out) const override {
+    const Predictor p(sc);
+    for (std::size_t i = 0; i < gpus.size(); ++i) out[i] = p.predict(gpus[i]);
+  }
+  std::string name() const override { return "closed form (Predictor)"; }
+};
+
+/// Whether the cluster holds `gpus` in whole nodes (Predictor::place's rule), with the reason if not.
+std::optional<std::string> unplaceable(const Cluster& c, int gpus) {
+  if (gpus > c.max_gpus())
+    return fmt::format("cluster '{}' holds at most {} GPUs, not {}", c.name, c.max_gpus(), gpus);
+  if (gpus > c.gpus_per_node && gpus % c.gpus_per_node != 0)
+    return fmt::format("{} GPUs do not fill whole nodes of {} on cluster '{}'", gpus, c.gpus_per_node, c.name);
+  return std::nullopt;
+}
+}  // namespace
+
+const GroupEvaluator& closed_form_evaluator() {
+  static const ClosedForm instance;
+  return instance;
+}
+
+SweepResult run_sweep(const SweepSpec& spec, const SweepOptions& options) {
+  const GroupEvaluator& ev = options.evaluator ? *options.evaluator : closed_form_evaluator();
+  SweepResult r;
+  r.evaluator = ev.name();
+
+  // The GPU counts each group's cluster can hold, and each group's first row: the output order is
+  // fixed before any thread starts.
+  std::vector<std::vector<int>> counts(spec.groups.size());
+  std::vector<std::size_t> first(spec.groups.size() + 1, 0);
+  for (std::size_t i = 0; i < spec.groups.size(); ++i) {
+    const auto& g = spec.groups[i];
+    for (int n : g.gpus) {
+      if (auto why = unplaceable(spec.clusters[g.cluster], n)) {
+        ++r.skipped;
+        if (r.skipped_examples.size() < 3) r.skipped_examples.push_back(*why);
+      } else {
+        counts[i].push_back(n);
+      }
+    }
+    first[i + 1] = first[i] + counts[i].size();
+  }
+  const std::size_t total = first.back();
+  r.rows.resize(total);
+
+  // Workloads per model (time and cost to train).
+  std::vector<std::optional<TrainingWorkload>> workloads;
+  for (const auto& net : spec.networks) workloads.push_back(make_workload(net, spec.dataset_samples, spec.dataset_epochs));
+
+  std::atomic<std::size_t> next{0}, done{0};
+  std::exception_ptr failure;
+  std::mutex failure_mutex;
+  auto worker = [&] {
+    std::vector<Prediction> preds;
+    for (;;) {
+      const std::size_t i = next.fetch_add(1, std::memory_order_relaxed);
+      if (i >= spec.groups.size()) return;
+      try {
+        const auto& g = spec.groups[i];
+        preds.assign(counts[i].size(), Prediction{});
+        if (!counts[i].empty()) ev.evaluate(group_scenario(spec, g), counts[i], preds);
+        const Cluster& cl = spec.clusters[g.cluster];
+        for (std::size_t k = 0; k < preds.size(); ++k) {
+          SweepRow& row = r.rows[first[i] + k];
+          row.group = i;
+          if (const auto& w = workloads[g.model]) {
+            const TrainingCost tc = time_to_train(preds[k], *w, cl);
+            row.train_hours = in_seconds(tc.wall_time) / 3600.0;
+            row.gpu_hours = tc.gpu_hours;
+            row.cost = tc.cost;
+          }
+          row.prediction = std::move(preds[k]);
+        }
+        done.fetch_add(counts[i].size(), std::memory_order_relaxed);
+      } catch (...) {
+        std::lock_guard lock(failure_mutex);
+        if (!failure) failure = std::current_exception();
+        next.store(spec.groups.size());
+        return;
+      }
+    }
+  };
+  unsigned n = options.threads ? options.threads : std::max(1u, std::thread::hardware_concurrency());
+  n = static_cast<unsigned>(std::min<std::size_t>(n, std::max<std::size_t>(1, spec.groups.size())));
+  std::atomic<unsigned> exited{0};
+  auto counted_worker = [&] {
+    worker();
+    exited.fetch_add(1);
+  };
+  // With a progress callback the calling thread only draws; otherwise it works too.
+  const unsigned spawned = options.progress ? n : n - 1;
+  std::vector<std::thread> pool;
+  pool.reserve(spawned);
+  for (unsigned k = 0; k < spawned; ++k) pool.emplace_back(counted_worker);
+  if (options.progress) {
+    while (exited.load() < spawned) {
+      options.progress(done.load(), total);
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    options.progress(done.load(), total);
+  } else {
+    worker();
+  }
+  for (auto& t : pool) t.join();
+  if (failure) std::rethrow_exception(failure);
+  return r;
+}
+
+// ---- ranking and printing ---------------------------------------------------------------------------
+SweepFormat sweep_format_from_string(std::string_view s) {
+  if (s == "csv") return SweepFormat::csv;
+  if (s == "jsonl") return SweepFormat::jsonl;
+  throw UsageError("--format", fmt::format("unknown format '{}' (expected csv or jsonl)", s));
+}
+
+SweepRank sweep_rank_from_string(std::string_view s) {
+  if (s == "throughput") return SweepRank::throughput;
+  if (s == "efficiency") return SweepRank::efficiency;
+  if (s == "cost") return SweepRank::cost;
+  throw UsageError("--by", fmt::format("unknown ranking '{}' (expected throughput, efficiency or cost)", s));
+}
+
+std::vector<std::size_t> top_rows(const SweepSpec& spec, const SweepResult& r, std::size_t k, SweepRank by,
+                                  std::string* note) {
+  std::vector<std::size_t> idx(r.rows.size());
+  for (std::size_t i = 0; i < idx.size(); ++i) idx[i] = i;
+  bool all_priced = true;
+  for (const auto& row : r.rows) all_priced = all_priced && row.cost.has_value();
+  if (by == SweepRank::cost && !all_priced && note) {
+    std::string missing;
+    for (const auto& c : spec.clusters)
+      if (c.price_per_gpu_hour <= 0.0) missing += (missing.empty() ? "" : ", ") + c.name;
+    *note = missing.empty()
+                ? "some models have no training workload (give dataset: {samples: N}); ranked by GPU-hours, unknown last"
+                : fmt::format("no price_per_gpu_hour for cluster {}: ranked by GPU-hours (cost at equal price)", missing);
+  }
+  auto key = [&](const SweepRow& row) -> double {
+    switch (by) {
+      case SweepRank::throughput: return -row.prediction.throughput_samples_per_s;
+      case SweepRank::efficiency: return -row.prediction.efficiency;
+      case SweepRank::cost: {
+        const double v = all_priced ? row.cost.value_or(0.0) : row.gpu_hours;
+        return v > 0.0 ? v : std::numeric_limits<double>::infinity();
+      }
+    }
+    return 0.0;
+  };
+  std::stable_sort(idx.begin(), idx.end(), [&](std::size_t a, std::size_t b) { return key(r.rows[a]) < key(r.rows[b]); });
+  if (idx.size() > k) idx.resize(k);
+  return idx;
+}
+
+namespace {
+std::string bucket_label(const SweepSpec& spec, const SweepGroup& g) {
+  if (g.bucket) return fmt::format("{:g} MiB", in_mebibytes(*g.bucket));
+  const Strategy& s = spec.strategies[g.framework];
+  if (s.overlap == Overlap::bucketed) return fmt::format("{:g} MiB", in_mebibytes(s.bucket_size));
+  return s.overlap == Overlap::layerwise ? "layerwise" : "-";
+}
+
+std::string csv_field(const std::string& s) {
+  if (s.find_first_of(",\"\n") == std::string::npos) return s;
+  std::string out = "\"";
+  for (char c : s) out += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return out + "\"";
+}
+}  // namespace
+
+void write_sweep(std::ostream& out, SweepFormat f, const SweepSpec& spec, const SweepResult& r,
+                 std::span<const std::size_t> rows) {
+  std::vector<std::size_t> all;
+  if (rows.empty()) {
+    all.resize(r.rows.size());
+    for (std::size_t i = 0; i < all.size(); ++i) all[i] = i;
+    rows = all;
+  }
+  // Labels per group, formatted once.
+  std::vector<std::string> prefix(spec.groups.size());
+  fmt::memory_buffer buf;
+  if (f == SweepFormat::csv) {
+    fmt::format_to(std::back_inserter(buf),
+                   "cluster,model,framework,precision,batch_per_gpu,bucket,links,gpus,nodes,iteration_time_s,"
+                   "throughput_samples_per_s,speedup,efficiency,hiding_case,bottleneck,comm_s,comm_exposed_s,"
+                   "train_hours,gpu_hours,cost,currency\n");
+  }
+  for (std::size_t ri : rows) {
+    const SweepRow& row = r.rows[ri];
+    const SweepGroup& g = spec.groups[row.group];
+    const Prediction& p = row.prediction;
+    const Cluster& cl = spec.clusters[g.cluster];
+    const char* prec = g.precision == Precision::fp16 ? "fp16" : "fp32";
+    if (f == SweepFormat::csv) {
+      std::string& pre = prefix[row.group];
+      if (pre.empty())
+        pre = fmt::format("{},{},{},{},{},{},{}", csv_field(cl.name), csv_field(spec.networks[g.model].name),
+                          csv_field(spec.strategies[g.framework].name), prec, g.batch,
+                          csv_field(bucket_label(spec, g)), csv_field(spec.links[g.links].label));
+      fmt::format_to(std::back_inserter(buf), "{},{},{},{:.6g},{:.6g},{:.6g},{:.6g},{},{},{:.6g},{:.6g},", pre, p.gpus,
+                     p.nodes, in_seconds(p.iteration_time), p.throughput_samples_per_s, p.speedup, p.efficiency,
+                     p.hiding_case, to_string(p.bottleneck), in_seconds(p.breakdown.comm),
+                     in_seconds(p.breakdown.comm_exposed));
+      if (row.gpu_hours > 0.0)
+        fmt::format_to(std::back_inserter(buf), "{:.6g},{:.6g},", row.train_hours, row.gpu_hours);
+      else
+        fmt::format_to(std::back_inserter(buf), ",,");
+      if (row.cost)
+        fmt::format_to(std::back_inserter(buf), "{:.2f},{}\n", *row.cost, cl.currency);
+      else
+        fmt::format_to(std::back_inserter(buf), ",\n");
+    } else {
+      nlohmann::ordered_json j;
+      j["cluster"] = cl.name;
+      j["model"] = spec.networks[g.model].name;
+      j["framework"] = spec.strategies[g.framework].name;
+      j["precision"] = prec;
+      j["batch_per_gpu"] = g.batch;
+      j["bucket"] = bucket_label(spec, g);
+      j["links"] = spec.links[g.links].label;
+      j["gpus"] = p.gpus;
+      j["nodes"] = p.nodes;
+      j["iteration_time_s"] = in_seconds(p.iteration_time);
+      j["throughput_samples_per_s"] = p.throughput_samples_per_s;
+      j["speedup"] = p.speedup;
+      j["efficiency"] = p.efficiency;
+      j["hiding_case"] = p.hiding_case;
+      j["bottleneck"] = std::string(to_string(p.bottleneck));
+      j["bottleneck_resource"] = p.bottleneck_resource;
+      j["comm_s"] = in_seconds(p.breakdown.comm);
+      j["comm_exposed_s"] = in_seconds(p.breakdown.comm_exposed);
+      j["train_hours"] = row.gpu_hours > 0.0 ? nlohmann::ordered_json(row.train_hours) : nlohmann::ordered_json(nullptr);
+      j["gpu_hours"] = row.gpu_hours > 0.0 ? nlohmann::ordered_json(row.gpu_hours) : nlohmann::ordered_json(nullptr);
+      j["cost"] = row.cost ? nlohmann::ordered_json(*row.cost) : nlohmann::ordered_json(nullptr);
+      j["currency"] = row.cost ? nlohmann::ordered_json(cl.currency) : nlohmann::ordered_json(nullptr);
+      const std::string line = j.dump();
+      buf.append(line.data(), line.data() + line.size());
+      buf.push_back('\n');
+    }
+    if (buf.size() > (1u << 20)) {
+      out.write(buf.data(), static_cast<std::streamsize>(buf.size()));
+      buf.clear();
+    }
+  }
+  out.write(buf.data(), static_cast<std::streamsize>(buf.size()));
+}
+
+}  // namespace dlscale

@@ -1,0 +1,374 @@
+// Capacity planning: time and cost to train, explain's critical path and resource doubling on a
+// hand-built scenario (answers worked by hand in the comments), bucket advice, the target search, and
+// sweeps (spec parsing, errors with file:line:col, determinism across thread counts, agreement with a
+// plain loop over Predictor, ranking, golden CSV and explain text).
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <sstream>
+
+#include "dlscale/error.hpp"
+#include "dlscale/io.hpp"
+#include "dlscale/plan.hpp"
+#include "dlscale/sweep.hpp"
+#include "support/run.hpp"
+
+namespace dlscale {
+namespace {
+
+using ::testing::HasSubstr;
+
+// The three-layer scenario of predict_test.cpp, but on the α-β ring of the simple links (no custom
+// collective model), so that doubling a link is visible:
+//   backward b = (0.3, 0.2, 0.1) s, forward 0.1 s each, update u = (0.01, 0.02, 0.03) s;
+//   gradients (12.5 M, 62.5 M, 75 M) × 4 B = (0.05, 0.25, 0.30) GB;
+//   4 GPUs in one node, intra-node 1 GB/s, no latency: all-reduce = 2(n−1)/n · S/β = 1.5 · S / 1 GB/s
+//   → c = (0.075, 0.375, 0.45) s; h2d = 10 MB / 1 GB/s = 0.01 s; t_io,4 = 4 · 10 MB / 100 MB/s = 0.4 s.
+Scenario hand_scenario() {
+  Scenario sc;
+  sc.cluster.name = "hand";
+  sc.cluster.max_nodes = 2;
+  sc.cluster.gpus_per_node = 4;
+  sc.cluster.gpu.name = "hand GPU";
+  sc.cluster.gpu.peak_fp32 = teraflops_per_second(10);
+  sc.cluster.gpu.memory_bandwidth = gigabytes_per_second(300);
+  sc.cluster.h2d_pinned = sc.cluster.h2d_pageable = gigabytes_per_second(1);
+  sc.cluster.intra_node = {gigabytes_per_second(1), Seconds{}};
+  sc.cluster.inter_node = {gigabytes_per_second(1), Seconds{}};
+  sc.cluster.page_cache = sc.cluster.disk = megabytes_per_second(100);
+  sc.network.name = "three";
+  sc.network.input_bytes_per_sample = megabytes(1);
+  for (auto [name, params] : {std::pair{"l1", 12'500'000}, {"l2", 62'500'000}, {"l3", 75'000'000}}) {
+    Layer l;
+    l.name = name;
+    l.kind = LayerKind::linear;
+    l.params = params;
+    l.forward_flops_per_sample = 1e6;
+    sc.network.layers.push_back(l);
+  }
+  sc.measured_layers = LayerTimes{{seconds(0.1), seconds(0.1), seconds(0.1)},
+                                  {seconds(0.3), seconds(0.2), seconds(0.1)},
+                                  {seconds(0.01), seconds(0.02), seconds(0.03)}};
+  sc.batch_per_gpu = 10;
+  sc.strategy.name = "layerwise-after";
+  sc.strategy.overlap = Overlap::layerwise;
+  sc.strategy.update = UpdatePlacement::after_aggregation;
+  return sc;
+}
+
+// ---- time and cost ------------------------------------------------------------------------------------
+TEST(TimeToTrain, ImageNetOnEightGpusByHand) {
+  Prediction p;
+  p.gpus = 8;
+  p.batch_per_gpu = 32;
+  p.iteration_time = seconds(0.5);
+  Cluster c;
+  c.price_per_gpu_hour = 2.5;
+  c.currency = "USD";
+  const auto w = make_workload([] { Network n; n.input_kind = "image"; return n; }(), std::nullopt, std::nullopt);
+  ASSERT_TRUE(w.has_value());
+  EXPECT_EQ(w->samples_per_epoch, 1'281'167);
+  EXPECT_EQ(w->epochs, 90.0);
+  const TrainingCost t = time_to_train(p, *w, c);
+  // ⌈1,281,167 / 256⌉ = ⌈5004.56⌉ = 5005 iterations per epoch; × 90 = 450,450 iterations;
+  // × 0.5 s = 225,225 s = 62.5625 h; × 8 GPUs = 500.5 GPU-hours; × 2.5 USD = 1251.25 USD.
+  EXPECT_DOUBLE_EQ(t.iterations, 450'450.0);
+  EXPECT_NEAR(in_seconds(t.wall_time), 225'225.0, 1e-6);
+  EXPECT_NEAR(t.gpu_hours, 500.5, 1e-9);
+  ASSERT_TRUE(t.cost.has_value());
+  EXPECT_NEAR(*t.cost, 1251.25, 1e-9);
+  EXPECT_EQ(t.currency, "USD");
+  c.price_per_gpu_hour = 0;
+  EXPECT_FALSE(time_to_train(p, *w, c).cost.has_value());
+}
+
+TEST(TimeToTrain, TokenModelsNeedDatasetSamples) {
+  Network bert;
+  bert.input_kind = "tokens";
+  EXPECT_FALSE(make_workload(bert, std::nullopt, std::nullopt).has_value());
+  const auto w = make_workload(bert, 1000, std::nullopt);
+  ASSERT_TRUE(w.has_value());
+  EXPECT_EQ(w->samples_per_epoch, 1000);
+  EXPECT_EQ(w->epochs, 1.0);
+  EXPECT_THROW((void)make_workload(bert, 0, std::nullopt), UsageError);
+  EXPECT_THROW((void)make_workload(bert, 10, -1.0), UsageError);
+}
+
+std::string cluster_yaml(const std::string& price) {
+  return "name: priced\nnodes: 2\ngpus_per_node: 4\ngpu: p40-base-clock\n"
+         "host_to_gpu: {pinned: \"11.4 GB/s\"}\nintra_node: {bandwidth: \"6 GB/s\"}\n"
+         "inter_node: {bandwidth: \"56 Gb/s\"}\nstorage: {disk: \"750 MiB/s\", page_cache: \"3.5 GiB/s\"}\n"
+         "price_per_gpu_hour: " + price + "\n";
+}
+
+TEST(ClusterPrice, ParsesAmountAndCurrency) {
+  const Cluster c = load_cluster(test::temp_file("priced.yaml", cluster_yaml("\"2.5 USD\"")));
+  EXPECT_DOUBLE_EQ(c.price_per_gpu_hour, 2.5);
+  EXPECT_EQ(c.currency, "USD");
+}
+
+TEST(ClusterPrice, BadPriceNamesFileLineAndKey) {
+  const auto file = test::temp_file("badprice.yaml", cluster_yaml("\"2.5 dollars\""));
+  try {
+    (void)load_cluster(file);
+    FAIL() << "expected an InputError";
+  } catch (const InputError& e) {
+    EXPECT_THAT(std::string(e.what()), HasSubstr("badprice.yaml:9:21"));
+    EXPECT_THAT(std::string(e.what()), HasSubstr("price_per_gpu_hour"));
+  }
+}
+
+// ---- explain ----------------------------------------------------------------------------------------
+TEST(Explain, CriticalPathOfTheHandScenario) {
+  const Scenario sc = hand_scenario();
+  const Explanation e = explain(sc, 4, {});
+  // done(1): layer 3 ready 0.1 → 0.1 + 0.45 = 0.55; layer 2 ready 0.3 → 0.55 + 0.375 = 0.925;
+  // layer 1 ready 0.6 → 0.925 + 0.075 = 1.0. t_iter = 0.01 + 0.3 + 1.0 + 0.06 = 1.37 s.
+  EXPECT_NEAR(in_seconds(e.prediction.iteration_time), 1.37, 1e-12);
+  ASSERT_EQ(e.path.size(), 6u);
+  const double want[] = {0.0 /*io hidden: 0.4 < 1.37*/, 0.01, 0.3, 0.6, 1.0 - 0.6 /*exposed*/, 0.06};
+  double sum = 0;
+  for (std::size_t i = 0; i < 6; ++i) {
+    EXPECT_NEAR(in_seconds(e.path[i].time), want[i], 1e-12) << e.path[i].name;
+    sum += in_seconds(e.path[i].time);
+  }
+  EXPECT_NEAR(sum, 1.37, 1e-12);
+}
+
+TEST(Explain, DoublingEachResourceByHand) {
+  const Explanation e = explain(hand_scenario(), 4, {});
+  auto gain = [&](Resource r) {
+    for (const auto& g : e.doubling)
+      if (g.resource == r) return g.throughput_gain;
+    ADD_FAILURE() << "no gain for " << to_string(r);
+    return 0.0;
+  };
+  // GPU ×2: every layer time halves: b = (0.15, 0.1, 0.05), f = 0.15, u = 0.03; c unchanged.
+  //   done: 0.05 + 0.45 = 0.5; max(0.5, 0.15) + 0.375 = 0.875; max(0.875, 0.3) + 0.075 = 0.95.
+  //   t = 0.01 + 0.15 + 0.95 + 0.03 = 1.14 → gain 1.37 / 1.14 − 1.
+  EXPECT_NEAR(gain(Resource::gpu), 1.37 / 1.14 - 1, 1e-12);
+  // host-to-GPU ×2: h2d 0.005 → t = 1.365.
+  EXPECT_NEAR(gain(Resource::host_to_gpu), 1.37 / 1.365 - 1, 1e-12);
+  // intra-node ×2: c = (0.0375, 0.1875, 0.225): 0.1 + 0.225 = 0.325; max(0.325, 0.3) + 0.1875 = 0.5125;
+  //   max(0.5125, 0.6) + 0.0375 = 0.6375 → t = 0.01 + 0.3 + 0.6375 + 0.06 = 1.0075.
+  EXPECT_NEAR(gain(Resource::intra_node), 1.37 / 1.0075 - 1, 1e-12);
+  // one node: the network is not on the path; storage: t_io = 0.4 s is hidden already.
+  EXPECT_NEAR(gain(Resource::inter_node), 0.0, 1e-12);
+  EXPECT_NEAR(gain(Resource::storage), 0.0, 1e-12);
+}
+
+TEST(Explain, BucketsCannotBeatLayerwiseWithoutLatency) {
+  // With zero latency, merging layers only delays the start of their aggregation: layer-wise is best,
+  // and a 1 MiB bucket (every layer exceeds it, so one layer per bucket) ties with it.
+  const BucketAdvice b = best_buckets(hand_scenario(), 4);
+  ASSERT_TRUE(b.applicable);
+  EXPECT_EQ(b.best.size, Bytes{});
+  EXPECT_NEAR(in_seconds(b.best.iteration), 1.37, 1e-12);
+  ASSERT_GE(b.tried.size(), 2u);
+  EXPECT_NEAR(in_seconds(b.tried[1].iteration), 1.37, 1e-12);
+  // 512 MiB: the first bucket (cap 1 MiB) closes on layer 3 alone; layers 2 + 1 (0.30 GB < 536.9 MB)
+  // share the second. Bucket (3): ready 0.1, c = 0.45 → 0.55; bucket (2,1): ready 0.6, c = 1.5 · 0.3 = 0.45
+  //   → max(0.55, 0.6) + 0.45 = 1.05 → t = 0.01 + 0.3 + 1.05 + 0.06 = 1.42.
+  EXPECT_EQ(b.tried.back().size, mebibytes(512));
+  EXPECT_NEAR(in_seconds(b.tried.back().iteration), 1.42, 1e-12);
+}
+
+TEST(Explain, LatencyMakesBucketsWorthIt) {
+  Scenario sc = hand_scenario();
+  sc.cluster.intra_node.latency = milliseconds(50);  // 2(n−1) = 6 steps: 0.3 s per all-reduce
+  const BucketAdvice b = best_buckets(sc, 4);
+  // Layer-wise: c = (0.375, 0.675, 0.75): 0.1 + 0.75 = 0.85; 0.85 + 0.675 = 1.525; 1.525 + 0.375 = 1.9
+  //   → t = 0.01 + 0.3 + 1.9 + 0.06 = 2.27.
+  EXPECT_NEAR(in_seconds(b.tried.front().iteration), 2.27, 1e-12);
+  // 256 MiB (268.4 MB) and 512 MiB give the same buckets, (3) and (2,1): c = 0.3 + 0.45 = 0.75 each;
+  //   bucket (3): 0.1 + 0.75 = 0.85; bucket (2,1): max(0.85, 0.6) + 0.75 = 1.6 → t = 1.97. 128 MiB splits
+  //   layers 2 and 1 again (layer-wise). Ties go to the smaller bucket: 256 MiB.
+  EXPECT_EQ(b.best.size, mebibytes(256));
+  EXPECT_NEAR(in_seconds(b.best.iteration), 1.97, 1e-12);
+}
+
+TEST(Explain, TargetSearchOnThePaperCluster) {
+  Scenario sc;
+  sc.cluster = load_cluster(resolve(DataKind::cluster, "shi-chu-p40", "--cluster"));
+  sc.network = load_network(resolve(DataKind::network, "resnet50", "--model"));
+  sc.strategy = load_strategy(resolve(DataKind::framework, "caffe-mpi", "--framework"));
+  sc.batch_per_gpu = 32;
+  const TargetAdvice t = reach_efficiency(sc, 16, 0.99);
+  // The NIC ladder starts at the next standard speed above 56 Gb/s: 100 Gb/s.
+  bool saw_nic = false;
+  for (const auto& c : t.tried) {
+    // every figure re-predicted independently must be the one reported
+    if (c.kind == "faster NIC") {
+      saw_nic = true;
+      EXPECT_THAT(c.description, HasSubstr("56 Gb/s -> "));
+    }
+    EXPECT_EQ(c.reaches, c.prediction.efficiency >= 0.99);
+  }
+  EXPECT_TRUE(saw_nic);
+  if (t.smallest) {
+    EXPECT_TRUE(t.smallest->reaches);
+  }
+  EXPECT_THROW((void)reach_efficiency(sc, 16, 1.5), UsageError);
+}
+
+// ---- sweeps -----------------------------------------------------------------------------------------
+const char* kSpec = R"(name: small
+grid:
+  cluster: shi-chu-p40
+  model: [resnet50, alexnet]
+  framework: [caffe-mpi, cntk]
+  gpus: [1, 2, 4, 8, 16]
+  batch: [32, 64]
+  precision: [fp32, fp16]
+  bucket_size: [default, "4 MiB"]
+  links:
+    - {}
+    - {inter_node: "200 Gb/s"}
+)";
+
+TEST(Sweep, GridExpandsEveryCombination) {
+  const SweepSpec spec = parse_sweep_spec(kSpec, "spec.yaml");
+  // 2 models × (caffe-mpi: 2 buckets, cntk: no overlap → 1) × 2 batches × 2 precisions × 2 links
+  //   = 2 × 3 × 2 × 2 × 2 = 48 groups of 5 GPU counts = 240 configurations.
+  EXPECT_EQ(spec.groups.size(), 48u);
+  EXPECT_EQ(spec.configurations(), 240u);
+  EXPECT_EQ(spec.links.size(), 3u);  // "no override" + the two entries
+  EXPECT_EQ(spec.links[2].label, "inter_node=200 Gb/s");
+}
+
+TEST(Sweep, MatchesAPlainLoopOverPredictor) {
+  const SweepSpec spec = parse_sweep_spec(kSpec, "spec.yaml");
+  const SweepResult r = run_sweep(spec, SweepOptions{2, nullptr, {}});
+  ASSERT_EQ(r.rows.size(), 240u);
+  std::size_t k = 0;
+  for (const auto& g : spec.groups) {
+    const Predictor p(group_scenario(spec, g));
+    for (int n : g.gpus) {
+      const Prediction want = p.predict(n);
+      ASSERT_EQ(r.rows[k].prediction.gpus, n);
+      EXPECT_EQ(r.rows[k].prediction.iteration_time, want.iteration_time);
+      ++k;
+    }
+  }
+}
+
+TEST(Sweep, LinkOverrideRaisesInterNodeBandwidth) {
+  const SweepSpec spec = parse_sweep_spec(kSpec, "spec.yaml");
+  const Cluster c = apply_overrides(spec.clusters[0], spec.links[2]);
+  EXPECT_DOUBLE_EQ(in_gigabytes_per_second(c.inter_node.bandwidth), 25.0);  // 200 Gb/s = 25 GB/s
+  EXPECT_EQ(c.intra_node.bandwidth, spec.clusters[0].intra_node.bandwidth);
+}
+
+TEST(Sweep, OutputIsTheSameForAnyThreadCount) {
+  const SweepSpec spec = parse_sweep_spec(kSpec, "spec.yaml");
+  std::string first;
+  for (unsigned threads : {1u, 2u, 3u, 7u}) {
+    std::ostringstream out;
+    write_sweep(out, SweepFormat::csv, spec, run_sweep(spec, SweepOptions{threads, nullptr, {}}));
+    if (first.empty()) first = out.str();
+    EXPECT_EQ(out.str(), first) << threads << " threads";
+  }
+  EXPECT_EQ(std::count(first.begin(), first.end(), '\n'), 241);
+}
+
+TEST(Sweep, SkipsGpuCountsTheClusterCannotHold) {
+  const SweepSpec spec = parse_sweep_spec(
+      "grid: {cluster: shi-chu-p40, model: resnet50, framework: caffe-mpi, gpus: [3, 6, 16, 32]}\n", "s.yaml");
+  const SweepResult r = run_sweep(spec);
+  // 3 fits one node; 6 does not fill whole 4-GPU nodes; 32 exceeds 16.
+  ASSERT_EQ(r.rows.size(), 2u);
+  EXPECT_EQ(r.rows[0].prediction.gpus, 3);
+  EXPECT_EQ(r.rows[1].prediction.gpus, 16);
+  EXPECT_EQ(r.skipped, 2u);
+}
+
+TEST(Sweep, TopRowsRankByThroughputAndEfficiency) {
+  const SweepSpec spec = parse_sweep_spec(kSpec, "spec.yaml");
+  const SweepResult r = run_sweep(spec);
+  const auto top = top_rows(spec, r, 3, SweepRank::throughput);
+  ASSERT_EQ(top.size(), 3u);
+  double best = 0;
+  for (const auto& row : r.rows) best = std::max(best, row.prediction.throughput_samples_per_s);
+  EXPECT_EQ(r.rows[top[0]].prediction.throughput_samples_per_s, best);
+  EXPECT_GE(r.rows[top[1]].prediction.throughput_samples_per_s, r.rows[top[2]].prediction.throughput_samples_per_s);
+  const auto eff = top_rows(spec, r, 1, SweepRank::efficiency);
+  for (const auto& row : r.rows) EXPECT_LE(row.prediction.efficiency, r.rows[eff[0]].prediction.efficiency);
+  std::string note;
+  (void)top_rows(spec, r, 1, SweepRank::cost, &note);
+  EXPECT_THAT(note, HasSubstr("no price_per_gpu_hour for cluster shi-chu-p40"));
+}
+
+TEST(Sweep, SpecErrorsNameFileLineColumnAndKey) {
+  auto message = [](const std::string& text) {
+    try {
+      (void)parse_sweep_spec(text, "bad.yaml");
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_THAT(message("grid: {cluster: shi-chu-p40, model: resnet50, framework: cntk, gpus: [1], modle: x}\n"),
+              HasSubstr("bad.yaml:1:75: 'grid.modle': unknown key"));
+  EXPECT_THAT(message("grid:\n  cluster: nowhere\n  model: resnet50\n  framework: cntk\n  gpus: [1]\n"),
+              HasSubstr("bad.yaml:2:12: 'grid.cluster': unknown cluster 'nowhere'"));
+  EXPECT_THAT(message("grid:\n  cluster: shi-chu-p40\n  model: resnet50\n  framework: cntk\n  gpus: [1]\n"
+                      "  links: [{inter_node: \"200 Gbs\"}]\n"),
+              HasSubstr("bad.yaml:6:24"));
+  EXPECT_THAT(message("grid:\n  cluster: shi-chu-p40\n  model: resnet50\n  framework: cntk\n  gpus: [0]\n"),
+              HasSubstr("bad.yaml:5:10"));
+  EXPECT_THAT(message("name: x\n"), HasSubstr("needs 'grid' or 'list'"));
+}
+
+// ---- the command line and golden outputs ----------------------------------------------------------------
+std::string golden(const std::string& name) {
+  return test::slurp(std::filesystem::path(DLSCALE_SOURCE_DIR) / "tests" / "golden" / name);
+}
+
+TEST(SweepCli, MatchesGoldenCsv) {
+  const auto r = test::run_cli(std::string("sweep --spec ") + DLSCALE_SOURCE_DIR + "/tests/data/plan/sweep-small.yaml");
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out, golden("sweep-small.csv"));
+  EXPECT_EQ(r.err, "");  // no progress bar when stderr is not a terminal
+}
+
+TEST(SweepCli, TopKAsJsonLinesToAFile) {
+  const auto out = test::temp_file("top.jsonl", "");
+  const auto r = test::run_cli(std::string("sweep --spec ") + DLSCALE_SOURCE_DIR +
+                               "/tests/data/plan/sweep-small.yaml --format jsonl --top 2 --by efficiency -o " + out.string());
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out, "");
+  const std::string text = test::slurp(out);
+  EXPECT_EQ(std::count(text.begin(), text.end(), '\n'), 2);
+  EXPECT_THAT(text, HasSubstr("\"efficiency\":1.0"));  // one-GPU rows have efficiency 1 by definition
+}
+
+TEST(SweepCli, BadSpecExitsTwoWithNothingOnStdout) {
+  const auto spec = test::temp_file("bad-spec.yaml", "grid: {cluster: shi-chu-p40, model: resnet50, gpus: [1]}\n");
+  const auto out = test::temp_file("never.csv", "old");
+  std::filesystem::remove(out);
+  const auto r = test::run_cli("sweep --spec " + spec.string() + " -o " + out.string());
+  EXPECT_EQ(r.status, 2);
+  EXPECT_EQ(r.out, "");
+  EXPECT_THAT(r.err, HasSubstr("bad-spec.yaml:1:7: 'grid.framework': missing required key"));
+  EXPECT_FALSE(std::filesystem::exists(out));
+}
+
+TEST(ExplainCli, MatchesGoldenText) {
+  // a bucketed framework where a change reaches the target, and a sequential one where none does
+  auto r = test::run_cli("explain --cluster dgx1v --model resnet50 --framework pytorch-ddp --precision fp16 --batch 64 "
+                         "--gpus 32 --target 0.99");
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out, golden("explain-resnet50-dgx1v.txt"));
+  r = test::run_cli("explain --cluster shi-chu-p40 --model alexnet --framework cntk --batch 1024 --gpus 16 --target 80%");
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out, golden("explain-alexnet-cntk.txt"));
+}
+
+TEST(ExplainCli, OneGpuCountOnly) {
+  const auto r = test::run_cli("explain --gpus 4,8");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_THAT(r.err, HasSubstr("explain takes one GPU count"));
+}
+
+}  // namespace
+}  // namespace dlscale
