@@ -21,5 +21,8 @@ void setup_topo(CLI::App& app);
 void setup_collective(CLI::App& app);
 void setup_model(CLI::App& app);
 void setup_calibrate(CLI::App& app);
+void setup_sweep(CLI::App& app);
+void setup_explain(CLI::App& app);
+void setup_report(CLI::App& app);
 
 }  // namespace dlscale::cli

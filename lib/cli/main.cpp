@@ -40,6 +40,9 @@ int main(int argc, char** argv) {
   cli::setup_collective(app);
   cli::setup_model(app);
   cli::setup_calibrate(app);
+  cli::setup_sweep(app);
+  cli::setup_explain(app);
+  cli::setup_report(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
