@@ -19,6 +19,7 @@ void emit(const std::string& text, const std::string& output);
 void setup_predict(CLI::App& app);
 void setup_topo(CLI::App& app);
 void setup_collective(CLI::App& app);
+void setup_simulate(CLI::App& app);
 void setup_model(CLI::App& app);
 void setup_calibrate(CLI::App& app);
 void setup_sweep(CLI::App& app);

@@ -38,6 +38,7 @@ int main(int argc, char** argv) {
   cli::setup_predict(app);
   cli::setup_topo(app);
   cli::setup_collective(app);
+  cli::setup_simulate(app);
   cli::setup_model(app);
   cli::setup_calibrate(app);
   cli::setup_sweep(app);

@@ -1,0 +1,88 @@
+// The training-iteration model that drives the engine (internal to libdlscale_sim).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "dlscale/sim/engine.hpp"
+#include "dlscale/sim/merge.hpp"
+#include "dlscale/sim/simulator.hpp"
+#include "dlscale/strategy.hpp"
+#include "random.hpp"
+
+namespace dlscale::sim::detail {
+
+/// Per-layer times of one kind of GPU, in seconds (element 0 = layer 1).
+struct GpuClass {
+  std::vector<double> f, b, u;
+  double u_total = 0.0;
+};
+
+/// One flow of a communication phase.
+struct FlowSpec {
+  double bytes = 0.0;
+  std::uint32_t path = 0;  // index into Setup::paths
+  double cap = 0.0;        // bytes/s, ≤ 0: uncapped
+};
+struct Phase {
+  double latency = 0.0;
+  std::vector<FlowSpec> flows;
+};
+
+/// Everything one simulation needs, in plain numbers.
+struct Setup {
+  int gpus = 1, nodes = 1, gpn = 1, layers = 0, iterations = 10, warmup = 1;
+  std::vector<GpuClass> classes;
+  std::vector<int> gpu_class;
+  std::vector<double> speed;  // per GPU
+  std::vector<double> grad_bytes;
+  std::vector<std::string> layer_names;
+
+  bool overlapped = true;
+  UpdatePlacement update = UpdatePlacement::after_aggregation;
+  bool horovod = false;
+  double fusion_threshold = 0.0, cycle_time = 0.0;
+  std::vector<Bucket> plan;  // static plan (empty for Horovod)
+
+  bool prefetch = true;
+  int depth = 2, readers = 1;
+  double t_read = 0.0, decode = 0.0, h2d = 0.0, input_bytes = 0.0;
+
+  bool contention = false;
+  double comm_factor = 1.0;  // measured-total scaling of the collective model's times
+  std::function<double(double)> reference_time;     // seconds for an aggregation of `bytes` (no contention)
+  std::function<std::vector<Phase>(double)> phases;  // with contention
+  std::vector<std::vector<LinkId>> paths;            // flow paths (contention)
+  struct LinkDef {
+    std::string name, kind;
+    double capacity;
+  };
+  std::vector<LinkDef> links;
+  std::vector<LinkId> pcie_link;     // per GPU (contention)
+  std::vector<LinkId> storage_link;  // per node (contention)
+
+  double compute_jitter = 0.0, link_jitter = 0.0;
+  std::uint64_t seed = 1;
+  bool trace = false;
+  int trace_max_gpus = 64;
+};
+
+struct Outcome {
+  std::vector<double> iteration_end;  // job-level end of each iteration
+  // steady-state means (over iterations ≥ warmup)
+  double forward = 0, backward = 0, update = 0, update_exposed = 0, h2d = 0, comm = 0, exposed = 0;
+  double input_wait = 0;              // mean time the slowest GPU waited for its batch
+  std::vector<Bucket> last_buckets;   // collectives of the last iteration
+  std::vector<ResourceUse> utilisation;
+  std::string busiest_link;
+  double busiest_link_fraction = 0.0;
+  std::uint64_t events = 0;
+  double span = 0.0;
+  std::string trace_json;
+};
+
+Outcome simulate(const Setup& s);
+
+}  // namespace dlscale::sim::detail

@@ -1,0 +1,631 @@
+// The simulator's front: turns a Scenario and SimOptions into the model's Setup, runs the merge
+// policies, and fills the same Prediction record as the closed form (see simulator.hpp).
+#include "dlscale/sim/simulator.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <numeric>
+
+#include "dlscale/equations.hpp"
+#include "dlscale/error.hpp"
+#include "dlscale/format.hpp"
+#include "model.hpp"
+
+namespace dlscale::sim {
+
+std::string_view to_string(MergePolicy m) noexcept {
+  switch (m) {
+    case MergePolicy::strategy: return "strategy";
+    case MergePolicy::none: return "none";
+    case MergePolicy::ddp: return "ddp";
+    case MergePolicy::horovod: return "horovod";
+    case MergePolicy::mgwfbp: return "mgwfbp";
+    case MergePolicy::best: return "best";
+  }
+  return "?";
+}
+
+MergePolicy merge_policy_from_string(std::string_view s) {
+  for (auto m : {MergePolicy::strategy, MergePolicy::none, MergePolicy::ddp, MergePolicy::horovod, MergePolicy::mgwfbp,
+                 MergePolicy::best})
+    if (s == to_string(m)) return m;
+  throw UsageError("--merge", fmt::format("unknown merge policy '{}' (expected strategy, none, ddp, horovod, mgwfbp or best)", s));
+}
+
+std::string_view to_string(AllreduceAlgorithm a) noexcept {
+  switch (a) {
+    case AllreduceAlgorithm::ring: return "ring";
+    case AllreduceAlgorithm::tree: return "tree";
+    case AllreduceAlgorithm::hierarchical: return "hierarchical";
+  }
+  return "?";
+}
+
+AllreduceAlgorithm allreduce_algorithm_from_string(std::string_view s) {
+  for (auto a : {AllreduceAlgorithm::ring, AllreduceAlgorithm::tree, AllreduceAlgorithm::hierarchical})
+    if (s == to_string(a)) return a;
+  throw UsageError("--allreduce", fmt::format("unknown all-reduce algorithm '{}' (expected ring, tree or hierarchical)", s));
+}
+
+namespace {
+
+using detail::FlowSpec;
+using detail::Phase;
+using detail::Setup;
+
+std::vector<double> to_doubles(const std::vector<Seconds>& v) {
+  std::vector<double> out(v.size());
+  for (std::size_t i = 0; i < v.size(); ++i) out[i] = in_seconds(v[i]);
+  return out;
+}
+
+detail::GpuClass make_class(const LayerTimes& t) {
+  detail::GpuClass c;
+  c.f = to_doubles(t.forward);
+  c.b = to_doubles(t.backward);
+  c.u = to_doubles(t.update);
+  c.u_total = in_seconds(t.total_update());
+  return c;
+}
+
+/// A plan policy: what the model is asked to do.
+struct PlanChoice {
+  std::string name;
+  bool horovod = false;
+  double threshold = 0.0;
+  std::vector<Bucket> plan;
+};
+
+}  // namespace
+
+struct Simulator::Impl {
+  Scenario sc;
+  SimOptions opt;
+  Predictor pred;
+  std::shared_ptr<const CollectiveModel> coll;
+  std::vector<Bytes> grads;
+  std::vector<detail::GpuClass> classes;  // 0: the cluster's GPU; then one per node_gpu entry
+  std::vector<std::string> names;
+  Seconds iter_one{};
+
+  Impl(Scenario s, SimOptions o) : sc(s), opt(std::move(o)), pred(std::move(s)) {
+    if (opt.iterations < 1) throw UsageError("--iterations", "at least one iteration must be simulated");
+    if (opt.warmup < 0) throw UsageError("--warmup", "the warm-up cannot be negative");
+    if (opt.channels < 1) throw UsageError("--channels", "at least one channel");
+    if (opt.readers_per_node < 1) throw UsageError("--readers", "at least one reader thread per node");
+    if (opt.prefetch_depth < 1) throw UsageError("--prefetch-depth", "the prefetch queue holds at least one batch");
+    if (opt.gpus_per_pcie_switch < 1) throw UsageError("--gpus-per-pcie-switch", "at least one GPU per switch");
+    if (opt.compute_jitter < 0 || opt.link_jitter < 0) throw UsageError("--jitter", "a jitter σ cannot be negative");
+    if (opt.cycle_time <= Seconds{}) throw UsageError("--cycle-time", "the Horovod cycle time must be positive");
+    for (const auto& [g, f] : opt.speed)
+      if (!(f > 0.0) || g < 0) throw UsageError("--speed", fmt::format("GPU {} speed factor {} must be > 0", g, f));
+    coll = sc.collectives ? sc.collectives : make_collective_model(sc.cluster);
+    const double bpe = sc.compute.precision == Precision::fp16 ? 2.0 : 4.0;
+    for (const auto& l : sc.network.layers) {
+      grads.push_back(Network::gradient_bytes(l, bpe));
+      names.push_back(l.name);
+    }
+    classes.push_back(make_class(pred.layer_times()));
+    if (!opt.node_gpu.empty()) {
+      const LayerTimes base = estimate_layer_times(sc.network, sc.cluster.gpu, sc.batch_per_gpu, sc.compute);
+      for (const auto& [node, gpu] : opt.node_gpu) {
+        (void)node;
+        const LayerTimes other = estimate_layer_times(sc.network, gpu, sc.batch_per_gpu, sc.compute);
+        LayerTimes t = pred.layer_times();
+        auto scale = [](std::vector<Seconds>& v, const std::vector<Seconds>& num, const std::vector<Seconds>& den) {
+          for (std::size_t i = 0; i < v.size(); ++i)
+            if (den[i] > Seconds{}) v[i] = v[i] * (num[i] / den[i]);
+        };
+        scale(t.forward, other.forward, base.forward);
+        scale(t.backward, other.backward, base.backward);
+        scale(t.update, other.update, base.update);
+        classes.push_back(make_class(t));
+      }
+    }
+    iter_one = pred.predict(1).iteration_time;
+  }
+
+  // ---- communication times without contention -----------------------------------------------------------
+  [[nodiscard]] double reference_time(double size, const GpuPlacement& at) const {
+    if (at.gpus <= 1) return 0.0;
+    const Bytes s = bytes(size);
+    const GpuPlacement intra{at.gpus_per_node, 1, at.gpus_per_node};
+    const GpuPlacement across{at.nodes, at.nodes, 1};
+    const Strategy& st = sc.strategy;
+    switch (st.aggregation) {
+      case Aggregation::allreduce:
+        switch (opt.allreduce) {
+          case AllreduceAlgorithm::ring: return in_seconds(coll->time(CollectiveOp::allreduce, s, at));
+          case AllreduceAlgorithm::tree: return in_seconds(tree_time(size, at));
+          case AllreduceAlgorithm::hierarchical:
+            if (at.nodes <= 1 || at.gpus_per_node <= 1) return in_seconds(coll->time(CollectiveOp::allreduce, s, at));
+            return in_seconds(coll->time(CollectiveOp::reducescatter, s, intra) +
+                              coll->time(CollectiveOp::allreduce, s / static_cast<double>(at.gpus_per_node), across) +
+                              coll->time(CollectiveOp::allgather, s, intra));
+        }
+        return 0.0;
+      case Aggregation::parameter_server: return in_seconds(coll->parameter_server(s, at, st.parameter_servers));
+      case Aggregation::hybrid: {
+        Seconds c = coll->time(CollectiveOp::allreduce, s, intra);
+        if (at.nodes > 1) c += coll->parameter_server(s, across, st.parameter_servers);
+        return in_seconds(c);
+      }
+      case Aggregation::broadcast_reduce:
+        return in_seconds(coll->time(CollectiveOp::broadcast, s, at) + coll->time(CollectiveOp::reduce, s, at));
+    }
+    return 0.0;
+  }
+
+  /// Pipelined tree all-reduce (NCCL's tree, src/graph/tuning.cc): latency
+  /// 2·((n_g − 1)·α_intra + ⌈log2 N⌉·α_inter), bandwidth term 2·S/β (algbw = busbw/2), with α and β of a
+  /// point-to-point hop taken from the collective model (a 2-GPU broadcast).
+  [[nodiscard]] Seconds tree_time(double size, const GpuPlacement& at) const {
+    const GpuPlacement two_intra{2, 1, 2}, two_inter{2, 2, 1};
+    const Seconds a_intra = coll->time(CollectiveOp::broadcast, Bytes{}, two_intra);
+    const Seconds a_inter = coll->time(CollectiveOp::broadcast, Bytes{}, two_inter);
+    const GpuPlacement& hop = at.nodes > 1 ? two_inter : two_intra;
+    const Seconds bw = coll->time(CollectiveOp::broadcast, bytes(size), hop) - coll->time(CollectiveOp::broadcast, Bytes{}, hop);
+    const double depth = at.nodes > 1 ? std::ceil(std::log2(static_cast<double>(at.nodes))) : 0.0;
+    return 2.0 * (a_intra * static_cast<double>(at.gpus_per_node - 1) + a_inter * depth) + 2.0 * bw;
+  }
+
+  // ---- links and paths for contention -------------------------------------------------------------------
+  struct Net {
+    std::vector<LinkId> gpu_out, gpu_in, nic_out, nic_in;
+    std::uint32_t ring_all = 0, chain = 0, chain_rev = 0, tree = 0;
+    std::vector<std::uint32_t> ring_node, ring_rank;
+    std::vector<std::vector<std::uint32_t>> ps_push, ps_pull;  // [sender][server]
+  };
+
+  void build_links(Setup& s, Net& n, const GpuPlacement& at, int servers) const {
+    const double intra = in_bytes_per_second(sc.cluster.intra_node.bandwidth);
+    const double inter = in_bytes_per_second(sc.cluster.inter_node.bandwidth);
+    auto link = [&](std::string name, std::string kind, double cap) {
+      s.links.push_back(Setup::LinkDef{std::move(name), std::move(kind), cap});
+      return static_cast<LinkId>(s.links.size() - 1);
+    };
+    const int G = at.gpus, gpn = at.gpus_per_node, N = at.nodes;
+    for (int g = 0; g < G; ++g) {
+      n.gpu_out.push_back(link(fmt::format("GPU {} intra-node out", g), "gpu-out", intra));
+      n.gpu_in.push_back(link(fmt::format("GPU {} intra-node in", g), "gpu-in", intra));
+    }
+    for (int k = 0; k < N; ++k) {
+      n.nic_out.push_back(link(fmt::format("node {} NIC out", k), "nic-out", inter));
+      n.nic_in.push_back(link(fmt::format("node {} NIC in", k), "nic-in", inter));
+    }
+    const double D = s.input_bytes;
+    const int per_switch = opt.gpus_per_pcie_switch;
+    for (int g = 0; g < G; ++g) {
+      if (g % per_switch == 0 || g % gpn == 0)
+        link(fmt::format("PCIe switch uplink of GPU {}", g), "pcie", s.h2d > 0 ? D / s.h2d : 1e30);
+      s.pcie_link.push_back(static_cast<LinkId>(s.links.size() - 1));
+    }
+    for (int k = 0; k < N; ++k)
+      s.storage_link.push_back(link(fmt::format("node {} storage", k), "storage", s.t_read > 0 ? D / s.t_read : 1e30));
+
+    auto hop = [&](std::vector<LinkId>& p, int a, int b) {
+      if (a == b) return;
+      if (a / gpn == b / gpn) {
+        p.push_back(n.gpu_out[static_cast<std::size_t>(a)]);
+        p.push_back(n.gpu_in[static_cast<std::size_t>(b)]);
+      } else {
+        p.push_back(n.nic_out[static_cast<std::size_t>(a / gpn)]);
+        p.push_back(n.nic_in[static_cast<std::size_t>(b / gpn)]);
+      }
+    };
+    auto add_path = [&](std::vector<LinkId> p) {
+      s.paths.push_back(std::move(p));
+      return static_cast<std::uint32_t>(s.paths.size() - 1);
+    };
+    auto ring = [&](const std::vector<int>& members) {
+      std::vector<LinkId> p;
+      if (members.size() > 1)
+        for (std::size_t i = 0; i < members.size(); ++i) hop(p, members[i], members[(i + 1) % members.size()]);
+      return add_path(std::move(p));
+    };
+    std::vector<int> all(static_cast<std::size_t>(G));
+    std::iota(all.begin(), all.end(), 0);
+    n.ring_all = ring(all);
+    {
+      std::vector<LinkId> c, r;
+      for (int g = 0; g + 1 < G; ++g) hop(c, g, g + 1);
+      for (int g = G - 1; g > 0; --g) hop(r, g, g - 1);
+      n.chain = add_path(std::move(c));
+      n.chain_rev = add_path(std::move(r));
+    }
+    for (int k = 0; k < N; ++k) {
+      std::vector<int> m;
+      for (int j = 0; j < gpn; ++j) m.push_back(k * gpn + j);
+      n.ring_node.push_back(ring(m));
+    }
+    for (int j = 0; j < gpn; ++j) {
+      std::vector<int> m;
+      for (int k = 0; k < N; ++k) m.push_back(k * gpn + j);
+      n.ring_rank.push_back(ring(m));
+    }
+    {  // binary tree over nodes (parent of k: (k−1)/2) and a chain inside each node; both directions
+      std::vector<LinkId> p;
+      for (int k = 1; k < N; ++k) {
+        hop(p, k * gpn, ((k - 1) / 2) * gpn);
+        hop(p, ((k - 1) / 2) * gpn, k * gpn);
+      }
+      for (int k = 0; k < N; ++k)
+        for (int j = 0; j + 1 < gpn; ++j) {
+          hop(p, k * gpn + j, k * gpn + j + 1);
+          hop(p, k * gpn + j + 1, k * gpn + j);
+        }
+      n.tree = add_path(std::move(p));
+    }
+    // parameter servers: with several nodes, server s sits on node s mod N and the GPUs of a node send
+    // through its NIC (one aggregated flow per node and server: equal flows on one path share equally);
+    // in one node, server s is GPU s mod G and every GPU sends to it through its intra-node port.
+    const int k = std::max(servers, 1);
+    if (N > 1) {
+      for (int a = 0; a < N; ++a) {
+        n.ps_push.emplace_back();
+        n.ps_pull.emplace_back();
+        for (int sv = 0; sv < k; ++sv) {
+          const int node = sv % N;
+          n.ps_push.back().push_back(add_path({n.nic_out[static_cast<std::size_t>(a)], n.nic_in[static_cast<std::size_t>(node)]}));
+          n.ps_pull.back().push_back(add_path({n.nic_out[static_cast<std::size_t>(node)], n.nic_in[static_cast<std::size_t>(a)]}));
+        }
+      }
+    } else {
+      for (int g = 0; g < G; ++g) {
+        n.ps_push.emplace_back();
+        n.ps_pull.emplace_back();
+        for (int sv = 0; sv < k; ++sv) {
+          const int srv = sv % G;
+          // the server's own gradients still enter through its port (the closed form counts N senders)
+          std::vector<LinkId> push{n.gpu_in[static_cast<std::size_t>(srv)]}, pull{n.gpu_out[static_cast<std::size_t>(srv)]};
+          if (g != srv) {
+            push.insert(push.begin(), n.gpu_out[static_cast<std::size_t>(g)]);
+            pull.push_back(n.gpu_in[static_cast<std::size_t>(g)]);
+          }
+          n.ps_push.back().push_back(add_path(std::move(push)));
+          n.ps_pull.back().push_back(add_path(std::move(pull)));
+        }
+      }
+    }
+  }
+
+  /// The phases of one aggregation with contention. Each flow's cap is the rate that makes it last
+  /// exactly the collective model's bandwidth term when alone, so contention can only slow it.
+  [[nodiscard]] std::vector<Phase> phases(double size, const GpuPlacement& at, const Net& n) const {
+    std::vector<Phase> out;
+    const int C = opt.channels, G = at.gpus, gpn = at.gpus_per_node, N = at.nodes;
+    const GpuPlacement intra{gpn, 1, gpn}, across{N, N, 1};
+    auto t = [&](CollectiveOp op, double sz, const GpuPlacement& w) { return in_seconds(coll->time(op, bytes(sz), w)); };
+    auto cap_for = [](double flow_bytes, double total, double lat) {
+      const double bw = total - lat;
+      return bw > 0 ? flow_bytes / bw : 0.0;
+    };
+    auto ring_phase = [&](CollectiveOp op, double sz, const GpuPlacement& w, const std::vector<std::uint32_t>& rings,
+                          double wire_factor) {
+      Phase ph;
+      ph.latency = t(op, 0.0, w);
+      const double total = t(op, sz, w);
+      const double fb = sz / C * wire_factor;
+      for (std::uint32_t r : rings)
+        for (int c = 0; c < C; ++c) ph.flows.push_back(FlowSpec{fb, r, cap_for(fb, total, ph.latency)});
+      return ph;
+    };
+    auto ps_phases = [&](double sz, const GpuPlacement& w, int senders_per_flow, std::size_t senders) {
+      const int k = sc.strategy.parameter_servers > 0 ? sc.strategy.parameter_servers : w.nodes;
+      GpuPlacement two = w;
+      two.gpus = 2;
+      const double lat = t(CollectiveOp::broadcast, 0.0, two);
+      Phase push, pull;
+      push.latency = pull.latency = lat;
+      for (std::size_t a = 0; a < senders; ++a)
+        for (int sv = 0; sv < k; ++sv) {
+          const double fb = sz / k * senders_per_flow;
+          push.flows.push_back(FlowSpec{fb, n.ps_push[a][static_cast<std::size_t>(sv)], 0.0});
+          pull.flows.push_back(FlowSpec{fb, n.ps_pull[a][static_cast<std::size_t>(sv)], 0.0});
+        }
+      out.push_back(std::move(push));
+      out.push_back(std::move(pull));
+    };
+    const double ring_wire = 2.0 * (G - 1) / G;
+    switch (sc.strategy.aggregation) {
+      case Aggregation::allreduce:
+        if (opt.allreduce == AllreduceAlgorithm::tree) {
+          Phase ph;
+          const double total = in_seconds(tree_time(size, at));
+          ph.latency = in_seconds(tree_time(0.0, at));
+          const double fb = size / C;
+          for (int c = 0; c < C; ++c) ph.flows.push_back(FlowSpec{fb, n.tree, cap_for(fb, total, ph.latency)});
+          out.push_back(std::move(ph));
+        } else if (opt.allreduce == AllreduceAlgorithm::hierarchical && N > 1 && gpn > 1) {
+          const double part = (gpn - 1.0) / gpn;
+          out.push_back(ring_phase(CollectiveOp::reducescatter, size, intra, n.ring_node, part));
+          out.push_back(ring_phase(CollectiveOp::allreduce, size / gpn, across, n.ring_rank, 2.0 * (N - 1) / N));
+          out.push_back(ring_phase(CollectiveOp::allgather, size, intra, n.ring_node, part));
+        } else {
+          out.push_back(ring_phase(CollectiveOp::allreduce, size, at, {n.ring_all}, ring_wire));
+        }
+        break;
+      case Aggregation::parameter_server:
+        if (N > 1) ps_phases(size, at, gpn, static_cast<std::size_t>(N));
+        else ps_phases(size, at, 1, static_cast<std::size_t>(G));
+        break;
+      case Aggregation::hybrid:
+        if (gpn > 1) out.push_back(ring_phase(CollectiveOp::allreduce, size, intra, n.ring_node, 2.0 * (gpn - 1) / gpn));
+        if (N > 1) ps_phases(size, across, 1, static_cast<std::size_t>(N));
+        break;
+      case Aggregation::broadcast_reduce: {
+        for (auto [op, path] : {std::pair{CollectiveOp::reduce, n.chain_rev}, std::pair{CollectiveOp::broadcast, n.chain}}) {
+          Phase ph;
+          ph.latency = t(op, 0.0, at);
+          const double total = t(op, size, at);
+          const double fb = size / C;
+          for (int c = 0; c < C; ++c) ph.flows.push_back(FlowSpec{fb, path, cap_for(fb, total, ph.latency)});
+          out.push_back(std::move(ph));
+        }
+        break;
+      }
+    }
+    return out;
+  }
+
+  // ---- plans -------------------------------------------------------------------------------------------
+  [[nodiscard]] Bytes ddp_cap() const {
+    if (opt.bucket_size > Bytes{}) return opt.bucket_size;
+    return sc.strategy.overlap == Overlap::bucketed ? sc.strategy.bucket_size : mebibytes(25);
+  }
+  [[nodiscard]] Bytes ddp_first() const {
+    if (opt.first_bucket > Bytes{}) return opt.first_bucket;
+    return sc.strategy.overlap == Overlap::bucketed ? sc.strategy.first_bucket : mebibytes(1);
+  }
+  [[nodiscard]] std::vector<Bucket> strategy_plan() const {
+    return sc.strategy.overlap == Overlap::bucketed
+               ? ddp_buckets(grads, sc.strategy.first_bucket, sc.strategy.bucket_size)
+               : per_layer_buckets(grads);
+  }
+
+  [[nodiscard]] std::vector<PlanChoice> choices(MergePolicy m, const GpuPlacement& at) const {
+    auto ddp = [&](Bytes first, Bytes cap, std::string name) {
+      return PlanChoice{std::move(name), false, 0.0, ddp_buckets(grads, first, cap)};
+    };
+    const Bytes thr = opt.fusion_threshold > Bytes{} ? opt.fusion_threshold
+                      : sc.strategy.overlap == Overlap::bucketed ? sc.strategy.bucket_size
+                                                                 : mebibytes(64);
+    auto hvd = [&] {
+      return PlanChoice{fmt::format("horovod (threshold {}, cycle {})", thr, opt.cycle_time), true, in_bytes(thr), {}};
+    };
+    auto mg = [&] {
+      std::vector<Bytes> sizes = grads;
+      sizes.push_back(std::accumulate(grads.begin(), grads.end(), Bytes{}));
+      const AlphaBeta fit = fit_alpha_beta([&](Bytes s) { return seconds(reference_time(in_bytes(s), at)); }, sizes);
+      return PlanChoice{fmt::format("mgwfbp (alpha {}, {} per MiB)", fit.alpha, fit.per_byte * 1048576.0), false, 0.0,
+                        mgwfbp_buckets(pred.layer_times().backward, grads, fit)};
+    };
+    switch (m) {
+      case MergePolicy::strategy:
+        return {PlanChoice{sc.strategy.overlap == Overlap::bucketed
+                               ? fmt::format("strategy: ddp buckets (first {}, then {})", sc.strategy.first_bucket,
+                                             sc.strategy.bucket_size)
+                               : std::string("strategy: one bucket per layer"),
+                           false, 0.0, strategy_plan()}};
+      case MergePolicy::none: return {PlanChoice{"none: one bucket per layer", false, 0.0, per_layer_buckets(grads)}};
+      case MergePolicy::ddp:
+        return {ddp(ddp_first(), ddp_cap(), fmt::format("ddp (first {}, then {})", ddp_first(), ddp_cap()))};
+      case MergePolicy::horovod: return {hvd()};
+      case MergePolicy::mgwfbp: return {mg()};
+      case MergePolicy::best: {
+        std::vector<PlanChoice> v{PlanChoice{"none: one bucket per layer", false, 0.0, per_layer_buckets(grads)},
+                                  ddp(ddp_first(), ddp_cap(), fmt::format("ddp (first {}, then {})", ddp_first(), ddp_cap())),
+                                  mg(), hvd()};
+        for (double mib : {1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0, 256.0})
+          v.push_back(ddp(mebibytes(mib), mebibytes(mib), fmt::format("ddp (every bucket {})", mebibytes(mib))));
+        return v;
+      }
+    }
+    return {};
+  }
+
+  // ---- one simulation ----------------------------------------------------------------------------------
+  SimResult run_one(int gpus, const GpuPlacement& at, const Prediction& closed, const PlanChoice& choice,
+                    bool trace) const {
+    Setup s;
+    s.gpus = gpus;
+    s.nodes = at.nodes;
+    s.gpn = at.gpus_per_node;
+    s.layers = static_cast<int>(grads.size());
+    s.iterations = opt.iterations;
+    s.warmup = opt.warmup;
+    s.classes = classes;
+    s.gpu_class.assign(static_cast<std::size_t>(gpus), 0);
+    for (std::size_t c = 0; c < opt.node_gpu.size(); ++c) {
+      const int node = opt.node_gpu[c].first;
+      for (int j = 0; j < s.gpn; ++j) {
+        const int g = node * s.gpn + j;
+        if (node >= 0 && g < gpus) s.gpu_class[static_cast<std::size_t>(g)] = static_cast<int>(c + 1);
+      }
+    }
+    s.speed.assign(static_cast<std::size_t>(gpus), 1.0);
+    for (const auto& [g, f] : opt.speed)
+      if (g < gpus) s.speed[static_cast<std::size_t>(g)] = f;
+    for (Bytes b : grads) s.grad_bytes.push_back(in_bytes(b));
+    s.layer_names = names;
+
+    const Strategy& st = sc.strategy;
+    s.overlapped = st.overlap != Overlap::none && st.aggregation != Aggregation::broadcast_reduce;
+    s.update = st.update;
+    if (!s.overlapped && s.update == UpdatePlacement::per_layer) s.update = UpdatePlacement::after_aggregation;
+    s.horovod = choice.horovod;
+    s.fusion_threshold = choice.threshold;
+    s.cycle_time = in_seconds(opt.cycle_time);
+    s.plan = choice.plan;
+
+    s.prefetch = st.io_prefetch;
+    s.depth = opt.prefetch_depth;
+    s.readers = opt.readers_per_node;
+    s.t_read = in_seconds(closed.breakdown.io) / at.gpus_per_node;
+    s.decode = in_seconds(opt.decode_per_sample) * sc.batch_per_gpu;
+    s.h2d = in_seconds(closed.breakdown.h2d);
+    const double D = in_bytes(sc.network.input_bytes_per_sample) * sc.batch_per_gpu;
+    s.input_bytes = D > 0 ? D : 1.0;
+
+    // a measured communication total at this scale scales the model's times, as in the closed form
+    s.comm_factor = 1.0;
+    if (sc.profile && gpus > 1) {
+      auto it = sc.profile->measured.find(gpus);
+      if (it != sc.profile->measured.end() && it->second.comm) {
+        double modelled = 0.0;
+        for (const auto& b : strategy_plan()) modelled += reference_time(in_bytes(b.bytes), at);
+        if (modelled > 0) s.comm_factor = in_seconds(*it->second.comm) / modelled;
+      }
+    }
+    s.reference_time = [this, at](double size) { return reference_time(size, at); };
+    s.contention = opt.contention;
+    auto net = std::make_shared<Net>();
+    if (opt.contention) {
+      build_links(s, *net, at, st.parameter_servers > 0 ? st.parameter_servers : at.nodes);
+      s.phases = [this, at, net](double size) { return phases(size, at, *net); };
+    }
+    s.compute_jitter = opt.compute_jitter;
+    s.link_jitter = opt.link_jitter;
+    s.seed = opt.seed;
+    s.trace = trace;
+    s.trace_max_gpus = opt.trace_max_gpus;
+
+    const detail::Outcome o = detail::simulate(s);
+
+    SimResult r;
+    r.events = o.events;
+    r.simulated_seconds = o.span;
+    r.merge = choice.name;
+    r.buckets = choice.horovod ? o.last_buckets : choice.plan;
+    r.utilisation = o.utilisation;
+    r.trace_json = o.trace_json;
+    // iteration statistics over the steady state
+    const std::size_t N = o.iteration_end.size();
+    const std::size_t from = std::min(static_cast<std::size_t>(opt.warmup), N - 1);
+    std::vector<double> v;
+    for (std::size_t k = from; k < N; ++k) v.push_back(o.iteration_end[k] - (k > 0 ? o.iteration_end[k - 1] : 0.0));
+    for (double x : v) r.iterations.samples.push_back(seconds(x));
+    std::vector<double> sorted = v;
+    std::sort(sorted.begin(), sorted.end());
+    auto pct = [&](double p) {
+      const double pos = p * static_cast<double>(sorted.size() - 1);
+      const auto lo = static_cast<std::size_t>(std::floor(pos));
+      const std::size_t hi = std::min(lo + 1, sorted.size() - 1);
+      return sorted[lo] + (pos - static_cast<double>(lo)) * (sorted[hi] - sorted[lo]);
+    };
+    const double mean = std::accumulate(v.begin(), v.end(), 0.0) / static_cast<double>(v.size());
+    r.iterations.mean = seconds(mean);
+    r.iterations.p50 = seconds(pct(0.5));
+    r.iterations.p99 = seconds(pct(0.99));
+    r.iterations.min = seconds(sorted.front());
+    r.iterations.max = seconds(sorted.back());
+
+    Prediction& p = r.prediction;
+    p.gpus = gpus;
+    p.nodes = at.nodes;
+    p.batch_per_gpu = sc.batch_per_gpu;
+    p.iteration_time = seconds(mean);
+    p.throughput_samples_per_s = gpus * sc.batch_per_gpu / mean;
+    p.speedup = eq::speedup(gpus, iter_one, p.iteration_time);
+    p.efficiency = p.speedup / gpus;
+    p.breakdown = Breakdown{closed.breakdown.io, seconds(o.h2d),  seconds(o.forward), seconds(o.backward),
+                            seconds(o.update),  seconds(o.comm), seconds(o.exposed)};
+    if (s.overlapped && gpus > 1) {
+      const auto& plan = r.buckets;
+      std::vector<Seconds> b(plan.size()), c(plan.size());
+      for (std::size_t u = 0; u < plan.size(); ++u) {
+        for (int i = plan[u].first; i <= plan[u].last; ++i) b[u] += pred.layer_times().backward[static_cast<std::size_t>(i)];
+        c[u] = seconds(reference_time(in_bytes(plan[u].bytes), at) * s.comm_factor);
+      }
+      const auto h = eq::classify_hiding(b, c);
+      p.hiding_case = h.which;
+      p.boundary_layer = h.boundary;
+    } else if (s.overlapped) {
+      p.hiding_case = 1;
+    }
+    // bottleneck: the phase with the largest share of the critical path (as the closed form decides)
+    struct Part {
+      Bottleneck what;
+      double time;
+    };
+    const double io = in_seconds(closed.breakdown.io);
+    const double gpu_side = mean - (st.io_prefetch ? o.input_wait : io);
+    Part parts[] = {{Bottleneck::io, st.io_prefetch ? 0.0 : io}, {Bottleneck::h2d, o.h2d},
+                    {Bottleneck::compute, o.forward + o.backward}, {Bottleneck::communication, o.exposed},
+                    {Bottleneck::update, o.update_exposed}};
+    Part worst = parts[0];
+    for (const auto& pt : parts)
+      if (pt.time > worst.time) worst = pt;
+    if (st.io_prefetch && o.input_wait > 0.0 && io >= gpu_side) worst = Part{Bottleneck::io, io};
+    p.bottleneck = worst.what;
+    const Cluster& cl = sc.cluster;
+    switch (worst.what) {
+      case Bottleneck::io: p.bottleneck_resource = closed.bottleneck == Bottleneck::io ? closed.bottleneck_resource
+                                                                                       : std::string("input pipeline (readers)");
+        break;
+      case Bottleneck::h2d:
+        p.bottleneck_resource = fmt::format("host-to-GPU copies ({} memory, {})", st.pinned_memory ? "pinned" : "pageable",
+                                            st.pinned_memory ? cl.h2d_pinned : cl.h2d_pageable);
+        break;
+      case Bottleneck::compute: p.bottleneck_resource = fmt::format("GPU compute ({})", cl.gpu.name); break;
+      case Bottleneck::communication:
+        if (opt.contention && !o.busiest_link.empty())
+          p.bottleneck_resource = fmt::format("{}, busy {:.0f}%", o.busiest_link, 100.0 * o.busiest_link_fraction);
+        else
+          p.bottleneck_resource = at.nodes > 1 ? fmt::format("inter-node network ({})", cl.inter_node.bandwidth)
+                                               : fmt::format("intra-node GPU links ({})", cl.intra_node.bandwidth);
+        break;
+      case Bottleneck::update:
+        p.bottleneck_resource = fmt::format("parameter update (GPU memory {})", cl.gpu.memory_bandwidth);
+        break;
+    }
+    return r;
+  }
+
+  SimResult run(int gpus) const {
+    const GpuPlacement at = pred.place(gpus);
+    for (const auto& [node, gpu] : opt.node_gpu) {
+      (void)gpu;
+      if (node < 0 || node >= sc.cluster.max_nodes)
+        throw UsageError("--node-gpu", fmt::format("node {} is not in cluster '{}' ({} nodes)", node, sc.cluster.name,
+                                                   sc.cluster.max_nodes));
+    }
+    const Prediction closed = pred.predict(gpus);
+    const auto list = choices(opt.merge, at);
+    if (list.size() == 1) return run_one(gpus, at, closed, list.front(), opt.trace);
+    std::vector<PlanCandidate> cands;
+    std::size_t best = 0;
+    Seconds best_t{};
+    for (std::size_t i = 0; i < list.size(); ++i) {
+      const SimResult r = run_one(gpus, at, closed, list[i], false);
+      cands.push_back(PlanCandidate{list[i].name, r.prediction.iteration_time, r.buckets.size()});
+      if (i == 0 || r.prediction.iteration_time < best_t) {
+        best = i;
+        best_t = r.prediction.iteration_time;
+      }
+    }
+    SimResult r = run_one(gpus, at, closed, list[best], opt.trace);
+    r.candidates = std::move(cands);
+    return r;
+  }
+};
+
+Simulator::Simulator(Scenario scenario, SimOptions options)
+    : impl_(std::make_unique<Impl>(std::move(scenario), std::move(options))) {}
+Simulator::~Simulator() = default;
+Simulator::Simulator(Simulator&&) noexcept = default;
+Simulator& Simulator::operator=(Simulator&&) noexcept = default;
+
+SimResult Simulator::run(int gpus) const { return impl_->run(gpus); }
+std::vector<SimResult> Simulator::run(std::span<const int> gpu_counts) const {
+  std::vector<SimResult> out;
+  for (int g : gpu_counts) out.push_back(run(g));
+  return out;
+}
+const Predictor& Simulator::predictor() const noexcept { return impl_->pred; }
+const SimOptions& Simulator::options() const noexcept { return impl_->opt; }
+
+}  // namespace dlscale::sim

@@ -1,0 +1,596 @@
+// The discrete-event simulator: engine (event order, max-min sharing), bucket plans, and the training
+// model against the closed form and against hand-computed cases.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <set>
+
+#include "dlscale/collective.hpp"
+#include "dlscale/equations.hpp"
+#include "dlscale/error.hpp"
+#include "dlscale/io.hpp"
+#include "dlscale/predict.hpp"
+#include "dlscale/sim/engine.hpp"
+#include "dlscale/sim/merge.hpp"
+#include "dlscale/sim/simulator.hpp"
+#include "support/run.hpp"
+
+namespace dlscale::sim {
+namespace {
+
+// ---- helpers --------------------------------------------------------------------------------------------
+
+GpuSpec test_gpu() {
+  GpuSpec g;
+  g.name = "test-gpu";
+  g.peak_fp32 = teraflops_per_second(10);
+  g.peak_fp16 = teraflops_per_second(40);
+  g.memory_bandwidth = gigabytes_per_second(500);
+  g.memory_size = gibibytes(16);
+  return g;
+}
+
+Cluster test_cluster(int nodes, int gpn) {
+  Cluster c;
+  c.name = "hand";
+  c.max_nodes = nodes;
+  c.gpus_per_node = gpn;
+  c.gpu = test_gpu();
+  c.h2d_pinned = gigabytes_per_second(10);
+  c.h2d_pageable = gigabytes_per_second(5);
+  c.intra_node = LinkSpec{gigabytes_per_second(10), microseconds(5)};
+  c.inter_node = LinkSpec{gigabytes_per_second(5), microseconds(10)};
+  c.disk = gigabytes_per_second(1);
+  c.page_cache = gigabytes_per_second(5);
+  return c;
+}
+
+Layer layer(std::string name, std::int64_t params, double flops, double act = 1e5) {
+  Layer l;
+  l.name = std::move(name);
+  l.kind = LayerKind::conv;
+  l.params = params;
+  l.forward_flops_per_sample = flops;
+  l.activation_bytes_per_sample = act;
+  return l;
+}
+
+Network one_layer_net(std::int64_t params) {
+  Network n;
+  n.name = "one";
+  n.input_bytes_per_sample = bytes(1000);
+  n.layers.push_back(layer("only", params, 1e9));
+  return n;
+}
+
+/// A profile of one layer: the per-layer times are the phase totals themselves.
+Profile one_layer_profile(double io, double h2d, double f, double b, double u) {
+  Profile p;
+  p.model = "one";
+  p.framework = "hand";
+  p.batch_per_gpu = 8;
+  p.single_gpu = PhaseTimes{seconds(io), seconds(h2d), seconds(f), seconds(b), seconds(u)};
+  return p;
+}
+
+struct Recorder : EventSink {
+  std::map<std::uint64_t, double> done;
+  Engine* eng = nullptr;
+  void on_event(const Event&) override {}
+  void on_flow_done(std::uint64_t tag) override { done[tag] = eng->now(); }
+};
+
+// ---- engine ---------------------------------------------------------------------------------------------
+
+TEST(SimEngine, EqualTimesFireInSchedulingOrder) {
+  EventQueue q;
+  q.push(2.0, 1, 0, 0);
+  q.push(1.0, 2, 0, 0);
+  q.push(1.0, 3, 0, 0);
+  q.push(1.0, 4, 0, 0);
+  std::vector<std::uint32_t> order;
+  while (!q.empty()) order.push_back(q.pop().kind);
+  EXPECT_EQ(order, (std::vector<std::uint32_t>{2, 3, 4, 1}));
+}
+
+TEST(SimEngine, TwoFlowsShareOneLinkEqually) {
+  // Link 10 GB/s; flow 1 = 10 GB, flow 2 = 5 GB, both from t = 0. Max-min: 5 GB/s each until flow 2
+  // ends at 5/5 = 1 s; flow 1 has 10 − 5 = 5 GB left, alone at 10 GB/s: + 0.5 s → 1.5 s.
+  Recorder r;
+  Engine e(r);
+  r.eng = &e;
+  const LinkId l = e.net().add_link("L", "test", 10e9);
+  e.start_flow(10e9, {l}, 0.0, 1);
+  e.start_flow(5e9, {l}, 0.0, 2);
+  e.run();
+  EXPECT_NEAR(r.done.at(2), 1.0, 1e-12);
+  EXPECT_NEAR(r.done.at(1), 1.5, 1e-12);
+  EXPECT_NEAR(e.net().link(l).bytes, 15e9, 1e-3);
+  EXPECT_NEAR(e.net().link(l).busy, 1.5, 1e-12);
+}
+
+TEST(SimEngine, CappedFlowLeavesTheRestToTheOther) {
+  // Link 10 GB/s; flow 2 capped at 2 GB/s, so flow 1 gets 8: flow 1 (10 GB) ends at 10/8 = 1.25 s;
+  // flow 2 (5 GB) runs at its cap throughout: 5/2 = 2.5 s.
+  Recorder r;
+  Engine e(r);
+  r.eng = &e;
+  const LinkId l = e.net().add_link("L", "test", 10e9);
+  e.start_flow(10e9, {l}, 0.0, 1);
+  e.start_flow(5e9, {l}, 2e9, 2);
+  e.run();
+  EXPECT_NEAR(r.done.at(1), 1.25, 1e-12);
+  EXPECT_NEAR(r.done.at(2), 2.5, 1e-12);
+}
+
+TEST(SimEngine, MaxMinFairnessAcrossTwoLinks) {
+  // L1 = 1 GB/s carries A and C; L2 = 3 GB/s carries A and B. Filling: L1's share 0.5 < L2's 1.5, so
+  // A = C = 0.5 GB/s; B takes L2's rest, 3 − 0.5 = 2.5 GB/s. With 1 GB each: A and C end at 2 s;
+  // B at 1/2.5 = 0.4 s.
+  Recorder r;
+  Engine e(r);
+  r.eng = &e;
+  const LinkId l1 = e.net().add_link("L1", "test", 1e9);
+  const LinkId l2 = e.net().add_link("L2", "test", 3e9);
+  e.start_flow(1e9, {l1, l2}, 0.0, 1);  // A
+  e.start_flow(1e9, {l2}, 0.0, 2);      // B
+  e.start_flow(1e9, {l1}, 0.0, 3);      // C
+  e.run();
+  EXPECT_NEAR(r.done.at(2), 0.4, 1e-12);
+  // after B ends at 0.4 s, L2 no longer binds A; L1 still splits 0.5/0.5, so A and C end together at 2 s
+  EXPECT_NEAR(r.done.at(1), 2.0, 1e-12);
+  EXPECT_NEAR(r.done.at(3), 2.0, 1e-12);
+}
+
+// ---- bucket plans ---------------------------------------------------------------------------------------
+
+TEST(SimMerge, DdpBucketBoundariesForAKnownLayerList) {
+  // Gradients (MiB), layers 1..6: 10, 0.5, 0.3, 20, 8, 0.6; first cap 1 MiB, then 25 MiB.
+  // From the output side: 0.6 (< 1) + 8 = 8.6 ≥ 1 → bucket {5,6}; then 20, +0.3 = 20.3, +0.5 = 20.8,
+  // +10 = 30.8 ≥ 25 → bucket {1..4}.
+  const std::vector<Bytes> g{mebibytes(10), mebibytes(0.5), mebibytes(0.3), mebibytes(20), mebibytes(8), mebibytes(0.6)};
+  const auto b = ddp_buckets(g, mebibytes(1), mebibytes(25));
+  ASSERT_EQ(b.size(), 2u);
+  EXPECT_EQ(b[0].first, 0);
+  EXPECT_EQ(b[0].last, 3);
+  EXPECT_NEAR(in_mebibytes(b[0].bytes), 30.8, 1e-9);
+  EXPECT_EQ(b[1].first, 4);
+  EXPECT_EQ(b[1].last, 5);
+  EXPECT_NEAR(in_mebibytes(b[1].bytes), 8.6, 1e-9);
+  // with caps of 5 MiB: 0.6+8 = 8.6 → {5,6}; 20 → {4}; 0.3+0.5+10 = 10.8 → {1,2,3}
+  const auto c = ddp_buckets(g, mebibytes(5), mebibytes(5));
+  ASSERT_EQ(c.size(), 3u);
+  EXPECT_EQ(c[0].first, 0);
+  EXPECT_EQ(c[0].last, 2);
+  EXPECT_EQ(c[1].first, 3);
+  EXPECT_EQ(c[1].last, 3);
+  EXPECT_EQ(c[2].first, 4);
+}
+
+TEST(SimMerge, MgWfbpMergesWhenTheStartUpCostOutweighsTheWait) {
+  // Three layers of 1 MB, t_b = 1 ms each, β = 1 ms/MB.
+  // α = 2 ms: layer 2 (ready 2): merged 2 + 2 + 2 = 6 < separate max(1+2+1, 2) + 3 = 7 → merge;
+  //           layer 1 (ready 3): merged 3 + 2 + 3 = 8 < separate max(2+2+2, 3) + 3 = 9 → merge: one bucket.
+  // α = 0.2 ms: layer 2: merged 2 + 0.2 + 2 = 4.2 > separate max(2.2, 2) + 1.2 = 3.4 → apart;
+  //           layer 1: merged max(2.2, 3) + 2.2 = 5.2 > separate max(3.4, 3) + 1.2 = 4.6 → apart.
+  const std::vector<Seconds> tb{milliseconds(1), milliseconds(1), milliseconds(1)};
+  const std::vector<Bytes> g{megabytes(1), megabytes(1), megabytes(1)};
+  const AlphaBeta slow{milliseconds(2), seconds(1e-3 / 1e6)};
+  const auto one = mgwfbp_buckets(tb, g, slow);
+  ASSERT_EQ(one.size(), 1u);
+  EXPECT_EQ(one[0].first, 0);
+  EXPECT_EQ(one[0].last, 2);
+  const AlphaBeta fast{milliseconds(0.2), seconds(1e-3 / 1e6)};
+  EXPECT_EQ(mgwfbp_buckets(tb, g, fast).size(), 3u);
+  // the recurrence over the plans: merged 8 ms vs per layer: 1+3 = 4, max(4,2)+3 = 7, max(7,3)+3 = 10 ms
+  auto t = [&](Bytes s) { return slow.time(s); };
+  EXPECT_NEAR(in_ms(plan_done_exact(tb, one, t)), 8.0, 1e-9);
+  EXPECT_NEAR(in_ms(plan_done_exact(tb, per_layer_buckets(g), t)), 10.0, 1e-9);
+}
+
+TEST(SimMerge, AlphaBetaFitRecoversALine) {
+  auto t = [](Bytes s) { return microseconds(7) + seconds(in_bytes(s) / 5e9); };
+  const std::vector<Bytes> sizes{kibibytes(4), mebibytes(1), mebibytes(25), mebibytes(100)};
+  const AlphaBeta f = fit_alpha_beta(t, sizes);
+  EXPECT_NEAR(in_us(f.alpha), 7.0, 1e-6);
+  EXPECT_NEAR(in_seconds(f.per_byte) * 5e9, 1.0, 1e-9);
+}
+
+// ---- the model against the closed form -------------------------------------------------------------------
+
+Strategy random_strategy(std::mt19937_64& rng) {
+  Strategy s;
+  s.name = "random";
+  s.io_prefetch = rng() % 2 == 0;
+  s.pinned_memory = rng() % 2 == 0;
+  const Aggregation aggs[] = {Aggregation::allreduce, Aggregation::parameter_server, Aggregation::hybrid,
+                              Aggregation::broadcast_reduce};
+  s.aggregation = aggs[rng() % 4];
+  const Overlap ovs[] = {Overlap::none, Overlap::layerwise, Overlap::bucketed};
+  s.overlap = ovs[rng() % 3];
+  const UpdatePlacement ups[] = {UpdatePlacement::per_layer, UpdatePlacement::after_aggregation, UpdatePlacement::on_root};
+  s.update = ups[rng() % 3];
+  s.bucket_size = mebibytes(1 + static_cast<double>(rng() % 8));
+  s.first_bucket = mebibytes(0.25 * static_cast<double>(1 + rng() % 4));
+  s.parameter_servers = static_cast<int>(rng() % 3);
+  return s;
+}
+
+Network random_network(std::mt19937_64& rng) {
+  std::uniform_int_distribution<int> nl(1, 30);
+  std::uniform_real_distribution<double> u(0.0, 1.0);
+  Network n;
+  n.name = "random";
+  n.input_bytes_per_sample = bytes(150528.0 * (0.1 + u(rng)));
+  const int L = nl(rng);
+  for (int i = 0; i < L; ++i)
+    n.layers.push_back(layer("l" + std::to_string(i), static_cast<std::int64_t>(std::pow(10.0, 2.0 + 5.0 * u(rng))),
+                             std::pow(10.0, 6.0 + 3.0 * u(rng)), std::pow(10.0, 4.0 + 2.0 * u(rng))));
+  return n;
+}
+
+/// The closed form's per-layer-update assumption: each layer's update ends before the next
+/// iteration's forward reaches it (the simulator enforces that dependency; eq. 6/7 ignore it).
+bool per_layer_update_never_waits(const Predictor& p, int gpus, const Prediction& closed) {
+  // With per-layer aggregation units and FIFO order, done(i) ≤ done(1); the forward of layer i starts
+  // at done(1) + u(1) + h2d + Σ_{j<i} f(j) in the next iteration.
+  (void)gpus;
+  const auto& t = p.layer_times();
+  const auto& st = p.scenario().strategy;
+  if (st.update != UpdatePlacement::per_layer || st.overlap != Overlap::layerwise ||
+      st.aggregation == Aggregation::broadcast_reduce)
+    return true;
+  Seconds f_before{};
+  for (std::size_t i = 0; i < t.update.size(); ++i) {
+    if (t.update[i] > t.update.front() + closed.breakdown.h2d + f_before) return false;
+    f_before += t.forward[i];
+  }
+  return true;
+}
+
+TEST(SimVsClosedForm, RandomProfilesAndStrategiesMatchTheExactRecurrence) {
+  // One channel, no contention, no jitter, the strategy's own units (per layer or DDP buckets):
+  // the simulated steady-state iteration equals the closed form (eq. 4 or 2 around the exact max-plus
+  // recurrence of shared/docs/model.md) to 1e-9 relative.
+  std::mt19937_64 rng(20261121);
+  int compared = 0;
+  for (int trial = 0; trial < 60; ++trial) {
+    Scenario sc;
+    sc.cluster = test_cluster(4, 4);
+    sc.network = random_network(rng);
+    sc.strategy = random_strategy(rng);
+    sc.batch_per_gpu = 1 + static_cast<int>(rng() % 64);
+    sc.cluster.dataset_in_page_cache = rng() % 2 == 0;
+    SimOptions opt;
+    opt.iterations = 5;
+    Simulator sim(sc, opt);
+    for (int gpus : {1, 2, 4, 8, 16}) {
+      const Prediction closed = sim.predictor().predict(gpus);
+      const SimResult r = sim.run(gpus);
+      SCOPED_TRACE(testing::Message() << "trial " << trial << ", " << gpus << " GPUs, aggregation "
+                                      << to_string(sc.strategy.aggregation) << ", overlap "
+                                      << to_string(sc.strategy.overlap) << ", update " << to_string(sc.strategy.update)
+                                      << ", prefetch " << sc.strategy.io_prefetch);
+      if (!per_layer_update_never_waits(sim.predictor(), gpus, closed)) {
+        EXPECT_GE(in_seconds(r.prediction.iteration_time), in_seconds(closed.iteration_time) * (1 - 1e-9));
+        continue;
+      }
+      ++compared;
+      EXPECT_NEAR(in_seconds(r.prediction.iteration_time) / in_seconds(closed.iteration_time), 1.0, 1e-9);
+      for (Seconds s : r.iterations.samples) EXPECT_NEAR(in_seconds(s) / in_seconds(closed.iteration_time), 1.0, 1e-9);
+      EXPECT_NEAR(in_seconds(r.prediction.breakdown.comm), in_seconds(closed.breakdown.comm),
+                  1e-9 * in_seconds(closed.iteration_time));
+      EXPECT_NEAR(in_seconds(r.prediction.breakdown.comm_exposed), in_seconds(closed.breakdown.comm_exposed),
+                  1e-9 * in_seconds(closed.iteration_time));
+      EXPECT_EQ(r.prediction.hiding_case, closed.hiding_case);
+      EXPECT_EQ(r.prediction.boundary_layer, closed.boundary_layer);
+    }
+  }
+  EXPECT_GT(compared, 250);  // the per-layer-update condition rarely bites
+}
+
+TEST(SimVsClosedForm, ContentionNeverMakesItFaster) {
+  std::mt19937_64 rng(7);
+  for (int trial = 0; trial < 30; ++trial) {
+    Scenario sc;
+    sc.cluster = test_cluster(4, 4);
+    sc.network = random_network(rng);
+    sc.strategy = random_strategy(rng);
+    sc.batch_per_gpu = 1 + static_cast<int>(rng() % 64);
+    SimOptions opt;
+    opt.iterations = 4;
+    opt.contention = true;
+    opt.channels = 1 + static_cast<int>(rng() % 4);
+    opt.gpus_per_pcie_switch = 1 + static_cast<int>(rng() % 2);
+    const AllreduceAlgorithm algs[] = {AllreduceAlgorithm::ring, AllreduceAlgorithm::hierarchical};
+    opt.allreduce = algs[rng() % 2];
+    Simulator sim(sc, opt);
+    SimOptions ref_opt = opt;
+    ref_opt.contention = false;
+    Simulator ref(sc, ref_opt);  // the closed-form durations for the same algorithm
+    for (int gpus : {2, 4, 8, 16}) {
+      SCOPED_TRACE(testing::Message() << "trial " << trial << ", " << gpus << " GPUs, aggregation "
+                                      << to_string(sc.strategy.aggregation) << ", algorithm " << to_string(opt.allreduce));
+      const SimResult a = sim.run(gpus);
+      const SimResult b = ref.run(gpus);
+      EXPECT_GE(in_seconds(a.prediction.iteration_time), in_seconds(b.prediction.iteration_time) * (1 - 1e-9));
+      if (opt.allreduce == AllreduceAlgorithm::ring) {
+        EXPECT_GE(in_seconds(a.prediction.iteration_time),
+                  in_seconds(sim.predictor().predict(gpus).iteration_time) * (1 - 1e-9));
+      }
+    }
+  }
+}
+
+TEST(SimVsClosedForm, ContentionAloneOnARingEqualsTheCollectiveModel) {
+  // One ring flow per collective, nothing else on the links: the flow's cap is exactly the model's
+  // bandwidth term, so the contention run equals the closed form.
+  Scenario sc;
+  sc.cluster = test_cluster(4, 4);
+  sc.network.name = "n";
+  sc.network.input_bytes_per_sample = bytes(1000);
+  for (int i = 0; i < 5; ++i) sc.network.layers.push_back(layer("l", 1000000 * (i + 1), 1e9));
+  sc.strategy.overlap = Overlap::layerwise;
+  SimOptions opt;
+  opt.iterations = 3;
+  opt.contention = true;
+  opt.channels = 2;
+  Simulator sim(sc, opt);
+  for (int gpus : {4, 16}) {
+    EXPECT_NEAR(in_seconds(sim.run(gpus).prediction.iteration_time) /
+                    in_seconds(sim.predictor().predict(gpus).iteration_time), 1.0, 1e-9);
+  }
+}
+
+// ---- hand-computed cases ---------------------------------------------------------------------------------
+
+TEST(SimHand, ParameterServerIncastWithKWorkers) {
+  // k = 4 nodes × 1 GPU, one server (node 0), links 1 GB/s, no latency; gradient 25e6 params × 4 B = 100 MB.
+  // Push: 4 flows of 100 MB into the server's NIC (1 GB/s) → 4 × 0.1 / 1 = 0.4 s; pull: the same out
+  // of the server's NIC → 0.4 s. Aggregation: 0.8 s per iteration. The closed form's default PS model
+  // gives 2 × (N·S/k)/B = 2 × 0.4 = 0.8 s as well.
+  Scenario sc;
+  sc.cluster = test_cluster(4, 1);
+  sc.cluster.inter_node = LinkSpec{gigabytes_per_second(1), Seconds{}};
+  sc.cluster.intra_node = LinkSpec{gigabytes_per_second(1), Seconds{}};
+  sc.network = one_layer_net(25000000);
+  sc.strategy.aggregation = Aggregation::parameter_server;
+  sc.strategy.overlap = Overlap::none;
+  sc.strategy.parameter_servers = 1;
+  sc.batch_per_gpu = 8;
+  SimOptions opt;
+  opt.iterations = 3;
+  opt.contention = true;
+  Simulator sim(sc, opt);
+  const SimResult r = sim.run(4);
+  EXPECT_NEAR(in_seconds(r.prediction.breakdown.comm), 0.8, 1e-9);
+  EXPECT_NEAR(in_seconds(sim.predictor().predict(4).breakdown.comm), 0.8, 1e-12);
+  // with 2 servers (nodes 0 and 1): each server's NIC takes 4 × 50 MB = 0.2 s per direction; every
+  // worker NIC sends 2 × 50 MB in the same 0.2 s → 0.4 s in all
+  sc.strategy.parameter_servers = 2;
+  Simulator two(sc, opt);
+  EXPECT_NEAR(in_seconds(two.run(4).prediction.breakdown.comm), 0.4, 1e-9);
+}
+
+TEST(SimHand, StragglerAtHalfSpeed) {
+  // Two GPUs in one node, one layer: h2d 20 ms, forward 100 ms, backward 200 ms, update 10 ms; the
+  // gradient (1e6 params × 4 B = 4 MB) all-reduced over 2 GPUs at 4 GB/s, no latency:
+  // 2·(n−1)/n·S/β = 4e6/4e9 = 1 ms. Reads (1 ms per GPU) are prefetched and hidden.
+  // All at full speed: 20 + 100 + 200 + 1 + 10 = 331 ms.
+  // GPU 1 at 0.5×: its compute doubles (the copy engine does not): 20 + 200 + 400 + 1 + 20 = 641 ms.
+  Scenario sc;
+  sc.cluster = test_cluster(1, 2);
+  sc.cluster.intra_node = LinkSpec{gigabytes_per_second(4), Seconds{}};
+  sc.network = one_layer_net(1000000);
+  sc.profile = one_layer_profile(0.001, 0.020, 0.100, 0.200, 0.010);
+  sc.batch_per_gpu = 8;
+  sc.strategy.overlap = Overlap::layerwise;
+  SimOptions opt;
+  opt.iterations = 4;
+  Simulator even(sc, opt);
+  EXPECT_NEAR(in_seconds(even.run(2).prediction.iteration_time), 0.331, 1e-12);
+  opt.speed = {{1, 0.5}};
+  Simulator slow(sc, opt);
+  const SimResult r = slow.run(2);
+  EXPECT_NEAR(in_seconds(r.prediction.iteration_time), 0.641, 1e-12);
+  EXPECT_NEAR(in_seconds(r.iterations.p99), 0.641, 1e-12);
+  EXPECT_NEAR(in_seconds(r.prediction.breakdown.backward), 0.400, 1e-12);
+}
+
+TEST(SimHand, PrefetchHidesReadsUntilTheyDominate) {
+  // Eq. 4 with one reader per node feeding 2 GPUs: reading takes 0.2 s per batch, so t_io = 0.4 s per
+  // iteration > the GPU side 0.331 s: the steady-state iteration is the readers' 0.4 s.
+  Scenario sc;
+  sc.cluster = test_cluster(1, 2);
+  sc.cluster.intra_node = LinkSpec{gigabytes_per_second(4), Seconds{}};
+  sc.network = one_layer_net(1000000);
+  sc.profile = one_layer_profile(0.2, 0.020, 0.100, 0.200, 0.010);
+  sc.batch_per_gpu = 8;
+  SimOptions opt;
+  opt.iterations = 6;
+  Simulator sim(sc, opt);
+  const SimResult r = sim.run(2);
+  EXPECT_NEAR(in_seconds(r.prediction.iteration_time), 0.4, 1e-12);
+  EXPECT_EQ(r.prediction.bottleneck, Bottleneck::io);
+  // two readers per node read two batches at once but share the same storage bandwidth only with
+  // contention on; without it each reader has its own 0.2 s per batch: 0.2 s per iteration < 0.331 s
+  opt.readers_per_node = 2;
+  EXPECT_NEAR(in_seconds(Simulator(sc, opt).run(2).prediction.iteration_time), 0.331, 1e-12);
+  opt.contention = true;  // now the node's storage link is shared: back to 0.4 s
+  EXPECT_NEAR(in_seconds(Simulator(sc, opt).run(2).prediction.iteration_time), 0.4, 1e-9);
+}
+
+TEST(SimHand, SharedPcieSwitchSlowsConcurrentCopies) {
+  // Two GPUs behind one PCIe uplink: both 20 ms copies start together and share it → 40 ms each.
+  // Single layer, 1 node: 40 + 100 + 200 + 1 + 10 = 351 ms.
+  Scenario sc;
+  sc.cluster = test_cluster(1, 2);
+  sc.cluster.intra_node = LinkSpec{gigabytes_per_second(4), Seconds{}};
+  sc.network = one_layer_net(1000000);
+  sc.profile = one_layer_profile(0.001, 0.020, 0.100, 0.200, 0.010);
+  sc.batch_per_gpu = 8;
+  SimOptions opt;
+  opt.iterations = 4;
+  opt.contention = true;
+  opt.gpus_per_pcie_switch = 2;
+  EXPECT_NEAR(in_seconds(Simulator(sc, opt).run(2).prediction.iteration_time), 0.351, 1e-9);
+}
+
+TEST(SimHand, HorovodFusesWhatIsReadyAtEachCycle) {
+  // Three equal layers: forward 0.5 ms and backward 1 ms each, no input time, so backward starts at
+  // 1.5 ms and the gradients of layers 3, 2, 1 are ready at 2.5, 3.5 and 4.5 ms. Horovod's cycle of
+  // 3 ms ticks at 3 and 6 ms; with a threshold above the model size, whatever is ready at a tick is
+  // one bucket: {3} at 3 ms, {1,2} at 6 ms.
+  Scenario sc;
+  sc.cluster = test_cluster(1, 2);
+  sc.network.name = "three";
+  sc.network.input_bytes_per_sample = bytes(1000);
+  for (int i = 0; i < 3; ++i) sc.network.layers.push_back(layer("l" + std::to_string(i), 1000, 1e9));
+  sc.batch_per_gpu = 8;
+  Profile p = one_layer_profile(0.0, 0.0, 0.0015, 0.003, 0.0);
+  sc.profile = p;
+  SimOptions opt;
+  opt.iterations = 1;
+  opt.warmup = 0;
+  opt.merge = MergePolicy::horovod;
+  opt.fusion_threshold = mebibytes(64);
+  opt.cycle_time = milliseconds(3);
+  const SimResult r = Simulator(sc, opt).run(2);
+  ASSERT_EQ(r.buckets.size(), 2u);
+  EXPECT_EQ(r.buckets[0].first, 2);
+  EXPECT_EQ(r.buckets[0].last, 2);
+  EXPECT_EQ(r.buckets[1].first, 0);
+  EXPECT_EQ(r.buckets[1].last, 1);
+}
+
+TEST(SimDeterminism, SameSeedSameRunDifferentSeedDifferentRun) {
+  Scenario sc;
+  sc.cluster = test_cluster(2, 4);
+  std::mt19937_64 rng(3);
+  sc.network = random_network(rng);
+  SimOptions opt;
+  opt.iterations = 20;
+  opt.compute_jitter = 0.1;
+  opt.link_jitter = 0.2;
+  opt.contention = true;
+  const SimResult a = Simulator(sc, opt).run(8);
+  const SimResult b = Simulator(sc, opt).run(8);
+  ASSERT_EQ(a.iterations.samples.size(), b.iterations.samples.size());
+  for (std::size_t i = 0; i < a.iterations.samples.size(); ++i) EXPECT_EQ(a.iterations.samples[i], b.iterations.samples[i]);
+  EXPECT_EQ(a.events, b.events);
+  opt.seed = 2;
+  const SimResult c = Simulator(sc, opt).run(8);
+  EXPECT_NE(a.iterations.mean, c.iterations.mean);
+  EXPECT_LE(a.iterations.p50, a.iterations.p99);
+  EXPECT_LE(a.iterations.min, a.iterations.p50);
+}
+
+TEST(SimMergeBest, BestIsNoSlowerThanAnyCandidate) {
+  Scenario sc;
+  sc.cluster = test_cluster(4, 4);
+  std::mt19937_64 rng(11);
+  sc.network = random_network(rng);
+  sc.strategy.overlap = Overlap::bucketed;
+  SimOptions opt;
+  opt.iterations = 3;
+  opt.merge = MergePolicy::best;
+  const SimResult r = Simulator(sc, opt).run(16);
+  ASSERT_GE(r.candidates.size(), 5u);
+  for (const auto& c : r.candidates) EXPECT_LE(r.prediction.iteration_time, c.iteration);
+}
+
+// ---- trace ------------------------------------------------------------------------------------------------
+
+TEST(SimTrace, DgxResNet50DdpTraceIsValidTraceEventJson) {
+  // DGX-2: 16 V100 in one node. Uses topologies/dgx2.yaml and models/resnet50.yaml when present;
+  // otherwise a hand-written 16-GPU NVSwitch node (150 GB/s per direction between any pair).
+  Scenario sc;
+  const auto root = std::filesystem::path(DLSCALE_SOURCE_DIR);
+  if (std::filesystem::exists(root / "topologies/dgx2.yaml")) {
+    sc.cluster = load_cluster(root / "topologies/dgx2.yaml");
+  } else {
+    sc.cluster = test_cluster(1, 16);
+    sc.cluster.name = "dgx2-hand";
+    sc.cluster.intra_node = LinkSpec{gigabytes_per_second(150), microseconds(3.4)};
+  }
+  ASSERT_TRUE(std::filesystem::exists(root / "models/resnet50.yaml"));
+  sc.network = load_network(root / "models/resnet50.yaml");
+  sc.strategy = load_strategy(root / "models/frameworks/pytorch-ddp.yaml");
+  sc.batch_per_gpu = 64;
+  SimOptions opt;
+  opt.iterations = 2;
+  opt.trace = true;
+  opt.contention = true;
+  const SimResult r = Simulator(sc, opt).run(16);
+  const auto j = nlohmann::json::parse(r.trace_json);
+  ASSERT_TRUE(j.contains("traceEvents"));
+  const auto& ev = j["traceEvents"];
+  ASSERT_GT(ev.size(), 16u * 2u * sc.network.layers.size());
+  std::set<std::pair<int, int>> tracks;
+  bool has_counter = false, has_channel = false;
+  for (const auto& e : ev) {
+    const std::string ph = e.at("ph");
+    ASSERT_TRUE(ph == "X" || ph == "M" || ph == "C");
+    ASSERT_TRUE(e.at("pid").is_number_integer());
+    if (ph == "X") {
+      EXPECT_GE(e.at("dur").get<double>(), 0.0);
+      tracks.emplace(e.at("pid").get<int>(), e.at("tid").get<int>());
+      if (std::string(e.at("name")).rfind("aggregate", 0) == 0) has_channel = true;
+    }
+    if (ph == "C") has_counter = true;
+  }
+  EXPECT_GE(tracks.size(), 16u * 2u + 1u);  // compute + copy per GPU, the channel, the reader
+  EXPECT_TRUE(has_channel);
+  EXPECT_TRUE(has_counter);
+}
+
+// ---- CLI ----------------------------------------------------------------------------------------------------
+
+TEST(SimCli, JsonCarriesThePredictionRecordAndTheSimulation) {
+  const auto r = test::run_cli("simulate --model resnet50 --gpus 1,4 --iterations 3 --format json");
+  ASSERT_EQ(r.status, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j["predictions"].size(), 2u);
+  EXPECT_TRUE(j["predictions"][0].contains("iteration_time_s"));
+  ASSERT_EQ(j["simulation"].size(), 2u);
+  EXPECT_TRUE(j["simulation"][1].contains("p99_s"));
+}
+
+TEST(SimCli, MatchesPredictWithExtrasOff) {
+  const auto a = test::run_cli("simulate --gpus 16 --iterations 3 --format json");
+  const auto b = test::run_cli("predict --gpus 16 --format json");
+  ASSERT_EQ(a.status, 0) << a.err;
+  ASSERT_EQ(b.status, 0) << b.err;
+  const double ta = nlohmann::json::parse(a.out)["predictions"][0]["iteration_time_s"];
+  const double tb = nlohmann::json::parse(b.out)["predictions"][0]["iteration_time_s"];
+  EXPECT_NEAR(ta / tb, 1.0, 1e-9);
+}
+
+TEST(SimCli, BadOptionsExitTwoWithNothingOnStdout) {
+  for (const char* args : {"simulate --merge sometimes", "simulate --iterations 0", "simulate --speed 3",
+                           "simulate --allreduce star"}) {
+    const auto r = test::run_cli(args);
+    EXPECT_EQ(r.status, 2) << args;
+    EXPECT_TRUE(r.out.empty()) << args;
+    EXPECT_NE(r.err.find("--"), std::string::npos) << args << ": " << r.err;
+  }
+}
+
+TEST(SimCli, TraceFileIsWrittenAtomically) {
+  const auto dir = std::filesystem::temp_directory_path() / ("dlscale-sim-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const auto file = dir / "t.json";
+  const auto r = test::run_cli("simulate --gpus 4 --iterations 2 --trace " + file.string());
+  ASSERT_EQ(r.status, 0) << r.err;
+  const auto j = nlohmann::json::parse(test::slurp(file));
+  EXPECT_TRUE(j.contains("traceEvents"));
+  EXPECT_FALSE(std::filesystem::exists(dir / "t.json.tmp-dlscale"));
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace dlscale::sim
