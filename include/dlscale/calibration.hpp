@@ -295,4 +295,25 @@ std::string gpu_family(std::string_view name);
 std::optional<LayerTimes> measured_layer_times(const Calibration& cal, const Network& net, int batch,
                                                std::string_view precision, std::size_t* matched = nullptr);
 
+// ---- shapes dlscale-calibrate times layers with ------------------------------------------------------
+
+/// A 2-D convolution as cuDNN needs it, recovered from a models/ layer (which records only parameters,
+/// FLOPs and the output shape): C_in·k² = forward FLOPs / (2·C_out·H_out·W_out); k is the candidate
+/// (3, 1, 5, 7, 11) whose C_in is the channel count of the most recent earlier layer (or the input),
+/// whose spatial size gives the stride, and the padding is the one that yields H_out. Null when no
+/// candidate is consistent (params = C_in·k²·C_out, optionally + C_out for a bias).
+struct ConvShape {
+  int in_channels = 0, out_channels = 0, kernel = 1, stride = 1, padding = 0;
+  int in_h = 0, in_w = 0, out_h = 0, out_w = 0;
+  bool first = false;  // fed by the network input: no input gradient in backward
+};
+std::optional<ConvShape> infer_conv_shape(const Network& net, std::size_t layer);
+
+/// A linear layer as a GEMM per sample: out = output_shape.back(), rows = the other output dimensions'
+/// product (tokens), in = forward FLOPs / (2·out·rows). Null unless params = in·out (+ out).
+struct LinearShape {
+  std::int64_t in_features = 0, out_features = 0, rows_per_sample = 1;
+};
+std::optional<LinearShape> infer_linear_shape(const Network& net, std::size_t layer);
+
 }  // namespace dlscale
