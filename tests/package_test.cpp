@@ -1,0 +1,87 @@
+// The library as a package: install this build into a fresh temporary prefix, configure and build
+// examples/plan-dgx2 against it with find_package(dlscale), run it, and compare its answer with the
+// same question asked of the library in this process (a plain loop over Predictor).
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <cstdlib>
+
+#include "dlscale/io.hpp"
+#include "dlscale/predict.hpp"
+#include "support/run.hpp"
+
+namespace dlscale {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::HasSubstr;
+
+int sh(const std::string& cmd, const fs::path& log) {
+  const int rc = std::system((cmd + " >>" + log.string() + " 2>&1").c_str());
+  return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+}
+
+/// The reference: the smallest node count whose throughput reaches `target`, and its efficiency.
+std::string expected_answer(const std::string& cluster, double target, double min_eff) {
+  Scenario sc;
+  sc.cluster = load_cluster(resolve(DataKind::cluster, cluster, "cluster"));
+  sc.network = load_network(resolve(DataKind::network, "resnet50", "model"));
+  sc.strategy = load_strategy(resolve(DataKind::framework, "pytorch-ddp", "framework"));
+  sc.batch_per_gpu = 64;
+  sc.compute.precision = Precision::fp16;
+  const Predictor p(sc);
+  for (int n = 1; n <= sc.cluster.max_nodes; ++n) {
+    const Prediction r = p.predict(n * sc.cluster.gpus_per_node);
+    if (r.throughput_samples_per_s >= target) {
+      char buf[200];
+      if (r.efficiency >= min_eff)
+        std::snprintf(buf, sizeof buf, "answer: %d node%s (%d GPUs)", n, n > 1 ? "s" : "", r.gpus);
+      else
+        std::snprintf(buf, sizeof buf, "answer: none: %d nodes reach", n);
+      return buf;
+    }
+  }
+  return "answer: none: the cluster's";
+}
+
+TEST(Package, InstalledTreeBuildsAndRunsThePlanningExample) {
+  const fs::path build = fs::path(DLSCALE_CLI).parent_path().parent_path();
+  const fs::path tmp = fs::temp_directory_path() / ("dlscale-package-" + std::to_string(::getpid()));
+  fs::remove_all(tmp);
+  fs::create_directories(tmp);
+  const fs::path prefix = tmp / "prefix", ex = tmp / "example", log = tmp / "log.txt";
+  ASSERT_EQ(sh("cmake --install " + build.string() + " --prefix " + prefix.string(), log), 0) << test::slurp(log);
+  // What the package holds
+  EXPECT_TRUE(fs::exists(prefix / "include/dlscale/predict.hpp"));
+  EXPECT_TRUE(fs::exists(prefix / "include/dlscale/sweep.hpp"));
+  EXPECT_TRUE(fs::exists(prefix / "share/dlscale/models/resnet50.yaml"));
+  EXPECT_TRUE(fs::exists(prefix / "share/dlscale/topologies/shi-chu-p40.yaml"));
+  bool config = false;
+  for (const auto& e : fs::recursive_directory_iterator(prefix))
+    config = config || e.path().filename() == "dlscaleConfig.cmake";
+  EXPECT_TRUE(config);
+
+  ASSERT_EQ(sh("cmake -S " + std::string(DLSCALE_SOURCE_DIR) + "/examples/plan-dgx2 -B " + ex.string() +
+                   " -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH=" + prefix.string(),
+               log),
+            0)
+      << test::slurp(log);
+  ASSERT_EQ(sh("cmake --build " + ex.string(), log), 0) << test::slurp(log);
+
+  // Run it with the installed data only (DLSCALE_DATA_DIR unset): on the DGX-2 (one node), and on a
+  // multi-node cluster given on the command line.
+  for (const std::string cluster : {"dgx2", "dgx-a100-hdr"}) {
+    const fs::path out = tmp / (cluster + ".out");
+    const int rc = std::system(("env -u DLSCALE_DATA_DIR " + (ex / "plan-dgx2").string() + " " + cluster + " >" +
+                                out.string() + " 2>&1")
+                                   .c_str());
+    const std::string text = test::slurp(out);
+    EXPECT_EQ(WIFEXITED(rc) ? WEXITSTATUS(rc) : -1, 0) << text;
+    EXPECT_THAT(text, HasSubstr(expected_answer(cluster, 20000, 0.80))) << text;
+  }
+  fs::remove_all(tmp);
+}
+
+}  // namespace
+}  // namespace dlscale
