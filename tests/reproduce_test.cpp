@@ -1,0 +1,273 @@
+// dlscale reproduce: the scenario files of the reference papers (examples/papers/*.yaml) as a user runs
+// them — experiment counts per paper, the Table V rows and worked examples beside the paper's values
+// with their errors (checked against hand arithmetic), bad scenario files, plots, a golden table.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <map>
+#include <set>
+#include <nlohmann/json.hpp>
+
+#include "support/run.hpp"
+
+namespace dlscale {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::MatchesRegex;
+using test::run_cli;
+using test::slurp;
+using test::temp_file;
+using nlohmann::json;
+
+/// `reproduce all --format json`, run once for the whole file.
+const json& all_json() {
+  static const json j = [] {
+    const auto r = run_cli("reproduce all --format json");
+    EXPECT_EQ(r.status, 0) << r.err;
+    EXPECT_EQ(r.err, "");
+    return json::parse(r.out);
+  }();
+  return j;
+}
+
+const json& find_row(const std::string& experiment, const std::string& model, const std::string& framework,
+                     const std::string& inputs, int gpus) {
+  for (const auto& e : all_json().at("experiments"))
+    if (e.at("experiment") == experiment && e.at("model") == model && e.at("framework") == framework &&
+        e.at("inputs") == inputs && e.at("gpus") == gpus)
+      return e;
+  ADD_FAILURE() << "no row " << experiment << " " << model << " " << framework << " " << inputs << " " << gpus;
+  static const json none = json::object();
+  return none;
+}
+
+TEST(Reproduce, CoversEveryExperimentOfEveryPaper) {
+  std::map<std::string, int> per_paper;
+  for (const auto& e : all_json().at("experiments")) ++per_paper[e.at("paper").get<std::string>()];
+  // Counts from the scenario grids, by hand:
+  // shi-chu-2018: Table V 3 models x 4 frameworks x 1 GPU count x 2 inputs = 24; scaling 3 x 4 x 5 (1,2,4,8,16)
+  //   x 2 = 120; t_comm 3 x 4 x 4 (2,4,8,16) x 1 = 48; worked examples 1 x 1 x 5 x 2 = 10; r_u2g 2 x 1 x 1 x 2 = 4
+  //   -> 206
+  EXPECT_EQ(per_paper["shi-chu-2018"], 206);
+  // dell-v100: PCIe scaling 3 frameworks x 2 precisions x 6 (1..32) = 36; SXM2 vs PCIe 2 systems x 3 x 2 x 4
+  //   (1..8) = 48; V100 vs P100 2 systems x 2 frameworks x 2 precisions x 1 (4 GPUs) = 8 -> 92
+  EXPECT_EQ(per_paper["dell-v100"], 92);
+  // dell-p100: NV-Caffe 3 (1,2,4) + TensorFlow 3 + MXNet GoogLeNet 6 (1,2,4,8,12,16) x 2 networks
+  //   + MXNet Inception-BN 6 x 2 -> 30
+  EXPECT_EQ(per_paper["dell-p100"], 30);
+  // dgx2-comparison: GPU counts per system DGX-2 5, P3 5, AC922 5, RTX 4 = 19; large models 4 x 19 = 76;
+  //   high-throughput 3 x 19 = 57; mixed precision (fp32 b256, fp16 b128, fp16 b256) 3 x 5 = 15;
+  //   DataParallel vs DDP 2 frameworks x (16: 5, P3: 4, AC922: 3, RTX: 4 = 16) = 32 -> 180
+  EXPECT_EQ(per_paper["dgx2-comparison"], 180);
+  EXPECT_EQ(per_paper.size(), 4u);
+  // bus bandwidth: (DGX-2 4 + DGX-1V 3 + P3 4 + AC922 4 + RTX 3 = 18 (system, GPU count)) x 2 operations
+  //   x 11 sizes (1 MiB .. 1 GiB by 2) = 396
+  EXPECT_EQ(all_json().at("bus_bandwidth").size(), 396u);
+}
+
+TEST(Reproduce, JsonRowsFollowTheContract) {
+  const auto& j = all_json();
+  EXPECT_EQ(j.at("schema"), 1);
+  const std::set<std::string> papers{"shi-chu-2018", "dell-v100", "dell-p100", "dgx2-comparison"};
+  const std::set<std::string> frameworks{"caffe-mpi", "cntk", "mxnet", "tensorflow", "horovod-tensorflow", "caffe2",
+                                         "nv-caffe", "pytorch-ddp", "pytorch-dataparallel"};
+  const std::set<std::string> models{"alexnet", "googlenet", "vgg16", "resnet18", "resnet50", "resnet101",
+                                     "resnet152", "inception-v3", "inception-bn", "bert-swag", "bert-squad"};
+  for (const auto& e : j.at("experiments")) {
+    for (const char* key : {"paper", "experiment", "system", "model", "framework", "precision", "batch_per_gpu", "gpus",
+                            "nodes", "inputs", "iteration_time_s", "throughput_samples_per_s", "speedup", "comm_s",
+                            "comm_exposed_s"})
+      ASSERT_TRUE(e.contains(key)) << key;
+    EXPECT_TRUE(papers.count(e.at("paper"))) << e.at("paper");
+    EXPECT_TRUE(frameworks.count(e.at("framework"))) << e.at("framework");
+    EXPECT_TRUE(models.count(e.at("model"))) << e.at("model");
+    EXPECT_TRUE(e.at("precision") == "fp32" || e.at("precision") == "fp16");
+    EXPECT_TRUE(e.at("inputs") == "profile" || e.at("inputs") == "spec");
+    // throughput = gpus * batch / t_iter
+    EXPECT_NEAR(e.at("throughput_samples_per_s").get<double>(),
+                e.at("gpus").get<double>() * e.at("batch_per_gpu").get<double>() / e.at("iteration_time_s").get<double>(),
+                1e-9 * e.at("throughput_samples_per_s").get<double>());
+  }
+}
+
+TEST(Reproduce, TableVRowsPrintWithTheirErrors) {
+  // CNTK AlexNet from its Table V profile: CNTK does not prefetch (eq. 1), so
+  // t_iter = 0.2233 + 0.0528 + 0.1684 + 0.2919 + 0.0086 = 0.7450 s against the measured 0.7433 s:
+  // (0.7450 − 0.7433) / 0.7433 = +0.229 %.
+  const auto& cntk = find_row("table5-single-gpu", "alexnet", "cntk", "profile", 1);
+  EXPECT_NEAR(cntk.at("iteration_time_s").get<double>(), 0.7450, 1e-9);
+  EXPECT_DOUBLE_EQ(cntk.at("measured").at("iteration_time_s").get<double>(), 0.7433);
+  EXPECT_NEAR(cntk.at("error_percent").at("iteration_time_s").get<double>(), 0.2287, 1e-3);
+  // Caffe-MPI AlexNet prefetches (eq. 4): t_iter = max(0.0526 + 0.1718 + 0.3560 + 0.0062, 0.0002) = 0.5866 s
+  // against 0.5772 s: +1.629 %.
+  const auto& caffe = find_row("table5-single-gpu", "alexnet", "caffe-mpi", "profile", 1);
+  EXPECT_NEAR(caffe.at("iteration_time_s").get<double>(), 0.5866, 1e-9);
+  EXPECT_NEAR(caffe.at("error_percent").at("iteration_time_s").get<double>(), 1.6285, 1e-3);
+  // Table V's t_io is the wait for data: all of the read for CNTK (no prefetching), only what exceeds the
+  // GPU side for Caffe-MPI: max(0, 0.0002 − 0.5866) = 0 against 0.0002 s.
+  EXPECT_NEAR(cntk.at("derived").at("io_exposed_s").get<double>(), 0.2233, 1e-12);
+  EXPECT_EQ(caffe.at("derived").at("io_exposed_s").get<double>(), 0.0);
+  // The spec rows carry the same measured phases (every phase compared).
+  const auto& spec = find_row("table5-single-gpu", "resnet50", "tensorflow", "spec", 1);
+  for (const char* k : {"io_exposed_s", "h2d_s", "forward_s", "backward_s", "update_s", "iteration_time_s"})
+    EXPECT_TRUE(spec.at("measured").contains(k)) << k;
+
+  const auto r = run_cli("reproduce shi-chu-2018 --experiment table5-single-gpu");
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("0.7450 (0.7433 +0.2%)"));
+  EXPECT_THAT(r.out, HasSubstr("0.5866 (0.5772 +1.6%)"));
+  EXPECT_THAT(r.out, HasSubstr("from specifications"));
+}
+
+TEST(Reproduce, WorkedExamplesPrintWithTheirErrors) {
+  // Eq. 8 with the paper's inputs (Section VI-B): t_iter(1) = 0.223 + 0.5215 = 0.7445 s;
+  // S(2) = 2·0.7445 / (0.5215 + 0.45 + 0.0359) = 1.47806; S(4) = 4·0.7445 / (0.5215 + 0.72 + 0.042) = 2.32022.
+  const auto& two = find_row("worked-examples", "alexnet", "cntk", "profile", 2);
+  const auto& four = find_row("worked-examples", "alexnet", "cntk", "profile", 4);
+  EXPECT_NEAR(two.at("speedup").get<double>(), 1.47806, 1e-5);
+  EXPECT_NEAR(four.at("speedup").get<double>(), 2.32022, 1e-5);
+  EXPECT_NEAR(two.at("error_percent").at("speedup").get<double>(), 100 * (1.47806 / 1.478 - 1), 1e-3);
+  // Eq. 12 (Section VI-C): E = 63·8 / (0.0906·7·1024) = 0.77608; 63·16 / (0.236·7·1024) = 0.59587.
+  const auto& eight = find_row("worked-examples", "alexnet", "cntk", "profile", 8);
+  const auto& sixteen = find_row("worked-examples", "alexnet", "cntk", "profile", 16);
+  EXPECT_NEAR(eight.at("derived").at("allreduce_efficiency").get<double>(), 0.77608, 1e-5);
+  EXPECT_NEAR(sixteen.at("derived").at("allreduce_efficiency").get<double>(), 0.59587, 1e-5);
+  EXPECT_DOUBLE_EQ(eight.at("measured").at("allreduce_efficiency").get<double>(), 0.7761);
+  // Ideal t_io from specifications (Section VI-A): 1024·602112 B / (3.5·2^30 B/s) = 0.164062 s vs 0.164 s.
+  const auto& io = find_row("worked-examples", "alexnet", "cntk", "spec", 1);
+  EXPECT_NEAR(io.at("breakdown").at("io_s").get<double>(), 1024.0 * 602112 / (3.5 * 1073741824.0), 1e-9);
+  EXPECT_NEAR(io.at("error_percent").at("io_s").get<double>(), 100 * (0.1640625 / 0.164 - 1), 1e-3);
+  // r_u2g from Table V (Section VI-B): GoogLeNet 0.0005/(0.0161+0.1192+0.1856) = 0.15581 % vs 0.16 %;
+  // ResNet-50 0.0015/(0.0045+0.0767+0.1355) = 0.69220 % vs 0.59 % (the paper used t_h2d = 0.045 s).
+  const auto& g = find_row("r-u2g", "googlenet", "tensorflow", "profile", 1);
+  const auto& res = find_row("r-u2g", "resnet50", "tensorflow", "profile", 1);
+  EXPECT_NEAR(g.at("derived").at("r_u2g").get<double>(), 0.0005 / 0.3209, 1e-9);
+  EXPECT_NEAR(res.at("derived").at("r_u2g").get<double>(), 0.0015 / 0.2167, 1e-9);
+  EXPECT_NEAR(res.at("error_percent").at("r_u2g").get<double>(), 100 * (0.0015 / 0.2167 / 0.0059 - 1), 1e-6);
+
+  const auto r = run_cli("reproduce shi-chu-2018 --experiment worked-examples");
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("1.478 (1.478 +0.0%)"));
+  EXPECT_THAT(r.out, HasSubstr("77.61%"));
+}
+
+TEST(Reproduce, StrongScalingDividesTheGlobalBatch) {
+  // MXNet GoogLeNet on the P100 cluster keeps 192 samples per iteration: 192/12 = 16 per GPU on 12 GPUs,
+  // and the speedup is the throughput ratio (= time ratio, the work per iteration being fixed).
+  const auto& one = find_row("mxnet-googlenet", "googlenet", "mxnet", "spec", 1);
+  const auto& twelve = find_row("mxnet-googlenet", "googlenet", "mxnet", "spec", 12);
+  EXPECT_EQ(one.at("batch_per_gpu"), 192);
+  EXPECT_EQ(twelve.at("batch_per_gpu"), 16);
+  EXPECT_EQ(twelve.at("nodes"), 3);
+  EXPECT_NEAR(twelve.at("speedup").get<double>(),
+              one.at("iteration_time_s").get<double>() / twelve.at("iteration_time_s").get<double>(), 1e-9);
+}
+
+TEST(Reproduce, TenGigabitVariantOnlySlowsRunsThatCrossNodes) {
+  for (const auto& e : all_json().at("experiments")) {
+    if (e.at("experiment") != "mxnet-inception-bn" || e.at("variant") != "10gbe") continue;
+    const auto& ib = [&]() -> const json& {
+      for (const auto& f : all_json().at("experiments"))
+        if (f.at("experiment") == "mxnet-inception-bn" && f.at("variant") == "edr-infiniband" && f.at("gpus") == e.at("gpus"))
+          return f;
+      throw std::runtime_error("no InfiniBand row");
+    }();
+    if (e.at("nodes") == 1)
+      EXPECT_DOUBLE_EQ(e.at("iteration_time_s").get<double>(), ib.at("iteration_time_s").get<double>());
+    else  // 100 Gb/s against 10 Gb/s between nodes
+      EXPECT_GT(e.at("comm_s").get<double>(), ib.at("comm_s").get<double>());
+  }
+}
+
+TEST(Reproduce, BusBandwidthFollowsNcclTestsDefinitions) {
+  for (const auto& b : all_json().at("bus_bandwidth")) {
+    const double n = b.at("gpus").get<double>();
+    const double algbw = b.at("size_bytes").get<double>() / b.at("time_s").get<double>() / 1e9;
+    EXPECT_NEAR(b.at("algbw_gb_s").get<double>(), algbw, 1e-9 * algbw);
+    const double factor = b.at("operation") == "allreduce" ? 2 * (n - 1) / n : 1.0;  // doc/PERFORMANCE.md
+    EXPECT_NEAR(b.at("busbw_gb_s").get<double>(), algbw * factor, 1e-9 * algbw);
+  }
+}
+
+TEST(Reproduce, TablesHaveThePapersShapes) {
+  const auto r = run_cli("reproduce dgx2-comparison");
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("throughput ratio exxact-ts4-rtx2080ti / dgx2"));
+  EXPECT_THAT(r.out, HasSubstr("throughput ratio pytorch-dataparallel / pytorch-ddp"));
+  EXPECT_THAT(r.out, HasSubstr("allreduce bus bandwidth (GB/s) on dgx2"));
+  EXPECT_THAT(r.out, HasSubstr("broadcast bus bandwidth (GB/s) on aws-p3dn"));
+  const auto s = run_cli("reproduce shi-chu-2018 --experiment tcomm");
+  ASSERT_EQ(s.status, 0) << s.err;
+  EXPECT_THAT(s.out, HasSubstr("t_comm (s, total / exposed after overlap) by GPU count"));
+}
+
+TEST(Reproduce, CsvHasOneLinePerRun) {
+  const auto r = run_cli("reproduce dell-p100 --format csv");
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 1 + 30);  // header + the 30 runs counted above
+}
+
+TEST(Reproduce, BadScenarioFilesNameFileLineAndKey) {
+  const std::string head = "paper: test\nexperiments:\n  - id: x\n    systems: shi-chu-p40\n";
+  struct Case {
+    std::string body, where, key;
+  };
+  const std::vector<Case> cases{
+      {"    models: alexnet\n    frameworks: cntk\n    gpus: [1]\n    batch: 64\n    colour: red\n", ":9:5", "colour"},
+      {"    models: alexnett\n    frameworks: cntk\n    gpus: [1]\n    batch: 64\n", ":5:13", "models"},
+      {"    models: alexnet\n    frameworks: cntk\n    gpus: [0]\n    batch: 64\n", ":7:12", "gpus"},
+      {"    models: alexnet\n    frameworks: cntk\n    gpus: [1]\n    batch: 64\n    measured:\n"
+       "      - {gpus: 1, iteration: \"0.7 furlongs\", source: x}\n",
+       ":10:30", "iteration"},
+      {"    models: alexnet\n    frameworks: cntk\n    gpus: [1]\n    batch: 64\n    inputs: profile\n", ":9:13", "inputs"},
+  };
+  int i = 0;
+  for (const auto& c : cases) {
+    const auto file = temp_file("bad-scenario-" + std::to_string(i++) + ".yaml", head + c.body);
+    const auto r = run_cli("reproduce " + file.string());
+    EXPECT_EQ(r.status, 2) << c.body;
+    EXPECT_EQ(r.out, "") << c.body;
+    EXPECT_THAT(r.err, HasSubstr(file.string() + c.where)) << r.err;
+    EXPECT_THAT(r.err, HasSubstr(c.key)) << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  }
+  const auto unknown = run_cli("reproduce no-such-paper");
+  EXPECT_EQ(unknown.status, 2);
+  EXPECT_THAT(unknown.err, HasSubstr("unknown paper 'no-such-paper'"));
+  EXPECT_EQ(unknown.out, "");
+}
+
+TEST(Reproduce, PlotsAreWrittenAsSvg) {
+  const auto dir = std::filesystem::temp_directory_path() / ("dlscale-repro-plots-" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  const auto r = run_cli("reproduce dell-p100 --plots " + dir.string());
+  ASSERT_EQ(r.status, 0) << r.err;
+  // 4 training experiments x (throughput, speedup)
+  int svgs = 0;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) {
+    ++svgs;
+    const auto text = slurp(e.path());
+    EXPECT_EQ(text.rfind("<svg", 0), 0u) << e.path();
+    EXPECT_THAT(text, HasSubstr("</svg>"));
+  }
+  EXPECT_EQ(svgs, 8);
+  EXPECT_TRUE(std::filesystem::exists(dir / "dell-p100-mxnet-googlenet-throughput.svg"));
+  // a folder that cannot be created: exit 2, nothing on stdout
+  const auto bad = run_cli("reproduce dell-p100 --plots /proc/no-such-dir/plots");
+  EXPECT_EQ(bad.status, 2);
+  EXPECT_EQ(bad.out, "");
+  std::filesystem::remove_all(dir);
+}
+
+TEST(Reproduce, GoldenTableVExperiment) {
+  // refresh on purpose with tests/golden/refresh.sh
+  const auto r = run_cli("reproduce shi-chu-2018 --experiment table5-single-gpu");
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out, slurp(std::filesystem::path(DLSCALE_SOURCE_DIR) / "tests/golden/reproduce-table5.txt"));
+}
+
+}  // namespace
+}  // namespace dlscale
