@@ -22,6 +22,7 @@ void setup_collective(CLI::App& app);
 void setup_simulate(CLI::App& app);
 void setup_model(CLI::App& app);
 void setup_calibrate(CLI::App& app);
+void setup_reproduce(CLI::App& app);
 void setup_sweep(CLI::App& app);
 void setup_explain(CLI::App& app);
 void setup_report(CLI::App& app);

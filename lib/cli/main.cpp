@@ -41,6 +41,7 @@ int main(int argc, char** argv) {
   cli::setup_simulate(app);
   cli::setup_model(app);
   cli::setup_calibrate(app);
+  cli::setup_reproduce(app);
   cli::setup_sweep(app);
   cli::setup_explain(app);
   cli::setup_report(app);
