@@ -254,7 +254,7 @@ TEST(Reproduce, PlotsAreWrittenAsSvg) {
     EXPECT_THAT(text, HasSubstr("</svg>"));
   }
   EXPECT_EQ(svgs, 8);
-  EXPECT_TRUE(std::filesystem::exists(dir / "dell-p100-mxnet-googlenet-throughput.svg"));
+  EXPECT_TRUE(std::filesystem::exists(dir / "dell-p100-mxnet-googlenet-repro-throughput.svg"));
   // a folder that cannot be created: exit 2, nothing on stdout
   const auto bad = run_cli("reproduce dell-p100 --plots /proc/no-such-dir/plots");
   EXPECT_EQ(bad.status, 2);

@@ -198,7 +198,7 @@ std::vector<fs::path> write_plots(const fs::path& dir, const std::vector<PaperRe
       for (double g = 1; g <= gmax; g *= 2) ideal.points.emplace_back(g, g);
       if (ideal.points.back().first < gmax) ideal.points.emplace_back(gmax, gmax);
       sp.push_back(ideal);
-      const std::string stem = p.paper + "-" + x.id;
+      const std::string stem = p.paper + "-" + x.id + "-repro";
       files.emplace_back(dir / (stem + "-throughput.svg"),
                          plot(p.paper + ": " + x.title, "throughput (samples/s, log scale)", thr, true));
       files.emplace_back(dir / (stem + "-speedup.svg"), plot(p.paper + ": " + x.title, "speedup vs 1 GPU", sp, false));
