@@ -1,6 +1,7 @@
 // SVG versions of the papers' scaling figures: throughput against GPUs on log-log axes with the ideal
 // (linear) line of each series, and speedup against GPUs with the ideal y = x. A minimal writer of our
-// own: the plotting component (issue 8) had not landed when this was written.
+// own, written before include/dlscale/plot.hpp landed; its line_plot_svg gives every series (ideal lines
+// included) a legend entry in a 150 px column, which cannot hold the 12-24 labelled series of these figures.
 #include <fmt/format.h>
 
 #include <algorithm>
