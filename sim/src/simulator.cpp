@@ -12,6 +12,7 @@
 #include "dlscale/equations.hpp"
 #include "dlscale/error.hpp"
 #include "dlscale/format.hpp"
+#include "dlscale/topology.hpp"
 #include "model.hpp"
 
 namespace dlscale::sim {
@@ -175,7 +176,8 @@ struct Simulator::Impl {
   // ---- links and paths for contention -------------------------------------------------------------------
   struct Net {
     std::vector<LinkId> gpu_out, gpu_in, nic_out, nic_in;
-    std::uint32_t ring_all = 0, chain = 0, chain_rev = 0, tree = 0;
+    std::uint32_t chain = 0, chain_rev = 0, tree = 0;
+    std::vector<std::uint32_t> ring_all;  // per channel
     std::vector<std::uint32_t> ring_node, ring_rank;
     std::vector<std::vector<std::uint32_t>> ps_push, ps_pull;  // [sender][server]
   };
@@ -188,9 +190,13 @@ struct Simulator::Impl {
       return static_cast<LinkId>(s.links.size() - 1);
     };
     const int G = at.gpus, gpn = at.gpus_per_node, N = at.nodes;
+    // With a topology graph, a GPU's port carries its own links' total (NCCL's totalBw: the sum of its
+    // NVLinks, or its PCIe link); without one, the cluster's intra-node bandwidth.
+    const Topology* topo = sc.cluster.topology.get();
     for (int g = 0; g < G; ++g) {
-      n.gpu_out.push_back(link(fmt::format("GPU {} intra-node out", g), "gpu-out", intra));
-      n.gpu_in.push_back(link(fmt::format("GPU {} intra-node in", g), "gpu-in", intra));
+      const double port = topo ? in_bytes_per_second(topo->gpu_link_bandwidth(g % gpn)) : intra;
+      n.gpu_out.push_back(link(fmt::format("GPU {} intra-node out", g), "gpu-out", port > 0 ? port : intra));
+      n.gpu_in.push_back(link(fmt::format("GPU {} intra-node in", g), "gpu-in", port > 0 ? port : intra));
     }
     for (int k = 0; k < N; ++k) {
       n.nic_out.push_back(link(fmt::format("node {} NIC out", k), "nic-out", inter));
@@ -228,7 +234,28 @@ struct Simulator::Impl {
     };
     std::vector<int> all(static_cast<std::size_t>(G));
     std::iota(all.begin(), all.end(), 0);
-    n.ring_all = ring(all);
+    // The job-wide ring of each channel: NCCL's ring order inside every node (from the topology's
+    // channel search, channel c using order c mod the orders found), nodes in sequence; rank order
+    // without a topology graph.
+    std::vector<std::vector<int>> orders;
+    if (topo && G > 1) {
+      std::vector<int> local(static_cast<std::size_t>(gpn));
+      std::iota(local.begin(), local.end(), 0);
+      const ChannelSet cs = topo->channels(ChannelPattern::ring, local, N);
+      for (const auto& o : cs.orders)
+        if (static_cast<int>(o.size()) == gpn) orders.push_back(o);
+    }
+    if (orders.empty()) {
+      n.ring_all.push_back(ring(all));
+    } else {
+      for (int c = 0; c < opt.channels; ++c) {
+        const auto& o = orders[static_cast<std::size_t>(c) % orders.size()];
+        std::vector<int> m;
+        for (int k = 0; k < N; ++k)
+          for (int j : o) m.push_back(k * gpn + j);
+        n.ring_all.push_back(ring(m));
+      }
+    }
     {
       std::vector<LinkId> c, r;
       for (int g = 0; g + 1 < G; ++g) hop(c, g, g + 1);
@@ -315,8 +342,8 @@ struct Simulator::Impl {
     };
     auto ps_phases = [&](double sz, const GpuPlacement& w, int senders_per_flow, std::size_t senders) {
       const int k = sc.strategy.parameter_servers > 0 ? sc.strategy.parameter_servers : w.nodes;
-      GpuPlacement two = w;
-      two.gpus = 2;
+      // one point-to-point hop between a worker and a server: two GPUs on two nodes, or in one node
+      const GpuPlacement two = w.nodes > 1 ? GpuPlacement{2, 2, 1} : GpuPlacement{2, 1, 2};
       const double lat = t(CollectiveOp::broadcast, 0.0, two);
       Phase push, pull;
       push.latency = pull.latency = lat;
@@ -345,7 +372,9 @@ struct Simulator::Impl {
           out.push_back(ring_phase(CollectiveOp::allreduce, size / gpn, across, n.ring_rank, 2.0 * (N - 1) / N));
           out.push_back(ring_phase(CollectiveOp::allgather, size, intra, n.ring_node, part));
         } else {
-          out.push_back(ring_phase(CollectiveOp::allreduce, size, at, {n.ring_all}, ring_wire));
+          Phase ph = ring_phase(CollectiveOp::allreduce, size, at, {n.ring_all.front()}, ring_wire);
+          for (std::size_t c = 0; c < ph.flows.size(); ++c) ph.flows[c].path = n.ring_all[c % n.ring_all.size()];
+          out.push_back(std::move(ph));
         }
         break;
       case Aggregation::parameter_server:
