@@ -177,7 +177,7 @@ void apply_calibration(const ScenarioOptions& o, Scenario& sc, RunInfo& /*info*/
                  sc.profile ? "the profile" : "the roofline");
     }
     explain.push_back(sc.profile ? fmt::format("forward/backward/update: profile {} (phase totals spread over layers by the roofline's shape)", o.profile)
-                                 : fmt::format("forward/backward: roofline on {} ({} FLOP/s peak, conv eff. {}, GEMM eff. {})",
+                                 : fmt::format("forward/backward: roofline on {} (peak {}, conv eff. {}, GEMM eff. {})",
                                                sc.cluster.gpu.name, sc.cluster.gpu.peak(sc.compute.precision),
                                                sc.compute.conv_efficiency, sc.compute.gemm_efficiency));
   }
@@ -256,6 +256,9 @@ void apply_calibration(const ScenarioOptions& o, Scenario& sc, RunInfo& /*info*/
               outside && c->fit ? fmt::format("; gradients of {} to {} outside it from the α-β fit (α = {}, β = {})",
                                               smallest, largest, c->fit->alpha, c->fit->beta)
                                 : ""));
+        } else if (!cal) {
+          explain.push_back(fmt::format("communication, {} GPUs ({} node{}): {} from {}", g, at.nodes,
+                                        at.nodes > 1 ? "s" : "", to_string(op), fallback->describe()));
         } else {
           explain.push_back(fmt::format("communication, {} GPUs ({} node{}): {} on {} GPU{} / {} node{} not measured: {}", g,
                                         at.nodes, at.nodes > 1 ? "s" : "", to_string(op), where.gpus,
