@@ -2,8 +2,12 @@
 // on all cores and on one, and the CSV printer. Target (issue 8): ≥ 10^6 configurations/s on 2 cores.
 #include <benchmark/benchmark.h>
 
+#include <filesystem>
+#include <fstream>
 #include <sstream>
 #include <string>
+
+#include <tuple>
 
 #include "dlscale/sweep.hpp"
 
@@ -22,8 +26,33 @@ std::string grid_spec(const std::string& gpus) {
          "  links: [{}, {inter_node: \"200 Gb/s\"}]\n";
 }
 
-void run(benchmark::State& state, const std::string& gpus, unsigned threads) {
-  const dlscale::SweepSpec spec = dlscale::parse_sweep_spec(grid_spec(gpus), "bench.yaml");
+/// Three simple-form clusters (no topology graph: the α-β ring), written once to a temporary folder.
+std::string simple_clusters() {
+  const auto dir = std::filesystem::temp_directory_path() / "dlscale-bench-sweep";
+  std::filesystem::create_directories(dir);
+  std::string list;
+  for (const auto& [name, gpu, per_node, inter] : {std::tuple{"p40x4", "p40-base-clock", 4, "56 Gb/s"},
+                                                   std::tuple{"v100x8", "v100-sxm2", 8, "100 Gb/s"},
+                                                   std::tuple{"a100x8", "a100-sxm4-80gb", 8, "200 Gb/s"}}) {
+    const auto file = dir / (std::string(name) + ".yaml");
+    std::ofstream(file) << "name: " << name << "\nnodes: 8\ngpus_per_node: " << per_node << "\ngpu: " << gpu
+                        << "\nhost_to_gpu: {pinned: \"12 GB/s\"}\nintra_node: {bandwidth: \"20 GB/s\", latency: \"5 us\"}"
+                        << "\ninter_node: {bandwidth: \"" << inter << "\", latency: \"14 us\"}"
+                        << "\nstorage: {disk: \"2 GB/s\", page_cache: \"10 GB/s\"}\n";
+    list += (list.empty() ? "" : ", ") + file.string();
+  }
+  return "[" + list + "]";
+}
+
+std::string simple_spec(const std::string& gpus) {
+  std::string s = grid_spec(gpus);
+  s.replace(s.find("[shi-chu-p40, dgx1v, dell-c4140-pcie]"), std::string("[shi-chu-p40, dgx1v, dell-c4140-pcie]").size(),
+            simple_clusters());
+  return s;
+}
+
+void run(benchmark::State& state, const std::string& gpus, unsigned threads, bool graph = true) {
+  const dlscale::SweepSpec spec = dlscale::parse_sweep_spec(graph ? grid_spec(gpus) : simple_spec(gpus), "bench.yaml");
   std::size_t rows = 0;
   for (auto _ : state) {
     const auto r = dlscale::run_sweep(spec, dlscale::SweepOptions{threads, nullptr, {}});
@@ -44,6 +73,17 @@ void BM_SweepEveryCountAllCores(benchmark::State& s) {
   for (int g = 4; g <= 64; g += 4) list += ", " + std::to_string(g);
   run(s, list + "]", 0);
 }
+// The same grid on simple-form clusters (α-β ring): the Predictor alone, no NCCL channel search.
+void BM_SweepSimplePow2AllCores(benchmark::State& s) { run(s, "[1, 2, 4, 8, 16, 32, 64]", 0, false); }
+void BM_SweepSimplePow2OneThread(benchmark::State& s) { run(s, "[1, 2, 4, 8, 16, 32, 64]", 1, false); }
+void BM_SweepSimpleEveryCountAllCores(benchmark::State& s) {
+  std::string list = "[1, 2, 3";
+  for (int g = 4; g <= 64; g += 4) list += ", " + std::to_string(g);
+  run(s, list + "]", 0, false);
+}
+BENCHMARK(BM_SweepSimplePow2AllCores)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_SweepSimplePow2OneThread)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_SweepSimpleEveryCountAllCores)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_SweepPow2AllCores)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_SweepPow2OneThread)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_SweepEveryCountAllCores)->Unit(benchmark::kMillisecond)->UseRealTime();

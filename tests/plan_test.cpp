@@ -157,6 +157,30 @@ TEST(Explain, DoublingEachResourceByHand) {
   EXPECT_NEAR(gain(Resource::storage), 0.0, 1e-12);
 }
 
+TEST(Explain, RescaledLinksFollowTheAlphaBetaRatio) {
+  Cluster before;
+  before.intra_node = {gigabytes_per_second(1), Seconds{}};
+  Cluster after = before;
+  after.intra_node.bandwidth = gigabytes_per_second(2);
+  // An α-β base rescaled by α-β(new)/α-β(old) is the α-β ring on the new links:
+  // all-reduce of 1 GB on 4 GPUs = 2(n−1)/n · S/β = 1.5 · 1 GB / 2 GB/s = 0.75 s.
+  const auto m = rescale_links(make_alpha_beta_model(before), before, after);
+  EXPECT_NEAR(in_seconds(m->time(CollectiveOp::allreduce, gigabytes(1), GpuPlacement{4, 1, 4})), 0.75, 1e-12);
+  // A model 3× slower than the α-β ring stays 3× slower than the ring on the new links.
+  class Slow final : public CollectiveModel {
+   public:
+    explicit Slow(const Cluster& c) : ab_(make_alpha_beta_model(c)) {}
+    Seconds time(CollectiveOp op, Bytes s, const GpuPlacement& at) const override { return ab_->time(op, s, at) * 3.0; }
+    std::string describe() const override { return "slow"; }
+    std::shared_ptr<const CollectiveModel> ab_;
+  };
+  const auto slow = rescale_links(std::make_shared<Slow>(before), before, after);
+  EXPECT_NEAR(in_seconds(slow->time(CollectiveOp::allreduce, gigabytes(1), GpuPlacement{4, 1, 4})), 2.25, 1e-12);
+  // unchanged links: the base model itself
+  const auto base = make_alpha_beta_model(before);
+  EXPECT_EQ(rescale_links(base, before, before), base);
+}
+
 TEST(Explain, BucketsCannotBeatLayerwiseWithoutLatency) {
   // With zero latency, merging layers only delays the start of their aggregation: layer-wise is best,
   // and a 1 MiB bucket (every layer exceeds it, so one layer per bucket) ties with it.

@@ -289,12 +289,23 @@ SweepSpec parse_sweep_spec(const std::string& text, const std::string& name) {
 }
 
 // ---- evaluation -------------------------------------------------------------------------------------
-Scenario group_scenario(const SweepSpec& spec, const SweepGroup& g) {
+namespace {
+/// The scenario of a group with its collective model taken from `models` (one per cluster × links,
+/// built once: the NCCL model's channel search is the expensive part of preparing a Predictor).
+Scenario make_group_scenario(const SweepSpec& spec, const SweepGroup& g,
+                             const std::vector<std::shared_ptr<const CollectiveModel>>* models,
+                             const std::vector<Network>* networks = nullptr) {
   Scenario sc;
   const LinkOverrides& lo = spec.links[g.links];
   sc.cluster = spec.clusters[g.cluster];
-  if (!lo.empty()) sc = with_links(sc, apply_overrides(spec.clusters[g.cluster], lo));
-  sc.network = spec.networks[g.model];
+  if (models) sc.collectives = (*models)[g.cluster * spec.links.size() + g.links];
+  if (!lo.empty()) {
+    const auto cached = sc.collectives;
+    sc.collectives.reset();
+    sc = with_links(sc, apply_overrides(spec.clusters[g.cluster], lo));
+    if (cached) sc.collectives = cached;
+  }
+  sc.network = networks ? (*networks)[g.model] : spec.networks[g.model];
   sc.strategy = spec.strategies[g.framework];
   if (g.bucket) {
     sc.strategy.overlap = Overlap::bucketed;
@@ -305,6 +316,9 @@ Scenario group_scenario(const SweepSpec& spec, const SweepGroup& g) {
   sc.compute.precision = g.precision;
   return sc;
 }
+}  // namespace
+
+Scenario group_scenario(const SweepSpec& spec, const SweepGroup& g) { return make_group_scenario(spec, g, nullptr); }
 
 namespace {
 class ClosedForm final : public GroupEvaluator {
@@ -355,6 +369,31 @@ SweepResult run_sweep(const SweepSpec& spec, const SweepOptions& options) {
   const std::size_t total = first.back();
   r.rows.resize(total);
 
+  // One collective model per (cluster, links), shared by the groups (models are immutable and safe to
+  // call from several threads).
+  std::vector<std::shared_ptr<const CollectiveModel>> models(spec.clusters.size() * spec.links.size());
+  for (std::size_t i = 0; i < spec.groups.size(); ++i) {
+    const auto& g = spec.groups[i];
+    auto& m = models[g.cluster * spec.links.size() + g.links];
+    if (!m && !counts[i].empty()) {
+      SweepGroup probe = g;
+      const Scenario sc = make_group_scenario(spec, probe, nullptr);
+      m = sc.collectives ? sc.collectives : make_collective_model(sc.cluster);
+    }
+  }
+
+  // The networks as the Predictor needs them: without layer names, shapes and descriptions, so that
+  // copying one into each group's Scenario allocates little.
+  std::vector<Network> slim = spec.networks;
+  for (auto& net : slim) {
+    net.description = {};
+    net.input_shape = {};
+    for (auto& l : net.layers) {
+      l.name = {};
+      l.output_shape = {};
+    }
+  }
+
   // Workloads per model (time and cost to train).
   std::vector<std::optional<TrainingWorkload>> workloads;
   for (const auto& net : spec.networks) workloads.push_back(make_workload(net, spec.dataset_samples, spec.dataset_epochs));
@@ -370,7 +409,7 @@ SweepResult run_sweep(const SweepSpec& spec, const SweepOptions& options) {
       try {
         const auto& g = spec.groups[i];
         preds.assign(counts[i].size(), Prediction{});
-        if (!counts[i].empty()) ev.evaluate(group_scenario(spec, g), counts[i], preds);
+        if (!counts[i].empty()) ev.evaluate(make_group_scenario(spec, g, &models, &slim), counts[i], preds);
         const Cluster& cl = spec.clusters[g.cluster];
         for (std::size_t k = 0; k < preds.size(); ++k) {
           SweepRow& row = r.rows[first[i] + k];
