@@ -570,6 +570,21 @@ TEST(SimCli, MatchesPredictWithExtrasOff) {
   EXPECT_NEAR(ta / tb, 1.0, 1e-9);
 }
 
+TEST(SimCli, TopologyClustersWithContentionAreNeverFasterThanPredict) {
+  // Clusters with a topology graph: rings follow NCCL's channel orders; the parameter server's hop
+  // latency is asked of the NCCL model for a valid 2-GPU placement (it rejects 2 GPUs on 8-GPU nodes).
+  for (const char* fw : {"caffe-mpi", "mxnet", "tensorflow"}) {
+    const std::string common = std::string(" --cluster dgx1v --model alexnet --framework ") + fw + " --gpus 16 --format json";
+    const auto a = test::run_cli("simulate --iterations 3 --contention --channels 2" + common);
+    const auto b = test::run_cli("predict" + common);
+    ASSERT_EQ(a.status, 0) << fw << ": " << a.err;
+    ASSERT_EQ(b.status, 0) << fw << ": " << b.err;
+    const double ta = nlohmann::json::parse(a.out)["predictions"][0]["iteration_time_s"];
+    const double tb = nlohmann::json::parse(b.out)["predictions"][0]["iteration_time_s"];
+    EXPECT_GE(ta, tb * (1 - 1e-9)) << fw;
+  }
+}
+
 TEST(SimCli, BadOptionsExitTwoWithNothingOnStdout) {
   for (const char* args : {"simulate --merge sometimes", "simulate --iterations 0", "simulate --speed 3",
                            "simulate --allreduce star"}) {
