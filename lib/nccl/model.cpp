@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <limits>
 #include <numeric>
@@ -119,7 +120,22 @@ std::vector<int> first_gpus(int k) {
 
 }  // namespace
 
-Choice choose(const Topology& topo, const Table& t, CollectiveOp op, Bytes size, const GpuPlacement& where) {
+namespace {
+
+/// What choose() needs that does not depend on the message size: the tuned latency and bandwidth of
+/// every (algorithm, protocol) pair for one collective on one placement (ncclTopoTuneModel's output).
+struct Candidates {
+  struct Entry {
+    int algo = RING, proto = SIMPLE, channels = 0;
+    double bw = 0, lat = 0;  // GB/s, µs
+  };
+  std::array<Entry, 6> entries{};
+  int count = 0;
+  int n = 0, nodes = 1, ring_channels = 0, sm = 0;
+  CollectiveOp op = CollectiveOp::allreduce;
+};
+
+Candidates prepare(const Topology& topo, const Table& t, CollectiveOp op, const GpuPlacement& where) {
   const int nodes = std::max(1, where.nodes);
   const int ppn = where.gpus_per_node > 0 ? where.gpus_per_node : where.gpus / nodes;
   const int n = ppn * nodes;
@@ -129,42 +145,61 @@ Choice choose(const Topology& topo, const Table& t, CollectiveOp op, Bytes size,
     throw InputError(fmt::format("{} GPUs per node asked, a node has {}", ppn, topo.gpus_per_node()));
   if (nodes > topo.max_nodes())
     throw InputError(fmt::format("{} nodes asked, the cluster has {}", nodes, topo.max_nodes()));
-  Choice best;
-  if (n <= 1) return best;
+  Candidates c;
+  c.n = n;
+  c.nodes = nodes;
+  c.op = op;
+  c.sm = topo.sm_version();
+  if (n <= 1) return c;
   const auto gpus = first_gpus(ppn);
   const ChannelSet ring = topo.channels(ChannelPattern::ring, gpus, nodes);
   const bool tree_ok = op == CollectiveOp::allreduce;
   const ChannelSet tree = tree_ok ? topo.channels(ChannelPattern::tree, gpus, nodes) : ChannelSet{};
   const auto vendor = cpu_vendor(topo);
-  const double bytes = in_bytes(size);
-  double best_us = std::numeric_limits<double>::infinity();
+  c.ring_channels = ring.channels;
   for (int algo : {TREE, RING}) {
     if (algo == TREE && !tree_ok) continue;
     const ChannelSet& graph = algo == TREE ? tree : ring;
     for (int proto : {LL, LL128, SIMPLE}) {
-      const Tuned tu = tune(t, graph, algo, proto, op, n, nodes, topo.sm_version(), vendor);
+      const Tuned tu = tune(t, graph, algo, proto, op, n, nodes, c.sm, vendor);
       if (tu.bw <= 0) continue;
-      // ncclTopoGetAlgoTime
-      double bw = tu.bw, lat = tu.lat;
-      const int log_size = log2i(static_cast<long long>(bytes) >> 6);
-      if (algo == TREE && op == CollectiveOp::allreduce && log_size >= 0 && log_size < 23)
-        bw *= t.tree_correction[static_cast<std::size_t>(proto)][static_cast<std::size_t>(log_size)];
-      if (algo == RING && proto == SIMPLE && nodes > 1 && op == CollectiveOp::allreduce &&
-          bytes / (ring.channels * n) >= 64)
-        lat *= topo.sm_version() < 80 ? t.ring_plateau_pre_ampere : t.ring_plateau_ampere;
-      const double us = lat + bytes / (1000.0 * bw);
-      if (us < best_us) {
-        best_us = us;
-        best.time = microseconds(us);
-        best.algorithm = algo;
-        best.protocol = proto;
-        best.channels = graph.channels;
-        best.algbw_model = gigabytes_per_second(bw);
-        best.latency = microseconds(lat);
-      }
+      c.entries[static_cast<std::size_t>(c.count++)] = Candidates::Entry{algo, proto, graph.channels, tu.bw, tu.lat};
+    }
+  }
+  return c;
+}
+
+/// ncclTopoGetAlgoTime over the prepared pairs: the size-dependent corrections, then the fastest.
+Choice pick(const Candidates& c, const Table& t, double bytes) {
+  Choice best;
+  double best_us = std::numeric_limits<double>::infinity();
+  const int log_size = log2i(static_cast<long long>(bytes) >> 6);
+  for (int i = 0; i < c.count; ++i) {
+    const auto& e = c.entries[static_cast<std::size_t>(i)];
+    double bw = e.bw, lat = e.lat;
+    if (e.algo == TREE && c.op == CollectiveOp::allreduce && log_size >= 0 && log_size < 23)
+      bw *= t.tree_correction[static_cast<std::size_t>(e.proto)][static_cast<std::size_t>(log_size)];
+    if (e.algo == RING && e.proto == SIMPLE && c.nodes > 1 && c.op == CollectiveOp::allreduce &&
+        bytes / (c.ring_channels * c.n) >= 64)
+      lat *= c.sm < 80 ? t.ring_plateau_pre_ampere : t.ring_plateau_ampere;
+    const double us = lat + bytes / (1000.0 * bw);
+    if (us < best_us) {
+      best_us = us;
+      best.time = microseconds(us);
+      best.algorithm = e.algo;
+      best.protocol = e.proto;
+      best.channels = e.channels;
+      best.algbw_model = gigabytes_per_second(bw);
+      best.latency = microseconds(lat);
     }
   }
   return best;
+}
+
+}  // namespace
+
+Choice choose(const Topology& topo, const Table& t, CollectiveOp op, Bytes size, const GpuPlacement& where) {
+  return pick(prepare(topo, t, op, where), t, in_bytes(size));
 }
 
 namespace {
@@ -175,6 +210,14 @@ class NcclModel final : public CollectiveModel {
 
   Seconds time(CollectiveOp op, Bytes size, const GpuPlacement& where) const override {
     return choose(*topo_, default_table(), op, size, where).time;
+  }
+
+  // A layer list: tune once for the placement, then only the size-dependent choice per message.
+  void times(CollectiveOp op, std::span<const Bytes> sizes, const GpuPlacement& where,
+             std::span<Seconds> out) const override {
+    const Table& t = default_table();
+    const Candidates c = prepare(*topo_, t, op, where);
+    for (std::size_t i = 0; i < sizes.size(); ++i) out[i] = pick(c, t, in_bytes(sizes[i])).time;
   }
 
   // Parameter server with k servers: every GPU pushes S/k to each server and pulls S/k back. Each
