@@ -16,6 +16,7 @@
 #include <set>
 #include <sstream>
 
+#include "io/numbers.hpp"
 #include "dlscale/calibration.hpp"
 #include "dlscale/error.hpp"
 
@@ -156,19 +157,24 @@ class Parser {
     if (auto p = last_perf_name(line)) last_perf_ = *p;
     if (std::regex_search(line, m, version)) log_.nccl_version = m[1].str();
     else if (std::regex_search(line, m, library)) {
-      const int v = std::stoi(m[1].str());  // NCCL_VERSION_CODE: major·10000 + minor·100 + patch
-      log_.nccl_version = fmt::format("{}.{}.{}", v / 10000, (v / 100) % 100, v % 100);
+      // NCCL_VERSION_CODE: major·10000 + minor·100 + patch
+      if (const auto v = whole_number(m[1].str(), 0, 99'999'999))
+        log_.nccl_version = fmt::format("{}.{}.{}", *v / 10000, (*v / 100) % 100, *v % 100);
     }
     const bool comment = !line.empty() && line.find_first_not_of(" \t") != std::string::npos &&
                          line[line.find_first_not_of(" \t")] == '#';
     if (std::regex_search(line, m, threads)) {
       end_table_if_open(lineno);
-      threads_gpus_ = std::stoi(m[1].str()) * std::stoi(m[2].str());
+      const auto nthreads = whole_number(m[1].str(), 1, 65536), ngpus = whole_number(m[2].str(), 1, 65536);
+      if (!nthreads || !ngpus) fail(lineno, 1, "nThread and nGpus must be whole numbers from 1 to 65536");
+      threads_gpus_ = static_cast<int>(*nthreads * *ngpus);
       ranks_.clear();
       return;
     }
     if (std::regex_search(line, m, rank)) {
-      ranks_.push_back(Rank{std::stoi(m[1].str()), m[2].str(), m[3].str()});
+      const auto r = whole_number(m[1].str(), 0, 1'000'000);
+      if (!r) fail(lineno, 1, fmt::format("rank '{}' is not a whole number from 0 to 1000000", m[1].str()));
+      ranks_.push_back(Rank{static_cast<int>(*r), m[2].str(), m[3].str()});
       return;
     }
     if (comment) {

@@ -11,6 +11,7 @@
 #include <set>
 #include <sstream>
 
+#include "io/numbers.hpp"
 #include "dlscale/error.hpp"
 #include "dlscale/topology.hpp"
 
@@ -142,12 +143,14 @@ std::string import_nvidia_smi(const std::string& text, const std::string& file) 
     }
     return out;
   };
+  int header_line = 0;
   while (std::getline(in, line)) {
     ++lineno;
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
     auto cells = split(line);
     if (columns.empty()) {
       if (cells.size() < 2 || cells[1].rfind("GPU", 0) != 0) continue;  // preamble
+      header_line = lineno;
       columns.assign(cells.begin() + 1, cells.end());
       continue;
     }
@@ -175,7 +178,13 @@ std::string import_nvidia_smi(const std::string& text, const std::string& file) 
   for (const auto& r : rows)
     if (r.cells.size() < devs.size())
       fail_at(file, r.line, fmt::format("row {} has {} cells, the header names {}", r.name, r.cells.size(), devs.size()));
-  auto gpu_col = [&](const std::string& d) { return d.rfind("GPU", 0) == 0 ? std::stoi(d.substr(3)) : -1; };
+  // A GPU column "GPU<k>" must name one of the matrix's rows (0 ≤ k < rows).
+  for (const auto& d : devs)
+    if (d.rfind("GPU", 0) == 0 && !whole_number(std::string_view(d).substr(3), 0, ngpus - 1))
+      fail_at(file, header_line, fmt::format("column '{}' names no GPU row (the matrix has GPU0 … GPU{})", d, ngpus - 1));
+  auto gpu_col = [&](const std::string& d) {
+    return d.rfind("GPU", 0) == 0 ? static_cast<int>(*whole_number(std::string_view(d).substr(3), 0, ngpus - 1)) : -1;
+  };
 
   // CPUs from the affinity column, in order of appearance.
   std::vector<std::string> affinities;
@@ -199,7 +208,9 @@ std::string import_nvidia_smi(const std::string& text, const std::string& file) 
       const int o = gpu_col(devs[d]);
       const auto& cell = rows[static_cast<std::size_t>(g)].cells[d];
       if (o >= 0 && o != g && cell.rfind("NV", 0) == 0) {
-        nv[static_cast<std::size_t>(g)][static_cast<std::size_t>(o)] = std::stoi(cell.substr(2));
+        const auto links = whole_number(std::string_view(cell).substr(2), 1, 64);
+        if (!links) fail_at(file, rows[static_cast<std::size_t>(g)].line, fmt::format("'{}' is not an NVLink count like NV2", cell));
+        nv[static_cast<std::size_t>(g)][static_cast<std::size_t>(o)] = static_cast<int>(*links);
         max_links = std::max(max_links, nv[static_cast<std::size_t>(g)][static_cast<std::size_t>(o)]);
       }
     }
@@ -458,6 +469,7 @@ std::string import_nccl_xml(const std::string& text, const std::string& file) {
           if (gpu) {
             const std::string dev = attr(*gpu, "dev");
             if (dev.empty()) fail_at(file, gpu->line, "<gpu> without 'dev'");
+            if (!whole_number(dev, 0, 4095)) fail_at(file, gpu->line, fmt::format("<gpu> 'dev' must be a whole number, not '{}'", dev));
             const std::string name = "gpu" + dev;
             node.sm = std::atoi(attr(*gpu, "sm").c_str());
             gpus.push_back(Gpu{std::atoi(dev.c_str()), busid, cpu, gpu});
@@ -518,7 +530,7 @@ std::string import_nccl_xml(const std::string& text, const std::string& file) {
       } else if (tclass == "0x030200" || tclass == "0x030000") {
         auto it = bus_to_name.find(attr(l, "target"));
         if (it == bus_to_name.end()) fail_at(file, l.line, fmt::format("<nvlink> target '{}' is no GPU of the dump", attr(l, "target")));
-        if (std::stoi(it->second.substr(3)) > g.dev) node.links.push_back({self, it->second, "nvlink", count, 0, 0});
+        if (*whole_number(std::string_view(it->second).substr(3), 0, 4095) > g.dev) node.links.push_back({self, it->second, "nvlink", count, 0, 0});
       } else {
         node.links.push_back({self, g.cpu, "nvlink", count, 0, 0});  // NVLink to the CPU (POWER9)
       }
