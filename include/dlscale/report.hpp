@@ -18,6 +18,7 @@ OutputFormat output_format_from_string(std::string_view s);  // throws UsageErro
 
 /// What the predictions were made from, printed with them (provenance).
 struct RunInfo {
+  std::string command = "predict";  // the subcommand that made the records (predict, simulate, …)
   std::string cluster, model, framework, precision, profile, collective_model, command_line;
   int batch_per_gpu = 0;
 };

@@ -149,6 +149,7 @@ void run_simulate(const SimulateOptions& o) {
   const std::vector<int> gpus = parse_gpu_list(o.scenario.gpus);
   const sim::SimOptions sopt = to_sim_options(o);
   RunInfo info;
+  info.command = "simulate";
   info.command_line = command_line();
   sim::Simulator simulator(build_scenario(o.scenario, info), sopt);
   const auto results = simulator.run(gpus);  // everything computed before anything is printed

@@ -30,7 +30,7 @@ std::string hiding(const Prediction& p) {
 }
 
 void write_table(std::ostream& out, const RunInfo& info, std::span<const Prediction> preds) {
-  fmt::print(out, "# dlscale predict: {} on {}, {} ({}), batch {} per GPU\n", info.model, info.cluster, info.framework,
+  fmt::print(out, "# dlscale {}: {} on {}, {} ({}), batch {} per GPU\n", info.command, info.model, info.cluster, info.framework,
              info.precision, info.batch_per_gpu);
   if (!info.profile.empty()) fmt::print(out, "# single-GPU phases from profile {}\n", info.profile);
   fmt::print(out, "# communication: {}\n", info.collective_model);
