@@ -26,7 +26,7 @@ void BM_PredictResNet50(benchmark::State& state) {
   const int gpus = static_cast<int>(state.range(0));
   for (auto _ : state) {
     auto r = p.predict(gpus);
-    benchmark::DoNotOptimize(r.iteration_time);
+    benchmark::DoNotOptimize(r);
   }
   state.counters["layers"] = static_cast<double>(p.scenario().network.layers.size());
 }

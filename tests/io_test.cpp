@@ -135,7 +135,7 @@ const BadInput kCases[] = {
     {"zero", "cluster", kZero.c_str(), "8:17: 'storage.disk': '0 MB/s' must be greater than zero"},
     {"unknown_key", "cluster", kUnknownKey.c_str(),
      "9:1: 'colour': unknown key (known keys here: description, fabric, gpu, gpus_per_node, host_to_gpu, "
-     "inter_node, intra_node, name, node, nodes, storage)"},
+     "inter_node, intra_node, name, node, nodes, price_per_gpu_hour, storage)"},
     {"nested_unknown", "cluster", kNestedUnknown.c_str(),
      "6:36: 'intra_node.latncy': unknown key (known keys here: bandwidth, latency)"},
     {"missing_key", "cluster", kMissing.c_str(), "1:1: 'host_to_gpu': missing required key"},
@@ -193,7 +193,7 @@ TEST(Inputs, UnknownNamesListWhatIsKnown) {
     (void)resolve(DataKind::framework, "caffe3", "--framework");
     FAIL();
   } catch (const UsageError& e) {
-    EXPECT_THAT(std::string(e.what()), HasSubstr("'--framework': unknown framework 'caffe3' (known: caffe-mpi, cntk,"));
+    EXPECT_THAT(std::string(e.what()), HasSubstr("'--framework': unknown framework 'caffe3' (known: caffe-mpi, caffe2, cntk,"));
   }
 }
 
