@@ -19,7 +19,7 @@ dlscale::Scenario resnet50_scenario() {
   return sc;
 }
 
-// One prediction at 16 GPUs (4 nodes) of a prepared scenario: per-layer communication for every
+// One prediction at 16 GPUs (4 nodes) of a prepared scenario, NCCL's model on the P40 cluster's graph: per-layer communication for every
 // learnable layer, the exact overlap recurrence, the hiding case and the bottleneck.
 void BM_PredictResNet50(benchmark::State& state) {
   const dlscale::Predictor p(resnet50_scenario());
@@ -31,6 +31,19 @@ void BM_PredictResNet50(benchmark::State& state) {
   state.counters["layers"] = static_cast<double>(p.scenario().network.layers.size());
 }
 BENCHMARK(BM_PredictResNet50)->Arg(16)->Arg(4);
+
+// The same with the α-β ring over the cluster's simple links instead of NCCL's model on its graph.
+void BM_PredictResNet50AlphaBeta(benchmark::State& state) {
+  auto sc = resnet50_scenario();
+  sc.collectives = dlscale::make_alpha_beta_model(sc.cluster);
+  const dlscale::Predictor p(std::move(sc));
+  const int gpus = static_cast<int>(state.range(0));
+  for (auto _ : state) {
+    auto r = p.predict(gpus);
+    benchmark::DoNotOptimize(r);
+  }
+}
+BENCHMARK(BM_PredictResNet50AlphaBeta)->Arg(16);
 
 // Preparing a scenario (per-layer roofline times, aggregation units, the one-GPU baseline).
 void BM_PrepareResNet50(benchmark::State& state) {

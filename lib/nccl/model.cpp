@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <cmath>
 #include <limits>
 #include <numeric>
@@ -33,10 +34,9 @@ double busbw_factor(CollectiveOp op, int n) noexcept {
 
 namespace {
 
+/// floor(log2(v)) for v > 0, and 0 for v ≤ 0 (NCCL's log2i on message sizes).
 int log2i(long long v) {
-  int l = 0;
-  while (v >>= 1) ++l;
-  return l;
+  return v > 0 ? static_cast<int>(std::bit_width(static_cast<unsigned long long>(v))) - 1 : 0;
 }
 
 topo::CpuVendor cpu_vendor(const Topology& t) {
