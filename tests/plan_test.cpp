@@ -12,6 +12,7 @@
 #include "dlscale/plan.hpp"
 #include "dlscale/sweep.hpp"
 #include "support/run.hpp"
+#include "support/three_layer.hpp"
 
 namespace dlscale {
 namespace {
@@ -24,37 +25,7 @@ using ::testing::HasSubstr;
 //   gradients (12.5 M, 62.5 M, 75 M) × 4 B = (0.05, 0.25, 0.30) GB;
 //   4 GPUs in one node, intra-node 1 GB/s, no latency: all-reduce = 2(n−1)/n · S/β = 1.5 · S / 1 GB/s
 //   → c = (0.075, 0.375, 0.45) s; h2d = 10 MB / 1 GB/s = 0.01 s; t_io,4 = 4 · 10 MB / 100 MB/s = 0.4 s.
-Scenario hand_scenario() {
-  Scenario sc;
-  sc.cluster.name = "hand";
-  sc.cluster.max_nodes = 2;
-  sc.cluster.gpus_per_node = 4;
-  sc.cluster.gpu.name = "hand GPU";
-  sc.cluster.gpu.peak_fp32 = teraflops_per_second(10);
-  sc.cluster.gpu.memory_bandwidth = gigabytes_per_second(300);
-  sc.cluster.h2d_pinned = sc.cluster.h2d_pageable = gigabytes_per_second(1);
-  sc.cluster.intra_node = {gigabytes_per_second(1), Seconds{}};
-  sc.cluster.inter_node = {gigabytes_per_second(1), Seconds{}};
-  sc.cluster.page_cache = sc.cluster.disk = megabytes_per_second(100);
-  sc.network.name = "three";
-  sc.network.input_bytes_per_sample = megabytes(1);
-  for (auto [name, params] : {std::pair{"l1", 12'500'000}, {"l2", 62'500'000}, {"l3", 75'000'000}}) {
-    Layer l;
-    l.name = name;
-    l.kind = LayerKind::linear;
-    l.params = params;
-    l.forward_flops_per_sample = 1e6;
-    sc.network.layers.push_back(l);
-  }
-  sc.measured_layers = LayerTimes{{seconds(0.1), seconds(0.1), seconds(0.1)},
-                                  {seconds(0.3), seconds(0.2), seconds(0.1)},
-                                  {seconds(0.01), seconds(0.02), seconds(0.03)}};
-  sc.batch_per_gpu = 10;
-  sc.strategy.name = "layerwise-after";
-  sc.strategy.overlap = Overlap::layerwise;
-  sc.strategy.update = UpdatePlacement::after_aggregation;
-  return sc;
-}
+Scenario hand_scenario() { return test::three_layer_scenario(); }
 
 // ---- time and cost ------------------------------------------------------------------------------------
 TEST(TimeToTrain, ImageNetOnEightGpusByHand) {

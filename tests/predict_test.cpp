@@ -11,6 +11,7 @@
 #include "dlscale/error.hpp"
 #include "dlscale/io.hpp"
 #include "dlscale/predict.hpp"
+#include "support/three_layer.hpp"
 
 namespace dlscale {
 namespace {
@@ -24,36 +25,10 @@ class OneGBps final : public CollectiveModel {
   std::string describe() const override { return "1 GB/s test model"; }
 };
 
-// Three layers. Backward b = (0.3, 0.2, 0.1) s, forward 0.1 s each, update u = (0.01, 0.02, 0.03) s.
-// Gradients: params (12.5 M, 62.5 M, 75 M) × 4 B = (0.05, 0.25, 0.30) GB → comm c = (0.05, 0.25, 0.30) s.
-// Input 1 MB per sample, batch 10 → D = 10 MB: h2d = 10 MB / 1 GB/s = 0.01 s;
-// t_io,1 = 10 MB / 100 MB/s = 0.1 s, t_io,4 = 4 × 0.1 = 0.4 s (one reader per node).
+// The three-layer scenario of tests/support/three_layer.hpp with the given strategy and the 1 GB/s
+// collective model above: comm c = (0.05, 0.25, 0.30) s; t_io,4 = 4 × 0.1 = 0.4 s.
 Scenario hand_scenario(Strategy strategy) {
-  Scenario sc;
-  sc.cluster.name = "hand";
-  sc.cluster.max_nodes = 2;
-  sc.cluster.gpus_per_node = 4;
-  sc.cluster.gpu.name = "hand GPU";
-  sc.cluster.gpu.peak_fp32 = teraflops_per_second(10);
-  sc.cluster.gpu.memory_bandwidth = gigabytes_per_second(300);
-  sc.cluster.h2d_pinned = sc.cluster.h2d_pageable = gigabytes_per_second(1);
-  sc.cluster.intra_node = {gigabytes_per_second(1), Seconds{}};
-  sc.cluster.inter_node = {gigabytes_per_second(1), Seconds{}};
-  sc.cluster.page_cache = sc.cluster.disk = megabytes_per_second(100);
-  sc.network.name = "three";
-  sc.network.input_bytes_per_sample = megabytes(1);
-  for (auto [name, params] : {std::pair{"l1", 12'500'000}, {"l2", 62'500'000}, {"l3", 75'000'000}}) {
-    Layer l;
-    l.name = name;
-    l.kind = LayerKind::linear;
-    l.params = params;
-    l.forward_flops_per_sample = 1e6;
-    sc.network.layers.push_back(l);
-  }
-  sc.measured_layers = LayerTimes{{seconds(0.1), seconds(0.1), seconds(0.1)},
-                                  {seconds(0.3), seconds(0.2), seconds(0.1)},
-                                  {seconds(0.01), seconds(0.02), seconds(0.03)}};
-  sc.batch_per_gpu = 10;
+  Scenario sc = test::three_layer_scenario();
   sc.strategy = std::move(strategy);
   sc.collectives = std::make_shared<OneGBps>();
   return sc;
