@@ -12,6 +12,15 @@
 #include "support/run.hpp"
 
 namespace dlscale {
+
+/// Under the asan preset the installed library is instrumented, so the example must link the same runtime.
+std::string sanitize_flags() {
+#ifdef DLSCALE_SANITIZE_FLAGS
+  return " -DCMAKE_CXX_FLAGS=" DLSCALE_SANITIZE_FLAGS " -DCMAKE_EXE_LINKER_FLAGS=" DLSCALE_SANITIZE_FLAGS;
+#else
+  return "";
+#endif
+}
 namespace {
 
 namespace fs = std::filesystem;
@@ -63,7 +72,7 @@ TEST(Package, InstalledTreeBuildsAndRunsThePlanningExample) {
   EXPECT_TRUE(config);
 
   ASSERT_EQ(sh("cmake -S " + std::string(DLSCALE_SOURCE_DIR) + "/examples/plan-dgx2 -B " + ex.string() +
-                   " -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH=" + prefix.string(),
+                   " -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH=" + prefix.string() + sanitize_flags(),
                log),
             0)
       << test::slurp(log);
