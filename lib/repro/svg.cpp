@@ -10,6 +10,7 @@
 #include <set>
 
 #include "dlscale/error.hpp"
+#include "dlscale/plot.hpp"
 #include "dlscale/reproduce.hpp"
 
 namespace dlscale::repro {
@@ -21,19 +22,7 @@ constexpr const char* kColors[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "
                                    "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"};
 constexpr const char* kDashes[] = {"", "6,3", "2,2", "8,3,2,3"};
 
-std::string escape(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      default: out += c;
-    }
-  }
-  return out;
-}
+std::string escape(const std::string& s) { return xml_escape(s); }  // plot.hpp's escaping
 
 struct Line {
   std::string label;
