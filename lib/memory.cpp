@@ -3,7 +3,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
+#include <limits>
 #include <stdexcept>
 
 #include "dlscale/format.hpp"
@@ -33,8 +35,11 @@ MemoryFit check_memory_fit(const Network& net, const GpuSpec& gpu, int batch, co
   const MemoryEstimate one = estimate_training_memory(net, 1, opt, reserved);
   const Bytes per_sample = one.activations + one.input;
   const Bytes fixed = one.total() - per_sample;
+  // The quotient can pass what an int holds (80 GB at 1 B per sample: 8·10^10); converting such a double
+  // is undefined behaviour, so it is clamped first.
   f.largest_batch = f.available >= fixed && per_sample > Bytes{}
-                        ? static_cast<int>(std::floor((f.available - fixed) / per_sample))
+                        ? static_cast<int>(std::min(std::floor((f.available - fixed) / per_sample),
+                                                    static_cast<double>(std::numeric_limits<int>::max())))
                         : 0;
   if (!f.fits)
     f.warning = fmt::format(

@@ -418,7 +418,7 @@ class Search {
     if (graph.n_channels == 0) {  // "Could not find a path, falling back to simple order"
       out.fallback = true;
       out.channels = 1;
-      out.bw_intra = out.bw_inter = gigabytes_per_second(t_.fallback_bw);
+      out.bw_intra = out.bw_inter = gigabytes_per_second(std::min(t_.fallback_bw, fallback_bottleneck()));
       out.type_intra = out.type_inter = PathType::sys;
       std::vector<int> order;
       for (int i = 0; i < ngpus_; ++i) order.push_back(s_.typed_const(GPU, i).gpu);
@@ -436,6 +436,28 @@ class Search {
       out.orders.push_back(std::move(order));
     }
     return out;
+  }
+
+  // NCCL's fallback rates its one channel at 0.1 GB/s whatever the links are (search.cc). That is a
+  // rating for choosing an algorithm, not a speed: traffic cannot pass the narrowest link of the
+  // fallback order. The channel (GPUs in index order, through NIC 0 when there are nodes to join, else
+  // closed back to the first GPU) is therefore also capped at that link, so that a NIC slower than
+  // NCCL's slowest search speed (0.12 GB/s, under 1 Gb/s) is not predicted at 0.1 GB/s. dlscale's
+  // deviation from NCCL, found by tests/robustness_test.cpp (NcclAllReduceNeverBeatsTheNics).
+  [[nodiscard]] double fallback_bottleneck() const {
+    double bw = t_.fallback_bw;
+    auto take = [&](double b) {
+      if (b > 0) bw = std::min(bw, b);
+    };
+    for (int i = 0; i + 1 < ngpus_; ++i) take(s_.p(GPU, i, GPU, i + 1).bw);
+    if (s_.count(NET) > 0 && ngpus_ > 0) {
+      take(s_.typed_const(NET, 0).net_bw);
+      take(s_.p(NET, 0, GPU, 0).bw);
+      take(s_.p(GPU, ngpus_ - 1, NET, 0).bw);
+    } else if (ngpus_ > 1) {
+      take(s_.p(GPU, ngpus_ - 1, GPU, 0).bw);
+    }
+    return bw;
   }
 
   // ncclTopoDupChannels

@@ -31,6 +31,30 @@ Scenario with_buckets(const Scenario& sc, Bytes size) {
   return out;
 }
 
+/// The update on the critical path with per-layer updates (eq. 6/7): the input-side aggregation unit's —
+/// layer 1's, or with buckets the whole first bucket's. The buckets are predict.cpp's (PyTorch DDP's walk
+/// from the output side: a bucket closes once it holds its cap, the first cap being the first bucket's),
+/// summed in the same order so that the critical path adds up to the iteration time exactly.
+Seconds first_unit_update(const Scenario& sc, const LayerTimes& t) {
+  if (t.update.empty()) return {};
+  if (sc.strategy.overlap != Overlap::bucketed || t.update.size() != sc.network.layers.size()) return t.update.front();
+  const double per_element = gradient_bytes_per_element(sc.compute.precision);
+  Bytes open{};
+  Seconds update{};
+  Bytes cap = sc.strategy.first_bucket;
+  for (std::size_t k = t.update.size(); k-- > 0;) {
+    open += Network::gradient_bytes(sc.network.layers[k], per_element);
+    update += t.update[k];
+    if (open >= cap) {
+      if (k == 0) break;
+      open = Bytes{};
+      update = Seconds{};
+      cap = sc.strategy.bucket_size;
+    }
+  }
+  return update;
+}
+
 std::string bucket_name(Bytes b) {
   return b > Bytes{} ? fmt::format("{:g} MiB", in_mebibytes(b)) : std::string("layer-wise (no merging)");
 }
@@ -146,7 +170,7 @@ Explanation explain(const Scenario& sc, int gpus, const ExplainOptions& o) {
   const Predictor p(sc);
   e.prediction = p.predict(gpus);
   e.collective_model = sc.collectives ? sc.collectives->describe() : make_collective_model(sc.cluster)->describe();
-  const Seconds first_update = p.layer_times().update.empty() ? Seconds{} : p.layer_times().update.front();
+  const Seconds first_update = first_unit_update(sc, p.layer_times());
   e.path = critical_path(e.prediction, sc.strategy, first_update);
 
   // Doubling each resource, re-predicted. Links: the simple form doubled, a graph or calibrated model

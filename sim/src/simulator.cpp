@@ -557,7 +557,7 @@ struct Simulator::Impl {
     p.nodes = at.nodes;
     p.batch_per_gpu = sc.batch_per_gpu;
     p.iteration_time = seconds(mean);
-    p.throughput_samples_per_s = gpus * sc.batch_per_gpu / mean;
+    p.throughput_samples_per_s = static_cast<double>(gpus) * sc.batch_per_gpu / mean;  // N·M can pass 2^31
     p.speedup = eq::speedup(gpus, iter_one, p.iteration_time);
     p.efficiency = p.speedup / gpus;
     p.breakdown = Breakdown{closed.breakdown.io, seconds(o.h2d),  seconds(o.forward), seconds(o.backward),
