@@ -235,6 +235,8 @@ struct Calibration {
 /// Reads a calibration file; every problem (another schema version, unknown key, bad unit) is an
 /// InputError with file:line:col and the key.
 Calibration load_calibration(const std::filesystem::path& file);
+/// The same on text already read (`display_name` stands for the file in errors and in source_file).
+Calibration parse_calibration(const std::string& yaml_text, const std::string& display_name);
 /// The YAML text of a calibration (schema 1); load_calibration(to_yaml(c)) gives `c` back.
 std::string to_yaml(const Calibration& c);
 /// Writes a calibration through a temporary file and a rename.
@@ -263,6 +265,9 @@ NcclTestsLog parse_nccl_tests(const std::string& text, const std::string& displa
 /// transfer curves (one point at the buffer size), device↔device matrices the P2P table, latency
 /// tests the P2P latencies. Waived and failed test cases are skipped and listed in provenance.notes.
 Calibration import_nvbandwidth(const std::filesystem::path& json_file, std::vector<std::string>* warnings = nullptr);
+/// The same on text already read (`display_name` stands for the file in errors, warnings and provenance).
+Calibration parse_nvbandwidth(const std::string& json_text, const std::string& display_name,
+                              std::vector<std::string>* warnings = nullptr);
 
 // ---- the model reads calibration -------------------------------------------------------------------
 

@@ -34,7 +34,14 @@ Cluster load_cluster(const std::filesystem::path& file);
 Network load_network(const std::filesystem::path& file);
 Strategy load_strategy(const std::filesystem::path& file);
 Profile load_profile(const std::filesystem::path& file);
-/// The GPU catalogue entry of that name (case-insensitive), e.g. "p40" or "V100-SXM2".
+/// The same on text already read: `display_name` stands for the file in errors (file:line:col) and in
+/// Cluster::source_file / Profile::source_file.
+Cluster parse_cluster(const std::string& yaml_text, const std::string& display_name);
+Network parse_network(const std::string& yaml_text, const std::string& display_name);
+Strategy parse_strategy(const std::string& yaml_text, const std::string& display_name);
+Profile parse_profile(const std::string& yaml_text, const std::string& display_name);
+/// The GPU catalogue entry of that name (case-insensitive), e.g. "p40" or "V100-SXM2". The catalogue
+/// (<data dir>/topologies/gpus.yaml) is parsed once and cached (thread-safe) until the file changes.
 GpuSpec find_gpu(std::string_view name);
 std::vector<GpuSpec> load_gpu_catalogue();
 

@@ -152,13 +152,10 @@ DeviceInfo read_device(const Node& node) {
   return d;
 }
 
-}  // namespace
-
-Calibration load_calibration(const std::filesystem::path& file) {
-  const Node root = yamlio::load_file(file);
+Calibration read_calibration(const Node& root, const std::string& source) {
   MapReader m(root);
   Calibration c;
-  c.source_file = file.string();
+  c.source_file = source;
   {
     // The version first: a file of another schema must say so, not fail on a key this version lacks.
     const Node v = m.required("schema");
@@ -282,6 +279,15 @@ Calibration load_calibration(const std::filesystem::path& file) {
   }
   m.finish();
   return c;
+}
+}  // namespace
+
+Calibration load_calibration(const std::filesystem::path& file) {
+  return read_calibration(yamlio::load_file(file), file.string());
+}
+
+Calibration parse_calibration(const std::string& yaml_text, const std::string& display_name) {
+  return read_calibration(yamlio::load_string(yaml_text, display_name), display_name);
 }
 
 // ---- writing ---------------------------------------------------------------------------------------

@@ -53,12 +53,9 @@ std::optional<double> entry(const json& v) {
 
 }  // namespace
 
-Calibration import_nvbandwidth(const std::filesystem::path& file, std::vector<std::string>* warnings) {
-  std::ifstream in(file, std::ios::binary);
-  if (!in) throw InputError(SourceLocation{file.string(), 0, 0}, "", "cannot open file (no such file or not readable)");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  const std::string text = ss.str();
+namespace {
+// `file` names the input in errors, warnings and provenance (a path, or the display name of text).
+Calibration read_nvbandwidth(const std::string& text, const std::filesystem::path& file, std::vector<std::string>* warnings) {
   json doc;
   try {
     doc = json::parse(text);
@@ -213,6 +210,20 @@ Calibration import_nvbandwidth(const std::filesystem::path& file, std::vector<st
   if (cal.transfers.empty() && cal.p2p.empty())
     throw InputError(at, "nvbandwidth.testcases", "no passed copy or latency test case that dlscale can use");
   return cal;
+}
+
+}  // namespace
+
+Calibration import_nvbandwidth(const std::filesystem::path& file, std::vector<std::string>* warnings) {
+  std::ifstream in(file, std::ios::binary);
+  if (!in) throw InputError(SourceLocation{file.string(), 0, 0}, "", "cannot open file (no such file or not readable)");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return read_nvbandwidth(ss.str(), file, warnings);
+}
+
+Calibration parse_nvbandwidth(const std::string& json_text, const std::string& display_name, std::vector<std::string>* warnings) {
+  return read_nvbandwidth(json_text, std::filesystem::path(display_name), warnings);
 }
 
 }  // namespace dlscale

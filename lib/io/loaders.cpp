@@ -3,7 +3,11 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdint>
 #include <cstdlib>
+#include <map>
+#include <memory>
+#include <mutex>
 
 #include "dlscale/io.hpp"
 #include "dlscale/topology.hpp"
@@ -125,8 +129,7 @@ struct CatalogueEntry {
   GpuSpec spec;
 };
 
-std::vector<CatalogueEntry> read_catalogue() {
-  const fs::path file = data_dir() / "topologies" / "gpus.yaml";
+std::vector<CatalogueEntry> parse_catalogue(const fs::path& file) {
   MapReader top(yamlio::load_file(file));
   std::vector<CatalogueEntry> out;
   for (const auto& item : top.required("gpus").items()) {
@@ -140,17 +143,52 @@ std::vector<CatalogueEntry> read_catalogue() {
   top.finish();
   return out;
 }
+
+// The parsed catalogue, cached per path: a cluster naming its GPU must not re-read gpus.yaml on every load
+// (sweeps and reproductions load many clusters). An entry is reused while the file's modification time
+// and size are unchanged; a file that fails to parse is never cached, so its error repeats every time.
+using Catalogue = std::shared_ptr<const std::vector<CatalogueEntry>>;
+
+Catalogue read_catalogue() {
+  struct Cached {
+    fs::file_time_type mtime;
+    std::uintmax_t size = 0;
+    Catalogue entries;
+  };
+  static std::mutex mutex;
+  static std::map<std::string, Cached> cache;
+
+  const fs::path file = data_dir() / "topologies" / "gpus.yaml";
+  std::error_code ec_time, ec_size;
+  const auto mtime = fs::last_write_time(file, ec_time);
+  const auto size = fs::file_size(file, ec_size);
+  const bool stamped = !ec_time && !ec_size;
+  const std::string key = file.string();
+  if (stamped) {
+    const std::lock_guard lock(mutex);
+    if (const auto it = cache.find(key); it != cache.end() && it->second.mtime == mtime && it->second.size == size)
+      return it->second.entries;
+  }
+  // Parsed outside the lock (two threads may both parse a changed file; both results are equal).
+  auto entries = std::make_shared<const std::vector<CatalogueEntry>>(parse_catalogue(file));
+  if (stamped) {
+    const std::lock_guard lock(mutex);
+    cache[key] = Cached{mtime, size, entries};
+  }
+  return entries;
+}
 }  // namespace
 
 std::vector<GpuSpec> load_gpu_catalogue() {
   std::vector<GpuSpec> out;
-  for (auto& e : read_catalogue()) out.push_back(std::move(e.spec));
+  for (const auto& e : *read_catalogue()) out.push_back(e.spec);
   return out;
 }
 
 GpuSpec find_gpu(std::string_view name) {
   const auto want = lower(name);
-  const auto all = read_catalogue();
+  const auto catalogue = read_catalogue();
+  const auto& all = *catalogue;
   for (const auto& e : all)
     if (lower(e.id) == want || lower(e.spec.name) == want) return e.spec;
   std::string known;
@@ -170,10 +208,11 @@ LinkSpec read_link(const Node& n) {
 }
 }  // namespace
 
-Cluster load_cluster(const fs::path& file) {
-  MapReader m(yamlio::load_file(file));
+namespace {
+Cluster read_cluster(const Node& root, const std::string& source) {
+  MapReader m(root);
   Cluster c;
-  c.source_file = file.string();
+  c.source_file = source;
   c.name = m.required("name").scalar();
   if (auto n = m.optional("description")) c.description = n->scalar();
   {
@@ -269,10 +308,17 @@ Cluster load_cluster(const fs::path& file) {
   m.finish();
   return c;
 }
+}  // namespace
+
+Cluster load_cluster(const fs::path& file) { return read_cluster(yamlio::load_file(file), file.string()); }
+Cluster parse_cluster(const std::string& yaml_text, const std::string& display_name) {
+  return read_cluster(yamlio::load_string(yaml_text, display_name), display_name);
+}
 
 // ---- networks ---------------------------------------------------------------------------------------
-Network load_network(const fs::path& file) {
-  MapReader m(yamlio::load_file(file));
+namespace {
+Network read_network(const Node& root) {
+  MapReader m(root);
   Network net;
   net.name = m.required("name").scalar();
   if (auto n = m.optional("description")) net.description = n->scalar();
@@ -328,10 +374,17 @@ Network load_network(const fs::path& file) {
   m.finish();
   return net;
 }
+}  // namespace
+
+Network load_network(const fs::path& file) { return read_network(yamlio::load_file(file)); }
+Network parse_network(const std::string& yaml_text, const std::string& display_name) {
+  return read_network(yamlio::load_string(yaml_text, display_name));
+}
 
 // ---- frameworks -------------------------------------------------------------------------------------
-Strategy load_strategy(const fs::path& file) {
-  MapReader m(yamlio::load_file(file));
+namespace {
+Strategy read_strategy(const Node& root) {
+  MapReader m(root);
   Strategy s;
   s.name = m.required("name").scalar();
   if (auto n = m.optional("description")) s.description = n->scalar();
@@ -372,12 +425,19 @@ Strategy load_strategy(const fs::path& file) {
   m.finish();
   return s;
 }
+}  // namespace
+
+Strategy load_strategy(const fs::path& file) { return read_strategy(yamlio::load_file(file)); }
+Strategy parse_strategy(const std::string& yaml_text, const std::string& display_name) {
+  return read_strategy(yamlio::load_string(yaml_text, display_name));
+}
 
 // ---- profiles ---------------------------------------------------------------------------------------
-Profile load_profile(const fs::path& file) {
-  MapReader m(yamlio::load_file(file));
+namespace {
+Profile read_profile(const Node& root, const std::string& source) {
+  MapReader m(root);
   Profile p;
-  p.source_file = file.string();
+  p.source_file = source;
   p.model = m.required("model").scalar();
   p.framework = m.required("framework").scalar();
   if (auto n = m.optional("cluster")) p.cluster = n->scalar();
@@ -421,6 +481,12 @@ Profile load_profile(const fs::path& file) {
   }
   m.finish();
   return p;
+}
+}  // namespace
+
+Profile load_profile(const fs::path& file) { return read_profile(yamlio::load_file(file), file.string()); }
+Profile parse_profile(const std::string& yaml_text, const std::string& display_name) {
+  return read_profile(yamlio::load_string(yaml_text, display_name), display_name);
 }
 
 }  // namespace dlscale
