@@ -4,7 +4,6 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace dlscale;
-  const auto& p = fuzz::write_scratch(data, size, ".yaml");
-  fuzz::expect_clean([&] { (void)load_calibration(p); });
+  fuzz::expect_clean([&] { (void)parse_calibration(fuzz::as_text(data, size), "fuzz.yaml"); });
   return 0;
 }

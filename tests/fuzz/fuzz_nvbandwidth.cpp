@@ -4,7 +4,7 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace dlscale;
-  const auto& p = fuzz::write_scratch(data, size, ".json");
-  fuzz::expect_clean([&] { (void)import_nvbandwidth(p); });
+  std::vector<std::string> warnings;
+  fuzz::expect_clean([&] { (void)parse_nvbandwidth(fuzz::as_text(data, size), "fuzz.json", &warnings); });
   return 0;
 }

@@ -1,9 +1,12 @@
 // libFuzzer target: nvidia-smi topo -m captures
 #include "fuzz_support.hpp"
+#include "dlscale/io.hpp"
 #include "dlscale/topology.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace dlscale;
-  fuzz::expect_clean([&] { (void)import_nvidia_smi(fuzz::as_text(data, size), "fuzz.txt"); });
+  std::string yaml;
+  fuzz::expect_clean([&] { yaml = import_nvidia_smi(fuzz::as_text(data, size), "fuzz.txt"); });
+  if (!yaml.empty()) fuzz::expect_loadable(yaml, [](const std::string& y) { (void)parse_cluster(y, "imported.yaml"); });
   return 0;
 }

@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <string>
+#include <string_view>
 
 #include "dlscale/error.hpp"
 
@@ -44,6 +45,21 @@ void expect_clean(F&& parse) {
   try {
     parse();
   } catch (const dlscale::Error&) {
+  }
+}
+
+/// What an importer wrote is a cluster file: loading it may reject what the capture does not say (a
+/// graph without a GPU↔CPU link, say) but must never find malformed YAML, which would mean a name from the
+/// capture went into the file unquoted.
+template <class Load>
+void expect_loadable(const std::string& yaml, Load&& load) {
+  try {
+    load(yaml);
+  } catch (const dlscale::Error& e) {
+    if (std::string_view(e.what()).find("malformed YAML") != std::string_view::npos) {
+      std::fprintf(stderr, "importer wrote malformed YAML: %s\n---\n%s---\n", e.what(), yaml.c_str());
+      std::abort();
+    }
   }
 }
 
