@@ -10,6 +10,10 @@
 #include <bit>
 #include <cmath>
 #include <limits>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <shared_mutex>
 #include <numeric>
 
 #include "dlscale/error.hpp"
@@ -128,6 +132,10 @@ struct Candidates {
   struct Entry {
     int algo = RING, proto = SIMPLE, channels = 0;
     double bw = 0, lat = 0;  // GB/s, µs
+    double lat_plateau = 0;  // µs: lat with the ring plateau factor (multi-node ring Simple all-reduce)
+    // µs per byte, 1 / (1000 · bw), with the tree correction of each log2(size / 64) bucket folded in
+    // (index 23: sizes outside the correction table): pick() then multiplies instead of dividing.
+    std::array<double, 24> us_per_byte{};
   };
   std::array<Entry, 6> entries{};
   int count = 0;
@@ -163,43 +171,62 @@ Candidates prepare(const Topology& topo, const Table& t, CollectiveOp op, const 
     for (int proto : {LL, LL128, SIMPLE}) {
       const Tuned tu = tune(t, graph, algo, proto, op, n, nodes, c.sm, vendor);
       if (tu.bw <= 0) continue;
-      c.entries[static_cast<std::size_t>(c.count++)] = Candidates::Entry{algo, proto, graph.channels, tu.bw, tu.lat};
+      Candidates::Entry e{algo, proto, graph.channels, tu.bw, tu.lat, tu.lat, {}};
+      if (algo == RING && proto == SIMPLE && nodes > 1 && op == CollectiveOp::allreduce)
+        e.lat_plateau = tu.lat * (c.sm < 80 ? t.ring_plateau_pre_ampere : t.ring_plateau_ampere);
+      for (std::size_t k = 0; k < e.us_per_byte.size(); ++k) {
+        double bw = tu.bw;
+        if (algo == TREE && op == CollectiveOp::allreduce && k < 23)
+          bw *= t.tree_correction[static_cast<std::size_t>(proto)][k];
+        e.us_per_byte[k] = 1.0 / (1000.0 * bw);
+      }
+      c.entries[static_cast<std::size_t>(c.count++)] = e;
     }
   }
   return c;
 }
 
 /// ncclTopoGetAlgoTime over the prepared pairs: the size-dependent corrections, then the fastest.
-Choice pick(const Candidates& c, const Table& t, double bytes) {
-  Choice best;
-  double best_us = std::numeric_limits<double>::infinity();
+/// Returns the index of the winning entry and its time (µs).
+std::pair<int, double> fastest(const Candidates& c, double bytes) {
   const int log_size = log2i(static_cast<long long>(bytes) >> 6);
+  const std::size_t k = log_size >= 0 && log_size < 23 ? static_cast<std::size_t>(log_size) : 23;
+  // The ring plateau applies once each rank's share of a channel is at least 64 bytes.
+  const bool plateau = c.nodes > 1 && bytes / (c.ring_channels * c.n) >= 64;
+  int best = -1;
+  double best_us = std::numeric_limits<double>::infinity();
   for (int i = 0; i < c.count; ++i) {
     const auto& e = c.entries[static_cast<std::size_t>(i)];
-    double bw = e.bw, lat = e.lat;
-    if (e.algo == TREE && c.op == CollectiveOp::allreduce && log_size >= 0 && log_size < 23)
-      bw *= t.tree_correction[static_cast<std::size_t>(e.proto)][static_cast<std::size_t>(log_size)];
-    if (e.algo == RING && e.proto == SIMPLE && c.nodes > 1 && c.op == CollectiveOp::allreduce &&
-        bytes / (c.ring_channels * c.n) >= 64)
-      lat *= c.sm < 80 ? t.ring_plateau_pre_ampere : t.ring_plateau_ampere;
-    const double us = lat + bytes / (1000.0 * bw);
+    const double us = (plateau ? e.lat_plateau : e.lat) + bytes * e.us_per_byte[k];
     if (us < best_us) {
       best_us = us;
-      best.time = microseconds(us);
-      best.algorithm = e.algo;
-      best.protocol = e.proto;
-      best.channels = e.channels;
-      best.algbw_model = gigabytes_per_second(bw);
-      best.latency = microseconds(lat);
+      best = i;
     }
   }
+  return {best, best_us};
+}
+
+Choice pick(const Candidates& c, double bytes) {
+  Choice best;
+  const auto [i, us] = fastest(c, bytes);
+  if (i < 0) return best;
+  const auto& e = c.entries[static_cast<std::size_t>(i)];
+  const int log_size = log2i(static_cast<long long>(bytes) >> 6);
+  const std::size_t k = log_size >= 0 && log_size < 23 ? static_cast<std::size_t>(log_size) : 23;
+  const bool plateau = c.nodes > 1 && bytes / (c.ring_channels * c.n) >= 64;
+  best.time = microseconds(us);
+  best.algorithm = e.algo;
+  best.protocol = e.proto;
+  best.channels = e.channels;
+  best.algbw_model = gigabytes_per_second(1.0 / (1000.0 * e.us_per_byte[k]));
+  best.latency = microseconds(plateau ? e.lat_plateau : e.lat);
   return best;
 }
 
 }  // namespace
 
 Choice choose(const Topology& topo, const Table& t, CollectiveOp op, Bytes size, const GpuPlacement& where) {
-  return pick(prepare(topo, t, op, where), t, in_bytes(size));
+  return pick(prepare(topo, t, op, where), in_bytes(size));
 }
 
 namespace {
@@ -209,15 +236,14 @@ class NcclModel final : public CollectiveModel {
   NcclModel(std::shared_ptr<const Topology> t, std::string name) : topo_(std::move(t)), name_(std::move(name)) {}
 
   Seconds time(CollectiveOp op, Bytes size, const GpuPlacement& where) const override {
-    return choose(*topo_, default_table(), op, size, where).time;
+    return microseconds(fastest(tuned(op, where), in_bytes(size)).second);
   }
 
-  // A layer list: tune once for the placement, then only the size-dependent choice per message.
+  // A layer list: tuned once per (collective, placement), then only the size-dependent choice per message.
   void times(CollectiveOp op, std::span<const Bytes> sizes, const GpuPlacement& where,
              std::span<Seconds> out) const override {
-    const Table& t = default_table();
-    const Candidates c = prepare(*topo_, t, op, where);
-    for (std::size_t i = 0; i < sizes.size(); ++i) out[i] = pick(c, t, in_bytes(sizes[i])).time;
+    const Candidates& c = tuned(op, where);
+    for (std::size_t i = 0; i < sizes.size(); ++i) out[i] = microseconds(fastest(c, in_bytes(sizes[i])).second);
   }
 
   // Parameter server with k servers: every GPU pushes S/k to each server and pulls S/k back. Each
@@ -254,8 +280,25 @@ class NcclModel final : public CollectiveModel {
   }
 
  private:
+  /// prepare()'s result, kept per (collective, placement): a model is shared by threads and asked
+  /// about the same few placements again and again (a sweep, a Predictor per GPU count).
+  const Candidates& tuned(CollectiveOp op, const GpuPlacement& where) const {
+    const Key key{static_cast<int>(op), where.gpus, where.nodes, where.gpus_per_node};
+    {
+      std::shared_lock lock(mutex_);
+      if (auto it = cache_.find(key); it != cache_.end()) return *it->second;
+    }
+    auto fresh = std::make_unique<Candidates>(prepare(*topo_, default_table(), op, where));  // may throw
+    std::unique_lock lock(mutex_);
+    auto [it, inserted] = cache_.try_emplace(key, std::move(fresh));
+    return *it->second;  // entries are never erased: the reference stays valid
+  }
+
+  using Key = std::array<int, 4>;
   std::shared_ptr<const Topology> topo_;
   std::string name_;
+  mutable std::shared_mutex mutex_;
+  mutable std::map<Key, std::unique_ptr<const Candidates>> cache_;
 };
 
 }  // namespace
