@@ -67,6 +67,49 @@ std::vector<Unit> make_units(const Network& net, const LayerTimes& t, const Stra
 
 std::string_view to_string(Bottleneck b) noexcept;
 
+/// What a Predictor's bottleneck resources are, kept as numbers and formatted only by str().
+struct ResourceName::Table {
+  bool measured_input = false;  // a profile's measured I/O
+  bool page_cache = false;
+  BytesPerSecond read_bw{};
+  bool pinned = false;
+  BytesPerSecond h2d_bw{};
+  std::string gpu_name;
+  BytesPerSecond intra{}, inter{}, memory{};
+  std::string fixed;
+};
+
+ResourceName::ResourceName(std::string text) : table_(std::make_shared<Table>()), which_(Which::fixed) {
+  std::const_pointer_cast<Table>(table_)->fixed = std::move(text);
+}
+
+ResourceName::ResourceName(std::shared_ptr<const Table> table, Which which, bool measured) noexcept
+    : table_(std::move(table)), which_(which), measured_(measured) {}
+
+std::string ResourceName::str() const {
+  if (empty()) return {};
+  const Table& t = *table_;
+  std::string s;
+  switch (which_) {
+    case Which::none: break;
+    case Which::io:
+      s = t.measured_input ? std::string("input pipeline (measured; one reader per node)")
+                           : fmt::format("input read from {} ({}, one reader per node)",
+                                         t.page_cache ? "page cache" : "disk", t.read_bw);
+      break;
+    case Which::h2d:
+      s = fmt::format("host-to-GPU copies ({} memory, {})", t.pinned ? "pinned" : "pageable", t.h2d_bw);
+      break;
+    case Which::compute: s = fmt::format("GPU compute ({})", t.gpu_name); break;
+    case Which::comm_intra: s = fmt::format("intra-node GPU links ({})", t.intra); break;
+    case Which::comm_inter: s = fmt::format("inter-node network ({})", t.inter); break;
+    case Which::update: s = fmt::format("parameter update (GPU memory {})", t.memory); break;
+    case Which::fixed: s = t.fixed; break;
+  }
+  if (measured_) s += " [measured]";
+  return s;
+}
+
 struct Predictor::Impl {
   Scenario sc;
   std::shared_ptr<const CollectiveModel> coll;
@@ -80,9 +123,7 @@ struct Predictor::Impl {
   std::vector<Seconds> unit_backward;  // units[i].backward, contiguous
   std::vector<Bytes> unit_bytes;       // units[i].gradient, contiguous
   Seconds iter_one{};
-  // Bottleneck resources, formatted once per scenario (indexed by Bottleneck; communication has an
-  // intra-node and an inter-node variant).
-  std::string res_io, res_h2d, res_compute, res_comm_intra, res_comm_inter, res_update;
+  std::shared_ptr<const ResourceName::Table> resources;  // named when a caller asks (ResourceName::str)
 
   void describe_resources();
   [[nodiscard]] Prediction run(int gpus, const GpuPlacement& at) const;
@@ -142,15 +183,17 @@ Predictor::Predictor(Scenario scenario) : impl_(std::make_unique<Impl>()) {
 void Predictor::Impl::describe_resources() {
   const Strategy& st = sc.strategy;
   const Cluster& cl = sc.cluster;
-  res_io = sc.profile ? std::string("input pipeline (measured; one reader per node)")
-                      : fmt::format("input read from {} ({}, one reader per node)",
-                                    cl.dataset_in_page_cache ? "page cache" : "disk", read_bw);
-  res_h2d = fmt::format("host-to-GPU copies ({} memory, {})", st.pinned_memory ? "pinned" : "pageable",
-                        st.pinned_memory ? cl.h2d_pinned : cl.h2d_pageable);
-  res_compute = fmt::format("GPU compute ({})", cl.gpu.name);
-  res_comm_intra = fmt::format("intra-node GPU links ({})", cl.intra_node.bandwidth);
-  res_comm_inter = fmt::format("inter-node network ({})", cl.inter_node.bandwidth);
-  res_update = fmt::format("parameter update (GPU memory {})", cl.gpu.memory_bandwidth);
+  auto t = std::make_shared<ResourceName::Table>();
+  t->measured_input = sc.profile.has_value();
+  t->page_cache = cl.dataset_in_page_cache;
+  t->read_bw = read_bw;
+  t->pinned = st.pinned_memory;
+  t->h2d_bw = st.pinned_memory ? cl.h2d_pinned : cl.h2d_pageable;
+  t->gpu_name = cl.gpu.name;
+  t->intra = cl.intra_node.bandwidth;
+  t->inter = cl.inter_node.bandwidth;
+  t->memory = cl.gpu.memory_bandwidth;
+  resources = std::move(t);
 }
 
 Predictor::~Predictor() = default;
@@ -286,16 +329,16 @@ Prediction Predictor::Impl::run(int gpus, const GpuPlacement& at) const {
     if (pt.time > worst.time) worst = pt;
   if (st.io_prefetch && io > gpu_side) worst = Part{Bottleneck::io, io};
   p.bottleneck = worst.what;
+  using W = ResourceName::Which;
+  W which = W::compute;
   switch (worst.what) {
-    case Bottleneck::io: p.bottleneck_resource = res_io; break;
-    case Bottleneck::h2d: p.bottleneck_resource = res_h2d; break;
-    case Bottleneck::compute: p.bottleneck_resource = res_compute; break;
-    case Bottleneck::communication:
-      p.bottleneck_resource = at.nodes > 1 ? res_comm_inter : res_comm_intra;
-      if (comm_measured) p.bottleneck_resource += " [measured]";
-      break;
-    case Bottleneck::update: p.bottleneck_resource = res_update; break;
+    case Bottleneck::io: which = W::io; break;
+    case Bottleneck::h2d: which = W::h2d; break;
+    case Bottleneck::compute: which = W::compute; break;
+    case Bottleneck::communication: which = at.nodes > 1 ? W::comm_inter : W::comm_intra; break;
+    case Bottleneck::update: which = W::update; break;
   }
+  p.bottleneck_resource = ResourceName(resources, which, worst.what == Bottleneck::communication && comm_measured);
   return p;
 }
 

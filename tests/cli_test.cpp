@@ -5,6 +5,9 @@
 
 #include <cmath>
 #include <filesystem>
+#include <sstream>
+#include <string>
+#include <vector>
 #include <nlohmann/json.hpp>
 
 #include "support/run.hpp"
@@ -59,7 +62,54 @@ TEST(Cli, DefaultScenarioNeedsNoArguments) {
   const auto r = run_cli("predict");
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_THAT(r.out, HasSubstr("resnet50 on shi-chu-p40, caffe-mpi (fp32), batch 32 per GPU"));
-  EXPECT_EQ(lines(r.out), 4 + 5);  // 3 header lines, column titles, 5 GPU counts, footer
+  // 3 header lines, column titles, 5 GPU counts, footer; then the time to train: a blank line, its
+  // title, column titles, 5 GPU counts and the note that the cluster gives no price.
+  EXPECT_EQ(lines(r.out), 4 + 5 + 1 + 2 + 5 + 1);
+  const auto bare = run_cli("predict --no-train");
+  ASSERT_EQ(bare.status, 0) << bare.err;
+  EXPECT_EQ(lines(bare.out), 4 + 5);
+}
+
+// Time and cost to train (issue 8, item 3): iterations = epochs · ⌈samples / (N_g · M)⌉, hours =
+// iterations · t_iter / 3600, GPU-hours = hours · N_g, cost = GPU-hours · price. The expectations are
+// computed here from the printed iteration time with that arithmetic.
+TEST(Cli, PredictReportsTimeAndCostToTrain) {
+  const auto cluster = temp_file("priced.yaml",
+                                 "name: priced\nnodes: 2\ngpus_per_node: 4\ngpu: v100-sxm2\n"
+                                 "host_to_gpu: {pinned: \"12 GB/s\"}\n"
+                                 "intra_node: {bandwidth: \"20 GB/s\", latency: \"5 us\"}\n"
+                                 "inter_node: {bandwidth: \"100 Gb/s\", latency: \"14 us\"}\n"
+                                 "storage: {disk: \"2 GB/s\", page_cache: \"10 GB/s\"}\n"
+                                 "price_per_gpu_hour: \"2.5 USD\"\n");
+  const auto r = run_cli("predict --cluster " + cluster.string() +
+                         " --model resnet50 --batch 64 --gpus 1,8 --dataset-samples 1000 --epochs 3 --format csv");
+  ASSERT_EQ(r.status, 0) << r.err;
+  std::istringstream in(r.out);
+  std::string header, row;
+  std::getline(in, header);
+  EXPECT_THAT(header, testing::EndsWith(",train_iterations,train_hours,gpu_hours,cost"));
+  for (const int gpus : {1, 8}) {
+    ASSERT_TRUE(std::getline(in, row));
+    std::vector<std::string> f;
+    std::stringstream ss(row);
+    for (std::string x; std::getline(ss, x, ',');) f.push_back(x);
+    ASSERT_EQ(f.size(), 21u) << row;
+    EXPECT_EQ(std::stoi(f[0]), gpus);
+    const double t_iter = std::stod(f[3]);
+    // 1 GPU: ⌈1000 / 64⌉ = 16 per epoch, 48 in all; 8 GPUs: ⌈1000 / 512⌉ = 2 per epoch, 6 in all.
+    const double iterations = gpus == 1 ? 48.0 : 6.0;
+    EXPECT_DOUBLE_EQ(std::stod(f[17]), iterations);
+    EXPECT_NEAR(std::stod(f[18]), iterations * t_iter / 3600.0, 1e-12);
+    EXPECT_NEAR(std::stod(f[19]), iterations * t_iter / 3600.0 * gpus, 1e-12);
+    EXPECT_NEAR(std::stod(f[20]), iterations * t_iter / 3600.0 * gpus * 2.5, 1e-12);
+  }
+  const auto j = run_cli("predict --cluster " + cluster.string() + " --model resnet50 --gpus 8 --format json");
+  ASSERT_EQ(j.status, 0) << j.err;
+  EXPECT_THAT(j.out, HasSubstr("\"workload\": \"ImageNet-1k (1,281,167 images)"));
+  EXPECT_THAT(j.out, HasSubstr("\"currency\": \"USD\""));
+  const auto bad = run_cli("predict --epochs -1");
+  EXPECT_EQ(bad.status, 2);
+  EXPECT_THAT(bad.err, HasSubstr("--epochs"));
 }
 
 TEST(Cli, GoldenTableOfTheWorkedExample) {

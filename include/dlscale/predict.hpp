@@ -2,6 +2,7 @@
 // measured profile) in, one Prediction per GPU count out. The simulator returns the same record.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <span>
@@ -40,6 +41,28 @@ struct Breakdown {
 enum class Bottleneck { io, h2d, compute, communication, update };
 std::string_view to_string(Bottleneck b) noexcept;
 
+/// Names the resource that bounds an iteration, for people: "inter-node network (56 Gb/s)". The text is
+/// made when asked for, so that a Prediction stays cheap to make and to copy (a sweep makes millions):
+/// it holds a shared description of the scenario's resources and which one it is.
+class ResourceName {
+ public:
+  struct Table;  // a Predictor's resources (predict.cpp)
+  enum class Which : std::uint8_t { none, io, h2d, compute, comm_intra, comm_inter, update, fixed };
+
+  ResourceName() = default;
+  /// A fixed text (the simulator names the busiest link it saw).
+  explicit ResourceName(std::string text);
+  ResourceName(std::shared_ptr<const Table> table, Which which, bool measured) noexcept;
+
+  [[nodiscard]] std::string str() const;  // "" when there is none
+  [[nodiscard]] bool empty() const noexcept { return which_ == Which::none || !table_; }
+
+ private:
+  std::shared_ptr<const Table> table_;
+  Which which_ = Which::none;
+  bool measured_ = false;  // " [measured]": a measured communication total set the time
+};
+
 struct Prediction {
   int gpus = 1;
   int nodes = 1;
@@ -51,7 +74,7 @@ struct Prediction {
   int hiding_case = 0;      // 1 or 2 for layer-wise/bucketed overlap; 0 when nothing overlaps
   int boundary_layer = 0;   // C in Case 2
   Bottleneck bottleneck = Bottleneck::compute;
-  std::string bottleneck_resource;  // e.g. "inter-node network (56 Gb/s)"
+  ResourceName bottleneck_resource;  // .str(): e.g. "inter-node network (56 Gb/s)"
   Breakdown breakdown;
 };
 

@@ -1,7 +1,8 @@
 // Printing predictions: table, JSON and CSV read the same records. The JSON form is a contract:
 //   {"schema": 1, "predictions": [{"gpus", "nodes", "iteration_time_s", "throughput_samples_per_s",
 //    "speedup", "efficiency", "hiding_case", "bottleneck", "breakdown": {"io_s", "h2d_s", "forward_s",
-//    "backward_s", "update_s", "comm_s", "comm_exposed_s"}}], "inputs": {...}}
+//    "backward_s", "update_s", "comm_s", "comm_exposed_s"}, "time_to_train": {"hours", "gpu_hours",
+//    "cost", "currency"} (when a workload applies)}], "inputs": {..., "workload"}}
 #pragma once
 
 #include <iosfwd>
@@ -9,6 +10,7 @@
 #include <string>
 #include <string_view>
 
+#include "dlscale/plan.hpp"
 #include "dlscale/predict.hpp"
 
 namespace dlscale {
@@ -21,9 +23,13 @@ struct RunInfo {
   std::string command = "predict";  // the subcommand that made the records (predict, simulate, …)
   std::string cluster, model, framework, precision, profile, collective_model, command_line;
   int batch_per_gpu = 0;
+  std::string workload;  // what `train` below was computed for (TrainingWorkload::source); "" without
 };
 
-void write_predictions(std::ostream& out, OutputFormat fmt, const RunInfo& info, std::span<const Prediction> preds);
+/// Prints the predictions; with `train` (one entry per prediction, plan.hpp's time_to_train) also the time
+/// and cost to train at each GPU count: a second table, JSON "time_to_train" members, CSV columns.
+void write_predictions(std::ostream& out, OutputFormat fmt, const RunInfo& info, std::span<const Prediction> preds,
+                       std::span<const TrainingCost> train = {});
 
 /// Writes `content` to `path` through a temporary file in the same folder and a rename, so that a
 /// failure never leaves a partial file behind.

@@ -70,7 +70,8 @@ SweepSpec parse_sweep_spec(const std::string& yaml_text, const std::string& disp
 class GroupEvaluator {
  public:
   virtual ~GroupEvaluator() = default;
-  virtual void evaluate(const Scenario& sc, std::span<const int> gpus, std::span<Prediction> out) const = 0;
+  /// `sc` is the group's own copy: move from it freely.
+  virtual void evaluate(Scenario sc, std::span<const int> gpus, std::span<Prediction> out) const = 0;
   [[nodiscard]] virtual std::string name() const = 0;
 };
 /// One Predictor per group, Predictor::predict for every GPU count.

@@ -3,6 +3,7 @@
 
 #include "cli/commands.hpp"
 #include "cli/scenario_options.hpp"
+#include "dlscale/plan.hpp"
 #include "dlscale/predict.hpp"
 #include "dlscale/report.hpp"
 
@@ -13,6 +14,9 @@ struct PredictOptions {
   ScenarioOptions scenario;
   std::string format = "table";
   std::string output;
+  std::int64_t dataset_samples = 0;  // 0: the model's default workload
+  double epochs = 0.0;
+  bool no_train = false;
 };
 
 void run_predict(const PredictOptions& o) {
@@ -22,10 +26,21 @@ void run_predict(const PredictOptions& o) {
   info.command_line = command_line();
   Predictor predictor(build_scenario(o.scenario, info));
   const auto preds = predictor.predict(gpus);  // everything computed before anything is printed
+  std::vector<TrainingCost> train;
+  if (!o.no_train) {
+    const auto workload =
+        make_workload(predictor.scenario().network,
+                      o.dataset_samples ? std::optional<std::int64_t>(o.dataset_samples) : std::nullopt,
+                      o.epochs != 0.0 ? std::optional<double>(o.epochs) : std::nullopt);
+    if (workload) {
+      info.workload = workload->source;
+      for (const auto& p : preds) train.push_back(time_to_train(p, *workload, predictor.scenario().cluster));
+    }
+  }
   info.collective_model = predictor.scenario().collectives ? predictor.scenario().collectives->describe()
                                                            : make_collective_model(predictor.scenario().cluster)->describe();
   std::ostringstream out;
-  write_predictions(out, fmt, info, preds);
+  write_predictions(out, fmt, info, preds, train);
   emit(out.str(), o.output);
 }
 
@@ -36,6 +51,12 @@ void setup_predict(CLI::App& app) {
   auto* cmd = app.add_subcommand("predict", "Predict iteration time, throughput, speedup and bottleneck per GPU count");
   add_scenario_options(*cmd, opt->scenario);
   cmd->add_option("--format", opt->format, "table, json or csv")->capture_default_str();
+  cmd->add_option("--dataset-samples", opt->dataset_samples,
+                  "Samples per epoch for the time to train (default for image models: ImageNet-1k)")
+      ->type_name("N");
+  cmd->add_option("--epochs", opt->epochs, "Epochs for the time to train (default 90 for image models, 1 otherwise)")
+      ->type_name("E");
+  cmd->add_flag("--no-train", opt->no_train, "Leave out the time and cost to train");
   cmd->add_option("-o,--output", opt->output, "Write to FILE (atomically) instead of standard output")->type_name("FILE");
   cmd->callback([opt] { run_predict(*opt); });
 }

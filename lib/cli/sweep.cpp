@@ -26,7 +26,7 @@ struct SweepCliOptions {
 /// --simulate: the discrete-event simulator with its extras off (docs/simulator.md), one Simulator per group.
 class SimulatorEvaluator final : public GroupEvaluator {
  public:
-  void evaluate(const Scenario& sc, std::span<const int> gpus, std::span<Prediction> out) const override {
+  void evaluate(Scenario sc, std::span<const int> gpus, std::span<Prediction> out) const override {
     const sim::Simulator s(sc, sim::SimOptions{});
     for (std::size_t i = 0; i < gpus.size(); ++i) out[i] = s.run(gpus[i]).prediction;
   }

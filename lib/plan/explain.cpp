@@ -234,7 +234,7 @@ std::string format_explanation(const Explanation& e, const Scenario& sc) {
   fmt::print(out, "# communication: {}\n\n", e.collective_model);
   fmt::print(out, "iteration {:.3f} ms, {:.1f} samples/s, speedup {:.3f}, efficiency {:.1f}%\n", t_ms,
              p.throughput_samples_per_s, p.speedup, 100.0 * p.efficiency);
-  fmt::print(out, "bound by: {} ({})\n\n", to_string(p.bottleneck), p.bottleneck_resource);
+  fmt::print(out, "bound by: {} ({})\n\n", to_string(p.bottleneck), p.bottleneck_resource.str());
 
   fmt::print(out, "where the iteration goes (critical path):\n");
   for (const auto& s : e.path)

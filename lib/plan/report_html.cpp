@@ -42,7 +42,7 @@ figure svg { width: 560px; height: auto; } figure.wide svg { width: 1132px; } fi
                      "<td>{:.3f}</td><td class=\"l\">{}: {}</td>",
                      p.gpus, p.nodes, in_ms(p.iteration_time), p.throughput_samples_per_s, p.speedup, 100 * p.efficiency,
                      in_ms(p.breakdown.comm), in_ms(p.breakdown.comm_exposed), to_string(p.bottleneck),
-                     xml_escape(p.bottleneck_resource));
+                     xml_escape(p.bottleneck_resource.str()));
     if (c.workload) {
       const TrainingCost tc = time_to_train(p, *c.workload, cluster);
       h += fmt::format("<td>{:.2f}</td><td>{:.1f}</td>", in_seconds(tc.wall_time) / 3600.0, tc.gpu_hours);

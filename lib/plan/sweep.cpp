@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <iterator>
 #include <limits>
 #include <map>
 #include <mutex>
@@ -142,7 +143,8 @@ LinkOverrides read_links(const Node& n) {
   MapReader m(n);
   std::string label;
   auto add = [&](std::string_view key, const Node& v) {
-    label += (label.empty() ? "" : " ") + fmt::format("{}={}", key, bandwidth_text(v));
+    if (!label.empty()) label += ' ';
+    fmt::format_to(std::back_inserter(label), "{}={}", key, bandwidth_text(v));
   };
   if (auto v = m.optional("intra_node")) {
     o.intra_node = read_link_override(*v);
@@ -323,8 +325,8 @@ Scenario group_scenario(const SweepSpec& spec, const SweepGroup& g) { return mak
 namespace {
 class ClosedForm final : public GroupEvaluator {
  public:
-  void evaluate(const Scenario& sc, std::span<const int> gpus, std::span<Prediction> out) const override {
-    const Predictor p(sc);
+  void evaluate(Scenario sc, std::span<const int> gpus, std::span<Prediction> out) const override {
+    const Predictor p(std::move(sc));
     for (std::size_t i = 0; i < gpus.size(); ++i) out[i] = p.predict(gpus[i]);
   }
   std::string name() const override { return "closed form (Predictor)"; }
@@ -575,7 +577,7 @@ void write_sweep(std::ostream& out, SweepFormat f, const SweepSpec& spec, const 
       j["efficiency"] = p.efficiency;
       j["hiding_case"] = p.hiding_case;
       j["bottleneck"] = std::string(to_string(p.bottleneck));
-      j["bottleneck_resource"] = p.bottleneck_resource;
+      j["bottleneck_resource"] = p.bottleneck_resource.str();
       j["comm_s"] = in_seconds(p.breakdown.comm);
       j["comm_exposed_s"] = in_seconds(p.breakdown.comm_exposed);
       j["train_hours"] = row.gpu_hours > 0.0 ? nlohmann::ordered_json(row.train_hours) : nlohmann::ordered_json(nullptr);

@@ -29,7 +29,10 @@ std::string hiding(const Prediction& p) {
   return fmt::format("2 (C={})", p.boundary_layer);
 }
 
-void write_table(std::ostream& out, const RunInfo& info, std::span<const Prediction> preds) {
+std::string cost_text(const TrainingCost& c) { return c.cost ? fmt::format("{:.2f}", *c.cost) : std::string("-"); }
+
+void write_table(std::ostream& out, const RunInfo& info, std::span<const Prediction> preds,
+                 std::span<const TrainingCost> train) {
   fmt::print(out, "# dlscale {}: {} on {}, {} ({}), batch {} per GPU\n", info.command, info.model, info.cluster, info.framework,
              info.precision, info.batch_per_gpu);
   if (!info.profile.empty()) fmt::print(out, "# single-GPU phases from profile {}\n", info.profile);
@@ -43,12 +46,24 @@ void write_table(std::ostream& out, const RunInfo& info, std::span<const Predict
                p.gpus, p.nodes, in_seconds(p.iteration_time), p.throughput_samples_per_s, p.speedup,
                100.0 * p.efficiency, hiding(p), in_seconds(b.io), in_seconds(b.h2d), in_seconds(b.forward),
                in_seconds(b.backward), in_seconds(b.update), in_seconds(b.comm), in_seconds(b.comm_exposed),
-               to_string(p.bottleneck), p.bottleneck_resource);
+               to_string(p.bottleneck), p.bottleneck_resource.str());
   }
   fmt::print(out, "# times in seconds; speedup = N_g·t_iter(1)/t_iter(N_g) (eq. 8); eff = speedup/N_g\n");
+  if (train.empty()) return;
+  std::string currency;
+  for (const auto& c : train)
+    if (c.cost) currency = c.currency;
+  fmt::print(out, "\n# time to train: {}\n", info.workload);
+  fmt::print(out, "{:>5} {:>14} {:>12} {:>12} {:>12}\n", "GPUs", "iterations", "hours", "GPU-hours",
+             currency.empty() ? std::string("cost") : fmt::format("cost ({})", currency));
+  for (std::size_t i = 0; i < preds.size() && i < train.size(); ++i)
+    fmt::print(out, "{:>5} {:>14.0f} {:>12.2f} {:>12.1f} {:>12}\n", preds[i].gpus, train[i].iterations,
+               in_seconds(train[i].wall_time) / 3600.0, train[i].gpu_hours, cost_text(train[i]));
+  if (currency.empty()) fmt::print(out, "# no cost: the cluster file gives no price_per_gpu_hour\n");
 }
 
-void write_json(std::ostream& out, const RunInfo& info, std::span<const Prediction> preds) {
+void write_json(std::ostream& out, const RunInfo& info, std::span<const Prediction> preds,
+                std::span<const TrainingCost> train) {
   nlohmann::ordered_json j;
   j["schema"] = 1;
   j["inputs"] = {{"cluster", info.cluster},
@@ -58,8 +73,10 @@ void write_json(std::ostream& out, const RunInfo& info, std::span<const Predicti
                  {"precision", info.precision},
                  {"profile", info.profile.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(info.profile)},
                  {"collective_model", info.collective_model}};
+  if (!train.empty()) j["inputs"]["workload"] = info.workload;
   auto arr = nlohmann::ordered_json::array();
-  for (const auto& p : preds) {
+  for (std::size_t i = 0; i < preds.size(); ++i) {
+    const Prediction& p = preds[i];
     const auto& b = p.breakdown;
     nlohmann::ordered_json e;
     e["gpus"] = p.gpus;
@@ -72,36 +89,51 @@ void write_json(std::ostream& out, const RunInfo& info, std::span<const Predicti
     e["hiding_case"] = p.hiding_case;
     e["boundary_layer"] = p.boundary_layer;
     e["bottleneck"] = std::string(to_string(p.bottleneck));
-    e["bottleneck_resource"] = p.bottleneck_resource;
+    e["bottleneck_resource"] = p.bottleneck_resource.str();
     e["breakdown"] = {{"io_s", in_seconds(b.io)},           {"h2d_s", in_seconds(b.h2d)},
                       {"forward_s", in_seconds(b.forward)}, {"backward_s", in_seconds(b.backward)},
                       {"update_s", in_seconds(b.update)},   {"comm_s", in_seconds(b.comm)},
                       {"comm_exposed_s", in_seconds(b.comm_exposed)}};
+    if (i < train.size()) {
+      const TrainingCost& c = train[i];
+      e["time_to_train"] = {{"iterations", c.iterations},
+                            {"hours", in_seconds(c.wall_time) / 3600.0},
+                            {"gpu_hours", c.gpu_hours},
+                            {"cost", c.cost ? nlohmann::ordered_json(*c.cost) : nlohmann::ordered_json(nullptr)},
+                            {"currency", c.cost ? nlohmann::ordered_json(c.currency) : nlohmann::ordered_json(nullptr)}};
+    }
     arr.push_back(std::move(e));
   }
   j["predictions"] = std::move(arr);
   out << j.dump(2) << '\n';
 }
 
-void write_csv(std::ostream& out, std::span<const Prediction> preds) {
+void write_csv(std::ostream& out, std::span<const Prediction> preds, std::span<const TrainingCost> train) {
   out << "gpus,nodes,batch_per_gpu,iteration_time_s,throughput_samples_per_s,speedup,efficiency,hiding_case,"
-         "boundary_layer,bottleneck,io_s,h2d_s,forward_s,backward_s,update_s,comm_s,comm_exposed_s\n";
-  for (const auto& p : preds) {
+         "boundary_layer,bottleneck,io_s,h2d_s,forward_s,backward_s,update_s,comm_s,comm_exposed_s";
+  out << (train.empty() ? "\n" : ",train_iterations,train_hours,gpu_hours,cost\n");
+  for (std::size_t i = 0; i < preds.size(); ++i) {
+    const Prediction& p = preds[i];
     const auto& b = p.breakdown;
-    fmt::print(out, "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n", p.gpus, p.nodes, p.batch_per_gpu,
+    fmt::print(out, "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}", p.gpus, p.nodes, p.batch_per_gpu,
                in_seconds(p.iteration_time), p.throughput_samples_per_s, p.speedup, p.efficiency, p.hiding_case,
                p.boundary_layer, to_string(p.bottleneck), in_seconds(b.io), in_seconds(b.h2d), in_seconds(b.forward),
                in_seconds(b.backward), in_seconds(b.update), in_seconds(b.comm), in_seconds(b.comm_exposed));
+    if (i < train.size())
+      fmt::print(out, ",{},{},{},{}", train[i].iterations, in_seconds(train[i].wall_time) / 3600.0, train[i].gpu_hours,
+                 train[i].cost ? fmt::format("{}", *train[i].cost) : std::string());
+    out << '\n';
   }
 }
 
 }  // namespace
 
-void write_predictions(std::ostream& out, OutputFormat f, const RunInfo& info, std::span<const Prediction> preds) {
+void write_predictions(std::ostream& out, OutputFormat f, const RunInfo& info, std::span<const Prediction> preds,
+                       std::span<const TrainingCost> train) {
   switch (f) {
-    case OutputFormat::table: write_table(out, info, preds); break;
-    case OutputFormat::json: write_json(out, info, preds); break;
-    case OutputFormat::csv: write_csv(out, preds); break;
+    case OutputFormat::table: write_table(out, info, preds, train); break;
+    case OutputFormat::json: write_json(out, info, preds, train); break;
+    case OutputFormat::csv: write_csv(out, preds, train); break;
   }
 }
 

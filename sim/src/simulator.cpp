@@ -591,26 +591,26 @@ struct Simulator::Impl {
     if (st.io_prefetch && o.input_wait > 0.0 && io >= gpu_side) worst = Part{Bottleneck::io, io};
     p.bottleneck = worst.what;
     const Cluster& cl = sc.cluster;
+    std::string name;
     switch (worst.what) {
-      case Bottleneck::io: p.bottleneck_resource = closed.bottleneck == Bottleneck::io ? closed.bottleneck_resource
-                                                                                       : std::string("input pipeline (readers)");
+      case Bottleneck::io:
+        name = closed.bottleneck == Bottleneck::io ? closed.bottleneck_resource.str() : std::string("input pipeline (readers)");
         break;
       case Bottleneck::h2d:
-        p.bottleneck_resource = fmt::format("host-to-GPU copies ({} memory, {})", st.pinned_memory ? "pinned" : "pageable",
-                                            st.pinned_memory ? cl.h2d_pinned : cl.h2d_pageable);
+        name = fmt::format("host-to-GPU copies ({} memory, {})", st.pinned_memory ? "pinned" : "pageable",
+                           st.pinned_memory ? cl.h2d_pinned : cl.h2d_pageable);
         break;
-      case Bottleneck::compute: p.bottleneck_resource = fmt::format("GPU compute ({})", cl.gpu.name); break;
+      case Bottleneck::compute: name = fmt::format("GPU compute ({})", cl.gpu.name); break;
       case Bottleneck::communication:
         if (opt.contention && !o.busiest_link.empty())
-          p.bottleneck_resource = fmt::format("{}, busy {:.0f}%", o.busiest_link, 100.0 * o.busiest_link_fraction);
+          name = fmt::format("{}, busy {:.0f}%", o.busiest_link, 100.0 * o.busiest_link_fraction);
         else
-          p.bottleneck_resource = at.nodes > 1 ? fmt::format("inter-node network ({})", cl.inter_node.bandwidth)
-                                               : fmt::format("intra-node GPU links ({})", cl.intra_node.bandwidth);
+          name = at.nodes > 1 ? fmt::format("inter-node network ({})", cl.inter_node.bandwidth)
+                              : fmt::format("intra-node GPU links ({})", cl.intra_node.bandwidth);
         break;
-      case Bottleneck::update:
-        p.bottleneck_resource = fmt::format("parameter update (GPU memory {})", cl.gpu.memory_bandwidth);
-        break;
+      case Bottleneck::update: name = fmt::format("parameter update (GPU memory {})", cl.gpu.memory_bandwidth); break;
     }
+    p.bottleneck_resource = ResourceName(std::move(name));
     return r;
   }
 
