@@ -36,14 +36,14 @@ TEST(FuzzRegressions, NvidiaSmiColumnNamesNoGpuRow) {
     (void)import_nvidia_smi(text, "c.txt");
     FAIL();
   } catch (const InputError& e) {
-    EXPECT_STREQ(e.what(), "c.txt:1:1: column 'GPU7' names no GPU row (the matrix has GPU0 … GPU1)");
+    EXPECT_STREQ(e.what(), "c.txt:1:7: column 'GPU7' names no GPU row (the matrix has GPU0 … GPU1)");
   }
   const std::string nv = "\tGPU0\tGPU1\tCPU Affinity\nGPU0\t X \tNVx\t0-9\nGPU1\tNV1\t X \t0-9\n";
   try {
     (void)import_nvidia_smi(nv, "n.txt");
     FAIL();
   } catch (const InputError& e) {
-    EXPECT_STREQ(e.what(), "n.txt:2:1: 'NVx' is not an NVLink count like NV2");
+    EXPECT_STREQ(e.what(), "n.txt:2:10: 'NVx' is not an NVLink count like NV2");
   }
 }
 

@@ -39,7 +39,7 @@ TransferKind transfer_from(const Node& n) {
 
 int small_int(const Node& n, int lo) {
   const auto v = n.integer();
-  if (v < lo || v > 1'000'000) n.fail(fmt::format("must be a whole number ≥ {}", lo));
+  if (v < lo || v > 1'000'000) n.fail(fmt::format("must be a whole number from {} to 1000000, got {}", lo, v));
   return static_cast<int>(v);
 }
 

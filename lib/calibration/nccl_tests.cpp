@@ -125,7 +125,7 @@ class Parser {
                        "the log ends inside a table (truncated?): no '# Avg bus bandwidth' line after the last row");
     }
     if (log_.curves.empty())
-      throw InputError(SourceLocation{name_, 0, 0}, "",
+      throw InputError(SourceLocation{name_, 1, 1}, "",
                        "no nccl-tests result table found (expected a '#  size  count  type ... time  algbw  busbw' header)");
     return std::move(log_);
   }

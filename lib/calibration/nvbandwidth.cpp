@@ -9,6 +9,7 @@
 // each bandwidth becomes one point at that size. Waived or failed test cases are listed in the notes.
 #include <fmt/format.h>
 
+#include <cmath>
 #include <fstream>
 #include <map>
 #include <set>
@@ -35,20 +36,149 @@ SourceLocation location_of_byte(const std::string& file, const std::string& text
   return SourceLocation{file, line, col};
 }
 
-/// A matrix entry: a number, or a string holding one; "N/A" and empty entries are absent.
-std::optional<double> entry(const json& v) {
-  if (v.is_number()) return v.get<double>();
-  if (v.is_string()) {
+// nlohmann::json keeps no positions. For an error, the text is parsed once more through SAX from an
+// unbuffered stream, so that each event knows how far the parser has read: the value at a JSON pointer
+// starts at the first character after the previous event that is not white space, ',' or ':'.
+class CountingBuf : public std::streambuf {
+ public:
+  explicit CountingBuf(const std::string& s) : s_(s) {}
+  [[nodiscard]] std::size_t pos() const noexcept { return pos_; }
+
+ protected:
+  int_type underflow() override { return pos_ < s_.size() ? traits_type::to_int_type(s_[pos_]) : traits_type::eof(); }
+  int_type uflow() override { return pos_ < s_.size() ? traits_type::to_int_type(s_[pos_++]) : traits_type::eof(); }
+
+ private:
+  const std::string& s_;
+  std::size_t pos_ = 0;
+};
+
+class Locator final : public nlohmann::json_sax<json> {
+ public:
+  Locator(const std::string& text, const CountingBuf& buf) : text_(text), buf_(buf) {}
+  std::map<std::string, std::size_t> offsets;  // JSON pointer -> byte offset (a member: its key)
+
+  bool null() override { return scalar(); }
+  bool boolean(bool) override { return scalar(); }
+  bool number_integer(number_integer_t) override { return scalar(); }
+  bool number_unsigned(number_unsigned_t) override { return scalar(); }
+  bool number_float(number_float_t, const string_t&) override { return scalar(); }
+  bool string(string_t&) override { return scalar(); }
+  bool binary(binary_t&) override { return scalar(); }
+  bool start_object(std::size_t) override { return open(false); }
+  bool start_array(std::size_t) override { return open(true); }
+  bool end_object() override { return close(); }
+  bool end_array() override { return close(); }
+  bool key(string_t& k) override {
+    frames_.back().key = k;
+    offsets.emplace(frames_.back().path + "/" + k, start());
+    prev_ = buf_.pos();
+    return true;
+  }
+  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception&) override { return false; }
+
+ private:
+  struct Frame {
+    bool array = false;
+    std::size_t index = 0;
+    std::string key, path;
+  };
+  std::size_t start() const {
+    std::size_t i = prev_;
+    while (i < text_.size() && (std::isspace(static_cast<unsigned char>(text_[i])) || text_[i] == ',' || text_[i] == ':')) ++i;
+    return i;
+  }
+  std::string value_path() const {
+    if (frames_.empty()) return "";
+    const Frame& f = frames_.back();
+    return f.path + "/" + (f.array ? std::to_string(f.index) : f.key);
+  }
+  void value_at(const std::string& path) {
+    if (!frames_.empty() && frames_.back().array) offsets.emplace(path, start());
+    if (frames_.empty()) offsets.emplace("", start());
+  }
+  void done() {
+    if (!frames_.empty() && frames_.back().array) ++frames_.back().index;
+    prev_ = buf_.pos();
+  }
+  bool scalar() {
+    value_at(value_path());
+    done();
+    return true;
+  }
+  bool open(bool array) {
+    const std::string path = value_path();
+    value_at(path);
+    frames_.push_back(Frame{array, 0, "", path});
+    prev_ = buf_.pos();
+    return true;
+  }
+  bool close() {
+    frames_.pop_back();
+    done();
+    return true;
+  }
+  const std::string& text_;
+  const CountingBuf& buf_;
+  std::vector<Frame> frames_;
+  std::size_t prev_ = 0;
+};
+
+/// Errors of one nvbandwidth file: `fail("/nvbandwidth/testcases/2", "nvbandwidth.testcases[2]", ...)`
+/// names file:line:col of that value (of its key, for an object member).
+class Reporter {
+ public:
+  Reporter(std::string file, const std::string& text) : file_(std::move(file)), text_(text) {}
+  [[noreturn]] void fail(const std::string& pointer, const std::string& key, const std::string& message) const {
+    throw InputError(where(pointer), key, message);
+  }
+
+ private:
+  SourceLocation where(const std::string& pointer) const {
+    CountingBuf buf(text_);
+    std::istream in(&buf);
+    Locator loc(text_, buf);
+    (void)json::sax_parse(in, &loc);
+    // the pointer itself, else its nearest recorded parent
+    for (std::string p = pointer;; p = p.substr(0, p.rfind('/'))) {
+      if (auto it = loc.offsets.find(p); it != loc.offsets.end()) return location_of_byte(file_, text_, it->second);
+      if (p.empty()) break;
+    }
+    return SourceLocation{file_, 1, 1};
+  }
+  std::string file_;
+  const std::string& text_;
+};
+
+/// A matrix entry: a number, or a string holding one; "N/A" and empty entries are absent. Anything else
+/// (text, a negative, NaN or infinite bandwidth) is an error naming the entry.
+std::optional<double> entry(const json& v, const Reporter& report, std::size_t test, const char* matrix, std::size_t r,
+                            std::size_t c) {
+  auto bad = [&](const std::string& why) {
+    report.fail(fmt::format("/nvbandwidth/testcases/{}/{}/{}/{}", test, matrix, r, c),
+                fmt::format("nvbandwidth.testcases[{}].{}[{}][{}]", test, matrix, r, c), why);
+  };
+  double d = 0;
+  if (v.is_number()) {
+    d = v.get<double>();
+  } else if (v.is_string()) {
     const auto s = v.get<std::string>();
     if (s.empty() || s == "N/A" || s == "n/a") return std::nullopt;
+    std::size_t pos = 0;
     try {
-      std::size_t pos = 0;
-      const double d = std::stod(s, &pos);
-      if (pos == s.size()) return d;
+      d = std::stod(s, &pos);
     } catch (const std::exception&) {
+      pos = 0;
     }
+    if (pos == 0 || pos != s.size()) bad(fmt::format("'{}' is not a number (nor N/A)", s));
+  } else if (v.is_null()) {
+    return std::nullopt;
+  } else {
+    bad("expected a number or N/A");
   }
-  return std::nullopt;
+  if (!std::isfinite(d)) bad(fmt::format("{} is not a finite number", v.dump()));
+  if (d < 0) bad(fmt::format("{} is negative", v.dump()));
+  return d;
 }
 
 }  // namespace
@@ -56,19 +186,27 @@ std::optional<double> entry(const json& v) {
 namespace {
 // `file` names the input in errors, warnings and provenance (a path, or the display name of text).
 Calibration read_nvbandwidth(const std::string& text, const std::filesystem::path& file, std::vector<std::string>* warnings) {
+  if (text.find_first_not_of(" \t\r\n") == std::string::npos)
+    throw InputError(SourceLocation{file.string(), 1, 1}, "", "the file is empty (expected the JSON output of nvbandwidth -j)");
   json doc;
   try {
     doc = json::parse(text);
   } catch (const json::parse_error& e) {
+    // what() is "[json.exception.parse_error.101] parse error at line L, column C: <reason>": the place is
+    // said once, in front, as everywhere else
+    std::string reason = e.what();
+    if (const auto colon = reason.find(": "); colon != std::string::npos) reason = reason.substr(colon + 2);
     throw InputError(location_of_byte(file.string(), text, e.byte > 0 ? e.byte - 1 : 0), "",
-                     fmt::format("malformed JSON: {}", e.what()));
+                     fmt::format("malformed JSON: {}", reason));
   }
-  const SourceLocation at{file.string(), 0, 0};
+  const Reporter report(file.string(), text);
   if (!doc.is_object() || !doc.contains("nvbandwidth") || !doc["nvbandwidth"].is_object())
-    throw InputError(at, "nvbandwidth", "not an nvbandwidth JSON file (no top-level 'nvbandwidth' object)");
+    report.fail("/nvbandwidth", "nvbandwidth", "not an nvbandwidth JSON file (no top-level 'nvbandwidth' object)");
   const json& nv = doc["nvbandwidth"];
-  if (!nv.contains("testcases") || !nv["testcases"].is_array())
-    throw InputError(at, "nvbandwidth.testcases", "missing list of test cases");
+  if (!nv.contains("testcases"))
+    report.fail("/nvbandwidth", "nvbandwidth.testcases", "missing list of test cases");
+  if (!nv["testcases"].is_array())
+    report.fail("/nvbandwidth/testcases", "nvbandwidth.testcases", "expected a list of test cases");
 
   Calibration cal;
   cal.provenance.tool = "dlscale calibrate import nvbandwidth";
@@ -105,15 +243,23 @@ Calibration read_nvbandwidth(const std::string& text, const std::filesystem::pat
   }
   Bytes buffer = mebibytes(512);
   for (const char* key : {"bufferSize", "buffer_size", "Buffer Size"}) {
-    if (nv.contains(key) && nv[key].is_number()) buffer = mebibytes(nv[key].get<double>());
+    if (!nv.contains(key)) continue;
+    const json& v = nv[key];
+    if (!v.is_number() || !std::isfinite(v.get<double>()) || !(v.get<double>() > 0))
+      report.fail(fmt::format("/nvbandwidth/{}", key), fmt::format("nvbandwidth.{}", key),
+                  fmt::format("{} is not a buffer size in MiB (a number greater than zero)", v.dump()));
+    buffer = mebibytes(v.get<double>());
   }
   std::string notes = fmt::format("nvbandwidth copies of {} MiB from pinned host memory", in_mebibytes(buffer));
 
   std::map<std::string, const json*> cases;
+  std::map<const json*, std::size_t> index_of;  // a test case's position in the list, for errors
   for (std::size_t i = 0; i < nv["testcases"].size(); ++i) {
     const json& tc = nv["testcases"][i];
     if (!tc.is_object() || !tc.contains("name") || !tc["name"].is_string())
-      throw InputError(at, fmt::format("nvbandwidth.testcases[{}]", i), "a test case without a name");
+      report.fail(fmt::format("/nvbandwidth/testcases/{}", i), fmt::format("nvbandwidth.testcases[{}]", i),
+                  "a test case without a name");
+    index_of[&tc] = i;
     const auto name = tc["name"].get<std::string>();
     const std::string status = tc.contains("status") && tc["status"].is_string() ? tc["status"].get<std::string>() : "Passed";
     if (status != "Passed") {
@@ -123,10 +269,14 @@ Calibration read_nvbandwidth(const std::string& text, const std::filesystem::pat
     }
     cases[name] = &tc;
   }
-  auto matrix = [&](const json& tc) -> const json* {
+  auto matrix_key = [&](const json& tc) -> const char* {
     for (const char* k : {"bandwidth_matrix", "latency_matrix", "matrix"})
-      if (tc.contains(k) && tc[k].is_array()) return &tc[k];
-    return nullptr;
+      if (tc.contains(k) && tc[k].is_array()) return k;
+    return "";
+  };
+  auto matrix = [&](const json& tc) -> const json* {
+    const char* k = matrix_key(tc);
+    return *k ? &tc[k] : nullptr;
   };
   auto first_of = [&](std::initializer_list<const char*> names) -> std::pair<std::string, const json*> {
     for (const char* n : names)
@@ -146,7 +296,7 @@ Calibration read_nvbandwidth(const std::string& text, const std::filesystem::pat
     for (std::size_t r = 0; r < rows.size(); ++r) {
       for (std::size_t col = 0; col < rows[r].size(); ++col) {
         if (rows.size() > 1 && r != col) continue;
-        auto v = entry(rows[r][col]);
+        auto v = entry(rows[r][col], report, index_of[tc], matrix_key(*tc), r, col);
         if (!v || *v <= 0) continue;
         TransferCurve t;
         t.kind = kind;
@@ -173,7 +323,7 @@ Calibration read_nvbandwidth(const std::string& text, const std::filesystem::pat
       if (!(*m)[r].is_array()) continue;
       for (std::size_t col = 0; col < (*m)[r].size(); ++col) {
         if (r == col) continue;
-        auto v = entry((*m)[r][col]);
+        auto v = entry((*m)[r][col], report, index_of[tc], matrix_key(*tc), r, col);
         if (!v || *v <= 0) continue;
         const int src = static_cast<int>(read ? col : r), dst = static_cast<int>(read ? r : col);
         P2PEntry& e = p2p[{src, dst}];
@@ -208,7 +358,7 @@ Calibration read_nvbandwidth(const std::string& text, const std::filesystem::pat
   }
   cal.provenance.notes = notes;
   if (cal.transfers.empty() && cal.p2p.empty())
-    throw InputError(at, "nvbandwidth.testcases", "no passed copy or latency test case that dlscale can use");
+    report.fail("/nvbandwidth/testcases", "nvbandwidth.testcases", "no passed copy or latency test case that dlscale can use");
   return cal;
 }
 

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <ctime>
 #include <iostream>
 #include <map>
@@ -15,12 +16,21 @@
 #include "dlscale/calibration.hpp"
 #include "dlscale/error.hpp"
 #include "dlscale/format.hpp"
+#include "io/numbers.hpp"
+#include "io/yaml_reader.hpp"
 
 namespace dlscale::cli {
 namespace {
 
+/// The import's date: now, or SOURCE_DATE_EPOCH (seconds since 1970-01-01 UTC) when it is set, so that
+/// an import can be repeated byte for byte (reproducible-builds.org/specs/source-date-epoch).
 std::string utc_now() {
-  const std::time_t t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+  std::time_t t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+  if (const char* epoch = std::getenv("SOURCE_DATE_EPOCH"); epoch != nullptr && *epoch != '\0') {
+    const auto v = whole_number(epoch, 0, 253'402'300'799);  // up to 9999-12-31T23:59:59Z
+    if (!v) throw UsageError("SOURCE_DATE_EPOCH", fmt::format("'{}' is not a number of seconds since 1970-01-01", epoch));
+    t = static_cast<std::time_t>(*v);
+  }
   std::tm tm{};
   gmtime_r(&t, &tm);
   char buf[32];
@@ -82,6 +92,23 @@ std::string range_text(const CollectiveCurve& c) {
   return fmt::format("{} to {}", c.points.front().size, c.points.back().size);
 }
 
+/// Where the calibration file names its GPU (`gpu`, or `layers[i].gpu` for layer >= 0), for an error
+/// that points at the line; the file was read once already, so this only looks the key up again.
+std::pair<SourceLocation, std::string> gpu_key(const std::string& file, int layer) {
+  using yamlio::MapReader;
+  MapReader top(yamlio::load_file(file));
+  if (layer < 0) {
+    if (auto n = top.optional("gpu")) return {n->where(), n->path()};
+  } else if (auto layers = top.optional("layers")) {
+    const auto items = layers->items();
+    if (static_cast<std::size_t>(layer) < items.size()) {
+      MapReader l(items[static_cast<std::size_t>(layer)]);
+      if (auto n = l.optional("gpu")) return {n->where(), n->path()};
+    }
+  }
+  return {SourceLocation{file, 0, 0}, ""};
+}
+
 GpuPlacement place(const Cluster& c, int gpus) {
   if (gpus <= c.gpus_per_node) return GpuPlacement{gpus, 1, gpus};
   return GpuPlacement{gpus, std::max(1, gpus / c.gpus_per_node), c.gpus_per_node};
@@ -121,20 +148,27 @@ void apply_calibration(const ScenarioOptions& o, Scenario& sc, RunInfo& /*info*/
   std::vector<std::string> explain;
   std::shared_ptr<const Calibration> cal;
   if (!o.calibration.empty()) {
+    std::error_code ec;
+    if (!std::filesystem::is_regular_file(o.calibration, ec))
+      throw InputError(SourceLocation{o.calibration, 0, 0}, "--calibration", "cannot open file (no such file)");
     cal = std::make_shared<const Calibration>(load_calibration(o.calibration));
-    // Never a silent mix of two machines: a calibration of another GPU is an error.
+    // Never a silent mix of two machines: a calibration of another GPU is an error, at the line that
+    // names the GPU.
     const std::string want = gpu_family(sc.cluster.gpu.name);
-    auto check_gpu = [&](const std::string& measured, const std::string& what) {
+    auto check_gpu = [&](const std::string& measured, const std::string& what, int layer) {
       if (measured.empty()) return;
       const std::string got = gpu_family(measured);
-      if (!want.empty() && !got.empty() && got != want)
-        throw UsageError("--calibration",
-                         fmt::format("{}: {} measured on '{}', but cluster '{}' has '{}'; use a cluster of that GPU "
+      if (!want.empty() && !got.empty() && got != want) {
+        auto [where, key] = gpu_key(o.calibration, layer);
+        throw InputError(where, key,
+                         fmt::format("{} measured on '{}', but cluster '{}' has '{}'; use a cluster of that GPU "
                                      "(dlscale-calibrate writes one) or leave out --calibration",
-                                     o.calibration, what, measured, sc.cluster.name, sc.cluster.gpu.name));
+                                     what, measured, sc.cluster.name, sc.cluster.gpu.name));
+      }
     };
-    check_gpu(cal->gpu, "it was");
-    for (const auto& lp : cal->layers) check_gpu(lp.gpu, fmt::format("its {} layer times were", lp.model));
+    check_gpu(cal->gpu, "the calibration was", -1);
+    for (std::size_t i = 0; i < cal->layers.size(); ++i)
+      check_gpu(cal->layers[i].gpu, fmt::format("the {} layer times were", cal->layers[i].model), static_cast<int>(i));
     if (cal->gpu.empty())
       fmt::print(stderr, "dlscale: warning: {}: the calibration does not name its GPU; assuming it is the cluster's ({})\n",
                  o.calibration, sc.cluster.gpu.name);

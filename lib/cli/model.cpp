@@ -90,6 +90,7 @@ void run_show(const ShowOptions& o) {
     try {
       gpu = find_gpu(o.gpu);
     } catch (const InputError& e) {
+      if (!e.where().file.empty()) throw;  // an error inside the GPU catalogue keeps its own place
       throw UsageError("--gpu", e.message());
     }
   }

@@ -14,7 +14,14 @@ void add_scenario_options(CLI::App& cmd, ScenarioOptions& o) {
   cmd.add_option("--model", o.model, "Network: a name in models/ or a YAML file")->type_name("NAME|FILE");
   cmd.add_option("--framework", o.framework, "Framework strategy: a name in models/frameworks/ or a YAML file")
       ->type_name("NAME|FILE");
-  cmd.add_option("--batch", o.batch, "Samples per GPU per iteration (weak scaling)")->type_name("M");
+  cmd.add_option_function<int>(
+         "--batch",
+         [&o](const int& v) {
+           o.batch = v;
+           o.batch_given = true;
+         },
+         "Samples per GPU per iteration (weak scaling)")
+      ->type_name("M");
   cmd.add_option("--gpus", o.gpus, "GPU counts, comma-separated")->type_name("LIST")->capture_default_str();
   cmd.add_option("--profile", o.profile, "Measured single-GPU phase times (and optional measured values at larger counts)")
       ->type_name("FILE");
@@ -42,6 +49,7 @@ std::vector<int> parse_gpu_list(const std::string& text) {
 
 Scenario build_scenario(const ScenarioOptions& o, RunInfo& info) {
   Scenario sc;
+  if (o.batch_given && o.batch < 1) throw UsageError("--batch", fmt::format("the batch per GPU must be at least 1, got {}", o.batch));
   std::string model = o.model, framework = o.framework, cluster = o.cluster;
   if (!o.profile.empty()) {
     Profile p = load_profile(resolve(DataKind::profile, o.profile, "--profile"));
@@ -54,14 +62,14 @@ Scenario build_scenario(const ScenarioOptions& o, RunInfo& info) {
     if (model.empty()) model = p.model;
     if (framework.empty()) framework = p.framework;
     if (cluster.empty() && !p.cluster.empty()) cluster = p.cluster;
-    if (o.batch != 0 && o.batch != p.batch_per_gpu)
+    if (o.batch_given && o.batch != p.batch_per_gpu)
       throw UsageError("--batch", fmt::format("the profile {} was measured at batch {} per GPU, not {}", o.profile,
                                               p.batch_per_gpu, o.batch));
     sc.batch_per_gpu = p.batch_per_gpu;
     info.profile = o.profile;
     sc.profile = std::move(p);
   } else {
-    sc.batch_per_gpu = o.batch != 0 ? o.batch : kDefaultBatch;
+    sc.batch_per_gpu = o.batch_given ? o.batch : kDefaultBatch;
   }
   if (sc.batch_per_gpu < 1) throw UsageError("--batch", "the batch per GPU must be at least 1");
   if (cluster.empty()) cluster = kDefaultCluster;

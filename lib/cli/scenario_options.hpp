@@ -16,7 +16,8 @@ struct ScenarioOptions {
   std::string model;
   std::string framework;
   std::string profile;
-  int batch = 0;  // 0: from the profile, else the default scenario's
+  int batch = 0;               // --batch; not given: from the profile, else the default scenario's
+  bool batch_given = false;    // --batch was on the command line (so that --batch 0 is an error, not the default)
   std::string gpus = "1,2,4,8,16";
   std::string precision = "fp32";
   std::string calibration;       // --calibration FILE (docs/calibration.md)

@@ -95,7 +95,8 @@ sim::SimOptions to_sim_options(const SimulateOptions& o) {
     } catch (const UsageError&) {
       throw;
     } catch (const InputError& e) {
-      throw UsageError("--node-gpu", e.what());
+      if (!e.where().file.empty()) throw;  // an error inside the GPU catalogue keeps its own place
+      throw UsageError("--node-gpu", e.message());
     }
   }
   s.trace = !o.trace.empty();

@@ -103,12 +103,19 @@ fs::path resolve(DataKind kind, std::string_view name_or_file, std::string_view 
 
 // ---- GPUs -------------------------------------------------------------------------------------------
 namespace {
+/// A whole number from 0 to `max` held in an int (a count, a version, a width).
+int small_count(const Node& n, int max) {
+  const int v = n.int_at_most(max);
+  if (v < 0) n.fail(fmt::format("must not be negative, got {}", v));
+  return v;
+}
+
 GpuSpec read_gpu(MapReader& m, bool require_all) {
   GpuSpec g;
   auto req_or_opt = [&](std::string_view key) { return require_all ? std::optional<Node>(m.required(key)) : m.optional(key); };
   g.name = m.required("name").scalar();
   if (auto n = m.optional("architecture")) g.architecture = n->scalar();
-  if (auto n = m.optional("sm")) g.sm_version = static_cast<int>(n->non_negative_integer());
+  if (auto n = m.optional("sm")) g.sm_version = small_count(*n, 1000);
   g.peak_fp32 = m.required("peak_fp32").flops_rate();
   if (auto n = req_or_opt("peak_fp16")) g.peak_fp16 = n->flops_rate();
   if (auto n = m.optional("peak_tf32")) g.peak_tf32 = n->flops_rate();
@@ -116,10 +123,10 @@ GpuSpec read_gpu(MapReader& m, bool require_all) {
   if (auto n = req_or_opt("memory")) g.memory_size = n->bytes();
   if (auto n = m.optional("base_clock")) g.base_clock = n->frequency();
   if (auto n = m.optional("boost_clock")) g.boost_clock = n->frequency();
-  if (auto n = m.optional("nvlinks")) g.nvlink_count = static_cast<int>(n->non_negative_integer());
-  if (auto n = m.optional("nvlink_generation")) g.nvlink_generation = static_cast<int>(n->non_negative_integer());
-  if (auto n = m.optional("pcie_generation")) g.pcie_generation = static_cast<int>(n->non_negative_integer());
-  if (auto n = m.optional("pcie_width")) g.pcie_width = static_cast<int>(n->non_negative_integer());
+  if (auto n = m.optional("nvlinks")) g.nvlink_count = small_count(*n, 1000);
+  if (auto n = m.optional("nvlink_generation")) g.nvlink_generation = small_count(*n, 1000);
+  if (auto n = m.optional("pcie_generation")) g.pcie_generation = small_count(*n, 1000);
+  if (auto n = m.optional("pcie_width")) g.pcie_width = small_count(*n, 1000);
   if (auto n = m.optional("source")) g.source = n->scalar();
   return g;
 }
@@ -135,7 +142,10 @@ std::vector<CatalogueEntry> parse_catalogue(const fs::path& file) {
   for (const auto& item : top.required("gpus").items()) {
     MapReader m(item);
     CatalogueEntry e;
-    e.id = m.required("id").scalar();
+    const Node id = m.required("id");
+    e.id = id.scalar();
+    for (const auto& seen : out)
+      if (lower(seen.id) == lower(e.id)) id.fail(fmt::format("GPU id '{}' is used twice", e.id));
     e.spec = read_gpu(m, true);
     m.finish();
     out.push_back(std::move(e));
@@ -217,12 +227,12 @@ Cluster read_cluster(const Node& root, const std::string& source) {
   if (auto n = m.optional("description")) c.description = n->scalar();
   {
     const Node n = m.required("nodes");
-    c.max_nodes = static_cast<int>(n.integer());
+    c.max_nodes = n.int_at_most(1'000'000);
     if (c.max_nodes < 1) n.fail("a cluster needs at least one node");
   }
   {
     const Node n = m.required("gpus_per_node");
-    c.gpus_per_node = static_cast<int>(n.integer());
+    c.gpus_per_node = n.int_at_most(1024);
     if (c.gpus_per_node < 1) n.fail("a node needs at least one GPU");
   }
   {
@@ -235,6 +245,7 @@ Cluster read_cluster(const Node& root, const std::string& source) {
       try {
         c.gpu = find_gpu(n.scalar());
       } catch (const InputError& e) {
+        if (!e.where().file.empty()) throw;  // an error inside the catalogue keeps its own place
         n.fail(e.message());
       }
     }
@@ -420,7 +431,7 @@ Strategy read_strategy(const Node& root) {
   } else if (s.overlap == Overlap::bucketed) {
     m.node().fail("overlap 'bucketed' needs 'buckets: {size: ..., first: ...}'");
   }
-  if (auto n = m.optional("parameter_servers")) s.parameter_servers = static_cast<int>(n->non_negative_integer());
+  if (auto n = m.optional("parameter_servers")) s.parameter_servers = small_count(*n, 1'000'000);
   if (auto n = m.optional("compute_efficiency")) s.compute_efficiency = n->positive_number();
   m.finish();
   return s;
@@ -434,16 +445,29 @@ Strategy parse_strategy(const std::string& yaml_text, const std::string& display
 
 // ---- profiles ---------------------------------------------------------------------------------------
 namespace {
+/// The name of another input that must exist: a typo points at its line, not at a command-line option.
+std::string existing(DataKind kind, const Node& n) {
+  const std::string name = n.scalar();
+  try {
+    (void)resolve(kind, name, n.path());
+  } catch (const InputError& e) {
+    n.fail(e.message());
+  }
+  return name;
+}
+}  // namespace
+
+namespace {
 Profile read_profile(const Node& root, const std::string& source) {
   MapReader m(root);
   Profile p;
   p.source_file = source;
-  p.model = m.required("model").scalar();
-  p.framework = m.required("framework").scalar();
-  if (auto n = m.optional("cluster")) p.cluster = n->scalar();
+  p.model = existing(DataKind::network, m.required("model"));
+  p.framework = existing(DataKind::framework, m.required("framework"));
+  if (auto n = m.optional("cluster")) p.cluster = existing(DataKind::cluster, *n);
   {
     const Node b = m.required("batch_per_gpu");
-    p.batch_per_gpu = static_cast<int>(b.integer());
+    p.batch_per_gpu = b.int_at_most(1'000'000);
     if (p.batch_per_gpu < 1) b.fail("must be at least 1");
   }
   (void)m.optional("source");

@@ -67,8 +67,16 @@ double Node::positive_number() const {
 
 std::int64_t Node::integer() const {
   const double v = number();
-  if (v != std::floor(v) || std::fabs(v) > 9.0e15) fail("'" + scalar() + "' is not a whole number");
+  if (v != std::floor(v)) fail("'" + scalar() + "' is not a whole number");
+  if (std::fabs(v) > 9.0e15) fail("'" + scalar() + "' is out of range (whole numbers up to 9e15 in magnitude)");
   return static_cast<std::int64_t>(v);
+}
+
+int Node::int_at_most(int max) const {
+  const auto v = integer();
+  if (v > max) fail(fmt::format("{} is too large (at most {})", v, max));
+  if (v < -static_cast<std::int64_t>(max)) fail(fmt::format("{} is out of range", v));
+  return static_cast<int>(v);
 }
 
 std::int64_t Node::non_negative_integer() const {
@@ -135,7 +143,12 @@ Node load_file(const std::filesystem::path& file) {
 Node load_string(const std::string& text, const std::string& display_name) { return parse_text(text, display_name); }
 
 MapReader::MapReader(Node map) : map_(std::move(map)) {
-  if (!map_.raw().IsMap()) map_.fail(map_.raw().IsNull() ? "expected a mapping, found nothing" : "expected a mapping of keys to values");
+  if (!map_.raw().IsMap()) {
+    // An empty document has no position; its error belongs at its start.
+    if (map_.raw().IsNull() && map_.path().empty() && map_.raw().Mark().line < 0)
+      throw InputError(SourceLocation{map_.file(), 1, 1}, "", "the file is empty (expected a mapping of keys to values)");
+    map_.fail(map_.raw().IsNull() ? "expected a mapping, found nothing" : "expected a mapping of keys to values");
+  }
   for (auto it = map_.raw().begin(); it != map_.raw().end(); ++it) {
     if (!it->first.IsScalar()) throw InputError(location(it->first.Mark(), map_.file()), map_.path(), "keys must be plain names");
     const std::string key = it->first.Scalar();

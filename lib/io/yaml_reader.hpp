@@ -36,6 +36,9 @@ class Node {
   [[nodiscard]] double positive_number() const;
   [[nodiscard]] std::int64_t integer() const;
   [[nodiscard]] std::int64_t non_negative_integer() const;
+  /// integer() as an int no larger than `max` in magnitude (a count of nodes, GPUs, links...): a value
+  /// that does not fit is an error, never a silent wrap-around. Callers check their own lower bound.
+  [[nodiscard]] int int_at_most(int max) const;
   [[nodiscard]] bool boolean() const;
   [[nodiscard]] Seconds seconds() const;
   [[nodiscard]] Bytes bytes() const;

@@ -115,7 +115,11 @@ class Runner {
 
  private:
   [[noreturn]] void fail(const ExperimentSpec& x, const std::string& message) const {
-    throw InputError(SourceLocation{paper_.file, 0, 0}, "experiments." + x.id, message);
+    throw InputError(x.where, x.path, fmt::format("experiment '{}': {}", x.id, message));
+  }
+  /// A GPU count the system cannot hold: the error points at the experiment's 'gpus'.
+  [[noreturn]] void fail_gpus(const ExperimentSpec& x, const std::string& message) const {
+    throw InputError(x.gpus_where, x.gpus_path, fmt::format("experiment '{}': {}", x.id, message));
   }
 
   const Cluster& cluster(const std::string& name) {
@@ -163,9 +167,9 @@ class Runner {
   Prepared prepare(const ExperimentSpec& x, const RunKey& k, const SystemChange* variant, int batch_per_gpu, int gpus) {
     const Cluster& base = cluster(k.system);
     if (gpus > base.max_gpus())
-      fail(x, fmt::format("{} GPUs asked for on '{}', which holds {}", gpus, k.system, base.max_gpus()));
+      fail_gpus(x, fmt::format("{} GPUs asked for on '{}', which holds {}", gpus, k.system, base.max_gpus()));
     if (gpus > base.gpus_per_node && gpus % base.gpus_per_node != 0)
-      fail(x, fmt::format("{} GPUs do not fill whole nodes of {} on '{}'", gpus, base.gpus_per_node, k.system));
+      fail_gpus(x, fmt::format("{} GPUs do not fill whole nodes of {} on '{}'", gpus, base.gpus_per_node, k.system));
     const GpuPlacement where = gpus <= base.gpus_per_node ? GpuPlacement{gpus, 1, gpus}
                                                           : GpuPlacement{gpus, gpus / base.gpus_per_node, base.gpus_per_node};
     std::optional<BytesPerSecond> shared;
@@ -277,7 +281,7 @@ class Runner {
       row.forward_s = in_seconds(bd.forward);
       row.backward_s = in_seconds(bd.backward);
       row.update_s = in_seconds(bd.update);
-      row.bottleneck = fmt::format("{}: {}", to_string(p.bottleneck), p.bottleneck_resource.str());
+      row.bottleneck = fmt::format("{}: {}", to_string(p.bottleneck), p.bottleneck_resource);
       row.derived["r_u2g"] = eq::update_to_gpu_ratio(bd.update, bd.h2d, bd.forward, bd.backward);
       {
         // The I/O time the iteration waits for, as Table V measures t_io: all of it without prefetching
@@ -319,10 +323,10 @@ class Runner {
       for (const auto& op_name : x.operations) {
         const CollectiveOp op = op_name == "allreduce" ? CollectiveOp::allreduce : CollectiveOp::broadcast;
         for (int n : g->values) {
-          if (n < 2) fail(x, "a collective needs at least 2 GPUs");
-          if (n > c.max_gpus()) fail(x, fmt::format("{} GPUs asked for on '{}', which holds {}", n, system, c.max_gpus()));
+          if (n < 2) fail_gpus(x, "a collective needs at least 2 GPUs");
+          if (n > c.max_gpus()) fail_gpus(x, fmt::format("{} GPUs asked for on '{}', which holds {}", n, system, c.max_gpus()));
           if (n > c.gpus_per_node && n % c.gpus_per_node != 0)
-            fail(x, fmt::format("{} GPUs do not fill whole nodes of {} on '{}'", n, c.gpus_per_node, system));
+            fail_gpus(x, fmt::format("{} GPUs do not fill whole nodes of {} on '{}'", n, c.gpus_per_node, system));
           const GpuPlacement where = n <= c.gpus_per_node ? GpuPlacement{n, 1, n}
                                                           : GpuPlacement{n, n / c.gpus_per_node, c.gpus_per_node};
           for (double s = in_bytes(x.min_size); s <= in_bytes(x.max_size) * (1 + 1e-9); s *= x.size_factor) {

@@ -155,6 +155,8 @@ MeasuredEntry read_measured(const Node& n) {
 ExperimentSpec read_experiment(const Node& n) {
   MapReader m(n);
   ExperimentSpec x;
+  x.where = n.where();
+  x.path = n.path();
   x.id = m.required("id").scalar();
   if (auto v = m.optional("title")) x.title = v->scalar();
   if (auto v = m.optional("source")) x.source = v->scalar();
@@ -170,6 +172,8 @@ ExperimentSpec read_experiment(const Node& n) {
   x.systems = names(DataKind::cluster, m.required("systems"));
   {
     const Node g = m.required("gpus");
+    x.gpus_where = g.where();
+    x.gpus_path = g.path();
     const auto items = g.is_sequence() ? g.items() : std::vector<Node>{};
     if (!items.empty() && items.front().is_map()) {
       for (const auto& item : items) {

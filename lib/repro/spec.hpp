@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "dlscale/cluster.hpp"
+#include "dlscale/error.hpp"
 #include "dlscale/units.hpp"
 
 namespace dlscale::repro {
@@ -55,6 +56,9 @@ struct MeasuredEntry {
 
 struct ExperimentSpec {
   std::string id, title, source, kind = "training";
+  // where the experiment and its 'gpus' key sit in the file, for errors found while running it
+  SourceLocation where, gpus_where;
+  std::string path, gpus_path;
   std::vector<std::string> tables;
   std::vector<std::string> notes;
   std::vector<std::string> systems, models, frameworks, precisions, inputs;

@@ -105,8 +105,8 @@ std::string to_yaml(const ImportedNode& n, const std::string& gpu_id) {
   return o.str();
 }
 
-[[noreturn]] void fail_at(const std::string& file, int line, const std::string& msg) {
-  throw InputError(SourceLocation{file, line, 1}, "", msg);
+[[noreturn]] void fail_at(const std::string& file, int line, const std::string& msg, int column = 1) {
+  throw InputError(SourceLocation{file, std::max(line, 1), std::max(column, 1)}, "", msg);
 }
 
 }  // namespace
@@ -119,50 +119,69 @@ std::string import_nvidia_smi(const std::string& text, const std::string& file) 
   struct Row {
     std::string name;
     std::vector<std::string> cells;
+    std::vector<int> at;  // 1-based column of each cell, for errors
     std::string affinity;
     int line = 0;
+    int end = 1;  // the column after the row's last character
   };
   std::vector<Row> rows;
   int lineno = 0;
-  auto split = [](const std::string& s) {
+  // Tab-separated cells, trimmed; `at` receives the 1-based column where each cell's text starts.
+  auto split = [](const std::string& s, std::vector<int>& at) {
     std::vector<std::string> out;
     std::string cur;
-    for (char c : s) {
-      if (c == '\t') {
+    at.assign(1, 1);
+    for (std::size_t i = 0; i < s.size(); ++i) {
+      if (s[i] == '\t') {
         out.push_back(cur);
         cur.clear();
+        at.push_back(static_cast<int>(i) + 2);
       } else {
-        cur += c;
+        cur += s[i];
       }
     }
     out.push_back(cur);
-    for (auto& x : out) {
+    for (std::size_t k = 0; k < out.size(); ++k) {
+      auto& x = out[k];
       const auto a = x.find_first_not_of(" \r");
       const auto b = x.find_last_not_of(" \r");
+      if (a != std::string::npos) at[k] += static_cast<int>(a);
       x = a == std::string::npos ? "" : x.substr(a, b - a + 1);
     }
     return out;
   };
+  std::vector<int> header_at;
   int header_line = 0;
   while (std::getline(in, line)) {
     ++lineno;
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
-    auto cells = split(line);
+    std::vector<int> at;
+    auto cells = split(line, at);
     if (columns.empty()) {
       if (cells.size() < 2 || cells[1].rfind("GPU", 0) != 0) continue;  // preamble
       header_line = lineno;
+      while (cells.size() > 2 && cells.back().empty()) cells.pop_back();  // a trailing tab names no column
       columns.assign(cells.begin() + 1, cells.end());
+      header_at.assign(at.begin() + 1, at.begin() + static_cast<std::ptrdiff_t>(cells.size()));
       continue;
     }
     if (cells[0].rfind("GPU", 0) != 0) {
       if (cells[0].empty() || cells[0] == "Legend:" || cells[0].rfind("Legend", 0) == 0) break;
       continue;  // NIC rows and legend
     }
-    Row r{cells[0], {}, {}, lineno};
+    Row r{cells[0], {}, {}, {}, lineno, static_cast<int>(line.find_last_not_of(" \r")) + 2};
+    // Every column of the header needs its cell: a row one cell short would shift the affinity into
+    // the matrix and the matrix out of place.
+    if (cells.size() - 1 < columns.size())
+      fail_at(file, lineno, fmt::format("row {} has {} cells, the header names {} columns", cells[0], cells.size() - 1,
+                                        columns.size()), r.end);
     for (std::size_t i = 1; i < cells.size(); ++i) {
       if (i - 1 < columns.size() && columns[i - 1].rfind("CPU Affinity", 0) == 0) r.affinity = cells[i];
       else if (i - 1 < columns.size() && (columns[i - 1].rfind("NUMA", 0) == 0 || columns[i - 1].rfind("GPU NUMA", 0) == 0)) continue;
-      else r.cells.push_back(cells[i]);
+      else {
+        r.cells.push_back(cells[i]);
+        r.at.push_back(at[i]);
+      }
     }
     rows.push_back(std::move(r));
   }
@@ -177,11 +196,14 @@ std::string import_nvidia_smi(const std::string& text, const std::string& file) 
   node.gpus = ngpus;
   for (const auto& r : rows)
     if (r.cells.size() < devs.size())
-      fail_at(file, r.line, fmt::format("row {} has {} cells, the header names {}", r.name, r.cells.size(), devs.size()));
+      fail_at(file, r.line, fmt::format("row {} has {} cells, the header names {}", r.name, r.cells.size(), devs.size()), r.end);
   // A GPU column "GPU<k>" must name one of the matrix's rows (0 ≤ k < rows).
-  for (const auto& d : devs)
-    if (d.rfind("GPU", 0) == 0 && !whole_number(std::string_view(d).substr(3), 0, ngpus - 1))
-      fail_at(file, header_line, fmt::format("column '{}' names no GPU row (the matrix has GPU0 … GPU{})", d, ngpus - 1));
+  for (std::size_t c = 0; c < columns.size(); ++c) {
+    const auto& d = columns[c];
+    if (d.rfind("GPU", 0) == 0 && d.rfind("GPU NUMA", 0) != 0 && !whole_number(std::string_view(d).substr(3), 0, ngpus - 1))
+      fail_at(file, header_line, fmt::format("column '{}' names no GPU row (the matrix has GPU0 … GPU{})", d, ngpus - 1),
+              header_at[c]);
+  }
   auto gpu_col = [&](const std::string& d) {
     return d.rfind("GPU", 0) == 0 ? static_cast<int>(*whole_number(std::string_view(d).substr(3), 0, ngpus - 1)) : -1;
   };
@@ -209,7 +231,9 @@ std::string import_nvidia_smi(const std::string& text, const std::string& file) 
       const auto& cell = rows[static_cast<std::size_t>(g)].cells[d];
       if (o >= 0 && o != g && cell.rfind("NV", 0) == 0) {
         const auto links = whole_number(std::string_view(cell).substr(2), 1, 64);
-        if (!links) fail_at(file, rows[static_cast<std::size_t>(g)].line, fmt::format("'{}' is not an NVLink count like NV2", cell));
+        if (!links)
+          fail_at(file, rows[static_cast<std::size_t>(g)].line, fmt::format("'{}' is not an NVLink count like NV2", cell),
+                  rows[static_cast<std::size_t>(g)].at[d]);
         nv[static_cast<std::size_t>(g)][static_cast<std::size_t>(o)] = static_cast<int>(*links);
         max_links = std::max(max_links, nv[static_cast<std::size_t>(g)][static_cast<std::size_t>(o)]);
       }
@@ -313,7 +337,12 @@ struct XmlElement {
   std::map<std::string, std::string> attrs;
   std::vector<XmlElement> children;
   int line = 0;
+  int column = 0;  // of its '<'
 };
+
+[[noreturn]] void fail_at_element(const std::string& file, const XmlElement& e, const std::string& msg) {
+  fail_at(file, e.line, msg, e.column);
+}
 
 // A small tolerant XML reader: elements, attributes in single or double quotes, self-closing tags;
 // skips the prolog, comments and text.
@@ -353,6 +382,7 @@ class XmlReader {
       }
       XmlElement e;
       e.line = line_;
+      e.column = column();
       ++pos_;
       e.tag = name();
       if (e.tag.empty()) fail("an element without a name");
@@ -386,16 +416,21 @@ class XmlReader {
       stack.back()->children.push_back(std::move(e));
       if (!self_closing) stack.push_back(&stack.back()->children.back());
     }
-    if (stack.size() > 1) fail(fmt::format("<{}> is never closed", stack.back()->tag));
+    if (stack.size() > 1)  // at the element's own '<', not at the end of the text
+      fail_at(file_, stack.back()->line, fmt::format("malformed XML: <{}> is never closed", stack.back()->tag),
+              stack.back()->column);
     return root;
   }
 
-  [[noreturn]] void fail(const std::string& msg) const { fail_at(file_, line_, "malformed XML: " + msg); }
+  [[noreturn]] void fail(const std::string& msg) const { fail_at(file_, line_, "malformed XML: " + msg, column()); }
 
  private:
   void advance_to(std::size_t p) {
     for (; pos_ < p && pos_ < s_.size(); ++pos_)
-      if (s_[pos_] == '\n') ++line_;
+      if (s_[pos_] == '\n') {
+        ++line_;
+        line_start_ = pos_ + 1;
+      }
   }
   void skip_space() {
     while (pos_ < s_.size() && std::isspace(static_cast<unsigned char>(s_[pos_]))) advance_to(pos_ + 1);
@@ -416,6 +451,8 @@ class XmlReader {
   std::string file_;
   std::size_t pos_ = 0;
   int line_ = 1;
+  std::size_t line_start_ = 0;
+  [[nodiscard]] int column() const { return static_cast<int>(std::min(pos_, s_.size()) - line_start_) + 1; }
 };
 
 int pcie_generation(const std::string& speed) {
@@ -468,8 +505,8 @@ std::string import_nccl_xml(const std::string& text, const std::string& file) {
           }
           if (gpu) {
             const std::string dev = attr(*gpu, "dev");
-            if (dev.empty()) fail_at(file, gpu->line, "<gpu> without 'dev'");
-            if (!whole_number(dev, 0, 4095)) fail_at(file, gpu->line, fmt::format("<gpu> 'dev' must be a whole number, not '{}'", dev));
+            if (dev.empty()) fail_at_element(file, *gpu, "<gpu> without 'dev'");
+            if (!whole_number(dev, 0, 4095)) fail_at_element(file, *gpu, fmt::format("<gpu> 'dev' must be a whole number, not '{}'", dev));
             const std::string name = "gpu" + dev;
             node.sm = std::atoi(attr(*gpu, "sm").c_str());
             gpus.push_back(Gpu{std::atoi(dev.c_str()), busid, cpu, gpu});
@@ -479,7 +516,7 @@ std::string import_nccl_xml(const std::string& text, const std::string& file) {
             for (const auto& net : nic->children) {
               if (net.tag != "net") continue;
               const std::string name = attr(net, "name");
-              if (name.empty()) fail_at(file, net.line, "<net> without 'name'");
+              if (name.empty()) fail_at_element(file, net, "<net> without 'name'");
               const std::string speed = attr(net, "speed");
               node.nics.emplace_back(name, speed.empty() ? "" : speed + " Mb/s");
               node.links.push_back({name, parent, "pcie", 0, gen, lanes});
@@ -510,10 +547,10 @@ std::string import_nccl_xml(const std::string& text, const std::string& file) {
     node.cpus.push_back(cpu);
     walk(c, cpu.name, cpu.name);
   }
-  if (gpus.empty()) fail_at(file, system->line, "no <gpu> in the dump");
+  if (gpus.empty()) fail_at_element(file, *system, "no <gpu> in the dump");
   std::sort(gpus.begin(), gpus.end(), [](const Gpu& a, const Gpu& b) { return a.dev < b.dev; });
   for (std::size_t i = 0; i < gpus.size(); ++i)
-    if (gpus[i].dev != static_cast<int>(i)) fail_at(file, gpus[i].el->line, "GPU 'dev' numbers must run 0, 1, 2, …");
+    if (gpus[i].dev != static_cast<int>(i)) fail_at_element(file, *gpus[i].el, "GPU 'dev' numbers must run 0, 1, 2, …");
   node.gpus = static_cast<int>(gpus.size());
   // NVLinks: each pair is listed by both GPUs; keep the lower one's entry.
   std::map<std::string, int> to_nvs;
@@ -521,7 +558,7 @@ std::string import_nccl_xml(const std::string& text, const std::string& file) {
     for (const auto& l : g.el->children) {
       if (l.tag != "nvlink") continue;
       const int count = std::atoi(attr(l, "count").c_str());
-      if (count < 1) fail_at(file, l.line, "<nvlink> needs a 'count' of at least 1");
+      if (count < 1) fail_at_element(file, l, "<nvlink> needs a 'count' of at least 1");
       const std::string tclass = attr(l, "tclass");
       const std::string self = fmt::format("gpu{}", g.dev);
       if (tclass == "0x068000") {
@@ -529,7 +566,7 @@ std::string import_nccl_xml(const std::string& text, const std::string& file) {
         to_nvs[self] += count;
       } else if (tclass == "0x030200" || tclass == "0x030000") {
         auto it = bus_to_name.find(attr(l, "target"));
-        if (it == bus_to_name.end()) fail_at(file, l.line, fmt::format("<nvlink> target '{}' is no GPU of the dump", attr(l, "target")));
+        if (it == bus_to_name.end()) fail_at_element(file, l, fmt::format("<nvlink> target '{}' is no GPU of the dump", attr(l, "target")));
         if (*whole_number(std::string_view(it->second).substr(3), 0, 4095) > g.dev) node.links.push_back({self, it->second, "nvlink", count, 0, 0});
       } else {
         node.links.push_back({self, g.cpu, "nvlink", count, 0, 0});  // NVLink to the CPU (POWER9)

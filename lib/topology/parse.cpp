@@ -75,7 +75,7 @@ std::shared_ptr<const Topology> read_topology(const Node& node, const std::optio
     impl->fabric.nic_bandwidth = speed;
     if (auto n = f.optional("single_flow")) impl->fabric.single_flow = n->bandwidth();
     if (auto n = f.optional("flows")) {
-      impl->fabric.flows = static_cast<int>(n->integer());
+      impl->fabric.flows = n->int_at_most(1024);
       if (impl->fabric.flows < 1) n->fail("a connection uses at least one flow");
     }
     if (auto n = f.optional("latency")) impl->fabric.latency = n->seconds();
@@ -180,11 +180,17 @@ std::shared_ptr<const Topology> read_topology(const Node& node, const std::optio
       return in(pa.kind) && in(pb.kind);
     };
     if (auto n = l.optional("count")) {
-      e.count = static_cast<int>(n->integer());
+      e.count = n->int_at_most(1024);
       if (e.count < 1) n->fail("a link bundle has at least one link");
     }
-    if (auto n = l.optional("lanes")) e.lanes = static_cast<int>(n->non_negative_integer());
-    if (auto n = l.optional("generation")) e.generation = static_cast<int>(n->non_negative_integer());
+    if (auto n = l.optional("lanes")) {
+      e.lanes = n->int_at_most(64);
+      if (e.lanes < 0) n->fail(fmt::format("must not be negative, got {}", e.lanes));
+    }
+    if (auto n = l.optional("generation")) {
+      e.generation = n->int_at_most(64);
+      if (e.generation < 0) n->fail(fmt::format("must not be negative, got {}", e.generation));
+    }
     if (auto n = l.optional("latency")) e.latency = n->seconds();
     std::optional<BytesPerSecond> bw;
     if (auto n = l.optional("bandwidth")) bw = n->bandwidth();

@@ -1,0 +1,836 @@
+// The bad-input catalogue (issue 9, item 3): malformed inputs of every format, each run through the real
+// command, each with the exact line a user should read. For every row: exit status 2, exactly one line on
+// stderr, nothing on stdout, and (with -o / --dir) no output file and no temporary file left behind.
+//
+// How to read a row: `files` are written into the row's own folder; `args` is the command line, where
+//   {dir}  = the row's folder           {out}    = {dir}/out/result (its folder must stay empty)
+//   {src}  = the source tree            {outdir} = {dir}/out (for `model export --dir`)
+//   {mini} = a small data folder (below) whose lists of known names are short and fixed
+// and `expected` is the whole of stderr with the same placeholders. `data` sets DLSCALE_DATA_DIR for
+// the row (default: the repository).
+//
+// The line:col in each expectation is counted by hand in the row's text: lines from 1, columns from 1, at
+// the first character of the offending value (or key, for unknown and duplicate keys). Most rows edit one
+// line of a base input that is shown with its line numbers; the test `BaseInputsAreAccepted` checks that
+// every base input is valid, so each error comes from the edit alone.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "support/run.hpp"
+
+namespace dlscale {
+namespace {
+namespace fs = std::filesystem;
+using test::run_cli;
+
+// ---- base inputs (valid) --------------------------------------------------------------------------------
+
+// A cluster in the simple form.
+constexpr const char* kCluster =
+    "name: tiny\n"                                                                      // 1
+    "nodes: 2\n"                                                                        // 2
+    "gpus_per_node: 2\n"                                                                // 3
+    "gpu: {name: Test GPU, peak_fp32: \"10 TFLOPS\", memory_bandwidth: \"300 GB/s\"}\n"  // 4
+    "host_to_gpu: {pinned: \"10 GB/s\"}\n"                                              // 5
+    "intra_node: {bandwidth: \"10 GB/s\", latency: \"5 us\"}\n"                         // 6
+    "inter_node: {bandwidth: \"56 Gb/s\", latency: \"10 us\"}\n"                        // 7
+    "storage: {disk: \"500 MB/s\", page_cache: \"3 GB/s\"}\n";                          // 8
+
+// A cluster with a topology graph (docs/topology.md): two nodes of two NVLinked GPUs behind a PCIe switch.
+constexpr const char* kTopo =
+    "name: duo\n"                                                          // 1
+    "nodes: 2\n"                                                           // 2
+    "gpus_per_node: 2\n"                                                   // 3
+    "gpu: v100-sxm2\n"                                                     // 4
+    "storage: {disk: \"1 GB/s\", page_cache: \"10 GB/s\"}\n"               // 5
+    "fabric: {kind: infiniband, speed: \"100 Gb/s\"}\n"                    // 6
+    "node:\n"                                                              // 7
+    "  cpus:\n"                                                            // 8
+    "    - {name: cpu0, arch: x86}\n"                                      // 9
+    "  pcie_switches: [sw0]\n"                                             // 10
+    "  nics:\n"                                                            // 11
+    "    - {name: nic0}\n"                                                 // 12
+    "  links:\n"                                                           // 13
+    "    - {a: gpu0, b: gpu1, kind: nvlink, count: 2}\n"                   // 14
+    "    - {a: gpu0, b: sw0, kind: pcie, generation: 3, lanes: 16}\n"      // 15
+    "    - {a: gpu1, b: sw0, kind: pcie, generation: 3, lanes: 16}\n"      // 16
+    "    - {a: nic0, b: sw0, kind: pcie, generation: 3, lanes: 16}\n"      // 17
+    "    - {a: sw0, b: cpu0, kind: pcie, generation: 3, lanes: 16}\n";     // 18
+
+// A GPU catalogue (topologies/gpus.yaml) of two entries.
+constexpr const char* kGpus =
+    "gpus:\n"                                                                                         // 1
+    "  - {id: p40, name: Tesla P40, sm: 61, peak_fp32: \"11.8 TFLOPS\", peak_fp16: \"0.18 TFLOPS\",\n"  // 2
+    "     memory_bandwidth: \"346 GB/s\", memory: \"24 GB\"}\n"                                        // 3
+    "  - {id: v100-sxm2, name: Tesla V100 SXM2, sm: 70, peak_fp32: \"15.7 TFLOPS\",\n"                // 4
+    "     peak_fp16: \"125 TFLOPS\", memory_bandwidth: \"900 GB/s\", memory: \"32 GB\"}\n";            // 5
+
+// A network (models/NAME.yaml).
+constexpr const char* kNet =
+    "name: tiny-net\n"                                                                 // 1
+    "input: {kind: image, shape: [3, 32, 32], bytes_per_sample: \"12288 B\"}\n"        // 2
+    "layers:\n"                                                                        // 3
+    "  - {name: conv1, kind: conv, params: 896, forward_flops: 1769472}\n"             // 4
+    "  - {name: fc, kind: linear, params: 10250, forward_flops: 20480}\n";             // 5
+
+// An architecture description (models/arch/NAME.yaml; the name must be the file's).
+constexpr const char* kArch =
+    "name: small\n"                                            // 1
+    "description: \"a small CNN\"\n"                           // 2
+    "input: {image: [3, 32, 32]}\n"                            // 3
+    "layers:\n"                                                // 4
+    "  - conv: {name: conv1, out: 16, kernel: 3, pad: 1}\n"    // 5
+    "  - relu\n"                                               // 6
+    "  - maxpool: {kernel: 2, stride: 2}\n"                    // 7
+    "  - flatten\n"                                            // 8
+    "  - linear: {name: fc, out: 10}\n";                       // 9
+
+// A framework strategy (models/frameworks/NAME.yaml).
+constexpr const char* kFramework =
+    "name: ddp\n"                                       // 1
+    "io: {prefetch: true, memory: pinned}\n"            // 2
+    "aggregation: allreduce\n"                          // 3
+    "overlap: bucketed\n"                               // 4
+    "update: after_aggregation\n"                       // 5
+    "buckets: {size: \"25 MiB\", first: \"1 MiB\"}\n";  // 6
+
+// A profile (measured single-GPU phases).
+constexpr const char* kProfile =
+    "model: alexnet\n"                                                                                          // 1
+    "framework: cntk\n"                                                                                         // 2
+    "cluster: shi-chu-p40\n"                                                                                    // 3
+    "batch_per_gpu: 1024\n"                                                                                     // 4
+    "single_gpu: {io: \"0.223 s\", h2d: \"0.0527 s\", forward: \"0.1684 s\", backward: \"0.2918 s\", update: \"0.0086 s\"}\n"  // 5
+    "measured:\n"                                                                                               // 6
+    "  2: {io: \"0.45 s\", comm: \"0.0359 s\"}\n"                                                               // 7
+    "  4: {io: \"0.72 s\", comm: \"0.042 s\"}\n";                                                               // 8
+
+// A calibration file (docs/calibration.md), for the A100 test cluster.
+constexpr const char* kCalibration =
+    "schema: 1\n"                                           // 1
+    "provenance: {tool: \"hand-written\"}\n"                // 2
+    "gpu: \"NVIDIA A100-SXM4-80GB\"\n"                      // 3
+    "collectives:\n"                                        // 4
+    "  - op: allreduce\n"                                   // 5
+    "    gpus: 2\n"                                         // 6
+    "    points:\n"                                         // 7
+    "      - {size: \"1048576 B\", time: \"20 us\"}\n"      // 8
+    "      - {size: \"4194304 B\", time: \"60 us\"}\n";     // 9
+
+// A sweep spec (docs/planning.md).
+constexpr const char* kSweep =
+    "name: s\n"                                        // 1
+    "grid:\n"                                          // 2
+    "  cluster: shi-chu-p40\n"                         // 3
+    "  model: resnet50\n"                              // 4
+    "  framework: [caffe-mpi, pytorch-ddp]\n"          // 5
+    "  gpus: [1, 4]\n"                                 // 6
+    "  links:\n"                                       // 7
+    "    - {}\n"                                       // 8
+    "    - {inter_node: \"100 Gb/s\"}\n";              // 9
+
+// A reproduction scenario (docs/reproduce.md).
+constexpr const char* kPaper =
+    "paper: mini\n"                       // 1
+    "title: \"a small scenario\"\n"       // 2
+    "experiments:\n"                      // 3
+    "  - id: one\n"                       // 4
+    "    systems: shi-chu-p40\n"          // 5
+    "    models: resnet50\n"              // 6
+    "    frameworks: caffe-mpi\n"         // 7
+    "    gpus: [1, 2, 4]\n"               // 8
+    "    batch: 32\n";                    // 9
+
+// An nccl-tests log (all_reduce_perf, current columns) of 4 GPUs. Rows obey algbw = S/t and busbw =
+// algbw·2(n−1)/n = 1.5·algbw: 1048576 B / 50 us = 20.97 GB/s, ×1.5 = 31.46.
+constexpr const char* kLog =
+    "# nThread 1 nGpus 4 minBytes 1048576 maxBytes 4194304 step: 2(factor) warmup iters: 5 iters: 20 validation: 1\n"  // 1
+    "#\n"                                                                                                   // 2
+    "# Using devices\n"                                                                                     // 3
+    "#  Rank  0 Group  0 Pid  100 on host1 device  0 [0x07] NVIDIA A100-SXM4-80GB\n"                        // 4
+    "#  Rank  1 Group  0 Pid  100 on host1 device  1 [0x0f] NVIDIA A100-SXM4-80GB\n"                        // 5
+    "#  Rank  2 Group  0 Pid  100 on host1 device  2 [0x47] NVIDIA A100-SXM4-80GB\n"                        // 6
+    "#  Rank  3 Group  0 Pid  100 on host1 device  3 [0x4e] NVIDIA A100-SXM4-80GB\n"                        // 7
+    "#\n"                                                                                                   // 8
+    "#                                                              out-of-place                       in-place\n"  // 9
+    "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong\n"  // 10
+    "#        (B)    (elements)                               (us)  (GB/s)  (GB/s)            (us)  (GB/s)  (GB/s)\n"  // 11
+    "     1048576        262144     float     sum      -1    50.00   20.97   31.46       0    50.00   20.97   31.46       0\n"  // 12
+    "     2097152        524288     float     sum      -1    80.00   26.21   39.32       0    80.00   26.21   39.32       0\n"  // 13
+    "     4194304       1048576     float     sum      -1   140.00   29.96   44.94       0   140.00   29.96   44.94       0\n"  // 14
+    "# Out of bounds values : 0 OK\n"                                                                       // 15
+    "# Avg bus bandwidth    : 38.57\n";                                                                     // 16
+
+// The same in the oldest layout (no redop/root, "error" columns), 8 GPUs: busbw = 1.75·algbw.
+constexpr const char* kOldLog =
+    "# nThread 1 nGpus 8 minBytes 1048576 maxBytes 2097152 step: 2(factor) warmup iters: 5 iters: 20 validation: 1\n"  // 1
+    "#       size         count    type     time   algbw   busbw  error     time   algbw   busbw  error\n"  // 2
+    "#        (B)    (elements)             (us)  (GB/s)  (GB/s)            (us)  (GB/s)  (GB/s)\n"         // 3
+    "     1048576        262144   float    44.56   23.53   41.18  1e-07    44.12   23.77   41.59  1e-07\n"   // 4
+    "     2097152        524288   float    57.94   36.20   63.34  1e-07    58.81   35.66   62.40  1e-07\n"   // 5
+    "# Avg bus bandwidth    : 52.13\n";                                                                     // 6
+
+// nvbandwidth -j output.
+constexpr const char* kNvb =
+    "{\n"                                                                        // 1
+    "  \"nvbandwidth\": {\n"                                                     // 2
+    "    \"GPU Device list\": [\"0: NVIDIA H100 80GB HBM3 (00000000:19:00)\"],\n"  // 3
+    "    \"testcases\": [\n"                                                     // 4
+    "      {\n"                                                                  // 5
+    "        \"name\": \"host_to_device_memcpy_ce\",\n"                          // 6
+    "        \"status\": \"Passed\",\n"                                          // 7
+    "        \"bandwidth_matrix\": [[\"53.69\"]]\n"                              // 8
+    "      }\n"                                                                  // 9
+    "    ]\n"                                                                    // 10
+    "  }\n"                                                                      // 11
+    "}\n";                                                                       // 12
+
+// nvidia-smi topo -m (tab-separated).
+constexpr const char* kSmi =
+    "\tGPU0\tGPU1\tmlx5_0\tCPU Affinity\n"  // 1
+    "GPU0\t X \tNV2\tPIX\t0-19\n"           // 2
+    "GPU1\tNV2\t X \tPIX\t0-19\n"           // 3
+    "\n"                                    // 4
+    "Legend:\n";                            // 5
+
+// NCCL_TOPO_DUMP_FILE.
+constexpr const char* kXml =
+    "<system version=\"1\">\n"                                                                          // 1
+    "  <cpu numaid=\"0\" arch=\"x86_64\" vendor=\"GenuineIntel\" familyid=\"6\" modelid=\"85\">\n"      // 2
+    "    <pci busid=\"0000:06:00.0\" class=\"0x030200\" link_speed=\"8 GT/s\" link_width=\"16\">\n"     // 3
+    "      <gpu dev=\"0\" sm=\"70\" rank=\"0\" gdr=\"1\">\n"                                            // 4
+    "        <nvlink target=\"0000:07:00.0\" count=\"2\" tclass=\"0x030200\"/>\n"                      // 5
+    "      </gpu>\n"                                                                                    // 6
+    "    </pci>\n"                                                                                      // 7
+    "    <pci busid=\"0000:07:00.0\" class=\"0x030200\" link_speed=\"8 GT/s\" link_width=\"16\">\n"     // 8
+    "      <gpu dev=\"1\" sm=\"70\" rank=\"1\" gdr=\"1\">\n"                                            // 9
+    "        <nvlink target=\"0000:06:00.0\" count=\"2\" tclass=\"0x030200\"/>\n"                      // 10
+    "      </gpu>\n"                                                                                    // 11
+    "    </pci>\n"                                                                                      // 12
+    "  </cpu>\n"                                                                                        // 13
+    "</system>\n";                                                                                      // 14
+
+/// `text` with line `n` (1-based) replaced by `line`.
+std::string edit(const std::string& text, int n, const std::string& line) {
+  std::size_t pos = 0;
+  for (int i = 1; i < n; ++i) pos = text.find('\n', pos) + 1;
+  const std::size_t end = text.find('\n', pos);
+  return text.substr(0, pos) + line + text.substr(end);
+}
+/// `text` without lines `from`..`to`.
+std::string drop(const std::string& text, int from, int to) {
+  std::size_t a = 0;
+  for (int i = 1; i < from; ++i) a = text.find('\n', a) + 1;
+  std::size_t b = a;
+  for (int i = from; i <= to; ++i) b = text.find('\n', b) + 1;
+  return text.substr(0, a) + text.substr(b);
+}
+
+// ---- the small data folder {mini} -------------------------------------------------------------------------
+// Known names there: cluster tiny; GPUs p40, v100-sxm2; model alexnet; frameworks caffe-mpi, cntk; paper mini;
+// architecture alexnet.
+fs::path root_dir() {
+  static const fs::path dir = fs::temp_directory_path() / ("dlscale-bad-input-" + std::to_string(::getpid()));
+  return dir;
+}
+
+void write(const fs::path& p, const std::string& text) {
+  fs::create_directories(p.parent_path());
+  std::ofstream(p, std::ios::binary) << text;
+}
+
+fs::path mini_data_dir() {
+  static const fs::path dir = [] {
+    const fs::path d = root_dir() / "mini";
+    const fs::path src = DLSCALE_SOURCE_DIR;
+    write(d / "topologies" / "gpus.yaml", kGpus);
+    write(d / "topologies" / "tiny.yaml", edit(kCluster, 4, "gpu: p40"));
+    fs::create_directories(d / "models" / "frameworks");
+    fs::create_directories(d / "models" / "profiles");
+    fs::create_directories(d / "models" / "arch");
+    fs::copy_file(src / "models" / "alexnet.yaml", d / "models" / "alexnet.yaml", fs::copy_options::overwrite_existing);
+    fs::copy_file(src / "models" / "arch" / "alexnet.yaml", d / "models" / "arch" / "alexnet.yaml",
+                  fs::copy_options::overwrite_existing);
+    for (const char* f : {"caffe-mpi", "cntk"})
+      fs::copy_file(src / "models" / "frameworks" / (std::string(f) + ".yaml"),
+                    d / "models" / "frameworks" / (std::string(f) + ".yaml"), fs::copy_options::overwrite_existing);
+    write(d / "examples" / "papers" / "mini.yaml", edit(edit(edit(kPaper, 5, "    systems: tiny"), 6, "    models: alexnet"), 8,
+                                                         "    gpus: [1, 2]"));
+    return d;
+  }();
+  return dir;
+}
+
+// ---- the catalogue ---------------------------------------------------------------------------------------
+struct Row {
+  std::string name;
+  std::vector<std::pair<std::string, std::string>> files;
+  std::string args;
+  std::string expected;
+  std::string data = "";
+};
+
+std::ostream& operator<<(std::ostream& os, const Row& r) { return os << r.name; }
+
+const std::string kCmdCluster = "predict --cluster {dir}/c.yaml --gpus 1 --format json -o {out}";
+const std::string kCmdTopo = "topo show {dir}/t.yaml -o {out}";
+const std::string kCmdNet = "predict --model {dir}/m.yaml --gpus 1 --format csv -o {out}";
+const std::string kCmdArch = "model export {dir}/small.yaml --dir {outdir}";
+const std::string kCmdFramework = "predict --framework {dir}/f.yaml --gpus 1 -o {out}";
+const std::string kCmdProfile = "predict --profile {dir}/p.yaml --gpus 1 -o {out}";
+const std::string kCmdCalibration =
+    "predict --cluster {src}/tests/data/calibration/cluster-a100x8.yaml --model {src}/tests/data/calibration/tiny-net.yaml "
+    "--batch 32 --gpus 2 --calibration {dir}/k.yaml -o {out}";
+const std::string kCmdSweep = "sweep --spec {dir}/s.yaml --threads 1 -o {out}";
+const std::string kCmdPaper = "reproduce {dir}/r.yaml -o {out}";
+const std::string kCmdLog = "calibrate import nccl-tests {dir}/all_reduce_perf.log -o {out}";
+const std::string kCmdNvb = "calibrate import nvbandwidth {dir}/nv.json -o {out}";
+const std::string kCmdSmi = "topo import nvidia-smi {dir}/smi.txt -o {out}";
+const std::string kCmdXml = "topo import nccl-xml {dir}/topo.xml -o {out}";
+const std::string kCmdGpu = "model show {src}/models/alexnet.yaml --gpu p40 -o {out}";
+
+std::vector<Row> catalogue() {
+  const std::string E = "dlscale: ";
+  std::vector<Row> rows = {
+      // ---- cluster, simple form -------------------------------------------------------------------------
+      {"cluster_unclosed_flow_map", {{"c.yaml", edit(kCluster, 5, "host_to_gpu: {pinned: \"10 GB/s\"")}}, kCmdCluster,
+       E + "{dir}/c.yaml:6:1: malformed YAML: end of map flow not found\n"},
+      {"cluster_tab_indentation", {{"c.yaml", edit(kCluster, 2, "\tnodes: 2")}}, kCmdCluster,
+       E + "{dir}/c.yaml:2:1: malformed YAML: illegal tab when looking for indentation\n"},
+      {"cluster_empty_file", {{"c.yaml", ""}}, kCmdCluster,
+       E + "{dir}/c.yaml:1:1: the file is empty (expected a mapping of keys to values)\n"},
+      {"cluster_only_a_comment", {{"c.yaml", "# nothing here yet\n"}}, kCmdCluster,
+       E + "{dir}/c.yaml:1:1: the file is empty (expected a mapping of keys to values)\n"},
+      {"cluster_is_a_list", {{"c.yaml", "- name: tiny\n- nodes: 2\n"}}, kCmdCluster,
+       E + "{dir}/c.yaml:1:1: expected a mapping of keys to values\n"},
+      {"cluster_nested_unknown_key", {{"c.yaml", edit(kCluster, 8, "storage: {disk: \"500 MB/s\", page_cache: \"3 GB/s\", ssd: \"2 GB/s\"}")}},
+       kCmdCluster,
+       E + "{dir}/c.yaml:8:51: 'storage.ssd': unknown key (known keys here: dataset_in_page_cache, disk, page_cache)\n"},
+      {"cluster_duplicate_key_in_flow_map", {{"c.yaml", edit(kCluster, 5, "host_to_gpu: {pinned: \"10 GB/s\", pinned: \"12 GB/s\"}")}},
+       kCmdCluster, E + "{dir}/c.yaml:5:34: 'host_to_gpu.pinned': duplicate key\n"},
+      {"cluster_size_for_a_bandwidth", {{"c.yaml", edit(kCluster, 5, "host_to_gpu: {pinned: \"25 GB\"}")}}, kCmdCluster,
+       E + "{dir}/c.yaml:5:23: 'host_to_gpu.pinned': unknown bandwidth unit 'GB' in '25 GB' (use B/s, MB/s, GB/s, GiB/s, Mb/s, Gb/s)\n"},
+      {"cluster_bandwidth_for_a_time", {{"c.yaml", edit(kCluster, 6, "intra_node: {bandwidth: \"10 GB/s\", latency: \"5 GB/s\"}")}},
+       kCmdCluster, E + "{dir}/c.yaml:6:45: 'intra_node.latency': unknown time unit 'GB/s' in '5 GB/s' (use s, ms, us, ns)\n"},
+      {"cluster_negative_latency", {{"c.yaml", edit(kCluster, 7, "inter_node: {bandwidth: \"56 Gb/s\", latency: \"-10 us\"}")}},
+       kCmdCluster, E + "{dir}/c.yaml:7:45: 'inter_node.latency': '-10 us' is negative\n"},
+      {"cluster_zero_inter_node_bandwidth", {{"c.yaml", edit(kCluster, 7, "inter_node: {bandwidth: \"0 Gb/s\", latency: \"10 us\"}")}},
+       kCmdCluster, E + "{dir}/c.yaml:7:25: 'inter_node.bandwidth': '0 Gb/s' must be greater than zero\n"},
+      {"cluster_nan_bandwidth", {{"c.yaml", edit(kCluster, 5, "host_to_gpu: {pinned: \".nan GB/s\"}")}}, kCmdCluster,
+       E + "{dir}/c.yaml:5:23: 'host_to_gpu.pinned': '.nan GB/s' is not a bandwidth (expected a number and a unit)\n"},
+      {"cluster_infinite_bandwidth", {{"c.yaml", edit(kCluster, 8, "storage: {disk: \"inf MB/s\", page_cache: \"3 GB/s\"}")}},
+       kCmdCluster, E + "{dir}/c.yaml:8:17: 'storage.disk': 'inf MB/s' is not a bandwidth (expected a number and a unit)\n"},
+      {"cluster_overflowing_bandwidth", {{"c.yaml", edit(kCluster, 5, "host_to_gpu: {pinned: \"1e400 GB/s\"}")}}, kCmdCluster,
+       E + "{dir}/c.yaml:5:23: 'host_to_gpu.pinned': '1e400 GB/s' is not a bandwidth (expected a number and a unit)\n"},
+      {"cluster_nodes_out_of_range", {{"c.yaml", edit(kCluster, 2, "nodes: 99999999999")}}, kCmdCluster,
+       E + "{dir}/c.yaml:2:8: 'nodes': 99999999999 is too large (at most 1000000)\n"},
+      {"cluster_gpus_per_node_out_of_range", {{"c.yaml", edit(kCluster, 3, "gpus_per_node: 4096")}}, kCmdCluster,
+       E + "{dir}/c.yaml:3:16: 'gpus_per_node': 4096 is too large (at most 1024)\n"},
+      {"cluster_fractional_gpu_count", {{"c.yaml", edit(kCluster, 3, "gpus_per_node: 2.5")}}, kCmdCluster,
+       E + "{dir}/c.yaml:3:16: 'gpus_per_node': '2.5' is not a whole number\n"},
+      {"cluster_sequence_for_a_map", {{"c.yaml", edit(kCluster, 8, "storage: [\"500 MB/s\", \"3 GB/s\"]")}}, kCmdCluster,
+       E + "{dir}/c.yaml:8:10: 'storage': expected a mapping of keys to values\n"},
+      {"cluster_map_for_a_scalar", {{"c.yaml", edit(kCluster, 1, "name: {first: tiny}")}}, kCmdCluster,
+       E + "{dir}/c.yaml:1:7: 'name': expected a single value, not a list or a mapping\n"},
+      {"cluster_missing_nested_key", {{"c.yaml", edit(kCluster, 6, "intra_node: {latency: \"5 us\"}")}}, kCmdCluster,
+       E + "{dir}/c.yaml:6:13: 'intra_node.bandwidth': missing required key\n"},
+      {"cluster_needs_inter_node", {{"c.yaml", drop(kCluster, 7, 7)}}, kCmdCluster,
+       E + "{dir}/c.yaml:1:1: a cluster of more than one node needs 'inter_node'\n"},
+      {"cluster_boolean", {{"c.yaml", edit(kCluster, 8, "storage: {disk: \"500 MB/s\", page_cache: \"3 GB/s\", dataset_in_page_cache: maybe}")}},
+       kCmdCluster, E + "{dir}/c.yaml:8:74: 'storage.dataset_in_page_cache': 'maybe' is not true or false\n"},
+      {"cluster_price", {{"c.yaml", std::string(kCluster) + "price_per_gpu_hour: \"2.5 dollars\"\n"}}, kCmdCluster,
+       E + "{dir}/c.yaml:9:21: 'price_per_gpu_hour': '2.5 dollars' is not a price per GPU-hour like \"2.5 USD\" (an amount ≥ 0 and a currency code)\n"},
+      {"cluster_gpu_flop_rate_unit", {{"c.yaml", edit(kCluster, 4, "gpu: {name: Test GPU, peak_fp32: \"10 TFLOP\", memory_bandwidth: \"300 GB/s\"}")}},
+       kCmdCluster, E + "{dir}/c.yaml:4:34: 'gpu.peak_fp32': unknown FLOP rate unit 'TFLOP' in '10 TFLOP' (use GFLOPS, TFLOPS, TFLOP/s)\n"},
+      {"cluster_gpu_sm_out_of_range",
+       {{"c.yaml", edit(kCluster, 4, "gpu: {name: Test GPU, peak_fp32: \"10 TFLOPS\", memory_bandwidth: \"300 GB/s\", sm: 99999999999}")}},
+       kCmdCluster, E + "{dir}/c.yaml:4:81: 'gpu.sm': 99999999999 is too large (at most 1000)\n"},
+      {"cluster_unknown_gpu_name", {{"c.yaml", edit(kCluster, 4, "gpu: gtx9090")}}, kCmdCluster + " --model {mini}/models/alexnet.yaml",
+       E + "{dir}/c.yaml:4:6: 'gpu': unknown GPU 'gtx9090' (known: p40, v100-sxm2)\n", "{mini}"},
+
+      // ---- cluster with a topology graph (node: / fabric:) ------------------------------------------------
+      {"topo_link_to_unknown_vertex", {{"t.yaml", edit(kTopo, 15, "    - {a: gpu0, b: sw9, kind: pcie, generation: 3, lanes: 16}")}},
+       kCmdTopo, E + "{dir}/t.yaml:15:20: 'node.links[1].b': no vertex named 'sw9' (known: cpu0, gpu0, gpu1, nic0, sw0)\n"},
+      {"topo_unknown_link_kind", {{"t.yaml", edit(kTopo, 14, "    - {a: gpu0, b: gpu1, kind: nvlink4, count: 2}")}}, kCmdTopo,
+       E + "{dir}/t.yaml:14:32: 'node.links[0].kind': unknown value 'nvlink4' (expected one of: nvlink, pcie, xbus, upi, qpi, "
+           "infinity_fabric, smp, infiniband, ethernet)\n"},
+      {"topo_zero_nvlinks", {{"t.yaml", edit(kTopo, 14, "    - {a: gpu0, b: gpu1, kind: nvlink, count: 0}")}}, kCmdTopo,
+       E + "{dir}/t.yaml:14:47: 'node.links[0].count': a link bundle has at least one link\n"},
+      {"topo_nvlinks_out_of_range", {{"t.yaml", edit(kTopo, 14, "    - {a: gpu0, b: gpu1, kind: nvlink, count: 99999999999}")}},
+       kCmdTopo, E + "{dir}/t.yaml:14:47: 'node.links[0].count': 99999999999 is too large (at most 1024)\n"},
+      {"topo_pcie_lanes_out_of_range", {{"t.yaml", edit(kTopo, 15, "    - {a: gpu0, b: sw0, kind: pcie, generation: 3, lanes: 99999999999}")}},
+       kCmdTopo, E + "{dir}/t.yaml:15:59: 'node.links[1].lanes': 99999999999 is too large (at most 64)\n"},
+      {"topo_pcie_without_generation", {{"t.yaml", edit(kTopo, 15, "    - {a: gpu0, b: sw0, kind: pcie, lanes: 16}")}}, kCmdTopo,
+       E + "{dir}/t.yaml:15:7: 'node.links[1]': a PCIe link needs 'generation' and 'lanes' (or an explicit 'bandwidth')\n"},
+      {"topo_link_to_itself", {{"t.yaml", edit(kTopo, 14, "    - {a: gpu0, b: gpu0, kind: nvlink, count: 2}")}}, kCmdTopo,
+       E + "{dir}/t.yaml:14:7: 'node.links[0]': a link joins 'gpu0' to itself\n"},
+      {"topo_duplicate_link", {{"t.yaml", std::string(kTopo) + "    - {a: cpu0, b: sw0, kind: pcie, generation: 3, lanes: 16}\n"}},
+       kCmdTopo, E + "{dir}/t.yaml:19:7: 'node.links[5]': link cpu0–sw0 (pcie) is declared twice (first at line 18)\n"},
+      {"topo_vertex_declared_twice", {{"t.yaml", edit(kTopo, 10, "  pcie_switches: [sw0, sw0]")}}, kCmdTopo,
+       E + "{dir}/t.yaml:10:24: 'node.pcie_switches[1]': vertex 'sw0' is declared twice\n"},
+      {"topo_nvlink_between_nic_and_switch", {{"t.yaml", edit(kTopo, 17, "    - {a: nic0, b: sw0, kind: nvlink}")}}, kCmdTopo,
+       E + "{dir}/t.yaml:17:31: 'node.links[3].kind': an NVLink joins a GPU to a GPU, an NVSwitch or a CPU, not 'nic0' to 'sw0'\n"},
+      {"topo_needs_fabric", {{"t.yaml", drop(kTopo, 6, 6)}}, kCmdTopo,
+       E + "{dir}/t.yaml:7:3: 'node': a cluster of more than one node needs a 'fabric' section next to 'node'\n"},
+      {"topo_fabric_without_node", {{"t.yaml", drop(kTopo, 7, 18)}}, kCmdTopo,
+       E + "{dir}/t.yaml:6:9: 'fabric': 'fabric' needs a 'node' section beside it\n"},
+      {"topo_fabric_speed_unit", {{"t.yaml", edit(kTopo, 6, "fabric: {kind: infiniband, speed: \"100 Gb\"}")}}, kCmdTopo,
+       E + "{dir}/t.yaml:6:35: 'fabric.speed': unknown bandwidth unit 'Gb' in '100 Gb' (use B/s, MB/s, GB/s, GiB/s, Mb/s, Gb/s)\n"},
+      {"topo_fabric_kind", {{"t.yaml", edit(kTopo, 6, "fabric: {kind: omnipath, speed: \"100 Gb/s\"}")}}, kCmdTopo,
+       E + "{dir}/t.yaml:6:16: 'fabric.kind': unknown value 'omnipath' (expected one of: infiniband, ethernet)\n"},
+      {"topo_zero_flows", {{"t.yaml", edit(kTopo, 6, "fabric: {kind: infiniband, speed: \"100 Gb/s\", flows: 0}")}}, kCmdTopo,
+       E + "{dir}/t.yaml:6:54: 'fabric.flows': a connection uses at least one flow\n"},
+      {"topo_nan_single_flow", {{"t.yaml", edit(kTopo, 6, "fabric: {kind: infiniband, speed: \"100 Gb/s\", single_flow: \"nan Gb/s\"}")}},
+       kCmdTopo, E + "{dir}/t.yaml:6:60: 'fabric.single_flow': 'nan Gb/s' is not a bandwidth (expected a number and a unit)\n"},
+      {"topo_negative_nic_speed", {{"t.yaml", edit(kTopo, 12, "    - {name: nic0, speed: \"-1 Gb/s\"}")}}, kCmdTopo,
+       E + "{dir}/t.yaml:12:27: 'node.nics[0].speed': '-1 Gb/s' is negative\n"},
+      {"topo_gpu_without_sm",
+       {{"t.yaml", edit(kTopo, 4, "gpu: {name: X, peak_fp32: \"10 TFLOPS\", memory_bandwidth: \"300 GB/s\"}")}}, kCmdTopo,
+       E + "{dir}/t.yaml:8:3: 'node': the GPU needs an 'sm' (compute capability) for the topology model: NVLink bandwidth depends on it\n"},
+      {"topo_links_not_a_list", {{"t.yaml", drop(edit(kTopo, 13, "  links: {a: gpu0, b: gpu1, kind: nvlink}"), 14, 18)}}, kCmdTopo,
+       E + "{dir}/t.yaml:13:10: 'node.links': expected a list\n"},
+      {"topo_p2p_same_gpu", {{"t.yaml", std::string(kTopo) + "  p2p_bandwidth: [{gpus: [0, 0], bandwidth: \"10 GB/s\"}]\n"}}, kCmdTopo,
+       E + "{dir}/t.yaml:19:26: 'node.p2p_bandwidth[0].gpus': expected two different local GPU indices below 2\n"},
+      {"topo_unknown_cpu_arch", {{"t.yaml", edit(kTopo, 9, "    - {name: cpu0, arch: riscv}")}}, kCmdTopo,
+       E + "{dir}/t.yaml:9:26: 'node.cpus[0].arch': unknown value 'riscv' (expected one of: x86, x86_64, power, ppc64, arm, aarch64)\n"},
+      {"collective_needs_a_graph", {{"c.yaml", kCluster}}, "collective --cluster {dir}/c.yaml --gpus 2 --bytes 1MiB -o {out}",
+       E + "'--cluster': cluster 'tiny' has no topology graph ('node:' section); dlscale collective needs one\n"},
+
+      // ---- GPU catalogue (topologies/gpus.yaml of the data folder) ------------------------------------------
+      {"gpus_missing_peak_fp16", {{"data/topologies/gpus.yaml", edit(kGpus, 2, "  - {id: p40, name: Tesla P40, sm: 61, peak_fp32: \"11.8 TFLOPS\",")}},
+       kCmdGpu, E + "{dir}/data/topologies/gpus.yaml:2:5: 'gpus[0].peak_fp16': missing required key\n", "{dir}/data"},
+      {"gpus_unknown_key", {{"data/topologies/gpus.yaml", edit(kGpus, 3, "     memory_bandwidth: \"346 GB/s\", memory: \"24 GB\", tdp: \"250 W\"}")}},
+       kCmdGpu,
+       E + "{dir}/data/topologies/gpus.yaml:3:53: 'gpus[0].tdp': unknown key (known keys here: architecture, base_clock, boost_clock, id, "
+           "memory, memory_bandwidth, name, nvlink_generation, nvlinks, pcie_generation, pcie_width, peak_fp16, peak_fp32, peak_tf32, sm, "
+           "source)\n",
+       "{dir}/data"},
+      {"gpus_size_for_a_bandwidth", {{"data/topologies/gpus.yaml", edit(kGpus, 3, "     memory_bandwidth: \"346 GB\", memory: \"24 GB\"}")}},
+       kCmdGpu,
+       E + "{dir}/data/topologies/gpus.yaml:3:24: 'gpus[0].memory_bandwidth': unknown bandwidth unit 'GB' in '346 GB' (use B/s, MB/s, "
+           "GB/s, GiB/s, Mb/s, Gb/s)\n",
+       "{dir}/data"},
+      {"gpus_negative_flop_rate", {{"data/topologies/gpus.yaml", edit(kGpus, 2, "  - {id: p40, name: Tesla P40, sm: 61, peak_fp32: \"-11.8 TFLOPS\", peak_fp16: \"0.18 TFLOPS\",")}},
+       kCmdGpu, E + "{dir}/data/topologies/gpus.yaml:2:51: 'gpus[0].peak_fp32': '-11.8 TFLOPS' is negative\n", "{dir}/data"},
+      {"gpus_duplicate_id", {{"data/topologies/gpus.yaml", edit(kGpus, 4, "  - {id: P40, name: Tesla V100 SXM2, sm: 70, peak_fp32: \"15.7 TFLOPS\",")}},
+       kCmdGpu, E + "{dir}/data/topologies/gpus.yaml:4:10: 'gpus[1].id': GPU id 'P40' is used twice\n", "{dir}/data"},
+      {"gpus_map_for_a_list", {{"data/topologies/gpus.yaml", "gpus: {p40: Tesla P40}\n"}}, kCmdGpu,
+       E + "{dir}/data/topologies/gpus.yaml:1:7: 'gpus': expected a list\n", "{dir}/data"},
+      {"gpus_error_through_a_cluster", {{"data/topologies/gpus.yaml", edit(kGpus, 3, "     memory_bandwidth: \"346 GB/s\", memory: \"24 GBs\"}")},
+                                        {"c.yaml", edit(kCluster, 4, "gpu: p40")}},
+       kCmdCluster + " --model {src}/models/alexnet.yaml --framework {src}/models/frameworks/caffe-mpi.yaml",
+       E + "{dir}/data/topologies/gpus.yaml:3:44: 'gpus[0].memory': unknown size unit 'GBs' in '24 GBs' (use B, kB, MB, GB, KiB, MiB, GiB)\n",
+       "{dir}/data"},
+      {"gpus_unknown_name_option", {}, "model show alexnet --gpu gtx9090 -o {out}",
+       E + "'--gpu': unknown GPU 'gtx9090' (known: p40, v100-sxm2)\n", "{mini}"},
+
+      // ---- network (models/NAME.yaml) ---------------------------------------------------------------------
+      {"net_unknown_layer_kind", {{"m.yaml", edit(kNet, 4, "  - {name: conv1, kind: conv3d, params: 896, forward_flops: 1769472}")}},
+       kCmdNet, E + "{dir}/m.yaml:4:25: 'layers[0].kind': unknown layer kind 'conv3d' (expected conv, linear, batchnorm, layernorm, "
+                    "embedding, attention or other)\n"},
+      {"net_negative_params", {{"m.yaml", edit(kNet, 4, "  - {name: conv1, kind: conv, params: -896, forward_flops: 1769472}")}}, kCmdNet,
+       E + "{dir}/m.yaml:4:39: 'layers[0].params': must not be negative, got -896\n"},
+      {"net_params_too_large", {{"m.yaml", edit(kNet, 4, "  - {name: conv1, kind: conv, params: 99999999999999999999, forward_flops: 1769472}")}},
+       kCmdNet, E + "{dir}/m.yaml:4:39: 'layers[0].params': '99999999999999999999' is out of range (whole numbers up to 9e15 in magnitude)\n"},
+      {"net_flops_not_a_number", {{"m.yaml", edit(kNet, 5, "  - {name: fc, kind: linear, params: 10250, forward_flops: 2e4x}")}}, kCmdNet,
+       E + "{dir}/m.yaml:5:60: 'layers[1].forward_flops': '2e4x' is not a number\n"},
+      {"net_infinite_flops", {{"m.yaml", edit(kNet, 4, "  - {name: conv1, kind: conv, params: 896, forward_flops: .inf}")}}, kCmdNet,
+       E + "{dir}/m.yaml:4:59: 'layers[0].forward_flops': '.inf' is not a number\n"},
+      {"net_negative_macs", {{"m.yaml", edit(kNet, 4, "  - {name: conv1, kind: conv, params: 896, forward_flops: 1769472, macs: -1}")}},
+       kCmdNet, E + "{dir}/m.yaml:4:74: 'layers[0].macs': must not be negative\n"},
+      {"net_zero_dimension", {{"m.yaml", edit(kNet, 2, "input: {kind: image, shape: [3, 0, 32], bytes_per_sample: \"12288 B\"}")}}, kCmdNet,
+       E + "{dir}/m.yaml:2:29: 'input.shape': every dimension of a shape must be positive\n"},
+      {"net_bandwidth_for_a_size", {{"m.yaml", edit(kNet, 2, "input: {kind: image, shape: [3, 32, 32], bytes_per_sample: \"12 KB/s\"}")}},
+       kCmdNet,
+       E + "{dir}/m.yaml:2:60: 'input.bytes_per_sample': unknown size unit 'KB/s' in '12 KB/s' (use B, kB, MB, GB, KiB, MiB, GiB)\n"},
+      {"net_negative_activations", {{"m.yaml", edit(kNet, 5, "  - {name: fc, kind: linear, params: 10250, forward_flops: 20480, activation_bytes: \"-5 B\"}")}},
+       kCmdNet, E + "{dir}/m.yaml:5:85: 'layers[1].activation_bytes': '-5 B' is negative\n"},
+      {"net_no_layers", {{"m.yaml", drop(edit(kNet, 3, "layers: []"), 4, 5)}}, kCmdNet,
+       E + "{dir}/m.yaml:1:1: a model needs at least one learnable layer\n"},
+      {"net_layers_map", {{"m.yaml", drop(edit(kNet, 3, "layers: {name: conv1, kind: conv}"), 4, 5)}}, kCmdNet,
+       E + "{dir}/m.yaml:3:9: 'layers': expected a list\n"},
+      {"net_duplicate_key", {{"m.yaml", edit(kNet, 5, "  - {name: fc, kind: linear, params: 10250, params: 10, forward_flops: 20480}")}},
+       "model show {dir}/m.yaml -o {out}", E + "{dir}/m.yaml:5:45: 'layers[1].params': duplicate key\n"},
+      {"net_unknown_key", {{"m.yaml", edit(kNet, 5, "  - {name: fc, kind: linear, params: 10250, forward_flops: 20480, weights: 3}")}},
+       "model show {dir}/m.yaml -o {out}",
+       E + "{dir}/m.yaml:5:67: 'layers[1].weights': unknown key (known keys here: activation_bytes, forward_flops, kind, macs, name, "
+           "output_shape, params)\n"},
+      {"net_unknown_name", {}, "model show resnet51 -o {out}", E + "'NAME': unknown model 'resnet51' (known: alexnet)\n", "{mini}"},
+
+      // ---- architecture descriptions (models/arch) -----------------------------------------------------------
+      {"arch_unknown_layer_kind", {{"small.yaml", edit(kArch, 6, "  - gelu6")}}, kCmdArch,
+       E + "{dir}/small.yaml:6:5: 'layers[1]': unknown layer kind 'gelu6' (known: conv, linear, batchnorm, layernorm, rmsnorm, "
+           "embedding, attention, mlp, maxpool, avgpool, adaptive_avgpool, global_avgpool, flatten, first_token, relu, gelu, silu, "
+           "tanh, dropout, residual, concat, block, repeat)\n"},
+      {"arch_kernel_larger_than_input", {{"small.yaml", edit(kArch, 5, "  - conv: {name: conv1, out: 16, kernel: 35}")}}, kCmdArch,
+       E + "{dir}/small.yaml:5:42: 'layers[0].conv.kernel': a 35x35 kernel does not fit the 32x32 input (padding 0x0)\n"},
+      {"arch_zero_channels", {{"small.yaml", edit(kArch, 5, "  - conv: {name: conv1, out: 0, kernel: 3, pad: 1}")}}, kCmdArch,
+       E + "{dir}/small.yaml:5:30: 'layers[0].conv.out': must be a positive whole number, got 0\n"},
+      {"arch_name_is_not_the_file_name", {{"small.yaml", edit(kArch, 1, "name: big")}}, kCmdArch,
+       E + "{dir}/small.yaml:1:7: 'name': the name 'big' must match the file name 'small'\n"},
+      {"arch_image_and_tokens", {{"small.yaml", edit(kArch, 3, "input: {image: [3, 32, 32], tokens: 128}")}}, kCmdArch,
+       E + "{dir}/small.yaml:3:8: 'input': give exactly one of 'image: [C, H, W]' or 'tokens: S' / 'tokens: [N, S]'\n"},
+      {"arch_dropout_out_of_range", {{"small.yaml", edit(kArch, 8, "  - dropout: 1.5")}}, kCmdArch,
+       E + "{dir}/small.yaml:8:14: 'layers[3].dropout': a dropout probability lies in [0, 1)\n"},
+      {"arch_layer_name_twice", {{"small.yaml", edit(kArch, 9, "  - linear: {name: conv1, out: 10}")}}, kCmdArch,
+       E + "{dir}/small.yaml:9:20: 'layers[4].linear.name': layer name 'conv1' is used twice\n"},
+      {"arch_unknown_name", {}, "model export vgg11 --dir {outdir}", E + "'NAME': unknown model architecture 'vgg11' (known: alexnet)\n",
+       "{mini}"},
+
+      // ---- framework strategies ---------------------------------------------------------------------------
+      {"framework_unknown_overlap", {{"f.yaml", edit(kFramework, 4, "overlap: sometimes")}}, kCmdFramework,
+       E + "{dir}/f.yaml:4:10: 'overlap': unknown value 'sometimes' (expected one of: none, layerwise, bucketed)\n"},
+      {"framework_zero_bucket", {{"f.yaml", edit(kFramework, 6, "buckets: {size: \"0 MiB\", first: \"1 MiB\"}")}}, kCmdFramework,
+       E + "{dir}/f.yaml:6:17: 'buckets.size': a bucket must hold more than zero bytes\n"},
+      {"framework_bandwidth_for_a_size", {{"f.yaml", edit(kFramework, 6, "buckets: {size: \"25 MB/s\", first: \"1 MiB\"}")}}, kCmdFramework,
+       E + "{dir}/f.yaml:6:17: 'buckets.size': unknown size unit 'MB/s' in '25 MB/s' (use B, kB, MB, GB, KiB, MiB, GiB)\n"},
+      {"framework_negative_first_bucket", {{"f.yaml", edit(kFramework, 6, "buckets: {size: \"25 MiB\", first: \"-1 MiB\"}")}}, kCmdFramework,
+       E + "{dir}/f.yaml:6:34: 'buckets.first': '-1 MiB' is negative\n"},
+      {"framework_buckets_list", {{"f.yaml", edit(kFramework, 6, "buckets: [\"25 MiB\", \"1 MiB\"]")}}, kCmdFramework,
+       E + "{dir}/f.yaml:6:10: 'buckets': expected a mapping of keys to values\n"},
+      {"framework_negative_efficiency", {{"f.yaml", std::string(kFramework) + "compute_efficiency: -0.5\n"}}, kCmdFramework,
+       E + "{dir}/f.yaml:7:21: 'compute_efficiency': must be greater than zero, got -0.5\n"},
+      {"framework_nan_efficiency", {{"f.yaml", std::string(kFramework) + "compute_efficiency: .nan\n"}}, kCmdFramework,
+       E + "{dir}/f.yaml:7:21: 'compute_efficiency': '.nan' is not a number\n"},
+      {"framework_memory_kind", {{"f.yaml", edit(kFramework, 2, "io: {prefetch: true, memory: shared}")}}, kCmdFramework,
+       E + "{dir}/f.yaml:2:30: 'io.memory': unknown value 'shared' (expected one of: pinned, pageable)\n"},
+      {"framework_servers_out_of_range", {{"f.yaml", std::string(kFramework) + "parameter_servers: 99999999999\n"}}, kCmdFramework,
+       E + "{dir}/f.yaml:7:20: 'parameter_servers': 99999999999 is too large (at most 1000000)\n"},
+      {"framework_unknown_name", {}, "predict --framework horovod --cluster tiny --model alexnet -o {out}",
+       E + "'--framework': unknown framework 'horovod' (known: caffe-mpi, cntk)\n", "{mini}"},
+
+      // ---- profiles -----------------------------------------------------------------------------------------
+      {"profile_bandwidth_for_a_time",
+       {{"p.yaml", edit(kProfile, 5, "single_gpu: {io: \"5 GB/s\", h2d: \"0.0527 s\", forward: \"0.1684 s\", backward: \"0.2918 s\", update: \"0.0086 s\"}")}},
+       kCmdProfile, E + "{dir}/p.yaml:5:18: 'single_gpu.io': unknown time unit 'GB/s' in '5 GB/s' (use s, ms, us, ns)\n"},
+      {"profile_missing_phase",
+       {{"p.yaml", edit(kProfile, 5, "single_gpu: {io: \"0.223 s\", h2d: \"0.0527 s\", forward: \"0.1684 s\", backward: \"0.2918 s\"}")}},
+       kCmdProfile, E + "{dir}/p.yaml:5:13: 'single_gpu.update': missing required key\n"},
+      {"profile_zero_gpus", {{"p.yaml", edit(kProfile, 7, "  0: {io: \"0.45 s\", comm: \"0.0359 s\"}")}}, kCmdProfile,
+       E + "{dir}/p.yaml:7:6: 'measured.0': keys of 'measured' are GPU counts (whole numbers ≥ 1)\n"},
+      {"profile_measured_list", {{"p.yaml", drop(edit(kProfile, 6, "measured: [2, 4]"), 7, 8)}}, kCmdProfile,
+       E + "{dir}/p.yaml:6:11: 'measured': expected a mapping of keys to values\n"},
+      {"profile_measured_unknown_key", {{"p.yaml", edit(kProfile, 7, "  2: {io: \"0.45 s\", com: \"0.0359 s\"}")}}, kCmdProfile,
+       E + "{dir}/p.yaml:7:21: 'measured.2.com': unknown key (known keys here: comm, h2d, io, iteration)\n"},
+      {"profile_duplicate_gpu_count", {{"p.yaml", edit(kProfile, 8, "  2: {io: \"0.72 s\", comm: \"0.042 s\"}")}}, kCmdProfile,
+       E + "{dir}/p.yaml:8:3: 'measured.2': duplicate key\n"},
+      {"profile_batch_out_of_range", {{"p.yaml", edit(kProfile, 4, "batch_per_gpu: 99999999999")}}, kCmdProfile,
+       E + "{dir}/p.yaml:4:16: 'batch_per_gpu': 99999999999 is too large (at most 1000000)\n"},
+      {"profile_negative_time",
+       {{"p.yaml", edit(kProfile, 5, "single_gpu: {io: \"-0.223 s\", h2d: \"0.0527 s\", forward: \"0.1684 s\", backward: \"0.2918 s\", update: \"0.0086 s\"}")}},
+       kCmdProfile, E + "{dir}/p.yaml:5:18: 'single_gpu.io': '-0.223 s' is negative\n"},
+      {"profile_unknown_model", {{"p.yaml", drop(edit(kProfile, 1, "model: alexnet2"), 3, 3)}}, kCmdProfile + " --cluster tiny",
+       E + "{dir}/p.yaml:1:8: 'model': unknown model 'alexnet2' (known: alexnet)\n", "{mini}"},
+      {"profile_unknown_cluster", {{"p.yaml", kProfile}}, kCmdProfile,
+       E + "{dir}/p.yaml:3:10: 'cluster': unknown cluster 'shi-chu-p40' (known: tiny)\n", "{mini}"},
+      {"profile_of_another_model", {{"p.yaml", kProfile}}, kCmdProfile + " --model resnet50",
+       E + "'--model': the profile {dir}/p.yaml is for model 'alexnet', not 'resnet50'\n"},
+
+      // ---- calibration files --------------------------------------------------------------------------------
+      {"calibration_schema_version", {{"k.yaml", edit(kCalibration, 1, "schema: 3")}}, kCmdCalibration,
+       E + "{dir}/k.yaml:1:9: 'schema': calibration schema version 3 is not supported (this dlscale reads version 1)\n"},
+      {"calibration_schema_not_a_number", {{"k.yaml", edit(kCalibration, 1, "schema: one")}}, kCmdCalibration,
+       E + "{dir}/k.yaml:1:9: 'schema': 'one' is not a number\n"},
+      {"calibration_of_another_gpu", {{"k.yaml", edit(kCalibration, 3, "gpu: \"Tesla P40\"")}}, kCmdCalibration,
+       E + "{dir}/k.yaml:3:6: 'gpu': the calibration was measured on 'Tesla P40', but cluster 'test-a100x8' has "
+           "'NVIDIA A100-SXM4-80GB'; use a cluster of that GPU (dlscale-calibrate writes one) or leave out --calibration\n"},
+      {"calibration_sizes_out_of_order", {{"k.yaml", edit(kCalibration, 9, "      - {size: \"524288 B\", time: \"60 us\"}")}},
+       kCmdCalibration, E + "{dir}/k.yaml:9:16: 'collectives[0].points[1].size': sizes must be listed in increasing order\n"},
+      {"calibration_unknown_op", {{"k.yaml", edit(kCalibration, 5, "  - op: alltoall")}}, kCmdCalibration,
+       E + "{dir}/k.yaml:5:9: 'collectives[0].op': unknown value 'alltoall' (expected one of: allreduce, allgather, reducescatter, "
+           "broadcast, reduce)\n"},
+      {"calibration_more_nodes_than_gpus", {{"k.yaml", edit(kCalibration, 6, "    gpus: 2\n    nodes: 3")}}, kCmdCalibration,
+       E + "{dir}/k.yaml:7:12: 'collectives[0].nodes': more nodes than GPUs\n"},
+      {"calibration_zero_time", {{"k.yaml", edit(kCalibration, 9, "      - {size: \"4194304 B\", time: \"0 us\"}")}}, kCmdCalibration,
+       E + "{dir}/k.yaml:9:35: 'collectives[0].points[1].time': a measured time must be greater than zero\n"},
+      {"calibration_inconsistent_algbw", {{"k.yaml", edit(kCalibration, 9, "      - {size: \"4194304 B\", time: \"60 us\", algbw: \"50 GB/s\"}")}},
+       kCmdCalibration,
+       E + "{dir}/k.yaml:9:51: 'collectives[0].points[1].algbw': disagrees with size/time (69.91 GB/s); fix or remove it\n"},
+      {"calibration_gpus_out_of_range", {{"k.yaml", edit(kCalibration, 6, "    gpus: 99999999999")}}, kCmdCalibration,
+       E + "{dir}/k.yaml:6:11: 'collectives[0].gpus': must be a whole number from 1 to 1000000, got 99999999999\n"},
+      {"calibration_missing_provenance", {{"k.yaml", drop(kCalibration, 2, 2)}}, kCmdCalibration,
+       E + "{dir}/k.yaml:1:1: 'provenance': missing required key\n"},
+      {"calibration_missing_file", {}, "predict --calibration {dir}/nowhere.yaml -o {out}",
+       E + "{dir}/nowhere.yaml: '--calibration': cannot open file (no such file)\n"},
+
+      // ---- sweep specs -----------------------------------------------------------------------------------------
+      {"sweep_zero_gpus", {{"s.yaml", edit(kSweep, 6, "  gpus: [0, 4]")}}, kCmdSweep,
+       E + "{dir}/s.yaml:6:10: 'grid.gpus[0]': a GPU count is a whole number ≥ 1\n"},
+      {"sweep_unknown_cluster", {{"s.yaml", edit(edit(kSweep, 3, "  cluster: dgx-9"), 4, "  model: alexnet")}}, kCmdSweep,
+       E + "{dir}/s.yaml:3:12: 'grid.cluster': unknown cluster 'dgx-9' (known: tiny)\n", "{mini}"},
+      {"sweep_neither_grid_nor_list", {{"s.yaml", "name: s\n"}}, kCmdSweep,
+       E + "{dir}/s.yaml:1:1: a sweep spec needs 'grid' or 'list' (or both)\n"},
+      {"sweep_negative_link", {{"s.yaml", edit(kSweep, 9, "    - {inter_node: \"-100 Gb/s\"}")}}, kCmdSweep,
+       E + "{dir}/s.yaml:9:20: 'grid.links[1].inter_node': '-100 Gb/s' is negative\n"},
+      {"sweep_bandwidth_for_a_bucket", {{"s.yaml", edit(kSweep, 6, "  gpus: [1, 4]\n  bucket_size: \"8 MiB/s\"")}}, kCmdSweep,
+       E + "{dir}/s.yaml:7:16: 'grid.bucket_size': unknown size unit 'MiB/s' in '8 MiB/s' (use B, kB, MB, GB, KiB, MiB, GiB)\n"},
+      {"sweep_unknown_key", {{"s.yaml", edit(kSweep, 6, "  gpus: [1, 4]\n  colour: red")}}, kCmdSweep,
+       E + "{dir}/s.yaml:7:3: 'grid.colour': unknown key (known keys here: batch, bucket_size, cluster, framework, gpus, links, model, "
+           "precision)\n"},
+      {"sweep_precision", {{"s.yaml", edit(kSweep, 6, "  gpus: [1, 4]\n  precision: fp8")}}, kCmdSweep,
+       E + "{dir}/s.yaml:7:14: 'grid.precision': unknown value 'fp8' (expected one of: fp32, fp16)\n"},
+      {"sweep_format", {{"s.yaml", kSweep}}, "sweep --spec {dir}/s.yaml --format xml -o {out}",
+       E + "'--format': unknown format 'xml' (expected csv or jsonl)\n"},
+
+      // ---- reproduction scenarios ------------------------------------------------------------------------------
+      {"paper_more_gpus_than_the_system", {{"r.yaml", edit(kPaper, 8, "    gpus: [1, 2, 64]")}}, kCmdPaper,
+       E + "{dir}/r.yaml:8:11: 'experiments[0].gpus': experiment 'one': 64 GPUs asked for on 'shi-chu-p40', which holds 16\n"},
+      {"paper_zero_batch", {{"r.yaml", edit(kPaper, 9, "    batch: 0")}}, kCmdPaper,
+       E + "{dir}/r.yaml:9:12: 'experiments[0].batch': must be a whole number ≥ 1, got 0\n"},
+      {"paper_duplicate_id", {{"r.yaml", std::string(kPaper) + "  - {id: one, systems: shi-chu-p40, models: resnet50, frameworks: caffe-mpi, gpus: 1, batch: 32}\n"}},
+       kCmdPaper, E + "{dir}/r.yaml:10:5: 'experiments[1]': experiment id 'one' is used twice\n"},
+      {"paper_percent_without_sign", {{"r.yaml", std::string(kPaper) + "    measured:\n      - {source: x, allreduce_efficiency: \"59.59\"}\n"}},
+       kCmdPaper, E + "{dir}/r.yaml:11:43: 'experiments[0].measured[0].allreduce_efficiency': '59.59' is not a percentage like \"59.59 %\"\n"},
+      {"paper_busbw_without_operations", {{"r.yaml", std::string(kPaper) + "    kind: busbw\n"}}, kCmdPaper,
+       E + "{dir}/r.yaml:4:5: 'experiments[0].operations': missing required key\n"},
+      {"paper_no_experiments", {{"r.yaml", drop(edit(kPaper, 3, "experiments: []"), 4, 9)}}, kCmdPaper,
+       E + "{dir}/r.yaml:3:14: 'experiments': a scenario file needs at least one experiment\n"},
+      {"paper_unknown_model", {{"r.yaml", edit(edit(kPaper, 5, "    systems: tiny"), 6, "    models: resnet50")}}, kCmdPaper,
+       E + "{dir}/r.yaml:6:13: 'experiments[0].models': unknown model 'resnet50' (known: alexnet)\n", "{mini}"},
+      {"paper_unknown_name", {}, "reproduce shi-chu-2019 -o {out}", E + "'PAPER': unknown paper 'shi-chu-2019' (known: all, mini)\n",
+       "{mini}"},
+
+      // ---- nccl-tests logs -------------------------------------------------------------------------------------
+      {"log_truncated", {{"all_reduce_perf.log", drop(kLog, 15, 16)}}, kCmdLog,
+       E + "{dir}/all_reduce_perf.log:14:1: the log ends inside a table (truncated?): no '# Avg bus bandwidth' line after the last row\n"},
+      {"log_cut_mid_row", {{"all_reduce_perf.log", drop(edit(kLog, 14, "     4194304       1048576     float     sum      -1   140.00   29.96   44.94       0   140.00   2"), 15, 16)}},
+       kCmdLog, E + "{dir}/all_reduce_perf.log:14:98: garbled or truncated row: 11 columns, the header at line 10 has 13\n"},
+      {"log_garbled_time", {{"all_reduce_perf.log", edit(kLog, 13, "     2097152        524288     float     sum      -1    8O.00   26.21   39.32       0    80.00   26.21   39.32       0")}},
+       kCmdLog, E + "{dir}/all_reduce_perf.log:13:57: garbled row: time '8O.00' is not a number\n"},
+      {"log_algbw_disagrees", {{"all_reduce_perf.log", edit(kLog, 13, "     2097152        524288     float     sum      -1    80.00   36.21   39.32       0    80.00   26.21   39.32       0")}},
+       kCmdLog, E + "{dir}/all_reduce_perf.log:13:65: algbw 36.21 GB/s disagrees with size/time = 26.21 GB/s (garbled row?)\n"},
+      {"log_rank_lines_disagree", {{"all_reduce_perf.log", edit(kLog, 1, "# nThread 1 nGpus 8 minBytes 1048576 maxBytes 4194304")}},
+       kCmdLog, E + "{dir}/all_reduce_perf.log:10:1: 4 '# Rank' lines do not match the header's nThread·nGpus = 8\n"},
+      {"log_busbw_disagrees", {{"all_reduce_perf.log", edit(kLog, 13, "     2097152        524288     float     sum      -1    80.00   26.21   52.42       0    80.00   26.21   39.32       0")}},
+       kCmdLog,
+       E + "{dir}/all_reduce_perf.log:13:73: busbw 52.42 GB/s is not algbw × 1.5 (the allreduce factor for 4 GPUs) = 39.31 GB/s: wrong GPU "
+           "count or garbled row\n"},
+      {"log_gpu_count_unknown", {{"all_reduce_perf.log", drop(kLog, 1, 7)}}, kCmdLog,
+       E + "{dir}/all_reduce_perf.log:3:1: no '# Rank ... device' lines and no 'nThread N nGpus M' header before the table: GPU count unknown\n"},
+      {"log_without_a_table", {{"all_reduce_perf.log", drop(kLog, 8, 16)}}, kCmdLog,
+       E + "{dir}/all_reduce_perf.log:1:1: no nccl-tests result table found (expected a '#  size  count  type ... time  algbw  busbw' header)\n"},
+      {"log_old_columns_garbled", {{"all_reduce_perf.log", edit(kOldLog, 5, "     2097152        524288   float    57.94   36.20   63.34  1e-07    58.81   35.66")}},
+       kCmdLog, E + "{dir}/all_reduce_perf.log:5:79: garbled or truncated row: 9 columns, the header at line 2 has 11\n"},
+      {"log_not_a_collective", {{"alltoall_perf.log", kLog}}, "calibrate import nccl-tests {dir}/alltoall_perf.log -o {out}",
+       E + "{dir}/alltoall_perf.log:10:1: alltoall_perf is not a collective dlscale models (allreduce, allgather, reducescatter, broadcast, "
+           "reduce)\n"},
+      {"log_collective_unknown", {{"bench.log", kLog}}, "calibrate import nccl-tests {dir}/bench.log -o {out}",
+       E + "{dir}/bench.log:10:1: cannot tell which collective this table measures: name the file after the test (e.g. all_reduce_perf.log) "
+           "or pass --op\n"},
+      {"log_bad_op_option", {{"bench.log", kLog}}, "calibrate import nccl-tests {dir}/bench.log --op gather -o {out}",
+       E + "'--op': unknown collective 'gather' (expected allreduce, allgather, reducescatter, broadcast or reduce)\n"},
+      {"log_missing_file", {}, "calibrate import nccl-tests {dir}/all_reduce_perf.log -o {out}",
+       E + "{dir}/all_reduce_perf.log: cannot open file (no such file or not readable)\n"},
+
+      // ---- nvbandwidth JSON --------------------------------------------------------------------------------------
+      {"nvbandwidth_truncated", {{"nv.json", drop(kNvb, 9, 12)}}, kCmdNvb,
+       E + "{dir}/nv.json:9:1: malformed JSON: syntax error while parsing object - unexpected end of input; expected '}'\n"},
+      {"nvbandwidth_empty", {{"nv.json", "\n"}}, kCmdNvb,
+       E + "{dir}/nv.json:1:1: the file is empty (expected the JSON output of nvbandwidth -j)\n"},
+      {"nvbandwidth_other_json", {{"nv.json", "{\"benchmarks\": []}\n"}}, kCmdNvb,
+       E + "{dir}/nv.json:1:1: 'nvbandwidth': not an nvbandwidth JSON file (no top-level 'nvbandwidth' object)\n"},
+      {"nvbandwidth_testcases_not_a_list", {{"nv.json", "{\"nvbandwidth\": {\n  \"testcases\": {\"name\": \"x\"}\n}}\n"}}, kCmdNvb,
+       E + "{dir}/nv.json:2:3: 'nvbandwidth.testcases': expected a list of test cases\n"},
+      {"nvbandwidth_test_without_name", {{"nv.json", edit(kNvb, 6, "        \"title\": \"host_to_device_memcpy_ce\",")}}, kCmdNvb,
+       E + "{dir}/nv.json:5:7: 'nvbandwidth.testcases[0]': a test case without a name\n"},
+      {"nvbandwidth_nothing_usable", {{"nv.json", edit(kNvb, 7, "        \"status\": \"Waived\",")}}, kCmdNvb,
+       E + "{dir}/nv.json:4:5: 'nvbandwidth.testcases': no passed copy or latency test case that dlscale can use\n"},
+      {"nvbandwidth_garbled_entry", {{"nv.json", edit(kNvb, 8, "        \"bandwidth_matrix\": [[\"53,69\"]]")}}, kCmdNvb,
+       E + "{dir}/nv.json:8:31: 'nvbandwidth.testcases[0].bandwidth_matrix[0][0]': '53,69' is not a number (nor N/A)\n"},
+      {"nvbandwidth_nan_entry", {{"nv.json", edit(kNvb, 8, "        \"bandwidth_matrix\": [[\"NaN\"]]")}}, kCmdNvb,
+       E + "{dir}/nv.json:8:31: 'nvbandwidth.testcases[0].bandwidth_matrix[0][0]': \"NaN\" is not a finite number\n"},
+      {"nvbandwidth_negative_entry", {{"nv.json", edit(kNvb, 8, "        \"bandwidth_matrix\": [[-53.69]]")}}, kCmdNvb,
+       E + "{dir}/nv.json:8:31: 'nvbandwidth.testcases[0].bandwidth_matrix[0][0]': -53.69 is negative\n"},
+      {"nvbandwidth_negative_buffer", {{"nv.json", edit(kNvb, 3, "    \"bufferSize\": -5,")}}, kCmdNvb,
+       E + "{dir}/nv.json:3:5: 'nvbandwidth.bufferSize': -5 is not a buffer size in MiB (a number greater than zero)\n"},
+
+      // ---- nvidia-smi topo -m ---------------------------------------------------------------------------------------
+      {"smi_nvlink_count", {{"smi.txt", edit(kSmi, 2, "GPU0\t X \tNVx\tPIX\t0-19")}}, kCmdSmi,
+       E + "{dir}/smi.txt:2:10: 'NVx' is not an NVLink count like NV2\n"},
+      {"smi_column_without_row", {{"smi.txt", edit(kSmi, 1, "\tGPU0\tGPU2\tmlx5_0\tCPU Affinity")}}, kCmdSmi,
+       E + "{dir}/smi.txt:1:7: column 'GPU2' names no GPU row (the matrix has GPU0 … GPU1)\n"},
+      {"smi_row_short_of_a_cell", {{"smi.txt", edit(kSmi, 3, "GPU1\tNV2\t X \t0-19")}}, kCmdSmi,
+       E + "{dir}/smi.txt:3:18: row GPU1 has 3 cells, the header names 4 columns\n"},
+      {"smi_empty", {{"smi.txt", ""}}, kCmdSmi,
+       E + "{dir}/smi.txt:1:1: no 'nvidia-smi topo -m' matrix found (a header row starting with GPU0)\n"},
+      {"smi_other_text", {{"smi.txt", "Failed to initialize NVML: Driver/library version mismatch\n"}}, kCmdSmi,
+       E + "{dir}/smi.txt:1:1: no 'nvidia-smi topo -m' matrix found (a header row starting with GPU0)\n"},
+
+      // ---- NCCL topology XML ------------------------------------------------------------------------------------------
+      {"xml_never_closed", {{"topo.xml", drop(kXml, 6, 14)}}, kCmdXml, E + "{dir}/topo.xml:4:7: malformed XML: <gpu> is never closed\n"},
+      {"xml_mismatched_tag", {{"topo.xml", edit(kXml, 7, "    </pcx>")}}, kCmdXml,
+       E + "{dir}/topo.xml:7:5: malformed XML: closing tag </pcx> does not match <pci>\n"},
+      {"xml_unquoted_attribute", {{"topo.xml", edit(kXml, 2, "  <cpu numaid=0 arch=\"x86_64\" vendor=\"GenuineIntel\" familyid=\"6\" modelid=\"85\">")}},
+       kCmdXml, E + "{dir}/topo.xml:2:15: malformed XML: attribute 'numaid' needs a quoted value\n"},
+      {"xml_gpu_dev_not_a_number", {{"topo.xml", edit(kXml, 9, "      <gpu dev=\"one\" sm=\"70\" rank=\"1\" gdr=\"1\">")}}, kCmdXml,
+       E + "{dir}/topo.xml:9:7: <gpu> 'dev' must be a whole number, not 'one'\n"},
+      {"xml_gpu_numbering", {{"topo.xml", edit(kXml, 9, "      <gpu dev=\"5\" sm=\"70\" rank=\"1\" gdr=\"1\">")}}, kCmdXml,
+       E + "{dir}/topo.xml:9:7: GPU 'dev' numbers must run 0, 1, 2, …\n"},
+      {"xml_zero_nvlinks", {{"topo.xml", edit(kXml, 5, "        <nvlink target=\"0000:07:00.0\" count=\"0\" tclass=\"0x030200\"/>")}}, kCmdXml,
+       E + "{dir}/topo.xml:5:9: <nvlink> needs a 'count' of at least 1\n"},
+      {"xml_nvlink_to_nowhere", {{"topo.xml", edit(kXml, 5, "        <nvlink target=\"0000:ff:00.0\" count=\"2\" tclass=\"0x030200\"/>")}}, kCmdXml,
+       E + "{dir}/topo.xml:5:9: <nvlink> target '0000:ff:00.0' is no GPU of the dump\n"},
+      {"xml_no_system", {{"topo.xml", "<graphs version=\"1\"/>\n"}}, kCmdXml,
+       E + "{dir}/topo.xml:1:1: no <system> element: not an NCCL_TOPO_DUMP_FILE\n"},
+
+      // ---- command-line options ------------------------------------------------------------------------------------------
+      {"option_zero_gpus", {}, "predict --gpus 0 -o {out}", E + "'--gpus': '0' is not a list of GPU counts ≥ 1 (e.g. 1,2,4,8)\n"},
+      {"option_negative_gpus", {}, "predict --gpus 1,-4 -o {out}", E + "'--gpus': '1,-4' is not a list of GPU counts ≥ 1 (e.g. 1,2,4,8)\n"},
+      {"option_precision", {}, "predict --precision fp8 -o {out}", E + "'--precision': unknown precision 'fp8' (expected fp32 or fp16)\n"},
+      {"option_zero_batch", {}, "predict --batch 0 -o {out}", E + "'--batch': the batch per GPU must be at least 1, got 0\n"},
+      {"option_unknown_model", {}, "predict --cluster tiny --model resnet51 -o {out}",
+       E + "'--model': unknown model 'resnet51' (known: alexnet)\n", "{mini}"},
+      {"option_missing_profile", {}, "predict --profile {dir}/p.yaml -o {out}",
+       E + "{dir}/p.yaml: '--profile': cannot open file (no such file)\n"},
+      {"option_missing_capture", {}, "topo import nvidia-smi {dir}/smi.txt -o {out}",
+       E + "{dir}/smi.txt: cannot open file (no such file or not readable)\n"},
+      {"option_collective_op", {}, "collective --cluster dgx-a100 --gpus 8 --op gather --bytes 1MiB -o {out}",
+       E + "'--op': unknown collective 'gather' (expected one of: allreduce, allgather, reducescatter, broadcast, reduce)\n"},
+      {"option_collective_sweep", {}, "collective --cluster dgx-a100 --gpus 8 --sweep 1GiB:1MiB -o {out}",
+       E + "'--sweep': MAX is smaller than MIN\n"},
+      {"option_straggler_speed", {}, "simulate --gpus 4 --speed 3=0 -o {out}",
+       E + "'--speed': '3=0': the speed factor must be a number > 0\n"},
+      {"option_explain_target", {}, "explain --gpus 8 --target 150% -o {out}",
+       E + "'--target': '150%' is not an efficiency in (0, 100%]\n"},
+      {"option_explain_two_counts", {}, "explain --gpus 4,8 -o {out}", E + "'--gpus': explain takes one GPU count\n"},
+      {"option_report_gpus", {}, "report --gpus 1,x -o {out}", E + "'--gpus': '1,x' is not a list of GPU counts ≥ 1 (e.g. 1,2,4,8)\n"},
+      {"option_model_show_batch", {}, "model show alexnet --batch 0 -o {out}", E + "'--batch': the batch must be at least 1\n"},
+      {"option_node_gpu", {}, "simulate --cluster tiny --model alexnet --framework cntk --gpus 2 --node-gpu 1=gtx9090 -o {out}",
+       E + "'--node-gpu': unknown GPU 'gtx9090' (known: p40, v100-sxm2)\n", "{mini}"},
+      {"option_reproduce_format", {}, "reproduce shi-chu-2018 --format xml -o {out}",
+       E + "'--format': unknown format 'xml' (expected table, json or csv)\n"},
+  };
+  return rows;
+}
+
+std::string fill(std::string s, const fs::path& dir) {
+  const std::pair<std::string, std::string> subs[] = {{"{out}", (dir / "out" / "result").string()},
+                                                      {"{outdir}", (dir / "out").string()},
+                                                      {"{dir}", dir.string()},
+                                                      {"{src}", DLSCALE_SOURCE_DIR},
+                                                      {"{mini}", mini_data_dir().string()}};
+  for (const auto& [key, value] : subs)
+    for (auto pos = s.find(key); pos != std::string::npos; pos = s.find(key, pos + value.size())) s.replace(pos, key.size(), value);
+  return s;
+}
+
+/// Sets DLSCALE_DATA_DIR for one run (the child inherits it) and restores it after.
+class DataDir {
+ public:
+  explicit DataDir(const std::string& dir) {
+    if (const char* old = std::getenv("DLSCALE_DATA_DIR")) old_ = old;
+    if (!dir.empty()) ::setenv("DLSCALE_DATA_DIR", dir.c_str(), 1);
+  }
+  ~DataDir() {
+    if (old_) ::setenv("DLSCALE_DATA_DIR", old_->c_str(), 1);
+    else ::unsetenv("DLSCALE_DATA_DIR");
+  }
+  DataDir(const DataDir&) = delete;
+  DataDir& operator=(const DataDir&) = delete;
+
+ private:
+  std::optional<std::string> old_;
+};
+
+/// Removes the rows' folders when the test program ends.
+class CleanUp : public ::testing::Environment {
+ public:
+  void TearDown() override {
+    std::error_code ec;
+    fs::remove_all(root_dir(), ec);
+  }
+};
+[[maybe_unused]] ::testing::Environment* const kCleanUp = ::testing::AddGlobalTestEnvironment(new CleanUp);
+
+class Catalogue : public ::testing::TestWithParam<Row> {};
+
+TEST_P(Catalogue, OneLineExitTwoNothingWritten) {
+  const Row& row = GetParam();
+  const fs::path dir = root_dir() / row.name;
+  fs::remove_all(dir);
+  fs::create_directories(dir / "out");
+  for (const auto& [name, text] : row.files) write(dir / name, fill(text, dir));
+  const std::string args = fill(row.args, dir);
+  SCOPED_TRACE("dlscale " + args);
+  test::RunResult r;
+  {
+    const DataDir data(fill(row.data, dir));
+    r = run_cli(args);
+  }
+  EXPECT_EQ(r.status, 2);
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  EXPECT_EQ(r.err, fill(row.expected, dir));
+  // -o FILE / --dir DIR: neither the file nor a temporary one next to it
+  std::vector<std::string> left;
+  for (const auto& e : fs::directory_iterator(dir / "out")) left.push_back(e.path().filename().string());
+  EXPECT_TRUE(left.empty()) << "left in the output folder: " << ::testing::PrintToString(left);
+}
+
+INSTANTIATE_TEST_SUITE_P(BadInput, Catalogue, ::testing::ValuesIn(catalogue()),
+                         [](const auto& param_info) { return param_info.param.name; });
+
+TEST(BadInput, CatalogueHasSeventyRowsOrMoreAndUsesOutputFiles) {
+  const auto rows = catalogue();
+  EXPECT_GE(rows.size(), 70u);
+  const auto with_output = std::count_if(rows.begin(), rows.end(), [](const Row& r) {
+    return r.args.find("{out}") != std::string::npos || r.args.find("{outdir}") != std::string::npos;
+  });
+  EXPECT_EQ(static_cast<std::size_t>(with_output), rows.size());  // every command here writes a file when it succeeds
+}
+
+// Every base input above is valid, so each row's error comes from its edit. (The same commands as the
+// rows, on the unedited inputs.)
+TEST(BadInput, BaseInputsAreAccepted) {
+  const fs::path dir = root_dir() / "base";
+  fs::create_directories(dir / "out");
+  struct Good {
+    const char* file;
+    const char* text;
+    std::string args;
+    std::string data = "";
+  };
+  const Good good[] = {
+      {"c.yaml", kCluster, kCmdCluster},
+      {"t.yaml", kTopo, kCmdTopo},
+      {"data/topologies/gpus.yaml", kGpus, kCmdGpu, "{dir}/data"},
+      {"m.yaml", kNet, kCmdNet},
+      {"small.yaml", kArch, kCmdArch},
+      {"f.yaml", kFramework, kCmdFramework},
+      {"p.yaml", kProfile, kCmdProfile},
+      {"k.yaml", kCalibration, kCmdCalibration},
+      {"s.yaml", kSweep, kCmdSweep},
+      {"r.yaml", kPaper, kCmdPaper},
+      {"all_reduce_perf.log", kLog, kCmdLog},
+      {"all_reduce_perf.log", kOldLog, kCmdLog},
+      {"nv.json", kNvb, kCmdNvb},
+      {"smi.txt", kSmi, kCmdSmi},
+      {"topo.xml", kXml, kCmdXml},
+  };
+  for (const auto& g : good) {
+    write(dir / g.file, g.text);
+    const std::string args = fill(g.args, dir);
+    SCOPED_TRACE(args);
+    test::RunResult r;
+    {
+      const DataDir data(fill(g.data, dir));
+      r = run_cli(args);
+    }
+    EXPECT_EQ(r.status, 0) << r.err;
+    for (const auto& e : fs::directory_iterator(dir / "out")) fs::remove_all(e.path());
+  }
+  const DataDir data(mini_data_dir().string());
+  const auto r = run_cli("predict --cluster tiny --model alexnet --framework cntk --gpus 1,2");
+  EXPECT_EQ(r.status, 0) << r.err;
+}
+
+}  // namespace
+}  // namespace dlscale
