@@ -281,7 +281,7 @@ class Runner {
       row.forward_s = in_seconds(bd.forward);
       row.backward_s = in_seconds(bd.backward);
       row.update_s = in_seconds(bd.update);
-      row.bottleneck = fmt::format("{}: {}", to_string(p.bottleneck), p.bottleneck_resource);
+      row.bottleneck = fmt::format("{}: {}", to_string(p.bottleneck), p.bottleneck_resource.str());
       row.derived["r_u2g"] = eq::update_to_gpu_ratio(bd.update, bd.h2d, bd.forward, bd.backward);
       {
         // The I/O time the iteration waits for, as Table V measures t_io: all of it without prefetching
