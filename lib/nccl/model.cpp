@@ -140,6 +140,9 @@ struct Candidates {
   std::array<Entry, 6> entries{};
   int count = 0;
   int n = 0, nodes = 1, ring_channels = 0, sm = 0;
+  // The ring plateau applies to multi-node messages with at least 64 bytes per rank and channel:
+  // bytes / (ring_channels · n) ≥ 64, kept as a size threshold (+inf on one node).
+  double plateau_bytes = std::numeric_limits<double>::infinity();
   CollectiveOp op = CollectiveOp::allreduce;
 };
 
@@ -165,6 +168,7 @@ Candidates prepare(const Topology& topo, const Table& t, CollectiveOp op, const 
   const ChannelSet tree = tree_ok ? topo.channels(ChannelPattern::tree, gpus, nodes) : ChannelSet{};
   const auto vendor = cpu_vendor(topo);
   c.ring_channels = ring.channels;
+  if (nodes > 1) c.plateau_bytes = ring.channels > 0 ? 64.0 * ring.channels * n : 0.0;
   for (int algo : {TREE, RING}) {
     if (algo == TREE && !tree_ok) continue;
     const ChannelSet& graph = algo == TREE ? tree : ring;
@@ -191,8 +195,7 @@ Candidates prepare(const Topology& topo, const Table& t, CollectiveOp op, const 
 std::pair<int, double> fastest(const Candidates& c, double bytes) {
   const int log_size = log2i(static_cast<long long>(bytes) >> 6);
   const std::size_t k = log_size >= 0 && log_size < 23 ? static_cast<std::size_t>(log_size) : 23;
-  // The ring plateau applies once each rank's share of a channel is at least 64 bytes.
-  const bool plateau = c.nodes > 1 && bytes / (c.ring_channels * c.n) >= 64;
+  const bool plateau = bytes >= c.plateau_bytes;
   int best = -1;
   double best_us = std::numeric_limits<double>::infinity();
   for (int i = 0; i < c.count; ++i) {
@@ -213,7 +216,7 @@ Choice pick(const Candidates& c, double bytes) {
   const auto& e = c.entries[static_cast<std::size_t>(i)];
   const int log_size = log2i(static_cast<long long>(bytes) >> 6);
   const std::size_t k = log_size >= 0 && log_size < 23 ? static_cast<std::size_t>(log_size) : 23;
-  const bool plateau = c.nodes > 1 && bytes / (c.ring_channels * c.n) >= 64;
+  const bool plateau = bytes >= c.plateau_bytes;
   best.time = microseconds(us);
   best.algorithm = e.algo;
   best.protocol = e.proto;
