@@ -6,6 +6,7 @@
 
 #include "cli/commands.hpp"
 #include "cli/scenario_options.hpp"
+#include "cli/workload_options.hpp"
 #include "dlscale/error.hpp"
 #include "dlscale/plan.hpp"
 
@@ -15,8 +16,7 @@ namespace {
 struct ExplainCliOptions {
   ScenarioOptions scenario;
   std::string target;  // "0.8" or "80%"
-  std::int64_t dataset_samples = 0;
-  double epochs = 0.0;
+  WorkloadOptions workload;
   std::string output;
 };
 
@@ -53,8 +53,7 @@ void run_explain(const ExplainCliOptions& o) {
   }
   ExplainOptions eo;
   if (!o.target.empty()) eo.target_efficiency = parse_target(o.target);
-  eo.workload = make_workload(sc.network, o.dataset_samples ? std::optional<std::int64_t>(o.dataset_samples) : std::nullopt,
-                              o.epochs != 0.0 ? std::optional<double>(o.epochs) : std::nullopt);
+  eo.workload = workload_for(sc.network, o.workload);
   const Explanation e = explain(sc, gpus, eo);
   emit(format_explanation(e, sc), o.output);
 }
@@ -70,9 +69,7 @@ void setup_explain(CLI::App& app) {
   cmd->get_option("--gpus")->description("One GPU count (default: the whole cluster)");
   cmd->add_option("--target", opt->target, "Target efficiency (0.8 or 80%): search the smallest change that reaches it")
       ->type_name("EFF");
-  cmd->add_option("--dataset-samples", opt->dataset_samples,
-                  "Samples per epoch (default for image models: ImageNet-1k, 1,281,167)")->type_name("N");
-  cmd->add_option("--epochs", opt->epochs, "Epochs (default 90 for image models, 1 otherwise)")->type_name("E");
+  add_workload_options(*cmd, opt->workload);
   cmd->add_option("-o,--output", opt->output, "Write to FILE (atomically) instead of standard output")->type_name("FILE");
   cmd->callback([opt] { run_explain(*opt); });
 }

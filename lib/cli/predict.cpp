@@ -3,6 +3,7 @@
 
 #include "cli/commands.hpp"
 #include "cli/scenario_options.hpp"
+#include "cli/workload_options.hpp"
 #include "dlscale/plan.hpp"
 #include "dlscale/predict.hpp"
 #include "dlscale/report.hpp"
@@ -14,8 +15,7 @@ struct PredictOptions {
   ScenarioOptions scenario;
   std::string format = "table";
   std::string output;
-  std::int64_t dataset_samples = 0;  // 0: the model's default workload
-  double epochs = 0.0;
+  WorkloadOptions workload;
   bool no_train = false;
 };
 
@@ -28,10 +28,7 @@ void run_predict(const PredictOptions& o) {
   const auto preds = predictor.predict(gpus);  // everything computed before anything is printed
   std::vector<TrainingCost> train;
   if (!o.no_train) {
-    const auto workload =
-        make_workload(predictor.scenario().network,
-                      o.dataset_samples ? std::optional<std::int64_t>(o.dataset_samples) : std::nullopt,
-                      o.epochs != 0.0 ? std::optional<double>(o.epochs) : std::nullopt);
+    const auto workload = workload_for(predictor.scenario().network, o.workload);
     if (workload) {
       info.workload = workload->source;
       for (const auto& p : preds) train.push_back(time_to_train(p, *workload, predictor.scenario().cluster));
@@ -51,11 +48,7 @@ void setup_predict(CLI::App& app) {
   auto* cmd = app.add_subcommand("predict", "Predict iteration time, throughput, speedup and bottleneck per GPU count");
   add_scenario_options(*cmd, opt->scenario);
   cmd->add_option("--format", opt->format, "table, json or csv")->capture_default_str();
-  cmd->add_option("--dataset-samples", opt->dataset_samples,
-                  "Samples per epoch for the time to train (default for image models: ImageNet-1k)")
-      ->type_name("N");
-  cmd->add_option("--epochs", opt->epochs, "Epochs for the time to train (default 90 for image models, 1 otherwise)")
-      ->type_name("E");
+  add_workload_options(*cmd, opt->workload);
   cmd->add_flag("--no-train", opt->no_train, "Leave out the time and cost to train");
   cmd->add_option("-o,--output", opt->output, "Write to FILE (atomically) instead of standard output")->type_name("FILE");
   cmd->callback([opt] { run_predict(*opt); });

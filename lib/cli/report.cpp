@@ -6,6 +6,7 @@
 
 #include "cli/commands.hpp"
 #include "cli/scenario_options.hpp"
+#include "cli/workload_options.hpp"
 #include "dlscale/error.hpp"
 #include "dlscale/format.hpp"
 #include "dlscale/plan.hpp"
@@ -18,8 +19,7 @@ namespace {
 struct ReportCliOptions {
   ScenarioOptions scenario;
   std::string output;
-  std::int64_t dataset_samples = 0;
-  double epochs = 0.0;
+  WorkloadOptions workload;
   bool no_timeline = false;
 };
 
@@ -47,8 +47,7 @@ void run_report(const ReportCliOptions& o) {
   if (!info.profile.empty()) c.inputs.emplace_back("profile", info.profile);
   if (sc.cluster.price_per_gpu_hour > 0)
     c.inputs.emplace_back("price", fmt::format("{:g} {} per GPU-hour", sc.cluster.price_per_gpu_hour, sc.cluster.currency));
-  c.workload = make_workload(sc.network, o.dataset_samples ? std::optional<std::int64_t>(o.dataset_samples) : std::nullopt,
-                             o.epochs != 0.0 ? std::optional<double>(o.epochs) : std::nullopt);
+  c.workload = workload_for(sc.network, o.workload);
   c.predictions = preds;
 
   const int largest = *std::max_element(gpus.begin(), gpus.end());
@@ -92,9 +91,7 @@ void setup_report(CLI::App& app) {
   auto* cmd = app.add_subcommand("report", "Write a self-contained HTML report (inputs, tables, SVG plots, explanation)");
   add_scenario_options(*cmd, opt->scenario);
   cmd->add_option("-o,--output", opt->output, "The HTML file to write (atomically)")->required()->type_name("FILE");
-  cmd->add_option("--dataset-samples", opt->dataset_samples, "Samples per epoch (default for image models: ImageNet-1k)")
-      ->type_name("N");
-  cmd->add_option("--epochs", opt->epochs, "Epochs (default 90 for image models, 1 otherwise)")->type_name("E");
+  add_workload_options(*cmd, opt->workload);
   cmd->add_flag("--no-timeline", opt->no_timeline, "Leave out the simulated iteration's timeline");
   cmd->callback([opt] { run_report(*opt); });
 }

@@ -57,7 +57,7 @@ void write_table(std::ostream& out, const RunInfo& info, std::span<const Predict
   fmt::print(out, "{:>5} {:>14} {:>12} {:>12} {:>12}\n", "GPUs", "iterations", "hours", "GPU-hours",
              currency.empty() ? std::string("cost") : fmt::format("cost ({})", currency));
   for (std::size_t i = 0; i < preds.size() && i < train.size(); ++i)
-    fmt::print(out, "{:>5} {:>14.0f} {:>12.2f} {:>12.1f} {:>12}\n", preds[i].gpus, train[i].iterations,
+    fmt::print(out, "{:>5} {:>14.0f} {:>12.4g} {:>12.4g} {:>12}\n", preds[i].gpus, train[i].iterations,
                in_seconds(train[i].wall_time) / 3600.0, train[i].gpu_hours, cost_text(train[i]));
   if (currency.empty()) fmt::print(out, "# no cost: the cluster file gives no price_per_gpu_hour\n");
 }
