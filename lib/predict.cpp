@@ -178,6 +178,12 @@ Predictor::Predictor(Scenario scenario) : impl_(std::make_unique<Impl>()) {
   }
   m.describe_resources();
   m.iter_one = m.run(1, GpuPlacement{1, 1, 1}).iteration_time;
+  // Throughput N·M/t and speedup (eq. 8) divide by iteration times: a scenario in which nothing takes
+  // time (no input bytes, no work, a profile of zeros) has none to divide by.
+  if (!(m.iter_one > Seconds{}))
+    throw InputError(fmt::format("nothing in the scenario takes time on one GPU (model '{}': no input bytes, "
+                                 "no FLOPs, no parameters, or a profile of zero times): no throughput to predict",
+                                 sc.network.name));
 }
 
 void Predictor::Impl::describe_resources() {
@@ -312,7 +318,8 @@ Prediction Predictor::Impl::run(int gpus, const GpuPlacement& at) const {
   p.iteration_time = st.io_prefetch ? eq::iteration_io_hidden(gpu_side, Seconds{}, io) : io + gpu_side;
 
   p.breakdown = Breakdown{io, h2d_n, f, b, u, comm_total, exposed};
-  p.throughput_samples_per_s = gpus * sc.batch_per_gpu / in_seconds(p.iteration_time);
+  // In double: N·M passes 2^31 at 100,000 GPUs × 65,536 samples.
+  p.throughput_samples_per_s = static_cast<double>(gpus) * sc.batch_per_gpu / in_seconds(p.iteration_time);
   p.speedup = gpus == 1 ? 1.0 : eq::speedup(gpus, iter_one, p.iteration_time);
   p.efficiency = p.speedup / gpus;
 

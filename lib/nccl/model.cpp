@@ -136,6 +136,11 @@ struct Candidates {
     // µs per byte, 1 / (1000 · bw), with the tree correction of each log2(size / 64) bucket folded in
     // (index 23: sizes outside the correction table): pick() then multiplies instead of dividing.
     std::array<double, 24> us_per_byte{};
+    // µs of the cheapest larger size in a later bucket (the start of bucket k' > k; +inf for the last).
+    // NCCL's tree correction rises at some bucket edges, so its formula can fall when a byte is added;
+    // a message can always be padded to the larger size, so the model takes the smaller of the two and
+    // stays non-decreasing in size (tests/robustness_test.cpp, NcclTreeTimeNeverFallsWhenAMessageGrows).
+    std::array<double, 24> padded_us{};
   };
   std::array<Entry, 6> entries{};
   int count = 0;
@@ -184,6 +189,12 @@ Candidates prepare(const Topology& topo, const Table& t, CollectiveOp op, const 
           bw *= t.tree_correction[static_cast<std::size_t>(proto)][k];
         e.us_per_byte[k] = 1.0 / (1000.0 * bw);
       }
+      e.padded_us[23] = std::numeric_limits<double>::infinity();
+      for (std::size_t k = 23; k-- > 0;) {
+        const double start = 64.0 * std::ldexp(1.0, static_cast<int>(k + 1));  // first size of bucket k + 1
+        const double at_start = (start >= c.plateau_bytes ? e.lat_plateau : e.lat) + start * e.us_per_byte[k + 1];
+        e.padded_us[k] = std::min(e.padded_us[k + 1], at_start);
+      }
       c.entries[static_cast<std::size_t>(c.count++)] = e;
     }
   }
@@ -200,7 +211,7 @@ std::pair<int, double> fastest(const Candidates& c, double bytes) {
   double best_us = std::numeric_limits<double>::infinity();
   for (int i = 0; i < c.count; ++i) {
     const auto& e = c.entries[static_cast<std::size_t>(i)];
-    const double us = (plateau ? e.lat_plateau : e.lat) + bytes * e.us_per_byte[k];
+    const double us = std::min((plateau ? e.lat_plateau : e.lat) + bytes * e.us_per_byte[k], e.padded_us[k]);
     if (us < best_us) {
       best_us = us;
       best = i;
