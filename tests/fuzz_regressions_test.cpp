@@ -58,5 +58,55 @@ TEST(FuzzRegressions, NcclTestsNumbersThatOverflow) {
   }
 }
 
+
+// fuzz_nvidia_smi: a header whose second column is binary bytes ("G\x80\xff…\xf39\0"). The importer took
+// it for a NIC and wrote it into the cluster YAML unquoted, which the cluster loader then rejected as
+// malformed YAML. A device column must now be a plain name; the error points at the header cell:
+// line 1, column 8 (after "\tGPU-0\t", 7 bytes).
+TEST(FuzzRegressions, NvidiaSmiColumnThatIsNoDeviceName) {
+  try {
+    (void)import_nvidia_smi(fixture("nvidia-smi-binary-column-name.txt"), "capture.txt");
+    FAIL() << "accepted a binary column name";
+  } catch (const InputError& e) {
+    EXPECT_STREQ(e.what(),
+                 "capture.txt:1:8: column 'G\\x80\\xff\\xff\\xff\\xff\\xff\\xff\\xf39\\x00' is not a device name "
+                 "(a letter or digit, then letters, digits, '_', '-' or '.')");
+  }
+  // by hand: a NIC column with a YAML flow character is refused at its column (1 + "\tGPU0\tGPU1\t" = 12)...
+  const std::string header = "\tGPU0\tGPU1\t";
+  const std::string rows = "GPU0\t X \tNV1\tSYS\t0-9\nGPU1\tNV1\t X \tSYS\t0-9\n";
+  try {
+    (void)import_nvidia_smi(header + "mlx5,0}\tCPU Affinity\n" + rows, "c.txt");
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_STREQ(e.what(), "c.txt:1:12: column 'mlx5,0}' is not a device name "
+                           "(a letter or digit, then letters, digits, '_', '-' or '.')");
+  }
+  // ...and an ordinary one goes into the YAML as the NIC's name
+  const std::string yaml = import_nvidia_smi(header + "mlx5_0\tCPU Affinity\n" + rows, "c.txt");
+  EXPECT_THAT(yaml, HasSubstr("{name: mlx5_0,"));
+}
+
+
+// fuzz_nvbandwidth: a number too large for a double ("2457777777.77e7777…"): nlohmann::json threw
+// json::out_of_range (406, number overflow), not the parse_error the importer caught, so a foreign
+// exception escaped. Now it is malformed JSON at the number's place: here the file's first byte.
+TEST(FuzzRegressions, NvbandwidthNumberOverflow) {
+  try {
+    (void)parse_nvbandwidth(fixture("nvbandwidth-number-overflow.json"), "nvb.json");
+    FAIL() << "accepted an overflowing number";
+  } catch (const InputError& e) {
+    EXPECT_THAT(std::string(e.what()), ::testing::StartsWith("nvb.json:1:1: malformed JSON: number overflow parsing '2457777777.77e"));
+  }
+  // by hand, inside the document: '1e999' starts at column 32 of {"nvbandwidth": {"testcases": [1e999]}}
+  // ({ at 1, "nvbandwidth" 2-14, : 15, space 16, { 17, "testcases" 18-28, : 29, space 30, [ 31)
+  try {
+    (void)parse_nvbandwidth("{\"nvbandwidth\": {\"testcases\": [1e999]}}", "t.json");
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_STREQ(e.what(), "t.json:1:32: malformed JSON: number overflow parsing '1e999'");
+  }
+}
+
 }  // namespace
 }  // namespace dlscale

@@ -37,6 +37,16 @@ struct ImportedNode {
   std::vector<ImportedLink> links;
 };
 
+/// `s` with every byte outside printable ASCII written as \xNN, for error messages that stay one line.
+std::string printable(const std::string& s) {
+  std::string out;
+  for (const char ch : s) {
+    const auto u = static_cast<unsigned char>(ch);
+    out += u >= 0x20 && u < 0x7f ? std::string(1, ch) : fmt::format("\\x{:02x}", u);
+  }
+  return out;
+}
+
 std::string guess_gpu(int sm, int max_nvlinks) {
   switch (sm) {
     case 60: return max_nvlinks > 0 ? "p100-sxm2" : "p100-pcie";
@@ -202,6 +212,16 @@ std::string import_nvidia_smi(const std::string& text, const std::string& file) 
     const auto& d = columns[c];
     if (d.rfind("GPU", 0) == 0 && d.rfind("GPU NUMA", 0) != 0 && !whole_number(std::string_view(d).substr(3), 0, ngpus - 1))
       fail_at(file, header_line, fmt::format("column '{}' names no GPU row (the matrix has GPU0 … GPU{})", d, ngpus - 1),
+              header_at[c]);
+    // Another device column (NIC0, mlx5_0) becomes a vertex name in the YAML written below: it must be a
+    // plain name, or the file would not parse (found by fuzz_nvidia_smi: a header cell of binary bytes).
+    const bool plain = !d.empty() && std::isalnum(static_cast<unsigned char>(d[0])) &&
+                       std::all_of(d.begin(), d.end(), [](char ch) {
+                         return std::isalnum(static_cast<unsigned char>(ch)) || ch == '_' || ch == '-' || ch == '.';
+                       });
+    if (d.rfind("GPU", 0) != 0 && d.rfind("CPU Affinity", 0) != 0 && d.rfind("NUMA", 0) != 0 && !plain)
+      fail_at(file, header_line,
+              fmt::format("column '{}' is not a device name (a letter or digit, then letters, digits, '_', '-' or '.')", printable(d)),
               header_at[c]);
   }
   auto gpu_col = [&](const std::string& d) {
