@@ -100,4 +100,17 @@ void BM_BuildChannelsDgx1v(benchmark::State& state) {
 }
 BENCHMARK(BM_BuildChannelsDgx1v)->Unit(benchmark::kMillisecond);
 
+// Building a cluster's topology graph from its YAML: parse the file, look up the GPU, build the
+// Boost graph of one node and its fabric (what `--cluster dgx-h100-ndr` costs before any search).
+void BM_LoadTopologyCluster(benchmark::State& state) {
+  using namespace dlscale;
+  ::setenv("DLSCALE_DATA_DIR", DLSCALE_SOURCE_DIR, 0);
+  const auto file = resolve(DataKind::cluster, "dgx-h100-ndr", "--cluster");
+  for (auto _ : state) {
+    const Cluster c = load_cluster(file);
+    benchmark::DoNotOptimize(c.topology.get());
+  }
+}
+BENCHMARK(BM_LoadTopologyCluster)->Unit(benchmark::kMicrosecond);
+
 }  // namespace
