@@ -173,7 +173,7 @@ const Cluster& stretched(const std::string& name) {
 }
 
 // The graph clusters. NCCL's channel search on an NVLink or NVSwitch node costs up to seconds in a
-// sanitizer build, so CI's run uses the PCIe nodes and one NVLink node (V100 SXM2: LL128 enabled);
+// sanitizer build, so CI's run uses the PCIe nodes and the AC922 (a V100 pair on NVLink, POWER9 CPUs);
 // DLSCALE_ROBUST_ALL_GRAPHS=1 runs every shipped graph (DGX-1V, DGX-2, DGX A100/H100, p3dn), as was done
 // when these tests were written.
 bool all_graphs() {
@@ -184,7 +184,7 @@ std::vector<std::string> multi_node_graphs() {
   if (all_graphs())
     return {"shi-chu-p40", "dgx1v", "dgx-a100-hdr", "dgx-h100-ndr", "dell-c4140-pcie", "dell-c4130-g", "dell-c4140-sxm2",
             "aws-p3dn", "ac922"};
-  return {"shi-chu-p40", "dell-c4140-pcie", "dell-c4130-g", "dell-c4140-sxm2", "ac922"};
+  return {"shi-chu-p40", "dell-c4140-pcie", "dell-c4130-g", "ac922"};
 }
 std::vector<std::string> single_node_graphs() {
   if (all_graphs()) return {"dgx2", "dgx-a100", "dgx-h100", "exxact-ts4-rtx2080ti", "rtx4090-pcie"};
@@ -351,7 +351,7 @@ void check_collective(const CollectiveModel& m, CollectiveOp op, std::span<const
 
 TEST(RobustCollective, AlphaBetaIsFiniteAndMonotoneInSize) {
   Rng r(31337);
-  for (int trial = 0; trial < 300; ++trial) {
+  for (int trial = 0; trial < 150; ++trial) {
     const Cluster c = test::random_cluster(r);
     const auto model = make_alpha_beta_model(c);
     const auto sizes = size_ladder(r, 40);
@@ -374,7 +374,7 @@ TEST(RobustCollective, NcclOnEveryGraphIsFiniteAndMonotoneInSize) {
   for (const auto& name : single_node_graphs()) clusters.push_back(shipped_cluster(name));
   for (const Cluster& c : clusters) {
     const auto model = make_collective_model(c);
-    const auto sizes = size_ladder(r, 200);
+    const auto sizes = size_ladder(r, 100);
     std::vector<GpuPlacement> places;
     for (int g : {2, 3, c.gpus_per_node})
       if (g <= c.gpus_per_node && (places.empty() || places.back().gpus != g)) places.push_back({g, 1, g});
@@ -653,13 +653,13 @@ TEST(RobustMonotone, MeasuredIoIsTheNamedSuperlinearEffect) {
 // ---- the graph model against the NIC speed ---------------------------------------------------------------------
 
 TEST(RobustMonotone, FasterNicsNeverSlowTheNcclModel) {
-  // The multi-node graphs with every NIC at 1 Mb/s … 1600 Gb/s (the fabric's and the NICs' `speed`), 2 to 8 nodes: no collective
+  // Multi-node graphs (two in CI, every one with DLSCALE_ROBUST_ALL_GRAPHS=1) with every NIC at 1 Mb/s … 1600 Gb/s (the fabric's and the NICs' `speed`), 2 to 8 nodes: no collective
   // of any size is slower on the faster fabric.
   const char* speeds[] = {"1 Mb/s", "1 Gb/s", "100 Gb/s", "1600 Gb/s"};
   Rng r(16);
   const auto sizes = size_ladder(r, 10);
   Findings found;
-  for (const auto& name : multi_node_graphs()) {
+  for (const auto& name : all_graphs() ? multi_node_graphs() : std::vector<std::string>{"shi-chu-p40", "ac922"}) {
     std::vector<std::shared_ptr<const CollectiveModel>> models;
     int gpn = 0;
     for (const char* s : speeds) {
@@ -692,7 +692,7 @@ TEST(RobustMonotone, NcclAllReduceNeverBeatsTheNics) {
   // search finds no channel below its slowest speed, 0.12 GB/s, and its fallback is rated 0.1 GB/s: a
   // 1 Mb/s NIC was predicted 800 times too fast until lib/nccl/search.cpp capped the fallback.)
   Findings found;
-  for (const auto& name : multi_node_graphs())
+  for (const auto& name : all_graphs() ? multi_node_graphs() : std::vector<std::string>{"shi-chu-p40", "ac922"})
     for (const char* speed : {"1 Mb/s", "1 Gb/s", "100 Gb/s", "1600 Gb/s"}) {
       const Cluster& c = load_cluster_variant(name, 8, speed);
       const auto m = make_collective_model(c);
@@ -880,14 +880,18 @@ TEST(RobustRepro, ThroughputOfAHundredThousandGpusAtBatch65536DoesNotOverflow) {
   EXPECT_DOUBLE_EQ(p.efficiency, 1.0);
 }
 
-TEST(RobustRepro, SimulatedThroughputOfFortyThousandGpusDoesNotOverflow) {
-  // The same scenario through the simulator (extras off).
+TEST(RobustRepro, SimulatedThroughputDoesNotOverflow) {
+  // The same scenario through the simulator (extras off), kept small: 4 GPUs at batch 2^30 with the
+  // copy at 2^30 B/s → t_h2d = 1 s = t_iter; N·M = 4 · 2^30 = 4,294,967,296 samples per iteration, twice
+  // what an int holds (the int product wrapped to 0).
+  Scenario sc = hundred_thousand_gpus_at_batch_65536();
+  sc.batch_per_gpu = 1 << 30;
+  sc.cluster.h2d_pinned = sc.cluster.h2d_pageable = bytes_per_second(1073741824.0);
   sim::SimOptions opt;
   opt.iterations = 2;
-  // 40,000 GPUs keep it quick: 40,000 · 65,536 = 2,621,440,000 samples per iteration, still > 2^31 − 1.
-  const sim::SimResult res = sim::Simulator(hundred_thousand_gpus_at_batch_65536(), opt).run(40'000);
+  const sim::SimResult res = sim::Simulator(sc, opt).run(4);
   EXPECT_NEAR(in_seconds(res.prediction.iteration_time), 1.0, 1e-12);
-  EXPECT_NEAR(res.prediction.throughput_samples_per_s, 2'621'440'000.0, 1e-3);
+  EXPECT_NEAR(res.prediction.throughput_samples_per_s, 4'294'967'296.0, 1e-3);
 }
 
 TEST(RobustRepro, AModelThatDoesNoWorkIsRefusedNotDividedByZero) {
