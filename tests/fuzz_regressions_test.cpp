@@ -59,18 +59,24 @@ TEST(FuzzRegressions, NcclTestsNumbersThatOverflow) {
 }
 
 
-// fuzz_nvidia_smi: a header whose second column is binary bytes ("G\x80\xff…\xf39\0"). The importer took
-// it for a NIC and wrote it into the cluster YAML unquoted, which the cluster loader then rejected as
-// malformed YAML. A device column must now be a plain name; the error points at the header cell:
-// line 1, column 8 (after "\tGPU-0\t", 7 bytes).
+// fuzz_nvidia_smi: a header whose second column is binary bytes ("G\x80\xff…\xf39\0") over one row, GPU2.
+// The importer took the column for a NIC and wrote it into the cluster YAML unquoted, which the cluster
+// loader then rejected as malformed YAML. The fixture now stops at its only row, which is not GPU0 (line 2,
+// column 1); the rule for device columns is checked by hand below.
 TEST(FuzzRegressions, NvidiaSmiColumnThatIsNoDeviceName) {
   try {
     (void)import_nvidia_smi(fixture("nvidia-smi-binary-column-name.txt"), "capture.txt");
     FAIL() << "accepted a binary column name";
   } catch (const InputError& e) {
-    EXPECT_STREQ(e.what(),
-                 "capture.txt:1:8: column 'G\\x80\\xff\\xff\\xff\\xff\\xff\\xff\\xf39\\x00' is not a device name "
-                 "(a letter or digit, then letters, digits, '_', '-' or '.')");
+    EXPECT_STREQ(e.what(), "capture.txt:2:1: row 'GPU2' where GPU0 belongs (the rows are GPU0, GPU1, ... in order, each once)");
+  }
+  // by hand, the fuzzer's bytes in a well-formed matrix: column 'G\x80\xff' starts at column 7 ("\tGPU0\t")
+  try {
+    (void)import_nvidia_smi("\tGPU0\tG\x80\xff\tCPU Affinity\nGPU0\t X \tSYS\t0-9\n", "b.txt");
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_STREQ(e.what(), "b.txt:1:7: column 'G\\x80\\xff' is not a device name "
+                           "(a letter or digit, then letters, digits, '_', '-' or '.')");
   }
   // by hand: a NIC column with a YAML flow character is refused at its column (1 + "\tGPU0\tGPU1\t" = 12)...
   const std::string header = "\tGPU0\tGPU1\t";
@@ -105,6 +111,26 @@ TEST(FuzzRegressions, NvbandwidthNumberOverflow) {
     FAIL();
   } catch (const InputError& e) {
     EXPECT_STREQ(e.what(), "t.json:1:32: malformed JSON: number overflow parsing '1e999'");
+  }
+}
+
+
+// fuzz_nvidia_smi (a timeout): the DGX-1V matrix pasted twice. The importer took all 16 rows as GPUs, 8
+// of them in no column, and loading the YAML it wrote ran NCCL's channel search for over 10 s. Rows must
+// be GPU0, GPU1, ... in order: line 9 (the second "GPU0", after the header and rows GPU0-GPU6) is refused.
+TEST(FuzzRegressions, NvidiaSmiMatrixPastedTwice) {
+  try {
+    (void)import_nvidia_smi(fixture("nvidia-smi-matrix-pasted-twice.txt"), "capture.txt");
+    FAIL() << "accepted a repeated GPU row";
+  } catch (const InputError& e) {
+    EXPECT_STREQ(e.what(), "capture.txt:9:1: row 'GPU0' where GPU7 belongs (the rows are GPU0, GPU1, ... in order, each once)");
+  }
+  // by hand: rows GPU0 then GPU2 (GPU1 skipped) fail on line 3, column 1
+  try {
+    (void)import_nvidia_smi("\tGPU0\tGPU1\tCPU Affinity\nGPU0\t X \tNV1\t0-9\nGPU2\tNV1\t X \t0-9\n", "s.txt");
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_STREQ(e.what(), "s.txt:3:1: row 'GPU2' where GPU1 belongs (the rows are GPU0, GPU1, ... in order, each once)");
   }
 }
 

@@ -179,6 +179,14 @@ std::string import_nvidia_smi(const std::string& text, const std::string& file) 
       if (cells[0].empty() || cells[0] == "Legend:" || cells[0].rfind("Legend", 0) == 0) break;
       continue;  // NIC rows and legend
     }
+    // nvidia-smi prints GPU0, GPU1, ... in order, each once. A repeated or skipped row (found by
+    // fuzz_nvidia_smi: a matrix pasted twice) would make GPUs no column describes.
+    if (const auto k = whole_number(std::string_view(cells[0]).substr(3), 0, 1 << 20);
+        !k || *k != static_cast<long long>(rows.size()))
+      fail_at(file, lineno,
+              fmt::format("row '{}' where GPU{} belongs (the rows are GPU0, GPU1, ... in order, each once)",
+                          printable(cells[0]), rows.size()),
+              at[0]);
     Row r{cells[0], {}, {}, {}, lineno, static_cast<int>(line.find_last_not_of(" \r")) + 2};
     // Every column of the header needs its cell: a row one cell short would shift the affinity into
     // the matrix and the matrix out of place.
