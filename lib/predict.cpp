@@ -311,7 +311,8 @@ Prediction Predictor::Impl::run(int gpus, const GpuPlacement& at) const {
   } else {
     if (st.update == UpdatePlacement::per_layer) update_exposed = units.front().update;
     gpu_side = h2d_n + f + done + update_exposed;  // eq. exact, per-layer update or update after aggregation
-    exposed = max(done - b, Seconds{});  // ≥ 0 in exact arithmetic; clamp rounding
+    // ≥ 0 and ≤ the communication in exact arithmetic; clamp the rounding of summing b in two orders
+    exposed = min(max(done - b, Seconds{}), comm_total);
     p.hiding_case = boundary == 0 ? 1 : 2;
     p.boundary_layer = boundary;
   }
