@@ -88,7 +88,7 @@ void expect_same(const Outputs& a, const Outputs& b, const std::string& what) {
 }
 
 /// Runs `args` `times` times and checks that every run succeeded and gave the same bytes as the first.
-Outputs expect_repeatable(const std::string& args, int times = 3) {
+Outputs expect_repeatable(const std::string& args, int times = 2) {
   SCOPED_TRACE("dlscale " + args);
   const Outputs first = run_once(args);
   EXPECT_EQ(first.status, 0) << first.err;
