@@ -12,13 +12,24 @@ bool is_matmul(LayerKind k) {
   return k == LayerKind::conv || k == LayerKind::linear || k == LayerKind::attention;
 }
 
+/// Whether fp16 multiply-adds run on tensor cores: Volta (sm_70) and newer have them; Pascal's fp16 is
+/// the vector unit's (P100: 2x fp32, P40: 1x).
+bool has_tensor_cores(const GpuSpec& gpu) { return gpu.sm_version >= 70; }
+
 /// The FLOP/s a layer's multiply-adds run at: the precision's peak (tensor cores for fp16, TF32 when
-/// enabled) times the kind's efficiency. Memory-bound kinds have no FLOP term (zero).
+/// enabled) times the kind's efficiency, the tensor-core one where the work runs on tensor cores.
+/// Memory-bound kinds have no FLOP term (zero).
 FlopsPerSecond attainable_flops(LayerKind k, const GpuSpec& gpu, const ComputeOptions& o) {
   if (!is_matmul(k)) return FlopsPerSecond{};
   FlopsPerSecond peak = gpu.peak(o.precision);
-  if (o.precision == Precision::fp32 && o.tf32 && gpu.peak_tf32 > FlopsPerSecond{}) peak = gpu.peak_tf32;
-  return peak * (k == LayerKind::conv ? o.conv_efficiency : o.gemm_efficiency);
+  bool tensor = o.precision == Precision::fp16 && has_tensor_cores(gpu);
+  if (o.precision == Precision::fp32 && o.tf32 && gpu.peak_tf32 > FlopsPerSecond{}) {
+    peak = gpu.peak_tf32;
+    tensor = true;  // TF32 exists only on tensor cores
+  }
+  const double e = k == LayerKind::conv ? (tensor ? o.tensor_conv_efficiency : o.conv_efficiency)
+                                        : (tensor ? o.tensor_gemm_efficiency : o.gemm_efficiency);
+  return peak * e;
 }
 
 /// Roofline: the larger of the compute time and the memory time (Williams, Waterman & Patterson 2009).

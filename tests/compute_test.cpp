@@ -43,6 +43,8 @@ ComputeOptions toy_options() {
   ComputeOptions o;
   o.conv_efficiency = 0.5;
   o.gemm_efficiency = 0.8;
+  o.tensor_conv_efficiency = 0.4;
+  o.tensor_gemm_efficiency = 0.6;
   o.memory_efficiency = 0.8;  // 400 GB/s attainable
   o.backward_to_forward = 2.0;
   o.optimizer_state_words = 1;
@@ -101,10 +103,28 @@ TEST(Compute, Tf32OnlyWhenAskedAndWhenTheGpuHasIt) {
   auto o = toy_options();
   o.tf32 = true;
   const auto t = estimate_layer_times(toy_net(), toy_gpu(), 10, o);
-  EXPECT_NEAR(in_seconds(t.forward[0]), 2e10 / (20e12 * 0.5), 1e-12);
+  // TF32 runs on tensor cores: 2e10 FLOP / (20e12 · 0.4) = 2.5 ms
+  EXPECT_NEAR(in_seconds(t.forward[0]), 2.5e-3, 1e-12);
   GpuSpec old = toy_gpu();
   old.peak_tf32 = FlopsPerSecond{};
   EXPECT_NEAR(in_seconds(estimate_layer_times(toy_net(), old, 10, o).forward[0]), 4e-3, 1e-12);
+}
+
+TEST(Compute, Fp16OnVoltaAndNewerUsesTheTensorCoreEfficiencies) {
+  auto o = toy_options();
+  o.precision = Precision::fp16;
+  GpuSpec volta = toy_gpu();
+  volta.sm_version = 70;
+  const auto t = estimate_layer_times(toy_net(), volta, 10, o);
+  // a (conv): 2e10 / (40e12 · 0.4) = 1.25 ms, instead of 1 ms with the vector-unit factor 0.5 (sm < 70)
+  EXPECT_NEAR(in_seconds(t.forward[0]), 1.25e-3, 1e-12);
+  // c (linear): 2e9 FLOP, compute-bound in both (fp32 0.25 ms vs 10.2 us of memory; fp16 83.3 us vs 5.1 us),
+  // at 40e12 · 0.6 instead of 10e12 · 0.8
+  const auto t32 = estimate_layer_times(toy_net(), volta, 10, toy_options());
+  EXPECT_NEAR(t.forward[2] / t32.forward[2], (10e12 * 0.8) / (40e12 * 0.6), 1e-12);
+  GpuSpec pascal = volta;
+  pascal.sm_version = 60;
+  EXPECT_NEAR(in_seconds(estimate_layer_times(toy_net(), pascal, 10, o).forward[0]), 1e-3, 1e-12);
 }
 
 TEST(Compute, ForwardGrowsLinearlyWithTheBatchWhenComputeBound) {

@@ -28,6 +28,11 @@ struct ComputeOptions {
   double conv_efficiency = 0.55;    // cuDNN convolutions vs peak FLOP/s
   double gemm_efficiency = 0.70;    // cuBLAS GEMMs (linear, attention projections) vs peak FLOP/s
   double memory_efficiency = 0.75;  // element-wise / normalisation / update vs peak memory bandwidth
+  /// On tensor cores (fp16 on sm_70 and newer, TF32 where the GPU has it) the same kernels reach a smaller
+  /// fraction of a peak that is 8-16x higher: data layout, tile quantisation and the memory system keep
+  /// them from it. These replace conv_efficiency / gemm_efficiency there.
+  double tensor_conv_efficiency = 0.30;
+  double tensor_gemm_efficiency = 0.55;
   /// Backward of a layer that computes both the weight gradient and the input gradient, relative to its
   /// forward time (each gradient costs about one forward). A layer that needs no input gradient (layer 1,
   /// whose input is the data, and embeddings, whose input is token ids) takes half of it.
