@@ -563,7 +563,7 @@ std::vector<Row> catalogue() {
 
       // ---- sweep specs -----------------------------------------------------------------------------------------
       {"sweep_zero_gpus", {{"s.yaml", edit(kSweep, 6, "  gpus: [0, 4]")}}, kCmdSweep,
-       E + "{dir}/s.yaml:6:10: 'grid.gpus[0]': a GPU count is a whole number ≥ 1\n"},
+       E + "{dir}/s.yaml:6:10: 'grid.gpus[0]': a GPU count is a whole number from 1 to 10000000\n"},
       {"sweep_unknown_cluster", {{"s.yaml", edit(edit(kSweep, 3, "  cluster: dgx-9"), 4, "  model: alexnet")}}, kCmdSweep,
        E + "{dir}/s.yaml:3:12: 'grid.cluster': unknown cluster 'dgx-9' (known: tiny)\n", "{mini}"},
       {"sweep_neither_grid_nor_list", {{"s.yaml", "name: s\n"}}, kCmdSweep,

@@ -94,7 +94,7 @@ Precision read_precision(const Node& n) { return n.choice({"fp32", "fp16"}) == "
 
 int read_batch(const Node& n) {
   const auto b = n.integer();
-  if (b < 1 || b > 1'000'000) n.fail("a batch per GPU is a whole number ≥ 1");
+  if (b < 1 || b > 1'000'000) n.fail("a batch per GPU is a whole number from 1 to 1000000");
   return static_cast<int>(b);
 }
 
@@ -109,7 +109,7 @@ std::vector<int> read_gpus(const Node& n) {
   std::vector<int> out;
   for (const auto& item : one_or_many(n)) {
     const auto g = item.integer();
-    if (g < 1 || g > 10'000'000) item.fail("a GPU count is a whole number ≥ 1");
+    if (g < 1 || g > 10'000'000) item.fail("a GPU count is a whole number from 1 to 10000000");
     out.push_back(static_cast<int>(g));
   }
   return out;
@@ -264,7 +264,10 @@ SweepSpec parse(const Node& root, const std::string& file) {
   }
   const auto grid = top.optional("grid");
   const auto list = top.optional("list");
-  if (!grid && !list) top.node().fail("a sweep spec needs 'grid' or 'list' (or both)");
+  if (!grid && !list) {
+    top.finish();  // a misspelt 'grid:' is reported as the unknown key it is, at its line
+    top.node().fail("a sweep spec needs 'grid' or 'list' (or both)");
+  }
   if (grid) {
     MapReader g(*grid);
     expand(read_axes(g, t), spec);
@@ -402,6 +405,7 @@ SweepResult run_sweep(const SweepSpec& spec, const SweepOptions& options) {
 
   std::atomic<std::size_t> next{0}, done{0};
   std::exception_ptr failure;
+  std::size_t failed_group = std::numeric_limits<std::size_t>::max();  // report the first in spec order
   std::mutex failure_mutex;
   auto worker = [&] {
     std::vector<Prediction> preds;
@@ -427,7 +431,10 @@ SweepResult run_sweep(const SweepSpec& spec, const SweepOptions& options) {
         done.fetch_add(counts[i].size(), std::memory_order_relaxed);
       } catch (...) {
         std::lock_guard lock(failure_mutex);
-        if (!failure) failure = std::current_exception();
+        if (i < failed_group) {  // whatever the thread count, the same error as with one thread
+          failure = std::current_exception();
+          failed_group = i;
+        }
         next.store(spec.groups.size());
         return;
       }
