@@ -58,6 +58,7 @@ void run(benchmark::State& state, const std::string& gpus, unsigned threads, boo
   const std::string text = graph ? grid_spec(gpus) : simple_spec(gpus);
   dlscale::SweepSpec spec = dlscale::parse_sweep_spec(text, "bench.yaml");
   std::size_t rows = 0;
+  if (!cold) (void)dlscale::run_sweep(spec, dlscale::SweepOptions{threads, nullptr, {}});  // warm the searches
   for (auto _ : state) {
     if (cold) {
       state.PauseTiming();
