@@ -24,6 +24,7 @@
 #include <utility>
 #include <vector>
 
+#include "support/data_dir.hpp"
 #include "support/run.hpp"
 
 namespace dlscale {
@@ -722,23 +723,6 @@ std::string fill(std::string s, const fs::path& dir) {
   return s;
 }
 
-/// Sets DLSCALE_DATA_DIR for one run (the child inherits it) and restores it after.
-class DataDir {
- public:
-  explicit DataDir(const std::string& dir) {
-    if (const char* old = std::getenv("DLSCALE_DATA_DIR")) old_ = old;
-    if (!dir.empty()) ::setenv("DLSCALE_DATA_DIR", dir.c_str(), 1);
-  }
-  ~DataDir() {
-    if (old_) ::setenv("DLSCALE_DATA_DIR", old_->c_str(), 1);
-    else ::unsetenv("DLSCALE_DATA_DIR");
-  }
-  DataDir(const DataDir&) = delete;
-  DataDir& operator=(const DataDir&) = delete;
-
- private:
-  std::optional<std::string> old_;
-};
 
 /// Removes the rows' folders when the test program ends.
 class CleanUp : public ::testing::Environment {
@@ -762,7 +746,7 @@ TEST_P(Catalogue, OneLineExitTwoNothingWritten) {
   SCOPED_TRACE("dlscale " + args);
   test::RunResult r;
   {
-    const DataDir data(fill(row.data, dir));
+    const test::DataDir data(fill(row.data, dir));
     r = run_cli(args);
   }
   EXPECT_EQ(r.status, 2);
@@ -821,13 +805,13 @@ TEST(BadInput, BaseInputsAreAccepted) {
     SCOPED_TRACE(args);
     test::RunResult r;
     {
-      const DataDir data(fill(g.data, dir));
+      const test::DataDir data(fill(g.data, dir));
       r = run_cli(args);
     }
     EXPECT_EQ(r.status, 0) << r.err;
     for (const auto& e : fs::directory_iterator(dir / "out")) fs::remove_all(e.path());
   }
-  const DataDir data(mini_data_dir().string());
+  const test::DataDir data(mini_data_dir().string());
   const auto r = run_cli("predict --cluster tiny --model alexnet --framework cntk --gpus 1,2");
   EXPECT_EQ(r.status, 0) << r.err;
 }

@@ -16,6 +16,7 @@
 #include "dlscale/error.hpp"
 #include "dlscale/io.hpp"
 #include "dlscale/topology.hpp"
+#include "support/data_dir.hpp"
 #include "support/run.hpp"
 
 namespace dlscale {
@@ -122,23 +123,6 @@ TEST(ParseText, ShippedFilesParseFromTextAsFromTheirPath) {
   EXPECT_EQ(c2.provenance.sources, std::vector<std::string>{"nvb.json"});
 }
 
-/// Points DLSCALE_DATA_DIR at a folder for the test's lifetime.
-class DataDir {
- public:
-  explicit DataDir(const fs::path& dir) {
-    if (const char* old = std::getenv("DLSCALE_DATA_DIR")) old_ = old;
-    ::setenv("DLSCALE_DATA_DIR", dir.c_str(), 1);
-  }
-  ~DataDir() {
-    if (old_) ::setenv("DLSCALE_DATA_DIR", old_->c_str(), 1);
-    else ::unsetenv("DLSCALE_DATA_DIR");
-  }
-  DataDir(const DataDir&) = delete;
-  DataDir& operator=(const DataDir&) = delete;
-
- private:
-  std::optional<std::string> old_;
-};
 
 std::string catalogue(const std::string& id, const std::string& name) {
   return "gpus:\n  - id: " + id + "\n    name: " + name +
@@ -149,7 +133,7 @@ std::string catalogue(const std::string& id, const std::string& name) {
 TEST(GpuCatalogue, CacheFollowsTheFile) {
   const fs::path dir = fs::temp_directory_path() / ("dlscale-catalogue-" + std::to_string(::getpid()));
   fs::create_directories(dir / "topologies");
-  const DataDir use(dir);
+  const test::DataDir use(dir.string());
   const auto file = dir / "topologies" / "gpus.yaml";
   std::ofstream(file, std::ios::binary) << catalogue("alpha", "Alpha GPU");
   EXPECT_EQ(find_gpu("alpha").name, "Alpha GPU");

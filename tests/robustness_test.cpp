@@ -53,6 +53,7 @@
 #include "dlscale/predict.hpp"
 #include "dlscale/sim/simulator.hpp"
 #include "dlscale/topology.hpp"
+#include "support/sim_checks.hpp"
 #include "support/random_inputs.hpp"
 #include "support/run.hpp"
 #include "support/three_layer.hpp"
@@ -767,21 +768,6 @@ TEST(RobustPlan, ExplainIsFiniteAndItsCriticalPathAddsUp) {
 
 // ---- c. the simulator at the extremes --------------------------------------------------------------------------
 
-/// The closed form's per-layer-update assumption (as in tests/sim_test.cpp): every layer's update ends
-/// before the next iteration's forward reaches it; where it does not, the simulator is slower.
-bool per_layer_update_never_waits(const Predictor& p, const Prediction& closed) {
-  const auto& t = p.layer_times();
-  const auto& st = p.scenario().strategy;
-  if (st.update != UpdatePlacement::per_layer || st.overlap != Overlap::layerwise ||
-      st.aggregation == Aggregation::broadcast_reduce)
-    return true;
-  Seconds f_before{};
-  for (std::size_t i = 0; i < t.update.size(); ++i) {
-    if (t.update[i] > t.update.front() + closed.breakdown.h2d + f_before) return false;
-    f_before += t.forward[i];
-  }
-  return true;
-}
 
 TEST(RobustSim, ExtremesAgreeWithTheClosedForm) {
   // Extras off: one layer or a few, layers of 0 parameters, 0 or 1 s latencies, 1 Mb/s … 10 TB/s, batch
@@ -803,7 +789,7 @@ TEST(RobustSim, ExtremesAgreeWithTheClosedForm) {
       const Prediction closed = s.predictor().predict(gpus);
       const sim::SimResult res = s.run(gpus);
       ASSERT_TRUE(sane(res.prediction, gpus, sc.batch_per_gpu, sc.network.layers.size()));
-      if (!per_layer_update_never_waits(s.predictor(), closed)) {
+      if (!test::per_layer_update_never_waits(s.predictor(), closed)) {
         EXPECT_GE(in_seconds(res.prediction.iteration_time), in_seconds(closed.iteration_time) * (1 - 1e-9));
         continue;
       }

@@ -17,6 +17,7 @@
 #include "dlscale/sim/engine.hpp"
 #include "dlscale/sim/merge.hpp"
 #include "dlscale/sim/simulator.hpp"
+#include "support/sim_checks.hpp"
 #include "support/run.hpp"
 
 namespace dlscale::sim {
@@ -233,24 +234,6 @@ Network random_network(std::mt19937_64& rng) {
   return n;
 }
 
-/// The closed form's per-layer-update assumption: each layer's update ends before the next
-/// iteration's forward reaches it (the simulator enforces that dependency; eq. 6/7 ignore it).
-bool per_layer_update_never_waits(const Predictor& p, int gpus, const Prediction& closed) {
-  // With per-layer aggregation units and FIFO order, done(i) ≤ done(1); the forward of layer i starts
-  // at done(1) + u(1) + h2d + Σ_{j<i} f(j) in the next iteration.
-  (void)gpus;
-  const auto& t = p.layer_times();
-  const auto& st = p.scenario().strategy;
-  if (st.update != UpdatePlacement::per_layer || st.overlap != Overlap::layerwise ||
-      st.aggregation == Aggregation::broadcast_reduce)
-    return true;
-  Seconds f_before{};
-  for (std::size_t i = 0; i < t.update.size(); ++i) {
-    if (t.update[i] > t.update.front() + closed.breakdown.h2d + f_before) return false;
-    f_before += t.forward[i];
-  }
-  return true;
-}
 
 TEST(SimVsClosedForm, RandomProfilesAndStrategiesMatchTheExactRecurrence) {
   // One channel, no contention, no jitter, the strategy's own units (per layer or DDP buckets):
@@ -275,7 +258,7 @@ TEST(SimVsClosedForm, RandomProfilesAndStrategiesMatchTheExactRecurrence) {
                                       << to_string(sc.strategy.aggregation) << ", overlap "
                                       << to_string(sc.strategy.overlap) << ", update " << to_string(sc.strategy.update)
                                       << ", prefetch " << sc.strategy.io_prefetch);
-      if (!per_layer_update_never_waits(sim.predictor(), gpus, closed)) {
+      if (!test::per_layer_update_never_waits(sim.predictor(), closed)) {
         EXPECT_GE(in_seconds(r.prediction.iteration_time), in_seconds(closed.iteration_time) * (1 - 1e-9));
         continue;
       }
