@@ -79,8 +79,10 @@ struct ResourceName::Table {
   std::string fixed;
 };
 
-ResourceName::ResourceName(std::string text) : table_(std::make_shared<Table>()), which_(Which::fixed) {
-  std::const_pointer_cast<Table>(table_)->fixed = std::move(text);
+ResourceName::ResourceName(std::string text) : which_(Which::fixed) {
+  auto t = std::make_shared<Table>();
+  t->fixed = std::move(text);
+  table_ = std::move(t);
 }
 
 ResourceName::ResourceName(std::shared_ptr<const Table> table, Which which, bool measured) noexcept

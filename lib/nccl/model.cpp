@@ -201,11 +201,16 @@ Candidates prepare(const Topology& topo, const Table& t, CollectiveOp op, const 
   return c;
 }
 
+/// The tree-correction bucket of a size: log2(S / 64), or 23 past the end of NCCL's table.
+std::size_t size_bucket(double bytes) {
+  const int log_size = log2i(static_cast<long long>(bytes) >> 6);
+  return log_size >= 0 && log_size < 23 ? static_cast<std::size_t>(log_size) : 23;
+}
+
 /// ncclTopoGetAlgoTime over the prepared pairs: the size-dependent corrections, then the fastest.
 /// Returns the index of the winning entry and its time (µs).
 std::pair<int, double> fastest(const Candidates& c, double bytes) {
-  const int log_size = log2i(static_cast<long long>(bytes) >> 6);
-  const std::size_t k = log_size >= 0 && log_size < 23 ? static_cast<std::size_t>(log_size) : 23;
+  const std::size_t k = size_bucket(bytes);
   const bool plateau = bytes >= c.plateau_bytes;
   int best = -1;
   double best_us = std::numeric_limits<double>::infinity();
@@ -225,8 +230,7 @@ Choice pick(const Candidates& c, double bytes) {
   const auto [i, us] = fastest(c, bytes);
   if (i < 0) return best;
   const auto& e = c.entries[static_cast<std::size_t>(i)];
-  const int log_size = log2i(static_cast<long long>(bytes) >> 6);
-  const std::size_t k = log_size >= 0 && log_size < 23 ? static_cast<std::size_t>(log_size) : 23;
+  const std::size_t k = size_bucket(bytes);
   const bool plateau = bytes >= c.plateau_bytes;
   best.time = microseconds(us);
   best.algorithm = e.algo;
