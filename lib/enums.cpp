@@ -2,6 +2,7 @@
 #include <string>
 
 #include "dlscale/collective.hpp"
+#include "dlscale/gpu.hpp"
 #include "dlscale/network.hpp"
 #include "dlscale/predict.hpp"
 #include "dlscale/strategy.hpp"
@@ -17,16 +18,45 @@ std::string_view to_string(LayerKind k) noexcept {
     case LayerKind::embedding: return "embedding";
     case LayerKind::attention: return "attention";
     case LayerKind::other: return "other";
+    case LayerKind::relu: return "relu";
+    case LayerKind::gelu: return "gelu";
+    case LayerKind::silu: return "silu";
+    case LayerKind::tanh: return "tanh";
+    case LayerKind::dropout: return "dropout";
+    case LayerKind::maxpool: return "maxpool";
+    case LayerKind::avgpool: return "avgpool";
+    case LayerKind::add: return "add";
+    case LayerKind::concat: return "concat";
+    case LayerKind::reshape: return "reshape";
   }
   return "other";
 }
 
 LayerKind layer_kind_from_string(std::string_view name) {
   for (auto k : {LayerKind::conv, LayerKind::linear, LayerKind::batchnorm, LayerKind::layernorm, LayerKind::embedding,
-                 LayerKind::attention, LayerKind::other})
+                 LayerKind::attention, LayerKind::other, LayerKind::relu, LayerKind::gelu, LayerKind::silu,
+                 LayerKind::tanh, LayerKind::dropout, LayerKind::maxpool, LayerKind::avgpool, LayerKind::add,
+                 LayerKind::concat, LayerKind::reshape})
     if (to_string(k) == name) return k;
   throw std::invalid_argument("unknown layer kind '" + std::string(name) +
-                              "' (expected conv, linear, batchnorm, layernorm, embedding, attention or other)");
+                              "' (expected conv, linear, batchnorm, layernorm, embedding, attention, other, or a "
+                              "parameter-free relu, gelu, silu, tanh, dropout, maxpool, avgpool, add, concat, reshape)");
+}
+
+std::string_view to_string(Precision p) noexcept {
+  switch (p) {
+    case Precision::fp32: return "fp32";
+    case Precision::tf32: return "tf32";
+    case Precision::bf16: return "bf16";
+    case Precision::fp16: return "fp16";
+  }
+  return "fp32";
+}
+
+Precision precision_from_string(std::string_view name) {
+  for (auto p : {Precision::fp32, Precision::tf32, Precision::bf16, Precision::fp16})
+    if (to_string(p) == name) return p;
+  throw std::invalid_argument("unknown precision '" + std::string(name) + "' (expected " + std::string(kPrecisionNames) + ")");
 }
 
 std::string_view to_string(Aggregation a) noexcept {

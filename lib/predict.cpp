@@ -17,6 +17,7 @@
 #include "dlscale/equations.hpp"
 #include "dlscale/error.hpp"
 #include "dlscale/format.hpp"
+#include "dlscale/memory.hpp"
 
 namespace dlscale {
 
@@ -125,6 +126,7 @@ struct Predictor::Impl {
   std::vector<Seconds> unit_backward;  // units[i].backward, contiguous
   std::vector<Bytes> unit_bytes;       // units[i].gradient, contiguous
   Seconds iter_one{};
+  MemoryUse memory;
   std::shared_ptr<const ResourceName::Table> resources;  // named when a caller asks (ResourceName::str)
 
   void describe_resources();
@@ -160,7 +162,7 @@ Predictor::Predictor(Scenario scenario) : impl_(std::make_unique<Impl>()) {
   m.u = m.layers.total_update();
   m.u_first = m.layers.update.empty() ? Seconds{} : m.layers.update.front();
 
-  const double grad_bytes = sc.compute.precision == Precision::fp16 ? 2.0 : 4.0;
+  const double grad_bytes = gradient_bytes_per_element(sc.compute.precision);
   m.units = make_units(sc.network, m.layers, sc.strategy, grad_bytes);
   for (const auto& un : m.units) {
     m.total_gradient += un.gradient;
@@ -177,6 +179,10 @@ Predictor::Predictor(Scenario scenario) : impl_(std::make_unique<Impl>()) {
     const BytesPerSecond h2d_bw = sc.strategy.pinned_memory ? sc.cluster.h2d_pinned : sc.cluster.h2d_pageable;
     m.h2d = m.input_per_gpu / h2d_bw;
     m.io_one = eq::io_time(m.input_per_gpu, 1, m.read_bw);
+  }
+  {
+    const MemoryFit fit = check_memory_fit(sc.network, sc.cluster.gpu, sc.batch_per_gpu, sc.compute);
+    m.memory = MemoryUse{fit.need.total(), fit.available, fit.fits};
   }
   m.describe_resources();
   m.iter_one = m.run(1, GpuPlacement{1, 1, 1}).iteration_time;
@@ -242,11 +248,15 @@ Prediction Predictor::Impl::run(int gpus, const GpuPlacement& at) const {
 
   // ---- I/O and host-to-GPU copy at this scale --------------------------------------------------------
   // One reader per node feeds its n_g GPUs: t_io,n_g = n_g · t_io,1 (Section VI-B), or D·n_g/B.
+  // With gradient accumulation every phase but the exchange and the update runs K times per iteration.
+  const double K = sc.compute.accumulate;
   Seconds io = sc.profile ? io_one * static_cast<double>(at.gpus_per_node)
                           : eq::io_time(input_per_gpu, at.gpus_per_node, read_bw);
   if (meas && meas->io) io = *meas->io;
+  io = io * K;
   Seconds h2d_n = h2d;
   if (meas && meas->h2d) h2d_n = *meas->h2d;
+  h2d_n = h2d_n * K;
 
   // ---- communication per unit ------------------------------------------------------------------------
   thread_local std::vector<Seconds> comm_buf, extra_buf;
@@ -308,11 +318,12 @@ Prediction Predictor::Impl::run(int gpus, const GpuPlacement& at) const {
   Seconds update_exposed = u;
   const bool overlapped = st.overlap != Overlap::none && st.aggregation != Aggregation::broadcast_reduce;
   if (!overlapped) {
-    gpu_side = eq::gpu_time(h2d_n, f, b, u) + comm_total;  // eq. 2/3 without t_io
+    gpu_side = eq::gpu_time(h2d_n, f * K, b * K, u) + comm_total;  // eq. 2/3 without t_io
     exposed = comm_total;
   } else {
     if (st.update == UpdatePlacement::per_layer) update_exposed = units.front().update;
-    gpu_side = h2d_n + f + done + update_exposed;  // eq. exact, per-layer update or update after aggregation
+    // eq. exact, per-layer update or update after aggregation; only the last of K backward passes overlaps
+    gpu_side = h2d_n + f * K + b * (K - 1.0) + done + update_exposed;
     // ≥ 0 and ≤ the communication in exact arithmetic; clamp the rounding of summing b in two orders
     exposed = min(max(done - b, Seconds{}), comm_total);
     p.hiding_case = boundary == 0 ? 1 : 2;
@@ -320,9 +331,10 @@ Prediction Predictor::Impl::run(int gpus, const GpuPlacement& at) const {
   }
   p.iteration_time = st.io_prefetch ? eq::iteration_io_hidden(gpu_side, Seconds{}, io) : io + gpu_side;
 
-  p.breakdown = Breakdown{io, h2d_n, f, b, u, comm_total, exposed};
-  // In double: N·M passes 2^31 at 100,000 GPUs × 65,536 samples.
-  p.throughput_samples_per_s = static_cast<double>(gpus) * sc.batch_per_gpu / in_seconds(p.iteration_time);
+  p.breakdown = Breakdown{io, h2d_n, f * K, b * K, u, comm_total, exposed};
+  p.memory = memory;
+  // In double: N·M·K passes 2^31 at 100,000 GPUs × 65,536 samples.
+  p.throughput_samples_per_s = static_cast<double>(gpus) * sc.batch_per_gpu * K / in_seconds(p.iteration_time);
   p.speedup = gpus == 1 ? 1.0 : eq::speedup(gpus, iter_one, p.iteration_time);
   p.efficiency = p.speedup / gpus;
 
@@ -332,7 +344,7 @@ Prediction Predictor::Impl::run(int gpus, const GpuPlacement& at) const {
     Seconds time;
   };
   std::array<Part, 5> parts{Part{Bottleneck::io, st.io_prefetch ? Seconds{} : io}, Part{Bottleneck::h2d, h2d_n},
-                            Part{Bottleneck::compute, f + b}, Part{Bottleneck::communication, exposed},
+                            Part{Bottleneck::compute, (f + b) * K}, Part{Bottleneck::communication, exposed},
                             Part{Bottleneck::update, update_exposed}};
   Part worst = parts[0];
   for (const auto& pt : parts)

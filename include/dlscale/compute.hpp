@@ -1,12 +1,16 @@
-// Per-layer compute time: how long each learnable layer takes forward, backward and to update on one
-// GPU at a batch size. The specification-based model is a roofline (FLOPs and bytes against the GPU's
-// peaks, with per-kind efficiency factors); a measured profile replaces it. Model and sources of the
-// factors: docs/compute-model.md.
+// Per-layer compute time: how long each learnable layer (with the parameter-free operators that follow
+// it) takes forward, backward and to update on one GPU at a batch size. From specifications, every
+// kernel is timed by the kernel model (include/dlscale/kernels.hpp); a measured profile replaces it.
+// Model, parameters and their sources: docs/compute-model.md.
 #pragma once
 
+#include <memory>
+#include <string>
+#include <string_view>
 #include <vector>
 
 #include "dlscale/gpu.hpp"
+#include "dlscale/kernels.hpp"
 #include "dlscale/network.hpp"
 #include "dlscale/units.hpp"
 
@@ -21,34 +25,51 @@ struct LayerTimes {
   [[nodiscard]] Seconds total_update() const noexcept;
 };
 
-/// Efficiency factors: the fraction of the GPU's peak that each kind of work reaches. Defaults and
-/// their sources are documented in docs/compute-model.md; a calibration profile replaces them.
+/// The optimiser of the update step: its state per parameter and its memory traffic (docs/compute-model.md).
+enum class Optimizer { sgd, momentum, adam, adamw, lamb };
+std::string_view to_string(Optimizer o) noexcept;
+/// "sgd", "momentum", "adam", "adamw" or "lamb"; std::invalid_argument otherwise.
+Optimizer optimizer_from_string(std::string_view name);
+inline constexpr std::string_view kOptimizerNames = "sgd, momentum, adam, adamw, lamb";
+/// fp32 words of optimiser state per parameter: SGD 0, momentum 1, Adam/AdamW/LAMB 2.
+int optimizer_state_words(Optimizer o) noexcept;
+
+/// How a step is computed: precision, optimiser, gradient accumulation, the framework's convolution
+/// algorithms, and the kernel-model parameters (docs/compute-model.md).
 struct ComputeOptions {
   Precision precision = Precision::fp32;
-  double conv_efficiency = 0.55;    // cuDNN convolutions vs peak FLOP/s
-  double gemm_efficiency = 0.70;    // cuBLAS GEMMs (linear, attention projections) vs peak FLOP/s
-  double memory_efficiency = 0.75;  // element-wise / normalisation / update vs peak memory bandwidth
-  /// On tensor cores (fp16 on sm_70 and newer, TF32 where the GPU has it) the same kernels reach a smaller
-  /// fraction of a peak that is 8-16x higher: data layout, tile quantisation and the memory system keep
-  /// them from it. These replace conv_efficiency / gemm_efficiency there.
-  double tensor_conv_efficiency = 0.30;
-  double tensor_gemm_efficiency = 0.55;
-  /// Backward of a layer that computes both the weight gradient and the input gradient, relative to its
-  /// forward time (each gradient costs about one forward). A layer that needs no input gradient (layer 1,
-  /// whose input is the data, and embeddings, whose input is token ids) takes half of it.
-  double backward_to_forward = 2.0;
-  int optimizer_state_words = 1;    // fp32 words of optimiser state per parameter (SGD momentum: 1, Adam: 2)
-  bool tf32 = false;                // fp32 convolutions and GEMMs on TF32 tensor cores where the GPU has them
+  Optimizer optimizer = Optimizer::momentum;
+  bool fused_optimizer = true;      // one multi-tensor kernel per layer; unfused: a few kernels per tensor
+  int accumulate = 1;               // forward/backward passes per gradient exchange and update (≥ 1)
+  ConvAlgorithmPolicy conv_algorithms;  // which cuDNN algorithms the framework reaches
+  /// Kernel-model parameters; null: the shipped topologies/compute-params.yaml.
+  std::shared_ptr<const KernelParamSet> kernel_params;
+
+  /// The kernel parameters of `gpu`'s architecture.
+  [[nodiscard]] const KernelParams& kernel(const GpuSpec& gpu) const;
 };
 
-/// Bytes per element of activations and of the gradients that are exchanged: 4 in fp32, 2 in mixed fp16.
+/// Bytes per element of activations and of the gradients that are exchanged: 4 in fp32/TF32, 2 in mixed.
 double activation_bytes_per_element(Precision p) noexcept;
 double gradient_bytes_per_element(Precision p) noexcept;
 /// Bytes one optimiser step moves per parameter (read weight and gradient, write weight, read and write
-/// each state word; mixed precision also writes the fp16 working copy and reads an fp16 gradient).
+/// each state word; mixed precision also writes the half-precision working copy; LAMB reads the weight
+/// and the update again for its trust ratio).
 double update_bytes_per_param(const ComputeOptions& opt) noexcept;
 
-/// The roofline estimate of every layer's forward, backward and update time.
+/// The forward and backward kernels of one layer and the operators that follow it, timed by the kernel
+/// model (what `dlscale model show --kernels` prints). `first` = layer 1 (no input gradient).
+struct KernelTiming {
+  std::string name;      // "conv1 fwd", "conv1 dgrad (winograd)", "layer1.0.relu bwd", ...
+  Seconds time{};
+  Flops flops{};
+  Bytes traffic{};
+  bool backward = false;
+};
+std::vector<KernelTiming> layer_kernels(const Layer& layer, bool first, bool last, const GpuSpec& gpu, int batch,
+                                        const ComputeOptions& opt);
+
+/// Every layer's forward, backward and update time from the kernel model (one micro-batch of `batch`).
 LayerTimes estimate_layer_times(const Network& net, const GpuSpec& gpu, int batch, const ComputeOptions& opt);
 
 /// Spread measured phase totals over the layers in proportion to modelled per-layer times, so that the

@@ -1,20 +1,39 @@
-// A GPU's datasheet figures: what the compute model and the memory-fit check read.
+// A GPU's datasheet figures (what the compute model and the memory-fit check read) and the numeric
+// precisions a training step can run in.
 #pragma once
 
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "dlscale/units.hpp"
 
 namespace dlscale {
 
-enum class Precision { fp32, fp16 };  // fp16 = mixed precision (fp16/bf16 tensor cores, fp32 master weights)
+/// The precision of a training step's multiply-adds and activations (docs/compute-model.md, "Precisions"):
+/// - fp32: IEEE single precision everywhere (vector units; no TF32).
+/// - tf32: fp32 storage, convolutions and GEMMs on TF32 tensor cores (Ampere and newer; PyTorch's default
+///   for cuDNN convolutions, and for matrix multiplies up to 1.11).
+/// - bf16, fp16: automatic mixed precision: GEMMs and convolutions in half precision on tensor cores with
+///   fp32 accumulation, half-precision activations, fp32 master weights and optimiser state.
+enum class Precision { fp32, tf32, bf16, fp16 };
+
+std::string_view to_string(Precision p) noexcept;
+/// "fp32", "tf32", "bf16" or "fp16"; std::invalid_argument otherwise (callers add the location).
+Precision precision_from_string(std::string_view name);
+inline constexpr std::string_view kPrecisionNames = "fp32, tf32, bf16, fp16";
+/// Mixed precision (bf16 or fp16 AMP): half-precision activations and gradients, fp32 master weights.
+[[nodiscard]] constexpr bool is_mixed(Precision p) noexcept { return p == Precision::bf16 || p == Precision::fp16; }
 
 struct GpuSpec {
   std::string name;                 // e.g. "Tesla P40"
-  std::string architecture;         // e.g. "pascal", "volta", "ampere", "hopper"
-  int sm_version = 0;               // e.g. 61, 70, 80, 90
+  std::string architecture;         // e.g. "pascal", "volta", "turing", "ampere", "ada", "hopper"
+  int sm_version = 0;               // compute capability × 10, e.g. 61, 70, 80, 90
+  int sm_count = 0;                 // streaming multiprocessors (0: unknown; the kernel model then ignores waves)
   FlopsPerSecond peak_fp32{};       // vector fp32
-  FlopsPerSecond peak_fp16{};       // dense fp16/bf16 (tensor cores where present)
+  FlopsPerSecond peak_fp16{};       // dense fp16 multiply with fp32 accumulate, as AMP runs it (tensor cores
+                                    // where present; GeForce cards run it at half their fp16-accumulate rate)
+  FlopsPerSecond peak_bf16{};       // dense bf16 with fp32 accumulate; zero where the GPU has no bf16 math
   FlopsPerSecond peak_tf32{};       // dense tf32 tensor; zero where it does not exist
   BytesPerSecond memory_bandwidth{};
   Bytes memory_size{};
@@ -26,8 +45,31 @@ struct GpuSpec {
   int pcie_width = 16;
   std::string source;               // where the figures come from
 
+  /// Whether fp16 multiply-adds run on tensor cores (Volta, sm_70, and newer; Pascal's fp16 is the vector unit's).
+  [[nodiscard]] bool has_tensor_cores() const noexcept { return sm_version >= 70; }
+  /// Whether the GPU can run a step in this precision (TF32 and bf16 need Ampere or newer; fp16 AMP runs
+  /// everywhere, at the fp32 rate where the GPU has no fast fp16).
+  [[nodiscard]] bool supports(Precision p) const noexcept {
+    switch (p) {
+      case Precision::tf32: return peak_tf32 > FlopsPerSecond{};
+      case Precision::bf16: return peak_bf16 > FlopsPerSecond{};
+      default: return true;
+    }
+  }
+  /// The dense peak of the precision's multiply-adds (fp32 where the GPU lacks the mode).
   [[nodiscard]] FlopsPerSecond peak(Precision p) const noexcept {
-    return p == Precision::fp16 && peak_fp16 > FlopsPerSecond{} ? peak_fp16 : peak_fp32;
+    FlopsPerSecond r{};
+    switch (p) {
+      case Precision::fp32: r = peak_fp32; break;
+      case Precision::tf32: r = peak_tf32; break;
+      case Precision::bf16: r = peak_bf16; break;
+      case Precision::fp16: r = peak_fp16; break;
+    }
+    return r > FlopsPerSecond{} ? r : peak_fp32;
+  }
+  /// Whether the precision's GEMMs and convolutions run on tensor cores on this GPU.
+  [[nodiscard]] bool on_tensor_cores(Precision p) const noexcept {
+    return p != Precision::fp32 && has_tensor_cores() && supports(p);
   }
 };
 

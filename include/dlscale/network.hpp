@@ -18,12 +18,39 @@ enum class LayerKind {
   layernorm,
   embedding,
   attention,  // fused attention projections (q, k, v, output) of a transformer block
-  other
+  other,
+  // Parameter-free operators (no gradient to exchange). A model file lists them between the learnable
+  // layers; the loader attaches each to the learnable layer before it (Layer::ops), whose gradient is
+  // ready only after their backward too.
+  relu,
+  gelu,
+  silu,
+  tanh,
+  dropout,
+  maxpool,
+  avgpool,   // average pooling, adaptive and global too
+  add,       // a residual addition
+  concat,
+  reshape,   // flatten, first-token selection: views, no kernel
 };
+
+/// Whether a kind is a parameter-free operator (relu … reshape) rather than a layer that may learn.
+[[nodiscard]] constexpr bool is_parameter_free(LayerKind k) noexcept { return k >= LayerKind::relu; }
 
 std::string_view to_string(LayerKind k) noexcept;
 /// Throws UnitError-free std::invalid_argument on an unknown name; the YAML layer adds the location.
 LayerKind layer_kind_from_string(std::string_view name);
+
+/// A parameter-free operator that follows a learnable layer: what the compute model needs to time it as
+/// a memory-bound kernel (docs/compute-model.md) and the memory model to count what it keeps.
+struct Operator {
+  std::string name;
+  LayerKind kind = LayerKind::relu;
+  std::vector<std::int64_t> input_shape;    // per sample (the first input's, for add and concat)
+  std::vector<std::int64_t> output_shape;   // per sample
+  double activation_bytes_per_sample = 0.0; // bytes it keeps for backward beyond its input (fp32 figure)
+  int kernel_h = 1, kernel_w = 1, stride_h = 1, stride_w = 1;  // pooling windows
+};
 
 struct Layer {
   std::string name;
@@ -33,6 +60,17 @@ struct Layer {
   double forward_flops_per_sample = 0.0;    // FLOPs, a multiply-add counted as 2 FLOPs (= 2 × MACs)
   double activation_bytes_per_sample = 0.0; // bytes of the layer's output kept for backward (fp32)
   std::vector<std::int64_t> output_shape;   // per sample, e.g. {64, 112, 112}
+  // The shape of the work, for the kernel model (docs/compute-model.md); empty/zero when a model file
+  // does not give it, and the layer is then timed from its FLOPs and bytes alone.
+  std::vector<std::int64_t> input_shape;    // per sample
+  int kernel_h = 1, kernel_w = 1;           // conv, pooling
+  int stride_h = 1, stride_w = 1;
+  int groups = 1;                           // conv
+  int heads = 0;                            // attention
+  std::int64_t hidden = 0;                  // mlp (a linear layer of two or three matrices)
+  bool gated = false;                       // mlp: SwiGLU (gate, up, down)
+  /// The parameter-free operators that follow this layer up to the next learnable one.
+  std::vector<Operator> ops;
 };
 
 struct Network {
@@ -47,6 +85,8 @@ struct Network {
   [[nodiscard]] double total_forward_flops_per_sample() const noexcept;
   [[nodiscard]] double total_macs_per_sample() const noexcept;
   [[nodiscard]] double total_activation_bytes_per_sample() const noexcept;
+  /// The same plus what the parameter-free operators keep (the memory model's figure).
+  [[nodiscard]] double total_kept_bytes_per_sample() const noexcept;
   /// Bytes of one gradient of layer i at the given bytes per element.
   [[nodiscard]] static Bytes gradient_bytes(const Layer& l, double bytes_per_element = 4.0) noexcept {
     return bytes(static_cast<double>(l.params) * bytes_per_element);

@@ -63,6 +63,13 @@ class ResourceName {
   bool measured_ = false;  // " [measured]": a measured communication total set the time
 };
 
+/// One GPU's memory for a training step (include/dlscale/memory.hpp) and whether the GPU holds it.
+struct MemoryUse {
+  Bytes per_gpu{};
+  Bytes capacity{};
+  bool fits = true;
+};
+
 struct Prediction {
   int gpus = 1;
   int nodes = 1;
@@ -76,6 +83,7 @@ struct Prediction {
   Bottleneck bottleneck = Bottleneck::compute;
   ResourceName bottleneck_resource;  // .str(): e.g. "inter-node network (56 Gb/s)"
   Breakdown breakdown;
+  MemoryUse memory;
 };
 
 /// Prepares the per-layer times of a scenario once, then predicts any GPU count cheaply.

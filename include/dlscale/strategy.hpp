@@ -5,6 +5,7 @@
 #include <string>
 #include <string_view>
 
+#include "dlscale/kernels.hpp"
 #include "dlscale/units.hpp"
 
 namespace dlscale {
@@ -44,6 +45,7 @@ struct Strategy {
   Bytes first_bucket = mebibytes(1);    // bucketed: the first (output-side) bucket
   int parameter_servers = 0;            // parameter_server/hybrid: 0 = one per node
   double compute_efficiency = 1.0;      // scales the compute model's layer times (1 = as modelled)
+  ConvAlgorithmPolicy conv_algorithms;  // the cuDNN convolution algorithms its algorithm search reaches
 };
 
 }  // namespace dlscale

@@ -22,6 +22,13 @@ std::filesystem::path resolve_architecture(std::string_view name_or_file, std::s
 /// Parses an architecture description and computes every learnable layer. Any problem (unknown key or
 /// layer kind, a non-positive size, a shape that does not fit) is an InputError naming file:line:col.
 Network build_network(const std::filesystem::path& arch_file);
+/// A different input size than the description's: the sequence length of a token model, or the height
+/// and width of an image model (0: as described). Errors name the option's value, not a file location.
+struct InputOverride {
+  int seq_len = 0;
+  int image_size = 0;
+};
+Network build_network(const std::filesystem::path& arch_file, const InputOverride& input);
 /// The same, from text (for tests); `display_name` appears in error messages.
 Network build_network_from_string(const std::string& text, const std::string& display_name);
 

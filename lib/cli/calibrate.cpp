@@ -178,7 +178,7 @@ void apply_calibration(const ScenarioOptions& o, Scenario& sc, RunInfo& /*info*/
   }
 
   // ---- per-layer compute ----
-  const std::string precision = sc.compute.precision == Precision::fp16 ? "fp16" : "fp32";
+  const std::string precision(to_string(sc.compute.precision));
   std::size_t matched = 0;
   std::optional<LayerTimes> measured;
   if (cal) measured = measured_layer_times(*cal, sc.network, sc.batch_per_gpu, precision, &matched);
@@ -211,11 +211,17 @@ void apply_calibration(const ScenarioOptions& o, Scenario& sc, RunInfo& /*info*/
                  sc.profile ? "the profile" : "the roofline");
     }
     explain.push_back(sc.profile ? fmt::format("forward/backward/update: profile {} (phase totals spread over layers by the roofline's shape)", o.profile)
-                                 : fmt::format("forward/backward: roofline on {} (peak {}, conv eff. {}, GEMM eff. {})",
-                                               sc.cluster.gpu.name, sc.cluster.gpu.peak(sc.compute.precision),
-                                               sc.compute.conv_efficiency, sc.compute.gemm_efficiency));
+                                 : fmt::format("forward/backward: kernel model on {} ({}: peak {}, tensor eff. {}, vector eff. {}, "
+                                               "conv eff. {}, memory eff. {}; {})",
+                                               sc.cluster.gpu.name, to_string(sc.compute.precision),
+                                               sc.cluster.gpu.peak(sc.compute.precision),
+                                               sc.compute.kernel(sc.cluster.gpu).tensor_efficiency,
+                                               sc.compute.kernel(sc.cluster.gpu).vector_efficiency,
+                                               sc.compute.kernel(sc.cluster.gpu).conv_efficiency,
+                                               sc.compute.kernel(sc.cluster.gpu).memory_efficiency,
+                                               "topologies/compute-params.yaml"));
   }
-  if (!sc.profile) explain.push_back("update: roofline (memory-bound pass over parameters and optimiser state)");
+  if (!sc.profile) explain.push_back("update: kernel model (memory-bound pass over parameters and optimiser state)");
 
   // ---- host-to-GPU copies and storage ----
   const Bytes batch_bytes = sc.network.input_bytes_per_sample * static_cast<double>(sc.batch_per_gpu);
@@ -254,7 +260,7 @@ void apply_calibration(const ScenarioOptions& o, Scenario& sc, RunInfo& /*info*/
   if (o.explain_sources) {
     Bytes smallest = bytes(1e300), largest{};
     for (const auto& l : sc.network.layers) {
-      const Bytes g = Network::gradient_bytes(l, sc.compute.precision == Precision::fp16 ? 2.0 : 4.0);
+      const Bytes g = Network::gradient_bytes(l, gradient_bytes_per_element(sc.compute.precision));
       if (g > Bytes{}) {
         smallest = min(smallest, g);
         largest = max(largest, g);

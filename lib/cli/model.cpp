@@ -34,9 +34,11 @@ std::string shape(const std::vector<std::int64_t>& s) {
 }
 
 Precision precision_from(const std::string& p) {
-  if (p == "fp32") return Precision::fp32;
-  if (p == "fp16") return Precision::fp16;
-  throw UsageError("--precision", fmt::format("unknown precision '{}' (expected fp32 or fp16)", p));
+  try {
+    return precision_from_string(p);
+  } catch (const std::invalid_argument& e) {
+    throw UsageError("--precision", e.what());
+  }
 }
 
 // ---- list ---------------------------------------------------------------------------------------

@@ -6,6 +6,7 @@
 
 #include "dlscale/error.hpp"
 #include "dlscale/io.hpp"
+#include "dlscale/zoo.hpp"
 
 namespace dlscale::cli {
 
@@ -25,7 +26,15 @@ void add_scenario_options(CLI::App& cmd, ScenarioOptions& o) {
   cmd.add_option("--gpus", o.gpus, "GPU counts, comma-separated")->type_name("LIST")->capture_default_str();
   cmd.add_option("--profile", o.profile, "Measured single-GPU phase times (and optional measured values at larger counts)")
       ->type_name("FILE");
-  cmd.add_option("--precision", o.precision, "fp32 or fp16 (mixed precision)")->capture_default_str();
+  cmd.add_option("--precision", o.precision,
+                 "fp32, tf32 (Ampere and newer), bf16 or fp16 (automatic mixed precision)")->capture_default_str();
+  cmd.add_option("--optimizer", o.optimizer, "sgd, momentum, adam, adamw or lamb (default: momentum for image models, adamw for token models)")
+      ->type_name("NAME");
+  cmd.add_flag("--unfused-optimizer", o.unfused_optimizer, "The optimiser runs a few kernels per tensor instead of one multi-tensor kernel per layer");
+  cmd.add_option("--accumulate", o.accumulate, "Gradient accumulation: K forward/backward passes per gradient exchange and update")
+      ->type_name("K")->capture_default_str();
+  cmd.add_option("--seq-len", o.seq_len, "Rebuild a token model from models/arch/ at this sequence length")->type_name("S");
+  cmd.add_option("--image-size", o.image_size, "Rebuild an image model from models/arch/ at this height and width")->type_name("PIXELS");
   cmd.add_option("--calibration", o.calibration, "Measured curves and layer times (dlscale-calibrate or calibrate import)")
       ->type_name("FILE");
   cmd.add_flag("--explain-sources", o.explain_sources, "Say on stderr which numbers came from where");
@@ -45,6 +54,28 @@ std::vector<int> parse_gpu_list(const std::string& text) {
     start = end + 1;
   }
   return out;
+}
+
+Network load_model(const std::string& model, int seq_len, int image_size) {
+  const auto file = resolve(DataKind::network, model, "--model");
+  if (seq_len == 0 && image_size == 0) return load_network(file);
+  const char* option = seq_len != 0 ? "--seq-len" : "--image-size";
+  if (seq_len < 0 || image_size < 0) throw UsageError(option, "must be a positive whole number");
+  if (seq_len != 0 && image_size != 0) throw UsageError("--image-size", "give --seq-len for a token model or --image-size for an image model, not both");
+  // The generated models/NAME.yaml comes from models/arch/NAME.yaml: rebuild from the description.
+  const auto arch = architecture_dir() / (file.stem().string() + ".yaml");
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(arch, ec))
+    throw UsageError(option, fmt::format("'{}' has no architecture description in {} to rebuild it from", model,
+                                         architecture_dir().string()));
+  InputOverride over;
+  over.seq_len = seq_len;
+  over.image_size = image_size;
+  try {
+    return build_network(arch, over);
+  } catch (const InputError& e) {
+    throw UsageError(option, e.what());
+  }
 }
 
 Scenario build_scenario(const ScenarioOptions& o, RunInfo& info) {
@@ -76,13 +107,32 @@ Scenario build_scenario(const ScenarioOptions& o, RunInfo& info) {
   if (model.empty()) model = kDefaultModel;
   if (framework.empty()) framework = kDefaultFramework;
 
-  if (o.precision == "fp32") sc.compute.precision = Precision::fp32;
-  else if (o.precision == "fp16") sc.compute.precision = Precision::fp16;
-  else throw UsageError("--precision", fmt::format("unknown precision '{}' (expected fp32 or fp16)", o.precision));
+  try {
+    sc.compute.precision = precision_from_string(o.precision);
+  } catch (const std::invalid_argument& e) {
+    throw UsageError("--precision", e.what());
+  }
+  if (o.accumulate < 1)
+    throw UsageError("--accumulate", fmt::format("the number of passes per update must be at least 1, got {}", o.accumulate));
+  sc.compute.accumulate = o.accumulate;
+  sc.compute.fused_optimizer = !o.unfused_optimizer;
 
   sc.cluster = load_cluster(resolve(DataKind::cluster, cluster, "--cluster"));
-  sc.network = load_network(resolve(DataKind::network, model, "--model"));
+  if (!sc.cluster.gpu.supports(sc.compute.precision))
+    throw UsageError("--precision", fmt::format("the {} of cluster '{}' has no {} mode (it needs {})", sc.cluster.gpu.name,
+                                                sc.cluster.name, to_string(sc.compute.precision),
+                                                sc.compute.precision == Precision::tf32 ? "TF32 tensor cores, Ampere or newer"
+                                                                                        : "bf16 math, Ampere or newer"));
+  sc.network = load_model(model, o.seq_len, o.image_size);
   sc.strategy = load_strategy(resolve(DataKind::framework, framework, "--framework"));
+  sc.compute.conv_algorithms = sc.strategy.conv_algorithms;
+  try {
+    sc.compute.optimizer = !o.optimizer.empty()             ? optimizer_from_string(o.optimizer)
+                           : sc.network.input_kind == "tokens" ? Optimizer::adamw
+                                                               : Optimizer::momentum;
+  } catch (const std::invalid_argument& e) {
+    throw UsageError("--optimizer", e.what());
+  }
 
   info.cluster = sc.cluster.name;
   info.model = sc.network.name;

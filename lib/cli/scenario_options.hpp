@@ -20,6 +20,11 @@ struct ScenarioOptions {
   bool batch_given = false;    // --batch was on the command line (so that --batch 0 is an error, not the default)
   std::string gpus = "1,2,4,8,16";
   std::string precision = "fp32";
+  std::string optimizer;         // --optimizer; empty: momentum for image models, adamw for token models
+  bool unfused_optimizer = false;
+  int accumulate = 1;            // --accumulate K
+  int seq_len = 0;               // --seq-len: rebuild a token model from its architecture at this length
+  int image_size = 0;            // --image-size: rebuild an image model at this height and width
   std::string calibration;       // --calibration FILE (docs/calibration.md)
   bool explain_sources = false;  // --explain-sources: say on stderr where every number came from
 };
@@ -35,6 +40,8 @@ void add_scenario_options(CLI::App& cmd, ScenarioOptions& o);
 /// Loads every input named by the options; all errors are InputError/UsageError.
 Scenario build_scenario(const ScenarioOptions& o, RunInfo& info);
 std::vector<int> parse_gpu_list(const std::string& text);
+/// --model with --seq-len/--image-size: the network rebuilt from its architecture at that input size.
+Network load_model(const std::string& model, int seq_len, int image_size);
 /// --calibration and --explain-sources (lib/cli/calibrate.cpp): measured curves and layer times into the
 /// scenario, a calibration of another GPU refused; called by build_scenario.
 void apply_calibration(const ScenarioOptions& o, Scenario& sc, RunInfo& info);

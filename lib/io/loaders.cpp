@@ -116,9 +116,11 @@ GpuSpec read_gpu(MapReader& m, bool require_all) {
   g.name = m.required("name").scalar();
   if (auto n = m.optional("architecture")) g.architecture = n->scalar();
   if (auto n = m.optional("sm")) g.sm_version = small_count(*n, 1000);
+  if (auto n = m.optional("sms")) g.sm_count = small_count(*n, 100000);
   g.peak_fp32 = m.required("peak_fp32").flops_rate();
   if (auto n = req_or_opt("peak_fp16")) g.peak_fp16 = n->flops_rate();
   if (auto n = m.optional("peak_tf32")) g.peak_tf32 = n->flops_rate();
+  if (auto n = m.optional("peak_bf16")) g.peak_bf16 = n->flops_rate();
   g.memory_bandwidth = m.required("memory_bandwidth").bandwidth();
   if (auto n = req_or_opt("memory")) g.memory_size = n->bytes();
   if (auto n = m.optional("base_clock")) g.base_clock = n->frequency();
@@ -133,6 +135,7 @@ GpuSpec read_gpu(MapReader& m, bool require_all) {
 
 struct CatalogueEntry {
   std::string id;
+  std::vector<std::string> aliases;  // other names users give it (e.g. the names in published tables)
   GpuSpec spec;
 };
 
@@ -144,8 +147,22 @@ std::vector<CatalogueEntry> parse_catalogue(const fs::path& file) {
     CatalogueEntry e;
     const Node id = m.required("id");
     e.id = id.scalar();
-    for (const auto& seen : out)
-      if (lower(seen.id) == lower(e.id)) id.fail(fmt::format("GPU id '{}' is used twice", e.id));
+    auto taken = [&](const std::string& name) {
+      for (const auto& seen : out) {
+        if (lower(seen.id) == lower(name)) return true;
+        for (const auto& a : seen.aliases)
+          if (lower(a) == lower(name)) return true;
+      }
+      return false;
+    };
+    if (taken(e.id)) id.fail(fmt::format("GPU id '{}' is used twice", e.id));
+    if (auto al = m.optional("aliases")) {
+      for (const auto& a : al->items()) {
+        e.aliases.push_back(a.scalar());
+        if (taken(e.aliases.back()) || lower(e.aliases.back()) == lower(e.id))
+          a.fail(fmt::format("GPU name '{}' is used twice", e.aliases.back()));
+      }
+    }
     e.spec = read_gpu(m, true);
     m.finish();
     out.push_back(std::move(e));
@@ -199,8 +216,11 @@ GpuSpec find_gpu(std::string_view name) {
   const auto want = lower(name);
   const auto catalogue = read_catalogue();
   const auto& all = *catalogue;
-  for (const auto& e : all)
+  for (const auto& e : all) {
     if (lower(e.id) == want || lower(e.spec.name) == want) return e.spec;
+    for (const auto& a : e.aliases)
+      if (lower(a) == want) return e.spec;
+  }
   std::string known;
   for (const auto& e : all) known += (known.empty() ? "" : ", ") + e.id;
   throw InputError(fmt::format("unknown GPU '{}' (known: {})", name, known));
@@ -345,19 +365,23 @@ Network read_network(const Node& root) {
     net.input_bytes_per_sample = in.required("bytes_per_sample").bytes();
     in.finish();
   }
+  std::vector<Operator> leading_ops;  // parameter-free entries before the first learnable layer
   for (const auto& item : m.required("layers").items()) {
     MapReader l(item);
     Layer layer;
     layer.name = l.required("name").scalar();
-    {
-      const Node k = l.required("kind");
-      try {
-        layer.kind = layer_kind_from_string(k.scalar());
-      } catch (const std::invalid_argument& e) {
-        k.fail(e.what());
-      }
+    const Node kind_node = l.required("kind");
+    try {
+      layer.kind = layer_kind_from_string(kind_node.scalar());
+    } catch (const std::invalid_argument& e) {
+      kind_node.fail(e.what());
     }
-    layer.params = l.required("params").non_negative_integer();
+    {
+      const Node p = l.required("params");
+      layer.params = p.non_negative_integer();
+      if (is_parameter_free(layer.kind) && layer.params != 0)
+        p.fail(fmt::format("a {} has no parameters (params: 0)", to_string(layer.kind)));
+    }
     {
       const Node f = l.required("forward_flops");
       layer.forward_flops_per_sample = f.number();
@@ -373,12 +397,54 @@ Network read_network(const Node& root) {
       layer.activation_bytes_per_sample = in_bytes(n->bytes());
       if (layer.activation_bytes_per_sample < 0) n->fail("must not be negative");
     }
-    if (auto n = l.optional("output_shape")) {
-      layer.output_shape = n->integer_list();
-      for (auto d : layer.output_shape)
-        if (d <= 0) n->fail("every dimension of a shape must be positive");
+    auto shape = [](const Node& n) {
+      auto v = n.integer_list();
+      for (auto d : v)
+        if (d <= 0) n.fail("every dimension of a shape must be positive");
+      return v;
+    };
+    auto pair_of = [](const Node& n, int& a, int& b) {
+      const auto v = n.integer_list();
+      if (v.size() != 2 || v[0] < 1 || v[1] < 1 || v[0] > 1 << 20 || v[1] > 1 << 20)
+        n.fail("expected two positive whole numbers [height, width]");
+      a = static_cast<int>(v[0]);
+      b = static_cast<int>(v[1]);
+    };
+    if (auto n = l.optional("output_shape")) layer.output_shape = shape(*n);
+    if (auto n = l.optional("input_shape")) layer.input_shape = shape(*n);
+    if (auto n = l.optional("kernel")) pair_of(*n, layer.kernel_h, layer.kernel_w);
+    if (auto n = l.optional("stride")) pair_of(*n, layer.stride_h, layer.stride_w);
+    if (auto n = l.optional("groups")) {
+      layer.groups = n->int_at_most(1 << 20);
+      if (layer.groups < 1) n->fail("must be a positive whole number");
     }
+    if (auto n = l.optional("heads")) {
+      layer.heads = n->int_at_most(1 << 20);
+      if (layer.heads < 1) n->fail("must be a positive whole number");
+    }
+    if (auto n = l.optional("hidden")) {
+      layer.hidden = n->non_negative_integer();
+      if (layer.hidden < 1) n->fail("must be a positive whole number");
+    }
+    if (auto n = l.optional("gated")) layer.gated = n->boolean();
     l.finish();
+    if (is_parameter_free(layer.kind)) {
+      // Folded into the learnable layer before it: its backward runs before that layer's, so that layer's
+      // gradient is ready only after both (docs/compute-model.md).
+      Operator o;
+      o.name = std::move(layer.name);
+      o.kind = layer.kind;
+      o.input_shape = std::move(layer.input_shape);
+      o.output_shape = std::move(layer.output_shape);
+      o.activation_bytes_per_sample = layer.activation_bytes_per_sample;
+      o.kernel_h = layer.kernel_h;
+      o.kernel_w = layer.kernel_w;
+      o.stride_h = layer.stride_h;
+      o.stride_w = layer.stride_w;
+      (net.layers.empty() ? leading_ops : net.layers.back().ops).push_back(std::move(o));
+      continue;
+    }
+    if (net.layers.empty()) layer.ops = std::move(leading_ops);
     net.layers.push_back(std::move(layer));
   }
   if (net.layers.empty()) m.node().fail("a model needs at least one learnable layer");
@@ -433,6 +499,13 @@ Strategy read_strategy(const Node& root) {
   }
   if (auto n = m.optional("parameter_servers")) s.parameter_servers = small_count(*n, 1'000'000);
   if (auto n = m.optional("compute_efficiency")) s.compute_efficiency = n->positive_number();
+  if (auto n = m.optional("conv_algorithms")) {  // docs/compute-model.md, "Convolution algorithms"
+    MapReader c(*n);
+    if (auto w = c.optional("winograd")) s.conv_algorithms.winograd = w->boolean();
+    if (auto f = c.optional("fft")) s.conv_algorithms.fft = f->boolean();
+    if (auto l = c.optional("workspace_limit")) s.conv_algorithms.workspace_limit = l->bytes();
+    c.finish();
+  }
   m.finish();
   return s;
 }

@@ -143,10 +143,11 @@ TargetAdvice reach_efficiency(const Scenario& sc, int gpus, double target) {
     notes.push_back("measured layer times are for one batch size: bigger batches not tried");
   }
   // Mixed precision: halves the gradient bytes and runs the matrix work on tensor cores.
-  if (sc.compute.precision == Precision::fp32 && !sc.profile && !sc.measured_layers) {
+  if (!is_mixed(sc.compute.precision) && !sc.profile && !sc.measured_layers) {
     Scenario s = sc;
-    s.compute.precision = Precision::fp16;
-    consider(Change{"mixed precision", "fp32 -> mixed fp16", 1, predict_one(s, gpus), false});
+    s.compute.precision = sc.cluster.gpu.supports(Precision::bf16) ? Precision::bf16 : Precision::fp16;
+    consider(Change{"mixed precision", fmt::format("{} -> mixed {}", to_string(sc.compute.precision), to_string(s.compute.precision)),
+                    1, predict_one(s, gpus), false});
   }
   // Better bucket size.
   if (overlaps(sc.strategy)) {
@@ -229,7 +230,9 @@ std::string format_explanation(const Explanation& e, const Scenario& sc) {
   const double t_ms = in_ms(p.iteration_time);
   fmt::print(out, "# dlscale explain: {} on {} ({}), {} ({}), batch {} per GPU, {} GPUs on {} node{}\n", sc.network.name,
              sc.cluster.name, sc.cluster.gpu.name, sc.strategy.name,
-             sc.compute.precision == Precision::fp16 ? "mixed fp16" : "fp32", p.batch_per_gpu, p.gpus, p.nodes,
+             is_mixed(sc.compute.precision) ? fmt::format("mixed {}", to_string(sc.compute.precision))
+                                            : std::string(to_string(sc.compute.precision)),
+             p.batch_per_gpu, p.gpus, p.nodes,
              p.nodes > 1 ? "s" : "");
   fmt::print(out, "# communication: {}\n\n", e.collective_model);
   fmt::print(out, "iteration {:.3f} ms, {:.1f} samples/s, speedup {:.3f}, efficiency {:.1f}%\n", t_ms,

@@ -90,7 +90,7 @@ struct Tables {
   }
 };
 
-Precision read_precision(const Node& n) { return n.choice({"fp32", "fp16"}) == "fp16" ? Precision::fp16 : Precision::fp32; }
+Precision read_precision(const Node& n) { return precision_from_string(n.choice({"fp32", "tf32", "bf16", "fp16"})); }
 
 int read_batch(const Node& n) {
   const auto b = n.integer();
@@ -548,7 +548,7 @@ void write_sweep(std::ostream& out, SweepFormat f, const SweepSpec& spec, const 
     const SweepGroup& g = spec.groups[row.group];
     const Prediction& p = row.prediction;
     const Cluster& cl = spec.clusters[g.cluster];
-    const char* prec = g.precision == Precision::fp16 ? "fp16" : "fp32";
+    const std::string_view prec = to_string(g.precision);
     if (f == SweepFormat::csv) {
       std::string& pre = prefix[row.group];
       if (pre.empty())

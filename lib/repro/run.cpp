@@ -193,7 +193,7 @@ class Runner {
       sc.network = network(k.model);
       sc.strategy = strategy(k.framework);
       sc.batch_per_gpu = batch_per_gpu;
-      sc.compute.precision = k.precision == "fp16" ? Precision::fp16 : Precision::fp32;
+      sc.compute.precision = precision_from_string(k.precision);
       sc.collectives = collectives(k.system, variant);
       if (shared) {
         // One server feeds all N nodes: each node reads at shared/N. The predictor reads decoded input

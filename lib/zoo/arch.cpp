@@ -6,6 +6,7 @@
 #include <array>
 #include <cstdint>
 #include <optional>
+#include <map>
 #include <set>
 #include <string>
 #include <vector>
@@ -92,13 +93,15 @@ class Generator {
 
  private:
   std::set<std::string> names_;
+  std::map<std::string, int> op_names_;
+  std::vector<Operator> pending_ops_;
 
   static std::string join(const std::string& prefix, const std::string& name) {
     return prefix.empty() ? name : prefix + "." + name;
   }
 
-  void add(const Node& name_node, const std::string& prefix, LayerKind kind, std::int64_t params, std::int64_t macs,
-           std::int64_t activation_elements, Shape out) {
+  Layer& add(const Node& name_node, const std::string& prefix, LayerKind kind, std::int64_t params, std::int64_t macs,
+             std::int64_t activation_elements, Shape out, const Shape& in) {
     const std::string raw = name_node.scalar();
     if (raw.empty()) name_node.fail("a layer name must not be empty");
     const std::string name = join(prefix, raw);
@@ -111,7 +114,32 @@ class Generator {
     l.forward_flops_per_sample = 2.0 * static_cast<double>(macs);
     l.activation_bytes_per_sample = static_cast<double>(mul(name_node, activation_elements, kBytesPerElement));
     l.output_shape = std::move(out);
+    l.input_shape = in;
+    l.ops = std::move(pending_ops_);
+    pending_ops_.clear();
     layers.push_back(std::move(l));
+    return layers.back();
+  }
+
+  /// A parameter-free operator: attached to the learnable layer before it (or, before the first one, to
+  /// the first). `kept_bytes`: what it keeps for backward that no layer counts (fp32 figure).
+  void op(const Node& at, const std::string& prefix, LayerKind kind, const Shape& in, const Shape& out,
+          std::int64_t kept_bytes, std::array<std::int64_t, 2> window = {1, 1}, std::array<std::int64_t, 2> stride = {1, 1}) {
+    std::string base = join(prefix, std::string(to_string(kind)));
+    const int n = op_names_[base]++;
+    Operator o;
+    o.name = n == 0 ? base : fmt::format("{}_{}", base, n);
+    o.kind = kind;
+    o.input_shape = in;
+    o.output_shape = out;
+    o.activation_bytes_per_sample = static_cast<double>(kept_bytes);
+    o.kernel_h = static_cast<int>(window[0]);
+    o.kernel_w = static_cast<int>(window[1]);
+    o.stride_h = static_cast<int>(stride[0]);
+    o.stride_w = static_cast<int>(stride[1]);
+    (void)at;
+    if (layers.empty()) pending_ops_.push_back(std::move(o));
+    else layers.back().ops.push_back(std::move(o));
   }
 
   static void need_activations(const Node& at, const Tensor& in, std::string_view what) {
@@ -144,8 +172,8 @@ class Generator {
     if (kind == "embedding") return embedding(req(args, item, kind), std::move(in), prefix);
     if (kind == "attention") return attention(req(args, item, kind), std::move(in), prefix);
     if (kind == "mlp") return mlp(req(args, item, kind), std::move(in), prefix);
-    if (kind == "maxpool" || kind == "avgpool") return pool(req(args, item, kind), std::move(in), kind);
-    if (kind == "adaptive_avgpool") return adaptive_pool(req(args, item, kind), std::move(in));
+    if (kind == "maxpool" || kind == "avgpool") return pool(req(args, item, kind), std::move(in), kind, prefix);
+    if (kind == "adaptive_avgpool") return adaptive_pool(req(args, item, kind), std::move(in), prefix);
     if (kind == "global_avgpool" || kind == "flatten" || kind == "first_token" || kind == "relu" || kind == "gelu" ||
         kind == "silu" || kind == "tanh" || kind == "dropout") {
       if (args && !(kind == "dropout" && args->is_scalar()))
@@ -154,7 +182,7 @@ class Generator {
         const double p = args->number();
         if (p < 0 || p >= 1) args->fail("a dropout probability lies in [0, 1)");
       }
-      return shape_only(at, std::move(in), kind);
+      return shape_only(at, std::move(in), kind, prefix);
     }
     if (kind == "residual") return residual(req(args, item, kind), std::move(in), prefix);
     if (kind == "concat") return concat(req(args, item, kind), std::move(in), prefix);
@@ -197,7 +225,12 @@ class Generator {
     const std::int64_t params = mul(args, out, fan_in) + (bias ? out : 0);
     const std::int64_t macs = mul(args, {out, ho, wo, fan_in + (bias ? 1 : 0)});
     Shape shape{out, ho, wo};
-    add(name, prefix, LayerKind::conv, params, macs, elements(args, shape), shape);
+    Layer& l = add(name, prefix, LayerKind::conv, params, macs, elements(args, shape), shape, in.shape);
+    l.kernel_h = static_cast<int>(k[0]);
+    l.kernel_w = static_cast<int>(k[1]);
+    l.stride_h = static_cast<int>(stride[0]);
+    l.stride_w = static_cast<int>(stride[1]);
+    l.groups = static_cast<int>(groups);
     return {shape, false};
   }
 
@@ -230,7 +263,7 @@ class Generator {
     const std::int64_t macs = mul(args, {rows, out, fan_in + (bias ? 1 : 0)});
     Shape shape = in.shape;
     shape.back() = out;
-    add(name, prefix, LayerKind::linear, params, macs, elements(args, shape), shape);
+    add(name, prefix, LayerKind::linear, params, macs, elements(args, shape), shape, in.shape);
     return {shape, false};
   }
 
@@ -249,7 +282,7 @@ class Generator {
     need_activations(args, in, "batchnorm");
     if (in.shape.empty()) args.fail("batchnorm needs an input with a channel dimension");
     const std::int64_t n = elements(args, in.shape);
-    add(name, prefix, LayerKind::batchnorm, 2 * in.shape[0], n, n, in.shape);
+    add(name, prefix, LayerKind::batchnorm, 2 * in.shape[0], n, n, in.shape, in.shape);
     return in;
   }
 
@@ -266,7 +299,7 @@ class Generator {
     need_activations(args, in, with_bias ? "layernorm" : "rmsnorm");
     if (in.shape.empty()) args.fail("a norm needs an input with at least one dimension");
     const std::int64_t n = elements(args, in.shape);
-    add(name, prefix, LayerKind::layernorm, (with_bias ? 2 : 1) * in.shape.back(), n, n, in.shape);
+    add(name, prefix, LayerKind::layernorm, (with_bias ? 2 : 1) * in.shape.back(), n, n, in.shape, in.shape);
     return in;
   }
 
@@ -293,7 +326,7 @@ class Generator {
       const std::int64_t seq = in.token_ids ? (in.shape.empty() ? 1 : in.shape.back()) : in.shape[in.shape.size() >= 2 ? in.shape.size() - 2 : 0];
       if (seq > vocab) vocab_node.fail(fmt::format("a sequence of {} positions does not fit a table of {}", seq, vocab));
     }
-    add(name, prefix, LayerKind::embedding, mul(args, vocab, dim), 0, elements(args, shape), shape);
+    add(name, prefix, LayerKind::embedding, mul(args, vocab, dim), 0, elements(args, shape), shape, in.shape);
     return {shape, false};
   }
 
@@ -318,7 +351,7 @@ class Generator {
     const std::int64_t params = mul(args, {4, d, d}) + (bias ? 4 * d : 0);
     const std::int64_t macs = mul(args, {4, seqs, s, d, d + (bias ? 1 : 0)}) + mul(args, {2, seqs, s, s, d});
     const std::int64_t kept = mul(args, seqs, mul(args, {5, s, d}) + mul(args, {heads, s, s}));
-    add(name, prefix, LayerKind::attention, params, macs, kept, in.shape);
+    add(name, prefix, LayerKind::attention, params, macs, kept, in.shape, in.shape).heads = static_cast<int>(heads);
     return in;
   }
 
@@ -340,7 +373,9 @@ class Generator {
     const std::int64_t params = mul(args, {matrices, d, hidden}) + biases;
     const std::int64_t macs = mul(args, rows, params);  // every weight and bias once per row
     const std::int64_t kept = mul(args, rows, matrices * hidden + d);
-    add(name, prefix, LayerKind::linear, params, macs, kept, in.shape);
+    Layer& l = add(name, prefix, LayerKind::linear, params, macs, kept, in.shape, in.shape);
+    l.hidden = hidden;
+    l.gated = gated;
     return in;
   }
 
@@ -353,7 +388,7 @@ class Generator {
     return out;
   }
 
-  static Tensor pool(const Node& args, Tensor in, const std::string& kind) {
+  Tensor pool(const Node& args, Tensor in, const std::string& kind, const std::string& prefix) {
     MapReader m(args);
     const Node kernel_node = m.required("kernel");
     const auto k = pair(kernel_node, false);
@@ -368,33 +403,60 @@ class Generator {
     const std::int64_t h = in.shape[1], w = in.shape[2];
     if (h + 2 * pad[0] < k[0] || w + 2 * pad[1] < k[1])
       kernel_node.fail(fmt::format("a {}x{} window does not fit the {}x{} input (padding {}x{})", k[0], k[1], h, w, pad[0], pad[1]));
-    return {{in.shape[0], pooled(h, k[0], stride[0], pad[0], ceil_mode), pooled(w, k[1], stride[1], pad[1], ceil_mode)}, false};
+    Shape out{in.shape[0], pooled(h, k[0], stride[0], pad[0], ceil_mode), pooled(w, k[1], stride[1], pad[1], ceil_mode)};
+    const std::int64_t n = elements(args, out);
+    // Max pooling keeps its output and the int64 argmax indices (4 + 8 B per output element); average
+    // pooling only its output (the next layer's input, which no layer counts).
+    const bool is_max = kind == "maxpool";
+    op(args, prefix, is_max ? LayerKind::maxpool : LayerKind::avgpool, in.shape, out,
+       mul(args, n, is_max ? 12 : kBytesPerElement), k, stride);
+    return {out, false};
   }
 
-  static Tensor adaptive_pool(const Node& args, Tensor in) {
+  Tensor adaptive_pool(const Node& args, Tensor in, const std::string& prefix) {
     const auto size = pair(args, false);
     need_image(args, in, "adaptive_avgpool");
     if (size[0] > in.shape[1] || size[1] > in.shape[2])
       args.fail(fmt::format("cannot pool a {}x{} input up to {}x{}", in.shape[1], in.shape[2], size[0], size[1]));
-    return {{in.shape[0], size[0], size[1]}, false};
+    Shape out{in.shape[0], size[0], size[1]};
+    op(args, prefix, LayerKind::avgpool, in.shape, out, mul(args, elements(args, out), kBytesPerElement),
+       {in.shape[1] / size[0], in.shape[2] / size[1]}, {in.shape[1] / size[0], in.shape[2] / size[1]});
+    return {out, false};
   }
 
-  static Tensor shape_only(const Node& at, Tensor in, const std::string& kind) {
+  Tensor shape_only(const Node& at, Tensor in, const std::string& kind, const std::string& prefix) {
     if (kind == "global_avgpool") {
       need_image(at, in, kind);
-      return {{in.shape[0], 1, 1}, false};
+      Shape out{in.shape[0], 1, 1};
+      op(at, prefix, LayerKind::avgpool, in.shape, out, mul(at, in.shape[0], kBytesPerElement), {in.shape[1], in.shape[2]},
+         {in.shape[1], in.shape[2]});
+      return {out, false};
     }
     if (kind == "flatten") {
       need_activations(at, in, kind);
-      return {{elements(at, in.shape)}, false};
+      Shape out{elements(at, in.shape)};
+      op(at, prefix, LayerKind::reshape, in.shape, out, 0);
+      return {out, false};
     }
     if (kind == "first_token") {
       need_activations(at, in, kind);
       if (in.shape.size() < 2) at.fail(fmt::format("first_token needs a [sequence, width] input, got {}", shape_str(in.shape)));
-      in.shape.erase(in.shape.end() - 2);
+      Shape out = in.shape;
+      out.erase(out.end() - 2);
+      op(at, prefix, LayerKind::reshape, in.shape, out, 0);
+      in.shape = out;
       return in;
     }
     need_activations(at, in, kind);  // element-wise: relu, gelu, silu, tanh, dropout
+    const std::int64_t n = elements(at, in.shape);
+    // What each keeps for backward that no layer counts: ReLU runs in place (torchvision's inplace=True,
+    // its output is the tensor the previous layer already keeps); GELU, SiLU and tanh write a new tensor
+    // (the next layer's input); dropout a new tensor and a one-byte mask per element.
+    if (kind == "relu") op(at, prefix, LayerKind::relu, in.shape, in.shape, 0);
+    else if (kind == "gelu") op(at, prefix, LayerKind::gelu, in.shape, in.shape, mul(at, n, kBytesPerElement));
+    else if (kind == "silu") op(at, prefix, LayerKind::silu, in.shape, in.shape, mul(at, n, kBytesPerElement));
+    else if (kind == "tanh") op(at, prefix, LayerKind::tanh, in.shape, in.shape, mul(at, n, kBytesPerElement));
+    else op(at, prefix, LayerKind::dropout, in.shape, in.shape, mul(at, n, kBytesPerElement + 1));
     return in;
   }
 
@@ -419,6 +481,7 @@ class Generator {
     if (a.shape != b.shape || a.token_ids != b.token_ids)
       args.fail(fmt::format("the body gives {} but the shortcut gives {}: they must match to be added", shape_str(a.shape),
                             shape_str(b.shape)));
+    op(args, p, LayerKind::add, a.shape, a.shape, mul(args, elements(args, a.shape), kBytesPerElement));
     return a;
   }
 
@@ -444,6 +507,7 @@ class Generator {
                             shape_str(out->shape)));
       out->shape[0] += t.shape[0];
     }
+    op(args, p, LayerKind::concat, out->shape, out->shape, mul(args, elements(args, out->shape), kBytesPerElement));
     return *out;
   }
 
@@ -469,7 +533,7 @@ class Generator {
   }
 };
 
-Network build(const Node& root, const std::string& expected_name) {
+Network build(const Node& root, const std::string& expected_name, const InputOverride& over = {}) {
   MapReader m(root);
   Network net;
   {
@@ -499,6 +563,14 @@ Network build(const Node& root, const std::string& expected_name) {
       if (t.shape.empty() || t.shape.size() > 2) tokens->fail("token ids are 'S' or '[N, S]' (N sequences of S tokens)");
       t.token_ids = true;
       net.input_kind = "tokens";
+    }
+    if (over.image_size > 0) {
+      if (!image) throw UsageError("--image-size", fmt::format("'{}' takes token ids, not images: use --seq-len", net.name));
+      t.shape[1] = t.shape[2] = over.image_size;
+    }
+    if (over.seq_len > 0) {
+      if (!tokens) throw UsageError("--seq-len", fmt::format("'{}' takes images, not token ids: use --image-size", net.name));
+      t.shape.back() = over.seq_len;
     }
     net.input_shape = t.shape;
     net.input_bytes_per_sample = bytes(static_cast<double>(elements(in.node(), t.shape) * kBytesPerElement));
@@ -541,6 +613,9 @@ fs::path resolve_architecture(std::string_view name_or_file, std::string_view op
 }
 
 Network build_network(const fs::path& arch_file) { return build(yamlio::load_file(arch_file), arch_file.stem().string()); }
+Network build_network(const fs::path& arch_file, const InputOverride& input) {
+  return build(yamlio::load_file(arch_file), arch_file.stem().string(), input);
+}
 
 Network build_network_from_string(const std::string& text, const std::string& display_name) {
   return build(yamlio::load_string(text, display_name), "");

@@ -104,7 +104,7 @@ struct Simulator::Impl {
     for (const auto& [g, f] : opt.speed)
       if (!(f > 0.0) || g < 0) throw UsageError("--speed", fmt::format("GPU {} speed factor {} must be > 0", g, f));
     coll = sc.collectives ? sc.collectives : make_collective_model(sc.cluster);
-    const double bpe = sc.compute.precision == Precision::fp16 ? 2.0 : 4.0;
+    const double bpe = gradient_bytes_per_element(sc.compute.precision);
     for (const auto& l : sc.network.layers) {
       grads.push_back(Network::gradient_bytes(l, bpe));
       names.push_back(l.name);

@@ -15,11 +15,11 @@ namespace dlscale {
 MemoryEstimate estimate_training_memory(const Network& net, int batch, const ComputeOptions& opt, Bytes reserved) {
   if (batch < 1) throw std::invalid_argument("estimate_training_memory: the batch must be at least 1");
   const double p = static_cast<double>(net.total_params());
-  const bool mixed = opt.precision == Precision::fp16;
+  const bool mixed = is_mixed(opt.precision);
   MemoryEstimate m;
   m.weights = bytes(p * (mixed ? 4.0 + 2.0 : 4.0));
   m.gradients = bytes(p * gradient_bytes_per_element(opt.precision));
-  m.optimizer_state = bytes(p * 4.0 * opt.optimizer_state_words);
+  m.optimizer_state = bytes(p * 4.0 * optimizer_state_words(opt.optimizer));
   m.activations = bytes(net.total_activation_bytes_per_sample() * (activation_bytes_per_element(opt.precision) / 4.0) * batch);
   m.input = net.input_bytes_per_sample * static_cast<double>(batch);
   m.reserved = reserved;

@@ -1,0 +1,128 @@
+// The kernel model: how long one GPU kernel takes, from its shape and the GPU's datasheet figures.
+// GEMMs and convolutions (as implicit GEMMs) are cut into output tiles that run in waves over the GPU's
+// SMs; memory-bound kernels move their bytes at an attainable fraction of DRAM bandwidth; every kernel
+// pays a launch-and-dispatch overhead. The parameters belong to a GPU architecture and a kernel class and
+// live in topologies/compute-params.yaml with their sources. Derivations and a worked example:
+// docs/compute-model.md ("The kernel model").
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "dlscale/gpu.hpp"
+#include "dlscale/units.hpp"
+
+namespace dlscale {
+
+/// Kernel-model parameters of one GPU architecture. Each is a property of a kernel class on that
+/// architecture, never of a network (docs/compute-model.md, "Parameters").
+struct KernelParams {
+  std::string architecture;         // "pascal", "volta", …; "default" for the fallback set
+  double tensor_efficiency = 0.70;  // a large-tile GEMM's FLOP/s ÷ the tensor-core peak of its precision
+  double vector_efficiency = 0.80;  // a large-tile fp32 GEMM's FLOP/s ÷ the vector fp32 peak
+  double conv_efficiency = 0.85;    // an implicit-GEMM convolution's FLOP/s ÷ a GEMM's of the same shape
+  double memory_efficiency = 0.80;  // memory-bound kernels: attained ÷ datasheet DRAM bandwidth
+  Seconds kernel_overhead = Seconds::from_base(4e-6); // per kernel: launch gap and framework dispatch
+  double winograd_gain = 2.25;      // multiplies saved by Winograd F(2x2,3x3) (36 → 16 per output tile)
+  double fft_taps = 8.0;            // an FFT convolution's multiplies per output and input channel
+  std::string source;               // where the numbers came from (a fit's command, a paper)
+};
+
+/// Every architecture's parameters, with a fallback for an architecture the file does not name.
+struct KernelParamSet {
+  KernelParams defaults;
+  std::vector<KernelParams> architectures;  // each already merged over the defaults
+  std::string source;                       // the file (for messages)
+
+  /// The parameters of `architecture`, or the defaults.
+  [[nodiscard]] const KernelParams& for_architecture(std::string_view architecture) const noexcept;
+};
+
+/// Reads a parameter file (topologies/compute-params.yaml's schema); errors name file:line:col and the key.
+KernelParamSet load_kernel_params(const std::filesystem::path& file);
+KernelParamSet parse_kernel_params(const std::string& yaml_text, const std::string& display_name);
+/// The shipped topologies/compute-params.yaml, parsed once per process.
+std::shared_ptr<const KernelParamSet> shipped_kernel_params();
+/// The YAML text of a parameter set (what `dlscale calibrate fit` writes).
+std::string kernel_params_to_yaml(const KernelParamSet& set, std::string_view header_comment);
+
+/// A (batched) matrix product C[m×n] = A[m×k]·B[k×n], `count` independent ones.
+struct GemmShape {
+  std::int64_t m = 0, n = 0, k = 0;
+  std::int64_t count = 1;
+  [[nodiscard]] double flops() const noexcept {
+    return 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k) * static_cast<double>(count);
+  }
+};
+
+/// An output tile a GEMM kernel computes per thread block, and its efficiency relative to the largest.
+struct Tile {
+  int m = 0, n = 0;
+  double efficiency = 1.0;
+};
+/// The tiles cuBLAS/CUTLASS choose among (tensor cores: 256×128 … 64×64; vector fp32: 128×128 … 32×32).
+std::vector<Tile> gemm_tiles(bool tensor_cores);
+
+/// How a GEMM runs: the tile, the split of K, the waves over the SMs, and the time of each part.
+struct GemmPlan {
+  Tile tile;
+  int split_k = 1;
+  std::int64_t tiles = 0;     // thread blocks: ⌈m/tile.m⌉·⌈n/tile.n⌉·count·split_k
+  std::int64_t waves = 0;     // ⌈tiles / SMs⌉
+  std::int64_t m = 0, n = 0, k = 0;  // after padding for tensor-core alignment
+  Seconds compute{}, memory{}, time{};  // time = max(compute, memory) + overhead
+};
+
+/// Tensor-core alignment: the element count a dimension is padded to (8 for fp16/bf16, 4 for TF32, 1 on
+/// vector units): cuDNN and cuBLAS pad a misaligned dimension (or fall back to slower kernels).
+int tensor_core_alignment(Precision p, bool tensor_cores) noexcept;
+/// Bytes of one operand element in this precision (4 in fp32 and TF32, 2 in bf16/fp16).
+double element_bytes(Precision p) noexcept;
+
+/// The fastest tile and split-K for a GEMM, with its time (docs/compute-model.md, eq. K1–K4).
+/// `class_efficiency` scales the tile's efficiency (1 for a GEMM, conv_efficiency for an implicit-GEMM
+/// convolution); `multiply_gain` divides the multiplies (Winograd, FFT).
+GemmPlan plan_gemm(const GemmShape& g, const GpuSpec& gpu, Precision p, const KernelParams& kp,
+                   double class_efficiency = 1.0, double multiply_gain = 1.0);
+
+/// A memory-bound kernel that moves `traffic` bytes (eq. K5).
+Seconds memory_kernel_time(Bytes traffic, const GpuSpec& gpu, const KernelParams& kp) noexcept;
+
+/// A convolution's geometry per sample.
+struct ConvGeometry {
+  std::int64_t batch = 1;
+  std::int64_t in_channels = 0, out_channels = 0;
+  std::int64_t in_h = 0, in_w = 0, out_h = 0, out_w = 0;
+  int kernel_h = 1, kernel_w = 1, stride_h = 1, stride_w = 1, groups = 1;
+};
+
+/// cuDNN's algorithms as the kernel model knows them.
+enum class ConvAlgorithm { implicit_gemm, winograd, fft };
+std::string_view to_string(ConvAlgorithm a) noexcept;
+
+/// Which algorithms a framework's cuDNN calls reach (its algorithm search and workspace limit).
+struct ConvAlgorithmPolicy {
+  bool winograd = true;
+  bool fft = true;
+  Bytes workspace_limit = Bytes::from_base(1e12);  // an algorithm needing more workspace is not chosen
+};
+
+/// The three GEMMs of a convolution's training step: forward, data gradient, weight gradient (eq. K6).
+enum class ConvPass { forward, data_gradient, weight_gradient };
+GemmShape conv_as_gemm(const ConvGeometry& c, ConvPass pass) noexcept;
+
+struct ConvPlan {
+  ConvAlgorithm algorithm = ConvAlgorithm::implicit_gemm;
+  GemmPlan gemm;
+  Seconds time{};
+};
+/// The fastest algorithm the policy allows for one pass: implicit GEMM always; Winograd for 3×3 stride-1
+/// on vector units; FFT for kernels of 5×5 and larger at stride 1 when its workspace fits (eq. K7–K8).
+ConvPlan plan_conv(const ConvGeometry& c, ConvPass pass, const GpuSpec& gpu, Precision p, const KernelParams& kp,
+                   const ConvAlgorithmPolicy& policy);
+
+}  // namespace dlscale

@@ -1,0 +1,146 @@
+// The kernel model (include/dlscale/kernels.hpp; equations K1–K8 in docs/compute-model.md).
+#include "dlscale/kernels.hpp"
+
+#include <algorithm>
+#include <array>
+#include <bit>
+#include <cmath>
+#include <limits>
+
+namespace dlscale {
+namespace {
+std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
+std::int64_t round_up(std::int64_t a, std::int64_t b) { return ceil_div(a, b) * b; }
+
+/// Operand reuse of an output tile: a Tm×Tn tile loads Tm + Tn operand elements per Tm·Tn multiply-adds
+/// of each k step, so the share of time lost to feeding it grows as 1/Tm + 1/Tn (eq. K3). `c` is the
+/// feeding cost in units of one multiply-add per element: 32 for tensor cores (8–16x faster math over the
+/// same shared-memory bandwidth as the vector units), 16 for vector fp32.
+double tile_reuse(int tm, int tn, double c) { return 1.0 / (1.0 + c * (1.0 / tm + 1.0 / tn)); }
+}  // namespace
+
+std::vector<Tile> gemm_tiles(bool tensor_cores) {
+  const double c = tensor_cores ? 32.0 : 16.0;
+  const std::vector<std::array<int, 2>> sizes =
+      tensor_cores ? std::vector<std::array<int, 2>>{{256, 128}, {128, 256}, {128, 128}, {128, 64}, {64, 128}, {64, 64}}
+                   : std::vector<std::array<int, 2>>{{128, 128}, {128, 64}, {64, 128}, {64, 64}, {64, 32}, {32, 32}};
+  const double best = tile_reuse(sizes.front()[0], sizes.front()[1], c);
+  std::vector<Tile> out;
+  for (const auto& s : sizes) out.push_back(Tile{s[0], s[1], tile_reuse(s[0], s[1], c) / best});
+  return out;
+}
+
+int tensor_core_alignment(Precision p, bool tensor_cores) noexcept {
+  if (!tensor_cores) return 1;
+  return p == Precision::tf32 ? 4 : 8;  // 16 bytes of either: one tensor-core fragment row
+}
+
+double element_bytes(Precision p) noexcept { return is_mixed(p) ? 2.0 : 4.0; }
+
+GemmPlan plan_gemm(const GemmShape& g, const GpuSpec& gpu, Precision p, const KernelParams& kp, double class_efficiency,
+                   double multiply_gain) {
+  GemmPlan best;
+  best.time = seconds(std::numeric_limits<double>::infinity());
+  if (g.m <= 0 || g.n <= 0 || g.k <= 0 || g.count <= 0) {
+    best.time = Seconds{};
+    return best;
+  }
+  const bool tensor = gpu.on_tensor_cores(p);
+  // K1: pad the reduction and output-column dimensions to the tensor-core alignment.
+  const int a = tensor_core_alignment(p, tensor);
+  const std::int64_t m = g.m, n = round_up(g.n, a), k = round_up(g.k, a);
+  const FlopsPerSecond peak = tensor ? gpu.peak(p) : (p == Precision::fp16 ? gpu.peak(Precision::fp16) : gpu.peak_fp32);
+  const double base = (tensor ? kp.tensor_efficiency : kp.vector_efficiency) * class_efficiency;
+  const double bpe = element_bytes(p);
+  const BytesPerSecond bw = gpu.memory_bandwidth * kp.memory_efficiency;
+  const double sms = gpu.sm_count > 0 ? static_cast<double>(gpu.sm_count) : 0.0;
+  const double per_sm = sms > 0 ? peak.base() / sms : 0.0;
+  for (const Tile& t : gemm_tiles(tensor)) {
+    const std::int64_t output_tiles = ceil_div(m, t.m) * ceil_div(n, t.n) * g.count;
+    for (int split : {1, 2, 4, 8, 16, 32}) {
+      if (split > 1 && (k / split < 64 || (sms > 0 && output_tiles * split > 4 * static_cast<std::int64_t>(sms)))) break;
+      const std::int64_t tiles = output_tiles * split;
+      const double k_part = static_cast<double>(ceil_div(k, split));
+      // K2–K3: waves of thread blocks over the SMs, each block a Tm×Tn×(K/split) product at the tile's rate.
+      const double tile_flops = 2.0 * t.m * t.n * k_part / multiply_gain;
+      Seconds compute{};
+      std::int64_t waves = 0;
+      if (sms > 0) {
+        waves = ceil_div(tiles, static_cast<std::int64_t>(sms));
+        compute = seconds(static_cast<double>(waves) * tile_flops / (per_sm * base * t.efficiency));
+      } else {  // SM count unknown: a continuous machine
+        compute = seconds(static_cast<double>(tiles) * tile_flops / (peak.base() * base * t.efficiency));
+      }
+      // K4: operands read once and the result written once; split-K writes and re-reads fp32 partials.
+      double traffic = (static_cast<double>(m) * k + static_cast<double>(k) * n + static_cast<double>(m) * n) *
+                       static_cast<double>(g.count) * bpe;
+      if (split > 1) traffic += 2.0 * static_cast<double>(m) * n * g.count * split * 4.0;
+      const Seconds memory = bytes(traffic) / bw;
+      const Seconds time = max(compute, memory) + kp.kernel_overhead * (split > 1 ? 2.0 : 1.0);
+      if (time < best.time) best = GemmPlan{t, split, tiles, waves, m, n, k, compute, memory, time};
+    }
+  }
+  return best;
+}
+
+Seconds memory_kernel_time(Bytes traffic, const GpuSpec& gpu, const KernelParams& kp) noexcept {
+  return traffic / (gpu.memory_bandwidth * kp.memory_efficiency) + kp.kernel_overhead;  // K5
+}
+
+std::string_view to_string(ConvAlgorithm a) noexcept {
+  switch (a) {
+    case ConvAlgorithm::implicit_gemm: return "implicit_gemm";
+    case ConvAlgorithm::winograd: return "winograd";
+    case ConvAlgorithm::fft: return "fft";
+  }
+  return "";
+}
+
+GemmShape conv_as_gemm(const ConvGeometry& c, ConvPass pass) noexcept {
+  const std::int64_t g = std::max(c.groups, 1);
+  const std::int64_t taps = static_cast<std::int64_t>(c.kernel_h) * c.kernel_w;
+  switch (pass) {
+    case ConvPass::forward:  // K6: rows = output pixels, columns = output channels, reduction = ci·kh·kw
+      return GemmShape{c.batch * c.out_h * c.out_w, c.out_channels / g, c.in_channels / g * taps, g};
+    case ConvPass::data_gradient: {  // the transposed convolution: rows = input pixels
+      const std::int64_t k = std::max<std::int64_t>(1, c.out_channels / g * taps / (static_cast<std::int64_t>(c.stride_h) * c.stride_w));
+      return GemmShape{c.batch * c.in_h * c.in_w, c.in_channels / g, k, g};
+    }
+    case ConvPass::weight_gradient:  // reduction over every output pixel of the batch
+      return GemmShape{c.out_channels / g, c.in_channels / g * taps, c.batch * c.out_h * c.out_w, g};
+  }
+  return {};
+}
+
+ConvPlan plan_conv(const ConvGeometry& c, ConvPass pass, const GpuSpec& gpu, Precision p, const KernelParams& kp,
+                   const ConvAlgorithmPolicy& policy) {
+  const GemmShape g = conv_as_gemm(c, pass);
+  ConvPlan best;
+  best.gemm = plan_gemm(g, gpu, p, kp, kp.conv_efficiency);
+  best.time = best.gemm.time;
+  const bool tensor = gpu.on_tensor_cores(p);
+  const bool unit_stride = c.stride_h == 1 && c.stride_w == 1;
+  // K7: Winograd F(2x2,3x3) on the vector units (cuDNN's tensor-core convolutions are implicit GEMMs).
+  if (policy.winograd && !tensor && unit_stride && c.kernel_h == 3 && c.kernel_w == 3 && c.groups == 1) {
+    GemmPlan w = plan_gemm(g, gpu, p, kp, kp.conv_efficiency, kp.winograd_gain);
+    if (w.time < best.time) best = ConvPlan{ConvAlgorithm::winograd, w, w.time};
+  }
+  // K8: FFT for 5×5 and larger at stride 1: kh·kw multiplies per output and input channel become about
+  // fft_taps, if the transformed batch, filters and outputs (complex fp32) fit the framework's workspace.
+  const int taps = c.kernel_h * c.kernel_w;
+  if (policy.fft && !tensor && unit_stride && taps >= 25 && c.groups == 1 && taps > kp.fft_taps) {
+    const auto pow2 = [](std::int64_t v) { return static_cast<std::int64_t>(std::bit_ceil(static_cast<std::uint64_t>(v))); };
+    const std::int64_t hf = pow2(c.in_h + c.kernel_h - 1), wf = pow2(c.in_w + c.kernel_w - 1);
+    const double planes = static_cast<double>(c.batch * c.in_channels + c.in_channels * c.out_channels + c.batch * c.out_channels);
+    const Bytes workspace = bytes(planes * static_cast<double>(hf) * static_cast<double>(wf / 2 + 1) * 8.0);
+    if (workspace <= policy.workspace_limit) {
+      GemmPlan f = plan_gemm(g, gpu, p, kp, kp.conv_efficiency, taps / kp.fft_taps);
+      f.memory += workspace * 2.0 / (gpu.memory_bandwidth * kp.memory_efficiency);  // write and read the transforms
+      f.time = max(f.compute, f.memory) + kp.kernel_overhead * 3.0;                // forward FFTs, product, inverse
+      if (f.time < best.time) best = ConvPlan{ConvAlgorithm::fft, f, f.time};
+    }
+  }
+  return best;
+}
+
+}  // namespace dlscale

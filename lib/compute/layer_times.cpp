@@ -1,0 +1,318 @@
+// Per-layer compute time from the kernel model (include/dlscale/compute.hpp, docs/compute-model.md):
+// each layer and each parameter-free operator is a list of kernels (GEMMs, convolutions, memory-bound
+// passes), forward and backward, each timed by lib/compute/kernels.cpp.
+#include <fmt/format.h>
+
+#include <numeric>
+#include <stdexcept>
+#include <string>
+
+#include "dlscale/compute.hpp"
+
+namespace dlscale {
+namespace {
+Seconds sum(const std::vector<Seconds>& v) { return std::accumulate(v.begin(), v.end(), Seconds{}); }
+
+double elements(const std::vector<std::int64_t>& shape) {
+  double n = 1;
+  for (auto d : shape) n *= static_cast<double>(d);
+  return shape.empty() ? 0.0 : n;
+}
+
+/// Collects a layer's kernels (and, when asked, their names for `model show --kernels`).
+class Kernels {
+ public:
+  Kernels(const GpuSpec& gpu, const ComputeOptions& opt, bool named, std::vector<KernelTiming>* out)
+      : gpu_(gpu), opt_(opt), kp_(opt.kernel(gpu)), named_(named), out_(out) {}
+
+  Seconds forward{}, backward{};
+
+  void gemm(const std::string& what, const GemmShape& g, bool bwd) {
+    const GemmPlan plan = plan_gemm(g, gpu_, opt_.precision, kp_);
+    add(what, plan.time, flops(g.flops()), bytes(0), bwd);
+  }
+  void conv(const std::string& what, const ConvGeometry& c, ConvPass pass, bool bwd) {
+    const ConvPlan plan = plan_conv(c, pass, gpu_, opt_.precision, kp_, opt_.conv_algorithms);
+    add(named_ ? fmt::format("{} ({})", what, to_string(plan.algorithm)) : std::string(), plan.time,
+        flops(conv_as_gemm(c, pass).flops()), bytes(0), bwd);
+  }
+  /// A memory-bound pass over `elements` elements of `element_bytes` each (plus `extra` bytes).
+  void pass(const std::string& what, double elements_moved, double element_bytes, bool bwd, double extra_bytes = 0.0,
+            int kernels = 1) {
+    const Bytes traffic = bytes(elements_moved * element_bytes + extra_bytes);
+    const Seconds t = memory_kernel_time(traffic, gpu_, kp_) + kp_.kernel_overhead * static_cast<double>(kernels - 1);
+    add(what, t, flops(0), traffic, bwd);
+  }
+  /// A layer without the shape of its work: the roofline of its FLOPs and bytes.
+  void roofline(const std::string& what, Flops work, Bytes traffic, bool tensor_math, bool bwd) {
+    const FlopsPerSecond rate =
+        (tensor_math ? gpu_.peak(opt_.precision) : gpu_.peak_fp32) *
+        (gpu_.on_tensor_cores(opt_.precision) ? kp_.tensor_efficiency : kp_.vector_efficiency);
+    const Seconds compute = rate > FlopsPerSecond{} ? work / rate : Seconds{};
+    add(what, max(compute, traffic / (gpu_.memory_bandwidth * kp_.memory_efficiency)) + kp_.kernel_overhead, work,
+        traffic, bwd);
+  }
+  [[nodiscard]] const KernelParams& params() const noexcept { return kp_; }
+
+ private:
+  void add(const std::string& what, Seconds t, Flops f, Bytes traffic, bool bwd) {
+    (bwd ? backward : forward) += t;
+    if (named_ && out_) out_->push_back(KernelTiming{what, t, f, traffic, bwd});
+  }
+  const GpuSpec& gpu_;
+  const ComputeOptions& opt_;
+  const KernelParams& kp_;
+  bool named_;
+  std::vector<KernelTiming>* out_;
+};
+
+/// A linear map on the last dimension: forward, data gradient (unless the layer is first), weight gradient.
+void linear_gemms(Kernels& k, const std::string& name, std::int64_t rows, std::int64_t in, std::int64_t out, bool input_grad) {
+  k.gemm(name + " fwd", GemmShape{rows, out, in}, false);
+  if (input_grad) k.gemm(name + " dgrad", GemmShape{rows, in, out}, true);
+  k.gemm(name + " wgrad", GemmShape{out, in, rows}, true);
+}
+
+void time_layer(Kernels& k, const Layer& l, bool first, bool last, int batch, const ComputeOptions& opt) {
+  const double eb = activation_bytes_per_element(opt.precision);
+  const double B = batch;
+  const bool input_grad = !first && l.kind != LayerKind::embedding;
+  const double out_e = elements(l.output_shape) * B;
+  const auto& in = l.input_shape;
+  switch (l.kind) {
+    case LayerKind::conv:
+      if (in.size() == 3 && l.output_shape.size() == 3) {
+        const ConvGeometry c{batch, in[0], l.output_shape[0], in[1], in[2], l.output_shape[1], l.output_shape[2],
+                          l.kernel_h, l.kernel_w, l.stride_h, l.stride_w, l.groups};
+        k.conv(l.name + " fwd", c, ConvPass::forward, false);
+        if (input_grad) k.conv(l.name + " dgrad", c, ConvPass::data_gradient, true);
+        k.conv(l.name + " wgrad", c, ConvPass::weight_gradient, true);
+        return;
+      }
+      break;
+    case LayerKind::linear:
+      if (!in.empty()) {
+        const std::int64_t d = in.back();
+        const std::int64_t rows = static_cast<std::int64_t>(elements(in) / static_cast<double>(d) * B);
+        if (l.hidden > 0) {  // an MLP: up (and gate), the activation, down
+          const std::int64_t up = l.hidden * (l.gated ? 2 : 1);
+          linear_gemms(k, l.name + ".up", rows, d, up, input_grad);
+          const double h = static_cast<double>(rows) * static_cast<double>(l.hidden);
+          // GELU: read, write (2 passes of H); SwiGLU: SiLU of the gate and its product with up (read 2H, write H, + 2H)
+          k.pass(l.name + (l.gated ? ".swiglu fwd" : ".gelu fwd"), (l.gated ? 5.0 : 2.0) * h, eb, false);
+          k.pass(l.name + (l.gated ? ".swiglu bwd" : ".gelu bwd"), (l.gated ? 7.0 : 3.0) * h, eb, true);
+          linear_gemms(k, l.name + ".down", rows, l.hidden, l.output_shape.empty() ? d : l.output_shape.back(), true);
+        } else {
+          const std::int64_t out = l.output_shape.empty() ? d : l.output_shape.back();
+          linear_gemms(k, l.name, rows, d, out, input_grad);
+        }
+        return;
+      }
+      break;
+    case LayerKind::attention:
+      if (in.size() >= 2 && l.heads > 0) {
+        const std::int64_t d = in.back(), s = in[in.size() - 2];
+        const std::int64_t seqs = static_cast<std::int64_t>(elements(in) / static_cast<double>(s * d) * B);
+        const std::int64_t rows = seqs * s, dh = d / l.heads, bh = seqs * l.heads;
+        linear_gemms(k, l.name + ".qkv", rows, d, 3 * d, input_grad);
+        // Scores Q·Kᵀ and the weighted sum P·V, one small GEMM per sequence and head; backward: two each.
+        k.gemm(l.name + ".scores fwd", GemmShape{s, s, dh, bh}, false);
+        k.gemm(l.name + ".context fwd", GemmShape{s, dh, s, bh}, false);
+        k.gemm(l.name + ".context dgrad", GemmShape{s, s, dh, bh}, true);   // dP = dC·Vᵀ
+        k.gemm(l.name + ".context wgrad", GemmShape{s, dh, s, bh}, true);   // dV = Pᵀ·dC
+        k.gemm(l.name + ".scores dgrad", GemmShape{s, dh, s, bh}, true);    // dQ = dS·K
+        k.gemm(l.name + ".scores wgrad", GemmShape{s, dh, s, bh}, true);    // dK = dSᵀ·Q
+        // Scale and mask, softmax, dropout on the heads·S² probabilities: read and write each (fwd), read
+        // two and write one (bwd); the heads are split and merged by copies of Q, K, V and the context.
+        const double probs = static_cast<double>(bh) * static_cast<double>(s) * static_cast<double>(s);
+        k.pass(l.name + ".softmax fwd", 3 * 2.0 * probs, eb, false, 0.0, 3);
+        k.pass(l.name + ".softmax bwd", 3 * 3.0 * probs, eb, true, 0.0, 3);
+        const double act = static_cast<double>(rows) * static_cast<double>(d);
+        k.pass(l.name + ".heads fwd", 2.0 * 4.0 * act, eb, false, 0.0, 2);
+        k.pass(l.name + ".heads bwd", 2.0 * 4.0 * act, eb, true, 0.0, 2);
+        linear_gemms(k, l.name + ".out", rows, d, d, true);
+        return;
+      }
+      break;
+    case LayerKind::batchnorm:  // statistics pass, normalise pass; backward: reductions, then dx
+      k.pass(l.name + " fwd", 3.0 * out_e, eb, false, 0.0, 2);
+      k.pass(l.name + " bwd", 5.0 * out_e, eb, true, 0.0, 2);
+      return;
+    case LayerKind::layernorm:  // one pass forward; dx and the parameter gradients backward
+      k.pass(l.name + " fwd", 2.0 * out_e, eb, false);
+      k.pass(l.name + " bwd", 4.0 * out_e, eb, true, 0.0, 2);
+      return;
+    case LayerKind::embedding: {  // a gather; backward zero-fills the dense table gradient and scatter-adds
+      const bool adds = in.size() == l.output_shape.size();  // position/type embeddings add to activations
+      k.pass(l.name + " fwd", (adds ? 3.0 : 2.0) * out_e, eb, false);
+      k.pass(l.name + " bwd", 2.0 * out_e, eb, true,
+             static_cast<double>(l.params) * gradient_bytes_per_element(opt.precision), 2);
+      return;
+    }
+    default: break;
+  }
+  // No shape of the work: the roofline of its FLOPs and of reading its input and writing its output.
+  const Flops work = flops(l.forward_flops_per_sample * B);
+  const Bytes traffic = bytes(2.0 * l.activation_bytes_per_sample * (eb / 4.0) * B + static_cast<double>(l.params) * eb);
+  const bool matmul = l.kind == LayerKind::conv || l.kind == LayerKind::linear || l.kind == LayerKind::attention;
+  k.roofline(l.name + " fwd", work, traffic, matmul, false);
+  k.roofline(l.name + " bwd", work * (input_grad ? 2.0 : 1.0), traffic * (input_grad ? 2.0 : 1.0), matmul, true);
+  (void)last;
+}
+
+void time_operator(Kernels& k, const Operator& o, int batch, const ComputeOptions& opt) {
+  const double eb = activation_bytes_per_element(opt.precision);
+  const double ei = elements(o.input_shape) * batch, eo = elements(o.output_shape) * batch;
+  switch (o.kind) {
+    case LayerKind::relu:
+    case LayerKind::gelu:
+    case LayerKind::silu:
+    case LayerKind::tanh:  // y = f(x): read x, write y; dx = dy·f'(x or y): read two, write one
+      k.pass(o.name + " fwd", 2.0 * eo, eb, false);
+      k.pass(o.name + " bwd", 3.0 * eo, eb, true);
+      return;
+    case LayerKind::dropout:  // and a one-byte mask written forward, read backward
+      k.pass(o.name + " fwd", 2.0 * eo, eb, false, eo);
+      k.pass(o.name + " bwd", 2.0 * eo, eb, true, eo);
+      return;
+    case LayerKind::maxpool:  // output and int64 argmax indices; backward zero-fills dx and scatters dy
+      k.pass(o.name + " fwd", ei + eo, eb, false, 8.0 * eo);
+      k.pass(o.name + " bwd", 2.0 * ei + eo, eb, true, 8.0 * eo);
+      return;
+    case LayerKind::avgpool:
+      k.pass(o.name + " fwd", ei + eo, eb, false);
+      k.pass(o.name + " bwd", ei + eo, eb, true);
+      return;
+    case LayerKind::add:  // read two, write one; backward: the gradients of the two paths meet at the fork
+      k.pass(o.name + " fwd", 3.0 * eo, eb, false);
+      k.pass(o.name + " bwd", 3.0 * eo, eb, true);
+      return;
+    case LayerKind::concat:  // copies the branches into one tensor; backward takes views
+      k.pass(o.name + " fwd", 2.0 * eo, eb, false);
+      return;
+    default: return;  // reshape: a view
+  }
+}
+
+/// The loss on the last layer's output: log-softmax and its gradient (read, reduce, write).
+void time_loss(Kernels& k, const Layer& last, int batch, const ComputeOptions& opt) {
+  const std::vector<std::int64_t>& shape = last.ops.empty() ? last.output_shape : last.ops.back().output_shape;
+  const double e = elements(shape) * batch;
+  if (e <= 0) return;
+  const double eb = activation_bytes_per_element(opt.precision);
+  k.pass("loss fwd", 3.0 * e, eb, false, 0.0, 2);
+  k.pass("loss bwd", 3.0 * e, eb, true);
+}
+
+Seconds update_time(const Layer& l, const GpuSpec& gpu, const ComputeOptions& opt, const KernelParams& kp) {
+  if (l.params <= 0) return Seconds{};
+  const Bytes traffic = bytes(static_cast<double>(l.params) * update_bytes_per_param(opt));
+  // Fused (multi-tensor apply): one launch per layer; unfused: each element-wise step of the optimiser is
+  // a kernel per tensor (weight and bias): SGD 1, momentum 2, Adam/AdamW 5, LAMB 8.
+  int per_tensor = 1;
+  switch (opt.optimizer) {
+    case Optimizer::sgd: per_tensor = 1; break;
+    case Optimizer::momentum: per_tensor = 2; break;
+    case Optimizer::adam:
+    case Optimizer::adamw: per_tensor = 5; break;
+    case Optimizer::lamb: per_tensor = 8; break;
+  }
+  const double kernels = opt.fused_optimizer ? 1.0 : 2.0 * per_tensor;
+  return traffic / (gpu.memory_bandwidth * kp.memory_efficiency) + kp.kernel_overhead * kernels;
+}
+
+void time_all(Kernels& k, const Network& net, std::size_t i, int batch, const ComputeOptions& opt) {
+  const Layer& l = net.layers[i];
+  const bool first = i == 0, last = i + 1 == net.layers.size();
+  time_layer(k, l, first, last, batch, opt);
+  for (const auto& o : l.ops) time_operator(k, o, batch, opt);
+  if (last) time_loss(k, l, batch, opt);
+}
+}  // namespace
+
+Seconds LayerTimes::total_forward() const noexcept { return sum(forward); }
+Seconds LayerTimes::total_backward() const noexcept { return sum(backward); }
+Seconds LayerTimes::total_update() const noexcept { return sum(update); }
+
+const KernelParams& ComputeOptions::kernel(const GpuSpec& gpu) const {
+  static const std::shared_ptr<const KernelParamSet> shipped = shipped_kernel_params();
+  return (kernel_params ? *kernel_params : *shipped).for_architecture(gpu.architecture);
+}
+
+double activation_bytes_per_element(Precision p) noexcept { return is_mixed(p) ? 2.0 : 4.0; }
+double gradient_bytes_per_element(Precision p) noexcept { return is_mixed(p) ? 2.0 : 4.0; }
+
+double update_bytes_per_param(const ComputeOptions& opt) noexcept {
+  const double state = 8.0 * optimizer_state_words(opt.optimizer);  // read + write each fp32 state word
+  const double lamb = opt.optimizer == Optimizer::lamb ? 8.0 : 0.0;   // trust ratio: read weight and update again
+  if (is_mixed(opt.precision))
+    return 4.0 /*read fp32 master*/ + 2.0 /*read half gradient*/ + 4.0 /*write master*/ + 2.0 /*write half copy*/ + state + lamb;
+  return 4.0 /*read weight*/ + 4.0 /*read gradient*/ + 4.0 /*write weight*/ + state + lamb;
+}
+
+std::vector<KernelTiming> layer_kernels(const Layer& layer, bool first, bool last, const GpuSpec& gpu, int batch,
+                                        const ComputeOptions& opt) {
+  std::vector<KernelTiming> out;
+  Kernels k(gpu, opt, true, &out);
+  time_layer(k, layer, first, last, batch, opt);
+  for (const auto& o : layer.ops) time_operator(k, o, batch, opt);
+  if (last) time_loss(k, layer, batch, opt);
+  return out;
+}
+
+LayerTimes estimate_layer_times(const Network& net, const GpuSpec& gpu, int batch, const ComputeOptions& opt) {
+  if (batch < 1) throw std::invalid_argument("estimate_layer_times: the batch must be at least 1");
+  LayerTimes t;
+  const std::size_t L = net.layers.size();
+  t.forward.resize(L);
+  t.backward.resize(L);
+  t.update.resize(L);
+  const KernelParams& kp = opt.kernel(gpu);
+  for (std::size_t i = 0; i < L; ++i) {
+    Kernels k(gpu, opt, false, nullptr);
+    time_all(k, net, i, batch, opt);
+    t.forward[i] = k.forward;
+    t.backward[i] = k.backward;
+    t.update[i] = update_time(net.layers[i], gpu, opt, kp);
+  }
+  return t;
+}
+
+LayerTimes spread_phase_totals(const LayerTimes& modelled, Seconds forward, Seconds backward, Seconds update) {
+  auto spread = [](const std::vector<Seconds>& shape, Seconds total) {
+    std::vector<Seconds> out(shape.size());
+    const Seconds s = sum(shape);
+    for (std::size_t i = 0; i < shape.size(); ++i)
+      out[i] = s > Seconds{} ? total * (shape[i] / s) : total / static_cast<double>(shape.size());
+    return out;
+  };
+  return LayerTimes{spread(modelled.forward, forward), spread(modelled.backward, backward),
+                    spread(modelled.update, update)};
+}
+
+std::string_view to_string(Optimizer o) noexcept {
+  switch (o) {
+    case Optimizer::sgd: return "sgd";
+    case Optimizer::momentum: return "momentum";
+    case Optimizer::adam: return "adam";
+    case Optimizer::adamw: return "adamw";
+    case Optimizer::lamb: return "lamb";
+  }
+  return "sgd";
+}
+
+Optimizer optimizer_from_string(std::string_view name) {
+  for (auto o : {Optimizer::sgd, Optimizer::momentum, Optimizer::adam, Optimizer::adamw, Optimizer::lamb})
+    if (to_string(o) == name) return o;
+  throw std::invalid_argument("unknown optimizer '" + std::string(name) + "' (expected " + std::string(kOptimizerNames) + ")");
+}
+
+int optimizer_state_words(Optimizer o) noexcept {
+  switch (o) {
+    case Optimizer::sgd: return 0;
+    case Optimizer::momentum: return 1;
+    default: return 2;
+  }
+}
+
+}  // namespace dlscale

@@ -1,0 +1,123 @@
+// The kernel-model parameter files (topologies/compute-params.yaml): parse once at the edge into
+// KernelParamSet; every error names file:line:col and the key.
+#include <fmt/format.h>
+
+#include <mutex>
+
+#include "dlscale/error.hpp"
+#include "dlscale/io.hpp"
+#include "dlscale/kernels.hpp"
+#include "io/yaml_reader.hpp"
+
+namespace dlscale {
+namespace {
+using yamlio::MapReader;
+using yamlio::Node;
+
+double fraction(const Node& n) {
+  const double v = n.number();
+  if (!(v > 0.0 && v <= 1.0)) n.fail(fmt::format("an efficiency lies in (0, 1], got {}", v));
+  return v;
+}
+
+/// Reads the keys of one architecture's block over `base` (the defaults, or built-in values).
+KernelParams read_params(const Node& node, KernelParams base, const std::string& arch) {
+  MapReader m(node);
+  base.architecture = arch;
+  if (auto n = m.optional("tensor_efficiency")) base.tensor_efficiency = fraction(*n);
+  if (auto n = m.optional("vector_efficiency")) base.vector_efficiency = fraction(*n);
+  if (auto n = m.optional("conv_efficiency")) base.conv_efficiency = fraction(*n);
+  if (auto n = m.optional("memory_efficiency")) base.memory_efficiency = fraction(*n);
+  if (auto n = m.optional("kernel_overhead")) {
+    base.kernel_overhead = n->seconds();
+    if (base.kernel_overhead < Seconds{} || base.kernel_overhead > seconds(1.0))
+      n->fail("a kernel overhead lies in [0, 1 s]");
+  }
+  if (auto n = m.optional("winograd_gain")) {
+    base.winograd_gain = n->number();
+    if (!(base.winograd_gain >= 1.0 && base.winograd_gain <= 4.0)) n->fail("Winograd saves 1x to 4x the multiplies (F(4x4,3x3)), got a value outside [1, 4]");
+  }
+  if (auto n = m.optional("fft_taps")) {
+    base.fft_taps = n->number();
+    if (!(base.fft_taps >= 1.0 && base.fft_taps <= 1000.0)) n->fail("fft_taps lies in [1, 1000]");
+  }
+  if (auto n = m.optional("source")) base.source = n->scalar();
+  m.finish();
+  return base;
+}
+
+KernelParamSet read_set(const Node& root, const std::string& name) {
+  MapReader top(root);
+  KernelParamSet set;
+  set.source = name;
+  std::string source;
+  if (auto n = top.optional("source")) source = n->scalar();
+  KernelParams builtin;
+  builtin.source = source;
+  set.defaults = read_params(top.required("defaults"), builtin, "default");
+  if (auto archs = top.optional("architectures")) {
+    MapReader a(*archs);
+    for (auto& [arch, node] : a.entries()) set.architectures.push_back(read_params(node, set.defaults, arch));
+    a.finish();
+  }
+  top.finish();
+  return set;
+}
+
+std::string num(double v) { return fmt::format("{:.4g}", v); }
+}  // namespace
+
+const KernelParams& KernelParamSet::for_architecture(std::string_view architecture) const noexcept {
+  for (const auto& a : architectures)
+    if (a.architecture == architecture) return a;
+  return defaults;
+}
+
+KernelParamSet load_kernel_params(const std::filesystem::path& file) {
+  return read_set(yamlio::load_file(file), file.string());
+}
+KernelParamSet parse_kernel_params(const std::string& yaml_text, const std::string& display_name) {
+  return read_set(yamlio::load_string(yaml_text, display_name), display_name);
+}
+
+std::shared_ptr<const KernelParamSet> shipped_kernel_params() {
+  static std::once_flag once;
+  static std::shared_ptr<const KernelParamSet> set;
+  std::call_once(once, [] {
+    set = std::make_shared<const KernelParamSet>(load_kernel_params(data_dir() / "topologies" / "compute-params.yaml"));
+  });
+  return set;
+}
+
+std::string kernel_params_to_yaml(const KernelParamSet& set, std::string_view header_comment) {
+  auto block = [](const KernelParams& p, const KernelParams* base) {
+    std::string o;
+    auto put = [&](const char* key, double v, double b) {
+      if (!base || v != b) o += fmt::format("{}{}: {}", o.empty() ? "" : ", ", key, num(v));
+    };
+    put("tensor_efficiency", p.tensor_efficiency, base ? base->tensor_efficiency : 0);
+    put("vector_efficiency", p.vector_efficiency, base ? base->vector_efficiency : 0);
+    put("conv_efficiency", p.conv_efficiency, base ? base->conv_efficiency : 0);
+    put("memory_efficiency", p.memory_efficiency, base ? base->memory_efficiency : 0);
+    if (!base || p.kernel_overhead != base->kernel_overhead)
+      o += fmt::format("{}kernel_overhead: \"{} us\"", o.empty() ? "" : ", ", num(in_us(p.kernel_overhead)));
+    put("winograd_gain", p.winograd_gain, base ? base->winograd_gain : 0);
+    put("fft_taps", p.fft_taps, base ? base->fft_taps : 0);
+    return "{" + o + "}";
+  };
+  std::string o;
+  for (std::size_t start = 0; start < header_comment.size();) {
+    const auto end = std::min(header_comment.find('\n', start), header_comment.size());
+    o += fmt::format("# {}\n", header_comment.substr(start, end - start));
+    start = end + 1;
+  }
+  if (!set.defaults.source.empty()) o += fmt::format("source: \"{}\"\n", set.defaults.source);
+  o += fmt::format("defaults: {}\n", block(set.defaults, nullptr));
+  if (!set.architectures.empty()) {
+    o += "architectures:\n";
+    for (const auto& a : set.architectures) o += fmt::format("  {}: {}\n", a.architecture, block(a, &set.defaults));
+  }
+  return o;
+}
+
+}  // namespace dlscale
