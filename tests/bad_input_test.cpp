@@ -248,12 +248,20 @@ void write(const fs::path& p, const std::string& text) {
   std::ofstream(p, std::ios::binary) << text;
 }
 
+/// A data folder with a GPU catalogue also needs the kernel-model parameters beside it.
+void copy_compute_params(const fs::path& data) {
+  if (!fs::is_directory(data / "topologies")) return;
+  fs::copy_file(fs::path(DLSCALE_SOURCE_DIR) / "topologies" / "compute-params.yaml", data / "topologies" / "compute-params.yaml",
+                fs::copy_options::overwrite_existing);
+}
+
 fs::path mini_data_dir() {
   static const fs::path dir = [] {
     const fs::path d = root_dir() / "mini";
     const fs::path src = DLSCALE_SOURCE_DIR;
     write(d / "topologies" / "gpus.yaml", kGpus);
     write(d / "topologies" / "tiny.yaml", edit(kCluster, 4, "gpu: p40"));
+    copy_compute_params(d);
     fs::create_directories(d / "models" / "frameworks");
     fs::create_directories(d / "models" / "profiles");
     fs::create_directories(d / "models" / "arch");
@@ -742,6 +750,7 @@ TEST_P(Catalogue, OneLineExitTwoNothingWritten) {
   fs::remove_all(dir);
   fs::create_directories(dir / "out");
   for (const auto& [name, text] : row.files) write(dir / name, fill(text, dir));
+  copy_compute_params(dir / "data");
   const std::string args = fill(row.args, dir);
   SCOPED_TRACE("dlscale " + args);
   test::RunResult r;
@@ -801,6 +810,7 @@ TEST(BadInput, BaseInputsAreAccepted) {
   };
   for (const auto& g : good) {
     write(dir / g.file, g.text);
+    copy_compute_params(dir / "data");
     const std::string args = fill(g.args, dir);
     SCOPED_TRACE(args);
     test::RunResult r;

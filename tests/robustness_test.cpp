@@ -76,7 +76,7 @@ std::string describe(const Scenario& sc) {
     << sc.cluster.h2d_pageable.base() << ", disk " << sc.cluster.disk.base() << ", cache " << sc.cluster.page_cache.base()
     << ", gpu " << sc.cluster.gpu.peak_fp32.base() << " FLOP/s " << sc.cluster.gpu.memory_bandwidth.base()
     << " B/s), layers " << sc.network.layers.size() << ", input " << in_bytes(sc.network.input_bytes_per_sample)
-    << " B, batch " << sc.batch_per_gpu << ", precision " << (sc.compute.precision == Precision::fp16 ? "fp16" : sc.compute.tf32 ? "tf32" : "fp32")
+    << " B, batch " << sc.batch_per_gpu << ", precision " << to_string(sc.compute.precision)
     << ", strategy " << to_string(sc.strategy.aggregation) << "/" << to_string(sc.strategy.overlap) << "/"
     << to_string(sc.strategy.update) << " prefetch " << sc.strategy.io_prefetch << " bucket "
     << in_bytes(sc.strategy.bucket_size) << " first " << in_bytes(sc.strategy.first_bucket) << " servers "
@@ -260,8 +260,7 @@ TEST(RobustPredict, ExtremeCornersGiveSanePredictions) {
             while (static_cast<int>(sc.network.layers.size()) < layers)
               sc.network.layers.push_back(test::random_layer(r, static_cast<int>(sc.network.layers.size()), 250'000'000));
             sc.batch_per_gpu = batch;
-            sc.compute.precision = prec == 2 ? Precision::fp16 : Precision::fp32;
-            sc.compute.tf32 = prec == 1;
+            sc.compute.precision = prec == 2 ? Precision::fp16 : prec == 1 ? Precision::tf32 : Precision::fp32;
             for (int s = 0; s < 4; ++s) {
               sc.strategy = test::random_strategy(r);
               const Predictor pred(sc);

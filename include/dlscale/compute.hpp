@@ -33,6 +33,9 @@ Optimizer optimizer_from_string(std::string_view name);
 inline constexpr std::string_view kOptimizerNames = "sgd, momentum, adam, adamw, lamb";
 /// fp32 words of optimiser state per parameter: SGD 0, momentum 1, Adam/AdamW/LAMB 2.
 int optimizer_state_words(Optimizer o) noexcept;
+/// What a network is usually trained with: AdamW for token models (transformers), SGD with momentum for
+/// image models.
+Optimizer default_optimizer(const Network& net) noexcept;
 
 /// How a step is computed: precision, optimiser, gradient accumulation, the framework's convolution
 /// algorithms, and the kernel-model parameters (docs/compute-model.md).

@@ -20,14 +20,18 @@ struct MemoryEstimate {
   Bytes optimizer_state{};  // optimizer_state_words fp32 words per parameter
   Bytes activations{};      // every learnable layer's kept tensors × batch (fp16 in mixed precision)
   Bytes input{};            // the input batch on the GPU
-  Bytes reserved{};         // CUDA context, cuDNN/cuBLAS workspaces, allocator slack
+  Bytes reserved{};         // CUDA context, cuDNN/cuBLAS handles and workspaces
+  Bytes allocator_slack{};  // the caching allocator's fragmentation
   [[nodiscard]] Bytes total() const noexcept {
-    return weights + gradients + optimizer_state + activations + input + reserved;
+    return weights + gradients + optimizer_state + activations + input + reserved + allocator_slack;
   }
 };
 
 /// The reserve for CUDA context and library workspaces (default 1 GB; see docs/compute-model.md).
 inline constexpr double kDefaultReservedBytes = 1e9;
+/// Fragmentation of PyTorch's caching allocator as a fraction of the activations and gradients allocated
+/// and freed each step (docs/compute-model.md, "Memory").
+inline constexpr double kAllocatorSlack = 0.15;
 
 MemoryEstimate estimate_training_memory(const Network& net, int batch, const ComputeOptions& opt,
                                         Bytes reserved = bytes(kDefaultReservedBytes));

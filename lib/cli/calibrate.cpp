@@ -142,6 +142,7 @@ void setup_calibrate(CLI::App& app) {
         ->type_name("FILE");
     c->callback([o] { run_import_nvbandwidth(*o); });
   }
+  setup_calibrate_fit(*cmd);
 }
 
 void apply_calibration(const ScenarioOptions& o, Scenario& sc, RunInfo& /*info*/) {

@@ -22,6 +22,7 @@ void setup_collective(CLI::App& app);
 void setup_simulate(CLI::App& app);
 void setup_model(CLI::App& app);
 void setup_calibrate(CLI::App& app);
+void setup_calibrate_fit(CLI::App& calibrate);  // lib/cli/calibrate_fit.cpp
 void setup_reproduce(CLI::App& app);
 void setup_sweep(CLI::App& app);
 void setup_explain(CLI::App& app);

@@ -78,6 +78,8 @@ struct ShowOptions {
   std::string precision = "fp32";
   std::string format = "table";
   std::string output;
+  bool kernels = false;  // --kernels: every kernel of every layer, with the algorithm the model chose
+  std::string optimizer;
 };
 
 void run_show(const ShowOptions& o) {
@@ -87,6 +89,11 @@ void run_show(const ShowOptions& o) {
   const Network net = load_network(resolve(DataKind::network, o.model, "NAME"));
   ComputeOptions copt;
   copt.precision = precision_from(o.precision);
+  try {
+    copt.optimizer = !o.optimizer.empty() ? optimizer_from_string(o.optimizer) : default_optimizer(net);
+  } catch (const std::invalid_argument& e) {
+    throw UsageError("--optimizer", e.what());
+  }
   std::optional<GpuSpec> gpu;
   if (!o.gpu.empty()) {
     try {
@@ -98,6 +105,9 @@ void run_show(const ShowOptions& o) {
   }
   std::optional<LayerTimes> times;
   std::optional<MemoryFit> fit;
+  if (gpu && !gpu->supports(copt.precision))
+    throw UsageError("--precision", fmt::format("the {} has no {} mode", gpu->name, to_string(copt.precision)));
+  if (o.kernels && !gpu) throw UsageError("--kernels", "needs --gpu");
   if (gpu) {
     times = estimate_layer_times(net, *gpu, o.batch, copt);
     fit = check_memory_fit(net, *gpu, o.batch, copt);
@@ -132,6 +142,7 @@ void run_show(const ShowOptions& o) {
                           {"activations_bytes", in_bytes(fit->need.activations)},
                           {"input_bytes", in_bytes(fit->need.input)},
                           {"reserved_bytes", in_bytes(fit->need.reserved)},
+                          {"allocator_slack_bytes", in_bytes(fit->need.allocator_slack)},
                           {"total_bytes", in_bytes(fit->need.total())},
                           {"gpu_memory_bytes", in_bytes(fit->available)},
                           {"fits", fit->fits},
@@ -163,7 +174,7 @@ void run_show(const ShowOptions& o) {
     out += fmt::format("{}: {}\n", net.name, net.description);
     out += fmt::format("input {} ({}) = {} per sample; batch {}, {}{}\n\n", shape(net.input_shape), net.input_kind,
                        net.input_bytes_per_sample, o.batch, o.precision,
-                       gpu ? fmt::format(", on {} (roofline, docs/compute-model.md)", gpu->name) : std::string());
+                       gpu ? fmt::format(", on {} (kernel model, docs/compute-model.md)", gpu->name) : std::string());
     out += fmt::format("{:>4} {:<40} {:<10} {:>10} {:>10} {:>10} {:>14}", "#", "layer", "kind", "params", "MACs",
                        "grad", "output");
     if (times) out += fmt::format(" {:>10} {:>10}", "forward", "backward");
@@ -175,6 +186,11 @@ void run_show(const ShowOptions& o) {
                          fmt::format("{}", bytes(static_cast<double>(l.params) * grad_elem)), shape(l.output_shape));
       if (times) out += fmt::format(" {:>10} {:>10}", fmt::format("{}", times->forward[i]), fmt::format("{}", times->backward[i]));
       out += "\n";
+      if (o.kernels)
+        for (const auto& k : layer_kernels(l, i == 0, i + 1 == net.layers.size(), *gpu, o.batch, copt))
+          out += fmt::format("{:>4}   {:<62} {:>10} {:>10}\n", "", k.name, fmt::format("{}", k.time),
+                             k.flops > Flops{} ? fmt::format("{:.3g} TFLOP/s", in_teraflops_per_second(k.flops / k.time))
+                                               : fmt::format("{}", k.traffic));
     }
     out += fmt::format("\ntotals: {} params ({}), {} MACs and {} FLOPs per sample, gradients {}\n",
                        net.total_params(), count(static_cast<double>(net.total_params())), count(net.total_macs_per_sample()),
@@ -184,9 +200,9 @@ void run_show(const ShowOptions& o) {
                          times->total_backward(), times->total_update());
     if (fit)
       out += fmt::format("memory per GPU: {} of {} (weights {}, gradients {}, optimiser {}, activations {}, input {}, "
-                         "reserve {}); largest batch that fits about {}\n",
+                         "reserve {}, allocator slack {}); largest batch that fits about {}\n",
                          fit->need.total(), fit->available, fit->need.weights, fit->need.gradients, fit->need.optimizer_state,
-                         fit->need.activations, fit->need.input, fit->need.reserved, fit->largest_batch);
+                         fit->need.activations, fit->need.input, fit->need.reserved, fit->need.allocator_slack, fit->largest_batch);
   }
   emit(out, o.output);
   if (fit && !fit->fits) fmt::print(stderr, "dlscale: {}\n", fit->warning);
@@ -239,7 +255,9 @@ void setup_model(CLI::App& app) {
   show->add_option("NAME", so->model, "Network name (models/NAME.yaml) or file")->required();
   show->add_option("-b,--batch", so->batch, "Samples per GPU")->capture_default_str();
   show->add_option("--gpu", so->gpu, "GPU from topologies/gpus.yaml (e.g. p40, v100-sxm2)");
-  show->add_option("--precision", so->precision, "fp32 or fp16 (mixed precision)")->capture_default_str();
+  show->add_option("--precision", so->precision, "fp32, tf32, bf16 or fp16 (mixed precision)")->capture_default_str();
+  show->add_option("--optimizer", so->optimizer, "sgd, momentum, adam, adamw or lamb (default: by the model's input)");
+  show->add_flag("--kernels", so->kernels, "List every kernel of every layer with its time and the algorithm chosen (needs --gpu)");
   show->add_option("--format", so->format, "table or json")->capture_default_str();
   show->add_option("-o,--output", so->output, "Write to FILE (atomically) instead of standard output")->type_name("FILE");
   show->callback([so] { run_show(*so); });

@@ -127,9 +127,7 @@ Scenario build_scenario(const ScenarioOptions& o, RunInfo& info) {
   sc.strategy = load_strategy(resolve(DataKind::framework, framework, "--framework"));
   sc.compute.conv_algorithms = sc.strategy.conv_algorithms;
   try {
-    sc.compute.optimizer = !o.optimizer.empty()             ? optimizer_from_string(o.optimizer)
-                           : sc.network.input_kind == "tokens" ? Optimizer::adamw
-                                                               : Optimizer::momentum;
+    sc.compute.optimizer = !o.optimizer.empty() ? optimizer_from_string(o.optimizer) : default_optimizer(sc.network);
   } catch (const std::invalid_argument& e) {
     throw UsageError("--optimizer", e.what());
   }

@@ -118,11 +118,14 @@ ConvPlan plan_conv(const ConvGeometry& c, ConvPass pass, const GpuSpec& gpu, Pre
   ConvPlan best;
   best.gemm = plan_gemm(g, gpu, p, kp, kp.conv_efficiency);
   best.time = best.gemm.time;
-  const bool tensor = gpu.on_tensor_cores(p);
+  // TF32 only allows tensor cores: cuDNN still weighs its fp32 vector-unit algorithms (Winograd, FFT)
+  // against them and takes the fastest, so those are tried in fp32 too.
+  const Precision vector_p = p == Precision::tf32 ? Precision::fp32 : p;
+  const bool tensor = gpu.on_tensor_cores(vector_p);
   const bool unit_stride = c.stride_h == 1 && c.stride_w == 1;
   // K7: Winograd F(2x2,3x3) on the vector units (cuDNN's tensor-core convolutions are implicit GEMMs).
   if (policy.winograd && !tensor && unit_stride && c.kernel_h == 3 && c.kernel_w == 3 && c.groups == 1) {
-    GemmPlan w = plan_gemm(g, gpu, p, kp, kp.conv_efficiency, kp.winograd_gain);
+    GemmPlan w = plan_gemm(g, gpu, vector_p, kp, kp.conv_efficiency, kp.winograd_gain);
     if (w.time < best.time) best = ConvPlan{ConvAlgorithm::winograd, w, w.time};
   }
   // K8: FFT for 5×5 and larger at stride 1: kh·kw multiplies per output and input channel become about
@@ -134,7 +137,7 @@ ConvPlan plan_conv(const ConvGeometry& c, ConvPass pass, const GpuSpec& gpu, Pre
     const double planes = static_cast<double>(c.batch * c.in_channels + c.in_channels * c.out_channels + c.batch * c.out_channels);
     const Bytes workspace = bytes(planes * static_cast<double>(hf) * static_cast<double>(wf / 2 + 1) * 8.0);
     if (workspace <= policy.workspace_limit) {
-      GemmPlan f = plan_gemm(g, gpu, p, kp, kp.conv_efficiency, taps / kp.fft_taps);
+      GemmPlan f = plan_gemm(g, gpu, vector_p, kp, kp.conv_efficiency, taps / kp.fft_taps);
       f.memory += workspace * 2.0 / (gpu.memory_bandwidth * kp.memory_efficiency);  // write and read the transforms
       f.time = max(f.compute, f.memory) + kp.kernel_overhead * 3.0;                // forward FFTs, product, inverse
       if (f.time < best.time) best = ConvPlan{ConvAlgorithm::fft, f, f.time};

@@ -28,6 +28,7 @@ class Kernels {
   Seconds forward{}, backward{};
 
   void gemm(const std::string& what, const GemmShape& g, bool bwd) {
+    if (g.m <= 0 || g.n <= 0 || g.k <= 0) return;
     const GemmPlan plan = plan_gemm(g, gpu_, opt_.precision, kp_);
     add(what, plan.time, flops(g.flops()), bytes(0), bwd);
   }
@@ -40,6 +41,7 @@ class Kernels {
   void pass(const std::string& what, double elements_moved, double element_bytes, bool bwd, double extra_bytes = 0.0,
             int kernels = 1) {
     const Bytes traffic = bytes(elements_moved * element_bytes + extra_bytes);
+    if (!(traffic > Bytes{})) return;  // nothing to move: no kernel
     const Seconds t = memory_kernel_time(traffic, gpu_, kp_) + kp_.kernel_overhead * static_cast<double>(kernels - 1);
     add(what, t, flops(0), traffic, bwd);
   }
@@ -49,6 +51,7 @@ class Kernels {
         (tensor_math ? gpu_.peak(opt_.precision) : gpu_.peak_fp32) *
         (gpu_.on_tensor_cores(opt_.precision) ? kp_.tensor_efficiency : kp_.vector_efficiency);
     const Seconds compute = rate > FlopsPerSecond{} ? work / rate : Seconds{};
+    if (!(work > Flops{}) && !(traffic > Bytes{})) return;  // no work: no kernel
     add(what, max(compute, traffic / (gpu_.memory_bandwidth * kp_.memory_efficiency)) + kp_.kernel_overhead, work,
         traffic, bwd);
   }
@@ -305,6 +308,10 @@ Optimizer optimizer_from_string(std::string_view name) {
   for (auto o : {Optimizer::sgd, Optimizer::momentum, Optimizer::adam, Optimizer::adamw, Optimizer::lamb})
     if (to_string(o) == name) return o;
   throw std::invalid_argument("unknown optimizer '" + std::string(name) + "' (expected " + std::string(kOptimizerNames) + ")");
+}
+
+Optimizer default_optimizer(const Network& net) noexcept {
+  return net.input_kind == "tokens" ? Optimizer::adamw : Optimizer::momentum;
 }
 
 int optimizer_state_words(Optimizer o) noexcept {

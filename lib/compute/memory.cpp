@@ -20,9 +20,13 @@ MemoryEstimate estimate_training_memory(const Network& net, int batch, const Com
   m.weights = bytes(p * (mixed ? 4.0 + 2.0 : 4.0));
   m.gradients = bytes(p * gradient_bytes_per_element(opt.precision));
   m.optimizer_state = bytes(p * 4.0 * optimizer_state_words(opt.optimizer));
-  m.activations = bytes(net.total_activation_bytes_per_sample() * (activation_bytes_per_element(opt.precision) / 4.0) * batch);
+  // Every tensor a layer or a parameter-free operator keeps for backward (one micro-batch).
+  m.activations = bytes(net.total_kept_bytes_per_sample() * (activation_bytes_per_element(opt.precision) / 4.0) * batch);
   m.input = net.input_bytes_per_sample * static_cast<double>(batch);
   m.reserved = reserved;
+  // The caching allocator rounds blocks up and cannot reuse freed blocks of other sizes: slack grows with
+  // what is allocated and freed every step (activations and gradients). docs/compute-model.md.
+  m.allocator_slack = (m.activations + m.gradients) * kAllocatorSlack;
   return m;
 }
 
@@ -33,7 +37,7 @@ MemoryFit check_memory_fit(const Network& net, const GpuSpec& gpu, int batch, co
   f.fits = f.need.total() <= f.available;
   // Memory grows linearly with the batch: fixed + batch × per-sample.
   const MemoryEstimate one = estimate_training_memory(net, 1, opt, reserved);
-  const Bytes per_sample = one.activations + one.input;
+  const Bytes per_sample = one.activations * (1.0 + kAllocatorSlack) + one.input;
   const Bytes fixed = one.total() - per_sample;
   // The quotient can pass what an int holds (80 GB at 1 B per sample: 8·10^10); converting such a double
   // is undefined behaviour, so it is clamped first.

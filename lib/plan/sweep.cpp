@@ -319,6 +319,8 @@ Scenario make_group_scenario(const SweepSpec& spec, const SweepGroup& g,
   }
   sc.batch_per_gpu = g.batch;
   sc.compute.precision = g.precision;
+  sc.compute.conv_algorithms = sc.strategy.conv_algorithms;
+  sc.compute.optimizer = default_optimizer(sc.network);
   return sc;
 }
 }  // namespace
@@ -387,15 +389,14 @@ SweepResult run_sweep(const SweepSpec& spec, const SweepOptions& options) {
     }
   }
 
-  // The networks as the Predictor needs them: without layer names, shapes and descriptions, so that
-  // copying one into each group's Scenario allocates little.
+  // The networks as the Predictor needs them: without names and descriptions, so that copying one into
+  // each group's Scenario allocates less (the kernel model needs the shapes).
   std::vector<Network> slim = spec.networks;
   for (auto& net : slim) {
     net.description = {};
-    net.input_shape = {};
     for (auto& l : net.layers) {
       l.name = {};
-      l.output_shape = {};
+      for (auto& o : l.ops) o.name = {};
     }
   }
 

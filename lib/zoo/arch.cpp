@@ -481,7 +481,9 @@ class Generator {
     if (a.shape != b.shape || a.token_ids != b.token_ids)
       args.fail(fmt::format("the body gives {} but the shortcut gives {}: they must match to be added", shape_str(a.shape),
                             shape_str(b.shape)));
-    op(args, p, LayerKind::add, a.shape, a.shape, mul(args, elements(args, a.shape), kBytesPerElement));
+    // torchvision adds the shortcut in place (out += identity): nothing new is kept; transformer blocks
+    // (Hugging Face) write a new tensor, which the following norm keeps.
+    op(args, p, LayerKind::add, a.shape, a.shape, a.shape.size() == 3 ? 0 : mul(args, elements(args, a.shape), kBytesPerElement));
     return a;
   }
 

@@ -170,18 +170,22 @@ inline Strategy random_strategy(Rng& r) {
   return s;
 }
 
-/// fp32, fp32 on TF32 tensor cores, or mixed fp16; default or random efficiency factors.
+/// fp32, TF32, bf16 or fp16; the shipped or random kernel-model parameters and optimiser.
 inline ComputeOptions random_compute(Rng& r) {
   ComputeOptions o;
-  const auto p = r.integer(0, 2);
-  o.precision = p == 2 ? Precision::fp16 : Precision::fp32;
-  o.tf32 = p == 1;
+  const Precision all[] = {Precision::fp32, Precision::tf32, Precision::bf16, Precision::fp16};
+  o.precision = all[r.integer(0, 3)];
   if (r.chance(0.5)) {
-    o.conv_efficiency = r.uniform(0.01, 1.0);
-    o.gemm_efficiency = r.uniform(0.01, 1.0);
-    o.memory_efficiency = r.uniform(0.01, 1.0);
-    o.backward_to_forward = r.uniform(0.0, 4.0);
-    o.optimizer_state_words = static_cast<int>(r.integer(0, 2));
+    auto set = std::make_shared<KernelParamSet>();
+    set->defaults.tensor_efficiency = r.uniform(0.01, 1.0);
+    set->defaults.vector_efficiency = r.uniform(0.01, 1.0);
+    set->defaults.conv_efficiency = r.uniform(0.01, 1.0);
+    set->defaults.memory_efficiency = r.uniform(0.01, 1.0);
+    set->defaults.kernel_overhead = seconds(r.uniform(0.0, 50e-6));
+    o.kernel_params = set;
+    const Optimizer opts[] = {Optimizer::sgd, Optimizer::momentum, Optimizer::adam, Optimizer::adamw, Optimizer::lamb};
+    o.optimizer = opts[r.integer(0, 4)];
+    o.fused_optimizer = r.chance(0.5);
   }
   return o;
 }

@@ -1,0 +1,83 @@
+// Setting the kernel model's parameters from measured single-GPU training throughputs: a least-squares
+// fit of the architecture-level parameters (include/dlscale/kernels.hpp) to the log of predicted over
+// measured throughput, and its leave-one-out errors. `dlscale calibrate fit` (docs/compute-model.md,
+// "Fitting the parameters").
+#pragma once
+
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "dlscale/compute.hpp"
+#include "dlscale/gpu.hpp"
+#include "dlscale/kernels.hpp"
+#include "dlscale/network.hpp"
+
+namespace dlscale {
+
+/// One measured single-GPU throughput, resolved: the GPU, the network, how it ran.
+struct ThroughputSample {
+  std::string gpu_id;     // as written in the file
+  std::string model_id;   // as written in the file
+  GpuSpec gpu;
+  std::shared_ptr<const Network> network;
+  Precision precision = Precision::fp32;
+  Optimizer optimizer = Optimizer::momentum;
+  int batch = 1;
+  double samples_per_s = 0.0;
+  int line = 0;           // in the measurement file
+};
+
+struct MeasurementOptions {
+  /// File model names → zoo names (Lambda's "bert-base" is SQuAD at 384: our bert-squad).
+  std::map<std::string, std::string> model_names;
+  /// A row whose precision is "fp32" ran in TF32 where the GPU has it: PyTorch's default for cuDNN
+  /// convolutions, and for matrix multiplies in the releases of those benchmarks.
+  bool fp32_means_tf32 = true;
+  /// Only rows with this many GPUs are used (the compute model is a single-GPU model).
+  int gpus = 1;
+};
+
+/// Reads a CSV of measured throughputs: a header naming at least gpu, gpus, precision, model,
+/// samples_per_s, and either global_batch or batch_per_gpu (an empty batch is taken from the row of the
+/// same model and precision with the largest memory GPU: the published configuration of the H100 rows
+/// "follows" another). Errors name file:line:col and the column.
+std::vector<ThroughputSample> read_throughput_csv(const std::filesystem::path& file, const MeasurementOptions& opt);
+
+/// The single-GPU throughput the kernel model predicts for a sample under `params`.
+double predicted_throughput(const ThroughputSample& s, const KernelParamSet& params);
+
+/// Which parameters a fit moves: the defaults (every architecture), and per architecture those whose
+/// architecture has measurements of at least `min_gpus_per_architecture` GPU models.
+struct FitOptions {
+  bool tensor_efficiency = true, vector_efficiency = true, conv_efficiency = true, memory_efficiency = true,
+       kernel_overhead = true, winograd_gain = true;
+  int iterations = 60;
+};
+
+struct FitResult {
+  KernelParamSet params;
+  std::vector<double> predicted;  // per sample, samples/s
+  double mape = 0.0;              // mean absolute percentage error, %
+  double rms_log = 0.0;           // root mean square of ln(predicted/measured)
+};
+
+/// Levenberg–Marquardt on ln(predicted/measured) over the defaults' parameters, starting from `start`.
+FitResult fit_kernel_params(const std::vector<ThroughputSample>& samples, const KernelParamSet& start,
+                            const FitOptions& opt = {});
+
+struct LeaveOneOut {
+  std::string left_out;            // a GPU or a model
+  std::vector<std::size_t> rows;   // indices into the samples
+  std::vector<double> predicted;   // samples/s, from a fit without them
+  double mape = 0.0;
+};
+/// Refits without each GPU (by_gpu) or each model in turn and predicts what was left out.
+std::vector<LeaveOneOut> leave_one_out(const std::vector<ThroughputSample>& samples, const KernelParamSet& start,
+                                       bool by_gpu, const FitOptions& opt = {});
+/// The mean absolute percentage error over every left-out prediction.
+double leave_one_out_mape(const std::vector<LeaveOneOut>& runs, const std::vector<ThroughputSample>& samples);
+
+}  // namespace dlscale

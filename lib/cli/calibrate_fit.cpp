@@ -1,0 +1,91 @@
+// dlscale calibrate fit MEASUREMENTS.csv [-o params.yaml] [--leave-one-out gpu|model]
+// Sets the kernel model's parameters from measured single-GPU throughputs (docs/compute-model.md,
+// "Fitting the parameters"); the result is a topologies/compute-params.yaml that --compute-params reads.
+#include <fmt/format.h>
+
+#include <cmath>
+#include <map>
+
+#include "cli/commands.hpp"
+#include "dlscale/error.hpp"
+#include "dlscale/fit.hpp"
+#include "dlscale/io.hpp"
+
+namespace dlscale::cli {
+namespace {
+struct FitCliOptions {
+  std::string measurements;
+  std::string output;
+  std::string start;          // starting parameters (default: the shipped file)
+  std::vector<std::string> model_names;  // FILE=ZOO
+  bool fp32_is_fp32 = false;
+  std::string leave_one_out;  // "", "gpu", "model", "both"
+};
+
+std::string table(const std::vector<ThroughputSample>& s, const std::vector<double>& pred) {
+  std::string o = fmt::format("{:<18} {:<18} {:>6} {:>6} {:>10} {:>10} {:>8}\n", "gpu", "model", "prec", "batch",
+                              "measured", "predicted", "error");
+  for (std::size_t i = 0; i < s.size(); ++i)
+    o += fmt::format("{:<18} {:<18} {:>6} {:>6} {:>10.1f} {:>10.1f} {:>+7.1f}%\n", s[i].gpu_id, s[i].model_id,
+                     to_string(s[i].precision), s[i].batch, s[i].samples_per_s, pred[i],
+                     100.0 * (pred[i] / s[i].samples_per_s - 1.0));
+  return o;
+}
+
+void run_fit(const FitCliOptions& o) {
+  MeasurementOptions mo;
+  mo.fp32_means_tf32 = !o.fp32_is_fp32;
+  for (const auto& m : o.model_names) {
+    const auto eq = m.find('=');
+    if (eq == std::string::npos || eq == 0 || eq + 1 == m.size())
+      throw UsageError("--model-name", fmt::format("'{}' is not FILE_NAME=ZOO_NAME (e.g. bert-base=bert-squad)", m));
+    mo.model_names[m.substr(0, eq)] = m.substr(eq + 1);
+  }
+  const auto samples = read_throughput_csv(o.measurements, mo);
+  const KernelParamSet start = o.start.empty() ? *shipped_kernel_params() : load_kernel_params(o.start);
+  const FitResult fit = fit_kernel_params(samples, start);
+  std::string report = fmt::format("# dlscale calibrate fit: {} single-GPU rows of {}\n", samples.size(), o.measurements);
+  report += table(samples, fit.predicted);
+  report += fmt::format("in-sample MAPE {:.1f}% (rms log error {:.3f})\n", fit.mape, fit.rms_log);
+  const KernelParams& d = fit.params.defaults;
+  report += fmt::format("fitted: tensor_efficiency {:.3f}, vector_efficiency {:.3f}, conv_efficiency {:.3f}, "
+                        "memory_efficiency {:.3f}, kernel_overhead {:.2f} us\n",
+                        d.tensor_efficiency, d.vector_efficiency, d.conv_efficiency, d.memory_efficiency,
+                        in_us(d.kernel_overhead));
+  for (const char* by : {"gpu", "model"}) {
+    if (o.leave_one_out != by && o.leave_one_out != "both") continue;
+    const bool by_gpu = std::string_view(by) == "gpu";
+    const auto runs = leave_one_out(samples, start, by_gpu);
+    for (const auto& r : runs) report += fmt::format("leave out {} {}: MAPE {:.1f}%\n", by, r.left_out, r.mape);
+    report += fmt::format("leave-one-{}-out MAPE {:.1f}%\n", by, leave_one_out_mape(runs, samples));
+  }
+  fmt::print(stderr, "{}", report);
+  KernelParamSet out = fit.params;
+  out.defaults.source = fmt::format("fitted by `dlscale calibrate fit` to {} ({} rows; in-sample MAPE {:.1f}%)",
+                                    o.measurements, samples.size(), fit.mape);
+  emit(kernel_params_to_yaml(out, "Kernel-model parameters (docs/compute-model.md), written by dlscale calibrate fit.\n" +
+                                      std::string("Command: ") + command_line()),
+       o.output);
+}
+}  // namespace
+
+void setup_calibrate_fit(CLI::App& calibrate) {
+  auto o = std::make_shared<FitCliOptions>();
+  auto* c = calibrate.add_subcommand("fit", "Fit the kernel model's parameters to measured single-GPU throughputs (CSV)");
+  c->add_option("measurements", o->measurements, "CSV: gpu,gpus,precision,model,global_batch|batch_per_gpu,samples_per_s")
+      ->required()
+      ->type_name("CSV");
+  c->add_option("-o,--output", o->output, "Write the parameters to FILE (atomically) instead of standard output")
+      ->type_name("FILE");
+  c->add_option("--start", o->start, "Starting parameters (default: topologies/compute-params.yaml)")->type_name("FILE");
+  c->add_option("--model-name", o->model_names, "A model name of the file and its zoo name, e.g. bert-base=bert-squad")
+      ->type_name("FILE_NAME=ZOO_NAME");
+  c->add_flag("--fp32-is-fp32", o->fp32_is_fp32,
+              "Rows marked fp32 ran in true fp32 (default: in TF32 where the GPU has it, as PyTorch's default)");
+  c->add_option("--leave-one-out", o->leave_one_out, "Also refit without each GPU, each model, or both, and report the errors")
+      ->check(CLI::IsMember({"gpu", "model", "both"}))
+      ->type_name("gpu|model|both");
+  c->callback([o] { run_fit(*o); });
+}
+
+}  // namespace dlscale::cli

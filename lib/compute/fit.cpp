@@ -1,0 +1,342 @@
+// Fitting the kernel model's parameters to measured throughputs (include/dlscale/fit.hpp).
+#include "dlscale/fit.hpp"
+
+#include <Eigen/Dense>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "dlscale/error.hpp"
+#include "dlscale/io.hpp"
+
+namespace dlscale {
+namespace fs = std::filesystem;
+
+namespace {
+std::vector<std::string> split_csv(const std::string& line) {
+  std::vector<std::string> out;
+  std::string cell;
+  for (char c : line) {
+    if (c == ',') {
+      out.push_back(cell);
+      cell.clear();
+    } else if (c != '\r') {
+      cell += c;
+    }
+  }
+  out.push_back(cell);
+  return out;
+}
+
+struct Raw {
+  std::string gpu, model, precision;
+  int gpus = 0;
+  std::string batch;       // global_batch or batch_per_gpu, as written
+  bool batch_is_global = true;
+  double samples_per_s = 0;
+  int line = 0;
+  std::vector<int> col;    // 1-based column of each field, for messages: gpu, gpus, precision, model, batch, rate
+};
+}  // namespace
+
+std::vector<ThroughputSample> read_throughput_csv(const fs::path& file, const MeasurementOptions& opt) {
+  std::ifstream in(file);
+  if (!in) throw InputError(SourceLocation{file.string(), 0, 0}, "measurements", "cannot open file (no such file)");
+  std::string line;
+  int lineno = 0;
+  std::vector<std::string> header;
+  auto fail = [&](int l, int c, const std::string& key, const std::string& msg) -> void {
+    throw InputError(SourceLocation{file.string(), l, c}, key, msg);
+  };
+  while (std::getline(in, line)) {
+    ++lineno;
+    if (line.empty() || line[0] == '#') continue;
+    header = split_csv(line);
+    break;
+  }
+  if (header.empty()) fail(std::max(lineno, 1), 1, "header", "no header line (gpu,gpus,precision,model,samples_per_s,...)");
+  auto column = [&](std::string_view name, bool required) -> int {
+    for (std::size_t i = 0; i < header.size(); ++i)
+      if (header[i] == name) return static_cast<int>(i);
+    if (required) fail(lineno, 1, std::string(name), "the header has no such column");
+    return -1;
+  };
+  const int c_gpu = column("gpu", true), c_gpus = column("gpus", true), c_prec = column("precision", true),
+            c_model = column("model", true), c_rate = column("samples_per_s", true);
+  int c_batch = column("global_batch", false);
+  bool global = true;
+  if (c_batch < 0) {
+    c_batch = column("batch_per_gpu", false);
+    global = false;
+  }
+  if (c_batch < 0) fail(lineno, 1, "global_batch", "the header names neither global_batch nor batch_per_gpu");
+  // Column positions in characters for messages.
+  auto col_of = [](const std::string& text, int index) {
+    int c = 1;
+    for (int i = 0; i < index; ++i) c = static_cast<int>(text.find(',', static_cast<std::size_t>(c - 1))) + 2;
+    return c;
+  };
+  std::vector<Raw> raws;
+  while (std::getline(in, line)) {
+    ++lineno;
+    if (line.empty() || line[0] == '#' || line == "\r") continue;
+    const auto cells = split_csv(line);
+    if (cells.size() != header.size())
+      fail(lineno, 1, "row", fmt::format("{} cells where the header has {}", cells.size(), header.size()));
+    Raw r;
+    r.line = lineno;
+    r.gpu = cells[static_cast<std::size_t>(c_gpu)];
+    r.model = cells[static_cast<std::size_t>(c_model)];
+    r.precision = cells[static_cast<std::size_t>(c_prec)];
+    r.col = {col_of(line, c_gpu), col_of(line, c_gpus), col_of(line, c_prec), col_of(line, c_model), col_of(line, c_batch),
+             col_of(line, c_rate)};
+    try {
+      std::size_t used = 0;
+      const std::string g = cells[static_cast<std::size_t>(c_gpus)];
+      r.gpus = std::stoi(g, &used);
+      if (used != g.size() || r.gpus < 1) throw std::invalid_argument(g);
+    } catch (const std::exception&) {
+      fail(lineno, r.col[1], "gpus", fmt::format("'{}' is not a GPU count ≥ 1", cells[static_cast<std::size_t>(c_gpus)]));
+    }
+    try {
+      std::size_t used = 0;
+      const std::string v = cells[static_cast<std::size_t>(c_rate)];
+      r.samples_per_s = std::stod(v, &used);
+      if (used != v.size() || !(r.samples_per_s > 0) || !std::isfinite(r.samples_per_s)) throw std::invalid_argument(v);
+    } catch (const std::exception&) {
+      fail(lineno, r.col[5], "samples_per_s",
+           fmt::format("'{}' is not a positive throughput in samples/s", cells[static_cast<std::size_t>(c_rate)]));
+    }
+    r.batch = cells[static_cast<std::size_t>(c_batch)];
+    r.batch_is_global = global;
+    if (r.gpus == opt.gpus) raws.push_back(std::move(r));
+  }
+  std::map<std::string, std::shared_ptr<const Network>> networks;
+  std::vector<ThroughputSample> out;
+  for (const auto& r : raws) {
+    ThroughputSample s;
+    s.line = r.line;
+    s.gpu_id = r.gpu;
+    s.model_id = r.model;
+    try {
+      s.gpu = find_gpu(r.gpu);
+    } catch (const InputError& e) {
+      fail(r.line, r.col[0], "gpu", e.what());
+    }
+    try {
+      s.precision = precision_from_string(r.precision);
+    } catch (const std::invalid_argument& e) {
+      fail(r.line, r.col[2], "precision", e.what());
+    }
+    if (s.precision == Precision::fp32 && opt.fp32_means_tf32 && s.gpu.supports(Precision::tf32)) s.precision = Precision::tf32;
+    if (!s.gpu.supports(s.precision))
+      fail(r.line, r.col[2], "precision", fmt::format("the {} has no {} mode", s.gpu.name, to_string(s.precision)));
+    const auto mapped = opt.model_names.find(r.model);
+    const std::string zoo = mapped != opt.model_names.end() ? mapped->second : r.model;
+    auto& net = networks[zoo];
+    if (!net) {
+      try {
+        net = std::make_shared<const Network>(load_network(resolve(DataKind::network, zoo, "model")));
+      } catch (const UsageError& e) {
+        fail(r.line, r.col[3], "model", e.what());
+      }
+    }
+    s.network = net;
+    s.optimizer = default_optimizer(*net);
+    s.samples_per_s = r.samples_per_s;
+    // The batch: as written, or (empty) the one published for the same model and precision on the GPU
+    // with the most memory.
+    std::string batch = r.batch;
+    int gpus = r.gpus;
+    if (batch.empty()) {
+      Bytes best{};
+      for (const auto& o : raws) {
+        if (o.model != r.model || o.precision != r.precision || o.batch.empty()) continue;
+        const Bytes mem = find_gpu(o.gpu).memory_size;
+        if (mem > best) {
+          best = mem;
+          batch = o.batch;
+          gpus = o.gpus;
+        }
+      }
+      if (batch.empty()) fail(r.line, r.col[4], "global_batch", "empty, and no other row of this model and precision gives one");
+    }
+    try {
+      std::size_t used = 0;
+      const int b = std::stoi(batch, &used);
+      if (used != batch.size() || b < 1) throw std::invalid_argument(batch);
+      s.batch = r.batch_is_global ? std::max(1, b / gpus) : b;
+    } catch (const std::exception&) {
+      fail(r.line, r.col[4], r.batch_is_global ? "global_batch" : "batch_per_gpu", fmt::format("'{}' is not a batch ≥ 1", batch));
+    }
+    out.push_back(std::move(s));
+  }
+  if (out.empty())
+    throw InputError(SourceLocation{file.string(), lineno, 1}, "gpus", fmt::format("no row with gpus = {} to fit", opt.gpus));
+  return out;
+}
+
+double predicted_throughput(const ThroughputSample& s, const KernelParamSet& params) {
+  ComputeOptions o;
+  o.precision = s.precision;
+  o.optimizer = s.optimizer;
+  o.kernel_params = std::shared_ptr<const KernelParamSet>(std::shared_ptr<void>{}, &params);  // non-owning
+  const LayerTimes t = estimate_layer_times(*s.network, s.gpu, s.batch, o);
+  return s.batch / in_seconds(t.total_forward() + t.total_backward() + t.total_update());
+}
+
+namespace {
+// The free parameters as unbounded numbers: efficiencies through the logit, the overhead through its log.
+double logit(double p) { return std::log(p / (1.0 - p)); }
+double logistic(double x) { return 1.0 / (1.0 + std::exp(-x)); }
+constexpr double kMaxEff = 0.999;
+
+std::vector<double*> free_fields(KernelParams& p, const FitOptions& o) {
+  std::vector<double*> f;
+  if (o.tensor_efficiency) f.push_back(&p.tensor_efficiency);
+  if (o.vector_efficiency) f.push_back(&p.vector_efficiency);
+  if (o.conv_efficiency) f.push_back(&p.conv_efficiency);
+  if (o.memory_efficiency) f.push_back(&p.memory_efficiency);
+  return f;
+}
+
+
+Eigen::VectorXd pack(KernelParams p, const FitOptions& o) {
+  auto f = free_fields(p, o);
+  const Eigen::Index extra = (o.kernel_overhead ? 1 : 0) + (o.winograd_gain ? 1 : 0);
+  Eigen::VectorXd x(static_cast<Eigen::Index>(f.size()) + extra);
+  Eigen::Index j = 0;
+  for (std::size_t i = 0; i < f.size(); ++i) x[j++] = logit(std::min(*f[i], kMaxEff));
+  if (o.kernel_overhead) x[j++] = std::log(std::max(in_us(p.kernel_overhead), 1e-3));
+  if (o.winograd_gain) x[j++] = logit(std::clamp((p.winograd_gain - 1.0) / 3.0, 1e-3, kMaxEff));  // in (1, 4)
+  return x;
+}
+
+/// Writes x into every parameter set (the defaults and each architecture: a global fit).
+KernelParamSet unpack(const KernelParamSet& start, const Eigen::VectorXd& x, const FitOptions& o) {
+  KernelParamSet s = start;
+  auto apply = [&](KernelParams& p) {
+    auto f = free_fields(p, o);
+    Eigen::Index j = 0;
+    for (std::size_t i = 0; i < f.size(); ++i) *f[i] = logistic(x[j++]);
+    if (o.kernel_overhead) p.kernel_overhead = microseconds(std::exp(x[j++]));
+    if (o.winograd_gain) p.winograd_gain = 1.0 + 3.0 * logistic(x[j++]);
+  };
+  apply(s.defaults);
+  for (auto& a : s.architectures) apply(a);
+  return s;
+}
+
+Eigen::VectorXd residuals(const std::vector<ThroughputSample>& samples, const std::vector<std::size_t>& rows,
+                          const KernelParamSet& p) {
+  Eigen::VectorXd r(static_cast<Eigen::Index>(rows.size()));
+  for (std::size_t i = 0; i < rows.size(); ++i)
+    r[static_cast<Eigen::Index>(i)] = std::log(predicted_throughput(samples[rows[i]], p) / samples[rows[i]].samples_per_s);
+  return r;
+}
+
+KernelParamSet fit_rows(const std::vector<ThroughputSample>& samples, const std::vector<std::size_t>& rows,
+                        const KernelParamSet& start, const FitOptions& o) {
+  Eigen::VectorXd x = pack(start.defaults, o);
+  KernelParamSet cur = unpack(start, x, o);
+  Eigen::VectorXd r = residuals(samples, rows, cur);
+  double cost = r.squaredNorm();
+  double lambda = 1e-2;
+  for (int it = 0; it < o.iterations; ++it) {
+    Eigen::MatrixXd J(r.size(), x.size());
+    for (Eigen::Index j = 0; j < x.size(); ++j) {
+      Eigen::VectorXd xh = x;
+      const double h = 1e-4;
+      xh[j] += h;
+      J.col(j) = (residuals(samples, rows, unpack(start, xh, o)) - r) / h;
+    }
+    const Eigen::MatrixXd JtJ = J.transpose() * J;
+    const Eigen::VectorXd g = J.transpose() * r;
+    bool accepted = false;
+    double gain = 0.0;
+    for (int tries = 0; tries < 8 && !accepted; ++tries) {
+      Eigen::MatrixXd A = JtJ;
+      A.diagonal() += lambda * (JtJ.diagonal().array() + 1e-9).matrix();
+      const Eigen::VectorXd step = A.ldlt().solve(-g);
+      Eigen::VectorXd xn = x + step;
+      for (Eigen::Index j = 0; j < xn.size(); ++j) xn[j] = std::clamp(xn[j], -8.0, 8.0);
+      KernelParamSet cand = unpack(start, xn, o);
+      Eigen::VectorXd rn = residuals(samples, rows, cand);
+      const double c = rn.squaredNorm();
+      if (c < cost) {
+        gain = (cost - c) / cost;
+        x = xn;
+        r = rn;
+        cost = c;
+        cur = std::move(cand);
+        lambda = std::max(lambda / 3.0, 1e-7);
+        accepted = true;
+      } else {
+        lambda *= 4.0;
+      }
+    }
+    if (!accepted || gain < 1e-9) break;
+  }
+  return cur;
+}
+
+double mape_of(const std::vector<ThroughputSample>& samples, const std::vector<std::size_t>& rows,
+               const std::vector<double>& predicted) {
+  double s = 0;
+  for (std::size_t i = 0; i < rows.size(); ++i)
+    s += std::abs(predicted[i] / samples[rows[i]].samples_per_s - 1.0);
+  return rows.empty() ? 0.0 : 100.0 * s / static_cast<double>(rows.size());
+}
+}  // namespace
+
+FitResult fit_kernel_params(const std::vector<ThroughputSample>& samples, const KernelParamSet& start, const FitOptions& opt) {
+  std::vector<std::size_t> rows(samples.size());
+  for (std::size_t i = 0; i < rows.size(); ++i) rows[i] = i;
+  FitResult res;
+  res.params = fit_rows(samples, rows, start, opt);
+  double sq = 0;
+  for (const auto& s : samples) {
+    res.predicted.push_back(predicted_throughput(s, res.params));
+    sq += std::pow(std::log(res.predicted.back() / s.samples_per_s), 2);
+  }
+  res.mape = mape_of(samples, rows, res.predicted);
+  res.rms_log = std::sqrt(sq / static_cast<double>(samples.size()));
+  return res;
+}
+
+std::vector<LeaveOneOut> leave_one_out(const std::vector<ThroughputSample>& samples, const KernelParamSet& start,
+                                       bool by_gpu, const FitOptions& opt) {
+  std::vector<std::string> keys;
+  for (const auto& s : samples) {
+    const std::string& k = by_gpu ? s.gpu_id : s.model_id;
+    if (std::find(keys.begin(), keys.end(), k) == keys.end()) keys.push_back(k);
+  }
+  std::vector<LeaveOneOut> out;
+  for (const auto& k : keys) {
+    std::vector<std::size_t> train, test;
+    for (std::size_t i = 0; i < samples.size(); ++i)
+      ((by_gpu ? samples[i].gpu_id : samples[i].model_id) == k ? test : train).push_back(i);
+    const KernelParamSet p = fit_rows(samples, train, start, opt);
+    LeaveOneOut l;
+    l.left_out = k;
+    l.rows = test;
+    for (auto i : test) l.predicted.push_back(predicted_throughput(samples[i], p));
+    l.mape = mape_of(samples, test, l.predicted);
+    out.push_back(std::move(l));
+  }
+  return out;
+}
+
+double leave_one_out_mape(const std::vector<LeaveOneOut>& runs, const std::vector<ThroughputSample>& samples) {
+  double s = 0;
+  std::size_t n = 0;
+  for (const auto& r : runs)
+    for (std::size_t i = 0; i < r.rows.size(); ++i, ++n) s += std::abs(r.predicted[i] / samples[r.rows[i]].samples_per_s - 1.0);
+  return n ? 100.0 * s / static_cast<double>(n) : 0.0;
+}
+
+}  // namespace dlscale
