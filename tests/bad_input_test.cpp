@@ -431,6 +431,8 @@ std::vector<Row> catalogue() {
        kCmdGpu, E + "{dir}/data/topologies/gpus.yaml:2:51: 'gpus[0].peak_fp32': '-11.8 TFLOPS' is negative\n", "{dir}/data"},
       {"gpus_duplicate_id", {{"data/topologies/gpus.yaml", edit(kGpus, 4, "  - {id: P40, name: Tesla V100 SXM2, sm: 70, peak_fp32: \"15.7 TFLOPS\",")}},
        kCmdGpu, E + "{dir}/data/topologies/gpus.yaml:4:10: 'gpus[1].id': GPU id 'P40' is used twice\n", "{dir}/data"},
+      {"gpus_alias_taken_by_another_id", {{"data/topologies/gpus.yaml", edit(kGpus, 4, "  - {id: v100-sxm2, aliases: [p40], name: Tesla V100 SXM2, sm: 70, peak_fp32: \"15.7 TFLOPS\",")}},
+       kCmdGpu, E + "{dir}/data/topologies/gpus.yaml:4:31: 'gpus[1].aliases[0]': GPU name 'p40' is used twice\n", "{dir}/data"},
       {"gpus_map_for_a_list", {{"data/topologies/gpus.yaml", "gpus: {p40: Tesla P40}\n"}}, kCmdGpu,
        E + "{dir}/data/topologies/gpus.yaml:1:7: 'gpus': expected a list\n", "{dir}/data"},
       {"gpus_error_through_a_cluster", {{"data/topologies/gpus.yaml", edit(kGpus, 3, "     memory_bandwidth: \"346 GB/s\", memory: \"24 GBs\"}")},

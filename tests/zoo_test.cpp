@@ -19,9 +19,10 @@ namespace dlscale {
 namespace {
 namespace fs = std::filesystem;
 
-const std::vector<std::string> kZoo = {"alexnet",   "googlenet", "vgg16",        "vgg19",        "resnet18", "resnet34",
-                                       "resnet50",  "resnet101", "resnet152",    "inception-v3", "inception-bn",
-                                       "bert-base", "bert-swag", "bert-squad",   "gpt2",         "gpt2-xl", "llama2-7b"};
+const std::vector<std::string> kZoo = {"alexnet",    "googlenet",  "vgg16",        "vgg19",        "resnet18",
+                                       "resnet34",   "resnet50",   "resnet50-v1",  "resnet101",    "resnet152",
+                                       "inception-v3", "inception-bn", "bert-base", "bert-large",  "bert-swag",
+                                       "bert-squad", "bert-large-squad", "gpt2",    "gpt2-xl",      "llama2-7b"};
 
 Network arch(const std::string& name) { return build_network(resolve_architecture(name, "NAME")); }
 
@@ -103,6 +104,8 @@ INSTANTIATE_TEST_SUITE_P(
         // follow no counting we can reproduce (a single 768-wide layer at 384 tokens is already 0.23 G), so
         // only the parameters are checked. bert-squad has no pooler (BertForQuestionAnswering): 0.55 % below.
         Published{"bert-swag", 109.5e6, 0, 0.01}, Published{"bert-squad", 109.5e6, 0, 0.01},
+        // Devlin et al. 2019, §3: BERT-large "Total Parameters=340M" (rounded; 335.1 M exactly, by hand below).
+        Published{"bert-large", 340e6, 0, 0.02},
         // torchvision model table: VGG-16 138,357,544 and VGG-19 143,667,240 parameters, 15.47 / 19.63
         // GFLOPS (which are MACs of conv and linear weights; ours add the bias term: +0.1 %).
         Published{"vgg16", 138.36e6, 15.47e9, 0.01}, Published{"vgg19", 143.67e6, 19.63e9, 0.01},
@@ -228,6 +231,65 @@ TEST(Generator, BertTasksDifferOnlyInSequenceAndHead) {
   EXPECT_EQ(swag.total_params() - base.total_params(), 768 + 1);     // classifier 768 → 1
   EXPECT_EQ(base.total_params() - squad.total_params(), 768 * 768 + 768 - (768 * 2 + 2));  // no pooler; qa 768 → 2
   EXPECT_EQ(layer(swag, "classifier").output_shape, (std::vector<std::int64_t>{4, 1}));
+}
+
+TEST(Generator, BertLargeParametersByHand) {
+  // BERT-large (Devlin et al. 2019: L = 24, H = 1024, A = 16, feed-forward 4H = 4096), BertModel with pooler:
+  //   embeddings: word 30522·1024 = 31,254,528; position 512·1024 = 524,288; token type 2·1024 = 2,048;
+  //               LayerNorm 2·1024 = 2,048                                              -> 31,782,912
+  //   one encoder layer: attention 4·1024² + 4·1024 = 4,198,400; its LayerNorm 2,048;
+  //               MLP 2·1024·4096 + 4096 + 1024 = 8,393,728; its LayerNorm 2,048          -> 12,596,224
+  //   24 layers: 24 · 12,596,224                                                         -> 302,309,376
+  //   pooler: 1024·1024 + 1024                                                           -> 1,049,600
+  //   total: 31,782,912 + 302,309,376 + 1,049,600 = 335,141,888 (Hugging Face's bert-large-uncased: the same)
+  const Network n = arch("bert-large");
+  EXPECT_EQ(n.total_params(), 335'141'888);
+  EXPECT_EQ(layer(n, "encoder.layer.23.attention").params, 4'198'400);
+  EXPECT_EQ(layer(n, "encoder.layer.0.attention").heads, 16);
+  EXPECT_EQ(layer(n, "encoder.layer.0.mlp").params, 8'393'728);
+  EXPECT_EQ(layer(n, "pooler.dense").params, 1'049'600);
+  // attention MACs at S = 128, D = 1024: projections 4·S·D·(D + 1) = 537,395,200; Q·Kᵀ and A·V 2·S²·D = 33,554,432
+  EXPECT_DOUBLE_EQ(layer(n, "encoder.layer.0.attention").macs_per_sample, 537'395'200.0 + 33'554'432.0);
+  // BertForQuestionAnswering at 384 tokens: no pooler, qa_outputs 1024 -> 2 (2,050):
+  // 335,141,888 − 1,049,600 + 2,050 = 334,094,338
+  const Network squad = arch("bert-large-squad");
+  EXPECT_EQ(squad.input_shape, (std::vector<std::int64_t>{384}));
+  EXPECT_EQ(squad.total_params(), 334'094'338);
+  EXPECT_EQ(layer(squad, "qa_outputs").output_shape, (std::vector<std::int64_t>{384, 2}));
+  // Q·Kᵀ and A·V grow with S²: 2·384²·1024 = 301,989,888 per layer, projections 4·384·1024·1025
+  EXPECT_DOUBLE_EQ(layer(squad, "encoder.layer.0.attention").macs_per_sample, 4.0 * 384 * 1024 * 1025 + 301'989'888.0);
+}
+
+TEST(Generator, ResNet50V1MovesTheStrideToTheFirst1x1) {
+  // ResNet-50 v1 (He et al. 2016, Caffe) and v1.5 (torchvision) hold the same weights; in the first block of
+  // layer2, layer3 and layer4, v1's 1×1 conv1 has the stride, so conv1 and its batch norm produce H/2 × H/2
+  // instead of H × H (the 3×3 conv2 then runs at H/2 with stride 1, as v1.5's does with stride 2: no change).
+  // Per block, with input C_in channels at H × H and m bottleneck channels, v1 saves 3/4 of v1.5's conv1 and bn1:
+  //   conv1: (H² − H²/4)·m·C_in        bn1: (H² − H²/4)·m
+  //   layer2.0: H = 56, C_in = 256,  m = 128: 0.75·3136·128·256 = 77,070,336; 0.75·3136·128 = 301,056
+  //   layer3.0: H = 28, C_in = 512,  m = 256: 0.75·784·256·512  = 77,070,336; 0.75·784·256  = 150,528
+  //   layer4.0: H = 14, C_in = 1024, m = 512: 0.75·196·512·1024 = 77,070,336; 0.75·196·512  =  75,264
+  //   total: 3·77,070,336 + 301,056 + 150,528 + 75,264 = 231,211,008 + 526,848 = 231,737,856 MACs
+  // Counting conv weights only (as torchvision's 4.09 G for v1.5 does), v1 is 4.09 − 0.23 = 3.86 G.
+  const Network v1 = arch("resnet50-v1"), v15 = arch("resnet50");
+  EXPECT_EQ(v1.total_params(), 25'557'032);
+  EXPECT_EQ(v1.total_params(), v15.total_params());
+  ASSERT_EQ(v1.layers.size(), v15.layers.size());
+  EXPECT_DOUBLE_EQ(v15.total_macs_per_sample() - v1.total_macs_per_sample(), 231'737'856.0);
+  // He et al. Table 1 lists ResNet-50 at "3.8 × 10⁹" FLOPs (multiply-adds): v1 is 1.8 % above that (we
+  // count BN and biases, and the table rounds down); v1.5 would be 7.9 % above.
+  EXPECT_LE(rel(v1.total_macs_per_sample(), 3.8e9), 0.02);
+  for (const char* block : {"layer2.0", "layer3.0", "layer4.0"}) {
+    SCOPED_TRACE(block);
+    const Layer& c1 = layer(v1, std::string(block) + ".conv1");
+    const Layer& c2 = layer(v1, std::string(block) + ".conv2");
+    EXPECT_EQ(c1.stride_h, 2);
+    EXPECT_EQ(c2.stride_h, 1);
+    EXPECT_EQ(c1.input_shape[1], 2 * c1.output_shape[1]);  // the halving happens in the 1×1
+    EXPECT_EQ(c2.output_shape, layer(v15, std::string(block) + ".conv2").output_shape);
+  }
+  EXPECT_DOUBLE_EQ(layer(v1, "layer2.0.conv1").macs_per_sample, 28.0 * 28 * 128 * 256);
+  EXPECT_DOUBLE_EQ(layer(v15, "layer2.0.conv1").macs_per_sample, 56.0 * 56 * 128 * 256);
 }
 
 TEST(Generator, TiedOutputProjectionHasWorkButNoParameters) {

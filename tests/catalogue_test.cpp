@@ -1,0 +1,205 @@
+// The GPU catalogue (topologies/gpus.yaml): every entry parses and resolves by id and alias, no name is
+// given twice, and each entry's datasheet peaks agree with a recomputation from its SM count, the
+// per-SM width of its architecture (from NVIDIA's whitepapers, written out here, not read from the file)
+// and its boost clock.
+#include <gtest/gtest.h>
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "dlscale/gpu.hpp"
+#include "dlscale/io.hpp"
+
+namespace dlscale {
+namespace {
+
+std::string lower(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return s;
+}
+
+// The file as written, read with yaml-cpp directly (not through dlscale's loader): id, aliases, name.
+struct Written {
+  std::string id, name;
+  std::vector<std::string> aliases;
+};
+
+std::vector<Written> written_entries() {
+  const YAML::Node root = YAML::LoadFile((data_dir() / "topologies" / "gpus.yaml").string());
+  std::vector<Written> out;
+  for (const auto& item : root["gpus"]) {
+    Written w;
+    w.id = item["id"].as<std::string>();
+    w.name = item["name"].as<std::string>();
+    if (item["aliases"])
+      for (const auto& a : item["aliases"]) w.aliases.push_back(a.as<std::string>());
+    out.push_back(std::move(w));
+  }
+  return out;
+}
+
+// FP32 lanes (CUDA cores) per SM. Pascal GP100 (sm_60) 64 and GP10x (sm_61/62) 128 (Pascal GP100
+// whitepaper; GP104 whitepaper); Volta GV100 64 (Volta whitepaper); Turing 64 (Turing whitepaper);
+// Ampere GA100 (sm_80) 64 (A100 whitepaper) and GA10x (sm_86/87) 128 (GA102 whitepaper: the doubled FP32
+// datapath); Ada 128 (Ada whitepaper); Hopper GH100 128 (H100 whitepaper). 0: not known here.
+int fp32_lanes_per_sm(const std::string& arch, int sm) {
+  if (arch == "pascal") return sm == 60 ? 64 : 128;
+  if (arch == "volta" || arch == "turing") return 64;
+  if (arch == "ampere") return sm == 80 ? 64 : 128;
+  if (arch == "ada" || arch == "hopper") return 128;
+  return 0;
+}
+
+// Dense fp16 multiply-adds per SM per clock with fp16 accumulate, the ceiling the fp16 peak is measured
+// against: Volta and Turing 8 tensor cores x 64 = 512 (Volta/Turing whitepapers); GA100 4 x 256 = 1024 (A100
+// whitepaper); GA10x and Ada 4 x 128 = 512 (GA102 whitepaper: RTX 3090 142 TFLOPS = 82 SMs x 512 x 2 x
+// 1695 MHz; Ada whitepaper: RTX 4090 330.3 = 128 x 512 x 2 x 2520 MHz); Hopper 4 x 512 = 2048 (H100
+// whitepaper). Pascal has no tensor cores: GP100 runs half2 on its 64 lanes (128), and on GP10x the
+// catalogue takes mixed precision at the fp32 rate (128 lanes; GP102's own fp16 rate is 1/64).
+int fp16_fmas_per_sm(const std::string& arch, int sm) {
+  if (arch == "pascal") return 128;
+  if (arch == "volta" || arch == "turing" || arch == "ada") return 512;
+  if (arch == "ampere") return sm == 80 ? 1024 : 512;
+  if (arch == "hopper") return 2048;
+  return 0;
+}
+
+// Compute capabilities of each architecture (CUDA programming guide, "compute capabilities").
+bool sm_matches_architecture(const std::string& arch, int sm) {
+  if (arch == "pascal") return sm >= 60 && sm <= 62;
+  if (arch == "volta") return sm == 70 || sm == 72;
+  if (arch == "turing") return sm == 75;
+  if (arch == "ampere") return sm == 80 || sm == 86 || sm == 87;
+  if (arch == "ada") return sm == 89;
+  if (arch == "hopper") return sm == 90;
+  if (arch == "blackwell") return sm == 100 || sm == 101 || sm == 120;
+  return false;
+}
+
+double rel(double got, double want) { return std::fabs(got - want) / want; }
+
+TEST(GpuCatalogue, EveryEntryParsesAndResolvesByIdAndAlias) {
+  const auto written = written_entries();
+  const auto parsed = load_gpu_catalogue();
+  ASSERT_EQ(parsed.size(), written.size());
+  ASSERT_GE(written.size(), 30u);  // 18 entries before issue 13, 12 added with it
+  for (std::size_t i = 0; i < written.size(); ++i) {
+    SCOPED_TRACE(written[i].id);
+    EXPECT_EQ(parsed[i].name, written[i].name);
+    EXPECT_EQ(find_gpu(written[i].id).name, written[i].name);
+    EXPECT_EQ(find_gpu(lower(written[i].name)).name, written[i].name);  // names resolve too, in any case
+    for (const auto& a : written[i].aliases) EXPECT_EQ(find_gpu(a).name, written[i].name) << a;
+  }
+}
+
+TEST(GpuCatalogue, NoNameIsGivenTwice) {
+  // find_gpu takes an id, an alias or a name, in any case: each must pick one entry.
+  std::map<std::string, std::string> owner;  // lower-cased name -> the id of the entry that gives it
+  for (const auto& w : written_entries()) {
+    std::vector<std::string> names = w.aliases;
+    names.push_back(w.id);
+    names.push_back(w.name);
+    std::sort(names.begin(), names.end(), [](const auto& a, const auto& b) { return lower(a) < lower(b); });
+    names.erase(std::unique(names.begin(), names.end(), [](const auto& a, const auto& b) { return lower(a) == lower(b); }),
+                names.end());
+    for (const auto& n : names) {
+      const auto [it, fresh] = owner.emplace(lower(n), w.id);
+      EXPECT_TRUE(fresh) << "'" << n << "' names both " << it->second << " and " << w.id;
+    }
+  }
+}
+
+TEST(GpuCatalogue, ArchitectureAndComputeCapabilityAgree) {
+  for (const auto& g : load_gpu_catalogue()) {
+    EXPECT_TRUE(sm_matches_architecture(g.architecture, g.sm_version)) << g.name << ": " << g.architecture << " sm_" << g.sm_version;
+    EXPECT_GE(g.boost_clock, g.base_clock) << g.name;
+    EXPECT_GT(g.memory_bandwidth, BytesPerSecond{}) << g.name;
+    EXPECT_GT(g.memory_size, Bytes{}) << g.name;
+    EXPECT_FALSE(g.source.empty()) << g.name;
+  }
+}
+
+TEST(GpuCatalogue, Fp32PeakIsSmsTimesLanesTimesTwoTimesBoostClock) {
+  int checked = 0;
+  for (const auto& g : load_gpu_catalogue()) {
+    if (g.sm_count == 0 || !(g.boost_clock > Hertz{})) continue;
+    SCOPED_TRACE(g.name);
+    const int lanes = fp32_lanes_per_sm(g.architecture, g.sm_version);
+    ASSERT_GT(lanes, 0) << "no FP32 width known for " << g.architecture << " sm_" << g.sm_version << ": add it to this test";
+    const double want = g.sm_count * lanes * 2.0 * in_megahertz(g.boost_clock) * 1e6 / 1e12;  // TFLOP/s, an FMA = 2
+    EXPECT_LE(rel(in_teraflops_per_second(g.peak_fp32), want), 0.03)
+        << in_teraflops_per_second(g.peak_fp32) << " TFLOPS in the file, " << want << " from " << g.sm_count << " SMs x "
+        << lanes << " x 2 x " << in_megahertz(g.boost_clock) << " MHz";
+    ++checked;
+  }
+  EXPECT_GE(checked, 30);  // every entry has its SMs and clocks
+}
+
+TEST(GpuCatalogue, Fp16PeakIsDenseWithFp32AccumulateAndHalvedOnGeForce) {
+  // peak_fp16 is the dense fp16 rate with fp32 accumulate. Against the fp16-accumulate ceiling
+  // SMs x FMAs/SM x 2 x boost clock: data-centre and workstation boards run fp32 accumulate at the full
+  // rate (ratio 1; Hopper's datasheet tensor figures assume a clock below the boost clock: 0.87-0.93),
+  // GeForce boards at half (ratio 0.5). A sparsity figure left undivided would give 2 (or 1 on GeForce).
+  int checked = 0;
+  for (const auto& g : load_gpu_catalogue()) {
+    if (g.sm_count == 0 || !(g.boost_clock > Hertz{})) continue;
+    SCOPED_TRACE(g.name);
+    const int fmas = fp16_fmas_per_sm(g.architecture, g.sm_version);
+    ASSERT_GT(fmas, 0) << "no fp16 width known for " << g.architecture;
+    const double ceiling = g.sm_count * fmas * 2.0 * in_megahertz(g.boost_clock) * 1e6 / 1e12;
+    const double ratio = in_teraflops_per_second(g.peak_fp16) / ceiling;
+    if (g.name.rfind("GeForce", 0) == 0) {
+      EXPECT_NEAR(ratio, 0.5, 0.015) << "ceiling " << ceiling << " TFLOPS";
+    } else {
+      EXPECT_GE(ratio, 0.85) << "ceiling " << ceiling << " TFLOPS";
+      EXPECT_LE(ratio, 1.03) << "ceiling " << ceiling << " TFLOPS";
+    }
+    ++checked;
+  }
+  EXPECT_GE(checked, 30);
+}
+
+TEST(GpuCatalogue, Bf16AndTf32FromAmpereOnAtTheFp16RateAndHalfOfIt) {
+  // bf16 and tf32 tensor math came with Ampere (sm_80). On every part since, dense bf16 with fp32
+  // accumulate runs at the fp16 rate and tf32 at half of it (A100 whitepaper Table 1; GA102 and Ada
+  // whitepaper appendices; H100 datasheet).
+  for (const auto& g : load_gpu_catalogue()) {
+    SCOPED_TRACE(g.name);
+    if (g.sm_version < 80) {
+      EXPECT_EQ(g.peak_bf16, FlopsPerSecond{});
+      EXPECT_EQ(g.peak_tf32, FlopsPerSecond{});
+      continue;
+    }
+    const double fp16 = in_teraflops_per_second(g.peak_fp16);
+    EXPECT_LE(rel(in_teraflops_per_second(g.peak_bf16), fp16), 1e-9);
+    EXPECT_LE(rel(in_teraflops_per_second(g.peak_tf32), fp16 / 2), 0.03);
+  }
+}
+
+TEST(GpuCatalogue, TheBoardsAddedForTheKernelModel) {
+  // Issue 13's list; each by its id and by a name nvidia-smi or a cloud provider uses.
+  for (const auto& [id, alias] : std::vector<std::pair<std::string, std::string>>{
+           {"a10", "NVIDIA-A10"},        {"a30", "nvidia-a30"},       {"a40", "nvidia-a40"},
+           {"l4", "nvidia-l4"},          {"l40s", "nvidia-l40s"},     {"t4", "tesla-t4"},
+           {"a100-pcie-40gb", "a100-pcie"}, {"a100-pcie-80gb", "a100-80gb-pcie"}, {"h100-nvl", "h100-nvl-94gb"},
+           {"rtx-6000-ada", "rtx6000ada"}, {"rtx-a5000", "rtxa5000"}, {"rtx-3080", "rtx3080"}}) {
+    SCOPED_TRACE(id);
+    const GpuSpec g = find_gpu(id);
+    EXPECT_EQ(find_gpu(alias).name, g.name);
+    EXPECT_GT(g.sm_count, 0);
+  }
+  // Products of the same die differ only where the datasheets say: the A100 PCIe boards keep the SXM4's
+  // 108 SMs and peaks; the 80 GB PCIe board's HBM2e is slower than the SXM4's (1935 vs 2039 GB/s).
+  const GpuSpec pcie80 = find_gpu("a100-pcie-80gb"), sxm80 = find_gpu("a100-sxm4-80gb");
+  EXPECT_EQ(pcie80.sm_count, sxm80.sm_count);
+  EXPECT_EQ(pcie80.peak_fp16, sxm80.peak_fp16);
+  EXPECT_LT(pcie80.memory_bandwidth, sxm80.memory_bandwidth);
+}
+
+}  // namespace
+}  // namespace dlscale
