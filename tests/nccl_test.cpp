@@ -176,12 +176,38 @@ TEST(NcclTuning, Dgx2SixteenGpus) {
 
 TEST(NcclTuning, MultiNodeRingPaysNetworkStepsAndPlateau) {
   // dgx-a100-hdr, 4 nodes × 8: ring 8 × 24 (bwInter for > 2 nodes) = 192 busBw, algbw 192 · 32/62.
-  // lat = 8.4 + (62 − 6) · max(3.4, AMD net overhead 2 × 3) + 6 × 14 = 428.4 µs, × 1.4 (plateau, sm 80).
+  // A network step costs NCCL's 14 µs plus the fabric's 1 µs twice (Simple flushes): 16 µs.
+  // lat = 8.4 + (62 − 6) · max(3.4, AMD net overhead 2 × 3) + 6 × 16 = 440.4 µs, × 1.4 (plateau, sm 80).
   const double bytes = 1073741824.0;
   const auto ch = choose("dgx-a100-hdr", CollectiveOp::allreduce, gibibytes(1), {32, 4, 8});
   EXPECT_EQ(ch.algorithm, nccl::RING);
   EXPECT_EQ(ch.protocol, nccl::SIMPLE);
-  EXPECT_NEAR(in_us(ch.time), 428.4 * 1.4 + bytes / (1000.0 * 192.0 * 32.0 / 62.0), 1e-3);
+  EXPECT_NEAR(in_us(ch.time), 440.4 * 1.4 + bytes / (1000.0 * 192.0 * 32.0 / 62.0), 1e-3);
+}
+
+TEST(NcclTuning, NetworkHopsPayTheFabricLatency) {
+  // aws-p3dn (sockets over 100 Gb/s Ethernet, fabric latency 25 µs), 2 nodes × 8, 8 B: the ring needs
+  // 2 network steps of 30 steps. Ring LL: 6.6 + 28 × max(0.6 NVLink, 1 µs Intel net overhead) + 2 × (2.7 +
+  // 25) = 90.0 µs; tree LL: 6.8 + 2 × (7 × 0.6 + log2(2) × (5.0 + 25)) = 75.2 µs; Simple adds 2 × 25 per
+  // network hop and LL128 is off (no NIC within PXB of the GPUs): tree LL wins.
+  const auto ch = choose("aws-p3dn", CollectiveOp::allreduce, bytes(8), {16, 2, 8});
+  EXPECT_EQ(ch.algorithm, nccl::TREE);
+  EXPECT_EQ(ch.protocol, nccl::LL);
+  EXPECT_NEAR(in_us(ch.latency), 75.2, 1e-9);
+}
+
+TEST(NcclTuning, NcclTestsTimeIsTheSlowerOfHostIssueAndDevice) {
+  // nccl-tests -g 12 (one thread, 12 GPUs): 12 × 5 µs = 60 µs of host issue per call. DGX-2 8 B all-reduce:
+  // ring LL 6.6 + 22 × 0.6 = 19.8 µs on the device → host-bound, 60 µs (the 2020 log: 61.03 µs).
+  const auto& t = nccl::default_table();
+  const auto ch = choose("dgx2", CollectiveOp::allreduce, bytes(8), {12, 1, 12});
+  EXPECT_NEAR(in_us(ch.time), 19.8 + 8.0 / (1000.0 * 39.0 * 12.0 / 22.0), 1e-9);
+  EXPECT_NEAR(in_us(nccl::nccl_tests_time(ch.time, t, 12)), 60.0, 1e-9);
+  // One GPU per thread (MPI): 5 µs < 19.8 µs, the device sets the pace.
+  EXPECT_NEAR(in_us(nccl::nccl_tests_time(ch.time, t, 1)), in_us(ch.time), 1e-9);
+  // 1 GiB: device-bound whatever the threads.
+  const auto big = choose("dgx2", CollectiveOp::allreduce, gibibytes(1), {12, 1, 12});
+  EXPECT_EQ(nccl::nccl_tests_time(big.time, t, 12), big.time);
 }
 
 TEST(NcclTuning, ParameterServerIncast) {
