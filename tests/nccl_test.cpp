@@ -256,6 +256,19 @@ TEST(CollectiveCli, SweepPrintsAnAllReducePerfTable) {
   EXPECT_EQ(rows, 4);  // 8, 16, 32, 64 bytes
 }
 
+TEST(CollectiveCli, GpusPerThreadAddsTheHostIssueAsNcclTestsSeesIt) {
+  // DGX-2, 12 GPUs, 8 B all-reduce: NCCL's ring LL takes 19.8 µs + 8 B / (39 · 12/22 GB/s) ≈ 19.8 µs; one
+  // thread for the 12 GPUs issues for 12 × 5 = 60 µs (the 2020 log measured 61.03 µs).
+  const auto one = test::run_cli("collective --cluster dgx2 --gpus 12 --bytes 8B --format json");
+  const auto twelve = test::run_cli("collective --cluster dgx2 --gpus 12 --gpus-per-thread 12 --bytes 8B --format json");
+  ASSERT_EQ(one.status, 0) << one.err;
+  ASSERT_EQ(twelve.status, 0) << twelve.err;
+  const double t1 = nlohmann::json::parse(one.out)["results"][0]["time_s"].get<double>();
+  const double t12 = nlohmann::json::parse(twelve.out)["results"][0]["time_s"].get<double>();
+  EXPECT_NEAR(t1 * 1e6, 19.8 + 8.0 / (1000.0 * 39.0 * 12.0 / 22.0), 1e-6);
+  EXPECT_NEAR(t12 * 1e6, 60.0, 1e-9);
+}
+
 TEST(CollectiveCli, BadInputExitsTwoWithOneLine) {
   auto r = test::run_cli("collective --cluster dgx1v --op alltoall --gpus 8 --bytes 1MiB");
   EXPECT_EQ(r.status, 2);
