@@ -159,12 +159,12 @@ TEST(NcclTuning, SmallAllReduceOnDgx1vIsLatencyBound) {
 TEST(NcclTuning, ProtocolSwitchPointsOnDgx1vFollowFromLatencyAndBandwidth) {
   // 8 GPUs, ring (µs, bytes): LL 15.0 + S / (39 · 8/14 · 1000); LL128 (14 + 14 × 1.9) = 40.6 +
   // S / (110.4 · 8/14 · 1000); Simple 56.0 + S / (120 · 8/14 · 1000). LL = LL128 at
-  // S = 25.6 / (14/39000/8 − 14/110400/8) = 882,138 B; LL128 = Simple at 15.4 / (14/110400/8 − 14/120000/8)
-  // = 12,144,153 B (NCCL 2.30's LL → LL128 → Simple switch points on this machine).
+  // S = 25.6 / (14/39000/8 − 14/110400/8) = 882,140 B; LL128 = Simple at 15.4 / (14/110400/8 − 14/120000/8)
+  // = 12,144,000 B (NCCL 2.30's LL → LL128 → Simple switch points on this machine).
   const double ll_to_ll128 = 25.6 / (14.0 / 39000.0 / 8.0 - 14.0 / 110400.0 / 8.0);
   const double ll128_to_simple = 15.4 / (14.0 / 110400.0 / 8.0 - 14.0 / 120000.0 / 8.0);
-  EXPECT_NEAR(ll_to_ll128, 882138.0, 1.0);
-  EXPECT_NEAR(ll128_to_simple, 12144153.0, 1.0);
+  EXPECT_NEAR(ll_to_ll128, 882140.0, 1.0);
+  EXPECT_NEAR(ll128_to_simple, 12144000.0, 1.0);
   auto proto_at = [](double s) { return choose("dgx1v", CollectiveOp::allreduce, bytes(s), {8, 1, 8}).protocol; };
   EXPECT_EQ(proto_at(0.97 * ll_to_ll128), nccl::LL);
   EXPECT_EQ(proto_at(1.03 * ll_to_ll128), nccl::LL128);
