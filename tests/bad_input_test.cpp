@@ -707,6 +707,8 @@ std::vector<Row> catalogue() {
        E + "'--op': unknown collective 'gather' (expected one of: allreduce, allgather, reducescatter, broadcast, reduce)\n"},
       {"option_collective_sweep", {}, "collective --cluster dgx-a100 --gpus 8 --sweep 1GiB:1MiB -o {out}",
        E + "'--sweep': MAX is smaller than MIN\n"},
+      {"option_collective_gpus_per_thread", {}, "collective --cluster dgx-a100 --gpus 8 --gpus-per-thread 9 --bytes 8B -o {out}",
+       E + "'--gpus-per-thread': 9 GPUs per thread: give 1 to the 8 GPUs of a node\n"},
       {"option_straggler_speed", {}, "simulate --gpus 4 --speed 3=0 -o {out}",
        E + "'--speed': '3=0': the speed factor must be a number > 0\n"},
       {"option_explain_target", {}, "explain --gpus 8 --target 150% -o {out}",

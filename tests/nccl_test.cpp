@@ -156,6 +156,22 @@ TEST(NcclTuning, SmallAllReduceOnDgx1vIsLatencyBound) {
   EXPECT_NEAR(in_us(full.time) / in_us(half.time), 2.0, 0.01);
 }
 
+TEST(NcclTuning, ProtocolSwitchPointsOnDgx1vFollowFromLatencyAndBandwidth) {
+  // 8 GPUs, ring (µs, bytes): LL 15.0 + S / (39 · 8/14 · 1000); LL128 (14 + 14 × 1.9) = 40.6 +
+  // S / (110.4 · 8/14 · 1000); Simple 56.0 + S / (120 · 8/14 · 1000). LL = LL128 at
+  // S = 25.6 / (14/39000/8 − 14/110400/8) = 882,140 B; LL128 = Simple at 15.4 / (14/110400/8 − 14/120000/8)
+  // = 12,144,000 B (NCCL 2.30's LL → LL128 → Simple switch points on this machine).
+  const double ll_to_ll128 = 25.6 / (14.0 / 39000.0 / 8.0 - 14.0 / 110400.0 / 8.0);
+  const double ll128_to_simple = 15.4 / (14.0 / 110400.0 / 8.0 - 14.0 / 120000.0 / 8.0);
+  EXPECT_NEAR(ll_to_ll128, 882140.0, 1.0);
+  EXPECT_NEAR(ll128_to_simple, 12144000.0, 1.0);
+  auto proto_at = [](double s) { return choose("dgx1v", CollectiveOp::allreduce, bytes(s), {8, 1, 8}).protocol; };
+  EXPECT_EQ(proto_at(0.97 * ll_to_ll128), nccl::LL);
+  EXPECT_EQ(proto_at(1.03 * ll_to_ll128), nccl::LL128);
+  EXPECT_EQ(proto_at(0.97 * ll128_to_simple), nccl::LL128);
+  EXPECT_EQ(proto_at(1.03 * ll128_to_simple), nccl::SIMPLE);
+}
+
 TEST(NcclTuning, AllGatherUsesNMinusOneSteps) {
   // Ring Simple: algbw = 120 · 8/7; lat = 8.4 + 7 × 3.4 = 32.2 µs.
   const double bytes = 1073741824.0;
@@ -176,12 +192,38 @@ TEST(NcclTuning, Dgx2SixteenGpus) {
 
 TEST(NcclTuning, MultiNodeRingPaysNetworkStepsAndPlateau) {
   // dgx-a100-hdr, 4 nodes × 8: ring 8 × 24 (bwInter for > 2 nodes) = 192 busBw, algbw 192 · 32/62.
-  // lat = 8.4 + (62 − 6) · max(3.4, AMD net overhead 2 × 3) + 6 × 14 = 428.4 µs, × 1.4 (plateau, sm 80).
+  // A network step costs NCCL's 14 µs plus the fabric's 1 µs twice (Simple flushes): 16 µs.
+  // lat = 8.4 + (62 − 6) · max(3.4, AMD net overhead 2 × 3) + 6 × 16 = 440.4 µs, × 1.4 (plateau, sm 80).
   const double bytes = 1073741824.0;
   const auto ch = choose("dgx-a100-hdr", CollectiveOp::allreduce, gibibytes(1), {32, 4, 8});
   EXPECT_EQ(ch.algorithm, nccl::RING);
   EXPECT_EQ(ch.protocol, nccl::SIMPLE);
-  EXPECT_NEAR(in_us(ch.time), 428.4 * 1.4 + bytes / (1000.0 * 192.0 * 32.0 / 62.0), 1e-3);
+  EXPECT_NEAR(in_us(ch.time), 440.4 * 1.4 + bytes / (1000.0 * 192.0 * 32.0 / 62.0), 1e-3);
+}
+
+TEST(NcclTuning, NetworkHopsPayTheFabricLatency) {
+  // aws-p3dn (sockets over 100 Gb/s Ethernet, fabric latency 25 µs), 2 nodes × 8, 8 B: the ring needs
+  // 2 network steps of 30 steps. Ring LL: 6.6 + 28 × max(0.6 NVLink, 1 µs Intel net overhead) + 2 × (2.7 +
+  // 25) = 90.0 µs; tree LL: 6.8 + 2 × (7 × 0.6 + log2(2) × (5.0 + 25)) = 75.2 µs; Simple adds 2 × 25 per
+  // network hop and LL128 is off (no NIC within PXB of the GPUs): tree LL wins.
+  const auto ch = choose("aws-p3dn", CollectiveOp::allreduce, bytes(8), {16, 2, 8});
+  EXPECT_EQ(ch.algorithm, nccl::TREE);
+  EXPECT_EQ(ch.protocol, nccl::LL);
+  EXPECT_NEAR(in_us(ch.latency), 75.2, 1e-9);
+}
+
+TEST(NcclTuning, NcclTestsTimeIsTheSlowerOfHostIssueAndDevice) {
+  // nccl-tests -g 12 (one thread, 12 GPUs): 12 × 5 µs = 60 µs of host issue per call. DGX-2 8 B all-reduce:
+  // ring LL 6.6 + 22 × 0.6 = 19.8 µs on the device → host-bound, 60 µs (the 2020 log: 61.03 µs).
+  const auto& t = nccl::default_table();
+  const auto ch = choose("dgx2", CollectiveOp::allreduce, bytes(8), {12, 1, 12});
+  EXPECT_NEAR(in_us(ch.time), 19.8 + 8.0 / (1000.0 * 39.0 * 12.0 / 22.0), 1e-9);
+  EXPECT_NEAR(in_us(nccl::nccl_tests_time(ch.time, t, 12)), 60.0, 1e-9);
+  // One GPU per thread (MPI): 5 µs < 19.8 µs, the device sets the pace.
+  EXPECT_NEAR(in_us(nccl::nccl_tests_time(ch.time, t, 1)), in_us(ch.time), 1e-9);
+  // 1 GiB: device-bound whatever the threads.
+  const auto big = choose("dgx2", CollectiveOp::allreduce, gibibytes(1), {12, 1, 12});
+  EXPECT_EQ(nccl::nccl_tests_time(big.time, t, 12), big.time);
 }
 
 TEST(NcclTuning, ParameterServerIncast) {
@@ -228,6 +270,19 @@ TEST(CollectiveCli, SweepPrintsAnAllReducePerfTable) {
   for (std::string line; std::getline(in, line);)
     if (!line.empty() && line[0] != '#') ++rows;
   EXPECT_EQ(rows, 4);  // 8, 16, 32, 64 bytes
+}
+
+TEST(CollectiveCli, GpusPerThreadAddsTheHostIssueAsNcclTestsSeesIt) {
+  // DGX-2, 12 GPUs, 8 B all-reduce: NCCL's ring LL takes 19.8 µs + 8 B / (39 · 12/22 GB/s) ≈ 19.8 µs; one
+  // thread for the 12 GPUs issues for 12 × 5 = 60 µs (the 2020 log measured 61.03 µs).
+  const auto one = test::run_cli("collective --cluster dgx2 --gpus 12 --bytes 8B --format json");
+  const auto twelve = test::run_cli("collective --cluster dgx2 --gpus 12 --gpus-per-thread 12 --bytes 8B --format json");
+  ASSERT_EQ(one.status, 0) << one.err;
+  ASSERT_EQ(twelve.status, 0) << twelve.err;
+  const double t1 = nlohmann::json::parse(one.out)["results"][0]["time_s"].get<double>();
+  const double t12 = nlohmann::json::parse(twelve.out)["results"][0]["time_s"].get<double>();
+  EXPECT_NEAR(t1 * 1e6, 19.8 + 8.0 / (1000.0 * 39.0 * 12.0 / 22.0), 1e-6);
+  EXPECT_NEAR(t12 * 1e6, 60.0, 1e-9);
 }
 
 TEST(CollectiveCli, BadInputExitsTwoWithOneLine) {

@@ -20,6 +20,7 @@ struct CollectiveOptions {
   std::string op = "allreduce";
   int gpus = 0;
   int nodes = 0;
+  int gpus_per_thread = 1;  // nccl-tests -g
   std::string bytes;
   std::string sweep;
   std::string format = "table";
@@ -85,6 +86,8 @@ void run_collective(const CollectiveOptions& o) {
     throw UsageError("--gpus", fmt::format("{} GPUs per node, but a node of '{}' has {}", ppn, c.name, c.gpus_per_node));
   if (nodes > c.max_nodes)
     throw UsageError("--nodes", fmt::format("{} nodes, but '{}' has at most {}", nodes, c.name, c.max_nodes));
+  if (o.gpus_per_thread < 1 || o.gpus_per_thread > ppn)
+    throw UsageError("--gpus-per-thread", fmt::format("{} GPUs per thread: give 1 to the {} GPUs of a node", o.gpus_per_thread, ppn));
   const GpuPlacement where{o.gpus, nodes, ppn};
   const auto& table = nccl::default_table();
 
@@ -93,6 +96,7 @@ void run_collective(const CollectiveOptions& o) {
     Row r;
     r.bytes = s;
     r.choice = nccl::choose(topo, table, op, bytes(s), where);
+    r.choice.time = nccl::nccl_tests_time(r.choice.time, table, o.gpus_per_thread);  // the host side, as nccl-tests sees it
     const double t = in_seconds(r.choice.time);
     r.algbw = t > 0 ? s / t / 1e9 : 0;
     r.busbw = r.algbw * nccl::busbw_factor(op, o.gpus);
@@ -107,6 +111,7 @@ void run_collective(const CollectiveOptions& o) {
     j["op"] = o.op;
     j["gpus"] = o.gpus;
     j["nodes"] = nodes;
+    j["gpus_per_thread"] = o.gpus_per_thread;
     j["nccl_version"] = table.version;
     j["command_line"] = command_line();
     j["results"] = nlohmann::json::array();
@@ -125,6 +130,9 @@ void run_collective(const CollectiveOptions& o) {
     const double per_count = (op == CollectiveOp::allgather || op == CollectiveOp::reducescatter) ? o.gpus : 1;
     out << fmt::format("# dlscale collective: {} on {} ({} GPUs, {} node{} x {}), NCCL {} cost model (predicted)\n",
                        o.op, c.name, o.gpus, nodes, nodes > 1 ? "s" : "", ppn, table.version);
+    if (o.gpus_per_thread > 1)
+      out << fmt::format("# one thread issues each call on {} GPUs (nccl-tests -g {}): time = max({} x {} us, NCCL's time)\n",
+                         o.gpus_per_thread, o.gpus_per_thread, o.gpus_per_thread, table.launch_us_per_gpu);
     out << "#\n";
     out << fmt::format("# {:>10} {:>13} {:>9} {:>7} {:>7} {:>10} {:>7} {:>7}  {:<9} {:<8} {:>8}\n", "size", "count",
                        "type", "redop", "root", "time", "algbw", "busbw", "algorithm", "protocol", "channels");
@@ -153,6 +161,9 @@ void setup_collective(CLI::App& app) {
   cmd->add_option("--op", opt->op, "allreduce, allgather, reducescatter, broadcast or reduce")->capture_default_str();
   cmd->add_option("--gpus", opt->gpus, "GPUs taking part")->required();
   cmd->add_option("--nodes", opt->nodes, "Nodes they sit on (default: as few as hold them)");
+  cmd->add_option("--gpus-per-thread", opt->gpus_per_thread,
+                  "GPUs one thread drives, as nccl-tests -g: adds the host's issue time (5 us per GPU) where it is slower")
+      ->capture_default_str();
   cmd->add_option("--bytes", opt->bytes, "Message size (nccl-tests semantics), e.g. 256MiB");
   cmd->add_option("--sweep", opt->sweep, "MIN:MAX, doubling (e.g. 8B:1GiB)");
   cmd->add_option("--format", opt->format, "table or json")->capture_default_str();

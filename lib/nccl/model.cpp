@@ -56,8 +56,18 @@ struct Tuned {
   double lat = 0;
 };
 
+/// The latency of one inter-node hop (µs): NCCL's network row for the algorithm and protocol (the Tree row
+/// with one GPU per node), which stands for the proxy threads and the NIC on both sides, plus the graph's
+/// own inter-node latency (here the fabric's `latency`), counted once more for Simple, whose receiver
+/// flushes the data it got (tuning.cc 2.30; shared/docs/nccl-tuning-2.30.md, "How a latency is formed").
+double inter_hop_latency_us(const Table& t, int algo, int proto, int ranks_per_node, double fabric_us) {
+  const auto p = static_cast<std::size_t>(proto);
+  const double hw = ranks_per_node == 1 ? t.hw_latency_us[HW_NET][TREE][p] : t.hw_latency_us[HW_NET][static_cast<std::size_t>(algo)][p];
+  return hw + fabric_us * (proto == SIMPLE ? 2.0 : 1.0);
+}
+
 Tuned tune(const Table& t, const ChannelSet& graph, int algo, int proto, CollectiveOp op, int n_ranks, int n_nodes,
-           int sm, topo::CpuVendor vendor) {
+           int sm, topo::CpuVendor vendor, double fabric_us) {
   Tuned out;
   const int ppn = n_ranks / n_nodes;
   const std::size_t cc = sm >= 90 ? 2 : sm >= 80 ? 1 : 0;
@@ -91,7 +101,7 @@ Tuned tune(const Table& t, const ChannelSet& graph, int algo, int proto, Collect
   const std::size_t intra_hw = graph.type_intra == PathType::nvl ? HW_NVLINK : HW_PCI;
   const std::size_t hw = n_nodes == 1 ? intra_hw : static_cast<std::size_t>(HW_NET);
   double intra_lat = t.hw_latency_us[intra_hw][a][p];
-  const double inter_lat = ppn == 1 ? t.hw_latency_us[HW_NET][TREE][p] : t.hw_latency_us[HW_NET][a][p];
+  const double inter_lat = inter_hop_latency_us(t, algo, proto, ppn, fabric_us);
   if (algo == RING) {
     if (op == CollectiveOp::reduce || op == CollectiveOp::broadcast) {
       if (graph.same_channels) {
@@ -172,13 +182,14 @@ Candidates prepare(const Topology& topo, const Table& t, CollectiveOp op, const 
   const bool tree_ok = op == CollectiveOp::allreduce;
   const ChannelSet tree = tree_ok ? topo.channels(ChannelPattern::tree, gpus, nodes) : ChannelSet{};
   const auto vendor = cpu_vendor(topo);
+  const double fabric_us = nodes > 1 ? in_us(topo.fabric().latency) : 0.0;
   c.ring_channels = ring.channels;
   if (nodes > 1) c.plateau_bytes = ring.channels > 0 ? 64.0 * ring.channels * n : 0.0;
   for (int algo : {TREE, RING}) {
     if (algo == TREE && !tree_ok) continue;
     const ChannelSet& graph = algo == TREE ? tree : ring;
     for (int proto : {LL, LL128, SIMPLE}) {
-      const Tuned tu = tune(t, graph, algo, proto, op, n, nodes, c.sm, vendor);
+      const Tuned tu = tune(t, graph, algo, proto, op, n, nodes, c.sm, vendor, fabric_us);
       if (tu.bw <= 0) continue;
       Candidates::Entry e{algo, proto, graph.channels, tu.bw, tu.lat, tu.lat, {}};
       if (algo == RING && proto == SIMPLE && nodes > 1 && op == CollectiveOp::allreduce)
@@ -245,6 +256,14 @@ Choice pick(const Candidates& c, double bytes) {
 
 Choice choose(const Topology& topo, const Table& t, CollectiveOp op, Bytes size, const GpuPlacement& where) {
   return pick(prepare(topo, t, op, where), in_bytes(size));
+}
+
+Seconds host_issue_time(const Table& t, int gpus_per_thread) noexcept {
+  return microseconds(t.launch_us_per_gpu * std::max(1, gpus_per_thread));
+}
+
+Seconds nccl_tests_time(Seconds device, const Table& t, int gpus_per_thread) noexcept {
+  return max(host_issue_time(t, gpus_per_thread), device);
 }
 
 namespace {

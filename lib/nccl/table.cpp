@@ -1,6 +1,9 @@
 // NCCL 2.30.7's constants (NVIDIA/nccl commit 5067397c), from shared/docs/nccl-model.md. Entries that
-// page does not list are marked "tuning.cc (recalled)": they are NCCL's values as of the 2.1x–2.2x series
-// and are the first thing to check against the pinned source.
+// page does not list are marked "tuning.cc (checked)": first recalled from the 2.1x–2.2x series, they are
+// the values that shared/docs/nccl-tuning-2.30.md read from NCCL 2.30's tuning.cc (llMax, the Tree LL/LL128
+// factors and per-channel caps, the tree correction factors, the ring plateau, the network overhead).
+// That page prints 24 tree-correction values per protocol; the 23 kept here are its first 23, the
+// buckets of 64 B … 256 MiB (larger sizes take no correction).
 #include "nccl/table.hpp"
 
 namespace dlscale::nccl {
@@ -23,23 +26,28 @@ Table make_2_30_7() {
   // Ampere tree 24/23.6/17.8 (LL128 ring 20); Hopper tree 38.7/41.4/36, LL128 ring 36.7.
   t.per_channel_tree = {{{26.5, 18.5, 10.0}, {24.0, 23.6, 17.8}, {38.7, 41.4, 36.0}}};
   t.per_channel_ring_ll128 = {{{20.0, 20.0, 20.0}, {20.0, 20.0, 20.0}, {36.7, 36.7, 36.7}}};
-  t.per_channel_tree_ll128 = {{{20.0, 20.0, 20.0}, {20.0, 20.0, 20.0}, {36.7, 36.7, 29.0}}};  // tuning.cc (recalled)
-  t.ll_max = {{{39.0, 39.0, 20.4}, {87.7, 22.5, 19.0}, {141.0, 45.0, 35.0}}};                  // tuning.cc (recalled)
+  t.per_channel_tree_ll128 = {{{20.0, 20.0, 20.0}, {20.0, 20.0, 20.0}, {36.7, 36.7, 29.0}}};  // tuning.cc (checked)
+  t.ll_max = {{{39.0, 39.0, 20.4}, {87.7, 22.5, 19.0}, {141.0, 45.0, 35.0}}};                  // tuning.cc (checked)
   t.ring_ll_factor = 0.5;             // nccl-model.md: Ring LL min(llMax, busBw·0.5)
   t.ring_ll128_factor = 0.92;         // nccl-model.md: Ring LL128 min(busBw·0.92, nChannels·perChMaxRingLL128)
   t.tree_allreduce_factor = 0.92;     // nccl-model.md: Tree all-reduce min(busBw·0.92, nChannels·perChMaxTree)
-  t.tree_ll_divisor = 3.8;            // tuning.cc (recalled)
-  t.tree_ll128_factor_1node = 7.0 / 9.0;  // tuning.cc (recalled)
-  t.tree_ll128_factor = 120.0 / 128.0;    // tuning.cc (recalled)
+  t.tree_ll_divisor = 3.8;            // tuning.cc (checked)
+  t.tree_ll128_factor_1node = 7.0 / 9.0;  // tuning.cc (checked)
+  t.tree_ll128_factor = 120.0 / 128.0;    // tuning.cc (checked)
   t.tree_correction = {{
       {1.0, 1.0, 1.0, 1.0, .9, .8, .7, .7, .7, .7, .6, .5, .4, .4, .5, .6, .7, .8, .9, 1.0, 1.0, 1.0, 1.0},
       {1.0, 1.0, 1.0, 1.0, 1.0, .9, .8, .8, .8, .7, .6, .6, .6, .6, .6, .6, .8, .9, .9, .9, .9, 1.0, 1.0},
       {.9, .9, .9, .9, .9, .9, .9, .8, .7, .6, .6, .5, .5, .5, .5, .6, .7, .8, .7, .7, .8, .9, .9},
-  }};  // tuning.cc (recalled)
-  t.ring_plateau_pre_ampere = 1.9;  // tuning.cc (recalled)
-  t.ring_plateau_ampere = 1.4;      // tuning.cc (recalled)
-  t.net_overhead_intel_us = 1.0;    // tuning.cc getNetOverhead (recalled)
+  }};  // tuning.cc (checked)
+  t.ring_plateau_pre_ampere = 1.9;  // tuning.cc (checked)
+  t.ring_plateau_ampere = 1.4;      // tuning.cc (checked)
+  t.net_overhead_intel_us = 1.0;    // tuning.cc getNetOverhead (checked)
   t.net_overhead_other_us = 2.0;
+  // Host issue cost per GPU and call: the zero-byte rows of two real nccl-tests logs, where no data moves
+  // and the time is the host loop alone (tests/data/real-inputs/nccl-tests): DGX-2 all_gather, one thread
+  // for 12 GPUs, 57.30 / 57.12 / 57.20 µs → 4.77 µs per GPU; T4 all_reduce, one GPU per process, 6.36 /
+  // 6.43 µs. Rounded to 5 µs; the usual figure quoted for one cudaLaunchKernel is of the same order.
+  t.launch_us_per_gpu = 5.0;
   // Speed lists (search.cc): intra 40, 30, 20, 18, 15, 12, 10, 9, 7, 6, 5, 4, 3; SM90 60, 50, 40, 30, 24, 20, …
   t.speed_intra = {40.0, 30.0, 20.0, 18.0, 15.0, 12.0, 10.0, 9.0, 7.0, 6.0, 5.0, 4.0, 3.0};
   t.speed_inter = {48.0, 30.0, 28.0, 24.0, 20.0, 18.0, 15.0, 12.0, 10.0, 9.0, 7.0, 6.0, 5.0, 4.0, 3.0, 2.4, 1.2, 0.24, 0.12};

@@ -37,6 +37,10 @@ struct Table {
   double net_overhead_intel_us;    // getNetOverhead
   double net_overhead_other_us;
 
+  // Not in tuning.cc: NCCL's model times the device side only (docs/topology.md, "Against real nccl-tests
+  // logs", says where the value comes from).
+  double launch_us_per_gpu;  // host time to issue one collective on one GPU (NCCL enqueue + kernel launch)
+
   // src/graph/search.cc
   std::vector<double> speed_intra, speed_inter, sm90_speed_intra, sm90_speed_inter;
   int max_channels;          // ring graph maxChannels (MAXCHANNELS/2)

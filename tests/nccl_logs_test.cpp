@@ -1,0 +1,268 @@
+// The NCCL model against real nccl-tests logs (issue 14, item 4). The logs are public ones that users
+// posted (tests/data/real-inputs/nccl-tests, byte-identical copies of shared/data/real-inputs/nccl-tests;
+// sources in docs/topology.md "Against real nccl-tests logs"). For each log whose machine a shipped
+// topology describes, the predicted time of one operation as nccl-tests measures it is compared with the
+// measured (out-of-place) time at 8 B, 64 KiB, 1 MiB, 32 MiB and the largest size the log has.
+//
+// The expected values are the measurements themselves: the test asserts the model's error against them
+// (25 %, the issue's bound) where the note in docs/topology.md says the machine is modelled, and prints
+// the whole table (the one in docs/topology.md) so that anyone can rerun it:
+//   build/bin/nccl_logs_test --gtest_filter='*PrintsTheTable*'
+//
+// The logs are read by a small tolerant reader of this file, not by lib/calibration/nccl_tests.cpp: the
+// logs carry mpirun tags, NCCL INFO lines inside the table, several collectives per file, size-0 rows and
+// the 2019/2020 layouts, which that importer is being taught separately (issue 15).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <optional>
+#include <regex>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "dlscale/collective.hpp"
+#include "dlscale/io.hpp"
+#include "dlscale/topology.hpp"
+#include "nccl/model.hpp"
+
+namespace dlscale {
+namespace {
+
+// ---- a tolerant nccl-tests reader -------------------------------------------------------------------
+struct Row {
+  double bytes = 0;
+  double time_us = 0;  // out-of-place
+};
+struct Series {
+  CollectiveOp op = CollectiveOp::allreduce;
+  std::string op_name = "all_reduce";
+  int gpus_per_thread = 1;  // nccl-tests -g
+  std::vector<Row> rows;
+};
+
+std::optional<CollectiveOp> op_of(const std::string& name) {
+  if (name == "all_reduce") return CollectiveOp::allreduce;
+  if (name == "all_gather") return CollectiveOp::allgather;
+  if (name == "reduce_scatter") return CollectiveOp::reducescatter;
+  if (name == "broadcast") return CollectiveOp::broadcast;
+  if (name == "reduce") return CollectiveOp::reduce;
+  return std::nullopt;
+}
+
+bool is_integer(const std::string& s) { return !s.empty() && s.find_first_not_of("0123456789") == std::string::npos; }
+
+/// Every series of a log: a new one starts at each `X_perf` command line or `# nThread` header.
+std::vector<Series> read_log(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw std::runtime_error("cannot open " + path);
+  const std::regex tag(R"(^\[\d+,\d+\]<std(out|err)>:)");
+  const std::regex perf(R"((all_reduce|all_gather|reduce_scatter|broadcast|reduce)_perf)");
+  const std::regex header(R"(^# nThread (\d+) nGpus (\d+))");
+  std::vector<Series> out;
+  Series cur;
+  std::string pending_op = "all_reduce";
+  std::optional<std::size_t> time_col;  // index of the first `time` column in the last header row
+  auto flush = [&] {
+    if (!cur.rows.empty()) out.push_back(cur);
+    cur.rows.clear();
+  };
+  for (std::string line; std::getline(in, line);) {
+    line = std::regex_replace(line, tag, "");
+    std::smatch m;
+    if (std::regex_search(line, m, perf)) pending_op = m[1];
+    if (std::regex_search(line, m, header)) {
+      flush();
+      cur.op_name = pending_op;
+      cur.op = *op_of(pending_op);
+      cur.gpus_per_thread = std::stoi(m[2]);
+      continue;
+    }
+    std::istringstream words(line);
+    std::vector<std::string> w;
+    for (std::string s; words >> s;) w.push_back(s);
+    if (w.size() > 3 && w[0] == "#" && w[1] == "size") {  // column names: '#', size, count, type, …
+      for (std::size_t i = 2; i < w.size(); ++i)
+        if (w[i] == "time") {
+          time_col = i - 1;
+          break;
+        }
+      continue;
+    }
+    if (w.size() < 5 || !is_integer(w[0]) || !is_integer(w[1]) || !time_col || *time_col >= w.size()) continue;
+    if (cur.rows.empty() && out.empty() && cur.op_name != pending_op) {  // a log without a `# nThread` line
+      cur.op_name = pending_op;
+      cur.op = *op_of(pending_op);
+    }
+    cur.rows.push_back({std::stod(w[0]), std::stod(w[*time_col])});
+  }
+  flush();
+  return out;
+}
+
+// ---- the comparison ---------------------------------------------------------------------------------
+std::string log_path(const std::string& file) {
+  return std::string(DLSCALE_TEST_DATA_DIR) + "/real-inputs/nccl-tests/" + file;
+}
+
+/// A measured point the model does not reach within the bound, with the reason (docs/topology.md).
+struct Known {
+  std::string op;
+  double min_bytes = 0;  // the rows of `op` in [min_bytes, max_bytes]
+  double max_bytes = 1e30;
+  std::string why;
+};
+
+struct LogCase {
+  std::string file;
+  std::string cluster;  // empty: no shipped topology describes the machine
+  GpuPlacement where;
+  std::vector<Known> known;
+};
+
+constexpr double kBound = 0.25;  // issue 14: each point within 25 %
+
+const std::vector<LogCase>& cases() {
+  static const std::vector<LogCase> c = {
+      // 8 × V100-SXM2 in a hybrid cube-mesh like the DGX-1's; nccl-tests -g 8 (one thread), NCCL of 2019.
+      {"allreduce-v100-sxm2-8gpu-2019.txt", "dgx1v", {8, 1, 8},
+       {{"all_reduce", 1048576, 1048576, "the 2019 NCCL, most likely 2.4, had no LL128; 2.30 picks LL128 here"}}},
+      // DGX-2, 12 of its 16 GPUs; nccl-tests -g 12 (one thread), NCCL of early 2020.
+      {"dgx2-12gpu-five-collectives-2020.txt", "dgx2", {12, 1, 12},
+       {{"all_gather", 33554400, 1e30, "measured busbw 50-60 % of the same GPUs' all-reduce"},
+        {"reduce_scatter", 33554400, 1e30, "measured busbw 50-60 % of the same GPUs' all-reduce"}}},
+      // OCI BM.GPU.H100.8 × 2 (RoCE, 16 × 200 Gb/s per node; dgx-h100-ndr has the same 400 GB/s per node).
+      {"allreduce-h100-oci-bmgpuh100-2node.txt", "dgx-h100-ndr", {16, 2, 8}, {}},
+      {"allreduce-t4-g4dn-efa-2node-tagged.txt", "", {2, 2, 1}, {}},
+      {"allreduce-gb200-nvl72-trimmed-coreweave.txt", "", {72, 1, 72}, {}},
+  };
+  return c;
+}
+
+const Known* known_miss(const LogCase& c, const std::string& op, double bytes) {
+  for (const auto& k : c.known)
+    if (k.op == op && bytes >= k.min_bytes && bytes <= k.max_bytes) return &k;
+  return nullptr;
+}
+
+const Topology& topo(const std::string& name) {
+  static std::map<std::string, Cluster> cache;
+  auto it = cache.find(name);
+  if (it == cache.end()) it = cache.emplace(name, load_cluster(resolve(DataKind::cluster, name, "--cluster"))).first;
+  return *it->second.topology;
+}
+
+/// The measured rows nearest to 8 B, 64 KiB, 1 MiB, 32 MiB (within 10 %: all-gather sizes are multiples
+/// of ranks × 4 B) and the largest row.
+std::vector<Row> probe_rows(const Series& s) {
+  std::vector<Row> out;
+  // The smallest size with data (8 B, or ranks × 4 B for all-gather and reduce-scatter).
+  for (const auto& r : s.rows)
+    if (r.bytes >= 8) {
+      out.push_back(r);
+      break;
+    }
+  for (double target : {65536.0, 1048576.0, 33554432.0}) {
+    const Row* best = nullptr;
+    for (const auto& r : s.rows)
+      if (r.bytes > 0 && std::abs(r.bytes / target - 1) <= 0.1 &&
+          (!best || std::abs(r.bytes - target) < std::abs(best->bytes - target)))
+        best = &r;
+    if (best && (out.empty() || best->bytes > out.back().bytes)) out.push_back(*best);
+  }
+  if (!s.rows.empty() && (out.empty() || s.rows.back().bytes > out.back().bytes * 1.1)) out.push_back(s.rows.back());
+  return out;
+}
+
+struct Compared {
+  std::string file, op, cluster;
+  double bytes = 0, measured_us = 0, predicted_us = 0;
+  std::string how;  // algorithm/protocol
+  bool host_bound = false;
+  double error() const { return predicted_us / measured_us - 1; }
+};
+
+std::vector<Compared> compare(const LogCase& c) {
+  std::vector<Compared> out;
+  for (const auto& s : read_log(log_path(c.file))) {
+    for (const auto& r : probe_rows(s)) {
+      Compared x{c.file, s.op_name, c.cluster, r.bytes, r.time_us, 0, ""};
+      if (!c.cluster.empty()) {
+        const auto& table = nccl::default_table();
+        const auto ch = nccl::choose(topo(c.cluster), table, s.op, bytes(r.bytes), c.where);
+        x.predicted_us = in_us(nccl::nccl_tests_time(ch.time, table, s.gpus_per_thread));
+        x.host_bound = in_us(nccl::host_issue_time(table, s.gpus_per_thread)) >= in_us(ch.time);
+        x.how = fmt::format("{}/{}", nccl::algorithm_name(ch.algorithm), nccl::protocol_name(ch.protocol));
+      }
+      out.push_back(x);
+    }
+  }
+  return out;
+}
+
+std::string size_text(double b) {
+  if (b >= 1073741824.0 && std::fmod(b, 1073741824.0) == 0) return fmt::format("{} GiB", b / 1073741824.0);
+  if (b >= 1048576.0 && std::fmod(b, 1048576.0) == 0) return fmt::format("{} MiB", b / 1048576.0);
+  if (b >= 1024.0 && std::fmod(b, 1024.0) == 0) return fmt::format("{} KiB", b / 1024.0);
+  return fmt::format("{} B", b);
+}
+
+TEST(NcclLogs, ReaderFindsEveryCollectiveAndItsLayout) {
+  // Counted by hand in the files: the DGX-2 log has five collectives of 8 B–8 GiB (31 rows each with the
+  // size-0 rows of all_gather and reduce_scatter: 3 + 28); the T4 log's 31 tagged rows (0, 0, then 4 B … 1 GiB: 2 + 29).
+  const auto dgx2 = read_log(log_path("dgx2-12gpu-five-collectives-2020.txt"));
+  ASSERT_EQ(dgx2.size(), 5u);
+  EXPECT_EQ(dgx2[0].op_name, "all_gather");
+  EXPECT_EQ(dgx2[4].op_name, "reduce_scatter");
+  EXPECT_EQ(dgx2[1].gpus_per_thread, 12);
+  EXPECT_EQ(dgx2[1].rows.front().bytes, 8.0);
+  EXPECT_DOUBLE_EQ(dgx2[1].rows.front().time_us, 61.03);
+  EXPECT_DOUBLE_EQ(dgx2[0].rows.back().time_us, 106773.0);
+  const auto t4 = read_log(log_path("allreduce-t4-g4dn-efa-2node-tagged.txt"));
+  ASSERT_EQ(t4.size(), 1u);
+  EXPECT_EQ(t4[0].rows.size(), 31u);
+  EXPECT_DOUBLE_EQ(t4[0].rows[3].time_us, 64.88);  // 8 B
+  const auto v100 = read_log(log_path("allreduce-v100-sxm2-8gpu-2019.txt"));
+  ASSERT_EQ(v100.size(), 1u);
+  EXPECT_DOUBLE_EQ(v100[0].rows.back().time_us, 1818.8);  // the 2019 layout: no root column
+}
+
+TEST(NcclLogs, EveryModelledPointIsWithinTwentyFivePercent) {
+  int checked = 0;
+  for (const auto& c : cases()) {
+    if (c.cluster.empty()) continue;
+    for (const auto& x : compare(c)) {
+      if (const Known* k = known_miss(c, x.op, x.bytes)) {
+        // Kept honest: a known miss that the model starts to meet must leave the list (and the note).
+        EXPECT_GT(std::abs(x.error()), kBound) << x.file << " " << x.op << " " << x.bytes << " B now fits: " << k->why;
+        continue;
+      }
+      EXPECT_LE(std::abs(x.error()), kBound)
+          << x.file << " " << x.op << " " << x.bytes << " B: measured " << x.measured_us << " µs, predicted "
+          << x.predicted_us << " µs (" << x.how << ")";
+      ++checked;
+    }
+  }
+  EXPECT_EQ(checked, 27);  // V100 4 of 5, DGX-2 21 of 25, H100 2 (1 GiB and 16 GiB)
+}
+
+TEST(NcclLogs, PrintsTheTable) {
+  std::cout << "| log | collective | size | measured (µs) | predicted (µs) | error | NCCL choice (predicted) |\n"
+               "|---|---|---|---|---|---|---|\n";
+  for (const auto& c : cases())
+    for (const auto& x : compare(c)) {
+      const Known* k = known_miss(c, x.op, x.bytes);
+      std::cout << fmt::format("| {} | {} | {} | {:.1f} | {} | {}{} | {} |\n", x.file, x.op, size_text(x.bytes),
+                               x.measured_us, x.cluster.empty() ? "–" : fmt::format("{:.1f}", x.predicted_us),
+                               x.cluster.empty() ? "no topology" : fmt::format("{:+.0f} %", 100 * x.error()),
+                               k ? " (" + k->why + ")" : "", x.how + (x.host_bound ? ", host-bound" : ""));
+    }
+}
+
+}  // namespace
+}  // namespace dlscale
