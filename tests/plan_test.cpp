@@ -396,17 +396,19 @@ TEST(SweepCli, BadSpecExitsTwoWithNothingOnStdout) {
 // golden CSV), and so for JSON lines.
 TEST(SweepCli, ShardsRunAsSeparateProcessesMergeToTheWholeSweep) {
   const std::string spec = std::string(DLSCALE_SOURCE_DIR) + "/tests/data/plan/sweep-small.yaml";
-  const auto dir = test::temp_file("shards/.keep", "").parent_path();
+  const auto dir = test::temp_file("shards.keep", "").parent_path() / "shards";
+  std::filesystem::create_directories(dir);
   for (const auto& [format, parts] : {std::pair<std::string, int>{"csv", 3}, {"jsonl", 4}}) {
-    std::string script;
-    std::string names;
+    std::string script, waits = "true", names;
     for (int i = 1; i <= parts; ++i) {
       const std::string part = (dir / fmt::format("part-{}-of-{}.{}", i, parts, format)).string();
-      script += fmt::format("{} sweep --spec {} --format {} --shard {}/{} --threads 1 -o {} & ", DLSCALE_CLI, spec, format,
-                            i, parts, part);
+      std::filesystem::remove(part);
+      script += fmt::format("{} sweep --spec {} --format {} --shard {}/{} --threads 1 -o {} & p{}=$!; ", DLSCALE_CLI, spec,
+                            format, i, parts, part, i);
+      waits += fmt::format(" && wait $p{}", i);  // every part must succeed
       names += " " + part;
     }
-    script += "wait";
+    script += waits;
     ASSERT_EQ(std::system(script.c_str()), 0) << script;
     const auto merged = test::run_cli("sweep merge" + names);
     ASSERT_EQ(merged.status, 0) << merged.err;
