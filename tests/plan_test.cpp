@@ -415,7 +415,9 @@ TEST(SweepCli, ShardsRunAsSeparateProcessesMergeToTheWholeSweep) {
     const auto whole = test::run_cli("sweep --spec " + spec + " --format " + format);
     ASSERT_EQ(whole.status, 0) << whole.err;
     EXPECT_EQ(merged.out, whole.out) << format;
-    if (format == "csv") EXPECT_EQ(merged.out, golden("sweep-small.csv"));
+    if (format == "csv") {
+      EXPECT_EQ(merged.out, golden("sweep-small.csv"));
+    }
     EXPECT_EQ(std::count(merged.out.begin(), merged.out.end(), '\n'), format == "csv" ? 70 : 69);  // 69 configurations
   }
 }
