@@ -126,6 +126,11 @@ constexpr const char* kCalibration =
     "      - {size: \"1048576 B\", time: \"20 us\"}\n"      // 8
     "      - {size: \"4194304 B\", time: \"60 us\"}\n";     // 9
 
+// The header of a CSV sweep (and of each CSV part of a sharded one).
+constexpr const char* kSweepHeader =
+    "cluster,model,framework,precision,batch_per_gpu,bucket,links,gpus,nodes,iteration_time_s,throughput_samples_per_s,"
+    "speedup,efficiency,hiding_case,bottleneck,comm_s,comm_exposed_s,train_hours,gpu_hours,cost,currency\n";
+
 // A sweep spec (docs/planning.md).
 constexpr const char* kSweep =
     "name: s\n"                                        // 1
@@ -590,6 +595,28 @@ std::vector<Row> catalogue() {
        E + "{dir}/s.yaml:7:14: 'grid.precision': unknown value 'fp8' (expected one of: fp32, fp16)\n"},
       {"sweep_format", {{"s.yaml", kSweep}}, "sweep --spec {dir}/s.yaml --format xml -o {out}",
        E + "'--format': unknown format 'xml' (expected csv or jsonl)\n"},
+      // --shard I/N and `sweep merge` (kSweep: 2 frameworks × 2 links × 2 GPU counts = 8 configurations)
+      {"sweep_shard_zero", {{"s.yaml", kSweep}}, "sweep --spec {dir}/s.yaml --shard 0/3 -o {out}",
+       E + "'--shard': '0/3': the part I of I/N runs from 1 to N, and N is at least 1\n"},
+      {"sweep_shard_not_a_fraction", {{"s.yaml", kSweep}}, "sweep --spec {dir}/s.yaml --shard 2 -o {out}",
+       E + "'--shard': '2' is not I/N (part I of N, e.g. 3/8)\n"},
+      {"sweep_shard_more_parts_than_configurations", {{"s.yaml", kSweep}}, "sweep --spec {dir}/s.yaml --shard 9/9 -o {out}",
+       E + "'--shard': 9 parts of a sweep of 8 configurations would leave some empty (N is at most the number of "
+           "configurations)\n"},
+      {"sweep_shard_with_top", {{"s.yaml", kSweep}}, "sweep --spec {dir}/s.yaml --shard 1/2 --top 3 -o {out}",
+       E + "'--top': ranks the whole sweep, not one part: merge the parts ('dlscale sweep merge'), then rank\n"},
+      {"sweep_without_spec", {}, "sweep -o {out}",
+       E + "'--spec': is required (or 'dlscale sweep merge PART...' to join the parts of a sweep)\n"},
+      {"sweep_merge_missing_part", {}, "sweep merge {dir}/nowhere.csv -o {out}",
+       E + "{dir}/nowhere.csv: cannot open file (no such file or not readable)\n"},
+      {"sweep_merge_part_cut_short", {{"p1.csv", kSweepHeader}, {"p2.csv", std::string(kSweepHeader) + "shi-chu-p40,resnet50"}},
+       "sweep merge {dir}/p1.csv {dir}/p2.csv -o {out}", E + "{dir}/p2.csv:2:21: the last line has no end (a part cut short?)\n"},
+      {"sweep_merge_jsonl_among_csv", {{"p1.csv", kSweepHeader}, {"p2.jsonl", "{\"gpus\":1}\n"}},
+       "sweep merge {dir}/p1.csv {dir}/p2.jsonl -o {out}",
+       E + "{dir}/p2.jsonl:1:1: not a CSV part of a dlscale sweep (the first line is not the header of {dir}/p1.csv)\n"},
+      {"sweep_merge_csv_among_jsonl", {{"p1.jsonl", "{\"gpus\":1}\n"}, {"p2.csv", kSweepHeader}},
+       "sweep merge {dir}/p1.jsonl {dir}/p2.csv -o {out}",
+       E + "{dir}/p2.csv:1:1: not a JSON object (the parts are JSON lines, as {dir}/p1.jsonl is)\n"},
 
       // ---- reproduction scenarios ------------------------------------------------------------------------------
       {"paper_more_gpus_than_the_system", {{"r.yaml", edit(kPaper, 8, "    gpus: [1, 2, 64]")}}, kCmdPaper,

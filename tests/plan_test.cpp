@@ -2,6 +2,7 @@
 // hand-built scenario (answers worked by hand in the comments), bucket advice, the target search, and
 // sweeps (spec parsing, errors with file:line:col, determinism across thread counts, agreement with a
 // plain loop over Predictor, ranking, golden CSV and explain text).
+#include <fmt/format.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -293,6 +294,48 @@ TEST(Sweep, TopRowsRankByThroughputAndEfficiency) {
   EXPECT_THAT(note, HasSubstr("no price_per_gpu_hour for cluster shi-chu-p40"));
 }
 
+// --shard I/N: the parts' rows, in order, are the whole sweep's, for every N from 1 to the number of
+// configurations (20 here: 2 frameworks × 2 links × 5 GPU counts, of which 6 and 32 do not fit the
+// 4-node × 4-GPU cluster, so some parts hold only configurations that are left out).
+TEST(Sweep, ShardsConcatenateToTheWholeSweepForEveryN) {
+  const SweepSpec spec = parse_sweep_spec(
+      "grid:\n  cluster: shi-chu-p40\n  model: resnet50\n  framework: [caffe-mpi, cntk]\n  gpus: [1, 3, 6, 16, 32]\n"
+      "  links: [{}, {inter_node: \"100 Gb/s\"}]\n",
+      "s.yaml");
+  ASSERT_EQ(spec.configurations(), 20u);
+  for (SweepFormat f : {SweepFormat::csv, SweepFormat::jsonl}) {
+    std::ostringstream whole;
+    const SweepResult all = run_sweep(spec, SweepOptions{1, nullptr, {}});
+    write_sweep(whole, f, spec, all);
+    ASSERT_EQ(all.rows.size(), 12u);
+    for (std::size_t n = 1; n <= 20; ++n) {
+      std::string joined;
+      std::size_t configurations = 0, skipped = 0;
+      for (std::size_t i = 1; i <= n; ++i) {
+        const SweepSpec part = shard_sweep_spec(spec, SweepShard{i, n});
+        configurations += part.configurations();
+        // ⌊i·20/n⌋ − ⌊(i−1)·20/n⌋ configurations in part i, at least one since n ≤ 20
+        EXPECT_EQ(part.configurations(), i * 20 / n - (i - 1) * 20 / n);
+        std::ostringstream out;
+        const SweepResult r = run_sweep(part, SweepOptions{1, nullptr, {}});
+        skipped += r.skipped;
+        write_sweep(out, f, part, r);
+        std::string text = out.str();
+        if (f == SweepFormat::csv && i > 1) text.erase(0, text.find('\n') + 1);  // the header once
+        joined += text;
+      }
+      EXPECT_EQ(configurations, 20u);
+      EXPECT_EQ(skipped, all.skipped);
+      EXPECT_EQ(joined, whole.str()) << n << " parts";
+    }
+  }
+  EXPECT_THROW((void)shard_sweep_spec(spec, SweepShard{1, 21}), UsageError);
+  EXPECT_THROW((void)sweep_shard_from_string("3/2"), UsageError);
+  const SweepShard sh = sweep_shard_from_string("3/8");
+  EXPECT_EQ(sh.index, 3u);
+  EXPECT_EQ(sh.count, 8u);
+}
+
 TEST(Sweep, SpecErrorsNameFileLineColumnAndKey) {
   auto message = [](const std::string& text) {
     try {
@@ -346,6 +389,37 @@ TEST(SweepCli, BadSpecExitsTwoWithNothingOnStdout) {
   EXPECT_EQ(r.out, "");
   EXPECT_THAT(r.err, HasSubstr("bad-spec.yaml:1:7: 'grid.framework': missing required key"));
   EXPECT_FALSE(std::filesystem::exists(out));
+}
+
+// The docs/planning.md recipe: parts run as separate processes at the same time (as a Slurm job array or
+// GNU parallel would run them), then `sweep merge`; the result is the whole sweep byte for byte (the
+// golden CSV), and so for JSON lines.
+TEST(SweepCli, ShardsRunAsSeparateProcessesMergeToTheWholeSweep) {
+  const std::string spec = std::string(DLSCALE_SOURCE_DIR) + "/tests/data/plan/sweep-small.yaml";
+  const auto dir = test::temp_file("shards.keep", "").parent_path() / "shards";
+  std::filesystem::create_directories(dir);
+  for (const auto& [format, parts] : {std::pair<std::string, int>{"csv", 3}, {"jsonl", 4}}) {
+    std::string script, waits = "true", names;
+    for (int i = 1; i <= parts; ++i) {
+      const std::string part = (dir / fmt::format("part-{}-of-{}.{}", i, parts, format)).string();
+      std::filesystem::remove(part);
+      script += fmt::format("{} sweep --spec {} --format {} --shard {}/{} --threads 1 -o {} & p{}=$!; ", DLSCALE_CLI, spec,
+                            format, i, parts, part, i);
+      waits += fmt::format(" && wait $p{}", i);  // every part must succeed
+      names += " " + part;
+    }
+    script += waits;
+    ASSERT_EQ(std::system(script.c_str()), 0) << script;
+    const auto merged = test::run_cli("sweep merge" + names);
+    ASSERT_EQ(merged.status, 0) << merged.err;
+    const auto whole = test::run_cli("sweep --spec " + spec + " --format " + format);
+    ASSERT_EQ(whole.status, 0) << whole.err;
+    EXPECT_EQ(merged.out, whole.out) << format;
+    if (format == "csv") {
+      EXPECT_EQ(merged.out, golden("sweep-small.csv"));
+    }
+    EXPECT_EQ(std::count(merged.out.begin(), merged.out.end(), '\n'), format == "csv" ? 70 : 69);  // 69 configurations
+  }
 }
 
 TEST(ExplainCli, MatchesGoldenText) {

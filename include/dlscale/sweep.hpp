@@ -12,6 +12,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "dlscale/cluster.hpp"
@@ -100,6 +101,26 @@ struct SweepOptions {
 };
 
 SweepResult run_sweep(const SweepSpec& spec, const SweepOptions& options = {});
+
+/// Part `index` (1-based) of a sweep split `count` ways (`dlscale sweep --shard I/N`).
+struct SweepShard {
+  std::size_t index = 1, count = 1;
+};
+/// Parses "I/N" (1 ≤ I ≤ N); throws UsageError("--shard", …).
+SweepShard sweep_shard_from_string(std::string_view s);
+
+/// The configurations of part `shard` of `spec`: the spec's configurations (group × GPU count, in spec
+/// order, counting those a cluster cannot hold) numbered 0..C-1, part I of N keeps numbers
+/// [⌊(I−1)·C/N⌋, ⌊I·C/N⌋). Groups keep their order and lose the GPU counts outside the part (groups
+/// left empty are dropped), so the rows of parts 1..N, in order, are the rows of the whole sweep.
+/// Throws UsageError("--shard", …) when N exceeds C (a part would be empty).
+SweepSpec shard_sweep_spec(const SweepSpec& spec, SweepShard shard);
+
+/// `dlscale sweep merge`: the parts of a sharded sweep, in the order given, as one output equal byte for
+/// byte to the unsharded sweep. CSV parts each start with the header, which is written once; JSON-lines
+/// parts are concatenated. Every part must be of the format of the first, end with a newline, and (CSV)
+/// start with the header; otherwise an InputError names the file, line and column.
+std::string merge_sweep_parts(std::span<const std::filesystem::path> parts);
 
 /// The Scenario of a group (for callers that evaluate groups themselves).
 Scenario group_scenario(const SweepSpec& spec, const SweepGroup& g);

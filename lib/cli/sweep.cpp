@@ -3,6 +3,8 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <filesystem>
+#include <optional>
 #include <sstream>
 
 #include "cli/commands.hpp"
@@ -21,6 +23,12 @@ struct SweepCliOptions {
   std::string by = "throughput";
   unsigned threads = 0;
   bool simulate = false;
+  std::string shard;  // "I/N", empty: the whole sweep
+};
+
+struct MergeCliOptions {
+  std::vector<std::string> parts;
+  std::string output;
 };
 
 /// --simulate: the discrete-event simulator with its extras off (docs/simulator.md), one Simulator per group.
@@ -46,7 +54,14 @@ void draw_progress(std::size_t done, std::size_t total) {
 void run_sweep_cli(const SweepCliOptions& o) {
   const SweepFormat format = sweep_format_from_string(o.format);
   const SweepRank by = sweep_rank_from_string(o.by);
-  const SweepSpec spec = load_sweep_spec(o.spec);
+  if (o.spec.empty()) throw UsageError("--spec", "is required (or 'dlscale sweep merge PART...' to join the parts of a sweep)");
+  std::optional<SweepShard> shard;
+  if (!o.shard.empty()) {
+    shard = sweep_shard_from_string(o.shard);
+    if (o.top > 0)
+      throw UsageError("--top", "ranks the whole sweep, not one part: merge the parts ('dlscale sweep merge'), then rank");
+  }
+  const SweepSpec spec = shard ? shard_sweep_spec(load_sweep_spec(o.spec), *shard) : load_sweep_spec(o.spec);
   SweepOptions so;
   so.threads = o.threads;
   const SimulatorEvaluator sim_eval;
@@ -68,19 +83,35 @@ void run_sweep_cli(const SweepCliOptions& o) {
   emit(out.str(), o.output);
 }
 
+void run_merge_cli(const MergeCliOptions& o) {
+  const std::vector<std::filesystem::path> parts(o.parts.begin(), o.parts.end());
+  emit(merge_sweep_parts(parts), o.output);
+}
+
 }  // namespace
 
 void setup_sweep(CLI::App& app) {
   auto opt = std::make_shared<SweepCliOptions>();
   auto* cmd = app.add_subcommand("sweep", "Evaluate a grid or list of configurations in parallel (CSV or JSON lines)");
-  cmd->add_option("--spec", opt->spec, "Sweep spec (YAML; docs/planning.md)")->required()->type_name("FILE");
+  cmd->add_option("--spec", opt->spec, "Sweep spec (YAML; docs/planning.md)")->type_name("FILE");
+  cmd->add_option("--shard", opt->shard,
+                  "Evaluate only part I of N (1 <= I <= N): parts 1..N, merged in order, are the whole sweep")
+      ->type_name("I/N");
   cmd->add_option("--format", opt->format, "csv or jsonl")->capture_default_str();
   cmd->add_option("-o,--output", opt->output, "Write to FILE (atomically) instead of standard output")->type_name("FILE");
   cmd->add_option("--top", opt->top, "Keep the best K rows")->type_name("K");
   cmd->add_option("--by", opt->by, "Rank by throughput, efficiency or cost")->capture_default_str();
   cmd->add_option("--threads", opt->threads, "Worker threads (default: all cores)")->type_name("N");
   cmd->add_flag("--simulate", opt->simulate, "Evaluate with the discrete-event simulator instead of the closed form");
-  cmd->callback([opt] { run_sweep_cli(*opt); });
+  auto mopt = std::make_shared<MergeCliOptions>();
+  auto* merge = cmd->add_subcommand("merge", "Join the parts of a sweep run with --shard (CSV or JSON lines), in order");
+  merge->add_option("PART", mopt->parts, "Output files of --shard 1/N ... N/N, in order")->required()->type_name("FILE");
+  merge->add_option("-o,--output", mopt->output, "Write to FILE (atomically) instead of standard output")->type_name("FILE");
+  merge->callback([mopt] { run_merge_cli(*mopt); });
+  cmd->callback([opt, merge] {
+    if (merge->parsed()) return;
+    run_sweep_cli(*opt);
+  });
 }
 
 }  // namespace dlscale::cli

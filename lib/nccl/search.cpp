@@ -3,6 +3,7 @@
 // upward, with NCCL's step budgets; then channel duplication and a second pass that raises the speed.
 #include <algorithm>
 #include <cmath>
+#include <optional>
 
 #include "nccl/system.hpp"
 
@@ -35,11 +36,12 @@ class Search {
   // followPath: reserve `bw` on the first `max_steps` links of `path`; *steps = how far it got.
   int follow_path(const SPath& path, int start, int max_steps, double bw) {
     double pci_bw = bw;
-    for (int l : path.links) {
-      const SNode& node = s_.nodes[s_.links[l].to];
-      if (node.type == CPU && path.type == P_PHB && s_.nodes[start].type == GPU && node.arch == topo::CpuArch::x86 &&
-          node.vendor == topo::CpuVendor::intel)
-        pci_bw = bw * t_.intel_p2p_overhead;
+    if (path.type == P_PHB && s_.nodes[start].type == GPU) {  // the only case the scan can change pci_bw
+      for (int l : path.links) {
+        const SNode& node = s_.nodes[s_.links[l].to];
+        if (node.type == CPU && node.arch == topo::CpuArch::x86 && node.vendor == topo::CpuVendor::intel)
+          pci_bw = bw * t_.intel_p2p_overhead;
+      }
     }
     for (int step = 0; step < max_steps; ++step) {
       SLink& link = s_.links[path.links[static_cast<std::size_t>(step)]];
@@ -111,20 +113,43 @@ class Search {
     return g.pattern == ref.pattern && g.n_hops < ref.n_hops;
   }
 
-  // ncclTopoSearchNextGpuSort
-  std::vector<int> next_gpus(const Graph& g, int gpu, int sort_net) const {
+  // ncclTopoSearchNextGpuSort: pushes the GPUs to try after `gpu` onto stack_ and returns how many.
+  // The search calls this at every step, so it allocates nothing: the candidates go on one stack that
+  // the recursion shares (frames keep offsets into it, not pointers).
+  int push_next_gpus(const Graph& g, int gpu, int sort_net) {
     const std::uint64_t flag = 1ULL << g.n_channels;
-    struct Score {
-      int g, start, intra_hops, intra_bw, inter_hops, inter_pci, inter_bw;
+    const int from = s_.of_type[GPU][gpu];
+    auto eligible = [&](int o) {
+      if (o == gpu) return false;
+      const int on = s_.of_type[GPU][o];
+      const SPath& p = s_.path[from][on];
+      return p.count() != 0 && p.type < P_DIS && !(s_.nodes[on].used & flag);
     };
-    std::vector<Score> scores;
+    if (s_.count(NVS) > 0) {
+      // NVSwitches prefer a limited set of peers: NCCL sorts the candidates, moves the neighbours in index
+      // order to the front and keeps only those; the sort cannot change which neighbours are kept nor
+      // their order, so it is skipped.
+      const int prev = (gpu - 1 + ngpus_) % ngpus_, nxt = (gpu + 1) % ngpus_;
+      int first[2] = {nxt, prev};
+      int nfirst = 1;
+      if (g.pattern == RING) nfirst = 2;
+      else if (g.pattern == SPLIT_TREE || g.pattern == BALANCED_TREE) first[0] = prev, first[1] = nxt, nfirst = 2;
+      if (nfirst == 2 && first[0] == first[1]) nfirst = 1;
+      // each kept neighbour is moved to the front in turn: the last one kept ends up first
+      int kept[2];
+      int nkept = 0;
+      for (int k = 0; k < nfirst; ++k)
+        if (eligible(first[k])) kept[nkept++] = first[k];
+      for (int k = nkept; k-- > 0;) stack_.push_back(kept[k]);
+      return nkept;
+    }
     const int net = sort_net ? s_.of_type[NET][static_cast<std::size_t>(g.inter[static_cast<std::size_t>(g.n_channels * 2)])] : -1;
+    scores_.clear();
     for (int i = 1; i < ngpus_; ++i) {
       const int o = (gpu + i) % ngpus_;
+      if (!eligible(o)) continue;
       const int on = s_.of_type[GPU][o];
-      const SPath& p = s_.path[s_.of_type[GPU][gpu]][on];
-      if (p.count() == 0 || p.type >= P_DIS) continue;
-      if (s_.nodes[on].used & flag) continue;
+      const SPath& p = s_.path[from][on];
       Score sc{o, i, p.count(), static_cast<int>(p.bw), 0, 0, 0};
       if (net >= 0) {
         const SPath& np = s_.path[net][on];
@@ -133,9 +158,11 @@ class Search {
         for (int l : s_.nodes[on].links)
           if (s_.links[l].type == P_PIX) sc.inter_pci = static_cast<int>(s_.links[l].bw);
       }
-      scores.push_back(sc);
+      scores_.push_back(sc);
     }
-    std::stable_sort(scores.begin(), scores.end(), [](const Score& a, const Score& b) {
+    // NCCL's order; `start` differs between candidates, so the order is total and a plain sort equals
+    // NCCL's stable one.
+    std::sort(scores_.begin(), scores_.end(), [](const Score& a, const Score& b) {
       if (a.inter_bw != b.inter_bw) return a.inter_bw > b.inter_bw;
       if (a.inter_pci != b.inter_pci) return a.inter_pci > b.inter_pci;
       if (a.inter_hops != b.inter_hops) return a.inter_hops < b.inter_hops;
@@ -143,25 +170,19 @@ class Search {
       if (a.intra_hops != b.intra_hops) return a.intra_hops < b.intra_hops;
       return a.start < b.start;
     });
-    std::vector<int> next;
-    for (const auto& sc : scores) next.push_back(sc.g);
-    if (s_.count(NVS) > 0) {
-      // NVSwitches prefer a limited set of peers: try the neighbours in index order only.
-      const int prev = (gpu - 1 + ngpus_) % ngpus_, nxt = (gpu + 1) % ngpus_;
-      std::vector<int> first = g.pattern == RING ? std::vector<int>{nxt, prev}
-                               : (g.pattern == SPLIT_TREE || g.pattern == BALANCED_TREE) ? std::vector<int>{prev, nxt}
-                                                                                          : std::vector<int>{nxt};
-      if (first.size() == 2 && first[0] == first[1]) first.pop_back();
-      std::vector<int> out;
-      for (int f : first)
-        if (std::find(next.begin(), next.end(), f) != next.end()) out.insert(out.begin(), f);
-      return out;
-    }
-    return next;
+    for (const auto& sc : scores_) stack_.push_back(sc.g);
+    return static_cast<int>(scores_.size());
   }
 
   // ncclTopoSelectNets (simplified): the NICs closest to the GPU(s) first, then by path type up to type_inter.
-  std::vector<int> select_nets(int type_inter, int gpu) const {
+  // Paths do not change during a search (only the links' remaining bandwidth does), so each answer is
+  // computed once per (type_inter, gpu).
+  const std::vector<int>& select_nets(int type_inter, int gpu) {
+    const std::size_t key = static_cast<std::size_t>(type_inter) * static_cast<std::size_t>(ngpus_ + 1) +
+                            static_cast<std::size_t>(gpu + 1);
+    if (nets_cache_.empty()) nets_cache_.resize(static_cast<std::size_t>(P_DIS + 1) * static_cast<std::size_t>(ngpus_ + 1));
+    auto& slot = nets_cache_[key];
+    if (slot) return *slot;
     std::vector<int> nets;
     auto add = [&](int n) {
       if (std::find(nets.begin(), nets.end(), n) == nets.end()) nets.push_back(n);
@@ -176,7 +197,8 @@ class Search {
         for (int n = 0; n < s_.count(NET); ++n)
           if (s_.p(GPU, gi, NET, n).type == t) add(n);
       }
-    return nets;
+    slot = std::move(nets);
+    return *slot;
   }
 
   // ncclTopoGetLocal: the nodes of `rtype` with the widest path from (type, index), then the best type.
@@ -194,6 +216,14 @@ class Search {
       if (p.bw == max_bw && p.type == min_type) out.push_back(i);
     }
     return out;
+  }
+
+  // local(NET, n, GPU), once per NIC.
+  const std::vector<int>& net_local_gpus(int n) {
+    if (net_gpus_.empty()) net_gpus_.resize(static_cast<std::size_t>(s_.count(NET)));
+    auto& slot = net_gpus_[static_cast<std::size_t>(n)];
+    if (!slot) slot = local(NET, n, GPU);
+    return *slot;
   }
 
   void try_gpu(Graph& g, Graph& save, int step, int back_to_net, int back_to_first, int forced, int& time, int type,
@@ -225,7 +255,8 @@ class Search {
     if (step == back_to_net) {
       // first get back to the NIC
       const int start_net = g.inter[static_cast<std::size_t>(g.n_channels * 2)];
-      for (int n : select_nets(g.type_inter, gi)) {
+      const std::vector<int>& nets = select_nets(g.type_inter, gi);
+      for (int n : nets) {
         if (n != start_net) continue;  // crossNic 0: leave through the NIC the channel came in by
         int next_back = -1;
         const double save_inter = g.bw_inter;
@@ -244,15 +275,19 @@ class Search {
         }
       }
     } else if (step < ngpus_ - 1) {
-      std::vector<int> next;
+      const std::size_t base = stack_.size();
+      int count = 1;
       if (forced == ORDER_PCI) {
-        next = {step + 1};
+        stack_.push_back(step + 1);
       } else if (forced == ORDER_REPLAY) {
-        next = {replay_gpu(g, step)};
+        stack_.push_back(replay_gpu(g, step));
       } else {
-        next = next_gpus(g, gi, back_to_net == -1 ? 0 : back_to_net == step + 1 ? 1 : 0);
+        count = push_next_gpus(g, gi, back_to_net == -1 ? 0 : back_to_net == step + 1 ? 1 : 0);
       }
-      for (int o : next) try_gpu(g, save, step + 1, back_to_net, back_to_first, forced, time, GPU, gi, o);
+      // by index: deeper steps push onto the same stack (and may move it), and leave it as they found it
+      for (int k = 0; k < count; ++k)
+        try_gpu(g, save, step + 1, back_to_net, back_to_first, forced, time, GPU, gi, stack_[base + static_cast<std::size_t>(k)]);
+      stack_.resize(base);
     } else if (step == back_to_first) {
       // loop back to the first GPU
       const int rank = g.intra[static_cast<std::size_t>(g.n_channels * ngpus_)];
@@ -282,7 +317,7 @@ class Search {
   // ncclTopoSearchRecNet
   void rec_net(Graph& g, Graph& save, int back_to_net, int back_to_first, int& time) {
     const double bw = g.bw_inter;
-    const auto nets = select_nets(g.type_inter, -1);
+    const std::vector<int>& nets = select_nets(g.type_inter, -1);
     const int count = static_cast<int>(nets.size());
     for (int i = 0; i < count; ++i) {
       const int n = nets[static_cast<std::size_t>((g.n_channels + i) % count)];
@@ -299,7 +334,7 @@ class Search {
           try_gpu(g, save, 0, back_to_net, back_to_first, ORDER_PCI, t, NET, n, 0);
           if (t == -1) time = -1;
         }
-        for (int gi : local(NET, n, GPU)) try_gpu(g, save, 0, back_to_net, back_to_first, ORDER_NONE, time, NET, n, gi);
+        for (int gi : net_local_gpus(n)) try_gpu(g, save, 0, back_to_net, back_to_first, ORDER_NONE, time, NET, n, gi);
       }
       net.net_bw += bw;
     }
@@ -475,9 +510,15 @@ class Search {
   }
 
  private:
+  struct Score {
+    int g, start, intra_hops, intra_bw, inter_hops, inter_pci, inter_bw;
+  };
   System& s_;
   const Table& t_;
   int ngpus_;
+  std::vector<int> stack_;     // the candidate GPUs of every step of the recursion, innermost last
+  std::vector<Score> scores_;  // push_next_gpus's scratch
+  std::vector<std::optional<std::vector<int>>> nets_cache_, net_gpus_;
 };
 
 }  // namespace

@@ -1,0 +1,57 @@
+#!/bin/bash
+# Whole-process timings of the dlscale command, as a user feels them (issue 17): start-up, the NCCL
+# channel search on one node, predict/simulate on DGX-2, collectives at 1,024 GPUs, every shipped
+# cluster's default prediction. Each command is timed by hyperfine (Debian's `hyperfine`, no shell,
+# warm-up runs first) and the MEDIAN is printed, since the machine may be shared.
+#
+#   bench/whole-process.sh [DLSCALE_BINARY] [RUNS]      (defaults: build/bin/dlscale, 15 runs)
+#
+# Prints a Markdown table: command, median, min, max wall time, and the mean CPU time (user + system,
+# which a loaded machine inflates far less than wall time), in ms. Needs hyperfine and python3.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bin=${1:-build/bin/dlscale}
+runs=${2:-15}
+command -v hyperfine >/dev/null || { echo "whole-process.sh: hyperfine is not installed (apt-get install hyperfine)" >&2; exit 2; }
+[ -x "$bin" ] || { echo "whole-process.sh: no binary $bin (build first: cmake --build --preset dev)" >&2; exit 2; }
+export DLSCALE_DATA_DIR=${DLSCALE_DATA_DIR:-$PWD}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+cmds=(
+  "--version"
+  "predict"
+  "predict --cluster dgx2 --model resnet50 --framework pytorch-ddp --gpus 16"
+  "simulate --cluster dgx2 --model resnet50 --framework pytorch-ddp --gpus 16"
+  "collective --cluster dgx2 --op allreduce --gpus 8 --bytes 1GiB"
+  "collective --cluster dgx2 --op allreduce --gpus 16 --bytes 1GiB"
+  "collective --cluster dgx-a100-hdr --op allreduce --gpus 8 --bytes 1GiB"
+  "collective --cluster dgx-h100-ndr --op allreduce --gpus 8 --bytes 1GiB"
+  "collective --cluster dgx1v --op allreduce --gpus 8 --bytes 1GiB"
+  "collective --cluster dgx-a100-hdr --op allreduce --gpus 1024 --bytes 1GiB"
+  "collective --cluster dgx-h100-ndr --op allreduce --gpus 1024 --bytes 1GiB"
+)
+# every shipped cluster, ResNet-50 on its whole size (the default 1,2,4,8,16 does not fit the small ones)
+for f in topologies/*.yaml; do
+  c=$(basename "$f" .yaml)
+  [ "$c" = gpus ] && continue
+  gpn=$(awk '/^gpus_per_node:/ {print $2; exit}' "$f")
+  nodes=$(awk '/^nodes:/ {print $2; exit}' "$f")
+  cmds+=("predict --cluster $c --gpus 1,$((gpn * ${nodes:-1}))")
+done
+
+echo "| command | median (ms) | min | max | CPU (ms) |"
+echo "|---|---|---|---|---|"
+i=0
+for c in "${cmds[@]}"; do
+  i=$((i + 1))
+  hyperfine -N --style none --warmup 2 --runs "$runs" --export-json "$tmp/$i.json" "$bin $c" >/dev/null 2>&1 ||
+    { echo "| \`dlscale $c\` | failed | | | |"; continue; }
+  python3 - "$tmp/$i.json" "$c" <<'PY'
+import json, statistics, sys
+res = json.load(open(sys.argv[1]))["results"][0]
+ms = [t * 1000 for t in res["times"]]
+cpu = (res["user"] + res["system"]) * 1000
+print(f"| `dlscale {sys.argv[2]}` | {statistics.median(ms):.1f} | {min(ms):.1f} | {max(ms):.1f} | {cpu:.1f} |")
+PY
+done
