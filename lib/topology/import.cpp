@@ -467,11 +467,13 @@ std::string import_nvidia_smi(const std::string& text, const std::string& file, 
     }
   }
   std::map<int, std::string> switch_of;  // root → switch name
+  std::set<int> behind_bridges;           // devices with a PXB neighbour: behind a switch of their own
+  for (auto [a, b] : pxb) behind_bridges.insert(find(a)), behind_bridges.insert(find(b));
   for (std::size_t i = 0; i < names.size(); ++i) {
     const int r = find(static_cast<int>(i));
     int members = 0;
     for (std::size_t j = 0; j < names.size(); ++j) members += find(static_cast<int>(j)) == r;
-    if (members >= 2 && !switch_of.count(r)) {
+    if ((members >= 2 || behind_bridges.count(r)) && !switch_of.count(r)) {
       switch_of[r] = fmt::format("plx{}", switch_of.size());
       node.switches.push_back(switch_of[r]);
     }
