@@ -190,12 +190,11 @@ System build_system(const Topology::Impl& topo, std::span<const int> local_gpus,
   }
   // ncclTopoComputePaths, PXN (NCCL_PXN_DISABLE=0, the default): a GPU sends to a NIC through the NIC's
   // local GPU when that GPU is at most PXB from the NIC and one NVLink hop from this one, and the detour
-  // is wider or avoids the CPU; only in the GPU → NIC direction (receives stay local). NCCL types the
-  // path PATH_PXN, between PXB and PHB; this numbering has no PXN, so it is typed PXB, and GPU Direct RDMA
-  // is judged on the relay GPU's distance, as ncclTopoCheckGdr does for PXN paths.
-  std::vector<std::vector<int>> relay(s.nodes.size());  // relay[net][gpu node] = the relay GPU node, or -1
+  // is wider or avoids the CPU; only in the GPU → NIC direction (receives stay local). Decided on the
+  // paths before GPU Direct RDMA is checked, as NCCL does.
+  std::vector<std::pair<int, int>> pxn;  // (gpu node, net node) → relayed
+  std::vector<int> relay_of;
   for (int ni : s.of_type[NET]) {
-    relay[static_cast<std::size_t>(ni)].assign(s.nodes.size(), -1);
     int local = -1;  // ncclTopoGetLocalGpu: the GPU of the best (lowest type, then widest) path to the NIC
     for (int gi : s.of_type[GPU]) {
       const SPath& p = s.path[gi][ni];
@@ -209,10 +208,8 @@ System build_system(const Topology::Impl& topo, std::span<const int> local_gpus,
       const SPath& own = s.path[gi][ni];
       if (s.path[local][ni].type <= P_PXB && s.path[gi][local].type <= P_NVL &&
           (s.path[local][ni].bw > own.bw || own.type > P_PXB)) {
-        add_inter_step(s, local, gi, ni);
-        s.path[gi][ni].type = P_PXB;
-        s.path[gi][ni].pxn = true;
-        relay[static_cast<std::size_t>(ni)][static_cast<std::size_t>(gi)] = local;
+        pxn.emplace_back(gi, ni);
+        relay_of.push_back(local);
       }
     }
   }
@@ -220,14 +217,6 @@ System build_system(const Topology::Impl& topo, std::span<const int> local_gpus,
   // otherwise NIC traffic goes through the CPU local to the GPU.
   for (int ni : s.of_type[NET]) {
     for (int gi : s.of_type[GPU]) {
-      const int via = relay[static_cast<std::size_t>(ni)].empty() ? -1 : relay[static_cast<std::size_t>(ni)][static_cast<std::size_t>(gi)];
-      if (via >= 0) {  // PXN: the relay GPU is near the NIC; the receive direction is judged on its own
-        if (!(s.nodes[ni].gdr && s.path[ni][gi].type <= P_PXB && s.sm >= 60)) {
-          const int cpu = local_cpu(s, gi);
-          if (cpu >= 0) add_inter_step(s, cpu, ni, gi);
-        }
-        continue;
-      }
       const bool gdr = s.nodes[ni].gdr && s.path[gi][ni].type <= P_PXB && s.sm >= 60;
       if (!gdr) {
         const int cpu = local_cpu(s, gi);
@@ -237,6 +226,20 @@ System build_system(const Topology::Impl& topo, std::span<const int> local_gpus,
         }
       }
     }
+  }
+  // The relayed paths (GPU Direct RDMA judged on the relay GPU's distance, as ncclTopoCheckGdr does for
+  // PXN). NCCL types them PATH_PXN, between PXB and PHB; this numbering has none, so they are typed PXB
+  // and flagged; the direct path is kept for what `topo show` prints.
+  for (std::size_t k = 0; k < pxn.size(); ++k) {
+    const auto [gi, ni] = pxn[k];
+    const SPath direct = s.path[gi][ni];
+    add_inter_step(s, relay_of[k], gi, ni);
+    SPath& p = s.path[gi][ni];
+    p.type = P_PXB;
+    p.pxn = true;
+    p.direct_type = direct.type;
+    p.direct_bw = direct.bw;
+    p.direct_hops = direct.count();
   }
 
   // ncclTopoSearchInit: maxBw = best path from a GPU to a GPU (or to a NIC when there are NICs);

@@ -298,8 +298,11 @@ std::string import_nvidia_smi(const std::string& text, const std::string& file, 
     auto cells = split(line, at);
     if (cells.empty()) continue;
     if (columns.empty()) {
-      // The header: "GPU0 GPU1 …" (its corner cell is empty), not the row "GPU0 X …".
-      if (cells[0] != "GPU0" || (cells.size() > 1 && cells[1] == "X")) continue;
+      // The header: "GPU0 GPU1 …" after an empty corner cell (or "GPU0" first when a copy trimmed the
+      // line), not the row "GPU0 X …".
+      const bool corner = at[0] > 1 && cells[0].rfind("GPU", 0) == 0;
+      if (!corner && cells[0] != "GPU0") continue;
+      if (cells.size() > 1 && cells[1] == "X") continue;
       header_line = lineno;
       for (std::size_t i = 0; i < cells.size(); ++i) {
         std::string c = cells[i];
