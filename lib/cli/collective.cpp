@@ -84,9 +84,10 @@ void run_collective(const CollectiveOptions& o) {
   ClusterOverrides ov = cluster_overrides(o.scale);
   Cluster c = load_cluster(file, ov);
   if (o.gpus > c.max_gpus() || o.nodes > c.max_nodes) {
-    // --fabric without --nodes, or a cluster file of fewer nodes: as many nodes as the GPUs need
+    // --fabric composes as many nodes as the GPUs need (the command's own --nodes places them); without
+    // it the file's node count stands
     const int need = std::max(o.nodes, (o.gpus + c.gpus_per_node - 1) / c.gpus_per_node);
-    if (ov.fabric || c.max_nodes > 1) {
+    if (ov.fabric) {
       ov.nodes = std::max(ov.nodes, need);
       c = load_cluster(file, ov);
     }
