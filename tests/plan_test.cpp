@@ -11,6 +11,7 @@
 #include "dlscale/io.hpp"
 #include "dlscale/plan.hpp"
 #include "dlscale/sweep.hpp"
+#include "dlscale/topology.hpp"
 #include "support/run.hpp"
 #include "support/three_layer.hpp"
 
