@@ -646,22 +646,35 @@ std::vector<Row> catalogue() {
       {"log_algbw_disagrees", {{"all_reduce_perf.log", edit(kLog, 13, "     2097152        524288     float     sum      -1    80.00   36.21   39.32       0    80.00   26.21   39.32       0")}},
        kCmdLog, E + "{dir}/all_reduce_perf.log:13:65: algbw 36.21 GB/s disagrees with size/time = 26.21 GB/s (garbled row?)\n"},
       {"log_rank_lines_disagree", {{"all_reduce_perf.log", edit(kLog, 1, "# nThread 1 nGpus 8 minBytes 1048576 maxBytes 4194304")}},
-       kCmdLog, E + "{dir}/all_reduce_perf.log:10:1: 4 '# Rank' lines do not match the header's nThread·nGpus = 8\n"},
+       kCmdLog, E + "{dir}/all_reduce_perf.log:10:1: 4 '# Rank' lines do not match the header's nThread·nGpus = 8: pass --gpus\n"},
+      // busbw from the row's own size and time: 2097152 B / 80 us = 26.2144 GB/s, × 1.5 = 39.32 GB/s
       {"log_busbw_disagrees", {{"all_reduce_perf.log", edit(kLog, 13, "     2097152        524288     float     sum      -1    80.00   26.21   52.42       0    80.00   26.21   39.32       0")}},
        kCmdLog,
-       E + "{dir}/all_reduce_perf.log:13:73: busbw 52.42 GB/s is not algbw × 1.5 (the allreduce factor for 4 GPUs) = 39.31 GB/s: wrong GPU "
-           "count or garbled row\n"},
+       E + "{dir}/all_reduce_perf.log:13:73: busbw 52.42 GB/s is not size/time × 1.5 (the allreduce factor for 4 GPUs) = 39.32 GB/s: the "
+           "log is for another GPU count (--gpus N corrects it) or the row is garbled\n"},
+      // --gpus corrects the count, not the numbers: 8 GPUs make the factor 1.75, and the rows say 1.5
+      {"log_gpus_option_wrong", {{"all_reduce_perf.log", kLog}}, "calibrate import nccl-tests {dir}/all_reduce_perf.log --gpus 8 -o {out}",
+       E + "{dir}/all_reduce_perf.log:12:73: busbw 31.46 GB/s is not size/time × 1.75 (the allreduce factor for 8 GPUs) = 36.70 GB/s: the "
+           "log is for another GPU count (--gpus N corrects it) or the row is garbled\n"},
+      {"log_more_nodes_than_gpus", {{"all_reduce_perf.log", kLog}}, "calibrate import nccl-tests {dir}/all_reduce_perf.log --nodes 8 -o {out}",
+       E + "{dir}/all_reduce_perf.log:10:1: 8 nodes for 4 GPUs: each node runs at least one (check --gpus/--nodes)\n"},
       {"log_gpu_count_unknown", {{"all_reduce_perf.log", drop(kLog, 1, 7)}}, kCmdLog,
-       E + "{dir}/all_reduce_perf.log:3:1: no '# Rank ... device' lines and no 'nThread N nGpus M' header before the table: GPU count unknown\n"},
+       E + "{dir}/all_reduce_perf.log:3:1: no '# Rank ... device' lines and no 'nThread N nGpus M' header before the table: GPU count "
+           "unknown (pass --gpus N [--nodes K], or rerun and keep the whole output)\n"},
       {"log_without_a_table", {{"all_reduce_perf.log", drop(kLog, 8, 16)}}, kCmdLog,
-       E + "{dir}/all_reduce_perf.log:1:1: no nccl-tests result table found (expected a '#  size  count  type ... time  algbw  busbw' header)\n"},
+       E + "{dir}/all_reduce_perf.log:1:1: no nccl-tests result table found (expected a '#  size  count  type ... time  algbw  busbw' "
+           "header): rerun the test and keep its whole output, from the '# nThread' line to '# Avg bus bandwidth'\n"},
+      {"log_op_not_in_the_log", {{"all_reduce_perf.log", kLog}}, "calibrate import nccl-tests {dir}/all_reduce_perf.log --op broadcast -o {out}",
+       E + "{dir}/all_reduce_perf.log:12:73: busbw 31.46 GB/s is not size/time × 1 (the broadcast factor for 4 GPUs) = 20.97 GB/s: the log "
+           "is for another GPU count (--gpus N corrects it) or the row is garbled\n"},
       {"log_old_columns_garbled", {{"all_reduce_perf.log", edit(kOldLog, 5, "     2097152        524288   float    57.94   36.20   63.34  1e-07    58.81   35.66")}},
        kCmdLog, E + "{dir}/all_reduce_perf.log:5:79: garbled or truncated row: 9 columns, the header at line 2 has 11\n"},
       {"log_not_a_collective", {{"alltoall_perf.log", kLog}}, "calibrate import nccl-tests {dir}/alltoall_perf.log -o {out}",
        E + "{dir}/alltoall_perf.log:10:1: alltoall_perf is not a collective dlscale models (allreduce, allgather, reducescatter, broadcast, "
            "reduce)\n"},
-      {"log_collective_unknown", {{"bench.log", kLog}}, "calibrate import nccl-tests {dir}/bench.log -o {out}",
-       E + "{dir}/bench.log:10:1: cannot tell which collective this table measures: name the file after the test (e.g. all_reduce_perf.log) "
+      // the oldest layout has no redop or root column: its numbers alone cannot tell all_reduce from broadcast
+      {"log_collective_unknown", {{"bench.log", kOldLog}}, "calibrate import nccl-tests {dir}/bench.log -o {out}",
+       E + "{dir}/bench.log:2:1: cannot tell which collective this table measures: name the file after the test (e.g. all_reduce_perf.log) "
            "or pass --op\n"},
       {"log_bad_op_option", {{"bench.log", kLog}}, "calibrate import nccl-tests {dir}/bench.log --op gather -o {out}",
        E + "'--op': unknown collective 'gather' (expected allreduce, allgather, reducescatter, broadcast or reduce)\n"},
@@ -671,6 +684,9 @@ std::vector<Row> catalogue() {
       // ---- nvbandwidth JSON --------------------------------------------------------------------------------------
       {"nvbandwidth_truncated", {{"nv.json", drop(kNvb, 9, 12)}}, kCmdNvb,
        E + "{dir}/nv.json:9:1: malformed JSON: syntax error while parsing object - unexpected end of input; expected '}'\n"},
+      {"nvbandwidth_text_output",
+       {{"nv.json", "nvbandwidth Version: v0.4\n\nRunning host_to_device_memcpy_ce.\nmemcpy CE CPU(row) -> GPU(column) bandwidth (GB/s)\n"}},
+       kCmdNvb, E + "{dir}/nv.json:1:1: this is nvbandwidth's text output: rerun nvbandwidth with -j (JSON) and import that\n"},
       {"nvbandwidth_empty", {{"nv.json", "\n"}}, kCmdNvb,
        E + "{dir}/nv.json:1:1: the file is empty (expected the JSON output of nvbandwidth -j)\n"},
       {"nvbandwidth_other_json", {{"nv.json", "{\"benchmarks\": []}\n"}}, kCmdNvb,
@@ -745,6 +761,24 @@ std::vector<Row> catalogue() {
       {"option_model_show_batch", {}, "model show alexnet --batch 0 -o {out}", E + "'--batch': the batch must be at least 1\n"},
       {"option_node_gpu", {}, "simulate --cluster tiny --model alexnet --framework cntk --gpus 2 --node-gpu 1=gtx9090 -o {out}",
        E + "'--node-gpu': unknown GPU 'gtx9090' (known: p40, v100-sxm2)\n", "{mini}"},
+      {"option_fabric_without_speed", {}, "predict --cluster dgx2 --nodes 2 --fabric infiniband -o {out}",
+       E + "'--fabric': 'infiniband' has no speed (expected KIND:SPEED[:COUNT], e.g. infiniband:200Gb/s:8)\n"},
+      {"option_fabric_kind", {}, "predict --cluster dgx2 --nodes 2 --fabric tokenring:100Gb/s -o {out}",
+       E + "'--fabric': 'tokenring:100Gb/s' names the network 'tokenring' (infiniband or ethernet) (expected KIND:SPEED[:COUNT], e.g. "
+           "infiniband:200Gb/s:8)\n"},
+      {"option_fabric_count", {}, "collective --cluster dgx2 --gpus 32 --fabric infiniband:100Gb/s:0 --bytes 1MiB -o {out}",
+       E + "'--fabric': 'infiniband:100Gb/s:0' has the NIC count '0' (a whole number from 1 to 1024) (expected KIND:SPEED[:COUNT], e.g. "
+           "infiniband:200Gb/s:8)\n"},
+      {"option_nodes_without_fabric", {}, "predict --cluster dgx2 --nodes 4 --gpus 32 -o {out}",
+       E + "'--nodes': 'dgx2' is one node with no network between nodes: say which with --fabric KIND:SPEED[:COUNT] (e.g. "
+           "infiniband:100Gb/s:8)\n"},
+      {"option_zero_nodes", {}, "predict --cluster dgx2 --nodes 0 -o {out}", E + "'--nodes': a cluster needs at least one node, got 0\n"},
+      {"option_import_gpu", {{"smi.txt", kSmi}}, "topo import nvidia-smi {dir}/smi.txt --gpu gtx9090 -o {out}",
+       E + "'--gpu': unknown GPU 'gtx9090' (known: p40, v100-sxm2)\n", "{mini}"},
+      {"option_import_cpu", {{"smi.txt", kSmi}}, "topo import nvidia-smi {dir}/smi.txt --cpu via -o {out}",
+       E + "'--cpu': 'via' is not VENDOR[:MODEL] (intel, amd, power or arm; e.g. intel:skylake, intel:sapphire_rapids, amd)\n"},
+      {"option_import_nodes_without_fabric", {{"smi.txt", kSmi}}, "topo import nvidia-smi {dir}/smi.txt --nodes 2 -o {out}",
+       E + "'--nodes': a cluster of more than one node needs --fabric KIND:SPEED[:COUNT] (e.g. infiniband:200Gb/s)\n"},
       {"option_reproduce_format", {}, "reproduce shi-chu-2018 --format xml -o {out}",
        E + "'--format': unknown format 'xml' (expected table, json or csv)\n"},
   };
@@ -855,6 +889,70 @@ TEST(BadInput, BaseInputsAreAccepted) {
   const test::DataDir data(mini_data_dir().string());
   const auto r = run_cli("predict --cluster tiny --model alexnet --framework cntk --gpus 1,2");
   EXPECT_EQ(r.status, 0) << r.err;
+}
+
+// Layouts of real files (tests/data/real-inputs) that were once refused, each on the base inputs above:
+// accepted now, with the same result where the layout is the only difference.
+TEST(BadInput, RealLayoutsOnceRefusedAreAccepted) {
+  const fs::path dir = root_dir() / "accepted";
+  fs::create_directories(dir / "out");
+  auto each_line = [](const std::string& text, const std::string& prefix) {
+    std::string out;
+    std::size_t b = 0;
+    while (b < text.size()) {
+      const auto e = text.find('\n', b);
+      out += prefix + text.substr(b, e - b + 1);
+      b = e + 1;
+    }
+    return out;
+  };
+  std::string spaced = kSmi;  // a terminal copy: spaces for tabs
+  std::replace(spaced.begin(), spaced.end(), '\t', ' ');
+  const std::string numa = std::string("\tGPU0\tGPU1\tNIC0\tCPU Affinity\tNUMA Affinity\tGPU NUMA ID\n") +
+                           "GPU0\t X \tNV2\tPIX\t0-19\t0\t\tN/A\n" + "GPU1\tNV2\t X \tPIX\t0-19\t0\t\tN/A\n" +
+                           "NIC0\tPIX\tPIX\t X \n\nLegend:\n\n  X    = Self\n\nNIC Legend:\n\n  NIC0: mlx5_0\n";
+  const std::string zero_links = edit(edit(kXml, 3, "    <pci busid=\"0000:06:00.0\" class=\"0x030200\" link_speed=\"\" link_width=\"0\">"), 8,
+                                      "    <pci busid=\"0000:07:00.0\" class=\"0x030200\" link_speed=\"\" link_width=\"0\">");
+  const std::string size_zero = edit(kLog, 11, std::string("#        (B)    (elements)                               (us)  (GB/s)  (GB/s)            (us)  (GB/s)  (GB/s)\n") +
+                                                   "           0             0     float     sum      -1     6.36    0.00    0.00      0     6.40    0.00    0.00      0");
+  const std::string info_inside = edit(kLog, 12, std::string("host1:100:100 [0] NCCL INFO Launch mode Parallel\n") +
+                                                     "     1048576        262144     float     sum      -1    50.00   20.97   31.46       0    50.00   20.97   31.46       0");
+  struct Good {
+    const char* name;
+    const char* file;
+    std::string text;
+    std::string args;
+    std::string expect;  // in the output
+  };
+  const Good good[] = {
+      {"smi_space_separated", "smi.txt", spaced, kCmdSmi, "{a: gpu0, b: gpu1, kind: nvlink, count: 2}"},
+      {"smi_numa_columns_and_nic_legend", "smi.txt", numa, kCmdSmi, "{name: mlx5_0,"},
+      {"smi_gpu_and_cpu_options", "smi.txt", kSmi, kCmdSmi + " --gpu v100-sxm2 --cpu intel:skylake", "model: skylake"},
+      {"smi_two_nodes", "smi.txt", kSmi, kCmdSmi + " --nodes 2 --fabric infiniband:100Gb/s", "nodes: 2"},
+      {"xml_empty_link_attributes", "topo.xml", zero_links, kCmdXml, "generation: 3, lanes: 16"},
+      {"log_mpirun_tag_output", "all_reduce_perf.log", each_line(kLog, "[1,0]<stdout>:"), kCmdLog, "gpus: 4"},
+      {"log_srun_label", "all_reduce_perf.log", each_line(kLog, "0: "), kCmdLog, "gpus: 4"},
+      {"log_indented", "all_reduce_perf.log", each_line(kLog, "    "), kCmdLog, "gpus: 4"},
+      {"log_nccl_info_inside_the_table", "all_reduce_perf.log", info_inside, kCmdLog, "gpus: 4"},
+      {"log_size_zero_row", "all_reduce_perf.log", size_zero, kCmdLog, "gpus: 4"},
+      {"log_named_by_its_columns", "bench.log", kLog, "calibrate import nccl-tests {dir}/bench.log -o {out}", "op: allreduce"},
+      {"log_gpus_nodes_options", "all_reduce_perf.log", kLog, kCmdLog + " --nodes 2", "nodes: 2"},
+      {"nvbandwidth_between_warnings", "nv.json", std::string("WARNING: Failed to acquire log file lock {\n") + kNvb + "WARNING: }}}\n",
+       kCmdNvb, "h2d_pinned"},
+      {"collective_bare_byte_count", "", "", "collective --cluster dgx-a100 --gpus 8 --bytes 1073741824 -o {out}", "1073741824"},
+      {"collective_nccl_tests_suffix", "", "", "collective --cluster dgx-a100 --gpus 8 --sweep 8:1G -o {out}", "1073741824"},
+      {"predict_composed_cluster", "", "",
+       "predict --cluster dgx2 --nodes 4 --fabric infiniband:100Gb/s:8 --model alexnet --gpus 16,32,64 --no-train -o {out}", "   64     4"},
+  };
+  for (const auto& g : good) {
+    SCOPED_TRACE(g.name);
+    if (*g.file) write(dir / g.file, g.text);
+    const auto r = run_cli(fill(g.args, dir));
+    EXPECT_EQ(r.status, 0) << r.err;
+    const fs::path out = dir / "out" / "result";
+    EXPECT_NE(test::slurp(out).find(g.expect), std::string::npos) << test::slurp(out);
+    for (const auto& e : fs::directory_iterator(dir / "out")) fs::remove_all(e.path());
+  }
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <filesystem>
+#include <fstream>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -183,6 +184,39 @@ TEST(Cli, OutputFileIsWrittenWholeOrNotAtAll) {
   for (const auto& e : std::filesystem::directory_iterator(dir))
     EXPECT_EQ(e.path().filename().string().find(".tmp"), std::string::npos) << e.path();
   std::filesystem::remove_all(dir);
+}
+
+// -o through a symbolic link writes the link's target and keeps the link; a device is written, not
+// replaced; a full disk (on -o or on standard output) is an error with a non-zero status.
+TEST(Cli, OutputWritesThroughLinksAndDevicesAndFailsOnAFullDisk) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("dlscale-cli-links-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir / "real");
+  { std::ofstream(dir / "real" / "result.txt") << "old\n"; }
+  fs::create_symlink(dir / "real" / "result.txt", dir / "link.txt");
+  auto r = test::run_cli("predict --gpus 1 -o " + (dir / "link.txt").string());
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_TRUE(fs::is_symlink(fs::symlink_status(dir / "link.txt")));
+  EXPECT_EQ(test::slurp(dir / "real" / "result.txt").rfind("# dlscale predict", 0), 0U);
+  std::size_t entries = 0;  // no temporary file left beside the target
+  for ([[maybe_unused]] const auto& e : fs::directory_iterator(dir / "real")) ++entries;
+  EXPECT_EQ(entries, 1U);
+  if (fs::exists("/dev/null")) {
+    r = test::run_cli("predict --gpus 1 -o /dev/null");
+    EXPECT_EQ(r.status, 0) << r.err;
+    EXPECT_TRUE(fs::is_character_file("/dev/null"));
+  }
+  if (fs::exists("/dev/full")) {
+    r = test::run_cli("predict --gpus 1 -o /dev/full");
+    EXPECT_EQ(r.status, 2);
+    EXPECT_EQ(r.err, "dlscale: /dev/full: cannot write output file: No space left on device\n");
+    const int status = std::system((std::string(DLSCALE_CLI) + " predict --gpus 1 >/dev/full 2>" + (dir / "err").string()).c_str());
+    ASSERT_TRUE(WIFEXITED(status));
+    EXPECT_EQ(WEXITSTATUS(status), 1);
+    EXPECT_EQ(test::slurp(dir / "err"), "dlscale: cannot write standard output: No space left on device\n");
+  }
+  fs::remove_all(dir);
 }
 
 }  // namespace

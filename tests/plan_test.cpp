@@ -12,6 +12,7 @@
 #include "dlscale/io.hpp"
 #include "dlscale/plan.hpp"
 #include "dlscale/sweep.hpp"
+#include "dlscale/topology.hpp"
 #include "support/run.hpp"
 #include "support/three_layer.hpp"
 
@@ -437,6 +438,29 @@ TEST(ExplainCli, OneGpuCountOnly) {
   const auto r = test::run_cli("explain --gpus 4,8");
   EXPECT_EQ(r.status, 2);
   EXPECT_THAT(r.err, HasSubstr("explain takes one GPU count"));
+}
+
+// A cluster item may compose a single-node file as --nodes/--fabric do: dgx2 (16 GPUs, one node) as 4
+// nodes holds 64 GPUs, with the 8 NICs of its file at 100 Gb/s = 12.5 GB/s each.
+TEST(SweepSpec, ComposesAClusterFromNodesAndFabric) {
+  const SweepSpec spec = parse_sweep_spec(
+      "grid:\n  cluster: [{name: dgx2, nodes: 4, fabric: \"infiniband:100Gb/s\"}]\n  model: resnet50\n"
+      "  framework: pytorch-ddp\n  gpus: [16, 64]\n",
+      "compose.yaml");
+  ASSERT_EQ(spec.clusters.size(), 1U);
+  EXPECT_EQ(spec.clusters[0].name, "dgx2*4@infiniband:100Gb/s");
+  EXPECT_EQ(spec.clusters[0].max_gpus(), 64);
+  ASSERT_TRUE(spec.clusters[0].topology);
+  EXPECT_EQ(spec.clusters[0].topology->fabric().nics_per_node, 8);
+  EXPECT_DOUBLE_EQ(in_gigabytes_per_second(spec.clusters[0].topology->fabric().nic_bandwidth), 12.5);
+  try {
+    (void)parse_sweep_spec("grid:\n  cluster: [{name: dgx2, nodes: 4}]\n  model: resnet50\n  framework: pytorch-ddp\n  gpus: [16]\n",
+                           "c.yaml");
+    FAIL() << "composed 4 nodes without a network";
+  } catch (const InputError& e) {
+    EXPECT_STREQ(e.what(), "c.yaml:2:13: 'grid.cluster[0]': 'dgx2' is one node with no network between nodes: give a 'fabric' "
+                           "(KIND:SPEED[:COUNT], e.g. infiniband:100Gb/s:8)");
+  }
 }
 
 }  // namespace

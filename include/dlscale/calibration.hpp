@@ -250,6 +250,16 @@ void save_calibration(const Calibration& c, const std::filesystem::path& file);
 /// Warnings (failed validation rows, averages that disagree, mixed GPUs) go to `warnings`.
 Calibration import_nccl_tests(std::span<const std::filesystem::path> logs, std::optional<CollectiveOp> op_hint = {},
                               std::vector<std::string>* warnings = nullptr);
+/// What `calibrate import nccl-tests` is told beyond the logs: `op` names the collective of a table that
+/// does not say (and selects one collective of a log that measured several); `gpus`/`nodes` (> 0) replace
+/// the counts read from the log (a trimmed log, or one without its "# Rank" lines).
+struct NcclTestsImport {
+  std::optional<CollectiveOp> op;
+  int gpus = 0;
+  int nodes = 0;
+};
+Calibration import_nccl_tests(std::span<const std::filesystem::path> logs, const NcclTestsImport& options,
+                              std::vector<std::string>* warnings = nullptr);
 /// What one nccl-tests log holds.
 struct NcclTestsLog {
   std::vector<CollectiveCurve> curves;
@@ -260,6 +270,7 @@ struct NcclTestsLog {
 /// The same on text already read (`display_name` is used in errors and warnings).
 NcclTestsLog parse_nccl_tests(const std::string& text, const std::string& display_name,
                               std::optional<CollectiveOp> op_hint = {});
+NcclTestsLog parse_nccl_tests(const std::string& text, const std::string& display_name, const NcclTestsImport& options);
 
 /// Parses the JSON output of NVIDIA's nvbandwidth (`nvbandwidth -j`): host↔device copies become
 /// transfer curves (one point at the buffer size), device↔device matrices the P2P table, latency

@@ -4,7 +4,9 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
+#include <string_view>
 
 #include "dlscale/gpu.hpp"
 #include "dlscale/units.hpp"
@@ -37,6 +39,24 @@ struct Cluster {
   std::string currency;                       // e.g. "USD"; empty when no price is given
 
   [[nodiscard]] int max_gpus() const noexcept { return max_nodes * gpus_per_node; }
+};
+
+/// A network between nodes named on the command line, `KIND:SPEED[:COUNT]` (`infiniband:200Gb/s:8`).
+struct FabricSpec {
+  std::string kind;        // "infiniband" or "ethernet"
+  BytesPerSecond speed{};  // per NIC, per direction
+  int nics = 0;            // NICs per node; 0: the node's own NICs (one when it has none)
+};
+/// Parses `KIND:SPEED[:COUNT]`; a malformed one is a UsageError naming `option`.
+FabricSpec parse_fabric_spec(std::string_view text, std::string_view option = "--fabric");
+
+/// What `--nodes N --fabric KIND:SPEED[:COUNT]` change in a cluster file as it is loaded: N nodes (0: the
+/// file's) joined by that network (the file's NICs take its speed; COUNT adds NICs beside the GPUs, or
+/// keeps the first COUNT of the file's).
+struct ClusterOverrides {
+  int nodes = 0;
+  std::optional<FabricSpec> fabric;
+  [[nodiscard]] bool empty() const noexcept { return nodes == 0 && !fabric; }
 };
 
 }  // namespace dlscale

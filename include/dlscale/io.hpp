@@ -31,6 +31,8 @@ std::vector<std::string> list_names(DataKind kind);
 std::filesystem::path resolve(DataKind kind, std::string_view name_or_file, std::string_view option);
 
 Cluster load_cluster(const std::filesystem::path& file);
+/// The same, made into `overrides.nodes` nodes on `overrides.fabric` (docs/topology.md, "Composing").
+Cluster load_cluster(const std::filesystem::path& file, const ClusterOverrides& overrides);
 Network load_network(const std::filesystem::path& file);
 Strategy load_strategy(const std::filesystem::path& file);
 Profile load_profile(const std::filesystem::path& file);
@@ -43,6 +45,8 @@ Profile parse_profile(const std::string& yaml_text, const std::string& display_n
 /// The GPU catalogue entry of that name (case-insensitive), e.g. "p40" or "V100-SXM2". The catalogue
 /// (<data dir>/topologies/gpus.yaml) is parsed once and cached (thread-safe) until the file changes.
 GpuSpec find_gpu(std::string_view name);
+/// The ids of the GPU catalogue, in the file's order.
+std::vector<std::string> list_gpu_ids();
 std::vector<GpuSpec> load_gpu_catalogue();
 
 }  // namespace dlscale

@@ -8,11 +8,13 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "dlscale/cluster.hpp"
 #include "dlscale/units.hpp"
 
 namespace dlscale {
@@ -125,9 +127,20 @@ class Topology {
 /// network) plus size over the path bandwidth (or the measured P2P bandwidth the file gives).
 Seconds p2p_copy_time(const Topology& topology, int gpu_a, int gpu_b, Bytes size);
 
+/// What `topo import` is told beyond the dump.
+struct TopologyImportOptions {
+  std::string gpu;  // --gpu: a catalogue id; empty: from the dump's SM and NVLinks (a guess, stated)
+  std::string cpu;  // --cpu VENDOR[:MODEL] (intel, intel:skylake, amd, power, arm); empty: the dump's, or Intel
+  int nodes = 0;    // --nodes: nodes of the cluster written (0: one)
+  std::optional<FabricSpec> fabric;  // --fabric KIND:SPEED[:COUNT]: the network between them
+};
+
 /// Writes the topology of `file` (an `nvidia-smi topo -m` capture or an NCCL_TOPO_DUMP_FILE XML) as a
-/// cluster YAML with a `node:` section. Errors name the file and line.
-std::string import_nvidia_smi(const std::string& text, const std::string& display_name);
-std::string import_nccl_xml(const std::string& text, const std::string& display_name);
+/// cluster YAML with a `node:` section. Errors name the file and line; what the dump does not say and
+/// was guessed goes to `warnings` and into the YAML as comments.
+std::string import_nvidia_smi(const std::string& text, const std::string& display_name,
+                              const TopologyImportOptions& options = {}, std::vector<std::string>* warnings = nullptr);
+std::string import_nccl_xml(const std::string& text, const std::string& display_name,
+                            const TopologyImportOptions& options = {}, std::vector<std::string>* warnings = nullptr);
 
 }  // namespace dlscale

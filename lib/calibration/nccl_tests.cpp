@@ -3,8 +3,15 @@
 // The table is read by its header line, so every layout of shared/docs/nccl-model.md works: the oldest
 // (size count type [redop] time algbw busbw error ×2), the current one with redop, root and #wrong, and
 // the optional i_min/i_max/i_p99/i_cv% columns. Each row is checked against nccl-tests' own definitions
-// (algbw = S/t, busbw = algbw × factor(n)); a disagreement means a garbled row or a wrong GPU count and
-// is an error, never a silent guess.
+// computed from the row's own size and time (algbw = S/t, busbw = S/t × factor(n)), within what printing
+// the three numbers rounded can explain; a disagreement means a garbled row or a wrong GPU count and is
+// an error, never a silent guess. all_gather/reduce_scatter logs of nccl-tests before mid-2020 printed
+// algbw = busbw = S·(n−1)/n / t: a table whose numbers follow that convention is read as such.
+//
+// Real logs come wrapped: `mpirun --tag-output` prefixes ("[1,0]<stdout>:"), `srun --label` prefixes
+// ("3: "), timestamps of a log collector, indentation, NCCL INFO/WARN lines and other text between the
+// rows. Prefixes are stripped, and a line inside a table that does not start with a number is not a row.
+// Rows of size 0 (all_gather on many GPUs at small sizes, `-b 1`) carry no time per byte and are skipped.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -75,10 +82,12 @@ struct Rank {
   int rank = 0;
   std::string host;
   std::string gpu;
+  int device = 0;  // the CUDA device index on its host
 };
 
 struct Columns {
   int size = -1;
+  int count_c = -1, type = -1, redop = -1, root = -1;  // what tells the collective when nothing names it
   int time = -1, algbw = -1, busbw = -1, wrong = -1;      // out-of-place
   int time_ip = -1, algbw_ip = -1, busbw_ip = -1, wrong_ip = -1;  // in-place
   bool wrong_is_error = false;  // old logs: "error" = max. relative error; new: "#wrong" = count
@@ -93,6 +102,10 @@ Columns read_columns(const std::vector<Token>& t) {
     const std::string& n = t[i].text;
     const int idx = static_cast<int>(i);
     if (n == "size") c.size = idx;
+    else if (n == "count") c.count_c = idx;
+    else if (n == "type") c.type = idx;
+    else if (n == "redop") c.redop = idx;
+    else if (n == "root") c.root = idx;
     else if (n == "time") {
       ++group;
       (group == 1 ? c.time : c.time_ip) = idx;
@@ -106,9 +119,34 @@ Columns read_columns(const std::vector<Token>& t) {
   return c;
 }
 
+/// `line` without what launchers and log collectors put in front of nccl-tests' output: mpirun
+/// --tag-output's "[1,0]<stdout>:", srun --label's "12: ", an ISO-8601 timestamp, a Kubernetes pod name
+/// prefix "[pod/name/container] ". Returns the column (0-based) where the remaining text starts.
+std::size_t strip_prefix(const std::string& line) {
+  static const std::regex prefixes(
+      R"(^(?:\[\d+,\d+\]<std(?:out|err)>:|\d{1,6}: |\d{4}-\d\d-\d\dT[0-9:.,]+(?:Z|[+-]\d\d:?\d\d)? |\[pod/[^\]\s]+\] ))");
+  std::size_t at = 0;
+  for (int guard = 0; guard < 4; ++guard) {  // "[pod/x] 2024-...Z [1,0]<stdout>:" has three
+    std::smatch m;
+    const std::string rest = line.substr(at);
+    if (!std::regex_search(rest, m, prefixes)) break;
+    at += static_cast<std::size_t>(m.length(0));
+  }
+  return at;
+}
+
+/// Half a unit in the last printed place of a number token ("1818.8" → 0.05, "69338" → 0.5).
+double half_ulp(const std::string& token) {
+  const auto dot = token.find('.');
+  if (dot == std::string::npos) return 0.5;
+  std::size_t decimals = 0;
+  for (std::size_t i = dot + 1; i < token.size() && std::isdigit(static_cast<unsigned char>(token[i])); ++i) ++decimals;
+  return 0.5 * std::pow(10.0, -static_cast<double>(decimals));
+}
+
 class Parser {
  public:
-  Parser(const std::string& name, std::optional<CollectiveOp> hint) : name_(name), hint_(hint) {}
+  Parser(const std::string& name, const NcclTestsImport& opt) : name_(name), hint_(opt.op), opt_(opt) {}
 
   NcclTestsLog run(const std::string& text) {
     std::istringstream in(text);
@@ -118,15 +156,24 @@ class Parser {
     while (std::getline(in, line)) {
       ++lineno;
       if (!line.empty() && line.back() == '\r') line.pop_back();
+      // Columns in errors count from the line as written; the prefix is blanked, not removed.
+      const std::size_t prefix = strip_prefix(line);
+      std::fill(line.begin(), line.begin() + static_cast<std::ptrdiff_t>(prefix), ' ');
       handle(line, lineno);
     }
     if (in_table_) {
       throw InputError(SourceLocation{name_, lineno, 1}, "",
                        "the log ends inside a table (truncated?): no '# Avg bus bandwidth' line after the last row");
     }
+    if (log_.curves.empty() && skipped_ > 0)
+      throw InputError(SourceLocation{name_, 1, 1}, "",
+                       fmt::format("no {} table in this log (--op selects one of the collectives the log measured)",
+                                   to_string(*hint_)));
     if (log_.curves.empty())
       throw InputError(SourceLocation{name_, 1, 1}, "",
-                       "no nccl-tests result table found (expected a '#  size  count  type ... time  algbw  busbw' header)");
+                       "no nccl-tests result table found (expected a '#  size  count  type ... time  algbw  busbw' "
+                       "header): rerun the test and keep its whole output, from the '# nThread' line to '# Avg bus "
+                       "bandwidth'");
     return std::move(log_);
   }
 
@@ -149,10 +196,10 @@ class Parser {
   void handle(const std::string& line, int lineno) {
     static const std::regex threads(R"(nThread\s+(\d+)\s+nGpus\s+(\d+))");
     static const std::regex rank(
-        R"(^#\s*Rank\s+(\d+)\s+(?:Group\s+\d+\s+)?Pid\s+\d+\s+on\s+(\S+)\s+device\s+\d+\s+\[[^\]]*\]\s+(.*\S)\s*$)");
+        R"(^\s*#\s*Rank\s+(\d+)\s+(?:Group\s+\d+\s+)?Pid\s+\d+\s+on\s+(\S+)\s+device\s+\d+\s+\[[^\]]*\]\s+(.*\S)\s*$)");
     static const std::regex version(R"(NCCL version\s+([0-9][0-9.]*[0-9]))");
     static const std::regex library(R"(nccl-library=(\d+))");
-    static const std::regex avg(R"(^#\s*Avg bus bandwidth\s*:\s*(\S+))");
+    static const std::regex avg(R"(^\s*#\s*Avg bus bandwidth\s*:\s*(\S+))");
     std::smatch m;
     if (auto p = last_perf_name(line)) last_perf_ = *p;
     if (std::regex_search(line, m, version)) log_.nccl_version = m[1].str();
@@ -174,7 +221,11 @@ class Parser {
     if (std::regex_search(line, m, rank)) {
       const auto r = whole_number(m[1].str(), 0, 1'000'000);
       if (!r) fail(lineno, 1, fmt::format("rank '{}' is not a whole number from 0 to 1000000", m[1].str()));
-      ranks_.push_back(Rank{static_cast<int>(*r), m[2].str(), m[3].str()});
+      static const std::regex device(R"(\sdevice\s+(\d+)\s)");
+      std::smatch d;
+      int dev = 0;
+      if (std::regex_search(line, d, device)) dev = static_cast<int>(whole_number(d[1].str(), 0, 1'000'000).value_or(0));
+      ranks_.push_back(Rank{static_cast<int>(*r), m[2].str(), m[3].str(), dev});
       return;
     }
     if (comment) {
@@ -198,6 +249,9 @@ class Parser {
     const auto toks = tokenize(line);
     if (toks.empty()) return;
     if (!in_table_) return;  // text outside a table (warnings of NCCL, prompts) is not ours
+    // A row starts with its size, a number; anything else between the rows (NCCL INFO lines of another
+    // rank, a launcher's messages) is not part of the table.
+    if (!std::isdigit(static_cast<unsigned char>(toks[0].text[0]))) return;
     if (rows_done_) fail(lineno, 1, "garbled log: a result row after the end of its table");
     if (toks.size() != cols_.count) {
       fail(lineno, toks.back().column,
@@ -212,44 +266,75 @@ class Parser {
     header_line_ = lineno;
     if (cols_.size < 0 || cols_.time < 0 || cols_.algbw < 0 || cols_.busbw < 0)
       fail(lineno, 1, "table header without size, time, algbw and busbw columns");
-    // which collective
-    std::optional<CollectiveOp> op = hint_;
-    std::string from;
-    if (!op) {
-      const std::string perf = !last_perf_.empty() ? last_perf_ : file_perf_;
-      if (perf.empty())
-        fail(lineno, 1, "cannot tell which collective this table measures: name the file after the test "
-                        "(e.g. all_reduce_perf.log) or pass --op");
+    // which collective: the log's own "<name>_perf" (a command line before the table) first, then the
+    // file name; --op names a table that says nothing, and selects among tables that do.
+    std::optional<CollectiveOp> op;
+    const std::string perf = !last_perf_.empty() ? last_perf_ : file_perf_;
+    if (!perf.empty()) {
       op = op_from_perf_name(perf);
-      if (!op) fail(lineno, 1, fmt::format("{}_perf is not a collective dlscale models (allreduce, allgather, "
-                                           "reducescatter, broadcast, reduce)", perf));
+      if (!op && !hint_)
+        fail(lineno, 1, fmt::format("{}_perf is not a collective dlscale models (allreduce, allgather, "
+                                    "reducescatter, broadcast, reduce)", perf));
+      if (hint_ && op != hint_ && !last_perf_.empty()) {
+        skip_table_ = true;  // --op picks another collective of this log
+        ++skipped_;
+        in_table_ = true;
+        rows_done_ = false;
+        header_line_ = lineno;
+        return;
+      }
     }
+    if (hint_) op = hint_;
+    infer_op_ = !op;  // the first row's size, count, type, redop and root will tell
+    skip_table_ = false;
     // how many GPUs
     int gpus = 0, nodes = 1;
     if (!ranks_.empty()) {
       std::set<int> ids;
       std::set<std::string> hosts;
+      int max_rank = 0, max_device = 0;
       for (const auto& r : ranks_) {
         ids.insert(r.rank);
         hosts.insert(r.host);
+        max_rank = std::max(max_rank, r.rank);
+        max_device = std::max(max_device, r.device);
         if (log_.gpu_name.empty()) log_.gpu_name = r.gpu;
         else if (r.gpu != log_.gpu_name) warn(lineno, fmt::format("mixed GPUs: '{}' and '{}'", log_.gpu_name, r.gpu));
       }
       gpus = static_cast<int>(ids.size());
       nodes = static_cast<int>(hosts.size());
-      if (threads_gpus_ > 0 && gpus % threads_gpus_ != 0)
-        fail(lineno, 1, fmt::format("{} '# Rank' lines do not match the header's nThread·nGpus = {}", gpus, threads_gpus_));
+      if (max_rank + 1 > gpus) {
+        // A trimmed log ("only the last Rank line kept"): ranks 0..max exist, hosts of at least
+        // max_device + 1 GPUs each.
+        gpus = max_rank + 1;
+        const int per_host = max_device + 1;
+        nodes = std::max(1, (gpus + per_host - 1) / per_host);
+        if (opt_.gpus == 0 || opt_.nodes == 0)
+          warn(lineno, fmt::format("only {} of the '# Rank' lines are in the log (trimmed?): taking {} GPUs (ranks 0 to "
+                                   "{}) on {} host(s) of {} (device indices up to {}); --gpus and --nodes correct this",
+                                   ids.size(), gpus, max_rank, nodes, per_host, max_device));
+      } else if (threads_gpus_ > 0 && gpus % threads_gpus_ != 0 && opt_.gpus == 0) {
+        fail(lineno, 1, fmt::format("{} '# Rank' lines do not match the header's nThread·nGpus = {}: pass --gpus", gpus,
+                                    threads_gpus_));
+      }
     } else if (threads_gpus_ > 0) {
       gpus = threads_gpus_;
-      warn(lineno, fmt::format("no '# Rank' lines: taking the GPU count {} from nThread·nGpus (one process)", gpus));
-    } else {
-      fail(lineno, 1, "no '# Rank ... device' lines and no 'nThread N nGpus M' header before the table: GPU count unknown");
+      if (opt_.gpus == 0)
+        warn(lineno, fmt::format("no '# Rank' lines: taking the GPU count {} from nThread·nGpus (one process)", gpus));
+    } else if (opt_.gpus == 0) {
+      fail(lineno, 1, "no '# Rank ... device' lines and no 'nThread N nGpus M' header before the table: GPU count "
+                      "unknown (pass --gpus N [--nodes K], or rerun and keep the whole output)");
     }
+    if (opt_.gpus > 0) gpus = opt_.gpus;
+    if (opt_.nodes > 0) nodes = opt_.nodes;
+    if (nodes > gpus)
+      fail(lineno, 1, fmt::format("{} nodes for {} GPUs: each node runs at least one (check --gpus/--nodes)", nodes, gpus));
     curve_ = CollectiveCurve{};
-    curve_.op = *op;
+    curve_.op = op.value_or(CollectiveOp::allreduce);
     curve_.gpus = gpus;
     curve_.nodes = nodes;
     curve_.source = fmt::format("{}:{}", name_, lineno);
+    old_convention_ = std::nullopt;
     in_table_ = true;
     rows_done_ = false;
     rows_.clear();
@@ -257,10 +342,45 @@ class Parser {
     busbw_n_ = 0;
   }
 
+  /// The collective a row of an unnamed table measures, from nccl-tests' own columns: size = count ×
+  /// element size for all_reduce, broadcast and reduce (a root ≥ 0 for the last two, broadcast without a
+  /// reduction), size = count × element size × GPUs for all_gather (no reduction) and reduce_scatter.
+  std::optional<CollectiveOp> infer_op(const std::vector<Token>& t, double size) const {
+    if (cols_.count_c < 0 || cols_.type < 0) return std::nullopt;
+    static const std::map<std::string, double> word{{"int8", 1},    {"uint8", 1},  {"char", 1},    {"int32", 4}, {"uint32", 4},
+                                                    {"int", 4},     {"int64", 8},  {"uint64", 8},  {"half", 2},  {"float16", 2},
+                                                    {"bfloat16", 2}, {"float", 4}, {"float32", 4}, {"double", 8}, {"float64", 8},
+                                                    {"f8e4m3", 1},  {"f8e5m2", 1}};
+    const auto w = word.find(t[static_cast<std::size_t>(cols_.type)].text);
+    double count = 0;
+    const auto& ct = t[static_cast<std::size_t>(cols_.count_c)].text;
+    if (w == word.end() || std::from_chars(ct.data(), ct.data() + ct.size(), count).ec != std::errc()) return std::nullopt;
+    const std::string redop = cols_.redop >= 0 ? t[static_cast<std::size_t>(cols_.redop)].text : "";
+    const bool reduces = !redop.empty() && redop != "none";
+    const bool rooted = cols_.root >= 0 && t[static_cast<std::size_t>(cols_.root)].text != "-1";
+    if (size == count * w->second) {
+      if (rooted) return reduces ? CollectiveOp::reduce : CollectiveOp::broadcast;
+      if (reduces) return CollectiveOp::allreduce;
+      return std::nullopt;
+    }
+    if (size == count * w->second * curve_.gpus && !rooted) return reduces ? CollectiveOp::reducescatter : CollectiveOp::allgather;
+    return std::nullopt;
+  }
+
   void add_row(const std::vector<Token>& t, int lineno) {
+    if (skip_table_) return;
     const auto at = [&](int i) -> const Token& { return t[static_cast<std::size_t>(i)]; };
     const double size = number(at(cols_.size), lineno, "size");
-    if (size <= 0 || size != std::floor(size)) fail(lineno, at(cols_.size).column, "garbled row: the size must be a whole number of bytes > 0");
+    if (size < 0 || size != std::floor(size)) fail(lineno, at(cols_.size).column, "garbled row: the size must be a whole number of bytes");
+    if (infer_op_ && size > 0) {
+      const auto op = infer_op(t, size);
+      if (!op)
+        fail(header_line_, 1, "cannot tell which collective this table measures: name the file after the test "
+                              "(e.g. all_reduce_perf.log) or pass --op");
+      curve_.op = *op;
+      infer_op_ = false;
+      warn(lineno, fmt::format("the log does not name its test: the columns say {} (--op says otherwise)", to_string(*op)));
+    }
     auto group = [&](int time_c, int alg_c, int bus_c, int wrong_c, bool optional) -> std::optional<double> {
       if (time_c < 0) return std::nullopt;
       if (optional && at(time_c).text == "N/A") return std::nullopt;
@@ -268,16 +388,38 @@ class Parser {
       if (us <= 0) fail(lineno, at(time_c).column, "garbled row: a time must be greater than zero");
       const double alg = number(at(alg_c), lineno, "algbw");
       const double bus = number(at(bus_c), lineno, "busbw");
-      const double alg_expected = size / (us * 1e-6) / 1e9;  // GB/s, GB = 10^9 B
-      if (std::fabs(alg - alg_expected) > 0.011 + 0.01 * alg_expected)
-        fail(lineno, at(alg_c).column,
-             fmt::format("algbw {} GB/s disagrees with size/time = {:.2f} GB/s (garbled row?)", at(alg_c).text, alg_expected));
+      // What the row's size and time give, and how far printing can move it: the time is printed with
+      // 2, 1 or 0 decimals (a relative error up to half its last place over its value), algbw and busbw
+      // with 2 (an absolute error up to 0.005 GB/s); 0.2 % more for the averaging over ranks.
+      const double rate = size / (us * 1e-6) / 1e9;  // GB/s, GB = 10^9 B
+      const double rel = half_ulp(at(time_c).text) / us + 2e-3;
+      auto agrees = [&](double printed, const Token& tok, double expected) {
+        return std::fabs(printed - expected) <= half_ulp(tok.text) * 1.001 + 1e-9 + rel * expected;
+      };
       const double factor = bus_bandwidth_factor(curve_.op, curve_.gpus);
-      if (std::fabs(bus - alg * factor) > 0.011 + 0.01 * alg * factor)
+      const bool gather = curve_.op == CollectiveOp::allgather || curve_.op == CollectiveOp::reducescatter;
+      const bool now = agrees(alg, at(alg_c), rate) && agrees(bus, at(bus_c), rate * factor);
+      // nccl-tests before mid-2020: algbw = busbw = S·(n−1)/n / t for all_gather and reduce_scatter
+      const bool old = gather && agrees(alg, at(alg_c), rate * factor) && agrees(bus, at(bus_c), rate * factor);
+      if (now != old) {  // a row where the two conventions differ by more than printing can explain
+        if (old_convention_ && *old_convention_ != old)
+          fail(lineno, at(alg_c).column,
+               fmt::format("algbw {} GB/s follows the {} convention, rows above the other one (garbled log?)",
+                           at(alg_c).text, old ? "pre-2020 (S·(n−1)/n / t)" : "current (S/t)"));
+        if (!old_convention_ && old)
+          warn(lineno, fmt::format("{} table of nccl-tests before mid-2020 (algbw = busbw = S·(n−1)/n / t): read as such",
+                                   to_string(curve_.op)));
+        old_convention_ = old;
+      }
+      if (!now && !old) {
+        if (!agrees(alg, at(alg_c), rate) && !(gather && agrees(alg, at(alg_c), rate * factor)))
+          fail(lineno, at(alg_c).column,
+               fmt::format("algbw {} GB/s disagrees with size/time = {:.2f} GB/s (garbled row?)", at(alg_c).text, rate));
         fail(lineno, at(bus_c).column,
-             fmt::format("busbw {} GB/s is not algbw × {:.4g} (the {} factor for {} GPUs) = {:.2f} GB/s: wrong GPU count or "
-                         "garbled row",
-                         at(bus_c).text, factor, to_string(curve_.op), curve_.gpus, alg * factor));
+             fmt::format("busbw {} GB/s is not size/time × {:.4g} (the {} factor for {} GPUs) = {:.2f} GB/s: the log is "
+                         "for another GPU count (--gpus N corrects it) or the row is garbled",
+                         at(bus_c).text, factor, to_string(curve_.op), curve_.gpus, rate * factor));
+      }
       if (wrong_c >= 0 && at(wrong_c).text != "N/A") {
         const double wrong = number(at(wrong_c), lineno, "#wrong/error");
         if (cols_.wrong_is_error ? wrong > 1e-3 : wrong > 0)
@@ -287,6 +429,14 @@ class Parser {
       ++busbw_n_;
       return us;
     };
+    if (size == 0) {  // no bytes moved: nothing to learn about bandwidth, and algbw = busbw = 0
+      for (int c : {cols_.busbw, cols_.busbw_ip})
+        if (c >= 0 && at(c).text != "N/A") {
+          busbw_sum_ += number(at(c), lineno, "busbw");
+          ++busbw_n_;
+        }
+      return;
+    }
     CollectivePoint p;
     p.size = bytes(size);
     p.time = microseconds(*group(cols_.time, cols_.algbw, cols_.busbw, cols_.wrong, false));
@@ -302,6 +452,13 @@ class Parser {
 
   void finish_table(int lineno, const std::string& avg_text) {
     if (!in_table_) return;
+    if (skip_table_) {
+      in_table_ = skip_table_ = rows_done_ = false;
+      return;
+    }
+    if (infer_op_ && !rows_.empty())
+      fail(header_line_, 1, "cannot tell which collective this table measures: name the file after the test "
+                            "(e.g. all_reduce_perf.log) or pass --op");
     if (rows_.empty()) fail(lineno, 1, fmt::format("the table at line {} has no rows", header_line_));
     double avg = 0;
     auto [p, ec] = std::from_chars(avg_text.data(), avg_text.data() + avg_text.size(), avg);
@@ -336,6 +493,11 @@ class Parser {
 
   std::string name_;
   std::optional<CollectiveOp> hint_;
+  NcclTestsImport opt_;
+  bool skip_table_ = false;  // a table of another collective than --op
+  bool infer_op_ = false;    // no name for this table's collective yet: its first row tells
+  int skipped_ = 0;
+  std::optional<bool> old_convention_;  // this table's algbw convention, once a row tells
   std::string last_perf_, file_perf_;
   NcclTestsLog log_;
   int threads_gpus_ = 0;
@@ -352,10 +514,18 @@ class Parser {
 }  // namespace
 
 NcclTestsLog parse_nccl_tests(const std::string& text, const std::string& display_name, std::optional<CollectiveOp> op_hint) {
-  return Parser(display_name, op_hint).run(text);
+  return Parser(display_name, NcclTestsImport{op_hint, 0, 0}).run(text);
+}
+NcclTestsLog parse_nccl_tests(const std::string& text, const std::string& display_name, const NcclTestsImport& options) {
+  return Parser(display_name, options).run(text);
 }
 
 Calibration import_nccl_tests(std::span<const std::filesystem::path> logs, std::optional<CollectiveOp> op_hint,
+                              std::vector<std::string>* warnings) {
+  return import_nccl_tests(logs, NcclTestsImport{op_hint, 0, 0}, warnings);
+}
+
+Calibration import_nccl_tests(std::span<const std::filesystem::path> logs, const NcclTestsImport& options,
                               std::vector<std::string>* warnings) {
   Calibration cal;
   cal.provenance.tool = "dlscale calibrate import nccl-tests";
@@ -364,7 +534,7 @@ Calibration import_nccl_tests(std::span<const std::filesystem::path> logs, std::
     if (!in) throw InputError(SourceLocation{file.string(), 0, 0}, "", "cannot open file (no such file or not readable)");
     std::stringstream ss;
     ss << in.rdbuf();
-    NcclTestsLog log = parse_nccl_tests(ss.str(), file.string(), op_hint);
+    NcclTestsLog log = parse_nccl_tests(ss.str(), file.string(), options);
     if (warnings) warnings->insert(warnings->end(), log.warnings.begin(), log.warnings.end());
     if (!log.gpu_name.empty()) {
       if (cal.gpu.empty()) cal.gpu = log.gpu_name;

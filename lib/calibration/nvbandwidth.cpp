@@ -5,11 +5,16 @@
 //   device_to_device_memcpy_write_ce (or read, _sm) -> p2p bandwidth (write: row -> column; read: column -> row)
 //   device_to_device_bidirectional_memcpy_*        -> p2p bidirectional
 //   device_to_device_latency_sm                    -> p2p latency
-// nvbandwidth copies from pinned host memory, one buffer size per run (--bufferSize, 512 MiB by default):
+// nvbandwidth copies from pinned host memory, one buffer size per run (--bufferSize; its default is
+// 512 MiB from v0.7 on and was 64 MiB before, so a JSON without the size takes it from "version"):
 // each bandwidth becomes one point at that size. Waived or failed test cases are listed in the notes.
+// The JSON may sit between other lines (DCGM's capture puts WARNING lines around it); those lines are
+// blanked, keeping every line and column where it was for errors.
 #include <fmt/format.h>
 
 #include <cmath>
+#include <cstdio>
+#include <optional>
 #include <fstream>
 #include <map>
 #include <set>
@@ -184,10 +189,58 @@ std::optional<double> entry(const json& v, const Reporter& report, std::size_t t
 }  // namespace
 
 namespace {
+/// `text` with the lines before the first line that starts with '{' and after the last line that starts
+/// with '}' blanked (spaces), so that a JSON document wrapped in log lines parses and its errors keep their
+/// places. Unchanged when no such pair of lines exists.
+std::string unwrap_json(const std::string& text) {
+  std::vector<std::pair<std::size_t, std::size_t>> lines;  // [begin, end) of each line, without '\n'
+  for (std::size_t b = 0; b <= text.size();) {
+    const auto e = std::min(text.find('\n', b), text.size());
+    lines.emplace_back(b, e);
+    b = e + 1;
+  }
+  auto first_char = [&](std::size_t i) {
+    const auto [b, e] = lines[i];
+    const auto p = text.find_first_not_of(" \t\r", b);
+    return p == std::string::npos || p >= e ? '\0' : text[p];
+  };
+  std::size_t open = lines.size(), close = lines.size();
+  for (std::size_t i = 0; i < lines.size(); ++i)
+    if (first_char(i) == '{') {
+      open = i;
+      break;
+    }
+  for (std::size_t i = lines.size(); i-- > 0;)
+    if (first_char(i) == '}') {
+      close = i;
+      break;
+    }
+  if (open == lines.size() || close == lines.size() || close < open) return text;
+  std::string out = text;
+  for (std::size_t i = 0; i < lines.size(); ++i)
+    if (i < open || i > close)
+      for (std::size_t k = lines[i].first; k < lines[i].second; ++k) out[k] = ' ';
+  return out;
+}
+
+/// nvbandwidth's default --bufferSize for a "version" like "v0.5": 64 MiB before v0.7, 512 MiB since.
+std::optional<Bytes> default_buffer_of_version(const std::string& version) {
+  unsigned major = 0, minor = 0;
+  if (std::sscanf(version.c_str(), "v%u.%u", &major, &minor) != 2 && std::sscanf(version.c_str(), "%u.%u", &major, &minor) != 2)
+    return std::nullopt;
+  return major == 0 && minor < 7 ? mebibytes(64) : mebibytes(512);
+}
+
 // `file` names the input in errors, warnings and provenance (a path, or the display name of text).
-Calibration read_nvbandwidth(const std::string& text, const std::filesystem::path& file, std::vector<std::string>* warnings) {
-  if (text.find_first_not_of(" \t\r\n") == std::string::npos)
+Calibration read_nvbandwidth(const std::string& raw, const std::filesystem::path& file, std::vector<std::string>* warnings) {
+  if (raw.find_first_not_of(" \t\r\n") == std::string::npos)
     throw InputError(SourceLocation{file.string(), 1, 1}, "", "the file is empty (expected the JSON output of nvbandwidth -j)");
+  if (raw.find("Running host_to_device") != std::string::npos || raw.find("nvbandwidth Version:") != std::string::npos) {
+    if (raw.find('{') == std::string::npos)
+      throw InputError(SourceLocation{file.string(), 1, 1}, "",
+                       "this is nvbandwidth's text output: rerun nvbandwidth with -j (JSON) and import that");
+  }
+  const std::string text = unwrap_json(raw);
   json doc;
   try {
     doc = json::parse(text);
@@ -252,6 +305,7 @@ Calibration read_nvbandwidth(const std::string& text, const std::filesystem::pat
     }
   }
   Bytes buffer = mebibytes(512);
+  bool buffer_given = false;
   for (const char* key : {"bufferSize", "buffer_size", "Buffer Size"}) {
     if (!nv.contains(key)) continue;
     const json& v = nv[key];
@@ -259,6 +313,19 @@ Calibration read_nvbandwidth(const std::string& text, const std::filesystem::pat
       report.fail(fmt::format("/nvbandwidth/{}", key), fmt::format("nvbandwidth.{}", key),
                   fmt::format("{} is not a buffer size in MiB (a number greater than zero)", v.dump()));
     buffer = mebibytes(v.get<double>());
+    buffer_given = true;
+  }
+  if (!buffer_given) {
+    const std::string version = nv.contains("version") && nv["version"].is_string() ? nv["version"].get<std::string>() : "";
+    if (const auto b = default_buffer_of_version(version)) {
+      buffer = *b;
+      if (warnings)
+        warnings->push_back(fmt::format("{}: no buffer size in the JSON: taking nvbandwidth {}'s default, {} MiB",
+                                        file.string(), version, in_mebibytes(buffer)));
+    } else if (warnings) {
+      warnings->push_back(fmt::format("{}: no buffer size and no version in the JSON: assuming 512 MiB (nvbandwidth "
+                                      "v0.7 and later; earlier versions used 64 MiB)", file.string()));
+    }
   }
   std::string notes = fmt::format("nvbandwidth copies of {} MiB from pinned host memory", in_mebibytes(buffer));
 

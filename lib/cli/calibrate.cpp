@@ -52,6 +52,7 @@ struct ImportOptions {
   std::vector<std::string> inputs;
   std::string output;
   std::string op;
+  int gpus = 0, nodes = 0;  // --gpus/--nodes: replace the counts read from the log
 };
 
 std::optional<CollectiveOp> op_option(const std::string& s) {
@@ -76,7 +77,9 @@ void finish_import(Calibration& cal, const std::vector<std::string>& warnings, c
 void run_import_nccl(const ImportOptions& o) {
   std::vector<std::filesystem::path> logs(o.inputs.begin(), o.inputs.end());
   std::vector<std::string> warnings;
-  Calibration cal = import_nccl_tests(logs, op_option(o.op), &warnings);
+  if (o.gpus < 0) throw UsageError("--gpus", fmt::format("the GPU count must be at least 1, got {}", o.gpus));
+  if (o.nodes < 0) throw UsageError("--nodes", fmt::format("the node count must be at least 1, got {}", o.nodes));
+  Calibration cal = import_nccl_tests(logs, NcclTestsImport{op_option(o.op), o.gpus, o.nodes}, &warnings);
   finish_import(cal, warnings, o.output);
 }
 
@@ -130,8 +133,15 @@ void setup_calibrate(CLI::App& app) {
         ->type_name("LOG...");
     c->add_option("-o,--output", o->output, "Write the calibration to FILE (atomically) instead of standard output")
         ->type_name("FILE");
-    c->add_option("--op", o->op, "The collective, when neither the log nor its file name says it")
+    c->add_option("--op", o->op, "The collective, when neither the log nor its file name says it (and the one "
+                                 "to import from a log of several)")
         ->type_name("allreduce|allgather|reducescatter|broadcast|reduce");
+    c->add_option_function<int>("--gpus", [o](const int& v) { o->gpus = v < 1 ? -1 : v; },
+                                "GPUs the log measured, when its '# Rank' lines are trimmed or missing")
+        ->type_name("N");
+    c->add_option_function<int>("--nodes", [o](const int& v) { o->nodes = v < 1 ? -1 : v; },
+                                "Nodes those GPUs sat on (default: distinct host names of the log)")
+        ->type_name("K");
     c->callback([o] { run_import_nccl(*o); });
   }
   {

@@ -4,9 +4,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <sstream>
 
 #include "cli/commands.hpp"
+#include "cli/scenario_options.hpp"
 #include "dlscale/error.hpp"
 #include "dlscale/io.hpp"
 #include "dlscale/topology.hpp"
@@ -25,6 +27,7 @@ struct CollectiveOptions {
   std::string sweep;
   std::string format = "table";
   std::string output;
+  ScaleOptions scale;  // --fabric (--nodes is the command's own)
 };
 
 struct Row {
@@ -46,7 +49,14 @@ CollectiveOp parse_op(const std::string& s) {
 Bytes parse_size(const std::string& text, const std::string& option) {
   Bytes b{};
   try {
-    b = parse_bytes(text);
+    // nccl-tests semantics: a bare number is bytes (-b 1073741824), a suffix K/M/G is 2^10/2^20/2^30
+    if (!text.empty() && std::all_of(text.begin(), text.end(), [](char ch) { return ch >= '0' && ch <= '9'; }))
+      b = parse_bytes(text + " B");
+    else if (text.size() >= 2 && std::string("KMG").find(text.back()) != std::string::npos &&
+             std::all_of(text.begin(), text.end() - 1, [](char ch) { return ch >= '0' && ch <= '9'; }))
+      b = parse_bytes(text.substr(0, text.size() - 1) + " " + text.back() + "iB");
+    else
+      b = parse_bytes(text);
   } catch (const UnitError& e) {
     throw UsageError(option, e.what());
   }
@@ -71,7 +81,18 @@ void run_collective(const CollectiveOptions& o) {
   const CollectiveOp op = parse_op(o.op);
   if (o.format != "table" && o.format != "json")
     throw UsageError("--format", fmt::format("unknown format '{}' (expected table or json)", o.format));
-  const Cluster c = load_cluster(resolve(DataKind::cluster, o.cluster, "--cluster"));
+  const auto file = resolve(DataKind::cluster, o.cluster, "--cluster");
+  ClusterOverrides ov = cluster_overrides(o.scale);
+  Cluster c = load_cluster(file, ov);
+  if (o.gpus > c.max_gpus() || o.nodes > c.max_nodes) {
+    // --fabric composes as many nodes as the GPUs need (the command's own --nodes places them); without
+    // it the file's node count stands
+    const int need = std::max(o.nodes, (o.gpus + c.gpus_per_node - 1) / c.gpus_per_node);
+    if (ov.fabric) {
+      ov.nodes = std::max(ov.nodes, need);
+      c = load_cluster(file, ov);
+    }
+  }
   if (!c.topology)
     throw UsageError("--cluster", fmt::format("cluster '{}' has no topology graph ('node:' section); "
                                               "dlscale collective needs one", c.name));
@@ -164,6 +185,7 @@ void setup_collective(CLI::App& app) {
   cmd->add_option("--gpus-per-thread", opt->gpus_per_thread,
                   "GPUs one thread drives, as nccl-tests -g: adds the host's issue time (5 us per GPU) where it is slower")
       ->capture_default_str();
+  add_scale_options(*cmd, opt->scale, false);
   cmd->add_option("--bytes", opt->bytes, "Message size (nccl-tests semantics), e.g. 256MiB");
   cmd->add_option("--sweep", opt->sweep, "MIN:MAX, doubling (e.g. 8B:1GiB)");
   cmd->add_option("--format", opt->format, "table or json")->capture_default_str();

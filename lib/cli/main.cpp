@@ -2,7 +2,10 @@
 // Exit status: 0 success, 2 bad input or usage, 3 no device / not compiled, 1 anything else.
 #include <fmt/format.h>
 
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
+#include <stdexcept>
 #include <iostream>
 
 #include "cli/commands.hpp"
@@ -20,8 +23,9 @@ void set_command_line(int argc, char** argv) {
 }
 void emit(const std::string& text, const std::string& output) {
   if (output.empty() || output == "-") {
-    std::fwrite(text.data(), 1, text.size(), stdout);
-    std::fflush(stdout);
+    errno = 0;
+    if (std::fwrite(text.data(), 1, text.size(), stdout) != text.size() || std::fflush(stdout) != 0)
+      throw std::runtime_error(fmt::format("cannot write standard output: {}", std::strerror(errno ? errno : EIO)));
   } else {
     write_file_atomically(output, text);
   }
@@ -59,6 +63,14 @@ int main(int argc, char** argv) {
   } catch (const std::exception& e) {
     fmt::print(stderr, "dlscale: {}\n", e.what());
     return exit_code_for(e);
+  }
+  // Whatever a command printed without emit(): a full disk or a closed pipe on standard output is an
+  // error, not a silent success.
+  errno = 0;
+  std::cout.flush();
+  if (std::fflush(stdout) != 0 || std::ferror(stdout) || !std::cout) {
+    fmt::print(stderr, "dlscale: cannot write standard output: {}\n", std::strerror(errno ? errno : EIO));
+    return 1;
   }
   return 0;
 }

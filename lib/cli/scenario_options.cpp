@@ -10,7 +10,28 @@
 
 namespace dlscale::cli {
 
+void add_scale_options(CLI::App& cmd, ScaleOptions& o, bool with_nodes) {
+  if (with_nodes)
+    cmd.add_option_function<int>(
+           "--nodes", [&o](const int& v) { o.nodes = v == 0 ? -1 : v; },
+           "Make the cluster N nodes (with --fabric for a single-node file)")
+        ->type_name("N");
+  cmd.add_option("--fabric", o.fabric,
+                 "The network between nodes, KIND:SPEED[:COUNT] NICs per node (e.g. infiniband:200Gb/s:8); "
+                 "replaces the file's")
+      ->type_name("KIND:SPEED[:COUNT]");
+}
+
+ClusterOverrides cluster_overrides(const ScaleOptions& o) {
+  ClusterOverrides ov;
+  if (o.nodes < 0) throw UsageError("--nodes", fmt::format("a cluster needs at least one node, got {}", o.nodes == -1 ? 0 : o.nodes));
+  ov.nodes = o.nodes;
+  if (!o.fabric.empty()) ov.fabric = parse_fabric_spec(o.fabric, "--fabric");
+  return ov;
+}
+
 void add_scenario_options(CLI::App& cmd, ScenarioOptions& o) {
+  add_scale_options(cmd, o.scale);
   cmd.add_option("--cluster", o.cluster, "Cluster: a name in topologies/ or a YAML file")->type_name("NAME|FILE");
   cmd.add_option("--model", o.model, "Network: a name in models/ or a YAML file")->type_name("NAME|FILE");
   cmd.add_option("--framework", o.framework, "Framework strategy: a name in models/frameworks/ or a YAML file")
@@ -117,7 +138,7 @@ Scenario build_scenario(const ScenarioOptions& o, RunInfo& info) {
   sc.compute.accumulate = o.accumulate;
   sc.compute.fused_optimizer = !o.unfused_optimizer;
 
-  sc.cluster = load_cluster(resolve(DataKind::cluster, cluster, "--cluster"));
+  sc.cluster = load_cluster(resolve(DataKind::cluster, cluster, "--cluster"), cluster_overrides(o.scale));
   if (!sc.cluster.gpu.supports(sc.compute.precision))
     throw UsageError("--precision", fmt::format("the {} of cluster '{}' has no {} mode (it needs {})", sc.cluster.gpu.name,
                                                 sc.cluster.name, to_string(sc.compute.precision),

@@ -6,10 +6,21 @@
 #include <string>
 #include <vector>
 
+#include "dlscale/cluster.hpp"
 #include "dlscale/predict.hpp"
 #include "dlscale/report.hpp"
 
 namespace dlscale::cli {
+
+/// --nodes N and --fabric KIND:SPEED[:COUNT]: any single-node cluster file (shipped or imported) made
+/// into N nodes on that network (docs/topology.md, "Composing clusters on the command line").
+struct ScaleOptions {
+  int nodes = 0;       // 0: the file's
+  std::string fabric;  // empty: the file's
+};
+void add_scale_options(CLI::App& cmd, ScaleOptions& o, bool with_nodes = true);
+/// The options as overrides for load_cluster; a malformed --fabric or --nodes < 1 is a UsageError.
+ClusterOverrides cluster_overrides(const ScaleOptions& o);
 
 struct ScenarioOptions {
   std::string cluster;
@@ -27,6 +38,7 @@ struct ScenarioOptions {
   int image_size = 0;            // --image-size: rebuild an image model at this height and width
   std::string calibration;       // --calibration FILE (docs/calibration.md)
   bool explain_sources = false;  // --explain-sources: say on stderr where every number came from
+  ScaleOptions scale;            // --nodes, --fabric
 };
 
 /// The embedded default scenario: ResNet-50 at batch 32 with Caffe-MPI on the Shi & Chu P40 cluster,

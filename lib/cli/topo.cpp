@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "cli/commands.hpp"
+#include "cli/scenario_options.hpp"
 #include "dlscale/error.hpp"
 #include "dlscale/format.hpp"
 #include "dlscale/io.hpp"
@@ -24,6 +25,8 @@ struct ShowOptions {
 struct ImportOptions {
   std::string file;
   std::string output;
+  std::string gpu, cpu;  // --gpu ID, --cpu VENDOR[:MODEL]
+  ScaleOptions scale;    // --nodes, --fabric
 };
 
 std::string cell(const GpuPath& p) {
@@ -95,8 +98,18 @@ std::string read_all(const std::string& file) {
 }
 
 void run_import(const ImportOptions& o, bool xml) {
+  TopologyImportOptions opt;
+  opt.gpu = o.gpu;
+  opt.cpu = o.cpu;
+  const ClusterOverrides ov = cluster_overrides(o.scale);
+  opt.nodes = ov.nodes;
+  opt.fabric = ov.fabric;
   const std::string text = read_all(o.file);
-  const std::string yaml = xml ? import_nccl_xml(text, o.file) : import_nvidia_smi(text, o.file);
+  std::vector<std::string> warnings;
+  const std::string yaml = xml ? import_nccl_xml(text, o.file, opt, &warnings) : import_nvidia_smi(text, o.file, opt, &warnings);
+  // The file written must load: an import that writes a cluster dlscale then refuses is a bug, said now.
+  (void)parse_cluster(yaml, o.output.empty() || o.output == "-" ? "(imported)" : o.output);
+  for (const auto& w : warnings) fmt::print(stderr, "dlscale: warning: {}\n", w);
   emit(yaml, o.output);
 }
 
@@ -120,6 +133,10 @@ void setup_topo(CLI::App& app) {
                                     xml ? "from an NCCL_TOPO_DUMP_FILE" : "from a 'nvidia-smi topo -m' capture");
     cmd->add_option("FILE", opt->file, "The dump")->required();
     cmd->add_option("-o,--output", opt->output, "Write to FILE (atomically) instead of standard output")->type_name("FILE");
+    cmd->add_option("--gpu", opt->gpu, "The GPU, an id of topologies/gpus.yaml (default: guessed from the dump)")->type_name("ID");
+    cmd->add_option("--cpu", opt->cpu, "The CPU, VENDOR[:MODEL]: intel, intel:skylake, amd, power, arm (default: the dump's, or intel)")
+        ->type_name("VENDOR[:MODEL]");
+    add_scale_options(*cmd, opt->scale);
     cmd->callback([opt, xml] { run_import(*opt, xml); });
   }
 }

@@ -11,6 +11,7 @@
 
 #include "dlscale/io.hpp"
 #include "dlscale/topology.hpp"
+#include "io/numbers.hpp"
 #include "io/yaml_reader.hpp"
 #include "topology/parse.hpp"
 
@@ -212,6 +213,12 @@ std::vector<GpuSpec> load_gpu_catalogue() {
   return out;
 }
 
+std::vector<std::string> list_gpu_ids() {
+  std::vector<std::string> out;
+  for (const auto& e : *read_catalogue()) out.push_back(e.id);
+  return out;
+}
+
 GpuSpec find_gpu(std::string_view name) {
   const auto want = lower(name);
   const auto catalogue = read_catalogue();
@@ -238,8 +245,37 @@ LinkSpec read_link(const Node& n) {
 }
 }  // namespace
 
+FabricSpec parse_fabric_spec(std::string_view text, std::string_view option) {
+  const std::string opt(option);
+  const std::string t(text);
+  const auto bad = [&](const std::string& why) -> FabricSpec {
+    throw UsageError(opt, fmt::format("'{}' {} (expected KIND:SPEED[:COUNT], e.g. infiniband:200Gb/s:8)", t, why));
+  };
+  const auto c1 = t.find(':');
+  if (c1 == std::string::npos) return bad("has no speed");
+  FabricSpec f;
+  f.kind = t.substr(0, c1);
+  if (f.kind == "ib") f.kind = "infiniband";
+  if (f.kind == "roce" || f.kind == "eth") f.kind = "ethernet";
+  if (f.kind != "infiniband" && f.kind != "ethernet") return bad(fmt::format("names the network '{}' (infiniband or ethernet)", f.kind));
+  const auto c2 = t.find(':', c1 + 1);
+  const std::string speed = t.substr(c1 + 1, c2 == std::string::npos ? std::string::npos : c2 - c1 - 1);
+  try {
+    f.speed = parse_bandwidth(speed);
+  } catch (const std::exception& e) {
+    return bad(fmt::format("has the speed '{}': {}", speed, e.what()));
+  }
+  if (!(f.speed > BytesPerSecond{})) return bad("needs a speed greater than zero");
+  if (c2 != std::string::npos) {
+    const auto n = whole_number(t.substr(c2 + 1), 1, 1024);
+    if (!n) return bad(fmt::format("has the NIC count '{}' (a whole number from 1 to 1024)", t.substr(c2 + 1)));
+    f.nics = static_cast<int>(*n);
+  }
+  return f;
+}
+
 namespace {
-Cluster read_cluster(const Node& root, const std::string& source) {
+Cluster read_cluster(const Node& root, const std::string& source, const ClusterOverrides& ov = {}) {
   MapReader m(root);
   Cluster c;
   c.source_file = source;
@@ -249,6 +285,7 @@ Cluster read_cluster(const Node& root, const std::string& source) {
     const Node n = m.required("nodes");
     c.max_nodes = n.int_at_most(1'000'000);
     if (c.max_nodes < 1) n.fail("a cluster needs at least one node");
+    if (ov.nodes > 0) c.max_nodes = ov.nodes;
   }
   {
     const Node n = m.required("gpus_per_node");
@@ -275,7 +312,13 @@ Cluster read_cluster(const Node& root, const std::string& source) {
   const auto node_section = m.optional("node");
   const auto fabric_section = m.optional("fabric");
   if (fabric_section && !node_section) fabric_section->fail("'fabric' needs a 'node' section beside it");
-  if (node_section) c.topology = topo::read_topology(*node_section, fabric_section, c.gpus_per_node, c.max_nodes, c.gpu.sm_version);
+  if (ov.nodes > 1 && !ov.fabric && !fabric_section && (node_section || !m.optional("inter_node")))
+    throw UsageError("--nodes", fmt::format("'{}' is one node with no network between nodes: say which with --fabric "
+                                            "KIND:SPEED[:COUNT] (e.g. infiniband:100Gb/s:8)",
+                                            c.name));
+  if (node_section)
+    c.topology = topo::read_topology(*node_section, fabric_section, c.gpus_per_node, c.max_nodes, c.gpu.sm_version,
+                                     ov.fabric ? &*ov.fabric : nullptr);
   const bool derive = static_cast<bool>(c.topology);
 
   if (auto h2d = derive ? m.optional("host_to_gpu") : std::optional<Node>(m.required("host_to_gpu"))) {
@@ -303,8 +346,13 @@ Cluster read_cluster(const Node& root, const std::string& source) {
   } else {
     c.intra_node.bandwidth = c.h2d_pinned;
   }
-  if (auto n = m.optional("inter_node")) {
-    c.inter_node = read_link(*n);
+  const auto inter = m.optional("inter_node");
+  if (inter) c.inter_node = read_link(*inter);
+  if (ov.fabric && !derive) {  // the simple form: COUNT NICs (one by default) at the fabric's speed
+    c.inter_node.bandwidth = ov.fabric->speed * static_cast<double>(std::max(1, ov.fabric->nics));
+    if (!(c.inter_node.latency > Seconds{})) c.inter_node.latency = microseconds(14.0);
+  } else if (inter && !ov.fabric) {
+    // as the file says
   } else if (derive && c.max_nodes > 1) {
     const auto& f = c.topology->fabric();
     c.inter_node.bandwidth = f.effective_nic_bandwidth() * static_cast<double>(std::max(1, f.nics_per_node));
@@ -342,6 +390,20 @@ Cluster read_cluster(const Node& root, const std::string& source) {
 }  // namespace
 
 Cluster load_cluster(const fs::path& file) { return read_cluster(yamlio::load_file(file), file.string()); }
+Cluster load_cluster(const fs::path& file, const ClusterOverrides& overrides) {
+  Cluster c = read_cluster(yamlio::load_file(file), file.string(), overrides);
+  if (!overrides.empty()) {
+    if (overrides.nodes > 0) c.description += fmt::format(" [{} nodes", c.max_nodes);
+    if (overrides.fabric)
+      c.description += fmt::format("{}{} x {} {}]", overrides.nodes > 0 ? ", " : " [",
+                                   overrides.fabric->nics > 0 ? std::to_string(overrides.fabric->nics) : std::string("node's NICs"),
+                                   overrides.fabric->kind,
+                                   fmt::format("{:.12g} GB/s", in_gigabytes_per_second(overrides.fabric->speed)));
+    else
+      c.description += "]";
+  }
+  return c;
+}
 Cluster parse_cluster(const std::string& yaml_text, const std::string& display_name) {
   return read_cluster(yamlio::load_string(yaml_text, display_name), display_name);
 }

@@ -201,19 +201,20 @@ class Search {
     return *slot;
   }
 
-  // ncclTopoGetLocal: the nodes of `rtype` with the widest path from (type, index), then the best type.
+  // ncclTopoGetLocal: the nodes of `rtype` with the widest path from (type, index), then the best type
+  // (a PXN path ranks after PXB, as NCCL's PATH_PXN does).
   std::vector<int> local(NodeType type, int index, NodeType rtype) const {
     double max_bw = 0;
-    int min_type = P_DIS;
+    int min_rank = 2 * P_DIS;
     std::vector<int> out;
     for (int i = 0; i < s_.count(rtype); ++i) {
       const SPath& p = s_.p(type, index, rtype, i);
-      if (p.bw > max_bw || (p.bw == max_bw && p.type < min_type)) {
+      if (p.bw > max_bw || (p.bw == max_bw && p.rank() < min_rank)) {
         max_bw = p.bw;
-        min_type = p.type;
+        min_rank = p.rank();
         out.clear();
       }
-      if (p.bw == max_bw && p.type == min_type) out.push_back(i);
+      if (p.bw == max_bw && p.rank() == min_rank) out.push_back(i);
     }
     return out;
   }

@@ -188,6 +188,31 @@ System build_system(const Topology::Impl& topo, std::span<const int> local_gpus,
       }
     }
   }
+  // ncclTopoComputePaths, PXN (NCCL_PXN_DISABLE=0, the default): a GPU sends to a NIC through the NIC's
+  // local GPU when that GPU is at most PXB from the NIC and one NVLink hop from this one, and the detour
+  // is wider or avoids the CPU; only in the GPU → NIC direction (receives stay local). Decided on the
+  // paths before GPU Direct RDMA is checked, as NCCL does.
+  std::vector<std::pair<int, int>> pxn;  // (gpu node, net node) → relayed
+  std::vector<int> relay_of;
+  for (int ni : s.of_type[NET]) {
+    int local = -1;  // ncclTopoGetLocalGpu: the GPU of the best (lowest type, then widest) path to the NIC
+    for (int gi : s.of_type[GPU]) {
+      const SPath& p = s.path[gi][ni];
+      if (p.type == P_DIS) continue;
+      if (local < 0 || p.type < s.path[local][ni].type || (p.type == s.path[local][ni].type && p.bw > s.path[local][ni].bw))
+        local = gi;
+    }
+    if (local < 0) continue;
+    for (int gi : s.of_type[GPU]) {
+      if (gi == local) continue;
+      const SPath& own = s.path[gi][ni];
+      if (s.path[local][ni].type <= P_PXB && s.path[gi][local].type <= P_NVL &&
+          (s.path[local][ni].bw > own.bw || own.type > P_PXB)) {
+        pxn.emplace_back(gi, ni);
+        relay_of.push_back(local);
+      }
+    }
+  }
   // ncclTopoCheckGdr: GPU Direct RDMA when the NIC supports it and the GPU is at most PXB away;
   // otherwise NIC traffic goes through the CPU local to the GPU.
   for (int ni : s.of_type[NET]) {
@@ -201,6 +226,20 @@ System build_system(const Topology::Impl& topo, std::span<const int> local_gpus,
         }
       }
     }
+  }
+  // The relayed paths (GPU Direct RDMA judged on the relay GPU's distance, as ncclTopoCheckGdr does for
+  // PXN). NCCL types them PATH_PXN, between PXB and PHB; this numbering has none, so they are typed PXB
+  // and flagged; the direct path is kept for what `topo show` prints.
+  for (std::size_t k = 0; k < pxn.size(); ++k) {
+    const auto [gi, ni] = pxn[k];
+    const SPath direct = s.path[gi][ni];
+    add_inter_step(s, relay_of[k], gi, ni);
+    SPath& p = s.path[gi][ni];
+    p.type = P_PXB;
+    p.pxn = true;
+    p.direct_type = direct.type;
+    p.direct_bw = direct.bw;
+    p.direct_hops = direct.count();
   }
 
   // ncclTopoSearchInit: maxBw = best path from a GPU to a GPU (or to a NIC when there are NICs);

@@ -39,7 +39,13 @@ struct SPath {
   std::vector<int> links;  // from source to destination
   int type = P_DIS;
   double bw = 0;
+  bool pxn = false;  // a GPU → NIC path through the NIC's local GPU (NCCL's PATH_PXN, typed P_PXB here)
+  int direct_type = P_DIS;  // for a PXN path: the path without the relay (type, bandwidth, hops)
+  double direct_bw = 0;
+  int direct_hops = 0;
   [[nodiscard]] int count() const { return static_cast<int>(links.size()); }
+  /// NCCL's order of path types, with PXN between PXB and PHB.
+  [[nodiscard]] int rank() const { return 2 * type + (pxn ? 1 : 0); }
 };
 
 struct System {

@@ -89,7 +89,45 @@ struct Tables {
     return table.size() - 1;
   }
   std::size_t cluster(const Node& n) {
-    return intern(clusters, spec.clusters, n, DataKind::cluster, "cluster", [](const fs::path& f) { return load_cluster(f); });
+    if (!n.is_map())
+      return intern(clusters, spec.clusters, n, DataKind::cluster, "cluster", [](const fs::path& f) { return load_cluster(f); });
+    // {name: dgx2, nodes: 4, fabric: "infiniband:100Gb/s:8"}: the file composed as --nodes/--fabric do;
+    // named "dgx2*4@infiniband:100Gb/s:8" in the output
+    MapReader m(n);
+    const Node name = m.required("name");
+    ClusterOverrides ov;
+    std::string key = name.scalar();
+    if (auto k = m.optional("nodes")) {
+      ov.nodes = k->int_at_most(1'000'000);
+      if (ov.nodes < 1) k->fail("a cluster needs at least one node");
+      key += fmt::format("*{}", ov.nodes);
+    }
+    if (auto f = m.optional("fabric")) {
+      try {
+        ov.fabric = parse_fabric_spec(f->scalar(), "fabric");
+      } catch (const InputError& e) {
+        f->fail(e.message());
+      }
+      key += "@" + f->scalar();
+    }
+    m.finish();
+    if (auto it = clusters.find(key); it != clusters.end()) return it->second;
+    fs::path file;
+    try {
+      file = resolve(DataKind::cluster, name.scalar(), "cluster");
+    } catch (const InputError& e) {
+      name.fail(e.message());
+    }
+    try {
+      spec.clusters.push_back(load_cluster(file, ov));
+    } catch (const UsageError&) {  // nodes without a fabric on a single-node file, said at the item
+      n.fail(fmt::format("'{}' is one node with no network between nodes: give a 'fabric' (KIND:SPEED[:COUNT], e.g. "
+                         "infiniband:100Gb/s:8)",
+                         name.scalar()));
+    }
+    spec.clusters.back().name = key;
+    clusters.emplace(key, spec.clusters.size() - 1);
+    return spec.clusters.size() - 1;
   }
   std::size_t network(const Node& n) {
     return intern(networks, spec.networks, n, DataKind::network, "model", [](const fs::path& f) { return load_network(f); });

@@ -1,12 +1,15 @@
 #include <fmt/format.h>
 #include <fmt/ostream.h>
 
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <ostream>
 #include <system_error>
+#include <unistd.h>
 
 #include "dlscale/error.hpp"
 #include "dlscale/format.hpp"
@@ -139,20 +142,38 @@ void write_predictions(std::ostream& out, OutputFormat f, const RunInfo& info, s
 
 void write_file_atomically(const std::string& path, std::string_view content) {
   namespace fs = std::filesystem;
-  const fs::path target(path);
-  const fs::path tmp = target.parent_path() / (target.filename().string() + ".tmp-dlscale");
+  fs::path target(path);
+  std::error_code ec;
+  // A symbolic link is written through: its target gets the content (atomically, in the target's own
+  // directory) and the link stays a link. A dangling link creates its target.
+  for (int hops = 0; fs::is_symlink(fs::symlink_status(target, ec)); ++hops) {
+    if (hops > 40) throw InputError(SourceLocation{path, 0, 0}, "", "cannot write output file: too many levels of symbolic links");
+    const fs::path to = fs::read_symlink(target, ec);
+    if (ec) throw InputError(SourceLocation{path, 0, 0}, "", "cannot write output file: " + ec.message());
+    target = to.is_absolute() ? to : target.parent_path() / to;
+  }
+  // A device, FIFO or socket (/dev/null, a named pipe) is written directly: a rename would replace it.
+  if (const auto st = fs::status(target, ec); !ec && fs::exists(st) && !fs::is_regular_file(st) && !fs::is_directory(st)) {
+    std::FILE* f = std::fopen(target.c_str(), "wb");
+    if (!f) throw InputError(SourceLocation{path, 0, 0}, "", fmt::format("cannot write output file: {}", std::strerror(errno)));
+    const bool ok = std::fwrite(content.data(), 1, content.size(), f) == content.size();
+    const int err = errno;
+    const bool closed = std::fclose(f) == 0;
+    if (!ok || !closed)
+      throw InputError(SourceLocation{path, 0, 0}, "", fmt::format("cannot write output file: {}", std::strerror(ok ? errno : err)));
+    return;
+  }
+  const fs::path tmp = target.parent_path() / (target.filename().string() + fmt::format(".tmp-dlscale-{}", ::getpid()));
   {
     std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
     if (!f) throw InputError(SourceLocation{path, 0, 0}, "", "cannot write output file");
     f.write(content.data(), static_cast<std::streamsize>(content.size()));
     f.flush();
     if (!f) {
-      std::error_code ec;
       fs::remove(tmp, ec);
       throw InputError(SourceLocation{path, 0, 0}, "", "cannot write output file");
     }
   }
-  std::error_code ec;
   fs::rename(tmp, target, ec);
   if (ec) {
     fs::remove(tmp, ec);

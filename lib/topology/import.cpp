@@ -13,6 +13,7 @@
 
 #include "io/numbers.hpp"
 #include "dlscale/error.hpp"
+#include "dlscale/io.hpp"
 #include "dlscale/topology.hpp"
 
 namespace dlscale {
@@ -21,6 +22,7 @@ namespace {
 struct ImportedLink {
   std::string a, b, kind;
   int count = 0, generation = 0, lanes = 0;
+  std::string bandwidth;  // an explicit bandwidth ("5000 GB/s") instead of generation and lanes
 };
 
 struct ImportedCpu {
@@ -35,7 +37,18 @@ struct ImportedNode {
   std::vector<std::string> switches, nvswitches;
   std::vector<std::pair<std::string, std::string>> nics;  // name, speed ("" when unknown)
   std::vector<ImportedLink> links;
+  int nvlinks_per_gpu = 0;  // a GPU's NVLinks (to the switches, or summed over its peers)
+  bool cpu_known = false;   // the dump says which CPU (NCCL's XML does, nvidia-smi does not)
+  std::vector<std::string> notes;  // what was guessed or defaulted: warnings, and comments in the YAML
 };
+
+/// A name the cluster YAML can carry unquoted as a vertex: a letter or digit, then letters, digits, '_', '-', '.'.
+bool plain_name(const std::string& d) {
+  return !d.empty() && std::isalnum(static_cast<unsigned char>(d[0])) &&
+         std::all_of(d.begin(), d.end(), [](char ch) {
+           return std::isalnum(static_cast<unsigned char>(ch)) || ch == '_' || ch == '-' || ch == '.';
+         });
+}
 
 /// `s` with every byte outside printable ASCII written as \xNN, for error messages that stay one line.
 std::string printable(const std::string& s) {
@@ -47,17 +60,33 @@ std::string printable(const std::string& s) {
   return out;
 }
 
-std::string guess_gpu(int sm, int max_nvlinks) {
-  switch (sm) {
-    case 60: return max_nvlinks > 0 ? "p100-sxm2" : "p100-pcie";
-    case 61: return "p40";
-    case 70: return max_nvlinks > 0 ? "v100-sxm2" : "v100-pcie";
-    case 75: return "rtx2080ti";
-    case 80: return "a100-sxm4-40gb";
-    case 89: return "rtx4090";
-    case 90: return max_nvlinks > 0 ? "h100-sxm" : "h100-pcie";
-    default: return "v100-sxm2";
+/// The GPU catalogue's best match for what a dump says: its SM version (0: unknown, as in nvidia-smi)
+/// and the NVLinks of one GPU. Among the entries of that SM (all, when unknown), the first whose NVLink
+/// count equals `nvlinks`, else the first with the fewest NVLinks at least `nvlinks`, else the first.
+/// Returns the id and the other ids that matched as well.
+std::pair<std::string, std::vector<std::string>> guess_gpu(int sm, int nvlinks) {
+  struct Entry {
+    std::string id;
+    int sm, nvlinks;
+  };
+  std::vector<Entry> all;
+  for (const auto& id : list_gpu_ids()) {
+    const GpuSpec g = find_gpu(id);
+    all.push_back(Entry{id, g.sm_version, g.nvlink_count});
   }
+  std::vector<Entry> same_sm;
+  for (const auto& e : all)
+    if (sm == 0 || e.sm == sm) same_sm.push_back(e);
+  if (same_sm.empty()) same_sm = all;
+  if (same_sm.empty()) throw InputError("the GPU catalogue is empty");
+  std::vector<std::string> exact;
+  for (const auto& e : same_sm)
+    if (e.nvlinks == nvlinks) exact.push_back(e.id);
+  if (!exact.empty()) return {exact.front(), exact};
+  const Entry* best = nullptr;
+  for (const auto& e : same_sm)
+    if (e.nvlinks >= nvlinks && (!best || e.nvlinks < best->nvlinks)) best = &e;
+  return {best ? best->id : same_sm.front().id, {}};
 }
 
 std::string cpu_link_kind(const ImportedCpu& c) {
@@ -67,10 +96,11 @@ std::string cpu_link_kind(const ImportedCpu& c) {
   return "upi";
 }
 
-std::string to_yaml(const ImportedNode& n, const std::string& gpu_id) {
+std::string to_yaml(const ImportedNode& n, const std::string& gpu_id, int nodes, const std::optional<FabricSpec>& fabric) {
   std::ostringstream o;
   o << "# Imported by dlscale from " << n.source << " (" << n.what << ").\n"
     << "# Check 'gpu', 'nodes' and 'storage': the capture does not say.\n";
+  for (const auto& note : n.notes) o << "# " << note << "\n";
   std::string stem = n.source;
   if (auto s = stem.find_last_of('/'); s != std::string::npos) stem = stem.substr(s + 1);
   if (auto d = stem.find('.'); d != std::string::npos) stem = stem.substr(0, d);
@@ -78,13 +108,17 @@ std::string to_yaml(const ImportedNode& n, const std::string& gpu_id) {
   for (char c : stem) name += std::isalnum(static_cast<unsigned char>(c)) ? static_cast<char>(std::tolower(c)) : '-';
   o << "name: " << (name.empty() ? "imported" : name) << "\n"
     << "description: imported from " << n.what << "\n"
-    << "nodes: 1\n"
+    << "nodes: " << nodes << "\n"
     << "gpus_per_node: " << n.gpus << "\n"
-    << "gpu: " << gpu_id << (n.sm ? fmt::format("   # from sm {}", n.sm) : std::string("   # guessed")) << "\n"
+    << "gpu: " << gpu_id << "\n"
     << "storage:                # placeholders: not in the capture\n"
     << "  disk: \"1 GB/s\"\n"
-    << "  page_cache: \"10 GB/s\"\n"
-    << "node:\n";
+    << "  page_cache: \"10 GB/s\"\n";
+  if (fabric)
+    o << "fabric:\n"
+      << "  kind: " << fabric->kind << "\n"
+      << fmt::format("  speed: \"{:.12g} GB/s\"\n", in_gigabytes_per_second(fabric->speed));
+  o << "node:\n";
   if (!n.cpus.empty()) {
     o << "  cpus:\n";
     for (const auto& c : n.cpus)
@@ -109,7 +143,8 @@ std::string to_yaml(const ImportedNode& n, const std::string& gpu_id) {
   for (const auto& l : n.links) {
     o << fmt::format("    - {{a: {}, b: {}, kind: {}", l.a, l.b, l.kind);
     if (l.kind == "nvlink") o << fmt::format(", count: {}", l.count);
-    if (l.kind == "pcie") o << fmt::format(", generation: {}, lanes: {}", l.generation, l.lanes);
+    if (l.kind == "pcie" && !l.bandwidth.empty()) o << fmt::format(", bandwidth: \"{}\"", l.bandwidth);
+    else if (l.kind == "pcie") o << fmt::format(", generation: {}, lanes: {}", l.generation, l.lanes);
     o << "}\n";
   }
   return o.str();
@@ -119,10 +154,107 @@ std::string to_yaml(const ImportedNode& n, const std::string& gpu_id) {
   throw InputError(SourceLocation{file, std::max(line, 1), std::max(column, 1)}, "", msg);
 }
 
+/// --cpu VENDOR[:MODEL] (intel, intel:skylake, amd, power, arm) onto every CPU of the node.
+void apply_cpu_option(ImportedNode& n, const std::string& spec) {
+  const auto colon = spec.find(':');
+  const std::string vendor = spec.substr(0, colon), model = colon == std::string::npos ? "" : spec.substr(colon + 1);
+  const bool model_ok = std::all_of(model.begin(), model.end(), [](char ch) {
+    return std::islower(static_cast<unsigned char>(ch)) || std::isdigit(static_cast<unsigned char>(ch)) || ch == '_';
+  });
+  if (!(vendor == "intel" || vendor == "amd" || vendor == "power" || vendor == "ibm" || vendor == "arm") || !model_ok)
+    throw UsageError("--cpu", fmt::format("'{}' is not VENDOR[:MODEL] (intel, amd, power or arm; e.g. intel:skylake, "
+                                          "intel:sapphire_rapids, amd)", spec));
+  for (auto& c : n.cpus) {
+    c.arch = vendor == "power" || vendor == "ibm" ? "power" : vendor == "arm" ? "arm" : "x86";
+    c.vendor = vendor == "power" || vendor == "ibm" ? "ibm" : vendor == "arm" ? "other" : vendor;
+    c.model = vendor == "power" || vendor == "ibm" ? (model.empty() ? "power9" : model) : model;
+  }
+}
+
+/// The NICs --fabric KIND:SPEED[:COUNT] asks for: the first COUNT of the dump's, or more beside the GPUs
+/// (NIC k on the PCIe parent of GPU k·gpus/added), all at the fabric's speed.
+void apply_fabric(ImportedNode& n, const FabricSpec& f) {
+  const std::size_t have = n.nics.size();
+  const std::size_t want = f.nics > 0 ? static_cast<std::size_t>(f.nics) : std::max<std::size_t>(1, have);
+  if (want < have) {
+    std::set<std::string> gone;
+    for (std::size_t i = want; i < have; ++i) gone.insert(n.nics[i].first);
+    n.nics.resize(want);
+    std::erase_if(n.links, [&](const ImportedLink& l) { return gone.count(l.a) || gone.count(l.b); });
+  }
+  for (std::size_t k = have; k < want; ++k) {
+    const std::string gpu = fmt::format("gpu{}", (k - have) * static_cast<std::size_t>(n.gpus) / (want - have));
+    ImportedLink l{fmt::format("nic{}", k), "", "pcie", 0, 3, 16, ""};
+    for (const auto& g : n.links)
+      if (g.kind == "pcie" && (g.a == gpu || g.b == gpu)) {
+        l.b = g.a == gpu ? g.b : g.a;
+        l.generation = g.generation;
+        l.lanes = g.lanes;
+        l.bandwidth = g.bandwidth;
+        break;
+      }
+    if (l.b.empty()) l.b = n.cpus.empty() ? gpu : n.cpus.front().name;
+    n.nics.emplace_back(l.a, "");
+    n.links.push_back(l);
+  }
+  for (auto& [name, speed] : n.nics) speed = fmt::format("{:.12g} GB/s", in_gigabytes_per_second(f.speed));
+}
+
+/// What both importers do last: the CPU (--cpu, or a stated guess), the GPU (--gpu, or from the SM and
+/// NVLinks, stated), the links between CPU sockets, --nodes/--fabric; then the YAML.
+std::string finish(ImportedNode& n, const TopologyImportOptions& opt, std::vector<std::string>* warnings) {
+  std::vector<std::string> said = std::move(n.notes);  // for stderr; the same lines go into the YAML as comments
+  n.notes.clear();
+  if (!opt.cpu.empty()) {
+    apply_cpu_option(n, opt.cpu);
+  } else if (!n.cpu_known) {
+    said.push_back(fmt::format("the CPU is not in the capture: assuming Intel {}(--cpu amd, --cpu intel:skylake … says which)",
+                               n.cpus.size() > 1 ? "sockets joined by QPI " : ""));
+  }
+  for (auto& l : n.links)
+    if (l.kind.empty()) {  // a link between two CPU sockets, of the kind their vendor and model give
+      const auto it = std::find_if(n.cpus.begin(), n.cpus.end(), [&](const ImportedCpu& c) { return c.name == l.a; });
+      l.kind = cpu_link_kind(it == n.cpus.end() ? ImportedCpu{} : *it);
+    }
+  std::string gpu_id;
+  if (!opt.gpu.empty()) {
+    try {
+      gpu_id = opt.gpu;
+      (void)find_gpu(opt.gpu);
+    } catch (const InputError& e) {
+      throw UsageError("--gpu", e.message());
+    }
+  } else {
+    const auto [id, also] = guess_gpu(n.sm, n.nvlinks_per_gpu);
+    gpu_id = id;
+    const std::string from = n.sm ? fmt::format("SM {} and {} NVLinks per GPU", n.sm, n.nvlinks_per_gpu)
+                                  : n.nvlinks_per_gpu ? fmt::format("{} NVLinks per GPU", n.nvlinks_per_gpu)
+                                                      : std::string("no NVLink (a PCIe GPU; the capture says no more)");
+    std::string others;
+    for (const auto& a : also)
+      if (a != id) others += (others.empty() ? "" : ", ") + a;
+    said.push_back(fmt::format("gpu '{}' guessed from {}{}: --gpu ID says which", id, from,
+                               others.empty() ? "" : " (also: " + others + ")"));
+  }
+  if (opt.nodes < 0) throw UsageError("--nodes", "a cluster needs at least one node");
+  if (opt.nodes > 1 && !opt.fabric)
+    throw UsageError("--nodes", "a cluster of more than one node needs --fabric KIND:SPEED[:COUNT] (e.g. infiniband:200Gb/s)");
+  if (opt.fabric) apply_fabric(n, *opt.fabric);
+  for (const auto& s : said) {
+    n.notes.push_back(s);
+    if (warnings) warnings->push_back(fmt::format("{}: {}", n.source, s));
+  }
+  return to_yaml(n, gpu_id, std::max(1, opt.nodes), opt.fabric);
+}
+
 }  // namespace
 
 // ---- nvidia-smi topo -m ------------------------------------------------------------------------------
-std::string import_nvidia_smi(const std::string& text, const std::string& file) {
+// Cells are separated by any run of whitespace (tabs as nvidia-smi prints them, spaces as a terminal copy
+// or a web page gives them). The header's multi-word columns ("CPU Affinity", "NUMA Affinity", "GPU NUMA
+// ID") are joined again; NIC rows and the legends follow the matrix ("NIC0: mlx5_2" names NIC0).
+std::string import_nvidia_smi(const std::string& text, const std::string& file, const TopologyImportOptions& opt,
+                              std::vector<std::string>* warnings) {
   std::istringstream in(text);
   std::string line;
   std::vector<std::string> columns;
@@ -130,54 +262,71 @@ std::string import_nvidia_smi(const std::string& text, const std::string& file) 
     std::string name;
     std::vector<std::string> cells;
     std::vector<int> at;  // 1-based column of each cell, for errors
-    std::string affinity;
+    std::string affinity, numa;
     int line = 0;
     int end = 1;  // the column after the row's last character
   };
   std::vector<Row> rows;
+  std::map<std::string, std::vector<std::string>> nic_rows;  // NIC row → its cells under the device columns
+  std::map<std::string, std::string> legend;                 // NIC0 → mlx5_2
   int lineno = 0;
-  // Tab-separated cells, trimmed; `at` receives the 1-based column where each cell's text starts.
+  // Whitespace-separated cells; `at` receives the 1-based column where each cell's text starts.
   auto split = [](const std::string& s, std::vector<int>& at) {
     std::vector<std::string> out;
-    std::string cur;
-    at.assign(1, 1);
-    for (std::size_t i = 0; i < s.size(); ++i) {
-      if (s[i] == '\t') {
-        out.push_back(cur);
-        cur.clear();
-        at.push_back(static_cast<int>(i) + 2);
-      } else {
-        cur += s[i];
-      }
-    }
-    out.push_back(cur);
-    for (std::size_t k = 0; k < out.size(); ++k) {
-      auto& x = out[k];
-      const auto a = x.find_first_not_of(" \r");
-      const auto b = x.find_last_not_of(" \r");
-      if (a != std::string::npos) at[k] += static_cast<int>(a);
-      x = a == std::string::npos ? "" : x.substr(a, b - a + 1);
+    at.clear();
+    std::size_t i = 0;
+    const auto space = [](char ch) { return ch == ' ' || ch == '\t' || ch == '\r' || ch == '\v' || ch == '\f'; };
+    while (i < s.size()) {
+      while (i < s.size() && space(s[i])) ++i;
+      if (i >= s.size()) break;
+      const std::size_t b = i;
+      while (i < s.size() && !space(s[i])) ++i;
+      out.push_back(s.substr(b, i - b));
+      at.push_back(static_cast<int>(b) + 1);
     }
     return out;
   };
+  auto affinity_col = [](const std::string& c) { return c == "CPU Affinity"; };
+  auto numa_col = [](const std::string& c) { return c == "NUMA Affinity" || c == "GPU NUMA ID"; };
+  auto info_col = [&](const std::string& c) { return affinity_col(c) || numa_col(c); };
   std::vector<int> header_at;
   int header_line = 0;
+  bool after = false;  // past the matrix (its legends)
   while (std::getline(in, line)) {
     ++lineno;
-    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
     std::vector<int> at;
     auto cells = split(line, at);
+    if (cells.empty()) continue;
     if (columns.empty()) {
-      if (cells.size() < 2 || cells[1].rfind("GPU", 0) != 0) continue;  // preamble
+      // The header: "GPU0 GPU1 …" after an empty corner cell (or "GPU0" first when a copy trimmed the
+      // line), not the row "GPU0 X …".
+      const bool corner = at[0] > 1 && cells[0].rfind("GPU", 0) == 0;
+      if (!corner && cells[0] != "GPU0") continue;
+      if (cells.size() > 1 && cells[1] == "X") continue;
       header_line = lineno;
-      while (cells.size() > 2 && cells.back().empty()) cells.pop_back();  // a trailing tab names no column
-      columns.assign(cells.begin() + 1, cells.end());
-      header_at.assign(at.begin() + 1, at.begin() + static_cast<std::ptrdiff_t>(cells.size()));
+      for (std::size_t i = 0; i < cells.size(); ++i) {
+        std::string c = cells[i];
+        int c_at = at[i];
+        if (c == "CPU" && i + 1 < cells.size() && cells[i + 1] == "Affinity") c = "CPU Affinity", ++i;
+        else if (c == "NUMA" && i + 1 < cells.size() && cells[i + 1] == "Affinity") c = "NUMA Affinity", ++i;
+        else if (c == "GPU" && i + 2 < cells.size() && cells[i + 1] == "NUMA" && cells[i + 2] == "ID") c = "GPU NUMA ID", i += 2;
+        columns.push_back(c);
+        header_at.push_back(c_at);
+      }
+      continue;
+    }
+    if (after || cells[0].rfind("Legend", 0) == 0 || cells[0].rfind("NIC Legend", 0) == 0) {
+      after = true;
+      if (cells.size() == 2 && cells[0].size() > 4 && cells[0].rfind("NIC", 0) == 0 && cells[0].back() == ':')
+        legend[cells[0].substr(0, cells[0].size() - 1)] = cells[1];
       continue;
     }
     if (cells[0].rfind("GPU", 0) != 0) {
-      if (cells[0].empty() || cells[0] == "Legend:" || cells[0].rfind("Legend", 0) == 0) break;
-      continue;  // NIC rows and legend
+      if (cells[0].rfind("NIC", 0) == 0 || cells[0].rfind("mlx", 0) == 0) {
+        std::vector<std::string> v(cells.begin() + 1, cells.end());
+        nic_rows[cells[0]] = v;
+      }
+      continue;  // NIC rows, text around the matrix
     }
     // nvidia-smi prints GPU0, GPU1, ... in order, each once. A repeated or skipped row (found by
     // fuzz_nvidia_smi: a matrix pasted twice) would make GPUs no column describes.
@@ -187,15 +336,16 @@ std::string import_nvidia_smi(const std::string& text, const std::string& file) 
               fmt::format("row '{}' where GPU{} belongs (the rows are GPU0, GPU1, ... in order, each once)",
                           printable(cells[0]), rows.size()),
               at[0]);
-    Row r{cells[0], {}, {}, {}, lineno, static_cast<int>(line.find_last_not_of(" \r")) + 2};
+    Row r{cells[0], {}, {}, {}, {}, lineno, static_cast<int>(line.find_last_not_of(" \t\r")) + 2};
     // Every column of the header needs its cell: a row one cell short would shift the affinity into
     // the matrix and the matrix out of place.
     if (cells.size() - 1 < columns.size())
       fail_at(file, lineno, fmt::format("row {} has {} cells, the header names {} columns", cells[0], cells.size() - 1,
                                         columns.size()), r.end);
     for (std::size_t i = 1; i < cells.size(); ++i) {
-      if (i - 1 < columns.size() && columns[i - 1].rfind("CPU Affinity", 0) == 0) r.affinity = cells[i];
-      else if (i - 1 < columns.size() && (columns[i - 1].rfind("NUMA", 0) == 0 || columns[i - 1].rfind("GPU NUMA", 0) == 0)) continue;
+      if (i - 1 < columns.size() && affinity_col(columns[i - 1])) r.affinity = cells[i];
+      else if (i - 1 < columns.size() && columns[i - 1] == "NUMA Affinity") r.numa = cells[i];
+      else if (i - 1 < columns.size() && numa_col(columns[i - 1])) continue;
       else {
         r.cells.push_back(cells[i]);
         r.at.push_back(at[i]);
@@ -203,10 +353,11 @@ std::string import_nvidia_smi(const std::string& text, const std::string& file) 
     }
     rows.push_back(std::move(r));
   }
-  if (columns.empty() || rows.empty()) fail_at(file, lineno, "no 'nvidia-smi topo -m' matrix found (a header row starting with GPU0)");
+  if (columns.empty() || rows.empty())
+    fail_at(file, lineno, "no 'nvidia-smi topo -m' matrix found (a header row starting with GPU0)");
   std::vector<std::string> devs;  // GPU and NIC columns
   for (const auto& c : columns)
-    if (c.rfind("CPU Affinity", 0) != 0 && c.rfind("NUMA", 0) != 0 && c.rfind("GPU NUMA", 0) != 0) devs.push_back(c);
+    if (!info_col(c)) devs.push_back(c);
   const int ngpus = static_cast<int>(rows.size());
   ImportedNode node;
   node.source = file;
@@ -218,16 +369,13 @@ std::string import_nvidia_smi(const std::string& text, const std::string& file) 
   // A GPU column "GPU<k>" must name one of the matrix's rows (0 ≤ k < rows).
   for (std::size_t c = 0; c < columns.size(); ++c) {
     const auto& d = columns[c];
-    if (d.rfind("GPU", 0) == 0 && d.rfind("GPU NUMA", 0) != 0 && !whole_number(std::string_view(d).substr(3), 0, ngpus - 1))
+    if (info_col(d)) continue;
+    if (d.rfind("GPU", 0) == 0 && !whole_number(std::string_view(d).substr(3), 0, ngpus - 1))
       fail_at(file, header_line, fmt::format("column '{}' names no GPU row (the matrix has GPU0 … GPU{})", d, ngpus - 1),
               header_at[c]);
     // Another device column (NIC0, mlx5_0) becomes a vertex name in the YAML written below: it must be a
     // plain name, or the file would not parse (found by fuzz_nvidia_smi: a header cell of binary bytes).
-    const bool plain = !d.empty() && std::isalnum(static_cast<unsigned char>(d[0])) &&
-                       std::all_of(d.begin(), d.end(), [](char ch) {
-                         return std::isalnum(static_cast<unsigned char>(ch)) || ch == '_' || ch == '-' || ch == '.';
-                       });
-    if (d.rfind("GPU", 0) != 0 && d.rfind("CPU Affinity", 0) != 0 && d.rfind("NUMA", 0) != 0 && !plain)
+    if (d.rfind("GPU", 0) != 0 && !plain_name(d))
       fail_at(file, header_line,
               fmt::format("column '{}' is not a device name (a letter or digit, then letters, digits, '_', '-' or '.')", printable(d)),
               header_at[c]);
@@ -236,11 +384,14 @@ std::string import_nvidia_smi(const std::string& text, const std::string& file) 
     return d.rfind("GPU", 0) == 0 ? static_cast<int>(*whole_number(std::string_view(d).substr(3), 0, ngpus - 1)) : -1;
   };
 
-  // CPUs from the affinity column, in order of appearance.
+  // CPUs: one per NUMA node when the capture has a NUMA column with numbers (NCCL makes one CPU vertex
+  // per NUMA node), else one per distinct CPU affinity, in order of appearance.
   std::vector<std::string> affinities;
   std::vector<int> cpu_of(static_cast<std::size_t>(ngpus), 0);
+  const bool by_numa = std::all_of(rows.begin(), rows.end(), [](const Row& r) { return whole_number(r.numa, 0, 4095).has_value(); });
   for (int g = 0; g < ngpus; ++g) {
-    const auto& a = rows[static_cast<std::size_t>(g)].affinity;
+    const auto& row = rows[static_cast<std::size_t>(g)];
+    const auto& a = by_numa ? row.numa : row.affinity;
     auto it = std::find(affinities.begin(), affinities.end(), a);
     if (it == affinities.end()) {
       affinities.push_back(a);
@@ -271,14 +422,18 @@ std::string import_nvidia_smi(const std::string& text, const std::string& file) 
     for (int b = 0; b < ngpus; ++b)
       if (a != b && nv[static_cast<std::size_t>(a)][static_cast<std::size_t>(b)] != max_links) all_same = false;
   const bool switched = all_same && max_links * (ngpus - 1) > 18;  // more links than a GPU has: NVSwitches
+  int links_per_gpu = 0;  // what a GPU of this capture has: the bundle to the switches, or the sum to its peers
   if (switched) {
+    links_per_gpu = max_links;
     node.nvswitches.push_back("nvs0");
     for (int g = 0; g < ngpus; ++g) node.links.push_back({fmt::format("gpu{}", g), "nvs0", "nvlink", max_links, 0, 0});
   } else {
-    for (int a = 0; a < ngpus; ++a)
+    for (int a = 0; a < ngpus; ++a) {
+      links_per_gpu = std::max(links_per_gpu, std::accumulate(nv[static_cast<std::size_t>(a)].begin(), nv[static_cast<std::size_t>(a)].end(), 0));
       for (int b = a + 1; b < ngpus; ++b)
         if (int k = nv[static_cast<std::size_t>(a)][static_cast<std::size_t>(b)]; k > 0)
           node.links.push_back({fmt::format("gpu{}", a), fmt::format("gpu{}", b), "nvlink", k, 0, 0});
+    }
   }
 
   // PCIe: devices joined by PIX share a switch; switches joined by PXB share an upper switch.
@@ -305,12 +460,23 @@ std::string import_nvidia_smi(const std::string& text, const std::string& file) 
       if (o >= ngpus && (cell == "PHB" || cell == "NODE" || cell == "PIX" || cell == "PXB") && !nic_cpu.count(o))
         nic_cpu[o] = cpu_of[static_cast<std::size_t>(g)];
     }
+  // NIC rows: two ports of one card (PIX between NICs) share its switch.
+  for (const auto& [nic, cells] : nic_rows) {
+    if (std::find(devs.begin(), devs.end(), nic) == devs.end()) continue;
+    const int a = index_of(nic);
+    for (std::size_t d = 0; d < devs.size() && d < cells.size(); ++d) {
+      const int o = index_of(devs[d]);
+      if (o >= ngpus && o != a && cells[d] == "PIX") parent[static_cast<std::size_t>(find(o))] = find(a);
+    }
+  }
   std::map<int, std::string> switch_of;  // root → switch name
+  std::set<int> behind_bridges;           // devices with a PXB neighbour: behind a switch of their own
+  for (auto [a, b] : pxb) behind_bridges.insert(find(a)), behind_bridges.insert(find(b));
   for (std::size_t i = 0; i < names.size(); ++i) {
     const int r = find(static_cast<int>(i));
     int members = 0;
     for (std::size_t j = 0; j < names.size(); ++j) members += find(static_cast<int>(j)) == r;
-    if (members >= 2 && !switch_of.count(r)) {
+    if ((members >= 2 || behind_bridges.count(r)) && !switch_of.count(r)) {
       switch_of[r] = fmt::format("plx{}", switch_of.size());
       node.switches.push_back(switch_of[r]);
     }
@@ -351,10 +517,22 @@ std::string import_nvidia_smi(const std::string& text, const std::string& file) 
     node.links.push_back({up, cpu_name_of(member), "pcie", 0, 3, 16});
   }
   for (std::size_t i = static_cast<std::size_t>(ngpus); i < names.size(); ++i) node.nics.emplace_back(names[i], "");
+  // NIC legend: "NIC0: mlx5_2" gives NIC0 its name
+  for (auto& [nic, speed] : node.nics) {
+    const auto it = legend.find(nic);
+    if (it == legend.end() || !plain_name(it->second) || std::find(names.begin(), names.end(), it->second) != names.end())
+      continue;
+    for (auto& l : node.links) {
+      if (l.a == nic) l.a = it->second;
+      if (l.b == nic) l.b = it->second;
+    }
+    nic = it->second;
+  }
   for (std::size_t a = 0; a < node.cpus.size(); ++a)
     for (std::size_t b = a + 1; b < node.cpus.size(); ++b)
-      node.links.push_back({node.cpus[a].name, node.cpus[b].name, cpu_link_kind(node.cpus[a]), 0, 0, 0});
-  return to_yaml(node, guess_gpu(0, max_links) );
+      node.links.push_back({node.cpus[a].name, node.cpus[b].name, "", 0, 0, 0});  // kind once the CPU is known
+  node.nvlinks_per_gpu = links_per_gpu;
+  return finish(node, opt, warnings);
 }
 
 // ---- NCCL_TOPO_DUMP_FILE XML ----------------------------------------------------------------------------
@@ -495,7 +673,8 @@ int pcie_generation(const std::string& speed) {
 
 }  // namespace
 
-std::string import_nccl_xml(const std::string& text, const std::string& file) {
+std::string import_nccl_xml(const std::string& text, const std::string& file, const TopologyImportOptions& opt,
+                            std::vector<std::string>* warnings) {
   XmlReader reader(text, file);
   const XmlElement doc = reader.parse();
   const XmlElement* system = nullptr;
@@ -505,6 +684,8 @@ std::string import_nccl_xml(const std::string& text, const std::string& file) {
   ImportedNode node;
   node.source = file;
   node.what = "NCCL_TOPO_DUMP_FILE";
+  node.cpu_known = true;
+  int defaulted = 0;  // PCI elements without a usable link_speed/link_width
   struct Gpu {
     int dev;
     std::string busid, cpu;
@@ -517,14 +698,40 @@ std::string import_nccl_xml(const std::string& text, const std::string& file) {
     auto it = e.attrs.find(k);
     return it == e.attrs.end() ? std::string() : it->second;
   };
+  // A <nic> straight under a <cpu> (virtual NICs, as in cloud VMs): NCCL joins it to the CPU with a
+  // local link (LOC_BW, 5000 GB/s; ncclTopoAddCpu).
+  auto add_nets = [&](const XmlElement& nic, const std::string& parent, const ImportedLink& how) {
+    for (const auto& net : nic.children) {
+      if (net.tag != "net") continue;
+      const std::string name = attr(net, "name");
+      if (name.empty()) fail_at_element(file, net, "<net> without 'name'");
+      if (!plain_name(name)) fail_at_element(file, net, fmt::format("<net> name '{}' is not a device name", printable(name)));
+      const std::string speed = attr(net, "speed");
+      if (!speed.empty() && !whole_number(speed, 1, 100'000'000))
+        fail_at_element(file, net, fmt::format("<net> 'speed' must be a whole number of Mb/s, not '{}'", printable(speed)));
+      node.nics.emplace_back(name, speed.empty() ? "" : speed + " Mb/s");
+      ImportedLink l = how;
+      l.a = name;
+      l.b = parent;
+      node.links.push_back(l);
+    }
+  };
   std::function<void(const XmlElement&, const std::string&, const std::string&)> walk =
       [&](const XmlElement& e, const std::string& parent, const std::string& cpu) {
         for (const auto& c : e.children) {
+          if (c.tag == "nic" && e.tag == "cpu") {
+            add_nets(c, parent, ImportedLink{"", "", "pcie", 0, 0, 0, "5000 GB/s"});
+            continue;
+          }
           if (c.tag != "pci") continue;
           const std::string cls = attr(c, "class");
           const std::string busid = attr(c, "busid");
+          // NCCL's defaults (src/graph/topo.cc): a missing or unknown link_speed is Gen3, a missing or
+          // zero link_width x16, as virtual machines dump them (link_speed="" link_width="0").
           const int gen = pcie_generation(attr(c, "link_speed"));
-          const int lanes = attr(c, "link_width").empty() ? 16 : std::atoi(attr(c, "link_width").c_str());
+          int lanes = std::atoi(attr(c, "link_width").c_str());
+          if (lanes <= 0 || std::atof(attr(c, "link_speed").c_str()) <= 0) ++defaulted;
+          if (lanes <= 0) lanes = 16;
           const XmlElement* gpu = nullptr;
           const XmlElement* nic = nullptr;
           for (const auto& cc : c.children) {
@@ -541,14 +748,7 @@ std::string import_nccl_xml(const std::string& text, const std::string& file) {
             bus_to_name[busid] = name;
             node.links.push_back({name, parent, "pcie", 0, gen, lanes});
           } else if (nic) {
-            for (const auto& net : nic->children) {
-              if (net.tag != "net") continue;
-              const std::string name = attr(net, "name");
-              if (name.empty()) fail_at_element(file, net, "<net> without 'name'");
-              const std::string speed = attr(net, "speed");
-              node.nics.emplace_back(name, speed.empty() ? "" : speed + " Mb/s");
-              node.links.push_back({name, parent, "pcie", 0, gen, lanes});
-            }
+            add_nets(*nic, parent, ImportedLink{"", "", "pcie", 0, gen, lanes, ""});
           } else if (cls == "0x060400" || !c.children.empty()) {
             const std::string name = fmt::format("plx{}", node.switches.size());
             node.switches.push_back(name);
@@ -580,15 +780,26 @@ std::string import_nccl_xml(const std::string& text, const std::string& file) {
   for (std::size_t i = 0; i < gpus.size(); ++i)
     if (gpus[i].dev != static_cast<int>(i)) fail_at_element(file, *gpus[i].el, "GPU 'dev' numbers must run 0, 1, 2, …");
   node.gpus = static_cast<int>(gpus.size());
+  if (defaulted > 0)
+    node.notes.push_back(fmt::format("{} PCI link(s) without a link_speed or link_width (a virtual machine?): taken as "
+                                     "NCCL does, Gen3 x16",
+                                     defaulted));
   // NVLinks: each pair is listed by both GPUs; keep the lower one's entry.
   std::map<std::string, int> to_nvs;
+  int self_links = 0;
   for (const auto& g : gpus) {
+    int links_of_gpu = 0;
     for (const auto& l : g.el->children) {
       if (l.tag != "nvlink") continue;
       const int count = std::atoi(attr(l, "count").c_str());
       if (count < 1) fail_at_element(file, l, "<nvlink> needs a 'count' of at least 1");
       const std::string tclass = attr(l, "tclass");
       const std::string self = fmt::format("gpu{}", g.dev);
+      if (attr(l, "target") == g.busid && tclass != "0x068000") {  // a GPU's NVLink to itself carries nothing
+        ++self_links;
+        continue;
+      }
+      links_of_gpu += count;
       if (tclass == "0x068000") {
         if (node.nvswitches.empty()) node.nvswitches.push_back("nvs0");
         to_nvs[self] += count;
@@ -601,12 +812,17 @@ std::string import_nccl_xml(const std::string& text, const std::string& file) {
       }
       max_links = std::max(max_links, count);
     }
+    node.nvlinks_per_gpu = std::max(node.nvlinks_per_gpu, links_of_gpu);
   }
+  if (self_links > 0)
+    node.notes.push_back(fmt::format("{} <nvlink> element(s) whose target is their own GPU left out (they join no two devices)",
+                                     self_links));
   for (const auto& [gpu, count] : to_nvs) node.links.push_back({gpu, "nvs0", "nvlink", count, 0, 0});
   for (std::size_t a = 0; a < node.cpus.size(); ++a)
     for (std::size_t b = a + 1; b < node.cpus.size(); ++b)
-      node.links.push_back({node.cpus[a].name, node.cpus[b].name, cpu_link_kind(node.cpus[a]), 0, 0, 0});
-  return to_yaml(node, guess_gpu(node.sm, max_links));
+      node.links.push_back({node.cpus[a].name, node.cpus[b].name, "", 0, 0, 0});
+  (void)max_links;
+  return finish(node, opt, warnings);
 }
 
 }  // namespace dlscale

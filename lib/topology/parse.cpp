@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 
 #include "topology/graph.hpp"
 
@@ -56,7 +57,7 @@ LinkKind read_link_kind(const Node& n) {
 }  // namespace
 
 std::shared_ptr<const Topology> read_topology(const Node& node, const std::optional<Node>& fabric, int gpus_per_node,
-                                              int max_nodes, int sm) {
+                                              int max_nodes, int sm, const FabricSpec* over) {
   auto impl = std::make_unique<Topology::Impl>();
   impl->sm = sm;
   impl->nodes = max_nodes;
@@ -80,7 +81,13 @@ std::shared_ptr<const Topology> read_topology(const Node& node, const std::optio
     }
     if (auto n = f.optional("latency")) impl->fabric.latency = n->seconds();
     f.finish();
-  } else if (max_nodes > 1) {
+  }
+  if (over) {  // --fabric: another network than the file's, at its speed, without the file's single-flow cap
+    impl->fabric = FabricInfo{};
+    impl->fabric.kind = over->kind;
+    impl->fabric.nic_bandwidth = over->speed;
+    fabric_gbs = in_gigabytes_per_second(over->speed);
+  } else if (!fabric && max_nodes > 1) {
     node.fail("a cluster of more than one node needs a 'fabric' section next to 'node'");
   }
 
@@ -119,12 +126,17 @@ std::shared_ptr<const Topology> read_topology(const Node& node, const std::optio
   };
   simple_list("pcie_switches", VertexKind::pcie_switch);
   simple_list("nvswitches", VertexKind::nvswitch);
+  std::set<std::string> dropped_nics;  // beyond --fabric's COUNT
   if (auto list = m.optional("nics")) {
     for (const auto& item : list->items()) {
       MapReader c(item);
       VertexProps p;
       p.kind = VertexKind::nic;
       p.name = c.required("name").scalar();
+      if (over && over->nics > 0 && static_cast<int>(impl->nics.size()) >= over->nics) {
+        dropped_nics.insert(p.name);
+        continue;
+      }
       if (auto s = c.optional("speed")) {
         p.nic_gbs = in_gigabytes_per_second(s->bandwidth());
       } else if (fabric_gbs > 0) {
@@ -132,6 +144,7 @@ std::shared_ptr<const Topology> read_topology(const Node& node, const std::optio
       } else {
         item.fail("a NIC needs a 'speed' (or a 'fabric' section that gives one)");
       }
+      if (over) p.nic_gbs = fabric_gbs;
       p.gdr = impl->fabric.kind != "ethernet";
       if (auto s = c.optional("gdr")) p.gdr = s->boolean();
       c.finish();
@@ -158,6 +171,7 @@ std::shared_ptr<const Topology> read_topology(const Node& node, const std::optio
     const Node na = l.required("a");
     const Node nb = l.required("b");
     const std::string a = na.scalar(), bname = nb.scalar();
+    if (dropped_nics.count(a) || dropped_nics.count(bname)) continue;  // a NIC --fabric's COUNT leaves out
     auto find = [&](const Node& n, const std::string& name) {
       auto it = b.by_name.find(name);
       if (it == b.by_name.end()) {
@@ -251,6 +265,36 @@ std::shared_ptr<const Topology> read_topology(const Node& node, const std::optio
   // Every GPU must hang somewhere, and a multi-node cluster needs NICs.
   for (auto v : impl->gpus)
     if (boost::out_degree(v, b.g) == 0) node.fail(fmt::format("'{}' has no link", b.g[v].name));
+  if (over) {
+    // NICs up to COUNT (one when neither says): NIC k beside GPU k·gpus/COUNT, on the same PCIe parent
+    // (switch or CPU) and link as that GPU, so that each GPU's traffic leaves by a NIC near it.
+    const int want = over->nics > 0 ? over->nics : std::max<int>(1, static_cast<int>(impl->nics.size()));
+    const int have = static_cast<int>(impl->nics.size());
+    for (int k = have; k < want; ++k) {
+      const auto gv = impl->gpus[static_cast<std::size_t>((k - have) * gpus_per_node / std::max(1, want - have))];
+      VertexProps p;
+      p.kind = VertexKind::nic;
+      p.name = fmt::format("nic{}", k);
+      for (int suffix = 0; b.by_name.count(p.name); ++suffix) p.name = fmt::format("nic{}_{}", k, suffix);
+      p.nic_gbs = fabric_gbs;
+      p.gdr = impl->fabric.kind != "ethernet";
+      const auto nv = b.add(node, p);
+      impl->nics.push_back(nv);
+      EdgeProps e;
+      e.kind = LinkKind::pcie;
+      e.generation = 3;
+      e.lanes = 16;
+      e.gbs = pcie_gbs(3, 16);
+      Vertex parent = gv;
+      for (auto [it, end] = boost::out_edges(gv, b.g); it != end; ++it)
+        if (b.g[*it].kind == LinkKind::pcie) {
+          parent = boost::target(*it, b.g);
+          e = b.g[*it];
+          break;
+        }
+      boost::add_edge(nv, parent, e, b.g);
+    }
+  }
   if (max_nodes > 1 && impl->nics.empty()) node.fail("a cluster of more than one node needs at least one NIC in 'nics'");
   for (auto v : impl->nics)
     if (boost::out_degree(v, b.g) == 0) node.fail(fmt::format("NIC '{}' has no link", b.g[v].name));

@@ -169,7 +169,15 @@ void check_gpu(const Topology& t, int g, std::string_view what) {
 GpuPath Topology::nic_path(int local_gpu, int nic) const {
   if (impl_->nics.empty()) return {};
   const auto& s = full_system(*impl_, true);
-  return to_gpu_path(s.p(nccl::GPU, local_gpu, nccl::NET, nic));
+  const auto& p = s.p(nccl::GPU, local_gpu, nccl::NET, nic);
+  if (p.pxn) {  // the GPU's own path (as nvidia-smi shows it), not NCCL's relay through another GPU
+    nccl::SPath direct;
+    direct.type = p.direct_type;
+    direct.bw = p.direct_bw;
+    direct.links.resize(static_cast<std::size_t>(p.direct_hops));
+    return to_gpu_path(direct);
+  }
+  return to_gpu_path(p);
 }
 
 GpuPath Topology::path(int a, int b) const {
