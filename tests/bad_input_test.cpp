@@ -423,9 +423,9 @@ std::vector<Row> catalogue() {
        kCmdGpu, E + "{dir}/data/topologies/gpus.yaml:2:5: 'gpus[0].peak_fp16': missing required key\n", "{dir}/data"},
       {"gpus_unknown_key", {{"data/topologies/gpus.yaml", edit(kGpus, 3, "     memory_bandwidth: \"346 GB/s\", memory: \"24 GB\", tdp: \"250 W\"}")}},
        kCmdGpu,
-       E + "{dir}/data/topologies/gpus.yaml:3:53: 'gpus[0].tdp': unknown key (known keys here: architecture, base_clock, boost_clock, id, "
-           "memory, memory_bandwidth, name, nvlink_generation, nvlinks, pcie_generation, pcie_width, peak_fp16, peak_fp32, peak_tf32, sm, "
-           "source)\n",
+       E + "{dir}/data/topologies/gpus.yaml:3:53: 'gpus[0].tdp': unknown key (known keys here: aliases, architecture, base_clock, boost_clock, id, "
+           "memory, memory_bandwidth, name, nvlink_generation, nvlinks, pcie_generation, pcie_width, peak_bf16, peak_fp16, peak_fp32, peak_tf32, sm, "
+           "sms, source)\n",
        "{dir}/data"},
       {"gpus_size_for_a_bandwidth", {{"data/topologies/gpus.yaml", edit(kGpus, 3, "     memory_bandwidth: \"346 GB\", memory: \"24 GB\"}")}},
        kCmdGpu,
@@ -451,7 +451,8 @@ std::vector<Row> catalogue() {
       // ---- network (models/NAME.yaml) ---------------------------------------------------------------------
       {"net_unknown_layer_kind", {{"m.yaml", edit(kNet, 4, "  - {name: conv1, kind: conv3d, params: 896, forward_flops: 1769472}")}},
        kCmdNet, E + "{dir}/m.yaml:4:25: 'layers[0].kind': unknown layer kind 'conv3d' (expected conv, linear, batchnorm, layernorm, "
-                    "embedding, attention or other)\n"},
+                    "embedding, attention, other, or a parameter-free relu, gelu, silu, tanh, dropout, maxpool, avgpool, add, "
+                    "concat, reshape)\n"},
       {"net_negative_params", {{"m.yaml", edit(kNet, 4, "  - {name: conv1, kind: conv, params: -896, forward_flops: 1769472}")}}, kCmdNet,
        E + "{dir}/m.yaml:4:39: 'layers[0].params': must not be negative, got -896\n"},
       {"net_params_too_large", {{"m.yaml", edit(kNet, 4, "  - {name: conv1, kind: conv, params: 99999999999999999999, forward_flops: 1769472}")}},
@@ -477,8 +478,8 @@ std::vector<Row> catalogue() {
        "model show {dir}/m.yaml -o {out}", E + "{dir}/m.yaml:5:45: 'layers[1].params': duplicate key\n"},
       {"net_unknown_key", {{"m.yaml", edit(kNet, 5, "  - {name: fc, kind: linear, params: 10250, forward_flops: 20480, weights: 3}")}},
        "model show {dir}/m.yaml -o {out}",
-       E + "{dir}/m.yaml:5:67: 'layers[1].weights': unknown key (known keys here: activation_bytes, forward_flops, kind, macs, name, "
-           "output_shape, params)\n"},
+       E + "{dir}/m.yaml:5:67: 'layers[1].weights': unknown key (known keys here: activation_bytes, forward_flops, gated, groups, heads, hidden, "
+           "input_shape, kernel, kind, macs, name, output_shape, params, stride)\n"},
       {"net_unknown_name", {}, "model show resnet51 -o {out}", E + "'NAME': unknown model 'resnet51' (known: alexnet)\n", "{mini}"},
 
       // ---- architecture descriptions (models/arch) -----------------------------------------------------------
@@ -592,7 +593,7 @@ std::vector<Row> catalogue() {
        E + "{dir}/s.yaml:7:3: 'grid.colour': unknown key (known keys here: batch, bucket_size, cluster, framework, gpus, links, model, "
            "precision)\n"},
       {"sweep_precision", {{"s.yaml", edit(kSweep, 6, "  gpus: [1, 4]\n  precision: fp8")}}, kCmdSweep,
-       E + "{dir}/s.yaml:7:14: 'grid.precision': unknown value 'fp8' (expected one of: fp32, fp16)\n"},
+       E + "{dir}/s.yaml:7:14: 'grid.precision': unknown value 'fp8' (expected one of: fp32, tf32, bf16, fp16)\n"},
       {"sweep_format", {{"s.yaml", kSweep}}, "sweep --spec {dir}/s.yaml --format xml -o {out}",
        E + "'--format': unknown format 'xml' (expected csv or jsonl)\n"},
       // --shard I/N and `sweep merge` (kSweep: 2 frameworks × 2 links × 2 GPU counts = 8 configurations)
@@ -738,8 +739,24 @@ std::vector<Row> catalogue() {
       // ---- command-line options ------------------------------------------------------------------------------------------
       {"option_zero_gpus", {}, "predict --gpus 0 -o {out}", E + "'--gpus': '0' is not a list of GPU counts ≥ 1 (e.g. 1,2,4,8)\n"},
       {"option_negative_gpus", {}, "predict --gpus 1,-4 -o {out}", E + "'--gpus': '1,-4' is not a list of GPU counts ≥ 1 (e.g. 1,2,4,8)\n"},
-      {"option_precision", {}, "predict --precision fp8 -o {out}", E + "'--precision': unknown precision 'fp8' (expected fp32 or fp16)\n"},
+      {"option_precision", {}, "predict --precision fp8 -o {out}", E + "'--precision': unknown precision 'fp8' (expected fp32, tf32, bf16, fp16)\n"},
       {"option_zero_batch", {}, "predict --batch 0 -o {out}", E + "'--batch': the batch per GPU must be at least 1, got 0\n"},
+      {"option_precision_the_gpu_lacks", {}, "predict --cluster tiny --model alexnet --precision tf32 -o {out}",
+       E + "'--precision': the Tesla P40 of cluster 'tiny' has no tf32 mode (it needs TF32 tensor cores, Ampere or newer)\n", "{mini}"},
+      {"option_zero_accumulate", {}, "predict --accumulate 0 -o {out}",
+       E + "'--accumulate': the number of passes per update must be at least 1, got 0\n"},
+      {"option_unknown_optimizer", {}, "predict --cluster tiny --model alexnet --optimizer rmsprop -o {out}",
+       E + "'--optimizer': unknown optimizer 'rmsprop' (expected sgd, momentum, adam, adamw, lamb)\n", "{mini}"},
+      {"option_seq_len_on_an_image_model", {}, "predict --cluster tiny --model alexnet --seq-len 128 -o {out}",
+       E + "'--seq-len': 'alexnet' takes images, not token ids: use --image-size\n", "{mini}"},
+      {"fit_throughput_not_a_number", {{"m.csv", "gpu,gpus,precision,model,global_batch,samples_per_s\np40,1,fp32,alexnet,128,fast\n"}},
+       "calibrate fit {dir}/m.csv -o {out}", E + "{dir}/m.csv:2:24: 'samples_per_s': 'fast' is not a positive throughput in samples/s\n",
+       "{mini}"},
+      {"fit_unknown_gpu", {{"m.csv", "gpu,gpus,precision,model,global_batch,samples_per_s\nv200,1,fp32,alexnet,128,10\n"}},
+       "calibrate fit {dir}/m.csv -o {out}", E + "{dir}/m.csv:2:1: 'gpu': unknown GPU 'v200' (known: p40, v100-sxm2)\n", "{mini}"},
+      {"fit_no_batch_column", {{"m.csv", "gpu,gpus,precision,model,samples_per_s\np40,1,fp32,alexnet,10\n"}},
+       "calibrate fit {dir}/m.csv -o {out}", E + "{dir}/m.csv:1:1: 'global_batch': the header names neither global_batch nor batch_per_gpu\n",
+       "{mini}"},
       {"option_unknown_model", {}, "predict --cluster tiny --model resnet51 -o {out}",
        E + "'--model': unknown model 'resnet51' (known: alexnet)\n", "{mini}"},
       {"option_missing_profile", {}, "predict --profile {dir}/p.yaml -o {out}",

@@ -455,11 +455,11 @@ TEST(CalibrationEndToEnd, ImportedNcclTestsCurveBecomesThePredictedCommunication
 TEST(CalibrationEndToEnd, MeasuredLayerTimesAndCopiesReplaceTheRoofline) {
   const auto j = predict_json("--calibration " + (kData / "tiny-net-layers-a100.yaml").string());
   const auto& b = j["predictions"][0]["breakdown"];
-  // fc3 is not in the calibration: the compute model's estimate stays (about 512 FLOP · 32 /
-  // (19.5 TFLOPS · 0.7) = 1.2 ns with the default efficiencies); fc1 and fc2 are replaced.
+  // fc3 is not in the calibration: the compute model's estimate stays (its kernels, the loss's among them,
+  // each at least one kernel overhead); fc1 and fc2 are replaced.
   const Network net = load_network(kData / "tiny-net.yaml");
   const LayerTimes roof = estimate_layer_times(net, load_cluster(kData / "cluster-a100x8.yaml").gpu, 32, ComputeOptions{});
-  EXPECT_LT(in_seconds(roof.forward[2]), 1e-6);
+  EXPECT_GE(roof.forward[2], shipped_kernel_params()->defaults.kernel_overhead);
   // forward = fc1 1 ms + fc2 3 ms + fc3's estimate; backward = 2 ms + 6 ms + fc3's estimate
   EXPECT_NEAR(double(b["forward_s"]), 4e-3 + in_seconds(roof.forward[2]), 1e-12);
   EXPECT_NEAR(double(b["backward_s"]), 8e-3 + in_seconds(roof.backward[2]), 1e-12);

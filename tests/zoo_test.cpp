@@ -59,7 +59,7 @@ TEST(GpuCatalogue, DatasheetFiguresTheReferencePapersQuote) {
   EXPECT_DOUBLE_EQ(in_gigabytes_per_second(find_gpu("v100-pcie").memory_bandwidth), 900.0);
   EXPECT_DOUBLE_EQ(in_teraflops_per_second(find_gpu("rtx2080ti").peak_fp32), 13.4);
   EXPECT_DOUBLE_EQ(in_gigabytes_per_second(find_gpu("rtx2080ti").memory_bandwidth), 616.0);
-  EXPECT_DOUBLE_EQ(in_bytes(find_gpu("rtx2080ti").memory_size), 11e9);
+  EXPECT_DOUBLE_EQ(in_bytes(find_gpu("rtx2080ti").memory_size), 11.0 * 1024 * 1024 * 1024);  // 11 GiB (11,264 MiB)
   EXPECT_DOUBLE_EQ(in_teraflops_per_second(find_gpu("p100-pcie").peak_fp32), 9.3);
   EXPECT_NEAR(in_teraflops_per_second(find_gpu("p40-base-clock").peak_fp32), 3840 * 2 * 1.303e9 / 1e12, 0.01);
   EXPECT_GT(find_gpu("a100-sxm4-40gb").peak_tf32, FlopsPerSecond{});

@@ -6,6 +6,7 @@
 
 #include "dlscale/error.hpp"
 #include "dlscale/io.hpp"
+#include "dlscale/memory.hpp"
 #include "dlscale/zoo.hpp"
 
 namespace dlscale::cli {
@@ -94,8 +95,10 @@ Network load_model(const std::string& model, int seq_len, int image_size) {
   over.image_size = image_size;
   try {
     return build_network(arch, over);
+  } catch (const UsageError&) {
+    throw;  // already names the option
   } catch (const InputError& e) {
-    throw UsageError(option, e.what());
+    throw UsageError(option, e.what());  // the description's limit (e.g. its position table), with its place
   }
 }
 
@@ -159,6 +162,10 @@ Scenario build_scenario(const ScenarioOptions& o, RunInfo& info) {
   info.batch_per_gpu = sc.batch_per_gpu;
   info.precision = o.precision;
   if (!o.calibration.empty() || o.explain_sources) apply_calibration(o, sc, info);
+  if (!sc.profile && !sc.measured_layers) {  // a step that cannot run says so (docs/compute-model.md, "Memory")
+    const MemoryFit fit = check_memory_fit(sc.network, sc.cluster.gpu, sc.batch_per_gpu, sc.compute);
+    if (!fit.fits) fmt::print(stderr, "dlscale: {}\n", fit.warning);
+  }
   return sc;
 }
 

@@ -68,7 +68,7 @@ std::vector<std::string> list_names(DataKind kind) {
   auto visit = [&](const fs::directory_entry& e) {
     if (!e.is_regular_file() || e.path().extension() != ".yaml") return;
     const auto stem = e.path().stem().string();
-    if (kind == DataKind::cluster && stem == "gpus") return;  // the GPU catalogue, not a cluster
+    if (kind == DataKind::cluster && (stem == "gpus" || stem == "compute-params")) return;  // catalogue, kernel parameters
     out.push_back(stem);
   };
   if (kind == DataKind::profile) {

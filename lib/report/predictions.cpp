@@ -32,6 +32,12 @@ std::string hiding(const Prediction& p) {
   return fmt::format("2 (C={})", p.boundary_layer);
 }
 
+/// Memory per GPU, "!" where the GPU cannot hold it.
+std::string memory_text(const Prediction& p) {
+  if (!(p.memory.per_gpu > Bytes{})) return "-";
+  return fmt::format("{:.3g} GB{}", in_bytes(p.memory.per_gpu) / 1e9, p.memory.fits ? "" : "!");
+}
+
 std::string cost_text(const TrainingCost& c) { return c.cost ? fmt::format("{:.2f}", *c.cost) : std::string("-"); }
 
 void write_table(std::ostream& out, const RunInfo& info, std::span<const Prediction> preds,
@@ -40,18 +46,23 @@ void write_table(std::ostream& out, const RunInfo& info, std::span<const Predict
              info.precision, info.batch_per_gpu);
   if (!info.profile.empty()) fmt::print(out, "# single-GPU phases from profile {}\n", info.profile);
   fmt::print(out, "# communication: {}\n", info.collective_model);
-  fmt::print(out, "{:>5} {:>5} {:>10} {:>11} {:>8} {:>6} {:>8} | {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} | {}\n",
-             "GPUs", "nodes", "iter (s)", "samples/s", "speedup", "eff", "hiding", "io", "h2d", "forward",
+  fmt::print(out, "{:>5} {:>5} {:>10} {:>11} {:>8} {:>6} {:>8} {:>9} | {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} | {}\n",
+             "GPUs", "nodes", "iter (s)", "samples/s", "speedup", "eff", "hiding", "mem/GPU", "io", "h2d", "forward",
              "backward", "update", "comm", "exposed", "bottleneck");
+  bool overflow = false;
   for (const auto& p : preds) {
     const auto& b = p.breakdown;
-    fmt::print(out, "{:>5} {:>5} {:>10.4f} {:>11.1f} {:>8.4g} {:>5.1f}% {:>8} | {:>9.4f} {:>9.4f} {:>9.4f} {:>9.4f} {:>9.4f} {:>9.4f} {:>9.4f} | {}: {}\n",
+    overflow = overflow || !p.memory.fits;
+    fmt::print(out, "{:>5} {:>5} {:>10.4f} {:>11.1f} {:>8.4g} {:>5.1f}% {:>8} {:>9} | {:>9.4f} {:>9.4f} {:>9.4f} {:>9.4f} {:>9.4f} {:>9.4f} {:>9.4f} | {}: {}\n",
                p.gpus, p.nodes, in_seconds(p.iteration_time), p.throughput_samples_per_s, p.speedup,
-               100.0 * p.efficiency, hiding(p), in_seconds(b.io), in_seconds(b.h2d), in_seconds(b.forward),
+               100.0 * p.efficiency, hiding(p), memory_text(p), in_seconds(b.io), in_seconds(b.h2d), in_seconds(b.forward),
                in_seconds(b.backward), in_seconds(b.update), in_seconds(b.comm), in_seconds(b.comm_exposed),
                to_string(p.bottleneck), p.bottleneck_resource.str());
   }
   fmt::print(out, "# times in seconds; speedup = N_g·t_iter(1)/t_iter(N_g) (eq. 8); eff = speedup/N_g\n");
+  if (overflow && !preds.empty())
+    fmt::print(out, "# mem/GPU ending in '!': more than the GPU's {:.3g} GB; such a step cannot run as configured\n",
+               in_bytes(preds.front().memory.capacity) / 1e9);
   if (train.empty()) return;
   std::string currency;
   for (const auto& c : train)
@@ -93,6 +104,9 @@ void write_json(std::ostream& out, const RunInfo& info, std::span<const Predicti
     e["boundary_layer"] = p.boundary_layer;
     e["bottleneck"] = std::string(to_string(p.bottleneck));
     e["bottleneck_resource"] = p.bottleneck_resource.str();
+    e["memory"] = {{"per_gpu_bytes", in_bytes(p.memory.per_gpu)},
+                   {"capacity_bytes", in_bytes(p.memory.capacity)},
+                   {"fits", p.memory.fits}};
     e["breakdown"] = {{"io_s", in_seconds(b.io)},           {"h2d_s", in_seconds(b.h2d)},
                       {"forward_s", in_seconds(b.forward)}, {"backward_s", in_seconds(b.backward)},
                       {"update_s", in_seconds(b.update)},   {"comm_s", in_seconds(b.comm)},
@@ -113,7 +127,8 @@ void write_json(std::ostream& out, const RunInfo& info, std::span<const Predicti
 
 void write_csv(std::ostream& out, std::span<const Prediction> preds, std::span<const TrainingCost> train) {
   out << "gpus,nodes,batch_per_gpu,iteration_time_s,throughput_samples_per_s,speedup,efficiency,hiding_case,"
-         "boundary_layer,bottleneck,io_s,h2d_s,forward_s,backward_s,update_s,comm_s,comm_exposed_s";
+         "boundary_layer,bottleneck,io_s,h2d_s,forward_s,backward_s,update_s,comm_s,comm_exposed_s,memory_per_gpu_bytes,"
+         "memory_fits";
   out << (train.empty() ? "\n" : ",train_iterations,train_hours,gpu_hours,cost\n");
   for (std::size_t i = 0; i < preds.size(); ++i) {
     const Prediction& p = preds[i];
@@ -122,6 +137,7 @@ void write_csv(std::ostream& out, std::span<const Prediction> preds, std::span<c
                in_seconds(p.iteration_time), p.throughput_samples_per_s, p.speedup, p.efficiency, p.hiding_case,
                p.boundary_layer, to_string(p.bottleneck), in_seconds(b.io), in_seconds(b.h2d), in_seconds(b.forward),
                in_seconds(b.backward), in_seconds(b.update), in_seconds(b.comm), in_seconds(b.comm_exposed));
+    fmt::print(out, ",{},{}", in_bytes(p.memory.per_gpu), p.memory.fits ? "true" : "false");
     if (i < train.size())
       fmt::print(out, ",{},{},{},{}", train[i].iterations, in_seconds(train[i].wall_time) / 3600.0, train[i].gpu_hours,
                  train[i].cost ? fmt::format("{}", *train[i].cost) : std::string());

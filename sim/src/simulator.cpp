@@ -94,6 +94,8 @@ struct Simulator::Impl {
 
   Impl(Scenario s, SimOptions o) : sc(s), opt(std::move(o)), pred(std::move(s)) {
     if (opt.iterations < 1) throw UsageError("--iterations", "at least one iteration must be simulated");
+    if (sc.compute.accumulate != 1)
+      throw UsageError("--accumulate", "the simulator does not model gradient accumulation; use predict");
     if (opt.warmup < 0) throw UsageError("--warmup", "the warm-up cannot be negative");
     if (opt.channels < 1) throw UsageError("--channels", "at least one channel");
     if (opt.readers_per_node < 1) throw UsageError("--readers", "at least one reader thread per node");
@@ -557,6 +559,7 @@ struct Simulator::Impl {
     p.nodes = at.nodes;
     p.batch_per_gpu = sc.batch_per_gpu;
     p.iteration_time = seconds(mean);
+    p.memory = pred.predict(gpus).memory;
     p.throughput_samples_per_s = static_cast<double>(gpus) * sc.batch_per_gpu / mean;  // N·M can pass 2^31
     p.speedup = eq::speedup(gpus, iter_one, p.iteration_time);
     p.efficiency = p.speedup / gpus;

@@ -11,3 +11,4 @@ export DLSCALE_DATA_DIR=$PWD
 "$build/bin/dlscale" explain --cluster dgx1v --model resnet50 --framework pytorch-ddp --precision fp16 --batch 64 --gpus 32 --target 0.99 > tests/golden/explain-resnet50-dgx1v.txt
 "$build/bin/dlscale" explain --cluster shi-chu-p40 --model alexnet --framework cntk --batch 1024 --gpus 16 --target 80% > tests/golden/explain-alexnet-cntk.txt
 echo "refreshed tests/golden/*; review with: git diff tests/golden"
+python3 tests/golden/refresh_readme.py "$build"

@@ -13,9 +13,16 @@ namespace dlscale::test {
 inline bool per_layer_update_never_waits(const Predictor& p, const Prediction& closed) {
   const auto& t = p.layer_times();
   const auto& st = p.scenario().strategy;
-  if (st.update != UpdatePlacement::per_layer || st.overlap != Overlap::layerwise ||
-      st.aggregation == Aggregation::broadcast_reduce)
+  if (st.update != UpdatePlacement::per_layer || st.aggregation == Aggregation::broadcast_reduce ||
+      st.overlap == Overlap::none)
     return true;
+  if (st.overlap == Overlap::bucketed) {
+    // Buckets update as wholes: a sufficient condition is that all updates together fit before the
+    // first layer's next forward (each bucket's update is at most their sum).
+    Seconds all{};
+    for (auto u : t.update) all += u;
+    return all <= t.update.front() + closed.breakdown.h2d;
+  }
   Seconds f_before{};
   for (std::size_t i = 0; i < t.update.size(); ++i) {
     if (t.update[i] > t.update.front() + closed.breakdown.h2d + f_before) return false;

@@ -1,0 +1,184 @@
+// The compute model against measurements it was not built from, and the fitter against data it must
+// recover (docs/compute-model.md, "Accuracy"):
+// - Shi & Chu (2018) Table V: single-GPU t_f + t_b on the P40, from specifications, per framework;
+// - Lambda's published PyTorch throughputs (tests/data/lambda-pytorch): the shipped parameters' error, and
+//   the leave-one-GPU-out and leave-one-network-out errors of refitting (printed; rerun with
+//   build/bin/validation_test --gtest_filter='Lambda.*');
+// - memory: what fits and what does not, as the cases and the published batch choices say.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+
+#include "dlscale/fit.hpp"
+#include "dlscale/io.hpp"
+#include "dlscale/memory.hpp"
+#include "dlscale/predict.hpp"
+
+#if defined(__SANITIZE_ADDRESS__)
+#define DLSCALE_UNDER_SANITIZER 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define DLSCALE_UNDER_SANITIZER 1
+#endif
+#endif
+
+namespace dlscale {
+namespace {
+
+Network zoo(const std::string& name) { return load_network(resolve(DataKind::network, name, "--model")); }
+
+Scenario p40_scenario(const std::string& model, const std::string& framework, int batch) {
+  Scenario sc;
+  sc.cluster = load_cluster(resolve(DataKind::cluster, "shi-chu-p40", "--cluster"));
+  sc.network = zoo(model);
+  sc.strategy = load_strategy(resolve(DataKind::framework, framework, "--framework"));
+  sc.batch_per_gpu = batch;
+  sc.compute.optimizer = default_optimizer(sc.network);
+  return sc;
+}
+
+// Table V of Shi & Chu (2018), t_f + t_b in seconds (shared/reference/shi-chu-2018-ssgd-performance-model.txt).
+struct Cell {
+  const char* model;
+  int batch;
+  const char* framework;
+  double measured;
+  double tolerance;  // 0.15, or the wider bound of a known miss (docs/compute-model.md says why)
+};
+constexpr Cell kTableV[] = {
+    {"alexnet", 1024, "caffe-mpi", 0.1718 + 0.3560, 0.15},  {"alexnet", 1024, "cntk", 0.1684 + 0.2919, 0.15},
+    {"alexnet", 1024, "mxnet", 0.2147 + 0.4086, 0.25},      {"alexnet", 1024, "tensorflow", 0.1804 + 0.3417, 0.20},
+    {"googlenet", 128, "caffe-mpi", 0.0920 + 0.2073, 0.15}, {"googlenet", 128, "cntk", 0.0814 + 0.1780, 0.15},
+    {"googlenet", 128, "mxnet", 0.0892 + 0.1819, 0.15},     {"googlenet", 128, "tensorflow", 0.1192 + 0.1856, 0.20},
+    {"resnet50", 32, "caffe-mpi", 0.0807 + 0.1291, 0.15},   {"resnet50", 32, "cntk", 0.0724 + 0.1482, 0.15},
+    {"resnet50", 32, "mxnet", 0.0732 + 0.1307, 0.20},       {"resnet50", 32, "tensorflow", 0.0767 + 0.1355, 0.15},
+};
+
+TEST(TableV, ForwardPlusBackwardFromSpecifications) {
+  int within15 = 0;
+  double sum = 0;
+  for (const auto& c : kTableV) {
+    const Predictor p(p40_scenario(c.model, c.framework, c.batch));
+    const auto b = p.predict(1).breakdown;
+    const double err = in_seconds(b.forward + b.backward) / c.measured - 1.0;
+    std::printf("Table V %-10s %-11s predicted %.4f s, measured %.4f s, error %+.1f%%\n", c.model, c.framework,
+                in_seconds(b.forward + b.backward), c.measured, 100 * err);
+    EXPECT_LE(std::abs(err), c.tolerance) << c.model << " " << c.framework;
+    within15 += std::abs(err) <= 0.15;
+    sum += std::abs(err);
+  }
+  std::printf("Table V: %d of 12 cells within 15%%, mean absolute error %.1f%%\n", within15, 100 * sum / 12);
+  EXPECT_GE(within15, 8);
+}
+
+TEST(TableV, FrameworksDifferOnlyWhereTheirConvolutionAlgorithmsDo) {
+  // AlexNet at batch 1024: CNTK autotunes with any workspace and takes FFT for the 5×5 convolution;
+  // Caffe's 8 MiB limit leaves it out; MXNet's 1 GiB too (1.19 GB of transforms). ResNet-50 at batch 32
+  // needs no FFT: the four are equal.
+  auto fb = [](const char* m, const char* f, int batch) {
+    const auto b = Predictor(p40_scenario(m, f, batch)).predict(1).breakdown;
+    return in_seconds(b.forward + b.backward);
+  };
+  EXPECT_LT(fb("alexnet", "cntk", 1024), fb("alexnet", "caffe-mpi", 1024));
+  EXPECT_DOUBLE_EQ(fb("alexnet", "caffe-mpi", 1024), fb("alexnet", "mxnet", 1024));
+  EXPECT_DOUBLE_EQ(fb("resnet50", "cntk", 32), fb("resnet50", "mxnet", 32));
+}
+
+MeasurementOptions lambda_options() {
+  MeasurementOptions o;
+  o.model_names = {{"bert-base", "bert-squad"}, {"bert-large", "bert-large-squad"}};
+  return o;
+}
+
+std::vector<ThroughputSample> lambda() {
+  return read_throughput_csv(std::string(DLSCALE_TEST_DATA_DIR) + "/lambda-pytorch/training-throughput.csv", lambda_options());
+}
+
+TEST(Lambda, ShippedParametersPredictTheSingleGpuRows) {
+  const auto samples = lambda();
+  ASSERT_EQ(samples.size(), 36u);  // 6 GPUs × 3 networks × 2 precisions
+  const auto params = shipped_kernel_params();
+  double sum = 0, worst = 0;
+  for (const auto& s : samples) {
+    const double e = std::abs(predicted_throughput(s, *params) / s.samples_per_s - 1.0);
+    sum += e;
+    worst = std::max(worst, e);
+  }
+  const double mape = 100 * sum / static_cast<double>(samples.size());
+  std::printf("Lambda, shipped parameters: MAPE %.1f%%, worst %.1f%%\n", mape, 100 * worst);
+  EXPECT_LE(mape, 10.0);
+  EXPECT_LE(worst, 0.30);
+}
+
+TEST(Lambda, LeaveOneOutErrors) {
+#ifdef DLSCALE_UNDER_SANITIZER
+  GTEST_SKIP() << "nine refits: seconds in Release, minutes under sanitizers (the ci preset runs it)";
+#else
+  const auto samples = lambda();
+  const auto start = *shipped_kernel_params();
+  const auto by_gpu = leave_one_out(samples, start, true);
+  const auto by_net = leave_one_out(samples, start, false);
+  for (const auto& r : by_gpu) std::printf("leave out GPU %-16s MAPE %5.1f%%\n", r.left_out.c_str(), r.mape);
+  for (const auto& r : by_net) std::printf("leave out network %-12s MAPE %5.1f%%\n", r.left_out.c_str(), r.mape);
+  const double gpu = leave_one_out_mape(by_gpu, samples), net = leave_one_out_mape(by_net, samples);
+  std::printf("leave-one-GPU-out MAPE %.1f%% (goal 10%%), leave-one-network-out MAPE %.1f%% (goal 12%%)\n", gpu, net);
+  // The network goal is met; the GPU goal is not yet (docs/compute-model.md, "Accuracy"): these bounds
+  // hold today and fail if the model gets worse.
+  EXPECT_LE(net, 12.0);
+  EXPECT_LE(gpu, 13.0);
+#endif
+}
+
+TEST(Fit, RecoversParametersThatGeneratedTheData) {
+  // Throughputs made by a known parameter set; the fit, started from the shipped one, must find it.
+  const auto all = lambda();
+  // fp32/TF32 rows of the first four GPUs and the fp16 rows of the first two: every kernel class in play
+  std::vector<ThroughputSample> samples(all.begin(), all.begin() + 12);
+  samples.insert(samples.end(), all.begin() + 18, all.begin() + 24);
+  KernelParamSet truth = *shipped_kernel_params();
+  truth.defaults.tensor_efficiency = 0.6;
+  truth.defaults.vector_efficiency = 0.7;
+  truth.defaults.memory_efficiency = 0.7;
+  truth.defaults.kernel_overhead = microseconds(10);
+  for (auto& s : samples) s.samples_per_s = predicted_throughput(s, truth);
+  FitOptions o;
+  o.conv_efficiency = false;
+  o.winograd_gain = false;
+  const FitResult r = fit_kernel_params(samples, *shipped_kernel_params(), o);
+  EXPECT_NEAR(r.params.defaults.tensor_efficiency, 0.6, 1e-3);
+  EXPECT_NEAR(r.params.defaults.vector_efficiency, 0.7, 1e-3);
+  EXPECT_NEAR(r.params.defaults.memory_efficiency, 0.7, 1e-3);
+  EXPECT_NEAR(in_us(r.params.defaults.kernel_overhead), 10.0, 1e-2);
+  EXPECT_LT(r.mape, 0.01);
+}
+
+TEST(MemoryFit, TheCasesThatDecideWhetherAStepRuns) {
+  ComputeOptions adam;
+  adam.optimizer = Optimizer::adamw;
+  // Llama-2-7B with DDP and AdamW on one 80 GB H100, even at batch 1 in bf16: 6.74 G parameters × (4 + 2 weight
+  // copies + 2 gradient + 8 Adam) B = 108 GB before any activation.
+  adam.precision = Precision::bf16;
+  const auto llama = check_memory_fit(zoo("llama2-7b"), find_gpu("h100-sxm"), 1, adam);
+  EXPECT_FALSE(llama.fits);
+  EXPECT_GT(in_bytes(llama.need.weights + llama.need.gradients + llama.need.optimizer_state), 100e9);
+  // BERT-base (sequence 128) at batch 32 in fp32 fits a 16 GB V100.
+  adam.precision = Precision::fp32;
+  EXPECT_TRUE(check_memory_fit(zoo("bert-base"), find_gpu("v100-sxm2-16gb"), 32, adam).fits);
+  // BERT-large SQuAD (sequence 384) at batch 16 in fp32 does not (Lambda ran it at 8 on that GPU).
+  EXPECT_FALSE(check_memory_fit(zoo("bert-large-squad"), find_gpu("v100-sxm2-16gb"), 16, adam).fits);
+  EXPECT_TRUE(check_memory_fit(zoo("bert-large-squad"), find_gpu("v100-sxm2-16gb"), 8, adam).fits);
+}
+
+TEST(MemoryFit, EveryLambdaBatchFitsItsGpu) {
+  // Each published single-GPU batch ran, so none may be flagged.
+  for (const auto& s : lambda()) {
+    ComputeOptions o;
+    o.precision = s.precision;
+    o.optimizer = s.optimizer;
+    EXPECT_TRUE(check_memory_fit(*s.network, s.gpu, s.batch, o).fits) << s.gpu_id << " " << s.model_id << " batch " << s.batch;
+  }
+}
+
+}  // namespace
+}  // namespace dlscale
