@@ -141,7 +141,8 @@ Predictor::Predictor(Scenario scenario) : impl_(std::make_unique<Impl>()) {
   if (sc.batch_per_gpu < 1) throw UsageError("--batch", "the batch per GPU must be at least 1");
   m.coll = sc.collectives ? sc.collectives : make_collective_model(sc.cluster);
 
-  LayerTimes modelled = estimate_layer_times(sc.network, sc.cluster.gpu, sc.batch_per_gpu, sc.compute);
+  LayerTimes modelled = sc.modelled_layers ? *sc.modelled_layers
+                                           : estimate_layer_times(sc.network, sc.cluster.gpu, sc.batch_per_gpu, sc.compute);
   const double eff = sc.strategy.compute_efficiency;
   for (auto* v : {&modelled.forward, &modelled.backward, &modelled.update})
     for (auto& x : *v) x = x / eff;

@@ -28,7 +28,11 @@ struct Scenario {
   /// the roofline. Must have one entry per layer of `network`.
   std::optional<LayerTimes> measured_layers;
   int batch_per_gpu = 32;
-  ComputeOptions compute;  // precision and efficiency factors
+  ComputeOptions compute;  // precision, optimiser, accumulation, kernel-model parameters
+  /// The compute model's layer times for this (network, GPU, batch, compute), when a caller already has
+  /// them (a sweep shares them between groups that differ only in links, buckets or framework overlap);
+  /// null: estimate_layer_times computes them.
+  std::shared_ptr<const LayerTimes> modelled_layers;
   std::shared_ptr<const CollectiveModel> collectives;  // null: make_collective_model(cluster)
 };
 

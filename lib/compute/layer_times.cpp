@@ -27,6 +27,11 @@ class Kernels {
 
   Seconds forward{}, backward{};
 
+  /// A kernel's name for `model show --kernels`; empty (no allocation) when nobody asks.
+  [[nodiscard]] std::string name(const std::string& base, std::string_view suffix) const {
+    return named_ ? base + std::string(suffix) : std::string();
+  }
+
   void gemm(const std::string& what, const GemmShape& g, bool bwd) {
     if (g.m <= 0 || g.n <= 0 || g.k <= 0) return;
     const GemmPlan plan = plan_gemm(g, gpu_, opt_.precision, kp_);
@@ -71,9 +76,9 @@ class Kernels {
 
 /// A linear map on the last dimension: forward, data gradient (unless the layer is first), weight gradient.
 void linear_gemms(Kernels& k, const std::string& name, std::int64_t rows, std::int64_t in, std::int64_t out, bool input_grad) {
-  k.gemm(name + " fwd", GemmShape{rows, out, in}, false);
-  if (input_grad) k.gemm(name + " dgrad", GemmShape{rows, in, out}, true);
-  k.gemm(name + " wgrad", GemmShape{out, in, rows}, true);
+  k.gemm(k.name(name, " fwd"), GemmShape{rows, out, in}, false);
+  if (input_grad) k.gemm(k.name(name, " dgrad"), GemmShape{rows, in, out}, true);
+  k.gemm(k.name(name, " wgrad"), GemmShape{out, in, rows}, true);
 }
 
 void time_layer(Kernels& k, const Layer& l, bool first, bool last, int batch, const ComputeOptions& opt) {
@@ -87,9 +92,9 @@ void time_layer(Kernels& k, const Layer& l, bool first, bool last, int batch, co
       if (in.size() == 3 && l.output_shape.size() == 3) {
         const ConvGeometry c{batch, in[0], l.output_shape[0], in[1], in[2], l.output_shape[1], l.output_shape[2],
                           l.kernel_h, l.kernel_w, l.stride_h, l.stride_w, l.groups};
-        k.conv(l.name + " fwd", c, ConvPass::forward, false);
-        if (input_grad) k.conv(l.name + " dgrad", c, ConvPass::data_gradient, true);
-        k.conv(l.name + " wgrad", c, ConvPass::weight_gradient, true);
+        k.conv(k.name(l.name, " fwd"), c, ConvPass::forward, false);
+        if (input_grad) k.conv(k.name(l.name, " dgrad"), c, ConvPass::data_gradient, true);
+        k.conv(k.name(l.name, " wgrad"), c, ConvPass::weight_gradient, true);
         return;
       }
       break;
@@ -99,12 +104,12 @@ void time_layer(Kernels& k, const Layer& l, bool first, bool last, int batch, co
         const std::int64_t rows = static_cast<std::int64_t>(elements(in) / static_cast<double>(d) * B);
         if (l.hidden > 0) {  // an MLP: up (and gate), the activation, down
           const std::int64_t up = l.hidden * (l.gated ? 2 : 1);
-          linear_gemms(k, l.name + ".up", rows, d, up, input_grad);
+          linear_gemms(k, k.name(l.name, ".up"), rows, d, up, input_grad);
           const double h = static_cast<double>(rows) * static_cast<double>(l.hidden);
           // GELU: read, write (2 passes of H); SwiGLU: SiLU of the gate and its product with up (read 2H, write H, + 2H)
-          k.pass(l.name + (l.gated ? ".swiglu fwd" : ".gelu fwd"), (l.gated ? 5.0 : 2.0) * h, eb, false);
-          k.pass(l.name + (l.gated ? ".swiglu bwd" : ".gelu bwd"), (l.gated ? 7.0 : 3.0) * h, eb, true);
-          linear_gemms(k, l.name + ".down", rows, l.hidden, l.output_shape.empty() ? d : l.output_shape.back(), true);
+          k.pass(k.name(l.name, l.gated ? ".swiglu fwd" : ".gelu fwd"), (l.gated ? 5.0 : 2.0) * h, eb, false);
+          k.pass(k.name(l.name, l.gated ? ".swiglu bwd" : ".gelu bwd"), (l.gated ? 7.0 : 3.0) * h, eb, true);
+          linear_gemms(k, k.name(l.name, ".down"), rows, l.hidden, l.output_shape.empty() ? d : l.output_shape.back(), true);
         } else {
           const std::int64_t out = l.output_shape.empty() ? d : l.output_shape.back();
           linear_gemms(k, l.name, rows, d, out, input_grad);
@@ -117,38 +122,38 @@ void time_layer(Kernels& k, const Layer& l, bool first, bool last, int batch, co
         const std::int64_t d = in.back(), s = in[in.size() - 2];
         const std::int64_t seqs = static_cast<std::int64_t>(elements(in) / static_cast<double>(s * d) * B);
         const std::int64_t rows = seqs * s, dh = d / l.heads, bh = seqs * l.heads;
-        linear_gemms(k, l.name + ".qkv", rows, d, 3 * d, input_grad);
+        linear_gemms(k, k.name(l.name, ".qkv"), rows, d, 3 * d, input_grad);
         // Scores Q·Kᵀ and the weighted sum P·V, one small GEMM per sequence and head; backward: two each.
-        k.gemm(l.name + ".scores fwd", GemmShape{s, s, dh, bh}, false);
-        k.gemm(l.name + ".context fwd", GemmShape{s, dh, s, bh}, false);
-        k.gemm(l.name + ".context dgrad", GemmShape{s, s, dh, bh}, true);   // dP = dC·Vᵀ
-        k.gemm(l.name + ".context wgrad", GemmShape{s, dh, s, bh}, true);   // dV = Pᵀ·dC
-        k.gemm(l.name + ".scores dgrad", GemmShape{s, dh, s, bh}, true);    // dQ = dS·K
-        k.gemm(l.name + ".scores wgrad", GemmShape{s, dh, s, bh}, true);    // dK = dSᵀ·Q
+        k.gemm(k.name(l.name, ".scores fwd"), GemmShape{s, s, dh, bh}, false);
+        k.gemm(k.name(l.name, ".context fwd"), GemmShape{s, dh, s, bh}, false);
+        k.gemm(k.name(l.name, ".context dgrad"), GemmShape{s, s, dh, bh}, true);   // dP = dC·Vᵀ
+        k.gemm(k.name(l.name, ".context wgrad"), GemmShape{s, dh, s, bh}, true);   // dV = Pᵀ·dC
+        k.gemm(k.name(l.name, ".scores dgrad"), GemmShape{s, dh, s, bh}, true);    // dQ = dS·K
+        k.gemm(k.name(l.name, ".scores wgrad"), GemmShape{s, dh, s, bh}, true);    // dK = dSᵀ·Q
         // Scale and mask, softmax, dropout on the heads·S² probabilities: read and write each (fwd), read
         // two and write one (bwd); the heads are split and merged by copies of Q, K, V and the context.
         const double probs = static_cast<double>(bh) * static_cast<double>(s) * static_cast<double>(s);
-        k.pass(l.name + ".softmax fwd", 3 * 2.0 * probs, eb, false, 0.0, 3);
-        k.pass(l.name + ".softmax bwd", 3 * 3.0 * probs, eb, true, 0.0, 3);
+        k.pass(k.name(l.name, ".softmax fwd"), 3 * 2.0 * probs, eb, false, 0.0, 3);
+        k.pass(k.name(l.name, ".softmax bwd"), 3 * 3.0 * probs, eb, true, 0.0, 3);
         const double act = static_cast<double>(rows) * static_cast<double>(d);
-        k.pass(l.name + ".heads fwd", 2.0 * 4.0 * act, eb, false, 0.0, 2);
-        k.pass(l.name + ".heads bwd", 2.0 * 4.0 * act, eb, true, 0.0, 2);
-        linear_gemms(k, l.name + ".out", rows, d, d, true);
+        k.pass(k.name(l.name, ".heads fwd"), 2.0 * 4.0 * act, eb, false, 0.0, 2);
+        k.pass(k.name(l.name, ".heads bwd"), 2.0 * 4.0 * act, eb, true, 0.0, 2);
+        linear_gemms(k, k.name(l.name, ".out"), rows, d, d, true);
         return;
       }
       break;
     case LayerKind::batchnorm:  // statistics pass, normalise pass; backward: reductions, then dx
-      k.pass(l.name + " fwd", 3.0 * out_e, eb, false, 0.0, 2);
-      k.pass(l.name + " bwd", 5.0 * out_e, eb, true, 0.0, 2);
+      k.pass(k.name(l.name, " fwd"), 3.0 * out_e, eb, false, 0.0, 2);
+      k.pass(k.name(l.name, " bwd"), 5.0 * out_e, eb, true, 0.0, 2);
       return;
     case LayerKind::layernorm:  // one pass forward; dx and the parameter gradients backward
-      k.pass(l.name + " fwd", 2.0 * out_e, eb, false);
-      k.pass(l.name + " bwd", 4.0 * out_e, eb, true, 0.0, 2);
+      k.pass(k.name(l.name, " fwd"), 2.0 * out_e, eb, false);
+      k.pass(k.name(l.name, " bwd"), 4.0 * out_e, eb, true, 0.0, 2);
       return;
     case LayerKind::embedding: {  // a gather; backward zero-fills the dense table gradient and scatter-adds
       const bool adds = in.size() == l.output_shape.size();  // position/type embeddings add to activations
-      k.pass(l.name + " fwd", (adds ? 3.0 : 2.0) * out_e, eb, false);
-      k.pass(l.name + " bwd", 2.0 * out_e, eb, true,
+      k.pass(k.name(l.name, " fwd"), (adds ? 3.0 : 2.0) * out_e, eb, false);
+      k.pass(k.name(l.name, " bwd"), 2.0 * out_e, eb, true,
              static_cast<double>(l.params) * gradient_bytes_per_element(opt.precision), 2);
       return;
     }
@@ -158,8 +163,8 @@ void time_layer(Kernels& k, const Layer& l, bool first, bool last, int batch, co
   const Flops work = flops(l.forward_flops_per_sample * B);
   const Bytes traffic = bytes(2.0 * l.activation_bytes_per_sample * (eb / 4.0) * B + static_cast<double>(l.params) * eb);
   const bool matmul = l.kind == LayerKind::conv || l.kind == LayerKind::linear || l.kind == LayerKind::attention;
-  k.roofline(l.name + " fwd", work, traffic, matmul, false);
-  k.roofline(l.name + " bwd", work * (input_grad ? 2.0 : 1.0), traffic * (input_grad ? 2.0 : 1.0), matmul, true);
+  k.roofline(k.name(l.name, " fwd"), work, traffic, matmul, false);
+  k.roofline(k.name(l.name, " bwd"), work * (input_grad ? 2.0 : 1.0), traffic * (input_grad ? 2.0 : 1.0), matmul, true);
   (void)last;
 }
 
@@ -171,27 +176,27 @@ void time_operator(Kernels& k, const Operator& o, int batch, const ComputeOption
     case LayerKind::gelu:
     case LayerKind::silu:
     case LayerKind::tanh:  // y = f(x): read x, write y; dx = dy·f'(x or y): read two, write one
-      k.pass(o.name + " fwd", 2.0 * eo, eb, false);
-      k.pass(o.name + " bwd", 3.0 * eo, eb, true);
+      k.pass(k.name(o.name, " fwd"), 2.0 * eo, eb, false);
+      k.pass(k.name(o.name, " bwd"), 3.0 * eo, eb, true);
       return;
     case LayerKind::dropout:  // and a one-byte mask written forward, read backward
-      k.pass(o.name + " fwd", 2.0 * eo, eb, false, eo);
-      k.pass(o.name + " bwd", 2.0 * eo, eb, true, eo);
+      k.pass(k.name(o.name, " fwd"), 2.0 * eo, eb, false, eo);
+      k.pass(k.name(o.name, " bwd"), 2.0 * eo, eb, true, eo);
       return;
     case LayerKind::maxpool:  // output and int64 argmax indices; backward zero-fills dx and scatters dy
-      k.pass(o.name + " fwd", ei + eo, eb, false, 8.0 * eo);
-      k.pass(o.name + " bwd", 2.0 * ei + eo, eb, true, 8.0 * eo);
+      k.pass(k.name(o.name, " fwd"), ei + eo, eb, false, 8.0 * eo);
+      k.pass(k.name(o.name, " bwd"), 2.0 * ei + eo, eb, true, 8.0 * eo);
       return;
     case LayerKind::avgpool:
-      k.pass(o.name + " fwd", ei + eo, eb, false);
-      k.pass(o.name + " bwd", ei + eo, eb, true);
+      k.pass(k.name(o.name, " fwd"), ei + eo, eb, false);
+      k.pass(k.name(o.name, " bwd"), ei + eo, eb, true);
       return;
     case LayerKind::add:  // read two, write one; backward: the gradients of the two paths meet at the fork
-      k.pass(o.name + " fwd", 3.0 * eo, eb, false);
-      k.pass(o.name + " bwd", 3.0 * eo, eb, true);
+      k.pass(k.name(o.name, " fwd"), 3.0 * eo, eb, false);
+      k.pass(k.name(o.name, " bwd"), 3.0 * eo, eb, true);
       return;
     case LayerKind::concat:  // copies the branches into one tensor; backward takes views
-      k.pass(o.name + " fwd", 2.0 * eo, eb, false);
+      k.pass(k.name(o.name, " fwd"), 2.0 * eo, eb, false);
       return;
     default: return;  // reshape: a view
   }
@@ -203,8 +208,8 @@ void time_loss(Kernels& k, const Layer& last, int batch, const ComputeOptions& o
   const double e = elements(shape) * batch;
   if (e <= 0) return;
   const double eb = activation_bytes_per_element(opt.precision);
-  k.pass("loss fwd", 3.0 * e, eb, false, 0.0, 2);
-  k.pass("loss bwd", 3.0 * e, eb, true);
+  k.pass(k.name("loss", " fwd"), 3.0 * e, eb, false, 0.0, 2);
+  k.pass(k.name("loss", " bwd"), 3.0 * e, eb, true);
 }
 
 Seconds update_time(const Layer& l, const GpuSpec& gpu, const ComputeOptions& opt, const KernelParams& kp) {

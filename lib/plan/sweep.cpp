@@ -347,7 +347,8 @@ namespace {
 /// built once: the NCCL model's channel search is the expensive part of preparing a Predictor).
 Scenario make_group_scenario(const SweepSpec& spec, const SweepGroup& g,
                              const std::vector<std::shared_ptr<const CollectiveModel>>* models,
-                             const std::vector<Network>* networks = nullptr) {
+                             const std::vector<Network>* networks = nullptr,
+                             std::shared_ptr<const LayerTimes> modelled = nullptr) {
   Scenario sc;
   const LinkOverrides& lo = spec.links[g.links];
   sc.cluster = spec.clusters[g.cluster];
@@ -369,7 +370,39 @@ Scenario make_group_scenario(const SweepSpec& spec, const SweepGroup& g,
   sc.compute.precision = g.precision;
   sc.compute.conv_algorithms = sc.strategy.conv_algorithms;
   sc.compute.optimizer = default_optimizer(sc.network);
+  sc.modelled_layers = std::move(modelled);
   return sc;
+}
+
+/// The compute model's layer times per group, shared between groups with the same network, GPU, batch,
+/// precision and convolution algorithms (the kernel model is the costly part of a new Predictor).
+std::vector<std::shared_ptr<const LayerTimes>> shared_layer_times(const SweepSpec& spec,
+                                                                  const std::vector<std::vector<int>>& counts) {
+  std::vector<std::shared_ptr<const LayerTimes>> out(spec.groups.size());
+  std::map<std::string, std::shared_ptr<const LayerTimes>> seen;
+  for (std::size_t i = 0; i < spec.groups.size(); ++i) {
+    if (counts[i].empty()) continue;
+    const auto& g = spec.groups[i];
+    const Cluster& cl = spec.clusters[g.cluster];
+    const Strategy& st = spec.strategies[g.framework];
+    const ConvAlgorithmPolicy& pol = st.conv_algorithms;
+    const GpuSpec& gpu = cl.gpu;  // every figure the kernel model reads
+    const std::string key =
+        fmt::format("{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}", g.model, gpu.name, gpu.architecture, gpu.sm_version,
+                    gpu.sm_count, gpu.peak_fp32.base(), gpu.peak_fp16.base(), gpu.peak_bf16.base(), gpu.peak_tf32.base(),
+                    gpu.memory_bandwidth.base(), g.batch, to_string(g.precision), pol.winograd, pol.fft,
+                    pol.workspace_limit.base());
+    auto& slot = seen[key];
+    if (!slot) {
+      ComputeOptions c;
+      c.precision = g.precision;
+      c.conv_algorithms = pol;
+      c.optimizer = default_optimizer(spec.networks[g.model]);
+      slot = std::make_shared<const LayerTimes>(estimate_layer_times(spec.networks[g.model], cl.gpu, g.batch, c));
+    }
+    out[i] = slot;
+  }
+  return out;
 }
 }  // namespace
 
@@ -448,6 +481,8 @@ SweepResult run_sweep(const SweepSpec& spec, const SweepOptions& options) {
     }
   }
 
+  const auto layer_times = shared_layer_times(spec, counts);
+
   // Workloads per model (time and cost to train).
   std::vector<std::optional<TrainingWorkload>> workloads;
   for (const auto& net : spec.networks) workloads.push_back(make_workload(net, spec.dataset_samples, spec.dataset_epochs));
@@ -464,7 +499,7 @@ SweepResult run_sweep(const SweepSpec& spec, const SweepOptions& options) {
       try {
         const auto& g = spec.groups[i];
         preds.assign(counts[i].size(), Prediction{});
-        if (!counts[i].empty()) ev.evaluate(make_group_scenario(spec, g, &models, &slim), counts[i], preds);
+        if (!counts[i].empty()) ev.evaluate(make_group_scenario(spec, g, &models, &slim, layer_times[i]), counts[i], preds);
         const Cluster& cl = spec.clusters[g.cluster];
         for (std::size_t k = 0; k < preds.size(); ++k) {
           SweepRow& row = r.rows[first[i] + k];
