@@ -13,6 +13,7 @@
 #include <array>
 #include <cmath>
 #include <numeric>
+#include <unordered_map>
 
 #include "dlscale/equations.hpp"
 #include "dlscale/error.hpp"
@@ -24,6 +25,15 @@ namespace dlscale {
 std::shared_ptr<const CollectiveModel> make_collective_model(const Cluster& cluster);
 
 namespace {
+
+// eq::expected_max_normal, remembered per thread: the integral costs some 0.1 ms and a sweep asks for
+// the same GPU counts again and again.
+double max_normal(int n) {
+  thread_local std::unordered_map<int, double> memo;
+  auto [it, fresh] = memo.try_emplace(n, 0.0);
+  if (fresh) it->second = eq::expected_max_normal(n);
+  return it->second;
+}
 
 /// A unit of aggregation: one layer (layer-wise), one bucket (bucketed) or one layer (no overlap).
 /// Units are stored input side first, like layers.
@@ -331,9 +341,19 @@ Prediction Predictor::Impl::run(int gpus, const GpuPlacement& at) const {
     p.hiding_case = boundary == 0 ? 1 : 2;
     p.boundary_layer = boundary;
   }
+  // Synchronization losses: more than one GPU wait for the slowest (its forward+backward jittered) and
+  // pay the framework's fixed cost per iteration; both sit on the GPU side, beside the prefetched I/O.
+  Seconds sync{}, overhead{};
+  if (gpus > 1) {
+    if (st.jitter_cv > 0.0) sync = eq::sync_wait(max_normal(gpus), st.jitter_cv, (f + b) * K);
+    overhead = st.iteration_overhead;
+  }
+  gpu_side += sync + overhead;
   p.iteration_time = st.io_prefetch ? eq::iteration_io_hidden(gpu_side, Seconds{}, io) : io + gpu_side;
 
   p.breakdown = Breakdown{io, h2d_n, f * K, b * K, u, comm_total, exposed};
+  p.breakdown.sync_wait = sync;
+  p.breakdown.overhead = overhead;
   p.memory = memory;
   // In double: N·M·K passes 2^31 at 100,000 GPUs × 65,536 samples.
   p.throughput_samples_per_s = static_cast<double>(gpus) * sc.batch_per_gpu * K / in_seconds(p.iteration_time);

@@ -99,6 +99,44 @@ TEST(Predictor, PrefetchedIoBoundsTheIterationWhenReadersAreSlower) {
   EXPECT_NEAR(four.speedup, 1.0, 1e-12);
 }
 
+// Synchronization losses: f + b = 0.9 s per GPU, cv 10 % → σ = 0.09 s; 4 GPUs wait E[max of 4] σ =
+// 1.0294 × 0.09 = 0.092646 s (Harter's table) and pay the 5 ms overhead: 1.07 + 0.092646 + 0.005.
+TEST(Predictor, JitterAndOverheadLengthenOnlyMultiGpuIterations) {
+  Strategy s = layerwise_after();
+  s.jitter_cv = 0.1;
+  s.iteration_overhead = milliseconds(5);
+  const Predictor p(hand_scenario(s));
+  const auto one = p.predict(1);
+  EXPECT_NEAR(in_seconds(one.iteration_time), 0.97, 1e-12);  // nobody to wait for, nothing to negotiate
+  EXPECT_EQ(one.breakdown.sync_wait, Seconds{});
+  EXPECT_EQ(one.breakdown.overhead, Seconds{});
+  const auto four = p.predict(4);
+  EXPECT_NEAR(in_seconds(four.breakdown.sync_wait), 0.092646, 5e-6);
+  EXPECT_NEAR(in_seconds(four.breakdown.overhead), 0.005, 1e-12);
+  EXPECT_NEAR(in_seconds(four.iteration_time), 1.07 + 0.092646 + 0.005, 5e-6);
+  EXPECT_NEAR(four.speedup, 4 * 0.97 / in_seconds(four.iteration_time), 1e-12);
+}
+
+// The loss sits on the GPU side: readers slower than the GPUs still hide it (eq. 4).
+TEST(Predictor, JitterHidesBehindSlowerPrefetchingReaders) {
+  Strategy s = layerwise_after();
+  s.jitter_cv = 0.1;
+  Scenario sc = hand_scenario(s);
+  sc.cluster.page_cache = megabytes_per_second(10);  // t_io,4 = 4 s > 1.16 s
+  const auto four = Predictor(std::move(sc)).predict(4);
+  EXPECT_NEAR(in_seconds(four.iteration_time), 4.0, 1e-12);
+  EXPECT_GT(four.breakdown.sync_wait, Seconds{});
+}
+
+TEST(StrategyFile, ReadsJitterAndOverhead) {
+  const Strategy s = parse_strategy(
+      "name: x\nio: {prefetch: true, memory: pinned}\naggregation: allreduce\noverlap: layerwise\n"
+      "update: after_aggregation\njitter_cv: 0.02\niteration_overhead: \"0.5 ms\"\n",
+      "x.yaml");
+  EXPECT_DOUBLE_EQ(s.jitter_cv, 0.02);
+  EXPECT_NEAR(in_seconds(s.iteration_overhead), 0.0005, 1e-15);
+}
+
 TEST(Predictor, BucketsFollowPyTorchsAssignmentFromTheOutputSide) {
   Strategy s = layerwise_after();
   s.overlap = Overlap::bucketed;

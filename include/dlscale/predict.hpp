@@ -40,6 +40,8 @@ struct Breakdown {
   Seconds io{}, h2d{}, forward{}, backward{}, update{};
   Seconds comm{};          // total aggregation time, as if nothing overlapped it
   Seconds comm_exposed{};  // the part of it that lengthens the iteration
+  Seconds sync_wait{};     // waiting for the slowest of N jittered workers (E[max of N] · σ)
+  Seconds overhead{};      // the framework's fixed per-iteration cost (Strategy::iteration_overhead)
 };
 
 enum class Bottleneck { io, h2d, compute, communication, update };

@@ -46,6 +46,9 @@ struct Strategy {
   int parameter_servers = 0;            // parameter_server/hybrid: 0 = one per node
   double compute_efficiency = 1.0;      // scales the compute model's layer times (1 = as modelled)
   ConvAlgorithmPolicy conv_algorithms;  // the cuDNN convolution algorithms its algorithm search reaches
+  // Synchronization losses (docs/model.md, "Synchronization losses"); both off by default.
+  double jitter_cv = 0.0;            // coefficient of variation of a GPU's per-iteration compute time
+  Seconds iteration_overhead{};      // fixed cost per iteration of more than one GPU (negotiation, launches)
 };
 
 }  // namespace dlscale

@@ -246,6 +246,9 @@ std::string format_explanation(const Explanation& e, const Scenario& sc) {
              "total", t_ms, in_ms(p.breakdown.comm), in_ms(p.breakdown.comm - p.breakdown.comm_exposed));
   if (sc.strategy.io_prefetch)
     fmt::print(out, "  input read {:.3f} ms per iteration, prefetched in parallel (eq. 4)\n", in_ms(p.breakdown.io));
+  if (sc.strategy.jitter_cv > 0.0)
+    fmt::print(out, "  synchronization loss {:.3f} ms: {} GPUs wait for the slowest, compute jitter cv {:g}\n",
+               in_ms(p.breakdown.sync_wait), p.gpus, sc.strategy.jitter_cv);
 
   fmt::print(out, "\ngain from doubling one resource:\n");
   for (const auto& g : e.doubling)

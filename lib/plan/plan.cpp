@@ -53,13 +53,18 @@ std::vector<PathSegment> critical_path(const Prediction& p, const Strategy& s, S
   // per-layer updates overlapped with aggregation (eq. 6/7).
   const bool overlapped = s.overlap != Overlap::none && s.aggregation != Aggregation::broadcast_reduce;
   const Seconds update = overlapped && s.update == UpdatePlacement::per_layer ? first_update : b.update;
-  const Seconds gpu_side = b.h2d + b.forward + b.backward + b.comm_exposed + update;
+  const Seconds gpu_side = b.h2d + b.forward + b.backward + b.comm_exposed + update + b.sync_wait + b.overhead;
   // With prefetching (eq. 4) t_iter = max(t_gpu + t_comm, t_io): only the part of t_io beyond the GPU
   // side is on the path. Without it (eq. 2) all of t_io is.
   const Seconds io_exposed = s.io_prefetch ? max(p.iteration_time - gpu_side, Seconds{}) : b.io;
-  return {{"io (exposed)", io_exposed}, {"h2d", b.h2d},
-          {"forward", b.forward},       {"backward", b.backward},
-          {"communication (exposed)", b.comm_exposed}, {"update", update}};
+  std::vector<PathSegment> path{{"io (exposed)", io_exposed}, {"h2d", b.h2d},
+                                {"forward", b.forward},       {"backward", b.backward},
+                                {"communication (exposed)", b.comm_exposed}, {"update", update}};
+  // Synchronization losses: segments when the strategy has them (the same segments at every GPU count,
+  // so that plots stack alike; zero on one GPU).
+  if (s.jitter_cv > 0.0) path.push_back({"wait for slowest GPU", b.sync_wait});
+  if (s.iteration_overhead > Seconds{}) path.push_back({"framework overhead", b.overhead});
+  return path;
 }
 
 // ---- resources --------------------------------------------------------------------------------------
