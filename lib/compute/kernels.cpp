@@ -72,9 +72,10 @@ GemmPlan plan_gemm(const GemmShape& g, const GpuSpec& gpu, Precision p, const Ke
         compute = seconds(static_cast<double>(tiles) * tile_flops / (peak.base() * base * t.efficiency));
       }
       // K4: operands read once and the result written once; split-K writes and re-reads fp32 partials.
-      double traffic = (static_cast<double>(m) * k + static_cast<double>(k) * n + static_cast<double>(m) * n) *
-                       static_cast<double>(g.count) * bpe;
-      if (split > 1) traffic += 2.0 * static_cast<double>(m) * n * g.count * split * 4.0;
+      const double dm = static_cast<double>(m), dn = static_cast<double>(n), dk = static_cast<double>(k),
+                   count = static_cast<double>(g.count);
+      double traffic = (dm * dk + dk * dn + dm * dn) * count * bpe;
+      if (split > 1) traffic += 2.0 * dm * dn * count * split * 4.0;
       const Seconds memory = bytes(traffic) / bw;
       const Seconds time = max(compute, memory) + kp.kernel_overhead * (split > 1 ? 2.0 : 1.0);
       if (time < best.time) best = GemmPlan{t, split, tiles, waves, m, n, k, compute, memory, time};
