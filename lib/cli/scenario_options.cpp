@@ -149,7 +149,6 @@ Scenario build_scenario(const ScenarioOptions& o, RunInfo& info) {
                                                                                         : "bf16 math, Ampere or newer"));
   sc.network = load_model(model, o.seq_len, o.image_size);
   sc.strategy = load_strategy(resolve(DataKind::framework, framework, "--framework"));
-  sc.compute.conv_algorithms = sc.strategy.conv_algorithms;
   try {
     sc.compute.optimizer = !o.optimizer.empty() ? optimizer_from_string(o.optimizer) : default_optimizer(sc.network);
   } catch (const std::invalid_argument& e) {

@@ -81,7 +81,7 @@ void linear_gemms(Kernels& k, const std::string& name, std::int64_t rows, std::i
   k.gemm(k.name(name, " wgrad"), GemmShape{out, in, rows}, true);
 }
 
-void time_layer(Kernels& k, const Layer& l, bool first, bool last, int batch, const ComputeOptions& opt) {
+void time_layer(Kernels& k, const Layer& l, bool first, int batch, const ComputeOptions& opt) {
   const double eb = activation_bytes_per_element(opt.precision);
   const double B = batch;
   const bool input_grad = !first && l.kind != LayerKind::embedding;
@@ -165,7 +165,6 @@ void time_layer(Kernels& k, const Layer& l, bool first, bool last, int batch, co
   const bool matmul = l.kind == LayerKind::conv || l.kind == LayerKind::linear || l.kind == LayerKind::attention;
   k.roofline(k.name(l.name, " fwd"), work, traffic, matmul, false);
   k.roofline(k.name(l.name, " bwd"), work * (input_grad ? 2.0 : 1.0), traffic * (input_grad ? 2.0 : 1.0), matmul, true);
-  (void)last;
 }
 
 void time_operator(Kernels& k, const Operator& o, int batch, const ComputeOptions& opt) {
@@ -229,10 +228,9 @@ Seconds update_time(const Layer& l, const GpuSpec& gpu, const ComputeOptions& op
   return traffic / (gpu.memory_bandwidth * kp.memory_efficiency) + kp.kernel_overhead * kernels;
 }
 
-void time_all(Kernels& k, const Network& net, std::size_t i, int batch, const ComputeOptions& opt) {
-  const Layer& l = net.layers[i];
-  const bool first = i == 0, last = i + 1 == net.layers.size();
-  time_layer(k, l, first, last, batch, opt);
+/// A layer, the operators after it, and (for the last layer) the loss.
+void time_all(Kernels& k, const Layer& l, bool first, bool last, int batch, const ComputeOptions& opt) {
+  time_layer(k, l, first, batch, opt);
   for (const auto& o : l.ops) time_operator(k, o, batch, opt);
   if (last) time_loss(k, l, batch, opt);
 }
@@ -262,9 +260,7 @@ std::vector<KernelTiming> layer_kernels(const Layer& layer, bool first, bool las
                                         const ComputeOptions& opt) {
   std::vector<KernelTiming> out;
   Kernels k(gpu, opt, true, &out);
-  time_layer(k, layer, first, last, batch, opt);
-  for (const auto& o : layer.ops) time_operator(k, o, batch, opt);
-  if (last) time_loss(k, layer, batch, opt);
+  time_all(k, layer, first, last, batch, opt);
   return out;
 }
 
@@ -278,7 +274,7 @@ LayerTimes estimate_layer_times(const Network& net, const GpuSpec& gpu, int batc
   const KernelParams& kp = opt.kernel(gpu);
   for (std::size_t i = 0; i < L; ++i) {
     Kernels k(gpu, opt, false, nullptr);
-    time_all(k, net, i, batch, opt);
+    time_all(k, net.layers[i], i == 0, i + 1 == L, batch, opt);
     t.forward[i] = k.forward;
     t.backward[i] = k.backward;
     t.update[i] = update_time(net.layers[i], gpu, opt, kp);

@@ -368,7 +368,6 @@ Scenario make_group_scenario(const SweepSpec& spec, const SweepGroup& g,
   }
   sc.batch_per_gpu = g.batch;
   sc.compute.precision = g.precision;
-  sc.compute.conv_algorithms = sc.strategy.conv_algorithms;
   sc.compute.optimizer = default_optimizer(sc.network);
   sc.modelled_layers = std::move(modelled);
   return sc;

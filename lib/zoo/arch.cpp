@@ -123,7 +123,7 @@ class Generator {
 
   /// A parameter-free operator: attached to the learnable layer before it (or, before the first one, to
   /// the first). `kept_bytes`: what it keeps for backward that no layer counts (fp32 figure).
-  void op(const Node& at, const std::string& prefix, LayerKind kind, const Shape& in, const Shape& out,
+  void op(const std::string& prefix, LayerKind kind, const Shape& in, const Shape& out,
           std::int64_t kept_bytes, std::array<std::int64_t, 2> window = {1, 1}, std::array<std::int64_t, 2> stride = {1, 1}) {
     std::string base = join(prefix, std::string(to_string(kind)));
     const int n = op_names_[base]++;
@@ -137,7 +137,6 @@ class Generator {
     o.kernel_w = static_cast<int>(window[1]);
     o.stride_h = static_cast<int>(stride[0]);
     o.stride_w = static_cast<int>(stride[1]);
-    (void)at;
     if (layers.empty()) pending_ops_.push_back(std::move(o));
     else layers.back().ops.push_back(std::move(o));
   }
@@ -408,7 +407,7 @@ class Generator {
     // Max pooling keeps its output and the int64 argmax indices (4 + 8 B per output element); average
     // pooling only its output (the next layer's input, which no layer counts).
     const bool is_max = kind == "maxpool";
-    op(args, prefix, is_max ? LayerKind::maxpool : LayerKind::avgpool, in.shape, out,
+    op(prefix, is_max ? LayerKind::maxpool : LayerKind::avgpool, in.shape, out,
        mul(args, n, is_max ? 12 : kBytesPerElement), k, stride);
     return {out, false};
   }
@@ -419,7 +418,7 @@ class Generator {
     if (size[0] > in.shape[1] || size[1] > in.shape[2])
       args.fail(fmt::format("cannot pool a {}x{} input up to {}x{}", in.shape[1], in.shape[2], size[0], size[1]));
     Shape out{in.shape[0], size[0], size[1]};
-    op(args, prefix, LayerKind::avgpool, in.shape, out, mul(args, elements(args, out), kBytesPerElement),
+    op(prefix, LayerKind::avgpool, in.shape, out, mul(args, elements(args, out), kBytesPerElement),
        {in.shape[1] / size[0], in.shape[2] / size[1]}, {in.shape[1] / size[0], in.shape[2] / size[1]});
     return {out, false};
   }
@@ -428,14 +427,14 @@ class Generator {
     if (kind == "global_avgpool") {
       need_image(at, in, kind);
       Shape out{in.shape[0], 1, 1};
-      op(at, prefix, LayerKind::avgpool, in.shape, out, mul(at, in.shape[0], kBytesPerElement), {in.shape[1], in.shape[2]},
+      op(prefix, LayerKind::avgpool, in.shape, out, mul(at, in.shape[0], kBytesPerElement), {in.shape[1], in.shape[2]},
          {in.shape[1], in.shape[2]});
       return {out, false};
     }
     if (kind == "flatten") {
       need_activations(at, in, kind);
       Shape out{elements(at, in.shape)};
-      op(at, prefix, LayerKind::reshape, in.shape, out, 0);
+      op(prefix, LayerKind::reshape, in.shape, out, 0);
       return {out, false};
     }
     if (kind == "first_token") {
@@ -443,7 +442,7 @@ class Generator {
       if (in.shape.size() < 2) at.fail(fmt::format("first_token needs a [sequence, width] input, got {}", shape_str(in.shape)));
       Shape out = in.shape;
       out.erase(out.end() - 2);
-      op(at, prefix, LayerKind::reshape, in.shape, out, 0);
+      op(prefix, LayerKind::reshape, in.shape, out, 0);
       in.shape = out;
       return in;
     }
@@ -452,11 +451,11 @@ class Generator {
     // What each keeps for backward that no layer counts: ReLU runs in place (torchvision's inplace=True,
     // its output is the tensor the previous layer already keeps); GELU, SiLU and tanh write a new tensor
     // (the next layer's input); dropout a new tensor and a one-byte mask per element.
-    if (kind == "relu") op(at, prefix, LayerKind::relu, in.shape, in.shape, 0);
-    else if (kind == "gelu") op(at, prefix, LayerKind::gelu, in.shape, in.shape, mul(at, n, kBytesPerElement));
-    else if (kind == "silu") op(at, prefix, LayerKind::silu, in.shape, in.shape, mul(at, n, kBytesPerElement));
-    else if (kind == "tanh") op(at, prefix, LayerKind::tanh, in.shape, in.shape, mul(at, n, kBytesPerElement));
-    else op(at, prefix, LayerKind::dropout, in.shape, in.shape, mul(at, n, kBytesPerElement + 1));
+    if (kind == "relu") op(prefix, LayerKind::relu, in.shape, in.shape, 0);
+    else if (kind == "gelu") op(prefix, LayerKind::gelu, in.shape, in.shape, mul(at, n, kBytesPerElement));
+    else if (kind == "silu") op(prefix, LayerKind::silu, in.shape, in.shape, mul(at, n, kBytesPerElement));
+    else if (kind == "tanh") op(prefix, LayerKind::tanh, in.shape, in.shape, mul(at, n, kBytesPerElement));
+    else op(prefix, LayerKind::dropout, in.shape, in.shape, mul(at, n, kBytesPerElement + 1));
     return in;
   }
 
@@ -483,7 +482,7 @@ class Generator {
                             shape_str(b.shape)));
     // torchvision adds the shortcut in place (out += identity): nothing new is kept; transformer blocks
     // (Hugging Face) write a new tensor, which the following norm keeps.
-    op(args, p, LayerKind::add, a.shape, a.shape, a.shape.size() == 3 ? 0 : mul(args, elements(args, a.shape), kBytesPerElement));
+    op(p, LayerKind::add, a.shape, a.shape, a.shape.size() == 3 ? 0 : mul(args, elements(args, a.shape), kBytesPerElement));
     return a;
   }
 
@@ -509,7 +508,7 @@ class Generator {
                             shape_str(out->shape)));
       out->shape[0] += t.shape[0];
     }
-    op(args, p, LayerKind::concat, out->shape, out->shape, mul(args, elements(args, out->shape), kBytesPerElement));
+    op(p, LayerKind::concat, out->shape, out->shape, mul(args, elements(args, out->shape), kBytesPerElement));
     return *out;
   }
 
