@@ -195,17 +195,22 @@ std::string line_plot_svg(const PlotFrame& f, std::span<const Series> series) {
   return s;
 }
 
-std::string throughput_plot_svg(std::span<const Prediction> preds, const std::string& title) {
+namespace {
+/// The model's line (solid, with markers) and the ideal line (grey, dashed), filled by the caller.
+std::pair<Series, Series> model_and_ideal(std::string ideal_name) {
   Series model;
   model.name = "predicted";
-  model.colour = std::string(kPlotModelColour);
-  model.dashed = false;
-  model.markers = true;
   Series ideal;
-  ideal.name = "ideal (linear)";
+  ideal.name = std::move(ideal_name);
   ideal.colour = std::string(kPlotIdealColour);
   ideal.dashed = true;
   ideal.markers = false;
+  return {model, ideal};
+}
+}  // namespace
+
+std::string throughput_plot_svg(std::span<const Prediction> preds, const std::string& title) {
+  auto [model, ideal] = model_and_ideal("ideal (linear)");
   double one = 0;
   for (const auto& p : preds)
     if (p.gpus == 1) one = p.throughput_samples_per_s;
@@ -221,16 +226,7 @@ std::string throughput_plot_svg(std::span<const Prediction> preds, const std::st
 }
 
 std::string speedup_plot_svg(std::span<const Prediction> preds, const std::string& title) {
-  Series model;
-  model.name = "predicted";
-  model.colour = std::string(kPlotModelColour);
-  model.dashed = false;
-  model.markers = true;
-  Series ideal;
-  ideal.name = "ideal S = N_g";
-  ideal.colour = std::string(kPlotIdealColour);
-  ideal.dashed = true;
-  ideal.markers = false;
+  auto [model, ideal] = model_and_ideal("ideal S = N_g");
   for (const auto& p : preds) {
     model.x.push_back(p.gpus);
     model.y.push_back(p.speedup);
