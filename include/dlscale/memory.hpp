@@ -10,6 +10,7 @@
 #include "dlscale/compute.hpp"
 #include "dlscale/gpu.hpp"
 #include "dlscale/network.hpp"
+#include "dlscale/sharding.hpp"
 #include "dlscale/units.hpp"
 
 namespace dlscale {
@@ -22,8 +23,9 @@ struct MemoryEstimate {
   Bytes input{};            // the input batch on the GPU
   Bytes reserved{};         // CUDA context, cuDNN/cuBLAS handles and workspaces
   Bytes allocator_slack{};  // the caching allocator's fragmentation
+  Bytes gathered{};         // sharded stage 3: gathered units' parameters and one unit's full gradient
   [[nodiscard]] Bytes total() const noexcept {
-    return weights + gradients + optimizer_state + activations + input + reserved + allocator_slack;
+    return weights + gradients + optimizer_state + activations + input + reserved + allocator_slack + gathered;
   }
 };
 
@@ -36,6 +38,9 @@ inline constexpr double kAllocatorSlack = 0.05;
 
 MemoryEstimate estimate_training_memory(const Network& net, int batch, const ComputeOptions& opt,
                                         Bytes reserved = bytes(kDefaultReservedBytes));
+/// The same under a sharded strategy whose shard group holds `shard` GPUs (docs/model.md, eq. S3).
+MemoryEstimate estimate_training_memory(const Network& net, int batch, const ComputeOptions& opt, const Sharding& sharding,
+                                        int shard, Bytes reserved = bytes(kDefaultReservedBytes));
 
 struct MemoryFit {
   MemoryEstimate need;
@@ -48,5 +53,8 @@ struct MemoryFit {
 /// Whether a batch fits the GPU's memory, with a one-line warning when it does not.
 MemoryFit check_memory_fit(const Network& net, const GpuSpec& gpu, int batch, const ComputeOptions& opt,
                            Bytes reserved = bytes(kDefaultReservedBytes));
+/// The same under a sharded strategy whose shard group holds `shard` GPUs.
+MemoryFit check_memory_fit(const Network& net, const GpuSpec& gpu, int batch, const ComputeOptions& opt,
+                           const Sharding& sharding, int shard, Bytes reserved = bytes(kDefaultReservedBytes));
 
 }  // namespace dlscale
