@@ -484,6 +484,12 @@ Network read_network(const Node& root) {
       layer.heads = n->int_at_most(1 << 20);
       if (layer.heads < 1) n->fail("must be a positive whole number");
     }
+    if (auto n = l.optional("kv_heads")) {
+      layer.kv_heads = n->int_at_most(1 << 20);
+      if (layer.kv_heads < 1) n->fail("must be a positive whole number");
+      if (layer.heads > 0 && layer.heads % layer.kv_heads != 0)
+        n->fail(fmt::format("{} key/value heads do not divide {} heads", layer.kv_heads, layer.heads));
+    }
     if (auto n = l.optional("hidden")) {
       layer.hidden = n->non_negative_integer();
       if (layer.hidden < 1) n->fail("must be a positive whole number");
