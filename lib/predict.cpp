@@ -155,6 +155,9 @@ struct Predictor::Impl {
   std::vector<Seconds> unit_forward;   // units[i].forward, contiguous (sharded stage 3)
   Seconds iter_one{};
   MemoryUse memory;
+  double tokens_per_sample = 0.0;     // token inputs: tokens in one sample
+  double train_flops_per_sample = 0.0;  // 3 × forward: forward, and backward's two products per weight
+  double peak_flops = 0.0;            // the GPU's dense peak for the precision (FLOP/s)
   std::shared_ptr<const ResourceName::Table> resources;  // named when a caller asks (ResourceName::str)
 
   void describe_resources();
@@ -226,6 +229,14 @@ Predictor::Predictor(Scenario scenario) : impl_(std::make_unique<Impl>()) {
     const MemoryFit fit = check_memory_fit(sc.network, sc.cluster.gpu, sc.batch_per_gpu, sc.compute);
     m.memory = MemoryUse{fit.need.total(), fit.available, fit.fits};
   }
+  if (sc.network.input_kind == "tokens") {
+    m.tokens_per_sample = 1.0;
+    for (auto d : sc.network.input_shape) m.tokens_per_sample *= static_cast<double>(d);
+  }
+  // MFU (PaLM, Chowdhery et al. 2022, Appendix B): the model's FLOPs, 6·N per token for its weights plus
+  // the attention products, i.e. 3 × the forward FLOPs the zoo counts, whatever is recomputed.
+  m.train_flops_per_sample = 3.0 * sc.network.total_forward_flops_per_sample();
+  m.peak_flops = in_teraflops_per_second(sc.cluster.gpu.peak(sc.compute.precision)) * 1e12;
   m.describe_resources();
   m.iter_one = m.run(1, GpuPlacement{1, 1, 1}).iteration_time;
   // Throughput N·M/t and speedup (eq. 8) divide by iteration times: a scenario in which nothing takes
@@ -395,6 +406,8 @@ Prediction Predictor::Impl::run(int gpus, const GpuPlacement& at) const {
   p.memory = sharded ? sharded->memory : memory;
   // In double: N·M·K passes 2^31 at 100,000 GPUs × 65,536 samples.
   p.throughput_samples_per_s = static_cast<double>(gpus) * sc.batch_per_gpu * K / in_seconds(p.iteration_time);
+  p.throughput_tokens_per_s = p.throughput_samples_per_s * tokens_per_sample;
+  p.mfu = peak_flops > 0.0 ? p.throughput_samples_per_s * train_flops_per_sample / (gpus * peak_flops) : 0.0;
   p.speedup = gpus == 1 ? 1.0 : eq::speedup(gpus, iter_one, p.iteration_time);
   p.efficiency = p.speedup / gpus;
 

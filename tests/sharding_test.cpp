@@ -269,5 +269,25 @@ TEST(ShardingPredict, Llama7bFsdpOnDgxH100FitsAndScales) {
   EXPECT_EQ(r.err.find("warning"), std::string::npos) << r.err;  // every row fits: no memory warning
 }
 
+TEST(ShardingPredict, TokensPerSecondAndMfuFollowFromSamplesPerSecond) {
+  // Llama-2-7B: 4096 tokens per sample; forward 62,923,451,924,480 FLOPs per sample (models/llama2-7b.yaml,
+  // "Totals"), so a trained sample is 3 × that; H100 SXM dense bf16 989 TFLOPS (topologies/gpus.yaml).
+  Scenario sc;
+  sc.cluster = load_cluster(resolve(DataKind::cluster, "dgx-h100-ndr", "--cluster"));
+  sc.network = zoo("llama2-7b");
+  sc.strategy = framework("fsdp");
+  sc.batch_per_gpu = 1;
+  sc.compute.precision = Precision::bf16;
+  sc.compute.optimizer = Optimizer::adamw;
+  const Prediction p = Predictor(sc).predict(16);
+  EXPECT_NEAR(p.throughput_tokens_per_s, p.throughput_samples_per_s * 4096.0, 1e-6);
+  EXPECT_NEAR(p.mfu, p.throughput_samples_per_s * 3.0 * 62'923'451'924'480.0 / (16 * 989e12), 1e-12);
+  // Image models have no tokens: 0 (JSON null).
+  Scenario img = sc;
+  img.network = zoo("resnet50");
+  img.strategy = framework("pytorch-ddp");
+  EXPECT_EQ(Predictor(img).predict(8).throughput_tokens_per_s, 0.0);
+}
+
 }  // namespace
 }  // namespace dlscale
