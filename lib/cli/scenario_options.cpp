@@ -163,7 +163,7 @@ Scenario build_scenario(const ScenarioOptions& o, RunInfo& info) {
   if (!o.calibration.empty() || o.explain_sources) apply_calibration(o, sc, info);
   // A step that cannot run says so (docs/compute-model.md, "Memory"); a sharded strategy's memory depends
   // on the GPU count, and each prediction row says whether it fits.
-  if (!sc.profile && !sc.measured_layers && !sc.strategy.sharding.sharded()) {
+  if (o.memory_warning && !sc.profile && !sc.measured_layers && !sc.strategy.sharding.sharded()) {
     const MemoryFit fit = check_memory_fit(sc.network, sc.cluster.gpu, sc.batch_per_gpu, sc.compute);
     if (!fit.fits) fmt::print(stderr, "dlscale: {}\n", fit.warning);
   }

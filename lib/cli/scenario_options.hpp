@@ -39,6 +39,7 @@ struct ScenarioOptions {
   std::string calibration;       // --calibration FILE (docs/calibration.md)
   bool explain_sources = false;  // --explain-sources: say on stderr where every number came from
   ScaleOptions scale;            // --nodes, --fabric
+  bool memory_warning = true;    // warn on stderr when the step does not fit (plan searches instead)
 };
 
 /// The embedded default scenario: ResNet-50 at batch 32 with Caffe-MPI on the Shi & Chu P40 cluster,
