@@ -57,7 +57,7 @@ void BM_PrepareResNet50(benchmark::State& state) {
 BENCHMARK(BM_PrepareResNet50);
 
 // dlscale plan's search for Llama-2-7B on 2 × 8 H100 (issue 16's target: under a second): 7 frameworks ×
-// shard groups × 7 micro-batches × 4 accumulations = 364 predictions, NCCL's model on the graph.
+// shard groups × 7 micro-batches × 4 accumulations × checkpointing off/on = 728 predictions, NCCL's model on the graph.
 void BM_PlanLlama7bTwoH100Nodes(benchmark::State& state) {
   using namespace dlscale;
   ::setenv("DLSCALE_DATA_DIR", DLSCALE_SOURCE_DIR, 0);

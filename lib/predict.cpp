@@ -201,6 +201,14 @@ Predictor::Predictor(Scenario scenario) : impl_(std::make_unique<Impl>()) {
   } else {
     m.layers = std::move(modelled);
   }
+  if (sc.compute.checkpointing) {  // every segment but the last runs its forward again before its backward
+    const std::vector<int> first = checkpoint_segments(sc.network);
+    if (first.size() < 2)
+      throw UsageError("--checkpointing", fmt::format("model '{}' has {} learnable layer{}: nothing to checkpoint",
+                                                      sc.network.name, sc.network.layers.size(),
+                                                      sc.network.layers.size() == 1 ? "" : "s"));
+    for (std::size_t i = 0; i < static_cast<std::size_t>(first.back()); ++i) m.layers.backward[i] += m.layers.forward[i];
+  }
   m.f = m.layers.total_forward();
   m.b = m.layers.total_backward();
   m.u = m.layers.total_update();

@@ -491,9 +491,10 @@ TEST(Plan, Llama7bOnTwoH100NodesSearchesEveryConfigurationAndKeepsWhatFits) {
   const Scenario sc = llama_on_two_h100_nodes();
   const PlanSpace space = llama_space();
   const PlanResult r = plan(sc, 16, space);
-  // Configurations by hand: 7 micro-batches × 4 accumulations = 28 per shard group; DDP has one group
-  // (replicas); every sharded strategy two distinct groups on 2 × 8 GPUs (16 and 8): 28 + 6 × 56 = 364.
-  EXPECT_EQ(r.evaluated, 364);
+  // Configurations by hand: 7 micro-batches × 4 accumulations × checkpointing off/on = 56 per shard group;
+  // DDP has one group (replicas); every sharded strategy two distinct groups on 2 × 8 GPUs (16 and 8):
+  // 56 + 6 × 112 = 728.
+  EXPECT_EQ(r.evaluated, 728);
   ASSERT_FALSE(r.ranked.empty());
   for (std::size_t i = 0; i < r.ranked.size(); ++i) {
     EXPECT_TRUE(r.ranked[i].prediction.memory.fits);
@@ -516,6 +517,7 @@ TEST(Plan, Llama7bOnTwoH100NodesSearchesEveryConfigurationAndKeepsWhatFits) {
     again.strategy.sharding.group = w.shard_group == 16 ? Sharding::kGroupAll : Sharding::kGroupNode;
   again.batch_per_gpu = w.micro_batch;
   again.compute.accumulate = w.accumulate;
+  again.compute.checkpointing = w.checkpointing;
   const Prediction direct = Predictor(again).predict(16);
   EXPECT_NEAR(in_seconds(direct.iteration_time), in_seconds(w.prediction.iteration_time), 1e-12);
   ASSERT_TRUE(w.time_to_train.has_value());
@@ -527,7 +529,7 @@ TEST(PlanCli, AnswersTheLlamaQuestionAndExplainsTheLosers) {
   const auto r = test::run_cli("plan --cluster dgx-h100-ndr --model llama2-7b --gpus 16 --target-tokens 2e12");
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_TRUE(r.err.empty()) << r.err;  // no memory warning: the search checks memory itself
-  EXPECT_THAT(r.out, testing::HasSubstr("364 configurations"));
+  EXPECT_THAT(r.out, testing::HasSubstr("728 configurations"));
   EXPECT_THAT(r.out, testing::HasSubstr("choice: "));
   EXPECT_THAT(r.out, testing::HasSubstr("pytorch-ddp: out of memory"));
   EXPECT_THAT(r.out, testing::HasSubstr("time to train"));

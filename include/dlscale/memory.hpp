@@ -6,6 +6,7 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "dlscale/compute.hpp"
 #include "dlscale/gpu.hpp"
@@ -41,6 +42,15 @@ MemoryEstimate estimate_training_memory(const Network& net, int batch, const Com
 /// The same under a sharded strategy whose shard group holds `shard` GPUs (docs/model.md, eq. S3).
 MemoryEstimate estimate_training_memory(const Network& net, int batch, const ComputeOptions& opt, const Sharding& sharding,
                                         int shard, Bytes reserved = bytes(kDefaultReservedBytes));
+
+/// Activation checkpointing (Chen et al. 2016, "Training Deep Nets with Sublinear Memory Cost"): the L
+/// learnable layers in ⌈√L⌉ consecutive segments of ⌈L / ⌈√L⌉⌉ layers (the last may be shorter); returns
+/// each segment's first layer. Every segment but the last is recomputed in backward (its forward again).
+std::vector<int> checkpoint_segments(const Network& net);
+/// What one sample keeps for backward under checkpointing (fp32 figure): the input of every segment but
+/// the first (the input batch, counted apart), plus the largest segment's own tensors (one segment is
+/// rebuilt at a time; the last is never dropped).
+double checkpointed_kept_bytes_per_sample(const Network& net);
 
 struct MemoryFit {
   MemoryEstimate need;

@@ -167,12 +167,14 @@ std::string format_explanation(const Explanation& e, const Scenario& sc);
 // ---- plan: which strategy, micro-batch, accumulation and shard group ---------------------------------
 
 /// What `dlscale plan` searches (docs/planning.md, "Choosing a configuration"). Every combination of a
-/// strategy, a shard group (for sharded strategies: the strategy's own, all GPUs, one node), a micro-batch
-/// and an accumulation count is predicted; those whose memory does not fit are dropped.
+/// strategy, a shard group (for sharded strategies: the strategy's own, all GPUs, one node), a micro-batch,
+/// an accumulation count and activation checkpointing is predicted; those whose memory does not fit are
+/// dropped.
 struct PlanSpace {
   std::vector<Strategy> strategies;
   std::vector<int> micro_batches{1, 2, 4, 8, 16, 32, 64};
   std::vector<int> accumulations{1, 2, 4, 8};
+  std::vector<bool> checkpointing{false, true};  // activation checkpointing off/on (networks of ≥ 2 layers)
   std::optional<double> target_tokens;  // token models: tokens to train on (time to train)
 };
 
@@ -181,6 +183,7 @@ struct PlanEntry {
   int shard_group = 1;    // GPUs per shard group (1: replicas)
   int micro_batch = 1;
   int accumulate = 1;
+  bool checkpointing = false;
   Prediction prediction;
   std::optional<Seconds> time_to_train;  // target_tokens / tokens per second
 };

@@ -34,6 +34,7 @@ struct ScenarioOptions {
   std::string optimizer;         // --optimizer; empty: momentum for image models, adamw for token models
   bool unfused_optimizer = false;
   int accumulate = 1;            // --accumulate K
+  bool checkpointing = false;    // --checkpointing
   int seq_len = 0;               // --seq-len: rebuild a token model from its architecture at this length
   int image_size = 0;            // --image-size: rebuild an image model at this height and width
   std::string calibration;       // --calibration FILE (docs/calibration.md)

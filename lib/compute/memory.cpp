@@ -12,6 +12,41 @@
 
 namespace dlscale {
 
+std::vector<int> checkpoint_segments(const Network& net) {
+  const auto L = static_cast<int>(net.layers.size());
+  std::vector<int> first;
+  if (L == 0) return first;
+  const int k = static_cast<int>(std::ceil(std::sqrt(static_cast<double>(L))));
+  const int per = (L + k - 1) / k;
+  for (int i = 0; i < L; i += per) first.push_back(i);
+  return first;
+}
+
+double checkpointed_kept_bytes_per_sample(const Network& net) {
+  const std::vector<int> first = checkpoint_segments(net);
+  auto kept = [&](std::size_t i) {
+    double s = net.layers[i].activation_bytes_per_sample;
+    for (const auto& o : net.layers[i].ops) s += o.activation_bytes_per_sample;
+    return s;
+  };
+  double inputs = 0.0, largest = 0.0;
+  for (std::size_t s = 0; s < first.size(); ++s) {
+    const auto a = static_cast<std::size_t>(first[s]);
+    const std::size_t b = s + 1 < first.size() ? static_cast<std::size_t>(first[s + 1]) : net.layers.size();
+    double seg = 0.0;
+    for (std::size_t i = a; i < b; ++i) seg += kept(i);
+    largest = std::max(largest, seg);
+    if (s == 0) continue;
+    // the segment's input: the output of the previous layer (or of the operator that follows it), fp32
+    const Layer& prev = net.layers[a - 1];
+    const auto& shape = prev.ops.empty() ? prev.output_shape : prev.ops.back().output_shape;
+    double elements = shape.empty() ? 0.0 : 1.0;
+    for (auto d : shape) elements *= static_cast<double>(d);
+    inputs += shape.empty() ? prev.activation_bytes_per_sample : 4.0 * elements;
+  }
+  return inputs + largest;
+}
+
 MemoryEstimate estimate_training_memory(const Network& net, int batch, const ComputeOptions& opt, const Sharding& sh,
                                         int shard, Bytes reserved) {
   if (shard < 1) throw std::invalid_argument("estimate_training_memory: a shard group holds at least one GPU");
@@ -23,7 +58,8 @@ MemoryEstimate estimate_training_memory(const Network& net, int batch, const Com
   m.gradients = bytes(p * gradient_bytes_per_element(opt.precision));
   m.optimizer_state = bytes(p * 4.0 * optimizer_state_words(opt.optimizer));
   // Every tensor a layer or a parameter-free operator keeps for backward (one micro-batch).
-  m.activations = bytes(net.total_kept_bytes_per_sample() * (activation_bytes_per_element(opt.precision) / 4.0) * batch);
+  const double kept = opt.checkpointing ? checkpointed_kept_bytes_per_sample(net) : net.total_kept_bytes_per_sample();
+  m.activations = bytes(kept * (activation_bytes_per_element(opt.precision) / 4.0) * batch);
   m.input = net.input_bytes_per_sample * static_cast<double>(batch);
   m.reserved = reserved;
   if (sh.sharded()) {

@@ -10,6 +10,7 @@
 
 #include "dlscale/error.hpp"
 #include "dlscale/format.hpp"
+#include "dlscale/memory.hpp"
 #include "dlscale/plan.hpp"
 #include "dlscale/sharding.hpp"
 
@@ -20,9 +21,9 @@ std::shared_ptr<const CollectiveModel> make_collective_model(const Cluster& clus
 namespace {
 
 std::string config_text(const PlanEntry& e) {
-  return fmt::format("{}{}, micro-batch {}, accumulate {}", e.framework,
+  return fmt::format("{}{}, micro-batch {}, accumulate {}{}", e.framework,
                      e.shard_group > 1 ? fmt::format(" (shard group {})", e.shard_group) : std::string(), e.micro_batch,
-                     e.accumulate);
+                     e.accumulate, e.checkpointing ? ", checkpointing" : "");
 }
 
 /// Seconds per sample of one part of the iteration.
@@ -72,13 +73,16 @@ PlanResult plan(const Scenario& base, int gpus, const PlanSpace& space) {
           c.conv_algorithms = v.conv_algorithms;
           lt = std::make_shared<const LayerTimes>(estimate_layer_times(sc.network, sc.cluster.gpu, mb, c));
         }
-        for (int k : space.accumulations) {
+        for (int k : space.accumulations)
+        for (bool ckpt : space.checkpointing) {
+          if (ckpt && checkpoint_segments(sc.network).size() < 2) continue;  // nothing to checkpoint
           Scenario one = sc;
           one.strategy = v;
           one.batch_per_gpu = mb;
           one.compute.accumulate = k;
+          one.compute.checkpointing = ckpt;
           one.modelled_layers = lt;
-          PlanEntry e{v.name, group, mb, k, Predictor(std::move(one)).predict(gpus), std::nullopt};
+          PlanEntry e{v.name, group, mb, k, ckpt, Predictor(std::move(one)).predict(gpus), std::nullopt};
           ++r.evaluated;
           auto [it, fresh] = smallest_need.try_emplace(v.name, e.prediction.memory.per_gpu);
           if (!fresh) it->second = min(it->second, e.prediction.memory.per_gpu);
@@ -120,7 +124,7 @@ PlanResult plan(const Scenario& base, int gpus, const PlanSpace& space) {
       const Part parts[] = {
           {"exposed communication", per_sample(b.comm_exposed, *best) - per_sample(w.comm_exposed, *win)},
           {"the optimiser step", per_sample(b.update, *best) - per_sample(w.update, *win)},
-          {"compute at a smaller micro-batch", per_sample(b.forward + b.backward, *best) - per_sample(w.forward + w.backward, *win)},
+          {"compute (recomputation or a smaller micro-batch)", per_sample(b.forward + b.backward, *best) - per_sample(w.forward + w.backward, *win)},
           {"input and copies", per_sample(b.h2d + b.io, *best) - per_sample(w.h2d + w.io, *win)}};
       const Part* worst = &parts[0];
       for (const Part& p : parts)
@@ -143,15 +147,15 @@ std::string format_plan(const PlanResult& r, const Scenario& base, int gpus, int
   } else {
     const bool tokens = r.ranked.front().prediction.throughput_tokens_per_s > 0.0;
     const bool ttt = r.ranked.front().time_to_train.has_value();
-    o += fmt::format("{:>4}  {:<40} {:>6} {:>5} {:>10} {:>11} {:>11} {:>6} {:>9}{}\n", "rank", "framework (shard group)", "micro",
-                     "accum", "iter (s)", "samples/s", tokens ? "tokens/s" : "-", "MFU", "mem/GPU", ttt ? "  time to train" : "");
+    o += fmt::format("{:>4}  {:<32} {:>6} {:>5} {:>4} {:>10} {:>11} {:>11} {:>6} {:>9}{}\n", "rank", "framework (shard group)",
+                     "micro", "accum", "ckpt", "iter (s)", "samples/s", tokens ? "tokens/s" : "-", "MFU", "mem/GPU", ttt ? "  time to train" : "");
     const int n = std::min<int>(top, static_cast<int>(r.ranked.size()));
     for (int i = 0; i < n; ++i) {
       const PlanEntry& e = r.ranked[static_cast<std::size_t>(i)];
       const Prediction& p = e.prediction;
-      o += fmt::format("{:>4}  {:<40} {:>6} {:>5} {:>10.4f} {:>11.1f} {:>11.4g} {:>5.1f}% {:>6.3g} GB{}\n", i + 1,
+      o += fmt::format("{:>4}  {:<32} {:>6} {:>5} {:>4} {:>10.4f} {:>11.1f} {:>11.4g} {:>5.1f}% {:>6.3g} GB{}\n", i + 1,
                        e.framework + (e.shard_group > 1 ? fmt::format(" ({})", e.shard_group) : std::string()),
-                       e.micro_batch, e.accumulate, in_seconds(p.iteration_time), p.throughput_samples_per_s,
+                       e.micro_batch, e.accumulate, e.checkpointing ? "yes" : "no", in_seconds(p.iteration_time), p.throughput_samples_per_s,
                        p.throughput_tokens_per_s, 100.0 * p.mfu, in_bytes(p.memory.per_gpu) / 1e9,
                        e.time_to_train ? fmt::format("  {:.4g} h", in_seconds(*e.time_to_train) / 3600.0) : std::string());
     }
