@@ -525,6 +525,15 @@ TEST(Plan, Llama7bOnTwoH100NodesSearchesEveryConfigurationAndKeepsWhatFits) {
   EXPECT_TRUE(again.strategy.sharding.sharded());
 }
 
+TEST(Explain, ShardedStrategiesHaveNoBucketsToTune) {
+  Scenario sc = llama_on_two_h100_nodes();
+  sc.strategy = shipped_framework("fsdp");
+  sc.batch_per_gpu = 1;
+  const BucketAdvice b = best_buckets(sc, 16);
+  EXPECT_FALSE(b.applicable);
+  EXPECT_THAT(b.note, testing::HasSubstr("per unit of 100000000 parameters"));
+}
+
 TEST(PlanCli, AnswersTheLlamaQuestionAndExplainsTheLosers) {
   const auto r = test::run_cli("plan --cluster dgx-h100-ndr --model llama2-7b --gpus 16 --target-tokens 2e12");
   ASSERT_EQ(r.status, 0) << r.err;
