@@ -459,7 +459,9 @@ struct Simulator::Impl {
     };
     switch (m) {
       case MergePolicy::strategy:
-        return {PlanChoice{sc.strategy.overlap == Overlap::bucketed
+        return {PlanChoice{sc.strategy.sharding.stage >= 3
+                               ? fmt::format("strategy: gather units of {} parameters", sc.strategy.sharding.unit_params)
+                           : sc.strategy.overlap == Overlap::bucketed
                                ? fmt::format("strategy: ddp buckets (first {}, then {})", sc.strategy.first_bucket,
                                              sc.strategy.bucket_size)
                                : std::string("strategy: one bucket per layer"),
