@@ -57,6 +57,8 @@ struct Gpu {
   double busy = 0.0, copy_busy = 0.0;
   double fwd_acc = 0.0, bwd_acc = 0.0, upd_acc = 0.0, h2d_start = 0.0;
   double task_start = 0.0;
+  int factor_iter = -1;  // the iteration whose forward+backward factor `factor` is
+  double factor = 1.0;
   Rng rng;
 };
 
@@ -81,6 +83,7 @@ class Model final : public EventSink {
   void take_batch(int g);
   // compute
   double compute_time(int g, double base);
+  double pass_factor(int g);
   void forward(int g, int layer);
   void backward(int g, int layer);
   void layer_ready_globally(int layer);
@@ -149,6 +152,19 @@ double Model::compute_time(int g, double base) {
   double t = base / gp.speed;
   if (s_.compute_jitter > 0.0) t *= gp.rng.jitter(s_.compute_jitter);
   return t;
+}
+
+// The synchronization-loss jitter of the closed form (Strategy::jitter_cv, docs/input-formats.md): a GPU's
+// forward+backward of one iteration scaled by 1 + cv·z, z standard normal, drawn once per GPU and iteration
+// (clamped at zero, which a cv below 0.2 reaches with probability under 1e-6).
+double Model::pass_factor(int g) {
+  Gpu& gp = gpus_[static_cast<std::size_t>(g)];
+  if (!(s_.iteration_cv > 0.0)) return 1.0;
+  if (gp.factor_iter != gp.iter) {
+    gp.factor_iter = gp.iter;
+    gp.factor = std::max(0.0, 1.0 + s_.iteration_cv * gp.rng.normal());
+  }
+  return gp.factor;
 }
 
 // ---- input pipeline ----------------------------------------------------------------------------------
@@ -225,7 +241,7 @@ void Model::forward(int g, int layer) {
     fwd_waiting_[li].push_back(g);  // MXNet: the forward of a layer needs its updated parameters
     return;
   }
-  const double t = compute_time(g, s_.classes[static_cast<std::size_t>(gp.cls)].f[li]);
+  const double t = compute_time(g, s_.classes[static_cast<std::size_t>(gp.cls)].f[li]) * pass_factor(g);
   gp.task_start = eng_.now();
   gp.fwd_acc += t;
   eng_.schedule(eng_.now() + t, kFwdDone, static_cast<std::uint32_t>(g), static_cast<std::uint64_t>(layer));
@@ -233,7 +249,8 @@ void Model::forward(int g, int layer) {
 
 void Model::backward(int g, int layer) {
   Gpu& gp = gpus_[static_cast<std::size_t>(g)];
-  const double t = compute_time(g, s_.classes[static_cast<std::size_t>(gp.cls)].b[static_cast<std::size_t>(layer)]);
+  const double t = compute_time(g, s_.classes[static_cast<std::size_t>(gp.cls)].b[static_cast<std::size_t>(layer)]) *
+                   pass_factor(g);
   gp.task_start = eng_.now();
   gp.bwd_acc += t;
   eng_.schedule(eng_.now() + t, kBwdDone, static_cast<std::uint32_t>(g), static_cast<std::uint64_t>(layer));

@@ -497,7 +497,8 @@ struct Simulator::Impl {
     s.readers = opt.readers_per_node;
     s.t_read = in_seconds(closed.breakdown.io) / at.gpus_per_node;
     s.decode = in_seconds(opt.decode_per_sample) * sc.batch_per_gpu;
-    s.h2d = in_seconds(closed.breakdown.h2d);
+    // GPU decoding (DALI) runs on the GPU's copy stream before the forward pass, like the copy itself
+    s.h2d = in_seconds(closed.breakdown.h2d + closed.breakdown.gpu_decode);
     const double D = in_bytes(sc.network.input_bytes_per_sample) * sc.batch_per_gpu;
     s.input_bytes = D > 0 ? D : 1.0;
 
@@ -520,6 +521,7 @@ struct Simulator::Impl {
     }
     s.compute_jitter = opt.compute_jitter;
     s.link_jitter = opt.link_jitter;
+    s.iteration_cv = sc.strategy.jitter_cv;
     s.seed = opt.seed;
     s.trace = trace;
     s.trace_max_gpus = opt.trace_max_gpus;
