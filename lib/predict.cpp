@@ -159,7 +159,8 @@ Predictor::Predictor(Scenario scenario) : impl_(std::make_unique<Impl>()) {
   m.sc.compute.conv_algorithms = m.sc.strategy.conv_algorithms;  // the framework's cuDNN algorithm search
   const Scenario& sc = m.sc;
   if (sc.batch_per_gpu < 1) throw UsageError("--batch", "the batch per GPU must be at least 1");
-  m.coll = sc.collectives ? sc.collectives : make_collective_model(sc.cluster);
+  m.coll = with_transport(sc.collectives ? sc.collectives : make_collective_model(sc.cluster), sc.strategy.transport,
+                          sc.cluster);  // a framework's RPC transport, or staging without GPUDirect RDMA
 
   LayerTimes modelled = sc.modelled_layers ? *sc.modelled_layers
                                            : estimate_layer_times(sc.network, sc.cluster.gpu, sc.batch_per_gpu, sc.compute);

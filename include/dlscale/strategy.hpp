@@ -6,6 +6,7 @@
 #include <string_view>
 
 #include "dlscale/kernels.hpp"
+#include "dlscale/transport.hpp"
 #include "dlscale/units.hpp"
 
 namespace dlscale {
@@ -49,6 +50,7 @@ struct Strategy {
   // Synchronization losses (docs/model.md, "Synchronization losses"); both off by default.
   double jitter_cv = 0.0;            // coefficient of variation of a GPU's per-iteration compute time
   Seconds iteration_overhead{};      // fixed cost per iteration of more than one GPU (negotiation, launches)
+  Transport transport;               // how bytes cross nodes (`transport: NAME`); default: NCCL as modelled
 };
 
 }  // namespace dlscale

@@ -156,7 +156,8 @@ void run_simulate(const SimulateOptions& o) {
   const auto results = simulator.run(gpus);  // everything computed before anything is printed
   const Scenario& sc = simulator.predictor().scenario();
   info.collective_model =
-      (sc.collectives ? sc.collectives : make_collective_model(sc.cluster))->describe() +
+      with_transport(sc.collectives ? sc.collectives : make_collective_model(sc.cluster), sc.strategy.transport, sc.cluster)
+          ->describe() +
       fmt::format(" | simulated: {} iterations ({} warm-up), {}, allreduce {}, {} channel(s), seed {}", sopt.iterations,
                   sopt.warmup, sopt.contention ? "links shared max-min" : "no link contention",
                   sim::to_string(sopt.allreduce), sopt.channels, sopt.seed);

@@ -460,6 +460,8 @@ Cluster read_cluster(const Node& root, const std::string& source, const ClusterO
     s.finish();
   }
   if (auto n = m.optional("input")) c.input = read_input(*n, c);
+  if (auto n = m.optional("gpudirect_rdma")) c.gpudirect_rdma = n->boolean();
+  if (auto n = m.optional("host_memory")) c.host_memory = n->bandwidth();
   if (auto n = m.optional("price_per_gpu_hour")) {  // "2.5 USD": an amount and a currency code
     const std::string text = n->scalar();
     const auto space = text.find(' ');
@@ -615,6 +617,38 @@ Network parse_network(const std::string& yaml_text, const std::string& display_n
 
 // ---- frameworks -------------------------------------------------------------------------------------
 namespace {
+/// `transport: NAME`: models/frameworks/transports/NAME.yaml (docs/input-formats.md, "Transports").
+Transport read_transport(const Node& ref) {
+  const std::string name = ref.scalar();
+  const fs::path dir = data_dir() / "models" / "frameworks" / "transports";
+  std::error_code ec;
+  if (name.find('/') != std::string::npos || !fs::is_regular_file(dir / (name + ".yaml"), ec)) {
+    std::vector<std::string> known;
+    for (const auto& e : fs::directory_iterator(dir, ec))
+      if (e.path().extension() == ".yaml") known.push_back(e.path().stem().string());
+    std::sort(known.begin(), known.end());
+    std::string list;
+    for (const auto& k : known) list += (list.empty() ? "" : ", ") + k;
+    ref.fail(fmt::format("unknown transport '{}' (known: {})", name, list));
+  }
+  MapReader m(yamlio::load_file(dir / (name + ".yaml")));
+  Transport t;
+  t.name = m.required("name").scalar();
+  if (auto n = m.optional("description")) t.description = n->scalar();
+  if (auto n = m.optional("wire_efficiency")) {
+    t.wire_efficiency = n->positive_number();
+    if (t.wire_efficiency > 1.0) n->fail("a share of the link is at most 1");
+  }
+  if (auto n = m.optional("per_message")) {
+    t.per_message = n->seconds();
+    if (t.per_message < Seconds{}) n->fail("a per-message cost cannot be negative");
+  }
+  if (auto n = m.optional("staged")) t.staged = n->boolean();
+  if (auto n = m.optional("source")) t.source = n->scalar();
+  m.finish();
+  return t;
+}
+
 Strategy read_strategy(const Node& root) {
   MapReader m(root);
   Strategy s;
@@ -663,6 +697,7 @@ Strategy read_strategy(const Node& root) {
     s.iteration_overhead = n->seconds();
     if (s.iteration_overhead < Seconds{}) n->fail("a per-iteration overhead cannot be negative");
   }
+  if (auto n = m.optional("transport")) s.transport = read_transport(*n);
   if (auto n = m.optional("conv_algorithms")) {  // docs/compute-model.md, "Convolution algorithms"
     MapReader c(*n);
     if (auto w = c.optional("winograd")) s.conv_algorithms.winograd = w->boolean();

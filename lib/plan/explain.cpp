@@ -170,7 +170,9 @@ Explanation explain(const Scenario& sc, int gpus, const ExplainOptions& o) {
   Explanation e;
   const Predictor p(sc);
   e.prediction = p.predict(gpus);
-  e.collective_model = sc.collectives ? sc.collectives->describe() : make_collective_model(sc.cluster)->describe();
+  e.collective_model =
+      with_transport(sc.collectives ? sc.collectives : make_collective_model(sc.cluster), sc.strategy.transport, sc.cluster)
+          ->describe();
   const Seconds first_update = first_unit_update(sc, p.layer_times());
   e.path = critical_path(e.prediction, sc.strategy, first_update);
 

@@ -105,7 +105,8 @@ struct Simulator::Impl {
     if (opt.cycle_time <= Seconds{}) throw UsageError("--cycle-time", "the Horovod cycle time must be positive");
     for (const auto& [g, f] : opt.speed)
       if (!(f > 0.0) || g < 0) throw UsageError("--speed", fmt::format("GPU {} speed factor {} must be > 0", g, f));
-    coll = sc.collectives ? sc.collectives : make_collective_model(sc.cluster);
+    coll = with_transport(sc.collectives ? sc.collectives : make_collective_model(sc.cluster), sc.strategy.transport,
+                          sc.cluster);
     const double bpe = gradient_bytes_per_element(sc.compute.precision);
     for (const auto& l : sc.network.layers) {
       grads.push_back(Network::gradient_bytes(l, bpe));
