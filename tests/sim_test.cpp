@@ -631,3 +631,37 @@ TEST(SimSyncLoss, JitteredMeanAgreesWithTheClosedFormsExpectedMaximum) {
 
 }  // namespace
 }  // namespace dlscale::sim
+
+namespace dlscale::sim {
+namespace {
+
+// The framework's prefetch depth (`io: {depth: N}`) is the simulator's queue depth unless --prefetch-depth
+// says otherwise: a strategy of depth 1 simulates exactly as --prefetch-depth 1 over a strategy of depth 3
+// (the reader-bound three-layer scenario, page cache 10 MB/s: t_io,4 = 4 s per batch), and the file's
+// value is read (0 is refused).
+TEST(SimPrefetch, TheFrameworksDepthIsTheDefault) {
+  Scenario sc = test::three_layer_scenario();
+  sc.cluster.page_cache = megabytes_per_second(10);
+  sc.strategy.prefetch_depth = 1;
+  SimOptions from_strategy;
+  from_strategy.iterations = 12;
+  SimOptions from_option = from_strategy;
+  from_option.prefetch_depth = 1;
+  Scenario other = sc;
+  other.strategy.prefetch_depth = 3;  // replaced by the option
+  const SimResult a = Simulator(sc, from_strategy).run(4);
+  const SimResult b = Simulator(other, from_option).run(4);
+  ASSERT_EQ(a.iterations.samples.size(), b.iterations.samples.size());
+  for (std::size_t i = 0; i < a.iterations.samples.size(); ++i) EXPECT_EQ(a.iterations.samples[i], b.iterations.samples[i]);
+  const Strategy s = parse_strategy("name: x\nio: {prefetch: true, memory: pinned, depth: 4}\naggregation: allreduce\n"
+                                    "overlap: layerwise\nupdate: after_aggregation\n",
+                                    "x.yaml");
+  EXPECT_EQ(s.prefetch_depth, 4);
+  EXPECT_THROW((void)parse_strategy("name: x\nio: {prefetch: true, memory: pinned, depth: 0}\naggregation: allreduce\n"
+                                    "overlap: layerwise\nupdate: after_aggregation\n",
+                                    "x.yaml"),
+               InputError);
+}
+
+}  // namespace
+}  // namespace dlscale::sim

@@ -39,6 +39,7 @@ struct Strategy {
   std::string description;
   bool io_prefetch = true;       // reader threads prefetch the next batch: eq. 4 instead of eq. 3
   bool pinned_memory = true;     // host->GPU copies from pinned (true) or pageable (false) memory
+  int prefetch_depth = 2;        // batches each GPU's prefetch queue holds (`io: {depth: N}`; the simulator's)
   Aggregation aggregation = Aggregation::allreduce;
   Overlap overlap = Overlap::layerwise;
   UpdatePlacement update = UpdatePlacement::after_aggregation;

@@ -99,7 +99,7 @@ struct Simulator::Impl {
     if (opt.warmup < 0) throw UsageError("--warmup", "the warm-up cannot be negative");
     if (opt.channels < 1) throw UsageError("--channels", "at least one channel");
     if (opt.readers_per_node < 1) throw UsageError("--readers", "at least one reader thread per node");
-    if (opt.prefetch_depth < 1) throw UsageError("--prefetch-depth", "the prefetch queue holds at least one batch");
+    if (opt.prefetch_depth < 0) throw UsageError("--prefetch-depth", "the prefetch queue holds at least one batch (0: the framework's io.depth)");
     if (opt.gpus_per_pcie_switch < 1) throw UsageError("--gpus-per-pcie-switch", "at least one GPU per switch");
     if (opt.compute_jitter < 0 || opt.link_jitter < 0) throw UsageError("--jitter", "a jitter σ cannot be negative");
     if (opt.cycle_time <= Seconds{}) throw UsageError("--cycle-time", "the Horovod cycle time must be positive");
@@ -494,7 +494,7 @@ struct Simulator::Impl {
     s.plan = choice.plan;
 
     s.prefetch = st.io_prefetch;
-    s.depth = opt.prefetch_depth;
+    s.depth = opt.prefetch_depth > 0 ? opt.prefetch_depth : st.prefetch_depth;
     s.readers = opt.readers_per_node;
     s.t_read = in_seconds(closed.breakdown.io) / at.gpus_per_node;
     s.decode = in_seconds(opt.decode_per_sample) * sc.batch_per_gpu;
