@@ -94,7 +94,10 @@ void apply_input_options(const ScenarioOptions& o, Cluster& c) {
   if (o.cpu_cores != unset) p.cores = o.cpu_cores;
   if (o.loader_workers != unset) p.workers_per_gpu = o.loader_workers;
   if (p.data != DataSource::synthetic && p.dataset.empty())
-    throw UsageError(!o.data.empty() ? "--data" : o.cpu_cores != unset ? "--cpu-cores" : "--loader-workers",
+    throw UsageError(!o.data.empty()             ? "--data"
+                     : o.cpu_cores != unset      ? "--cpu-cores"
+                     : o.loader_workers != unset ? "--loader-workers"
+                                                 : "--epoch",
                      fmt::format("cluster '{}' has no 'input:' section naming its dataset and CPU "
                                  "(docs/input-formats.md); only --data synthetic works without one", c.name));
   if (o.cpu_cores != unset && !(p.decode_mpix_per_core > 0.0) && p.data != DataSource::synthetic)
