@@ -84,6 +84,9 @@ class Model final : public EventSink {
   // compute
   double compute_time(int g, double base);
   double pass_factor(int g);
+  /// Strategy::iteration_overhead on more than one GPU (the closed form adds it to the GPU side; here it
+  /// delays the iteration's last update, so it shows inside the update slice of the trace).
+  [[nodiscard]] double overhead() const noexcept { return s_.gpus > 1 ? s_.overhead : 0.0; }
   void forward(int g, int layer);
   void backward(int g, int layer);
   void layer_ready_globally(int layer);
@@ -380,6 +383,7 @@ void Model::collective_done(std::uint32_t id) {
     double t = 0.0;
     const GpuClass& cl = s_.classes[static_cast<std::size_t>(gpus_.front().cls)];
     for (int i = c.first; i <= c.last; ++i) t += cl.u[static_cast<std::size_t>(i)];
+    if (c.first == 0) t += overhead();  // the framework's fixed cost, before the last update of the iteration
     eng_.schedule(now + t, kPsUpdate, 0, id);
   }
   if (c.first == 0) aggregation_finished();
@@ -393,7 +397,7 @@ void Model::aggregation_finished() {
   if (s_.update == UpdatePlacement::per_layer && s_.overlapped) return;  // ends at the PS update of layer 1
   if (s_.update == UpdatePlacement::on_root) {
     Gpu& root = gpus_.front();
-    const double t = compute_time(0, s_.classes[static_cast<std::size_t>(root.cls)].u_total);
+    const double t = compute_time(0, s_.classes[static_cast<std::size_t>(root.cls)].u_total) + overhead();
     root.upd_acc = t;
     root.task_start = now;
     eng_.schedule(now + t, kUpdDone, 0);
@@ -401,7 +405,7 @@ void Model::aggregation_finished() {
   }
   for (int g = 0; g < s_.gpus; ++g) {
     Gpu& gp = gpus_[static_cast<std::size_t>(g)];
-    const double t = compute_time(g, s_.classes[static_cast<std::size_t>(gp.cls)].u_total);
+    const double t = compute_time(g, s_.classes[static_cast<std::size_t>(gp.cls)].u_total) + overhead();
     gp.upd_acc = t;
     gp.task_start = now;
     eng_.schedule(now + t, kUpdDone, static_cast<std::uint32_t>(g));

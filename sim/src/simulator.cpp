@@ -523,6 +523,7 @@ struct Simulator::Impl {
     s.compute_jitter = opt.compute_jitter;
     s.link_jitter = opt.link_jitter;
     s.iteration_cv = sc.strategy.jitter_cv;
+    s.overhead = in_seconds(sc.strategy.iteration_overhead);
     s.seed = opt.seed;
     s.trace = trace;
     s.trace_max_gpus = opt.trace_max_gpus;
