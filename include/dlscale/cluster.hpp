@@ -9,6 +9,7 @@
 #include <string_view>
 
 #include "dlscale/gpu.hpp"
+#include "dlscale/input_pipeline.hpp"
 #include "dlscale/units.hpp"
 
 namespace dlscale {
@@ -34,6 +35,13 @@ struct Cluster {
   BytesPerSecond disk{};          // B_disk
   BytesPerSecond page_cache{};    // B_cache
   bool dataset_in_page_cache = true;
+  /// The `input:` section (docs/input-formats.md): storage tiers, decode on CPU cores or the GPU, synthetic
+  /// data. Absent: the reader moves the network's input bytes at B_cache or B_disk (Section IV-A).
+  std::optional<InputPipeline> input;
+  /// GPUDirect RDMA between the NICs and the GPUs (`gpudirect_rdma: false`: every inter-node byte is staged
+  /// through host memory at eq::staged_bandwidth), and the host memory bandwidth that staging uses.
+  bool gpudirect_rdma = true;
+  BytesPerSecond host_memory{};  // 0: not limiting
   std::shared_ptr<const Topology> topology;  // null for the simple form
   double price_per_gpu_hour = 0.0;           // optional `price_per_gpu_hour: "2.5 USD"`; 0 = not given
   std::string currency;                       // e.g. "USD"; empty when no price is given

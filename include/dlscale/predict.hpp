@@ -42,6 +42,11 @@ struct Breakdown {
   Seconds comm_exposed{};  // the part of it that lengthens the iteration
   Seconds sync_wait{};     // waiting for the slowest of N jittered workers (E[max of N] · σ)
   Seconds overhead{};      // the framework's fixed per-iteration cost (Strategy::iteration_overhead)
+  // The input pipeline (Cluster::input; zero without one): io = max(io_storage, io_decode) per node.
+  Seconds io_storage{};    // reading a node's samples from its storage tier
+  Seconds io_decode{};     // decoding them on the node's CPU loader workers
+  Seconds gpu_decode{};    // GPU time decoding one GPU's batch (DALI), on the GPU side
+  Seconds reader_loss{};   // how much longer the iteration is than its GPU side: the reader-bound loss
 };
 
 enum class Bottleneck { io, h2d, compute, communication, update };
@@ -53,7 +58,7 @@ std::string_view to_string(Bottleneck b) noexcept;
 class ResourceName {
  public:
   struct Table;  // a Predictor's resources (predict.cpp)
-  enum class Which : std::uint8_t { none, io, h2d, compute, comm_intra, comm_inter, update, fixed };
+  enum class Which : std::uint8_t { none, io, h2d, compute, comm_intra, comm_inter, update, fixed, io_storage, io_decode };
 
   ResourceName() = default;
   /// A fixed text (the simulator names the busiest link it saw).

@@ -28,6 +28,9 @@ struct Profile {
   std::string cluster;          // optional: the system it was measured on
   int batch_per_gpu = 0;
   PhaseTimes single_gpu;
+  /// What `io` measured (`io_measures:`): the reader's own time per iteration (false, the default and the
+  /// meaning of every file written before the key existed) or the wait the GPU saw for its batch (true).
+  bool io_is_exposed_wait = false;
   std::map<int, MeasuredAt> measured;  // by total GPU count
 };
 

@@ -7,6 +7,7 @@
 
 #include "dlscale/kernels.hpp"
 #include "dlscale/sharding.hpp"
+#include "dlscale/transport.hpp"
 #include "dlscale/units.hpp"
 
 namespace dlscale {
@@ -39,6 +40,7 @@ struct Strategy {
   std::string description;
   bool io_prefetch = true;       // reader threads prefetch the next batch: eq. 4 instead of eq. 3
   bool pinned_memory = true;     // host->GPU copies from pinned (true) or pageable (false) memory
+  int prefetch_depth = 2;        // batches each GPU's prefetch queue holds (`io: {depth: N}`; the simulator's)
   Aggregation aggregation = Aggregation::allreduce;
   Overlap overlap = Overlap::layerwise;
   UpdatePlacement update = UpdatePlacement::after_aggregation;
@@ -52,6 +54,7 @@ struct Strategy {
   Seconds iteration_overhead{};      // fixed cost per iteration of more than one GPU (negotiation, launches)
   // Sharded data parallelism (ZeRO, FSDP; docs/model.md, "Sharded data parallelism"); stage 0: replicas.
   Sharding sharding;
+  Transport transport;               // how bytes cross nodes (`transport: NAME`); default: NCCL as modelled
 };
 
 }  // namespace dlscale

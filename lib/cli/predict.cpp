@@ -38,8 +38,12 @@ void run_predict(const PredictOptions& o) {
       for (const auto& p : preds) train.push_back(time_to_train(p, *workload, predictor.scenario().cluster));
     }
   }
-  info.collective_model = predictor.scenario().collectives ? predictor.scenario().collectives->describe()
-                                                           : make_collective_model(predictor.scenario().cluster)->describe();
+  {
+    const Scenario& s = predictor.scenario();
+    info.collective_model =
+        with_transport(s.collectives ? s.collectives : make_collective_model(s.cluster), s.strategy.transport, s.cluster)
+            ->describe();
+  }
   std::ostringstream out;
   write_predictions(out, fmt, info, preds, train);
   emit(out.str(), o.output);

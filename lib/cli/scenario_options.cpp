@@ -62,7 +62,52 @@ void add_scenario_options(CLI::App& cmd, ScenarioOptions& o) {
   cmd.add_option("--calibration", o.calibration, "Measured curves and layer times (dlscale-calibrate or calibrate import)")
       ->type_name("FILE");
   cmd.add_flag("--explain-sources", o.explain_sources, "Say on stderr which numbers came from where");
+  cmd.add_option("--data", o.data, "Where the samples come from: synthetic, ram (page cache), nvme or nfs")
+      ->type_name("SOURCE");
+  cmd.add_option("--epoch", o.epoch, "first (read from storage) or later (page cache when the dataset fits in RAM)")
+      ->type_name("first|later");
+  cmd.add_option("--cpu-cores", o.cpu_cores, "CPU cores per node that decode input (the cluster's input.cores)")->type_name("N");
+  cmd.add_option("--loader-workers", o.loader_workers, "Loader worker threads per GPU (0: every core of the node)")
+      ->type_name("N");
 }
+
+namespace {
+/// --data, --epoch, --cpu-cores, --loader-workers on the cluster's input pipeline (a cluster without an
+/// `input:` section gets one from its storage figures).
+void apply_input_options(const ScenarioOptions& o, Cluster& c) {
+  constexpr int unset = ScenarioOptions::kNotGiven;
+  if (o.data.empty() && o.epoch.empty() && o.cpu_cores == unset && o.loader_workers == unset) return;
+  if (o.cpu_cores != unset && o.cpu_cores < 1)
+    throw UsageError("--cpu-cores", fmt::format("a node needs at least one CPU core, got {}", o.cpu_cores));
+  if (o.loader_workers != unset && o.loader_workers < 0)
+    throw UsageError("--loader-workers", fmt::format("a worker count cannot be negative, got {}", o.loader_workers));
+  if (!o.epoch.empty() && o.epoch != "first" && o.epoch != "later")
+    throw UsageError("--epoch", fmt::format("'{}' is not an epoch (first or later)", o.epoch));
+  const bool had = c.input.has_value();
+  if (!had) {
+    InputPipeline p;
+    p.page_cache = c.page_cache;
+    p.nvme = c.disk;
+    c.input = p;
+  }
+  InputPipeline& p = *c.input;
+  if (!o.data.empty()) p.data = data_source_from_string(o.data, "--data");
+  if (!o.epoch.empty()) p.first_epoch = o.epoch == "first";
+  if (o.cpu_cores != unset) p.cores = o.cpu_cores;
+  if (o.loader_workers != unset) p.workers_per_gpu = o.loader_workers;
+  if (p.data != DataSource::synthetic && p.dataset.empty())
+    throw UsageError(!o.data.empty()             ? "--data"
+                     : o.cpu_cores != unset      ? "--cpu-cores"
+                     : o.loader_workers != unset ? "--loader-workers"
+                                                 : "--epoch",
+                     fmt::format("cluster '{}' has no 'input:' section naming its dataset and CPU "
+                                 "(docs/input-formats.md); only --data synthetic works without one", c.name));
+  if (o.cpu_cores != unset && !(p.decode_mpix_per_core > 0.0) && p.data != DataSource::synthetic)
+    throw UsageError("--cpu-cores", fmt::format("cluster '{}' gives no CPU decode rate (input.cpu or input.decode)", c.name));
+  if (p.data == DataSource::nfs && !(p.nfs_aggregate > BytesPerSecond{}))
+    throw UsageError("--data", fmt::format("cluster '{}' describes no network file system (input.nfs)", c.name));
+}
+}  // namespace
 
 std::vector<int> parse_gpu_list(const std::string& text) {
   std::vector<int> out;
@@ -145,6 +190,7 @@ Scenario build_scenario(const ScenarioOptions& o, RunInfo& info) {
   sc.compute.fused_optimizer = !o.unfused_optimizer;
 
   sc.cluster = load_cluster(resolve(DataKind::cluster, cluster, "--cluster"), cluster_overrides(o.scale));
+  apply_input_options(o, sc.cluster);
   if (!sc.cluster.gpu.supports(sc.compute.precision))
     throw UsageError("--precision", fmt::format("the {} of cluster '{}' has no {} mode (it needs {})", sc.cluster.gpu.name,
                                                 sc.cluster.name, to_string(sc.compute.precision),

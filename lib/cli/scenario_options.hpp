@@ -41,6 +41,12 @@ struct ScenarioOptions {
   bool explain_sources = false;  // --explain-sources: say on stderr where every number came from
   ScaleOptions scale;            // --nodes, --fabric
   bool memory_warning = true;    // warn on stderr when the step does not fit (plan searches instead)
+  // the input pipeline (docs/input-formats.md, "Input pipeline"): replace the cluster's `input:` section's values
+  std::string data;              // --data synthetic|ram|nvme|nfs
+  std::string epoch;             // --epoch first|later
+  static constexpr int kNotGiven = -2147483647 - 1;
+  int cpu_cores = kNotGiven;       // --cpu-cores N (not given: the cluster file's)
+  int loader_workers = kNotGiven;  // --loader-workers N per GPU (not given: the cluster file's; 0: every core)
 };
 
 /// The embedded default scenario: ResNet-50 at batch 32 with Caffe-MPI on the Shi & Chu P40 cluster,

@@ -32,7 +32,7 @@ struct SimulateOptions {
   int channels = 1;
   std::string allreduce = "ring";
   int readers = 1;
-  int prefetch_depth = 2;
+  int prefetch_depth = 0;  // 0: the framework's io.depth
   std::string decode = "0 s";
   int gpus_per_pcie_switch = 1;
   double jitter = 0.0, link_jitter = 0.0;
@@ -156,7 +156,8 @@ void run_simulate(const SimulateOptions& o) {
   const auto results = simulator.run(gpus);  // everything computed before anything is printed
   const Scenario& sc = simulator.predictor().scenario();
   info.collective_model =
-      (sc.collectives ? sc.collectives : make_collective_model(sc.cluster))->describe() +
+      with_transport(sc.collectives ? sc.collectives : make_collective_model(sc.cluster), sc.strategy.transport, sc.cluster)
+          ->describe() +
       fmt::format(" | simulated: {} iterations ({} warm-up), {}, allreduce {}, {} channel(s), seed {}", sopt.iterations,
                   sopt.warmup, sopt.contention ? "links shared max-min" : "no link contention",
                   sim::to_string(sopt.allreduce), sopt.channels, sopt.seed);
@@ -213,7 +214,7 @@ void setup_simulate(CLI::App& app) {
   cmd->add_option("--channels", opt->channels, "Rings per collective (with --contention)")->capture_default_str();
   cmd->add_option("--allreduce", opt->allreduce, "ring, tree or hierarchical")->capture_default_str();
   cmd->add_option("--readers", opt->readers, "Reader threads per node")->capture_default_str();
-  cmd->add_option("--prefetch-depth", opt->prefetch_depth, "Batches each GPU's prefetch queue holds")->capture_default_str();
+  cmd->add_option("--prefetch-depth", opt->prefetch_depth, "Batches each GPU's prefetch queue holds (0: the framework's io.depth, 2 unless it says)")->capture_default_str();
   cmd->add_option("--decode", opt->decode, "CPU decode time per sample on the reader thread")->capture_default_str();
   cmd->add_option("--gpus-per-pcie-switch", opt->gpus_per_pcie_switch, "GPUs sharing one PCIe uplink (with --contention)")
       ->capture_default_str();

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdint>
+#include <cmath>
 #include <cstdlib>
 #include <map>
 #include <memory>
@@ -275,6 +276,97 @@ FabricSpec parse_fabric_spec(std::string_view text, std::string_view option) {
 }
 
 namespace {
+/// "43.4 MP/s": megapixels decoded per second. A bare number (no unit) or another unit is an error.
+double decode_rate(const Node& n) {
+  const std::string text = n.scalar();
+  const auto space = text.find_first_not_of("0123456789.eE+-");
+  double v = -1.0;
+  std::size_t used = 0;
+  try {
+    v = std::stod(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  std::string unit = space == std::string::npos ? std::string() : text.substr(space);
+  unit.erase(0, unit.find_first_not_of(' '));
+  if (used == 0 || used != space || unit != "MP/s")
+    n.fail(fmt::format("'{}' is not a decode rate: a number and the unit MP/s (megapixels per second), e.g. \"43 MP/s\"", text));
+  if (!(v > 0.0) || !std::isfinite(v)) n.fail(fmt::format("a decode rate must be greater than zero, got '{}'", text));
+  return v;
+}
+
+/// The entry `id` of the list `key` in models/input/FILE (cpus, datasets); an unknown id fails at `ref`.
+template <class F>
+void input_entry(const char* file, const char* key, const Node& ref, F&& read) {
+  const std::string want = ref.scalar();
+  MapReader top(yamlio::load_file(data_dir() / "models" / "input" / file));
+  std::string known;
+  bool found = false;
+  for (const auto& item : top.required(key).items()) {
+    MapReader e(item);
+    const std::string id = e.required("id").scalar();
+    known += (known.empty() ? "" : ", ") + id;
+    (void)e.optional("source");
+    (void)e.optional("notes");
+    if (lower(id) == lower(want) && !found) {
+      read(e);
+      found = true;
+    } else {
+      (void)e.entries();
+    }
+    e.finish();
+  }
+  if (!found) ref.fail(fmt::format("unknown {} '{}' (known: {})", key, want, known));
+}
+
+/// A cluster's `input:` section (docs/input-formats.md, "Input pipeline").
+InputPipeline read_input(const Node& n, const Cluster& c) {
+  MapReader m(n);
+  InputPipeline p;
+  p.page_cache = c.page_cache;
+  p.nvme = c.disk;
+  if (auto d = m.optional("data")) p.data = data_source_from_string(d->choice({"synthetic", "ram", "nvme", "nfs"}));
+  if (auto e = m.optional("epoch")) p.first_epoch = e->choice({"first", "later"}) == "first";
+  if (auto x = m.optional("nvme")) p.nvme = x->bandwidth();
+  if (auto x = m.optional("ram")) p.ram = x->bytes();
+  if (auto x = m.optional("nfs")) {
+    MapReader f(*x);
+    p.nfs_aggregate = f.required("aggregate").bandwidth();
+    if (auto pn = f.optional("per_node")) p.nfs_per_node = pn->bandwidth();
+    f.finish();
+  } else if (p.data == DataSource::nfs) {
+    m.required("data").fail("data 'nfs' needs 'nfs: {aggregate: ..., per_node: ...}'");
+  }
+  if (auto x = m.optional("dataset")) {
+    p.dataset = x->scalar();
+    input_entry("datasets.yaml", "datasets", *x, [&](MapReader& e) {
+      p.dataset_size = e.required("size").bytes();
+      const Node samples = e.required("samples");
+      const auto count = samples.non_negative_integer();
+      if (count < 1) samples.fail("a dataset needs at least one sample");
+      p.sample_size = p.dataset_size / static_cast<double>(count);
+      const Node mp = e.required("megapixels");
+      p.sample_megapixels = mp.positive_number();
+    });
+  } else if (p.data != DataSource::synthetic) {
+    m.node().fail("'input' needs 'dataset' (an id in models/input/datasets.yaml) unless its data is synthetic");
+  }
+  if (auto x = m.optional("cpu")) {
+    p.cpu = x->scalar();
+    input_entry("cpus.yaml", "cpus", *x, [&](MapReader& e) { p.decode_mpix_per_core = decode_rate(e.required("decode")); });
+  }
+  if (auto x = m.optional("decode")) p.decode_mpix_per_core = decode_rate(*x);  // replaces the CPU's rate
+  if (auto x = m.optional("cores")) {
+    p.cores = x->int_at_most(1'000'000);
+    if (p.cores < 1) x->fail("a node needs at least one CPU core");
+  }
+  if (p.decode_mpix_per_core > 0.0 && p.cores == 0) m.node().fail("a decode rate needs 'cores' (CPU cores per node)");
+  if (auto x = m.optional("workers_per_gpu")) p.workers_per_gpu = small_count(*x, 1'000'000);
+  if (auto x = m.optional("gpu_decode")) p.gpu_decode_mpix = decode_rate(*x);
+  m.finish();
+  return p;
+}
+
 Cluster read_cluster(const Node& root, const std::string& source, const ClusterOverrides& ov = {}) {
   MapReader m(root);
   Cluster c;
@@ -367,6 +459,9 @@ Cluster read_cluster(const Node& root, const std::string& source, const ClusterO
     if (auto n = s.optional("dataset_in_page_cache")) c.dataset_in_page_cache = n->boolean();
     s.finish();
   }
+  if (auto n = m.optional("input")) c.input = read_input(*n, c);
+  if (auto n = m.optional("gpudirect_rdma")) c.gpudirect_rdma = n->boolean();
+  if (auto n = m.optional("host_memory")) c.host_memory = n->bandwidth();
   if (auto n = m.optional("price_per_gpu_hour")) {  // "2.5 USD": an amount and a currency code
     const std::string text = n->scalar();
     const auto space = text.find(' ');
@@ -573,6 +668,38 @@ void read_sharding(const Node& node, Strategy& s) {
   }
 }
 
+/// `transport: NAME`: models/frameworks/transports/NAME.yaml (docs/input-formats.md, "Transports").
+Transport read_transport(const Node& ref) {
+  const std::string name = ref.scalar();
+  const fs::path dir = data_dir() / "models" / "frameworks" / "transports";
+  std::error_code ec;
+  if (name.find('/') != std::string::npos || !fs::is_regular_file(dir / (name + ".yaml"), ec)) {
+    std::vector<std::string> known;
+    for (const auto& e : fs::directory_iterator(dir, ec))
+      if (e.path().extension() == ".yaml") known.push_back(e.path().stem().string());
+    std::sort(known.begin(), known.end());
+    std::string list;
+    for (const auto& k : known) list += (list.empty() ? "" : ", ") + k;
+    ref.fail(fmt::format("unknown transport '{}' (known: {})", name, list));
+  }
+  MapReader m(yamlio::load_file(dir / (name + ".yaml")));
+  Transport t;
+  t.name = m.required("name").scalar();
+  if (auto n = m.optional("description")) t.description = n->scalar();
+  if (auto n = m.optional("wire_efficiency")) {
+    t.wire_efficiency = n->positive_number();
+    if (t.wire_efficiency > 1.0) n->fail("a share of the link is at most 1");
+  }
+  if (auto n = m.optional("per_message")) {
+    t.per_message = n->seconds();
+    if (t.per_message < Seconds{}) n->fail("a per-message cost cannot be negative");
+  }
+  if (auto n = m.optional("staged")) t.staged = n->boolean();
+  if (auto n = m.optional("source")) t.source = n->scalar();
+  m.finish();
+  return t;
+}
+
 Strategy read_strategy(const Node& root) {
   MapReader m(root);
   Strategy s;
@@ -582,6 +709,10 @@ Strategy read_strategy(const Node& root) {
     MapReader io(m.required("io"));
     s.io_prefetch = io.required("prefetch").boolean();
     s.pinned_memory = io.required("memory").choice({"pinned", "pageable"}) == "pinned";
+    if (auto d = io.optional("depth")) {
+      s.prefetch_depth = d->int_at_most(1'000'000);
+      if (s.prefetch_depth < 1) d->fail("a prefetch queue holds at least one batch");
+    }
     io.finish();
   }
   {
@@ -621,6 +752,7 @@ Strategy read_strategy(const Node& root) {
     s.iteration_overhead = n->seconds();
     if (s.iteration_overhead < Seconds{}) n->fail("a per-iteration overhead cannot be negative");
   }
+  if (auto n = m.optional("transport")) s.transport = read_transport(*n);
   if (auto n = m.optional("conv_algorithms")) {  // docs/compute-model.md, "Convolution algorithms"
     MapReader c(*n);
     if (auto w = c.optional("winograd")) s.conv_algorithms.winograd = w->boolean();
@@ -668,6 +800,7 @@ Profile read_profile(const Node& root, const std::string& source) {
   }
   (void)m.optional("source");
   (void)m.optional("notes");
+  if (auto n = m.optional("io_measures")) p.io_is_exposed_wait = n->choice({"reader", "exposed"}) == "exposed";
   {
     MapReader s(m.required("single_gpu"));
     p.single_gpu.io = s.required("io").seconds();

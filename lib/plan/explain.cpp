@@ -177,7 +177,9 @@ Explanation explain(const Scenario& sc, int gpus, const ExplainOptions& o) {
   Explanation e;
   const Predictor p(sc);
   e.prediction = p.predict(gpus);
-  e.collective_model = sc.collectives ? sc.collectives->describe() : make_collective_model(sc.cluster)->describe();
+  e.collective_model =
+      with_transport(sc.collectives ? sc.collectives : make_collective_model(sc.cluster), sc.strategy.transport, sc.cluster)
+          ->describe();
   const Seconds first_update = first_unit_update(sc, p.layer_times());
   e.path = critical_path(e.prediction, sc.strategy, first_update);
 
@@ -253,6 +255,22 @@ std::string format_explanation(const Explanation& e, const Scenario& sc) {
              "total", t_ms, in_ms(p.breakdown.comm), in_ms(p.breakdown.comm - p.breakdown.comm_exposed));
   if (sc.strategy.io_prefetch)
     fmt::print(out, "  input read {:.3f} ms per iteration, prefetched in parallel (eq. 4)\n", in_ms(p.breakdown.io));
+  if (sc.cluster.input && !sc.profile) {
+    const InputPipeline& ip = *sc.cluster.input;
+    const Breakdown& b = p.breakdown;
+    if (ip.data == DataSource::synthetic) {
+      fmt::print(out, "  input pipeline: synthetic data, no reader\n");
+    } else {
+      fmt::print(out, "  input pipeline: {} ({}, {} epoch): reader {:.3f} ms per iteration per node = max(storage {:.3f} ms, "
+                      "{} {:.3f} ms){}\n",
+                 to_string(ip.data), ip.dataset, ip.first_epoch ? "first" : "later", in_ms(b.io), in_ms(b.io_storage),
+                 ip.gpu_decode_mpix > 0.0 ? std::string("CPU decode") : fmt::format("CPU decode on {} cores of {}", ip.cores, ip.cpu),
+                 in_ms(b.io_decode),
+                 b.gpu_decode > Seconds{} ? fmt::format("; GPU decode {:.3f} ms", in_ms(b.gpu_decode)) : std::string());
+      fmt::print(out, "  reader-bound loss {:.3f} ms per iteration ({:.1f}% of it)\n", in_ms(b.reader_loss),
+                 t_ms > 0 ? 100.0 * in_ms(b.reader_loss) / t_ms : 0.0);
+    }
+  }
   if (sc.strategy.jitter_cv > 0.0)
     fmt::print(out, "  synchronization loss {:.3f} ms: {} GPUs wait for the slowest, compute jitter cv {:g}\n",
                in_ms(p.breakdown.sync_wait), p.gpus, sc.strategy.jitter_cv);

@@ -53,7 +53,8 @@ std::vector<PathSegment> critical_path(const Prediction& p, const Strategy& s, S
   // per-layer updates overlapped with aggregation (eq. 6/7).
   const bool overlapped = s.overlap != Overlap::none && s.aggregation != Aggregation::broadcast_reduce;
   const Seconds update = overlapped && s.update == UpdatePlacement::per_layer ? first_update : b.update;
-  const Seconds gpu_side = b.h2d + b.forward + b.backward + b.comm_exposed + update + b.sync_wait + b.overhead;
+  const Seconds gpu_side = b.h2d + b.forward + b.backward + b.comm_exposed + update + b.sync_wait + b.overhead +
+                         b.gpu_decode;
   // With prefetching (eq. 4) t_iter = max(t_gpu + t_comm, t_io): only the part of t_io beyond the GPU
   // side is on the path. Without it (eq. 2) all of t_io is.
   const Seconds io_exposed = s.io_prefetch ? max(p.iteration_time - gpu_side, Seconds{}) : b.io;
@@ -64,6 +65,7 @@ std::vector<PathSegment> critical_path(const Prediction& p, const Strategy& s, S
   // so that plots stack alike; zero on one GPU).
   if (s.jitter_cv > 0.0) path.push_back({"wait for slowest GPU", b.sync_wait});
   if (s.iteration_overhead > Seconds{}) path.push_back({"framework overhead", b.overhead});
+  if (b.gpu_decode > Seconds{}) path.push_back({"input decode on the GPU", b.gpu_decode});
   return path;
 }
 
@@ -187,6 +189,15 @@ Scenario with_doubled(const Scenario& sc, Resource r) {
     case Resource::storage:
       out.cluster.disk = out.cluster.disk * 2.0;
       out.cluster.page_cache = out.cluster.page_cache * 2.0;
+      if (out.cluster.input) {  // the input pipeline: every tier and decoder twice as fast
+        InputPipeline& ip = *out.cluster.input;
+        ip.page_cache = ip.page_cache * 2.0;
+        ip.nvme = ip.nvme * 2.0;
+        ip.nfs_aggregate = ip.nfs_aggregate * 2.0;
+        ip.nfs_per_node = ip.nfs_per_node * 2.0;
+        ip.decode_mpix_per_core *= 2.0;
+        ip.gpu_decode_mpix *= 2.0;
+      }
       if (out.profile) {
         out.profile->single_gpu.io = out.profile->single_gpu.io * 0.5;
         for (auto& [n, m] : out.profile->measured)

@@ -18,6 +18,7 @@
 #include "dlscale/equations.hpp"
 #include "dlscale/error.hpp"
 #include "dlscale/format.hpp"
+#include "dlscale/input_pipeline.hpp"
 #include "dlscale/memory.hpp"
 #include "dlscale/sharding.hpp"
 
@@ -105,6 +106,7 @@ struct ResourceName::Table {
   std::string gpu_name;
   BytesPerSecond intra{}, inter{}, memory{};
   std::string fixed;
+  std::optional<InputPipeline> pipeline;  // the cluster's input pipeline, when it has one
 };
 
 ResourceName::ResourceName(std::string text) : which_(Which::fixed) {
@@ -135,6 +137,14 @@ std::string ResourceName::str() const {
     case Which::comm_inter: s = fmt::format("inter-node network ({})", t.inter); break;
     case Which::update: s = fmt::format("parameter update (GPU memory {})", t.memory); break;
     case Which::fixed: s = t.fixed; break;
+    case Which::io_storage:
+      s = t.pipeline ? fmt::format("input read from {} ({} dataset)", to_string(t.pipeline->data), t.pipeline->dataset)
+                     : std::string("input read");
+      break;
+    case Which::io_decode:
+      s = t.pipeline ? fmt::format("input decode on the CPU ({} cores of {} per node)", t.pipeline->cores, t.pipeline->cpu)
+                     : std::string("input decode");
+      break;
   }
   if (measured_) s += " [measured]";
   return s;
@@ -181,7 +191,8 @@ Predictor::Predictor(Scenario scenario) : impl_(std::make_unique<Impl>()) {
   m.sc.compute.conv_algorithms = m.sc.strategy.conv_algorithms;  // the framework's cuDNN algorithm search
   const Scenario& sc = m.sc;
   if (sc.batch_per_gpu < 1) throw UsageError("--batch", "the batch per GPU must be at least 1");
-  m.coll = sc.collectives ? sc.collectives : make_collective_model(sc.cluster);
+  m.coll = with_transport(sc.collectives ? sc.collectives : make_collective_model(sc.cluster), sc.strategy.transport,
+                          sc.cluster);  // a framework's RPC transport, or staging without GPUDirect RDMA
 
   LayerTimes modelled = sc.modelled_layers ? *sc.modelled_layers
                                            : estimate_layer_times(sc.network, sc.cluster.gpu, sc.batch_per_gpu, sc.compute);
@@ -226,12 +237,19 @@ Predictor::Predictor(Scenario scenario) : impl_(std::make_unique<Impl>()) {
   m.input_per_gpu = sc.network.input_bytes_per_sample * static_cast<double>(sc.batch_per_gpu);
   m.read_bw = sc.cluster.dataset_in_page_cache ? sc.cluster.page_cache : sc.cluster.disk;
   if (sc.profile) {
-    m.h2d = sc.profile->single_gpu.h2d;
-    m.io_one = sc.profile->single_gpu.io;
+    const PhaseTimes& p = sc.profile->single_gpu;
+    m.h2d = p.h2d;
+    m.io_one = p.io;
+    // A measured exposed wait (io_measures: exposed) is the part of the reader's time that the GPU did not
+    // hide: with prefetching the one-GPU reader took t_gpu + the wait, without it the wait is the reader.
+    if (sc.profile->io_is_exposed_wait && sc.strategy.io_prefetch && p.io > Seconds{})
+      m.io_one = p.io + eq::gpu_time(p.h2d, p.forward, p.backward, p.update);
   } else {
     const BytesPerSecond h2d_bw = sc.strategy.pinned_memory ? sc.cluster.h2d_pinned : sc.cluster.h2d_pageable;
     m.h2d = m.input_per_gpu / h2d_bw;
     m.io_one = eq::io_time(m.input_per_gpu, 1, m.read_bw);
+    // synthetic data is made on the GPU: nothing to copy
+    if (sc.cluster.input && sc.cluster.input->data == DataSource::synthetic) m.h2d = Seconds{};
   }
   {
     const MemoryFit fit = check_memory_fit(sc.network, sc.cluster.gpu, sc.batch_per_gpu, sc.compute);
@@ -268,6 +286,7 @@ void Predictor::Impl::describe_resources() {
   t->intra = cl.intra_node.bandwidth;
   t->inter = cl.inter_node.bandwidth;
   t->memory = cl.gpu.memory_bandwidth;
+  if (!sc.profile) t->pipeline = cl.input;
   resources = std::move(t);
 }
 
@@ -313,6 +332,14 @@ Prediction Predictor::Impl::run(int gpus, const GpuPlacement& at) const {
   const double K = sc.compute.accumulate;
   Seconds io = sc.profile ? io_one * static_cast<double>(at.gpus_per_node)
                           : eq::io_time(input_per_gpu, at.gpus_per_node, read_bw);
+  // The input pipeline (Cluster::input) replaces the bytes-over-a-bandwidth reader: storage tier and CPU
+  // decode stages, the slower of which sets the reader's time (eq. input-1); GPU decoding goes to the GPU side.
+  ReaderTime reader;
+  const bool pipelined = !sc.profile && sc.cluster.input;
+  if (pipelined) {
+    reader = reader_time(*sc.cluster.input, sc.batch_per_gpu, at.gpus_per_node, at.nodes);
+    io = reader.reader;
+  }
   if (meas && meas->io) io = *meas->io;
   io = io * K;
   Seconds h2d_n = h2d;
@@ -405,12 +432,16 @@ Prediction Predictor::Impl::run(int gpus, const GpuPlacement& at) const {
     if (st.jitter_cv > 0.0) sync = eq::sync_wait(max_normal(gpus), st.jitter_cv, (f + b) * K);
     overhead = st.iteration_overhead;
   }
-  gpu_side += sync + overhead;
+  gpu_side += sync + overhead + reader.gpu_decode * K;
   p.iteration_time = st.io_prefetch ? eq::iteration_io_hidden(gpu_side, Seconds{}, io) : io + gpu_side;
 
   p.breakdown = Breakdown{io, h2d_n, f * K, b * K, sharded ? sharded->update : u, comm_total, exposed};
   p.breakdown.sync_wait = sync;
   p.breakdown.overhead = overhead;
+  p.breakdown.io_storage = reader.storage * K;
+  p.breakdown.io_decode = reader.decode * K;
+  p.breakdown.gpu_decode = reader.gpu_decode * K;
+  p.breakdown.reader_loss = st.io_prefetch ? max(io - gpu_side, Seconds{}) : io;
   p.memory = sharded ? sharded->memory : memory;
   // In double: N·M·K passes 2^31 at 100,000 GPUs × 65,536 samples.
   p.throughput_samples_per_s = static_cast<double>(gpus) * sc.batch_per_gpu * K / in_seconds(p.iteration_time);
@@ -435,7 +466,9 @@ Prediction Predictor::Impl::run(int gpus, const GpuPlacement& at) const {
   using W = ResourceName::Which;
   W which = W::compute;
   switch (worst.what) {
-    case Bottleneck::io: which = W::io; break;
+    case Bottleneck::io:
+      which = !pipelined ? W::io : reader.decode > reader.storage ? W::io_decode : W::io_storage;
+      break;
     case Bottleneck::h2d: which = W::h2d; break;
     case Bottleneck::compute: which = W::compute; break;
     case Bottleneck::communication: which = at.nodes > 1 ? W::comm_inter : W::comm_intra; break;

@@ -59,6 +59,8 @@ struct Gpu {
   double busy = 0.0, copy_busy = 0.0;
   double fwd_acc = 0.0, bwd_acc = 0.0, upd_acc = 0.0, h2d_start = 0.0;
   double task_start = 0.0;
+  int factor_iter = -1;  // the iteration whose forward+backward factor `factor` is
+  double factor = 1.0;
   Rng rng;
 };
 
@@ -83,6 +85,10 @@ class Model final : public EventSink {
   void take_batch(int g);
   // compute
   double compute_time(int g, double base);
+  double pass_factor(int g);
+  /// Strategy::iteration_overhead on more than one GPU (the closed form adds it to the GPU side; here it
+  /// delays the iteration's last update, so it shows inside the update slice of the trace).
+  [[nodiscard]] double overhead() const noexcept { return s_.gpus > 1 ? s_.overhead : 0.0; }
   void forward(int g, int layer);
   void backward(int g, int layer);
   void layer_ready_globally(int layer);
@@ -170,6 +176,19 @@ double Model::compute_time(int g, double base) {
   return t;
 }
 
+// The synchronization-loss jitter of the closed form (Strategy::jitter_cv, docs/input-formats.md): a GPU's
+// forward+backward of one iteration scaled by 1 + cv·z, z standard normal, drawn once per GPU and iteration
+// (clamped at zero, which a cv below 0.2 reaches with probability under 1e-6).
+double Model::pass_factor(int g) {
+  Gpu& gp = gpus_[static_cast<std::size_t>(g)];
+  if (!(s_.iteration_cv > 0.0)) return 1.0;
+  if (gp.factor_iter != gp.iter) {
+    gp.factor_iter = gp.iter;
+    gp.factor = std::max(0.0, 1.0 + s_.iteration_cv * gp.rng.normal());
+  }
+  return gp.factor;
+}
+
 // ---- input pipeline ----------------------------------------------------------------------------------
 
 void Model::dispatch_readers(int node) {
@@ -251,7 +270,7 @@ void Model::forward(int g, int layer) {
       return;
     }
   }
-  const double t = compute_time(g, s_.classes[static_cast<std::size_t>(gp.cls)].f[li]);
+  const double t = compute_time(g, s_.classes[static_cast<std::size_t>(gp.cls)].f[li]) * pass_factor(g);
   gp.task_start = eng_.now();
   gp.fwd_acc += t;
   eng_.schedule(eng_.now() + t, kFwdDone, static_cast<std::uint32_t>(g), static_cast<std::uint64_t>(layer));
@@ -267,7 +286,8 @@ void Model::backward(int g, int layer) {
     }
   }
   Gpu& gp = gpus_[static_cast<std::size_t>(g)];
-  const double t = compute_time(g, s_.classes[static_cast<std::size_t>(gp.cls)].b[static_cast<std::size_t>(layer)]);
+  const double t = compute_time(g, s_.classes[static_cast<std::size_t>(gp.cls)].b[static_cast<std::size_t>(layer)]) *
+                   pass_factor(g);
   gp.task_start = eng_.now();
   gp.bwd_acc += t;
   eng_.schedule(eng_.now() + t, kBwdDone, static_cast<std::uint32_t>(g), static_cast<std::uint64_t>(layer));
@@ -397,6 +417,7 @@ void Model::collective_done(std::uint32_t id) {
     double t = 0.0;
     const GpuClass& cl = s_.classes[static_cast<std::size_t>(gpus_.front().cls)];
     for (int i = c.first; i <= c.last; ++i) t += cl.u[static_cast<std::size_t>(i)];
+    if (c.first == 0) t += overhead();  // the framework's fixed cost, before the last update of the iteration
     eng_.schedule(now + t, kPsUpdate, 0, id);
   }
   if (c.first == 0) aggregation_finished();
@@ -410,7 +431,7 @@ void Model::aggregation_finished() {
   if (s_.update == UpdatePlacement::per_layer && s_.overlapped) return;  // ends at the PS update of layer 1
   if (s_.update == UpdatePlacement::on_root) {
     Gpu& root = gpus_.front();
-    const double t = compute_time(0, s_.classes[static_cast<std::size_t>(root.cls)].u_total);
+    const double t = compute_time(0, s_.classes[static_cast<std::size_t>(root.cls)].u_total) + overhead();
     root.upd_acc = t;
     root.task_start = now;
     eng_.schedule(now + t, kUpdDone, 0);
@@ -418,7 +439,7 @@ void Model::aggregation_finished() {
   }
   for (int g = 0; g < s_.gpus; ++g) {
     Gpu& gp = gpus_[static_cast<std::size_t>(g)];
-    const double t = compute_time(g, s_.classes[static_cast<std::size_t>(gp.cls)].u_total);
+    const double t = compute_time(g, s_.classes[static_cast<std::size_t>(gp.cls)].u_total) + overhead();
     gp.upd_acc = t;
     gp.task_start = now;
     eng_.schedule(now + t, kUpdDone, static_cast<std::uint32_t>(g));

@@ -74,6 +74,8 @@ struct Setup {
   double post_gather = 0.0;         // seconds
 
   double compute_jitter = 0.0, link_jitter = 0.0;
+  double iteration_cv = 0.0;
+  double overhead = 0.0;      // Strategy::iteration_overhead, s, before the update of an iteration of > 1 GPU  // Strategy::jitter_cv: one normal factor 1 + cv·z per GPU and iteration on forward+backward
   std::uint64_t seed = 1;
   bool trace = false;
   int trace_max_gpus = 64;

@@ -100,7 +100,7 @@ struct Simulator::Impl {
     if (opt.warmup < 0) throw UsageError("--warmup", "the warm-up cannot be negative");
     if (opt.channels < 1) throw UsageError("--channels", "at least one channel");
     if (opt.readers_per_node < 1) throw UsageError("--readers", "at least one reader thread per node");
-    if (opt.prefetch_depth < 1) throw UsageError("--prefetch-depth", "the prefetch queue holds at least one batch");
+    if (opt.prefetch_depth < 0) throw UsageError("--prefetch-depth", "the prefetch queue holds at least one batch (0: the framework's io.depth)");
     if (opt.gpus_per_pcie_switch < 1) throw UsageError("--gpus-per-pcie-switch", "at least one GPU per switch");
     if (opt.compute_jitter < 0 || opt.link_jitter < 0) throw UsageError("--jitter", "a jitter σ cannot be negative");
     if (opt.cycle_time <= Seconds{}) throw UsageError("--cycle-time", "the Horovod cycle time must be positive");
@@ -112,7 +112,8 @@ struct Simulator::Impl {
       if (opt.merge != MergePolicy::strategy)
         throw UsageError("--merge", "a sharded strategy aggregates its own units; only --merge strategy applies");
     }
-    coll = sc.collectives ? sc.collectives : make_collective_model(sc.cluster);
+    coll = with_transport(sc.collectives ? sc.collectives : make_collective_model(sc.cluster), sc.strategy.transport,
+                          sc.cluster);
     const double bpe = gradient_bytes_per_element(sc.compute.precision);
     for (const auto& l : sc.network.layers) {
       grads.push_back(Network::gradient_bytes(l, bpe));
@@ -536,11 +537,12 @@ struct Simulator::Impl {
     s.plan = choice.plan;
 
     s.prefetch = st.io_prefetch;
-    s.depth = opt.prefetch_depth;
+    s.depth = opt.prefetch_depth > 0 ? opt.prefetch_depth : st.prefetch_depth;
     s.readers = opt.readers_per_node;
     s.t_read = in_seconds(closed.breakdown.io) / at.gpus_per_node;
     s.decode = in_seconds(opt.decode_per_sample) * sc.batch_per_gpu;
-    s.h2d = in_seconds(closed.breakdown.h2d);
+    // GPU decoding (DALI) runs on the GPU's copy stream before the forward pass, like the copy itself
+    s.h2d = in_seconds(closed.breakdown.h2d + closed.breakdown.gpu_decode);
     const double D = in_bytes(sc.network.input_bytes_per_sample) * sc.batch_per_gpu;
     s.input_bytes = D > 0 ? D : 1.0;
 
@@ -563,6 +565,8 @@ struct Simulator::Impl {
     }
     s.compute_jitter = opt.compute_jitter;
     s.link_jitter = opt.link_jitter;
+    s.iteration_cv = sc.strategy.jitter_cv;
+    s.overhead = in_seconds(sc.strategy.iteration_overhead);
     s.seed = opt.seed;
     s.trace = trace;
     s.trace_max_gpus = opt.trace_max_gpus;

@@ -63,7 +63,7 @@ struct SimOptions {
 
   // input pipeline
   int readers_per_node = 1;     // reader threads per node (eq. 4: one)
-  int prefetch_depth = 2;       // batches each GPU's queue holds when the strategy prefetches
+  int prefetch_depth = 0;       // batches each GPU's queue holds when the strategy prefetches (0: the strategy's, 2 by default)
   Seconds decode_per_sample{};  // CPU decode time per sample on the reader thread (0: already decoded)
   int gpus_per_pcie_switch = 1; // with contention: GPUs whose host-to-GPU copies share one PCIe uplink
 
