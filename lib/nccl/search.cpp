@@ -104,6 +104,23 @@ class Search {
     return 0;
   }
 
+  // ncclTopoGetGpuMinPath / ncclTopoGetGpuMaxPath: the best and worst path type from a GPU to the
+  // other GPUs (to = GPU) or to the NICs (to = NET).
+  int min_path(NodeType to) const {
+    int m = P_SYS;
+    for (int i = 0; i < ngpus_; ++i)
+      for (int j = 0; j < s_.count(to); ++j)
+        if (!(to == GPU && i == j)) m = std::min(m, s_.p(GPU, i, to, j).type);
+    return m;
+  }
+  int max_path(NodeType to) const {
+    int m = P_LOC;
+    for (int i = 0; i < ngpus_; ++i)
+      for (int j = 0; j < s_.count(to); ++j)
+        if (!(to == GPU && i == j)) m = std::max(m, s_.p(GPU, i, to, j).type);
+    return m;
+  }
+
   // ncclTopoCompareGraphs
   static bool better(const Graph& g, const Graph& ref) {
     if (g.n_channels < g.min_channels) return false;
@@ -359,15 +376,79 @@ class Search {
   }
 
   // ncclTopoCompute
-  ChannelSet compute(ChannelPattern which, int min_channels, int max_channels) {
+  ChannelSet compute(ChannelPattern which, int min_channels, int max_channels, bool skip_doomed) {
+    if (skip_doomed)
+      if (auto fast = compute_once(which, min_channels, max_channels, true)) return *fast;
+    return *compute_once(which, min_channels, max_channels, false);
+  }
+
+  /// A bound that proves a first-pass search cannot save anything: the channels it must find together
+  /// (min_channels; a tree's is the ring's count) need more hops out of the GPUs than their links hold.
+  /// Every hop a → b reserves at least the channel's speed on the first link of the path, one of a's
+  /// outgoing links (×1.2 on PCIe through an Intel CPU, never less); a tree books each hop both ways,
+  /// so a chain of n GPUs leaves the GPUs 2(n − 1) times per channel, at least once from each; a ring
+  /// leaves each GPU once. A link of remaining bandwidth C takes at most C / speed hops (plus what
+  /// sub_round's rounding to 0.001 may give back: at most 0.0005 per hop). Only without NICs: the
+  /// NVSwitch and PCIe nodes where the tree search spends NCCL's budgets at speeds it cannot reach.
+  bool cannot_reach_min_channels(const Graph& g) const {
+    if (s_.count(NET) > 0 || ngpus_ < 2) return false;
+    const double bw = g.bw_intra * std::min(1.0, t_.intel_p2p_overhead);
+    if (!(bw > 0)) return false;
+    const long k = g.min_channels;
+    const bool tree = is_tree(g.pattern);
+    long total = 0;
+    for (int gi = 0; gi < ngpus_; ++gi) {
+      // the links a hop out of this GPU can start on: the first link of its path to each other GPU that
+      // the channel's path type allows
+      first_links_.clear();
+      for (int o = 0; o < ngpus_; ++o) {
+        if (o == gi) continue;
+        const SPath& p = s_.p(GPU, gi, GPU, o);
+        if (p.count() == 0 || p.type >= P_DIS || p.type > g.type_intra) continue;
+        const int l = p.links.front();
+        if (std::find(first_links_.begin(), first_links_.end(), l) == first_links_.end()) first_links_.push_back(l);
+      }
+      long cap = 0;
+      for (int l : first_links_) {
+        const double c = s_.links[static_cast<std::size_t>(l)].bw;
+        if (c <= 0) continue;
+        cap += static_cast<long>(std::floor((c + 0.0005 * (c / bw + 2.0)) / bw));
+      }
+      if (cap < k) return true;  // every channel leaves every GPU at least once
+      total += cap;
+    }
+    const long per_channel = tree ? 2L * (ngpus_ - 1) : ngpus_;
+    return total < k * per_channel;
+  }
+
+  std::optional<ChannelSet> compute_once(ChannelPattern which, int min_channels, int max_channels, bool skip_doomed) {
+    bool skipped = false;
     const bool nets = s_.count(NET) > 0;
     const int cc = s_.sm;
     Graph graph;
     graph.pattern = which == ChannelPattern::ring ? RING : (cc < 80 ? SPLIT_TREE : BALANCED_TREE);
     graph.min_channels = min_channels;
     graph.max_channels = max_channels;
-    graph.type_intra = ngpus_ == 1 ? P_LOC : P_NVL;
-    graph.type_inter = P_PIX;
+    // ncclTopoGetGpuMinPath / ncclTopoGetGpuMaxPath: the path types the search tries run from the best
+    // to the worst GPU-GPU path of this system (GPU-NET with NICs), not over every type: a type below the
+    // best allows no hop, one above the worst allows what the worst does. On an NVSwitch node every pair
+    // is NVL, so NCCL searches at NVL only.
+    min_type_intra_ = P_LOC;
+    int max_type_intra = P_SYS;
+    min_type_inter_ = P_PIX;
+    max_type_inter_ = P_SYS;
+    if (ngpus_ > 1) {
+      min_type_intra_ = min_path(GPU);
+      max_type_intra = max_path(GPU);
+    }
+    if (nets) {
+      min_type_inter_ = min_path(NET);
+      max_type_inter_ = max_path(NET);
+      max_type_intra = max_type_inter_;
+    }
+    max_type_intra_ = max_type_intra;
+    graph.type_intra = min_type_intra_;
+    graph.type_inter = min_type_inter_;
     graph.same_channels = true;
     graph.intra.assign(static_cast<std::size_t>(max_channels * std::max(ngpus_, 1)), 0);
     graph.inter.assign(static_cast<std::size_t>(max_channels * 2), 0);
@@ -390,7 +471,14 @@ class Search {
                                : tmp.pattern == TREE ? t_.search_timeout_tree : t_.search_timeout;
       tmp.n_channels = 0;
       global_timeout -= time;
-      rec(tmp, graph, time);
+      if (pass == 1 && skip_doomed && cannot_reach_min_channels(tmp)) {
+        // NCCL would search its whole budget and find nothing: the outcome is "nothing saved" and a
+        // remaining budget of at most `time`, taken as 0 (see the global timeout below).
+        time = 0;
+        skipped = true;
+      } else {
+        rec(tmp, graph, time);
+      }
       bool done = time == -1 || graph.n_channels * graph.bw_inter >= s_.total_bw;
       if (!done && pass == 1) {
         if (tmp.same_channels) {
@@ -401,20 +489,24 @@ class Search {
         if (time != -1) global_timeout += time;
         else global_timeout = t_.search_timeout_global;
         if (global_timeout < 0 && graph.n_channels) {
+          // A skipped search was counted as spending its whole budget; NCCL's may have ended sooner and
+          // left the global budget positive. Only here could that change the result: search again
+          // without skipping.
+          if (skipped) return std::nullopt;
           done = true;
         } else {
-          const int max_type_intra = nets ? tmp.type_inter : P_SYS;
-          if (tmp.type_intra < max_type_intra && (graph.n_channels == 0 || tmp.type_intra < graph.type_intra)) {
+          const int max_intra = nets ? tmp.type_inter : max_type_intra_;
+          if (tmp.type_intra < max_intra && (graph.n_channels == 0 || tmp.type_intra < graph.type_intra)) {
             ++tmp.type_intra;
             continue;
           }
-          tmp.type_intra = ngpus_ == 1 ? P_LOC : P_NVL;
-          if (nets && tmp.type_inter < P_SYS &&
+          tmp.type_intra = min_type_intra_;
+          if (nets && tmp.type_inter < max_type_inter_ &&
               (graph.n_channels == 0 || tmp.type_inter < graph.type_inter || tmp.type_inter < P_PHB)) {
             ++tmp.type_inter;
             continue;
           }
-          tmp.type_inter = P_PIX;
+          tmp.type_inter = min_type_inter_;
           // decrease the speed until a solution appears
           if (si < nspeeds - 1 && (graph.n_channels == 0 || speeds[si + 1] / graph.bw_inter > .49)) {
             tmp.bw_inter = tmp.bw_intra = speeds[++si];
@@ -517,16 +609,19 @@ class Search {
   System& s_;
   const Table& t_;
   int ngpus_;
+  int min_type_intra_ = P_NVL, max_type_intra_ = P_SYS, min_type_inter_ = P_PIX, max_type_inter_ = P_SYS;
   std::vector<int> stack_;     // the candidate GPUs of every step of the recursion, innermost last
   std::vector<Score> scores_;  // push_next_gpus's scratch
+  mutable std::vector<int> first_links_;  // cannot_reach_min_channels's scratch
   std::vector<std::optional<std::vector<int>>> nets_cache_, net_gpus_;
 };
 
 }  // namespace
 
-ChannelSet compute_channels(System& sys, ChannelPattern pattern, int min_channels, int max_channels, const Table& t) {
+ChannelSet compute_channels(System& sys, ChannelPattern pattern, int min_channels, int max_channels, const Table& t,
+                            bool skip_doomed) {
   Search s(sys, t);
-  return s.compute(pattern, min_channels, max_channels);
+  return s.compute(pattern, min_channels, max_channels, skip_doomed);
 }
 
 }  // namespace dlscale::nccl
