@@ -382,21 +382,23 @@ class Search {
     return *compute_once(which, min_channels, max_channels, false);
   }
 
-  /// A bound that proves a first-pass search cannot save anything: the channels it must find together
-  /// (min_channels; a tree's is the ring's count) need more hops out of the GPUs than their links hold.
-  /// Every hop a → b reserves at least the channel's speed on the first link of the path, one of a's
-  /// outgoing links (×1.2 on PCIe through an Intel CPU, never less); a tree books each hop both ways,
-  /// so a chain of n GPUs leaves the GPUs 2(n − 1) times per channel, at least once from each; a ring
-  /// leaves each GPU once. A link of remaining bandwidth C takes at most C / speed hops (plus what
-  /// sub_round's rounding to 0.001 may give back: at most 0.0005 per hop). Only without NICs: the
-  /// NVSwitch and PCIe nodes where the tree search spends NCCL's budgets at speeds it cannot reach.
-  bool cannot_reach_min_channels(const Graph& g) const {
+  /// A bound that proves a first-pass search cannot save anything: ncclTopoCompareGraphs keeps a graph
+  /// only with at least min_channels channels (a tree's min is the ring's count) and more channels ×
+  /// speed than the best so far (or as much with fewer hops). Every hop a → b reserves at least the
+  /// channel's speed on the first link of its path, one of a's outgoing links (×1.2 on PCIe through an
+  /// Intel CPU, never less); a ring leaves each GPU once per channel, a tree books each hop both ways,
+  /// so its chain of n GPUs leaves the GPUs 2(n − 1) times per channel, at least once from each. A link
+  /// of remaining bandwidth C takes at most C / speed hops (plus what sub_round's rounding to 0.001
+  /// may give back: at most 0.0005 per hop). A channel's hops count at least the shortest allowed
+  /// path each. Only without NICs: the NVSwitch and PCIe nodes where the search spends NCCL's budgets
+  /// at speeds that cannot do better.
+  bool cannot_improve(const Graph& g, const Graph& best) const {
     if (s_.count(NET) > 0 || ngpus_ < 2) return false;
     const double bw = g.bw_intra * std::min(1.0, t_.intel_p2p_overhead);
     if (!(bw > 0)) return false;
-    const long k = g.min_channels;
     const bool tree = is_tree(g.pattern);
-    long total = 0;
+    long total = 0, most = g.max_channels;
+    int min_hops = 0;  // links of the shortest path a hop may take
     for (int gi = 0; gi < ngpus_; ++gi) {
       // the links a hop out of this GPU can start on: the first link of its path to each other GPU that
       // the channel's path type allows
@@ -405,6 +407,7 @@ class Search {
         if (o == gi) continue;
         const SPath& p = s_.p(GPU, gi, GPU, o);
         if (p.count() == 0 || p.type >= P_DIS || p.type > g.type_intra) continue;
+        if (min_hops == 0 || p.count() < min_hops) min_hops = p.count();
         const int l = p.links.front();
         if (std::find(first_links_.begin(), first_links_.end(), l) == first_links_.end()) first_links_.push_back(l);
       }
@@ -414,11 +417,19 @@ class Search {
         if (c <= 0) continue;
         cap += static_cast<long>(std::floor((c + 0.0005 * (c / bw + 2.0)) / bw));
       }
-      if (cap < k) return true;  // every channel leaves every GPU at least once
+      most = std::min(most, cap);  // every channel leaves every GPU at least once
       total += cap;
     }
-    const long per_channel = tree ? 2L * (ngpus_ - 1) : ngpus_;
-    return total < k * per_channel;
+    const long hops_per_channel = tree ? ngpus_ - 1 : ngpus_;
+    const long leaves_per_channel = tree ? 2L * (ngpus_ - 1) : ngpus_;
+    most = std::min(most, total / leaves_per_channel);
+    const double best_bw = best.n_channels * best.bw_intra;
+    for (long n = g.min_channels; n <= most; ++n) {
+      const double a = static_cast<double>(n) * g.bw_intra;
+      if (a > best_bw) return false;
+      if (a == best_bw && g.pattern == best.pattern && n * hops_per_channel * min_hops < best.n_hops) return false;
+    }
+    return true;
   }
 
   std::optional<ChannelSet> compute_once(ChannelPattern which, int min_channels, int max_channels, bool skip_doomed) {
@@ -471,9 +482,9 @@ class Search {
                                : tmp.pattern == TREE ? t_.search_timeout_tree : t_.search_timeout;
       tmp.n_channels = 0;
       global_timeout -= time;
-      if (pass == 1 && skip_doomed && cannot_reach_min_channels(tmp)) {
-        // NCCL would search its whole budget and find nothing: the outcome is "nothing saved" and a
-        // remaining budget of at most `time`, taken as 0 (see the global timeout below).
+      if (pass == 1 && skip_doomed && cannot_improve(tmp, graph)) {
+        // NCCL would search and keep nothing: the outcome is "nothing saved" and a remaining budget
+        // between 0 and `time`, taken as 0 (see the global timeout below).
         time = 0;
         skipped = true;
       } else {
@@ -612,7 +623,7 @@ class Search {
   int min_type_intra_ = P_NVL, max_type_intra_ = P_SYS, min_type_inter_ = P_PIX, max_type_inter_ = P_SYS;
   std::vector<int> stack_;     // the candidate GPUs of every step of the recursion, innermost last
   std::vector<Score> scores_;  // push_next_gpus's scratch
-  mutable std::vector<int> first_links_;  // cannot_reach_min_channels's scratch
+  mutable std::vector<int> first_links_;  // cannot_improve's scratch
   std::vector<std::optional<std::vector<int>>> nets_cache_, net_gpus_;
 };
 
