@@ -155,7 +155,7 @@ class Generator {
     std::optional<Node> args;
     if (item.is_scalar()) {
       kind = item.scalar();
-    } else if (item.is_map() && item.raw().size() == 1) {
+    } else if (item.is_map() && item.size() == 1) {
       MapReader m(item);
       auto e = m.entries();
       kind = e.front().first;
