@@ -132,17 +132,21 @@ TEST(NcclSearch, Dgx2EightGpusTreesAtTen) {
 TEST(NcclSearch, SkippingSearchesProvedShortChangesNothing) {
   // The reference is NCCL's own procedure: every search run with its budget (skip_doomed = false).
   // The skipping search must find the same channels, speeds, path types and GPU orders on every
-  // shipped node, for every first-k GPU set, rings and trees (the tree asked for the ring's count).
+  // shipped node, for every first-k GPU set, inside one node and across nodes (with the NICs), rings
+  // and trees (the tree asked for the ring's count).
   const auto& table = nccl::default_table();
   int compared = 0, trees = 0;
   for (const auto& name : list_names(DataKind::cluster)) {
     const Cluster& c = cluster(name);
     if (!c.topology) continue;
-    for (int k = 2; k <= c.gpus_per_node; ++k) {
-      SCOPED_TRACE(name + ", " + std::to_string(k) + " GPUs");
+    for (int k = 1; k <= c.gpus_per_node; ++k)
+    for (bool nets : {false, true}) {
+      if (nets && c.topology->nic_names().empty()) continue;
+      if (!nets && k == 1) continue;
+      SCOPED_TRACE(name + ", " + std::to_string(k) + " GPUs" + (nets ? " with NICs" : ""));
       const auto gpus = first(k);
       auto run = [&](ChannelPattern p, int lo, int hi, bool skip) {
-        auto sys = nccl::build_system(c.topology->impl(), gpus, false, table);
+        auto sys = nccl::build_system(c.topology->impl(), gpus, nets, table);
         return nccl::compute_channels(sys, p, lo, hi, table, skip);
       };
       auto same = [&](const ChannelSet& a, const ChannelSet& b) {
@@ -161,7 +165,7 @@ TEST(NcclSearch, SkippingSearchesProvedShortChangesNothing) {
       ++trees;
     }
   }
-  EXPECT_GT(trees, 50);  // the shipped nodes give this many GPU sets; fewer means clusters went missing
+  EXPECT_GT(trees, 100);  // the shipped nodes give this many GPU sets; fewer means clusters went missing
   EXPECT_EQ(compared, 2 * trees);
 }
 

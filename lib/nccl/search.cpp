@@ -3,6 +3,7 @@
 // upward, with NCCL's step budgets; then channel duplication and a second pass that raises the speed.
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <optional>
 
 #include "nccl/system.hpp"
@@ -393,7 +394,8 @@ class Search {
   /// path each. Only without NICs: the NVSwitch and PCIe nodes where the search spends NCCL's budgets
   /// at speeds that cannot do better.
   bool cannot_improve(const Graph& g, const Graph& best) const {
-    if (s_.count(NET) > 0 || ngpus_ < 2) return false;
+    if (s_.count(NET) > 0) return cannot_improve_with_nets(g, best);
+    if (ngpus_ < 2) return false;
     const double bw = g.bw_intra * std::min(1.0, t_.intel_p2p_overhead);
     if (!(bw > 0)) return false;
     const bool tree = is_tree(g.pattern);
@@ -423,11 +425,136 @@ class Search {
     const long hops_per_channel = tree ? ngpus_ - 1 : ngpus_;
     const long leaves_per_channel = tree ? 2L * (ngpus_ - 1) : ngpus_;
     most = std::min(most, total / leaves_per_channel);
+    // A link every path from one part of the GPUs to the rest crosses (two sockets joined by one link):
+    // a channel visits every GPU, so it has a hop from that part to the rest (a ring) or books one
+    // (a tree books each hop both ways), and that hop reserves at least the speed on the link.
+    for (int l : cut_links()) {
+      const double c = s_.links[static_cast<std::size_t>(l)].bw;
+      most = std::min(most, c <= 0 ? 0L : static_cast<long>(std::floor((c + 0.0005 * (c / bw + 2.0)) / bw)));
+    }
+    // A link that every path out of some GPUs crosses (their PCIe switch's uplink when peer-to-peer goes
+    // through the host): every channel leaves each of them, so it reserves at least the sum of their
+    // charges on it (×1.2 where the path is PHB through an Intel CPU, as follow_path charges).
+    for (const auto& [l, factor] : shared_links()) {
+      const double c = s_.links[static_cast<std::size_t>(l)].bw;
+      const double per_channel = factor * g.bw_intra;
+      if (!(per_channel > 0)) continue;
+      most = std::min(most, c <= 0 ? 0L : static_cast<long>(std::floor((c + 0.0005 * (c / bw + 2.0)) / per_channel)));
+    }
     const double best_bw = best.n_channels * best.bw_intra;
     for (long n = g.min_channels; n <= most; ++n) {
       const double a = static_cast<double>(n) * g.bw_intra;
       if (a > best_bw) return false;
       if (a == best_bw && g.pattern == best.pattern && n * hops_per_channel * min_hops < best.n_hops) return false;
+    }
+    return true;
+  }
+
+  /// The links that split the GPUs: a directed link l and a part A of the GPUs such that the path from
+  /// every GPU of A to every GPU outside A crosses l. Found once per search (paths do not change).
+  const std::vector<int>& cut_links() const {
+    if (cuts_done_) return cuts_;
+    cuts_done_ = true;
+    if (ngpus_ > 64) return cuts_;
+    const std::uint64_t all = ngpus_ == 64 ? ~0ULL : (1ULL << ngpus_) - 1;
+    // to[l * ngpus + a]: the GPUs b whose path from a crosses l
+    std::vector<std::uint64_t> to(s_.links.size() * static_cast<std::size_t>(ngpus_), 0);
+    for (int a = 0; a < ngpus_; ++a)
+      for (int b = 0; b < ngpus_; ++b) {
+        if (a == b) continue;
+        for (int l : s_.p(GPU, a, GPU, b).links)
+          to[static_cast<std::size_t>(l) * static_cast<std::size_t>(ngpus_) + static_cast<std::size_t>(a)] |= 1ULL << b;
+      }
+    for (std::size_t l = 0; l < s_.links.size(); ++l) {
+      std::uint64_t from = 0, reach = all;
+      for (int a = 0; a < ngpus_; ++a) {
+        const std::uint64_t m = to[l * static_cast<std::size_t>(ngpus_) + static_cast<std::size_t>(a)];
+        if (m == 0) continue;
+        from |= 1ULL << a;
+        reach &= m;
+      }
+      if (from != 0 && (from & reach) == 0 && (from | reach) == all) cuts_.push_back(static_cast<int>(l));
+    }
+    return cuts_;
+  }
+
+  /// Links that every path out of two or more GPUs crosses, each with the sum over those GPUs of the
+  /// smallest charge factor (per unit of speed) their paths put on it. Found once per search.
+  const std::vector<std::pair<int, double>>& shared_links() const {
+    if (shared_done_) return shared_;
+    shared_done_ = true;
+    std::vector<double> factor(s_.links.size(), 0.0);
+    std::vector<int> count(s_.links.size(), 0);
+    std::vector<double> mine(s_.links.size());
+    std::vector<int> hits(s_.links.size());
+    for (int a = 0; a < ngpus_; ++a) {
+      std::fill(mine.begin(), mine.end(), std::numeric_limits<double>::infinity());
+      std::fill(hits.begin(), hits.end(), 0);
+      int paths = 0;
+      for (int b = 0; b < ngpus_; ++b) {
+        if (a == b) continue;
+        const SPath& p = s_.p(GPU, a, GPU, b);
+        if (p.count() == 0 || p.type >= P_DIS) continue;
+        ++paths;
+        const double pci = pci_factor(p, s_.of_type[GPU][static_cast<std::size_t>(a)]);
+        for (int l : p.links) {
+          const auto li = static_cast<std::size_t>(l);
+          ++hits[li];
+          mine[li] = std::min(mine[li], s_.links[li].type == P_PIX ? pci : 1.0);
+        }
+      }
+      if (paths == 0) continue;
+      for (std::size_t l = 0; l < s_.links.size(); ++l) {
+        if (hits[l] != paths) continue;  // some path out of a avoids l
+        factor[l] += mine[l];
+        ++count[l];
+      }
+    }
+    for (std::size_t l = 0; l < s_.links.size(); ++l)
+      if (count[l] >= 2) shared_.emplace_back(static_cast<int>(l), factor[l]);
+    return shared_;
+  }
+
+  /// follow_path's factor on the PCIe links of a path from `start`: INTEL_P2P_OVERHEAD on a PHB path
+  /// from a GPU through an Intel x86 CPU, else 1.
+  double pci_factor(const SPath& path, int start) const {
+    if (path.type != P_PHB || s_.nodes[static_cast<std::size_t>(start)].type != GPU) return 1.0;
+    for (int l : path.links) {
+      const SNode& node = s_.nodes[static_cast<std::size_t>(s_.links[static_cast<std::size_t>(l)].to)];
+      if (node.type == CPU && node.arch == topo::CpuArch::x86 && node.vendor == topo::CpuVendor::intel)
+        return t_.intel_p2p_overhead;
+    }
+    return 1.0;
+  }
+
+  /// The same with NICs: a channel enters through a NIC whose budget (net_bw) it keeps while the
+  /// search goes deeper (ncclTopoSearchRecNet), so no more channels stand together than the NICs'
+  /// budgets hold at the inter speed. A channel's hops count at least the shortest NIC → GPU path, the
+  /// shortest GPU → GPU path for each further GPU and the shortest GPU → NIC path.
+  bool cannot_improve_with_nets(const Graph& g, const Graph& best) const {
+    const double bw = g.bw_inter;
+    if (!(bw > 0)) return false;
+    long most = 0;
+    for (int n = 0; n < s_.count(NET); ++n) {
+      const double c = s_.typed_const(NET, n).net_bw;
+      if (c > 0) most += static_cast<long>(std::floor(c / bw + 1e-6));
+    }
+    most = std::min<long>(most, g.max_channels);
+    auto shortest = [&](NodeType from, NodeType to) {
+      int m = 0;
+      for (int i = 0; i < s_.count(from); ++i)
+        for (int j = 0; j < s_.count(to); ++j) {
+          const int c = s_.p(from, i, to, j).count();
+          if (c > 0 && (m == 0 || c < m)) m = c;
+        }
+      return m;
+    };
+    const long min_hops = shortest(NET, GPU) + (ngpus_ - 1L) * (ngpus_ > 1 ? shortest(GPU, GPU) : 0) + shortest(GPU, NET);
+    const double best_bw = best.n_channels * best.bw_intra;
+    for (long n = g.min_channels; n <= most; ++n) {
+      const double a = static_cast<double>(n) * g.bw_intra;
+      if (a > best_bw) return false;
+      if (a == best_bw && g.pattern == best.pattern && n * min_hops < best.n_hops) return false;
     }
     return true;
   }
@@ -624,6 +751,10 @@ class Search {
   std::vector<int> stack_;     // the candidate GPUs of every step of the recursion, innermost last
   std::vector<Score> scores_;  // push_next_gpus's scratch
   mutable std::vector<int> first_links_;  // cannot_improve's scratch
+  mutable std::vector<int> cuts_;         // cut_links()
+  mutable bool cuts_done_ = false;
+  mutable std::vector<std::pair<int, double>> shared_;  // shared_links()
+  mutable bool shared_done_ = false;
   std::vector<std::optional<std::vector<int>>> nets_cache_, net_gpus_;
 };
 
