@@ -34,8 +34,8 @@ cmds=(
 # every shipped cluster, ResNet-50 on its whole size (the default 1,2,4,8,16 does not fit the small ones)
 for f in topologies/*.yaml; do
   c=$(basename "$f" .yaml)
-  [ "$c" = gpus ] && continue
   gpn=$(awk '/^gpus_per_node:/ {print $2; exit}' "$f")
+  [ -n "$gpn" ] || continue  # not a cluster (the GPU catalogue, the kernel model's parameters)
   nodes=$(awk '/^nodes:/ {print $2; exit}' "$f")
   cmds+=("predict --cluster $c --gpus 1,$((gpn * ${nodes:-1}))")
 done

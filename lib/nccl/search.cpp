@@ -28,7 +28,17 @@ struct Graph {
 
 bool is_tree(int pattern) { return pattern == BALANCED_TREE || pattern == SPLIT_TREE || pattern == TREE; }
 
-void sub_round(double& a, double b) { a = std::round((a - b) * 1000.0) / 1000.0; }
+/// std::round (half away from zero), inline: the search calls it on every link of every hop, and
+/// libm's is a call. Exact for |x| < 2^52, where x − trunc(x) has no rounding error.
+inline double round_half_away(double x) {
+  if (!(std::fabs(x) < 4.0e15)) return std::round(x);
+  const double t = static_cast<double>(static_cast<long long>(x));
+  const double d = x - t;
+  return d >= 0.5 ? t + 1.0 : d <= -0.5 ? t - 1.0 : t;
+}
+
+// SUB_ROUND: NCCL keeps bandwidths to 0.001 GB/s.
+void sub_round(double& a, double b) { a = round_half_away((a - b) * 1000.0) / 1000.0; }
 
 class Search {
  public:
@@ -162,6 +172,32 @@ class Search {
       return nkept;
     }
     const int net = sort_net ? s_.of_type[NET][static_cast<std::size_t>(g.inter[static_cast<std::size_t>(g.n_channels * 2)])] : -1;
+    if (net < 0) {
+      // Without a NIC to sort by, the score is the path's speed and hops and the distance in index
+      // order, none of which changes during the search: the order is sorted once per GPU and only
+      // the GPUs still free are taken from it (a subset of a total order keeps its order).
+      if (static_orders_.empty()) static_orders_.resize(static_cast<std::size_t>(ngpus_));
+      auto& order = static_orders_[static_cast<std::size_t>(gpu)];
+      if (!order) {
+        order.emplace();
+        scores_.clear();
+        for (int i = 1; i < ngpus_; ++i) {
+          const int o = (gpu + i) % ngpus_;
+          const SPath& p = s_.path[from][s_.of_type[GPU][o]];
+          if (p.count() == 0 || p.type >= P_DIS) continue;
+          scores_.push_back(Score{o, i, p.count(), static_cast<int>(p.bw), 0, 0, 0});
+        }
+        std::sort(scores_.begin(), scores_.end(), by_score);
+        for (const auto& sc : scores_) order->push_back(sc.g);
+      }
+      int n = 0;
+      for (int o : *order)
+        if (!(s_.nodes[s_.of_type[GPU][o]].used & flag)) {
+          stack_.push_back(o);
+          ++n;
+        }
+      return n;
+    }
     scores_.clear();
     for (int i = 1; i < ngpus_; ++i) {
       const int o = (gpu + i) % ngpus_;
@@ -180,16 +216,21 @@ class Search {
     }
     // NCCL's order; `start` differs between candidates, so the order is total and a plain sort equals
     // NCCL's stable one.
-    std::sort(scores_.begin(), scores_.end(), [](const Score& a, const Score& b) {
-      if (a.inter_bw != b.inter_bw) return a.inter_bw > b.inter_bw;
-      if (a.inter_pci != b.inter_pci) return a.inter_pci > b.inter_pci;
-      if (a.inter_hops != b.inter_hops) return a.inter_hops < b.inter_hops;
-      if (a.intra_bw != b.intra_bw) return a.intra_bw > b.intra_bw;
-      if (a.intra_hops != b.intra_hops) return a.intra_hops < b.intra_hops;
-      return a.start < b.start;
-    });
+    std::sort(scores_.begin(), scores_.end(), by_score);
     for (const auto& sc : scores_) stack_.push_back(sc.g);
     return static_cast<int>(scores_.size());
+  }
+
+  struct Score {
+    int g, start, intra_hops, intra_bw, inter_hops, inter_pci, inter_bw;
+  };
+  static bool by_score(const Score& a, const Score& b) {
+    if (a.inter_bw != b.inter_bw) return a.inter_bw > b.inter_bw;
+    if (a.inter_pci != b.inter_pci) return a.inter_pci > b.inter_pci;
+    if (a.inter_hops != b.inter_hops) return a.inter_hops < b.inter_hops;
+    if (a.intra_bw != b.intra_bw) return a.intra_bw > b.intra_bw;
+    if (a.intra_hops != b.intra_hops) return a.intra_hops < b.intra_hops;
+    return a.start < b.start;
   }
 
   // ncclTopoSelectNets (simplified): the NICs closest to the GPU(s) first, then by path type up to type_inter.
@@ -741,15 +782,13 @@ class Search {
   }
 
  private:
-  struct Score {
-    int g, start, intra_hops, intra_bw, inter_hops, inter_pci, inter_bw;
-  };
   System& s_;
   const Table& t_;
   int ngpus_;
   int min_type_intra_ = P_NVL, max_type_intra_ = P_SYS, min_type_inter_ = P_PIX, max_type_inter_ = P_SYS;
   std::vector<int> stack_;     // the candidate GPUs of every step of the recursion, innermost last
   std::vector<Score> scores_;  // push_next_gpus's scratch
+  std::vector<std::optional<std::vector<int>>> static_orders_;  // push_next_gpus without a NIC, per GPU
   mutable std::vector<int> first_links_;  // cannot_improve's scratch
   mutable std::vector<int> cuts_;         // cut_links()
   mutable bool cuts_done_ = false;
