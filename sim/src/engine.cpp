@@ -22,10 +22,33 @@ inline bool earlier(const Event& x, const Event& y) noexcept {
 // ---- event queue -----------------------------------------------------------------------------------
 
 void EventQueue::push(double time, std::uint32_t kind, std::uint32_t a, std::uint64_t b) {
-  heap_.push_back(Event{time, next_seq_++, kind, a, b});
+  const Event e{time, next_seq_++, kind, a, b};
+  ++size_;
+  Fifo* free = nullptr;
+  for (Fifo& f : fifo_) {
+    if (!f.empty()) {
+      if (f.time == time) {  // later seq than everything in it: its order holds
+        f.events.push_back(e);
+        return;
+      }
+    } else if (!free) {
+      free = &f;
+    }
+  }
+  if (free) {
+    free->events.clear();
+    free->head = 0;
+    free->time = time;
+    free->events.push_back(e);
+    return;
+  }
+  heap_push(e);
+}
+
+void EventQueue::heap_push(const Event& e) {
+  heap_.push_back(e);
   // sift up
   std::size_t i = heap_.size() - 1;
-  const Event e = heap_[i];
   while (i > 0) {
     const std::size_t parent = (i - 1) / 2;
     if (!earlier(e, heap_[parent])) break;
@@ -36,6 +59,16 @@ void EventQueue::push(double time, std::uint32_t kind, std::uint32_t a, std::uin
 }
 
 Event EventQueue::pop() {
+  assert(size_ > 0);
+  --size_;
+  Fifo* best = nullptr;
+  for (Fifo& f : fifo_)
+    if (!f.empty() && (!best || earlier(f.events[f.head], best->events[best->head]))) best = &f;
+  if (best && (heap_.empty() || earlier(best->events[best->head], heap_.front()))) return best->events[best->head++];
+  return heap_pop();
+}
+
+Event EventQueue::heap_pop() {
   assert(!heap_.empty());
   const Event top = heap_.front();
   const Event last = heap_.back();
