@@ -24,25 +24,34 @@ inline bool earlier(const Event& x, const Event& y) noexcept {
 void EventQueue::push(double time, std::uint32_t kind, std::uint32_t a, std::uint64_t b) {
   const Event e{time, next_seq_++, kind, a, b};
   ++size_;
-  Fifo* free = nullptr;
-  for (Fifo& f : fifo_) {
-    if (!f.empty()) {
-      if (f.time == time) {  // later seq than everything in it: its order holds
-        f.events.push_back(e);
-        return;
-      }
-    } else if (!free) {
-      free = &f;
+  if (last_ >= 0) {  // most pushes go where the previous one went
+    Fifo& fl = fifo_[static_cast<std::size_t>(last_)];
+    if (fl.time == time && fl.head < fl.events.size()) {
+      fl.events.push_back(e);
+      return;
     }
   }
-  if (free) {
-    free->events.clear();
-    free->head = 0;
-    free->time = time;
-    free->events.push_back(e);
+  // the FIFO of this time, or where one would go among the active FIFOs (sorted by time)
+  const auto at = std::lower_bound(active_.begin(), active_.end(), time,
+                                   [&](int f, double t) { return fifo_[static_cast<std::size_t>(f)].time < t; });
+  if (at != active_.end() && fifo_[static_cast<std::size_t>(*at)].time == time) {
+    fifo_[static_cast<std::size_t>(*at)].events.push_back(e);  // a later seq than all it holds
+    last_ = *at;
     return;
   }
-  heap_push(e);
+  if (free_.empty()) {
+    heap_push(e);
+    return;
+  }
+  const int f = free_.back();
+  free_.pop_back();
+  Fifo& fi = fifo_[static_cast<std::size_t>(f)];
+  fi.time = time;
+  fi.events.clear();
+  fi.head = 0;
+  fi.events.push_back(e);
+  active_.insert(at, f);
+  last_ = f;
 }
 
 void EventQueue::heap_push(const Event& e) {
@@ -61,10 +70,18 @@ void EventQueue::heap_push(const Event& e) {
 Event EventQueue::pop() {
   assert(size_ > 0);
   --size_;
-  Fifo* best = nullptr;
-  for (Fifo& f : fifo_)
-    if (!f.empty() && (!best || earlier(f.events[f.head], best->events[best->head]))) best = &f;
-  if (best && (heap_.empty() || earlier(best->events[best->head], heap_.front()))) return best->events[best->head++];
+  if (!active_.empty()) {
+    Fifo& fi = fifo_[static_cast<std::size_t>(active_.front())];
+    const Event& front = fi.events[fi.head];
+    if (heap_.empty() || earlier(front, heap_.front())) {
+      const Event e = front;
+      if (++fi.head == fi.events.size()) {
+        free_.push_back(active_.front());
+        active_.erase(active_.begin());
+      }
+      return e;
+    }
+  }
   return heap_pop();
 }
 
