@@ -306,6 +306,11 @@ class Search {
       if (better(g, save)) {
         save = g;
         if (g.n_channels == g.max_channels) time = -1;
+        // A first-pass graph that reaches totalBw ends the search as soon as it returns ("done"), and
+        // what is left of the budget no longer counts; when the bound also proves that nothing in
+        // this search can beat it, the rest of the search cannot change anything: stop here.
+        else if (stop_when_final_ && save.n_channels * save.bw_inter >= s_.total_bw && cannot_improve(g, save))
+          time = -1;
       }
       if (g.n_channels < g.max_channels) rec(g, save, time);
       --g.n_channels;
@@ -650,6 +655,7 @@ class Search {
                                : tmp.pattern == TREE ? t_.search_timeout_tree : t_.search_timeout;
       tmp.n_channels = 0;
       global_timeout -= time;
+      stop_when_final_ = pass == 1 && skip_doomed;
       if (pass == 1 && skip_doomed && cannot_improve(tmp, graph)) {
         // NCCL would search and keep nothing: the outcome is "nothing saved" and a remaining budget
         // between 0 and `time`, taken as 0 (see the global timeout below).
@@ -794,6 +800,7 @@ class Search {
   mutable bool cuts_done_ = false;
   mutable std::vector<std::pair<int, double>> shared_;  // shared_links()
   mutable bool shared_done_ = false;
+  bool stop_when_final_ = false;  // rec_gpu: stop once a saved graph is final (see there)
   std::vector<std::optional<std::vector<int>>> nets_cache_, net_gpus_;
 };
 
