@@ -470,13 +470,20 @@ SweepResult run_sweep(const SweepSpec& spec, const SweepOptions& options) {
   }
 
   // The networks as the Predictor needs them: without names and descriptions, so that copying one into
-  // each group's Scenario allocates less (the kernel model needs the shapes).
+  // each group's Scenario allocates less. The closed form is handed every group's layer times
+  // (layer_times below), so it reads no shape either: only parameters and kept bytes (gradients,
+  // memory). Another evaluator (the simulator's, which may re-time layers for other GPUs) keeps them.
+  const bool shapes = options.evaluator != nullptr && options.evaluator != &closed_form_evaluator();
   std::vector<Network> slim = spec.networks;
   for (auto& net : slim) {
     net.description = {};
     for (auto& l : net.layers) {
       l.name = {};
-      for (auto& o : l.ops) o.name = {};
+      if (!shapes) l.input_shape = {}, l.output_shape = {};
+      for (auto& o : l.ops) {
+        o.name = {};
+        if (!shapes) o.input_shape = {}, o.output_shape = {};
+      }
     }
   }
 
