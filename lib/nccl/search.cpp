@@ -651,6 +651,18 @@ class Search {
     int time = 0;
 
     for (;;) {  // the "search:" label
+      // The second pass raises a ring's speed one step at a time while its searches end before their
+      // budget. When the bound proves that no search at this speed or any higher one can keep a graph,
+      // the graph is final whichever way the budgets go: stop.
+      if (pass == 2 && skip_doomed && tmp.pattern == RING) {
+        bool final_graph = true;
+        for (int k = si; k >= 0 && final_graph; --k) {
+          Graph probe = tmp;
+          probe.bw_intra = probe.bw_inter = speeds[static_cast<std::size_t>(k)];
+          final_graph = cannot_improve(probe, graph);
+        }
+        if (final_graph) break;
+      }
       time = tmp.same_channels ? t_.search_timeout_same
                                : tmp.pattern == TREE ? t_.search_timeout_tree : t_.search_timeout;
       tmp.n_channels = 0;
