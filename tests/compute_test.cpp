@@ -11,7 +11,9 @@
 namespace dlscale {
 namespace {
 
-// 10 SMs; 10 TFLOPS fp32, 80 TFLOPS fp16 and bf16 (tensor), 40 TFLOPS TF32; 500 GB/s; Ampere (sm_80).
+// 10 SMs at 1953.125 MHz; 10 TFLOPS fp32, 80 TFLOPS fp16 and bf16 (tensor), 40 TFLOPS TF32; 500 GB/s;
+// Ampere (sm_80). Per SM per clock: fp16 4,096 FLOP on 2-byte operands and TF32 2,048 on 4-byte ones, both
+// 8,192 operand bytes (4x the reference 2,048 of eq. K3); fp32 512 FLOP × 4 B = 2,048 (1x).
 GpuSpec toy_gpu() {
   GpuSpec g;
   g.name = "toy";
@@ -24,6 +26,7 @@ GpuSpec toy_gpu() {
   g.peak_tf32 = teraflops_per_second(40);
   g.memory_bandwidth = gigabytes_per_second(500);
   g.memory_size = bytes(16e9);
+  g.boost_clock = megahertz(1953.125);
   return g;
 }
 
@@ -36,6 +39,7 @@ KernelParams toy_params() {
   p.kernel_overhead = microseconds(5);
   p.winograd_gain = 2.25;
   p.fft_taps = 8;
+  p.operand_feed = 8;  // c = 8 × 4 = 32 on the toy's tensor cores, 8 × 1 = 8 on its vector units
   return p;
 }
 
@@ -48,26 +52,47 @@ ComputeOptions toy_options(Precision p) {
   return o;
 }
 
-// Tile efficiencies relative to the largest tile (eq. K3): 1/(1 + c(1/Tm + 1/Tn)), c = 32 on tensor cores
-// (256×128: 1/1.375), 16 on vector units (128×128: 1/1.25).
-constexpr double kTc128x128 = (1.0 / 1.5) / (1.0 / 1.375);  // 0.91667
-constexpr double kTc64x64 = (1.0 / 2.0) / (1.0 / 1.375);    // 0.6875
+// Tile efficiencies (eq. K3): 1/(1 + c(1/Tm + 1/Tn)); on the toy's tensor cores c = 32 (256×128: 1/1.375,
+// 128×128: 1/1.5, 64×64: 1/2), on its vector units c = 8 (128×128: 1/1.125).
+constexpr double kTc128x128 = 1.0 / 1.5;
+constexpr double kTc64x64 = 1.0 / 2.0;
+constexpr double kVec128x128 = 1.0 / 1.125;
 
 TEST(KernelModel, TilesAreTheDocumentedOnes) {
-  const auto tc = gemm_tiles(true);
+  const auto tc = gemm_tiles(true, 32.0);
   ASSERT_EQ(tc.size(), 6u);
   EXPECT_EQ(tc[0].m, 256);
-  EXPECT_DOUBLE_EQ(tc[0].efficiency, 1.0);
+  EXPECT_NEAR(tc[0].efficiency, 1.0 / 1.375, 1e-12);
   EXPECT_NEAR(tc[2].efficiency, kTc128x128, 1e-12);
   EXPECT_NEAR(tc[5].efficiency, kTc64x64, 1e-12);
-  const auto v = gemm_tiles(false);
+  const auto v = gemm_tiles(false, 8.0);
   EXPECT_EQ(v[0].m, 128);
-  EXPECT_NEAR(v[1].efficiency, (1.0 / 1.375) / (1.0 / 1.25), 1e-12);  // 128×64
+  EXPECT_NEAR(v[0].efficiency, kVec128x128, 1e-12);
+  EXPECT_NEAR(v[1].efficiency, 1.0 / (1.0 + 8.0 * (1.0 / 128 + 1.0 / 64)), 1e-12);  // 128×64: 1/1.1875
+}
+
+// Eq. K3's feeding cost scales with the operand bytes a unit consumes per SM per clock (reference 2,048).
+TEST(KernelModel, FeedingCostScalesWithMathPerSmPerClock) {
+  const KernelParams kp = toy_params();
+  EXPECT_NEAR(operand_feed_cost(toy_gpu(), Precision::fp16, kp), 32.0, 1e-9);  // 4,096 FLOP × 2 B / 2,048
+  EXPECT_NEAR(operand_feed_cost(toy_gpu(), Precision::bf16, kp), 32.0, 1e-9);
+  EXPECT_NEAR(operand_feed_cost(toy_gpu(), Precision::tf32, kp), 32.0, 1e-9);  // 2,048 FLOP × 4 B / 2,048
+  EXPECT_NEAR(operand_feed_cost(toy_gpu(), Precision::fp32, kp), 8.0, 1e-9);   // 512 FLOP × 4 B / 2,048
+  GpuSpec no_clock = toy_gpu();
+  no_clock.boost_clock = Hertz{};
+  EXPECT_DOUBLE_EQ(operand_feed_cost(no_clock, Precision::fp16, kp), 8.0);  // unknown clock: the reference
+  // The reference is a V100's fp16 tensor math: 125 TFLOPS / (80 SMs × 1530 MHz) = 1,021 FLOP × 2 B.
+  const GpuSpec v100 = find_gpu("v100-sxm2-16gb");
+  EXPECT_NEAR(operand_feed_cost(v100, Precision::fp16, kp), 8.0 * 125e12 / (80 * 1530e6) * 2 / 2048, 1e-9);
+  // An H100 SXM's: 989 TFLOPS / (132 × 1980 MHz) = 3,784 FLOP × 2 B: 3.7x the reference.
+  const GpuSpec h100 = find_gpu("h100-sxm5-80gb");
+  EXPECT_NEAR(operand_feed_cost(h100, Precision::bf16, kp), 8.0 * 989e12 / (132 * 1980e6) * 2 / 2048, 1e-9);
 }
 
 // The worked GEMM: 1024×1024×1024 in fp16. 256×128 tiles: 32 blocks, 4 waves of 2·256·128·1024 FLOP at
-// 8 TFLOP/s per SM × 0.5 → 67.1 us; 128×128: 64 blocks, 7 waves at 0.5 × 0.91667 → 64.05 us (the best);
-// 64×64: 256 blocks, 26 waves → 79.3 us. Memory: 3 × 1024² × 2 B / 400 GB/s = 15.7 us (not the bound).
+// 8 TFLOP/s per SM × 0.5 / 1.375 → 92.3 us; 128×128: 64 blocks, 7 waves at 0.5 / 1.5 → 88.1 us (the best);
+// 64×64: 256 blocks, 26 waves at 0.5 / 2 → 109.1 us. Memory: 3 × 1024² × 2 B / 400 GB/s = 15.7 us (not the
+// bound).
 TEST(KernelModel, WorkedGemm) {
   const GemmPlan p = plan_gemm(GemmShape{1024, 1024, 1024}, toy_gpu(), Precision::fp16, toy_params());
   EXPECT_EQ(p.tile.m, 128);
@@ -83,7 +108,7 @@ TEST(KernelModel, WorkedGemm) {
 
 // The worked convolution: a 1×1, 256 → 128 channels on 14×14 at batch 8, fp16 (an implicit GEMM:
 // M = 8·14·14 = 1568, N = 128, K = 256). 64×64 tiles: ⌈1568/64⌉·⌈128/64⌉ = 25·2 = 50 blocks, 5 waves of
-// 2·64·64·256 FLOP at 8e12 × 0.5 × 0.75 (conv) × 0.6875 → 5.08 us, the fastest tile; memory
+// 2·64·64·256 FLOP at 8e12 × 0.5 × 0.75 (conv) / 2 → 6.99 us, the fastest tile; memory
 // (1568·256 + 256·128 + 1568·128) × 2 B / 400 GB/s = 3.17 us.
 TEST(KernelModel, WorkedConvolution) {
   const ConvGeometry c{8, 256, 128, 14, 14, 14, 14, 1, 1, 1, 1, 1};
@@ -114,6 +139,24 @@ TEST(KernelModel, WorkedConvolution) {
 
 // A layer norm over 8 sequences of 128 tokens × 768 in fp16: E = 786,432 elements; forward reads and writes
 // each (2E × 2 B / 400 GB/s = 7.86 us) plus one kernel; backward moves 4E in two kernels.
+// A 3×3 convolution is an implicit GEMM: its m×k operand (9 taps per input element) is never stored, so
+// its traffic is the three tensors: 32×64×56×56 input, 128×64×3×3 filters, 32×128×28×28 output (stride 2),
+// in every pass (eq. K4).
+TEST(KernelModel, ImplicitGemmMovesTheTensorsNotTheExpandedMatrix) {
+  const ConvGeometry c{32, 64, 128, 56, 56, 28, 28, 3, 3, 2, 2, 1};
+  const double tensors = 32.0 * 64 * 56 * 56 + 128.0 * 64 * 9 + 32.0 * 128 * 28 * 28;
+  for (ConvPass pass : {ConvPass::forward, ConvPass::data_gradient, ConvPass::weight_gradient}) {
+    const GemmShape g = conv_as_gemm(c, pass);
+    EXPECT_DOUBLE_EQ(g.stored_elements, tensors);
+    const GemmPlan p = plan_gemm(g, toy_gpu(), Precision::fp32, toy_params());
+    // (split-K, which the weight gradient's long K may take, also writes and re-reads its fp32 partials)
+    const double partials = p.split_k > 1 ? 2.0 * 128 * 576 * p.split_k * 4 : 0.0;
+    EXPECT_NEAR(in_seconds(p.memory), (tensors * 4 + partials) / 400e9, 1e-15);
+  }
+  // The forward GEMM's own operands would be 9x the input: M·K = 32·28·28 × 576.
+  EXPECT_GT(32.0 * 28 * 28 * 576, 2.0 * 32 * 64 * 56 * 56);
+}
+
 TEST(KernelModel, WorkedLayerNorm) {
   Layer ln;
   ln.name = "ln";
@@ -191,8 +234,10 @@ TEST(Compute, EveryPrecisionOnAHandComputedGemmOnlyNetwork) {
       {Precision::bf16, 7 * (2.0 * 128 * 128 * 1024) / (8e12 * 0.5 * kTc128x128) + 5e-6, 2},
       // TF32: 4 TFLOP/s per SM; 128×128 tiles, 7 waves (memory 3·1024²·4 B / 400 GB/s = 31.5 us)
       {Precision::tf32, 7 * (2.0 * 128 * 128 * 1024) / (4e12 * 0.5 * kTc128x128) + 5e-6, 4},
-      // fp32 on the vector units: 1 TFLOP/s per SM × 0.8, 128×128 the largest tile (efficiency 1), 7 waves
-      {Precision::fp32, 7 * (2.0 * 128 * 128 * 1024) / (1e12 * 0.8) + 5e-6, 4},
+      // fp32 on the vector units: 1 TFLOP/s per SM × 0.8, c = 8. 128×128 (1/1.125): 64 blocks, 7 waves →
+      // 330.3 us; 128×64 (1/1.1875): 128 blocks, 13 waves → 323.8 us, the best; 64×64 (1/1.25): 26 waves →
+      // 340.8 us
+      {Precision::fp32, 13 * (2.0 * 128 * 64 * 1024) / (1e12 * 0.8 / 1.1875) + 5e-6, 4},
   };
   for (const auto& c : cases) {
     const auto t = estimate_layer_times(one_gemm(), toy_gpu(), 1, toy_options(c.p));
@@ -237,6 +282,30 @@ TEST(Compute, ParameterFreeOperatorsAreMemoryBoundKernels) {
   // forward reads and writes 1024² half elements; backward reads two and writes one
   EXPECT_NEAR(in_seconds(with.forward[0] - without.forward[0]), 2.0 * 1048576 * 2 / 400e9 + 5e-6, 1e-15);
   EXPECT_NEAR(in_seconds(with.backward[0] - without.backward[0]), 3.0 * 1048576 * 2 / 400e9 + 5e-6, 1e-15);
+}
+
+// An inception-style join: three branches read the same 64×28×28 input and are concatenated into
+// 160×28×28. Forward copies the branches (2·Eout); backward takes views of the concatenated gradient, but
+// the fork's input sums three gradients: 2 additions of 3·Ein, as 2 kernels.
+TEST(Compute, ConcatCopiesForwardAndItsForkSumsTheBranchGradients) {
+  Network n = one_gemm();
+  Operator cat;
+  cat.name = "cat";
+  cat.kind = LayerKind::concat;
+  cat.input_shape = {64, 28, 28};
+  cat.output_shape = {160, 28, 28};
+  cat.branches = 3;
+  n.layers[0].ops.push_back(cat);
+  const auto k = layer_kernels(n.layers[0], false, false, toy_gpu(), 2, toy_options(Precision::fp32));
+  const double ein = 2.0 * 64 * 28 * 28, eout = 2.0 * 160 * 28 * 28;  // batch 2
+  const auto find = [&](const std::string& name) {
+    for (const auto& t : k)
+      if (t.name == name) return in_seconds(t.time);
+    ADD_FAILURE() << "no kernel " << name;
+    return 0.0;
+  };
+  EXPECT_NEAR(find("cat fwd"), 2.0 * eout * 4 / 400e9 + 5e-6, 1e-15);
+  EXPECT_NEAR(find("cat fork bwd"), 2 * 3.0 * ein * 4 / 400e9 + 2 * 5e-6, 1e-15);
 }
 
 TEST(Compute, SpreadKeepsMeasuredTotalsAndModelledShape) {

@@ -39,13 +39,46 @@ std::vector<std::pair<double, double>> polyline(const std::string& svg, int n) {
   return out;
 }
 
+// The reproduce figures' options (lib/repro/svg.cpp): a series out of the legend, x ticks at the data's x
+// values (1 and 3: a 1-2-5 axis would label 2), a faint dashed line, a note at the foot of the legend column.
+TEST(Plot, ReproduceFigureOptions) {
+  Series measured;
+  measured.name = "measured";
+  measured.x = {1, 3};
+  measured.y = {10, 20};
+  Series ideal = measured;
+  ideal.name = "hidden ideal";
+  ideal.y = {10, 30};
+  ideal.dashed = true;
+  ideal.dash_pattern = "4,4";
+  ideal.opacity = 0.35;
+  ideal.in_legend = false;
+  PlotFrame f = plot_frame("t", "GPUs", "y", false, false);
+  f.legend_width = 230;
+  f.x_ticks_at_data = true;
+  f.note = "faint: ideal";
+  const Series all[] = {ideal, measured};
+  const std::string svg = line_plot_svg(f, all);
+  EXPECT_THAT(svg, HasSubstr(">measured</text>"));
+  EXPECT_THAT(svg, Not(HasSubstr("hidden ideal")));
+  EXPECT_THAT(svg, HasSubstr("stroke-dasharray=\"4,4\" stroke-opacity=\"0.35\""));
+  EXPECT_THAT(svg, HasSubstr(">faint: ideal</text>"));
+  // legend column: 640 − 230 + 12 = 422 px
+  EXPECT_THAT(svg, HasSubstr("<text x=\"422\" y=\"348\" fill=\"#666666\""));
+  EXPECT_THAT(svg, HasSubstr("text-anchor=\"middle\">3</text>"));
+  EXPECT_THAT(svg, Not(HasSubstr("text-anchor=\"middle\">2</text>")));
+}
+
 TEST(Plot, LogLogAxesPlacePowersOfTwoEvenly) {
   // x from 1 to 16 GPUs on a log axis between the margins: left 72 px, right edge 640 − 150 = 490 px.
   // log2 positions 0, 1, 2, 3, 4 → 72 + k/4 · 418 = 72, 176.5, 281, 385.5, 490.
   // y from 1 to 16 too: bottom 400 − 52 = 348 px, top 36 px → 348 − k/4 · 312.
-  Series s{"s", {1, 2, 4, 8, 16}, {1, 2, 4, 8, 16}};
+  Series s;
+  s.name = "s";
+  s.x = {1, 2, 4, 8, 16};
+  s.y = {1, 2, 4, 8, 16};
   const Series all[] = {s};
-  const std::string svg = line_plot_svg(PlotFrame{"t", "x", "y", true, true, 640, 400}, all);
+  const std::string svg = line_plot_svg(plot_frame("t", "x", "y", true, true), all);
   const auto pts = polyline(svg, 0);
   ASSERT_EQ(pts.size(), 5u);
   for (int k = 0; k < 5; ++k) {

@@ -239,6 +239,32 @@ TEST(TopologyValidation, SeveralNodesNeedAFabricAndANic) {
   EXPECT_NE(msg.find("at least one NIC"), std::string::npos) << msg;
 }
 
+// PXN (NCCL's default): GPU 1 sits under the other socket from the only NIC, but has NVLinks to GPU 0,
+// which shares a PCIe switch with it. NCCL sends GPU 1's network traffic over NVLink to GPU 0 and out
+// through that switch (PATH_PXN), where the GPU's own path crosses the sockets (SYS). The route is as wide
+// as its narrowest link: the Gen3 x16 PCIe hop, 12 GB/s as NCCL rates it.
+TEST(Topology, PxnRoutesThroughTheGpuBesideTheNic) {
+  const auto file = test::temp_file("pxn.yaml", base_cluster(
+      "node:\n  cpus:\n    - {name: c0, arch: x86}\n    - {name: c1, arch: x86}\n  pcie_switches: [s0, s1]\n"
+      "  nics:\n    - {name: nic0, speed: \"100 Gb/s\"}\n"
+      "  links:\n    - {a: gpu0, b: gpu1, kind: nvlink, count: 2}\n"
+      "    - {a: gpu0, b: s0, kind: pcie, generation: 3, lanes: 16}\n    - {a: nic0, b: s0, kind: pcie, generation: 3, lanes: 16}\n"
+      "    - {a: s0, b: c0, kind: pcie, generation: 3, lanes: 16}\n    - {a: gpu1, b: s1, kind: pcie, generation: 3, lanes: 16}\n"
+      "    - {a: s1, b: c1, kind: pcie, generation: 3, lanes: 16}\n    - {a: c0, b: c1, kind: smp}\n"));
+  const Cluster c = load_cluster(file);
+  ASSERT_TRUE(c.topology);
+  const auto own = c.topology->nic_route(0, 0);
+  EXPECT_FALSE(own.pxn);
+  EXPECT_EQ(own.path.type, PathType::pix);
+  const auto relayed = c.topology->nic_route(1, 0);
+  EXPECT_TRUE(relayed.pxn);
+  EXPECT_DOUBLE_EQ(in_gigabytes_per_second(relayed.path.bandwidth), 12.0);
+  EXPECT_EQ(c.topology->nic_path(1, 0).type, PathType::sys);  // what nvidia-smi would show
+  const auto shown = test::run_cli("topo show " + file.string());
+  ASSERT_EQ(shown.status, 0) << shown.err;
+  EXPECT_NE(shown.out.find("GPU1\tnic0 (PXN, 12 GB/s)"), std::string::npos) << shown.out;
+}
+
 // ---- imports --------------------------------------------------------------------------------------
 std::string slurp(const std::filesystem::path& p) {
   std::ifstream in(p, std::ios::binary);

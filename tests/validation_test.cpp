@@ -48,7 +48,7 @@ struct Cell {
 };
 constexpr Cell kTableV[] = {
     {"alexnet", 1024, "caffe-mpi", 0.1718 + 0.3560, 0.15},  {"alexnet", 1024, "cntk", 0.1684 + 0.2919, 0.15},
-    {"alexnet", 1024, "mxnet", 0.2147 + 0.4086, 0.25},      {"alexnet", 1024, "tensorflow", 0.1804 + 0.3417, 0.20},
+    {"alexnet", 1024, "mxnet", 0.2147 + 0.4086, 0.20},      {"alexnet", 1024, "tensorflow", 0.1804 + 0.3417, 0.25},
     {"googlenet", 128, "caffe-mpi", 0.0920 + 0.2073, 0.15}, {"googlenet", 128, "cntk", 0.0814 + 0.1780, 0.15},
     {"googlenet", 128, "mxnet", 0.0892 + 0.1819, 0.15},     {"googlenet", 128, "tensorflow", 0.1192 + 0.1856, 0.20},
     {"resnet50", 32, "caffe-mpi", 0.0807 + 0.1291, 0.15},   {"resnet50", 32, "cntk", 0.0724 + 0.1482, 0.15},
@@ -69,7 +69,7 @@ TEST(TableV, ForwardPlusBackwardFromSpecifications) {
     sum += std::abs(err);
   }
   std::printf("Table V: %d of 12 cells within 15%%, mean absolute error %.1f%%\n", within15, 100 * sum / 12);
-  EXPECT_GE(within15, 8);
+  EXPECT_GE(within15, 9);
 }
 
 TEST(TableV, FrameworksDifferOnlyWhereTheirConvolutionAlgorithmsDo) {
@@ -107,8 +107,8 @@ TEST(Lambda, ShippedParametersPredictTheSingleGpuRows) {
   }
   const double mape = 100 * sum / static_cast<double>(samples.size());
   std::printf("Lambda, shipped parameters: MAPE %.1f%%, worst %.1f%%\n", mape, 100 * worst);
-  EXPECT_LE(mape, 10.0);
-  EXPECT_LE(worst, 0.30);
+  EXPECT_LE(mape, 8.0);
+  EXPECT_LE(worst, 0.35);  // ResNet-50 AMP on the A100 and H100 (docs/compute-model.md, "Accuracy")
 }
 
 TEST(Lambda, LeaveOneOutErrors) {
@@ -123,10 +123,9 @@ TEST(Lambda, LeaveOneOutErrors) {
   for (const auto& r : by_net) std::printf("leave out network %-12s MAPE %5.1f%%\n", r.left_out.c_str(), r.mape);
   const double gpu = leave_one_out_mape(by_gpu, samples), net = leave_one_out_mape(by_net, samples);
   std::printf("leave-one-GPU-out MAPE %.1f%% (goal 10%%), leave-one-network-out MAPE %.1f%% (goal 12%%)\n", gpu, net);
-  // The network goal is met; the GPU goal is not yet (docs/compute-model.md, "Accuracy"): these bounds
-  // hold today and fail if the model gets worse.
+  // The goals (docs/compute-model.md, "Accuracy").
   EXPECT_LE(net, 12.0);
-  EXPECT_LE(gpu, 13.0);
+  EXPECT_LE(gpu, 10.0);
 #endif
 }
 
@@ -141,15 +140,16 @@ TEST(Fit, RecoversParametersThatGeneratedTheData) {
   truth.defaults.vector_efficiency = 0.7;
   truth.defaults.memory_efficiency = 0.7;
   truth.defaults.kernel_overhead = microseconds(10);
+  truth.defaults.operand_feed = 12.0;
   for (auto& s : samples) s.samples_per_s = predicted_throughput(s, truth);
   FitOptions o;
   o.conv_efficiency = false;
-  o.winograd_gain = false;
   const FitResult r = fit_kernel_params(samples, *shipped_kernel_params(), o);
   EXPECT_NEAR(r.params.defaults.tensor_efficiency, 0.6, 1e-3);
   EXPECT_NEAR(r.params.defaults.vector_efficiency, 0.7, 1e-3);
   EXPECT_NEAR(r.params.defaults.memory_efficiency, 0.7, 1e-3);
   EXPECT_NEAR(in_us(r.params.defaults.kernel_overhead), 10.0, 1e-2);
+  EXPECT_NEAR(r.params.defaults.operand_feed, 12.0, 1e-2);
   EXPECT_LT(r.mape, 0.01);
 }
 

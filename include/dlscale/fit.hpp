@@ -51,9 +51,11 @@ double predicted_throughput(const ThroughputSample& s, const KernelParamSet& par
 
 /// Which parameters a fit moves: the defaults (every architecture), and per architecture those whose
 /// architecture has measurements of at least `min_gpus_per_architecture` GPU models.
+/// winograd_gain is not fitted by default: it is F(2×2,3×3)'s 2.25, cuDNN's fused Winograd kernel, and
+/// throughput data cannot separate it from the class efficiencies (a free fit runs to its bound, 4).
 struct FitOptions {
   bool tensor_efficiency = true, vector_efficiency = true, conv_efficiency = true, memory_efficiency = true,
-       kernel_overhead = true, winograd_gain = true;
+       kernel_overhead = true, winograd_gain = false, operand_feed = true;
   int iterations = 60;
 };
 

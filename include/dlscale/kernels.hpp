@@ -29,6 +29,7 @@ struct KernelParams {
   Seconds kernel_overhead = Seconds::from_base(4e-6); // per kernel: launch gap and framework dispatch
   double winograd_gain = 2.25;      // multiplies saved by Winograd F(2x2,3x3) (36 → 16 per output tile)
   double fft_taps = 8.0;            // an FFT convolution's multiplies per output and input channel
+  double operand_feed = 16.0;       // tile feeding cost c (eq. K3) at 2,048 operand bytes per SM per clock
   std::string source;               // where the numbers came from (a fit's command, a paper)
 };
 
@@ -54,18 +55,33 @@ std::string kernel_params_to_yaml(const KernelParamSet& set, std::string_view he
 struct GemmShape {
   std::int64_t m = 0, n = 0, k = 0;
   std::int64_t count = 1;
+  /// Elements the operands and the result occupy in memory, over all `count` products; 0: the GEMM's own
+  /// (m·k + k·n + m·n)·count. An implicit-GEMM convolution sets it: its m×k operand is a view of the
+  /// input tensor, built tile by tile on chip, whose elements are read once, not once per filter tap (eq. K4).
+  double stored_elements = 0.0;
   [[nodiscard]] double flops() const noexcept {
     return 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k) * static_cast<double>(count);
   }
 };
 
-/// An output tile a GEMM kernel computes per thread block, and its efficiency relative to the largest.
+/// An output tile a GEMM kernel computes per thread block, and the share of its math not lost to feeding
+/// it operands, 1/(1 + c(1/Tm + 1/Tn)) (eq. K3).
 struct Tile {
   int m = 0, n = 0;
   double efficiency = 1.0;
 };
-/// The tiles cuBLAS/CUTLASS choose among (tensor cores: 256×128 … 64×64; vector fp32: 128×128 … 32×32).
-std::vector<Tile> gemm_tiles(bool tensor_cores);
+/// The tiles cuBLAS/CUTLASS choose among (tensor cores: 256×128 … 64×64; vector fp32: 128×128 … 32×32),
+/// with feeding cost `c` (operand_feed_cost).
+std::vector<Tile> gemm_tiles(bool tensor_cores, double c);
+
+/// The reference operand demand of eq. K3: a Volta/Turing SM's fp16 tensor math, 1,024 FLOP per clock on
+/// 2-byte operands.
+inline constexpr double kFeedReferenceBytesPerClock = 2048.0;
+/// Eq. K3's feeding cost c on this GPU in this precision: operand_feed × (the unit's peak per SM per
+/// clock × element bytes) ÷ 2,048 B. The operands reach the math through shared memory at about the same
+/// bytes per clock on every architecture since Volta, so the faster the math per SM, the more of its time
+/// a tile spends waiting for operands. Without an SM count or boost clock: operand_feed itself.
+double operand_feed_cost(const GpuSpec& gpu, Precision p, const KernelParams& kp) noexcept;
 
 /// How a GEMM runs: the tile, the split of K, the waves over the SMs, and the time of each part.
 struct GemmPlan {

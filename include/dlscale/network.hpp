@@ -46,10 +46,13 @@ LayerKind layer_kind_from_string(std::string_view name);
 struct Operator {
   std::string name;
   LayerKind kind = LayerKind::relu;
-  std::vector<std::int64_t> input_shape;    // per sample (the first input's, for add and concat)
+  std::vector<std::int64_t> input_shape;    // per sample (add: the first input's; concat: the fork's, which
+                                            // every branch reads)
   std::vector<std::int64_t> output_shape;   // per sample
   double activation_bytes_per_sample = 0.0; // bytes it keeps for backward beyond its input (fp32 figure)
   int kernel_h = 1, kernel_w = 1, stride_h = 1, stride_w = 1;  // pooling windows
+  int branches = 0;                         // concat: the branches joined (0: unknown); each read the fork's
+                                            // input, so backward sums that many gradients there
 };
 
 struct Layer {

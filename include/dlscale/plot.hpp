@@ -6,6 +6,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "dlscale/collective.hpp"
@@ -24,13 +25,32 @@ struct Series {
   std::string colour = std::string(kPlotModelColour);
   bool dashed = false;
   bool markers = true;
+  std::string dash_pattern;  // SVG stroke-dasharray when dashed (empty: "6 4")
+  double opacity = 1.0;      // stroke opacity (a faint reference line: 0.35)
+  double stroke_width = 3.0;
+  double marker_radius = 4.0;
+  bool in_legend = true;
 };
 
 struct PlotFrame {
   std::string title, x_label, y_label;
   bool log_x = false, log_y = false;
   int width = 640, height = 400;
+  int legend_width = 150;     // the column on the right that holds the legend
+  bool x_ticks_at_data = false;  // x ticks at the data's x values (GPU counts) instead of 1-2-5 steps
+  std::string note;           // a grey line at the foot of the legend column
 };
+
+/// A frame of the default size (640 × 400) with these labels and axes.
+inline PlotFrame plot_frame(std::string title, std::string x_label, std::string y_label, bool log_x, bool log_y) {
+  PlotFrame f;
+  f.title = std::move(title);
+  f.x_label = std::move(x_label);
+  f.y_label = std::move(y_label);
+  f.log_x = log_x;
+  f.log_y = log_y;
+  return f;
+}
 
 /// A line plot of the series; log axes use decades (and 2× steps when they span less than two decades).
 std::string line_plot_svg(const PlotFrame& frame, std::span<const Series> series);

@@ -105,8 +105,16 @@ class Topology {
   /// Path between two GPUs, numbered across the cluster (GPU g sits on node g / gpus_per_node).
   /// GPUs on different nodes: type NET, bandwidth the narrower of the two GPU→NIC paths and the NIC.
   [[nodiscard]] GpuPath path(int gpu_a, int gpu_b) const;
-  /// Path from a GPU to a NIC of its node, as NCCL sees it (GPU Direct RDMA rules applied).
+  /// Path from a GPU to a NIC of its node, as NCCL sees it (GPU Direct RDMA rules applied): the GPU's own
+  /// path (what nvidia-smi shows), also where NCCL relays the traffic through another GPU (PXN).
   [[nodiscard]] GpuPath nic_path(int local_gpu, int nic) const;
+  /// The route NCCL's traffic takes from a GPU to a NIC: `pxn` when NCCL (PXN, on by default) sends it over
+  /// NVLink to the GPU beside the NIC and out from there, with that route's type, bandwidth and hops.
+  struct NicRoute {
+    GpuPath path;
+    bool pxn = false;
+  };
+  [[nodiscard]] NicRoute nic_route(int local_gpu, int nic) const;
   /// Bandwidth a measured P2P copy reaches between two GPUs of a node, if the file gives one.
   [[nodiscard]] BytesPerSecond measured_p2p(int local_a, int local_b) const noexcept;
   /// The total bandwidth of a GPU's own links (sum of its NVLinks, or its PCIe link): NCCL's totalBw.

@@ -49,9 +49,9 @@ void run_fit(const FitCliOptions& o) {
   report += fmt::format("in-sample MAPE {:.1f}% (rms log error {:.3f})\n", fit.mape, fit.rms_log);
   const KernelParams& d = fit.params.defaults;
   report += fmt::format("fitted: tensor_efficiency {:.3f}, vector_efficiency {:.3f}, conv_efficiency {:.3f}, "
-                        "memory_efficiency {:.3f}, kernel_overhead {:.2f} us\n",
+                        "memory_efficiency {:.3f}, kernel_overhead {:.2f} us, winograd_gain {:.3f}, operand_feed {:.2f}\n",
                         d.tensor_efficiency, d.vector_efficiency, d.conv_efficiency, d.memory_efficiency,
-                        in_us(d.kernel_overhead));
+                        in_us(d.kernel_overhead), d.winograd_gain, d.operand_feed);
   for (const char* by : {"gpu", "model"}) {
     if (o.leave_one_out != by && o.leave_one_out != "both") continue;
     const bool by_gpu = std::string_view(by) == "gpu";

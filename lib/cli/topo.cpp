@@ -68,6 +68,26 @@ void run_show(const ShowOptions& o) {
     out << "\n";
   }
   if (o.bandwidth) out << "# (GB/s per direction, narrowest link of the path)\n";
+  if (!nics.empty()) {
+    // The NICs a GPU's network traffic leaves by: the widest routes NCCL computes (fewest hops among equals),
+    // PXN routes relayed over NVLink through the NIC's own GPU.
+    out << "\n# GPU -> NIC as NCCL routes it (the widest routes; PXN = over NVLink to the GPU beside the NIC)\n";
+    for (int a = 0; a < n; ++a) {
+      std::vector<std::pair<int, Topology::NicRoute>> r;
+      for (int k = 0; k < static_cast<int>(nics.size()); ++k) r.emplace_back(k, t.nic_route(a, k));
+      double best = 0;
+      int hops = 1 << 30;
+      for (const auto& [k, x] : r) best = std::max(best, in_gigabytes_per_second(x.path.bandwidth));
+      for (const auto& [k, x] : r)
+        if (in_gigabytes_per_second(x.path.bandwidth) == best) hops = std::min(hops, x.path.hops);
+      std::string list;
+      for (const auto& [k, x] : r)
+        if (best > 0 && in_gigabytes_per_second(x.path.bandwidth) == best && x.path.hops == hops)
+          list += fmt::format("{}{} ({}, {:g} GB/s)", list.empty() ? "" : ", ", nics[static_cast<std::size_t>(k)],
+                              x.pxn ? "PXN" : to_string(x.path.type), best);
+      out << fmt::format("GPU{}\t{}\n", a, list.empty() ? "no route" : list);
+    }
+  }
   out << "\n# Vertices\n";
   for (const auto& v : t.vertices())
     out << fmt::format("  {:<10} {:<12} {}\n", v.name, to_string(v.kind), v.detail);

@@ -194,6 +194,7 @@ namespace {
 double logit(double p) { return std::log(p / (1.0 - p)); }
 double logistic(double x) { return 1.0 / (1.0 + std::exp(-x)); }
 constexpr double kMaxEff = 0.999;
+constexpr double kMaxFeed = 64.0;  // c = 64 at the reference demand: a 256×128 tile would lose 43 %
 
 std::vector<double*> free_fields(KernelParams& p, const FitOptions& o) {
   std::vector<double*> f;
@@ -207,12 +208,13 @@ std::vector<double*> free_fields(KernelParams& p, const FitOptions& o) {
 
 Eigen::VectorXd pack(KernelParams p, const FitOptions& o) {
   auto f = free_fields(p, o);
-  const Eigen::Index extra = (o.kernel_overhead ? 1 : 0) + (o.winograd_gain ? 1 : 0);
+  const Eigen::Index extra = (o.kernel_overhead ? 1 : 0) + (o.winograd_gain ? 1 : 0) + (o.operand_feed ? 1 : 0);
   Eigen::VectorXd x(static_cast<Eigen::Index>(f.size()) + extra);
   Eigen::Index j = 0;
   for (std::size_t i = 0; i < f.size(); ++i) x[j++] = logit(std::min(*f[i], kMaxEff));
   if (o.kernel_overhead) x[j++] = std::log(std::max(in_us(p.kernel_overhead), 1e-3));
   if (o.winograd_gain) x[j++] = logit(std::clamp((p.winograd_gain - 1.0) / 3.0, 1e-3, kMaxEff));  // in (1, 4)
+  if (o.operand_feed) x[j++] = logit(std::clamp(p.operand_feed / kMaxFeed, 1e-3, kMaxEff));       // in (0, 64)
   return x;
 }
 
@@ -225,6 +227,7 @@ KernelParamSet unpack(const KernelParamSet& start, const Eigen::VectorXd& x, con
     for (std::size_t i = 0; i < f.size(); ++i) *f[i] = logistic(x[j++]);
     if (o.kernel_overhead) p.kernel_overhead = microseconds(std::exp(x[j++]));
     if (o.winograd_gain) p.winograd_gain = 1.0 + 3.0 * logistic(x[j++]);
+    if (o.operand_feed) p.operand_feed = kMaxFeed * logistic(x[j++]);
   };
   apply(s.defaults);
   for (auto& a : s.architectures) apply(a);

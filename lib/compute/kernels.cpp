@@ -13,21 +13,29 @@ std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; 
 std::int64_t round_up(std::int64_t a, std::int64_t b) { return ceil_div(a, b) * b; }
 
 /// Operand reuse of an output tile: a Tm×Tn tile loads Tm + Tn operand elements per Tm·Tn multiply-adds
-/// of each k step, so the share of time lost to feeding it grows as 1/Tm + 1/Tn (eq. K3). `c` is the
-/// feeding cost in units of one multiply-add per element: 32 for tensor cores (8–16x faster math over the
-/// same shared-memory bandwidth as the vector units), 16 for vector fp32.
+/// of each k step, so the share of time lost to feeding it grows as 1/Tm + 1/Tn (eq. K3).
 double tile_reuse(int tm, int tn, double c) { return 1.0 / (1.0 + c * (1.0 / tm + 1.0 / tn)); }
+
+FlopsPerSecond unit_peak(const GpuSpec& gpu, Precision p, bool tensor) noexcept {
+  return tensor ? gpu.peak(p) : (p == Precision::fp16 ? gpu.peak(Precision::fp16) : gpu.peak_fp32);
+}
 }  // namespace
 
-std::vector<Tile> gemm_tiles(bool tensor_cores) {
-  const double c = tensor_cores ? 32.0 : 16.0;
+std::vector<Tile> gemm_tiles(bool tensor_cores, double c) {
   const std::vector<std::array<int, 2>> sizes =
       tensor_cores ? std::vector<std::array<int, 2>>{{256, 128}, {128, 256}, {128, 128}, {128, 64}, {64, 128}, {64, 64}}
                    : std::vector<std::array<int, 2>>{{128, 128}, {128, 64}, {64, 128}, {64, 64}, {64, 32}, {32, 32}};
-  const double best = tile_reuse(sizes.front()[0], sizes.front()[1], c);
   std::vector<Tile> out;
-  for (const auto& s : sizes) out.push_back(Tile{s[0], s[1], tile_reuse(s[0], s[1], c) / best});
+  for (const auto& s : sizes) out.push_back(Tile{s[0], s[1], tile_reuse(s[0], s[1], c)});
   return out;
+}
+
+double operand_feed_cost(const GpuSpec& gpu, Precision p, const KernelParams& kp) noexcept {
+  const bool tensor = gpu.on_tensor_cores(p);
+  const double clock = gpu.boost_clock.base();
+  if (gpu.sm_count <= 0 || !(clock > 0.0)) return kp.operand_feed;  // the reference rate
+  const double demand = unit_peak(gpu, p, tensor).base() / (gpu.sm_count * clock) * element_bytes(p);
+  return kp.operand_feed * demand / kFeedReferenceBytesPerClock;
 }
 
 int tensor_core_alignment(Precision p, bool tensor_cores) noexcept {
@@ -49,13 +57,13 @@ GemmPlan plan_gemm(const GemmShape& g, const GpuSpec& gpu, Precision p, const Ke
   // K1: pad the reduction and output-column dimensions to the tensor-core alignment.
   const int a = tensor_core_alignment(p, tensor);
   const std::int64_t m = g.m, n = round_up(g.n, a), k = round_up(g.k, a);
-  const FlopsPerSecond peak = tensor ? gpu.peak(p) : (p == Precision::fp16 ? gpu.peak(Precision::fp16) : gpu.peak_fp32);
+  const FlopsPerSecond peak = unit_peak(gpu, p, tensor);
   const double base = (tensor ? kp.tensor_efficiency : kp.vector_efficiency) * class_efficiency;
   const double bpe = element_bytes(p);
   const BytesPerSecond bw = gpu.memory_bandwidth * kp.memory_efficiency;
   const double sms = gpu.sm_count > 0 ? static_cast<double>(gpu.sm_count) : 0.0;
   const double per_sm = sms > 0 ? peak.base() / sms : 0.0;
-  for (const Tile& t : gemm_tiles(tensor)) {
+  for (const Tile& t : gemm_tiles(tensor, operand_feed_cost(gpu, p, kp))) {
     const std::int64_t output_tiles = ceil_div(m, t.m) * ceil_div(n, t.n) * g.count;
     for (int split : {1, 2, 4, 8, 16, 32}) {
       if (split > 1 && (k / split < 64 || (sms > 0 && output_tiles * split > 4 * static_cast<std::int64_t>(sms)))) break;
@@ -74,7 +82,8 @@ GemmPlan plan_gemm(const GemmShape& g, const GpuSpec& gpu, Precision p, const Ke
       // K4: operands read once and the result written once; split-K writes and re-reads fp32 partials.
       const double dm = static_cast<double>(m), dn = static_cast<double>(n), dk = static_cast<double>(k),
                    count = static_cast<double>(g.count);
-      double traffic = (dm * dk + dk * dn + dm * dn) * count * bpe;
+      // An implicit GEMM's stored elements are those of its tensors (unpadded), not of the expanded matrix.
+      double traffic = (g.stored_elements > 0.0 ? g.stored_elements : (dm * dk + dk * dn + dm * dn) * count) * bpe;
       if (split > 1) traffic += 2.0 * dm * dn * count * split * 4.0;
       const Seconds memory = bytes(traffic) / bw;
       const Seconds time = max(compute, memory) + kp.kernel_overhead * (split > 1 ? 2.0 : 1.0);
@@ -100,15 +109,20 @@ std::string_view to_string(ConvAlgorithm a) noexcept {
 GemmShape conv_as_gemm(const ConvGeometry& c, ConvPass pass) noexcept {
   const std::int64_t g = std::max(c.groups, 1);
   const std::int64_t taps = static_cast<std::int64_t>(c.kernel_h) * c.kernel_w;
+  // K4 for an implicit GEMM: every pass reads two of the three tensors (input or its gradient, filters,
+  // output or its gradient) and writes the third, once each.
+  const double tensors = static_cast<double>(c.batch) * static_cast<double>(c.in_channels * c.in_h * c.in_w) +
+                         static_cast<double>(c.out_channels) * static_cast<double>(c.in_channels / g * taps) +
+                         static_cast<double>(c.batch) * static_cast<double>(c.out_channels * c.out_h * c.out_w);
   switch (pass) {
     case ConvPass::forward:  // K6: rows = output pixels, columns = output channels, reduction = ci·kh·kw
-      return GemmShape{c.batch * c.out_h * c.out_w, c.out_channels / g, c.in_channels / g * taps, g};
+      return GemmShape{c.batch * c.out_h * c.out_w, c.out_channels / g, c.in_channels / g * taps, g, tensors};
     case ConvPass::data_gradient: {  // the transposed convolution: rows = input pixels
       const std::int64_t k = std::max<std::int64_t>(1, c.out_channels / g * taps / (static_cast<std::int64_t>(c.stride_h) * c.stride_w));
-      return GemmShape{c.batch * c.in_h * c.in_w, c.in_channels / g, k, g};
+      return GemmShape{c.batch * c.in_h * c.in_w, c.in_channels / g, k, g, tensors};
     }
     case ConvPass::weight_gradient:  // reduction over every output pixel of the batch
-      return GemmShape{c.out_channels / g, c.in_channels / g * taps, c.batch * c.out_h * c.out_w, g};
+      return GemmShape{c.out_channels / g, c.in_channels / g * taps, c.batch * c.out_h * c.out_w, g, tensors};
   }
   return {};
 }
@@ -116,8 +130,9 @@ GemmShape conv_as_gemm(const ConvGeometry& c, ConvPass pass) noexcept {
 ConvPlan plan_conv(const ConvGeometry& c, ConvPass pass, const GpuSpec& gpu, Precision p, const KernelParams& kp,
                    const ConvAlgorithmPolicy& policy) {
   const GemmShape g = conv_as_gemm(c, pass);
+  const double cls = kp.conv_efficiency;
   ConvPlan best;
-  best.gemm = plan_gemm(g, gpu, p, kp, kp.conv_efficiency);
+  best.gemm = plan_gemm(g, gpu, p, kp, cls);
   best.time = best.gemm.time;
   // TF32 only allows tensor cores: cuDNN still weighs its fp32 vector-unit algorithms (Winograd, FFT)
   // against them and takes the fastest, so those are tried in fp32 too.
@@ -126,7 +141,7 @@ ConvPlan plan_conv(const ConvGeometry& c, ConvPass pass, const GpuSpec& gpu, Pre
   const bool unit_stride = c.stride_h == 1 && c.stride_w == 1;
   // K7: Winograd F(2x2,3x3) on the vector units (cuDNN's tensor-core convolutions are implicit GEMMs).
   if (policy.winograd && !tensor && unit_stride && c.kernel_h == 3 && c.kernel_w == 3 && c.groups == 1) {
-    GemmPlan w = plan_gemm(g, gpu, vector_p, kp, kp.conv_efficiency, kp.winograd_gain);
+    GemmPlan w = plan_gemm(g, gpu, vector_p, kp, cls, kp.winograd_gain);
     if (w.time < best.time) best = ConvPlan{ConvAlgorithm::winograd, w, w.time};
   }
   // K8: FFT for 5×5 and larger at stride 1: kh·kw multiplies per output and input channel become about
@@ -138,7 +153,7 @@ ConvPlan plan_conv(const ConvGeometry& c, ConvPass pass, const GpuSpec& gpu, Pre
     const double planes = static_cast<double>(c.batch * c.in_channels + c.in_channels * c.out_channels + c.batch * c.out_channels);
     const Bytes workspace = bytes(planes * static_cast<double>(hf) * static_cast<double>(wf / 2 + 1) * 8.0);
     if (workspace <= policy.workspace_limit) {
-      GemmPlan f = plan_gemm(g, gpu, vector_p, kp, kp.conv_efficiency, taps / kp.fft_taps);
+      GemmPlan f = plan_gemm(g, gpu, vector_p, kp, cls, taps / kp.fft_taps);
       f.memory += workspace * 2.0 / (gpu.memory_bandwidth * kp.memory_efficiency);  // write and read the transforms
       f.time = max(f.compute, f.memory) + kp.kernel_overhead * 3.0;                // forward FFTs, product, inverse
       if (f.time < best.time) best = ConvPlan{ConvAlgorithm::fft, f, f.time};

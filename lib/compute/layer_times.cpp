@@ -52,9 +52,10 @@ class Kernels {
   }
   /// A layer without the shape of its work: the roofline of its FLOPs and bytes.
   void roofline(const std::string& what, Flops work, Bytes traffic, bool tensor_math, bool bwd) {
-    const FlopsPerSecond rate =
-        (tensor_math ? gpu_.peak(opt_.precision) : gpu_.peak_fp32) *
-        (gpu_.on_tensor_cores(opt_.precision) ? kp_.tensor_efficiency : kp_.vector_efficiency);
+    const bool tensor = gpu_.on_tensor_cores(opt_.precision);
+    const FlopsPerSecond rate = (tensor_math ? gpu_.peak(opt_.precision) : gpu_.peak_fp32) *
+                                (tensor ? kp_.tensor_efficiency : kp_.vector_efficiency) *
+                                gemm_tiles(tensor, operand_feed_cost(gpu_, opt_.precision, kp_)).front().efficiency;
     const Seconds compute = rate > FlopsPerSecond{} ? work / rate : Seconds{};
     if (!(work > Flops{}) && !(traffic > Bytes{})) return;  // no work: no kernel
     add(what, max(compute, traffic / (gpu_.memory_bandwidth * kp_.memory_efficiency)) + kp_.kernel_overhead, work,
@@ -194,8 +195,10 @@ void time_operator(Kernels& k, const Operator& o, int batch, const ComputeOption
       k.pass(k.name(o.name, " fwd"), 3.0 * eo, eb, false);
       k.pass(k.name(o.name, " bwd"), 3.0 * eo, eb, true);
       return;
-    case LayerKind::concat:  // copies the branches into one tensor; backward takes views
+    case LayerKind::concat:  // copies the branches into one tensor; backward takes views of its gradient,
+      // and the fork's input, read by every branch, sums their gradients: branches − 1 additions of 3 Ein
       k.pass(k.name(o.name, " fwd"), 2.0 * eo, eb, false);
+      if (o.branches > 1) k.pass(k.name(o.name, " fork bwd"), 3.0 * ei * (o.branches - 1), eb, true, 0.0, o.branches - 1);
       return;
     default: return;  // reshape: a view
   }

@@ -41,6 +41,10 @@ KernelParams read_params(const Node& node, KernelParams base, const std::string&
     base.fft_taps = n->number();
     if (!(base.fft_taps >= 1.0 && base.fft_taps <= 1000.0)) n->fail("fft_taps lies in [1, 1000]");
   }
+  if (auto n = m.optional("operand_feed")) {
+    base.operand_feed = n->number();
+    if (!(base.operand_feed >= 0.0 && base.operand_feed <= 256.0)) n->fail("operand_feed lies in [0, 256]");
+  }
   if (auto n = m.optional("source")) base.source = n->scalar();
   m.finish();
   return base;
@@ -103,6 +107,7 @@ std::string kernel_params_to_yaml(const KernelParamSet& set, std::string_view he
       o += fmt::format("{}kernel_overhead: \"{} us\"", o.empty() ? "" : ", ", num(in_us(p.kernel_overhead)));
     put("winograd_gain", p.winograd_gain, base ? base->winograd_gain : 0);
     put("fft_taps", p.fft_taps, base ? base->fft_taps : 0);
+    put("operand_feed", p.operand_feed, base ? base->operand_feed : 0);
     return "{" + o + "}";
   };
   std::string o;

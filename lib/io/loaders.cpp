@@ -489,6 +489,12 @@ Network read_network(const Node& root) {
       if (layer.hidden < 1) n->fail("must be a positive whole number");
     }
     if (auto n = l.optional("gated")) layer.gated = n->boolean();
+    int branches = 0;
+    if (auto n = l.optional("branches")) {
+      if (layer.kind != LayerKind::concat) n->fail("only a concat joins branches");
+      branches = n->int_at_most(1 << 20);
+      if (branches < 1) n->fail("must be a positive whole number");
+    }
     l.finish();
     if (is_parameter_free(layer.kind)) {
       // Folded into the learnable layer before it: its backward runs before that layer's, so that layer's
@@ -503,6 +509,7 @@ Network read_network(const Node& root) {
       o.kernel_w = layer.kernel_w;
       o.stride_h = layer.stride_h;
       o.stride_w = layer.stride_w;
+      o.branches = branches;
       (net.layers.empty() ? leading_ops : net.layers.back().ops).push_back(std::move(o));
       continue;
     }

@@ -31,7 +31,7 @@ std::string xml_escape(std::string_view text) {
 
 namespace {
 
-constexpr int kLeft = 72, kRight = 150, kTop = 36, kBottom = 52;  // margins (legend on the right)
+constexpr int kLeft = 72, kTop = 36, kBottom = 52;  // margins; the legend is on the right (PlotFrame::legend_width)
 
 /// Maps data values to pixels on one axis, linear or logarithmic.
 struct Axis {
@@ -97,19 +97,22 @@ void open_svg(std::string& s, const PlotFrame& f) {
       "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{0}\" height=\"{1}\" viewBox=\"0 0 {0} {1}\" "
       "font-family=\"DejaVu Sans, Arial, sans-serif\" font-size=\"12\">\n"
       "<rect x=\"0\" y=\"0\" width=\"{0}\" height=\"{1}\" fill=\"#ffffff\"/>\n"
-      "<text x=\"{2}\" y=\"22\" font-size=\"15\" font-weight=\"bold\">{3}</text>\n",
-      f.width, f.height, kLeft, xml_escape(f.title));
+      "<text x=\"{2}\" y=\"22\" font-size=\"{4}\" font-weight=\"bold\">{3}</text>\n",
+      f.width, f.height, kLeft, xml_escape(f.title),
+      // about 0.6 em a character: a title too long for the width at 15 px gets a smaller font (down to 10)
+      std::clamp(static_cast<int>((f.width - kLeft - 8) / (0.6 * static_cast<double>(std::max<std::size_t>(f.title.size(), 1)))), 10, 15));
 }
 
-void draw_axes(std::string& s, const PlotFrame& f, const Axis& x, const Axis& y, bool x_ticks = true) {
-  const int x0 = kLeft, x1 = f.width - kRight, y0 = f.height - kBottom, y1 = kTop;
+void draw_axes(std::string& s, const PlotFrame& f, const Axis& x, const Axis& y, bool x_ticks = true,
+               const std::vector<double>* x_at = nullptr) {
+  const int x0 = kLeft, x1 = f.width - f.legend_width, y0 = f.height - kBottom, y1 = kTop;
   for (double v : ticks(y)) {
     const double py = y.t(v);
     s += fmt::format("<line x1=\"{}\" y1=\"{:.1f}\" x2=\"{}\" y2=\"{:.1f}\" stroke=\"#e0e0e0\"/>\n", x0, py, x1, py);
     s += fmt::format("<text x=\"{}\" y=\"{:.1f}\" text-anchor=\"end\">{}</text>\n", x0 - 6, py + 4, number_label(v));
   }
   if (x_ticks)
-    for (double v : ticks(x)) {
+    for (double v : x_at ? *x_at : ticks(x)) {
       const double px = x.t(v);
       s += fmt::format("<line x1=\"{:.1f}\" y1=\"{}\" x2=\"{:.1f}\" y2=\"{}\" stroke=\"#e0e0e0\"/>\n", px, y0, px, y1);
       s += fmt::format("<text x=\"{:.1f}\" y=\"{}\" text-anchor=\"middle\">{}</text>\n", px, y0 + 16, number_label(v));
@@ -123,13 +126,16 @@ void draw_axes(std::string& s, const PlotFrame& f, const Axis& x, const Axis& y,
 }
 
 void legend_entry(std::string& s, const PlotFrame& f, int index, const std::string& name, const std::string& colour,
-                  bool dashed, bool box) {
-  const int lx = f.width - kRight + 12, ly = kTop + 12 + 20 * index;
+                  bool dashed, bool box, int entries = 0, const std::string& dash_pattern = {}) {
+  // 20 px a row, closer when that many rows would not fit beside the plot
+  const int row = entries > 0 ? std::clamp((f.height - kTop - kBottom - 12) / entries, 12, 20) : 20;
+  const int lx = f.width - f.legend_width + 12, ly = kTop + 12 + row * index;
   if (box)
     s += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"18\" height=\"12\" fill=\"{}\"/>\n", lx, ly - 9, colour);
   else
     s += fmt::format("<line x1=\"{}\" y1=\"{}\" x2=\"{}\" y2=\"{}\" stroke=\"{}\" stroke-width=\"3\"{}/>\n", lx, ly - 4,
-                     lx + 18, ly - 4, colour, dashed ? " stroke-dasharray=\"6 4\"" : "");
+                     lx + 18, ly - 4, colour,
+                     dashed ? fmt::format(" stroke-dasharray=\"{}\"", dash_pattern.empty() ? "6 4" : dash_pattern) : "");
   s += fmt::format("<text x=\"{}\" y=\"{}\">{}</text>\n", lx + 24, ly, xml_escape(name));
 }
 
@@ -147,13 +153,22 @@ std::string line_plot_svg(const PlotFrame& f, std::span<const Series> series) {
       yhi = std::max(yhi, se.y[i]);
     }
   if (!std::isfinite(xlo)) xlo = 1, xhi = 2, ylo = 1, yhi = 2;
-  Axis x{0, 1, f.log_x, double(kLeft), double(f.width - kRight)};
+  Axis x{0, 1, f.log_x, double(kLeft), double(f.width - f.legend_width)};
   Axis y{0, 1, f.log_y, double(f.height - kBottom), double(kTop)};
   fit(x, xlo, xhi);
   fit(y, ylo, yhi);
+  std::vector<double> x_at;  // the distinct x values, for x_ticks_at_data
+  if (f.x_ticks_at_data) {
+    for (const auto& se : series)
+      for (double v : se.x)
+        if (!f.log_x || v > 0) x_at.push_back(v);
+    std::sort(x_at.begin(), x_at.end());
+    x_at.erase(std::unique(x_at.begin(), x_at.end()), x_at.end());
+  }
   std::string s;
   open_svg(s, f);
-  draw_axes(s, f, x, y);
+  draw_axes(s, f, x, y, true, f.x_ticks_at_data ? &x_at : nullptr);
+  const int entries = static_cast<int>(std::count_if(series.begin(), series.end(), [](const Series& se) { return se.in_legend; }));
   int index = 0;
   for (const auto& se : series) {
     std::string pts;
@@ -161,22 +176,41 @@ std::string line_plot_svg(const PlotFrame& f, std::span<const Series> series) {
       if ((f.log_x && !(se.x[i] > 0)) || (f.log_y && !(se.y[i] > 0))) continue;
       pts += fmt::format("{}{:.1f},{:.1f}", pts.empty() ? "" : " ", x.t(se.x[i]), y.t(se.y[i]));
     }
-    s += fmt::format("<polyline class=\"series\" fill=\"none\" stroke=\"{}\" stroke-width=\"3\"{} points=\"{}\"/>\n",
-                     se.colour, se.dashed ? " stroke-dasharray=\"6 4\"" : "", pts);
+    const std::string dash = se.dash_pattern.empty() ? "6 4" : se.dash_pattern;
+    s += fmt::format("<polyline class=\"series\" fill=\"none\" stroke=\"{}\" stroke-width=\"{:g}\"{}{} points=\"{}\"/>\n",
+                     se.colour, se.stroke_width, se.dashed ? fmt::format(" stroke-dasharray=\"{}\"", dash) : "",
+                     se.opacity < 1.0 ? fmt::format(" stroke-opacity=\"{:g}\"", se.opacity) : "", pts);
     if (se.markers)
       for (std::size_t i = 0; i < se.x.size() && i < se.y.size(); ++i) {
         if ((f.log_x && !(se.x[i] > 0)) || (f.log_y && !(se.y[i] > 0))) continue;
-        s += fmt::format("<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"4\" fill=\"{}\"/>\n", x.t(se.x[i]), y.t(se.y[i]), se.colour);
+        s += fmt::format("<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"{:g}\" fill=\"{}\"/>\n", x.t(se.x[i]), y.t(se.y[i]),
+                         se.marker_radius, se.colour);
       }
-    legend_entry(s, f, index++, se.name, se.colour, se.dashed, false);
+    if (se.in_legend) legend_entry(s, f, index++, se.name, se.colour, se.dashed, false, entries, se.dash_pattern);
   }
+  if (!f.note.empty())
+    s += fmt::format("<text x=\"{}\" y=\"{}\" fill=\"#666666\" font-size=\"11\">{}</text>\n", f.width - f.legend_width + 12,
+                     f.height - kBottom, xml_escape(f.note));
   s += "</svg>\n";
   return s;
 }
 
+namespace {
+/// The model's line (solid, with markers) and the ideal line (grey, dashed), filled by the caller.
+std::pair<Series, Series> model_and_ideal(std::string ideal_name) {
+  Series model;
+  model.name = "predicted";
+  Series ideal;
+  ideal.name = std::move(ideal_name);
+  ideal.colour = std::string(kPlotIdealColour);
+  ideal.dashed = true;
+  ideal.markers = false;
+  return {model, ideal};
+}
+}  // namespace
+
 std::string throughput_plot_svg(std::span<const Prediction> preds, const std::string& title) {
-  Series model{"predicted", {}, {}, std::string(kPlotModelColour), false, true};
-  Series ideal{"ideal (linear)", {}, {}, std::string(kPlotIdealColour), true, false};
+  auto [model, ideal] = model_and_ideal("ideal (linear)");
   double one = 0;
   for (const auto& p : preds)
     if (p.gpus == 1) one = p.throughput_samples_per_s;
@@ -188,12 +222,11 @@ std::string throughput_plot_svg(std::span<const Prediction> preds, const std::st
     ideal.y.push_back(one * p.gpus);  // X(N_g) = N_g · X(1)
   }
   const Series all[] = {ideal, model};
-  return line_plot_svg(PlotFrame{title, "GPUs", "samples/s", true, true, 640, 400}, all);
+  return line_plot_svg(plot_frame(title, "GPUs", "samples/s", true, true), all);
 }
 
 std::string speedup_plot_svg(std::span<const Prediction> preds, const std::string& title) {
-  Series model{"predicted", {}, {}, std::string(kPlotModelColour), false, true};
-  Series ideal{"ideal S = N_g", {}, {}, std::string(kPlotIdealColour), true, false};
+  auto [model, ideal] = model_and_ideal("ideal S = N_g");
   for (const auto& p : preds) {
     model.x.push_back(p.gpus);
     model.y.push_back(p.speedup);
@@ -201,7 +234,7 @@ std::string speedup_plot_svg(std::span<const Prediction> preds, const std::strin
     ideal.y.push_back(p.gpus);
   }
   const Series all[] = {ideal, model};
-  return line_plot_svg(PlotFrame{title, "GPUs", "speedup (eq. 8)", true, true, 640, 400}, all);
+  return line_plot_svg(plot_frame(title, "GPUs", "speedup (eq. 8)", true, true), all);
 }
 
 std::string stacked_bars_svg(const PlotFrame& f, std::span<const BarSegment> segments, std::span<const std::string> labels,
@@ -212,7 +245,7 @@ std::string stacked_bars_svg(const PlotFrame& f, std::span<const BarSegment> seg
     for (double x : v) sum += std::max(0.0, x);
     top = std::max(top, sum);
   }
-  Axis x{0, 1, false, double(kLeft), double(f.width - kRight)};
+  Axis x{0, 1, false, double(kLeft), double(f.width - f.legend_width)};
   Axis y{0, 1, false, double(f.height - kBottom), double(kTop)};
   fit(y, 0, top > 0 ? top : 1);
   std::string s;
@@ -255,7 +288,7 @@ std::string breakdown_plot_svg(std::span<const Prediction> preds, const Strategy
     for (const auto& seg : path) v.push_back(in_ms(seg.time));
     values.push_back(std::move(v));
   }
-  return stacked_bars_svg(PlotFrame{title, "GPUs", "ms per iteration", false, false, 640, 400}, segs, labels, values);
+  return stacked_bars_svg(plot_frame(title, "GPUs", "ms per iteration", false, false), segs, labels, values);
 }
 
 std::string busbw_plot_svg(const CollectiveModel& model, std::span<const GpuPlacement> where, Bytes from, Bytes to,
@@ -269,7 +302,11 @@ std::string busbw_plot_svg(const CollectiveModel& model, std::span<const GpuPlac
     const GpuPlacement& at = where[k];
     if (at.gpus < 2) continue;
     model.times(CollectiveOp::allreduce, sizes, at, t);
-    Series s{fmt::format("{} GPUs / {} node{}", at.gpus, at.nodes, at.nodes > 1 ? "s" : ""), {}, {}, colours[k % 6], false, false};
+    Series s;
+    s.name = fmt::format("{} GPUs / {} node{}", at.gpus, at.nodes, at.nodes > 1 ? "s" : "");
+    s.colour = colours[k % 6];
+    s.dashed = false;
+    s.markers = false;
     for (std::size_t i = 0; i < sizes.size(); ++i) {
       // nccl-tests (doc/PERFORMANCE.md): algbw = S / t, busbw = algbw · 2(n−1)/n for all-reduce
       const double algbw = in_bytes(sizes[i]) / in_seconds(t[i]);
@@ -278,7 +315,7 @@ std::string busbw_plot_svg(const CollectiveModel& model, std::span<const GpuPlac
     }
     all.push_back(std::move(s));
   }
-  return line_plot_svg(PlotFrame{title, "message size (bytes)", "all-reduce busbw (GB/s)", true, true, 640, 400}, all);
+  return line_plot_svg(plot_frame(title, "message size (bytes)", "all-reduce busbw (GB/s)", true, true), all);
 }
 
 std::string timeline_svg(std::string_view text, double t0, double t1, int max_tracks, const std::string& title) {
@@ -312,7 +349,8 @@ std::string timeline_svg(std::string_view text, double t0, double t1, int max_tr
   }
   if (t1 > t0) lo = t0, hi = t1;
   if (!std::isfinite(lo) || !(hi > lo)) lo = 0, hi = 1;
-  PlotFrame f{title, "time (ms)", "", false, false, 900, 0};
+  PlotFrame f = plot_frame(title, "time (ms)", "", false, false);
+  f.width = 900;
   const int rows = std::min<int>(max_tracks, static_cast<int>(tracks.size()));
   const int row_h = 26, left = 170;
   f.height = kTop + rows * row_h + kBottom + 10;
@@ -330,7 +368,7 @@ std::string timeline_svg(std::string_view text, double t0, double t1, int max_tr
   };
   std::string s;
   open_svg(s, f);
-  const double x0 = left, x1 = f.width - kRight;
+  const double x0 = left, x1 = f.width - f.legend_width;
   auto px = [&](double t) { return x0 + (t - lo) / (hi - lo) * (x1 - x0); };
   // time axis in ms
   Axis ax{0, in_ms(seconds(hi - lo)), false, x0, x1};

@@ -180,6 +180,12 @@ GpuPath Topology::nic_path(int local_gpu, int nic) const {
   return to_gpu_path(p);
 }
 
+Topology::NicRoute Topology::nic_route(int local_gpu, int nic) const {
+  if (impl_->nics.empty()) return {};
+  const auto& p = full_system(*impl_, true).p(nccl::GPU, local_gpu, nccl::NET, nic);
+  return NicRoute{to_gpu_path(p), p.pxn};
+}
+
 GpuPath Topology::path(int a, int b) const {
   check_gpu(*this, a, "GPU");
   check_gpu(*this, b, "GPU");

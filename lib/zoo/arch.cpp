@@ -508,7 +508,8 @@ class Generator {
                             shape_str(out->shape)));
       out->shape[0] += t.shape[0];
     }
-    op(p, LayerKind::concat, out->shape, out->shape, mul(args, elements(args, out->shape), kBytesPerElement));
+    op(p, LayerKind::concat, in.shape, out->shape, mul(args, elements(args, out->shape), kBytesPerElement));
+    (layers.empty() ? pending_ops_ : layers.back().ops).back().branches = static_cast<int>(items.size());
     return *out;
   }
 

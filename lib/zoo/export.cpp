@@ -93,7 +93,7 @@ std::string network_to_yaml(const Network& net, std::string_view arch_name) {
           list(op.input_shape),
           op.kind == LayerKind::maxpool || op.kind == LayerKind::avgpool
               ? fmt::format(", kernel: [{}, {}], stride: [{}, {}]", op.kernel_h, op.kernel_w, op.stride_h, op.stride_w)
-              : std::string());
+              : op.branches > 0 ? fmt::format(", branches: {}", op.branches) : std::string());
   }
   return o;
 }

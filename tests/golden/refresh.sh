@@ -12,3 +12,16 @@ export DLSCALE_DATA_DIR=$PWD
 "$build/bin/dlscale" explain --cluster shi-chu-p40 --model alexnet --framework cntk --batch 1024 --gpus 16 --target 80% > tests/golden/explain-alexnet-cntk.txt
 echo "refreshed tests/golden/*; review with: git diff tests/golden"
 python3 tests/golden/refresh_readme.py "$build"
+# The figures the README and docs/planning.md show: the report's first plot, and reproduce's DGX-2 figures.
+tmp=$(mktemp -d)
+"$build/bin/dlscale" report --cluster shi-chu-p40 --model alexnet --framework cntk --batch 1024 --gpus 1,2,4,8,16 -o "$tmp/r.html"
+python3 - "$tmp/r.html" docs/alexnet-cntk-p40-throughput.svg <<'PY'
+import sys
+html = open(sys.argv[1]).read()
+start = html.index("<svg")
+open(sys.argv[2], "w").write(html[start:html.index("</svg>", start) + len("</svg>")] + "\n")
+PY
+"$build/bin/dlscale" reproduce dgx2-comparison --experiment high-throughput-models --plots "$tmp/plots" > /dev/null
+cp "$tmp"/plots/dgx2-comparison-high-throughput-models-repro-*.svg docs/
+rm -rf "$tmp"
+echo "refreshed docs/*.svg figures"
