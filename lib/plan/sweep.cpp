@@ -391,7 +391,7 @@ std::string network_fingerprint(const Network& net) {
   // The sizes of the structs as this fingerprint knows them (libstdc++ on 64-bit targets; elsewhere the
   // check is skipped): a new field changes them and stops the build here.
   constexpr bool known_abi = sizeof(std::string) == 32 && sizeof(void*) == 8;
-  static_assert(!known_abi || sizeof(Operator) == 112, "Operator changed: update network_fingerprint");
+  static_assert(!known_abi || sizeof(Operator) == 120, "Operator changed: update network_fingerprint");
   static_assert(!known_abi || sizeof(Layer) == 184, "Layer changed: update network_fingerprint");
   static_assert(!known_abi || sizeof(Network) == 152, "Network changed: update network_fingerprint");
   std::string out;
@@ -420,7 +420,7 @@ std::string network_fingerprint(const Network& net) {
       put(out, o.input_shape);
       put(out, o.output_shape);
       put(out, o.activation_bytes_per_sample);
-      for (int v : {o.kernel_h, o.kernel_w, o.stride_h, o.stride_w}) put(out, v);
+      for (int v : {o.kernel_h, o.kernel_w, o.stride_h, o.stride_w, o.branches}) put(out, v);
     }
   }
   return out;
@@ -467,10 +467,10 @@ std::vector<std::shared_ptr<const LayerTimes>> shared_layer_times(const SweepSpe
     const ConvAlgorithmPolicy& pol = st.conv_algorithms;
     const GpuSpec& gpu = cl.gpu;  // every figure the kernel model reads
     const std::string key =
-        fmt::format("{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}", id_of(g.model), gpu.name, gpu.architecture, gpu.sm_version,
-                    gpu.sm_count, gpu.peak_fp32.base(), gpu.peak_fp16.base(), gpu.peak_bf16.base(), gpu.peak_tf32.base(),
-                    gpu.memory_bandwidth.base(), g.batch, to_string(g.precision), pol.winograd, pol.fft,
-                    pol.workspace_limit.base());
+        fmt::format("{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}", id_of(g.model), gpu.name, gpu.architecture,
+                    gpu.sm_version, gpu.sm_count, gpu.peak_fp32.base(), gpu.peak_fp16.base(), gpu.peak_bf16.base(),
+                    gpu.peak_tf32.base(), gpu.memory_bandwidth.base(), gpu.boost_clock.base(), gpu.base_clock.base(),
+                    g.batch, to_string(g.precision), pol.winograd, pol.fft, pol.workspace_limit.base());
     auto& slot = seen[key];
     if (!slot) {
       {
