@@ -4,6 +4,7 @@
 #include <cstdlib>
 
 #include "dlscale/io.hpp"
+#include "dlscale/plan.hpp"
 #include "dlscale/predict.hpp"
 
 namespace {
@@ -54,5 +55,27 @@ void BM_PrepareResNet50(benchmark::State& state) {
   }
 }
 BENCHMARK(BM_PrepareResNet50);
+
+// dlscale plan's search for Llama-2-7B on 2 × 8 H100 (issue 16's target: under a second): 7 frameworks ×
+// shard groups × 7 micro-batches × 4 accumulations × checkpointing off/on = 728 predictions, NCCL's model on the graph.
+void BM_PlanLlama7bTwoH100Nodes(benchmark::State& state) {
+  using namespace dlscale;
+  ::setenv("DLSCALE_DATA_DIR", DLSCALE_SOURCE_DIR, 0);
+  Scenario sc;
+  sc.cluster = load_cluster(resolve(DataKind::cluster, "dgx-h100-ndr", "--cluster"));
+  sc.network = load_network(resolve(DataKind::network, "llama2-7b", "--model"));
+  sc.compute.precision = Precision::bf16;
+  sc.compute.optimizer = Optimizer::adamw;
+  PlanSpace space;
+  for (const char* fw : {"pytorch-ddp", "deepspeed-zero1", "deepspeed-zero2", "deepspeed-zero3", "fsdp",
+                         "fsdp-shard-grad-op", "fsdp-hybrid"})
+    space.strategies.push_back(load_strategy(resolve(DataKind::framework, fw, "--frameworks")));
+  for (auto _ : state) {
+    auto r = plan(sc, 16, space);
+    benchmark::DoNotOptimize(r);
+    state.counters["configurations"] = r.evaluated;
+  }
+}
+BENCHMARK(BM_PlanLlama7bTwoH100Nodes)->Unit(benchmark::kMillisecond);
 
 }  // namespace

@@ -479,14 +479,14 @@ std::vector<Row> catalogue() {
       {"net_unknown_key", {{"m.yaml", edit(kNet, 5, "  - {name: fc, kind: linear, params: 10250, forward_flops: 20480, weights: 3}")}},
        "model show {dir}/m.yaml -o {out}",
        E + "{dir}/m.yaml:5:67: 'layers[1].weights': unknown key (known keys here: activation_bytes, branches, forward_flops, gated, groups, heads, hidden, "
-           "input_shape, kernel, kind, macs, name, output_shape, params, stride)\n"},
+           "input_shape, kernel, kind, kv_heads, macs, name, output_shape, params, stride)\n"},
       {"net_unknown_name", {}, "model show resnet51 -o {out}", E + "'NAME': unknown model 'resnet51' (known: alexnet)\n", "{mini}"},
 
       // ---- architecture descriptions (models/arch) -----------------------------------------------------------
       {"arch_unknown_layer_kind", {{"small.yaml", edit(kArch, 6, "  - gelu6")}}, kCmdArch,
        E + "{dir}/small.yaml:6:5: 'layers[1]': unknown layer kind 'gelu6' (known: conv, linear, batchnorm, layernorm, rmsnorm, "
            "embedding, attention, mlp, maxpool, avgpool, adaptive_avgpool, global_avgpool, flatten, first_token, relu, gelu, silu, "
-           "tanh, dropout, residual, concat, block, repeat)\n"},
+           "tanh, dropout, residual, concat, block, repeat, decoder)\n"},
       {"arch_kernel_larger_than_input", {{"small.yaml", edit(kArch, 5, "  - conv: {name: conv1, out: 16, kernel: 35}")}}, kCmdArch,
        E + "{dir}/small.yaml:5:42: 'layers[0].conv.kernel': a 35x35 kernel does not fit the 32x32 input (padding 0x0)\n"},
       {"arch_zero_channels", {{"small.yaml", edit(kArch, 5, "  - conv: {name: conv1, out: 0, kernel: 3, pad: 1}")}}, kCmdArch,

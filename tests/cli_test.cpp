@@ -94,15 +94,15 @@ TEST(Cli, PredictReportsTimeAndCostToTrain) {
     std::vector<std::string> f;
     std::stringstream ss(row);
     for (std::string x; std::getline(ss, x, ',');) f.push_back(x);
-    ASSERT_EQ(f.size(), 23u) << row;  // 19 prediction columns (memory_per_gpu_bytes, memory_fits last), 4 to train
+    ASSERT_EQ(f.size(), 25u) << row;  // 21 prediction columns (…, memory_fits, tokens/s, mfu last), 4 to train
     EXPECT_EQ(std::stoi(f[0]), gpus);
     const double t_iter = std::stod(f[3]);
     // 1 GPU: ⌈1000 / 64⌉ = 16 per epoch, 48 in all; 8 GPUs: ⌈1000 / 512⌉ = 2 per epoch, 6 in all.
     const double iterations = gpus == 1 ? 48.0 : 6.0;
-    EXPECT_DOUBLE_EQ(std::stod(f[19]), iterations);
-    EXPECT_NEAR(std::stod(f[20]), iterations * t_iter / 3600.0, 1e-12);
-    EXPECT_NEAR(std::stod(f[21]), iterations * t_iter / 3600.0 * gpus, 1e-12);
-    EXPECT_NEAR(std::stod(f[22]), iterations * t_iter / 3600.0 * gpus * 2.5, 1e-12);
+    EXPECT_DOUBLE_EQ(std::stod(f[21]), iterations);
+    EXPECT_NEAR(std::stod(f[22]), iterations * t_iter / 3600.0, 1e-12);
+    EXPECT_NEAR(std::stod(f[23]), iterations * t_iter / 3600.0 * gpus, 1e-12);
+    EXPECT_NEAR(std::stod(f[24]), iterations * t_iter / 3600.0 * gpus * 2.5, 1e-12);
   }
   const auto j = run_cli("predict --cluster " + cluster.string() + " --model resnet50 --gpus 8 --format json");
   ASSERT_EQ(j.status, 0) << j.err;

@@ -5,6 +5,9 @@
 
 #include "dlscale/io.hpp"
 #include "dlscale/memory.hpp"
+#include "dlscale/predict.hpp"
+#include "support/run.hpp"
+#include "support/three_layer.hpp"
 
 namespace dlscale {
 namespace {
@@ -101,6 +104,63 @@ TEST(Memory, TheV100BatchesDoNotFitTheRtx) {
   EXPECT_FALSE(check_memory_fit(zoo("resnet152"), rtx, 128, ComputeOptions{}).fits);
   EXPECT_FALSE(check_memory_fit(zoo("bert-squad"), rtx, 32, ComputeOptions{}).fits);
   EXPECT_FALSE(check_memory_fit(zoo("bert-swag"), rtx, 64, ComputeOptions{}).fits);
+}
+
+// ---- activation checkpointing (Chen et al. 2016; include/dlscale/memory.hpp) -----------------------------
+Network chain(int layers) {
+  Network n;
+  n.name = "chain";
+  n.input_bytes_per_sample = bytes(400);
+  for (int i = 0; i < layers; ++i) {
+    Layer l;
+    l.name = "l" + std::to_string(i);
+    l.kind = LayerKind::linear;
+    l.params = 1000;
+    l.forward_flops_per_sample = 2e6;
+    l.activation_bytes_per_sample = 1000;  // what the layer keeps for backward
+    l.output_shape = {100};                // its output: 100 fp32 values = 400 B
+    n.layers.push_back(l);
+  }
+  return n;
+}
+
+TEST(Checkpointing, SqrtSegmentsKeepTheirInputsAndOneSegmentByHand) {
+  // 4 layers: ⌈√4⌉ = 2 segments of 2 ({0, 1}, {2, 3}); kept = the second segment's input (400 B) + one
+  // segment's tensors (2 × 1000) = 2400 B instead of 4000.
+  EXPECT_EQ(checkpoint_segments(chain(4)), (std::vector<int>{0, 2}));
+  EXPECT_DOUBLE_EQ(checkpointed_kept_bytes_per_sample(chain(4)), 2400.0);
+  // 10 layers: ⌈√10⌉ = 4 segments of ⌈10/4⌉ = 3 ({0-2}, {3-5}, {6-8}, {9}); kept = 3 × 400 + 3 × 1000 = 4200.
+  EXPECT_EQ(checkpoint_segments(chain(10)), (std::vector<int>{0, 3, 6, 9}));
+  EXPECT_DOUBLE_EQ(checkpointed_kept_bytes_per_sample(chain(10)), 4200.0);
+  // In the estimate: activations × batch, halved in mixed precision: 4200 × 8 / 2.
+  ComputeOptions o;
+  o.precision = Precision::bf16;
+  o.checkpointing = true;
+  EXPECT_DOUBLE_EQ(in_bytes(estimate_training_memory(chain(10), 8, o, bytes(0)).activations), 4200.0 * 8 / 2);
+}
+
+TEST(Checkpointing, EverySegmentButTheLastRunsItsForwardAgain) {
+  // The three-layer hand scenario (forward 0.1 s each, backward 0.3, 0.2, 0.1): ⌈√3⌉ = 2 segments of 2,
+  // {l1, l2} and {l3}; l1 and l2 recompute their forward: backward + 0.2 s, and on one GPU (compute-bound,
+  // reads hidden) the iteration too.
+  Scenario sc = test::three_layer_scenario();
+  const Prediction plain = Predictor(sc).predict(1);
+  sc.compute.checkpointing = true;
+  const Prediction ckpt = Predictor(sc).predict(1);
+  EXPECT_NEAR(in_seconds(ckpt.breakdown.backward - plain.breakdown.backward), 0.2, 1e-12);
+  EXPECT_NEAR(in_seconds(ckpt.iteration_time - plain.iteration_time), 0.2, 1e-12);
+  EXPECT_DOUBLE_EQ(ckpt.mfu / plain.mfu, in_seconds(plain.iteration_time) / in_seconds(ckpt.iteration_time));
+}
+
+TEST(Checkpointing, ANetworkOfOneLayerHasNothingToCheckpoint) {
+  const auto model = test::temp_file(
+      "one-layer.yaml",
+      "name: one\ndescription: one layer\ninput: {kind: image, shape: [3, 8, 8], bytes_per_sample: \"768 B\"}\n"
+      "layers:\n  - {name: fc, kind: linear, params: 10, forward_flops: 20, activation_bytes: \"40 B\"}\n");
+  const auto r = test::run_cli("predict --cluster dgx1v --model " + model.string() + " --framework pytorch-ddp --gpus 1,8 --checkpointing");
+  EXPECT_EQ(r.status, 2) << r.err;
+  EXPECT_TRUE(r.out.empty());
+  EXPECT_EQ(r.err, "dlscale: '--checkpointing': model 'one' has 1 learnable layer: nothing to checkpoint\n");
 }
 
 }  // namespace

@@ -266,6 +266,54 @@ TEST(NcclTuning, NetworkHopsPayTheFabricLatency) {
   EXPECT_NEAR(in_us(ch.latency), 75.2, 1e-9);
 }
 
+// ---- NVLS (NVLink SHARP) and NVLS Tree, shared/docs/nccl-tuning-2.30.md ----------------------------------
+TEST(NcclNvls, EightH100AllReduceNearNvidiasFourHundredEighty) {
+  // One channel per GPU (8); speed: the largest SM90 intra speed with 8 × s ≤ 18 × 20.6 = 370.8 → 40
+  // (50 would need 400). busBw = 8 × 40 × 0.85 (Hopper NVLS efficiency) × 7/8 × 2 (all-reduce) = 476 GB/s,
+  // NVIDIA's "about 480 GB/s" for NVLS on 8 × H100 (the ring gives 356). algbw = 476 × 8/14 = 272 GB/s;
+  // latency 25 µs (base 0 + one NVLink hop). 1 GiB: 25 + 1073741824 / 272,000 µs.
+  const auto ch = choose("dgx-h100", CollectiveOp::allreduce, gibibytes(1), {8, 1, 8});
+  EXPECT_EQ(ch.algorithm, nccl::NVLS);
+  EXPECT_EQ(ch.protocol, nccl::SIMPLE);
+  EXPECT_EQ(ch.channels, 8);
+  EXPECT_NEAR(gbs(ch.algbw_model), 272.0, 1e-9);
+  EXPECT_NEAR(in_us(ch.time), 25.0 + 1073741824.0 / 272000.0, 1e-6);
+  EXPECT_EQ(nccl::algorithm_name(ch.algorithm), "nvls");
+}
+
+TEST(NcclNvls, SmallMessagesAndAllGatherStayOnTheRing) {
+  // 8 B: NVLS costs 25 µs, ring LL 6.6 + 14 × 0.6 = 15.0 µs.
+  const auto small = choose("dgx-h100", CollectiveOp::allreduce, bytes(8), {8, 1, 8});
+  EXPECT_EQ(small.algorithm, nccl::RING);
+  EXPECT_NEAR(in_us(small.latency), 15.0, 1e-9);
+  // All-gather: NVLS busBw 8 × 40 × 0.85 × 7/8 × 7/8 = 208.25, algbw × 8/7 = 238 GB/s, below the ring's
+  // 12 × 30 × 8/7 = 411.4 GB/s: the ring wins at 1 GiB.
+  const auto ag = choose("dgx-h100", CollectiveOp::allgather, gibibytes(1), {8, 1, 8});
+  EXPECT_EQ(ag.algorithm, nccl::RING);
+  // No NVLS before Hopper: DGX A100 (NVSwitch, SM80) keeps ring/tree.
+  const auto a100 = choose("dgx-a100", CollectiveOp::allreduce, gibibytes(1), {8, 1, 8});
+  EXPECT_NE(a100.algorithm, nccl::NVLS);
+}
+
+TEST(NcclNvls, TwoH100NodesUseNvlsTreeCappedByTheNetwork) {
+  // dgx-h100-ndr, 2 nodes × 8: NVLS Tree per channel = min(40 × 0.85 × 7/8 × 2 = 59.5, 2 × the tree
+  // graph's inter-node speed (24 GB/s per channel), Hopper's 2-node cap 57.7) = 48; busBw 8 × 48 = 384,
+  // algbw 384 × 16/30 = 204.8 GB/s. Latency: 25 + 2 × log2(2) × (20.9 + 2 × 1 µs fabric) = 70.8 µs.
+  const auto tree = topo("dgx-h100-ndr").channels(ChannelPattern::tree, first(8), 2);
+  ASSERT_DOUBLE_EQ(gbs(tree.bw_inter), 24.0);
+  const auto ch = choose("dgx-h100-ndr", CollectiveOp::allreduce, gibibytes(1), {16, 2, 8});
+  EXPECT_EQ(ch.algorithm, nccl::NVLS_TREE);
+  EXPECT_NEAR(gbs(ch.algbw_model), 204.8, 1e-9);
+  EXPECT_NEAR(in_us(ch.latency), 70.8, 1e-9);
+  // Reduce-scatter and all-gather across nodes have no NVLS Tree: ring.
+  EXPECT_EQ(choose("dgx-h100-ndr", CollectiveOp::reducescatter, gibibytes(1), {16, 2, 8}).algorithm, nccl::RING);
+}
+
+TEST(NcclNvls, DescribeSaysWhenNvlsIsModelled) {
+  EXPECT_NE(make_collective_model(cluster("dgx-h100"))->describe().find("NVLS"), std::string::npos);
+  EXPECT_EQ(make_collective_model(cluster("dgx-a100"))->describe().find("NVLS"), std::string::npos);
+}
+
 TEST(NcclTuning, NcclTestsTimeIsTheSlowerOfHostIssueAndDevice) {
   // nccl-tests -g 12 (one thread, 12 GPUs): 12 × 5 µs = 60 µs of host issue per call. DGX-2 8 B all-reduce:
   // ring LL 6.6 + 22 × 0.6 = 19.8 µs on the device → host-bound, 60 µs (the 2020 log: 61.03 µs).

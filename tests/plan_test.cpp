@@ -6,6 +6,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <sstream>
 
 #include "dlscale/error.hpp"
@@ -484,6 +485,99 @@ TEST(SweepSpec, ComposesAClusterFromNodesAndFabric) {
   } catch (const InputError& e) {
     EXPECT_STREQ(e.what(), "c.yaml:2:13: 'grid.cluster[0]': 'dgx2' is one node with no network between nodes: give a 'fabric' "
                            "(KIND:SPEED[:COUNT], e.g. infiniband:100Gb/s:8)");
+  }
+}
+
+// ---- plan: strategy × shard group × micro-batch × accumulation (docs/planning.md) ---------------------------
+Strategy shipped_framework(const std::string& name) {
+  return load_strategy(resolve(DataKind::framework, name, "--frameworks"));
+}
+
+PlanSpace llama_space() {
+  PlanSpace space;
+  for (const char* fw : {"pytorch-ddp", "deepspeed-zero1", "deepspeed-zero2", "deepspeed-zero3", "fsdp",
+                         "fsdp-shard-grad-op", "fsdp-hybrid"})
+    space.strategies.push_back(shipped_framework(fw));
+  space.target_tokens = 2e12;
+  return space;
+}
+
+Scenario llama_on_two_h100_nodes() {
+  Scenario sc;
+  sc.cluster = load_cluster(resolve(DataKind::cluster, "dgx-h100-ndr", "--cluster"));
+  sc.network = load_network(resolve(DataKind::network, "llama2-7b", "--model"));
+  sc.compute.precision = Precision::bf16;
+  sc.compute.optimizer = Optimizer::adamw;
+  return sc;
+}
+
+TEST(Plan, Llama7bOnTwoH100NodesSearchesEveryConfigurationAndKeepsWhatFits) {
+  const Scenario sc = llama_on_two_h100_nodes();
+  const PlanSpace space = llama_space();
+  const PlanResult r = plan(sc, 16, space);
+  // Configurations by hand: 7 micro-batches × 4 accumulations × checkpointing off/on = 56 per shard group;
+  // DDP has one group (replicas); every sharded strategy two distinct groups on 2 × 8 GPUs (16 and 8):
+  // 56 + 6 × 112 = 728.
+  EXPECT_EQ(r.evaluated, 728);
+  ASSERT_FALSE(r.ranked.empty());
+  for (std::size_t i = 0; i < r.ranked.size(); ++i) {
+    EXPECT_TRUE(r.ranked[i].prediction.memory.fits);
+    if (i > 0)
+      EXPECT_GE(r.ranked[i - 1].prediction.throughput_samples_per_s, r.ranked[i].prediction.throughput_samples_per_s);
+  }
+  EXPECT_EQ(r.evaluated - r.out_of_memory, static_cast<int>(r.ranked.size()));
+  // DDP's weights, gradients and AdamW state alone are 16 × 6.74e9 B = 107.8 GB > 85.9 GB: never fits.
+  ASSERT_FALSE(r.losses.empty());
+  const auto ddp = std::find_if(r.losses.begin(), r.losses.end(), [](const PlanLoss& l) { return l.framework == "pytorch-ddp"; });
+  ASSERT_NE(ddp, r.losses.end());
+  EXPECT_THAT(ddp->why, testing::StartsWith("out of memory"));
+  // The winner is what the Predictor says of that configuration, and its time to train is 2e12 tokens at
+  // its tokens/s.
+  const PlanEntry& w = r.ranked.front();
+  Scenario again = sc;
+  for (const Strategy& st : space.strategies)
+    if (st.name == w.framework) again.strategy = st;
+  if (again.strategy.sharding.sharded())
+    again.strategy.sharding.group = w.shard_group == 16 ? Sharding::kGroupAll : Sharding::kGroupNode;
+  again.batch_per_gpu = w.micro_batch;
+  again.compute.accumulate = w.accumulate;
+  again.compute.checkpointing = w.checkpointing;
+  const Prediction direct = Predictor(again).predict(16);
+  EXPECT_NEAR(in_seconds(direct.iteration_time), in_seconds(w.prediction.iteration_time), 1e-12);
+  ASSERT_TRUE(w.time_to_train.has_value());
+  EXPECT_NEAR(in_seconds(*w.time_to_train), 2e12 / w.prediction.throughput_tokens_per_s, 1e-6);
+  EXPECT_TRUE(again.strategy.sharding.sharded());
+}
+
+TEST(Explain, ShardedStrategiesHaveNoBucketsToTune) {
+  Scenario sc = llama_on_two_h100_nodes();
+  sc.strategy = shipped_framework("fsdp");
+  sc.batch_per_gpu = 1;
+  const BucketAdvice b = best_buckets(sc, 16);
+  EXPECT_FALSE(b.applicable);
+  EXPECT_THAT(b.note, testing::HasSubstr("per unit of 100000000 parameters"));
+}
+
+TEST(PlanCli, AnswersTheLlamaQuestionAndExplainsTheLosers) {
+  const auto r = test::run_cli("plan --cluster dgx-h100-ndr --model llama2-7b --gpus 16 --target-tokens 2e12");
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_TRUE(r.err.empty()) << r.err;  // no memory warning: the search checks memory itself
+  EXPECT_THAT(r.out, testing::HasSubstr("728 configurations"));
+  EXPECT_THAT(r.out, testing::HasSubstr("choice: "));
+  EXPECT_THAT(r.out, testing::HasSubstr("pytorch-ddp: out of memory"));
+  EXPECT_THAT(r.out, testing::HasSubstr("time to train"));
+}
+
+TEST(PlanCli, BadInputIsOneLineExitTwo) {
+  for (const char* args : {"plan --cluster dgx-h100-ndr --model llama2-7b --gpus 12",
+                           "plan --cluster dgx-h100-ndr --model resnet50 --gpus 8 --target-tokens 1e9",
+                           "plan --cluster dgx-h100-ndr --model llama2-7b --gpus 8 --frameworks fsdp,zero4",
+                           "plan --cluster dgx-h100-ndr --model llama2-7b --gpus 8 --micro-batches 0"}) {
+    SCOPED_TRACE(args);
+    const auto r = test::run_cli(args);
+    EXPECT_EQ(r.status, 2);
+    EXPECT_TRUE(r.out.empty());
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
   }
 }
 

@@ -22,7 +22,9 @@ namespace fs = std::filesystem;
 const std::vector<std::string> kZoo = {"alexnet",    "googlenet",  "vgg16",        "vgg19",        "resnet18",
                                        "resnet34",   "resnet50",   "resnet50-v1",  "resnet101",    "resnet152",
                                        "inception-v3", "inception-bn", "bert-base", "bert-large",  "bert-swag",
-                                       "bert-squad", "bert-large-squad", "gpt2",    "gpt2-xl",      "llama2-7b"};
+                                       "bert-squad", "bert-large-squad", "gpt2",    "gpt2-xl",      "llama2-7b",
+                                       "llama2-13b", "llama2-70b", "llama3-8b", "gpt3-125m", "gpt3-350m", "gpt3-760m",
+                                       "gpt3-1.3b", "gpt3-2.7b", "gpt3-6.7b", "gpt3-13b", "gpt3-175b"};
 
 Network arch(const std::string& name) { return build_network(resolve_architecture(name, "NAME")); }
 
@@ -116,14 +118,54 @@ INSTANTIATE_TEST_SUITE_P(
         Published{"gpt2", 124.4e6, 0, 0.01}, Published{"gpt2-xl", 1.558e9, 0, 0.01},
         // Llama 2 7B as released (Touvron et al. 2023 list "7B"; the checkpoint holds 6.74 B).
         Published{"llama2-7b", 6.74e9, 0, 0.01},
+        // Llama 2 13B and 70B, Llama 3 8B as released (exact counts by hand below).
+        Published{"llama2-13b", 13.016e9, 0, 0.001}, Published{"llama2-70b", 68.98e9, 0, 0.001},
+        Published{"llama3-8b", 8.03e9, 0, 0.001},
+        // GPT-3, Brown et al. 2020 Table 2.1 "n_params", rounded there to two or three digits: 125M, 350M,
+        // 760M, 1.3B, 2.7B, 6.7B, 13.0B, 175.0B (our 355.9 M, 2.652 B and 1.316 B are the farthest, < 2 %).
+        Published{"gpt3-125m", 125e6, 0, 0.02}, Published{"gpt3-350m", 350e6, 0, 0.02},
+        Published{"gpt3-760m", 760e6, 0, 0.02}, Published{"gpt3-1.3b", 1.3e9, 0, 0.02},
+        Published{"gpt3-2.7b", 2.7e9, 0, 0.02}, Published{"gpt3-6.7b", 6.7e9, 0, 0.02},
+        Published{"gpt3-13b", 13.0e9, 0, 0.02}, Published{"gpt3-175b", 175.0e9, 0, 0.02},
         // Inception-v3: torchvision's 5.71 GFLOPS (MACs at 299×299, eval mode: the auxiliary classifier
         // does not run). Parameters: exact check below.
         Published{"inception-v3", 23.83e6, 5.71e9, 0.01}),
     [](const auto& param_info) {
       std::string s = param_info.param.name;
       std::replace(s.begin(), s.end(), '-', '_');
+      std::replace(s.begin(), s.end(), '.', '_');
       return s;
     });
+
+TEST(PublishedCounts, DecoderSizesByHand) {
+  // Llama 3 8B: embedding and untied head 128256 × 4096 = 525,336,576 each; per layer q and o 4096² each,
+  // k and v 4096 × 1024 (8 of 32 heads) each = 41,943,040, SwiGLU 3 × 4096 × 14336 = 176,160,768, two
+  // RMSNorms 8192: 218,112,000 × 32 = 6,979,584,000; final norm 4096. Total 8,030,261,248 (the checkpoint's).
+  EXPECT_EQ(arch("llama3-8b").total_params(), 8'030'261'248);
+  // Llama 2 70B: 2 × 32000 × 8192 + 80 × (2 × 8192² + 2 × 8192 × 1024 + 3 × 8192 × 28672 + 2 × 8192) + 8192
+  // = 524,288,000 + 80 × 855,654,400 + 8192 = 68,976,648,192.
+  const Network l70 = arch("llama2-70b");
+  EXPECT_EQ(l70.total_params(), 68'976'648'192);
+  const Layer& attn = layer(l70, "model.layers.0.self_attn");
+  EXPECT_EQ(attn.params, 2LL * 8192 * 8192 + 2LL * 8192 * 1024);
+  EXPECT_EQ(attn.heads, 64);
+  EXPECT_EQ(attn.kv_heads, 8);
+  // Its projections per token: every weight once (no biases); scores and context 2 · S · S · D per sequence.
+  EXPECT_DOUBLE_EQ(attn.macs_per_sample, 4096.0 * 150'994'944 + 2.0 * 4096 * 4096 * 8192);
+  // Llama 2 13B: 2 × 32000 × 5120 + 40 × (4 × 5120² + 3 × 5120 × 13824 + 2 × 5120) + 5120 = 13,015,864,320.
+  EXPECT_EQ(arch("llama2-13b").total_params(), 13'015'864'320);
+  // GPT-3 Small is GPT-2 small with a 2048-position table: 124,439,808 + 1024 × 768 = 125,226,240.
+  EXPECT_EQ(arch("gpt3-125m").total_params(), 124'439'808 + 1024 * 768);
+}
+
+TEST(Generator, DecoderWritesWhatTheHandWrittenLlamaListDid) {
+  // models/arch/llama2-7b.yaml was a hand-written list (embedding, 32 × [RMSNorm, attention, add, RMSNorm,
+  // SwiGLU MLP, add], norm, head); its generated file, unchanged since, is what the decoder operation gives.
+  EXPECT_EQ(network_to_yaml(arch("llama2-7b"), "llama2-7b"), test::slurp(data_dir() / "models" / "llama2-7b.yaml"));
+  const Network n = arch("llama2-7b");
+  EXPECT_EQ(n.layers.size(), 1u + 32u * 4u + 2u);
+  EXPECT_EQ(n.layers[2].kv_heads, 0);  // 32 of 32 heads: no grouped-query attention recorded
+}
 
 TEST(PublishedCounts, InceptionV3IsTorchvisionWithoutTheAuxiliaryClassifier) {
   // torchvision lists inception_v3 at 27,161,264 parameters, auxiliary classifier included. That
@@ -339,6 +381,7 @@ TEST_P(GeneratedFile, LoadsBackToTheSameNumbers) {
 INSTANTIATE_TEST_SUITE_P(Zoo, GeneratedFile, ::testing::ValuesIn(kZoo), [](const auto& param_info) {
   std::string s = param_info.param;
   std::replace(s.begin(), s.end(), '-', '_');
+  std::replace(s.begin(), s.end(), '.', '_');
   return s;
 });
 

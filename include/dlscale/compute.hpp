@@ -44,6 +44,8 @@ struct ComputeOptions {
   Optimizer optimizer = Optimizer::momentum;
   bool fused_optimizer = true;      // one multi-tensor kernel per layer; unfused: a few kernels per tensor
   int accumulate = 1;               // forward/backward passes per gradient exchange and update (≥ 1)
+  bool checkpointing = false;       // activation checkpointing: ⌈√L⌉ segments, forward recomputed in backward
+                                    // (include/dlscale/memory.hpp, checkpoint_segments)
   ConvAlgorithmPolicy conv_algorithms;  // which cuDNN algorithms the framework reaches
   /// Kernel-model parameters; null: the shipped topologies/compute-params.yaml.
   std::shared_ptr<const KernelParamSet> kernel_params;

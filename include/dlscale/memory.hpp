@@ -6,10 +6,12 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "dlscale/compute.hpp"
 #include "dlscale/gpu.hpp"
 #include "dlscale/network.hpp"
+#include "dlscale/sharding.hpp"
 #include "dlscale/units.hpp"
 
 namespace dlscale {
@@ -22,8 +24,9 @@ struct MemoryEstimate {
   Bytes input{};            // the input batch on the GPU
   Bytes reserved{};         // CUDA context, cuDNN/cuBLAS handles and workspaces
   Bytes allocator_slack{};  // the caching allocator's fragmentation
+  Bytes gathered{};         // sharded stage 3: gathered units' parameters and one unit's full gradient
   [[nodiscard]] Bytes total() const noexcept {
-    return weights + gradients + optimizer_state + activations + input + reserved + allocator_slack;
+    return weights + gradients + optimizer_state + activations + input + reserved + allocator_slack + gathered;
   }
 };
 
@@ -36,6 +39,18 @@ inline constexpr double kAllocatorSlack = 0.05;
 
 MemoryEstimate estimate_training_memory(const Network& net, int batch, const ComputeOptions& opt,
                                         Bytes reserved = bytes(kDefaultReservedBytes));
+/// The same under a sharded strategy whose shard group holds `shard` GPUs (docs/model.md, eq. S3).
+MemoryEstimate estimate_training_memory(const Network& net, int batch, const ComputeOptions& opt, const Sharding& sharding,
+                                        int shard, Bytes reserved = bytes(kDefaultReservedBytes));
+
+/// Activation checkpointing (Chen et al. 2016, "Training Deep Nets with Sublinear Memory Cost"): the L
+/// learnable layers in ⌈√L⌉ consecutive segments of ⌈L / ⌈√L⌉⌉ layers (the last may be shorter); returns
+/// each segment's first layer. Every segment but the last is recomputed in backward (its forward again).
+std::vector<int> checkpoint_segments(const Network& net);
+/// What one sample keeps for backward under checkpointing (fp32 figure): the input of every segment but
+/// the first (the input batch, counted apart), plus the largest segment's own tensors (one segment is
+/// rebuilt at a time; the last is never dropped).
+double checkpointed_kept_bytes_per_sample(const Network& net);
 
 struct MemoryFit {
   MemoryEstimate need;
@@ -48,5 +63,8 @@ struct MemoryFit {
 /// Whether a batch fits the GPU's memory, with a one-line warning when it does not.
 MemoryFit check_memory_fit(const Network& net, const GpuSpec& gpu, int batch, const ComputeOptions& opt,
                            Bytes reserved = bytes(kDefaultReservedBytes));
+/// The same under a sharded strategy whose shard group holds `shard` GPUs.
+MemoryFit check_memory_fit(const Network& net, const GpuSpec& gpu, int batch, const ComputeOptions& opt,
+                           const Sharding& sharding, int shard, Bytes reserved = bytes(kDefaultReservedBytes));
 
 }  // namespace dlscale

@@ -70,6 +70,7 @@ struct Layer {
   int stride_h = 1, stride_w = 1;
   int groups = 1;                           // conv
   int heads = 0;                            // attention
+  int kv_heads = 0;                         // attention: key/value heads (grouped-query attention); 0 = heads
   std::int64_t hidden = 0;                  // mlp (a linear layer of two or three matrices)
   bool gated = false;                       // mlp: SwiGLU (gate, up, down)
   /// The parameter-free operators that follow this layer up to the next learnable one.

@@ -164,4 +164,47 @@ Explanation explain(const Scenario& sc, int gpus, const ExplainOptions& options)
 /// The text `dlscale explain` prints.
 std::string format_explanation(const Explanation& e, const Scenario& sc);
 
+// ---- plan: which strategy, micro-batch, accumulation and shard group ---------------------------------
+
+/// What `dlscale plan` searches (docs/planning.md, "Choosing a configuration"). Every combination of a
+/// strategy, a shard group (for sharded strategies: the strategy's own, all GPUs, one node), a micro-batch,
+/// an accumulation count and activation checkpointing is predicted; those whose memory does not fit are
+/// dropped.
+struct PlanSpace {
+  std::vector<Strategy> strategies;
+  std::vector<int> micro_batches{1, 2, 4, 8, 16, 32, 64};
+  std::vector<int> accumulations{1, 2, 4, 8};
+  std::vector<bool> checkpointing{false, true};  // activation checkpointing off/on (networks of ≥ 2 layers)
+  std::optional<double> target_tokens;  // token models: tokens to train on (time to train)
+};
+
+struct PlanEntry {
+  std::string framework;  // the strategy's name
+  int shard_group = 1;    // GPUs per shard group (1: replicas)
+  int micro_batch = 1;
+  int accumulate = 1;
+  bool checkpointing = false;
+  Prediction prediction;
+  std::optional<Seconds> time_to_train;  // target_tokens / tokens per second
+};
+
+/// Why a strategy is not the plan's choice.
+struct PlanLoss {
+  std::string framework;
+  std::string why;  // "out of memory: …" or "12 % slower at its best (…): exposed communication …"
+};
+
+struct PlanResult {
+  std::vector<PlanEntry> ranked;  // every configuration that fits, fastest first (samples/s; ties: less memory)
+  std::vector<PlanLoss> losses;   // one per strategy other than the winner's
+  int evaluated = 0;
+  int out_of_memory = 0;
+};
+
+/// Searches the space on `gpus` GPUs of the base scenario (its cluster, network, precision and optimiser).
+PlanResult plan(const Scenario& base, int gpus, const PlanSpace& space);
+
+/// The text `dlscale plan` prints: the top `top` configurations and why the other strategies lose.
+std::string format_plan(const PlanResult& r, const Scenario& base, int gpus, int top);
+
 }  // namespace dlscale

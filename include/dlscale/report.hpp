@@ -1,6 +1,7 @@
 // Printing predictions: table, JSON and CSV read the same records. The JSON form is a contract:
 //   {"schema": 1, "predictions": [{"gpus", "nodes", "iteration_time_s", "throughput_samples_per_s",
-//    "speedup", "efficiency", "hiding_case", "bottleneck", "breakdown": {"io_s", "h2d_s", "forward_s",
+//    "throughput_tokens_per_s" (null for images), "mfu", "speedup", "efficiency", "hiding_case", "bottleneck",
+//    "breakdown": {"io_s", "h2d_s", "forward_s",
 //    "backward_s", "update_s", "comm_s", "comm_exposed_s"}, "time_to_train": {"hours", "gpu_hours",
 //    "cost", "currency"} (when a workload applies)}], "inputs": {..., "workload"}}
 #pragma once

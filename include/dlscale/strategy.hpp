@@ -6,6 +6,7 @@
 #include <string_view>
 
 #include "dlscale/kernels.hpp"
+#include "dlscale/sharding.hpp"
 #include "dlscale/units.hpp"
 
 namespace dlscale {
@@ -49,6 +50,8 @@ struct Strategy {
   // Synchronization losses (docs/model.md, "Synchronization losses"); both off by default.
   double jitter_cv = 0.0;            // coefficient of variation of a GPU's per-iteration compute time
   Seconds iteration_overhead{};      // fixed cost per iteration of more than one GPU (negotiation, launches)
+  // Sharded data parallelism (ZeRO, FSDP; docs/model.md, "Sharded data parallelism"); stage 0: replicas.
+  Sharding sharding;
 };
 
 }  // namespace dlscale

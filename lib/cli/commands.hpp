@@ -27,5 +27,6 @@ void setup_reproduce(CLI::App& app);
 void setup_sweep(CLI::App& app);
 void setup_explain(CLI::App& app);
 void setup_report(CLI::App& app);
+void setup_plan(CLI::App& app);
 
 }  // namespace dlscale::cli

@@ -49,6 +49,7 @@ int main(int argc, char** argv) {
   cli::setup_sweep(app);
   cli::setup_explain(app);
   cli::setup_report(app);
+  cli::setup_plan(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

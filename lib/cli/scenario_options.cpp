@@ -55,6 +55,8 @@ void add_scenario_options(CLI::App& cmd, ScenarioOptions& o) {
   cmd.add_flag("--unfused-optimizer", o.unfused_optimizer, "The optimiser runs a few kernels per tensor instead of one multi-tensor kernel per layer");
   cmd.add_option("--accumulate", o.accumulate, "Gradient accumulation: K forward/backward passes per gradient exchange and update")
       ->type_name("K")->capture_default_str();
+  cmd.add_flag("--checkpointing", o.checkpointing,
+               "Activation checkpointing: keep sqrt(L) segment inputs, recompute each segment's forward in backward");
   cmd.add_option("--seq-len", o.seq_len, "Rebuild a token model from models/arch/ at this sequence length")->type_name("S");
   cmd.add_option("--image-size", o.image_size, "Rebuild an image model from models/arch/ at this height and width")->type_name("PIXELS");
   cmd.add_option("--calibration", o.calibration, "Measured curves and layer times (dlscale-calibrate or calibrate import)")
@@ -139,6 +141,7 @@ Scenario build_scenario(const ScenarioOptions& o, RunInfo& info) {
   if (o.accumulate < 1)
     throw UsageError("--accumulate", fmt::format("the number of passes per update must be at least 1, got {}", o.accumulate));
   sc.compute.accumulate = o.accumulate;
+  sc.compute.checkpointing = o.checkpointing;
   sc.compute.fused_optimizer = !o.unfused_optimizer;
 
   sc.cluster = load_cluster(resolve(DataKind::cluster, cluster, "--cluster"), cluster_overrides(o.scale));
@@ -161,7 +164,9 @@ Scenario build_scenario(const ScenarioOptions& o, RunInfo& info) {
   info.batch_per_gpu = sc.batch_per_gpu;
   info.precision = o.precision;
   if (!o.calibration.empty() || o.explain_sources) apply_calibration(o, sc, info);
-  if (!sc.profile && !sc.measured_layers) {  // a step that cannot run says so (docs/compute-model.md, "Memory")
+  // A step that cannot run says so (docs/compute-model.md, "Memory"); a sharded strategy's memory depends
+  // on the GPU count, and each prediction row says whether it fits.
+  if (o.memory_warning && !sc.profile && !sc.measured_layers && !sc.strategy.sharding.sharded()) {
     const MemoryFit fit = check_memory_fit(sc.network, sc.cluster.gpu, sc.batch_per_gpu, sc.compute);
     if (!fit.fits) fmt::print(stderr, "dlscale: {}\n", fit.warning);
   }

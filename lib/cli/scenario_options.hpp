@@ -34,11 +34,13 @@ struct ScenarioOptions {
   std::string optimizer;         // --optimizer; empty: momentum for image models, adamw for token models
   bool unfused_optimizer = false;
   int accumulate = 1;            // --accumulate K
+  bool checkpointing = false;    // --checkpointing
   int seq_len = 0;               // --seq-len: rebuild a token model from its architecture at this length
   int image_size = 0;            // --image-size: rebuild an image model at this height and width
   std::string calibration;       // --calibration FILE (docs/calibration.md)
   bool explain_sources = false;  // --explain-sources: say on stderr where every number came from
   ScaleOptions scale;            // --nodes, --fabric
+  bool memory_warning = true;    // warn on stderr when the step does not fit (plan searches instead)
 };
 
 /// The embedded default scenario: ResNet-50 at batch 32 with Caffe-MPI on the Shi & Chu P40 cluster,

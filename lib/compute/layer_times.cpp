@@ -123,7 +123,9 @@ void time_layer(Kernels& k, const Layer& l, bool first, int batch, const Compute
         const std::int64_t d = in.back(), s = in[in.size() - 2];
         const std::int64_t seqs = static_cast<std::int64_t>(elements(in) / static_cast<double>(s * d) * B);
         const std::int64_t rows = seqs * s, dh = d / l.heads, bh = seqs * l.heads;
-        linear_gemms(k, k.name(l.name, ".qkv"), rows, d, 3 * d, input_grad);
+        // q, and k and v of kv_heads heads each (grouped-query attention: fewer key/value heads)
+        const std::int64_t dkv = l.kv_heads > 0 ? d / l.heads * l.kv_heads : d;
+        linear_gemms(k, k.name(l.name, ".qkv"), rows, d, d + 2 * dkv, input_grad);
         // Scores Q·Kᵀ and the weighted sum P·V, one small GEMM per sequence and head; backward: two each.
         k.gemm(k.name(l.name, ".scores fwd"), GemmShape{s, s, dh, bh}, false);
         k.gemm(k.name(l.name, ".context fwd"), GemmShape{s, dh, s, bh}, false);

@@ -12,7 +12,44 @@
 
 namespace dlscale {
 
-MemoryEstimate estimate_training_memory(const Network& net, int batch, const ComputeOptions& opt, Bytes reserved) {
+std::vector<int> checkpoint_segments(const Network& net) {
+  const auto L = static_cast<int>(net.layers.size());
+  std::vector<int> first;
+  if (L == 0) return first;
+  const int k = static_cast<int>(std::ceil(std::sqrt(static_cast<double>(L))));
+  const int per = (L + k - 1) / k;
+  for (int i = 0; i < L; i += per) first.push_back(i);
+  return first;
+}
+
+double checkpointed_kept_bytes_per_sample(const Network& net) {
+  const std::vector<int> first = checkpoint_segments(net);
+  auto kept = [&](std::size_t i) {
+    double s = net.layers[i].activation_bytes_per_sample;
+    for (const auto& o : net.layers[i].ops) s += o.activation_bytes_per_sample;
+    return s;
+  };
+  double inputs = 0.0, largest = 0.0;
+  for (std::size_t s = 0; s < first.size(); ++s) {
+    const auto a = static_cast<std::size_t>(first[s]);
+    const std::size_t b = s + 1 < first.size() ? static_cast<std::size_t>(first[s + 1]) : net.layers.size();
+    double seg = 0.0;
+    for (std::size_t i = a; i < b; ++i) seg += kept(i);
+    largest = std::max(largest, seg);
+    if (s == 0) continue;
+    // the segment's input: the output of the previous layer (or of the operator that follows it), fp32
+    const Layer& prev = net.layers[a - 1];
+    const auto& shape = prev.ops.empty() ? prev.output_shape : prev.ops.back().output_shape;
+    double elements = shape.empty() ? 0.0 : 1.0;
+    for (auto d : shape) elements *= static_cast<double>(d);
+    inputs += shape.empty() ? prev.activation_bytes_per_sample : 4.0 * elements;
+  }
+  return inputs + largest;
+}
+
+MemoryEstimate estimate_training_memory(const Network& net, int batch, const ComputeOptions& opt, const Sharding& sh,
+                                        int shard, Bytes reserved) {
+  if (shard < 1) throw std::invalid_argument("estimate_training_memory: a shard group holds at least one GPU");
   if (batch < 1) throw std::invalid_argument("estimate_training_memory: the batch must be at least 1");
   const double p = static_cast<double>(net.total_params());
   const bool mixed = is_mixed(opt.precision);
@@ -21,22 +58,51 @@ MemoryEstimate estimate_training_memory(const Network& net, int batch, const Com
   m.gradients = bytes(p * gradient_bytes_per_element(opt.precision));
   m.optimizer_state = bytes(p * 4.0 * optimizer_state_words(opt.optimizer));
   // Every tensor a layer or a parameter-free operator keeps for backward (one micro-batch).
-  m.activations = bytes(net.total_kept_bytes_per_sample() * (activation_bytes_per_element(opt.precision) / 4.0) * batch);
+  const double kept = opt.checkpointing ? checkpointed_kept_bytes_per_sample(net) : net.total_kept_bytes_per_sample();
+  m.activations = bytes(kept * (activation_bytes_per_element(opt.precision) / 4.0) * batch);
   m.input = net.input_bytes_per_sample * static_cast<double>(batch);
   m.reserved = reserved;
+  if (sh.sharded()) {
+    // Eq. S3 (docs/model.md): the stage's state divided by the shard group n. Mixed precision: the fp32
+    // master copy belongs to the optimiser state (ZeRO's K = 12 for Adam); the half working copy is
+    // sharded only at stage 3. Gradient accumulation keeps full gradients between micro-batches
+    // (FSDP's no_sync), so stage 2-3 gradients are sharded only without it.
+    const double n = static_cast<double>(shard);
+    const Bytes working = bytes(p * working_bytes_per_element(opt.precision));
+    const Bytes master = m.weights - working;  // 4 B in mixed precision, none in fp32
+    m.optimizer_state = m.optimizer_state / n;
+    const bool params_sharded = sh.stage >= 3 && sh.reshard_after_forward;
+    m.weights = (params_sharded ? working / n : working) + master / n;
+    if (sh.stage >= 2 && opt.accumulate == 1) m.gradients = m.gradients / n;
+    if (sh.stage >= 3 && shard > 1) {  // one GPU gathers nothing
+      std::int64_t largest = 0;
+      for (const GatherUnit& u : gather_units(net, sh.unit_params)) largest = std::max(largest, u.params);
+      const double L = static_cast<double>(largest);
+      // the gathered units held at once (FULL_SHARD; SHARD_GRAD_OP holds the whole working copy, above)
+      // and one unit's full gradient before its reduce-scatter
+      m.gathered = bytes(L * gradient_bytes_per_element(opt.precision)) +
+                   (params_sharded ? bytes(L * working_bytes_per_element(opt.precision) * std::max(sh.in_flight, 1))
+                                   : Bytes{});
+    }
+  }
   // The caching allocator rounds blocks up and cannot reuse freed blocks of other sizes: slack grows with
   // what is allocated and freed every step (activations and gradients). docs/compute-model.md.
-  m.allocator_slack = (m.activations + m.gradients) * kAllocatorSlack;
+  m.allocator_slack = (m.activations + m.gradients + m.gathered) * kAllocatorSlack;
   return m;
 }
 
-MemoryFit check_memory_fit(const Network& net, const GpuSpec& gpu, int batch, const ComputeOptions& opt, Bytes reserved) {
+MemoryEstimate estimate_training_memory(const Network& net, int batch, const ComputeOptions& opt, Bytes reserved) {
+  return estimate_training_memory(net, batch, opt, Sharding{}, 1, reserved);
+}
+
+MemoryFit check_memory_fit(const Network& net, const GpuSpec& gpu, int batch, const ComputeOptions& opt, const Sharding& sh,
+                           int shard, Bytes reserved) {
   MemoryFit f;
-  f.need = estimate_training_memory(net, batch, opt, reserved);
+  f.need = estimate_training_memory(net, batch, opt, sh, shard, reserved);
   f.available = gpu.memory_size;
   f.fits = f.need.total() <= f.available;
   // Memory grows linearly with the batch: fixed + batch × per-sample.
-  const MemoryEstimate one = estimate_training_memory(net, 1, opt, reserved);
+  const MemoryEstimate one = estimate_training_memory(net, 1, opt, sh, shard, reserved);
   const Bytes per_sample = one.activations * (1.0 + kAllocatorSlack) + one.input;
   const Bytes fixed = one.total() - per_sample;
   // The quotient can pass what an int holds (80 GB at 1 B per sample: 8·10^10); converting such a double
@@ -49,11 +115,16 @@ MemoryFit check_memory_fit(const Network& net, const GpuSpec& gpu, int batch, co
     f.warning = fmt::format(
         "warning: {} at batch {} needs about {} per GPU ({} activations, {} weights, gradients and optimiser state), "
         "more than the {} of a {}; {}",
-        net.name, batch, f.need.total(), f.need.activations, f.need.weights + f.need.gradients + f.need.optimizer_state,
+        net.name, batch, f.need.total(), f.need.activations,
+        f.need.weights + f.need.gradients + f.need.optimizer_state + f.need.gathered,
         f.available, gpu.name,
         f.largest_batch > 0 ? fmt::format("the largest batch that fits is about {}", f.largest_batch)
                             : std::string("not even batch 1 fits without sharding or offloading the model"));
   return f;
+}
+
+MemoryFit check_memory_fit(const Network& net, const GpuSpec& gpu, int batch, const ComputeOptions& opt, Bytes reserved) {
+  return check_memory_fit(net, gpu, batch, opt, Sharding{}, 1, reserved);
 }
 
 }  // namespace dlscale

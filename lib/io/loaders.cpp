@@ -484,6 +484,12 @@ Network read_network(const Node& root) {
       layer.heads = n->int_at_most(1 << 20);
       if (layer.heads < 1) n->fail("must be a positive whole number");
     }
+    if (auto n = l.optional("kv_heads")) {
+      layer.kv_heads = n->int_at_most(1 << 20);
+      if (layer.kv_heads < 1) n->fail("must be a positive whole number");
+      if (layer.heads > 0 && layer.heads % layer.kv_heads != 0)
+        n->fail(fmt::format("{} key/value heads do not divide {} heads", layer.kv_heads, layer.heads));
+    }
     if (auto n = l.optional("hidden")) {
       layer.hidden = n->non_negative_integer();
       if (layer.hidden < 1) n->fail("must be a positive whole number");
@@ -529,6 +535,44 @@ Network parse_network(const std::string& yaml_text, const std::string& display_n
 
 // ---- frameworks -------------------------------------------------------------------------------------
 namespace {
+/// `sharding: {stage, reshard_after_forward, group, in_flight, unit_params}` (docs/model.md, "Sharded data
+/// parallelism"). Sharding needs an all-reduce framework that overlaps and updates after aggregation.
+void read_sharding(const Node& node, Strategy& s) {
+  MapReader r(node);
+  Sharding& sh = s.sharding;
+  {
+    const Node st = r.required("stage");
+    const std::int64_t v = st.integer();
+    if (v < 0 || v > 3) st.fail(fmt::format("ZeRO has stages 0 (replicas) to 3 (parameters sharded), not {}", v));
+    sh.stage = static_cast<int>(v);
+  }
+  if (auto n = r.optional("reshard_after_forward")) sh.reshard_after_forward = n->boolean();
+  if (auto n = r.optional("group")) {
+    if (n->is_scalar() && (n->scalar() == "all" || n->scalar() == "node")) {
+      sh.group = n->scalar() == "all" ? Sharding::kGroupAll : Sharding::kGroupNode;
+    } else {
+      sh.group = n->int_at_most(1'000'000);
+      if (sh.group < 1) n->fail("a shard group is 'all', 'node' or a number of GPUs ≥ 1");
+    }
+  }
+  if (auto n = r.optional("in_flight")) {
+    sh.in_flight = n->int_at_most(1024);
+    if (sh.in_flight < 1) n->fail("at least one gathered unit is in flight (1 = no prefetch)");
+  }
+  if (auto n = r.optional("unit_params")) {
+    const double v = n->positive_number();
+    if (v > 1e15) n->fail("a gather unit of more than 10^15 parameters");
+    sh.unit_params = static_cast<std::int64_t>(v);
+    if (sh.unit_params < 1) n->fail("a gather unit holds at least one parameter");
+  }
+  r.finish();
+  if (sh.sharded()) {
+    if (s.aggregation != Aggregation::allreduce) node.fail("sharding needs 'aggregation: allreduce'");
+    if (s.update != UpdatePlacement::after_aggregation) node.fail("sharding needs 'update: after_aggregation'");
+    if (s.overlap == Overlap::none) node.fail("sharding needs an overlapped aggregation ('layerwise' or 'bucketed')");
+  }
+}
+
 Strategy read_strategy(const Node& root) {
   MapReader m(root);
   Strategy s;
@@ -584,6 +628,7 @@ Strategy read_strategy(const Node& root) {
     if (auto l = c.optional("workspace_limit")) s.conv_algorithms.workspace_limit = l->bytes();
     c.finish();
   }
+  if (auto n = m.optional("sharding")) read_sharding(*n, s);
   m.finish();
   return s;
 }

@@ -22,7 +22,9 @@
 
 namespace dlscale::nccl {
 
-std::string_view algorithm_name(int a) noexcept { return a == TREE ? "tree" : "ring"; }
+std::string_view algorithm_name(int a) noexcept {
+  return a == TREE ? "tree" : a == NVLS ? "nvls" : a == NVLS_TREE ? "nvls_tree" : "ring";
+}
 std::string_view protocol_name(int p) noexcept { return p == LL ? "LL" : p == LL128 ? "LL128" : "Simple"; }
 
 double busbw_factor(CollectiveOp op, int n) noexcept {
@@ -126,6 +128,50 @@ Tuned tune(const Table& t, const ChannelSet& graph, int algo, int proto, Collect
   return out;
 }
 
+/// NVLink SHARP needs NVSwitches that reduce (third-generation NVSwitch, Hopper GPUs and newer).
+bool has_nvls(const Topology& t) {
+  if (t.sm_version() < 90) return false;
+  const auto& g = t.impl().graph;
+  for (auto v : boost::make_iterator_range(boost::vertices(g)))
+    if (g[v].kind == VertexKind::nvswitch) return true;
+  return false;
+}
+
+/// NVLS on one node (all-reduce, all-gather, reduce-scatter) and NVLS Tree across nodes (all-reduce),
+/// Simple protocol (shared/docs/nccl-tuning-2.30.md, "How a bus bandwidth is formed" and "How a latency
+/// is formed"). The NVLS graph has one channel per GPU of the node (each GPU heads one); its per-channel
+/// speed is the largest of the Hopper intra-node speeds that the channels together fit into a GPU's
+/// NVLink bandwidth to the switches (search.cc) — our reading, which gives 8 × 40 GB/s on HGX H100.
+Tuned tune_nvls(const Table& t, const Topology& topo, const ChannelSet& tree, CollectiveOp op, int n_ranks, int n_nodes,
+                double fabric_us) {
+  Tuned out;
+  const int ppn = n_ranks / n_nodes;
+  if (ppn < 2) return out;  // NVLS and NVLS Tree need at least two channels
+  const std::size_t cc = 2;  // Hopper row (Blackwell is not in the table)
+  const std::size_t i2 = n_nodes <= 2 ? static_cast<std::size_t>(n_nodes - 1) : 2;
+  const double nvlink = in_gigabytes_per_second(topo.gpu_link_bandwidth(0));
+  double speed = 0;
+  for (double s : t.sm90_speed_intra)
+    if (ppn * s <= nvlink) {
+      speed = s;
+      break;
+    }
+  if (speed <= 0) return out;
+  const double ch = ppn;
+  double per = speed * t.nvls_efficiency[cc] * (ch - 1.0) / ch;
+  per *= op == CollectiveOp::allreduce ? 2.0 : (ppn - 1.0) / ppn;
+  if (n_nodes > 1) {
+    const double inter = in_gigabytes_per_second(tree.bw_inter);
+    per = std::min({per, inter * (n_nodes <= 2 ? 2.0 : 1.0), t.per_channel_nvls_tree[cc][i2]});
+  }
+  const int nsteps = op == CollectiveOp::allreduce ? 2 * (n_ranks - 1) : n_ranks - 1;
+  out.bw = ch * per * static_cast<double>(n_ranks) / nsteps;
+  out.lat = t.nvls_hw_latency_nvlink_us;  // base latency 0, one intra-node hop
+  if (n_nodes > 1)
+    out.lat += 2.0 * log2i(n_nodes) * (t.nvls_tree_hw_latency_net_us + 2.0 * fabric_us);  // Simple flushes: ×2
+  return out;
+}
+
 std::vector<int> first_gpus(int k) {
   std::vector<int> v(static_cast<std::size_t>(k));
   std::iota(v.begin(), v.end(), 0);
@@ -152,7 +198,7 @@ struct Candidates {
     // stays non-decreasing in size (tests/robustness_test.cpp, NcclTreeTimeNeverFallsWhenAMessageGrows).
     std::array<double, 24> padded_us{};
   };
-  std::array<Entry, 6> entries{};
+  std::array<Entry, 8> entries{};
   int count = 0;
   int n = 0, nodes = 1, ring_channels = 0, sm = 0;
   // The ring plateau applies to multi-node messages with at least 64 bytes per rank and channel:
@@ -206,6 +252,17 @@ Candidates prepare(const Topology& topo, const Table& t, CollectiveOp op, const 
         const double at_start = (start >= c.plateau_bytes ? e.lat_plateau : e.lat) + start * e.us_per_byte[k + 1];
         e.padded_us[k] = std::min(e.padded_us[k + 1], at_start);
       }
+      c.entries[static_cast<std::size_t>(c.count++)] = e;
+    }
+  }
+  // NVLS on one node; NVLS Tree (all-reduce) across nodes. Tree correction and ring plateau do not apply.
+  const bool nvls_op = op == CollectiveOp::allreduce || op == CollectiveOp::allgather || op == CollectiveOp::reducescatter;
+  if (nvls_op && has_nvls(topo) && (nodes == 1 || op == CollectiveOp::allreduce)) {
+    const Tuned tu = tune_nvls(t, topo, tree, op, n, nodes, fabric_us);
+    if (tu.bw > 0) {
+      Candidates::Entry e{nodes == 1 ? NVLS : NVLS_TREE, SIMPLE, ppn, tu.bw, tu.lat, tu.lat, {}};
+      e.us_per_byte.fill(1.0 / (1000.0 * tu.bw));
+      e.padded_us.fill(std::numeric_limits<double>::infinity());
       c.entries[static_cast<std::size_t>(c.count++)] = e;
     }
   }
@@ -312,8 +369,8 @@ class NcclModel final : public CollectiveModel {
   }
 
   std::string describe() const override {
-    return fmt::format("NCCL {} cost model (ring/tree × LL/LL128/Simple) on the topology graph of '{}'",
-                       default_table().version, name_);
+    return fmt::format("NCCL {} cost model (ring/tree × LL/LL128/Simple{}) on the topology graph of '{}'",
+                       default_table().version, has_nvls(*topo_) ? ", NVLS/NVLS-tree" : "", name_);
   }
 
  private:

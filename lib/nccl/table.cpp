@@ -43,6 +43,14 @@ Table make_2_30_7() {
   t.ring_plateau_ampere = 1.4;      // tuning.cc (checked)
   t.net_overhead_intel_us = 1.0;    // tuning.cc getNetOverhead (checked)
   t.net_overhead_other_us = 2.0;
+  // NVLS (nccl-tuning-2.30.md): "NVLS efficiency by generation: Volta 0, Ampere 0, Hopper 0.85"; hardware
+  // latency NVLink – / – / 25 (NVLS and NVLS Tree), network – / – / 18 (NVLS) and – / – / 20.9 (NVLS Tree);
+  // "NVLS Tree per-channel maximum: Volta 26.5 / 18.5 / 10.0; Ampere 24.0 / 23.6 / 17.8; Hopper 0 / 57.7 / 45.5".
+  t.nvls_efficiency = {0.0, 0.0, 0.85};
+  t.nvls_hw_latency_nvlink_us = 25.0;
+  t.nvls_hw_latency_net_us = 18.0;
+  t.nvls_tree_hw_latency_net_us = 20.9;
+  t.per_channel_nvls_tree = {{{26.5, 18.5, 10.0}, {24.0, 23.6, 17.8}, {0.0, 57.7, 45.5}}};
   // Host issue cost per GPU and call: the zero-byte rows of two real nccl-tests logs, where no data moves
   // and the time is the host loop alone (tests/data/real-inputs/nccl-tests): DGX-2 all_gather, one thread
   // for 12 GPUs, 57.30 / 57.12 / 57.20 µs → 4.77 µs per GPU; T4 all_reduce, one GPU per process, 6.36 /

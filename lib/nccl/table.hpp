@@ -10,6 +10,10 @@ namespace dlscale::nccl {
 
 enum Proto { LL = 0, LL128 = 1, SIMPLE = 2, NPROTO = 3 };
 enum Algo { TREE = 0, RING = 1, NALGO = 2 };
+// NVLink SHARP (NVLS) on one node and NVLS Tree across nodes: Simple only, with their own constants below
+// (the arrays indexed by Algo stay Tree and Ring).
+inline constexpr int NVLS = 2;
+inline constexpr int NVLS_TREE = 3;
 enum Hw { HW_NVLINK = 0, HW_PCI = 1, HW_NET = 2 };
 
 struct Table {
@@ -36,6 +40,14 @@ struct Table {
   double ring_plateau_ampere;
   double net_overhead_intel_us;    // getNetOverhead
   double net_overhead_other_us;
+
+  // NVLS and NVLS Tree (shared/docs/nccl-tuning-2.30.md): base latency 0; per-hop Simple latencies;
+  // efficiency by generation [Volta, Ampere, Hopper]; NVLS Tree per-channel cap [generation][nodes index].
+  std::array<double, 3> nvls_efficiency;
+  double nvls_hw_latency_nvlink_us;       // NVLS and NVLS Tree, NVLink row, Simple
+  double nvls_hw_latency_net_us;          // NVLS, network row
+  double nvls_tree_hw_latency_net_us;     // NVLS Tree, network row
+  std::array<std::array<double, 3>, 3> per_channel_nvls_tree;
 
   // Not in tuning.cc: NCCL's model times the device side only (docs/topology.md, "Against real nccl-tests
   // logs", says where the value comes from).

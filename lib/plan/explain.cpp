@@ -72,6 +72,12 @@ BucketAdvice best_buckets(const Scenario& sc, int gpus) {
     a.best = a.current;
     return a;
   }
+  if (sc.strategy.sharding.stage >= 3) {  // its units of aggregation are the gather units (docs/model.md, S4)
+    a.note = fmt::format("framework '{}' gathers and reduce-scatters per unit of {} parameters: bucket sizes change nothing",
+                         sc.strategy.name, sc.strategy.sharding.unit_params);
+    a.best = a.current;
+    return a;
+  }
   a.applicable = true;
   std::vector<Bytes> sizes{Bytes{}};
   for (double mib = 1; mib <= 512; mib *= 2) sizes.push_back(mebibytes(mib));
@@ -127,14 +133,15 @@ TargetAdvice reach_efficiency(const Scenario& sc, int gpus, double target) {
     for (int k = 1; k <= 4; ++k) {
       Scenario s = sc;
       s.batch_per_gpu = sc.batch_per_gpu << k;
-      if (sc.cluster.gpu.memory_size > Bytes{} &&
-          !check_memory_fit(s.network, s.cluster.gpu, s.batch_per_gpu, s.compute).fits) {
+      // The prediction's memory: a sharded strategy's depends on the GPU count (docs/model.md, eq. S3).
+      Prediction bigger = predict_one(s, gpus);
+      if (sc.cluster.gpu.memory_size > Bytes{} && !bigger.memory.fits) {
         notes.push_back(fmt::format("batch {} does not fit the {} of a {}", s.batch_per_gpu, sc.cluster.gpu.memory_size,
                                     sc.cluster.gpu.name));
         break;
       }
       Change c{"bigger batch", fmt::format("batch {} -> {} per GPU (x{})", sc.batch_per_gpu, s.batch_per_gpu, 1 << k), k,
-               predict_one(s, gpus), false};
+               std::move(bigger), false};
       last = c;
       if (c.prediction.efficiency >= target) break;
     }

@@ -19,6 +19,7 @@
 #include "dlscale/error.hpp"
 #include "dlscale/format.hpp"
 #include "dlscale/memory.hpp"
+#include "dlscale/sharding.hpp"
 
 namespace dlscale {
 
@@ -38,6 +39,7 @@ double max_normal(int n) {
 /// A unit of aggregation: one layer (layer-wise), one bucket (bucketed) or one layer (no overlap).
 /// Units are stored input side first, like layers.
 struct Unit {
+  Seconds forward{};    // forward time of the layers in the unit (sharded stage 3: before it, its all-gather)
   Seconds backward{};   // backward time of the layers in the unit
   Seconds update{};     // update time of the layers in the unit
   Bytes gradient{};     // gradient bytes the unit aggregates
@@ -46,10 +48,24 @@ struct Unit {
 std::vector<Unit> make_units(const Network& net, const LayerTimes& t, const Strategy& s, double bytes_per_element) {
   const std::size_t L = net.layers.size();
   std::vector<Unit> units;
+  if (s.sharding.stage >= 3) {  // FSDP/ZeRO-3: the gather units (eq. S4) are also the units of aggregation
+    for (const GatherUnit& g : gather_units(net, s.sharding.unit_params)) {
+      Unit u;
+      for (int i = g.first; i <= g.last; ++i) {
+        const auto k = static_cast<std::size_t>(i);
+        u.forward += t.forward[k];
+        u.backward += t.backward[k];
+        u.update += t.update[k];
+        u.gradient += Network::gradient_bytes(net.layers[k], bytes_per_element);
+      }
+      units.push_back(u);
+    }
+    return units;
+  }
   if (s.overlap != Overlap::bucketed) {
     units.resize(L);
     for (std::size_t i = 0; i < L; ++i)
-      units[i] = Unit{t.backward[i], t.update[i], Network::gradient_bytes(net.layers[i], bytes_per_element)};
+      units[i] = Unit{t.forward[i], t.backward[i], t.update[i], Network::gradient_bytes(net.layers[i], bytes_per_element)};
     return units;
   }
   // PyTorch DDP's assignment: walk from the output side, add a gradient to the open bucket, close the
@@ -58,6 +74,7 @@ std::vector<Unit> make_units(const Network& net, const LayerTimes& t, const Stra
   bool any = false;
   Bytes cap = s.first_bucket;
   for (std::size_t k = L; k-- > 0;) {
+    open.forward += t.forward[k];
     open.backward += t.backward[k];
     open.update += t.update[k];
     open.gradient += Network::gradient_bytes(net.layers[k], bytes_per_element);
@@ -135,12 +152,27 @@ struct Predictor::Impl {
   Bytes total_gradient{};
   std::vector<Seconds> unit_backward;  // units[i].backward, contiguous
   std::vector<Bytes> unit_bytes;       // units[i].gradient, contiguous
+  std::vector<Seconds> unit_forward;   // units[i].forward, contiguous (sharded stage 3)
   Seconds iter_one{};
   MemoryUse memory;
+  double tokens_per_sample = 0.0;     // token inputs: tokens in one sample
+  double train_flops_per_sample = 0.0;  // 3 × forward: forward, and backward's two products per weight
+  double peak_flops = 0.0;            // the GPU's dense peak for the precision (FLOP/s)
   std::shared_ptr<const ResourceName::Table> resources;  // named when a caller asks (ResourceName::str)
 
   void describe_resources();
   [[nodiscard]] Prediction run(int gpus, const GpuPlacement& at) const;
+
+  /// A sharded strategy's step (docs/model.md, eq. S5-S8): what replaces the all-reduce recurrence.
+  struct ShardedStep {
+    Seconds gpu_side{};   // h2d + compute + exposed communication + the update of the shard
+    Seconds comm{};       // every collective of the step, as if nothing overlapped it
+    Seconds exposed{};
+    Seconds update{};     // the optimiser step on 1/n of the parameters
+    MemoryUse memory;
+  };
+  /// Fills `comm` with each unit's reduce-scatter (+ the replicas' all-reduce) time for the hiding case.
+  [[nodiscard]] ShardedStep sharded_step(const GpuPlacement& at, double K, Seconds h2d_n, std::span<Seconds> comm) const;
 };
 
 Predictor::Predictor(Scenario scenario) : impl_(std::make_unique<Impl>()) {
@@ -169,6 +201,14 @@ Predictor::Predictor(Scenario scenario) : impl_(std::make_unique<Impl>()) {
   } else {
     m.layers = std::move(modelled);
   }
+  if (sc.compute.checkpointing) {  // every segment but the last runs its forward again before its backward
+    const std::vector<int> first = checkpoint_segments(sc.network);
+    if (first.size() < 2)
+      throw UsageError("--checkpointing", fmt::format("model '{}' has {} learnable layer{}: nothing to checkpoint",
+                                                      sc.network.name, sc.network.layers.size(),
+                                                      sc.network.layers.size() == 1 ? "" : "s"));
+    for (std::size_t i = 0; i < static_cast<std::size_t>(first.back()); ++i) m.layers.backward[i] += m.layers.forward[i];
+  }
   m.f = m.layers.total_forward();
   m.b = m.layers.total_backward();
   m.u = m.layers.total_update();
@@ -180,6 +220,7 @@ Predictor::Predictor(Scenario scenario) : impl_(std::make_unique<Impl>()) {
     m.total_gradient += un.gradient;
     m.unit_backward.push_back(un.backward);
     m.unit_bytes.push_back(un.gradient);
+    m.unit_forward.push_back(un.forward);
   }
 
   m.input_per_gpu = sc.network.input_bytes_per_sample * static_cast<double>(sc.batch_per_gpu);
@@ -196,6 +237,14 @@ Predictor::Predictor(Scenario scenario) : impl_(std::make_unique<Impl>()) {
     const MemoryFit fit = check_memory_fit(sc.network, sc.cluster.gpu, sc.batch_per_gpu, sc.compute);
     m.memory = MemoryUse{fit.need.total(), fit.available, fit.fits};
   }
+  if (sc.network.input_kind == "tokens") {
+    m.tokens_per_sample = 1.0;
+    for (auto d : sc.network.input_shape) m.tokens_per_sample *= static_cast<double>(d);
+  }
+  // MFU (PaLM, Chowdhery et al. 2022, Appendix B): the model's FLOPs, 6·N per token for its weights plus
+  // the attention products, i.e. 3 × the forward FLOPs the zoo counts, whatever is recomputed.
+  m.train_flops_per_sample = 3.0 * sc.network.total_forward_flops_per_sample();
+  m.peak_flops = in_teraflops_per_second(sc.cluster.gpu.peak(sc.compute.precision)) * 1e12;
   m.describe_resources();
   m.iter_one = m.run(1, GpuPlacement{1, 1, 1}).iteration_time;
   // Throughput N·M/t and speedup (eq. 8) divide by iteration times: a scenario in which nothing takes
@@ -275,7 +324,9 @@ Prediction Predictor::Impl::run(int gpus, const GpuPlacement& at) const {
   const std::size_t U = units.size();
   comm_buf.assign(U, Seconds{});
   std::span<Seconds> comm(comm_buf);
-  if (gpus > 1) {
+  std::optional<ShardedStep> sharded;
+  if (st.sharding.sharded()) sharded = sharded_step(at, K, h2d_n, comm);
+  if (gpus > 1 && !sharded) {
     switch (st.aggregation) {
       case Aggregation::allreduce: coll->times(CollectiveOp::allreduce, unit_bytes, at, comm); break;
       case Aggregation::parameter_server:
@@ -298,7 +349,7 @@ Prediction Predictor::Impl::run(int gpus, const GpuPlacement& at) const {
     }
   }
   bool comm_measured = false;
-  if (meas && meas->comm && gpus > 1) {  // a measured total overrides; its split follows the model
+  if (meas && meas->comm && gpus > 1 && !sharded) {  // a measured total overrides; its split follows the model
     Seconds modelled{};
     for (auto c : comm) modelled += c;
     const Seconds target = *meas->comm;
@@ -341,6 +392,12 @@ Prediction Predictor::Impl::run(int gpus, const GpuPlacement& at) const {
     p.hiding_case = boundary == 0 ? 1 : 2;
     p.boundary_layer = boundary;
   }
+  if (sharded) {
+    gpu_side = sharded->gpu_side;
+    exposed = sharded->exposed;
+    comm_total = sharded->comm;
+    update_exposed = sharded->update;
+  }
   // Synchronization losses: more than one GPU wait for the slowest (its forward+backward jittered) and
   // pay the framework's fixed cost per iteration; both sit on the GPU side, beside the prefetched I/O.
   Seconds sync{}, overhead{};
@@ -351,12 +408,14 @@ Prediction Predictor::Impl::run(int gpus, const GpuPlacement& at) const {
   gpu_side += sync + overhead;
   p.iteration_time = st.io_prefetch ? eq::iteration_io_hidden(gpu_side, Seconds{}, io) : io + gpu_side;
 
-  p.breakdown = Breakdown{io, h2d_n, f * K, b * K, u, comm_total, exposed};
+  p.breakdown = Breakdown{io, h2d_n, f * K, b * K, sharded ? sharded->update : u, comm_total, exposed};
   p.breakdown.sync_wait = sync;
   p.breakdown.overhead = overhead;
-  p.memory = memory;
+  p.memory = sharded ? sharded->memory : memory;
   // In double: N·M·K passes 2^31 at 100,000 GPUs × 65,536 samples.
   p.throughput_samples_per_s = static_cast<double>(gpus) * sc.batch_per_gpu * K / in_seconds(p.iteration_time);
+  p.throughput_tokens_per_s = p.throughput_samples_per_s * tokens_per_sample;
+  p.mfu = peak_flops > 0.0 ? p.throughput_samples_per_s * train_flops_per_sample / (gpus * peak_flops) : 0.0;
   p.speedup = gpus == 1 ? 1.0 : eq::speedup(gpus, iter_one, p.iteration_time);
   p.efficiency = p.speedup / gpus;
 
@@ -384,6 +443,68 @@ Prediction Predictor::Impl::run(int gpus, const GpuPlacement& at) const {
   }
   p.bottleneck_resource = ResourceName(resources, which, worst.what == Bottleneck::communication && comm_measured);
   return p;
+}
+
+Predictor::Impl::ShardedStep Predictor::Impl::sharded_step(const GpuPlacement& at, double K, Seconds h2d_n,
+                                                          std::span<Seconds> comm) const {
+  const Sharding& sh = sc.strategy.sharding;
+  const ShardGroups g = shard_groups(sh, at);  // throws UsageError("--gpus") for a group that does not fit
+  const double n = g.shard;
+  const std::size_t U = units.size();
+  const double w = working_bytes_per_element(sc.compute.precision);
+  const double gb = gradient_bytes_per_element(sc.compute.precision);
+  // Per unit: the reduce-scatter of its gradients in the shard group, then (hybrid) the all-reduce of the
+  // shard across the replicas, on one channel (eq. S7); the all-gather of its working parameters (eq. S5).
+  thread_local std::vector<Seconds> gather_buf, extra_buf;
+  thread_local std::vector<Bytes> param_bytes, shard_bytes;
+  gather_buf.assign(U, Seconds{});
+  extra_buf.assign(U, Seconds{});
+  param_bytes.resize(U);
+  shard_bytes.resize(U);
+  for (std::size_t i = 0; i < U; ++i) {
+    param_bytes[i] = unit_bytes[i] * (w / gb);
+    shard_bytes[i] = unit_bytes[i] / n;
+  }
+  if (g.shard > 1) {
+    coll->times(CollectiveOp::reducescatter, unit_bytes, g.shard_at, comm);
+    coll->times(CollectiveOp::allgather, param_bytes, g.shard_at, gather_buf);
+  }
+  if (g.replicas > 1) {
+    coll->times(CollectiveOp::allreduce, shard_bytes, g.replica_at, extra_buf);
+    for (std::size_t i = 0; i < U; ++i) comm[i] += extra_buf[i];
+  }
+  ShardedStep r;
+  r.update = u / n;  // each GPU steps its 1/n of the parameters
+  Seconds gathers{}, reduces{};
+  for (std::size_t i = 0; i < U; ++i) {
+    gathers += gather_buf[i];
+    reduces += comm[i];
+  }
+  Seconds span{};  // from the end of the host-to-GPU copy to the start of the update (the last micro-batch)
+  if (sh.stage < 3) {
+    // Eq. S8: ZeRO-1/2 — the all-reduce recurrence with reduce-scatters, then the updated parameters
+    // all-gathered after the step (exposed).
+    Seconds ready{}, done{};
+    for (std::size_t k = U; k-- > 0;) {
+      ready += unit_backward[k];
+      done = max(done, ready) + comm[k];
+    }
+    span = f * K + b * (K - 1.0) + max(done, b) + gathers;
+    r.comm = reduces + gathers;
+  } else {
+    const std::span<const Seconds> ag(gather_buf);
+    const std::span<const Seconds> ag_back = sh.reshard_after_forward ? ag : std::span<const Seconds>{};
+    const ShardedTimeline last = sharded_timeline_exact(unit_forward, unit_backward, ag, ag_back, comm, sh.in_flight);
+    Seconds earlier{};  // micro-batches before the last: gathers and compute, no reduce-scatter
+    if (K > 1.0) earlier = sharded_timeline_exact(unit_forward, unit_backward, ag, ag_back, {}, sh.in_flight).end() * (K - 1.0);
+    span = earlier + last.end();
+    r.comm = gathers * (sh.reshard_after_forward ? 2.0 : 1.0) * K + reduces;
+  }
+  r.gpu_side = h2d_n + span + r.update;
+  r.exposed = min(max(span - (f + b) * K, Seconds{}), r.comm);
+  const MemoryFit fit = check_memory_fit(sc.network, sc.cluster.gpu, sc.batch_per_gpu, sc.compute, sh, g.shard);
+  r.memory = MemoryUse{fit.need.total(), fit.available, fit.fits};
+  return r;
 }
 
 }  // namespace dlscale

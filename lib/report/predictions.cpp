@@ -46,20 +46,27 @@ void write_table(std::ostream& out, const RunInfo& info, std::span<const Predict
              info.precision, info.batch_per_gpu);
   if (!info.profile.empty()) fmt::print(out, "# single-GPU phases from profile {}\n", info.profile);
   fmt::print(out, "# communication: {}\n", info.collective_model);
-  fmt::print(out, "{:>5} {:>5} {:>10} {:>11} {:>8} {:>6} {:>8} {:>9} | {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} | {}\n",
-             "GPUs", "nodes", "iter (s)", "samples/s", "speedup", "eff", "hiding", "mem/GPU", "io", "h2d", "forward",
-             "backward", "update", "comm", "exposed", "bottleneck");
+  // Token models also show tokens/s and MFU beside samples/s (JSON and CSV always carry them).
+  bool tokens = false;
+  for (const auto& p : preds) tokens = tokens || p.throughput_tokens_per_s > 0.0;
+  fmt::print(out, "{:>5} {:>5} {:>10} {:>11}{} {:>8} {:>6} {:>8} {:>9} | {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} | {}\n",
+             "GPUs", "nodes", "iter (s)", "samples/s", tokens ? fmt::format(" {:>11} {:>6}", "tokens/s", "MFU") : "",
+             "speedup", "eff", "hiding", "mem/GPU", "io", "h2d", "forward", "backward", "update", "comm", "exposed",
+             "bottleneck");
   bool overflow = false;
   for (const auto& p : preds) {
     const auto& b = p.breakdown;
     overflow = overflow || !p.memory.fits;
-    fmt::print(out, "{:>5} {:>5} {:>10.4f} {:>11.1f} {:>8.4g} {:>5.1f}% {:>8} {:>9} | {:>9.4f} {:>9.4f} {:>9.4f} {:>9.4f} {:>9.4f} {:>9.4f} {:>9.4f} | {}: {}\n",
-               p.gpus, p.nodes, in_seconds(p.iteration_time), p.throughput_samples_per_s, p.speedup,
+    const std::string tok = tokens ? fmt::format(" {:>11.4g} {:>5.1f}%", p.throughput_tokens_per_s, 100.0 * p.mfu) : "";
+    fmt::print(out, "{:>5} {:>5} {:>10.4f} {:>11.1f}{} {:>8.4g} {:>5.1f}% {:>8} {:>9} | {:>9.4f} {:>9.4f} {:>9.4f} {:>9.4f} {:>9.4f} {:>9.4f} {:>9.4f} | {}: {}\n",
+               p.gpus, p.nodes, in_seconds(p.iteration_time), p.throughput_samples_per_s, tok, p.speedup,
                100.0 * p.efficiency, hiding(p), memory_text(p), in_seconds(b.io), in_seconds(b.h2d), in_seconds(b.forward),
                in_seconds(b.backward), in_seconds(b.update), in_seconds(b.comm), in_seconds(b.comm_exposed),
                to_string(p.bottleneck), p.bottleneck_resource.str());
   }
   fmt::print(out, "# times in seconds; speedup = N_g·t_iter(1)/t_iter(N_g) (eq. 8); eff = speedup/N_g\n");
+  if (tokens)
+    fmt::print(out, "# MFU = 3 × forward FLOPs per sample × samples/s / (GPUs × the GPU's dense {} peak)\n", info.precision);
   if (overflow && !preds.empty())
     fmt::print(out, "# mem/GPU ending in '!': more than the GPU's {:.3g} GB; such a step cannot run as configured\n",
                in_bytes(preds.front().memory.capacity) / 1e9);
@@ -98,6 +105,9 @@ void write_json(std::ostream& out, const RunInfo& info, std::span<const Predicti
     e["batch_per_gpu"] = p.batch_per_gpu;
     e["iteration_time_s"] = in_seconds(p.iteration_time);
     e["throughput_samples_per_s"] = p.throughput_samples_per_s;
+    e["throughput_tokens_per_s"] =
+        p.throughput_tokens_per_s > 0.0 ? nlohmann::ordered_json(p.throughput_tokens_per_s) : nlohmann::ordered_json(nullptr);
+    e["mfu"] = p.mfu;
     e["speedup"] = p.speedup;
     e["efficiency"] = p.efficiency;
     e["hiding_case"] = p.hiding_case;
@@ -128,7 +138,7 @@ void write_json(std::ostream& out, const RunInfo& info, std::span<const Predicti
 void write_csv(std::ostream& out, std::span<const Prediction> preds, std::span<const TrainingCost> train) {
   out << "gpus,nodes,batch_per_gpu,iteration_time_s,throughput_samples_per_s,speedup,efficiency,hiding_case,"
          "boundary_layer,bottleneck,io_s,h2d_s,forward_s,backward_s,update_s,comm_s,comm_exposed_s,memory_per_gpu_bytes,"
-         "memory_fits";
+         "memory_fits,throughput_tokens_per_s,mfu";
   out << (train.empty() ? "\n" : ",train_iterations,train_hours,gpu_hours,cost\n");
   for (std::size_t i = 0; i < preds.size(); ++i) {
     const Prediction& p = preds[i];
@@ -137,7 +147,8 @@ void write_csv(std::ostream& out, std::span<const Prediction> preds, std::span<c
                in_seconds(p.iteration_time), p.throughput_samples_per_s, p.speedup, p.efficiency, p.hiding_case,
                p.boundary_layer, to_string(p.bottleneck), in_seconds(b.io), in_seconds(b.h2d), in_seconds(b.forward),
                in_seconds(b.backward), in_seconds(b.update), in_seconds(b.comm), in_seconds(b.comm_exposed));
-    fmt::print(out, ",{},{}", in_bytes(p.memory.per_gpu), p.memory.fits ? "true" : "false");
+    fmt::print(out, ",{},{},{},{}", in_bytes(p.memory.per_gpu), p.memory.fits ? "true" : "false", p.throughput_tokens_per_s,
+               p.mfu);
     if (i < train.size())
       fmt::print(out, ",{},{},{},{}", train[i].iterations, in_seconds(train[i].wall_time) / 3600.0, train[i].gpu_hours,
                  train[i].cost ? fmt::format("{}", *train[i].cost) : std::string());

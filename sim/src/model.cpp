@@ -29,6 +29,8 @@ enum Kind : std::uint32_t {
   kCommLatency,   // b = collective
   kPsUpdate,      // b = collective
   kHvdTick,
+  kGatherDone,      // a = iteration, b = use (sharded stage 3)
+  kPostGatherDone,  // a = iteration (sharded stages 1-2)
 };
 
 // flow tags: top byte says what the flow is
@@ -92,6 +94,15 @@ class Model final : public EventSink {
   void collective_done(std::uint32_t id);
   void hvd_tick();
   void aggregation_finished();
+  // sharded data parallelism
+  [[nodiscard]] std::size_t uses() const { return 2 * s_.plan.size(); }
+  [[nodiscard]] bool gathered(int g, int use) const {
+    return gather_done_[static_cast<std::size_t>(gpus_[static_cast<std::size_t>(g)].iter) * uses() +
+                        static_cast<std::size_t>(use)] != 0;
+  }
+  void use_done(int iter, int use);
+  void try_gather();
+  void gather_done(int iter, int use);
   // trace
   void slice(std::uint32_t track, std::uint32_t label, double t0, double t1) {
     if (s_.trace && track != kNoTrack) slices_.push_back(Slice{track, label, t0, t1});
@@ -129,11 +140,19 @@ class Model final : public EventSink {
   bool channel_busy_ = false;
   double channel_busy_time_ = 0.0;
   std::vector<int> hvd_ready_;
+  // sharded: per (iteration, use) the GPUs that ended it and whether its gather has ended; the gather channel
+  std::vector<int> use_count_, started_count_;
+  std::vector<char> gather_done_;
+  std::vector<std::vector<int>> gather_wait_;  // per use: GPUs waiting for its gather
+  bool gather_busy_ = false;
+  int gather_iter_ = 0, gather_next_ = 0;
+  double gather_start_ = 0.0;
+  int post_count_ = 0;
   bool tick_pending_ = false;
   Rng link_rng_;
   // iteration bookkeeping
   std::vector<double> iter_end_, agg_end_, bwd_end_, comm_sum_, fwd_max_, bwd_max_, upd_max_, h2d_max_, upd_exp_,
-      wait_max_;
+      wait_max_, origin_;
   int ended_ = 0;  // GPUs that ended the current iteration
   std::vector<Bucket> iter_buckets_;
   std::vector<Bucket> last_buckets_;
@@ -225,6 +244,13 @@ void Model::forward(int g, int layer) {
     fwd_waiting_[li].push_back(g);  // MXNet: the forward of a layer needs its updated parameters
     return;
   }
+  if (s_.shard_stage >= 3) {  // a unit's forward needs its gathered parameters (eq. S6)
+    const int unit = unit_of_[li];
+    if (layer == s_.plan[static_cast<std::size_t>(unit)].first && !gathered(g, unit)) {
+      gather_wait_[static_cast<std::size_t>(unit)].push_back(g);
+      return;
+    }
+  }
   const double t = compute_time(g, s_.classes[static_cast<std::size_t>(gp.cls)].f[li]);
   gp.task_start = eng_.now();
   gp.fwd_acc += t;
@@ -232,6 +258,14 @@ void Model::forward(int g, int layer) {
 }
 
 void Model::backward(int g, int layer) {
+  if (s_.shard_stage >= 3 && s_.gather_backward) {  // full shard: the unit's backward gathers again
+    const int unit = unit_of_[static_cast<std::size_t>(layer)];
+    const int use = static_cast<int>(uses()) - 1 - unit;
+    if (layer == s_.plan[static_cast<std::size_t>(unit)].last && !gathered(g, use)) {
+      gather_wait_[static_cast<std::size_t>(use)].push_back(g);
+      return;
+    }
+  }
   Gpu& gp = gpus_[static_cast<std::size_t>(g)];
   const double t = compute_time(g, s_.classes[static_cast<std::size_t>(gp.cls)].b[static_cast<std::size_t>(layer)]);
   gp.task_start = eng_.now();
@@ -391,6 +425,49 @@ void Model::aggregation_finished() {
   }
 }
 
+// ---- sharded data parallelism (docs/model.md, S5-S8) -------------------------------------------------------
+
+void Model::use_done(int iter, int use) {
+  auto& c = use_count_[static_cast<std::size_t>(iter) * uses() + static_cast<std::size_t>(use)];
+  if (++c == s_.gpus) try_gather();
+}
+
+void Model::try_gather() {
+  // Eq. S5: gathers one at a time in use order; use k's gather waits until use k − in_flight has ended on
+  // every GPU (its buffer is free), and the first ones until every GPU has its batch (the origin).
+  if (gather_busy_ || gather_iter_ >= s_.iterations) return;
+  const auto i = static_cast<std::size_t>(gather_iter_);
+  if (started_count_[i] < s_.gpus) return;
+  const int need = gather_next_ - std::max(s_.in_flight, 1);
+  if (need >= 0 && use_count_[i * uses() + static_cast<std::size_t>(need)] < s_.gpus) return;
+  const std::size_t U = s_.plan.size();
+  const auto k = static_cast<std::size_t>(gather_next_);
+  const std::size_t unit = k < U ? k : 2 * U - 1 - k;
+  gather_busy_ = true;
+  gather_start_ = eng_.now();
+  eng_.schedule(eng_.now() + s_.gather_time[unit], kGatherDone, static_cast<std::uint32_t>(gather_iter_),
+                static_cast<std::uint64_t>(gather_next_));
+}
+
+void Model::gather_done(int iter, int use) {
+  gather_busy_ = false;
+  comm_sum_[static_cast<std::size_t>(iter)] += eng_.now() - gather_start_;
+  gather_done_[static_cast<std::size_t>(iter) * uses() + static_cast<std::size_t>(use)] = 1;
+  std::vector<int> waiting;
+  waiting.swap(gather_wait_[static_cast<std::size_t>(use)]);
+  const auto U = static_cast<int>(s_.plan.size());
+  for (int g : waiting) {
+    if (use < U) forward(g, s_.plan[static_cast<std::size_t>(use)].first);
+    else backward(g, s_.plan[static_cast<std::size_t>(2 * U - 1 - use)].last);
+  }
+  const int per_iteration = s_.gather_backward ? 2 * U : U;
+  if (++gather_next_ == per_iteration) {
+    gather_next_ = 0;
+    ++gather_iter_;
+  }
+  try_gather();
+}
+
 // ---- event dispatch ------------------------------------------------------------------------------------
 
 void Model::on_event(const Event& e) {
@@ -415,6 +492,9 @@ void Model::on_event(const Event& e) {
       auto& h = h2d_max_[static_cast<std::size_t>(gp.iter)];
       h = std::max(h, now - gp.h2d_start);
       slice(gpu_track(g, 1), lbl_h2d_, gp.h2d_start, now);
+      auto& o = origin_[static_cast<std::size_t>(gp.iter)];
+      o = std::max(o, now);
+      if (s_.shard_stage >= 3 && ++started_count_[static_cast<std::size_t>(gp.iter)] == s_.gpus) try_gather();
       forward(g, 0);
       break;
     }
@@ -424,6 +504,10 @@ void Model::on_event(const Event& e) {
       Gpu& gp = gpus_[static_cast<std::size_t>(g)];
       gp.busy += now - gp.task_start;
       slice(gpu_track(g, 0), fwd_label_.empty() ? 0 : fwd_label_[static_cast<std::size_t>(layer)], gp.task_start, now);
+      if (s_.shard_stage >= 3) {
+        const int unit = unit_of_[static_cast<std::size_t>(layer)];
+        if (layer == s_.plan[static_cast<std::size_t>(unit)].last) use_done(gp.iter, unit);
+      }
       if (layer + 1 < s_.layers) forward(g, layer + 1);
       else backward(g, s_.layers - 1);
       break;
@@ -434,6 +518,10 @@ void Model::on_event(const Event& e) {
       Gpu& gp = gpus_[static_cast<std::size_t>(g)];
       gp.busy += now - gp.task_start;
       slice(gpu_track(g, 0), bwd_label_.empty() ? 0 : bwd_label_[static_cast<std::size_t>(layer)], gp.task_start, now);
+      if (s_.shard_stage >= 3) {
+        const int unit = unit_of_[static_cast<std::size_t>(layer)];
+        if (layer == s_.plan[static_cast<std::size_t>(unit)].first) use_done(gp.iter, static_cast<int>(uses()) - 1 - unit);
+      }
       if (s_.overlapped) {
         auto& cnt = layer_count_[static_cast<std::size_t>(layer)];
         if (++cnt == s_.gpus) {
@@ -461,6 +549,12 @@ void Model::on_event(const Event& e) {
       slice(gpu_track(g, 0), lbl_update_, gp.task_start, now);
       if (s_.update == UpdatePlacement::on_root) {
         for (int i = 0; i < s_.gpus; ++i) iteration_end(i);
+      } else if (s_.post_gather > 0.0) {  // ZeRO-1/2: the updated parameters are all-gathered (eq. S8)
+        if (++post_count_ == s_.gpus) {
+          post_count_ = 0;
+          comm_sum_[static_cast<std::size_t>(gp.iter)] += s_.post_gather;
+          eng_.schedule(now + s_.post_gather, kPostGatherDone, static_cast<std::uint32_t>(gp.iter));
+        }
       } else {
         iteration_end(g);
       }
@@ -489,6 +583,10 @@ void Model::on_event(const Event& e) {
       break;
     }
     case kHvdTick: hvd_tick(); break;
+    case kGatherDone: gather_done(static_cast<int>(e.a), static_cast<int>(e.b)); break;
+    case kPostGatherDone:
+      for (int g = 0; g < s_.gpus; ++g) iteration_end(g);
+      break;
     default: break;
   }
 }
@@ -547,8 +645,14 @@ Outcome Model::run() {
       for (int i = s_.plan[u].first; i <= s_.plan[u].last; ++i) unit_of_[static_cast<std::size_t>(i)] = static_cast<int>(u);
   }
   for (auto* v : {&iter_end_, &agg_end_, &bwd_end_, &comm_sum_, &fwd_max_, &bwd_max_, &upd_max_, &h2d_max_, &upd_exp_,
-                  &wait_max_})
+                  &wait_max_, &origin_})
     v->assign(N, 0.0);
+  if (s_.shard_stage >= 3) {
+    use_count_.assign(N * uses(), 0);
+    gather_done_.assign(N * uses(), 0);
+    gather_wait_.assign(uses(), {});
+    started_count_.assign(N, 0);
+  }
   colls_.reserve(N * (s_.horovod ? L : s_.plan.size()) + 1);
   if (s_.trace) {
     fwd_label_.resize(L);
@@ -584,7 +688,9 @@ Outcome Model::run() {
     o.update_exposed += s_.update == UpdatePlacement::per_layer && s_.overlapped ? upd_exp_[k] : upd_max_[k];
     o.h2d += h2d_max_[k];
     o.comm += comm_sum_[k];
-    o.exposed += std::max(0.0, agg_end_[k] - bwd_end_[k]);
+    // sharded: the iteration's span past its compute (eq. S5-S8), from the end of the host-to-GPU copy
+    o.exposed += s_.shard_stage > 0 ? std::max(0.0, agg_end_[k] - origin_[k] - fwd_max_[k] - bwd_max_[k]) + s_.post_gather
+                                    : std::max(0.0, agg_end_[k] - bwd_end_[k]);
     o.input_wait += wait_max_[k];
   }
   for (double* x : {&o.forward, &o.backward, &o.update, &o.update_exposed, &o.h2d, &o.comm, &o.exposed, &o.input_wait})

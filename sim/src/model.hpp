@@ -63,6 +63,16 @@ struct Setup {
   std::vector<LinkId> pcie_link;     // per GPU (contention)
   std::vector<LinkId> storage_link;  // per node (contention)
 
+  // Sharded data parallelism (docs/model.md, S5-S8); shard_stage 0: none of this. Stage 3: the plan's
+  // units are the gather units; each unit's forward (and, with gather_backward, backward) waits for the
+  // all-gather of its parameters, run one at a time on a second channel that holds at most in_flight
+  // gathered units. Stages 1-2: the updated parameters are all-gathered after the update (post_gather).
+  int shard_stage = 0;
+  bool gather_backward = false;
+  int in_flight = 2;
+  std::vector<double> gather_time;  // per plan unit, seconds
+  double post_gather = 0.0;         // seconds
+
   double compute_jitter = 0.0, link_jitter = 0.0;
   std::uint64_t seed = 1;
   bool trace = false;

@@ -12,6 +12,7 @@
 #include "dlscale/equations.hpp"
 #include "dlscale/error.hpp"
 #include "dlscale/format.hpp"
+#include "dlscale/sharding.hpp"
 #include "dlscale/topology.hpp"
 #include "model.hpp"
 
@@ -105,6 +106,12 @@ struct Simulator::Impl {
     if (opt.cycle_time <= Seconds{}) throw UsageError("--cycle-time", "the Horovod cycle time must be positive");
     for (const auto& [g, f] : opt.speed)
       if (!(f > 0.0) || g < 0) throw UsageError("--speed", fmt::format("GPU {} speed factor {} must be > 0", g, f));
+    if (sc.strategy.sharding.sharded()) {  // docs/model.md, "What the model leaves out"
+      if (opt.contention)
+        throw UsageError("--contention", "link contention is not modelled for sharded strategies (ZeRO, FSDP) yet");
+      if (opt.merge != MergePolicy::strategy)
+        throw UsageError("--merge", "a sharded strategy aggregates its own units; only --merge strategy applies");
+    }
     coll = sc.collectives ? sc.collectives : make_collective_model(sc.cluster);
     const double bpe = gradient_bytes_per_element(sc.compute.precision);
     for (const auto& l : sc.network.layers) {
@@ -138,6 +145,13 @@ struct Simulator::Impl {
     const GpuPlacement intra{at.gpus_per_node, 1, at.gpus_per_node};
     const GpuPlacement across{at.nodes, at.nodes, 1};
     const Strategy& st = sc.strategy;
+    if (st.sharding.sharded()) {  // eq. S7: reduce-scatter in the shard group, then the shard across replicas
+      const ShardGroups g = shard_groups(st.sharding, at);
+      Seconds t{};
+      if (g.shard > 1) t += coll->time(CollectiveOp::reducescatter, s, g.shard_at);
+      if (g.replicas > 1) t += coll->time(CollectiveOp::allreduce, s / static_cast<double>(g.shard), g.replica_at);
+      return in_seconds(t);
+    }
     switch (st.aggregation) {
       case Aggregation::allreduce:
         switch (opt.allreduce) {
@@ -412,6 +426,15 @@ struct Simulator::Impl {
     return sc.strategy.overlap == Overlap::bucketed ? sc.strategy.first_bucket : mebibytes(1);
   }
   [[nodiscard]] std::vector<Bucket> strategy_plan() const {
+    if (sc.strategy.sharding.stage >= 3) {  // the gather units (eq. S4)
+      std::vector<Bucket> plan;
+      for (const GatherUnit& u : gather_units(sc.network, sc.strategy.sharding.unit_params)) {
+        Bytes b{};
+        for (int i = u.first; i <= u.last; ++i) b += grads[static_cast<std::size_t>(i)];
+        plan.push_back(Bucket{u.first, u.last, b});
+      }
+      return plan;
+    }
     return sc.strategy.overlap == Overlap::bucketed
                ? ddp_buckets(grads, sc.strategy.first_bucket, sc.strategy.bucket_size)
                : per_layer_buckets(grads);
@@ -436,7 +459,9 @@ struct Simulator::Impl {
     };
     switch (m) {
       case MergePolicy::strategy:
-        return {PlanChoice{sc.strategy.overlap == Overlap::bucketed
+        return {PlanChoice{sc.strategy.sharding.stage >= 3
+                               ? fmt::format("strategy: gather units of {} parameters", sc.strategy.sharding.unit_params)
+                           : sc.strategy.overlap == Overlap::bucketed
                                ? fmt::format("strategy: ddp buckets (first {}, then {})", sc.strategy.first_bucket,
                                              sc.strategy.bucket_size)
                                : std::string("strategy: one bucket per layer"),
@@ -469,6 +494,24 @@ struct Simulator::Impl {
     s.iterations = opt.iterations;
     s.warmup = opt.warmup;
     s.classes = classes;
+    const Sharding& sh = sc.strategy.sharding;
+    if (sh.sharded()) {  // eq. S5-S8: each GPU updates its 1/n of the parameters
+      const ShardGroups g = shard_groups(sh, at);
+      for (auto& c : s.classes) {
+        for (double& x : c.u) x /= g.shard;
+        c.u_total /= g.shard;
+      }
+      s.shard_stage = sh.stage;
+      s.gather_backward = sh.stage >= 3 && sh.reshard_after_forward;
+      s.in_flight = sh.in_flight;
+      const double w = working_bytes_per_element(sc.compute.precision);
+      const double gb = gradient_bytes_per_element(sc.compute.precision);
+      for (const Bucket& b : choice.plan) {
+        const double t = g.shard > 1 ? in_seconds(coll->time(CollectiveOp::allgather, b.bytes * (w / gb), g.shard_at)) : 0.0;
+        if (sh.stage >= 3) s.gather_time.push_back(t);
+        else s.post_gather += t;
+      }
+    }
     s.gpu_class.assign(static_cast<std::size_t>(gpus), 0);
     for (std::size_t c = 0; c < opt.node_gpu.size(); ++c) {
       const int node = opt.node_gpu[c].first;
@@ -503,7 +546,7 @@ struct Simulator::Impl {
 
     // a measured communication total at this scale scales the model's times, as in the closed form
     s.comm_factor = 1.0;
-    if (sc.profile && gpus > 1) {
+    if (sc.profile && gpus > 1 && !sh.sharded()) {  // as in the closed form, not for sharded strategies
       auto it = sc.profile->measured.find(gpus);
       if (it != sc.profile->measured.end() && it->second.comm) {
         double modelled = 0.0;
@@ -561,6 +604,11 @@ struct Simulator::Impl {
     p.iteration_time = seconds(mean);
     p.memory = pred.predict(gpus).memory;
     p.throughput_samples_per_s = static_cast<double>(gpus) * sc.batch_per_gpu / mean;  // N·M can pass 2^31
+    if (closed.throughput_samples_per_s > 0.0) {  // tokens/s and MFU scale with samples/s
+      const double r = p.throughput_samples_per_s / closed.throughput_samples_per_s;
+      p.throughput_tokens_per_s = closed.throughput_tokens_per_s * r;
+      p.mfu = closed.mfu * r;
+    }
     p.speedup = eq::speedup(gpus, iter_one, p.iteration_time);
     p.efficiency = p.speedup / gpus;
     p.breakdown = Breakdown{closed.breakdown.io, seconds(o.h2d),  seconds(o.forward), seconds(o.backward),

@@ -1,0 +1,124 @@
+// dlscale plan: search framework strategy × shard group × micro-batch × accumulation for the fastest
+// configuration that fits the GPU's memory; print the top few and why the other strategies lose.
+#include <fmt/format.h>
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include "cli/commands.hpp"
+#include "cli/scenario_options.hpp"
+#include "dlscale/error.hpp"
+#include "dlscale/io.hpp"
+#include "dlscale/plan.hpp"
+
+namespace dlscale::cli {
+namespace {
+
+struct PlanCliOptions {
+  ScenarioOptions scenario;
+  std::string frameworks = "pytorch-ddp,deepspeed-zero1,deepspeed-zero2,deepspeed-zero3,fsdp,fsdp-shard-grad-op,fsdp-hybrid";
+  std::string micro_batches = "1,2,4,8,16,32,64";
+  std::string accumulations = "1,2,4,8";
+  double target_tokens = 0.0;
+  bool target_given = false;
+  int top = 5;
+  std::string output;
+};
+
+std::vector<std::string> split(const std::string& text) {
+  std::vector<std::string> out;
+  std::string cur;
+  for (char c : text + ",") {
+    if (c == ',') {
+      if (!cur.empty()) out.push_back(cur);
+      cur.clear();
+    } else if (c != ' ') {
+      cur += c;
+    }
+  }
+  return out;
+}
+
+std::vector<int> counts(const std::string& text, const char* option) {
+  std::vector<int> v;
+  for (const auto& s : split(text)) {
+    std::size_t used = 0;
+    int x = 0;
+    try {
+      x = std::stoi(s, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used != s.size() || x < 1) throw UsageError(option, fmt::format("'{}' is not a whole number ≥ 1", s));
+    v.push_back(x);
+  }
+  if (v.empty()) throw UsageError(option, "give at least one value");
+  return v;
+}
+
+void run_plan(const PlanCliOptions& o) {
+  RunInfo info;
+  info.command_line = command_line();
+  const auto names = split(o.frameworks);
+  if (names.empty()) throw UsageError("--frameworks", "give at least one framework");
+  ScenarioOptions so = o.scenario;
+  so.framework = names.front();
+  so.memory_warning = false;  // memory is what the search checks, configuration by configuration
+  const Scenario sc = build_scenario(so, info);
+  const auto gpus = parse_gpu_list(o.scenario.gpus);
+  if (gpus.size() != 1) throw UsageError("--gpus", "plan takes one GPU count");
+  PlanSpace space;
+  for (const auto& n : names) space.strategies.push_back(load_strategy(resolve(DataKind::framework, n, "--frameworks")));
+  space.micro_batches = counts(o.micro_batches, "--micro-batches");
+  space.accumulations = counts(o.accumulations, "--accumulations");
+  if (o.target_given) {
+    if (!(o.target_tokens > 0.0)) throw UsageError("--target-tokens", "the tokens to train on must be positive");
+    if (sc.network.input_kind != "tokens")
+      throw UsageError("--target-tokens", fmt::format("'{}' takes images, not tokens", sc.network.name));
+    space.target_tokens = o.target_tokens;
+  }
+  if (o.top < 1) throw UsageError("--top", "show at least one configuration");
+  const PlanResult r = plan(sc, gpus.front(), space);
+  emit(format_plan(r, sc, gpus.front(), o.top), o.output);
+}
+
+}  // namespace
+
+void setup_plan(CLI::App& app) {
+  auto opt = std::make_shared<PlanCliOptions>();
+  opt->scenario.gpus = "";
+  opt->scenario.precision = "bf16";
+  auto* cmd = app.add_subcommand("plan", "Search framework x shard group x micro-batch x accumulation for the fastest "
+                                         "configuration that fits in memory, and say why the others lose");
+  add_scale_options(*cmd, opt->scenario.scale);
+  cmd->add_option("--cluster", opt->scenario.cluster, "Cluster: a name in topologies/ or a YAML file")
+      ->type_name("NAME|FILE")
+      ->required();
+  cmd->add_option("--model", opt->scenario.model, "Network: a name in models/ or a YAML file")->type_name("NAME|FILE")->required();
+  cmd->add_option("--gpus", opt->scenario.gpus, "One GPU count")->type_name("N")->required();
+  cmd->add_option("--precision", opt->scenario.precision, "fp32, tf32, bf16 or fp16")->capture_default_str();
+  cmd->add_option("--optimizer", opt->scenario.optimizer, "sgd, momentum, adam, adamw or lamb (default: adamw for token models)");
+  cmd->add_option("--seq-len", opt->scenario.seq_len, "Rebuild a token model from models/arch/ at this sequence length")
+      ->type_name("S");
+  cmd->add_option("--frameworks", opt->frameworks, "Framework strategies to try, comma-separated")
+      ->type_name("LIST")
+      ->capture_default_str();
+  cmd->add_option("--micro-batches", opt->micro_batches, "Micro-batches per GPU to try")->type_name("LIST")->capture_default_str();
+  cmd->add_option("--accumulations", opt->accumulations, "Gradient accumulation counts to try")
+      ->type_name("LIST")
+      ->capture_default_str();
+  cmd->add_option_function<double>(
+         "--target-tokens",
+         [opt](const double& v) {
+           opt->target_tokens = v;
+           opt->target_given = true;
+         },
+         "Tokens to train on (token models): time to train for each configuration")
+      ->type_name("T");
+  cmd->add_option("--top", opt->top, "Configurations to show")->capture_default_str();
+  cmd->add_option("-o,--output", opt->output, "Write to FILE (atomically) instead of standard output")->type_name("FILE");
+  cmd->callback([opt] { run_plan(*opt); });
+}
+
+}  // namespace dlscale::cli

@@ -1,0 +1,172 @@
+// dlscale plan: the fastest strategy × shard group × micro-batch × accumulation that fits in memory, and
+// why the others lose (include/dlscale/plan.hpp; docs/planning.md, "Choosing a configuration"). Every
+// number comes out of Predictor::predict.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+#include <memory>
+#include <set>
+
+#include "dlscale/error.hpp"
+#include "dlscale/format.hpp"
+#include "dlscale/memory.hpp"
+#include "dlscale/plan.hpp"
+#include "dlscale/sharding.hpp"
+
+namespace dlscale {
+
+std::shared_ptr<const CollectiveModel> make_collective_model(const Cluster& cluster);
+
+namespace {
+
+std::string config_text(const PlanEntry& e) {
+  return fmt::format("{}{}, micro-batch {}, accumulate {}{}", e.framework,
+                     e.shard_group > 1 ? fmt::format(" (shard group {})", e.shard_group) : std::string(), e.micro_batch,
+                     e.accumulate, e.checkpointing ? ", checkpointing" : "");
+}
+
+/// Seconds per sample of one part of the iteration.
+double per_sample(Seconds t, const PlanEntry& e) {
+  return in_seconds(t) / (static_cast<double>(e.micro_batch) * e.accumulate * e.prediction.gpus);
+}
+
+}  // namespace
+
+PlanResult plan(const Scenario& base, int gpus, const PlanSpace& space) {
+  if (space.strategies.empty()) throw UsageError("--frameworks", "no framework to plan with");
+  PlanResult r;
+  Scenario sc = base;
+  if (!sc.collectives) sc.collectives = make_collective_model(sc.cluster);  // shared by every candidate
+  sc.profile.reset();
+  sc.measured_layers.reset();
+  std::map<std::string, Bytes> smallest_need;  // per framework: the least memory any configuration needs
+  sc.batch_per_gpu = space.micro_batches.empty() ? 1 : space.micro_batches.front();
+  sc.strategy = space.strategies.front();
+  const GpuPlacement at = Predictor(sc).place(gpus);  // UsageError("--gpus") when the cluster cannot hold them
+  for (const Strategy& st : space.strategies) {
+    // Shard groups: the strategy's own, then all GPUs and one node, each once at this placement.
+    std::vector<Strategy> variants{st};
+    if (st.sharding.sharded())
+      for (int g : {Sharding::kGroupAll, Sharding::kGroupNode}) {
+        Strategy v = st;
+        v.sharding.group = g;
+        variants.push_back(v);
+      }
+    std::set<int> groups_seen;
+    std::map<int, std::shared_ptr<const LayerTimes>> layers;  // per micro-batch, shared by groups and accumulations
+    for (const Strategy& v : variants) {
+      int group = 1;
+      if (v.sharding.sharded()) {
+        try {
+          group = shard_groups(v.sharding, at).shard;
+        } catch (const UsageError&) {
+          continue;  // this shard group does not divide the GPUs
+        }
+      }
+      if (!groups_seen.insert(group).second) continue;  // the same group as an earlier variant
+      for (int mb : space.micro_batches) {
+        auto& lt = layers[mb];
+        if (!lt) {
+          ComputeOptions c = sc.compute;
+          c.accumulate = 1;
+          c.conv_algorithms = v.conv_algorithms;
+          lt = std::make_shared<const LayerTimes>(estimate_layer_times(sc.network, sc.cluster.gpu, mb, c));
+        }
+        for (int k : space.accumulations)
+        for (bool ckpt : space.checkpointing) {
+          if (ckpt && checkpoint_segments(sc.network).size() < 2) continue;  // nothing to checkpoint
+          Scenario one = sc;
+          one.strategy = v;
+          one.batch_per_gpu = mb;
+          one.compute.accumulate = k;
+          one.compute.checkpointing = ckpt;
+          one.modelled_layers = lt;
+          PlanEntry e{v.name, group, mb, k, ckpt, Predictor(std::move(one)).predict(gpus), std::nullopt};
+          ++r.evaluated;
+          auto [it, fresh] = smallest_need.try_emplace(v.name, e.prediction.memory.per_gpu);
+          if (!fresh) it->second = min(it->second, e.prediction.memory.per_gpu);
+          if (!e.prediction.memory.fits) {
+            ++r.out_of_memory;
+            continue;
+          }
+          if (space.target_tokens && e.prediction.throughput_tokens_per_s > 0.0)
+            e.time_to_train = seconds(*space.target_tokens / e.prediction.throughput_tokens_per_s);
+          r.ranked.push_back(std::move(e));
+        }
+      }
+    }
+  }
+  std::stable_sort(r.ranked.begin(), r.ranked.end(), [](const PlanEntry& a, const PlanEntry& b) {
+    if (a.prediction.throughput_samples_per_s != b.prediction.throughput_samples_per_s)
+      return a.prediction.throughput_samples_per_s > b.prediction.throughput_samples_per_s;
+    return a.prediction.memory.per_gpu < b.prediction.memory.per_gpu;
+  });
+  // Why each other strategy loses: nothing fits, or its best is slower, and by what.
+  const PlanEntry* win = r.ranked.empty() ? nullptr : &r.ranked.front();
+  for (const Strategy& st : space.strategies) {
+    if (win && st.name == win->framework) continue;
+    const auto best = std::find_if(r.ranked.begin(), r.ranked.end(), [&](const PlanEntry& e) { return e.framework == st.name; });
+    PlanLoss loss{st.name, ""};
+    if (best == r.ranked.end()) {
+      const auto need = smallest_need.find(st.name);
+      loss.why = need == smallest_need.end()
+                     ? std::string("no configuration could be placed on these GPUs")
+                     : fmt::format("out of memory: every configuration needs at least {} per GPU, the {} holds {}",
+                                   need->second, base.cluster.gpu.name, base.cluster.gpu.memory_size);
+    } else {
+      const Breakdown& b = best->prediction.breakdown;
+      const Breakdown& w = win->prediction.breakdown;
+      struct Part {
+        const char* what;
+        double loss;  // seconds per sample more than the winner
+      };
+      const Part parts[] = {
+          {"exposed communication", per_sample(b.comm_exposed, *best) - per_sample(w.comm_exposed, *win)},
+          {"the optimiser step", per_sample(b.update, *best) - per_sample(w.update, *win)},
+          {"compute (recomputation or a smaller micro-batch)", per_sample(b.forward + b.backward, *best) - per_sample(w.forward + w.backward, *win)},
+          {"input and copies", per_sample(b.h2d + b.io, *best) - per_sample(w.h2d + w.io, *win)}};
+      const Part* worst = &parts[0];
+      for (const Part& p : parts)
+        if (p.loss > worst->loss) worst = &p;
+      const double slower = 1.0 - best->prediction.throughput_samples_per_s / win->prediction.throughput_samples_per_s;
+      loss.why = fmt::format("{:.1f} % slower at its best ({}): {} costs {} more per sample", 100.0 * slower,
+                             config_text(*best), worst->what, seconds(std::max(worst->loss, 0.0)));
+    }
+    r.losses.push_back(std::move(loss));
+  }
+  return r;
+}
+
+std::string format_plan(const PlanResult& r, const Scenario& base, int gpus, int top) {
+  std::string o = fmt::format("# dlscale plan: {} on {} GPUs of {} ({}, {}): {} configurations, {} out of memory\n",
+                              base.network.name, gpus, base.cluster.name, to_string(base.compute.precision),
+                              to_string(base.compute.optimizer), r.evaluated, r.out_of_memory);
+  if (r.ranked.empty()) {
+    o += "no configuration fits the GPU's memory\n";
+  } else {
+    const bool tokens = r.ranked.front().prediction.throughput_tokens_per_s > 0.0;
+    const bool ttt = r.ranked.front().time_to_train.has_value();
+    o += fmt::format("{:>4}  {:<32} {:>6} {:>5} {:>4} {:>10} {:>11} {:>11} {:>6} {:>9}{}\n", "rank", "framework (shard group)",
+                     "micro", "accum", "ckpt", "iter (s)", "samples/s", tokens ? "tokens/s" : "-", "MFU", "mem/GPU", ttt ? "  time to train" : "");
+    const int n = std::min<int>(top, static_cast<int>(r.ranked.size()));
+    for (int i = 0; i < n; ++i) {
+      const PlanEntry& e = r.ranked[static_cast<std::size_t>(i)];
+      const Prediction& p = e.prediction;
+      o += fmt::format("{:>4}  {:<32} {:>6} {:>5} {:>4} {:>10.4f} {:>11.1f} {:>11.4g} {:>5.1f}% {:>6.3g} GB{}\n", i + 1,
+                       e.framework + (e.shard_group > 1 ? fmt::format(" ({})", e.shard_group) : std::string()),
+                       e.micro_batch, e.accumulate, e.checkpointing ? "yes" : "no", in_seconds(p.iteration_time), p.throughput_samples_per_s,
+                       p.throughput_tokens_per_s, 100.0 * p.mfu, in_bytes(p.memory.per_gpu) / 1e9,
+                       e.time_to_train ? fmt::format("  {:.4g} h", in_seconds(*e.time_to_train) / 3600.0) : std::string());
+    }
+    const PlanEntry& w = r.ranked.front();
+    o += fmt::format("choice: {} — {:.1f} samples/s, {:.3g} GB of the {}'s {} per GPU, communication {} exposed of {}\n",
+                     config_text(w), w.prediction.throughput_samples_per_s, in_bytes(w.prediction.memory.per_gpu) / 1e9,
+                     base.cluster.gpu.name, base.cluster.gpu.memory_size, w.prediction.breakdown.comm_exposed,
+                     w.prediction.breakdown.comm);
+  }
+  for (const PlanLoss& l : r.losses) o += fmt::format("  {}: {}\n", l.framework, l.why);
+  return o;
+}
+
+}  // namespace dlscale

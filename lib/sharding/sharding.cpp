@@ -1,0 +1,117 @@
+// Sharded data parallelism: groups, gather units, traffic per step and the all-gather/reduce-scatter
+// timeline (include/dlscale/sharding.hpp; docs/model.md, "Sharded data parallelism").
+#include "dlscale/sharding.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "dlscale/compute.hpp"
+#include "dlscale/error.hpp"
+#include "dlscale/network.hpp"
+
+namespace dlscale {
+
+double working_bytes_per_element(Precision p) noexcept { return is_mixed(p) ? 2.0 : 4.0; }
+
+ShardGroups shard_groups(const Sharding& s, const GpuPlacement& at) {
+  ShardGroups g;
+  const int G = at.gpus, gpn = at.gpus_per_node;
+  int n = !s.sharded() ? 1 : s.group == Sharding::kGroupAll ? G : s.group == Sharding::kGroupNode ? gpn : s.group;
+  if (G == 1) n = 1;
+  if (n > G || G % n != 0)
+    throw UsageError("--gpus", fmt::format("the framework shards over groups of {} GPUs; {} GPUs do not divide into them", n, G));
+  g.shard = n;
+  g.replicas = G / n;
+  if (n <= gpn) {
+    if (gpn % n != 0)
+      throw UsageError("--gpus", fmt::format("a shard group of {} GPUs does not divide a node of {} GPUs", n, gpn));
+    g.shard_at = GpuPlacement{n, 1, n};
+    g.replica_at = GpuPlacement{g.replicas, at.nodes, g.replicas / at.nodes};
+  } else {
+    if (n % gpn != 0)
+      throw UsageError("--gpus", fmt::format("a shard group of {} GPUs is not a whole number of nodes of {} GPUs", n, gpn));
+    g.shard_at = GpuPlacement{n, n / gpn, gpn};
+    g.replica_at = GpuPlacement{g.replicas, g.replicas, 1};
+  }
+  return g;
+}
+
+std::vector<GatherUnit> gather_units(const Network& net, std::int64_t unit_params) {
+  std::vector<GatherUnit> units;
+  GatherUnit open;
+  bool any = false;
+  for (std::size_t i = 0; i < net.layers.size(); ++i) {
+    if (!any) open = GatherUnit{static_cast<int>(i), static_cast<int>(i), 0};
+    open.last = static_cast<int>(i);
+    open.params += net.layers[i].params;
+    any = true;
+    if (open.params >= unit_params) {
+      units.push_back(open);
+      any = false;
+    }
+  }
+  if (any) units.push_back(open);
+  return units;
+}
+
+StepTraffic step_traffic(std::int64_t params, const Sharding& s, Precision p, const GpuPlacement& at) {
+  StepTraffic t;
+  const double P = static_cast<double>(params);
+  const double g = gradient_bytes_per_element(p), w = working_bytes_per_element(p);
+  const double G = at.gpus;
+  if (!s.sharded()) {
+    t.allreduce = bytes(P * g * 2.0 * (G - 1.0) / G);  // eq. S2a
+    return t;
+  }
+  const ShardGroups sg = shard_groups(s, at);
+  const double n = sg.shard, R = sg.replicas;
+  const double part = (n - 1.0) / n;
+  t.reducescatter = bytes(P * g * part);  // eq. S2b
+  if (s.stage < 3) {
+    t.allgather_update = bytes(P * w * part);
+  } else {
+    t.allgather_forward = bytes(P * w * part);
+    if (s.reshard_after_forward) t.allgather_backward = t.allgather_forward;
+  }
+  t.allreduce_replicas = bytes(P * g / n * 2.0 * (R - 1.0) / R);  // eq. S2c
+  return t;
+}
+
+ShardedTimeline sharded_timeline_exact(std::span<const Seconds> forward, std::span<const Seconds> backward,
+                                       std::span<const Seconds> gather_forward, std::span<const Seconds> gather_backward,
+                                       std::span<const Seconds> reduce, int in_flight) {
+  // Uses k = 0 … U−1 are the forward passes of units 0 … U−1, k = U … 2U−1 the backward passes of units
+  // U−1 … 0. Eq. S5: gather(k) starts at max(end of gather(k−1), C(k − d)); eq. S6: C(k) = max(C(k−1),
+  // end of gather(k)) + compute(k); C(j < 0) = 0, the origin after the host-to-GPU copy.
+  const std::size_t U = forward.size();
+  const int d = std::max(in_flight, 1);
+  thread_local std::vector<Seconds> C;
+  C.assign(2 * U, Seconds{});
+  auto c_at = [&](std::ptrdiff_t j) { return j < 0 ? Seconds{} : C[static_cast<std::size_t>(j)]; };
+  Seconds gather_end{};
+  for (std::size_t k = 0; k < 2 * U; ++k) {
+    const bool fwd = k < U;
+    const std::size_t u = fwd ? k : 2 * U - 1 - k;
+    const Seconds work = fwd ? forward[u] : backward[u];
+    Seconds start = c_at(static_cast<std::ptrdiff_t>(k) - 1);
+    const std::span<const Seconds> gathers = fwd ? gather_forward : gather_backward;
+    if (!gathers.empty()) {
+      const Seconds gs = max(gather_end, c_at(static_cast<std::ptrdiff_t>(k) - d));
+      gather_end = gs + gathers[u];
+      start = max(start, gather_end);
+    }
+    C[k] = start + work;
+  }
+  ShardedTimeline t;
+  t.compute_end = U == 0 ? Seconds{} : C[2 * U - 1];
+  // Eq. S7: the reduce-scatters in the order the backward passes end (unit U−1 first).
+  if (!reduce.empty()) {
+    Seconds done{};
+    for (std::size_t u = U; u-- > 0;) done = max(done, C[2 * U - 1 - u]) + reduce[u];
+    t.reduce_end = done;
+  }
+  return t;
+}
+
+}  // namespace dlscale

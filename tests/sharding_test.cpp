@@ -1,0 +1,293 @@
+// Sharded data parallelism (ZeRO-1/2/3, FSDP): memory per GPU, bytes per step and the all-gather
+// timeline, each against values worked by hand (docs/model.md, "Sharded data parallelism").
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "dlscale/error.hpp"
+#include "dlscale/io.hpp"
+#include "dlscale/memory.hpp"
+#include "dlscale/predict.hpp"
+#include "dlscale/sharding.hpp"
+#include "support/run.hpp"
+
+namespace dlscale {
+namespace {
+
+Network zoo(const std::string& name) { return load_network(resolve(DataKind::network, name, "--model")); }
+Strategy framework(const std::string& name) { return load_strategy(resolve(DataKind::framework, name, "--framework")); }
+
+constexpr double kLlamaParams = 6'738'415'616.0;  // models/llama2-7b.yaml, "Totals"
+
+// ---- bytes per GPU per step on 2 nodes × 8 GPUs (eq. S2) ---------------------------------------------------
+// P = 6,738,415,616 parameters, bf16: gradients and working copy 2 B each.
+TEST(ShardingTraffic, Llama7bOnTwoNodesOfEightByHand) {
+  const GpuPlacement at{16, 2, 8};
+  const auto P = static_cast<std::int64_t>(kLlamaParams);
+  // DDP: all-reduce of 2P bytes over 16: 2P · 2 · 15/16 = 3.75 P = 25,269,058,560 B.
+  const StepTraffic ddp = step_traffic(P, framework("pytorch-ddp").sharding, Precision::bf16, at);
+  EXPECT_DOUBLE_EQ(in_bytes(ddp.allreduce), 25'269'058'560.0);
+  EXPECT_DOUBLE_EQ(in_bytes(ddp.total()), 25'269'058'560.0);
+  // ZeRO-1 and ZeRO-2: reduce-scatter 2P · 15/16 = 12,634,529,280 B and the all-gather of the updated
+  // parameters, the same: 25,269,058,560 B in all, as much as DDP (Rajbhandari et al. 2020, Section 7).
+  for (const char* fw : {"deepspeed-zero1", "deepspeed-zero2"}) {
+    SCOPED_TRACE(fw);
+    const StepTraffic t = step_traffic(P, framework(fw).sharding, Precision::bf16, at);
+    EXPECT_DOUBLE_EQ(in_bytes(t.reducescatter), 12'634'529'280.0);
+    EXPECT_DOUBLE_EQ(in_bytes(t.allgather_update), 12'634'529'280.0);
+    EXPECT_DOUBLE_EQ(in_bytes(t.allreduce) + in_bytes(t.allgather_forward) + in_bytes(t.allgather_backward), 0.0);
+    EXPECT_DOUBLE_EQ(in_bytes(t.total()), 25'269'058'560.0);
+  }
+  // ZeRO-3 / FSDP full shard: gathers for forward and backward and the reduce-scatter: 3 × 12,634,529,280
+  // = 37,903,587,840 B (1.5 × DDP).
+  for (const char* fw : {"fsdp", "deepspeed-zero3"}) {
+    SCOPED_TRACE(fw);
+    const StepTraffic t = step_traffic(P, framework(fw).sharding, Precision::bf16, at);
+    EXPECT_DOUBLE_EQ(in_bytes(t.allgather_forward), 12'634'529'280.0);
+    EXPECT_DOUBLE_EQ(in_bytes(t.allgather_backward), 12'634'529'280.0);
+    EXPECT_DOUBLE_EQ(in_bytes(t.total()), 37'903'587'840.0);
+  }
+  // SHARD_GRAD_OP: no second gather: 25,269,058,560 B.
+  EXPECT_DOUBLE_EQ(in_bytes(step_traffic(P, framework("fsdp-shard-grad-op").sharding, Precision::bf16, at).total()),
+                   25'269'058'560.0);
+  // Hybrid: full shard over the 8 GPUs of a node: gathers 2 × 2P · 7/8 = 3.5 P, reduce-scatter 1.75 P =
+  // 11,792,227,328 B; the 2P/8 shard all-reduced across the two nodes: 2P/8 · 2 · 1/2 = 0.25 P =
+  // 1,684,603,904 B (the only inter-node bytes); total 5.5 P = 37,061,285,888 B.
+  const StepTraffic h = step_traffic(P, framework("fsdp-hybrid").sharding, Precision::bf16, at);
+  EXPECT_DOUBLE_EQ(in_bytes(h.allgather_forward), 11'792'227'328.0);
+  EXPECT_DOUBLE_EQ(in_bytes(h.allgather_backward), 11'792'227'328.0);
+  EXPECT_DOUBLE_EQ(in_bytes(h.reducescatter), 11'792'227'328.0);
+  EXPECT_DOUBLE_EQ(in_bytes(h.allreduce_replicas), 1'684'603'904.0);
+  EXPECT_DOUBLE_EQ(in_bytes(h.total()), 37'061'285'888.0);
+}
+
+TEST(ShardingGroups, PlacementsOfShardAndReplicaGroups) {
+  Sharding s;
+  s.stage = 3;
+  s.group = Sharding::kGroupNode;
+  const ShardGroups g = shard_groups(s, GpuPlacement{64, 8, 8});  // 8 shard groups of 8, replicas of 8 on 8 nodes
+  EXPECT_EQ(g.shard, 8);
+  EXPECT_EQ(g.replicas, 8);
+  EXPECT_EQ(g.shard_at.nodes, 1);
+  EXPECT_EQ(g.replica_at.nodes, 8);
+  EXPECT_EQ(g.replica_at.gpus_per_node, 1);
+  s.group = 4;  // two shard groups per node: a replica group has 2 GPUs on each of the 2 nodes
+  const ShardGroups four = shard_groups(s, GpuPlacement{16, 2, 8});
+  EXPECT_EQ(four.replicas, 4);
+  EXPECT_EQ(four.replica_at.nodes, 2);
+  EXPECT_EQ(four.replica_at.gpus_per_node, 2);
+  s.group = 16;  // a group of two nodes: replicas one per group
+  const ShardGroups two_nodes = shard_groups(s, GpuPlacement{64, 8, 8});
+  EXPECT_EQ(two_nodes.shard_at.nodes, 2);
+  EXPECT_EQ(two_nodes.replica_at.gpus, 4);
+  EXPECT_EQ(two_nodes.replica_at.nodes, 4);
+  s.group = 6;  // divides neither 16 GPUs nor a node of 8
+  EXPECT_THROW((void)shard_groups(s, GpuPlacement{16, 2, 8}), UsageError);
+  s.group = 12;  // divides 24 GPUs, but not a whole number of nodes
+  EXPECT_THROW((void)shard_groups(s, GpuPlacement{24, 3, 8}), UsageError);
+}
+
+// ---- memory per GPU, Llama-2-7B, bf16, AdamW, batch 1 (eq. S3) ------------------------------------------------
+// P = 6,738,415,616; per parameter: fp32 master 4 B, bf16 working copy 2 B, bf16 gradient 2 B, Adam 8 B.
+TEST(ShardingMemory, Llama7bUnderEachStrategyByHand) {
+  const Network net = zoo("llama2-7b");
+  ASSERT_DOUBLE_EQ(static_cast<double>(net.total_params()), kLlamaParams);
+  ComputeOptions o;
+  o.precision = Precision::bf16;
+  o.optimizer = Optimizer::adamw;
+  const GpuSpec h100 = find_gpu("h100-sxm");
+  const double P = kLlamaParams;
+  auto mem = [&](const char* fw, int n) { return estimate_training_memory(net, 1, o, framework(fw).sharding, n); };
+  auto state = [](const MemoryEstimate& m) {
+    return in_bytes(m.weights) + in_bytes(m.gradients) + in_bytes(m.optimizer_state);
+  };
+  // DDP: 16 P = 107.8 GB of weights, gradients and state: no 80 GB GPU holds it.
+  const MemoryEstimate ddp = mem("pytorch-ddp", 8);
+  EXPECT_DOUBLE_EQ(state(ddp), 16.0 * P);
+  EXPECT_FALSE(check_memory_fit(net, h100, 1, o, framework("pytorch-ddp").sharding, 8).fits);
+  // ZeRO-1 on 8: working copy 2P + master 4P/8, gradients 2P, Adam 8P/8 → 5.5 P.
+  const MemoryEstimate z1 = mem("deepspeed-zero1", 8);
+  EXPECT_DOUBLE_EQ(in_bytes(z1.weights), 2.5 * P);
+  EXPECT_DOUBLE_EQ(in_bytes(z1.gradients), 2.0 * P);
+  EXPECT_DOUBLE_EQ(in_bytes(z1.optimizer_state), P);
+  // ZeRO-2 on 8: gradients 2P/8 as well → 3.75 P.
+  const MemoryEstimate z2 = mem("deepspeed-zero2", 8);
+  EXPECT_DOUBLE_EQ(state(z2), 3.75 * P);
+  EXPECT_DOUBLE_EQ(in_bytes(z2.gathered), 0.0);
+  // FSDP full shard on 8: 16P/8 = 2P, plus the gathered units: the largest unit is a decoder block
+  // (4096 + 67,108,864 + 4096 + 135,266,304 = 202,383,360 parameters); two in flight × 2 B and one
+  // unit's gradient × 2 B = 6 × 202,383,360 = 1,214,300,160 B.
+  const MemoryEstimate fsdp = mem("fsdp", 8);
+  EXPECT_DOUBLE_EQ(state(fsdp), 2.0 * P);
+  EXPECT_DOUBLE_EQ(in_bytes(fsdp.gathered), 1'214'300'160.0);
+  EXPECT_TRUE(check_memory_fit(net, h100, 1, o, framework("fsdp").sharding, 8).fits);
+  // SHARD_GRAD_OP on 8: the whole working copy is held through forward and backward: 2P + 14P/8 = 3.75 P,
+  // gathered = one unit's gradient only, 2 × 202,383,360 = 404,766,720 B.
+  const MemoryEstimate sgo = mem("fsdp-shard-grad-op", 8);
+  EXPECT_DOUBLE_EQ(state(sgo), 3.75 * P);
+  EXPECT_DOUBLE_EQ(in_bytes(sgo.gathered), 404'766'720.0);
+  // Sharding changes nothing else: activations, input and reserve are DDP's.
+  EXPECT_DOUBLE_EQ(in_bytes(fsdp.activations), in_bytes(ddp.activations));
+  EXPECT_DOUBLE_EQ(in_bytes(fsdp.input + fsdp.reserved), in_bytes(ddp.input + ddp.reserved));
+}
+
+TEST(ShardingUnits, SizeBasedWrapGroupsEachDecoderBlock) {
+  // 1e8 parameters: the embedding (131,072,000) alone, then each block from its input RMSNorm to its MLP
+  // (202,383,360), then the final norm and the output projection (4096 + 131,072,000): 1 + 32 + 1 units.
+  const auto units = gather_units(zoo("llama2-7b"), 100'000'000);
+  ASSERT_EQ(units.size(), 34u);
+  EXPECT_EQ(units.front().params, 131'072'000);
+  EXPECT_EQ(units[1].params, 202'383'360);
+  EXPECT_EQ(units.back().params, 131'076'096);
+}
+
+// ---- the three-unit all-gather timeline of docs/model.md (eq. S5-S7) ----------------------------------------
+// Forward 2 ms per unit, backward 4 ms, all-gathers (5, 1, 1) ms in both passes, reduce-scatters 1 ms each.
+Seconds ms(double v) { return milliseconds(v); }
+const std::vector<Seconds> kF{ms(2), ms(2), ms(2)}, kB{ms(4), ms(4), ms(4)}, kAg{ms(5), ms(1), ms(1)},
+    kRs{ms(1), ms(1), ms(1)};
+
+TEST(ShardingTimeline, ThreeUnitsTwoInFlightByHand) {
+  // docs/model.md: C = 7, 9, 11 (forward), 15, 19, 24 (backward, unit 1 waits for its gather: 15 + 5 = 20);
+  // reduce-scatters end at 16, 20, 25.
+  const ShardedTimeline t = sharded_timeline_exact(kF, kB, kAg, kAg, kRs, 2);
+  EXPECT_NEAR(in_ms(t.compute_end), 24.0, 1e-12);
+  EXPECT_NEAR(in_ms(t.reduce_end), 25.0, 1e-12);
+  EXPECT_NEAR(in_ms(t.end()), 25.0, 1e-12);
+}
+
+TEST(ShardingTimeline, MorePrefetchNoPrefetchAndNoSecondGather) {
+  EXPECT_NEAR(in_ms(sharded_timeline_exact(kF, kB, kAg, kAg, kRs, 3).end()), 24.0, 1e-12);  // three in flight
+  EXPECT_NEAR(in_ms(sharded_timeline_exact(kF, kB, kAg, kAg, kRs, 1).end()), 33.0, 1e-12);  // 18 + 14 + 1
+  EXPECT_NEAR(in_ms(sharded_timeline_exact(kF, kB, kAg, {}, kRs, 2).end()), 24.0, 1e-12);   // SHARD_GRAD_OP
+  // Without communication the timeline is the compute: 3 × 2 + 3 × 4 = 18 ms.
+  const std::vector<Seconds> zero(3, Seconds{});
+  EXPECT_NEAR(in_ms(sharded_timeline_exact(kF, kB, zero, zero, zero, 2).end()), 18.0, 1e-12);
+}
+
+/// All-gathers at 1 GB/s of the total array, reduce-scatters 1 ms, all-reduces 2 ms, one GPU free.
+class FixedCollectives final : public CollectiveModel {
+ public:
+  [[nodiscard]] Seconds time(CollectiveOp op, Bytes size, const GpuPlacement& where) const override {
+    if (where.gpus <= 1) return Seconds{};
+    switch (op) {
+      case CollectiveOp::allgather: return size / gigabytes_per_second(1);
+      case CollectiveOp::reducescatter: return milliseconds(1);
+      case CollectiveOp::allreduce: return milliseconds(2);
+      default: return Seconds{};
+    }
+  }
+  [[nodiscard]] std::string describe() const override { return "fixed"; }
+};
+
+TEST(ShardingPredict, ThePredictorRunsTheHandTimeline) {
+  // Three layers, each its own unit (unit_params 1); fp32 working copy: 4 B per parameter, so all-gathers of
+  // (5, 1, 1) ms at 1 GB/s are 1.25 M, 0.25 M and 0.25 M parameters. No input, no update: the iteration is
+  // the timeline, 25 ms on 2 GPUs; 18 ms on one.
+  Scenario sc;
+  sc.cluster.name = "hand";
+  sc.cluster.max_nodes = 2;
+  sc.cluster.gpus_per_node = 2;
+  sc.cluster.gpu.name = "hand GPU";
+  sc.cluster.gpu.peak_fp32 = teraflops_per_second(10);
+  sc.cluster.gpu.memory_bandwidth = gigabytes_per_second(300);
+  sc.cluster.gpu.memory_size = bytes(1e12);
+  sc.cluster.h2d_pinned = sc.cluster.h2d_pageable = gigabytes_per_second(1);
+  sc.cluster.page_cache = sc.cluster.disk = gigabytes_per_second(1);
+  sc.network.name = "three";
+  for (std::int64_t params : {1'250'000, 250'000, 250'000}) {
+    Layer l;
+    l.name = "l";
+    l.kind = LayerKind::linear;
+    l.params = params;
+    sc.network.layers.push_back(l);
+  }
+  sc.measured_layers = LayerTimes{kF, kB, {Seconds{}, Seconds{}, Seconds{}}};
+  sc.strategy = framework("fsdp");
+  sc.strategy.sharding.unit_params = 1;
+  sc.collectives = std::make_shared<FixedCollectives>();
+  const Predictor pred(sc);
+  EXPECT_NEAR(in_ms(pred.predict(1).iteration_time), 18.0, 1e-9);
+  const Prediction two = pred.predict(2);
+  EXPECT_NEAR(in_ms(two.iteration_time), 25.0, 1e-9);
+  EXPECT_NEAR(in_ms(two.breakdown.comm), 2 * 7.0 + 3.0, 1e-9);  // gathers twice, three reduce-scatters
+  EXPECT_NEAR(in_ms(two.breakdown.comm_exposed), 7.0, 1e-9);    // 25 − 18
+  // Hybrid on 2 nodes × 2: the same timeline inside a node, each reduce-scatter followed by the shard's
+  // 2 ms all-reduce across nodes: reduce-scatters + all-reduces end at 15+3 = 18, max(18, 19)+3 = 22,
+  // max(22, 24)+3 = 27.
+  sc.strategy.sharding.group = Sharding::kGroupNode;
+  EXPECT_NEAR(in_ms(Predictor(sc).predict(4).iteration_time), 27.0, 1e-9);
+  // ZeRO-2 with per-layer reduce-scatters of 1 ms (eq. S8): the forward 6 ms; the recurrence over the
+  // backward ends at max(max(4 + 1, 8) + 1, 12) + 1 = 13 ms; then the updated parameters are all-gathered,
+  // 5 + 1 + 1 = 7 ms: 6 + 13 + 7 = 26 ms.
+  Scenario z = sc;
+  z.strategy = framework("deepspeed-zero2");
+  z.strategy.overlap = Overlap::layerwise;
+  EXPECT_NEAR(in_ms(Predictor(z).predict(2).iteration_time), 26.0, 1e-9);
+}
+
+std::string fsdp_with(const std::string& sharding) {
+  return "name: bad\nio: {prefetch: true, memory: pinned}\naggregation: allreduce\noverlap: layerwise\n"
+         "update: after_aggregation\nsharding: " + sharding + "\n";
+}
+
+TEST(ShardingBadInput, AShardGroupThatDoesNotDivideTheGpusIsOneLineExitTwo) {
+  const auto fw = test::temp_file("group3.yaml", fsdp_with("{stage: 3, group: 3}"));
+  const auto r = test::run_cli("predict --cluster dgx-h100-ndr --model gpt2 --framework " + fw.string() + " --gpus 3,8");
+  EXPECT_EQ(r.status, 2) << r.err;
+  EXPECT_TRUE(r.out.empty()) << r.out;
+  EXPECT_NE(r.err.find("--gpus"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("groups of 3 GPUs; 8 GPUs do not divide into them"), std::string::npos) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+}
+
+TEST(ShardingBadInput, ZeroStageFourAndShardingWithoutAllReduceNameTheLine) {
+  const auto four = test::temp_file("stage4.yaml", fsdp_with("{stage: 4}"));
+  const auto r = test::run_cli("predict --cluster dgx-h100-ndr --model gpt2 --framework " + four.string() + " --gpus 8");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_TRUE(r.out.empty());
+  EXPECT_NE(r.err.find("stage4.yaml:6:"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("sharding.stage"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("not 4"), std::string::npos) << r.err;
+  const auto ps = test::temp_file(
+      "ps.yaml", "name: bad\nio: {prefetch: true, memory: pinned}\naggregation: parameter_server\noverlap: layerwise\n"
+                 "update: after_aggregation\nsharding: {stage: 2}\n");
+  const auto q = test::run_cli("predict --cluster dgx-h100-ndr --model gpt2 --framework " + ps.string() + " --gpus 8");
+  EXPECT_EQ(q.status, 2);
+  EXPECT_NE(q.err.find("sharding needs 'aggregation: allreduce'"), std::string::npos) << q.err;
+}
+
+TEST(ShardingPredict, Llama7bFsdpOnDgxH100FitsAndScales) {
+  // The command: llama2-7b, FSDP, bf16, 8/16/64 GPUs on DGX H100 nodes with NDR InfiniBand.
+  const auto r = test::run_cli(
+      "predict --cluster dgx-h100-ndr --model llama2-7b --framework fsdp --gpus 8,16,64 --precision bf16 --batch 1 "
+      "--format csv");
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.err.find("warning"), std::string::npos) << r.err;  // every row fits: no memory warning
+}
+
+TEST(ShardingPredict, TokensPerSecondAndMfuFollowFromSamplesPerSecond) {
+  // Llama-2-7B: 4096 tokens per sample; forward 62,923,451,924,480 FLOPs per sample (models/llama2-7b.yaml,
+  // "Totals"), so a trained sample is 3 × that; H100 SXM dense bf16 989 TFLOPS (topologies/gpus.yaml).
+  Scenario sc;
+  sc.cluster = load_cluster(resolve(DataKind::cluster, "dgx-h100-ndr", "--cluster"));
+  sc.network = zoo("llama2-7b");
+  sc.strategy = framework("fsdp");
+  sc.batch_per_gpu = 1;
+  sc.compute.precision = Precision::bf16;
+  sc.compute.optimizer = Optimizer::adamw;
+  const Prediction p = Predictor(sc).predict(16);
+  EXPECT_NEAR(p.throughput_tokens_per_s, p.throughput_samples_per_s * 4096.0, 1e-6);
+  EXPECT_NEAR(p.mfu, p.throughput_samples_per_s * 3.0 * 62'923'451'924'480.0 / (16 * 989e12), 1e-12);
+  // Image models have no tokens: 0 (JSON null).
+  Scenario img = sc;
+  img.network = zoo("resnet50");
+  img.strategy = framework("pytorch-ddp");
+  EXPECT_EQ(Predictor(img).predict(8).throughput_tokens_per_s, 0.0);
+}
+
+}  // namespace
+}  // namespace dlscale
