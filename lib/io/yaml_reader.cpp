@@ -279,6 +279,15 @@ Node load_file(const std::filesystem::path& file) {
 
 Node load_string(const std::string& text, const std::string& display_name) { return parse_text(text, display_name); }
 
+Node load_generated(const std::string& text, const Node& at) {
+  auto doc = std::make_shared<Document>(*parse_text(text, at.file()).document());
+  for (Item& it : doc->items) {
+    it.line = at.item().line;
+    it.column = at.item().column;
+  }
+  return Node(std::move(doc), 0, at.file_ptr(), at.path());
+}
+
 MapReader::MapReader(Node map) : map_(std::move(map)) {
   const Item& m = map_.item();
   if (m.kind != Item::Kind::map) {

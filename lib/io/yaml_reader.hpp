@@ -85,6 +85,9 @@ class Node {
 Node load_file(const std::filesystem::path& file);
 /// Parses text as if it came from `display_name` (for tests and embedded data).
 Node load_string(const std::string& text, const std::string& display_name);
+/// Parses text that code generated in place of `at` (a zoo operation that expands into others): every
+/// node of it reports errors at `at`'s file, position and key path.
+Node load_generated(const std::string& text, const Node& at);
 
 class MapReader {
  public:

@@ -392,7 +392,7 @@ std::string network_fingerprint(const Network& net) {
   // check is skipped): a new field changes them and stops the build here.
   constexpr bool known_abi = sizeof(std::string) == 32 && sizeof(void*) == 8;
   static_assert(!known_abi || sizeof(Operator) == 120, "Operator changed: update network_fingerprint");
-  static_assert(!known_abi || sizeof(Layer) == 184, "Layer changed: update network_fingerprint");
+  static_assert(!known_abi || sizeof(Layer) == 192, "Layer changed: update network_fingerprint");
   static_assert(!known_abi || sizeof(Network) == 152, "Network changed: update network_fingerprint");
   std::string out;
   put(out, net.name);
@@ -410,7 +410,7 @@ std::string network_fingerprint(const Network& net) {
     put(out, l.activation_bytes_per_sample);
     put(out, l.output_shape);
     put(out, l.input_shape);
-    for (int v : {l.kernel_h, l.kernel_w, l.stride_h, l.stride_w, l.groups, l.heads}) put(out, v);
+    for (int v : {l.kernel_h, l.kernel_w, l.stride_h, l.stride_w, l.groups, l.heads, l.kv_heads}) put(out, v);
     put(out, l.hidden);
     put(out, l.gated);
     put(out, l.ops.size());
@@ -561,7 +561,9 @@ SweepResult run_sweep(const SweepSpec& spec, const SweepOptions& options) {
   // The networks as the Predictor needs them: without names and descriptions, so that copying one into
   // each group's Scenario allocates less. The closed form is handed every group's layer times
   // (layer_times below), so it reads no shape either: only parameters and kept bytes (gradients,
-  // memory). Another evaluator (the simulator's, which may re-time layers for other GPUs) keeps them.
+  // memory). Another evaluator (the simulator's, which may re-time layers for other GPUs) keeps them,
+  // and so must a sweep that comes to checkpoint activations (the checkpointed memory reads the
+  // segment inputs' output shapes); sweep groups do not set ComputeOptions::checkpointing.
   const bool shapes = options.evaluator != nullptr && options.evaluator != &closed_form_evaluator();
   std::vector<Network> slim = spec.networks;
   for (auto& net : slim) {
