@@ -1,8 +1,9 @@
 #!/bin/bash
 # Whole-process timings of the dlscale command, as a user feels them (issue 17): start-up, the NCCL
-# channel search on one node, predict/simulate on DGX-2, collectives at 1,024 GPUs, every shipped
-# cluster's default prediction. Each command is timed by hyperfine (Debian's `hyperfine`, no shell,
-# warm-up runs first) and the MEDIAN is printed, since the machine may be shared.
+# channel search on one node, predict/simulate on DGX-2, collectives at 1,024 GPUs, simulate on 16,384
+# GPUs (dgx-h100-ndr composed to 2,048 nodes), every shipped cluster's default prediction. Each command
+# is timed by hyperfine (Debian's `hyperfine`, no shell, warm-up runs first) and the MEDIAN is printed,
+# since the machine may be shared.
 #
 #   bench/whole-process.sh [DLSCALE_BINARY] [RUNS]      (defaults: build/bin/dlscale, 15 runs)
 #
@@ -30,12 +31,13 @@ cmds=(
   "collective --cluster dgx1v --op allreduce --gpus 8 --bytes 1GiB"
   "collective --cluster dgx-a100-hdr --op allreduce --gpus 1024 --bytes 1GiB"
   "collective --cluster dgx-h100-ndr --op allreduce --gpus 1024 --bytes 1GiB"
+  "simulate --cluster dgx-h100-ndr --nodes 2048 --model resnet50 --framework pytorch-ddp --gpus 16384"
 )
 # every shipped cluster, ResNet-50 on its whole size (the default 1,2,4,8,16 does not fit the small ones)
 for f in topologies/*.yaml; do
   c=$(basename "$f" .yaml)
-  [ "$c" = gpus ] && continue
   gpn=$(awk '/^gpus_per_node:/ {print $2; exit}' "$f")
+  [ -n "$gpn" ] || continue  # not a cluster (the GPU catalogue, the kernel model's parameters)
   nodes=$(awk '/^nodes:/ {print $2; exit}' "$f")
   cmds+=("predict --cluster $c --gpus 1,$((gpn * ${nodes:-1}))")
 done

@@ -3,8 +3,15 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <yaml-cpp/yaml.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
 #include "dlscale/error.hpp"
 #include "dlscale/io.hpp"
+#include "io/yaml_reader.hpp"
 #include "support/run.hpp"
 
 namespace dlscale {
@@ -12,6 +19,92 @@ namespace {
 
 using ::testing::HasSubstr;
 using test::temp_file;
+
+// ---- the YAML reader against yaml-cpp ------------------------------------------------------------
+// lib/io/yaml_reader parses with libyaml into a tree of its own. The reference is yaml-cpp, which
+// dlscale used before and which the error messages were written against: the same tree (kinds, scalar
+// text, nulls, key order) with the same positions, node by node.
+void expect_same_tree(const yamlio::Node& ours, const YAML::Node& ref, const std::string& where) {
+  SCOPED_TRACE(where);
+  const auto& it = ours.item();
+  ASSERT_EQ(ours.is_null(), ref.IsNull());
+  ASSERT_EQ(ours.is_scalar(), ref.IsScalar());
+  ASSERT_EQ(ours.is_sequence(), ref.IsSequence());
+  ASSERT_EQ(ours.is_map(), ref.IsMap());
+  if (!ours.is_null()) {  // yaml-cpp places a missing value at the next token; no message uses it
+    EXPECT_EQ(it.line, ref.Mark().line);
+    EXPECT_EQ(it.column, ref.Mark().column);
+  }
+  if (ref.IsScalar()) EXPECT_EQ(it.value, ref.Scalar());
+  if (ref.IsSequence()) {
+    const auto items = ours.items();
+    ASSERT_EQ(items.size(), ref.size());
+    for (std::size_t i = 0; i < items.size(); ++i) expect_same_tree(items[i], ref[i], where + "[" + std::to_string(i) + "]");
+  }
+  if (ref.IsMap()) {
+    yamlio::MapReader m(ours);
+    const auto entries = m.entries();
+    ASSERT_EQ(entries.size(), ref.size());
+    std::size_t i = 0;
+    for (auto r = ref.begin(); r != ref.end(); ++r, ++i) {
+      EXPECT_EQ(entries[i].first, r->first.Scalar());
+      expect_same_tree(entries[i].second, r->second, where + "." + entries[i].first);
+    }
+  }
+}
+
+TEST(YamlReader, ReadsEveryShippedFileAsYamlCppDoes) {
+  namespace fs = std::filesystem;
+  int files = 0;
+  for (const char* folder : {"models", "topologies", "tests/data", "examples"}) {
+    const fs::path root = fs::path(DLSCALE_SOURCE_DIR) / folder;
+    if (!fs::exists(root)) continue;
+    for (const auto& e : fs::recursive_directory_iterator(root)) {
+      if (!e.is_regular_file() || (e.path().extension() != ".yaml" && e.path().extension() != ".yml")) continue;
+      std::ifstream in(e.path(), std::ios::binary);
+      std::stringstream text;
+      text << in.rdbuf();
+      YAML::Node ref;
+      try {
+        ref = YAML::Load(text.str());
+      } catch (const YAML::Exception&) {
+        continue;  // a deliberately malformed test input: yaml-cpp itself reads those (below)
+      }
+      expect_same_tree(yamlio::load_file(e.path()), ref, e.path().string());
+      ++files;
+    }
+  }
+  EXPECT_GT(files, 80);  // 89 when written: fewer means the folders moved
+}
+
+TEST(YamlReader, NullsEmptyDocumentsAndAliasesAsYamlCpp) {
+  // What yaml-cpp calls null: a plain ~, null, Null, NULL or nothing; quoted, they are text.
+  const std::string text =
+      "a: ~\nb: null\nc:\nd: \"null\"\ne: 'NULL'\nf: Null\ng: &x {k: [1, 2]}\nh: *x\n";
+  const auto ours = yamlio::load_string(text, "t.yaml");
+  expect_same_tree(ours, YAML::Load(text), "t.yaml");
+  yamlio::MapReader m(ours);
+  EXPECT_TRUE(m.required("a").is_null());
+  EXPECT_TRUE(m.required("c").is_null());
+  EXPECT_EQ(m.required("d").scalar(), "null");
+  EXPECT_EQ(m.required("h").size(), 1u);
+  // An empty file (or one of comments only) is a null without a position: the MapReader says so.
+  for (const std::string empty : {"", "# nothing\n"}) {
+    try {
+      yamlio::MapReader r(yamlio::load_string(empty, "e.yaml"));
+      FAIL();
+    } catch (const InputError& e) {
+      EXPECT_EQ(std::string(e.what()), "e.yaml:1:1: the file is empty (expected a mapping of keys to values)");
+    }
+  }
+  // Malformed YAML keeps yaml-cpp's message and position (libyaml's verdict is only a first look).
+  try {
+    (void)yamlio::load_string("a: [1, 2\nb: 3\n", "m.yaml");
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_EQ(std::string(e.what()), "m.yaml:2:2: malformed YAML: end of sequence flow not found");
+  }
+}
 
 TEST(Inputs, EveryShippedFrameworkLoads) {
   const auto names = list_names(DataKind::framework);

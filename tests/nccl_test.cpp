@@ -19,6 +19,8 @@
 #include "dlscale/io.hpp"
 #include "dlscale/topology.hpp"
 #include "nccl/model.hpp"
+#include "nccl/system.hpp"
+#include "topology/graph.hpp"
 #include "support/run.hpp"
 
 namespace dlscale {
@@ -113,6 +115,58 @@ TEST(NcclSearch, OneRingPerHdrNicAcrossNodes) {
   const auto c = topo("dgx-a100-hdr").channels(ChannelPattern::ring, first(8), 4);
   expect_channels(c, 8, 24.0);
   EXPECT_EQ(c.type_inter, PathType::pix);
+}
+
+TEST(NcclSearch, Dgx2EightGpusTreesAtTen) {
+  // The ring on GPUs 0-7 of DGX-2 (GPU↔NVS 6 × 20 = 120): 3 × 40 = 120 → stop, doubled → 6 × 20. Trees
+  // need those 6 channels; a chain books each hop both ways, so an inner GPU spends 2·speed of its
+  // 120 GB/s per channel: 6 chains need speed ≤ 120 / 12 = 10; 20, 18, 15 and 12 fail (NCCL spends a
+  // search budget on each, dlscale proves them short by the same count of GPU link capacity), 10 fits.
+  const auto& t = topo("dgx2");
+  expect_channels(t.channels(ChannelPattern::ring, first(8), 1), 6, 20.0);
+  const auto tree = t.channels(ChannelPattern::tree, first(8), 1);
+  expect_channels(tree, 6, 10.0);
+  EXPECT_EQ(tree.type_intra, PathType::nvl);
+}
+
+TEST(NcclSearch, SkippingSearchesProvedShortChangesNothing) {
+  // The reference is NCCL's own procedure: every search run with its budget (skip_doomed = false).
+  // The skipping search must find the same channels, speeds, path types and GPU orders on every
+  // shipped node, for every first-k GPU set, inside one node and across nodes (with the NICs), rings
+  // and trees (the tree asked for the ring's count).
+  const auto& table = nccl::default_table();
+  int compared = 0, trees = 0;
+  for (const auto& name : list_names(DataKind::cluster)) {
+    const Cluster& c = cluster(name);
+    if (!c.topology) continue;
+    for (int k = 1; k <= c.gpus_per_node; ++k)
+    for (bool nets : {false, true}) {
+      if (nets && c.topology->nic_names().empty()) continue;
+      if (!nets && k == 1) continue;
+      SCOPED_TRACE(name + ", " + std::to_string(k) + " GPUs" + (nets ? " with NICs" : ""));
+      const auto gpus = first(k);
+      auto run = [&](ChannelPattern p, int lo, int hi, bool skip) {
+        auto sys = nccl::build_system(c.topology->impl(), gpus, nets, table);
+        return nccl::compute_channels(sys, p, lo, hi, table, skip);
+      };
+      auto same = [&](const ChannelSet& a, const ChannelSet& b) {
+        EXPECT_EQ(a.channels, b.channels);
+        EXPECT_EQ(a.bw_intra, b.bw_intra);
+        EXPECT_EQ(a.bw_inter, b.bw_inter);
+        EXPECT_EQ(a.type_intra, b.type_intra);
+        EXPECT_EQ(a.fallback, b.fallback);
+        EXPECT_EQ(a.orders, b.orders);
+        ++compared;
+      };
+      const ChannelSet ring = run(ChannelPattern::ring, 1, table.max_channels, false);
+      same(run(ChannelPattern::ring, 1, table.max_channels, true), ring);
+      const ChannelSet tree = run(ChannelPattern::tree, ring.channels, ring.channels, false);
+      same(run(ChannelPattern::tree, ring.channels, ring.channels, true), tree);
+      ++trees;
+    }
+  }
+  EXPECT_GT(trees, 100);  // the shipped nodes give this many GPU sets; fewer means clusters went missing
+  EXPECT_EQ(compared, 2 * trees);
 }
 
 // ---- tuning ---------------------------------------------------------------------------------------

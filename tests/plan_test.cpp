@@ -250,6 +250,30 @@ TEST(Sweep, MatchesAPlainLoopOverPredictor) {
   }
 }
 
+TEST(Sweep, ReusedLayerTimesFollowTheNetworkNotItsName) {
+  // Layer times are kept between runs, by network content. Run a spec, then a copy whose ResNet-50 has
+  // one convolution twice as wide (same name, same layer count): the second run must match a Predictor
+  // that models the changed network from scratch (the reference loop), not the first run.
+  const SweepSpec spec = parse_sweep_spec(kSpec, "spec.yaml");
+  const SweepResult first = run_sweep(spec, SweepOptions{1, nullptr, {}});
+  SweepSpec wider = spec;
+  Network& net = wider.networks[spec.groups.front().model];
+  Layer* conv = nullptr;
+  for (auto& l : net.layers)
+    if (l.kind == LayerKind::conv && !l.output_shape.empty()) conv = &l;
+  ASSERT_NE(conv, nullptr);
+  conv->output_shape[0] *= 2;
+  conv->macs_per_sample *= 2;
+  conv->forward_flops_per_sample *= 2;
+  const SweepResult second = run_sweep(wider, SweepOptions{1, nullptr, {}});
+  ASSERT_EQ(second.rows.size(), first.rows.size());
+  const SweepGroup& g = wider.groups.front();
+  const Predictor p(group_scenario(wider, g));
+  const Prediction want = p.predict(g.gpus.front());
+  EXPECT_EQ(second.rows.front().prediction.iteration_time, want.iteration_time);
+  EXPECT_NE(second.rows.front().prediction.iteration_time, first.rows.front().prediction.iteration_time);
+}
+
 TEST(Sweep, LinkOverrideRaisesInterNodeBandwidth) {
   const SweepSpec spec = parse_sweep_spec(kSpec, "spec.yaml");
   const Cluster c = apply_overrides(spec.clusters[0], spec.links[2]);

@@ -1,20 +1,27 @@
 #include "io/yaml_reader.hpp"
 
 #include <fmt/format.h>
+#include <yaml-cpp/yaml.h>
+#include <yaml.h>
 
 #include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <fstream>
+#include <map>
 #include <sstream>
 
 namespace dlscale::yamlio {
 namespace {
 
-SourceLocation location(const YAML::Mark& m, const std::string& file) {
-  if (m.line < 0) return {file, 0, 0};
-  return {file, m.line + 1, m.column + 1};
+using detail::Document;
+using detail::Item;
+
+SourceLocation location(int line, int column, const std::string& file) {
+  if (line < 0) return {file, 0, 0};
+  return {file, line + 1, column + 1};
 }
+SourceLocation location(const YAML::Mark& m, const std::string& file) { return location(m.line, m.column, file); }
 
 std::string join(const std::vector<std::string>& v) {
   std::string out;
@@ -25,28 +32,157 @@ std::string join(const std::vector<std::string>& v) {
   return out;
 }
 
+// yaml-cpp's null: a plain, untagged "~", "null", "Null", "NULL", or nothing at all.
+bool null_scalar(std::string_view v) { return v.empty() || v == "~" || v == "null" || v == "Null" || v == "NULL"; }
+
+/// The first document of `text` with libyaml; false when libyaml rejects it (or uses what this tree
+/// does not hold), and the caller asks yaml-cpp instead.
+bool parse_libyaml(const std::string& text, Document& doc) {
+  yaml_parser_t parser;
+  if (!yaml_parser_initialize(&parser)) return false;
+  yaml_parser_set_input_string(&parser, reinterpret_cast<const unsigned char*>(text.data()), text.size());
+  std::vector<int> stack;
+  std::map<std::string, int, std::less<>> anchors;
+  bool ok = true, done = false, any = false;
+  auto add = [&](Item item, const yaml_char_t* anchor) {
+    const int id = static_cast<int>(doc.items.size());
+    doc.items.push_back(std::move(item));
+    if (!stack.empty()) doc.items[static_cast<std::size_t>(stack.back())].children.push_back(id);
+    if (anchor) anchors[reinterpret_cast<const char*>(anchor)] = id;
+    return id;
+  };
+  while (ok && !done) {
+    yaml_event_t ev;
+    if (!yaml_parser_parse(&parser, &ev)) {
+      ok = false;
+      break;
+    }
+    const int line = static_cast<int>(ev.start_mark.line), col = static_cast<int>(ev.start_mark.column);
+    switch (ev.type) {
+      case YAML_DOCUMENT_START_EVENT:
+        any = true;
+        break;
+      case YAML_DOCUMENT_END_EVENT:
+      case YAML_STREAM_END_EVENT:
+        done = true;
+        break;
+      case YAML_SCALAR_EVENT: {
+        Item it;
+        it.line = line;
+        it.column = col;
+        const std::string_view v(reinterpret_cast<const char*>(ev.data.scalar.value), ev.data.scalar.length);
+        const bool plain = ev.data.scalar.style == YAML_PLAIN_SCALAR_STYLE && ev.data.scalar.plain_implicit;
+        if (ev.data.scalar.tag != nullptr) ok = false;  // tags: yaml-cpp's reading decides
+        if (plain && null_scalar(v)) {
+          it.kind = Item::Kind::null;
+        } else {
+          it.kind = Item::Kind::scalar;
+          it.value.assign(v);
+        }
+        add(std::move(it), ev.data.scalar.anchor);
+        break;
+      }
+      case YAML_SEQUENCE_START_EVENT:
+      case YAML_MAPPING_START_EVENT: {
+        const bool map = ev.type == YAML_MAPPING_START_EVENT;
+        if ((map ? ev.data.mapping_start.tag : ev.data.sequence_start.tag) != nullptr) ok = false;
+        Item it;
+        it.kind = map ? Item::Kind::map : Item::Kind::sequence;
+        it.line = line;
+        it.column = col;
+        stack.push_back(add(std::move(it), map ? ev.data.mapping_start.anchor : ev.data.sequence_start.anchor));
+        break;
+      }
+      case YAML_SEQUENCE_END_EVENT:
+      case YAML_MAPPING_END_EVENT:
+        stack.pop_back();
+        break;
+      case YAML_ALIAS_EVENT: {
+        const auto a = anchors.find(reinterpret_cast<const char*>(ev.data.alias.anchor));
+        if (a == anchors.end() || stack.empty()) {
+          ok = false;
+        } else {
+          doc.items[static_cast<std::size_t>(stack.back())].children.push_back(a->second);
+        }
+        break;
+      }
+      default:
+        break;
+    }
+    yaml_event_delete(&ev);
+  }
+  yaml_parser_delete(&parser);
+  if (!ok) return false;
+  if (!any || doc.items.empty()) {  // no document: a null root without a position, as yaml-cpp gives
+    doc.items.assign(1, Item{});
+  }
+  return true;
+}
+
+int convert(const YAML::Node& n, Document& doc) {
+  const int id = static_cast<int>(doc.items.size());
+  doc.items.emplace_back();
+  {
+    Item& it = doc.items.back();
+    it.line = n.Mark().line;
+    it.column = n.Mark().column;
+    if (n.IsScalar()) {
+      it.kind = Item::Kind::scalar;
+      it.value = n.Scalar();
+    } else if (n.IsSequence()) {
+      it.kind = Item::Kind::sequence;
+    } else if (n.IsMap()) {
+      it.kind = Item::Kind::map;
+    }
+  }
+  if (n.IsSequence()) {
+    for (const auto& e : n) {
+      const int c = convert(e, doc);
+      doc.items[static_cast<std::size_t>(id)].children.push_back(c);
+    }
+  } else if (n.IsMap()) {
+    for (const auto& e : n) {
+      const int k = convert(e.first, doc);
+      const int v = convert(e.second, doc);
+      auto& ch = doc.items[static_cast<std::size_t>(id)].children;
+      ch.push_back(k);
+      ch.push_back(v);
+    }
+  }
+  return id;
+}
+
 Node parse_text(const std::string& text, const std::string& display_name) {
   auto file = std::make_shared<const std::string>(display_name);
-  try {
-    YAML::Node root = YAML::Load(text);
-    return Node(root, file, "");
-  } catch (const YAML::ParserException& e) {
-    throw InputError(location(e.mark, display_name), "", "malformed YAML: " + e.msg);
+  auto doc = std::make_shared<Document>();
+  if (!parse_libyaml(text, *doc)) {
+    doc->items.clear();
+    try {
+      convert(YAML::Load(text), *doc);
+    } catch (const YAML::ParserException& e) {
+      throw InputError(location(e.mark, display_name), "", "malformed YAML: " + e.msg);
+    }
   }
+  return Node(std::move(doc), 0, file, "");
 }
 
 }  // namespace
 
-Node::Node(YAML::Node node, std::shared_ptr<const std::string> file, std::string path)
-    : node_(std::move(node)), file_(std::move(file)), path_(std::move(path)) {}
+Node::Node(std::shared_ptr<const Document> doc, int index, std::shared_ptr<const std::string> file, std::string path)
+    : doc_(std::move(doc)), index_(index), file_(std::move(file)), path_(std::move(path)) {}
 
-SourceLocation Node::where() const { return location(node_.Mark(), *file_); }
+SourceLocation Node::where() const { return location(item().line, item().column, *file_); }
+
+std::size_t Node::size() const {
+  const auto& it = item();
+  return it.kind == Item::Kind::map ? it.children.size() / 2 : it.kind == Item::Kind::sequence ? it.children.size() : 0;
+}
 
 void Node::fail(const std::string& message) const { throw InputError(where(), path_, message); }
 
 std::string Node::scalar() const {
-  if (!node_.IsScalar()) fail(node_.IsNull() ? "a value is required" : "expected a single value, not a list or a mapping");
-  return node_.Scalar();
+  if (!is_scalar()) fail(is_null() ? "a value is required" : "expected a single value, not a list or a mapping");
+  return item().value;
 }
 
 double Node::number() const {
@@ -119,10 +255,11 @@ std::string Node::choice(std::initializer_list<std::string_view> choices) const 
 }
 
 std::vector<Node> Node::items() const {
-  if (!node_.IsSequence()) fail("expected a list");
+  if (!is_sequence()) fail("expected a list");
+  const auto& children = item().children;
   std::vector<Node> out;
-  out.reserve(node_.size());
-  for (std::size_t i = 0; i < node_.size(); ++i) out.emplace_back(node_[i], file_, fmt::format("{}[{}]", path_, i));
+  out.reserve(children.size());
+  for (std::size_t i = 0; i < children.size(); ++i) out.emplace_back(doc_, children[i], file_, fmt::format("{}[{}]", path_, i));
   return out;
 }
 
@@ -142,28 +279,43 @@ Node load_file(const std::filesystem::path& file) {
 
 Node load_string(const std::string& text, const std::string& display_name) { return parse_text(text, display_name); }
 
-MapReader::MapReader(Node map) : map_(std::move(map)) {
-  if (!map_.raw().IsMap()) {
-    // An empty document has no position; its error belongs at its start.
-    if (map_.raw().IsNull() && map_.path().empty() && map_.raw().Mark().line < 0)
-      throw InputError(SourceLocation{map_.file(), 1, 1}, "", "the file is empty (expected a mapping of keys to values)");
-    map_.fail(map_.raw().IsNull() ? "expected a mapping, found nothing" : "expected a mapping of keys to values");
+Node load_generated(const std::string& text, const Node& at) {
+  auto doc = std::make_shared<Document>(*parse_text(text, at.file()).document());
+  for (Item& it : doc->items) {
+    it.line = at.item().line;
+    it.column = at.item().column;
   }
-  for (auto it = map_.raw().begin(); it != map_.raw().end(); ++it) {
-    if (!it->first.IsScalar()) throw InputError(location(it->first.Mark(), map_.file()), map_.path(), "keys must be plain names");
-    const std::string key = it->first.Scalar();
+  return Node(std::move(doc), 0, at.file_ptr(), at.path());
+}
+
+MapReader::MapReader(Node map) : map_(std::move(map)) {
+  const Item& m = map_.item();
+  if (m.kind != Item::Kind::map) {
+    // An empty document has no position; its error belongs at its start.
+    if (m.kind == Item::Kind::null && map_.path().empty() && m.line < 0)
+      throw InputError(SourceLocation{map_.file(), 1, 1}, "", "the file is empty (expected a mapping of keys to values)");
+    map_.fail(m.kind == Item::Kind::null ? "expected a mapping, found nothing" : "expected a mapping of keys to values");
+  }
+  const auto& items = map_.document()->items;
+  keys_.reserve(m.children.size() / 2);
+  values_.reserve(m.children.size() / 2);
+  for (std::size_t i = 0; i + 1 < m.children.size(); i += 2) {
+    const Item& k = items[static_cast<std::size_t>(m.children[i])];
+    if (k.kind != Item::Kind::scalar) throw InputError(location(k.line, k.column, map_.file()), map_.path(), "keys must be plain names");
+    const std::string& key = k.value;
     if (std::find(keys_.begin(), keys_.end(), key) != keys_.end()) {
       const std::string full = map_.path().empty() ? key : map_.path() + "." + key;
-      throw InputError(location(it->first.Mark(), map_.file()), full, "duplicate key");
+      throw InputError(location(k.line, k.column, map_.file()), full, "duplicate key");
     }
     keys_.push_back(key);
+    values_.push_back(m.children[i + 1]);
   }
   used_.assign(keys_.size(), false);
 }
 
-Node MapReader::child(const YAML::Node& value, std::string_view key) const {
+Node MapReader::child(int value, std::string_view key) const {
   const std::string full = map_.path().empty() ? std::string(key) : map_.path() + "." + std::string(key);
-  return Node(value, map_.file_ptr(), full);
+  return Node(map_.document(), value, map_.file_ptr(), full);
 }
 
 bool MapReader::has(std::string_view key) const {
@@ -174,8 +326,9 @@ std::optional<Node> MapReader::optional(std::string_view key) {
   asked_.emplace_back(key);
   const auto it = std::find(keys_.begin(), keys_.end(), key);
   if (it == keys_.end()) return std::nullopt;
-  used_[static_cast<std::size_t>(it - keys_.begin())] = true;
-  return child(map_.raw()[std::string(key)], key);
+  const auto i = static_cast<std::size_t>(it - keys_.begin());
+  used_[i] = true;
+  return child(values_[i], key);
 }
 
 Node MapReader::required(std::string_view key) {
@@ -191,20 +344,21 @@ std::vector<std::pair<std::string, Node>> MapReader::entries() {
   std::vector<std::pair<std::string, Node>> out;
   for (std::size_t i = 0; i < keys_.size(); ++i) {
     used_[i] = true;
-    out.emplace_back(keys_[i], child(map_.raw()[keys_[i]], keys_[i]));
+    out.emplace_back(keys_[i], child(values_[i], keys_[i]));
   }
   return out;
 }
 
 void MapReader::finish() const {
-  std::size_t i = 0;
-  for (auto it = map_.raw().begin(); it != map_.raw().end(); ++it, ++i) {
+  const auto& children = map_.item().children;
+  for (std::size_t i = 0; i < keys_.size(); ++i) {
     if (used_[i]) continue;
     const std::string full = map_.path().empty() ? keys_[i] : map_.path() + "." + keys_[i];
     std::vector<std::string> known = asked_;
     std::sort(known.begin(), known.end());
     known.erase(std::unique(known.begin(), known.end()), known.end());
-    throw InputError(location(it->first.Mark(), map_.file()), full, "unknown key (known keys here: " + join(known) + ")");
+    const Item& k = map_.document()->items[static_cast<std::size_t>(children[2 * i])];
+    throw InputError(location(k.line, k.column, map_.file()), full, "unknown key (known keys here: " + join(known) + ")");
   }
 }
 

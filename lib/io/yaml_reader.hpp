@@ -1,9 +1,9 @@
-// Internal: the only place that sees yaml-cpp. Wraps a YAML node with its file and key path so that
+// Internal: the only place that sees a YAML parser. Wraps a YAML node with its file and key path so that
 // every error is one line "file:line:col: 'key.path': message", and a MapReader that rejects keys it
-// was not asked for.
+// was not asked for. Documents are parsed by libyaml (LibYAML's event parser, fast enough that a
+// command's start-up is not spent in it) into a small tree of their own; a document libyaml rejects is
+// handed to yaml-cpp, whose verdict and messages the error tests were written against.
 #pragma once
-
-#include <yaml-cpp/yaml.h>
 
 #include <filesystem>
 #include <memory>
@@ -17,19 +17,36 @@
 
 namespace dlscale::yamlio {
 
+namespace detail {
+/// One node of a parsed document. A mapping's children alternate key, value.
+struct Item {
+  enum class Kind : unsigned char { null, scalar, sequence, map };
+  Kind kind = Kind::null;
+  int line = -1, column = -1;  // 0-based; -1: no position (an empty document)
+  std::string value;
+  std::vector<int> children;
+};
+struct Document {
+  std::vector<Item> items;  // items[0] is the root
+};
+}  // namespace detail
+
 class Node {
  public:
-  Node(YAML::Node node, std::shared_ptr<const std::string> file, std::string path);
+  Node(std::shared_ptr<const detail::Document> doc, int index, std::shared_ptr<const std::string> file,
+       std::string path);
 
   [[nodiscard]] SourceLocation where() const;
   [[nodiscard]] const std::string& path() const noexcept { return path_; }
   [[nodiscard]] const std::string& file() const noexcept { return *file_; }
   [[noreturn]] void fail(const std::string& message) const;
 
-  [[nodiscard]] bool is_map() const { return node_.IsMap(); }
-  [[nodiscard]] bool is_sequence() const { return node_.IsSequence(); }
-  [[nodiscard]] bool is_scalar() const { return node_.IsScalar(); }
-  [[nodiscard]] bool is_null() const { return node_.IsNull(); }
+  [[nodiscard]] bool is_map() const { return item().kind == detail::Item::Kind::map; }
+  [[nodiscard]] bool is_sequence() const { return item().kind == detail::Item::Kind::sequence; }
+  [[nodiscard]] bool is_scalar() const { return item().kind == detail::Item::Kind::scalar; }
+  [[nodiscard]] bool is_null() const { return item().kind == detail::Item::Kind::null; }
+  /// A mapping's number of keys, a sequence's number of elements (0 otherwise).
+  [[nodiscard]] std::size_t size() const;
 
   [[nodiscard]] std::string scalar() const;
   [[nodiscard]] double number() const;
@@ -51,13 +68,15 @@ class Node {
 
   [[nodiscard]] std::vector<Node> items() const;               // a sequence's elements
   [[nodiscard]] std::vector<std::int64_t> integer_list() const;  // a sequence of integers
-  [[nodiscard]] const YAML::Node& raw() const noexcept { return node_; }
+  [[nodiscard]] const detail::Item& item() const noexcept { return doc_->items[static_cast<std::size_t>(index_)]; }
+  [[nodiscard]] const std::shared_ptr<const detail::Document>& document() const noexcept { return doc_; }
   [[nodiscard]] std::shared_ptr<const std::string> file_ptr() const noexcept { return file_; }
 
  private:
   template <class T>
   T quantity(T (*parse)(std::string_view)) const;
-  YAML::Node node_;
+  std::shared_ptr<const detail::Document> doc_;
+  int index_ = 0;
   std::shared_ptr<const std::string> file_;
   std::string path_;
 };
@@ -66,6 +85,9 @@ class Node {
 Node load_file(const std::filesystem::path& file);
 /// Parses text as if it came from `display_name` (for tests and embedded data).
 Node load_string(const std::string& text, const std::string& display_name);
+/// Parses text that code generated in place of `at` (a zoo operation that expands into others): every
+/// node of it reports errors at `at`'s file, position and key path.
+Node load_generated(const std::string& text, const Node& at);
 
 class MapReader {
  public:
@@ -81,9 +103,10 @@ class MapReader {
   void finish() const;
 
  private:
-  Node child(const YAML::Node& value, std::string_view key) const;
+  Node child(int value, std::string_view key) const;
   Node map_;
   std::vector<std::string> keys_;
+  std::vector<int> values_;  // item index of each key's value
   mutable std::vector<bool> used_;
   std::vector<std::string> asked_;
 };

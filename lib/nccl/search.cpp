@@ -3,6 +3,7 @@
 // upward, with NCCL's step budgets; then channel duplication and a second pass that raises the speed.
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <optional>
 
 #include "nccl/system.hpp"
@@ -27,7 +28,17 @@ struct Graph {
 
 bool is_tree(int pattern) { return pattern == BALANCED_TREE || pattern == SPLIT_TREE || pattern == TREE; }
 
-void sub_round(double& a, double b) { a = std::round((a - b) * 1000.0) / 1000.0; }
+/// std::round (half away from zero), inline: the search calls it on every link of every hop, and
+/// libm's is a call. Exact for |x| < 2^52, where x − trunc(x) has no rounding error.
+inline double round_half_away(double x) {
+  if (!(std::fabs(x) < 4.0e15)) return std::round(x);
+  const double t = static_cast<double>(static_cast<long long>(x));
+  const double d = x - t;
+  return d >= 0.5 ? t + 1.0 : d <= -0.5 ? t - 1.0 : t;
+}
+
+// SUB_ROUND: NCCL keeps bandwidths to 0.001 GB/s.
+void sub_round(double& a, double b) { a = round_half_away((a - b) * 1000.0) / 1000.0; }
 
 class Search {
  public:
@@ -104,6 +115,23 @@ class Search {
     return 0;
   }
 
+  // ncclTopoGetGpuMinPath / ncclTopoGetGpuMaxPath: the best and worst path type from a GPU to the
+  // other GPUs (to = GPU) or to the NICs (to = NET).
+  int min_path(NodeType to) const {
+    int m = P_SYS;
+    for (int i = 0; i < ngpus_; ++i)
+      for (int j = 0; j < s_.count(to); ++j)
+        if (!(to == GPU && i == j)) m = std::min(m, s_.p(GPU, i, to, j).type);
+    return m;
+  }
+  int max_path(NodeType to) const {
+    int m = P_LOC;
+    for (int i = 0; i < ngpus_; ++i)
+      for (int j = 0; j < s_.count(to); ++j)
+        if (!(to == GPU && i == j)) m = std::max(m, s_.p(GPU, i, to, j).type);
+    return m;
+  }
+
   // ncclTopoCompareGraphs
   static bool better(const Graph& g, const Graph& ref) {
     if (g.n_channels < g.min_channels) return false;
@@ -144,6 +172,32 @@ class Search {
       return nkept;
     }
     const int net = sort_net ? s_.of_type[NET][static_cast<std::size_t>(g.inter[static_cast<std::size_t>(g.n_channels * 2)])] : -1;
+    if (net < 0) {
+      // Without a NIC to sort by, the score is the path's speed and hops and the distance in index
+      // order, none of which changes during the search: the order is sorted once per GPU and only
+      // the GPUs still free are taken from it (a subset of a total order keeps its order).
+      if (static_orders_.empty()) static_orders_.resize(static_cast<std::size_t>(ngpus_));
+      auto& order = static_orders_[static_cast<std::size_t>(gpu)];
+      if (!order) {
+        order.emplace();
+        scores_.clear();
+        for (int i = 1; i < ngpus_; ++i) {
+          const int o = (gpu + i) % ngpus_;
+          const SPath& p = s_.path[from][s_.of_type[GPU][o]];
+          if (p.count() == 0 || p.type >= P_DIS) continue;
+          scores_.push_back(Score{o, i, p.count(), static_cast<int>(p.bw), 0, 0, 0});
+        }
+        std::sort(scores_.begin(), scores_.end(), by_score);
+        for (const auto& sc : scores_) order->push_back(sc.g);
+      }
+      int n = 0;
+      for (int o : *order)
+        if (!(s_.nodes[s_.of_type[GPU][o]].used & flag)) {
+          stack_.push_back(o);
+          ++n;
+        }
+      return n;
+    }
     scores_.clear();
     for (int i = 1; i < ngpus_; ++i) {
       const int o = (gpu + i) % ngpus_;
@@ -162,16 +216,21 @@ class Search {
     }
     // NCCL's order; `start` differs between candidates, so the order is total and a plain sort equals
     // NCCL's stable one.
-    std::sort(scores_.begin(), scores_.end(), [](const Score& a, const Score& b) {
-      if (a.inter_bw != b.inter_bw) return a.inter_bw > b.inter_bw;
-      if (a.inter_pci != b.inter_pci) return a.inter_pci > b.inter_pci;
-      if (a.inter_hops != b.inter_hops) return a.inter_hops < b.inter_hops;
-      if (a.intra_bw != b.intra_bw) return a.intra_bw > b.intra_bw;
-      if (a.intra_hops != b.intra_hops) return a.intra_hops < b.intra_hops;
-      return a.start < b.start;
-    });
+    std::sort(scores_.begin(), scores_.end(), by_score);
     for (const auto& sc : scores_) stack_.push_back(sc.g);
     return static_cast<int>(scores_.size());
+  }
+
+  struct Score {
+    int g, start, intra_hops, intra_bw, inter_hops, inter_pci, inter_bw;
+  };
+  static bool by_score(const Score& a, const Score& b) {
+    if (a.inter_bw != b.inter_bw) return a.inter_bw > b.inter_bw;
+    if (a.inter_pci != b.inter_pci) return a.inter_pci > b.inter_pci;
+    if (a.inter_hops != b.inter_hops) return a.inter_hops < b.inter_hops;
+    if (a.intra_bw != b.intra_bw) return a.intra_bw > b.intra_bw;
+    if (a.intra_hops != b.intra_hops) return a.intra_hops < b.intra_hops;
+    return a.start < b.start;
   }
 
   // ncclTopoSelectNets (simplified): the NICs closest to the GPU(s) first, then by path type up to type_inter.
@@ -247,6 +306,11 @@ class Search {
       if (better(g, save)) {
         save = g;
         if (g.n_channels == g.max_channels) time = -1;
+        // A first-pass graph that reaches totalBw ends the search as soon as it returns ("done"), and
+        // what is left of the budget no longer counts; when the bound also proves that nothing in
+        // this search can beat it, the rest of the search cannot change anything: stop here.
+        else if (stop_when_final_ && save.n_channels * save.bw_inter >= s_.total_bw && cannot_improve(g, save))
+          time = -1;
       }
       if (g.n_channels < g.max_channels) rec(g, save, time);
       --g.n_channels;
@@ -359,15 +423,216 @@ class Search {
   }
 
   // ncclTopoCompute
-  ChannelSet compute(ChannelPattern which, int min_channels, int max_channels) {
+  ChannelSet compute(ChannelPattern which, int min_channels, int max_channels, bool skip_doomed) {
+    if (skip_doomed)
+      if (auto fast = compute_once(which, min_channels, max_channels, true)) return *fast;
+    return *compute_once(which, min_channels, max_channels, false);
+  }
+
+  /// A bound that proves a first-pass search cannot save anything: ncclTopoCompareGraphs keeps a graph
+  /// only with at least min_channels channels (a tree's min is the ring's count) and more channels ×
+  /// speed than the best so far (or as much with fewer hops). Every hop a → b reserves at least the
+  /// channel's speed on the first link of its path, one of a's outgoing links (×1.2 on PCIe through an
+  /// Intel CPU, never less); a ring leaves each GPU once per channel, a tree books each hop both ways,
+  /// so its chain of n GPUs leaves the GPUs 2(n − 1) times per channel, at least once from each. A link
+  /// of remaining bandwidth C takes at most C / speed hops (plus what sub_round's rounding to 0.001
+  /// may give back: at most 0.0005 per hop). A channel's hops count at least the shortest allowed
+  /// path each. Only without NICs: the NVSwitch and PCIe nodes where the search spends NCCL's budgets
+  /// at speeds that cannot do better.
+  bool cannot_improve(const Graph& g, const Graph& best) const {
+    if (s_.count(NET) > 0) return cannot_improve_with_nets(g, best);
+    if (ngpus_ < 2) return false;
+    const double bw = g.bw_intra * std::min(1.0, t_.intel_p2p_overhead);
+    if (!(bw > 0)) return false;
+    const bool tree = is_tree(g.pattern);
+    long total = 0, most = g.max_channels;
+    int min_hops = 0;  // links of the shortest path a hop may take
+    for (int gi = 0; gi < ngpus_; ++gi) {
+      // the links a hop out of this GPU can start on: the first link of its path to each other GPU that
+      // the channel's path type allows
+      first_links_.clear();
+      for (int o = 0; o < ngpus_; ++o) {
+        if (o == gi) continue;
+        const SPath& p = s_.p(GPU, gi, GPU, o);
+        if (p.count() == 0 || p.type >= P_DIS || p.type > g.type_intra) continue;
+        if (min_hops == 0 || p.count() < min_hops) min_hops = p.count();
+        const int l = p.links.front();
+        if (std::find(first_links_.begin(), first_links_.end(), l) == first_links_.end()) first_links_.push_back(l);
+      }
+      long cap = 0;
+      for (int l : first_links_) {
+        const double c = s_.links[static_cast<std::size_t>(l)].bw;
+        if (c <= 0) continue;
+        cap += static_cast<long>(std::floor((c + 0.0005 * (c / bw + 2.0)) / bw));
+      }
+      most = std::min(most, cap);  // every channel leaves every GPU at least once
+      total += cap;
+    }
+    const long hops_per_channel = tree ? ngpus_ - 1 : ngpus_;
+    const long leaves_per_channel = tree ? 2L * (ngpus_ - 1) : ngpus_;
+    most = std::min(most, total / leaves_per_channel);
+    // A link every path from one part of the GPUs to the rest crosses (two sockets joined by one link):
+    // a channel visits every GPU, so it has a hop from that part to the rest (a ring) or books one
+    // (a tree books each hop both ways), and that hop reserves at least the speed on the link.
+    for (int l : cut_links()) {
+      const double c = s_.links[static_cast<std::size_t>(l)].bw;
+      most = std::min(most, c <= 0 ? 0L : static_cast<long>(std::floor((c + 0.0005 * (c / bw + 2.0)) / bw)));
+    }
+    // A link that every path out of some GPUs crosses (their PCIe switch's uplink when peer-to-peer goes
+    // through the host): every channel leaves each of them, so it reserves at least the sum of their
+    // charges on it (×1.2 where the path is PHB through an Intel CPU, as follow_path charges).
+    for (const auto& [l, factor] : shared_links()) {
+      const double c = s_.links[static_cast<std::size_t>(l)].bw;
+      const double per_channel = factor * g.bw_intra;
+      if (!(per_channel > 0)) continue;
+      most = std::min(most, c <= 0 ? 0L : static_cast<long>(std::floor((c + 0.0005 * (c / bw + 2.0)) / per_channel)));
+    }
+    const double best_bw = best.n_channels * best.bw_intra;
+    for (long n = g.min_channels; n <= most; ++n) {
+      const double a = static_cast<double>(n) * g.bw_intra;
+      if (a > best_bw) return false;
+      if (a == best_bw && g.pattern == best.pattern && n * hops_per_channel * min_hops < best.n_hops) return false;
+    }
+    return true;
+  }
+
+  /// The links that split the GPUs: a directed link l and a part A of the GPUs such that the path from
+  /// every GPU of A to every GPU outside A crosses l. Found once per search (paths do not change).
+  const std::vector<int>& cut_links() const {
+    if (cuts_done_) return cuts_;
+    cuts_done_ = true;
+    if (ngpus_ > 64) return cuts_;
+    const std::uint64_t all = ngpus_ == 64 ? ~0ULL : (1ULL << ngpus_) - 1;
+    // to[l * ngpus + a]: the GPUs b whose path from a crosses l
+    std::vector<std::uint64_t> to(s_.links.size() * static_cast<std::size_t>(ngpus_), 0);
+    for (int a = 0; a < ngpus_; ++a)
+      for (int b = 0; b < ngpus_; ++b) {
+        if (a == b) continue;
+        for (int l : s_.p(GPU, a, GPU, b).links)
+          to[static_cast<std::size_t>(l) * static_cast<std::size_t>(ngpus_) + static_cast<std::size_t>(a)] |= 1ULL << b;
+      }
+    for (std::size_t l = 0; l < s_.links.size(); ++l) {
+      std::uint64_t from = 0, reach = all;
+      for (int a = 0; a < ngpus_; ++a) {
+        const std::uint64_t m = to[l * static_cast<std::size_t>(ngpus_) + static_cast<std::size_t>(a)];
+        if (m == 0) continue;
+        from |= 1ULL << a;
+        reach &= m;
+      }
+      if (from != 0 && (from & reach) == 0 && (from | reach) == all) cuts_.push_back(static_cast<int>(l));
+    }
+    return cuts_;
+  }
+
+  /// Links that every path out of two or more GPUs crosses, each with the sum over those GPUs of the
+  /// smallest charge factor (per unit of speed) their paths put on it. Found once per search.
+  const std::vector<std::pair<int, double>>& shared_links() const {
+    if (shared_done_) return shared_;
+    shared_done_ = true;
+    std::vector<double> factor(s_.links.size(), 0.0);
+    std::vector<int> count(s_.links.size(), 0);
+    std::vector<double> mine(s_.links.size());
+    std::vector<int> hits(s_.links.size());
+    for (int a = 0; a < ngpus_; ++a) {
+      std::fill(mine.begin(), mine.end(), std::numeric_limits<double>::infinity());
+      std::fill(hits.begin(), hits.end(), 0);
+      int paths = 0;
+      for (int b = 0; b < ngpus_; ++b) {
+        if (a == b) continue;
+        const SPath& p = s_.p(GPU, a, GPU, b);
+        if (p.count() == 0 || p.type >= P_DIS) continue;
+        ++paths;
+        const double pci = pci_factor(p, s_.of_type[GPU][static_cast<std::size_t>(a)]);
+        for (int l : p.links) {
+          const auto li = static_cast<std::size_t>(l);
+          ++hits[li];
+          mine[li] = std::min(mine[li], s_.links[li].type == P_PIX ? pci : 1.0);
+        }
+      }
+      if (paths == 0) continue;
+      for (std::size_t l = 0; l < s_.links.size(); ++l) {
+        if (hits[l] != paths) continue;  // some path out of a avoids l
+        factor[l] += mine[l];
+        ++count[l];
+      }
+    }
+    for (std::size_t l = 0; l < s_.links.size(); ++l)
+      if (count[l] >= 2) shared_.emplace_back(static_cast<int>(l), factor[l]);
+    return shared_;
+  }
+
+  /// follow_path's factor on the PCIe links of a path from `start`: INTEL_P2P_OVERHEAD on a PHB path
+  /// from a GPU through an Intel x86 CPU, else 1.
+  double pci_factor(const SPath& path, int start) const {
+    if (path.type != P_PHB || s_.nodes[static_cast<std::size_t>(start)].type != GPU) return 1.0;
+    for (int l : path.links) {
+      const SNode& node = s_.nodes[static_cast<std::size_t>(s_.links[static_cast<std::size_t>(l)].to)];
+      if (node.type == CPU && node.arch == topo::CpuArch::x86 && node.vendor == topo::CpuVendor::intel)
+        return t_.intel_p2p_overhead;
+    }
+    return 1.0;
+  }
+
+  /// The same with NICs: a channel enters through a NIC whose budget (net_bw) it keeps while the
+  /// search goes deeper (ncclTopoSearchRecNet), so no more channels stand together than the NICs'
+  /// budgets hold at the inter speed. A channel's hops count at least the shortest NIC → GPU path, the
+  /// shortest GPU → GPU path for each further GPU and the shortest GPU → NIC path.
+  bool cannot_improve_with_nets(const Graph& g, const Graph& best) const {
+    const double bw = g.bw_inter;
+    if (!(bw > 0)) return false;
+    long most = 0;
+    for (int n = 0; n < s_.count(NET); ++n) {
+      const double c = s_.typed_const(NET, n).net_bw;
+      if (c > 0) most += static_cast<long>(std::floor(c / bw + 1e-6));
+    }
+    most = std::min<long>(most, g.max_channels);
+    auto shortest = [&](NodeType from, NodeType to) {
+      int m = 0;
+      for (int i = 0; i < s_.count(from); ++i)
+        for (int j = 0; j < s_.count(to); ++j) {
+          const int c = s_.p(from, i, to, j).count();
+          if (c > 0 && (m == 0 || c < m)) m = c;
+        }
+      return m;
+    };
+    const long min_hops = shortest(NET, GPU) + (ngpus_ - 1L) * (ngpus_ > 1 ? shortest(GPU, GPU) : 0) + shortest(GPU, NET);
+    const double best_bw = best.n_channels * best.bw_intra;
+    for (long n = g.min_channels; n <= most; ++n) {
+      const double a = static_cast<double>(n) * g.bw_intra;
+      if (a > best_bw) return false;
+      if (a == best_bw && g.pattern == best.pattern && n * min_hops < best.n_hops) return false;
+    }
+    return true;
+  }
+
+  std::optional<ChannelSet> compute_once(ChannelPattern which, int min_channels, int max_channels, bool skip_doomed) {
+    bool skipped = false;
     const bool nets = s_.count(NET) > 0;
     const int cc = s_.sm;
     Graph graph;
     graph.pattern = which == ChannelPattern::ring ? RING : (cc < 80 ? SPLIT_TREE : BALANCED_TREE);
     graph.min_channels = min_channels;
     graph.max_channels = max_channels;
-    graph.type_intra = ngpus_ == 1 ? P_LOC : P_NVL;
-    graph.type_inter = P_PIX;
+    // ncclTopoGetGpuMinPath / ncclTopoGetGpuMaxPath: the path types the search tries run from the best
+    // to the worst GPU-GPU path of this system (GPU-NET with NICs), not over every type: a type below the
+    // best allows no hop, one above the worst allows what the worst does. On an NVSwitch node every pair
+    // is NVL, so NCCL searches at NVL only.
+    min_type_intra_ = P_LOC;
+    int max_type_intra = P_SYS;
+    min_type_inter_ = P_PIX;
+    max_type_inter_ = P_SYS;
+    if (ngpus_ > 1) {
+      min_type_intra_ = min_path(GPU);
+      max_type_intra = max_path(GPU);
+    }
+    if (nets) {
+      min_type_inter_ = min_path(NET);
+      max_type_inter_ = max_path(NET);
+      max_type_intra = max_type_inter_;
+    }
+    max_type_intra_ = max_type_intra;
+    graph.type_intra = min_type_intra_;
+    graph.type_inter = min_type_inter_;
     graph.same_channels = true;
     graph.intra.assign(static_cast<std::size_t>(max_channels * std::max(ngpus_, 1)), 0);
     graph.inter.assign(static_cast<std::size_t>(max_channels * 2), 0);
@@ -386,11 +651,31 @@ class Search {
     int time = 0;
 
     for (;;) {  // the "search:" label
+      // The second pass raises a ring's speed one step at a time while its searches end before their
+      // budget. When the bound proves that no search at this speed or any higher one can keep a graph,
+      // the graph is final whichever way the budgets go: stop.
+      if (pass == 2 && skip_doomed && tmp.pattern == RING) {
+        bool final_graph = true;
+        for (int k = si; k >= 0 && final_graph; --k) {
+          Graph probe = tmp;
+          probe.bw_intra = probe.bw_inter = speeds[static_cast<std::size_t>(k)];
+          final_graph = cannot_improve(probe, graph);
+        }
+        if (final_graph) break;
+      }
       time = tmp.same_channels ? t_.search_timeout_same
                                : tmp.pattern == TREE ? t_.search_timeout_tree : t_.search_timeout;
       tmp.n_channels = 0;
       global_timeout -= time;
-      rec(tmp, graph, time);
+      stop_when_final_ = pass == 1 && skip_doomed;
+      if (pass == 1 && skip_doomed && cannot_improve(tmp, graph)) {
+        // NCCL would search and keep nothing: the outcome is "nothing saved" and a remaining budget
+        // between 0 and `time`, taken as 0 (see the global timeout below).
+        time = 0;
+        skipped = true;
+      } else {
+        rec(tmp, graph, time);
+      }
       bool done = time == -1 || graph.n_channels * graph.bw_inter >= s_.total_bw;
       if (!done && pass == 1) {
         if (tmp.same_channels) {
@@ -401,20 +686,24 @@ class Search {
         if (time != -1) global_timeout += time;
         else global_timeout = t_.search_timeout_global;
         if (global_timeout < 0 && graph.n_channels) {
+          // A skipped search was counted as spending its whole budget; NCCL's may have ended sooner and
+          // left the global budget positive. Only here could that change the result: search again
+          // without skipping.
+          if (skipped) return std::nullopt;
           done = true;
         } else {
-          const int max_type_intra = nets ? tmp.type_inter : P_SYS;
-          if (tmp.type_intra < max_type_intra && (graph.n_channels == 0 || tmp.type_intra < graph.type_intra)) {
+          const int max_intra = nets ? tmp.type_inter : max_type_intra_;
+          if (tmp.type_intra < max_intra && (graph.n_channels == 0 || tmp.type_intra < graph.type_intra)) {
             ++tmp.type_intra;
             continue;
           }
-          tmp.type_intra = ngpus_ == 1 ? P_LOC : P_NVL;
-          if (nets && tmp.type_inter < P_SYS &&
+          tmp.type_intra = min_type_intra_;
+          if (nets && tmp.type_inter < max_type_inter_ &&
               (graph.n_channels == 0 || tmp.type_inter < graph.type_inter || tmp.type_inter < P_PHB)) {
             ++tmp.type_inter;
             continue;
           }
-          tmp.type_inter = P_PIX;
+          tmp.type_inter = min_type_inter_;
           // decrease the speed until a solution appears
           if (si < nspeeds - 1 && (graph.n_channels == 0 || speeds[si + 1] / graph.bw_inter > .49)) {
             tmp.bw_inter = tmp.bw_intra = speeds[++si];
@@ -511,22 +800,28 @@ class Search {
   }
 
  private:
-  struct Score {
-    int g, start, intra_hops, intra_bw, inter_hops, inter_pci, inter_bw;
-  };
   System& s_;
   const Table& t_;
   int ngpus_;
+  int min_type_intra_ = P_NVL, max_type_intra_ = P_SYS, min_type_inter_ = P_PIX, max_type_inter_ = P_SYS;
   std::vector<int> stack_;     // the candidate GPUs of every step of the recursion, innermost last
   std::vector<Score> scores_;  // push_next_gpus's scratch
+  std::vector<std::optional<std::vector<int>>> static_orders_;  // push_next_gpus without a NIC, per GPU
+  mutable std::vector<int> first_links_;  // cannot_improve's scratch
+  mutable std::vector<int> cuts_;         // cut_links()
+  mutable bool cuts_done_ = false;
+  mutable std::vector<std::pair<int, double>> shared_;  // shared_links()
+  mutable bool shared_done_ = false;
+  bool stop_when_final_ = false;  // rec_gpu: stop once a saved graph is final (see there)
   std::vector<std::optional<std::vector<int>>> nets_cache_, net_gpus_;
 };
 
 }  // namespace
 
-ChannelSet compute_channels(System& sys, ChannelPattern pattern, int min_channels, int max_channels, const Table& t) {
+ChannelSet compute_channels(System& sys, ChannelPattern pattern, int min_channels, int max_channels, const Table& t,
+                            bool skip_doomed) {
   Search s(sys, t);
-  return s.compute(pattern, min_channels, max_channels);
+  return s.compute(pattern, min_channels, max_channels, skip_doomed);
 }
 
 }  // namespace dlscale::nccl

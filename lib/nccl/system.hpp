@@ -71,6 +71,10 @@ struct System {
 System build_system(const Topology::Impl& topo, std::span<const int> local_gpus, bool with_nets, const Table& t);
 
 /// ncclTopoCompute for a ring or tree pattern. `min_channels`/`max_channels` as init.cc sets them.
-ChannelSet compute_channels(System& sys, ChannelPattern pattern, int min_channels, int max_channels, const Table& t);
+/// With `skip_doomed`, a first-pass search that a bandwidth bound proves cannot reach min_channels is
+/// not run (NCCL runs it, spends its budget and finds nothing); the result is the same, which
+/// tests/nccl_test.cpp checks against `skip_doomed = false` on every shipped node.
+ChannelSet compute_channels(System& sys, ChannelPattern pattern, int min_channels, int max_channels, const Table& t,
+                            bool skip_doomed = true);
 
 }  // namespace dlscale::nccl

@@ -373,12 +373,92 @@ Scenario make_group_scenario(const SweepSpec& spec, const SweepGroup& g,
   return sc;
 }
 
+/// Every field of a network, byte for byte (names included): two networks with the same fingerprint
+/// are the same input to the kernel model. The static_asserts stop a build whose structs gained a
+/// field this does not write.
+void put(std::string& out, const void* p, std::size_t n) { out.append(static_cast<const char*>(p), n); }
+template <class T>
+void put(std::string& out, const T& v) { put(out, &v, sizeof v); }
+void put(std::string& out, const std::string& v) {
+  put(out, v.size());
+  out += v;
+}
+void put(std::string& out, const std::vector<std::int64_t>& v) {
+  put(out, v.size());
+  put(out, v.data(), v.size() * sizeof(std::int64_t));
+}
+std::string network_fingerprint(const Network& net) {
+  // The sizes of the structs as this fingerprint knows them (libstdc++ on 64-bit targets; elsewhere the
+  // check is skipped): a new field changes them and stops the build here.
+  constexpr bool known_abi = sizeof(std::string) == 32 && sizeof(void*) == 8;
+  static_assert(!known_abi || sizeof(Operator) == 120, "Operator changed: update network_fingerprint");
+  static_assert(!known_abi || sizeof(Layer) == 192, "Layer changed: update network_fingerprint");
+  static_assert(!known_abi || sizeof(Network) == 152, "Network changed: update network_fingerprint");
+  std::string out;
+  put(out, net.name);
+  put(out, net.description);
+  put(out, net.input_kind);
+  put(out, net.input_shape);
+  put(out, in_bytes(net.input_bytes_per_sample));
+  put(out, net.layers.size());
+  for (const auto& l : net.layers) {
+    put(out, l.name);
+    put(out, static_cast<int>(l.kind));
+    put(out, l.params);
+    put(out, l.macs_per_sample);
+    put(out, l.forward_flops_per_sample);
+    put(out, l.activation_bytes_per_sample);
+    put(out, l.output_shape);
+    put(out, l.input_shape);
+    for (int v : {l.kernel_h, l.kernel_w, l.stride_h, l.stride_w, l.groups, l.heads, l.kv_heads}) put(out, v);
+    put(out, l.hidden);
+    put(out, l.gated);
+    put(out, l.ops.size());
+    for (const auto& o : l.ops) {
+      put(out, o.name);
+      put(out, static_cast<int>(o.kind));
+      put(out, o.input_shape);
+      put(out, o.output_shape);
+      put(out, o.activation_bytes_per_sample);
+      for (int v : {o.kernel_h, o.kernel_w, o.stride_h, o.stride_w, o.branches}) put(out, v);
+    }
+  }
+  return out;
+}
+
+/// Layer times already computed in this process, by network (its fingerprint, kept whole so that two
+/// different networks never share a key) and the rest of shared_layer_times's key. The kernel model is a
+/// pure function of these (its parameters are the shipped file's, loaded once per process), so a sweep
+/// run again (a second run of a spec, a sweep over variants of one) reuses them. Bounded: cleared
+/// past 4,096 entries.
+struct LayerTimesMemo {
+  std::mutex mutex;
+  std::map<std::string, int> networks;  // fingerprint → id
+  std::map<std::string, std::shared_ptr<const LayerTimes>> times;
+};
+LayerTimesMemo& layer_times_memo() {
+  static LayerTimesMemo memo;
+  return memo;
+}
+
 /// The compute model's layer times per group, shared between groups with the same network, GPU, batch,
-/// precision and convolution algorithms (the kernel model is the costly part of a new Predictor).
+/// precision and convolution algorithms (the kernel model is the costly part of a new Predictor), and
+/// between runs (layer_times_memo).
 std::vector<std::shared_ptr<const LayerTimes>> shared_layer_times(const SweepSpec& spec,
                                                                   const std::vector<std::vector<int>>& counts) {
   std::vector<std::shared_ptr<const LayerTimes>> out(spec.groups.size());
   std::map<std::string, std::shared_ptr<const LayerTimes>> seen;
+  auto& memo = layer_times_memo();
+  std::vector<int> net_id(spec.networks.size(), -1);
+  auto id_of = [&](std::size_t model) {
+    if (net_id[model] < 0) {
+      std::string fp = network_fingerprint(spec.networks[model]);
+      const std::lock_guard lock(memo.mutex);
+      auto [it, fresh] = memo.networks.try_emplace(std::move(fp), static_cast<int>(memo.networks.size()));
+      net_id[model] = it->second;
+    }
+    return net_id[model];
+  };
   for (std::size_t i = 0; i < spec.groups.size(); ++i) {
     if (counts[i].empty()) continue;
     const auto& g = spec.groups[i];
@@ -387,17 +467,26 @@ std::vector<std::shared_ptr<const LayerTimes>> shared_layer_times(const SweepSpe
     const ConvAlgorithmPolicy& pol = st.conv_algorithms;
     const GpuSpec& gpu = cl.gpu;  // every figure the kernel model reads
     const std::string key =
-        fmt::format("{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}", g.model, gpu.name, gpu.architecture, gpu.sm_version,
-                    gpu.sm_count, gpu.peak_fp32.base(), gpu.peak_fp16.base(), gpu.peak_bf16.base(), gpu.peak_tf32.base(),
-                    gpu.memory_bandwidth.base(), g.batch, to_string(g.precision), pol.winograd, pol.fft,
-                    pol.workspace_limit.base());
+        fmt::format("{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}", id_of(g.model), gpu.name, gpu.architecture,
+                    gpu.sm_version, gpu.sm_count, gpu.peak_fp32.base(), gpu.peak_fp16.base(), gpu.peak_bf16.base(),
+                    gpu.peak_tf32.base(), gpu.memory_bandwidth.base(), gpu.boost_clock.base(), gpu.base_clock.base(),
+                    g.batch, to_string(g.precision), pol.winograd, pol.fft, pol.workspace_limit.base());
     auto& slot = seen[key];
     if (!slot) {
-      ComputeOptions c;
-      c.precision = g.precision;
-      c.conv_algorithms = pol;
-      c.optimizer = default_optimizer(spec.networks[g.model]);
-      slot = std::make_shared<const LayerTimes>(estimate_layer_times(spec.networks[g.model], cl.gpu, g.batch, c));
+      {
+        const std::lock_guard lock(memo.mutex);
+        if (auto it = memo.times.find(key); it != memo.times.end()) slot = it->second;
+      }
+      if (!slot) {
+        ComputeOptions c;
+        c.precision = g.precision;
+        c.conv_algorithms = pol;
+        c.optimizer = default_optimizer(spec.networks[g.model]);
+        slot = std::make_shared<const LayerTimes>(estimate_layer_times(spec.networks[g.model], cl.gpu, g.batch, c));
+        const std::lock_guard lock(memo.mutex);
+        if (memo.times.size() >= 4096) memo.times.clear();
+        memo.times.emplace(key, slot);
+      }
     }
     out[i] = slot;
   }
@@ -470,13 +559,22 @@ SweepResult run_sweep(const SweepSpec& spec, const SweepOptions& options) {
   }
 
   // The networks as the Predictor needs them: without names and descriptions, so that copying one into
-  // each group's Scenario allocates less (the kernel model needs the shapes).
+  // each group's Scenario allocates less. The closed form is handed every group's layer times
+  // (layer_times below), so it reads no shape either: only parameters and kept bytes (gradients,
+  // memory). Another evaluator (the simulator's, which may re-time layers for other GPUs) keeps them,
+  // and so must a sweep that comes to checkpoint activations (the checkpointed memory reads the
+  // segment inputs' output shapes); sweep groups do not set ComputeOptions::checkpointing.
+  const bool shapes = options.evaluator != nullptr && options.evaluator != &closed_form_evaluator();
   std::vector<Network> slim = spec.networks;
   for (auto& net : slim) {
     net.description = {};
     for (auto& l : net.layers) {
       l.name = {};
-      for (auto& o : l.ops) o.name = {};
+      if (!shapes) l.input_shape = {}, l.output_shape = {};
+      for (auto& o : l.ops) {
+        o.name = {};
+        if (!shapes) o.input_shape = {}, o.output_shape = {};
+      }
     }
   }
 

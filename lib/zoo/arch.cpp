@@ -155,7 +155,7 @@ class Generator {
     std::optional<Node> args;
     if (item.is_scalar()) {
       kind = item.scalar();
-    } else if (item.is_map() && item.raw().size() == 1) {
+    } else if (item.is_map() && item.size() == 1) {
       MapReader m(item);
       auto e = m.entries();
       kind = e.front().first;
@@ -587,7 +587,7 @@ class Generator {
       y += fmt::format("- linear: {{name: lm_head, out: {}, bias: false{}}}\n", vocab, tied ? ", tied: model.embed_tokens" : "");
     }
     // The generated operations report errors at the decoder's own line.
-    return run_list(Node(YAML::Load(y), args.file_ptr(), args.path()), std::move(in), prefix);
+    return run_list(yamlio::load_generated(y, args), std::move(in), prefix);
   }
 
   // repeat: `count` copies of `body`, named NAME.first … NAME.(first+count-1).

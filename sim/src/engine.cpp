@@ -22,10 +22,42 @@ inline bool earlier(const Event& x, const Event& y) noexcept {
 // ---- event queue -----------------------------------------------------------------------------------
 
 void EventQueue::push(double time, std::uint32_t kind, std::uint32_t a, std::uint64_t b) {
-  heap_.push_back(Event{time, next_seq_++, kind, a, b});
+  const Event e{time, next_seq_++, kind, a, b};
+  ++size_;
+  if (last_ >= 0) {  // most pushes go where the previous one went
+    Fifo& fl = fifo_[static_cast<std::size_t>(last_)];
+    if (fl.time == time && fl.head < fl.events.size()) {
+      fl.events.push_back(e);
+      return;
+    }
+  }
+  // the FIFO of this time, or where one would go among the active FIFOs (sorted by time)
+  const auto at = std::lower_bound(active_.begin(), active_.end(), time,
+                                   [&](int f, double t) { return fifo_[static_cast<std::size_t>(f)].time < t; });
+  if (at != active_.end() && fifo_[static_cast<std::size_t>(*at)].time == time) {
+    fifo_[static_cast<std::size_t>(*at)].events.push_back(e);  // a later seq than all it holds
+    last_ = *at;
+    return;
+  }
+  if (free_.empty()) {
+    heap_push(e);
+    return;
+  }
+  const int f = free_.back();
+  free_.pop_back();
+  Fifo& fi = fifo_[static_cast<std::size_t>(f)];
+  fi.time = time;
+  fi.events.clear();
+  fi.head = 0;
+  fi.events.push_back(e);
+  active_.insert(at, f);
+  last_ = f;
+}
+
+void EventQueue::heap_push(const Event& e) {
+  heap_.push_back(e);
   // sift up
   std::size_t i = heap_.size() - 1;
-  const Event e = heap_[i];
   while (i > 0) {
     const std::size_t parent = (i - 1) / 2;
     if (!earlier(e, heap_[parent])) break;
@@ -36,6 +68,24 @@ void EventQueue::push(double time, std::uint32_t kind, std::uint32_t a, std::uin
 }
 
 Event EventQueue::pop() {
+  assert(size_ > 0);
+  --size_;
+  if (!active_.empty()) {
+    Fifo& fi = fifo_[static_cast<std::size_t>(active_.front())];
+    const Event& front = fi.events[fi.head];
+    if (heap_.empty() || earlier(front, heap_.front())) {
+      const Event e = front;
+      if (++fi.head == fi.events.size()) {
+        free_.push_back(active_.front());
+        active_.erase(active_.begin());
+      }
+      return e;
+    }
+  }
+  return heap_pop();
+}
+
+Event EventQueue::heap_pop() {
   assert(!heap_.empty());
   const Event top = heap_.front();
   const Event last = heap_.back();

@@ -32,18 +32,41 @@ class EventSink {
   virtual void on_flow_done(std::uint64_t tag) = 0;
 };
 
-/// A binary min-heap on (time, seq). Deterministic: equal times fire in scheduling order.
+/// Events by (time, seq): equal times fire in scheduling order, so runs are deterministic. A binary
+/// min-heap, beside FIFOs that each hold the events of one exact time: GPUs that run in lockstep
+/// schedule thousands of events at a few instants, which a FIFO takes and gives back in O(1) and in
+/// seq order (it receives them in that order), where the heap would sift each through log2(G) levels.
+/// No two FIFOs share a time, so they are kept sorted by it; pop() takes the earlier of the first
+/// FIFO's front and the heap's top, so the order is the one the heap alone would give.
 class EventQueue {
  public:
   void push(double time, std::uint32_t kind, std::uint32_t a, std::uint64_t b);
-  [[nodiscard]] bool empty() const noexcept { return heap_.empty(); }
-  [[nodiscard]] std::size_t size() const noexcept { return heap_.size(); }
+  [[nodiscard]] bool empty() const noexcept { return size_ == 0; }
+  [[nodiscard]] std::size_t size() const noexcept { return size_; }
   Event pop();
   void reserve(std::size_t n) { heap_.reserve(n); }
 
  private:
+  struct Fifo {
+    double time = 0.0;
+    std::vector<Event> events;
+    std::size_t head = 0;
+  };
+  static constexpr int kFifos = 64;
+  void heap_push(const Event& e);
+  Event heap_pop();
   std::vector<Event> heap_;
+  std::vector<Fifo> fifo_ = std::vector<Fifo>(kFifos);
+  std::vector<int> active_;  // FIFOs holding events, by time
+  int last_ = -1;            // the FIFO the last push went to
+  std::vector<int> free_ = initial_free();
+  std::size_t size_ = 0;
   std::uint64_t next_seq_ = 0;
+  static std::vector<int> initial_free() {
+    std::vector<int> v;
+    for (int i = kFifos; i-- > 0;) v.push_back(i);
+    return v;
+  }
 };
 
 using LinkId = std::uint32_t;
