@@ -8,17 +8,12 @@
 #include "dlscale/predict.hpp"
 #include "support/three_layer.hpp"
 
+#include "support/one_gbps.hpp"
+
 namespace dlscale {
 namespace {
 
-/// All-reduce of S bytes takes S / (1 GB/s) on more than one GPU.
-class OneGBps final : public CollectiveModel {
- public:
-  Seconds time(CollectiveOp, Bytes size, const GpuPlacement& at) const override {
-    return at.gpus > 1 ? size / gigabytes_per_second(1) : Seconds{};
-  }
-  std::string describe() const override { return "1 GB/s test model"; }
-};
+using test::OneGBps;  // tests/support/one_gbps.hpp
 
 // The three-layer scenario (tests/support/three_layer.hpp): GPU side t_gpu(1) = 0.01 + 0.3 + 0.6 + 0.06 =
 // 0.97 s, 1.07 s on 4 GPUs of a node (predict_test.cpp works it out); batch 10 per GPU. Its reader reads

@@ -13,17 +13,12 @@
 #include "dlscale/predict.hpp"
 #include "support/three_layer.hpp"
 
+#include "support/one_gbps.hpp"
+
 namespace dlscale {
 namespace {
 
-/// All-reduce of S bytes takes S / (1 GB/s) on more than one GPU; PS and broadcast likewise.
-class OneGBps final : public CollectiveModel {
- public:
-  Seconds time(CollectiveOp, Bytes size, const GpuPlacement& at) const override {
-    return at.gpus > 1 ? size / gigabytes_per_second(1) : Seconds{};
-  }
-  std::string describe() const override { return "1 GB/s test model"; }
-};
+using test::OneGBps;  // tests/support/one_gbps.hpp
 
 // The three-layer scenario of tests/support/three_layer.hpp with the given strategy and the 1 GB/s
 // collective model above: comm c = (0.05, 0.25, 0.30) s; t_io,4 = 4 × 0.1 = 0.4 s.
