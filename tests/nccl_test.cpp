@@ -296,14 +296,16 @@ TEST(NcclNvls, SmallMessagesAndAllGatherStayOnTheRing) {
 }
 
 TEST(NcclNvls, TwoH100NodesUseNvlsTreeCappedByTheNetwork) {
-  // dgx-h100-ndr, 2 nodes × 8: NVLS Tree per channel = min(40 × 0.85 × 7/8 × 2 = 59.5, 2 × the tree
-  // graph's inter-node speed (24 GB/s per channel), Hopper's 2-node cap 57.7) = 48; busBw 8 × 48 = 384,
-  // algbw 384 × 16/30 = 204.8 GB/s. Latency: 25 + 2 × log2(2) × (20.9 + 2 × 1 µs fabric) = 70.8 µs.
+  // dgx-h100-ndr, 2 nodes × 8, one 400 Gb/s (50 GB/s) NIC per GPU. The NVLS graph's inter-node speed is
+  // the first Hopper inter speed ≤ 50: 48 (the tree graph books each NIC both ways and gets 24). NVLS
+  // Tree per channel = min(40 × 0.85 × 7/8 × 2 = 59.5, 2 × 48 = 96, Hopper's 2-node cap 57.7) = 57.7;
+  // busBw 8 × 57.7 = 461.6, algbw 461.6 × 16/30 = 246.187 GB/s. Latency: 25 + 2 × log2(2) × (20.9 + 2 × 1 µs
+  // fabric) = 70.8 µs.
   const auto tree = topo("dgx-h100-ndr").channels(ChannelPattern::tree, first(8), 2);
   ASSERT_DOUBLE_EQ(gbs(tree.bw_inter), 24.0);
   const auto ch = choose("dgx-h100-ndr", CollectiveOp::allreduce, gibibytes(1), {16, 2, 8});
   EXPECT_EQ(ch.algorithm, nccl::NVLS_TREE);
-  EXPECT_NEAR(gbs(ch.algbw_model), 204.8, 1e-9);
+  EXPECT_NEAR(gbs(ch.algbw_model), 8 * 57.7 * 16.0 / 30.0, 1e-9);
   EXPECT_NEAR(in_us(ch.latency), 70.8, 1e-9);
   // Reduce-scatter and all-gather across nodes have no NVLS Tree: ring.
   EXPECT_EQ(choose("dgx-h100-ndr", CollectiveOp::reducescatter, gibibytes(1), {16, 2, 8}).algorithm, nccl::RING);

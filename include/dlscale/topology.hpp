@@ -78,6 +78,7 @@ struct ChannelSet {
   PathType type_inter = PathType::loc;
   bool same_channels = false;
   bool fallback = false;  // no path found; NCCL's "simple order" fallback (0.1 GB/s)
+  bool plain_tree = false;  // NCCL's simpler tree pattern (Hopper on, when no balanced tree fits): 15 % slower
   std::vector<std::vector<int>> orders;  // per channel, the local GPU indices in ring/chain order
 };
 

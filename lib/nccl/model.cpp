@@ -94,6 +94,7 @@ Tuned tune(const Table& t, const ChannelSet& graph, int algo, int proto, Collect
   if (algo == TREE && proto == LL) bus = std::min(bus / t.tree_ll_divisor, ll_max);
   if (algo == TREE && proto == LL128)
     bus = std::min(bus * (n_nodes == 1 ? t.tree_ll128_factor_1node : t.tree_ll128_factor), graph.channels * per_ch_tree_ll128);
+  if (algo == TREE && graph.plain_tree) bus *= t.plain_tree_factor;
   // Bus bandwidth → algorithm bandwidth.
   const double ratio = algo == RING ? static_cast<double>(n_ranks) / nsteps : 0.5;
   out.bw = bus * ratio;
@@ -137,6 +138,28 @@ bool has_nvls(const Topology& t) {
   return false;
 }
 
+/// The inter-node speed of NCCL's NVLS graph (search.cc, NVLS pattern): one channel per GPU of the node,
+/// each received and sent by one NIC beside its head GPU, NICs taken in turn. The pattern is not a tree,
+/// so each direction of a NIC carries the channel once (a tree graph books both ways and runs at half
+/// the NIC): the speed is the fastest Hopper inter-node speed that the channels sharing the narrowest
+/// NIC route fit into. Without NICs in the graph, the tree graph's inter-node speed stands in.
+double nvls_inter_speed(const Table& t, const Topology& topo, const ChannelSet& tree, int ppn) {
+  const auto nics = static_cast<int>(topo.nic_names().size());
+  if (nics == 0) return in_gigabytes_per_second(tree.bw_inter);
+  double narrowest = std::numeric_limits<double>::infinity();
+  for (int k = 0; k < nics; ++k) {
+    double widest = 0;  // the route from the NIC's own GPU
+    for (int g = 0; g < topo.gpus_per_node(); ++g)
+      widest = std::max(widest, in_gigabytes_per_second(topo.nic_path(g, k).bandwidth));
+    narrowest = std::min(narrowest, widest);
+  }
+  narrowest = std::min(narrowest, in_gigabytes_per_second(topo.fabric().effective_nic_bandwidth()));
+  const int per_nic = (ppn + nics - 1) / nics;  // channels that share a NIC
+  for (double s : t.sm90_speed_inter)
+    if (s * per_nic <= narrowest) return s;
+  return 0;
+}
+
 /// NVLS on one node (all-reduce, all-gather, reduce-scatter) and NVLS Tree across nodes (all-reduce),
 /// Simple protocol (shared/docs/nccl-tuning-2.30.md, "How a bus bandwidth is formed" and "How a latency
 /// is formed"). The NVLS graph has one channel per GPU of the node (each GPU heads one); its per-channel
@@ -161,7 +184,7 @@ Tuned tune_nvls(const Table& t, const Topology& topo, const ChannelSet& tree, Co
   double per = speed * t.nvls_efficiency[cc] * (ch - 1.0) / ch;
   per *= op == CollectiveOp::allreduce ? 2.0 : (ppn - 1.0) / ppn;
   if (n_nodes > 1) {
-    const double inter = in_gigabytes_per_second(tree.bw_inter);
+    const double inter = nvls_inter_speed(t, topo, tree, ppn);
     per = std::min({per, inter * (n_nodes <= 2 ? 2.0 : 1.0), t.per_channel_nvls_tree[cc][i2]});
   }
   const int nsteps = op == CollectiveOp::allreduce ? 2 * (n_ranks - 1) : n_ranks - 1;

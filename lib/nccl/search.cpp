@@ -692,6 +692,15 @@ class Search {
           if (skipped) return std::nullopt;
           done = true;
         } else {
+          // "Try a simpler tree": from Hopper on, a balanced tree that nothing fits (its second GPU must
+          // reach the NIC both ways, which PXN gives only in the send direction) becomes a plain chain
+          // whose first GPU both receives from and sends to the NIC; what the search keeps sets the
+          // pattern of the later tries.
+          if (cc >= 90 && tmp.pattern == BALANCED_TREE) {
+            tmp.pattern = TREE;
+            continue;
+          }
+          tmp.pattern = graph.pattern;
           const int max_intra = nets ? tmp.type_inter : max_type_intra_;
           if (tmp.type_intra < max_intra && (graph.n_channels == 0 || tmp.type_intra < graph.type_intra)) {
             ++tmp.type_intra;
@@ -756,6 +765,7 @@ class Search {
     out.type_intra = static_cast<PathType>(graph.type_intra);
     out.type_inter = static_cast<PathType>(nets ? graph.type_inter : P_LOC);
     out.same_channels = graph.same_channels;
+    out.plain_tree = graph.pattern == TREE;
     for (int c = 0; c < graph.n_channels; ++c) {
       std::vector<int> order(graph.intra.begin() + c * ngpus_, graph.intra.begin() + (c + 1) * ngpus_);
       out.orders.push_back(std::move(order));

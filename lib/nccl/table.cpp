@@ -34,6 +34,7 @@ Table make_2_30_7() {
   t.tree_ll_divisor = 3.8;            // tuning.cc (checked)
   t.tree_ll128_factor_1node = 7.0 / 9.0;  // tuning.cc (checked)
   t.tree_ll128_factor = 120.0 / 128.0;    // tuning.cc (checked)
+  t.plain_tree_factor = 0.85;             // a plain-tree pattern loses 15 % (shared/docs/nccl-tuning-2.30.md)
   t.tree_correction = {{
       {1.0, 1.0, 1.0, 1.0, .9, .8, .7, .7, .7, .7, .6, .5, .4, .4, .5, .6, .7, .8, .9, 1.0, 1.0, 1.0, 1.0},
       {1.0, 1.0, 1.0, 1.0, 1.0, .9, .8, .8, .8, .7, .6, .6, .6, .6, .6, .6, .8, .9, .9, .9, .9, 1.0, 1.0},

@@ -34,6 +34,7 @@ struct Table {
   double tree_ll_divisor;         // Tree LL: busBw / this
   double tree_ll128_factor_1node; // Tree LL128 on one node
   double tree_ll128_factor;       // Tree LL128 on several nodes
+  double plain_tree_factor;       // Tree whose graph is a plain tree, not a balanced one
   // treeCorrectionFactor[proto][log2(bytes/64)], 23 buckets (ncclTopoGetAlgoTime)
   std::array<std::array<double, 23>, NPROTO> tree_correction;
   double ring_plateau_pre_ampere;  // Simple ring all-reduce latency ×, nNodes > 1 (ncclTopoGetAlgoTime)
