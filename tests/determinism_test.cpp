@@ -152,7 +152,8 @@ TEST(Determinism, SimulateWithSeedJitterAndStragglers) {
 TEST(Determinism, SimulateHorovodAndParameterServer) {
   expect_repeatable("simulate --cluster shi-chu-p40 --model vgg16 --framework horovod --gpus 2,8,16 --iterations 4 --seed 7 "
                     "--jitter 0.2 --readers 2 --decode \"2 ms\" --node-gpu 1=p40-base-clock --format json");
-  expect_repeatable("simulate --cluster shi-chu-p40 --model alexnet --framework mxnet --gpus 4,16 --iterations 4 --seed 3 "
+  // (one node: across nodes MXNet's ps-lite transport is not a flow the contention model has)
+  expect_repeatable("simulate --cluster shi-chu-p40 --model alexnet --framework mxnet --gpus 2,4 --iterations 4 --seed 3 "
                     "--link-jitter 0.3 --contention");
 }
 

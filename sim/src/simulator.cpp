@@ -671,6 +671,10 @@ struct Simulator::Impl {
 
   SimResult run(int gpus) const {
     const GpuPlacement at = pred.place(gpus);
+    if (opt.contention && at.nodes > 1 && !sc.strategy.transport.is_default())
+      throw UsageError("--contention", fmt::format("the flows under contention run at NCCL's rates; framework '{}' crosses "
+                                                   "nodes over transport '{}' at {} GPUs, which they do not model: leave out "
+                                                   "--contention", sc.strategy.name, sc.strategy.transport.name, gpus));
     for (const auto& [node, gpu] : opt.node_gpu) {
       (void)gpu;
       if (node < 0 || node >= sc.cluster.max_nodes)
