@@ -153,6 +153,56 @@ TEST(Fit, RecoversParametersThatGeneratedTheData) {
   EXPECT_LT(r.mape, 0.01);
 }
 
+// Lambda's 2-, 4- and 8-GPU rows (one server, PyTorch DDP) against its 1-GPU rows: the scaling ratio
+// T_N / (N T_1), measured and predicted, each prediction at the row's own batch per GPU on the shipped
+// server of that GPU (dgx1v, dgx-a100, dgx-h100; the 2-GPU workstations on rtx4090-pcie's PCIe graph) with
+// the row's GPU. Printed; the model is optimistic here (issue 14): it hides the all-reduce behind backward,
+// while the measured losses grow with the gradient bytes (BERT-large loses 15-30 % on two GPUs) as if the
+// exchange were exposed at 4-10 GB/s. Rerun: build/bin/validation_test --gtest_filter='Lambda.Scaling*'.
+TEST(Lambda, ScalingRatiosAgainstTheOneGpuRows) {
+  MeasurementOptions one = lambda_options();
+  const auto base = read_throughput_csv(std::string(DLSCALE_TEST_DATA_DIR) + "/lambda-pytorch/training-throughput.csv", one);
+  auto server = [](const std::string& gpu) {
+    return gpu.rfind("v100", 0) == 0 ? "dgx1v" : gpu.rfind("a100", 0) == 0 ? "dgx-a100" : gpu.rfind("h100", 0) == 0 ? "dgx-h100" : "rtx4090-pcie";
+  };
+  auto throughput = [&](const ThroughputSample& s, int gpus) {
+    Scenario sc;
+    sc.cluster = load_cluster(resolve(DataKind::cluster, server(s.gpu_id), "--cluster"));
+    sc.cluster.gpu = s.gpu;
+    sc.network = *s.network;
+    sc.strategy = load_strategy(resolve(DataKind::framework, "pytorch-ddp", "--framework"));
+    sc.batch_per_gpu = s.batch;
+    sc.compute.precision = s.precision;
+    sc.compute.optimizer = s.optimizer;
+    return Predictor(std::move(sc)).predict(gpus).throughput_samples_per_s;
+  };
+  double sum = 0, signed_sum = 0;
+  int rows = 0;
+  for (int n : {2, 4, 8}) {
+    MeasurementOptions o = lambda_options();
+    o.gpus = n;
+    for (const auto& s : read_throughput_csv(std::string(DLSCALE_TEST_DATA_DIR) + "/lambda-pytorch/training-throughput.csv", o)) {
+      const ThroughputSample* b1 = nullptr;
+      for (const auto& b : base)
+        if (b.gpu_id == s.gpu_id && b.model_id == s.model_id && b.precision == s.precision) b1 = &b;
+      ASSERT_NE(b1, nullptr) << s.gpu_id << " " << s.model_id;
+      const double measured = s.samples_per_s / (n * b1->samples_per_s);
+      const double predicted = throughput(s, n) / (n * throughput(*b1, 1));
+      if (s.batch == b1->batch) EXPECT_LE(predicted, 1.0 + 1e-9) << s.gpu_id << " " << s.model_id << " " << n;  // never superlinear
+      const double e = predicted / measured - 1.0;
+      std::printf("Lambda scaling %-16s %-10s %-4s %d GPUs: measured %.3f, predicted %.3f (%+.1f %%)\n", s.gpu_id.c_str(),
+                  s.model_id.c_str(), std::string(to_string(s.precision)).c_str(), n, measured, predicted, 100 * e);
+      sum += std::abs(e);
+      signed_sum += e;
+      ++rows;
+    }
+  }
+  ASSERT_GT(rows, 40);
+  std::printf("Lambda scaling ratios, %d rows: mean absolute error %.1f %%, mean signed %+.1f %%\n", rows, 100 * sum / rows,
+              100 * signed_sum / rows);
+  EXPECT_LE(sum / rows, 0.17);  // where it stands (15.6 %, all optimistic); a mechanism that explains the losses lowers it
+}
+
 TEST(MemoryFit, TheCasesThatDecideWhetherAStepRuns) {
   ComputeOptions adam;
   adam.optimizer = Optimizer::adamw;
