@@ -478,7 +478,7 @@ std::vector<Row> catalogue() {
        "model show {dir}/m.yaml -o {out}", E + "{dir}/m.yaml:5:45: 'layers[1].params': duplicate key\n"},
       {"net_unknown_key", {{"m.yaml", edit(kNet, 5, "  - {name: fc, kind: linear, params: 10250, forward_flops: 20480, weights: 3}")}},
        "model show {dir}/m.yaml -o {out}",
-       E + "{dir}/m.yaml:5:67: 'layers[1].weights': unknown key (known keys here: activation_bytes, branches, forward_flops, gated, groups, heads, hidden, "
+       E + "{dir}/m.yaml:5:67: 'layers[1].weights': unknown key (known keys here: activation_bytes, branches, causal, forward_flops, gated, groups, heads, hidden, "
            "input_shape, kernel, kind, kv_heads, macs, name, output_shape, params, stride)\n"},
       {"net_unknown_name", {}, "model show resnet51 -o {out}", E + "'NAME': unknown model 'resnet51' (known: alexnet)\n", "{mini}"},
 
@@ -519,6 +519,8 @@ std::vector<Row> catalogue() {
        E + "{dir}/f.yaml:7:21: 'compute_efficiency': '.nan' is not a number\n"},
       {"framework_negative_jitter", {{"f.yaml", std::string(kFramework) + "jitter_cv: -0.02\n"}}, kCmdFramework,
        E + "{dir}/f.yaml:7:12: 'jitter_cv': a coefficient of variation is a number ≥ 0 and < 1 (0.02 for 2 %)\n"},
+      {"framework_unknown_attention", {{"f.yaml", std::string(kFramework) + "attention: fast\n"}}, kCmdFramework,
+       E + "{dir}/f.yaml:7:12: 'attention': unknown attention kernel 'fast' (expected eager or flash)\n"},
       {"framework_overhead_without_unit", {{"f.yaml", std::string(kFramework) + "iteration_overhead: 0.5\n"}}, kCmdFramework,
        E + "{dir}/f.yaml:7:21: 'iteration_overhead': '0.5' has no unit (time needs one, e.g. \"5 us\")\n"},
       // ---- the input pipeline (a cluster's input: section, docs/input-formats.md) ------------------------
@@ -760,6 +762,10 @@ std::vector<Row> catalogue() {
        E + "'--precision': the Tesla P40 of cluster 'tiny' has no tf32 mode (it needs TF32 tensor cores, Ampere or newer)\n", "{mini}"},
       {"option_zero_accumulate", {}, "predict --accumulate 0 -o {out}",
        E + "'--accumulate': the number of passes per update must be at least 1, got 0\n"},
+      {"option_flash_attention_in_fp32", {}, "predict --cluster dgx-a100 --model gpt2 --attention flash -o {out}",
+       E + "'--attention': FlashAttention runs in fp16 or bf16 on Ampere or newer GPUs, not in fp32 on the A100 SXM4 40 GB\n"},
+      {"option_unknown_attention", {}, "predict --attention fused -o {out}",
+       E + "'--attention': unknown attention kernel 'fused' (expected eager or flash)\n"},
       {"option_unknown_optimizer", {}, "predict --cluster tiny --model alexnet --optimizer rmsprop -o {out}",
        E + "'--optimizer': unknown optimizer 'rmsprop' (expected sgd, momentum, adam, adamw, lamb)\n", "{mini}"},
       {"option_seq_len_on_an_image_model", {}, "predict --cluster tiny --model alexnet --seq-len 128 -o {out}",

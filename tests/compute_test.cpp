@@ -7,6 +7,7 @@
 #include "dlscale/compute.hpp"
 #include "dlscale/io.hpp"
 #include "dlscale/kernels.hpp"
+#include "dlscale/memory.hpp"
 
 namespace dlscale {
 namespace {
@@ -168,6 +169,49 @@ TEST(KernelModel, WorkedLayerNorm) {
   ASSERT_EQ(k.size(), 2u);
   EXPECT_NEAR(in_seconds(k[0].time), 2 * e * 2 / 400e9 + 5e-6, 1e-15);
   EXPECT_NEAR(in_seconds(k[1].time), 4 * e * 2 / 400e9 + 2 * 5e-6, 1e-15);
+}
+
+// Eq. K9, FlashAttention on the toy GPU: one sequence of 1,024 tokens, width 256, 2 heads of 128, fp16.
+// Forward: the products Q·Kᵀ (1024×1024×128, 2 heads) and P·V (1024×128×1024), as the GEMM model times
+// their math (WorkedGemm checks that), plus 2·1024² exponentials at 16 per SM per clock: 10 SMs ×
+// 1.953125 GHz × 16 = 312.5 G/s → 6.7109 us; its memory, (Q + K + V + O) = 4 × 1024 × 256 × 2 B + the
+// log-sum-exp 2 × 1024 × 4 B = 2.105 MB at 400 GB/s = 5.26 us, is below the math; plus one 5 us overhead.
+// Backward: two Q·Kᵀ-shaped and three P·V-shaped products and the exponentials again. Causal: half of
+// the products and exponentials. Kept for backward: no 2 × 1024² probabilities (fp32 basis: 8,388,608 B).
+TEST(KernelModel, WorkedFlashAttention) {
+  Layer a;
+  a.name = "attn";
+  a.kind = LayerKind::attention;
+  a.heads = 2;
+  a.input_shape = a.output_shape = {1024, 256};
+  const GemmShape qk{1024, 1024, 128, 2}, pv{1024, 128, 1024, 2};
+  const double t_qk = in_seconds(plan_gemm(qk, toy_gpu(), Precision::fp16, toy_params()).compute);
+  const double t_pv = in_seconds(plan_gemm(pv, toy_gpu(), Precision::fp16, toy_params()).compute);
+  const double t_exp = 2.0 * 1024 * 1024 / (16 * 10 * 1953.125e6);
+  EXPECT_NEAR(t_exp, 6.7109e-6, 1e-9);
+  ComputeOptions o = toy_options(Precision::fp16);
+  o.attention = AttentionKernel::flash;
+  for (bool causal : {false, true}) {
+    a.causal = causal;
+    const double f = causal ? 0.5 : 1.0;
+    double fwd = -1, bwd = -1;
+    bool eager_pass = false;
+    for (const auto& k : layer_kernels(a, false, false, toy_gpu(), 1, o)) {
+      if (k.name == "attn.attention fwd (flash)") fwd = in_seconds(k.time);
+      if (k.name == "attn.attention bwd (flash)") bwd = in_seconds(k.time);
+      if (k.name.find("softmax") != std::string::npos || k.name.find("scores") != std::string::npos) eager_pass = true;
+    }
+    EXPECT_FALSE(eager_pass);
+    EXPECT_NEAR(fwd, f * (t_qk + t_pv + t_exp) + 5e-6, 1e-12) << causal;
+    EXPECT_NEAR(bwd, f * (2 * t_qk + 3 * t_pv + t_exp) + 5e-6, 1e-12) << causal;
+  }
+  EXPECT_DOUBLE_EQ(flash_attention_saving_per_sample(a), 8388608.0);
+  // Flash runs in fp16/bf16 from Ampere on; elsewhere the framework's choice falls back to eager.
+  EXPECT_EQ(effective_attention(AttentionKernel::flash, toy_gpu(), Precision::fp32), AttentionKernel::eager);
+  EXPECT_EQ(effective_attention(AttentionKernel::flash, toy_gpu(), Precision::bf16), AttentionKernel::flash);
+  GpuSpec volta = toy_gpu();
+  volta.sm_version = 70;
+  EXPECT_EQ(effective_attention(AttentionKernel::flash, volta, Precision::fp16), AttentionKernel::eager);
 }
 
 TEST(KernelModel, WinogradForThreeByThreeStrideOneOnVectorUnits) {

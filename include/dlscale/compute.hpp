@@ -37,6 +37,20 @@ int optimizer_state_words(Optimizer o) noexcept;
 /// image models.
 Optimizer default_optimizer(const Network& net) noexcept;
 
+/// How attention's scores are computed (docs/compute-model.md, eq. K9): `eager` materialises the
+/// heads·S² scores and runs softmax, mask and dropout as separate memory-bound passes (PyTorch before
+/// 2.0, most 2017-2022 code); `flash` is one fused kernel per pass (FlashAttention-2, PyTorch 2.x SDPA on
+/// fp16/bf16 from Ampere on) that keeps the scores on chip and recomputes them in backward.
+enum class AttentionKernel { eager, flash };
+std::string_view to_string(AttentionKernel a) noexcept;
+/// "eager" or "flash"; std::invalid_argument otherwise.
+AttentionKernel attention_kernel_from_string(std::string_view name);
+/// Whether FlashAttention runs on this GPU in this precision (fp16 or bf16, SM 8.0 or newer): where it
+/// does not, PyTorch's SDPA falls back to other kernels, taken here as eager.
+bool flash_attention_supported(const GpuSpec& gpu, Precision p) noexcept;
+/// The attention kernel a framework's `attention` choice gives on this GPU and precision.
+AttentionKernel effective_attention(AttentionKernel wanted, const GpuSpec& gpu, Precision p) noexcept;
+
 /// How a step is computed: precision, optimiser, gradient accumulation, the framework's convolution
 /// algorithms, and the kernel-model parameters (docs/compute-model.md).
 struct ComputeOptions {
@@ -47,6 +61,7 @@ struct ComputeOptions {
   bool checkpointing = false;       // activation checkpointing: ⌈√L⌉ segments, forward recomputed in backward
                                     // (include/dlscale/memory.hpp, checkpoint_segments)
   ConvAlgorithmPolicy conv_algorithms;  // which cuDNN algorithms the framework reaches
+  AttentionKernel attention = AttentionKernel::eager;  // as it runs (effective_attention), not as asked
   /// Kernel-model parameters; null: the shipped topologies/compute-params.yaml.
   std::shared_ptr<const KernelParamSet> kernel_params;
 

@@ -50,7 +50,11 @@ std::vector<int> checkpoint_segments(const Network& net);
 /// What one sample keeps for backward under checkpointing (fp32 figure): the input of every segment but
 /// the first (the input batch, counted apart), plus the largest segment's own tensors (one segment is
 /// rebuilt at a time; the last is never dropped).
-double checkpointed_kept_bytes_per_sample(const Network& net);
+double checkpointed_kept_bytes_per_sample(const Network& net, bool flash_attention = false);
+/// What a fused (FlashAttention) kernel does not keep of an attention layer, per sample (fp32 basis as
+/// Layer::activation_bytes_per_sample): the heads·S² probabilities of each sequence. It keeps a per-row
+/// log-sum-exp instead (heads·S), which is left in the count. Zero for other layers.
+double flash_attention_saving_per_sample(const Layer& l) noexcept;
 
 struct MemoryFit {
   MemoryEstimate need;

@@ -73,6 +73,7 @@ struct Layer {
   int kv_heads = 0;                         // attention: key/value heads (grouped-query attention); 0 = heads
   std::int64_t hidden = 0;                  // mlp (a linear layer of two or three matrices)
   bool gated = false;                       // mlp: SwiGLU (gate, up, down)
+  bool causal = false;                      // attention: a causal mask (decoders); fused kernels skip its masked half
   /// The parameter-free operators that follow this layer up to the next learnable one.
   std::vector<Operator> ops;
 };

@@ -5,6 +5,7 @@
 #include <string>
 #include <string_view>
 
+#include "dlscale/compute.hpp"
 #include "dlscale/kernels.hpp"
 #include "dlscale/sharding.hpp"
 #include "dlscale/transport.hpp"
@@ -49,6 +50,9 @@ struct Strategy {
   int parameter_servers = 0;            // parameter_server/hybrid: 0 = one per node
   double compute_efficiency = 1.0;      // scales the compute model's layer times (1 = as modelled)
   ConvAlgorithmPolicy conv_algorithms;  // the cuDNN convolution algorithms its algorithm search reaches
+  /// The attention kernel its stack runs where it can (`attention: flash|eager`; docs/compute-model.md, K9):
+  /// flash falls back to eager where FlashAttention does not run (fp32/TF32, before Ampere).
+  AttentionKernel attention = AttentionKernel::eager;
   // Synchronization losses (docs/model.md, "Synchronization losses"); both off by default.
   double jitter_cv = 0.0;            // coefficient of variation of a GPU's per-iteration compute time
   Seconds iteration_overhead{};      // fixed cost per iteration of more than one GPU (negotiation, launches)

@@ -80,6 +80,7 @@ struct ShowOptions {
   std::string output;
   bool kernels = false;  // --kernels: every kernel of every layer, with the algorithm the model chose
   std::string optimizer;
+  std::string attention = "eager";  // --attention eager|flash
 };
 
 void run_show(const ShowOptions& o) {
@@ -108,6 +109,13 @@ void run_show(const ShowOptions& o) {
   if (gpu && !gpu->supports(copt.precision))
     throw UsageError("--precision", fmt::format("the {} has no {} mode", gpu->name, to_string(copt.precision)));
   if (o.kernels && !gpu) throw UsageError("--kernels", "needs --gpu");
+  try {
+    copt.attention = attention_kernel_from_string(o.attention);
+  } catch (const std::invalid_argument& e) {
+    throw UsageError("--attention", e.what());
+  }
+  if (copt.attention == AttentionKernel::flash && (!gpu || !flash_attention_supported(*gpu, copt.precision)))
+    throw UsageError("--attention", "FlashAttention needs --gpu, an Ampere or newer GPU, and fp16 or bf16");
   if (gpu) {
     times = estimate_layer_times(net, *gpu, o.batch, copt);
     fit = check_memory_fit(net, *gpu, o.batch, copt);
@@ -257,6 +265,8 @@ void setup_model(CLI::App& app) {
   show->add_option("--gpu", so->gpu, "GPU from topologies/gpus.yaml (e.g. p40, v100-sxm2)");
   show->add_option("--precision", so->precision, "fp32, tf32, bf16 or fp16 (mixed precision)")->capture_default_str();
   show->add_option("--optimizer", so->optimizer, "sgd, momentum, adam, adamw or lamb (default: by the model's input)");
+  show->add_option("--attention", so->attention, "eager or flash (FlashAttention: fp16/bf16, Ampere and newer, needs --gpu)")
+      ->capture_default_str();
   show->add_flag("--kernels", so->kernels, "List every kernel of every layer with its time and the algorithm chosen (needs --gpu)");
   show->add_option("--format", so->format, "table or json")->capture_default_str();
   show->add_option("-o,--output", so->output, "Write to FILE (atomically) instead of standard output")->type_name("FILE");

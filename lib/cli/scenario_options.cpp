@@ -57,6 +57,9 @@ void add_scenario_options(CLI::App& cmd, ScenarioOptions& o) {
       ->type_name("K")->capture_default_str();
   cmd.add_flag("--checkpointing", o.checkpointing,
                "Activation checkpointing: keep sqrt(L) segment inputs, recompute each segment's forward in backward");
+  cmd.add_option("--attention", o.attention,
+                 "eager or flash (FlashAttention: fp16/bf16, Ampere and newer); default: the framework file's")
+      ->type_name("KIND");
   cmd.add_option("--seq-len", o.seq_len, "Rebuild a token model from models/arch/ at this sequence length")->type_name("S");
   cmd.add_option("--image-size", o.image_size, "Rebuild an image model from models/arch/ at this height and width")->type_name("PIXELS");
   cmd.add_option("--calibration", o.calibration, "Measured curves and layer times (dlscale-calibrate or calibrate import)")
@@ -198,6 +201,16 @@ Scenario build_scenario(const ScenarioOptions& o, RunInfo& info) {
                                                                                         : "bf16 math, Ampere or newer"));
   sc.network = load_model(model, o.seq_len, o.image_size);
   sc.strategy = load_strategy(resolve(DataKind::framework, framework, "--framework"));
+  if (!o.attention.empty()) {
+    try {
+      sc.strategy.attention = attention_kernel_from_string(o.attention);
+    } catch (const std::invalid_argument& e) {
+      throw UsageError("--attention", e.what());
+    }
+    if (sc.strategy.attention == AttentionKernel::flash && !flash_attention_supported(sc.cluster.gpu, sc.compute.precision))
+      throw UsageError("--attention", fmt::format("FlashAttention runs in fp16 or bf16 on Ampere or newer GPUs, not in {} on the {}",
+                                                  to_string(sc.compute.precision), sc.cluster.gpu.name));
+  }
   try {
     sc.compute.optimizer = !o.optimizer.empty() ? optimizer_from_string(o.optimizer) : default_optimizer(sc.network);
   } catch (const std::invalid_argument& e) {

@@ -63,6 +63,41 @@ class Kernels {
   }
   [[nodiscard]] const KernelParams& params() const noexcept { return kp_; }
 
+  /// Eq. K9, FlashAttention-2 (Dao 2023): one fused kernel forward and one backward per attention layer.
+  /// Forward: S = Q·Kᵀ and O = P·V per sequence and head in on-chip tiles, whose products run as the GEMM
+  /// model times them (K1–K3, compute part) and whose softmax exponentials run on the special-function
+  /// units, 16 per SM per clock from Maxwell to Hopper (CUDA C++ Programming Guide, throughput of
+  /// arithmetic instructions; 3.9 T/s on an H100 SXM5 beside 989 TFLOP/s of matrix math, as the
+  /// FlashAttention-3 paper notes), after the products rather than overlapped with them in
+  /// FlashAttention-2. The heads·S² scores never reach memory. Backward: S recomputed, then dV = Pᵀ·dO,
+  /// dP = dO·Vᵀ, dQ = dS·K and dK = dSᵀ·Q (five products) and the exponentials again. A causal mask skips
+  /// the tiles above the diagonal: half of the products and exponentials. Memory: Q, K, V read, O and the
+  /// per-row log-sum-exp (fp32) written forward; Q, K, V, O, dO and the log-sum-exp read, dQ (fp32
+  /// accumulator), dK and dV written backward. Time = max(math, memory) + one kernel's overhead.
+  void flash_attention(const std::string& name, std::int64_t seqs, std::int64_t s, std::int64_t heads, std::int64_t dh,
+                       std::int64_t dkv, bool causal) {
+    const double frac = causal ? 0.5 : 1.0;
+    const std::int64_t bh = seqs * heads;
+    const GemmShape qk{s, s, dh, bh}, pv{s, dh, s, bh};
+    const Seconds t_qk = plan_gemm(qk, gpu_, opt_.precision, kp_).compute * frac;
+    const Seconds t_pv = plan_gemm(pv, gpu_, opt_.precision, kp_).compute * frac;
+    const double scores = static_cast<double>(bh) * static_cast<double>(s) * static_cast<double>(s) * frac;
+    const double exp_rate = 16.0 * gpu_.sm_count * gpu_.boost_clock.base();  // exponentials per second
+    const Seconds t_exp = exp_rate > 0.0 ? seconds(scores / exp_rate) : Seconds{};
+    const double eb = element_bytes(opt_.precision);
+    const double rows = static_cast<double>(seqs) * static_cast<double>(s);
+    const double q = rows * static_cast<double>(heads * dh), kv = 2.0 * rows * static_cast<double>(dkv);
+    const double lse = static_cast<double>(bh) * static_cast<double>(s) * 4.0;
+    const BytesPerSecond bw = gpu_.memory_bandwidth * kp_.memory_efficiency;
+    const Bytes fwd_traffic = bytes((q + kv + q) * eb + lse);
+    const Bytes bwd_traffic = bytes((q + kv + q + q) * eb + lse + q * 4.0 + kv * eb);
+    const double fwd_flops = 2.0 * qk.flops() * frac;  // the two products (Q·Kᵀ and P·V have equal FLOPs)
+    add(named_ ? name + " fwd (flash)" : std::string(), max(t_qk + t_pv + t_exp, fwd_traffic / bw) + kp_.kernel_overhead, flops(fwd_flops),
+        fwd_traffic, false);
+    add(named_ ? name + " bwd (flash)" : std::string(), max(2.0 * t_qk + 3.0 * t_pv + t_exp, bwd_traffic / bw) + kp_.kernel_overhead,
+        flops(2.5 * fwd_flops), bwd_traffic, true);
+  }
+
  private:
   void add(const std::string& what, Seconds t, Flops f, Bytes traffic, bool bwd) {
     (bwd ? backward : forward) += t;
@@ -126,6 +161,14 @@ void time_layer(Kernels& k, const Layer& l, bool first, int batch, const Compute
         // q, and k and v of kv_heads heads each (grouped-query attention: fewer key/value heads)
         const std::int64_t dkv = l.kv_heads > 0 ? d / l.heads * l.kv_heads : d;
         linear_gemms(k, k.name(l.name, ".qkv"), rows, d, d + 2 * dkv, input_grad);
+        const double act = static_cast<double>(rows) * static_cast<double>(d);
+        if (opt.attention == AttentionKernel::flash) {
+          k.flash_attention(k.name(l.name, ".attention"), seqs, s, l.heads, dh, dkv, l.causal);
+          k.pass(k.name(l.name, ".heads fwd"), 2.0 * 4.0 * act, eb, false, 0.0, 2);
+          k.pass(k.name(l.name, ".heads bwd"), 2.0 * 4.0 * act, eb, true, 0.0, 2);
+          linear_gemms(k, k.name(l.name, ".out"), rows, d, d, true);
+          return;
+        }
         // Scores Q·Kᵀ and the weighted sum P·V, one small GEMM per sequence and head; backward: two each.
         k.gemm(k.name(l.name, ".scores fwd"), GemmShape{s, s, dh, bh}, false);
         k.gemm(k.name(l.name, ".context fwd"), GemmShape{s, dh, s, bh}, false);
@@ -138,7 +181,6 @@ void time_layer(Kernels& k, const Layer& l, bool first, int batch, const Compute
         const double probs = static_cast<double>(bh) * static_cast<double>(s) * static_cast<double>(s);
         k.pass(k.name(l.name, ".softmax fwd"), 3 * 2.0 * probs, eb, false, 0.0, 3);
         k.pass(k.name(l.name, ".softmax bwd"), 3 * 3.0 * probs, eb, true, 0.0, 3);
-        const double act = static_cast<double>(rows) * static_cast<double>(d);
         k.pass(k.name(l.name, ".heads fwd"), 2.0 * 4.0 * act, eb, false, 0.0, 2);
         k.pass(k.name(l.name, ".heads bwd"), 2.0 * 4.0 * act, eb, true, 0.0, 2);
         linear_gemms(k, k.name(l.name, ".out"), rows, d, d, true);
@@ -308,6 +350,22 @@ std::string_view to_string(Optimizer o) noexcept {
     case Optimizer::lamb: return "lamb";
   }
   return "sgd";
+}
+
+std::string_view to_string(AttentionKernel a) noexcept { return a == AttentionKernel::flash ? "flash" : "eager"; }
+
+AttentionKernel attention_kernel_from_string(std::string_view name) {
+  if (name == "eager") return AttentionKernel::eager;
+  if (name == "flash") return AttentionKernel::flash;
+  throw std::invalid_argument("unknown attention kernel '" + std::string(name) + "' (expected eager or flash)");
+}
+
+bool flash_attention_supported(const GpuSpec& gpu, Precision p) noexcept {
+  return gpu.sm_version >= 80 && (p == Precision::fp16 || p == Precision::bf16);
+}
+
+AttentionKernel effective_attention(AttentionKernel wanted, const GpuSpec& gpu, Precision p) noexcept {
+  return wanted == AttentionKernel::flash && flash_attention_supported(gpu, p) ? AttentionKernel::flash : AttentionKernel::eager;
 }
 
 Optimizer optimizer_from_string(std::string_view name) {

@@ -22,10 +22,21 @@ std::vector<int> checkpoint_segments(const Network& net) {
   return first;
 }
 
-double checkpointed_kept_bytes_per_sample(const Network& net) {
+double flash_attention_saving_per_sample(const Layer& l) noexcept {
+  if (l.kind != LayerKind::attention || l.heads <= 0 || l.input_shape.size() < 2) return 0.0;
+  const double s = static_cast<double>(l.input_shape[l.input_shape.size() - 2]);
+  const double d = static_cast<double>(l.input_shape.back());
+  double elements = 1.0;
+  for (auto v : l.input_shape) elements *= static_cast<double>(v);
+  const double seqs = elements / (s * d);
+  return 4.0 * seqs * static_cast<double>(l.heads) * s * s;
+}
+
+double checkpointed_kept_bytes_per_sample(const Network& net, bool flash_attention) {
   const std::vector<int> first = checkpoint_segments(net);
   auto kept = [&](std::size_t i) {
     double s = net.layers[i].activation_bytes_per_sample;
+    if (flash_attention) s -= flash_attention_saving_per_sample(net.layers[i]);
     for (const auto& o : net.layers[i].ops) s += o.activation_bytes_per_sample;
     return s;
   };
@@ -58,7 +69,10 @@ MemoryEstimate estimate_training_memory(const Network& net, int batch, const Com
   m.gradients = bytes(p * gradient_bytes_per_element(opt.precision));
   m.optimizer_state = bytes(p * 4.0 * optimizer_state_words(opt.optimizer));
   // Every tensor a layer or a parameter-free operator keeps for backward (one micro-batch).
-  const double kept = opt.checkpointing ? checkpointed_kept_bytes_per_sample(net) : net.total_kept_bytes_per_sample();
+  const bool flash = opt.attention == AttentionKernel::flash;
+  double kept = opt.checkpointing ? checkpointed_kept_bytes_per_sample(net, flash) : net.total_kept_bytes_per_sample();
+  if (flash && !opt.checkpointing)
+    for (const auto& l : net.layers) kept -= flash_attention_saving_per_sample(l);
   m.activations = bytes(kept * (activation_bytes_per_element(opt.precision) / 4.0) * batch);
   m.input = net.input_bytes_per_sample * static_cast<double>(batch);
   m.reserved = reserved;

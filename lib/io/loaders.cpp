@@ -590,6 +590,10 @@ Network read_network(const Node& root) {
       if (layer.hidden < 1) n->fail("must be a positive whole number");
     }
     if (auto n = l.optional("gated")) layer.gated = n->boolean();
+    if (auto n = l.optional("causal")) {
+      if (layer.kind != LayerKind::attention) n->fail("only an attention layer has a causal mask");
+      layer.causal = n->boolean();
+    }
     int branches = 0;
     if (auto n = l.optional("branches")) {
       if (layer.kind != LayerKind::concat) n->fail("only a concat joins branches");
@@ -753,6 +757,13 @@ Strategy read_strategy(const Node& root) {
     if (s.iteration_overhead < Seconds{}) n->fail("a per-iteration overhead cannot be negative");
   }
   if (auto n = m.optional("transport")) s.transport = read_transport(*n);
+  if (auto n = m.optional("attention")) {
+    try {
+      s.attention = attention_kernel_from_string(n->scalar());
+    } catch (const std::invalid_argument& e) {
+      n->fail(e.what());
+    }
+  }
   if (auto n = m.optional("conv_algorithms")) {  // docs/compute-model.md, "Convolution algorithms"
     MapReader c(*n);
     if (auto w = c.optional("winograd")) s.conv_algorithms.winograd = w->boolean();

@@ -71,6 +71,7 @@ PlanResult plan(const Scenario& base, int gpus, const PlanSpace& space) {
           ComputeOptions c = sc.compute;
           c.accumulate = 1;
           c.conv_algorithms = v.conv_algorithms;
+          c.attention = effective_attention(v.attention, sc.cluster.gpu, c.precision);
           lt = std::make_shared<const LayerTimes>(estimate_layer_times(sc.network, sc.cluster.gpu, mb, c));
         }
         for (int k : space.accumulations)

@@ -413,6 +413,7 @@ std::string network_fingerprint(const Network& net) {
     for (int v : {l.kernel_h, l.kernel_w, l.stride_h, l.stride_w, l.groups, l.heads, l.kv_heads}) put(out, v);
     put(out, l.hidden);
     put(out, l.gated);
+    put(out, l.causal);
     put(out, l.ops.size());
     for (const auto& o : l.ops) {
       put(out, o.name);
@@ -467,10 +468,11 @@ std::vector<std::shared_ptr<const LayerTimes>> shared_layer_times(const SweepSpe
     const ConvAlgorithmPolicy& pol = st.conv_algorithms;
     const GpuSpec& gpu = cl.gpu;  // every figure the kernel model reads
     const std::string key =
-        fmt::format("{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}", id_of(g.model), gpu.name, gpu.architecture,
+        fmt::format("{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}", id_of(g.model), gpu.name, gpu.architecture,
                     gpu.sm_version, gpu.sm_count, gpu.peak_fp32.base(), gpu.peak_fp16.base(), gpu.peak_bf16.base(),
                     gpu.peak_tf32.base(), gpu.memory_bandwidth.base(), gpu.boost_clock.base(), gpu.base_clock.base(),
-                    g.batch, to_string(g.precision), pol.winograd, pol.fft, pol.workspace_limit.base());
+                    g.batch, to_string(g.precision), pol.winograd, pol.fft, pol.workspace_limit.base(),
+                    to_string(effective_attention(st.attention, gpu, g.precision)));
     auto& slot = seen[key];
     if (!slot) {
       {
@@ -481,6 +483,7 @@ std::vector<std::shared_ptr<const LayerTimes>> shared_layer_times(const SweepSpe
         ComputeOptions c;
         c.precision = g.precision;
         c.conv_algorithms = pol;
+        c.attention = effective_attention(st.attention, gpu, g.precision);
         c.optimizer = default_optimizer(spec.networks[g.model]);
         slot = std::make_shared<const LayerTimes>(estimate_layer_times(spec.networks[g.model], cl.gpu, g.batch, c));
         const std::lock_guard lock(memo.mutex);

@@ -189,6 +189,7 @@ Predictor::Predictor(Scenario scenario) : impl_(std::make_unique<Impl>()) {
   Impl& m = *impl_;
   m.sc = std::move(scenario);
   m.sc.compute.conv_algorithms = m.sc.strategy.conv_algorithms;  // the framework's cuDNN algorithm search
+  m.sc.compute.attention = effective_attention(m.sc.strategy.attention, m.sc.cluster.gpu, m.sc.compute.precision);
   const Scenario& sc = m.sc;
   if (sc.batch_per_gpu < 1) throw UsageError("--batch", "the batch per GPU must be at least 1");
   m.coll = with_transport(sc.collectives ? sc.collectives : make_collective_model(sc.cluster), sc.strategy.transport,

@@ -343,7 +343,8 @@ class Generator {
     const std::int64_t heads = positive(heads_node);
     bool bias = true;
     if (auto n = m.optional("bias")) bias = n->boolean();
-    if (auto n = m.optional("causal")) (void)n->boolean();  // documents the mask; the count is the same
+    bool causal = false;  // the count is the same (the masked half is computed and discarded); a fused kernel skips it
+    if (auto n = m.optional("causal")) causal = n->boolean();
     std::int64_t kv_heads = heads;
     std::optional<Node> kv_node = m.optional("kv_heads");
     if (kv_node) kv_heads = positive(*kv_node);
@@ -362,6 +363,7 @@ class Generator {
     Layer& l = add(name, prefix, LayerKind::attention, params, macs, kept, in.shape, in.shape);
     l.heads = static_cast<int>(heads);
     if (kv_heads != heads) l.kv_heads = static_cast<int>(kv_heads);
+    l.causal = causal;
     return in;
   }
 
