@@ -57,6 +57,8 @@ void add_scenario_options(CLI::App& cmd, ScenarioOptions& o) {
       ->type_name("K")->capture_default_str();
   cmd.add_flag("--checkpointing", o.checkpointing,
                "Activation checkpointing: keep sqrt(L) segment inputs, recompute each segment's forward in backward");
+  cmd.add_flag("--offload-optimizer", o.offload_optimizer,
+               "CPU offload of a sharded framework's optimiser state (ZeRO-Offload): the step runs on the CPU");
   cmd.add_option("--seq-len", o.seq_len, "Rebuild a token model from models/arch/ at this sequence length")->type_name("S");
   cmd.add_option("--image-size", o.image_size, "Rebuild an image model from models/arch/ at this height and width")->type_name("PIXELS");
   cmd.add_option("--calibration", o.calibration, "Measured curves and layer times (dlscale-calibrate or calibrate import)")
@@ -198,6 +200,13 @@ Scenario build_scenario(const ScenarioOptions& o, RunInfo& info) {
                                                                                         : "bf16 math, Ampere or newer"));
   sc.network = load_model(model, o.seq_len, o.image_size);
   sc.strategy = load_strategy(resolve(DataKind::framework, framework, "--framework"));
+  if (o.offload_optimizer) {  // docs/model.md, eq. S9
+    if (!sc.strategy.sharding.sharded())
+      throw UsageError("--offload-optimizer",
+                       fmt::format("framework '{}' does not shard its optimiser state; offload needs ZeRO stage 1-3 or FSDP "
+                                   "(e.g. --framework deepspeed-zero2)", sc.strategy.name));
+    sc.strategy.sharding.offload_optimizer = true;
+  }
   try {
     sc.compute.optimizer = !o.optimizer.empty() ? optimizer_from_string(o.optimizer) : default_optimizer(sc.network);
   } catch (const std::invalid_argument& e) {

@@ -35,6 +35,7 @@ struct ScenarioOptions {
   bool unfused_optimizer = false;
   int accumulate = 1;            // --accumulate K
   bool checkpointing = false;    // --checkpointing
+  bool offload_optimizer = false;  // --offload-optimizer: the sharded optimiser state in host memory (eq. S9)
   int seq_len = 0;               // --seq-len: rebuild a token model from its architecture at this length
   int image_size = 0;            // --image-size: rebuild an image model at this height and width
   std::string calibration;       // --calibration FILE (docs/calibration.md)

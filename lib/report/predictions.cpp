@@ -74,7 +74,7 @@ void write_table(std::ostream& out, const RunInfo& info, std::span<const Predict
     if (!(p.memory.host_per_node > Bytes{})) continue;
     const auto& b = p.breakdown;
     fmt::print(out, "# offload, {} GPUs: {:.3g} GB per GPU over PCIe; d2h {:.4f} s ({:.4f} exposed), CPU Adam {:.4f} s, "
-                    "h2d {:.4f} s; host memory {:.3g} of {:.3g} GB per node{}\n",
+                    "h2d {:.4f} s; host memory {:.4g} of {:.4g} GB per node{}\n",
                p.gpus, in_bytes(b.offload_bytes) / 1e9, in_seconds(b.offload_d2h), in_seconds(b.offload_d2h_exposed),
                in_seconds(b.offload_cpu), in_seconds(b.offload_h2d), in_bytes(p.memory.host_per_node) / 1e9,
                in_bytes(p.memory.host_capacity) / 1e9, p.memory.host_fits ? "" : " (does not fit)");
