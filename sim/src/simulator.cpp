@@ -681,8 +681,10 @@ struct Simulator::Impl {
                               : fmt::format("intra-node GPU links ({})", cl.intra_node.bandwidth);
         break;
       case Bottleneck::update:
-        name = st.sharding.offload_optimizer ? closed.bottleneck_resource.str()
-                                             : fmt::format("parameter update (GPU memory {})", cl.gpu.memory_bandwidth);
+        name = st.sharding.offload_optimizer
+                   ? fmt::format("optimiser step offloaded to the CPU (CPU Adam {:.3g} params/s per node)",
+                                 st.sharding.cpu_adam_params_per_s)
+                   : fmt::format("parameter update (GPU memory {})", cl.gpu.memory_bandwidth);
         break;
     }
     p.bottleneck_resource = ResourceName(std::move(name));
