@@ -33,7 +33,8 @@ struct Sharding {
 
   /// CPU-Adam throughput of one node when the framework file gives none: DeepSpeed's CPU-Adam updates
   /// 10^10 parameters in 2.57 s on a DGX-2 host (2 × 24-core Xeon Platinum 8168), ZeRO-Offload (Ren et
-  /// al., USENIX ATC 2021), Table 3: 3.9·10^9 parameters/s. models/frameworks/deepspeed-zero2-offload.yaml.
+  /// al., USENIX ATC 2021), Table 3: 3.9·10^9 parameters/s (recalled; see
+  /// models/frameworks/deepspeed-zero2-offload.yaml).
   static constexpr double kDefaultCpuAdamParamsPerSecond = 3.9e9;
 
   [[nodiscard]] bool sharded() const noexcept { return stage > 0; }
