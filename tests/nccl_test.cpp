@@ -311,6 +311,54 @@ TEST(NcclNvls, TwoH100NodesUseNvlsTreeCappedByTheNetwork) {
   EXPECT_EQ(choose("dgx-h100-ndr", CollectiveOp::reducescatter, gibibytes(1), {16, 2, 8}).algorithm, nccl::RING);
 }
 
+// ---- PAT (NCCL 2.23+ "Parallel Aggregated Trees"), shared/docs/nccl-tuning-2.30.md --------------------------
+TEST(NcclPat, SixteenNodesOfOneGpuPickPatForSmallAndRingForLargeAllGathers) {
+  // dgx-h100-ndr, 16 nodes × 1 GPU (nranks == nnodes: the only case NCCL 2.30 enables PAT). PAT runs on
+  // the tree graph searched for one GPU per node: one channel at 30 GB/s, duplicated to 2 × 15, then the
+  // second pass raises the intra speed back to 30 (it may reach twice the inter speed): 2 channels,
+  // bwIntra 30, bwInter 15. The ring graph: 2 × 24.
+  const auto tree = topo("dgx-h100-ndr").channels(ChannelPattern::tree, first(1), 16);
+  ASSERT_EQ(tree.channels, 2);
+  ASSERT_DOUBLE_EQ(gbs(tree.bw_inter), 15.0);
+  ASSERT_DOUBLE_EQ(gbs(tree.bw_intra), 30.0);
+  // PAT: more than two nodes → bwInter; busBw = 2 × 15 × 0.75 ("PAT keeps 75 %") = 22.5, algbw = 22.5 / 2
+  // (not Ring/NVLS: one half) = 11.25 GB/s. Inter-node hop: 14 µs (Tree network row, Simple) + 2 × 1 µs
+  // fabric (Simple flushes) = 16 µs; latency = 8 + log2(16) × 16 / 3.5 + 16 × 2.8 = 8 + 18.2857 + 44.8
+  // = 71.0857 µs.
+  const double pat_lat = 8.0 + 4.0 * 16.0 / 3.5 + 16 * 2.8;
+  // Ring LL: busBw min(35 Hopper LL max on > 2 nodes, 48 × 0.5) = 24, algbw 24 × 16/15 = 25.6; latency
+  // 6.6 + 15 network steps × (5.0 Tree LL network row + 1 µs fabric) = 96.6 µs. At 1 KiB:
+  // PAT 71.0857 + 1024 / 11,250 = 71.177 µs < ring LL 96.6 + 1024 / 25,600 = 96.64 µs: PAT wins.
+  const auto small = choose("dgx-h100-ndr", CollectiveOp::allgather, kibibytes(1), {16, 16, 1});
+  EXPECT_EQ(small.algorithm, nccl::PAT);
+  EXPECT_EQ(small.protocol, nccl::SIMPLE);
+  EXPECT_EQ(nccl::algorithm_name(small.algorithm), "pat");
+  EXPECT_NEAR(gbs(small.algbw_model), 11.25, 1e-9);
+  EXPECT_NEAR(in_us(small.latency), pat_lat, 1e-9);
+  EXPECT_NEAR(in_us(small.time), pat_lat + 1024.0 / 11250.0, 1e-9);
+  // Reduce-scatter is costed the same way.
+  EXPECT_NEAR(in_us(choose("dgx-h100-ndr", CollectiveOp::reducescatter, kibibytes(1), {16, 16, 1}).time),
+              in_us(small.time), 1e-9);
+  // PAT against ring LL: 71.0857 + x / 11,250 = 96.6 + x / 25,600 at x ≈ 512 kB; at 256 KiB PAT still wins.
+  EXPECT_EQ(choose("dgx-h100-ndr", CollectiveOp::allgather, kibibytes(256), {16, 16, 1}).algorithm, nccl::PAT);
+  EXPECT_EQ(choose("dgx-h100-ndr", CollectiveOp::allgather, mebibytes(1), {16, 16, 1}).algorithm, nccl::RING);
+  // 1 GiB: ring Simple, busBw 2 × 24 = 48, algbw 48 × 16/15 = 51.2; latency 8.4 + 15 × 16 = 248.4 µs:
+  // 248.4 + 1073741824 / 51,200 = 21,219.9 µs against PAT's 71.09 + 1073741824 / 11,250 = 95,515 µs.
+  const auto large = choose("dgx-h100-ndr", CollectiveOp::allgather, gibibytes(1), {16, 16, 1});
+  EXPECT_EQ(large.algorithm, nccl::RING);
+  EXPECT_EQ(large.protocol, nccl::SIMPLE);
+  EXPECT_NEAR(in_us(large.time), 248.4 + 1073741824.0 / 51200.0, 1e-6);
+}
+
+TEST(NcclPat, OnlyWithOneGpuPerNodeAndOnlyForGathersAndScatters) {
+  // 2 nodes × 1: PAT (bwIntra 30 on ≤ 2 nodes: algbw 2 × 30 × 0.75 / 2 = 22.5; latency 8 + 16/3.5 + 5.6 =
+  // 18.17 µs) loses 1 KiB to ring LL (6.6 + 6 = 12.6 µs).
+  EXPECT_EQ(choose("dgx-h100-ndr", CollectiveOp::allgather, kibibytes(1), {2, 2, 1}).algorithm, nccl::RING);
+  // Several GPUs per node, or an all-reduce: never PAT.
+  EXPECT_NE(choose("dgx-h100-ndr", CollectiveOp::allgather, kibibytes(1), {128, 16, 8}).algorithm, nccl::PAT);
+  EXPECT_NE(choose("dgx-h100-ndr", CollectiveOp::allreduce, kibibytes(1), {16, 16, 1}).algorithm, nccl::PAT);
+}
+
 TEST(NcclNvls, DescribeSaysWhenNvlsIsModelled) {
   EXPECT_NE(make_collective_model(cluster("dgx-h100"))->describe().find("NVLS"), std::string::npos);
   EXPECT_EQ(make_collective_model(cluster("dgx-a100"))->describe().find("NVLS"), std::string::npos);

@@ -168,6 +168,17 @@ TEST(ShardingTimeline, MorePrefetchNoPrefetchAndNoSecondGather) {
   EXPECT_NEAR(in_ms(sharded_timeline_exact(kF, kB, zero, zero, zero, 2).end()), 18.0, 1e-12);
 }
 
+TEST(ShardingTimeline, OffloadCopiesFollowTheReduceScatters) {
+  // Eq. S9a on the three-unit timeline: reduce-scatters end at 16 (unit 3), 20 (unit 2), 25 (unit 1); each
+  // unit's gradient-shard copy starts when its reduce-scatter and the previous copy have ended. Copies of
+  // 3 ms: 16 + 3 = 19, max(19, 20) + 3 = 23, max(23, 25) + 3 = 28. Copies of 5 ms: 21, max(21, 20) + 5 = 26,
+  // max(26, 25) + 5 = 31 (the copy engine, not the reduce-scatters, sets the end).
+  const std::vector<Seconds> three(3, ms(3)), five(3, ms(5));
+  EXPECT_NEAR(in_ms(sharded_timeline_exact(kF, kB, kAg, kAg, kRs, 2, three).reduce_end), 28.0, 1e-12);
+  EXPECT_NEAR(in_ms(sharded_timeline_exact(kF, kB, kAg, kAg, kRs, 2, five).end()), 31.0, 1e-12);
+  EXPECT_NEAR(in_ms(sharded_timeline_exact(kF, kB, kAg, kAg, kRs, 2, five).compute_end), 24.0, 1e-12);
+}
+
 /// All-gathers at 1 GB/s of the total array, reduce-scatters 1 ms, all-reduces 2 ms, one GPU free.
 class FixedCollectives final : public CollectiveModel {
  public:
@@ -227,6 +238,85 @@ TEST(ShardingPredict, ThePredictorRunsTheHandTimeline) {
   z.strategy = framework("deepspeed-zero2");
   z.strategy.overlap = Overlap::layerwise;
   EXPECT_NEAR(in_ms(Predictor(z).predict(2).iteration_time), 26.0, 1e-9);
+  // The same with the optimiser offloaded to the CPU (eq. S9). fp32: gradients 4 B per parameter, 5, 1 and 1 MB
+  // per layer; each GPU's shard (n = 2) 2.5, 0.5, 0.5 MB copied at 1 GB/s (h2d_pinned): 2.5, 0.5, 0.5 ms.
+  // Reduce-scatters end at 5 (layer 3), 9, 13; copies at 5 + 0.5 = 5.5, max(5.5, 9) + 0.5 = 9.5,
+  // max(9.5, 13) + 2.5 = 15.5: 2.5 ms past the last reduce-scatter. CPU Adam: the node's 2 GPUs × 1.75 M / 2
+  // parameters at 1.75e9 params/s = 1 ms; the updated shard, 1.75 M / 2 × 4 B = 3.5 MB at 1 GB/s = 3.5 ms;
+  // then the all-gather, 7 ms: 6 + 13 + 2.5 + 1 + 3.5 + 7 = 33 ms.
+  z.strategy = framework("deepspeed-zero2-offload");
+  z.strategy.overlap = Overlap::layerwise;
+  z.strategy.sharding.cpu_adam_params_per_s = 1.75e9;
+  const Prediction off = Predictor(z).predict(2);
+  EXPECT_NEAR(in_ms(off.iteration_time), 33.0, 1e-9);
+  EXPECT_NEAR(in_ms(off.breakdown.offload_d2h), 3.5, 1e-9);
+  EXPECT_NEAR(in_ms(off.breakdown.offload_d2h_exposed), 2.5, 1e-9);
+  EXPECT_NEAR(in_ms(off.breakdown.offload_cpu), 1.0, 1e-9);
+  EXPECT_NEAR(in_ms(off.breakdown.offload_h2d), 3.5, 1e-9);
+  EXPECT_NEAR(in_ms(off.breakdown.update), 4.5, 1e-9);          // the CPU step and the copy back
+  EXPECT_NEAR(in_bytes(off.breakdown.offload_bytes), 7e6, 1e-3);  // 3.5 MB each way
+  EXPECT_NEAR(in_ms(off.breakdown.comm_exposed), 13.0 - 12.0 + 7.0, 1e-9);  // unchanged by the copies
+}
+
+// ---- CPU offload of the optimiser: Llama-2-7B, bf16, AdamW on 8 × H100 (dgx-h100), eq. S9 ----------------------
+TEST(ShardingOffload, Llama7bOnEightH100ByHand) {
+  const auto P = static_cast<std::int64_t>(kLlamaParams);
+  // S9a: each GPU's gradient shard, 2 B × P / 8 = 1,684,603,904 B to the host; S9c: the updated bf16 shard,
+  // the same back: 3,369,207,808 B over PCIe per GPU and step.
+  EXPECT_DOUBLE_EQ(in_bytes(offload_gradient_bytes(P, Precision::bf16, 8)), 1'684'603'904.0);
+  EXPECT_DOUBLE_EQ(in_bytes(offload_param_bytes(P, Precision::bf16, 8)), 1'684'603'904.0);
+  // S9b: the node's CPU steps 8 shards of P/8 = P parameters at 3.9e9 params/s (ZeRO-Offload's CPU-Adam):
+  // 6,738,415,616 / 3.9e9 = 1.727799 s. On 2 nodes (16 GPUs) each node steps 8 × P/16 = P/2: 0.863900 s.
+  EXPECT_NEAR(in_seconds(cpu_adam_time(P, 8, 8, 3.9e9)), 1.7277988759, 1e-9);
+  EXPECT_NEAR(in_seconds(cpu_adam_time(P, 16, 8, 3.9e9)), 0.8638994379, 1e-9);
+  // S9d: host memory per node, 8 × P/8 × (4 master + 8 Adam + 2 gradient) = 14 P = 94,337,818,624 B.
+  EXPECT_DOUBLE_EQ(in_bytes(offload_host_bytes_per_node(P, Precision::bf16, 2, 8, 8)), 14.0 * kLlamaParams);
+
+  // GPU memory: ZeRO-2 on 8 holds 2P working + 4P/8 master + 2P/8 gradients + 8P/8 Adam = 3.75 P; offloaded,
+  // the master and Adam leave: 2P + 0.25P = 2.25 P, 1.5 P = 10,107,623,424 B less. ZeRO-3 offloaded: 2P/8
+  // working + 2P/8 gradients = 0.5 P (FSDP's full shard holds 2 P).
+  const Network net = zoo("llama2-7b");
+  ComputeOptions o;
+  o.precision = Precision::bf16;
+  o.optimizer = Optimizer::adamw;
+  auto state = [](const MemoryEstimate& m) {
+    return in_bytes(m.weights) + in_bytes(m.gradients) + in_bytes(m.optimizer_state);
+  };
+  const MemoryEstimate z2 = estimate_training_memory(net, 1, o, framework("deepspeed-zero2").sharding, 8);
+  const MemoryEstimate z2o = estimate_training_memory(net, 1, o, framework("deepspeed-zero2-offload").sharding, 8);
+  const MemoryEstimate z3o = estimate_training_memory(net, 1, o, framework("deepspeed-zero3-offload").sharding, 8);
+  EXPECT_DOUBLE_EQ(state(z2), 3.75 * kLlamaParams);
+  EXPECT_DOUBLE_EQ(state(z2o), 2.25 * kLlamaParams);
+  EXPECT_NEAR(in_bytes(z2.total() - z2o.total()), 1.5 * kLlamaParams, 1.0);
+  EXPECT_DOUBLE_EQ(in_bytes(z3o.optimizer_state), 0.0);
+  EXPECT_DOUBLE_EQ(state(z3o), 0.5 * kLlamaParams);
+
+  // The predictor on dgx-h100: PCIe Gen5 x16 as NCCL rates it, 16 × 240 / 80 = 48 GB/s each way:
+  // 1,684,603,904 / 48e9 = 35.0959 ms down and as much up; the update on the path is 1.727799 + 0.035096 s.
+  Scenario sc;
+  sc.cluster = load_cluster(resolve(DataKind::cluster, "dgx-h100", "--cluster"));
+  ASSERT_DOUBLE_EQ(in_gigabytes_per_second(sc.cluster.h2d_pinned), 48.0);
+  sc.network = net;
+  sc.strategy = framework("deepspeed-zero2-offload");
+  sc.compute = o;
+  sc.batch_per_gpu = 1;
+  const Prediction p = Predictor(sc).predict(8);
+  EXPECT_NEAR(in_seconds(p.breakdown.offload_d2h), 1'684'603'904.0 / 48e9, 1e-9);
+  EXPECT_NEAR(in_seconds(p.breakdown.offload_h2d), 1'684'603'904.0 / 48e9, 1e-9);
+  EXPECT_NEAR(in_seconds(p.breakdown.offload_cpu), 1.7277988759, 1e-9);
+  EXPECT_NEAR(in_seconds(p.breakdown.update), 1.7277988759 + 1'684'603'904.0 / 48e9, 1e-9);
+  EXPECT_DOUBLE_EQ(in_bytes(p.breakdown.offload_bytes), 3'369'207'808.0);
+  // host memory: 14 P = 94.3 GB of the 2 TB in dgx-h100.yaml; the GPU holds 1.5 P less than under ZeRO-2
+  EXPECT_DOUBLE_EQ(in_bytes(p.memory.host_per_node), 14.0 * kLlamaParams);
+  EXPECT_DOUBLE_EQ(in_bytes(p.memory.host_capacity), 2e12);
+  EXPECT_TRUE(p.memory.host_fits);
+  EXPECT_TRUE(p.memory.fits);
+  sc.strategy = framework("deepspeed-zero2");
+  EXPECT_NEAR(in_bytes(Predictor(sc).predict(8).memory.per_gpu - p.memory.per_gpu), 1.5 * kLlamaParams, 1.0);
+  // A host too small for 14 P says so.
+  sc.strategy = framework("deepspeed-zero2-offload");
+  sc.cluster.host_memory_size = bytes(64e9);
+  EXPECT_FALSE(Predictor(sc).predict(8).memory.host_fits);
 }
 
 std::string fsdp_with(const std::string& sharding) {

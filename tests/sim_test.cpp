@@ -371,6 +371,42 @@ TEST(SimVsClosedForm, RandomShardedStrategiesMatchTheShardedTimeline) {
   RecordProperty("stage3_exposed_cases", gathered_and_exposed);
 }
 
+TEST(SimVsClosedForm, RandomOffloadedStrategiesMatchTheClosedForm) {
+  // CPU offload of the optimiser (eq. S9) on every sharded stage: each unit's gradient-shard copy to the
+  // host after its reduce-scatter (one copy at a time), then the CPU step and the copy back in place of
+  // the GPU's update. With the extras off the simulated iteration equals the closed form.
+  std::mt19937_64 rng(20261125);
+  int compared = 0, tail = 0;
+  for (int trial = 0; trial < 40; ++trial) {
+    Scenario sc;
+    sc.cluster = test_cluster(4, 4);
+    sc.network = random_network(rng);
+    sc.strategy = random_sharded_strategy(rng);
+    sc.strategy.sharding.offload_optimizer = true;
+    sc.strategy.sharding.cpu_adam_params_per_s = std::pow(10.0, 5.0 + static_cast<double>(rng() % 1000) / 250.0);
+    sc.batch_per_gpu = 1 + static_cast<int>(rng() % 64);
+    SimOptions opt;
+    opt.iterations = 5;
+    Simulator sim(sc, opt);
+    for (int gpus : {1, 2, 4, 8, 16}) {
+      const Prediction closed = sim.predictor().predict(gpus);
+      const SimResult r = sim.run(gpus);
+      SCOPED_TRACE(testing::Message() << "trial " << trial << ", " << gpus << " GPUs, stage " << sc.strategy.sharding.stage
+                                      << ", group " << sc.strategy.sharding.group);
+      ++compared;
+      if (closed.breakdown.offload_d2h_exposed > closed.breakdown.offload_d2h * 0.5) ++tail;
+      EXPECT_GT(closed.breakdown.offload_cpu, Seconds{});
+      EXPECT_NEAR(in_seconds(r.prediction.iteration_time) / in_seconds(closed.iteration_time), 1.0, 1e-9);
+      EXPECT_NEAR(in_seconds(r.prediction.breakdown.comm_exposed), in_seconds(closed.breakdown.comm_exposed),
+                  1e-9 * in_seconds(closed.iteration_time));
+      EXPECT_NEAR(in_seconds(r.prediction.breakdown.update), in_seconds(closed.breakdown.update),
+                  1e-9 * in_seconds(closed.iteration_time));
+    }
+  }
+  EXPECT_EQ(compared, 200);
+  EXPECT_GT(tail, 10) << "the random cases must exercise copies that outlast the reduce-scatters";
+}
+
 TEST(SimVsClosedForm, ShardedStrategiesRefuseContentionAndOtherMergePolicies) {
   Scenario sc;
   sc.cluster = test_cluster(2, 2);

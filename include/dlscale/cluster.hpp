@@ -42,6 +42,9 @@ struct Cluster {
   /// through host memory at eq::staged_bandwidth), and the host memory bandwidth that staging uses.
   bool gpudirect_rdma = true;
   BytesPerSecond host_memory{};  // 0: not limiting
+  /// Host memory of one node (`host_memory_size: "2 TB"`), which CPU offload of the optimiser state fills
+  /// (docs/model.md, eq. S9d); 0: not given (kDefaultHostMemoryBytes is assumed).
+  Bytes host_memory_size{};
   std::shared_ptr<const Topology> topology;  // null for the simple form
   double price_per_gpu_hour = 0.0;           // optional `price_per_gpu_hour: "2.5 USD"`; 0 = not given
   std::string currency;                       // e.g. "USD"; empty when no price is given

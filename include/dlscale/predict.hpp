@@ -47,6 +47,13 @@ struct Breakdown {
   Seconds io_decode{};     // decoding them on the node's CPU loader workers
   Seconds gpu_decode{};    // GPU time decoding one GPU's batch (DALI), on the GPU side
   Seconds reader_loss{};   // how much longer the iteration is than its GPU side: the reader-bound loss
+  // CPU offload of the optimiser state (docs/model.md, eq. S9; zero without it). `update` is then
+  // offload_cpu + offload_h2d, the step on the critical path.
+  Seconds offload_d2h{};          // the gradient shard to the host, as if nothing overlapped it (S9a)
+  Seconds offload_d2h_exposed{};  // the part of it after the last reduce-scatter has ended
+  Seconds offload_cpu{};          // CPU Adam on the node's shards (S9b)
+  Seconds offload_h2d{};          // the updated shard back to the GPU (S9c)
+  Bytes offload_bytes{};          // bytes over PCIe per GPU and step, both ways (S9a + S9c)
 };
 
 enum class Bottleneck { io, h2d, compute, communication, update };
@@ -79,6 +86,11 @@ struct MemoryUse {
   Bytes per_gpu{};
   Bytes capacity{};
   bool fits = true;
+  // CPU offload (eq. S9d): what one node's host memory holds, its size, and whether it holds it; zero
+  // without offload.
+  Bytes host_per_node{};
+  Bytes host_capacity{};
+  bool host_fits = true;
 };
 
 struct Prediction {

@@ -25,6 +25,17 @@ struct Sharding {
   int group = kGroupAll;              // GPUs per shard group: kGroupAll, kGroupNode or a count
   int in_flight = 2;                  // stage 3: gathered units held at once (FSDP limit_all_gathers: 2; 1 = no prefetch)
   std::int64_t unit_params = 100'000'000;  // stage 3: consecutive layers gathered together up to this many parameters
+  // CPU offload of the optimiser state (DeepSpeed `offload_optimizer: {device: cpu}`, ZeRO-Offload; eq. S9):
+  // the fp32 master weights and the optimiser state of each GPU's shard live in host memory, the GPU's
+  // gradient shard goes to the host, the CPU runs the optimiser step, the updated shard comes back.
+  bool offload_optimizer = false;
+  double cpu_adam_params_per_s = kDefaultCpuAdamParamsPerSecond;  // per node, all its cores (`cpu_adam`)
+
+  /// CPU-Adam throughput of one node when the framework file gives none: DeepSpeed's CPU-Adam updates
+  /// 10^10 parameters in 2.57 s on a DGX-2 host (2 × 24-core Xeon Platinum 8168), ZeRO-Offload (Ren et
+  /// al., USENIX ATC 2021), Table 3: 3.9·10^9 parameters/s (recalled; see
+  /// models/frameworks/deepspeed-zero2-offload.yaml).
+  static constexpr double kDefaultCpuAdamParamsPerSecond = 3.9e9;
 
   [[nodiscard]] bool sharded() const noexcept { return stage > 0; }
 };
@@ -64,6 +75,24 @@ struct StepTraffic {
 };
 StepTraffic step_traffic(std::int64_t params, const Sharding& s, Precision p, const GpuPlacement& at);
 
+/// CPU offload of the optimiser state (docs/model.md, eq. S9), per GPU and step, with P parameters, a shard
+/// group of n, g and w bytes per gradient and working element:
+///   S9a  gradient shard to the host   P·g/n bytes over PCIe (GPU → host), copied unit by unit as each
+///        unit's reduce-scatter ends: cdone(U+1) = 0, cdone(u) = max(cdone(u+1), done(u)) + d_u
+///   S9b  CPU Adam on the node          t_cpu = n_g · (P/n) / R   (the node's n_g GPUs' shards, R params/s)
+///   S9c  updated shard to the GPU      P·w/n bytes over PCIe (host → GPU), t_up = P·w/n / B_pcie
+///   S9d  host memory per node          n_g · (P/n) · (4 + 4·k + g)   (fp32 master, k optimiser words,
+///        the received gradient shard)
+Bytes offload_gradient_bytes(std::int64_t params, Precision p, int shard) noexcept;  // S9a
+Bytes offload_param_bytes(std::int64_t params, Precision p, int shard) noexcept;     // S9c
+Seconds cpu_adam_time(std::int64_t params, int shard, int gpus_per_node, double params_per_s) noexcept;  // S9b
+Bytes offload_host_bytes_per_node(std::int64_t params, Precision p, int optimizer_words, int shard,
+                                  int gpus_per_node) noexcept;  // S9d
+
+/// Host memory of a node when the cluster file gives none (`host_memory_size`): assumed 1 TB (DGX A100:
+/// 1 TB, DGX H100: 2 TB; smaller servers have less).
+inline constexpr double kDefaultHostMemoryBytes = 1e12;
+
 /// Bytes per element of the parameters that are gathered (the working copy: 2 in mixed precision, else 4).
 double working_bytes_per_element(Precision p) noexcept;
 
@@ -76,8 +105,11 @@ struct ShardedTimeline {
   Seconds reduce_end{};   // done(1): the end of the last reduce-scatter (zero when there are none)
   [[nodiscard]] Seconds end() const noexcept { return compute_end > reduce_end ? compute_end : reduce_end; }
 };
+/// `copy` (offload, eq. S9a): each unit's gradient-shard copy to the host after its reduce-scatter, one
+/// copy at a time; empty = no offload. reduce_end is then the end of the last copy.
 ShardedTimeline sharded_timeline_exact(std::span<const Seconds> forward, std::span<const Seconds> backward,
                                        std::span<const Seconds> gather_forward, std::span<const Seconds> gather_backward,
-                                       std::span<const Seconds> reduce, int in_flight);
+                                       std::span<const Seconds> reduce, int in_flight,
+                                       std::span<const Seconds> copy = {});
 
 }  // namespace dlscale

@@ -60,6 +60,8 @@ void add_scenario_options(CLI::App& cmd, ScenarioOptions& o) {
   cmd.add_option("--attention", o.attention,
                  "eager or flash (FlashAttention: fp16/bf16, Ampere and newer); default: the framework file's")
       ->type_name("KIND");
+  cmd.add_flag("--offload-optimizer", o.offload_optimizer,
+               "CPU offload of a sharded framework's optimiser state (ZeRO-Offload): the step runs on the CPU");
   cmd.add_option("--seq-len", o.seq_len, "Rebuild a token model from models/arch/ at this sequence length")->type_name("S");
   cmd.add_option("--image-size", o.image_size, "Rebuild an image model from models/arch/ at this height and width")->type_name("PIXELS");
   cmd.add_option("--calibration", o.calibration, "Measured curves and layer times (dlscale-calibrate or calibrate import)")
@@ -210,6 +212,13 @@ Scenario build_scenario(const ScenarioOptions& o, RunInfo& info) {
     if (sc.strategy.attention == AttentionKernel::flash && !flash_attention_supported(sc.cluster.gpu, sc.compute.precision))
       throw UsageError("--attention", fmt::format("FlashAttention runs in fp16 or bf16 on Ampere or newer GPUs, not in {} on the {}",
                                                   to_string(sc.compute.precision), sc.cluster.gpu.name));
+  }
+  if (o.offload_optimizer) {  // docs/model.md, eq. S9
+    if (!sc.strategy.sharding.sharded())
+      throw UsageError("--offload-optimizer",
+                       fmt::format("framework '{}' does not shard its optimiser state; offload needs ZeRO stage 1-3 or FSDP "
+                                   "(e.g. --framework deepspeed-zero2)", sc.strategy.name));
+    sc.strategy.sharding.offload_optimizer = true;
   }
   try {
     sc.compute.optimizer = !o.optimizer.empty() ? optimizer_from_string(o.optimizer) : default_optimizer(sc.network);

@@ -36,6 +36,7 @@ struct ScenarioOptions {
   int accumulate = 1;            // --accumulate K
   bool checkpointing = false;    // --checkpointing
   std::string attention;         // --attention eager|flash; empty: the framework's
+  bool offload_optimizer = false;  // --offload-optimizer: the sharded optimiser state in host memory (eq. S9)
   int seq_len = 0;               // --seq-len: rebuild a token model from its architecture at this length
   int image_size = 0;            // --image-size: rebuild an image model at this height and width
   std::string calibration;       // --calibration FILE (docs/calibration.md)

@@ -87,6 +87,10 @@ MemoryEstimate estimate_training_memory(const Network& net, int batch, const Com
     m.optimizer_state = m.optimizer_state / n;
     const bool params_sharded = sh.stage >= 3 && sh.reshard_after_forward;
     m.weights = (params_sharded ? working / n : working) + master / n;
+    if (sh.offload_optimizer) {  // eq. S9: the fp32 master and the optimiser state live in host memory
+      m.weights = params_sharded ? working / n : working;
+      m.optimizer_state = Bytes{};
+    }
     if (sh.stage >= 2 && opt.accumulate == 1) m.gradients = m.gradients / n;
     if (sh.stage >= 3 && shard > 1) {  // one GPU gathers nothing
       std::int64_t largest = 0;

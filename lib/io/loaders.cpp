@@ -462,6 +462,10 @@ Cluster read_cluster(const Node& root, const std::string& source, const ClusterO
   if (auto n = m.optional("input")) c.input = read_input(*n, c);
   if (auto n = m.optional("gpudirect_rdma")) c.gpudirect_rdma = n->boolean();
   if (auto n = m.optional("host_memory")) c.host_memory = n->bandwidth();
+  if (auto n = m.optional("host_memory_size")) {
+    c.host_memory_size = n->bytes();
+    if (!(c.host_memory_size > Bytes{})) n->fail("a node's host memory is a positive size like \"2 TB\"");
+  }
   if (auto n = m.optional("price_per_gpu_hour")) {  // "2.5 USD": an amount and a currency code
     const std::string text = n->scalar();
     const auto space = text.find(' ');
@@ -664,7 +668,30 @@ void read_sharding(const Node& node, Strategy& s) {
     sh.unit_params = static_cast<std::int64_t>(v);
     if (sh.unit_params < 1) n->fail("a gather unit holds at least one parameter");
   }
+  std::optional<Node> offload;
+  if ((offload = r.optional("offload_optimizer"))) {  // docs/model.md, eq. S9
+    const std::string v = offload->scalar();
+    if (v != "cpu" && v != "none") offload->fail(fmt::format("offload_optimizer is 'cpu' or 'none', not '{}'", v));
+    sh.offload_optimizer = v == "cpu";
+  }
+  if (auto n = r.optional("cpu_adam")) {  // "3.9e9 params/s": CPU-Adam parameters per second of one node
+    const std::string text = n->scalar();
+    std::size_t used = 0;
+    double v = -1.0;
+    try {
+      v = std::stod(text, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    std::string unit = used ? text.substr(used) : std::string();
+    while (!unit.empty() && unit.front() == ' ') unit.erase(0, 1);
+    if (used == 0 || unit != "params/s" || !(v > 0.0) || !std::isfinite(v))
+      n->fail(fmt::format("'{}' is not a CPU-Adam rate like \"3.9e9 params/s\" (parameters per second of one node)", text));
+    sh.cpu_adam_params_per_s = v;
+  }
   r.finish();
+  if (sh.offload_optimizer && !sh.sharded())
+    offload->fail("offload_optimizer needs a sharded optimiser state (sharding stage 1, 2 or 3)");
   if (sh.sharded()) {
     if (s.aggregation != Aggregation::allreduce) node.fail("sharding needs 'aggregation: allreduce'");
     if (s.update != UpdatePlacement::after_aggregation) node.fail("sharding needs 'update: after_aggregation'");

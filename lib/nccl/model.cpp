@@ -23,7 +23,7 @@
 namespace dlscale::nccl {
 
 std::string_view algorithm_name(int a) noexcept {
-  return a == TREE ? "tree" : a == NVLS ? "nvls" : a == NVLS_TREE ? "nvls_tree" : "ring";
+  return a == TREE ? "tree" : a == NVLS ? "nvls" : a == NVLS_TREE ? "nvls_tree" : a == PAT ? "pat" : "ring";
 }
 std::string_view protocol_name(int p) noexcept { return p == LL ? "LL" : p == LL128 ? "LL128" : "Simple"; }
 
@@ -195,6 +195,30 @@ Tuned tune_nvls(const Table& t, const Topology& topo, const ChannelSet& tree, Co
   return out;
 }
 
+/// PAT, NCCL 2.23+'s "Parallel Aggregated Trees" for all-gather and reduce-scatter (Simple protocol
+/// only; NCCL 2.30 enables it only with one GPU per node, nranks == nnodes: the caller checks that).
+/// shared/docs/nccl-tuning-2.30.md, "How a bus bandwidth is formed" and "How a latency is formed":
+///   busBw = channels × per-channel speed of the graph (bwIntra on ≤ 2 nodes, bwInter on more) × 0.75
+///   algbw = busBw × 0.5   (PAT is not among Ring/NVLS/NVLS Tree, which convert by ranks/steps: "the
+///                          others by one half")
+///   lat   = 8.0 + log2(nodes) × inter / 3.5 + ranks × 2.8  µs
+/// Assumed where the doc is silent: (1) the graph is NCCL's tree graph (tree and PAT share the graph
+/// array slot in NCCL's init, and PAT is a tree-shaped algorithm; the doc names no PAT graph), searched for
+/// the one GPU of each node; (2) `inter` is the inter-node hop latency as every other algorithm forms it
+/// (the Tree network row with one GPU per node, 14 µs Simple, plus the fabric latency twice for Simple),
+/// which is also PAT's own network row; (3) no Tree caps (the 0.92 factor and the per-channel maximum are
+/// all-reduce only, the LL/LL128 ones do not apply to Simple) and no tree correction by size.
+Tuned tune_pat(const Table& t, const ChannelSet& tree, int n_ranks, int n_nodes, double fabric_us) {
+  Tuned out;
+  if (n_nodes < 2 || n_ranks != n_nodes || tree.channels <= 0) return out;
+  const double speed = n_nodes <= 2 ? in_gigabytes_per_second(tree.bw_intra) : in_gigabytes_per_second(tree.bw_inter);
+  const double bus = tree.channels * speed * t.pat_bw_factor;
+  out.bw = bus * 0.5;
+  const double inter = inter_hop_latency_us(t, TREE, SIMPLE, 1, fabric_us);
+  out.lat = t.pat_base_latency_us + log2i(n_nodes) * inter / t.pat_inter_divisor + n_ranks * t.pat_per_rank_us;
+  return out;
+}
+
 std::vector<int> first_gpus(int k) {
   std::vector<int> v(static_cast<std::size_t>(k));
   std::iota(v.begin(), v.end(), 0);
@@ -284,6 +308,17 @@ Candidates prepare(const Topology& topo, const Table& t, CollectiveOp op, const 
     const Tuned tu = tune_nvls(t, topo, tree, op, n, nodes, fabric_us);
     if (tu.bw > 0) {
       Candidates::Entry e{nodes == 1 ? NVLS : NVLS_TREE, SIMPLE, ppn, tu.bw, tu.lat, tu.lat, {}};
+      e.us_per_byte.fill(1.0 / (1000.0 * tu.bw));
+      e.padded_us.fill(std::numeric_limits<double>::infinity());
+      c.entries[static_cast<std::size_t>(c.count++)] = e;
+    }
+  }
+  // PAT: all-gather and reduce-scatter with one GPU per node on several nodes (NCCL 2.23+), Simple only.
+  if ((op == CollectiveOp::allgather || op == CollectiveOp::reducescatter) && ppn == 1 && nodes > 1) {
+    const ChannelSet pat_graph = topo.channels(ChannelPattern::tree, gpus, nodes);
+    const Tuned tu = tune_pat(t, pat_graph, n, nodes, fabric_us);
+    if (tu.bw > 0) {
+      Candidates::Entry e{PAT, SIMPLE, pat_graph.channels, tu.bw, tu.lat, tu.lat, {}};
       e.us_per_byte.fill(1.0 / (1000.0 * tu.bw));
       e.padded_us.fill(std::numeric_limits<double>::infinity());
       c.entries[static_cast<std::size_t>(c.count++)] = e;

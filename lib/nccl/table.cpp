@@ -52,6 +52,13 @@ Table make_2_30_7() {
   t.nvls_hw_latency_net_us = 18.0;
   t.nvls_tree_hw_latency_net_us = 20.9;
   t.per_channel_nvls_tree = {{{26.5, 18.5, 10.0}, {24.0, 23.6, 17.8}, {0.0, 57.7, 45.5}}};
+  // PAT (nccl-tuning-2.30.md): base latency 8.0 / 8.0 / 8.0 (only Simple is used); "PAT keeps 75 %";
+  // "PAT: base + log2(nodes) × inter / 3.5 + ranks × 2.8". Its network row (14, Simple) equals the Tree
+  // row that the inter-node hop takes with one GPU per node, the only case PAT runs in.
+  t.pat_base_latency_us = 8.0;
+  t.pat_bw_factor = 0.75;
+  t.pat_inter_divisor = 3.5;
+  t.pat_per_rank_us = 2.8;
   // Host issue cost per GPU and call: the zero-byte rows of two real nccl-tests logs, where no data moves
   // and the time is the host loop alone (tests/data/real-inputs/nccl-tests): DGX-2 all_gather, one thread
   // for 12 GPUs, 57.30 / 57.12 / 57.20 µs → 4.77 µs per GPU; T4 all_reduce, one GPU per process, 6.36 /

@@ -14,6 +14,8 @@ enum Algo { TREE = 0, RING = 1, NALGO = 2 };
 // (the arrays indexed by Algo stay Tree and Ring).
 inline constexpr int NVLS = 2;
 inline constexpr int NVLS_TREE = 3;
+// PAT, "Parallel Aggregated Trees" (NCCL 2.23+): all-gather and reduce-scatter with one GPU per node, Simple only.
+inline constexpr int PAT = 4;
 enum Hw { HW_NVLINK = 0, HW_PCI = 1, HW_NET = 2 };
 
 struct Table {
@@ -49,6 +51,13 @@ struct Table {
   double nvls_hw_latency_net_us;          // NVLS, network row
   double nvls_tree_hw_latency_net_us;     // NVLS Tree, network row
   std::array<std::array<double, 3>, 3> per_channel_nvls_tree;
+
+  // PAT (shared/docs/nccl-tuning-2.30.md): base latency (Simple), the share of the tree graph's bus
+  // bandwidth it keeps, and its latency "base + log2(nodes) × inter / 3.5 + ranks × 2.8".
+  double pat_base_latency_us;
+  double pat_bw_factor;
+  double pat_inter_divisor;
+  double pat_per_rank_us;
 
   // Not in tuning.cc: NCCL's model times the device side only (docs/topology.md, "Against real nccl-tests
   // logs", says where the value comes from).

@@ -274,6 +274,18 @@ std::string format_explanation(const Explanation& e, const Scenario& sc) {
   if (sc.strategy.jitter_cv > 0.0)
     fmt::print(out, "  synchronization loss {:.3f} ms: {} GPUs wait for the slowest, compute jitter cv {:g}\n",
                in_ms(p.breakdown.sync_wait), p.gpus, sc.strategy.jitter_cv);
+  if (sc.strategy.sharding.offload_optimizer) {  // docs/model.md, eq. S9
+    const Breakdown& b = p.breakdown;
+    fmt::print(out, "  CPU offload of the optimiser (eq. S9): {} per GPU over PCIe per step; gradient shard to the host "
+                    "{:.3f} ms ({:.3f} ms after the last reduce-scatter), CPU Adam {:.3f} ms ({:.3g} params/s per node), "
+                    "updated shard back {:.3f} ms\n",
+               b.offload_bytes, in_ms(b.offload_d2h), in_ms(b.offload_d2h_exposed), in_ms(b.offload_cpu),
+               sc.strategy.sharding.cpu_adam_params_per_s, in_ms(b.offload_h2d));
+    fmt::print(out, "  host memory per node: {} of {}{} for the fp32 master, optimiser state and gradient shards{}\n",
+               p.memory.host_per_node, p.memory.host_capacity,
+               sc.cluster.host_memory_size > Bytes{} ? "" : " (assumed: the cluster file gives no host_memory_size)",
+               p.memory.host_fits ? "" : " -- DOES NOT FIT");
+  }
 
   fmt::print(out, "\ngain from doubling one resource:\n");
   for (const auto& g : e.doubling)

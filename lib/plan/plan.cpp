@@ -54,13 +54,19 @@ std::vector<PathSegment> critical_path(const Prediction& p, const Strategy& s, S
   const bool overlapped = s.overlap != Overlap::none && s.aggregation != Aggregation::broadcast_reduce;
   const Seconds update = overlapped && s.update == UpdatePlacement::per_layer ? first_update : b.update;
   const Seconds gpu_side = b.h2d + b.forward + b.backward + b.comm_exposed + update + b.sync_wait + b.overhead +
-                         b.gpu_decode;
+                         b.gpu_decode + b.offload_d2h_exposed;
   // With prefetching (eq. 4) t_iter = max(t_gpu + t_comm, t_io): only the part of t_io beyond the GPU
   // side is on the path. Without it (eq. 2) all of t_io is.
   const Seconds io_exposed = s.io_prefetch ? max(p.iteration_time - gpu_side, Seconds{}) : b.io;
   std::vector<PathSegment> path{{"io (exposed)", io_exposed}, {"h2d", b.h2d},
                                 {"forward", b.forward},       {"backward", b.backward},
                                 {"communication (exposed)", b.comm_exposed}, {"update", update}};
+  if (s.sharding.offload_optimizer) {  // docs/model.md, eq. S9: the update is the CPU step and the copy back
+    path.pop_back();
+    path.push_back({"offload d2h (exposed)", b.offload_d2h_exposed});
+    path.push_back({"offload CPU Adam", b.offload_cpu});
+    path.push_back({"offload h2d parameters", b.offload_h2d});
+  }
   // Synchronization losses: segments when the strategy has them (the same segments at every GPU count,
   // so that plots stack alike; zero on one GPU).
   if (s.jitter_cv > 0.0) path.push_back({"wait for slowest GPU", b.sync_wait});

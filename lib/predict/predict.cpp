@@ -107,6 +107,7 @@ struct ResourceName::Table {
   BytesPerSecond intra{}, inter{}, memory{};
   std::string fixed;
   std::optional<InputPipeline> pipeline;  // the cluster's input pipeline, when it has one
+  double cpu_adam = 0.0;                  // CPU offload of the optimiser (eq. S9): params/s per node; 0 = none
 };
 
 ResourceName::ResourceName(std::string text) : which_(Which::fixed) {
@@ -135,7 +136,10 @@ std::string ResourceName::str() const {
     case Which::compute: s = fmt::format("GPU compute ({})", t.gpu_name); break;
     case Which::comm_intra: s = fmt::format("intra-node GPU links ({})", t.intra); break;
     case Which::comm_inter: s = fmt::format("inter-node network ({})", t.inter); break;
-    case Which::update: s = fmt::format("parameter update (GPU memory {})", t.memory); break;
+    case Which::update:
+      s = t.cpu_adam > 0.0 ? fmt::format("optimiser step offloaded to the CPU (CPU Adam {:.3g} params/s per node)", t.cpu_adam)
+                           : fmt::format("parameter update (GPU memory {})", t.memory);
+      break;
     case Which::fixed: s = t.fixed; break;
     case Which::io_storage:
       s = t.pipeline ? fmt::format("input read from {} ({} dataset)", to_string(t.pipeline->data), t.pipeline->dataset)
@@ -178,8 +182,11 @@ struct Predictor::Impl {
     Seconds gpu_side{};   // h2d + compute + exposed communication + the update of the shard
     Seconds comm{};       // every collective of the step, as if nothing overlapped it
     Seconds exposed{};
-    Seconds update{};     // the optimiser step on 1/n of the parameters
+    Seconds update{};     // the optimiser step on 1/n of the parameters (offload: CPU step + copy back)
     MemoryUse memory;
+    // offload (eq. S9)
+    Seconds d2h{}, d2h_exposed{}, cpu{}, h2d_up{};
+    Bytes pcie_bytes{};
   };
   /// Fills `comm` with each unit's reduce-scatter (+ the replicas' all-reduce) time for the hiding case.
   [[nodiscard]] ShardedStep sharded_step(const GpuPlacement& at, double K, Seconds h2d_n, std::span<Seconds> comm) const;
@@ -288,6 +295,7 @@ void Predictor::Impl::describe_resources() {
   t->inter = cl.inter_node.bandwidth;
   t->memory = cl.gpu.memory_bandwidth;
   if (!sc.profile) t->pipeline = cl.input;
+  if (st.sharding.offload_optimizer) t->cpu_adam = st.sharding.cpu_adam_params_per_s;
   resources = std::move(t);
 }
 
@@ -443,6 +451,13 @@ Prediction Predictor::Impl::run(int gpus, const GpuPlacement& at) const {
   p.breakdown.io_decode = reader.decode * K;
   p.breakdown.gpu_decode = reader.gpu_decode * K;
   p.breakdown.reader_loss = st.io_prefetch ? max(io - gpu_side, Seconds{}) : io;
+  if (sharded && st.sharding.offload_optimizer) {
+    p.breakdown.offload_d2h = sharded->d2h;
+    p.breakdown.offload_d2h_exposed = sharded->d2h_exposed;
+    p.breakdown.offload_cpu = sharded->cpu;
+    p.breakdown.offload_h2d = sharded->h2d_up;
+    p.breakdown.offload_bytes = sharded->pcie_bytes;
+  }
   p.memory = sharded ? sharded->memory : memory;
   // In double: N·M·K passes 2^31 at 100,000 GPUs × 65,536 samples.
   p.throughput_samples_per_s = static_cast<double>(gpus) * sc.batch_per_gpu * K / in_seconds(p.iteration_time);
@@ -514,15 +529,36 @@ Predictor::Impl::ShardedStep Predictor::Impl::sharded_step(const GpuPlacement& a
     gathers += gather_buf[i];
     reduces += comm[i];
   }
+  // CPU offload (eq. S9): each unit's gradient shard to the host over PCIe after its reduce-scatter (S9a),
+  // the node's CPU steps its GPUs' shards (S9b), the updated shard comes back (S9c) before the all-gather.
+  thread_local std::vector<Seconds> copy_buf;
+  copy_buf.clear();
+  if (sh.offload_optimizer) {
+    const std::int64_t P = sc.network.total_params();
+    const BytesPerSecond pcie = sc.cluster.h2d_pinned;
+    copy_buf.resize(U);
+    for (std::size_t i = 0; i < U; ++i) {
+      copy_buf[i] = unit_bytes[i] / n / pcie;
+      r.d2h += copy_buf[i];
+    }
+    r.cpu = cpu_adam_time(P, g.shard, at.gpus_per_node, sh.cpu_adam_params_per_s);
+    r.h2d_up = offload_param_bytes(P, sc.compute.precision, g.shard) / pcie;
+    r.pcie_bytes = offload_gradient_bytes(P, sc.compute.precision, g.shard) + offload_param_bytes(P, sc.compute.precision, g.shard);
+    r.update = r.cpu + r.h2d_up;
+  }
+  const std::span<const Seconds> copies(copy_buf);
+  Seconds copy_tail{};  // eq. S9a: the copies past the last reduce-scatter
   Seconds span{};  // from the end of the host-to-GPU copy to the start of the update (the last micro-batch)
   if (sh.stage < 3) {
     // Eq. S8: ZeRO-1/2 — the all-reduce recurrence with reduce-scatters, then the updated parameters
     // all-gathered after the step (exposed).
-    Seconds ready{}, done{};
+    Seconds ready{}, done{}, copied{};
     for (std::size_t k = U; k-- > 0;) {
       ready += unit_backward[k];
       done = max(done, ready) + comm[k];
+      if (!copies.empty()) copied = max(copied, done) + copies[k];
     }
+    if (!copies.empty()) copy_tail = copied - max(done, b);
     span = f * K + b * (K - 1.0) + max(done, b) + gathers;
     r.comm = reduces + gathers;
   } else {
@@ -532,12 +568,23 @@ Predictor::Impl::ShardedStep Predictor::Impl::sharded_step(const GpuPlacement& a
     Seconds earlier{};  // micro-batches before the last: gathers and compute, no reduce-scatter
     if (K > 1.0) earlier = sharded_timeline_exact(unit_forward, unit_backward, ag, ag_back, {}, sh.in_flight).end() * (K - 1.0);
     span = earlier + last.end();
+    if (!copies.empty())
+      copy_tail = sharded_timeline_exact(unit_forward, unit_backward, ag, ag_back, comm, sh.in_flight, copies).end() - last.end();
     r.comm = gathers * (sh.reshard_after_forward ? 2.0 : 1.0) * K + reduces;
   }
-  r.gpu_side = h2d_n + span + r.update;
+  r.d2h_exposed = copy_tail;
+  // the copy tail and the CPU step come before ZeRO-1/2's all-gather, which the span already holds: the
+  // sum is the same in either order
+  r.gpu_side = h2d_n + span + copy_tail + r.update;
   r.exposed = min(max(span - (f + b) * K, Seconds{}), r.comm);
   const MemoryFit fit = check_memory_fit(sc.network, sc.cluster.gpu, sc.batch_per_gpu, sc.compute, sh, g.shard);
   r.memory = MemoryUse{fit.need.total(), fit.available, fit.fits};
+  if (sh.offload_optimizer) {  // eq. S9d
+    r.memory.host_per_node = offload_host_bytes_per_node(sc.network.total_params(), sc.compute.precision,
+                                                         optimizer_state_words(sc.compute.optimizer), g.shard, at.gpus_per_node);
+    r.memory.host_capacity = sc.cluster.host_memory_size > Bytes{} ? sc.cluster.host_memory_size : bytes(kDefaultHostMemoryBytes);
+    r.memory.host_fits = r.memory.host_per_node <= r.memory.host_capacity;
+  }
   return r;
 }
 

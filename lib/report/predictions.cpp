@@ -70,6 +70,15 @@ void write_table(std::ostream& out, const RunInfo& info, std::span<const Predict
   if (overflow && !preds.empty())
     fmt::print(out, "# mem/GPU ending in '!': more than the GPU's {:.3g} GB; such a step cannot run as configured\n",
                in_bytes(preds.front().memory.capacity) / 1e9);
+  for (const auto& p : preds) {  // CPU offload of the optimiser (docs/model.md, eq. S9)
+    if (!(p.memory.host_per_node > Bytes{})) continue;
+    const auto& b = p.breakdown;
+    fmt::print(out, "# offload, {} GPUs: {:.3g} GB per GPU over PCIe; d2h {:.4f} s ({:.4f} exposed), CPU Adam {:.4f} s, "
+                    "h2d {:.4f} s; host memory {:.4g} of {:.4g} GB per node{}\n",
+               p.gpus, in_bytes(b.offload_bytes) / 1e9, in_seconds(b.offload_d2h), in_seconds(b.offload_d2h_exposed),
+               in_seconds(b.offload_cpu), in_seconds(b.offload_h2d), in_bytes(p.memory.host_per_node) / 1e9,
+               in_bytes(p.memory.host_capacity) / 1e9, p.memory.host_fits ? "" : " (does not fit)");
+  }
   if (train.empty()) return;
   std::string currency;
   for (const auto& c : train)
@@ -117,6 +126,16 @@ void write_json(std::ostream& out, const RunInfo& info, std::span<const Predicti
     e["memory"] = {{"per_gpu_bytes", in_bytes(p.memory.per_gpu)},
                    {"capacity_bytes", in_bytes(p.memory.capacity)},
                    {"fits", p.memory.fits}};
+    if (p.memory.host_per_node > Bytes{}) {  // CPU offload (eq. S9); absent otherwise
+      e["memory"]["host_per_node_bytes"] = in_bytes(p.memory.host_per_node);
+      e["memory"]["host_capacity_bytes"] = in_bytes(p.memory.host_capacity);
+      e["memory"]["host_fits"] = p.memory.host_fits;
+      e["offload"] = {{"pcie_bytes_per_gpu", in_bytes(b.offload_bytes)},
+                      {"d2h_s", in_seconds(b.offload_d2h)},
+                      {"d2h_exposed_s", in_seconds(b.offload_d2h_exposed)},
+                      {"cpu_adam_s", in_seconds(b.offload_cpu)},
+                      {"h2d_s", in_seconds(b.offload_h2d)}};
+    }
     e["breakdown"] = {{"io_s", in_seconds(b.io)},           {"h2d_s", in_seconds(b.h2d)},
                       {"forward_s", in_seconds(b.forward)}, {"backward_s", in_seconds(b.backward)},
                       {"update_s", in_seconds(b.update)},   {"comm_s", in_seconds(b.comm)},

@@ -14,6 +14,27 @@ namespace dlscale {
 
 double working_bytes_per_element(Precision p) noexcept { return is_mixed(p) ? 2.0 : 4.0; }
 
+Bytes offload_gradient_bytes(std::int64_t params, Precision p, int shard) noexcept {
+  return bytes(static_cast<double>(params) * gradient_bytes_per_element(p) / std::max(shard, 1));  // eq. S9a
+}
+
+Bytes offload_param_bytes(std::int64_t params, Precision p, int shard) noexcept {
+  return bytes(static_cast<double>(params) * working_bytes_per_element(p) / std::max(shard, 1));  // eq. S9c
+}
+
+Seconds cpu_adam_time(std::int64_t params, int shard, int gpus_per_node, double params_per_s) noexcept {
+  // eq. S9b: the node's CPU steps the shard of each of its GPUs (replicas of a shard each step their own)
+  if (!(params_per_s > 0.0)) return Seconds{};
+  return seconds(static_cast<double>(gpus_per_node) * static_cast<double>(params) / std::max(shard, 1) / params_per_s);
+}
+
+Bytes offload_host_bytes_per_node(std::int64_t params, Precision p, int optimizer_words, int shard,
+                                  int gpus_per_node) noexcept {
+  // eq. S9d: fp32 master + optimiser words + the gradient shard received, for each GPU of the node
+  const double per_param = 4.0 + 4.0 * optimizer_words + gradient_bytes_per_element(p);
+  return bytes(static_cast<double>(gpus_per_node) * static_cast<double>(params) / std::max(shard, 1) * per_param);
+}
+
 ShardGroups shard_groups(const Sharding& s, const GpuPlacement& at) {
   ShardGroups g;
   const int G = at.gpus, gpn = at.gpus_per_node;
@@ -80,7 +101,7 @@ StepTraffic step_traffic(std::int64_t params, const Sharding& s, Precision p, co
 
 ShardedTimeline sharded_timeline_exact(std::span<const Seconds> forward, std::span<const Seconds> backward,
                                        std::span<const Seconds> gather_forward, std::span<const Seconds> gather_backward,
-                                       std::span<const Seconds> reduce, int in_flight) {
+                                       std::span<const Seconds> reduce, int in_flight, std::span<const Seconds> copy) {
   // Uses k = 0 … U−1 are the forward passes of units 0 … U−1, k = U … 2U−1 the backward passes of units
   // U−1 … 0. Eq. S5: gather(k) starts at max(end of gather(k−1), C(k − d)); eq. S6: C(k) = max(C(k−1),
   // end of gather(k)) + compute(k); C(j < 0) = 0, the origin after the host-to-GPU copy.
@@ -107,9 +128,13 @@ ShardedTimeline sharded_timeline_exact(std::span<const Seconds> forward, std::sp
   t.compute_end = U == 0 ? Seconds{} : C[2 * U - 1];
   // Eq. S7: the reduce-scatters in the order the backward passes end (unit U−1 first).
   if (!reduce.empty()) {
-    Seconds done{};
-    for (std::size_t u = U; u-- > 0;) done = max(done, C[2 * U - 1 - u]) + reduce[u];
-    t.reduce_end = done;
+    // Eq. S9a (offload): each unit's gradient shard copied to the host once its reduce-scatter has ended.
+    Seconds done{}, copied{};
+    for (std::size_t u = U; u-- > 0;) {
+      done = max(done, C[2 * U - 1 - u]) + reduce[u];
+      if (!copy.empty()) copied = max(copied, done) + copy[u];
+    }
+    t.reduce_end = copy.empty() ? done : copied;
   }
   return t;
 }

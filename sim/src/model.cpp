@@ -31,6 +31,7 @@ enum Kind : std::uint32_t {
   kHvdTick,
   kGatherDone,      // a = iteration, b = use (sharded stage 3)
   kPostGatherDone,  // a = iteration (sharded stages 1-2)
+  kCopyDone,        // offload: the last gradient-shard copy to the host has ended
 };
 
 // flow tags: top byte says what the flow is
@@ -100,6 +101,7 @@ class Model final : public EventSink {
   void collective_done(std::uint32_t id);
   void hvd_tick();
   void aggregation_finished();
+  void start_update();
   // sharded data parallelism
   [[nodiscard]] std::size_t uses() const { return 2 * s_.plan.size(); }
   [[nodiscard]] bool gathered(int g, int use) const {
@@ -154,6 +156,7 @@ class Model final : public EventSink {
   int gather_iter_ = 0, gather_next_ = 0;
   double gather_start_ = 0.0;
   int post_count_ = 0;
+  double copy_end_ = 0.0;  // offload: when the copy engine is free (eq. S9a)
   bool tick_pending_ = false;
   Rng link_rng_;
   // iteration bookkeeping
@@ -412,6 +415,8 @@ void Model::collective_done(std::uint32_t id) {
   }
   c.phases.clear();
   c.phases.shrink_to_fit();
+  if (s_.offload_pcie > 0.0)  // eq. S9a: the unit's gradient shard to the host once its collective has ended
+    copy_end_ = std::max(copy_end_, now) + c.bytes / s_.offload_shard / s_.offload_pcie;
   if (s_.update == UpdatePlacement::per_layer && s_.overlapped) {
     // the parameter server updates these layers as soon as their aggregation ends (eq. 6/7)
     double t = 0.0;
@@ -428,6 +433,15 @@ void Model::aggregation_finished() {
   const double now = eng_.now();
   const int k = gpus_.front().iter;
   agg_end_[static_cast<std::size_t>(k)] = now;
+  if (s_.offload_pcie > 0.0) {  // offload: the update waits for the last gradient-shard copy (eq. S9a)
+    eng_.schedule(std::max(copy_end_, now), kCopyDone, 0);
+    return;
+  }
+  start_update();
+}
+
+void Model::start_update() {
+  const double now = eng_.now();
   if (s_.update == UpdatePlacement::per_layer && s_.overlapped) return;  // ends at the PS update of layer 1
   if (s_.update == UpdatePlacement::on_root) {
     Gpu& root = gpus_.front();
@@ -439,7 +453,8 @@ void Model::aggregation_finished() {
   }
   for (int g = 0; g < s_.gpus; ++g) {
     Gpu& gp = gpus_[static_cast<std::size_t>(g)];
-    const double t = compute_time(g, s_.classes[static_cast<std::size_t>(gp.cls)].u_total) + overhead();
+    // offload (eq. S9b-c): the CPU step and the copy back instead of the GPU's update
+    const double t = compute_time(g, s_.classes[static_cast<std::size_t>(gp.cls)].u_total) + overhead() + s_.offload_update;
     gp.upd_acc = t;
     gp.task_start = now;
     eng_.schedule(now + t, kUpdDone, static_cast<std::uint32_t>(g));
@@ -608,6 +623,7 @@ void Model::on_event(const Event& e) {
     case kPostGatherDone:
       for (int g = 0; g < s_.gpus; ++g) iteration_end(g);
       break;
+    case kCopyDone: start_update(); break;
     default: break;
   }
 }

@@ -72,6 +72,12 @@ struct Setup {
   int in_flight = 2;
   std::vector<double> gather_time;  // per plan unit, seconds
   double post_gather = 0.0;         // seconds
+  // CPU offload of the optimiser (eq. S9; offload_pcie 0: none): each aggregated unit's gradient shard
+  // (its bytes / offload_shard) copied to the host at offload_pcie B/s, one copy at a time, after its
+  // collective; the update (offload_update s: the CPU step and the copy back) waits for the last copy.
+  double offload_pcie = 0.0;
+  double offload_shard = 1.0;
+  double offload_update = 0.0;
 
   double compute_jitter = 0.0, link_jitter = 0.0;
   double iteration_cv = 0.0;

@@ -512,6 +512,15 @@ struct Simulator::Impl {
         if (sh.stage >= 3) s.gather_time.push_back(t);
         else s.post_gather += t;
       }
+      if (sh.offload_optimizer) {  // eq. S9: the GPU steps nothing; the CPU step and the copy back instead
+        for (auto& c : s.classes) {
+          for (double& x : c.u) x = 0.0;
+          c.u_total = 0.0;
+        }
+        s.offload_pcie = in_bytes_per_second(sc.cluster.h2d_pinned);
+        s.offload_shard = g.shard;
+        s.offload_update = in_seconds(closed.breakdown.offload_cpu + closed.breakdown.offload_h2d);
+      }
     }
     s.gpu_class.assign(static_cast<std::size_t>(gpus), 0);
     for (std::size_t c = 0; c < opt.node_gpu.size(); ++c) {
@@ -617,6 +626,14 @@ struct Simulator::Impl {
     p.efficiency = p.speedup / gpus;
     p.breakdown = Breakdown{closed.breakdown.io, seconds(o.h2d),  seconds(o.forward), seconds(o.backward),
                             seconds(o.update),  seconds(o.comm), seconds(o.exposed)};
+    if (sc.strategy.sharding.offload_optimizer) {  // eq. S9: the offload parts as the closed form costs them
+      const Breakdown& cb = closed.breakdown;
+      p.breakdown.offload_d2h = cb.offload_d2h;
+      p.breakdown.offload_d2h_exposed = cb.offload_d2h_exposed;
+      p.breakdown.offload_cpu = cb.offload_cpu;
+      p.breakdown.offload_h2d = cb.offload_h2d;
+      p.breakdown.offload_bytes = cb.offload_bytes;
+    }
     if (s.overlapped && gpus > 1) {
       const auto& plan = r.buckets;
       std::vector<Seconds> b(plan.size()), c(plan.size());
@@ -663,7 +680,12 @@ struct Simulator::Impl {
           name = at.nodes > 1 ? fmt::format("inter-node network ({})", cl.inter_node.bandwidth)
                               : fmt::format("intra-node GPU links ({})", cl.intra_node.bandwidth);
         break;
-      case Bottleneck::update: name = fmt::format("parameter update (GPU memory {})", cl.gpu.memory_bandwidth); break;
+      case Bottleneck::update:
+        name = st.sharding.offload_optimizer
+                   ? fmt::format("optimiser step offloaded to the CPU (CPU Adam {:.3g} params/s per node)",
+                                 st.sharding.cpu_adam_params_per_s)
+                   : fmt::format("parameter update (GPU memory {})", cl.gpu.memory_bandwidth);
+        break;
     }
     p.bottleneck_resource = ResourceName(std::move(name));
     return r;
