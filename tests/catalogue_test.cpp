@@ -7,13 +7,18 @@
 
 #include <algorithm>
 #include <cctype>
+#include <chrono>
 #include <cmath>
+#include <filesystem>
+#include <fstream>
 #include <map>
 #include <string>
 #include <vector>
 
+#include "dlscale/error.hpp"
 #include "dlscale/gpu.hpp"
 #include "dlscale/io.hpp"
+#include "support/data_dir.hpp"
 
 namespace dlscale {
 namespace {
@@ -81,6 +86,8 @@ bool sm_matches_architecture(const std::string& arch, int sm) {
   return false;
 }
 
+int stamp_ = 0;  // each rewritten test catalogue gets a later modification time
+
 double rel(double got, double want) { return std::fabs(got - want) / want; }
 
 TEST(GpuCatalogue, EveryEntryParsesAndResolvesByIdAndAlias) {
@@ -94,6 +101,63 @@ TEST(GpuCatalogue, EveryEntryParsesAndResolvesByIdAndAlias) {
     EXPECT_EQ(find_gpu(written[i].id).name, written[i].name);
     EXPECT_EQ(find_gpu(lower(written[i].name)).name, written[i].name);  // names resolve too, in any case
     for (const auto& a : written[i].aliases) EXPECT_EQ(find_gpu(a).name, written[i].name) << a;
+  }
+}
+
+// find_gpu reads the one entry it is asked for without parsing the others (issue 17's start-up): what it
+// returns must be what the whole catalogue gives, field by field.
+TEST(GpuCatalogue, OneEntryReadAloneEqualsTheWholeCatalogues) {
+  const auto written = written_entries();
+  const auto parsed = load_gpu_catalogue();
+  ASSERT_EQ(parsed.size(), written.size());
+  for (std::size_t i = 0; i < written.size(); ++i) {
+    SCOPED_TRACE(written[i].id);
+    const GpuSpec a = find_gpu(written[i].id), &b = parsed[i];
+    EXPECT_EQ(a.name, b.name);
+    EXPECT_EQ(a.architecture, b.architecture);
+    EXPECT_EQ(a.sm_version, b.sm_version);
+    EXPECT_EQ(a.sm_count, b.sm_count);
+    EXPECT_EQ(a.peak_fp32.base(), b.peak_fp32.base());
+    EXPECT_EQ(a.peak_fp16.base(), b.peak_fp16.base());
+    EXPECT_EQ(a.memory_bandwidth.base(), b.memory_bandwidth.base());
+    EXPECT_EQ(a.memory_size.base(), b.memory_size.base());
+    EXPECT_EQ(a.boost_clock.base(), b.boost_clock.base());
+    EXPECT_EQ(a.source, b.source);
+  }
+}
+
+// What reading one entry alone must not hide: a name that two entries give is still refused (the whole
+// file's check), and an entry's own error still names its place in the file; an error in another entry is
+// not this command's business and does not stop it.
+TEST(GpuCatalogue, ReadingOneEntryAloneKeepsTheChecksThatConcernIt) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::path(::testing::TempDir()) / "catalogue-alone";
+  fs::create_directories(dir / "topologies");
+  const std::string good = "  - id: alpha\n    name: Alpha\n    architecture: volta\n    sm: 70\n    sms: 80\n"
+                           "    peak_fp32: \"15.7 TFLOPS\"\n    peak_fp16: \"125 TFLOPS\"\n    memory_bandwidth: \"900 GB/s\"\n"
+                           "    memory: \"16 GiB\"\n";
+  auto write = [&](const std::string& text) {
+    std::ofstream(dir / "topologies" / "gpus.yaml") << "# test catalogue\ngpus:\n" << text;
+    fs::last_write_time(dir / "topologies" / "gpus.yaml", fs::file_time_type::clock::now() + std::chrono::seconds(++stamp_));
+  };
+  const test::DataDir data(dir.string());
+  write(good + "  - id: beta\n    name: Beta\n    peak_fp32: \"-3 TFLOPS\"\n");
+  EXPECT_EQ(find_gpu("ALPHA").name, "Alpha");
+  EXPECT_DOUBLE_EQ(find_gpu("alpha").peak_fp32.base(), 15.7e12);
+  try {
+    (void)find_gpu("beta");
+    ADD_FAILURE() << "a broken entry was accepted";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("gpus.yaml:"), std::string::npos) << e.what();
+  }
+  write(good + "  - id: alpha-2\n    aliases: [Alpha]\n    name: Alpha Two\n    architecture: volta\n    sm: 70\n"
+               "    peak_fp32: \"15.7 TFLOPS\"\n    peak_fp16: \"125 TFLOPS\"\n    memory_bandwidth: \"900 GB/s\"\n"
+               "    memory: \"16 GiB\"\n");
+  try {
+    (void)find_gpu("alpha");
+    ADD_FAILURE() << "a name given twice was accepted";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("used twice"), std::string::npos) << e.what();
   }
 }
 

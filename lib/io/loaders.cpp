@@ -6,6 +6,10 @@
 #include <cstdint>
 #include <cmath>
 #include <cstdlib>
+#include <fstream>
+#include <optional>
+#include <sstream>
+#include <tuple>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -220,8 +224,97 @@ std::vector<std::string> list_gpu_ids() {
   return out;
 }
 
+namespace {
+// The catalogue entry (its id, name or an alias equal to `want`, lower-cased) read without parsing the
+// rest of gpus.yaml: a command that names one GPU should not pay for thirty (issue 17's start-up). The
+// file's text is cut at its top-level sequence items; an item whose text contains `want` is parsed alone,
+// every other line blanked so that positions stay the file's own. Nothing is returned (and the caller
+// parses the whole catalogue, with its checks and its errors) unless exactly one item matches and it
+// parses cleanly: a duplicated name, an unknown one or a broken entry gets the whole file's message.
+std::optional<GpuSpec> find_gpu_alone(const fs::path& file, const std::string& want) {
+  std::ifstream in(file, std::ios::binary);
+  if (!in || want.empty()) return std::nullopt;
+  std::stringstream ss;
+  ss << in.rdbuf();
+  const std::string text = ss.str();
+  std::vector<std::size_t> starts;  // offsets of the lines of the text
+  for (std::size_t b = 0; b < text.size();) {
+    starts.push_back(b);
+    const auto e = text.find('\n', b);
+    b = e == std::string::npos ? text.size() : e + 1;
+  }
+  auto line = [&](std::size_t i) {
+    const auto b = starts[i];
+    const auto e = i + 1 < starts.size() ? starts[i + 1] : text.size();
+    return std::string_view(text).substr(b, e - b);
+  };
+  std::size_t header = starts.size();  // the "gpus:" line
+  for (std::size_t i = 0; i < starts.size(); ++i)
+    if (line(i).starts_with("gpus:")) {
+      header = i;
+      break;
+    }
+  if (header == starts.size()) return std::nullopt;
+  std::vector<std::size_t> items;  // first line of each "  - " item
+  for (std::size_t i = header + 1; i < starts.size(); ++i) {
+    const auto l = line(i);
+    if (l.starts_with("  - ")) items.push_back(i);
+    else if (!l.empty() && l[0] != ' ' && l[0] != '#' && l[0] != '\n' && l[0] != '\r') return std::nullopt;  // another top-level key
+  }
+  std::optional<GpuSpec> found;
+  for (std::size_t k = 0; k < items.size(); ++k) {
+    const std::size_t first = items[k], last = k + 1 < items.size() ? items[k + 1] : starts.size();
+    std::string block;
+    for (std::size_t i = first; i < last; ++i) block += line(i);
+    if (lower(block).find(want) == std::string::npos) continue;
+    std::string alone;  // the header, this item, and blank lines for every other line
+    for (std::size_t i = 0; i < starts.size(); ++i) alone += (i <= header || (i >= first && i < last)) ? std::string(line(i)) : "\n";
+    try {
+      MapReader top(yamlio::load_string(alone, file.string()));
+      const auto entries = top.required("gpus").items();
+      if (entries.size() != 1) return std::nullopt;
+      MapReader m(entries.front());
+      bool match = lower(m.required("id").scalar()) == want;
+      if (auto al = m.optional("aliases"))
+        for (const auto& a : al->items()) match = match || lower(a.scalar()) == want;
+      GpuSpec spec = read_gpu(m, true);
+      m.finish();
+      if (!match && lower(spec.name) != want) continue;
+      if (found) return std::nullopt;  // two entries answer to the name: the whole file's check says so
+      found = std::move(spec);
+    } catch (const InputError&) {
+      return std::nullopt;
+    }
+  }
+  return found;
+}
+}  // namespace
+
 GpuSpec find_gpu(std::string_view name) {
   const auto want = lower(name);
+  {
+    // One entry read alone, kept per (file, name) while the file's time and size are unchanged.
+    static std::mutex mutex;
+    static std::map<std::string, std::tuple<fs::file_time_type, std::uintmax_t, GpuSpec>> alone;
+    const fs::path file = data_dir() / "topologies" / "gpus.yaml";
+    std::error_code ec_time, ec_size;
+    const auto mtime = fs::last_write_time(file, ec_time);
+    const auto size = fs::file_size(file, ec_size);
+    if (!ec_time && !ec_size) {
+      const std::string key = file.string() + '\n' + want;
+      {
+        const std::lock_guard lock(mutex);
+        if (const auto it = alone.find(key);
+            it != alone.end() && std::get<0>(it->second) == mtime && std::get<1>(it->second) == size)
+          return std::get<2>(it->second);
+      }
+      if (auto spec = find_gpu_alone(file, want)) {
+        const std::lock_guard lock(mutex);
+        alone[key] = {mtime, size, *spec};
+        return *spec;
+      }
+    }
+  }
   const auto catalogue = read_catalogue();
   const auto& all = *catalogue;
   for (const auto& e : all) {
