@@ -328,6 +328,16 @@ Strategy random_sharded_strategy(std::mt19937_64& rng) {
   return s;
 }
 
+// A simulated run equals the closed form (extras off): the iteration, every sampled iteration, and the
+// exposed communication and the update, to 1e-9 of the iteration.
+void expect_equals_closed_form(const SimResult& r, const Prediction& closed) {
+  const double it = in_seconds(closed.iteration_time);
+  EXPECT_NEAR(in_seconds(r.prediction.iteration_time) / it, 1.0, 1e-9);
+  for (Seconds s : r.iterations.samples) EXPECT_NEAR(in_seconds(s) / it, 1.0, 1e-9);
+  EXPECT_NEAR(in_seconds(r.prediction.breakdown.comm_exposed), in_seconds(closed.breakdown.comm_exposed), 1e-9 * it);
+  EXPECT_NEAR(in_seconds(r.prediction.breakdown.update), in_seconds(closed.breakdown.update), 1e-9 * it);
+}
+
 TEST(SimVsClosedForm, RandomShardedStrategiesMatchTheShardedTimeline) {
   // ZeRO-1/2 (reduce-scatter recurrence + all-gather after the step, eq. S8) and stage 3 (per-unit gathers
   // with the in-flight limit on a second channel, eq. S5-S7), full or hybrid shard groups: with the
@@ -354,13 +364,8 @@ TEST(SimVsClosedForm, RandomShardedStrategiesMatchTheShardedTimeline) {
       ++compared;
       if (sc.strategy.sharding.stage == 3 && closed.breakdown.comm_exposed > closed.breakdown.comm * 0.1)
         ++gathered_and_exposed;
-      EXPECT_NEAR(in_seconds(r.prediction.iteration_time) / in_seconds(closed.iteration_time), 1.0, 1e-9);
-      for (Seconds s : r.iterations.samples) EXPECT_NEAR(in_seconds(s) / in_seconds(closed.iteration_time), 1.0, 1e-9);
+      expect_equals_closed_form(r, closed);
       EXPECT_NEAR(in_seconds(r.prediction.breakdown.comm), in_seconds(closed.breakdown.comm),
-                  1e-9 * in_seconds(closed.iteration_time));
-      EXPECT_NEAR(in_seconds(r.prediction.breakdown.comm_exposed), in_seconds(closed.breakdown.comm_exposed),
-                  1e-9 * in_seconds(closed.iteration_time));
-      EXPECT_NEAR(in_seconds(r.prediction.breakdown.update), in_seconds(closed.breakdown.update),
                   1e-9 * in_seconds(closed.iteration_time));
       EXPECT_EQ(r.prediction.hiding_case, closed.hiding_case);
       EXPECT_EQ(r.prediction.boundary_layer, closed.boundary_layer);
@@ -396,11 +401,7 @@ TEST(SimVsClosedForm, RandomOffloadedStrategiesMatchTheClosedForm) {
       ++compared;
       if (closed.breakdown.offload_d2h_exposed > closed.breakdown.offload_d2h * 0.5) ++tail;
       EXPECT_GT(closed.breakdown.offload_cpu, Seconds{});
-      EXPECT_NEAR(in_seconds(r.prediction.iteration_time) / in_seconds(closed.iteration_time), 1.0, 1e-9);
-      EXPECT_NEAR(in_seconds(r.prediction.breakdown.comm_exposed), in_seconds(closed.breakdown.comm_exposed),
-                  1e-9 * in_seconds(closed.iteration_time));
-      EXPECT_NEAR(in_seconds(r.prediction.breakdown.update), in_seconds(closed.breakdown.update),
-                  1e-9 * in_seconds(closed.iteration_time));
+      expect_equals_closed_form(r, closed);
     }
   }
   EXPECT_EQ(compared, 200);
