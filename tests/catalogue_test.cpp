@@ -56,7 +56,7 @@ int fp32_lanes_per_sm(const std::string& arch, int sm) {
   if (arch == "pascal") return sm == 60 ? 64 : 128;
   if (arch == "volta" || arch == "turing") return 64;
   if (arch == "ampere") return sm == 80 ? 64 : 128;
-  if (arch == "ada" || arch == "hopper") return 128;
+  if (arch == "ada" || arch == "hopper" || arch == "blackwell") return 128;  // Blackwell: 18944 cores / 148 SMs (B200)
   return 0;
 }
 
@@ -64,13 +64,14 @@ int fp32_lanes_per_sm(const std::string& arch, int sm) {
 // against: Volta and Turing 8 tensor cores x 64 = 512 (Volta/Turing whitepapers); GA100 4 x 256 = 1024 (A100
 // whitepaper); GA10x and Ada 4 x 128 = 512 (GA102 whitepaper: RTX 3090 142 TFLOPS = 82 SMs x 512 x 2 x
 // 1695 MHz; Ada whitepaper: RTX 4090 330.3 = 128 x 512 x 2 x 2520 MHz); Hopper 4 x 512 = 2048 (H100
-// whitepaper). Pascal has no tensor cores: GP100 runs half2 on its 64 lanes (128), and on GP10x the
-// catalogue takes mixed precision at the fp32 rate (128 lanes; GP102's own fp16 rate is 1/64).
+// whitepaper); Blackwell 4096 (B200: 2.25 PFLOPS dense on 148 SMs, twice Hopper's per SM per clock).
+// Pascal has no tensor cores: GP100 runs half2 on its 64 lanes (128), and on GP10x the catalogue takes mixed precision at the fp32 rate (128 lanes; GP102's own fp16 rate is 1/64).
 int fp16_fmas_per_sm(const std::string& arch, int sm) {
   if (arch == "pascal") return 128;
   if (arch == "volta" || arch == "turing" || arch == "ada") return 512;
   if (arch == "ampere") return sm == 80 ? 1024 : 512;
   if (arch == "hopper") return 2048;
+  if (arch == "blackwell") return 4096;  // twice Hopper's: B200's dense 2.25 PFLOPS = 148 x 4096 x 2 x ~1.86 GHz
   return 0;
 }
 

@@ -281,6 +281,29 @@ TEST(NcclNvls, EightH100AllReduceNearNvidiasFourHundredEighty) {
   EXPECT_EQ(nccl::algorithm_name(ch.algorithm), "nvls");
 }
 
+// Blackwell (SM100) takes its own rows of nccl-tuning-2.30.md: NVLS efficiency 0.74, the speed list 90, 80, …,
+// 18, NVLink 40.1 GB/s per link, at most 32 NVLS channels.
+TEST(NcclNvls, EightB200AllReduceOnBlackwellsRows) {
+  // dgx-b200: 18 links × 40.1 = 721.8 GB/s per GPU; 8 channels; the largest SM100 intra speed with
+  // 8 × s ≤ 721.8 is 90. busBw = 8 × 90 × 0.74 × 7/8 × 2 = 932.4 GB/s; algbw = 932.4 × 8/14 = 532.8 GB/s.
+  const auto ch = choose("dgx-b200", CollectiveOp::allreduce, gibibytes(8), {8, 1, 8});
+  EXPECT_EQ(ch.algorithm, nccl::NVLS);
+  EXPECT_EQ(ch.channels, 8);
+  EXPECT_NEAR(gbs(ch.algbw_model), 932.4 * 8.0 / 14.0, 1e-9);
+  EXPECT_NEAR(in_us(ch.time), 25.0 + 8589934592.0 / (1000.0 * 932.4 * 8.0 / 14.0), 1e-6);
+}
+
+TEST(NcclNvls, SeventyTwoGpuNvlinkDomainCapsTheNvlsChannels) {
+  // gb200-nvl72: 72 GPUs in one NVLink domain. NVLS runs 32 channels (not one per GPU); 32 × s ≤ 721.8
+  // gives s = 20 (24 would need 768). The GPU's NVLink-C2C to its Grace (450 GB/s) is NCCL's LINK_C2C and
+  // not part of that total. busBw = 32 × 20 × 0.74 × 31/32 × 2 = 917.6 GB/s; algbw = 917.6 × 72/142.
+  EXPECT_NEAR(gbs(cluster("gb200-nvl72").topology->gpu_link_bandwidth(0)), 721.8, 1e-9);
+  const auto ch = choose("gb200-nvl72", CollectiveOp::allreduce, gibibytes(8), {72, 1, 72});
+  EXPECT_EQ(ch.algorithm, nccl::NVLS);
+  EXPECT_EQ(ch.channels, 32);
+  EXPECT_NEAR(gbs(ch.algbw_model), 917.6 * 72.0 / 142.0, 1e-9);
+}
+
 TEST(NcclNvls, SmallMessagesAndAllGatherStayOnTheRing) {
   // 8 B: NVLS costs 25 µs, ring LL 6.6 + 14 × 0.6 = 15.0 µs.
   const auto small = choose("dgx-h100", CollectiveOp::allreduce, bytes(8), {8, 1, 8});

@@ -56,6 +56,7 @@ topo::CpuVendor cpu_vendor(const Topology& t) {
 struct Tuned {
   double bw = 0;   // 0: disabled
   double lat = 0;
+  int channels = 0;  // NVLS: its own channel count (the other algorithms take their graph's)
 };
 
 /// The latency of one inter-node hop (µs): NCCL's network row for the algorithm and protocol (the Tree row
@@ -72,7 +73,7 @@ Tuned tune(const Table& t, const ChannelSet& graph, int algo, int proto, Collect
            int sm, topo::CpuVendor vendor, double fabric_us) {
   Tuned out;
   const int ppn = n_ranks / n_nodes;
-  const std::size_t cc = sm >= 90 ? 2 : sm >= 80 ? 1 : 0;
+  const std::size_t cc = Table::generation(sm);
   const std::size_t i2 = n_nodes <= 2 ? static_cast<std::size_t>(n_nodes - 1) : 2;
   const double ll_max = t.ll_max[cc][i2];
   const double per_ch_tree = t.per_channel_tree[cc][i2];
@@ -141,9 +142,10 @@ bool has_nvls(const Topology& t) {
 /// The inter-node speed of NCCL's NVLS graph (search.cc, NVLS pattern): one channel per GPU of the node,
 /// each received and sent by one NIC beside its head GPU, NICs taken in turn. The pattern is not a tree,
 /// so each direction of a NIC carries the channel once (a tree graph books both ways and runs at half
-/// the NIC): the speed is the fastest Hopper inter-node speed that the channels sharing the narrowest
-/// NIC route fit into. Without NICs in the graph, the tree graph's inter-node speed stands in.
-double nvls_inter_speed(const Table& t, const Topology& topo, const ChannelSet& tree, int ppn) {
+/// the NIC): the speed is the fastest inter-node speed of the GPU's generation (Hopper's or Blackwell's
+/// list) that the channels sharing the narrowest NIC route fit into. Without NICs in the graph, the tree
+/// graph's inter-node speed stands in.
+double nvls_inter_speed(const Table& t, const Topology& topo, const ChannelSet& tree, int channels) {
   const auto nics = static_cast<int>(topo.nic_names().size());
   if (nics == 0) return in_gigabytes_per_second(tree.bw_inter);
   double narrowest = std::numeric_limits<double>::infinity();
@@ -154,37 +156,42 @@ double nvls_inter_speed(const Table& t, const Topology& topo, const ChannelSet& 
     narrowest = std::min(narrowest, widest);
   }
   narrowest = std::min(narrowest, in_gigabytes_per_second(topo.fabric().effective_nic_bandwidth()));
-  const int per_nic = (ppn + nics - 1) / nics;  // channels that share a NIC
-  for (double s : t.sm90_speed_inter)
+  const int per_nic = (channels + nics - 1) / nics;  // channels that share a NIC
+  for (double s : t.inter_speeds(topo.sm_version()))
     if (s * per_nic <= narrowest) return s;
   return 0;
 }
 
 /// NVLS on one node (all-reduce, all-gather, reduce-scatter) and NVLS Tree across nodes (all-reduce),
 /// Simple protocol (shared/docs/nccl-tuning-2.30.md, "How a bus bandwidth is formed" and "How a latency
-/// is formed"). The NVLS graph has one channel per GPU of the node (each GPU heads one); its per-channel
-/// speed is the largest of the Hopper intra-node speeds that the channels together fit into a GPU's
-/// NVLink bandwidth to the switches (search.cc) — our reading, which gives 8 × 40 GB/s on HGX H100.
+/// is formed"). The NVLS graph has one channel per GPU of the node (each GPU heads one), at most the
+/// generation's NVLS channel count (Table::nvls_max_channels: only a 72-GPU NVLink domain reaches it); its
+/// per-channel speed is the largest of the generation's intra-node speeds that the channels together fit
+/// into a GPU's NVLink bandwidth to the switches (search.cc) — our reading, which gives 8 × 40 GB/s on HGX
+/// H100 and 32 × 20 GB/s on GB200 NVL72.
 Tuned tune_nvls(const Table& t, const Topology& topo, const ChannelSet& tree, CollectiveOp op, int n_ranks, int n_nodes,
                 double fabric_us) {
   Tuned out;
   const int ppn = n_ranks / n_nodes;
   if (ppn < 2) return out;  // NVLS and NVLS Tree need at least two channels
-  const std::size_t cc = 2;  // Hopper row (Blackwell is not in the table)
+  const std::size_t cc = Table::generation(topo.sm_version());
   const std::size_t i2 = n_nodes <= 2 ? static_cast<std::size_t>(n_nodes - 1) : 2;
+  const int channels = std::min(ppn, t.nvls_max_channels[cc]);
+  if (channels < 2) return out;
   const double nvlink = in_gigabytes_per_second(topo.gpu_link_bandwidth(0));
   double speed = 0;
-  for (double s : t.sm90_speed_intra)
-    if (ppn * s <= nvlink) {
+  for (double s : t.intra_speeds(topo.sm_version()))
+    if (channels * s <= nvlink) {
       speed = s;
       break;
     }
   if (speed <= 0) return out;
-  const double ch = ppn;
+  const double ch = channels;
+  out.channels = channels;
   double per = speed * t.nvls_efficiency[cc] * (ch - 1.0) / ch;
   per *= op == CollectiveOp::allreduce ? 2.0 : (ppn - 1.0) / ppn;
   if (n_nodes > 1) {
-    const double inter = nvls_inter_speed(t, topo, tree, ppn);
+    const double inter = nvls_inter_speed(t, topo, tree, channels);
     per = std::min({per, inter * (n_nodes <= 2 ? 2.0 : 1.0), t.per_channel_nvls_tree[cc][i2]});
   }
   const int nsteps = op == CollectiveOp::allreduce ? 2 * (n_ranks - 1) : n_ranks - 1;
@@ -307,7 +314,7 @@ Candidates prepare(const Topology& topo, const Table& t, CollectiveOp op, const 
   if (nvls_op && has_nvls(topo) && (nodes == 1 || op == CollectiveOp::allreduce)) {
     const Tuned tu = tune_nvls(t, topo, tree, op, n, nodes, fabric_us);
     if (tu.bw > 0) {
-      Candidates::Entry e{nodes == 1 ? NVLS : NVLS_TREE, SIMPLE, ppn, tu.bw, tu.lat, tu.lat, {}};
+      Candidates::Entry e{nodes == 1 ? NVLS : NVLS_TREE, SIMPLE, tu.channels, tu.bw, tu.lat, tu.lat, {}};
       e.us_per_byte.fill(1.0 / (1000.0 * tu.bw));
       e.padded_us.fill(std::numeric_limits<double>::infinity());
       c.entries[static_cast<std::size_t>(c.count++)] = e;

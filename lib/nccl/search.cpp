@@ -637,8 +637,7 @@ class Search {
     graph.intra.assign(static_cast<std::size_t>(max_channels * std::max(ngpus_, 1)), 0);
     graph.inter.assign(static_cast<std::size_t>(max_channels * 2), 0);
     Graph tmp = graph;
-    const auto& speeds = nets ? (cc >= 90 ? t_.sm90_speed_inter : t_.speed_inter)
-                              : (cc >= 90 ? t_.sm90_speed_intra : t_.speed_intra);
+    const auto& speeds = nets ? t_.inter_speeds(cc) : t_.intra_speeds(cc);
     const int nspeeds = static_cast<int>(speeds.size());
     int pass = 1;
     int si = 0;

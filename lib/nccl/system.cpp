@@ -93,6 +93,18 @@ void add_inter_step(System& s, int via, int src, int dst) {
 
 }  // namespace
 
+double own_link_bw(const System& s, int node) {
+  double nvl = 0, pci = 0;
+  for (int l : s.nodes[static_cast<std::size_t>(node)].links) {
+    const SLink& k = s.links[static_cast<std::size_t>(l)];
+    const SNode& to = s.nodes[static_cast<std::size_t>(k.to)];
+    // NVLink-C2C to a Grace CPU is NCCL's LINK_C2C, not LINK_NVL: not part of the GPU's NVLink total.
+    if (k.type == P_NVL && !(to.type == CPU && to.arch == topo::CpuArch::arm)) nvl += k.bw;
+    if (k.type == P_PIX) pci = k.bw;
+  }
+  return std::max(nvl, pci);
+}
+
 System build_system(const Topology::Impl& topo, std::span<const int> local_gpus, bool with_nets, const Table& t) {
   System s;
   s.of_type.assign(NTYPES, {});
@@ -254,12 +266,7 @@ System build_system(const Topology::Impl& topo, std::span<const int> local_gpus,
         if (p.count() == 0) continue;
         s.max_bw = std::max(s.max_bw, p.bw);
       }
-      double nvl = 0, pci = 0;
-      for (int l : s.nodes[gi].links) {
-        if (s.links[l].type == P_NVL) nvl += s.links[l].bw;
-        if (s.links[l].type == P_PIX) pci = s.links[l].bw;
-      }
-      s.total_bw = std::max(s.total_bw, std::max(nvl, pci));
+      s.total_bw = std::max(s.total_bw, own_link_bw(s, gi));
     }
   }
   return s;

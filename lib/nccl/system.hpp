@@ -69,6 +69,9 @@ struct System {
 /// Builds NCCL's system for GPUs `local_gpus` of a node (the others removed, as ncclTopoTrimSystem does),
 /// with NICs when `with_nets`, and computes all paths with NCCL's P2P and GPU Direct rules.
 System build_system(const Topology::Impl& topo, std::span<const int> local_gpus, bool with_nets, const Table& t);
+/// A node's own link bandwidth, NCCL's totalBw for a GPU: its NVLinks together (NVLink-C2C to a Grace CPU
+/// excluded: NCCL types it LINK_C2C), or its PCIe link, whichever is larger (GB/s).
+double own_link_bw(const System& s, int node);
 
 /// ncclTopoCompute for a ring or tree pattern. `min_channels`/`max_channels` as init.cc sets them.
 /// With `skip_doomed`, a first-pass search that a bandwidth bound proves cannot reach min_channels is

@@ -23,11 +23,12 @@ Table make_2_30_7() {
                       {{{1.0, 1.9, 4.0}, {1.0, 2.5, 5.7}}},
                       {{{5.0, 8.5, 14.0}, {2.7, 4.0, 14.0}}}}};
   // Per-channel caps (GB/s) for 1 node / 2 nodes / more: Volta tree 26.5/18.5/10, LL128 ring 20;
-  // Ampere tree 24/23.6/17.8 (LL128 ring 20); Hopper tree 38.7/41.4/36, LL128 ring 36.7.
-  t.per_channel_tree = {{{26.5, 18.5, 10.0}, {24.0, 23.6, 17.8}, {38.7, 41.4, 36.0}}};
-  t.per_channel_ring_ll128 = {{{20.0, 20.0, 20.0}, {20.0, 20.0, 20.0}, {36.7, 36.7, 36.7}}};
-  t.per_channel_tree_ll128 = {{{20.0, 20.0, 20.0}, {20.0, 20.0, 20.0}, {36.7, 36.7, 29.0}}};  // tuning.cc (checked)
-  t.ll_max = {{{39.0, 39.0, 20.4}, {87.7, 22.5, 19.0}, {141.0, 45.0, 35.0}}};                  // tuning.cc (checked)
+  // Ampere tree 24/23.6/17.8 (LL128 ring 20); Hopper tree 38.7/41.4/36, LL128 ring 36.7; Blackwell tree
+  // 70/42.8/24, LL128 ring 40, LL128 tree 55.6/31.67/20, LL maximum 282/90/70 (nccl-tuning-2.30.md).
+  t.per_channel_tree = {{{26.5, 18.5, 10.0}, {24.0, 23.6, 17.8}, {38.7, 41.4, 36.0}, {70.0, 42.8, 24.0}}};
+  t.per_channel_ring_ll128 = {{{20.0, 20.0, 20.0}, {20.0, 20.0, 20.0}, {36.7, 36.7, 36.7}, {40.0, 40.0, 40.0}}};
+  t.per_channel_tree_ll128 = {{{20.0, 20.0, 20.0}, {20.0, 20.0, 20.0}, {36.7, 36.7, 29.0}, {55.6, 31.67, 20.0}}};  // tuning.cc (checked)
+  t.ll_max = {{{39.0, 39.0, 20.4}, {87.7, 22.5, 19.0}, {141.0, 45.0, 35.0}, {282.0, 90.0, 70.0}}};                  // tuning.cc (checked)
   t.ring_ll_factor = 0.5;             // nccl-model.md: Ring LL min(llMax, busBw·0.5)
   t.ring_ll128_factor = 0.92;         // nccl-model.md: Ring LL128 min(busBw·0.92, nChannels·perChMaxRingLL128)
   t.tree_allreduce_factor = 0.92;     // nccl-model.md: Tree all-reduce min(busBw·0.92, nChannels·perChMaxTree)
@@ -44,14 +45,19 @@ Table make_2_30_7() {
   t.ring_plateau_ampere = 1.4;      // tuning.cc (checked)
   t.net_overhead_intel_us = 1.0;    // tuning.cc getNetOverhead (checked)
   t.net_overhead_other_us = 2.0;
-  // NVLS (nccl-tuning-2.30.md): "NVLS efficiency by generation: Volta 0, Ampere 0, Hopper 0.85"; hardware
-  // latency NVLink – / – / 25 (NVLS and NVLS Tree), network – / – / 18 (NVLS) and – / – / 20.9 (NVLS Tree);
-  // "NVLS Tree per-channel maximum: Volta 26.5 / 18.5 / 10.0; Ampere 24.0 / 23.6 / 17.8; Hopper 0 / 57.7 / 45.5".
-  t.nvls_efficiency = {0.0, 0.0, 0.85};
+  // NVLS (nccl-tuning-2.30.md): "NVLS efficiency by generation: Volta 0, Ampere 0, Hopper 0.85, Blackwell
+  // 0.74"; hardware latency NVLink – / – / 25 (NVLS and NVLS Tree), network – / – / 18 (NVLS) and – / – / 20.9
+  // (NVLS Tree); "NVLS Tree per-channel maximum: Volta 26.5 / 18.5 / 10.0; Ampere 24.0 / 23.6 / 17.8; Hopper
+  // 0 / 57.7 / 45.5; Blackwell 0 / 96.0 / 80.0".
+  t.nvls_efficiency = {0.0, 0.0, 0.85, 0.74};
+  // The most NVLS channels (NCCL_NVLS_NCHANNELS' default: 16 on Hopper, 32 from Blackwell on). Recalled from
+  // NCCL's transport/nvls.cc, not in nccl-tuning-2.30.md; only a domain of more GPUs than that (GB200 NVL72)
+  // reaches the cap: an 8-GPU node has one channel per GPU either way.
+  t.nvls_max_channels = {0, 0, 16, 32};
   t.nvls_hw_latency_nvlink_us = 25.0;
   t.nvls_hw_latency_net_us = 18.0;
   t.nvls_tree_hw_latency_net_us = 20.9;
-  t.per_channel_nvls_tree = {{{26.5, 18.5, 10.0}, {24.0, 23.6, 17.8}, {0.0, 57.7, 45.5}}};
+  t.per_channel_nvls_tree = {{{26.5, 18.5, 10.0}, {24.0, 23.6, 17.8}, {0.0, 57.7, 45.5}, {0.0, 96.0, 80.0}}};
   // PAT (nccl-tuning-2.30.md): base latency 8.0 / 8.0 / 8.0 (only Simple is used); "PAT keeps 75 %";
   // "PAT: base + log2(nodes) × inter / 3.5 + ranks × 2.8". Its network row (14, Simple) equals the Tree
   // row that the inter-node hop takes with one GPU per node, the only case PAT runs in.
@@ -69,6 +75,9 @@ Table make_2_30_7() {
   t.speed_inter = {48.0, 30.0, 28.0, 24.0, 20.0, 18.0, 15.0, 12.0, 10.0, 9.0, 7.0, 6.0, 5.0, 4.0, 3.0, 2.4, 1.2, 0.24, 0.12};
   t.sm90_speed_intra = {60.0, 50.0, 40.0, 30.0, 24.0, 20.0, 15.0, 12.0, 11.0, 6.0, 3.0};
   t.sm90_speed_inter = {48.0, 45.0, 42.0, 40.0, 30.0, 24.0, 22.0, 20.0, 17.5, 15.0, 12.0, 6.0, 3.0, 2.4, 1.2, 0.24, 0.12};
+  // Blackwell (nccl-tuning-2.30.md, "Channel search speed lists").
+  t.sm100_speed_intra = {90.0, 80.0, 70.0, 60.0, 50.0, 45.0, 40.0, 30.0, 24.0, 20.0, 19.0, 18.0};
+  t.sm100_speed_inter = {96.0, 86.0, 80.0, 48.0, 45.1, 42.0, 40.0, 30.0, 24.0, 22.0, 20.0, 17.5, 15.0, 12.0, 6.0, 3.0, 2.4, 1.2, 0.24, 0.12};
   t.max_channels = 32;  // MAXCHANNELS/2 (MAXCHANNELS = 64)
   t.dup_threshold = 25.0;  // nccl-model.md: "If bwIntra ≥ 25 the channels are duplicated at half speed"
   t.search_timeout = 1 << 14;

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <array>
+#include <cstddef>
 #include <string>
 #include <vector>
 
@@ -25,11 +26,13 @@ struct Table {
   // src/graph/tuning.cc
   std::array<std::array<double, NPROTO>, NALGO> base_latency_us;           // [algo][proto]
   std::array<std::array<std::array<double, NPROTO>, NALGO>, 3> hw_latency_us;  // [hw][algo][proto]
-  // Per-channel caps, index [generation: 0 Volta, 1 Ampere, 2 Hopper][0: 1 node, 1: 2 nodes, 2: more]
-  std::array<std::array<double, 3>, 3> per_channel_tree;
-  std::array<std::array<double, 3>, 3> per_channel_ring_ll128;
-  std::array<std::array<double, 3>, 3> per_channel_tree_ll128;
-  std::array<std::array<double, 3>, 3> ll_max;
+  // Per-channel caps, index [generation (generation()): 0 Volta, 1 Ampere, 2 Hopper, 3 Blackwell]
+  // [0: 1 node, 1: 2 nodes, 2: more]
+  static constexpr std::size_t kGenerations = 4;
+  std::array<std::array<double, 3>, kGenerations> per_channel_tree;
+  std::array<std::array<double, 3>, kGenerations> per_channel_ring_ll128;
+  std::array<std::array<double, 3>, kGenerations> per_channel_tree_ll128;
+  std::array<std::array<double, 3>, kGenerations> ll_max;
   double ring_ll_factor;          // Ring LL: busBw × this
   double ring_ll128_factor;       // Ring LL128: busBw × this (≥ 2 GPUs per node)
   double tree_allreduce_factor;   // Tree all-reduce: busBw × this
@@ -45,12 +48,14 @@ struct Table {
   double net_overhead_other_us;
 
   // NVLS and NVLS Tree (shared/docs/nccl-tuning-2.30.md): base latency 0; per-hop Simple latencies;
-  // efficiency by generation [Volta, Ampere, Hopper]; NVLS Tree per-channel cap [generation][nodes index].
-  std::array<double, 3> nvls_efficiency;
+  // efficiency by generation; NVLS Tree per-channel cap [generation][nodes index]; the most NVLS channels
+  // (CTAs) by generation.
+  std::array<double, kGenerations> nvls_efficiency;
+  std::array<int, kGenerations> nvls_max_channels;
   double nvls_hw_latency_nvlink_us;       // NVLS and NVLS Tree, NVLink row, Simple
   double nvls_hw_latency_net_us;          // NVLS, network row
   double nvls_tree_hw_latency_net_us;     // NVLS Tree, network row
-  std::array<std::array<double, 3>, 3> per_channel_nvls_tree;
+  std::array<std::array<double, 3>, kGenerations> per_channel_nvls_tree;
 
   // PAT (shared/docs/nccl-tuning-2.30.md): base latency (Simple), the share of the tree graph's bus
   // bandwidth it keeps, and its latency "base + log2(nodes) × inter / 3.5 + ranks × 2.8".
@@ -64,7 +69,7 @@ struct Table {
   double launch_us_per_gpu;  // host time to issue one collective on one GPU (NCCL enqueue + kernel launch)
 
   // src/graph/search.cc
-  std::vector<double> speed_intra, speed_inter, sm90_speed_intra, sm90_speed_inter;
+  std::vector<double> speed_intra, speed_inter, sm90_speed_intra, sm90_speed_inter, sm100_speed_intra, sm100_speed_inter;
   int max_channels;          // ring graph maxChannels (MAXCHANNELS/2)
   double dup_threshold;      // ncclTopoDupChannels: bwIntra ≥ this duplicates the channels
   int search_timeout;        // NCCL_SEARCH_TIMEOUT
@@ -74,6 +79,16 @@ struct Table {
   double intel_p2p_overhead;  // INTEL_P2P_OVERHEAD: × on PCIe links of a PHB path through an Intel CPU
   double loc_bw;              // LOC_BW
   double fallback_bw;         // "falling back to simple order"
+
+  /// The row of the per-generation arrays for a GPU of compute capability `sm` (tuning.cc's compCapIndex).
+  static std::size_t generation(int sm) { return sm >= 100 ? 3 : sm >= 90 ? 2 : sm >= 80 ? 1 : 0; }
+  /// The channel search's speed lists (search.cc): one list before Hopper, one for Hopper, one for Blackwell.
+  const std::vector<double>& intra_speeds(int sm) const {
+    return sm >= 100 ? sm100_speed_intra : sm >= 90 ? sm90_speed_intra : speed_intra;
+  }
+  const std::vector<double>& inter_speeds(int sm) const {
+    return sm >= 100 ? sm100_speed_inter : sm >= 90 ? sm90_speed_inter : speed_inter;
+  }
 };
 
 /// The table this build uses (NCCL 2.30.7).

@@ -228,13 +228,7 @@ BytesPerSecond Topology::measured_p2p(int a, int b) const noexcept {
 
 BytesPerSecond Topology::gpu_link_bandwidth(int local_gpu) const {
   const auto& s = full_system(*impl_, false);
-  const auto& node = s.typed_const(nccl::GPU, local_gpu);
-  double nvl = 0, pci = 0;
-  for (int l : node.links) {
-    if (s.links[static_cast<std::size_t>(l)].type == nccl::P_NVL) nvl += s.links[static_cast<std::size_t>(l)].bw;
-    if (s.links[static_cast<std::size_t>(l)].type == nccl::P_PIX) pci = s.links[static_cast<std::size_t>(l)].bw;
-  }
-  return gigabytes_per_second(std::max(nvl, pci));
+  return gigabytes_per_second(nccl::own_link_bw(s, s.of_type[nccl::GPU][static_cast<std::size_t>(local_gpu)]));
 }
 
 ChannelSet Topology::channels(ChannelPattern pattern, std::span<const int> local_gpus, int nodes) const {
