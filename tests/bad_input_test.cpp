@@ -13,6 +13,7 @@
 // the first character of the offending value (or key, for unknown and duplicate keys). Most rows edit one
 // line of a base input that is shown with its line numbers; the test `BaseInputsAreAccepted` checks that
 // every base input is valid, so each error comes from the edit alone.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -661,8 +662,14 @@ std::vector<Row> catalogue() {
        "{mini}"},
 
       // ---- nccl-tests logs -------------------------------------------------------------------------------------
-      {"log_truncated", {{"all_reduce_perf.log", drop(kLog, 15, 16)}}, kCmdLog,
-       E + "{dir}/all_reduce_perf.log:14:1: the log ends inside a table (truncated?): no '# Avg bus bandwidth' line after the last row\n"},
+      // cut after the 2 MiB row of a sweep to 4 MiB (maxBytes 4194304, step factor 2)
+      {"log_truncated", {{"all_reduce_perf.log", drop(kLog, 14, 16)}}, kCmdLog,
+       E + "{dir}/all_reduce_perf.log:13:1: the log ends inside a table (truncated?): its last row is 2097152 B of a sweep to "
+           "4194304 B (maxBytes); rerun the test and keep its whole output, from the '# nThread' line to '# Avg bus bandwidth'\n"},
+      // no maxBytes to tell (the '# nThread' line is gone) and no trailer
+      {"log_truncated_without_its_header", {{"all_reduce_perf.log", drop(drop(kLog, 15, 16), 1, 1)}}, kCmdLog,
+       E + "{dir}/all_reduce_perf.log:13:1: the log ends inside a table (truncated?): no '# Avg bus bandwidth' line after the last "
+           "row; rerun the test and keep its whole output, from the '# nThread' line to '# Avg bus bandwidth'\n"},
       {"log_cut_mid_row", {{"all_reduce_perf.log", drop(edit(kLog, 14, "     4194304       1048576     float     sum      -1   140.00   29.96   44.94       0   140.00   2"), 15, 16)}},
        kCmdLog, E + "{dir}/all_reduce_perf.log:14:98: garbled or truncated row: 11 columns, the header at line 10 has 13\n"},
       {"log_garbled_time", {{"all_reduce_perf.log", edit(kLog, 13, "     2097152        524288     float     sum      -1    8O.00   26.21   39.32       0    80.00   26.21   39.32       0")}},
@@ -685,6 +692,8 @@ std::vector<Row> catalogue() {
       {"log_gpu_count_unknown", {{"all_reduce_perf.log", drop(kLog, 1, 7)}}, kCmdLog,
        E + "{dir}/all_reduce_perf.log:3:1: no '# Rank ... device' lines and no 'nThread N nGpus M' header before the table: GPU count "
            "unknown (pass --gpus N [--nodes K], or rerun and keep the whole output)\n"},
+      {"log_table_without_rows", {{"all_reduce_perf.log", drop(kLog, 12, 14)}}, kCmdLog,
+       E + "{dir}/all_reduce_perf.log:13:1: the table at line 10 has no rows: rerun the test and keep its whole output\n"},
       {"log_without_a_table", {{"all_reduce_perf.log", drop(kLog, 8, 16)}}, kCmdLog,
        E + "{dir}/all_reduce_perf.log:1:1: no nccl-tests result table found (expected a '#  size  count  type ... time  algbw  busbw' "
            "header): rerun the test and keep its whole output, from the '# nThread' line to '# Avg bus bandwidth'\n"},
@@ -966,6 +975,33 @@ TEST(BadInput, RealLayoutsOnceRefusedAreAccepted) {
                                                    "           0             0     float     sum      -1     6.36    0.00    0.00      0     6.40    0.00    0.00      0");
   const std::string info_inside = edit(kLog, 12, std::string("host1:100:100 [0] NCCL INFO Launch mode Parallel\n") +
                                                      "     1048576        262144     float     sum      -1    50.00   20.97   31.46       0    50.00   20.97   31.46       0");
+  // two pdsh hosts ran the same test; pdsh interleaves their lines
+  auto interleave = [&](const std::string& a, const std::string& b) {
+    std::string out;
+    std::size_t i = 0, j = 0;
+    while (i < a.size() || j < b.size()) {
+      for (std::size_t* k : {&i, &j}) {
+        const std::string& t = k == &i ? a : b;
+        if (*k >= t.size()) continue;
+        const auto e = t.find('\n', *k);
+        out += t.substr(*k, e - *k + 1);
+        *k = e + 1;
+      }
+    }
+    return out;
+  };
+  std::string other_host = kLog;
+  for (auto p = other_host.find("host1"); p != std::string::npos; p = other_host.find("host1")) other_host.replace(p, 5, "host2");
+  // the same table swept in half first (nccl-tests -d all: half, then float), 1 MiB in 60 us in half:
+  // 1048576 B / 60 us = 17.48 GB/s, x 1.5 = 26.21
+  const std::string dtype_all = edit(kLog, 12, std::string(
+      "     1048576        524288      half     sum      -1    60.00   17.48   26.21       0    60.00   17.48   26.21       0\n") +
+      "     1048576        262144     float     sum      -1    50.00   20.97   31.46       0    50.00   20.97   31.46       0");
+  // rank lines of the first nccl-tests (2017): no Pid; ranks 2 and 3 on a second host
+  std::string pidless = kLog;
+  for (int r = 0; r < 4; ++r)
+    pidless = edit(pidless, 4 + r, fmt::format("#   Rank {:2d} on {} device {:2d} [0x{:02x}] NVIDIA A100-SXM4-80GB", r,
+                                               r < 2 ? "host1" : "host2", r % 2, 7 + r));
   struct Good {
     const char* name;
     const char* file;
@@ -986,6 +1022,18 @@ TEST(BadInput, RealLayoutsOnceRefusedAreAccepted) {
       {"log_size_zero_row", "all_reduce_perf.log", size_zero, kCmdLog, "gpus: 4"},
       {"log_named_by_its_columns", "bench.log", kLog, "calibrate import nccl-tests {dir}/bench.log -o {out}", "op: allreduce"},
       {"log_gpus_nodes_options", "all_reduce_perf.log", kLog, kCmdLog + " --nodes 2", "nodes: 2"},
+      // the 4 MiB row is the last of the sweep (maxBytes 4194304): complete without its trailer
+      {"log_without_its_trailer", "all_reduce_perf.log", drop(kLog, 15, 16), kCmdLog, "{size: \"4194304 B\", time: \"140 us\""},
+      {"log_pdsh_host_prefix", "all_reduce_perf.log", each_line(kLog, "gpu-node-01: "), kCmdLog, "gpus: 4"},
+      {"log_pdsh_two_hosts_interleaved", "all_reduce_perf.log",
+       interleave(each_line(kLog, "gpu-node-01: "), each_line(other_host, "gpu-node-02: ")), kCmdLog, "nodes: 1"},
+      {"log_srun_label_padded", "all_reduce_perf.log", each_line(kLog, " 0: "), kCmdLog, "gpus: 4"},
+      {"log_mpich_rank_label", "all_reduce_perf.log", each_line(kLog, "[0] "), kCmdLog, "gpus: 4"},
+      {"log_alltoall_beside_all_reduce", "all.log",
+       "$ ./build/all_reduce_perf -b 1M -e 4M -f 2 -g 4\n" + std::string(kLog) + "$ ./build/alltoall_perf -b 1M -e 4M -f 2 -g 4\n" + kLog,
+       "calibrate import nccl-tests {dir}/all.log -o {out}", "op: allreduce"},
+      {"log_two_data_types", "all_reduce_perf.log", dtype_all, kCmdLog, "{size: \"1048576 B\", time: \"50 us\""},
+      {"log_rank_lines_without_pid", "all_reduce_perf.log", pidless, kCmdLog, "nodes: 2"},
       {"nvbandwidth_between_warnings", "nv.json", std::string("WARNING: Failed to acquire log file lock {\n") + kNvb + "WARNING: }}}\n",
        kCmdNvb, "h2d_pinned"},
       {"collective_bare_byte_count", "", "", "collective --cluster dgx-a100 --gpus 8 --bytes 1073741824 -o {out}", "1073741824"},
