@@ -747,9 +747,23 @@ std::vector<Row> catalogue() {
       {"smi_row_short_of_a_cell", {{"smi.txt", edit(kSmi, 3, "GPU1\tNV2\t X \t0-19")}}, kCmdSmi,
        E + "{dir}/smi.txt:3:18: row GPU1 has 3 cells, the header names 4 columns\n"},
       {"smi_empty", {{"smi.txt", ""}}, kCmdSmi,
-       E + "{dir}/smi.txt:1:1: no 'nvidia-smi topo -m' matrix found (a header row starting with GPU0)\n"},
+       E + "{dir}/smi.txt:1:1: no 'nvidia-smi topo -m' matrix found (a header row starting with GPU0): rerun nvidia-smi topo -m "
+           "and keep its whole output\n"},
       {"smi_other_text", {{"smi.txt", "Failed to initialize NVML: Driver/library version mismatch\n"}}, kCmdSmi,
-       E + "{dir}/smi.txt:1:1: no 'nvidia-smi topo -m' matrix found (a header row starting with GPU0)\n"},
+       E + "{dir}/smi.txt:1:1: no 'nvidia-smi topo -m' matrix found (a header row starting with GPU0): rerun nvidia-smi topo -m "
+           "and keep its whole output\n"},
+      // cut-off captures: the header alone, the rows stopping short of the header, the header lost, a row cut
+      {"smi_header_only", {{"smi.txt", drop(kSmi, 2, 5)}}, kCmdSmi,
+       E + "{dir}/smi.txt:1:2: no GPU row follows the header (a cut-off capture): rerun nvidia-smi topo -m and keep its whole output\n"},
+      {"smi_rows_stop_short", {{"smi.txt", drop(kSmi, 3, 5)}}, kCmdSmi,
+       E + "{dir}/smi.txt:1:7: column 'GPU1' names no GPU row (the matrix has GPU0 … GPU0): the rows stop short of the header (a "
+           "cut-off capture); rerun nvidia-smi topo -m and keep its whole output\n"},
+      {"smi_header_cut_off", {{"smi.txt", drop(kSmi, 1, 1)}}, kCmdSmi,
+       E + "{dir}/smi.txt:1:1: a GPU0 row without the header line above it (a cut-off capture): rerun nvidia-smi topo -m and keep "
+           "its whole output\n"},
+      {"smi_cut_mid_row", {{"smi.txt", "\tGPU0\tGPU1\tmlx5_0\tCPU Affinity\nGPU0\t X \tNV2\tPIX\t0-19\nGPU1\tNV2"}}, kCmdSmi,
+       E + "{dir}/smi.txt:3:9: row GPU1 has 1 cells, the header names 4 columns (the capture ends here: rerun nvidia-smi topo -m "
+           "and keep its whole output)\n"},
 
       // ---- NCCL topology XML ------------------------------------------------------------------------------------------
       {"xml_never_closed", {{"topo.xml", drop(kXml, 6, 14)}}, kCmdXml, E + "{dir}/topo.xml:4:7: malformed XML: <gpu> is never closed\n"},
@@ -964,6 +978,10 @@ TEST(BadInput, RealLayoutsOnceRefusedAreAccepted) {
     }
     return out;
   };
+  auto each_line_end = [](std::string text, const std::string& eol) {
+    for (auto p = text.find('\n'); p != std::string::npos; p = text.find('\n', p + eol.size())) text.replace(p, 1, eol);
+    return text;
+  };
   std::string spaced = kSmi;  // a terminal copy: spaces for tabs
   std::replace(spaced.begin(), spaced.end(), '\t', ' ');
   const std::string numa = std::string("\tGPU0\tGPU1\tNIC0\tCPU Affinity\tNUMA Affinity\tGPU NUMA ID\n") +
@@ -1011,6 +1029,11 @@ TEST(BadInput, RealLayoutsOnceRefusedAreAccepted) {
   };
   const Good good[] = {
       {"smi_space_separated", "smi.txt", spaced, kCmdSmi, "{a: gpu0, b: gpu1, kind: nvlink, count: 2}"},
+      // nvidia-smi on a terminal underlines the header; a web copy may keep "[4m" without its ESC; CRLF line ends
+      {"smi_underlined_header", "smi.txt", edit(kSmi, 1, "\t\x1b[4mGPU0\tGPU1\tmlx5_0\tCPU Affinity\x1b[0m"), kCmdSmi,
+       "{a: gpu0, b: gpu1, kind: nvlink, count: 2}"},
+      {"smi_underline_without_esc_crlf", "smi.txt", each_line_end(edit(kSmi, 1, "\t[4mGPU0\tGPU1\tmlx5_0\tCPU Affinity[0m"), "\r\n"),
+       kCmdSmi, "{a: gpu0, b: gpu1, kind: nvlink, count: 2}"},
       {"smi_numa_columns_and_nic_legend", "smi.txt", numa, kCmdSmi, "{name: mlx5_0,"},
       {"smi_gpu_and_cpu_options", "smi.txt", kSmi, kCmdSmi + " --gpu v100-sxm2 --cpu intel:skylake", "model: skylake"},
       {"smi_two_nodes", "smi.txt", kSmi, kCmdSmi + " --nodes 2 --fabric infiniband:100Gb/s", "nodes: 2"},

@@ -8,6 +8,7 @@
 #include <functional>
 #include <map>
 #include <numeric>
+#include <regex>
 #include <set>
 #include <sstream>
 
@@ -247,6 +248,49 @@ std::string finish(ImportedNode& n, const TopologyImportOptions& opt, std::vecto
   return to_yaml(n, gpu_id, std::max(1, opt.nodes), opt.fabric);
 }
 
+/// `line` with terminal escape sequences blanked: nvidia-smi underlines the header on a terminal
+/// ("\x1b[4mGPU0\tGPU1 … GPU NUMA ID\x1b[0m"), and a copy from a web page may have lost the ESC and kept
+/// "[4m". Spaces of the same width keep every column where it was for errors.
+std::string without_terminal_codes(std::string line) {
+  for (std::size_t i = 0; i < line.size(); ++i) {
+    const bool esc = line[i] == '\x1b';
+    if (!esc && line[i] != '[') continue;
+    std::size_t j = i + (esc ? 1 : 0);
+    if (j >= line.size() || line[j] != '[') continue;
+    ++j;
+    while (j < line.size() && (std::isdigit(static_cast<unsigned char>(line[j])) || line[j] == ';')) ++j;
+    // ESC [ … any final letter; a bare "[4m" only as SGR (digits, then 'm')
+    if (j >= line.size() || !(esc ? std::isalpha(static_cast<unsigned char>(line[j])) != 0 : line[j] == 'm' && j > i + 1)) continue;
+    std::fill(line.begin() + static_cast<std::ptrdiff_t>(i), line.begin() + static_cast<std::ptrdiff_t>(j) + 1, ' ');
+    i = j;
+  }
+  return line;
+}
+
+/// What a launcher puts before each line of a capture run on another host: pdsh's "host: ", srun
+/// --label's "3: ", a timestamp of kubectl logs --timestamps. Returns the prefix's length (0: none) and
+/// the pdsh host. A legend line "  NIC0: mlx5_2" has no prefix.
+std::pair<std::size_t, std::string> capture_prefix(const std::string& line) {
+  static const std::regex prefix(
+      R"(^(?:\d{4}-\d\d-\d\dT[0-9:.,]+(?:Z|[+-]\d\d:?\d\d)? |\s*\d{1,6}:[ \t]|([A-Za-z0-9][A-Za-z0-9._-]*):[ \t]))");
+  std::smatch m;
+  std::size_t length = 0;
+  std::string host;
+  for (int guard = 0; guard < 3; ++guard) {
+    const std::string rest = line.substr(length);
+    if (!std::regex_search(rest, m, prefix)) break;
+    if (m[1].matched) {
+      const std::string word = m[1].str();
+      if (word.rfind("NIC", 0) == 0 || word == "Legend") break;  // "NIC0: mlx5_2", not a host
+      if (host.empty()) host = word;
+    }
+    length += static_cast<std::size_t>(m.length(0));
+  }
+  return {length, host};
+}
+
+constexpr const char* kRerunSmi = "rerun nvidia-smi topo -m and keep its whole output";
+
 }  // namespace
 
 // ---- nvidia-smi topo -m ------------------------------------------------------------------------------
@@ -291,9 +335,20 @@ std::string import_nvidia_smi(const std::string& text, const std::string& file, 
   auto info_col = [&](const std::string& c) { return affinity_col(c) || numa_col(c); };
   std::vector<int> header_at;
   int header_line = 0;
+  int headless_row = 0;  // the first "GPU0 X …" row before any header (the header was cut off)
+  std::string capture_host, pending_host;  // pdsh: the host whose capture is read, the host of this line
   bool after = false;  // past the matrix (its legends)
   while (std::getline(in, line)) {
     ++lineno;
+    line = without_terminal_codes(line);
+    // launcher prefixes are blanked; with several pdsh hosts, the first whose header comes is read
+    if (const auto [length, host] = capture_prefix(line); length > 0) {
+      if (!host.empty() && !columns.empty() && host != capture_host) continue;
+      std::fill(line.begin(), line.begin() + static_cast<std::ptrdiff_t>(length), ' ');
+      pending_host = host;
+    } else {
+      pending_host.clear();
+    }
     std::vector<int> at;
     auto cells = split(line, at);
     if (cells.empty()) continue;
@@ -302,8 +357,12 @@ std::string import_nvidia_smi(const std::string& text, const std::string& file, 
       // line), not the row "GPU0 X …".
       const bool corner = at[0] > 1 && cells[0].rfind("GPU", 0) == 0;
       if (!corner && cells[0] != "GPU0") continue;
-      if (cells.size() > 1 && cells[1] == "X") continue;
+      if (cells.size() > 1 && cells[1] == "X") {
+        if (!headless_row) headless_row = lineno;
+        continue;
+      }
       header_line = lineno;
+      capture_host = pending_host;
       for (std::size_t i = 0; i < cells.size(); ++i) {
         std::string c = cells[i];
         int c_at = at[i];
@@ -322,7 +381,8 @@ std::string import_nvidia_smi(const std::string& text, const std::string& file, 
       continue;
     }
     if (cells[0].rfind("GPU", 0) != 0) {
-      if (cells[0].rfind("NIC", 0) == 0 || cells[0].rfind("mlx", 0) == 0) {
+      // a NIC's row (NIC0, or the device name old drivers print: mlx5_0, bnxt_re0, …)
+      if (std::find(columns.begin(), columns.end(), cells[0]) != columns.end()) {
         std::vector<std::string> v(cells.begin() + 1, cells.end());
         nic_rows[cells[0]] = v;
       }
@@ -340,8 +400,9 @@ std::string import_nvidia_smi(const std::string& text, const std::string& file, 
     // Every column of the header needs its cell: a row one cell short would shift the affinity into
     // the matrix and the matrix out of place.
     if (cells.size() - 1 < columns.size())
-      fail_at(file, lineno, fmt::format("row {} has {} cells, the header names {} columns", cells[0], cells.size() - 1,
-                                        columns.size()), r.end);
+      fail_at(file, lineno, fmt::format("row {} has {} cells, the header names {} columns{}", cells[0], cells.size() - 1,
+                                        columns.size(), in.peek() == EOF ? fmt::format(" (the capture ends here: {})", kRerunSmi) : ""),
+              r.end);
     for (std::size_t i = 1; i < cells.size(); ++i) {
       if (i - 1 < columns.size() && affinity_col(columns[i - 1])) r.affinity = cells[i];
       else if (i - 1 < columns.size() && columns[i - 1] == "NUMA Affinity") r.numa = cells[i];
@@ -353,8 +414,12 @@ std::string import_nvidia_smi(const std::string& text, const std::string& file, 
     }
     rows.push_back(std::move(r));
   }
-  if (columns.empty() || rows.empty())
-    fail_at(file, lineno, "no 'nvidia-smi topo -m' matrix found (a header row starting with GPU0)");
+  if (columns.empty() && headless_row)
+    fail_at(file, headless_row, fmt::format("a GPU0 row without the header line above it (a cut-off capture): {}", kRerunSmi));
+  if (columns.empty())
+    fail_at(file, 1, fmt::format("no 'nvidia-smi topo -m' matrix found (a header row starting with GPU0): {}", kRerunSmi));
+  if (rows.empty())
+    fail_at(file, header_line, fmt::format("no GPU row follows the header (a cut-off capture): {}", kRerunSmi), header_at.front());
   std::vector<std::string> devs;  // GPU and NIC columns
   for (const auto& c : columns)
     if (!info_col(c)) devs.push_back(c);
@@ -370,9 +435,15 @@ std::string import_nvidia_smi(const std::string& text, const std::string& file, 
   for (std::size_t c = 0; c < columns.size(); ++c) {
     const auto& d = columns[c];
     if (info_col(d)) continue;
-    if (d.rfind("GPU", 0) == 0 && !whole_number(std::string_view(d).substr(3), 0, ngpus - 1))
-      fail_at(file, header_line, fmt::format("column '{}' names no GPU row (the matrix has GPU0 … GPU{})", d, ngpus - 1),
+    if (d.rfind("GPU", 0) == 0 && !whole_number(std::string_view(d).substr(3), 0, ngpus - 1)) {
+      // GPU0 … GPU<rows-1> all there, and more: the rows stop short of the header (a cut-off capture)
+      bool cut = whole_number(std::string_view(d).substr(3), ngpus, 1 << 20).has_value();
+      for (int g = 0; g < ngpus && cut; ++g) cut = std::find(columns.begin(), columns.end(), fmt::format("GPU{}", g)) != columns.end();
+      fail_at(file, header_line,
+              fmt::format("column '{}' names no GPU row (the matrix has GPU0 … GPU{}){}", d, ngpus - 1,
+                          cut ? fmt::format(": the rows stop short of the header (a cut-off capture); {}", kRerunSmi) : ""),
               header_at[c]);
+    }
     // Another device column (NIC0, mlx5_0) becomes a vertex name in the YAML written below: it must be a
     // plain name, or the file would not parse (found by fuzz_nvidia_smi: a header cell of binary bytes).
     if (d.rfind("GPU", 0) != 0 && !plain_name(d))
