@@ -766,21 +766,31 @@ std::vector<Row> catalogue() {
            "and keep its whole output)\n"},
 
       // ---- NCCL topology XML ------------------------------------------------------------------------------------------
-      {"xml_never_closed", {{"topo.xml", drop(kXml, 6, 14)}}, kCmdXml, E + "{dir}/topo.xml:4:7: malformed XML: <gpu> is never closed\n"},
+      {"xml_never_closed", {{"topo.xml", drop(kXml, 6, 14)}}, kCmdXml,
+       E + "{dir}/topo.xml:4:7: malformed XML: <gpu> is never closed (a cut-off file?): rerun with NCCL_TOPO_DUMP_FILE=FILE set "
+           "and import that file whole\n"},
       {"xml_mismatched_tag", {{"topo.xml", edit(kXml, 7, "    </pcx>")}}, kCmdXml,
        E + "{dir}/topo.xml:7:5: malformed XML: closing tag </pcx> does not match <pci>\n"},
       {"xml_unquoted_attribute", {{"topo.xml", edit(kXml, 2, "  <cpu numaid=0 arch=\"x86_64\" vendor=\"GenuineIntel\" familyid=\"6\" modelid=\"85\">")}},
        kCmdXml, E + "{dir}/topo.xml:2:15: malformed XML: attribute 'numaid' needs a quoted value\n"},
       {"xml_gpu_dev_not_a_number", {{"topo.xml", edit(kXml, 9, "      <gpu dev=\"one\" sm=\"70\" rank=\"1\" gdr=\"1\">")}}, kCmdXml,
        E + "{dir}/topo.xml:9:7: <gpu> 'dev' must be a whole number, not 'one'\n"},
-      {"xml_gpu_numbering", {{"topo.xml", edit(kXml, 9, "      <gpu dev=\"5\" sm=\"70\" rank=\"1\" gdr=\"1\">")}}, kCmdXml,
-       E + "{dir}/topo.xml:9:7: GPU 'dev' numbers must run 0, 1, 2, …\n"},
+      {"xml_gpu_dev_twice", {{"topo.xml", edit(kXml, 9, "      <gpu dev=\"0\" sm=\"70\" rank=\"1\" gdr=\"1\">")}}, kCmdXml,
+       E + "{dir}/topo.xml:9:7: a second <gpu> with dev 0 (two dumps in one file?)\n"},
+      {"xml_without_gpus", {{"topo.xml", "<system version=\"1\">\n  <cpu numaid=\"0\" arch=\"x86_64\">\n  </cpu>\n</system>\n"}}, kCmdXml,
+       E + "{dir}/topo.xml:1:1: no <gpu> in the dump (and no <pci> of a GPU class): rerun with NCCL_TOPO_DUMP_FILE=FILE set and "
+           "import that file whole\n"},
+      {"xml_graph_dump", {{"topo.xml", "<graphs version=\"1\">\n  <graph id=\"0\" pattern=\"4\" nchannels=\"2\"/>\n</graphs>\n"}},
+       kCmdXml,
+       E + "{dir}/topo.xml:1:1: <graphs> is NCCL's graph dump (NCCL_GRAPH_DUMP_FILE), not its topology: rerun with "
+           "NCCL_TOPO_DUMP_FILE=FILE set and import that file\n"},
       {"xml_zero_nvlinks", {{"topo.xml", edit(kXml, 5, "        <nvlink target=\"0000:07:00.0\" count=\"0\" tclass=\"0x030200\"/>")}}, kCmdXml,
        E + "{dir}/topo.xml:5:9: <nvlink> needs a 'count' of at least 1\n"},
       {"xml_nvlink_to_nowhere", {{"topo.xml", edit(kXml, 5, "        <nvlink target=\"0000:ff:00.0\" count=\"2\" tclass=\"0x030200\"/>")}}, kCmdXml,
        E + "{dir}/topo.xml:5:9: <nvlink> target '0000:ff:00.0' is no GPU of the dump\n"},
-      {"xml_no_system", {{"topo.xml", "<graphs version=\"1\"/>\n"}}, kCmdXml,
-       E + "{dir}/topo.xml:1:1: no <system> element: not an NCCL_TOPO_DUMP_FILE\n"},
+      {"xml_no_system", {{"topo.xml", "<?xml version=\"1.0\"?>\n<configuration/>\n"}}, kCmdXml,
+       E + "{dir}/topo.xml:1:1: no <system> element: not an NCCL_TOPO_DUMP_FILE (rerun with NCCL_TOPO_DUMP_FILE=FILE set and "
+           "import that file)\n"},
 
       // ---- command-line options ------------------------------------------------------------------------------------------
       {"option_zero_gpus", {}, "predict --gpus 0 -o {out}", E + "'--gpus': '0' is not a list of GPU counts ≥ 1 (e.g. 1,2,4,8)\n"},
@@ -1020,6 +1030,13 @@ TEST(BadInput, RealLayoutsOnceRefusedAreAccepted) {
   for (int r = 0; r < 4; ++r)
     pidless = edit(pidless, 4 + r, fmt::format("#   Rank {:2d} on {} device {:2d} [0x{:02x}] NVIDIA A100-SXM4-80GB", r,
                                                r < 2 ? "host1" : "host2", r % 2, 7 + r));
+  std::string display_class = kXml;
+  for (auto p = display_class.find("0x030200"); p != std::string::npos; p = display_class.find("0x030200")) display_class.replace(p, 8, "0x038000");
+  const std::string class_only = std::string(kXml).substr(0, std::string(kXml).find("    <pci")) +
+      "    <pci busid=\"0000:06:00.0\" class=\"0x030200\" link_speed=\"8 GT/s\" link_width=\"16\"/>\n"
+      "    <pci busid=\"0000:07:00.0\" class=\"0x030200\" link_speed=\"8 GT/s\" link_width=\"16\"/>\n"
+      "    <pci busid=\"0000:08:00.0\" class=\"0x020700\" link_speed=\"8 GT/s\" link_width=\"16\"/>\n"
+      "  </cpu>\n</system>\n";
   struct Good {
     const char* name;
     const char* file;
@@ -1038,6 +1055,13 @@ TEST(BadInput, RealLayoutsOnceRefusedAreAccepted) {
       {"smi_gpu_and_cpu_options", "smi.txt", kSmi, kCmdSmi + " --gpu v100-sxm2 --cpu intel:skylake", "model: skylake"},
       {"smi_two_nodes", "smi.txt", kSmi, kCmdSmi + " --nodes 2 --fabric infiniband:100Gb/s", "nodes: 2"},
       {"xml_empty_link_attributes", "topo.xml", zero_links, kCmdXml, "generation: 3, lanes: 16"},
+      // dev is the NVML index: a job on GPUs 0 and 5 of a node dumps dev 0 and 5
+      {"xml_gpus_numbered_by_nvml", "topo.xml", edit(kXml, 9, "      <gpu dev=\"5\" sm=\"70\" rank=\"1\" gdr=\"1\">"), kCmdXml,
+       "{a: gpu0, b: gpu1, kind: nvlink, count: 2}"},
+      // GPUs of PCI class 0x0380 (display controller), NVLinked to each other
+      {"xml_display_class_gpus", "topo.xml", display_class, kCmdXml, "{a: gpu0, b: gpu1, kind: nvlink, count: 2}"},
+      // an NCCL_TOPO_FILE for a VM: GPUs and NICs by their PCI class alone
+      {"xml_gpus_by_pci_class_alone", "topo.xml", class_only, kCmdXml, "{a: nic0, b: cpu0, kind: pcie, generation: 3, lanes: 16}"},
       {"log_mpirun_tag_output", "all_reduce_perf.log", each_line(kLog, "[1,0]<stdout>:"), kCmdLog, "gpus: 4"},
       {"log_srun_label", "all_reduce_perf.log", each_line(kLog, "0: "), kCmdLog, "gpus: 4"},
       {"log_indented", "all_reduce_perf.log", each_line(kLog, "    "), kCmdLog, "gpus: 4"},

@@ -694,7 +694,10 @@ class XmlReader {
       if (!self_closing) stack.push_back(&stack.back()->children.back());
     }
     if (stack.size() > 1)  // at the element's own '<', not at the end of the text
-      fail_at(file_, stack.back()->line, fmt::format("malformed XML: <{}> is never closed", stack.back()->tag),
+      fail_at(file_, stack.back()->line,
+              fmt::format("malformed XML: <{}> is never closed (a cut-off file?): rerun with NCCL_TOPO_DUMP_FILE=FILE set and "
+                          "import that file whole",
+                          stack.back()->tag),
               stack.back()->column);
     return root;
   }
@@ -751,12 +754,19 @@ std::string import_nccl_xml(const std::string& text, const std::string& file, co
   const XmlElement* system = nullptr;
   for (const auto& c : doc.children)
     if (c.tag == "system") system = &c;
-  if (!system) fail_at(file, 1, "no <system> element: not an NCCL_TOPO_DUMP_FILE");
+  if (!system) {
+    const bool graphs = std::any_of(doc.children.begin(), doc.children.end(), [](const XmlElement& e) { return e.tag == "graphs"; });
+    fail_at(file, 1, graphs ? "<graphs> is NCCL's graph dump (NCCL_GRAPH_DUMP_FILE), not its topology: rerun with "
+                              "NCCL_TOPO_DUMP_FILE=FILE set and import that file"
+                            : "no <system> element: not an NCCL_TOPO_DUMP_FILE (rerun with NCCL_TOPO_DUMP_FILE=FILE set and "
+                              "import that file)");
+  }
   ImportedNode node;
   node.source = file;
   node.what = "NCCL_TOPO_DUMP_FILE";
   node.cpu_known = true;
   int defaulted = 0;  // PCI elements without a usable link_speed/link_width
+  int class_only_gpus = 0, class_only_nics = 0;  // <pci> of a GPU or NIC class without <gpu>/<nic> (NCCL_TOPO_FILE)
   struct Gpu {
     int dev;
     std::string busid, cpu;
@@ -778,9 +788,9 @@ std::string import_nccl_xml(const std::string& text, const std::string& file, co
       if (name.empty()) fail_at_element(file, net, "<net> without 'name'");
       if (!plain_name(name)) fail_at_element(file, net, fmt::format("<net> name '{}' is not a device name", printable(name)));
       const std::string speed = attr(net, "speed");
-      if (!speed.empty() && !whole_number(speed, 1, 100'000'000))
+      if (!speed.empty() && !whole_number(speed, 0, 100'000'000))
         fail_at_element(file, net, fmt::format("<net> 'speed' must be a whole number of Mb/s, not '{}'", printable(speed)));
-      node.nics.emplace_back(name, speed.empty() ? "" : speed + " Mb/s");
+      node.nics.emplace_back(name, speed.empty() || speed == "0" ? "" : speed + " Mb/s");  // 0: the device did not say
       ImportedLink l = how;
       l.a = name;
       l.b = parent;
@@ -820,6 +830,20 @@ std::string import_nccl_xml(const std::string& text, const std::string& file, co
             node.links.push_back({name, parent, "pcie", 0, gen, lanes});
           } else if (nic) {
             add_nets(*nic, parent, ImportedLink{"", "", "pcie", 0, gen, lanes, ""});
+          } else if (c.children.empty() && cls.rfind("0x03", 0) == 0) {
+            // an NCCL_TOPO_FILE written for a virtual machine (Azure's nd*-topo.xml) places the GPUs by PCI
+            // class alone; NCCL adds their <gpu> (and NVLinks) at run time. Numbered in the file's order.
+            const int dev = static_cast<int>(gpus.size());
+            const std::string name = fmt::format("gpu{}", dev);
+            gpus.push_back(Gpu{dev, busid, cpu, &c});
+            bus_to_name[busid] = name;
+            node.links.push_back({name, parent, "pcie", 0, gen, lanes});
+            ++class_only_gpus;
+          } else if (c.children.empty() && cls.rfind("0x02", 0) == 0) {
+            const std::string name = fmt::format("nic{}", node.nics.size());  // a NIC by its PCI class alone, as above
+            node.nics.emplace_back(name, "");
+            node.links.push_back({name, parent, "pcie", 0, gen, lanes});
+            ++class_only_nics;
           } else if (cls == "0x060400" || !c.children.empty()) {
             const std::string name = fmt::format("plx{}", node.switches.size());
             node.switches.push_back(name);
@@ -833,6 +857,8 @@ std::string import_nccl_xml(const std::string& text, const std::string& file, co
     if (c.tag != "cpu") continue;
     ImportedCpu cpu;
     cpu.name = "cpu" + (attr(c, "numaid").empty() ? std::to_string(node.cpus.size()) : attr(c, "numaid"));
+    if (std::any_of(node.cpus.begin(), node.cpus.end(), [&](const ImportedCpu& k) { return k.name == cpu.name; }))
+      cpu.name += fmt::format("-{}", node.cpus.size());  // the same NUMA id twice (the CPUs of several hosts)
     const std::string arch = attr(c, "arch"), vendor = attr(c, "vendor");
     cpu.arch = arch == "ppc64" ? "power" : (arch == "arm64" || arch == "aarch64") ? "arm" : "x86";
     cpu.vendor = cpu.arch == "power" ? "ibm" : vendor == "AuthenticAMD" ? "amd" : vendor == "GenuineIntel" ? "intel" : "other";
@@ -846,10 +872,35 @@ std::string import_nccl_xml(const std::string& text, const std::string& file, co
     node.cpus.push_back(cpu);
     walk(c, cpu.name, cpu.name);
   }
-  if (gpus.empty()) fail_at_element(file, *system, "no <gpu> in the dump");
-  std::sort(gpus.begin(), gpus.end(), [](const Gpu& a, const Gpu& b) { return a.dev < b.dev; });
-  for (std::size_t i = 0; i < gpus.size(); ++i)
-    if (gpus[i].dev != static_cast<int>(i)) fail_at_element(file, *gpus[i].el, "GPU 'dev' numbers must run 0, 1, 2, …");
+  if (gpus.empty())
+    fail_at_element(file, *system, "no <gpu> in the dump (and no <pci> of a GPU class): rerun with NCCL_TOPO_DUMP_FILE=FILE "
+                                   "set and import that file whole");
+  if (class_only_gpus + class_only_nics > 0)
+    node.notes.push_back(fmt::format("{} GPU(s) and {} NIC(s) are placed by their PCI class alone (an NCCL_TOPO_FILE: NCCL "
+                                     "adds their <gpu> and <nic> at run time): the file has no NVLink and no NIC speed, "
+                                     "so none is imported; --gpu ID and --fabric KIND:SPEED say them, a dump "
+                                     "(NCCL_TOPO_DUMP_FILE) has the NVLinks",
+                                     class_only_gpus, class_only_nics));
+  // 'dev' is the GPU's NVML index, the same in every process of the node: a dump of a job that saw GPUs
+  // 4-7 (CUDA_VISIBLE_DEVICES) numbers them 4, 5, 6, 7. They become gpu0 … gpu<n-1> in that order.
+  std::stable_sort(gpus.begin(), gpus.end(), [](const Gpu& a, const Gpu& b) { return a.dev < b.dev; });
+  std::map<std::string, std::string> renamed;  // gpu<dev> → gpu<index>
+  std::map<std::string, int> gpu_of_bus;       // a GPU's busid → its index
+  for (std::size_t i = 0; i < gpus.size(); ++i) {
+    if (i > 0 && gpus[i].dev == gpus[i - 1].dev)
+      fail_at_element(file, *gpus[i].el, fmt::format("a second <gpu> with dev {} (two dumps in one file?)", gpus[i].dev));
+    if (gpus[i].dev != static_cast<int>(i)) renamed[fmt::format("gpu{}", gpus[i].dev)] = fmt::format("gpu{}", i);
+    gpu_of_bus[gpus[i].busid] = static_cast<int>(i);
+  }
+  if (!renamed.empty()) {
+    for (auto& l : node.links)
+      for (std::string* end : {&l.a, &l.b})
+        if (const auto it = renamed.find(*end); it != renamed.end()) *end = it->second;
+    std::string devs;
+    for (const auto& g : gpus) devs += (devs.empty() ? "" : ", ") + std::to_string(g.dev);
+    node.notes.push_back(fmt::format("GPUs dev {} (the NVML indices of the GPUs the job saw) are gpu0 … gpu{}", devs,
+                                     gpus.size() - 1));
+  }
   node.gpus = static_cast<int>(gpus.size());
   if (defaulted > 0)
     node.notes.push_back(fmt::format("{} PCI link(s) without a link_speed or link_width (a virtual machine?): taken as "
@@ -857,15 +908,17 @@ std::string import_nccl_xml(const std::string& text, const std::string& file, co
                                      defaulted));
   // NVLinks: each pair is listed by both GPUs; keep the lower one's entry.
   std::map<std::string, int> to_nvs;
-  int self_links = 0;
-  for (const auto& g : gpus) {
+  int self_links = 0, c2c_gpus = 0;
+  for (std::size_t i = 0; i < gpus.size(); ++i) {
+    const Gpu& g = gpus[i];
     int links_of_gpu = 0;
     for (const auto& l : g.el->children) {
+      c2c_gpus += l.tag == "c2c";
       if (l.tag != "nvlink") continue;
       const int count = std::atoi(attr(l, "count").c_str());
       if (count < 1) fail_at_element(file, l, "<nvlink> needs a 'count' of at least 1");
       const std::string tclass = attr(l, "tclass");
-      const std::string self = fmt::format("gpu{}", g.dev);
+      const std::string self = fmt::format("gpu{}", i);
       if (attr(l, "target") == g.busid && tclass != "0x068000") {  // a GPU's NVLink to itself carries nothing
         ++self_links;
         continue;
@@ -874,10 +927,10 @@ std::string import_nccl_xml(const std::string& text, const std::string& file, co
       if (tclass == "0x068000") {
         if (node.nvswitches.empty()) node.nvswitches.push_back("nvs0");
         to_nvs[self] += count;
-      } else if (tclass == "0x030200" || tclass == "0x030000") {
-        auto it = bus_to_name.find(attr(l, "target"));
-        if (it == bus_to_name.end()) fail_at_element(file, l, fmt::format("<nvlink> target '{}' is no GPU of the dump", attr(l, "target")));
-        if (*whole_number(std::string_view(it->second).substr(3), 0, 4095) > g.dev) node.links.push_back({self, it->second, "nvlink", count, 0, 0});
+      } else if (tclass.rfind("0x03", 0) == 0) {  // a display controller: 3D (0x0302), VGA (0x0300), other (0x0380)
+        auto it = gpu_of_bus.find(attr(l, "target"));
+        if (it == gpu_of_bus.end()) fail_at_element(file, l, fmt::format("<nvlink> target '{}' is no GPU of the dump", attr(l, "target")));
+        if (it->second > static_cast<int>(i)) node.links.push_back({self, fmt::format("gpu{}", it->second), "nvlink", count, 0, 0});
       } else {
         node.links.push_back({self, g.cpu, "nvlink", count, 0, 0});  // NVLink to the CPU (POWER9)
       }
@@ -885,6 +938,10 @@ std::string import_nccl_xml(const std::string& text, const std::string& file, co
     }
     node.nvlinks_per_gpu = std::max(node.nvlinks_per_gpu, links_of_gpu);
   }
+  if (c2c_gpus > 0)
+    node.notes.push_back(fmt::format("{} GPU(s) with a <c2c> link to their Grace CPU: dlscale does not model C2C, the GPU "
+                                     "reaches its CPU and NICs over the PCI link of the dump",
+                                     c2c_gpus));
   if (self_links > 0)
     node.notes.push_back(fmt::format("{} <nvlink> element(s) whose target is their own GPU left out (they join no two devices)",
                                      self_links));
