@@ -200,6 +200,20 @@ constexpr const char* kNvb =
     "  }\n"                                                                      // 11
     "}\n";                                                                       // 12
 
+// nvbandwidth's text output (without -j), v0.7: 512 MiB copies.
+constexpr const char* kNvbText =
+    "nvbandwidth Version: v0.7\n"                              // 1
+    "Built from Git version: v0.7\n"                           // 2
+    "\n"                                                       // 3
+    "Device 0: NVIDIA H100 80GB HBM3 (00000000:19:00)\n"       // 4
+    "\n"                                                       // 5
+    "Running host_to_device_memcpy_ce.\n"                      // 6
+    "memcpy CE CPU(row) -> GPU(column) bandwidth (GB/s)\n"     // 7
+    "           0\n"                                           // 8
+    " 0     53.69\n"                                           // 9
+    "\n"                                                       // 10
+    "SUM host_to_device_memcpy_ce 53.69\n";                    // 11
+
 // nvidia-smi topo -m (tab-separated).
 constexpr const char* kSmi =
     "\tGPU0\tGPU1\tmlx5_0\tCPU Affinity\n"  // 1
@@ -716,12 +730,28 @@ std::vector<Row> catalogue() {
 
       // ---- nvbandwidth JSON --------------------------------------------------------------------------------------
       {"nvbandwidth_truncated", {{"nv.json", drop(kNvb, 9, 12)}}, kCmdNvb,
-       E + "{dir}/nv.json:9:1: malformed JSON: syntax error while parsing object - unexpected end of input; expected '}'\n"},
-      {"nvbandwidth_text_output",
+       E + "{dir}/nv.json:9:1: malformed JSON: syntax error while parsing object - unexpected end of input; expected '}' (the "
+           "file ends early: rerun nvbandwidth -j and keep its whole output)\n"},
+      // nvbandwidth's text output, cut: after a matrix's title, after its column line, in a row; a garbled value
+      {"nvbandwidth_text_cut_after_a_title",
        {{"nv.json", "nvbandwidth Version: v0.4\n\nRunning host_to_device_memcpy_ce.\nmemcpy CE CPU(row) -> GPU(column) bandwidth (GB/s)\n"}},
-       kCmdNvb, E + "{dir}/nv.json:1:1: this is nvbandwidth's text output: rerun nvbandwidth with -j (JSON) and import that\n"},
+       kCmdNvb,
+       E + "{dir}/nv.json:4:1: nvbandwidth's output ends inside the host_to_device_memcpy_ce matrix (truncated?): rerun nvbandwidth "
+           "(-j gives JSON) and keep its whole output\n"},
+      {"nvbandwidth_text_cut_after_the_columns", {{"nv.json", drop(kNvbText, 9, 11)}}, kCmdNvb,
+       E + "{dir}/nv.json:8:1: nvbandwidth's output ends inside the host_to_device_memcpy_ce matrix (truncated?): rerun nvbandwidth "
+           "(-j gives JSON) and keep its whole output\n"},
+      {"nvbandwidth_text_row_cut", {{"nv.json", edit(kNvbText, 8, "           0           1")}}, kCmdNvb,
+       E + "{dir}/nv.json:9:13: row 0 of the host_to_device_memcpy_ce matrix has 1 values, its header 2 columns (a cut-off row? "
+           "rerun nvbandwidth and keep its whole output)\n"},
+      {"nvbandwidth_text_garbled_value", {{"nv.json", edit(kNvbText, 9, " 0     53,69")}}, kCmdNvb,
+       E + "{dir}/nv.json:9:8: 'host_to_device_memcpy_ce[0][0]': '53,69' is not a number (nor N/A)\n"},
+      {"nvbandwidth_text_only_the_header", {{"nv.json", drop(kNvbText, 5, 11)}}, kCmdNvb,
+       E + "{dir}/nv.json:1:1: 'nvbandwidth': no passed copy or latency test case that dlscale can use: rerun nvbandwidth with its "
+           "copy tests (the default set, or -t host_to_device_memcpy_ce device_to_host_memcpy_ce "
+           "device_to_device_memcpy_read_ce) and import its whole output\n"},
       {"nvbandwidth_empty", {{"nv.json", "\n"}}, kCmdNvb,
-       E + "{dir}/nv.json:1:1: the file is empty (expected the JSON output of nvbandwidth -j)\n"},
+       E + "{dir}/nv.json:1:1: the file is empty (expected the output of nvbandwidth, as text or -j JSON)\n"},
       {"nvbandwidth_other_json", {{"nv.json", "{\"benchmarks\": []}\n"}}, kCmdNvb,
        E + "{dir}/nv.json:1:1: 'nvbandwidth': not an nvbandwidth JSON file (no top-level 'nvbandwidth' object)\n"},
       {"nvbandwidth_testcases_not_a_list", {{"nv.json", "{\"nvbandwidth\": {\n  \"testcases\": {\"name\": \"x\"}\n}}\n"}}, kCmdNvb,
@@ -729,7 +759,9 @@ std::vector<Row> catalogue() {
       {"nvbandwidth_test_without_name", {{"nv.json", edit(kNvb, 6, "        \"title\": \"host_to_device_memcpy_ce\",")}}, kCmdNvb,
        E + "{dir}/nv.json:5:7: 'nvbandwidth.testcases[0]': a test case without a name\n"},
       {"nvbandwidth_nothing_usable", {{"nv.json", edit(kNvb, 7, "        \"status\": \"Waived\",")}}, kCmdNvb,
-       E + "{dir}/nv.json:4:5: 'nvbandwidth.testcases': no passed copy or latency test case that dlscale can use\n"},
+       E + "{dir}/nv.json:4:5: 'nvbandwidth.testcases': no passed copy or latency test case that dlscale can use: rerun "
+           "nvbandwidth with its copy tests (the default set, or -t host_to_device_memcpy_ce device_to_host_memcpy_ce "
+           "device_to_device_memcpy_read_ce) and import its whole output\n"},
       {"nvbandwidth_garbled_entry", {{"nv.json", edit(kNvb, 8, "        \"bandwidth_matrix\": [[\"53,69\"]]")}}, kCmdNvb,
        E + "{dir}/nv.json:8:31: 'nvbandwidth.testcases[0].bandwidth_matrix[0][0]': '53,69' is not a number (nor N/A)\n"},
       {"nvbandwidth_nan_entry", {{"nv.json", edit(kNvb, 8, "        \"bandwidth_matrix\": [[\"NaN\"]]")}}, kCmdNvb,
@@ -952,6 +984,7 @@ TEST(BadInput, BaseInputsAreAccepted) {
       {"all_reduce_perf.log", kLog, kCmdLog},
       {"all_reduce_perf.log", kOldLog, kCmdLog},
       {"nv.json", kNvb, kCmdNvb},
+      {"nv.json", kNvbText, kCmdNvb},
       {"smi.txt", kSmi, kCmdSmi},
       {"topo.xml", kXml, kCmdXml},
   };
@@ -1083,6 +1116,9 @@ TEST(BadInput, RealLayoutsOnceRefusedAreAccepted) {
       {"log_rank_lines_without_pid", "all_reduce_perf.log", pidless, kCmdLog, "nodes: 2"},
       {"nvbandwidth_between_warnings", "nv.json", std::string("WARNING: Failed to acquire log file lock {\n") + kNvb + "WARNING: }}}\n",
        kCmdNvb, "h2d_pinned"},
+      // nvbandwidth without -j (v0.7: 512 MiB): 536870912 B / 53.69 GB/s = 9999.458 us
+      {"nvbandwidth_text_output", "nv.json", kNvbText, kCmdNvb, "{size: \"536870912 B\", time: \"9999.45822 us\", bandwidth: \"53.69 GB/s\"}"},
+      {"nvbandwidth_text_output_crlf", "nv.json", each_line_end(kNvbText, "\r\n"), kCmdNvb, "bandwidth: \"53.69 GB/s\"}"},
       {"collective_bare_byte_count", "", "", "collective --cluster dgx-a100 --gpus 8 --bytes 1073741824 -o {out}", "1073741824"},
       {"collective_nccl_tests_suffix", "", "", "collective --cluster dgx-a100 --gpus 8 --sweep 8:1G -o {out}", "1073741824"},
       {"predict_composed_cluster", "", "",

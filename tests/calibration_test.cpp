@@ -289,7 +289,7 @@ TEST(NvbandwidthImport, CopiesP2PAndLatencies) {
   EXPECT_NEAR(in_us(*cal.p2p[0].latency), 0.71742, 1e-12);  // 717.42 ns
   // the waived test case, and the buffer size taken without a "bufferSize" or a "version" to tell it
   ASSERT_EQ(warnings.size(), 2u);
-  EXPECT_NE(warnings[0].find("no buffer size and no version in the JSON: assuming 512 MiB"), std::string::npos) << warnings[0];
+  EXPECT_NE(warnings[0].find("no buffer size and no version in the file: assuming 512 MiB"), std::string::npos) << warnings[0];
   EXPECT_NE(warnings[1].find("Waived"), std::string::npos);
   EXPECT_NE(cal.provenance.notes.find("all_to_host_memcpy_ce not imported"), std::string::npos);
 }
