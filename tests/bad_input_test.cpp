@@ -1114,6 +1114,14 @@ TEST(BadInput, RealLayoutsOnceRefusedAreAccepted) {
        "calibrate import nccl-tests {dir}/all.log -o {out}", "op: allreduce"},
       {"log_two_data_types", "all_reduce_perf.log", dtype_all, kCmdLog, "{size: \"1048576 B\", time: \"50 us\""},
       {"log_rank_lines_without_pid", "all_reduce_perf.log", pidless, kCmdLog, "nodes: 2"},
+      // NCCL INFO of a container whose host name starts with a digit, inside the table
+      {"log_info_line_of_a_digit_host", "all_reduce_perf.log",
+       edit(kLog, 12, std::string("9a417caaf03b:746:746 [0] NCCL INFO Launch mode Parallel\n") +
+                          "     1048576        262144     float     sum      -1    50.00   20.97   31.46       0    50.00   20.97   31.46       0"),
+       kCmdLog, "gpus: 4"},
+      // nccl-tests built without MPI under mpirun: every rank runs (and prints) the test itself
+      {"log_every_rank_ran_the_test", "all_reduce_perf.log",
+       interleave(each_line(kLog, "[1,0]<stdout>:"), each_line(kLog, "[1,1]<stdout>:")), kCmdLog, "gpus: 4"},
       {"nvbandwidth_between_warnings", "nv.json", std::string("WARNING: Failed to acquire log file lock {\n") + kNvb + "WARNING: }}}\n",
        kCmdNvb, "h2d_pinned"},
       // nvbandwidth without -j (v0.7: 512 MiB): 536870912 B / 53.69 GB/s = 9999.458 us

@@ -122,7 +122,7 @@ Columns read_columns(const std::vector<Token>& t) {
 /// What launchers and log collectors put in front of nccl-tests' output on one line.
 struct Prefix {
   std::size_t length = 0;  // characters before the text nccl-tests printed
-  std::string host;        // pdsh's "host: " (empty when there is none)
+  std::string stream;      // who printed the line: the pdsh host, MPI rank, srun task, pod ("" when none says)
 };
 
 /// `line`'s prefixes: mpirun --tag-output's "[1,0]<stdout>:", MPICH/Intel MPI -l's "[3] ", srun --label's
@@ -130,24 +130,25 @@ struct Prefix {
 /// --timestamps), a Kubernetes pod name "[pod/name/container] ", pdsh's "host: ".
 Prefix strip_prefix(const std::string& line) {
   static const std::regex prefixes(
-      R"(^(?:\[\d+,\d+\]<std(?:out|err)>:|\[\d{1,6}\] |\s*\d{1,6}: |\d{4}-\d\d-\d\dT[0-9:.,]+(?:Z|[+-]\d\d:?\d\d)? |\[pod/[^\]\s]+\] |([A-Za-z0-9][A-Za-z0-9._-]*): ))");
+      R"(^(?:(\[\d+,\d+\])<std(?:out|err)>:|(\[\d{1,6}\]) |\s*(\d{1,6}): |\d{4}-\d\d-\d\dT[0-9:.,]+(?:Z|[+-]\d\d:?\d\d)? |(\[pod/[^\]\s]+\]) |([A-Za-z0-9][A-Za-z0-9._-]*): ))");
   Prefix p;
   for (int guard = 0; guard < 4; ++guard) {  // "[pod/x] 2024-...Z [1,0]<stdout>:" has three
     std::smatch m;
     const std::string rest = line.substr(p.length);
     if (!std::regex_search(rest, m, prefixes)) break;
-    if (m[1].matched && p.host.empty()) p.host = m[1].str();
+    for (std::size_t g = 1; g < m.size(); ++g)
+      if (m[g].matched) p.stream += (p.stream.empty() ? "" : " ") + m[g].str();
     p.length += static_cast<std::size_t>(m.length(0));
   }
   return p;
 }
 
 /// One line of a log as nccl-tests printed it: its number in the file, the prefixes blanked (columns in
-/// errors count from the line as written), and the pdsh host that printed it.
+/// errors count from the line as written), and who printed it.
 struct Line {
   int number = 0;
   std::string text;
-  std::string host;
+  std::string stream;
 };
 
 std::vector<Line> read_lines(const std::string& text) {
@@ -160,24 +161,26 @@ std::vector<Line> read_lines(const std::string& text) {
     if (!line.empty() && line.back() == '\r') line.pop_back();
     const Prefix p = strip_prefix(line);
     std::fill(line.begin(), line.begin() + static_cast<std::ptrdiff_t>(p.length), ' ');
-    out.push_back(Line{lineno, std::move(line), p.host});
+    out.push_back(Line{lineno, std::move(line), p.stream});
   }
   return out;
 }
 
 /// pdsh runs a test on several hosts at once and interleaves their outputs line by line, each after
-/// "host: ". Each host that printed a '# nThread' header is a stream of its own; any other log is one.
+/// "host: "; so do mpirun, srun and kubectl when every rank runs a test of its own (nccl-tests built
+/// without MPI). Each prefix that printed a '# nThread' header is a stream of its own; any other log is
+/// one (in a test of many ranks only rank 0 prints the table).
 std::vector<std::vector<Line>> streams_of(const std::vector<Line>& lines) {
   static const std::regex threads(R"(^\s*#\s*nThread\s)");
-  std::vector<std::string> hosts;
+  std::vector<std::string> keys;
   for (const auto& l : lines)
-    if (!l.host.empty() && std::regex_search(l.text, threads) && std::find(hosts.begin(), hosts.end(), l.host) == hosts.end())
-      hosts.push_back(l.host);
-  if (hosts.size() < 2) return {lines};
-  std::vector<std::vector<Line>> out(hosts.size());
+    if (!l.stream.empty() && std::regex_search(l.text, threads) && std::find(keys.begin(), keys.end(), l.stream) == keys.end())
+      keys.push_back(l.stream);
+  if (keys.size() < 2) return {lines};
+  std::vector<std::vector<Line>> out(keys.size());
   for (const auto& l : lines) {
-    const auto it = std::find(hosts.begin(), hosts.end(), l.host);
-    if (it != hosts.end()) out[static_cast<std::size_t>(it - hosts.begin())].push_back(l);
+    const auto it = std::find(keys.begin(), keys.end(), l.stream);
+    if (it != keys.end()) out[static_cast<std::size_t>(it - keys.begin())].push_back(l);
   }
   return out;
 }
@@ -304,7 +307,13 @@ class Parser {
     if (!in_table_) return;  // text outside a table (warnings of NCCL, prompts) is not ours
     // A row starts with its size, a number; anything else between the rows (NCCL INFO lines of another
     // rank, a launcher's messages) is not part of the table.
-    if (!std::isdigit(static_cast<unsigned char>(toks[0].text[0]))) return;
+    // (a line of a host whose name starts with a digit, "9a417caaf03b:746:746 [0] NCCL INFO …", is not a
+    // row either: a row's size is digits alone, or the row has the header's columns)
+    const std::string& first = toks[0].text;
+    if (!std::isdigit(static_cast<unsigned char>(first[0]))) return;
+    if (!std::all_of(first.begin(), first.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)) != 0; }) &&
+        toks.size() != cols_.count)
+      return;
     if (rows_done_) fail(lineno, 1, "garbled log: a result row after the end of its table");
     if (toks.size() != cols_.count) {
       fail(lineno, toks.back().column,
@@ -670,9 +679,9 @@ NcclTestsLog parse_nccl_tests(const std::string& text, const std::string& displa
       if (same == all.curves.end()) {
         all.curves.push_back(std::move(c));
       } else {
-        all.warnings.push_back(fmt::format("{}: {} on {} GPUs measured again by pdsh host '{}' (the test ran on each host): "
+        all.warnings.push_back(fmt::format("{}: {} on {} GPUs measured again by '{}' (each host or rank ran the test): "
                                            "kept the one at {}",
-                                           c.source, to_string(c.op), c.gpus, stream.front().host, same->source));
+                                           c.source, to_string(c.op), c.gpus, stream.front().stream, same->source));
       }
     }
   }
