@@ -326,6 +326,10 @@ class Parser {
   void start_table(const std::vector<Token>& toks, int lineno) {
     cols_ = read_columns(toks);
     header_line_ = lineno;
+    rows_done_ = saw_out_of_bounds_ = false;
+    passes_.clear();
+    zero_rows_ = 0;
+    last_size_ = -1;
     if (cols_.size < 0 || cols_.time < 0 || cols_.algbw < 0 || cols_.busbw < 0)
       fail(lineno, 1, "table header without size, time, algbw and busbw columns");
     // which collective: the log's own "<name>_perf" (a command line before the table) first, then the
@@ -398,10 +402,6 @@ class Parser {
     curve_.source = fmt::format("{}:{}", name_, lineno);
     old_convention_ = std::nullopt;
     in_table_ = true;
-    rows_done_ = saw_out_of_bounds_ = false;
-    passes_.clear();
-    zero_rows_ = 0;
-    last_size_ = -1;
     busbw_sum_ = 0;
     busbw_n_ = 0;
   }
