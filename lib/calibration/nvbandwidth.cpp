@@ -1,4 +1,5 @@
-// Importer of NVIDIA nvbandwidth's JSON output (`nvbandwidth -j`) into a calibration.
+// Importer of NVIDIA nvbandwidth's output into a calibration: its JSON (`nvbandwidth -j`), or its text,
+// which is read into the document -j would have printed (below, "nvbandwidth's text output").
 //   host_to_device_memcpy_ce (or _sm)              -> transfers h2d_pinned, one curve per GPU (column)
 //   device_to_host_memcpy_ce (or _sm)              -> transfers d2h_pinned
 //   device_local_copy                              -> transfers device_copy
@@ -9,7 +10,8 @@
 // 512 MiB from v0.7 on and was 64 MiB before, so a JSON without the size takes it from "version"):
 // each bandwidth becomes one point at that size. Waived or failed test cases are listed in the notes.
 // The JSON may sit between other lines (DCGM's capture puts WARNING lines around it); those lines are
-// blanked, keeping every line and column where it was for errors.
+// blanked, keeping every line and column where it was for errors. A file is text output when no line
+// opens a JSON object and it has nvbandwidth's version line or a "Running <test>." line.
 #include <fmt/format.h>
 
 #include <algorithm>
