@@ -1070,6 +1070,11 @@ TEST(BadInput, RealLayoutsOnceRefusedAreAccepted) {
       "    <pci busid=\"0000:07:00.0\" class=\"0x030200\" link_speed=\"8 GT/s\" link_width=\"16\"/>\n"
       "    <pci busid=\"0000:08:00.0\" class=\"0x020700\" link_speed=\"8 GT/s\" link_width=\"16\"/>\n"
       "  </cpu>\n</system>\n";
+  // two machines both named localhost, two GPUs each: devices 0 and 1 appear twice
+  std::string localhost = kLog;
+  for (int r = 0; r < 4; ++r)
+    localhost = edit(localhost, 4 + r, fmt::format("#  Rank {:2d} Group  0 Pid  100 on localhost device {:2d} [0x{:02x}] "
+                                                   "NVIDIA A100-SXM4-80GB", r, r % 2, 7 + r));
   struct Good {
     const char* name;
     const char* file;
@@ -1085,6 +1090,11 @@ TEST(BadInput, RealLayoutsOnceRefusedAreAccepted) {
       {"smi_underline_without_esc_crlf", "smi.txt", each_line_end(edit(kSmi, 1, "\t[4mGPU0\tGPU1\tmlx5_0\tCPU Affinity[0m"), "\r\n"),
        kCmdSmi, "{a: gpu0, b: gpu1, kind: nvlink, count: 2}"},
       {"smi_numa_columns_and_nic_legend", "smi.txt", numa, kCmdSmi, "{name: mlx5_0,"},
+      // the matrix without its legend, then what the poster ran next: nvidia-smi -L; another host's capture
+      {"smi_then_nvidia_smi_l", "smi.txt",
+       drop(kSmi, 4, 5) + "$ nvidia-smi -L\nGPU 0: Tesla V100-SXM2-16GB (UUID: GPU-0)\nGPU 1: Tesla V100-SXM2-16GB (UUID: GPU-1)\n",
+       kCmdSmi, "gpus_per_node: 2"},
+      {"smi_two_captures", "smi.txt", drop(kSmi, 4, 5) + "$ ssh node2 nvidia-smi topo -m\n" + kSmi, kCmdSmi, "gpus_per_node: 2"},
       {"smi_gpu_and_cpu_options", "smi.txt", kSmi, kCmdSmi + " --gpu v100-sxm2 --cpu intel:skylake", "model: skylake"},
       {"smi_two_nodes", "smi.txt", kSmi, kCmdSmi + " --nodes 2 --fabric infiniband:100Gb/s", "nodes: 2"},
       {"xml_empty_link_attributes", "topo.xml", zero_links, kCmdXml, "generation: 3, lanes: 16"},
@@ -1114,6 +1124,8 @@ TEST(BadInput, RealLayoutsOnceRefusedAreAccepted) {
        "calibrate import nccl-tests {dir}/all.log -o {out}", "op: allreduce"},
       {"log_two_data_types", "all_reduce_perf.log", dtype_all, kCmdLog, "{size: \"1048576 B\", time: \"50 us\""},
       {"log_rank_lines_without_pid", "all_reduce_perf.log", pidless, kCmdLog, "nodes: 2"},
+      // two machines both named localhost: ranks 2 and 3 take devices 0 and 1 again
+      {"log_hosts_that_share_a_name", "all_reduce_perf.log", localhost, kCmdLog, "nodes: 2"},
       // NCCL INFO of a container whose host name starts with a digit, inside the table
       {"log_info_line_of_a_digit_host", "all_reduce_perf.log",
        edit(kLog, 12, std::string("9a417caaf03b:746:746 [0] NCCL INFO Launch mode Parallel\n") +

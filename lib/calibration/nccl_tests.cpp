@@ -369,6 +369,18 @@ class Parser {
       }
       gpus = static_cast<int>(ids.size());
       nodes = static_cast<int>(hosts.size());
+      // NCCL takes a GPU once per communicator: ranks with the same host name and device index ran on
+      // different machines that share a name (containers named "localhost")
+      std::map<std::pair<std::string, int>, int> uses;
+      int most = 0;
+      for (const auto& r : ranks_) most = std::max(most, ++uses[{r.host, r.device}]);
+      if (most > nodes) {
+        if (opt_.nodes == 0)
+          warn(lineno, fmt::format("{} ranks name the same host and device: taking {} nodes that share host names "
+                                   "(--nodes corrects this)",
+                                   most, most));
+        nodes = most;
+      }
       if (max_rank + 1 > gpus) {
         // A trimmed log ("only the last Rank line kept"): ranks 0..max exist, hosts of at least
         // max_device + 1 GPUs each.

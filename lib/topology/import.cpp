@@ -337,6 +337,7 @@ std::string import_nvidia_smi(const std::string& text, const std::string& file, 
   int header_line = 0;
   int headless_row = 0;  // the first "GPU0 X …" row before any header (the header was cut off)
   std::string capture_host, pending_host;  // pdsh: the host whose capture is read, the host of this line
+  int later_capture = 0;                   // the line of a second capture's header (only the first is read)
   bool after = false;  // past the matrix (its legends)
   while (std::getline(in, line)) {
     ++lineno;
@@ -388,6 +389,17 @@ std::string import_nvidia_smi(const std::string& text, const std::string& file, 
       }
       continue;  // NIC rows, text around the matrix
     }
+    // After the rows: another command's output ("GPU 0: NVIDIA …" of nvidia-smi -L) ends the matrix; so
+    // does a second capture's header (two hosts' captures one after the other), said in a warning.
+    if (!rows.empty() && !whole_number(std::string_view(cells[0]).substr(3), 0, 1 << 20)) {
+      after = true;
+      continue;
+    }
+    if (!rows.empty() && cells[0] == "GPU0" && cells.size() > 1 && cells[1] != "X") {
+      later_capture = lineno;
+      after = true;
+      continue;
+    }
     // nvidia-smi prints GPU0, GPU1, ... in order, each once. A repeated or skipped row (found by
     // fuzz_nvidia_smi: a matrix pasted twice) would make GPUs no column describes.
     if (const auto k = whole_number(std::string_view(cells[0]).substr(3), 0, 1 << 20);
@@ -428,6 +440,9 @@ std::string import_nvidia_smi(const std::string& text, const std::string& file, 
   node.source = file;
   node.what = "nvidia-smi topo -m";
   node.gpus = ngpus;
+  if (later_capture)
+    node.notes.push_back(fmt::format("a second capture begins at line {}: only the first (line {}) is read", later_capture,
+                                     header_line));
   for (const auto& r : rows)
     if (r.cells.size() < devs.size())
       fail_at(file, r.line, fmt::format("row {} has {} cells, the header names {}", r.name, r.cells.size(), devs.size()), r.end);
@@ -735,6 +750,11 @@ class XmlReader {
   [[nodiscard]] int column() const { return static_cast<int>(std::min(pos_, s_.size()) - line_start_) + 1; }
 };
 
+std::string lower_case(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
 int pcie_generation(const std::string& speed) {
   const double gt = std::atof(speed.c_str());
   if (gt >= 60) return 6;
@@ -806,7 +826,7 @@ std::string import_nccl_xml(const std::string& text, const std::string& file, co
           }
           if (c.tag != "pci") continue;
           const std::string cls = attr(c, "class");
-          const std::string busid = attr(c, "busid");
+          const std::string busid = lower_case(attr(c, "busid"));
           // NCCL's defaults (src/graph/topo.cc): a missing or unknown link_speed is Gen3, a missing or
           // zero link_width x16, as virtual machines dump them (link_speed="" link_width="0").
           const int gen = pcie_generation(attr(c, "link_speed"));
@@ -919,7 +939,8 @@ std::string import_nccl_xml(const std::string& text, const std::string& file, co
       if (count < 1) fail_at_element(file, l, "<nvlink> needs a 'count' of at least 1");
       const std::string tclass = attr(l, "tclass");
       const std::string self = fmt::format("gpu{}", i);
-      if (attr(l, "target") == g.busid && tclass != "0x068000") {  // a GPU's NVLink to itself carries nothing
+      const std::string target = lower_case(attr(l, "target"));  // NCCL prints bus ids in lower case; a hand edit may not
+      if (target == g.busid && tclass != "0x068000") {  // a GPU's NVLink to itself carries nothing
         ++self_links;
         continue;
       }
@@ -928,7 +949,7 @@ std::string import_nccl_xml(const std::string& text, const std::string& file, co
         if (node.nvswitches.empty()) node.nvswitches.push_back("nvs0");
         to_nvs[self] += count;
       } else if (tclass.rfind("0x03", 0) == 0) {  // a display controller: 3D (0x0302), VGA (0x0300), other (0x0380)
-        auto it = gpu_of_bus.find(attr(l, "target"));
+        auto it = gpu_of_bus.find(target);
         if (it == gpu_of_bus.end()) fail_at_element(file, l, fmt::format("<nvlink> target '{}' is no GPU of the dump", attr(l, "target")));
         if (it->second > static_cast<int>(i)) node.links.push_back({self, fmt::format("gpu{}", it->second), "nvlink", count, 0, 0});
       } else {
