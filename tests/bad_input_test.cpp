@@ -1094,6 +1094,7 @@ TEST(BadInput, RealLayoutsOnceRefusedAreAccepted) {
       {"smi_then_nvidia_smi_l", "smi.txt",
        drop(kSmi, 4, 5) + "$ nvidia-smi -L\nGPU 0: Tesla V100-SXM2-16GB (UUID: GPU-0)\nGPU 1: Tesla V100-SXM2-16GB (UUID: GPU-1)\n",
        kCmdSmi, "gpus_per_node: 2"},
+      {"smi_utf8_byte_order_mark", "smi.txt", "\xEF\xBB\xBF" + std::string(kSmi), kCmdSmi, "gpus_per_node: 2"},
       {"smi_two_captures", "smi.txt", drop(kSmi, 4, 5) + "$ ssh node2 nvidia-smi topo -m\n" + kSmi, kCmdSmi, "gpus_per_node: 2"},
       {"smi_gpu_and_cpu_options", "smi.txt", kSmi, kCmdSmi + " --gpu v100-sxm2 --cpu intel:skylake", "model: skylake"},
       {"smi_two_nodes", "smi.txt", kSmi, kCmdSmi + " --nodes 2 --fabric infiniband:100Gb/s", "nodes: 2"},

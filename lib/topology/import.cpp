@@ -299,7 +299,8 @@ constexpr const char* kRerunSmi = "rerun nvidia-smi topo -m and keep its whole o
 // ID") are joined again; NIC rows and the legends follow the matrix ("NIC0: mlx5_2" names NIC0).
 std::string import_nvidia_smi(const std::string& text, const std::string& file, const TopologyImportOptions& opt,
                               std::vector<std::string>* warnings) {
-  std::istringstream in(text);
+  // a UTF-8 byte-order mark (an editor's save) is blanked like any other prefix
+  std::istringstream in(text.rfind("\xEF\xBB\xBF", 0) == 0 ? "   " + text.substr(3) : text);
   std::string line;
   std::vector<std::string> columns;
   struct Row {
