@@ -877,7 +877,10 @@ std::string import_nccl_xml(const std::string& text, const std::string& file, co
   for (const auto& c : system->children) {
     if (c.tag != "cpu") continue;
     ImportedCpu cpu;
-    cpu.name = "cpu" + (attr(c, "numaid").empty() ? std::to_string(node.cpus.size()) : attr(c, "numaid"));
+    const std::string numaid = attr(c, "numaid");  // -1 where the kernel does not say
+    if (!numaid.empty() && !whole_number(numaid, -1, 1 << 20))
+      fail_at_element(file, c, fmt::format("<cpu> 'numaid' must be a whole number, not '{}'", printable(numaid)));
+    cpu.name = "cpu" + (numaid.empty() ? std::to_string(node.cpus.size()) : numaid);
     if (std::any_of(node.cpus.begin(), node.cpus.end(), [&](const ImportedCpu& k) { return k.name == cpu.name; }))
       cpu.name += fmt::format("-{}", node.cpus.size());  // the same NUMA id twice (the CPUs of several hosts)
     const std::string arch = attr(c, "arch"), vendor = attr(c, "vendor");
