@@ -1102,6 +1102,11 @@ TEST(BadInput, RealLayoutsOnceRefusedAreAccepted) {
       // dev is the NVML index: a job on GPUs 0 and 5 of a node dumps dev 0 and 5
       {"xml_gpus_numbered_by_nvml", "topo.xml", edit(kXml, 9, "      <gpu dev=\"5\" sm=\"70\" rank=\"1\" gdr=\"1\">"), kCmdXml,
        "{a: gpu0, b: gpu1, kind: nvlink, count: 2}"},
+      // a NIC whose speed the device did not give (speed="0"): the default speed, said in the file
+      {"xml_net_speed_zero", "topo.xml",
+       edit(kXml, 13, "    <nic>\n      <net name=\"eth0\" dev=\"0\" speed=\"0\" port=\"0\" guid=\"0x0\" maxconn=\"65536\" gdr=\"0\"/>\n"
+                      "    </nic>\n  </cpu>"),
+       kCmdXml, "{name: eth0, speed: \"100 Gb/s\"}   # speed not in the capture"},
       // GPUs of PCI class 0x0380 (display controller), NVLinked to each other
       {"xml_display_class_gpus", "topo.xml", display_class, kCmdXml, "{a: gpu0, b: gpu1, kind: nvlink, count: 2}"},
       // an NCCL_TOPO_FILE for a VM: GPUs and NICs by their PCI class alone
@@ -1115,6 +1120,9 @@ TEST(BadInput, RealLayoutsOnceRefusedAreAccepted) {
       {"log_gpus_nodes_options", "all_reduce_perf.log", kLog, kCmdLog + " --nodes 2", "nodes: 2"},
       // the 4 MiB row is the last of the sweep (maxBytes 4194304): complete without its trailer
       {"log_without_its_trailer", "all_reduce_perf.log", drop(kLog, 15, 16), kCmdLog, "{size: \"4194304 B\", time: \"140 us\""},
+      // no '# nThread' line (no maxBytes) and no '# Avg bus bandwidth', but '# Out of bounds values' after the rows
+      {"log_without_its_average_line", "all_reduce_perf.log", drop(drop(kLog, 16, 16), 1, 1), kCmdLog,
+       "{size: \"4194304 B\", time: \"140 us\""},
       {"log_pdsh_host_prefix", "all_reduce_perf.log", each_line(kLog, "gpu-node-01: "), kCmdLog, "gpus: 4"},
       {"log_pdsh_two_hosts_interleaved", "all_reduce_perf.log",
        interleave(each_line(kLog, "gpu-node-01: "), each_line(other_host, "gpu-node-02: ")), kCmdLog, "nodes: 1"},
