@@ -13,6 +13,7 @@
 // the first character of the offending value (or key, for unknown and duplicate keys). Most rows edit one
 // line of a base input that is shown with its line numbers; the test `BaseInputsAreAccepted` checks that
 // every base input is valid, so each error comes from the edit alone.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -198,6 +199,20 @@ constexpr const char* kNvb =
     "    ]\n"                                                                    // 10
     "  }\n"                                                                      // 11
     "}\n";                                                                       // 12
+
+// nvbandwidth's text output (without -j), v0.7: 512 MiB copies.
+constexpr const char* kNvbText =
+    "nvbandwidth Version: v0.7\n"                              // 1
+    "Built from Git version: v0.7\n"                           // 2
+    "\n"                                                       // 3
+    "Device 0: NVIDIA H100 80GB HBM3 (00000000:19:00)\n"       // 4
+    "\n"                                                       // 5
+    "Running host_to_device_memcpy_ce.\n"                      // 6
+    "memcpy CE CPU(row) -> GPU(column) bandwidth (GB/s)\n"     // 7
+    "           0\n"                                           // 8
+    " 0     53.69\n"                                           // 9
+    "\n"                                                       // 10
+    "SUM host_to_device_memcpy_ce 53.69\n";                    // 11
 
 // nvidia-smi topo -m (tab-separated).
 constexpr const char* kSmi =
@@ -661,8 +676,14 @@ std::vector<Row> catalogue() {
        "{mini}"},
 
       // ---- nccl-tests logs -------------------------------------------------------------------------------------
-      {"log_truncated", {{"all_reduce_perf.log", drop(kLog, 15, 16)}}, kCmdLog,
-       E + "{dir}/all_reduce_perf.log:14:1: the log ends inside a table (truncated?): no '# Avg bus bandwidth' line after the last row\n"},
+      // cut after the 2 MiB row of a sweep to 4 MiB (maxBytes 4194304, step factor 2)
+      {"log_truncated", {{"all_reduce_perf.log", drop(kLog, 14, 16)}}, kCmdLog,
+       E + "{dir}/all_reduce_perf.log:13:1: the log ends inside a table (truncated?): its last row is 2097152 B of a sweep to "
+           "4194304 B (maxBytes); rerun the test and keep its whole output, from the '# nThread' line to '# Avg bus bandwidth'\n"},
+      // no maxBytes to tell (the '# nThread' line is gone) and no trailer
+      {"log_truncated_without_its_header", {{"all_reduce_perf.log", drop(drop(kLog, 15, 16), 1, 1)}}, kCmdLog,
+       E + "{dir}/all_reduce_perf.log:13:1: the log ends inside a table (truncated?): no '# Avg bus bandwidth' line after the last "
+           "row; rerun the test and keep its whole output, from the '# nThread' line to '# Avg bus bandwidth'\n"},
       {"log_cut_mid_row", {{"all_reduce_perf.log", drop(edit(kLog, 14, "     4194304       1048576     float     sum      -1   140.00   29.96   44.94       0   140.00   2"), 15, 16)}},
        kCmdLog, E + "{dir}/all_reduce_perf.log:14:98: garbled or truncated row: 11 columns, the header at line 10 has 13\n"},
       {"log_garbled_time", {{"all_reduce_perf.log", edit(kLog, 13, "     2097152        524288     float     sum      -1    8O.00   26.21   39.32       0    80.00   26.21   39.32       0")}},
@@ -685,6 +706,8 @@ std::vector<Row> catalogue() {
       {"log_gpu_count_unknown", {{"all_reduce_perf.log", drop(kLog, 1, 7)}}, kCmdLog,
        E + "{dir}/all_reduce_perf.log:3:1: no '# Rank ... device' lines and no 'nThread N nGpus M' header before the table: GPU count "
            "unknown (pass --gpus N [--nodes K], or rerun and keep the whole output)\n"},
+      {"log_table_without_rows", {{"all_reduce_perf.log", drop(kLog, 12, 14)}}, kCmdLog,
+       E + "{dir}/all_reduce_perf.log:13:1: the table at line 10 has no rows: rerun the test and keep its whole output\n"},
       {"log_without_a_table", {{"all_reduce_perf.log", drop(kLog, 8, 16)}}, kCmdLog,
        E + "{dir}/all_reduce_perf.log:1:1: no nccl-tests result table found (expected a '#  size  count  type ... time  algbw  busbw' "
            "header): rerun the test and keep its whole output, from the '# nThread' line to '# Avg bus bandwidth'\n"},
@@ -707,12 +730,28 @@ std::vector<Row> catalogue() {
 
       // ---- nvbandwidth JSON --------------------------------------------------------------------------------------
       {"nvbandwidth_truncated", {{"nv.json", drop(kNvb, 9, 12)}}, kCmdNvb,
-       E + "{dir}/nv.json:9:1: malformed JSON: syntax error while parsing object - unexpected end of input; expected '}'\n"},
-      {"nvbandwidth_text_output",
+       E + "{dir}/nv.json:9:1: malformed JSON: syntax error while parsing object - unexpected end of input; expected '}' (the "
+           "file ends early: rerun nvbandwidth -j and keep its whole output)\n"},
+      // nvbandwidth's text output, cut: after a matrix's title, after its column line, in a row; a garbled value
+      {"nvbandwidth_text_cut_after_a_title",
        {{"nv.json", "nvbandwidth Version: v0.4\n\nRunning host_to_device_memcpy_ce.\nmemcpy CE CPU(row) -> GPU(column) bandwidth (GB/s)\n"}},
-       kCmdNvb, E + "{dir}/nv.json:1:1: this is nvbandwidth's text output: rerun nvbandwidth with -j (JSON) and import that\n"},
+       kCmdNvb,
+       E + "{dir}/nv.json:4:1: nvbandwidth's output ends inside the host_to_device_memcpy_ce matrix (truncated?): rerun nvbandwidth "
+           "(-j gives JSON) and keep its whole output\n"},
+      {"nvbandwidth_text_cut_after_the_columns", {{"nv.json", drop(kNvbText, 9, 11)}}, kCmdNvb,
+       E + "{dir}/nv.json:8:1: nvbandwidth's output ends inside the host_to_device_memcpy_ce matrix (truncated?): rerun nvbandwidth "
+           "(-j gives JSON) and keep its whole output\n"},
+      {"nvbandwidth_text_row_cut", {{"nv.json", edit(kNvbText, 8, "           0           1")}}, kCmdNvb,
+       E + "{dir}/nv.json:9:13: row 0 of the host_to_device_memcpy_ce matrix has 1 values, its header 2 columns (a cut-off row? "
+           "rerun nvbandwidth and keep its whole output)\n"},
+      {"nvbandwidth_text_garbled_value", {{"nv.json", edit(kNvbText, 9, " 0     53,69")}}, kCmdNvb,
+       E + "{dir}/nv.json:9:8: 'host_to_device_memcpy_ce[0][0]': '53,69' is not a number (nor N/A)\n"},
+      {"nvbandwidth_text_only_the_header", {{"nv.json", drop(kNvbText, 5, 11)}}, kCmdNvb,
+       E + "{dir}/nv.json:1:1: 'nvbandwidth': no passed copy or latency test case that dlscale can use: rerun nvbandwidth with its "
+           "copy tests (the default set, or -t host_to_device_memcpy_ce device_to_host_memcpy_ce "
+           "device_to_device_memcpy_read_ce) and import its whole output\n"},
       {"nvbandwidth_empty", {{"nv.json", "\n"}}, kCmdNvb,
-       E + "{dir}/nv.json:1:1: the file is empty (expected the JSON output of nvbandwidth -j)\n"},
+       E + "{dir}/nv.json:1:1: the file is empty (expected the output of nvbandwidth, as text or -j JSON)\n"},
       {"nvbandwidth_other_json", {{"nv.json", "{\"benchmarks\": []}\n"}}, kCmdNvb,
        E + "{dir}/nv.json:1:1: 'nvbandwidth': not an nvbandwidth JSON file (no top-level 'nvbandwidth' object)\n"},
       {"nvbandwidth_testcases_not_a_list", {{"nv.json", "{\"nvbandwidth\": {\n  \"testcases\": {\"name\": \"x\"}\n}}\n"}}, kCmdNvb,
@@ -720,7 +759,9 @@ std::vector<Row> catalogue() {
       {"nvbandwidth_test_without_name", {{"nv.json", edit(kNvb, 6, "        \"title\": \"host_to_device_memcpy_ce\",")}}, kCmdNvb,
        E + "{dir}/nv.json:5:7: 'nvbandwidth.testcases[0]': a test case without a name\n"},
       {"nvbandwidth_nothing_usable", {{"nv.json", edit(kNvb, 7, "        \"status\": \"Waived\",")}}, kCmdNvb,
-       E + "{dir}/nv.json:4:5: 'nvbandwidth.testcases': no passed copy or latency test case that dlscale can use\n"},
+       E + "{dir}/nv.json:4:5: 'nvbandwidth.testcases': no passed copy or latency test case that dlscale can use: rerun "
+           "nvbandwidth with its copy tests (the default set, or -t host_to_device_memcpy_ce device_to_host_memcpy_ce "
+           "device_to_device_memcpy_read_ce) and import its whole output\n"},
       {"nvbandwidth_garbled_entry", {{"nv.json", edit(kNvb, 8, "        \"bandwidth_matrix\": [[\"53,69\"]]")}}, kCmdNvb,
        E + "{dir}/nv.json:8:31: 'nvbandwidth.testcases[0].bandwidth_matrix[0][0]': '53,69' is not a number (nor N/A)\n"},
       {"nvbandwidth_nan_entry", {{"nv.json", edit(kNvb, 8, "        \"bandwidth_matrix\": [[\"NaN\"]]")}}, kCmdNvb,
@@ -738,26 +779,50 @@ std::vector<Row> catalogue() {
       {"smi_row_short_of_a_cell", {{"smi.txt", edit(kSmi, 3, "GPU1\tNV2\t X \t0-19")}}, kCmdSmi,
        E + "{dir}/smi.txt:3:18: row GPU1 has 3 cells, the header names 4 columns\n"},
       {"smi_empty", {{"smi.txt", ""}}, kCmdSmi,
-       E + "{dir}/smi.txt:1:1: no 'nvidia-smi topo -m' matrix found (a header row starting with GPU0)\n"},
+       E + "{dir}/smi.txt:1:1: no 'nvidia-smi topo -m' matrix found (a header row starting with GPU0): rerun nvidia-smi topo -m "
+           "and keep its whole output\n"},
       {"smi_other_text", {{"smi.txt", "Failed to initialize NVML: Driver/library version mismatch\n"}}, kCmdSmi,
-       E + "{dir}/smi.txt:1:1: no 'nvidia-smi topo -m' matrix found (a header row starting with GPU0)\n"},
+       E + "{dir}/smi.txt:1:1: no 'nvidia-smi topo -m' matrix found (a header row starting with GPU0): rerun nvidia-smi topo -m "
+           "and keep its whole output\n"},
+      // cut-off captures: the header alone, the rows stopping short of the header, the header lost, a row cut
+      {"smi_header_only", {{"smi.txt", drop(kSmi, 2, 5)}}, kCmdSmi,
+       E + "{dir}/smi.txt:1:2: no GPU row follows the header (a cut-off capture): rerun nvidia-smi topo -m and keep its whole output\n"},
+      {"smi_rows_stop_short", {{"smi.txt", drop(kSmi, 3, 5)}}, kCmdSmi,
+       E + "{dir}/smi.txt:1:7: column 'GPU1' names no GPU row (the matrix has GPU0 … GPU0): the rows stop short of the header (a "
+           "cut-off capture); rerun nvidia-smi topo -m and keep its whole output\n"},
+      {"smi_header_cut_off", {{"smi.txt", drop(kSmi, 1, 1)}}, kCmdSmi,
+       E + "{dir}/smi.txt:1:1: a GPU0 row without the header line above it (a cut-off capture): rerun nvidia-smi topo -m and keep "
+           "its whole output\n"},
+      {"smi_cut_mid_row", {{"smi.txt", "\tGPU0\tGPU1\tmlx5_0\tCPU Affinity\nGPU0\t X \tNV2\tPIX\t0-19\nGPU1\tNV2"}}, kCmdSmi,
+       E + "{dir}/smi.txt:3:9: row GPU1 has 1 cells, the header names 4 columns (the capture ends here: rerun nvidia-smi topo -m "
+           "and keep its whole output)\n"},
 
       // ---- NCCL topology XML ------------------------------------------------------------------------------------------
-      {"xml_never_closed", {{"topo.xml", drop(kXml, 6, 14)}}, kCmdXml, E + "{dir}/topo.xml:4:7: malformed XML: <gpu> is never closed\n"},
+      {"xml_never_closed", {{"topo.xml", drop(kXml, 6, 14)}}, kCmdXml,
+       E + "{dir}/topo.xml:4:7: malformed XML: <gpu> is never closed (a cut-off file?): rerun with NCCL_TOPO_DUMP_FILE=FILE set "
+           "and import that file whole\n"},
       {"xml_mismatched_tag", {{"topo.xml", edit(kXml, 7, "    </pcx>")}}, kCmdXml,
        E + "{dir}/topo.xml:7:5: malformed XML: closing tag </pcx> does not match <pci>\n"},
       {"xml_unquoted_attribute", {{"topo.xml", edit(kXml, 2, "  <cpu numaid=0 arch=\"x86_64\" vendor=\"GenuineIntel\" familyid=\"6\" modelid=\"85\">")}},
        kCmdXml, E + "{dir}/topo.xml:2:15: malformed XML: attribute 'numaid' needs a quoted value\n"},
       {"xml_gpu_dev_not_a_number", {{"topo.xml", edit(kXml, 9, "      <gpu dev=\"one\" sm=\"70\" rank=\"1\" gdr=\"1\">")}}, kCmdXml,
        E + "{dir}/topo.xml:9:7: <gpu> 'dev' must be a whole number, not 'one'\n"},
-      {"xml_gpu_numbering", {{"topo.xml", edit(kXml, 9, "      <gpu dev=\"5\" sm=\"70\" rank=\"1\" gdr=\"1\">")}}, kCmdXml,
-       E + "{dir}/topo.xml:9:7: GPU 'dev' numbers must run 0, 1, 2, …\n"},
+      {"xml_gpu_dev_twice", {{"topo.xml", edit(kXml, 9, "      <gpu dev=\"0\" sm=\"70\" rank=\"1\" gdr=\"1\">")}}, kCmdXml,
+       E + "{dir}/topo.xml:9:7: a second <gpu> with dev 0 (two dumps in one file?)\n"},
+      {"xml_without_gpus", {{"topo.xml", "<system version=\"1\">\n  <cpu numaid=\"0\" arch=\"x86_64\">\n  </cpu>\n</system>\n"}}, kCmdXml,
+       E + "{dir}/topo.xml:1:1: no <gpu> in the dump (and no <pci> of a GPU class): rerun with NCCL_TOPO_DUMP_FILE=FILE set and "
+           "import that file whole\n"},
+      {"xml_graph_dump", {{"topo.xml", "<graphs version=\"1\">\n  <graph id=\"0\" pattern=\"4\" nchannels=\"2\"/>\n</graphs>\n"}},
+       kCmdXml,
+       E + "{dir}/topo.xml:1:1: <graphs> is NCCL's graph dump (NCCL_GRAPH_DUMP_FILE), not its topology: rerun with "
+           "NCCL_TOPO_DUMP_FILE=FILE set and import that file\n"},
       {"xml_zero_nvlinks", {{"topo.xml", edit(kXml, 5, "        <nvlink target=\"0000:07:00.0\" count=\"0\" tclass=\"0x030200\"/>")}}, kCmdXml,
        E + "{dir}/topo.xml:5:9: <nvlink> needs a 'count' of at least 1\n"},
       {"xml_nvlink_to_nowhere", {{"topo.xml", edit(kXml, 5, "        <nvlink target=\"0000:ff:00.0\" count=\"2\" tclass=\"0x030200\"/>")}}, kCmdXml,
        E + "{dir}/topo.xml:5:9: <nvlink> target '0000:ff:00.0' is no GPU of the dump\n"},
-      {"xml_no_system", {{"topo.xml", "<graphs version=\"1\"/>\n"}}, kCmdXml,
-       E + "{dir}/topo.xml:1:1: no <system> element: not an NCCL_TOPO_DUMP_FILE\n"},
+      {"xml_no_system", {{"topo.xml", "<?xml version=\"1.0\"?>\n<configuration/>\n"}}, kCmdXml,
+       E + "{dir}/topo.xml:1:1: no <system> element: not an NCCL_TOPO_DUMP_FILE (rerun with NCCL_TOPO_DUMP_FILE=FILE set and "
+           "import that file)\n"},
 
       // ---- command-line options ------------------------------------------------------------------------------------------
       {"option_zero_gpus", {}, "predict --gpus 0 -o {out}", E + "'--gpus': '0' is not a list of GPU counts ≥ 1 (e.g. 1,2,4,8)\n"},
@@ -919,6 +984,7 @@ TEST(BadInput, BaseInputsAreAccepted) {
       {"all_reduce_perf.log", kLog, kCmdLog},
       {"all_reduce_perf.log", kOldLog, kCmdLog},
       {"nv.json", kNvb, kCmdNvb},
+      {"nv.json", kNvbText, kCmdNvb},
       {"smi.txt", kSmi, kCmdSmi},
       {"topo.xml", kXml, kCmdXml},
   };
@@ -955,6 +1021,10 @@ TEST(BadInput, RealLayoutsOnceRefusedAreAccepted) {
     }
     return out;
   };
+  auto each_line_end = [](std::string text, const std::string& eol) {
+    for (auto p = text.find('\n'); p != std::string::npos; p = text.find('\n', p + eol.size())) text.replace(p, 1, eol);
+    return text;
+  };
   std::string spaced = kSmi;  // a terminal copy: spaces for tabs
   std::replace(spaced.begin(), spaced.end(), '\t', ' ');
   const std::string numa = std::string("\tGPU0\tGPU1\tNIC0\tCPU Affinity\tNUMA Affinity\tGPU NUMA ID\n") +
@@ -966,6 +1036,45 @@ TEST(BadInput, RealLayoutsOnceRefusedAreAccepted) {
                                                    "           0             0     float     sum      -1     6.36    0.00    0.00      0     6.40    0.00    0.00      0");
   const std::string info_inside = edit(kLog, 12, std::string("host1:100:100 [0] NCCL INFO Launch mode Parallel\n") +
                                                      "     1048576        262144     float     sum      -1    50.00   20.97   31.46       0    50.00   20.97   31.46       0");
+  // two pdsh hosts ran the same test; pdsh interleaves their lines
+  auto interleave = [&](const std::string& a, const std::string& b) {
+    std::string out;
+    std::size_t i = 0, j = 0;
+    while (i < a.size() || j < b.size()) {
+      for (std::size_t* k : {&i, &j}) {
+        const std::string& t = k == &i ? a : b;
+        if (*k >= t.size()) continue;
+        const auto e = t.find('\n', *k);
+        out += t.substr(*k, e - *k + 1);
+        *k = e + 1;
+      }
+    }
+    return out;
+  };
+  std::string other_host = kLog;
+  for (auto p = other_host.find("host1"); p != std::string::npos; p = other_host.find("host1")) other_host.replace(p, 5, "host2");
+  // the same table swept in half first (nccl-tests -d all: half, then float), 1 MiB in 60 us in half:
+  // 1048576 B / 60 us = 17.48 GB/s, x 1.5 = 26.21
+  const std::string dtype_all = edit(kLog, 12, std::string(
+      "     1048576        524288      half     sum      -1    60.00   17.48   26.21       0    60.00   17.48   26.21       0\n") +
+      "     1048576        262144     float     sum      -1    50.00   20.97   31.46       0    50.00   20.97   31.46       0");
+  // rank lines of the first nccl-tests (2017): no Pid; ranks 2 and 3 on a second host
+  std::string pidless = kLog;
+  for (int r = 0; r < 4; ++r)
+    pidless = edit(pidless, 4 + r, fmt::format("#   Rank {:2d} on {} device {:2d} [0x{:02x}] NVIDIA A100-SXM4-80GB", r,
+                                               r < 2 ? "host1" : "host2", r % 2, 7 + r));
+  std::string display_class = kXml;
+  for (auto p = display_class.find("0x030200"); p != std::string::npos; p = display_class.find("0x030200")) display_class.replace(p, 8, "0x038000");
+  const std::string class_only = std::string(kXml).substr(0, std::string(kXml).find("    <pci")) +
+      "    <pci busid=\"0000:06:00.0\" class=\"0x030200\" link_speed=\"8 GT/s\" link_width=\"16\"/>\n"
+      "    <pci busid=\"0000:07:00.0\" class=\"0x030200\" link_speed=\"8 GT/s\" link_width=\"16\"/>\n"
+      "    <pci busid=\"0000:08:00.0\" class=\"0x020700\" link_speed=\"8 GT/s\" link_width=\"16\"/>\n"
+      "  </cpu>\n</system>\n";
+  // two machines both named localhost, two GPUs each: devices 0 and 1 appear twice
+  std::string localhost = kLog;
+  for (int r = 0; r < 4; ++r)
+    localhost = edit(localhost, 4 + r, fmt::format("#  Rank {:2d} Group  0 Pid  100 on localhost device {:2d} [0x{:02x}] "
+                                                   "NVIDIA A100-SXM4-80GB", r, r % 2, 7 + r));
   struct Good {
     const char* name;
     const char* file;
@@ -975,10 +1084,33 @@ TEST(BadInput, RealLayoutsOnceRefusedAreAccepted) {
   };
   const Good good[] = {
       {"smi_space_separated", "smi.txt", spaced, kCmdSmi, "{a: gpu0, b: gpu1, kind: nvlink, count: 2}"},
+      // nvidia-smi on a terminal underlines the header; a web copy may keep "[4m" without its ESC; CRLF line ends
+      {"smi_underlined_header", "smi.txt", edit(kSmi, 1, "\t\x1b[4mGPU0\tGPU1\tmlx5_0\tCPU Affinity\x1b[0m"), kCmdSmi,
+       "{a: gpu0, b: gpu1, kind: nvlink, count: 2}"},
+      {"smi_underline_without_esc_crlf", "smi.txt", each_line_end(edit(kSmi, 1, "\t[4mGPU0\tGPU1\tmlx5_0\tCPU Affinity[0m"), "\r\n"),
+       kCmdSmi, "{a: gpu0, b: gpu1, kind: nvlink, count: 2}"},
       {"smi_numa_columns_and_nic_legend", "smi.txt", numa, kCmdSmi, "{name: mlx5_0,"},
+      // the matrix without its legend, then what the poster ran next: nvidia-smi -L; another host's capture
+      {"smi_then_nvidia_smi_l", "smi.txt",
+       drop(kSmi, 4, 5) + "$ nvidia-smi -L\nGPU 0: Tesla V100-SXM2-16GB (UUID: GPU-0)\nGPU 1: Tesla V100-SXM2-16GB (UUID: GPU-1)\n",
+       kCmdSmi, "gpus_per_node: 2"},
+      {"smi_utf8_byte_order_mark", "smi.txt", "\xEF\xBB\xBF" + std::string(kSmi), kCmdSmi, "gpus_per_node: 2"},
+      {"smi_two_captures", "smi.txt", drop(kSmi, 4, 5) + "$ ssh node2 nvidia-smi topo -m\n" + kSmi, kCmdSmi, "gpus_per_node: 2"},
       {"smi_gpu_and_cpu_options", "smi.txt", kSmi, kCmdSmi + " --gpu v100-sxm2 --cpu intel:skylake", "model: skylake"},
       {"smi_two_nodes", "smi.txt", kSmi, kCmdSmi + " --nodes 2 --fabric infiniband:100Gb/s", "nodes: 2"},
       {"xml_empty_link_attributes", "topo.xml", zero_links, kCmdXml, "generation: 3, lanes: 16"},
+      // dev is the NVML index: a job on GPUs 0 and 5 of a node dumps dev 0 and 5
+      {"xml_gpus_numbered_by_nvml", "topo.xml", edit(kXml, 9, "      <gpu dev=\"5\" sm=\"70\" rank=\"1\" gdr=\"1\">"), kCmdXml,
+       "{a: gpu0, b: gpu1, kind: nvlink, count: 2}"},
+      // a NIC whose speed the device did not give (speed="0"): the default speed, said in the file
+      {"xml_net_speed_zero", "topo.xml",
+       edit(kXml, 13, "    <nic>\n      <net name=\"eth0\" dev=\"0\" speed=\"0\" port=\"0\" guid=\"0x0\" maxconn=\"65536\" gdr=\"0\"/>\n"
+                      "    </nic>\n  </cpu>"),
+       kCmdXml, "{name: eth0, speed: \"100 Gb/s\"}   # speed not in the capture"},
+      // GPUs of PCI class 0x0380 (display controller), NVLinked to each other
+      {"xml_display_class_gpus", "topo.xml", display_class, kCmdXml, "{a: gpu0, b: gpu1, kind: nvlink, count: 2}"},
+      // an NCCL_TOPO_FILE for a VM: GPUs and NICs by their PCI class alone
+      {"xml_gpus_by_pci_class_alone", "topo.xml", class_only, kCmdXml, "{a: nic0, b: cpu0, kind: pcie, generation: 3, lanes: 16}"},
       {"log_mpirun_tag_output", "all_reduce_perf.log", each_line(kLog, "[1,0]<stdout>:"), kCmdLog, "gpus: 4"},
       {"log_srun_label", "all_reduce_perf.log", each_line(kLog, "0: "), kCmdLog, "gpus: 4"},
       {"log_indented", "all_reduce_perf.log", each_line(kLog, "    "), kCmdLog, "gpus: 4"},
@@ -986,8 +1118,36 @@ TEST(BadInput, RealLayoutsOnceRefusedAreAccepted) {
       {"log_size_zero_row", "all_reduce_perf.log", size_zero, kCmdLog, "gpus: 4"},
       {"log_named_by_its_columns", "bench.log", kLog, "calibrate import nccl-tests {dir}/bench.log -o {out}", "op: allreduce"},
       {"log_gpus_nodes_options", "all_reduce_perf.log", kLog, kCmdLog + " --nodes 2", "nodes: 2"},
+      // the 4 MiB row is the last of the sweep (maxBytes 4194304): complete without its trailer
+      {"log_without_its_trailer", "all_reduce_perf.log", drop(kLog, 15, 16), kCmdLog, "{size: \"4194304 B\", time: \"140 us\""},
+      // no '# nThread' line (no maxBytes) and no '# Avg bus bandwidth', but '# Out of bounds values' after the rows
+      {"log_without_its_average_line", "all_reduce_perf.log", drop(drop(kLog, 16, 16), 1, 1), kCmdLog,
+       "{size: \"4194304 B\", time: \"140 us\""},
+      {"log_pdsh_host_prefix", "all_reduce_perf.log", each_line(kLog, "gpu-node-01: "), kCmdLog, "gpus: 4"},
+      {"log_pdsh_two_hosts_interleaved", "all_reduce_perf.log",
+       interleave(each_line(kLog, "gpu-node-01: "), each_line(other_host, "gpu-node-02: ")), kCmdLog, "nodes: 1"},
+      {"log_srun_label_padded", "all_reduce_perf.log", each_line(kLog, " 0: "), kCmdLog, "gpus: 4"},
+      {"log_mpich_rank_label", "all_reduce_perf.log", each_line(kLog, "[0] "), kCmdLog, "gpus: 4"},
+      {"log_alltoall_beside_all_reduce", "all.log",
+       "$ ./build/all_reduce_perf -b 1M -e 4M -f 2 -g 4\n" + std::string(kLog) + "$ ./build/alltoall_perf -b 1M -e 4M -f 2 -g 4\n" + kLog,
+       "calibrate import nccl-tests {dir}/all.log -o {out}", "op: allreduce"},
+      {"log_two_data_types", "all_reduce_perf.log", dtype_all, kCmdLog, "{size: \"1048576 B\", time: \"50 us\""},
+      {"log_rank_lines_without_pid", "all_reduce_perf.log", pidless, kCmdLog, "nodes: 2"},
+      // two machines both named localhost: ranks 2 and 3 take devices 0 and 1 again
+      {"log_hosts_that_share_a_name", "all_reduce_perf.log", localhost, kCmdLog, "nodes: 2"},
+      // NCCL INFO of a container whose host name starts with a digit, inside the table
+      {"log_info_line_of_a_digit_host", "all_reduce_perf.log",
+       edit(kLog, 12, std::string("9a417caaf03b:746:746 [0] NCCL INFO Launch mode Parallel\n") +
+                          "     1048576        262144     float     sum      -1    50.00   20.97   31.46       0    50.00   20.97   31.46       0"),
+       kCmdLog, "gpus: 4"},
+      // nccl-tests built without MPI under mpirun: every rank runs (and prints) the test itself
+      {"log_every_rank_ran_the_test", "all_reduce_perf.log",
+       interleave(each_line(kLog, "[1,0]<stdout>:"), each_line(kLog, "[1,1]<stdout>:")), kCmdLog, "gpus: 4"},
       {"nvbandwidth_between_warnings", "nv.json", std::string("WARNING: Failed to acquire log file lock {\n") + kNvb + "WARNING: }}}\n",
        kCmdNvb, "h2d_pinned"},
+      // nvbandwidth without -j (v0.7: 512 MiB): 536870912 B / 53.69 GB/s = 9999.458 us
+      {"nvbandwidth_text_output", "nv.json", kNvbText, kCmdNvb, "{size: \"536870912 B\", time: \"9999.45822 us\", bandwidth: \"53.69 GB/s\"}"},
+      {"nvbandwidth_text_output_crlf", "nv.json", each_line_end(kNvbText, "\r\n"), kCmdNvb, "bandwidth: \"53.69 GB/s\"}"},
       {"collective_bare_byte_count", "", "", "collective --cluster dgx-a100 --gpus 8 --bytes 1073741824 -o {out}", "1073741824"},
       {"collective_nccl_tests_suffix", "", "", "collective --cluster dgx-a100 --gpus 8 --sweep 8:1G -o {out}", "1073741824"},
       {"predict_composed_cluster", "", "",

@@ -4,6 +4,7 @@
 // tests/data/calibration/ (synthetic samples in the real formats).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -266,6 +267,86 @@ TEST(NcclTestsImport, UnknownCollectiveNeedsOp) {
   EXPECT_EQ(parse_nccl_tests(text, "results.txt", CollectiveOp::allgather).curves.size(), 1u);
 }
 
+// ---- layouts of other nccl-tests versions and launchers (tests/data/layouts/nccl-tests, synthetic rows
+// that obey algbw = S/t and busbw = algbw x factor) --------------------------------------------------------
+
+std::string layout(const std::string& rel) { return read(fs::path(DLSCALE_TEST_DATA_DIR) / "layouts" / rel); }
+
+bool any_contains(const std::vector<std::string>& lines, const std::string& what) {
+  return std::any_of(lines.begin(), lines.end(), [&](const std::string& l) { return l.find(what) != std::string::npos; });
+}
+
+// nccl-tests 2.13+: five tests in one file, each after '# Collective test starting: X_perf'; --op picks one.
+TEST(NcclTestsLayouts, FiveCollectivesOfNcclTests213AndOpSelection) {
+  const std::string text = layout("nccl-tests/five-collectives-nccl-tests-2.13.txt");
+  const auto all = parse_nccl_tests(text, "five.txt");
+  ASSERT_EQ(all.curves.size(), 5u);
+  EXPECT_EQ(all.nccl_version, "2.19.3");  // nccl-library=21903
+  const auto ag = parse_nccl_tests(text, "five.txt", CollectiveOp::allgather);
+  ASSERT_EQ(ag.curves.size(), 1u);
+  EXPECT_EQ(ag.curves[0].op, CollectiveOp::allgather);
+  EXPECT_EQ(ag.curves[0].gpus, 8);
+  // 128 MiB in 2704.4 us: algbw 134217728 / 2704.4 us = 49.63 GB/s, busbw x 7/8 = 43.43 (as printed)
+  EXPECT_DOUBLE_EQ(in_us(at_size(ag.curves[0], 134217728).time), 2704.4);
+  // sizes 8 and 16 B are 0 B on 8 GPUs of 4-byte floats (skipped): 32 B ... 128 MiB, 23 sizes
+  EXPECT_EQ(ag.curves[0].points.size(), 23u);
+}
+
+// all_reduce then alltoall (not modelled) in one log: the all_reduce is imported, the alltoall said.
+TEST(NcclTestsLayouts, AlltoallBesideAllReduceIsSkipped) {
+  const auto log = parse_nccl_tests(layout("nccl-tests/all-reduce-then-alltoall.txt"), "two.txt");
+  ASSERT_EQ(log.curves.size(), 1u);
+  EXPECT_EQ(log.curves[0].op, CollectiveOp::allreduce);
+  EXPECT_TRUE(any_contains(log.warnings, "two.txt:59: alltoall_perf table skipped")) << ::testing::PrintToString(log.warnings);
+}
+
+// -d all: one table, four sweeps (int8, half, float, double); the float one is kept (128 MiB in 3854.8 us,
+// where int8 took 5011.2 and double 3662.1).
+TEST(NcclTestsLayouts, SeveralDataTypesKeepTheFloatSweep) {
+  const auto log = parse_nccl_tests(layout("nccl-tests/all-reduce-four-data-types.txt"), "d.txt");
+  ASSERT_EQ(log.curves.size(), 1u);
+  EXPECT_EQ(log.curves[0].points.size(), 25u);  // 8 B ... 128 MiB
+  EXPECT_DOUBLE_EQ(in_us(at_size(log.curves[0], 134217728).time), 3854.8);
+  EXPECT_TRUE(any_contains(log.warnings, "holds 4 sweeps of sizes"));
+}
+
+// pdsh on two hosts at once, their lines interleaved: one curve (the host whose header comes first,
+// node02: 1 GiB in 31312 us), the other host's said in a warning.
+TEST(NcclTestsLayouts, PdshOfTwoHostsIsReadApart) {
+  const auto log = parse_nccl_tests(layout("nccl-tests/all-reduce-pdsh-two-hosts.txt"), "all_reduce_perf.txt");
+  ASSERT_EQ(log.curves.size(), 1u);
+  EXPECT_EQ(log.curves[0].gpus, 8);
+  EXPECT_EQ(log.curves[0].nodes, 1);
+  EXPECT_DOUBLE_EQ(in_us(at_size(log.curves[0], 1073741824).time), 31312);
+  EXPECT_TRUE(any_contains(log.warnings, "measured again by 'node01'"));
+}
+
+// srun --label with 16 tasks pads the labels (" 0: "): 16 ranks on two hosts.
+TEST(NcclTestsLayouts, PaddedSrunLabelsOnTwoNodes) {
+  const auto log = parse_nccl_tests(layout("nccl-tests/all-reduce-srun-label-two-nodes.txt"), "s.txt", CollectiveOp::allreduce);
+  ASSERT_EQ(log.curves.size(), 1u);
+  EXPECT_EQ(log.curves[0].gpus, 16);
+  EXPECT_EQ(log.curves[0].nodes, 2);
+  // busbw 65.28 = 34.82 x 2·15/16 (the 16-GPU factor; 8 GPUs would give 60.93)
+  EXPECT_DOUBLE_EQ(in_us(at_size(log.curves[0], 134217728).time), 3854.8);
+}
+
+// The trailer left out by the poster: the last row is maxBytes (128 MiB), so the table is whole.
+TEST(NcclTestsLayouts, TableWithoutItsTrailerThatReachesMaxBytes) {
+  const auto log = parse_nccl_tests(layout("nccl-tests/all-reduce-without-trailer.txt"), "t.txt");
+  ASSERT_EQ(log.curves.size(), 1u);
+  EXPECT_EQ(log.curves[0].points.size(), 25u);
+  EXPECT_TRUE(any_contains(log.warnings, "its rows reach the end of the sweep (maxBytes): read as complete"));
+  // cut one row earlier (64 MiB of a sweep to 128 MiB): truncated, an error naming the last line
+  std::string text = layout("nccl-tests/all-reduce-without-trailer.txt");
+  text = text.substr(0, text.find("   134217728"));
+  const std::string msg = expect_input_error(text, "t.txt", CollectiveOp::allreduce);
+  EXPECT_NE(msg.find("t.txt:40:1: the log ends inside a table (truncated?): its last row is 67108864 B of a sweep to "
+                     "134217728 B (maxBytes)"),
+            std::string::npos)
+      << msg;
+}
+
 // ---- nvbandwidth ---------------------------------------------------------------------------------------
 
 TEST(NvbandwidthImport, CopiesP2PAndLatencies) {
@@ -289,7 +370,7 @@ TEST(NvbandwidthImport, CopiesP2PAndLatencies) {
   EXPECT_NEAR(in_us(*cal.p2p[0].latency), 0.71742, 1e-12);  // 717.42 ns
   // the waived test case, and the buffer size taken without a "bufferSize" or a "version" to tell it
   ASSERT_EQ(warnings.size(), 2u);
-  EXPECT_NE(warnings[0].find("no buffer size and no version in the JSON: assuming 512 MiB"), std::string::npos) << warnings[0];
+  EXPECT_NE(warnings[0].find("no buffer size and no version in the file: assuming 512 MiB"), std::string::npos) << warnings[0];
   EXPECT_NE(warnings[1].find("Waived"), std::string::npos);
   EXPECT_NE(cal.provenance.notes.find("all_to_host_memcpy_ce not imported"), std::string::npos);
 }
@@ -302,6 +383,55 @@ TEST(NvbandwidthImport, MalformedJsonNamesLineAndColumn) {
   } catch (const InputError& e) {
     EXPECT_EQ(e.where().line, 3) << e.what();
   }
+}
+
+// nvbandwidth's text output (tests/data/layouts/nvbandwidth): v0.4 on 2 GPUs, 64 MiB copies (before v0.7).
+TEST(NvbandwidthLayouts, TextOutputOfV04) {
+  std::vector<std::string> warnings;
+  const Calibration cal = parse_nvbandwidth(layout("nvbandwidth/v0.4-text-2gpu.txt"), "v04.txt", &warnings);
+  EXPECT_EQ(cal.gpu, "NVIDIA H100 80GB HBM3");
+  EXPECT_EQ(cal.provenance.cuda, "12.2");  // 12020
+  EXPECT_EQ(cal.provenance.driver, "535.104.05");
+  ASSERT_EQ(cal.devices.size(), 2u);
+  const TransferCurve* h2d = cal.find_transfer(TransferKind::h2d_pinned);
+  ASSERT_NE(h2d, nullptr);
+  ASSERT_EQ(h2d->points.size(), 1u);
+  EXPECT_EQ(h2d->points[0].size, mebibytes(64));
+  EXPECT_NEAR(in_gigabytes_per_second(h2d->points[0].bandwidth), 55.61, 1e-9);
+  // read: row 1 reads column 0 (389.21), so 0 -> 1; bidirectional and latency (717.42 ns) of row 0, column 1
+  ASSERT_EQ(cal.p2p.size(), 2u);
+  EXPECT_EQ(cal.p2p[0].src, 0);
+  EXPECT_EQ(cal.p2p[0].dst, 1);
+  EXPECT_NEAR(in_gigabytes_per_second(*cal.p2p[0].bandwidth), 389.21, 1e-9);
+  EXPECT_NEAR(in_gigabytes_per_second(*cal.p2p[0].bidirectional), 734.10, 1e-9);
+  EXPECT_NEAR(in_us(*cal.p2p[0].latency), 0.71742, 1e-12);
+  EXPECT_TRUE(any_contains(warnings, "taking nvbandwidth v0.4's default, 64 MiB"));
+}
+
+// v0.2 with CRLF line ends and no SUM lines, one GPU: a waived test case, device_local_copy's matrix
+// without a "(row)".
+TEST(NvbandwidthLayouts, TextOutputOfV02WithCrlfAndAWaivedTest) {
+  std::vector<std::string> warnings;
+  const Calibration cal = parse_nvbandwidth(layout("nvbandwidth/v0.2-text-1gpu-crlf-waived.txt"), "v02.txt", &warnings);
+  ASSERT_NE(cal.find_transfer(TransferKind::d2h_pinned), nullptr);
+  EXPECT_NEAR(in_gigabytes_per_second(cal.find_transfer(TransferKind::d2h_pinned)->points[0].bandwidth), 26.30, 1e-9);
+  ASSERT_NE(cal.find_transfer(TransferKind::device_copy), nullptr);
+  EXPECT_NEAR(in_gigabytes_per_second(cal.find_transfer(TransferKind::device_copy)->points[0].bandwidth), 1424.31, 1e-9);
+  EXPECT_TRUE(any_contains(warnings, "device_to_device_memcpy_read_ce is Waived"));
+}
+
+// v0.8 (multinode build): "Process 0 (host): device N: NAME (bus)" lines, 512 MiB copies.
+TEST(NvbandwidthLayouts, TextOutputOfV08WithProcessDeviceLines) {
+  const Calibration cal = parse_nvbandwidth(layout("nvbandwidth/v0.8-text-process-device-list.txt"), "v08.txt");
+  EXPECT_EQ(cal.gpu, "NVIDIA H200");
+  ASSERT_EQ(cal.devices.size(), 2u);
+  EXPECT_EQ(cal.devices[1].pci_bus_id, "00000000:3b:00");
+  const TransferCurve* h2d = cal.find_transfer(TransferKind::h2d_pinned);
+  ASSERT_NE(h2d, nullptr);
+  EXPECT_EQ(h2d->points[0].size, mebibytes(512));
+  // write: row -> column
+  ASSERT_EQ(cal.p2p.size(), 2u);
+  EXPECT_NEAR(in_gigabytes_per_second(*cal.p2p[1].bandwidth), 390.87, 1e-9);  // 1 -> 0
 }
 
 // ---- the calibration file ----------------------------------------------------------------------------
@@ -489,9 +619,9 @@ TEST(CalibrationEndToEnd, BadCalibrationsExitTwoWithOneLineAndNoOutput) {
   EXPECT_NE(mix.err.find("Tesla V100-SXM2-16GB"), std::string::npos) << mix.err;
   EXPECT_EQ(std::count(mix.err.begin(), mix.err.end(), '\n'), 1);
   fs::remove(v100);
-  // a truncated log: no output file at all
+  // a truncated log (cut before its last size, 1 GiB of a sweep to 1 GiB): no output file at all
   std::string text = read(kData / "all_reduce_perf-a100x8.log");
-  const auto cut = test::temp_file("all_reduce_perf-cut.log", text.substr(0, text.find("# Out of bounds")));
+  const auto cut = test::temp_file("all_reduce_perf-cut.log", text.substr(0, text.find("  1073741824     268435456")));
   const fs::path target = fs::temp_directory_path() / ("dlscale-cal-cut-" + std::to_string(::getpid()) + ".yaml");
   const auto r = test::run_cli("calibrate import nccl-tests " + cut.string() + " -o " + target.string());
   EXPECT_EQ(r.status, 2);

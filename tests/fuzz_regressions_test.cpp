@@ -134,5 +134,28 @@ TEST(FuzzRegressions, NvidiaSmiMatrixPastedTwice) {
   }
 }
 
+// fuzz_nccl_xml (seeded with tests/data/layouts): a <cpu> whose numaid holds binary bytes. The importer
+// named the CPU vertex "cpu" + numaid and wrote the bytes into the cluster YAML, which then did not load.
+// numaid is NCCL's NUMA node, a whole number (-1 where the kernel does not say): refused at the <cpu>.
+TEST(FuzzRegressions, NcclXmlCpuNumaIdThatIsNoNumber) {
+  try {
+    (void)import_nccl_xml(fixture("nccl-xml-binary-numaid.xml"), "topo.xml");
+    FAIL() << "accepted a binary numaid";
+  } catch (const InputError& e) {
+    EXPECT_THAT(std::string(e.what()), ::testing::StartsWith("topo.xml:2:3: <cpu> 'numaid' must be a whole number, not '\\x00"));
+  }
+  // by hand: numaid -1 is NCCL's "unknown" and is kept; "0x1" is not a number
+  const std::string gpu = "<pci busid=\"0000:01:00.0\" class=\"0x030200\" link_speed=\"8 GT/s\" link_width=\"16\">"
+                          "<gpu dev=\"0\" sm=\"70\"/></pci>";
+  EXPECT_THAT(import_nccl_xml("<system version=\"1\">\n<cpu numaid=\"-1\">" + gpu + "</cpu>\n</system>\n", "m.xml"),
+              HasSubstr("{name: cpu-1,"));
+  try {
+    (void)import_nccl_xml("<system version=\"1\">\n<cpu numaid=\"0x1\">" + gpu + "</cpu>\n</system>\n", "h.xml");
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_STREQ(e.what(), "h.xml:2:1: <cpu> 'numaid' must be a whole number, not '0x1'");
+  }
+}
+
 }  // namespace
 }  // namespace dlscale

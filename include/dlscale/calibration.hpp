@@ -272,7 +272,8 @@ NcclTestsLog parse_nccl_tests(const std::string& text, const std::string& displa
                               std::optional<CollectiveOp> op_hint = {});
 NcclTestsLog parse_nccl_tests(const std::string& text, const std::string& display_name, const NcclTestsImport& options);
 
-/// Parses the JSON output of NVIDIA's nvbandwidth (`nvbandwidth -j`): host↔device copies become
+/// Parses the output of NVIDIA's nvbandwidth, its JSON (`nvbandwidth -j`) or its text (read into the
+/// same test cases): host↔device copies become
 /// transfer curves (one point at the buffer size), device↔device matrices the P2P table, latency
 /// tests the P2P latencies. Waived and failed test cases are skipped and listed in provenance.notes.
 Calibration import_nvbandwidth(const std::filesystem::path& json_file, std::vector<std::string>* warnings = nullptr);

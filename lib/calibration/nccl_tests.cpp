@@ -119,20 +119,70 @@ Columns read_columns(const std::vector<Token>& t) {
   return c;
 }
 
-/// `line` without what launchers and log collectors put in front of nccl-tests' output: mpirun
-/// --tag-output's "[1,0]<stdout>:", srun --label's "12: ", an ISO-8601 timestamp, a Kubernetes pod name
-/// prefix "[pod/name/container] ". Returns the column (0-based) where the remaining text starts.
-std::size_t strip_prefix(const std::string& line) {
+/// What launchers and log collectors put in front of nccl-tests' output on one line.
+struct Prefix {
+  std::size_t length = 0;  // characters before the text nccl-tests printed
+  std::string stream;      // who printed the line: the pdsh host, MPI rank, srun task, pod ("" when none says)
+};
+
+/// `line`'s prefixes: mpirun --tag-output's "[1,0]<stdout>:", MPICH/Intel MPI -l's "[3] ", srun --label's
+/// "12: " (padded " 3: " when there are more than ten tasks), an ISO-8601 timestamp (kubectl logs
+/// --timestamps), a Kubernetes pod name "[pod/name/container] ", pdsh's "host: ".
+Prefix strip_prefix(const std::string& line) {
   static const std::regex prefixes(
-      R"(^(?:\[\d+,\d+\]<std(?:out|err)>:|\d{1,6}: |\d{4}-\d\d-\d\dT[0-9:.,]+(?:Z|[+-]\d\d:?\d\d)? |\[pod/[^\]\s]+\] ))");
-  std::size_t at = 0;
+      R"(^(?:(\[\d+,\d+\])<std(?:out|err)>:|(\[\d{1,6}\]) |\s*(\d{1,6}): |\d{4}-\d\d-\d\dT[0-9:.,]+(?:Z|[+-]\d\d:?\d\d)? |(\[pod/[^\]\s]+\]) |([A-Za-z0-9][A-Za-z0-9._-]*): ))");
+  Prefix p;
   for (int guard = 0; guard < 4; ++guard) {  // "[pod/x] 2024-...Z [1,0]<stdout>:" has three
     std::smatch m;
-    const std::string rest = line.substr(at);
+    const std::string rest = line.substr(p.length);
     if (!std::regex_search(rest, m, prefixes)) break;
-    at += static_cast<std::size_t>(m.length(0));
+    for (std::size_t g = 1; g < m.size(); ++g)
+      if (m[g].matched) p.stream += (p.stream.empty() ? "" : " ") + m[g].str();
+    p.length += static_cast<std::size_t>(m.length(0));
   }
-  return at;
+  return p;
+}
+
+/// One line of a log as nccl-tests printed it: its number in the file, the prefixes blanked (columns in
+/// errors count from the line as written), and who printed it.
+struct Line {
+  int number = 0;
+  std::string text;
+  std::string stream;
+};
+
+std::vector<Line> read_lines(const std::string& text) {
+  std::vector<Line> out;
+  std::istringstream in(text);
+  std::string line;
+  int lineno = 0;
+  while (std::getline(in, line)) {
+    ++lineno;
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    const Prefix p = strip_prefix(line);
+    std::fill(line.begin(), line.begin() + static_cast<std::ptrdiff_t>(p.length), ' ');
+    out.push_back(Line{lineno, std::move(line), p.stream});
+  }
+  return out;
+}
+
+/// pdsh runs a test on several hosts at once and interleaves their outputs line by line, each after
+/// "host: "; so do mpirun, srun and kubectl when every rank runs a test of its own (nccl-tests built
+/// without MPI). Each prefix that printed a '# nThread' header is a stream of its own; any other log is
+/// one (in a test of many ranks only rank 0 prints the table).
+std::vector<std::vector<Line>> streams_of(const std::vector<Line>& lines) {
+  static const std::regex threads(R"(^\s*#\s*nThread\s)");
+  std::vector<std::string> keys;
+  for (const auto& l : lines)
+    if (!l.stream.empty() && std::regex_search(l.text, threads) && std::find(keys.begin(), keys.end(), l.stream) == keys.end())
+      keys.push_back(l.stream);
+  if (keys.size() < 2) return {lines};
+  std::vector<std::vector<Line>> out(keys.size());
+  for (const auto& l : lines) {
+    const auto it = std::find(keys.begin(), keys.end(), l.stream);
+    if (it != keys.end()) out[static_cast<std::size_t>(it - keys.begin())].push_back(l);
+  }
+  return out;
 }
 
 /// Half a unit in the last printed place of a number token ("1818.8" → 0.05, "69338" → 0.5).
@@ -144,27 +194,29 @@ double half_ulp(const std::string& token) {
   return 0.5 * std::pow(10.0, -static_cast<double>(decimals));
 }
 
+/// One sweep of sizes in a table (a table holds several with nccl-tests -d all, -o all or -N).
+struct Pass {
+  std::string type, redop;
+  int first_line = 0;
+  std::vector<CollectivePoint> points;
+};
+
 class Parser {
  public:
   Parser(const std::string& name, const NcclTestsImport& opt) : name_(name), hint_(opt.op), opt_(opt) {}
 
-  NcclTestsLog run(const std::string& text) {
-    std::istringstream in(text);
-    std::string line;
-    int lineno = 0;
+  NcclTestsLog run(const std::vector<Line>& lines) {
     if (auto p = last_perf_name(std::filesystem::path(name_).filename().string())) file_perf_ = *p;
-    while (std::getline(in, line)) {
-      ++lineno;
-      if (!line.empty() && line.back() == '\r') line.pop_back();
-      // Columns in errors count from the line as written; the prefix is blanked, not removed.
-      const std::size_t prefix = strip_prefix(line);
-      std::fill(line.begin(), line.begin() + static_cast<std::ptrdiff_t>(prefix), ' ');
-      handle(line, lineno);
+    int last = 1;
+    for (const auto& l : lines) {
+      handle(l.text, l.number);
+      last = l.number;
     }
-    if (in_table_) {
-      throw InputError(SourceLocation{name_, lineno, 1}, "",
-                       "the log ends inside a table (truncated?): no '# Avg bus bandwidth' line after the last row");
-    }
+    if (in_table_) close_unfinished_table(last);
+    if (log_.curves.empty() && !unmodelled_.empty())
+      fail(unmodelled_.front().second, 1,
+           fmt::format("{}_perf is not a collective dlscale models (allreduce, allgather, reducescatter, broadcast, "
+                       "reduce)", unmodelled_.front().first));
     if (log_.curves.empty() && skipped_ > 0)
       throw InputError(SourceLocation{name_, 1, 1}, "",
                        fmt::format("no {} table in this log (--op selects one of the collectives the log measured)",
@@ -174,6 +226,8 @@ class Parser {
                        "no nccl-tests result table found (expected a '#  size  count  type ... time  algbw  busbw' "
                        "header): rerun the test and keep its whole output, from the '# nThread' line to '# Avg bus "
                        "bandwidth'");
+    for (const auto& [perf, line] : unmodelled_)
+      warn(line, fmt::format("{}_perf table skipped: not a collective dlscale models", perf));
     return std::move(log_);
   }
 
@@ -196,7 +250,7 @@ class Parser {
   void handle(const std::string& line, int lineno) {
     static const std::regex threads(R"(nThread\s+(\d+)\s+nGpus\s+(\d+))");
     static const std::regex rank(
-        R"(^\s*#\s*Rank\s+(\d+)\s+(?:Group\s+\d+\s+)?Pid\s+\d+\s+on\s+(\S+)\s+device\s+\d+\s+\[[^\]]*\]\s+(.*\S)\s*$)");
+        R"(^\s*#\s*Rank\s+(\d+)\s+(?:Group\s+\d+\s+)?(?:Pid\s+\d+\s+)?on\s+(\S+)\s+device\s+\d+\s+\[[^\]]*\]\s+(.*\S)\s*$)");
     static const std::regex version(R"(NCCL version\s+([0-9][0-9.]*[0-9]))");
     static const std::regex library(R"(nccl-library=(\d+))");
     static const std::regex avg(R"(^\s*#\s*Avg bus bandwidth\s*:\s*(\S+))");
@@ -216,6 +270,7 @@ class Parser {
       if (!nthreads || !ngpus) fail(lineno, 1, "nThread and nGpus must be whole numbers from 1 to 65536");
       threads_gpus_ = static_cast<int>(*nthreads * *ngpus);
       ranks_.clear();
+      read_sweep(line);
       return;
     }
     if (std::regex_search(line, m, rank)) {
@@ -240,9 +295,10 @@ class Parser {
         finish_table(lineno, m[1].str());
         return;
       }
-      if (in_table_ && !rows_.empty()) {
+      if (in_table_ && (!passes_.empty() || zero_rows_ > 0)) {
         // "# Out of bounds values : 0 OK" and the like end the rows; the average follows
         rows_done_ = true;
+        if (line.find("Out of bounds values") != std::string::npos) saw_out_of_bounds_ = true;
       }
       return;
     }
@@ -251,7 +307,13 @@ class Parser {
     if (!in_table_) return;  // text outside a table (warnings of NCCL, prompts) is not ours
     // A row starts with its size, a number; anything else between the rows (NCCL INFO lines of another
     // rank, a launcher's messages) is not part of the table.
-    if (!std::isdigit(static_cast<unsigned char>(toks[0].text[0]))) return;
+    // (a line of a host whose name starts with a digit, "9a417caaf03b:746:746 [0] NCCL INFO …", is not a
+    // row either: a row's size is digits alone, or the row has the header's columns)
+    const std::string& first = toks[0].text;
+    if (!std::isdigit(static_cast<unsigned char>(first[0]))) return;
+    if (!std::all_of(first.begin(), first.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)) != 0; }) &&
+        toks.size() != cols_.count)
+      return;
     if (rows_done_) fail(lineno, 1, "garbled log: a result row after the end of its table");
     if (toks.size() != cols_.count) {
       fail(lineno, toks.back().column,
@@ -264,6 +326,10 @@ class Parser {
   void start_table(const std::vector<Token>& toks, int lineno) {
     cols_ = read_columns(toks);
     header_line_ = lineno;
+    rows_done_ = saw_out_of_bounds_ = false;
+    passes_.clear();
+    zero_rows_ = 0;
+    last_size_ = -1;
     if (cols_.size < 0 || cols_.time < 0 || cols_.algbw < 0 || cols_.busbw < 0)
       fail(lineno, 1, "table header without size, time, algbw and busbw columns");
     // which collective: the log's own "<name>_perf" (a command line before the table) first, then the
@@ -272,12 +338,12 @@ class Parser {
     const std::string perf = !last_perf_.empty() ? last_perf_ : file_perf_;
     if (!perf.empty()) {
       op = op_from_perf_name(perf);
-      if (!op && !hint_)
-        fail(lineno, 1, fmt::format("{}_perf is not a collective dlscale models (allreduce, allgather, "
-                                    "reducescatter, broadcast, reduce)", perf));
-      if (hint_ && op != hint_ && !last_perf_.empty()) {
-        skip_table_ = true;  // --op picks another collective of this log
-        ++skipped_;
+      // alltoall, sendrecv, ... (a log of several tests may hold them): skipped, an error only when
+      // nothing else is left; with --op, a table of another collective is skipped too
+      if ((!op && !hint_) || (hint_ && op != hint_ && !last_perf_.empty())) {
+        if (!op && !hint_) unmodelled_.emplace_back(perf, lineno);
+        else ++skipped_;
+        skip_table_ = true;
         in_table_ = true;
         rows_done_ = false;
         header_line_ = lineno;
@@ -303,6 +369,18 @@ class Parser {
       }
       gpus = static_cast<int>(ids.size());
       nodes = static_cast<int>(hosts.size());
+      // NCCL takes a GPU once per communicator: ranks with the same host name and device index ran on
+      // different machines that share a name (containers named "localhost")
+      std::map<std::pair<std::string, int>, int> uses;
+      int most = 0;
+      for (const auto& r : ranks_) most = std::max(most, ++uses[{r.host, r.device}]);
+      if (most > nodes) {
+        if (opt_.nodes == 0)
+          warn(lineno, fmt::format("{} ranks name the same host and device: taking {} nodes that share host names "
+                                   "(--nodes corrects this)",
+                                   most, most));
+        nodes = most;
+      }
       if (max_rank + 1 > gpus) {
         // A trimmed log ("only the last Rank line kept"): ranks 0..max exist, hosts of at least
         // max_device + 1 GPUs each.
@@ -336,8 +414,6 @@ class Parser {
     curve_.source = fmt::format("{}:{}", name_, lineno);
     old_convention_ = std::nullopt;
     in_table_ = true;
-    rows_done_ = false;
-    rows_.clear();
     busbw_sum_ = 0;
     busbw_n_ = 0;
   }
@@ -372,6 +448,7 @@ class Parser {
     const auto at = [&](int i) -> const Token& { return t[static_cast<std::size_t>(i)]; };
     const double size = number(at(cols_.size), lineno, "size");
     if (size < 0 || size != std::floor(size)) fail(lineno, at(cols_.size).column, "garbled row: the size must be a whole number of bytes");
+    last_size_ = size;
     if (infer_op_ && size > 0) {
       const auto op = infer_op(t, size);
       if (!op)
@@ -435,6 +512,7 @@ class Parser {
           busbw_sum_ += number(at(c), lineno, "busbw");
           ++busbw_n_;
         }
+      ++zero_rows_;
       return;
     }
     CollectivePoint p;
@@ -445,9 +523,30 @@ class Parser {
       if (auto ip = group(cols_.time_ip, cols_.algbw_ip, cols_.busbw_ip, cols_.wrong_ip, true))
         p.time_in_place = microseconds(*ip);
     }
-    for (const auto& r : rows_)
-      if (r.size == p.size) fail(lineno, at(cols_.size).column, fmt::format("size {} appears twice in one table", size));
-    rows_.push_back(p);
+    // Sizes grow along a sweep; a smaller size, or another data type or reduction, starts the next sweep
+    // of the same table (nccl-tests -d all, -o all, -N).
+    const std::string type = cols_.type >= 0 ? at(cols_.type).text : "", redop = cols_.redop >= 0 ? at(cols_.redop).text : "";
+    if (passes_.empty() || passes_.back().type != type || passes_.back().redop != redop || p.size < passes_.back().points.back().size)
+      passes_.push_back(Pass{type, redop, lineno, {}});
+    else if (p.size == passes_.back().points.back().size)
+      fail(lineno, at(cols_.size).column, fmt::format("size {} appears twice in one table", size));
+    passes_.back().points.push_back(p);
+  }
+
+  /// The sweep a table stands for when it holds several: nccl-tests' default (float, sum), else the
+  /// first in float, else the first; said in a warning.
+  const Pass& chosen_pass(int lineno) {
+    if (passes_.size() == 1) return passes_.front();
+    auto it = std::find_if(passes_.begin(), passes_.end(), [](const Pass& p) {
+      return p.type == "float" && (p.redop == "sum" || p.redop == "none" || p.redop.empty());
+    });
+    if (it == passes_.end()) it = std::find_if(passes_.begin(), passes_.end(), [](const Pass& p) { return p.type == "float"; });
+    if (it == passes_.end()) it = passes_.begin();
+    warn(lineno, fmt::format("the table at line {} holds {} sweeps of sizes (nccl-tests -d all, -o all or -N): kept the "
+                             "one from line {}{}",
+                             header_line_, passes_.size(), it->first_line,
+                             it->type.empty() ? "" : fmt::format(" ({}{})", it->type, it->redop.empty() ? "" : " " + it->redop)));
+    return *it;
   }
 
   void finish_table(int lineno, const std::string& avg_text) {
@@ -456,10 +555,12 @@ class Parser {
       in_table_ = skip_table_ = rows_done_ = false;
       return;
     }
-    if (infer_op_ && !rows_.empty())
+    if (infer_op_ && !passes_.empty())
       fail(header_line_, 1, "cannot tell which collective this table measures: name the file after the test "
                             "(e.g. all_reduce_perf.log) or pass --op");
-    if (rows_.empty()) fail(lineno, 1, fmt::format("the table at line {} has no rows", header_line_));
+    if (passes_.empty())
+      fail(lineno, 1, fmt::format("the table at line {} has no rows{}: rerun the test and keep its whole output", header_line_,
+                                  zero_rows_ > 0 ? " of more than 0 bytes" : ""));
     double avg = 0;
     auto [p, ec] = std::from_chars(avg_text.data(), avg_text.data() + avg_text.size(), avg);
     if (ec == std::errc() && busbw_n_ > 0) {
@@ -468,7 +569,7 @@ class Parser {
         warn(lineno, fmt::format("'# Avg bus bandwidth' {} differs from the mean busbw of the rows ({:.4g}): rows missing?",
                                  avg_text, mean));
     }
-    curve_.points = rows_;
+    curve_.points = chosen_pass(lineno).points;
     std::sort(curve_.points.begin(), curve_.points.end(), [](auto& a, auto& b) { return a.size < b.size; });
     try {
       curve_.fit = fit_alpha_beta(curve_.points);
@@ -482,13 +583,65 @@ class Parser {
     log_.curves.push_back(curve_);
     in_table_ = false;
     rows_done_ = false;
-    rows_.clear();
+    passes_.clear();
+  }
+
+  /// '# nThread 1 nGpus 8 minBytes 8 maxBytes 134217728 step: 2(factor) ...': where the sweep ends.
+  void read_sweep(const std::string& line) {
+    static const std::regex sweep(R"(maxBytes\s+(\d+)\s+step:\s*(\d+)\((factor|bytes)\))");
+    std::smatch m;
+    max_bytes_ = step_factor_ = step_bytes_ = 0;
+    if (!std::regex_search(line, m, sweep)) return;
+    const auto max = whole_number(m[1].str(), 1, 1LL << 50), step = whole_number(m[2].str(), 1, 1LL << 50);
+    if (!max || !step) return;
+    max_bytes_ = static_cast<double>(*max);
+    (m[3].str() == "factor" ? step_factor_ : step_bytes_) = static_cast<double>(*step);
+  }
+
+  /// Whether the last row is the last size of the announced sweep: the next size (× factor, + bytes)
+  /// would pass maxBytes. (all_gather and reduce_scatter print sizes rounded down to whole elements per
+  /// GPU, which never carries a size past the next step.)
+  [[nodiscard]] bool sweep_complete() const {
+    if (max_bytes_ <= 0 || last_size_ < 0) return false;
+    if (step_factor_ > 1) return last_size_ * step_factor_ > max_bytes_;
+    if (step_bytes_ > 0) return last_size_ + step_bytes_ > max_bytes_;
+    return false;
+  }
+
+  /// A table that stops before its '# Avg bus bandwidth' line (at the end of the log, or at the next
+  /// test's header): complete when its '# Out of bounds values' line came or its rows reach the end of
+  /// the sweep the '# nThread' line announced (a copy that left out the trailer; a warning); otherwise the
+  /// log was cut: an error that says what to rerun.
+  void close_unfinished_table(int lineno) {
+    if (skip_table_) {
+      in_table_ = skip_table_ = rows_done_ = false;
+      return;
+    }
+    if (!passes_.empty() && (saw_out_of_bounds_ || sweep_complete())) {
+      warn(lineno, fmt::format("the table at line {} has no '# Avg bus bandwidth' line, but {}: read as complete", header_line_,
+                               saw_out_of_bounds_ ? "its '# Out of bounds values' line follows the rows"
+                                                  : "its rows reach the end of the sweep (maxBytes)"));
+      finish_table(lineno, "");
+      return;
+    }
+    const std::string what =
+        max_bytes_ > 0 && last_size_ >= 0
+            ? fmt::format("its last row is {:.0f} B of a sweep to {:.0f} B (maxBytes)", last_size_, max_bytes_)
+            : std::string("no '# Avg bus bandwidth' line after the last row");
+    fail(lineno, 1, fmt::format("the log ends inside a table (truncated?): {}; rerun the test and keep its whole output, "
+                                "from the '# nThread' line to '# Avg bus bandwidth'",
+                                what));
   }
 
   void end_table_if_open(int lineno) {
-    if (in_table_)
-      fail(lineno, 1, fmt::format("the table at line {} ends without its '# Avg bus bandwidth' line (truncated log?)",
-                                  header_line_));
+    if (!in_table_) return;
+    if (skip_table_ || (!passes_.empty() && (saw_out_of_bounds_ || sweep_complete()))) {
+      close_unfinished_table(lineno);
+      return;
+    }
+    fail(lineno, 1, fmt::format("the table at line {} ends without its '# Avg bus bandwidth' line (truncated log?): "
+                                "rerun the test and keep its whole output",
+                                header_line_));
   }
 
   std::string name_;
@@ -506,7 +659,12 @@ class Parser {
   int header_line_ = 0;
   bool in_table_ = false, rows_done_ = false;
   CollectiveCurve curve_;
-  std::vector<CollectivePoint> rows_;
+  std::vector<Pass> passes_;
+  int zero_rows_ = 0;                 // rows of size 0 in this table
+  double last_size_ = -1;             // the size of this table's last row
+  bool saw_out_of_bounds_ = false;    // its '# Out of bounds values' line
+  double max_bytes_ = 0, step_factor_ = 0, step_bytes_ = 0;  // the sweep '# nThread' announced
+  std::vector<std::pair<std::string, int>> unmodelled_;      // tables of alltoall, sendrecv, ...: name, line
   double busbw_sum_ = 0;
   int busbw_n_ = 0;
 };
@@ -514,10 +672,32 @@ class Parser {
 }  // namespace
 
 NcclTestsLog parse_nccl_tests(const std::string& text, const std::string& display_name, std::optional<CollectiveOp> op_hint) {
-  return Parser(display_name, NcclTestsImport{op_hint, 0, 0}).run(text);
+  return parse_nccl_tests(text, display_name, NcclTestsImport{op_hint, 0, 0});
 }
 NcclTestsLog parse_nccl_tests(const std::string& text, const std::string& display_name, const NcclTestsImport& options) {
-  return Parser(display_name, options).run(text);
+  const auto streams = streams_of(read_lines(text));
+  if (streams.size() == 1) return Parser(display_name, options).run(streams.front());
+  // pdsh: the same test on each host; the first host's curves, the others' said in a warning
+  NcclTestsLog all;
+  for (const auto& stream : streams) {
+    NcclTestsLog log = Parser(display_name, options).run(stream);
+    all.warnings.insert(all.warnings.end(), log.warnings.begin(), log.warnings.end());
+    if (all.gpu_name.empty()) all.gpu_name = log.gpu_name;
+    if (all.nccl_version.empty()) all.nccl_version = log.nccl_version;
+    for (auto& c : log.curves) {
+      const auto same = std::find_if(all.curves.begin(), all.curves.end(), [&](const CollectiveCurve& k) {
+        return k.op == c.op && k.gpus == c.gpus && k.nodes == c.nodes;
+      });
+      if (same == all.curves.end()) {
+        all.curves.push_back(std::move(c));
+      } else {
+        all.warnings.push_back(fmt::format("{}: {} on {} GPUs measured again by '{}' (each host or rank ran the test): "
+                                           "kept the one at {}",
+                                           c.source, to_string(c.op), c.gpus, stream.front().stream, same->source));
+      }
+    }
+  }
+  return all;
 }
 
 Calibration import_nccl_tests(std::span<const std::filesystem::path> logs, std::optional<CollectiveOp> op_hint,

@@ -1,4 +1,5 @@
-// Importer of NVIDIA nvbandwidth's JSON output (`nvbandwidth -j`) into a calibration.
+// Importer of NVIDIA nvbandwidth's output into a calibration: its JSON (`nvbandwidth -j`), or its text,
+// which is read into the document -j would have printed (below, "nvbandwidth's text output").
 //   host_to_device_memcpy_ce (or _sm)              -> transfers h2d_pinned, one curve per GPU (column)
 //   device_to_host_memcpy_ce (or _sm)              -> transfers d2h_pinned
 //   device_local_copy                              -> transfers device_copy
@@ -9,9 +10,11 @@
 // 512 MiB from v0.7 on and was 64 MiB before, so a JSON without the size takes it from "version"):
 // each bandwidth becomes one point at that size. Waived or failed test cases are listed in the notes.
 // The JSON may sit between other lines (DCGM's capture puts WARNING lines around it); those lines are
-// blanked, keeping every line and column where it was for errors.
+// blanked, keeping every line and column where it was for errors. A file is text output when no line
+// opens a JSON object and it has nvbandwidth's version line or a "Running <test>." line.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <optional>
@@ -19,6 +22,7 @@
 #include <map>
 #include <set>
 #include <nlohmann/json.hpp>
+#include <regex>
 #include <sstream>
 
 #include "dlscale/calibration.hpp"
@@ -134,12 +138,24 @@ class Locator final : public nlohmann::json_sax<json> {
 class Reporter {
  public:
   Reporter(std::string file, const std::string& text) : file_(std::move(file)), text_(text) {}
+  /// For nvbandwidth's text output: where each value was read, and the key to name it by.
+  Reporter(std::string file, const std::string& text, std::map<std::string, SourceLocation> places,
+           std::map<std::string, std::string> keys)
+      : file_(std::move(file)), text_(text), places_(std::move(places)), keys_(std::move(keys)) {}
   [[noreturn]] void fail(const std::string& pointer, const std::string& key, const std::string& message) const {
-    throw InputError(where(pointer), key, message);
+    const auto k = keys_.find(pointer);
+    throw InputError(where(pointer), k == keys_.end() ? key : k->second, message);
   }
 
  private:
   SourceLocation where(const std::string& pointer) const {
+    if (!places_.empty()) {
+      for (std::string p = pointer;; p = p.substr(0, p.rfind('/'))) {
+        if (auto it = places_.find(p); it != places_.end()) return it->second;
+        if (p.empty()) break;
+      }
+      return SourceLocation{file_, 1, 1};
+    }
     CountingBuf buf(text_);
     std::istream in(&buf);
     Locator loc(text_, buf);
@@ -153,6 +169,8 @@ class Reporter {
   }
   std::string file_;
   const std::string& text_;
+  std::map<std::string, SourceLocation> places_;  // JSON pointer -> place in the text output
+  std::map<std::string, std::string> keys_;       // JSON pointer -> the key errors name
 };
 
 /// A matrix entry: a number, or a string holding one; "N/A" and empty entries are absent. Anything else
@@ -223,6 +241,166 @@ std::string unwrap_json(const std::string& text) {
   return out;
 }
 
+// ---- nvbandwidth's text output -----------------------------------------------------------------------
+// Without -j, nvbandwidth prints (every version so far):
+//   nvbandwidth Version: v0.4                      CUDA Runtime Version: 12020      Driver Version: 535.54.03
+//   Device 0: NVIDIA H100 80GB HBM3 (00000000:19:00)   (v0.6+ multinode: "Process 0 (host): device 0: …")
+//   Running host_to_device_memcpy_ce.
+//   memcpy CE CPU(row) -> GPU(column) bandwidth (GB/s)
+//              0         1
+//    0     55.61     55.60
+//   SUM host_to_device_memcpy_ce 111.21            (v0.4 on)
+// and a test case it could not run is waived ("Waived" on its line). The text becomes the document -j
+// would have printed, with the place of every value for errors.
+
+struct TextOutput {
+  json doc;
+  std::map<std::string, SourceLocation> places;
+  std::map<std::string, std::string> keys;
+};
+
+/// Whitespace-separated words of `line` and their 1-based columns.
+std::vector<std::pair<std::string, int>> words(const std::string& line) {
+  std::vector<std::pair<std::string, int>> out;
+  std::size_t i = 0;
+  while (i < line.size()) {
+    while (i < line.size() && std::isspace(static_cast<unsigned char>(line[i]))) ++i;
+    if (i >= line.size()) break;
+    const std::size_t b = i;
+    while (i < line.size() && !std::isspace(static_cast<unsigned char>(line[i]))) ++i;
+    out.emplace_back(line.substr(b, i - b), static_cast<int>(b) + 1);
+  }
+  return out;
+}
+
+bool all_digits(const std::string& w) {
+  return !w.empty() && std::all_of(w.begin(), w.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)) != 0; });
+}
+
+/// Whether `text` is nvbandwidth's text output: no line that opens a JSON object, and nvbandwidth's
+/// version line or a "Running <test>." line.
+bool is_text_output(const std::string& text) {
+  static const std::regex running(R"((^|\n)\s*Running [a-z_0-9]+\.\s*(\r?\n|$))");
+  static const std::regex json_open(R"((^|\n)\s*\{)");
+  return !std::regex_search(text, json_open) &&
+         (text.find("nvbandwidth Version:") != std::string::npos || std::regex_search(text, running));
+}
+
+TextOutput read_text_output(const std::string& text, const std::string& file) {
+  static const std::regex running(R"(^\s*Running ([a-z_0-9]+)\.\s*$)");
+  static const std::regex device(R"((?:^|:\s)[Dd]evice (\d+): (.*\S)\s*$)");
+  static const std::regex waived(R"(^\s*(Waived|WAIVED|Failed|FAILED|Error|ERROR)\b)");
+  static const std::regex named_test(R"(\b([a-z]+(?:_[a-z0-9]+)*_(?:ce|sm)|device_local_copy)\b)");
+  TextOutput out;
+  json nv = json::object();
+  json cases = json::array();
+  json devices = json::array();
+  std::istringstream in(text);
+  std::string line;
+  int lineno = 0;
+  enum class State { outside, in_test, described, matrix } state = State::outside;
+  std::size_t columns = 0, rows_expected = 0;
+  int description_line = 0;
+  auto current = [&]() -> json& { return cases.back(); };
+  auto pointer = [&]() { return fmt::format("/nvbandwidth/testcases/{}", cases.size() - 1); };
+  auto unfinished = [&](int at) {
+    throw InputError(SourceLocation{file, at, 1}, "",
+                     fmt::format("nvbandwidth's output ends inside the {} matrix (truncated?): rerun nvbandwidth (-j gives "
+                                 "JSON) and keep its whole output",
+                                 current()["name"].get<std::string>()));
+  };
+  while (std::getline(in, line)) {
+    ++lineno;
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    std::smatch m;
+    const auto w = words(line);
+    if (state == State::matrix) {
+      if (!w.empty() && all_digits(w[0].first) && w.size() > 1 && current()["bandwidth_matrix"].size() < rows_expected) {
+        json& tc = current();
+        const std::size_t r = tc["bandwidth_matrix"].size();
+        if (w.size() - 1 < columns)
+          throw InputError(SourceLocation{file, lineno, static_cast<int>(line.find_last_not_of(" \t")) + 2}, "",
+                           fmt::format("row {} of the {} matrix has {} values, its header {} columns (a cut-off row? rerun "
+                                       "nvbandwidth and keep its whole output)",
+                                       w[0].first, tc["name"].get<std::string>(), w.size() - 1, columns));
+        json row = json::array();
+        for (std::size_t c = 1; c < w.size(); ++c) {
+          row.push_back(w[c].first);
+          const std::string ptr = fmt::format("{}/bandwidth_matrix/{}/{}", pointer(), r, c - 1);
+          out.places[ptr] = SourceLocation{file, lineno, w[c].second};
+          out.keys[ptr] = fmt::format("{}[{}][{}]", tc["name"].get<std::string>(), r, c - 1);
+        }
+        tc["bandwidth_matrix"].push_back(std::move(row));
+        continue;
+      }
+      if (current()["bandwidth_matrix"].size() < rows_expected) unfinished(lineno);
+      state = State::outside;  // a blank line, "SUM …": the matrix is over
+    }
+    if (std::regex_search(line, m, running)) {
+      if (state == State::described) unfinished(lineno);
+      cases.push_back(json{{"name", m[1].str()}, {"status", "Passed"}});
+      out.places[pointer()] = SourceLocation{file, lineno, static_cast<int>(line.find('R')) + 1};
+      state = State::in_test;
+      continue;
+    }
+    // the matrix's title: "memcpy CE CPU(row) -> GPU(column) bandwidth (GB/s)", "memcpy local GPU(column)
+    // bandwidth (GB/s)", "Device to Device Latency SM GPU(row) <-> GPU(column) (ns)"
+    if (state == State::in_test && (line.find("(column)") != std::string::npos || line.find("(GB/s)") != std::string::npos ||
+                                    line.find("(ns)") != std::string::npos)) {
+      current()["bandwidth_description"] = line.substr(line.find_first_not_of(" \t"));
+      current()["bandwidth_matrix"] = json::array();
+      description_line = lineno;
+      state = State::described;
+      continue;
+    }
+    if (state == State::described && !w.empty()) {
+      if (!std::all_of(w.begin(), w.end(), [](const auto& x) { return all_digits(x.first); })) unfinished(description_line);
+      columns = w.size();
+      // a row per GPU when the rows are GPUs, else one (the CPU, or a GPU's own copy)
+      rows_expected = current()["bandwidth_description"].get<std::string>().find("GPU(row)") != std::string::npos ? columns : 1;
+      state = State::matrix;
+      continue;
+    }
+    if (std::regex_search(line, m, waived)) {
+      std::string name;
+      std::smatch t;
+      if (std::regex_search(line, t, named_test)) name = t[1].str();
+      if (!cases.empty() && state == State::in_test && (name.empty() || name == current()["name"].get<std::string>())) {
+        current()["status"] = m[1].str() == "WAIVED" ? "Waived" : m[1].str() == "FAILED" ? "Failed" : m[1].str();
+      } else if (!name.empty()) {
+        cases.push_back(json{{"name", name}, {"status", m[1].str() == "WAIVED" ? "Waived" : m[1].str()}});
+        out.places[pointer()] = SourceLocation{file, lineno, 1};
+      }
+      continue;
+    }
+    if (const auto p = line.find("nvbandwidth Version:"); p != std::string::npos) {
+      const auto v = words(line.substr(p + 20));
+      if (!v.empty()) nv["version"] = v[0].first;
+    } else if (line.find("CUDA Runtime Version:") != std::string::npos) {
+      const auto v = words(line.substr(line.find(':') + 1));
+      if (!v.empty() && all_digits(v[0].first) && v[0].first.size() < 9) nv["CUDA Runtime Version"] = std::stoi(v[0].first);
+    } else if (line.find("Driver Version:") != std::string::npos && line.find("CUDA") == std::string::npos) {
+      const auto v = words(line.substr(line.find(':') + 1));
+      if (!v.empty()) nv["Driver Version"] = v[0].first;
+    } else if (state == State::outside && std::regex_search(line, m, device)) {
+      devices.push_back(fmt::format("{}: {}", m[1].str(), m[2].str()));
+    }
+  }
+  if (state == State::described || (state == State::matrix && current()["bandwidth_matrix"].size() < rows_expected))
+    unfinished(lineno);
+  // a test case that printed no matrix and no status (cut short, or an error of the tool): not passed
+  for (auto& tc : cases)
+    if (tc["status"] == "Passed" && !tc.contains("bandwidth_matrix")) tc["status"] = "without a matrix";
+  nv["testcases"] = std::move(cases);
+  if (!devices.empty()) nv["GPU Device list"] = std::move(devices);
+  out.doc = json{{"nvbandwidth", std::move(nv)}};
+  out.places["/nvbandwidth"] = SourceLocation{file, 1, 1};
+  out.places["/nvbandwidth/testcases"] =
+      out.doc["nvbandwidth"]["testcases"].empty() ? SourceLocation{file, 1, 1} : out.places["/nvbandwidth/testcases/0"];
+  out.keys["/nvbandwidth/testcases"] = "nvbandwidth";
+  return out;
+}
+
 /// nvbandwidth's default --bufferSize for a "version" like "v0.5": 64 MiB before v0.7, 512 MiB since.
 std::optional<Bytes> default_buffer_of_version(const std::string& version) {
   unsigned major = 0, minor = 0;
@@ -231,26 +409,18 @@ std::optional<Bytes> default_buffer_of_version(const std::string& version) {
   return major == 0 && minor < 7 ? mebibytes(64) : mebibytes(512);
 }
 
-// `file` names the input in errors, warnings and provenance (a path, or the display name of text).
-Calibration read_nvbandwidth(const std::string& raw, const std::filesystem::path& file, std::vector<std::string>* warnings) {
-  if (raw.find_first_not_of(" \t\r\n") == std::string::npos)
-    throw InputError(SourceLocation{file.string(), 1, 1}, "", "the file is empty (expected the JSON output of nvbandwidth -j)");
-  if (raw.find("Running host_to_device") != std::string::npos || raw.find("nvbandwidth Version:") != std::string::npos) {
-    if (raw.find('{') == std::string::npos)
-      throw InputError(SourceLocation{file.string(), 1, 1}, "",
-                       "this is nvbandwidth's text output: rerun nvbandwidth with -j (JSON) and import that");
-  }
-  const std::string text = unwrap_json(raw);
-  json doc;
+/// The JSON document in `text`; a parse error names its line and column.
+json parse_json(const std::string& text, const std::string& file) {
   try {
-    doc = json::parse(text);
+    return json::parse(text);
   } catch (const json::parse_error& e) {
     // what() is "[json.exception.parse_error.101] parse error at line L, column C: <reason>": the place is
     // said once, in front, as everywhere else
     std::string reason = e.what();
     if (const auto colon = reason.find(": "); colon != std::string::npos) reason = reason.substr(colon + 2);
-    throw InputError(location_of_byte(file.string(), text, e.byte > 0 ? e.byte - 1 : 0), "",
-                     fmt::format("malformed JSON: {}", reason));
+    if (reason.find("unexpected end of input") != std::string::npos)
+      reason += " (the file ends early: rerun nvbandwidth -j and keep its whole output)";
+    throw InputError(location_of_byte(file, text, e.byte > 0 ? e.byte - 1 : 0), "", fmt::format("malformed JSON: {}", reason));
   } catch (const json::out_of_range& e) {
     // "[json.exception.out_of_range.406] number overflow parsing '1e999'" (found by fuzz_nvbandwidth: it
     // escaped as a foreign exception). nlohmann names the number but not its place: find it in the text.
@@ -260,9 +430,20 @@ Calibration read_nvbandwidth(const std::string& raw, const std::filesystem::path
     const auto q1 = reason.find('\''), q2 = reason.rfind('\'');
     if (q1 != std::string::npos && q2 > q1 + 1)
       if (const auto p = text.find(reason.substr(q1 + 1, q2 - q1 - 1)); p != std::string::npos) at = p;
-    throw InputError(location_of_byte(file.string(), text, at), "", fmt::format("malformed JSON: {}", reason));
+    throw InputError(location_of_byte(file, text, at), "", fmt::format("malformed JSON: {}", reason));
   }
-  const Reporter report(file.string(), text);
+}
+
+// `file` names the input in errors, warnings and provenance (a path, or the display name of text).
+Calibration read_nvbandwidth(const std::string& raw, const std::filesystem::path& file, std::vector<std::string>* warnings) {
+  if (raw.find_first_not_of(" \t\r\n") == std::string::npos)
+    throw InputError(SourceLocation{file.string(), 1, 1}, "", "the file is empty (expected the output of nvbandwidth, as text or -j JSON)");
+  const bool text_output = is_text_output(raw);
+  const std::string text = text_output ? raw : unwrap_json(raw);
+  std::optional<TextOutput> from_text;
+  if (text_output) from_text = read_text_output(raw, file.string());
+  const json doc = from_text ? from_text->doc : parse_json(text, file.string());
+  const Reporter report = from_text ? Reporter(file.string(), text, from_text->places, from_text->keys) : Reporter(file.string(), text);
   if (!doc.is_object() || !doc.contains("nvbandwidth") || !doc["nvbandwidth"].is_object())
     report.fail("/nvbandwidth", "nvbandwidth", "not an nvbandwidth JSON file (no top-level 'nvbandwidth' object)");
   const json& nv = doc["nvbandwidth"];
@@ -320,10 +501,10 @@ Calibration read_nvbandwidth(const std::string& raw, const std::filesystem::path
     if (const auto b = default_buffer_of_version(version)) {
       buffer = *b;
       if (warnings)
-        warnings->push_back(fmt::format("{}: no buffer size in the JSON: taking nvbandwidth {}'s default, {} MiB",
+        warnings->push_back(fmt::format("{}: no buffer size in the file: taking nvbandwidth {}'s default, {} MiB",
                                         file.string(), version, in_mebibytes(buffer)));
     } else if (warnings) {
-      warnings->push_back(fmt::format("{}: no buffer size and no version in the JSON: assuming 512 MiB (nvbandwidth "
+      warnings->push_back(fmt::format("{}: no buffer size and no version in the file: assuming 512 MiB (nvbandwidth "
                                       "v0.7 and later; earlier versions used 64 MiB)", file.string()));
     }
   }
@@ -435,7 +616,10 @@ Calibration read_nvbandwidth(const std::string& raw, const std::filesystem::path
   }
   cal.provenance.notes = notes;
   if (cal.transfers.empty() && cal.p2p.empty())
-    report.fail("/nvbandwidth/testcases", "nvbandwidth.testcases", "no passed copy or latency test case that dlscale can use");
+    report.fail("/nvbandwidth/testcases", "nvbandwidth.testcases",
+                "no passed copy or latency test case that dlscale can use: rerun nvbandwidth with its copy tests (the "
+                "default set, or -t host_to_device_memcpy_ce device_to_host_memcpy_ce device_to_device_memcpy_read_ce) and "
+                "import its whole output");
   return cal;
 }
 

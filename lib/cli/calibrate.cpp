@@ -1,4 +1,4 @@
-// dlscale calibrate import nccl-tests LOG... | nvbandwidth JSON  -o FILE
+// dlscale calibrate import nccl-tests LOG... | nvbandwidth OUTPUT  -o FILE
 // and the --calibration / --explain-sources hook that predict (and every command built on
 // build_scenario) shares.
 #include <fmt/format.h>
@@ -146,8 +146,8 @@ void setup_calibrate(CLI::App& app) {
   }
   {
     auto o = std::make_shared<ImportOptions>();
-    auto* c = imp->add_subcommand("nvbandwidth", "The JSON output of nvbandwidth -j");
-    c->add_option("json", o->inputs, "nvbandwidth JSON file")->required()->expected(1)->type_name("JSON");
+    auto* c = imp->add_subcommand("nvbandwidth", "The output of nvbandwidth: its JSON (-j) or its text");
+    c->add_option("json", o->inputs, "nvbandwidth output file (JSON or text)")->required()->expected(1)->type_name("OUTPUT");
     c->add_option("-o,--output", o->output, "Write the calibration to FILE (atomically) instead of standard output")
         ->type_name("FILE");
     c->callback([o] { run_import_nvbandwidth(*o); });

@@ -8,6 +8,7 @@
 #include <functional>
 #include <map>
 #include <numeric>
+#include <regex>
 #include <set>
 #include <sstream>
 
@@ -247,6 +248,49 @@ std::string finish(ImportedNode& n, const TopologyImportOptions& opt, std::vecto
   return to_yaml(n, gpu_id, std::max(1, opt.nodes), opt.fabric);
 }
 
+/// `line` with terminal escape sequences blanked: nvidia-smi underlines the header on a terminal
+/// ("\x1b[4mGPU0\tGPU1 … GPU NUMA ID\x1b[0m"), and a copy from a web page may have lost the ESC and kept
+/// "[4m". Spaces of the same width keep every column where it was for errors.
+std::string without_terminal_codes(std::string line) {
+  for (std::size_t i = 0; i < line.size(); ++i) {
+    const bool esc = line[i] == '\x1b';
+    if (!esc && line[i] != '[') continue;
+    std::size_t j = i + (esc ? 1 : 0);
+    if (j >= line.size() || line[j] != '[') continue;
+    ++j;
+    while (j < line.size() && (std::isdigit(static_cast<unsigned char>(line[j])) || line[j] == ';')) ++j;
+    // ESC [ … any final letter; a bare "[4m" only as SGR (digits, then 'm')
+    if (j >= line.size() || !(esc ? std::isalpha(static_cast<unsigned char>(line[j])) != 0 : line[j] == 'm' && j > i + 1)) continue;
+    std::fill(line.begin() + static_cast<std::ptrdiff_t>(i), line.begin() + static_cast<std::ptrdiff_t>(j) + 1, ' ');
+    i = j;
+  }
+  return line;
+}
+
+/// What a launcher puts before each line of a capture run on another host: pdsh's "host: ", srun
+/// --label's "3: ", a timestamp of kubectl logs --timestamps. Returns the prefix's length (0: none) and
+/// the pdsh host. A legend line "  NIC0: mlx5_2" has no prefix.
+std::pair<std::size_t, std::string> capture_prefix(const std::string& line) {
+  static const std::regex prefix(
+      R"(^(?:\d{4}-\d\d-\d\dT[0-9:.,]+(?:Z|[+-]\d\d:?\d\d)? |\s*\d{1,6}:[ \t]|([A-Za-z0-9][A-Za-z0-9._-]*):[ \t]))");
+  std::smatch m;
+  std::size_t length = 0;
+  std::string host;
+  for (int guard = 0; guard < 3; ++guard) {
+    const std::string rest = line.substr(length);
+    if (!std::regex_search(rest, m, prefix)) break;
+    if (m[1].matched) {
+      const std::string word = m[1].str();
+      if (word.rfind("NIC", 0) == 0 || word == "Legend") break;  // "NIC0: mlx5_2", not a host
+      if (host.empty()) host = word;
+    }
+    length += static_cast<std::size_t>(m.length(0));
+  }
+  return {length, host};
+}
+
+constexpr const char* kRerunSmi = "rerun nvidia-smi topo -m and keep its whole output";
+
 }  // namespace
 
 // ---- nvidia-smi topo -m ------------------------------------------------------------------------------
@@ -255,7 +299,8 @@ std::string finish(ImportedNode& n, const TopologyImportOptions& opt, std::vecto
 // ID") are joined again; NIC rows and the legends follow the matrix ("NIC0: mlx5_2" names NIC0).
 std::string import_nvidia_smi(const std::string& text, const std::string& file, const TopologyImportOptions& opt,
                               std::vector<std::string>* warnings) {
-  std::istringstream in(text);
+  // a UTF-8 byte-order mark (an editor's save) is blanked like any other prefix
+  std::istringstream in(text.rfind("\xEF\xBB\xBF", 0) == 0 ? "   " + text.substr(3) : text);
   std::string line;
   std::vector<std::string> columns;
   struct Row {
@@ -291,9 +336,21 @@ std::string import_nvidia_smi(const std::string& text, const std::string& file, 
   auto info_col = [&](const std::string& c) { return affinity_col(c) || numa_col(c); };
   std::vector<int> header_at;
   int header_line = 0;
+  int headless_row = 0;  // the first "GPU0 X …" row before any header (the header was cut off)
+  std::string capture_host, pending_host;  // pdsh: the host whose capture is read, the host of this line
+  int later_capture = 0;                   // the line of a second capture's header (only the first is read)
   bool after = false;  // past the matrix (its legends)
   while (std::getline(in, line)) {
     ++lineno;
+    line = without_terminal_codes(line);
+    // launcher prefixes are blanked; with several pdsh hosts, the first whose header comes is read
+    if (const auto [length, host] = capture_prefix(line); length > 0) {
+      if (!host.empty() && !columns.empty() && host != capture_host) continue;
+      std::fill(line.begin(), line.begin() + static_cast<std::ptrdiff_t>(length), ' ');
+      pending_host = host;
+    } else {
+      pending_host.clear();
+    }
     std::vector<int> at;
     auto cells = split(line, at);
     if (cells.empty()) continue;
@@ -302,8 +359,12 @@ std::string import_nvidia_smi(const std::string& text, const std::string& file, 
       // line), not the row "GPU0 X …".
       const bool corner = at[0] > 1 && cells[0].rfind("GPU", 0) == 0;
       if (!corner && cells[0] != "GPU0") continue;
-      if (cells.size() > 1 && cells[1] == "X") continue;
+      if (cells.size() > 1 && cells[1] == "X") {
+        if (!headless_row) headless_row = lineno;
+        continue;
+      }
       header_line = lineno;
+      capture_host = pending_host;
       for (std::size_t i = 0; i < cells.size(); ++i) {
         std::string c = cells[i];
         int c_at = at[i];
@@ -322,11 +383,23 @@ std::string import_nvidia_smi(const std::string& text, const std::string& file, 
       continue;
     }
     if (cells[0].rfind("GPU", 0) != 0) {
-      if (cells[0].rfind("NIC", 0) == 0 || cells[0].rfind("mlx", 0) == 0) {
+      // a NIC's row (NIC0, or the device name old drivers print: mlx5_0, bnxt_re0, …)
+      if (std::find(columns.begin(), columns.end(), cells[0]) != columns.end()) {
         std::vector<std::string> v(cells.begin() + 1, cells.end());
         nic_rows[cells[0]] = v;
       }
       continue;  // NIC rows, text around the matrix
+    }
+    // After the rows: another command's output ("GPU 0: NVIDIA …" of nvidia-smi -L) ends the matrix; so
+    // does a second capture's header (two hosts' captures one after the other), said in a warning.
+    if (!rows.empty() && !whole_number(std::string_view(cells[0]).substr(3), 0, 1 << 20)) {
+      after = true;
+      continue;
+    }
+    if (!rows.empty() && cells[0] == "GPU0" && cells.size() > 1 && cells[1] != "X") {
+      later_capture = lineno;
+      after = true;
+      continue;
     }
     // nvidia-smi prints GPU0, GPU1, ... in order, each once. A repeated or skipped row (found by
     // fuzz_nvidia_smi: a matrix pasted twice) would make GPUs no column describes.
@@ -340,8 +413,9 @@ std::string import_nvidia_smi(const std::string& text, const std::string& file, 
     // Every column of the header needs its cell: a row one cell short would shift the affinity into
     // the matrix and the matrix out of place.
     if (cells.size() - 1 < columns.size())
-      fail_at(file, lineno, fmt::format("row {} has {} cells, the header names {} columns", cells[0], cells.size() - 1,
-                                        columns.size()), r.end);
+      fail_at(file, lineno, fmt::format("row {} has {} cells, the header names {} columns{}", cells[0], cells.size() - 1,
+                                        columns.size(), in.peek() == EOF ? fmt::format(" (the capture ends here: {})", kRerunSmi) : ""),
+              r.end);
     for (std::size_t i = 1; i < cells.size(); ++i) {
       if (i - 1 < columns.size() && affinity_col(columns[i - 1])) r.affinity = cells[i];
       else if (i - 1 < columns.size() && columns[i - 1] == "NUMA Affinity") r.numa = cells[i];
@@ -353,8 +427,12 @@ std::string import_nvidia_smi(const std::string& text, const std::string& file, 
     }
     rows.push_back(std::move(r));
   }
-  if (columns.empty() || rows.empty())
-    fail_at(file, lineno, "no 'nvidia-smi topo -m' matrix found (a header row starting with GPU0)");
+  if (columns.empty() && headless_row)
+    fail_at(file, headless_row, fmt::format("a GPU0 row without the header line above it (a cut-off capture): {}", kRerunSmi));
+  if (columns.empty())
+    fail_at(file, 1, fmt::format("no 'nvidia-smi topo -m' matrix found (a header row starting with GPU0): {}", kRerunSmi));
+  if (rows.empty())
+    fail_at(file, header_line, fmt::format("no GPU row follows the header (a cut-off capture): {}", kRerunSmi), header_at.front());
   std::vector<std::string> devs;  // GPU and NIC columns
   for (const auto& c : columns)
     if (!info_col(c)) devs.push_back(c);
@@ -363,6 +441,9 @@ std::string import_nvidia_smi(const std::string& text, const std::string& file, 
   node.source = file;
   node.what = "nvidia-smi topo -m";
   node.gpus = ngpus;
+  if (later_capture)
+    node.notes.push_back(fmt::format("a second capture begins at line {}: only the first (line {}) is read", later_capture,
+                                     header_line));
   for (const auto& r : rows)
     if (r.cells.size() < devs.size())
       fail_at(file, r.line, fmt::format("row {} has {} cells, the header names {}", r.name, r.cells.size(), devs.size()), r.end);
@@ -370,9 +451,15 @@ std::string import_nvidia_smi(const std::string& text, const std::string& file, 
   for (std::size_t c = 0; c < columns.size(); ++c) {
     const auto& d = columns[c];
     if (info_col(d)) continue;
-    if (d.rfind("GPU", 0) == 0 && !whole_number(std::string_view(d).substr(3), 0, ngpus - 1))
-      fail_at(file, header_line, fmt::format("column '{}' names no GPU row (the matrix has GPU0 … GPU{})", d, ngpus - 1),
+    if (d.rfind("GPU", 0) == 0 && !whole_number(std::string_view(d).substr(3), 0, ngpus - 1)) {
+      // GPU0 … GPU<rows-1> all there, and more: the rows stop short of the header (a cut-off capture)
+      bool cut = whole_number(std::string_view(d).substr(3), ngpus, 1 << 20).has_value();
+      for (int g = 0; g < ngpus && cut; ++g) cut = std::find(columns.begin(), columns.end(), fmt::format("GPU{}", g)) != columns.end();
+      fail_at(file, header_line,
+              fmt::format("column '{}' names no GPU row (the matrix has GPU0 … GPU{}){}", d, ngpus - 1,
+                          cut ? fmt::format(": the rows stop short of the header (a cut-off capture); {}", kRerunSmi) : ""),
               header_at[c]);
+    }
     // Another device column (NIC0, mlx5_0) becomes a vertex name in the YAML written below: it must be a
     // plain name, or the file would not parse (found by fuzz_nvidia_smi: a header cell of binary bytes).
     if (d.rfind("GPU", 0) != 0 && !plain_name(d))
@@ -623,7 +710,10 @@ class XmlReader {
       if (!self_closing) stack.push_back(&stack.back()->children.back());
     }
     if (stack.size() > 1)  // at the element's own '<', not at the end of the text
-      fail_at(file_, stack.back()->line, fmt::format("malformed XML: <{}> is never closed", stack.back()->tag),
+      fail_at(file_, stack.back()->line,
+              fmt::format("malformed XML: <{}> is never closed (a cut-off file?): rerun with NCCL_TOPO_DUMP_FILE=FILE set and "
+                          "import that file whole",
+                          stack.back()->tag),
               stack.back()->column);
     return root;
   }
@@ -661,6 +751,11 @@ class XmlReader {
   [[nodiscard]] int column() const { return static_cast<int>(std::min(pos_, s_.size()) - line_start_) + 1; }
 };
 
+std::string lower_case(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
 int pcie_generation(const std::string& speed) {
   const double gt = std::atof(speed.c_str());
   if (gt >= 60) return 6;
@@ -680,12 +775,19 @@ std::string import_nccl_xml(const std::string& text, const std::string& file, co
   const XmlElement* system = nullptr;
   for (const auto& c : doc.children)
     if (c.tag == "system") system = &c;
-  if (!system) fail_at(file, 1, "no <system> element: not an NCCL_TOPO_DUMP_FILE");
+  if (!system) {
+    const bool graphs = std::any_of(doc.children.begin(), doc.children.end(), [](const XmlElement& e) { return e.tag == "graphs"; });
+    fail_at(file, 1, graphs ? "<graphs> is NCCL's graph dump (NCCL_GRAPH_DUMP_FILE), not its topology: rerun with "
+                              "NCCL_TOPO_DUMP_FILE=FILE set and import that file"
+                            : "no <system> element: not an NCCL_TOPO_DUMP_FILE (rerun with NCCL_TOPO_DUMP_FILE=FILE set and "
+                              "import that file)");
+  }
   ImportedNode node;
   node.source = file;
   node.what = "NCCL_TOPO_DUMP_FILE";
   node.cpu_known = true;
   int defaulted = 0;  // PCI elements without a usable link_speed/link_width
+  int class_only_gpus = 0, class_only_nics = 0;  // <pci> of a GPU or NIC class without <gpu>/<nic> (NCCL_TOPO_FILE)
   struct Gpu {
     int dev;
     std::string busid, cpu;
@@ -707,9 +809,9 @@ std::string import_nccl_xml(const std::string& text, const std::string& file, co
       if (name.empty()) fail_at_element(file, net, "<net> without 'name'");
       if (!plain_name(name)) fail_at_element(file, net, fmt::format("<net> name '{}' is not a device name", printable(name)));
       const std::string speed = attr(net, "speed");
-      if (!speed.empty() && !whole_number(speed, 1, 100'000'000))
+      if (!speed.empty() && !whole_number(speed, 0, 100'000'000))
         fail_at_element(file, net, fmt::format("<net> 'speed' must be a whole number of Mb/s, not '{}'", printable(speed)));
-      node.nics.emplace_back(name, speed.empty() ? "" : speed + " Mb/s");
+      node.nics.emplace_back(name, speed.empty() || speed == "0" ? "" : speed + " Mb/s");  // 0: the device did not say
       ImportedLink l = how;
       l.a = name;
       l.b = parent;
@@ -725,7 +827,7 @@ std::string import_nccl_xml(const std::string& text, const std::string& file, co
           }
           if (c.tag != "pci") continue;
           const std::string cls = attr(c, "class");
-          const std::string busid = attr(c, "busid");
+          const std::string busid = lower_case(attr(c, "busid"));
           // NCCL's defaults (src/graph/topo.cc): a missing or unknown link_speed is Gen3, a missing or
           // zero link_width x16, as virtual machines dump them (link_speed="" link_width="0").
           const int gen = pcie_generation(attr(c, "link_speed"));
@@ -749,6 +851,20 @@ std::string import_nccl_xml(const std::string& text, const std::string& file, co
             node.links.push_back({name, parent, "pcie", 0, gen, lanes});
           } else if (nic) {
             add_nets(*nic, parent, ImportedLink{"", "", "pcie", 0, gen, lanes, ""});
+          } else if (c.children.empty() && cls.rfind("0x03", 0) == 0) {
+            // an NCCL_TOPO_FILE written for a virtual machine (Azure's nd*-topo.xml) places the GPUs by PCI
+            // class alone; NCCL adds their <gpu> (and NVLinks) at run time. Numbered in the file's order.
+            const int dev = static_cast<int>(gpus.size());
+            const std::string name = fmt::format("gpu{}", dev);
+            gpus.push_back(Gpu{dev, busid, cpu, &c});
+            bus_to_name[busid] = name;
+            node.links.push_back({name, parent, "pcie", 0, gen, lanes});
+            ++class_only_gpus;
+          } else if (c.children.empty() && cls.rfind("0x02", 0) == 0) {
+            const std::string name = fmt::format("nic{}", node.nics.size());  // a NIC by its PCI class alone, as above
+            node.nics.emplace_back(name, "");
+            node.links.push_back({name, parent, "pcie", 0, gen, lanes});
+            ++class_only_nics;
           } else if (cls == "0x060400" || !c.children.empty()) {
             const std::string name = fmt::format("plx{}", node.switches.size());
             node.switches.push_back(name);
@@ -761,7 +877,12 @@ std::string import_nccl_xml(const std::string& text, const std::string& file, co
   for (const auto& c : system->children) {
     if (c.tag != "cpu") continue;
     ImportedCpu cpu;
-    cpu.name = "cpu" + (attr(c, "numaid").empty() ? std::to_string(node.cpus.size()) : attr(c, "numaid"));
+    const std::string numaid = attr(c, "numaid");  // -1 where the kernel does not say
+    if (!numaid.empty() && !whole_number(numaid, -1, 1 << 20))
+      fail_at_element(file, c, fmt::format("<cpu> 'numaid' must be a whole number, not '{}'", printable(numaid)));
+    cpu.name = "cpu" + (numaid.empty() ? std::to_string(node.cpus.size()) : numaid);
+    if (std::any_of(node.cpus.begin(), node.cpus.end(), [&](const ImportedCpu& k) { return k.name == cpu.name; }))
+      cpu.name += fmt::format("-{}", node.cpus.size());  // the same NUMA id twice (the CPUs of several hosts)
     const std::string arch = attr(c, "arch"), vendor = attr(c, "vendor");
     cpu.arch = arch == "ppc64" ? "power" : (arch == "arm64" || arch == "aarch64") ? "arm" : "x86";
     cpu.vendor = cpu.arch == "power" ? "ibm" : vendor == "AuthenticAMD" ? "amd" : vendor == "GenuineIntel" ? "intel" : "other";
@@ -775,10 +896,35 @@ std::string import_nccl_xml(const std::string& text, const std::string& file, co
     node.cpus.push_back(cpu);
     walk(c, cpu.name, cpu.name);
   }
-  if (gpus.empty()) fail_at_element(file, *system, "no <gpu> in the dump");
-  std::sort(gpus.begin(), gpus.end(), [](const Gpu& a, const Gpu& b) { return a.dev < b.dev; });
-  for (std::size_t i = 0; i < gpus.size(); ++i)
-    if (gpus[i].dev != static_cast<int>(i)) fail_at_element(file, *gpus[i].el, "GPU 'dev' numbers must run 0, 1, 2, …");
+  if (gpus.empty())
+    fail_at_element(file, *system, "no <gpu> in the dump (and no <pci> of a GPU class): rerun with NCCL_TOPO_DUMP_FILE=FILE "
+                                   "set and import that file whole");
+  if (class_only_gpus + class_only_nics > 0)
+    node.notes.push_back(fmt::format("{} GPU(s) and {} NIC(s) are placed by their PCI class alone (an NCCL_TOPO_FILE: NCCL "
+                                     "adds their <gpu> and <nic> at run time): the file has no NVLink and no NIC speed, "
+                                     "so none is imported; --gpu ID and --fabric KIND:SPEED say them, a dump "
+                                     "(NCCL_TOPO_DUMP_FILE) has the NVLinks",
+                                     class_only_gpus, class_only_nics));
+  // 'dev' is the GPU's NVML index, the same in every process of the node: a dump of a job that saw GPUs
+  // 4-7 (CUDA_VISIBLE_DEVICES) numbers them 4, 5, 6, 7. They become gpu0 … gpu<n-1> in that order.
+  std::stable_sort(gpus.begin(), gpus.end(), [](const Gpu& a, const Gpu& b) { return a.dev < b.dev; });
+  std::map<std::string, std::string> renamed;  // gpu<dev> → gpu<index>
+  std::map<std::string, int> gpu_of_bus;       // a GPU's busid → its index
+  for (std::size_t i = 0; i < gpus.size(); ++i) {
+    if (i > 0 && gpus[i].dev == gpus[i - 1].dev)
+      fail_at_element(file, *gpus[i].el, fmt::format("a second <gpu> with dev {} (two dumps in one file?)", gpus[i].dev));
+    if (gpus[i].dev != static_cast<int>(i)) renamed[fmt::format("gpu{}", gpus[i].dev)] = fmt::format("gpu{}", i);
+    gpu_of_bus[gpus[i].busid] = static_cast<int>(i);
+  }
+  if (!renamed.empty()) {
+    for (auto& l : node.links)
+      for (std::string* end : {&l.a, &l.b})
+        if (const auto it = renamed.find(*end); it != renamed.end()) *end = it->second;
+    std::string devs;
+    for (const auto& g : gpus) devs += (devs.empty() ? "" : ", ") + std::to_string(g.dev);
+    node.notes.push_back(fmt::format("GPUs dev {} (the NVML indices of the GPUs the job saw) are gpu0 … gpu{}", devs,
+                                     gpus.size() - 1));
+  }
   node.gpus = static_cast<int>(gpus.size());
   if (defaulted > 0)
     node.notes.push_back(fmt::format("{} PCI link(s) without a link_speed or link_width (a virtual machine?): taken as "
@@ -786,16 +932,19 @@ std::string import_nccl_xml(const std::string& text, const std::string& file, co
                                      defaulted));
   // NVLinks: each pair is listed by both GPUs; keep the lower one's entry.
   std::map<std::string, int> to_nvs;
-  int self_links = 0;
-  for (const auto& g : gpus) {
+  int self_links = 0, c2c_gpus = 0;
+  for (std::size_t i = 0; i < gpus.size(); ++i) {
+    const Gpu& g = gpus[i];
     int links_of_gpu = 0;
     for (const auto& l : g.el->children) {
+      c2c_gpus += l.tag == "c2c";
       if (l.tag != "nvlink") continue;
       const int count = std::atoi(attr(l, "count").c_str());
       if (count < 1) fail_at_element(file, l, "<nvlink> needs a 'count' of at least 1");
       const std::string tclass = attr(l, "tclass");
-      const std::string self = fmt::format("gpu{}", g.dev);
-      if (attr(l, "target") == g.busid && tclass != "0x068000") {  // a GPU's NVLink to itself carries nothing
+      const std::string self = fmt::format("gpu{}", i);
+      const std::string target = lower_case(attr(l, "target"));  // NCCL prints bus ids in lower case; a hand edit may not
+      if (target == g.busid && tclass != "0x068000") {  // a GPU's NVLink to itself carries nothing
         ++self_links;
         continue;
       }
@@ -803,10 +952,10 @@ std::string import_nccl_xml(const std::string& text, const std::string& file, co
       if (tclass == "0x068000") {
         if (node.nvswitches.empty()) node.nvswitches.push_back("nvs0");
         to_nvs[self] += count;
-      } else if (tclass == "0x030200" || tclass == "0x030000") {
-        auto it = bus_to_name.find(attr(l, "target"));
-        if (it == bus_to_name.end()) fail_at_element(file, l, fmt::format("<nvlink> target '{}' is no GPU of the dump", attr(l, "target")));
-        if (*whole_number(std::string_view(it->second).substr(3), 0, 4095) > g.dev) node.links.push_back({self, it->second, "nvlink", count, 0, 0});
+      } else if (tclass.rfind("0x03", 0) == 0) {  // a display controller: 3D (0x0302), VGA (0x0300), other (0x0380)
+        auto it = gpu_of_bus.find(target);
+        if (it == gpu_of_bus.end()) fail_at_element(file, l, fmt::format("<nvlink> target '{}' is no GPU of the dump", attr(l, "target")));
+        if (it->second > static_cast<int>(i)) node.links.push_back({self, fmt::format("gpu{}", it->second), "nvlink", count, 0, 0});
       } else {
         node.links.push_back({self, g.cpu, "nvlink", count, 0, 0});  // NVLink to the CPU (POWER9)
       }
@@ -814,6 +963,10 @@ std::string import_nccl_xml(const std::string& text, const std::string& file, co
     }
     node.nvlinks_per_gpu = std::max(node.nvlinks_per_gpu, links_of_gpu);
   }
+  if (c2c_gpus > 0)
+    node.notes.push_back(fmt::format("{} GPU(s) with a <c2c> link to their Grace CPU: dlscale does not model C2C, the GPU "
+                                     "reaches its CPU and NICs over the PCI link of the dump",
+                                     c2c_gpus));
   if (self_links > 0)
     node.notes.push_back(fmt::format("{} <nvlink> element(s) whose target is their own GPU left out (they join no two devices)",
                                      self_links));
