@@ -207,6 +207,14 @@ TEST(Cli, OutputWritesThroughLinksAndDevicesAndFailsOnAFullDisk) {
     EXPECT_EQ(r.status, 0) << r.err;
     EXPECT_TRUE(fs::is_character_file("/dev/null"));
   }
+  if (fs::exists("/dev/stdout")) {
+    // /dev/stdout on a pipe: /proc/self/fd/1 links to "pipe:[N]", which no path reaches; written directly.
+    const std::string cmd = "{ " + std::string(DLSCALE_CLI) + " predict --gpus 1 -o /dev/stdout 2>" + (dir / "err").string() +
+                            "; echo $? >" + (dir / "status").string() + "; } | cat >" + (dir / "piped").string();
+    ASSERT_EQ(std::system(cmd.c_str()), 0);
+    EXPECT_EQ(test::slurp(dir / "status"), "0\n") << test::slurp(dir / "err");
+    EXPECT_EQ(test::slurp(dir / "piped").rfind("# dlscale predict", 0), 0U) << test::slurp(dir / "err");
+  }
   if (fs::exists("/dev/full")) {
     r = test::run_cli("predict --gpus 1 -o /dev/full");
     EXPECT_EQ(r.status, 2);

@@ -186,10 +186,29 @@ void write_predictions(std::ostream& out, OutputFormat f, const RunInfo& info, s
   }
 }
 
+namespace {
+void write_directly(const std::string& path, std::string_view content) {
+  std::FILE* f = std::fopen(path.c_str(), "wb");
+  if (!f) throw InputError(SourceLocation{path, 0, 0}, "", fmt::format("cannot write output file: {}", std::strerror(errno)));
+  const bool ok = std::fwrite(content.data(), 1, content.size(), f) == content.size();
+  const int err = errno;
+  const bool closed = std::fclose(f) == 0;
+  if (!ok || !closed)
+    throw InputError(SourceLocation{path, 0, 0}, "", fmt::format("cannot write output file: {}", std::strerror(ok ? errno : err)));
+}
+}  // namespace
+
 void write_file_atomically(const std::string& path, std::string_view content) {
   namespace fs = std::filesystem;
   fs::path target(path);
   std::error_code ec;
+  // A device, FIFO, socket or pipe (/dev/null, a named pipe, /dev/stdout on a pipe) is written directly: a
+  // rename would replace it. Asked of the path itself, so that the kernel follows every link, /proc's
+  // "pipe:[N]" links included, which no path built by reading the links would reach.
+  if (const auto st = fs::status(target, ec); !ec && fs::exists(st) && !fs::is_regular_file(st) && !fs::is_directory(st)) {
+    write_directly(path, content);
+    return;
+  }
   // A symbolic link is written through: its target gets the content (atomically, in the target's own
   // directory) and the link stays a link. A dangling link creates its target.
   for (int hops = 0; fs::is_symlink(fs::symlink_status(target, ec)); ++hops) {
@@ -197,17 +216,6 @@ void write_file_atomically(const std::string& path, std::string_view content) {
     const fs::path to = fs::read_symlink(target, ec);
     if (ec) throw InputError(SourceLocation{path, 0, 0}, "", "cannot write output file: " + ec.message());
     target = to.is_absolute() ? to : target.parent_path() / to;
-  }
-  // A device, FIFO or socket (/dev/null, a named pipe) is written directly: a rename would replace it.
-  if (const auto st = fs::status(target, ec); !ec && fs::exists(st) && !fs::is_regular_file(st) && !fs::is_directory(st)) {
-    std::FILE* f = std::fopen(target.c_str(), "wb");
-    if (!f) throw InputError(SourceLocation{path, 0, 0}, "", fmt::format("cannot write output file: {}", std::strerror(errno)));
-    const bool ok = std::fwrite(content.data(), 1, content.size(), f) == content.size();
-    const int err = errno;
-    const bool closed = std::fclose(f) == 0;
-    if (!ok || !closed)
-      throw InputError(SourceLocation{path, 0, 0}, "", fmt::format("cannot write output file: {}", std::strerror(ok ? errno : err)));
-    return;
   }
   const fs::path tmp = target.parent_path() / (target.filename().string() + fmt::format(".tmp-dlscale-{}", ::getpid()));
   {
