@@ -70,11 +70,11 @@ std::pair<std::string, std::vector<std::string>> guess_gpu(int sm, int nvlinks) 
     std::string id;
     int sm, nvlinks;
   };
-  std::vector<Entry> all;
-  for (const auto& id : list_gpu_ids()) {
-    const GpuSpec g = find_gpu(id);
-    all.push_back(Entry{id, g.sm_version, g.nvlink_count});
-  }
+  std::vector<Entry> all;  // ids and specs come in the file's order, from one parse of the whole catalogue
+  const auto ids = list_gpu_ids();
+  const auto specs = load_gpu_catalogue();
+  for (std::size_t i = 0; i < ids.size() && i < specs.size(); ++i)
+    all.push_back(Entry{ids[i], specs[i].sm_version, specs[i].nvlink_count});
   std::vector<Entry> same_sm;
   for (const auto& e : all)
     if (sm == 0 || e.sm == sm) same_sm.push_back(e);
