@@ -254,6 +254,20 @@ struct Candidates {
   };
   std::array<Entry, 8> entries{};
   int count = 0;
+  // The same numbers laid out for fastest(), which every per-layer time goes through: one bucket's
+  // µs per byte and padded times of all entries side by side, and the latencies (filled by finish()).
+  std::array<std::array<double, 8>, 24> upb_by_bucket{}, pad_by_bucket{};
+  std::array<double, 8> lat{}, lat_plateau{};
+  void finish() {
+    for (std::size_t i = 0; i < static_cast<std::size_t>(count); ++i) {
+      lat[i] = entries[i].lat;
+      lat_plateau[i] = entries[i].lat_plateau;
+      for (std::size_t k = 0; k < 24; ++k) {
+        upb_by_bucket[k][i] = entries[i].us_per_byte[k];
+        pad_by_bucket[k][i] = entries[i].padded_us[k];
+      }
+    }
+  }
   int n = 0, nodes = 1, ring_channels = 0, sm = 0;
   // The ring plateau applies to multi-node messages with at least 64 bytes per rank and channel:
   // bytes / (ring_channels · n) ≥ 64, kept as a size threshold (+inf on one node).
@@ -276,7 +290,7 @@ Candidates prepare(const Topology& topo, const Table& t, CollectiveOp op, const 
   c.nodes = nodes;
   c.op = op;
   c.sm = topo.sm_version();
-  if (n <= 1) return c;
+  if (n <= 1) return c;  // no entries: nothing to lay out
   const auto gpus = first_gpus(ppn);
   const ChannelSet ring = topo.channels(ChannelPattern::ring, gpus, nodes);
   const bool tree_ok = op == CollectiveOp::allreduce;
@@ -331,6 +345,7 @@ Candidates prepare(const Topology& topo, const Table& t, CollectiveOp op, const 
       c.entries[static_cast<std::size_t>(c.count++)] = e;
     }
   }
+  c.finish();
   return c;
 }
 
@@ -344,12 +359,14 @@ std::size_t size_bucket(double bytes) {
 /// Returns the index of the winning entry and its time (µs).
 std::pair<int, double> fastest(const Candidates& c, double bytes) {
   const std::size_t k = size_bucket(bytes);
-  const bool plateau = bytes >= c.plateau_bytes;
+  const auto& lat = bytes >= c.plateau_bytes ? c.lat_plateau : c.lat;
+  const auto& upb = c.upb_by_bucket[k];
+  const auto& pad = c.pad_by_bucket[k];
   int best = -1;
   double best_us = std::numeric_limits<double>::infinity();
   for (int i = 0; i < c.count; ++i) {
-    const auto& e = c.entries[static_cast<std::size_t>(i)];
-    const double us = std::min((plateau ? e.lat_plateau : e.lat) + bytes * e.us_per_byte[k], e.padded_us[k]);
+    const auto j = static_cast<std::size_t>(i);
+    const double us = std::min(lat[j] + bytes * upb[j], pad[j]);
     if (us < best_us) {
       best_us = us;
       best = i;
