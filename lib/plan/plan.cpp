@@ -155,10 +155,16 @@ Scenario with_doubled(const Scenario& sc, Resource r) {
   Scenario out = sc;
   switch (r) {
     case Resource::gpu: {
+      // A GPU twice as fast in every way: every precision's peak (bf16 too: it was left out, so a bf16
+      // run gained only from memory bandwidth) and the clocks with them, so that the math per SM per clock
+      // that feeds the kernel model's tiles (eq. K3) stays the same, as does every per-clock rate.
       GpuSpec& g = out.cluster.gpu;
       g.peak_fp32 = g.peak_fp32 * 2.0;
       g.peak_fp16 = g.peak_fp16 * 2.0;
       g.peak_tf32 = g.peak_tf32 * 2.0;
+      g.peak_bf16 = g.peak_bf16 * 2.0;
+      g.base_clock = g.base_clock * 2.0;
+      g.boost_clock = g.boost_clock * 2.0;
       g.memory_bandwidth = g.memory_bandwidth * 2.0;
       if (out.measured_layers)
         for (auto* v : {&out.measured_layers->forward, &out.measured_layers->backward, &out.measured_layers->update})
