@@ -31,6 +31,16 @@ using ::testing::HasSubstr;
 //   → c = (0.075, 0.375, 0.45) s; h2d = 10 MB / 1 GB/s = 0.01 s; t_io,4 = 4 · 10 MB / 100 MB/s = 0.4 s.
 Scenario hand_scenario() { return test::three_layer_scenario(); }
 
+// A shipped cluster, zoo network and framework file, as the command line names them.
+Scenario shipped(const std::string& cluster, const std::string& model, const std::string& fw, int batch) {
+  Scenario sc;
+  sc.cluster = load_cluster(resolve(DataKind::cluster, cluster, "--cluster"));
+  sc.network = load_network(resolve(DataKind::network, model, "--model"));
+  sc.strategy = load_strategy(resolve(DataKind::framework, fw, "--framework"));
+  sc.batch_per_gpu = batch;
+  return sc;
+}
+
 // ---- time and cost ------------------------------------------------------------------------------------
 TEST(TimeToTrain, ImageNetOnEightGpusByHand) {
   Prediction p;
@@ -136,11 +146,7 @@ TEST(Explain, DoublingEachResourceByHand) {
 // run gains exactly what the fp16 run gains (bf16's peak was once left undoubled: +9 % against +64 %), and a
 // network of large GEMMs alone comes close to twice the speed (launch overheads do not halve).
 TEST(Explain, DoubledGpuIsTwiceAsFastAtEveryPrecision) {
-  Scenario sc;
-  sc.cluster = load_cluster(resolve(DataKind::cluster, "dgx-h100", "--cluster"));
-  sc.network = load_network(resolve(DataKind::network, "llama3-8b", "--model"));
-  sc.strategy = load_strategy(resolve(DataKind::framework, "fsdp", "--framework"));
-  sc.batch_per_gpu = 2;
+  Scenario sc = shipped("dgx-h100", "llama3-8b", "fsdp", 2);
   auto compute_time = [](const Scenario& s) {
     const auto p = Predictor(s).predict(1);
     return in_seconds(p.breakdown.forward + p.breakdown.backward);
@@ -211,11 +217,7 @@ TEST(Explain, LatencyMakesBucketsWorthIt) {
 }
 
 TEST(Explain, TargetSearchOnThePaperCluster) {
-  Scenario sc;
-  sc.cluster = load_cluster(resolve(DataKind::cluster, "shi-chu-p40", "--cluster"));
-  sc.network = load_network(resolve(DataKind::network, "resnet50", "--model"));
-  sc.strategy = load_strategy(resolve(DataKind::framework, "caffe-mpi", "--framework"));
-  sc.batch_per_gpu = 32;
+  Scenario sc = shipped("shi-chu-p40", "resnet50", "caffe-mpi", 32);
   const TargetAdvice t = reach_efficiency(sc, 16, 0.99);
   // The NIC ladder starts at the next standard speed above 56 Gb/s: 100 Gb/s.
   bool saw_nic = false;
