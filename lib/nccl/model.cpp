@@ -239,33 +239,32 @@ namespace {
 /// What choose() needs that does not depend on the message size: the tuned latency and bandwidth of
 /// every (algorithm, protocol) pair for one collective on one placement (ncclTopoTuneModel's output).
 struct Candidates {
+  static constexpr std::size_t kBuckets = 24;  // log2(size / 64) buckets of the tree correction, and one beyond
+  using PerBucket = std::array<double, kBuckets>;
   struct Entry {
     int algo = RING, proto = SIMPLE, channels = 0;
-    double bw = 0, lat = 0;  // GB/s, µs
-    double lat_plateau = 0;  // µs: lat with the ring plateau factor (multi-node ring Simple all-reduce)
-    // µs per byte, 1 / (1000 · bw), with the tree correction of each log2(size / 64) bucket folded in
-    // (index 23: sizes outside the correction table): pick() then multiplies instead of dividing.
-    std::array<double, 24> us_per_byte{};
-    // µs of the cheapest larger size in a later bucket (the start of bucket k' > k; +inf for the last).
-    // NCCL's tree correction rises at some bucket edges, so its formula can fall when a byte is added;
-    // a message can always be padded to the larger size, so the model takes the smaller of the two and
-    // stays non-decreasing in size (tests/robustness_test.cpp, NcclTreeTimeNeverFallsWhenAMessageGrows).
-    std::array<double, 24> padded_us{};
   };
   std::array<Entry, 8> entries{};
   int count = 0;
-  // The same numbers laid out for fastest(), which every per-layer time goes through: one bucket's
-  // µs per byte and padded times of all entries side by side, and the latencies (filled by finish()).
-  std::array<std::array<double, 8>, 24> upb_by_bucket{}, pad_by_bucket{};
+  // Each entry's numbers, laid out for fastest() (every per-layer time goes through it): one bucket's
+  // values of all entries side by side.
+  //   lat: µs; lat_plateau: lat with the ring plateau factor (multi-node ring Simple all-reduce).
+  //   upb: µs per byte, 1 / (1000 · bw), with the tree correction of each log2(size / 64) bucket folded in
+  //     (bucket 23: sizes outside the correction table): fastest() multiplies instead of dividing.
+  //   pad: µs of the cheapest larger size in a later bucket (the start of bucket k' > k; +inf for the
+  //     last). NCCL's tree correction rises at some bucket edges, so its formula can fall when a byte is
+  //     added; a message can always be padded to the larger size, so the model takes the smaller of the
+  //     two and stays non-decreasing in size (tests/robustness_test.cpp, NcclTreeTimeNeverFallsWhenAMessageGrows).
   std::array<double, 8> lat{}, lat_plateau{};
-  void finish() {
-    for (std::size_t i = 0; i < static_cast<std::size_t>(count); ++i) {
-      lat[i] = entries[i].lat;
-      lat_plateau[i] = entries[i].lat_plateau;
-      for (std::size_t k = 0; k < 24; ++k) {
-        upb_by_bucket[k][i] = entries[i].us_per_byte[k];
-        pad_by_bucket[k][i] = entries[i].padded_us[k];
-      }
+  std::array<std::array<double, 8>, kBuckets> upb_by_bucket{}, pad_by_bucket{};
+  void add(Entry e, double lat_us, double lat_plateau_us, const PerBucket& upb, const PerBucket& pad) {
+    const auto i = static_cast<std::size_t>(count++);
+    entries[i] = e;
+    lat[i] = lat_us;
+    lat_plateau[i] = lat_plateau_us;
+    for (std::size_t k = 0; k < kBuckets; ++k) {
+      upb_by_bucket[k][i] = upb[k];
+      pad_by_bucket[k][i] = pad[k];
     }
   }
   int n = 0, nodes = 1, ring_channels = 0, sm = 0;
@@ -274,6 +273,18 @@ struct Candidates {
   double plateau_bytes = std::numeric_limits<double>::infinity();
   CollectiveOp op = CollectiveOp::allreduce;
 };
+
+/// One bandwidth at every size (no tree correction), and no cheaper padded size: NVLS, NVLS Tree, PAT.
+Candidates::PerBucket flat_per_byte(double bw) {
+  Candidates::PerBucket upb;
+  upb.fill(1.0 / (1000.0 * bw));
+  return upb;
+}
+Candidates::PerBucket no_padding() {
+  Candidates::PerBucket pad;
+  pad.fill(std::numeric_limits<double>::infinity());
+  return pad;
+}
 
 Candidates prepare(const Topology& topo, const Table& t, CollectiveOp op, const GpuPlacement& where) {
   const int nodes = std::max(1, where.nodes);
@@ -290,7 +301,7 @@ Candidates prepare(const Topology& topo, const Table& t, CollectiveOp op, const 
   c.nodes = nodes;
   c.op = op;
   c.sm = topo.sm_version();
-  if (n <= 1) return c;  // no entries: nothing to lay out
+  if (n <= 1) return c;
   const auto gpus = first_gpus(ppn);
   const ChannelSet ring = topo.channels(ChannelPattern::ring, gpus, nodes);
   const bool tree_ok = op == CollectiveOp::allreduce;
@@ -305,22 +316,23 @@ Candidates prepare(const Topology& topo, const Table& t, CollectiveOp op, const 
     for (int proto : {LL, LL128, SIMPLE}) {
       const Tuned tu = tune(t, graph, algo, proto, op, n, nodes, c.sm, vendor, fabric_us);
       if (tu.bw <= 0) continue;
-      Candidates::Entry e{algo, proto, graph.channels, tu.bw, tu.lat, tu.lat, {}};
+      double lat_plateau = tu.lat;
       if (algo == RING && proto == SIMPLE && nodes > 1 && op == CollectiveOp::allreduce)
-        e.lat_plateau = tu.lat * (c.sm < 80 ? t.ring_plateau_pre_ampere : t.ring_plateau_ampere);
-      for (std::size_t k = 0; k < e.us_per_byte.size(); ++k) {
+        lat_plateau = tu.lat * (c.sm < 80 ? t.ring_plateau_pre_ampere : t.ring_plateau_ampere);
+      Candidates::PerBucket upb{}, pad{};
+      for (std::size_t k = 0; k < Candidates::kBuckets; ++k) {
         double bw = tu.bw;
         if (algo == TREE && op == CollectiveOp::allreduce && k < 23)
           bw *= t.tree_correction[static_cast<std::size_t>(proto)][k];
-        e.us_per_byte[k] = 1.0 / (1000.0 * bw);
+        upb[k] = 1.0 / (1000.0 * bw);
       }
-      e.padded_us[23] = std::numeric_limits<double>::infinity();
+      pad[23] = std::numeric_limits<double>::infinity();
       for (std::size_t k = 23; k-- > 0;) {
         const double start = 64.0 * std::ldexp(1.0, static_cast<int>(k + 1));  // first size of bucket k + 1
-        const double at_start = (start >= c.plateau_bytes ? e.lat_plateau : e.lat) + start * e.us_per_byte[k + 1];
-        e.padded_us[k] = std::min(e.padded_us[k + 1], at_start);
+        const double at_start = (start >= c.plateau_bytes ? lat_plateau : tu.lat) + start * upb[k + 1];
+        pad[k] = std::min(pad[k + 1], at_start);
       }
-      c.entries[static_cast<std::size_t>(c.count++)] = e;
+      c.add({algo, proto, graph.channels}, tu.lat, lat_plateau, upb, pad);
     }
   }
   // NVLS on one node; NVLS Tree (all-reduce) across nodes. Tree correction and ring plateau do not apply.
@@ -328,10 +340,7 @@ Candidates prepare(const Topology& topo, const Table& t, CollectiveOp op, const 
   if (nvls_op && has_nvls(topo) && (nodes == 1 || op == CollectiveOp::allreduce)) {
     const Tuned tu = tune_nvls(t, topo, tree, op, n, nodes, fabric_us);
     if (tu.bw > 0) {
-      Candidates::Entry e{nodes == 1 ? NVLS : NVLS_TREE, SIMPLE, tu.channels, tu.bw, tu.lat, tu.lat, {}};
-      e.us_per_byte.fill(1.0 / (1000.0 * tu.bw));
-      e.padded_us.fill(std::numeric_limits<double>::infinity());
-      c.entries[static_cast<std::size_t>(c.count++)] = e;
+      c.add({nodes == 1 ? NVLS : NVLS_TREE, SIMPLE, tu.channels}, tu.lat, tu.lat, flat_per_byte(tu.bw), no_padding());
     }
   }
   // PAT: all-gather and reduce-scatter with one GPU per node on several nodes (NCCL 2.23+), Simple only.
@@ -339,13 +348,9 @@ Candidates prepare(const Topology& topo, const Table& t, CollectiveOp op, const 
     const ChannelSet pat_graph = topo.channels(ChannelPattern::tree, gpus, nodes);
     const Tuned tu = tune_pat(t, pat_graph, n, nodes, fabric_us);
     if (tu.bw > 0) {
-      Candidates::Entry e{PAT, SIMPLE, pat_graph.channels, tu.bw, tu.lat, tu.lat, {}};
-      e.us_per_byte.fill(1.0 / (1000.0 * tu.bw));
-      e.padded_us.fill(std::numeric_limits<double>::infinity());
-      c.entries[static_cast<std::size_t>(c.count++)] = e;
+      c.add({PAT, SIMPLE, pat_graph.channels}, tu.lat, tu.lat, flat_per_byte(tu.bw), no_padding());
     }
   }
-  c.finish();
   return c;
 }
 
@@ -379,15 +384,14 @@ Choice pick(const Candidates& c, double bytes) {
   Choice best;
   const auto [i, us] = fastest(c, bytes);
   if (i < 0) return best;
-  const auto& e = c.entries[static_cast<std::size_t>(i)];
-  const std::size_t k = size_bucket(bytes);
-  const bool plateau = bytes >= c.plateau_bytes;
+  const auto j = static_cast<std::size_t>(i);
+  const auto& e = c.entries[j];
   best.time = microseconds(us);
   best.algorithm = e.algo;
   best.protocol = e.proto;
   best.channels = e.channels;
-  best.algbw_model = gigabytes_per_second(1.0 / (1000.0 * e.us_per_byte[k]));
-  best.latency = microseconds(plateau ? e.lat_plateau : e.lat);
+  best.algbw_model = gigabytes_per_second(1.0 / (1000.0 * c.upb_by_bucket[size_bucket(bytes)][j]));
+  best.latency = microseconds(bytes >= c.plateau_bytes ? c.lat_plateau[j] : c.lat[j]);
   return best;
 }
 
