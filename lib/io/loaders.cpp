@@ -9,7 +9,6 @@
 #include <fstream>
 #include <optional>
 #include <sstream>
-#include <tuple>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -17,6 +16,7 @@
 #include "dlscale/io.hpp"
 #include "dlscale/topology.hpp"
 #include "io/numbers.hpp"
+#include "io/text.hpp"
 #include "io/yaml_reader.hpp"
 #include "topology/parse.hpp"
 
@@ -59,11 +59,6 @@ std::string_view noun(DataKind kind) {
     case DataKind::profile: return "profile";
   }
   return "";
-}
-std::string lower(std::string_view s) {
-  std::string out(s);
-  for (auto& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
 }
 }  // namespace
 
@@ -155,9 +150,9 @@ std::vector<CatalogueEntry> parse_catalogue(const fs::path& file) {
     e.id = id.scalar();
     auto taken = [&](const std::string& name) {
       for (const auto& seen : out) {
-        if (lower(seen.id) == lower(name)) return true;
+        if (lower_ascii(seen.id) == lower_ascii(name)) return true;
         for (const auto& a : seen.aliases)
-          if (lower(a) == lower(name)) return true;
+          if (lower_ascii(a) == lower_ascii(name)) return true;
       }
       return false;
     };
@@ -165,7 +160,7 @@ std::vector<CatalogueEntry> parse_catalogue(const fs::path& file) {
     if (auto al = m.optional("aliases")) {
       for (const auto& a : al->items()) {
         e.aliases.push_back(a.scalar());
-        if (taken(e.aliases.back()) || lower(e.aliases.back()) == lower(e.id))
+        if (taken(e.aliases.back()) || lower_ascii(e.aliases.back()) == lower_ascii(e.id))
           a.fail(fmt::format("GPU name '{}' is used twice", e.aliases.back()));
       }
     }
@@ -177,38 +172,57 @@ std::vector<CatalogueEntry> parse_catalogue(const fs::path& file) {
   return out;
 }
 
-// The parsed catalogue, cached per path: a cluster naming its GPU must not re-read gpus.yaml on every load
-// (sweeps and reproductions load many clusters). An entry is reused while the file's modification time
-// and size are unchanged; a file that fails to parse is never cached, so its error repeats every time.
-using Catalogue = std::shared_ptr<const std::vector<CatalogueEntry>>;
+// A file's modification time and size: what is read from it is reused while both are unchanged.
+struct FileStamp {
+  fs::file_time_type mtime;
+  std::uintmax_t size = 0;
+  bool operator==(const FileStamp&) const = default;
+};
 
-Catalogue read_catalogue() {
-  struct Cached {
-    fs::file_time_type mtime;
-    std::uintmax_t size = 0;
-    Catalogue entries;
-  };
-  static std::mutex mutex;
-  static std::map<std::string, Cached> cache;
-
-  const fs::path file = data_dir() / "topologies" / "gpus.yaml";
+std::optional<FileStamp> stamp_of(const fs::path& file) {
   std::error_code ec_time, ec_size;
   const auto mtime = fs::last_write_time(file, ec_time);
   const auto size = fs::file_size(file, ec_size);
-  const bool stamped = !ec_time && !ec_size;
-  const std::string key = file.string();
-  if (stamped) {
-    const std::lock_guard lock(mutex);
-    if (const auto it = cache.find(key); it != cache.end() && it->second.mtime == mtime && it->second.size == size)
-      return it->second.entries;
+  if (ec_time || ec_size) return std::nullopt;
+  return FileStamp{mtime, size};
+}
+
+/// Values read from a file, kept per key while the file's stamp is unchanged. `make` runs outside the lock
+/// (two threads may both read a changed file; both results are equal); an empty result is not kept, so a
+/// file that fails to parse gives its error every time.
+template <class T>
+class StampedCache {
+ public:
+  template <class Make>
+  std::optional<T> get(const std::string& key, const fs::path& file, Make make) {
+    const auto stamp = stamp_of(file);
+    if (stamp) {
+      const std::lock_guard lock(mutex_);
+      if (const auto it = kept_.find(key); it != kept_.end() && it->second.first == *stamp) return it->second.second;
+    }
+    std::optional<T> value = make();
+    if (stamp && value) {
+      const std::lock_guard lock(mutex_);
+      kept_.insert_or_assign(key, std::pair{*stamp, *value});
+    }
+    return value;
   }
-  // Parsed outside the lock (two threads may both parse a changed file; both results are equal).
-  auto entries = std::make_shared<const std::vector<CatalogueEntry>>(parse_catalogue(file));
-  if (stamped) {
-    const std::lock_guard lock(mutex);
-    cache[key] = Cached{mtime, size, entries};
-  }
-  return entries;
+
+ private:
+  std::mutex mutex_;
+  std::map<std::string, std::pair<FileStamp, T>> kept_;
+};
+
+// The parsed catalogue, cached per path: a cluster naming its GPU must not re-read gpus.yaml on every load
+// (sweeps and reproductions load many clusters).
+using Catalogue = std::shared_ptr<const std::vector<CatalogueEntry>>;
+
+Catalogue read_catalogue() {
+  static StampedCache<Catalogue> cache;
+  const fs::path file = data_dir() / "topologies" / "gpus.yaml";
+  return *cache.get(file.string(), file, [&] {
+    return std::optional<Catalogue>(std::make_shared<const std::vector<CatalogueEntry>>(parse_catalogue(file)));
+  });
 }
 }  // namespace
 
@@ -266,7 +280,7 @@ std::optional<GpuSpec> find_gpu_alone(const fs::path& file, const std::string& w
     const std::size_t first = items[k], last = k + 1 < items.size() ? items[k + 1] : starts.size();
     std::string block;
     for (std::size_t i = first; i < last; ++i) block += line(i);
-    if (lower(block).find(want) == std::string::npos) continue;
+    if (lower_ascii(block).find(want) == std::string::npos) continue;
     std::string alone;  // the header, this item, and blank lines for every other line
     for (std::size_t i = 0; i < starts.size(); ++i) alone += (i <= header || (i >= first && i < last)) ? std::string(line(i)) : "\n";
     try {
@@ -274,12 +288,12 @@ std::optional<GpuSpec> find_gpu_alone(const fs::path& file, const std::string& w
       const auto entries = top.required("gpus").items();
       if (entries.size() != 1) return std::nullopt;
       MapReader m(entries.front());
-      bool match = lower(m.required("id").scalar()) == want;
+      bool match = lower_ascii(m.required("id").scalar()) == want;
       if (auto al = m.optional("aliases"))
-        for (const auto& a : al->items()) match = match || lower(a.scalar()) == want;
+        for (const auto& a : al->items()) match = match || lower_ascii(a.scalar()) == want;
       GpuSpec spec = read_gpu(m, true);
       m.finish();
-      if (!match && lower(spec.name) != want) continue;
+      if (!match && lower_ascii(spec.name) != want) continue;
       if (found) return std::nullopt;  // two entries answer to the name: the whole file's check says so
       found = std::move(spec);
     } catch (const InputError&) {
@@ -291,36 +305,19 @@ std::optional<GpuSpec> find_gpu_alone(const fs::path& file, const std::string& w
 }  // namespace
 
 GpuSpec find_gpu(std::string_view name) {
-  const auto want = lower(name);
+  const auto want = lower_ascii(name);
   {
-    // One entry read alone, kept per (file, name) while the file's time and size are unchanged.
-    static std::mutex mutex;
-    static std::map<std::string, std::tuple<fs::file_time_type, std::uintmax_t, GpuSpec>> alone;
+    // One entry read alone, kept per (file, name).
+    static StampedCache<GpuSpec> alone;
     const fs::path file = data_dir() / "topologies" / "gpus.yaml";
-    std::error_code ec_time, ec_size;
-    const auto mtime = fs::last_write_time(file, ec_time);
-    const auto size = fs::file_size(file, ec_size);
-    if (!ec_time && !ec_size) {
-      const std::string key = file.string() + '\n' + want;
-      {
-        const std::lock_guard lock(mutex);
-        if (const auto it = alone.find(key);
-            it != alone.end() && std::get<0>(it->second) == mtime && std::get<1>(it->second) == size)
-          return std::get<2>(it->second);
-      }
-      if (auto spec = find_gpu_alone(file, want)) {
-        const std::lock_guard lock(mutex);
-        alone[key] = {mtime, size, *spec};
-        return *spec;
-      }
-    }
+    if (auto spec = alone.get(file.string() + '\n' + want, file, [&] { return find_gpu_alone(file, want); })) return *spec;
   }
   const auto catalogue = read_catalogue();
   const auto& all = *catalogue;
   for (const auto& e : all) {
-    if (lower(e.id) == want || lower(e.spec.name) == want) return e.spec;
+    if (lower_ascii(e.id) == want || lower_ascii(e.spec.name) == want) return e.spec;
     for (const auto& a : e.aliases)
-      if (lower(a) == want) return e.spec;
+      if (lower_ascii(a) == want) return e.spec;
   }
   std::string known;
   for (const auto& e : all) known += (known.empty() ? "" : ", ") + e.id;
@@ -401,7 +398,7 @@ void input_entry(const char* file, const char* key, const Node& ref, F&& read) {
     known += (known.empty() ? "" : ", ") + id;
     (void)e.optional("source");
     (void)e.optional("notes");
-    if (lower(id) == lower(want) && !found) {
+    if (lower_ascii(id) == lower_ascii(want) && !found) {
       read(e);
       found = true;
     } else {

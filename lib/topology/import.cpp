@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "io/numbers.hpp"
+#include "io/text.hpp"
 #include "dlscale/error.hpp"
 #include "dlscale/io.hpp"
 #include "dlscale/topology.hpp"
@@ -751,11 +752,6 @@ class XmlReader {
   [[nodiscard]] int column() const { return static_cast<int>(std::min(pos_, s_.size()) - line_start_) + 1; }
 };
 
-std::string lower_case(std::string s) {
-  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
-
 int pcie_generation(const std::string& speed) {
   const double gt = std::atof(speed.c_str());
   if (gt >= 60) return 6;
@@ -827,7 +823,7 @@ std::string import_nccl_xml(const std::string& text, const std::string& file, co
           }
           if (c.tag != "pci") continue;
           const std::string cls = attr(c, "class");
-          const std::string busid = lower_case(attr(c, "busid"));
+          const std::string busid = lower_ascii(attr(c, "busid"));
           // NCCL's defaults (src/graph/topo.cc): a missing or unknown link_speed is Gen3, a missing or
           // zero link_width x16, as virtual machines dump them (link_speed="" link_width="0").
           const int gen = pcie_generation(attr(c, "link_speed"));
@@ -943,7 +939,7 @@ std::string import_nccl_xml(const std::string& text, const std::string& file, co
       if (count < 1) fail_at_element(file, l, "<nvlink> needs a 'count' of at least 1");
       const std::string tclass = attr(l, "tclass");
       const std::string self = fmt::format("gpu{}", i);
-      const std::string target = lower_case(attr(l, "target"));  // NCCL prints bus ids in lower case; a hand edit may not
+      const std::string target = lower_ascii(attr(l, "target"));  // NCCL prints bus ids in lower case; a hand edit may not
       if (target == g.busid && tclass != "0x068000") {  // a GPU's NVLink to itself carries nothing
         ++self_links;
         continue;
