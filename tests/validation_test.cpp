@@ -190,7 +190,9 @@ TEST(Lambda, ScalingRatiosAgainstTheOneGpuRows) {
       ASSERT_NE(b1, nullptr) << s.gpu_id << " " << s.model_id;
       const double measured = s.samples_per_s / (n * b1->samples_per_s);
       const double predicted = throughput(s, n) / (n * throughput(*b1, 1));
-      if (s.batch == b1->batch) EXPECT_LE(predicted, 1.0 + 1e-9) << s.gpu_id << " " << s.model_id << " " << n;  // never superlinear
+      if (s.batch == b1->batch) {
+        EXPECT_LE(predicted, 1.0 + 1e-9) << s.gpu_id << " " << s.model_id << " " << n;  // never superlinear
+      }
       const double e = predicted / measured - 1.0;
       std::printf("Lambda scaling %-16s %-10s %-4s %d GPUs: measured %.3f, predicted %.3f (%+.1f %%)\n", s.gpu_id.c_str(),
                   s.model_id.c_str(), std::string(to_string(s.precision)).c_str(), n, measured, predicted, 100 * e);

@@ -514,13 +514,13 @@ std::string import_nvidia_smi(const std::string& text, const std::string& file, 
   if (switched) {
     links_per_gpu = max_links;
     node.nvswitches.push_back("nvs0");
-    for (int g = 0; g < ngpus; ++g) node.links.push_back({fmt::format("gpu{}", g), "nvs0", "nvlink", max_links, 0, 0});
+    for (int g = 0; g < ngpus; ++g) node.links.push_back({fmt::format("gpu{}", g), "nvs0", "nvlink", max_links, 0, 0, {}});
   } else {
     for (int a = 0; a < ngpus; ++a) {
       links_per_gpu = std::max(links_per_gpu, std::accumulate(nv[static_cast<std::size_t>(a)].begin(), nv[static_cast<std::size_t>(a)].end(), 0));
       for (int b = a + 1; b < ngpus; ++b)
         if (int k = nv[static_cast<std::size_t>(a)][static_cast<std::size_t>(b)]; k > 0)
-          node.links.push_back({fmt::format("gpu{}", a), fmt::format("gpu{}", b), "nvlink", k, 0, 0});
+          node.links.push_back({fmt::format("gpu{}", a), fmt::format("gpu{}", b), "nvlink", k, 0, 0, {}});
     }
   }
 
@@ -590,11 +590,11 @@ std::string import_nvidia_smi(const std::string& text, const std::string& file, 
   for (std::size_t i = 0; i < names.size(); ++i) {
     const int r = find(static_cast<int>(i));
     const std::string target = switch_of.count(r) ? switch_of[r] : cpu_name_of(static_cast<int>(i));
-    node.links.push_back({names[i], target, "pcie", 0, 3, 16});
+    node.links.push_back({names[i], target, "pcie", 0, 3, 16, {}});
   }
   for (const auto& [r, sw] : switch_of) {
     const std::string target = upper.count(sw) ? upper[sw] : cpu_name_of(r);
-    node.links.push_back({sw, target, "pcie", 0, 3, 16});
+    node.links.push_back({sw, target, "pcie", 0, 3, 16, {}});
   }
   std::set<std::string> ups;
   for (const auto& [sw, up] : upper) {
@@ -602,7 +602,7 @@ std::string import_nvidia_smi(const std::string& text, const std::string& file, 
     int member = 0;
     for (const auto& [r, s] : switch_of)
       if (s == sw) member = r;
-    node.links.push_back({up, cpu_name_of(member), "pcie", 0, 3, 16});
+    node.links.push_back({up, cpu_name_of(member), "pcie", 0, 3, 16, {}});
   }
   for (std::size_t i = static_cast<std::size_t>(ngpus); i < names.size(); ++i) node.nics.emplace_back(names[i], "");
   // NIC legend: "NIC0: mlx5_2" gives NIC0 its name
@@ -618,7 +618,7 @@ std::string import_nvidia_smi(const std::string& text, const std::string& file, 
   }
   for (std::size_t a = 0; a < node.cpus.size(); ++a)
     for (std::size_t b = a + 1; b < node.cpus.size(); ++b)
-      node.links.push_back({node.cpus[a].name, node.cpus[b].name, "", 0, 0, 0});  // kind once the CPU is known
+      node.links.push_back({node.cpus[a].name, node.cpus[b].name, "", 0, 0, 0, {}});  // kind once the CPU is known
   node.nvlinks_per_gpu = links_per_gpu;
   return finish(node, opt, warnings);
 }
@@ -844,7 +844,7 @@ std::string import_nccl_xml(const std::string& text, const std::string& file, co
             node.sm = std::atoi(attr(*gpu, "sm").c_str());
             gpus.push_back(Gpu{std::atoi(dev.c_str()), busid, cpu, gpu});
             bus_to_name[busid] = name;
-            node.links.push_back({name, parent, "pcie", 0, gen, lanes});
+            node.links.push_back({name, parent, "pcie", 0, gen, lanes, {}});
           } else if (nic) {
             add_nets(*nic, parent, ImportedLink{"", "", "pcie", 0, gen, lanes, ""});
           } else if (c.children.empty() && cls.rfind("0x03", 0) == 0) {
@@ -854,18 +854,18 @@ std::string import_nccl_xml(const std::string& text, const std::string& file, co
             const std::string name = fmt::format("gpu{}", dev);
             gpus.push_back(Gpu{dev, busid, cpu, &c});
             bus_to_name[busid] = name;
-            node.links.push_back({name, parent, "pcie", 0, gen, lanes});
+            node.links.push_back({name, parent, "pcie", 0, gen, lanes, {}});
             ++class_only_gpus;
           } else if (c.children.empty() && cls.rfind("0x02", 0) == 0) {
             const std::string name = fmt::format("nic{}", node.nics.size());  // a NIC by its PCI class alone, as above
             node.nics.emplace_back(name, "");
-            node.links.push_back({name, parent, "pcie", 0, gen, lanes});
+            node.links.push_back({name, parent, "pcie", 0, gen, lanes, {}});
             ++class_only_nics;
           } else if (cls == "0x060400" || !c.children.empty()) {
             const std::string name = fmt::format("plx{}", node.switches.size());
             node.switches.push_back(name);
             bus_to_name[busid] = name;
-            node.links.push_back({name, parent, "pcie", 0, gen, lanes});
+            node.links.push_back({name, parent, "pcie", 0, gen, lanes, {}});
             walk(c, name, cpu);
           }
         }
@@ -951,9 +951,9 @@ std::string import_nccl_xml(const std::string& text, const std::string& file, co
       } else if (tclass.rfind("0x03", 0) == 0) {  // a display controller: 3D (0x0302), VGA (0x0300), other (0x0380)
         auto it = gpu_of_bus.find(target);
         if (it == gpu_of_bus.end()) fail_at_element(file, l, fmt::format("<nvlink> target '{}' is no GPU of the dump", attr(l, "target")));
-        if (it->second > static_cast<int>(i)) node.links.push_back({self, fmt::format("gpu{}", it->second), "nvlink", count, 0, 0});
+        if (it->second > static_cast<int>(i)) node.links.push_back({self, fmt::format("gpu{}", it->second), "nvlink", count, 0, 0, {}});
       } else {
-        node.links.push_back({self, g.cpu, "nvlink", count, 0, 0});  // NVLink to the CPU (POWER9)
+        node.links.push_back({self, g.cpu, "nvlink", count, 0, 0, {}});  // NVLink to the CPU (POWER9)
       }
       max_links = std::max(max_links, count);
     }
@@ -966,10 +966,10 @@ std::string import_nccl_xml(const std::string& text, const std::string& file, co
   if (self_links > 0)
     node.notes.push_back(fmt::format("{} <nvlink> element(s) whose target is their own GPU left out (they join no two devices)",
                                      self_links));
-  for (const auto& [gpu, count] : to_nvs) node.links.push_back({gpu, "nvs0", "nvlink", count, 0, 0});
+  for (const auto& [gpu, count] : to_nvs) node.links.push_back({gpu, "nvs0", "nvlink", count, 0, 0, {}});
   for (std::size_t a = 0; a < node.cpus.size(); ++a)
     for (std::size_t b = a + 1; b < node.cpus.size(); ++b)
-      node.links.push_back({node.cpus[a].name, node.cpus[b].name, "", 0, 0, 0});
+      node.links.push_back({node.cpus[a].name, node.cpus[b].name, "", 0, 0, 0, {}});
   (void)max_links;
   return finish(node, opt, warnings);
 }
