@@ -161,6 +161,60 @@ INSTANTIATE_TEST_SUITE_P(
         BadRun{"unknown_option", "predict --colour red", "dlscale: The following arguments were not expected: red --colour\n"}),
     [](const auto& param_info) { return std::string(param_info.param.name); });
 
+// --gpu: the cluster as if its file's `gpu:` named that GPU. The reference is the shipped file with that one
+// line edited, and a hand-written GPU file with the catalogue entry's figures must give the same numbers.
+TEST(Cli, GpuOptionEqualsTheFileWithItsGpuReplaced) {
+  std::string text = slurp(std::string(DLSCALE_TEST_DATA_DIR) + "/../../topologies/dgx-a100.yaml");
+  const std::string line = "gpu: a100-sxm4-40gb\n";
+  ASSERT_NE(text.find(line), std::string::npos);
+  text.replace(text.find(line), line.size(), "gpu: h100-sxm\n");
+  const auto edited = temp_file("dgx-a100-with-h100.yaml", text);
+  const auto gpu = temp_file("my-h100.yaml",
+                             "name: H100 SXM5 80 GB\narchitecture: hopper\nsm: 90\nsms: 132\npeak_bf16: \"989 TFLOPS\"\n"
+                             "peak_fp32: \"67 TFLOPS\"\npeak_fp16: \"989 TFLOPS\"\npeak_tf32: \"494.5 TFLOPS\"\n"
+                             "memory_bandwidth: \"3.35 TB/s\"\nmemory: \"80 GiB\"\nbase_clock: \"1590 MHz\"\n"
+                             "boost_clock: \"1980 MHz\"\nnvlinks: 18\nnvlink_generation: 4\npcie_generation: 5\n");
+  const std::string rest = " --model bert-squad --framework pytorch-ddp --precision bf16 --batch 32 --gpus 1,8 --no-train --format json";
+  auto numbers = [](const test::RunResult& r) {
+    EXPECT_EQ(r.status, 0) << r.err;
+    std::vector<double> v;
+    const auto j = nlohmann::json::parse(r.out);
+    for (const auto& p : j.at("predictions"))
+      for (const char* k : {"iteration_time_s", "throughput_samples_per_s", "speedup"}) v.push_back(p[k].get<double>());
+    return v;
+  };
+  const auto by_option = numbers(run_cli("predict --cluster dgx-a100 --gpu h100-sxm" + rest));
+  const auto by_file = numbers(run_cli("predict --cluster " + edited.string() + rest));
+  const auto by_gpu_file = numbers(run_cli("predict --cluster dgx-a100 --gpu " + gpu.string() + rest));
+  ASSERT_EQ(by_option.size(), 6u);
+  EXPECT_EQ(by_option, by_file);
+  EXPECT_EQ(by_option, by_gpu_file);
+  // and it is not the A100's answer
+  EXPECT_NE(by_option, numbers(run_cli("predict --cluster dgx-a100" + rest)));
+  // an aliased name (Lambda's) works too; the collective sees the GPU's NCCL generation
+  EXPECT_EQ(by_option, numbers(run_cli("predict --cluster dgx-a100 --gpu H100-SXM5-80GB" + rest)));
+  const auto coll = run_cli("collective --cluster dgx-a100 --gpus 8 --bytes 1GiB --gpu h100-sxm");
+  EXPECT_EQ(coll.status, 0) << coll.err;
+}
+
+TEST(Cli, GpuOptionRefusesWhatItCannotUse) {
+  const auto unknown = run_cli("predict --cluster dgx-a100 --gpu a200 -o /dev/null");
+  EXPECT_EQ(unknown.status, 2);
+  EXPECT_THAT(unknown.err, HasSubstr("dlscale: '--gpu': unknown GPU 'a200' (known: "));
+  EXPECT_EQ(lines(unknown.err), 1);
+  const auto missing = run_cli("predict --cluster dgx-a100 --gpu no/such.yaml");
+  EXPECT_EQ(missing.status, 2);
+  EXPECT_EQ(missing.err, "dlscale: '--gpu': 'no/such.yaml': no such GPU file (or not readable)\n");
+  const auto bad = temp_file("bad-gpu.yaml", "name: X\npeak_fp32: \"10 TFLOPS\"\nmemory_bandwidth: \"900 GB\"\n");
+  const auto unit = run_cli("predict --cluster dgx-a100 --gpu " + bad.string());
+  EXPECT_EQ(unit.status, 2);
+  EXPECT_THAT(unit.err, HasSubstr("bad-gpu.yaml:3:19: 'memory_bandwidth': unknown bandwidth unit"));
+  // a precision the replacement lacks is refused as for a file that names it
+  const auto v100 = run_cli("predict --cluster dgx-a100 --gpu v100-sxm2 --precision bf16");
+  EXPECT_EQ(v100.status, 2);
+  EXPECT_THAT(v100.err, HasSubstr("'--precision'"));
+}
+
 // The unknown-name message lists what is known; compare its fixed prefix.
 TEST(Cli, UnknownNameListsKnownNames) {
   const auto r = run_cli("predict --cluster dgx-9");

@@ -67,7 +67,8 @@ FabricSpec parse_fabric_spec(std::string_view text, std::string_view option = "-
 struct ClusterOverrides {
   int nodes = 0;
   std::optional<FabricSpec> fabric;
-  [[nodiscard]] bool empty() const noexcept { return nodes == 0 && !fabric; }
+  std::optional<GpuSpec> gpu;  // every GPU of the cluster, as if its file's `gpu:` named this one
+  [[nodiscard]] bool empty() const noexcept { return nodes == 0 && !fabric && !gpu; }
 };
 
 }  // namespace dlscale

@@ -45,6 +45,11 @@ Profile parse_profile(const std::string& yaml_text, const std::string& display_n
 /// The GPU catalogue entry of that name (case-insensitive), e.g. "p40" or "V100-SXM2". The catalogue
 /// (<data dir>/topologies/gpus.yaml) is parsed once and cached (thread-safe) until the file changes.
 GpuSpec find_gpu(std::string_view name);
+/// A GPU named on the command line: a catalogue id or name (find_gpu), or a YAML file holding one map with
+/// the catalogue entry's keys (docs/input-formats.md, "GPU catalogue entry"; `id`, `aliases` and the
+/// optional figures may be left out). An unknown name is an InputError without a place; a file's errors
+/// carry its file:line:col.
+GpuSpec load_gpu(const std::string& name_or_file);
 /// The ids of the GPU catalogue, in the file's order.
 std::vector<std::string> list_gpu_ids();
 std::vector<GpuSpec> load_gpu_catalogue();

@@ -186,6 +186,7 @@ void setup_collective(CLI::App& app) {
                   "GPUs one thread drives, as nccl-tests -g: adds the host's issue time (5 us per GPU) where it is slower")
       ->capture_default_str();
   add_scale_options(*cmd, opt->scale, false);
+  add_gpu_option(*cmd, opt->scale);
   cmd->add_option("--bytes", opt->bytes, "Message size (nccl-tests semantics), e.g. 256MiB");
   cmd->add_option("--sweep", opt->sweep, "MIN:MAX, doubling (e.g. 8B:1GiB)");
   cmd->add_option("--format", opt->format, "table or json")->capture_default_str();

@@ -23,17 +23,32 @@ void add_scale_options(CLI::App& cmd, ScaleOptions& o, bool with_nodes) {
       ->type_name("KIND:SPEED[:COUNT]");
 }
 
+void add_gpu_option(CLI::App& cmd, ScaleOptions& o) {
+  cmd.add_option("--gpu", o.gpu,
+                 "Replace the cluster's GPU: an id of topologies/gpus.yaml or a YAML file with one GPU's keys (the links stay the file's)")
+      ->type_name("ID|FILE");
+}
+
 ClusterOverrides cluster_overrides(const ScaleOptions& o) {
   ClusterOverrides ov;
   if (o.nodes < 0) throw UsageError("--nodes", fmt::format("a cluster needs at least one node, got {}", o.nodes == -1 ? 0 : o.nodes));
   ov.nodes = o.nodes;
   if (!o.fabric.empty()) ov.fabric = parse_fabric_spec(o.fabric, "--fabric");
+  if (!o.gpu.empty()) {
+    try {
+      ov.gpu = load_gpu(o.gpu);
+    } catch (const InputError& e) {
+      if (!e.where().file.empty()) throw;  // an error inside the GPU file keeps its place
+      throw UsageError("--gpu", e.message());
+    }
+  }
   return ov;
 }
 
 void add_scenario_options(CLI::App& cmd, ScenarioOptions& o) {
   add_scale_options(cmd, o.scale);
   cmd.add_option("--cluster", o.cluster, "Cluster: a name in topologies/ or a YAML file")->type_name("NAME|FILE");
+  add_gpu_option(cmd, o.scale);
   cmd.add_option("--model", o.model, "Network: a name in models/ or a YAML file")->type_name("NAME|FILE");
   cmd.add_option("--framework", o.framework, "Framework strategy: a name in models/frameworks/ or a YAML file")
       ->type_name("NAME|FILE");

@@ -17,8 +17,11 @@ namespace dlscale::cli {
 struct ScaleOptions {
   int nodes = 0;       // 0: the file's
   std::string fabric;  // empty: the file's
+  std::string gpu;     // --gpu ID|FILE; empty: the file's
 };
 void add_scale_options(CLI::App& cmd, ScaleOptions& o, bool with_nodes = true);
+/// --gpu ID|FILE: every GPU of the cluster replaced (a catalogue id or a YAML file with one GPU's keys).
+void add_gpu_option(CLI::App& cmd, ScaleOptions& o);
 /// The options as overrides for load_cluster; a malformed --fabric or --nodes < 1 is a UsageError.
 ClusterOverrides cluster_overrides(const ScaleOptions& o);
 

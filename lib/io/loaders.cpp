@@ -324,6 +324,22 @@ GpuSpec find_gpu(std::string_view name) {
   throw InputError(fmt::format("unknown GPU '{}' (known: {})", name, known));
 }
 
+GpuSpec load_gpu(const std::string& name_or_file) {
+  std::error_code ec;
+  const fs::path file(name_or_file);
+  if (!fs::is_regular_file(file, ec)) {
+    const bool looks_like_path = name_or_file.find('/') != std::string::npos || file.extension() == ".yaml" || file.extension() == ".yml";
+    if (looks_like_path) throw InputError(fmt::format("'{}': no such GPU file (or not readable)", name_or_file));
+    return find_gpu(name_or_file);
+  }
+  MapReader m(yamlio::load_file(file));
+  (void)m.optional("id");  // a catalogue entry copied whole reads as it is
+  (void)m.optional("aliases");
+  GpuSpec g = read_gpu(m, false);
+  m.finish();
+  return g;
+}
+
 // ---- clusters (simple form) -------------------------------------------------------------------------
 namespace {
 LinkSpec read_link(const Node& n) {
@@ -488,6 +504,7 @@ Cluster read_cluster(const Node& root, const std::string& source, const ClusterO
         n.fail(e.message());
       }
     }
+    if (ov.gpu) c.gpu = *ov.gpu;  // --gpu: the whole cluster as if this key named it
   }
   // The graph (docs/topology.md): a node template and the fabric between nodes. With a graph, the
   // simple bandwidths may be left out; they are then derived from it.
@@ -581,7 +598,8 @@ Cluster read_cluster(const Node& root, const std::string& source, const ClusterO
 Cluster load_cluster(const fs::path& file) { return read_cluster(yamlio::load_file(file), file.string()); }
 Cluster load_cluster(const fs::path& file, const ClusterOverrides& overrides) {
   Cluster c = read_cluster(yamlio::load_file(file), file.string(), overrides);
-  if (!overrides.empty()) {
+  if (overrides.gpu) c.description += fmt::format(" [GPU: {}]", c.gpu.name);
+  if (overrides.nodes > 0 || overrides.fabric) {
     if (overrides.nodes > 0) c.description += fmt::format(" [{} nodes", c.max_nodes);
     if (overrides.fabric)
       c.description += fmt::format("{}{} x {} {}]", overrides.nodes > 0 ? ", " : " [",
