@@ -152,8 +152,9 @@ void run_collective(const CollectiveOptions& o) {
     out << fmt::format("# dlscale collective: {} on {} ({} GPUs, {} node{} x {}), NCCL {} cost model (predicted)\n",
                        o.op, c.name, o.gpus, nodes, nodes > 1 ? "s" : "", ppn, table.version);
     if (o.gpus_per_thread > 1)
-      out << fmt::format("# one thread issues each call on {} GPUs (nccl-tests -g {}): time = max({} x {} us, NCCL's time)\n",
-                         o.gpus_per_thread, o.gpus_per_thread, o.gpus_per_thread, table.launch_us_per_gpu);
+      out << fmt::format("# one thread issues each call on {} GPUs (nccl-tests -g {}): time = {} x {} us + max({} us, NCCL's time)\n",
+                         o.gpus_per_thread, o.gpus_per_thread, o.gpus_per_thread - 1, table.launch_us_per_gpu,
+                         table.launch_us_per_gpu);
     out << "#\n";
     out << fmt::format("# {:>10} {:>13} {:>9} {:>7} {:>7} {:>10} {:>7} {:>7}  {:<9} {:<8} {:>8}\n", "size", "count",
                        "type", "redop", "root", "time", "algbw", "busbw", "algorithm", "protocol", "channels");
@@ -183,7 +184,7 @@ void setup_collective(CLI::App& app) {
   cmd->add_option("--gpus", opt->gpus, "GPUs taking part")->required();
   cmd->add_option("--nodes", opt->nodes, "Nodes they sit on (default: as few as hold them)");
   cmd->add_option("--gpus-per-thread", opt->gpus_per_thread,
-                  "GPUs one thread drives, as nccl-tests -g: adds the host's issue time (5 us per GPU) where it is slower")
+                  "GPUs one thread drives, as nccl-tests -g K: adds the host's issue of K - 1 of them (4.8 us each)")
       ->capture_default_str();
   add_scale_options(*cmd, opt->scale, false);
   add_gpu_option(*cmd, opt->scale);

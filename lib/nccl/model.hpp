@@ -31,12 +31,15 @@ Choice choose(const Topology& topo, const Table& table, CollectiveOp op, Bytes s
 /// table's launch cost per GPU, once per GPU (each gets its own enqueue and kernel launch).
 Seconds host_issue_time(const Table& t, int gpus_per_thread) noexcept;
 
-/// The time of one operation as nccl-tests reports it. nccl-tests issues its iterations back to back
-/// without waiting and divides the wall time by their number, so the host's issue of the next call
-/// overlaps the device's work on the previous one and the slower side sets the pace:
-///   t = max(host_issue_time(gpus_per_thread), device),   device = choose(...).time (NCCL's model).
-/// With one GPU per thread (MPI, one process per GPU, as training runs) the host side (5 µs) is below
-/// every NCCL latency (≥ 6.6 µs), so it only shows when one thread drives several GPUs.
+/// The time of one operation as nccl-tests reports it (wall time of back-to-back iterations divided by
+/// their number), with k = gpus_per_thread GPUs issued in turn by one thread (nccl-tests -g k):
+///   t = (k − 1)·t_launch + max(t_launch, device),   device = choose(...).time (NCCL's model).
+/// The issue of the first k − 1 GPUs adds to the operation and only the last one's overlaps the device
+/// work: the two single-thread logs in tests/data/real-inputs (8 and 12 GPUs, 2019 and 2020) sit at
+/// k·t_launch for their smallest sizes and about (k − 1)·t_launch above NCCL's time from 1 MiB to the
+/// largest (docs/topology.md, "Against real nccl-tests logs"). With one GPU per thread (MPI, one process
+/// per GPU, as training runs) it is max(t_launch, device) = device, since t_launch (4.8 µs) is below
+/// every NCCL latency (≥ 6.6 µs).
 Seconds nccl_tests_time(Seconds device, const Table& t, int gpus_per_thread) noexcept;
 
 /// nccl-tests' bus-bandwidth factor (doc/PERFORMANCE.md): all-reduce 2(n−1)/n, all-gather and
