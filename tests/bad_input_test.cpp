@@ -557,6 +557,8 @@ std::vector<Row> catalogue() {
        E + "{dir}/c.yaml:9:19: 'host_memory_size': a node's host memory is a positive size like \"2 TB\"\n"},
       {"framework_memory_kind", {{"f.yaml", edit(kFramework, 2, "io: {prefetch: true, memory: shared}")}}, kCmdFramework,
        E + "{dir}/f.yaml:2:30: 'io.memory': unknown value 'shared' (expected one of: pinned, pageable)\n"},
+      {"framework_reader_kind", {{"f.yaml", edit(kFramework, 2, "io: {prefetch: true, memory: pinned, reader: jpeg}")}}, kCmdFramework,
+       E + "{dir}/f.yaml:2:46: 'io.reader': unknown value 'jpeg' (expected one of: pipeline, bytes)\n"},
       {"framework_servers_out_of_range", {{"f.yaml", std::string(kFramework) + "parameter_servers: 99999999999\n"}}, kCmdFramework,
        E + "{dir}/f.yaml:7:20: 'parameter_servers': 99999999999 is too large (at most 1000000)\n"},
       {"framework_unknown_name", {}, "predict --framework horovod --cluster tiny --model alexnet -o {out}",

@@ -36,6 +36,11 @@ struct Scenario {
   std::shared_ptr<const CollectiveModel> collectives;  // null: make_collective_model(cluster)
 };
 
+/// The input pipeline a prediction of `sc` runs (docs/input-formats.md, "Input pipeline"): the cluster's
+/// `input:` section, unless a profile measured the I/O or the framework reads bytes (`io: {reader: bytes}`)
+/// from real data; null means Section IV-A's reader.
+const InputPipeline* input_pipeline(const Scenario& sc) noexcept;
+
 struct Breakdown {
   Seconds io{}, h2d{}, forward{}, backward{}, update{};
   Seconds comm{};          // total aggregation time, as if nothing overlapped it

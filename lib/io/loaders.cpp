@@ -848,6 +848,7 @@ Strategy read_strategy(const Node& root) {
     MapReader io(m.required("io"));
     s.io_prefetch = io.required("prefetch").boolean();
     s.pinned_memory = io.required("memory").choice({"pinned", "pageable"}) == "pinned";
+    if (auto r = io.optional("reader")) s.reads_bytes = r->choice({"pipeline", "bytes"}) == "bytes";
     if (auto d = io.optional("depth")) {
       s.prefetch_depth = d->int_at_most(1'000'000);
       if (s.prefetch_depth < 1) d->fail("a prefetch queue holds at least one batch");

@@ -255,8 +255,8 @@ std::string format_explanation(const Explanation& e, const Scenario& sc) {
              "total", t_ms, in_ms(p.breakdown.comm), in_ms(p.breakdown.comm - p.breakdown.comm_exposed));
   if (sc.strategy.io_prefetch)
     fmt::print(out, "  input read {:.3f} ms per iteration, prefetched in parallel (eq. 4)\n", in_ms(p.breakdown.io));
-  if (sc.cluster.input && !sc.profile) {
-    const InputPipeline& ip = *sc.cluster.input;
+  if (const InputPipeline* pipeline = input_pipeline(sc)) {
+    const InputPipeline& ip = *pipeline;
     const Breakdown& b = p.breakdown;
     if (ip.data == DataSource::synthetic) {
       fmt::print(out, "  input pipeline: synthetic data, no reader\n");

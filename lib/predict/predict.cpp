@@ -281,6 +281,12 @@ Predictor::Predictor(Scenario scenario) : impl_(std::make_unique<Impl>()) {
                                  sc.network.name));
 }
 
+const InputPipeline* input_pipeline(const Scenario& sc) noexcept {
+  if (sc.profile || !sc.cluster.input) return nullptr;
+  if (sc.strategy.reads_bytes && sc.cluster.input->data != DataSource::synthetic) return nullptr;
+  return &*sc.cluster.input;
+}
+
 void Predictor::Impl::describe_resources() {
   const Strategy& st = sc.strategy;
   const Cluster& cl = sc.cluster;
@@ -294,7 +300,7 @@ void Predictor::Impl::describe_resources() {
   t->intra = cl.intra_node.bandwidth;
   t->inter = cl.inter_node.bandwidth;
   t->memory = cl.gpu.memory_bandwidth;
-  if (!sc.profile) t->pipeline = cl.input;
+  if (const InputPipeline* ip = input_pipeline(sc)) t->pipeline = *ip;
   if (st.sharding.offload_optimizer) t->cpu_adam = st.sharding.cpu_adam_params_per_s;
   resources = std::move(t);
 }
@@ -344,9 +350,9 @@ Prediction Predictor::Impl::run(int gpus, const GpuPlacement& at) const {
   // The input pipeline (Cluster::input) replaces the bytes-over-a-bandwidth reader: storage tier and CPU
   // decode stages, the slower of which sets the reader's time (eq. input-1); GPU decoding goes to the GPU side.
   ReaderTime reader;
-  const bool pipelined = !sc.profile && sc.cluster.input;
-  if (pipelined) {
-    reader = reader_time(*sc.cluster.input, sc.batch_per_gpu, at.gpus_per_node, at.nodes);
+  const InputPipeline* pipeline = input_pipeline(sc);
+  if (pipeline) {
+    reader = reader_time(*pipeline, sc.batch_per_gpu, at.gpus_per_node, at.nodes);
     io = reader.reader;
   }
   if (meas && meas->io) io = *meas->io;
@@ -483,7 +489,7 @@ Prediction Predictor::Impl::run(int gpus, const GpuPlacement& at) const {
   W which = W::compute;
   switch (worst.what) {
     case Bottleneck::io:
-      which = !pipelined ? W::io : reader.decode > reader.storage ? W::io_decode : W::io_storage;
+      which = !pipeline ? W::io : reader.decode > reader.storage ? W::io_decode : W::io_storage;
       break;
     case Bottleneck::h2d: which = W::h2d; break;
     case Bottleneck::compute: which = W::compute; break;
