@@ -15,6 +15,7 @@
 #include "dlscale/error.hpp"
 #include "dlscale/io.hpp"
 #include "dlscale/network.hpp"
+#include "support/one_gbps.hpp"
 #include "support/run.hpp"
 
 namespace {
@@ -552,6 +553,34 @@ nlohmann::json predict_json(const std::string& extra) {
                                extra);
   EXPECT_EQ(r.status, 0) << r.err;
   return nlohmann::json::parse(r.out);
+}
+
+// A real log run with one thread for 8 GPUs (nccl-tests -g 8; the 2019 V100 box of tests/data/real-inputs):
+// the curve keeps the measured times and says how they were taken, and a prediction takes the host issue of
+// 7 GPUs (7 × 4.8 = 33.6 µs, nccl::nccl_tests_time) out: 8 B 48.46 − 33.6 = 14.86 µs (NCCL 2.30's model says
+// 15.0 for that ring), 32 MiB 550.8 − 33.6 = 517.2 µs.
+TEST(CalibrationEndToEnd, SingleThreadLogsLoseTheirHostIssueInPredictions) {
+  const fs::path log = fs::path(DLSCALE_TEST_DATA_DIR) / "real-inputs" / "nccl-tests" / "allreduce-v100-sxm2-8gpu-2019.txt";
+  const std::vector<fs::path> logs{log};
+  auto cal = std::make_shared<Calibration>(import_nccl_tests(logs, CollectiveOp::allreduce));
+  ASSERT_EQ(cal->collectives.size(), 1u);
+  EXPECT_EQ(cal->collectives[0].gpus_per_thread, 8);
+  EXPECT_DOUBLE_EQ(in_us(cal->collectives[0].points.front().time), 48.46);
+  // the key survives the file
+  const Calibration again = parse_calibration(to_yaml(*cal), "again.yaml");
+  EXPECT_EQ(again.collectives[0].gpus_per_thread, 8);
+  const CalibratedCollectiveModel m(cal, std::make_shared<test::OneGBps>());
+  EXPECT_NEAR(in_us(m.time(CollectiveOp::allreduce, bytes(8), {8, 1, 8})), 48.46 - 33.6, 1e-9);
+  EXPECT_NEAR(in_us(m.time(CollectiveOp::allreduce, mebibytes(32), {8, 1, 8})), 550.8 - 33.6, 1e-9);
+  // more GPUs per thread than GPUs in a calibration file: refused at the key
+  std::string text = to_yaml(*cal);
+  text.replace(text.find("gpus_per_thread: 8"), 18, "gpus_per_thread: 9");
+  try {
+    (void)parse_calibration(text, "bad.yaml");
+    ADD_FAILURE() << "accepted 9 GPUs per thread of 8";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("'collectives[0].gpus_per_thread': more GPUs per thread than GPUs"), std::string::npos) << e.what();
+  }
 }
 
 TEST(CalibrationEndToEnd, ImportedNcclTestsCurveBecomesThePredictedCommunication) {

@@ -96,6 +96,9 @@ struct CollectiveCurve {
   int gpus = 2;
   int nodes = 1;
   std::string dtype = "float";
+  /// nccl-tests -g k: one thread issued each call on k GPUs, so every time holds (k − 1) launches of host
+  /// issue (nccl::nccl_tests_time); a prediction, one process per GPU, takes them out.
+  int gpus_per_thread = 1;
   std::string source;                  // file it came from (for --explain-sources)
   std::vector<CollectivePoint> points; // sorted by size, sizes distinct
   std::optional<AlphaBeta> fit;        // least-squares fit over the points (fit_alpha_beta)

@@ -206,6 +206,10 @@ Calibration read_calibration(const Node& root, const std::string& source) {
       if (auto v = k.optional("nodes")) cc.nodes = small_int(*v, 1);
       if (cc.nodes > cc.gpus) k.required("nodes").fail("more nodes than GPUs");
       if (auto v = k.optional("dtype")) cc.dtype = v->scalar();
+      if (auto v = k.optional("gpus_per_thread")) {
+        cc.gpus_per_thread = small_int(*v, 1);
+        if (cc.gpus_per_thread > cc.gpus) v->fail("more GPUs per thread than GPUs");
+      }
       cc.source = opt_scalar(k, "source");
       if (auto v = k.optional("fit")) {
         MapReader f(*v);
@@ -383,6 +387,7 @@ std::string to_yaml(const Calibration& c) {
       o << "    gpus: " << k.gpus << '\n';
       o << "    nodes: " << k.nodes << '\n';
       kv(o, 4, "dtype", q(k.dtype));
+      if (k.gpus_per_thread > 1) o << "    gpus_per_thread: " << k.gpus_per_thread << '\n';
       if (!k.source.empty()) kv(o, 4, "source", q(k.source));
       if (k.fit) o << "    fit: {alpha: " << t_(k.fit->alpha) << ", beta: " << bw_(k.fit->beta) << "}\n";
       o << "    points:\n";

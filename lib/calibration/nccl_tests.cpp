@@ -269,6 +269,7 @@ class Parser {
       const auto nthreads = whole_number(m[1].str(), 1, 65536), ngpus = whole_number(m[2].str(), 1, 65536);
       if (!nthreads || !ngpus) fail(lineno, 1, "nThread and nGpus must be whole numbers from 1 to 65536");
       threads_gpus_ = static_cast<int>(*nthreads * *ngpus);
+      gpus_per_thread_ = static_cast<int>(*ngpus);
       ranks_.clear();
       read_sweep(line);
       return;
@@ -570,6 +571,11 @@ class Parser {
                                  avg_text, mean));
     }
     curve_.points = chosen_pass(lineno).points;
+    curve_.gpus_per_thread = gpus_per_thread_;
+    if (gpus_per_thread_ > 1)
+      warn(header_line_, fmt::format("one thread drove {} GPUs (nGpus {}): the times hold the host's issue of {} of them, "
+                                     "which predictions take out (gpus_per_thread in the calibration)",
+                                     gpus_per_thread_, gpus_per_thread_, gpus_per_thread_ - 1));
     std::sort(curve_.points.begin(), curve_.points.end(), [](auto& a, auto& b) { return a.size < b.size; });
     try {
       curve_.fit = fit_alpha_beta(curve_.points);
@@ -654,6 +660,7 @@ class Parser {
   std::string last_perf_, file_perf_;
   NcclTestsLog log_;
   int threads_gpus_ = 0;
+  int gpus_per_thread_ = 1;  // nGpus of the '# nThread' line: GPUs one thread issues each call on
   std::vector<Rank> ranks_;
   Columns cols_;
   int header_line_ = 0;

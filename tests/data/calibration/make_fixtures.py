@@ -102,7 +102,7 @@ SYNTH = [
 def header_new(binary, n, hosts, gpu, minb, maxb, nthread=1, ngpus=None, procs=1):
     ngpus = n if ngpus is None else ngpus
     lines = [
-        "$ ./build/%s -b %d -e %d -f 2 -g %d" % (binary, minb, maxb, ngpus),
+        "$ ./build/%s -b %d -e %d -f 2 %s-g %d" % (binary, minb, maxb, "-t %d " % nthread if nthread > 1 else "", ngpus),
         "# nccl-tests version 2.13.9 nccl-headers=21805 nccl-library=21805",
         "# Collective test starting: %s" % binary,
         "# nThread %d nGpus %d minBytes %d maxBytes %d step: 2(factor) warmup iters: 5 iters: 20 agg iters: 1 validation: 1 graph: 0"
@@ -134,10 +134,11 @@ def write(name, lines):
 
 A100 = "NVIDIA A100-SXM4-80GB"
 
-# 1. all-reduce on 8 A100 (NVSwitch), current format, 8 B .. 1 GiB
+# 1. all-reduce on 8 A100 (NVSwitch), current format, 8 B .. 1 GiB; one thread per GPU (-t 8 -g 1), so that the
+#    times are NCCL's own (with -g 8 one thread would add 7 launches of host issue to each: nccl_tests_time)
 d = rows("all_reduce", 8, 22.0, 230.0 * 8 / 14, pow2(8, 1 << 30))
 write("all_reduce_perf-a100x8.log",
-      SYNTH + header_new("all_reduce_perf", 8, ["dgxa100-01"], A100, 8, 1 << 30) + table_new("all_reduce", 8, d)
+      SYNTH + header_new("all_reduce_perf", 8, ["dgxa100-01"], A100, 8, 1 << 30, nthread=8, ngpus=1) + table_new("all_reduce", 8, d)
       + ["# Collective test concluded: all_reduce_perf", ""])
 
 # 2. several GPU counts in one log (2 and 4 GPUs of the same node), run one after another
