@@ -195,6 +195,10 @@ TEST(Cli, GpuOptionEqualsTheFileWithItsGpuReplaced) {
   EXPECT_EQ(by_option, numbers(run_cli("predict --cluster dgx-a100 --gpu H100-SXM5-80GB" + rest)));
   const auto coll = run_cli("collective --cluster dgx-a100 --gpus 8 --bytes 1GiB --gpu h100-sxm");
   EXPECT_EQ(coll.status, 0) << coll.err;
+  // the JSON says which GPU was predicted
+  const auto j = nlohmann::json::parse(run_cli("predict --cluster dgx-a100 --gpu h100-sxm" + rest).out);
+  EXPECT_EQ(j["inputs"]["cluster"], "dgx-a100");
+  EXPECT_EQ(j["inputs"]["gpu"], "H100 SXM5 80 GB");
 }
 
 TEST(Cli, GpuOptionRefusesWhatItCannotUse) {

@@ -23,6 +23,7 @@ OutputFormat output_format_from_string(std::string_view s);  // throws UsageErro
 struct RunInfo {
   std::string command = "predict";  // the subcommand that made the records (predict, simulate, …)
   std::string cluster, model, framework, precision, profile, collective_model, command_line;
+  std::string gpu;  // the cluster's GPU as predicted (its catalogue name; --gpu may have replaced the file's)
   int batch_per_gpu = 0;
   std::string workload;  // what `train` below was computed for (TrainingWorkload::source); "" without
 };

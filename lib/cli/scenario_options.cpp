@@ -242,6 +242,7 @@ Scenario build_scenario(const ScenarioOptions& o, RunInfo& info) {
   }
 
   info.cluster = sc.cluster.name;
+  info.gpu = sc.cluster.gpu.name;
   info.model = sc.network.name;
   info.framework = sc.strategy.name;
   info.batch_per_gpu = sc.batch_per_gpu;

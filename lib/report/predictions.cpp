@@ -97,6 +97,7 @@ void write_json(std::ostream& out, const RunInfo& info, std::span<const Predicti
   nlohmann::ordered_json j;
   j["schema"] = 1;
   j["inputs"] = {{"cluster", info.cluster},
+                 {"gpu", info.gpu},
                  {"model", info.model},
                  {"framework", info.framework},
                  {"batch_per_gpu", info.batch_per_gpu},
