@@ -515,6 +515,28 @@ TEST(SweepSpec, ComposesAClusterFromNodesAndFabric) {
   }
 }
 
+// A composed item may also put another GPU in the file's slots, as --gpu does: by catalogue name, or inline
+// with the catalogue's keys (the GPU is then named by its `name`). An unknown GPU fails at the key.
+TEST(SweepSpec, ComposesAClusterWithAnotherGpu) {
+  const SweepSpec spec = parse_sweep_spec(
+      "grid:\n  cluster: [{name: dgx-a100, gpu: h100-sxm},\n"
+      "            {name: dgx-a100, gpu: {name: Half A100, sm: 80, peak_fp32: \"9.75 TFLOPS\", memory_bandwidth: \"1 TB/s\"}}]\n"
+      "  model: resnet50\n  framework: pytorch-ddp\n  gpus: [8]\n",
+      "gpu.yaml");
+  ASSERT_EQ(spec.clusters.size(), 2U);
+  EXPECT_EQ(spec.clusters[0].name, "dgx-a100+h100-sxm");
+  EXPECT_EQ(spec.clusters[0].gpu.name, find_gpu("h100-sxm").name);
+  EXPECT_EQ(spec.clusters[1].name, "dgx-a100+Half A100");
+  EXPECT_DOUBLE_EQ(in_teraflops_per_second(spec.clusters[1].gpu.peak_fp32), 9.75);
+  try {
+    (void)parse_sweep_spec("grid:\n  cluster: [{name: dgx-a100, gpu: a200}]\n  model: resnet50\n  framework: pytorch-ddp\n  gpus: [8]\n",
+                           "g.yaml");
+    FAIL() << "accepted an unknown GPU";
+  } catch (const InputError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("g.yaml:2:35: 'grid.cluster[0].gpu': unknown GPU 'a200'"));
+  }
+}
+
 // ---- plan: strategy × shard group × micro-batch × accumulation (docs/planning.md) ---------------------------
 Strategy shipped_framework(const std::string& name) {
   return load_strategy(resolve(DataKind::framework, name, "--frameworks"));

@@ -15,6 +15,7 @@
 
 #include "dlscale/io.hpp"
 #include "dlscale/topology.hpp"
+#include "io/gpu_entry.hpp"
 #include "io/numbers.hpp"
 #include "io/text.hpp"
 #include "io/yaml_reader.hpp"
@@ -340,6 +341,21 @@ GpuSpec load_gpu(const std::string& name_or_file) {
   return g;
 }
 
+GpuSpec read_gpu_node(const Node& n) {
+  if (n.is_map()) {
+    MapReader g(n);
+    GpuSpec spec = read_gpu(g, false);
+    g.finish();
+    return spec;
+  }
+  try {
+    return find_gpu(n.scalar());
+  } catch (const InputError& e) {
+    if (!e.where().file.empty()) throw;  // an error inside the catalogue keeps its own place
+    n.fail(e.message());
+  }
+}
+
 // ---- clusters (simple form) -------------------------------------------------------------------------
 namespace {
 LinkSpec read_link(const Node& n) {
@@ -490,22 +506,8 @@ Cluster read_cluster(const Node& root, const std::string& source, const ClusterO
     c.gpus_per_node = n.int_at_most(1024);
     if (c.gpus_per_node < 1) n.fail("a node needs at least one GPU");
   }
-  {
-    const Node n = m.required("gpu");
-    if (n.is_map()) {
-      MapReader g(n);
-      c.gpu = read_gpu(g, false);
-      g.finish();
-    } else {
-      try {
-        c.gpu = find_gpu(n.scalar());
-      } catch (const InputError& e) {
-        if (!e.where().file.empty()) throw;  // an error inside the catalogue keeps its own place
-        n.fail(e.message());
-      }
-    }
-    if (ov.gpu) c.gpu = *ov.gpu;  // --gpu: the whole cluster as if this key named it
-  }
+  c.gpu = read_gpu_node(m.required("gpu"));
+  if (ov.gpu) c.gpu = *ov.gpu;  // --gpu: the whole cluster as if its `gpu:` named this one
   // The graph (docs/topology.md): a node template and the fabric between nodes. With a graph, the
   // simple bandwidths may be left out; they are then derived from it.
   const auto node_section = m.optional("node");

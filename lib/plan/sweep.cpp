@@ -19,6 +19,7 @@
 #include "dlscale/error.hpp"
 #include "dlscale/format.hpp"
 #include "dlscale/io.hpp"
+#include "io/gpu_entry.hpp"
 #include "io/yaml_reader.hpp"
 
 namespace dlscale {
@@ -91,8 +92,9 @@ struct Tables {
   std::size_t cluster(const Node& n) {
     if (!n.is_map())
       return intern(clusters, spec.clusters, n, DataKind::cluster, "cluster", [](const fs::path& f) { return load_cluster(f); });
-    // {name: dgx2, nodes: 4, fabric: "infiniband:100Gb/s:8"}: the file composed as --nodes/--fabric do;
-    // named "dgx2*4@infiniband:100Gb/s:8" in the output
+    // {name: dgx2, nodes: 4, fabric: "infiniband:100Gb/s:8", gpu: v100-sxm3}: the file composed as --nodes,
+    // --fabric and --gpu do; named "dgx2*4@infiniband:100Gb/s:8+v100-sxm3" in the output (an inline GPU by
+    // its name)
     MapReader m(n);
     const Node name = m.required("name");
     ClusterOverrides ov;
@@ -109,6 +111,10 @@ struct Tables {
         f->fail(e.message());
       }
       key += "@" + f->scalar();
+    }
+    if (auto g = m.optional("gpu")) {
+      ov.gpu = read_gpu_node(*g);
+      key += "+" + (g->is_map() ? ov.gpu->name : g->scalar());
     }
     m.finish();
     if (auto it = clusters.find(key); it != clusters.end()) return it->second;

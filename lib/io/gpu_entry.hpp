@@ -1,0 +1,13 @@
+// Internal: a GPU as a YAML file gives it (a cluster's `gpu:`, a sweep's composed cluster): a catalogue id
+// or alias, or a map with the catalogue entry's keys (docs/input-formats.md, "GPU catalogue entry").
+#pragma once
+
+#include "dlscale/gpu.hpp"
+#include "io/yaml_reader.hpp"
+
+namespace dlscale {
+
+/// An unknown name fails at the node (its file:line:col); an error inside the catalogue keeps its own place.
+GpuSpec read_gpu_node(const yamlio::Node& n);
+
+}  // namespace dlscale
