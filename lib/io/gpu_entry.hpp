@@ -7,7 +7,8 @@
 
 namespace dlscale {
 
-/// An unknown name fails at the node (its file:line:col); an error inside the catalogue keeps its own place.
+/// A map may keep a catalogue entry's `id` and `aliases` (copied whole); they are not used. An unknown name
+/// fails at the node (its file:line:col); an error inside the catalogue keeps its own place.
 GpuSpec read_gpu_node(const yamlio::Node& n);
 
 }  // namespace dlscale

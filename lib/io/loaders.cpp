@@ -333,17 +333,14 @@ GpuSpec load_gpu(const std::string& name_or_file) {
     if (looks_like_path) throw InputError(fmt::format("'{}': no such GPU file (or not readable)", name_or_file));
     return find_gpu(name_or_file);
   }
-  MapReader m(yamlio::load_file(file));
-  (void)m.optional("id");  // a catalogue entry copied whole reads as it is
-  (void)m.optional("aliases");
-  GpuSpec g = read_gpu(m, false);
-  m.finish();
-  return g;
+  return read_gpu_node(yamlio::load_file(file));
 }
 
 GpuSpec read_gpu_node(const Node& n) {
   if (n.is_map()) {
     MapReader g(n);
+    (void)g.optional("id");  // a catalogue entry copied whole reads as it is
+    (void)g.optional("aliases");
     GpuSpec spec = read_gpu(g, false);
     g.finish();
     return spec;
