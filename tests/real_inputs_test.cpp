@@ -122,8 +122,11 @@ TEST(RealInputs, NcclXmlAzureVmWithEmptyLinkAttributes) {
   EXPECT_EQ(c.topology->path(2, 3).nvlinks, 12);
   EXPECT_EQ(c.topology->nic_names(), std::vector<std::string>{"eth0"});  // kept, not dropped
   // Gen3 x16 as NCCL rates it: 16 lanes x 60 / 80 = 12 GB/s
-  for (const auto& l : c.topology->links())
-    if (l.kind == LinkKind::pcie && l.a == "gpu0") EXPECT_DOUBLE_EQ(gbs(l.bandwidth), 12.0);
+  for (const auto& l : c.topology->links()) {
+    if (l.kind == LinkKind::pcie && l.a == "gpu0") {
+      EXPECT_DOUBLE_EQ(gbs(l.bandwidth), 12.0);
+    }
+  }
   EXPECT_THAT(warnings.front(), HasSubstr("4 PCI link(s) without a link_speed or link_width"));
 }
 
@@ -311,8 +314,12 @@ TEST(RealInputs, CommandsImportEveryFile) {
     const auto r = test::run_cli(cmd + " " + real(file).string() + " -o " + out.string());
     EXPECT_EQ(r.status, 0) << file << ": " << r.err;
     EXPECT_TRUE(fs::exists(out)) << file;
-    if (cmd.rfind("topo", 0) == 0) EXPECT_NO_THROW((void)load_cluster(out)) << file;
-    if (cmd.rfind("calibrate", 0) == 0) EXPECT_NO_THROW((void)load_calibration(out)) << file;
+    if (cmd.rfind("topo", 0) == 0) {
+      EXPECT_NO_THROW((void)load_cluster(out)) << file;
+    }
+    if (cmd.rfind("calibrate", 0) == 0) {
+      EXPECT_NO_THROW((void)load_calibration(out)) << file;
+    }
   }
   fs::remove_all(dir);
 }
