@@ -213,6 +213,12 @@ TEST(Cli, GpuOptionRefusesWhatItCannotUse) {
   const auto unit = run_cli("predict --cluster dgx-a100 --gpu " + bad.string());
   EXPECT_EQ(unit.status, 2);
   EXPECT_THAT(unit.err, HasSubstr("bad-gpu.yaml:3:19: 'memory_bandwidth': unknown bandwidth unit"));
+  // a GPU without its compute capability cannot go into a topology graph (NVLink bandwidths depend on it)
+  const auto nosm = temp_file("no-sm.yaml", "name: Mystery GPU\npeak_fp32: \"10 TFLOPS\"\nmemory_bandwidth: \"1 TB/s\"\n");
+  const auto graph = run_cli("predict --cluster dgx-a100 --gpu " + nosm.string() + " -o /dev/null");
+  EXPECT_EQ(graph.status, 2);
+  EXPECT_EQ(graph.err, "dlscale: '--gpu': 'Mystery GPU' gives no 'sm' (compute capability): 'dgx-a100' has a topology graph, "
+                       "whose NVLink bandwidths depend on it\n");
   // a precision the replacement lacks is refused as for a file that names it
   const auto v100 = run_cli("predict --cluster dgx-a100 --gpu v100-sxm2 --precision bf16");
   EXPECT_EQ(v100.status, 2);

@@ -535,6 +535,15 @@ TEST(SweepSpec, ComposesAClusterWithAnotherGpu) {
   } catch (const InputError& e) {
     EXPECT_THAT(e.what(), HasSubstr("g.yaml:2:35: 'grid.cluster[0].gpu': unknown GPU 'a200'"));
   }
+  try {  // no compute capability for dgx-a100's NVLink graph: said at the key
+    (void)parse_sweep_spec("grid:\n  cluster: [{name: dgx-a100, gpu: {name: X, peak_fp32: \"1 TFLOPS\", memory_bandwidth: \"1 TB/s\"}}]\n"
+                           "  model: resnet50\n  framework: pytorch-ddp\n  gpus: [8]\n",
+                           "s.yaml");
+    FAIL() << "accepted a GPU without sm on a topology cluster";
+  } catch (const InputError& e) {
+    EXPECT_STREQ(e.what(), "s.yaml:2:35: 'grid.cluster[0].gpu': 'X' gives no 'sm' (compute capability): 'dgx-a100' has a "
+                           "topology graph, whose NVLink bandwidths depend on it");
+  }
 }
 
 // ---- plan: strategy × shard group × micro-batch × accumulation (docs/planning.md) ---------------------------

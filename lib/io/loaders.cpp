@@ -514,6 +514,10 @@ Cluster read_cluster(const Node& root, const std::string& source, const ClusterO
     throw UsageError("--nodes", fmt::format("'{}' is one node with no network between nodes: say which with --fabric "
                                             "KIND:SPEED[:COUNT] (e.g. infiniband:100Gb/s:8)",
                                             c.name));
+  if (node_section && ov.gpu && ov.gpu->sm_version <= 0)
+    throw UsageError("--gpu", fmt::format("'{}' gives no 'sm' (compute capability): '{}' has a topology graph, whose NVLink "
+                                          "bandwidths depend on it",
+                                          ov.gpu->name, c.name));
   if (node_section)
     c.topology = topo::read_topology(*node_section, fabric_section, c.gpus_per_node, c.max_nodes, c.gpu.sm_version,
                                      ov.fabric ? &*ov.fabric : nullptr);

@@ -112,9 +112,10 @@ struct Tables {
       }
       key += "@" + f->scalar();
     }
-    if (auto g = m.optional("gpu")) {
-      ov.gpu = read_gpu_node(*g);
-      key += "+" + (g->is_map() ? ov.gpu->name : g->scalar());
+    const auto gpu = m.optional("gpu");
+    if (gpu) {
+      ov.gpu = read_gpu_node(*gpu);
+      key += "+" + (gpu->is_map() ? ov.gpu->name : gpu->scalar());
     }
     m.finish();
     if (auto it = clusters.find(key); it != clusters.end()) return it->second;
@@ -126,7 +127,9 @@ struct Tables {
     }
     try {
       spec.clusters.push_back(load_cluster(file, ov));
-    } catch (const UsageError&) {  // nodes without a fabric on a single-node file, said at the item
+    } catch (const UsageError& e) {
+      if (gpu && e.key() == "--gpu") gpu->fail(e.message());  // a GPU the file's graph cannot take
+      // nodes without a fabric on a single-node file, said at the item
       n.fail(fmt::format("'{}' is one node with no network between nodes: give a 'fabric' (KIND:SPEED[:COUNT], e.g. "
                          "infiniband:100Gb/s:8)",
                          name.scalar()));
