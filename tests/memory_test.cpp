@@ -70,6 +70,13 @@ TEST(Memory, FitWarnsAboveTheLargestBatch) {
   const auto none = check_memory_fit(toy(), g, 1, ComputeOptions{}, bytes(1e9));
   EXPECT_EQ(none.largest_batch, 0);
   EXPECT_NE(none.warning.find("not even batch 1 fits"), std::string::npos) << none.warning;
+  // No memory size (an inline GPU that leaves `memory` out): nothing to check, not "0 B, nothing fits"
+  g.memory_size = Bytes{};
+  const auto unknown = check_memory_fit(toy(), g, 1000000, ComputeOptions{}, bytes(1e9));
+  EXPECT_TRUE(unknown.fits);
+  EXPECT_TRUE(unknown.warning.empty());
+  EXPECT_EQ(unknown.available, Bytes{});
+  EXPECT_EQ(unknown.largest_batch, 0);
 }
 
 Network zoo(const char* name) { return load_network(resolve(DataKind::network, name, "--model")); }

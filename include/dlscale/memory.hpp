@@ -64,7 +64,9 @@ struct MemoryFit {
   std::string warning;    // empty when it fits; one line otherwise
 };
 
-/// Whether a batch fits the GPU's memory, with a one-line warning when it does not.
+/// Whether a batch fits the GPU's memory, with a one-line warning when it does not. A GPU without a memory
+/// size (an inline GPU that leaves `memory` out) has nothing to check against: it fits, with available and
+/// largest_batch 0 (unknown).
 MemoryFit check_memory_fit(const Network& net, const GpuSpec& gpu, int batch, const ComputeOptions& opt,
                            Bytes reserved = bytes(kDefaultReservedBytes));
 /// The same under a sharded strategy whose shard group holds `shard` GPUs.

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "cli/commands.hpp"
+#include "cli/scenario_options.hpp"
 #include "dlscale/compute.hpp"
 #include "dlscale/error.hpp"
 #include "dlscale/format.hpp"
@@ -96,14 +97,7 @@ void run_show(const ShowOptions& o) {
     throw UsageError("--optimizer", e.what());
   }
   std::optional<GpuSpec> gpu;
-  if (!o.gpu.empty()) {
-    try {
-      gpu = find_gpu(o.gpu);
-    } catch (const InputError& e) {
-      if (!e.where().file.empty()) throw;  // an error inside the GPU catalogue keeps its own place
-      throw UsageError("--gpu", e.message());
-    }
-  }
+  if (!o.gpu.empty()) gpu = gpu_option(o.gpu);
   std::optional<LayerTimes> times;
   std::optional<MemoryFit> fit;
   if (gpu && !gpu->supports(copt.precision))
@@ -208,9 +202,13 @@ void run_show(const ShowOptions& o) {
                          times->total_backward(), times->total_update());
     if (fit)
       out += fmt::format("memory per GPU: {} of {} (weights {}, gradients {}, optimiser {}, activations {}, input {}, "
-                         "reserve {}, allocator slack {}); largest batch that fits about {}\n",
-                         fit->need.total(), fit->available, fit->need.weights, fit->need.gradients, fit->need.optimizer_state,
-                         fit->need.activations, fit->need.input, fit->need.reserved, fit->need.allocator_slack, fit->largest_batch);
+                         "reserve {}, allocator slack {}); {}\n",
+                         fit->need.total(),
+                         fit->available > Bytes{} ? fmt::format("{}", fit->available) : std::string("an unknown size"),
+                         fit->need.weights, fit->need.gradients, fit->need.optimizer_state, fit->need.activations,
+                         fit->need.input, fit->need.reserved, fit->need.allocator_slack,
+                         fit->available > Bytes{} ? fmt::format("largest batch that fits about {}", fit->largest_batch)
+                                                  : std::string("the GPU gives no memory size, so nothing is checked"));
   }
   emit(out, o.output);
   if (fit && !fit->fits) fmt::print(stderr, "dlscale: {}\n", fit->warning);
@@ -262,7 +260,7 @@ void setup_model(CLI::App& app) {
   auto* show = cmd->add_subcommand("show", "Per-layer table and totals; with --gpu, predicted layer times and memory fit");
   show->add_option("NAME", so->model, "Network name (models/NAME.yaml) or file")->required();
   show->add_option("-b,--batch", so->batch, "Samples per GPU")->capture_default_str();
-  show->add_option("--gpu", so->gpu, "GPU from topologies/gpus.yaml (e.g. p40, v100-sxm2)");
+  show->add_option("--gpu", so->gpu, "GPU: an id of topologies/gpus.yaml (e.g. p40, v100-sxm2) or a YAML file with one GPU's keys")->type_name("ID|FILE");
   show->add_option("--precision", so->precision, "fp32, tf32, bf16 or fp16 (mixed precision)")->capture_default_str();
   show->add_option("--optimizer", so->optimizer, "sgd, momentum, adam, adamw or lamb (default: by the model's input)");
   show->add_option("--attention", so->attention, "eager or flash (FlashAttention: fp16/bf16, Ampere and newer, needs --gpu)")

@@ -29,19 +29,21 @@ void add_gpu_option(CLI::App& cmd, ScaleOptions& o) {
       ->type_name("ID|FILE");
 }
 
+GpuSpec gpu_option(const std::string& value) {
+  try {
+    return load_gpu(value);
+  } catch (const InputError& e) {
+    if (!e.where().file.empty()) throw;  // an error inside the GPU file or the catalogue keeps its place
+    throw UsageError("--gpu", e.message());
+  }
+}
+
 ClusterOverrides cluster_overrides(const ScaleOptions& o) {
   ClusterOverrides ov;
   if (o.nodes < 0) throw UsageError("--nodes", fmt::format("a cluster needs at least one node, got {}", o.nodes == -1 ? 0 : o.nodes));
   ov.nodes = o.nodes;
   if (!o.fabric.empty()) ov.fabric = parse_fabric_spec(o.fabric, "--fabric");
-  if (!o.gpu.empty()) {
-    try {
-      ov.gpu = load_gpu(o.gpu);
-    } catch (const InputError& e) {
-      if (!e.where().file.empty()) throw;  // an error inside the GPU file keeps its place
-      throw UsageError("--gpu", e.message());
-    }
-  }
+  if (!o.gpu.empty()) ov.gpu = gpu_option(o.gpu);
   return ov;
 }
 

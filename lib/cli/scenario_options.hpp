@@ -22,6 +22,9 @@ struct ScaleOptions {
 void add_scale_options(CLI::App& cmd, ScaleOptions& o, bool with_nodes = true);
 /// --gpu ID|FILE: every GPU of the cluster replaced (a catalogue id or a YAML file with one GPU's keys).
 void add_gpu_option(CLI::App& cmd, ScaleOptions& o);
+/// The GPU a --gpu value names (load_gpu); an unknown name or missing file is a UsageError naming --gpu,
+/// an error inside a GPU file keeps its file:line:col.
+GpuSpec gpu_option(const std::string& value);
 /// The options as overrides for load_cluster; a malformed --fabric or --nodes < 1 is a UsageError.
 ClusterOverrides cluster_overrides(const ScaleOptions& o);
 

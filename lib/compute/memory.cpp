@@ -118,6 +118,8 @@ MemoryFit check_memory_fit(const Network& net, const GpuSpec& gpu, int batch, co
   MemoryFit f;
   f.need = estimate_training_memory(net, batch, opt, sh, shard, reserved);
   f.available = gpu.memory_size;
+  // A GPU whose memory is not given (an inline GPU may leave `memory` out): nothing to check against.
+  if (!(f.available > Bytes{})) return f;
   f.fits = f.need.total() <= f.available;
   // Memory grows linearly with the batch: fixed + batch × per-sample.
   const MemoryEstimate one = estimate_training_memory(net, 1, opt, sh, shard, reserved);
