@@ -630,7 +630,7 @@ std::vector<Row> catalogue() {
       {"sweep_bandwidth_for_a_bucket", {{"s.yaml", edit(kSweep, 6, "  gpus: [1, 4]\n  bucket_size: \"8 MiB/s\"")}}, kCmdSweep,
        E + "{dir}/s.yaml:7:16: 'grid.bucket_size': unknown size unit 'MiB/s' in '8 MiB/s' (use B, kB, MB, GB, KiB, MiB, GiB)\n"},
       {"sweep_unknown_key", {{"s.yaml", edit(kSweep, 6, "  gpus: [1, 4]\n  colour: red")}}, kCmdSweep,
-       E + "{dir}/s.yaml:7:3: 'grid.colour': unknown key (known keys here: batch, bucket_size, cluster, framework, gpus, links, model, "
+       E + "{dir}/s.yaml:7:3: 'grid.colour': unknown key (known keys here: batch, bucket_size, cluster, framework, gpu, gpus, links, model, "
            "precision)\n"},
       {"sweep_precision", {{"s.yaml", edit(kSweep, 6, "  gpus: [1, 4]\n  precision: fp8")}}, kCmdSweep,
        E + "{dir}/s.yaml:7:14: 'grid.precision': unknown value 'fp8' (expected one of: fp32, tf32, bf16, fp16)\n"},

@@ -546,6 +546,41 @@ TEST(SweepSpec, ComposesAClusterWithAnotherGpu) {
   }
 }
 
+// The gpu axis: every GPU in every cluster, cluster by cluster, named as the composed items are; each the
+// same cluster as the composed item {name, gpu}. A cluster item that names its own GPU and an axis: refused.
+TEST(SweepSpec, GpuAxisPutsEachGpuInEachCluster) {
+  const SweepSpec spec = parse_sweep_spec(
+      "grid:\n  cluster: [dgx-a100, rtx4090-pcie]\n  gpu: [a100-sxm4-80gb, h100-sxm]\n  model: resnet50\n"
+      "  framework: pytorch-ddp\n  gpus: [1, 4]\n",
+      "axis.yaml");
+  ASSERT_EQ(spec.clusters.size(), 4U);
+  EXPECT_EQ(spec.clusters[0].name, "dgx-a100+a100-sxm4-80gb");
+  EXPECT_EQ(spec.clusters[1].name, "dgx-a100+h100-sxm");
+  EXPECT_EQ(spec.clusters[2].name, "rtx4090-pcie+a100-sxm4-80gb");
+  EXPECT_EQ(spec.clusters[3].name, "rtx4090-pcie+h100-sxm");
+  EXPECT_EQ(spec.clusters[3].gpu.name, find_gpu("h100-sxm").name);
+  const SweepSpec item = parse_sweep_spec(
+      "grid:\n  cluster: [{name: rtx4090-pcie, gpu: h100-sxm}]\n  model: resnet50\n  framework: pytorch-ddp\n  gpus: [4]\n",
+      "item.yaml");
+  auto throughput = [](const SweepSpec& s, std::size_t c) {
+    Scenario sc;
+    sc.cluster = s.clusters[c];
+    sc.network = s.networks[0];
+    sc.strategy = s.strategies[0];
+    sc.compute.optimizer = default_optimizer(sc.network);
+    return Predictor(std::move(sc)).predict(4).throughput_samples_per_s;
+  };
+  EXPECT_DOUBLE_EQ(throughput(spec, 3), throughput(item, 0));
+  try {
+    (void)parse_sweep_spec("grid:\n  cluster: [{name: dgx-a100, gpu: h200}]\n  gpu: h100-sxm\n  model: resnet50\n"
+                           "  framework: pytorch-ddp\n  gpus: [8]\n",
+                           "both.yaml");
+    FAIL() << "accepted a GPU in the item and in the axis";
+  } catch (const InputError& e) {
+    EXPECT_STREQ(e.what(), "both.yaml:3:8: 'grid.gpu': this cluster item names its own gpu: give the GPU in one place");
+  }
+}
+
 // ---- plan: strategy × shard group × micro-batch × accumulation (docs/planning.md) ---------------------------
 Strategy shipped_framework(const std::string& name) {
   return load_strategy(resolve(DataKind::framework, name, "--frameworks"));

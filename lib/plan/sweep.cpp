@@ -89,16 +89,20 @@ struct Tables {
     seen.emplace(name, table.size() - 1);
     return table.size() - 1;
   }
-  std::size_t cluster(const Node& n) {
-    if (!n.is_map())
+  /// A cluster item, with the `gpu` axis's GPU when the spec has one (`axis_gpu`).
+  std::size_t cluster(const Node& n, const std::optional<Node>& axis_gpu = std::nullopt) {
+    if (!n.is_map() && !axis_gpu)
       return intern(clusters, spec.clusters, n, DataKind::cluster, "cluster", [](const fs::path& f) { return load_cluster(f); });
     // {name: dgx2, nodes: 4, fabric: "infiniband:100Gb/s:8", gpu: v100-sxm3}: the file composed as --nodes,
     // --fabric and --gpu do; named "dgx2*4@infiniband:100Gb/s:8+v100-sxm3" in the output (an inline GPU by
-    // its name)
-    MapReader m(n);
-    const Node name = m.required("name");
+    // its name). A plain name with a GPU of the `gpu` axis is composed the same way.
+    std::optional<MapReader> item;
+    if (n.is_map()) item.emplace(n);
+    const Node name = item ? item->required("name") : n;
     ClusterOverrides ov;
     std::string key = name.scalar();
+    if (!item) return composed(n, name, key, ov, axis_gpu);
+    MapReader& m = *item;
     if (auto k = m.optional("nodes")) {
       ov.nodes = k->int_at_most(1'000'000);
       if (ov.nodes < 1) k->fail("a cluster needs at least one node");
@@ -112,12 +116,18 @@ struct Tables {
       }
       key += "@" + f->scalar();
     }
-    const auto gpu = m.optional("gpu");
+    auto gpu = m.optional("gpu");
+    if (gpu && axis_gpu) axis_gpu->fail("this cluster item names its own gpu: give the GPU in one place");
+    if (!gpu) gpu = axis_gpu;
+    m.finish();
+    return composed(n, name, key, ov, gpu);
+  }
+  /// The cluster file `name` with `ov` and `gpu` applied, kept under `key` (+ the GPU).
+  std::size_t composed(const Node& n, const Node& name, std::string key, ClusterOverrides ov, const std::optional<Node>& gpu) {
     if (gpu) {
       ov.gpu = read_gpu_node(*gpu);
       key += "+" + (gpu->is_map() ? ov.gpu->name : gpu->scalar());
     }
-    m.finish();
     if (auto it = clusters.find(key); it != clusters.end()) return it->second;
     fs::path file;
     try {
@@ -237,7 +247,14 @@ struct Axes {
 
 Axes read_axes(MapReader& m, Tables& t) {
   Axes a;
-  for (const auto& n : one_or_many(m.required("cluster"))) a.clusters.push_back(t.cluster(n));
+  // The gpu axis (catalogue ids or inline GPUs) puts each GPU in each cluster, cluster by cluster.
+  std::vector<std::optional<Node>> gpus{std::nullopt};
+  if (auto g = m.optional("gpu")) {
+    gpus.clear();
+    for (const auto& one : one_or_many(*g)) gpus.emplace_back(one);
+  }
+  for (const auto& n : one_or_many(m.required("cluster")))
+    for (const auto& g : gpus) a.clusters.push_back(t.cluster(n, g));
   for (const auto& n : one_or_many(m.required("model"))) a.models.push_back(t.network(n));
   for (const auto& n : one_or_many(m.required("framework"))) a.frameworks.push_back(t.strategy(n));
   a.gpus = read_gpus(m.required("gpus"));
