@@ -492,6 +492,16 @@ TEST(ExplainCli, OneGpuCountOnly) {
   EXPECT_THAT(r.err, HasSubstr("explain takes one GPU count"));
 }
 
+// The one-line error a sweep spec gets, or "accepted" when it parses.
+std::string sweep_error(const std::string& yaml, const std::string& name) {
+  try {
+    (void)parse_sweep_spec(yaml, name);
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "accepted";
+}
+
 // A cluster item may compose a single-node file as --nodes/--fabric do: dgx2 (16 GPUs, one node) as 4
 // nodes holds 64 GPUs, with the 8 NICs of its file at 100 Gb/s = 12.5 GB/s each.
 TEST(SweepSpec, ComposesAClusterFromNodesAndFabric) {
@@ -505,14 +515,10 @@ TEST(SweepSpec, ComposesAClusterFromNodesAndFabric) {
   ASSERT_TRUE(spec.clusters[0].topology);
   EXPECT_EQ(spec.clusters[0].topology->fabric().nics_per_node, 8);
   EXPECT_DOUBLE_EQ(in_gigabytes_per_second(spec.clusters[0].topology->fabric().nic_bandwidth), 12.5);
-  try {
-    (void)parse_sweep_spec("grid:\n  cluster: [{name: dgx2, nodes: 4}]\n  model: resnet50\n  framework: pytorch-ddp\n  gpus: [16]\n",
-                           "c.yaml");
-    FAIL() << "composed 4 nodes without a network";
-  } catch (const InputError& e) {
-    EXPECT_STREQ(e.what(), "c.yaml:2:13: 'grid.cluster[0]': 'dgx2' is one node with no network between nodes: give a 'fabric' "
-                           "(KIND:SPEED[:COUNT], e.g. infiniband:100Gb/s:8)");
-  }
+  EXPECT_EQ(sweep_error("grid:\n  cluster: [{name: dgx2, nodes: 4}]\n  model: resnet50\n  framework: pytorch-ddp\n  gpus: [16]\n",
+                        "c.yaml"),
+            "c.yaml:2:13: 'grid.cluster[0]': 'dgx2' is one node with no network between nodes: give a 'fabric' "
+            "(KIND:SPEED[:COUNT], e.g. infiniband:100Gb/s:8)");
 }
 
 // A composed item may also put another GPU in the file's slots, as --gpu does: by catalogue name, or inline
@@ -528,22 +534,15 @@ TEST(SweepSpec, ComposesAClusterWithAnotherGpu) {
   EXPECT_EQ(spec.clusters[0].gpu.name, find_gpu("h100-sxm").name);
   EXPECT_EQ(spec.clusters[1].name, "dgx-a100+Half A100");
   EXPECT_DOUBLE_EQ(in_teraflops_per_second(spec.clusters[1].gpu.peak_fp32), 9.75);
-  try {
-    (void)parse_sweep_spec("grid:\n  cluster: [{name: dgx-a100, gpu: a200}]\n  model: resnet50\n  framework: pytorch-ddp\n  gpus: [8]\n",
-                           "g.yaml");
-    FAIL() << "accepted an unknown GPU";
-  } catch (const InputError& e) {
-    EXPECT_THAT(e.what(), HasSubstr("g.yaml:2:35: 'grid.cluster[0].gpu': unknown GPU 'a200'"));
-  }
-  try {  // no compute capability for dgx-a100's NVLink graph: said at the key
-    (void)parse_sweep_spec("grid:\n  cluster: [{name: dgx-a100, gpu: {name: X, peak_fp32: \"1 TFLOPS\", memory_bandwidth: \"1 TB/s\"}}]\n"
-                           "  model: resnet50\n  framework: pytorch-ddp\n  gpus: [8]\n",
-                           "s.yaml");
-    FAIL() << "accepted a GPU without sm on a topology cluster";
-  } catch (const InputError& e) {
-    EXPECT_STREQ(e.what(), "s.yaml:2:35: 'grid.cluster[0].gpu': 'X' gives no 'sm' (compute capability): 'dgx-a100' has a "
-                           "topology graph, whose NVLink bandwidths depend on it");
-  }
+  EXPECT_THAT(sweep_error("grid:\n  cluster: [{name: dgx-a100, gpu: a200}]\n  model: resnet50\n  framework: pytorch-ddp\n  gpus: [8]\n",
+                          "g.yaml"),
+              HasSubstr("g.yaml:2:35: 'grid.cluster[0].gpu': unknown GPU 'a200'"));
+  // no compute capability for dgx-a100's NVLink graph: said at the key
+  EXPECT_EQ(sweep_error("grid:\n  cluster: [{name: dgx-a100, gpu: {name: X, peak_fp32: \"1 TFLOPS\", memory_bandwidth: \"1 TB/s\"}}]\n"
+                        "  model: resnet50\n  framework: pytorch-ddp\n  gpus: [8]\n",
+                        "s.yaml"),
+            "s.yaml:2:35: 'grid.cluster[0].gpu': 'X' gives no 'sm' (compute capability): 'dgx-a100' has a topology graph, "
+            "whose NVLink bandwidths depend on it");
 }
 
 // The gpu axis: every GPU in every cluster, cluster by cluster, named as the composed items are; each the
@@ -571,14 +570,10 @@ TEST(SweepSpec, GpuAxisPutsEachGpuInEachCluster) {
     return Predictor(std::move(sc)).predict(4).throughput_samples_per_s;
   };
   EXPECT_DOUBLE_EQ(throughput(spec, 3), throughput(item, 0));
-  try {
-    (void)parse_sweep_spec("grid:\n  cluster: [{name: dgx-a100, gpu: h200}]\n  gpu: h100-sxm\n  model: resnet50\n"
-                           "  framework: pytorch-ddp\n  gpus: [8]\n",
-                           "both.yaml");
-    FAIL() << "accepted a GPU in the item and in the axis";
-  } catch (const InputError& e) {
-    EXPECT_STREQ(e.what(), "both.yaml:3:8: 'grid.gpu': this cluster item names its own gpu: give the GPU in one place");
-  }
+  EXPECT_EQ(sweep_error("grid:\n  cluster: [{name: dgx-a100, gpu: h200}]\n  gpu: h100-sxm\n  model: resnet50\n"
+                        "  framework: pytorch-ddp\n  gpus: [8]\n",
+                        "both.yaml"),
+            "both.yaml:3:8: 'grid.gpu': this cluster item names its own gpu: give the GPU in one place");
 }
 
 // ---- plan: strategy × shard group × micro-batch × accumulation (docs/planning.md) ---------------------------
