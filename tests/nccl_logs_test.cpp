@@ -200,7 +200,7 @@ std::vector<Compared> compare(const LogCase& c) {
         const auto& table = nccl::default_table();
         const auto ch = nccl::choose(topo(c.cluster), table, s.op, bytes(r.bytes), c.where);
         x.predicted_us = in_us(nccl::nccl_tests_time(ch.time, table, s.gpus_per_thread));
-        x.host_us = in_us(nccl::host_issue_time(table, s.gpus_per_thread)) - in_us(nccl::host_issue_time(table, 1));
+        x.host_us = in_us(nccl::issue_before_last(table, s.gpus_per_thread));
         x.how = fmt::format("{}/{}", nccl::algorithm_name(ch.algorithm), nccl::protocol_name(ch.protocol));
       }
       out.push_back(x);

@@ -7,6 +7,7 @@
 #include "dlscale/calibration.hpp"
 #include "dlscale/format.hpp"
 #include "dlscale/network.hpp"
+#include "nccl/model.hpp"
 #include "nccl/table.hpp"
 
 namespace dlscale {
@@ -26,7 +27,7 @@ Seconds CalibratedCollectiveModel::time(CollectiveOp op, Bytes size, const GpuPl
     if (c->gpus_per_thread <= 1) return t;
     // Measured with one thread for k GPUs (nccl-tests -g k): the issue of the first k − 1 is not NCCL's
     // (nccl::nccl_tests_time); a time under it (the device under one launch) keeps a tenth of itself.
-    const Seconds issue = microseconds(nccl::default_table().launch_us_per_gpu * (c->gpus_per_thread - 1));
+    const Seconds issue = nccl::issue_before_last(nccl::default_table(), c->gpus_per_thread);
     return max(t - issue, t * 0.1);
   }
   return fallback_->time(op, size, where);

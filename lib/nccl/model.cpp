@@ -407,8 +407,11 @@ Seconds host_issue_time(const Table& t, int gpus_per_thread) noexcept {
 
 Seconds nccl_tests_time(Seconds device, const Table& t, int gpus_per_thread) noexcept {
   // (k − 1)·t_launch + max(t_launch, device) = max(k·t_launch, (k − 1)·t_launch + device)
-  const Seconds launch = host_issue_time(t, 1);
-  return host_issue_time(t, gpus_per_thread) - launch + max(launch, device);
+  return issue_before_last(t, gpus_per_thread) + max(host_issue_time(t, 1), device);
+}
+
+Seconds issue_before_last(const Table& t, int gpus_per_thread) noexcept {
+  return host_issue_time(t, gpus_per_thread) - host_issue_time(t, 1);
 }
 
 namespace {

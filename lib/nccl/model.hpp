@@ -30,6 +30,9 @@ Choice choose(const Topology& topo, const Table& table, CollectiveOp op, Bytes s
 /// Host time to issue one collective from one thread on `gpus_per_thread` GPUs (nccl-tests -g): the
 /// table's launch cost per GPU, once per GPU (each gets its own enqueue and kernel launch).
 Seconds host_issue_time(const Table& t, int gpus_per_thread) noexcept;
+/// The part of it that adds to the operation's time: the issue of all GPUs but the last, (k − 1)·t_launch
+/// (nccl_tests_time below; a calibration curve measured that way takes it out again).
+Seconds issue_before_last(const Table& t, int gpus_per_thread) noexcept;
 
 /// The time of one operation as nccl-tests reports it (wall time of back-to-back iterations divided by
 /// their number), with k = gpus_per_thread GPUs issued in turn by one thread (nccl-tests -g k):
