@@ -173,6 +173,7 @@ struct Predictor::Impl {
   double train_flops_per_sample = 0.0;  // 3 × forward: forward, and backward's two products per weight
   double peak_flops = 0.0;            // the GPU's dense peak for the precision (FLOP/s)
   std::shared_ptr<const ResourceName::Table> resources;  // named when a caller asks (ResourceName::str)
+  const InputPipeline* pipeline = nullptr;  // input_pipeline(sc), into sc (Impl is never copied or moved)
 
   void describe_resources();
   [[nodiscard]] Prediction run(int gpus, const GpuPlacement& at) const;
@@ -271,6 +272,7 @@ Predictor::Predictor(Scenario scenario) : impl_(std::make_unique<Impl>()) {
   // the attention products, i.e. 3 × the forward FLOPs the zoo counts, whatever is recomputed.
   m.train_flops_per_sample = 3.0 * sc.network.total_forward_flops_per_sample();
   m.peak_flops = in_teraflops_per_second(sc.cluster.gpu.peak(sc.compute.precision)) * 1e12;
+  m.pipeline = input_pipeline(sc);
   m.describe_resources();
   m.iter_one = m.run(1, GpuPlacement{1, 1, 1}).iteration_time;
   // Throughput N·M/t and speedup (eq. 8) divide by iteration times: a scenario in which nothing takes
@@ -300,7 +302,7 @@ void Predictor::Impl::describe_resources() {
   t->intra = cl.intra_node.bandwidth;
   t->inter = cl.inter_node.bandwidth;
   t->memory = cl.gpu.memory_bandwidth;
-  if (const InputPipeline* ip = input_pipeline(sc)) t->pipeline = *ip;
+  if (pipeline) t->pipeline = *pipeline;
   if (st.sharding.offload_optimizer) t->cpu_adam = st.sharding.cpu_adam_params_per_s;
   resources = std::move(t);
 }
@@ -350,7 +352,6 @@ Prediction Predictor::Impl::run(int gpus, const GpuPlacement& at) const {
   // The input pipeline (Cluster::input) replaces the bytes-over-a-bandwidth reader: storage tier and CPU
   // decode stages, the slower of which sets the reader's time (eq. input-1); GPU decoding goes to the GPU side.
   ReaderTime reader;
-  const InputPipeline* pipeline = input_pipeline(sc);
   if (pipeline) {
     reader = reader_time(*pipeline, sc.batch_per_gpu, at.gpus_per_node, at.nodes);
     io = reader.reader;
