@@ -24,7 +24,8 @@ using test::temp_file;
 int lines(const std::string& s) { return static_cast<int>(std::count(s.begin(), s.end(), '\n')); }
 
 TEST(Cli, WorkedExampleProfilePrintsThePapersSpeedups) {
-  const auto r = run_cli("predict --profile worked-example-cntk-alexnet --gpus 1,2,4");
+  // The paper's eq. 8 arithmetic has no synchronization loss: --jitter-cv 0 takes CNTK's out.
+  const auto r = run_cli("predict --profile worked-example-cntk-alexnet --gpus 1,2,4 --jitter-cv 0");
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_EQ(r.err, "");
   // speedup column: 1, 1.478, 2.32 (Shi & Chu, Section VI-B)
@@ -33,7 +34,7 @@ TEST(Cli, WorkedExampleProfilePrintsThePapersSpeedups) {
 }
 
 TEST(Cli, JsonFollowsTheContract) {
-  const auto r = run_cli("predict --profile worked-example-cntk-alexnet --gpus 1,2,4 --format json");
+  const auto r = run_cli("predict --profile worked-example-cntk-alexnet --gpus 1,2,4 --format json --jitter-cv 0");
   ASSERT_EQ(r.status, 0) << r.err;
   const auto j = nlohmann::json::parse(r.out);
   EXPECT_EQ(j.at("schema"), 1);
@@ -42,7 +43,8 @@ TEST(Cli, JsonFollowsTheContract) {
   for (const char* key : {"gpus", "nodes", "iteration_time_s", "throughput_samples_per_s", "speedup", "efficiency",
                           "hiding_case", "bottleneck", "breakdown"})
     EXPECT_TRUE(p[0].contains(key)) << key;
-  for (const char* key : {"io_s", "h2d_s", "forward_s", "backward_s", "update_s", "comm_s", "comm_exposed_s"})
+  for (const char* key : {"io_s", "h2d_s", "forward_s", "backward_s", "update_s", "comm_s", "comm_exposed_s",
+                          "sync_wait_s", "overhead_s"})
     EXPECT_TRUE(p[0]["breakdown"].contains(key)) << key;
   EXPECT_NEAR(p[1]["speedup"].get<double>(), 2 * 0.7445 / (0.5215 + 0.45 + 0.0359), 1e-12);
   EXPECT_NEAR(p[2]["speedup"].get<double>(), 4 * 0.7445 / (0.5215 + 0.72 + 0.042), 1e-12);
@@ -50,6 +52,27 @@ TEST(Cli, JsonFollowsTheContract) {
   EXPECT_EQ(p[2]["bottleneck"], "io");
   // throughput = N_g·M / t_iter: 4 × 1024 / 1.2835
   EXPECT_NEAR(p[2]["throughput_samples_per_s"].get<double>(), 4096 / 1.2835, 1e-9);
+}
+
+TEST(Cli, FrameworkJitterWaitsForTheSlowestGpu) {
+  // CNTK's jitter_cv 0.0635 (the median of its Table V standard deviations over t_f + t_b) on the worked
+  // example: σ = 0.0635 × (0.1684 + 0.2918) s; the expected maximum of N standard normals is 1/√π for 2
+  // (Harter 1961: 0.5642) and 1.0294 for 4. CNTK neither prefetches nor overlaps, so the wait adds in full.
+  const auto r = run_cli("predict --profile worked-example-cntk-alexnet --gpus 1,2,4 --format json");
+  ASSERT_EQ(r.status, 0) << r.err;
+  const auto p = nlohmann::json::parse(r.out).at("predictions");
+  const double sigma = 0.0635 * (0.1684 + 0.2918);
+  EXPECT_EQ(p[0]["breakdown"]["sync_wait_s"].get<double>(), 0.0);  // one GPU waits for nobody
+  EXPECT_NEAR(p[1]["breakdown"]["sync_wait_s"].get<double>(), 0.56419 * sigma, 1e-6);
+  EXPECT_NEAR(p[2]["breakdown"]["sync_wait_s"].get<double>(), 1.0294 * sigma, 1e-5);
+  EXPECT_NEAR(p[1]["iteration_time_s"].get<double>(), 0.5215 + 0.45 + 0.0359 + 0.56419 * sigma, 1e-6);
+  EXPECT_NEAR(p[2]["iteration_time_s"].get<double>(), 0.5215 + 0.72 + 0.042 + 1.0294 * sigma, 1e-5);
+  // --jitter-cv replaces the file's value on every scenario command.
+  for (const char* cmd : {"predict", "simulate --iterations 2", "explain", "report"}) {
+    const auto z = run_cli(std::string(cmd) + " --profile worked-example-cntk-alexnet --gpus 2 --jitter-cv 1.5 -o /dev/null");
+    EXPECT_EQ(z.status, 2) << cmd;
+    EXPECT_NE(z.err.find("--jitter-cv"), std::string::npos) << cmd << ": " << z.err;
+  }
 }
 
 TEST(Cli, CsvHasOneRowPerGpuCount) {

@@ -35,7 +35,9 @@ void expect_same_tree(const yamlio::Node& ours, const YAML::Node& ref, const std
     EXPECT_EQ(it.line, ref.Mark().line);
     EXPECT_EQ(it.column, ref.Mark().column);
   }
-  if (ref.IsScalar()) EXPECT_EQ(it.value, ref.Scalar());
+  if (ref.IsScalar()) {
+    EXPECT_EQ(it.value, ref.Scalar());
+  }
   if (ref.IsSequence()) {
     const auto items = ours.items();
     ASSERT_EQ(items.size(), ref.size());

@@ -610,8 +610,9 @@ TEST(Plan, Llama7bOnTwoH100NodesSearchesEveryConfigurationAndKeepsWhatFits) {
   ASSERT_FALSE(r.ranked.empty());
   for (std::size_t i = 0; i < r.ranked.size(); ++i) {
     EXPECT_TRUE(r.ranked[i].prediction.memory.fits);
-    if (i > 0)
+    if (i > 0) {
       EXPECT_GE(r.ranked[i - 1].prediction.throughput_samples_per_s, r.ranked[i].prediction.throughput_samples_per_s);
+    }
   }
   EXPECT_EQ(r.evaluated - r.out_of_memory, static_cast<int>(r.ranked.size()));
   // DDP's weights, gradients and AdamW state alone are 16 × 6.74e9 B = 107.8 GB > 85.9 GB: never fits.

@@ -7,6 +7,7 @@
 // - memory: what fits and what does not, as the cases and the published batch choices say.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 
@@ -85,6 +86,26 @@ TEST(TableV, FrameworksDifferOnlyWhereTheirConvolutionAlgorithmsDo) {
   // TensorFlow "prefers to use Winograd" (Section VI-A): no FFT, so its AlexNet is Caffe's too.
   EXPECT_DOUBLE_EQ(fb("alexnet", "caffe-mpi", 1024), fb("alexnet", "tensorflow", 1024));
   EXPECT_DOUBLE_EQ(fb("resnet50", "cntk", 32), fb("resnet50", "mxnet", 32));
+}
+
+// A framework's jitter_cv (docs/input-formats.md, "Synchronization losses") is data: Table V gives each
+// one-GPU t_iter as mean ± standard deviation over the second epoch's iterations (Section V). Per network,
+// cv = sd / (t_f + t_b), the σ = cv · t_c of the closed form; the framework's value is the median of its three
+// networks (one parameter per framework, never per network), and the file must say what this prints.
+TEST(TableV, FrameworkJitterIsTheMedianOfItsNetworks) {
+  for (const char* framework : {"caffe-mpi", "cntk", "mxnet", "tensorflow"}) {
+    std::vector<double> cv;
+    for (const char* model : {"alexnet", "googlenet", "resnet50"}) {
+      const Profile p = load_profile(resolve(DataKind::profile, std::string("table5-") + model + "-" + framework, "--profile"));
+      ASSERT_TRUE(p.measured.count(1) && p.measured.at(1).iteration_sd) << model << " " << framework;
+      cv.push_back(*p.measured.at(1).iteration_sd / (p.single_gpu.forward + p.single_gpu.backward));
+    }
+    std::printf("jitter_cv %-11s AlexNet %.4f, GoogLeNet %.4f, ResNet-50 %.4f", framework, cv[0], cv[1], cv[2]);
+    std::sort(cv.begin(), cv.end());
+    const double shipped = load_strategy(resolve(DataKind::framework, framework, "--framework")).jitter_cv;
+    std::printf(": median %.4f, shipped %.4f\n", cv[1], shipped);
+    EXPECT_NEAR(shipped, cv[1], 0.0005) << framework;
+  }
 }
 
 MeasurementOptions lambda_options() {

@@ -18,7 +18,9 @@ struct MeasuredAt {
   std::optional<Seconds> io;
   std::optional<Seconds> h2d;
   std::optional<Seconds> comm;
-  std::optional<Seconds> iteration;  // kept for comparison; never used to compute a prediction
+  std::optional<Seconds> iteration;     // kept for comparison; never used to compute a prediction
+  std::optional<Seconds> iteration_sd;  // its standard deviation over the measured iterations: data for a
+                                        // framework's jitter_cv (tests/validation_test.cpp), not read by a prediction
 };
 
 struct Profile {

@@ -18,7 +18,6 @@ struct PredictOptions {
   std::string output;
   WorkloadOptions workload;
   bool no_train = false;
-  double jitter_cv = -1.0;  // < 0: the framework file's jitter_cv
 };
 
 void run_predict(const PredictOptions& o) {
@@ -26,9 +25,7 @@ void run_predict(const PredictOptions& o) {
   const std::vector<int> gpus = parse_gpu_list(o.scenario.gpus);
   RunInfo info;
   info.command_line = command_line();
-  Scenario sc = build_scenario(o.scenario, info);
-  if (o.jitter_cv >= 0.0) sc.strategy.jitter_cv = o.jitter_cv;
-  Predictor predictor(std::move(sc));
+  Predictor predictor(build_scenario(o.scenario, info));
   const auto preds = predictor.predict(gpus);  // everything computed before anything is printed
   std::vector<TrainingCost> train;
   if (!o.no_train) {
@@ -57,10 +54,6 @@ void setup_predict(CLI::App& app) {
   add_scenario_options(*cmd, opt->scenario);
   cmd->add_option("--format", opt->format, "table, json or csv")->capture_default_str();
   add_workload_options(*cmd, opt->workload);
-  cmd->add_option("--jitter-cv", opt->jitter_cv,
-                  "Coefficient of variation of a GPU's compute time per iteration (replaces the framework's jitter_cv)")
-      ->check(CLI::Range(0.0, 0.999999))
-      ->type_name("CV");
   cmd->add_flag("--no-train", opt->no_train, "Leave out the time and cost to train");
   cmd->add_option("-o,--output", opt->output, "Write to FILE (atomically) instead of standard output")->type_name("FILE");
   cmd->callback([opt] { run_predict(*opt); });

@@ -79,6 +79,11 @@ void add_scenario_options(CLI::App& cmd, ScenarioOptions& o) {
       ->type_name("KIND");
   cmd.add_flag("--offload-optimizer", o.offload_optimizer,
                "CPU offload of a sharded framework's optimiser state (ZeRO-Offload): the step runs on the CPU");
+  cmd.add_option("--jitter-cv", o.jitter_cv,
+                 "Coefficient of variation of a GPU's compute time per iteration (replaces the framework's jitter_cv; "
+                 "0: no wait for the slowest GPU)")
+      ->check(CLI::Range(0.0, 0.999999))
+      ->type_name("CV");
   cmd.add_option("--seq-len", o.seq_len, "Rebuild a token model from models/arch/ at this sequence length")->type_name("S");
   cmd.add_option("--image-size", o.image_size, "Rebuild an image model from models/arch/ at this height and width")->type_name("PIXELS");
   cmd.add_option("--calibration", o.calibration, "Measured curves and layer times (dlscale-calibrate or calibrate import)")
@@ -230,6 +235,7 @@ Scenario build_scenario(const ScenarioOptions& o, RunInfo& info) {
       throw UsageError("--attention", fmt::format("FlashAttention runs in fp16 or bf16 on Ampere or newer GPUs, not in {} on the {}",
                                                   to_string(sc.compute.precision), sc.cluster.gpu.name));
   }
+  if (o.jitter_cv >= 0.0) sc.strategy.jitter_cv = o.jitter_cv;
   if (o.offload_optimizer) {  // docs/model.md, eq. S9
     if (!sc.strategy.sharding.sharded())
       throw UsageError("--offload-optimizer",

@@ -978,6 +978,10 @@ Profile read_profile(const Node& root, const std::string& source) {
       if (auto n = at.optional("h2d")) v.h2d = n->seconds();
       if (auto n = at.optional("comm")) v.comm = n->seconds();
       if (auto n = at.optional("iteration")) v.iteration = n->seconds();
+      if (auto n = at.optional("iteration_sd")) {
+        v.iteration_sd = n->seconds();  // seconds() refuses a negative time
+        if (!v.iteration) n->fail("'iteration_sd' needs the mean 'iteration' beside it");
+      }
       at.finish();
       p.measured[gpus] = v;
     }

@@ -140,7 +140,9 @@ void write_json(std::ostream& out, const RunInfo& info, std::span<const Predicti
     e["breakdown"] = {{"io_s", in_seconds(b.io)},           {"h2d_s", in_seconds(b.h2d)},
                       {"forward_s", in_seconds(b.forward)}, {"backward_s", in_seconds(b.backward)},
                       {"update_s", in_seconds(b.update)},   {"comm_s", in_seconds(b.comm)},
-                      {"comm_exposed_s", in_seconds(b.comm_exposed)}};
+                      {"comm_exposed_s", in_seconds(b.comm_exposed)},
+                      {"sync_wait_s", in_seconds(b.sync_wait)},  // the wait for the slowest GPU (jitter_cv)
+                      {"overhead_s", in_seconds(b.overhead)}};   // the framework's fixed cost per iteration
     if (i < train.size()) {
       const TrainingCost& c = train[i];
       e["time_to_train"] = {{"iterations", c.iterations},

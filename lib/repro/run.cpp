@@ -174,9 +174,11 @@ class Runner {
                                                           : GpuPlacement{gpus, gpus / base.gpus_per_node, base.gpus_per_node};
     std::optional<BytesPerSecond> shared;
     std::optional<Bytes> stored;
+    std::optional<double> jitter;
     auto apply = [&](const SystemChange& c) {
       if (c.shared_storage) shared = c.shared_storage;
       if (c.stored_bytes_per_sample) stored = c.stored_bytes_per_sample;
+      if (c.jitter_cv) jitter = c.jitter_cv;
     };
     if (variant) apply(*variant);
     for (const auto& o : x.overrides)
@@ -185,6 +187,7 @@ class Runner {
     std::string key = fmt::format("{}|{}|{}|{}|{}|{}|{}", k.system, variant ? variant->name : "", k.model, k.framework,
                                   batch_per_gpu, k.precision, k.inputs == "profile" ? substitute(x.profile_pattern, k.model, k.framework) : "");
     if (shared) key += fmt::format("|shared{}x{}/{}", in_bytes_per_second(*shared), where.nodes, stored ? in_bytes(*stored) : 0.0);
+    if (jitter) key += fmt::format("|jitter{}", *jitter);
     auto it = predictors_.find(key);
     if (it == predictors_.end()) {
       Scenario sc;
@@ -192,6 +195,7 @@ class Runner {
       if (variant && variant->inter_node) sc.cluster.inter_node = *variant->inter_node;
       sc.network = network(k.model);
       sc.strategy = strategy(k.framework);
+      if (jitter) sc.strategy.jitter_cv = *jitter;
       sc.batch_per_gpu = batch_per_gpu;
       sc.compute.precision = precision_from_string(k.precision);
       sc.compute.optimizer = default_optimizer(sc.network);

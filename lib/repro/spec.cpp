@@ -127,6 +127,10 @@ SystemChange read_change(const Node& n, bool variant) {
     c.stored_bytes_per_sample = x->bytes();
     if (!(*c.stored_bytes_per_sample > Bytes{})) x->fail("must be more than zero bytes");
   }
+  if (auto x = m.optional("jitter_cv")) {
+    c.jitter_cv = x->number();
+    if (!(*c.jitter_cv >= 0.0 && *c.jitter_cv < 1.0)) x->fail("a coefficient of variation is at least 0 and below 1");
+  }
   if (c.stored_bytes_per_sample && !c.shared_storage)
     m.node().fail("'stored_bytes_per_sample' needs 'shared_storage' beside it");
   m.finish();

@@ -46,6 +46,7 @@ struct SystemChange {
   std::optional<LinkSpec> inter_node;            // replaces the network between nodes
   std::optional<BytesPerSecond> shared_storage;  // one server feeds every node, uncached
   std::optional<Bytes> stored_bytes_per_sample;  // bytes read from storage per sample (records, not decoded)
+  std::optional<double> jitter_cv;               // replaces the framework's (0: a paper's arithmetic without it)
 };
 
 struct MeasuredEntry {

@@ -618,9 +618,9 @@ struct Simulator::Impl {
     p.memory = pred.predict(gpus).memory;
     p.throughput_samples_per_s = static_cast<double>(gpus) * sc.batch_per_gpu / mean;  // N·M can pass 2^31
     if (closed.throughput_samples_per_s > 0.0) {  // tokens/s and MFU scale with samples/s
-      const double r = p.throughput_samples_per_s / closed.throughput_samples_per_s;
-      p.throughput_tokens_per_s = closed.throughput_tokens_per_s * r;
-      p.mfu = closed.mfu * r;
+      const double ratio = p.throughput_samples_per_s / closed.throughput_samples_per_s;
+      p.throughput_tokens_per_s = closed.throughput_tokens_per_s * ratio;
+      p.mfu = closed.mfu * ratio;
     }
     p.speedup = eq::speedup(gpus, iter_one, p.iteration_time);
     p.efficiency = p.speedup / gpus;
