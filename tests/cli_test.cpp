@@ -73,6 +73,9 @@ TEST(Cli, FrameworkJitterWaitsForTheSlowestGpu) {
     EXPECT_EQ(z.status, 2) << cmd;
     EXPECT_NE(z.err.find("--jitter-cv"), std::string::npos) << cmd << ": " << z.err;
   }
+  const auto plan = run_cli("plan --model resnet50 --gpus 2 --jitter-cv -0.1");
+  EXPECT_EQ(plan.status, 2);
+  EXPECT_NE(plan.err.find("--jitter-cv"), std::string::npos) << plan.err;
 }
 
 TEST(Cli, CsvHasOneRowPerGpuCount) {

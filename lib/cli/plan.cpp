@@ -69,7 +69,10 @@ void run_plan(const PlanCliOptions& o) {
   const auto gpus = parse_gpu_list(o.scenario.gpus);
   if (gpus.size() != 1) throw UsageError("--gpus", "plan takes one GPU count");
   PlanSpace space;
-  for (const auto& n : names) space.strategies.push_back(load_strategy(resolve(DataKind::framework, n, "--frameworks")));
+  for (const auto& n : names) {
+    space.strategies.push_back(load_strategy(resolve(DataKind::framework, n, "--frameworks")));
+    if (o.scenario.jitter_cv >= 0.0) space.strategies.back().jitter_cv = o.scenario.jitter_cv;
+  }
   space.micro_batches = counts(o.micro_batches, "--micro-batches");
   space.accumulations = counts(o.accumulations, "--accumulations");
   if (o.target_given) {
@@ -117,6 +120,7 @@ void setup_plan(CLI::App& app) {
          },
          "Tokens to train on (token models): time to train for each configuration")
       ->type_name("T");
+  add_jitter_option(*cmd, opt->scenario.jitter_cv);
   cmd->add_option("--top", opt->top, "Configurations to show")->capture_default_str();
   cmd->add_option("-o,--output", opt->output, "Write to FILE (atomically) instead of standard output")->type_name("FILE");
   cmd->callback([opt] { run_plan(*opt); });

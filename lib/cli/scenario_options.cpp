@@ -47,6 +47,14 @@ ClusterOverrides cluster_overrides(const ScaleOptions& o) {
   return ov;
 }
 
+void add_jitter_option(CLI::App& cmd, double& jitter_cv) {
+  cmd.add_option("--jitter-cv", jitter_cv,
+                 "Coefficient of variation of a GPU's compute time per iteration (replaces the framework's jitter_cv; "
+                 "0: no wait for the slowest GPU)")
+      ->check(CLI::Range(0.0, 0.999999))
+      ->type_name("CV");
+}
+
 void add_scenario_options(CLI::App& cmd, ScenarioOptions& o) {
   add_scale_options(cmd, o.scale);
   cmd.add_option("--cluster", o.cluster, "Cluster: a name in topologies/ or a YAML file")->type_name("NAME|FILE");
@@ -79,11 +87,7 @@ void add_scenario_options(CLI::App& cmd, ScenarioOptions& o) {
       ->type_name("KIND");
   cmd.add_flag("--offload-optimizer", o.offload_optimizer,
                "CPU offload of a sharded framework's optimiser state (ZeRO-Offload): the step runs on the CPU");
-  cmd.add_option("--jitter-cv", o.jitter_cv,
-                 "Coefficient of variation of a GPU's compute time per iteration (replaces the framework's jitter_cv; "
-                 "0: no wait for the slowest GPU)")
-      ->check(CLI::Range(0.0, 0.999999))
-      ->type_name("CV");
+  add_jitter_option(cmd, o.jitter_cv);
   cmd.add_option("--seq-len", o.seq_len, "Rebuild a token model from models/arch/ at this sequence length")->type_name("S");
   cmd.add_option("--image-size", o.image_size, "Rebuild an image model from models/arch/ at this height and width")->type_name("PIXELS");
   cmd.add_option("--calibration", o.calibration, "Measured curves and layer times (dlscale-calibrate or calibrate import)")

@@ -65,6 +65,8 @@ inline constexpr const char* kDefaultModel = "resnet50";
 inline constexpr const char* kDefaultFramework = "caffe-mpi";
 inline constexpr int kDefaultBatch = 32;
 
+/// --jitter-cv CV into `jitter_cv` (ScenarioOptions::jitter_cv; plan's frameworks take it too).
+void add_jitter_option(CLI::App& cmd, double& jitter_cv);
 void add_scenario_options(CLI::App& cmd, ScenarioOptions& o);
 /// Loads every input named by the options; all errors are InputError/UsageError.
 Scenario build_scenario(const ScenarioOptions& o, RunInfo& info);
