@@ -124,7 +124,11 @@ TEST(Lambda, ShippedParametersPredictTheSingleGpuRows) {
   const auto params = shipped_kernel_params();
   double sum = 0, worst = 0;
   for (const auto& s : samples) {
-    const double e = std::abs(predicted_throughput(s, *params) / s.samples_per_s - 1.0);
+    const double predicted = predicted_throughput(s, *params);
+    const double e = std::abs(predicted / s.samples_per_s - 1.0);
+    std::printf("Lambda %-16s %-10s %-4s batch %4d: measured %7.1f, predicted %7.1f samples/s (%+.1f %%)\n", s.gpu_id.c_str(),
+                s.model_id.c_str(), std::string(to_string(s.precision)).c_str(), s.batch, s.samples_per_s, predicted,
+                100 * (predicted / s.samples_per_s - 1.0));
     sum += e;
     worst = std::max(worst, e);
   }
