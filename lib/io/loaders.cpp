@@ -16,6 +16,7 @@
 #include "dlscale/io.hpp"
 #include "dlscale/topology.hpp"
 #include "io/gpu_entry.hpp"
+#include "io/input_entry.hpp"
 #include "io/numbers.hpp"
 #include "io/text.hpp"
 #include "io/yaml_reader.hpp"
@@ -438,7 +439,9 @@ void input_entry(const char* file, const char* key, const Node& ref, F&& read) {
   if (!found) ref.fail(fmt::format("unknown {} '{}' (known: {})", key, want, known));
 }
 
-/// A cluster's `input:` section (docs/input-formats.md, "Input pipeline").
+}  // namespace
+
+/// A cluster's `input:` section (docs/input-formats.md, "Input pipeline"); io/input_entry.hpp.
 InputPipeline read_input(const Node& n, const Cluster& c) {
   MapReader m(n);
   InputPipeline p;
@@ -485,6 +488,8 @@ InputPipeline read_input(const Node& n, const Cluster& c) {
   m.finish();
   return p;
 }
+
+namespace {
 
 Cluster read_cluster(const Node& root, const std::string& source, const ClusterOverrides& ov = {}) {
   MapReader m(root);

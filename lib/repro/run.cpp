@@ -175,7 +175,9 @@ class Runner {
     std::optional<BytesPerSecond> shared;
     std::optional<Bytes> stored;
     std::optional<double> jitter;
+    const SystemChange* input = nullptr;
     auto apply = [&](const SystemChange& c) {
+      if (c.input) input = &c;
       if (c.shared_storage) shared = c.shared_storage;
       if (c.stored_bytes_per_sample) stored = c.stored_bytes_per_sample;
       if (c.jitter_cv) jitter = c.jitter_cv;
@@ -188,6 +190,7 @@ class Runner {
                                   batch_per_gpu, k.precision, k.inputs == "profile" ? substitute(x.profile_pattern, k.model, k.framework) : "");
     if (shared) key += fmt::format("|shared{}x{}/{}", in_bytes_per_second(*shared), where.nodes, stored ? in_bytes(*stored) : 0.0);
     if (jitter) key += fmt::format("|jitter{}", *jitter);
+    if (input) key += "|input@" + input->input_at;
     auto it = predictors_.find(key);
     if (it == predictors_.end()) {
       Scenario sc;
@@ -196,6 +199,12 @@ class Runner {
       sc.network = network(k.model);
       sc.strategy = strategy(k.framework);
       if (jitter) sc.strategy.jitter_cv = *jitter;
+      if (input) {  // the paper's loader; the storage tiers it leaves out are the system's
+        InputPipeline in = *input->input;
+        if (!(in.page_cache > BytesPerSecond{})) in.page_cache = sc.cluster.page_cache;
+        if (!(in.nvme > BytesPerSecond{})) in.nvme = sc.cluster.disk;
+        sc.cluster.input = std::move(in);
+      }
       sc.batch_per_gpu = batch_per_gpu;
       sc.compute.precision = precision_from_string(k.precision);
       sc.compute.optimizer = default_optimizer(sc.network);

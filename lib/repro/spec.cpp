@@ -10,6 +10,7 @@
 
 #include "dlscale/error.hpp"
 #include "dlscale/io.hpp"
+#include "io/input_entry.hpp"
 #include "io/yaml_reader.hpp"
 
 namespace dlscale::repro {
@@ -130,6 +131,10 @@ SystemChange read_change(const Node& n, bool variant) {
   if (auto x = m.optional("jitter_cv")) {
     c.jitter_cv = x->number();
     if (!(*c.jitter_cv >= 0.0 && *c.jitter_cv < 1.0)) x->fail("a coefficient of variation is at least 0 and below 1");
+  }
+  if (auto x = m.optional("input")) {
+    c.input = read_input(*x, Cluster{});  // storage tiers left out take the system's own (run.cpp)
+    c.input_at = fmt::format("{}:{}:{}", x->where().file, x->where().line, x->where().column);
   }
   if (c.stored_bytes_per_sample && !c.shared_storage)
     m.node().fail("'stored_bytes_per_sample' needs 'shared_storage' beside it");

@@ -1,6 +1,8 @@
 // Internal: a scenario file (examples/papers/*.yaml) parsed into plain structs. Schema: docs/reproduce.md.
 #pragma once
 
+#include "dlscale/input_pipeline.hpp"
+
 #include <filesystem>
 #include <map>
 #include <optional>
@@ -47,6 +49,8 @@ struct SystemChange {
   std::optional<BytesPerSecond> shared_storage;  // one server feeds every node, uncached
   std::optional<Bytes> stored_bytes_per_sample;  // bytes read from storage per sample (records, not decoded)
   std::optional<double> jitter_cv;               // replaces the framework's (0: a paper's arithmetic without it)
+  std::optional<InputPipeline> input;            // replaces the cluster's input: section (the paper's loader)
+  std::string input_at;                          // where that section is written (tells two overrides apart)
 };
 
 struct MeasuredEntry {
