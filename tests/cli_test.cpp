@@ -73,6 +73,11 @@ TEST(Cli, FrameworkJitterWaitsForTheSlowestGpu) {
     EXPECT_EQ(z.status, 2) << cmd;
     EXPECT_NE(z.err.find("--jitter-cv"), std::string::npos) << cmd << ": " << z.err;
   }
+  // --explain-sources says where the value came from.
+  const auto src = run_cli("predict --profile worked-example-cntk-alexnet --gpus 2 --explain-sources");
+  EXPECT_NE(src.err.find("jitter_cv 0.0635 (framework 'cntk'"), std::string::npos) << src.err;
+  const auto given = run_cli("predict --profile worked-example-cntk-alexnet --gpus 2 --explain-sources --jitter-cv 0.02");
+  EXPECT_NE(given.err.find("jitter_cv 0.02 (--jitter-cv"), std::string::npos) << given.err;
   const auto plan = run_cli("plan --model resnet50 --gpus 2 --jitter-cv -0.1");
   EXPECT_EQ(plan.status, 2);
   EXPECT_NE(plan.err.find("--jitter-cv"), std::string::npos) << plan.err;

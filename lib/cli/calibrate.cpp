@@ -318,6 +318,12 @@ void apply_calibration(const ScenarioOptions& o, Scenario& sc, RunInfo& /*info*/
         }
       }
     }
+    if (sc.strategy.jitter_cv > 0.0 || sc.strategy.iteration_overhead > Seconds{})
+      explain.push_back(fmt::format(
+          "synchronization, more than one GPU: jitter_cv {} ({}; the expected wait for the slowest GPU), iteration_overhead {} "
+          "(framework '{}')",
+          sc.strategy.jitter_cv, o.jitter_cv >= 0.0 ? "--jitter-cv" : "framework '" + sc.strategy.name + "'",
+          sc.strategy.iteration_overhead, sc.strategy.name));
     fmt::print(stderr, "# sources (--explain-sources)\n");
     for (const auto& line : explain) fmt::print(stderr, "#   {}\n", line);
   }
