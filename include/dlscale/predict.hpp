@@ -36,9 +36,14 @@ struct Scenario {
   std::shared_ptr<const CollectiveModel> collectives;  // null: make_collective_model(cluster)
 };
 
+/// Whether a profile leaves the reader's time to the model: its `io` is the wait a prefetching framework's
+/// GPU saw (io_measures: exposed) and that wait is within 1 % of the one-GPU iteration, so the reader kept up
+/// and how long it took is not measured (docs/input-formats.md, "Profiles"). False without a profile.
+bool profile_reader_modelled(const Scenario& sc) noexcept;
+
 /// The input pipeline a prediction of `sc` runs (docs/input-formats.md, "Input pipeline"): the cluster's
-/// `input:` section, unless a profile measured the I/O or the framework reads bytes (`io: {reader: bytes}`)
-/// from real data; null means Section IV-A's reader.
+/// `input:` section, unless a profile measured the I/O (profile_reader_modelled aside) or the framework reads
+/// bytes (`io: {reader: bytes}`) from real data; null means Section IV-A's reader.
 const InputPipeline* input_pipeline(const Scenario& sc) noexcept;
 
 struct Breakdown {

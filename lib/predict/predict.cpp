@@ -161,6 +161,7 @@ struct Predictor::Impl {
   std::vector<Unit> units;
   Seconds f{}, b{}, u{}, u_first{};
   Seconds h2d{}, io_one{};
+  bool reader_modelled = false;  // profile_reader_modelled(sc): the profile's h2d and phases, the model's reader
   Bytes input_per_gpu{};
   BytesPerSecond read_bw{};
   Bytes total_gradient{};
@@ -245,14 +246,17 @@ Predictor::Predictor(Scenario scenario) : impl_(std::make_unique<Impl>()) {
 
   m.input_per_gpu = sc.network.input_bytes_per_sample * static_cast<double>(sc.batch_per_gpu);
   m.read_bw = sc.cluster.dataset_in_page_cache ? sc.cluster.page_cache : sc.cluster.disk;
+  m.reader_modelled = profile_reader_modelled(sc);
   if (sc.profile) {
     const PhaseTimes& p = sc.profile->single_gpu;
     m.h2d = p.h2d;
     m.io_one = p.io;
     // A measured exposed wait (io_measures: exposed) is the part of the reader's time that the GPU did not
     // hide: with prefetching the one-GPU reader took t_gpu + the wait, without it the wait is the reader.
+    // A wait within 1 % of the iteration says only that the reader kept up: its time is the model's.
     if (sc.profile->io_is_exposed_wait && sc.strategy.io_prefetch && p.io > Seconds{})
       m.io_one = p.io + eq::gpu_time(p.h2d, p.forward, p.backward, p.update);
+    if (m.reader_modelled) m.io_one = eq::io_time(m.input_per_gpu, 1, m.read_bw);
   } else {
     const BytesPerSecond h2d_bw = sc.strategy.pinned_memory ? sc.cluster.h2d_pinned : sc.cluster.h2d_pageable;
     m.h2d = m.input_per_gpu / h2d_bw;
@@ -283,8 +287,14 @@ Predictor::Predictor(Scenario scenario) : impl_(std::make_unique<Impl>()) {
                                  sc.network.name));
 }
 
+bool profile_reader_modelled(const Scenario& sc) noexcept {
+  if (!sc.profile || !sc.profile->io_is_exposed_wait || !sc.strategy.io_prefetch) return false;
+  const PhaseTimes& p = sc.profile->single_gpu;
+  return p.io <= 0.01 * eq::gpu_time(p.h2d, p.forward, p.backward, p.update);
+}
+
 const InputPipeline* input_pipeline(const Scenario& sc) noexcept {
-  if (sc.profile || !sc.cluster.input) return nullptr;
+  if ((sc.profile && !profile_reader_modelled(sc)) || !sc.cluster.input) return nullptr;
   if (sc.strategy.reads_bytes && sc.cluster.input->data != DataSource::synthetic) return nullptr;
   return &*sc.cluster.input;
 }
@@ -293,7 +303,7 @@ void Predictor::Impl::describe_resources() {
   const Strategy& st = sc.strategy;
   const Cluster& cl = sc.cluster;
   auto t = std::make_shared<ResourceName::Table>();
-  t->measured_input = sc.profile.has_value();
+  t->measured_input = sc.profile.has_value() && !reader_modelled;
   t->page_cache = cl.dataset_in_page_cache;
   t->read_bw = read_bw;
   t->pinned = st.pinned_memory;
@@ -347,8 +357,8 @@ Prediction Predictor::Impl::run(int gpus, const GpuPlacement& at) const {
   // One reader per node feeds its n_g GPUs: t_io,n_g = n_g · t_io,1 (Section VI-B), or D·n_g/B.
   // With gradient accumulation every phase but the exchange and the update runs K times per iteration.
   const double K = sc.compute.accumulate;
-  Seconds io = sc.profile ? io_one * static_cast<double>(at.gpus_per_node)
-                          : eq::io_time(input_per_gpu, at.gpus_per_node, read_bw);
+  Seconds io = sc.profile && !reader_modelled ? io_one * static_cast<double>(at.gpus_per_node)
+                                             : eq::io_time(input_per_gpu, at.gpus_per_node, read_bw);
   // The input pipeline (Cluster::input) replaces the bytes-over-a-bandwidth reader: storage tier and CPU
   // decode stages, the slower of which sets the reader's time (eq. input-1); GPU decoding goes to the GPU side.
   ReaderTime reader;
