@@ -252,6 +252,9 @@ TEST(Reproduce, BadScenarioFilesNameFileLineAndKey) {
       {"    models: alexnet\n    frameworks: cntk\n    gpus: [1]\n    batch: 64\n    overrides:\n"
        "      - {input: {data: ram, dataset: imagenet, cpuu: x}}\n",
        ":10:48", "cpuu"},
+      {"    models: alexnet\n    frameworks: cntk\n    gpus: [1]\n    batch: 64\n    overrides:\n"
+       "      - {jitter_cv: 1.5}\n",
+       ":10:21", "jitter_cv"},
   };
   int i = 0;
   for (const auto& c : cases) {

@@ -38,7 +38,7 @@ struct Scenario {
 
 /// Whether a profile leaves the reader's time to the model: its `io` is the wait a prefetching framework's
 /// GPU saw (io_measures: exposed) and that wait is within 1 % of the one-GPU iteration, so the reader kept up
-/// and how long it took is not measured (docs/input-formats.md, "Profiles"). False without a profile.
+/// and how long it took is not measured (docs/input-formats.md, "Profile"). False without a profile.
 bool profile_reader_modelled(const Scenario& sc) noexcept;
 
 /// The input pipeline a prediction of `sc` runs (docs/input-formats.md, "Input pipeline"): the cluster's

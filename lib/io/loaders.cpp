@@ -891,11 +891,7 @@ Strategy read_strategy(const Node& root) {
   }
   if (auto n = m.optional("parameter_servers")) s.parameter_servers = small_count(*n, 1'000'000);
   if (auto n = m.optional("compute_efficiency")) s.compute_efficiency = n->positive_number();
-  if (auto n = m.optional("jitter_cv")) {
-    s.jitter_cv = n->number();
-    if (!(s.jitter_cv >= 0.0 && s.jitter_cv < 1.0))
-      n->fail("a coefficient of variation is a number ≥ 0 and < 1 (0.02 for 2 %)");
-  }
+  if (auto n = m.optional("jitter_cv")) s.jitter_cv = n->coefficient_of_variation();
   if (auto n = m.optional("iteration_overhead")) {
     s.iteration_overhead = n->seconds();
     if (s.iteration_overhead < Seconds{}) n->fail("a per-iteration overhead cannot be negative");

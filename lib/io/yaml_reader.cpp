@@ -201,6 +201,12 @@ double Node::positive_number() const {
   return v;
 }
 
+double Node::coefficient_of_variation() const {
+  const double v = number();
+  if (!(v >= 0.0 && v < 1.0)) fail("a coefficient of variation is a number ≥ 0 and < 1 (0.02 for 2 %)");
+  return v;
+}
+
 std::int64_t Node::integer() const {
   const double v = number();
   if (v != std::floor(v)) fail("'" + scalar() + "' is not a whole number");

@@ -51,6 +51,8 @@ class Node {
   [[nodiscard]] std::string scalar() const;
   [[nodiscard]] double number() const;
   [[nodiscard]] double positive_number() const;
+  /// A coefficient of variation (a framework's jitter_cv): a number ≥ 0 and < 1.
+  [[nodiscard]] double coefficient_of_variation() const;
   [[nodiscard]] std::int64_t integer() const;
   [[nodiscard]] std::int64_t non_negative_integer() const;
   /// integer() as an int no larger than `max` in magnitude (a count of nodes, GPUs, links...): a value

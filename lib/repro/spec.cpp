@@ -128,10 +128,7 @@ SystemChange read_change(const Node& n, bool variant) {
     c.stored_bytes_per_sample = x->bytes();
     if (!(*c.stored_bytes_per_sample > Bytes{})) x->fail("must be more than zero bytes");
   }
-  if (auto x = m.optional("jitter_cv")) {
-    c.jitter_cv = x->number();
-    if (!(*c.jitter_cv >= 0.0 && *c.jitter_cv < 1.0)) x->fail("a coefficient of variation is at least 0 and below 1");
-  }
+  if (auto x = m.optional("jitter_cv")) c.jitter_cv = x->coefficient_of_variation();
   if (auto x = m.optional("input")) {
     c.input = read_input(*x, Cluster{});  // storage tiers left out take the system's own (run.cpp)
     c.input_at = fmt::format("{}:{}:{}", x->where().file, x->where().line, x->where().column);
