@@ -208,6 +208,14 @@ TEST(Reproduce, DgxTwoComparisonDecodesOnFourLoaderProcessesPerGpu) {
                    json::parse(b.out).at("predictions")[0].at("throughput_samples_per_s").get<double>());
 }
 
+// Each row's breakdown shows the wait for the slowest GPU: CNTK's AlexNet from its Table V profile at 2 GPUs,
+// 0.5642 (E[max of 2 normals]) × 0.0635 (cntk's jitter_cv) × (0.1684 + 0.2919) s; none at one GPU.
+TEST(Reproduce, RowsShowTheWaitForTheSlowestGpu) {
+  EXPECT_NEAR(find_row("tcomm", "alexnet", "cntk", "profile", 2).at("breakdown").at("sync_wait_s").get<double>(),
+              0.56419 * 0.0635 * (0.1684 + 0.2919), 1e-6);
+  EXPECT_EQ(find_row("table5-single-gpu", "alexnet", "cntk", "profile", 1).at("breakdown").at("sync_wait_s").get<double>(), 0.0);
+}
+
 TEST(Reproduce, BusBandwidthFollowsNcclTestsDefinitions) {
   for (const auto& b : all_json().at("bus_bandwidth")) {
     const double n = b.at("gpus").get<double>();

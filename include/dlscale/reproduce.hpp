@@ -30,6 +30,7 @@ struct Row {
   int nodes = 1;
   double iteration_time_s = 0, throughput_samples_per_s = 0, speedup = 1, comm_s = 0, comm_exposed_s = 0;
   double io_s = 0, h2d_s = 0, forward_s = 0, backward_s = 0, update_s = 0;
+  double sync_wait_s = 0;  // the wait for the slowest GPU (the framework's jitter_cv)
   std::string bottleneck;
   /// Derived quantities: r_u2g always; the all-reduce efficiency of eq. 12 where the experiment asks.
   std::map<std::string, double> derived;

@@ -295,6 +295,7 @@ class Runner {
       row.forward_s = in_seconds(bd.forward);
       row.backward_s = in_seconds(bd.backward);
       row.update_s = in_seconds(bd.update);
+      row.sync_wait_s = in_seconds(bd.sync_wait);
       row.bottleneck = fmt::format("{}: {}", to_string(p.bottleneck), p.bottleneck_resource.str());
       row.derived["r_u2g"] = eq::update_to_gpu_ratio(bd.update, bd.h2d, bd.forward, bd.backward);
       {
