@@ -467,7 +467,7 @@ std::vector<Row> catalogue() {
       {"net_unknown_layer_kind", {{"m.yaml", edit(kNet, 4, "  - {name: conv1, kind: conv3d, params: 896, forward_flops: 1769472}")}},
        kCmdNet, E + "{dir}/m.yaml:4:25: 'layers[0].kind': unknown layer kind 'conv3d' (expected conv, linear, batchnorm, layernorm, "
                     "embedding, attention, other, or a parameter-free relu, gelu, silu, tanh, dropout, maxpool, avgpool, add, "
-                    "concat, reshape)\n"},
+                    "concat, lrn, reshape)\n"},
       {"net_negative_params", {{"m.yaml", edit(kNet, 4, "  - {name: conv1, kind: conv, params: -896, forward_flops: 1769472}")}}, kCmdNet,
        E + "{dir}/m.yaml:4:39: 'layers[0].params': must not be negative, got -896\n"},
       {"net_params_too_large", {{"m.yaml", edit(kNet, 4, "  - {name: conv1, kind: conv, params: 99999999999999999999, forward_flops: 1769472}")}},
@@ -501,7 +501,7 @@ std::vector<Row> catalogue() {
       {"arch_unknown_layer_kind", {{"small.yaml", edit(kArch, 6, "  - gelu6")}}, kCmdArch,
        E + "{dir}/small.yaml:6:5: 'layers[1]': unknown layer kind 'gelu6' (known: conv, linear, batchnorm, layernorm, rmsnorm, "
            "embedding, attention, mlp, maxpool, avgpool, adaptive_avgpool, global_avgpool, flatten, first_token, relu, gelu, silu, "
-           "tanh, dropout, residual, concat, block, repeat, decoder)\n"},
+           "tanh, dropout, lrn, residual, concat, block, repeat, decoder)\n"},
       {"arch_kernel_larger_than_input", {{"small.yaml", edit(kArch, 5, "  - conv: {name: conv1, out: 16, kernel: 35}")}}, kCmdArch,
        E + "{dir}/small.yaml:5:42: 'layers[0].conv.kernel': a 35x35 kernel does not fit the 32x32 input (padding 0x0)\n"},
       {"arch_zero_channels", {{"small.yaml", edit(kArch, 5, "  - conv: {name: conv1, out: 0, kernel: 3, pad: 1}")}}, kCmdArch,

@@ -328,6 +328,29 @@ TEST(Compute, ParameterFreeOperatorsAreMemoryBoundKernels) {
   EXPECT_NEAR(in_seconds(with.backward[0] - without.backward[0]), 3.0 * 1048576 * 2 / 400e9 + 5e-6, 1e-15);
 }
 
+// Cross-channel LRN as Caffe's lrn_layer.cu runs it: forward fills the scale (read x, write scale) and writes
+// y = x·scale^−β (read x and scale, write y): 5 passes in 2 kernels; backward reads x, y, scale and dy and
+// writes dx: 5 passes in one. GoogLeNet's second LRN at batch 2: 192×56×56 floats per sample.
+TEST(Compute, LocalResponseNormalizationIsFivePassesEachWay) {
+  Network n = one_gemm();
+  Operator lrn;
+  lrn.name = "norm2";
+  lrn.kind = LayerKind::lrn;
+  lrn.input_shape = lrn.output_shape = {192, 56, 56};
+  n.layers[0].ops.push_back(lrn);
+  const auto k = layer_kernels(n.layers[0], false, false, toy_gpu(), 2, toy_options(Precision::fp32));
+  const double e = 2.0 * 192 * 56 * 56;
+  double fwd = -1, bwd = -1;
+  for (const auto& t : k) {
+    if (t.name == "norm2 fwd") fwd = in_seconds(t.time);
+    if (t.name == "norm2 bwd") bwd = in_seconds(t.time);
+  }
+  EXPECT_NEAR(fwd, 5.0 * e * 4 / 400e9 + 2 * 5e-6, 1e-15);
+  EXPECT_NEAR(bwd, 5.0 * e * 4 / 400e9 + 5e-6, 1e-15);
+  EXPECT_EQ(layer_kind_from_string("lrn"), LayerKind::lrn);
+  EXPECT_TRUE(is_parameter_free(LayerKind::lrn));
+}
+
 // An inception-style join: three branches read the same 64×28×28 input and are concatenated into
 // 160×28×28. Forward copies the branches (2·Eout); backward takes views of the concatenated gradient, but
 // the fork's input sums three gradients: 2 additions of 3·Ein, as 2 kernels.

@@ -51,7 +51,7 @@ constexpr Cell kTableV[] = {
     {"alexnet", 1024, "caffe-mpi", 0.1718 + 0.3560, 0.15},  {"alexnet", 1024, "cntk", 0.1684 + 0.2919, 0.15},
     {"alexnet", 1024, "mxnet", 0.2147 + 0.4086, 0.20},      {"alexnet", 1024, "tensorflow", 0.1804 + 0.3417, 0.15},
     {"googlenet", 128, "caffe-mpi", 0.0920 + 0.2073, 0.15}, {"googlenet", 128, "cntk", 0.0814 + 0.1780, 0.15},
-    {"googlenet", 128, "mxnet", 0.0892 + 0.1819, 0.15},     {"googlenet", 128, "tensorflow", 0.1192 + 0.1856, 0.20},
+    {"googlenet", 128, "mxnet", 0.0892 + 0.1819, 0.15},     {"googlenet", 128, "tensorflow", 0.1192 + 0.1856, 0.15},
     {"resnet50", 32, "caffe-mpi", 0.0807 + 0.1291, 0.15},   {"resnet50", 32, "cntk", 0.0724 + 0.1482, 0.15},
     {"resnet50", 32, "mxnet", 0.0732 + 0.1307, 0.20},       {"resnet50", 32, "tensorflow", 0.0767 + 0.1355, 0.15},
 };
@@ -70,7 +70,7 @@ TEST(TableV, ForwardPlusBackwardFromSpecifications) {
     sum += std::abs(err);
   }
   std::printf("Table V: %d of 12 cells within 15%%, mean absolute error %.1f%%\n", within15, 100 * sum / 12);
-  EXPECT_GE(within15, 10);
+  EXPECT_GE(within15, 11);
 }
 
 TEST(TableV, FrameworksDifferOnlyWhereTheirConvolutionAlgorithmsDo) {

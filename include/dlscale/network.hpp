@@ -31,6 +31,7 @@ enum class LayerKind {
   avgpool,   // average pooling, adaptive and global too
   add,       // a residual addition
   concat,
+  lrn,       // local response normalization across channels (AlexNet, GoogLeNet)
   reshape,   // flatten, first-token selection: views, no kernel
 };
 

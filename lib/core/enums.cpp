@@ -27,6 +27,7 @@ std::string_view to_string(LayerKind k) noexcept {
     case LayerKind::avgpool: return "avgpool";
     case LayerKind::add: return "add";
     case LayerKind::concat: return "concat";
+    case LayerKind::lrn: return "lrn";
     case LayerKind::reshape: return "reshape";
   }
   return "other";
@@ -36,11 +37,11 @@ LayerKind layer_kind_from_string(std::string_view name) {
   for (auto k : {LayerKind::conv, LayerKind::linear, LayerKind::batchnorm, LayerKind::layernorm, LayerKind::embedding,
                  LayerKind::attention, LayerKind::other, LayerKind::relu, LayerKind::gelu, LayerKind::silu,
                  LayerKind::tanh, LayerKind::dropout, LayerKind::maxpool, LayerKind::avgpool, LayerKind::add,
-                 LayerKind::concat, LayerKind::reshape})
+                 LayerKind::concat, LayerKind::lrn, LayerKind::reshape})
     if (to_string(k) == name) return k;
   throw std::invalid_argument("unknown layer kind '" + std::string(name) +
                               "' (expected conv, linear, batchnorm, layernorm, embedding, attention, other, or a "
-                              "parameter-free relu, gelu, silu, tanh, dropout, maxpool, avgpool, add, concat, reshape)");
+                              "parameter-free relu, gelu, silu, tanh, dropout, maxpool, avgpool, add, concat, lrn, reshape)");
 }
 
 std::string_view to_string(Precision p) noexcept {

@@ -80,7 +80,7 @@ std::array<std::int64_t, 2> pair(const Node& n, bool allow_zero) {
 
 constexpr const char* kKnownKinds =
     "conv, linear, batchnorm, layernorm, rmsnorm, embedding, attention, mlp, maxpool, avgpool, adaptive_avgpool, "
-    "global_avgpool, flatten, first_token, relu, gelu, silu, tanh, dropout, residual, concat, block, repeat, decoder";
+    "global_avgpool, flatten, first_token, relu, gelu, silu, tanh, dropout, lrn, residual, concat, block, repeat, decoder";
 
 class Generator {
  public:
@@ -174,7 +174,7 @@ class Generator {
     if (kind == "maxpool" || kind == "avgpool") return pool(req(args, item, kind), std::move(in), kind, prefix);
     if (kind == "adaptive_avgpool") return adaptive_pool(req(args, item, kind), std::move(in), prefix);
     if (kind == "global_avgpool" || kind == "flatten" || kind == "first_token" || kind == "relu" || kind == "gelu" ||
-        kind == "silu" || kind == "tanh" || kind == "dropout") {
+        kind == "silu" || kind == "tanh" || kind == "dropout" || kind == "lrn") {
       if (args && !(kind == "dropout" && args->is_scalar()))
         at.fail(fmt::format("'{}' takes no settings", kind));
       if (args) {
@@ -459,7 +459,7 @@ class Generator {
       in.shape = out;
       return in;
     }
-    need_activations(at, in, kind);  // element-wise: relu, gelu, silu, tanh, dropout
+    need_activations(at, in, kind);  // element-wise: relu, gelu, silu, tanh, dropout, lrn
     const std::int64_t n = elements(at, in.shape);
     // What each keeps for backward that no layer counts: ReLU runs in place (torchvision's inplace=True,
     // its output is the tensor the previous layer already keeps); GELU, SiLU and tanh write a new tensor
@@ -468,6 +468,8 @@ class Generator {
     else if (kind == "gelu") op(prefix, LayerKind::gelu, in.shape, in.shape, mul(at, n, kBytesPerElement));
     else if (kind == "silu") op(prefix, LayerKind::silu, in.shape, in.shape, mul(at, n, kBytesPerElement));
     else if (kind == "tanh") op(prefix, LayerKind::tanh, in.shape, in.shape, mul(at, n, kBytesPerElement));
+    // LRN across channels keeps its scale (k + α/n·Σx² over the window) for backward (Caffe's lrn_layer)
+    else if (kind == "lrn") op(prefix, LayerKind::lrn, in.shape, in.shape, mul(at, n, kBytesPerElement));
     else op(prefix, LayerKind::dropout, in.shape, in.shape, mul(at, n, kBytesPerElement + 1));
     return in;
   }
