@@ -8,6 +8,7 @@
 #include "dlscale/io.hpp"
 #include "dlscale/memory.hpp"
 #include "dlscale/zoo.hpp"
+#include "io/input_entry.hpp"
 
 namespace dlscale::cli {
 
@@ -116,10 +117,8 @@ void apply_input_options(const ScenarioOptions& o, Cluster& c) {
     throw UsageError("--epoch", fmt::format("'{}' is not an epoch (first or later)", o.epoch));
   const bool had = c.input.has_value();
   if (!had) {
-    InputPipeline p;
-    p.page_cache = c.page_cache;
-    p.nvme = c.disk;
-    c.input = p;
+    c.input = InputPipeline{};
+    default_storage(*c.input, c);
   }
   InputPipeline& p = *c.input;
   if (!o.data.empty()) p.data = data_source_from_string(o.data, "--data");

@@ -8,8 +8,15 @@
 
 namespace dlscale {
 
-/// The section's storage tiers default to the cluster's (`storage.page_cache`, `storage.disk`); read with a
-/// default Cluster they stay zero unless the section gives them. Errors name the node's file:line:col.
+/// The section's storage tiers default to the cluster's (default_storage); read with a default Cluster they
+/// stay zero unless the section gives them. Errors name the node's file:line:col.
 InputPipeline read_input(const yamlio::Node& n, const Cluster& c);
+
+/// The tiers a section leaves out (zero: a given bandwidth is never zero) are the cluster's: the page cache
+/// is `storage.page_cache`, the local disk `storage.disk`.
+inline void default_storage(InputPipeline& p, const Cluster& c) {
+  if (!(p.page_cache > BytesPerSecond{})) p.page_cache = c.page_cache;
+  if (!(p.nvme > BytesPerSecond{})) p.nvme = c.disk;
+}
 
 }  // namespace dlscale

@@ -445,8 +445,6 @@ void input_entry(const char* file, const char* key, const Node& ref, F&& read) {
 InputPipeline read_input(const Node& n, const Cluster& c) {
   MapReader m(n);
   InputPipeline p;
-  p.page_cache = c.page_cache;
-  p.nvme = c.disk;
   if (auto d = m.optional("data")) p.data = data_source_from_string(d->choice({"synthetic", "ram", "nvme", "nfs"}));
   if (auto e = m.optional("epoch")) p.first_epoch = e->choice({"first", "later"}) == "first";
   if (auto x = m.optional("nvme")) p.nvme = x->bandwidth();
@@ -486,6 +484,7 @@ InputPipeline read_input(const Node& n, const Cluster& c) {
   if (auto x = m.optional("workers_per_gpu")) p.workers_per_gpu = small_count(*x, 1'000'000);
   if (auto x = m.optional("gpu_decode")) p.gpu_decode_mpix = decode_rate(*x);
   m.finish();
+  default_storage(p, c);
   return p;
 }
 

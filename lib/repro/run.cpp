@@ -16,6 +16,7 @@
 #include "dlscale/io.hpp"
 #include "dlscale/predict.hpp"
 #include "dlscale/reproduce.hpp"
+#include "io/input_entry.hpp"
 #include "repro/spec.hpp"
 
 namespace dlscale::repro {
@@ -200,10 +201,8 @@ class Runner {
       sc.strategy = strategy(k.framework);
       if (jitter) sc.strategy.jitter_cv = *jitter;
       if (input) {  // the paper's loader; the storage tiers it leaves out are the system's
-        InputPipeline in = *input->input;
-        if (!(in.page_cache > BytesPerSecond{})) in.page_cache = sc.cluster.page_cache;
-        if (!(in.nvme > BytesPerSecond{})) in.nvme = sc.cluster.disk;
-        sc.cluster.input = std::move(in);
+        sc.cluster.input = *input->input;
+        default_storage(*sc.cluster.input, sc.cluster);
       }
       sc.batch_per_gpu = batch_per_gpu;
       sc.compute.precision = precision_from_string(k.precision);
