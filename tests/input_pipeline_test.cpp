@@ -9,6 +9,7 @@
 #include "support/three_layer.hpp"
 
 #include "support/one_gbps.hpp"
+#include "support/p40.hpp"
 
 namespace dlscale {
 namespace {
@@ -153,13 +154,7 @@ TEST(InputPipeline, AFrameworkThatReadsBytesKeepsSectionIVAsReader) {
 // 3.5 GiB/s = 0.65625 s, the paper's 0.164·N_g (Section VI-B).
 TEST(InputPipeline, ShiChuClusterFeedsMxnetThroughThePipelineAndCntkThroughBytes) {
   auto io4 = [](const char* framework) {
-    Scenario sc;
-    sc.cluster = load_cluster(resolve(DataKind::cluster, "shi-chu-p40", "--cluster"));
-    sc.network = load_network(resolve(DataKind::network, "alexnet", "--model"));
-    sc.strategy = load_strategy(resolve(DataKind::framework, framework, "--framework"));
-    sc.batch_per_gpu = 1024;
-    sc.compute.optimizer = default_optimizer(sc.network);
-    return in_seconds(Predictor(std::move(sc)).predict(4).breakdown.io);
+    return in_seconds(Predictor(test::p40_scenario("alexnet", framework, 1024)).predict(4).breakdown.io);
   };
   EXPECT_NEAR(io4("mxnet"), 4096 * 0.14 / (24 * 43.4), 1e-9);
   EXPECT_NEAR(io4("tensorflow"), 4096 * 0.14 / (24 * 43.4), 1e-9);
@@ -190,13 +185,8 @@ TEST(InputPipeline, ProfileIoCanBeTheExposedWait) {
 // 4 GPUs × 1024 × 602,112 B / 3.5 GiB/s = 0.65625 s, above the GPUs' 0.5866 s (eq. 4: the iteration is the
 // reader's). Before, 4 × 0.0002 s was taken for the reader and the run was compute-bound.
 TEST(InputPipeline, AProfilesNegligibleWaitLeavesTheReaderToTheModel) {
-  Scenario sc;
+  Scenario sc = test::p40_scenario("alexnet", "caffe-mpi", 1024);
   sc.profile = load_profile(resolve(DataKind::profile, "table5-alexnet-caffe-mpi", "--profile"));
-  sc.cluster = load_cluster(resolve(DataKind::cluster, "shi-chu-p40", "--cluster"));
-  sc.network = load_network(resolve(DataKind::network, "alexnet", "--model"));
-  sc.strategy = load_strategy(resolve(DataKind::framework, "caffe-mpi", "--framework"));
-  sc.batch_per_gpu = 1024;
-  sc.compute.optimizer = default_optimizer(sc.network);
   ASSERT_TRUE(sc.profile->io_is_exposed_wait);
   EXPECT_TRUE(profile_reader_modelled(sc));
   const Predictor p(sc);

@@ -14,6 +14,7 @@
 #include "support/three_layer.hpp"
 
 #include "support/one_gbps.hpp"
+#include "support/p40.hpp"
 
 namespace dlscale {
 namespace {
@@ -213,13 +214,9 @@ TEST(Predictor, FusedPassAgreesWithTheReferenceEquations) {
 
 // Shi & Chu, Section VI-B, through the whole predictor with the shipped files.
 TEST(Predictor, ReproducesTheCntkAlexNetWorkedExample) {
-  Scenario sc;
+  Scenario sc = test::p40_scenario("alexnet", "cntk", 1024);
   sc.profile = load_profile(resolve(DataKind::profile, "worked-example-cntk-alexnet", "--profile"));
-  sc.cluster = load_cluster(resolve(DataKind::cluster, "shi-chu-p40", "--cluster"));
-  sc.network = load_network(resolve(DataKind::network, "alexnet", "--model"));
-  sc.strategy = load_strategy(resolve(DataKind::framework, "cntk", "--framework"));
   sc.strategy.jitter_cv = 0.0;  // the paper's eq. 8 has no wait for the slowest GPU
-  sc.batch_per_gpu = 1024;
   const Predictor p(std::move(sc));
   const int gpus[] = {1, 2, 4};
   const auto r = p.predict(gpus);

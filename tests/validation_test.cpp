@@ -15,6 +15,7 @@
 #include "dlscale/io.hpp"
 #include "dlscale/memory.hpp"
 #include "dlscale/predict.hpp"
+#include "support/p40.hpp"
 
 #if defined(__SANITIZE_ADDRESS__)
 #define DLSCALE_UNDER_SANITIZER 1
@@ -29,15 +30,7 @@ namespace {
 
 Network zoo(const std::string& name) { return load_network(resolve(DataKind::network, name, "--model")); }
 
-Scenario p40_scenario(const std::string& model, const std::string& framework, int batch) {
-  Scenario sc;
-  sc.cluster = load_cluster(resolve(DataKind::cluster, "shi-chu-p40", "--cluster"));
-  sc.network = zoo(model);
-  sc.strategy = load_strategy(resolve(DataKind::framework, framework, "--framework"));
-  sc.batch_per_gpu = batch;
-  sc.compute.optimizer = default_optimizer(sc.network);
-  return sc;
-}
+using test::p40_scenario;
 
 // Table V of Shi & Chu (2018), t_f + t_b in seconds (shared/reference/shi-chu-2018-ssgd-performance-model.txt).
 struct Cell {

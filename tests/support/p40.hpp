@@ -1,0 +1,22 @@
+// Test helper: a scenario on the shipped Shi & Chu P40 cluster with a shipped network and framework file,
+// the optimiser each network defaults to (validation, input pipeline and predictor tests).
+#pragma once
+
+#include <string>
+
+#include "dlscale/io.hpp"
+#include "dlscale/predict.hpp"
+
+namespace dlscale::test {
+
+inline Scenario p40_scenario(const std::string& model, const std::string& framework, int batch) {
+  Scenario sc;
+  sc.cluster = load_cluster(resolve(DataKind::cluster, "shi-chu-p40", "--cluster"));
+  sc.network = load_network(resolve(DataKind::network, model, "--model"));
+  sc.strategy = load_strategy(resolve(DataKind::framework, framework, "--framework"));
+  sc.batch_per_gpu = batch;
+  sc.compute.optimizer = default_optimizer(sc.network);
+  return sc;
+}
+
+}  // namespace dlscale::test
