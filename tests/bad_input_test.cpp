@@ -536,6 +536,12 @@ std::vector<Row> catalogue() {
        E + "{dir}/f.yaml:7:12: 'jitter_cv': a coefficient of variation is a number ≥ 0 and < 1 (0.02 for 2 %)\n"},
       {"framework_unknown_attention", {{"f.yaml", std::string(kFramework) + "attention: fast\n"}}, kCmdFramework,
        E + "{dir}/f.yaml:7:12: 'attention': unknown attention kernel 'fast' (expected eager or flash)\n"},
+      {"framework_unknown_gradient_precision", {{"f.yaml", std::string(kFramework) + "mixed_precision: {gradients: fp8}\n"}},
+       kCmdFramework, E + "{dir}/f.yaml:7:30: 'mixed_precision.gradients': unknown value 'fp8' (expected one of: fp32, half)\n"},
+      {"framework_sharded_fp32_gradients",
+       {{"f.yaml", std::string(kFramework) + "sharding: {stage: 3}\nmixed_precision: {gradients: fp32}\n"}}, kCmdFramework,
+       E + "{dir}/f.yaml:8:30: 'mixed_precision.gradients': a sharded framework's gradients are those of its working copy; "
+           "'gradients: fp32' is for replicated ones\n"},
       {"framework_overhead_without_unit", {{"f.yaml", std::string(kFramework) + "iteration_overhead: 0.5\n"}}, kCmdFramework,
        E + "{dir}/f.yaml:7:21: 'iteration_overhead': '0.5' has no unit (time needs one, e.g. \"5 us\")\n"},
       // ---- the input pipeline (a cluster's input: section, docs/input-formats.md) ------------------------

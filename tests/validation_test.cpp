@@ -233,11 +233,16 @@ TEST(MemoryFit, TheCasesThatDecideWhetherAStepRuns) {
   ComputeOptions adam;
   adam.optimizer = Optimizer::adamw;
   // Llama-2-7B with DDP and AdamW on one 80 GB H100, even at batch 1 in bf16: 6.74 G parameters × (4 + 2 weight
-  // copies + 2 gradient + 8 Adam) B = 108 GB before any activation.
+  // copies + 4 fp32 gradient (PyTorch's native AMP) + 8 Adam) B = 121 GB before any activation.
   adam.precision = Precision::bf16;
+  adam.fp32_gradients = true;
   const auto llama = check_memory_fit(zoo("llama2-7b"), find_gpu("h100-sxm"), 1, adam);
   EXPECT_FALSE(llama.fits);
-  EXPECT_GT(in_bytes(llama.need.weights + llama.need.gradients + llama.need.optimizer_state), 100e9);
+  EXPECT_NEAR(in_bytes(llama.need.weights + llama.need.gradients + llama.need.optimizer_state), 6'738'415'616.0 * 18, 1e3);
+  EXPECT_NEAR(in_bytes(llama.need.gradients), 6'738'415'616.0 * 4, 1e3);
+  adam.fp32_gradients = false;  // half-precision gradients of a half working copy (apex O2, DeepSpeed): 2 B
+  EXPECT_NEAR(in_bytes(check_memory_fit(zoo("llama2-7b"), find_gpu("h100-sxm"), 1, adam).need.gradients),
+              6'738'415'616.0 * 2, 1e3);
   // BERT-base (sequence 128) at batch 32 in fp32 fits a 16 GB V100.
   adam.precision = Precision::fp32;
   EXPECT_TRUE(check_memory_fit(zoo("bert-base"), find_gpu("v100-sxm2-16gb"), 32, adam).fits);

@@ -62,6 +62,7 @@ struct ComputeOptions {
                                     // (include/dlscale/memory.hpp, checkpoint_segments)
   ConvAlgorithmPolicy conv_algorithms;  // which cuDNN algorithms the framework reaches
   AttentionKernel attention = AttentionKernel::eager;  // as it runs (effective_attention), not as asked
+  bool fp32_gradients = false;  // mixed precision with fp32 parameters: fp32 gradients (Strategy::fp32_gradients)
   /// Kernel-model parameters; null: the shipped topologies/compute-params.yaml.
   std::shared_ptr<const KernelParamSet> kernel_params;
 
@@ -72,6 +73,9 @@ struct ComputeOptions {
 /// Bytes per element of activations and of the gradients that are exchanged: 4 in fp32/TF32, 2 in mixed.
 double activation_bytes_per_element(Precision p) noexcept;
 double gradient_bytes_per_element(Precision p) noexcept;
+/// The gradients a step of `opt` computes and exchanges: 2 B in mixed precision unless the parameters stay
+/// fp32 (`fp32_gradients`), 4 B otherwise.
+double gradient_bytes_per_element(const ComputeOptions& opt) noexcept;
 /// Bytes one optimiser step moves per parameter (read weight and gradient, write weight, read and write
 /// each state word; mixed precision also writes the half-precision working copy; LAMB reads the weight
 /// and the update again for its trust ratio).

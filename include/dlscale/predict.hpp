@@ -36,6 +36,12 @@ struct Scenario {
   std::shared_ptr<const CollectiveModel> collectives;  // null: make_collective_model(cluster)
 };
 
+/// The compute options a step runs with: `base` (precision, optimiser, ...) with the framework's cuDNN
+/// algorithm search, the attention kernel it gets on this GPU and precision, and the precision of its gradients.
+ComputeOptions step_compute(ComputeOptions base, const Strategy& framework, const GpuSpec& gpu);
+/// The same for a scenario: its `compute` with its framework on its cluster's GPU.
+ComputeOptions step_compute(const Scenario& sc);
+
 /// Whether a profile leaves the reader's time to the model: its `io` is the wait a prefetching framework's
 /// GPU saw (io_measures: exposed) and that wait is within 1 % of the one-GPU iteration, so the reader kept up
 /// and how long it took is not measured (docs/input-formats.md, "Profile"). False without a profile.

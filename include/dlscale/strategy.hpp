@@ -56,6 +56,10 @@ struct Strategy {
   /// The attention kernel its stack runs where it can (`attention: flash|eager`; docs/compute-model.md, K9):
   /// flash falls back to eager where FlashAttention does not run (fp32/TF32, before Ampere).
   AttentionKernel attention = AttentionKernel::eager;
+  /// `mixed_precision: {gradients: fp32}`: under fp16/bf16 the parameters stay fp32 and each use is cast
+  /// (PyTorch's native AMP), so gradients and their exchange are fp32; default (`half`): the gradients of a
+  /// half-precision working copy (apex O2, MXNet float16 models, DeepSpeed).
+  bool fp32_gradients = false;
   // Synchronization losses (docs/model.md, "Synchronization losses"); both off by default.
   double jitter_cv = 0.0;            // coefficient of variation of a GPU's per-iteration compute time
   Seconds iteration_overhead{};      // fixed cost per iteration of more than one GPU (negotiation, launches)

@@ -271,7 +271,7 @@ void apply_calibration(const ScenarioOptions& o, Scenario& sc, RunInfo& /*info*/
   if (o.explain_sources) {
     Bytes smallest = bytes(1e300), largest{};
     for (const auto& l : sc.network.layers) {
-      const Bytes g = Network::gradient_bytes(l, gradient_bytes_per_element(sc.compute.precision));
+      const Bytes g = Network::gradient_bytes(l, gradient_bytes_per_element(step_compute(sc)));
       if (g > Bytes{}) {
         smallest = min(smallest, g);
         largest = max(largest, g);

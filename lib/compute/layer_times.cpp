@@ -199,7 +199,7 @@ void time_layer(Kernels& k, const Layer& l, bool first, int batch, const Compute
       const bool adds = in.size() == l.output_shape.size();  // position/type embeddings add to activations
       k.pass(k.name(l.name, " fwd"), (adds ? 3.0 : 2.0) * out_e, eb, false);
       k.pass(k.name(l.name, " bwd"), 2.0 * out_e, eb, true,
-             static_cast<double>(l.params) * gradient_bytes_per_element(opt.precision), 2);
+             static_cast<double>(l.params) * gradient_bytes_per_element(opt), 2);
       return;
     }
     default: break;
@@ -299,6 +299,9 @@ const KernelParams& ComputeOptions::kernel(const GpuSpec& gpu) const {
 
 double activation_bytes_per_element(Precision p) noexcept { return is_mixed(p) ? 2.0 : 4.0; }
 double gradient_bytes_per_element(Precision p) noexcept { return is_mixed(p) ? 2.0 : 4.0; }
+double gradient_bytes_per_element(const ComputeOptions& opt) noexcept {
+  return opt.fp32_gradients ? 4.0 : gradient_bytes_per_element(opt.precision);
+}
 
 double update_bytes_per_param(const ComputeOptions& opt) noexcept {
   const double state = 8.0 * optimizer_state_words(opt.optimizer);  // read + write each fp32 state word

@@ -66,7 +66,7 @@ MemoryEstimate estimate_training_memory(const Network& net, int batch, const Com
   const bool mixed = is_mixed(opt.precision);
   MemoryEstimate m;
   m.weights = bytes(p * (mixed ? 4.0 + 2.0 : 4.0));
-  m.gradients = bytes(p * gradient_bytes_per_element(opt.precision));
+  m.gradients = bytes(p * gradient_bytes_per_element(opt));
   m.optimizer_state = bytes(p * 4.0 * optimizer_state_words(opt.optimizer));
   // Every tensor a layer or a parameter-free operator keeps for backward (one micro-batch).
   const bool flash = opt.attention == AttentionKernel::flash;

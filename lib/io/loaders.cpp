@@ -911,6 +911,15 @@ Strategy read_strategy(const Node& root) {
     c.finish();
   }
   if (auto n = m.optional("sharding")) read_sharding(*n, s);
+  if (auto n = m.optional("mixed_precision")) {  // docs/input-formats.md, "Framework strategy"
+    MapReader mp(*n);
+    if (auto g = mp.optional("gradients")) {
+      s.fp32_gradients = g->choice({"fp32", "half"}) == "fp32";
+      if (s.fp32_gradients && s.sharding.sharded())
+        g->fail("a sharded framework's gradients are those of its working copy; 'gradients: fp32' is for replicated ones");
+    }
+    mp.finish();
+  }
   m.finish();
   return s;
 }

@@ -38,7 +38,7 @@ Scenario with_buckets(const Scenario& sc, Bytes size) {
 Seconds first_unit_update(const Scenario& sc, const LayerTimes& t) {
   if (t.update.empty()) return {};
   if (sc.strategy.overlap != Overlap::bucketed || t.update.size() != sc.network.layers.size()) return t.update.front();
-  const double per_element = gradient_bytes_per_element(sc.compute.precision);
+  const double per_element = gradient_bytes_per_element(step_compute(sc));
   Bytes open{};
   Seconds update{};
   Bytes cap = sc.strategy.first_bucket;

@@ -68,10 +68,8 @@ PlanResult plan(const Scenario& base, int gpus, const PlanSpace& space) {
       for (int mb : space.micro_batches) {
         auto& lt = layers[mb];
         if (!lt) {
-          ComputeOptions c = sc.compute;
+          ComputeOptions c = step_compute(sc.compute, v, sc.cluster.gpu);
           c.accumulate = 1;
-          c.conv_algorithms = v.conv_algorithms;
-          c.attention = effective_attention(v.attention, sc.cluster.gpu, c.precision);
           lt = std::make_shared<const LayerTimes>(estimate_layer_times(sc.network, sc.cluster.gpu, mb, c));
         }
         for (int k : space.accumulations)

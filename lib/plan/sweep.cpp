@@ -493,12 +493,16 @@ std::vector<std::shared_ptr<const LayerTimes>> shared_layer_times(const SweepSpe
     const Strategy& st = spec.strategies[g.framework];
     const ConvAlgorithmPolicy& pol = st.conv_algorithms;
     const GpuSpec& gpu = cl.gpu;  // every figure the kernel model reads
+    ComputeOptions base;
+    base.precision = g.precision;
+    base.optimizer = default_optimizer(spec.networks[g.model]);
+    const ComputeOptions c = step_compute(base, st, gpu);
     const std::string key =
-        fmt::format("{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}", id_of(g.model), gpu.name, gpu.architecture,
+        fmt::format("{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}", id_of(g.model), gpu.name, gpu.architecture,
                     gpu.sm_version, gpu.sm_count, gpu.peak_fp32.base(), gpu.peak_fp16.base(), gpu.peak_bf16.base(),
                     gpu.peak_tf32.base(), gpu.memory_bandwidth.base(), gpu.boost_clock.base(), gpu.base_clock.base(),
                     g.batch, to_string(g.precision), pol.winograd, pol.fft, pol.workspace_limit.base(),
-                    to_string(effective_attention(st.attention, gpu, g.precision)));
+                    to_string(c.attention), c.fp32_gradients);
     auto& slot = seen[key];
     if (!slot) {
       {
@@ -506,11 +510,6 @@ std::vector<std::shared_ptr<const LayerTimes>> shared_layer_times(const SweepSpe
         if (auto it = memo.times.find(key); it != memo.times.end()) slot = it->second;
       }
       if (!slot) {
-        ComputeOptions c;
-        c.precision = g.precision;
-        c.conv_algorithms = pol;
-        c.attention = effective_attention(st.attention, gpu, g.precision);
-        c.optimizer = default_optimizer(spec.networks[g.model]);
         slot = std::make_shared<const LayerTimes>(estimate_layer_times(spec.networks[g.model], cl.gpu, g.batch, c));
         const std::lock_guard lock(memo.mutex);
         if (memo.times.size() >= 4096) memo.times.clear();

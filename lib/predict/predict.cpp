@@ -194,11 +194,19 @@ struct Predictor::Impl {
   [[nodiscard]] ShardedStep sharded_step(const GpuPlacement& at, double K, Seconds h2d_n, std::span<Seconds> comm) const;
 };
 
+ComputeOptions step_compute(ComputeOptions c, const Strategy& framework, const GpuSpec& gpu) {
+  c.conv_algorithms = framework.conv_algorithms;  // the framework's cuDNN algorithm search
+  c.attention = effective_attention(framework.attention, gpu, c.precision);
+  c.fp32_gradients = framework.fp32_gradients;
+  return c;
+}
+
+ComputeOptions step_compute(const Scenario& sc) { return step_compute(sc.compute, sc.strategy, sc.cluster.gpu); }
+
 Predictor::Predictor(Scenario scenario) : impl_(std::make_unique<Impl>()) {
   Impl& m = *impl_;
   m.sc = std::move(scenario);
-  m.sc.compute.conv_algorithms = m.sc.strategy.conv_algorithms;  // the framework's cuDNN algorithm search
-  m.sc.compute.attention = effective_attention(m.sc.strategy.attention, m.sc.cluster.gpu, m.sc.compute.precision);
+  m.sc.compute = step_compute(m.sc);
   const Scenario& sc = m.sc;
   if (sc.batch_per_gpu < 1) throw UsageError("--batch", "the batch per GPU must be at least 1");
   m.coll = with_transport(sc.collectives ? sc.collectives : make_collective_model(sc.cluster), sc.strategy.transport,
@@ -235,7 +243,7 @@ Predictor::Predictor(Scenario scenario) : impl_(std::make_unique<Impl>()) {
   m.u = m.layers.total_update();
   m.u_first = m.layers.update.empty() ? Seconds{} : m.layers.update.front();
 
-  const double grad_bytes = gradient_bytes_per_element(sc.compute.precision);
+  const double grad_bytes = gradient_bytes_per_element(sc.compute);
   m.units = make_units(sc.network, m.layers, sc.strategy, grad_bytes);
   for (const auto& un : m.units) {
     m.total_gradient += un.gradient;
