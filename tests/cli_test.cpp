@@ -9,6 +9,7 @@
 #include <sstream>
 #include <string>
 #include <vector>
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "support/run.hpp"
@@ -52,6 +53,17 @@ TEST(Cli, JsonFollowsTheContract) {
   EXPECT_EQ(p[2]["bottleneck"], "io");
   // throughput = N_g·M / t_iter: 4 × 1024 / 1.2835
   EXPECT_NEAR(p[2]["throughput_samples_per_s"].get<double>(), 4096 / 1.2835, 1e-9);
+}
+
+TEST(Cli, MemoryWarningSaysWhatThePredictionSays) {
+  // Llama-2-7B with DDP in bf16: the stderr warning and the JSON's memory are one estimate (the framework's fp32
+  // gradients included in both): 6,738,415,616 × (4 + 2 + 4 + 8) B = 121.3 GB of weights, gradients and state.
+  const auto r = run_cli("predict --cluster dgx-h100 --model llama2-7b --framework pytorch-ddp --precision bf16 --batch 1 "
+                         "--gpus 1 --format json --no-train");
+  ASSERT_EQ(r.status, 0) << r.err;
+  const double need = nlohmann::json::parse(r.out).at("predictions")[0].at("memory").at("per_gpu_bytes").get<double>();
+  EXPECT_NE(r.err.find(fmt::format("needs about {:.1f} GB per GPU", need / 1e9)), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("121.3 GB weights, gradients and optimiser state"), std::string::npos) << r.err;
 }
 
 TEST(Cli, FrameworkJitterWaitsForTheSlowestGpu) {

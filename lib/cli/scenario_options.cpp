@@ -262,7 +262,7 @@ Scenario build_scenario(const ScenarioOptions& o, RunInfo& info) {
   // A step that cannot run says so (docs/compute-model.md, "Memory"); a sharded strategy's memory depends
   // on the GPU count, and each prediction row says whether it fits.
   if (o.memory_warning && !sc.profile && !sc.measured_layers && !sc.strategy.sharding.sharded()) {
-    const MemoryFit fit = check_memory_fit(sc.network, sc.cluster.gpu, sc.batch_per_gpu, sc.compute);
+    const MemoryFit fit = check_memory_fit(sc.network, sc.cluster.gpu, sc.batch_per_gpu, step_compute(sc));
     if (!fit.fits) fmt::print(stderr, "dlscale: {}\n", fit.warning);
   }
   return sc;
