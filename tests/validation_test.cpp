@@ -5,6 +5,7 @@
 //   the leave-one-GPU-out and leave-one-network-out errors of refitting (printed; rerun with
 //   build/bin/validation_test --gtest_filter='Lambda.*');
 // - memory: what fits and what does not, as the cases and the published batch choices say.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -216,8 +217,17 @@ TEST(Lambda, ScalingRatiosAgainstTheOneGpuRows) {
         EXPECT_LE(predicted, 1.0 + 1e-9) << s.gpu_id << " " << s.model_id << " " << n;  // never superlinear
       }
       const double e = predicted / measured - 1.0;
-      std::printf("Lambda scaling %-16s %-10s %-4s %d GPUs: measured %.3f, predicted %.3f (%+.1f %%)\n", s.gpu_id.c_str(),
-                  s.model_id.c_str(), std::string(to_string(s.precision)).c_str(), n, measured, predicted, 100 * e);
+      // What the loss would be as an exchange that nothing hides: the time a GPU's iteration grew by (same batch
+      // per GPU) against the gradient bytes the model exchanges (pytorch-ddp: fp32 gradients).
+      std::string exposed;
+      if (s.batch == b1->batch) {
+        const double grown = s.batch * n / s.samples_per_s - b1->batch / b1->samples_per_s;
+        const double gb = static_cast<double>(s.network->total_params()) * 4.0 / 1e9;
+        if (grown > 0) exposed = fmt::format("; lost {:.1f} ms, {:.2f} GB of gradients at {:.1f} GB/s", 1e3 * grown, gb, gb / grown);
+      }
+      std::printf("Lambda scaling %-16s %-10s %-4s %d GPUs: measured %.3f, predicted %.3f (%+.1f %%)%s\n", s.gpu_id.c_str(),
+                  s.model_id.c_str(), std::string(to_string(s.precision)).c_str(), n, measured, predicted, 100 * e,
+                  exposed.c_str());
       sum += std::abs(e);
       signed_sum += e;
       ++rows;
