@@ -3,6 +3,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -64,6 +65,23 @@ TEST(Cli, MemoryWarningSaysWhatThePredictionSays) {
   const double need = nlohmann::json::parse(r.out).at("predictions")[0].at("memory").at("per_gpu_bytes").get<double>();
   EXPECT_NE(r.err.find(fmt::format("needs about {:.1f} GB per GPU", need / 1e9)), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("121.3 GB weights, gradients and optimiser state"), std::string::npos) << r.err;
+}
+
+TEST(Cli, Fp32OnATf32GpuSaysWhatFrameworksRunThere) {
+  const auto fp32 = run_cli("predict --cluster dgx-a100 --model resnet50 --framework pytorch-ddp --gpus 1 --no-train");
+  ASSERT_EQ(fp32.status, 0) << fp32.err;
+  EXPECT_NE(fp32.err.find("note: fp32 is strict FP32; on the A100 SXM4 40 GB"), std::string::npos) << fp32.err;
+  EXPECT_NE(fp32.err.find("--precision tf32 predicts that"), std::string::npos) << fp32.err;
+  const auto tf32 = run_cli("predict --cluster dgx-a100 --model resnet50 --framework pytorch-ddp --gpus 1 --no-train --precision tf32");
+  ASSERT_EQ(tf32.status, 0) << tf32.err;
+  EXPECT_EQ(tf32.err, "");
+  const auto volta = run_cli("predict --cluster dgx1v --model resnet50 --framework pytorch-ddp --gpus 1 --no-train");
+  EXPECT_EQ(volta.err, "");  // no TF32 on a V100: fp32 is what runs
+  // A command that fails after the note was due prints its error alone, one line.
+  const auto bad = run_cli("predict --cluster dgx-a100 --model resnet50 --framework pytorch-ddp --gpus 16 --no-train");
+  EXPECT_EQ(bad.status, 2);
+  EXPECT_EQ(std::count(bad.err.begin(), bad.err.end(), '\n'), 1) << bad.err;
+  EXPECT_EQ(bad.err.find("note:"), std::string::npos) << bad.err;
 }
 
 TEST(Cli, FrameworkJitterWaitsForTheSlowestGpu) {

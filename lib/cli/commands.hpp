@@ -16,6 +16,10 @@ void set_command_line(int argc, char** argv);
 /// Prints `text` to stdout, or to `output` through a temporary file and a rename.
 void emit(const std::string& text, const std::string& output);
 
+/// A line for stderr once the command has succeeded (a warning or a note about the inputs): a command that
+/// then fails prints only its error, one line (docs/compute-model.md, "Precisions").
+void defer_note(std::string line);
+
 void setup_predict(CLI::App& app);
 void setup_topo(CLI::App& app);
 void setup_collective(CLI::App& app);

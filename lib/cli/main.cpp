@@ -7,6 +7,8 @@
 #include <cstring>
 #include <stdexcept>
 #include <iostream>
+#include <string>
+#include <vector>
 
 #include "cli/commands.hpp"
 #include "dlscale/error.hpp"
@@ -15,7 +17,9 @@
 namespace dlscale::cli {
 namespace {
 std::string g_command_line;
+std::vector<std::string> g_notes;
 }
+void defer_note(std::string line) { g_notes.push_back(std::move(line)); }
 const std::string& command_line() { return g_command_line; }
 void set_command_line(int argc, char** argv) {
   g_command_line.clear();
@@ -73,5 +77,6 @@ int main(int argc, char** argv) {
     fmt::print(stderr, "dlscale: cannot write standard output: {}\n", std::strerror(errno ? errno : EIO));
     return 1;
   }
+  for (const auto& note : cli::g_notes) fmt::print(stderr, "dlscale: {}\n", note);
   return 0;
 }

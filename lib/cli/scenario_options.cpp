@@ -4,6 +4,7 @@
 
 #include <charconv>
 
+#include "cli/commands.hpp"
 #include "dlscale/error.hpp"
 #include "dlscale/io.hpp"
 #include "dlscale/memory.hpp"
@@ -226,6 +227,12 @@ Scenario build_scenario(const ScenarioOptions& o, RunInfo& info) {
                                                 sc.cluster.name, to_string(sc.compute.precision),
                                                 sc.compute.precision == Precision::tf32 ? "TF32 tensor cores, Ampere or newer"
                                                                                         : "bf16 math, Ampere or newer"));
+  // "fp32" on a GPU with TF32 is strict FP32 here, which is not what frameworks run by default there.
+  if (o.memory_warning && sc.compute.precision == Precision::fp32 && sc.cluster.gpu.supports(Precision::tf32) &&
+      o.profile.empty() && o.calibration.empty())
+    defer_note(fmt::format("note: fp32 is strict FP32; on the {} PyTorch (convolutions since 1.7, matrix multiplies in "
+                           "1.7-1.11) and TensorFlow 2.4+ compute in TF32 unless told not to: --precision tf32 predicts that",
+                           sc.cluster.gpu.name));
   sc.network = load_model(model, o.seq_len, o.image_size);
   sc.strategy = load_strategy(resolve(DataKind::framework, framework, "--framework"));
   if (!o.attention.empty()) {
@@ -263,7 +270,7 @@ Scenario build_scenario(const ScenarioOptions& o, RunInfo& info) {
   // on the GPU count, and each prediction row says whether it fits.
   if (o.memory_warning && !sc.profile && !sc.measured_layers && !sc.strategy.sharding.sharded()) {
     const MemoryFit fit = check_memory_fit(sc.network, sc.cluster.gpu, sc.batch_per_gpu, step_compute(sc));
-    if (!fit.fits) fmt::print(stderr, "dlscale: {}\n", fit.warning);
+    if (!fit.fits) defer_note(fit.warning);
   }
   return sc;
 }

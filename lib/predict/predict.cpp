@@ -340,8 +340,8 @@ GpuPlacement Predictor::place(int gpus) const {
   const Cluster& c = impl_->sc.cluster;
   if (gpus < 1) throw UsageError("--gpus", fmt::format("a GPU count must be at least 1, got {}", gpus));
   if (gpus > c.max_gpus())
-    throw UsageError("--gpus", fmt::format("cluster '{}' holds at most {} GPUs ({} nodes × {}), asked for {}", c.name,
-                                           c.max_gpus(), c.max_nodes, c.gpus_per_node, gpus));
+    throw UsageError("--gpus", fmt::format("cluster '{}' holds at most {} GPUs ({} node{} × {}), asked for {}", c.name,
+                                           c.max_gpus(), c.max_nodes, c.max_nodes == 1 ? "" : "s", c.gpus_per_node, gpus));
   if (gpus <= c.gpus_per_node) return GpuPlacement{gpus, 1, gpus};
   if (gpus % c.gpus_per_node != 0)
     throw UsageError("--gpus", fmt::format("{} GPUs do not fill whole nodes of {} GPUs on cluster '{}'", gpus,
