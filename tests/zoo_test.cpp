@@ -481,6 +481,24 @@ TEST(ModelCli, ShowJsonTotalsMatchTheGenerator) {
   EXPECT_EQ(j.at("layers").size(), 107u);
 }
 
+TEST(ModelCli, ShowWithAFrameworkSizesTheStepAsPredictDoes) {
+  // BERT-large in fp16: 335,141,888 half gradients (670.3 MB) without a framework; PyTorch DDP's native AMP
+  // keeps them fp32 (1.341 GB), and model show's memory is then predict's for the same GPU and batch.
+  const std::string common = " --model bert-large --precision fp16 --batch 32 --gpu a100-sxm4-80gb";
+  const auto bare = test::run_cli("model show bert-large --precision fp16 --batch 32 --format json");
+  ASSERT_EQ(bare.status, 0) << bare.err;
+  EXPECT_DOUBLE_EQ(nlohmann::json::parse(bare.out).at("totals").at("gradient_bytes").get<double>(), 335'141'888.0 * 2);
+  const auto ddp = test::run_cli("model show bert-large --precision fp16 --batch 32 --gpu a100-sxm4-80gb --framework pytorch-ddp "
+                                 "--format json");
+  ASSERT_EQ(ddp.status, 0) << ddp.err;
+  const auto t = nlohmann::json::parse(ddp.out).at("totals");
+  EXPECT_DOUBLE_EQ(t.at("gradient_bytes").get<double>(), 335'141'888.0 * 4);
+  const auto pred = test::run_cli("predict --cluster dgx-a100 --framework pytorch-ddp --gpus 1 --format json --no-train" + common);
+  ASSERT_EQ(pred.status, 0) << pred.err;
+  EXPECT_DOUBLE_EQ(t.at("memory").at("total_bytes").get<double>(),
+                   nlohmann::json::parse(pred.out).at("predictions")[0].at("memory").at("per_gpu_bytes").get<double>());
+}
+
 TEST(ModelCli, ShowWarnsButSucceedsWhenTheBatchDoesNotFit) {
   // BERT-SQuAD at batch 64 on an 11 GB RTX 2080 Ti (Wei et al. ran 8 there): a warning, exit 0.
   const auto r = test::run_cli("model show bert-squad --gpu rtx2080ti --batch 64");

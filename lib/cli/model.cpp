@@ -81,7 +81,8 @@ struct ShowOptions {
   std::string output;
   bool kernels = false;  // --kernels: every kernel of every layer, with the algorithm the model chose
   std::string optimizer;
-  std::string attention = "eager";  // --attention eager|flash
+  std::string attention;  // --attention eager|flash (default: the framework's, else eager)
+  std::string framework;  // --framework: its cuDNN algorithm search, attention kernel and gradient precision
 };
 
 void run_show(const ShowOptions& o) {
@@ -103,10 +104,18 @@ void run_show(const ShowOptions& o) {
   if (gpu && !gpu->supports(copt.precision))
     throw UsageError("--precision", fmt::format("the {} has no {} mode", gpu->name, to_string(copt.precision)));
   if (o.kernels && !gpu) throw UsageError("--kernels", "needs --gpu");
-  try {
-    copt.attention = attention_kernel_from_string(o.attention);
-  } catch (const std::invalid_argument& e) {
-    throw UsageError("--attention", e.what());
+  if (!o.framework.empty()) {  // the step as that framework runs it (predict's step_compute)
+    const Strategy st = load_strategy(resolve(DataKind::framework, o.framework, "--framework"));
+    copt.conv_algorithms = st.conv_algorithms;
+    copt.fp32_gradients = st.fp32_gradients;
+    if (gpu) copt.attention = effective_attention(st.attention, *gpu, copt.precision);
+  }
+  if (!o.attention.empty()) {
+    try {
+      copt.attention = attention_kernel_from_string(o.attention);
+    } catch (const std::invalid_argument& e) {
+      throw UsageError("--attention", e.what());
+    }
   }
   if (copt.attention == AttentionKernel::flash && (!gpu || !flash_attention_supported(*gpu, copt.precision)))
     throw UsageError("--attention", "FlashAttention needs --gpu, an Ampere or newer GPU, and fp16 or bf16");
@@ -114,7 +123,7 @@ void run_show(const ShowOptions& o) {
     times = estimate_layer_times(net, *gpu, o.batch, copt);
     fit = check_memory_fit(net, *gpu, o.batch, copt);
   }
-  const double grad_elem = gradient_bytes_per_element(copt.precision);
+  const double grad_elem = gradient_bytes_per_element(copt);
   const double total_grad = static_cast<double>(net.total_params()) * grad_elem;
 
   std::string out;
@@ -263,8 +272,12 @@ void setup_model(CLI::App& app) {
   show->add_option("--gpu", so->gpu, "GPU: an id of topologies/gpus.yaml (e.g. p40, v100-sxm2) or a YAML file with one GPU's keys")->type_name("ID|FILE");
   show->add_option("--precision", so->precision, "fp32, tf32, bf16 or fp16 (mixed precision)")->capture_default_str();
   show->add_option("--optimizer", so->optimizer, "sgd, momentum, adam, adamw or lamb (default: by the model's input)");
-  show->add_option("--attention", so->attention, "eager or flash (FlashAttention: fp16/bf16, Ampere and newer, needs --gpu)")
-      ->capture_default_str();
+  show->add_option("--attention", so->attention,
+                   "eager or flash (FlashAttention: fp16/bf16, Ampere and newer, needs --gpu); default: the framework's, else eager");
+  show->add_option("--framework", so->framework,
+                   "Time and size the step as this framework runs it: its cuDNN algorithm search, attention kernel and "
+                   "gradient precision (models/frameworks/NAME.yaml or a file)")
+      ->type_name("NAME|FILE");
   show->add_flag("--kernels", so->kernels, "List every kernel of every layer with its time and the algorithm chosen (needs --gpu)");
   show->add_option("--format", so->format, "table or json")->capture_default_str();
   show->add_option("-o,--output", so->output, "Write to FILE (atomically) instead of standard output")->type_name("FILE");
