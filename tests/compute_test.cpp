@@ -107,6 +107,22 @@ TEST(KernelModel, WorkedGemm) {
   EXPECT_NEAR(in_seconds(p.time), compute + 5e-6, 1e-15);
 }
 
+// TF32 allows the tensor cores, it does not demand them: on a board whose TF32 tensor rate is its fp32 rate
+// (GeForce Ampere: 35.6 TFLOPS both on an RTX 3090) the fp32 kernel of the 1024³ GEMM is faster (per SM 1
+// TFLOP/s at the vector efficiency 0.8 against the tensor efficiency 0.5, the same 4 B operands per FLOP, so
+// the same c = 8 and tiles) and TF32 takes it; on the toy (TF32 at 4× fp32)
+// the tensor-core plan stays (the worked example's 176.2 us + 5 us).
+TEST(KernelModel, Tf32TakesTheFp32KernelWhereItIsFaster) {
+  const GemmShape g{1024, 1024, 1024};
+  GpuSpec geforce = toy_gpu();
+  geforce.peak_tf32 = geforce.peak_fp32;
+  const GemmPlan fp32 = plan_gemm(g, geforce, Precision::fp32, toy_params());
+  EXPECT_DOUBLE_EQ(in_seconds(plan_gemm(g, geforce, Precision::tf32, toy_params()).time), in_seconds(fp32.time));
+  const GemmPlan toy = plan_gemm(g, toy_gpu(), Precision::tf32, toy_params());
+  EXPECT_LT(toy.time, plan_gemm(g, toy_gpu(), Precision::fp32, toy_params()).time);
+  EXPECT_NEAR(in_seconds(toy.time), 7 * (2.0 * 128 * 128 * 1024) / (4e12 * 0.5 * kTc128x128) + 5e-6, 1e-12);
+}
+
 // The worked convolution: a 1×1, 256 → 128 channels on 14×14 at batch 8, fp16 (an implicit GEMM:
 // M = 8·14·14 = 1568, N = 128, K = 256). 64×64 tiles: ⌈1568/64⌉·⌈128/64⌉ = 25·2 = 50 blocks, 5 waves of
 // 2·64·64·256 FLOP at 8e12 × 0.5 × 0.75 (conv) / 2 → 6.99 us, the fastest tile; memory

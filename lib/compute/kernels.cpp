@@ -45,8 +45,9 @@ int tensor_core_alignment(Precision p, bool tensor_cores) noexcept {
 
 double element_bytes(Precision p) noexcept { return is_mixed(p) ? 2.0 : 4.0; }
 
-GemmPlan plan_gemm(const GemmShape& g, const GpuSpec& gpu, Precision p, const KernelParams& kp, double class_efficiency,
-                   double multiply_gain) {
+namespace {
+GemmPlan plan_gemm_in(const GemmShape& g, const GpuSpec& gpu, Precision p, const KernelParams& kp, double class_efficiency,
+                      double multiply_gain) {
   GemmPlan best;
   best.time = seconds(std::numeric_limits<double>::infinity());
   if (g.m <= 0 || g.n <= 0 || g.k <= 0 || g.count <= 0) {
@@ -89,6 +90,20 @@ GemmPlan plan_gemm(const GemmShape& g, const GpuSpec& gpu, Precision p, const Ke
       const Seconds time = max(compute, memory) + kp.kernel_overhead * (split > 1 ? 2.0 : 1.0);
       if (time < best.time) best = GemmPlan{t, split, tiles, waves, m, n, k, compute, memory, time};
     }
+  }
+  return best;
+}
+}  // namespace
+
+GemmPlan plan_gemm(const GemmShape& g, const GpuSpec& gpu, Precision p, const KernelParams& kp, double class_efficiency,
+                   double multiply_gain) {
+  GemmPlan best = plan_gemm_in(g, gpu, p, kp, class_efficiency, multiply_gain);
+  // TF32 allows the tensor cores, it does not demand them: cuBLAS and cuDNN still weigh their fp32 kernels
+  // and take the faster (on a GeForce Ampere board TF32 tensor math runs at the fp32 units' rate, and its
+  // larger tiles lose on small shapes).
+  if (p == Precision::tf32 && gpu.on_tensor_cores(p)) {
+    GemmPlan fp32 = plan_gemm_in(g, gpu, Precision::fp32, kp, class_efficiency, multiply_gain);
+    if (fp32.time < best.time) best = fp32;
   }
   return best;
 }
