@@ -84,6 +84,22 @@ TEST(Cli, Fp32OnATf32GpuSaysWhatFrameworksRunThere) {
   EXPECT_EQ(bad.err.find("note:"), std::string::npos) << bad.err;
 }
 
+TEST(Cli, ShardedStepsThatDoNotFitAreNamedByGpuCount) {
+  // FSDP shards Llama-2-7B's state over the GPUs: one H100 cannot hold it, eight can. The warning names the
+  // count that does not fit with the JSON's own figure, and only that one.
+  const auto r = run_cli("predict --cluster dgx-h100 --model llama2-7b --framework fsdp --precision bf16 --batch 1 --gpus 1,8 "
+                         "--format json --no-train");
+  ASSERT_EQ(r.status, 0) << r.err;
+  const auto p = nlohmann::json::parse(r.out).at("predictions");
+  ASSERT_FALSE(p[0].at("memory").at("fits").get<bool>());
+  ASSERT_TRUE(p[1].at("memory").at("fits").get<bool>());
+  EXPECT_NE(r.err.find(fmt::format("{:.1f} GB at 1 GPU;", p[0].at("memory").at("per_gpu_bytes").get<double>() / 1e9)),
+            std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("at 8 GPUs"), std::string::npos) << r.err;
+  const auto fits = run_cli("predict --cluster dgx-h100 --model llama2-7b --framework fsdp --precision bf16 --batch 1 --gpus 8 --no-train");
+  EXPECT_EQ(fits.err, "");
+}
+
 TEST(Cli, FrameworkJitterWaitsForTheSlowestGpu) {
   // CNTK's jitter_cv 0.0635 (the median of its Table V standard deviations over t_f + t_b) on the worked
   // example: σ = 0.0635 × (0.1684 + 0.2918) s; the expected maximum of N standard normals is 1/√π for 2

@@ -27,6 +27,7 @@ void run_predict(const PredictOptions& o) {
   info.command_line = command_line();
   Predictor predictor(build_scenario(o.scenario, info));
   const auto preds = predictor.predict(gpus);  // everything computed before anything is printed
+  warn_memory_by_gpu_count(predictor.scenario(), preds);
   std::vector<TrainingCost> train;
   if (!o.no_train) {
     const auto workload = workload_for(predictor.scenario().network, o.workload);

@@ -30,6 +30,7 @@ void run_report(const ReportCliOptions& o) {
   const std::vector<int> gpus = parse_gpu_list(o.scenario.gpus);
   const Predictor predictor(sc);
   const auto preds = predictor.predict(gpus);
+  warn_memory_by_gpu_count(sc, preds);
   const auto coll = sc.collectives ? sc.collectives : make_collective_model(sc.cluster);
 
   ReportContent c;

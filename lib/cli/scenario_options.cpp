@@ -6,6 +6,7 @@
 
 #include "cli/commands.hpp"
 #include "dlscale/error.hpp"
+#include "dlscale/format.hpp"
 #include "dlscale/io.hpp"
 #include "dlscale/memory.hpp"
 #include "dlscale/zoo.hpp"
@@ -178,6 +179,23 @@ Network load_model(const std::string& model, int seq_len, int image_size) {
   } catch (const InputError& e) {
     throw UsageError(option, e.what());  // the description's limit (e.g. its position table), with its place
   }
+}
+
+void warn_memory_by_gpu_count(const Scenario& sc, std::span<const Prediction> preds) {
+  if (!sc.strategy.sharding.sharded()) return;  // build_scenario warned up front
+  std::vector<std::string> gpu, host;
+  for (const Prediction& p : preds) {
+    const std::string at = fmt::format("{} GPU{}", p.gpus, p.gpus == 1 ? "" : "s");
+    if (!p.memory.fits) gpu.push_back(fmt::format("{} at {}", p.memory.per_gpu, at));
+    if (!p.memory.host_fits) host.push_back(fmt::format("{} at {}", p.memory.host_per_node, at));
+  }
+  if (!gpu.empty())
+    defer_note(fmt::format("warning: {} at batch {} with {} needs more than the {} per GPU of the {}: {}; such a step "
+                           "cannot run as configured", sc.network.name, sc.batch_per_gpu, sc.strategy.name,
+                           preds.front().memory.capacity, sc.cluster.gpu.name, fmt::join(gpu, ", ")));
+  if (!host.empty())
+    defer_note(fmt::format("warning: the offloaded optimiser state of {} needs more than a node's {} of host memory: {}",
+                           sc.network.name, preds.front().memory.host_capacity, fmt::join(host, ", ")));
 }
 
 Scenario build_scenario(const ScenarioOptions& o, RunInfo& info) {

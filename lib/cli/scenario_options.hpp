@@ -3,6 +3,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include <span>
 #include <string>
 #include <vector>
 
@@ -71,6 +72,10 @@ void add_scenario_options(CLI::App& cmd, ScenarioOptions& o);
 /// Loads every input named by the options; all errors are InputError/UsageError.
 Scenario build_scenario(const ScenarioOptions& o, RunInfo& info);
 std::vector<int> parse_gpu_list(const std::string& text);
+/// A sharded strategy's memory depends on the GPU count, so build_scenario cannot warn up front: once the
+/// predictions exist, one warning on stderr names the GPU counts whose step does not fit the GPU (or, with
+/// CPU offload, the node's host memory).
+void warn_memory_by_gpu_count(const Scenario& sc, std::span<const Prediction> preds);
 /// --model with --seq-len/--image-size: the network rebuilt from its architecture at that input size.
 Network load_model(const std::string& model, int seq_len, int image_size);
 /// --calibration and --explain-sources (lib/cli/calibrate.cpp): measured curves and layer times into the
