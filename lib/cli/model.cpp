@@ -106,9 +106,12 @@ void run_show(const ShowOptions& o) {
   if (o.kernels && !gpu) throw UsageError("--kernels", "needs --gpu");
   if (!o.framework.empty()) {  // the step as that framework runs it (predict's step_compute)
     const Strategy st = load_strategy(resolve(DataKind::framework, o.framework, "--framework"));
-    copt.conv_algorithms = st.conv_algorithms;
-    copt.fp32_gradients = st.fp32_gradients;
-    if (gpu) copt.attention = effective_attention(st.attention, *gpu, copt.precision);
+    if (gpu) {
+      copt = step_compute(copt, st, *gpu);
+    } else {  // without a GPU nothing is timed: the attention kernel does not matter
+      copt.conv_algorithms = st.conv_algorithms;
+      copt.fp32_gradients = st.fp32_gradients;
+    }
   }
   if (!o.attention.empty()) {
     try {

@@ -246,8 +246,8 @@ Scenario build_scenario(const ScenarioOptions& o, RunInfo& info) {
                                                 sc.compute.precision == Precision::tf32 ? "TF32 tensor cores, Ampere or newer"
                                                                                         : "bf16 math, Ampere or newer"));
   // "fp32" on a GPU with TF32 is strict FP32 here, which is not what frameworks run by default there.
-  if (o.memory_warning && sc.compute.precision == Precision::fp32 && sc.cluster.gpu.supports(Precision::tf32) &&
-      o.profile.empty() && o.calibration.empty())
+  if (sc.compute.precision == Precision::fp32 && sc.cluster.gpu.supports(Precision::tf32) && o.profile.empty() &&
+      o.calibration.empty())
     defer_note(fmt::format("note: fp32 is strict FP32; on the {} PyTorch (convolutions since 1.7, matrix multiplies in "
                            "1.7-1.11) and TensorFlow 2.4+ compute in TF32 unless told not to: --precision tf32 predicts that",
                            sc.cluster.gpu.name));
