@@ -179,6 +179,55 @@ TEST(GpuCatalogue, NoNameIsGivenTwice) {
   }
 }
 
+// The forgiving lookup (spaces, hyphens and a leading NVIDIA/Tesla/GeForce aside) must pick one entry too:
+// the key is recomputed here by hand, letters and digits in lower case, the prefixes cut.
+std::string written_key(std::string s) {
+  std::string k;
+  for (char c : s)
+    if (std::isalnum(static_cast<unsigned char>(c))) k += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  for (bool cut = true; cut;) {
+    cut = false;
+    for (const std::string p : {"nvidia", "tesla", "geforce"})
+      if (k.size() > p.size() && k.rfind(p, 0) == 0) {
+        k.erase(0, p.size());
+        cut = true;
+      }
+  }
+  return k;
+}
+
+TEST(GpuCatalogue, NoTwoEntriesShareALookupKey) {
+  std::map<std::string, std::string> owner;  // key -> the id of the entry that gives it
+  for (const auto& w : written_entries()) {
+    std::vector<std::string> names = w.aliases;
+    names.push_back(w.id);
+    names.push_back(w.name);
+    for (const auto& n : names) {
+      const auto [it, fresh] = owner.emplace(written_key(n), w.id);
+      EXPECT_TRUE(fresh || it->second == w.id) << "'" << n << "' and a name of " << it->second << " are both '" << it->first << "'";
+    }
+  }
+}
+
+TEST(GpuCatalogue, NamesAsNvidiaSmiAndTablesWriteThem) {
+  // nvidia-smi's names and published tables' spellings resolve to the entry they mean
+  EXPECT_EQ(find_gpu("NVIDIA GeForce RTX 3090").name, find_gpu("rtx-3090").name);
+  EXPECT_EQ(find_gpu("NVIDIA A100-SXM4-80GB").name, find_gpu("a100-sxm4-80gb").name);
+  EXPECT_EQ(find_gpu("NVIDIA H100 80GB HBM3").name, find_gpu("h100-sxm").name);
+  EXPECT_EQ(find_gpu("NVIDIA H100 PCIe").name, find_gpu("h100-pcie").name);
+  EXPECT_EQ(find_gpu("NVIDIA RTX A6000").name, find_gpu("rtx-a6000").name);
+  EXPECT_EQ(find_gpu("rtx 4090").name, find_gpu("rtx4090").name);
+  EXPECT_EQ(find_gpu("A100 80GB PCIe").name, find_gpu("a100-pcie-80gb").name);
+  // A name that several boards begin with is not guessed: the error lists them.
+  try {
+    (void)find_gpu("a100");
+    ADD_FAILURE() << "'a100' resolved";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("did you mean a100-sxm4-40gb, a100-sxm4-80gb, a100-pcie-40gb, a100-pcie-80gb?"),
+              std::string::npos) << e.what();
+  }
+}
+
 TEST(GpuCatalogue, ArchitectureAndComputeCapabilityAgree) {
   for (const auto& g : load_gpu_catalogue()) {
     EXPECT_TRUE(sm_matches_architecture(g.architecture, g.sm_version)) << g.name << ": " << g.architecture << " sm_" << g.sm_version;

@@ -321,6 +321,23 @@ GpuSpec find_gpu(std::string_view name) {
     for (const auto& a : e.aliases)
       if (lower_ascii(a) == want) return e.spec;
   }
+  // Then as people write it (nvidia-smi, published tables): spaces, hyphens and a leading NVIDIA, Tesla or
+  // GeForce aside, if exactly one entry answers (the catalogue test checks no two entries share a key).
+  const std::string key = gpu_name_key(name);
+  const CatalogueEntry* hit = nullptr;
+  std::vector<std::string> starting;  // ids the name begins: "a100" → the four A100 boards
+  for (const auto& e : all) {
+    bool match = gpu_name_key(e.id) == key || gpu_name_key(e.spec.name) == key;
+    for (const auto& a : e.aliases) match = match || gpu_name_key(a) == key;
+    if (match) {
+      if (hit && hit != &e) throw InputError(fmt::format("GPU '{}' could be '{}' or '{}': name one by its id", name, hit->id, e.id));
+      hit = &e;
+    }
+    if (!key.empty() && gpu_name_key(e.id).starts_with(key)) starting.push_back(e.id);
+  }
+  if (hit) return hit->spec;
+  if (!starting.empty())
+    throw InputError(fmt::format("unknown GPU '{}' (did you mean {}?)", name, fmt::join(starting, ", ")));
   std::string known;
   for (const auto& e : all) known += (known.empty() ? "" : ", ") + e.id;
   throw InputError(fmt::format("unknown GPU '{}' (known: {})", name, known));
