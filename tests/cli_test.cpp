@@ -100,6 +100,20 @@ TEST(Cli, ShardedStepsThatDoNotFitAreNamedByGpuCount) {
   EXPECT_EQ(fits.err, "");
 }
 
+TEST(Cli, NamesAsPeopleWriteThem) {
+  // "ResNet-50", "DGX A100", "PyTorch-DDP": letters and digits compared when exactly one file answers, so the
+  // output is the one the file names give (the header names the files' own names).
+  const auto canonical = run_cli("predict --cluster dgx-a100 --model resnet50 --framework pytorch-ddp --precision tf32 --gpus 1,8 --no-train");
+  const auto written = run_cli("predict --cluster 'DGX A100' --model ResNet-50 --framework PyTorch-DDP --precision tf32 --gpus 1,8 --no-train");
+  ASSERT_EQ(canonical.status, 0) << canonical.err;
+  ASSERT_EQ(written.status, 0) << written.err;
+  EXPECT_EQ(written.out, canonical.out);
+  // "resnet" is no model's name: the error lists the known ones
+  const auto unknown = run_cli("predict --model ResNet --gpus 1 --no-train");
+  EXPECT_EQ(unknown.status, 2);
+  EXPECT_NE(unknown.err.find("unknown model 'ResNet' (known: alexnet,"), std::string::npos) << unknown.err;
+}
+
 TEST(Cli, FrameworkJitterWaitsForTheSlowestGpu) {
   // CNTK's jitter_cv 0.0635 (the median of its Table V standard deviations over t_f + t_b) on the worked
   // example: σ = 0.0635 × (0.1684 + 0.2918) s; the expected maximum of N standard normals is 1/√π for 2

@@ -97,6 +97,14 @@ fs::path resolve(DataKind kind, std::string_view name_or_file, std::string_view 
   if (kind == DataKind::profile) {
     for (const auto& e : fs::recursive_directory_iterator(folder(kind), ec))
       if (e.is_regular_file() && e.path().filename() == candidate.filename()) return e.path();
+  } else {
+    // Then as people write names ("ResNet-50", "DGX A100", "PyTorch-DDP"): letters and digits compared, when
+    // exactly one file answers.
+    const std::string key = name_key(name_or_file);
+    std::vector<std::string> hits;
+    for (const auto& n : list_names(kind))
+      if (name_key(n) == key) hits.push_back(n);
+    if (hits.size() == 1) return folder(kind) / (hits.front() + ".yaml");
   }
   std::string known;
   for (const auto& n : list_names(kind)) known += (known.empty() ? "" : ", ") + n;

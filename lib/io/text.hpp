@@ -14,13 +14,19 @@ inline std::string lower_ascii(std::string_view s) {
   return out;
 }
 
-/// A GPU name as people write it, reduced to compare: lower case, letters and digits only, without a
-/// leading "NVIDIA", "Tesla" or "GeForce" ("NVIDIA GeForce RTX 3090" → "rtx3090", "NVIDIA A100-SXM4-80GB"
-/// → "a100sxm480gb", the same as the ids rtx-3090 and a100-sxm4-80gb).
-inline std::string gpu_name_key(std::string_view s) {
+/// A name as people write it, reduced to compare: its letters (lower case) and digits only ("ResNet-50" and
+/// "resnet50", "DGX A100" and "dgx-a100" give the same key).
+inline std::string name_key(std::string_view s) {
   std::string out;
   for (char c : s)
     if (std::isalnum(static_cast<unsigned char>(c))) out += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+/// A GPU name's key: name_key without a leading "NVIDIA", "Tesla" or "GeForce" ("NVIDIA GeForce RTX 3090" →
+/// "rtx3090", "NVIDIA A100-SXM4-80GB" → "a100sxm480gb", the same as the ids rtx-3090 and a100-sxm4-80gb).
+inline std::string gpu_name_key(std::string_view s) {
+  std::string out = name_key(s);
   for (bool again = true; again;) {
     again = false;
     for (std::string_view prefix : {"nvidia", "tesla", "geforce"})
