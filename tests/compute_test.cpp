@@ -422,6 +422,12 @@ TEST(Precisions, NamesRoundTripAndUnknownIsRefused) {
   for (auto p : {Precision::fp32, Precision::tf32, Precision::bf16, Precision::fp16})
     EXPECT_EQ(precision_from_string(to_string(p)), p);
   EXPECT_THROW((void)precision_from_string("fp8"), std::invalid_argument);
+  // as published tables and frameworks write them: AMP / mixed precision is fp16 autocast
+  EXPECT_EQ(precision_from_string("AMP"), Precision::fp16);
+  EXPECT_EQ(precision_from_string("mixed"), Precision::fp16);
+  EXPECT_EQ(precision_from_string("FP32"), Precision::fp32);
+  EXPECT_EQ(precision_from_string("bfloat16"), Precision::bf16);
+  EXPECT_THROW((void)precision_from_string("int8"), std::invalid_argument);
   const GpuSpec v100 = find_gpu("v100-sxm2");
   EXPECT_FALSE(v100.supports(Precision::tf32));
   EXPECT_FALSE(v100.supports(Precision::bf16));

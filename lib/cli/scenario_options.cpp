@@ -282,7 +282,7 @@ Scenario build_scenario(const ScenarioOptions& o, RunInfo& info) {
   info.model = sc.network.name;
   info.framework = sc.strategy.name;
   info.batch_per_gpu = sc.batch_per_gpu;
-  info.precision = o.precision;
+  info.precision = std::string(to_string(sc.compute.precision));
   if (!o.calibration.empty() || o.explain_sources) apply_calibration(o, sc, info);
   // A step that cannot run says so (docs/compute-model.md, "Memory"); a sharded strategy's memory depends
   // on the GPU count, and each prediction row says whether it fits.

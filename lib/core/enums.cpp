@@ -1,3 +1,4 @@
+#include <cctype>
 #include <stdexcept>
 #include <string>
 
@@ -55,8 +56,15 @@ std::string_view to_string(Precision p) noexcept {
 }
 
 Precision precision_from_string(std::string_view name) {
+  std::string lower(name);
+  for (auto& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   for (auto p : {Precision::fp32, Precision::tf32, Precision::bf16, Precision::fp16})
-    if (to_string(p) == name) return p;
+    if (to_string(p) == lower) return p;
+  // As frameworks and published tables name them: PyTorch's and NVIDIA's "AMP" and "mixed precision" are
+  // fp16 autocast with fp32 master weights, which is what fp16 means here.
+  if (lower == "amp" || lower == "mixed" || lower == "float16" || lower == "half") return Precision::fp16;
+  if (lower == "bfloat16") return Precision::bf16;
+  if (lower == "float32") return Precision::fp32;
   throw std::invalid_argument("unknown precision '" + std::string(name) + "' (expected " + std::string(kPrecisionNames) + ")");
 }
 
