@@ -100,6 +100,18 @@ TEST(Cli, ShardedStepsThatDoNotFitAreNamedByGpuCount) {
   EXPECT_EQ(fits.err, "");
 }
 
+TEST(Cli, ExplainSourcesSaysWhichGradientsAreExchanged) {
+  // PyTorch DDP under AMP keeps fp32 parameters: 4 B per parameter; DeepSpeed exchanges its fp16 working
+  // copy's: 2 B.
+  const auto ddp = run_cli("predict --cluster dgx-a100 --framework pytorch-ddp --precision fp16 --gpus 8 --no-train --explain-sources");
+  ASSERT_EQ(ddp.status, 0) << ddp.err;
+  EXPECT_NE(ddp.err.find("gradients exchanged: 4 B per parameter (fp32 in fp16: framework 'pytorch-ddp'"), std::string::npos)
+      << ddp.err;
+  const auto zero = run_cli("predict --cluster dgx-a100 --framework deepspeed-zero2 --precision fp16 --gpus 8 --no-train --explain-sources");
+  ASSERT_EQ(zero.status, 0) << zero.err;
+  EXPECT_NE(zero.err.find("gradients exchanged: 2 B per parameter (fp16:"), std::string::npos) << zero.err;
+}
+
 TEST(Cli, NamesAsPeopleWriteThem) {
   // "ResNet-50", "DGX A100", "PyTorch-DDP": letters and digits compared when exactly one file answers, so the
   // output is the one the file names give (the header names the files' own names).

@@ -269,9 +269,18 @@ void apply_calibration(const ScenarioOptions& o, Scenario& sc, RunInfo& /*info*/
     sc.collectives = calibrated;
   }
   if (o.explain_sources) {
+    const ComputeOptions step = step_compute(sc);
+    const double per_element = gradient_bytes_per_element(step);
+    explain.push_back(fmt::format(
+        "gradients exchanged: {} B per parameter ({})", per_element,
+        !is_mixed(step.precision) ? std::string(to_string(step.precision))
+        : step.fp32_gradients
+            ? fmt::format("fp32 in {}: framework '{}' keeps fp32 parameters, mixed_precision: {{gradients: fp32}}",
+                          to_string(step.precision), sc.strategy.name)
+            : fmt::format("{}: the gradients of the half-precision working copy", to_string(step.precision))));
     Bytes smallest = bytes(1e300), largest{};
     for (const auto& l : sc.network.layers) {
-      const Bytes g = Network::gradient_bytes(l, gradient_bytes_per_element(step_compute(sc)));
+      const Bytes g = Network::gradient_bytes(l, per_element);
       if (g > Bytes{}) {
         smallest = min(smallest, g);
         largest = max(largest, g);
