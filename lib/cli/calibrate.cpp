@@ -271,13 +271,13 @@ void apply_calibration(const ScenarioOptions& o, Scenario& sc, RunInfo& /*info*/
   if (o.explain_sources) {
     const ComputeOptions step = step_compute(sc);
     const double per_element = gradient_bytes_per_element(step);
-    explain.push_back(fmt::format(
-        "gradients exchanged: {} B per parameter ({})", per_element,
-        !is_mixed(step.precision) ? std::string(to_string(step.precision))
-        : step.fp32_gradients
-            ? fmt::format("fp32 in {}: framework '{}' keeps fp32 parameters, mixed_precision: {{gradients: fp32}}",
-                          to_string(step.precision), sc.strategy.name)
-            : fmt::format("{}: the gradients of the half-precision working copy", to_string(step.precision))));
+    std::string why(to_string(step.precision));
+    if (is_mixed(step.precision) && step.fp32_gradients)
+      why = fmt::format("fp32 in {}: framework '{}' keeps fp32 parameters, mixed_precision: {{gradients: fp32}}", why,
+                        sc.strategy.name);
+    else if (is_mixed(step.precision))
+      why += ": the gradients of the half-precision working copy";
+    explain.push_back(fmt::format("gradients exchanged: {} B per parameter ({})", per_element, why));
     Bytes smallest = bytes(1e300), largest{};
     for (const auto& l : sc.network.layers) {
       const Bytes g = Network::gradient_bytes(l, per_element);

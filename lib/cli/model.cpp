@@ -105,13 +105,8 @@ void run_show(const ShowOptions& o) {
     throw UsageError("--precision", fmt::format("the {} has no {} mode", gpu->name, to_string(copt.precision)));
   if (o.kernels && !gpu) throw UsageError("--kernels", "needs --gpu");
   if (!o.framework.empty()) {  // the step as that framework runs it (predict's step_compute)
-    const Strategy st = load_strategy(resolve(DataKind::framework, o.framework, "--framework"));
-    if (gpu) {
-      copt = step_compute(copt, st, *gpu);
-    } else {  // without a GPU nothing is timed: the attention kernel does not matter
-      copt.conv_algorithms = st.conv_algorithms;
-      copt.fp32_gradients = st.fp32_gradients;
-    }
+    // without a GPU nothing is timed: the attention kernel (eager on an unknown GPU) does not matter
+    copt = step_compute(copt, load_strategy(resolve(DataKind::framework, o.framework, "--framework")), gpu ? *gpu : GpuSpec{});
   }
   if (!o.attention.empty()) {
     try {

@@ -149,7 +149,7 @@ ConvPlan plan_conv(const ConvGeometry& c, ConvPass pass, const GpuSpec& gpu, Pre
   ConvPlan best;
   best.gemm = plan_gemm(g, gpu, p, kp, cls);
   best.time = best.gemm.time;
-  // TF32 only allows tensor cores: cuDNN still weighs its fp32 vector-unit algorithms (Winograd, FFT)
+  // TF32 allows the tensor cores without demanding them: cuDNN still weighs its fp32 vector-unit algorithms (Winograd, FFT)
   // against them and takes the fastest, so those are tried in fp32 too.
   const Precision vector_p = p == Precision::tf32 ? Precision::fp32 : p;
   const bool tensor = gpu.on_tensor_cores(vector_p);

@@ -114,7 +114,7 @@ struct Simulator::Impl {
     }
     coll = with_transport(sc.collectives ? sc.collectives : make_collective_model(sc.cluster), sc.strategy.transport,
                           sc.cluster);
-    const double bpe = gradient_bytes_per_element(step_compute(sc));
+    const double bpe = gradient_bytes_per_element(pred.scenario().compute);  // the predictor's step_compute
     for (const auto& l : sc.network.layers) {
       grads.push_back(Network::gradient_bytes(l, bpe));
       names.push_back(l.name);
