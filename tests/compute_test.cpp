@@ -116,8 +116,11 @@ TEST(KernelModel, Tf32TakesTheFp32KernelWhereItIsFaster) {
   const GemmShape g{1024, 1024, 1024};
   GpuSpec geforce = toy_gpu();
   geforce.peak_tf32 = geforce.peak_fp32;
-  const GemmPlan fp32 = plan_gemm(g, geforce, Precision::fp32, toy_params());
-  EXPECT_DOUBLE_EQ(in_seconds(plan_gemm(g, geforce, Precision::tf32, toy_params()).time), in_seconds(fp32.time));
+  // the worked example's fp32 plan (docs/compute-model.md): 128×64 tiles (c = 8: 1/1.1875), 13 waves at
+  // 1 TFLOP/s per SM × 0.8, 323.8 us, plus 5 us
+  const double fp32_by_hand = 13 * (2.0 * 128 * 64 * 1024) / (1e12 * 0.8 / 1.1875) + 5e-6;
+  EXPECT_NEAR(in_seconds(plan_gemm(g, geforce, Precision::fp32, toy_params()).time), fp32_by_hand, 1e-12);
+  EXPECT_NEAR(in_seconds(plan_gemm(g, geforce, Precision::tf32, toy_params()).time), fp32_by_hand, 1e-12);
   const GemmPlan toy = plan_gemm(g, toy_gpu(), Precision::tf32, toy_params());
   EXPECT_LT(toy.time, plan_gemm(g, toy_gpu(), Precision::fp32, toy_params()).time);
   EXPECT_NEAR(in_seconds(toy.time), 7 * (2.0 * 128 * 128 * 1024) / (4e12 * 0.5 * kTc128x128) + 5e-6, 1e-12);
