@@ -157,6 +157,42 @@ TEST(KernelModel, WorkedConvolution) {
   EXPECT_EQ(w.k, 1568);
 }
 
+// Eq. K10 on the worked convolution above (8 × 256 × 14 × 14 in, 8 × 128 × 14 × 14 out, fp16 on the toy's
+// tensor cores), with NCHW activations: x = 401,408 and y = 200,704 elements. Forward copies x to NHWC and
+// y back: 602,112 elements, each read and written (2 × 2 B), 2,408,448 B at 500 GB/s × copy efficiency 0.8
+// = 400 GB/s: 6.02 us on top of the implicit GEMM. The data gradient copies dy in and dx back (the same
+// 6.02 us), the weight gradient x again: 401,408 × 4 B / 400 GB/s = 4.01 us. In NHWC, and in fp32 on the
+// vector units (cuDNN's CUDA-core kernels read NCHW), nothing is copied.
+TEST(KernelModel, NchwActivationsCostTensorCoreConvolutionsTheirTransposes) {
+  const ConvGeometry c{8, 256, 128, 14, 14, 14, 14, 1, 1, 1, 1, 1};
+  EXPECT_EQ(layout_transpose_elements(c, ConvPass::forward, TensorLayout::nchw, true), 602'112.0);
+  EXPECT_EQ(layout_transpose_elements(c, ConvPass::data_gradient, TensorLayout::nchw, true), 602'112.0);
+  EXPECT_EQ(layout_transpose_elements(c, ConvPass::weight_gradient, TensorLayout::nchw, true), 401'408.0);
+  EXPECT_EQ(layout_transpose_elements(c, ConvPass::forward, TensorLayout::nhwc, true), 0.0);
+  EXPECT_EQ(layout_transpose_elements(c, ConvPass::forward, TensorLayout::nchw, false), 0.0);
+  KernelParams kp = toy_params();
+  kp.copy_efficiency = 0.8;
+  ConvAlgorithmPolicy nchw, nhwc;
+  nchw.layout = TensorLayout::nchw;
+  nhwc.layout = TensorLayout::nhwc;
+  const double expect[] = {2'408'448.0 / 400e9, 2'408'448.0 / 400e9, 401'408.0 * 4 / 400e9};
+  int i = 0;
+  for (ConvPass pass : {ConvPass::forward, ConvPass::data_gradient, ConvPass::weight_gradient}) {
+    const ConvPlan a = plan_conv(c, pass, toy_gpu(), Precision::fp16, kp, nchw);
+    const ConvPlan b = plan_conv(c, pass, toy_gpu(), Precision::fp16, kp, nhwc);
+    EXPECT_NEAR(in_seconds(a.transposes), expect[i], 1e-15) << i;
+    EXPECT_EQ(b.transposes, Seconds{}) << i;
+    EXPECT_NEAR(in_seconds(a.time - b.time), expect[i], 1e-15) << i;
+    const ConvPlan f = plan_conv(c, pass, toy_gpu(), Precision::fp32, kp, nchw);
+    EXPECT_EQ(f.transposes, Seconds{}) << i;
+    EXPECT_EQ(f.time, plan_conv(c, pass, toy_gpu(), Precision::fp32, kp, nhwc).time) << i;
+    ++i;
+  }
+  EXPECT_EQ(tensor_layout_from_string("channels_last"), TensorLayout::nhwc);
+  EXPECT_EQ(tensor_layout_from_string("NCHW"), TensorLayout::nchw);
+  EXPECT_THROW(tensor_layout_from_string("nhw"), std::invalid_argument);
+}
+
 // A layer norm over 8 sequences of 128 tokens × 768 in fp16: E = 786,432 elements; forward reads and writes
 // each (2E × 2 B / 400 GB/s = 7.86 us) plus one kernel; backward moves 4E in two kernels.
 // A 3×3 convolution is an implicit GEMM: its m×k operand (9 taps per input element) is never stored, so

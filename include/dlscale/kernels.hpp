@@ -30,6 +30,7 @@ struct KernelParams {
   double winograd_gain = 2.25;      // multiplies saved by Winograd F(2x2,3x3) (36 → 16 per output tile)
   double fft_taps = 8.0;            // an FFT convolution's multiplies per output and input channel
   double operand_feed = 16.0;       // tile feeding cost c (eq. K3) at 2,048 operand bytes per SM per clock
+  double copy_efficiency = 0.87;    // a layout transpose (a copy): attained ÷ datasheet DRAM bandwidth (eq. K10)
   std::string source;               // where the numbers came from (a fit's command, a paper)
 };
 
@@ -120,24 +121,44 @@ struct ConvGeometry {
 enum class ConvAlgorithm { implicit_gemm, winograd, fft };
 std::string_view to_string(ConvAlgorithm a) noexcept;
 
-/// Which algorithms a framework's cuDNN calls reach (its algorithm search and workspace limit).
+/// How a framework lays out image activations: channels first (NCHW, PyTorch's and TensorFlow 1.x's GPU
+/// default) or channels last (NHWC: `channels_last` in PyTorch, NGC's mixed-precision recipes). cuDNN's
+/// tensor-core convolutions work in NHWC: on NCHW tensors they transpose around each call (eq. K10).
+enum class TensorLayout { nchw, nhwc };
+std::string_view to_string(TensorLayout l) noexcept;
+TensorLayout tensor_layout_from_string(std::string_view s);  // "nchw" | "nhwc" (any case); std::invalid_argument
+
+/// Which algorithms a framework's cuDNN calls reach (its algorithm search and workspace limit), and the
+/// layout its activations are in.
 struct ConvAlgorithmPolicy {
   bool winograd = true;
   bool fft = true;
   Bytes workspace_limit = Bytes::from_base(1e12);  // an algorithm needing more workspace is not chosen
+  // NHWC (no transposes): the shipped parameters were fitted without them (docs/compute-model.md, K10);
+  // a plain eager PyTorch run is NCHW (`memory_format: nchw`, `--memory-format nchw`).
+  TensorLayout layout = TensorLayout::nhwc;
 };
+
 
 /// The three GEMMs of a convolution's training step: forward, data gradient, weight gradient (eq. K6).
 enum class ConvPass { forward, data_gradient, weight_gradient };
 GemmShape conv_as_gemm(const ConvGeometry& c, ConvPass pass) noexcept;
 
+/// Eq. K10: the layout transposes of one convolution pass on tensor cores with NCHW activations, as
+/// elements copied (each copy reads and writes them once): forward the input to NHWC and the output back;
+/// data gradient the output gradient in and the input gradient back; weight gradient the input again.
+/// Zero in NHWC, and off tensor cores (cuDNN's fp32 CUDA-core kernels read NCHW directly).
+double layout_transpose_elements(const ConvGeometry& c, ConvPass pass, TensorLayout layout, bool tensor_cores) noexcept;
+
 struct ConvPlan {
   ConvAlgorithm algorithm = ConvAlgorithm::implicit_gemm;
   GemmPlan gemm;
+  Seconds transposes{};  // eq. K10, included in time
   Seconds time{};
 };
 /// The fastest algorithm the policy allows for one pass: implicit GEMM always; Winograd for 3×3 stride-1
-/// on vector units; FFT for kernels of 5×5 and larger at stride 1 when its workspace fits (eq. K7–K8).
+/// on vector units; FFT for kernels of 5×5 and larger at stride 1 when its workspace fits (eq. K7–K8);
+/// a tensor-core plan on NCHW activations pays its layout transposes (K10) in the comparison.
 ConvPlan plan_conv(const ConvGeometry& c, ConvPass pass, const GpuSpec& gpu, Precision p, const KernelParams& kp,
                    const ConvAlgorithmPolicy& policy);
 

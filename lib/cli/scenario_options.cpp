@@ -88,6 +88,9 @@ void add_scenario_options(CLI::App& cmd, ScenarioOptions& o) {
   cmd.add_option("--attention", o.attention,
                  "eager or flash (FlashAttention: fp16/bf16, Ampere and newer); default: the framework file's")
       ->type_name("KIND");
+  cmd.add_option("--memory-format", o.memory_format,
+                 "nchw or nhwc (channels_last): the layout of image activations; default: the framework file's")
+      ->type_name("LAYOUT");
   cmd.add_flag("--offload-optimizer", o.offload_optimizer,
                "CPU offload of a sharded framework's optimiser state (ZeRO-Offload): the step runs on the CPU");
   add_jitter_option(cmd, o.jitter_cv);
@@ -262,6 +265,13 @@ Scenario build_scenario(const ScenarioOptions& o, RunInfo& info) {
     if (sc.strategy.attention == AttentionKernel::flash && !flash_attention_supported(sc.cluster.gpu, sc.compute.precision))
       throw UsageError("--attention", fmt::format("FlashAttention runs in fp16 or bf16 on Ampere or newer GPUs, not in {} on the {}",
                                                   to_string(sc.compute.precision), sc.cluster.gpu.name));
+  }
+  if (!o.memory_format.empty()) {
+    try {
+      sc.strategy.conv_algorithms.layout = tensor_layout_from_string(o.memory_format);
+    } catch (const std::invalid_argument& e) {
+      throw UsageError("--memory-format", e.what());
+    }
   }
   if (o.jitter_cv >= 0.0) sc.strategy.jitter_cv = o.jitter_cv;
   if (o.offload_optimizer) {  // docs/model.md, eq. S9

@@ -43,6 +43,7 @@ struct ScenarioOptions {
   int accumulate = 1;            // --accumulate K
   bool checkpointing = false;    // --checkpointing
   std::string attention;         // --attention eager|flash; empty: the framework's
+  std::string memory_format;     // --memory-format nchw|nhwc; empty: the framework's
   bool offload_optimizer = false;  // --offload-optimizer: the sharded optimiser state in host memory (eq. S9)
   double jitter_cv = -1.0;         // --jitter-cv; < 0: the framework file's jitter_cv
   int seq_len = 0;               // --seq-len: rebuild a token model from its architecture at this length

@@ -1,7 +1,12 @@
-// The kernel model (include/dlscale/kernels.hpp; equations K1–K8 in docs/compute-model.md).
+// The kernel model (include/dlscale/kernels.hpp; equations K1–K10 in docs/compute-model.md).
 #include "dlscale/kernels.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
+#include <cctype>
+#include <stdexcept>
+#include <string>
 #include <array>
 #include <bit>
 #include <cmath>
@@ -121,6 +126,29 @@ std::string_view to_string(ConvAlgorithm a) noexcept {
   return "";
 }
 
+std::string_view to_string(TensorLayout l) noexcept { return l == TensorLayout::nhwc ? "nhwc" : "nchw"; }
+
+TensorLayout tensor_layout_from_string(std::string_view s) {
+  std::string v(s);
+  std::transform(v.begin(), v.end(), v.begin(), [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
+  if (v == "nchw" || v == "channels_first") return TensorLayout::nchw;
+  if (v == "nhwc" || v == "channels_last") return TensorLayout::nhwc;
+  throw std::invalid_argument(fmt::format("unknown memory format '{}' (nchw or nhwc)", s));
+}
+
+double layout_transpose_elements(const ConvGeometry& c, ConvPass pass, TensorLayout layout, bool tensor_cores) noexcept {
+  if (layout == TensorLayout::nhwc || !tensor_cores) return 0.0;
+  const double b = static_cast<double>(c.batch);
+  const double in = b * static_cast<double>(c.in_channels * c.in_h * c.in_w);
+  const double out = b * static_cast<double>(c.out_channels * c.out_h * c.out_w);
+  switch (pass) {
+    case ConvPass::forward: return in + out;        // x to NHWC, y back to NCHW
+    case ConvPass::data_gradient: return out + in;  // dy to NHWC, dx back
+    case ConvPass::weight_gradient: return in;      // x to NHWC again (dy's copy is the data gradient's)
+  }
+  return 0.0;
+}
+
 GemmShape conv_as_gemm(const ConvGeometry& c, ConvPass pass) noexcept {
   const std::int64_t g = std::max(c.groups, 1);
   const std::int64_t taps = static_cast<std::int64_t>(c.kernel_h) * c.kernel_w;
@@ -147,8 +175,16 @@ ConvPlan plan_conv(const ConvGeometry& c, ConvPass pass, const GpuSpec& gpu, Pre
   const GemmShape g = conv_as_gemm(c, pass);
   const double cls = kp.conv_efficiency;
   ConvPlan best;
-  best.gemm = plan_gemm(g, gpu, p, kp, cls);
-  best.time = best.gemm.time;
+  // K10: on NCHW activations a tensor-core kernel is bracketed by layout transposes, copies at the copy
+  // rate of DRAM; cuDNN's search times the whole call, so they count when it weighs the fp32 kernels.
+  const double moved = layout_transpose_elements(c, pass, policy.layout, gpu.on_tensor_cores(p));
+  best.gemm = plan_gemm_in(g, gpu, p, kp, cls, 1.0);
+  best.transposes = moved > 0.0 ? bytes(2.0 * moved * element_bytes(p)) / (gpu.memory_bandwidth * kp.copy_efficiency) : Seconds{};
+  best.time = best.gemm.time + best.transposes;
+  if (p == Precision::tf32 && gpu.on_tensor_cores(p)) {  // TF32 allows the tensor cores, as in plan_gemm
+    GemmPlan fp32 = plan_gemm_in(g, gpu, Precision::fp32, kp, cls, 1.0);
+    if (fp32.time < best.time) best = ConvPlan{ConvAlgorithm::implicit_gemm, fp32, Seconds{}, fp32.time};
+  }
   // TF32 allows the tensor cores without demanding them: cuDNN still weighs its fp32 vector-unit algorithms (Winograd, FFT)
   // against them and takes the fastest, so those are tried in fp32 too.
   const Precision vector_p = p == Precision::tf32 ? Precision::fp32 : p;
@@ -157,7 +193,7 @@ ConvPlan plan_conv(const ConvGeometry& c, ConvPass pass, const GpuSpec& gpu, Pre
   // K7: Winograd F(2x2,3x3) on the vector units (cuDNN's tensor-core convolutions are implicit GEMMs).
   if (policy.winograd && !tensor && unit_stride && c.kernel_h == 3 && c.kernel_w == 3 && c.groups == 1) {
     GemmPlan w = plan_gemm(g, gpu, vector_p, kp, cls, kp.winograd_gain);
-    if (w.time < best.time) best = ConvPlan{ConvAlgorithm::winograd, w, w.time};
+    if (w.time < best.time) best = ConvPlan{ConvAlgorithm::winograd, w, Seconds{}, w.time};
   }
   // K8: FFT for 5×5 and larger at stride 1: kh·kw multiplies per output and input channel become about
   // fft_taps, if the transformed batch, filters and outputs (complex fp32) fit the framework's workspace.
@@ -171,7 +207,7 @@ ConvPlan plan_conv(const ConvGeometry& c, ConvPass pass, const GpuSpec& gpu, Pre
       GemmPlan f = plan_gemm(g, gpu, vector_p, kp, cls, taps / kp.fft_taps);
       f.memory += workspace * 2.0 / (gpu.memory_bandwidth * kp.memory_efficiency);  // write and read the transforms
       f.time = max(f.compute, f.memory) + kp.kernel_overhead * 3.0;                // forward FFTs, product, inverse
-      if (f.time < best.time) best = ConvPlan{ConvAlgorithm::fft, f, f.time};
+      if (f.time < best.time) best = ConvPlan{ConvAlgorithm::fft, f, Seconds{}, f.time};
     }
   }
   return best;

@@ -28,6 +28,7 @@ KernelParams read_params(const Node& node, KernelParams base, const std::string&
   if (auto n = m.optional("vector_efficiency")) base.vector_efficiency = fraction(*n);
   if (auto n = m.optional("conv_efficiency")) base.conv_efficiency = fraction(*n);
   if (auto n = m.optional("memory_efficiency")) base.memory_efficiency = fraction(*n);
+  if (auto n = m.optional("copy_efficiency")) base.copy_efficiency = fraction(*n);
   if (auto n = m.optional("kernel_overhead")) {
     base.kernel_overhead = n->seconds();
     if (base.kernel_overhead < Seconds{} || base.kernel_overhead > seconds(1.0))
@@ -108,6 +109,7 @@ std::string kernel_params_to_yaml(const KernelParamSet& set, std::string_view he
     put("winograd_gain", p.winograd_gain, base ? base->winograd_gain : 0);
     put("fft_taps", p.fft_taps, base ? base->fft_taps : 0);
     put("operand_feed", p.operand_feed, base ? base->operand_feed : 0);
+    put("copy_efficiency", p.copy_efficiency, base ? base->copy_efficiency : 0);
     return "{" + o + "}";
   };
   std::string o;

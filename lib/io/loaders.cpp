@@ -935,6 +935,13 @@ Strategy read_strategy(const Node& root) {
     if (auto l = c.optional("workspace_limit")) s.conv_algorithms.workspace_limit = l->bytes();
     c.finish();
   }
+  if (auto n = m.optional("memory_format")) {  // docs/compute-model.md, eq. K10
+    try {
+      s.conv_algorithms.layout = tensor_layout_from_string(n->scalar());
+    } catch (const std::invalid_argument& e) {
+      n->fail(e.what());
+    }
+  }
   if (auto n = m.optional("sharding")) read_sharding(*n, s);
   if (auto n = m.optional("mixed_precision")) {  // docs/input-formats.md, "Framework strategy"
     MapReader mp(*n);
