@@ -1,0 +1,111 @@
+# Real single-GPU training steps on this machine, for checking dlscale's predictions against them
+# (tests/data/h200-pytorch/README.md). Synthetic data already on the GPU, so the step alone is timed:
+# 6 warm-up steps (cudnn.benchmark searches there), then 4 windows of n steps (n so that a window lasts
+# about 0.6 s) timed with CUDA events; ms_per_iter is the mean of the two middle windows.
+# Usage: OUT=DIR BUDGET=SECONDS python3 bench/pytorch/train_steps.py   (writes DIR/torch.jsonl, one line per run)
+# Needs PyTorch, torchvision and transformers (BERT from its configuration: random weights, no download).
+import json, os, sys, time, math
+import torch, torch.nn as nn
+OUT = os.environ.get("OUT", ".")
+res = open(os.path.join(OUT, "torch.jsonl"), "a")
+dev = torch.device("cuda")
+torch.backends.cudnn.benchmark = True
+BUDGET = float(os.environ.get("BUDGET", "230"))
+T0 = time.time()
+
+def set_prec(p):
+    tf = p == "tf32"
+    torch.backends.cuda.matmul.allow_tf32 = tf
+    torch.backends.cudnn.allow_tf32 = tf
+
+def vision(name):
+    import torchvision.models as m
+    if name == "inception-v3":
+        return m.inception_v3(weights=None, aux_logits=False, init_weights=False), 299
+    return {"resnet50": m.resnet50, "vgg16": m.vgg16, "alexnet": m.alexnet, "resnet50-v1": m.resnet50}[name](weights=None), 224
+
+def bert(name, attn):
+    from transformers import BertConfig, BertForQuestionAnswering, BertModel
+    big = "large" in name
+    cfg = BertConfig(hidden_size=1024 if big else 768, num_hidden_layers=24 if big else 12,
+                     num_attention_heads=16 if big else 12, intermediate_size=4096 if big else 3072,
+                     attn_implementation=attn)
+    return BertForQuestionAnswering(cfg) if "squad" in name else BertModel(cfg)
+
+def run(model, prec, batch, seq=None, attn="sdpa", cl=False, mlp=None):
+    if time.time() - T0 > BUDGET:
+        print("budget spent, skip", model, prec, batch, flush=True); return
+    set_prec(prec)
+    torch.cuda.empty_cache(); torch.cuda.reset_peak_memory_stats()
+    rec = dict(model=model, precision=prec, batch=batch, seq=seq, attention=attn if seq else None, channels_last=cl)
+    try:
+        if mlp:
+            width, depth = mlp
+            net = nn.Sequential(*[nn.Linear(width, width, bias=False) for _ in range(depth)]).to(dev)
+            x = torch.randn(batch, width, device=dev); y = torch.randn(batch, width, device=dev)
+            lossf = lambda out: ((out - y) ** 2).mean()
+            fwd = lambda: net(x)
+            opt = torch.optim.SGD(net.parameters(), lr=1e-6, momentum=0.9)
+        elif seq:
+            net = bert(model, attn).to(dev)
+            rec["attention_used"] = getattr(net.config, "_attn_implementation", None)
+            ids = torch.randint(0, 30522, (batch, seq), device=dev)
+            sp = torch.randint(0, seq, (batch,), device=dev); ep = torch.randint(0, seq, (batch,), device=dev)
+            if "squad" in model:
+                fwd = lambda: net(input_ids=ids, start_positions=sp, end_positions=ep)
+                lossf = lambda out: out.loss
+            else:  # encoder and pooler, as models/bert-base.yaml: a scalar of the pooled output
+                fwd = lambda: net(input_ids=ids)
+                lossf = lambda out: out.pooler_output.float().pow(2).mean()
+            opt = torch.optim.AdamW(net.parameters(), lr=1e-5)
+        else:
+            net, size = vision(model); net = net.to(dev)
+            x = torch.randn(batch, 3, size, size, device=dev); tgt = torch.randint(0, 1000, (batch,), device=dev)
+            if cl:
+                net = net.to(memory_format=torch.channels_last); x = x.to(memory_format=torch.channels_last)
+            ce = nn.CrossEntropyLoss()
+            fwd = lambda: net(x)
+            lossf = lambda out: ce(out, tgt)
+            opt = torch.optim.SGD(net.parameters(), lr=0.01, momentum=0.9)
+        half = {"fp16": torch.float16, "bf16": torch.bfloat16}.get(prec)
+        scaler = torch.amp.GradScaler("cuda", enabled=prec == "fp16")
+        def step():
+            opt.zero_grad(set_to_none=True)
+            with torch.autocast("cuda", dtype=half or torch.float32, enabled=half is not None):
+                loss = lossf(fwd())
+            scaler.scale(loss).backward(); scaler.step(opt); scaler.update()
+        for _ in range(6): step()
+        torch.cuda.synchronize()
+        # timed windows of n steps; n so a window is ~0.6 s
+        t0 = time.perf_counter(); step(); torch.cuda.synchronize(); one = time.perf_counter() - t0
+        n = max(3, min(40, int(0.6 / max(one, 1e-4))))
+        wins = []
+        for _ in range(4):
+            s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            s.record()
+            for _ in range(n): step()
+            e.record(); torch.cuda.synchronize()
+            wins.append(s.elapsed_time(e) / n)
+        wins.sort(); ms = (wins[1] + wins[2]) / 2
+        rec.update(ms_per_iter=round(ms, 3), samples_per_s=round(batch * 1000 / ms, 1), windows_ms=[round(w, 3) for w in wins],
+                   steps_per_window=n, peak_allocated_bytes=torch.cuda.max_memory_allocated(),
+                   peak_reserved_bytes=torch.cuda.max_memory_reserved(), params=sum(p.numel() for p in net.parameters()))
+    except Exception as ex:  # OOM and the like: recorded, the rest go on
+        rec.update(error=f"{type(ex).__name__}: {str(ex)[:200]}")
+    print(json.dumps(rec), flush=True); res.write(json.dumps(rec) + "\n"); res.flush()
+    torch.cuda.empty_cache()
+
+print(json.dumps(dict(torch=torch.__version__, cudnn=torch.backends.cudnn.version(), gpu=torch.cuda.get_device_name(),
+                      sms=torch.cuda.get_device_properties(0).multi_processor_count)), flush=True)
+res.write(json.dumps(dict(torch=torch.__version__, cudnn=torch.backends.cudnn.version(), gpu=torch.cuda.get_device_name())) + "\n")
+for p in ("fp16", "tf32", "fp32"): run("bert-large-squad", p, 32, seq=384)
+for p in ("fp16", "tf32", "fp32"): run("bert-squad", p, 32, seq=384)
+run("bert-large-squad", "fp16", 32, seq=384, attn="eager")
+for p in ("fp16", "bf16", "tf32", "fp32"): run("resnet50", p, 256)
+run("resnet50", "fp16", 256, cl=True)
+for p in ("fp32", "tf32", "bf16", "fp16"): run("mlp-8192x8", p, 8192, mlp=(8192, 8))
+for p in ("fp16", "tf32", "fp32"): run("vgg16", p, 128)
+for p in ("fp16", "tf32", "fp32"): run("alexnet", p, 512)
+for p in ("fp16", "tf32", "fp32"): run("inception-v3", p, 128)
+run("resnet50", "fp16", 64)
+print("done in", round(time.time() - T0), "s", flush=True)
