@@ -4,13 +4,13 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cctype>
-#include <stdexcept>
-#include <string>
 #include <array>
 #include <bit>
+#include <cctype>
 #include <cmath>
 #include <limits>
+#include <stdexcept>
+#include <string>
 
 namespace dlscale {
 namespace {
