@@ -269,6 +269,57 @@ TEST(KernelModel, WorkedFlashAttention) {
   EXPECT_EQ(effective_attention(AttentionKernel::flash, volta, Precision::fp16), AttentionKernel::eager);
 }
 
+// PyTorch's SDPA where FlashAttention cannot run: the memory-efficient kernel, the same fused structure
+// (eq. K9) with its products at the rate its data type gets: fp32 data on an Ampere-or-newer GPU as three
+// TF32 products each (CUTLASS's fast fp32), whether or not TF32 is allowed; before Ampere on the fp32 units.
+TEST(KernelModel, MemoryEfficientAttentionIsFusedAtItsDataTypesRate) {
+  Layer a;
+  a.name = "attn";
+  a.kind = LayerKind::attention;
+  a.heads = 2;
+  a.input_shape = a.output_shape = {1024, 256};
+  const GemmShape qk{1024, 1024, 128, 2}, pv{1024, 128, 1024, 2};
+  const double t_exp = 2.0 * 1024 * 1024 / (16 * 10 * 1953.125e6);
+  auto fused = [&](const GpuSpec& gpu, Precision p) {
+    ComputeOptions o = toy_options(p);
+    o.attention = effective_attention(AttentionKernel::sdpa, gpu, p);
+    EXPECT_EQ(o.attention, AttentionKernel::memory_efficient);
+    double fwd = -1, bwd = -1;
+    for (const auto& k : layer_kernels(a, false, false, gpu, 1, o)) {
+      if (k.name == "attn.attention fwd (memory_efficient)") fwd = in_seconds(k.time);
+      if (k.name == "attn.attention bwd (memory_efficient)") bwd = in_seconds(k.time);
+    }
+    return std::pair{fwd, bwd};
+  };
+  // fp32 and TF32 on the toy (SM 8.0, TF32 at 40 TFLOP/s): 3 × the TF32 products; memory (fp32: Q, K, V,
+  // O = 4 × 262,144 elements × 4 B + the log-sum-exp, 10.5 us forward) is not the bound.
+  const double qk32 = in_seconds(plan_gemm(qk, toy_gpu(), Precision::tf32, toy_params()).compute);
+  const double pv32 = in_seconds(plan_gemm(pv, toy_gpu(), Precision::tf32, toy_params()).compute);
+  for (Precision p : {Precision::fp32, Precision::tf32}) {
+    const auto [fwd, bwd] = fused(toy_gpu(), p);
+    EXPECT_NEAR(fwd, 3 * (qk32 + pv32) + t_exp + 5e-6, 1e-12) << to_string(p);
+    EXPECT_NEAR(bwd, 3 * (2 * qk32 + 3 * pv32) + t_exp + 5e-6, 1e-12) << to_string(p);
+  }
+  // A Volta (SM 7.0, no TF32): fp32 on the vector units once; fp16 on its tensor cores (flash needs Ampere).
+  GpuSpec volta = toy_gpu();
+  volta.sm_version = 70;
+  volta.peak_tf32 = FlopsPerSecond{};
+  const double qkv = in_seconds(plan_gemm(qk, volta, Precision::fp32, toy_params()).compute);
+  const double pvv = in_seconds(plan_gemm(pv, volta, Precision::fp32, toy_params()).compute);
+  EXPECT_NEAR(fused(volta, Precision::fp32).first, qkv + pvv + t_exp + 5e-6, 1e-12);
+  const double qkh = in_seconds(plan_gemm(qk, volta, Precision::fp16, toy_params()).compute);
+  const double pvh = in_seconds(plan_gemm(pv, volta, Precision::fp16, toy_params()).compute);
+  EXPECT_NEAR(fused(volta, Precision::fp16).first, qkh + pvh + t_exp + 5e-6, 1e-12);
+  // sdpa is flash where flash runs; flash alone keeps falling back to eager; the fused kernels keep no
+  // heads·S² probabilities.
+  EXPECT_EQ(effective_attention(AttentionKernel::sdpa, toy_gpu(), Precision::bf16), AttentionKernel::flash);
+  EXPECT_EQ(effective_attention(AttentionKernel::flash, toy_gpu(), Precision::fp32), AttentionKernel::eager);
+  EXPECT_TRUE(fused_attention(AttentionKernel::memory_efficient));
+  EXPECT_FALSE(fused_attention(AttentionKernel::sdpa));  // a request: resolve it first
+  EXPECT_EQ(attention_kernel_from_string("sdpa"), AttentionKernel::sdpa);
+  EXPECT_EQ(to_string(AttentionKernel::memory_efficient), "memory_efficient");
+}
+
 TEST(KernelModel, WinogradForThreeByThreeStrideOneOnVectorUnits) {
   const ConvGeometry c{32, 64, 64, 56, 56, 56, 56, 3, 3, 1, 1, 1};
   const auto kp = toy_params();

@@ -40,15 +40,23 @@ Optimizer default_optimizer(const Network& net) noexcept;
 /// How attention's scores are computed (docs/compute-model.md, eq. K9): `eager` materialises the
 /// heads·S² scores and runs softmax, mask and dropout as separate memory-bound passes (PyTorch before
 /// 2.0, most 2017-2022 code); `flash` is one fused kernel per pass (FlashAttention-2, PyTorch 2.x SDPA on
-/// fp16/bf16 from Ampere on) that keeps the scores on chip and recomputes them in backward.
-enum class AttentionKernel { eager, flash };
+/// fp16/bf16 from Ampere on) that keeps the scores on chip and recomputes them in backward;
+/// `memory_efficient` is the same fused structure at the precision's own rate (the kernel PyTorch's SDPA
+/// runs where FlashAttention cannot: fp32, TF32, or before Ampere). `sdpa` is a request, not a kernel:
+/// PyTorch 2.x `scaled_dot_product_attention`'s dispatch, flash where it runs, memory_efficient elsewhere.
+enum class AttentionKernel { eager, flash, memory_efficient, sdpa };
 std::string_view to_string(AttentionKernel a) noexcept;
-/// "eager" or "flash"; std::invalid_argument otherwise.
+/// "eager", "flash", "memory_efficient" or "sdpa"; std::invalid_argument otherwise.
 AttentionKernel attention_kernel_from_string(std::string_view name);
-/// Whether FlashAttention runs on this GPU in this precision (fp16 or bf16, SM 8.0 or newer): where it
-/// does not, PyTorch's SDPA falls back to other kernels, taken here as eager.
+/// Whether FlashAttention runs on this GPU in this precision (fp16 or bf16, SM 8.0 or newer).
 bool flash_attention_supported(const GpuSpec& gpu, Precision p) noexcept;
-/// The attention kernel a framework's `attention` choice gives on this GPU and precision.
+/// Whether the kernel keeps the heads·S² probabilities on chip (flash, memory_efficient).
+[[nodiscard]] constexpr bool fused_attention(AttentionKernel a) noexcept {
+  return a == AttentionKernel::flash || a == AttentionKernel::memory_efficient;
+}
+/// The attention kernel a framework's `attention` choice gives on this GPU and precision: `flash` where
+/// it runs and eager where not (a file that says flash names a FlashAttention stack); `sdpa` flash where
+/// it runs and memory_efficient where not.
 AttentionKernel effective_attention(AttentionKernel wanted, const GpuSpec& gpu, Precision p) noexcept;
 
 /// How a step is computed: precision, optimiser, gradient accumulation, the framework's convolution

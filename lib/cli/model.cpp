@@ -117,6 +117,7 @@ void run_show(const ShowOptions& o) {
   }
   if (copt.attention == AttentionKernel::flash && (!gpu || !flash_attention_supported(*gpu, copt.precision)))
     throw UsageError("--attention", "FlashAttention needs --gpu, an Ampere or newer GPU, and fp16 or bf16");
+  if (gpu) copt.attention = effective_attention(copt.attention, *gpu, copt.precision);  // sdpa: the kernel it dispatches to
   if (gpu) {
     times = estimate_layer_times(net, *gpu, o.batch, copt);
     fit = check_memory_fit(net, *gpu, o.batch, copt);
@@ -271,7 +272,8 @@ void setup_model(CLI::App& app) {
   show->add_option("--precision", so->precision, "fp32, tf32, bf16 or fp16 (mixed precision)")->capture_default_str();
   show->add_option("--optimizer", so->optimizer, "sgd, momentum, adam, adamw or lamb (default: by the model's input)");
   show->add_option("--attention", so->attention,
-                   "eager or flash (FlashAttention: fp16/bf16, Ampere and newer, needs --gpu); default: the framework's, else eager");
+                   "eager, flash (FlashAttention: fp16/bf16, Ampere and newer, needs --gpu), memory_efficient or sdpa (PyTorch's "
+                   "dispatch: flash where it runs, else memory_efficient); default: the framework's, else eager");
   show->add_option("--framework", so->framework,
                    "Time and size the step as this framework runs it: its cuDNN algorithm search, attention kernel and "
                    "gradient precision (models/frameworks/NAME.yaml or a file)")

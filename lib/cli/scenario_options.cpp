@@ -86,7 +86,8 @@ void add_scenario_options(CLI::App& cmd, ScenarioOptions& o) {
   cmd.add_flag("--checkpointing", o.checkpointing,
                "Activation checkpointing: keep sqrt(L) segment inputs, recompute each segment's forward in backward");
   cmd.add_option("--attention", o.attention,
-                 "eager or flash (FlashAttention: fp16/bf16, Ampere and newer); default: the framework file's")
+                 "eager, flash (FlashAttention: fp16/bf16, Ampere and newer), memory_efficient or sdpa (PyTorch's dispatch: "
+                 "flash where it runs, else memory_efficient); default: the framework file's")
       ->type_name("KIND");
   cmd.add_option("--memory-format", o.memory_format,
                  "nchw or nhwc (channels_last): the layout of image activations; default: the framework file's")

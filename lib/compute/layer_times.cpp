@@ -77,12 +77,18 @@ class Kernels {
   /// per-row log-sum-exp (fp32) written forward; Q, K, V, O, dO and the log-sum-exp read, dQ (fp32
   /// accumulator), dK and dV written backward. Time = max(math, memory) + one kernel's overhead.
   void flash_attention(const std::string& name, std::int64_t seqs, std::int64_t s, std::int64_t heads, std::int64_t dh,
-                       std::int64_t dkv, bool causal) {
+                       std::int64_t dkv, bool causal, std::string_view kernel) {
     const double frac = causal ? 0.5 : 1.0;
     const std::int64_t bh = seqs * heads;
     const GemmShape qk{s, s, dh, bh}, pv{s, dh, s, bh};
-    const Seconds t_qk = plan_gemm(qk, gpu_, opt_.precision, kp_).compute * frac;
-    const Seconds t_pv = plan_gemm(pv, gpu_, opt_.precision, kp_).compute * frac;
+    // The memory-efficient kernel on fp32 data (PyTorch's, from xformers' CUTLASS kernels) multiplies on
+    // the tensor cores from Ampere on as three TF32 products per fp32 product (CUTLASS's
+    // OpMultiplyAddFastF32), whether or not TF32 is allowed; before Ampere on the fp32 units.
+    const bool fast_f32 = !is_mixed(opt_.precision) && gpu_.supports(Precision::tf32) && gpu_.has_tensor_cores();
+    const Precision math = fast_f32 ? Precision::tf32 : opt_.precision == Precision::tf32 ? Precision::fp32 : opt_.precision;
+    const double passes = fast_f32 ? 3.0 : 1.0;
+    const Seconds t_qk = plan_gemm(qk, gpu_, math, kp_).compute * frac * passes;
+    const Seconds t_pv = plan_gemm(pv, gpu_, math, kp_).compute * frac * passes;
     const double scores = static_cast<double>(bh) * static_cast<double>(s) * static_cast<double>(s) * frac;
     const double exp_rate = 16.0 * gpu_.sm_count * gpu_.boost_clock.base();  // exponentials per second
     const Seconds t_exp = exp_rate > 0.0 ? seconds(scores / exp_rate) : Seconds{};
@@ -94,9 +100,9 @@ class Kernels {
     const Bytes fwd_traffic = bytes((q + kv + q) * eb + lse);
     const Bytes bwd_traffic = bytes((q + kv + q + q) * eb + lse + q * 4.0 + kv * eb);
     const double fwd_flops = 2.0 * qk.flops() * frac;  // the two products (Q·Kᵀ and P·V have equal FLOPs)
-    add(named_ ? name + " fwd (flash)" : std::string(), max(t_qk + t_pv + t_exp, fwd_traffic / bw) + kp_.kernel_overhead, flops(fwd_flops),
+    add(named_ ? fmt::format("{} fwd ({})", name, kernel) : std::string(), max(t_qk + t_pv + t_exp, fwd_traffic / bw) + kp_.kernel_overhead, flops(fwd_flops),
         fwd_traffic, false);
-    add(named_ ? name + " bwd (flash)" : std::string(), max(2.0 * t_qk + 3.0 * t_pv + t_exp, bwd_traffic / bw) + kp_.kernel_overhead,
+    add(named_ ? fmt::format("{} bwd ({})", name, kernel) : std::string(), max(2.0 * t_qk + 3.0 * t_pv + t_exp, bwd_traffic / bw) + kp_.kernel_overhead,
         flops(2.5 * fwd_flops), bwd_traffic, true);
   }
 
@@ -164,8 +170,8 @@ void time_layer(Kernels& k, const Layer& l, bool first, int batch, const Compute
         const std::int64_t dkv = l.kv_heads > 0 ? d / l.heads * l.kv_heads : d;
         linear_gemms(k, k.name(l.name, ".qkv"), rows, d, d + 2 * dkv, input_grad);
         const double act = static_cast<double>(rows) * static_cast<double>(d);
-        if (opt.attention == AttentionKernel::flash) {
-          k.flash_attention(k.name(l.name, ".attention"), seqs, s, l.heads, dh, dkv, l.causal);
+        if (fused_attention(opt.attention)) {
+          k.flash_attention(k.name(l.name, ".attention"), seqs, s, l.heads, dh, dkv, l.causal, to_string(opt.attention));
           k.pass(k.name(l.name, ".heads fwd"), 2.0 * 4.0 * act, eb, false, 0.0, 2);
           k.pass(k.name(l.name, ".heads bwd"), 2.0 * 4.0 * act, eb, true, 0.0, 2);
           linear_gemms(k, k.name(l.name, ".out"), rows, d, d, true);
@@ -362,12 +368,21 @@ std::string_view to_string(Optimizer o) noexcept {
   return "sgd";
 }
 
-std::string_view to_string(AttentionKernel a) noexcept { return a == AttentionKernel::flash ? "flash" : "eager"; }
+std::string_view to_string(AttentionKernel a) noexcept {
+  switch (a) {
+    case AttentionKernel::eager: return "eager";
+    case AttentionKernel::flash: return "flash";
+    case AttentionKernel::memory_efficient: return "memory_efficient";
+    case AttentionKernel::sdpa: return "sdpa";
+  }
+  return "eager";
+}
 
 AttentionKernel attention_kernel_from_string(std::string_view name) {
-  if (name == "eager") return AttentionKernel::eager;
-  if (name == "flash") return AttentionKernel::flash;
-  throw std::invalid_argument("unknown attention kernel '" + std::string(name) + "' (expected eager or flash)");
+  for (AttentionKernel a : {AttentionKernel::eager, AttentionKernel::flash, AttentionKernel::memory_efficient, AttentionKernel::sdpa})
+    if (name == to_string(a)) return a;
+  throw std::invalid_argument("unknown attention kernel '" + std::string(name) +
+                              "' (expected eager, flash, memory_efficient or sdpa)");
 }
 
 bool flash_attention_supported(const GpuSpec& gpu, Precision p) noexcept {
@@ -375,7 +390,12 @@ bool flash_attention_supported(const GpuSpec& gpu, Precision p) noexcept {
 }
 
 AttentionKernel effective_attention(AttentionKernel wanted, const GpuSpec& gpu, Precision p) noexcept {
-  return wanted == AttentionKernel::flash && flash_attention_supported(gpu, p) ? AttentionKernel::flash : AttentionKernel::eager;
+  const bool flash = flash_attention_supported(gpu, p);
+  switch (wanted) {
+    case AttentionKernel::flash: return flash ? AttentionKernel::flash : AttentionKernel::eager;
+    case AttentionKernel::sdpa: return flash ? AttentionKernel::flash : AttentionKernel::memory_efficient;
+    default: return wanted;
+  }
 }
 
 Optimizer optimizer_from_string(std::string_view name) {

@@ -69,7 +69,7 @@ MemoryEstimate estimate_training_memory(const Network& net, int batch, const Com
   m.gradients = bytes(p * gradient_bytes_per_element(opt));
   m.optimizer_state = bytes(p * 4.0 * optimizer_state_words(opt.optimizer));
   // Every tensor a layer or a parameter-free operator keeps for backward (one micro-batch).
-  const bool flash = opt.attention == AttentionKernel::flash;
+  const bool flash = fused_attention(opt.attention);
   double kept = opt.checkpointing ? checkpointed_kept_bytes_per_sample(net, flash) : net.total_kept_bytes_per_sample();
   if (flash && !opt.checkpointing)
     for (const auto& l : net.layers) kept -= flash_attention_saving_per_sample(l);
