@@ -67,6 +67,30 @@ TEST(Cli, MemoryWarningSaysWhatThePredictionSays) {
   EXPECT_NE(r.err.find("121.3 GB weights, gradients and optimiser state"), std::string::npos) << r.err;
 }
 
+TEST(Cli, ComputeParamsReplaceTheShippedKernelParameters) {
+  // What `calibrate fit -o` writes, read back: a set with no per-kernel overhead and memory at half the
+  // datasheet's bandwidth makes ResNet-50's momentum step (fp32: read weight, gradient and momentum, write
+  // weight and momentum, 20 B per parameter) 25,557,032 × 20 B / (900 GB/s × 0.5) = 1.13587 ms on a V100.
+  const std::string params = temp_file("params.yaml",
+                                       "defaults: {tensor_efficiency: 0.9, vector_efficiency: 0.8, conv_efficiency: 0.9, "
+                                       "memory_efficiency: 0.5, kernel_overhead: \"0 us\"}\n");
+  const std::string cmd = "predict --cluster dgx1v --model resnet50 --framework pytorch-ddp --gpus 1 --no-train --format json";
+  const auto mine = run_cli(cmd + " --compute-params " + params);
+  ASSERT_EQ(mine.status, 0) << mine.err;
+  const auto update = [](const std::string& out) {
+    return nlohmann::json::parse(out).at("predictions")[0].at("breakdown").at("update_s").get<double>();
+  };
+  EXPECT_NEAR(update(mine.out), 25'557'032.0 * 20 / (900e9 * 0.5), 1e-9);
+  const auto shipped = run_cli(cmd);
+  const auto named = run_cli(cmd + " --compute-params " + std::string(DLSCALE_SOURCE_DIR) + "/topologies/compute-params.yaml");
+  ASSERT_EQ(shipped.status, 0) << shipped.err;
+  EXPECT_EQ(shipped.out, named.out);  // the shipped file, named, is the default
+  EXPECT_NE(update(shipped.out), update(mine.out));
+  const auto missing = run_cli(cmd + " --compute-params no-such-params.yaml");
+  EXPECT_EQ(missing.status, 2);
+  EXPECT_EQ(lines(missing.err), 1) << missing.err;
+}
+
 TEST(Cli, Fp32OnATf32GpuSaysWhatFrameworksRunThere) {
   const auto fp32 = run_cli("predict --cluster dgx-a100 --model resnet50 --framework pytorch-ddp --gpus 1 --no-train");
   ASSERT_EQ(fp32.status, 0) << fp32.err;

@@ -230,7 +230,8 @@ void apply_calibration(const ScenarioOptions& o, Scenario& sc, RunInfo& /*info*/
                                                sc.compute.kernel(sc.cluster.gpu).vector_efficiency,
                                                sc.compute.kernel(sc.cluster.gpu).conv_efficiency,
                                                sc.compute.kernel(sc.cluster.gpu).memory_efficiency,
-                                               "topologies/compute-params.yaml"));
+                                               sc.compute.kernel_params ? sc.compute.kernel_params->source
+                                                                        : std::string("topologies/compute-params.yaml")));
   }
   if (!sc.profile) explain.push_back("update: kernel model (memory-bound pass over parameters and optimiser state)");
 

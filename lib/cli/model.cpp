@@ -82,6 +82,7 @@ struct ShowOptions {
   bool kernels = false;  // --kernels: every kernel of every layer, with the algorithm the model chose
   std::string optimizer;
   std::string attention;  // --attention eager|flash (default: the framework's, else eager)
+  std::string compute_params;  // --compute-params FILE (default: topologies/compute-params.yaml)
   std::string framework;  // --framework: its cuDNN algorithm search, attention kernel and gradient precision
 };
 
@@ -92,6 +93,7 @@ void run_show(const ShowOptions& o) {
   const Network net = load_network(resolve(DataKind::network, o.model, "NAME"));
   ComputeOptions copt;
   copt.precision = precision_from(o.precision);
+  if (!o.compute_params.empty()) copt.kernel_params = std::make_shared<const KernelParamSet>(load_kernel_params(o.compute_params));
   try {
     copt.optimizer = !o.optimizer.empty() ? optimizer_from_string(o.optimizer) : default_optimizer(net);
   } catch (const std::invalid_argument& e) {
@@ -271,6 +273,8 @@ void setup_model(CLI::App& app) {
   show->add_option("--gpu", so->gpu, "GPU: an id of topologies/gpus.yaml (e.g. p40, v100-sxm2) or a YAML file with one GPU's keys")->type_name("ID|FILE");
   show->add_option("--precision", so->precision, "fp32, tf32, bf16 or fp16 (mixed precision)")->capture_default_str();
   show->add_option("--optimizer", so->optimizer, "sgd, momentum, adam, adamw or lamb (default: by the model's input)");
+  show->add_option("--compute-params", so->compute_params, "Kernel-model parameters (what `dlscale calibrate fit` writes)")
+      ->type_name("FILE");
   show->add_option("--attention", so->attention,
                    "eager, flash (FlashAttention: fp16/bf16, Ampere and newer, needs --gpu), memory_efficient or sdpa (PyTorch's "
                    "dispatch: flash where it runs, else memory_efficient); default: the framework's, else eager");

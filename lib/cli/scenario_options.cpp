@@ -3,11 +3,13 @@
 #include <fmt/format.h>
 
 #include <charconv>
+#include <memory>
 
 #include "cli/commands.hpp"
 #include "dlscale/error.hpp"
 #include "dlscale/format.hpp"
 #include "dlscale/io.hpp"
+#include "dlscale/kernels.hpp"
 #include "dlscale/memory.hpp"
 #include "dlscale/zoo.hpp"
 #include "io/input_entry.hpp"
@@ -97,6 +99,9 @@ void add_scenario_options(CLI::App& cmd, ScenarioOptions& o) {
   add_jitter_option(cmd, o.jitter_cv);
   cmd.add_option("--seq-len", o.seq_len, "Rebuild a token model from models/arch/ at this sequence length")->type_name("S");
   cmd.add_option("--image-size", o.image_size, "Rebuild an image model from models/arch/ at this height and width")->type_name("PIXELS");
+  cmd.add_option("--compute-params", o.compute_params,
+                 "Kernel-model parameters (topologies/compute-params.yaml's schema; what `dlscale calibrate fit` writes)")
+      ->type_name("FILE");
   cmd.add_option("--calibration", o.calibration, "Measured curves and layer times (dlscale-calibrate or calibrate import)")
       ->type_name("FILE");
   cmd.add_flag("--explain-sources", o.explain_sources, "Say on stderr which numbers came from where");
@@ -294,6 +299,8 @@ Scenario build_scenario(const ScenarioOptions& o, RunInfo& info) {
   info.framework = sc.strategy.name;
   info.batch_per_gpu = sc.batch_per_gpu;
   info.precision = std::string(to_string(sc.compute.precision));
+  if (!o.compute_params.empty())  // docs/compute-model.md, "Parameters and where they come from"
+    sc.compute.kernel_params = std::make_shared<const KernelParamSet>(load_kernel_params(o.compute_params));
   if (!o.calibration.empty() || o.explain_sources) apply_calibration(o, sc, info);
   // A step that cannot run says so (docs/compute-model.md, "Memory"); a sharded strategy's memory depends
   // on the GPU count, and each prediction row says whether it fits.

@@ -49,6 +49,7 @@ struct ScenarioOptions {
   int seq_len = 0;               // --seq-len: rebuild a token model from its architecture at this length
   int image_size = 0;            // --image-size: rebuild an image model at this height and width
   std::string calibration;       // --calibration FILE (docs/calibration.md)
+  std::string compute_params;    // --compute-params FILE: kernel-model parameters (calibrate fit's output)
   bool explain_sources = false;  // --explain-sources: say on stderr where every number came from
   ScaleOptions scale;            // --nodes, --fabric
   bool memory_warning = true;    // warn on stderr when the step does not fit (plan searches instead)
