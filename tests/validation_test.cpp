@@ -248,53 +248,37 @@ TEST(Lambda, ScalingRatiosAgainstTheOneGpuRows) {
 // memory_format nchw (eq. K10), the channels_last row with nhwc.
 TEST(H200Measured, PyTorchStepsBesideThePredictions) {
   const std::string dir = std::string(DLSCALE_TEST_DATA_DIR) + "/h200-pytorch";
-  std::ifstream in(dir + "/training-steps.csv");
-  ASSERT_TRUE(in) << dir;
-  std::string line;
-  std::getline(in, line);  // header
-  const GpuSpec h200 = find_gpu("h200");
+  MeasurementOptions strict;
+  strict.fp32_means_tf32 = false;  // the fp32 rows ran with TF32 off, the tf32 rows say so
+  const std::vector<ThroughputSample> samples = read_throughput_csv(dir + "/training-steps.csv", strict);
   const Cluster server = load_cluster(resolve(DataKind::cluster, "dgx-h100", "--cluster"));
   const Strategy ddp = load_strategy(resolve(DataKind::framework, "pytorch-ddp", "--framework"));
-  auto step = [&](const Network& net, Precision p, int batch, TensorLayout layout, AttentionKernel attention) {
+  auto step = [&](const ThroughputSample& m, TensorLayout layout) {
     Scenario sc;
     sc.cluster = server;
-    sc.cluster.gpu = h200;
+    sc.cluster.gpu = m.gpu;
     sc.cluster.input = InputPipeline{};  // synthetic samples already on the GPU, as measured
     sc.cluster.input->data = DataSource::synthetic;
-    sc.network = net;
+    sc.network = *m.network;
     sc.strategy = ddp;
     sc.strategy.conv_algorithms.layout = layout;
-    sc.strategy.attention = attention;
-    sc.batch_per_gpu = batch;
-    sc.compute.precision = p;
-    sc.compute.optimizer = default_optimizer(net);
+    sc.strategy.attention = m.attention;  // Hugging Face's sdpa: flash in half precision, memory-efficient otherwise
+    sc.batch_per_gpu = m.batch;
+    sc.compute.precision = m.precision;
+    sc.compute.optimizer = m.optimizer;
     return Predictor(std::move(sc)).predict(1).iteration_time;
   };
   double all = 0, gemm_only = 0;
   int rows = 0, gemm_rows = 0;
-  while (std::getline(in, line)) {
-    std::vector<std::string> f;
-    for (std::size_t a = 0, b; a <= line.size(); a = b + 1) {
-      b = std::min(line.find(',', a), line.size());
-      f.push_back(line.substr(a, b - a));
-    }
-    ASSERT_EQ(f.size(), 9u) << line;
-    const bool mlp = f[0] == "mlp-8192x8";
-    const Network net = load_network(mlp ? dir + "/mlp-8192x8.yaml" : resolve(DataKind::network, f[0], "--model").string());
-    const Precision p = precision_from_string(f[1]);
-    const int batch = std::stoi(f[2]);
-    const TensorLayout layout = f[3] == "nchw" ? TensorLayout::nchw : TensorLayout::nhwc;
-    // Hugging Face's "sdpa" is PyTorch's scaled_dot_product_attention: flash in half precision, the
-    // memory-efficient kernel in fp32 and TF32 (effective_attention resolves it, as predict does).
-    const AttentionKernel attention = f[4] == "sdpa" ? AttentionKernel::sdpa : AttentionKernel::eager;
-    const double measured = std::stod(f[6]);
-    const double predicted = batch / in_seconds(step(net, p, batch, layout, attention));
-    const double e = predicted / measured - 1.0;
-    std::printf("H200 %-16s %-4s batch %4d %-4s %-5s measured %9.1f/s predicted %9.1f/s (%+.1f %%)\n", f[0].c_str(), f[1].c_str(),
-                batch, f[3].c_str(), f[4].c_str(), measured, predicted, 100 * e);
+  for (const ThroughputSample& m : samples) {
+    const double predicted = m.batch / in_seconds(step(m, m.layout));
+    const double e = predicted / m.samples_per_s - 1.0;
+    std::printf("H200 %-16s %-4s batch %4d %-4s %-5s measured %9.1f/s predicted %9.1f/s (%+.1f %%)\n", m.model_id.c_str(),
+                std::string(to_string(m.precision)).c_str(), m.batch, std::string(to_string(m.layout)).c_str(),
+                std::string(to_string(m.attention)).c_str(), m.samples_per_s, predicted, 100 * e);
     all += std::abs(e);
     ++rows;
-    if (mlp || f[0].rfind("bert", 0) == 0) {
+    if (m.network->name.rfind("mlp", 0) == 0 || m.network->name.rfind("bert", 0) == 0) {
       gemm_only += std::abs(e);
       ++gemm_rows;
     }
@@ -308,9 +292,11 @@ TEST(H200Measured, PyTorchStepsBesideThePredictions) {
   // Eq. K10 against the profile (kernels.txt, "resnet50 fp16 b256 nchw"): cuDNN's nchwToNhwc and nhwcToNchw
   // kernels took 8.566 + 4.423 = 12.989 ms of the step; the model's NCHW step exceeds its NHWC step by its
   // transposes alone.
-  const Network r50 = load_network(resolve(DataKind::network, "resnet50", "--model"));
-  const Seconds extra = step(r50, Precision::fp16, 256, TensorLayout::nchw, AttentionKernel::eager) -
-                        step(r50, Precision::fp16, 256, TensorLayout::nhwc, AttentionKernel::eager);
+  const auto r50 = std::find_if(samples.begin(), samples.end(), [](const ThroughputSample& m) {
+    return m.model_id == "resnet50" && m.precision == Precision::fp16 && m.batch == 256 && m.layout == TensorLayout::nchw;
+  });
+  ASSERT_NE(r50, samples.end());
+  const Seconds extra = step(*r50, TensorLayout::nchw) - step(*r50, TensorLayout::nhwc);
   std::printf("H200 ResNet-50 fp16 b256: NCHW transposes %.2f ms predicted, 12.99 ms profiled\n", 1e3 * in_seconds(extra));
   EXPECT_NEAR(in_seconds(extra), 12.989e-3, 0.1 * 12.989e-3);
 }

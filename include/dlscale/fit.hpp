@@ -26,6 +26,8 @@ struct ThroughputSample {
   Precision precision = Precision::fp32;
   Optimizer optimizer = Optimizer::momentum;
   int batch = 1;
+  TensorLayout layout = TensorLayout::nhwc;         // optional column memory_format (eq. K10)
+  AttentionKernel attention = AttentionKernel::eager;  // optional column attention (K9; sdpa as PyTorch dispatches it)
   double samples_per_s = 0.0;
   int line = 0;           // in the measurement file
 };

@@ -37,6 +37,7 @@ struct Raw {
   int gpus = 0;
   std::string batch;       // global_batch or batch_per_gpu, as written
   bool batch_is_global = true;
+  std::string memory_format, attention;  // optional columns; empty: nhwc, eager
   double samples_per_s = 0;
   int line = 0;
   std::vector<int> col;    // 1-based column of each field, for messages: gpu, gpus, precision, model, batch, rate
@@ -74,6 +75,7 @@ std::vector<ThroughputSample> read_throughput_csv(const fs::path& file, const Me
     global = false;
   }
   if (c_batch < 0) fail(lineno, 1, "global_batch", "the header names neither global_batch nor batch_per_gpu");
+  const int c_layout = column("memory_format", false), c_attention = column("attention", false);
   // Column positions in characters for messages.
   auto col_of = [](const std::string& text, int index) {
     int c = 1;
@@ -113,6 +115,10 @@ std::vector<ThroughputSample> read_throughput_csv(const fs::path& file, const Me
     }
     r.batch = cells[static_cast<std::size_t>(c_batch)];
     r.batch_is_global = global;
+    if (c_layout >= 0) r.memory_format = cells[static_cast<std::size_t>(c_layout)];
+    if (c_attention >= 0) r.attention = cells[static_cast<std::size_t>(c_attention)];
+    r.col.push_back(col_of(line, std::max(c_layout, 0)));
+    r.col.push_back(col_of(line, std::max(c_attention, 0)));
     if (r.gpus == opt.gpus) raws.push_back(std::move(r));
   }
   std::map<std::string, std::shared_ptr<const Network>> networks;
@@ -136,7 +142,9 @@ std::vector<ThroughputSample> read_throughput_csv(const fs::path& file, const Me
     if (!s.gpu.supports(s.precision))
       fail(r.line, r.col[2], "precision", fmt::format("the {} has no {} mode", s.gpu.name, to_string(s.precision)));
     const auto mapped = opt.model_names.find(r.model);
-    const std::string zoo = mapped != opt.model_names.end() ? mapped->second : r.model;
+    std::string zoo = mapped != opt.model_names.end() ? mapped->second : r.model;
+    // A model given as a YAML file is found beside the measurements when its path is relative.
+    if (fs::path(zoo).extension() == ".yaml" && fs::path(zoo).is_relative()) zoo = (file.parent_path() / zoo).string();
     auto& net = networks[zoo];
     if (!net) {
       try {
@@ -147,6 +155,16 @@ std::vector<ThroughputSample> read_throughput_csv(const fs::path& file, const Me
     }
     s.network = net;
     s.optimizer = default_optimizer(*net);
+    try {  // docs/compute-model.md, K10 and K9: as the run was laid out and attended
+      if (!r.memory_format.empty()) s.layout = tensor_layout_from_string(r.memory_format);
+    } catch (const std::invalid_argument& e) {
+      fail(r.line, r.col[6], "memory_format", e.what());
+    }
+    try {
+      if (!r.attention.empty()) s.attention = attention_kernel_from_string(r.attention);
+    } catch (const std::invalid_argument& e) {
+      fail(r.line, r.col[7], "attention", e.what());
+    }
     s.samples_per_s = r.samples_per_s;
     // The batch: as written, or (empty) the one published for the same model and precision on the GPU
     // with the most memory.
@@ -184,6 +202,8 @@ double predicted_throughput(const ThroughputSample& s, const KernelParamSet& par
   ComputeOptions o;
   o.precision = s.precision;
   o.optimizer = s.optimizer;
+  o.conv_algorithms.layout = s.layout;
+  o.attention = effective_attention(s.attention, s.gpu, s.precision);
   o.kernel_params = std::shared_ptr<const KernelParamSet>(std::shared_ptr<void>{}, &params);  // non-owning
   const LayerTimes t = estimate_layer_times(*s.network, s.gpu, s.batch, o);
   return s.batch / in_seconds(t.total_forward() + t.total_backward() + t.total_update());
