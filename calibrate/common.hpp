@@ -141,7 +141,7 @@ struct Options {
   std::string out;
   std::string model = "resnet50";
   std::vector<int> batches{64};
-  std::vector<std::string> precisions{"fp32", "fp16"};
+  std::vector<std::string> precisions{"fp32", "tf32", "fp16"};  // tf32 skipped before Ampere
   std::string storage;          // path to read (a file or a folder for a temporary file); empty: skipped
   std::vector<std::string> skip;
   int max_gpus = 0;             // 0: all visible

@@ -2,8 +2,9 @@
 // cuDNN (the algorithm chosen by cudnnFind*, as PyTorch's cudnn.benchmark does), linear layers with
 // cuBLAS GEMMs, batch normalisation with cuDNN's batch-norm kernels. Other kinds (attention,
 // embedding, layernorm) are left to the roofline and say so. Shapes come from infer_conv_shape /
-// infer_linear_shape (lib/calibration/layer_shapes.cpp). fp32 follows PyTorch's defaults (cuDNN may
-// use TF32, cuBLAS GEMMs may not); fp16 is mixed precision (fp16 tensors, fp32 accumulation).
+// infer_linear_shape (lib/calibration/layer_shapes.cpp). fp32 is strict FP32 (cuDNN's FMA math, cuBLAS's
+// 32F compute: PyTorch with TF32 off); tf32 lets cuDNN and cuBLAS use TF32 tensor cores (PyTorch's default
+// for convolutions, both with allow_tf32); fp16 is mixed precision (fp16 tensors, fp32 accumulation).
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -43,6 +44,9 @@ struct Workspace {
 
 constexpr std::size_t kMaxWorkspace = std::size_t{2} << 30;
 
+/// The arithmetic a layer is timed in: strict fp32, TF32 allowed, or mixed fp16.
+enum class Math { fp32, tf32, fp16 };
+
 struct Fill {
   cudaStream_t s;
   bool half;
@@ -52,8 +56,9 @@ struct Fill {
   }
 };
 
-LayerTiming time_conv(Run& run, const std::string& tag, const Layer& layer, const ConvShape& c, int batch, bool half,
+LayerTiming time_conv(Run& run, const std::string& tag, const Layer& layer, const ConvShape& c, int batch, Math math,
                       cudnnHandle_t h, cudaStream_t s, Workspace& ws) {
+  const bool half = math == Math::fp16;
   const cudnnDataType_t t = half ? CUDNN_DATA_HALF : CUDNN_DATA_FLOAT;
   const std::size_t el = half ? 2 : 4;
   Desc x(tensor4(batch, c.in_channels, c.in_h, c.in_w, t), cudnnDestroyTensorDescriptor);
@@ -67,7 +72,8 @@ LayerTiming time_conv(Run& run, const std::string& tag, const Layer& layer, cons
   Desc conv(cd, cudnnDestroyConvolutionDescriptor);
   CUDNN_CALL(cudnnSetConvolution2dDescriptor(cd, c.padding, c.padding, c.stride, c.stride, 1, 1, CUDNN_CROSS_CORRELATION,
                                              CUDNN_DATA_FLOAT));
-  CUDNN_CALL(cudnnSetConvolutionMathType(cd, half ? CUDNN_TENSOR_OP_MATH : CUDNN_DEFAULT_MATH));
+  // fp32: FMA math only (cuDNN's default math lets Ampere and newer run fp32 convolutions in TF32)
+  CUDNN_CALL(cudnnSetConvolutionMathType(cd, half ? CUDNN_TENSOR_OP_MATH : math == Math::tf32 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH));
   int n = 0, co = 0, ho = 0, wo = 0;
   CUDNN_CALL(cudnnGetConvolution2dForwardOutputDim(cd, x.d, wd, &n, &co, &ho, &wo));
   if (ho != c.out_h || wo != c.out_w)
@@ -124,12 +130,14 @@ LayerTiming time_conv(Run& run, const std::string& tag, const Layer& layer, cons
   return lt;
 }
 
-LayerTiming time_linear(Run& run, const std::string& tag, const Layer& layer, const LinearShape& g, int batch, bool half,
+LayerTiming time_linear(Run& run, const std::string& tag, const Layer& layer, const LinearShape& g, int batch, Math math,
                         cublasHandle_t h, cudaStream_t s) {
   const auto in = static_cast<int>(g.in_features), out = static_cast<int>(g.out_features);
   const auto rows = static_cast<int>(g.rows_per_sample * batch);
+  const bool half = math == Math::fp16;
   const std::size_t el = half ? 2 : 4;
   const cudaDataType_t t = half ? CUDA_R_16F : CUDA_R_32F;
+  const cublasComputeType_t compute = math == Math::tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
   DeviceBuffer w(static_cast<std::size_t>(in) * out * el), x(static_cast<std::size_t>(in) * rows * el),
       y(static_cast<std::size_t>(out) * rows * el), dx(static_cast<std::size_t>(in) * rows * el),
       dw(static_cast<std::size_t>(in) * out * el);
@@ -141,13 +149,13 @@ LayerTiming time_linear(Run& run, const std::string& tag, const Layer& layer, co
   // column-major: Y[out×rows] = W[out×in]·X[in×rows]; dX = Wᵀ·dY; dW = dY·Xᵀ
   const Timed tf = measure_gpu(run, tag + "/forward", 0, 0, s, [&](cudaStream_t) {
     CUBLAS_CALL(cublasGemmEx(h, CUBLAS_OP_N, CUBLAS_OP_N, out, rows, in, &one, w.get(), t, out, x.get(), t, in, &zero,
-                             y.get(), t, out, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+                             y.get(), t, out, compute, CUBLAS_GEMM_DEFAULT));
   });
   const Timed tb = measure_gpu(run, tag + "/backward", 0, 0, s, [&](cudaStream_t) {
     CUBLAS_CALL(cublasGemmEx(h, CUBLAS_OP_T, CUBLAS_OP_N, in, rows, out, &one, w.get(), t, out, y.get(), t, out, &zero,
-                             dx.get(), t, in, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+                             dx.get(), t, in, compute, CUBLAS_GEMM_DEFAULT));
     CUBLAS_CALL(cublasGemmEx(h, CUBLAS_OP_N, CUBLAS_OP_T, out, in, rows, &one, y.get(), t, out, x.get(), t, in, &zero,
-                             dw.get(), t, out, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+                             dw.get(), t, out, compute, CUBLAS_GEMM_DEFAULT));
   });
   LayerTiming lt;
   lt.name = layer.name;
@@ -157,8 +165,9 @@ LayerTiming time_linear(Run& run, const std::string& tag, const Layer& layer, co
   return lt;
 }
 
-LayerTiming time_batchnorm(Run& run, const std::string& tag, const Layer& layer, int batch, bool half, cudnnHandle_t h,
+LayerTiming time_batchnorm(Run& run, const std::string& tag, const Layer& layer, int batch, Math math, cudnnHandle_t h,
                            cudaStream_t s) {
+  const bool half = math == Math::fp16;
   const auto& shape = layer.output_shape;
   const int c = static_cast<int>(shape[0]);
   const int hh = shape.size() > 1 ? static_cast<int>(shape[1]) : 1;
@@ -219,7 +228,11 @@ void measure_layers(Run& run) {
   std::vector<int> batches = run.opt.batches;
   if (run.opt.quick && batches.size() > 1) batches.resize(1);
   for (const auto& precision : precisions) {
-    const bool half = precision == "fp16";
+    const Math math = precision == "fp16" ? Math::fp16 : precision == "tf32" ? Math::tf32 : Math::fp32;
+    if (math == Math::tf32 && run.cal.devices.front().sm_version < 80) {
+      run.progress(fmt::format("{}: tf32 skipped (TF32 needs an Ampere or newer GPU)", net.name));
+      continue;
+    }
     for (int batch : batches) {
       LayerProfile lp;
       lp.model = net.name;
@@ -234,10 +247,10 @@ void measure_layers(Run& run) {
         LayerTiming lt;
         lt.name = layer.name;
         try {
-          if (auto c = infer_conv_shape(net, i)) lt = time_conv(run, tag, layer, *c, batch, half, dnn, stream.get(), ws);
-          else if (auto g = infer_linear_shape(net, i)) lt = time_linear(run, tag, layer, *g, batch, half, blas, stream.get());
+          if (auto c = infer_conv_shape(net, i)) lt = time_conv(run, tag, layer, *c, batch, math, dnn, stream.get(), ws);
+          else if (auto g = infer_linear_shape(net, i)) lt = time_linear(run, tag, layer, *g, batch, math, blas, stream.get());
           else if (layer.kind == LayerKind::batchnorm && !layer.output_shape.empty())
-            lt = time_batchnorm(run, tag, layer, batch, half, dnn, stream.get());
+            lt = time_batchnorm(run, tag, layer, batch, math, dnn, stream.get());
           else lt.how = fmt::format("not measured ({} layer: no shape to time it with)", to_string(layer.kind));
         } catch (const DeviceError& e) {
           lt = LayerTiming{layer.name, std::nullopt, std::nullopt, std::string("not measured: ") + e.what()};

@@ -91,9 +91,11 @@ int main(int argc, char** argv) {
   app.add_flag("--quick", run.opt.quick, "About one minute: fewer sizes, samples and precisions");
   app.add_option("--model", run.opt.model, "Network of models/ whose layers are timed")->capture_default_str();
   app.add_option("--batch", run.opt.batches, "Batch size(s) for the layer times")->delimiter(',')->capture_default_str();
-  app.add_option("--precision", run.opt.precisions, "fp32 and/or fp16 (mixed) for the layer times")
+  app.add_option("--precision", run.opt.precisions,
+                 "fp32 (strict), tf32 (TF32 allowed: PyTorch's default for convolutions; Ampere and newer) and/or fp16 "
+                 "(mixed) for the layer times")
       ->delimiter(',')
-      ->check(CLI::IsMember({"fp32", "fp16"}))
+      ->check(CLI::IsMember({"fp32", "tf32", "fp16"}))
       ->capture_default_str();
   app.add_option("--storage", run.opt.storage, "File or folder whose sequential read bandwidth to measure")->type_name("PATH");
   app.add_option("--skip", run.opt.skip, "Sections to skip: copies, p2p, collectives, gemm, layers")

@@ -462,6 +462,32 @@ TEST(CalibrationFile, WriteThenReadGivesTheSameNumbers) {
   EXPECT_NEAR(in_us(*back.p2p[0].latency), 0.71742, 1e-9);
 }
 
+// dlscale-calibrate's own output from a real H200 (tests/data/h200-pytorch/README.md) loads, and its
+// per-layer times add up to what the binary printed when it measured them (cal256.log: "resnet50 batch 256
+// fp32: 107 of 107 layers measured, forward 29.87 ms backward 64.32 ms", relabelled tf32 since cuDNN's
+// default math ran them in TF32; "fp16: forward 24.92 ms backward 45.72 ms").
+TEST(CalibrationFile, AnH200RunLoadsAndItsLayersAddUpToWhatTheBinaryPrinted) {
+  const Calibration cal = load_calibration(fs::path(DLSCALE_TEST_DATA_DIR) / "h200-pytorch" / "calibrate-resnet50-b256.yaml");
+  EXPECT_EQ(cal.gpu, "NVIDIA H200");
+  ASSERT_FALSE(cal.devices.empty());
+  EXPECT_EQ(cal.devices.front().sm_count, 132);
+  const struct { const char* precision; double forward, backward; } expect[] = {{"tf32", 29.87e-3, 64.32e-3},
+                                                                                 {"fp16", 24.92e-3, 45.72e-3}};
+  for (const auto& e : expect) {
+    const LayerProfile* lp = cal.find_layers("resnet50", 256, e.precision);
+    ASSERT_NE(lp, nullptr) << e.precision;
+    EXPECT_EQ(lp->layers.size(), 107u);
+    double f = 0, b = 0;
+    for (const auto& l : lp->layers) {
+      if (l.forward) f += in_seconds(*l.forward);
+      if (l.backward) b += in_seconds(*l.backward);
+    }
+    EXPECT_NEAR(f, e.forward, 0.005e-3) << e.precision;
+    EXPECT_NEAR(b, e.backward, 0.005e-3) << e.precision;
+  }
+  EXPECT_EQ(cal.find_layers("resnet50", 256, "fp32"), nullptr);  // strict fp32 was not measured
+}
+
 TEST(CalibrationFile, AnotherSchemaVersionIsRefusedAtItsLine) {
   try {
     (void)load_calibration(kData / "schema2.yaml");

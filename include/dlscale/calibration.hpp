@@ -175,7 +175,7 @@ struct LayerTiming {
 struct LayerProfile {
   std::string model;
   int batch = 0;
-  std::string precision = "fp32";  // fp32 or fp16 (mixed precision), as --precision
+  std::string precision = "fp32";  // fp32 (strict), tf32 or fp16 (mixed precision), as --precision
   std::string gpu;
   std::vector<LayerTiming> layers;  // input side first, names as in models/NAME.yaml
 };

@@ -255,7 +255,7 @@ Calibration read_calibration(const Node& root, const std::string& source) {
       LayerProfile lp;
       lp.model = l.required("model").scalar();
       lp.batch = small_int(l.required("batch"), 1);
-      if (auto v = l.optional("precision")) lp.precision = v->choice({"fp32", "fp16"});
+      if (auto v = l.optional("precision")) lp.precision = v->choice({"fp32", "tf32", "fp16"});
       lp.gpu = opt_scalar(l, "gpu");
       for (const auto& t : l.required("times").items()) {
         MapReader tm(t);
