@@ -233,16 +233,25 @@ TEST(KernelModel, WorkedLayerNorm) {
 // log-sum-exp 2 × 1024 × 4 B = 2.105 MB at 400 GB/s = 5.26 us, is below the math; plus one 5 us overhead.
 // Backward: two Q·Kᵀ-shaped and three P·V-shaped products and the exponentials again. Causal: half of
 // the products and exponentials. Kept for backward: no 2 × 1024² probabilities (fp32 basis: 8,388,608 B).
-TEST(KernelModel, WorkedFlashAttention) {
+/// The attention layer of the two fused-attention examples: one sequence of 1024 tokens, width 256, 2 heads;
+/// its products Q·Kᵀ and P·V per head; its exponentials' time on the toy GPU.
+Layer toy_attention() {
   Layer a;
   a.name = "attn";
   a.kind = LayerKind::attention;
   a.heads = 2;
   a.input_shape = a.output_shape = {1024, 256};
-  const GemmShape qk{1024, 1024, 128, 2}, pv{1024, 128, 1024, 2};
+  return a;
+}
+const GemmShape kToyQk{1024, 1024, 128, 2}, kToyPv{1024, 128, 1024, 2};
+const double kToyExp = 2.0 * 1024 * 1024 / (16 * 10 * 1953.125e6);
+
+TEST(KernelModel, WorkedFlashAttention) {
+  Layer a = toy_attention();
+  const GemmShape &qk = kToyQk, &pv = kToyPv;
   const double t_qk = in_seconds(plan_gemm(qk, toy_gpu(), Precision::fp16, toy_params()).compute);
   const double t_pv = in_seconds(plan_gemm(pv, toy_gpu(), Precision::fp16, toy_params()).compute);
-  const double t_exp = 2.0 * 1024 * 1024 / (16 * 10 * 1953.125e6);
+  const double t_exp = kToyExp;
   EXPECT_NEAR(t_exp, 6.7109e-6, 1e-9);
   ComputeOptions o = toy_options(Precision::fp16);
   o.attention = AttentionKernel::flash;
@@ -273,13 +282,9 @@ TEST(KernelModel, WorkedFlashAttention) {
 // (eq. K9) with its products at the rate its data type gets: fp32 data on an Ampere-or-newer GPU as three
 // TF32 products each (CUTLASS's fast fp32), whether or not TF32 is allowed; before Ampere on the fp32 units.
 TEST(KernelModel, MemoryEfficientAttentionIsFusedAtItsDataTypesRate) {
-  Layer a;
-  a.name = "attn";
-  a.kind = LayerKind::attention;
-  a.heads = 2;
-  a.input_shape = a.output_shape = {1024, 256};
-  const GemmShape qk{1024, 1024, 128, 2}, pv{1024, 128, 1024, 2};
-  const double t_exp = 2.0 * 1024 * 1024 / (16 * 10 * 1953.125e6);
+  const Layer a = toy_attention();
+  const GemmShape &qk = kToyQk, &pv = kToyPv;
+  const double t_exp = kToyExp;
   auto fused = [&](const GpuSpec& gpu, Precision p) {
     ComputeOptions o = toy_options(p);
     o.attention = effective_attention(AttentionKernel::sdpa, gpu, p);
