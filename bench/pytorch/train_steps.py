@@ -2,7 +2,8 @@
 # (tests/data/h200-pytorch/README.md). Synthetic data already on the GPU, so the step alone is timed:
 # 6 warm-up steps (cudnn.benchmark searches there), then 4 windows of n steps (n so that a window lasts
 # about 0.6 s) timed with CUDA events; ms_per_iter is the mean of the two middle windows.
-# Usage: OUT=DIR BUDGET=SECONDS python3 bench/pytorch/train_steps.py   (writes DIR/torch.jsonl, one line per run)
+# Usage: OUT=DIR BUDGET=SECONDS python3 bench/pytorch/train_steps.py   (writes DIR/torch.jsonl, one line per run,
+# and DIR/steps.csv in `dlscale calibrate fit`'s format, the GPU as the driver names it)
 # Needs PyTorch, torchvision and transformers (BERT from its configuration: random weights, no download).
 import json, os, sys, time, math
 import torch, torch.nn as nn
@@ -109,3 +110,18 @@ for p in ("fp16", "tf32", "fp32"): run("alexnet", p, 512)
 for p in ("fp16", "tf32", "fp32"): run("inception-v3", p, 128)
 run("resnet50", "fp16", 64)
 print("done in", round(time.time() - T0), "s", flush=True)
+
+# The runs in `dlscale calibrate fit`'s format (docs/compute-model.md): precision fp32 is strict here, so fit
+# with --fp32-is-fp32; the GEMM-only network is tests/data/h200-pytorch/mlp-8192x8.yaml (copy it beside).
+res.close()
+with open(os.path.join(OUT, "torch.jsonl")) as f, open(os.path.join(OUT, "steps.csv"), "w") as csv:
+    csv.write("gpu,gpus,model,precision,batch_per_gpu,memory_format,attention,ms_per_iter,samples_per_s,"
+              "peak_allocated_bytes,peak_reserved_bytes\n")
+    gpu = torch.cuda.get_device_name()
+    for line in f:
+        r = json.loads(line)
+        if "ms_per_iter" not in r: continue
+        model = r["model"] + (".yaml" if r["model"].startswith("mlp") else "")
+        layout = "" if r["seq"] or r["model"].startswith("mlp") else ("nhwc" if r["channels_last"] else "nchw")
+        csv.write(f'{gpu},1,{model},{r["precision"]},{r["batch"]},{layout},{r.get("attention_used") or ""},'
+                  f'{r["ms_per_iter"]},{r["samples_per_s"]},{r["peak_allocated_bytes"]},{r["peak_reserved_bytes"]}\n')
