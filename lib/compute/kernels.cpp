@@ -6,11 +6,12 @@
 #include <algorithm>
 #include <array>
 #include <bit>
-#include <cctype>
 #include <cmath>
 #include <limits>
 #include <stdexcept>
 #include <string>
+
+#include "io/text.hpp"
 
 namespace dlscale {
 namespace {
@@ -129,8 +130,7 @@ std::string_view to_string(ConvAlgorithm a) noexcept {
 std::string_view to_string(TensorLayout l) noexcept { return l == TensorLayout::nhwc ? "nhwc" : "nchw"; }
 
 TensorLayout tensor_layout_from_string(std::string_view s) {
-  std::string v(s);
-  std::transform(v.begin(), v.end(), v.begin(), [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
+  const std::string v = lower_ascii(s);
   if (v == "nchw" || v == "channels_first") return TensorLayout::nchw;
   if (v == "nhwc" || v == "channels_last") return TensorLayout::nhwc;
   throw std::invalid_argument(fmt::format("unknown memory format '{}' (nchw or nhwc)", s));

@@ -1,4 +1,3 @@
-#include <cctype>
 #include <stdexcept>
 #include <string>
 
@@ -7,6 +6,7 @@
 #include "dlscale/network.hpp"
 #include "dlscale/predict.hpp"
 #include "dlscale/strategy.hpp"
+#include "io/text.hpp"
 
 namespace dlscale {
 
@@ -56,8 +56,7 @@ std::string_view to_string(Precision p) noexcept {
 }
 
 Precision precision_from_string(std::string_view name) {
-  std::string lower(name);
-  for (auto& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  const std::string lower = lower_ascii(name);
   for (auto p : {Precision::fp32, Precision::tf32, Precision::bf16, Precision::fp16})
     if (to_string(p) == lower) return p;
   // As frameworks and published tables name them: PyTorch's and NVIDIA's "AMP" and "mixed precision" are
