@@ -99,19 +99,29 @@ GemmPlan plan_gemm_in(const GemmShape& g, const GpuSpec& gpu, Precision p, const
   }
   return best;
 }
+
+/// The plan in precision `p`, and whether it runs on the tensor cores. TF32 allows the tensor cores, it does
+/// not demand them: cuBLAS and cuDNN still weigh their fp32 kernels and take the faster (on a GeForce Ampere
+/// board TF32 tensor math runs at the fp32 units' rate, and its larger tiles lose on small shapes).
+/// `tensor_extra` is what the tensor-core plan costs beyond its GEMM (a convolution's layout transposes, K10).
+struct PlanChoice {
+  GemmPlan plan;
+  bool tensor = false;
+};
+PlanChoice plan_tensor_or_fp32(const GemmShape& g, const GpuSpec& gpu, Precision p, const KernelParams& kp,
+                               double class_efficiency, double multiply_gain, Seconds tensor_extra) {
+  const PlanChoice best{plan_gemm_in(g, gpu, p, kp, class_efficiency, multiply_gain), gpu.on_tensor_cores(p)};
+  if (p == Precision::tf32 && best.tensor) {
+    GemmPlan fp32 = plan_gemm_in(g, gpu, Precision::fp32, kp, class_efficiency, multiply_gain);
+    if (fp32.time < best.plan.time + tensor_extra) return {fp32, false};
+  }
+  return best;
+}
 }  // namespace
 
 GemmPlan plan_gemm(const GemmShape& g, const GpuSpec& gpu, Precision p, const KernelParams& kp, double class_efficiency,
                    double multiply_gain) {
-  GemmPlan best = plan_gemm_in(g, gpu, p, kp, class_efficiency, multiply_gain);
-  // TF32 allows the tensor cores, it does not demand them: cuBLAS and cuDNN still weigh their fp32 kernels
-  // and take the faster (on a GeForce Ampere board TF32 tensor math runs at the fp32 units' rate, and its
-  // larger tiles lose on small shapes).
-  if (p == Precision::tf32 && gpu.on_tensor_cores(p)) {
-    GemmPlan fp32 = plan_gemm_in(g, gpu, Precision::fp32, kp, class_efficiency, multiply_gain);
-    if (fp32.time < best.time) best = fp32;
-  }
-  return best;
+  return plan_tensor_or_fp32(g, gpu, p, kp, class_efficiency, multiply_gain, Seconds{}).plan;
 }
 
 Seconds memory_kernel_time(Bytes traffic, const GpuSpec& gpu, const KernelParams& kp) noexcept {
@@ -178,13 +188,12 @@ ConvPlan plan_conv(const ConvGeometry& c, ConvPass pass, const GpuSpec& gpu, Pre
   // K10: on NCHW activations a tensor-core kernel is bracketed by layout transposes, copies at the copy
   // rate of DRAM; cuDNN's search times the whole call, so they count when it weighs the fp32 kernels.
   const double moved = layout_transpose_elements(c, pass, policy.layout, gpu.on_tensor_cores(p));
-  best.gemm = plan_gemm_in(g, gpu, p, kp, cls, 1.0);
-  best.transposes = moved > 0.0 ? bytes(2.0 * moved * element_bytes(p)) / (gpu.memory_bandwidth * kp.copy_efficiency) : Seconds{};
+  const Seconds transposes =
+      moved > 0.0 ? bytes(2.0 * moved * element_bytes(p)) / (gpu.memory_bandwidth * kp.copy_efficiency) : Seconds{};
+  const PlanChoice implicit = plan_tensor_or_fp32(g, gpu, p, kp, cls, 1.0, transposes);
+  best.gemm = implicit.plan;
+  best.transposes = implicit.tensor ? transposes : Seconds{};
   best.time = best.gemm.time + best.transposes;
-  if (p == Precision::tf32 && gpu.on_tensor_cores(p)) {  // TF32 allows the tensor cores, as in plan_gemm
-    GemmPlan fp32 = plan_gemm_in(g, gpu, Precision::fp32, kp, cls, 1.0);
-    if (fp32.time < best.time) best = ConvPlan{ConvAlgorithm::implicit_gemm, fp32, Seconds{}, fp32.time};
-  }
   // TF32 allows the tensor cores without demanding them: cuDNN still weighs its fp32 vector-unit algorithms (Winograd, FFT)
   // against them and takes the fastest, so those are tried in fp32 too.
   const Precision vector_p = p == Precision::tf32 ? Precision::fp32 : p;
