@@ -121,13 +121,7 @@ void run_show(const ShowOptions& o) {
   if (copt.attention == AttentionKernel::flash && (!gpu || !flash_attention_supported(*gpu, copt.precision)))
     throw UsageError("--attention", "FlashAttention needs --gpu, an Ampere or newer GPU, and fp16 or bf16");
   if (gpu) copt.attention = effective_attention(copt.attention, *gpu, copt.precision);  // sdpa: the kernel it dispatches to
-  if (!o.memory_format.empty()) {
-    try {
-      copt.conv_algorithms.layout = tensor_layout_from_string(o.memory_format);
-    } catch (const std::invalid_argument& e) {
-      throw UsageError("--memory-format", e.what());
-    }
-  }
+  if (!o.memory_format.empty()) copt.conv_algorithms.layout = memory_format_option(o.memory_format);
   if (gpu) {
     times = estimate_layer_times(net, *gpu, o.batch, copt);
     fit = check_memory_fit(net, *gpu, o.batch, copt);
@@ -283,12 +277,8 @@ void setup_model(CLI::App& app) {
   show->add_option("--optimizer", so->optimizer, "sgd, momentum, adam, adamw or lamb (default: by the model's input)");
   show->add_option("--compute-params", so->compute_params, "Kernel-model parameters (what `dlscale calibrate fit` writes)")
       ->type_name("FILE");
-  show->add_option("--memory-format", so->memory_format,
-                   "nchw or nhwc (channels_last): the layout of image activations; default: the framework's, else nhwc")
-      ->type_name("LAYOUT");
-  show->add_option("--attention", so->attention,
-                   "eager, flash (FlashAttention: fp16/bf16, Ampere and newer, needs --gpu), memory_efficient or sdpa (PyTorch's "
-                   "dispatch: flash where it runs, else memory_efficient); default: the framework's, else eager");
+  show->add_option("--memory-format", so->memory_format, kMemoryFormatHelp)->type_name("LAYOUT");
+  show->add_option("--attention", so->attention, std::string(kAttentionHelp) + " (flash needs --gpu)");
   show->add_option("--framework", so->framework,
                    "Time and size the step as this framework runs it: its cuDNN algorithm search, attention kernel and "
                    "gradient precision (models/frameworks/NAME.yaml or a file)")

@@ -87,13 +87,8 @@ void add_scenario_options(CLI::App& cmd, ScenarioOptions& o) {
       ->type_name("K")->capture_default_str();
   cmd.add_flag("--checkpointing", o.checkpointing,
                "Activation checkpointing: keep sqrt(L) segment inputs, recompute each segment's forward in backward");
-  cmd.add_option("--attention", o.attention,
-                 "eager, flash (FlashAttention: fp16/bf16, Ampere and newer), memory_efficient or sdpa (PyTorch's dispatch: "
-                 "flash where it runs, else memory_efficient); default: the framework file's")
-      ->type_name("KIND");
-  cmd.add_option("--memory-format", o.memory_format,
-                 "nchw or nhwc (channels_last): the layout of image activations; default: the framework file's")
-      ->type_name("LAYOUT");
+  cmd.add_option("--attention", o.attention, kAttentionHelp)->type_name("KIND");
+  cmd.add_option("--memory-format", o.memory_format, kMemoryFormatHelp)->type_name("LAYOUT");
   cmd.add_flag("--offload-optimizer", o.offload_optimizer,
                "CPU offload of a sharded framework's optimiser state (ZeRO-Offload): the step runs on the CPU");
   add_jitter_option(cmd, o.jitter_cv);
@@ -207,6 +202,14 @@ void warn_memory_by_gpu_count(const Scenario& sc, std::span<const Prediction> pr
                            sc.network.name, preds.front().memory.host_capacity, fmt::join(host, ", ")));
 }
 
+TensorLayout memory_format_option(const std::string& text) {
+  try {
+    return tensor_layout_from_string(text);
+  } catch (const std::invalid_argument& e) {
+    throw UsageError("--memory-format", e.what());
+  }
+}
+
 Scenario build_scenario(const ScenarioOptions& o, RunInfo& info) {
   Scenario sc;
   if (o.batch_given && o.batch < 1) throw UsageError("--batch", fmt::format("the batch per GPU must be at least 1, got {}", o.batch));
@@ -272,13 +275,7 @@ Scenario build_scenario(const ScenarioOptions& o, RunInfo& info) {
       throw UsageError("--attention", fmt::format("FlashAttention runs in fp16 or bf16 on Ampere or newer GPUs, not in {} on the {}",
                                                   to_string(sc.compute.precision), sc.cluster.gpu.name));
   }
-  if (!o.memory_format.empty()) {
-    try {
-      sc.strategy.conv_algorithms.layout = tensor_layout_from_string(o.memory_format);
-    } catch (const std::invalid_argument& e) {
-      throw UsageError("--memory-format", e.what());
-    }
-  }
+  if (!o.memory_format.empty()) sc.strategy.conv_algorithms.layout = memory_format_option(o.memory_format);
   if (o.jitter_cv >= 0.0) sc.strategy.jitter_cv = o.jitter_cv;
   if (o.offload_optimizer) {  // docs/model.md, eq. S9
     if (!sc.strategy.sharding.sharded())

@@ -78,6 +78,14 @@ std::vector<int> parse_gpu_list(const std::string& text);
 /// predictions exist, one warning on stderr names the GPU counts whose step does not fit the GPU (or, with
 /// CPU offload, the node's host memory).
 void warn_memory_by_gpu_count(const Scenario& sc, std::span<const Prediction> preds);
+/// --memory-format's value as a layout; UsageError naming the option otherwise (predict's family, model show).
+TensorLayout memory_format_option(const std::string& text);
+/// The help of --attention and --memory-format, shared by predict's family and model show.
+inline constexpr const char* kAttentionHelp =
+    "eager, flash (FlashAttention: fp16/bf16, Ampere and newer), memory_efficient or sdpa (PyTorch's dispatch: flash where "
+    "it runs, else memory_efficient); default: the framework file's, else eager";
+inline constexpr const char* kMemoryFormatHelp =
+    "nchw or nhwc (channels_last): the layout of image activations; default: the framework file's, else nhwc";
 /// --model with --seq-len/--image-size: the network rebuilt from its architecture at that input size.
 Network load_model(const std::string& model, int seq_len, int image_size);
 /// --calibration and --explain-sources (lib/cli/calibrate.cpp): measured curves and layer times into the
