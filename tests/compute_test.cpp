@@ -297,9 +297,12 @@ TEST(KernelModel, MemoryEfficientAttentionIsFusedAtItsDataTypesRate) {
     return std::pair{fwd, bwd};
   };
   // fp32 and TF32 on the toy (SM 8.0, TF32 at 40 TFLOP/s): 3 × the TF32 products; memory (fp32: Q, K, V,
-  // O = 4 × 262,144 elements × 4 B + the log-sum-exp, 10.5 us forward) is not the bound.
-  const double qk32 = in_seconds(plan_gemm(qk, toy_gpu(), Precision::tf32, toy_params()).compute);
-  const double pv32 = in_seconds(plan_gemm(pv, toy_gpu(), Precision::tf32, toy_params()).compute);
+  // O = 4 × 262,144 elements × 4 B + the log-sum-exp, 10.5 us forward) is not the bound. The TF32 products
+  // by hand: 4 TFLOP/s per SM × 0.5, 256×128 tiles at 1/1.375 (c = 32); Q·Kᵀ 4 × 8 × 2 = 64 blocks in 7
+  // waves of 2·256·128·128 FLOP, P·V 4 × 1 × 2 = 8 blocks in 1 wave of 2·256·128·1024 FLOP.
+  const double tile_rate = 4e12 * 0.5 / 1.375;
+  const double qk32 = 7 * (2.0 * 256 * 128 * 128) / tile_rate;  // 40.37 us
+  const double pv32 = 1 * (2.0 * 256 * 128 * 1024) / tile_rate;  // 46.14 us
   for (Precision p : {Precision::fp32, Precision::tf32}) {
     const auto [fwd, bwd] = fused(toy_gpu(), p);
     EXPECT_NEAR(fwd, 3 * (qk32 + pv32) + t_exp + 5e-6, 1e-12) << to_string(p);
