@@ -187,6 +187,20 @@ TEST(Fit, RecoversParametersThatGeneratedTheData) {
 // the row's GPU. Printed; the model is optimistic here (issue 14): it hides the all-reduce behind backward,
 // while the measured losses grow with the gradient bytes (BERT-large loses 15-30 % on two GPUs) as if the
 // exchange were exposed at 4-10 GB/s. Rerun: build/bin/validation_test --gtest_filter='Lambda.Scaling*'.
+/// A measured row as a PyTorch DDP scenario on `cluster` (a server of its GPU), the row's GPU, network,
+/// batch, precision and optimiser.
+Scenario measured_scenario(const ThroughputSample& s, const std::string& cluster) {
+  Scenario sc;
+  sc.cluster = load_cluster(resolve(DataKind::cluster, cluster, "--cluster"));
+  sc.cluster.gpu = s.gpu;
+  sc.network = *s.network;
+  sc.strategy = load_strategy(resolve(DataKind::framework, "pytorch-ddp", "--framework"));
+  sc.batch_per_gpu = s.batch;
+  sc.compute.precision = s.precision;
+  sc.compute.optimizer = s.optimizer;
+  return sc;
+}
+
 TEST(Lambda, ScalingRatiosAgainstTheOneGpuRows) {
   MeasurementOptions one = lambda_options();
   const auto base = read_throughput_csv(std::string(DLSCALE_TEST_DATA_DIR) + "/lambda-pytorch/training-throughput.csv", one);
@@ -194,15 +208,7 @@ TEST(Lambda, ScalingRatiosAgainstTheOneGpuRows) {
     return gpu.rfind("v100", 0) == 0 ? "dgx1v" : gpu.rfind("a100", 0) == 0 ? "dgx-a100" : gpu.rfind("h100", 0) == 0 ? "dgx-h100" : "rtx4090-pcie";
   };
   auto throughput = [&](const ThroughputSample& s, int gpus) {
-    Scenario sc;
-    sc.cluster = load_cluster(resolve(DataKind::cluster, server(s.gpu_id), "--cluster"));
-    sc.cluster.gpu = s.gpu;
-    sc.network = *s.network;
-    sc.strategy = load_strategy(resolve(DataKind::framework, "pytorch-ddp", "--framework"));
-    sc.batch_per_gpu = s.batch;
-    sc.compute.precision = s.precision;
-    sc.compute.optimizer = s.optimizer;
-    return Predictor(std::move(sc)).predict(gpus).throughput_samples_per_s;
+    return Predictor(measured_scenario(s, server(s.gpu_id))).predict(gpus).throughput_samples_per_s;
   };
   double sum = 0, signed_sum = 0;
   int rows = 0;
@@ -251,21 +257,12 @@ TEST(H200Measured, PyTorchStepsBesideThePredictions) {
   MeasurementOptions strict;
   strict.fp32_means_tf32 = false;  // the fp32 rows ran with TF32 off, the tf32 rows say so
   const std::vector<ThroughputSample> samples = read_throughput_csv(dir + "/training-steps.csv", strict);
-  const Cluster server = load_cluster(resolve(DataKind::cluster, "dgx-h100", "--cluster"));
-  const Strategy ddp = load_strategy(resolve(DataKind::framework, "pytorch-ddp", "--framework"));
   auto step = [&](const ThroughputSample& m, TensorLayout layout) {
-    Scenario sc;
-    sc.cluster = server;
-    sc.cluster.gpu = m.gpu;
+    Scenario sc = measured_scenario(m, "dgx-h100");
     sc.cluster.input = InputPipeline{};  // synthetic samples already on the GPU, as measured
     sc.cluster.input->data = DataSource::synthetic;
-    sc.network = *m.network;
-    sc.strategy = ddp;
     sc.strategy.conv_algorithms.layout = layout;
     sc.strategy.attention = m.attention;  // Hugging Face's sdpa: flash in half precision, memory-efficient otherwise
-    sc.batch_per_gpu = m.batch;
-    sc.compute.precision = m.precision;
-    sc.compute.optimizer = m.optimizer;
     return Predictor(std::move(sc)).predict(1).iteration_time;
   };
   double all = 0, gemm_only = 0;
