@@ -40,6 +40,9 @@ struct MeasurementOptions {
   bool fp32_means_tf32 = true;
   /// Only rows with this many GPUs are used (the compute model is a single-GPU model).
   int gpus = 1;
+  /// The layout of image activations in rows without a memory_format column or with it empty:
+  /// PyTorch's own default is NCHW (channels_last must be asked for).
+  TensorLayout layout = TensorLayout::nhwc;
 };
 
 /// Reads a CSV of measured throughputs: a header naming at least gpu, gpus, precision, model,

@@ -7,6 +7,7 @@
 #include <map>
 
 #include "cli/commands.hpp"
+#include "cli/scenario_options.hpp"
 #include "dlscale/error.hpp"
 #include "dlscale/fit.hpp"
 #include "dlscale/io.hpp"
@@ -20,6 +21,7 @@ struct FitCliOptions {
   std::vector<std::string> model_names;  // FILE=ZOO
   bool fp32_is_fp32 = false;
   std::string leave_one_out;  // "", "gpu", "model", "both"
+  std::string memory_format;  // rows without the column: nchw or nhwc
 };
 
 std::string table(const std::vector<ThroughputSample>& s, const std::vector<double>& pred) {
@@ -35,6 +37,7 @@ std::string table(const std::vector<ThroughputSample>& s, const std::vector<doub
 void run_fit(const FitCliOptions& o) {
   MeasurementOptions mo;
   mo.fp32_means_tf32 = !o.fp32_is_fp32;
+  if (!o.memory_format.empty()) mo.layout = memory_format_option(o.memory_format);
   for (const auto& m : o.model_names) {
     const auto eq = m.find('=');
     if (eq == std::string::npos || eq == 0 || eq + 1 == m.size())
@@ -82,6 +85,9 @@ void setup_calibrate_fit(CLI::App& calibrate) {
       ->type_name("FILE_NAME=ZOO_NAME");
   c->add_flag("--fp32-is-fp32", o->fp32_is_fp32,
               "Rows marked fp32 ran in true fp32 (default: in TF32 where the GPU has it, as PyTorch's default)");
+  c->add_option("--memory-format", o->memory_format,
+                "The layout of image activations in rows without a memory_format (nchw: PyTorch's default; default nhwc)")
+      ->type_name("LAYOUT");
   c->add_option("--leave-one-out", o->leave_one_out, "Also refit without each GPU, each model, or both, and report the errors")
       ->check(CLI::IsMember({"gpu", "model", "both"}))
       ->type_name("gpu|model|both");

@@ -156,7 +156,7 @@ std::vector<ThroughputSample> read_throughput_csv(const fs::path& file, const Me
     s.network = net;
     s.optimizer = default_optimizer(*net);
     try {  // docs/compute-model.md, K10 and K9: as the run was laid out and attended
-      if (!r.memory_format.empty()) s.layout = tensor_layout_from_string(r.memory_format);
+      s.layout = r.memory_format.empty() ? opt.layout : tensor_layout_from_string(r.memory_format);
     } catch (const std::invalid_argument& e) {
       fail(r.line, r.col[6], "memory_format", e.what());
     }
