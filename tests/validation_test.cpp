@@ -12,6 +12,7 @@
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -252,37 +253,53 @@ TEST(Lambda, ScalingRatiosAgainstTheOneGpuRows) {
 // synthetic data, bench/pytorch/train_steps.py), none of them used to set a parameter: the model's
 // out-of-sample check on a GPU of its own kind. Rows in plain PyTorch's NCHW layout are predicted with
 // memory_format nchw (eq. K10), the channels_last row with nhwc.
+/// The mean absolute errors of the model against one GPU's measured steps (a directory in that file's
+/// format), printed row by row: over all rows, and over those without convolutions (BERT, GEMM-only).
+struct MeasuredErrors {
+  double all = 0, gemm_only = 0;
+  int rows = 0, gemm_rows = 0;
+};
+/// The predicted single-GPU step of a measured row, with the row's layout unless `layout` says otherwise.
+Seconds measured_step(const ThroughputSample& m, const std::string& cluster, std::optional<TensorLayout> layout = {}) {
+  Scenario sc = measured_scenario(m, cluster);
+  sc.cluster.input = InputPipeline{};  // synthetic samples already on the GPU, as measured
+  sc.cluster.input->data = DataSource::synthetic;
+  sc.strategy.conv_algorithms.layout = layout.value_or(m.layout);
+  sc.strategy.attention = m.attention;  // Hugging Face's sdpa: flash in half precision, memory-efficient otherwise
+  return Predictor(std::move(sc)).predict(1).iteration_time;
+}
+MeasuredErrors compare_measured_steps(const std::vector<ThroughputSample>& samples, const std::string& cluster,
+                                      const char* label) {
+  MeasuredErrors r;
+  for (const ThroughputSample& m : samples) {
+    const double predicted = m.batch / in_seconds(measured_step(m, cluster));
+    const double e = predicted / m.samples_per_s - 1.0;
+    std::printf("%s %-16s %-4s batch %4d %-4s %-5s measured %9.1f/s predicted %9.1f/s (%+.1f %%)\n", label,
+                m.model_id.c_str(), std::string(to_string(m.precision)).c_str(), m.batch,
+                std::string(to_string(m.layout)).c_str(), std::string(to_string(m.attention)).c_str(), m.samples_per_s,
+                predicted, 100 * e);
+    r.all += std::abs(e);
+    ++r.rows;
+    if (m.network->name.rfind("mlp", 0) == 0 || m.network->name.rfind("bert", 0) == 0) {
+      r.gemm_only += std::abs(e);
+      ++r.gemm_rows;
+    }
+  }
+  std::printf("%s: %d rows, mean absolute error %.1f %%; the %d without convolutions (BERT, GEMM-only) %.1f %%\n", label,
+              r.rows, 100 * r.all / r.rows, r.gemm_rows, 100 * r.gemm_only / r.gemm_rows);
+  return r;
+}
+
 TEST(H200Measured, PyTorchStepsBesideThePredictions) {
   const std::string dir = std::string(DLSCALE_TEST_DATA_DIR) + "/h200-pytorch";
   MeasurementOptions strict;
   strict.fp32_means_tf32 = false;  // the fp32 rows ran with TF32 off, the tf32 rows say so
   const std::vector<ThroughputSample> samples = read_throughput_csv(dir + "/training-steps.csv", strict);
-  auto step = [&](const ThroughputSample& m, TensorLayout layout) {
-    Scenario sc = measured_scenario(m, "dgx-h100");
-    sc.cluster.input = InputPipeline{};  // synthetic samples already on the GPU, as measured
-    sc.cluster.input->data = DataSource::synthetic;
-    sc.strategy.conv_algorithms.layout = layout;
-    sc.strategy.attention = m.attention;  // Hugging Face's sdpa: flash in half precision, memory-efficient otherwise
-    return Predictor(std::move(sc)).predict(1).iteration_time;
-  };
-  double all = 0, gemm_only = 0;
-  int rows = 0, gemm_rows = 0;
-  for (const ThroughputSample& m : samples) {
-    const double predicted = m.batch / in_seconds(step(m, m.layout));
-    const double e = predicted / m.samples_per_s - 1.0;
-    std::printf("H200 %-16s %-4s batch %4d %-4s %-5s measured %9.1f/s predicted %9.1f/s (%+.1f %%)\n", m.model_id.c_str(),
-                std::string(to_string(m.precision)).c_str(), m.batch, std::string(to_string(m.layout)).c_str(),
-                std::string(to_string(m.attention)).c_str(), m.samples_per_s, predicted, 100 * e);
-    all += std::abs(e);
-    ++rows;
-    if (m.network->name.rfind("mlp", 0) == 0 || m.network->name.rfind("bert", 0) == 0) {
-      gemm_only += std::abs(e);
-      ++gemm_rows;
-    }
-  }
+  auto step = [&](const ThroughputSample& m, TensorLayout layout) { return measured_step(m, "dgx-h100", layout); };
+  const MeasuredErrors e = compare_measured_steps(samples, "dgx-h100", "H200");
+  const double all = e.all, gemm_only = e.gemm_only;
+  const int rows = e.rows, gemm_rows = e.gemm_rows;
   ASSERT_EQ(rows, 26);
-  std::printf("H200: %d rows, mean absolute error %.1f %%; the %d without convolutions (BERT, GEMM-only) %.1f %%\n", rows,
-              100 * all / rows, gemm_rows, 100 * gemm_only / gemm_rows);
   EXPECT_LE(gemm_only / gemm_rows, 0.15);  // transformers and GEMMs on a GPU the parameters never saw
   EXPECT_LE(all / rows, 0.30);             // where it stands (26.2 %): the convolutional networks are the misses
 
@@ -296,6 +313,37 @@ TEST(H200Measured, PyTorchStepsBesideThePredictions) {
   const Seconds extra = step(*r50, TensorLayout::nchw) - step(*r50, TensorLayout::nhwc);
   std::printf("H200 ResNet-50 fp16 b256: NCHW transposes %.2f ms predicted, 12.99 ms profiled\n", 1e3 * in_seconds(extra));
   EXPECT_NEAR(in_seconds(extra), 12.989e-3, 0.1 * 12.989e-3);
+}
+
+// The same steps on an H100 SXM (tests/data/h100-pytorch/README.md: same software, same script), plus the
+// vision networks in channels_last and strict fp32, none of them used to set a parameter either.
+TEST(H100Measured, PyTorchStepsBesideThePredictions) {
+  MeasurementOptions strict;
+  strict.fp32_means_tf32 = false;
+  const std::vector<ThroughputSample> samples =
+      read_throughput_csv(std::string(DLSCALE_TEST_DATA_DIR) + "/h100-pytorch/training-steps.csv", strict);
+  const MeasuredErrors e = compare_measured_steps(samples, "dgx-h100", "H100");
+  ASSERT_EQ(e.rows, 34);
+  EXPECT_LE(e.gemm_only / e.gemm_rows, 0.15);
+  EXPECT_LE(e.all / e.rows, 0.30);
+}
+
+// `calibrate fit --memory-format nchw`: rows without a memory_format take the option's layout, rows that
+// name one keep it (the H100 file's channels_last rows stay nhwc; its BERT rows leave the cell empty).
+TEST(Fit, RowsWithoutAMemoryFormatTakeTheOptionsLayout) {
+  MeasurementOptions o;
+  o.fp32_means_tf32 = false;
+  o.layout = TensorLayout::nchw;
+  int nchw = 0, nhwc = 0;
+  for (const auto& s : read_throughput_csv(std::string(DLSCALE_TEST_DATA_DIR) + "/h100-pytorch/training-steps.csv", o))
+    ++(s.layout == TensorLayout::nchw ? nchw : nhwc);
+  EXPECT_EQ(nhwc, 10);  // the channels_last rows of the file
+  EXPECT_EQ(nchw, 24);  // 13 written nchw, 11 without convolutions and an empty cell
+  o.layout = TensorLayout::nhwc;
+  nchw = 0;
+  for (const auto& s : read_throughput_csv(std::string(DLSCALE_TEST_DATA_DIR) + "/h100-pytorch/training-steps.csv", o))
+    nchw += s.layout == TensorLayout::nchw;
+  EXPECT_EQ(nchw, 13);
 }
 
 TEST(MemoryFit, TheCasesThatDecideWhetherAStepRuns) {

@@ -1,6 +1,6 @@
 # Kernel-time breakdown of two training steps (torch.profiler, CUDA activities) of the image networks, as
 # tests/data/h200-pytorch/kernels.txt holds it: where a step's time goes, kernel by kernel (eq. K10's
-# layout transposes were read off it). Usage: OUT=DIR python3 bench/pytorch/kernel_profile.py
+# layout transposes were read off it). Usage: OUT=DIR [RUNS=h200|h100] python3 bench/pytorch/kernel_profile.py
 import os, json, time, torch, torch.nn as nn
 OUT = os.environ.get("OUT", ".")
 from torch.profiler import profile, ProfilerActivity
@@ -36,10 +36,13 @@ def one(name, prec, batch, cl):
         f.write(json.dumps(dict(tag=tag, total_us=tot, kernels=[dict(name=k, us=t, count=c) for k, t, c in rows])) + "\n")
     print(tag, round(tot / 1e3, 2), "ms", flush=True)
 T = time.time()
-for cfg in [("resnet50", "fp16", 256, False), ("resnet50", "fp16", 256, True), ("resnet50", "fp32", 256, False),
+H200 = [("resnet50", "fp16", 256, False), ("resnet50", "fp16", 256, True), ("resnet50", "fp32", 256, False),
             ("resnet50", "tf32", 256, False), ("alexnet", "fp16", 512, False), ("alexnet", "fp32", 512, False),
             ("vgg16", "tf32", 128, False), ("vgg16", "fp16", 128, True), ("inception-v3", "fp32", 128, False),
-            ("resnet50", "bf16", 256, False)]:
+            ("resnet50", "bf16", 256, False)]
+H100 = [("vgg16", "fp16", 128, True), ("alexnet", "fp16", 512, True), ("inception-v3", "fp16", 128, True),
+        ("resnet50", "fp16", 256, True)]
+for cfg in {"h200": H200, "h100": H100}[os.environ.get("RUNS", "h200")]:
     if time.time() - T > 110: break
     try: one(*cfg)
     except Exception as e: print(cfg, "ERR", e, flush=True)

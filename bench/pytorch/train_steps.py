@@ -2,7 +2,7 @@
 # (tests/data/h200-pytorch/README.md). Synthetic data already on the GPU, so the step alone is timed:
 # 6 warm-up steps (cudnn.benchmark searches there), then 4 windows of n steps (n so that a window lasts
 # about 0.6 s) timed with CUDA events; ms_per_iter is the mean of the two middle windows.
-# Usage: OUT=DIR BUDGET=SECONDS python3 bench/pytorch/train_steps.py   (writes DIR/torch.jsonl, one line per run,
+# Usage: OUT=DIR BUDGET=SECONDS [RUNS=h200|h100-1|h100-2] python3 bench/pytorch/train_steps.py   (writes DIR/torch.jsonl, one line per run,
 # and DIR/steps.csv in `dlscale calibrate fit`'s format, the GPU as the driver names it)
 # Needs PyTorch, torchvision and transformers (BERT from its configuration: random weights, no download).
 import json, os, sys, time, math
@@ -99,16 +99,38 @@ def run(model, prec, batch, seq=None, attn="sdpa", cl=False, mlp=None):
 print(json.dumps(dict(torch=torch.__version__, cudnn=torch.backends.cudnn.version(), gpu=torch.cuda.get_device_name(),
                       sms=torch.cuda.get_device_properties(0).multi_processor_count)), flush=True)
 res.write(json.dumps(dict(torch=torch.__version__, cudnn=torch.backends.cudnn.version(), gpu=torch.cuda.get_device_name())) + "\n")
-for p in ("fp16", "tf32", "fp32"): run("bert-large-squad", p, 32, seq=384)
-for p in ("fp16", "tf32", "fp32"): run("bert-squad", p, 32, seq=384)
-run("bert-large-squad", "fp16", 32, seq=384, attn="eager")
-for p in ("fp16", "bf16", "tf32", "fp32"): run("resnet50", p, 256)
-run("resnet50", "fp16", 256, cl=True)
-for p in ("fp32", "tf32", "bf16", "fp16"): run("mlp-8192x8", p, 8192, mlp=(8192, 8))
-for p in ("fp16", "tf32", "fp32"): run("vgg16", p, 128)
-for p in ("fp16", "tf32", "fp32"): run("alexnet", p, 512)
-for p in ("fp16", "tf32", "fp32"): run("inception-v3", p, 128)
-run("resnet50", "fp16", 64)
+RUNS = os.environ.get("RUNS", "h200")  # which list: the H200 file's, or the two calls of the H100 file
+if RUNS == "h200":
+    for p in ("fp16", "tf32", "fp32"): run("bert-large-squad", p, 32, seq=384)
+    for p in ("fp16", "tf32", "fp32"): run("bert-squad", p, 32, seq=384)
+    run("bert-large-squad", "fp16", 32, seq=384, attn="eager")
+    for p in ("fp16", "bf16", "tf32", "fp32"): run("resnet50", p, 256)
+    run("resnet50", "fp16", 256, cl=True)
+    for p in ("fp32", "tf32", "bf16", "fp16"): run("mlp-8192x8", p, 8192, mlp=(8192, 8))
+    for p in ("fp16", "tf32", "fp32"): run("vgg16", p, 128)
+    for p in ("fp16", "tf32", "fp32"): run("alexnet", p, 512)
+    for p in ("fp16", "tf32", "fp32"): run("inception-v3", p, 128)
+    run("resnet50", "fp16", 64)
+elif RUNS == "h100-1":
+    for p in ("fp16", "tf32"): run("bert-large-squad", p, 32, seq=384)
+    for p in ("fp16", "tf32", "fp32"): run("bert-squad", p, 32, seq=384)
+    run("resnet50", "fp16", 256, cl=True); run("resnet50", "fp16", 256); run("resnet50", "tf32", 256)
+    run("resnet50", "bf16", 256, cl=True); run("resnet50", "tf32", 256, cl=True)
+    for p in ("fp16", "tf32", "fp32"): run("mlp-8192x8", p, 8192, mlp=(8192, 8))
+    for p in ("fp16", "tf32"): run("vgg16", p, 128)
+    for p in ("fp16", "tf32"): run("alexnet", p, 512)
+    for p in ("fp16", "tf32"): run("inception-v3", p, 128)
+    run("resnet50", "fp16", 64, cl=True)
+    run("bert-large-squad", "fp16", 32, seq=384, attn="eager")
+    run("resnet50", "fp32", 256)
+    run("bert-large-squad", "fp32", 32, seq=384)
+elif RUNS == "h100-2":
+    run("vgg16", "fp16", 128, cl=True); run("alexnet", "fp16", 512, cl=True); run("inception-v3", "fp16", 128, cl=True)
+    run("resnet50", "fp16", 128, cl=True); run("vgg16", "tf32", 128, cl=True); run("inception-v3", "tf32", 128, cl=True)
+    run("bert-squad", "bf16", 32, seq=384); run("resnet50", "bf16", 256)
+    for m, b in (("vgg16", 128), ("alexnet", 512), ("inception-v3", 128)): run(m, "fp32", b)
+else:
+    sys.exit(f"RUNS={RUNS}: h200, h100-1 or h100-2")
 print("done in", round(time.time() - T0), "s", flush=True)
 
 # The runs in `dlscale calibrate fit`'s format (docs/compute-model.md): precision fp32 is strict here, so fit
