@@ -91,6 +91,24 @@ TEST(Cli, ComputeParamsReplaceTheShippedKernelParameters) {
   EXPECT_EQ(lines(missing.err), 1) << missing.err;
 }
 
+TEST(Cli, FitKeepsTheFixedParametersAtTheirStart) {
+  // Two GPUs' rows, written here, fitted from a start whose kernel overhead (7 us) and operand feed (9) are
+  // held: they come back as they went in, while a free parameter moves off its start.
+  const std::string start = temp_file("start.yaml",
+                                      "defaults: {tensor_efficiency: 0.5, vector_efficiency: 0.5, conv_efficiency: 0.5, "
+                                      "memory_efficiency: 0.5, kernel_overhead: \"7 us\", operand_feed: 9}\n");
+  const std::string csv = temp_file("m.csv", "gpu,gpus,precision,model,global_batch,samples_per_s\n"
+                                             "v100-sxm2,1,fp32,resnet50,64,300\nv100-sxm2,1,fp16,resnet50,128,800\n"
+                                             "a100-sxm4-40gb,1,fp16,resnet50,128,1500\n");
+  const std::string out = temp_file("fitted.yaml", "");
+  const auto r = run_cli("calibrate fit " + csv + " --start " + start + " --fixed kernel_overhead,operand_feed -o " + out);
+  ASSERT_EQ(r.status, 0) << r.err;
+  const std::string fitted = slurp(out);
+  EXPECT_NE(fitted.find("kernel_overhead: \"7 us\""), std::string::npos) << fitted;
+  EXPECT_NE(fitted.find("operand_feed: 9,"), std::string::npos) << fitted;
+  EXPECT_EQ(fitted.find("memory_efficiency: 0.5,"), std::string::npos) << fitted;
+}
+
 TEST(Cli, Fp32OnATf32GpuSaysWhatFrameworksRunThere) {
   const auto fp32 = run_cli("predict --cluster dgx-a100 --model resnet50 --framework pytorch-ddp --gpus 1 --no-train");
   ASSERT_EQ(fp32.status, 0) << fp32.err;

@@ -2,9 +2,12 @@
 // Sets the kernel model's parameters from measured single-GPU throughputs (docs/compute-model.md,
 // "Fitting the parameters"); the result is a topologies/compute-params.yaml that --compute-params reads.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <cmath>
+#include <iterator>
 #include <map>
+#include <vector>
 
 #include "cli/commands.hpp"
 #include "cli/scenario_options.hpp"
@@ -15,14 +18,32 @@
 namespace dlscale::cli {
 namespace {
 struct FitCliOptions {
-  std::string measurements;
+  std::vector<std::string> measurements;  // one or more CSV files, their rows fitted together
   std::string output;
   std::string start;          // starting parameters (default: the shipped file)
   std::vector<std::string> model_names;  // FILE=ZOO
   bool fp32_is_fp32 = false;
   std::string leave_one_out;  // "", "gpu", "model", "both"
   std::string memory_format;  // rows without the column: nchw or nhwc
+  std::vector<std::string> fixed;  // parameters kept at their starting values
 };
+
+/// `--fixed NAME,...`: the parameters the fit keeps at their starting values.
+FitOptions fit_options(const std::vector<std::string>& fixed) {
+  FitOptions f;
+  for (const auto& name : fixed) {
+    if (name == "tensor_efficiency") f.tensor_efficiency = false;
+    else if (name == "vector_efficiency") f.vector_efficiency = false;
+    else if (name == "conv_efficiency") f.conv_efficiency = false;
+    else if (name == "memory_efficiency") f.memory_efficiency = false;
+    else if (name == "kernel_overhead") f.kernel_overhead = false;
+    else if (name == "operand_feed") f.operand_feed = false;
+    else
+      throw UsageError("--fixed", fmt::format("'{}' is not a fitted parameter (tensor_efficiency, vector_efficiency, "
+                                              "conv_efficiency, memory_efficiency, kernel_overhead, operand_feed)", name));
+  }
+  return f;
+}
 
 std::string table(const std::vector<ThroughputSample>& s, const std::vector<double>& pred) {
   std::string o = fmt::format("{:<18} {:<18} {:>6} {:>6} {:>10} {:>10} {:>8}\n", "gpu", "model", "prec", "batch",
@@ -44,10 +65,16 @@ void run_fit(const FitCliOptions& o) {
       throw UsageError("--model-name", fmt::format("'{}' is not FILE_NAME=ZOO_NAME (e.g. bert-base=bert-squad)", m));
     mo.model_names[m.substr(0, eq)] = m.substr(eq + 1);
   }
-  const auto samples = read_throughput_csv(o.measurements, mo);
+  std::vector<ThroughputSample> samples;
+  for (const auto& file : o.measurements) {
+    auto rows = read_throughput_csv(file, mo);
+    samples.insert(samples.end(), std::make_move_iterator(rows.begin()), std::make_move_iterator(rows.end()));
+  }
+  const std::string files = fmt::format("{}", fmt::join(o.measurements, " "));
   const KernelParamSet start = o.start.empty() ? *shipped_kernel_params() : load_kernel_params(o.start);
-  const FitResult fit = fit_kernel_params(samples, start);
-  std::string report = fmt::format("# dlscale calibrate fit: {} single-GPU rows of {}\n", samples.size(), o.measurements);
+  const FitOptions fo = fit_options(o.fixed);
+  const FitResult fit = fit_kernel_params(samples, start, fo);
+  std::string report = fmt::format("# dlscale calibrate fit: {} single-GPU rows of {}\n", samples.size(), files);
   report += table(samples, fit.predicted);
   report += fmt::format("in-sample MAPE {:.1f}% (rms log error {:.3f})\n", fit.mape, fit.rms_log);
   const KernelParams& d = fit.params.defaults;
@@ -58,14 +85,14 @@ void run_fit(const FitCliOptions& o) {
   for (const char* by : {"gpu", "model"}) {
     if (o.leave_one_out != by && o.leave_one_out != "both") continue;
     const bool by_gpu = std::string_view(by) == "gpu";
-    const auto runs = leave_one_out(samples, start, by_gpu);
+    const auto runs = leave_one_out(samples, start, by_gpu, fo);
     for (const auto& r : runs) report += fmt::format("leave out {} {}: MAPE {:.1f}%\n", by, r.left_out, r.mape);
     report += fmt::format("leave-one-{}-out MAPE {:.1f}%\n", by, leave_one_out_mape(runs, samples));
   }
   fmt::print(stderr, "{}", report);
   KernelParamSet out = fit.params;
   out.defaults.source = fmt::format("fitted by `dlscale calibrate fit` to {} ({} rows; in-sample MAPE {:.1f}%)",
-                                    o.measurements, samples.size(), fit.mape);
+                                    files, samples.size(), fit.mape);
   emit(kernel_params_to_yaml(out, "Kernel-model parameters (docs/compute-model.md), written by dlscale calibrate fit.\n" +
                                       std::string("Command: ") + command_line()),
        o.output);
@@ -75,7 +102,8 @@ void run_fit(const FitCliOptions& o) {
 void setup_calibrate_fit(CLI::App& calibrate) {
   auto o = std::make_shared<FitCliOptions>();
   auto* c = calibrate.add_subcommand("fit", "Fit the kernel model's parameters to measured single-GPU throughputs (CSV)");
-  c->add_option("measurements", o->measurements, "CSV: gpu,gpus,precision,model,global_batch|batch_per_gpu,samples_per_s")
+  c->add_option("measurements", o->measurements,
+                "CSV files (their rows fitted together): gpu,gpus,precision,model,global_batch|batch_per_gpu,samples_per_s")
       ->required()
       ->type_name("CSV");
   c->add_option("-o,--output", o->output, "Write the parameters to FILE (atomically) instead of standard output")
@@ -88,6 +116,9 @@ void setup_calibrate_fit(CLI::App& calibrate) {
   c->add_option("--memory-format", o->memory_format,
                 "The layout of image activations in rows without a memory_format (nchw: PyTorch's default; default nhwc)")
       ->type_name("LAYOUT");
+  c->add_option("--fixed", o->fixed, "Keep these parameters at their starting values (e.g. kernel_overhead)")
+      ->delimiter(',')
+      ->type_name("NAME[,NAME]");
   c->add_option("--leave-one-out", o->leave_one_out, "Also refit without each GPU, each model, or both, and report the errors")
       ->check(CLI::IsMember({"gpu", "model", "both"}))
       ->type_name("gpu|model|both");
