@@ -1,24 +1,40 @@
 # Kernel-time breakdown of two training steps (torch.profiler, CUDA activities) of the image networks, as
 # tests/data/h200-pytorch/kernels.txt holds it: where a step's time goes, kernel by kernel (eq. K10's
-# layout transposes were read off it). Usage: OUT=DIR [RUNS=h200|h100] python3 bench/pytorch/kernel_profile.py
+# layout transposes were read off it). Usage: OUT=DIR [RUNS=h200|h100|bert] python3 bench/pytorch/kernel_profile.py
 import os, json, time, torch, torch.nn as nn
 OUT = os.environ.get("OUT", ".")
 from torch.profiler import profile, ProfilerActivity
 dev = torch.device("cuda"); torch.backends.cudnn.benchmark = True
 import torchvision.models as m
-def one(name, prec, batch, cl):
+def bert(name, attn):
+    from transformers import BertConfig, BertForQuestionAnswering
+    big = "large" in name
+    cfg = BertConfig(hidden_size=1024 if big else 768, num_hidden_layers=24 if big else 12,
+                     num_attention_heads=16 if big else 12, intermediate_size=4096 if big else 3072,
+                     attn_implementation=attn)
+    return BertForQuestionAnswering(cfg)
+
+def one(name, prec, batch, cl, attn="sdpa"):
     tf = prec == "tf32"; torch.backends.cuda.matmul.allow_tf32 = tf; torch.backends.cudnn.allow_tf32 = tf
-    if name == "inception-v3": net, size = m.inception_v3(weights=None, aux_logits=False, init_weights=False), 299
-    else: net, size = {"resnet50": m.resnet50, "vgg16": m.vgg16, "alexnet": m.alexnet}[name](weights=None), 224
-    net = net.to(dev); x = torch.randn(batch, 3, size, size, device=dev); tgt = torch.randint(0, 1000, (batch,), device=dev)
-    if cl: net = net.to(memory_format=torch.channels_last); x = x.to(memory_format=torch.channels_last)
-    ce = nn.CrossEntropyLoss(); opt = torch.optim.SGD(net.parameters(), lr=0.01, momentum=0.9)
+    if name.startswith("bert"):  # SQuAD at sequence 384, as train_steps.py runs it; AdamW
+        net = bert(name, attn).to(dev); seq = 384
+        ids = torch.randint(0, 30522, (batch, seq), device=dev)
+        sp = torch.randint(0, seq, (batch,), device=dev); ep = torch.randint(0, seq, (batch,), device=dev)
+        fwd_loss = lambda: net(input_ids=ids, start_positions=sp, end_positions=ep).loss
+        opt = torch.optim.AdamW(net.parameters(), lr=1e-5)
+    else:
+        if name == "inception-v3": net, size = m.inception_v3(weights=None, aux_logits=False, init_weights=False), 299
+        else: net, size = {"resnet50": m.resnet50, "vgg16": m.vgg16, "alexnet": m.alexnet}[name](weights=None), 224
+        net = net.to(dev); x = torch.randn(batch, 3, size, size, device=dev); tgt = torch.randint(0, 1000, (batch,), device=dev)
+        if cl: net = net.to(memory_format=torch.channels_last); x = x.to(memory_format=torch.channels_last)
+        ce = nn.CrossEntropyLoss(); opt = torch.optim.SGD(net.parameters(), lr=0.01, momentum=0.9)
+        fwd_loss = lambda: ce(net(x), tgt)
     half = {"fp16": torch.float16, "bf16": torch.bfloat16}.get(prec)
     sc = torch.amp.GradScaler("cuda", enabled=prec == "fp16")
     def step():
         opt.zero_grad(set_to_none=True)
         with torch.autocast("cuda", dtype=half or torch.float32, enabled=half is not None):
-            loss = ce(net(x), tgt)
+            loss = fwd_loss()
         sc.scale(loss).backward(); sc.step(opt); sc.update()
     for _ in range(5): step()
     torch.cuda.synchronize()
@@ -28,7 +44,7 @@ def one(name, prec, batch, cl):
     ev = p.key_averages()
     rows = sorted(((e.key, e.device_time_total / 2, e.count // 2) for e in ev if e.device_time_total > 0), key=lambda r: -r[1])
     tot = sum(r[1] for r in rows)
-    tag = f"{name} {prec} b{batch} {'nhwc' if cl else 'nchw'}"
+    tag = f"{name} {prec} b{batch} {attn if name.startswith('bert') else 'nhwc' if cl else 'nchw'}"
     with open(os.path.join(OUT, "kernels.txt"), "a") as f:
         f.write(f"== {tag}: {tot/1e3:.2f} ms of kernels per step, {sum(r[2] for r in rows)} kernels\n")
         for k, t, c in rows[:28]: f.write(f"{t/1e3:9.3f} ms {100*t/tot:5.1f}% x{c:<4d} {k[:150]}\n")
@@ -42,7 +58,9 @@ H200 = [("resnet50", "fp16", 256, False), ("resnet50", "fp16", 256, True), ("res
             ("resnet50", "bf16", 256, False)]
 H100 = [("vgg16", "fp16", 128, True), ("alexnet", "fp16", 512, True), ("inception-v3", "fp16", 128, True),
         ("resnet50", "fp16", 256, True)]
-for cfg in {"h200": H200, "h100": H100}[os.environ.get("RUNS", "h200")]:
+BERT = [("bert-large-squad", "fp16", 32, False), ("bert-squad", "fp16", 32, False), ("bert-large-squad", "tf32", 32, False),
+        ("bert-large-squad", "fp16", 32, False, "eager")]
+for cfg in {"h200": H200, "h100": H100, "bert": BERT}[os.environ.get("RUNS", "h200")]:
     if time.time() - T > 110: break
     try: one(*cfg)
     except Exception as e: print(cfg, "ERR", e, flush=True)
