@@ -107,6 +107,10 @@ TEST(Cli, FitKeepsTheFixedParametersAtTheirStart) {
   EXPECT_NE(fitted.find("kernel_overhead: \"7 us\""), std::string::npos) << fitted;
   EXPECT_NE(fitted.find("operand_feed: 9,"), std::string::npos) << fitted;
   EXPECT_EQ(fitted.find("memory_efficiency: 0.5,"), std::string::npos) << fitted;
+  // The report says how each row was taken: ResNet-50 without a memory_format column is NHWC, and has no
+  // attention layer to name a kernel for.
+  EXPECT_NE(r.err.find("layout"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("   nhwc                -"), std::string::npos) << r.err;
 }
 
 TEST(Cli, Fp32OnATf32GpuSaysWhatFrameworksRunThere) {

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
 #include <cmath>
 #include <iterator>
 #include <map>
@@ -45,13 +46,23 @@ FitOptions fit_options(const std::vector<std::string>& fixed) {
   return f;
 }
 
+/// Whether `net` has a layer of `kind` (a layout matters to convolutions, an attention kernel to attention).
+bool has_layer(const Network& net, LayerKind kind) {
+  return std::any_of(net.layers.begin(), net.layers.end(), [kind](const Layer& l) { return l.kind == kind; });
+}
+
+/// Each row as it was fitted: how it ran (precision, batch, layout, attention), measured and predicted.
 std::string table(const std::vector<ThroughputSample>& s, const std::vector<double>& pred) {
-  std::string o = fmt::format("{:<18} {:<18} {:>6} {:>6} {:>10} {:>10} {:>8}\n", "gpu", "model", "prec", "batch",
-                              "measured", "predicted", "error");
-  for (std::size_t i = 0; i < s.size(); ++i)
-    o += fmt::format("{:<18} {:<18} {:>6} {:>6} {:>10.1f} {:>10.1f} {:>+7.1f}%\n", s[i].gpu_id, s[i].model_id,
-                     to_string(s[i].precision), s[i].batch, s[i].samples_per_s, pred[i],
-                     100.0 * (pred[i] / s[i].samples_per_s - 1.0));
+  std::string o = fmt::format("{:<18} {:<18} {:>6} {:>6} {:>6} {:>16} {:>10} {:>10} {:>8}\n", "gpu", "model", "prec",
+                              "batch", "layout", "attention", "measured", "predicted", "error");
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    const Network& net = *s[i].network;
+    o += fmt::format("{:<18} {:<18} {:>6} {:>6} {:>6} {:>16} {:>10.1f} {:>10.1f} {:>+7.1f}%\n", s[i].gpu_id, s[i].model_id,
+                     to_string(s[i].precision), s[i].batch,
+                     has_layer(net, LayerKind::conv) ? std::string(to_string(s[i].layout)) : std::string("-"),
+                     has_layer(net, LayerKind::attention) ? std::string(to_string(s[i].attention)) : std::string("-"),
+                     s[i].samples_per_s, pred[i], 100.0 * (pred[i] / s[i].samples_per_s - 1.0));
+  }
   return o;
 }
 
