@@ -879,7 +879,7 @@ std::vector<Row> catalogue() {
        {{"m.csv", "gpu,gpus,precision,model,global_batch,samples_per_s\np40,1,fp32,alexnet,128,10\n"}},
        "calibrate fit {dir}/m.csv --fixed kernel_overhead,winograd -o {out}",
        E + "'--fixed': 'winograd' is not a fitted parameter (tensor_efficiency, vector_efficiency, conv_efficiency, "
-           "memory_efficiency, kernel_overhead, operand_feed)\n", "{mini}"},
+           "memory_efficiency, kernel_overhead, operand_feed, or all)\n", "{mini}"},
       {"fit_no_batch_column", {{"m.csv", "gpu,gpus,precision,model,samples_per_s\np40,1,fp32,alexnet,10\n"}},
        "calibrate fit {dir}/m.csv -o {out}", E + "{dir}/m.csv:1:1: 'global_batch': the header names neither global_batch nor batch_per_gpu\n",
        "{mini}"},

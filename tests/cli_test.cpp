@@ -111,6 +111,10 @@ TEST(Cli, FitKeepsTheFixedParametersAtTheirStart) {
   // attention layer to name a kernel for.
   EXPECT_NE(r.err.find("layout"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("   nhwc                -"), std::string::npos) << r.err;
+  // --fixed all fits nothing: the start comes back as it went in.
+  const auto none = run_cli("calibrate fit " + csv + " --start " + start + " --fixed all -o " + out);
+  ASSERT_EQ(none.status, 0) << none.err;
+  EXPECT_NE(slurp(out).find("memory_efficiency: 0.5,"), std::string::npos) << slurp(out);
 }
 
 TEST(Cli, Fp32OnATf32GpuSaysWhatFrameworksRunThere) {

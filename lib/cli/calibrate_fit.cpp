@@ -33,7 +33,10 @@ struct FitCliOptions {
 FitOptions fit_options(const std::vector<std::string>& fixed) {
   FitOptions f;
   for (const auto& name : fixed) {
-    if (name == "tensor_efficiency") f.tensor_efficiency = false;
+    if (name == "all") {  // nothing fitted: the table and errors of the starting set on these rows
+      f.tensor_efficiency = f.vector_efficiency = f.conv_efficiency = f.memory_efficiency = f.kernel_overhead =
+          f.operand_feed = false;
+    } else if (name == "tensor_efficiency") f.tensor_efficiency = false;
     else if (name == "vector_efficiency") f.vector_efficiency = false;
     else if (name == "conv_efficiency") f.conv_efficiency = false;
     else if (name == "memory_efficiency") f.memory_efficiency = false;
@@ -41,7 +44,7 @@ FitOptions fit_options(const std::vector<std::string>& fixed) {
     else if (name == "operand_feed") f.operand_feed = false;
     else
       throw UsageError("--fixed", fmt::format("'{}' is not a fitted parameter (tensor_efficiency, vector_efficiency, "
-                                              "conv_efficiency, memory_efficiency, kernel_overhead, operand_feed)", name));
+                                              "conv_efficiency, memory_efficiency, kernel_overhead, operand_feed, or all)", name));
   }
   return f;
 }
@@ -102,8 +105,11 @@ void run_fit(const FitCliOptions& o) {
   }
   fmt::print(stderr, "{}", report);
   KernelParamSet out = fit.params;
-  out.defaults.source = fmt::format("fitted by `dlscale calibrate fit` to {} ({} rows; in-sample MAPE {:.1f}%)",
-                                    files, samples.size(), fit.mape);
+  const bool fitted = fo.tensor_efficiency || fo.vector_efficiency || fo.conv_efficiency || fo.memory_efficiency ||
+                      fo.kernel_overhead || fo.operand_feed;
+  out.defaults.source = fmt::format("{} `dlscale calibrate fit` {} {} ({} rows; in-sample MAPE {:.1f}%)",
+                                    fitted ? "fitted by" : "the starting set, nothing fitted, evaluated by",
+                                    fitted ? "to" : "on", files, samples.size(), fit.mape);
   emit(kernel_params_to_yaml(out, "Kernel-model parameters (docs/compute-model.md), written by dlscale calibrate fit.\n" +
                                       std::string("Command: ") + command_line()),
        o.output);
@@ -127,7 +133,7 @@ void setup_calibrate_fit(CLI::App& calibrate) {
   c->add_option("--memory-format", o->memory_format,
                 "The layout of image activations in rows without a memory_format (nchw: PyTorch's default; default nhwc)")
       ->type_name("LAYOUT");
-  c->add_option("--fixed", o->fixed, "Keep these parameters at their starting values (e.g. kernel_overhead)")
+  c->add_option("--fixed", o->fixed, "Keep these parameters at their starting values (e.g. kernel_overhead; all: only evaluate the start)")
       ->delimiter(',')
       ->type_name("NAME[,NAME]");
   c->add_option("--leave-one-out", o->leave_one_out, "Also refit without each GPU, each model, or both, and report the errors")
