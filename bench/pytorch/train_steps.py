@@ -2,7 +2,7 @@
 # (tests/data/h200-pytorch/README.md). Synthetic data already on the GPU, so the step alone is timed:
 # 6 warm-up steps (cudnn.benchmark searches there), then 4 windows of n steps (n so that a window lasts
 # about 0.6 s) timed with CUDA events; ms_per_iter is the mean of the two middle windows.
-# Usage: OUT=DIR BUDGET=SECONDS [RUNS=h200|h100-1|h100-2] python3 bench/pytorch/train_steps.py   (writes DIR/torch.jsonl, one line per run,
+# Usage: OUT=DIR BUDGET=SECONDS [RUNS=h200|h100-1|h100-2|small] python3 bench/pytorch/train_steps.py   (writes DIR/torch.jsonl, one line per run,
 # and DIR/steps.csv in `dlscale calibrate fit`'s format, the GPU as the driver names it)
 # Needs PyTorch, torchvision and transformers (BERT from its configuration: random weights, no download).
 import json, os, sys, time, math
@@ -129,8 +129,12 @@ elif RUNS == "h100-2":
     run("resnet50", "fp16", 128, cl=True); run("vgg16", "tf32", 128, cl=True); run("inception-v3", "tf32", 128, cl=True)
     run("bert-squad", "bf16", 32, seq=384); run("resnet50", "bf16", 256)
     for m, b in (("vgg16", 128), ("alexnet", 512), ("inception-v3", 128)): run(m, "fp32", b)
+elif RUNS == "small":  # batch 1 and 8: steps the host's kernel launches bound (the kernel counts are kernels.txt's)
+    for b in (1, 8): run("resnet50", "fp16", b, cl=True)
+    run("inception-v3", "fp16", 1, cl=True); run("vgg16", "fp16", 1, cl=True); run("alexnet", "fp16", 1, cl=True)
+    run("bert-squad", "fp16", 1, seq=384); run("bert-large-squad", "fp16", 1, seq=384)
 else:
-    sys.exit(f"RUNS={RUNS}: h200, h100-1 or h100-2")
+    sys.exit(f"RUNS={RUNS}: h200, h100-1, h100-2 or small")
 print("done in", round(time.time() - T0), "s", flush=True)
 
 # The runs in `dlscale calibrate fit`'s format (docs/compute-model.md): precision fp32 is strict here, so fit
