@@ -62,6 +62,11 @@ struct FitOptions {
   bool tensor_efficiency = true, vector_efficiency = true, conv_efficiency = true, memory_efficiency = true,
        kernel_overhead = true, winograd_gain = false, operand_feed = true;
   int iterations = 60;
+  /// Whether any parameter is free (none: the fit only evaluates its start).
+  [[nodiscard]] bool fits_anything() const noexcept {
+    return tensor_efficiency || vector_efficiency || conv_efficiency || memory_efficiency || kernel_overhead ||
+           winograd_gain || operand_feed;
+  }
 };
 
 struct FitResult {

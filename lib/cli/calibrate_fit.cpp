@@ -105,8 +105,7 @@ void run_fit(const FitCliOptions& o) {
   }
   fmt::print(stderr, "{}", report);
   KernelParamSet out = fit.params;
-  const bool fitted = fo.tensor_efficiency || fo.vector_efficiency || fo.conv_efficiency || fo.memory_efficiency ||
-                      fo.kernel_overhead || fo.operand_feed;
+  const bool fitted = fo.fits_anything();
   out.defaults.source = fmt::format("{} `dlscale calibrate fit` {} {} ({} rows; in-sample MAPE {:.1f}%)",
                                     fitted ? "fitted by" : "the starting set, nothing fitted, evaluated by",
                                     fitted ? "to" : "on", files, samples.size(), fit.mape);
