@@ -256,9 +256,16 @@ TEST(Lambda, ScalingRatiosAgainstTheOneGpuRows) {
 // synthetic data, bench/pytorch/train_steps.py), none of them used to set a parameter: the model's
 // out-of-sample check on a GPU of its own kind. Rows in plain PyTorch's NCHW layout are predicted with
 // memory_format nchw (eq. K10), the channels_last row with nhwc.
-/// The mean absolute errors of the model against one GPU's measured steps (a directory in that file's
-/// format), printed row by row: over all rows, and over those without convolutions (BERT, GEMM-only).
+/// A file of measured single-GPU steps (tests/data/h*-pytorch/: `fp32` rows ran with TF32 off, `tf32` rows say so).
+std::vector<ThroughputSample> measured_steps(const std::string& file) {
+  MeasurementOptions strict;
+  strict.fp32_means_tf32 = false;
+  return read_throughput_csv(std::string(DLSCALE_TEST_DATA_DIR) + "/" + file, strict);
+}
+/// The model against measured steps: each row's predicted over measured throughput, and the mean absolute
+/// errors over all rows and over those without convolutions (BERT, GEMM-only).
 struct MeasuredErrors {
+  std::vector<double> ratio;  // per row, predicted / measured samples/s
   double all = 0, gemm_only = 0;
   int rows = 0, gemm_rows = 0;
 };
@@ -277,6 +284,7 @@ MeasuredErrors compare_measured_steps(const std::vector<ThroughputSample>& sampl
   for (const ThroughputSample& m : samples) {
     const double predicted = m.batch / in_seconds(measured_step(m, cluster));
     const double e = predicted / m.samples_per_s - 1.0;
+    r.ratio.push_back(1.0 + e);
     std::printf("%s %-16s %-4s batch %4d %-4s %-5s measured %9.1f/s predicted %9.1f/s (%+.1f %%)\n", label,
                 m.model_id.c_str(), std::string(to_string(m.precision)).c_str(), m.batch,
                 std::string(to_string(m.layout)).c_str(), std::string(to_string(m.attention)).c_str(), m.samples_per_s,
@@ -294,17 +302,12 @@ MeasuredErrors compare_measured_steps(const std::vector<ThroughputSample>& sampl
 }
 
 TEST(H200Measured, PyTorchStepsBesideThePredictions) {
-  const std::string dir = std::string(DLSCALE_TEST_DATA_DIR) + "/h200-pytorch";
-  MeasurementOptions strict;
-  strict.fp32_means_tf32 = false;  // the fp32 rows ran with TF32 off, the tf32 rows say so
-  const std::vector<ThroughputSample> samples = read_throughput_csv(dir + "/training-steps.csv", strict);
+  const std::vector<ThroughputSample> samples = measured_steps("h200-pytorch/training-steps.csv");
   auto step = [&](const ThroughputSample& m, TensorLayout layout) { return measured_step(m, "dgx-h100", layout); };
   const MeasuredErrors e = compare_measured_steps(samples, "dgx-h100", "H200");
-  const double all = e.all, gemm_only = e.gemm_only;
-  const int rows = e.rows, gemm_rows = e.gemm_rows;
-  ASSERT_EQ(rows, 26);
-  EXPECT_LE(gemm_only / gemm_rows, 0.15);  // transformers and GEMMs on a GPU the parameters never saw
-  EXPECT_LE(all / rows, 0.30);             // where it stands (26.2 %): the convolutional networks are the misses
+  ASSERT_EQ(e.rows, 26);
+  EXPECT_LE(e.gemm_only / e.gemm_rows, 0.15);  // transformers and GEMMs on a GPU the parameters never saw
+  EXPECT_LE(e.all / e.rows, 0.30);             // where it stands (26.2 %): the convolutional networks are the misses
 
   // Eq. K10 against the profile (kernels.txt, "resnet50 fp16 b256 nchw"): cuDNN's nchwToNhwc and nhwcToNchw
   // kernels took 8.566 + 4.423 = 12.989 ms of the step; the model's NCHW step exceeds its NHWC step by its
@@ -321,11 +324,7 @@ TEST(H200Measured, PyTorchStepsBesideThePredictions) {
 // The same steps on an H100 SXM (tests/data/h100-pytorch/README.md: same software, same script), plus the
 // vision networks in channels_last and strict fp32, none of them used to set a parameter either.
 TEST(H100Measured, PyTorchStepsBesideThePredictions) {
-  MeasurementOptions strict;
-  strict.fp32_means_tf32 = false;
-  const std::vector<ThroughputSample> samples =
-      read_throughput_csv(std::string(DLSCALE_TEST_DATA_DIR) + "/h100-pytorch/training-steps.csv", strict);
-  const MeasuredErrors e = compare_measured_steps(samples, "dgx-h100", "H100");
+  const MeasuredErrors e = compare_measured_steps(measured_steps("h100-pytorch/training-steps.csv"), "dgx-h100", "H100");
   ASSERT_EQ(e.rows, 34);
   EXPECT_LE(e.gemm_only / e.gemm_rows, 0.15);
   EXPECT_LE(e.all / e.rows, 0.30);
@@ -337,16 +336,13 @@ TEST(H100Measured, PyTorchStepsBesideThePredictions) {
 // and the fitted kernel_overhead (22 us) stands for that: the three CNNs at batch 1 come within 5 %. BERT's
 // do not: the model issues 375 kernels for BERT-base where PyTorch issued 1,316 (printed, not held).
 TEST(H100Measured, SmallBatchStepsBoundByTheHost) {
-  MeasurementOptions strict;
-  strict.fp32_means_tf32 = false;
-  const auto samples =
-      read_throughput_csv(std::string(DLSCALE_TEST_DATA_DIR) + "/h100-pytorch/small-batch-steps.csv", strict);
+  const auto samples = measured_steps("h100-pytorch/small-batch-steps.csv");
   ASSERT_EQ(samples.size(), 7u);
-  (void)compare_measured_steps(samples, "dgx-h100", "H100 small batch");
-  for (const auto& m : samples) {
+  const MeasuredErrors e = compare_measured_steps(samples, "dgx-h100", "H100 small batch");
+  for (std::size_t i = 0; i < samples.size(); ++i) {
+    const auto& m = samples[i];
     if (m.batch != 1 || (m.model_id != "resnet50" && m.model_id != "inception-v3" && m.model_id != "vgg16")) continue;
-    const double predicted = m.batch / in_seconds(measured_step(m, "dgx-h100"));
-    EXPECT_NEAR(predicted / m.samples_per_s, 1.0, 0.05) << m.model_id;
+    EXPECT_NEAR(e.ratio[i], 1.0, 0.05) << m.model_id;
   }
 }
 
