@@ -54,7 +54,7 @@ if __name__ == "__main__":
             r = pool.map(work, [(blobs, 6.0)] * procs)
         res[f"{procs}_processes_images_per_s"] = sum(a / b for a, b in r)
     try:  # nvJPEG on the GPU, batches of 256 encoded images decoded at once
-        import torch, torchvision
+        import torch
         from torchvision.io import decode_jpeg
         data = [torch.frombuffer(bytearray(blobs[i % len(blobs)]), dtype=torch.uint8) for i in range(256)]
         for _ in range(3): decode_jpeg(data, device="cuda")

@@ -5,14 +5,7 @@ import os, json, time, torch, torch.nn as nn
 OUT = os.environ.get("OUT", ".")
 from torch.profiler import profile, ProfilerActivity
 dev = torch.device("cuda"); torch.backends.cudnn.benchmark = True
-import torchvision.models as m
-def bert(name, attn):
-    from transformers import BertConfig, BertForQuestionAnswering
-    big = "large" in name
-    cfg = BertConfig(hidden_size=1024 if big else 768, num_hidden_layers=24 if big else 12,
-                     num_attention_heads=16 if big else 12, intermediate_size=4096 if big else 3072,
-                     attn_implementation=attn)
-    return BertForQuestionAnswering(cfg)
+from nets import vision, bert  # bench/pytorch/nets.py, beside this script
 
 def one(name, prec, batch, cl, attn="sdpa"):
     tf = prec == "tf32"; torch.backends.cuda.matmul.allow_tf32 = tf; torch.backends.cudnn.allow_tf32 = tf
@@ -23,8 +16,7 @@ def one(name, prec, batch, cl, attn="sdpa"):
         fwd_loss = lambda: net(input_ids=ids, start_positions=sp, end_positions=ep).loss
         opt = torch.optim.AdamW(net.parameters(), lr=1e-5)
     else:
-        if name == "inception-v3": net, size = m.inception_v3(weights=None, aux_logits=False, init_weights=False), 299
-        else: net, size = {"resnet50": m.resnet50, "vgg16": m.vgg16, "alexnet": m.alexnet}[name](weights=None), 224
+        net, size = vision(name)
         net = net.to(dev); x = torch.randn(batch, 3, size, size, device=dev); tgt = torch.randint(0, 1000, (batch,), device=dev)
         if cl: net = net.to(memory_format=torch.channels_last); x = x.to(memory_format=torch.channels_last)
         ce = nn.CrossEntropyLoss(); opt = torch.optim.SGD(net.parameters(), lr=0.01, momentum=0.9)

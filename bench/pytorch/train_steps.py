@@ -5,8 +5,9 @@
 # Usage: OUT=DIR BUDGET=SECONDS [RUNS=h200|h100-1|h100-2|small] python3 bench/pytorch/train_steps.py   (writes DIR/torch.jsonl, one line per run,
 # and DIR/steps.csv in `dlscale calibrate fit`'s format, the GPU as the driver names it)
 # Needs PyTorch, torchvision and transformers (BERT from its configuration: random weights, no download).
-import json, os, sys, time, math
+import json, os, sys, time
 import torch, torch.nn as nn
+from nets import vision, bert  # bench/pytorch/nets.py, beside this script
 OUT = os.environ.get("OUT", ".")
 res = open(os.path.join(OUT, "torch.jsonl"), "a")
 dev = torch.device("cuda")
@@ -18,20 +19,6 @@ def set_prec(p):
     tf = p == "tf32"
     torch.backends.cuda.matmul.allow_tf32 = tf
     torch.backends.cudnn.allow_tf32 = tf
-
-def vision(name):
-    import torchvision.models as m
-    if name == "inception-v3":
-        return m.inception_v3(weights=None, aux_logits=False, init_weights=False), 299
-    return {"resnet50": m.resnet50, "vgg16": m.vgg16, "alexnet": m.alexnet, "resnet50-v1": m.resnet50}[name](weights=None), 224
-
-def bert(name, attn):
-    from transformers import BertConfig, BertForQuestionAnswering, BertModel
-    big = "large" in name
-    cfg = BertConfig(hidden_size=1024 if big else 768, num_hidden_layers=24 if big else 12,
-                     num_attention_heads=16 if big else 12, intermediate_size=4096 if big else 3072,
-                     attn_implementation=attn)
-    return BertForQuestionAnswering(cfg) if "squad" in name else BertModel(cfg)
 
 def run(model, prec, batch, seq=None, attn="sdpa", cl=False, mlp=None):
     if time.time() - T0 > BUDGET:
