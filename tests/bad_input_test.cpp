@@ -494,7 +494,7 @@ std::vector<Row> catalogue() {
       {"net_unknown_key", {{"m.yaml", edit(kNet, 5, "  - {name: fc, kind: linear, params: 10250, forward_flops: 20480, weights: 3}")}},
        "model show {dir}/m.yaml -o {out}",
        E + "{dir}/m.yaml:5:67: 'layers[1].weights': unknown key (known keys here: activation_bytes, branches, causal, forward_flops, gated, groups, heads, hidden, "
-           "input_shape, kernel, kind, kv_heads, macs, name, output_shape, params, stride)\n"},
+           "input_shape, kernel, kind, kv_heads, macs, name, output_shape, params, probs_dropout, stride)\n"},
       {"net_unknown_name", {}, "model show resnet51 -o {out}", E + "'NAME': unknown model 'resnet51' (known: alexnet)\n", "{mini}"},
 
       // ---- architecture descriptions (models/arch) -----------------------------------------------------------

@@ -51,6 +51,50 @@ TEST(Memory, MixedPrecisionByHand) {
   EXPECT_DOUBLE_EQ(in_bytes(m.activations), 5e6);      // halved
 }
 
+// One BERT attention layer as the zoo writes it: 128 tokens, width 768, 12 heads, dropout on the
+// probabilities; 12·128² = 196,608 probabilities a sample.
+Network one_attention_layer(bool probs_dropout) {
+  Network n;
+  n.name = "attn";
+  Layer a;
+  a.name = "attention";
+  a.kind = LayerKind::attention;
+  a.params = 4 * 768 * 768 + 4 * 768;
+  a.heads = 12;
+  a.input_shape = {128, 768};
+  a.output_shape = {128, 768};
+  a.probs_dropout = probs_dropout;
+  // q, k, v, context at 4 B, and per probability 4 B (softmax), or 9 B (and dropout's output and mask)
+  a.activation_bytes_per_sample = 4.0 * 128 * 768 * 4 + 196'608.0 * (probs_dropout ? 9 : 4);
+  n.layers = {a};
+  return n;
+}
+
+TEST(Memory, UnfusedAttentionKeepsItsProbabilitiesByHand) {
+  const Network with = one_attention_layer(true), without = one_attention_layer(false);
+  // A fused kernel keeps none of the probability tensors: the softmax output, and the dropout's output and mask.
+  EXPECT_DOUBLE_EQ(flash_attention_saving_per_sample(with.layers[0]), 196'608.0 * 9);
+  EXPECT_DOUBLE_EQ(flash_attention_saving_per_sample(without.layers[0]), 196'608.0 * 4);
+  ComputeOptions autocast;
+  autocast.precision = Precision::fp16;
+  autocast.fp32_gradients = true;  // fp32 parameters: PyTorch's autocast
+  // autocast runs softmax in fp32: 4 B a probability where the halved figure gives 2 B, 2 B more
+  EXPECT_DOUBLE_EQ(autocast_softmax_bytes_per_sample(with, autocast), 196'608.0 * 2);
+  const auto m = estimate_training_memory(with, 8, autocast, bytes(0));
+  EXPECT_DOUBLE_EQ(in_bytes(m.activations), 8 * ((4.0 * 128 * 768 * 4 + 196'608.0 * 9) / 2 + 196'608.0 * 2));
+  // Nothing more with a half working copy (apex O2, DeepSpeed), in fp32, or with a fused kernel.
+  ComputeOptions o2 = autocast;
+  o2.fp32_gradients = false;
+  EXPECT_DOUBLE_EQ(autocast_softmax_bytes_per_sample(with, o2), 0.0);
+  ComputeOptions fp32 = autocast;
+  fp32.precision = Precision::fp32;
+  EXPECT_DOUBLE_EQ(autocast_softmax_bytes_per_sample(with, fp32), 0.0);
+  ComputeOptions flash = autocast;
+  flash.attention = AttentionKernel::flash;
+  EXPECT_DOUBLE_EQ(autocast_softmax_bytes_per_sample(with, flash), 0.0);
+  EXPECT_DOUBLE_EQ(in_bytes(estimate_training_memory(with, 8, flash, bytes(0)).activations), 8 * (4.0 * 128 * 768 * 4) / 2);
+}
+
 TEST(Memory, FitWarnsAboveTheLargestBatch) {
   GpuSpec g;
   g.name = "small";

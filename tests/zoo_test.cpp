@@ -254,11 +254,19 @@ TEST(Generator, BertAttentionCountsScoresWithoutParameters) {
   EXPECT_EQ(a.params, 4 * 768 * 768 + 4 * 768);  // q, k, v, output: 2,362,368
   // projections 4·S·D·(D + 1) = 4·128·768·769 = 302,383,104; Q·Kᵀ and A·V 2·S²·D = 25,165,824
   EXPECT_DOUBLE_EQ(a.macs_per_sample, 302'383'104.0 + 25'165'824.0);
-  // kept: q, k, v, context, output 5·S·D + probabilities 12·S² per sequence, 4 B each
-  EXPECT_DOUBLE_EQ(a.activation_bytes_per_sample, (5.0 * 128 * 768 + 12.0 * 128 * 128) * 4);
+  // kept: q, k, v, context 4·S·D at 4 B (the output projection's result feeds only the dropout and the
+  // residual addition, which save neither), and per probability (12·S² per sequence) the softmax output
+  // and the dropout's output at 4 B each and its one-byte mask: 9 B
+  EXPECT_TRUE(a.probs_dropout);
+  EXPECT_DOUBLE_EQ(a.activation_bytes_per_sample, 4.0 * 128 * 768 * 4 + 12.0 * 128 * 128 * 9);
+  ASSERT_EQ(a.ops.size(), 2u);  // the branch's dropout (its mask, 1 B an element), then the addition (its output)
+  EXPECT_EQ(a.ops[0].kind, LayerKind::dropout);
+  EXPECT_DOUBLE_EQ(a.ops[0].activation_bytes_per_sample, 128.0 * 768);
+  EXPECT_DOUBLE_EQ(a.ops[1].activation_bytes_per_sample, 128.0 * 768 * 4);
   const Layer& m = layer(n, "encoder.layer.11.mlp");
   EXPECT_EQ(m.kind, LayerKind::linear);
   EXPECT_EQ(m.params, 2 * 768 * 3072 + 3072 + 768);
+  EXPECT_DOUBLE_EQ(m.activation_bytes_per_sample, 2.0 * 128 * 3072 * 4);  // GELU's input and output, not the output
   EXPECT_EQ(n.input_kind, "tokens");
   EXPECT_DOUBLE_EQ(in_bytes(n.input_bytes_per_sample), 128.0 * 4);  // int32 token ids
   // the word embedding: a lookup, no MACs

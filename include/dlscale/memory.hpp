@@ -52,9 +52,14 @@ std::vector<int> checkpoint_segments(const Network& net);
 /// rebuilt at a time; the last is never dropped).
 double checkpointed_kept_bytes_per_sample(const Network& net, bool flash_attention = false);
 /// What a fused (FlashAttention) kernel does not keep of an attention layer, per sample (fp32 basis as
-/// Layer::activation_bytes_per_sample): the heads·S² probabilities of each sequence. It keeps a per-row
-/// log-sum-exp instead (heads·S), which is left in the count. Zero for other layers.
+/// Layer::activation_bytes_per_sample): the heads·S² probabilities of each sequence (the softmax output,
+/// and with dropout on them its output and mask). It keeps a per-row log-sum-exp instead (heads·S), which
+/// is left in the count. Zero for other layers.
 double flash_attention_saving_per_sample(const Layer& l) noexcept;
+/// What unfused attention under autocast (mixed precision with fp32 parameters) keeps beyond the half-width
+/// figure, per sample: the softmax output stays fp32 (autocast's fp32 op list), 4 B a probability instead of
+/// 2. Zero in fp32, in a half working copy's mixed precision (apex O2, DeepSpeed) and with a fused kernel.
+double autocast_softmax_bytes_per_sample(const Network& net, const ComputeOptions& opt) noexcept;
 
 struct MemoryFit {
   MemoryEstimate need;

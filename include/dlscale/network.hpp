@@ -75,6 +75,7 @@ struct Layer {
   std::int64_t hidden = 0;                  // mlp (a linear layer of two or three matrices)
   bool gated = false;                       // mlp: SwiGLU (gate, up, down)
   bool causal = false;                      // attention: a causal mask (decoders); fused kernels skip its masked half
+  bool probs_dropout = false;               // attention: dropout on the probabilities (unfused attention keeps its output and mask)
   /// The parameter-free operators that follow this layer up to the next learnable one.
   std::vector<Operator> ops;
 };

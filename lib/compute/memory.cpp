@@ -22,14 +22,30 @@ std::vector<int> checkpoint_segments(const Network& net) {
   return first;
 }
 
-double flash_attention_saving_per_sample(const Layer& l) noexcept {
+namespace {
+/// The attention probabilities of one sample (heads·S·S per sequence); 0 for any other layer.
+double probabilities_per_sample(const Layer& l) noexcept {
   if (l.kind != LayerKind::attention || l.heads <= 0 || l.input_shape.size() < 2) return 0.0;
   const double s = static_cast<double>(l.input_shape[l.input_shape.size() - 2]);
   const double d = static_cast<double>(l.input_shape.back());
   double elements = 1.0;
   for (auto v : l.input_shape) elements *= static_cast<double>(v);
-  const double seqs = elements / (s * d);
-  return 4.0 * seqs * static_cast<double>(l.heads) * s * s;
+  return elements / (s * d) * static_cast<double>(l.heads) * s * s;
+}
+}  // namespace
+
+double flash_attention_saving_per_sample(const Layer& l) noexcept {
+  // The softmax output (4 B, fp32 figure) and, with dropout on the probabilities, its output and mask (4 + 1 B).
+  return probabilities_per_sample(l) * (l.probs_dropout ? 9.0 : 4.0);
+}
+
+double autocast_softmax_bytes_per_sample(const Network& net, const ComputeOptions& opt) noexcept {
+  // Autocast runs softmax in fp32 (its fp32 op list), so unfused attention keeps the softmax
+  // output at 4 B where the other kept tensors go to 2 B.
+  if (!is_mixed(opt.precision) || !opt.fp32_gradients || fused_attention(opt.attention)) return 0.0;
+  double probs = 0.0;
+  for (const auto& l : net.layers) probs += probabilities_per_sample(l);
+  return probs * (4.0 - activation_bytes_per_element(opt.precision));
 }
 
 double checkpointed_kept_bytes_per_sample(const Network& net, bool flash_attention) {
@@ -74,6 +90,7 @@ MemoryEstimate estimate_training_memory(const Network& net, int batch, const Com
   if (flash && !opt.checkpointing)
     for (const auto& l : net.layers) kept -= flash_attention_saving_per_sample(l);
   m.activations = bytes(kept * (activation_bytes_per_element(opt.precision) / 4.0) * batch);
+  if (!opt.checkpointing) m.activations = m.activations + bytes(autocast_softmax_bytes_per_sample(net, opt) * batch);
   m.input = net.input_bytes_per_sample * static_cast<double>(batch);
   m.reserved = reserved;
   if (sh.sharded()) {

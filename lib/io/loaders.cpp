@@ -738,6 +738,10 @@ Network read_network(const Node& root) {
       if (layer.kind != LayerKind::attention) n->fail("only an attention layer has a causal mask");
       layer.causal = n->boolean();
     }
+    if (auto n = l.optional("probs_dropout")) {
+      if (layer.kind != LayerKind::attention) n->fail("only an attention layer has probabilities to drop");
+      layer.probs_dropout = n->boolean();
+    }
     int branches = 0;
     if (auto n = l.optional("branches")) {
       if (layer.kind != LayerKind::concat) n->fail("only a concat joins branches");

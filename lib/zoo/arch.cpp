@@ -332,10 +332,11 @@ class Generator {
 
   // attention: the q, k, v and output projections (4·D·D weights, 4·D biases) plus the parameter-free
   // score product Q·Kᵀ and the weighted sum A·V (S·S·D multiply-adds each per sequence), counted here
-  // in full even for a causal mask. Kept for backward: q, k, v, context, output (5·S·D) and the
-  // attention probabilities (heads·S·S) per sequence. With kv_heads < heads (grouped-query attention)
-  // k and v have width D_kv = D·kv_heads/heads: projections 2·D·D + 2·D·D_kv weights (2·D + 2·D_kv
-  // biases), kept 3·S·D + 2·S·D_kv.
+  // in full even for a causal mask. Kept for backward: q, k, v, context, output (5·S·D; a residual
+  // branch ending here drops the output, drop_branch_output) and the attention probabilities (heads·S·S)
+  // per sequence, with `dropout` on them the dropout's output and mask too. With kv_heads < heads
+  // (grouped-query attention) k and v have width D_kv = D·kv_heads/heads: projections 2·D·D + 2·D·D_kv
+  // weights (2·D + 2·D_kv biases), kept 3·S·D + 2·S·D_kv.
   Tensor attention(const Node& args, Tensor in, const std::string& prefix) {
     MapReader m(args);
     const Node name = m.required("name");
@@ -345,6 +346,12 @@ class Generator {
     if (auto n = m.optional("bias")) bias = n->boolean();
     bool causal = false;  // the count is the same (the masked half is computed and discarded); a fused kernel skips it
     if (auto n = m.optional("causal")) causal = n->boolean();
+    bool probs_dropout = false;  // dropout on the probabilities (Hugging Face's attention_probs_dropout_prob)
+    if (auto n = m.optional("dropout")) {
+      const double pd = n->number();
+      if (!(pd >= 0 && pd < 1)) n->fail("a dropout probability lies in [0, 1)");
+      probs_dropout = pd > 0;
+    }
     std::int64_t kv_heads = heads;
     std::optional<Node> kv_node = m.optional("kv_heads");
     if (kv_node) kv_heads = positive(*kv_node);
@@ -361,6 +368,11 @@ class Generator {
     const std::int64_t macs = mul(args, {seqs, s, proj, d + (bias ? 1 : 0)}) + mul(args, {2, seqs, s, s, d});
     const std::int64_t kept = mul(args, seqs, mul(args, {3, s, d}) + mul(args, {2, s, dkv}) + mul(args, {heads, s, s}));
     Layer& l = add(name, prefix, LayerKind::attention, params, macs, kept, in.shape, in.shape);
+    // Unfused, a dropout on the probabilities keeps its output (the weighted sum's operand) beside the
+    // softmax output and a one-byte mask: 2 x 4 + 1 B per probability instead of 4.
+    if (probs_dropout)
+      l.activation_bytes_per_sample += static_cast<double>(mul(args, {seqs, heads, s, s})) * (kBytesPerElement + 1);
+    l.probs_dropout = probs_dropout;
     l.heads = static_cast<int>(heads);
     if (kv_heads != heads) l.kv_heads = static_cast<int>(kv_heads);
     l.causal = causal;
@@ -490,15 +502,36 @@ class Generator {
     const Node body = m.required("body");
     std::optional<Node> shortcut = m.optional("shortcut");
     m.finish();
+    const std::size_t layers_before = layers.size();
     Tensor a = run_list(body, in, p);
+    const std::size_t body_layers = layers.size() - layers_before;
     Tensor b = shortcut ? run_list(*shortcut, in, p) : in;
     if (a.shape != b.shape || a.token_ids != b.token_ids)
       args.fail(fmt::format("the body gives {} but the shortcut gives {}: they must match to be added", shape_str(a.shape),
                             shape_str(b.shape)));
     // torchvision adds the shortcut in place (out += identity): nothing new is kept; transformer blocks
     // (Hugging Face) write a new tensor, which the following norm keeps.
-    op(p, LayerKind::add, a.shape, a.shape, a.shape.size() == 3 ? 0 : mul(args, elements(args, a.shape), kBytesPerElement));
+    const bool writes_new = a.shape.size() != 3;
+    if (writes_new && body_layers > 0 && !shortcut) drop_branch_output(layers.back(), elements(args, a.shape));
+    op(p, LayerKind::add, a.shape, a.shape, writes_new ? mul(args, elements(args, a.shape), kBytesPerElement) : 0);
     return a;
+  }
+
+  /// A transformer branch's last tensor only feeds the residual addition, whose backward needs neither of
+  /// its inputs, so nothing keeps it: the branch's last layer (attention, MLP or linear: each counts its
+  /// output as the next one's input) drops it, and a dropout that ends the branch keeps only its one-byte
+  /// mask (PyTorch's native_dropout saves the mask, not its output). Hugging Face's BERT layer: the output
+  /// projection's result and the dropout's result are neither of them saved for backward.
+  static void drop_branch_output(Layer& last, std::int64_t elements_per_sample) {
+    const bool outputs_kept = last.kind == LayerKind::attention || last.kind == LayerKind::linear;
+    if (!outputs_kept) return;
+    const double n = static_cast<double>(elements_per_sample);
+    if (last.ops.size() == 1 && last.ops.front().kind == LayerKind::dropout) {
+      last.ops.front().activation_bytes_per_sample = n;  // the mask
+    } else if (!last.ops.empty()) {
+      return;  // something between the layer and the addition may keep it
+    }
+    last.activation_bytes_per_sample -= n * kBytesPerElement;
   }
 
   Tensor concat(const Node& args, Tensor in, const std::string& prefix) {
