@@ -512,6 +512,10 @@ std::vector<Row> catalogue() {
        E + "{dir}/small.yaml:3:8: 'input': give exactly one of 'image: [C, H, W]' or 'tokens: S' / 'tokens: [N, S]'\n"},
       {"arch_dropout_out_of_range", {{"small.yaml", edit(kArch, 8, "  - dropout: 1.5")}}, kCmdArch,
        E + "{dir}/small.yaml:8:14: 'layers[3].dropout': a dropout probability lies in [0, 1)\n"},
+      {"arch_attention_dropout_out_of_range",
+       {{"small.yaml", "name: small\ndescription: \"a small encoder\"\ninput: {tokens: 16}\nlayers:\n"
+                       "  - embedding: {name: emb, vocab: 100, dim: 32}\n  - attention: {name: attn, heads: 4, dropout: 1.5}\n"}},
+       kCmdArch, E + "{dir}/small.yaml:6:48: 'layers[1].attention.dropout': a dropout probability lies in [0, 1)\n"},
       {"arch_layer_name_twice", {{"small.yaml", edit(kArch, 9, "  - linear: {name: conv1, out: 10}")}}, kCmdArch,
        E + "{dir}/small.yaml:9:20: 'layers[4].linear.name': layer name 'conv1' is used twice\n"},
       {"arch_unknown_name", {}, "model export vgg11 --dir {outdir}", E + "'NAME': unknown model architecture 'vgg11' (known: alexnet)\n",
