@@ -91,6 +91,8 @@ class Generator {
     return in;
   }
 
+  bool token_model = false;  // the input is token ids: a transformer, whose residual additions write new tensors
+
  private:
   std::set<std::string> names_;
   std::map<std::string, int> op_names_;
@@ -511,7 +513,7 @@ class Generator {
                             shape_str(b.shape)));
     // torchvision adds the shortcut in place (out += identity): nothing new is kept; transformer blocks
     // (Hugging Face) write a new tensor, which the following norm keeps.
-    const bool writes_new = a.shape.size() != 3;
+    const bool writes_new = token_model || a.shape.size() != 3;  // BERT-SWAG's [choices, tokens, width] too
     if (writes_new && body_layers > 0 && !shortcut) drop_branch_output(layers.back(), elements(args, a.shape));
     op(p, LayerKind::add, a.shape, a.shape, writes_new ? mul(args, elements(args, a.shape), kBytesPerElement) : 0);
     return a;
@@ -684,6 +686,7 @@ Network build(const Node& root, const std::string& expected_name, const InputOve
     net.input_bytes_per_sample = bytes(static_cast<double>(elements(in.node(), t.shape) * kBytesPerElement));
   }
   Generator g;
+  g.token_model = net.input_kind == "tokens";
   const Node layers = m.required("layers");
   g.run_list(layers, std::move(t), "");
   m.finish();
