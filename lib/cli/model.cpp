@@ -85,13 +85,16 @@ struct ShowOptions {
   std::string compute_params;  // --compute-params FILE (default: topologies/compute-params.yaml)
   std::string memory_format;   // --memory-format nchw|nhwc (default: the framework's, else nhwc)
   std::string framework;  // --framework: its cuDNN algorithm search, attention kernel and gradient precision
+  int seq_len = 0;        // --seq-len / --image-size: the network rebuilt from models/arch at that input size
+  int image_size = 0;
 };
 
 void run_show(const ShowOptions& o) {
   if (o.format != "table" && o.format != "json")
     throw UsageError("--format", fmt::format("unknown format '{}' (expected table or json)", o.format));
   if (o.batch < 1) throw UsageError("--batch", "the batch must be at least 1");
-  const Network net = load_network(resolve(DataKind::network, o.model, "NAME"));
+  const auto file = resolve(DataKind::network, o.model, "NAME");
+  const Network net = o.seq_len != 0 || o.image_size != 0 ? load_model(o.model, o.seq_len, o.image_size) : load_network(file);
   ComputeOptions copt;
   copt.precision = precision_from(o.precision);
   if (!o.compute_params.empty()) copt.kernel_params = std::make_shared<const KernelParamSet>(load_kernel_params(o.compute_params));
@@ -283,6 +286,9 @@ void setup_model(CLI::App& app) {
                    "Time and size the step as this framework runs it: its cuDNN algorithm search, attention kernel and "
                    "gradient precision (models/frameworks/NAME.yaml or a file)")
       ->type_name("NAME|FILE");
+  show->add_option("--seq-len", so->seq_len, "Rebuild a token model from models/arch/ at this sequence length")->type_name("S");
+  show->add_option("--image-size", so->image_size, "Rebuild an image model from models/arch/ at this height and width")
+      ->type_name("PIXELS");
   show->add_flag("--kernels", so->kernels, "List every kernel of every layer with its time and the algorithm chosen (needs --gpu)");
   show->add_option("--format", so->format, "table or json")->capture_default_str();
   show->add_option("-o,--output", so->output, "Write to FILE (atomically) instead of standard output")->type_name("FILE");
