@@ -507,25 +507,31 @@ TEST(ModelCli, ShowWithAFrameworkSizesTheStepAsPredictDoes) {
                    nlohmann::json::parse(pred.out).at("predictions")[0].at("memory").at("per_gpu_bytes").get<double>());
 }
 
-TEST(ModelCli, ShowRebuildsAtAnotherSequenceLengthOrImageSize) {
-  // BERT-large at 384 tokens, as predict --seq-len rebuilds it: 334,094,338 + the 512 x 1024 position table
-  // is unchanged, the attention's products grow with S: 4·S·D·(D + 1) + 2·S²·D per sequence.
-  const auto r = test::run_cli("model show bert-large --seq-len 384 --format json");
-  ASSERT_EQ(r.status, 0) << r.err;
+/// `model show ARGS --format json`: the printed layer named `name` (its MACs), and the totals' parameters.
+struct ShownLayer {
+  double macs = -1;
+  std::int64_t params = -1;
+};
+ShownLayer shown_layer(const std::string& args, const std::string& name) {
+  const auto r = test::run_cli("model show " + args + " --format json");
+  EXPECT_EQ(r.status, 0) << r.err;
+  if (r.status != 0) return {};
   const auto j = nlohmann::json::parse(r.out);
-  const auto& layers = j.at("layers");
-  const auto a = std::find_if(layers.begin(), layers.end(), [](const auto& l) { return l.at("name") == "encoder.layer.0.attention"; });
-  ASSERT_NE(a, layers.end());
-  EXPECT_DOUBLE_EQ(a->at("macs").get<double>(), 4.0 * 384 * 1024 * 1025 + 2.0 * 384 * 384 * 1024);
-  EXPECT_EQ(j.at("totals").at("params").get<std::int64_t>(), arch("bert-large").total_params());
-  const auto img = test::run_cli("model show resnet50 --image-size 112 --format json");
-  ASSERT_EQ(img.status, 0) << img.err;
+  ShownLayer out;
+  out.params = j.at("totals").at("params").get<std::int64_t>();
+  for (const auto& l : j.at("layers"))
+    if (l.at("name") == name) out.macs = l.at("macs").get<double>();
+  return out;
+}
+
+TEST(ModelCli, ShowRebuildsAtAnotherSequenceLengthOrImageSize) {
+  // BERT-large at 384 tokens, as predict --seq-len rebuilds it: the parameters (the 512 x 1024 position
+  // table included) are unchanged, the attention's products grow with S: 4·S·D·(D + 1) + 2·S²·D per sequence.
+  const ShownLayer a = shown_layer("bert-large --seq-len 384", "encoder.layer.0.attention");
+  EXPECT_DOUBLE_EQ(a.macs, 4.0 * 384 * 1024 * 1025 + 2.0 * 384 * 384 * 1024);
+  EXPECT_EQ(a.params, arch("bert-large").total_params());
   // conv1 at 112 x 112: (112 + 2·3 − 7)/2 + 1 = 56, so 56·56·64 outputs of fan-in 3·7·7 (no bias)
-  const auto ij = nlohmann::json::parse(img.out);
-  const auto& il = ij.at("layers");
-  const auto c1 = std::find_if(il.begin(), il.end(), [](const auto& l) { return l.at("name") == "conv1"; });
-  ASSERT_NE(c1, il.end());
-  EXPECT_DOUBLE_EQ(c1->at("macs").get<double>(), 56.0 * 56 * 64 * 147);
+  EXPECT_DOUBLE_EQ(shown_layer("resnet50 --image-size 112", "conv1").macs, 56.0 * 56 * 64 * 147);
   const auto bad = test::run_cli("model show bert-large --seq-len 600");
   EXPECT_EQ(bad.status, 2);
   EXPECT_TRUE(bad.out.empty());
