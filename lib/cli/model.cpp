@@ -93,8 +93,7 @@ void run_show(const ShowOptions& o) {
   if (o.format != "table" && o.format != "json")
     throw UsageError("--format", fmt::format("unknown format '{}' (expected table or json)", o.format));
   if (o.batch < 1) throw UsageError("--batch", "the batch must be at least 1");
-  const auto file = resolve(DataKind::network, o.model, "NAME");
-  const Network net = o.seq_len != 0 || o.image_size != 0 ? load_model(o.model, o.seq_len, o.image_size) : load_network(file);
+  const Network net = load_model(o.model, o.seq_len, o.image_size, "NAME");
   ComputeOptions copt;
   copt.precision = precision_from(o.precision);
   if (!o.compute_params.empty()) copt.kernel_params = std::make_shared<const KernelParamSet>(load_kernel_params(o.compute_params));

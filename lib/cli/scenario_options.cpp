@@ -161,8 +161,8 @@ std::vector<int> parse_gpu_list(const std::string& text) {
   return out;
 }
 
-Network load_model(const std::string& model, int seq_len, int image_size) {
-  const auto file = resolve(DataKind::network, model, "--model");
+Network load_model(const std::string& model, int seq_len, int image_size, const char* what) {
+  const auto file = resolve(DataKind::network, model, what);
   if (seq_len == 0 && image_size == 0) return load_network(file);
   const char* option = seq_len != 0 ? "--seq-len" : "--image-size";
   if (seq_len < 0 || image_size < 0) throw UsageError(option, "must be a positive whole number");

@@ -87,7 +87,8 @@ inline constexpr const char* kAttentionHelp =
 inline constexpr const char* kMemoryFormatHelp =
     "nchw or nhwc (channels_last): the layout of image activations; default: the framework file's, else nhwc";
 /// --model with --seq-len/--image-size: the network rebuilt from its architecture at that input size.
-Network load_model(const std::string& model, int seq_len, int image_size);
+/// `what` names the option (or positional) that gave the model, for an unknown name.
+Network load_model(const std::string& model, int seq_len, int image_size, const char* what = "--model");
 /// --calibration and --explain-sources (lib/cli/calibrate.cpp): measured curves and layer times into the
 /// scenario, a calibration of another GPU refused; called by build_scenario.
 void apply_calibration(const ScenarioOptions& o, Scenario& sc, RunInfo& info);
