@@ -59,6 +59,8 @@ double flash_attention_saving_per_sample(const Layer& l) noexcept;
 /// What unfused attention under autocast (mixed precision with fp32 parameters) keeps beyond the half-width
 /// figure, per sample: the softmax output stays fp32 (autocast's fp32 op list), 4 B a probability instead of
 /// 2. Zero in fp32, in a half working copy's mixed precision (apex O2, DeepSpeed) and with a fused kernel.
+/// estimate_training_memory adds it without checkpointing only: a checkpointed step's probabilities stay at
+/// the halved figure (an approximation, left as it is).
 double autocast_softmax_bytes_per_sample(const Network& net, const ComputeOptions& opt) noexcept;
 
 struct MemoryFit {

@@ -528,10 +528,9 @@ class Generator {
     const bool outputs_kept = last.kind == LayerKind::attention || last.kind == LayerKind::linear;
     if (!outputs_kept) return;
     const double n = static_cast<double>(elements_per_sample);
-    if (last.ops.size() == 1 && last.ops.front().kind == LayerKind::dropout) {
-      last.ops.front().activation_bytes_per_sample = n;  // the mask
-    } else if (!last.ops.empty()) {
-      return;  // something between the layer and the addition may keep it
+    if (!last.ops.empty()) {  // only a dropout may stand between the layer and the addition
+      if (last.ops.size() != 1 || last.ops.front().kind != LayerKind::dropout) return;
+      last.ops.front().activation_bytes_per_sample = n;  // its mask
     }
     last.activation_bytes_per_sample -= n * kBytesPerElement;
   }
