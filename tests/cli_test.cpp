@@ -117,6 +117,35 @@ TEST(Cli, FitKeepsTheFixedParametersAtTheirStart) {
   EXPECT_NE(slurp(out).find("memory_efficiency: 0.5,"), std::string::npos) << slurp(out);
 }
 
+TEST(Cli, FitTakesStrictFp32FromTheFilesThatSaySo) {
+  // The same A100 row in two files: Lambda-style (fp32 is PyTorch's default, TF32 on Ampere) and one named by
+  // --fp32-is-fp32-in (strict fp32, as bench/pytorch runs it). Fitted together, each row is reported as the
+  // fit of its file alone reports it: the first as tf32 (the default), the second as fp32 (--fp32-is-fp32).
+  const std::string header = "gpu,gpus,precision,model,global_batch,samples_per_s\n";
+  const std::string row = "a100-sxm4-40gb,1,fp32,resnet50,128,1000\n";
+  const std::string lambda = temp_file("lambda.csv", header + row), mine = temp_file("mine.csv", header + row);
+  const std::string out = temp_file("fitted.yaml", "");
+  const auto row_of = [](const std::string& report) {  // the table's one data row
+    const auto at = report.find("a100-sxm4-40gb");
+    return at == std::string::npos ? std::string() : report.substr(at, report.find('\n', at) - at);
+  };
+  const auto tf32 = run_cli("calibrate fit " + lambda + " --fixed all -o " + out);
+  const auto fp32 = run_cli("calibrate fit " + mine + " --fp32-is-fp32 --fixed all -o " + out);
+  ASSERT_EQ(tf32.status, 0) << tf32.err;
+  ASSERT_EQ(fp32.status, 0) << fp32.err;
+  ASSERT_NE(row_of(tf32.err).find(" tf32 "), std::string::npos) << tf32.err;
+  ASSERT_NE(row_of(fp32.err).find(" fp32 "), std::string::npos) << fp32.err;
+  const auto r = run_cli("calibrate fit " + lambda + " " + mine + " --fp32-is-fp32-in " + mine + " --fixed all -o " + out);
+  ASSERT_EQ(r.status, 0) << r.err;
+  const auto first = r.err.find(row_of(tf32.err));
+  ASSERT_NE(first, std::string::npos) << r.err;
+  EXPECT_NE(r.err.find(row_of(fp32.err), first), std::string::npos) << r.err;
+  // Without the option both rows are TF32's.
+  const auto both = run_cli("calibrate fit " + lambda + " " + mine + " --fixed all -o " + out);
+  ASSERT_EQ(both.status, 0) << both.err;
+  EXPECT_EQ(both.err.find(row_of(fp32.err)), std::string::npos) << both.err;
+}
+
 TEST(Cli, Fp32OnATf32GpuSaysWhatFrameworksRunThere) {
   const auto fp32 = run_cli("predict --cluster dgx-a100 --model resnet50 --framework pytorch-ddp --gpus 1 --no-train");
   ASSERT_EQ(fp32.status, 0) << fp32.err;

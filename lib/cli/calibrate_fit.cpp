@@ -1,4 +1,4 @@
-// dlscale calibrate fit MEASUREMENTS.csv [-o params.yaml] [--leave-one-out gpu|model]
+// dlscale calibrate fit MEASUREMENTS.csv... [-o params.yaml] [--leave-one-out gpu|model|both] [--fp32-is-fp32[-in CSV]]
 // Sets the kernel model's parameters from measured single-GPU throughputs (docs/compute-model.md,
 // "Fitting the parameters"); the result is a topologies/compute-params.yaml that --compute-params reads.
 #include <fmt/format.h>
@@ -24,6 +24,7 @@ struct FitCliOptions {
   std::string start;          // starting parameters (default: the shipped file)
   std::vector<std::string> model_names;  // FILE=ZOO
   bool fp32_is_fp32 = false;
+  std::vector<std::string> strict_fp32_files;  // --fp32-is-fp32-in: only these files' fp32 rows are strict
   std::string leave_one_out;  // "", "gpu", "model", "both"
   std::string memory_format;  // rows without the column: nchw or nhwc
   std::vector<std::string> fixed;  // parameters kept at their starting values
@@ -79,9 +80,21 @@ void run_fit(const FitCliOptions& o) {
       throw UsageError("--model-name", fmt::format("'{}' is not FILE_NAME=ZOO_NAME (e.g. bert-base=bert-squad)", m));
     mo.model_names[m.substr(0, eq)] = m.substr(eq + 1);
   }
+  // --fp32-is-fp32-in names files among the measurements whose fp32 rows ran strict fp32 (e.g. dlscale's own
+  // bench/pytorch runs beside Lambda's rows, whose fp32 is PyTorch's default TF32).
+  for (const auto& f : o.strict_fp32_files) {
+    if (o.fp32_is_fp32)
+      throw UsageError("--fp32-is-fp32-in", "--fp32-is-fp32 already says it of every file: give one or the other");
+    if (std::find(o.measurements.begin(), o.measurements.end(), f) == o.measurements.end())
+      throw UsageError("--fp32-is-fp32-in", fmt::format("'{}' is not one of the measurement files ({})", f,
+                                                        fmt::join(o.measurements, ", ")));
+  }
   std::vector<ThroughputSample> samples;
   for (const auto& file : o.measurements) {
-    auto rows = read_throughput_csv(file, mo);
+    MeasurementOptions file_mo = mo;
+    if (std::find(o.strict_fp32_files.begin(), o.strict_fp32_files.end(), file) != o.strict_fp32_files.end())
+      file_mo.fp32_means_tf32 = false;
+    auto rows = read_throughput_csv(file, file_mo);
     samples.insert(samples.end(), std::make_move_iterator(rows.begin()), std::make_move_iterator(rows.end()));
   }
   const std::string files = fmt::format("{}", fmt::join(o.measurements, " "));
@@ -129,6 +142,9 @@ void setup_calibrate_fit(CLI::App& calibrate) {
       ->type_name("FILE_NAME=ZOO_NAME");
   c->add_flag("--fp32-is-fp32", o->fp32_is_fp32,
               "Rows marked fp32 ran in true fp32 (default: in TF32 where the GPU has it, as PyTorch's default)");
+  c->add_option("--fp32-is-fp32-in", o->strict_fp32_files,
+                "As --fp32-is-fp32 for the rows of this measurement file only (repeatable; the others keep the default)")
+      ->type_name("CSV");
   c->add_option("--memory-format", o->memory_format,
                 "The layout of image activations in rows without a memory_format (nchw: PyTorch's default; default nhwc)")
       ->type_name("LAYOUT");
