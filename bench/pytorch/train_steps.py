@@ -1,7 +1,9 @@
 # Real single-GPU training steps on this machine, for checking dlscale's predictions against them
 # (tests/data/h200-pytorch/README.md). Synthetic data already on the GPU, so the step alone is timed:
 # 6 warm-up steps (cudnn.benchmark searches there), then 4 windows of n steps (n so that a window lasts
-# about 0.6 s) timed with CUDA events; ms_per_iter is the mean of the two middle windows.
+# about 0.6 s) timed with CUDA events; ms_per_iter is the mean of the two middle windows. Memory: the peak
+# over the whole run (peak_*_bytes, the CSV's columns) and over the timed steps alone (peak_*_steady_bytes,
+# torch.jsonl only): their difference is cudnn.benchmark's trial workspaces in the warm-up.
 # Usage: OUT=DIR BUDGET=SECONDS [RUNS=h200|h100-1|h100-2|small] python3 bench/pytorch/train_steps.py   (writes DIR/torch.jsonl, one line per run,
 # and DIR/steps.csv in `dlscale calibrate fit`'s format, the GPU as the driver names it)
 # Needs PyTorch, torchvision and transformers (BERT from its configuration: random weights, no download).
@@ -64,6 +66,10 @@ def run(model, prec, batch, seq=None, attn="sdpa", cl=False, mlp=None):
             scaler.scale(loss).backward(); scaler.step(opt); scaler.update()
         for _ in range(6): step()
         torch.cuda.synchronize()
+        # The warm-up's peak holds cudnn.benchmark's trial workspaces (each candidate algorithm's, freed after
+        # the search, and skipped when it cannot be allocated); the timed steps' peak is what training keeps.
+        warm_alloc, warm_res = torch.cuda.max_memory_allocated(), torch.cuda.max_memory_reserved()
+        torch.cuda.reset_peak_memory_stats()
         # timed windows of n steps; n so a window is ~0.6 s
         t0 = time.perf_counter(); step(); torch.cuda.synchronize(); one = time.perf_counter() - t0
         n = max(3, min(40, int(0.6 / max(one, 1e-4))))
@@ -76,8 +82,12 @@ def run(model, prec, batch, seq=None, attn="sdpa", cl=False, mlp=None):
             wins.append(s.elapsed_time(e) / n)
         wins.sort(); ms = (wins[1] + wins[2]) / 2
         rec.update(ms_per_iter=round(ms, 3), samples_per_s=round(batch * 1000 / ms, 1), windows_ms=[round(w, 3) for w in wins],
-                   steps_per_window=n, peak_allocated_bytes=torch.cuda.max_memory_allocated(),
-                   peak_reserved_bytes=torch.cuda.max_memory_reserved(), params=sum(p.numel() for p in net.parameters()))
+                   steps_per_window=n,
+                   peak_allocated_bytes=max(warm_alloc, torch.cuda.max_memory_allocated()),
+                   peak_reserved_bytes=max(warm_res, torch.cuda.max_memory_reserved()),
+                   peak_allocated_steady_bytes=torch.cuda.max_memory_allocated(),
+                   peak_reserved_steady_bytes=torch.cuda.max_memory_reserved(),
+                   params=sum(p.numel() for p in net.parameters()))
     except Exception as ex:  # OOM and the like: recorded, the rest go on
         rec.update(error=f"{type(ex).__name__}: {str(ex)[:200]}")
     print(json.dumps(rec), flush=True); res.write(json.dumps(rec) + "\n"); res.flush()
