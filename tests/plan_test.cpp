@@ -331,6 +331,33 @@ TEST(Sweep, SkipsGpuCountsTheClusterCannotHold) {
   EXPECT_EQ(r.skipped, 2u);
 }
 
+TEST(Sweep, LeavesOutPrecisionsTheGpuLacks) {
+  // TF32 and bf16 need Ampere or newer (`predict` refuses them elsewhere): crossed with a P40 and an A100 in
+  // one grid, the P40's tf32 and bf16 configurations (2 precisions x 2 GPU counts) are left out and said;
+  // every other one is predicted, in spec order.
+  const SweepSpec spec = parse_sweep_spec(
+      "grid: {cluster: dgx-a100, gpu: [p40, a100-sxm4-40gb], model: resnet50, framework: pytorch-ddp,\n"
+      "       precision: [fp32, tf32, bf16], gpus: [1, 8]}\n",
+      "s.yaml");
+  const SweepResult r = run_sweep(spec);
+  EXPECT_EQ(r.unsupported, 4u);
+  EXPECT_EQ(r.skipped, 0u);
+  ASSERT_EQ(r.rows.size(), 8u);  // P40 fp32; A100 fp32, tf32, bf16; each at 1 and 8 GPUs
+  const std::vector<std::pair<const char*, Precision>> expect = {{"Tesla P40", Precision::fp32},
+                                                                 {"A100 SXM4 40 GB", Precision::fp32},
+                                                                 {"A100 SXM4 40 GB", Precision::tf32},
+                                                                 {"A100 SXM4 40 GB", Precision::bf16}};
+  for (std::size_t i = 0; i < r.rows.size(); ++i) {
+    const SweepGroup& g = spec.groups[r.rows[i].group];
+    EXPECT_EQ(spec.clusters[g.cluster].gpu.name, expect[i / 2].first) << i;
+    EXPECT_EQ(g.precision, expect[i / 2].second) << i;
+    EXPECT_EQ(r.rows[i].prediction.gpus, i % 2 ? 8 : 1) << i;
+  }
+  ASSERT_EQ(r.unsupported_examples.size(), 2u);
+  EXPECT_THAT(r.unsupported_examples[0], HasSubstr("has no tf32 mode (it needs TF32 tensor cores, Ampere or newer)"));
+  EXPECT_THAT(r.unsupported_examples[1], HasSubstr("has no bf16 mode (it needs bf16 math, Ampere or newer)"));
+}
+
 TEST(Sweep, TopRowsRankByThroughputAndEfficiency) {
   const SweepSpec spec = parse_sweep_spec(kSpec, "spec.yaml");
   const SweepResult r = run_sweep(spec);

@@ -56,6 +56,14 @@ struct GpuSpec {
       default: return true;
     }
   }
+  /// What a precision that `supports` refuses needs, for the message that says so ("" for fp32 and fp16).
+  [[nodiscard]] static std::string_view requirement(Precision p) noexcept {
+    switch (p) {
+      case Precision::tf32: return "TF32 tensor cores, Ampere or newer";
+      case Precision::bf16: return "bf16 math, Ampere or newer";
+      default: return "";
+    }
+  }
   /// The dense peak of the precision's multiply-adds (fp32 where the GPU lacks the mode).
   [[nodiscard]] FlopsPerSecond peak(Precision p) const noexcept {
     FlopsPerSecond r{};

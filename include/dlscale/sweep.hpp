@@ -90,6 +90,8 @@ struct SweepResult {
   std::vector<SweepRow> rows;   // in spec order, whatever the thread count
   std::size_t skipped = 0;      // GPU counts a cluster cannot hold (left out)
   std::vector<std::string> skipped_examples;  // up to 3 reasons, for a note on stderr
+  std::size_t unsupported = 0;  // configurations whose GPU has no such precision mode (left out: `predict` refuses them)
+  std::vector<std::string> unsupported_examples;  // up to 3 reasons, for a note on stderr
   std::string evaluator;
 };
 

@@ -255,8 +255,7 @@ Scenario build_scenario(const ScenarioOptions& o, RunInfo& info) {
   if (!sc.cluster.gpu.supports(sc.compute.precision))
     throw UsageError("--precision", fmt::format("the {} of cluster '{}' has no {} mode (it needs {})", sc.cluster.gpu.name,
                                                 sc.cluster.name, to_string(sc.compute.precision),
-                                                sc.compute.precision == Precision::tf32 ? "TF32 tensor cores, Ampere or newer"
-                                                                                        : "bf16 math, Ampere or newer"));
+                                                GpuSpec::requirement(sc.compute.precision)));
   // "fp32" on a GPU with TF32 is strict FP32 here, which is not what frameworks run by default there.
   if (sc.compute.precision == Precision::fp32 && sc.cluster.gpu.supports(Precision::tf32) && o.profile.empty() &&
       o.calibration.empty())

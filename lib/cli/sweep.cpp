@@ -72,6 +72,10 @@ void run_sweep_cli(const SweepCliOptions& o) {
     fmt::print(stderr, "dlscale sweep: {} configuration{} left out (the cluster cannot hold the GPU count), e.g. {}\n",
                r.skipped, r.skipped > 1 ? "s" : "", r.skipped_examples.front());
   }
+  if (r.unsupported) {
+    fmt::print(stderr, "dlscale sweep: {} configuration{} left out (the GPU has no such precision mode), e.g. {}\n",
+               r.unsupported, r.unsupported > 1 ? "s" : "", r.unsupported_examples.front());
+  }
   std::vector<std::size_t> rows;
   if (o.top > 0) {
     std::string note;

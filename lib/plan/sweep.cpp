@@ -560,6 +560,17 @@ SweepResult run_sweep(const SweepSpec& spec, const SweepOptions& options) {
   std::vector<std::size_t> first(spec.groups.size() + 1, 0);
   for (std::size_t i = 0; i < spec.groups.size(); ++i) {
     const auto& g = spec.groups[i];
+    // A precision the group's GPU has no mode for (TF32 or bf16 before Ampere): `predict` refuses it, so a
+    // grid that crosses GPUs with precisions leaves those configurations out and says so.
+    if (const GpuSpec& gpu = spec.clusters[g.cluster].gpu; !gpu.supports(g.precision)) {
+      r.unsupported += g.gpus.size();
+      if (r.unsupported_examples.size() < 3)
+        r.unsupported_examples.push_back(fmt::format("the {} of cluster '{}' has no {} mode (it needs {})", gpu.name,
+                                                     spec.clusters[g.cluster].name, to_string(g.precision),
+                                                     GpuSpec::requirement(g.precision)));
+      first[i + 1] = first[i];
+      continue;
+    }
     for (int n : g.gpus) {
       if (auto why = unplaceable(spec.clusters[g.cluster], n)) {
         ++r.skipped;
