@@ -684,6 +684,21 @@ TEST(PlanCli, AnswersTheLlamaQuestionAndExplainsTheLosers) {
   EXPECT_THAT(r.out, testing::HasSubstr("time to train"));
 }
 
+TEST(PlanCli, DefaultsToBf16AndToFp16WhereTheGpuHasNoBf16) {
+  // No --precision: bf16 on an H100; a V100 has no bf16 mode, so mixed precision there is fp16 (it used to
+  // stop with "'--precision': ... has no bf16 mode" though no --precision was given). Asked for, bf16 on the
+  // V100 is refused as predict refuses it.
+  const auto h100 = test::run_cli("plan --cluster dgx-h100 --model bert-large --gpus 8 --top 1");
+  ASSERT_EQ(h100.status, 0) << h100.err;
+  EXPECT_THAT(h100.out, testing::HasSubstr("bert-large on 8 GPUs of dgx-h100 (bf16, adamw)"));
+  const auto v100 = test::run_cli("plan --cluster dgx1v --model bert-large --gpus 8 --top 1");
+  ASSERT_EQ(v100.status, 0) << v100.err;
+  EXPECT_THAT(v100.out, testing::HasSubstr("bert-large on 8 GPUs of dgx1v (fp16, adamw)"));
+  const auto asked = test::run_cli("plan --cluster dgx1v --model bert-large --gpus 8 --precision bf16");
+  EXPECT_EQ(asked.status, 2);
+  EXPECT_THAT(asked.err, testing::HasSubstr("has no bf16 mode"));
+}
+
 TEST(PlanCli, BadInputIsOneLineExitTwo) {
   for (const char* args : {"plan --cluster dgx-h100-ndr --model llama2-7b --gpus 12",
                            "plan --cluster dgx-h100-ndr --model resnet50 --gpus 8 --target-tokens 1e9",

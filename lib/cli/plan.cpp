@@ -65,6 +65,10 @@ void run_plan(const PlanCliOptions& o) {
   ScenarioOptions so = o.scenario;
   so.framework = names.front();
   so.memory_warning = false;  // memory is what the search checks, configuration by configuration
+  if (so.precision.empty()) {  // the default: bf16 where the GPU has it, else fp16 (Volta, Turing: AMP in fp16)
+    so.precision = "fp16";
+    if (build_scenario(so, info).cluster.gpu.supports(Precision::bf16)) so.precision = "bf16";
+  }
   const Scenario sc = build_scenario(so, info);
   const auto gpus = parse_gpu_list(o.scenario.gpus);
   if (gpus.size() != 1) throw UsageError("--gpus", "plan takes one GPU count");
@@ -91,7 +95,7 @@ void run_plan(const PlanCliOptions& o) {
 void setup_plan(CLI::App& app) {
   auto opt = std::make_shared<PlanCliOptions>();
   opt->scenario.gpus = "";
-  opt->scenario.precision = "bf16";
+  opt->scenario.precision = "";  // run_plan: bf16, or fp16 on a GPU without bf16
   auto* cmd = app.add_subcommand("plan", "Search framework x shard group x micro-batch x accumulation for the fastest "
                                          "configuration that fits in memory, and say why the others lose");
   add_scale_options(*cmd, opt->scenario.scale);
@@ -101,7 +105,8 @@ void setup_plan(CLI::App& app) {
       ->required();
   cmd->add_option("--model", opt->scenario.model, "Network: a name in models/ or a YAML file")->type_name("NAME|FILE")->required();
   cmd->add_option("--gpus", opt->scenario.gpus, "One GPU count")->type_name("N")->required();
-  cmd->add_option("--precision", opt->scenario.precision, "fp32, tf32, bf16 or fp16")->capture_default_str();
+  cmd->add_option("--precision", opt->scenario.precision,
+                  "fp32, tf32, bf16 or fp16 (default: bf16, or fp16 on a GPU without bf16 such as the V100)");
   cmd->add_option("--optimizer", opt->scenario.optimizer, "sgd, momentum, adam, adamw or lamb (default: adamw for token models)");
   cmd->add_option("--seq-len", opt->scenario.seq_len, "Rebuild a token model from models/arch/ at this sequence length")
       ->type_name("S");
