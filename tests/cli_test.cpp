@@ -117,6 +117,30 @@ TEST(Cli, FitKeepsTheFixedParametersAtTheirStart) {
   EXPECT_NE(slurp(out).find("memory_efficiency: 0.5,"), std::string::npos) << slurp(out);
 }
 
+TEST(Cli, DefaultGpuCountsAreThoseTheClusterHolds) {
+  // Without --gpus: 1, 2, 4, 8, 16 and one node, those the cluster holds (beyond a node in whole nodes), and
+  // the whole cluster when it has 16 GPUs or fewer. A one-server cluster used to fail with "'--gpus': ...
+  // holds at most 8 GPUs, asked for 16" though no --gpus was given.
+  const auto counts = [](const std::string& args) {
+    const auto r = run_cli("predict --model resnet50 --no-train --format json " + args);
+    EXPECT_EQ(r.status, 0) << args << ": " << r.err;
+    std::vector<int> out;
+    if (r.status != 0) return out;
+    const auto j = nlohmann::json::parse(r.out);  // kept: a range-for over parse(...).at(...) would dangle
+    for (const auto& p : j.at("predictions")) out.push_back(p.at("gpus").get<int>());
+    return out;
+  };
+  using V = std::vector<int>;
+  EXPECT_EQ(counts("--cluster shi-chu-p40"), (V{1, 2, 4, 8, 16}));  // 4 nodes x 4: as before
+  EXPECT_EQ(counts("--cluster dgx-a100"), (V{1, 2, 4, 8}));         // one node of 8
+  EXPECT_EQ(counts("--cluster dell-c4140-p100-sxm2"), (V{1, 2, 4}));  // one node of 4
+  EXPECT_EQ(counts("--cluster gb200-nvl72"), (V{1, 2, 4, 8, 16, 72}));  // one 72-GPU NVLink domain
+  EXPECT_EQ(counts("--cluster dgx-h100 --nodes 3 --fabric infiniband:400Gb/s:8"), (V{1, 2, 4, 8, 16}));  // 24 > 16
+  EXPECT_EQ(counts("--cluster dgx-a100 --gpus 2,8"), (V{2, 8}));
+  const auto sim = run_cli("simulate --cluster dgx-a100 --model resnet50 --iterations 2");
+  EXPECT_EQ(sim.status, 0) << sim.err;
+}
+
 TEST(Cli, FitTakesStrictFp32FromTheFilesThatSaySo) {
   // The same A100 row in two files: Lambda-style (fp32 is PyTorch's default, TF32 on Ampere) and one named by
   // --fp32-is-fp32-in (strict fp32, as bench/pytorch runs it). Fitted together, each row is reported as the

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <charconv>
 #include <memory>
 
@@ -75,7 +76,10 @@ void add_scenario_options(CLI::App& cmd, ScenarioOptions& o) {
          },
          "Samples per GPU per iteration (weak scaling)")
       ->type_name("M");
-  cmd.add_option("--gpus", o.gpus, "GPU counts, comma-separated")->type_name("LIST")->capture_default_str();
+  cmd.add_option("--gpus", o.gpus,
+                 "GPU counts, comma-separated (default: 1,2,4,8,16 and one node, those the cluster holds in whole nodes, "
+                 "and the whole cluster up to 16)")
+      ->type_name("LIST");
   cmd.add_option("--profile", o.profile, "Measured single-GPU phase times (and optional measured values at larger counts)")
       ->type_name("FILE");
   cmd.add_option("--precision", o.precision,
@@ -158,6 +162,18 @@ std::vector<int> parse_gpu_list(const std::string& text) {
     out.push_back(v);
     start = end + 1;
   }
+  return out;
+}
+
+std::vector<int> gpu_counts(const std::string& text, const Cluster& cluster) {
+  if (!text.empty()) return parse_gpu_list(text);
+  const int node = cluster.gpus_per_node, all = cluster.max_gpus();
+  std::vector<int> out;
+  for (int n : {1, 2, 4, 8, 16, node})
+    if (n <= all && (n <= node || n % node == 0)) out.push_back(n);
+  if (all <= 16) out.push_back(all);
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
   return out;
 }
 
