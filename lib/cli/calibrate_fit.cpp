@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <iterator>
 #include <map>
 #include <vector>
@@ -82,18 +83,27 @@ void run_fit(const FitCliOptions& o) {
   }
   // --fp32-is-fp32-in names files among the measurements whose fp32 rows ran strict fp32 (e.g. dlscale's own
   // bench/pytorch runs beside Lambda's rows, whose fp32 is PyTorch's default TF32).
+  // Files are matched as paths (./a.csv is a.csv), not as spellings.
+  const auto same_file = [](const std::string& a, const std::string& b) {
+    std::error_code ea, eb;
+    const auto ca = std::filesystem::weakly_canonical(a, ea), cb = std::filesystem::weakly_canonical(b, eb);
+    return ea || eb ? a == b : ca == cb;
+  };
+  const auto strict = [&](const std::string& file) {
+    return std::any_of(o.strict_fp32_files.begin(), o.strict_fp32_files.end(),
+                       [&](const std::string& f) { return same_file(f, file); });
+  };
   for (const auto& f : o.strict_fp32_files) {
     if (o.fp32_is_fp32)
       throw UsageError("--fp32-is-fp32-in", "--fp32-is-fp32 already says it of every file: give one or the other");
-    if (std::find(o.measurements.begin(), o.measurements.end(), f) == o.measurements.end())
+    if (std::none_of(o.measurements.begin(), o.measurements.end(), [&](const std::string& m) { return same_file(f, m); }))
       throw UsageError("--fp32-is-fp32-in", fmt::format("'{}' is not one of the measurement files ({})", f,
                                                         fmt::join(o.measurements, ", ")));
   }
   std::vector<ThroughputSample> samples;
   for (const auto& file : o.measurements) {
     MeasurementOptions file_mo = mo;
-    if (std::find(o.strict_fp32_files.begin(), o.strict_fp32_files.end(), file) != o.strict_fp32_files.end())
-      file_mo.fp32_means_tf32 = false;
+    if (strict(file)) file_mo.fp32_means_tf32 = false;
     auto rows = read_throughput_csv(file, file_mo);
     samples.insert(samples.end(), std::make_move_iterator(rows.begin()), std::make_move_iterator(rows.end()));
   }
