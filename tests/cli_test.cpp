@@ -166,6 +166,10 @@ TEST(Cli, FitTakesStrictFp32FromTheFilesThatSaySo) {
   const auto first = r.err.find(row_of(tf32.err));
   ASSERT_NE(first, std::string::npos) << r.err;
   EXPECT_NE(r.err.find(row_of(fp32.err), first), std::string::npos) << r.err;
+  // The options before the files take one value each: the files after them stay measurements.
+  const auto first_options = run_cli("calibrate fit --fp32-is-fp32-in " + mine + " --fixed all " + lambda + " " + mine + " -o " + out);
+  ASSERT_EQ(first_options.status, 0) << first_options.err;
+  EXPECT_EQ(first_options.err, r.err);
   // Without the option both rows are TF32's.
   const auto both = run_cli("calibrate fit " + lambda + " " + mine + " --fixed all -o " + out);
   ASSERT_EQ(both.status, 0) << both.err;

@@ -148,19 +148,24 @@ void setup_calibrate_fit(CLI::App& calibrate) {
   c->add_option("-o,--output", o->output, "Write the parameters to FILE (atomically) instead of standard output")
       ->type_name("FILE");
   c->add_option("--start", o->start, "Starting parameters (default: topologies/compute-params.yaml)")->type_name("FILE");
+  // Each of these takes one value per occurrence (repeat the option for more), so that the CSV files after it
+  // stay measurements.
   c->add_option("--model-name", o->model_names, "A model name of the file and its zoo name, e.g. bert-base=bert-squad")
-      ->type_name("FILE_NAME=ZOO_NAME");
+      ->type_name("FILE_NAME=ZOO_NAME")
+      ->allow_extra_args(false);
   c->add_flag("--fp32-is-fp32", o->fp32_is_fp32,
               "Rows marked fp32 ran in true fp32 (default: in TF32 where the GPU has it, as PyTorch's default)");
   c->add_option("--fp32-is-fp32-in", o->strict_fp32_files,
                 "As --fp32-is-fp32 for the rows of this measurement file only (repeatable; the others keep the default)")
-      ->type_name("CSV");
+      ->type_name("CSV")
+      ->allow_extra_args(false);
   c->add_option("--memory-format", o->memory_format,
                 "The layout of image activations in rows without a memory_format (nchw: PyTorch's default; default nhwc)")
       ->type_name("LAYOUT");
   c->add_option("--fixed", o->fixed, "Keep these parameters at their starting values (e.g. kernel_overhead; all: only evaluate the start)")
       ->delimiter(',')
-      ->type_name("NAME[,NAME]");
+      ->type_name("NAME[,NAME]")
+      ->allow_extra_args(false);
   c->add_option("--leave-one-out", o->leave_one_out, "Also refit without each GPU, each model, or both, and report the errors")
       ->check(CLI::IsMember({"gpu", "model", "both"}))
       ->type_name("gpu|model|both");
