@@ -699,6 +699,26 @@ TEST(PlanCli, DefaultsToBf16AndToFp16WhereTheGpuHasNoBf16) {
   EXPECT_THAT(asked.err, testing::HasSubstr("has no bf16 mode"));
 }
 
+TEST(PlanCli, AStrategyThatTiesTheChoiceIsSaidToTie) {
+  // Llama-2-13B on 4 DGX H100s: ZeRO-3 and FSDP's full shard give the same step in this model (their top rows
+  // print the same iteration time and memory), so FSDP's line says so instead of "0.0 % slower ... costs 0 s".
+  const auto r = test::run_cli("plan --cluster dgx-h100 --nodes 4 --fabric infiniband:400Gb/s:8 --model llama2-13b "
+                               "--gpus 32 --frameworks deepspeed-zero3,fsdp --top 2");
+  ASSERT_EQ(r.status, 0) << r.err;
+  const auto row = [&](const std::string& rank) {  // iteration time and memory columns of a ranked row
+    const auto at = r.out.find("\n   " + rank + "  ");
+    EXPECT_NE(at, std::string::npos) << r.out;
+    std::istringstream in(r.out.substr(at + 1, r.out.find('\n', at + 1) - at - 1));
+    std::string rank_, name, group, micro, accum, ckpt, iter, sps, tps, mfu, mem;
+    in >> rank_ >> name >> group >> micro >> accum >> ckpt >> iter >> sps >> tps >> mfu >> mem;
+    return std::make_pair(iter, mem);
+  };
+  EXPECT_EQ(row("1"), row("2"));
+  EXPECT_THAT(r.out, testing::HasSubstr("fsdp: at its best (fsdp (shard group 32), micro-batch 2, accumulate 1) within "
+                                        "0.05 % of the choice's samples/s and 0.5 % of its memory: the same step"));
+  EXPECT_THAT(r.out, testing::Not(testing::HasSubstr("0.0 % slower")));
+}
+
 TEST(PlanCli, BadInputIsOneLineExitTwo) {
   for (const char* args : {"plan --cluster dgx-h100-ndr --model llama2-7b --gpus 12",
                            "plan --cluster dgx-h100-ndr --model resnet50 --gpus 8 --target-tokens 1e9",
