@@ -66,8 +66,8 @@ void run_plan(const PlanCliOptions& o) {
   so.framework = names.front();
   so.memory_warning = false;  // memory is what the search checks, configuration by configuration
   if (so.precision.empty()) {  // the default: bf16 where the GPU has it, else fp16 (Volta, Turing: AMP in fp16)
-    so.precision = "fp16";
-    if (build_scenario(so, info).cluster.gpu.supports(Precision::bf16)) so.precision = "bf16";
+    const Cluster c = load_cluster(resolve(DataKind::cluster, so.cluster, "--cluster"), cluster_overrides(so.scale));
+    so.precision = c.gpu.supports(Precision::bf16) ? "bf16" : "fp16";
   }
   const Scenario sc = build_scenario(so, info);
   const auto gpus = parse_gpu_list(o.scenario.gpus);
