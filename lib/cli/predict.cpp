@@ -22,11 +22,12 @@ struct PredictOptions {
 
 void run_predict(const PredictOptions& o) {
   const OutputFormat fmt = output_format_from_string(o.format);
-  if (!o.scenario.gpus.empty()) (void)parse_gpu_list(o.scenario.gpus);  // a malformed list fails before any file is read
+  std::vector<int> gpus;  // a malformed --gpus fails before any file is read; none given: the cluster's default
+  if (!o.scenario.gpus.empty()) gpus = parse_gpu_list(o.scenario.gpus);
   RunInfo info;
   info.command_line = command_line();
   Predictor predictor(build_scenario(o.scenario, info));
-  const std::vector<int> gpus = gpu_counts(o.scenario.gpus, predictor.scenario().cluster);
+  if (gpus.empty()) gpus = default_gpu_counts(predictor.scenario().cluster);
   const auto preds = predictor.predict(gpus);  // everything computed before anything is printed
   warn_memory_by_gpu_count(predictor.scenario(), preds);
   std::vector<TrainingCost> train;

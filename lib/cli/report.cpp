@@ -27,7 +27,7 @@ void run_report(const ReportCliOptions& o) {
   RunInfo info;
   info.command_line = command_line();
   const Scenario sc = build_scenario(o.scenario, info);
-  const std::vector<int> gpus = gpu_counts(o.scenario.gpus, sc.cluster);
+  const std::vector<int> gpus = o.scenario.gpus.empty() ? default_gpu_counts(sc.cluster) : parse_gpu_list(o.scenario.gpus);
   const Predictor predictor(sc);
   const auto preds = predictor.predict(gpus);
   warn_memory_by_gpu_count(sc, preds);

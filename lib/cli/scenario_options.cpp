@@ -165,8 +165,7 @@ std::vector<int> parse_gpu_list(const std::string& text) {
   return out;
 }
 
-std::vector<int> gpu_counts(const std::string& text, const Cluster& cluster) {
-  if (!text.empty()) return parse_gpu_list(text);
+std::vector<int> default_gpu_counts(const Cluster& cluster) {
   const int node = cluster.gpus_per_node, all = cluster.max_gpus();
   std::vector<int> out;
   for (int n : {1, 2, 4, 8, 16, node})

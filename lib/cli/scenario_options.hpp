@@ -36,7 +36,7 @@ struct ScenarioOptions {
   std::string profile;
   int batch = 0;               // --batch; not given: from the profile, else the default scenario's
   bool batch_given = false;    // --batch was on the command line (so that --batch 0 is an error, not the default)
-  std::string gpus;              // --gpus; empty: default_gpu_counts of the cluster
+  std::string gpus;              // --gpus; empty: default_gpu_counts(cluster)
   std::string precision = "fp32";
   std::string optimizer;         // --optimizer; empty: momentum for image models, adamw for token models
   bool unfused_optimizer = false;
@@ -74,10 +74,10 @@ void add_scenario_options(CLI::App& cmd, ScenarioOptions& o);
 /// Loads every input named by the options; all errors are InputError/UsageError.
 Scenario build_scenario(const ScenarioOptions& o, RunInfo& info);
 std::vector<int> parse_gpu_list(const std::string& text);
-/// --gpus as given, or without it the counts 1, 2, 4, 8, 16 and one node that the cluster holds (more than a
-/// node only in whole nodes), with the whole cluster when it has 16 GPUs or fewer: 1,2,4,8,16 on the Shi & Chu
-/// cluster, 1,2,4,8 on one 8-GPU server, 1,2,4,6 on one 6-GPU node.
-std::vector<int> gpu_counts(const std::string& text, const Cluster& cluster);
+/// The GPU counts without --gpus: 1, 2, 4, 8, 16 and one node, those the cluster holds (more than a node only in
+/// whole nodes), with the whole cluster when it has 16 GPUs or fewer: 1,2,4,8,16 on the Shi & Chu cluster,
+/// 1,2,4,8 on one 8-GPU server, 1,2,4,6 on one 6-GPU node.
+std::vector<int> default_gpu_counts(const Cluster& cluster);
 /// A sharded strategy's memory depends on the GPU count, so build_scenario cannot warn up front: once the
 /// predictions exist, one warning on stderr names the GPU counts whose step does not fit the GPU (or, with
 /// CPU offload, the node's host memory).

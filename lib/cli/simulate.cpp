@@ -147,13 +147,14 @@ nlohmann::ordered_json simulation_json(const sim::SimResult& r) {
 
 void run_simulate(const SimulateOptions& o) {
   const OutputFormat fmt = output_format_from_string(o.format);
-  if (!o.scenario.gpus.empty()) (void)parse_gpu_list(o.scenario.gpus);  // a malformed list fails before any file is read
+  std::vector<int> gpus;  // a malformed --gpus fails before any file is read; none given: the cluster's default
+  if (!o.scenario.gpus.empty()) gpus = parse_gpu_list(o.scenario.gpus);
   const sim::SimOptions sopt = to_sim_options(o);
   RunInfo info;
   info.command = "simulate";
   info.command_line = command_line();
   sim::Simulator simulator(build_scenario(o.scenario, info), sopt);
-  const std::vector<int> gpus = gpu_counts(o.scenario.gpus, simulator.predictor().scenario().cluster);
+  if (gpus.empty()) gpus = default_gpu_counts(simulator.predictor().scenario().cluster);
   const auto results = simulator.run(gpus);  // everything computed before anything is printed
   const Scenario& sc = simulator.predictor().scenario();
   info.collective_model =
