@@ -56,14 +56,9 @@ struct GpuSpec {
       default: return true;
     }
   }
-  /// What a precision that `supports` refuses needs, for the message that says so ("" for fp32 and fp16).
-  [[nodiscard]] static std::string_view requirement(Precision p) noexcept {
-    switch (p) {
-      case Precision::tf32: return "TF32 tensor cores, Ampere or newer";
-      case Precision::bf16: return "bf16 math, Ampere or newer";
-      default: return "";
-    }
-  }
+  /// Why `supports` refuses a precision, as one sentence for the error or note that says so: "the Tesla P40
+  /// of cluster 'c' has no tf32 mode (it needs TF32 tensor cores, Ampere or newer)" (lib/core/enums.cpp).
+  [[nodiscard]] std::string missing_mode(Precision p, std::string_view cluster) const;
   /// The dense peak of the precision's multiply-adds (fp32 where the GPU lacks the mode).
   [[nodiscard]] FlopsPerSecond peak(Precision p) const noexcept {
     FlopsPerSecond r{};

@@ -268,9 +268,7 @@ Scenario build_scenario(const ScenarioOptions& o, RunInfo& info) {
   sc.cluster = load_cluster(resolve(DataKind::cluster, cluster, "--cluster"), cluster_overrides(o.scale));
   apply_input_options(o, sc.cluster);
   if (!sc.cluster.gpu.supports(sc.compute.precision))
-    throw UsageError("--precision", fmt::format("the {} of cluster '{}' has no {} mode (it needs {})", sc.cluster.gpu.name,
-                                                sc.cluster.name, to_string(sc.compute.precision),
-                                                GpuSpec::requirement(sc.compute.precision)));
+    throw UsageError("--precision", sc.cluster.gpu.missing_mode(sc.compute.precision, sc.cluster.name));
   // "fp32" on a GPU with TF32 is strict FP32 here, which is not what frameworks run by default there.
   if (sc.compute.precision == Precision::fp32 && sc.cluster.gpu.supports(Precision::tf32) && o.profile.empty() &&
       o.calibration.empty())

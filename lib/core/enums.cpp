@@ -1,3 +1,5 @@
+#include <fmt/format.h>
+
 #include <stdexcept>
 #include <string>
 
@@ -65,6 +67,11 @@ Precision precision_from_string(std::string_view name) {
   if (lower == "bfloat16") return Precision::bf16;
   if (lower == "float32") return Precision::fp32;
   throw std::invalid_argument("unknown precision '" + std::string(name) + "' (expected " + std::string(kPrecisionNames) + ")");
+}
+
+std::string GpuSpec::missing_mode(Precision p, std::string_view cluster) const {
+  const std::string_view needs = p == Precision::tf32 ? "TF32 tensor cores, Ampere or newer" : "bf16 math, Ampere or newer";
+  return fmt::format("the {} of cluster '{}' has no {} mode (it needs {})", name, cluster, to_string(p), needs);
 }
 
 std::string_view to_string(Aggregation a) noexcept {

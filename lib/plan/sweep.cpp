@@ -565,9 +565,7 @@ SweepResult run_sweep(const SweepSpec& spec, const SweepOptions& options) {
     if (const GpuSpec& gpu = spec.clusters[g.cluster].gpu; !gpu.supports(g.precision)) {
       r.unsupported += g.gpus.size();
       if (r.unsupported_examples.size() < 3)
-        r.unsupported_examples.push_back(fmt::format("the {} of cluster '{}' has no {} mode (it needs {})", gpu.name,
-                                                     spec.clusters[g.cluster].name, to_string(g.precision),
-                                                     GpuSpec::requirement(g.precision)));
+        r.unsupported_examples.push_back(gpu.missing_mode(g.precision, spec.clusters[g.cluster].name));
       first[i + 1] = first[i];
       continue;
     }
