@@ -431,9 +431,12 @@ TEST(H100Measured, SmallBatchStepsBoundByTheHost) {
 
 // cuBLAS on the same H100 (tests/data/h100-pytorch/calibrate-gemm.yaml: dlscale-calibrate's sweep of square
 // products, 1024 to 8192, fp32, TF32, fp16, bf16) beside the kernel model's plan of each with the shipped
-// parameters. The products of 4096 and 8192 (0.17 to 21 ms) come within 15 %; the small ones are predicted
-// far too slow (fp16 1024: 84 against 272 TFLOP/s), since a back-to-back cuBLAS call pays none of the 22 us a
-// kernel that the fitted overhead charges for the framework's issue (printed, not held).
+// parameters. A back-to-back cuBLAS call pays none of the 22 us a kernel that the fitted overhead charges
+// for the framework's issue (it overlaps the GPU's work there), so the plan's device time, max(compute,
+// memory) of eq. K4, is what is compared. The products of 4096 and 8192 (0.17 to 21 ms) come within 5 %
+// (held at 10 %; with the 22 us charged, bf16 4096 was -15 %); the 1024 ones take 8-58 us and are predicted
+// 2x too fast without the charge (fp16: 605 against 272 TFLOP/s) and 3x too slow with it (84): a short
+// kernel's own start-up and tail, between the two, is not modelled (printed, not held).
 TEST(H100Measured, CublasGemmsBesideTheKernelModel) {
   const Calibration cal = load_calibration(std::filesystem::path(DLSCALE_TEST_DATA_DIR) / "h100-pytorch" / "calibrate-gemm.yaml");
   const GpuSpec gpu = find_gpu("h100-sxm");
@@ -441,12 +444,12 @@ TEST(H100Measured, CublasGemmsBesideTheKernelModel) {
   ASSERT_EQ(cal.gemm.size(), 16u);
   for (const auto& g : cal.gemm) {
     const GemmPlan plan = plan_gemm(GemmShape{g.m, g.n, g.k}, gpu, precision_from_string(g.precision), kp);
-    const double ratio = in_seconds(g.time) / in_seconds(plan.time);  // predicted rate over measured
+    const double ratio = in_seconds(g.time) / in_seconds(max(plan.compute, plan.memory));  // predicted rate over measured
     std::printf("H100 cuBLAS %-4s %5lld^3: measured %6.1f TFLOP/s, model %6.1f (%+.1f %%)\n", g.precision.c_str(),
                 static_cast<long long>(g.m), in_teraflops_per_second(g.rate), in_teraflops_per_second(g.rate) * ratio,
                 100 * (ratio - 1));
     if (g.m >= 4096) {
-      EXPECT_NEAR(ratio, 1.0, 0.15) << g.precision << " " << g.m;
+      EXPECT_NEAR(ratio, 1.0, 0.10) << g.precision << " " << g.m;
     }
   }
 }
