@@ -193,6 +193,54 @@ TEST(KernelModel, NchwActivationsCostTensorCoreConvolutionsTheirTransposes) {
   EXPECT_THROW(tensor_layout_from_string("nhw"), std::invalid_argument);
 }
 
+// Eq. K11 on an image's first convolution: 8 × 3 × 32 × 32 in, 64 filters of 3 × 3, stride 1, pad 1, fp16 on
+// the toy's tensor cores. cuDNN pads the 3 channels to 8 (the fp16 alignment) for every filter tap, so the
+// forward reduction is K = 8 · 9 = 72, not ⌈3 · 9⌉₈ = 32. M = 8 · 32 · 32 = 8,192, N = 64. Tiles (c = 32):
+// 128×64 gives ⌈8192/128⌉ = 64 blocks, 7 waves of 2 · 128 · 64 · 72 = 1,179,648 FLOP at 8e12 × 0.5 × 0.75 /
+// 1.75 = 1.714e12 FLOP/s: 4.817 us, the fastest (64×64: 13 waves, 5.112 us; 128×128: 7 waves, 8.258 us;
+// 256×128: 4 waves, 8.651 us); K/2 = 36 < 64, no split. Memory (24,576 + 1,728 + 524,288) × 2 B / 400 GB/s =
+// 2.75 us, not the bound. In NHWC the padded copy comes first: 8,192 pixels × (3 read + 8 written) × 2 B =
+// 180,224 B at 500 GB/s × copy efficiency 0.8: 0.451 us. The weight gradient pads its input the same way
+// (its N, 3 · 9 = 27, becomes 72) and copies again; the data gradient's N is the 3 channels, padded to 8 by
+// K1 already, and copies nothing. In NCHW the K10 transpose writes the padded copy (no extra copy), and on the
+// vector units (fp32) nothing is padded.
+TEST(KernelModel, UnalignedInputChannelsArePaddedPerFilterTap) {
+  const ConvGeometry c{8, 3, 64, 32, 32, 32, 32, 3, 3, 1, 1, 1};
+  KernelParams kp = toy_params();
+  kp.copy_efficiency = 0.8;
+  ConvAlgorithmPolicy nhwc, nchw;
+  nhwc.layout = TensorLayout::nhwc;
+  nchw.layout = TensorLayout::nchw;
+  EXPECT_EQ(tensor_core_channels(c, Precision::fp16, true), 8);
+  EXPECT_EQ(tensor_core_channels(c, Precision::tf32, true), 4);
+  EXPECT_EQ(tensor_core_channels(c, Precision::fp32, false), 3);
+  const ConvPlan f = plan_conv(c, ConvPass::forward, toy_gpu(), Precision::fp16, kp, nhwc);
+  EXPECT_EQ(f.gemm.k, 72);
+  EXPECT_EQ(f.gemm.tile.m, 128);
+  EXPECT_EQ(f.gemm.tile.n, 64);
+  EXPECT_EQ(f.gemm.waves, 7);
+  const double compute = 7 * (2.0 * 128 * 64 * 72) / (8e12 * 0.5 * 0.75 / 1.75);
+  const double padding = 8192.0 * (3 + 8) * 2 / 400e9;
+  EXPECT_NEAR(in_seconds(f.gemm.compute), compute, 1e-15);
+  EXPECT_NEAR(in_seconds(f.padding), padding, 1e-15);
+  EXPECT_NEAR(in_seconds(f.time), compute + 5e-6 + padding, 1e-15);
+  const ConvPlan w = plan_conv(c, ConvPass::weight_gradient, toy_gpu(), Precision::fp16, kp, nhwc);
+  EXPECT_EQ(w.gemm.n, 72);
+  EXPECT_NEAR(in_seconds(w.padding), padding, 1e-15);
+  const ConvPlan d = plan_conv(c, ConvPass::data_gradient, toy_gpu(), Precision::fp16, kp, nhwc);
+  EXPECT_EQ(d.gemm.n, 8);
+  EXPECT_EQ(d.padding, Seconds{});
+  const ConvPlan n = plan_conv(c, ConvPass::forward, toy_gpu(), Precision::fp16, kp, nchw);
+  EXPECT_EQ(n.gemm.k, 72);
+  EXPECT_EQ(n.padding, Seconds{});
+  const ConvPlan v = plan_conv(c, ConvPass::forward, toy_gpu(), Precision::fp32, kp, nhwc);
+  EXPECT_EQ(v.gemm.k, 27);
+  EXPECT_EQ(v.padding, Seconds{});
+  // Aligned channels (the worked 256-channel convolution) are not padded.
+  const ConvGeometry aligned{8, 256, 128, 14, 14, 14, 14, 1, 1, 1, 1, 1};
+  EXPECT_EQ(channel_padding_elements(aligned, ConvPass::forward, Precision::fp16, TensorLayout::nhwc, true), 0.0);
+}
+
 // A layer norm over 8 sequences of 128 tokens × 768 in fp16: E = 786,432 elements; forward reads and writes
 // each (2E × 2 B / 400 GB/s = 7.86 us) plus one kernel; backward moves 4E in two kernels.
 // A 3×3 convolution is an implicit GEMM: its m×k operand (9 taps per input element) is never stored, so

@@ -150,15 +150,28 @@ GemmShape conv_as_gemm(const ConvGeometry& c, ConvPass pass) noexcept;
 /// Zero in NHWC, and off tensor cores (cuDNN's fp32 CUDA-core kernels read NCHW directly).
 double layout_transpose_elements(const ConvGeometry& c, ConvPass pass, TensorLayout layout, bool tensor_cores) noexcept;
 
+/// Eq. K11: the input channels per group a tensor-core convolution works on: cuDNN's NHWC kernels load each
+/// filter tap's channels as aligned vectors, so channels that are not a multiple of the tensor-core alignment
+/// (an image's 3 colour channels) are padded with zeros up to it (3 → 8 in fp16/bf16, 3 → 4 in TF32). The
+/// GEMM's reduction is then padded_channels·kh·kw, not ⌈channels·kh·kw⌉ (K1). Off tensor cores: the channels.
+std::int64_t tensor_core_channels(const ConvGeometry& c, Precision p, bool tensor_cores) noexcept;
+/// Eq. K11: elements the padding copy moves for one pass in NHWC (the input read, its padded copy written):
+/// the forward and weight-gradient passes read the input, so each pads it; none when the channels are
+/// aligned, off tensor cores, for the data gradient, and in NCHW (the K10 transpose writes the padded copy).
+double channel_padding_elements(const ConvGeometry& c, ConvPass pass, Precision p, TensorLayout layout,
+                                bool tensor_cores) noexcept;
+
 struct ConvPlan {
   ConvAlgorithm algorithm = ConvAlgorithm::implicit_gemm;
   GemmPlan gemm;
   Seconds transposes{};  // eq. K10, included in time
+  Seconds padding{};     // eq. K11, included in time
   Seconds time{};
 };
 /// The fastest algorithm the policy allows for one pass: implicit GEMM always; Winograd for 3×3 stride-1
 /// on vector units; FFT for kernels of 5×5 and larger at stride 1 when its workspace fits (eq. K7–K8);
-/// a tensor-core plan on NCHW activations pays its layout transposes (K10) in the comparison.
+/// a tensor-core plan on NCHW activations pays its layout transposes (K10), and one on unaligned input
+/// channels its padded reduction and padding copy (K11), in the comparison.
 ConvPlan plan_conv(const ConvGeometry& c, ConvPass pass, const GpuSpec& gpu, Precision p, const KernelParams& kp,
                    const ConvAlgorithmPolicy& policy);
 

@@ -108,11 +108,13 @@ struct PlanChoice {
   GemmPlan plan;
   bool tensor = false;
 };
-PlanChoice plan_tensor_or_fp32(const GemmShape& g, const GpuSpec& gpu, Precision p, const KernelParams& kp,
-                               double class_efficiency, double multiply_gain, Seconds tensor_extra) {
+/// `g` is the product as the precision's kernels see it (a convolution's padded channels, K11), `vector` as the
+/// fp32 kernels do.
+PlanChoice plan_tensor_or_fp32(const GemmShape& g, const GemmShape& vector, const GpuSpec& gpu, Precision p,
+                               const KernelParams& kp, double class_efficiency, double multiply_gain, Seconds tensor_extra) {
   const PlanChoice best{plan_gemm_in(g, gpu, p, kp, class_efficiency, multiply_gain), gpu.on_tensor_cores(p)};
   if (p == Precision::tf32 && best.tensor) {
-    GemmPlan fp32 = plan_gemm_in(g, gpu, Precision::fp32, kp, class_efficiency, multiply_gain);
+    GemmPlan fp32 = plan_gemm_in(vector, gpu, Precision::fp32, kp, class_efficiency, multiply_gain);
     if (fp32.time < best.plan.time + tensor_extra) return {fp32, false};
   }
   return best;
@@ -121,7 +123,7 @@ PlanChoice plan_tensor_or_fp32(const GemmShape& g, const GpuSpec& gpu, Precision
 
 GemmPlan plan_gemm(const GemmShape& g, const GpuSpec& gpu, Precision p, const KernelParams& kp, double class_efficiency,
                    double multiply_gain) {
-  return plan_tensor_or_fp32(g, gpu, p, kp, class_efficiency, multiply_gain, Seconds{}).plan;
+  return plan_tensor_or_fp32(g, g, gpu, p, kp, class_efficiency, multiply_gain, Seconds{}).plan;
 }
 
 Seconds memory_kernel_time(Bytes traffic, const GpuSpec& gpu, const KernelParams& kp) noexcept {
@@ -180,20 +182,45 @@ GemmShape conv_as_gemm(const ConvGeometry& c, ConvPass pass) noexcept {
   return {};
 }
 
+std::int64_t tensor_core_channels(const ConvGeometry& c, Precision p, bool tensor_cores) noexcept {
+  const std::int64_t per_group = c.in_channels / std::max(c.groups, 1);
+  return round_up(per_group, tensor_core_alignment(p, tensor_cores));
+}
+
+double channel_padding_elements(const ConvGeometry& c, ConvPass pass, Precision p, TensorLayout layout,
+                                bool tensor_cores) noexcept {
+  const std::int64_t g = std::max(c.groups, 1);
+  const std::int64_t padded = tensor_core_channels(c, p, tensor_cores) * g;
+  if (!tensor_cores || layout != TensorLayout::nhwc || pass == ConvPass::data_gradient || padded == c.in_channels) return 0.0;
+  const double pixels = static_cast<double>(c.batch) * static_cast<double>(c.in_h) * static_cast<double>(c.in_w);
+  return pixels * (static_cast<double>(c.in_channels) + static_cast<double>(padded));  // read the input, write the padded copy
+}
+
 ConvPlan plan_conv(const ConvGeometry& c, ConvPass pass, const GpuSpec& gpu, Precision p, const KernelParams& kp,
                    const ConvAlgorithmPolicy& policy) {
   const GemmShape g = conv_as_gemm(c, pass);
   const double cls = kp.conv_efficiency;
+  const bool on_tensor = gpu.on_tensor_cores(p);
   ConvPlan best;
   // K10: on NCHW activations a tensor-core kernel is bracketed by layout transposes, copies at the copy
   // rate of DRAM; cuDNN's search times the whole call, so they count when it weighs the fp32 kernels.
-  const double moved = layout_transpose_elements(c, pass, policy.layout, gpu.on_tensor_cores(p));
-  const Seconds transposes =
-      moved > 0.0 ? bytes(2.0 * moved * element_bytes(p)) / (gpu.memory_bandwidth * kp.copy_efficiency) : Seconds{};
-  const PlanChoice implicit = plan_tensor_or_fp32(g, gpu, p, kp, cls, 1.0, transposes);
+  const BytesPerSecond copy_rate = gpu.memory_bandwidth * kp.copy_efficiency;
+  const double moved = layout_transpose_elements(c, pass, policy.layout, on_tensor);
+  const Seconds transposes = moved > 0.0 ? bytes(2.0 * moved * element_bytes(p)) / copy_rate : Seconds{};
+  // K11: unaligned input channels are padded per filter tap (the reduction of the forward and weight-gradient
+  // GEMMs grows), and in NHWC a copy of the input with the zero channels added precedes those passes.
+  GemmShape padded = g;
+  const std::int64_t window = static_cast<std::int64_t>(c.kernel_h) * c.kernel_w;
+  const std::int64_t channels = tensor_core_channels(c, p, on_tensor);
+  if (pass == ConvPass::forward) padded.k = std::max(padded.k, channels * window);
+  if (pass == ConvPass::weight_gradient) padded.n = std::max(padded.n, channels * window);
+  const double pad_moved = channel_padding_elements(c, pass, p, policy.layout, on_tensor);
+  const Seconds padding = pad_moved > 0.0 ? bytes(pad_moved * element_bytes(p)) / copy_rate : Seconds{};
+  const PlanChoice implicit = plan_tensor_or_fp32(padded, g, gpu, p, kp, cls, 1.0, transposes + padding);
   best.gemm = implicit.plan;
   best.transposes = implicit.tensor ? transposes : Seconds{};
-  best.time = best.gemm.time + best.transposes;
+  best.padding = implicit.tensor ? padding : Seconds{};
+  best.time = best.gemm.time + best.transposes + best.padding;
   // TF32 allows the tensor cores without demanding them: cuDNN still weighs its fp32 vector-unit algorithms (Winograd, FFT)
   // against them and takes the fastest, so those are tried in fp32 too.
   const Precision vector_p = p == Precision::tf32 ? Precision::fp32 : p;
@@ -202,7 +229,7 @@ ConvPlan plan_conv(const ConvGeometry& c, ConvPass pass, const GpuSpec& gpu, Pre
   // K7: Winograd F(2x2,3x3) on the vector units (cuDNN's tensor-core convolutions are implicit GEMMs).
   if (policy.winograd && !tensor && unit_stride && c.kernel_h == 3 && c.kernel_w == 3 && c.groups == 1) {
     GemmPlan w = plan_gemm(g, gpu, vector_p, kp, cls, kp.winograd_gain);
-    if (w.time < best.time) best = ConvPlan{ConvAlgorithm::winograd, w, Seconds{}, w.time};
+    if (w.time < best.time) best = ConvPlan{ConvAlgorithm::winograd, w, Seconds{}, Seconds{}, w.time};
   }
   // K8: FFT for 5×5 and larger at stride 1: kh·kw multiplies per output and input channel become about
   // fft_taps, if the transformed batch, filters and outputs (complex fp32) fit the framework's workspace.
@@ -216,7 +243,7 @@ ConvPlan plan_conv(const ConvGeometry& c, ConvPass pass, const GpuSpec& gpu, Pre
       GemmPlan f = plan_gemm(g, gpu, vector_p, kp, cls, taps / kp.fft_taps);
       f.memory += workspace * 2.0 / (gpu.memory_bandwidth * kp.memory_efficiency);  // write and read the transforms
       f.time = max(f.compute, f.memory) + kp.kernel_overhead * 3.0;                // forward FFTs, product, inverse
-      if (f.time < best.time) best = ConvPlan{ConvAlgorithm::fft, f, Seconds{}, f.time};
+      if (f.time < best.time) best = ConvPlan{ConvAlgorithm::fft, f, Seconds{}, Seconds{}, f.time};
     }
   }
   return best;

@@ -39,7 +39,9 @@ class Kernels {
   }
   void conv(const std::string& what, const ConvGeometry& c, ConvPass pass, bool bwd) {
     const ConvPlan plan = plan_conv(c, pass, gpu_, opt_.precision, kp_, opt_.conv_algorithms);
-    add(named_ ? fmt::format("{} ({}{})", what, to_string(plan.algorithm), plan.transposes > Seconds{} ? ", nchw transposes" : "")
+    add(named_ ? fmt::format("{} ({}{}{})", what, to_string(plan.algorithm),
+                             plan.transposes > Seconds{} ? ", nchw transposes" : "",
+                             plan.padding > Seconds{} ? ", channels padded" : "")
                : std::string(),
         plan.time,
         flops(conv_as_gemm(c, pass).flops()), bytes(0), bwd);
