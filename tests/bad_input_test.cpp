@@ -375,6 +375,8 @@ std::vector<Row> catalogue() {
        E + "{dir}/c.yaml:1:1: a cluster of more than one node needs 'inter_node'\n"},
       {"cluster_boolean", {{"c.yaml", edit(kCluster, 8, "storage: {disk: \"500 MB/s\", page_cache: \"3 GB/s\", dataset_in_page_cache: maybe}")}},
        kCmdCluster, E + "{dir}/c.yaml:8:74: 'storage.dataset_in_page_cache': 'maybe' is not true or false\n"},
+      {"cluster_framework", {{"c.yaml", std::string(kCluster) + "framework: pytorch\n"}}, kCmdCluster + " --model {mini}/models/alexnet.yaml",
+       E + "{dir}/c.yaml:9:12: 'framework': unknown framework 'pytorch' (a name in models/frameworks/: caffe-mpi, cntk)\n", "{mini}"},
       {"cluster_price", {{"c.yaml", std::string(kCluster) + "price_per_gpu_hour: \"2.5 dollars\"\n"}}, kCmdCluster,
        E + "{dir}/c.yaml:9:21: 'price_per_gpu_hour': '2.5 dollars' is not a price per GPU-hour like \"2.5 USD\" (an amount ≥ 0 and a currency code)\n"},
       {"cluster_gpu_flop_rate_unit", {{"c.yaml", edit(kCluster, 4, "gpu: {name: Test GPU, peak_fp32: \"10 TFLOP\", memory_bandwidth: \"300 GB/s\"}")}},

@@ -141,6 +141,35 @@ TEST(Cli, DefaultGpuCountsAreThoseTheClusterHolds) {
   EXPECT_EQ(sim.status, 0) << sim.err;
 }
 
+TEST(Cli, AClusterFileNamesTheFrameworkTakenWithoutOne) {
+  // `framework: NAME` in a cluster file: what predict, simulate, explain and report take when no --framework
+  // is given (the modern servers say pytorch-ddp); without the key, caffe-mpi (the Shi & Chu runs) as before.
+  const auto predicted = [](const std::string& args) {
+    const auto r = run_cli("predict --model resnet50 --no-train --format json --gpus 1,8 " + args);
+    EXPECT_EQ(r.status, 0) << args << ": " << r.err;
+    return r.status == 0 ? nlohmann::json::parse(r.out) : nlohmann::json();
+  };
+  const auto framework = [&](const std::string& args) {
+    const auto j = predicted(args);
+    return j.is_null() ? std::string() : j.at("inputs").at("framework").get<std::string>();
+  };
+  EXPECT_EQ(framework("--cluster dgx-h100"), "pytorch-ddp");
+  EXPECT_EQ(framework("--cluster dgx-h100 --framework caffe-mpi"), "caffe-mpi");
+  EXPECT_EQ(framework("--cluster shi-chu-p40"), "caffe-mpi");
+  EXPECT_EQ(framework("--cluster dell-c4140-pcie"), "caffe-mpi");
+  // The default is the named file itself: the same predictions as naming it.
+  EXPECT_EQ(predicted("--cluster dgx-a100").at("predictions"),
+            predicted("--cluster dgx-a100 --framework pytorch-ddp").at("predictions"));
+  // A cluster file of one's own.
+  const std::string own = temp_file("own-cluster.yaml",
+                                    "name: own\nnodes: 1\ngpus_per_node: 2\ngpu: v100-sxm2\nframework: cntk\n"
+                                    "host_to_gpu: {pinned: \"12 GB/s\"}\nintra_node: {bandwidth: \"20 GB/s\", latency: \"5 us\"}\n"
+                                    "storage: {disk: \"1 GB/s\", page_cache: \"5 GB/s\"}\n");
+  const auto r = run_cli("predict --cluster " + own + " --model resnet50 --no-train --gpus 1,2");
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("resnet50 on own, cntk (fp32)"), std::string::npos) << r.out;
+}
+
 TEST(Cli, FitTakesStrictFp32FromTheFilesThatSaySo) {
   // The same A100 row in two files: Lambda-style (fp32 is PyTorch's default, TF32 on Ampere) and one named by
   // --fp32-is-fp32-in (strict fp32, as bench/pytorch runs it). Fitted together, each row is reported as the

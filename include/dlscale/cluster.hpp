@@ -46,6 +46,9 @@ struct Cluster {
   /// (docs/model.md, eq. S9d); 0: not given (kDefaultHostMemoryBytes is assumed).
   Bytes host_memory_size{};
   std::shared_ptr<const Topology> topology;  // null for the simple form
+  /// The framework a prediction on this cluster takes when no `--framework` names one (`framework: NAME`, a
+  /// name in models/frameworks/); empty: the tools' default (caffe-mpi, the Shi & Chu runs).
+  std::string framework;
   double price_per_gpu_hour = 0.0;           // optional `price_per_gpu_hour: "2.5 USD"`; 0 = not given
   std::string currency;                       // e.g. "USD"; empty when no price is given
 

@@ -252,7 +252,6 @@ Scenario build_scenario(const ScenarioOptions& o, RunInfo& info) {
   if (sc.batch_per_gpu < 1) throw UsageError("--batch", "the batch per GPU must be at least 1");
   if (cluster.empty()) cluster = kDefaultCluster;
   if (model.empty()) model = kDefaultModel;
-  if (framework.empty()) framework = kDefaultFramework;
 
   try {
     sc.compute.precision = precision_from_string(o.precision);
@@ -267,6 +266,7 @@ Scenario build_scenario(const ScenarioOptions& o, RunInfo& info) {
 
   sc.cluster = load_cluster(resolve(DataKind::cluster, cluster, "--cluster"), cluster_overrides(o.scale));
   apply_input_options(o, sc.cluster);
+  if (framework.empty()) framework = !sc.cluster.framework.empty() ? sc.cluster.framework : kDefaultFramework;
   if (!sc.cluster.gpu.supports(sc.compute.precision))
     throw UsageError("--precision", sc.cluster.gpu.missing_mode(sc.compute.precision, sc.cluster.name));
   // "fp32" on a GPU with TF32 is strict FP32 here, which is not what frameworks run by default there.

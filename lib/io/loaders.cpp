@@ -605,6 +605,15 @@ Cluster read_cluster(const Node& root, const std::string& source, const ClusterO
     c.host_memory_size = n->bytes();
     if (!(c.host_memory_size > Bytes{})) n->fail("a node's host memory is a positive size like \"2 TB\"");
   }
+  if (auto n = m.optional("framework")) {  // the default framework of predictions on this cluster
+    c.framework = n->scalar();
+    const auto known = list_names(DataKind::framework);
+    if (std::find(known.begin(), known.end(), c.framework) == known.end()) {
+      std::string list;
+      for (const auto& k : known) list += (list.empty() ? "" : ", ") + k;
+      n->fail(fmt::format("unknown framework '{}' (a name in models/frameworks/: {})", c.framework, list));
+    }
+  }
   if (auto n = m.optional("price_per_gpu_hour")) {  // "2.5 USD": an amount and a currency code
     const std::string text = n->scalar();
     const auto space = text.find(' ');
