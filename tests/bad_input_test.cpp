@@ -856,6 +856,8 @@ std::vector<Row> catalogue() {
       {"option_zero_batch", {}, "predict --batch 0 -o {out}", E + "'--batch': the batch per GPU must be at least 1, got 0\n"},
       {"option_precision_the_gpu_lacks", {}, "predict --cluster tiny --model alexnet --precision tf32 -o {out}",
        E + "'--precision': the Tesla P40 of cluster 'tiny' has no tf32 mode (it needs TF32 tensor cores, Ampere or newer)\n", "{mini}"},
+      {"option_model_show_precision_the_gpu_lacks", {}, "model show alexnet --gpu p40 --precision bf16 -o {out}",
+       E + "'--precision': the Tesla P40 has no bf16 mode (it needs bf16 math, Ampere or newer)\n", "{mini}"},
       {"option_zero_accumulate", {}, "predict --accumulate 0 -o {out}",
        E + "'--accumulate': the number of passes per update must be at least 1, got 0\n"},
       {"option_flash_attention_in_fp32", {}, "predict --cluster dgx-a100 --model gpt2 --attention flash -o {out}",

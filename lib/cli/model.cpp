@@ -107,7 +107,7 @@ void run_show(const ShowOptions& o) {
   std::optional<LayerTimes> times;
   std::optional<MemoryFit> fit;
   if (gpu && !gpu->supports(copt.precision))
-    throw UsageError("--precision", fmt::format("the {} has no {} mode", gpu->name, to_string(copt.precision)));
+    throw UsageError("--precision", gpu->missing_mode(copt.precision, ""));
   if (o.kernels && !gpu) throw UsageError("--kernels", "needs --gpu");
   if (!o.framework.empty()) {  // the step as that framework runs it (predict's step_compute)
     // without a GPU nothing is timed: the attention kernel (eager on an unknown GPU) does not matter
