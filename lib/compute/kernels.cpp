@@ -229,7 +229,7 @@ ConvPlan plan_conv(const ConvGeometry& c, ConvPass pass, const GpuSpec& gpu, Pre
   // K7: Winograd F(2x2,3x3) on the vector units (cuDNN's tensor-core convolutions are implicit GEMMs).
   if (policy.winograd && !tensor && unit_stride && c.kernel_h == 3 && c.kernel_w == 3 && c.groups == 1) {
     GemmPlan w = plan_gemm(g, gpu, vector_p, kp, cls, kp.winograd_gain);
-    if (w.time < best.time) best = ConvPlan{ConvAlgorithm::winograd, w, Seconds{}, Seconds{}, w.time};
+    if (w.time < best.time) best = ConvPlan{.algorithm = ConvAlgorithm::winograd, .gemm = w, .time = w.time};
   }
   // K8: FFT for 5×5 and larger at stride 1: kh·kw multiplies per output and input channel become about
   // fft_taps, if the transformed batch, filters and outputs (complex fp32) fit the framework's workspace.
@@ -243,7 +243,7 @@ ConvPlan plan_conv(const ConvGeometry& c, ConvPass pass, const GpuSpec& gpu, Pre
       GemmPlan f = plan_gemm(g, gpu, vector_p, kp, cls, taps / kp.fft_taps);
       f.memory += workspace * 2.0 / (gpu.memory_bandwidth * kp.memory_efficiency);  // write and read the transforms
       f.time = max(f.compute, f.memory) + kp.kernel_overhead * 3.0;                // forward FFTs, product, inverse
-      if (f.time < best.time) best = ConvPlan{ConvAlgorithm::fft, f, Seconds{}, Seconds{}, f.time};
+      if (f.time < best.time) best = ConvPlan{.algorithm = ConvAlgorithm::fft, .gemm = f, .time = f.time};
     }
   }
   return best;
