@@ -48,8 +48,9 @@ ComputeOptions step_compute(const Scenario& sc);
 bool profile_reader_modelled(const Scenario& sc) noexcept;
 
 /// The input pipeline a prediction of `sc` runs (docs/input-formats.md, "Input pipeline"): the cluster's
-/// `input:` section, unless a profile measured the I/O (profile_reader_modelled aside) or the framework reads
-/// bytes (`io: {reader: bytes}`) from real data; null means Section IV-A's reader.
+/// `input:` section, unless a profile measured the I/O (profile_reader_modelled aside), the framework reads
+/// bytes (`io: {reader: bytes}`) or the network's input is tokens (the section's dataset is images to
+/// decode), from real data; null means Section IV-A's reader.
 const InputPipeline* input_pipeline(const Scenario& sc) noexcept;
 
 struct Breakdown {

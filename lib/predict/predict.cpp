@@ -308,6 +308,9 @@ bool profile_reader_modelled(const Scenario& sc) noexcept {
 const InputPipeline* input_pipeline(const Scenario& sc) noexcept {
   if ((sc.profile && !profile_reader_modelled(sc)) || !sc.cluster.input) return nullptr;
   if (sc.strategy.reads_bytes && sc.cluster.input->data != DataSource::synthetic) return nullptr;
+  // The section's dataset is images to decode; a token network's samples are token ids read as they are
+  // stored: Section IV-A's reader of its own input bytes (synthetic data still means no reader at all).
+  if (sc.network.input_kind != "image" && sc.cluster.input->data != DataSource::synthetic) return nullptr;
   return &*sc.cluster.input;
 }
 
