@@ -164,6 +164,34 @@ TEST(InputPipeline, ATokenNetworkReadsItsOwnBytesNotTheSectionsImages) {
   EXPECT_EQ(Predictor(std::move(sc)).predict(4).breakdown.io, Seconds{});
 }
 
+// The shipped servers decode ImageNet on every core of a node (their `input:` sections). A DGX-2's 48 Xeon
+// 8168 cores at 53.3 MP/s each (an estimate in models/input/cpus.yaml) feed 48 × 53.3 / 0.14 = 18,274 images/s:
+// AlexNet in fp16 at 256 per GPU on its 16 V100s (4,096 images an iteration, decoded in
+// 4096 × 0.14 / (48 × 53.3) = 0.22414 s) is bound there, far below what the GPUs compute; ResNet-50 at 32 per
+// GPU (512 images, 28.0 ms of decode) is not.
+TEST(InputPipeline, ShippedServersDecodeOnEveryCoreOfTheNode) {
+  const auto scenario = [](const char* model, Precision p, int batch) {
+    Scenario sc;
+    sc.cluster = load_cluster(resolve(DataKind::cluster, "dgx2", "--cluster"));
+    sc.network = load_network(resolve(DataKind::network, model, "--model"));
+    sc.strategy = load_strategy(resolve(DataKind::framework, "pytorch-ddp", "--framework"));
+    sc.batch_per_gpu = batch;
+    sc.compute.precision = p;
+    sc.compute.optimizer = default_optimizer(sc.network);
+    return sc;
+  };
+  Scenario alexnet = scenario("alexnet", Precision::fp16, 256);
+  ASSERT_NE(input_pipeline(alexnet), nullptr);
+  const auto sixteen = Predictor(alexnet).predict(16);
+  const double decode = 4096 * 0.14 / (48 * 53.3);
+  EXPECT_NEAR(in_seconds(sixteen.breakdown.io_decode), decode, 1e-9);
+  EXPECT_NEAR(in_seconds(sixteen.iteration_time), decode, 1e-9);
+  EXPECT_NEAR(sixteen.throughput_samples_per_s, 4096 / decode, 1e-6);
+  const auto resnet = Predictor(scenario("resnet50", Precision::fp32, 32)).predict(16);
+  EXPECT_NEAR(in_seconds(resnet.breakdown.io_decode), 512 * 0.14 / (48 * 53.3), 1e-9);
+  EXPECT_GT(in_seconds(resnet.iteration_time), 3 * in_seconds(resnet.breakdown.io_decode));
+}
+
 // The shipped Shi & Chu cluster and frameworks, AlexNet at 1024 per GPU on the 4 GPUs of a node. MXNet decodes
 // on the node's 24 cores: max(storage 4096 × (147.9 GB / 1,281,167) / 3.5 GiB/s = 0.1258 s, decode
 // 4096 × 0.14 MP / (24 × 43.4 MP/s) = 0.55054 s) = 0.55054 s. CNTK reads bytes: 4096 × 224·224·3·4 B /
