@@ -513,6 +513,16 @@ TEST(ExplainCli, MatchesGoldenText) {
   EXPECT_EQ(r.out, golden("explain-alexnet-cntk.txt"));
 }
 
+TEST(ExplainCli, DoublingTheInputDoublesItsDecodersWhenTheyBind) {
+  // AlexNet in fp16 on a DGX-2's 16 V100s is bound by the 48 cores that decode ImageNet (53.3 MP/s each in
+  // models/input/cpus.yaml): doubling the input doubles the decode rate, and the throughput with it.
+  const auto r = test::run_cli("explain --cluster dgx2 --model alexnet --precision fp16 --batch 256 --gpus 16");
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("bound by: io (input decode on the CPU (48 cores of xeon-platinum-8168 per node))"));
+  EXPECT_THAT(r.out, HasSubstr("input (storage and decoding)              +100.0% samples/s   page cache 20 GB/s -> 40 GB/s, "
+                               "CPU decode 53.3 -> 106.6 MP/s a core"));
+}
+
 TEST(ExplainCli, OneGpuCountOnly) {
   const auto r = test::run_cli("explain --gpus 4,8");
   EXPECT_EQ(r.status, 2);

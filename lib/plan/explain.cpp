@@ -214,6 +214,13 @@ Explanation explain(const Scenario& sc, int gpus, const ExplainOptions& o) {
         g.what = fmt::format("{} {} -> {}", c.dataset_in_page_cache ? "page cache" : "disk",
                              c.dataset_in_page_cache ? c.page_cache : c.disk,
                              (c.dataset_in_page_cache ? c.page_cache : c.disk) * 2.0);
+        if (const InputPipeline* ip = input_pipeline(sc)) {  // plan.cpp doubles its decoders too
+          if (ip->gpu_decode_mpix > 0.0)
+            g.what += fmt::format(", GPU decode {:.4g} -> {:.4g} MP/s", ip->gpu_decode_mpix, 2.0 * ip->gpu_decode_mpix);
+          else if (ip->decode_mpix_per_core > 0.0)
+            g.what += fmt::format(", CPU decode {:.4g} -> {:.4g} MP/s a core", ip->decode_mpix_per_core,
+                                  2.0 * ip->decode_mpix_per_core);
+        }
         break;
     }
     e.doubling.push_back(g);

@@ -82,7 +82,7 @@ std::string_view to_string(Resource r) noexcept {
     case Resource::host_to_gpu: return "host-to-GPU copies";
     case Resource::intra_node: return "intra-node GPU links";
     case Resource::inter_node: return "inter-node network";
-    case Resource::storage: return "storage (page cache and disk)";
+    case Resource::storage: return "input (storage and decoding)";
   }
   return "";
 }
