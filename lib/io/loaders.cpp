@@ -1,5 +1,6 @@
 // Parse once, at the edge: YAML files -> plain structs. Schemas: docs/input-formats.md.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cctype>
@@ -106,8 +107,7 @@ fs::path resolve(DataKind kind, std::string_view name_or_file, std::string_view 
       if (name_key(n) == key) hits.push_back(n);
     if (hits.size() == 1) return folder(kind) / (hits.front() + ".yaml");
   }
-  std::string known;
-  for (const auto& n : list_names(kind)) known += (known.empty() ? "" : ", ") + n;
+  const std::string known = fmt::format("{}", fmt::join(list_names(kind), ", "));
   throw UsageError(std::string(option), fmt::format("unknown {} '{}' (known: {})", noun(kind), name_or_file,
                                                     known.empty() ? "none found in " + folder(kind).string() : known));
 }
@@ -608,11 +608,8 @@ Cluster read_cluster(const Node& root, const std::string& source, const ClusterO
   if (auto n = m.optional("framework")) {  // the default framework of predictions on this cluster
     c.framework = n->scalar();
     const auto known = list_names(DataKind::framework);
-    if (std::find(known.begin(), known.end(), c.framework) == known.end()) {
-      std::string list;
-      for (const auto& k : known) list += (list.empty() ? "" : ", ") + k;
-      n->fail(fmt::format("unknown framework '{}' (a name in models/frameworks/: {})", c.framework, list));
-    }
+    if (std::find(known.begin(), known.end(), c.framework) == known.end())
+      n->fail(fmt::format("unknown framework '{}' (a name in models/frameworks/: {})", c.framework, fmt::join(known, ", ")));
   }
   if (auto n = m.optional("price_per_gpu_hour")) {  // "2.5 USD": an amount and a currency code
     const std::string text = n->scalar();
@@ -862,9 +859,7 @@ Transport read_transport(const Node& ref) {
     for (const auto& e : fs::directory_iterator(dir, ec))
       if (e.path().extension() == ".yaml") known.push_back(e.path().stem().string());
     std::sort(known.begin(), known.end());
-    std::string list;
-    for (const auto& k : known) list += (list.empty() ? "" : ", ") + k;
-    ref.fail(fmt::format("unknown transport '{}' (known: {})", name, list));
+    ref.fail(fmt::format("unknown transport '{}' (known: {})", name, fmt::join(known, ", ")));
   }
   MapReader m(yamlio::load_file(dir / (name + ".yaml")));
   Transport t;
