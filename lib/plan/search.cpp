@@ -131,12 +131,12 @@ PlanResult plan(const Scenario& base, int gpus, const PlanSpace& space) {
         if (p.loss > worst->loss) worst = &p;
       const double slower = 1.0 - best->prediction.throughput_samples_per_s / win->prediction.throughput_samples_per_s;
       const double more_memory = best->prediction.memory.per_gpu / win->prediction.memory.per_gpu - 1.0;
-      if (slower < 5e-4 && std::abs(more_memory) < 5e-3) {  // e.g. ZeRO-3 and FSDP's full shard: one step in this model
-        loss.why = fmt::format("at its best ({}) within 0.05 % of the choice's samples/s and 0.5 % of its memory: the "
-                               "same step in this model", config_text(*best));
-      } else if (slower < 5e-4) {
-        loss.why = fmt::format("at its best ({}) within 0.05 % of the choice's samples/s, with {} per GPU against the "
-                               "choice's {}", config_text(*best), best->prediction.memory.per_gpu, win->prediction.memory.per_gpu);
+      if (slower < 5e-4) {  // a tie; within 0.5 % of the memory too (ZeRO-3 and FSDP's full shard): one step in this model
+        loss.why = fmt::format("at its best ({}) within 0.05 % of the choice's samples/s{}", config_text(*best),
+                               std::abs(more_memory) < 5e-3
+                                   ? std::string(" and 0.5 % of its memory: the same step in this model")
+                                   : fmt::format(", with {} per GPU against the choice's {}", best->prediction.memory.per_gpu,
+                                                 win->prediction.memory.per_gpu));
       } else {
         loss.why = fmt::format("{:.1f} % slower at its best ({}): {} costs {} more per sample", 100.0 * slower,
                                config_text(*best), worst->what, seconds(std::max(worst->loss, 0.0)));
