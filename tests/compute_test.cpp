@@ -274,6 +274,51 @@ TEST(KernelModel, WorkedLayerNorm) {
   EXPECT_NEAR(in_seconds(k[1].time), 4 * e * 2 / 400e9 + 2 * 5e-6, 1e-15);
 }
 
+// Eq. K12 on the toy GPU (10 SMs at 1.953125 GHz: 19.53125 G SM-clocks a second), a batch norm over
+// 8 x 64 x 56 x 56 = 1,605,632 elements, with per-channel NCHW kernels at 2 element passes per SM per clock
+// (39.0625 G/s; 1 in bf16). Forward: 3 passes, 4,816,896 element passes; backward: 5, 8,028,160; two
+// kernels each (5 us of overhead apiece). In NHWC fp16 they stream: 9,633,792 B at 400 GB/s = 24.08448 us
+// forward. In NCHW they walk: 4,816,896 / 39.0625 G = 123.3125376 us forward, 205.520896 us backward, in fp16 and
+// in fp32 alike (fp32 would stream in 48.16896 us); bf16 at half the rate: 246.6250752 us forward.
+TEST(KernelModel, NchwBatchNormRunsAtItsPerChannelKernelsRate) {
+  Layer bn;
+  bn.name = "bn";
+  bn.kind = LayerKind::batchnorm;
+  bn.params = 2 * 64;
+  bn.input_shape = bn.output_shape = {64, 56, 56};
+  auto options = [](Precision p, TensorLayout layout) {
+    ComputeOptions o = toy_options(p);
+    auto set = std::make_shared<KernelParamSet>();
+    set->defaults = toy_params();
+    set->defaults.nchw_norm_rate = 2.0;
+    set->defaults.nchw_norm_rate_bf16 = 1.0;
+    o.kernel_params = set;
+    o.conv_algorithms.layout = layout;
+    return o;
+  };
+  auto times = [&](Precision p, TensorLayout layout) {
+    const auto k = layer_kernels(bn, false, false, toy_gpu(), 8, options(p, layout));
+    EXPECT_EQ(k.size(), 2u);
+    return k;
+  };
+  const auto nhwc = times(Precision::fp16, TensorLayout::nhwc);
+  EXPECT_NEAR(in_seconds(nhwc[0].time), 24.08448e-6 + 10e-6, 1e-12);
+  EXPECT_EQ(nhwc[0].name, "bn fwd");
+  for (Precision p : {Precision::fp16, Precision::fp32}) {
+    const auto nchw = times(p, TensorLayout::nchw);
+    EXPECT_NEAR(in_seconds(nchw[0].time), 123.3125376e-6 + 10e-6, 1e-12) << to_string(p);
+    EXPECT_NEAR(in_seconds(nchw[1].time), 205.520896e-6 + 10e-6, 1e-12) << to_string(p);
+    EXPECT_EQ(nchw[0].name, "bn fwd (per-channel nchw)");
+  }
+  EXPECT_NEAR(in_seconds(times(Precision::bf16, TensorLayout::nchw)[0].time), 246.6250752e-6 + 10e-6, 1e-12);
+  // Where the memory is slower than the walk, the pass streams: the toy at 50 GB/s, fp32, 385.35168 us.
+  GpuSpec slow = toy_gpu();
+  slow.memory_bandwidth = gigabytes_per_second(50);
+  const auto k = layer_kernels(bn, false, false, slow, 8, options(Precision::fp32, TensorLayout::nchw));
+  EXPECT_NEAR(in_seconds(k[0].time), 3 * 1605632 * 4 / 40e9 + 10e-6, 1e-12);
+  EXPECT_EQ(k[0].name, "bn fwd");
+}
+
 // Eq. K9, FlashAttention on the toy GPU: one sequence of 1,024 tokens, width 256, 2 heads of 128, fp16.
 // Forward: the products Q·Kᵀ (1024×1024×128, 2 heads) and P·V (1024×128×1024), as the GEMM model times
 // their math (WorkedGemm checks that), plus 2·1024² exponentials at 16 per SM per clock: 10 SMs ×

@@ -31,6 +31,8 @@ struct KernelParams {
   double fft_taps = 8.0;            // an FFT convolution's multiplies per output and input channel
   double operand_feed = 16.0;       // tile feeding cost c (eq. K3) at 2,048 operand bytes per SM per clock
   double copy_efficiency = 0.87;    // a layout transpose (a copy): attained ÷ datasheet DRAM bandwidth (eq. K10)
+  double nchw_norm_rate = 2.16;     // batch norm on NCHW activations, cuDNN's per-channel kernels: element passes per SM per clock (eq. K12)
+  double nchw_norm_rate_bf16 = 1.43;  // the same in bf16, which those kernels do not take (PyTorch runs its own) (eq. K12)
   std::string source;               // where the numbers came from (a fit's command, a paper)
 };
 
@@ -160,6 +162,15 @@ std::int64_t tensor_core_channels(const ConvGeometry& c, Precision p, bool tenso
 /// aligned, off tensor cores, for the data gradient, and in NCHW (the K10 transpose writes the padded copy).
 double channel_padding_elements(const ConvGeometry& c, ConvPass pass, Precision p, TensorLayout layout,
                                 bool tensor_cores) noexcept;
+
+/// Eq. K12: the least time a batch norm's pass over `element_passes` elements (each element read or written
+/// once counts one) takes on NCHW activations: element_passes ÷ (rate × SMs × boost clock). cuDNN's
+/// per-channel NCHW kernels (fp32, TF32 and fp16: `nchw_norm_rate`) and PyTorch's own (bf16:
+/// `nchw_norm_rate_bf16`) walk each channel's N·H·W elements in short strided runs, and run at a rate per SM
+/// that the element width does not change: in fp16 they take as long as in fp32. Zero in NHWC (cuDNN's NHWC
+/// kernels stream at memory speed, eq. K5) and without an SM count or boost clock.
+Seconds nchw_norm_time(double element_passes, const GpuSpec& gpu, Precision p, TensorLayout layout,
+                       const KernelParams& kp) noexcept;
 
 struct ConvPlan {
   ConvAlgorithm algorithm = ConvAlgorithm::implicit_gemm;

@@ -130,6 +130,14 @@ Seconds memory_kernel_time(Bytes traffic, const GpuSpec& gpu, const KernelParams
   return traffic / (gpu.memory_bandwidth * kp.memory_efficiency) + kp.kernel_overhead;  // K5
 }
 
+Seconds nchw_norm_time(double element_passes, const GpuSpec& gpu, Precision p, TensorLayout layout,
+                       const KernelParams& kp) noexcept {
+  const double rate = (p == Precision::bf16 ? kp.nchw_norm_rate_bf16 : kp.nchw_norm_rate) * gpu.sm_count *
+                      gpu.boost_clock.base();  // K12: element passes per second
+  if (layout != TensorLayout::nchw || !(rate > 0.0)) return Seconds{};
+  return seconds(element_passes / rate);
+}
+
 std::string_view to_string(ConvAlgorithm a) noexcept {
   switch (a) {
     case ConvAlgorithm::implicit_gemm: return "implicit_gemm";

@@ -54,6 +54,16 @@ class Kernels {
     const Seconds t = memory_kernel_time(traffic, gpu_, kp_) + kp_.kernel_overhead * static_cast<double>(kernels - 1);
     add(what, t, flops(0), traffic, bwd);
   }
+  /// A batch norm pass: streamed at memory speed (K5), or on NCHW activations no faster than its
+  /// per-channel kernels walk the elements (K12), over `kernels` kernels.
+  void norm(const std::string& what, double elements_moved, double element_bytes, bool bwd, int kernels) {
+    const Bytes traffic = bytes(elements_moved * element_bytes);
+    if (!(traffic > Bytes{})) return;
+    const Seconds stream = traffic / (gpu_.memory_bandwidth * kp_.memory_efficiency);
+    const Seconds walk = nchw_norm_time(elements_moved, gpu_, opt_.precision, opt_.conv_algorithms.layout, kp_);
+    add(named_ && walk > stream ? what + " (per-channel nchw)" : what,
+        max(stream, walk) + kp_.kernel_overhead * static_cast<double>(kernels), flops(0), traffic, bwd);
+  }
   /// A layer without the shape of its work: the roofline of its FLOPs and bytes.
   void roofline(const std::string& what, Flops work, Bytes traffic, bool tensor_math, bool bwd) {
     const bool tensor = gpu_.on_tensor_cores(opt_.precision);
@@ -198,8 +208,8 @@ void time_layer(Kernels& k, const Layer& l, bool first, int batch, const Compute
       }
       break;
     case LayerKind::batchnorm:  // statistics pass, normalise pass; backward: reductions, then dx
-      k.pass(k.name(l.name, " fwd"), 3.0 * out_e, eb, false, 0.0, 2);
-      k.pass(k.name(l.name, " bwd"), 5.0 * out_e, eb, true, 0.0, 2);
+      k.norm(k.name(l.name, " fwd"), 3.0 * out_e, eb, false, 2);
+      k.norm(k.name(l.name, " bwd"), 5.0 * out_e, eb, true, 2);
       return;
     case LayerKind::layernorm:  // one pass forward; dx and the parameter gradients backward
       k.pass(k.name(l.name, " fwd"), 2.0 * out_e, eb, false);

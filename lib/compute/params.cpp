@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <mutex>
+#include <utility>
 
 #include "dlscale/error.hpp"
 #include "dlscale/io.hpp"
@@ -45,6 +46,13 @@ KernelParams read_params(const Node& node, KernelParams base, const std::string&
   if (auto n = m.optional("operand_feed")) {
     base.operand_feed = n->number();
     if (!(base.operand_feed >= 0.0 && base.operand_feed <= 256.0)) n->fail("operand_feed lies in [0, 256]");
+  }
+  for (auto [key, field] : {std::pair{"nchw_norm_rate", &base.nchw_norm_rate},
+                             std::pair{"nchw_norm_rate_bf16", &base.nchw_norm_rate_bf16}}) {
+    if (auto n = m.optional(key)) {
+      *field = n->number();
+      if (!(*field > 0.0 && *field <= 64.0)) n->fail("a batch norm's element passes per SM per clock lie in (0, 64]");
+    }
   }
   if (auto n = m.optional("source")) base.source = n->scalar();
   m.finish();
@@ -110,6 +118,8 @@ std::string kernel_params_to_yaml(const KernelParamSet& set, std::string_view he
     put("fft_taps", p.fft_taps, base ? base->fft_taps : 0);
     put("operand_feed", p.operand_feed, base ? base->operand_feed : 0);
     put("copy_efficiency", p.copy_efficiency, base ? base->copy_efficiency : 0);
+    put("nchw_norm_rate", p.nchw_norm_rate, base ? base->nchw_norm_rate : 0);
+    put("nchw_norm_rate_bf16", p.nchw_norm_rate_bf16, base ? base->nchw_norm_rate_bf16 : 0);
     return "{" + o + "}";
   };
   std::string o;
