@@ -319,6 +319,41 @@ TEST(KernelModel, NchwBatchNormRunsAtItsPerChannelKernelsRate) {
   EXPECT_EQ(k[0].name, "bn fwd");
 }
 
+// A framework without local response normalization (`lrn: false`, CNTK) does not run a network's LRN: on
+// the toy GPU an LRN over 8 × 64 × 56 × 56 = 1,605,632 fp32 elements costs 5 passes forward (32,112,640 B
+// at 400 GB/s = 80.2816 us, two kernels: + 10 us) and 5 backward (+ 5 us); without it neither kernel runs,
+// and the memory estimate keeps 8 × its 802,816 B of scale less.
+TEST(KernelModel, AFrameworkWithoutLrnLeavesItOut) {
+  Layer conv;
+  conv.name = "conv";
+  conv.kind = LayerKind::conv;
+  conv.input_shape = {3, 56, 56};
+  conv.output_shape = {64, 56, 56};
+  conv.params = 3 * 64;
+  conv.activation_bytes_per_sample = 64.0 * 56 * 56 * 4;
+  Operator lrn;
+  lrn.name = "lrn";
+  lrn.kind = LayerKind::lrn;
+  lrn.input_shape = lrn.output_shape = {64, 56, 56};
+  lrn.activation_bytes_per_sample = 64.0 * 56 * 56 * 4;
+  conv.ops.push_back(lrn);
+  ComputeOptions with = toy_options(Precision::fp32), without = with;
+  without.lrn = false;
+  const auto a = layer_kernels(conv, true, false, toy_gpu(), 8, with);
+  const auto b = layer_kernels(conv, true, false, toy_gpu(), 8, without);
+  ASSERT_EQ(a.size(), b.size() + 2);
+  EXPECT_EQ(a[a.size() - 2].name, "lrn fwd");
+  EXPECT_NEAR(in_seconds(a[a.size() - 2].time), 5 * 1605632 * 4 / 400e9 + 10e-6, 1e-15);
+  EXPECT_NEAR(in_seconds(a.back().time), 5 * 1605632 * 4 / 400e9 + 5e-6, 1e-15);
+  for (const auto& k : b) EXPECT_EQ(k.name.find("lrn"), std::string::npos) << k.name;
+  Network net;
+  net.name = "one conv and its lrn";
+  net.layers.push_back(conv);
+  EXPECT_DOUBLE_EQ(in_bytes(estimate_training_memory(net, 8, with).activations) -
+                       in_bytes(estimate_training_memory(net, 8, without).activations),
+                   8 * 802816.0);
+}
+
 // Eq. K9, FlashAttention on the toy GPU: one sequence of 1,024 tokens, width 256, 2 heads of 128, fp16.
 // Forward: the products Q·Kᵀ (1024×1024×128, 2 heads) and P·V (1024×128×1024), as the GEMM model times
 // their math (WorkedGemm checks that), plus 2·1024² exponentials at 16 per SM per clock: 10 SMs ×

@@ -89,6 +89,13 @@ TEST(TableV, FrameworksDifferOnlyWhereTheirConvolutionAlgorithmsDo) {
   // TensorFlow "prefers to use Winograd" (Section VI-A): no FFT, so its AlexNet is Caffe's too.
   EXPECT_DOUBLE_EQ(fb("alexnet", "caffe-mpi", 1024), fb("alexnet", "tensorflow", 1024));
   EXPECT_DOUBLE_EQ(fb("resnet50", "cntk", 32), fb("resnet50", "mxnet", 32));
+  // CNTK has no LRN (`lrn: false`): its GoogLeNet runs without the two, the others' with them.
+  for (const char* f : {"caffe-mpi", "cntk", "mxnet", "tensorflow"})
+    EXPECT_EQ(load_strategy(resolve(DataKind::framework, f, "--framework")).lrn, std::string(f) != "cntk") << f;
+  Scenario with_lrn = p40_scenario("googlenet", "cntk", 128);
+  with_lrn.strategy.lrn = true;
+  EXPECT_LT(fb("googlenet", "cntk", 128), in_seconds(Predictor(with_lrn).predict(1).breakdown.forward +
+                                                     Predictor(with_lrn).predict(1).breakdown.backward));
 }
 
 // A framework's jitter_cv (docs/input-formats.md, "Synchronization losses") is data: Table V gives each

@@ -71,6 +71,7 @@ struct ComputeOptions {
   ConvAlgorithmPolicy conv_algorithms;  // which cuDNN algorithms the framework reaches
   AttentionKernel attention = AttentionKernel::eager;  // as it runs (effective_attention), not as asked
   bool fp32_gradients = false;  // mixed precision with fp32 parameters: fp32 gradients (Strategy::fp32_gradients)
+  bool lrn = true;              // false: the framework has no LRN, a network's LRN operators are not run (Strategy::lrn)
   /// Kernel-model parameters; null: the shipped topologies/compute-params.yaml.
   std::shared_ptr<const KernelParamSet> kernel_params;
 

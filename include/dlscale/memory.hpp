@@ -50,7 +50,7 @@ std::vector<int> checkpoint_segments(const Network& net);
 /// What one sample keeps for backward under checkpointing (fp32 figure): the input of every segment but
 /// the first (the input batch, counted apart), plus the largest segment's own tensors (one segment is
 /// rebuilt at a time; the last is never dropped).
-double checkpointed_kept_bytes_per_sample(const Network& net, bool flash_attention = false);
+double checkpointed_kept_bytes_per_sample(const Network& net, bool flash_attention = false, bool lrn = true);
 /// What a fused (FlashAttention) kernel does not keep of an attention layer, per sample (fp32 basis as
 /// Layer::activation_bytes_per_sample): the heads·S² probabilities of each sequence (the softmax output,
 /// and with dropout on them its output and mask). It keeps a per-row log-sum-exp instead (heads·S), which

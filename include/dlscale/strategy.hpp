@@ -60,6 +60,9 @@ struct Strategy {
   /// (PyTorch's native AMP), so gradients and their exchange are fp32; default (`half`): the gradients of a
   /// half-precision working copy (apex O2, MXNet float16 models, DeepSpeed).
   bool fp32_gradients = false;
+  /// `lrn: false`: the framework has no local response normalization, so a network's LRN operators are left
+  /// out of its step (time and memory): CNTK 2.x, which is why Shi & Chu ran AlexNet without them (Table IV).
+  bool lrn = true;
   // Synchronization losses (docs/model.md, "Synchronization losses"); both off by default.
   double jitter_cv = 0.0;            // coefficient of variation of a GPU's per-iteration compute time
   Seconds iteration_overhead{};      // fixed cost per iteration of more than one GPU (negotiation, launches)

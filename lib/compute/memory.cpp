@@ -48,12 +48,13 @@ double autocast_softmax_bytes_per_sample(const Network& net, const ComputeOption
   return probs * (4.0 - activation_bytes_per_element(opt.precision));
 }
 
-double checkpointed_kept_bytes_per_sample(const Network& net, bool flash_attention) {
+double checkpointed_kept_bytes_per_sample(const Network& net, bool flash_attention, bool lrn) {
   const std::vector<int> first = checkpoint_segments(net);
   auto kept = [&](std::size_t i) {
     double s = net.layers[i].activation_bytes_per_sample;
     if (flash_attention) s -= flash_attention_saving_per_sample(net.layers[i]);
-    for (const auto& o : net.layers[i].ops) s += o.activation_bytes_per_sample;
+    for (const auto& o : net.layers[i].ops)
+      if (lrn || o.kind != LayerKind::lrn) s += o.activation_bytes_per_sample;
     return s;
   };
   double inputs = 0.0, largest = 0.0;
@@ -86,9 +87,13 @@ MemoryEstimate estimate_training_memory(const Network& net, int batch, const Com
   m.optimizer_state = bytes(p * 4.0 * optimizer_state_words(opt.optimizer));
   // Every tensor a layer or a parameter-free operator keeps for backward (one micro-batch).
   const bool flash = fused_attention(opt.attention);
-  double kept = opt.checkpointing ? checkpointed_kept_bytes_per_sample(net, flash) : net.total_kept_bytes_per_sample();
+  double kept = opt.checkpointing ? checkpointed_kept_bytes_per_sample(net, flash, opt.lrn) : net.total_kept_bytes_per_sample();
   if (flash && !opt.checkpointing)
     for (const auto& l : net.layers) kept -= flash_attention_saving_per_sample(l);
+  if (!opt.lrn && !opt.checkpointing)  // a framework without LRN does not run the network's
+    for (const auto& l : net.layers)
+      for (const auto& o : l.ops)
+        if (o.kind == LayerKind::lrn) kept -= o.activation_bytes_per_sample;
   m.activations = bytes(kept * (activation_bytes_per_element(opt.precision) / 4.0) * batch);
   if (!opt.checkpointing) m.activations = m.activations + bytes(autocast_softmax_bytes_per_sample(net, opt) * batch);
   m.input = net.input_bytes_per_sample * static_cast<double>(batch);

@@ -498,11 +498,11 @@ std::vector<std::shared_ptr<const LayerTimes>> shared_layer_times(const SweepSpe
     base.optimizer = default_optimizer(spec.networks[g.model]);
     const ComputeOptions c = step_compute(base, st, gpu);
     const std::string key =
-        fmt::format("{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}", id_of(g.model), gpu.name, gpu.architecture,
+        fmt::format("{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}", id_of(g.model), gpu.name, gpu.architecture,
                     gpu.sm_version, gpu.sm_count, gpu.peak_fp32.base(), gpu.peak_fp16.base(), gpu.peak_bf16.base(),
                     gpu.peak_tf32.base(), gpu.memory_bandwidth.base(), gpu.boost_clock.base(), gpu.base_clock.base(),
                     g.batch, to_string(g.precision), pol.winograd, pol.fft, pol.workspace_limit.base(), to_string(pol.layout),
-                    to_string(c.attention), c.fp32_gradients);
+                    to_string(c.attention), c.fp32_gradients, c.lrn);
     auto& slot = seen[key];
     if (!slot) {
       {

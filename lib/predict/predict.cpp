@@ -198,6 +198,7 @@ ComputeOptions step_compute(ComputeOptions c, const Strategy& framework, const G
   c.conv_algorithms = framework.conv_algorithms;  // the framework's cuDNN algorithm search
   c.attention = effective_attention(framework.attention, gpu, c.precision);
   c.fp32_gradients = framework.fp32_gradients;
+  c.lrn = framework.lrn;
   return c;
 }
 
