@@ -354,6 +354,32 @@ TEST(KernelModel, AFrameworkWithoutLrnLeavesItOut) {
                    8 * 802816.0);
 }
 
+// Eq. K13 on the worked convolution's shape (8 × 256 × 14 × 14 in, 128 filters of 3 × 3, fp16 on the toy):
+// with a bias (295,040 parameters, not 294,912) the framework adds it to the 8 × 128 × 14 × 14 = 200,704
+// output elements in a pass of its own (read and write: 802,816 B at 400 GB/s = 2.00704 us, + 5 us) and
+// sums the output gradient for its gradient (read: 1.00352 us, + 5 us); the three GEMMs are unchanged.
+TEST(KernelModel, AConvolutionsBiasIsAPassOfItsOwn) {
+  Layer conv;
+  conv.name = "conv";
+  conv.kind = LayerKind::conv;
+  conv.input_shape = {256, 14, 14};
+  conv.output_shape = {128, 14, 14};
+  conv.kernel_h = conv.kernel_w = 3;
+  conv.params = 256 * 3 * 3 * 128;
+  const auto plain = layer_kernels(conv, false, false, toy_gpu(), 8, toy_options(Precision::fp16));
+  ASSERT_EQ(plain.size(), 3u);  // forward, data gradient, weight gradient
+  conv.params += 128;
+  const auto biased = layer_kernels(conv, false, false, toy_gpu(), 8, toy_options(Precision::fp16));
+  ASSERT_EQ(biased.size(), 5u);
+  for (std::size_t i = 0; i < 3; ++i) EXPECT_EQ(biased[i].time, plain[i].time) << biased[i].name;
+  EXPECT_EQ(biased[3].name, "conv bias fwd");
+  EXPECT_NEAR(in_seconds(biased[3].time), 802816 / 400e9 + 5e-6, 1e-15);
+  EXPECT_FALSE(biased[3].backward);
+  EXPECT_EQ(biased[4].name, "conv bias bwd");
+  EXPECT_NEAR(in_seconds(biased[4].time), 401408 / 400e9 + 5e-6, 1e-15);
+  EXPECT_TRUE(biased[4].backward);
+}
+
 // Eq. K9, FlashAttention on the toy GPU: one sequence of 1,024 tokens, width 256, 2 heads of 128, fp16.
 // Forward: the products Q·Kᵀ (1024×1024×128, 2 heads) and P·V (1024×128×1024), as the GEMM model times
 // their math (WorkedGemm checks that), plus 2·1024² exponentials at 16 per SM per clock: 10 SMs ×

@@ -3,6 +3,7 @@
 // passes), forward and backward, each timed by lib/compute/kernels.cpp.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <numeric>
 #include <stdexcept>
 #include <string>
@@ -130,6 +131,12 @@ class Kernels {
   std::vector<KernelTiming>* out_;
 };
 
+/// Whether a convolution layer has a bias: parameters beyond its filters' C_in/groups · kh · kw · C_out.
+bool conv_has_bias(const Layer& l, const ConvGeometry& c) {
+  const std::int64_t filters = c.in_channels / std::max(c.groups, 1) * c.kernel_h * c.kernel_w * c.out_channels;
+  return l.params > filters;
+}
+
 /// A linear map on the last dimension: forward, data gradient (unless the layer is first), weight gradient.
 void linear_gemms(Kernels& k, const std::string& name, std::int64_t rows, std::int64_t in, std::int64_t out, bool input_grad) {
   k.gemm(k.name(name, " fwd"), GemmShape{rows, out, in}, false);
@@ -151,6 +158,10 @@ void time_layer(Kernels& k, const Layer& l, bool first, int batch, const Compute
         k.conv(k.name(l.name, " fwd"), c, ConvPass::forward, false);
         if (input_grad) k.conv(k.name(l.name, " dgrad"), c, ConvPass::data_gradient, true);
         k.conv(k.name(l.name, " wgrad"), c, ConvPass::weight_gradient, true);
+        if (conv_has_bias(l, c)) {  // eq. K13: added to the output in a pass of its own, its gradient a reduction
+          k.pass(k.name(l.name, " bias fwd"), 2.0 * out_e, eb, false);
+          k.pass(k.name(l.name, " bias bwd"), out_e, eb, true);
+        }
         return;
       }
       break;
