@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdint>
+#include <vector>
 
 #include "dlscale/compute.hpp"
 #include "dlscale/io.hpp"
@@ -323,13 +325,20 @@ TEST(KernelModel, NchwBatchNormRunsAtItsPerChannelKernelsRate) {
 // the toy GPU an LRN over 8 × 64 × 56 × 56 = 1,605,632 fp32 elements costs 5 passes forward (32,112,640 B
 // at 400 GB/s = 80.2816 us, two kernels: + 10 us) and 5 backward (+ 5 us); without it neither kernel runs,
 // and the memory estimate keeps 8 × its 802,816 B of scale less.
-TEST(KernelModel, AFrameworkWithoutLrnLeavesItOut) {
+/// A convolution layer named "conv" of `kernel` × `kernel` filters, without a bias.
+Layer toy_conv(std::vector<std::int64_t> in, std::vector<std::int64_t> out, int kernel) {
   Layer conv;
   conv.name = "conv";
   conv.kind = LayerKind::conv;
-  conv.input_shape = {3, 56, 56};
-  conv.output_shape = {64, 56, 56};
-  conv.params = 3 * 64;
+  conv.params = in[0] * kernel * kernel * out[0];
+  conv.input_shape = std::move(in);
+  conv.output_shape = std::move(out);
+  conv.kernel_h = conv.kernel_w = kernel;
+  return conv;
+}
+
+TEST(KernelModel, AFrameworkWithoutLrnLeavesItOut) {
+  Layer conv = toy_conv({3, 56, 56}, {64, 56, 56}, 1);
   conv.activation_bytes_per_sample = 64.0 * 56 * 56 * 4;
   Operator lrn;
   lrn.name = "lrn";
@@ -359,13 +368,7 @@ TEST(KernelModel, AFrameworkWithoutLrnLeavesItOut) {
 // output elements in a pass of its own (read and write: 802,816 B at 400 GB/s = 2.00704 us, + 5 us) and
 // sums the output gradient for its gradient (read: 1.00352 us, + 5 us); the three GEMMs are unchanged.
 TEST(KernelModel, AConvolutionsBiasIsAPassOfItsOwn) {
-  Layer conv;
-  conv.name = "conv";
-  conv.kind = LayerKind::conv;
-  conv.input_shape = {256, 14, 14};
-  conv.output_shape = {128, 14, 14};
-  conv.kernel_h = conv.kernel_w = 3;
-  conv.params = 256 * 3 * 3 * 128;
+  Layer conv = toy_conv({256, 14, 14}, {128, 14, 14}, 3);  // 294,912 parameters
   const auto plain = layer_kernels(conv, false, false, toy_gpu(), 8, toy_options(Precision::fp16));
   ASSERT_EQ(plain.size(), 3u);  // forward, data gradient, weight gradient
   conv.params += 128;
