@@ -244,7 +244,7 @@ void time_layer(Kernels& k, const Layer& l, bool first, int batch, const Compute
 }
 
 void time_operator(Kernels& k, const Operator& o, int batch, const ComputeOptions& opt) {
-  if (o.kind == LayerKind::lrn && !opt.lrn) return;
+  if (o.kind == LayerKind::lrn && !opt.lrn) return;  // a framework without LRN (`lrn: false`) does not run it
   const double eb = activation_bytes_per_element(opt.precision);
   const double ei = elements(o.input_shape) * batch, eo = elements(o.output_shape) * batch;
   switch (o.kind) {
@@ -276,7 +276,7 @@ void time_operator(Kernels& k, const Operator& o, int batch, const ComputeOption
       k.pass(k.name(o.name, " fwd"), 2.0 * eo, eb, false);
       if (o.branches > 1) k.pass(k.name(o.name, " fork bwd"), 3.0 * ei * (o.branches - 1), eb, true, 0.0, o.branches - 1);
       return;
-    case LayerKind::lrn:  // (not run by a framework without LRN: `lrn: false`) Caffe's cross-channel LRN (lrn_layer.cu): forward fills the scale (read x, write
+    case LayerKind::lrn:  // Caffe's cross-channel LRN (lrn_layer.cu): forward fills the scale (read x, write
       // scale) and computes y = x·scale^−β (read two, write one); backward reads x, y, scale and dy and writes dx
       k.pass(k.name(o.name, " fwd"), 5.0 * eo, eb, false, 0.0, 2);
       k.pass(k.name(o.name, " bwd"), 5.0 * eo, eb, true);
