@@ -546,6 +546,38 @@ TEST(Fit, RowsWithoutAMemoryFormatTakeTheOptionsLayout) {
   EXPECT_EQ(nchw, 13);
 }
 
+// `calibrate fit --framework`: the rows' steps are the ones predict makes for that framework (step_compute),
+// so a fit of Table V's runs sees CNTK's FFT and missing LRN and Caffe-MPI's 8 MiB workspace. Each row's
+// predicted throughput is its batch over the predictor's forward + backward + update on the P40 for that
+// framework; with no framework, GoogLeNet keeps its LRN and AlexNet takes FFT (the default policy).
+TEST(Fit, AFrameworksRowsAreTimedAsPredictTimesItsStep) {
+  const auto dir = std::filesystem::temp_directory_path() / "dlscale-fit-framework";
+  std::filesystem::create_directories(dir);
+  const auto csv = dir / "t5.csv";
+  std::ofstream(csv) << "gpu,gpus,precision,model,batch_per_gpu,samples_per_s\n"
+                        "p40-base-clock,1,fp32,googlenet,128,420\np40-base-clock,1,fp32,alexnet,1024,1700\n";
+  auto step = [](const char* model, const char* framework, int batch) {
+    const auto b = Predictor(p40_scenario(model, framework, batch)).predict(1).breakdown;
+    return batch / in_seconds(b.forward + b.backward + b.update);
+  };
+  for (const char* framework : {"cntk", "caffe-mpi"}) {
+    MeasurementOptions o;
+    const Strategy f = load_strategy(resolve(DataKind::framework, framework, "--framework"));
+    o.conv_algorithms = f.conv_algorithms;
+    o.layout = f.conv_algorithms.layout;
+    o.attention = f.attention;
+    o.lrn = f.lrn;
+    const auto rows = read_throughput_csv(csv, o);
+    ASSERT_EQ(rows.size(), 2u);
+    EXPECT_NEAR(predicted_throughput(rows[0], *shipped_kernel_params()), step("googlenet", framework, 128), 1e-6) << framework;
+    EXPECT_NEAR(predicted_throughput(rows[1], *shipped_kernel_params()), step("alexnet", framework, 1024), 1e-6) << framework;
+  }
+  const auto plain = read_throughput_csv(csv, MeasurementOptions{});
+  EXPECT_LT(predicted_throughput(plain[0], *shipped_kernel_params()), step("googlenet", "cntk", 128));      // its LRN
+  EXPECT_GT(predicted_throughput(plain[1], *shipped_kernel_params()), step("alexnet", "caffe-mpi", 1024));  // FFT
+  std::filesystem::remove_all(dir);
+}
+
 TEST(MemoryFit, TheCasesThatDecideWhetherAStepRuns) {
   ComputeOptions adam;
   adam.optimizer = Optimizer::adamw;

@@ -28,6 +28,8 @@ struct ThroughputSample {
   int batch = 1;
   TensorLayout layout = TensorLayout::nhwc;         // optional column memory_format (eq. K10)
   AttentionKernel attention = AttentionKernel::eager;  // optional column attention (K9; sdpa as PyTorch dispatches it)
+  ConvAlgorithmPolicy conv_algorithms;              // the framework's cuDNN algorithm search (its layout is `layout`)
+  bool lrn = true;                                  // the framework runs LRN (Strategy::lrn)
   double samples_per_s = 0.0;
   int line = 0;           // in the measurement file
 };
@@ -43,6 +45,11 @@ struct MeasurementOptions {
   /// The layout of image activations in rows without a memory_format column or with it empty:
   /// PyTorch's own default is NCHW (channels_last must be asked for).
   TensorLayout layout = TensorLayout::nhwc;
+  /// How the framework of the runs makes its step (`calibrate fit --framework`; predict's step_compute):
+  /// its cuDNN algorithm search, the attention kernel of rows without an attention column, whether it has LRN.
+  ConvAlgorithmPolicy conv_algorithms;
+  AttentionKernel attention = AttentionKernel::eager;
+  bool lrn = true;
 };
 
 /// Reads a CSV of measured throughputs: a header naming at least gpu, gpus, precision, model,

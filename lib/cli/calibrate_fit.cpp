@@ -1,4 +1,5 @@
 // dlscale calibrate fit MEASUREMENTS.csv... [-o params.yaml] [--leave-one-out gpu|model|both] [--fp32-is-fp32[-in CSV]]
+//   [--framework NAME]
 // Sets the kernel model's parameters from measured single-GPU throughputs (docs/compute-model.md,
 // "Fitting the parameters"); the result is a topologies/compute-params.yaml that --compute-params reads.
 #include <fmt/format.h>
@@ -28,6 +29,7 @@ struct FitCliOptions {
   std::vector<std::string> strict_fp32_files;  // --fp32-is-fp32-in: only these files' fp32 rows are strict
   std::string leave_one_out;  // "", "gpu", "model", "both"
   std::string memory_format;  // rows without the column: nchw or nhwc
+  std::string framework;      // the runs' framework: its cuDNN search, attention, LRN, layout
   std::vector<std::string> fixed;  // parameters kept at their starting values
 };
 
@@ -74,6 +76,13 @@ std::string table(const std::vector<ThroughputSample>& s, const std::vector<doub
 void run_fit(const FitCliOptions& o) {
   MeasurementOptions mo;
   mo.fp32_means_tf32 = !o.fp32_is_fp32;
+  if (!o.framework.empty()) {  // the rows' steps as predict makes that framework's (step_compute)
+    const Strategy f = load_strategy(resolve(DataKind::framework, o.framework, "--framework"));
+    mo.conv_algorithms = f.conv_algorithms;
+    mo.layout = f.conv_algorithms.layout;
+    mo.attention = f.attention;
+    mo.lrn = f.lrn;
+  }
   if (!o.memory_format.empty()) mo.layout = memory_format_option(o.memory_format);
   for (const auto& m : o.model_names) {
     const auto eq = m.find('=');
@@ -160,8 +169,13 @@ void setup_calibrate_fit(CLI::App& calibrate) {
       ->type_name("CSV")
       ->allow_extra_args(false);
   c->add_option("--memory-format", o->memory_format,
-                "The layout of image activations in rows without a memory_format (nchw: PyTorch's default; default nhwc)")
+                "The layout of image activations in rows without a memory_format (nchw: PyTorch's default; default: the "
+                "framework's, else nhwc)")
       ->type_name("LAYOUT");
+  c->add_option("--framework", o->framework,
+                "The framework the rows ran with (models/frameworks/NAME.yaml or a file): its cuDNN algorithm search, "
+                "attention kernel (rows without an attention column), layout (rows without a memory_format) and LRN")
+      ->type_name("NAME|FILE");
   c->add_option("--fixed", o->fixed, "Keep these parameters at their starting values (e.g. kernel_overhead; all: only evaluate the start)")
       ->delimiter(',')
       ->type_name("NAME[,NAME]")

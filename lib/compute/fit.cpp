@@ -160,6 +160,9 @@ std::vector<ThroughputSample> read_throughput_csv(const fs::path& file, const Me
     } catch (const std::invalid_argument& e) {
       fail(r.line, r.col[6], "memory_format", e.what());
     }
+    s.conv_algorithms = opt.conv_algorithms;
+    s.lrn = opt.lrn;
+    s.attention = opt.attention;
     try {
       if (!r.attention.empty()) s.attention = attention_kernel_from_string(r.attention);
     } catch (const std::invalid_argument& e) {
@@ -202,7 +205,9 @@ double predicted_throughput(const ThroughputSample& s, const KernelParamSet& par
   ComputeOptions o;
   o.precision = s.precision;
   o.optimizer = s.optimizer;
+  o.conv_algorithms = s.conv_algorithms;
   o.conv_algorithms.layout = s.layout;
+  o.lrn = s.lrn;
   o.attention = effective_attention(s.attention, s.gpu, s.precision);
   o.kernel_params = std::shared_ptr<const KernelParamSet>(std::shared_ptr<void>{}, &params);  // non-owning
   const LayerTimes t = estimate_layer_times(*s.network, s.gpu, s.batch, o);
