@@ -94,8 +94,8 @@ TEST(TableV, FrameworksDifferOnlyWhereTheirConvolutionAlgorithmsDo) {
     EXPECT_EQ(load_strategy(resolve(DataKind::framework, f, "--framework")).lrn, std::string(f) != "cntk") << f;
   Scenario with_lrn = p40_scenario("googlenet", "cntk", 128);
   with_lrn.strategy.lrn = true;
-  EXPECT_LT(fb("googlenet", "cntk", 128), in_seconds(Predictor(with_lrn).predict(1).breakdown.forward +
-                                                     Predictor(with_lrn).predict(1).breakdown.backward));
+  const auto b = Predictor(with_lrn).predict(1).breakdown;
+  EXPECT_LT(fb("googlenet", "cntk", 128), in_seconds(b.forward + b.backward));
 }
 
 // A framework's jitter_cv (docs/input-formats.md, "Synchronization losses") is data: Table V gives each
@@ -562,11 +562,7 @@ TEST(Fit, AFrameworksRowsAreTimedAsPredictTimesItsStep) {
   };
   for (const char* framework : {"cntk", "caffe-mpi"}) {
     MeasurementOptions o;
-    const Strategy f = load_strategy(resolve(DataKind::framework, framework, "--framework"));
-    o.conv_algorithms = f.conv_algorithms;
-    o.layout = f.conv_algorithms.layout;
-    o.attention = f.attention;
-    o.lrn = f.lrn;
+    o.take_framework(load_strategy(resolve(DataKind::framework, framework, "--framework")));
     const auto rows = read_throughput_csv(csv, o);
     ASSERT_EQ(rows.size(), 2u);
     EXPECT_NEAR(predicted_throughput(rows[0], *shipped_kernel_params()), step("googlenet", framework, 128), 1e-6) << framework;

@@ -17,6 +17,8 @@
 
 namespace dlscale {
 
+struct Strategy;
+
 /// One measured single-GPU throughput, resolved: the GPU, the network, how it ran.
 struct ThroughputSample {
   std::string gpu_id;     // as written in the file
@@ -50,6 +52,9 @@ struct MeasurementOptions {
   ConvAlgorithmPolicy conv_algorithms;
   AttentionKernel attention = AttentionKernel::eager;
   bool lrn = true;
+
+  /// Rows run with `framework`: its cuDNN algorithm search and layout, attention kernel and LRN.
+  void take_framework(const Strategy& framework);
 };
 
 /// Reads a CSV of measured throughputs: a header naming at least gpu, gpus, precision, model,

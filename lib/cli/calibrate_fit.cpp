@@ -76,13 +76,8 @@ std::string table(const std::vector<ThroughputSample>& s, const std::vector<doub
 void run_fit(const FitCliOptions& o) {
   MeasurementOptions mo;
   mo.fp32_means_tf32 = !o.fp32_is_fp32;
-  if (!o.framework.empty()) {  // the rows' steps as predict makes that framework's (step_compute)
-    const Strategy f = load_strategy(resolve(DataKind::framework, o.framework, "--framework"));
-    mo.conv_algorithms = f.conv_algorithms;
-    mo.layout = f.conv_algorithms.layout;
-    mo.attention = f.attention;
-    mo.lrn = f.lrn;
-  }
+  if (!o.framework.empty())  // the rows' steps as predict makes that framework's (step_compute)
+    mo.take_framework(load_strategy(resolve(DataKind::framework, o.framework, "--framework")));
   if (!o.memory_format.empty()) mo.layout = memory_format_option(o.memory_format);
   for (const auto& m : o.model_names) {
     const auto eq = m.find('=');

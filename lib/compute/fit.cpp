@@ -12,6 +12,7 @@
 
 #include "dlscale/error.hpp"
 #include "dlscale/io.hpp"
+#include "dlscale/strategy.hpp"
 
 namespace dlscale {
 namespace fs = std::filesystem;
@@ -199,6 +200,13 @@ std::vector<ThroughputSample> read_throughput_csv(const fs::path& file, const Me
   if (out.empty())
     throw InputError(SourceLocation{file.string(), lineno, 1}, "gpus", fmt::format("no row with gpus = {} to fit", opt.gpus));
   return out;
+}
+
+void MeasurementOptions::take_framework(const Strategy& framework) {
+  conv_algorithms = framework.conv_algorithms;
+  layout = framework.conv_algorithms.layout;
+  attention = framework.attention;
+  lrn = framework.lrn;
 }
 
 double predicted_throughput(const ThroughputSample& s, const KernelParamSet& params) {
