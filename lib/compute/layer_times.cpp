@@ -60,10 +60,11 @@ class Kernels {
   void norm(const std::string& what, double elements_moved, double element_bytes, bool bwd, int kernels) {
     const Bytes traffic = bytes(elements_moved * element_bytes);
     if (!(traffic > Bytes{})) return;
-    const Seconds stream = traffic / (gpu_.memory_bandwidth * kp_.memory_efficiency);
-    const Seconds walk = nchw_norm_time(elements_moved, gpu_, opt_.precision, opt_.conv_algorithms.layout, kp_);
+    const Seconds stream = memory_kernel_time(traffic, gpu_, kp_);  // K5, with one kernel's overhead
+    const Seconds walk = nchw_norm_time(elements_moved, gpu_, opt_.precision, opt_.conv_algorithms.layout, kp_) +
+                         kp_.kernel_overhead;
     add(named_ && walk > stream ? what + " (per-channel nchw)" : what,
-        max(stream, walk) + kp_.kernel_overhead * static_cast<double>(kernels), flops(0), traffic, bwd);
+        max(stream, walk) + kp_.kernel_overhead * static_cast<double>(kernels - 1), flops(0), traffic, bwd);
   }
   /// A layer without the shape of its work: the roofline of its FLOPs and bytes.
   void roofline(const std::string& what, Flops work, Bytes traffic, bool tensor_math, bool bwd) {
