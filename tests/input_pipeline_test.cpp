@@ -171,13 +171,8 @@ TEST(InputPipeline, ATokenNetworkReadsItsOwnBytesNotTheSectionsImages) {
 // GPU (512 images, 28.0 ms of decode) is not.
 TEST(InputPipeline, ShippedServersDecodeOnEveryCoreOfTheNode) {
   const auto scenario = [](const char* model, Precision p, int batch) {
-    Scenario sc;
-    sc.cluster = load_cluster(resolve(DataKind::cluster, "dgx2", "--cluster"));
-    sc.network = load_network(resolve(DataKind::network, model, "--model"));
-    sc.strategy = load_strategy(resolve(DataKind::framework, "pytorch-ddp", "--framework"));
-    sc.batch_per_gpu = batch;
+    Scenario sc = test::shipped_scenario("dgx2", model, "pytorch-ddp", batch);
     sc.compute.precision = p;
-    sc.compute.optimizer = default_optimizer(sc.network);
     return sc;
   };
   Scenario alexnet = scenario("alexnet", Precision::fp16, 256);

@@ -1,5 +1,5 @@
-// Test helper: a scenario on the shipped Shi & Chu P40 cluster with a shipped network and framework file,
-// the optimiser each network defaults to (validation, input pipeline and predictor tests).
+// Test helper: a scenario on a shipped cluster (the Shi & Chu P40 cluster by default) with a shipped network
+// and framework file, the optimiser each network defaults to (validation, input pipeline and predictor tests).
 #pragma once
 
 #include <string>
@@ -9,14 +9,19 @@
 
 namespace dlscale::test {
 
-inline Scenario p40_scenario(const std::string& model, const std::string& framework, int batch) {
+inline Scenario shipped_scenario(const std::string& cluster, const std::string& model, const std::string& framework,
+                                 int batch) {
   Scenario sc;
-  sc.cluster = load_cluster(resolve(DataKind::cluster, "shi-chu-p40", "--cluster"));
+  sc.cluster = load_cluster(resolve(DataKind::cluster, cluster, "--cluster"));
   sc.network = load_network(resolve(DataKind::network, model, "--model"));
   sc.strategy = load_strategy(resolve(DataKind::framework, framework, "--framework"));
   sc.batch_per_gpu = batch;
   sc.compute.optimizer = default_optimizer(sc.network);
   return sc;
+}
+
+inline Scenario p40_scenario(const std::string& model, const std::string& framework, int batch) {
+  return shipped_scenario("shi-chu-p40", model, framework, batch);
 }
 
 }  // namespace dlscale::test
