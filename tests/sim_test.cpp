@@ -256,6 +256,8 @@ Strategy random_strategy(std::mt19937_64& rng) {
   s.bucket_size = mebibytes(1 + static_cast<double>(rng() % 8));
   s.first_bucket = mebibytes(0.25 * static_cast<double>(1 + rng() % 4));
   s.parameter_servers = static_cast<int>(rng() % 3);
+  // a prefetch buffer that some batches overflow (0.02-10 MiB of input here): those are read in the iteration
+  if (s.io_prefetch && rng() % 2 == 0) s.prefetch_buffer = mebibytes(0.5 + static_cast<double>(rng() % 8));
   return s;
 }
 

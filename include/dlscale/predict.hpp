@@ -42,6 +42,11 @@ ComputeOptions step_compute(ComputeOptions base, const Strategy& framework, cons
 /// The same for a scenario: its `compute` with its framework on its cluster's GPU.
 ComputeOptions step_compute(const Scenario& sc);
 
+/// Whether the framework's readers prefetch this scenario's batches (eq. 4) or it waits for each (eq. 2/3):
+/// `io: {prefetch: true}` and the batch's decoded input within the prefetch buffer (`io: {buffer}`), if any.
+/// Predictor and Simulator take their scenario's `strategy.io_prefetch` from it.
+bool reader_prefetches(const Scenario& sc) noexcept;
+
 /// Whether a profile leaves the reader's time to the model: its `io` is the wait a prefetching framework's
 /// GPU saw (io_measures: exposed) and that wait is within 1 % of the one-GPU iteration, so the reader kept up
 /// and how long it took is not measured (docs/input-formats.md, "Profile"). False without a profile.

@@ -42,6 +42,9 @@ struct Strategy {
   bool io_prefetch = true;       // reader threads prefetch the next batch: eq. 4 instead of eq. 3
   bool pinned_memory = true;     // host->GPU copies from pinned (true) or pageable (false) memory
   int prefetch_depth = 2;        // batches each GPU's prefetch queue holds (`io: {depth: N}`; the simulator's)
+  /// `io: {buffer: "256 MiB"}`: the most decoded input a GPU's prefetch buffer holds; a batch larger than it is
+  /// read in the iteration (eq. 3) as if nothing prefetched (CNTK, Shi & Chu 2018 Section VI-A). Zero: no limit.
+  Bytes prefetch_buffer{};
   /// `io: {reader: bytes}`: the framework's reader is Section IV-A's, the input bytes over the page cache
   /// or disk (t_io = D·n_g/B), whatever input pipeline the cluster describes (synthetic data aside).
   bool reads_bytes = false;

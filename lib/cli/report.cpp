@@ -62,7 +62,7 @@ void run_report(const ReportCliOptions& o) {
                        throughput_plot_svg(preds, fmt::format("{}: throughput", sc.network.name)));
   c.plots.emplace_back("Speedup vs GPUs (log-log), eq. 8", speedup_plot_svg(preds, fmt::format("{}: speedup", sc.network.name)));
   c.plots.emplace_back("Critical path of one iteration per GPU count",
-                       breakdown_plot_svg(preds, sc.strategy, first_update, "iteration breakdown"));
+                       breakdown_plot_svg(preds, predictor.scenario().strategy, first_update, "iteration breakdown"));
   std::vector<GpuPlacement> places;
   for (int g : gpus)
     if (g > 1) places.push_back(predictor.place(g));

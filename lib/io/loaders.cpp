@@ -893,6 +893,11 @@ Strategy read_strategy(const Node& root) {
       s.prefetch_depth = d->int_at_most(1'000'000);
       if (s.prefetch_depth < 1) d->fail("a prefetch queue holds at least one batch");
     }
+    if (auto b = io.optional("buffer")) {
+      s.prefetch_buffer = b->bytes();
+      if (!(s.prefetch_buffer > Bytes{})) b->fail("a prefetch buffer holds more than zero bytes");
+      if (!s.io_prefetch) b->fail("a prefetch buffer needs prefetch: true");
+    }
     io.finish();
   }
   {

@@ -181,7 +181,7 @@ Explanation explain(const Scenario& sc, int gpus, const ExplainOptions& o) {
       with_transport(sc.collectives ? sc.collectives : make_collective_model(sc.cluster), sc.strategy.transport, sc.cluster)
           ->describe();
   const Seconds first_update = first_unit_update(sc, p.layer_times());
-  e.path = critical_path(e.prediction, sc.strategy, first_update);
+  e.path = critical_path(e.prediction, p.scenario().strategy, first_update);  // prefetching resolved for the batch
 
   // Doubling each resource, re-predicted. Links: the simple form doubled, a graph or calibrated model
   // rescaled (rescale_links).
@@ -260,8 +260,13 @@ std::string format_explanation(const Explanation& e, const Scenario& sc) {
     fmt::print(out, "  {:<26} {:>10.3f} ms {:>6.1f}%\n", s.name, in_ms(s.time), t_ms > 0 ? 100.0 * in_ms(s.time) / t_ms : 0.0);
   fmt::print(out, "  {:<26} {:>10.3f} ms   (communication in all {:.3f} ms, {:.3f} ms hidden behind backward)\n",
              "total", t_ms, in_ms(p.breakdown.comm), in_ms(p.breakdown.comm - p.breakdown.comm_exposed));
-  if (sc.strategy.io_prefetch)
+  if (reader_prefetches(sc))
     fmt::print(out, "  input read {:.3f} ms per iteration, prefetched in parallel (eq. 4)\n", in_ms(p.breakdown.io));
+  else if (sc.strategy.io_prefetch)  // the framework prefetches, but not a batch this large
+    fmt::print(out, "  input read {:.3f} ms per iteration, not prefetched: the batch's {:.1f} MiB of input exceed the "
+               "framework's {:.1f} MiB prefetch buffer (eq. 3)\n",
+               in_ms(p.breakdown.io), in_mebibytes(sc.network.input_bytes_per_sample * static_cast<double>(sc.batch_per_gpu)),
+               in_mebibytes(sc.strategy.prefetch_buffer));
   if (const InputPipeline* pipeline = input_pipeline(sc)) {
     const InputPipeline& ip = *pipeline;
     const Breakdown& b = p.breakdown;

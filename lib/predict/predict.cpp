@@ -208,6 +208,7 @@ Predictor::Predictor(Scenario scenario) : impl_(std::make_unique<Impl>()) {
   Impl& m = *impl_;
   m.sc = std::move(scenario);
   m.sc.compute = step_compute(m.sc);
+  m.sc.strategy.io_prefetch = reader_prefetches(m.sc);
   const Scenario& sc = m.sc;
   if (sc.batch_per_gpu < 1) throw UsageError("--batch", "the batch per GPU must be at least 1");
   m.coll = with_transport(sc.collectives ? sc.collectives : make_collective_model(sc.cluster), sc.strategy.transport,
@@ -295,6 +296,12 @@ Predictor::Predictor(Scenario scenario) : impl_(std::make_unique<Impl>()) {
     throw InputError(fmt::format("nothing in the scenario takes time on one GPU (model '{}': no input bytes, "
                                  "no FLOPs, no parameters, or a profile of zero times): no throughput to predict",
                                  sc.network.name));
+}
+
+bool reader_prefetches(const Scenario& sc) noexcept {
+  const Strategy& st = sc.strategy;
+  if (!st.io_prefetch || !(st.prefetch_buffer > Bytes{})) return st.io_prefetch;
+  return !(sc.network.input_bytes_per_sample * static_cast<double>(sc.batch_per_gpu) > st.prefetch_buffer);
 }
 
 bool profile_reader_modelled(const Scenario& sc) noexcept {

@@ -94,6 +94,7 @@ struct Simulator::Impl {
   Seconds iter_one{};
 
   Impl(Scenario s, SimOptions o) : sc(s), opt(std::move(o)), pred(std::move(s)) {
+    sc.strategy.io_prefetch = pred.scenario().strategy.io_prefetch;  // reader_prefetches: the batch fits the buffer
     if (opt.iterations < 1) throw UsageError("--iterations", "at least one iteration must be simulated");
     if (sc.compute.accumulate != 1)
       throw UsageError("--accumulate", "the simulator does not model gradient accumulation; use predict");
