@@ -579,6 +579,8 @@ std::vector<Row> catalogue() {
        E + "{dir}/f.yaml:2:47: 'io.buffer': a prefetch buffer needs prefetch: true\n"},
       {"framework_buffer_no_unit", {{"f.yaml", edit(kFramework, 2, "io: {prefetch: true, memory: pinned, buffer: 256}")}}, kCmdFramework,
        E + "{dir}/f.yaml:2:46: 'io.buffer': '256' has no unit (size needs one, e.g. \"25 MiB\")\n"},
+      {"framework_unknown_optimizer", {{"f.yaml", std::string(kFramework) + "optimizer: nesterov\n"}}, kCmdFramework,
+       E + "{dir}/f.yaml:7:12: 'optimizer': unknown value 'nesterov' (expected one of: sgd, momentum, adam, adamw, lamb)\n"},
       {"framework_servers_out_of_range", {{"f.yaml", std::string(kFramework) + "parameter_servers: 99999999999\n"}}, kCmdFramework,
        E + "{dir}/f.yaml:7:20: 'parameter_servers': 99999999999 is too large (at most 1000000)\n"},
       {"framework_unknown_name", {}, "predict --framework horovod --cluster tiny --model alexnet -o {out}",

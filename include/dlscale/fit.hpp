@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -48,12 +49,14 @@ struct MeasurementOptions {
   /// PyTorch's own default is NCHW (channels_last must be asked for).
   TensorLayout layout = TensorLayout::nhwc;
   /// How the framework of the runs makes its step (`calibrate fit --framework`; predict's step_compute):
-  /// its cuDNN algorithm search, the attention kernel of rows without an attention column, whether it has LRN.
+  /// its cuDNN algorithm search, the attention kernel of rows without an attention column, whether it has LRN,
+  /// the optimiser its runs take (unset: the network's default).
   ConvAlgorithmPolicy conv_algorithms;
   AttentionKernel attention = AttentionKernel::eager;
   bool lrn = true;
+  std::optional<Optimizer> optimizer;
 
-  /// Rows run with `framework`: its cuDNN algorithm search and layout, attention kernel and LRN.
+  /// Rows run with `framework`: its cuDNN algorithm search and layout, attention kernel, LRN and optimiser.
   void take_framework(const Strategy& framework);
 };
 

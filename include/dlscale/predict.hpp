@@ -36,6 +36,10 @@ struct Scenario {
   std::shared_ptr<const CollectiveModel> collectives;  // null: make_collective_model(cluster)
 };
 
+/// The optimiser a run of `net` with `framework` takes when it names none: the framework's (`optimizer:`), else
+/// the network's default (default_optimizer(net)).
+Optimizer default_optimizer(const Network& net, const Strategy& framework) noexcept;
+
 /// The compute options a step runs with: `base` (precision, optimiser, ...) with the framework's cuDNN
 /// algorithm search, the attention kernel it gets on this GPU and precision, and the precision of its gradients.
 ComputeOptions step_compute(ComputeOptions base, const Strategy& framework, const GpuSpec& gpu);

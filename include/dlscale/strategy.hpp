@@ -2,6 +2,7 @@
 // parameters, read from models/frameworks/*.yaml so that a user can add one.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -66,6 +67,9 @@ struct Strategy {
   /// `lrn: false`: the framework has no local response normalization, so a network's LRN operators are left
   /// out of its step (time and memory): CNTK 2.x, which is why Shi & Chu ran AlexNet without them (Table IV).
   bool lrn = true;
+  /// `optimizer: sgd`: the optimiser the framework's benchmark runs take when a run names none (TensorFlow 1.x's
+  /// tf_cnn_benchmarks: plain SGD); unset: the network's default (momentum for images, AdamW for tokens).
+  std::optional<Optimizer> optimizer;
   // Synchronization losses (docs/model.md, "Synchronization losses"); both off by default.
   double jitter_cv = 0.0;            // coefficient of variation of a GPU's per-iteration compute time
   Seconds iteration_overhead{};      // fixed cost per iteration of more than one GPU (negotiation, launches)

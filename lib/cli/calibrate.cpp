@@ -279,6 +279,11 @@ void apply_calibration(const ScenarioOptions& o, Scenario& sc, RunInfo& /*info*/
     else if (is_mixed(step.precision))
       why += ": the gradients of the half-precision working copy";
     explain.push_back(fmt::format("gradients exchanged: {} B per parameter ({})", per_element, why));
+    explain.push_back(fmt::format("optimizer: {} ({})", to_string(step.optimizer),
+                                  !o.optimizer.empty()      ? std::string("--optimizer")
+                                  : sc.strategy.optimizer ? fmt::format("framework '{}' says optimizer: {}", sc.strategy.name,
+                                                                        to_string(*sc.strategy.optimizer))
+                                                          : fmt::format("the default for {} models", sc.network.input_kind)));
     Bytes smallest = bytes(1e300), largest{};
     for (const auto& l : sc.network.layers) {
       const Bytes g = Network::gradient_bytes(l, per_element);

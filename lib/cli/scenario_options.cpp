@@ -297,7 +297,7 @@ Scenario build_scenario(const ScenarioOptions& o, RunInfo& info) {
     sc.strategy.sharding.offload_optimizer = true;
   }
   try {
-    sc.compute.optimizer = !o.optimizer.empty() ? optimizer_from_string(o.optimizer) : default_optimizer(sc.network);
+    sc.compute.optimizer = !o.optimizer.empty() ? optimizer_from_string(o.optimizer) : default_optimizer(sc.network, sc.strategy);
   } catch (const std::invalid_argument& e) {
     throw UsageError("--optimizer", e.what());
   }

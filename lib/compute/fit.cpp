@@ -155,7 +155,7 @@ std::vector<ThroughputSample> read_throughput_csv(const fs::path& file, const Me
       }
     }
     s.network = net;
-    s.optimizer = default_optimizer(*net);
+    s.optimizer = opt.optimizer ? *opt.optimizer : default_optimizer(*net);
     try {  // docs/compute-model.md, K10 and K9: as the run was laid out and attended
       s.layout = r.memory_format.empty() ? opt.layout : tensor_layout_from_string(r.memory_format);
     } catch (const std::invalid_argument& e) {
@@ -207,6 +207,7 @@ void MeasurementOptions::take_framework(const Strategy& framework) {
   layout = framework.conv_algorithms.layout;
   attention = framework.attention;
   lrn = framework.lrn;
+  optimizer = framework.optimizer;
 }
 
 double predicted_throughput(const ThroughputSample& s, const KernelParamSet& params) {

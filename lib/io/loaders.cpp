@@ -929,6 +929,8 @@ Strategy read_strategy(const Node& root) {
   if (auto n = m.optional("parameter_servers")) s.parameter_servers = small_count(*n, 1'000'000);
   if (auto n = m.optional("compute_efficiency")) s.compute_efficiency = n->positive_number();
   if (auto n = m.optional("lrn")) s.lrn = n->boolean();
+  if (auto n = m.optional("optimizer"))
+    s.optimizer = optimizer_from_string(n->choice({"sgd", "momentum", "adam", "adamw", "lamb"}));
   if (auto n = m.optional("jitter_cv")) s.jitter_cv = n->coefficient_of_variation();
   if (auto n = m.optional("iteration_overhead")) {
     s.iteration_overhead = n->seconds();

@@ -394,7 +394,7 @@ Scenario make_group_scenario(const SweepSpec& spec, const SweepGroup& g,
   }
   sc.batch_per_gpu = g.batch;
   sc.compute.precision = g.precision;
-  sc.compute.optimizer = default_optimizer(sc.network);
+  sc.compute.optimizer = default_optimizer(sc.network, sc.strategy);
   sc.modelled_layers = std::move(modelled);
   return sc;
 }
@@ -495,14 +495,14 @@ std::vector<std::shared_ptr<const LayerTimes>> shared_layer_times(const SweepSpe
     const GpuSpec& gpu = cl.gpu;  // every figure the kernel model reads
     ComputeOptions base;
     base.precision = g.precision;
-    base.optimizer = default_optimizer(spec.networks[g.model]);
+    base.optimizer = default_optimizer(spec.networks[g.model], st);
     const ComputeOptions c = step_compute(base, st, gpu);
     const std::string key =
-        fmt::format("{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}", id_of(g.model), gpu.name, gpu.architecture,
+        fmt::format("{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}", id_of(g.model), gpu.name, gpu.architecture,
                     gpu.sm_version, gpu.sm_count, gpu.peak_fp32.base(), gpu.peak_fp16.base(), gpu.peak_bf16.base(),
                     gpu.peak_tf32.base(), gpu.memory_bandwidth.base(), gpu.boost_clock.base(), gpu.base_clock.base(),
                     g.batch, to_string(g.precision), pol.winograd, pol.fft, pol.workspace_limit.base(), to_string(pol.layout),
-                    to_string(c.attention), c.fp32_gradients, c.lrn);
+                    to_string(c.attention), c.fp32_gradients, c.lrn, to_string(c.optimizer));
     auto& slot = seen[key];
     if (!slot) {
       {

@@ -202,6 +202,10 @@ ComputeOptions step_compute(ComputeOptions c, const Strategy& framework, const G
   return c;
 }
 
+Optimizer default_optimizer(const Network& net, const Strategy& framework) noexcept {
+  return framework.optimizer ? *framework.optimizer : default_optimizer(net);
+}
+
 ComputeOptions step_compute(const Scenario& sc) { return step_compute(sc.compute, sc.strategy, sc.cluster.gpu); }
 
 Predictor::Predictor(Scenario scenario) : impl_(std::make_unique<Impl>()) {

@@ -206,7 +206,7 @@ class Runner {
       }
       sc.batch_per_gpu = batch_per_gpu;
       sc.compute.precision = precision_from_string(k.precision);
-      sc.compute.optimizer = default_optimizer(sc.network);
+      sc.compute.optimizer = default_optimizer(sc.network, sc.strategy);
       sc.collectives = collectives(k.system, variant);
       if (shared) {
         // One server feeds all N nodes: each node reads at shared/N. The predictor reads decoded input
