@@ -148,6 +148,8 @@ class Predictor {
   /// Throws UsageError("--gpus", …) when the cluster cannot hold `gpus`.
   [[nodiscard]] Prediction predict(int gpus) const;
   [[nodiscard]] std::vector<Prediction> predict(std::span<const int> gpu_counts) const;
+  /// The scenario as predicted: its compute options are step_compute's and its `strategy.io_prefetch` is
+  /// reader_prefetches' (false for a batch larger than the framework's prefetch buffer).
   [[nodiscard]] const Scenario& scenario() const noexcept;
   [[nodiscard]] const LayerTimes& layer_times() const noexcept;
 
