@@ -46,6 +46,9 @@ ComputeOptions step_compute(ComputeOptions base, const Strategy& framework, cons
 /// The same for a scenario: its `compute` with its framework on its cluster's GPU.
 ComputeOptions step_compute(const Scenario& sc);
 
+/// The input one GPU's batch feeds it: the network's bytes_per_sample (decoded) times the batch per GPU.
+Bytes input_per_gpu(const Scenario& sc) noexcept;
+
 /// Whether the framework's readers prefetch this scenario's batches (eq. 4) or it waits for each (eq. 2/3):
 /// `io: {prefetch: true}` and the batch's decoded input within the prefetch buffer (`io: {buffer}`), if any.
 /// Predictor and Simulator take their scenario's `strategy.io_prefetch` from it.

@@ -236,7 +236,7 @@ void apply_calibration(const ScenarioOptions& o, Scenario& sc, RunInfo& /*info*/
   if (!sc.profile) explain.push_back("update: kernel model (memory-bound pass over parameters and optimiser state)");
 
   // ---- host-to-GPU copies and storage ----
-  const Bytes batch_bytes = sc.network.input_bytes_per_sample * static_cast<double>(sc.batch_per_gpu);
+  const Bytes batch_bytes = input_per_gpu(sc);
   const TransferKind h2d_kind = sc.strategy.pinned_memory ? TransferKind::h2d_pinned : TransferKind::h2d_pageable;
   const TransferCurve* h2d = cal ? cal->find_transfer(h2d_kind) : nullptr;
   if (h2d) {

@@ -265,7 +265,7 @@ std::string format_explanation(const Explanation& e, const Scenario& sc) {
   else if (sc.strategy.io_prefetch)  // the framework prefetches, but not a batch this large
     fmt::print(out, "  input read {:.3f} ms per iteration, not prefetched: the batch's {:.1f} MiB of input exceed the "
                "framework's {:.1f} MiB prefetch buffer (eq. 3)\n",
-               in_ms(p.breakdown.io), in_mebibytes(sc.network.input_bytes_per_sample * static_cast<double>(sc.batch_per_gpu)),
+               in_ms(p.breakdown.io), in_mebibytes(input_per_gpu(sc)),
                in_mebibytes(sc.strategy.prefetch_buffer));
   if (const InputPipeline* pipeline = input_pipeline(sc)) {
     const InputPipeline& ip = *pipeline;

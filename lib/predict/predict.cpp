@@ -258,7 +258,7 @@ Predictor::Predictor(Scenario scenario) : impl_(std::make_unique<Impl>()) {
     m.unit_forward.push_back(un.forward);
   }
 
-  m.input_per_gpu = sc.network.input_bytes_per_sample * static_cast<double>(sc.batch_per_gpu);
+  m.input_per_gpu = input_per_gpu(sc);
   m.read_bw = sc.cluster.dataset_in_page_cache ? sc.cluster.page_cache : sc.cluster.disk;
   m.reader_modelled = profile_reader_modelled(sc);
   if (sc.profile) {
@@ -302,10 +302,14 @@ Predictor::Predictor(Scenario scenario) : impl_(std::make_unique<Impl>()) {
                                  sc.network.name));
 }
 
+Bytes input_per_gpu(const Scenario& sc) noexcept {
+  return sc.network.input_bytes_per_sample * static_cast<double>(sc.batch_per_gpu);
+}
+
 bool reader_prefetches(const Scenario& sc) noexcept {
   const Strategy& st = sc.strategy;
   if (!st.io_prefetch || !(st.prefetch_buffer > Bytes{})) return st.io_prefetch;
-  return !(sc.network.input_bytes_per_sample * static_cast<double>(sc.batch_per_gpu) > st.prefetch_buffer);
+  return !(input_per_gpu(sc) > st.prefetch_buffer);
 }
 
 bool profile_reader_modelled(const Scenario& sc) noexcept {
