@@ -1,0 +1,100 @@
+// A decoder-only transformer described by its sizes on the command line ("decoder:layers=32,hidden=4096,...")
+// and built by the architecture grammar's `decoder` operation (lib/zoo/arch.cpp, docs/models.md).
+#include <fmt/format.h>
+
+#include <charconv>
+#include <string>
+
+#include "dlscale/error.hpp"
+#include "dlscale/zoo.hpp"
+
+namespace dlscale {
+namespace {
+constexpr std::string_view kPrefix = "decoder:";
+constexpr std::string_view kKeys = "layers, hidden, heads, kv_heads, ffn, vocab, seq, ffn_kind, positions, context, tied, bias";
+
+std::int64_t positive_value(std::string_view key, std::string_view value, std::string_view option) {
+  std::int64_t v = 0;
+  auto [ptr, ec] = std::from_chars(value.data(), value.data() + value.size(), v);
+  if (value.empty() || ec != std::errc() || ptr != value.data() + value.size() || v < 1)
+    throw UsageError(std::string(option), fmt::format("decoder key '{}': '{}' is not a whole number ≥ 1", key, value));
+  return v;
+}
+
+bool boolean_value(std::string_view key, std::string_view value, std::string_view option) {
+  if (value == "true" || value == "1") return true;
+  if (value == "false" || value == "0") return false;
+  throw UsageError(std::string(option), fmt::format("decoder key '{}': '{}' is not true or false", key, value));
+}
+
+std::string choice_value(std::string_view key, std::string_view value, std::initializer_list<std::string_view> allowed,
+                         std::string_view option) {
+  for (auto a : allowed)
+    if (value == a) return std::string(value);
+  throw UsageError(std::string(option),
+                   fmt::format("decoder key '{}': '{}' is not one of {}", key, value, fmt::join(allowed, ", ")));
+}
+}  // namespace
+
+bool is_decoder_spec(std::string_view text) noexcept { return text.substr(0, kPrefix.size()) == kPrefix; }
+
+DecoderShape parse_decoder_spec(std::string_view text, std::string_view option) {
+  if (!is_decoder_spec(text))
+    throw UsageError(std::string(option), fmt::format("'{}' is not a decoder spec (decoder:key=value,...)", text));
+  DecoderShape d;
+  std::string_view rest = text.substr(kPrefix.size());
+  while (!rest.empty()) {
+    const std::size_t comma = rest.find(',');
+    const std::string_view item = rest.substr(0, comma);
+    rest = comma == std::string_view::npos ? std::string_view{} : rest.substr(comma + 1);
+    const std::size_t eq = item.find('=');
+    if (eq == std::string_view::npos)
+      throw UsageError(std::string(option), fmt::format("decoder spec item '{}' is not key=value (keys: {})", item, kKeys));
+    const std::string_view key = item.substr(0, eq), value = item.substr(eq + 1);
+    if (key == "layers") d.layers = positive_value(key, value, option);
+    else if (key == "hidden") d.hidden = positive_value(key, value, option);
+    else if (key == "heads") d.heads = positive_value(key, value, option);
+    else if (key == "kv_heads") d.kv_heads = positive_value(key, value, option);
+    else if (key == "ffn") d.ffn = positive_value(key, value, option);
+    else if (key == "vocab") d.vocab = positive_value(key, value, option);
+    else if (key == "seq") d.seq = positive_value(key, value, option);
+    else if (key == "context") d.context = positive_value(key, value, option);
+    else if (key == "ffn_kind") d.ffn_kind = choice_value(key, value, {"swiglu", "gelu"}, option);
+    else if (key == "positions") d.positions = choice_value(key, value, {"rotary", "alibi", "learned"}, option);
+    else if (key == "tied") d.tied = boolean_value(key, value, option);
+    else if (key == "bias") d.bias = boolean_value(key, value, option);
+    else throw UsageError(std::string(option), fmt::format("unknown decoder key '{}' (keys: {})", key, kKeys));
+  }
+  for (auto [key, v] : {std::pair{"layers", d.layers}, {"hidden", d.hidden}, {"heads", d.heads}, {"ffn", d.ffn},
+                        {"vocab", d.vocab}, {"seq", d.seq}})
+    if (v == 0) throw UsageError(std::string(option), fmt::format("decoder spec needs '{}' (keys: {})", key, kKeys));
+  if (d.heads % (d.kv_heads > 0 ? d.kv_heads : d.heads) != 0)
+    throw UsageError(std::string(option), fmt::format("decoder key 'kv_heads': {} key/value heads do not divide {} heads",
+                                                      d.kv_heads, d.heads));
+  if (d.hidden % d.heads != 0)
+    throw UsageError(std::string(option), fmt::format("decoder key 'heads': {} heads do not divide the hidden width {}",
+                                                      d.heads, d.hidden));
+  if (d.positions == "learned" && d.context > 0 && d.seq > d.context)
+    throw UsageError(std::string(option), fmt::format("decoder key 'seq': {} tokens do not fit the {} learned positions "
+                                                      "('context')", d.seq, d.context));
+  return d;
+}
+
+Network build_decoder(const DecoderShape& d, const std::string& name) {
+  const bool learned = d.positions == "learned";
+  const std::string text = fmt::format(
+      "name: {0}\n"
+      "description: \"decoder: {1} layers, width {2}, {3} heads ({4} key/value), {5} MLP {6}, vocabulary {7}, "
+      "sequence length {8}\"\n"
+      "input: {{tokens: {8}}}\n"
+      "layers:\n"
+      "  - decoder: {{layers: {1}, width: {2}, heads: {3}, kv_heads: {4}, ffn: {6}, ffn_kind: {5}, vocab: {7}, "
+      "positions: {9}, tied: {10}, bias: {11}{12}}}\n",
+      name, d.layers, d.hidden, d.heads, d.kv_heads > 0 ? d.kv_heads : d.heads, d.ffn_kind, d.ffn, d.vocab, d.seq,
+      d.positions, d.tied, d.bias, learned ? fmt::format(", context: {}", d.context > 0 ? d.context : d.seq) : "");
+  Network net = build_network_from_string(text, name);
+  net.name = name;
+  return net;
+}
+
+}  // namespace dlscale
