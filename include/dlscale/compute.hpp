@@ -19,6 +19,9 @@ namespace dlscale {
 /// Per-layer times, indexed like Network::layers (element 0 = layer 1, the input side).
 struct LayerTimes {
   std::vector<Seconds> forward, backward, update;
+  /// Per layer, the parts of `forward` that the recompute modes tell apart (eq. R1-R3; the kernel model fills
+  /// them, measured or profiled times leave them empty): its GEMMs and its attention core.
+  std::vector<Seconds> forward_gemm, forward_attention;
 
   [[nodiscard]] Seconds total_forward() const noexcept;
   [[nodiscard]] Seconds total_backward() const noexcept;
@@ -61,6 +64,19 @@ AttentionKernel effective_attention(AttentionKernel wanted, const GpuSpec& gpu, 
 
 /// How a step is computed: precision, optimiser, gradient accumulation, the framework's convolution
 /// algorithms, and the kernel-model parameters (docs/compute-model.md).
+/// Activation recomputation as training frameworks do it, per transformer block (docs/compute-model.md,
+/// "Recompute", eq. R1-R3). `ComputeOptions::checkpointing` is the older ⌈√L⌉-segment scheme of Chen et al.
+enum class Recompute {
+  none,
+  full,       // R1: each checkpointed block keeps its input and runs its whole forward again in backward
+  selective,  // R2: the attention core only (Megatron-LM's selective recompute; Korthikanti et al. 2022)
+  op,         // R3: per-op (torchtitan's SAC): matmul and attention outputs kept except every second matmul's
+};
+std::string_view to_string(Recompute r) noexcept;
+/// "none", "full", "selective" or "op"; std::invalid_argument otherwise.
+Recompute recompute_from_string(std::string_view name);
+inline constexpr std::string_view kRecomputeNames = "none, full, selective, op";
+
 struct ComputeOptions {
   Precision precision = Precision::fp32;
   Optimizer optimizer = Optimizer::momentum;
@@ -68,10 +84,16 @@ struct ComputeOptions {
   int accumulate = 1;               // forward/backward passes per gradient exchange and update (≥ 1)
   bool checkpointing = false;       // activation checkpointing: ⌈√L⌉ segments, forward recomputed in backward
                                     // (include/dlscale/memory.hpp, checkpoint_segments)
+  Recompute recompute = Recompute::none;  // per transformer block (eq. R1-R3)
+  double recompute_blocks = 1.0;    // full: the fraction of blocks checkpointed (fms-fsdp's selective_checkpointing)
   ConvAlgorithmPolicy conv_algorithms;  // which cuDNN algorithms the framework reaches
   AttentionKernel attention = AttentionKernel::eager;  // as it runs (effective_attention), not as asked
   bool fp32_gradients = false;  // mixed precision with fp32 parameters: fp32 gradients (Strategy::fp32_gradients)
   bool lrn = true;              // false: the framework has no LRN, a network's LRN operators are not run (Strategy::lrn)
+  /// Element-wise chains compiled into one kernel each (torch.compile, XLA; Strategy::compiled, eq. K14):
+  /// RMSNorm, rotary embedding and the loss's fp32 upcast read and write their tensor once. False: eager
+  /// PyTorch runs them as the composite operators the models are written in, a kernel per operator.
+  bool compiled = false;
   /// Kernel-model parameters; null: the shipped topologies/compute-params.yaml.
   std::shared_ptr<const KernelParamSet> kernel_params;
 

@@ -16,14 +16,18 @@ namespace dlscale {
 ///   for cuDNN convolutions, and for matrix multiplies up to 1.11).
 /// - bf16, fp16: automatic mixed precision: GEMMs and convolutions in half precision on tensor cores with
 ///   fp32 accumulation, half-precision activations, fp32 master weights and optimiser state.
-enum class Precision { fp32, tf32, bf16, fp16 };
+/// fp8: bf16 mixed precision whose transformer-block linear layers multiply in fp8 with dynamic scaling
+/// (Transformer Engine, torchao float8; docs/compute-model.md, eq. K15): everything else runs as bf16 does.
+enum class Precision { fp32, tf32, bf16, fp16, fp8 };
 
 std::string_view to_string(Precision p) noexcept;
 /// "fp32", "tf32", "bf16" or "fp16"; std::invalid_argument otherwise (callers add the location).
 Precision precision_from_string(std::string_view name);
-inline constexpr std::string_view kPrecisionNames = "fp32, tf32, bf16, fp16";
+inline constexpr std::string_view kPrecisionNames = "fp32, tf32, bf16, fp16, fp8";
 /// Mixed precision (bf16 or fp16 AMP): half-precision activations and gradients, fp32 master weights.
-[[nodiscard]] constexpr bool is_mixed(Precision p) noexcept { return p == Precision::bf16 || p == Precision::fp16; }
+[[nodiscard]] constexpr bool is_mixed(Precision p) noexcept {
+  return p == Precision::bf16 || p == Precision::fp16 || p == Precision::fp8;
+}
 
 struct GpuSpec {
   std::string name;                 // e.g. "Tesla P40"
@@ -35,6 +39,7 @@ struct GpuSpec {
                                     // where present; GeForce cards run it at half their fp16-accumulate rate)
   FlopsPerSecond peak_bf16{};       // dense bf16 with fp32 accumulate; zero where the GPU has no bf16 math
   FlopsPerSecond peak_tf32{};       // dense tf32 tensor; zero where it does not exist
+  FlopsPerSecond peak_fp8{};        // dense fp8 tensor with fp32 accumulate; zero where it does not exist (before Hopper)
   BytesPerSecond memory_bandwidth{};
   Bytes memory_size{};
   Hertz base_clock{};
@@ -53,6 +58,7 @@ struct GpuSpec {
     switch (p) {
       case Precision::tf32: return peak_tf32 > FlopsPerSecond{};
       case Precision::bf16: return peak_bf16 > FlopsPerSecond{};
+      case Precision::fp8: return peak_fp8 > FlopsPerSecond{} && peak_bf16 > FlopsPerSecond{};
       default: return true;
     }
   }
@@ -60,6 +66,11 @@ struct GpuSpec {
   /// of cluster 'c' has no tf32 mode (it needs TF32 tensor cores, Ampere or newer)" (lib/core/enums.cpp);
   /// an empty `cluster` leaves the cluster out (`model show --gpu`).
   [[nodiscard]] std::string missing_mode(Precision p, std::string_view cluster) const;
+  /// The dense peak MFU is reckoned against: the precision's, but bf16's for fp8 (whose attention and
+  /// element-wise work stay bf16), as torchtitan and Transformer Engine report it.
+  [[nodiscard]] FlopsPerSecond mfu_peak(Precision p) const noexcept {
+    return peak(p == Precision::fp8 ? Precision::bf16 : p);
+  }
   /// The dense peak of the precision's multiply-adds (fp32 where the GPU lacks the mode).
   [[nodiscard]] FlopsPerSecond peak(Precision p) const noexcept {
     FlopsPerSecond r{};
@@ -68,6 +79,7 @@ struct GpuSpec {
       case Precision::tf32: r = peak_tf32; break;
       case Precision::bf16: r = peak_bf16; break;
       case Precision::fp16: r = peak_fp16; break;
+      case Precision::fp8: r = peak_fp8; break;
     }
     return r > FlopsPerSecond{} ? r : peak_fp32;
   }

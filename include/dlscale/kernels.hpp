@@ -33,6 +33,14 @@ struct KernelParams {
   double copy_efficiency = 0.87;    // a layout transpose (a copy): attained ÷ datasheet DRAM bandwidth (eq. K10)
   double nchw_norm_rate = 2.16;     // batch norm on NCHW activations, cuDNN's per-channel kernels: element passes per SM per clock (eq. K12)
   double nchw_norm_rate_bf16 = 1.43;  // the same in bf16, which those kernels do not take (PyTorch runs its own) (eq. K12)
+  // FlashAttention-2's tile loops (PyTorch's SDPA flash kernel) reach this share of the GEMM model's math rate,
+  // forward and backward (eq. K9): its own published benchmarks per architecture (compute-params.yaml).
+  double flash_forward_efficiency = 1.0;
+  double flash_backward_efficiency = 1.0;
+  // The share of its benchmark tensor-core rate a GPU of this architecture sustains through a training run
+  // (power and clock limits under hours of dense math, eq. K16); fitted per architecture on the llm-sharded
+  // rows (tests/llm_sharded_test.cpp), 1 where no such run was measured.
+  double sustained_tensor = 1.0;
   std::string source;               // where the numbers came from (a fit's command, a paper)
 };
 

@@ -43,6 +43,25 @@ MemoryEstimate estimate_training_memory(const Network& net, int batch, const Com
 MemoryEstimate estimate_training_memory(const Network& net, int batch, const ComputeOptions& opt, const Sharding& sharding,
                                         int shard, Bytes reserved = bytes(kDefaultReservedBytes));
 
+/// The transformer block each learnable layer belongs to, numbered from 0 input side first: the copies of the
+/// architecture's `repeat` (names "PREFIX.N.…"); -1 for a layer outside every block (embeddings, the final norm,
+/// the output projection), which no recompute mode checkpoints.
+std::vector<int> transformer_blocks(const Network& net);
+/// Eq. R1 with a fraction f of the blocks checkpointed (fms-fsdp's selective_checkpointing): block b of B is one
+/// of them when ⌊(b+1)·f⌋ > ⌊b·f⌋, every (1/f)-th block.
+bool block_checkpointed(int block, double fraction) noexcept;
+/// Eq. R1-R3: the forward time layer i runs again in backward under the options' recompute mode (zero outside a
+/// checkpointed block): R1 all of its forward; R2 its attention core; R3 all but its GEMMs and attention core,
+/// plus every second GEMM (half its GEMM time).
+Seconds recompute_time(const LayerTimes& t, std::size_t i, int block, const ComputeOptions& opt) noexcept;
+/// The FLOPs per sample that the options recompute (what HFU counts beyond MFU): R1 the checkpointed blocks'
+/// forward FLOPs, R2 the attention cores' score products (4·S²·D a sequence), R3 half the blocks' GEMM FLOPs.
+double recompute_flops_per_sample(const Network& net, const ComputeOptions& opt);
+/// What one sample keeps for backward under a recompute mode (fp32 figure): R1 a checkpointed block's input
+/// and, during its recompute, the largest block's tensors; R2 as without recompute less the attention
+/// probabilities; R3 the block's input, its attention output and half of the rest of its kept tensors.
+double recompute_kept_bytes_per_sample(const Network& net, const ComputeOptions& opt, bool flash_attention);
+
 /// Activation checkpointing (Chen et al. 2016, "Training Deep Nets with Sublinear Memory Cost"): the L
 /// learnable layers in ⌈√L⌉ consecutive segments of ⌈L / ⌈√L⌉⌉ layers (the last may be shorter); returns
 /// each segment's first layer. Every segment but the last is recomputed in backward (its forward again).

@@ -76,6 +76,8 @@ struct Layer {
   bool gated = false;                       // mlp: SwiGLU (gate, up, down)
   bool causal = false;                      // attention: a causal mask (decoders); fused kernels skip its masked half
   bool probs_dropout = false;               // attention: dropout on the probabilities (unfused attention keeps its output and mask)
+  bool rotary = false;                      // attention: rotary position embedding applied to q and k (Llama)
+  bool rms = false;                         // layernorm: RMSNorm (scale only, no mean; Llama), not LayerNorm
   /// The parameter-free operators that follow this layer up to the next learnable one.
   std::vector<Operator> ops;
 };

@@ -130,6 +130,7 @@ struct Prediction {
   double throughput_samples_per_s = 0.0;
   double throughput_tokens_per_s = 0.0;  // token inputs: samples/s × tokens per sample; 0 for images
   double mfu = 0.0;  // model FLOPs utilisation: 3 × forward FLOPs per sample × samples/s / (GPUs × dense peak)
+  double hfu = 0.0;  // hardware FLOPs utilisation: as MFU with the recomputed forward FLOPs counted
   double speedup = 1.0;
   double efficiency = 1.0;
   int hiding_case = 0;      // 1 or 2 for layer-wise/bucketed overlap; 0 when nothing overlaps

@@ -29,6 +29,9 @@ struct Sharding {
   // the fp32 master weights and the optimiser state of each GPU's shard live in host memory, the GPU's
   // gradient shard goes to the host, the CPU runs the optimiser step, the updated shard comes back.
   bool offload_optimizer = false;
+  // FSDP's MixedPrecision(reduce_dtype=float32) (torchtitan's default; `reduce_dtype: fp32`): the gradients
+  // are cast to fp32 before their reduce-scatter, which then moves 4 B a parameter, and the shards are fp32.
+  bool reduce_fp32 = false;
   double cpu_adam_params_per_s = kDefaultCpuAdamParamsPerSecond;  // per node, all its cores (`cpu_adam`)
 
   /// CPU-Adam throughput of one node when the framework file gives none: DeepSpeed's CPU-Adam updates

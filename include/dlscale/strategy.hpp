@@ -67,6 +67,9 @@ struct Strategy {
   /// `lrn: false`: the framework has no local response normalization, so a network's LRN operators are left
   /// out of its step (time and memory): CNTK 2.x, which is why Shi & Chu ran AlexNet without them (Table IV).
   bool lrn = true;
+  /// `compile: true`: the framework compiles the step (torch.compile, XLA), fusing element-wise chains into
+  /// one kernel each (ComputeOptions::compiled, eq. K14); false: eager, an operator a kernel.
+  bool compiled = false;
   /// `optimizer: sgd`: the optimiser the framework's benchmark runs take when a run names none (TensorFlow 1.x's
   /// tf_cnn_benchmarks: plain SGD); unset: the network's default (momentum for images, AdamW for tokens).
   std::optional<Optimizer> optimizer;

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cstdlib>
 #include <memory>
 
 #include "cli/commands.hpp"
@@ -89,8 +90,18 @@ void add_scenario_options(CLI::App& cmd, ScenarioOptions& o) {
   cmd.add_flag("--unfused-optimizer", o.unfused_optimizer, "The optimiser runs a few kernels per tensor instead of one multi-tensor kernel per layer");
   cmd.add_option("--accumulate", o.accumulate, "Gradient accumulation: K forward/backward passes per gradient exchange and update")
       ->type_name("K")->capture_default_str();
-  cmd.add_flag("--checkpointing", o.checkpointing,
-               "Activation checkpointing: keep sqrt(L) segment inputs, recompute each segment's forward in backward");
+  cmd.add_option_function<std::string>(
+         "--checkpointing",
+         [&o](const std::string& v) {
+           o.checkpointing = true;
+           o.checkpointing_mode = v;
+         },
+         "Activation checkpointing: bare (or sqrt) keeps sqrt(L) segment inputs and recomputes each segment; per "
+         "transformer block: full[:FRACTION] (every block, or that fraction of them), selective (the attention core, "
+         "Megatron-LM) or op (torchtitan's per-op SAC)")
+      ->expected(0, 1)
+      ->type_name("[MODE]");
+  cmd.add_flag("--compile", o.compiled, "The framework compiles the step (torch.compile): element-wise chains fused");
   cmd.add_option("--attention", o.attention, kAttentionHelp)->type_name("KIND");
   cmd.add_option("--memory-format", o.memory_format, kMemoryFormatHelp)->type_name("LAYOUT");
   cmd.add_flag("--offload-optimizer", o.offload_optimizer,
@@ -177,6 +188,13 @@ std::vector<int> default_gpu_counts(const Cluster& cluster) {
 }
 
 Network load_model(const std::string& model, int seq_len, int image_size, const char* what) {
+  if (is_decoder_spec(model)) {  // a decoder by its sizes (docs/models.md, "Decoder-only transformers")
+    if (image_size != 0) throw UsageError("--image-size", "a decoder takes token ids, not images: use --seq-len");
+    if (seq_len < 0) throw UsageError("--seq-len", "must be a positive whole number");
+    DecoderShape shape = parse_decoder_spec(model, what);
+    if (seq_len > 0) shape.seq = seq_len;
+    return build_decoder(shape, fmt::format("decoder-{}x{}", shape.layers, shape.hidden));
+  }
   const auto file = resolve(DataKind::network, model, what);
   if (seq_len == 0 && image_size == 0) return load_network(file);
   const char* option = seq_len != 0 ? "--seq-len" : "--image-size";
@@ -225,6 +243,31 @@ TensorLayout memory_format_option(const std::string& text) {
   }
 }
 
+static void apply_checkpointing_option(const ScenarioOptions& o, ComputeOptions& c) {
+  if (!o.checkpointing) return;
+  const std::string& v = o.checkpointing_mode;
+  if (v.empty() || v == "sqrt") {
+    c.checkpointing = true;
+    return;
+  }
+  const std::size_t colon = v.find(':');
+  try {
+    c.recompute = recompute_from_string(v.substr(0, colon));
+  } catch (const std::invalid_argument&) {
+    throw UsageError("--checkpointing", fmt::format("unknown mode '{}' (expected sqrt, {}, or full:FRACTION)", v, kRecomputeNames));
+  }
+  if (colon != std::string::npos) {
+    if (c.recompute != Recompute::full)
+      throw UsageError("--checkpointing", fmt::format("only full takes a fraction of the blocks, not '{}'", v));
+    const std::string f = v.substr(colon + 1);
+    char* end = nullptr;
+    const double x = std::strtod(f.c_str(), &end);
+    if (f.empty() || end != f.c_str() + f.size() || !(x > 0.0 && x <= 1.0))
+      throw UsageError("--checkpointing", fmt::format("the fraction of blocks in '{}' must lie in (0, 1]", v));
+    c.recompute_blocks = x;
+  }
+}
+
 Scenario build_scenario(const ScenarioOptions& o, RunInfo& info) {
   Scenario sc;
   if (o.batch_given && o.batch < 1) throw UsageError("--batch", fmt::format("the batch per GPU must be at least 1, got {}", o.batch));
@@ -261,7 +304,8 @@ Scenario build_scenario(const ScenarioOptions& o, RunInfo& info) {
   if (o.accumulate < 1)
     throw UsageError("--accumulate", fmt::format("the number of passes per update must be at least 1, got {}", o.accumulate));
   sc.compute.accumulate = o.accumulate;
-  sc.compute.checkpointing = o.checkpointing;
+  apply_checkpointing_option(o, sc.compute);
+  sc.compute.compiled = o.compiled;
   sc.compute.fused_optimizer = !o.unfused_optimizer;
 
   sc.cluster = load_cluster(resolve(DataKind::cluster, cluster, "--cluster"), cluster_overrides(o.scale));

@@ -41,7 +41,9 @@ struct ScenarioOptions {
   std::string optimizer;         // --optimizer; empty: momentum for image models, adamw for token models
   bool unfused_optimizer = false;
   int accumulate = 1;            // --accumulate K
-  bool checkpointing = false;    // --checkpointing
+  bool checkpointing = false;    // --checkpointing given
+  std::string checkpointing_mode;  // its value: "" or sqrt (⌈√L⌉ segments), full[:FRACTION], selective, op
+  bool compiled = false;         // --compile: element-wise chains fused (torch.compile)
   std::string attention;         // --attention eager|flash; empty: the framework's
   std::string memory_format;     // --memory-format nchw|nhwc; empty: the framework's
   bool offload_optimizer = false;  // --offload-optimizer: the sharded optimiser state in host memory (eq. S9)

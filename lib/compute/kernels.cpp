@@ -46,10 +46,10 @@ double operand_feed_cost(const GpuSpec& gpu, Precision p, const KernelParams& kp
 
 int tensor_core_alignment(Precision p, bool tensor_cores) noexcept {
   if (!tensor_cores) return 1;
-  return p == Precision::tf32 ? 4 : 8;  // 16 bytes of either: one tensor-core fragment row
+  return p == Precision::tf32 ? 4 : p == Precision::fp8 ? 16 : 8;  // 16 bytes of any: one tensor-core fragment row
 }
 
-double element_bytes(Precision p) noexcept { return is_mixed(p) ? 2.0 : 4.0; }
+double element_bytes(Precision p) noexcept { return p == Precision::fp8 ? 1.0 : is_mixed(p) ? 2.0 : 4.0; }
 
 namespace {
 GemmPlan plan_gemm_in(const GemmShape& g, const GpuSpec& gpu, Precision p, const KernelParams& kp, double class_efficiency,
@@ -65,7 +65,7 @@ GemmPlan plan_gemm_in(const GemmShape& g, const GpuSpec& gpu, Precision p, const
   const int a = tensor_core_alignment(p, tensor);
   const std::int64_t m = g.m, n = round_up(g.n, a), k = round_up(g.k, a);
   const FlopsPerSecond peak = unit_peak(gpu, p, tensor);
-  const double base = (tensor ? kp.tensor_efficiency : kp.vector_efficiency) * class_efficiency;
+  const double base = (tensor ? kp.tensor_efficiency * kp.sustained_tensor : kp.vector_efficiency) * class_efficiency;  // K16
   const double bpe = element_bytes(p);
   const BytesPerSecond bw = gpu.memory_bandwidth * kp.memory_efficiency;
   const double sms = gpu.sm_count > 0 ? static_cast<double>(gpu.sm_count) : 0.0;

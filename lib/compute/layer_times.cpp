@@ -12,6 +12,29 @@
 
 namespace dlscale {
 namespace {
+/// Eq. K14: an element-wise chain as eager PyTorch runs it, an operator a kernel, in bytes moved per element
+/// (fixed + per_eb × eb, where eb is a working element's bytes: 2 in bf16/fp16, 4 in fp32) and kernels, forward
+/// and backward. Compiled (torch.compile, XLA) the chain is one kernel that reads its input and writes its
+/// output once (2·eb). Counted from the models' source as written (docs/compute-model.md, K14).
+struct EagerChain {
+  double fixed_forward, per_eb_forward;
+  int forward_kernels;
+  double fixed_backward, per_eb_backward;
+  int backward_kernels;
+  [[nodiscard]] double forward_bytes(double eb) const noexcept { return fixed_forward + per_eb_forward * eb; }
+  [[nodiscard]] double backward_bytes(double eb) const noexcept { return fixed_backward + per_eb_backward * eb; }
+};
+// RMSNorm as Llama writes it, x.float() · rsqrt(mean(x²) + ε), .type_as(x) · weight. Forward: the upcast
+// (eb + 4), pow (4 + 4), mean (4), the product (4 + 4), the downcast (4 + eb), the weight (eb + eb): 28 + 4·eb B
+// in 7 kernels (with the ε and rsqrt on the row statistics). Backward: the weight's product and its gradient's
+// reduction (2·eb + 2·eb), the downcast's (eb + 4), the product's two gradients (8 + 8), the mean-square path
+// (8), their sum (12), the upcast's (4 + eb): 44 + 6·eb B in 9 kernels.
+constexpr EagerChain kEagerRmsNorm{28.0, 4.0, 7, 44.0, 6.0, 9};
+// Rotary embedding of one q or k element (torchtitan's apply_rotary_emb: view_as_complex(x.float()), a complex
+// product with the frequencies, view_as_real, type_as): the upcast (eb + 4), the product (4 + 4), the downcast
+// (4 + eb): 16 + 2·eb B in 3 kernels a tensor, and the same backward.
+constexpr EagerChain kEagerRotary{16.0, 2.0, 3, 16.0, 2.0, 3};
+
 Seconds sum(const std::vector<Seconds>& v) { return std::accumulate(v.begin(), v.end(), Seconds{}); }
 
 double elements(const std::vector<std::int64_t>& shape) {
@@ -27,6 +50,32 @@ class Kernels {
       : gpu_(gpu), opt_(opt), kp_(opt.kernel(gpu)), named_(named), out_(out) {}
 
   Seconds forward{}, backward{};
+  // The parts of `forward` that the recompute modes tell apart (eq. R1-R3): GEMMs (linear maps and
+  // convolutions) and the attention core (the fused kernel, or the unfused scores, softmax and weighted sum).
+  Seconds forward_gemm{}, forward_attention{};
+  bool in_attention_core = false;  // set while the unfused attention core's kernels are added
+  bool fp8_layer = false;          // the layer's GEMMs multiply in fp8 when the step's precision is fp8 (eq. K15)
+
+  /// The precision a GEMM of the current layer runs in: fp8 only in the layers that fp8 training converts
+  /// (the blocks' linear maps), bf16 for the rest of an fp8 step.
+  [[nodiscard]] Precision gemm_precision() const noexcept {
+    return opt_.precision == Precision::fp8 && !fp8_layer ? Precision::bf16 : opt_.precision;
+  }
+
+  /// Eq. K15: the casts of one fp8 linear map with dynamic tensor-wise scaling. Forward: the input's amax and
+  /// its cast to fp8 (read eb twice, write 1 B; compiled, the amax is fused into the producer: eb + 1) and the
+  /// weight's (in·out, the same); backward: the output gradient's (rows·out, the same), and the transposed fp8
+  /// copies the other two products take (input and output gradient for the weight gradient, the weight for
+  /// the data gradient: read 1, write 1 B each).
+  void fp8_casts(const std::string& what, std::int64_t rows, std::int64_t in, std::int64_t out, bool input_grad) {
+    if (opt_.precision != Precision::fp8 || !fp8_layer) return;
+    const double eb = activation_bytes_per_element(opt_.precision);
+    const double cast = opt_.compiled ? eb + 1.0 : 2.0 * eb + 1.0;
+    const double r = static_cast<double>(rows), i = static_cast<double>(in), o = static_cast<double>(out);
+    pass(name(what, " fp8 cast fwd"), r * i + i * o, cast, false, 0.0, opt_.compiled ? 2 : 4);
+    pass(name(what, " fp8 cast bwd"), r * o, cast, true, (r * i + r * o + (input_grad ? i * o : 0.0)) * 2.0,
+         opt_.compiled ? 4 : 5);
+  }
 
   /// A kernel's name for `model show --kernels`; empty (no allocation) when nobody asks.
   [[nodiscard]] std::string name(const std::string& base, std::string_view suffix) const {
@@ -35,17 +84,19 @@ class Kernels {
 
   void gemm(const std::string& what, const GemmShape& g, bool bwd) {
     if (g.m <= 0 || g.n <= 0 || g.k <= 0) return;
-    const GemmPlan plan = plan_gemm(g, gpu_, opt_.precision, kp_);
+    const GemmPlan plan = plan_gemm(g, gpu_, gemm_precision(), kp_);
     add(what, plan.time, flops(g.flops()), bytes(0), bwd);
+    if (!bwd && !in_attention_core) forward_gemm += plan.time;
   }
   void conv(const std::string& what, const ConvGeometry& c, ConvPass pass, bool bwd) {
-    const ConvPlan plan = plan_conv(c, pass, gpu_, opt_.precision, kp_, opt_.conv_algorithms);
+    const ConvPlan plan = plan_conv(c, pass, gpu_, gemm_precision(), kp_, opt_.conv_algorithms);
     add(named_ ? fmt::format("{} ({}{}{})", what, to_string(plan.algorithm),
                              plan.transposes > Seconds{} ? ", nchw transposes" : "",
                              plan.padding > Seconds{} ? ", channels padded" : "")
                : std::string(),
         plan.time,
         flops(conv_as_gemm(c, pass).flops()), bytes(0), bwd);
+    if (!bwd) forward_gemm += plan.time;
   }
   /// A memory-bound pass over `elements` elements of `element_bytes` each (plus `extra` bytes).
   void pass(const std::string& what, double elements_moved, double element_bytes, bool bwd, double extra_bytes = 0.0,
@@ -69,9 +120,9 @@ class Kernels {
   /// A layer without the shape of its work: the roofline of its FLOPs and bytes.
   void roofline(const std::string& what, Flops work, Bytes traffic, bool tensor_math, bool bwd) {
     const bool tensor = gpu_.on_tensor_cores(opt_.precision);
-    const FlopsPerSecond rate = (tensor_math ? gpu_.peak(opt_.precision) : gpu_.peak_fp32) *
+    const FlopsPerSecond rate = (tensor_math ? gpu_.peak(gemm_precision()) : gpu_.peak_fp32) *
                                 (tensor ? kp_.tensor_efficiency : kp_.vector_efficiency) *
-                                gemm_tiles(tensor, operand_feed_cost(gpu_, opt_.precision, kp_)).front().efficiency;
+                                gemm_tiles(tensor, operand_feed_cost(gpu_, gemm_precision(), kp_)).front().efficiency;
     const Seconds compute = rate > FlopsPerSecond{} ? work / rate : Seconds{};
     if (!(work > Flops{}) && !(traffic > Bytes{})) return;  // no work: no kernel
     add(what, max(compute, traffic / (gpu_.memory_bandwidth * kp_.memory_efficiency)) + kp_.kernel_overhead, work,
@@ -99,7 +150,10 @@ class Kernels {
     // the tensor cores from Ampere on as three TF32 products per fp32 product (CUTLASS's
     // OpMultiplyAddFastF32), whether or not TF32 is allowed; before Ampere on the fp32 units.
     const bool fast_f32 = !is_mixed(opt_.precision) && gpu_.supports(Precision::tf32) && gpu_.has_tensor_cores();
-    const Precision math = fast_f32 ? Precision::tf32 : opt_.precision == Precision::tf32 ? Precision::fp32 : opt_.precision;
+    const Precision math = fast_f32                              ? Precision::tf32
+                           : opt_.precision == Precision::tf32 ? Precision::fp32
+                           : opt_.precision == Precision::fp8  ? Precision::bf16  // attention stays bf16
+                                                               : opt_.precision;
     const double passes = fast_f32 ? 3.0 : 1.0;
     const Seconds t_qk = plan_gemm(qk, gpu_, math, kp_).compute * frac * passes;
     const Seconds t_pv = plan_gemm(pv, gpu_, math, kp_).compute * frac * passes;
@@ -114,15 +168,19 @@ class Kernels {
     const Bytes fwd_traffic = bytes((q + kv + q) * eb + lse);
     const Bytes bwd_traffic = bytes((q + kv + q + q) * eb + lse + q * 4.0 + kv * eb);
     const double fwd_flops = 2.0 * qk.flops() * frac;  // the two products (Q·Kᵀ and P·V have equal FLOPs)
-    add(named_ ? fmt::format("{} fwd ({})", name, kernel) : std::string(), max(t_qk + t_pv + t_exp, fwd_traffic / bw) + kp_.kernel_overhead, flops(fwd_flops),
-        fwd_traffic, false);
-    add(named_ ? fmt::format("{} bwd ({})", name, kernel) : std::string(), max(2.0 * t_qk + 3.0 * t_pv + t_exp, bwd_traffic / bw) + kp_.kernel_overhead,
+    // FlashAttention-2's products run at its published share of the GEMM rate on this architecture
+    const double fe = kp_.flash_forward_efficiency, be = kp_.flash_backward_efficiency;
+    const Seconds t_fwd = max((t_qk + t_pv) / fe + t_exp, fwd_traffic / bw) + kp_.kernel_overhead;
+    add(named_ ? fmt::format("{} fwd ({})", name, kernel) : std::string(), t_fwd, flops(fwd_flops), fwd_traffic, false);
+    forward_attention += t_fwd;
+    add(named_ ? fmt::format("{} bwd ({})", name, kernel) : std::string(), max((2.0 * t_qk + 3.0 * t_pv) / be + t_exp, bwd_traffic / bw) + kp_.kernel_overhead,
         flops(2.5 * fwd_flops), bwd_traffic, true);
   }
 
  private:
   void add(const std::string& what, Seconds t, Flops f, Bytes traffic, bool bwd) {
     (bwd ? backward : forward) += t;
+    if (!bwd && in_attention_core) forward_attention += t;
     if (named_ && out_) out_->push_back(KernelTiming{what, t, f, traffic, bwd});
   }
   const GpuSpec& gpu_;
@@ -143,12 +201,16 @@ void linear_gemms(Kernels& k, const std::string& name, std::int64_t rows, std::i
   k.gemm(k.name(name, " fwd"), GemmShape{rows, out, in}, false);
   if (input_grad) k.gemm(k.name(name, " dgrad"), GemmShape{rows, in, out}, true);
   k.gemm(k.name(name, " wgrad"), GemmShape{out, in, rows}, true);
+  k.fp8_casts(name, rows, in, out, input_grad);
 }
 
 void time_layer(Kernels& k, const Layer& l, bool first, int batch, const ComputeOptions& opt) {
   const double eb = activation_bytes_per_element(opt.precision);
   const double B = batch;
   const bool input_grad = !first && l.kind != LayerKind::embedding;
+  // fp8 training converts the blocks' linear maps (attention projections, MLPs), not the output projection
+  // over the vocabulary (torchtitan's and Transformer Engine's default) nor anything else.
+  k.fp8_layer = l.kind == LayerKind::attention || (l.kind == LayerKind::linear && l.hidden > 0);
   const double out_e = elements(l.output_shape) * B;
   const auto& in = l.input_shape;
   switch (l.kind) {
@@ -193,6 +255,18 @@ void time_layer(Kernels& k, const Layer& l, bool first, int batch, const Compute
         // q, and k and v of kv_heads heads each (grouped-query attention: fewer key/value heads)
         const std::int64_t dkv = l.kv_heads > 0 ? d / l.heads * l.kv_heads : d;
         linear_gemms(k, k.name(l.name, ".qkv"), rows, d, d + 2 * dkv, input_grad);
+        if (l.rotary) {  // eq. K14: the rotation of q and k, fused or an operator a kernel
+          const double qk = static_cast<double>(rows) * static_cast<double>(d + dkv);
+          if (opt.compiled) {
+            k.pass(k.name(l.name, ".rotary fwd"), 2.0 * qk, eb, false);
+            k.pass(k.name(l.name, ".rotary bwd"), 2.0 * qk, eb, true);
+          } else {
+            k.pass(k.name(l.name, ".rotary fwd (eager)"), qk, kEagerRotary.forward_bytes(eb), false, 0.0,
+                   2 * kEagerRotary.forward_kernels);
+            k.pass(k.name(l.name, ".rotary bwd (eager)"), qk, kEagerRotary.backward_bytes(eb), true, 0.0,
+                   2 * kEagerRotary.backward_kernels);
+          }
+        }
         const double act = static_cast<double>(rows) * static_cast<double>(d);
         if (fused_attention(opt.attention)) {
           k.flash_attention(k.name(l.name, ".attention"), seqs, s, l.heads, dh, dkv, l.causal, to_string(opt.attention));
@@ -202,6 +276,7 @@ void time_layer(Kernels& k, const Layer& l, bool first, int batch, const Compute
           return;
         }
         // Scores Q·Kᵀ and the weighted sum P·V, one small GEMM per sequence and head; backward: two each.
+        k.in_attention_core = true;
         k.gemm(k.name(l.name, ".scores fwd"), GemmShape{s, s, dh, bh}, false);
         k.gemm(k.name(l.name, ".context fwd"), GemmShape{s, dh, s, bh}, false);
         k.gemm(k.name(l.name, ".context dgrad"), GemmShape{s, s, dh, bh}, true);   // dP = dC·Vᵀ
@@ -213,6 +288,7 @@ void time_layer(Kernels& k, const Layer& l, bool first, int batch, const Compute
         const double probs = static_cast<double>(bh) * static_cast<double>(s) * static_cast<double>(s);
         k.pass(k.name(l.name, ".softmax fwd"), 3 * 2.0 * probs, eb, false, 0.0, 3);
         k.pass(k.name(l.name, ".softmax bwd"), 3 * 3.0 * probs, eb, true, 0.0, 3);
+        k.in_attention_core = false;
         k.pass(k.name(l.name, ".heads fwd"), 2.0 * 4.0 * act, eb, false, 0.0, 2);
         k.pass(k.name(l.name, ".heads bwd"), 2.0 * 4.0 * act, eb, true, 0.0, 2);
         linear_gemms(k, k.name(l.name, ".out"), rows, d, d, true);
@@ -224,6 +300,13 @@ void time_layer(Kernels& k, const Layer& l, bool first, int batch, const Compute
       k.norm(k.name(l.name, " bwd"), 5.0 * out_e, eb, true, 2);
       return;
     case LayerKind::layernorm:  // one pass forward; dx and the parameter gradients backward
+      if (l.rms && !opt.compiled) {  // eq. K14: eager RMSNorm, an operator a kernel
+        k.pass(k.name(l.name, " fwd (eager)"), out_e, kEagerRmsNorm.forward_bytes(eb), false, 0.0,
+               kEagerRmsNorm.forward_kernels);
+        k.pass(k.name(l.name, " bwd (eager)"), out_e, kEagerRmsNorm.backward_bytes(eb), true, 0.0,
+               kEagerRmsNorm.backward_kernels);
+        return;
+      }
       k.pass(k.name(l.name, " fwd"), 2.0 * out_e, eb, false);
       k.pass(k.name(l.name, " bwd"), 4.0 * out_e, eb, true, 0.0, 2);
       return;
@@ -292,6 +375,13 @@ void time_loss(Kernels& k, const Layer& last, int batch, const ComputeOptions& o
   const double e = elements(shape) * batch;
   if (e <= 0) return;
   const double eb = activation_bytes_per_element(opt.precision);
+  if (is_mixed(opt.precision) && !opt.compiled) {
+    // Eq. K14: eager mixed precision takes the log-softmax in fp32 (autocast's fp32 list; Llama's
+    // logits.float()): the upcast (eb + 4) before the three fp32 passes, the downcast (4 + eb) after backward.
+    k.pass(k.name("loss", " fwd (fp32)"), e, 4.0 + eb + 3.0 * 4.0, false, 0.0, 3);
+    k.pass(k.name("loss", " bwd (fp32)"), e, 3.0 * 4.0 + 4.0 + eb, true, 0.0, 2);
+    return;
+  }
   k.pass(k.name("loss", " fwd"), 3.0 * e, eb, false, 0.0, 2);
   k.pass(k.name("loss", " bwd"), 3.0 * e, eb, true);
 }
@@ -359,12 +449,16 @@ LayerTimes estimate_layer_times(const Network& net, const GpuSpec& gpu, int batc
   t.forward.resize(L);
   t.backward.resize(L);
   t.update.resize(L);
+  t.forward_gemm.resize(L);
+  t.forward_attention.resize(L);
   const KernelParams& kp = opt.kernel(gpu);
   for (std::size_t i = 0; i < L; ++i) {
     Kernels k(gpu, opt, false, nullptr);
     time_all(k, net.layers[i], i == 0, i + 1 == L, batch, opt);
     t.forward[i] = k.forward;
     t.backward[i] = k.backward;
+    t.forward_gemm[i] = k.forward_gemm;
+    t.forward_attention[i] = k.forward_attention;
     t.update[i] = update_time(net.layers[i], gpu, opt, kp);
   }
   return t;
@@ -393,6 +487,23 @@ std::string_view to_string(Optimizer o) noexcept {
   return "sgd";
 }
 
+std::string_view to_string(Recompute r) noexcept {
+  switch (r) {
+    case Recompute::none: return "none";
+    case Recompute::full: return "full";
+    case Recompute::selective: return "selective";
+    case Recompute::op: return "op";
+  }
+  return "none";
+}
+
+Recompute recompute_from_string(std::string_view name) {
+  for (Recompute r : {Recompute::none, Recompute::full, Recompute::selective, Recompute::op})
+    if (name == to_string(r)) return r;
+  throw std::invalid_argument("unknown recompute mode '" + std::string(name) + "' (expected " +
+                              std::string(kRecomputeNames) + ")");
+}
+
 std::string_view to_string(AttentionKernel a) noexcept {
   switch (a) {
     case AttentionKernel::eager: return "eager";
@@ -411,7 +522,7 @@ AttentionKernel attention_kernel_from_string(std::string_view name) {
 }
 
 bool flash_attention_supported(const GpuSpec& gpu, Precision p) noexcept {
-  return gpu.sm_version >= 80 && (p == Precision::fp16 || p == Precision::bf16);
+  return gpu.sm_version >= 80 && (p == Precision::fp16 || p == Precision::bf16 || p == Precision::fp8);
 }
 
 AttentionKernel effective_attention(AttentionKernel wanted, const GpuSpec& gpu, Precision p) noexcept {

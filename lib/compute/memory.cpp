@@ -22,7 +22,85 @@ std::vector<int> checkpoint_segments(const Network& net) {
   return first;
 }
 
+std::vector<int> transformer_blocks(const Network& net) {
+  // A layer of block N is named "PREFIX.N.REST" (the `repeat` operation's naming): the first dot-separated
+  // field that is a whole number and is followed by another field gives N; blocks are renumbered in order.
+  std::vector<int> out(net.layers.size(), -1);
+  std::string last_key;
+  int next = -1;
+  for (std::size_t i = 0; i < net.layers.size(); ++i) {
+    const std::string& name = net.layers[i].name;
+    std::size_t start = 0;
+    while (start < name.size()) {
+      const std::size_t dot = name.find('.', start);
+      if (dot == std::string::npos) break;  // the last field names the layer itself
+      const std::string_view field(name.data() + start, dot - start);
+      if (!field.empty() && field.find_first_not_of("0123456789") == std::string_view::npos) {
+        const std::string key = name.substr(0, dot);
+        if (key != last_key) {
+          last_key = key;
+          ++next;
+        }
+        out[i] = next;
+        break;
+      }
+      start = dot + 1;
+    }
+  }
+  return out;
+}
+
+bool block_checkpointed(int block, double fraction) noexcept {
+  if (block < 0) return false;
+  if (fraction >= 1.0) return true;
+  return std::floor((block + 1) * fraction) > std::floor(block * fraction);
+}
+
+Seconds recompute_time(const LayerTimes& t, std::size_t i, int block, const ComputeOptions& opt) noexcept {
+  if (block < 0 || i >= t.forward.size()) return Seconds{};
+  const Seconds gemm = i < t.forward_gemm.size() ? t.forward_gemm[i] : Seconds{};
+  const Seconds core = i < t.forward_attention.size() ? t.forward_attention[i] : Seconds{};
+  switch (opt.recompute) {
+    case Recompute::none: return Seconds{};
+    case Recompute::full: return block_checkpointed(block, opt.recompute_blocks) ? t.forward[i] : Seconds{};  // R1
+    case Recompute::selective: return core;                                                                  // R2
+    case Recompute::op: return t.forward[i] - core - gemm * 0.5;                                             // R3
+  }
+  return Seconds{};
+}
+
 namespace {
+double attention_core_flops_per_sample(const Layer& l) noexcept;
+}  // namespace
+
+double recompute_flops_per_sample(const Network& net, const ComputeOptions& opt) {
+  const std::vector<int> block = transformer_blocks(net);
+  double f = 0.0;
+  for (std::size_t i = 0; i < net.layers.size(); ++i) {
+    if (block[i] < 0) continue;
+    const Layer& l = net.layers[i];
+    const double core = attention_core_flops_per_sample(l);
+    switch (opt.recompute) {
+      case Recompute::none: break;
+      case Recompute::full: f += block_checkpointed(block[i], opt.recompute_blocks) ? l.forward_flops_per_sample : 0.0; break;
+      case Recompute::selective: f += core; break;
+      case Recompute::op: f += 0.5 * (l.forward_flops_per_sample - core); break;
+    }
+  }
+  return f;
+}
+
+namespace {
+/// The attention core's FLOPs of one sample: Q·Kᵀ and P·V, 2·S²·D multiply-adds a sequence, counted in full.
+double attention_core_flops_per_sample(const Layer& l) noexcept {
+  if (l.kind != LayerKind::attention || l.input_shape.size() < 2) return 0.0;
+  const double s = static_cast<double>(l.input_shape[l.input_shape.size() - 2]);
+  const double d = static_cast<double>(l.input_shape.back());
+  double elements = 1.0;
+  for (auto v : l.input_shape) elements *= static_cast<double>(v);
+  return 4.0 * (elements / (s * d)) * s * s * d;
+}
+
 /// The attention probabilities of one sample (heads·S·S per sequence); 0 for any other layer.
 double probabilities_per_sample(const Layer& l) noexcept {
   if (l.kind != LayerKind::attention || l.heads <= 0 || l.input_shape.size() < 2) return 0.0;
@@ -46,6 +124,48 @@ double autocast_softmax_bytes_per_sample(const Network& net, const ComputeOption
   double probs = 0.0;
   for (const auto& l : net.layers) probs += probabilities_per_sample(l);
   return probs * (4.0 - activation_bytes_per_element(opt.precision));
+}
+
+double recompute_kept_bytes_per_sample(const Network& net, const ComputeOptions& opt, bool flash_attention) {
+  const std::vector<int> block = transformer_blocks(net);
+  auto kept = [&](std::size_t i) {
+    const Layer& l = net.layers[i];
+    double s = l.activation_bytes_per_sample;
+    if (flash_attention || opt.recompute == Recompute::selective) s -= flash_attention_saving_per_sample(l);
+    for (const auto& o : l.ops)
+      if (opt.lrn || o.kind != LayerKind::lrn) s += o.activation_bytes_per_sample;
+    return s;
+  };
+  auto input_bytes = [&](std::size_t i) {  // a block's input: its first layer's input, fp32 figure
+    double e = net.layers[i].input_shape.empty() ? 0.0 : 4.0;
+    for (auto d : net.layers[i].input_shape) e *= static_cast<double>(d);
+    return e;
+  };
+  double total = 0.0, largest_block = 0.0, this_block = 0.0;
+  for (std::size_t i = 0; i < net.layers.size(); ++i) {
+    const bool starts = block[i] >= 0 && (i == 0 || block[i - 1] != block[i]);
+    if (starts) this_block = 0.0;
+    const double k = kept(i);
+    if (block[i] >= 0) this_block += k;
+    largest_block = std::max(largest_block, this_block);
+    switch (opt.recompute) {
+      case Recompute::full:
+        if (!block_checkpointed(block[i], opt.recompute_blocks)) total += k;
+        else if (starts) total += input_bytes(i);
+        break;
+      case Recompute::op:
+        if (block[i] < 0) total += k;
+        else {
+          // R3 keeps the block's input, the attention output and half of the remaining kept tensors.
+          const Layer& l = net.layers[i];
+          const double out = l.kind == LayerKind::attention ? input_bytes(i) : 0.0;
+          total += (starts ? input_bytes(i) : 0.0) + out + 0.5 * std::max(0.0, k - out);
+        }
+        break;
+      default: total += k; break;
+    }
+  }
+  return opt.recompute == Recompute::full ? total + largest_block : total;
 }
 
 double checkpointed_kept_bytes_per_sample(const Network& net, bool flash_attention, bool lrn) {
@@ -87,10 +207,13 @@ MemoryEstimate estimate_training_memory(const Network& net, int batch, const Com
   m.optimizer_state = bytes(p * 4.0 * optimizer_state_words(opt.optimizer));
   // Every tensor a layer or a parameter-free operator keeps for backward (one micro-batch).
   const bool flash = fused_attention(opt.attention);
-  double kept = opt.checkpointing ? checkpointed_kept_bytes_per_sample(net, flash, opt.lrn) : net.total_kept_bytes_per_sample();
-  if (flash && !opt.checkpointing)
+  const bool per_block = opt.recompute != Recompute::none && !opt.checkpointing;
+  double kept = opt.checkpointing ? checkpointed_kept_bytes_per_sample(net, flash, opt.lrn)
+                : per_block       ? recompute_kept_bytes_per_sample(net, opt, flash)
+                                  : net.total_kept_bytes_per_sample();
+  if (flash && !opt.checkpointing && !per_block)
     for (const auto& l : net.layers) kept -= flash_attention_saving_per_sample(l);
-  if (!opt.lrn && !opt.checkpointing)  // a framework without LRN does not run the network's
+  if (!opt.lrn && !opt.checkpointing && !per_block)  // a framework without LRN does not run the network's
     for (const auto& l : net.layers)
       for (const auto& o : l.ops)
         if (o.kind == LayerKind::lrn) kept -= o.activation_bytes_per_sample;
@@ -113,6 +236,7 @@ MemoryEstimate estimate_training_memory(const Network& net, int batch, const Com
       m.weights = params_sharded ? working / n : working;
       m.optimizer_state = Bytes{};
     }
+    if (sh.reduce_fp32 && is_mixed(opt.precision)) m.gradients = bytes(p * 4.0);  // fp32 gradient shards
     if (sh.stage >= 2 && opt.accumulate == 1) m.gradients = m.gradients / n;
     if (sh.stage >= 3 && shard > 1) {  // one GPU gathers nothing
       std::int64_t largest = 0;

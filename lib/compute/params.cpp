@@ -30,6 +30,9 @@ KernelParams read_params(const Node& node, KernelParams base, const std::string&
   if (auto n = m.optional("conv_efficiency")) base.conv_efficiency = fraction(*n);
   if (auto n = m.optional("memory_efficiency")) base.memory_efficiency = fraction(*n);
   if (auto n = m.optional("copy_efficiency")) base.copy_efficiency = fraction(*n);
+  if (auto n = m.optional("flash_forward_efficiency")) base.flash_forward_efficiency = fraction(*n);
+  if (auto n = m.optional("flash_backward_efficiency")) base.flash_backward_efficiency = fraction(*n);
+  if (auto n = m.optional("sustained_tensor")) base.sustained_tensor = fraction(*n);
   if (auto n = m.optional("kernel_overhead")) {
     base.kernel_overhead = n->seconds();
     if (base.kernel_overhead < Seconds{} || base.kernel_overhead > seconds(1.0))
@@ -120,6 +123,9 @@ std::string kernel_params_to_yaml(const KernelParamSet& set, std::string_view he
     put("copy_efficiency", p.copy_efficiency, base ? base->copy_efficiency : 0);
     put("nchw_norm_rate", p.nchw_norm_rate, base ? base->nchw_norm_rate : 0);
     put("nchw_norm_rate_bf16", p.nchw_norm_rate_bf16, base ? base->nchw_norm_rate_bf16 : 0);
+    put("flash_forward_efficiency", p.flash_forward_efficiency, base ? base->flash_forward_efficiency : 0);
+    put("flash_backward_efficiency", p.flash_backward_efficiency, base ? base->flash_backward_efficiency : 0);
+    put("sustained_tensor", p.sustained_tensor, base ? base->sustained_tensor : 0);
     return "{" + o + "}";
   };
   std::string o;

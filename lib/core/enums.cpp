@@ -53,13 +53,14 @@ std::string_view to_string(Precision p) noexcept {
     case Precision::tf32: return "tf32";
     case Precision::bf16: return "bf16";
     case Precision::fp16: return "fp16";
+    case Precision::fp8: return "fp8";
   }
   return "fp32";
 }
 
 Precision precision_from_string(std::string_view name) {
   const std::string lower = lower_ascii(name);
-  for (auto p : {Precision::fp32, Precision::tf32, Precision::bf16, Precision::fp16})
+  for (auto p : {Precision::fp32, Precision::tf32, Precision::bf16, Precision::fp16, Precision::fp8})
     if (to_string(p) == lower) return p;
   // As frameworks and published tables name them: PyTorch's and NVIDIA's "AMP" and "mixed precision" are
   // fp16 autocast with fp32 master weights, which is what fp16 means here.
@@ -70,7 +71,9 @@ Precision precision_from_string(std::string_view name) {
 }
 
 std::string GpuSpec::missing_mode(Precision p, std::string_view cluster) const {
-  const std::string_view needs = p == Precision::tf32 ? "TF32 tensor cores, Ampere or newer" : "bf16 math, Ampere or newer";
+  const std::string_view needs = p == Precision::tf32  ? "TF32 tensor cores, Ampere or newer"
+                                 : p == Precision::fp8 ? "fp8 tensor cores, Hopper or newer"
+                                                       : "bf16 math, Ampere or newer";
   if (cluster.empty()) return fmt::format("the {} has no {} mode (it needs {})", name, to_string(p), needs);
   return fmt::format("the {} of cluster '{}' has no {} mode (it needs {})", name, cluster, to_string(p), needs);
 }

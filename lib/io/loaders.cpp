@@ -132,6 +132,7 @@ GpuSpec read_gpu(MapReader& m, bool require_all) {
   if (auto n = req_or_opt("peak_fp16")) g.peak_fp16 = n->flops_rate();
   if (auto n = m.optional("peak_tf32")) g.peak_tf32 = n->flops_rate();
   if (auto n = m.optional("peak_bf16")) g.peak_bf16 = n->flops_rate();
+  if (auto n = m.optional("peak_fp8")) g.peak_fp8 = n->flops_rate();
   g.memory_bandwidth = m.required("memory_bandwidth").bandwidth();
   if (auto n = req_or_opt("memory")) g.memory_size = n->bytes();
   if (auto n = m.optional("base_clock")) g.base_clock = n->frequency();
@@ -744,6 +745,14 @@ Network read_network(const Node& root) {
       if (layer.kind != LayerKind::attention) n->fail("only an attention layer has a causal mask");
       layer.causal = n->boolean();
     }
+    if (auto n = l.optional("rotary")) {
+      if (layer.kind != LayerKind::attention) n->fail("only an attention layer rotates its queries and keys");
+      layer.rotary = n->boolean();
+    }
+    if (auto n = l.optional("rms")) {
+      if (layer.kind != LayerKind::layernorm) n->fail("only a layernorm layer can be an RMSNorm");
+      layer.rms = n->boolean();
+    }
     if (auto n = l.optional("probs_dropout")) {
       if (layer.kind != LayerKind::attention) n->fail("only an attention layer has probabilities to drop");
       layer.probs_dropout = n->boolean();
@@ -800,6 +809,7 @@ void read_sharding(const Node& node, Strategy& s) {
     sh.stage = static_cast<int>(v);
   }
   if (auto n = r.optional("reshard_after_forward")) sh.reshard_after_forward = n->boolean();
+  if (auto n = r.optional("reduce_dtype")) sh.reduce_fp32 = n->choice({"fp32", "half"}) == "fp32";
   if (auto n = r.optional("group")) {
     if (n->is_scalar() && (n->scalar() == "all" || n->scalar() == "node")) {
       sh.group = n->scalar() == "all" ? Sharding::kGroupAll : Sharding::kGroupNode;
@@ -928,6 +938,7 @@ Strategy read_strategy(const Node& root) {
   }
   if (auto n = m.optional("parameter_servers")) s.parameter_servers = small_count(*n, 1'000'000);
   if (auto n = m.optional("compute_efficiency")) s.compute_efficiency = n->positive_number();
+  if (auto n = m.optional("compile")) s.compiled = n->boolean();
   if (auto n = m.optional("lrn")) s.lrn = n->boolean();
   if (auto n = m.optional("optimizer"))
     s.optimizer = optimizer_from_string(n->choice({"sgd", "momentum", "adam", "adamw", "lamb"}));

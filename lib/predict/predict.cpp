@@ -27,6 +27,14 @@ namespace dlscale {
 std::shared_ptr<const CollectiveModel> make_collective_model(const Cluster& cluster);
 
 namespace {
+/// The forward FLOPs per sample that ⌈√L⌉-segment checkpointing runs again: every segment's but the last's.
+double sqrt_recompute_flops(const Network& net) {
+  const std::vector<int> first = checkpoint_segments(net);
+  double f = 0.0;
+  for (std::size_t i = 0; first.size() >= 2 && i < static_cast<std::size_t>(first.back()); ++i)
+    f += net.layers[i].forward_flops_per_sample;
+  return f;
+}
 
 // eq::expected_max_normal, remembered per thread: the integral costs some 0.1 ms and a sweep asks for
 // the same GPU counts again and again.
@@ -172,6 +180,7 @@ struct Predictor::Impl {
   MemoryUse memory;
   double tokens_per_sample = 0.0;     // token inputs: tokens in one sample
   double train_flops_per_sample = 0.0;  // 3 × forward: forward, and backward's two products per weight
+  double hardware_flops_per_sample = 0.0;  // and the recomputed forward (HFU)
   double peak_flops = 0.0;            // the GPU's dense peak for the precision (FLOP/s)
   std::shared_ptr<const ResourceName::Table> resources;  // named when a caller asks (ResourceName::str)
   const InputPipeline* pipeline = nullptr;  // input_pipeline(sc), into sc (Impl is never copied or moved)
@@ -199,6 +208,7 @@ ComputeOptions step_compute(ComputeOptions c, const Strategy& framework, const G
   c.attention = effective_attention(framework.attention, gpu, c.precision);
   c.fp32_gradients = framework.fp32_gradients;
   c.lrn = framework.lrn;
+  c.compiled = c.compiled || framework.compiled;
   return c;
 }
 
@@ -243,6 +253,11 @@ Predictor::Predictor(Scenario scenario) : impl_(std::make_unique<Impl>()) {
                                                       sc.network.name, sc.network.layers.size(),
                                                       sc.network.layers.size() == 1 ? "" : "s"));
     for (std::size_t i = 0; i < static_cast<std::size_t>(first.back()); ++i) m.layers.backward[i] += m.layers.forward[i];
+  } else if (sc.compute.recompute != Recompute::none) {  // eq. R1-R3: per transformer block
+    const std::vector<int> block = transformer_blocks(sc.network);
+    if (std::none_of(block.begin(), block.end(), [](int b) { return b >= 0; }))
+      throw UsageError("--checkpointing", fmt::format("model '{}' has no repeated blocks to recompute", sc.network.name));
+    for (std::size_t i = 0; i < block.size(); ++i) m.layers.backward[i] += recompute_time(m.layers, i, block[i], sc.compute);
   }
   m.f = m.layers.total_forward();
   m.b = m.layers.total_backward();
@@ -290,7 +305,10 @@ Predictor::Predictor(Scenario scenario) : impl_(std::make_unique<Impl>()) {
   // MFU (PaLM, Chowdhery et al. 2022, Appendix B): the model's FLOPs, 6·N per token for its weights plus
   // the attention products, i.e. 3 × the forward FLOPs the zoo counts, whatever is recomputed.
   m.train_flops_per_sample = 3.0 * sc.network.total_forward_flops_per_sample();
-  m.peak_flops = in_teraflops_per_second(sc.cluster.gpu.peak(sc.compute.precision)) * 1e12;
+  // HFU (Korthikanti et al. 2022): the FLOPs the hardware ran, the recomputed forward included.
+  m.hardware_flops_per_sample = m.train_flops_per_sample +
+      (sc.compute.checkpointing ? sqrt_recompute_flops(sc.network) : recompute_flops_per_sample(sc.network, sc.compute));
+  m.peak_flops = in_teraflops_per_second(sc.cluster.gpu.mfu_peak(sc.compute.precision)) * 1e12;
   m.pipeline = input_pipeline(sc);
   m.describe_resources();
   m.iter_one = m.run(1, GpuPlacement{1, 1, 1}).iteration_time;
@@ -511,6 +529,7 @@ Prediction Predictor::Impl::run(int gpus, const GpuPlacement& at) const {
   p.throughput_samples_per_s = static_cast<double>(gpus) * sc.batch_per_gpu * K / in_seconds(p.iteration_time);
   p.throughput_tokens_per_s = p.throughput_samples_per_s * tokens_per_sample;
   p.mfu = peak_flops > 0.0 ? p.throughput_samples_per_s * train_flops_per_sample / (gpus * peak_flops) : 0.0;
+  p.hfu = peak_flops > 0.0 ? p.throughput_samples_per_s * hardware_flops_per_sample / (gpus * peak_flops) : 0.0;
   p.speedup = gpus == 1 ? 1.0 : eq::speedup(gpus, iter_one, p.iteration_time);
   p.efficiency = p.speedup / gpus;
 
@@ -558,12 +577,16 @@ Predictor::Impl::ShardedStep Predictor::Impl::sharded_step(const GpuPlacement& a
   extra_buf.assign(U, Seconds{});
   param_bytes.resize(U);
   shard_bytes.resize(U);
+  thread_local std::vector<Bytes> reduce_bytes;
+  reduce_bytes.resize(U);
+  const double reduced = sh.reduce_fp32 ? 4.0 / gb : 1.0;  // reduce_dtype fp32: 4 B a gradient on the wire
   for (std::size_t i = 0; i < U; ++i) {
     param_bytes[i] = unit_bytes[i] * (w / gb);
-    shard_bytes[i] = unit_bytes[i] / n;
+    reduce_bytes[i] = unit_bytes[i] * reduced;
+    shard_bytes[i] = reduce_bytes[i] / n;
   }
   if (g.shard > 1) {
-    coll->times(CollectiveOp::reducescatter, unit_bytes, g.shard_at, comm);
+    coll->times(CollectiveOp::reducescatter, reduce_bytes, g.shard_at, comm);
     coll->times(CollectiveOp::allgather, param_bytes, g.shard_at, gather_buf);
   }
   if (g.replicas > 1) {

@@ -290,6 +290,7 @@ class Generator {
 
   // layernorm (gamma, beta) or rmsnorm (gamma only) over the last dimension; kind layernorm for both.
   Tensor norm(const Node& args, Tensor in, const std::string& prefix, bool with_bias) {
+    const bool rms = !with_bias;  // rmsnorm: scale only, and no mean subtracted
     std::optional<MapReader> m;
     const Node name = name_of(args, m);
     if (m) {
@@ -301,7 +302,8 @@ class Generator {
     need_activations(args, in, with_bias ? "layernorm" : "rmsnorm");
     if (in.shape.empty()) args.fail("a norm needs an input with at least one dimension");
     const std::int64_t n = elements(args, in.shape);
-    add(name, prefix, LayerKind::layernorm, (with_bias ? 2 : 1) * in.shape.back(), n, n, in.shape, in.shape);
+    Layer& l = add(name, prefix, LayerKind::layernorm, (with_bias ? 2 : 1) * in.shape.back(), n, n, in.shape, in.shape);
+    l.rms = rms;
     return in;
   }
 
@@ -357,6 +359,8 @@ class Generator {
     std::int64_t kv_heads = heads;
     std::optional<Node> kv_node = m.optional("kv_heads");
     if (kv_node) kv_heads = positive(*kv_node);
+    bool rotary = false;  // rotary position embedding of q and k (no parameters; Su et al. 2021)
+    if (auto n = m.optional("rotary")) rotary = n->boolean();
     m.finish();
     need_activations(args, in, "attention");
     if (in.shape.size() < 2) args.fail(fmt::format("attention needs a [sequence, width] input, got {}", shape_str(in.shape)));
@@ -378,6 +382,7 @@ class Generator {
     l.heads = static_cast<int>(heads);
     if (kv_heads != heads) l.kv_heads = static_cast<int>(kv_heads);
     l.causal = causal;
+    l.rotary = rotary;
     return in;
   }
 
@@ -587,7 +592,7 @@ class Generator {
     const std::int64_t ffn = positive(m.required("ffn"));
     const std::string ffn_kind = m.required("ffn_kind").choice({"gelu", "swiglu"});
     const std::int64_t vocab = positive(m.required("vocab"));
-    const std::string positions = m.required("positions").choice({"learned", "rotary"});
+    const std::string positions = m.required("positions").choice({"learned", "rotary", "alibi"});
     bool tied = false, bias = ffn_kind == "gelu";
     if (auto n = m.optional("tied")) tied = n->boolean();
     if (auto n = m.optional("bias")) bias = n->boolean();
@@ -617,8 +622,8 @@ class Generator {
     } else {
       y += fmt::format("- embedding: {{name: model.embed_tokens, vocab: {}, dim: {}}}\n", vocab, width);
       y += fmt::format("- repeat: {{name: model.layers, count: {}, body: [", layers_n);
-      y += fmt::format("{{residual: {{body: [{{rmsnorm: input_layernorm}}, {{attention: {{name: self_attn, heads: {}, kv_heads: {}, bias: {}, causal: true}}}}]}}}}, ",
-                       heads, kv_heads, b);
+      y += fmt::format("{{residual: {{body: [{{rmsnorm: input_layernorm}}, {{attention: {{name: self_attn, heads: {}, kv_heads: {}, bias: {}, causal: true, rotary: {}}}}}]}}}}, ",
+                       heads, kv_heads, b, positions == "rotary" ? "true" : "false");
       y += fmt::format("{{residual: {{body: [{{rmsnorm: post_attention_layernorm}}, {{mlp: {{name: mlp, hidden: {}, gated: {}, bias: {}}}}}]}}}}]}}\n",
                        ffn, ffn_kind == "swiglu" ? "true" : "false", b);
       y += "- rmsnorm: model.norm\n";

@@ -83,6 +83,8 @@ std::string network_to_yaml(const Network& net, std::string_view arch_name) {
     if (l.kv_heads > 0 && l.kv_heads != l.heads) extra += fmt::format(", kv_heads: {}", l.kv_heads);
     if (l.causal) extra += ", causal: true";
     if (l.probs_dropout) extra += ", probs_dropout: true";
+    if (l.rotary) extra += ", rotary: true";
+    if (l.rms) extra += ", rms: true";
     if (l.hidden > 0) extra += fmt::format(", hidden: {}{}", l.hidden, l.gated ? ", gated: true" : "");
     o += fmt::format(
         "  - {{name: {}, kind: {}, params: {}, macs: {}, forward_flops: {}, activation_bytes: \"{} B\", output_shape: {}{}}}\n",
