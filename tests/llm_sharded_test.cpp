@@ -1,0 +1,312 @@
+// Published sharded language-model training runs (tests/data/llm-sharded/measurements.yaml, a byte-identical
+// copy of shared/data/llm-sharded): every complete row that the model can express is predicted, its tokens/s
+// per GPU set beside the published figure, and the per-architecture sustained tensor rate (eq. K16,
+// topologies/compute-params.yaml) is fitted here in-sample and leaving one source out. Prints the table;
+// docs/compute-model.md ("Language-model training") quotes it.
+#include <gtest/gtest.h>
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "dlscale/io.hpp"
+#include "dlscale/kernels.hpp"
+#include "dlscale/predict.hpp"
+#include "dlscale/zoo.hpp"
+
+namespace dlscale {
+namespace {
+
+const std::filesystem::path kData = std::filesystem::path(DLSCALE_TEST_DATA_DIR) / "llm-sharded" / "measurements.yaml";
+
+std::string slurp(const std::filesystem::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+std::string lower(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+bool contains(const std::string& s, const std::string& what) { return s.find(what) != std::string::npos; }
+
+/// One published run, as the model takes it.
+struct LlmRun {
+  std::string id, source;  // source: the repository the row cites (fms-fsdp, torchtitan, ao, DeepSpeedExamples)
+  std::string architecture;
+  Scenario scenario;
+  int gpus = 0;
+  double measured = 0.0;  // tokens/s per GPU
+};
+
+/// The source of a row: the repository of `source.ref` ("pytorch/torchtitan@..." -> "torchtitan").
+std::string source_of(const YAML::Node& row) {
+  const std::string ref = row["source"]["ref"].as<std::string>();
+  const std::size_t slash = ref.find('/'), at = ref.find('@');
+  return ref.substr(slash + 1, at - slash - 1);
+}
+
+/// The cluster, the GPU and the fabric a row ran on, as the shipped files describe them.
+struct Machine {
+  std::string cluster, gpu, fabric;
+  int gpus_per_node = 8;
+};
+std::optional<Machine> machine_of(const YAML::Node& row) {
+  const std::string type = row["gpu"]["type"].as<std::string>();
+  const std::string detail = row["gpu"]["detail"] ? lower(row["gpu"]["detail"].as<std::string>()) : "";
+  const std::string net = !row["interconnect"] || row["interconnect"].IsNull() ? "" : lower(row["interconnect"].as<std::string>());
+  Machine m;
+  if (type == "A100") m = {"dgx-a100-hdr", "a100-sxm4-80gb", ""};
+  else if (type == "H100") m = {"dgx-h100-ndr", contains(detail, "hbm2e") ? "h100-sxm-hbm2e" : "h100-sxm", ""};
+  else if (type == "H200") m = {"dgx-h100-ndr", "h200", ""};
+  else if (type == "B200") m = {"dgx-b200", "", ""};
+  else if (type == "V100") m = {"dgx2", "", "", 16};
+  else return std::nullopt;  // MI300X: not in the catalogue
+  // fms-fsdp states its inter-node bandwidth per node: 400 Gb/s (A100), 800 Gb/s (H100)
+  if (contains(net, "400 gbps inter-node")) m.fabric = "ib:200Gb/s:2";
+  if (contains(net, "800 gbps inter-node")) m.fabric = "ib:400Gb/s:2";
+  return m;
+}
+
+/// The recompute mode a row's checkpointing detail names (eq. R1-R3).
+void set_recompute(const YAML::Node& row, ComputeOptions& c) {
+  const YAML::Node ck = row["activation_checkpointing"];
+  if (!ck || !ck.IsScalar() || ck.as<std::string>() != "true") return;
+  const std::string d = row["activation_checkpointing_detail"] ? lower(row["activation_checkpointing_detail"].as<std::string>()) : "";
+  if (contains(d, "selective layer")) {  // torchtitan's selective_ac_option = 2: every second block in full
+    c.recompute = Recompute::full;
+    c.recompute_blocks = 0.5;
+  } else if (contains(d, "op")) {
+    c.recompute = Recompute::op;
+  } else if (contains(d, "every k-th block") && row["measured"]["hfu_fraction"]) {
+    // fms-fsdp's selective_checkpointing: its HFU/MFU ratio says how many blocks were checkpointed, a
+    // property of the configuration, not of the speed: HFU/MFU − 1 = the recomputed forward over the 3
+    // forwards' worth a step runs, so 3·(HFU/MFU − 1) ≈ the fraction of blocks (the published two-digit
+    // fractions make it ±0.1).
+    const double r = row["measured"]["hfu_fraction"].as<double>() / row["measured"]["mfu_fraction"].as<double>();
+    c.recompute = Recompute::full;
+    c.recompute_blocks = std::clamp(3.0 * (r - 1.0), 0.1, 1.0);
+  } else {
+    c.recompute = Recompute::full;
+  }
+}
+
+/// A row as a scenario; nullopt (with the reason) when the model cannot express it.
+std::optional<LlmRun> run_of(const YAML::Node& row, std::string& why) {
+  if (row["completeness"].as<std::string>() != "full") return why = "partial row", std::nullopt;
+  const YAML::Node m = row["model"];
+  const std::string name = lower(m["name"].as<std::string>());
+  if (contains(name, "bert")) return why = "an encoder, not a decoder", std::nullopt;
+  const auto mach = machine_of(row);
+  if (!mach) return why = "GPU not in the catalogue", std::nullopt;
+  const YAML::Node meas = row["measured"];
+  double measured = 0.0;
+  const int gpus = row["gpus"].as<int>();
+  if (meas["tokens_per_s_per_gpu"]) measured = meas["tokens_per_s_per_gpu"].as<double>();
+  else if (meas["samples_per_s_total"]) measured = meas["samples_per_s_total"].as<double>() * m["seq_len"].as<double>() / gpus;
+  else return why = "no tokens/s", std::nullopt;
+
+  DecoderShape d;
+  d.layers = m["layers"].as<int>();
+  d.hidden = m["hidden"].as<int>();
+  d.heads = m["heads"].as<int>();
+  d.kv_heads = m["kv_heads"] ? m["kv_heads"].as<int>() : 0;
+  d.vocab = m["vocab"].as<int>();
+  d.seq = m["seq_len"].as<int>();
+  if (contains(name, "gpt")) {  // GPT-2: GELU MLP of 4·D, learned positions (1,024), biases, tied output
+    d.ffn = 4 * d.hidden;
+    d.ffn_kind = "gelu";
+    d.positions = "learned";
+    d.context = 1024;
+    d.tied = d.bias = true;
+  } else {
+    d.ffn = m["ffn_hidden"].as<int>();
+  }
+  LlmRun r;
+  r.id = row["id"].as<std::string>();
+  r.source = source_of(row);
+  r.gpus = gpus;
+  r.measured = measured;
+  Scenario& sc = r.scenario;
+  ClusterOverrides ov;
+  ov.nodes = std::max(1, gpus / mach->gpus_per_node);
+  if (!mach->gpu.empty()) ov.gpu = find_gpu(mach->gpu);
+  if (!mach->fabric.empty()) ov.fabric = parse_fabric_spec(mach->fabric);
+  sc.cluster = load_cluster(resolve(DataKind::cluster, mach->cluster, "--cluster"), ov);
+  r.architecture = sc.cluster.gpu.architecture;
+  sc.network = build_decoder(d, r.id);
+  const std::string strategy = row["strategy"].as<std::string>();
+  const std::string framework = lower(row["framework"].as<std::string>());
+  const std::string fw = contains(framework, "fsdp2") ? "torchtitan"
+                         : strategy == "fsdp-hybrid"   ? "fsdp-hybrid"
+                         : strategy == "zero1"         ? "deepspeed-zero1"
+                                                       : "fsdp";
+  sc.strategy = load_strategy(resolve(DataKind::framework, fw, "--framework"));
+  sc.strategy.jitter_cv = 0.0;  // a published mean over steps
+  sc.batch_per_gpu = row["micro_batch_per_gpu"].as<int>();
+  if (row["grad_accum"] && row["grad_accum"].IsScalar()) sc.compute.accumulate = row["grad_accum"].as<int>();
+  const std::string precision = lower(row["precision"].as<std::string>());
+  const std::string float8 = row["float8"] && row["float8"].IsScalar() ? lower(row["float8"].as<std::string>()) : "none";
+  sc.compute.precision = contains(precision, "fp16") ? Precision::fp16 : Precision::bf16;
+  if (float8 != "none" || contains(precision, "float8")) sc.compute.precision = Precision::fp8;
+  sc.compute.optimizer = Optimizer::adamw;
+  sc.compute.compiled = row["compile"] && row["compile"].IsScalar() && row["compile"].as<std::string>() == "true";
+  set_recompute(row, sc.compute);
+  return r;
+}
+
+std::vector<LlmRun> load_runs(std::vector<std::string>* skipped = nullptr) {
+  std::vector<LlmRun> out;
+  for (const auto& row : YAML::LoadFile(kData.string())["measurements"]) {
+    std::string why;
+    if (auto r = run_of(row, why)) out.push_back(std::move(*r));
+    else if (skipped) skipped->push_back(row["id"].as<std::string>() + ": " + why);
+  }
+  return out;
+}
+
+/// The architectures eq. K16 is fitted for: those whose rows are FSDP runs of PyTorch (the V100 rows are
+/// DeepSpeed under the Hugging Face Trainer, whose per-step cost the model does not know: fitting there
+/// would absorb it).
+const std::set<std::string> kFitted = {"ampere", "hopper"};
+
+/// Tokens/s per GPU of every run at each sustained_tensor of the grid (its architecture's parameter).
+struct Grid {
+  std::vector<double> values;
+  std::vector<std::vector<double>> predicted;  // [run][value]
+};
+Grid predict_grid(const std::vector<LlmRun>& runs) {
+  Grid g;
+  for (int i = 0; i <= 70; ++i) g.values.push_back(0.3 + 0.01 * i);
+  const auto shipped = shipped_kernel_params();
+  for (const LlmRun& r : runs) {
+    std::vector<double> row;
+    for (double v : g.values) {
+      auto set = std::make_shared<KernelParamSet>(*shipped);
+      bool found = false;
+      for (auto& a : set->architectures)
+        if (a.architecture == r.architecture) a.sustained_tensor = v, found = true;
+      if (!found) {
+        KernelParams a = set->defaults;
+        a.architecture = r.architecture;
+        a.sustained_tensor = v;
+        set->architectures.push_back(a);
+      }
+      Scenario sc = r.scenario;
+      sc.compute.kernel_params = set;
+      const Prediction p = Predictor(sc).predict(r.gpus);
+      row.push_back(p.throughput_tokens_per_s / r.gpus);
+    }
+    g.predicted.push_back(std::move(row));
+  }
+  return g;
+}
+
+double rel(double predicted, double measured) { return predicted / measured - 1.0; }
+
+/// The grid value that minimises the mean absolute log error over the runs of `arch` the filter keeps.
+template <class Keep>
+std::size_t fit(const std::vector<LlmRun>& runs, const Grid& g, const std::string& arch, Keep keep) {
+  std::size_t best = g.values.size() - 1;
+  double best_err = 1e300;
+  for (std::size_t v = 0; v < g.values.size(); ++v) {
+    double err = 0.0;
+    int n = 0;
+    for (std::size_t i = 0; i < runs.size(); ++i)
+      if (runs[i].architecture == arch && keep(runs[i])) err += std::abs(std::log(g.predicted[i][v] / runs[i].measured)), ++n;
+    if (n > 0 && err < best_err) best_err = err, best = v;
+  }
+  return best;
+}
+
+/// The shipped value's grid index for `arch`.
+std::size_t shipped_index(const Grid& g, const std::string& arch) {
+  const double v = shipped_kernel_params()->for_architecture(arch).sustained_tensor;
+  std::size_t best = 0;
+  for (std::size_t i = 0; i < g.values.size(); ++i)
+    if (std::abs(g.values[i] - v) < std::abs(g.values[best] - v)) best = i;
+  return best;
+}
+
+TEST(LlmSharded, TheSharedRowsAreCopiedByteForByte) {
+  const auto shared = std::filesystem::path(DLSCALE_SOURCE_DIR) / ".." / "shared" / "data" / "llm-sharded" / "measurements.yaml";
+  if (!std::filesystem::exists(shared)) GTEST_SKIP() << "no shared/ beside the repository";
+  EXPECT_EQ(slurp(shared), slurp(kData)) << "tests/data/llm-sharded/measurements.yaml differs from " << shared;
+}
+
+TEST(LlmSharded, EveryCompleteDecoderRowOnAKnownGpuIsPredicted) {
+  std::vector<std::string> skipped;
+  const auto runs = load_runs(&skipped);
+  for (const auto& s : skipped) std::printf("skipped %s\n", s.c_str());
+  // 72 rows: 8 partial, 4 MI300X, 4 encoders (BERT-large, DeBERTa) and mds-bert leave 56 decoders
+  EXPECT_EQ(runs.size(), 56u);
+  for (const LlmRun& r : runs) {
+    const Prediction p = Predictor(r.scenario).predict(r.gpus);
+    EXPECT_TRUE(p.memory.fits) << r.id << " ran, and is predicted to need " << in_bytes(p.memory.per_gpu) / 1e9 << " GB of "
+                                << in_bytes(p.memory.capacity) / 1e9;
+  }
+}
+
+TEST(LlmSharded, TokensPerGpuInSampleAndLeavingOneSourceOut) {
+  const auto runs = load_runs();
+  const Grid g = predict_grid(runs);
+  std::set<std::string> sources;
+  for (const LlmRun& r : runs) sources.insert(r.source);
+  // in-sample: each architecture's value fitted on all its rows; the shipped file must hold it
+  std::map<std::string, std::size_t> in_sample;
+  for (const auto& arch : kFitted) {
+    in_sample[arch] = fit(runs, g, arch, [](const LlmRun&) { return true; });
+    std::printf("sustained_tensor %s: fitted %.2f, shipped %.2f\n", arch.c_str(), g.values[in_sample[arch]],
+                g.values[shipped_index(g, arch)]);
+    EXPECT_NEAR(g.values[in_sample[arch]], g.values[shipped_index(g, arch)], 0.011) << "refit compute-params.yaml: " << arch;
+  }
+  std::printf("%-42s %-18s %-9s %9s %9s %8s %8s\n", "row", "source", "arch", "measured", "predicted", "in", "loso");
+  std::map<std::string, std::vector<double>> err_in, err_out;  // by group: "fsdp" (fitted architectures) or "all"
+  for (std::size_t i = 0; i < runs.size(); ++i) {
+    const LlmRun& r = runs[i];
+    const bool fitted = kFitted.count(r.architecture) > 0;
+    const std::size_t vi = fitted ? shipped_index(g, r.architecture) : shipped_index(g, r.architecture);
+    // leave this row's source out: refit its architecture on the other sources' rows (none: the default, 1)
+    std::size_t vo = g.values.size() - 1;
+    if (fitted) {
+      bool others = false;
+      for (const LlmRun& o : runs) others = others || (o.architecture == r.architecture && o.source != r.source);
+      if (others) vo = fit(runs, g, r.architecture, [&](const LlmRun& o) { return o.source != r.source; });
+    }
+    const double ein = rel(g.predicted[i][vi], r.measured), eout = rel(g.predicted[i][vo], r.measured);
+    std::printf("%-42s %-18s %-9s %9.0f %9.0f %+7.1f%% %+7.1f%%\n", r.id.c_str(), r.source.c_str(), r.architecture.c_str(),
+                r.measured, g.predicted[i][vi], 100 * ein, 100 * eout);
+    for (const std::string grp : {fitted ? "fsdp" : "other", "all"}) {
+      err_in[grp].push_back(std::abs(ein));
+      err_out[grp].push_back(std::abs(eout));
+    }
+  }
+  auto mean = [](const std::vector<double>& v) {
+    double s = 0;
+    for (double x : v) s += x;
+    return v.empty() ? 0.0 : s / static_cast<double>(v.size());
+  };
+  for (const auto& [grp, v] : err_in)
+    std::printf("%s rows (%zu): mean |error| in-sample %.1f %%, leaving one source out %.1f %%\n", grp.c_str(), v.size(),
+                100 * mean(v), 100 * mean(err_out[grp]));
+  // The FSDP rows of the fitted architectures (A100, H100, H200: fms-fsdp, torchtitan, torchao): in-sample
+  // within 8 % and leaving one source out within 12 % on average. The B200 and the DeepSpeed rows are printed,
+  // not held to it (docs/compute-model.md, "Language-model training": what the model lacks there).
+  EXPECT_LT(mean(err_in["fsdp"]), 0.08);
+  EXPECT_LT(mean(err_out["fsdp"]), 0.12);
+}
+
+}  // namespace
+}  // namespace dlscale
