@@ -20,6 +20,8 @@
 
 #include "dlscale/io.hpp"
 #include "dlscale/kernels.hpp"
+#include "dlscale/memory.hpp"
+#include "dlscale/sharding.hpp"
 #include "dlscale/predict.hpp"
 #include "dlscale/zoo.hpp"
 
@@ -182,7 +184,7 @@ std::vector<LlmRun> load_runs(std::vector<std::string>* skipped = nullptr) {
 /// would absorb it).
 const std::set<std::string> kFitted = {"ampere", "hopper"};
 
-/// Tokens/s per GPU of every run at each sustained_tensor of the grid (its architecture's parameter).
+/// Tokens/s per GPU of every run at each sharded_tensor of the grid (its architecture's parameter).
 struct Grid {
   std::vector<double> values;
   std::vector<std::vector<double>> predicted;  // [run][value]
@@ -197,11 +199,11 @@ Grid predict_grid(const std::vector<LlmRun>& runs) {
       auto set = std::make_shared<KernelParamSet>(*shipped);
       bool found = false;
       for (auto& a : set->architectures)
-        if (a.architecture == r.architecture) a.sustained_tensor = v, found = true;
+        if (a.architecture == r.architecture) a.sharded_tensor = v, found = true;
       if (!found) {
         KernelParams a = set->defaults;
         a.architecture = r.architecture;
-        a.sustained_tensor = v;
+        a.sharded_tensor = v;
         set->architectures.push_back(a);
       }
       Scenario sc = r.scenario;
@@ -233,7 +235,7 @@ std::size_t fit(const std::vector<LlmRun>& runs, const Grid& g, const std::strin
 
 /// The shipped value's grid index for `arch`.
 std::size_t shipped_index(const Grid& g, const std::string& arch) {
-  const double v = shipped_kernel_params()->for_architecture(arch).sustained_tensor;
+  const double v = shipped_kernel_params()->for_architecture(arch).sharded_tensor;
   std::size_t best = 0;
   for (std::size_t i = 0; i < g.values.size(); ++i)
     if (std::abs(g.values[i] - v) < std::abs(g.values[best] - v)) best = i;
@@ -259,6 +261,38 @@ TEST(LlmSharded, EveryCompleteDecoderRowOnAKnownGpuIsPredicted) {
   }
 }
 
+/// The peak memory a row publishes, in bytes (peak_memory_gib or peak_memory_gb), or 0.
+double published_peak(const std::string& id) {
+  for (const auto& row : YAML::LoadFile(kData.string())["measurements"]) {
+    if (row["id"].as<std::string>() != id) continue;
+    const YAML::Node m = row["measured"];
+    if (m["peak_memory_gib"]) return m["peak_memory_gib"].as<double>() * 1073741824.0;
+    if (m["peak_memory_gb"]) return m["peak_memory_gb"].as<double>() * 1e9;
+  }
+  return 0.0;
+}
+
+TEST(LlmSharded, PeakMemoryBesideWhatTheRunsPublish) {
+  std::vector<double> errors;
+  for (const LlmRun& r : load_runs()) {
+    const double published = published_peak(r.id);
+    if (published <= 0.0) continue;
+    const Prediction p = Predictor(r.scenario).predict(r.gpus);
+    const double e = rel(in_bytes(p.memory.per_gpu), published);
+    std::printf("%-42s published %6.1f GB, predicted %6.1f GB (%+.1f %%)\n", r.id.c_str(), published / 1e9,
+                in_bytes(p.memory.per_gpu) / 1e9, 100 * e);
+    errors.push_back(std::abs(e));
+  }
+  double mean = 0;
+  for (double e : errors) mean += e / static_cast<double>(errors.size());
+  std::printf("peak memory of %zu rows: mean |error| %.1f %%\n", errors.size(), 100 * mean);
+  // 17 rows publish a peak (torchtitan's H100 and H200 benchmarks, torchao's H100 and B200 tables). Today 9 of
+  // them are within 15 %; the misses are listed in docs/compute-model.md ("Language-model training").
+  EXPECT_EQ(errors.size(), 17u);
+  EXPECT_LT(mean, 0.25);
+  EXPECT_GE(std::count_if(errors.begin(), errors.end(), [](double e) { return e <= 0.15; }), 9);
+}
+
 TEST(LlmSharded, TokensPerGpuInSampleAndLeavingOneSourceOut) {
   const auto runs = load_runs();
   const Grid g = predict_grid(runs);
@@ -268,7 +302,7 @@ TEST(LlmSharded, TokensPerGpuInSampleAndLeavingOneSourceOut) {
   std::map<std::string, std::size_t> in_sample;
   for (const auto& arch : kFitted) {
     in_sample[arch] = fit(runs, g, arch, [](const LlmRun&) { return true; });
-    std::printf("sustained_tensor %s: fitted %.2f, shipped %.2f\n", arch.c_str(), g.values[in_sample[arch]],
+    std::printf("sharded_tensor %s: fitted %.2f, shipped %.2f\n", arch.c_str(), g.values[in_sample[arch]],
                 g.values[shipped_index(g, arch)]);
     EXPECT_NEAR(g.values[in_sample[arch]], g.values[shipped_index(g, arch)], 0.011) << "refit compute-params.yaml: " << arch;
   }
@@ -306,6 +340,109 @@ TEST(LlmSharded, TokensPerGpuInSampleAndLeavingOneSourceOut) {
   // not held to it (docs/compute-model.md, "Language-model training": what the model lacks there).
   EXPECT_LT(mean(err_in["fsdp"]), 0.08);
   EXPECT_LT(mean(err_out["fsdp"]), 0.12);
+}
+
+}  // namespace
+}  // namespace dlscale
+
+namespace dlscale {
+namespace {
+
+// The worked example of docs/compute-model.md ("Language-model training: a worked example"): Llama-2-7B at
+// sequence 4096 on 8 H100s under FSDP full shard, every figure derived by hand from the shape.
+Network llama2_7b() {
+  DecoderShape d;
+  d.layers = 32;
+  d.hidden = 4096;
+  d.heads = 32;
+  d.ffn = 11008;
+  d.vocab = 32000;
+  d.seq = 4096;
+  return build_decoder(d, "llama2-7b");
+}
+
+TEST(LlmWorkedExample, FlopsOfOneBlock) {
+  const Network net = llama2_7b();
+  const double S = 4096, D = 4096, F = 11008;
+  // GEMMs of one block, forward, per sequence (2 FLOPs a multiply-add):
+  const double qkv = 2 * S * D * (3 * D);  // 412,316,860,416
+  const double out = 2 * S * D * D;        // 137,438,953,472
+  const double up = 2 * S * D * (2 * F);   // gate and up: 738,734,374,912
+  const double down = 2 * S * F * D;       // 369,367,187,456
+  const double core = 2 * 2 * S * S * D;   // Q·Kᵀ and P·V, counted in full: 274,877,906,944
+  EXPECT_DOUBLE_EQ(qkv, 412316860416.0);
+  EXPECT_DOUBLE_EQ(up + down, 1108101562368.0);
+  // the zoo's layers of block 0: input norm, attention (projections + core), post norm, MLP
+  const Layer& attn = net.layers[2];
+  const Layer& mlp = net.layers[4];
+  ASSERT_EQ(attn.kind, LayerKind::attention);
+  ASSERT_EQ(mlp.kind, LayerKind::linear);
+  EXPECT_DOUBLE_EQ(attn.forward_flops_per_sample, qkv + out + core);
+  EXPECT_DOUBLE_EQ(mlp.forward_flops_per_sample, up + down);
+  EXPECT_EQ(net.total_params(), 6738415616);  // 2·32000·4096 + 32·(4·4096² + 3·4096·11008 + 2·4096) + 4096
+}
+
+TEST(LlmWorkedExample, BytesGatheredAndReduceScatteredPerStep) {
+  const Network net = llama2_7b();
+  const double P = 6738415616.0;
+  Strategy fsdp = load_strategy(resolve(DataKind::framework, "fsdp", "--framework"));
+  const GpuPlacement at{8, 1, 8};
+  const StepTraffic t = step_traffic(net.total_params(), fsdp.sharding, Precision::bf16, at);
+  // bus bytes per GPU: all-gather of the bf16 working copy before forward and again before backward,
+  // P·2·(n−1)/n each; the reduce-scatter of bf16 gradients, the same
+  EXPECT_DOUBLE_EQ(in_bytes(t.allgather_forward), P * 2 * 7 / 8);  // 11,792,227,328 B
+  EXPECT_DOUBLE_EQ(in_bytes(t.allgather_backward), P * 2 * 7 / 8);
+  EXPECT_DOUBLE_EQ(in_bytes(t.reducescatter), P * 2 * 7 / 8);
+  // torchtitan reduces in fp32 (reduce_dtype): twice the reduce-scatter
+  Strategy titan = load_strategy(resolve(DataKind::framework, "torchtitan", "--framework"));
+  EXPECT_DOUBLE_EQ(in_bytes(step_traffic(net.total_params(), titan.sharding, Precision::bf16, at).reducescatter), P * 4 * 7 / 8);
+}
+
+TEST(LlmWorkedExample, RecomputeUnderEachMode) {
+  const Network net = llama2_7b();
+  const double S = 4096, D = 4096;
+  const double block = 412316860416.0 + 137438953472.0 + 274877906944.0 + 1108101562368.0 + 2 * (2 * S * D);  // + 2 RMSNorms
+  ComputeOptions c;
+  c.recompute = Recompute::full;
+  EXPECT_DOUBLE_EQ(recompute_flops_per_sample(net, c), 32 * block);  // R1: every block's forward again
+  c.recompute_blocks = 0.5;
+  EXPECT_DOUBLE_EQ(recompute_flops_per_sample(net, c), 16 * block);  // every second block
+  c.recompute = Recompute::selective;
+  EXPECT_DOUBLE_EQ(recompute_flops_per_sample(net, c), 32 * 274877906944.0);  // R2: the attention cores
+  // MFU and HFU of a predicted step differ by exactly the recomputed share
+  Scenario sc;
+  sc.cluster = load_cluster(resolve(DataKind::cluster, "dgx-h100", "--cluster"));
+  sc.network = net;
+  sc.strategy = load_strategy(resolve(DataKind::framework, "fsdp", "--framework"));
+  sc.strategy.jitter_cv = 0.0;
+  sc.batch_per_gpu = 1;
+  sc.compute.precision = Precision::bf16;
+  sc.compute.optimizer = Optimizer::adamw;
+  sc.compute.recompute = Recompute::full;
+  const Prediction p = Predictor(sc).predict(8);
+  EXPECT_NEAR(p.hfu / p.mfu, 1.0 + 32 * block / (3 * net.total_forward_flops_per_sample()), 1e-12);
+}
+
+TEST(LlmWorkedExample, MemoryPerGpuUnderFullShardAndFullRecompute) {
+  const Network net = llama2_7b();
+  const double P = 6738415616.0, n = 8;
+  ComputeOptions c;
+  c.precision = Precision::bf16;
+  c.optimizer = Optimizer::adamw;
+  c.recompute = Recompute::full;
+  c.attention = AttentionKernel::flash;
+  Strategy fsdp = load_strategy(resolve(DataKind::framework, "fsdp", "--framework"));
+  const MemoryEstimate m = estimate_training_memory(net, 1, c, fsdp.sharding, 8);
+  EXPECT_DOUBLE_EQ(in_bytes(m.weights), P * 2 / n + P * 4 / n);  // bf16 working shard + fp32 master shard
+  EXPECT_DOUBLE_EQ(in_bytes(m.gradients), P * 2 / n);             // bf16 gradient shard
+  EXPECT_DOUBLE_EQ(in_bytes(m.optimizer_state), P * 8 / n);       // AdamW's two fp32 moments
+  // activations: each of the 32 blocks keeps its input, S·D bf16; the largest block's tensors are live during
+  // its recompute; the embedding, final norm and output projection keep theirs (at least the blocks' inputs)
+  const double inputs = 32 * 4096.0 * 4096 * 2;
+  EXPECT_GT(in_bytes(m.activations), inputs);
+  ComputeOptions none = c;
+  none.recompute = Recompute::none;
+  EXPECT_LT(in_bytes(m.activations), in_bytes(estimate_training_memory(net, 1, none, fsdp.sharding, 8).activations) / 4);
 }
 
 }  // namespace

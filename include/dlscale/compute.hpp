@@ -94,6 +94,9 @@ struct ComputeOptions {
   /// RMSNorm, rotary embedding and the loss's fp32 upcast read and write their tensor once. False: eager
   /// PyTorch runs them as the composite operators the models are written in, a kernel per operator.
   bool compiled = false;
+  /// The step is a sharded (FSDP/ZeRO) one: its tensor-core work runs at KernelParams::sharded_tensor of the
+  /// modelled rate (eq. K16; set by step_compute from the framework).
+  bool sharded = false;
   /// Kernel-model parameters; null: the shipped topologies/compute-params.yaml.
   std::shared_ptr<const KernelParamSet> kernel_params;
 

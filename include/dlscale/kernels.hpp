@@ -37,10 +37,12 @@ struct KernelParams {
   // forward and backward (eq. K9): its own published benchmarks per architecture (compute-params.yaml).
   double flash_forward_efficiency = 1.0;
   double flash_backward_efficiency = 1.0;
-  // The share of its benchmark tensor-core rate a GPU of this architecture sustains through a training run
-  // (power and clock limits under hours of dense math, eq. K16); fitted per architecture on the llm-sharded
-  // rows (tests/llm_sharded_test.cpp), 1 where no such run was measured.
-  double sustained_tensor = 1.0;
+  // Eq. K16: the share of the modelled tensor-core rate that GEMMs and attention keep in a sharded (FSDP, ZeRO)
+  // training step, fitted per architecture on the llm-sharded rows (tests/llm_sharded_test.cpp); 1 where no
+  // such run was measured. What it holds is not yet separated: NCCL's all-gather and reduce-scatter kernels
+  // running beside the GEMMs on the same SMs and memory through most of the step, and the power limit of
+  // hours of dense math. Single-GPU steps and GEMM benchmarks are predicted without it.
+  double sharded_tensor = 1.0;
   std::string source;               // where the numbers came from (a fit's command, a paper)
 };
 

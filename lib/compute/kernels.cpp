@@ -65,7 +65,7 @@ GemmPlan plan_gemm_in(const GemmShape& g, const GpuSpec& gpu, Precision p, const
   const int a = tensor_core_alignment(p, tensor);
   const std::int64_t m = g.m, n = round_up(g.n, a), k = round_up(g.k, a);
   const FlopsPerSecond peak = unit_peak(gpu, p, tensor);
-  const double base = (tensor ? kp.tensor_efficiency * kp.sustained_tensor : kp.vector_efficiency) * class_efficiency;  // K16
+  const double base = (tensor ? kp.tensor_efficiency : kp.vector_efficiency) * class_efficiency;
   const double bpe = element_bytes(p);
   const BytesPerSecond bw = gpu.memory_bandwidth * kp.memory_efficiency;
   const double sms = gpu.sm_count > 0 ? static_cast<double>(gpu.sm_count) : 0.0;

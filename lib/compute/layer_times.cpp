@@ -56,6 +56,9 @@ class Kernels {
   bool in_attention_core = false;  // set while the unfused attention core's kernels are added
   bool fp8_layer = false;          // the layer's GEMMs multiply in fp8 when the step's precision is fp8 (eq. K15)
 
+  /// Eq. K16: the share of the modelled tensor-core rate a sharded step's GEMMs keep (1 unsharded).
+  [[nodiscard]] double sharded_rate() const noexcept { return opt_.sharded ? kp_.sharded_tensor : 1.0; }
+
   /// The precision a GEMM of the current layer runs in: fp8 only in the layers that fp8 training converts
   /// (the blocks' linear maps), bf16 for the rest of an fp8 step.
   [[nodiscard]] Precision gemm_precision() const noexcept {
@@ -85,8 +88,9 @@ class Kernels {
   void gemm(const std::string& what, const GemmShape& g, bool bwd) {
     if (g.m <= 0 || g.n <= 0 || g.k <= 0) return;
     const GemmPlan plan = plan_gemm(g, gpu_, gemm_precision(), kp_);
-    add(what, plan.time, flops(g.flops()), bytes(0), bwd);
-    if (!bwd && !in_attention_core) forward_gemm += plan.time;
+    const Seconds t = gpu_.on_tensor_cores(gemm_precision()) ? plan.time / sharded_rate() : plan.time;
+    add(what, t, flops(g.flops()), bytes(0), bwd);
+    if (!bwd && !in_attention_core) forward_gemm += t;
   }
   void conv(const std::string& what, const ConvGeometry& c, ConvPass pass, bool bwd) {
     const ConvPlan plan = plan_conv(c, pass, gpu_, gemm_precision(), kp_, opt_.conv_algorithms);
@@ -169,7 +173,7 @@ class Kernels {
     const Bytes bwd_traffic = bytes((q + kv + q + q) * eb + lse + q * 4.0 + kv * eb);
     const double fwd_flops = 2.0 * qk.flops() * frac;  // the two products (Q·Kᵀ and P·V have equal FLOPs)
     // FlashAttention-2's products run at its published share of the GEMM rate on this architecture
-    const double fe = kp_.flash_forward_efficiency, be = kp_.flash_backward_efficiency;
+    const double fe = kp_.flash_forward_efficiency * sharded_rate(), be = kp_.flash_backward_efficiency * sharded_rate();
     const Seconds t_fwd = max((t_qk + t_pv) / fe + t_exp, fwd_traffic / bw) + kp_.kernel_overhead;
     add(named_ ? fmt::format("{} fwd ({})", name, kernel) : std::string(), t_fwd, flops(fwd_flops), fwd_traffic, false);
     forward_attention += t_fwd;

@@ -32,7 +32,7 @@ KernelParams read_params(const Node& node, KernelParams base, const std::string&
   if (auto n = m.optional("copy_efficiency")) base.copy_efficiency = fraction(*n);
   if (auto n = m.optional("flash_forward_efficiency")) base.flash_forward_efficiency = fraction(*n);
   if (auto n = m.optional("flash_backward_efficiency")) base.flash_backward_efficiency = fraction(*n);
-  if (auto n = m.optional("sustained_tensor")) base.sustained_tensor = fraction(*n);
+  if (auto n = m.optional("sharded_tensor")) base.sharded_tensor = fraction(*n);
   if (auto n = m.optional("kernel_overhead")) {
     base.kernel_overhead = n->seconds();
     if (base.kernel_overhead < Seconds{} || base.kernel_overhead > seconds(1.0))
@@ -125,7 +125,7 @@ std::string kernel_params_to_yaml(const KernelParamSet& set, std::string_view he
     put("nchw_norm_rate_bf16", p.nchw_norm_rate_bf16, base ? base->nchw_norm_rate_bf16 : 0);
     put("flash_forward_efficiency", p.flash_forward_efficiency, base ? base->flash_forward_efficiency : 0);
     put("flash_backward_efficiency", p.flash_backward_efficiency, base ? base->flash_backward_efficiency : 0);
-    put("sustained_tensor", p.sustained_tensor, base ? base->sustained_tensor : 0);
+    put("sharded_tensor", p.sharded_tensor, base ? base->sharded_tensor : 0);
     return "{" + o + "}";
   };
   std::string o;

@@ -209,6 +209,7 @@ ComputeOptions step_compute(ComputeOptions c, const Strategy& framework, const G
   c.fp32_gradients = framework.fp32_gradients;
   c.lrn = framework.lrn;
   c.compiled = c.compiled || framework.compiled;
+  c.sharded = framework.sharding.sharded();
   return c;
 }
 
