@@ -13,6 +13,8 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "dlscale/format.hpp"
+
 #include "support/run.hpp"
 
 namespace dlscale {
@@ -231,7 +233,7 @@ TEST(Cli, ShardedStepsThatDoNotFitAreNamedByGpuCount) {
   const auto p = nlohmann::json::parse(r.out).at("predictions");
   ASSERT_FALSE(p[0].at("memory").at("fits").get<bool>());
   ASSERT_TRUE(p[1].at("memory").at("fits").get<bool>());
-  EXPECT_NE(r.err.find(fmt::format("{:.1f} GB at 1 GPU;", p[0].at("memory").at("per_gpu_bytes").get<double>() / 1e9)),
+  EXPECT_NE(r.err.find(fmt::format("{} at 1 GPU;", dlscale::bytes(p[0].at("memory").at("per_gpu_bytes").get<double>()))),
             std::string::npos) << r.err;
   EXPECT_EQ(r.err.find("at 8 GPUs"), std::string::npos) << r.err;
   const auto fits = run_cli("predict --cluster dgx-h100 --model llama2-7b --framework fsdp --precision bf16 --batch 1 --gpus 8 --no-train");
@@ -553,4 +555,5 @@ TEST(Cli, OutputWritesThroughLinksAndDevicesAndFailsOnAFullDisk) {
 }
 
 }  // namespace
-}  // namespace dlscale
+}  // namespace dlscale#include "dlscale/format.hpp"
+

@@ -81,7 +81,9 @@ TEST(Memory, UnfusedAttentionKeepsItsProbabilitiesByHand) {
   // autocast runs softmax in fp32: 4 B a probability where the halved figure gives 2 B, 2 B more
   EXPECT_DOUBLE_EQ(autocast_softmax_bytes_per_sample(with, autocast), 196'608.0 * 2);
   const auto m = estimate_training_memory(with, 8, autocast, bytes(0));
-  EXPECT_DOUBLE_EQ(in_bytes(m.activations), 8 * ((4.0 * 128 * 768 * 4 + 196'608.0 * 9) / 2 + 196'608.0 * 2));
+  // and the eager loss's fp32 copy and log-softmax output over the last output, 8 B an element (eq. K14)
+  const double loss = 8.0 * 128 * 768;
+  EXPECT_DOUBLE_EQ(in_bytes(m.activations), 8 * ((4.0 * 128 * 768 * 4 + 196'608.0 * 9) / 2 + 196'608.0 * 2 + loss));
   // Nothing more with a half working copy (apex O2, DeepSpeed), in fp32, or with a fused kernel.
   ComputeOptions o2 = autocast;
   o2.fp32_gradients = false;
@@ -92,7 +94,11 @@ TEST(Memory, UnfusedAttentionKeepsItsProbabilitiesByHand) {
   ComputeOptions flash = autocast;
   flash.attention = AttentionKernel::flash;
   EXPECT_DOUBLE_EQ(autocast_softmax_bytes_per_sample(with, flash), 0.0);
-  EXPECT_DOUBLE_EQ(in_bytes(estimate_training_memory(with, 8, flash, bytes(0)).activations), 8 * (4.0 * 128 * 768 * 4) / 2);
+  EXPECT_DOUBLE_EQ(in_bytes(estimate_training_memory(with, 8, flash, bytes(0)).activations), 8 * ((4.0 * 128 * 768 * 4) / 2 + loss));
+  // compiled, the fused loss keeps no fp32 copy
+  ComputeOptions compiled = flash;
+  compiled.compiled = true;
+  EXPECT_DOUBLE_EQ(in_bytes(estimate_training_memory(with, 8, compiled, bytes(0)).activations), 8 * (4.0 * 128 * 768 * 4) / 2);
 }
 
 TEST(Memory, FitWarnsAboveTheLargestBatch) {
@@ -183,11 +189,12 @@ TEST(Checkpointing, SqrtSegmentsKeepTheirInputsAndOneSegmentByHand) {
   // 10 layers: ⌈√10⌉ = 4 segments of ⌈10/4⌉ = 3 ({0-2}, {3-5}, {6-8}, {9}); kept = 3 × 400 + 3 × 1000 = 4200.
   EXPECT_EQ(checkpoint_segments(chain(10)), (std::vector<int>{0, 3, 6, 9}));
   EXPECT_DOUBLE_EQ(checkpointed_kept_bytes_per_sample(chain(10)), 4200.0);
-  // In the estimate: activations × batch, halved in mixed precision: 4200 × 8 / 2.
+  // In the estimate: activations × batch, halved in mixed precision: 4200 × 8 / 2, and the eager loss's fp32
+  // copies of the last output (100 values, 8 B each: eq. K14).
   ComputeOptions o;
   o.precision = Precision::bf16;
   o.checkpointing = true;
-  EXPECT_DOUBLE_EQ(in_bytes(estimate_training_memory(chain(10), 8, o, bytes(0)).activations), 4200.0 * 8 / 2);
+  EXPECT_DOUBLE_EQ(in_bytes(estimate_training_memory(chain(10), 8, o, bytes(0)).activations), 4200.0 * 8 / 2 + 8 * 800.0);
 }
 
 TEST(Checkpointing, EverySegmentButTheLastRunsItsForwardAgain) {

@@ -62,6 +62,10 @@ double recompute_flops_per_sample(const Network& net, const ComputeOptions& opt)
 /// probabilities; R3 the block's input, its attention output and half of the rest of its kept tensors.
 double recompute_kept_bytes_per_sample(const Network& net, const ComputeOptions& opt, bool flash_attention);
 
+/// Eager mixed precision's loss (eq. K14): the logits' fp32 copy and the log-softmax's fp32 output, kept for
+/// backward, 8 B per element of the last layer's output; zero compiled or in fp32.
+double fp32_loss_bytes_per_sample(const Network& net, const ComputeOptions& opt) noexcept;
+
 /// Activation checkpointing (Chen et al. 2016, "Training Deep Nets with Sublinear Memory Cost"): the L
 /// learnable layers in ⌈√L⌉ consecutive segments of ⌈L / ⌈√L⌉⌉ layers (the last may be shorter); returns
 /// each segment's first layer. Every segment but the last is recomputed in backward (its forward again).

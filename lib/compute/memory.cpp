@@ -117,6 +117,17 @@ double flash_attention_saving_per_sample(const Layer& l) noexcept {
   return probabilities_per_sample(l) * (l.probs_dropout ? 9.0 : 4.0);
 }
 
+double fp32_loss_bytes_per_sample(const Network& net, const ComputeOptions& opt) noexcept {
+  // Eq. K14's eager loss: the logits' fp32 copy and the log-softmax's fp32 output, both kept for backward
+  // (8 B per logit); compiled, the fused loss keeps only its row statistics.
+  if (!is_mixed(opt.precision) || opt.compiled || net.layers.empty()) return 0.0;
+  const Layer& last = net.layers.back();
+  const auto& shape = last.ops.empty() ? last.output_shape : last.ops.back().output_shape;
+  double e = shape.empty() ? 0.0 : 1.0;
+  for (auto d : shape) e *= static_cast<double>(d);
+  return 8.0 * e;
+}
+
 double autocast_softmax_bytes_per_sample(const Network& net, const ComputeOptions& opt) noexcept {
   // Autocast runs softmax in fp32 (its fp32 op list), so unfused attention keeps the softmax
   // output at 4 B where the other kept tensors go to 2 B.
@@ -219,6 +230,7 @@ MemoryEstimate estimate_training_memory(const Network& net, int batch, const Com
         if (o.kind == LayerKind::lrn) kept -= o.activation_bytes_per_sample;
   m.activations = bytes(kept * (activation_bytes_per_element(opt.precision) / 4.0) * batch);
   if (!opt.checkpointing) m.activations = m.activations + bytes(autocast_softmax_bytes_per_sample(net, opt) * batch);
+  m.activations = m.activations + bytes(fp32_loss_bytes_per_sample(net, opt) * batch);
   m.input = net.input_bytes_per_sample * static_cast<double>(batch);
   m.reserved = reserved;
   if (sh.sharded()) {

@@ -79,7 +79,8 @@ std::vector<GatherUnit> gather_units(const Network& net, std::int64_t unit_param
 StepTraffic step_traffic(std::int64_t params, const Sharding& s, Precision p, const GpuPlacement& at) {
   StepTraffic t;
   const double P = static_cast<double>(params);
-  const double g = gradient_bytes_per_element(p), w = working_bytes_per_element(p);
+  const double w = working_bytes_per_element(p);
+  const double g = s.reduce_fp32 && is_mixed(p) ? 4.0 : gradient_bytes_per_element(p);  // reduce_dtype fp32
   const double G = at.gpus;
   if (!s.sharded()) {
     t.allreduce = bytes(P * g * 2.0 * (G - 1.0) / G);  // eq. S2a
