@@ -441,7 +441,7 @@ std::vector<Row> catalogue() {
       {"gpus_unknown_key", {{"data/topologies/gpus.yaml", edit(kGpus, 3, "     memory_bandwidth: \"346 GB/s\", memory: \"24 GB\", tdp: \"250 W\"}")}},
        kCmdGpu,
        E + "{dir}/data/topologies/gpus.yaml:3:53: 'gpus[0].tdp': unknown key (known keys here: aliases, architecture, base_clock, boost_clock, id, "
-           "memory, memory_bandwidth, name, nvlink_generation, nvlinks, pcie_generation, pcie_width, peak_bf16, peak_fp16, peak_fp32, peak_tf32, sm, "
+           "memory, memory_bandwidth, name, nvlink_generation, nvlinks, pcie_generation, pcie_width, peak_bf16, peak_fp16, peak_fp32, peak_fp8, peak_tf32, sm, "
            "sms, source)\n",
        "{dir}/data"},
       {"gpus_size_for_a_bandwidth", {{"data/topologies/gpus.yaml", edit(kGpus, 3, "     memory_bandwidth: \"346 GB\", memory: \"24 GB\"}")}},
@@ -496,7 +496,7 @@ std::vector<Row> catalogue() {
       {"net_unknown_key", {{"m.yaml", edit(kNet, 5, "  - {name: fc, kind: linear, params: 10250, forward_flops: 20480, weights: 3}")}},
        "model show {dir}/m.yaml -o {out}",
        E + "{dir}/m.yaml:5:67: 'layers[1].weights': unknown key (known keys here: activation_bytes, branches, causal, forward_flops, gated, groups, heads, hidden, "
-           "input_shape, kernel, kind, kv_heads, macs, name, output_shape, params, probs_dropout, stride)\n"},
+           "input_shape, kernel, kind, kv_heads, macs, name, output_shape, params, probs_dropout, rms, rotary, stride)\n"},
       {"net_unknown_name", {}, "model show resnet51 -o {out}", E + "'NAME': unknown model 'resnet51' (known: alexnet)\n", "{mini}"},
 
       // ---- architecture descriptions (models/arch) -----------------------------------------------------------
@@ -579,6 +579,11 @@ std::vector<Row> catalogue() {
        E + "{dir}/f.yaml:2:47: 'io.buffer': a prefetch buffer needs prefetch: true\n"},
       {"framework_buffer_no_unit", {{"f.yaml", edit(kFramework, 2, "io: {prefetch: true, memory: pinned, buffer: 256}")}}, kCmdFramework,
        E + "{dir}/f.yaml:2:46: 'io.buffer': '256' has no unit (size needs one, e.g. \"25 MiB\")\n"},
+      {"framework_unknown_reduce_dtype", {{"f.yaml", std::string(kFramework) + "sharding: {stage: 3, reduce_dtype: fp64}\n"}},
+       kCmdFramework, E + "{dir}/f.yaml:7:36: 'sharding.reduce_dtype': unknown value 'fp64' (expected one of: fp32, half)\n"},
+      {"framework_shard_group_does_not_divide", {{"f.yaml", std::string(kFramework) + "sharding: {stage: 3, group: 3}\n"}},
+       "predict --framework {dir}/f.yaml --gpus 4 -o {out}",
+       E + "'--gpus': the framework shards over groups of 3 GPUs; 4 GPUs do not divide into them\n"},
       {"framework_unknown_optimizer", {{"f.yaml", std::string(kFramework) + "optimizer: nesterov\n"}}, kCmdFramework,
        E + "{dir}/f.yaml:7:12: 'optimizer': unknown value 'nesterov' (expected one of: sgd, momentum, adam, adamw, lamb)\n"},
       {"framework_servers_out_of_range", {{"f.yaml", std::string(kFramework) + "parameter_servers: 99999999999\n"}}, kCmdFramework,
@@ -855,7 +860,7 @@ std::vector<Row> catalogue() {
       // ---- command-line options ------------------------------------------------------------------------------------------
       {"option_zero_gpus", {}, "predict --gpus 0 -o {out}", E + "'--gpus': '0' is not a list of GPU counts ≥ 1 (e.g. 1,2,4,8)\n"},
       {"option_negative_gpus", {}, "predict --gpus 1,-4 -o {out}", E + "'--gpus': '1,-4' is not a list of GPU counts ≥ 1 (e.g. 1,2,4,8)\n"},
-      {"option_precision", {}, "predict --precision fp8 -o {out}", E + "'--precision': unknown precision 'fp8' (expected fp32, tf32, bf16, fp16)\n"},
+      {"option_precision", {}, "predict --precision fp4 -o {out}", E + "'--precision': unknown precision 'fp4' (expected fp32, tf32, bf16, fp16, fp8)\n"},
       {"option_zero_cpu_cores", {}, "predict --cpu-cores 0 -o {out}", E + "'--cpu-cores': a node needs at least one CPU core, got 0\n"},
       {"option_unknown_data_source", {}, "predict --data tape -o {out}",
        E + "'--data': unknown data source 'tape' (synthetic, ram, nvme or nfs)\n"},
@@ -864,6 +869,23 @@ std::vector<Row> catalogue() {
       {"option_zero_batch", {}, "predict --batch 0 -o {out}", E + "'--batch': the batch per GPU must be at least 1, got 0\n"},
       {"option_precision_the_gpu_lacks", {}, "predict --cluster tiny --model alexnet --precision tf32 -o {out}",
        E + "'--precision': the Tesla P40 of cluster 'tiny' has no tf32 mode (it needs TF32 tensor cores, Ampere or newer)\n", "{mini}"},
+      {"option_fp8_the_gpu_lacks", {}, "predict --cluster tiny --model alexnet --precision fp8 -o {out}",
+       E + "'--precision': the Tesla P40 of cluster 'tiny' has no fp8 mode (it needs fp8 tensor cores, Hopper or newer)\n", "{mini}"},
+      {"option_decoder_kv_heads", {}, "predict --model decoder:layers=2,hidden=64,heads=4,kv_heads=3,ffn=128,vocab=100,seq=16 -o {out}",
+       E + "'--model': decoder key 'kv_heads': 3 key/value heads do not divide 4 heads\n"},
+      {"option_decoder_beyond_learned_positions", {},
+       "predict --model decoder:layers=2,hidden=64,heads=4,ffn=128,vocab=100,seq=16,positions=learned,context=8 -o {out}",
+       E + "'--model': decoder key 'seq': 16 tokens do not fit the 8 learned positions ('context')\n"},
+      {"option_decoder_unknown_key", {}, "predict --model decoder:layers=2,width=64 -o {out}",
+       E + "'--model': unknown decoder key 'width' (keys: layers, hidden, heads, kv_heads, ffn, vocab, seq, ffn_kind, positions, "
+           "context, tied, bias)\n"},
+      {"option_decoder_missing_key", {}, "predict --model decoder:layers=2,hidden=64,heads=4,ffn=128,vocab=100 -o {out}",
+       E + "'--model': decoder spec needs 'seq' (keys: layers, hidden, heads, kv_heads, ffn, vocab, seq, ffn_kind, positions, "
+           "context, tied, bias)\n"},
+      {"option_checkpointing_mode", {}, "predict --checkpointing=everything -o {out}",
+       E + "'--checkpointing': unknown mode 'everything' (expected sqrt, none, full, selective, op, or full:FRACTION)\n"},
+      {"option_checkpointing_fraction", {}, "predict --checkpointing=full:0 -o {out}",
+       E + "'--checkpointing': the fraction of blocks in 'full:0' must lie in (0, 1]\n"},
       {"option_model_show_precision_the_gpu_lacks", {}, "model show alexnet --gpu p40 --precision bf16 -o {out}",
        E + "'--precision': the Tesla P40 has no bf16 mode (it needs bf16 math, Ampere or newer)\n", "{mini}"},
       {"option_zero_accumulate", {}, "predict --accumulate 0 -o {out}",
