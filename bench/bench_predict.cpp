@@ -6,6 +6,7 @@
 #include "dlscale/io.hpp"
 #include "dlscale/plan.hpp"
 #include "dlscale/predict.hpp"
+#include "dlscale/zoo.hpp"
 
 namespace {
 
@@ -77,5 +78,55 @@ void BM_PlanLlama7bTwoH100Nodes(benchmark::State& state) {
   }
 }
 BENCHMARK(BM_PlanLlama7bTwoH100Nodes)->Unit(benchmark::kMillisecond);
+
+// Issue 33's targets: one prediction of a Llama-2-70B step (80 blocks, torchtitan's FSDP2, full recompute) on 8
+// DGX H100 nodes under 20 us, and plan's search over its grid under 100 ms.
+dlscale::Scenario llama70b_scenario() {
+  using namespace dlscale;
+  ::setenv("DLSCALE_DATA_DIR", DLSCALE_SOURCE_DIR, 0);
+  Scenario sc;
+  ClusterOverrides ov;
+  ov.nodes = 8;
+  sc.cluster = load_cluster(resolve(DataKind::cluster, "dgx-h100-ndr", "--cluster"), ov);
+  DecoderShape d;
+  d.layers = 80;
+  d.hidden = 8192;
+  d.heads = 64;
+  d.kv_heads = 8;
+  d.ffn = 28672;
+  d.vocab = 32000;
+  d.seq = 4096;
+  sc.network = build_decoder(d, "llama2-70b");
+  sc.strategy = load_strategy(resolve(DataKind::framework, "torchtitan", "--framework"));
+  sc.batch_per_gpu = 1;
+  sc.compute.precision = Precision::bf16;
+  sc.compute.optimizer = Optimizer::adamw;
+  sc.compute.recompute = Recompute::full;
+  return sc;
+}
+
+void BM_PredictLlama70b(benchmark::State& state) {
+  const dlscale::Predictor p(llama70b_scenario());
+  for (auto _ : state) {
+    auto r = p.predict(64);
+    benchmark::DoNotOptimize(r);
+  }
+  state.counters["layers"] = static_cast<double>(p.scenario().network.layers.size());
+}
+BENCHMARK(BM_PredictLlama70b);
+
+void BM_PlanLlama70b(benchmark::State& state) {
+  using namespace dlscale;
+  const Scenario sc = llama70b_scenario();
+  PlanSpace space;
+  for (const char* fw : {"torchtitan", "fsdp", "fsdp-hybrid", "deepspeed-zero3"})
+    space.strategies.push_back(load_strategy(resolve(DataKind::framework, fw, "--frameworks")));
+  for (auto _ : state) {
+    auto r = plan(sc, 64, space);
+    benchmark::DoNotOptimize(r);
+    state.counters["configurations"] = r.evaluated;
+  }
+}
+BENCHMARK(BM_PlanLlama70b)->Unit(benchmark::kMillisecond);
 
 }  // namespace
