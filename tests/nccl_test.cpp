@@ -12,7 +12,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include <filesystem>
+#include <fstream>
 #include <map>
+
+#include <unistd.h>
 
 #include "dlscale/collective.hpp"
 #include "dlscale/error.hpp"
@@ -183,16 +187,18 @@ nccl::Choice choose(const std::string& c, CollectiveOp op, Bytes s, GpuPlacement
 }
 
 TEST(NcclTuning, LargeAllReduceOnDgx1vIsBandwidthBound) {
-  // Ring Simple: busBw 6 × 20 = 120, algbw = 120 · 8/14; lat = 8.4 + 14 × 3.4 (NVLink) = 56 µs.
+  // Ring Simple: NCCL books 6 channels × 20 (120); the V100's NVLinks between GPUs deliver 23 GB/s where
+  // NCCL books 20 (Table::volta_nvlink_gpu_gbps), so busBw = 6 × 23 = 138, algbw = 138 · 8/14;
+  // lat = 8.4 + 14 × 3.4 (NVLink) = 56 µs.
   const double bytes = 1073741824.0;
   const auto ch = choose("dgx1v", CollectiveOp::allreduce, gibibytes(1), {8, 1, 8});
   EXPECT_EQ(ch.algorithm, nccl::RING);
   EXPECT_EQ(ch.protocol, nccl::SIMPLE);
   EXPECT_EQ(ch.channels, 6);
-  const double expected_us = 56.0 + bytes / (1000.0 * 120.0 * 8.0 / 14.0);
+  const double expected_us = 56.0 + bytes / (1000.0 * 138.0 * 8.0 / 14.0);
   EXPECT_NEAR(in_us(ch.time), expected_us, 1e-6 * expected_us);
-  // nccl-tests busbw = S/t · 14/8 → just under 120 GB/s
-  EXPECT_NEAR(bytes / in_seconds(ch.time) * 14.0 / 8.0 / 1e9, 119.57, 0.01);
+  // nccl-tests busbw = S/t · 14/8 → just under 138 GB/s: 1073741824 / (56 + 13603.6) µs · 14/8
+  EXPECT_NEAR(bytes / in_seconds(ch.time) * 14.0 / 8.0 / 1e9, 137.43, 0.01);
 }
 
 TEST(NcclTuning, SmallAllReduceOnDgx1vIsLatencyBound) {
@@ -211,14 +217,15 @@ TEST(NcclTuning, SmallAllReduceOnDgx1vIsLatencyBound) {
 }
 
 TEST(NcclTuning, ProtocolSwitchPointsOnDgx1vFollowFromLatencyAndBandwidth) {
-  // 8 GPUs, ring (µs, bytes): LL 15.0 + S / (39 · 8/14 · 1000); LL128 (14 + 14 × 1.9) = 40.6 +
-  // S / (110.4 · 8/14 · 1000); Simple 56.0 + S / (120 · 8/14 · 1000). LL = LL128 at
-  // S = 25.6 / (14/39000/8 − 14/110400/8) = 882,140 B; LL128 = Simple at 15.4 / (14/110400/8 − 14/120000/8)
-  // = 12,144,000 B (NCCL 2.30's LL → LL128 → Simple switch points on this machine).
-  const double ll_to_ll128 = 25.6 / (14.0 / 39000.0 / 8.0 - 14.0 / 110400.0 / 8.0);
-  const double ll128_to_simple = 15.4 / (14.0 / 110400.0 / 8.0 - 14.0 / 120000.0 / 8.0);
-  EXPECT_NEAR(ll_to_ll128, 882140.0, 1.0);
-  EXPECT_NEAR(ll128_to_simple, 12144000.0, 1.0);
+  // 8 GPUs, ring (µs, bytes), the links delivering 6 × 23 = 138 GB/s where NCCL books 120: LL 15.0 +
+  // S / (min(39, 69) · 8/14 · 1000); LL128 (14 + 14 × 1.9) = 40.6 + S / (min(138 · .92, 6 × 20) = 120 ·
+  // 8/14 · 1000); Simple 56.0 + S / (138 · 8/14 · 1000). LL = LL128 at
+  // S = 25.6 / (14/39000/8 − 14/120000/8) = 845,206 B; LL128 = Simple at 15.4 / (14/120000/8 − 14/138000/8)
+  // = 8,096,000 B.
+  const double ll_to_ll128 = 25.6 / (14.0 / 39000.0 / 8.0 - 14.0 / 120000.0 / 8.0);
+  const double ll128_to_simple = 15.4 / (14.0 / 120000.0 / 8.0 - 14.0 / 138000.0 / 8.0);
+  EXPECT_NEAR(ll_to_ll128, 845206.0, 1.0);
+  EXPECT_NEAR(ll128_to_simple, 8096000.0, 1.0);
   auto proto_at = [](double s) { return choose("dgx1v", CollectiveOp::allreduce, bytes(s), {8, 1, 8}).protocol; };
   EXPECT_EQ(proto_at(0.97 * ll_to_ll128), nccl::LL);
   EXPECT_EQ(proto_at(1.03 * ll_to_ll128), nccl::LL128);
@@ -227,21 +234,22 @@ TEST(NcclTuning, ProtocolSwitchPointsOnDgx1vFollowFromLatencyAndBandwidth) {
 }
 
 TEST(NcclTuning, AllGatherUsesNMinusOneSteps) {
-  // Ring Simple: algbw = 120 · 8/7; lat = 8.4 + 7 × 3.4 = 32.2 µs.
+  // Ring Simple: algbw = 138 · 8/7 (6 channels on links delivering 23 GB/s); lat = 8.4 + 7 × 3.4 = 32.2 µs.
   const double bytes = 1073741824.0;
   const auto ch = choose("dgx1v", CollectiveOp::allgather, gibibytes(1), {8, 1, 8});
   EXPECT_EQ(ch.algorithm, nccl::RING);
   EXPECT_EQ(ch.protocol, nccl::SIMPLE);
-  EXPECT_NEAR(in_us(ch.time), 32.2 + bytes / (1000.0 * 120.0 * 8.0 / 7.0), 1e-3);
+  EXPECT_NEAR(in_us(ch.time), 32.2 + bytes / (1000.0 * 138.0 * 8.0 / 7.0), 1e-3);
   const auto rs = choose("dgx1v", CollectiveOp::reducescatter, gibibytes(1), {8, 1, 8});
   EXPECT_NEAR(in_us(rs.time), in_us(ch.time), 1e-9);
 }
 
 TEST(NcclTuning, Dgx2SixteenGpus) {
-  // Ring Simple: lat = 8.4 + 30 × 3.4 = 110.4 µs, algbw = 120 · 16/30 = 64 GB/s.
+  // Ring Simple: lat = 8.4 + 30 × 3.4 = 110.4 µs; 6 channels × 20 booked, each GPU's 6 links to the
+  // NVSwitches delivering 20.6 (Table::volta_nvlink_nvswitch_gbps): algbw = 123.6 · 16/30 = 65.92 GB/s.
   const double bytes = 1073741824.0;
   const auto ch = choose("dgx2", CollectiveOp::allreduce, gibibytes(1), {16, 1, 16});
-  EXPECT_NEAR(in_us(ch.time), 110.4 + bytes / 64000.0, 1e-3);
+  EXPECT_NEAR(in_us(ch.time), 110.4 + bytes / 65920.0, 1e-3);
 }
 
 TEST(NcclTuning, MultiNodeRingPaysNetworkStepsAndPlateau) {
@@ -463,6 +471,129 @@ TEST(CollectiveCli, GpusPerThreadAddsTheHostIssueAsNcclTestsSeesIt) {
   const double t12 = nlohmann::json::parse(twelve.out)["results"][0]["time_s"].get<double>();
   EXPECT_NEAR(t1 * 1e6, 19.8 + 8.0 / (1000.0 * 39.0 * 12.0 / 22.0), 1e-6);
   EXPECT_NEAR(t12 * 1e6, 52.8 + 19.8 + 8.0 / (1000.0 * 39.0 * 12.0 / 22.0), 1e-6);
+}
+
+// ---- issue 35: what a V100's NVLink delivers, NCCL_ALGO / NCCL_PROTO, CollNet ----------------------------
+TEST(NcclVoltaNvlink, Dgx1vEightGpusAboveDgx2AndNearTheMeasured135) {
+  // 1 GiB all-reduce, ring Simple, lat 56 µs (8.4 + 14 × 3.4). DGX-1V: 6 channels booked at 20 on links that
+  // deliver 23 → busBw 138; DGX-2 (8 of 16 GPUs): 6 × 20 booked, links to the NVSwitches deliver 20.6 → 123.6.
+  // nccl-tests busbw = S / t · 14/8; the DGX-2 comparison paper measured 135.5 GB/s on the DGX-1V and less on
+  // the DGX-2 (the NVSwitch's acknowledgements; issue 35).
+  const double s = 1073741824.0;
+  auto busbw = [&](const std::string& c) {
+    return s / in_us(choose(c, CollectiveOp::allreduce, gibibytes(1), {8, 1, 8}).time) / 1e3 * 14.0 / 8.0;
+  };
+  const double dgx1v = busbw("dgx1v"), dgx2 = busbw("dgx2");
+  EXPECT_NEAR(dgx1v, s / (56.0 + s / (1000.0 * 138.0 * 8.0 / 14.0)) / 1e3 * 14.0 / 8.0, 1e-9);
+  EXPECT_NEAR(dgx2, s / (56.0 + s / (1000.0 * 123.6 * 8.0 / 14.0)) / 1e3 * 14.0 / 8.0, 1e-9);
+  EXPECT_GT(dgx1v, dgx2);
+  EXPECT_LE(std::abs(dgx1v / 135.5 - 1), 0.10);
+  // AC922, 2 GPUs: 4 channels × 15 booked on the 3-link pair (60), delivered 3 × 23 = 69; the paper: 70.
+  // 2 ranks: algbw = busBw · 2/2, lat = 8.4 + 2 × 3.4 = 15.2 µs; nccl-tests busbw = S / t.
+  const double ac922 = s / in_us(choose("ac922", CollectiveOp::allreduce, gibibytes(1), {2, 1, 2}).time) / 1e3;
+  EXPECT_NEAR(ac922, s / (15.2 + s / 69000.0) / 1e3, 1e-9);
+  // Graphs through PCIe or a CPU keep NCCL's ratings: AC922 at 4 GPUs crosses the X-bus (2 × 15 booked).
+  const auto four = choose("ac922", CollectiveOp::allreduce, gibibytes(1), {4, 1, 4});
+  EXPECT_NEAR(s / in_us(four.time) / 1e3 * 6.0 / 4.0, s / (8.4 + 6 * 5.7 + s / (1000.0 * 30.0 * 4.0 / 6.0)) / 1e3 * 6.0 / 4.0, 0.5);
+}
+
+TEST(NcclForced, RingOnEightH100sIsTheRingsOwnTime) {
+  // NCCL would run NVLS at 1 GiB; NCCL_ALGO=Ring leaves the ring: 12 channels × 30 (NCCL's search, H100
+  // links at NCCL's rating), Simple: algbw 360 · 8/14, lat 56 µs → busbw 356.2 GB/s.
+  const auto& t = nccl::default_table();
+  const double s = 1073741824.0;
+  const auto free = nccl::choose(topo("dgx-h100"), t, CollectiveOp::allreduce, gibibytes(1), {8, 1, 8});
+  EXPECT_EQ(free.algorithm, nccl::NVLS);
+  const auto ring = nccl::choose(topo("dgx-h100"), t, CollectiveOp::allreduce, gibibytes(1), {8, 1, 8}, {nccl::RING, -1});
+  EXPECT_EQ(ring.algorithm, nccl::RING);
+  EXPECT_EQ(ring.protocol, nccl::SIMPLE);
+  EXPECT_NEAR(in_us(ring.time), 56.0 + s / (1000.0 * 360.0 * 8.0 / 14.0), 1e-6);
+  // NCCL_PROTO=LL on the DGX-1V at 1 GiB: ring LL, 15.0 µs + S / (39 · 8/14 GB/s) (llMax caps 138 · 0.5).
+  const auto ll = nccl::choose(topo("dgx1v"), t, CollectiveOp::allreduce, gibibytes(1), {8, 1, 8}, {nccl::RING, nccl::LL});
+  EXPECT_NEAR(in_us(ll.time), 15.0 + s / (1000.0 * 39.0 * 8.0 / 14.0), 1e-6);
+  EXPECT_EQ(nccl::algorithm_from_name("collnet_chain"), nccl::COLLNET_CHAIN);
+  EXPECT_EQ(nccl::protocol_from_name("ll128"), nccl::LL128);
+  EXPECT_EQ(nccl::algorithm_from_name("Ring"), -1);  // lower case, as the option takes them
+}
+
+TEST(NcclForced, WhatNcclCannotRunSaysWhy) {
+  const auto& t = nccl::default_table();
+  auto why = [&](const std::string& c, CollectiveOp op, GpuPlacement w, int a, int p) {
+    return nccl::why_not(topo(c), t, op, w, {a, p});
+  };
+  EXPECT_EQ(why("dgx-h100", CollectiveOp::allreduce, {8, 1, 8}, nccl::NVLS, -1), "");
+  EXPECT_NE(why("dgx1v", CollectiveOp::allreduce, {8, 1, 8}, nccl::NVLS, -1).find("NVSwitches and Hopper"), std::string::npos);
+  EXPECT_NE(why("dgx-h100", CollectiveOp::allreduce, {8, 1, 8}, nccl::NVLS, nccl::LL).find("Simple protocol only"), std::string::npos);
+  EXPECT_NE(why("dgx-h100", CollectiveOp::allreduce, {8, 1, 8}, nccl::NVLS_TREE, -1).find("across nodes only"), std::string::npos);
+  EXPECT_NE(why("dgx1v", CollectiveOp::allgather, {8, 1, 8}, nccl::TREE, -1).find("all-reduce only"), std::string::npos);
+  EXPECT_NE(why("exxact-ts4-rtx2080ti", CollectiveOp::allreduce, {8, 1, 8}, -1, nccl::LL128).find("LL128 only over NVLink"),
+            std::string::npos);
+  EXPECT_NE(why("dgx-h100-ndr", CollectiveOp::allgather, {16, 2, 8}, nccl::PAT, -1).find("one GPU on each"), std::string::npos);
+  EXPECT_NE(why("dgx-h100-ndr", CollectiveOp::allreduce, {16, 2, 8}, nccl::COLLNET_DIRECT, -1).find("sharp: true"),
+            std::string::npos);
+  EXPECT_THROW(nccl::choose(topo("dgx1v"), t, CollectiveOp::allreduce, bytes(8), {8, 1, 8}, {nccl::NVLS, -1}), InputError);
+}
+
+/// dgx-h100-ndr with InfiniBand switches that reduce (fabric: {sharp: true}).
+const Topology& sharp_h100() {
+  static const Cluster c = [] {
+    const auto dir = std::filesystem::temp_directory_path() / ("dlscale-sharp-" + std::to_string(::getpid()));
+    std::filesystem::create_directories(dir);
+    std::ifstream in(std::string(DLSCALE_SOURCE_DIR) + "/topologies/dgx-h100-ndr.yaml");
+    std::string text((std::istreambuf_iterator<char>(in)), {});
+    const std::string at = "  latency: \"1 us\"\n";
+    text.replace(text.find(at), at.size(), at + "  sharp: true\n");
+    std::ofstream(dir / "sharp.yaml") << text;
+    Cluster out = load_cluster(dir / "sharp.yaml");
+    std::filesystem::remove_all(dir);
+    return out;
+  }();
+  return *c.topology;
+}
+
+TEST(NcclCollNet, DirectAndChainOnTwoH100NodesFollowTheirFormulas) {
+  // 2 nodes × 8, fabric latency 1 µs. Latency (µs): Direct 2 · (1 · 3.7 + 7 · 0.4) + 31 + 2 · 1 = 46;
+  // Chain 2 · 7 · 2.8 + 30 + 2 = 71.2. Bandwidth from the tree graph (channels c at bwIntra b, as NCCL's
+  // CollNet graphs): Direct c · b / (r − (r − 1)/2) · 0.85 (Hopper) · 0.5, r = 8 / c; Chain c · b · 0.75 · 0.5.
+  const auto& t = nccl::default_table();
+  const GpuPlacement w{16, 2, 8};
+  const auto tree = sharp_h100().channels(ChannelPattern::tree, first(8), 2);
+  ASSERT_GT(tree.channels, 0);
+  const double c = tree.channels, b = gbs(tree.bw_intra);
+  double r = 8.0 / c;
+  r -= (r - 1) / 2;
+  const double s = 1073741824.0;
+  const auto direct = nccl::choose(sharp_h100(), t, CollectiveOp::allreduce, gibibytes(1), w, {nccl::COLLNET_DIRECT, -1});
+  EXPECT_EQ(direct.protocol, nccl::SIMPLE);
+  EXPECT_NEAR(in_us(direct.latency), 46.0, 1e-9);
+  EXPECT_NEAR(in_us(direct.time), 46.0 + s / (1000.0 * c * b / r * 0.85 * 0.5), 1e-6);
+  const auto chain = nccl::choose(sharp_h100(), t, CollectiveOp::allreduce, gibibytes(1), w, {nccl::COLLNET_CHAIN, -1});
+  EXPECT_NEAR(in_us(chain.latency), 71.2, 1e-9);
+  EXPECT_NEAR(in_us(chain.time), 71.2 + s / (1000.0 * c * b * 0.75 * 0.5), 1e-6);
+  // Without SHARP the same cluster never offers CollNet; with it, NCCL's choice is the fastest of all.
+  const auto free = nccl::choose(sharp_h100(), t, CollectiveOp::allreduce, gibibytes(1), w);
+  EXPECT_LE(in_us(free.time), std::min(in_us(direct.time), in_us(chain.time)) + 1e-9);
+  EXPECT_EQ(nccl::why_not(sharp_h100(), t, CollectiveOp::allreduce, w, {nccl::COLLNET_DIRECT, -1}), "");
+  EXPECT_NE(nccl::why_not(sharp_h100(), t, CollectiveOp::allreduce, {8, 1, 8}, {nccl::COLLNET_DIRECT, -1}).find("across nodes"),
+            std::string::npos);
+}
+
+TEST(CollectiveCli, AlgoAndProtoAsNcclAlgoAndNcclProto) {
+  auto r = test::run_cli("collective --cluster dgx-h100 --gpus 8 --bytes 1GiB --algo ring --format json");
+  ASSERT_EQ(r.status, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["algo"], "ring");
+  EXPECT_EQ(j["results"][0]["algorithm"], "ring");
+  // What NCCL cannot run: one line naming the option, exit 2, nothing written.
+  r = test::run_cli("collective --cluster dgx1v --gpus 8 --bytes 1MiB --algo nvls");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_TRUE(r.out.empty());
+  EXPECT_EQ(r.err, "dlscale: '--algo': nvls cannot run allreduce on 8 GPUs of 'dgx1v': NVLink SHARP needs NVSwitches and "
+                   "Hopper or newer GPUs, which this cluster does not have\n");
+  r = test::run_cli("collective --cluster dgx-h100 --gpus 8 --bytes 1MiB --algo nvls --proto ll");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_EQ(r.err, "dlscale: '--proto': nvls/ll cannot run allreduce on 8 GPUs of 'dgx-h100': NCCL runs nvls with the "
+                   "Simple protocol only\n");
 }
 
 TEST(CollectiveCli, BadInputExitsTwoWithOneLine) {

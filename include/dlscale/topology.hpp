@@ -53,6 +53,7 @@ struct FabricInfo {
   BytesPerSecond single_flow{};    // cap of one flow (zero: none)
   int flows = 1;                   // flows one connection uses (matters only with a single-flow cap)
   Seconds latency{};
+  bool sharp = false;              // InfiniBand switches that reduce (SHARP): NCCL's CollNet algorithms
   /// What one NIC can carry for one connection: min(NIC, flows × single-flow cap).
   [[nodiscard]] BytesPerSecond effective_nic_bandwidth() const noexcept;
 };

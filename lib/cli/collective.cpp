@@ -23,6 +23,8 @@ struct CollectiveOptions {
   int gpus = 0;
   int nodes = 0;
   int gpus_per_thread = 1;  // nccl-tests -g
+  std::string algo;         // NCCL_ALGO (empty: NCCL's choice)
+  std::string proto;        // NCCL_PROTO
   std::string bytes;
   std::string sweep;
   std::string format = "table";
@@ -44,6 +46,17 @@ CollectiveOp parse_op(const std::string& s) {
   if (s == "reduce") return CollectiveOp::reduce;
   throw UsageError("--op", fmt::format("unknown collective '{}' (expected one of: allreduce, allgather, "
                                        "reducescatter, broadcast, reduce)", s));
+}
+
+/// --algo / --proto: NCCL's names (NCCL_ALGO, NCCL_PROTO), one each; empty leaves NCCL's choice.
+nccl::Forced parse_forced(const CollectiveOptions& o) {
+  nccl::Forced f;
+  if (!o.algo.empty() && (f.algorithm = nccl::algorithm_from_name(o.algo)) < 0)
+    throw UsageError("--algo", fmt::format("unknown algorithm '{}' (expected one of: ring, tree, nvls, nvls_tree, "
+                                           "collnet_direct, collnet_chain, pat)", o.algo));
+  if (!o.proto.empty() && (f.protocol = nccl::protocol_from_name(o.proto)) < 0)
+    throw UsageError("--proto", fmt::format("unknown protocol '{}' (expected one of: ll, ll128, simple)", o.proto));
+  return f;
 }
 
 Bytes parse_size(const std::string& text, const std::string& option) {
@@ -79,6 +92,7 @@ std::vector<double> sizes(const CollectiveOptions& o) {
 
 void run_collective(const CollectiveOptions& o) {
   const CollectiveOp op = parse_op(o.op);
+  const nccl::Forced forced = parse_forced(o);
   if (o.format != "table" && o.format != "json")
     throw UsageError("--format", fmt::format("unknown format '{}' (expected table or json)", o.format));
   const auto file = resolve(DataKind::cluster, o.cluster, "--cluster");
@@ -111,12 +125,23 @@ void run_collective(const CollectiveOptions& o) {
     throw UsageError("--gpus-per-thread", fmt::format("{} GPUs per thread: give 1 to the {} GPUs of a node", o.gpus_per_thread, ppn));
   const GpuPlacement where{o.gpus, nodes, ppn};
   const auto& table = nccl::default_table();
+  if (forced.algorithm >= 0 || forced.protocol >= 0) {
+    // What NCCL cannot run is bad input, named by the option that asked for it.
+    if (const std::string why = nccl::why_not(topo, table, op, where, forced); !why.empty()) {
+      // --algo when the algorithm cannot run whatever the protocol, else the protocol is what fails
+      const bool algo_fails = forced.algorithm >= 0 && !nccl::why_not(topo, table, op, where, {forced.algorithm, -1}).empty();
+      throw UsageError(algo_fails ? "--algo" : "--proto",
+                       fmt::format("{}{}{} cannot run {} on {} GPUs of '{}': {}", forced.algorithm >= 0 ? o.algo : "",
+                                   forced.algorithm >= 0 && forced.protocol >= 0 ? "/" : "",
+                                   forced.protocol >= 0 ? o.proto : "", o.op, o.gpus, c.name, why));
+    }
+  }
 
   std::vector<Row> rows;
   for (double s : sizes(o)) {
     Row r;
     r.bytes = s;
-    r.choice = nccl::choose(topo, table, op, bytes(s), where);
+    r.choice = nccl::choose(topo, table, op, bytes(s), where, forced);
     r.choice.time = nccl::nccl_tests_time(r.choice.time, table, o.gpus_per_thread);  // the host side, as nccl-tests sees it
     const double t = in_seconds(r.choice.time);
     r.algbw = t > 0 ? s / t / 1e9 : 0;
@@ -133,6 +158,8 @@ void run_collective(const CollectiveOptions& o) {
     j["gpus"] = o.gpus;
     j["nodes"] = nodes;
     j["gpus_per_thread"] = o.gpus_per_thread;
+    if (forced.algorithm >= 0) j["algo"] = o.algo;
+    if (forced.protocol >= 0) j["proto"] = o.proto;
     j["nccl_version"] = table.version;
     j["command_line"] = command_line();
     j["results"] = nlohmann::json::array();
@@ -155,6 +182,9 @@ void run_collective(const CollectiveOptions& o) {
       out << fmt::format("# one thread issues each call on {} GPUs (nccl-tests -g {}): time = {} x {} us + max({} us, NCCL's time)\n",
                          o.gpus_per_thread, o.gpus_per_thread, o.gpus_per_thread - 1, table.launch_us_per_gpu,
                          table.launch_us_per_gpu);
+    if (forced.algorithm >= 0 || forced.protocol >= 0)
+      out << fmt::format("# restricted as NCCL_ALGO={} NCCL_PROTO={} would (NCCL picks among what is left)\n",
+                         forced.algorithm >= 0 ? o.algo : "(any)", forced.protocol >= 0 ? o.proto : "(any)");
     out << "#\n";
     out << fmt::format("# {:>10} {:>13} {:>9} {:>7} {:>7} {:>10} {:>7} {:>7}  {:<9} {:<8} {:>8}\n", "size", "count",
                        "type", "redop", "root", "time", "algbw", "busbw", "algorithm", "protocol", "channels");
@@ -186,6 +216,9 @@ void setup_collective(CLI::App& app) {
   cmd->add_option("--gpus-per-thread", opt->gpus_per_thread,
                   "GPUs one thread drives, as nccl-tests -g K: adds the host's issue of K - 1 of them (4.8 us each)")
       ->capture_default_str();
+  cmd->add_option("--algo", opt->algo,
+                  "Only this algorithm, as NCCL_ALGO: ring, tree, nvls, nvls_tree, collnet_direct, collnet_chain or pat");
+  cmd->add_option("--proto", opt->proto, "Only this protocol, as NCCL_PROTO: ll, ll128 or simple");
   add_scale_options(*cmd, opt->scale, false);
   add_gpu_option(*cmd, opt->scale);
   cmd->add_option("--bytes", opt->bytes, "Message size (nccl-tests semantics), e.g. 256MiB");

@@ -22,10 +22,28 @@
 
 namespace dlscale::nccl {
 
+namespace {
+// NCCL_ALGO's and NCCL_PROTO's names, in the Algo/Proto order (lower case, as `collective --algo/--proto` takes them).
+constexpr std::array<std::string_view, NALGO_ALL> kAlgoNames = {"tree", "ring", "nvls", "nvls_tree", "pat",
+                                                                "collnet_direct", "collnet_chain"};
+constexpr std::array<std::string_view, NPROTO> kProtoNames = {"ll", "ll128", "simple"};
+}  // namespace
+
 std::string_view algorithm_name(int a) noexcept {
-  return a == TREE ? "tree" : a == NVLS ? "nvls" : a == NVLS_TREE ? "nvls_tree" : a == PAT ? "pat" : "ring";
+  return a >= 0 && a < NALGO_ALL ? kAlgoNames[static_cast<std::size_t>(a)] : "ring";
 }
 std::string_view protocol_name(int p) noexcept { return p == LL ? "LL" : p == LL128 ? "LL128" : "Simple"; }
+
+int algorithm_from_name(std::string_view name) noexcept {
+  for (std::size_t i = 0; i < kAlgoNames.size(); ++i)
+    if (kAlgoNames[i] == name) return static_cast<int>(i);
+  return -1;
+}
+int protocol_from_name(std::string_view name) noexcept {
+  for (std::size_t i = 0; i < kProtoNames.size(); ++i)
+    if (kProtoNames[i] == name) return static_cast<int>(i);
+  return -1;
+}
 
 double busbw_factor(CollectiveOp op, int n) noexcept {
   switch (op) {
@@ -70,7 +88,7 @@ double inter_hop_latency_us(const Table& t, int algo, int proto, int ranks_per_n
 }
 
 Tuned tune(const Table& t, const ChannelSet& graph, int algo, int proto, CollectiveOp op, int n_ranks, int n_nodes,
-           int sm, topo::CpuVendor vendor, double fabric_us) {
+           int sm, topo::CpuVendor vendor, double fabric_us, double delivered) {
   Tuned out;
   const int ppn = n_ranks / n_nodes;
   const std::size_t cc = Table::generation(sm);
@@ -88,7 +106,7 @@ Tuned tune(const Table& t, const ChannelSet& graph, int algo, int proto, Collect
     if (!(inter_ok && graph.type_intra <= PathType::nvb && sm >= 70)) return out;
   }
   const double bw = n_nodes <= 2 ? in_gigabytes_per_second(graph.bw_intra) : in_gigabytes_per_second(graph.bw_inter);
-  double bus = graph.channels * bw;
+  double bus = graph.channels * bw * delivered;
   if (algo == RING && proto == LL) bus = std::min(ll_max, bus * t.ring_ll_factor);
   if (algo == RING && proto == LL128) bus = std::min(bus * (ppn < 2 ? 0.7 : t.ring_ll128_factor), graph.channels * per_ch_ring_ll128);
   if (algo == TREE && op == CollectiveOp::allreduce) bus = std::min(bus * t.tree_allreduce_factor, graph.channels * per_ch_tree);
@@ -130,13 +148,28 @@ Tuned tune(const Table& t, const ChannelSet& graph, int algo, int proto, Collect
   return out;
 }
 
-/// NVLink SHARP needs NVSwitches that reduce (third-generation NVSwitch, Hopper GPUs and newer).
-bool has_nvls(const Topology& t) {
-  if (t.sm_version() < 90) return false;
+bool has_nvswitch(const Topology& t) {
   const auto& g = t.impl().graph;
   for (auto v : boost::make_iterator_range(boost::vertices(g)))
     if (g[v].kind == VertexKind::nvswitch) return true;
   return false;
+}
+
+/// NVLink SHARP needs NVSwitches that reduce (third-generation NVSwitch, Hopper GPUs and newer).
+bool has_nvls(const Topology& t) { return t.sm_version() >= 90 && has_nvswitch(t); }
+
+/// What the links of a one-node NVLink graph deliver over what NCCL's search booked them at (the
+/// channels × per-channel speed of its graph): NCCL books a V100's NVLink at its rating, 20 GB/s a link
+/// (topo.h), and the measured bus bandwidths carry more, 23.0 GB/s a link between two GPUs and 20.6 to a
+/// first-generation NVSwitch (Table::volta_nvlink_*: where the numbers come from). The channel count and
+/// their routes stay the search's; only the rate at which the booked links move data changes. 1 elsewhere:
+/// graphs that cross PCIe, a CPU or the network (their links are NCCL's ratings), and other GPU
+/// generations, of which no measurement is at hand.
+double delivered_over_booked(const Table& t, const Topology& topo, const ChannelSet& graph, int n_nodes) {
+  const int sm = topo.sm_version();
+  if (n_nodes != 1 || sm < 70 || sm >= 80 || graph.type_intra > PathType::nvb) return 1.0;
+  const double delivered = has_nvswitch(topo) ? t.volta_nvlink_nvswitch_gbps : t.volta_nvlink_gpu_gbps;
+  return delivered / topo::nvlink_gbs(sm);
 }
 
 /// The inter-node speed of NCCL's NVLS graph (search.cc, NVLS pattern): one channel per GPU of the node,
@@ -226,6 +259,38 @@ Tuned tune_pat(const Table& t, const ChannelSet& tree, int n_ranks, int n_nodes,
   return out;
 }
 
+/// CollNet Direct and CollNet Chain: all-reduce across nodes with the reduction done in the InfiniBand
+/// switches (SHARP), Simple protocol only. From shared/docs/nccl-tuning-2.30.md: base latency 0, per-hop
+/// latencies (Direct 3.7 / 31 µs, Chain 2.8 / 30 µs inside the node, NVLink or PCIe alike / over the network), "CollNet always
+/// intra" (the bandwidth starts from channels × the graph's intra-node speed) and bus → algorithm bandwidth
+/// by one half. Recalled from tuning.cc (the page is silent): Direct's bandwidth divided by
+/// r − (r − 1)/2, r = GPUs per node / channels (every GPU wants a NIC channel of its own), × 0.85 from
+/// Hopper on, and its latency 2 · (min(1, ppn − 1) · intra + (ppn − 1) · 0.4 µs) + inter; Chain × 0.75 and
+/// 2 · (ppn − 1) · intra + inter. The inter-node hop is formed as every other algorithm's (network row plus
+/// the fabric latency, twice for Simple's flush). Assumed: the graph is the tree graph (CollNet's graphs are
+/// tree-pattern searches through the NICs in NCCL).
+Tuned tune_collnet(const Table& t, const ChannelSet& tree, int algo, int n_ranks, int n_nodes, int sm, double fabric_us) {
+  Tuned out;
+  if (n_nodes < 2 || tree.channels <= 0) return out;
+  const int ppn = n_ranks / n_nodes;
+  double bus = tree.channels * in_gigabytes_per_second(tree.bw_intra);
+  const bool direct = algo == COLLNET_DIRECT;
+  if (direct) {
+    double r = static_cast<double>(ppn) / tree.channels;
+    r -= (r - 1.0) / 2.0;
+    bus /= r;
+    if (sm >= 90) bus *= t.collnet_direct_hopper_factor;
+  } else {
+    bus *= t.collnet_chain_bw_factor;
+  }
+  out.bw = bus * 0.5;
+  const double intra = direct ? t.collnet_direct_hw_latency_intra_us : t.collnet_chain_hw_latency_intra_us;
+  const double inter = (direct ? t.collnet_direct_hw_latency_net_us : t.collnet_chain_hw_latency_net_us) + 2.0 * fabric_us;
+  out.lat = direct ? 2.0 * (std::min(1, ppn - 1) * intra + (ppn - 1) * t.collnet_direct_arity_us) + inter
+                   : 2.0 * (ppn - 1) * intra + inter;
+  return out;
+}
+
 std::vector<int> first_gpus(int k) {
   std::vector<int> v(static_cast<std::size_t>(k));
   std::iota(v.begin(), v.end(), 0);
@@ -244,7 +309,8 @@ struct Candidates {
   struct Entry {
     int algo = RING, proto = SIMPLE, channels = 0;
   };
-  std::array<Entry, 8> entries{};
+  static constexpr std::size_t kMaxEntries = 10;  // tree and ring × 3 protocols, NVLS or PAT, 2 CollNets
+  std::array<Entry, kMaxEntries> entries{};
   int count = 0;
   // Each entry's numbers, laid out for fastest() (every per-layer time goes through it): one bucket's
   // values of all entries side by side.
@@ -255,8 +321,8 @@ struct Candidates {
   //     last). NCCL's tree correction rises at some bucket edges, so its formula can fall when a byte is
   //     added; a message can always be padded to the larger size, so the model takes the smaller of the
   //     two and stays non-decreasing in size (tests/robustness_test.cpp, NcclTreeTimeNeverFallsWhenAMessageGrows).
-  std::array<double, 8> lat{}, lat_plateau{};
-  std::array<std::array<double, 8>, kBuckets> upb_by_bucket{}, pad_by_bucket{};
+  std::array<double, kMaxEntries> lat{}, lat_plateau{};
+  std::array<std::array<double, kMaxEntries>, kBuckets> upb_by_bucket{}, pad_by_bucket{};
   void add(Entry e, double lat_us, double lat_plateau_us, const PerBucket& upb, const PerBucket& pad) {
     const auto i = static_cast<std::size_t>(count++);
     entries[i] = e;
@@ -272,6 +338,33 @@ struct Candidates {
   // bytes / (ring_channels · n) ≥ 64, kept as a size threshold (+inf on one node).
   double plateau_bytes = std::numeric_limits<double>::infinity();
   CollectiveOp op = CollectiveOp::allreduce;
+  // Why NCCL cannot run an (algorithm, protocol) pair that is not among the entries (for --algo/--proto).
+  std::array<std::array<std::string, NPROTO>, NALGO_ALL> why_not{};
+  void reject(int algo, std::string why) {
+    for (auto& w : why_not[static_cast<std::size_t>(algo)])
+      if (w.empty()) w = why;
+  }
+  void reject(int algo, int proto, std::string why) {
+    auto& w = why_not[static_cast<std::size_t>(algo)][static_cast<std::size_t>(proto)];
+    if (w.empty()) w = std::move(why);
+  }
+  /// The entries of one algorithm and/or protocol (-1: any), as NCCL_ALGO / NCCL_PROTO leave them.
+  [[nodiscard]] Candidates only(Forced f) const {
+    Candidates out = *this;
+    out.count = 0;
+    for (int i = 0; i < count; ++i) {
+      const auto j = static_cast<std::size_t>(i);
+      const auto& e = entries[j];
+      if ((f.algorithm >= 0 && e.algo != f.algorithm) || (f.protocol >= 0 && e.proto != f.protocol)) continue;
+      PerBucket upb{}, pad{};
+      for (std::size_t k = 0; k < kBuckets; ++k) {
+        upb[k] = upb_by_bucket[k][j];
+        pad[k] = pad_by_bucket[k][j];
+      }
+      out.add(e, lat[j], lat_plateau[j], upb, pad);
+    }
+    return out;
+  }
 };
 
 /// One bandwidth at every size (no tree correction), and no cheaper padded size: NVLS, NVLS Tree, PAT.
@@ -310,12 +403,22 @@ Candidates prepare(const Topology& topo, const Table& t, CollectiveOp op, const 
   const double fabric_us = nodes > 1 ? in_us(topo.fabric().latency) : 0.0;
   c.ring_channels = ring.channels;
   if (nodes > 1) c.plateau_bytes = ring.channels > 0 ? 64.0 * ring.channels * n : 0.0;
+  const std::string only_simple = "NCCL runs {} with the Simple protocol only";
+  for (int algo : std::array<int, 5>{NVLS, NVLS_TREE, PAT, COLLNET_DIRECT, COLLNET_CHAIN})
+    for (int proto : {LL, LL128}) c.reject(algo, proto, fmt::format(fmt::runtime(only_simple), algorithm_name(algo)));
+  if (!tree_ok) c.reject(TREE, "NCCL runs tree for all-reduce only");
   for (int algo : {TREE, RING}) {
     if (algo == TREE && !tree_ok) continue;
     const ChannelSet& graph = algo == TREE ? tree : ring;
+    if (graph.channels <= 0) c.reject(algo, fmt::format("NCCL's search finds no {} graph for these GPUs", algorithm_name(algo)));
     for (int proto : {LL, LL128, SIMPLE}) {
-      const Tuned tu = tune(t, graph, algo, proto, op, n, nodes, c.sm, vendor, fabric_us);
-      if (tu.bw <= 0) continue;
+      const Tuned tu = tune(t, graph, algo, proto, op, n, nodes, c.sm, vendor, fabric_us,
+                            delivered_over_booked(t, topo, graph, nodes));
+      if (tu.bw <= 0) {
+        if (proto == LL128)
+          c.reject(algo, proto, "NCCL runs LL128 only over NVLink inside a node (at most PXB to a NIC) on Volta or newer GPUs");
+        continue;
+      }
       double lat_plateau = tu.lat;
       if (algo == RING && proto == SIMPLE && nodes > 1 && op == CollectiveOp::allreduce)
         lat_plateau = tu.lat * (c.sm < 80 ? t.ring_plateau_pre_ampere : t.ring_plateau_ampere);
@@ -337,18 +440,44 @@ Candidates prepare(const Topology& topo, const Table& t, CollectiveOp op, const 
   }
   // NVLS on one node; NVLS Tree (all-reduce) across nodes. Tree correction and ring plateau do not apply.
   const bool nvls_op = op == CollectiveOp::allreduce || op == CollectiveOp::allgather || op == CollectiveOp::reducescatter;
-  if (nvls_op && has_nvls(topo) && (nodes == 1 || op == CollectiveOp::allreduce)) {
+  const int nvls_algo = nodes == 1 ? NVLS : NVLS_TREE;
+  c.reject(nodes == 1 ? NVLS_TREE : NVLS, nodes == 1 ? "NCCL runs nvls_tree across nodes only (on one node: nvls)"
+                                                     : "NCCL runs nvls on one node only (across nodes: nvls_tree)");
+  if (!nvls_op) c.reject(nvls_algo, "NCCL runs nvls for all-reduce, all-gather and reduce-scatter only");
+  else if (!has_nvls(topo))
+    c.reject(nvls_algo, "NVLink SHARP needs NVSwitches and Hopper or newer GPUs, which this cluster does not have");
+  else if (nodes > 1 && op != CollectiveOp::allreduce) c.reject(nvls_algo, "NCCL runs nvls_tree for all-reduce only");
+  else {
     const Tuned tu = tune_nvls(t, topo, tree, op, n, nodes, fabric_us);
-    if (tu.bw > 0) {
-      c.add({nodes == 1 ? NVLS : NVLS_TREE, SIMPLE, tu.channels}, tu.lat, tu.lat, flat_per_byte(tu.bw), no_padding());
-    }
+    if (tu.bw > 0)
+      c.add({nvls_algo, SIMPLE, tu.channels}, tu.lat, tu.lat, flat_per_byte(tu.bw), no_padding());
+    else
+      c.reject(nvls_algo, "NVLS needs at least two GPUs on each node and an NVLink speed the search can book");
   }
   // PAT: all-gather and reduce-scatter with one GPU per node on several nodes (NCCL 2.23+), Simple only.
-  if ((op == CollectiveOp::allgather || op == CollectiveOp::reducescatter) && ppn == 1 && nodes > 1) {
+  if (op != CollectiveOp::allgather && op != CollectiveOp::reducescatter)
+    c.reject(PAT, "NCCL runs pat for all-gather and reduce-scatter only");
+  else if (ppn != 1 || nodes < 2)
+    c.reject(PAT, "NCCL 2.30 runs pat only with one GPU on each of several nodes");
+  else {
     const ChannelSet pat_graph = topo.channels(ChannelPattern::tree, gpus, nodes);
     const Tuned tu = tune_pat(t, pat_graph, n, nodes, fabric_us);
-    if (tu.bw > 0) {
-      c.add({PAT, SIMPLE, pat_graph.channels}, tu.lat, tu.lat, flat_per_byte(tu.bw), no_padding());
+    if (tu.bw > 0) c.add({PAT, SIMPLE, pat_graph.channels}, tu.lat, tu.lat, flat_per_byte(tu.bw), no_padding());
+    else c.reject(PAT, "NCCL's search finds no tree graph for pat");
+  }
+  // CollNet (SHARP): all-reduce across nodes on a fabric whose switches reduce, Simple only.
+  for (int algo : {COLLNET_DIRECT, COLLNET_CHAIN}) {
+    if (op != CollectiveOp::allreduce)
+      c.reject(algo, fmt::format("{} is modelled for all-reduce only", algorithm_name(algo)));
+    else if (nodes < 2)
+      c.reject(algo, fmt::format("NCCL runs {} across nodes only", algorithm_name(algo)));
+    else if (!topo.fabric().sharp)
+      c.reject(algo, fmt::format("{} needs InfiniBand switches that reduce (SHARP; a cluster's fabric: {{sharp: true}}), "
+                                 "which this cluster's fabric does not have", algorithm_name(algo)));
+    else {
+      const Tuned tu = tune_collnet(t, tree, algo, n, nodes, c.sm, fabric_us);
+      if (tu.bw > 0) c.add({algo, SIMPLE, tree.channels}, tu.lat, tu.lat, flat_per_byte(tu.bw), no_padding());
+      else c.reject(algo, "NCCL's search finds no tree graph through the NICs");
     }
   }
   return c;
@@ -380,6 +509,20 @@ std::pair<int, double> fastest(const Candidates& c, double bytes) {
   return {best, best_us};
 }
 
+/// Why no entry of `c` is left under `forced`: the reason prepare() recorded for the forced pair (with a
+/// protocol alone forced, the ring's, which every collective has, then the others').
+std::string why_not(const Candidates& c, Forced forced) {
+  for (int a : std::array<int, NALGO_ALL>{RING, TREE, NVLS, NVLS_TREE, PAT, COLLNET_DIRECT, COLLNET_CHAIN}) {
+    if (forced.algorithm >= 0 && a != forced.algorithm) continue;
+    for (int p : {SIMPLE, LL, LL128}) {  // Simple first: an algorithm's own reason, not its protocols'
+      if (forced.protocol >= 0 && p != forced.protocol) continue;
+      const auto& w = c.why_not[static_cast<std::size_t>(a)][static_cast<std::size_t>(p)];
+      if (!w.empty()) return w;
+    }
+  }
+  return "NCCL's search finds no graph for these GPUs";
+}
+
 Choice pick(const Candidates& c, double bytes) {
   Choice best;
   const auto [i, us] = fastest(c, bytes);
@@ -397,8 +540,17 @@ Choice pick(const Candidates& c, double bytes) {
 
 }  // namespace
 
-Choice choose(const Topology& topo, const Table& t, CollectiveOp op, Bytes size, const GpuPlacement& where) {
-  return pick(prepare(topo, t, op, where), in_bytes(size));
+Choice choose(const Topology& topo, const Table& t, CollectiveOp op, Bytes size, const GpuPlacement& where, Forced forced) {
+  const Candidates c = prepare(topo, t, op, where);
+  if (forced.algorithm < 0 && forced.protocol < 0) return pick(c, in_bytes(size));
+  const Candidates some = c.only(forced);
+  if (some.count == 0 && c.n > 1) throw InputError(why_not(c, forced));
+  return pick(some, in_bytes(size));
+}
+
+std::string why_not(const Topology& topo, const Table& t, CollectiveOp op, const GpuPlacement& where, Forced forced) {
+  const Candidates c = prepare(topo, t, op, where);
+  return c.n <= 1 || c.only(forced).count > 0 ? std::string() : why_not(c, forced);
 }
 
 Seconds host_issue_time(const Table& t, int gpus_per_thread) noexcept {

@@ -13,7 +13,7 @@ namespace dlscale::nccl {
 
 struct Choice {
   Seconds time{};
-  int algorithm = RING;  // TREE or RING
+  int algorithm = RING;  // TREE, RING, NVLS, NVLS_TREE, PAT, COLLNET_DIRECT or COLLNET_CHAIN
   int protocol = SIMPLE;
   int channels = 0;
   BytesPerSecond algbw_model{};  // NCCL's algorithm bandwidth for the pair (after the protocol's factor)
@@ -22,10 +22,24 @@ struct Choice {
 
 std::string_view algorithm_name(int a) noexcept;
 std::string_view protocol_name(int p) noexcept;
+/// NCCL_ALGO's and NCCL_PROTO's names, lower case (ring, tree, nvls, nvls_tree, collnet_direct,
+/// collnet_chain, pat; ll, ll128, simple): the Algo / Proto index, or -1 for another name.
+int algorithm_from_name(std::string_view name) noexcept;
+int protocol_from_name(std::string_view name) noexcept;
+
+/// NCCL_ALGO / NCCL_PROTO: the choice restricted to one algorithm and/or one protocol (-1: any).
+struct Forced {
+  int algorithm = -1;
+  int protocol = -1;
+};
 
 /// The (algorithm, protocol) NCCL would pick for `op` of `size` bytes (nccl-tests size semantics) on
-/// `where`, and its predicted time. GPUs 0..gpus_per_node-1 of each of `nodes` nodes take part.
-Choice choose(const Topology& topo, const Table& table, CollectiveOp op, Bytes size, const GpuPlacement& where);
+/// `where`, and its predicted time. GPUs 0..gpus_per_node-1 of each of `nodes` nodes take part. With
+/// `forced`, only the pairs it allows compete; InputError (why_not's text) when NCCL can run none of them.
+Choice choose(const Topology& topo, const Table& table, CollectiveOp op, Bytes size, const GpuPlacement& where,
+              Forced forced = {});
+/// Empty when NCCL can run some pair `forced` allows for `op` on `where`; else one sentence saying why not.
+std::string why_not(const Topology& topo, const Table& table, CollectiveOp op, const GpuPlacement& where, Forced forced);
 
 /// Host time to issue one collective from one thread on `gpus_per_thread` GPUs (nccl-tests -g): the
 /// table's launch cost per GPU, once per GPU (each gets its own enqueue and kernel launch).

@@ -65,6 +65,32 @@ Table make_2_30_7() {
   t.pat_bw_factor = 0.75;
   t.pat_inter_divisor = 3.5;
   t.pat_per_rank_us = 2.8;
+  // CollNet (nccl-tuning-2.30.md, hardware latency per hop, Simple): CollNet Direct NVLink 3.7, PCIe 3.7,
+  // network 31; CollNet Chain NVLink 2.8, PCIe 2.8, network 30; base latency 0 (LL and LL128 unused).
+  t.collnet_direct_hw_latency_intra_us = 3.7;
+  t.collnet_chain_hw_latency_intra_us = 2.8;
+  t.collnet_direct_hw_latency_net_us = 31.0;
+  t.collnet_chain_hw_latency_net_us = 30.0;
+  // Recalled from tuning.cc (2.18-2.2x; not in nccl-tuning-2.30.md): "Add 0.4 us arity serialization
+  // latency" per GPU of a node after the first; CollNet Direct × 0.85 from SM90; CollNet Chain × 0.75.
+  t.collnet_direct_arity_us = 0.4;
+  t.collnet_direct_hopper_factor = 0.85;
+  t.collnet_chain_bw_factor = 0.75;
+  // What a V100's NVLink delivers, per link and direction (GB/s), where NCCL books 20. Fitted (geometric
+  // mean of the per-link rates) from the measured all-reduce bus bandwidths at 1 GB, less NCCL's latency:
+  //   GPU-GPU: DGX-1V 8 GPUs 135.5 GB/s over 6 links (22.67), AC922 2 GPUs 70 GB/s over 3 (23.36): the
+  //     DGX-2 comparison paper's Fig. 2 (shared/reference/dgx2-ac922-p3-rtx-comparison.txt, the values
+  //     held out of that copy and quoted by issue 35); fit 23.0, in-sample +1.4 % / -1.5 %, leave-one-out
+  //     +3.0 % / -2.9 %.
+  //   GPU-NVSwitch: DGX-2, 12 GPUs, all_reduce at 8 GiB, 127453 us less 52.8 us of issue and 83.2 us of
+  //     latency: 123.7 GB/s over 6 links = 20.6 (tests/data/real-inputs/nccl-tests/dgx2-12gpu-five-
+  //     collectives-2020.txt; one point, so no leave-one-out: broadcast and reduce at 8 GiB are the check).
+  // Command: build/bin/nccl_logs_test --gtest_filter='*VoltaNvlink*' prints the fit and its errors.
+  // Both are above NCCL's 20 and below the 25 GB/s of the datasheet; the NVSwitch's are lower because it turns
+  // posted writes into non-posted ones, whose acknowledgements take bandwidth in the reverse direction (the
+  // same paper, Section III-A). Other generations keep NCCL's rating: no measurement of theirs is at hand.
+  t.volta_nvlink_gpu_gbps = 23.0;
+  t.volta_nvlink_nvswitch_gbps = 20.6;
   // Host issue cost per GPU and call: the zero-byte rows of two real nccl-tests logs, where no data moves
   // and the time is the host loop alone (tests/data/real-inputs/nccl-tests): DGX-2 all_gather, one thread
   // for 12 GPUs, 57.30 / 57.12 / 57.20 µs → 4.77 µs per GPU; T4 all_reduce, one GPU per process, 6.36 /

@@ -17,6 +17,11 @@ inline constexpr int NVLS = 2;
 inline constexpr int NVLS_TREE = 3;
 // PAT, "Parallel Aggregated Trees" (NCCL 2.23+): all-gather and reduce-scatter with one GPU per node, Simple only.
 inline constexpr int PAT = 4;
+// CollNet (SHARP: the reduction done by the InfiniBand switches), across nodes, Simple only: CollNet Direct
+// (every GPU of a node talks to the NICs directly) and CollNet Chain (the node's GPUs in a chain to the NIC).
+inline constexpr int COLLNET_DIRECT = 5;
+inline constexpr int COLLNET_CHAIN = 6;
+inline constexpr int NALGO_ALL = 7;  // every algorithm above, as NCCL_ALGO names them
 enum Hw { HW_NVLINK = 0, HW_PCI = 1, HW_NET = 2 };
 
 struct Table {
@@ -63,6 +68,26 @@ struct Table {
   double pat_bw_factor;
   double pat_inter_divisor;
   double pat_per_rank_us;
+
+  // CollNet Direct and Chain (shared/docs/nccl-tuning-2.30.md): base latency 0; Simple per-hop latencies
+  // inside a node (NVLink and PCIe rows alike) and over the network; the rest is recalled from tuning.cc
+  // (not in that page): Direct's 0.4 µs of arity serialization per extra GPU of a node, its bandwidth
+  // divided by the GPU/NIC-channel ratio's (r − (r − 1)/2) and × 0.85 from Hopper on, Chain's × 0.75.
+  double collnet_direct_hw_latency_intra_us;
+  double collnet_chain_hw_latency_intra_us;
+  double collnet_direct_hw_latency_net_us;
+  double collnet_chain_hw_latency_net_us;
+  double collnet_direct_arity_us;        // recalled
+  double collnet_direct_hopper_factor;   // recalled
+  double collnet_chain_bw_factor;        // recalled
+
+  // Not in tuning.cc: what the hardware delivers where NCCL's search books a rating. NCCL books a V100's
+  // NVLink at 20 GB/s per link (topo.h SM70_NVLINK_BW); nccl-tests moves more through it. Fitted from
+  // measured bus bandwidths (table.cpp says which, tests/nccl_logs_test.cpp prints the fit): per link and
+  // direction, between two GPUs and between a GPU and a first-generation NVSwitch (DGX-2), whose
+  // non-posted writes take acknowledgements back over the reverse direction.
+  double volta_nvlink_gpu_gbps;
+  double volta_nvlink_nvswitch_gbps;
 
   // Not in tuning.cc: NCCL's model times the device side only (docs/topology.md, "Against real nccl-tests
   // logs", says where the value comes from).

@@ -80,6 +80,11 @@ std::shared_ptr<const Topology> read_topology(const Node& node, const std::optio
       if (impl->fabric.flows < 1) n->fail("a connection uses at least one flow");
     }
     if (auto n = f.optional("latency")) impl->fabric.latency = n->seconds();
+    if (auto n = f.optional("sharp")) {
+      impl->fabric.sharp = n->boolean();
+      if (impl->fabric.sharp && impl->fabric.kind != "infiniband")
+        n->fail("SHARP (in-network reduction) is a feature of InfiniBand switches; this fabric is " + impl->fabric.kind);
+    }
     f.finish();
   }
   if (over) {  // --fabric: another network than the file's, at its speed, without the file's single-flow cap
