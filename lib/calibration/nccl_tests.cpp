@@ -26,6 +26,7 @@
 #include "io/numbers.hpp"
 #include "dlscale/calibration.hpp"
 #include "dlscale/error.hpp"
+#include "io/files.hpp"
 
 namespace dlscale {
 namespace {
@@ -717,11 +718,7 @@ Calibration import_nccl_tests(std::span<const std::filesystem::path> logs, const
   Calibration cal;
   cal.provenance.tool = "dlscale calibrate import nccl-tests";
   for (const auto& file : logs) {
-    std::ifstream in(file, std::ios::binary);
-    if (!in) throw InputError(SourceLocation{file.string(), 0, 0}, "", "cannot open file (no such file or not readable)");
-    std::stringstream ss;
-    ss << in.rdbuf();
-    NcclTestsLog log = parse_nccl_tests(ss.str(), file.string(), options);
+    NcclTestsLog log = parse_nccl_tests(read_input_file(file), file.string(), options);
     if (warnings) warnings->insert(warnings->end(), log.warnings.begin(), log.warnings.end());
     if (!log.gpu_name.empty()) {
       if (cal.gpu.empty()) cal.gpu = log.gpu_name;

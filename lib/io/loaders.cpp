@@ -22,6 +22,7 @@
 #include "io/text.hpp"
 #include "io/yaml_reader.hpp"
 #include "topology/parse.hpp"
+#include "io/files.hpp"
 
 #ifndef DLSCALE_SOURCE_DATA_DIR
 #define DLSCALE_SOURCE_DATA_DIR ""
@@ -90,7 +91,7 @@ fs::path resolve(DataKind kind, std::string_view name_or_file, std::string_view 
                                as_path.extension() == ".yml";
   if (looks_like_path || fs::is_regular_file(as_path, ec)) {
     if (!fs::is_regular_file(as_path, ec))
-      throw InputError(SourceLocation{std::string(name_or_file), 0, 0}, std::string(option), "cannot open file (no such file)");
+      throw InputError(SourceLocation{std::string(name_or_file), 0, 0}, std::string(option), cannot_open(as_path));
     return as_path;
   }
   const fs::path candidate = folder(kind) / (std::string(name_or_file) + ".yaml");
@@ -385,7 +386,7 @@ LinkSpec read_link(const Node& n) {
   MapReader m(n);
   LinkSpec l;
   l.bandwidth = m.required("bandwidth").bandwidth();
-  if (auto lat = m.optional("latency")) l.latency = lat->seconds();
+  if (auto lat = m.optional("latency")) l.latency = lat->latency();
   m.finish();
   return l;
 }
