@@ -342,6 +342,12 @@ Scenario build_scenario(const ScenarioOptions& o, RunInfo& info) {
   }
 
   info.cluster = sc.cluster.name;
+  // What the cluster file assumed, less what the command line (or the profile) says instead.
+  for (const auto& [key, what] : sc.cluster.assumed) {
+    const bool replaced = (key == "framework" && (!o.framework.empty() || !o.profile.empty())) || (key == "gpu" && !o.scale.gpu.empty()) ||
+                          (key == "input" && !o.data.empty()) || (key == "nics" && !o.scale.fabric.empty());
+    if (!replaced) info.assumed.push_back(fmt::format("{} {}", key, what));
+  }
   info.gpu = sc.cluster.gpu.name;
   info.model = sc.network.name;
   info.framework = sc.strategy.name;

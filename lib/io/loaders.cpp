@@ -612,6 +612,13 @@ Cluster read_cluster(const Node& root, const std::string& source, const ClusterO
     if (std::find(known.begin(), known.end(), c.framework) == known.end())
       n->fail(fmt::format("unknown framework '{}' (a name in models/frameworks/: {})", c.framework, fmt::join(known, ", ")));
   }
+  if (auto n = m.optional("assumed")) {
+    for (auto& [key, value] : MapReader(*n).entries()) {
+      if (key != "framework" && key != "input" && key != "gpu" && key != "cpu" && key != "nics")
+        value.fail("unknown key (known keys here: cpu, framework, gpu, input, nics)");
+      c.assumed.emplace_back(key, value.scalar());
+    }
+  }
   if (auto n = m.optional("price_per_gpu_hour")) {  // "2.5 USD": an amount and a currency code
     const std::string text = n->scalar();
     const auto space = text.find(' ');

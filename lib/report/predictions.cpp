@@ -1,14 +1,17 @@
 #include <fmt/format.h>
 #include <fmt/ostream.h>
+#include <fmt/ranges.h>
 
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <ostream>
 #include <system_error>
+#include <utility>
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "dlscale/error.hpp"
@@ -42,8 +45,9 @@ std::string cost_text(const TrainingCost& c) { return c.cost ? fmt::format("{:.2
 
 void write_table(std::ostream& out, const RunInfo& info, std::span<const Prediction> preds,
                  std::span<const TrainingCost> train) {
-  fmt::print(out, "# dlscale {}: {} on {}, {} ({}), batch {} per GPU\n", info.command, info.model, info.cluster, info.framework,
-             info.precision, info.batch_per_gpu);
+  fmt::print(out, "# dlscale {}: {} on {}, {} ({}), batch {} per GPU{}\n", info.command, info.model, info.cluster,
+             info.framework, info.precision, info.batch_per_gpu,
+             info.assumed.empty() ? "" : fmt::format("; assumed by the cluster file: {}", fmt::join(info.assumed, "; ")));
   if (!info.profile.empty()) fmt::print(out, "# single-GPU phases from profile {}\n", info.profile);
   fmt::print(out, "# communication: {}\n", info.collective_model);
   // Token models also show tokens/s and MFU beside samples/s (JSON and CSV always carry them).
@@ -105,6 +109,7 @@ void write_json(std::ostream& out, const RunInfo& info, std::span<const Predicti
                  {"profile", info.profile.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(info.profile)},
                  {"collective_model", info.collective_model}};
   if (!train.empty()) j["inputs"]["workload"] = info.workload;
+  if (!info.assumed.empty()) j["inputs"]["assumed"] = info.assumed;
   auto arr = nlohmann::ordered_json::array();
   for (std::size_t i = 0; i < preds.size(); ++i) {
     const Prediction& p = preds[i];
