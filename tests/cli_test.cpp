@@ -412,8 +412,8 @@ const std::string kBadYaml = temp_file("bad-yaml.yaml", "name: x\nnodes: [1\n").
 INSTANTIATE_TEST_SUITE_P(
     Catalogue, CliBadInput,
     ::testing::Values(
-        BadRun{"too_many_gpus", "predict --gpus 1,32",
-               "dlscale: '--gpus': cluster 'shi-chu-p40' holds at most 16 GPUs (4 nodes × 4), asked for 32\n"},
+        BadRun{"too_many_gpus", "predict --gpus 32,6",
+               "dlscale: '--gpus': cluster 'shi-chu-p40' holds at most 16 GPUs (4 nodes × 4), asked for 32; 6 GPUs do not fill whole nodes of 4 GPUs on cluster 'shi-chu-p40'\n"},
         BadRun{"bad_gpu_list", "predict --gpus 1,two",
                "dlscale: '--gpus': '1,two' is not a list of GPU counts ≥ 1 (e.g. 1,2,4,8)\n"},
         BadRun{"bad_format", "predict --format xml", "dlscale: '--format': unknown format 'xml' (expected table, json or csv)\n"},
