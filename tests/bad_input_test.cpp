@@ -185,6 +185,14 @@ constexpr const char* kOldLog =
     "     2097152        524288   float    57.94   36.20   63.34  1e-07    58.81   35.66   62.40  1e-07\n"   // 5
     "# Avg bus bandwidth    : 52.13\n";                                                                     // 6
 
+// A trimmed broadcast_perf log: no '# Rank' lines, no '# nThread' header; busbw = algbw (factor 1).
+constexpr const char* kTrimmedBroadcast =
+    "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong\n"  // 1
+    "#        (B)    (elements)                               (us)  (GB/s)  (GB/s)            (us)  (GB/s)  (GB/s)\n"  // 2
+    "     1048576        262144     float    none       0    50.00   20.97   20.97       0    50.00   20.97   20.97       0\n"  // 3
+    "     2097152        524288     float    none       0    80.00   26.21   26.21       0    80.00   26.21   26.21       0\n"  // 4
+    "# Avg bus bandwidth    : 23.59\n";                                                                    // 5
+
 // nvbandwidth -j output.
 constexpr const char* kNvb =
     "{\n"                                                                        // 1
@@ -359,6 +367,17 @@ std::vector<Row> catalogue() {
        kCmdCluster, E + "{dir}/c.yaml:8:17: 'storage.disk': 'inf MB/s' is not a bandwidth (expected a number and a unit)\n"},
       {"cluster_overflowing_bandwidth", {{"c.yaml", edit(kCluster, 5, "host_to_gpu: {pinned: \"1e400 GB/s\"}")}}, kCmdCluster,
        E + "{dir}/c.yaml:5:23: 'host_to_gpu.pinned': '1e400 GB/s' is not a bandwidth (expected a number and a unit)\n"},
+      // issue 35: rates below what any hardware does, and latencies of minutes, are typos, not inputs
+      {"cluster_bandwidth_below_physical", {{"c.yaml", edit(kCluster, 5, "host_to_gpu: {pinned: \"1e-300 GB/s\"}")}}, kCmdCluster,
+       E + "{dir}/c.yaml:5:23: 'host_to_gpu.pinned': '1e-300 GB/s' is below 1 kB/s, slower than any real hardware\n"},
+      {"cluster_bit_rate_below_physical", {{"c.yaml", edit(kCluster, 7, "inter_node: {bandwidth: \"5 b/s\", latency: \"10 us\"}")}},
+       kCmdCluster, E + "{dir}/c.yaml:7:25: 'inter_node.bandwidth': '5 b/s' is below 1 kB/s, slower than any real hardware\n"},
+      {"cluster_latency_of_minutes", {{"c.yaml", edit(kCluster, 6, "intra_node: {bandwidth: \"10 GB/s\", latency: \"5 min\"}")}},
+       kCmdCluster, E + "{dir}/c.yaml:6:45: 'intra_node.latency': '5 min' is more than a minute, longer than any link's latency\n"},
+      {"cluster_gpu_flop_rate_below_physical",
+       {{"c.yaml", edit(kCluster, 4, "gpu: {name: Test GPU, peak_fp32: \"1e-9 TFLOPS\", memory_bandwidth: \"300 GB/s\"}")}},
+       kCmdCluster, E + "{dir}/c.yaml:4:34: 'gpu.peak_fp32': '1e-9 TFLOPS' is below 1 MFLOPS, slower than any real hardware\n"},
+      {"cluster_is_a_directory", {{"c.yaml/keep", ""}}, kCmdCluster, E + "{dir}/c.yaml: '--cluster': cannot open file (it is a directory)\n"},
       {"cluster_nodes_out_of_range", {{"c.yaml", edit(kCluster, 2, "nodes: 99999999999")}}, kCmdCluster,
        E + "{dir}/c.yaml:2:8: 'nodes': 99999999999 is too large (at most 1000000)\n"},
       {"cluster_gpus_per_node_out_of_range", {{"c.yaml", edit(kCluster, 3, "gpus_per_node: 4096")}}, kCmdCluster,
@@ -682,7 +701,7 @@ std::vector<Row> catalogue() {
       {"sweep_without_spec", {}, "sweep -o {out}",
        E + "'--spec': is required (or 'dlscale sweep merge PART...' to join the parts of a sweep)\n"},
       {"sweep_merge_missing_part", {}, "sweep merge {dir}/nowhere.csv -o {out}",
-       E + "{dir}/nowhere.csv: cannot open file (no such file or not readable)\n"},
+       E + "{dir}/nowhere.csv: cannot open file (no such file)\n"},
       {"sweep_merge_part_cut_short", {{"p1.csv", kSweepHeader}, {"p2.csv", std::string(kSweepHeader) + "shi-chu-p40,resnet50"}},
        "sweep merge {dir}/p1.csv {dir}/p2.csv -o {out}", E + "{dir}/p2.csv:2:21: the last line has no end (a part cut short?)\n"},
       {"sweep_merge_jsonl_among_csv", {{"p1.csv", kSweepHeader}, {"p2.jsonl", "{\"gpus\":1}\n"}},
@@ -738,9 +757,11 @@ std::vector<Row> catalogue() {
            "log is for another GPU count (--gpus N corrects it) or the row is garbled\n"},
       {"log_more_nodes_than_gpus", {{"all_reduce_perf.log", kLog}}, "calibrate import nccl-tests {dir}/all_reduce_perf.log --nodes 8 -o {out}",
        E + "{dir}/all_reduce_perf.log:10:1: 8 nodes for 4 GPUs: each node runs at least one (check --gpus/--nodes)\n"},
-      {"log_gpu_count_unknown", {{"all_reduce_perf.log", drop(kLog, 1, 7)}}, kCmdLog,
-       E + "{dir}/all_reduce_perf.log:3:1: no '# Rank ... device' lines and no 'nThread N nGpus M' header before the table: GPU count "
-           "unknown (pass --gpus N [--nodes K], or rerun and keep the whole output)\n"},
+      // No '# Rank' lines and no nThread·nGpus: busbw/algbw gives the count when one n fits (4 for kLog's 1.5,
+      // accepted: NcclLogs test); broadcast's factor is 1 for every n, so its count stays unknown.
+      {"log_gpu_count_unknown", {{"broadcast_perf.log", kTrimmedBroadcast}}, "calibrate import nccl-tests {dir}/broadcast_perf.log -o {out}",
+       E + "{dir}/broadcast_perf.log:1:1: no '# Rank ... device' lines and no 'nThread N nGpus M' header before the table, and "
+           "busbw/algbw fits 1 and 2 GPUs alike: GPU count unknown (pass --gpus N [--nodes K], or rerun and keep the whole output)\n"},
       {"log_table_without_rows", {{"all_reduce_perf.log", drop(kLog, 12, 14)}}, kCmdLog,
        E + "{dir}/all_reduce_perf.log:13:1: the table at line 10 has no rows: rerun the test and keep its whole output\n"},
       {"log_without_a_table", {{"all_reduce_perf.log", drop(kLog, 8, 16)}}, kCmdLog,
@@ -761,7 +782,7 @@ std::vector<Row> catalogue() {
       {"log_bad_op_option", {{"bench.log", kLog}}, "calibrate import nccl-tests {dir}/bench.log --op gather -o {out}",
        E + "'--op': unknown collective 'gather' (expected allreduce, allgather, reducescatter, broadcast or reduce)\n"},
       {"log_missing_file", {}, "calibrate import nccl-tests {dir}/all_reduce_perf.log -o {out}",
-       E + "{dir}/all_reduce_perf.log: cannot open file (no such file or not readable)\n"},
+       E + "{dir}/all_reduce_perf.log: cannot open file (no such file)\n"},
 
       // ---- nvbandwidth JSON --------------------------------------------------------------------------------------
       {"nvbandwidth_truncated", {{"nv.json", drop(kNvb, 9, 12)}}, kCmdNvb,
@@ -944,7 +965,7 @@ std::vector<Row> catalogue() {
       {"option_missing_profile", {}, "predict --profile {dir}/p.yaml -o {out}",
        E + "{dir}/p.yaml: '--profile': cannot open file (no such file)\n"},
       {"option_missing_capture", {}, "topo import nvidia-smi {dir}/smi.txt -o {out}",
-       E + "{dir}/smi.txt: cannot open file (no such file or not readable)\n"},
+       E + "{dir}/smi.txt: cannot open file (no such file)\n"},
       {"option_collective_op", {}, "collective --cluster dgx-a100 --gpus 8 --op gather --bytes 1MiB -o {out}",
        E + "'--op': unknown collective 'gather' (expected one of: allreduce, allgather, reducescatter, broadcast, reduce)\n"},
       {"option_collective_sweep", {}, "collective --cluster dgx-a100 --gpus 8 --sweep 1GiB:1MiB -o {out}",
@@ -967,7 +988,7 @@ std::vector<Row> catalogue() {
        E + "'--proto': ll128 cannot run allreduce on 8 GPUs of 'exxact-ts4-rtx2080ti': NCCL runs LL128 only over NVLink inside a "
            "node (at most PXB to a NIC) on Volta or newer GPUs\n"},
       {"option_straggler_speed", {}, "simulate --gpus 4 --speed 3=0 -o {out}",
-       E + "'--speed': '3=0': the speed factor must be a number > 0\n"},
+       E + "'--speed': '3=0': the speed factor must be a finite number > 0\n"},
       {"option_explain_target", {}, "explain --gpus 8 --target 150% -o {out}",
        E + "'--target': '150%' is not an efficiency in (0, 100%]\n"},
       {"option_explain_two_counts", {}, "explain --gpus 4,8 -o {out}", E + "'--gpus': explain takes one GPU count\n"},
@@ -993,6 +1014,42 @@ std::vector<Row> catalogue() {
        E + "'--cpu': 'via' is not VENDOR[:MODEL] (intel, amd, power or arm; e.g. intel:skylake, intel:sapphire_rapids, amd)\n"},
       {"option_import_nodes_without_fabric", {{"smi.txt", kSmi}}, "topo import nvidia-smi {dir}/smi.txt --nodes 2 -o {out}",
        E + "'--nodes': a cluster of more than one node needs --fabric KIND:SPEED[:COUNT] (e.g. infiniband:200Gb/s)\n"},
+      // issue 35: zero lengths and sizes, NaN, an empty list, a directory for a file
+      {"option_zero_seq_len", {}, "predict --model gpt2 --seq-len 0 -o {out}", E + "'--seq-len': must be a whole number ≥ 1, got 0\n"},
+      {"option_zero_image_size", {}, "predict --image-size 0 -o {out}", E + "'--image-size': must be a whole number ≥ 1, got 0\n"},
+      {"option_model_show_zero_seq_len", {}, "model show gpt2 --seq-len 0 -o {out}",
+       E + "'--seq-len': must be a whole number ≥ 1, got 0\n"},
+      {"option_jitter_cv_nan", {}, "predict --jitter-cv nan -o {out}",
+       E + "'--jitter-cv': a coefficient of variation is a number ≥ 0 and < 1 (0.02 for 2 %), got nan\n"},
+      {"option_sim_jitter_nan", {}, "simulate --gpus 2 --jitter nan -o {out}", E + "'--jitter': a jitter σ is a finite number ≥ 0, got nan\n"},
+      {"option_speed_infinite", {}, "simulate --gpus 4 --speed 3=inf -o {out}",
+       E + "'--speed': '3=inf': the speed factor must be a finite number > 0\n"},
+      {"option_epochs_infinite", {}, "predict --epochs inf -o {out}", E + "'--epochs': the number of epochs must be a positive number, got inf\n"},
+      {"option_empty_gpus", {}, "predict --gpus \"\" -o {out}", E + "'--gpus': '' is not a list of GPU counts ≥ 1 (e.g. 1,2,4,8)\n"},
+      {"option_fabric_below_physical", {}, "predict --cluster dgx-a100 --nodes 2 --fabric infiniband:1e-300GB/s -o {out}",
+       E + "'--fabric': 'infiniband:1e-300GB/s' has the speed '1e-300GB/s': '1e-300GB/s' is below 1 kB/s, slower than any real "
+           "hardware (expected KIND:SPEED[:COUNT], e.g. infiniband:200Gb/s:8)\n"},
+      // --gpus of which none can be placed (some can: the rest are answered, Cli.GpuCountsThatCannotBePlacedAreSkipped)
+      {"option_gpus_none_in_whole_nodes", {}, "predict --cluster dgx-a100-hdr --gpus 12 -o {out}",
+       E + "'--gpus': 12 GPUs do not fill whole nodes of 8 GPUs on cluster 'dgx-a100-hdr'\n"},
+      {"option_output_is_a_directory", {}, "predict --gpus 1 -o {outdir}", E + "{dir}/out: cannot write output file: is a directory\n"},
+      {"option_profile_is_a_directory", {{"p/keep", ""}}, "predict --profile {dir}/p/ -o {out}",
+       E + "{dir}/p/: '--profile': cannot open file (it is a directory)\n"},
+      {"option_log_is_a_directory", {{"all_reduce_perf.log/keep", ""}}, kCmdLog,
+       E + "{dir}/all_reduce_perf.log: cannot open file (it is a directory)\n"},
+      {"sweep_merge_same_part_twice", {{"p1.csv", std::string(kSweepHeader) + "shi-chu-p40,resnet50\n"}},
+       "sweep merge {dir}/p1.csv {dir}/p1.csv -o {out}",
+       E + "{dir}/p1.csv: the same part as {dir}/p1.csv (part 1 of the list, given again as part 2): each part once\n"},
+      {"sweep_merge_copy_of_a_part", {{"p1.csv", std::string(kSweepHeader) + "shi-chu-p40,resnet50\n"},
+                                      {"p2.csv", std::string(kSweepHeader) + "shi-chu-p40,resnet50\n"}},
+       "sweep merge {dir}/p1.csv {dir}/p2.csv -o {out}",
+       E + "{dir}/p2.csv: the same part as {dir}/p1.csv (part 1 of the list, given again as part 2): each part once\n"},
+      // an NCCL_TOPO_FILE whose GPUs have no <gpu> element: the model is not guessed
+      {"xml_gpus_by_class_alone", {{"topo.xml", "<system version=\"1\">\n  <cpu numaid=\"0\" arch=\"x86_64\">\n"
+                                                "    <pci busid=\"0000:06:00.0\" class=\"0x030200\" link_speed=\"8 GT/s\" link_width=\"16\"/>\n"
+                                                "  </cpu>\n</system>\n"}},
+       kCmdXml, E + "'--gpu': {dir}/topo.xml places its GPUs by PCI class alone (no <gpu> element says which model): --gpu ID says "
+                    "which (an id of topologies/gpus.yaml)\n"},
       {"option_reproduce_format", {}, "reproduce shi-chu-2018 --format xml -o {out}",
        E + "'--format': unknown format 'xml' (expected table, json or csv)\n"},
   };
@@ -1209,8 +1266,8 @@ TEST(BadInput, RealLayoutsOnceRefusedAreAccepted) {
        kCmdXml, "{name: eth0, speed: \"100 Gb/s\"}   # speed not in the capture"},
       // GPUs of PCI class 0x0380 (display controller), NVLinked to each other
       {"xml_display_class_gpus", "topo.xml", display_class, kCmdXml, "{a: gpu0, b: gpu1, kind: nvlink, count: 2}"},
-      // an NCCL_TOPO_FILE for a VM: GPUs and NICs by their PCI class alone
-      {"xml_gpus_by_pci_class_alone", "topo.xml", class_only, kCmdXml, "{a: nic0, b: cpu0, kind: pcie, generation: 3, lanes: 16}"},
+      // an NCCL_TOPO_FILE for a VM: GPUs and NICs by their PCI class alone (which GPU, --gpu says)
+      {"xml_gpus_by_pci_class_alone", "topo.xml", class_only, kCmdXml + " --gpu v100-sxm2", "{a: nic0, b: cpu0, kind: pcie, generation: 3, lanes: 16}"},
       {"log_mpirun_tag_output", "all_reduce_perf.log", each_line(kLog, "[1,0]<stdout>:"), kCmdLog, "gpus: 4"},
       {"log_srun_label", "all_reduce_perf.log", each_line(kLog, "0: "), kCmdLog, "gpus: 4"},
       {"log_indented", "all_reduce_perf.log", each_line(kLog, "    "), kCmdLog, "gpus: 4"},

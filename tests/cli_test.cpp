@@ -3,6 +3,12 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <fcntl.h>
+#include <pwd.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
@@ -408,8 +414,8 @@ const std::string kBadYaml = temp_file("bad-yaml.yaml", "name: x\nnodes: [1\n").
 INSTANTIATE_TEST_SUITE_P(
     Catalogue, CliBadInput,
     ::testing::Values(
-        BadRun{"too_many_gpus", "predict --gpus 1,32",
-               "dlscale: '--gpus': cluster 'shi-chu-p40' holds at most 16 GPUs (4 nodes × 4), asked for 32\n"},
+        BadRun{"too_many_gpus", "predict --gpus 32,6",
+               "dlscale: '--gpus': cluster 'shi-chu-p40' holds at most 16 GPUs (4 nodes × 4), asked for 32; 6 GPUs do not fill whole nodes of 4 GPUs on cluster 'shi-chu-p40'\n"},
         BadRun{"bad_gpu_list", "predict --gpus 1,two",
                "dlscale: '--gpus': '1,two' is not a list of GPU counts ≥ 1 (e.g. 1,2,4,8)\n"},
         BadRun{"bad_format", "predict --format xml", "dlscale: '--format': unknown format 'xml' (expected table, json or csv)\n"},
@@ -505,7 +511,7 @@ TEST(Cli, OutputFileIsWrittenWholeOrNotAtAll) {
   EXPECT_EQ(r.out, "");
   EXPECT_EQ(nlohmann::json::parse(slurp(good)).at("predictions").size(), 5u);
   const auto bad = dir / "bad.json";
-  r = run_cli("predict --gpus 1,64 --format json -o " + bad.string());
+  r = run_cli("predict --gpus 64,128 --format json -o " + bad.string());
   EXPECT_EQ(r.status, 2);
   EXPECT_FALSE(std::filesystem::exists(bad));
   for (const auto& e : std::filesystem::directory_iterator(dir))
@@ -551,6 +557,113 @@ TEST(Cli, OutputWritesThroughLinksAndDevicesAndFailsOnAFullDisk) {
     EXPECT_EQ(WEXITSTATUS(status), 1);
     EXPECT_EQ(test::slurp(dir / "err"), "dlscale: cannot write standard output: No space left on device\n");
   }
+  fs::remove_all(dir);
+}
+
+// Issue 35: --gpus answers the counts the cluster can place and says on one line which it skipped and why.
+TEST(Cli, GpuCountsThatCannotBePlacedAreSkipped) {
+  const auto all = run_cli("predict --cluster dgx-a100-hdr --gpus 8,16 --format json");
+  const auto some = run_cli("predict --cluster dgx-a100-hdr --gpus 8,12,16,2000 --format json");
+  ASSERT_EQ(some.status, 0) << some.err;
+  EXPECT_EQ(some.out, all.out);  // the counts it can, as if only they were asked for
+  // dgx-a100-hdr: 128 nodes of 8 GPUs
+  EXPECT_THAT(some.err, HasSubstr("dlscale: warning: --gpus: skipped 2 of 4 counts: 12 GPUs do not fill whole nodes of 8 GPUs on "
+                                  "cluster 'dgx-a100-hdr'; cluster 'dgx-a100-hdr' holds at most 1024 GPUs (128 nodes × 8), "
+                                  "asked for 2000\n"));
+}
+
+// Issue 35: an imported cluster predicts with pytorch-ddp and storage that does not bind, and says so on the
+// first line of every prediction; what the command line gives instead is no longer called assumed.
+TEST(Cli, AnImportedClusterSaysWhatItAssumed) {
+  const auto yaml = temp_file("imported.yaml", "");
+  const std::string xml = std::string(DLSCALE_TEST_DATA_DIR) + "/topo/dgx1v-nccl-topo.xml";
+  const auto imp = run_cli("topo import nccl-xml " + xml + " -o " + yaml.string());
+  ASSERT_EQ(imp.status, 0) << imp.err;
+  const auto r = run_cli("predict --cluster " + yaml.string() + " --gpus 1,8");
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out.substr(0, r.out.find('\n')),
+            "# dlscale predict: resnet50 on dgx1v-nccl-topo, pytorch-ddp (fp32), batch 32 per GPU; assumed by the cluster file: "
+            "framework pytorch-ddp; input synthetic data (the capture names no storage); gpu v100-sxm2 (guessed from SM 70 and 6 "
+            "NVLinks per GPU)");
+  // synthetic data: no reader time at all, so the I/O column is zero and I/O is never the bottleneck
+  const auto j = nlohmann::json::parse(run_cli("predict --cluster " + yaml.string() + " --gpus 8 --format json").out);
+  for (const auto& p : j.at("predictions")) {
+    EXPECT_EQ(p.at("breakdown").at("io_s").get<double>(), 0.0);
+    EXPECT_EQ(p.at("bottleneck").get<std::string>().rfind("io", 0), std::string::npos);
+  }
+  const auto given = run_cli("predict --cluster " + yaml.string() + " --gpus 8 --framework horovod --gpu v100-sxm2 --data synthetic");
+  ASSERT_EQ(given.status, 0) << given.err;
+  EXPECT_EQ(given.out.substr(0, given.out.find('\n')), "# dlscale predict: resnet50 on dgx1v-nccl-topo, horovod (fp32), batch 32 per GPU");
+}
+
+// Issue 35: an nccl-tests log cut to its table (no '# Rank' lines, no '# nThread' header) takes the GPU count
+// from busbw/algbw when one count fits: the rows' 1.5 = 2(n−1)/n is n = 4, and 3 or 5 GPUs (1.333, 1.6) are
+// off by more than the printed digits.
+TEST(Cli, ATrimmedNcclTestsLogTakesItsGpuCountFromBusbwOverAlgbw) {
+  const std::string table =
+      "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong\n"
+      "#        (B)    (elements)                               (us)  (GB/s)  (GB/s)            (us)  (GB/s)  (GB/s)\n"
+      "     1048576        262144     float     sum      -1    50.00   20.97   31.46       0    50.00   20.97   31.46       0\n"
+      "     2097152        524288     float     sum      -1    80.00   26.21   39.32       0    80.00   26.21   39.32       0\n"
+      "# Avg bus bandwidth    : 35.39\n";
+  const auto log = temp_file("all_reduce_perf.log", table);
+  const auto cal = temp_file("trimmed-cal.yaml", "");
+  const auto r = run_cli("calibrate import nccl-tests " + log.string() + " -o " + cal.string());
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_THAT(slurp(cal), HasSubstr("gpus: 4\n"));
+  EXPECT_THAT(r.err, HasSubstr("taking 4 GPUs, the only count whose busbw/algbw factor (1.5) the rows give"));
+}
+
+// Issue 35: -o keeps the rules of a shell redirection. A file the user may not write is left as it is (the
+// rename would need only the folder's permission), as an unprivileged user in a folder anyone may write;
+// a file the user may write keeps its mode and owner when replaced.
+TEST(Cli, OutputKeepsTheRulesOfARedirection) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("dlscale-cli-modes-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  fs::permissions(dir, fs::perms::all);  // 0777: the rename into it is allowed to anyone
+  const fs::path prot = dir / "protected.txt";
+  { std::ofstream(prot) << "mine\n"; }
+  fs::permissions(prot, fs::perms::owner_read | fs::perms::group_read | fs::perms::others_read);  // 0444
+  const struct passwd* nobody = ::getpwnam("nobody");
+  const bool root = ::geteuid() == 0;
+  if (root && !nobody) GTEST_SKIP() << "running as root and no user 'nobody' to drop privileges to";
+  // The command as an unprivileged user: as root, in a child that becomes 'nobody'.
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    if (root && (::setgid(nobody->pw_gid) != 0 || ::setuid(nobody->pw_uid) != 0)) ::_exit(100);
+    const int err = ::open((dir / "err").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0666);
+    if (err < 0 || ::dup2(err, 2) < 0) ::_exit(101);
+    ::execl(DLSCALE_CLI, DLSCALE_CLI, "predict", "--gpus", "1", "-o", prot.c_str(), static_cast<char*>(nullptr));
+    ::_exit(102);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 2) << slurp(dir / "err");
+  EXPECT_EQ(slurp(dir / "err"), "dlscale: " + prot.string() + ": cannot write output file: Permission denied\n");
+  EXPECT_EQ(slurp(prot), "mine\n");
+  EXPECT_EQ(fs::status(prot).permissions() & fs::perms::mask, fs::perms(0444));
+  std::size_t entries = 0;  // no temporary file left
+  for ([[maybe_unused]] const auto& e : fs::directory_iterator(dir)) ++entries;
+  EXPECT_EQ(entries, 2U);
+  if (!root) {
+    fs::remove_all(dir);
+    GTEST_SKIP() << "the rest needs root: a file of another user that root replaces keeps its mode and owner";
+  }
+  // Root may write anything (access(W_OK) holds): the file is replaced and keeps its mode 0444 and its
+  // owner (here 'nobody'), as `cat >` would leave them.
+  ASSERT_EQ(::chown(prot.c_str(), nobody->pw_uid, nobody->pw_gid), 0);
+  const auto r = run_cli("predict --gpus 1 -o " + prot.string());
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(slurp(prot).rfind("# dlscale predict", 0), 0U);
+  EXPECT_EQ(fs::status(prot).permissions() & fs::perms::mask, fs::perms(0444));
+  struct stat st {};
+  ASSERT_EQ(::stat(prot.c_str(), &st), 0);
+  EXPECT_EQ(st.st_uid, nobody->pw_uid);
+  EXPECT_EQ(st.st_gid, nobody->pw_gid);
   fs::remove_all(dir);
 }
 

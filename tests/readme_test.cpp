@@ -71,4 +71,29 @@ TEST(Readme, EveryExampleOutputIsWhatTheCommandPrints) {
   }
 }
 
+// The README's commands are what they say: CI (.ci/run) runs the test command verbatim, and the first
+// command installs and builds only the tool (the dev preset: no tests, benchmarks or CUDA tool; no
+// test-only packages such as chromium).
+TEST(Readme, CiRunsTheTestCommandAndTheFirstCommandBuildsOnlyTheTool) {
+  const std::string readme = slurp(std::string(DLSCALE_SOURCE_DIR) + "/README.md");
+  std::vector<std::string> commands;
+  std::istringstream in(readme);
+  for (std::string line; std::getline(in, line);)
+    if (line.rfind(".ci/install-deps", 0) == 0) commands.push_back(line);
+  ASSERT_EQ(commands.size(), 2u);
+  EXPECT_EQ(commands[0], ".ci/install-deps --tool && cmake --preset dev && cmake --build --preset dev && build/bin/dlscale predict");
+  const std::string run = slurp(std::string(DLSCALE_SOURCE_DIR) + "/.ci/run");
+  EXPECT_NE(run.find("\n" + commands[1] + "\n"), std::string::npos) << commands[1];
+  const std::string presets = slurp(std::string(DLSCALE_SOURCE_DIR) + "/CMakePresets.json");
+  const auto dev = presets.find("\"name\": \"dev\"");
+  ASSERT_NE(dev, std::string::npos);
+  const std::string dev_preset = presets.substr(dev, presets.find('}', presets.find("cacheVariables", dev)) - dev);
+  for (const char* off : {"\"DLSCALE_BUILD_TESTS\": \"OFF\"", "\"DLSCALE_BUILD_BENCH\": \"OFF\"", "\"DLSCALE_BUILD_CALIBRATE\": \"OFF\""})
+    EXPECT_NE(dev_preset.find(off), std::string::npos) << off;
+  const std::string deps = slurp(std::string(DLSCALE_SOURCE_DIR) + "/.ci/install-deps");
+  const std::string tool_list = deps.substr(0, deps.find("case "));  // the packages before the test-only ones
+  for (const char* test_only : {"chromium", "libgtest-dev", "libbenchmark-dev", "clang"})
+    EXPECT_EQ(tool_list.find(test_only), std::string::npos) << test_only;
+}
+
 }  // namespace

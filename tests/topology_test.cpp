@@ -446,8 +446,13 @@ TEST(ImportLayouts, NcclXmlGb200WithC2c) {
 // bare <pci> elements; two per switch, a switch per socket.
 TEST(ImportLayouts, NcclXmlGpusAndNicsByPciClassAlone) {
   std::vector<std::string> warnings;
-  const std::string yaml = import_nccl_xml(layout("nccl-xml/vm-topo-file-pci-class-only.xml"), "v.xml", {}, &warnings);
+  // no <gpu> element names the model: --gpu must (issue 35: it was imported as the catalogue's first GPU)
+  EXPECT_THROW((void)import_nccl_xml(layout("nccl-xml/vm-topo-file-pci-class-only.xml"), "v.xml"), UsageError);
+  TopologyImportOptions opt;
+  opt.gpu = "v100-sxm2";
+  const std::string yaml = import_nccl_xml(layout("nccl-xml/vm-topo-file-pci-class-only.xml"), "v.xml", opt, &warnings);
   const Cluster c = parse_cluster(yaml, "v.yaml");
+  EXPECT_EQ(c.gpu.sm_version, 70);
   ASSERT_TRUE(c.topology);
   EXPECT_EQ(c.gpus_per_node, 4);
   EXPECT_EQ(c.topology->nic_names(), (std::vector<std::string>{"nic0", "nic1", "nic2", "nic3"}));

@@ -10,6 +10,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "dlscale/plan.hpp"
 #include "dlscale/predict.hpp"
@@ -26,6 +27,9 @@ struct RunInfo {
   std::string gpu;  // the cluster's GPU as predicted (its catalogue name; --gpu may have replaced the file's)
   int batch_per_gpu = 0;
   std::string workload;  // what `train` below was computed for (TrainingWorkload::source); "" without
+  /// What the cluster file's writer assumed (Cluster::assumed) and the command line left standing, as
+  /// "key: value" items; the table's first line and JSON's inputs.assumed say them.
+  std::vector<std::string> assumed;
 };
 
 /// Prints the predictions; with `train` (one entry per prediction, plan.hpp's time_to_train) also the time

@@ -131,7 +131,8 @@ constexpr double in_megahertz(Hertz f) noexcept { return f.base() / 1e6; }
 // ---- parsing of unit strings ------------------------------------------------------------------------
 // Each parser accepts "<number> <unit>" (the space is optional) and throws dlscale::UnitError with a
 // one-line message when the number or the unit is missing or unknown, or when the value is negative.
-// Rates (bandwidths, FLOP/s) must also be non-zero.
+// Rates must also be non-zero and physical: a bandwidth of at least 1 kB/s, a FLOP rate of at least
+// 1 MFLOPS. A value whose product with its unit exceeds the largest double is an error too.
 //   time:       s, ms, us (or µs), ns, min, h
 //   size:       B, kB, MB, GB, TB, PB (10^3 steps), KiB, MiB, GiB, TiB (2^10 steps)
 //   bandwidth:  B/s, kB/s, MB/s, GB/s, TB/s, KiB/s … TiB/s, and bit rates b/s, kb/s, Mb/s, Gb/s, Tb/s

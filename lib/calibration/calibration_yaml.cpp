@@ -191,7 +191,7 @@ Calibration read_calibration(const Node& root, const std::string& source) {
       e.dst = small_int(p.required("dst"), 0);
       if (auto v = p.optional("peer_access")) e.peer_access = v->boolean();
       if (auto v = p.optional("bandwidth")) e.bandwidth = v->bandwidth();
-      if (auto v = p.optional("latency")) e.latency = v->seconds();
+      if (auto v = p.optional("latency")) e.latency = v->latency();
       if (auto v = p.optional("bidirectional")) e.bidirectional = v->bandwidth();
       p.finish();
       c.p2p.push_back(e);

@@ -26,6 +26,7 @@
 #include "io/numbers.hpp"
 #include "dlscale/calibration.hpp"
 #include "dlscale/error.hpp"
+#include "io/files.hpp"
 
 namespace dlscale {
 namespace {
@@ -321,7 +322,48 @@ class Parser {
            fmt::format("garbled or truncated row: {} columns, the header at line {} has {}", toks.size(), header_line_,
                        cols_.count));
     }
-    add_row(toks, lineno);
+    if (gpus_from_rows_) pending_.emplace_back(toks, lineno);
+    else add_row(toks, lineno);
+  }
+
+  /// The GPU count of a table whose log says none (no '# Rank' lines, no 'nThread N nGpus M' header, no
+  /// --gpus): the n from 1 to 4096 whose factor busbw/algbw (2(n−1)/n for all-reduce, (n−1)/n for
+  /// all-gather, reduce-scatter) every row agrees with, to the printed digits of algbw and busbw, when
+  /// exactly one n does; a factor that more n fit (broadcast and reduce: 1) or none asks for --gpus.
+  int gpus_from_bandwidth_ratio() {
+    std::optional<CollectiveOp> op = curve_.op;
+    if (infer_op_)
+      for (const auto& [t, line] : pending_)
+        if (const double size = number(t[static_cast<std::size_t>(cols_.size)], line, "size"); size > 0) {
+          op = infer_op(t, size);
+          break;
+        }
+    struct Pair {
+      double alg, bus, alg_half_ulp, bus_half_ulp;  // a row's printed algbw and busbw, and half their last digit
+    };
+    std::vector<Pair> pairs;
+    for (const auto& [t, line] : pending_)
+      for (auto [a, b] : {std::pair{cols_.algbw, cols_.busbw}, std::pair{cols_.algbw_ip, cols_.busbw_ip}}) {
+        if (a < 0 || b < 0 || t[static_cast<std::size_t>(a)].text == "N/A") continue;
+        const Token &alg = t[static_cast<std::size_t>(a)], &bus = t[static_cast<std::size_t>(b)];
+        const Pair p{number(alg, line, "algbw"), number(bus, line, "busbw"), half_ulp(alg.text), half_ulp(bus.text)};
+        if (p.alg > 0) pairs.push_back(p);
+      }
+    std::vector<int> fits;
+    for (int n = 1; op && !pairs.empty() && n <= 4096 && fits.size() < 2; ++n) {
+      const double f = bus_bandwidth_factor(*op, n);
+      if (std::all_of(pairs.begin(), pairs.end(),
+                      [&](const Pair& p) { return std::fabs(p.bus - p.alg * f) <= p.bus_half_ulp + p.alg_half_ulp * f + 1e-9; }))
+        fits.push_back(n);
+    }
+    const std::string none = "no '# Rank ... device' lines and no 'nThread N nGpus M' header before the table";
+    if (fits.size() != 1)
+      fail(header_line_, 1, fmt::format("{}, and busbw/algbw {}: GPU count unknown (pass --gpus N [--nodes K], or rerun "
+                                        "and keep the whole output)", none,
+                                        fits.empty() ? "fits no GPU count" : fmt::format("fits {} and {} GPUs alike", fits[0], fits[1])));
+    warn(header_line_, fmt::format("{}: taking {} GPUs, the only count whose busbw/algbw factor ({:.4g}) the rows give "
+                                   "(--gpus N [--nodes K] corrects this)", none, fits[0], bus_bandwidth_factor(*op, fits[0])));
+    return fits[0];
   }
 
   void start_table(const std::vector<Token>& toks, int lineno) {
@@ -400,13 +442,12 @@ class Parser {
       gpus = threads_gpus_;
       if (opt_.gpus == 0)
         warn(lineno, fmt::format("no '# Rank' lines: taking the GPU count {} from nThread·nGpus (one process)", gpus));
-    } else if (opt_.gpus == 0) {
-      fail(lineno, 1, "no '# Rank ... device' lines and no 'nThread N nGpus M' header before the table: GPU count "
-                      "unknown (pass --gpus N [--nodes K], or rerun and keep the whole output)");
     }
     if (opt_.gpus > 0) gpus = opt_.gpus;
     if (opt_.nodes > 0) nodes = opt_.nodes;
-    if (nodes > gpus)
+    gpus_from_rows_ = gpus == 0;  // a trimmed log: its rows' busbw/algbw tell (gpus_from_bandwidth_ratio)
+    pending_.clear();
+    if (!gpus_from_rows_ && nodes > gpus)
       fail(lineno, 1, fmt::format("{} nodes for {} GPUs: each node runs at least one (check --gpus/--nodes)", nodes, gpus));
     curve_ = CollectiveCurve{};
     curve_.op = op.value_or(CollectiveOp::allreduce);
@@ -556,6 +597,15 @@ class Parser {
       in_table_ = skip_table_ = rows_done_ = false;
       return;
     }
+    if (gpus_from_rows_ && !pending_.empty()) {
+      curve_.gpus = gpus_from_bandwidth_ratio();
+      if (curve_.nodes > curve_.gpus)
+        fail(header_line_, 1, fmt::format("{} nodes for {} GPUs: each node runs at least one (check --gpus/--nodes)",
+                                          curve_.nodes, curve_.gpus));
+      gpus_from_rows_ = false;
+      for (const auto& [t, line] : pending_) add_row(t, line);
+      pending_.clear();
+    }
     if (infer_op_ && !passes_.empty())
       fail(header_line_, 1, "cannot tell which collective this table measures: name the file after the test "
                             "(e.g. all_reduce_perf.log) or pass --op");
@@ -662,6 +712,8 @@ class Parser {
   int threads_gpus_ = 0;
   int gpus_per_thread_ = 1;  // nGpus of the '# nThread' line: GPUs one thread issues each call on
   std::vector<Rank> ranks_;
+  bool gpus_from_rows_ = false;                           // this table's GPU count waits for its rows
+  std::vector<std::pair<std::vector<Token>, int>> pending_;  // those rows and their line numbers
   Columns cols_;
   int header_line_ = 0;
   bool in_table_ = false, rows_done_ = false;
@@ -717,11 +769,7 @@ Calibration import_nccl_tests(std::span<const std::filesystem::path> logs, const
   Calibration cal;
   cal.provenance.tool = "dlscale calibrate import nccl-tests";
   for (const auto& file : logs) {
-    std::ifstream in(file, std::ios::binary);
-    if (!in) throw InputError(SourceLocation{file.string(), 0, 0}, "", "cannot open file (no such file or not readable)");
-    std::stringstream ss;
-    ss << in.rdbuf();
-    NcclTestsLog log = parse_nccl_tests(ss.str(), file.string(), options);
+    NcclTestsLog log = parse_nccl_tests(read_input_file(file), file.string(), options);
     if (warnings) warnings->insert(warnings->end(), log.warnings.begin(), log.warnings.end());
     if (!log.gpu_name.empty()) {
       if (cal.gpu.empty()) cal.gpu = log.gpu_name;

@@ -27,6 +27,7 @@
 
 #include "dlscale/calibration.hpp"
 #include "dlscale/error.hpp"
+#include "io/files.hpp"
 
 namespace dlscale {
 namespace {
@@ -626,11 +627,7 @@ Calibration read_nvbandwidth(const std::string& raw, const std::filesystem::path
 }  // namespace
 
 Calibration import_nvbandwidth(const std::filesystem::path& file, std::vector<std::string>* warnings) {
-  std::ifstream in(file, std::ios::binary);
-  if (!in) throw InputError(SourceLocation{file.string(), 0, 0}, "", "cannot open file (no such file or not readable)");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return read_nvbandwidth(ss.str(), file, warnings);
+  return read_nvbandwidth(read_input_file(file), file, warnings);
 }
 
 Calibration parse_nvbandwidth(const std::string& json_text, const std::string& display_name, std::vector<std::string>* warnings) {

@@ -18,6 +18,7 @@
 #include "dlscale/format.hpp"
 #include "io/numbers.hpp"
 #include "io/yaml_reader.hpp"
+#include "io/files.hpp"
 
 namespace dlscale::cli {
 namespace {
@@ -161,7 +162,7 @@ void apply_calibration(const ScenarioOptions& o, Scenario& sc, RunInfo& /*info*/
   if (!o.calibration.empty()) {
     std::error_code ec;
     if (!std::filesystem::is_regular_file(o.calibration, ec))
-      throw InputError(SourceLocation{o.calibration, 0, 0}, "--calibration", "cannot open file (no such file)");
+      throw InputError(SourceLocation{o.calibration, 0, 0}, "--calibration", cannot_open(o.calibration));
     cal = std::make_shared<const Calibration>(load_calibration(o.calibration));
     // Never a silent mix of two machines: a calibration of another GPU is an error, at the line that
     // names the GPU.

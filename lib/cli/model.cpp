@@ -285,9 +285,8 @@ void setup_model(CLI::App& app) {
                    "Time and size the step as this framework runs it: its cuDNN algorithm search, attention kernel and "
                    "gradient precision (models/frameworks/NAME.yaml or a file)")
       ->type_name("NAME|FILE");
-  show->add_option("--seq-len", so->seq_len, "Rebuild a token model from models/arch/ at this sequence length")->type_name("S");
-  show->add_option("--image-size", so->image_size, "Rebuild an image model from models/arch/ at this height and width")
-      ->type_name("PIXELS");
+  add_size_option(*show, "--seq-len", so->seq_len, kSeqLenHelp, "S");
+  add_size_option(*show, "--image-size", so->image_size, kImageSizeHelp, "PIXELS");
   show->add_flag("--kernels", so->kernels, "List every kernel of every layer with its time and the algorithm chosen (needs --gpu)");
   show->add_option("--format", so->format, "table or json")->capture_default_str();
   show->add_option("-o,--output", so->output, "Write to FILE (atomically) instead of standard output")->type_name("FILE");

@@ -2,6 +2,7 @@
 // configuration that fits the GPU's memory; print the top few and why the other strategies lose.
 #include <fmt/format.h>
 
+#include <cmath>
 #include <chrono>
 #include <string>
 #include <vector>
@@ -80,7 +81,8 @@ void run_plan(const PlanCliOptions& o) {
   space.micro_batches = counts(o.micro_batches, "--micro-batches");
   space.accumulations = counts(o.accumulations, "--accumulations");
   if (o.target_given) {
-    if (!(o.target_tokens > 0.0)) throw UsageError("--target-tokens", "the tokens to train on must be positive");
+    if (!(o.target_tokens > 0.0 && std::isfinite(o.target_tokens)))
+      throw UsageError("--target-tokens", fmt::format("the tokens to train on must be a positive number, got {}", o.target_tokens));
     if (sc.network.input_kind != "tokens")
       throw UsageError("--target-tokens", fmt::format("'{}' takes images, not tokens", sc.network.name));
     space.target_tokens = o.target_tokens;
@@ -108,8 +110,7 @@ void setup_plan(CLI::App& app) {
   cmd->add_option("--precision", opt->scenario.precision,
                   "fp32, tf32, bf16 or fp16 (default: bf16, or fp16 on a GPU without bf16 such as the V100)");
   cmd->add_option("--optimizer", opt->scenario.optimizer, "sgd, momentum, adam, adamw or lamb (default: adamw for token models)");
-  cmd->add_option("--seq-len", opt->scenario.seq_len, "Rebuild a token model from models/arch/ at this sequence length")
-      ->type_name("S");
+  add_size_option(*cmd, "--seq-len", opt->scenario.seq_len, kSeqLenHelp, "S");
   cmd->add_option("--frameworks", opt->frameworks, "Framework strategies to try, comma-separated")
       ->type_name("LIST")
       ->capture_default_str();

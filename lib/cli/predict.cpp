@@ -27,7 +27,7 @@ void run_predict(const PredictOptions& o) {
   RunInfo info;
   info.command_line = command_line();
   Predictor predictor(build_scenario(o.scenario, info));
-  if (gpus.empty()) gpus = default_gpu_counts(predictor.scenario().cluster);
+  gpus = gpus.empty() ? default_gpu_counts(predictor.scenario().cluster) : placeable_gpu_counts(predictor, gpus);
   const auto preds = predictor.predict(gpus);  // everything computed before anything is printed
   warn_memory_by_gpu_count(predictor.scenario(), preds);
   std::vector<TrainingCost> train;

@@ -27,8 +27,9 @@ void run_report(const ReportCliOptions& o) {
   RunInfo info;
   info.command_line = command_line();
   const Scenario sc = build_scenario(o.scenario, info);
-  const std::vector<int> gpus = o.scenario.gpus.empty() ? default_gpu_counts(sc.cluster) : parse_gpu_list(o.scenario.gpus);
   const Predictor predictor(sc);
+  const std::vector<int> gpus =
+      o.scenario.gpus.empty() ? default_gpu_counts(sc.cluster) : placeable_gpu_counts(predictor, parse_gpu_list(o.scenario.gpus));
   const auto preds = predictor.predict(gpus);
   warn_memory_by_gpu_count(sc, preds);
   const auto coll = sc.collectives ? sc.collectives : make_collective_model(sc.cluster);

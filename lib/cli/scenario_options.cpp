@@ -55,11 +55,28 @@ ClusterOverrides cluster_overrides(const ScaleOptions& o) {
 }
 
 void add_jitter_option(CLI::App& cmd, double& jitter_cv) {
-  cmd.add_option("--jitter-cv", jitter_cv,
-                 "Coefficient of variation of a GPU's compute time per iteration (replaces the framework's jitter_cv; "
-                 "0: no wait for the slowest GPU)")
-      ->check(CLI::Range(0.0, 0.999999))
+  // A NaN passes every comparison's negation: without the test here it would read as "not given".
+  cmd.add_option_function<double>(
+         "--jitter-cv",
+         [&jitter_cv](const double& v) {
+           if (!(v >= 0.0 && v < 1.0))
+             throw UsageError("--jitter-cv", fmt::format("a coefficient of variation is a number ≥ 0 and < 1 (0.02 for 2 %), got {}", v));
+           jitter_cv = v;
+         },
+         "Coefficient of variation of a GPU's compute time per iteration (replaces the framework's jitter_cv; "
+         "0: no wait for the slowest GPU)")
       ->type_name("CV");
+}
+
+void add_size_option(CLI::App& cmd, const std::string& name, int& target, const std::string& help, const std::string& type) {
+  cmd.add_option_function<int>(
+         name,
+         [&target, name](const int& v) {
+           if (v < 1) throw UsageError(name, fmt::format("must be a whole number ≥ 1, got {}", v));
+           target = v;
+         },
+         help)
+      ->type_name(type);
 }
 
 void add_scenario_options(CLI::App& cmd, ScenarioOptions& o) {
@@ -77,8 +94,13 @@ void add_scenario_options(CLI::App& cmd, ScenarioOptions& o) {
          },
          "Samples per GPU per iteration (weak scaling)")
       ->type_name("M");
-  cmd.add_option("--gpus", o.gpus,
-                 "GPU counts, comma-separated (default: 1,2,4,8,16 and one node, those the cluster holds in whole nodes, "
+  cmd.add_option_function<std::string>(
+         "--gpus",
+         [&o](const std::string& v) {
+           if (v.empty()) (void)parse_gpu_list(v);  // an empty list is an error, not the default counts
+           o.gpus = v;
+         },
+         "GPU counts, comma-separated (default: 1,2,4,8,16 and one node, those the cluster holds in whole nodes, "
                  "and the whole cluster up to 16)")
       ->type_name("LIST");
   cmd.add_option("--profile", o.profile, "Measured single-GPU phase times (and optional measured values at larger counts)")
@@ -107,8 +129,8 @@ void add_scenario_options(CLI::App& cmd, ScenarioOptions& o) {
   cmd.add_flag("--offload-optimizer", o.offload_optimizer,
                "CPU offload of a sharded framework's optimiser state (ZeRO-Offload): the step runs on the CPU");
   add_jitter_option(cmd, o.jitter_cv);
-  cmd.add_option("--seq-len", o.seq_len, "Rebuild a token model from models/arch/ at this sequence length")->type_name("S");
-  cmd.add_option("--image-size", o.image_size, "Rebuild an image model from models/arch/ at this height and width")->type_name("PIXELS");
+  add_size_option(cmd, "--seq-len", o.seq_len, kSeqLenHelp, "S");
+  add_size_option(cmd, "--image-size", o.image_size, kImageSizeHelp, "PIXELS");
   cmd.add_option("--compute-params", o.compute_params,
                  "Kernel-model parameters (topologies/compute-params.yaml's schema; what `dlscale calibrate fit` writes)")
       ->type_name("FILE");
@@ -173,6 +195,23 @@ std::vector<int> parse_gpu_list(const std::string& text) {
     out.push_back(v);
     start = end + 1;
   }
+  return out;
+}
+
+std::vector<int> placeable_gpu_counts(const Predictor& predictor, std::span<const int> counts) {
+  std::vector<int> out;
+  std::vector<std::string> skipped;
+  for (int g : counts) {
+    try {
+      (void)predictor.place(g);
+      out.push_back(g);
+    } catch (const UsageError& e) {
+      skipped.push_back(e.message());
+    }
+  }
+  if (out.empty()) throw UsageError("--gpus", fmt::format("{}", fmt::join(skipped, "; ")));
+  if (!skipped.empty())
+    defer_note(fmt::format("warning: --gpus: skipped {} of {} counts: {}", skipped.size(), counts.size(), fmt::join(skipped, "; ")));
   return out;
 }
 
@@ -347,6 +386,12 @@ Scenario build_scenario(const ScenarioOptions& o, RunInfo& info) {
   }
 
   info.cluster = sc.cluster.name;
+  // What the cluster file assumed, less what the command line (or the profile) says instead.
+  for (const auto& [key, what] : sc.cluster.assumed) {
+    const bool replaced = (key == "framework" && (!o.framework.empty() || !o.profile.empty())) || (key == "gpu" && !o.scale.gpu.empty()) ||
+                          (key == "input" && !o.data.empty()) || (key == "nics" && !o.scale.fabric.empty());
+    if (!replaced) info.assumed.push_back(fmt::format("{} {}", key, what));
+  }
   info.gpu = sc.cluster.gpu.name;
   info.model = sc.network.name;
   info.framework = sc.strategy.name;

@@ -72,10 +72,18 @@ inline constexpr int kDefaultBatch = 32;
 
 /// --jitter-cv CV into `jitter_cv` (ScenarioOptions::jitter_cv; plan's frameworks take it too).
 void add_jitter_option(CLI::App& cmd, double& jitter_cv);
+/// `NAME N` into `target`, a length or size that must be at least 1 (--seq-len, --image-size): a 0 given is
+/// an error naming the option, not the "not given" that the default 0 means.
+inline constexpr const char* kSeqLenHelp = "Rebuild a token model from models/arch/ at this sequence length";
+inline constexpr const char* kImageSizeHelp = "Rebuild an image model from models/arch/ at this height and width";
+void add_size_option(CLI::App& cmd, const std::string& name, int& target, const std::string& help, const std::string& type);
 void add_scenario_options(CLI::App& cmd, ScenarioOptions& o);
 /// Loads every input named by the options; all errors are InputError/UsageError.
 Scenario build_scenario(const ScenarioOptions& o, RunInfo& info);
 std::vector<int> parse_gpu_list(const std::string& text);
+/// The counts of `counts` that the predictor's cluster can place (Predictor::place); the others are said on
+/// one deferred warning line with the reason for each. None placeable: a UsageError naming --gpus.
+std::vector<int> placeable_gpu_counts(const Predictor& predictor, std::span<const int> counts);
 /// The GPU counts without --gpus: 1, 2, 4, 8, 16 and one node, those the cluster holds (more than a node only in
 /// whole nodes), with the whole cluster when it has 16 GPUs or fewer: 1,2,4,8,16 on the Shi & Chu cluster,
 /// 1,2,4,8 on one 8-GPU server, 1,2,4,6 on one 6-GPU node.

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <fmt/ostream.h>
 
+#include <cmath>
 #include <charconv>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -84,8 +85,8 @@ sim::SimOptions to_sim_options(const SimulateOptions& o) {
     auto [g, v] = split_pair("--speed", text);
     double f = 0.0;
     auto [ptr, ec] = std::from_chars(v.data(), v.data() + v.size(), f);
-    if (ec != std::errc() || ptr != v.data() + v.size() || !(f > 0.0))
-      throw UsageError("--speed", fmt::format("'{}': the speed factor must be a number > 0", text));
+    if (ec != std::errc() || ptr != v.data() + v.size() || !(f > 0.0) || !std::isfinite(f))
+      throw UsageError("--speed", fmt::format("'{}': the speed factor must be a finite number > 0", text));
     s.speed.emplace_back(g, f);
   }
   for (const auto& text : o.node_gpu) {
@@ -154,7 +155,8 @@ void run_simulate(const SimulateOptions& o) {
   info.command = "simulate";
   info.command_line = command_line();
   sim::Simulator simulator(build_scenario(o.scenario, info), sopt);
-  if (gpus.empty()) gpus = default_gpu_counts(simulator.predictor().scenario().cluster);
+  gpus = gpus.empty() ? default_gpu_counts(simulator.predictor().scenario().cluster)
+                     : placeable_gpu_counts(simulator.predictor(), gpus);
   const auto results = simulator.run(gpus);  // everything computed before anything is printed
   const Scenario& sc = simulator.predictor().scenario();
   info.collective_model =

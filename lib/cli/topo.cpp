@@ -12,6 +12,7 @@
 #include "dlscale/io.hpp"
 #include "dlscale/report.hpp"
 #include "dlscale/topology.hpp"
+#include "io/files.hpp"
 
 namespace dlscale::cli {
 namespace {
@@ -109,14 +110,6 @@ void run_show(const ShowOptions& o) {
   emit(out.str(), o.output);
 }
 
-std::string read_all(const std::string& file) {
-  std::ifstream in(file, std::ios::binary);
-  if (!in) throw InputError(SourceLocation{file, 0, 0}, "", "cannot open file (no such file or not readable)");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 void run_import(const ImportOptions& o, bool xml) {
   TopologyImportOptions opt;
   opt.gpu = o.gpu;
@@ -124,7 +117,7 @@ void run_import(const ImportOptions& o, bool xml) {
   const ClusterOverrides ov = cluster_overrides(o.scale);
   opt.nodes = ov.nodes;
   opt.fabric = ov.fabric;
-  const std::string text = read_all(o.file);
+  const std::string text = read_input_file(o.file);
   std::vector<std::string> warnings;
   const std::string yaml = xml ? import_nccl_xml(text, o.file, opt, &warnings) : import_nvidia_smi(text, o.file, opt, &warnings);
   // The file written must load: an import that writes a cluster dlscale then refuses is a bug, said now.

@@ -13,6 +13,7 @@
 #include "dlscale/error.hpp"
 #include "dlscale/io.hpp"
 #include "dlscale/strategy.hpp"
+#include "io/files.hpp"
 
 namespace dlscale {
 namespace fs = std::filesystem;
@@ -46,8 +47,7 @@ struct Raw {
 }  // namespace
 
 std::vector<ThroughputSample> read_throughput_csv(const fs::path& file, const MeasurementOptions& opt) {
-  std::ifstream in(file);
-  if (!in) throw InputError(SourceLocation{file.string(), 0, 0}, "measurements", "cannot open file (no such file)");
+  std::istringstream in(read_input_file(file, "measurements"));
   std::string line;
   int lineno = 0;
   std::vector<std::string> header;

@@ -90,17 +90,31 @@ void require_positive(double v, std::string_view text) {
   if (v == 0) throw UnitError("'" + std::string(text) + "' must be greater than zero");
 }
 
+/// v·scale in base units; a product past the largest double (e.g. "1e300 TB/s") is an error, not infinity.
+double in_base(double v, double scale, std::string_view text) {
+  const double x = v * scale;
+  if (!std::isfinite(x)) throw UnitError("'" + std::string(text) + "' is too large");
+  return x;
+}
+
+/// A rate below `floor` (base units) is no physical link, disk or processor: an exponent or unit typed wrong
+/// ("1e-300 GB/s" would make a 300-digit iteration time and blame the wrong link).
+void require_physical(double x, double floor, std::string_view floor_text, std::string_view text) {
+  if (x < floor)
+    throw UnitError("'" + std::string(text) + "' is below " + std::string(floor_text) + ", slower than any real hardware");
+}
+
 }  // namespace
 
 Seconds parse_seconds(std::string_view text) {
   const auto [v, unit] = split(text, "time");
-  if (const auto* u = find(kTime, unit)) return Seconds::from_base(v * u->scale);
+  if (const auto* u = find(kTime, unit)) return Seconds::from_base(in_base(v, u->scale, text));
   unknown_unit(text, unit, "time", "s, ms, us, ns");
 }
 
 Bytes parse_bytes(std::string_view text) {
   const auto [v, unit] = split(text, "size");
-  if (const auto* u = find(kSize, unit)) return Bytes::from_base(v * u->scale);
+  if (const auto* u = find(kSize, unit)) return Bytes::from_base(in_base(v, u->scale, text));
   unknown_unit(text, unit, "size", "B, kB, MB, GB, KiB, MiB, GiB");
 }
 
@@ -118,14 +132,16 @@ BytesPerSecond parse_bandwidth(std::string_view text) {
   }
   if (scale < 0) unknown_unit(text, unit, "bandwidth", "B/s, MB/s, GB/s, GiB/s, Mb/s, Gb/s");
   require_positive(v, text);
-  return BytesPerSecond::from_base(v * scale);
+  const double bytes_per_s = in_base(v, scale, text);
+  require_physical(bytes_per_s, 1e3, "1 kB/s", text);
+  return BytesPerSecond::from_base(bytes_per_s);
 }
 
 Flops parse_flops(std::string_view text) {
   const auto [v, unit] = split(text, "FLOP count");
   const double s = prefixed(unit, "FLOP");
   if (s < 0) unknown_unit(text, unit, "FLOP count", "FLOP, MFLOP, GFLOP, TFLOP");
-  return Flops::from_base(v * s);
+  return Flops::from_base(in_base(v, s, text));
 }
 
 FlopsPerSecond parse_flops_rate(std::string_view text) {
@@ -134,14 +150,16 @@ FlopsPerSecond parse_flops_rate(std::string_view text) {
   if (s < 0) s = prefixed(unit, "FLOP/s");
   if (s < 0) unknown_unit(text, unit, "FLOP rate", "GFLOPS, TFLOPS, TFLOP/s");
   require_positive(v, text);
-  return FlopsPerSecond::from_base(v * s);
+  const double flops_per_s = in_base(v, s, text);
+  require_physical(flops_per_s, 1e6, "1 MFLOPS", text);
+  return FlopsPerSecond::from_base(flops_per_s);
 }
 
 Hertz parse_frequency(std::string_view text) {
   const auto [v, unit] = split(text, "frequency");
   const double s = prefixed(unit, "Hz");
   if (s < 0) unknown_unit(text, unit, "frequency", "Hz, MHz, GHz");
-  return Hertz::from_base(v * s);
+  return Hertz::from_base(in_base(v, s, text));
 }
 
 }  // namespace dlscale

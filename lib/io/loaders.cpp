@@ -22,6 +22,7 @@
 #include "io/text.hpp"
 #include "io/yaml_reader.hpp"
 #include "topology/parse.hpp"
+#include "io/files.hpp"
 
 #ifndef DLSCALE_SOURCE_DATA_DIR
 #define DLSCALE_SOURCE_DATA_DIR ""
@@ -90,7 +91,7 @@ fs::path resolve(DataKind kind, std::string_view name_or_file, std::string_view 
                                as_path.extension() == ".yml";
   if (looks_like_path || fs::is_regular_file(as_path, ec)) {
     if (!fs::is_regular_file(as_path, ec))
-      throw InputError(SourceLocation{std::string(name_or_file), 0, 0}, std::string(option), "cannot open file (no such file)");
+      throw InputError(SourceLocation{std::string(name_or_file), 0, 0}, std::string(option), cannot_open(as_path));
     return as_path;
   }
   const fs::path candidate = folder(kind) / (std::string(name_or_file) + ".yaml");
@@ -386,7 +387,7 @@ LinkSpec read_link(const Node& n) {
   MapReader m(n);
   LinkSpec l;
   l.bandwidth = m.required("bandwidth").bandwidth();
-  if (auto lat = m.optional("latency")) l.latency = lat->seconds();
+  if (auto lat = m.optional("latency")) l.latency = lat->latency();
   m.finish();
   return l;
 }
@@ -611,6 +612,13 @@ Cluster read_cluster(const Node& root, const std::string& source, const ClusterO
     const auto known = list_names(DataKind::framework);
     if (std::find(known.begin(), known.end(), c.framework) == known.end())
       n->fail(fmt::format("unknown framework '{}' (a name in models/frameworks/: {})", c.framework, fmt::join(known, ", ")));
+  }
+  if (auto n = m.optional("assumed")) {
+    for (auto& [key, value] : MapReader(*n).entries()) {
+      if (key != "framework" && key != "input" && key != "gpu" && key != "cpu" && key != "nics")
+        value.fail("unknown key (known keys here: cpu, framework, gpu, input, nics)");
+      c.assumed.emplace_back(key, value.scalar());
+    }
   }
   if (auto n = m.optional("price_per_gpu_hour")) {  // "2.5 USD": an amount and a currency code
     const std::string text = n->scalar();

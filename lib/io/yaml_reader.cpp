@@ -1,4 +1,5 @@
 #include "io/yaml_reader.hpp"
+#include "io/files.hpp"
 
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
@@ -245,6 +246,11 @@ T Node::quantity(T (*parse)(std::string_view)) const {
 }
 
 Seconds Node::seconds() const { return quantity(&parse_seconds); }
+Seconds Node::latency() const {
+  const Seconds t = seconds();
+  if (t > dlscale::seconds(60.0)) fail(fmt::format("'{}' is more than a minute, longer than any link's latency", scalar()));
+  return t;
+}
 Bytes Node::bytes() const { return quantity(&parse_bytes); }
 BytesPerSecond Node::bandwidth() const { return quantity(&parse_bandwidth); }
 Flops Node::flops() const { return quantity(&parse_flops); }
@@ -276,11 +282,7 @@ std::vector<std::int64_t> Node::integer_list() const {
 }
 
 Node load_file(const std::filesystem::path& file) {
-  std::ifstream in(file, std::ios::binary);
-  if (!in) throw InputError(SourceLocation{file.string(), 0, 0}, "", "cannot open file (no such file or not readable)");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return parse_text(ss.str(), file.string());
+  return parse_text(read_input_file(file), file.string());
 }
 
 Node load_string(const std::string& text, const std::string& display_name) { return parse_text(text, display_name); }

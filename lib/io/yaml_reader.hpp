@@ -60,6 +60,8 @@ class Node {
   [[nodiscard]] int int_at_most(int max) const;
   [[nodiscard]] bool boolean() const;
   [[nodiscard]] Seconds seconds() const;
+  /// A link's or a fabric's latency: a time of at most a minute (more is a unit typed wrong: "5 min" for "5 us").
+  [[nodiscard]] Seconds latency() const;
   [[nodiscard]] Bytes bytes() const;
   [[nodiscard]] BytesPerSecond bandwidth() const;
   [[nodiscard]] Flops flops() const;

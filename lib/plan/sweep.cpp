@@ -21,6 +21,7 @@
 #include "dlscale/io.hpp"
 #include "io/gpu_entry.hpp"
 #include "io/yaml_reader.hpp"
+#include "io/files.hpp"
 
 namespace dlscale {
 namespace fs = std::filesystem;
@@ -187,7 +188,7 @@ LinkSpec read_link_override(const Node& n) {
   if (n.is_map()) {
     MapReader m(n);
     l.bandwidth = m.required("bandwidth").bandwidth();
-    if (auto lat = m.optional("latency")) l.latency = lat->seconds();
+    if (auto lat = m.optional("latency")) l.latency = lat->latency();
     m.finish();
   } else {
     l.bandwidth = n.bandwidth();
@@ -736,14 +737,22 @@ std::string merge_sweep_parts(std::span<const fs::path> parts) {
   if (parts.empty()) throw UsageError("PART", "give the parts of a sharded sweep, in order");
   std::string out;
   bool csv = false;
+  std::vector<std::string> texts;
   for (std::size_t i = 0; i < parts.size(); ++i) {
     const std::string name = parts[i].string();
-    std::ifstream in(parts[i], std::ios::binary);
-    if (!in) throw InputError(SourceLocation{name, 0, 0}, "", "cannot open file (no such file or not readable)");
-    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const std::string text = read_input_file(parts[i]);
     auto fail = [&](int line, int col, const std::string& what) {
       throw InputError(SourceLocation{name, line, col}, "", what);
     };
+    // A part given twice (the same file, or a copy with the same rows) would repeat its rows; two parts
+    // without rows are the same harmlessly.
+    for (std::size_t j = 0; j < i; ++j) {
+      std::error_code ec;
+      if (fs::equivalent(parts[i], parts[j], ec) || (text == texts[j] && !text.empty() && text != kCsvHeader))
+        fail(0, 0, fmt::format("the same part as {} (part {} of the list, given again as part {}): each part once",
+                               parts[j].string(), j + 1, i + 1));
+    }
+    texts.push_back(text);
     if (i == 0) csv = text.starts_with(kCsvHeader.substr(0, kCsvHeader.find(',') + 1));
     if (!text.empty() && text.back() != '\n') {
       const int line = static_cast<int>(std::count(text.begin(), text.end(), '\n')) + 1;

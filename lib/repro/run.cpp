@@ -18,6 +18,7 @@
 #include "dlscale/reproduce.hpp"
 #include "io/input_entry.hpp"
 #include "repro/spec.hpp"
+#include "io/files.hpp"
 
 namespace dlscale::repro {
 namespace fs = std::filesystem;
@@ -389,7 +390,7 @@ std::vector<fs::path> select_scenarios(std::string_view paper_or_file) {
   std::error_code ec;
   if (paper_or_file.find('/') != std::string_view::npos || as_path.extension() == ".yaml") {
     if (!fs::is_regular_file(as_path, ec))
-      throw InputError(SourceLocation{std::string(paper_or_file), 0, 0}, "PAPER", "cannot open file (no such file)");
+      throw InputError(SourceLocation{std::string(paper_or_file), 0, 0}, "PAPER", cannot_open(as_path));
     return {as_path};
   }
   const auto all = scenario_files();

@@ -111,7 +111,7 @@ LinkSpec read_link(const Node& n) {
   MapReader m(n);
   LinkSpec l;
   l.bandwidth = m.required("bandwidth").bandwidth();
-  if (auto x = m.optional("latency")) l.latency = x->seconds();
+  if (auto x = m.optional("latency")) l.latency = x->latency();
   m.finish();
   return l;
 }

@@ -41,6 +41,7 @@ struct ImportedNode {
   std::vector<ImportedLink> links;
   int nvlinks_per_gpu = 0;  // a GPU's NVLinks (to the switches, or summed over its peers)
   bool cpu_known = false;   // the dump says which CPU (NCCL's XML does, nvidia-smi does not)
+  bool gpu_unnamed = false;  // no GPU in the file says what it is (an NCCL_TOPO_FILE's GPUs by PCI class alone)
   std::vector<std::string> notes;  // what was guessed or defaulted: warnings, and comments in the YAML
 };
 
@@ -98,7 +99,15 @@ std::string cpu_link_kind(const ImportedCpu& c) {
   return "upi";
 }
 
-std::string to_yaml(const ImportedNode& n, const std::string& gpu_id, int nodes, const std::optional<FabricSpec>& fabric) {
+/// `text` as a double-quoted YAML scalar.
+std::string quoted(const std::string& text) {
+  std::string out = "\"";
+  for (char ch : text) out += ch == '"' || ch == '\\' ? std::string("\\") + ch : std::string(1, ch);
+  return out + "\"";
+}
+
+std::string to_yaml(const ImportedNode& n, const std::string& gpu_id, int nodes, const std::optional<FabricSpec>& fabric,
+                    const std::vector<std::pair<std::string, std::string>>& assumed) {
   std::ostringstream o;
   o << "# Imported by dlscale from " << n.source << " (" << n.what << ").\n"
     << "# Check 'gpu', 'nodes' and 'storage': the capture does not say.\n";
@@ -113,9 +122,13 @@ std::string to_yaml(const ImportedNode& n, const std::string& gpu_id, int nodes,
     << "nodes: " << nodes << "\n"
     << "gpus_per_node: " << n.gpus << "\n"
     << "gpu: " << gpu_id << "\n"
+    << "framework: pytorch-ddp  # assumed: the capture does not say\n"
     << "storage:                # placeholders: not in the capture\n"
     << "  disk: \"1 GB/s\"\n"
-    << "  page_cache: \"10 GB/s\"\n";
+    << "  page_cache: \"10 GB/s\"\n"
+    << "input: {data: synthetic}  # so that the placeholders do not bind: give an input section (or --data) for real I/O\n"
+    << "assumed:                # said by every prediction on this cluster\n";
+  for (const auto& [key, what] : assumed) o << "  " << key << ": " << quoted(what) << "\n";
   if (fabric)
     o << "fabric:\n"
       << "  kind: " << fabric->kind << "\n"
@@ -207,9 +220,13 @@ void apply_fabric(ImportedNode& n, const FabricSpec& f) {
 std::string finish(ImportedNode& n, const TopologyImportOptions& opt, std::vector<std::string>* warnings) {
   std::vector<std::string> said = std::move(n.notes);  // for stderr; the same lines go into the YAML as comments
   n.notes.clear();
+  // for the YAML's `assumed:`, which every prediction on the cluster says
+  std::vector<std::pair<std::string, std::string>> assumed{
+      {"framework", "pytorch-ddp"}, {"input", "synthetic data (the capture names no storage)"}};
   if (!opt.cpu.empty()) {
     apply_cpu_option(n, opt.cpu);
   } else if (!n.cpu_known) {
+    assumed.emplace_back("cpu", "Intel (not in the capture)");
     said.push_back(fmt::format("the CPU is not in the capture: assuming Intel {}(--cpu amd, --cpu intel:skylake … says which)",
                                n.cpus.size() > 1 ? "sockets joined by QPI " : ""));
   }
@@ -219,6 +236,9 @@ std::string finish(ImportedNode& n, const TopologyImportOptions& opt, std::vecto
       l.kind = cpu_link_kind(it == n.cpus.end() ? ImportedCpu{} : *it);
     }
   std::string gpu_id;
+  if (opt.gpu.empty() && n.gpu_unnamed)
+    throw UsageError("--gpu", fmt::format("{} places its GPUs by PCI class alone (no <gpu> element says which model): "
+                                          "--gpu ID says which (an id of topologies/gpus.yaml)", n.source));
   if (!opt.gpu.empty()) {
     try {
       gpu_id = opt.gpu;
@@ -237,16 +257,19 @@ std::string finish(ImportedNode& n, const TopologyImportOptions& opt, std::vecto
       if (a != id) others += (others.empty() ? "" : ", ") + a;
     said.push_back(fmt::format("gpu '{}' guessed from {}{}: --gpu ID says which", id, from,
                                others.empty() ? "" : " (also: " + others + ")"));
+    assumed.emplace_back("gpu", fmt::format("{} (guessed from {})", id, from));
   }
   if (opt.nodes < 0) throw UsageError("--nodes", "a cluster needs at least one node");
   if (opt.nodes > 1 && !opt.fabric)
     throw UsageError("--nodes", "a cluster of more than one node needs --fabric KIND:SPEED[:COUNT] (e.g. infiniband:200Gb/s)");
   if (opt.fabric) apply_fabric(n, *opt.fabric);
+  if (std::any_of(n.nics.begin(), n.nics.end(), [](const auto& nic) { return nic.second.empty(); }))
+    assumed.emplace_back("nics", "100 Gb/s each (not in the capture)");
   for (const auto& s : said) {
     n.notes.push_back(s);
     if (warnings) warnings->push_back(fmt::format("{}: {}", n.source, s));
   }
-  return to_yaml(n, gpu_id, std::max(1, opt.nodes), opt.fabric);
+  return to_yaml(n, gpu_id, std::max(1, opt.nodes), opt.fabric, assumed);
 }
 
 /// `line` with terminal escape sequences blanked: nvidia-smi underlines the header on a terminal
@@ -895,6 +918,7 @@ std::string import_nccl_xml(const std::string& text, const std::string& file, co
   if (gpus.empty())
     fail_at_element(file, *system, "no <gpu> in the dump (and no <pci> of a GPU class): rerun with NCCL_TOPO_DUMP_FILE=FILE "
                                    "set and import that file whole");
+  node.gpu_unnamed = class_only_gpus == static_cast<int>(gpus.size());
   if (class_only_gpus + class_only_nics > 0)
     node.notes.push_back(fmt::format("{} GPU(s) and {} NIC(s) are placed by their PCI class alone (an NCCL_TOPO_FILE: NCCL "
                                      "adds their <gpu> and <nic> at run time): the file has no NVLink and no NIC speed, "

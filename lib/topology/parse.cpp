@@ -79,7 +79,7 @@ std::shared_ptr<const Topology> read_topology(const Node& node, const std::optio
       impl->fabric.flows = n->int_at_most(1024);
       if (impl->fabric.flows < 1) n->fail("a connection uses at least one flow");
     }
-    if (auto n = f.optional("latency")) impl->fabric.latency = n->seconds();
+    if (auto n = f.optional("latency")) impl->fabric.latency = n->latency();
     if (auto n = f.optional("sharp")) {
       impl->fabric.sharp = n->boolean();
       if (impl->fabric.sharp && impl->fabric.kind != "infiniband")
@@ -210,7 +210,7 @@ std::shared_ptr<const Topology> read_topology(const Node& node, const std::optio
       e.generation = n->int_at_most(64);
       if (e.generation < 0) n->fail(fmt::format("must not be negative, got {}", e.generation));
     }
-    if (auto n = l.optional("latency")) e.latency = n->seconds();
+    if (auto n = l.optional("latency")) e.latency = n->latency();
     std::optional<BytesPerSecond> bw;
     if (auto n = l.optional("bandwidth")) bw = n->bandwidth();
     l.finish();

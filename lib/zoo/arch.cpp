@@ -15,6 +15,7 @@
 #include "dlscale/io.hpp"
 #include "dlscale/zoo.hpp"
 #include "io/yaml_reader.hpp"
+#include "io/files.hpp"
 
 namespace dlscale {
 namespace fs = std::filesystem;
@@ -716,7 +717,7 @@ fs::path resolve_architecture(std::string_view name_or_file, std::string_view op
   std::error_code ec;
   if (name_or_file.find('/') != std::string_view::npos || as_path.extension() == ".yaml") {
     if (!fs::is_regular_file(as_path, ec))
-      throw InputError(SourceLocation{std::string(name_or_file), 0, 0}, std::string(option), "cannot open file (no such file)");
+      throw InputError(SourceLocation{std::string(name_or_file), 0, 0}, std::string(option), cannot_open(as_path));
     return as_path;
   }
   const fs::path candidate = architecture_dir() / (std::string(name_or_file) + ".yaml");

@@ -103,7 +103,10 @@ struct Simulator::Impl {
     if (opt.readers_per_node < 1) throw UsageError("--readers", "at least one reader thread per node");
     if (opt.prefetch_depth < 0) throw UsageError("--prefetch-depth", "the prefetch queue holds at least one batch (0: the framework's io.depth)");
     if (opt.gpus_per_pcie_switch < 1) throw UsageError("--gpus-per-pcie-switch", "at least one GPU per switch");
-    if (opt.compute_jitter < 0 || opt.link_jitter < 0) throw UsageError("--jitter", "a jitter σ cannot be negative");
+    if (!(opt.compute_jitter >= 0 && std::isfinite(opt.compute_jitter)))
+      throw UsageError("--jitter", fmt::format("a jitter σ is a finite number ≥ 0, got {}", opt.compute_jitter));
+    if (!(opt.link_jitter >= 0 && std::isfinite(opt.link_jitter)))
+      throw UsageError("--link-jitter", fmt::format("a jitter σ is a finite number ≥ 0, got {}", opt.link_jitter));
     if (opt.cycle_time <= Seconds{}) throw UsageError("--cycle-time", "the Horovod cycle time must be positive");
     for (const auto& [g, f] : opt.speed)
       if (!(f > 0.0) || g < 0) throw UsageError("--speed", fmt::format("GPU {} speed factor {} must be > 0", g, f));
