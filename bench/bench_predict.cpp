@@ -88,15 +88,9 @@ dlscale::Scenario llama70b_scenario() {
   ClusterOverrides ov;
   ov.nodes = 8;
   sc.cluster = load_cluster(resolve(DataKind::cluster, "dgx-h100-ndr", "--cluster"), ov);
-  DecoderShape d;
-  d.layers = 80;
-  d.hidden = 8192;
-  d.heads = 64;
-  d.kv_heads = 8;
-  d.ffn = 28672;
-  d.vocab = 32000;
-  d.seq = 4096;
-  sc.network = build_decoder(d, "llama2-70b");
+  sc.network = build_decoder(
+      DecoderShape{.layers = 80, .hidden = 8192, .heads = 64, .kv_heads = 8, .ffn = 28672, .vocab = 32000, .seq = 4096},
+      "llama2-70b");
   sc.strategy = load_strategy(resolve(DataKind::framework, "torchtitan", "--framework"));
   sc.batch_per_gpu = 1;
   sc.compute.precision = Precision::bf16;

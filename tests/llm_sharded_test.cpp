@@ -351,14 +351,8 @@ namespace {
 // The worked example of docs/compute-model.md ("Language-model training: a worked example"): Llama-2-7B at
 // sequence 4096 on 8 H100s under FSDP full shard, every figure derived by hand from the shape.
 Network llama2_7b() {
-  DecoderShape d;
-  d.layers = 32;
-  d.hidden = 4096;
-  d.heads = 32;
-  d.ffn = 11008;
-  d.vocab = 32000;
-  d.seq = 4096;
-  return build_decoder(d, "llama2-7b");
+  return build_decoder(DecoderShape{.layers = 32, .hidden = 4096, .heads = 32, .ffn = 11008, .vocab = 32000, .seq = 4096},
+                       "llama2-7b");
 }
 
 TEST(LlmWorkedExample, FlopsOfOneBlock) {
