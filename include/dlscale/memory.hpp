@@ -42,6 +42,9 @@ MemoryEstimate estimate_training_memory(const Network& net, int batch, const Com
 /// The same under a sharded strategy whose shard group holds `shard` GPUs (docs/model.md, eq. S3).
 MemoryEstimate estimate_training_memory(const Network& net, int batch, const ComputeOptions& opt, const Sharding& sharding,
                                         int shard, Bytes reserved = bytes(kDefaultReservedBytes));
+/// The same with activation_bytes_per_sample(net, opt) already known.
+MemoryEstimate estimate_training_memory(const Network& net, int batch, const ComputeOptions& opt, const Sharding& sharding,
+                                        int shard, Bytes reserved, Bytes activations_per_sample);
 
 /// The transformer block each learnable layer belongs to, numbered from 0 input side first: the copies of the
 /// architecture's `repeat` (names "PREFIX.N.…"); -1 for a layer outside every block (embeddings, the final norm,
@@ -102,5 +105,13 @@ MemoryFit check_memory_fit(const Network& net, const GpuSpec& gpu, int batch, co
 /// The same under a sharded strategy whose shard group holds `shard` GPUs.
 MemoryFit check_memory_fit(const Network& net, const GpuSpec& gpu, int batch, const ComputeOptions& opt,
                            const Sharding& sharding, int shard, Bytes reserved = bytes(kDefaultReservedBytes));
+/// The same with the activations one sample keeps already known (activation_bytes_per_sample): what a
+/// Predictor does, which asks once per GPU count.
+MemoryFit check_memory_fit(const Network& net, const GpuSpec& gpu, int batch, const ComputeOptions& opt,
+                           const Sharding& sharding, int shard, Bytes reserved, Bytes activations_per_sample);
+
+/// What one sample keeps for backward in this step's precision (every layer's and operator's tensors as the
+/// options keep them: checkpointing or recompute, fused attention, the autocast softmax and the eager loss).
+Bytes activation_bytes_per_sample(const Network& net, const ComputeOptions& opt);
 
 }  // namespace dlscale

@@ -206,16 +206,7 @@ double checkpointed_kept_bytes_per_sample(const Network& net, bool flash_attenti
   return inputs + largest;
 }
 
-MemoryEstimate estimate_training_memory(const Network& net, int batch, const ComputeOptions& opt, const Sharding& sh,
-                                        int shard, Bytes reserved) {
-  if (shard < 1) throw std::invalid_argument("estimate_training_memory: a shard group holds at least one GPU");
-  if (batch < 1) throw std::invalid_argument("estimate_training_memory: the batch must be at least 1");
-  const double p = static_cast<double>(net.total_params());
-  const bool mixed = is_mixed(opt.precision);
-  MemoryEstimate m;
-  m.weights = bytes(p * (mixed ? 4.0 + 2.0 : 4.0));
-  m.gradients = bytes(p * gradient_bytes_per_element(opt));
-  m.optimizer_state = bytes(p * 4.0 * optimizer_state_words(opt.optimizer));
+Bytes activation_bytes_per_sample(const Network& net, const ComputeOptions& opt) {
   // Every tensor a layer or a parameter-free operator keeps for backward (one micro-batch).
   const bool flash = fused_attention(opt.attention);
   const bool per_block = opt.recompute != Recompute::none && !opt.checkpointing;
@@ -228,9 +219,27 @@ MemoryEstimate estimate_training_memory(const Network& net, int batch, const Com
     for (const auto& l : net.layers)
       for (const auto& o : l.ops)
         if (o.kind == LayerKind::lrn) kept -= o.activation_bytes_per_sample;
-  m.activations = bytes(kept * (activation_bytes_per_element(opt.precision) / 4.0) * batch);
-  if (!opt.checkpointing) m.activations = m.activations + bytes(autocast_softmax_bytes_per_sample(net, opt) * batch);
-  m.activations = m.activations + bytes(fp32_loss_bytes_per_sample(net, opt) * batch);
+  double a = kept * (activation_bytes_per_element(opt.precision) / 4.0);
+  if (!opt.checkpointing) a += autocast_softmax_bytes_per_sample(net, opt);
+  return bytes(a + fp32_loss_bytes_per_sample(net, opt));
+}
+
+MemoryEstimate estimate_training_memory(const Network& net, int batch, const ComputeOptions& opt, const Sharding& sh,
+                                        int shard, Bytes reserved) {
+  return estimate_training_memory(net, batch, opt, sh, shard, reserved, activation_bytes_per_sample(net, opt));
+}
+
+MemoryEstimate estimate_training_memory(const Network& net, int batch, const ComputeOptions& opt, const Sharding& sh,
+                                        int shard, Bytes reserved, Bytes activations_per_sample) {
+  if (shard < 1) throw std::invalid_argument("estimate_training_memory: a shard group holds at least one GPU");
+  if (batch < 1) throw std::invalid_argument("estimate_training_memory: the batch must be at least 1");
+  const double p = static_cast<double>(net.total_params());
+  const bool mixed = is_mixed(opt.precision);
+  MemoryEstimate m;
+  m.weights = bytes(p * (mixed ? 4.0 + 2.0 : 4.0));
+  m.gradients = bytes(p * gradient_bytes_per_element(opt));
+  m.optimizer_state = bytes(p * 4.0 * optimizer_state_words(opt.optimizer));
+  m.activations = activations_per_sample * static_cast<double>(batch);
   m.input = net.input_bytes_per_sample * static_cast<double>(batch);
   m.reserved = reserved;
   if (sh.sharded()) {
@@ -273,14 +282,19 @@ MemoryEstimate estimate_training_memory(const Network& net, int batch, const Com
 
 MemoryFit check_memory_fit(const Network& net, const GpuSpec& gpu, int batch, const ComputeOptions& opt, const Sharding& sh,
                            int shard, Bytes reserved) {
+  return check_memory_fit(net, gpu, batch, opt, sh, shard, reserved, activation_bytes_per_sample(net, opt));
+}
+
+MemoryFit check_memory_fit(const Network& net, const GpuSpec& gpu, int batch, const ComputeOptions& opt, const Sharding& sh,
+                           int shard, Bytes reserved, Bytes activations_per_sample) {
   MemoryFit f;
-  f.need = estimate_training_memory(net, batch, opt, sh, shard, reserved);
+  f.need = estimate_training_memory(net, batch, opt, sh, shard, reserved, activations_per_sample);
   f.available = gpu.memory_size;
   // A GPU whose memory is not given (an inline GPU may leave `memory` out): nothing to check against.
   if (!(f.available > Bytes{})) return f;
   f.fits = f.need.total() <= f.available;
   // Memory grows linearly with the batch: fixed + batch × per-sample.
-  const MemoryEstimate one = estimate_training_memory(net, 1, opt, sh, shard, reserved);
+  const MemoryEstimate one = estimate_training_memory(net, 1, opt, sh, shard, reserved, activations_per_sample);
   const Bytes per_sample = one.activations * (1.0 + kAllocatorSlack) + one.input;
   const Bytes fixed = one.total() - per_sample;
   // The quotient can pass what an int holds (80 GB at 1 B per sample: 8·10^10); converting such a double

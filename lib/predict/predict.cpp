@@ -181,6 +181,7 @@ struct Predictor::Impl {
   double tokens_per_sample = 0.0;     // token inputs: tokens in one sample
   double train_flops_per_sample = 0.0;  // 3 × forward: forward, and backward's two products per weight
   double hardware_flops_per_sample = 0.0;  // and the recomputed forward (HFU)
+  Bytes activations_per_sample{};          // activation_bytes_per_sample, once (a sharded step's memory per GPU count)
   double peak_flops = 0.0;            // the GPU's dense peak for the precision (FLOP/s)
   std::shared_ptr<const ResourceName::Table> resources;  // named when a caller asks (ResourceName::str)
   const InputPipeline* pipeline = nullptr;  // input_pipeline(sc), into sc (Impl is never copied or moved)
@@ -295,8 +296,10 @@ Predictor::Predictor(Scenario scenario) : impl_(std::make_unique<Impl>()) {
     // synthetic data is made on the GPU: nothing to copy
     if (sc.cluster.input && sc.cluster.input->data == DataSource::synthetic) m.h2d = Seconds{};
   }
+  m.activations_per_sample = activation_bytes_per_sample(sc.network, sc.compute);
   {
-    const MemoryFit fit = check_memory_fit(sc.network, sc.cluster.gpu, sc.batch_per_gpu, sc.compute);
+    const MemoryFit fit = check_memory_fit(sc.network, sc.cluster.gpu, sc.batch_per_gpu, sc.compute, Sharding{}, 1,
+                                           bytes(kDefaultReservedBytes), m.activations_per_sample);
     m.memory = MemoryUse{fit.need.total(), fit.available, fit.fits};
   }
   if (sc.network.input_kind == "tokens") {
@@ -649,7 +652,8 @@ Predictor::Impl::ShardedStep Predictor::Impl::sharded_step(const GpuPlacement& a
   // sum is the same in either order
   r.gpu_side = h2d_n + span + copy_tail + r.update;
   r.exposed = min(max(span - (f + b) * K, Seconds{}), r.comm);
-  const MemoryFit fit = check_memory_fit(sc.network, sc.cluster.gpu, sc.batch_per_gpu, sc.compute, sh, g.shard);
+  const MemoryFit fit = check_memory_fit(sc.network, sc.cluster.gpu, sc.batch_per_gpu, sc.compute, sh, g.shard,
+                                         bytes(kDefaultReservedBytes), activations_per_sample);
   r.memory = MemoryUse{fit.need.total(), fit.available, fit.fits};
   if (sh.offload_optimizer) {  // eq. S9d
     r.memory.host_per_node = offload_host_bytes_per_node(sc.network.total_params(), sc.compute.precision,
