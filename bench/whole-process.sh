@@ -1,7 +1,8 @@
 #!/bin/bash
 # Whole-process timings of the dlscale command, as a user feels them (issue 17): start-up, the NCCL
 # channel search on one node, predict/simulate on DGX-2, collectives at 1,024 GPUs, simulate on 16,384
-# GPUs (dgx-h100-ndr composed to 2,048 nodes), every shipped cluster's default prediction. Each command
+# GPUs (dgx-h100-ndr composed to 2,048 nodes), every shipped cluster's default prediction, and /bin/true
+# (a bare process start on the same machine, to compare start-up with). Each command
 # is timed by hyperfine (Debian's `hyperfine`, no shell, warm-up runs first) and the MEDIAN is printed,
 # since the machine may be shared.
 #
@@ -44,16 +45,19 @@ done
 
 echo "| command | median (ms) | min | max | CPU (ms) |"
 echo "|---|---|---|---|---|"
-i=0
-for c in "${cmds[@]}"; do
-  i=$((i + 1))
-  hyperfine -N --style none --warmup 2 --runs "$runs" --export-json "$tmp/$i.json" "$bin $c" >/dev/null 2>&1 ||
-    { echo "| \`dlscale $c\` | failed | | | |"; continue; }
-  python3 - "$tmp/$i.json" "$c" <<'PY'
+# A bare process start on the same machine first (issue 35: a one-node question within twice it).
+row() {  # row LABEL COMMAND...
+  local label=$1 json=$tmp/$RANDOM$RANDOM.json
+  shift
+  hyperfine -N --style none --warmup 2 --runs "$runs" --export-json "$json" "$*" >/dev/null 2>&1 ||
+    { echo "| \`$label\` | failed | | | |"; return; }
+  python3 - "$json" "$label" <<'PY'
 import json, statistics, sys
 res = json.load(open(sys.argv[1]))["results"][0]
 ms = [t * 1000 for t in res["times"]]
 cpu = (res["user"] + res["system"]) * 1000
-print(f"| `dlscale {sys.argv[2]}` | {statistics.median(ms):.1f} | {min(ms):.1f} | {max(ms):.1f} | {cpu:.1f} |")
+print(f"| `{sys.argv[2]}` | {statistics.median(ms):.2f} | {min(ms):.2f} | {max(ms):.2f} | {cpu:.2f} |")
 PY
-done
+}
+row /bin/true /bin/true
+for c in "${cmds[@]}"; do row "dlscale $c" "$bin $c"; done

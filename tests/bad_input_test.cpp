@@ -130,7 +130,8 @@ constexpr const char* kCalibration =
 // The header of a CSV sweep (and of each CSV part of a sharded one).
 constexpr const char* kSweepHeader =
     "cluster,model,framework,precision,batch_per_gpu,bucket,links,gpus,nodes,iteration_time_s,throughput_samples_per_s,"
-    "speedup,efficiency,hiding_case,bottleneck,comm_s,comm_exposed_s,train_hours,gpu_hours,cost,currency\n";
+    "speedup,efficiency,hiding_case,bottleneck,bottleneck_share,comm_s,comm_exposed_s,memory_per_gpu_bytes,memory_fits,"
+    "train_hours,gpu_hours,cost,currency\n";
 
 // A sweep spec (docs/planning.md).
 constexpr const char* kSweep =

@@ -332,12 +332,13 @@ TEST(Cli, DefaultScenarioNeedsNoArguments) {
   const auto r = run_cli("predict");
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_THAT(r.out, HasSubstr("resnet50 on shi-chu-p40, caffe-mpi (fp32), batch 32 per GPU"));
-  // 3 header lines, column titles, 5 GPU counts, footer; then the time to train: a blank line, its
-  // title, column titles, 5 GPU counts and the note that the cluster gives no price.
-  EXPECT_EQ(lines(r.out), 4 + 5 + 1 + 2 + 5 + 1);
+  // 3 header lines, column titles, 5 GPU counts, 2 footer lines (times, what the bottleneck is); then the
+  // time to train: a blank line, its title, column titles, 5 GPU counts and the note that the cluster gives
+  // no price.
+  EXPECT_EQ(lines(r.out), 4 + 5 + 1 + 1 + 2 + 5 + 1);
   const auto bare = run_cli("predict --no-train");
   ASSERT_EQ(bare.status, 0) << bare.err;
-  EXPECT_EQ(lines(bare.out), 4 + 5);
+  EXPECT_EQ(lines(bare.out), 4 + 5 + 1);
 }
 
 // Time and cost to train (issue 8, item 3): iterations = epochs · ⌈samples / (N_g · M)⌉, hours =
@@ -363,15 +364,15 @@ TEST(Cli, PredictReportsTimeAndCostToTrain) {
     std::vector<std::string> f;
     std::stringstream ss(row);
     for (std::string x; std::getline(ss, x, ',');) f.push_back(x);
-    ASSERT_EQ(f.size(), 25u) << row;  // 21 prediction columns (…, memory_fits, tokens/s, mfu last), 4 to train
+    ASSERT_EQ(f.size(), 27u) << row;  // 23 prediction columns (…, tokens/s, mfu, bottleneck share and gain), 4 to train
     EXPECT_EQ(std::stoi(f[0]), gpus);
     const double t_iter = std::stod(f[3]);
     // 1 GPU: ⌈1000 / 64⌉ = 16 per epoch, 48 in all; 8 GPUs: ⌈1000 / 512⌉ = 2 per epoch, 6 in all.
     const double iterations = gpus == 1 ? 48.0 : 6.0;
-    EXPECT_DOUBLE_EQ(std::stod(f[21]), iterations);
-    EXPECT_NEAR(std::stod(f[22]), iterations * t_iter / 3600.0, 1e-12);
-    EXPECT_NEAR(std::stod(f[23]), iterations * t_iter / 3600.0 * gpus, 1e-12);
-    EXPECT_NEAR(std::stod(f[24]), iterations * t_iter / 3600.0 * gpus * 2.5, 1e-12);
+    EXPECT_DOUBLE_EQ(std::stod(f[23]), iterations);
+    EXPECT_NEAR(std::stod(f[24]), iterations * t_iter / 3600.0, 1e-12);
+    EXPECT_NEAR(std::stod(f[25]), iterations * t_iter / 3600.0 * gpus, 1e-12);
+    EXPECT_NEAR(std::stod(f[26]), iterations * t_iter / 3600.0 * gpus * 2.5, 1e-12);
   }
   const auto j = run_cli("predict --cluster " + cluster.string() + " --model resnet50 --gpus 8 --format json");
   ASSERT_EQ(j.status, 0) << j.err;

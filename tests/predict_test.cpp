@@ -182,7 +182,16 @@ TEST(Predictor, MeasuredCommunicationOverridesTheModelAndKeepsItsShape) {
   const auto four = p.predict(4);
   EXPECT_NEAR(in_seconds(four.iteration_time), 1.67, 1e-12);
   EXPECT_NEAR(in_seconds(four.breakdown.comm), 1.2, 1e-12);
-  EXPECT_EQ(four.bottleneck, Bottleneck::compute);  // f + b = 0.9 vs exposed 1.3 − 0.6 = 0.7
+  // The bottleneck (bottleneck.hpp): doubling the GPU halves the profile's phases, b = (0.15, 0.1, 0.05),
+  // f = 0.15, u = 0.03, and keeps the measured c: done 0.05 + 0.6 = 0.65 → 1.15 → 1.25, t = 1.44 (+16.0 %).
+  // Doubling the links drops the measured total (plan.hpp, with_links) for the model's c halved,
+  // (0.025, 0.125, 0.15): done 0.1 + 0.15 = 0.25 → 0.425 → 0.625, t = 0.995 (+67.8 %). The links win; they
+  // hold the exposed 1.3 − 0.6 = 0.7 s of the iteration (the larger phase, f + b = 0.9 s, gains less).
+  EXPECT_EQ(four.bottleneck, Bottleneck::communication);
+  EXPECT_NEAR(four.bottleneck_gain, 1.67 / 0.995 - 1.0, 1e-12);
+  EXPECT_NEAR(four.bottleneck_share, 0.7 / 1.67, 1e-12);
+  EXPECT_THAT(four.bottleneck_resource.str(), testing::HasSubstr("intra-node GPU links"));
+  EXPECT_THAT(four.bottleneck_resource.str(), testing::HasSubstr("[measured]"));
 }
 
 TEST(Predictor, RejectsGpuCountsTheClusterCannotHold) {

@@ -157,6 +157,36 @@ TEST(Report, HtmlIsSelfContained) {
   EXPECT_THAT(html, Not(HasSubstr("@import")));
 }
 
+// A token model's row: 12,000 tokens/s and 64.1 % MFU shown beside samples/s; 239 GB on an 80 GB GPU is
+// marked as a step that cannot run; the bottleneck carries its share of the iteration.
+TEST(Report, PredictionsShowTokensMfuMemoryAndWhatDoesNotFit) {
+  ReportContent c;
+  Prediction p;
+  p.gpus = 8;
+  p.iteration_time = seconds(2.0);
+  p.throughput_samples_per_s = 4.0;
+  p.throughput_tokens_per_s = 12000.0;
+  p.mfu = 0.641;
+  p.memory = MemoryUse{gigabytes(239.0), gigabytes(80.0), false};
+  p.bottleneck = Bottleneck::compute;
+  p.bottleneck_share = 0.98;
+  p.bottleneck_resource = ResourceName(std::string("GPU compute (H100)"));
+  c.predictions = {p};
+  const std::string html = html_report(c, Cluster{});
+  EXPECT_THAT(html, HasSubstr("<th>tokens/s</th><th>MFU</th>"));
+  EXPECT_THAT(html, HasSubstr("<td>1.2e+04</td><td>64.1%</td>"));
+  EXPECT_THAT(html, HasSubstr("<b>239 (does not fit)</b>"));
+  EXPECT_THAT(html, HasSubstr("more than the GPU's 80 GB of memory"));
+  EXPECT_THAT(html, HasSubstr("compute (98%): GPU compute (H100)"));
+  // An image model's row has neither column, and a step that fits is not marked.
+  p.throughput_tokens_per_s = 0.0;
+  p.memory.fits = true;
+  c.predictions = {p};
+  const std::string images = html_report(c, Cluster{});
+  EXPECT_THAT(images, Not(HasSubstr("tokens/s")));
+  EXPECT_THAT(images, Not(HasSubstr("does not fit")));
+}
+
 // ---- a PNG reader (zlib through dlopen, so no link dependency) ---------------------------------------
 struct Image {
   int width = 0, height = 0;

@@ -17,6 +17,7 @@
 #include "dlscale/sim/engine.hpp"
 #include "dlscale/sim/merge.hpp"
 #include "dlscale/sim/simulator.hpp"
+#include "../sim/src/random.hpp"  // the simulator's own random draws (header-only, no export)
 #include "support/sim_checks.hpp"
 #include "support/three_layer.hpp"
 #include "support/run.hpp"
@@ -761,6 +762,38 @@ namespace {
 // for more GPUs, so the two must agree within 1 %: both the whole iteration and the wait itself (jittered mean
 // − the same simulation without jitter). At 20,000 iterations the standard error is 1.04 % for N = 2 (the wait
 // came out 1.1 % high), which is why the run is this long (about 1 s per GPU count).
+// Φ⁻¹ at points tabulated to 16 digits (Abramowitz & Stegun 26.2; Wichura's AS 241 gives the same).
+TEST(SimRandom, NormalQuantileMatchesTabulatedValues) {
+  EXPECT_NEAR(normal_quantile(0.5), 0.0, 1e-15);
+  EXPECT_NEAR(normal_quantile(0.975), 1.959963984540054, 1e-13);
+  EXPECT_NEAR(normal_quantile(0.025), -1.959963984540054, 1e-13);
+  EXPECT_NEAR(normal_quantile(0.999), 3.090232306167814, 1e-12);
+  EXPECT_NEAR(normal_quantile(1e-10), -6.361340902404056, 1e-10);
+}
+
+// The slowest of N alike GPUs drawn alone: its mean is E[max of N normals] (equations.hpp's integral), and
+// with the others' −φ(m)/Φ(m) the mean draw over the N GPUs is 0, for N from 2 to 16,384.
+TEST(SimRandom, SlowestDrawHasTheExpectedMaximumAndMeanZero) {
+  for (const int n : {2, 8, 1024, 16384}) {
+    Rng rng(splitmix64(static_cast<std::uint64_t>(n)));
+    constexpr int kDraws = 200000;
+    double sum_max = 0.0, sum_all = 0.0;
+    std::vector<int> hits(static_cast<std::size_t>(std::min(n, 8)), 0);
+    for (int i = 0; i < kDraws; ++i) {
+      const SlowestDraw d = draw_slowest(rng, n);
+      EXPECT_LT(d.rest, d.z);
+      sum_max += d.z;
+      sum_all += (d.z + (n - 1) * d.rest) / n;
+      if (d.gpu < static_cast<int>(hits.size())) ++hits[static_cast<std::size_t>(d.gpu)];
+    }
+    // the standard deviation of the max is below 1 (0.83 at N = 2, 0.3 at 16,384): 4 σ/√draws < 0.01
+    EXPECT_NEAR(sum_max / kDraws, eq::expected_max_normal(n), 0.01) << n << " GPUs";
+    EXPECT_NEAR(sum_all / kDraws, 0.0, 0.01) << n << " GPUs";
+    // the slowest GPU is any of them alike: GPU 0 is it a 1/N of the time
+    EXPECT_NEAR(static_cast<double>(hits[0]) / kDraws, 1.0 / n, 4.0 * std::sqrt(1.0 / n / kDraws) + 1e-9) << n;
+  }
+}
+
 TEST(SimSyncLoss, JitteredMeanAgreesWithTheClosedFormsExpectedMaximum) {
   for (const int gpus : {2, 4, 8}) {
     Scenario sc = test::three_layer_scenario();

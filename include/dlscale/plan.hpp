@@ -63,11 +63,7 @@ struct PathSegment {
 /// `first_update`, the input-side layer's, with per-layer updates).
 std::vector<PathSegment> critical_path(const Prediction& p, const Strategy& s, Seconds first_update);
 
-/// The resources `explain` doubles.
-enum class Resource { gpu, host_to_gpu, intra_node, inter_node, storage };
-std::string_view to_string(Resource r) noexcept;
-inline constexpr Resource kAllResources[] = {Resource::gpu, Resource::host_to_gpu, Resource::intra_node,
-                                             Resource::inter_node, Resource::storage};
+// The resources `explain` doubles (Resource, kAllResources) are in bottleneck.hpp, with the bottleneck they define.
 
 /// The scenario with one resource doubled:
 ///   gpu          peak FLOP/s (fp32, fp16, tf32) and memory bandwidth ×2; measured layer or profile
@@ -76,6 +72,7 @@ inline constexpr Resource kAllResources[] = {Resource::gpu, Resource::host_to_gp
 ///   intra_node   the intra-node link bandwidth ×2 (see with_links)
 ///   inter_node   the inter-node link bandwidth ×2 (see with_links)
 ///   storage      disk and page-cache bandwidth ×2; a profile's io ×½
+/// Predictor::doubled predicts the iteration with each of them; explain and the bottleneck read it.
 Scenario with_doubled(const Scenario& sc, Resource r);
 
 /// A collective model whose links changed from `before` to `after` (simple-form links): the α-β ring

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "dlscale/bottleneck.hpp"
 #include "dlscale/cluster.hpp"
 #include "dlscale/collective.hpp"
 #include "dlscale/compute.hpp"
@@ -85,9 +86,6 @@ struct Breakdown {
   Bytes offload_bytes{};          // bytes over PCIe per GPU and step, both ways (S9a + S9c)
 };
 
-enum class Bottleneck { io, h2d, compute, communication, update };
-std::string_view to_string(Bottleneck b) noexcept;
-
 /// Names the resource that bounds an iteration, for people: "inter-node network (56 Gb/s)". The text is
 /// made when asked for, so that a Prediction stays cheap to make and to copy (a sweep makes millions):
 /// it holds a shared description of the scenario's resources and which one it is.
@@ -135,8 +133,11 @@ struct Prediction {
   double efficiency = 1.0;
   int hiding_case = 0;      // 1 or 2 for layer-wise/bucketed overlap; 0 when nothing overlaps
   int boundary_layer = 0;   // C in Case 2
+  // The bottleneck (bottleneck.hpp): the resource whose doubling gains the most samples/s.
   Bottleneck bottleneck = Bottleneck::compute;
   ResourceName bottleneck_resource;  // .str(): e.g. "inter-node network (56 Gb/s)"
+  double bottleneck_gain = 0.0;      // doubling it: t_iter / t_iter(doubled) − 1
+  double bottleneck_share = 0.0;     // its time on the critical path / t_iter
   Breakdown breakdown;
   MemoryUse memory;
 };
@@ -145,12 +146,19 @@ struct Prediction {
 class Predictor {
  public:
   explicit Predictor(Scenario scenario);
+  /// For what-if searches that read only times (explain's bucket and target searches, plan, the doubled
+  /// scenarios themselves): its predictions leave the bottleneck unnamed and nothing is doubled.
+  struct TimesOnly {};
+  Predictor(Scenario scenario, TimesOnly);
   ~Predictor();
   Predictor(Predictor&&) noexcept;
   Predictor& operator=(Predictor&&) noexcept;
 
   /// Throws UsageError("--gpus", …) when the cluster cannot hold `gpus`.
   [[nodiscard]] Prediction predict(int gpus) const;
+  /// The iteration time of `gpus` GPUs with each resource doubled (with_doubled in plan.hpp; the doubled
+  /// scenarios are prepared on the first call): what `explain` prints and the bottleneck is chosen by.
+  [[nodiscard]] DoubledTimes doubled(int gpus) const;
   [[nodiscard]] std::vector<Prediction> predict(std::span<const int> gpu_counts) const;
   /// The scenario as predicted: its compute options are step_compute's and its `strategy.io_prefetch` is
   /// reader_prefetches' (false for a batch larger than the framework's prefetch buffer).

@@ -32,6 +32,8 @@ struct Row {
   double io_s = 0, h2d_s = 0, forward_s = 0, backward_s = 0, update_s = 0;
   double sync_wait_s = 0;  // the wait for the slowest GPU (the framework's jitter_cv)
   std::string bottleneck;
+  double memory_per_gpu_bytes = 0;  // the step's memory per GPU (memory.hpp) and whether the GPU holds it
+  bool memory_fits = true;
   /// Derived quantities: r_u2g always; the all-reduce efficiency of eq. 12 where the experiment asks.
   std::map<std::string, double> derived;
   /// Measured values visible in the shared copy of the paper, keyed like the predicted fields

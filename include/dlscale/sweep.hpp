@@ -132,8 +132,12 @@ SweepFormat sweep_format_from_string(std::string_view s);  // throws UsageError(
 enum class SweepRank { throughput, efficiency, cost };
 SweepRank sweep_rank_from_string(std::string_view s);      // throws UsageError("--by", …)
 
-/// Row indices of the best `k` rows: highest throughput, highest efficiency, or lowest cost (GPU-hours
-/// when some cluster has no price; `note` then says so). Ties keep spec order.
+/// Whether a configuration can run: its memory fits the GPU (and, offloading, the host).
+bool fits_in_memory(const Prediction& p) noexcept;
+
+/// Row indices of the best `k` rows among those that fit in memory (`fits_in_memory`): highest throughput, highest
+/// efficiency, or lowest cost (GPU-hours when some cluster has no price). `note` says what was left out of
+/// the ranking and why. Ties keep spec order.
 std::vector<std::size_t> top_rows(const SweepSpec& spec, const SweepResult& r, std::size_t k, SweepRank by,
                                   std::string* note = nullptr);
 

@@ -90,6 +90,9 @@ void run_plan(const PlanCliOptions& o) {
   if (o.top < 1) throw UsageError("--top", "show at least one configuration");
   const PlanResult r = plan(sc, gpus.front(), space);
   emit(format_plan(r, sc, gpus.front(), o.top), o.output);
+  // The plan says why each framework loses; a search that found nothing to run still fails (exit 1).
+  if (r.ranked.empty())
+    throw Error(fmt::format("plan: none of the {} configurations fits the memory of {} GPUs", r.evaluated, gpus.front()));
 }
 
 }  // namespace

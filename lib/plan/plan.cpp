@@ -77,17 +77,6 @@ std::vector<PathSegment> critical_path(const Prediction& p, const Strategy& s, S
 }
 
 // ---- resources --------------------------------------------------------------------------------------
-std::string_view to_string(Resource r) noexcept {
-  switch (r) {
-    case Resource::gpu: return "GPU (peak FLOP/s and memory bandwidth)";
-    case Resource::host_to_gpu: return "host-to-GPU copies";
-    case Resource::intra_node: return "intra-node GPU links";
-    case Resource::inter_node: return "inter-node network";
-    case Resource::storage: return "input (storage and decoding)";
-  }
-  return "";
-}
-
 bool uses_simple_links(const Scenario& sc) noexcept { return !sc.cluster.topology && !sc.collectives; }
 
 namespace {
@@ -160,6 +149,7 @@ Scenario with_doubled(const Scenario& sc, Resource r) {
       // run gained only from memory bandwidth) and the clocks with them, so that the math per SM per clock
       // that feeds the kernel model's tiles (eq. K3) stays the same, as does every per-clock rate.
       GpuSpec& g = out.cluster.gpu;
+      out.modelled_layers.reset();  // a caller's layer times are the GPU's before doubling
       g.peak_fp32 = g.peak_fp32 * 2.0;
       g.peak_fp16 = g.peak_fp16 * 2.0;
       g.peak_tf32 = g.peak_tf32 * 2.0;

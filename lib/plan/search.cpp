@@ -44,7 +44,7 @@ PlanResult plan(const Scenario& base, int gpus, const PlanSpace& space) {
   std::map<std::string, Bytes> smallest_need;  // per framework: the least memory any configuration needs
   sc.batch_per_gpu = space.micro_batches.empty() ? 1 : space.micro_batches.front();
   sc.strategy = space.strategies.front();
-  const GpuPlacement at = Predictor(sc).place(gpus);  // UsageError("--gpus") when the cluster cannot hold them
+  const GpuPlacement at = Predictor(sc, Predictor::TimesOnly{}).place(gpus);  // UsageError("--gpus") when the cluster cannot hold them
   for (const Strategy& st : space.strategies) {
     // Shard groups: the strategy's own, then all GPUs and one node, each once at this placement.
     std::vector<Strategy> variants{st};
@@ -82,7 +82,7 @@ PlanResult plan(const Scenario& base, int gpus, const PlanSpace& space) {
           one.compute.accumulate = k;
           one.compute.checkpointing = ckpt;
           one.modelled_layers = lt;
-          PlanEntry e{v.name, group, mb, k, ckpt, Predictor(std::move(one)).predict(gpus), std::nullopt};
+          PlanEntry e{v.name, group, mb, k, ckpt, Predictor(std::move(one), Predictor::TimesOnly{}).predict(gpus), std::nullopt};
           ++r.evaluated;
           auto [it, fresh] = smallest_need.try_emplace(v.name, e.prediction.memory.per_gpu);
           if (!fresh) it->second = min(it->second, e.prediction.memory.per_gpu);

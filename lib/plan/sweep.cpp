@@ -32,8 +32,8 @@ namespace {
 /// The first line of a CSV sweep (and of each CSV part of a sharded one).
 constexpr std::string_view kCsvHeader =
     "cluster,model,framework,precision,batch_per_gpu,bucket,links,gpus,nodes,iteration_time_s,"
-    "throughput_samples_per_s,speedup,efficiency,hiding_case,bottleneck,comm_s,comm_exposed_s,"
-    "train_hours,gpu_hours,cost,currency\n";
+    "throughput_samples_per_s,speedup,efficiency,hiding_case,bottleneck,bottleneck_share,comm_s,comm_exposed_s,"
+    "memory_per_gpu_bytes,memory_fits,train_hours,gpu_hours,cost,currency\n";
 
 }  // namespace
 
@@ -798,10 +798,16 @@ SweepRank sweep_rank_from_string(std::string_view s) {
   throw UsageError("--by", fmt::format("unknown ranking '{}' (expected throughput, efficiency or cost)", s));
 }
 
+bool fits_in_memory(const Prediction& p) noexcept { return p.memory.fits && p.memory.host_fits; }
+
 std::vector<std::size_t> top_rows(const SweepSpec& spec, const SweepResult& r, std::size_t k, SweepRank by,
                                   std::string* note) {
-  std::vector<std::size_t> idx(r.rows.size());
-  for (std::size_t i = 0; i < idx.size(); ++i) idx[i] = i;
+  // Only configurations that fit in memory are ranked: one that cannot run is no candidate.
+  std::vector<std::size_t> idx;
+  idx.reserve(r.rows.size());
+  for (std::size_t i = 0; i < r.rows.size(); ++i)
+    if (fits_in_memory(r.rows[i].prediction)) idx.push_back(i);
+  const std::size_t left_out = r.rows.size() - idx.size();
   bool all_priced = true;
   for (const auto& row : r.rows) all_priced = all_priced && row.cost.has_value();
   if (by == SweepRank::cost && !all_priced && note) {
@@ -825,6 +831,11 @@ std::vector<std::size_t> top_rows(const SweepSpec& spec, const SweepResult& r, s
   };
   std::stable_sort(idx.begin(), idx.end(), [&](std::size_t a, std::size_t b) { return key(r.rows[a]) < key(r.rows[b]); });
   if (idx.size() > k) idx.resize(k);
+  if (left_out > 0 && note) {
+    const std::string oom = fmt::format("{} of {} configurations do not fit in GPU (or host) memory and are not ranked",
+                                        left_out, r.rows.size());
+    *note = note->empty() ? oom : *note + "; " + oom;
+  }
   return idx;
 }
 
@@ -868,10 +879,11 @@ void write_sweep(std::ostream& out, SweepFormat f, const SweepSpec& spec, const 
         pre = fmt::format("{},{},{},{},{},{},{}", csv_field(cl.name), csv_field(spec.networks[g.model].name),
                           csv_field(spec.strategies[g.framework].name), prec, g.batch,
                           csv_field(bucket_label(spec, g)), csv_field(spec.links[g.links].label));
-      fmt::format_to(std::back_inserter(buf), "{},{},{},{:.6g},{:.6g},{:.6g},{:.6g},{},{},{:.6g},{:.6g},", pre, p.gpus,
-                     p.nodes, in_seconds(p.iteration_time), p.throughput_samples_per_s, p.speedup, p.efficiency,
-                     p.hiding_case, to_string(p.bottleneck), in_seconds(p.breakdown.comm),
-                     in_seconds(p.breakdown.comm_exposed));
+      fmt::format_to(std::back_inserter(buf), "{},{},{},{:.6g},{:.6g},{:.6g},{:.6g},{},{},{:.4g},{:.6g},{:.6g},{:.6g},{},",
+                     pre, p.gpus, p.nodes, in_seconds(p.iteration_time), p.throughput_samples_per_s, p.speedup,
+                     p.efficiency, p.hiding_case, to_string(p.bottleneck), p.bottleneck_share,
+                     in_seconds(p.breakdown.comm), in_seconds(p.breakdown.comm_exposed), in_bytes(p.memory.per_gpu),
+                     fits_in_memory(p) ? "true" : "false");
       if (row.gpu_hours > 0.0)
         fmt::format_to(std::back_inserter(buf), "{:.6g},{:.6g},", row.train_hours, row.gpu_hours);
       else
@@ -898,8 +910,12 @@ void write_sweep(std::ostream& out, SweepFormat f, const SweepSpec& spec, const 
       j["hiding_case"] = p.hiding_case;
       j["bottleneck"] = std::string(to_string(p.bottleneck));
       j["bottleneck_resource"] = p.bottleneck_resource.str();
+      j["bottleneck_share"] = p.bottleneck_share;
+      j["bottleneck_gain"] = p.bottleneck_gain;
       j["comm_s"] = in_seconds(p.breakdown.comm);
       j["comm_exposed_s"] = in_seconds(p.breakdown.comm_exposed);
+      j["memory_per_gpu_bytes"] = in_bytes(p.memory.per_gpu);
+      j["memory_fits"] = fits_in_memory(p);
       j["train_hours"] = row.gpu_hours > 0.0 ? nlohmann::ordered_json(row.train_hours) : nlohmann::ordered_json(nullptr);
       j["gpu_hours"] = row.gpu_hours > 0.0 ? nlohmann::ordered_json(row.gpu_hours) : nlohmann::ordered_json(nullptr);
       j["cost"] = row.cost ? nlohmann::ordered_json(*row.cost) : nlohmann::ordered_json(nullptr);

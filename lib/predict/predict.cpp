@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <mutex>
 #include <numeric>
 #include <unordered_map>
 
@@ -20,6 +21,7 @@
 #include "dlscale/format.hpp"
 #include "dlscale/input_pipeline.hpp"
 #include "dlscale/memory.hpp"
+#include "dlscale/plan.hpp"
 #include "dlscale/sharding.hpp"
 
 namespace dlscale {
@@ -186,8 +188,14 @@ struct Predictor::Impl {
   std::shared_ptr<const ResourceName::Table> resources;  // named when a caller asks (ResourceName::str)
   const InputPipeline* pipeline = nullptr;  // input_pipeline(sc), into sc (Impl is never copied or moved)
 
+  // The bottleneck (bottleneck.hpp): the scenario with each resource doubled, prepared on first use.
+  bool names_bottleneck = false;
+  mutable std::once_flag doubled_once;
+  mutable std::array<std::unique_ptr<Predictor>, kResourceCount> doubled_predictors;
+
   void describe_resources();
-  [[nodiscard]] Prediction run(int gpus, const GpuPlacement& at) const;
+  /// With `doubled`, the bottleneck is named from it (bound_by); without, it is left unnamed.
+  [[nodiscard]] Prediction run(int gpus, const GpuPlacement& at, const DoubledTimes* doubled = nullptr) const;
 
   /// A sharded strategy's step (docs/model.md, eq. S5-S8): what replaces the all-reduce recurrence.
   struct ShardedStep {
@@ -220,7 +228,9 @@ Optimizer default_optimizer(const Network& net, const Strategy& framework) noexc
 
 ComputeOptions step_compute(const Scenario& sc) { return step_compute(sc.compute, sc.strategy, sc.cluster.gpu); }
 
-Predictor::Predictor(Scenario scenario) : impl_(std::make_unique<Impl>()) {
+Predictor::Predictor(Scenario scenario) : Predictor(std::move(scenario), TimesOnly{}) { impl_->names_bottleneck = true; }
+
+Predictor::Predictor(Scenario scenario, TimesOnly) : impl_(std::make_unique<Impl>()) {
   Impl& m = *impl_;
   m.sc = std::move(scenario);
   m.sc.compute = step_compute(m.sc);
@@ -390,7 +400,24 @@ GpuPlacement Predictor::place(int gpus) const {
   return GpuPlacement{gpus, gpus / c.gpus_per_node, c.gpus_per_node};
 }
 
-Prediction Predictor::predict(int gpus) const { return impl_->run(gpus, place(gpus)); }
+Prediction Predictor::predict(int gpus) const {
+  const GpuPlacement at = place(gpus);
+  if (!impl_->names_bottleneck) return impl_->run(gpus, at);
+  const DoubledTimes d = doubled(gpus);
+  return impl_->run(gpus, at, &d);
+}
+
+DoubledTimes Predictor::doubled(int gpus) const {
+  const GpuPlacement at = place(gpus);
+  Impl& m = *impl_;
+  std::call_once(m.doubled_once, [&m] {
+    for (std::size_t i = 0; i < kResourceCount; ++i)
+      m.doubled_predictors[i] = std::make_unique<Predictor>(with_doubled(m.sc, kAllResources[i]), TimesOnly{});
+  });
+  DoubledTimes d{};
+  for (std::size_t i = 0; i < kResourceCount; ++i) d[i] = m.doubled_predictors[i]->impl_->run(gpus, at).iteration_time;
+  return d;
+}
 
 std::vector<Prediction> Predictor::predict(std::span<const int> gpu_counts) const {
   std::vector<Prediction> out;
@@ -399,7 +426,7 @@ std::vector<Prediction> Predictor::predict(std::span<const int> gpu_counts) cons
   return out;
 }
 
-Prediction Predictor::Impl::run(int gpus, const GpuPlacement& at) const {
+Prediction Predictor::Impl::run(int gpus, const GpuPlacement& at, const DoubledTimes* doubled) const {
   const Strategy& st = sc.strategy;
   const MeasuredAt* meas = nullptr;
   if (sc.profile) {
@@ -537,31 +564,22 @@ Prediction Predictor::Impl::run(int gpus, const GpuPlacement& at) const {
   p.speedup = gpus == 1 ? 1.0 : eq::speedup(gpus, iter_one, p.iteration_time);
   p.efficiency = p.speedup / gpus;
 
-  // ---- bottleneck: the phase that takes the largest share of the critical path -------------------------
-  struct Part {
-    Bottleneck what;
-    Seconds time;
-  };
-  std::array<Part, 5> parts{Part{Bottleneck::io, st.io_prefetch ? Seconds{} : io}, Part{Bottleneck::h2d, h2d_n},
-                            Part{Bottleneck::compute, (f + b) * K}, Part{Bottleneck::communication, exposed},
-                            Part{Bottleneck::update, update_exposed}};
-  Part worst = parts[0];
-  for (const auto& pt : parts)
-    if (pt.time > worst.time) worst = pt;
-  if (st.io_prefetch && io > gpu_side) worst = Part{Bottleneck::io, io};
-  p.bottleneck = worst.what;
+  // ---- bottleneck: the resource whose doubling gains the most (bottleneck.hpp) --------------------------
+  if (!doubled) return p;
+  const Bound bound = bound_by(p, *doubled);
+  p.bottleneck = phase_of(bound.resource);
+  p.bottleneck_gain = bound.gain;
+  p.bottleneck_share = bound.share;
   using W = ResourceName::Which;
   W which = W::compute;
-  switch (worst.what) {
-    case Bottleneck::io:
-      which = !pipeline ? W::io : reader.decode > reader.storage ? W::io_decode : W::io_storage;
-      break;
-    case Bottleneck::h2d: which = W::h2d; break;
-    case Bottleneck::compute: which = W::compute; break;
-    case Bottleneck::communication: which = at.nodes > 1 ? W::comm_inter : W::comm_intra; break;
-    case Bottleneck::update: which = W::update; break;
+  switch (bound.resource) {
+    case Resource::storage: which = !pipeline ? W::io : reader.decode > reader.storage ? W::io_decode : W::io_storage; break;
+    case Resource::host_to_gpu: which = W::h2d; break;
+    case Resource::gpu: which = W::compute; break;
+    case Resource::intra_node: which = W::comm_intra; break;
+    case Resource::inter_node: which = W::comm_inter; break;
   }
-  p.bottleneck_resource = ResourceName(resources, which, worst.what == Bottleneck::communication && comm_measured);
+  p.bottleneck_resource = ResourceName(resources, which, p.bottleneck == Bottleneck::communication && comm_measured);
   return p;
 }
 

@@ -62,13 +62,15 @@ void write_table(std::ostream& out, const RunInfo& info, std::span<const Predict
     const auto& b = p.breakdown;
     overflow = overflow || !p.memory.fits;
     const std::string tok = tokens ? fmt::format(" {:>11.4g} {:>5.1f}%", p.throughput_tokens_per_s, 100.0 * p.mfu) : "";
-    fmt::print(out, "{:>5} {:>5} {:>10.4f} {:>11.1f}{} {:>8.4g} {:>5.1f}% {:>8} {:>9} | {:>9.4f} {:>9.4f} {:>9.4f} {:>9.4f} {:>9.4f} {:>9.4f} {:>9.4f} | {}: {}\n",
+    fmt::print(out, "{:>5} {:>5} {:>10.4f} {:>11.1f}{} {:>8.4g} {:>5.1f}% {:>8} {:>9} | {:>9.4f} {:>9.4f} {:>9.4f} {:>9.4f} {:>9.4f} {:>9.4f} {:>9.4f} | {}\n",
                p.gpus, p.nodes, in_seconds(p.iteration_time), p.throughput_samples_per_s, tok, p.speedup,
                100.0 * p.efficiency, hiding(p), memory_text(p), in_seconds(b.io), in_seconds(b.h2d), in_seconds(b.forward),
                in_seconds(b.backward), in_seconds(b.update), in_seconds(b.comm), in_seconds(b.comm_exposed),
-               to_string(p.bottleneck), p.bottleneck_resource.str());
+               bottleneck_text(p));
   }
   fmt::print(out, "# times in seconds; speedup = N_g·t_iter(1)/t_iter(N_g) (eq. 8); eff = speedup/N_g\n");
+  fmt::print(out, "# bottleneck: the resource whose doubling gains the most samples/s (as explain doubles it), "
+                  "with its share of the iteration\n");
   if (tokens)
     fmt::print(out, "# MFU = 3 × forward FLOPs per sample × samples/s / (GPUs × the GPU's dense {} peak)\n", info.precision);
   if (overflow && !preds.empty())
@@ -129,6 +131,8 @@ void write_json(std::ostream& out, const RunInfo& info, std::span<const Predicti
     e["boundary_layer"] = p.boundary_layer;
     e["bottleneck"] = std::string(to_string(p.bottleneck));
     e["bottleneck_resource"] = p.bottleneck_resource.str();
+    e["bottleneck_share"] = p.bottleneck_share;
+    e["bottleneck_gain"] = p.bottleneck_gain;
     e["memory"] = {{"per_gpu_bytes", in_bytes(p.memory.per_gpu)},
                    {"capacity_bytes", in_bytes(p.memory.capacity)},
                    {"fits", p.memory.fits}};
@@ -165,7 +169,7 @@ void write_json(std::ostream& out, const RunInfo& info, std::span<const Predicti
 void write_csv(std::ostream& out, std::span<const Prediction> preds, std::span<const TrainingCost> train) {
   out << "gpus,nodes,batch_per_gpu,iteration_time_s,throughput_samples_per_s,speedup,efficiency,hiding_case,"
          "boundary_layer,bottleneck,io_s,h2d_s,forward_s,backward_s,update_s,comm_s,comm_exposed_s,memory_per_gpu_bytes,"
-         "memory_fits,throughput_tokens_per_s,mfu";
+         "memory_fits,throughput_tokens_per_s,mfu,bottleneck_share,bottleneck_gain";
   out << (train.empty() ? "\n" : ",train_iterations,train_hours,gpu_hours,cost\n");
   for (std::size_t i = 0; i < preds.size(); ++i) {
     const Prediction& p = preds[i];
@@ -174,8 +178,8 @@ void write_csv(std::ostream& out, std::span<const Prediction> preds, std::span<c
                in_seconds(p.iteration_time), p.throughput_samples_per_s, p.speedup, p.efficiency, p.hiding_case,
                p.boundary_layer, to_string(p.bottleneck), in_seconds(b.io), in_seconds(b.h2d), in_seconds(b.forward),
                in_seconds(b.backward), in_seconds(b.update), in_seconds(b.comm), in_seconds(b.comm_exposed));
-    fmt::print(out, ",{},{},{},{}", in_bytes(p.memory.per_gpu), p.memory.fits ? "true" : "false", p.throughput_tokens_per_s,
-               p.mfu);
+    fmt::print(out, ",{},{},{},{},{},{}", in_bytes(p.memory.per_gpu), p.memory.fits ? "true" : "false",
+               p.throughput_tokens_per_s, p.mfu, p.bottleneck_share, p.bottleneck_gain);
     if (i < train.size())
       fmt::print(out, ",{},{},{},{}", train[i].iterations, in_seconds(train[i].wall_time) / 3600.0, train[i].gpu_hours,
                  train[i].cost ? fmt::format("{}", *train[i].cost) : std::string());

@@ -285,6 +285,7 @@ nlohmann::ordered_json row_json(const Row& r) {
   e["breakdown"] = {{"io_s", r.io_s},       {"h2d_s", r.h2d_s},         {"forward_s", r.forward_s},
                     {"backward_s", r.backward_s}, {"update_s", r.update_s}, {"sync_wait_s", r.sync_wait_s}};
   e["bottleneck"] = r.bottleneck;
+  e["memory"] = {{"per_gpu_bytes", r.memory_per_gpu_bytes}, {"fits", r.memory_fits}};
   nlohmann::ordered_json d;
   for (const auto& [k, v] : r.derived) d[k] = v;
   e["derived"] = d;

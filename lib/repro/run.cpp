@@ -296,7 +296,9 @@ class Runner {
       row.backward_s = in_seconds(bd.backward);
       row.update_s = in_seconds(bd.update);
       row.sync_wait_s = in_seconds(bd.sync_wait);
-      row.bottleneck = fmt::format("{}: {}", to_string(p.bottleneck), p.bottleneck_resource.str());
+      row.bottleneck = bottleneck_text(p);
+      row.memory_per_gpu_bytes = in_bytes(p.memory.per_gpu);
+      row.memory_fits = p.memory.fits;
       row.derived["r_u2g"] = eq::update_to_gpu_ratio(bd.update, bd.h2d, bd.forward, bd.backward);
       {
         // The I/O time the iteration waits for, as Table V measures t_io: all of it without prefetching

@@ -159,6 +159,7 @@ class Model final : public EventSink {
   double copy_end_ = 0.0;  // offload: when the copy engine is free (eq. S9a)
   bool tick_pending_ = false;
   Rng link_rng_;
+  std::vector<SlowestDraw> slowest_;  // per iteration, where the GPUs are alike (pass_factor)
   // iteration bookkeeping
   std::vector<double> iter_end_, agg_end_, bwd_end_, comm_sum_, fwd_max_, bwd_max_, upd_max_, h2d_max_, upd_exp_,
       wait_max_, origin_;
@@ -181,13 +182,21 @@ double Model::compute_time(int g, double base) {
 
 // The synchronization-loss jitter of the closed form (Strategy::jitter_cv, docs/input-formats.md): a GPU's
 // forward+backward of one iteration scaled by 1 + cv·z, z standard normal, drawn once per GPU and iteration
-// (clamped at zero, which a cv below 0.2 reaches with probability under 1e-6).
+// (clamped at zero, which a cv below 0.2 reaches with probability under 1e-6). Where the GPUs are alike
+// (one speed, one GPU model, no per-task --jitter) only the slowest's draw matters and it is drawn alone
+// (random.hpp, draw_slowest): the other GPUs keep one time, so their events share the engine's FIFOs and
+// the run stays linear in GPUs.
 double Model::pass_factor(int g) {
   Gpu& gp = gpus_[static_cast<std::size_t>(g)];
   if (!(s_.iteration_cv > 0.0)) return 1.0;
   if (gp.factor_iter != gp.iter) {
     gp.factor_iter = gp.iter;
-    gp.factor = std::max(0.0, 1.0 + s_.iteration_cv * gp.rng.normal());
+    double z = 0.0;
+    if (const auto k = static_cast<std::size_t>(gp.iter); k < slowest_.size())  // alike GPUs (run())
+      z = slowest_[k].gpu == g ? slowest_[k].z : slowest_[k].rest;
+    else
+      z = gp.rng.normal();
+    gp.factor = std::max(0.0, 1.0 + s_.iteration_cv * z);
   }
   return gp.factor;
 }
@@ -663,6 +672,13 @@ Outcome Model::run() {
     gpus_[g].rng = Rng(splitmix64(s_.seed ^ splitmix64(g + 1)));
   }
   link_rng_ = Rng(splitmix64(s_.seed ^ 0x6C696E6Bull));
+  bool alike = s_.compute_jitter == 0.0;
+  for (std::size_t g = 1; g < G && alike; ++g) alike = s_.speed[g] == s_.speed[0] && s_.gpu_class[g] == s_.gpu_class[0];
+  if (s_.iteration_cv > 0.0 && alike) {
+    Rng slow(splitmix64(s_.seed ^ 0x736C6F77ull));
+    slowest_.resize(N + 1);  // + 1: a GPU may ask for the iteration after the last
+    for (auto& d : slowest_) d = draw_slowest(slow, s_.gpus);
+  }
   for (const auto& l : s_.links) eng_.net().add_link(l.name, l.kind, l.capacity);
   eng_.net().record_rates(s_.trace);
   next_seq_.assign(static_cast<std::size_t>(s_.nodes), 0);

@@ -621,7 +621,7 @@ struct Simulator::Impl {
     p.nodes = at.nodes;
     p.batch_per_gpu = sc.batch_per_gpu;
     p.iteration_time = seconds(mean);
-    p.memory = pred.predict(gpus).memory;
+    p.memory = closed.memory;
     p.throughput_samples_per_s = static_cast<double>(gpus) * sc.batch_per_gpu / mean;  // N·M can pass 2^31
     if (closed.throughput_samples_per_s > 0.0) {  // tokens/s and MFU scale with samples/s
       const double ratio = p.throughput_samples_per_s / closed.throughput_samples_per_s;
@@ -653,46 +653,19 @@ struct Simulator::Impl {
     } else if (s.overlapped) {
       p.hiding_case = 1;
     }
-    // bottleneck: the phase with the largest share of the critical path (as the closed form decides)
-    struct Part {
-      Bottleneck what;
-      double time;
-    };
+    // bottleneck: the closed form's (bottleneck.hpp: the resource whose doubling gains the most, as
+    // `explain` re-predicts it), with the share of the simulated iteration it holds
     const double io = in_seconds(closed.breakdown.io);
-    const double gpu_side = mean - (st.io_prefetch ? o.input_wait : io);
-    Part parts[] = {{Bottleneck::io, st.io_prefetch ? 0.0 : io}, {Bottleneck::h2d, o.h2d},
-                    {Bottleneck::compute, o.forward + o.backward}, {Bottleneck::communication, o.exposed},
-                    {Bottleneck::update, o.update_exposed}};
-    Part worst = parts[0];
-    for (const auto& pt : parts)
-      if (pt.time > worst.time) worst = pt;
-    if (st.io_prefetch && o.input_wait > 0.0 && io >= gpu_side) worst = Part{Bottleneck::io, io};
-    p.bottleneck = worst.what;
-    const Cluster& cl = sc.cluster;
-    std::string name;
-    switch (worst.what) {
-      case Bottleneck::io:
-        name = closed.bottleneck == Bottleneck::io ? closed.bottleneck_resource.str() : std::string("input pipeline (readers)");
-        break;
-      case Bottleneck::h2d:
-        name = fmt::format("host-to-GPU copies ({} memory, {})", st.pinned_memory ? "pinned" : "pageable",
-                           st.pinned_memory ? cl.h2d_pinned : cl.h2d_pageable);
-        break;
-      case Bottleneck::compute: name = fmt::format("GPU compute ({})", cl.gpu.name); break;
-      case Bottleneck::communication:
-        if (opt.contention && !o.busiest_link.empty())
-          name = fmt::format("{}, busy {:.0f}%", o.busiest_link, 100.0 * o.busiest_link_fraction);
-        else
-          name = at.nodes > 1 ? fmt::format("inter-node network ({})", cl.inter_node.bandwidth)
-                              : fmt::format("intra-node GPU links ({})", cl.intra_node.bandwidth);
-        break;
-      case Bottleneck::update:
-        name = st.sharding.offload_optimizer
-                   ? fmt::format("optimiser step offloaded to the CPU (CPU Adam {:.3g} params/s per node)",
-                                 st.sharding.cpu_adam_params_per_s)
-                   : fmt::format("parameter update (GPU memory {})", cl.gpu.memory_bandwidth);
-        break;
-    }
+    p.breakdown.reader_loss = seconds(st.io_prefetch ? o.input_wait : io);
+    const Bound bound = bound_by(closed, pred.doubled(gpus));
+    p.bottleneck = closed.bottleneck;
+    p.bottleneck_gain = closed.bottleneck_gain;
+    Prediction on_path = p;  // the framework's fixed overhead sits in the simulated update: not the GPU's
+    on_path.breakdown.overhead = closed.breakdown.overhead;
+    p.bottleneck_share = p.iteration_time > Seconds{} ? time_on_path(bound.resource, on_path) / p.iteration_time : 0.0;
+    std::string name = closed.bottleneck_resource.str();
+    if (opt.contention && p.bottleneck == Bottleneck::communication && !o.busiest_link.empty())
+      name += fmt::format("; busiest link simulated: {}, busy {:.0f}%", o.busiest_link, 100.0 * o.busiest_link_fraction);
     p.bottleneck_resource = ResourceName(std::move(name));
     return r;
   }

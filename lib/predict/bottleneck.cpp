@@ -1,0 +1,74 @@
+// The bottleneck of an iteration (include/dlscale/bottleneck.hpp): the resource whose doubling gains the
+// most, and the share of the iteration it holds.
+#include "dlscale/bottleneck.hpp"
+
+#include <fmt/format.h>
+
+#include "dlscale/predict.hpp"
+
+namespace dlscale {
+
+std::string_view to_string(Resource r) noexcept {
+  switch (r) {
+    case Resource::gpu: return "GPU (peak FLOP/s and memory bandwidth)";
+    case Resource::host_to_gpu: return "host-to-GPU copies";
+    case Resource::intra_node: return "intra-node GPU links";
+    case Resource::inter_node: return "inter-node network";
+    case Resource::storage: return "input (storage and decoding)";
+  }
+  return "";
+}
+
+double doubling_gain(Seconds baseline, Seconds doubled) noexcept {
+  return doubled > Seconds{} ? baseline / doubled - 1.0 : 0.0;
+}
+
+Bottleneck phase_of(Resource r) noexcept {
+  switch (r) {
+    case Resource::gpu: return Bottleneck::compute;
+    case Resource::host_to_gpu: return Bottleneck::h2d;
+    case Resource::intra_node:
+    case Resource::inter_node: return Bottleneck::communication;
+    case Resource::storage: return Bottleneck::io;
+  }
+  return Bottleneck::compute;
+}
+
+Seconds time_on_path(Resource r, const Prediction& p) noexcept {
+  const Breakdown& b = p.breakdown;
+  switch (r) {
+    case Resource::storage: return b.reader_loss;
+    case Resource::host_to_gpu: return b.h2d;
+    case Resource::intra_node:
+    case Resource::inter_node: return b.comm_exposed;
+    case Resource::gpu: {
+      // The critical path adds up to t_iter (plan.hpp, critical_path): what is left once the other
+      // resources' segments, the fixed overhead and the CPU offload's steps are taken out is the GPU's.
+      const Seconds offload = b.offload_d2h_exposed + b.offload_cpu + b.offload_h2d;
+      return max(p.iteration_time - b.reader_loss - b.h2d - b.comm_exposed - b.overhead - offload, Seconds{});
+    }
+  }
+  return {};
+}
+
+Bound bound_by(const Prediction& p, const DoubledTimes& doubled) noexcept {
+  constexpr double kTie = 1e-9;
+  Bound best;
+  bool any = false;
+  for (std::size_t i = 0; i < kResourceCount; ++i) {
+    const double gain = doubling_gain(p.iteration_time, doubled[i]);
+    if (!any || gain > best.gain + kTie) {
+      best.resource = kAllResources[i];
+      best.gain = gain;
+      any = true;
+    }
+  }
+  best.share = p.iteration_time > Seconds{} ? time_on_path(best.resource, p) / p.iteration_time : 0.0;
+  return best;
+}
+
+std::string bottleneck_text(const Prediction& p) {
+  return fmt::format("{} ({:.0f}%): {}", to_string(p.bottleneck), 100.0 * p.bottleneck_share, p.bottleneck_resource.str());
+}
+
+}  // namespace dlscale
