@@ -476,8 +476,16 @@ LayerTimes spread_phase_totals(const LayerTimes& modelled, Seconds forward, Seco
       out[i] = s > Seconds{} ? total * (shape[i] / s) : total / static_cast<double>(shape.size());
     return out;
   };
-  return LayerTimes{spread(modelled.forward, forward), spread(modelled.backward, backward),
-                    spread(modelled.update, update)};
+  LayerTimes t{spread(modelled.forward, forward), spread(modelled.backward, backward), spread(modelled.update, update),
+               {}, {}};
+  // the recompute modes' parts of each layer's forward keep their share of it (eq. R1-R3)
+  const Seconds s = sum(modelled.forward);
+  const double scale = s > Seconds{} ? forward / s : 0.0;
+  for (const auto* part : {&modelled.forward_gemm, &modelled.forward_attention}) {
+    auto& out = part == &modelled.forward_gemm ? t.forward_gemm : t.forward_attention;
+    for (const Seconds x : *part) out.push_back(x * scale);
+  }
+  return t;
 }
 
 std::string_view to_string(Optimizer o) noexcept {

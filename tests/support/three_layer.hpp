@@ -36,7 +36,9 @@ inline Scenario three_layer_scenario() {
   }
   sc.measured_layers = LayerTimes{{seconds(0.1), seconds(0.1), seconds(0.1)},
                                   {seconds(0.3), seconds(0.2), seconds(0.1)},
-                                  {seconds(0.01), seconds(0.02), seconds(0.03)}};
+                                  {seconds(0.01), seconds(0.02), seconds(0.03)},
+                                  {},
+                                  {}};
   sc.batch_per_gpu = 10;
   sc.strategy.name = "layerwise-after";
   sc.strategy.io_prefetch = true;
