@@ -339,7 +339,7 @@ struct Candidates {
   double plateau_bytes = std::numeric_limits<double>::infinity();
   CollectiveOp op = CollectiveOp::allreduce;
   // Why NCCL cannot run an (algorithm, protocol) pair that is not among the entries (for --algo/--proto).
-  std::array<std::array<std::string, NPROTO>, NALGO_ALL> why_not{};
+  std::array<std::array<std::string, NPROTO>, NALGO_ALL> why_not;  // no {}: clang 14 crashes value-initializing it here
   void reject(int algo, std::string why) {
     for (auto& w : why_not[static_cast<std::size_t>(algo)])
       if (w.empty()) w = why;
