@@ -208,7 +208,7 @@ Grid predict_grid(const std::vector<LlmRun>& runs) {
       }
       Scenario sc = r.scenario;
       sc.compute.kernel_params = set;
-      const Prediction p = Predictor(sc).predict(r.gpus);
+      const Prediction p = Predictor(sc, Predictor::TimesOnly{}).predict(r.gpus);
       row.push_back(p.throughput_tokens_per_s / r.gpus);
     }
     g.predicted.push_back(std::move(row));
@@ -255,7 +255,7 @@ TEST(LlmSharded, EveryCompleteDecoderRowOnAKnownGpuIsPredicted) {
   // 72 rows: 8 partial, 4 MI300X, 4 encoders (BERT-large, DeBERTa) and mds-bert leave 56 decoders
   EXPECT_EQ(runs.size(), 56u);
   for (const LlmRun& r : runs) {
-    const Prediction p = Predictor(r.scenario).predict(r.gpus);
+    const Prediction p = Predictor(r.scenario, Predictor::TimesOnly{}).predict(r.gpus);
     EXPECT_TRUE(p.memory.fits) << r.id << " ran, and is predicted to need " << in_bytes(p.memory.per_gpu) / 1e9 << " GB of "
                                 << in_bytes(p.memory.capacity) / 1e9;
   }
@@ -277,7 +277,7 @@ TEST(LlmSharded, PeakMemoryBesideWhatTheRunsPublish) {
   for (const LlmRun& r : load_runs()) {
     const double published = published_peak(r.id);
     if (published <= 0.0) continue;
-    const Prediction p = Predictor(r.scenario).predict(r.gpus);
+    const Prediction p = Predictor(r.scenario, Predictor::TimesOnly{}).predict(r.gpus);
     const double e = rel(in_bytes(p.memory.per_gpu), published);
     std::printf("%-42s published %6.1f GB, predicted %6.1f GB (%+.1f %%)\n", r.id.c_str(), published / 1e9,
                 in_bytes(p.memory.per_gpu) / 1e9, 100 * e);
