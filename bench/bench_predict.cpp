@@ -2,6 +2,7 @@
 #include <benchmark/benchmark.h>
 
 #include <cstdlib>
+#include <initializer_list>
 
 #include "dlscale/io.hpp"
 #include "dlscale/plan.hpp"
@@ -67,6 +68,20 @@ void BM_PrepareResNet50(benchmark::State& state) {
 }
 BENCHMARK(BM_PrepareResNet50);
 
+/// plan's search over the frameworks named, timed.
+void run_plan(benchmark::State& state, const dlscale::Scenario& sc, int gpus,
+              std::initializer_list<const char*> frameworks) {
+  using namespace dlscale;
+  PlanSpace space;
+  for (const char* fw : frameworks)
+    space.strategies.push_back(load_strategy(resolve(DataKind::framework, fw, "--frameworks")));
+  for (auto _ : state) {
+    auto r = plan(sc, gpus, space);
+    benchmark::DoNotOptimize(r);
+    state.counters["configurations"] = r.evaluated;
+  }
+}
+
 // dlscale plan's search for Llama-2-7B on 2 × 8 H100 (issue 16's target: under a second): 7 frameworks ×
 // shard groups × 7 micro-batches × 4 accumulations × checkpointing off/on = 728 predictions, NCCL's model on the graph.
 void BM_PlanLlama7bTwoH100Nodes(benchmark::State& state) {
@@ -77,15 +92,9 @@ void BM_PlanLlama7bTwoH100Nodes(benchmark::State& state) {
   sc.network = load_network(resolve(DataKind::network, "llama2-7b", "--model"));
   sc.compute.precision = Precision::bf16;
   sc.compute.optimizer = Optimizer::adamw;
-  PlanSpace space;
-  for (const char* fw : {"pytorch-ddp", "deepspeed-zero1", "deepspeed-zero2", "deepspeed-zero3", "fsdp",
-                         "fsdp-shard-grad-op", "fsdp-hybrid"})
-    space.strategies.push_back(load_strategy(resolve(DataKind::framework, fw, "--frameworks")));
-  for (auto _ : state) {
-    auto r = plan(sc, 16, space);
-    benchmark::DoNotOptimize(r);
-    state.counters["configurations"] = r.evaluated;
-  }
+  run_plan(state, sc, 16,
+           {"pytorch-ddp", "deepspeed-zero1", "deepspeed-zero2", "deepspeed-zero3", "fsdp", "fsdp-shard-grad-op",
+            "fsdp-hybrid"});
 }
 BENCHMARK(BM_PlanLlama7bTwoH100Nodes)->Unit(benchmark::kMillisecond);
 
@@ -120,16 +129,7 @@ void BM_PredictLlama70b(benchmark::State& state) {
 BENCHMARK(BM_PredictLlama70b);
 
 void BM_PlanLlama70b(benchmark::State& state) {
-  using namespace dlscale;
-  const Scenario sc = llama70b_scenario();
-  PlanSpace space;
-  for (const char* fw : {"torchtitan", "fsdp", "fsdp-hybrid", "deepspeed-zero3"})
-    space.strategies.push_back(load_strategy(resolve(DataKind::framework, fw, "--frameworks")));
-  for (auto _ : state) {
-    auto r = plan(sc, 64, space);
-    benchmark::DoNotOptimize(r);
-    state.counters["configurations"] = r.evaluated;
-  }
+  run_plan(state, llama70b_scenario(), 64, {"torchtitan", "fsdp", "fsdp-hybrid", "deepspeed-zero3"});
 }
 BENCHMARK(BM_PlanLlama70b)->Unit(benchmark::kMillisecond);
 
