@@ -57,8 +57,9 @@ bool block_checkpointed(int block, double fraction) noexcept;
 /// checkpointed block): R1 all of its forward; R2 its attention core; R3 all but its GEMMs and attention core,
 /// plus every second GEMM (half its GEMM time).
 Seconds recompute_time(const LayerTimes& t, std::size_t i, int block, const ComputeOptions& opt) noexcept;
-/// The FLOPs per sample that the options recompute (what HFU counts beyond MFU): R1 the checkpointed blocks'
-/// forward FLOPs, R2 the attention cores' score products (4·S²·D a sequence), R3 half the blocks' GEMM FLOPs.
+/// The FLOPs per sample that the options recompute (what HFU counts beyond MFU): ⌈√L⌉ checkpointing every
+/// segment's forward but the last's; R1 the checkpointed blocks' forward FLOPs, R2 the attention cores' score
+/// products (4·S²·D a sequence), R3 half the blocks' GEMM FLOPs.
 double recompute_flops_per_sample(const Network& net, const ComputeOptions& opt);
 /// What one sample keeps for backward under a recompute mode (fp32 figure): R1 a checkpointed block's input
 /// and, during its recompute, the largest block's tensors; R2 as without recompute less the attention

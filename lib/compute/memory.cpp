@@ -7,6 +7,7 @@
 #include <cmath>
 #include <limits>
 #include <stdexcept>
+#include <string_view>
 
 #include "dlscale/format.hpp"
 
@@ -26,7 +27,7 @@ std::vector<int> transformer_blocks(const Network& net) {
   // A layer of block N is named "PREFIX.N.REST" (the `repeat` operation's naming): the first dot-separated
   // field that is a whole number and is followed by another field gives N; blocks are renumbered in order.
   std::vector<int> out(net.layers.size(), -1);
-  std::string last_key;
+  std::string_view last_key;  // a view into the previous block's layer name (the network outlives the loop)
   int next = -1;
   for (std::size_t i = 0; i < net.layers.size(); ++i) {
     const std::string& name = net.layers[i].name;
@@ -36,7 +37,7 @@ std::vector<int> transformer_blocks(const Network& net) {
       if (dot == std::string::npos) break;  // the last field names the layer itself
       const std::string_view field(name.data() + start, dot - start);
       if (!field.empty() && field.find_first_not_of("0123456789") == std::string_view::npos) {
-        const std::string key = name.substr(0, dot);
+        const std::string_view key(name.data(), dot);
         if (key != last_key) {
           last_key = key;
           ++next;
@@ -70,12 +71,26 @@ Seconds recompute_time(const LayerTimes& t, std::size_t i, int block, const Comp
 }
 
 namespace {
-double attention_core_flops_per_sample(const Layer& l) noexcept;
+/// The attention core's FLOPs of one sample: Q·Kᵀ and P·V, 2·S²·D multiply-adds a sequence, counted in full.
+double attention_core_flops_per_sample(const Layer& l) noexcept {
+  if (l.kind != LayerKind::attention || l.input_shape.size() < 2) return 0.0;
+  const double s = static_cast<double>(l.input_shape[l.input_shape.size() - 2]);
+  const double d = static_cast<double>(l.input_shape.back());
+  double elements = 1.0;
+  for (auto v : l.input_shape) elements *= static_cast<double>(v);
+  return 4.0 * (elements / (s * d)) * s * s * d;
+}
 }  // namespace
 
 double recompute_flops_per_sample(const Network& net, const ComputeOptions& opt) {
-  const std::vector<int> block = transformer_blocks(net);
   double f = 0.0;
+  if (opt.checkpointing) {  // ⌈√L⌉ segments: every segment's forward but the last's runs again
+    const std::vector<int> first = checkpoint_segments(net);
+    for (std::size_t i = 0; first.size() >= 2 && i < static_cast<std::size_t>(first.back()); ++i)
+      f += net.layers[i].forward_flops_per_sample;
+    return f;
+  }
+  const std::vector<int> block = transformer_blocks(net);
   for (std::size_t i = 0; i < net.layers.size(); ++i) {
     if (block[i] < 0) continue;
     const Layer& l = net.layers[i];
@@ -91,16 +106,6 @@ double recompute_flops_per_sample(const Network& net, const ComputeOptions& opt)
 }
 
 namespace {
-/// The attention core's FLOPs of one sample: Q·Kᵀ and P·V, 2·S²·D multiply-adds a sequence, counted in full.
-double attention_core_flops_per_sample(const Layer& l) noexcept {
-  if (l.kind != LayerKind::attention || l.input_shape.size() < 2) return 0.0;
-  const double s = static_cast<double>(l.input_shape[l.input_shape.size() - 2]);
-  const double d = static_cast<double>(l.input_shape.back());
-  double elements = 1.0;
-  for (auto v : l.input_shape) elements *= static_cast<double>(v);
-  return 4.0 * (elements / (s * d)) * s * s * d;
-}
-
 /// The attention probabilities of one sample (heads·S·S per sequence); 0 for any other layer.
 double probabilities_per_sample(const Layer& l) noexcept {
   if (l.kind != LayerKind::attention || l.heads <= 0 || l.input_shape.size() < 2) return 0.0;

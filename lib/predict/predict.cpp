@@ -29,15 +29,6 @@ namespace dlscale {
 std::shared_ptr<const CollectiveModel> make_collective_model(const Cluster& cluster);
 
 namespace {
-/// The forward FLOPs per sample that ⌈√L⌉-segment checkpointing runs again: every segment's but the last's.
-double sqrt_recompute_flops(const Network& net) {
-  const std::vector<int> first = checkpoint_segments(net);
-  double f = 0.0;
-  for (std::size_t i = 0; first.size() >= 2 && i < static_cast<std::size_t>(first.back()); ++i)
-    f += net.layers[i].forward_flops_per_sample;
-  return f;
-}
-
 // eq::expected_max_normal, remembered per thread: the integral costs some 0.1 ms and a sweep asks for
 // the same GPU counts again and again.
 double max_normal(int n) {
@@ -320,8 +311,7 @@ Predictor::Predictor(Scenario scenario, TimesOnly) : impl_(std::make_unique<Impl
   // the attention products, i.e. 3 × the forward FLOPs the zoo counts, whatever is recomputed.
   m.train_flops_per_sample = 3.0 * sc.network.total_forward_flops_per_sample();
   // HFU (Korthikanti et al. 2022): the FLOPs the hardware ran, the recomputed forward included.
-  m.hardware_flops_per_sample = m.train_flops_per_sample +
-      (sc.compute.checkpointing ? sqrt_recompute_flops(sc.network) : recompute_flops_per_sample(sc.network, sc.compute));
+  m.hardware_flops_per_sample = m.train_flops_per_sample + recompute_flops_per_sample(sc.network, sc.compute);
   m.peak_flops = in_teraflops_per_second(sc.cluster.gpu.mfu_peak(sc.compute.precision)) * 1e12;
   m.pipeline = input_pipeline(sc);
   m.describe_resources();
