@@ -4,7 +4,7 @@
 # about 0.6 s) timed with CUDA events; ms_per_iter is the mean of the two middle windows. Memory: the peak
 # over the whole run (peak_*_bytes, the CSV's columns) and over the timed steps alone (peak_*_steady_bytes,
 # torch.jsonl only): their difference is cudnn.benchmark's trial workspaces in the warm-up.
-# Usage: OUT=DIR BUDGET=SECONDS [RUNS=h200|h100-1|h100-2|small] python3 bench/pytorch/train_steps.py   (writes DIR/torch.jsonl, one line per run,
+# Usage: OUT=DIR BUDGET=SECONDS [RUNS=h200|h100-1|h100-2|small|issue34] python3 bench/pytorch/train_steps.py   (writes DIR/torch.jsonl, one line per run,
 # and DIR/steps.csv in `dlscale calibrate fit`'s format, the GPU as the driver names it)
 # Needs PyTorch, torchvision and transformers (BERT from its configuration: random weights, no download).
 import json, os, sys, time
@@ -22,12 +22,13 @@ def set_prec(p):
     torch.backends.cuda.matmul.allow_tf32 = tf
     torch.backends.cudnn.allow_tf32 = tf
 
-def run(model, prec, batch, seq=None, attn="sdpa", cl=False, mlp=None):
+def run(model, prec, batch, seq=None, attn="sdpa", cl=False, mlp=None, comp=False):
     if time.time() - T0 > BUDGET:
         print("budget spent, skip", model, prec, batch, flush=True); return
     set_prec(prec)
     torch.cuda.empty_cache(); torch.cuda.reset_peak_memory_stats()
-    rec = dict(model=model, precision=prec, batch=batch, seq=seq, attention=attn if seq else None, channels_last=cl)
+    rec = dict(model=model, precision=prec, batch=batch, seq=seq, attention=attn if seq else None, channels_last=cl,
+               compile=comp)
     try:
         if mlp:
             width, depth = mlp
@@ -54,7 +55,8 @@ def run(model, prec, batch, seq=None, attn="sdpa", cl=False, mlp=None):
             if cl:
                 net = net.to(memory_format=torch.channels_last); x = x.to(memory_format=torch.channels_last)
             ce = nn.CrossEntropyLoss()
-            fwd = lambda: net(x)
+            fwd = torch.compile(net) if comp else net
+            fwd = (lambda f: lambda: f(x))(fwd)
             lossf = lambda out: ce(out, tgt)
             opt = torch.optim.SGD(net.parameters(), lr=0.01, momentum=0.9)
         half = {"fp16": torch.float16, "bf16": torch.bfloat16}.get(prec)
@@ -130,8 +132,14 @@ elif RUNS == "small":  # batch 1 and 8: steps the host's kernel launches bound (
     for b in (1, 8): run("resnet50", "fp16", b, cl=True)
     run("inception-v3", "fp16", 1, cl=True); run("vgg16", "fp16", 1, cl=True); run("alexnet", "fp16", 1, cl=True)
     run("bert-squad", "fp16", 1, seq=384); run("bert-large-squad", "fp16", 1, seq=384)
+elif RUNS == "issue34":  # BERT-large SQuAD at the small batches issue 34 names; ResNet-50 channels_last AMP eager and compiled
+    for b in (2, 4, 8): run("bert-large-squad", "fp16", b, seq=384)
+    run("resnet50", "fp16", 256, cl=True); run("resnet50", "bf16", 256, cl=True)
+    run("resnet50", "bf16", 256, cl=True, comp=True); run("resnet50", "fp16", 256, cl=True, comp=True)
+elif RUNS == "issue34-2":  # the second call: the fp16 compiled row the first call's budget skipped
+    run("resnet50", "fp16", 256, cl=True, comp=True)
 else:
-    sys.exit(f"RUNS={RUNS}: h200, h100-1, h100-2 or small")
+    sys.exit(f"RUNS={RUNS}: h200, h100-1, h100-2, small, issue34 or issue34-2")
 print("done in", round(time.time() - T0), "s", flush=True)
 
 # The runs in `dlscale calibrate fit`'s format (docs/compute-model.md): precision fp32 is strict here, so fit
@@ -143,7 +151,7 @@ with open(os.path.join(OUT, "torch.jsonl")) as f, open(os.path.join(OUT, "steps.
     gpu = torch.cuda.get_device_name()
     for line in f:
         r = json.loads(line)
-        if "ms_per_iter" not in r: continue
+        if "ms_per_iter" not in r or r.get("compile"): continue  # compiled rows: torch.jsonl only
         model = r["model"] + (".yaml" if r["model"].startswith("mlp") else "")
         layout = "" if r["seq"] or r["model"].startswith("mlp") else ("nhwc" if r["channels_last"] else "nchw")
         csv.write(f'{gpu},1,{model},{r["precision"]},{r["batch"]},{layout},{r.get("attention_used") or ""},'
