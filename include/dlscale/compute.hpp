@@ -95,7 +95,8 @@ struct ComputeOptions {
   /// PyTorch runs them as the composite operators the models are written in, a kernel per operator.
   bool compiled = false;
   /// The step is a sharded (FSDP/ZeRO) one: its tensor-core work runs at KernelParams::sharded_tensor of the
-  /// modelled rate (eq. K16; set by step_compute from the framework).
+  /// modelled rate (eq. K16; set by step_compute from the framework). The Predictor times one GPU, where no
+  /// collective runs beside the kernels, without it.
   bool sharded = false;
   /// Kernel-model parameters; null: the shipped topologies/compute-params.yaml.
   std::shared_ptr<const KernelParamSet> kernel_params;

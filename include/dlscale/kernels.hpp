@@ -34,14 +34,17 @@ struct KernelParams {
   double nchw_norm_rate = 2.16;     // batch norm on NCHW activations, cuDNN's per-channel kernels: element passes per SM per clock (eq. K12)
   double nchw_norm_rate_bf16 = 1.43;  // the same in bf16, which those kernels do not take (PyTorch runs its own) (eq. K12)
   // FlashAttention-2's tile loops (PyTorch's SDPA flash kernel) reach this share of the GEMM model's math rate,
-  // forward and backward (eq. K9): its own published benchmarks per architecture (compute-params.yaml).
+  // forward and backward (eq. K9): per architecture, from its published benchmarks (Ampere) or our own
+  // measurement (Hopper; compute-params.yaml says which).
   double flash_forward_efficiency = 1.0;
   double flash_backward_efficiency = 1.0;
   // Eq. K16: the share of the modelled tensor-core rate that GEMMs and attention keep in a sharded (FSDP, ZeRO)
-  // training step, fitted per architecture on the llm-sharded rows (tests/llm_sharded_test.cpp); 1 where no
-  // such run was measured. What it holds is not yet separated: NCCL's all-gather and reduce-scatter kernels
-  // running beside the GEMMs on the same SMs and memory through most of the step, and the power limit of
-  // hours of dense math. Single-GPU steps and GEMM benchmarks are predicted without it.
+  // training step on more than one GPU, fitted per architecture on the llm-sharded rows
+  // (tests/llm_sharded_test.cpp); 1 where no such run was measured. What it holds is not yet separated: NCCL's
+  // all-gather and reduce-scatter kernels running beside the GEMMs on the same SMs and memory through most of
+  // the step, and the power limit of hours of dense math. A step with no collective beside it runs without it:
+  // single-GPU steps, GEMM benchmarks, and FSDP2 on one GPU (measured on an H200 within a few per cent of the
+  // unfactored model; tests/data/h200-pytorch/decoder-steps.csv).
   double sharded_tensor = 1.0;
   std::string source;               // where the numbers came from (a fit's command, a paper)
 };

@@ -65,19 +65,23 @@ class Kernels {
     return opt_.precision == Precision::fp8 && !fp8_layer ? Precision::bf16 : opt_.precision;
   }
 
-  /// Eq. K15: the casts of one fp8 linear map with dynamic tensor-wise scaling. Forward: the input's amax and
-  /// its cast to fp8 (read eb twice, write 1 B; compiled, the amax is fused into the producer: eb + 1) and the
-  /// weight's (in·out, the same); backward: the output gradient's (rows·out, the same), and the transposed fp8
-  /// copies the other two products take (input and output gradient for the weight gradient, the weight for
-  /// the data gradient: read 1, write 1 B each).
+  /// Eq. K15: the casts of one fp8 linear map with dynamic tensor-wise scaling. Forward: the input's cast to
+  /// fp8 and the weight's (in·out); backward: the output gradient's (rows·out), and the transposed fp8 copies
+  /// the other two products take (input and output gradient for the weight gradient, the weight for the data
+  /// gradient: read 1, write 1 B each). Compiled, a cast is one kernel with its amax fused into the producer
+  /// (read eb, write 1 B). Eager, it is torchao's chain of operators, a kernel each: abs (read and write eb),
+  /// max (read eb), the upcast to fp32 (eb + 4), the multiply by the scale and the saturating clamp (4 + 4
+  /// each), the cast to fp8 (4 + 1): 5·eb + 25 B an element (bench/pytorch/decoder_steps.py runs that chain;
+  /// measured on an H200 it made an eager fp8 step 18 % slower than bf16, tests/data/h200-pytorch).
   void fp8_casts(const std::string& what, std::int64_t rows, std::int64_t in, std::int64_t out, bool input_grad) {
     if (opt_.precision != Precision::fp8 || !fp8_layer) return;
     const double eb = activation_bytes_per_element(opt_.precision);
-    const double cast = opt_.compiled ? eb + 1.0 : 2.0 * eb + 1.0;
+    const double cast = opt_.compiled ? eb + 1.0 : 5.0 * eb + 25.0;
+    const int chain = opt_.compiled ? 1 : 6;  // kernels a cast takes
     const double r = static_cast<double>(rows), i = static_cast<double>(in), o = static_cast<double>(out);
-    pass(name(what, " fp8 cast fwd"), r * i + i * o, cast, false, 0.0, opt_.compiled ? 2 : 4);
+    pass(name(what, " fp8 cast fwd"), r * i + i * o, cast, false, 0.0, 2 * chain);
     pass(name(what, " fp8 cast bwd"), r * o, cast, true, (r * i + r * o + (input_grad ? i * o : 0.0)) * 2.0,
-         opt_.compiled ? 4 : 5);
+         chain + 3);
   }
 
   /// A kernel's name for `model show --kernels`; empty (no allocation) when nobody asks.
@@ -149,7 +153,14 @@ class Kernels {
                        std::int64_t dkv, bool causal, std::string_view kernel) {
     const double frac = causal ? 0.5 : 1.0;
     const std::int64_t bh = seqs * heads;
-    const GemmShape qk{s, s, dh, bh}, pv{s, dh, s, bh};
+    const GemmShape qk{s, s, dh, bh};
+    // The kernel keeps its Q tile in shared memory over the whole key loop, so a head dimension below 128
+    // does not pay a stand-alone product's short-K tile feeding: its products run at head dimension 128's
+    // rate per FLOP (measured on an H200, PyTorch 2.11's flash kernels: 258 and 286 TFLOP/s forward at head
+    // dimensions 64 and 128, 241 and 238 backward; tests/data/h200-pytorch/decoder/call3-profile-*.txt).
+    const std::int64_t dr = std::max<std::int64_t>(dh, 128);
+    const double per_flop = static_cast<double>(dh) / static_cast<double>(dr);
+    const GemmShape qk_rate{s, s, dr, bh}, pv_rate{s, dr, s, bh};
     // The memory-efficient kernel on fp32 data (PyTorch's, from xformers' CUTLASS kernels) multiplies on
     // the tensor cores from Ampere on as three TF32 products per fp32 product (CUTLASS's
     // OpMultiplyAddFastF32), whether or not TF32 is allowed; before Ampere on the fp32 units.
@@ -159,8 +170,8 @@ class Kernels {
                            : opt_.precision == Precision::fp8  ? Precision::bf16  // attention stays bf16
                                                                : opt_.precision;
     const double passes = fast_f32 ? 3.0 : 1.0;
-    const Seconds t_qk = plan_gemm(qk, gpu_, math, kp_).compute * frac * passes;
-    const Seconds t_pv = plan_gemm(pv, gpu_, math, kp_).compute * frac * passes;
+    const Seconds t_qk = plan_gemm(qk_rate, gpu_, math, kp_).compute * frac * passes * per_flop;
+    const Seconds t_pv = plan_gemm(pv_rate, gpu_, math, kp_).compute * frac * passes * per_flop;
     const double scores = static_cast<double>(bh) * static_cast<double>(s) * static_cast<double>(s) * frac;
     const double exp_rate = 16.0 * gpu_.sm_count * gpu_.boost_clock.base();  // exponentials per second
     const Seconds t_exp = exp_rate > 0.0 ? seconds(scores / exp_rate) : Seconds{};

@@ -178,6 +178,9 @@ struct Predictor::Impl {
   double peak_flops = 0.0;            // the GPU's dense peak for the precision (FLOP/s)
   std::shared_ptr<const ResourceName::Table> resources;  // named when a caller asks (ResourceName::str)
   const InputPipeline* pipeline = nullptr;  // input_pipeline(sc), into sc (Impl is never copied or moved)
+  /// Eq. K16 holds only while collectives run beside the step's kernels: a sharded step on one GPU runs
+  /// none, and is this scenario with the tensor work at the model's own rate (null where K16 is 1).
+  std::unique_ptr<Predictor> alone;
 
   // The bottleneck (bottleneck.hpp): the scenario with each resource doubled, prepared on first use.
   bool names_bottleneck = false;
@@ -221,10 +224,16 @@ ComputeOptions step_compute(const Scenario& sc) { return step_compute(sc.compute
 
 Predictor::Predictor(Scenario scenario) : Predictor(std::move(scenario), TimesOnly{}) { impl_->names_bottleneck = true; }
 
-Predictor::Predictor(Scenario scenario, TimesOnly) : impl_(std::make_unique<Impl>()) {
+Predictor::Predictor(Scenario scenario, TimesOnly) : Predictor(std::move(scenario), TimesOnly{}, false) {}
+
+Predictor::Predictor(Scenario scenario, TimesOnly, bool alone) : impl_(std::make_unique<Impl>()) {
   Impl& m = *impl_;
   m.sc = std::move(scenario);
   m.sc.compute = step_compute(m.sc);
+  // eq. K16 where collectives run beside the step: a second set of times for one GPU, which runs none
+  if (!alone && m.sc.compute.sharded && m.sc.compute.kernel(m.sc.cluster.gpu).sharded_tensor != 1.0)
+    m.alone.reset(new Predictor(m.sc, TimesOnly{}, true));
+  if (alone) m.sc.compute.sharded = false;
   m.sc.strategy.io_prefetch = reader_prefetches(m.sc);
   const Scenario& sc = m.sc;
   if (sc.batch_per_gpu < 1) throw UsageError("--batch", "the batch per GPU must be at least 1");
@@ -315,7 +324,7 @@ Predictor::Predictor(Scenario scenario, TimesOnly) : impl_(std::make_unique<Impl
   m.peak_flops = in_teraflops_per_second(sc.cluster.gpu.mfu_peak(sc.compute.precision)) * 1e12;
   m.pipeline = input_pipeline(sc);
   m.describe_resources();
-  m.iter_one = m.run(1, GpuPlacement{1, 1, 1}).iteration_time;
+  m.iter_one = m.alone ? m.alone->impl_->iter_one : m.run(1, GpuPlacement{1, 1, 1}).iteration_time;
   // Throughput N·M/t and speedup (eq. 8) divide by iteration times: a scenario in which nothing takes
   // time (no input bytes, no work, a profile of zeros) has none to divide by.
   if (!(m.iter_one > Seconds{}))
@@ -390,11 +399,15 @@ GpuPlacement Predictor::place(int gpus) const {
   return GpuPlacement{gpus, gpus / c.gpus_per_node, c.gpus_per_node};
 }
 
+const Predictor::Impl& Predictor::impl_for(int gpus) const noexcept {
+  return gpus == 1 && impl_->alone ? *impl_->alone->impl_ : *impl_;
+}
+
 Prediction Predictor::predict(int gpus) const {
   const GpuPlacement at = place(gpus);
-  if (!impl_->names_bottleneck) return impl_->run(gpus, at);
+  if (!impl_->names_bottleneck) return impl_for(gpus).run(gpus, at);
   const DoubledTimes d = doubled(gpus);
-  return impl_->run(gpus, at, &d);
+  return impl_for(gpus).run(gpus, at, &d);
 }
 
 DoubledTimes Predictor::doubled(int gpus) const {
@@ -405,7 +418,7 @@ DoubledTimes Predictor::doubled(int gpus) const {
       m.doubled_predictors[i] = std::make_unique<Predictor>(with_doubled(m.sc, kAllResources[i]), TimesOnly{});
   });
   DoubledTimes d{};
-  for (std::size_t i = 0; i < kResourceCount; ++i) d[i] = m.doubled_predictors[i]->impl_->run(gpus, at).iteration_time;
+  for (std::size_t i = 0; i < kResourceCount; ++i) d[i] = m.doubled_predictors[i]->impl_for(gpus).run(gpus, at).iteration_time;
   return d;
 }
 
