@@ -170,10 +170,6 @@ class Predictor {
 
  private:
   struct Impl;
-  /// `alone`: the scenario on one GPU, no collective beside its kernels (eq. K16 off): what a sharded step's
-  /// single-GPU prediction and its speedup's baseline come from.
-  Predictor(Scenario scenario, TimesOnly, bool alone);
-  [[nodiscard]] const Impl& impl_for(int gpus) const noexcept;
   std::unique_ptr<Impl> impl_;
 };
 

@@ -178,9 +178,20 @@ struct Predictor::Impl {
   double peak_flops = 0.0;            // the GPU's dense peak for the precision (FLOP/s)
   std::shared_ptr<const ResourceName::Table> resources;  // named when a caller asks (ResourceName::str)
   const InputPipeline* pipeline = nullptr;  // input_pipeline(sc), into sc (Impl is never copied or moved)
-  /// Eq. K16 holds only while collectives run beside the step's kernels: a sharded step on one GPU runs
-  /// none, and is this scenario with the tensor work at the model's own rate (null where K16 is 1).
-  std::unique_ptr<Predictor> alone;
+  /// The compute a GPU count's step runs: its forward and backward, and per unit.
+  struct Compute {
+    Seconds f{}, b{};
+    std::span<const Seconds> unit_forward, unit_backward;
+  };
+  /// Eq. K16 holds only while collectives run beside the step's kernels: a sharded step on one GPU runs none,
+  /// and runs its tensor work at the model's own rate. Its times, where K16 is not 1 (else empty).
+  std::optional<LayerTimes> alone_layers;
+  Seconds alone_f{}, alone_b{};
+  std::vector<Seconds> alone_unit_forward, alone_unit_backward;
+  [[nodiscard]] Compute compute_for(int gpus) const noexcept {
+    if (gpus == 1 && alone_layers) return Compute{alone_f, alone_b, alone_unit_forward, alone_unit_backward};
+    return Compute{f, b, unit_forward, unit_backward};
+  }
 
   // The bottleneck (bottleneck.hpp): the scenario with each resource doubled, prepared on first use.
   bool names_bottleneck = false;
@@ -203,7 +214,8 @@ struct Predictor::Impl {
     Bytes pcie_bytes{};
   };
   /// Fills `comm` with each unit's reduce-scatter (+ the replicas' all-reduce) time for the hiding case.
-  [[nodiscard]] ShardedStep sharded_step(const GpuPlacement& at, double K, Seconds h2d_n, std::span<Seconds> comm) const;
+  [[nodiscard]] ShardedStep sharded_step(const GpuPlacement& at, double K, Seconds h2d_n, std::span<Seconds> comm,
+                                         const Compute& c) const;
 };
 
 ComputeOptions step_compute(ComputeOptions c, const Strategy& framework, const GpuSpec& gpu) {
@@ -224,16 +236,10 @@ ComputeOptions step_compute(const Scenario& sc) { return step_compute(sc.compute
 
 Predictor::Predictor(Scenario scenario) : Predictor(std::move(scenario), TimesOnly{}) { impl_->names_bottleneck = true; }
 
-Predictor::Predictor(Scenario scenario, TimesOnly) : Predictor(std::move(scenario), TimesOnly{}, false) {}
-
-Predictor::Predictor(Scenario scenario, TimesOnly, bool alone) : impl_(std::make_unique<Impl>()) {
+Predictor::Predictor(Scenario scenario, TimesOnly) : impl_(std::make_unique<Impl>()) {
   Impl& m = *impl_;
   m.sc = std::move(scenario);
   m.sc.compute = step_compute(m.sc);
-  // eq. K16 where collectives run beside the step: a second set of times for one GPU, which runs none
-  if (!alone && m.sc.compute.sharded && m.sc.compute.kernel(m.sc.cluster.gpu).sharded_tensor != 1.0)
-    m.alone.reset(new Predictor(m.sc, TimesOnly{}, true));
-  if (alone) m.sc.compute.sharded = false;
   m.sc.strategy.io_prefetch = reader_prefetches(m.sc);
   const Scenario& sc = m.sc;
   if (sc.batch_per_gpu < 1) throw UsageError("--batch", "the batch per GPU must be at least 1");
@@ -257,20 +263,31 @@ Predictor::Predictor(Scenario scenario, TimesOnly, bool alone) : impl_(std::make
     m.layers = spread_phase_totals(modelled, p.forward, p.backward, p.update);
   } else {
     m.layers = std::move(modelled);
+    // eq. K16 where collectives run beside the step: the tensor work of one GPU alone at the model's rate
+    if (sc.compute.sharded && sc.compute.kernel(sc.cluster.gpu).sharded_tensor != 1.0) {
+      ComputeOptions solo = sc.compute;
+      solo.sharded = false;
+      m.alone_layers = estimate_layer_times(sc.network, sc.cluster.gpu, sc.batch_per_gpu, solo);
+      for (auto* v : {&m.alone_layers->forward, &m.alone_layers->backward, &m.alone_layers->update})
+        for (auto& x : *v) x = x / eff;
+    }
   }
-  if (sc.compute.checkpointing) {  // every segment but the last runs its forward again before its backward
-    const std::vector<int> first = checkpoint_segments(sc.network);
-    if (first.size() < 2)
-      throw UsageError("--checkpointing", fmt::format("model '{}' has {} learnable layer{}: nothing to checkpoint",
-                                                      sc.network.name, sc.network.layers.size(),
-                                                      sc.network.layers.size() == 1 ? "" : "s"));
-    for (std::size_t i = 0; i < static_cast<std::size_t>(first.back()); ++i) m.layers.backward[i] += m.layers.forward[i];
-  } else if (sc.compute.recompute != Recompute::none) {  // eq. R1-R3: per transformer block
-    const std::vector<int> block = transformer_blocks(sc.network);
-    if (std::none_of(block.begin(), block.end(), [](int b) { return b >= 0; }))
-      throw UsageError("--checkpointing", fmt::format("model '{}' has no repeated blocks to recompute", sc.network.name));
-    for (std::size_t i = 0; i < block.size(); ++i) m.layers.backward[i] += recompute_time(m.layers, i, block[i], sc.compute);
-  }
+  const auto recompute = [&sc](LayerTimes& t) {
+    if (sc.compute.checkpointing) {  // every segment but the last runs its forward again before its backward
+      const std::vector<int> first = checkpoint_segments(sc.network);
+      if (first.size() < 2)
+        throw UsageError("--checkpointing", fmt::format("model '{}' has {} learnable layer{}: nothing to checkpoint",
+                                                        sc.network.name, sc.network.layers.size(),
+                                                        sc.network.layers.size() == 1 ? "" : "s"));
+      for (std::size_t i = 0; i < static_cast<std::size_t>(first.back()); ++i) t.backward[i] += t.forward[i];
+    } else if (sc.compute.recompute != Recompute::none) {  // eq. R1-R3: per transformer block
+      const std::vector<int> block = transformer_blocks(sc.network);
+      if (std::none_of(block.begin(), block.end(), [](int b) { return b >= 0; }))
+        throw UsageError("--checkpointing", fmt::format("model '{}' has no repeated blocks to recompute", sc.network.name));
+      for (std::size_t i = 0; i < block.size(); ++i) t.backward[i] += recompute_time(t, i, block[i], sc.compute);
+    }
+  };
+  recompute(m.layers);
   m.f = m.layers.total_forward();
   m.b = m.layers.total_backward();
   m.u = m.layers.total_update();
@@ -283,6 +300,15 @@ Predictor::Predictor(Scenario scenario, TimesOnly, bool alone) : impl_(std::make
     m.unit_backward.push_back(un.backward);
     m.unit_bytes.push_back(un.gradient);
     m.unit_forward.push_back(un.forward);
+  }
+  if (m.alone_layers) {
+    recompute(*m.alone_layers);
+    m.alone_f = m.alone_layers->total_forward();
+    m.alone_b = m.alone_layers->total_backward();
+    for (const auto& un : make_units(sc.network, *m.alone_layers, sc.strategy, grad_bytes)) {
+      m.alone_unit_forward.push_back(un.forward);
+      m.alone_unit_backward.push_back(un.backward);
+    }
   }
 
   m.input_per_gpu = input_per_gpu(sc);
@@ -324,7 +350,7 @@ Predictor::Predictor(Scenario scenario, TimesOnly, bool alone) : impl_(std::make
   m.peak_flops = in_teraflops_per_second(sc.cluster.gpu.mfu_peak(sc.compute.precision)) * 1e12;
   m.pipeline = input_pipeline(sc);
   m.describe_resources();
-  m.iter_one = m.alone ? m.alone->impl_->iter_one : m.run(1, GpuPlacement{1, 1, 1}).iteration_time;
+  m.iter_one = m.run(1, GpuPlacement{1, 1, 1}).iteration_time;
   // Throughput N·M/t and speedup (eq. 8) divide by iteration times: a scenario in which nothing takes
   // time (no input bytes, no work, a profile of zeros) has none to divide by.
   if (!(m.iter_one > Seconds{}))
@@ -399,15 +425,11 @@ GpuPlacement Predictor::place(int gpus) const {
   return GpuPlacement{gpus, gpus / c.gpus_per_node, c.gpus_per_node};
 }
 
-const Predictor::Impl& Predictor::impl_for(int gpus) const noexcept {
-  return gpus == 1 && impl_->alone ? *impl_->alone->impl_ : *impl_;
-}
-
 Prediction Predictor::predict(int gpus) const {
   const GpuPlacement at = place(gpus);
-  if (!impl_->names_bottleneck) return impl_for(gpus).run(gpus, at);
+  if (!impl_->names_bottleneck) return impl_->run(gpus, at);
   const DoubledTimes d = doubled(gpus);
-  return impl_for(gpus).run(gpus, at, &d);
+  return impl_->run(gpus, at, &d);
 }
 
 DoubledTimes Predictor::doubled(int gpus) const {
@@ -418,7 +440,7 @@ DoubledTimes Predictor::doubled(int gpus) const {
       m.doubled_predictors[i] = std::make_unique<Predictor>(with_doubled(m.sc, kAllResources[i]), TimesOnly{});
   });
   DoubledTimes d{};
-  for (std::size_t i = 0; i < kResourceCount; ++i) d[i] = m.doubled_predictors[i]->impl_for(gpus).run(gpus, at).iteration_time;
+  for (std::size_t i = 0; i < kResourceCount; ++i) d[i] = m.doubled_predictors[i]->impl_->run(gpus, at).iteration_time;
   return d;
 }
 
@@ -430,6 +452,7 @@ std::vector<Prediction> Predictor::predict(std::span<const int> gpu_counts) cons
 }
 
 Prediction Predictor::Impl::run(int gpus, const GpuPlacement& at, const DoubledTimes* doubled) const {
+  const Compute c = compute_for(gpus);
   const Strategy& st = sc.strategy;
   const MeasuredAt* meas = nullptr;
   if (sc.profile) {
@@ -461,7 +484,7 @@ Prediction Predictor::Impl::run(int gpus, const GpuPlacement& at, const DoubledT
   comm_buf.assign(U, Seconds{});
   std::span<Seconds> comm(comm_buf);
   std::optional<ShardedStep> sharded;
-  if (st.sharding.sharded()) sharded = sharded_step(at, K, h2d_n, comm);
+  if (st.sharding.sharded()) sharded = sharded_step(at, K, h2d_n, comm, c);
   if (gpus > 1 && !sharded) {
     switch (st.aggregation) {
       case Aggregation::allreduce: coll->times(CollectiveOp::allreduce, unit_bytes, at, comm); break;
@@ -498,11 +521,11 @@ Prediction Predictor::Impl::run(int gpus, const GpuPlacement& at, const DoubledT
   Seconds ready{}, done{}, comm_total{};
   int boundary = 0;             // the lowest layer i ≥ 2 with c_i > b_{i−1}, seen from the top down
   for (std::size_t k = U; k-- > 0;) {
-    ready += unit_backward[k];
+    ready += c.unit_backward[k];
     done = max(done, ready) + comm[k];
     comm_total += comm[k];
     if (k >= 1) {
-      const bool exceeds = comm[k] > unit_backward[k - 1];
+      const bool exceeds = comm[k] > c.unit_backward[k - 1];
       if (exceeds) boundary = static_cast<int>(k) + 1;
     }
   }
@@ -517,14 +540,14 @@ Prediction Predictor::Impl::run(int gpus, const GpuPlacement& at, const DoubledT
   Seconds update_exposed = u;
   const bool overlapped = st.overlap != Overlap::none && st.aggregation != Aggregation::broadcast_reduce;
   if (!overlapped) {
-    gpu_side = eq::gpu_time(h2d_n, f * K, b * K, u) + comm_total;  // eq. 2/3 without t_io
+    gpu_side = eq::gpu_time(h2d_n, c.f * K, c.b * K, u) + comm_total;  // eq. 2/3 without t_io
     exposed = comm_total;
   } else {
     if (st.update == UpdatePlacement::per_layer) update_exposed = units.front().update;
     // eq. exact, per-layer update or update after aggregation; only the last of K backward passes overlaps
-    gpu_side = h2d_n + f * K + b * (K - 1.0) + done + update_exposed;
+    gpu_side = h2d_n + c.f * K + c.b * (K - 1.0) + done + update_exposed;
     // ≥ 0 and ≤ the communication in exact arithmetic; clamp the rounding of summing b in two orders
-    exposed = min(max(done - b, Seconds{}), comm_total);
+    exposed = min(max(done - c.b, Seconds{}), comm_total);
     p.hiding_case = boundary == 0 ? 1 : 2;
     p.boundary_layer = boundary;
   }
@@ -538,13 +561,13 @@ Prediction Predictor::Impl::run(int gpus, const GpuPlacement& at, const DoubledT
   // pay the framework's fixed cost per iteration; both sit on the GPU side, beside the prefetched I/O.
   Seconds sync{}, overhead{};
   if (gpus > 1) {
-    if (st.jitter_cv > 0.0) sync = eq::sync_wait(max_normal(gpus), st.jitter_cv, (f + b) * K);
+    if (st.jitter_cv > 0.0) sync = eq::sync_wait(max_normal(gpus), st.jitter_cv, (c.f + c.b) * K);
     overhead = st.iteration_overhead;
   }
   gpu_side += sync + overhead + reader.gpu_decode * K;
   p.iteration_time = st.io_prefetch ? eq::iteration_io_hidden(gpu_side, Seconds{}, io) : io + gpu_side;
 
-  p.breakdown = Breakdown{io, h2d_n, f * K, b * K, sharded ? sharded->update : u, comm_total, exposed};
+  p.breakdown = Breakdown{io, h2d_n, c.f * K, c.b * K, sharded ? sharded->update : u, comm_total, exposed};
   p.breakdown.sync_wait = sync;
   p.breakdown.overhead = overhead;
   p.breakdown.io_storage = reader.storage * K;
@@ -587,7 +610,7 @@ Prediction Predictor::Impl::run(int gpus, const GpuPlacement& at, const DoubledT
 }
 
 Predictor::Impl::ShardedStep Predictor::Impl::sharded_step(const GpuPlacement& at, double K, Seconds h2d_n,
-                                                          std::span<Seconds> comm) const {
+                                                          std::span<Seconds> comm, const Compute& c) const {
   const Sharding& sh = sc.strategy.sharding;
   const ShardGroups g = shard_groups(sh, at);  // throws UsageError("--gpus") for a group that does not fit
   const double n = g.shard;
@@ -650,29 +673,29 @@ Predictor::Impl::ShardedStep Predictor::Impl::sharded_step(const GpuPlacement& a
     // all-gathered after the step (exposed).
     Seconds ready{}, done{}, copied{};
     for (std::size_t k = U; k-- > 0;) {
-      ready += unit_backward[k];
+      ready += c.unit_backward[k];
       done = max(done, ready) + comm[k];
       if (!copies.empty()) copied = max(copied, done) + copies[k];
     }
-    if (!copies.empty()) copy_tail = copied - max(done, b);
-    span = f * K + b * (K - 1.0) + max(done, b) + gathers;
+    if (!copies.empty()) copy_tail = copied - max(done, c.b);
+    span = c.f * K + c.b * (K - 1.0) + max(done, c.b) + gathers;
     r.comm = reduces + gathers;
   } else {
     const std::span<const Seconds> ag(gather_buf);
     const std::span<const Seconds> ag_back = sh.reshard_after_forward ? ag : std::span<const Seconds>{};
-    const ShardedTimeline last = sharded_timeline_exact(unit_forward, unit_backward, ag, ag_back, comm, sh.in_flight);
+    const ShardedTimeline last = sharded_timeline_exact(c.unit_forward, c.unit_backward, ag, ag_back, comm, sh.in_flight);
     Seconds earlier{};  // micro-batches before the last: gathers and compute, no reduce-scatter
-    if (K > 1.0) earlier = sharded_timeline_exact(unit_forward, unit_backward, ag, ag_back, {}, sh.in_flight).end() * (K - 1.0);
+    if (K > 1.0) earlier = sharded_timeline_exact(c.unit_forward, c.unit_backward, ag, ag_back, {}, sh.in_flight).end() * (K - 1.0);
     span = earlier + last.end();
     if (!copies.empty())
-      copy_tail = sharded_timeline_exact(unit_forward, unit_backward, ag, ag_back, comm, sh.in_flight, copies).end() - last.end();
+      copy_tail = sharded_timeline_exact(c.unit_forward, c.unit_backward, ag, ag_back, comm, sh.in_flight, copies).end() - last.end();
     r.comm = gathers * (sh.reshard_after_forward ? 2.0 : 1.0) * K + reduces;
   }
   r.d2h_exposed = copy_tail;
   // the copy tail and the CPU step come before ZeRO-1/2's all-gather, which the span already holds: the
   // sum is the same in either order
   r.gpu_side = h2d_n + span + copy_tail + r.update;
-  r.exposed = min(max(span - (f + b) * K, Seconds{}), r.comm);
+  r.exposed = min(max(span - (c.f + c.b) * K, Seconds{}), r.comm);
   const MemoryFit fit = check_memory_fit(sc.network, sc.cluster.gpu, sc.batch_per_gpu, sc.compute, sh, g.shard,
                                          bytes(kDefaultReservedBytes), activations_per_sample);
   r.memory = MemoryUse{fit.need.total(), fit.available, fit.fits};
