@@ -149,7 +149,8 @@ Scenario with_doubled(const Scenario& sc, Resource r) {
       // run gained only from memory bandwidth) and the clocks with them, so that the math per SM per clock
       // that feeds the kernel model's tiles (eq. K3) stays the same, as does every per-clock rate.
       GpuSpec& g = out.cluster.gpu;
-      out.modelled_layers.reset();  // a caller's layer times are the GPU's before doubling
+      // a caller's layer times are the GPU's before doubling; its times for the doubled GPU, if any, replace them
+      out.modelled_layers = std::move(out.modelled_layers_doubled_gpu);
       g.peak_fp32 = g.peak_fp32 * 2.0;
       g.peak_fp16 = g.peak_fp16 * 2.0;
       g.peak_tf32 = g.peak_tf32 * 2.0;

@@ -157,6 +157,15 @@ std::string ResourceName::str() const {
 
 struct Predictor::Impl {
   Scenario sc;
+  /// The network with its layers: sc.network, or, for a doubled scenario (with_doubled changes no network),
+  /// its base's, whose Impl owns this one; sc.network then holds only what the input needs (without_layers).
+  const Network* net = &sc.network;
+  /// A doubled scenario's predictor (Predictor::doubled): read for its iteration times only, so it names
+  /// no resources, checks no memory and has no one-GPU baseline of its own.
+  bool what_if = false;
+  /// The compute model's layer times before the framework's efficiency (the caller's or estimate_layer_times'):
+  /// what a doubled scenario that keeps the GPU starts from.
+  std::shared_ptr<const LayerTimes> modelled_times;
   std::shared_ptr<const CollectiveModel> coll;
   LayerTimes layers;
   std::vector<Unit> units;
@@ -226,13 +235,41 @@ Predictor::Predictor(Scenario scenario) : Predictor(std::move(scenario), TimesOn
 
 Predictor::Predictor(Scenario scenario, TimesOnly) : Predictor(std::move(scenario), TimesOnly{}, false) {}
 
-Predictor::Predictor(Scenario scenario, TimesOnly, bool alone) : impl_(std::make_unique<Impl>()) {
+namespace {
+/// The scenario with a network that has no layers (name, input kind, shape and bytes kept: what
+/// input_per_gpu and input_pipeline read): a doubled scenario's copy, its layers read from its base's.
+Scenario without_layers(const Scenario& sc) {
+  Network net;
+  net.name = sc.network.name;
+  net.input_kind = sc.network.input_kind;
+  net.input_shape = sc.network.input_shape;
+  net.input_bytes_per_sample = sc.network.input_bytes_per_sample;
+  return Scenario{.cluster = sc.cluster,
+                  .network = std::move(net),
+                  .strategy = sc.strategy,
+                  .profile = sc.profile,
+                  .measured_layers = sc.measured_layers,
+                  .batch_per_gpu = sc.batch_per_gpu,
+                  .compute = sc.compute,
+                  .modelled_layers = sc.modelled_layers,
+                  .modelled_layers_doubled_gpu = sc.modelled_layers_doubled_gpu,
+                  .collectives = sc.collectives};
+}
+}  // namespace
+
+Predictor::Predictor(Scenario scenario, TimesOnly, bool alone, const Network* layers_of)
+    : impl_(std::make_unique<Impl>()) {
   Impl& m = *impl_;
   m.sc = std::move(scenario);
+  if (layers_of) {
+    m.net = layers_of;
+    m.what_if = true;
+  }
+  const Network& net = *m.net;
   m.sc.compute = step_compute(m.sc);
   // eq. K16 where collectives run beside the step: a second set of times for one GPU, which runs none
   if (!alone && m.sc.compute.sharded && m.sc.compute.kernel(m.sc.cluster.gpu).sharded_tensor != 1.0)
-    m.alone.reset(new Predictor(m.sc, TimesOnly{}, true));
+    m.alone.reset(new Predictor(m.sc, TimesOnly{}, true, layers_of));
   if (alone) m.sc.compute.sharded = false;
   m.sc.strategy.io_prefetch = reader_prefetches(m.sc);
   const Scenario& sc = m.sc;
@@ -240,17 +277,19 @@ Predictor::Predictor(Scenario scenario, TimesOnly, bool alone) : impl_(std::make
   m.coll = with_transport(sc.collectives ? sc.collectives : make_collective_model(sc.cluster), sc.strategy.transport,
                           sc.cluster);  // a framework's RPC transport, or staging without GPUDirect RDMA
 
-  LayerTimes modelled = sc.modelled_layers ? *sc.modelled_layers
-                                           : estimate_layer_times(sc.network, sc.cluster.gpu, sc.batch_per_gpu, sc.compute);
+  m.modelled_times = sc.modelled_layers ? sc.modelled_layers
+                                  : std::make_shared<const LayerTimes>(
+                                        estimate_layer_times(net, sc.cluster.gpu, sc.batch_per_gpu, sc.compute));
+  LayerTimes modelled = *m.modelled_times;
   const double eff = sc.strategy.compute_efficiency;
   for (auto* v : {&modelled.forward, &modelled.backward, &modelled.update})
     for (auto& x : *v) x = x / eff;
   if (sc.measured_layers) {
-    const std::size_t L = sc.network.layers.size();
+    const std::size_t L = net.layers.size();
     const auto& ml = *sc.measured_layers;
     if (ml.forward.size() != L || ml.backward.size() != L || ml.update.size() != L)
       throw InputError(fmt::format("measured layer times have {} entries, the model '{}' has {} layers",
-                                   ml.forward.size(), sc.network.name, L));
+                                   ml.forward.size(), net.name, L));
     m.layers = ml;
   } else if (sc.profile) {
     const auto& p = sc.profile->single_gpu;
@@ -259,16 +298,16 @@ Predictor::Predictor(Scenario scenario, TimesOnly, bool alone) : impl_(std::make
     m.layers = std::move(modelled);
   }
   if (sc.compute.checkpointing) {  // every segment but the last runs its forward again before its backward
-    const std::vector<int> first = checkpoint_segments(sc.network);
+    const std::vector<int> first = checkpoint_segments(net);
     if (first.size() < 2)
       throw UsageError("--checkpointing", fmt::format("model '{}' has {} learnable layer{}: nothing to checkpoint",
-                                                      sc.network.name, sc.network.layers.size(),
-                                                      sc.network.layers.size() == 1 ? "" : "s"));
+                                                      net.name, net.layers.size(),
+                                                      net.layers.size() == 1 ? "" : "s"));
     for (std::size_t i = 0; i < static_cast<std::size_t>(first.back()); ++i) m.layers.backward[i] += m.layers.forward[i];
   } else if (sc.compute.recompute != Recompute::none) {  // eq. R1-R3: per transformer block
-    const std::vector<int> block = transformer_blocks(sc.network);
+    const std::vector<int> block = transformer_blocks(net);
     if (std::none_of(block.begin(), block.end(), [](int b) { return b >= 0; }))
-      throw UsageError("--checkpointing", fmt::format("model '{}' has no repeated blocks to recompute", sc.network.name));
+      throw UsageError("--checkpointing", fmt::format("model '{}' has no repeated blocks to recompute", net.name));
     for (std::size_t i = 0; i < block.size(); ++i) m.layers.backward[i] += recompute_time(m.layers, i, block[i], sc.compute);
   }
   m.f = m.layers.total_forward();
@@ -277,7 +316,7 @@ Predictor::Predictor(Scenario scenario, TimesOnly, bool alone) : impl_(std::make
   m.u_first = m.layers.update.empty() ? Seconds{} : m.layers.update.front();
 
   const double grad_bytes = gradient_bytes_per_element(sc.compute);
-  m.units = make_units(sc.network, m.layers, sc.strategy, grad_bytes);
+  m.units = make_units(net, m.layers, sc.strategy, grad_bytes);
   for (const auto& un : m.units) {
     m.total_gradient += un.gradient;
     m.unit_backward.push_back(un.backward);
@@ -306,23 +345,24 @@ Predictor::Predictor(Scenario scenario, TimesOnly, bool alone) : impl_(std::make
     // synthetic data is made on the GPU: nothing to copy
     if (sc.cluster.input && sc.cluster.input->data == DataSource::synthetic) m.h2d = Seconds{};
   }
-  m.activations_per_sample = activation_bytes_per_sample(sc.network, sc.compute);
-  {
-    const MemoryFit fit = check_memory_fit(sc.network, sc.cluster.gpu, sc.batch_per_gpu, sc.compute, Sharding{}, 1,
+  m.activations_per_sample = activation_bytes_per_sample(net, sc.compute);
+  if (!m.what_if) {
+    const MemoryFit fit = check_memory_fit(net, sc.cluster.gpu, sc.batch_per_gpu, sc.compute, Sharding{}, 1,
                                            bytes(kDefaultReservedBytes), m.activations_per_sample);
     m.memory = MemoryUse{fit.need.total(), fit.available, fit.fits};
   }
-  if (sc.network.input_kind == "tokens") {
+  if (net.input_kind == "tokens") {
     m.tokens_per_sample = 1.0;
-    for (auto d : sc.network.input_shape) m.tokens_per_sample *= static_cast<double>(d);
+    for (auto d : net.input_shape) m.tokens_per_sample *= static_cast<double>(d);
   }
   // MFU (PaLM, Chowdhery et al. 2022, Appendix B): the model's FLOPs, 6·N per token for its weights plus
   // the attention products, i.e. 3 × the forward FLOPs the zoo counts, whatever is recomputed.
-  m.train_flops_per_sample = 3.0 * sc.network.total_forward_flops_per_sample();
+  m.train_flops_per_sample = 3.0 * net.total_forward_flops_per_sample();
   // HFU (Korthikanti et al. 2022): the FLOPs the hardware ran, the recomputed forward included.
-  m.hardware_flops_per_sample = m.train_flops_per_sample + recompute_flops_per_sample(sc.network, sc.compute);
+  m.hardware_flops_per_sample = m.train_flops_per_sample + recompute_flops_per_sample(net, sc.compute);
   m.peak_flops = in_teraflops_per_second(sc.cluster.gpu.mfu_peak(sc.compute.precision)) * 1e12;
   m.pipeline = input_pipeline(sc);
+  if (m.what_if) return;  // times only: no names, no memory, no one-GPU baseline (speedups are not read)
   m.describe_resources();
   m.iter_one = m.alone ? m.alone->impl_->iter_one : m.run(1, GpuPlacement{1, 1, 1}).iteration_time;
   // Throughput N·M/t and speedup (eq. 8) divide by iteration times: a scenario in which nothing takes
@@ -330,7 +370,7 @@ Predictor::Predictor(Scenario scenario, TimesOnly, bool alone) : impl_(std::make
   if (!(m.iter_one > Seconds{}))
     throw InputError(fmt::format("nothing in the scenario takes time on one GPU (model '{}': no input bytes, "
                                  "no FLOPs, no parameters, or a profile of zero times): no throughput to predict",
-                                 sc.network.name));
+                                 net.name));
 }
 
 Bytes input_per_gpu(const Scenario& sc) noexcept {
@@ -414,8 +454,13 @@ DoubledTimes Predictor::doubled(int gpus) const {
   const GpuPlacement at = place(gpus);
   Impl& m = *impl_;
   std::call_once(m.doubled_once, [&m] {
+    // Each doubled scenario without the network's layers (with_doubled changes none; they are read from
+    // this scenario's), and, where the GPU stays, with this scenario's modelled layer times: estimate_layer_times
+    // would give the same. Not so a sharded step's one-GPU scenario (eq. K16), which models its own.
+    Scenario base = without_layers(m.sc);
+    if (!m.alone) base.modelled_layers = m.modelled_times;
     for (std::size_t i = 0; i < kResourceCount; ++i)
-      m.doubled_predictors[i] = std::make_unique<Predictor>(with_doubled(m.sc, kAllResources[i]), TimesOnly{});
+      m.doubled_predictors[i].reset(new Predictor(with_doubled(base, kAllResources[i]), TimesOnly{}, false, m.net));
   });
   DoubledTimes d{};
   for (std::size_t i = 0; i < kResourceCount; ++i) d[i] = m.doubled_predictors[i]->impl_for(gpus).run(gpus, at).iteration_time;
@@ -630,7 +675,7 @@ Predictor::Impl::ShardedStep Predictor::Impl::sharded_step(const GpuPlacement& a
   thread_local std::vector<Seconds> copy_buf;
   copy_buf.clear();
   if (sh.offload_optimizer) {
-    const std::int64_t P = sc.network.total_params();
+    const std::int64_t P = net->total_params();
     const BytesPerSecond pcie = sc.cluster.h2d_pinned;
     copy_buf.resize(U);
     for (std::size_t i = 0; i < U; ++i) {
@@ -673,11 +718,11 @@ Predictor::Impl::ShardedStep Predictor::Impl::sharded_step(const GpuPlacement& a
   // sum is the same in either order
   r.gpu_side = h2d_n + span + copy_tail + r.update;
   r.exposed = min(max(span - (f + b) * K, Seconds{}), r.comm);
-  const MemoryFit fit = check_memory_fit(sc.network, sc.cluster.gpu, sc.batch_per_gpu, sc.compute, sh, g.shard,
+  const MemoryFit fit = check_memory_fit(*net, sc.cluster.gpu, sc.batch_per_gpu, sc.compute, sh, g.shard,
                                          bytes(kDefaultReservedBytes), activations_per_sample);
   r.memory = MemoryUse{fit.need.total(), fit.available, fit.fits};
   if (sh.offload_optimizer) {  // eq. S9d
-    r.memory.host_per_node = offload_host_bytes_per_node(sc.network.total_params(), sc.compute.precision,
+    r.memory.host_per_node = offload_host_bytes_per_node(net->total_params(), sc.compute.precision,
                                                          optimizer_state_words(sc.compute.optimizer), g.shard, at.gpus_per_node);
     r.memory.host_capacity = sc.cluster.host_memory_size > Bytes{} ? sc.cluster.host_memory_size : bytes(kDefaultHostMemoryBytes);
     r.memory.host_fits = r.memory.host_per_node <= r.memory.host_capacity;
