@@ -375,7 +375,8 @@ namespace {
 Scenario make_group_scenario(const SweepSpec& spec, const SweepGroup& g,
                              const std::vector<std::shared_ptr<const CollectiveModel>>* models,
                              const std::vector<Network>* networks = nullptr,
-                             std::shared_ptr<const LayerTimes> modelled = nullptr) {
+                             std::shared_ptr<const LayerTimes> modelled = nullptr,
+                             std::shared_ptr<const LayerTimes> modelled_doubled_gpu = nullptr) {
   Scenario sc;
   const LinkOverrides& lo = spec.links[g.links];
   sc.cluster = spec.clusters[g.cluster];
@@ -397,6 +398,7 @@ Scenario make_group_scenario(const SweepSpec& spec, const SweepGroup& g,
   sc.compute.precision = g.precision;
   sc.compute.optimizer = default_optimizer(sc.network, sc.strategy);
   sc.modelled_layers = std::move(modelled);
+  sc.modelled_layers_doubled_gpu = std::move(modelled_doubled_gpu);
   return sc;
 }
 
@@ -469,37 +471,53 @@ LayerTimesMemo& layer_times_memo() {
   return memo;
 }
 
+/// The compute model's layer times of each group, on its GPU and on its GPU doubled (the bottleneck's
+/// doubled scenario, with_doubled: Resource::gpu). The doubled times are those the Predictor would model
+/// itself, from the network it is handed (`slim` in run_sweep).
+struct GroupLayerTimes {
+  std::vector<std::shared_ptr<const LayerTimes>> gpu, doubled_gpu;
+};
+
 /// The compute model's layer times per group, shared between groups with the same network, GPU, batch,
 /// precision and convolution algorithms (the kernel model is the costly part of a new Predictor), and
-/// between runs (layer_times_memo).
-std::vector<std::shared_ptr<const LayerTimes>> shared_layer_times(const SweepSpec& spec,
-                                                                  const std::vector<std::vector<int>>& counts) {
-  std::vector<std::shared_ptr<const LayerTimes>> out(spec.groups.size());
+/// between runs (layer_times_memo); the same for the GPU doubled, except for sharded steps, whose one-GPU
+/// scenario (eq. K16) models its own times from the doubled GPU.
+GroupLayerTimes shared_layer_times(const SweepSpec& spec, const std::vector<std::vector<int>>& counts,
+                                   const std::vector<Network>& predicted) {
+  GroupLayerTimes out{std::vector<std::shared_ptr<const LayerTimes>>(spec.groups.size()),
+                      std::vector<std::shared_ptr<const LayerTimes>>(spec.groups.size())};
   std::map<std::string, std::shared_ptr<const LayerTimes>> seen;
   auto& memo = layer_times_memo();
-  std::vector<int> net_id(spec.networks.size(), -1);
-  auto id_of = [&](std::size_t model) {
-    if (net_id[model] < 0) {
-      std::string fp = network_fingerprint(spec.networks[model]);
+  std::vector<int> net_id(spec.networks.size(), -1), predicted_id(predicted.size(), -1);
+  auto id_of = [&](const std::vector<Network>& nets, std::vector<int>& ids, std::size_t model) {
+    if (ids[model] < 0) {
+      std::string fp = network_fingerprint(nets[model]);
       const std::lock_guard lock(memo.mutex);
       auto [it, fresh] = memo.networks.try_emplace(std::move(fp), static_cast<int>(memo.networks.size()));
-      net_id[model] = it->second;
+      ids[model] = it->second;
     }
-    return net_id[model];
+    return ids[model];
   };
-  for (std::size_t i = 0; i < spec.groups.size(); ++i) {
-    if (counts[i].empty()) continue;
-    const auto& g = spec.groups[i];
-    const Cluster& cl = spec.clusters[g.cluster];
+  // Each cluster's GPU doubled, as the bottleneck's doubled scenario has it.
+  std::vector<std::optional<GpuSpec>> doubled(spec.clusters.size());
+  auto doubled_gpu = [&](std::size_t cluster) -> const GpuSpec& {
+    if (!doubled[cluster]) {
+      Scenario sc;
+      sc.cluster = spec.clusters[cluster];
+      doubled[cluster] = with_doubled(sc, Resource::gpu).cluster.gpu;
+    }
+    return *doubled[cluster];
+  };
+  auto times = [&](const SweepGroup& g, const GpuSpec& gpu, const std::vector<Network>& nets, std::vector<int>& ids) {
     const Strategy& st = spec.strategies[g.framework];
     const ConvAlgorithmPolicy& pol = st.conv_algorithms;
-    const GpuSpec& gpu = cl.gpu;  // every figure the kernel model reads
     ComputeOptions base;
     base.precision = g.precision;
     base.optimizer = default_optimizer(spec.networks[g.model], st);
     const ComputeOptions c = step_compute(base, st, gpu);
+    // every figure the kernel model reads
     const std::string key =
-        fmt::format("{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}", id_of(g.model), gpu.name, gpu.architecture,
+        fmt::format("{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}", id_of(nets, ids, g.model), gpu.name, gpu.architecture,
                     gpu.sm_version, gpu.sm_count, gpu.peak_fp32.base(), gpu.peak_fp16.base(), gpu.peak_bf16.base(),
                     gpu.peak_tf32.base(), gpu.memory_bandwidth.base(), gpu.boost_clock.base(), gpu.base_clock.base(),
                     g.batch, to_string(g.precision), pol.winograd, pol.fft, pol.workspace_limit.base(), to_string(pol.layout),
@@ -511,13 +529,20 @@ std::vector<std::shared_ptr<const LayerTimes>> shared_layer_times(const SweepSpe
         if (auto it = memo.times.find(key); it != memo.times.end()) slot = it->second;
       }
       if (!slot) {
-        slot = std::make_shared<const LayerTimes>(estimate_layer_times(spec.networks[g.model], cl.gpu, g.batch, c));
+        slot = std::make_shared<const LayerTimes>(estimate_layer_times(nets[g.model], gpu, g.batch, c));
         const std::lock_guard lock(memo.mutex);
         if (memo.times.size() >= 4096) memo.times.clear();
         memo.times.emplace(key, slot);
       }
     }
-    out[i] = slot;
+    return slot;
+  };
+  for (std::size_t i = 0; i < spec.groups.size(); ++i) {
+    if (counts[i].empty()) continue;
+    const auto& g = spec.groups[i];
+    out.gpu[i] = times(g, spec.clusters[g.cluster].gpu, spec.networks, net_id);
+    if (!spec.strategies[g.framework].sharding.sharded())
+      out.doubled_gpu[i] = times(g, doubled_gpu(g.cluster), predicted, predicted_id);
   }
   return out;
 }
@@ -616,7 +641,7 @@ SweepResult run_sweep(const SweepSpec& spec, const SweepOptions& options) {
     }
   }
 
-  const auto layer_times = shared_layer_times(spec, counts);
+  const auto layer_times = shared_layer_times(spec, counts, slim);
 
   // Workloads per model (time and cost to train).
   std::vector<std::optional<TrainingWorkload>> workloads;
@@ -634,7 +659,8 @@ SweepResult run_sweep(const SweepSpec& spec, const SweepOptions& options) {
       try {
         const auto& g = spec.groups[i];
         preds.assign(counts[i].size(), Prediction{});
-        if (!counts[i].empty()) ev.evaluate(make_group_scenario(spec, g, &models, &slim, layer_times[i]), counts[i], preds);
+        if (!counts[i].empty()) ev.evaluate(make_group_scenario(spec, g, &models, &slim, layer_times.gpu[i], layer_times.doubled_gpu[i]),
+                                              counts[i], preds);
         const Cluster& cl = spec.clusters[g.cluster];
         for (std::size_t k = 0; k < preds.size(); ++k) {
           SweepRow& row = r.rows[first[i] + k];
