@@ -195,10 +195,20 @@ struct Predictor::Impl {
   bool names_bottleneck = false;
   mutable std::once_flag doubled_once;
   mutable std::array<std::unique_ptr<Predictor>, kResourceCount> doubled_predictors;
+  /// Whether a doubled scenario's aggregation takes as long as this one's, unit by unit: the same
+  /// collective model (pointer) over the same unit bytes, unsharded (the strategy is the same copy).
+  mutable std::array<bool, kResourceCount> doubled_same_comm{};
 
   void describe_resources();
-  /// With `doubled`, the bottleneck is named from it (bound_by); without, it is left unnamed.
-  [[nodiscard]] Prediction run(int gpus, const GpuPlacement& at, const DoubledTimes* doubled = nullptr) const;
+  /// Each unit's aggregation time on `at` (more than one GPU, unsharded), as the model gives it (before a
+  /// profile's measured total).
+  void unit_comm(const GpuPlacement& at, std::span<Seconds> comm) const;
+  /// With `doubled`, the bottleneck is named from it (bound_by); without, it is left unnamed. `comm`: unit_comm's
+  /// times when a caller has them (empty: computed).
+  [[nodiscard]] Prediction run(int gpus, const GpuPlacement& at, const DoubledTimes* doubled = nullptr,
+                               std::span<const Seconds> comm_given = {}) const;
+  /// Predictor::doubled, with this scenario's unit_comm where a caller has it (empty: none).
+  [[nodiscard]] DoubledTimes doubled_times(int gpus, const GpuPlacement& at, std::span<const Seconds> comm) const;
 
   /// A sharded strategy's step (docs/model.md, eq. S5-S8): what replaces the all-reduce recurrence.
   struct ShardedStep {
@@ -257,19 +267,21 @@ Scenario without_layers(const Scenario& sc) {
 }
 }  // namespace
 
-Predictor::Predictor(Scenario scenario, TimesOnly, bool alone, const Network* layers_of)
+Predictor::Predictor(Scenario scenario, TimesOnly, bool alone, const Impl* doubled_from, bool same_layers)
     : impl_(std::make_unique<Impl>()) {
   Impl& m = *impl_;
   m.sc = std::move(scenario);
-  if (layers_of) {
-    m.net = layers_of;
+  if (doubled_from) {
+    m.net = doubled_from->net;
     m.what_if = true;
   }
+  // the layer work of a doubled scenario that keeps the GPU: its base's (no one-GPU scenario of its own)
+  const Impl* same = same_layers && doubled_from && !doubled_from->alone ? doubled_from : nullptr;
   const Network& net = *m.net;
   m.sc.compute = step_compute(m.sc);
   // eq. K16 where collectives run beside the step: a second set of times for one GPU, which runs none
   if (!alone && m.sc.compute.sharded && m.sc.compute.kernel(m.sc.cluster.gpu).sharded_tensor != 1.0)
-    m.alone.reset(new Predictor(m.sc, TimesOnly{}, true, layers_of));
+    m.alone.reset(new Predictor(m.sc, TimesOnly{}, true, doubled_from, false));
   if (alone) m.sc.compute.sharded = false;
   m.sc.strategy.io_prefetch = reader_prefetches(m.sc);
   const Scenario& sc = m.sc;
@@ -277,51 +289,65 @@ Predictor::Predictor(Scenario scenario, TimesOnly, bool alone, const Network* la
   m.coll = with_transport(sc.collectives ? sc.collectives : make_collective_model(sc.cluster), sc.strategy.transport,
                           sc.cluster);  // a framework's RPC transport, or staging without GPUDirect RDMA
 
-  m.modelled_times = sc.modelled_layers ? sc.modelled_layers
-                                  : std::make_shared<const LayerTimes>(
-                                        estimate_layer_times(net, sc.cluster.gpu, sc.batch_per_gpu, sc.compute));
-  LayerTimes modelled = *m.modelled_times;
-  const double eff = sc.strategy.compute_efficiency;
-  for (auto* v : {&modelled.forward, &modelled.backward, &modelled.update})
-    for (auto& x : *v) x = x / eff;
-  if (sc.measured_layers) {
-    const std::size_t L = net.layers.size();
-    const auto& ml = *sc.measured_layers;
-    if (ml.forward.size() != L || ml.backward.size() != L || ml.update.size() != L)
-      throw InputError(fmt::format("measured layer times have {} entries, the model '{}' has {} layers",
-                                   ml.forward.size(), net.name, L));
-    m.layers = ml;
-  } else if (sc.profile) {
-    const auto& p = sc.profile->single_gpu;
-    m.layers = spread_phase_totals(modelled, p.forward, p.backward, p.update);
+  if (same) {
+    m.modelled_times = same->modelled_times;
+    m.layers = same->layers;
+    m.f = same->f;
+    m.b = same->b;
+    m.u = same->u;
+    m.u_first = same->u_first;
+    m.units = same->units;
+    m.total_gradient = same->total_gradient;
+    m.unit_backward = same->unit_backward;
+    m.unit_bytes = same->unit_bytes;
+    m.unit_forward = same->unit_forward;
   } else {
-    m.layers = std::move(modelled);
-  }
-  if (sc.compute.checkpointing) {  // every segment but the last runs its forward again before its backward
-    const std::vector<int> first = checkpoint_segments(net);
-    if (first.size() < 2)
-      throw UsageError("--checkpointing", fmt::format("model '{}' has {} learnable layer{}: nothing to checkpoint",
-                                                      net.name, net.layers.size(),
-                                                      net.layers.size() == 1 ? "" : "s"));
-    for (std::size_t i = 0; i < static_cast<std::size_t>(first.back()); ++i) m.layers.backward[i] += m.layers.forward[i];
-  } else if (sc.compute.recompute != Recompute::none) {  // eq. R1-R3: per transformer block
-    const std::vector<int> block = transformer_blocks(net);
-    if (std::none_of(block.begin(), block.end(), [](int b) { return b >= 0; }))
-      throw UsageError("--checkpointing", fmt::format("model '{}' has no repeated blocks to recompute", net.name));
-    for (std::size_t i = 0; i < block.size(); ++i) m.layers.backward[i] += recompute_time(m.layers, i, block[i], sc.compute);
-  }
-  m.f = m.layers.total_forward();
-  m.b = m.layers.total_backward();
-  m.u = m.layers.total_update();
-  m.u_first = m.layers.update.empty() ? Seconds{} : m.layers.update.front();
+    m.modelled_times = sc.modelled_layers ? sc.modelled_layers
+                                    : std::make_shared<const LayerTimes>(
+                                          estimate_layer_times(net, sc.cluster.gpu, sc.batch_per_gpu, sc.compute));
+    LayerTimes modelled = *m.modelled_times;
+    const double eff = sc.strategy.compute_efficiency;
+    for (auto* v : {&modelled.forward, &modelled.backward, &modelled.update})
+      for (auto& x : *v) x = x / eff;
+    if (sc.measured_layers) {
+      const std::size_t L = net.layers.size();
+      const auto& ml = *sc.measured_layers;
+      if (ml.forward.size() != L || ml.backward.size() != L || ml.update.size() != L)
+        throw InputError(fmt::format("measured layer times have {} entries, the model '{}' has {} layers",
+                                     ml.forward.size(), net.name, L));
+      m.layers = ml;
+    } else if (sc.profile) {
+      const auto& p = sc.profile->single_gpu;
+      m.layers = spread_phase_totals(modelled, p.forward, p.backward, p.update);
+    } else {
+      m.layers = std::move(modelled);
+    }
+    if (sc.compute.checkpointing) {  // every segment but the last runs its forward again before its backward
+      const std::vector<int> first = checkpoint_segments(net);
+      if (first.size() < 2)
+        throw UsageError("--checkpointing", fmt::format("model '{}' has {} learnable layer{}: nothing to checkpoint",
+                                                        net.name, net.layers.size(),
+                                                        net.layers.size() == 1 ? "" : "s"));
+      for (std::size_t i = 0; i < static_cast<std::size_t>(first.back()); ++i) m.layers.backward[i] += m.layers.forward[i];
+    } else if (sc.compute.recompute != Recompute::none) {  // eq. R1-R3: per transformer block
+      const std::vector<int> block = transformer_blocks(net);
+      if (std::none_of(block.begin(), block.end(), [](int b) { return b >= 0; }))
+        throw UsageError("--checkpointing", fmt::format("model '{}' has no repeated blocks to recompute", net.name));
+      for (std::size_t i = 0; i < block.size(); ++i) m.layers.backward[i] += recompute_time(m.layers, i, block[i], sc.compute);
+    }
+    m.f = m.layers.total_forward();
+    m.b = m.layers.total_backward();
+    m.u = m.layers.total_update();
+    m.u_first = m.layers.update.empty() ? Seconds{} : m.layers.update.front();
 
-  const double grad_bytes = gradient_bytes_per_element(sc.compute);
-  m.units = make_units(net, m.layers, sc.strategy, grad_bytes);
-  for (const auto& un : m.units) {
-    m.total_gradient += un.gradient;
-    m.unit_backward.push_back(un.backward);
-    m.unit_bytes.push_back(un.gradient);
-    m.unit_forward.push_back(un.forward);
+    const double grad_bytes = gradient_bytes_per_element(sc.compute);
+    m.units = make_units(net, m.layers, sc.strategy, grad_bytes);
+    for (const auto& un : m.units) {
+      m.total_gradient += un.gradient;
+      m.unit_backward.push_back(un.backward);
+      m.unit_bytes.push_back(un.gradient);
+      m.unit_forward.push_back(un.forward);
+    }
   }
 
   m.input_per_gpu = input_per_gpu(sc);
@@ -345,12 +371,14 @@ Predictor::Predictor(Scenario scenario, TimesOnly, bool alone, const Network* la
     // synthetic data is made on the GPU: nothing to copy
     if (sc.cluster.input && sc.cluster.input->data == DataSource::synthetic) m.h2d = Seconds{};
   }
-  m.activations_per_sample = activation_bytes_per_sample(net, sc.compute);
+  m.activations_per_sample = same ? same->activations_per_sample : activation_bytes_per_sample(net, sc.compute);
   if (!m.what_if) {
     const MemoryFit fit = check_memory_fit(net, sc.cluster.gpu, sc.batch_per_gpu, sc.compute, Sharding{}, 1,
                                            bytes(kDefaultReservedBytes), m.activations_per_sample);
     m.memory = MemoryUse{fit.need.total(), fit.available, fit.fits};
   }
+  m.pipeline = input_pipeline(sc);
+  if (m.what_if) return;  // times only: no names, no memory, MFU or one-GPU baseline (speedups are not read)
   if (net.input_kind == "tokens") {
     m.tokens_per_sample = 1.0;
     for (auto d : net.input_shape) m.tokens_per_sample *= static_cast<double>(d);
@@ -361,8 +389,6 @@ Predictor::Predictor(Scenario scenario, TimesOnly, bool alone, const Network* la
   // HFU (Korthikanti et al. 2022): the FLOPs the hardware ran, the recomputed forward included.
   m.hardware_flops_per_sample = m.train_flops_per_sample + recompute_flops_per_sample(net, sc.compute);
   m.peak_flops = in_teraflops_per_second(sc.cluster.gpu.mfu_peak(sc.compute.precision)) * 1e12;
-  m.pipeline = input_pipeline(sc);
-  if (m.what_if) return;  // times only: no names, no memory, no one-GPU baseline (speedups are not read)
   m.describe_resources();
   m.iter_one = m.alone ? m.alone->impl_->iter_one : m.run(1, GpuPlacement{1, 1, 1}).iteration_time;
   // Throughput N·M/t and speedup (eq. 8) divide by iteration times: a scenario in which nothing takes
@@ -443,28 +469,75 @@ const Predictor::Impl& Predictor::impl_for(int gpus) const noexcept {
   return gpus == 1 && impl_->alone ? *impl_->alone->impl_ : *impl_;
 }
 
+namespace {
+/// Whether run() aggregates through unit_comm: more than one GPU and an unsharded step.
+bool aggregates(int gpus, const Strategy& st) noexcept { return gpus > 1 && !st.sharding.sharded(); }
+}  // namespace
+
 Prediction Predictor::predict(int gpus) const {
   const GpuPlacement at = place(gpus);
   if (!impl_->names_bottleneck) return impl_for(gpus).run(gpus, at);
-  const DoubledTimes d = doubled(gpus);
-  return impl_for(gpus).run(gpus, at, &d);
+  // The aggregation times, once for this scenario and the doubled ones that keep them (doubled_same_comm).
+  thread_local std::vector<Seconds> comm;
+  std::span<const Seconds> given;
+  if (aggregates(gpus, impl_->sc.strategy)) {
+    comm.assign(impl_->units.size(), Seconds{});
+    impl_->unit_comm(at, comm);
+    given = comm;
+  }
+  const DoubledTimes d = impl_->doubled_times(gpus, at, given);
+  return impl_for(gpus).run(gpus, at, &d, given);
 }
 
-DoubledTimes Predictor::doubled(int gpus) const {
-  const GpuPlacement at = place(gpus);
-  Impl& m = *impl_;
+DoubledTimes Predictor::doubled(int gpus) const { return impl_->doubled_times(gpus, place(gpus), {}); }
+
+DoubledTimes Predictor::Impl::doubled_times(int gpus, const GpuPlacement& at, std::span<const Seconds> comm) const {
+  const Impl& m = *this;
   std::call_once(m.doubled_once, [&m] {
     // Each doubled scenario without the network's layers (with_doubled changes none; they are read from
     // this scenario's), and, where the GPU stays, with this scenario's modelled layer times: estimate_layer_times
     // would give the same. Not so a sharded step's one-GPU scenario (eq. K16), which models its own.
     Scenario base = without_layers(m.sc);
     if (!m.alone) base.modelled_layers = m.modelled_times;
-    for (std::size_t i = 0; i < kResourceCount; ++i)
-      m.doubled_predictors[i].reset(new Predictor(with_doubled(base, kAllResources[i]), TimesOnly{}, false, m.net));
+    for (std::size_t i = 0; i < kResourceCount; ++i) {
+      const Resource r = kAllResources[i];
+      m.doubled_predictors[i].reset(new Predictor(with_doubled(base, r), TimesOnly{}, false, &m, r != Resource::gpu));
+      const Impl& d = *m.doubled_predictors[i]->impl_;
+      m.doubled_same_comm[i] = d.coll == m.coll && d.unit_bytes == m.unit_bytes && !m.sc.strategy.sharding.sharded();
+    }
   });
   DoubledTimes d{};
-  for (std::size_t i = 0; i < kResourceCount; ++i) d[i] = m.doubled_predictors[i]->impl_for(gpus).run(gpus, at).iteration_time;
+  for (std::size_t i = 0; i < kResourceCount; ++i) {
+    const std::span<const Seconds> given = m.doubled_same_comm[i] ? comm : std::span<const Seconds>{};
+    d[i] = m.doubled_predictors[i]->impl_for(gpus).run(gpus, at, nullptr, given).iteration_time;
+  }
   return d;
+}
+
+void Predictor::Impl::unit_comm(const GpuPlacement& at, std::span<Seconds> comm) const {
+  const Strategy& st = sc.strategy;
+  const std::size_t U = units.size();
+  thread_local std::vector<Seconds> extra_buf;
+  switch (st.aggregation) {
+    case Aggregation::allreduce: coll->times(CollectiveOp::allreduce, unit_bytes, at, comm); break;
+    case Aggregation::parameter_server:
+      for (std::size_t i = 0; i < U; ++i) comm[i] = coll->parameter_server(unit_bytes[i], at, st.parameter_servers);
+      break;
+    case Aggregation::hybrid: {  // all-reduce inside the node, then a parameter server across nodes
+      coll->times(CollectiveOp::allreduce, unit_bytes, GpuPlacement{at.gpus_per_node, 1, at.gpus_per_node}, comm);
+      if (at.nodes > 1)
+        for (std::size_t i = 0; i < U; ++i)
+          comm[i] += coll->parameter_server(unit_bytes[i], GpuPlacement{at.nodes, at.nodes, 1}, st.parameter_servers);
+      break;
+    }
+    case Aggregation::broadcast_reduce: {
+      extra_buf.assign(U, Seconds{});
+      coll->times(CollectiveOp::broadcast, unit_bytes, at, comm);
+      coll->times(CollectiveOp::reduce, unit_bytes, at, extra_buf);
+      for (std::size_t i = 0; i < U; ++i) comm[i] += extra_buf[i];
+      break;
+    }
+  }
 }
 
 std::vector<Prediction> Predictor::predict(std::span<const int> gpu_counts) const {
@@ -474,7 +547,8 @@ std::vector<Prediction> Predictor::predict(std::span<const int> gpu_counts) cons
   return out;
 }
 
-Prediction Predictor::Impl::run(int gpus, const GpuPlacement& at, const DoubledTimes* doubled) const {
+Prediction Predictor::Impl::run(int gpus, const GpuPlacement& at, const DoubledTimes* doubled,
+                                std::span<const Seconds> comm_given) const {
   const Strategy& st = sc.strategy;
   const MeasuredAt* meas = nullptr;
   if (sc.profile) {
@@ -501,33 +575,17 @@ Prediction Predictor::Impl::run(int gpus, const GpuPlacement& at, const DoubledT
   h2d_n = h2d_n * K;
 
   // ---- communication per unit ------------------------------------------------------------------------
-  thread_local std::vector<Seconds> comm_buf, extra_buf;
+  thread_local std::vector<Seconds> comm_buf;
   const std::size_t U = units.size();
   comm_buf.assign(U, Seconds{});
   std::span<Seconds> comm(comm_buf);
   std::optional<ShardedStep> sharded;
   if (st.sharding.sharded()) sharded = sharded_step(at, K, h2d_n, comm);
-  if (gpus > 1 && !sharded) {
-    switch (st.aggregation) {
-      case Aggregation::allreduce: coll->times(CollectiveOp::allreduce, unit_bytes, at, comm); break;
-      case Aggregation::parameter_server:
-        for (std::size_t i = 0; i < U; ++i) comm[i] = coll->parameter_server(unit_bytes[i], at, st.parameter_servers);
-        break;
-      case Aggregation::hybrid: {  // all-reduce inside the node, then a parameter server across nodes
-        coll->times(CollectiveOp::allreduce, unit_bytes, GpuPlacement{at.gpus_per_node, 1, at.gpus_per_node}, comm);
-        if (at.nodes > 1)
-          for (std::size_t i = 0; i < U; ++i)
-            comm[i] += coll->parameter_server(unit_bytes[i], GpuPlacement{at.nodes, at.nodes, 1}, st.parameter_servers);
-        break;
-      }
-      case Aggregation::broadcast_reduce: {
-        extra_buf.assign(U, Seconds{});
-        coll->times(CollectiveOp::broadcast, unit_bytes, at, comm);
-        coll->times(CollectiveOp::reduce, unit_bytes, at, extra_buf);
-        for (std::size_t i = 0; i < U; ++i) comm[i] += extra_buf[i];
-        break;
-      }
-    }
+  if (aggregates(gpus, st)) {
+    if (comm_given.size() == U)
+      std::copy(comm_given.begin(), comm_given.end(), comm.begin());
+    else
+      unit_comm(at, comm);
   }
   bool comm_measured = false;
   if (meas && meas->comm && gpus > 1 && !sharded) {  // a measured total overrides; its split follows the model
