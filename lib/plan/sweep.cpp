@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <fstream>
@@ -508,20 +509,36 @@ GroupLayerTimes shared_layer_times(const SweepSpec& spec, const std::vector<std:
     }
     return *doubled[cluster];
   };
-  auto times = [&](const SweepGroup& g, const GpuSpec& gpu, const std::vector<Network>& nets, std::vector<int>& ids) {
+  // The key's parts that stay the same from group to group, formatted once: every figure of the GPU and
+  // of the framework's convolution algorithms that the kernel model reads.
+  std::vector<std::array<std::string, 2>> gpu_keys(spec.clusters.size());
+  auto gpu_key = [&](std::size_t cluster, const GpuSpec& gpu, bool twice) -> const std::string& {
+    std::string& k = gpu_keys[cluster][twice ? 1 : 0];
+    if (k.empty())
+      k = fmt::format("{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}", gpu.name, gpu.architecture, gpu.sm_version, gpu.sm_count,
+                      gpu.peak_fp32.base(), gpu.peak_fp16.base(), gpu.peak_bf16.base(), gpu.peak_tf32.base(),
+                      gpu.memory_bandwidth.base(), gpu.boost_clock.base(), gpu.base_clock.base());
+    return k;
+  };
+  std::vector<std::string> policy_keys(spec.strategies.size());
+  auto policy_key = [&](std::size_t framework) -> const std::string& {
+    std::string& k = policy_keys[framework];
+    if (k.empty()) {
+      const ConvAlgorithmPolicy& pol = spec.strategies[framework].conv_algorithms;
+      k = fmt::format("{}|{}|{}|{}", pol.winograd, pol.fft, pol.workspace_limit.base(), to_string(pol.layout));
+    }
+    return k;
+  };
+  auto times = [&](const SweepGroup& g, const GpuSpec& gpu, bool twice, const std::vector<Network>& nets,
+                   std::vector<int>& ids) {
     const Strategy& st = spec.strategies[g.framework];
-    const ConvAlgorithmPolicy& pol = st.conv_algorithms;
     ComputeOptions base;
     base.precision = g.precision;
     base.optimizer = default_optimizer(spec.networks[g.model], st);
     const ComputeOptions c = step_compute(base, st, gpu);
-    // every figure the kernel model reads
-    const std::string key =
-        fmt::format("{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}", id_of(nets, ids, g.model), gpu.name, gpu.architecture,
-                    gpu.sm_version, gpu.sm_count, gpu.peak_fp32.base(), gpu.peak_fp16.base(), gpu.peak_bf16.base(),
-                    gpu.peak_tf32.base(), gpu.memory_bandwidth.base(), gpu.boost_clock.base(), gpu.base_clock.base(),
-                    g.batch, to_string(g.precision), pol.winograd, pol.fft, pol.workspace_limit.base(), to_string(pol.layout),
-                    to_string(c.attention), c.fp32_gradients, c.lrn, to_string(c.optimizer));
+    const std::string key = fmt::format("{}|{}|{}|{}|{}|{}|{}|{}|{}", id_of(nets, ids, g.model), gpu_key(g.cluster, gpu, twice),
+                                        g.batch, to_string(g.precision), policy_key(g.framework), to_string(c.attention),
+                                        c.fp32_gradients, c.lrn, to_string(c.optimizer));
     auto& slot = seen[key];
     if (!slot) {
       {
@@ -540,9 +557,9 @@ GroupLayerTimes shared_layer_times(const SweepSpec& spec, const std::vector<std:
   for (std::size_t i = 0; i < spec.groups.size(); ++i) {
     if (counts[i].empty()) continue;
     const auto& g = spec.groups[i];
-    out.gpu[i] = times(g, spec.clusters[g.cluster].gpu, spec.networks, net_id);
+    out.gpu[i] = times(g, spec.clusters[g.cluster].gpu, false, spec.networks, net_id);
     if (!spec.strategies[g.framework].sharding.sharded())
-      out.doubled_gpu[i] = times(g, doubled_gpu(g.cluster), predicted, predicted_id);
+      out.doubled_gpu[i] = times(g, doubled_gpu(g.cluster), true, predicted, predicted_id);
   }
   return out;
 }
