@@ -198,6 +198,18 @@ struct Predictor::Impl {
   /// Whether a doubled scenario's aggregation takes as long as this one's, unit by unit: the same
   /// collective model (pointer) over the same unit bytes, unsharded (the strategy is the same copy).
   mutable std::array<bool, kResourceCount> doubled_same_comm{};
+  /// Whether a doubled scenario's units take as long as this one's in backward (the GPU stays).
+  mutable std::array<bool, kResourceCount> doubled_same_units{};
+
+  /// The exact recurrence's results (run's pass from the output side over the units).
+  struct Recurrence {
+    Seconds done{}, comm_total{};
+    int boundary = 0;  // the lowest layer i ≥ 2 with c_i > b_{i−1}, seen from the top down
+  };
+  [[nodiscard]] Recurrence recur(std::span<const Seconds> comm) const;
+  /// Whether run() may take a caller's Recurrence: an unsharded step with no profile (whose measured
+  /// communication would rescale the units' times first).
+  [[nodiscard]] bool takes_recurrence() const noexcept { return !sc.strategy.sharding.sharded() && !sc.profile; }
 
   void describe_resources();
   /// Each unit's aggregation time on `at` (more than one GPU, unsharded), as the model gives it (before a
@@ -205,10 +217,12 @@ struct Predictor::Impl {
   void unit_comm(const GpuPlacement& at, std::span<Seconds> comm) const;
   /// With `doubled`, the bottleneck is named from it (bound_by); without, it is left unnamed. `comm`: unit_comm's
   /// times when a caller has them (empty: computed).
+  /// `rec_given`: the recurrence over the same units and times (where takes_recurrence()).
   [[nodiscard]] Prediction run(int gpus, const GpuPlacement& at, const DoubledTimes* doubled = nullptr,
-                               std::span<const Seconds> comm_given = {}) const;
-  /// Predictor::doubled, with this scenario's unit_comm where a caller has it (empty: none).
-  [[nodiscard]] DoubledTimes doubled_times(int gpus, const GpuPlacement& at, std::span<const Seconds> comm) const;
+                               std::span<const Seconds> comm_given = {}, const Recurrence* rec_given = nullptr) const;
+  /// Predictor::doubled, with this scenario's unit_comm and recurrence where a caller has them (empty, null: none).
+  [[nodiscard]] DoubledTimes doubled_times(int gpus, const GpuPlacement& at, std::span<const Seconds> comm,
+                                           const Recurrence* rec) const;
 
   /// A sharded strategy's step (docs/model.md, eq. S5-S8): what replaces the all-reduce recurrence.
   struct ShardedStep {
@@ -477,21 +491,43 @@ bool aggregates(int gpus, const Strategy& st) noexcept { return gpus > 1 && !st.
 Prediction Predictor::predict(int gpus) const {
   const GpuPlacement at = place(gpus);
   if (!impl_->names_bottleneck) return impl_for(gpus).run(gpus, at);
-  // The aggregation times, once for this scenario and the doubled ones that keep them (doubled_same_comm).
+  // The aggregation times, and the recurrence over them, once for this scenario and the doubled ones that
+  // keep them (doubled_same_comm, doubled_same_units).
+  const Impl& m = *impl_;
   thread_local std::vector<Seconds> comm;
+  comm.assign(m.units.size(), Seconds{});  // no aggregation: none, as run() has it
   std::span<const Seconds> given;
-  if (aggregates(gpus, impl_->sc.strategy)) {
-    comm.assign(impl_->units.size(), Seconds{});
-    impl_->unit_comm(at, comm);
+  if (aggregates(gpus, m.sc.strategy)) {
+    m.unit_comm(at, comm);
     given = comm;
   }
-  const DoubledTimes d = impl_->doubled_times(gpus, at, given);
-  return impl_for(gpus).run(gpus, at, &d, given);
+  std::optional<Impl::Recurrence> rec;
+  if (m.takes_recurrence()) rec = m.recur(comm);
+  const Impl::Recurrence* r = rec ? &*rec : nullptr;
+  const DoubledTimes d = m.doubled_times(gpus, at, given, r);
+  return impl_for(gpus).run(gpus, at, &d, given, r);
 }
 
-DoubledTimes Predictor::doubled(int gpus) const { return impl_->doubled_times(gpus, place(gpus), {}); }
+DoubledTimes Predictor::doubled(int gpus) const { return impl_->doubled_times(gpus, place(gpus), {}, nullptr); }
 
-DoubledTimes Predictor::Impl::doubled_times(int gpus, const GpuPlacement& at, std::span<const Seconds> comm) const {
+Predictor::Impl::Recurrence Predictor::Impl::recur(std::span<const Seconds> comm) const {
+  // in locals: the compiler cannot tell the result from `comm`, and would store `done` every step
+  Seconds ready{}, done{}, comm_total{};
+  int boundary = 0;
+  for (std::size_t k = units.size(); k-- > 0;) {
+    ready += unit_backward[k];
+    done = max(done, ready) + comm[k];
+    comm_total += comm[k];
+    if (k >= 1) {
+      const bool exceeds = comm[k] > unit_backward[k - 1];
+      if (exceeds) boundary = static_cast<int>(k) + 1;
+    }
+  }
+  return Recurrence{done, comm_total, boundary};
+}
+
+DoubledTimes Predictor::Impl::doubled_times(int gpus, const GpuPlacement& at, std::span<const Seconds> comm,
+                                            const Recurrence* rec) const {
   const Impl& m = *this;
   std::call_once(m.doubled_once, [&m] {
     // Each doubled scenario without the network's layers (with_doubled changes none; they are read from
@@ -504,12 +540,17 @@ DoubledTimes Predictor::Impl::doubled_times(int gpus, const GpuPlacement& at, st
       m.doubled_predictors[i].reset(new Predictor(with_doubled(base, r), TimesOnly{}, false, &m, r != Resource::gpu));
       const Impl& d = *m.doubled_predictors[i]->impl_;
       m.doubled_same_comm[i] = d.coll == m.coll && d.unit_bytes == m.unit_bytes && !m.sc.strategy.sharding.sharded();
+      m.doubled_same_units[i] = d.unit_backward == m.unit_backward;
     }
   });
+  // Without aggregation every unit's communication is zero, whatever the links.
+  const bool aggregating = aggregates(gpus, m.sc.strategy);
   DoubledTimes d{};
   for (std::size_t i = 0; i < kResourceCount; ++i) {
+    const Impl& di = m.doubled_predictors[i]->impl_for(gpus);
     const std::span<const Seconds> given = m.doubled_same_comm[i] ? comm : std::span<const Seconds>{};
-    d[i] = m.doubled_predictors[i]->impl_for(gpus).run(gpus, at, nullptr, given).iteration_time;
+    const bool same = rec && di.takes_recurrence() && m.doubled_same_units[i] && (m.doubled_same_comm[i] || !aggregating);
+    d[i] = di.run(gpus, at, nullptr, given, same ? rec : nullptr).iteration_time;
   }
   return d;
 }
@@ -548,7 +589,7 @@ std::vector<Prediction> Predictor::predict(std::span<const int> gpu_counts) cons
 }
 
 Prediction Predictor::Impl::run(int gpus, const GpuPlacement& at, const DoubledTimes* doubled,
-                                std::span<const Seconds> comm_given) const {
+                                std::span<const Seconds> comm_given, const Recurrence* rec_given) const {
   const Strategy& st = sc.strategy;
   const MeasuredAt* meas = nullptr;
   if (sc.profile) {
@@ -575,40 +616,37 @@ Prediction Predictor::Impl::run(int gpus, const GpuPlacement& at, const DoubledT
   h2d_n = h2d_n * K;
 
   // ---- communication per unit ------------------------------------------------------------------------
-  thread_local std::vector<Seconds> comm_buf;
-  const std::size_t U = units.size();
-  comm_buf.assign(U, Seconds{});
-  std::span<Seconds> comm(comm_buf);
   std::optional<ShardedStep> sharded;
-  if (st.sharding.sharded()) sharded = sharded_step(at, K, h2d_n, comm);
-  if (aggregates(gpus, st)) {
-    if (comm_given.size() == U)
-      std::copy(comm_given.begin(), comm_given.end(), comm.begin());
-    else
-      unit_comm(at, comm);
-  }
   bool comm_measured = false;
-  if (meas && meas->comm && gpus > 1 && !sharded) {  // a measured total overrides; its split follows the model
-    Seconds modelled{};
-    for (auto c : comm) modelled += c;
-    const Seconds target = *meas->comm;
-    for (auto& c : comm) c = modelled > Seconds{} ? c * (target / modelled) : target / static_cast<double>(U);
-    comm_measured = true;
-  }
-
-  // ---- one pass from the output side: the exact recurrence (equations.hpp, overlap_done_exact), the
-  // communication total and the hiding case (classify_hiding) together --------------------------------
-  Seconds ready{}, done{}, comm_total{};
-  int boundary = 0;             // the lowest layer i ≥ 2 with c_i > b_{i−1}, seen from the top down
-  for (std::size_t k = U; k-- > 0;) {
-    ready += unit_backward[k];
-    done = max(done, ready) + comm[k];
-    comm_total += comm[k];
-    if (k >= 1) {
-      const bool exceeds = comm[k] > unit_backward[k - 1];
-      if (exceeds) boundary = static_cast<int>(k) + 1;
+  Recurrence rec;
+  if (rec_given && takes_recurrence()) {
+    rec = *rec_given;  // the same units and times: the same pass
+  } else {
+    thread_local std::vector<Seconds> comm_buf;
+    const std::size_t U = units.size();
+    comm_buf.assign(U, Seconds{});
+    std::span<Seconds> comm(comm_buf);
+    if (st.sharding.sharded()) sharded = sharded_step(at, K, h2d_n, comm);
+    if (aggregates(gpus, st)) {
+      if (comm_given.size() == U)
+        std::copy(comm_given.begin(), comm_given.end(), comm.begin());
+      else
+        unit_comm(at, comm);
     }
+    if (meas && meas->comm && gpus > 1 && !sharded) {  // a measured total overrides; its split follows the model
+      Seconds modelled{};
+      for (auto c : comm) modelled += c;
+      const Seconds target = *meas->comm;
+      for (auto& c : comm) c = modelled > Seconds{} ? c * (target / modelled) : target / static_cast<double>(U);
+      comm_measured = true;
+    }
+    // ---- one pass from the output side: the exact recurrence (equations.hpp, overlap_done_exact), the
+    // communication total and the hiding case (classify_hiding) together ------------------------------
+    rec = recur(comm);
   }
+  const Seconds done = rec.done;
+  Seconds comm_total = rec.comm_total;
+  const int boundary = rec.boundary;
 
   // ---- combine ---------------------------------------------------------------------------------------
   Prediction p;
