@@ -167,17 +167,24 @@ struct Predictor::Impl {
   /// what a doubled scenario that keeps the GPU starts from.
   std::shared_ptr<const LayerTimes> modelled_times;
   std::shared_ptr<const CollectiveModel> coll;
-  LayerTimes layers;
-  std::vector<Unit> units;
+  LayerTimes layers;  // empty in a doubled scenario that keeps the GPU (its base's are the same)
+  /// The units and their times and bytes, contiguous; shared with the doubled scenarios that keep the GPU.
+  struct UnitWork {
+    std::vector<Unit> units;
+    std::vector<Seconds> backward, forward;
+    std::vector<Bytes> bytes;
+  };
+  std::shared_ptr<const UnitWork> work;
+  std::span<const Unit> units;            // work->units
   Seconds f{}, b{}, u{}, u_first{};
   Seconds h2d{}, io_one{};
   bool reader_modelled = false;  // profile_reader_modelled(sc): the profile's h2d and phases, the model's reader
   Bytes input_per_gpu{};
   BytesPerSecond read_bw{};
   Bytes total_gradient{};
-  std::vector<Seconds> unit_backward;  // units[i].backward, contiguous
-  std::vector<Bytes> unit_bytes;       // units[i].gradient, contiguous
-  std::vector<Seconds> unit_forward;   // units[i].forward, contiguous (sharded stage 3)
+  std::span<const Seconds> unit_backward;  // units[i].backward, contiguous
+  std::span<const Bytes> unit_bytes;       // units[i].gradient, contiguous
+  std::span<const Seconds> unit_forward;   // units[i].forward, contiguous (sharded stage 3)
   Seconds iter_one{};
   MemoryUse memory;
   double tokens_per_sample = 0.0;     // token inputs: tokens in one sample
@@ -305,16 +312,12 @@ Predictor::Predictor(Scenario scenario, TimesOnly, bool alone, const Impl* doubl
 
   if (same) {
     m.modelled_times = same->modelled_times;
-    m.layers = same->layers;
     m.f = same->f;
     m.b = same->b;
     m.u = same->u;
     m.u_first = same->u_first;
-    m.units = same->units;
+    m.work = same->work;
     m.total_gradient = same->total_gradient;
-    m.unit_backward = same->unit_backward;
-    m.unit_bytes = same->unit_bytes;
-    m.unit_forward = same->unit_forward;
   } else {
     m.modelled_times = sc.modelled_layers ? sc.modelled_layers
                                     : std::make_shared<const LayerTimes>(
@@ -355,14 +358,20 @@ Predictor::Predictor(Scenario scenario, TimesOnly, bool alone, const Impl* doubl
     m.u_first = m.layers.update.empty() ? Seconds{} : m.layers.update.front();
 
     const double grad_bytes = gradient_bytes_per_element(sc.compute);
-    m.units = make_units(net, m.layers, sc.strategy, grad_bytes);
-    for (const auto& un : m.units) {
+    auto w = std::make_shared<Impl::UnitWork>();
+    w->units = make_units(net, m.layers, sc.strategy, grad_bytes);
+    for (const auto& un : w->units) {
       m.total_gradient += un.gradient;
-      m.unit_backward.push_back(un.backward);
-      m.unit_bytes.push_back(un.gradient);
-      m.unit_forward.push_back(un.forward);
+      w->backward.push_back(un.backward);
+      w->bytes.push_back(un.gradient);
+      w->forward.push_back(un.forward);
     }
+    m.work = std::move(w);
   }
+  m.units = m.work->units;
+  m.unit_backward = m.work->backward;
+  m.unit_bytes = m.work->bytes;
+  m.unit_forward = m.work->forward;
 
   m.input_per_gpu = input_per_gpu(sc);
   m.read_bw = sc.cluster.dataset_in_page_cache ? sc.cluster.page_cache : sc.cluster.disk;
@@ -539,8 +548,9 @@ DoubledTimes Predictor::Impl::doubled_times(int gpus, const GpuPlacement& at, st
       const Resource r = kAllResources[i];
       m.doubled_predictors[i].reset(new Predictor(with_doubled(base, r), TimesOnly{}, false, &m, r != Resource::gpu));
       const Impl& d = *m.doubled_predictors[i]->impl_;
-      m.doubled_same_comm[i] = d.coll == m.coll && d.unit_bytes == m.unit_bytes && !m.sc.strategy.sharding.sharded();
-      m.doubled_same_units[i] = d.unit_backward == m.unit_backward;
+      m.doubled_same_comm[i] =
+          d.coll == m.coll && std::ranges::equal(d.unit_bytes, m.unit_bytes) && !m.sc.strategy.sharding.sharded();
+      m.doubled_same_units[i] = std::ranges::equal(d.unit_backward, m.unit_backward);
     }
   });
   // Without aggregation every unit's communication is zero, whatever the links.
