@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 #include <ostream>
 #include <thread>
+#include <tuple>
 
 #include "dlscale/error.hpp"
 #include "dlscale/format.hpp"
@@ -554,9 +555,16 @@ GroupLayerTimes shared_layer_times(const SweepSpec& spec, const std::vector<std:
     }
     return slot;
   };
+  // Groups that differ only in links or buckets have the same times: their key is not formatted again.
+  std::map<std::tuple<std::size_t, std::size_t, std::size_t, int, Precision>, std::size_t> same;
   for (std::size_t i = 0; i < spec.groups.size(); ++i) {
     if (counts[i].empty()) continue;
     const auto& g = spec.groups[i];
+    if (auto [it, fresh] = same.try_emplace({g.cluster, g.model, g.framework, g.batch, g.precision}, i); !fresh) {
+      out.gpu[i] = out.gpu[it->second];
+      out.doubled_gpu[i] = out.doubled_gpu[it->second];
+      continue;
+    }
     out.gpu[i] = times(g, spec.clusters[g.cluster].gpu, false, spec.networks, net_id);
     if (!spec.strategies[g.framework].sharding.sharded())
       out.doubled_gpu[i] = times(g, doubled_gpu(g.cluster), true, predicted, predicted_id);
