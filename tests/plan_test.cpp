@@ -342,6 +342,40 @@ TEST(Sweep, MatchesAPlainLoopOverPredictor) {
   }
 }
 
+// The whole row, the bottleneck named by doubling included, is predict's: also where the sweep shares the
+// doubled GPU's layer times between groups (AlexNet's bottleneck once came out 'compute' from layer times
+// timed on a network stripped of its shapes, where predict says the intra-node links), and for a sharded
+// step on one GPU, which runs without eq. K16 (the sweep once gave it the eight-GPU step's tensor rate).
+TEST(Sweep, WholeRowsArePredictsForShardedAndSharedLayerTimes) {
+  const SweepSpec spec = parse_sweep_spec(R"(name: rows
+grid:
+  cluster: dgx-h100
+  model: llama2-7b
+  framework: fsdp
+  gpus: [1, 8]
+  batch: 4
+  precision: bf16
+list:
+  - {cluster: shi-chu-p40, model: alexnet, framework: caffe-mpi, gpus: [2], batch: 32, precision: fp32}
+)",
+                                          "spec.yaml");
+  const SweepResult r = run_sweep(spec, SweepOptions{1, nullptr, {}});
+  ASSERT_EQ(r.rows.size(), 3u);
+  std::size_t k = 0;
+  for (const auto& g : spec.groups) {
+    const Predictor p(group_scenario(spec, g));
+    for (int n : g.gpus) {
+      const Prediction want = p.predict(n);
+      const Prediction& got = r.rows[k++].prediction;
+      EXPECT_EQ(got.iteration_time, want.iteration_time) << n;
+      EXPECT_EQ(got.speedup, want.speedup) << n;
+      EXPECT_EQ(got.bottleneck, want.bottleneck) << n;
+      EXPECT_EQ(got.bottleneck_share, want.bottleneck_share) << n;
+    }
+  }
+  EXPECT_EQ(r.rows[2].prediction.bottleneck, Bottleneck::communication);
+}
+
 TEST(Sweep, ReusedLayerTimesFollowTheNetworkNotItsName) {
   // Layer times are kept between runs, by network content. Run a spec, then a copy whose ResNet-50 has
   // one convolution twice as wide (same name, same layer count): the second run must match a Predictor

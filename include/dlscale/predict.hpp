@@ -34,6 +34,9 @@ struct Scenario {
   /// them (a sweep shares them between groups that differ only in links, buckets or framework overlap);
   /// null: estimate_layer_times computes them.
   std::shared_ptr<const LayerTimes> modelled_layers;
+  /// The same on the GPU doubled (with_doubled, Resource::gpu), when a caller already has them: the doubled
+  /// scenario's `modelled_layers` (a sweep shares them as it shares those); null: computed.
+  std::shared_ptr<const LayerTimes> modelled_layers_doubled_gpu;
   std::shared_ptr<const CollectiveModel> collectives;  // null: make_collective_model(cluster)
 };
 
@@ -170,6 +173,12 @@ class Predictor {
 
  private:
   struct Impl;
+  /// `alone`: the scenario on one GPU, no collective beside its kernels (eq. K16 off): what a sharded step's
+  /// single-GPU prediction and its speedup's baseline come from. `doubled_from`: the predictor of the scenario
+  /// this one doubles a resource of (times only; its network has no layers, predict.cpp's without_layers, and
+  /// they are read from `doubled_from`); `same_layers`: the GPU stays, and so does the work per layer.
+  Predictor(Scenario scenario, TimesOnly, bool alone, const Impl* doubled_from = nullptr, bool same_layers = false);
+  [[nodiscard]] const Impl& impl_for(int gpus) const noexcept;
   std::unique_ptr<Impl> impl_;
 };
 

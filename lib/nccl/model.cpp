@@ -596,7 +596,7 @@ class NcclModel final : public CollectiveModel {
     if (nodes == 1) {
       const int senders = where.gpus - 1;
       // A server takes ceil(k / gpus) shares when there are more servers than GPUs; ignore that corner.
-      const BytesPerSecond in = topo_->gpu_link_bandwidth(0);
+      const BytesPerSecond in = gpu_link_bandwidth();
       const Seconds step = microseconds(t.hw_latency_us[HW_PCI][RING][SIMPLE]);
       return 2.0 * (step + share * static_cast<double>(senders) / in);
     }
@@ -632,8 +632,16 @@ class NcclModel final : public CollectiveModel {
   }
 
   using Key = std::array<int, 4>;
+  /// Topology::gpu_link_bandwidth(0), once: a parameter server asks for it for every message.
+  BytesPerSecond gpu_link_bandwidth() const {
+    std::call_once(link_once_, [this] { link_bw_ = topo_->gpu_link_bandwidth(0); });
+    return link_bw_;
+  }
+
   std::shared_ptr<const Topology> topo_;
   std::string name_;
+  mutable std::once_flag link_once_;
+  mutable BytesPerSecond link_bw_{};
   mutable std::shared_mutex mutex_;
   mutable std::map<Key, std::unique_ptr<const Candidates>> cache_;
 };

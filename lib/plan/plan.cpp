@@ -1,6 +1,7 @@
 // Time and cost to train, and the resource manipulations `explain` uses (include/dlscale/plan.hpp).
 #include <fmt/format.h>
 
+#include <array>
 #include <cmath>
 #include <span>
 #include <vector>
@@ -85,8 +86,8 @@ class RescaledLinks final : public CollectiveModel {
  public:
   RescaledLinks(std::shared_ptr<const CollectiveModel> base, const Cluster& before, const Cluster& after)
       : base_(std::move(base)), old_(make_alpha_beta_model(before)), new_(make_alpha_beta_model(after)),
-        note_(fmt::format("intra-node {} -> {}, inter-node {} -> {}", before.intra_node.bandwidth,
-                          after.intra_node.bandwidth, before.inter_node.bandwidth, after.inter_node.bandwidth)) {}
+        links_{before.intra_node.bandwidth, after.intra_node.bandwidth, before.inter_node.bandwidth,
+               after.inter_node.bandwidth} {}
 
   static double ratio(Seconds now, Seconds then) { return then > Seconds{} ? now / then : 1.0; }
 
@@ -107,12 +108,13 @@ class RescaledLinks final : public CollectiveModel {
            ratio(new_->parameter_server(size, at, servers), old_->parameter_server(size, at, servers));
   }
   std::string describe() const override {
-    return fmt::format("{}, rescaled by the alpha-beta ratio of new to old links ({})", base_->describe(), note_);
+    return fmt::format("{}, rescaled by the alpha-beta ratio of new to old links (intra-node {} -> {}, inter-node {} -> {})",
+                       base_->describe(), links_[0], links_[1], links_[2], links_[3]);
   }
 
  private:
   std::shared_ptr<const CollectiveModel> base_, old_, new_;
-  std::string note_;
+  std::array<BytesPerSecond, 4> links_;  // intra-node before, after; inter-node before, after (formatted when described)
 };
 
 bool same_links(const Cluster& a, const Cluster& b) {
@@ -142,6 +144,13 @@ Scenario with_links(const Scenario& sc, const Cluster& changed) {
 }
 
 Scenario with_doubled(const Scenario& sc, Resource r) {
+  // the links: with_links's copy (no copy before it)
+  if (r == Resource::intra_node || r == Resource::inter_node) {
+    Cluster c = sc.cluster;
+    auto& link = r == Resource::intra_node ? c.intra_node : c.inter_node;
+    link.bandwidth = link.bandwidth * 2.0;
+    return with_links(sc, c);
+  }
   Scenario out = sc;
   switch (r) {
     case Resource::gpu: {
@@ -149,7 +158,8 @@ Scenario with_doubled(const Scenario& sc, Resource r) {
       // run gained only from memory bandwidth) and the clocks with them, so that the math per SM per clock
       // that feeds the kernel model's tiles (eq. K3) stays the same, as does every per-clock rate.
       GpuSpec& g = out.cluster.gpu;
-      out.modelled_layers.reset();  // a caller's layer times are the GPU's before doubling
+      // a caller's layer times are the GPU's before doubling; its times for the doubled GPU, if any, replace them
+      out.modelled_layers = std::move(out.modelled_layers_doubled_gpu);
       g.peak_fp32 = g.peak_fp32 * 2.0;
       g.peak_fp16 = g.peak_fp16 * 2.0;
       g.peak_tf32 = g.peak_tf32 * 2.0;
@@ -177,18 +187,8 @@ Scenario with_doubled(const Scenario& sc, Resource r) {
           if (m.h2d) m.h2d = *m.h2d * 0.5;
       }
       break;
-    case Resource::intra_node: {
-      Cluster c = sc.cluster;
-      c.intra_node.bandwidth = c.intra_node.bandwidth * 2.0;
-      out = with_links(sc, c);
-      break;
-    }
-    case Resource::inter_node: {
-      Cluster c = sc.cluster;
-      c.inter_node.bandwidth = c.inter_node.bandwidth * 2.0;
-      out = with_links(sc, c);
-      break;
-    }
+    case Resource::intra_node:
+    case Resource::inter_node: break;  // above
     case Resource::storage:
       out.cluster.disk = out.cluster.disk * 2.0;
       out.cluster.page_cache = out.cluster.page_cache * 2.0;

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <fstream>
@@ -15,6 +16,7 @@
 #include <nlohmann/json.hpp>
 #include <ostream>
 #include <thread>
+#include <tuple>
 
 #include "dlscale/error.hpp"
 #include "dlscale/format.hpp"
@@ -375,7 +377,8 @@ namespace {
 Scenario make_group_scenario(const SweepSpec& spec, const SweepGroup& g,
                              const std::vector<std::shared_ptr<const CollectiveModel>>* models,
                              const std::vector<Network>* networks = nullptr,
-                             std::shared_ptr<const LayerTimes> modelled = nullptr) {
+                             std::shared_ptr<const LayerTimes> modelled = nullptr,
+                             std::shared_ptr<const LayerTimes> modelled_doubled_gpu = nullptr) {
   Scenario sc;
   const LinkOverrides& lo = spec.links[g.links];
   sc.cluster = spec.clusters[g.cluster];
@@ -397,6 +400,7 @@ Scenario make_group_scenario(const SweepSpec& spec, const SweepGroup& g,
   sc.compute.precision = g.precision;
   sc.compute.optimizer = default_optimizer(sc.network, sc.strategy);
   sc.modelled_layers = std::move(modelled);
+  sc.modelled_layers_doubled_gpu = std::move(modelled_doubled_gpu);
   return sc;
 }
 
@@ -469,41 +473,72 @@ LayerTimesMemo& layer_times_memo() {
   return memo;
 }
 
+/// The compute model's layer times of each group, on its GPU and on its GPU doubled (the bottleneck's
+/// doubled scenario, with_doubled: Resource::gpu), both from the networks with their shapes (the
+/// Predictor is handed `slim` in run_sweep, which keeps none unless a step models its own).
+struct GroupLayerTimes {
+  std::vector<std::shared_ptr<const LayerTimes>> gpu, doubled_gpu;
+};
+
 /// The compute model's layer times per group, shared between groups with the same network, GPU, batch,
 /// precision and convolution algorithms (the kernel model is the costly part of a new Predictor), and
-/// between runs (layer_times_memo).
-std::vector<std::shared_ptr<const LayerTimes>> shared_layer_times(const SweepSpec& spec,
-                                                                  const std::vector<std::vector<int>>& counts) {
-  std::vector<std::shared_ptr<const LayerTimes>> out(spec.groups.size());
+/// between runs (layer_times_memo); the same for the GPU doubled, except for sharded steps, whose one-GPU
+/// scenario (eq. K16) models its own times from the doubled GPU.
+GroupLayerTimes shared_layer_times(const SweepSpec& spec, const std::vector<std::vector<int>>& counts) {
+  GroupLayerTimes out{std::vector<std::shared_ptr<const LayerTimes>>(spec.groups.size()),
+                      std::vector<std::shared_ptr<const LayerTimes>>(spec.groups.size())};
   std::map<std::string, std::shared_ptr<const LayerTimes>> seen;
   auto& memo = layer_times_memo();
   std::vector<int> net_id(spec.networks.size(), -1);
-  auto id_of = [&](std::size_t model) {
-    if (net_id[model] < 0) {
-      std::string fp = network_fingerprint(spec.networks[model]);
+  auto id_of = [&](const std::vector<Network>& nets, std::vector<int>& ids, std::size_t model) {
+    if (ids[model] < 0) {
+      std::string fp = network_fingerprint(nets[model]);
       const std::lock_guard lock(memo.mutex);
       auto [it, fresh] = memo.networks.try_emplace(std::move(fp), static_cast<int>(memo.networks.size()));
-      net_id[model] = it->second;
+      ids[model] = it->second;
     }
-    return net_id[model];
+    return ids[model];
   };
-  for (std::size_t i = 0; i < spec.groups.size(); ++i) {
-    if (counts[i].empty()) continue;
-    const auto& g = spec.groups[i];
-    const Cluster& cl = spec.clusters[g.cluster];
+  // Each cluster's GPU doubled, as the bottleneck's doubled scenario has it.
+  std::vector<std::optional<GpuSpec>> doubled(spec.clusters.size());
+  auto doubled_gpu = [&](std::size_t cluster) -> const GpuSpec& {
+    if (!doubled[cluster]) {
+      Scenario sc;
+      sc.cluster = spec.clusters[cluster];
+      doubled[cluster] = with_doubled(sc, Resource::gpu).cluster.gpu;
+    }
+    return *doubled[cluster];
+  };
+  // The key's parts that stay the same from group to group, formatted once: every figure of the GPU and
+  // of the framework's convolution algorithms that the kernel model reads.
+  std::vector<std::array<std::string, 2>> gpu_keys(spec.clusters.size());
+  auto gpu_key = [&](std::size_t cluster, const GpuSpec& gpu, bool twice) -> const std::string& {
+    std::string& k = gpu_keys[cluster][twice ? 1 : 0];
+    if (k.empty())
+      k = fmt::format("{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}", gpu.name, gpu.architecture, gpu.sm_version, gpu.sm_count,
+                      gpu.peak_fp32.base(), gpu.peak_fp16.base(), gpu.peak_bf16.base(), gpu.peak_tf32.base(),
+                      gpu.memory_bandwidth.base(), gpu.boost_clock.base(), gpu.base_clock.base());
+    return k;
+  };
+  std::vector<std::string> policy_keys(spec.strategies.size());
+  auto policy_key = [&](std::size_t framework) -> const std::string& {
+    std::string& k = policy_keys[framework];
+    if (k.empty()) {
+      const ConvAlgorithmPolicy& pol = spec.strategies[framework].conv_algorithms;
+      k = fmt::format("{}|{}|{}|{}", pol.winograd, pol.fft, pol.workspace_limit.base(), to_string(pol.layout));
+    }
+    return k;
+  };
+  auto times = [&](const SweepGroup& g, const GpuSpec& gpu, bool twice, const std::vector<Network>& nets,
+                   std::vector<int>& ids) {
     const Strategy& st = spec.strategies[g.framework];
-    const ConvAlgorithmPolicy& pol = st.conv_algorithms;
-    const GpuSpec& gpu = cl.gpu;  // every figure the kernel model reads
     ComputeOptions base;
     base.precision = g.precision;
     base.optimizer = default_optimizer(spec.networks[g.model], st);
     const ComputeOptions c = step_compute(base, st, gpu);
-    const std::string key =
-        fmt::format("{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}", id_of(g.model), gpu.name, gpu.architecture,
-                    gpu.sm_version, gpu.sm_count, gpu.peak_fp32.base(), gpu.peak_fp16.base(), gpu.peak_bf16.base(),
-                    gpu.peak_tf32.base(), gpu.memory_bandwidth.base(), gpu.boost_clock.base(), gpu.base_clock.base(),
-                    g.batch, to_string(g.precision), pol.winograd, pol.fft, pol.workspace_limit.base(), to_string(pol.layout),
-                    to_string(c.attention), c.fp32_gradients, c.lrn, to_string(c.optimizer));
+    const std::string key = fmt::format("{}|{}|{}|{}|{}|{}|{}|{}|{}", id_of(nets, ids, g.model), gpu_key(g.cluster, gpu, twice),
+                                        g.batch, to_string(g.precision), policy_key(g.framework), to_string(c.attention),
+                                        c.fp32_gradients, c.lrn, to_string(c.optimizer));
     auto& slot = seen[key];
     if (!slot) {
       {
@@ -511,13 +546,27 @@ std::vector<std::shared_ptr<const LayerTimes>> shared_layer_times(const SweepSpe
         if (auto it = memo.times.find(key); it != memo.times.end()) slot = it->second;
       }
       if (!slot) {
-        slot = std::make_shared<const LayerTimes>(estimate_layer_times(spec.networks[g.model], cl.gpu, g.batch, c));
+        slot = std::make_shared<const LayerTimes>(estimate_layer_times(nets[g.model], gpu, g.batch, c));
         const std::lock_guard lock(memo.mutex);
         if (memo.times.size() >= 4096) memo.times.clear();
         memo.times.emplace(key, slot);
       }
     }
-    out[i] = slot;
+    return slot;
+  };
+  // Groups that differ only in links or buckets have the same times: their key is not formatted again.
+  std::map<std::tuple<std::size_t, std::size_t, std::size_t, int, Precision>, std::size_t> same;
+  for (std::size_t i = 0; i < spec.groups.size(); ++i) {
+    if (counts[i].empty()) continue;
+    const auto& g = spec.groups[i];
+    if (auto [it, fresh] = same.try_emplace({g.cluster, g.model, g.framework, g.batch, g.precision}, i); !fresh) {
+      out.gpu[i] = out.gpu[it->second];
+      out.doubled_gpu[i] = out.doubled_gpu[it->second];
+      continue;
+    }
+    out.gpu[i] = times(g, spec.clusters[g.cluster].gpu, false, spec.networks, net_id);
+    if (!spec.strategies[g.framework].sharding.sharded())
+      out.doubled_gpu[i] = times(g, doubled_gpu(g.cluster), true, spec.networks, net_id);
   }
   return out;
 }
@@ -602,7 +651,10 @@ SweepResult run_sweep(const SweepSpec& spec, const SweepOptions& options) {
   // memory). Another evaluator (the simulator's, which may re-time layers for other GPUs) keeps them,
   // and so must a sweep that comes to checkpoint activations (the checkpointed memory reads the
   // segment inputs' output shapes); sweep groups do not set ComputeOptions::checkpointing.
-  const bool shapes = options.evaluator != nullptr && options.evaluator != &closed_form_evaluator();
+  // A sharded step's one GPU (eq. K16) models its own layer times too, from the shapes.
+  const bool shapes = (options.evaluator != nullptr && options.evaluator != &closed_form_evaluator()) ||
+                      std::any_of(spec.strategies.begin(), spec.strategies.end(),
+                                  [](const Strategy& st) { return st.sharding.sharded(); });
   std::vector<Network> slim = spec.networks;
   for (auto& net : slim) {
     net.description = {};
@@ -634,7 +686,8 @@ SweepResult run_sweep(const SweepSpec& spec, const SweepOptions& options) {
       try {
         const auto& g = spec.groups[i];
         preds.assign(counts[i].size(), Prediction{});
-        if (!counts[i].empty()) ev.evaluate(make_group_scenario(spec, g, &models, &slim, layer_times[i]), counts[i], preds);
+        if (!counts[i].empty()) ev.evaluate(make_group_scenario(spec, g, &models, &slim, layer_times.gpu[i], layer_times.doubled_gpu[i]),
+                                              counts[i], preds);
         const Cluster& cl = spec.clusters[g.cluster];
         for (std::size_t k = 0; k < preds.size(); ++k) {
           SweepRow& row = r.rows[first[i] + k];

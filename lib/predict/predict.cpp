@@ -157,18 +157,34 @@ std::string ResourceName::str() const {
 
 struct Predictor::Impl {
   Scenario sc;
+  /// The network with its layers: sc.network, or, for a doubled scenario (with_doubled changes no network),
+  /// its base's, whose Impl owns this one; sc.network then holds only what the input needs (without_layers).
+  const Network* net = &sc.network;
+  /// A doubled scenario's predictor (Predictor::doubled): read for its iteration times only, so it names
+  /// no resources, checks no memory and has no one-GPU baseline of its own.
+  bool what_if = false;
+  /// The compute model's layer times before the framework's efficiency (the caller's or estimate_layer_times'):
+  /// what a doubled scenario that keeps the GPU starts from.
+  std::shared_ptr<const LayerTimes> modelled_times;
   std::shared_ptr<const CollectiveModel> coll;
-  LayerTimes layers;
-  std::vector<Unit> units;
+  LayerTimes layers;  // empty in a doubled scenario that keeps the GPU (its base's are the same)
+  /// The units and their times and bytes, contiguous; shared with the doubled scenarios that keep the GPU.
+  struct UnitWork {
+    std::vector<Unit> units;
+    std::vector<Seconds> backward, forward;
+    std::vector<Bytes> bytes;
+  };
+  std::shared_ptr<const UnitWork> work;
+  std::span<const Unit> units;            // work->units
   Seconds f{}, b{}, u{}, u_first{};
   Seconds h2d{}, io_one{};
   bool reader_modelled = false;  // profile_reader_modelled(sc): the profile's h2d and phases, the model's reader
   Bytes input_per_gpu{};
   BytesPerSecond read_bw{};
   Bytes total_gradient{};
-  std::vector<Seconds> unit_backward;  // units[i].backward, contiguous
-  std::vector<Bytes> unit_bytes;       // units[i].gradient, contiguous
-  std::vector<Seconds> unit_forward;   // units[i].forward, contiguous (sharded stage 3)
+  std::span<const Seconds> unit_backward;  // units[i].backward, contiguous
+  std::span<const Bytes> unit_bytes;       // units[i].gradient, contiguous
+  std::span<const Seconds> unit_forward;   // units[i].forward, contiguous (sharded stage 3)
   Seconds iter_one{};
   MemoryUse memory;
   double tokens_per_sample = 0.0;     // token inputs: tokens in one sample
@@ -178,29 +194,42 @@ struct Predictor::Impl {
   double peak_flops = 0.0;            // the GPU's dense peak for the precision (FLOP/s)
   std::shared_ptr<const ResourceName::Table> resources;  // named when a caller asks (ResourceName::str)
   const InputPipeline* pipeline = nullptr;  // input_pipeline(sc), into sc (Impl is never copied or moved)
-  /// The compute a GPU count's step runs: its forward and backward, and per unit.
-  struct Compute {
-    Seconds f{}, b{};
-    std::span<const Seconds> unit_forward, unit_backward;
-  };
-  /// Eq. K16 holds only while collectives run beside the step's kernels: a sharded step on one GPU runs none,
-  /// and runs its tensor work at the model's own rate. Its times, where K16 is not 1 (else empty).
-  std::optional<LayerTimes> alone_layers;
-  Seconds alone_f{}, alone_b{};
-  std::vector<Seconds> alone_unit_forward, alone_unit_backward;
-  [[nodiscard]] Compute compute_for(int gpus) const noexcept {
-    if (gpus == 1 && alone_layers) return Compute{alone_f, alone_b, alone_unit_forward, alone_unit_backward};
-    return Compute{f, b, unit_forward, unit_backward};
-  }
+  /// Eq. K16 holds only while collectives run beside the step's kernels: a sharded step on one GPU runs
+  /// none, and is this scenario with the tensor work at the model's own rate (null where K16 is 1).
+  std::unique_ptr<Predictor> alone;
 
   // The bottleneck (bottleneck.hpp): the scenario with each resource doubled, prepared on first use.
   bool names_bottleneck = false;
   mutable std::once_flag doubled_once;
   mutable std::array<std::unique_ptr<Predictor>, kResourceCount> doubled_predictors;
+  /// Whether a doubled scenario's aggregation takes as long as this one's, unit by unit: the same
+  /// collective model (pointer) over the same unit bytes, unsharded (the strategy is the same copy).
+  mutable std::array<bool, kResourceCount> doubled_same_comm{};
+  /// Whether a doubled scenario's units take as long as this one's in backward (the GPU stays).
+  mutable std::array<bool, kResourceCount> doubled_same_units{};
+
+  /// The exact recurrence's results (run's pass from the output side over the units).
+  struct Recurrence {
+    Seconds done{}, comm_total{};
+    int boundary = 0;  // the lowest layer i ≥ 2 with c_i > b_{i−1}, seen from the top down
+  };
+  [[nodiscard]] Recurrence recur(std::span<const Seconds> comm) const;
+  /// Whether run() may take a caller's Recurrence: an unsharded step with no profile (whose measured
+  /// communication would rescale the units' times first).
+  [[nodiscard]] bool takes_recurrence() const noexcept { return !sc.strategy.sharding.sharded() && !sc.profile; }
 
   void describe_resources();
-  /// With `doubled`, the bottleneck is named from it (bound_by); without, it is left unnamed.
-  [[nodiscard]] Prediction run(int gpus, const GpuPlacement& at, const DoubledTimes* doubled = nullptr) const;
+  /// Each unit's aggregation time on `at` (more than one GPU, unsharded), as the model gives it (before a
+  /// profile's measured total).
+  void unit_comm(const GpuPlacement& at, std::span<Seconds> comm) const;
+  /// With `doubled`, the bottleneck is named from it (bound_by); without, it is left unnamed. `comm`: unit_comm's
+  /// times when a caller has them (empty: computed).
+  /// `rec_given`: the recurrence over the same units and times (where takes_recurrence()).
+  [[nodiscard]] Prediction run(int gpus, const GpuPlacement& at, const DoubledTimes* doubled = nullptr,
+                               std::span<const Seconds> comm_given = {}, const Recurrence* rec_given = nullptr) const;
+  /// Predictor::doubled, with this scenario's unit_comm and recurrence where a caller has them (empty, null: none).
+  [[nodiscard]] DoubledTimes doubled_times(int gpus, const GpuPlacement& at, std::span<const Seconds> comm,
+                                           const Recurrence* rec) const;
 
   /// A sharded strategy's step (docs/model.md, eq. S5-S8): what replaces the all-reduce recurrence.
   struct ShardedStep {
@@ -214,8 +243,7 @@ struct Predictor::Impl {
     Bytes pcie_bytes{};
   };
   /// Fills `comm` with each unit's reduce-scatter (+ the replicas' all-reduce) time for the hiding case.
-  [[nodiscard]] ShardedStep sharded_step(const GpuPlacement& at, double K, Seconds h2d_n, std::span<Seconds> comm,
-                                         const Compute& c) const;
+  [[nodiscard]] ShardedStep sharded_step(const GpuPlacement& at, double K, Seconds h2d_n, std::span<Seconds> comm) const;
 };
 
 ComputeOptions step_compute(ComputeOptions c, const Strategy& framework, const GpuSpec& gpu) {
@@ -236,80 +264,124 @@ ComputeOptions step_compute(const Scenario& sc) { return step_compute(sc.compute
 
 Predictor::Predictor(Scenario scenario) : Predictor(std::move(scenario), TimesOnly{}) { impl_->names_bottleneck = true; }
 
-Predictor::Predictor(Scenario scenario, TimesOnly) : impl_(std::make_unique<Impl>()) {
+Predictor::Predictor(Scenario scenario, TimesOnly) : Predictor(std::move(scenario), TimesOnly{}, false) {}
+
+namespace {
+/// The scenario with a network that has no layers (name, input kind, shape and bytes kept: what
+/// input_per_gpu and input_pipeline read): a doubled scenario's copy, its layers read from its base's.
+/// Nor does it keep the texts no prediction reads (descriptions, the cluster's file, its assumptions and
+/// currency), so that copying it for each resource allocates less.
+Scenario without_layers(const Scenario& sc) {
+  Network net;
+  net.name = sc.network.name;
+  net.input_kind = sc.network.input_kind;
+  net.input_shape = sc.network.input_shape;
+  net.input_bytes_per_sample = sc.network.input_bytes_per_sample;
+  Cluster cluster = sc.cluster;
+  cluster.description = {};
+  cluster.source_file = {};
+  cluster.assumed = {};
+  cluster.currency = {};
+  Strategy strategy = sc.strategy;
+  strategy.description = {};
+  return Scenario{.cluster = std::move(cluster),
+                  .network = std::move(net),
+                  .strategy = std::move(strategy),
+                  .profile = sc.profile,
+                  .measured_layers = sc.measured_layers,
+                  .batch_per_gpu = sc.batch_per_gpu,
+                  .compute = sc.compute,
+                  .modelled_layers = sc.modelled_layers,
+                  .modelled_layers_doubled_gpu = sc.modelled_layers_doubled_gpu,
+                  .collectives = sc.collectives};
+}
+}  // namespace
+
+Predictor::Predictor(Scenario scenario, TimesOnly, bool alone, const Impl* doubled_from, bool same_layers)
+    : impl_(std::make_unique<Impl>()) {
   Impl& m = *impl_;
   m.sc = std::move(scenario);
+  if (doubled_from) {
+    m.net = doubled_from->net;
+    m.what_if = true;
+  }
+  // the layer work of a doubled scenario that keeps the GPU: its base's (no one-GPU scenario of its own)
+  const Impl* same = same_layers && doubled_from && !doubled_from->alone ? doubled_from : nullptr;
+  const Network& net = *m.net;
   m.sc.compute = step_compute(m.sc);
+  // eq. K16 where collectives run beside the step: a second set of times for one GPU, which runs none
+  if (!alone && m.sc.compute.sharded && m.sc.compute.kernel(m.sc.cluster.gpu).sharded_tensor != 1.0)
+    m.alone.reset(new Predictor(m.sc, TimesOnly{}, true, doubled_from, false));
+  if (alone) m.sc.compute.sharded = false;
   m.sc.strategy.io_prefetch = reader_prefetches(m.sc);
   const Scenario& sc = m.sc;
   if (sc.batch_per_gpu < 1) throw UsageError("--batch", "the batch per GPU must be at least 1");
   m.coll = with_transport(sc.collectives ? sc.collectives : make_collective_model(sc.cluster), sc.strategy.transport,
                           sc.cluster);  // a framework's RPC transport, or staging without GPUDirect RDMA
 
-  LayerTimes modelled = sc.modelled_layers ? *sc.modelled_layers
-                                           : estimate_layer_times(sc.network, sc.cluster.gpu, sc.batch_per_gpu, sc.compute);
-  const double eff = sc.strategy.compute_efficiency;
-  for (auto* v : {&modelled.forward, &modelled.backward, &modelled.update})
-    for (auto& x : *v) x = x / eff;
-  if (sc.measured_layers) {
-    const std::size_t L = sc.network.layers.size();
-    const auto& ml = *sc.measured_layers;
-    if (ml.forward.size() != L || ml.backward.size() != L || ml.update.size() != L)
-      throw InputError(fmt::format("measured layer times have {} entries, the model '{}' has {} layers",
-                                   ml.forward.size(), sc.network.name, L));
-    m.layers = ml;
-  } else if (sc.profile) {
-    const auto& p = sc.profile->single_gpu;
-    m.layers = spread_phase_totals(modelled, p.forward, p.backward, p.update);
+  if (same) {
+    m.modelled_times = same->modelled_times;
+    m.f = same->f;
+    m.b = same->b;
+    m.u = same->u;
+    m.u_first = same->u_first;
+    m.work = same->work;
+    m.total_gradient = same->total_gradient;
   } else {
-    m.layers = std::move(modelled);
-    // eq. K16 where collectives run beside the step: the tensor work of one GPU alone at the model's rate
-    if (sc.compute.sharded && sc.compute.kernel(sc.cluster.gpu).sharded_tensor != 1.0) {
-      ComputeOptions solo = sc.compute;
-      solo.sharded = false;
-      m.alone_layers = estimate_layer_times(sc.network, sc.cluster.gpu, sc.batch_per_gpu, solo);
-      for (auto* v : {&m.alone_layers->forward, &m.alone_layers->backward, &m.alone_layers->update})
-        for (auto& x : *v) x = x / eff;
+    // one GPU alone models its own times: the scenario's are those with the collectives beside (eq. K16)
+    m.modelled_times = sc.modelled_layers && !alone ? sc.modelled_layers
+                                    : std::make_shared<const LayerTimes>(
+                                          estimate_layer_times(net, sc.cluster.gpu, sc.batch_per_gpu, sc.compute));
+    LayerTimes modelled = *m.modelled_times;
+    const double eff = sc.strategy.compute_efficiency;
+    for (auto* v : {&modelled.forward, &modelled.backward, &modelled.update})
+      for (auto& x : *v) x = x / eff;
+    if (sc.measured_layers) {
+      const std::size_t L = net.layers.size();
+      const auto& ml = *sc.measured_layers;
+      if (ml.forward.size() != L || ml.backward.size() != L || ml.update.size() != L)
+        throw InputError(fmt::format("measured layer times have {} entries, the model '{}' has {} layers",
+                                     ml.forward.size(), net.name, L));
+      m.layers = ml;
+    } else if (sc.profile) {
+      const auto& p = sc.profile->single_gpu;
+      m.layers = spread_phase_totals(modelled, p.forward, p.backward, p.update);
+    } else {
+      m.layers = std::move(modelled);
     }
-  }
-  const auto recompute = [&sc](LayerTimes& t) {
     if (sc.compute.checkpointing) {  // every segment but the last runs its forward again before its backward
-      const std::vector<int> first = checkpoint_segments(sc.network);
+      const std::vector<int> first = checkpoint_segments(net);
       if (first.size() < 2)
         throw UsageError("--checkpointing", fmt::format("model '{}' has {} learnable layer{}: nothing to checkpoint",
-                                                        sc.network.name, sc.network.layers.size(),
-                                                        sc.network.layers.size() == 1 ? "" : "s"));
-      for (std::size_t i = 0; i < static_cast<std::size_t>(first.back()); ++i) t.backward[i] += t.forward[i];
+                                                        net.name, net.layers.size(),
+                                                        net.layers.size() == 1 ? "" : "s"));
+      for (std::size_t i = 0; i < static_cast<std::size_t>(first.back()); ++i) m.layers.backward[i] += m.layers.forward[i];
     } else if (sc.compute.recompute != Recompute::none) {  // eq. R1-R3: per transformer block
-      const std::vector<int> block = transformer_blocks(sc.network);
+      const std::vector<int> block = transformer_blocks(net);
       if (std::none_of(block.begin(), block.end(), [](int b) { return b >= 0; }))
-        throw UsageError("--checkpointing", fmt::format("model '{}' has no repeated blocks to recompute", sc.network.name));
-      for (std::size_t i = 0; i < block.size(); ++i) t.backward[i] += recompute_time(t, i, block[i], sc.compute);
+        throw UsageError("--checkpointing", fmt::format("model '{}' has no repeated blocks to recompute", net.name));
+      for (std::size_t i = 0; i < block.size(); ++i) m.layers.backward[i] += recompute_time(m.layers, i, block[i], sc.compute);
     }
-  };
-  recompute(m.layers);
-  m.f = m.layers.total_forward();
-  m.b = m.layers.total_backward();
-  m.u = m.layers.total_update();
-  m.u_first = m.layers.update.empty() ? Seconds{} : m.layers.update.front();
+    m.f = m.layers.total_forward();
+    m.b = m.layers.total_backward();
+    m.u = m.layers.total_update();
+    m.u_first = m.layers.update.empty() ? Seconds{} : m.layers.update.front();
 
-  const double grad_bytes = gradient_bytes_per_element(sc.compute);
-  m.units = make_units(sc.network, m.layers, sc.strategy, grad_bytes);
-  for (const auto& un : m.units) {
-    m.total_gradient += un.gradient;
-    m.unit_backward.push_back(un.backward);
-    m.unit_bytes.push_back(un.gradient);
-    m.unit_forward.push_back(un.forward);
-  }
-  if (m.alone_layers) {
-    recompute(*m.alone_layers);
-    m.alone_f = m.alone_layers->total_forward();
-    m.alone_b = m.alone_layers->total_backward();
-    for (const auto& un : make_units(sc.network, *m.alone_layers, sc.strategy, grad_bytes)) {
-      m.alone_unit_forward.push_back(un.forward);
-      m.alone_unit_backward.push_back(un.backward);
+    const double grad_bytes = gradient_bytes_per_element(sc.compute);
+    auto w = std::make_shared<Impl::UnitWork>();
+    w->units = make_units(net, m.layers, sc.strategy, grad_bytes);
+    for (const auto& un : w->units) {
+      m.total_gradient += un.gradient;
+      w->backward.push_back(un.backward);
+      w->bytes.push_back(un.gradient);
+      w->forward.push_back(un.forward);
     }
+    m.work = std::move(w);
   }
+  m.units = m.work->units;
+  m.unit_backward = m.work->backward;
+  m.unit_bytes = m.work->bytes;
+  m.unit_forward = m.work->forward;
 
   m.input_per_gpu = input_per_gpu(sc);
   m.read_bw = sc.cluster.dataset_in_page_cache ? sc.cluster.page_cache : sc.cluster.disk;
@@ -332,31 +404,32 @@ Predictor::Predictor(Scenario scenario, TimesOnly) : impl_(std::make_unique<Impl
     // synthetic data is made on the GPU: nothing to copy
     if (sc.cluster.input && sc.cluster.input->data == DataSource::synthetic) m.h2d = Seconds{};
   }
-  m.activations_per_sample = activation_bytes_per_sample(sc.network, sc.compute);
-  {
-    const MemoryFit fit = check_memory_fit(sc.network, sc.cluster.gpu, sc.batch_per_gpu, sc.compute, Sharding{}, 1,
+  m.activations_per_sample = same ? same->activations_per_sample : activation_bytes_per_sample(net, sc.compute);
+  if (!m.what_if) {
+    const MemoryFit fit = check_memory_fit(net, sc.cluster.gpu, sc.batch_per_gpu, sc.compute, Sharding{}, 1,
                                            bytes(kDefaultReservedBytes), m.activations_per_sample);
     m.memory = MemoryUse{fit.need.total(), fit.available, fit.fits};
   }
-  if (sc.network.input_kind == "tokens") {
+  m.pipeline = input_pipeline(sc);
+  if (m.what_if) return;  // times only: no names, no memory, MFU or one-GPU baseline (speedups are not read)
+  if (net.input_kind == "tokens") {
     m.tokens_per_sample = 1.0;
-    for (auto d : sc.network.input_shape) m.tokens_per_sample *= static_cast<double>(d);
+    for (auto d : net.input_shape) m.tokens_per_sample *= static_cast<double>(d);
   }
   // MFU (PaLM, Chowdhery et al. 2022, Appendix B): the model's FLOPs, 6·N per token for its weights plus
   // the attention products, i.e. 3 × the forward FLOPs the zoo counts, whatever is recomputed.
-  m.train_flops_per_sample = 3.0 * sc.network.total_forward_flops_per_sample();
+  m.train_flops_per_sample = 3.0 * net.total_forward_flops_per_sample();
   // HFU (Korthikanti et al. 2022): the FLOPs the hardware ran, the recomputed forward included.
-  m.hardware_flops_per_sample = m.train_flops_per_sample + recompute_flops_per_sample(sc.network, sc.compute);
+  m.hardware_flops_per_sample = m.train_flops_per_sample + recompute_flops_per_sample(net, sc.compute);
   m.peak_flops = in_teraflops_per_second(sc.cluster.gpu.mfu_peak(sc.compute.precision)) * 1e12;
-  m.pipeline = input_pipeline(sc);
   m.describe_resources();
-  m.iter_one = m.run(1, GpuPlacement{1, 1, 1}).iteration_time;
+  m.iter_one = m.alone ? m.alone->impl_->iter_one : m.run(1, GpuPlacement{1, 1, 1}).iteration_time;
   // Throughput N·M/t and speedup (eq. 8) divide by iteration times: a scenario in which nothing takes
   // time (no input bytes, no work, a profile of zeros) has none to divide by.
   if (!(m.iter_one > Seconds{}))
     throw InputError(fmt::format("nothing in the scenario takes time on one GPU (model '{}': no input bytes, "
                                  "no FLOPs, no parameters, or a profile of zero times): no throughput to predict",
-                                 sc.network.name));
+                                 net.name));
 }
 
 Bytes input_per_gpu(const Scenario& sc) noexcept {
@@ -425,23 +498,107 @@ GpuPlacement Predictor::place(int gpus) const {
   return GpuPlacement{gpus, gpus / c.gpus_per_node, c.gpus_per_node};
 }
 
-Prediction Predictor::predict(int gpus) const {
-  const GpuPlacement at = place(gpus);
-  if (!impl_->names_bottleneck) return impl_->run(gpus, at);
-  const DoubledTimes d = doubled(gpus);
-  return impl_->run(gpus, at, &d);
+const Predictor::Impl& Predictor::impl_for(int gpus) const noexcept {
+  return gpus == 1 && impl_->alone ? *impl_->alone->impl_ : *impl_;
 }
 
-DoubledTimes Predictor::doubled(int gpus) const {
+namespace {
+/// Whether run() aggregates through unit_comm: more than one GPU and an unsharded step.
+bool aggregates(int gpus, const Strategy& st) noexcept { return gpus > 1 && !st.sharding.sharded(); }
+}  // namespace
+
+Prediction Predictor::predict(int gpus) const {
   const GpuPlacement at = place(gpus);
-  Impl& m = *impl_;
+  if (!impl_->names_bottleneck) return impl_for(gpus).run(gpus, at);
+  // The aggregation times, and the recurrence over them, once for this scenario and the doubled ones that
+  // keep them (doubled_same_comm, doubled_same_units).
+  const Impl& m = *impl_;
+  thread_local std::vector<Seconds> comm;
+  comm.assign(m.units.size(), Seconds{});  // no aggregation: none, as run() has it
+  std::span<const Seconds> given;
+  if (aggregates(gpus, m.sc.strategy)) {
+    m.unit_comm(at, comm);
+    given = comm;
+  }
+  std::optional<Impl::Recurrence> rec;
+  if (m.takes_recurrence()) rec = m.recur(comm);
+  const Impl::Recurrence* r = rec ? &*rec : nullptr;
+  const DoubledTimes d = m.doubled_times(gpus, at, given, r);
+  return impl_for(gpus).run(gpus, at, &d, given, r);
+}
+
+DoubledTimes Predictor::doubled(int gpus) const { return impl_->doubled_times(gpus, place(gpus), {}, nullptr); }
+
+Predictor::Impl::Recurrence Predictor::Impl::recur(std::span<const Seconds> comm) const {
+  // in locals: the compiler cannot tell the result from `comm`, and would store `done` every step
+  Seconds ready{}, done{}, comm_total{};
+  int boundary = 0;
+  for (std::size_t k = units.size(); k-- > 0;) {
+    ready += unit_backward[k];
+    done = max(done, ready) + comm[k];
+    comm_total += comm[k];
+    if (k >= 1) {
+      const bool exceeds = comm[k] > unit_backward[k - 1];
+      if (exceeds) boundary = static_cast<int>(k) + 1;
+    }
+  }
+  return Recurrence{done, comm_total, boundary};
+}
+
+DoubledTimes Predictor::Impl::doubled_times(int gpus, const GpuPlacement& at, std::span<const Seconds> comm,
+                                            const Recurrence* rec) const {
+  const Impl& m = *this;
   std::call_once(m.doubled_once, [&m] {
-    for (std::size_t i = 0; i < kResourceCount; ++i)
-      m.doubled_predictors[i] = std::make_unique<Predictor>(with_doubled(m.sc, kAllResources[i]), TimesOnly{});
+    // Each doubled scenario without the network's layers (with_doubled changes none; they are read from
+    // this scenario's), and, where the GPU stays, with this scenario's modelled layer times: estimate_layer_times
+    // would give the same. Not so a sharded step's one-GPU scenario (eq. K16), which models its own.
+    Scenario base = without_layers(m.sc);
+    if (!m.alone) base.modelled_layers = m.modelled_times;
+    for (std::size_t i = 0; i < kResourceCount; ++i) {
+      const Resource r = kAllResources[i];
+      m.doubled_predictors[i].reset(new Predictor(with_doubled(base, r), TimesOnly{}, false, &m, r != Resource::gpu));
+      const Impl& d = *m.doubled_predictors[i]->impl_;
+      m.doubled_same_comm[i] =
+          d.coll == m.coll && std::ranges::equal(d.unit_bytes, m.unit_bytes) && !m.sc.strategy.sharding.sharded();
+      m.doubled_same_units[i] = std::ranges::equal(d.unit_backward, m.unit_backward);
+    }
   });
+  // Without aggregation every unit's communication is zero, whatever the links.
+  const bool aggregating = aggregates(gpus, m.sc.strategy);
   DoubledTimes d{};
-  for (std::size_t i = 0; i < kResourceCount; ++i) d[i] = m.doubled_predictors[i]->impl_->run(gpus, at).iteration_time;
+  for (std::size_t i = 0; i < kResourceCount; ++i) {
+    const Impl& di = m.doubled_predictors[i]->impl_for(gpus);
+    const std::span<const Seconds> given = m.doubled_same_comm[i] ? comm : std::span<const Seconds>{};
+    const bool same = rec && di.takes_recurrence() && m.doubled_same_units[i] && (m.doubled_same_comm[i] || !aggregating);
+    d[i] = di.run(gpus, at, nullptr, given, same ? rec : nullptr).iteration_time;
+  }
   return d;
+}
+
+void Predictor::Impl::unit_comm(const GpuPlacement& at, std::span<Seconds> comm) const {
+  const Strategy& st = sc.strategy;
+  const std::size_t U = units.size();
+  thread_local std::vector<Seconds> extra_buf;
+  switch (st.aggregation) {
+    case Aggregation::allreduce: coll->times(CollectiveOp::allreduce, unit_bytes, at, comm); break;
+    case Aggregation::parameter_server:
+      for (std::size_t i = 0; i < U; ++i) comm[i] = coll->parameter_server(unit_bytes[i], at, st.parameter_servers);
+      break;
+    case Aggregation::hybrid: {  // all-reduce inside the node, then a parameter server across nodes
+      coll->times(CollectiveOp::allreduce, unit_bytes, GpuPlacement{at.gpus_per_node, 1, at.gpus_per_node}, comm);
+      if (at.nodes > 1)
+        for (std::size_t i = 0; i < U; ++i)
+          comm[i] += coll->parameter_server(unit_bytes[i], GpuPlacement{at.nodes, at.nodes, 1}, st.parameter_servers);
+      break;
+    }
+    case Aggregation::broadcast_reduce: {
+      extra_buf.assign(U, Seconds{});
+      coll->times(CollectiveOp::broadcast, unit_bytes, at, comm);
+      coll->times(CollectiveOp::reduce, unit_bytes, at, extra_buf);
+      for (std::size_t i = 0; i < U; ++i) comm[i] += extra_buf[i];
+      break;
+    }
+  }
 }
 
 std::vector<Prediction> Predictor::predict(std::span<const int> gpu_counts) const {
@@ -451,8 +608,8 @@ std::vector<Prediction> Predictor::predict(std::span<const int> gpu_counts) cons
   return out;
 }
 
-Prediction Predictor::Impl::run(int gpus, const GpuPlacement& at, const DoubledTimes* doubled) const {
-  const Compute c = compute_for(gpus);
+Prediction Predictor::Impl::run(int gpus, const GpuPlacement& at, const DoubledTimes* doubled,
+                                std::span<const Seconds> comm_given, const Recurrence* rec_given) const {
   const Strategy& st = sc.strategy;
   const MeasuredAt* meas = nullptr;
   if (sc.profile) {
@@ -479,56 +636,37 @@ Prediction Predictor::Impl::run(int gpus, const GpuPlacement& at, const DoubledT
   h2d_n = h2d_n * K;
 
   // ---- communication per unit ------------------------------------------------------------------------
-  thread_local std::vector<Seconds> comm_buf, extra_buf;
-  const std::size_t U = units.size();
-  comm_buf.assign(U, Seconds{});
-  std::span<Seconds> comm(comm_buf);
   std::optional<ShardedStep> sharded;
-  if (st.sharding.sharded()) sharded = sharded_step(at, K, h2d_n, comm, c);
-  if (gpus > 1 && !sharded) {
-    switch (st.aggregation) {
-      case Aggregation::allreduce: coll->times(CollectiveOp::allreduce, unit_bytes, at, comm); break;
-      case Aggregation::parameter_server:
-        for (std::size_t i = 0; i < U; ++i) comm[i] = coll->parameter_server(unit_bytes[i], at, st.parameter_servers);
-        break;
-      case Aggregation::hybrid: {  // all-reduce inside the node, then a parameter server across nodes
-        coll->times(CollectiveOp::allreduce, unit_bytes, GpuPlacement{at.gpus_per_node, 1, at.gpus_per_node}, comm);
-        if (at.nodes > 1)
-          for (std::size_t i = 0; i < U; ++i)
-            comm[i] += coll->parameter_server(unit_bytes[i], GpuPlacement{at.nodes, at.nodes, 1}, st.parameter_servers);
-        break;
-      }
-      case Aggregation::broadcast_reduce: {
-        extra_buf.assign(U, Seconds{});
-        coll->times(CollectiveOp::broadcast, unit_bytes, at, comm);
-        coll->times(CollectiveOp::reduce, unit_bytes, at, extra_buf);
-        for (std::size_t i = 0; i < U; ++i) comm[i] += extra_buf[i];
-        break;
-      }
-    }
-  }
   bool comm_measured = false;
-  if (meas && meas->comm && gpus > 1 && !sharded) {  // a measured total overrides; its split follows the model
-    Seconds modelled{};
-    for (auto c : comm) modelled += c;
-    const Seconds target = *meas->comm;
-    for (auto& c : comm) c = modelled > Seconds{} ? c * (target / modelled) : target / static_cast<double>(U);
-    comm_measured = true;
-  }
-
-  // ---- one pass from the output side: the exact recurrence (equations.hpp, overlap_done_exact), the
-  // communication total and the hiding case (classify_hiding) together --------------------------------
-  Seconds ready{}, done{}, comm_total{};
-  int boundary = 0;             // the lowest layer i ≥ 2 with c_i > b_{i−1}, seen from the top down
-  for (std::size_t k = U; k-- > 0;) {
-    ready += c.unit_backward[k];
-    done = max(done, ready) + comm[k];
-    comm_total += comm[k];
-    if (k >= 1) {
-      const bool exceeds = comm[k] > c.unit_backward[k - 1];
-      if (exceeds) boundary = static_cast<int>(k) + 1;
+  Recurrence rec;
+  if (rec_given && takes_recurrence()) {
+    rec = *rec_given;  // the same units and times: the same pass
+  } else {
+    thread_local std::vector<Seconds> comm_buf;
+    const std::size_t U = units.size();
+    comm_buf.assign(U, Seconds{});
+    std::span<Seconds> comm(comm_buf);
+    if (st.sharding.sharded()) sharded = sharded_step(at, K, h2d_n, comm);
+    if (aggregates(gpus, st)) {
+      if (comm_given.size() == U)
+        std::copy(comm_given.begin(), comm_given.end(), comm.begin());
+      else
+        unit_comm(at, comm);
     }
+    if (meas && meas->comm && gpus > 1 && !sharded) {  // a measured total overrides; its split follows the model
+      Seconds modelled{};
+      for (auto c : comm) modelled += c;
+      const Seconds target = *meas->comm;
+      for (auto& c : comm) c = modelled > Seconds{} ? c * (target / modelled) : target / static_cast<double>(U);
+      comm_measured = true;
+    }
+    // ---- one pass from the output side: the exact recurrence (equations.hpp, overlap_done_exact), the
+    // communication total and the hiding case (classify_hiding) together ------------------------------
+    rec = recur(comm);
   }
+  const Seconds done = rec.done;
+  Seconds comm_total = rec.comm_total;
+  const int boundary = rec.boundary;
 
   // ---- combine ---------------------------------------------------------------------------------------
   Prediction p;
@@ -540,14 +678,14 @@ Prediction Predictor::Impl::run(int gpus, const GpuPlacement& at, const DoubledT
   Seconds update_exposed = u;
   const bool overlapped = st.overlap != Overlap::none && st.aggregation != Aggregation::broadcast_reduce;
   if (!overlapped) {
-    gpu_side = eq::gpu_time(h2d_n, c.f * K, c.b * K, u) + comm_total;  // eq. 2/3 without t_io
+    gpu_side = eq::gpu_time(h2d_n, f * K, b * K, u) + comm_total;  // eq. 2/3 without t_io
     exposed = comm_total;
   } else {
     if (st.update == UpdatePlacement::per_layer) update_exposed = units.front().update;
     // eq. exact, per-layer update or update after aggregation; only the last of K backward passes overlaps
-    gpu_side = h2d_n + c.f * K + c.b * (K - 1.0) + done + update_exposed;
+    gpu_side = h2d_n + f * K + b * (K - 1.0) + done + update_exposed;
     // ≥ 0 and ≤ the communication in exact arithmetic; clamp the rounding of summing b in two orders
-    exposed = min(max(done - c.b, Seconds{}), comm_total);
+    exposed = min(max(done - b, Seconds{}), comm_total);
     p.hiding_case = boundary == 0 ? 1 : 2;
     p.boundary_layer = boundary;
   }
@@ -561,13 +699,13 @@ Prediction Predictor::Impl::run(int gpus, const GpuPlacement& at, const DoubledT
   // pay the framework's fixed cost per iteration; both sit on the GPU side, beside the prefetched I/O.
   Seconds sync{}, overhead{};
   if (gpus > 1) {
-    if (st.jitter_cv > 0.0) sync = eq::sync_wait(max_normal(gpus), st.jitter_cv, (c.f + c.b) * K);
+    if (st.jitter_cv > 0.0) sync = eq::sync_wait(max_normal(gpus), st.jitter_cv, (f + b) * K);
     overhead = st.iteration_overhead;
   }
   gpu_side += sync + overhead + reader.gpu_decode * K;
   p.iteration_time = st.io_prefetch ? eq::iteration_io_hidden(gpu_side, Seconds{}, io) : io + gpu_side;
 
-  p.breakdown = Breakdown{io, h2d_n, c.f * K, c.b * K, sharded ? sharded->update : u, comm_total, exposed};
+  p.breakdown = Breakdown{io, h2d_n, f * K, b * K, sharded ? sharded->update : u, comm_total, exposed};
   p.breakdown.sync_wait = sync;
   p.breakdown.overhead = overhead;
   p.breakdown.io_storage = reader.storage * K;
@@ -610,7 +748,7 @@ Prediction Predictor::Impl::run(int gpus, const GpuPlacement& at, const DoubledT
 }
 
 Predictor::Impl::ShardedStep Predictor::Impl::sharded_step(const GpuPlacement& at, double K, Seconds h2d_n,
-                                                          std::span<Seconds> comm, const Compute& c) const {
+                                                          std::span<Seconds> comm) const {
   const Sharding& sh = sc.strategy.sharding;
   const ShardGroups g = shard_groups(sh, at);  // throws UsageError("--gpus") for a group that does not fit
   const double n = g.shard;
@@ -653,7 +791,7 @@ Predictor::Impl::ShardedStep Predictor::Impl::sharded_step(const GpuPlacement& a
   thread_local std::vector<Seconds> copy_buf;
   copy_buf.clear();
   if (sh.offload_optimizer) {
-    const std::int64_t P = sc.network.total_params();
+    const std::int64_t P = net->total_params();
     const BytesPerSecond pcie = sc.cluster.h2d_pinned;
     copy_buf.resize(U);
     for (std::size_t i = 0; i < U; ++i) {
@@ -673,34 +811,34 @@ Predictor::Impl::ShardedStep Predictor::Impl::sharded_step(const GpuPlacement& a
     // all-gathered after the step (exposed).
     Seconds ready{}, done{}, copied{};
     for (std::size_t k = U; k-- > 0;) {
-      ready += c.unit_backward[k];
+      ready += unit_backward[k];
       done = max(done, ready) + comm[k];
       if (!copies.empty()) copied = max(copied, done) + copies[k];
     }
-    if (!copies.empty()) copy_tail = copied - max(done, c.b);
-    span = c.f * K + c.b * (K - 1.0) + max(done, c.b) + gathers;
+    if (!copies.empty()) copy_tail = copied - max(done, b);
+    span = f * K + b * (K - 1.0) + max(done, b) + gathers;
     r.comm = reduces + gathers;
   } else {
     const std::span<const Seconds> ag(gather_buf);
     const std::span<const Seconds> ag_back = sh.reshard_after_forward ? ag : std::span<const Seconds>{};
-    const ShardedTimeline last = sharded_timeline_exact(c.unit_forward, c.unit_backward, ag, ag_back, comm, sh.in_flight);
+    const ShardedTimeline last = sharded_timeline_exact(unit_forward, unit_backward, ag, ag_back, comm, sh.in_flight);
     Seconds earlier{};  // micro-batches before the last: gathers and compute, no reduce-scatter
-    if (K > 1.0) earlier = sharded_timeline_exact(c.unit_forward, c.unit_backward, ag, ag_back, {}, sh.in_flight).end() * (K - 1.0);
+    if (K > 1.0) earlier = sharded_timeline_exact(unit_forward, unit_backward, ag, ag_back, {}, sh.in_flight).end() * (K - 1.0);
     span = earlier + last.end();
     if (!copies.empty())
-      copy_tail = sharded_timeline_exact(c.unit_forward, c.unit_backward, ag, ag_back, comm, sh.in_flight, copies).end() - last.end();
+      copy_tail = sharded_timeline_exact(unit_forward, unit_backward, ag, ag_back, comm, sh.in_flight, copies).end() - last.end();
     r.comm = gathers * (sh.reshard_after_forward ? 2.0 : 1.0) * K + reduces;
   }
   r.d2h_exposed = copy_tail;
   // the copy tail and the CPU step come before ZeRO-1/2's all-gather, which the span already holds: the
   // sum is the same in either order
   r.gpu_side = h2d_n + span + copy_tail + r.update;
-  r.exposed = min(max(span - (c.f + c.b) * K, Seconds{}), r.comm);
-  const MemoryFit fit = check_memory_fit(sc.network, sc.cluster.gpu, sc.batch_per_gpu, sc.compute, sh, g.shard,
+  r.exposed = min(max(span - (f + b) * K, Seconds{}), r.comm);
+  const MemoryFit fit = check_memory_fit(*net, sc.cluster.gpu, sc.batch_per_gpu, sc.compute, sh, g.shard,
                                          bytes(kDefaultReservedBytes), activations_per_sample);
   r.memory = MemoryUse{fit.need.total(), fit.available, fit.fits};
   if (sh.offload_optimizer) {  // eq. S9d
-    r.memory.host_per_node = offload_host_bytes_per_node(sc.network.total_params(), sc.compute.precision,
+    r.memory.host_per_node = offload_host_bytes_per_node(net->total_params(), sc.compute.precision,
                                                          optimizer_state_words(sc.compute.optimizer), g.shard, at.gpus_per_node);
     r.memory.host_capacity = sc.cluster.host_memory_size > Bytes{} ? sc.cluster.host_memory_size : bytes(kDefaultHostMemoryBytes);
     r.memory.host_fits = r.memory.host_per_node <= r.memory.host_capacity;
