@@ -175,8 +175,9 @@ class Predictor {
   struct Impl;
   /// `alone`: the scenario on one GPU, no collective beside its kernels (eq. K16 off): what a sharded step's
   /// single-GPU prediction and its speedup's baseline come from. `doubled_from`: the predictor of the scenario
-  /// this one doubles a resource of (times only; its network has no layers, predict.cpp's without_layers, and
-  /// they are read from `doubled_from`); `same_layers`: the GPU stays, and so does the work per layer.
+  /// this one doubles a resource of, or is the one GPU alone of (its network has no layers, predict.cpp's
+  /// without_layers, and they are read from `doubled_from`; a doubled one reads times only);
+  /// `same_layers`: the GPU stays, and so does the work per layer.
   Predictor(Scenario scenario, TimesOnly, bool alone, const Impl* doubled_from = nullptr, bool same_layers = false);
   [[nodiscard]] const Impl& impl_for(int gpus) const noexcept;
   std::unique_ptr<Impl> impl_;

@@ -44,10 +44,29 @@ double elements(const std::vector<std::int64_t>& shape) {
 }
 
 /// Collects a layer's kernels (and, when asked, their names for `model show --kernels`).
+/// The GEMM plans of one network's layers on one GPU, by shape: a decoder's blocks repeat a handful of
+/// shapes, and planning one (tile search, eqs. K1-K3) costs more than the rest of its layer's timing.
+class GemmMemo {
+ public:
+  template <class Plan>
+  GemmPlan get(const GemmShape& g, Precision p, Plan plan) {
+    for (const auto& [key, value] : seen_)
+      if (key.first.m == g.m && key.first.n == g.n && key.first.k == g.k && key.first.count == g.count &&
+          key.first.stored_elements == g.stored_elements && key.second == p)
+        return value;
+    seen_.emplace_back(std::pair{g, p}, plan());
+    return seen_.back().second;
+  }
+
+ private:
+  std::vector<std::pair<std::pair<GemmShape, Precision>, GemmPlan>> seen_;
+};
+
 class Kernels {
  public:
-  Kernels(const GpuSpec& gpu, const ComputeOptions& opt, bool named, std::vector<KernelTiming>* out)
-      : gpu_(gpu), opt_(opt), kp_(opt.kernel(gpu)), named_(named), out_(out) {}
+  Kernels(const GpuSpec& gpu, const ComputeOptions& opt, bool named, std::vector<KernelTiming>* out,
+          GemmMemo* memo = nullptr)
+      : gpu_(gpu), opt_(opt), kp_(opt.kernel(gpu)), named_(named), out_(out), memo_(memo) {}
 
   Seconds forward{}, backward{};
   // The parts of `forward` that the recompute modes tell apart (eq. R1-R3): GEMMs (linear maps and
@@ -84,6 +103,12 @@ class Kernels {
          chain + 3);
   }
 
+  /// plan_gemm on this GPU, remembered by shape across the network's layers where a memo is given.
+  [[nodiscard]] GemmPlan planned(const GemmShape& g, Precision p) const {
+    const auto plan = [&] { return plan_gemm(g, gpu_, p, kp_); };
+    return memo_ ? memo_->get(g, p, plan) : plan();
+  }
+
   /// A kernel's name for `model show --kernels`; empty (no allocation) when nobody asks.
   [[nodiscard]] std::string name(const std::string& base, std::string_view suffix) const {
     return named_ ? base + std::string(suffix) : std::string();
@@ -91,7 +116,7 @@ class Kernels {
 
   void gemm(const std::string& what, const GemmShape& g, bool bwd) {
     if (g.m <= 0 || g.n <= 0 || g.k <= 0) return;
-    const GemmPlan plan = plan_gemm(g, gpu_, gemm_precision(), kp_);
+    const GemmPlan plan = planned(g, gemm_precision());
     const Seconds t = gpu_.on_tensor_cores(gemm_precision()) ? plan.time / sharded_rate() : plan.time;
     add(what, t, flops(g.flops()), bytes(0), bwd);
     if (!bwd && !in_attention_core) forward_gemm += t;
@@ -170,8 +195,8 @@ class Kernels {
                            : opt_.precision == Precision::fp8  ? Precision::bf16  // attention stays bf16
                                                                : opt_.precision;
     const double passes = fast_f32 ? 3.0 : 1.0;
-    const Seconds t_qk = plan_gemm(qk_rate, gpu_, math, kp_).compute * frac * passes * per_flop;
-    const Seconds t_pv = plan_gemm(pv_rate, gpu_, math, kp_).compute * frac * passes * per_flop;
+    const Seconds t_qk = planned(qk_rate, math).compute * frac * passes * per_flop;
+    const Seconds t_pv = planned(pv_rate, math).compute * frac * passes * per_flop;
     const double scores = static_cast<double>(bh) * static_cast<double>(s) * static_cast<double>(s) * frac;
     const double exp_rate = 16.0 * gpu_.sm_count * gpu_.boost_clock.base();  // exponentials per second
     const Seconds t_exp = exp_rate > 0.0 ? seconds(scores / exp_rate) : Seconds{};
@@ -203,6 +228,7 @@ class Kernels {
   const KernelParams& kp_;
   bool named_;
   std::vector<KernelTiming>* out_;
+  GemmMemo* memo_;
 };
 
 /// Whether a convolution layer has a bias: parameters beyond its filters' C_in/groups · kh · kw · C_out.
@@ -467,8 +493,9 @@ LayerTimes estimate_layer_times(const Network& net, const GpuSpec& gpu, int batc
   t.forward_gemm.resize(L);
   t.forward_attention.resize(L);
   const KernelParams& kp = opt.kernel(gpu);
+  GemmMemo memo;
   for (std::size_t i = 0; i < L; ++i) {
-    Kernels k(gpu, opt, false, nullptr);
+    Kernels k(gpu, opt, false, nullptr, &memo);
     time_all(k, net.layers[i], i == 0, i + 1 == L, batch, opt);
     t.forward[i] = k.forward;
     t.backward[i] = k.backward;

@@ -303,7 +303,7 @@ Predictor::Predictor(Scenario scenario, TimesOnly, bool alone, const Impl* doubl
   m.sc = std::move(scenario);
   if (doubled_from) {
     m.net = doubled_from->net;
-    m.what_if = true;
+    m.what_if = !alone || doubled_from->what_if;  // one GPU alone is read as its base is
   }
   // the layer work of a doubled scenario that keeps the GPU: its base's (no one-GPU scenario of its own)
   const Impl* same = same_layers && doubled_from && !doubled_from->alone ? doubled_from : nullptr;
@@ -311,7 +311,7 @@ Predictor::Predictor(Scenario scenario, TimesOnly, bool alone, const Impl* doubl
   m.sc.compute = step_compute(m.sc);
   // eq. K16 where collectives run beside the step: a second set of times for one GPU, which runs none
   if (!alone && m.sc.compute.sharded && m.sc.compute.kernel(m.sc.cluster.gpu).sharded_tensor != 1.0)
-    m.alone.reset(new Predictor(m.sc, TimesOnly{}, true, doubled_from, false));
+    m.alone.reset(new Predictor(without_layers(m.sc), TimesOnly{}, true, &m, false));  // the layers: m's
   if (alone) m.sc.compute.sharded = false;
   m.sc.strategy.io_prefetch = reader_prefetches(m.sc);
   const Scenario& sc = m.sc;
