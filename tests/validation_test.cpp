@@ -511,6 +511,19 @@ TEST(H100Measured, SmallBatchStepsBoundByTheHost) {
   }
 }
 
+// BERT-large SQuAD fine-tuning at 2, 4 and 8 sequences on an H200 (tests/data/h200-pytorch/small-batch-steps.csv,
+// issue 34): 66.7, 72.1 and 72.1 ms a step, a floor the host's kernel issue sets (a step of about 2,500 eager
+// kernels at ~27 us), where the model, which adds its 22.5 us a kernel to the GPU's time and issues fewer of
+// them (BERT-base: 375 against PyTorch's 1,316 above), gives 29-40 ms. Printed, not held: the host floor,
+// max(GPU, host issue), is issue 34's to model. What is held is the data's own claim, the floor: batch 8 costs
+// no more than 10 % over batch 2.
+TEST(H200Measured, SmallBatchBertStepsBoundByTheHost) {
+  const auto samples = measured_steps("h200-pytorch/small-batch-steps.csv");
+  ASSERT_EQ(samples.size(), 3u);
+  (void)compare_measured_steps(samples, "dgx-h100", "H200 small batch");
+  EXPECT_LT(samples[2].batch / samples[2].samples_per_s, 1.10 * samples[0].batch / samples[0].samples_per_s);
+}
+
 // cuBLAS on the same H100 (tests/data/h100-pytorch/calibrate-gemm.yaml: dlscale-calibrate's sweep of square
 // products, 1024 to 8192, fp32, TF32, fp16, bf16) beside the kernel model's plan of each with the shipped
 // parameters. A back-to-back cuBLAS call pays none of the 22 us a kernel that the fitted overhead charges
