@@ -326,20 +326,31 @@ TEST(Sweep, GridExpandsEveryCombination) {
   EXPECT_EQ(spec.links[2].label, "inter_node=200 Gb/s");
 }
 
-TEST(Sweep, MatchesAPlainLoopOverPredictor) {
-  const SweepSpec spec = parse_sweep_spec(kSpec, "spec.yaml");
-  const SweepResult r = run_sweep(spec, SweepOptions{2, nullptr, {}});
-  ASSERT_EQ(r.rows.size(), 240u);
+/// Each row of a sweep is what a Predictor of its group says at its GPU count: time, speedup and the
+/// bottleneck named by doubling, with its share.
+void expect_rows_are_predicts(const SweepSpec& spec, const SweepResult& r) {
   std::size_t k = 0;
   for (const auto& g : spec.groups) {
     const Predictor p(group_scenario(spec, g));
     for (int n : g.gpus) {
+      ASSERT_LT(k, r.rows.size());
       const Prediction want = p.predict(n);
-      ASSERT_EQ(r.rows[k].prediction.gpus, n);
-      EXPECT_EQ(r.rows[k].prediction.iteration_time, want.iteration_time);
-      ++k;
+      const Prediction& got = r.rows[k++].prediction;
+      ASSERT_EQ(got.gpus, n);
+      EXPECT_EQ(got.iteration_time, want.iteration_time) << n;
+      EXPECT_EQ(got.speedup, want.speedup) << n;
+      EXPECT_EQ(got.bottleneck, want.bottleneck) << n;
+      EXPECT_EQ(got.bottleneck_share, want.bottleneck_share) << n;
     }
   }
+  EXPECT_EQ(k, r.rows.size());
+}
+
+TEST(Sweep, MatchesAPlainLoopOverPredictor) {
+  const SweepSpec spec = parse_sweep_spec(kSpec, "spec.yaml");
+  const SweepResult r = run_sweep(spec, SweepOptions{2, nullptr, {}});
+  ASSERT_EQ(r.rows.size(), 240u);
+  expect_rows_are_predicts(spec, r);
 }
 
 // The whole row, the bottleneck named by doubling included, is predict's: also where the sweep shares the
@@ -361,18 +372,7 @@ list:
                                           "spec.yaml");
   const SweepResult r = run_sweep(spec, SweepOptions{1, nullptr, {}});
   ASSERT_EQ(r.rows.size(), 3u);
-  std::size_t k = 0;
-  for (const auto& g : spec.groups) {
-    const Predictor p(group_scenario(spec, g));
-    for (int n : g.gpus) {
-      const Prediction want = p.predict(n);
-      const Prediction& got = r.rows[k++].prediction;
-      EXPECT_EQ(got.iteration_time, want.iteration_time) << n;
-      EXPECT_EQ(got.speedup, want.speedup) << n;
-      EXPECT_EQ(got.bottleneck, want.bottleneck) << n;
-      EXPECT_EQ(got.bottleneck_share, want.bottleneck_share) << n;
-    }
-  }
+  expect_rows_are_predicts(spec, r);
   EXPECT_EQ(r.rows[2].prediction.bottleneck, Bottleneck::communication);
 }
 
