@@ -454,7 +454,7 @@ namespace {
 // were read off the profile of the 4-block 8B row at sequence 4,096 (call3-profile-8b-eager.txt).
 struct DecoderStep {
   Scenario scenario;
-  std::string label, optimizer;
+  std::string label;
   double ms = 0.0;
   double peak_allocated = 0.0;  // torch.cuda.max_memory_allocated over the timed steps; 0: not measured cleanly
 };
@@ -480,7 +480,6 @@ std::vector<DecoderStep> h200_decoder_steps() {
     s.label = fmt::format("{}x{}/{} V{} seq {} b{} {} {} {} {} {}{}", d.layers, d.hidden, d.kv_heads, d.vocab, d.seq,
                           num("batch"), c["mode"], c["checkpointing"], c["precision"], c["attention"], c["optimizer"],
                           c["compile"] == "true" ? " compiled" : "");
-    s.optimizer = c["optimizer"];
     s.ms = std::stod(c.at("ms_per_iter"));
     if (!c["peak_allocated_bytes"].empty()) s.peak_allocated = std::stod(c["peak_allocated_bytes"]);
     Scenario& sc = s.scenario;
