@@ -583,10 +583,70 @@ TEST(Compute, UpdateIsAMemoryBoundPassOverParametersAndState) {
   // one_gemm's 1,048,576 parameters with momentum in fp32: 20 B each at 400 GB/s, one fused kernel
   const auto t = estimate_layer_times(one_gemm(), toy_gpu(), 1, toy_options(Precision::fp32));
   EXPECT_NEAR(in_seconds(t.update[0]), 1048576.0 * 20 / 400e9 + 5e-6, 1e-15);
+  // torch.optim's for-loop momentum SGD (_single_tensor_sgd): buf ·= μ (read and write 4 + 4), buf += g (4 + 4 + 4),
+  // w -= lr·buf (4 + 4 + 4): 32 B, three kernels per tensor, two tensors
   auto unfused = toy_options(Precision::fp32);
-  unfused.fused_optimizer = false;  // momentum: 2 kernels per tensor, 2 tensors
-  EXPECT_NEAR(in_seconds(estimate_layer_times(one_gemm(), toy_gpu(), 1, unfused).update[0]), 1048576.0 * 20 / 400e9 + 4 * 5e-6,
+  unfused.optimizer_impl = OptimizerImpl::for_loop;
+  EXPECT_DOUBLE_EQ(update_bytes_per_param(unfused), 32.0);
+  EXPECT_NEAR(in_seconds(estimate_layer_times(one_gemm(), toy_gpu(), 1, unfused).update[0]), 1048576.0 * 32 / 400e9 + 6 * 5e-6,
               1e-15);
+}
+
+// torch.optim's default AdamW on CUDA (_multi_tensor_adamw, torch 2.x), pass by pass over fp32 weights, state and
+// gradients: w ·= 1 − lr·λ (4 + 4), m.lerp_(g) (4 + 4 + 4), v ·= β2 (4 + 4), v.addcmul_(g, g) (4 + 4 + 4: one
+// tensor given twice is read once, as the H100's profile of BERT-large moved it), d = sqrt(v) (4 + 4),
+// d ÷= √(1 − β2^t) (4 + 4), d += ε (4 + 4), w.addcdiv_(m, d) (4 + 4 + 4 + 4): 80 B in eight multi-tensor kernels,
+// where the fused kernel moves 28 (read w, g, m, v; write w, m, v).
+TEST(Compute, ForeachAdamWMakesEightPassesOverTheTensors) {
+  auto o = toy_options(Precision::fp32);
+  o.optimizer = Optimizer::adamw;
+  EXPECT_DOUBLE_EQ(update_bytes_per_param(o), 28.0);  // unset: fused
+  o.optimizer_impl = OptimizerImpl::foreach;
+  EXPECT_DOUBLE_EQ(update_bytes_per_param(o), 80.0);
+  o.optimizer = Optimizer::adam;  // Adam's default has no weight decay: no first pass
+  EXPECT_DOUBLE_EQ(update_bytes_per_param(o), 72.0);
+  o.optimizer = Optimizer::adamw;
+  o.precision = Precision::bf16;
+  o.fp32_gradients = true;  // PyTorch's autocast and FSDP's fp32 shards: the optimiser sees fp32 gradients
+  EXPECT_DOUBLE_EQ(update_bytes_per_param(o), 80.0);
+  o.fp32_gradients = false;  // a half gradient read twice (2 B each) and the half working copy written
+  EXPECT_DOUBLE_EQ(update_bytes_per_param(o), 72.0 + 2 * 2 + 2);
+  // eight passes, each a launch over up to 48 tensors or 320 chunks of 65,536 elements: the layer's 1,048,576
+  // elements take 1,048,576 / 20,971,520 = 0.05 of a launch a pass (more than its two tensors' 2/48)
+  const auto t = estimate_layer_times(one_gemm(), toy_gpu(), 1, o);
+  EXPECT_NEAR(in_seconds(t.update[0]), 1048576.0 * 78 / 400e9 + 8 * 0.05 * 5e-6, 1e-15);
+  // an architecture's measured rates of the optimiser's kernels replace the memory-bound efficiency for them
+  // (a share of the toy's datasheet 500 GB/s)
+  auto measured = std::make_shared<KernelParamSet>(*o.kernel_params);
+  measured->defaults.optimizer_pass_efficiency = 0.5;
+  measured->defaults.fused_optimizer_efficiency = 0.25;
+  o.kernel_params = measured;
+  EXPECT_NEAR(in_seconds(estimate_layer_times(one_gemm(), toy_gpu(), 1, o).update[0]),
+              1048576.0 * 78 / (500e9 * 0.5) + 8 * 0.05 * 5e-6, 1e-15);
+  o.optimizer_impl = OptimizerImpl::fused;  // mixed: 4 + 2 + 4 + 2 + 16 B in one kernel
+  EXPECT_NEAR(in_seconds(estimate_layer_times(one_gemm(), toy_gpu(), 1, o).update[0]),
+              1048576.0 * 28 / (500e9 * 0.25) + 5e-6, 1e-15);
+  EXPECT_EQ(optimizer_impl_from_string("foreach"), OptimizerImpl::foreach);
+  EXPECT_THROW((void)optimizer_impl_from_string("multi_tensor"), std::invalid_argument);
+}
+
+// Eq. S10, FSDP2's copies: one_gemm's 1,048,576 parameters in bf16 with fp32 reduces; forward the copy-out of the
+// gathered bf16 parameters (read 2 + write 2 B), backward the copy-out again (regathered) and chunk_cat (read 2,
+// write 4 B) at the toy's 400 GB/s, no launch charged (a kernel per gather unit).
+TEST(Compute, Fsdp2CopiesAroundEachLayersCollectives) {
+  auto o = toy_options(Precision::bf16);
+  const auto plain = estimate_layer_times(one_gemm(), toy_gpu(), 1, o);
+  o.shard_copies = {.per_parameter = true, .regather = true, .reduce_bytes = 4.0};
+  const auto copies = estimate_layer_times(one_gemm(), toy_gpu(), 1, o);
+  EXPECT_NEAR(in_seconds(copies.forward[0] - plain.forward[0]), 1048576.0 * 4 / 400e9, 1e-15);
+  EXPECT_NEAR(in_seconds(copies.backward[0] - plain.backward[0]), 1048576.0 * (4 + 6) / 400e9, 1e-15);
+  // a full recompute runs the forward's kernels again, not the gather's copy-out (the backward's gather has its own)
+  ComputeOptions full = o;
+  full.recompute = Recompute::full;
+  EXPECT_NEAR(in_seconds(recompute_time(copies, 0, 0, full)), in_seconds(plain.forward[0]), 1e-15);
+  o.shard_copies.regather = false;  // SHARD_GRAD_OP: no gather before backward
+  EXPECT_NEAR(in_seconds(estimate_layer_times(one_gemm(), toy_gpu(), 1, o).backward[0] - plain.backward[0]),
+              1048576.0 * 6 / 400e9, 1e-15);
 }
 
 TEST(Compute, ParameterFreeOperatorsAreMemoryBoundKernels) {

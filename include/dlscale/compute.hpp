@@ -5,6 +5,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -22,6 +23,9 @@ struct LayerTimes {
   /// Per layer, the parts of `forward` that the recompute modes tell apart (eq. R1-R3; the kernel model fills
   /// them, measured or profiled times leave them empty): its GEMMs and its attention core.
   std::vector<Seconds> forward_gemm, forward_attention;
+  /// Per layer, the part of `forward` that a recompute does not run again: FSDP2's copy-out of the gathered
+  /// parameters (eq. S10; the backward's own gather brings its own copy-out).
+  std::vector<Seconds> forward_copies;
 
   [[nodiscard]] Seconds total_forward() const noexcept;
   [[nodiscard]] Seconds total_backward() const noexcept;
@@ -39,6 +43,20 @@ int optimizer_state_words(Optimizer o) noexcept;
 /// What a network is usually trained with: AdamW for token models (transformers), SGD with momentum for
 /// image models.
 Optimizer default_optimizer(const Network& net) noexcept;
+
+/// How the optimiser's arithmetic is laid out in kernels (PyTorch's torch.optim names; docs/compute-model.md,
+/// "Optimisers"): `fused`, one kernel that reads every operand once and writes each result once (fused=True,
+/// apex's and DeepSpeed's FusedAdam); `foreach`, torch.optim's default on CUDA since 2.0, one multi-tensor pass
+/// per arithmetic operation of the update (_multi_tensor_adamw: eight for AdamW); `for_loop`, the same
+/// operations a kernel per tensor (foreach=False).
+enum class OptimizerImpl { fused, foreach, for_loop };
+std::string_view to_string(OptimizerImpl o) noexcept;
+/// "fused", "foreach" or "for_loop"; std::invalid_argument otherwise.
+OptimizerImpl optimizer_impl_from_string(std::string_view name);
+inline constexpr std::string_view kOptimizerImplNames = "fused, foreach, for_loop";
+/// The passes an unfused (foreach or for-loop) update makes over each tensor: SGD 1, momentum 3, Adam 7,
+/// AdamW 8 (torch.optim's _multi_tensor_* and _single_tensor_* code), LAMB 8 (apex's unfused reference).
+int optimizer_passes(Optimizer o) noexcept;
 
 /// How attention's scores are computed (docs/compute-model.md, eq. K9): `eager` materialises the
 /// heads·S² scores and runs softmax, mask and dropout as separate memory-bound passes (PyTorch before
@@ -80,7 +98,8 @@ inline constexpr std::string_view kRecomputeNames = "none, full, selective, op";
 struct ComputeOptions {
   Precision precision = Precision::fp32;
   Optimizer optimizer = Optimizer::momentum;
-  bool fused_optimizer = true;      // one multi-tensor kernel per layer; unfused: a few kernels per tensor
+  /// The optimiser's kernels (OptimizerImpl); unset: the framework's (`optimizer_impl:`), else fused.
+  std::optional<OptimizerImpl> optimizer_impl;
   int accumulate = 1;               // forward/backward passes per gradient exchange and update (≥ 1)
   bool checkpointing = false;       // activation checkpointing: ⌈√L⌉ segments, forward recomputed in backward
                                     // (include/dlscale/memory.hpp, checkpoint_segments)
@@ -98,6 +117,15 @@ struct ComputeOptions {
   /// modelled rate (eq. K16; set by step_compute from the framework). The Predictor times one GPU, where no
   /// collective runs beside the kernels, without it.
   bool sharded = false;
+  /// FSDP2's per-parameter sharding (Sharding::per_parameter; set by step_compute from the framework): each
+  /// layer's gathered parameters copied out of the all-gather's buffer before its forward (and its backward when
+  /// `regather`), its gradients concatenated into the reduce-scatter's input (`reduce_bytes` an element) after its
+  /// backward (eq. S10).
+  struct ShardCopies {
+    bool per_parameter = false;
+    bool regather = true;
+    double reduce_bytes = 2.0;
+  } shard_copies;
   /// Kernel-model parameters; null: the shipped topologies/compute-params.yaml.
   std::shared_ptr<const KernelParamSet> kernel_params;
 
@@ -111,9 +139,10 @@ double gradient_bytes_per_element(Precision p) noexcept;
 /// The gradients a step of `opt` computes and exchanges: 2 B in mixed precision unless the parameters stay
 /// fp32 (`fp32_gradients`), 4 B otherwise.
 double gradient_bytes_per_element(const ComputeOptions& opt) noexcept;
-/// Bytes one optimiser step moves per parameter (read weight and gradient, write weight, read and write
-/// each state word; mixed precision also writes the half-precision working copy; LAMB reads the weight
-/// and the update again for its trust ratio).
+/// Bytes one optimiser step moves per parameter. Fused: read weight and gradient, write weight, read and write
+/// each state word; mixed precision also writes the half-precision working copy; LAMB reads the weight and the
+/// update again for its trust ratio. Foreach and for-loop: each pass reads its operands and writes its result
+/// (docs/compute-model.md, "Optimisers": AdamW 72 + 2·g B with g the gradient's bytes, against the fused 28).
 double update_bytes_per_param(const ComputeOptions& opt) noexcept;
 
 /// The forward and backward kernels of one layer and the operators that follow it, timed by the kernel

@@ -46,6 +46,12 @@ struct KernelParams {
   // single-GPU steps, GEMM benchmarks, and FSDP2 on one GPU (measured on an H200 within a few per cent of the
   // unfactored model; tests/data/h200-pytorch/decoder-steps.csv).
   double sharded_tensor = 1.0;
+  // The optimiser's kernels (PyTorch's multi_tensor_apply): attained ÷ datasheet DRAM bandwidth of the fused
+  // update kernel (fused AdamW reads the weight, gradient and moments and writes three of them in one pass) and
+  // of the foreach/for-loop passes (one arithmetic operation each). Measured per architecture
+  // (compute-params.yaml says where); 0: the memory-bound efficiency.
+  double fused_optimizer_efficiency = 0.0;
+  double optimizer_pass_efficiency = 0.0;
   std::string source;               // where the numbers came from (a fit's command, a paper)
 };
 

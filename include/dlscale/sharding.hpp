@@ -32,6 +32,11 @@ struct Sharding {
   // FSDP's MixedPrecision(reduce_dtype=float32) (torchtitan's default; `reduce_dtype: fp32`): the gradients
   // are cast to fp32 before their reduce-scatter, which then moves 4 B a parameter, and the shards are fp32.
   bool reduce_fp32 = false;
+  // `params: per_parameter` (PyTorch's FSDP2, fully_shard): each parameter is its own sharded tensor, so every
+  // all-gather's output is copied out into the parameters and every unit's gradients are concatenated into the
+  // reduce-scatter's input (chunk_cat), on the compute stream (eq. S10; docs/compute-model.md, "FSDP2's copies").
+  // `flat` (FSDP1's FlatParameter, ZeRO's partitions; the default): the gathered buffer is the parameters.
+  bool per_parameter = false;
   double cpu_adam_params_per_s = kDefaultCpuAdamParamsPerSecond;  // per node, all its cores (`cpu_adam`)
 
   /// CPU-Adam throughput of one node when the framework file gives none: DeepSpeed's CPU-Adam updates

@@ -73,6 +73,9 @@ struct Strategy {
   /// `optimizer: sgd`: the optimiser the framework's benchmark runs take when a run names none (TensorFlow 1.x's
   /// tf_cnn_benchmarks: plain SGD); unset: the network's default (momentum for images, AdamW for tokens).
   std::optional<Optimizer> optimizer;
+  /// `optimizer_impl: foreach`: the optimiser's kernels as the framework's runs make them (fused, foreach or
+  /// for_loop; ComputeOptions::optimizer_impl); unset: fused.
+  std::optional<OptimizerImpl> optimizer_impl;
   // Synchronization losses (docs/model.md, "Synchronization losses"); both off by default.
   double jitter_cv = 0.0;            // coefficient of variation of a GPU's per-iteration compute time
   Seconds iteration_overhead{};      // fixed cost per iteration of more than one GPU (negotiation, launches)

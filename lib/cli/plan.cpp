@@ -113,6 +113,9 @@ void setup_plan(CLI::App& app) {
   cmd->add_option("--precision", opt->scenario.precision,
                   "fp32, tf32, bf16 or fp16 (default: bf16, or fp16 on a GPU without bf16 such as the V100)");
   cmd->add_option("--optimizer", opt->scenario.optimizer, "sgd, momentum, adam, adamw or lamb (default: adamw for token models)");
+  cmd->add_option("--optimizer-impl", opt->scenario.optimizer_impl,
+                  "fused, foreach or for_loop: the optimiser's kernels for every framework tried (default: each framework's)")
+      ->type_name("NAME");
   add_size_option(*cmd, "--seq-len", opt->scenario.seq_len, kSeqLenHelp, "S");
   cmd->add_option("--frameworks", opt->frameworks, "Framework strategies to try, comma-separated")
       ->type_name("LIST")

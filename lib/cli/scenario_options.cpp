@@ -109,7 +109,11 @@ void add_scenario_options(CLI::App& cmd, ScenarioOptions& o) {
                  "fp32, tf32 (Ampere and newer), bf16 or fp16 (automatic mixed precision)")->capture_default_str();
   cmd.add_option("--optimizer", o.optimizer, "sgd, momentum, adam, adamw or lamb (default: momentum for image models, adamw for token models)")
       ->type_name("NAME");
-  cmd.add_flag("--unfused-optimizer", o.unfused_optimizer, "The optimiser runs a few kernels per tensor instead of one multi-tensor kernel per layer");
+  cmd.add_option("--optimizer-impl", o.optimizer_impl,
+                 "fused (one kernel per update), foreach (torch.optim's default: a multi-tensor kernel per arithmetic "
+                 "pass) or for_loop (a kernel per pass and tensor) (default: the framework's, else fused)")
+      ->type_name("NAME");
+  cmd.add_flag("--unfused-optimizer", o.unfused_optimizer, "Same as --optimizer-impl for_loop");
   cmd.add_option("--accumulate", o.accumulate, "Gradient accumulation: K forward/backward passes per gradient exchange and update")
       ->type_name("K")->capture_default_str();
   cmd.add_option_function<std::string>(
@@ -345,7 +349,14 @@ Scenario build_scenario(const ScenarioOptions& o, RunInfo& info) {
   sc.compute.accumulate = o.accumulate;
   apply_checkpointing_option(o, sc.compute);
   sc.compute.compiled = o.compiled;
-  sc.compute.fused_optimizer = !o.unfused_optimizer;
+  if (o.unfused_optimizer) sc.compute.optimizer_impl = OptimizerImpl::for_loop;
+  if (!o.optimizer_impl.empty()) {
+    try {
+      sc.compute.optimizer_impl = optimizer_impl_from_string(o.optimizer_impl);
+    } catch (const std::invalid_argument& e) {
+      throw UsageError("--optimizer-impl", e.what());
+    }
+  }
 
   sc.cluster = load_cluster(resolve(DataKind::cluster, cluster, "--cluster"), cluster_overrides(o.scale));
   apply_input_options(o, sc.cluster);

@@ -39,7 +39,8 @@ struct ScenarioOptions {
   std::string gpus;              // --gpus; empty: default_gpu_counts(cluster)
   std::string precision = "fp32";
   std::string optimizer;         // --optimizer; empty: momentum for image models, adamw for token models
-  bool unfused_optimizer = false;
+  bool unfused_optimizer = false;  // --unfused-optimizer: --optimizer-impl for_loop
+  std::string optimizer_impl;      // --optimizer-impl; empty: the framework's, else fused
   int accumulate = 1;            // --accumulate K
   bool checkpointing = false;    // --checkpointing given
   std::string checkpointing_mode;  // its value: "" or sqrt (⌈√L⌉ segments), full[:FRACTION], selective, op

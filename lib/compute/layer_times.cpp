@@ -9,6 +9,7 @@
 #include <string>
 
 #include "dlscale/compute.hpp"
+#include "dlscale/sharding.hpp"
 
 namespace dlscale {
 namespace {
@@ -72,6 +73,7 @@ class Kernels {
   // The parts of `forward` that the recompute modes tell apart (eq. R1-R3): GEMMs (linear maps and
   // convolutions) and the attention core (the fused kernel, or the unfused scores, softmax and weighted sum).
   Seconds forward_gemm{}, forward_attention{};
+  Seconds forward_copies{};        // FSDP2's copy-out before the forward (eq. S10): not run again by a recompute
   bool in_attention_core = false;  // set while the unfused attention core's kernels are added
   bool fp8_layer = false;          // the layer's GEMMs multiply in fp8 when the step's precision is fp8 (eq. K15)
 
@@ -138,6 +140,15 @@ class Kernels {
     if (!(traffic > Bytes{})) return;  // nothing to move: no kernel
     const Seconds t = memory_kernel_time(traffic, gpu_, kp_) + kp_.kernel_overhead * static_cast<double>(kernels - 1);
     add(what, t, flops(0), traffic, bwd);
+  }
+  /// A layer's share of a memory-bound kernel that spans several layers (FSDP2's copies of a gather unit): its
+  /// bytes at the memory-bound rate, the kernel's launch charged to none of them.
+  void share(const std::string& what, double elements_moved, double element_bytes, bool bwd) {
+    const Bytes traffic = bytes(elements_moved * element_bytes);
+    if (!(traffic > Bytes{})) return;
+    const Seconds t = traffic / (gpu_.memory_bandwidth * kp_.memory_efficiency);
+    add(what, t, flops(0), traffic, bwd);
+    if (!bwd) forward_copies += t;
   }
   /// A batch norm pass: streamed at memory speed (K5), or on NCHW activations no faster than its
   /// per-channel kernels walk the elements (K12), over `kernels` kernels.
@@ -430,22 +441,44 @@ void time_loss(Kernels& k, const Layer& last, int batch, const ComputeOptions& o
 Seconds update_time(const Layer& l, const GpuSpec& gpu, const ComputeOptions& opt, const KernelParams& kp) {
   if (l.params <= 0) return Seconds{};
   const Bytes traffic = bytes(static_cast<double>(l.params) * update_bytes_per_param(opt));
-  // Fused (multi-tensor apply): one launch per layer; unfused: each element-wise step of the optimiser is
-  // a kernel per tensor (weight and bias): SGD 1, momentum 2, Adam/AdamW 5, LAMB 8.
-  int per_tensor = 1;
-  switch (opt.optimizer) {
-    case Optimizer::sgd: per_tensor = 1; break;
-    case Optimizer::momentum: per_tensor = 2; break;
-    case Optimizer::adam:
-    case Optimizer::adamw: per_tensor = 5; break;
-    case Optimizer::lamb: per_tensor = 8; break;
+  // Fused: one multi-tensor kernel per layer. Foreach: each pass a multi-tensor launch over up to 48 tensors (three
+  // tensor lists; PyTorch's multi_tensor_apply, depth_to_max_tensors) or 320 chunks of 65,536 elements, so a
+  // layer's weight and bias take 2/48 of a launch per pass, or more where it has more elements. For-loop: each
+  // pass a kernel per tensor (weight and bias).
+  const int passes = optimizer_passes(opt.optimizer);
+  const OptimizerImpl impl = opt.optimizer_impl.value_or(OptimizerImpl::fused);
+  double kernels = 1.0;
+  switch (impl) {
+    case OptimizerImpl::fused: kernels = 1.0; break;
+    case OptimizerImpl::foreach:
+      kernels = passes * std::max(2.0 / 48.0, static_cast<double>(l.params) / (320.0 * 65536.0));
+      break;
+    case OptimizerImpl::for_loop: kernels = 2.0 * passes; break;
   }
-  const double kernels = opt.fused_optimizer ? 1.0 : 2.0 * per_tensor;
-  return traffic / (gpu.memory_bandwidth * kp.memory_efficiency) + kp.kernel_overhead * kernels;
+  // the optimiser kernels' own measured streaming rate where the architecture has one, else the memory-bound one
+  const double measured = impl == OptimizerImpl::fused ? kp.fused_optimizer_efficiency : kp.optimizer_pass_efficiency;
+  const double efficiency = measured > 0.0 ? measured : kp.memory_efficiency;
+  return traffic / (gpu.memory_bandwidth * efficiency) + kp.kernel_overhead * kernels;
+}
+
+/// Eq. S10, FSDP2's copies on the compute stream around a layer's collectives (torch.distributed.fsdp's
+/// _fully_shard: foreach_all_gather_copy_out after each all-gather, split_with_sizes_copy of the gathered buffer
+/// into the parameters, read and written at the working width; foreach_reduce_scatter_copy_in before each
+/// reduce-scatter, torch._chunk_cat of the gradients into the reduce-scatter's input, read at the working width
+/// and written at the reduce width), at the memory-bound rate (an H200's profile: copy-out and chunk_cat 6.1 and
+/// 6.0 ms a step for 1.92 G parameters, 0.53 and 0.40 of its bandwidth). A kernel per gather unit, not per layer:
+/// no launch charged. The all-gather's copy-in runs on a stream of its own and is not charged.
+void shard_copies(Kernels& k, const Layer& l, const ComputeOptions& opt) {
+  if (!opt.shard_copies.per_parameter || l.params <= 0) return;
+  const double p = static_cast<double>(l.params), wb = working_bytes_per_element(opt.precision);
+  k.share(k.name(l.name, " fsdp2 copy-out fwd"), 2.0 * p, wb, false);
+  if (opt.shard_copies.regather) k.share(k.name(l.name, " fsdp2 copy-out bwd"), 2.0 * p, wb, true);
+  k.share(k.name(l.name, " fsdp2 chunk_cat bwd"), p, wb + opt.shard_copies.reduce_bytes, true);
 }
 
 /// A layer, the operators after it, and (for the last layer) the loss.
 void time_all(Kernels& k, const Layer& l, bool first, bool last, int batch, const ComputeOptions& opt) {
+  shard_copies(k, l, opt);
   time_layer(k, l, first, batch, opt);
   for (const auto& o : l.ops) time_operator(k, o, batch, opt);
   if (last) time_loss(k, l, batch, opt);
@@ -468,11 +501,32 @@ double gradient_bytes_per_element(const ComputeOptions& opt) noexcept {
 }
 
 double update_bytes_per_param(const ComputeOptions& opt) noexcept {
-  const double state = 8.0 * optimizer_state_words(opt.optimizer);  // read + write each fp32 state word
-  const double lamb = opt.optimizer == Optimizer::lamb ? 8.0 : 0.0;   // trust ratio: read weight and update again
-  if (is_mixed(opt.precision))
-    return 4.0 /*read fp32 master*/ + 2.0 /*read half gradient*/ + 4.0 /*write master*/ + 2.0 /*write half copy*/ + state + lamb;
-  return 4.0 /*read weight*/ + 4.0 /*read gradient*/ + 4.0 /*write weight*/ + state + lamb;
+  const bool half_copy = is_mixed(opt.precision) && !opt.fp32_gradients;  // apex O2, DeepSpeed: a half working copy
+  if (opt.optimizer_impl.value_or(OptimizerImpl::fused) == OptimizerImpl::fused || opt.optimizer == Optimizer::lamb) {
+    const double state = 8.0 * optimizer_state_words(opt.optimizer);  // read + write each fp32 state word
+    const double lamb = opt.optimizer == Optimizer::lamb ? 8.0 : 0.0;   // trust ratio: read weight and update again
+    if (is_mixed(opt.precision))
+      return 4.0 /*read fp32 master*/ + 2.0 /*read half gradient*/ + 4.0 /*write master*/ + 2.0 /*write half copy*/ + state + lamb;
+    return 4.0 /*read weight*/ + 4.0 /*read gradient*/ + 4.0 /*write weight*/ + state + lamb;
+  }
+  // torch.optim's passes (_multi_tensor_sgd/_adam/_adamw; _single_tensor_* make the same ones a tensor at a
+  // time) over fp32 weights and state, each reading its operands and writing its result; g the gradient's bytes.
+  const double g = is_mixed(opt.precision) && !opt.fp32_gradients ? 2.0 : 4.0;
+  double passes = 0.0;
+  switch (opt.optimizer) {
+    case Optimizer::sgd: passes = 8.0 + g; break;  // w += -lr·g
+    case Optimizer::momentum:                       // buf ·= μ; buf += g; w += -lr·buf
+      passes = 8.0 + (8.0 + g) + 12.0;
+      break;
+    // m.lerp_(g) 8+g; v ·= β2 8; v.addcmul_(g, g) 8+g (one tensor twice: read once, as an H100's profile moved
+    // it); sqrt(v) 8; ÷ 8; + ε 8; w.addcdiv_(m, d) 16; AdamW first its decoupled decay, w ·= 1 − lr·λ: 8
+    case Optimizer::adam:
+    case Optimizer::adamw:
+      passes = (8.0 + g) + 8.0 + (8.0 + g) + 8.0 + 8.0 + 8.0 + 16.0 + (opt.optimizer == Optimizer::adamw ? 8.0 : 0.0);
+      break;
+    case Optimizer::lamb: break;  // above
+  }
+  return passes + (half_copy ? 2.0 : 0.0);
 }
 
 std::vector<KernelTiming> layer_kernels(const Layer& layer, bool first, bool last, const GpuSpec& gpu, int batch,
@@ -492,6 +546,7 @@ LayerTimes estimate_layer_times(const Network& net, const GpuSpec& gpu, int batc
   t.update.resize(L);
   t.forward_gemm.resize(L);
   t.forward_attention.resize(L);
+  t.forward_copies.resize(L);
   const KernelParams& kp = opt.kernel(gpu);
   GemmMemo memo;
   for (std::size_t i = 0; i < L; ++i) {
@@ -501,6 +556,7 @@ LayerTimes estimate_layer_times(const Network& net, const GpuSpec& gpu, int batc
     t.backward[i] = k.backward;
     t.forward_gemm[i] = k.forward_gemm;
     t.forward_attention[i] = k.forward_attention;
+    t.forward_copies[i] = k.forward_copies;
     t.update[i] = update_time(net.layers[i], gpu, opt, kp);
   }
   return t;
@@ -519,8 +575,10 @@ LayerTimes spread_phase_totals(const LayerTimes& modelled, Seconds forward, Seco
   // the recompute modes' parts of each layer's forward keep their share of it (eq. R1-R3)
   const Seconds s = sum(modelled.forward);
   const double scale = s > Seconds{} ? forward / s : 0.0;
-  for (const auto* part : {&modelled.forward_gemm, &modelled.forward_attention}) {
-    auto& out = part == &modelled.forward_gemm ? t.forward_gemm : t.forward_attention;
+  for (const auto* part : {&modelled.forward_gemm, &modelled.forward_attention, &modelled.forward_copies}) {
+    auto& out = part == &modelled.forward_gemm ? t.forward_gemm
+                : part == &modelled.forward_attention ? t.forward_attention
+                                                      : t.forward_copies;
     for (const Seconds x : *part) out.push_back(x * scale);
   }
   return t;
@@ -592,6 +650,33 @@ Optimizer optimizer_from_string(std::string_view name) {
 
 Optimizer default_optimizer(const Network& net) noexcept {
   return net.input_kind == "tokens" ? Optimizer::adamw : Optimizer::momentum;
+}
+
+int optimizer_passes(Optimizer o) noexcept {
+  switch (o) {
+    case Optimizer::sgd: return 1;
+    case Optimizer::momentum: return 3;
+    case Optimizer::adam: return 7;
+    case Optimizer::adamw: return 8;
+    case Optimizer::lamb: return 8;
+  }
+  return 1;
+}
+
+std::string_view to_string(OptimizerImpl o) noexcept {
+  switch (o) {
+    case OptimizerImpl::fused: return "fused";
+    case OptimizerImpl::foreach: return "foreach";
+    case OptimizerImpl::for_loop: return "for_loop";
+  }
+  return "fused";
+}
+
+OptimizerImpl optimizer_impl_from_string(std::string_view name) {
+  for (auto o : {OptimizerImpl::fused, OptimizerImpl::foreach, OptimizerImpl::for_loop})
+    if (to_string(o) == name) return o;
+  throw std::invalid_argument("unknown optimizer implementation '" + std::string(name) + "' (expected " +
+                              std::string(kOptimizerImplNames) + ")");
 }
 
 int optimizer_state_words(Optimizer o) noexcept {

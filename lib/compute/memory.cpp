@@ -61,11 +61,13 @@ Seconds recompute_time(const LayerTimes& t, std::size_t i, int block, const Comp
   if (block < 0 || i >= t.forward.size()) return Seconds{};
   const Seconds gemm = i < t.forward_gemm.size() ? t.forward_gemm[i] : Seconds{};
   const Seconds core = i < t.forward_attention.size() ? t.forward_attention[i] : Seconds{};
+  // FSDP2's copy-out (eq. S10) belongs to the gather, not to the forward that a recompute runs again
+  const Seconds forward = t.forward[i] - (i < t.forward_copies.size() ? t.forward_copies[i] : Seconds{});
   switch (opt.recompute) {
     case Recompute::none: return Seconds{};
-    case Recompute::full: return block_checkpointed(block, opt.recompute_blocks) ? t.forward[i] : Seconds{};  // R1
-    case Recompute::selective: return core;                                                                  // R2
-    case Recompute::op: return t.forward[i] - core - gemm * 0.5;                                             // R3
+    case Recompute::full: return block_checkpointed(block, opt.recompute_blocks) ? forward : Seconds{};  // R1
+    case Recompute::selective: return core;                                                             // R2
+    case Recompute::op: return forward - core - gemm * 0.5;                                             // R3
   }
   return Seconds{};
 }

@@ -33,6 +33,8 @@ KernelParams read_params(const Node& node, KernelParams base, const std::string&
   if (auto n = m.optional("flash_forward_efficiency")) base.flash_forward_efficiency = fraction(*n);
   if (auto n = m.optional("flash_backward_efficiency")) base.flash_backward_efficiency = fraction(*n);
   if (auto n = m.optional("sharded_tensor")) base.sharded_tensor = fraction(*n);
+  if (auto n = m.optional("fused_optimizer_efficiency")) base.fused_optimizer_efficiency = fraction(*n);
+  if (auto n = m.optional("optimizer_pass_efficiency")) base.optimizer_pass_efficiency = fraction(*n);
   if (auto n = m.optional("kernel_overhead")) {
     base.kernel_overhead = n->seconds();
     if (base.kernel_overhead < Seconds{} || base.kernel_overhead > seconds(1.0))
@@ -126,6 +128,10 @@ std::string kernel_params_to_yaml(const KernelParamSet& set, std::string_view he
     put("flash_forward_efficiency", p.flash_forward_efficiency, base ? base->flash_forward_efficiency : 0);
     put("flash_backward_efficiency", p.flash_backward_efficiency, base ? base->flash_backward_efficiency : 0);
     put("sharded_tensor", p.sharded_tensor, base ? base->sharded_tensor : 0);
+    if (p.fused_optimizer_efficiency > 0.0)  // 0: as memory_efficiency, not written
+      put("fused_optimizer_efficiency", p.fused_optimizer_efficiency, base ? base->fused_optimizer_efficiency : 0);
+    if (p.optimizer_pass_efficiency > 0.0)
+      put("optimizer_pass_efficiency", p.optimizer_pass_efficiency, base ? base->optimizer_pass_efficiency : 0);
     return "{" + o + "}";
   };
   std::string o;

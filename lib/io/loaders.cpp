@@ -818,6 +818,8 @@ void read_sharding(const Node& node, Strategy& s) {
   }
   if (auto n = r.optional("reshard_after_forward")) sh.reshard_after_forward = n->boolean();
   if (auto n = r.optional("reduce_dtype")) sh.reduce_fp32 = n->choice({"fp32", "half"}) == "fp32";
+  std::optional<Node> params;
+  if ((params = r.optional("params"))) sh.per_parameter = params->choice({"flat", "per_parameter"}) == "per_parameter";
   if (auto n = r.optional("group")) {
     if (n->is_scalar() && (n->scalar() == "all" || n->scalar() == "node")) {
       sh.group = n->scalar() == "all" ? Sharding::kGroupAll : Sharding::kGroupNode;
@@ -860,6 +862,7 @@ void read_sharding(const Node& node, Strategy& s) {
   r.finish();
   if (sh.offload_optimizer && !sh.sharded())
     offload->fail("offload_optimizer needs a sharded optimiser state (sharding stage 1, 2 or 3)");
+  if (sh.per_parameter && sh.stage < 3) params->fail("params: per_parameter is FSDP2's full sharding (stage 3)");
   if (sh.sharded()) {
     if (s.aggregation != Aggregation::allreduce) node.fail("sharding needs 'aggregation: allreduce'");
     if (s.update != UpdatePlacement::after_aggregation) node.fail("sharding needs 'update: after_aggregation'");
@@ -950,6 +953,8 @@ Strategy read_strategy(const Node& root) {
   if (auto n = m.optional("lrn")) s.lrn = n->boolean();
   if (auto n = m.optional("optimizer"))
     s.optimizer = optimizer_from_string(n->choice({"sgd", "momentum", "adam", "adamw", "lamb"}));
+  if (auto n = m.optional("optimizer_impl"))
+    s.optimizer_impl = optimizer_impl_from_string(n->choice({"fused", "foreach", "for_loop"}));
   if (auto n = m.optional("jitter_cv")) s.jitter_cv = n->coefficient_of_variation();
   if (auto n = m.optional("iteration_overhead")) {
     s.iteration_overhead = n->seconds();

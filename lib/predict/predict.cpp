@@ -253,6 +253,11 @@ ComputeOptions step_compute(ComputeOptions c, const Strategy& framework, const G
   c.lrn = framework.lrn;
   c.compiled = c.compiled || framework.compiled;
   c.sharded = framework.sharding.sharded();
+  if (!c.optimizer_impl) c.optimizer_impl = framework.optimizer_impl.value_or(OptimizerImpl::fused);
+  const Sharding& sh = framework.sharding;
+  c.shard_copies.per_parameter = sh.stage >= 3 && sh.per_parameter;
+  c.shard_copies.regather = sh.reshard_after_forward;
+  c.shard_copies.reduce_bytes = sh.reduce_fp32 && is_mixed(c.precision) ? 4.0 : working_bytes_per_element(c.precision);
   return c;
 }
 

@@ -185,7 +185,8 @@ inline ComputeOptions random_compute(Rng& r) {
     o.kernel_params = set;
     const Optimizer opts[] = {Optimizer::sgd, Optimizer::momentum, Optimizer::adam, Optimizer::adamw, Optimizer::lamb};
     o.optimizer = opts[r.integer(0, 4)];
-    o.fused_optimizer = r.chance(0.5);
+    const OptimizerImpl impls[] = {OptimizerImpl::fused, OptimizerImpl::foreach, OptimizerImpl::for_loop};
+    o.optimizer_impl = impls[r.integer(0, 2)];
   }
   return o;
 }
