@@ -7,9 +7,9 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "dlscale/atomic_file.hpp"
 #include "dlscale/calibration.hpp"
 #include "dlscale/error.hpp"
-#include "dlscale/report.hpp"
 #include "io/yaml_reader.hpp"
 
 namespace dlscale {
