@@ -21,7 +21,7 @@
 #include "dlscale/format.hpp"
 #include "dlscale/input_pipeline.hpp"
 #include "dlscale/memory.hpp"
-#include "dlscale/plan.hpp"
+#include "dlscale/resources.hpp"
 #include "dlscale/sharding.hpp"
 
 namespace dlscale {
