@@ -28,6 +28,8 @@ inline constexpr std::string_view kPrecisionNames = "fp32, tf32, bf16, fp16, fp8
 [[nodiscard]] constexpr bool is_mixed(Precision p) noexcept {
   return p == Precision::bf16 || p == Precision::fp16 || p == Precision::fp8;
 }
+/// Bytes per element of the gradients that are exchanged: 4 in fp32/TF32, 2 in mixed.
+[[nodiscard]] constexpr double gradient_bytes_per_element(Precision p) noexcept { return is_mixed(p) ? 2.0 : 4.0; }
 
 struct GpuSpec {
   std::string name;                 // e.g. "Tesla P40"
