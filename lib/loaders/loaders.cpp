@@ -16,13 +16,13 @@
 
 #include "dlscale/io.hpp"
 #include "dlscale/topology.hpp"
-#include "io/gpu_entry.hpp"
-#include "io/input_entry.hpp"
+#include "io/files.hpp"
 #include "io/numbers.hpp"
 #include "io/text.hpp"
 #include "io/yaml_reader.hpp"
+#include "loaders/gpu_entry.hpp"
+#include "loaders/input_entry.hpp"
 #include "topology/parse.hpp"
-#include "io/files.hpp"
 
 #ifndef DLSCALE_SOURCE_DATA_DIR
 #define DLSCALE_SOURCE_DATA_DIR ""
@@ -468,7 +468,7 @@ void input_entry(const char* file, const char* key, const Node& ref, F&& read) {
 
 }  // namespace
 
-/// A cluster's `input:` section (docs/input-formats.md, "Input pipeline"); io/input_entry.hpp.
+/// A cluster's `input:` section (docs/input-formats.md, "Input pipeline"); loaders/input_entry.hpp.
 InputPipeline read_input(const Node& n, const Cluster& c) {
   MapReader m(n);
   InputPipeline p;
