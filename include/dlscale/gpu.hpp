@@ -6,6 +6,7 @@
 #include <string_view>
 #include <vector>
 
+#include "dlscale/detail/enum_names.hpp"
 #include "dlscale/units.hpp"
 
 namespace dlscale {
@@ -20,7 +21,26 @@ namespace dlscale {
 /// (Transformer Engine, torchao float8; docs/compute-model.md, eq. K15): everything else runs as bf16 does.
 enum class Precision { fp32, tf32, bf16, fp16, fp8 };
 
-std::string_view to_string(Precision p) noexcept;
+template <>
+struct EnumNames<Precision> {
+  static constexpr std::array<EnumName<Precision>, 5> names{{
+      {Precision::fp32, "fp32"},
+      {Precision::tf32, "tf32"},
+      {Precision::bf16, "bf16"},
+      {Precision::fp16, "fp16"},
+      {Precision::fp8, "fp8"},
+  }};
+  // As frameworks and published tables name them: PyTorch's and NVIDIA's "AMP" and "mixed precision" are
+  // fp16 autocast with fp32 master weights, which is what fp16 means here.
+  static constexpr std::array<EnumName<Precision>, 6> aliases{{
+      {Precision::fp16, "amp"},
+      {Precision::fp16, "mixed"},
+      {Precision::fp16, "float16"},
+      {Precision::fp16, "half"},
+      {Precision::bf16, "bfloat16"},
+      {Precision::fp32, "float32"},
+  }};
+};
 /// "fp32", "tf32", "bf16" or "fp16"; std::invalid_argument otherwise (callers add the location).
 Precision precision_from_string(std::string_view name);
 inline constexpr std::string_view kPrecisionNames = "fp32, tf32, bf16, fp16, fp8";

@@ -95,8 +95,6 @@ std::vector<Unit> make_units(const Network& net, const LayerTimes& t, const Stra
 
 }  // namespace
 
-std::string_view to_string(Bottleneck b) noexcept;
-
 /// What a Predictor's bottleneck resources are, kept as numbers and formatted only by str().
 struct ResourceName::Table {
   bool measured_input = false;  // a profile's measured I/O
