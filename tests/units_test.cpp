@@ -10,12 +10,14 @@
 #include <vector>
 
 #include "dlscale/bottleneck.hpp"
+#include "dlscale/calibration.hpp"
 #include "dlscale/collective.hpp"
 #include "dlscale/error.hpp"
 #include "dlscale/format.hpp"
 #include "dlscale/gpu.hpp"
 #include "dlscale/network.hpp"
 #include "dlscale/strategy.hpp"
+#include "dlscale/topology.hpp"
 #include "dlscale/units.hpp"
 
 namespace dlscale {
@@ -127,6 +129,11 @@ TEST(EnumNames, EveryTableNamesEachValueOnceAndReadsItBack) {
   expect_names_round_trip(UpdatePlacement::on_root);
   expect_names_round_trip(CollectiveOp::reduce);
   expect_names_round_trip(Bottleneck::update);
+  expect_names_round_trip(Resource::storage);
+  expect_names_round_trip(PathType::dis);
+  expect_names_round_trip(VertexKind::storage);
+  expect_names_round_trip(LinkKind::ethernet);
+  expect_names_round_trip(TransferKind::device_copy);
 }
 
 TEST(EnumNames, AnUnknownNameIsNothingAndCaseMattersUnlessAsked) {

@@ -32,7 +32,17 @@ struct EnumNames<Bottleneck> {
 
 /// The resources `explain` doubles and the bottleneck is chosen from.
 enum class Resource { gpu, host_to_gpu, intra_node, inter_node, storage };
-std::string_view to_string(Resource r) noexcept;
+template <>
+struct EnumNames<Resource> {
+  static constexpr std::array<EnumName<Resource>, 5> names{{
+      {Resource::gpu, "GPU (peak FLOP/s and memory bandwidth)"},
+      {Resource::host_to_gpu, "host-to-GPU copies"},
+      {Resource::intra_node, "intra-node GPU links"},
+      {Resource::inter_node, "inter-node network"},
+      {Resource::storage, "input (storage and decoding)"},
+  }};
+  static constexpr std::array<EnumName<Resource>, 0> aliases{};
+};
 inline constexpr Resource kAllResources[] = {Resource::gpu, Resource::host_to_gpu, Resource::intra_node,
                                              Resource::inter_node, Resource::storage};
 inline constexpr std::size_t kResourceCount = std::size(kAllResources);

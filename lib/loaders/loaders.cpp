@@ -918,23 +918,9 @@ Strategy read_strategy(const Node& root) {
     }
     io.finish();
   }
-  {
-    const auto a = m.required("aggregation").choice({"allreduce", "parameter_server", "hybrid", "broadcast_reduce"});
-    s.aggregation = a == "allreduce"          ? Aggregation::allreduce
-                    : a == "parameter_server" ? Aggregation::parameter_server
-                    : a == "hybrid"           ? Aggregation::hybrid
-                                              : Aggregation::broadcast_reduce;
-  }
-  {
-    const auto o = m.required("overlap").choice({"none", "layerwise", "bucketed"});
-    s.overlap = o == "none" ? Overlap::none : o == "layerwise" ? Overlap::layerwise : Overlap::bucketed;
-  }
-  {
-    const auto u = m.required("update").choice({"per_layer", "after_aggregation", "on_root"});
-    s.update = u == "per_layer" ? UpdatePlacement::per_layer
-               : u == "after_aggregation" ? UpdatePlacement::after_aggregation
-                                          : UpdatePlacement::on_root;
-  }
+  s.aggregation = m.required("aggregation").choice<Aggregation>();
+  s.overlap = m.required("overlap").choice<Overlap>();
+  s.update = m.required("update").choice<UpdatePlacement>();
   if (auto n = m.optional("buckets")) {
     MapReader b(*n);
     s.bucket_size = b.required("size").bytes();

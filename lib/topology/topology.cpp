@@ -8,49 +8,6 @@
 
 namespace dlscale {
 
-std::string_view to_string(PathType t) noexcept {
-  switch (t) {
-    case PathType::loc: return "LOC";
-    case PathType::nvl: return "NVL";
-    case PathType::nvb: return "NVB";
-    case PathType::pix: return "PIX";
-    case PathType::pxb: return "PXB";
-    case PathType::phb: return "PHB";
-    case PathType::sys: return "SYS";
-    case PathType::net: return "NET";
-    case PathType::dis: return "DIS";
-  }
-  return "?";
-}
-
-std::string_view to_string(VertexKind k) noexcept {
-  switch (k) {
-    case VertexKind::gpu: return "gpu";
-    case VertexKind::cpu: return "cpu";
-    case VertexKind::pcie_switch: return "pcie_switch";
-    case VertexKind::nvswitch: return "nvswitch";
-    case VertexKind::nic: return "nic";
-    case VertexKind::network_switch: return "network_switch";
-    case VertexKind::storage: return "storage";
-  }
-  return "?";
-}
-
-std::string_view to_string(LinkKind k) noexcept {
-  switch (k) {
-    case LinkKind::nvlink: return "nvlink";
-    case LinkKind::pcie: return "pcie";
-    case LinkKind::xbus: return "xbus";
-    case LinkKind::upi: return "upi";
-    case LinkKind::qpi: return "qpi";
-    case LinkKind::infinity_fabric: return "infinity_fabric";
-    case LinkKind::smp: return "smp";
-    case LinkKind::infiniband: return "infiniband";
-    case LinkKind::ethernet: return "ethernet";
-  }
-  return "?";
-}
-
 BytesPerSecond FabricInfo::effective_nic_bandwidth() const noexcept {
   if (single_flow > BytesPerSecond{}) return min(nic_bandwidth, single_flow * static_cast<double>(flows));
   return nic_bandwidth;
