@@ -85,7 +85,7 @@ struct GpuSpec {
     }
   }
   /// Why `supports` refuses a precision, as one sentence for the error or note that says so: "the Tesla P40
-  /// of cluster 'c' has no tf32 mode (it needs TF32 tensor cores, Ampere or newer)" (lib/core/enums.cpp);
+  /// of cluster 'c' has no tf32 mode (it needs TF32 tensor cores, Ampere or newer)" (lib/core/gpu.cpp);
   /// an empty `cluster` leaves the cluster out (`model show --gpu`).
   [[nodiscard]] std::string missing_mode(Precision p, std::string_view cluster) const;
   /// The dense peak MFU is reckoned against: the precision's, but bf16's for fp8 (whose attention and
