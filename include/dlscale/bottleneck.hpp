@@ -1,6 +1,6 @@
 // What bounds an iteration: one definition for every output (predict, simulate, sweep, report, explain).
 // The bottleneck is the resource whose doubling gains the most samples/s, each doubling re-predicted as
-// `explain` prints it (plan.hpp, with_doubled); beside it, the share of the iteration it holds on the
+// `explain` prints it (resources.hpp, with_doubled); beside it, the share of the iteration it holds on the
 // critical path. Light on purpose: enums, a few functions, forward declarations.
 #pragma once
 
@@ -9,6 +9,7 @@
 #include <string>
 #include <string_view>
 
+#include "dlscale/detail/enum_names.hpp"
 #include "dlscale/units.hpp"
 
 namespace dlscale {
@@ -17,11 +18,31 @@ struct Prediction;
 
 /// The phase a bottleneck belongs to (the record's `bottleneck` field).
 enum class Bottleneck { io, h2d, compute, communication, update };
-std::string_view to_string(Bottleneck b) noexcept;
+template <>
+struct EnumNames<Bottleneck> {
+  static constexpr std::array<EnumName<Bottleneck>, 5> names{{
+      {Bottleneck::io, "io"},
+      {Bottleneck::h2d, "h2d"},
+      {Bottleneck::compute, "compute"},
+      {Bottleneck::communication, "communication"},
+      {Bottleneck::update, "update"},
+  }};
+  static constexpr std::array<EnumName<Bottleneck>, 0> aliases{};
+};
 
 /// The resources `explain` doubles and the bottleneck is chosen from.
 enum class Resource { gpu, host_to_gpu, intra_node, inter_node, storage };
-std::string_view to_string(Resource r) noexcept;
+template <>
+struct EnumNames<Resource> {
+  static constexpr std::array<EnumName<Resource>, 5> names{{
+      {Resource::gpu, "GPU (peak FLOP/s and memory bandwidth)"},
+      {Resource::host_to_gpu, "host-to-GPU copies"},
+      {Resource::intra_node, "intra-node GPU links"},
+      {Resource::inter_node, "inter-node network"},
+      {Resource::storage, "input (storage and decoding)"},
+  }};
+  static constexpr std::array<EnumName<Resource>, 0> aliases{};
+};
 inline constexpr Resource kAllResources[] = {Resource::gpu, Resource::host_to_gpu, Resource::intra_node,
                                              Resource::inter_node, Resource::storage};
 inline constexpr std::size_t kResourceCount = std::size(kAllResources);

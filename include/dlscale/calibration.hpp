@@ -17,6 +17,7 @@
 
 #include "dlscale/collective.hpp"
 #include "dlscale/compute.hpp"
+#include "dlscale/detail/enum_names.hpp"
 #include "dlscale/units.hpp"
 
 namespace dlscale {
@@ -134,7 +135,17 @@ struct BandwidthPoint {
 };
 
 enum class TransferKind { h2d_pinned, h2d_pageable, d2h_pinned, d2h_pageable, device_copy };
-std::string_view to_string(TransferKind k) noexcept;
+template <>
+struct EnumNames<TransferKind> {
+  static constexpr std::array<EnumName<TransferKind>, 5> names{{
+      {TransferKind::h2d_pinned, "h2d_pinned"},
+      {TransferKind::h2d_pageable, "h2d_pageable"},
+      {TransferKind::d2h_pinned, "d2h_pinned"},
+      {TransferKind::d2h_pageable, "d2h_pageable"},
+      {TransferKind::device_copy, "device_copy"},
+  }};
+  static constexpr std::array<EnumName<TransferKind>, 0> aliases{};
+};
 
 struct TransferCurve {
   TransferKind kind = TransferKind::h2d_pinned;

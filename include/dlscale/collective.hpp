@@ -8,6 +8,7 @@
 #include <string>
 #include <string_view>
 
+#include "dlscale/detail/enum_names.hpp"
 #include "dlscale/units.hpp"
 
 namespace dlscale {
@@ -22,7 +23,17 @@ struct GpuPlacement {
 };
 
 enum class CollectiveOp { allreduce, allgather, reducescatter, broadcast, reduce };
-std::string_view to_string(CollectiveOp op) noexcept;
+template <>
+struct EnumNames<CollectiveOp> {
+  static constexpr std::array<EnumName<CollectiveOp>, 5> names{{
+      {CollectiveOp::allreduce, "allreduce"},
+      {CollectiveOp::allgather, "allgather"},
+      {CollectiveOp::reducescatter, "reducescatter"},
+      {CollectiveOp::broadcast, "broadcast"},
+      {CollectiveOp::reduce, "reduce"},
+  }};
+  static constexpr std::array<EnumName<CollectiveOp>, 0> aliases{};
+};
 
 class CollectiveModel {
  public:

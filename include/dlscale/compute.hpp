@@ -133,9 +133,9 @@ struct ComputeOptions {
   [[nodiscard]] const KernelParams& kernel(const GpuSpec& gpu) const;
 };
 
-/// Bytes per element of activations and of the gradients that are exchanged: 4 in fp32/TF32, 2 in mixed.
+/// Bytes per element of activations: 4 in fp32/TF32, 2 in mixed (the gradients' are gpu.hpp's
+/// gradient_bytes_per_element).
 double activation_bytes_per_element(Precision p) noexcept;
-double gradient_bytes_per_element(Precision p) noexcept;
 /// The gradients a step of `opt` computes and exchanges: 2 B in mixed precision unless the parameters stay
 /// fp32 (`fp32_gradients`), 4 B otherwise.
 double gradient_bytes_per_element(const ComputeOptions& opt) noexcept;

@@ -6,6 +6,7 @@
 #include <string_view>
 #include <vector>
 
+#include "dlscale/detail/enum_names.hpp"
 #include "dlscale/units.hpp"
 
 namespace dlscale {
@@ -20,7 +21,26 @@ namespace dlscale {
 /// (Transformer Engine, torchao float8; docs/compute-model.md, eq. K15): everything else runs as bf16 does.
 enum class Precision { fp32, tf32, bf16, fp16, fp8 };
 
-std::string_view to_string(Precision p) noexcept;
+template <>
+struct EnumNames<Precision> {
+  static constexpr std::array<EnumName<Precision>, 5> names{{
+      {Precision::fp32, "fp32"},
+      {Precision::tf32, "tf32"},
+      {Precision::bf16, "bf16"},
+      {Precision::fp16, "fp16"},
+      {Precision::fp8, "fp8"},
+  }};
+  // As frameworks and published tables name them: PyTorch's and NVIDIA's "AMP" and "mixed precision" are
+  // fp16 autocast with fp32 master weights, which is what fp16 means here.
+  static constexpr std::array<EnumName<Precision>, 6> aliases{{
+      {Precision::fp16, "amp"},
+      {Precision::fp16, "mixed"},
+      {Precision::fp16, "float16"},
+      {Precision::fp16, "half"},
+      {Precision::bf16, "bfloat16"},
+      {Precision::fp32, "float32"},
+  }};
+};
 /// "fp32", "tf32", "bf16" or "fp16"; std::invalid_argument otherwise (callers add the location).
 Precision precision_from_string(std::string_view name);
 inline constexpr std::string_view kPrecisionNames = "fp32, tf32, bf16, fp16, fp8";
@@ -28,6 +48,8 @@ inline constexpr std::string_view kPrecisionNames = "fp32, tf32, bf16, fp16, fp8
 [[nodiscard]] constexpr bool is_mixed(Precision p) noexcept {
   return p == Precision::bf16 || p == Precision::fp16 || p == Precision::fp8;
 }
+/// Bytes per element of the gradients that are exchanged: 4 in fp32/TF32, 2 in mixed.
+[[nodiscard]] constexpr double gradient_bytes_per_element(Precision p) noexcept { return is_mixed(p) ? 2.0 : 4.0; }
 
 struct GpuSpec {
   std::string name;                 // e.g. "Tesla P40"
@@ -63,7 +85,7 @@ struct GpuSpec {
     }
   }
   /// Why `supports` refuses a precision, as one sentence for the error or note that says so: "the Tesla P40
-  /// of cluster 'c' has no tf32 mode (it needs TF32 tensor cores, Ampere or newer)" (lib/core/enums.cpp);
+  /// of cluster 'c' has no tf32 mode (it needs TF32 tensor cores, Ampere or newer)" (lib/core/gpu.cpp);
   /// an empty `cluster` leaves the cluster out (`model show --gpu`).
   [[nodiscard]] std::string missing_mode(Precision p, std::string_view cluster) const;
   /// The dense peak MFU is reckoned against: the precision's, but bf16's for fp8 (whose attention and

@@ -7,6 +7,7 @@
 #include <string_view>
 #include <vector>
 
+#include "dlscale/detail/enum_names.hpp"
 #include "dlscale/units.hpp"
 
 namespace dlscale {
@@ -38,7 +39,30 @@ enum class LayerKind {
 /// Whether a kind is a parameter-free operator (relu … reshape) rather than a layer that may learn.
 [[nodiscard]] constexpr bool is_parameter_free(LayerKind k) noexcept { return k >= LayerKind::relu; }
 
-std::string_view to_string(LayerKind k) noexcept;
+template <>
+struct EnumNames<LayerKind> {
+  static constexpr std::array<EnumName<LayerKind>, 18> names{{
+      {LayerKind::conv, "conv"},
+      {LayerKind::linear, "linear"},
+      {LayerKind::batchnorm, "batchnorm"},
+      {LayerKind::layernorm, "layernorm"},
+      {LayerKind::embedding, "embedding"},
+      {LayerKind::attention, "attention"},
+      {LayerKind::other, "other"},
+      {LayerKind::relu, "relu"},
+      {LayerKind::gelu, "gelu"},
+      {LayerKind::silu, "silu"},
+      {LayerKind::tanh, "tanh"},
+      {LayerKind::dropout, "dropout"},
+      {LayerKind::maxpool, "maxpool"},
+      {LayerKind::avgpool, "avgpool"},
+      {LayerKind::add, "add"},
+      {LayerKind::concat, "concat"},
+      {LayerKind::lrn, "lrn"},
+      {LayerKind::reshape, "reshape"},
+  }};
+  static constexpr std::array<EnumName<LayerKind>, 0> aliases{};
+};
 /// Throws UnitError-free std::invalid_argument on an unknown name; the YAML layer adds the location.
 LayerKind layer_kind_from_string(std::string_view name);
 

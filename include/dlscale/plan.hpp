@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "dlscale/predict.hpp"
+#include "dlscale/resources.hpp"
 #include "dlscale/units.hpp"
 
 namespace dlscale {
@@ -63,30 +64,8 @@ struct PathSegment {
 /// `first_update`, the input-side layer's, with per-layer updates).
 std::vector<PathSegment> critical_path(const Prediction& p, const Strategy& s, Seconds first_update);
 
-// The resources `explain` doubles (Resource, kAllResources) are in bottleneck.hpp, with the bottleneck they define.
-
-/// The scenario with one resource doubled:
-///   gpu          peak FLOP/s (fp32, fp16, tf32) and memory bandwidth ×2; measured layer or profile
-///                forward/backward/update times ×½ (the roofline halves every term)
-///   host_to_gpu  pinned and pageable copy bandwidth ×2; a profile's h2d ×½
-///   intra_node   the intra-node link bandwidth ×2 (see with_links)
-///   inter_node   the inter-node link bandwidth ×2 (see with_links)
-///   storage      disk and page-cache bandwidth ×2; a profile's io ×½
-/// Predictor::doubled predicts the iteration with each of them; explain and the bottleneck read it.
-Scenario with_doubled(const Scenario& sc, Resource r);
-
-/// A collective model whose links changed from `before` to `after` (simple-form links): the α-β ring
-/// on the new links as is, and a graph (NCCL) or calibrated model `base` scaled, size by size, by the
-/// ratio of the α-β ring's times on the new and the old links — a first-order rescaling, since the
-/// graph itself cannot be rewired. Returns `base` unchanged when the links did not change.
-std::shared_ptr<const CollectiveModel> rescale_links(std::shared_ptr<const CollectiveModel> base, const Cluster& before,
-                                                     const Cluster& after);
-/// The scenario on a cluster whose simple links were changed (`changed`, same nodes and GPUs): the
-/// cluster replaced and, where the scenario's collective model is a graph or a calibration, that model
-/// rescaled with rescale_links; measured communication totals of a profile are dropped.
-Scenario with_links(const Scenario& sc, const Cluster& changed);
-/// Whether the scenario's collective model is the α-β ring on its simple links (no graph, no calibration).
-bool uses_simple_links(const Scenario& sc) noexcept;
+// The resources `explain` doubles (Resource, kAllResources) are in bottleneck.hpp, with the bottleneck they define;
+// the scenario with one of them doubled (with_doubled) and with changed links (with_links) in resources.hpp.
 
 struct ResourceGain {
   Resource resource = Resource::gpu;

@@ -159,7 +159,7 @@ class Predictor {
 
   /// Throws UsageError("--gpus", …) when the cluster cannot hold `gpus`.
   [[nodiscard]] Prediction predict(int gpus) const;
-  /// The iteration time of `gpus` GPUs with each resource doubled (with_doubled in plan.hpp; the doubled
+  /// The iteration time of `gpus` GPUs with each resource doubled (with_doubled in resources.hpp; the doubled
   /// scenarios are prepared on the first call): what `explain` prints and the bottleneck is chosen by.
   [[nodiscard]] DoubledTimes doubled(int gpus) const;
   [[nodiscard]] std::vector<Prediction> predict(std::span<const int> gpu_counts) const;

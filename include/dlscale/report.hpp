@@ -12,6 +12,7 @@
 #include <string_view>
 #include <vector>
 
+#include "dlscale/atomic_file.hpp"  // write_file_atomically, which the printers' callers use
 #include "dlscale/plan.hpp"
 #include "dlscale/predict.hpp"
 
@@ -36,9 +37,5 @@ struct RunInfo {
 /// and cost to train at each GPU count: a second table, JSON "time_to_train" members, CSV columns.
 void write_predictions(std::ostream& out, OutputFormat fmt, const RunInfo& info, std::span<const Prediction> preds,
                        std::span<const TrainingCost> train = {});
-
-/// Writes `content` to `path` through a temporary file in the same folder and a rename, so that a
-/// failure never leaves a partial file behind.
-void write_file_atomically(const std::string& path, std::string_view content);
 
 }  // namespace dlscale

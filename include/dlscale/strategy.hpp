@@ -7,6 +7,7 @@
 #include <string_view>
 
 #include "dlscale/compute.hpp"
+#include "dlscale/detail/enum_names.hpp"
 #include "dlscale/kernels.hpp"
 #include "dlscale/sharding.hpp"
 #include "dlscale/transport.hpp"
@@ -33,9 +34,34 @@ enum class UpdatePlacement {
   on_root             // updated on GPU 0, parameters broadcast next iteration (DataParallel)
 };
 
-std::string_view to_string(Aggregation a) noexcept;
-std::string_view to_string(Overlap o) noexcept;
-std::string_view to_string(UpdatePlacement u) noexcept;
+template <>
+struct EnumNames<Aggregation> {
+  static constexpr std::array<EnumName<Aggregation>, 4> names{{
+      {Aggregation::allreduce, "allreduce"},
+      {Aggregation::parameter_server, "parameter_server"},
+      {Aggregation::hybrid, "hybrid"},
+      {Aggregation::broadcast_reduce, "broadcast_reduce"},
+  }};
+  static constexpr std::array<EnumName<Aggregation>, 0> aliases{};
+};
+template <>
+struct EnumNames<Overlap> {
+  static constexpr std::array<EnumName<Overlap>, 3> names{{
+      {Overlap::none, "none"},
+      {Overlap::layerwise, "layerwise"},
+      {Overlap::bucketed, "bucketed"},
+  }};
+  static constexpr std::array<EnumName<Overlap>, 0> aliases{};
+};
+template <>
+struct EnumNames<UpdatePlacement> {
+  static constexpr std::array<EnumName<UpdatePlacement>, 3> names{{
+      {UpdatePlacement::per_layer, "per_layer"},
+      {UpdatePlacement::after_aggregation, "after_aggregation"},
+      {UpdatePlacement::on_root, "on_root"},
+  }};
+  static constexpr std::array<EnumName<UpdatePlacement>, 0> aliases{};
+};
 
 struct Strategy {
   std::string name;

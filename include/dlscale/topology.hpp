@@ -15,19 +15,60 @@
 #include <vector>
 
 #include "dlscale/cluster.hpp"
+#include "dlscale/detail/enum_names.hpp"
 #include "dlscale/units.hpp"
 
 namespace dlscale {
 
 /// NCCL's path types (src/graph/topo.h), best to worst. `dis`: no path.
 enum class PathType { loc, nvl, nvb, pix, pxb, phb, sys, net, dis };
-std::string_view to_string(PathType t) noexcept;
+template <>
+struct EnumNames<PathType> {
+  static constexpr std::array<EnumName<PathType>, 9> names{{
+      {PathType::loc, "LOC"},
+      {PathType::nvl, "NVL"},
+      {PathType::nvb, "NVB"},
+      {PathType::pix, "PIX"},
+      {PathType::pxb, "PXB"},
+      {PathType::phb, "PHB"},
+      {PathType::sys, "SYS"},
+      {PathType::net, "NET"},
+      {PathType::dis, "DIS"},
+  }};
+  static constexpr std::array<EnumName<PathType>, 0> aliases{};
+};
 
 enum class VertexKind { gpu, cpu, pcie_switch, nvswitch, nic, network_switch, storage };
-std::string_view to_string(VertexKind k) noexcept;
+template <>
+struct EnumNames<VertexKind> {
+  static constexpr std::array<EnumName<VertexKind>, 7> names{{
+      {VertexKind::gpu, "gpu"},
+      {VertexKind::cpu, "cpu"},
+      {VertexKind::pcie_switch, "pcie_switch"},
+      {VertexKind::nvswitch, "nvswitch"},
+      {VertexKind::nic, "nic"},
+      {VertexKind::network_switch, "network_switch"},
+      {VertexKind::storage, "storage"},
+  }};
+  static constexpr std::array<EnumName<VertexKind>, 0> aliases{};
+};
 
 enum class LinkKind { nvlink, pcie, xbus, upi, qpi, infinity_fabric, smp, infiniband, ethernet };
-std::string_view to_string(LinkKind k) noexcept;
+template <>
+struct EnumNames<LinkKind> {
+  static constexpr std::array<EnumName<LinkKind>, 9> names{{
+      {LinkKind::nvlink, "nvlink"},
+      {LinkKind::pcie, "pcie"},
+      {LinkKind::xbus, "xbus"},
+      {LinkKind::upi, "upi"},
+      {LinkKind::qpi, "qpi"},
+      {LinkKind::infinity_fabric, "infinity_fabric"},
+      {LinkKind::smp, "smp"},
+      {LinkKind::infiniband, "infiniband"},
+      {LinkKind::ethernet, "ethernet"},
+  }};
+  static constexpr std::array<EnumName<LinkKind>, 0> aliases{};
+};
 
 struct TopologyVertex {
   std::string name;

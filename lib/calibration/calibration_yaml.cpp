@@ -7,9 +7,9 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "dlscale/atomic_file.hpp"
 #include "dlscale/calibration.hpp"
 #include "dlscale/error.hpp"
-#include "dlscale/report.hpp"
 #include "io/yaml_reader.hpp"
 
 namespace dlscale {
@@ -20,22 +20,9 @@ namespace {
 
 // ---- reading ---------------------------------------------------------------------------------------
 
-CollectiveOp op_from(const Node& n) {
-  const auto s = n.choice({"allreduce", "allgather", "reducescatter", "broadcast", "reduce"});
-  if (s == "allreduce") return CollectiveOp::allreduce;
-  if (s == "allgather") return CollectiveOp::allgather;
-  if (s == "reducescatter") return CollectiveOp::reducescatter;
-  if (s == "broadcast") return CollectiveOp::broadcast;
-  return CollectiveOp::reduce;
-}
+CollectiveOp op_from(const Node& n) { return n.choice<CollectiveOp>(); }
 
-TransferKind transfer_from(const Node& n) {
-  const auto s = n.choice({"h2d_pinned", "h2d_pageable", "d2h_pinned", "d2h_pageable", "device_copy"});
-  for (auto k : {TransferKind::h2d_pinned, TransferKind::h2d_pageable, TransferKind::d2h_pinned,
-                 TransferKind::d2h_pageable, TransferKind::device_copy})
-    if (to_string(k) == s) return k;
-  return TransferKind::h2d_pinned;
-}
+TransferKind transfer_from(const Node& n) { return n.choice<TransferKind>(); }
 
 int small_int(const Node& n, int lo) {
   const auto v = n.integer();

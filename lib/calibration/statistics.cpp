@@ -159,17 +159,6 @@ Seconds curve_time(const CollectiveCurve& curve, Bytes size, CurveSource* source
   return seconds(std::max(t, 0.0));
 }
 
-std::string_view to_string(TransferKind k) noexcept {
-  switch (k) {
-    case TransferKind::h2d_pinned: return "h2d_pinned";
-    case TransferKind::h2d_pageable: return "h2d_pageable";
-    case TransferKind::d2h_pinned: return "d2h_pinned";
-    case TransferKind::d2h_pageable: return "d2h_pageable";
-    case TransferKind::device_copy: return "device_copy";
-  }
-  return "h2d_pinned";
-}
-
 BytesPerSecond TransferCurve::peak() const noexcept {
   return points.empty() ? BytesPerSecond{} : points.back().bandwidth;
 }

@@ -39,11 +39,7 @@ struct Row {
 };
 
 CollectiveOp parse_op(const std::string& s) {
-  if (s == "allreduce") return CollectiveOp::allreduce;
-  if (s == "allgather") return CollectiveOp::allgather;
-  if (s == "reducescatter") return CollectiveOp::reducescatter;
-  if (s == "broadcast") return CollectiveOp::broadcast;
-  if (s == "reduce") return CollectiveOp::reduce;
+  if (const auto op = enum_from_string<CollectiveOp>(s)) return *op;
   throw UsageError("--op", fmt::format("unknown collective '{}' (expected one of: allreduce, allgather, "
                                        "reducescatter, broadcast, reduce)", s));
 }

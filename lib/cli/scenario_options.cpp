@@ -14,7 +14,7 @@
 #include "dlscale/kernels.hpp"
 #include "dlscale/memory.hpp"
 #include "dlscale/zoo.hpp"
-#include "io/input_entry.hpp"
+#include "loaders/input_entry.hpp"
 
 namespace dlscale::cli {
 

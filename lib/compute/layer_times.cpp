@@ -495,7 +495,6 @@ const KernelParams& ComputeOptions::kernel(const GpuSpec& gpu) const {
 }
 
 double activation_bytes_per_element(Precision p) noexcept { return is_mixed(p) ? 2.0 : 4.0; }
-double gradient_bytes_per_element(Precision p) noexcept { return is_mixed(p) ? 2.0 : 4.0; }
 double gradient_bytes_per_element(const ComputeOptions& opt) noexcept {
   return opt.fp32_gradients ? 4.0 : gradient_bytes_per_element(opt.precision);
 }

@@ -258,6 +258,10 @@ FlopsPerSecond Node::flops_rate() const { return quantity(&parse_flops_rate); }
 Hertz Node::frequency() const { return quantity(&parse_frequency); }
 
 std::string Node::choice(std::initializer_list<std::string_view> choices) const {
+  return choice(std::span<const std::string_view>(choices.begin(), choices.size()));
+}
+
+std::string Node::choice(std::span<const std::string_view> choices) const {
   const std::string s = scalar();
   for (auto c : choices)
     if (c == s) return s;

@@ -5,13 +5,17 @@
 // handed to yaml-cpp, whose verdict and messages the error tests were written against.
 #pragma once
 
+#include <array>
+#include <cstddef>
 #include <filesystem>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "dlscale/detail/enum_names.hpp"
 #include "dlscale/error.hpp"
 #include "dlscale/units.hpp"
 
@@ -69,6 +73,14 @@ class Node {
   [[nodiscard]] Hertz frequency() const;
   /// One of `choices`; fails naming them otherwise.
   [[nodiscard]] std::string choice(std::initializer_list<std::string_view> choices) const;
+  [[nodiscard]] std::string choice(std::span<const std::string_view> choices) const;
+  /// One of the names of enum E (its EnumNames table, in the table's order; aliases not accepted) as E.
+  template <NamedEnum E>
+  [[nodiscard]] E choice() const {
+    std::array<std::string_view, EnumNames<E>::names.size()> names{};
+    for (std::size_t i = 0; i < names.size(); ++i) names[i] = EnumNames<E>::names[i].name;
+    return *enum_from_string<E>(choice(std::span<const std::string_view>(names)));
+  }
 
   [[nodiscard]] std::vector<Node> items() const;               // a sequence's elements
   [[nodiscard]] std::vector<std::int64_t> integer_list() const;  // a sequence of integers

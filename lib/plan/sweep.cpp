@@ -21,9 +21,9 @@
 #include "dlscale/error.hpp"
 #include "dlscale/format.hpp"
 #include "dlscale/io.hpp"
-#include "io/gpu_entry.hpp"
-#include "io/yaml_reader.hpp"
 #include "io/files.hpp"
+#include "io/yaml_reader.hpp"
+#include "loaders/gpu_entry.hpp"
 
 namespace dlscale {
 namespace fs = std::filesystem;

@@ -8,17 +8,6 @@
 
 namespace dlscale {
 
-std::string_view to_string(Resource r) noexcept {
-  switch (r) {
-    case Resource::gpu: return "GPU (peak FLOP/s and memory bandwidth)";
-    case Resource::host_to_gpu: return "host-to-GPU copies";
-    case Resource::intra_node: return "intra-node GPU links";
-    case Resource::inter_node: return "inter-node network";
-    case Resource::storage: return "input (storage and decoding)";
-  }
-  return "";
-}
-
 double doubling_gain(Seconds baseline, Seconds doubled) noexcept {
   return doubled > Seconds{} ? baseline / doubled - 1.0 : 0.0;
 }

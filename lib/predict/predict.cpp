@@ -21,7 +21,7 @@
 #include "dlscale/format.hpp"
 #include "dlscale/input_pipeline.hpp"
 #include "dlscale/memory.hpp"
-#include "dlscale/plan.hpp"
+#include "dlscale/resources.hpp"
 #include "dlscale/sharding.hpp"
 
 namespace dlscale {
@@ -94,8 +94,6 @@ std::vector<Unit> make_units(const Network& net, const LayerTimes& t, const Stra
 }
 
 }  // namespace
-
-std::string_view to_string(Bottleneck b) noexcept;
 
 /// What a Predictor's bottleneck resources are, kept as numbers and formatted only by str().
 struct ResourceName::Table {

@@ -16,9 +16,9 @@
 #include "dlscale/io.hpp"
 #include "dlscale/predict.hpp"
 #include "dlscale/reproduce.hpp"
-#include "io/input_entry.hpp"
-#include "repro/spec.hpp"
 #include "io/files.hpp"
+#include "loaders/input_entry.hpp"
+#include "repro/spec.hpp"
 
 namespace dlscale::repro {
 namespace fs = std::filesystem;

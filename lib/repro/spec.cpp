@@ -10,8 +10,8 @@
 
 #include "dlscale/error.hpp"
 #include "dlscale/io.hpp"
-#include "io/input_entry.hpp"
 #include "io/yaml_reader.hpp"
+#include "loaders/input_entry.hpp"
 
 namespace dlscale::repro {
 using yamlio::MapReader;

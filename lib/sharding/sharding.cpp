@@ -6,7 +6,6 @@
 
 #include <algorithm>
 
-#include "dlscale/compute.hpp"
 #include "dlscale/error.hpp"
 #include "dlscale/network.hpp"
 

@@ -44,15 +44,7 @@ CpuVendor read_vendor(const Node& n) {
   return CpuVendor::other;
 }
 
-LinkKind read_link_kind(const Node& n) {
-  const auto s = n.choice({"nvlink", "pcie", "xbus", "upi", "qpi", "infinity_fabric", "smp", "infiniband", "ethernet"});
-  static const std::map<std::string, LinkKind> m{{"nvlink", LinkKind::nvlink},   {"pcie", LinkKind::pcie},
-                                                 {"xbus", LinkKind::xbus},       {"upi", LinkKind::upi},
-                                                 {"qpi", LinkKind::qpi},         {"infinity_fabric", LinkKind::infinity_fabric},
-                                                 {"smp", LinkKind::smp},         {"infiniband", LinkKind::infiniband},
-                                                 {"ethernet", LinkKind::ethernet}};
-  return m.at(s);
-}
+LinkKind read_link_kind(const Node& n) { return n.choice<LinkKind>(); }
 
 }  // namespace
 

@@ -1,5 +1,5 @@
 // Chooses the collective model a cluster description supports: NCCL's cost model on the topology
-// graph when the cluster file has one (lib/nccl), else the α-β ring over the simple bandwidths.
+// graph when the cluster file has one, else the α-β ring of lib/collective over the simple bandwidths.
 #include "dlscale/cluster.hpp"
 #include "dlscale/collective.hpp"
 #include "nccl/model.hpp"

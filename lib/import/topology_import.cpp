@@ -12,11 +12,11 @@
 #include <set>
 #include <sstream>
 
-#include "io/numbers.hpp"
-#include "io/text.hpp"
 #include "dlscale/error.hpp"
 #include "dlscale/io.hpp"
 #include "dlscale/topology.hpp"
+#include "io/numbers.hpp"
+#include "io/text.hpp"
 
 namespace dlscale {
 namespace {

@@ -16,13 +16,13 @@
 
 #include "dlscale/io.hpp"
 #include "dlscale/topology.hpp"
-#include "io/gpu_entry.hpp"
-#include "io/input_entry.hpp"
+#include "io/files.hpp"
 #include "io/numbers.hpp"
 #include "io/text.hpp"
 #include "io/yaml_reader.hpp"
+#include "loaders/gpu_entry.hpp"
+#include "loaders/input_entry.hpp"
 #include "topology/parse.hpp"
-#include "io/files.hpp"
 
 #ifndef DLSCALE_SOURCE_DATA_DIR
 #define DLSCALE_SOURCE_DATA_DIR ""
@@ -468,7 +468,7 @@ void input_entry(const char* file, const char* key, const Node& ref, F&& read) {
 
 }  // namespace
 
-/// A cluster's `input:` section (docs/input-formats.md, "Input pipeline"); io/input_entry.hpp.
+/// A cluster's `input:` section (docs/input-formats.md, "Input pipeline"); loaders/input_entry.hpp.
 InputPipeline read_input(const Node& n, const Cluster& c) {
   MapReader m(n);
   InputPipeline p;
@@ -921,23 +921,9 @@ Strategy read_strategy(const Node& root) {
     }
     io.finish();
   }
-  {
-    const auto a = m.required("aggregation").choice({"allreduce", "parameter_server", "hybrid", "broadcast_reduce"});
-    s.aggregation = a == "allreduce"          ? Aggregation::allreduce
-                    : a == "parameter_server" ? Aggregation::parameter_server
-                    : a == "hybrid"           ? Aggregation::hybrid
-                                              : Aggregation::broadcast_reduce;
-  }
-  {
-    const auto o = m.required("overlap").choice({"none", "layerwise", "bucketed"});
-    s.overlap = o == "none" ? Overlap::none : o == "layerwise" ? Overlap::layerwise : Overlap::bucketed;
-  }
-  {
-    const auto u = m.required("update").choice({"per_layer", "after_aggregation", "on_root"});
-    s.update = u == "per_layer" ? UpdatePlacement::per_layer
-               : u == "after_aggregation" ? UpdatePlacement::after_aggregation
-                                          : UpdatePlacement::on_root;
-  }
+  s.aggregation = m.required("aggregation").choice<Aggregation>();
+  s.overlap = m.required("overlap").choice<Overlap>();
+  s.update = m.required("update").choice<UpdatePlacement>();
   if (auto n = m.optional("buckets")) {
     MapReader b(*n);
     s.bucket_size = b.required("size").bytes();
