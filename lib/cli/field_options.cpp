@@ -17,7 +17,6 @@ constexpr std::pair<std::string_view, std::string_view> kFieldOptions[] = {
     {"batch_per_gpu", "--batch"},
     {"compute.accumulate", "--accumulate"},
     {"compute.checkpointing", "--checkpointing"},
-    {"compute.precision", "--precision"},
     {"compute.recompute", "--checkpointing"},
     {"compute.recompute_blocks", "--checkpointing"},
     {"gpus", "--gpus"},

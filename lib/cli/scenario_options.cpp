@@ -346,6 +346,9 @@ Scenario build_scenario(const ScenarioOptions& o, RunInfo& info) {
   sc.cluster = load_cluster(resolve(DataKind::cluster, cluster, "--cluster"), cluster_overrides(o.scale));
   apply_input_options(o, sc.cluster);
   if (framework.empty()) framework = !sc.cluster.framework.empty() ? sc.cluster.framework : kDefaultFramework;
+  // The library runs a mode the GPU lacks at the fp32 rate (GpuSpec::peak); the command refuses it.
+  if (!sc.cluster.gpu.supports(sc.compute.precision))
+    throw UsageError("--precision", sc.cluster.gpu.missing_mode(sc.compute.precision, sc.cluster.name));
   // "fp32" on a GPU with TF32 is strict FP32 here, which is not what frameworks run by default there.
   if (sc.compute.precision == Precision::fp32 && sc.cluster.gpu.supports(Precision::tf32) && o.profile.empty() &&
       o.calibration.empty())
@@ -378,8 +381,8 @@ Scenario build_scenario(const ScenarioOptions& o, RunInfo& info) {
   } catch (const std::invalid_argument& e) {
     throw UsageError("--optimizer", e.what());
   }
-  // The library's checks (a precision the GPU has, passes per update, a checkpointing mode the model can
-  // take, ...): main names the option of the field an InputError names (cli::option_for_field).
+  // The library's checks (passes per update, a checkpointing mode the model can take, ...): main names the
+  // option of the field an InputError names (cli::option_for_field).
   validate(sc);
 
   info.cluster = sc.cluster.name;
