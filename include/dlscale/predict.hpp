@@ -44,9 +44,10 @@ struct Scenario {
 /// bandwidths and latencies finite and ≥ 0, at least one pass per update, a recompute fraction in (0, 1], a
 /// checkpointing mode the network can take, a jitter CV in [0, 1), offload only with a sharded optimiser
 /// state, measured layer times of the network's length. A precision the GPU lacks is not an error here (it
-/// runs at the fp32 rate, GpuSpec::peak). Predictor and the simulator call it; a front end may call it first. Throws InputError whose key() is the field as Scenario names it ("batch_per_gpu",
-/// "compute.accumulate", "cluster.inter_node.bandwidth", ...), with no file: a front end that read the value
-/// from somewhere says where (the command line maps fields to its options).
+/// runs at the fp32 rate, GpuSpec::peak). Predictor and the simulator call it; a front end may call it first.
+/// Throws InputError whose key() is the field as Scenario names it ("batch_per_gpu", "compute.accumulate",
+/// "cluster.inter_node.bandwidth", ...), with no file: a front end that read the value from somewhere says
+/// where (the command line maps fields to its options).
 void validate(const Scenario& sc);
 
 /// The optimiser a run of `net` with `framework` takes when it names none: the framework's (`optimizer:`), else

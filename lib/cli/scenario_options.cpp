@@ -250,6 +250,8 @@ Network load_model(const std::string& model, int seq_len, int image_size, const 
   over.image_size = image_size;
   try {
     return build_network(arch, over);
+  } catch (const UsageError&) {
+    throw;  // already names an option (resolve's)
   } catch (const InputError& e) {
     if (e.where().file.empty() && (e.key() == "image_size" || e.key() == "seq_len")) throw;  // main names the option
     throw UsageError(option, e.what());  // the description's limit (e.g. its position table), with its place
