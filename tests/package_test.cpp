@@ -1,11 +1,17 @@
 // The library as a package: install this build into a fresh temporary prefix, configure and build
 // examples/plan-dgx2 against it with find_package(dlscale), run it, and compare its answer with the
-// same question asked of the library in this process (a plain loop over Predictor).
+// same question asked of the library in this process (a plain loop over Predictor); the same for
+// examples/scenario-in-memory (validate's error and the rows) and examples/simulate (its closed-form
+// column against Predictor here).
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <cstdio>
 #include <cstdlib>
+
+#include <fmt/format.h>
+
+#include <sstream>
 
 #include "dlscale/io.hpp"
 #include "dlscale/predict.hpp"
@@ -88,6 +94,51 @@ TEST(Package, InstalledTreeBuildsAndRunsThePlanningExample) {
     const std::string text = test::slurp(out);
     EXPECT_EQ(WIFEXITED(rc) ? WEXITSTATUS(rc) : -1, 0) << text;
     EXPECT_THAT(text, HasSubstr(expected_answer(cluster, 20000, 0.80))) << text;
+  }
+
+  // The other two examples, built against the same prefix and run with its data only.
+  const auto build_and_run = [&](const std::string& name, std::string& text) {
+    const fs::path dir = tmp / name;
+    ASSERT_EQ(sh("cmake -S " + std::string(DLSCALE_SOURCE_DIR) + "/examples/" + name + " -B " + dir.string() +
+                     " -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH=" + prefix.string() + sanitize_flags(),
+                 log),
+              0)
+        << test::slurp(log);
+    ASSERT_EQ(sh("cmake --build " + dir.string(), log), 0) << test::slurp(log);
+    const fs::path out = tmp / (name + ".out");
+    const int rc = std::system(("env -u DLSCALE_DATA_DIR " + (dir / name).string() + " >" + out.string() + " 2>&1").c_str());
+    text = test::slurp(out);
+    EXPECT_EQ(WIFEXITED(rc) ? WEXITSTATUS(rc) : -1, 0) << text;
+  };
+  std::string memory;
+  build_and_run("scenario-in-memory", memory);
+  EXPECT_THAT(memory, HasSubstr("validate: field 'batch_per_gpu': the batch per GPU must be at least 1, got 0\n"));
+  // 4 nodes of 8 GPUs: 1, 2, 4, 8 in a node, then whole nodes; one GPU is its own baseline
+  std::vector<int> rows;
+  std::istringstream lines(memory);
+  for (std::string line; std::getline(lines, line);) {
+    int g = 0;
+    double rate = 0.0, eff = 0.0;
+    if (std::sscanf(line.c_str(), "%d %lf %lf%%", &g, &rate, &eff) == 3) {
+      rows.push_back(g);
+      if (g == 1) EXPECT_DOUBLE_EQ(eff, 100.0) << line;
+    }
+  }
+  EXPECT_EQ(rows, (std::vector<int>{1, 2, 4, 8, 16, 24, 32})) << memory;
+
+  std::string simulated;
+  build_and_run("simulate", simulated);
+  EXPECT_THAT(simulated, HasSubstr("Simulator: field 'iterations': at least one iteration must be simulated\n"));
+  Scenario sc;  // the example's defaults: ResNet-50, batch 64, fp16, PyTorch DDP on a DGX-1V
+  sc.cluster = load_cluster(resolve(DataKind::cluster, "dgx1v", "cluster"));
+  sc.network = load_network(resolve(DataKind::network, "resnet50", "model"));
+  sc.strategy = load_strategy(resolve(DataKind::framework, "pytorch-ddp", "framework"));
+  sc.batch_per_gpu = 64;
+  sc.compute.precision = Precision::fp16;
+  const Predictor closed(sc);
+  for (int g : {1, 8}) {
+    const std::string row = fmt::format("{:6d} {:11.2f} ms ", g, 1e3 * in_seconds(closed.predict(g).iteration_time));
+    EXPECT_THAT(simulated, HasSubstr("\n" + row)) << simulated;
   }
   fs::remove_all(tmp);
 }

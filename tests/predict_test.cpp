@@ -201,16 +201,21 @@ TEST(Predictor, RejectsGpuCountsTheClusterCannotHold) {
   try {
     (void)p.predict(16);
     FAIL();
-  } catch (const UsageError& e) {
-    EXPECT_STREQ(e.what(), "'--gpus': cluster 'hand' holds at most 8 GPUs (2 nodes × 4), asked for 16");
+  } catch (const InputError& e) {
+    EXPECT_STREQ(e.what(), "'gpus': cluster 'hand' holds at most 8 GPUs (2 nodes × 4), asked for 16");
   }
   try {
     (void)p.predict(6);
     FAIL();
-  } catch (const UsageError& e) {
-    EXPECT_STREQ(e.what(), "'--gpus': 6 GPUs do not fill whole nodes of 4 GPUs on cluster 'hand'");
+  } catch (const InputError& e) {
+    EXPECT_STREQ(e.what(), "'gpus': 6 GPUs do not fill whole nodes of 4 GPUs on cluster 'hand'");
   }
-  EXPECT_THROW((void)p.predict(0), UsageError);
+  try {
+    (void)p.predict(0);
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_STREQ(e.what(), "'gpus': a GPU count must be at least 1, got 0");
+  }
 }
 
 // The predictor folds the recurrence, the communication total and the hiding case into one pass;

@@ -85,9 +85,19 @@ TEST(ShardingGroups, PlacementsOfShardAndReplicaGroups) {
   EXPECT_EQ(two_nodes.replica_at.gpus, 4);
   EXPECT_EQ(two_nodes.replica_at.nodes, 4);
   s.group = 6;  // divides neither 16 GPUs nor a node of 8
-  EXPECT_THROW((void)shard_groups(s, GpuPlacement{16, 2, 8}), UsageError);
+  try {
+    (void)shard_groups(s, GpuPlacement{16, 2, 8});
+    ADD_FAILURE() << "a group of 6 taken on 16 GPUs";
+  } catch (const InputError& e) {
+    EXPECT_STREQ(e.what(), "'gpus': the framework shards over groups of 6 GPUs; 16 GPUs do not divide into them");
+  }
   s.group = 12;  // divides 24 GPUs, but not a whole number of nodes
-  EXPECT_THROW((void)shard_groups(s, GpuPlacement{24, 3, 8}), UsageError);
+  try {
+    (void)shard_groups(s, GpuPlacement{24, 3, 8});
+    ADD_FAILURE() << "a group of 12 taken on nodes of 8";
+  } catch (const InputError& e) {
+    EXPECT_STREQ(e.what(), "'gpus': a shard group of 12 GPUs is not a whole number of nodes of 8 GPUs");
+  }
 }
 
 // ---- memory per GPU, Llama-2-7B, bf16, AdamW, batch 1 (eq. S3) ------------------------------------------------

@@ -447,7 +447,12 @@ TEST(ImportLayouts, NcclXmlGb200WithC2c) {
 TEST(ImportLayouts, NcclXmlGpusAndNicsByPciClassAlone) {
   std::vector<std::string> warnings;
   // no <gpu> element names the model: --gpu must (issue 35: it was imported as the catalogue's first GPU)
-  EXPECT_THROW((void)import_nccl_xml(layout("nccl-xml/vm-topo-file-pci-class-only.xml"), "v.xml"), UsageError);
+  try {
+    (void)import_nccl_xml(layout("nccl-xml/vm-topo-file-pci-class-only.xml"), "v.xml");
+    ADD_FAILURE() << "GPUs by PCI class alone imported without a GPU";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.key(), "gpu");  // TopologyImportOptions::gpu; the command line says --gpu
+  }
   TopologyImportOptions opt;
   opt.gpu = "v100-sxm2";
   const std::string yaml = import_nccl_xml(layout("nccl-xml/vm-topo-file-pci-class-only.xml"), "v.xml", opt, &warnings);

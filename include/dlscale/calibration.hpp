@@ -22,6 +22,8 @@
 
 namespace dlscale {
 
+struct Scenario;  // predict.hpp
+
 struct Cluster;
 struct Network;
 
@@ -325,6 +327,26 @@ std::string gpu_family(std::string_view name);
 /// Null when the calibration has no profile for that (model, batch, precision).
 std::optional<LayerTimes> measured_layer_times(const Calibration& cal, const Network& net, int batch,
                                                std::string_view precision, std::size_t* matched = nullptr);
+
+/// What apply_calibration took from a calibration, for a front end that says where each number came from.
+struct CalibrationUse {
+  bool layer_times = false;                  // Scenario::measured_layers now holds the calibration's layer times
+  std::vector<std::string> roofline_layers;  // ... except for these layers, left to the compute model
+  std::optional<TransferKind> h2d;           // the copy whose measured curve replaced the cluster's h2d bandwidth
+  bool storage = false;                      // measured page-cache / direct-read bandwidths replaced the cluster's
+  std::shared_ptr<const CalibratedCollectiveModel> collectives;  // now Scenario::collectives; null: no curves
+  std::shared_ptr<const CollectiveModel> fallback;  // what answers where no curve does (the scenario's model)
+  std::vector<std::string> warnings;         // one line each, "FILE: message" (an unnamed GPU, no layer times)
+};
+
+/// Puts a calibration's measurements into `sc` (docs/calibration.md, "Using a calibration"): per-layer times
+/// for the scenario's network, batch and precision (Scenario::measured_layers, the compute model's times
+/// scaled by the framework's compute efficiency for layers not measured), the host-to-GPU bandwidth of the
+/// framework's copy at one GPU's batch, the storage bandwidths, and a CalibratedCollectiveModel over the
+/// scenario's collective model. A calibration (or one of its layer profiles) of another GPU family than the
+/// cluster's is an InputError at the line of `cal->source_file` that names the GPU. Null `cal`: nothing is
+/// applied, and `fallback` is still the scenario's collective model.
+CalibrationUse apply_calibration(Scenario& sc, std::shared_ptr<const Calibration> cal);
 
 // ---- shapes dlscale-calibrate times layers with ------------------------------------------------------
 

@@ -67,7 +67,7 @@ struct FabricSpec {
   BytesPerSecond speed{};  // per NIC, per direction
   int nics = 0;            // NICs per node; 0: the node's own NICs (one when it has none)
 };
-/// Parses `KIND:SPEED[:COUNT]`; a malformed one is a UsageError naming `option`.
+/// Parses `KIND:SPEED[:COUNT]`; a malformed one is an InputError whose key is `option`.
 FabricSpec parse_fabric_spec(std::string_view text, std::string_view option = "--fabric");
 
 /// What `--nodes N --fabric KIND:SPEED[:COUNT]` change in a cluster file as it is loaded: N nodes (0: the

@@ -23,7 +23,7 @@ enum class DataSource : std::uint8_t {
   nfs         // a network file system whose aggregate bandwidth all nodes share
 };
 std::string_view to_string(DataSource d) noexcept;
-/// "synthetic", "ram", "nvme", "nfs"; anything else throws UsageError(option, …).
+/// "synthetic", "ram", "nvme", "nfs"; anything else throws InputError(option, …) (no file; the key is `option`).
 DataSource data_source_from_string(std::string_view s, std::string_view option = "--data");
 
 struct InputPipeline {

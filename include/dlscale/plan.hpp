@@ -34,7 +34,7 @@ inline constexpr double kImageNetEpochs = 90.0;
 std::optional<TrainingWorkload> default_workload(const Network& net);
 
 /// A workload from optional user values: samples (> 0) and epochs (> 0) override the defaults; for a
-/// token model without --dataset-samples the result is empty. Throws UsageError on values ≤ 0.
+/// token model without --dataset-samples the result is empty. Throws InputError ("samples", "epochs") on values ≤ 0.
 std::optional<TrainingWorkload> make_workload(const Network& net, std::optional<std::int64_t> samples,
                                               std::optional<double> epochs);
 

@@ -40,6 +40,16 @@ struct Scenario {
   std::shared_ptr<const CollectiveModel> collectives;  // null: make_collective_model(cluster)
 };
 
+/// Checks the values of a scenario that no type rules out: at least one node, GPU per node and sample per GPU,
+/// bandwidths and latencies finite and ≥ 0, at least one pass per update, a recompute fraction in (0, 1], a
+/// checkpointing mode the network can take, a jitter CV in [0, 1), offload only with a sharded optimiser
+/// state, measured layer times of the network's length. A precision the GPU lacks is not an error here (it
+/// runs at the fp32 rate, GpuSpec::peak). Predictor and the simulator call it; a front end may call it first.
+/// Throws InputError whose key() is the field as Scenario names it ("batch_per_gpu", "compute.accumulate",
+/// "cluster.inter_node.bandwidth", ...), with no file: a front end that read the value from somewhere says
+/// where (the command line maps fields to its options).
+void validate(const Scenario& sc);
+
 /// The optimiser a run of `net` with `framework` takes when it names none: the framework's (`optimizer:`), else
 /// the network's default (default_optimizer(net)).
 Optimizer default_optimizer(const Network& net, const Strategy& framework) noexcept;
@@ -148,6 +158,7 @@ struct Prediction {
 /// Prepares the per-layer times of a scenario once, then predicts any GPU count cheaply.
 class Predictor {
  public:
+  /// Calls validate(scenario) first: its InputError when a value is out of range.
   explicit Predictor(Scenario scenario);
   /// For what-if searches that read only times (explain's bucket and target searches, plan, the doubled
   /// scenarios themselves): its predictions leave the bottleneck unnamed and nothing is doubled.
@@ -157,7 +168,7 @@ class Predictor {
   Predictor(Predictor&&) noexcept;
   Predictor& operator=(Predictor&&) noexcept;
 
-  /// Throws UsageError("--gpus", …) when the cluster cannot hold `gpus`.
+  /// Throws InputError (key "gpus") when the cluster cannot hold `gpus`.
   [[nodiscard]] Prediction predict(int gpus) const;
   /// The iteration time of `gpus` GPUs with each resource doubled (with_doubled in resources.hpp; the doubled
   /// scenarios are prepared on the first call): what `explain` prints and the bottleneck is chosen by.

@@ -19,7 +19,7 @@
 namespace dlscale {
 
 enum class OutputFormat { table, json, csv };
-OutputFormat output_format_from_string(std::string_view s);  // throws UsageError("--format", …)
+OutputFormat output_format_from_string(std::string_view s);  // throws InputError("format", …)
 
 /// What the predictions were made from, printed with them (provenance).
 struct RunInfo {

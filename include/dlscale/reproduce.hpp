@@ -69,7 +69,7 @@ struct PaperResult {
 /// The scenario files shipped in <data dir>/examples/papers, sorted.
 std::vector<std::filesystem::path> scenario_files();
 /// "all", a paper name (the `paper:` of a shipped scenario file) or a scenario file path -> files.
-/// Throws UsageError("PAPER", ...) for an unknown name.
+/// Throws InputError("paper", ...) for an unknown name.
 std::vector<std::filesystem::path> select_scenarios(std::string_view paper_or_file);
 /// Parses and predicts every experiment of one scenario file (InputError with file:line:col on bad input).
 PaperResult reproduce_file(const std::filesystem::path& file);

@@ -56,7 +56,7 @@ struct ShardGroups {
   GpuPlacement shard_at;    // where one shard group sits
   GpuPlacement replica_at;  // where one replica group sits
 };
-/// Throws UsageError("--gpus", …) when the group does not divide the GPUs, or neither divides nor is a
+/// Throws InputError("gpus", …) when the group does not divide the GPUs, or neither divides nor is a
 /// multiple of the GPUs per node.
 ShardGroups shard_groups(const Sharding& s, const GpuPlacement& at);
 

@@ -108,14 +108,14 @@ SweepResult run_sweep(const SweepSpec& spec, const SweepOptions& options = {});
 struct SweepShard {
   std::size_t index = 1, count = 1;
 };
-/// Parses "I/N" (1 ≤ I ≤ N); throws UsageError("--shard", …).
+/// Parses "I/N" (1 ≤ I ≤ N); throws InputError("shard", …).
 SweepShard sweep_shard_from_string(std::string_view s);
 
 /// The configurations of part `shard` of `spec`: the spec's configurations (group × GPU count, in spec
 /// order, counting those a cluster cannot hold) numbered 0..C-1, part I of N keeps numbers
 /// [⌊(I−1)·C/N⌋, ⌊I·C/N⌋). Groups keep their order and lose the GPU counts outside the part (groups
 /// left empty are dropped), so the rows of parts 1..N, in order, are the rows of the whole sweep.
-/// Throws UsageError("--shard", …) when N exceeds C (a part would be empty).
+/// Throws InputError("shard", …) when N exceeds C (a part would be empty).
 SweepSpec shard_sweep_spec(const SweepSpec& spec, SweepShard shard);
 
 /// `dlscale sweep merge`: the parts of a sharded sweep, in the order given, as one output equal byte for
@@ -128,9 +128,9 @@ std::string merge_sweep_parts(std::span<const std::filesystem::path> parts);
 Scenario group_scenario(const SweepSpec& spec, const SweepGroup& g);
 
 enum class SweepFormat { csv, jsonl };
-SweepFormat sweep_format_from_string(std::string_view s);  // throws UsageError("--format", …)
+SweepFormat sweep_format_from_string(std::string_view s);  // throws InputError("format", …)
 enum class SweepRank { throughput, efficiency, cost };
-SweepRank sweep_rank_from_string(std::string_view s);      // throws UsageError("--by", …)
+SweepRank sweep_rank_from_string(std::string_view s);      // throws InputError("rank", …)
 
 /// Whether a configuration can run: its memory fits the GPU (and, offloading, the host).
 bool fits_in_memory(const Prediction& p) noexcept;

@@ -17,7 +17,7 @@ namespace dlscale {
 std::filesystem::path architecture_dir();
 /// The names of the shipped architecture descriptions (file stems in architecture_dir()), sorted.
 std::vector<std::string> architecture_names();
-/// NAME or path → the architecture file. Throws UsageError(option, …) for an unknown name.
+/// NAME or path → the architecture file. Throws InputError(option, …) (the key is `option`) for an unknown name.
 std::filesystem::path resolve_architecture(std::string_view name_or_file, std::string_view option);
 
 /// Parses an architecture description and computes every learnable layer. Any problem (unknown key or
@@ -49,7 +49,7 @@ struct DecoderShape {
   bool bias = false;                  // biases in the linear maps and norms (GPT-2 style)
 };
 /// Parses "decoder:key=value,..." (keys: layers, hidden, heads, kv_heads, ffn, vocab, seq, ffn_kind,
-/// positions, context, tied, bias). Errors are UsageError(option, …) naming the key.
+/// positions, context, tied, bias). Errors are InputError(option, …) (key `option`) naming the decoder key.
 DecoderShape parse_decoder_spec(std::string_view text, std::string_view option);
 /// Whether a --model value is such a spec (starts with "decoder:").
 bool is_decoder_spec(std::string_view text) noexcept;

@@ -17,7 +17,6 @@
 #include "dlscale/error.hpp"
 #include "dlscale/format.hpp"
 #include "io/numbers.hpp"
-#include "io/yaml_reader.hpp"
 #include "io/files.hpp"
 
 namespace dlscale::cli {
@@ -96,23 +95,6 @@ std::string range_text(const CollectiveCurve& c) {
   return fmt::format("{} to {}", c.points.front().size, c.points.back().size);
 }
 
-/// Where the calibration file names its GPU (`gpu`, or `layers[i].gpu` for layer >= 0), for an error
-/// that points at the line; the file was read once already, so this only looks the key up again.
-std::pair<SourceLocation, std::string> gpu_key(const std::string& file, int layer) {
-  using yamlio::MapReader;
-  MapReader top(yamlio::load_file(file));
-  if (layer < 0) {
-    if (auto n = top.optional("gpu")) return {n->where(), n->path()};
-  } else if (auto layers = top.optional("layers")) {
-    const auto items = layers->items();
-    if (static_cast<std::size_t>(layer) < items.size()) {
-      MapReader l(items[static_cast<std::size_t>(layer)]);
-      if (auto n = l.optional("gpu")) return {n->where(), n->path()};
-    }
-  }
-  return {SourceLocation{file, 0, 0}, ""};
-}
-
 GpuPlacement place(const Cluster& c, int gpus) {
   if (gpus <= c.gpus_per_node) return GpuPlacement{gpus, 1, gpus};
   return GpuPlacement{gpus, std::max(1, gpus / c.gpus_per_node), c.gpus_per_node};
@@ -164,48 +146,19 @@ void apply_calibration(const ScenarioOptions& o, Scenario& sc, RunInfo& /*info*/
     if (!std::filesystem::is_regular_file(o.calibration, ec))
       throw InputError(SourceLocation{o.calibration, 0, 0}, "--calibration", cannot_open(o.calibration));
     cal = std::make_shared<const Calibration>(load_calibration(o.calibration));
-    // Never a silent mix of two machines: a calibration of another GPU is an error, at the line that
-    // names the GPU.
-    const std::string want = gpu_family(sc.cluster.gpu.name);
-    auto check_gpu = [&](const std::string& measured, const std::string& what, int layer) {
-      if (measured.empty()) return;
-      const std::string got = gpu_family(measured);
-      if (!want.empty() && !got.empty() && got != want) {
-        auto [where, key] = gpu_key(o.calibration, layer);
-        throw InputError(where, key,
-                         fmt::format("{} measured on '{}', but cluster '{}' has '{}'; use a cluster of that GPU "
-                                     "(dlscale-calibrate writes one) or leave out --calibration",
-                                     what, measured, sc.cluster.name, sc.cluster.gpu.name));
-      }
-    };
-    check_gpu(cal->gpu, "the calibration was", -1);
-    for (std::size_t i = 0; i < cal->layers.size(); ++i)
-      check_gpu(cal->layers[i].gpu, fmt::format("the {} layer times were", cal->layers[i].model), static_cast<int>(i));
-    if (cal->gpu.empty())
-      fmt::print(stderr, "dlscale: warning: {}: the calibration does not name its GPU; assuming it is the cluster's ({})\n",
-                 o.calibration, sc.cluster.gpu.name);
+  }
+  // The measurements into the scenario, another GPU's refused (the library's, docs/calibration.md).
+  const CalibrationUse used = dlscale::apply_calibration(sc, cal);
+  for (const auto& w : used.warnings) fmt::print(stderr, "dlscale: warning: {}\n", w);
+  if (cal)
     explain.push_back(fmt::format("calibration: {} ({}, {}{})", o.calibration, cal->provenance.tool,
                                   cal->provenance.date.empty() ? "undated" : cal->provenance.date,
                                   cal->gpu.empty() ? "" : ", " + cal->gpu));
-  }
 
   // ---- per-layer compute ----
   const std::string precision(to_string(sc.compute.precision));
-  std::size_t matched = 0;
-  std::optional<LayerTimes> measured;
-  if (cal) measured = measured_layer_times(*cal, sc.network, sc.batch_per_gpu, precision, &matched);
-  if (measured && matched > 0) {
-    LayerTimes full = estimate_layer_times(sc.network, sc.cluster.gpu, sc.batch_per_gpu, sc.compute);
-    const double eff = sc.strategy.compute_efficiency;
-    std::vector<std::string> roofline;
-    for (std::size_t i = 0; i < full.forward.size(); ++i) {
-      full.update[i] = full.update[i] / eff;
-      const bool f = measured->forward[i] > Seconds{}, b = measured->backward[i] > Seconds{};
-      full.forward[i] = f ? measured->forward[i] : full.forward[i] / eff;
-      full.backward[i] = b ? measured->backward[i] : full.backward[i] / eff;
-      if (!f || !b) roofline.push_back(sc.network.layers[i].name);
-    }
-    sc.measured_layers = std::move(full);
+  if (used.layer_times) {
+    const auto& roofline = used.roofline_layers;
     std::string rest;
     for (std::size_t i = 0; i < roofline.size() && i < 8; ++i) rest += (i ? ", " : "") + roofline[i];
     if (roofline.size() > 8) rest += fmt::format(", … ({} more)", roofline.size() - 8);
@@ -215,13 +168,6 @@ void apply_calibration(const ScenarioOptions& o, Scenario& sc, RunInfo& /*info*/
     if (sc.profile)
       explain.push_back("  (the measured layer times replace the profile's forward/backward totals)");
   } else {
-    if (cal && !cal->layers.empty()) {
-      std::string have;
-      for (const auto& lp : cal->layers) have += fmt::format("{}{} batch {} {}", have.empty() ? "" : ", ", lp.model, lp.batch, lp.precision);
-      fmt::print(stderr, "dlscale: warning: {}: no layer times for {} at batch {} ({}) (it has: {}); using {}\n",
-                 o.calibration, sc.network.name, sc.batch_per_gpu, precision, have,
-                 sc.profile ? "the profile" : "the roofline");
-    }
     explain.push_back(sc.profile ? fmt::format("forward/backward/update: profile {} (phase totals spread over layers by the roofline's shape)", o.profile)
                                  : fmt::format("forward/backward: kernel model on {} ({}: peak {}, tensor eff. {}, vector eff. {}, "
                                                "conv eff. {}, memory eff. {}; {})",
@@ -239,13 +185,8 @@ void apply_calibration(const ScenarioOptions& o, Scenario& sc, RunInfo& /*info*/
   // ---- host-to-GPU copies and storage ----
   const Bytes batch_bytes = input_per_gpu(sc);
   const TransferKind h2d_kind = sc.strategy.pinned_memory ? TransferKind::h2d_pinned : TransferKind::h2d_pageable;
-  const TransferCurve* h2d = cal ? cal->find_transfer(h2d_kind) : nullptr;
-  if (h2d) {
-    const BytesPerSecond bw = transfer_bandwidth(*h2d, batch_bytes);
-    (sc.strategy.pinned_memory ? sc.cluster.h2d_pinned : sc.cluster.h2d_pageable) = bw;
-  }
   if (sc.profile) explain.push_back(fmt::format("io, h2d: profile {}", o.profile));
-  else if (h2d)
+  else if (used.h2d)
     explain.push_back(fmt::format("h2d: measured {} copy, {} for a batch of {} ({})", to_string(h2d_kind),
                                   sc.strategy.pinned_memory ? sc.cluster.h2d_pinned : sc.cluster.h2d_pageable, batch_bytes,
                                   o.calibration));
@@ -253,23 +194,15 @@ void apply_calibration(const ScenarioOptions& o, Scenario& sc, RunInfo& /*info*/
     explain.push_back(fmt::format("h2d: cluster file {} ({} memory, {})", sc.cluster.source_file,
                                   sc.strategy.pinned_memory ? "pinned" : "pageable",
                                   sc.strategy.pinned_memory ? sc.cluster.h2d_pinned : sc.cluster.h2d_pageable));
-  if (cal && cal->storage) {
-    if (cal->storage->page_cache) sc.cluster.page_cache = *cal->storage->page_cache;
-    if (cal->storage->direct) sc.cluster.disk = *cal->storage->direct;
-  }
   if (!sc.profile)
     explain.push_back(fmt::format("io: {} ({}, {})",
-                                  cal && cal->storage ? "measured by " + o.calibration : "cluster file " + sc.cluster.source_file,
+                                  used.storage ? "measured by " + o.calibration : "cluster file " + sc.cluster.source_file,
                                   sc.cluster.dataset_in_page_cache ? "page cache" : "disk",
                                   sc.cluster.dataset_in_page_cache ? sc.cluster.page_cache : sc.cluster.disk));
 
   // ---- collectives ----
-  std::shared_ptr<const CollectiveModel> fallback = sc.collectives ? sc.collectives : make_collective_model(sc.cluster);
-  std::shared_ptr<const CalibratedCollectiveModel> calibrated;
-  if (cal && !cal->collectives.empty()) {
-    calibrated = std::make_shared<const CalibratedCollectiveModel>(cal, fallback);
-    sc.collectives = calibrated;
-  }
+  const std::shared_ptr<const CollectiveModel>& fallback = used.fallback;
+  const std::shared_ptr<const CalibratedCollectiveModel>& calibrated = used.collectives;
   if (o.explain_sources) {
     const ComputeOptions step = step_compute(sc);
     const double per_element = gradient_bytes_per_element(step);

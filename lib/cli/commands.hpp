@@ -4,8 +4,10 @@
 
 #include <CLI/CLI.hpp>
 
+#include <exception>
 #include <memory>
 #include <string>
+#include <string_view>
 
 namespace dlscale::cli {
 
@@ -19,6 +21,13 @@ void emit(const std::string& text, const std::string& output);
 /// A line for stderr once the command has succeeded (a warning or a note about the inputs): a command that
 /// then fails prints only its error, one line (docs/compute-model.md, "Precisions").
 void defer_note(std::string line);
+
+/// The option (or positional, "PAPER") that sets a field the library names in an InputError ("batch_per_gpu" →
+/// "--batch", "compute_jitter" → "--jitter"); empty for a field no option sets (lib/cli/field_options.cpp).
+std::string_view option_for_field(std::string_view field) noexcept;
+/// The one line main prints for an error: what() as it is, except that an InputError about a field (no file)
+/// names the option that set it, as a UsageError would: "'--batch': the batch per GPU must be at least 1, got 0".
+std::string error_line(const std::exception& e);
 
 void setup_predict(CLI::App& app);
 void setup_topo(CLI::App& app);

@@ -77,7 +77,7 @@ int main(int argc, char** argv) {
     fmt::print(stderr, "dlscale: {}\n", e.what());
     return 2;
   } catch (const std::exception& e) {
-    fmt::print(stderr, "dlscale: {}\n", e.what());
+    fmt::print(stderr, "dlscale: {}\n", cli::error_line(e));
     return exit_code_for(e);
   }
   // Whatever a command printed without emit(): a full disk or a closed pipe on standard output is an

@@ -209,7 +209,7 @@ std::vector<int> placeable_gpu_counts(const Predictor& predictor, std::span<cons
     try {
       (void)predictor.place(g);
       out.push_back(g);
-    } catch (const UsageError& e) {
+    } catch (const InputError& e) {  // Predictor::place: "gpus"
       skipped.push_back(e.message());
     }
   }
@@ -255,8 +255,9 @@ Network load_model(const std::string& model, int seq_len, int image_size, const 
   try {
     return build_network(arch, over);
   } catch (const UsageError&) {
-    throw;  // already names the option
+    throw;  // already names an option (resolve's)
   } catch (const InputError& e) {
+    if (e.where().file.empty() && (e.key() == "image_size" || e.key() == "seq_len")) throw;  // main names the option
     throw UsageError(option, e.what());  // the description's limit (e.g. its position table), with its place
   }
 }
@@ -335,7 +336,6 @@ Scenario build_scenario(const ScenarioOptions& o, RunInfo& info) {
   } else {
     sc.batch_per_gpu = o.batch_given ? o.batch : kDefaultBatch;
   }
-  if (sc.batch_per_gpu < 1) throw UsageError("--batch", "the batch per GPU must be at least 1");
   if (cluster.empty()) cluster = kDefaultCluster;
   if (model.empty()) model = kDefaultModel;
 
@@ -344,8 +344,6 @@ Scenario build_scenario(const ScenarioOptions& o, RunInfo& info) {
   } catch (const std::invalid_argument& e) {
     throw UsageError("--precision", e.what());
   }
-  if (o.accumulate < 1)
-    throw UsageError("--accumulate", fmt::format("the number of passes per update must be at least 1, got {}", o.accumulate));
   sc.compute.accumulate = o.accumulate;
   apply_checkpointing_option(o, sc.compute);
   sc.compute.compiled = o.compiled;
@@ -361,6 +359,7 @@ Scenario build_scenario(const ScenarioOptions& o, RunInfo& info) {
   sc.cluster = load_cluster(resolve(DataKind::cluster, cluster, "--cluster"), cluster_overrides(o.scale));
   apply_input_options(o, sc.cluster);
   if (framework.empty()) framework = !sc.cluster.framework.empty() ? sc.cluster.framework : kDefaultFramework;
+  // The library runs a mode the GPU lacks at the fp32 rate (GpuSpec::peak); the command refuses it.
   if (!sc.cluster.gpu.supports(sc.compute.precision))
     throw UsageError("--precision", sc.cluster.gpu.missing_mode(sc.compute.precision, sc.cluster.name));
   // "fp32" on a GPU with TF32 is strict FP32 here, which is not what frameworks run by default there.
@@ -395,6 +394,9 @@ Scenario build_scenario(const ScenarioOptions& o, RunInfo& info) {
   } catch (const std::invalid_argument& e) {
     throw UsageError("--optimizer", e.what());
   }
+  // The library's checks (passes per update, a checkpointing mode the model can take, ...): main names the
+  // option of the field an InputError names (cli::option_for_field).
+  validate(sc);
 
   info.cluster = sc.cluster.name;
   // What the cluster file assumed, less what the command line (or the profile) says instead.

@@ -177,7 +177,7 @@ void apply_cpu_option(ImportedNode& n, const std::string& spec) {
     return std::islower(static_cast<unsigned char>(ch)) || std::isdigit(static_cast<unsigned char>(ch)) || ch == '_';
   });
   if (!(vendor == "intel" || vendor == "amd" || vendor == "power" || vendor == "ibm" || vendor == "arm") || !model_ok)
-    throw UsageError("--cpu", fmt::format("'{}' is not VENDOR[:MODEL] (intel, amd, power or arm; e.g. intel:skylake, "
+    throw InputError(SourceLocation{}, "cpu", fmt::format("'{}' is not VENDOR[:MODEL] (intel, amd, power or arm; e.g. intel:skylake, "
                                           "intel:sapphire_rapids, amd)", spec));
   for (auto& c : n.cpus) {
     c.arch = vendor == "power" || vendor == "ibm" ? "power" : vendor == "arm" ? "arm" : "x86";
@@ -237,14 +237,14 @@ std::string finish(ImportedNode& n, const TopologyImportOptions& opt, std::vecto
     }
   std::string gpu_id;
   if (opt.gpu.empty() && n.gpu_unnamed)
-    throw UsageError("--gpu", fmt::format("{} places its GPUs by PCI class alone (no <gpu> element says which model): "
+    throw InputError(SourceLocation{}, "gpu", fmt::format("{} places its GPUs by PCI class alone (no <gpu> element says which model): "
                                           "--gpu ID says which (an id of topologies/gpus.yaml)", n.source));
   if (!opt.gpu.empty()) {
     try {
       gpu_id = opt.gpu;
       (void)find_gpu(opt.gpu);
     } catch (const InputError& e) {
-      throw UsageError("--gpu", e.message());
+      throw InputError(SourceLocation{}, "gpu", e.message());
     }
   } else {
     const auto [id, also] = guess_gpu(n.sm, n.nvlinks_per_gpu);
@@ -259,9 +259,9 @@ std::string finish(ImportedNode& n, const TopologyImportOptions& opt, std::vecto
                                others.empty() ? "" : " (also: " + others + ")"));
     assumed.emplace_back("gpu", fmt::format("{} (guessed from {})", id, from));
   }
-  if (opt.nodes < 0) throw UsageError("--nodes", "a cluster needs at least one node");
+  if (opt.nodes < 0) throw InputError(SourceLocation{}, "nodes", "a cluster needs at least one node");
   if (opt.nodes > 1 && !opt.fabric)
-    throw UsageError("--nodes", "a cluster of more than one node needs --fabric KIND:SPEED[:COUNT] (e.g. infiniband:200Gb/s)");
+    throw InputError(SourceLocation{}, "nodes", "a cluster of more than one node needs --fabric KIND:SPEED[:COUNT] (e.g. infiniband:200Gb/s)");
   if (opt.fabric) apply_fabric(n, *opt.fabric);
   if (std::any_of(n.nics.begin(), n.nics.end(), [](const auto& nic) { return nic.second.empty(); }))
     assumed.emplace_back("nics", "100 Gb/s each (not in the capture)");

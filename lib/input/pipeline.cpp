@@ -22,7 +22,7 @@ DataSource data_source_from_string(std::string_view s, std::string_view option) 
   if (s == "ram") return DataSource::ram;
   if (s == "nvme") return DataSource::nvme;
   if (s == "nfs") return DataSource::nfs;
-  throw UsageError(std::string(option), fmt::format("unknown data source '{}' (synthetic, ram, nvme or nfs)", s));
+  throw InputError(SourceLocation{}, std::string(option), fmt::format("unknown data source '{}' (synthetic, ram, nvme or nfs)", s));
 }
 
 ReaderTime reader_time(const InputPipeline& p, int batch_per_gpu, int gpus_per_node, int nodes) {

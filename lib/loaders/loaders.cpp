@@ -397,7 +397,7 @@ FabricSpec parse_fabric_spec(std::string_view text, std::string_view option) {
   const std::string opt(option);
   const std::string t(text);
   const auto bad = [&](const std::string& why) -> FabricSpec {
-    throw UsageError(opt, fmt::format("'{}' {} (expected KIND:SPEED[:COUNT], e.g. infiniband:200Gb/s:8)", t, why));
+    throw InputError(SourceLocation{}, opt, fmt::format("'{}' {} (expected KIND:SPEED[:COUNT], e.g. infiniband:200Gb/s:8)", t, why));
   };
   const auto c1 = t.find(':');
   if (c1 == std::string::npos) return bad("has no speed");
@@ -542,11 +542,11 @@ Cluster read_cluster(const Node& root, const std::string& source, const ClusterO
   const auto fabric_section = m.optional("fabric");
   if (fabric_section && !node_section) fabric_section->fail("'fabric' needs a 'node' section beside it");
   if (ov.nodes > 1 && !ov.fabric && !fabric_section && (node_section || !m.optional("inter_node")))
-    throw UsageError("--nodes", fmt::format("'{}' is one node with no network between nodes: say which with --fabric "
+    throw InputError(SourceLocation{}, "nodes", fmt::format("'{}' is one node with no network between nodes: say which with --fabric "
                                             "KIND:SPEED[:COUNT] (e.g. infiniband:100Gb/s:8)",
                                             c.name));
   if (node_section && ov.gpu && ov.gpu->sm_version <= 0)
-    throw UsageError("--gpu", fmt::format("'{}' gives no 'sm' (compute capability): '{}' has a topology graph, whose NVLink "
+    throw InputError(SourceLocation{}, "gpu", fmt::format("'{}' gives no 'sm' (compute capability): '{}' has a topology graph, whose NVLink "
                                           "bandwidths depend on it",
                                           ov.gpu->name, c.name));
   if (node_section)

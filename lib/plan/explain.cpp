@@ -94,7 +94,7 @@ BucketAdvice best_buckets(const Scenario& sc, int gpus) {
 }
 
 TargetAdvice reach_efficiency(const Scenario& sc, int gpus, double target) {
-  if (!(target > 0.0 && target <= 1.0)) throw UsageError("--target", "the target efficiency is a fraction in (0, 1], e.g. 0.8");
+  if (!(target > 0.0 && target <= 1.0)) throw InputError(SourceLocation{}, "target", "the target efficiency is a fraction in (0, 1], e.g. 0.8");
   TargetAdvice t;
   t.target = target;
   const Predictor base(sc, Predictor::TimesOnly{});

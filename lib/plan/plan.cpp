@@ -20,9 +20,9 @@ std::optional<TrainingWorkload> default_workload(const Network& net) {
 
 std::optional<TrainingWorkload> make_workload(const Network& net, std::optional<std::int64_t> samples,
                                               std::optional<double> epochs) {
-  if (samples && *samples < 1) throw UsageError("--dataset-samples", "the number of samples per epoch must be at least 1");
+  if (samples && *samples < 1) throw InputError(SourceLocation{}, "samples", "the number of samples per epoch must be at least 1");
   if (epochs && !(*epochs > 0.0 && std::isfinite(*epochs)))
-    throw UsageError("--epochs", fmt::format("the number of epochs must be a positive number, got {}", *epochs));
+    throw InputError(SourceLocation{}, "epochs", fmt::format("the number of epochs must be a positive number, got {}", *epochs));
   auto w = default_workload(net);
   if (!w && !samples) return std::nullopt;  // token models: no default data set
   if (!w) w = TrainingWorkload{*samples, 1.0, ""};

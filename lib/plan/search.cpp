@@ -35,7 +35,7 @@ double per_sample(Seconds t, const PlanEntry& e) {
 }  // namespace
 
 PlanResult plan(const Scenario& base, int gpus, const PlanSpace& space) {
-  if (space.strategies.empty()) throw UsageError("--frameworks", "no framework to plan with");
+  if (space.strategies.empty()) throw InputError(SourceLocation{}, "strategies", "no framework to plan with");
   PlanResult r;
   Scenario sc = base;
   if (!sc.collectives) sc.collectives = make_collective_model(sc.cluster);  // shared by every candidate
@@ -44,7 +44,7 @@ PlanResult plan(const Scenario& base, int gpus, const PlanSpace& space) {
   std::map<std::string, Bytes> smallest_need;  // per framework: the least memory any configuration needs
   sc.batch_per_gpu = space.micro_batches.empty() ? 1 : space.micro_batches.front();
   sc.strategy = space.strategies.front();
-  const GpuPlacement at = Predictor(sc, Predictor::TimesOnly{}).place(gpus);  // UsageError("--gpus") when the cluster cannot hold them
+  const GpuPlacement at = Predictor(sc, Predictor::TimesOnly{}).place(gpus);  // InputError("gpus") when the cluster cannot hold them
   for (const Strategy& st : space.strategies) {
     // Shard groups: the strategy's own, then all GPUs and one node, each once at this placement.
     std::vector<Strategy> variants{st};
@@ -61,7 +61,7 @@ PlanResult plan(const Scenario& base, int gpus, const PlanSpace& space) {
       if (v.sharding.sharded()) {
         try {
           group = shard_groups(v.sharding, at).shard;
-        } catch (const UsageError&) {
+        } catch (const InputError&) {  // shard_groups' "gpus"
           continue;  // this shard group does not divide the GPUs
         }
       }

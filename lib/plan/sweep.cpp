@@ -140,8 +140,9 @@ struct Tables {
     }
     try {
       spec.clusters.push_back(load_cluster(file, ov));
-    } catch (const UsageError& e) {
-      if (gpu && e.key() == "--gpu") gpu->fail(e.message());  // a GPU the file's graph cannot take
+    } catch (const InputError& e) {
+      if (!e.where().file.empty() || (e.key() != "gpu" && e.key() != "nodes")) throw;  // not about the overrides
+      if (gpu && e.key() == "gpu") gpu->fail(e.message());  // a GPU the file's graph cannot take
       // nodes without a fabric on a single-node file, said at the item
       n.fail(fmt::format("'{}' is one node with no network between nodes: give a 'fabric' (KIND:SPEED[:COUNT], e.g. "
                          "infiniband:100Gb/s:8)",
@@ -753,18 +754,18 @@ SweepShard sweep_shard_from_string(std::string_view s) {
   SweepShard sh;
   if (slash == std::string_view::npos || !number(s.substr(0, slash), sh.index) ||
       !number(s.substr(slash + 1), sh.count))
-    throw UsageError("--shard", fmt::format("'{}' is not I/N (part I of N, e.g. 3/8)", s));
+    throw InputError(SourceLocation{}, "shard", fmt::format("'{}' is not I/N (part I of N, e.g. 3/8)", s));
   if (sh.count < 1 || sh.index < 1 || sh.index > sh.count)
-    throw UsageError("--shard", fmt::format("'{}': the part I of I/N runs from 1 to N, and N is at least 1", s));
+    throw InputError(SourceLocation{}, "shard", fmt::format("'{}': the part I of I/N runs from 1 to N, and N is at least 1", s));
   return sh;
 }
 
 SweepSpec shard_sweep_spec(const SweepSpec& spec, SweepShard shard) {
   const std::size_t total = spec.configurations();
   if (shard.count < 1 || shard.index < 1 || shard.index > shard.count)
-    throw UsageError("--shard", fmt::format("part {} of {} does not exist", shard.index, shard.count));
+    throw InputError(SourceLocation{}, "shard", fmt::format("part {} of {} does not exist", shard.index, shard.count));
   if (shard.count > total)
-    throw UsageError("--shard", fmt::format("{} parts of a sweep of {} configuration{} would leave some empty (N is at "
+    throw InputError(SourceLocation{}, "shard", fmt::format("{} parts of a sweep of {} configuration{} would leave some empty (N is at "
                                             "most the number of configurations)",
                                             shard.count, total, total == 1 ? "" : "s"));
   // [begin, end) of the configuration numbers; products stay far below 2^64 (C ≤ groups × 10^7 counts).
@@ -787,7 +788,7 @@ SweepSpec shard_sweep_spec(const SweepSpec& spec, SweepShard shard) {
 }
 
 std::string merge_sweep_parts(std::span<const fs::path> parts) {
-  if (parts.empty()) throw UsageError("PART", "give the parts of a sharded sweep, in order");
+  if (parts.empty()) throw InputError(SourceLocation{}, "parts", "give the parts of a sharded sweep, in order");
   std::string out;
   bool csv = false;
   std::vector<std::string> texts;
@@ -841,14 +842,14 @@ std::string merge_sweep_parts(std::span<const fs::path> parts) {
 SweepFormat sweep_format_from_string(std::string_view s) {
   if (s == "csv") return SweepFormat::csv;
   if (s == "jsonl") return SweepFormat::jsonl;
-  throw UsageError("--format", fmt::format("unknown format '{}' (expected csv or jsonl)", s));
+  throw InputError(SourceLocation{}, "format", fmt::format("unknown format '{}' (expected csv or jsonl)", s));
 }
 
 SweepRank sweep_rank_from_string(std::string_view s) {
   if (s == "throughput") return SweepRank::throughput;
   if (s == "efficiency") return SweepRank::efficiency;
   if (s == "cost") return SweepRank::cost;
-  throw UsageError("--by", fmt::format("unknown ranking '{}' (expected throughput, efficiency or cost)", s));
+  throw InputError(SourceLocation{}, "rank", fmt::format("unknown ranking '{}' (expected throughput, efficiency or cost)", s));
 }
 
 bool fits_in_memory(const Prediction& p) noexcept { return p.memory.fits && p.memory.host_fits; }

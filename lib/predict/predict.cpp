@@ -267,7 +267,14 @@ ComputeOptions step_compute(const Scenario& sc) { return step_compute(sc.compute
 
 Predictor::Predictor(Scenario scenario) : Predictor(std::move(scenario), TimesOnly{}) { impl_->names_bottleneck = true; }
 
-Predictor::Predictor(Scenario scenario, TimesOnly) : Predictor(std::move(scenario), TimesOnly{}, false) {}
+namespace {
+Scenario validated(Scenario sc) {
+  validate(sc);
+  return sc;
+}
+}  // namespace
+
+Predictor::Predictor(Scenario scenario, TimesOnly) : Predictor(validated(std::move(scenario)), TimesOnly{}, false) {}
 
 namespace {
 /// The scenario with a network that has no layers (name, input kind, shape and bytes kept: what
@@ -318,7 +325,6 @@ Predictor::Predictor(Scenario scenario, TimesOnly, bool alone, const Impl* doubl
   if (alone) m.sc.compute.sharded = false;
   m.sc.strategy.io_prefetch = reader_prefetches(m.sc);
   const Scenario& sc = m.sc;
-  if (sc.batch_per_gpu < 1) throw UsageError("--batch", "the batch per GPU must be at least 1");
   m.coll = with_transport(sc.collectives ? sc.collectives : make_collective_model(sc.cluster), sc.strategy.transport,
                           sc.cluster);  // a framework's RPC transport, or staging without GPUDirect RDMA
 
@@ -340,12 +346,7 @@ Predictor::Predictor(Scenario scenario, TimesOnly, bool alone, const Impl* doubl
     for (auto* v : {&modelled.forward, &modelled.backward, &modelled.update})
       for (auto& x : *v) x = x / eff;
     if (sc.measured_layers) {
-      const std::size_t L = net.layers.size();
-      const auto& ml = *sc.measured_layers;
-      if (ml.forward.size() != L || ml.backward.size() != L || ml.update.size() != L)
-        throw InputError(fmt::format("measured layer times have {} entries, the model '{}' has {} layers",
-                                     ml.forward.size(), net.name, L));
-      m.layers = ml;
+      m.layers = *sc.measured_layers;  // validate: one entry per layer
     } else if (sc.profile) {
       const auto& p = sc.profile->single_gpu;
       m.layers = spread_phase_totals(modelled, p.forward, p.backward, p.update);
@@ -353,16 +354,10 @@ Predictor::Predictor(Scenario scenario, TimesOnly, bool alone, const Impl* doubl
       m.layers = std::move(modelled);
     }
     if (sc.compute.checkpointing) {  // every segment but the last runs its forward again before its backward
-      const std::vector<int> first = checkpoint_segments(net);
-      if (first.size() < 2)
-        throw UsageError("--checkpointing", fmt::format("model '{}' has {} learnable layer{}: nothing to checkpoint",
-                                                        net.name, net.layers.size(),
-                                                        net.layers.size() == 1 ? "" : "s"));
+      const std::vector<int> first = checkpoint_segments(net);  // validate: at least two segments
       for (std::size_t i = 0; i < static_cast<std::size_t>(first.back()); ++i) m.layers.backward[i] += m.layers.forward[i];
     } else if (sc.compute.recompute != Recompute::none) {  // eq. R1-R3: per transformer block
-      const std::vector<int> block = transformer_blocks(net);
-      if (std::none_of(block.begin(), block.end(), [](int b) { return b >= 0; }))
-        throw UsageError("--checkpointing", fmt::format("model '{}' has no repeated blocks to recompute", net.name));
+      const std::vector<int> block = transformer_blocks(net);  // validate: at least one block
       for (std::size_t i = 0; i < block.size(); ++i) m.layers.backward[i] += recompute_time(m.layers, i, block[i], sc.compute);
     }
     m.f = m.layers.total_forward();
@@ -490,14 +485,15 @@ const LayerTimes& Predictor::layer_times() const noexcept { return impl_->layers
 
 GpuPlacement Predictor::place(int gpus) const {
   const Cluster& c = impl_->sc.cluster;
-  if (gpus < 1) throw UsageError("--gpus", fmt::format("a GPU count must be at least 1, got {}", gpus));
+  if (gpus < 1) throw InputError(SourceLocation{}, "gpus", fmt::format("a GPU count must be at least 1, got {}", gpus));
   if (gpus > c.max_gpus())
-    throw UsageError("--gpus", fmt::format("cluster '{}' holds at most {} GPUs ({} node{} × {}), asked for {}", c.name,
-                                           c.max_gpus(), c.max_nodes, c.max_nodes == 1 ? "" : "s", c.gpus_per_node, gpus));
+    throw InputError(SourceLocation{}, "gpus",
+                     fmt::format("cluster '{}' holds at most {} GPUs ({} node{} × {}), asked for {}", c.name, c.max_gpus(),
+                                 c.max_nodes, c.max_nodes == 1 ? "" : "s", c.gpus_per_node, gpus));
   if (gpus <= c.gpus_per_node) return GpuPlacement{gpus, 1, gpus};
   if (gpus % c.gpus_per_node != 0)
-    throw UsageError("--gpus", fmt::format("{} GPUs do not fill whole nodes of {} GPUs on cluster '{}'", gpus,
-                                           c.gpus_per_node, c.name));
+    throw InputError(SourceLocation{}, "gpus", fmt::format("{} GPUs do not fill whole nodes of {} GPUs on cluster '{}'",
+                                                           gpus, c.gpus_per_node, c.name));
   return GpuPlacement{gpus, gpus / c.gpus_per_node, c.gpus_per_node};
 }
 
@@ -753,7 +749,7 @@ Prediction Predictor::Impl::run(int gpus, const GpuPlacement& at, const DoubledT
 Predictor::Impl::ShardedStep Predictor::Impl::sharded_step(const GpuPlacement& at, double K, Seconds h2d_n,
                                                           std::span<Seconds> comm) const {
   const Sharding& sh = sc.strategy.sharding;
-  const ShardGroups g = shard_groups(sh, at);  // throws UsageError("--gpus") for a group that does not fit
+  const ShardGroups g = shard_groups(sh, at);  // throws InputError("gpus") for a group that does not fit
   const double n = g.shard;
   const std::size_t U = units.size();
   const double w = working_bytes_per_element(sc.compute.precision);

@@ -16,7 +16,7 @@ OutputFormat output_format_from_string(std::string_view s) {
   if (s == "table") return OutputFormat::table;
   if (s == "json") return OutputFormat::json;
   if (s == "csv") return OutputFormat::csv;
-  throw UsageError("--format", fmt::format("unknown format '{}' (expected table, json or csv)", s));
+  throw InputError(SourceLocation{}, "format", fmt::format("unknown format '{}' (expected table, json or csv)", s));
 }
 
 namespace {

@@ -397,7 +397,7 @@ std::vector<fs::path> select_scenarios(std::string_view paper_or_file) {
   }
   const auto all = scenario_files();
   if (paper_or_file == "all") {
-    if (all.empty()) throw UsageError("PAPER", fmt::format("no scenario files in {}", (data_dir() / "examples" / "papers").string()));
+    if (all.empty()) throw InputError(SourceLocation{}, "paper", fmt::format("no scenario files in {}", (data_dir() / "examples" / "papers").string()));
     return all;
   }
   std::vector<fs::path> out;
@@ -407,7 +407,7 @@ std::vector<fs::path> select_scenarios(std::string_view paper_or_file) {
     known += (known.empty() ? "" : ", ") + name;
     if (name == paper_or_file) out.push_back(f);
   }
-  if (out.empty()) throw UsageError("PAPER", fmt::format("unknown paper '{}' (known: all, {})", paper_or_file, known));
+  if (out.empty()) throw InputError(SourceLocation{}, "paper", fmt::format("unknown paper '{}' (known: all, {})", paper_or_file, known));
   return out;
 }
 

@@ -680,11 +680,11 @@ Network build(const Node& root, const std::string& expected_name, const InputOve
       net.input_kind = "tokens";
     }
     if (over.image_size > 0) {
-      if (!image) throw UsageError("--image-size", fmt::format("'{}' takes token ids, not images: use --seq-len", net.name));
+      if (!image) throw InputError(SourceLocation{}, "image_size", fmt::format("'{}' takes token ids, not images: use --seq-len", net.name));
       t.shape[1] = t.shape[2] = over.image_size;
     }
     if (over.seq_len > 0) {
-      if (!tokens) throw UsageError("--seq-len", fmt::format("'{}' takes images, not token ids: use --image-size", net.name));
+      if (!tokens) throw InputError(SourceLocation{}, "seq_len", fmt::format("'{}' takes images, not token ids: use --image-size", net.name));
       t.shape.back() = over.seq_len;
     }
     net.input_shape = t.shape;
@@ -724,7 +724,7 @@ fs::path resolve_architecture(std::string_view name_or_file, std::string_view op
   if (fs::is_regular_file(candidate, ec)) return candidate;
   std::string known;
   for (const auto& n : architecture_names()) known += (known.empty() ? "" : ", ") + n;
-  throw UsageError(std::string(option), fmt::format("unknown model architecture '{}' (known: {})", name_or_file,
+  throw InputError(SourceLocation{}, std::string(option), fmt::format("unknown model architecture '{}' (known: {})", name_or_file,
                                                     known.empty() ? "none in " + architecture_dir().string() : known));
 }
 

@@ -17,21 +17,21 @@ std::int64_t positive_value(std::string_view key, std::string_view value, std::s
   std::int64_t v = 0;
   auto [ptr, ec] = std::from_chars(value.data(), value.data() + value.size(), v);
   if (value.empty() || ec != std::errc() || ptr != value.data() + value.size() || v < 1)
-    throw UsageError(std::string(option), fmt::format("decoder key '{}': '{}' is not a whole number ≥ 1", key, value));
+    throw InputError(SourceLocation{}, std::string(option), fmt::format("decoder key '{}': '{}' is not a whole number ≥ 1", key, value));
   return v;
 }
 
 bool boolean_value(std::string_view key, std::string_view value, std::string_view option) {
   if (value == "true" || value == "1") return true;
   if (value == "false" || value == "0") return false;
-  throw UsageError(std::string(option), fmt::format("decoder key '{}': '{}' is not true or false", key, value));
+  throw InputError(SourceLocation{}, std::string(option), fmt::format("decoder key '{}': '{}' is not true or false", key, value));
 }
 
 std::string choice_value(std::string_view key, std::string_view value, std::initializer_list<std::string_view> allowed,
                          std::string_view option) {
   for (auto a : allowed)
     if (value == a) return std::string(value);
-  throw UsageError(std::string(option),
+  throw InputError(SourceLocation{}, std::string(option),
                    fmt::format("decoder key '{}': '{}' is not one of {}", key, value, fmt::join(allowed, ", ")));
 }
 }  // namespace
@@ -40,7 +40,7 @@ bool is_decoder_spec(std::string_view text) noexcept { return text.substr(0, kPr
 
 DecoderShape parse_decoder_spec(std::string_view text, std::string_view option) {
   if (!is_decoder_spec(text))
-    throw UsageError(std::string(option), fmt::format("'{}' is not a decoder spec (decoder:key=value,...)", text));
+    throw InputError(SourceLocation{}, std::string(option), fmt::format("'{}' is not a decoder spec (decoder:key=value,...)", text));
   DecoderShape d;
   std::string_view rest = text.substr(kPrefix.size());
   while (!rest.empty()) {
@@ -49,7 +49,7 @@ DecoderShape parse_decoder_spec(std::string_view text, std::string_view option) 
     rest = comma == std::string_view::npos ? std::string_view{} : rest.substr(comma + 1);
     const std::size_t eq = item.find('=');
     if (eq == std::string_view::npos)
-      throw UsageError(std::string(option), fmt::format("decoder spec item '{}' is not key=value (keys: {})", item, kKeys));
+      throw InputError(SourceLocation{}, std::string(option), fmt::format("decoder spec item '{}' is not key=value (keys: {})", item, kKeys));
     const std::string_view key = item.substr(0, eq), value = item.substr(eq + 1);
     if (key == "layers") d.layers = positive_value(key, value, option);
     else if (key == "hidden") d.hidden = positive_value(key, value, option);
@@ -63,19 +63,19 @@ DecoderShape parse_decoder_spec(std::string_view text, std::string_view option) 
     else if (key == "positions") d.positions = choice_value(key, value, {"rotary", "alibi", "learned"}, option);
     else if (key == "tied") d.tied = boolean_value(key, value, option);
     else if (key == "bias") d.bias = boolean_value(key, value, option);
-    else throw UsageError(std::string(option), fmt::format("unknown decoder key '{}' (keys: {})", key, kKeys));
+    else throw InputError(SourceLocation{}, std::string(option), fmt::format("unknown decoder key '{}' (keys: {})", key, kKeys));
   }
   for (auto [key, v] : {std::pair{"layers", d.layers}, {"hidden", d.hidden}, {"heads", d.heads}, {"ffn", d.ffn},
                         {"vocab", d.vocab}, {"seq", d.seq}})
-    if (v == 0) throw UsageError(std::string(option), fmt::format("decoder spec needs '{}' (keys: {})", key, kKeys));
+    if (v == 0) throw InputError(SourceLocation{}, std::string(option), fmt::format("decoder spec needs '{}' (keys: {})", key, kKeys));
   if (d.heads % (d.kv_heads > 0 ? d.kv_heads : d.heads) != 0)
-    throw UsageError(std::string(option), fmt::format("decoder key 'kv_heads': {} key/value heads do not divide {} heads",
+    throw InputError(SourceLocation{}, std::string(option), fmt::format("decoder key 'kv_heads': {} key/value heads do not divide {} heads",
                                                       d.kv_heads, d.heads));
   if (d.hidden % d.heads != 0)
-    throw UsageError(std::string(option), fmt::format("decoder key 'heads': {} heads do not divide the hidden width {}",
+    throw InputError(SourceLocation{}, std::string(option), fmt::format("decoder key 'heads': {} heads do not divide the hidden width {}",
                                                       d.heads, d.hidden));
   if (d.positions == "learned" && d.context > 0 && d.seq > d.context)
-    throw UsageError(std::string(option), fmt::format("decoder key 'seq': {} tokens do not fit the {} learned positions "
+    throw InputError(SourceLocation{}, std::string(option), fmt::format("decoder key 'seq': {} tokens do not fit the {} learned positions "
                                                       "('context')", d.seq, d.context));
   return d;
 }

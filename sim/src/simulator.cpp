@@ -34,7 +34,7 @@ MergePolicy merge_policy_from_string(std::string_view s) {
   for (auto m : {MergePolicy::strategy, MergePolicy::none, MergePolicy::ddp, MergePolicy::horovod, MergePolicy::mgwfbp,
                  MergePolicy::best})
     if (s == to_string(m)) return m;
-  throw UsageError("--merge", fmt::format("unknown merge policy '{}' (expected strategy, none, ddp, horovod, mgwfbp or best)", s));
+  throw InputError(SourceLocation{}, "merge", fmt::format("unknown merge policy '{}' (expected strategy, none, ddp, horovod, mgwfbp or best)", s));
 }
 
 std::string_view to_string(AllreduceAlgorithm a) noexcept {
@@ -49,7 +49,7 @@ std::string_view to_string(AllreduceAlgorithm a) noexcept {
 AllreduceAlgorithm allreduce_algorithm_from_string(std::string_view s) {
   for (auto a : {AllreduceAlgorithm::ring, AllreduceAlgorithm::tree, AllreduceAlgorithm::hierarchical})
     if (s == to_string(a)) return a;
-  throw UsageError("--allreduce", fmt::format("unknown all-reduce algorithm '{}' (expected ring, tree or hierarchical)", s));
+  throw InputError(SourceLocation{}, "allreduce", fmt::format("unknown all-reduce algorithm '{}' (expected ring, tree or hierarchical)", s));
 }
 
 namespace {
@@ -83,6 +83,38 @@ struct PlanChoice {
 
 }  // namespace
 
+/// The options' values that no type rules out, and what the simulator does not model for this scenario.
+void validate(const SimOptions& opt, const Scenario& sc) {
+  if (opt.iterations < 1) throw InputError(SourceLocation{}, "iterations", "at least one iteration must be simulated");
+  if (sc.compute.accumulate != 1)
+    throw InputError(SourceLocation{}, "compute.accumulate", "the simulator does not model gradient accumulation; use predict");
+  if (opt.warmup < 0) throw InputError(SourceLocation{}, "warmup", "the warm-up cannot be negative");
+  if (opt.channels < 1) throw InputError(SourceLocation{}, "channels", "at least one channel");
+  if (opt.readers_per_node < 1) throw InputError(SourceLocation{}, "readers_per_node", "at least one reader thread per node");
+  if (opt.prefetch_depth < 0) throw InputError(SourceLocation{}, "prefetch_depth", "the prefetch queue holds at least one batch (0: the framework's io.depth)");
+  if (opt.gpus_per_pcie_switch < 1) throw InputError(SourceLocation{}, "gpus_per_pcie_switch", "at least one GPU per switch");
+  if (!(opt.compute_jitter >= 0 && std::isfinite(opt.compute_jitter)))
+    throw InputError(SourceLocation{}, "compute_jitter", fmt::format("a jitter σ is a finite number ≥ 0, got {}", opt.compute_jitter));
+  if (!(opt.link_jitter >= 0 && std::isfinite(opt.link_jitter)))
+    throw InputError(SourceLocation{}, "link_jitter", fmt::format("a jitter σ is a finite number ≥ 0, got {}", opt.link_jitter));
+  if (opt.cycle_time <= Seconds{}) throw InputError(SourceLocation{}, "cycle_time", "the Horovod cycle time must be positive");
+  for (auto [field, size] : {std::pair{"bucket_size", opt.bucket_size}, std::pair{"first_bucket", opt.first_bucket},
+                             std::pair{"fusion_threshold", opt.fusion_threshold}})
+    if (!(in_bytes(size) >= 0.0 && std::isfinite(in_bytes(size))))
+      throw InputError(SourceLocation{}, field, fmt::format("a size is a finite number ≥ 0 B (0: the framework's), got {} B", in_bytes(size)));
+  if (!(in_seconds(opt.decode_per_sample) >= 0.0 && std::isfinite(in_seconds(opt.decode_per_sample))))
+    throw InputError(SourceLocation{}, "decode_per_sample",
+                     fmt::format("a decode time is a finite number ≥ 0 s, got {} s", in_seconds(opt.decode_per_sample)));
+  for (const auto& [g, f] : opt.speed)
+    if (!(f > 0.0) || g < 0) throw InputError(SourceLocation{}, "speed", fmt::format("GPU {} speed factor {} must be > 0", g, f));
+  if (sc.strategy.sharding.sharded()) {  // docs/model.md, "What the model leaves out"
+    if (opt.contention)
+      throw InputError(SourceLocation{}, "contention", "link contention is not modelled for sharded strategies (ZeRO, FSDP) yet");
+    if (opt.merge != MergePolicy::strategy)
+      throw InputError(SourceLocation{}, "merge", "a sharded strategy aggregates its own units; only --merge strategy applies");
+  }
+}
+
 struct Simulator::Impl {
   Scenario sc;
   SimOptions opt;
@@ -95,27 +127,7 @@ struct Simulator::Impl {
 
   Impl(Scenario s, SimOptions o) : sc(s), opt(std::move(o)), pred(std::move(s)) {
     sc.strategy.io_prefetch = pred.scenario().strategy.io_prefetch;  // reader_prefetches: the batch fits the buffer
-    if (opt.iterations < 1) throw UsageError("--iterations", "at least one iteration must be simulated");
-    if (sc.compute.accumulate != 1)
-      throw UsageError("--accumulate", "the simulator does not model gradient accumulation; use predict");
-    if (opt.warmup < 0) throw UsageError("--warmup", "the warm-up cannot be negative");
-    if (opt.channels < 1) throw UsageError("--channels", "at least one channel");
-    if (opt.readers_per_node < 1) throw UsageError("--readers", "at least one reader thread per node");
-    if (opt.prefetch_depth < 0) throw UsageError("--prefetch-depth", "the prefetch queue holds at least one batch (0: the framework's io.depth)");
-    if (opt.gpus_per_pcie_switch < 1) throw UsageError("--gpus-per-pcie-switch", "at least one GPU per switch");
-    if (!(opt.compute_jitter >= 0 && std::isfinite(opt.compute_jitter)))
-      throw UsageError("--jitter", fmt::format("a jitter σ is a finite number ≥ 0, got {}", opt.compute_jitter));
-    if (!(opt.link_jitter >= 0 && std::isfinite(opt.link_jitter)))
-      throw UsageError("--link-jitter", fmt::format("a jitter σ is a finite number ≥ 0, got {}", opt.link_jitter));
-    if (opt.cycle_time <= Seconds{}) throw UsageError("--cycle-time", "the Horovod cycle time must be positive");
-    for (const auto& [g, f] : opt.speed)
-      if (!(f > 0.0) || g < 0) throw UsageError("--speed", fmt::format("GPU {} speed factor {} must be > 0", g, f));
-    if (sc.strategy.sharding.sharded()) {  // docs/model.md, "What the model leaves out"
-      if (opt.contention)
-        throw UsageError("--contention", "link contention is not modelled for sharded strategies (ZeRO, FSDP) yet");
-      if (opt.merge != MergePolicy::strategy)
-        throw UsageError("--merge", "a sharded strategy aggregates its own units; only --merge strategy applies");
-    }
+    validate(opt, sc);
     coll = with_transport(sc.collectives ? sc.collectives : make_collective_model(sc.cluster), sc.strategy.transport,
                           sc.cluster);
     const double bpe = gradient_bytes_per_element(pred.scenario().compute);  // the predictor's step_compute
@@ -673,13 +685,13 @@ struct Simulator::Impl {
   SimResult run(int gpus) const {
     const GpuPlacement at = pred.place(gpus);
     if (opt.contention && at.nodes > 1 && !sc.strategy.transport.is_default())
-      throw UsageError("--contention", fmt::format("the flows under contention run at NCCL's rates; framework '{}' crosses "
+      throw InputError(SourceLocation{}, "contention", fmt::format("the flows under contention run at NCCL's rates; framework '{}' crosses "
                                                    "nodes over transport '{}' at {} GPUs, which they do not model: leave out "
                                                    "--contention", sc.strategy.name, sc.strategy.transport.name, gpus));
     for (const auto& [node, gpu] : opt.node_gpu) {
       (void)gpu;
       if (node < 0 || node >= sc.cluster.max_nodes)
-        throw UsageError("--node-gpu", fmt::format("node {} is not in cluster '{}' ({} nodes)", node, sc.cluster.name,
+        throw InputError(SourceLocation{}, "node_gpu", fmt::format("node {} is not in cluster '{}' ({} nodes)", node, sc.cluster.name,
                                                    sc.cluster.max_nodes));
     }
     const Prediction closed = pred.predict(gpus);

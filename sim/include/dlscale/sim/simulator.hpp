@@ -33,7 +33,7 @@ enum class MergePolicy {
   best       // every policy above and a sweep of DDP bucket sizes; the fastest is reported
 };
 std::string_view to_string(MergePolicy m) noexcept;
-MergePolicy merge_policy_from_string(std::string_view s);  // throws UsageError("--merge", …)
+MergePolicy merge_policy_from_string(std::string_view s);  // throws InputError("merge", …)
 
 enum class AllreduceAlgorithm {
   ring,          // the collective model's all-reduce; with contention: one ring flow per channel
@@ -41,7 +41,7 @@ enum class AllreduceAlgorithm {
   hierarchical   // reduce-scatter in each node, all-reduce across nodes per local rank, all-gather
 };
 std::string_view to_string(AllreduceAlgorithm a) noexcept;
-AllreduceAlgorithm allreduce_algorithm_from_string(std::string_view s);  // throws UsageError("--allreduce", …)
+AllreduceAlgorithm allreduce_algorithm_from_string(std::string_view s);  // throws InputError("allreduce", …)
 
 struct SimOptions {
   int iterations = 10;          // iterations simulated
@@ -78,6 +78,13 @@ struct SimOptions {
   int trace_max_gpus = 64;      // GPUs whose streams are traced (links and the channel always are)
 };
 
+/// Checks the options' values that no type rules out (at least one iteration, channel, reader; jitters, sizes
+/// and times finite and ≥ 0; speed factors > 0) and what the simulator does not model for `scenario`
+/// (gradient accumulation; contention or another merge policy with a sharded strategy). Simulator calls it
+/// after validate(scenario). Throws InputError whose key() is the field as SimOptions names it ("iterations",
+/// "compute_jitter"), or the scenario's ("compute.accumulate").
+void validate(const SimOptions& options, const Scenario& scenario);
+
 struct ResourceUse {
   std::string name;         // e.g. "gpu compute", "nic-out node 0"
   std::string kind;         // compute, copy, reader, channel, or a link kind
@@ -113,12 +120,14 @@ struct SimResult {
 
 class Simulator {
  public:
+  /// validate(scenario), then validate(options, scenario): their InputError when a value is out of range.
   Simulator(Scenario scenario, SimOptions options);
   ~Simulator();
   Simulator(Simulator&&) noexcept;
   Simulator& operator=(Simulator&&) noexcept;
 
-  /// Throws UsageError as Predictor::place does for a GPU count the cluster cannot hold.
+  /// Throws InputError as Predictor::place does for a GPU count the cluster cannot hold ("gpus"), and for an
+  /// option the run cannot take at that count ("contention", "node_gpu").
   [[nodiscard]] SimResult run(int gpus) const;
   [[nodiscard]] std::vector<SimResult> run(std::span<const int> gpu_counts) const;
   [[nodiscard]] const Predictor& predictor() const noexcept;

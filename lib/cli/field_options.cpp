@@ -1,0 +1,76 @@
+// The library names a bad value by its field (validate(const Scenario&), Predictor::place, the simulator's
+// options, the sweep and plan helpers); the command line took it from one of its options, and says which.
+#include <algorithm>
+#include <iterator>
+#include <string>
+#include <string_view>
+#include <utility>
+
+#include "cli/commands.hpp"
+#include "dlscale/error.hpp"
+
+namespace dlscale::cli {
+namespace {
+// Field as the library's structs and parameters call it → the option (or positional) that sets it.
+constexpr std::pair<std::string_view, std::string_view> kFieldOptions[] = {
+    // Scenario (validate) and Predictor::place
+    {"batch_per_gpu", "--batch"},
+    {"compute.accumulate", "--accumulate"},
+    {"compute.checkpointing", "--checkpointing"},
+    {"compute.recompute", "--checkpointing"},
+    {"compute.recompute_blocks", "--checkpointing"},
+    {"gpus", "--gpus"},
+    {"strategy.jitter_cv", "--jitter-cv"},
+    {"strategy.sharding.offload_optimizer", "--offload-optimizer"},
+    // sim::SimOptions
+    {"allreduce", "--allreduce"},
+    {"bucket_size", "--bucket-size"},
+    {"channels", "--channels"},
+    {"compute_jitter", "--jitter"},
+    {"contention", "--contention"},
+    {"cycle_time", "--cycle-time"},
+    {"decode_per_sample", "--decode"},
+    {"first_bucket", "--first-bucket"},
+    {"fusion_threshold", "--fusion-threshold"},
+    {"gpus_per_pcie_switch", "--gpus-per-pcie-switch"},
+    {"iterations", "--iterations"},
+    {"link_jitter", "--link-jitter"},
+    {"merge", "--merge"},
+    {"node_gpu", "--node-gpu"},
+    {"prefetch_depth", "--prefetch-depth"},
+    {"readers_per_node", "--readers"},
+    {"speed", "--speed"},
+    {"warmup", "--warmup"},
+    // ClusterOverrides, TopologyImportOptions, InputOverride
+    {"cpu", "--cpu"},
+    {"gpu", "--gpu"},
+    {"image_size", "--image-size"},
+    {"nodes", "--nodes"},
+    {"seq_len", "--seq-len"},
+    // plan, explain, sweep, report, reproduce
+    {"epochs", "--epochs"},
+    {"format", "--format"},
+    {"paper", "PAPER"},
+    {"parts", "PART"},
+    {"rank", "--by"},
+    {"samples", "--dataset-samples"},
+    {"shard", "--shard"},
+    {"strategies", "--frameworks"},
+    {"target", "--target"},
+};
+}  // namespace
+
+std::string_view option_for_field(std::string_view field) noexcept {
+  const auto* it = std::find_if(std::begin(kFieldOptions), std::end(kFieldOptions), [&](const auto& p) { return p.first == field; });
+  return it != std::end(kFieldOptions) ? it->second : std::string_view{};
+}
+
+std::string error_line(const std::exception& e) {
+  const auto* in = dynamic_cast<const InputError*>(&e);
+  if (in == nullptr || !in->where().file.empty()) return e.what();
+  const std::string_view option = option_for_field(in->key());
+  if (option.empty()) return e.what();
+  return UsageError(std::string(option), in->message()).what();
+}
+
+}  // namespace dlscale::cli
