@@ -4,6 +4,10 @@
 
 #include <cmath>
 #include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
 #include <vector>
 
 #include "dlscale/compute.hpp"
@@ -647,6 +651,25 @@ TEST(Compute, Fsdp2CopiesAroundEachLayersCollectives) {
   o.shard_copies.regather = false;  // SHARD_GRAD_OP: no gather before backward
   EXPECT_NEAR(in_seconds(estimate_layer_times(one_gemm(), toy_gpu(), 1, o).backward[0] - plain.backward[0]),
               1048576.0 * 6 / 400e9, 1e-15);
+}
+
+// The library's shipped kernel parameters are built in (issue 36: it reads no data file on its own initiative):
+// the text is topologies/compute-params.yaml as it stands, byte for byte, and parses to what the file does.
+TEST(Compute, BuiltInKernelParametersAreTheShippedFile) {
+  const auto file = std::filesystem::path(DLSCALE_SOURCE_DIR) / "topologies" / "compute-params.yaml";
+  std::ifstream in(file, std::ios::binary);
+  std::stringstream text;
+  text << in.rdbuf();
+  ASSERT_GT(text.str().size(), 1000U);
+  EXPECT_EQ(std::string(shipped_kernel_params_yaml()), text.str());
+  const KernelParamSet loaded = load_kernel_params(file);
+  for (const char* arch : {"volta", "ampere", "hopper"}) {
+    const KernelParams& a = shipped_kernel_params()->for_architecture(arch);
+    const KernelParams& b = loaded.for_architecture(arch);
+    EXPECT_EQ(a.memory_efficiency, b.memory_efficiency) << arch;
+    EXPECT_EQ(a.sharded_tensor, b.sharded_tensor) << arch;
+    EXPECT_EQ(a.optimizer_pass_efficiency, b.optimizer_pass_efficiency) << arch;
+  }
 }
 
 TEST(Compute, ParameterFreeOperatorsAreMemoryBoundKernels) {

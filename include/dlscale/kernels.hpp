@@ -69,7 +69,11 @@ struct KernelParamSet {
 KernelParamSet load_kernel_params(const std::filesystem::path& file);
 KernelParamSet parse_kernel_params(const std::string& yaml_text, const std::string& display_name);
 /// The shipped topologies/compute-params.yaml, parsed once per process.
+/// The shipped parameters (topologies/compute-params.yaml as it was when the library was built: the library
+/// reads no data file for them); what a ComputeOptions without kernel_params uses.
 std::shared_ptr<const KernelParamSet> shipped_kernel_params();
+/// The text those parameters were parsed from.
+std::string_view shipped_kernel_params_yaml() noexcept;
 /// The YAML text of a parameter set (what `dlscale calibrate fit` writes).
 std::string kernel_params_to_yaml(const KernelParamSet& set, std::string_view header_comment);
 

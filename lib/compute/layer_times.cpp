@@ -490,8 +490,9 @@ Seconds LayerTimes::total_backward() const noexcept { return sum(backward); }
 Seconds LayerTimes::total_update() const noexcept { return sum(update); }
 
 const KernelParams& ComputeOptions::kernel(const GpuSpec& gpu) const {
-  static const std::shared_ptr<const KernelParamSet> shipped = shipped_kernel_params();
-  return (kernel_params ? *kernel_params : *shipped).for_architecture(gpu.architecture);
+  if (kernel_params) return kernel_params->for_architecture(gpu.architecture);
+  static const std::shared_ptr<const KernelParamSet> shipped = shipped_kernel_params();  // built in, no file read
+  return shipped->for_architecture(gpu.architecture);
 }
 
 double activation_bytes_per_element(Precision p) noexcept { return is_mixed(p) ? 2.0 : 4.0; }

@@ -2,11 +2,9 @@
 // KernelParamSet; every error names file:line:col and the key.
 #include <fmt/format.h>
 
-#include <mutex>
 #include <utility>
 
 #include "dlscale/error.hpp"
-#include "dlscale/io.hpp"
 #include "dlscale/kernels.hpp"
 #include "io/yaml_reader.hpp"
 
@@ -99,11 +97,8 @@ KernelParamSet parse_kernel_params(const std::string& yaml_text, const std::stri
 }
 
 std::shared_ptr<const KernelParamSet> shipped_kernel_params() {
-  static std::once_flag once;
-  static std::shared_ptr<const KernelParamSet> set;
-  std::call_once(once, [] {
-    set = std::make_shared<const KernelParamSet>(load_kernel_params(data_dir() / "topologies" / "compute-params.yaml"));
-  });
+  static const std::shared_ptr<const KernelParamSet> set = std::make_shared<const KernelParamSet>(
+      parse_kernel_params(std::string(shipped_kernel_params_yaml()), "topologies/compute-params.yaml (built in)"));
   return set;
 }
 
