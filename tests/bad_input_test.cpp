@@ -608,6 +608,8 @@ std::vector<Row> catalogue() {
        E + "'--gpus': the framework shards over groups of 3 GPUs; 4 GPUs do not divide into them\n"},
       {"framework_unknown_optimizer", {{"f.yaml", std::string(kFramework) + "optimizer: nesterov\n"}}, kCmdFramework,
        E + "{dir}/f.yaml:7:12: 'optimizer': unknown value 'nesterov' (expected one of: sgd, momentum, adam, adamw, lamb)\n"},
+      {"framework_unknown_pool_indices", {{"f.yaml", std::string(kFramework) + "pool_indices: int16\n"}}, kCmdFramework,
+       E + "{dir}/f.yaml:7:15: 'pool_indices': unknown value 'int16' (expected one of: int64, int32, none)\n"},
       {"framework_unknown_optimizer_impl", {{"f.yaml", std::string(kFramework) + "optimizer_impl: apex\n"}}, kCmdFramework,
        E + "{dir}/f.yaml:7:17: 'optimizer_impl': unknown value 'apex' (expected one of: fused, foreach, for_loop)\n"},
       {"framework_per_parameter_below_stage_3", {{"f.yaml", std::string(kFramework) + "sharding: {stage: 2, params: per_parameter}\n"}},

@@ -686,6 +686,40 @@ TEST(Compute, ParameterFreeOperatorsAreMemoryBoundKernels) {
   EXPECT_NEAR(in_seconds(with.backward[0] - without.backward[0]), 3.0 * 1048576 * 2 / 400e9 + 5e-6, 1e-15);
 }
 
+// Eq. K17, max pooling by what the framework keeps: a 3×3 stride-2 pool of 64×112×112 floats to 64×56×56 at batch
+// 1 (ei = 802,816, eo = 200,704 elements, 4 B each). PyTorch: forward reads ei, writes eo and an int64 index per
+// output; backward zero-fills and writes dx (2·ei), reads dy (eo) and the index. cuDNN (no index): forward ei + eo;
+// backward reads x, y and dy and writes dx (2·ei + 2·eo).
+TEST(Compute, MaxPoolingKeepsWhatItsFrameworkKeeps) {
+  Network n = one_gemm();
+  Operator pool;
+  pool.name = "pool1";
+  pool.kind = LayerKind::maxpool;
+  pool.input_shape = {64, 112, 112};
+  pool.output_shape = {64, 56, 56};
+  n.layers[0].ops.push_back(pool);
+  const double ei = 64.0 * 112 * 112, eo = 64.0 * 56 * 56;
+  const auto times = [&](int index_bytes) {
+    ComputeOptions o = toy_options(Precision::fp32);
+    o.pool_index_bytes = index_bytes;
+    double fwd = -1, bwd = -1;
+    for (const auto& t : layer_kernels(n.layers[0], false, false, toy_gpu(), 1, o)) {
+      if (t.name == "pool1 fwd") fwd = in_seconds(t.time);
+      if (t.name == "pool1 bwd") bwd = in_seconds(t.time);
+    }
+    return std::pair{fwd, bwd};
+  };
+  const auto [f8, b8] = times(8);
+  EXPECT_NEAR(f8, ((ei + eo) * 4 + 8 * eo) / 400e9 + 5e-6, 1e-15);
+  EXPECT_NEAR(b8, ((2 * ei + eo) * 4 + 8 * eo) / 400e9 + 5e-6, 1e-15);
+  const auto [f4, b4] = times(4);  // Caffe's int32 mask
+  EXPECT_NEAR(f4, ((ei + eo) * 4 + 4 * eo) / 400e9 + 5e-6, 1e-15);
+  EXPECT_NEAR(b4, ((2 * ei + eo) * 4 + 4 * eo) / 400e9 + 5e-6, 1e-15);
+  const auto [f0, b0] = times(0);  // cuDNN's
+  EXPECT_NEAR(f0, (ei + eo) * 4 / 400e9 + 5e-6, 1e-15);
+  EXPECT_NEAR(b0, (2 * ei + 2 * eo) * 4 / 400e9 + 5e-6, 1e-15);
+}
+
 // Cross-channel LRN as Caffe's lrn_layer.cu runs it: forward fills the scale (read x, write scale) and writes
 // y = x·scale^−β (read x and scale, write y): 5 passes in 2 kernels; backward reads x, y, scale and dy and
 // writes dx: 5 passes in one. GoogLeNet's second LRN at batch 2: 192×56×56 floats per sample.

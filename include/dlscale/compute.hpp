@@ -109,6 +109,7 @@ struct ComputeOptions {
   AttentionKernel attention = AttentionKernel::eager;  // as it runs (effective_attention), not as asked
   bool fp32_gradients = false;  // mixed precision with fp32 parameters: fp32 gradients (Strategy::fp32_gradients)
   bool lrn = true;              // false: the framework has no LRN, a network's LRN operators are not run (Strategy::lrn)
+  int pool_index_bytes = 8;     // max pooling's routing index per output (Strategy::pool_index_bytes, eq. K17); 0: cuDNN's
   /// Element-wise chains compiled into one kernel each (torch.compile, XLA; Strategy::compiled, eq. K14):
   /// RMSNorm, rotary embedding and the loss's fp32 upcast read and write their tensor once. False: eager
   /// PyTorch runs them as the composite operators the models are written in, a kernel per operator.

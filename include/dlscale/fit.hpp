@@ -33,6 +33,8 @@ struct ThroughputSample {
   AttentionKernel attention = AttentionKernel::eager;  // optional column attention (K9; sdpa as PyTorch dispatches it)
   ConvAlgorithmPolicy conv_algorithms;              // the framework's cuDNN algorithm search (its layout is `layout`)
   bool lrn = true;                                  // the framework runs LRN (Strategy::lrn)
+  int pool_index_bytes = 8;                         // its max pooling's index per output (Strategy::pool_index_bytes)
+  std::optional<OptimizerImpl> optimizer_impl;      // its optimiser's kernels (Strategy::optimizer_impl; unset: fused)
   double samples_per_s = 0.0;
   int line = 0;           // in the measurement file
 };
@@ -54,9 +56,12 @@ struct MeasurementOptions {
   ConvAlgorithmPolicy conv_algorithms;
   AttentionKernel attention = AttentionKernel::eager;
   bool lrn = true;
+  int pool_index_bytes = 8;
   std::optional<Optimizer> optimizer;
+  std::optional<OptimizerImpl> optimizer_impl;
 
-  /// Rows run with `framework`: its cuDNN algorithm search and layout, attention kernel, LRN and optimiser.
+  /// Rows run with `framework`: its cuDNN algorithm search and layout, attention kernel, LRN, max pooling's
+  /// index, and optimiser and its kernels.
   void take_framework(const Strategy& framework);
 };
 

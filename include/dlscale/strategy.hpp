@@ -93,6 +93,10 @@ struct Strategy {
   /// `lrn: false`: the framework has no local response normalization, so a network's LRN operators are left
   /// out of its step (time and memory): CNTK 2.x, which is why Shi & Chu ran AlexNet without them (Table IV).
   bool lrn = true;
+  /// `pool_indices: int64 | int32 | none`: what the framework's max pooling keeps to route its gradient (eq. K17):
+  /// PyTorch an int64 argmax per output (the default), Caffe's own pooling layer an int32 mask, cuDNN's pooling
+  /// (CNTK, MXNet, TensorFlow) nothing, its backward reading the input and output again instead. Bytes per output.
+  int pool_index_bytes = 8;
   /// `compile: true`: the framework compiles the step (torch.compile, XLA), fusing element-wise chains into
   /// one kernel each (ComputeOptions::compiled, eq. K14); false: eager, an operator a kernel.
   bool compiled = false;

@@ -163,6 +163,8 @@ std::vector<ThroughputSample> read_throughput_csv(const fs::path& file, const Me
     }
     s.conv_algorithms = opt.conv_algorithms;
     s.lrn = opt.lrn;
+    s.pool_index_bytes = opt.pool_index_bytes;
+    s.optimizer_impl = opt.optimizer_impl;
     s.attention = opt.attention;
     try {
       if (!r.attention.empty()) s.attention = attention_kernel_from_string(r.attention);
@@ -207,7 +209,9 @@ void MeasurementOptions::take_framework(const Strategy& framework) {
   layout = framework.conv_algorithms.layout;
   attention = framework.attention;
   lrn = framework.lrn;
+  pool_index_bytes = framework.pool_index_bytes;
   optimizer = framework.optimizer;
+  optimizer_impl = framework.optimizer_impl;
 }
 
 double predicted_throughput(const ThroughputSample& s, const KernelParamSet& params) {
@@ -217,6 +221,8 @@ double predicted_throughput(const ThroughputSample& s, const KernelParamSet& par
   o.conv_algorithms = s.conv_algorithms;
   o.conv_algorithms.layout = s.layout;
   o.lrn = s.lrn;
+  o.pool_index_bytes = s.pool_index_bytes;
+  o.optimizer_impl = s.optimizer_impl;
   o.attention = effective_attention(s.attention, s.gpu, s.precision);
   o.kernel_params = std::shared_ptr<const KernelParamSet>(std::shared_ptr<void>{}, &params);  // non-owning
   const LayerTimes t = estimate_layer_times(*s.network, s.gpu, s.batch, o);

@@ -395,9 +395,16 @@ void time_operator(Kernels& k, const Operator& o, int batch, const ComputeOption
       k.pass(k.name(o.name, " fwd"), 2.0 * eo, eb, false, eo);
       k.pass(k.name(o.name, " bwd"), 2.0 * eo, eb, true, eo);
       return;
-    case LayerKind::maxpool:  // output and int64 argmax indices; backward zero-fills dx and scatters dy
-      k.pass(k.name(o.name, " fwd"), ei + eo, eb, false, 8.0 * eo);
-      k.pass(k.name(o.name, " bwd"), 2.0 * ei + eo, eb, true, 8.0 * eo);
+    case LayerKind::maxpool:  // eq. K17: read the input, write the output and, where the framework keeps one, an
+      // index per output (PyTorch int64, Caffe int32); backward zero-fills dx and scatters dy through the index, or
+      // (cuDNN, no index) reads the input, output and dy again to find each window's maximum and writes dx
+      if (opt.pool_index_bytes > 0) {
+        k.pass(k.name(o.name, " fwd"), ei + eo, eb, false, opt.pool_index_bytes * eo);
+        k.pass(k.name(o.name, " bwd"), 2.0 * ei + eo, eb, true, opt.pool_index_bytes * eo);
+      } else {
+        k.pass(k.name(o.name, " fwd"), ei + eo, eb, false);
+        k.pass(k.name(o.name, " bwd"), 2.0 * ei + 2.0 * eo, eb, true);
+      }
       return;
     case LayerKind::avgpool:
       k.pass(k.name(o.name, " fwd"), ei + eo, eb, false);

@@ -937,6 +937,10 @@ Strategy read_strategy(const Node& root) {
   if (auto n = m.optional("compute_efficiency")) s.compute_efficiency = n->positive_number();
   if (auto n = m.optional("compile")) s.compiled = n->boolean();
   if (auto n = m.optional("lrn")) s.lrn = n->boolean();
+  if (auto n = m.optional("pool_indices")) {
+    const std::string v = n->choice({"int64", "int32", "none"});
+    s.pool_index_bytes = v == "int64" ? 8 : v == "int32" ? 4 : 0;
+  }
   if (auto n = m.optional("optimizer"))
     s.optimizer = optimizer_from_string(n->choice({"sgd", "momentum", "adam", "adamw", "lamb"}));
   if (auto n = m.optional("optimizer_impl"))

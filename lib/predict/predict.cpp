@@ -249,6 +249,7 @@ ComputeOptions step_compute(ComputeOptions c, const Strategy& framework, const G
   c.attention = effective_attention(framework.attention, gpu, c.precision);
   c.fp32_gradients = framework.fp32_gradients;
   c.lrn = framework.lrn;
+  c.pool_index_bytes = framework.pool_index_bytes;
   c.compiled = c.compiled || framework.compiled;
   c.sharded = framework.sharding.sharded();
   if (!c.optimizer_impl) c.optimizer_impl = framework.optimizer_impl.value_or(OptimizerImpl::fused);
