@@ -606,6 +606,13 @@ TEST(SweepCli, MatchesGoldenCsv) {
   EXPECT_EQ(r.err, "");  // no progress bar when stderr is not a terminal
 }
 
+TEST(SweepCli, MatchesGoldenJsonLines) {
+  const auto r = test::run_cli(std::string("sweep --spec ") + DLSCALE_SOURCE_DIR +
+                               "/tests/data/plan/sweep-small.yaml --format jsonl");
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out, golden("sweep-small.jsonl"));
+}
+
 TEST(SweepCli, TopKAsJsonLinesToAFile) {
   const auto out = test::temp_file("top.jsonl", "");
   const auto r = test::run_cli(std::string("sweep --spec ") + DLSCALE_SOURCE_DIR +
