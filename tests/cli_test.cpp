@@ -391,6 +391,14 @@ TEST(Cli, GoldenTableOfTheWorkedExample) {
       << "refresh on purpose with tests/golden/refresh.sh";
 }
 
+TEST(Cli, GoldenJsonOfTheWorkedExample) {
+  // the JSON schema of report.hpp, every member and number as printed
+  const auto r = run_cli("predict --profile worked-example-cntk-alexnet --gpus 1,2,4,8,16 --format json");
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out, slurp(std::string(DLSCALE_SOURCE_DIR) + "/tests/golden/predict-worked-example.json"))
+      << "refresh on purpose with tests/golden/refresh.sh";
+}
+
 struct BadRun {
   const char* name;
   std::string args;

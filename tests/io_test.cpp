@@ -13,6 +13,7 @@
 #include "dlscale/io.hpp"
 #include "dlscale/predict.hpp"
 #include "io/yaml_reader.hpp"
+#include "io/yaml_writer.hpp"
 #include "support/run.hpp"
 
 namespace dlscale {
@@ -107,6 +108,41 @@ TEST(YamlReader, NullsEmptyDocumentsAndAliasesAsYamlCpp) {
   } catch (const InputError& e) {
     EXPECT_EQ(std::string(e.what()), "m.yaml:2:2: malformed YAML: end of sequence flow not found");
   }
+}
+
+// The one YAML emitter (io/yaml_writer.hpp): the quoting rules the writers rely on, and a document that
+// reads back as what was written.
+TEST(YamlWriter, QuotesByItsRulesAndReadsBack) {
+  // Names stay plain; what YAML would read as another type, or cannot carry plain, is quoted.
+  EXPECT_EQ(yamlio::scalar("resnet50-v1.5/a_b"), "resnet50-v1.5/a_b");
+  for (const char* s : {"", "true", "no", "null", "-x", ".x", "a b", "a:b", "#c"})
+    EXPECT_EQ(yamlio::scalar(s).front(), '"') << s;
+  // Both escapes take '"' and '\'; only the JSON one writes control characters as escapes.
+  EXPECT_EQ(yamlio::quoted("say \"hi\" \\ now"), R"("say \"hi\" \\ now")");
+  EXPECT_EQ(yamlio::quoted("say \"hi\" \\ now", yamlio::Escape::json), R"("say \"hi\" \\ now")");
+  EXPECT_EQ(yamlio::quoted("a\tb\n", yamlio::Escape::json), R"("a\tb\n")");
+  EXPECT_EQ(yamlio::quoted("a\tb"), "\"a\tb\"");
+
+  yamlio::Emitter o;
+  o.comment("a test");
+  o.pair(0, "name", yamlio::scalar("x"), "a note").key(0, "storage", "aligned", 5).pair(2, "disk", yamlio::quoted("1 GB/s"));
+  o.pair_if(2, "empty", "").key(0, "items").item_pair(2, "op", "allreduce").pair(4, "gpus", "8");
+  const std::vector<std::string> shape{"3", "224"};
+  yamlio::FlowMap flow;
+  flow.add("text", yamlio::quoted("a\n\"b\"", yamlio::Escape::json)).add("shape", yamlio::flow_sequence(shape));
+  o.item(2, flow.str());
+  const std::string text = std::move(o).str();
+  EXPECT_EQ(text,
+            "# a test\nname: x  # a note\nstorage:     # aligned\n  disk: \"1 GB/s\"\nitems:\n  - op: allreduce\n    gpus: 8\n"
+            "  - {text: \"a\\n\\\"b\\\"\", shape: [3, 224]}\n");
+  yamlio::MapReader m(yamlio::load_string(text, "w.yaml"));
+  EXPECT_EQ(m.required("name").scalar(), "x");
+  const auto items = m.required("items").items();
+  ASSERT_EQ(items.size(), 2u);
+  EXPECT_EQ(yamlio::MapReader(items[0]).required("op").scalar(), "allreduce");
+  yamlio::MapReader second(items[1]);
+  EXPECT_EQ(second.required("text").scalar(), "a\n\"b\"");
+  EXPECT_EQ(second.required("shape").size(), 2u);
 }
 
 TEST(Inputs, EveryShippedFrameworkLoads) {

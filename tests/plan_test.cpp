@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "dlscale/error.hpp"
@@ -604,6 +605,44 @@ TEST(SweepCli, MatchesGoldenCsv) {
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_EQ(r.out, golden("sweep-small.csv"));
   EXPECT_EQ(r.err, "");  // no progress bar when stderr is not a terminal
+}
+
+TEST(SweepCli, MatchesGoldenJsonLines) {
+  const auto r = test::run_cli(std::string("sweep --spec ") + DLSCALE_SOURCE_DIR +
+                               "/tests/data/plan/sweep-small.yaml --format jsonl");
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out, golden("sweep-small.jsonl"));
+}
+
+// A sweep's JSON line is its own flat record (sweep.hpp), but the members it takes from the prediction keep
+// the name and the value of predict's JSON record (report.hpp): one schema for the same numbers.
+TEST(SweepCli, JsonLinesShareThePredictionRecordsMembers) {
+  std::vector<nlohmann::ordered_json> lines;
+  std::istringstream in(golden("sweep-small.jsonl"));
+  for (std::string line; std::getline(in, line);) {
+    const auto j = nlohmann::ordered_json::parse(line);
+    if (j["framework"] == "caffe-mpi" && j["precision"] == "fp32" && j["bucket"] == "layerwise" && j["links"] == "-")
+      lines.push_back(j);
+  }
+  ASSERT_EQ(lines.size(), 4u);  // resnet50 on 1, 4, 8 and 16 GPUs
+  const auto r = test::run_cli("predict --cluster shi-chu-p40 --model resnet50 --framework caffe-mpi --precision fp32 "
+                               "--batch 32 --gpus 1,4,8,16 --format json");
+  ASSERT_EQ(r.status, 0) << r.err;
+  const auto preds = nlohmann::ordered_json::parse(r.out)["predictions"];
+  ASSERT_EQ(preds.size(), lines.size());
+  for (std::size_t i = 0; i < lines.size(); ++i) {
+    auto record = preds[i];
+    record["comm_s"] = record["breakdown"]["comm_s"];
+    record["comm_exposed_s"] = record["breakdown"]["comm_exposed_s"];
+    record["memory_per_gpu_bytes"] = record["memory"]["per_gpu_bytes"];
+    int shared = 0;
+    for (const auto& [key, value] : lines[i].items()) {
+      if (!record.contains(key)) continue;
+      ++shared;
+      EXPECT_EQ(value, record[key]) << key << " on " << lines[i]["gpus"] << " GPUs";
+    }
+    EXPECT_EQ(shared, 15) << "members the sweep line shares with the prediction record";
+  }
 }
 
 TEST(SweepCli, TopKAsJsonLinesToAFile) {

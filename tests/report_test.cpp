@@ -7,12 +7,14 @@
 
 #include <cstdint>
 #include <cstdlib>
+#include <nlohmann/json.hpp>
 #include <regex>
 #include <sstream>
 
 #include "dlscale/collective.hpp"
 #include "dlscale/error.hpp"
 #include "dlscale/plot.hpp"
+#include "dlscale/report.hpp"
 #include "support/run.hpp"
 
 namespace dlscale {
@@ -185,6 +187,36 @@ TEST(Report, PredictionsShowTokensMfuMemoryAndWhatDoesNotFit) {
   const std::string images = html_report(c, Cluster{});
   EXPECT_THAT(images, Not(HasSubstr("tokens/s")));
   EXPECT_THAT(images, Not(HasSubstr("does not fit")));
+}
+
+// to_json is the record write_predictions prints for each GPU count (one writer), and says what only some
+// predictions have: null tokens/s for images, "offload" with a host footprint, "time_to_train" with a workload.
+TEST(Report, ToJsonIsTheRecordOfThePredictionsDocument) {
+  Prediction image;
+  image.gpus = 4;
+  image.iteration_time = seconds(0.5);
+  image.throughput_samples_per_s = 512.0;
+  Prediction offload = image;
+  offload.throughput_tokens_per_s = 1e5;
+  offload.memory.host_per_node = gigabytes(100.0);
+  const std::vector<Prediction> preds{image, offload};
+  TrainingCost cost;
+  cost.iterations = 10;
+  const std::vector<TrainingCost> train{cost, cost};
+  std::ostringstream out;
+  write_predictions(out, OutputFormat::json, RunInfo{}, preds, train);
+  const auto doc = nlohmann::ordered_json::parse(out.str());
+  ASSERT_EQ(doc["predictions"].size(), 2u);
+  for (std::size_t i = 0; i < preds.size(); ++i) {
+    auto expected = doc["predictions"][i];
+    EXPECT_EQ(expected["time_to_train"]["iterations"], 10.0);
+    expected.erase("time_to_train");
+    EXPECT_EQ(to_json(preds[i]), expected.dump()) << i;
+  }
+  const auto one = nlohmann::ordered_json::parse(to_json(image));
+  EXPECT_TRUE(one["throughput_tokens_per_s"].is_null());
+  EXPECT_FALSE(one.contains("offload"));
+  EXPECT_EQ(nlohmann::ordered_json::parse(to_json(offload))["offload"].size(), 5u);
 }
 
 // ---- a PNG reader (zlib through dlopen, so no link dependency) ---------------------------------------

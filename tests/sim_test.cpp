@@ -757,6 +757,18 @@ TEST(SimCli, TraceFileIsWrittenAtomically) {
   std::filesystem::remove_all(dir);
 }
 
+// The JSON record (predict's, with the simulation's members) and the Chrome trace, byte for byte: same seed,
+// same events. Refresh on purpose with tests/golden/refresh.sh.
+TEST(SimCli, MatchesGoldenJsonAndTrace) {
+  const auto trace = test::temp_file("golden-trace.json", "");
+  const auto r = test::run_cli("simulate --profile worked-example-cntk-alexnet --gpus 1,4 --iterations 2 --format json "
+                               "--trace " + trace.string());
+  ASSERT_EQ(r.status, 0) << r.err;
+  const std::filesystem::path golden = std::filesystem::path(DLSCALE_SOURCE_DIR) / "tests" / "golden";
+  EXPECT_EQ(r.out, test::slurp(golden / "simulate-worked-example.json"));
+  EXPECT_EQ(test::slurp(trace), test::slurp(golden / "simulate-worked-example-trace.json"));
+}
+
 }  // namespace
 }  // namespace dlscale::sim
 

@@ -1,9 +1,19 @@
-// Printing predictions: table, JSON and CSV read the same records. The JSON form is a contract:
-//   {"schema": 1, "predictions": [{"gpus", "nodes", "iteration_time_s", "throughput_samples_per_s",
-//    "throughput_tokens_per_s" (null for images), "mfu", "speedup", "efficiency", "hiding_case", "bottleneck",
-//    "breakdown": {"io_s", "h2d_s", "forward_s",
-//    "backward_s", "update_s", "comm_s", "comm_exposed_s"}, "time_to_train": {"hours", "gpu_hours",
-//    "cost", "currency"} (when a workload applies)}], "inputs": {..., "workload"}}
+// Printing predictions: table, JSON and CSV read the same records. The JSON form is a contract, written
+// by one writer (lib/report/prediction_json.hpp) for predict and simulate:
+//   {"schema": 1,
+//    "inputs": {"cluster", "gpu", "model", "framework", "batch_per_gpu", "precision", "profile" (null without),
+//               "collective_model", "workload" (with time to train), "assumed" (when the cluster file assumed)},
+//    "predictions": [a Prediction: {"gpus", "nodes", "batch_per_gpu", "iteration_time_s",
+//      "throughput_samples_per_s", "throughput_tokens_per_s" (null for images), "mfu", "speedup", "efficiency",
+//      "hiding_case", "boundary_layer", "bottleneck", "bottleneck_resource", "bottleneck_share", "bottleneck_gain",
+//      "memory": {"per_gpu_bytes", "capacity_bytes", "fits", and with CPU offload "host_per_node_bytes",
+//                 "host_capacity_bytes", "host_fits"},
+//      "offload": {"pcie_bytes_per_gpu", "d2h_s", "d2h_exposed_s", "cpu_adam_s", "h2d_s"} (CPU offload only),
+//      "breakdown": {"io_s", "h2d_s", "forward_s", "backward_s", "update_s", "comm_s", "comm_exposed_s",
+//                    "sync_wait_s", "overhead_s"},
+//      "time_to_train": {"iterations", "hours", "gpu_hours", "cost", "currency"} (when a workload applies)}],
+//    "simulation": [...] (simulate only: per GPU count its iteration statistics, buckets, utilisation)}
+// A sweep's JSON lines are another record by design: one flat line per configuration (sweep.hpp).
 #pragma once
 
 #include <iosfwd>
@@ -37,5 +47,8 @@ struct RunInfo {
 /// and cost to train at each GPU count: a second table, JSON "time_to_train" members, CSV columns.
 void write_predictions(std::ostream& out, OutputFormat fmt, const RunInfo& info, std::span<const Prediction> preds,
                        std::span<const TrainingCost> train = {});
+
+/// One prediction as the JSON object of "predictions" above (without "time_to_train"), on one line.
+std::string to_json(const Prediction& p);
 
 }  // namespace dlscale

@@ -142,7 +142,13 @@ std::vector<std::size_t> top_rows(const SweepSpec& spec, const SweepResult& r, s
                                   std::string* note = nullptr);
 
 /// CSV (header + one line per row) or JSON lines (one object per row); `rows` selects and orders them
-/// (empty: all rows in spec order).
+/// (empty: all rows in spec order). A JSON line is a flat record of its own, one configuration per line:
+///   {"cluster", "model", "framework", "precision", "batch_per_gpu", "bucket", "links", then members of
+///    report.hpp's Prediction record under the same names and units ("gpus", "nodes", "iteration_time_s",
+///    "throughput_samples_per_s", "speedup", "efficiency", "hiding_case", "bottleneck", "bottleneck_resource",
+///    "bottleneck_share", "bottleneck_gain"), its breakdown's "comm_s" and "comm_exposed_s", its memory's
+///    per_gpu_bytes as "memory_per_gpu_bytes", "memory_fits" (fits_in_memory: GPU and host), "train_hours",
+///    "gpu_hours", "cost", "currency" (null where they do not apply)}
 void write_sweep(std::ostream& out, SweepFormat f, const SweepSpec& spec, const SweepResult& r,
                  std::span<const std::size_t> rows = {});
 

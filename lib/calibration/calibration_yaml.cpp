@@ -4,13 +4,12 @@
 #include <fmt/format.h>
 
 #include <cmath>
-#include <nlohmann/json.hpp>
-#include <sstream>
 
 #include "dlscale/atomic_file.hpp"
 #include "dlscale/calibration.hpp"
 #include "dlscale/error.hpp"
 #include "io/yaml_reader.hpp"
+#include "io/yaml_writer.hpp"
 
 namespace dlscale {
 using yamlio::MapReader;
@@ -284,7 +283,9 @@ Calibration parse_calibration(const std::string& yaml_text, const std::string& d
 // ---- writing ---------------------------------------------------------------------------------------
 
 namespace {
-std::string q(const std::string& s) { return nlohmann::json(s).dump(); }  // a JSON string is a YAML string
+// Every string goes out double-quoted and escaped as JSON (a JSON string is a YAML string): provenance,
+// notes and paths may hold any character.
+std::string q(const std::string& s) { return yamlio::quoted(s, yamlio::Escape::json); }
 std::string t_(Seconds t) { return q(fmt::format("{:.9g} us", in_us(t))); }
 std::string b_(Bytes b) {
   const double v = in_bytes(b);
@@ -292,143 +293,156 @@ std::string b_(Bytes b) {
 }
 std::string bw_(BytesPerSecond b) { return q(fmt::format("{:.9g} GB/s", in_gigabytes_per_second(b))); }
 std::string hz_(Hertz h) { return q(fmt::format("{:.9g} MHz", in_megahertz(h))); }
+std::string n_(std::int64_t v) { return std::to_string(v); }
+std::string nonzero(std::int64_t v) { return v ? std::to_string(v) : std::string(); }
+std::string text(const std::string& s) { return s.empty() ? std::string() : q(s); }
 
-void kv(std::ostringstream& o, int indent, std::string_view key, const std::string& value) {
-  if (value.empty()) return;
-  o << std::string(static_cast<std::size_t>(indent), ' ') << key << ": " << value << '\n';
+void write_provenance(yamlio::Emitter& o, const Provenance& p) {
+  o.key(0, "provenance").pair(2, "tool", q(p.tool)).pair_if(2, "date", text(p.date)).pair_if(2, "host", text(p.host));
+  o.pair_if(2, "command_line", text(p.command_line));
+  for (auto [k, v] : {std::pair<const char*, const std::string*>{"driver", &p.driver}, {"cuda", &p.cuda},
+                      {"nccl", &p.nccl}, {"cudnn", &p.cudnn}, {"cublas", &p.cublas}})
+    o.pair_if(2, k, text(*v));
+  if (!p.sources.empty()) {
+    o.key(2, "sources");
+    for (const auto& src : p.sources) o.item(4, q(src));
+  }
+  o.pair_if(2, "notes", text(p.notes));
+}
+
+void write_devices(yamlio::Emitter& o, const std::vector<DeviceInfo>& devices) {
+  if (devices.empty()) return;
+  o.key(0, "devices");
+  for (const auto& d : devices) {
+    o.item_pair(2, "index", n_(d.index)).pair(4, "name", q(d.name)).pair_if(4, "pci_bus_id", text(d.pci_bus_id));
+    o.pair_if(4, "sm", nonzero(d.sm_version)).pair_if(4, "sm_count", nonzero(d.sm_count));
+    if (d.sm_clock) o.pair(4, "sm_clock", hz_(*d.sm_clock));
+    if (d.memory_clock) o.pair(4, "memory_clock", hz_(*d.memory_clock));
+    if (d.memory) o.pair(4, "memory", b_(*d.memory));
+    o.pair_if(4, "memory_bus_width", nonzero(d.memory_bus_width));
+    if (d.memory_bandwidth) o.pair(4, "memory_bandwidth", bw_(*d.memory_bandwidth));
+    if (d.pcie_generation || d.pcie_width || d.pcie_max_generation || d.pcie_max_width)
+      o.pair(4, "pcie",
+             yamlio::FlowMap()
+                 .add("generation", n_(d.pcie_generation))
+                 .add("width", n_(d.pcie_width))
+                 .add("max_generation", n_(d.pcie_max_generation))
+                 .add("max_width", n_(d.pcie_max_width))
+                 .str());
+    o.pair_if(4, "nvlinks", nonzero(d.nvlinks));
+    if (!d.peers.empty()) {
+      std::vector<std::string> peers;
+      for (const auto peer : d.peers) peers.push_back(n_(peer));
+      o.pair(4, "peers", yamlio::flow_sequence(peers));
+    }
+  }
+}
+
+void write_transfers(yamlio::Emitter& o, const std::vector<TransferCurve>& transfers) {
+  if (transfers.empty()) return;
+  o.key(0, "transfers");
+  for (const auto& t : transfers) {
+    o.item_pair(2, "kind", std::string(to_string(t.kind))).pair(4, "device", n_(t.device)).pair_if(4, "source", text(t.source));
+    o.key(4, "points");
+    for (const auto& pt : t.points) {
+      yamlio::FlowMap m;
+      m.add("size", b_(pt.size)).add("time", t_(pt.time)).add("bandwidth", bw_(pt.size / pt.time));
+      if (pt.iqr) m.add("iqr", t_(*pt.iqr));
+      if (pt.samples) m.add("samples", n_(pt.samples));
+      o.item(6, m.str());
+    }
+  }
+}
+
+void write_p2p(yamlio::Emitter& o, const std::vector<P2PEntry>& p2p) {
+  if (p2p.empty()) return;
+  o.key(0, "p2p");
+  for (const auto& e : p2p) {
+    yamlio::FlowMap m;
+    m.add("src", n_(e.src)).add("dst", n_(e.dst)).add("peer_access", e.peer_access ? "true" : "false");
+    if (e.bandwidth) m.add("bandwidth", bw_(*e.bandwidth));
+    if (e.bidirectional) m.add("bidirectional", bw_(*e.bidirectional));
+    if (e.latency) m.add("latency", t_(*e.latency));
+    o.item(2, m.str());
+  }
+}
+
+void write_collectives(yamlio::Emitter& o, const std::vector<CollectiveCurve>& collectives) {
+  if (collectives.empty()) return;
+  o.key(0, "collectives");
+  for (const auto& k : collectives) {
+    o.item_pair(2, "op", std::string(to_string(k.op))).pair(4, "gpus", n_(k.gpus)).pair(4, "nodes", n_(k.nodes));
+    o.pair(4, "dtype", q(k.dtype));
+    if (k.gpus_per_thread > 1) o.pair(4, "gpus_per_thread", n_(k.gpus_per_thread));
+    o.pair_if(4, "source", text(k.source));
+    if (k.fit) o.pair(4, "fit", yamlio::FlowMap().add("alpha", t_(k.fit->alpha)).add("beta", bw_(k.fit->beta)).str());
+    o.key(4, "points");
+    const double factor = bus_bandwidth_factor(k.op, k.gpus);
+    for (const auto& pt : k.points) {
+      const BytesPerSecond alg = algorithm_bandwidth(pt.size, pt.time);
+      yamlio::FlowMap m;
+      m.add("size", b_(pt.size)).add("time", t_(pt.time));
+      if (pt.time_in_place) m.add("time_in_place", t_(*pt.time_in_place));
+      m.add("algbw", bw_(alg));
+      if (factor > 0) m.add("busbw", bw_(alg * factor));
+      if (pt.iqr) m.add("iqr", t_(*pt.iqr));
+      if (pt.samples) m.add("samples", n_(pt.samples));
+      o.item(6, m.str());
+    }
+  }
+}
+
+void write_gemm(yamlio::Emitter& o, const std::vector<GemmResult>& gemm) {
+  if (gemm.empty()) return;
+  o.key(0, "gemm");
+  for (const auto& g : gemm) {
+    const Flops work = flops(2.0 * static_cast<double>(g.m) * static_cast<double>(g.n) * static_cast<double>(g.k));
+    yamlio::FlowMap m;
+    m.add("precision", g.precision).add("m", n_(g.m)).add("n", n_(g.n)).add("k", n_(g.k)).add("time", t_(g.time));
+    m.add("rate", q(fmt::format("{:.9g} TFLOPS", in_teraflops_per_second(work / g.time))));
+    if (g.iqr) m.add("iqr", t_(*g.iqr));
+    if (g.samples) m.add("samples", n_(g.samples));
+    o.item(2, m.str());
+  }
+}
+
+void write_layers(yamlio::Emitter& o, const std::vector<LayerProfile>& layers) {
+  if (layers.empty()) return;
+  o.key(0, "layers");
+  for (const auto& l : layers) {
+    o.item_pair(2, "model", q(l.model)).pair(4, "batch", n_(l.batch)).pair(4, "precision", l.precision);
+    o.pair_if(4, "gpu", text(l.gpu)).key(4, "times");
+    for (const auto& t : l.layers) {
+      yamlio::FlowMap m;
+      m.add("name", q(t.name));
+      if (t.forward) m.add("forward", t_(*t.forward));
+      if (t.backward) m.add("backward", t_(*t.backward));
+      if (!t.how.empty()) m.add("how", q(t.how));
+      o.item(6, m.str());
+    }
+  }
 }
 }  // namespace
 
 std::string to_yaml(const Calibration& c) {
-  std::ostringstream o;
-  o << "# dlscale calibration file (schema 1; docs/calibration.md). Sizes in bytes, times per operation.\n";
-  o << "schema: " << kCalibrationSchema << '\n';
-  o << "provenance:\n";
-  const auto& p = c.provenance;
-  kv(o, 2, "tool", q(p.tool));
-  if (!p.date.empty()) kv(o, 2, "date", q(p.date));
-  if (!p.host.empty()) kv(o, 2, "host", q(p.host));
-  if (!p.command_line.empty()) kv(o, 2, "command_line", q(p.command_line));
-  for (auto [k, v] : {std::pair<const char*, const std::string*>{"driver", &p.driver}, {"cuda", &p.cuda},
-                      {"nccl", &p.nccl}, {"cudnn", &p.cudnn}, {"cublas", &p.cublas}})
-    if (!v->empty()) kv(o, 2, k, q(*v));
-  if (!p.sources.empty()) {
-    o << "  sources:\n";
-    for (const auto& s : p.sources) o << "    - " << q(s) << '\n';
-  }
-  if (!p.notes.empty()) kv(o, 2, "notes", q(p.notes));
-  if (!c.gpu.empty()) kv(o, 0, "gpu", q(c.gpu));
-  if (!c.topology_file.empty()) kv(o, 0, "topology", q(c.topology_file));
-  if (!c.raw_samples.empty()) kv(o, 0, "raw_samples", q(c.raw_samples));
-
-  if (!c.devices.empty()) {
-    o << "devices:\n";
-    for (const auto& d : c.devices) {
-      o << "  - index: " << d.index << '\n';
-      kv(o, 4, "name", q(d.name));
-      if (!d.pci_bus_id.empty()) kv(o, 4, "pci_bus_id", q(d.pci_bus_id));
-      if (d.sm_version) kv(o, 4, "sm", std::to_string(d.sm_version));
-      if (d.sm_count) kv(o, 4, "sm_count", std::to_string(d.sm_count));
-      if (d.sm_clock) kv(o, 4, "sm_clock", hz_(*d.sm_clock));
-      if (d.memory_clock) kv(o, 4, "memory_clock", hz_(*d.memory_clock));
-      if (d.memory) kv(o, 4, "memory", b_(*d.memory));
-      if (d.memory_bus_width) kv(o, 4, "memory_bus_width", std::to_string(d.memory_bus_width));
-      if (d.memory_bandwidth) kv(o, 4, "memory_bandwidth", bw_(*d.memory_bandwidth));
-      if (d.pcie_generation || d.pcie_width || d.pcie_max_generation || d.pcie_max_width)
-        kv(o, 4, "pcie",
-           fmt::format("{{generation: {}, width: {}, max_generation: {}, max_width: {}}}", d.pcie_generation,
-                       d.pcie_width, d.pcie_max_generation, d.pcie_max_width));
-      if (d.nvlinks) kv(o, 4, "nvlinks", std::to_string(d.nvlinks));
-      if (!d.peers.empty()) kv(o, 4, "peers", fmt::format("[{}]", fmt::join(d.peers, ", ")));
-    }
-  }
-  if (!c.transfers.empty()) {
-    o << "transfers:\n";
-    for (const auto& t : c.transfers) {
-      o << "  - kind: " << to_string(t.kind) << '\n';
-      o << "    device: " << t.device << '\n';
-      if (!t.source.empty()) kv(o, 4, "source", q(t.source));
-      o << "    points:\n";
-      for (const auto& pt : t.points) {
-        o << "      - {size: " << b_(pt.size) << ", time: " << t_(pt.time) << ", bandwidth: " << bw_(pt.size / pt.time);
-        if (pt.iqr) o << ", iqr: " << t_(*pt.iqr);
-        if (pt.samples) o << ", samples: " << pt.samples;
-        o << "}\n";
-      }
-    }
-  }
-  if (!c.p2p.empty()) {
-    o << "p2p:\n";
-    for (const auto& e : c.p2p) {
-      o << "  - {src: " << e.src << ", dst: " << e.dst << ", peer_access: " << (e.peer_access ? "true" : "false");
-      if (e.bandwidth) o << ", bandwidth: " << bw_(*e.bandwidth);
-      if (e.bidirectional) o << ", bidirectional: " << bw_(*e.bidirectional);
-      if (e.latency) o << ", latency: " << t_(*e.latency);
-      o << "}\n";
-    }
-  }
-  if (!c.collectives.empty()) {
-    o << "collectives:\n";
-    for (const auto& k : c.collectives) {
-      o << "  - op: " << to_string(k.op) << '\n';
-      o << "    gpus: " << k.gpus << '\n';
-      o << "    nodes: " << k.nodes << '\n';
-      kv(o, 4, "dtype", q(k.dtype));
-      if (k.gpus_per_thread > 1) o << "    gpus_per_thread: " << k.gpus_per_thread << '\n';
-      if (!k.source.empty()) kv(o, 4, "source", q(k.source));
-      if (k.fit) o << "    fit: {alpha: " << t_(k.fit->alpha) << ", beta: " << bw_(k.fit->beta) << "}\n";
-      o << "    points:\n";
-      const double factor = bus_bandwidth_factor(k.op, k.gpus);
-      for (const auto& pt : k.points) {
-        const BytesPerSecond alg = algorithm_bandwidth(pt.size, pt.time);
-        o << "      - {size: " << b_(pt.size) << ", time: " << t_(pt.time);
-        if (pt.time_in_place) o << ", time_in_place: " << t_(*pt.time_in_place);
-        o << ", algbw: " << bw_(alg);
-        if (factor > 0) o << ", busbw: " << bw_(alg * factor);
-        if (pt.iqr) o << ", iqr: " << t_(*pt.iqr);
-        if (pt.samples) o << ", samples: " << pt.samples;
-        o << "}\n";
-      }
-    }
-  }
-  if (!c.gemm.empty()) {
-    o << "gemm:\n";
-    for (const auto& g : c.gemm) {
-      o << "  - {precision: " << g.precision << ", m: " << g.m << ", n: " << g.n << ", k: " << g.k
-        << ", time: " << t_(g.time) << ", rate: "
-        << q(fmt::format("{:.9g} TFLOPS", in_teraflops_per_second(
-                                              flops(2.0 * static_cast<double>(g.m) * static_cast<double>(g.n) *
-                                                    static_cast<double>(g.k)) / g.time)));
-      if (g.iqr) o << ", iqr: " << t_(*g.iqr);
-      if (g.samples) o << ", samples: " << g.samples;
-      o << "}\n";
-    }
-  }
-  if (!c.layers.empty()) {
-    o << "layers:\n";
-    for (const auto& l : c.layers) {
-      o << "  - model: " << q(l.model) << '\n';
-      o << "    batch: " << l.batch << '\n';
-      o << "    precision: " << l.precision << '\n';
-      if (!l.gpu.empty()) kv(o, 4, "gpu", q(l.gpu));
-      o << "    times:\n";
-      for (const auto& t : l.layers) {
-        o << "      - {name: " << q(t.name);
-        if (t.forward) o << ", forward: " << t_(*t.forward);
-        if (t.backward) o << ", backward: " << t_(*t.backward);
-        if (!t.how.empty()) o << ", how: " << q(t.how);
-        o << "}\n";
-      }
-    }
-  }
+  yamlio::Emitter o;
+  o.comment("dlscale calibration file (schema 1; docs/calibration.md). Sizes in bytes, times per operation.");
+  o.pair(0, "schema", n_(kCalibrationSchema));
+  write_provenance(o, c.provenance);
+  o.pair_if(0, "gpu", text(c.gpu)).pair_if(0, "topology", text(c.topology_file)).pair_if(0, "raw_samples", text(c.raw_samples));
+  write_devices(o, c.devices);
+  write_transfers(o, c.transfers);
+  write_p2p(o, c.p2p);
+  write_collectives(o, c.collectives);
+  write_gemm(o, c.gemm);
+  write_layers(o, c.layers);
   if (c.storage) {
-    o << "storage:\n";
-    kv(o, 2, "path", q(c.storage->path));
-    if (c.storage->size > Bytes{}) kv(o, 2, "size", b_(c.storage->size));
-    if (c.storage->page_cache) kv(o, 2, "page_cache", bw_(*c.storage->page_cache));
-    if (c.storage->direct) kv(o, 2, "direct", bw_(*c.storage->direct));
+    o.key(0, "storage").pair(2, "path", q(c.storage->path));
+    if (c.storage->size > Bytes{}) o.pair(2, "size", b_(c.storage->size));
+    if (c.storage->page_cache) o.pair(2, "page_cache", bw_(*c.storage->page_cache));
+    if (c.storage->direct) o.pair(2, "direct", bw_(*c.storage->direct));
   }
-  return o.str();
+  return std::move(o).str();
 }
 
 void save_calibration(const Calibration& c, const std::filesystem::path& file) {

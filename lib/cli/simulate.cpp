@@ -15,6 +15,7 @@
 #include "dlscale/io.hpp"
 #include "dlscale/report.hpp"
 #include "dlscale/sim/simulator.hpp"
+#include "report/prediction_json.hpp"
 
 namespace dlscale::cli {
 namespace {
@@ -170,9 +171,7 @@ void run_simulate(const SimulateOptions& o) {
 
   std::ostringstream out;
   if (fmt == OutputFormat::json) {
-    std::ostringstream tmp;
-    write_predictions(tmp, fmt, info, preds);
-    auto j = nlohmann::ordered_json::parse(tmp.str());
+    auto j = predictions_json(info, preds);  // predict's record, with what only a simulation knows
     auto arr = nlohmann::ordered_json::array();
     for (const auto& r : results) arr.push_back(simulation_json(r));
     j["simulation"] = std::move(arr);

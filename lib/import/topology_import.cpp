@@ -17,6 +17,7 @@
 #include "dlscale/topology.hpp"
 #include "io/numbers.hpp"
 #include "io/text.hpp"
+#include "io/yaml_writer.hpp"
 
 namespace dlscale {
 namespace {
@@ -99,70 +100,62 @@ std::string cpu_link_kind(const ImportedCpu& c) {
   return "upi";
 }
 
-/// `text` as a double-quoted YAML scalar.
-std::string quoted(const std::string& text) {
-  std::string out = "\"";
-  for (char ch : text) out += ch == '"' || ch == '\\' ? std::string("\\") + ch : std::string(1, ch);
-  return out + "\"";
-}
-
 std::string to_yaml(const ImportedNode& n, const std::string& gpu_id, int nodes, const std::optional<FabricSpec>& fabric,
                     const std::vector<std::pair<std::string, std::string>>& assumed) {
-  std::ostringstream o;
-  o << "# Imported by dlscale from " << n.source << " (" << n.what << ").\n"
-    << "# Check 'gpu', 'nodes' and 'storage': the capture does not say.\n";
-  for (const auto& note : n.notes) o << "# " << note << "\n";
+  yamlio::Emitter o;
+  o.comment("Imported by dlscale from " + n.source + " (" + n.what + ").");
+  o.comment("Check 'gpu', 'nodes' and 'storage': the capture does not say.");
+  for (const auto& note : n.notes) o.comment(note);
   std::string stem = n.source;
   if (auto s = stem.find_last_of('/'); s != std::string::npos) stem = stem.substr(s + 1);
   if (auto d = stem.find('.'); d != std::string::npos) stem = stem.substr(0, d);
   std::string name;
   for (char c : stem) name += std::isalnum(static_cast<unsigned char>(c)) ? static_cast<char>(std::tolower(c)) : '-';
-  o << "name: " << (name.empty() ? "imported" : name) << "\n"
-    << "description: imported from " << n.what << "\n"
-    << "nodes: " << nodes << "\n"
-    << "gpus_per_node: " << n.gpus << "\n"
-    << "gpu: " << gpu_id << "\n"
-    << "framework: pytorch-ddp  # assumed: the capture does not say\n"
-    << "storage:                # placeholders: not in the capture\n"
-    << "  disk: \"1 GB/s\"\n"
-    << "  page_cache: \"10 GB/s\"\n"
-    << "input: {data: synthetic}  # so that the placeholders do not bind: give an input section (or --data) for real I/O\n"
-    << "assumed:                # said by every prediction on this cluster\n";
-  for (const auto& [key, what] : assumed) o << "  " << key << ": " << quoted(what) << "\n";
+  o.pair(0, "name", name.empty() ? "imported" : name)
+      .pair(0, "description", "imported from " + n.what)
+      .pair(0, "nodes", std::to_string(nodes))
+      .pair(0, "gpus_per_node", std::to_string(n.gpus))
+      .pair(0, "gpu", gpu_id)
+      .pair(0, "framework", "pytorch-ddp", "assumed: the capture does not say")
+      .key(0, "storage", "placeholders: not in the capture", 16)
+      .pair(2, "disk", yamlio::quoted("1 GB/s"))
+      .pair(2, "page_cache", yamlio::quoted("10 GB/s"))
+      .pair(0, "input", yamlio::FlowMap().add("data", "synthetic").str(),
+            "so that the placeholders do not bind: give an input section (or --data) for real I/O")
+      .key(0, "assumed", "said by every prediction on this cluster", 16);
+  for (const auto& [key, what] : assumed) o.pair(2, key, yamlio::quoted(what));
   if (fabric)
-    o << "fabric:\n"
-      << "  kind: " << fabric->kind << "\n"
-      << fmt::format("  speed: \"{:.12g} GB/s\"\n", in_gigabytes_per_second(fabric->speed));
-  o << "node:\n";
+    o.key(0, "fabric")
+        .pair(2, "kind", fabric->kind)
+        .pair(2, "speed", yamlio::quoted(fmt::format("{:.12g} GB/s", in_gigabytes_per_second(fabric->speed))));
+  o.key(0, "node");
   if (!n.cpus.empty()) {
-    o << "  cpus:\n";
-    for (const auto& c : n.cpus)
-      o << fmt::format("    - {{name: {}, arch: {}, vendor: {}{}}}\n", c.name, c.arch, c.vendor,
-                       c.model.empty() ? "" : ", model: " + c.model);
+    o.key(2, "cpus");
+    for (const auto& c : n.cpus) {
+      yamlio::FlowMap m;
+      m.add("name", c.name).add("arch", c.arch).add("vendor", c.vendor);
+      if (!c.model.empty()) m.add("model", c.model);
+      o.item(4, m.str());
+    }
   }
-  auto list = [&](const char* key, const std::vector<std::string>& v) {
-    if (v.empty()) return;
-    o << "  " << key << ": [";
-    for (std::size_t i = 0; i < v.size(); ++i) o << (i ? ", " : "") << v[i];
-    o << "]\n";
-  };
-  list("pcie_switches", n.switches);
-  list("nvswitches", n.nvswitches);
+  if (!n.switches.empty()) o.pair(2, "pcie_switches", yamlio::flow_sequence(n.switches));
+  if (!n.nvswitches.empty()) o.pair(2, "nvswitches", yamlio::flow_sequence(n.nvswitches));
   if (!n.nics.empty()) {
-    o << "  nics:\n";
+    o.key(2, "nics");
     for (const auto& [nic, speed] : n.nics)
-      o << fmt::format("    - {{name: {}, speed: \"{}\"}}{}\n", nic, speed.empty() ? "100 Gb/s" : speed,
-                       speed.empty() ? "   # speed not in the capture" : "");
+      o.item(4, yamlio::FlowMap().add("name", nic).add("speed", yamlio::quoted(speed.empty() ? "100 Gb/s" : speed)).str(),
+             speed.empty() ? "speed not in the capture" : "", 3);
   }
-  o << "  links:\n";
+  o.key(2, "links");
   for (const auto& l : n.links) {
-    o << fmt::format("    - {{a: {}, b: {}, kind: {}", l.a, l.b, l.kind);
-    if (l.kind == "nvlink") o << fmt::format(", count: {}", l.count);
-    if (l.kind == "pcie" && !l.bandwidth.empty()) o << fmt::format(", bandwidth: \"{}\"", l.bandwidth);
-    else if (l.kind == "pcie") o << fmt::format(", generation: {}, lanes: {}", l.generation, l.lanes);
-    o << "}\n";
+    yamlio::FlowMap m;
+    m.add("a", l.a).add("b", l.b).add("kind", l.kind);
+    if (l.kind == "nvlink") m.add("count", std::to_string(l.count));
+    if (l.kind == "pcie" && !l.bandwidth.empty()) m.add("bandwidth", yamlio::quoted(l.bandwidth));
+    else if (l.kind == "pcie") m.add("generation", std::to_string(l.generation)).add("lanes", std::to_string(l.lanes));
+    o.item(4, m.str());
   }
-  return o.str();
+  return std::move(o).str();
 }
 
 [[noreturn]] void fail_at(const std::string& file, int line, const std::string& msg, int column = 1) {

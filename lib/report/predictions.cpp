@@ -9,6 +9,7 @@
 #include "dlscale/error.hpp"
 #include "dlscale/format.hpp"
 #include "dlscale/report.hpp"
+#include "report/prediction_json.hpp"
 
 namespace dlscale {
 
@@ -18,6 +19,78 @@ OutputFormat output_format_from_string(std::string_view s) {
   if (s == "csv") return OutputFormat::csv;
   throw InputError(SourceLocation{}, "format", fmt::format("unknown format '{}' (expected table, json or csv)", s));
 }
+
+nlohmann::ordered_json prediction_json(const Prediction& p, const TrainingCost* train) {
+  const auto& b = p.breakdown;
+  nlohmann::ordered_json e;
+  e["gpus"] = p.gpus;
+  e["nodes"] = p.nodes;
+  e["batch_per_gpu"] = p.batch_per_gpu;
+  e["iteration_time_s"] = in_seconds(p.iteration_time);
+  e["throughput_samples_per_s"] = p.throughput_samples_per_s;
+  e["throughput_tokens_per_s"] =
+      p.throughput_tokens_per_s > 0.0 ? nlohmann::ordered_json(p.throughput_tokens_per_s) : nlohmann::ordered_json(nullptr);
+  e["mfu"] = p.mfu;
+  e["speedup"] = p.speedup;
+  e["efficiency"] = p.efficiency;
+  e["hiding_case"] = p.hiding_case;
+  e["boundary_layer"] = p.boundary_layer;
+  e["bottleneck"] = std::string(to_string(p.bottleneck));
+  e["bottleneck_resource"] = p.bottleneck_resource.str();
+  e["bottleneck_share"] = p.bottleneck_share;
+  e["bottleneck_gain"] = p.bottleneck_gain;
+  e["memory"] = {{"per_gpu_bytes", in_bytes(p.memory.per_gpu)},
+                 {"capacity_bytes", in_bytes(p.memory.capacity)},
+                 {"fits", p.memory.fits}};
+  if (p.memory.host_per_node > Bytes{}) {  // CPU offload (eq. S9); absent otherwise
+    e["memory"]["host_per_node_bytes"] = in_bytes(p.memory.host_per_node);
+    e["memory"]["host_capacity_bytes"] = in_bytes(p.memory.host_capacity);
+    e["memory"]["host_fits"] = p.memory.host_fits;
+    e["offload"] = {{"pcie_bytes_per_gpu", in_bytes(b.offload_bytes)},
+                    {"d2h_s", in_seconds(b.offload_d2h)},
+                    {"d2h_exposed_s", in_seconds(b.offload_d2h_exposed)},
+                    {"cpu_adam_s", in_seconds(b.offload_cpu)},
+                    {"h2d_s", in_seconds(b.offload_h2d)}};
+  }
+  e["breakdown"] = {{"io_s", in_seconds(b.io)},           {"h2d_s", in_seconds(b.h2d)},
+                    {"forward_s", in_seconds(b.forward)}, {"backward_s", in_seconds(b.backward)},
+                    {"update_s", in_seconds(b.update)},   {"comm_s", in_seconds(b.comm)},
+                    {"comm_exposed_s", in_seconds(b.comm_exposed)},
+                    {"sync_wait_s", in_seconds(b.sync_wait)},  // the wait for the slowest GPU (jitter_cv)
+                    {"overhead_s", in_seconds(b.overhead)}};   // the framework's fixed cost per iteration
+  if (train) {
+    const TrainingCost& c = *train;
+    e["time_to_train"] = {{"iterations", c.iterations},
+                          {"hours", in_seconds(c.wall_time) / 3600.0},
+                          {"gpu_hours", c.gpu_hours},
+                          {"cost", c.cost ? nlohmann::ordered_json(*c.cost) : nlohmann::ordered_json(nullptr)},
+                          {"currency", c.cost ? nlohmann::ordered_json(c.currency) : nlohmann::ordered_json(nullptr)}};
+  }
+  return e;
+}
+
+nlohmann::ordered_json predictions_json(const RunInfo& info, std::span<const Prediction> preds,
+                                        std::span<const TrainingCost> train) {
+  nlohmann::ordered_json j;
+  j["schema"] = 1;
+  j["inputs"] = {{"cluster", info.cluster},
+                 {"gpu", info.gpu},
+                 {"model", info.model},
+                 {"framework", info.framework},
+                 {"batch_per_gpu", info.batch_per_gpu},
+                 {"precision", info.precision},
+                 {"profile", info.profile.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(info.profile)},
+                 {"collective_model", info.collective_model}};
+  if (!train.empty()) j["inputs"]["workload"] = info.workload;
+  if (!info.assumed.empty()) j["inputs"]["assumed"] = info.assumed;
+  auto arr = nlohmann::ordered_json::array();
+  for (std::size_t i = 0; i < preds.size(); ++i)
+    arr.push_back(prediction_json(preds[i], i < train.size() ? &train[i] : nullptr));
+  j["predictions"] = std::move(arr);
+  return j;
+}
+
+std::string to_json(const Prediction& p) { return prediction_json(p).dump(); }
 
 namespace {
 
@@ -92,70 +165,7 @@ void write_table(std::ostream& out, const RunInfo& info, std::span<const Predict
 
 void write_json(std::ostream& out, const RunInfo& info, std::span<const Prediction> preds,
                 std::span<const TrainingCost> train) {
-  nlohmann::ordered_json j;
-  j["schema"] = 1;
-  j["inputs"] = {{"cluster", info.cluster},
-                 {"gpu", info.gpu},
-                 {"model", info.model},
-                 {"framework", info.framework},
-                 {"batch_per_gpu", info.batch_per_gpu},
-                 {"precision", info.precision},
-                 {"profile", info.profile.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(info.profile)},
-                 {"collective_model", info.collective_model}};
-  if (!train.empty()) j["inputs"]["workload"] = info.workload;
-  if (!info.assumed.empty()) j["inputs"]["assumed"] = info.assumed;
-  auto arr = nlohmann::ordered_json::array();
-  for (std::size_t i = 0; i < preds.size(); ++i) {
-    const Prediction& p = preds[i];
-    const auto& b = p.breakdown;
-    nlohmann::ordered_json e;
-    e["gpus"] = p.gpus;
-    e["nodes"] = p.nodes;
-    e["batch_per_gpu"] = p.batch_per_gpu;
-    e["iteration_time_s"] = in_seconds(p.iteration_time);
-    e["throughput_samples_per_s"] = p.throughput_samples_per_s;
-    e["throughput_tokens_per_s"] =
-        p.throughput_tokens_per_s > 0.0 ? nlohmann::ordered_json(p.throughput_tokens_per_s) : nlohmann::ordered_json(nullptr);
-    e["mfu"] = p.mfu;
-    e["speedup"] = p.speedup;
-    e["efficiency"] = p.efficiency;
-    e["hiding_case"] = p.hiding_case;
-    e["boundary_layer"] = p.boundary_layer;
-    e["bottleneck"] = std::string(to_string(p.bottleneck));
-    e["bottleneck_resource"] = p.bottleneck_resource.str();
-    e["bottleneck_share"] = p.bottleneck_share;
-    e["bottleneck_gain"] = p.bottleneck_gain;
-    e["memory"] = {{"per_gpu_bytes", in_bytes(p.memory.per_gpu)},
-                   {"capacity_bytes", in_bytes(p.memory.capacity)},
-                   {"fits", p.memory.fits}};
-    if (p.memory.host_per_node > Bytes{}) {  // CPU offload (eq. S9); absent otherwise
-      e["memory"]["host_per_node_bytes"] = in_bytes(p.memory.host_per_node);
-      e["memory"]["host_capacity_bytes"] = in_bytes(p.memory.host_capacity);
-      e["memory"]["host_fits"] = p.memory.host_fits;
-      e["offload"] = {{"pcie_bytes_per_gpu", in_bytes(b.offload_bytes)},
-                      {"d2h_s", in_seconds(b.offload_d2h)},
-                      {"d2h_exposed_s", in_seconds(b.offload_d2h_exposed)},
-                      {"cpu_adam_s", in_seconds(b.offload_cpu)},
-                      {"h2d_s", in_seconds(b.offload_h2d)}};
-    }
-    e["breakdown"] = {{"io_s", in_seconds(b.io)},           {"h2d_s", in_seconds(b.h2d)},
-                      {"forward_s", in_seconds(b.forward)}, {"backward_s", in_seconds(b.backward)},
-                      {"update_s", in_seconds(b.update)},   {"comm_s", in_seconds(b.comm)},
-                      {"comm_exposed_s", in_seconds(b.comm_exposed)},
-                      {"sync_wait_s", in_seconds(b.sync_wait)},  // the wait for the slowest GPU (jitter_cv)
-                      {"overhead_s", in_seconds(b.overhead)}};   // the framework's fixed cost per iteration
-    if (i < train.size()) {
-      const TrainingCost& c = train[i];
-      e["time_to_train"] = {{"iterations", c.iterations},
-                            {"hours", in_seconds(c.wall_time) / 3600.0},
-                            {"gpu_hours", c.gpu_hours},
-                            {"cost", c.cost ? nlohmann::ordered_json(*c.cost) : nlohmann::ordered_json(nullptr)},
-                            {"currency", c.cost ? nlohmann::ordered_json(c.currency) : nlohmann::ordered_json(nullptr)}};
-    }
-    arr.push_back(std::move(e));
-  }
-  j["predictions"] = std::move(arr);
-  out << j.dump(2) << '\n';
+  out << predictions_json(info, preds, train).dump(2) << '\n';
 }
 
 void write_csv(std::ostream& out, std::span<const Prediction> preds, std::span<const TrainingCost> train) {

@@ -1,6 +1,6 @@
 // SVG versions of the papers' scaling figures: throughput against GPUs on log-log axes with the ideal
 // (linear) line of each series, and speedup against GPUs with the ideal y = x. Drawn by plot.hpp's
-// line_plot_svg (lib/plan/svg.cpp, the one SVG writer), with a wider legend column for the 12–24 labelled
+// line_plot_svg (lib/report/svg.cpp, the one SVG writer), with a wider legend column for the 12–24 labelled
 // series of these figures and each series' ideal line faint and out of the legend.
 #include <algorithm>
 #include <set>

@@ -8,6 +8,10 @@ export DLSCALE_DATA_DIR=$PWD
 "$build/bin/dlscale" predict --profile worked-example-cntk-alexnet --gpus 1,2,4,8,16 > tests/golden/predict-worked-example.txt
 "$build/bin/dlscale" reproduce shi-chu-2018 --experiment table5-single-gpu > tests/golden/reproduce-table5.txt
 "$build/bin/dlscale" sweep --spec tests/data/plan/sweep-small.yaml > tests/golden/sweep-small.csv
+"$build/bin/dlscale" predict --profile worked-example-cntk-alexnet --gpus 1,2,4,8,16 --format json > tests/golden/predict-worked-example.json
+"$build/bin/dlscale" sweep --spec tests/data/plan/sweep-small.yaml --format jsonl > tests/golden/sweep-small.jsonl
+"$build/bin/dlscale" simulate --profile worked-example-cntk-alexnet --gpus 1,4 --iterations 2 --format json \
+  --trace tests/golden/simulate-worked-example-trace.json > tests/golden/simulate-worked-example.json
 "$build/bin/dlscale" explain --cluster dgx1v --model resnet50 --framework pytorch-ddp --precision fp16 --batch 64 --gpus 32 --target 0.99 > tests/golden/explain-resnet50-dgx1v.txt
 "$build/bin/dlscale" explain --cluster shi-chu-p40 --model alexnet --framework cntk --batch 1024 --gpus 16 --target 80% > tests/golden/explain-alexnet-cntk.txt
 echo "refreshed tests/golden/*; review with: git diff tests/golden"
