@@ -10,7 +10,8 @@ namespace dlscale {
 /// `s` with ASCII letters in lower case (names compared without case: GPU ids, PCI bus ids).
 inline std::string lower_ascii(std::string_view s) {
   std::string out(s);
-  for (auto& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  for (auto& c : out)
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');  // std::tolower in the "C" locale, inline
   return out;
 }
 
