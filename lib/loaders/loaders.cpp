@@ -572,6 +572,8 @@ Cluster read_cluster(const Node& root, const std::string& source, const ClusterO
   }
   if (auto n = derive ? m.optional("intra_node") : std::optional<Node>(m.required("intra_node"))) {
     c.intra_node = read_link(*n);
+  } else if (ov.graph_only) {
+    // not asked for: the ring search below is most of a one-node collective's work
   } else if (c.gpus_per_node > 1) {
     // NCCL's ring over the whole node: channels × per-channel speed, one step of Simple latency
     std::vector<int> all(static_cast<std::size_t>(c.gpus_per_node));
@@ -603,7 +605,7 @@ Cluster read_cluster(const Node& root, const std::string& source, const ClusterO
     if (auto n = s.optional("dataset_in_page_cache")) c.dataset_in_page_cache = n->boolean();
     s.finish();
   }
-  if (auto n = m.optional("input")) c.input = read_input(*n, c);
+  if (auto n = m.optional("input"); n && !ov.graph_only) c.input = read_input(*n, c);
   if (auto n = m.optional("gpudirect_rdma")) c.gpudirect_rdma = n->boolean();
   if (auto n = m.optional("host_memory")) c.host_memory = n->bandwidth();
   if (auto n = m.optional("host_memory_size")) {
@@ -612,7 +614,7 @@ Cluster read_cluster(const Node& root, const std::string& source, const ClusterO
   }
   if (auto n = m.optional("framework")) {  // the default framework of predictions on this cluster
     c.framework = n->scalar();
-    const auto known = list_names(DataKind::framework);
+    const auto known = ov.graph_only ? std::vector<std::string>{c.framework} : list_names(DataKind::framework);
     if (std::find(known.begin(), known.end(), c.framework) == known.end())
       n->fail(fmt::format("unknown framework '{}' (a name in models/frameworks/: {})", c.framework, fmt::join(known, ", ")));
   }
