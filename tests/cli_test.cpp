@@ -100,6 +100,26 @@ TEST(Cli, ComputeParamsReplaceTheShippedKernelParameters) {
   EXPECT_EQ(lines(missing.err), 1) << missing.err;
 }
 
+TEST(Cli, CollectiveReadsOnlyTheClustersGraph) {
+  // A collective needs the cluster's graph, not its input pipeline (issue 35's start-up: the dataset and
+  // CPU catalogues and a 16-GPU ring search were most of a one-node collective's work). dgx2 with a dataset
+  // that does not exist: the collective answers as on dgx2, a prediction still refuses the file.
+  std::string text = slurp(std::string(DLSCALE_SOURCE_DIR) + "/topologies/dgx2.yaml");
+  const auto at = text.find("dataset: imagenet");
+  ASSERT_NE(at, std::string::npos);
+  text.replace(at, 17, "dataset: no-such-dataset");
+  const std::string file = temp_file("dgx2-no-dataset.yaml", text).string();
+  const std::string args = " --op allreduce --gpus 8 --bytes 1GiB";
+  const auto shipped = run_cli("collective --cluster dgx2" + args);
+  const auto mine = run_cli("collective --cluster " + file + args);
+  ASSERT_EQ(shipped.status, 0) << shipped.err;
+  ASSERT_EQ(mine.status, 0) << mine.err;
+  EXPECT_EQ(mine.out, shipped.out);
+  const auto predict = run_cli("predict --cluster " + file + " --model resnet50 --gpus 8");
+  EXPECT_EQ(predict.status, 2) << predict.out;
+  EXPECT_NE(predict.err.find("unknown datasets 'no-such-dataset'"), std::string::npos) << predict.err;
+}
+
 TEST(Cli, FitKeepsTheFixedParametersAtTheirStart) {
   // Two GPUs' rows, written here, fitted from a start whose kernel overhead (7 us) and operand feed (9) are
   // held: they come back as they went in, while a free parameter moves off its start.

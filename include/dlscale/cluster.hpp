@@ -77,6 +77,10 @@ struct ClusterOverrides {
   int nodes = 0;
   std::optional<FabricSpec> fabric;
   std::optional<GpuSpec> gpu;  // every GPU of the cluster, as if its file's `gpu:` named this one
+  /// Read only what a question about the graph needs (`dlscale collective`): the input pipeline (and the
+  /// catalogues it names), the framework's check against models/frameworks/ and the intra-node link
+  /// derived by a channel search are skipped, left at their defaults. Not a change to the cluster's values.
+  bool graph_only = false;
   [[nodiscard]] bool empty() const noexcept { return nodes == 0 && !fabric && !gpu; }
 };
 

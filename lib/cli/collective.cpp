@@ -93,6 +93,7 @@ void run_collective(const CollectiveOptions& o) {
     throw UsageError("--format", fmt::format("unknown format '{}' (expected table or json)", o.format));
   const auto file = resolve(DataKind::cluster, o.cluster, "--cluster");
   ClusterOverrides ov = cluster_overrides(o.scale);
+  ov.graph_only = true;  // no input pipeline, no derived intra-node link: a collective reads neither
   Cluster c = load_cluster(file, ov);
   if (o.gpus > c.max_gpus() || o.nodes > c.max_nodes) {
     // --fabric composes as many nodes as the GPUs need (the command's own --nodes places them); without

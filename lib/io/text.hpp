@@ -10,7 +10,8 @@ namespace dlscale {
 /// `s` with ASCII letters in lower case (names compared without case: GPU ids, PCI bus ids).
 inline std::string lower_ascii(std::string_view s) {
   std::string out(s);
-  for (auto& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  // std::tolower in the "C" locale, without a branch so that the loop vectorises (gpus.yaml is 47 kB)
+  for (auto& c : out) c = static_cast<char>(c + (static_cast<unsigned char>(c - 'A') < 26u ? 'a' - 'A' : 0));
   return out;
 }
 

@@ -326,8 +326,11 @@ MapReader::MapReader(Node map) : map_(std::move(map)) {
 }
 
 Node MapReader::child(int value, std::string_view key) const {
-  const std::string full = map_.path().empty() ? std::string(key) : map_.path() + "." + std::string(key);
-  return Node(map_.document(), value, map_.file_ptr(), full);
+  std::string full;  // "parent.key", built in one allocation (a file's graph asks for a thousand of them)
+  full.reserve(map_.path().size() + 1 + key.size());
+  if (!map_.path().empty()) full.append(map_.path()).push_back('.');
+  full.append(key);
+  return Node(map_.document(), value, map_.file_ptr(), std::move(full));
 }
 
 bool MapReader::has(std::string_view key) const {
@@ -349,7 +352,7 @@ Node MapReader::required(std::string_view key) {
     const std::string full = map_.path().empty() ? std::string(key) : map_.path() + "." + std::string(key);
     throw InputError(map_.where(), full, "missing required key");
   }
-  return *n;
+  return std::move(*n);
 }
 
 std::vector<std::pair<std::string, Node>> MapReader::entries() {

@@ -254,9 +254,10 @@ namespace {
 // The catalogue entry (its id, name or an alias equal to `want`, lower-cased) read without parsing the
 // rest of gpus.yaml: a command that names one GPU should not pay for thirty (issue 17's start-up). The
 // file's text is cut at its top-level sequence items; an item whose text contains `want` is parsed alone,
-// every other line blanked so that positions stay the file's own. Nothing is returned (and the caller
-// parses the whole catalogue, with its checks and its errors) unless exactly one item matches and it
-// parses cleanly: a duplicated name, an unknown one or a broken entry gets the whole file's message.
+// after the file's header. Nothing is returned (and the caller parses the whole catalogue, with its checks
+// and its errors) unless exactly one item matches and it parses cleanly: a duplicated name, an unknown one
+// or a broken entry gets the whole file's message, so positions in this text are never shown. (The other
+// lines were once kept as blank lines: libyaml's scanning of them cost more than the rest of the lookup.)
 std::optional<GpuSpec> find_gpu_alone(const fs::path& file, const std::string& want) {
   std::ifstream in(file, std::ios::binary);
   if (!in || want.empty()) return std::nullopt;
@@ -287,14 +288,16 @@ std::optional<GpuSpec> find_gpu_alone(const fs::path& file, const std::string& w
     if (l.starts_with("  - ")) items.push_back(i);
     else if (!l.empty() && l[0] != ' ' && l[0] != '#' && l[0] != '\n' && l[0] != '\r') return std::nullopt;  // another top-level key
   }
+  const std::string lower = lower_ascii(text);
+  auto offset = [&](std::size_t i) { return i < starts.size() ? starts[i] : text.size(); };
   std::optional<GpuSpec> found;
   for (std::size_t k = 0; k < items.size(); ++k) {
     const std::size_t first = items[k], last = k + 1 < items.size() ? items[k + 1] : starts.size();
-    std::string block;
-    for (std::size_t i = first; i < last; ++i) block += line(i);
-    if (lower_ascii(block).find(want) == std::string::npos) continue;
-    std::string alone;  // the header, this item, and blank lines for every other line
-    for (std::size_t i = 0; i < starts.size(); ++i) alone += (i <= header || (i >= first && i < last)) ? std::string(line(i)) : "\n";
+    const std::string_view block = std::string_view(lower).substr(offset(first), offset(last) - offset(first));
+    if (block.find(want) == std::string_view::npos) continue;
+    // the header (to its "gpus:" line) and this item
+    std::string alone = text.substr(0, offset(header + 1));
+    alone.append(text, offset(first), offset(last) - offset(first));
     try {
       MapReader top(yamlio::load_string(alone, file.string()));
       const auto entries = top.required("gpus").items();
@@ -569,6 +572,8 @@ Cluster read_cluster(const Node& root, const std::string& source, const ClusterO
   }
   if (auto n = derive ? m.optional("intra_node") : std::optional<Node>(m.required("intra_node"))) {
     c.intra_node = read_link(*n);
+  } else if (ov.graph_only) {
+    // not asked for: the ring search below is most of a one-node collective's work
   } else if (c.gpus_per_node > 1) {
     // NCCL's ring over the whole node: channels × per-channel speed, one step of Simple latency
     std::vector<int> all(static_cast<std::size_t>(c.gpus_per_node));
@@ -600,7 +605,7 @@ Cluster read_cluster(const Node& root, const std::string& source, const ClusterO
     if (auto n = s.optional("dataset_in_page_cache")) c.dataset_in_page_cache = n->boolean();
     s.finish();
   }
-  if (auto n = m.optional("input")) c.input = read_input(*n, c);
+  if (auto n = m.optional("input"); n && !ov.graph_only) c.input = read_input(*n, c);
   if (auto n = m.optional("gpudirect_rdma")) c.gpudirect_rdma = n->boolean();
   if (auto n = m.optional("host_memory")) c.host_memory = n->bandwidth();
   if (auto n = m.optional("host_memory_size")) {
@@ -609,7 +614,7 @@ Cluster read_cluster(const Node& root, const std::string& source, const ClusterO
   }
   if (auto n = m.optional("framework")) {  // the default framework of predictions on this cluster
     c.framework = n->scalar();
-    const auto known = list_names(DataKind::framework);
+    const auto known = ov.graph_only ? std::vector<std::string>{c.framework} : list_names(DataKind::framework);
     if (std::find(known.begin(), known.end(), c.framework) == known.end())
       n->fail(fmt::format("unknown framework '{}' (a name in models/frameworks/: {})", c.framework, fmt::join(known, ", ")));
   }

@@ -118,14 +118,28 @@ ChannelSet Topology::channels(ChannelPattern pattern, std::span<const int> local
     if (auto it = impl_->cache.find(key); it != impl_->cache.end()) return it->second;
   }
   const auto& table = nccl::default_table();
+  // the search changes the system it is given: each starts from a copy of the one built
+  auto built = [&] {
+    std::shared_ptr<const nccl::System> kept;
+    {
+      std::lock_guard lock(impl_->mutex);
+      if (auto it = impl_->trimmed.find({gpus, nets}); it != impl_->trimmed.end()) kept = it->second;
+    }
+    if (!kept) {
+      kept = std::make_shared<const nccl::System>(nccl::build_system(*impl_, gpus, nets, table));
+      std::lock_guard lock(impl_->mutex);
+      impl_->trimmed.emplace(std::pair{gpus, nets}, kept);
+    }
+    return nccl::System(*kept);
+  };
   ChannelSet result;
   if (pattern == ChannelPattern::ring) {
-    auto sys = nccl::build_system(*impl_, gpus, nets, table);
+    auto sys = built();
     result = nccl::compute_channels(sys, pattern, 1, table.max_channels, table);
   } else {
     // init.cc: the tree search must find as many channels as the ring search did.
     const ChannelSet ring = channels(ChannelPattern::ring, gpus, nodes);
-    auto sys = nccl::build_system(*impl_, gpus, nets, table);
+    auto sys = built();
     result = nccl::compute_channels(sys, pattern, ring.channels, ring.channels, table);
   }
   std::lock_guard lock(impl_->mutex);

@@ -69,6 +69,9 @@ struct Topology::Impl {
   mutable std::mutex mutex;
   mutable std::shared_ptr<const nccl::System> all_gpus[2];  // every GPU of the node, without/with NICs
   mutable std::map<std::tuple<int, std::vector<int>, bool>, ChannelSet> cache;
+  /// NCCL's system trimmed to some GPUs (with/without NICs) as built, before a search: the ring's and the
+  /// tree's searches over the same GPUs start from the same one (building it is most of a search's cost).
+  mutable std::map<std::pair<std::vector<int>, bool>, std::shared_ptr<const nccl::System>> trimmed;
 };
 
 namespace topo {
