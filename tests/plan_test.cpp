@@ -205,7 +205,9 @@ TEST_P(BottleneckCase, IsTheResourceWhoseDoublingExplainSaysGainsMost) {
   // explain prints the same gains and names the same bottleneck.
   const Explanation e = explain(sc, gpus, {});
   for (const auto& g : e.doubling)
-    if (g.resource == c.expected) EXPECT_NEAR(g.throughput_gain, best_gain, 1e-12);
+    if (g.resource == c.expected) {
+      EXPECT_NEAR(g.throughput_gain, best_gain, 1e-12);
+    }
   EXPECT_THAT(format_explanation(e, sc), HasSubstr(fmt::format("bound by: communication ({})", p.bottleneck_resource.str())));
 }
 
