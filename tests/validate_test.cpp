@@ -41,6 +41,7 @@ Scenario good_scenario() {
                                   {seconds(0.3), seconds(0.2), seconds(0.1)},
                                   {seconds(0.01), seconds(0.02), seconds(0.03)},
                                   {},
+                                  {},
                                   {}};
   sc.batch_per_gpu = 10;
   sc.strategy.name = "mem-ddp";

@@ -578,7 +578,7 @@ LayerTimes spread_phase_totals(const LayerTimes& modelled, Seconds forward, Seco
     return out;
   };
   LayerTimes t{spread(modelled.forward, forward), spread(modelled.backward, backward), spread(modelled.update, update),
-               {}, {}};
+               {}, {}, {}};
   // the recompute modes' parts of each layer's forward keep their share of it (eq. R1-R3)
   const Seconds s = sum(modelled.forward);
   const double scale = s > Seconds{} ? forward / s : 0.0;
