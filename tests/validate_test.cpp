@@ -10,43 +10,15 @@
 
 #include "dlscale/error.hpp"
 #include "dlscale/predict.hpp"
+#include "support/three_layer.hpp"
 
 namespace dlscale {
 namespace {
 
-/// Two nodes of four GPUs, three linear layers with measured times, batch 10: every value in range.
-Scenario good_scenario() {
-  Scenario sc;
-  sc.cluster.name = "mem";
-  sc.cluster.max_nodes = 2;
-  sc.cluster.gpus_per_node = 4;
-  sc.cluster.gpu.name = "mem GPU";
-  sc.cluster.gpu.peak_fp32 = teraflops_per_second(10);
-  sc.cluster.gpu.memory_bandwidth = gigabytes_per_second(300);
-  sc.cluster.h2d_pinned = sc.cluster.h2d_pageable = gigabytes_per_second(1);
-  sc.cluster.intra_node = {gigabytes_per_second(10), microseconds(5)};
-  sc.cluster.inter_node = {gigabytes_per_second(1), microseconds(10)};
-  sc.cluster.page_cache = sc.cluster.disk = megabytes_per_second(100);
-  sc.network.name = "three";
-  sc.network.input_bytes_per_sample = megabytes(1);
-  for (auto [name, params] : {std::pair{"l1", 1'000'000}, {"l2", 2'000'000}, {"l3", 3'000'000}}) {
-    Layer l;
-    l.name = name;
-    l.kind = LayerKind::linear;
-    l.params = params;
-    l.forward_flops_per_sample = 1e6;
-    sc.network.layers.push_back(l);
-  }
-  sc.measured_layers = LayerTimes{{seconds(0.1), seconds(0.1), seconds(0.1)},
-                                  {seconds(0.3), seconds(0.2), seconds(0.1)},
-                                  {seconds(0.01), seconds(0.02), seconds(0.03)},
-                                  {},
-                                  {},
-                                  {}};
-  sc.batch_per_gpu = 10;
-  sc.strategy.name = "mem-ddp";
-  return sc;
-}
+/// The three-layer scenario worked by hand in predict_test and plan_test (tests/support/three_layer.hpp, itself
+/// public headers only): two nodes of four GPUs, three linear layers with measured times, batch 10, every value
+/// in range.
+Scenario good_scenario() { return test::three_layer_scenario(); }
 
 struct Refusal {
   std::string key;
