@@ -103,6 +103,9 @@ inline constexpr double kDefaultHostMemoryBytes = 1e12;
 
 /// Bytes per element of the parameters that are gathered (the working copy: 2 in mixed precision, else 4).
 double working_bytes_per_element(Precision p) noexcept;
+/// Bytes per element of the gradients a step reduces: 4 under `reduce_dtype: fp32` in mixed precision, else the
+/// precision's gradient width.
+double reduce_bytes_per_element(const Sharding& s, Precision p) noexcept;
 
 /// The closed form of one micro-batch of a stage-3 strategy (eq. S5-S7): forward and backward compute of
 /// U units, each preceded by the all-gather of its parameters on one all-gather channel that holds at

@@ -7,6 +7,7 @@
 #include <numeric>
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 #include "dlscale/compute.hpp"
 #include "dlscale/sharding.hpp"
@@ -518,7 +519,7 @@ double update_bytes_per_param(const ComputeOptions& opt) noexcept {
   }
   // torch.optim's passes (_multi_tensor_sgd/_adam/_adamw; _single_tensor_* make the same ones a tensor at a
   // time) over fp32 weights and state, each reading its operands and writing its result; g the gradient's bytes.
-  const double g = is_mixed(opt.precision) && !opt.fp32_gradients ? 2.0 : 4.0;
+  const double g = gradient_bytes_per_element(opt);
   double passes = 0.0;
   switch (opt.optimizer) {
     case Optimizer::sgd: passes = 8.0 + g; break;  // w += -lr·g
@@ -582,12 +583,10 @@ LayerTimes spread_phase_totals(const LayerTimes& modelled, Seconds forward, Seco
   // the recompute modes' parts of each layer's forward keep their share of it (eq. R1-R3)
   const Seconds s = sum(modelled.forward);
   const double scale = s > Seconds{} ? forward / s : 0.0;
-  for (const auto* part : {&modelled.forward_gemm, &modelled.forward_attention, &modelled.forward_copies}) {
-    auto& out = part == &modelled.forward_gemm ? t.forward_gemm
-                : part == &modelled.forward_attention ? t.forward_attention
-                                                      : t.forward_copies;
-    for (const Seconds x : *part) out.push_back(x * scale);
-  }
+  for (const auto& [part, out] : {std::pair{&modelled.forward_gemm, &t.forward_gemm},
+                                   std::pair{&modelled.forward_attention, &t.forward_attention},
+                                   std::pair{&modelled.forward_copies, &t.forward_copies}})
+    for (const Seconds x : *part) out->push_back(x * scale);
   return t;
 }
 

@@ -256,7 +256,7 @@ ComputeOptions step_compute(ComputeOptions c, const Strategy& framework, const G
   const Sharding& sh = framework.sharding;
   c.shard_copies.per_parameter = sh.stage >= 3 && sh.per_parameter;
   c.shard_copies.regather = sh.reshard_after_forward;
-  c.shard_copies.reduce_bytes = sh.reduce_fp32 && is_mixed(c.precision) ? 4.0 : working_bytes_per_element(c.precision);
+  c.shard_copies.reduce_bytes = reduce_bytes_per_element(sh, c.precision);
   return c;
 }
 

@@ -12,6 +12,9 @@
 namespace dlscale {
 
 double working_bytes_per_element(Precision p) noexcept { return is_mixed(p) ? 2.0 : 4.0; }
+double reduce_bytes_per_element(const Sharding& s, Precision p) noexcept {
+  return s.reduce_fp32 && is_mixed(p) ? 4.0 : gradient_bytes_per_element(p);  // reduce_dtype fp32
+}
 
 Bytes offload_gradient_bytes(std::int64_t params, Precision p, int shard) noexcept {
   return bytes(static_cast<double>(params) * gradient_bytes_per_element(p) / std::max(shard, 1));  // eq. S9a
@@ -79,7 +82,7 @@ StepTraffic step_traffic(std::int64_t params, const Sharding& s, Precision p, co
   StepTraffic t;
   const double P = static_cast<double>(params);
   const double w = working_bytes_per_element(p);
-  const double g = s.reduce_fp32 && is_mixed(p) ? 4.0 : gradient_bytes_per_element(p);  // reduce_dtype fp32
+  const double g = reduce_bytes_per_element(s, p);
   const double G = at.gpus;
   if (!s.sharded()) {
     t.allreduce = bytes(P * g * 2.0 * (G - 1.0) / G);  // eq. S2a
