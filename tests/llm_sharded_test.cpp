@@ -153,7 +153,9 @@ std::optional<LlmRun> run_of(const YAML::Node& row, std::string& why) {
   sc.network = build_decoder(d, r.id);
   const std::string strategy = row["strategy"].as<std::string>();
   const std::string framework = lower(row["framework"].as<std::string>());
-  const std::string fw = contains(framework, "fsdp2") ? "torchtitan"
+  // torchtitan's 2024-12 benchmarks ran at commit 9dec370, before it compiled the loss (torchtitan-2024.yaml)
+  const bool titan_2024 = row["notes"] && contains(row["notes"].as<std::string>(), "torchtitan 9dec370");
+  const std::string fw = contains(framework, "fsdp2") ? (titan_2024 ? "torchtitan-2024" : "torchtitan")
                          : strategy == "fsdp-hybrid"   ? "fsdp-hybrid"
                          : strategy == "zero1"         ? "deepspeed-zero1"
                                                        : "fsdp";
@@ -288,11 +290,12 @@ TEST(LlmSharded, PeakMemoryBesideWhatTheRunsPublish) {
   double mean = 0;
   for (double e : errors) mean += e / static_cast<double>(errors.size());
   std::printf("peak memory of %zu rows: mean |error| %.1f %%\n", errors.size(), 100 * mean);
-  // 17 rows publish a peak (torchtitan's H100 and H200 benchmarks, torchao's H100 and B200 tables). Today 9 of
-  // them are within 15 %; the misses are listed in docs/compute-model.md ("Language-model training").
+  // 17 rows publish a peak (torchtitan's H100 and H200 benchmarks, torchao's H100 and B200 tables). Today 12 of
+  // them are within 15 % (9 before torchtitan-2024's eager loss); the misses, torchao's five B200 rows, are listed
+  // in docs/compute-model.md ("Language-model training").
   EXPECT_EQ(errors.size(), 17u);
-  EXPECT_LT(mean, 0.25);
-  EXPECT_GE(std::count_if(errors.begin(), errors.end(), [](double e) { return e <= 0.15; }), 9);
+  EXPECT_LT(mean, 0.18);
+  EXPECT_GE(std::count_if(errors.begin(), errors.end(), [](double e) { return e <= 0.15; }), 12);
 }
 
 TEST(LlmSharded, TokensPerGpuInSampleAndLeavingOneSourceOut) {

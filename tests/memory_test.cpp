@@ -99,6 +99,12 @@ TEST(Memory, UnfusedAttentionKeepsItsProbabilitiesByHand) {
   ComputeOptions compiled = flash;
   compiled.compiled = true;
   EXPECT_DOUBLE_EQ(in_bytes(estimate_training_memory(with, 8, compiled, bytes(0)).activations), 8 * (4.0 * 128 * 768 * 4) / 2);
+  // compiled blocks with the loss left eager (compile_loss: false) keep the eager loss's 8 B a logit again
+  ComputeOptions blocks_only = compiled;
+  blocks_only.compiled_loss = false;
+  EXPECT_FALSE(loss_fused(blocks_only));
+  EXPECT_DOUBLE_EQ(in_bytes(estimate_training_memory(with, 8, blocks_only, bytes(0)).activations),
+                   8 * ((4.0 * 128 * 768 * 4) / 2 + loss));
 }
 
 TEST(Memory, FitWarnsAboveTheLargestBatch) {

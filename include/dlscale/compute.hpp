@@ -114,6 +114,10 @@ struct ComputeOptions {
   /// RMSNorm, rotary embedding and the loss's fp32 upcast read and write their tensor once. False: eager
   /// PyTorch runs them as the composite operators the models are written in, a kernel per operator.
   bool compiled = false;
+  /// Compiled, whether the loss is inside the compiled region (Strategy::compile_loss, eq. K14): true, its fp32
+  /// log-softmax is fused and keeps only row statistics; false (torchtitan before 2025 compiled each block but
+  /// left the loss eager), the loss runs and keeps what eager mixed precision keeps.
+  bool compiled_loss = true;
   /// The step is a sharded (FSDP/ZeRO) one: its tensor-core work runs at KernelParams::sharded_tensor of the
   /// modelled rate (eq. K16; set by step_compute from the framework). The Predictor times one GPU, where no
   /// collective runs beside the kernels, without it.
@@ -133,6 +137,9 @@ struct ComputeOptions {
   /// The kernel parameters of `gpu`'s architecture.
   [[nodiscard]] const KernelParams& kernel(const GpuSpec& gpu) const;
 };
+
+/// Eq. K14: the loss's fp32 log-softmax fused into one kernel (compiled with the step) or run eager.
+[[nodiscard]] constexpr bool loss_fused(const ComputeOptions& o) noexcept { return o.compiled && o.compiled_loss; }
 
 /// Bytes per element of activations: 4 in fp32/TF32, 2 in mixed (the gradients' are gpu.hpp's
 /// gradient_bytes_per_element).

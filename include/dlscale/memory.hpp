@@ -67,7 +67,7 @@ double recompute_flops_per_sample(const Network& net, const ComputeOptions& opt)
 double recompute_kept_bytes_per_sample(const Network& net, const ComputeOptions& opt, bool flash_attention);
 
 /// Eager mixed precision's loss (eq. K14): the logits' fp32 copy and the log-softmax's fp32 output, kept for
-/// backward, 8 B per element of the last layer's output; zero compiled or in fp32.
+/// backward, 8 B per element of the last layer's output; zero in fp32 or with the loss compiled (loss_fused).
 double fp32_loss_bytes_per_sample(const Network& net, const ComputeOptions& opt) noexcept;
 
 /// Activation checkpointing (Chen et al. 2016, "Training Deep Nets with Sublinear Memory Cost"): the L

@@ -100,6 +100,9 @@ struct Strategy {
   /// `compile: true`: the framework compiles the step (torch.compile, XLA), fusing element-wise chains into
   /// one kernel each (ComputeOptions::compiled, eq. K14); false: eager, an operator a kernel.
   bool compiled = false;
+  /// `compile_loss: false`: compiling leaves the loss eager (the model's blocks compiled, the cross-entropy on
+  /// fp32 logits outside; ComputeOptions::compiled_loss). Default true: the loss is compiled with the step.
+  bool compile_loss = true;
   /// `optimizer: sgd`: the optimiser the framework's benchmark runs take when a run names none (TensorFlow 1.x's
   /// tf_cnn_benchmarks: plain SGD); unset: the network's default (momentum for images, AdamW for tokens).
   std::optional<Optimizer> optimizer;

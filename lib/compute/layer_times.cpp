@@ -435,7 +435,7 @@ void time_loss(Kernels& k, const Layer& last, int batch, const ComputeOptions& o
   const double e = elements(shape) * batch;
   if (e <= 0) return;
   const double eb = activation_bytes_per_element(opt.precision);
-  if (is_mixed(opt.precision) && !opt.compiled) {
+  if (is_mixed(opt.precision) && !loss_fused(opt)) {
     // Eq. K14: eager mixed precision takes the log-softmax in fp32 (autocast's fp32 list; Llama's
     // logits.float()): the upcast (eb + 4) before the three fp32 passes, the downcast (4 + eb) after backward.
     k.pass(k.name("loss", " fwd (fp32)"), e, 4.0 + eb + 3.0 * 4.0, false, 0.0, 3);

@@ -126,8 +126,8 @@ double flash_attention_saving_per_sample(const Layer& l) noexcept {
 
 double fp32_loss_bytes_per_sample(const Network& net, const ComputeOptions& opt) noexcept {
   // Eq. K14's eager loss: the logits' fp32 copy and the log-softmax's fp32 output, both kept for backward
-  // (8 B per logit); compiled, the fused loss keeps only its row statistics.
-  if (!is_mixed(opt.precision) || opt.compiled || net.layers.empty()) return 0.0;
+  // (8 B per logit); compiled with the step, the fused loss keeps only its row statistics.
+  if (!is_mixed(opt.precision) || loss_fused(opt) || net.layers.empty()) return 0.0;
   const Layer& last = net.layers.back();
   const auto& shape = last.ops.empty() ? last.output_shape : last.ops.back().output_shape;
   double e = shape.empty() ? 0.0 : 1.0;

@@ -941,6 +941,7 @@ Strategy read_strategy(const Node& root) {
   if (auto n = m.optional("parameter_servers")) s.parameter_servers = small_count(*n, 1'000'000);
   if (auto n = m.optional("compute_efficiency")) s.compute_efficiency = n->positive_number();
   if (auto n = m.optional("compile")) s.compiled = n->boolean();
+  if (auto n = m.optional("compile_loss")) s.compile_loss = n->boolean();
   if (auto n = m.optional("lrn")) s.lrn = n->boolean();
   if (auto n = m.optional("pool_indices")) {
     const std::string v = n->choice({"int64", "int32", "none"});
