@@ -3,6 +3,7 @@
 // worked by hand (docs/model.md, "Model parallelism", P1-P12).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -319,6 +320,57 @@ TEST(ParallelTiming, AlphaBetaTpAllReduceAndSharedNicP2p) {
   // (eq. P11: share 8): 5 µs + 8·4,194,304 B / 10 GB/s = 5 µs + 3,355.4432 µs.
   EXPECT_DOUBLE_EQ(at[ParallelGroup::pp].nic_share, 8.0);
   EXPECT_NEAR(in_seconds(pipeline_p2p_time(c, at[ParallelGroup::pp], bytes(4'194'304.0))), 5e-6 + 3355.4432e-6, 1e-12);
+}
+
+// ---- eq. P13: one step, by hand on the alpha-beta model -----------------------------------------------------
+TEST(ParallelStep, PipelineOfTwoStagesByHand) {
+  // A 4-block decoder (h 256, 4 heads, s 128): embedding, 4 × (norm, attention, norm, MLP), norm, output = 19
+  // layers. PP 2 × DP 2 on 4 GPUs of one 8-GPU node, 1F1B, m 4, b 1, fp32. Every layer 1 ms forward, 2 ms
+  // backward, 0.5 ms update. Stage 0: embedding and blocks 0-1 (9 layers); stage 1: blocks 2-3, the norm and the
+  // output (10 layers), the slowest: f 10 ms, b 20 ms.
+  DecoderShape d;
+  d.layers = 4;
+  d.hidden = 256;
+  d.heads = 4;
+  d.ffn = 512;
+  d.vocab = 1000;
+  d.seq = 128;
+  const Network net = build_decoder(d, "tiny");
+  ASSERT_EQ(net.layers.size(), 19u);
+  LayerTimes whole;
+  whole.forward.assign(19, milliseconds(1.0));
+  whole.backward.assign(19, milliseconds(2.0));
+  whole.update.assign(19, milliseconds(0.5));
+  Cluster c;
+  c.name = "hand";
+  c.max_nodes = 1;
+  c.gpus_per_node = 8;
+  c.intra_node = {gigabytes_per_second(100.0), microseconds(1.0)};
+  c.inter_node = {gigabytes_per_second(10.0), microseconds(5.0)};
+  ParallelLayout l;
+  l.pp = 2;
+  l.micro_batches = 4;
+  const ComputeOptions opt;  // fp32: 4 B activations and gradients
+  const ParallelStep st = parallel_step(net, whole, c, *make_alpha_beta_model(c), l, 4, opt, Sharding{});
+  EXPECT_EQ(st.slowest_stage, 1);
+  EXPECT_NEAR(in_seconds(st.forward), 10e-3, 1e-15);
+  EXPECT_NEAR(in_seconds(st.backward), 20e-3, 1e-15);
+  // p2p (P4): b·s·h·4 = 131,072 B between ranks 0 and 2 of the node: 1 µs + 1.31072 µs, twice a micro-batch.
+  EXPECT_NEAR(in_seconds(st.p2p), 2 * (1e-6 + 1.31072e-6), 1e-15);
+  const double mb = 30e-3 + 2 * (1e-6 + 1.31072e-6);
+  EXPECT_NEAR(in_seconds(st.per_microbatch), mb, 1e-15);
+  // P7: (m + p − 1)·t_mb = 5·t_mb, of which one t_mb is the bubble
+  EXPECT_NEAR(in_seconds(st.pipeline), 5 * mb, 1e-14);
+  EXPECT_NEAR(in_seconds(st.bubble), mb, 1e-14);
+  // P5: the larger stage's parameters all-reduced over the 2 DP ranks: 2 µs + 2·(1/2)·4·P / 100 GB/s
+  const double P = static_cast<double>(std::max(rank_params(net, l, 0), rank_params(net, l, 1)));
+  EXPECT_NEAR(in_seconds(st.dp_comm), 2e-6 + 4.0 * P / 1e11, 1e-15);
+  EXPECT_NEAR(in_seconds(st.update), 5e-3, 1e-15);
+  EXPECT_NEAR(in_seconds(st.step), 5 * mb + 2e-6 + 4.0 * P / 1e11 + 5e-3, 1e-14);
+  // 8 samples (b 1 × m 4 × dp 2) of 128 tokens a step
+  EXPECT_EQ(st.global_batch, 8);
+  EXPECT_NEAR(st.tokens_per_s, 8 * 128 / in_seconds(st.step), 1e-9);
+  ASSERT_EQ(st.memory.size(), 2u);
 }
 
 // ---- validation: each error names its field -------------------------------------------------------------------

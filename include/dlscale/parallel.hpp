@@ -238,4 +238,34 @@ Seconds group_collective_time(const CollectiveModel& model, const CollectiveCall
 /// network's link (Cluster::intra_node / inter_node), the bytes scaled by the NIC share across nodes.
 Seconds pipeline_p2p_time(const Cluster& cluster, const GroupPlacement& pp, Bytes size);
 
+
+// ---- one step (eq. P13) -----------------------------------------------------------------------------------
+
+/// Korthikanti's case for a compute option's recompute mode: none, full, selective (per-op counts as selective).
+ActivationRecompute activation_recompute(Recompute r) noexcept;
+
+/// One training step of a layout (eq. P13), what round 2's Predictor will report: per micro-batch on the
+/// slowest pipeline stage, then the pipeline, the data-parallel reduction and the update.
+struct ParallelStep {
+  int slowest_stage = 0;
+  Seconds forward{}, backward{};  // compute of one micro-batch on the slowest stage (recompute in backward)
+  Seconds tp_exposed{};           // its blocks' TP/SP collectives (the overlapped re-gather only past half the backward)
+  Seconds cp_exposed{};           // its blocks' K/V ring past their attention cores
+  Seconds p2p{};                  // its sends to the neighbouring stages, 2·v a micro-batch
+  Seconds per_microbatch{};       // t_mb = the sum of the above
+  Seconds pipeline{};             // eq. P7: (m + (p−1)/v)·t_mb
+  Seconds bubble{};               // pipeline − m·t_mb
+  Seconds dp_comm{};              // the gradients over the dp·cp group, after the last backward (not overlapped)
+  Seconds update{};               // the optimiser step of the rank's parameters (1/n of them when sharded)
+  Seconds step{};                 // pipeline + dp_comm + update
+  std::int64_t global_batch = 0;  // samples
+  double tokens_per_s = 0.0;
+  std::vector<MemoryEstimate> memory;  // per stage (eq. P10)
+};
+/// `whole`: the kernel model's (or a measurement's) times of every layer of `net` at the layout's micro-batch
+/// on one GPU; `collectives`: the cluster's collective model. Validates the layout (InputError naming the field).
+ParallelStep parallel_step(const Network& net, const LayerTimes& whole, const Cluster& cluster,
+                           const CollectiveModel& collectives, const ParallelLayout& l, int gpus,
+                           const ComputeOptions& opt, const Sharding& sharding);
+
 }  // namespace dlscale
