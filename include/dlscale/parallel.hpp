@@ -1,0 +1,271 @@
+// Model parallelism of a transformer: tensor (Megatron's column/row split), sequence, pipeline (GPipe, 1F1B,
+// interleaved 1F1B) and context parallelism (ring attention), with data parallelism over what is left. The
+// layout and its checks, the bytes each split moves per block, the pipeline's bubble and in-flight
+// micro-batches, activation memory per layer (Korthikanti et al. 2022), the ranks of each group on the
+// cluster and the time of their collectives on the existing collective model. Derivations: docs/model.md,
+// "Model parallelism" (eq. P1-P12). Not yet wired into the Scenario or the Predictor (issue 37, round 2).
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "dlscale/collective.hpp"
+#include "dlscale/compute.hpp"
+#include "dlscale/detail/enum_names.hpp"
+#include "dlscale/memory.hpp"
+#include "dlscale/sharding.hpp"
+#include "dlscale/topology.hpp"
+#include "dlscale/units.hpp"
+
+namespace dlscale {
+
+struct Cluster;
+struct Network;
+
+enum class PipelineSchedule { gpipe, one_f_one_b, interleaved };
+template <>
+struct EnumNames<PipelineSchedule> {
+  static constexpr std::array<EnumName<PipelineSchedule>, 3> names{{
+      {PipelineSchedule::gpipe, "gpipe"},
+      {PipelineSchedule::one_f_one_b, "1f1b"},
+      {PipelineSchedule::interleaved, "interleaved"},
+  }};
+  static constexpr std::array<EnumName<PipelineSchedule>, 2> aliases{{
+      {PipelineSchedule::one_f_one_b, "one_f_one_b"},
+      {PipelineSchedule::interleaved, "interleaved_1f1b"},
+  }};
+};
+/// "gpipe", "1f1b" or "interleaved"; InputError(field, …) otherwise.
+PipelineSchedule pipeline_schedule_from_string(std::string_view name, std::string_view field = "schedule");
+
+/// The four dimensions a rank has a coordinate in (expert parallelism, ep, is 1 here and takes no place).
+enum class ParallelDim { tp, cp, dp, pp };
+template <>
+struct EnumNames<ParallelDim> {
+  static constexpr std::array<EnumName<ParallelDim>, 4> names{{
+      {ParallelDim::tp, "tp"},
+      {ParallelDim::cp, "cp"},
+      {ParallelDim::dp, "dp"},
+      {ParallelDim::pp, "pp"},
+  }};
+  static constexpr std::array<EnumName<ParallelDim>, 0> aliases{};
+};
+/// The order ranks are numbered in, fastest-varying dimension first.
+using RankOrder = std::array<ParallelDim, 4>;
+/// Megatron-Core's default, RankGenerator(order="tp-cp-ep-dp-pp"): consecutive ranks share everything but
+/// their TP coordinate, so a TP group is consecutive GPUs of a node and the PP stages are farthest apart.
+inline constexpr RankOrder kMegatronRankOrder{ParallelDim::tp, ParallelDim::cp, ParallelDim::dp, ParallelDim::pp};
+/// "tp-cp-ep-dp-pp" (Megatron's spelling; `ep` is accepted and ignored, as are '-' or ',' between names); each of
+/// tp, cp, dp, pp exactly once. InputError(field, …) otherwise.
+RankOrder parse_rank_order(std::string_view text, std::string_view field = "rank_order");
+std::string to_string(const RankOrder& order);  // "tp-cp-dp-pp"
+
+/// A transformer's sizes as the parallel model needs them, read from a Network's layers.
+struct TransformerShape {
+  std::int64_t layers = 0;    // transformer blocks L
+  std::int64_t hidden = 0;    // h
+  std::int64_t heads = 0;     // a
+  std::int64_t kv_heads = 0;  // key/value heads (GQA; = heads without it)
+  std::int64_t ffn = 0;       // the MLP's hidden width (0: none found)
+  std::int64_t vocab = 0;     // the output projection's width (0: none found)
+  std::int64_t seq = 0;       // s, tokens per sample
+  [[nodiscard]] std::int64_t head_dim() const noexcept { return heads > 0 ? hidden / heads : 0; }
+};
+/// From the first attention layer (width, heads, key/value heads, sequence), the first MLP, the last linear
+/// layer's output (vocabulary) and transformer_blocks (the block count). InputError("network", …) when the
+/// network has no attention layer or no blocks.
+TransformerShape transformer_shape(const Network& net);
+
+/// How one training step is split over the GPUs (issue 37). dp is what is left: gpus / (tp·pp·cp).
+struct ParallelLayout {
+  int tp = 1;          // tensor-parallel degree t (Megatron's column/row split of every block)
+  bool sp = false;     // sequence parallelism: norms and dropout sharded over the TP group along the sequence
+  int pp = 1;          // pipeline stages p
+  int vp = 1;          // virtual stages (model chunks) per pipeline rank v; > 1 only with `interleaved`
+  PipelineSchedule schedule = PipelineSchedule::one_f_one_b;
+  int cp = 1;          // context-parallel degree c (ring attention over c ranks, 2·c load-balanced chunks)
+  int micro_batch = 1;    // samples per micro-batch b
+  int micro_batches = 1;  // micro-batches per step and pipeline m (global batch = b·m·dp)
+  RankOrder order = kMegatronRankOrder;
+
+  [[nodiscard]] int model_parallel() const noexcept { return tp * pp * cp; }
+  /// gpus / (tp·pp·cp); 0 when it does not divide (validate says so).
+  [[nodiscard]] int dp(int gpus) const noexcept;
+  [[nodiscard]] int degree(ParallelDim d, int gpus) const noexcept;
+  /// Samples per optimiser step over the whole job: b·m·dp.
+  [[nodiscard]] std::int64_t global_batch(int gpus) const noexcept;
+};
+
+/// Throws InputError whose key is the field ("tp", "pp", "vp", "cp", "micro_batch", "micro_batches",
+/// "schedule", "gpus") when: a degree or batch is below 1; tp·pp·cp does not divide the GPUs; tp does not
+/// divide the heads, or neither divides nor is a multiple of the key/value heads (tp > kv_heads replicates
+/// them, eq. P3); pp exceeds the blocks or does not divide them (pp·vp for interleaved); the sequence does
+/// not split into 2·cp chunks; vp > 1 without the interleaved schedule; interleaved with m not a multiple of pp.
+void validate(const ParallelLayout& layout, int gpus, const TransformerShape& shape);
+
+// ---- communication per block (eq. P1-P5) ---------------------------------------------------------------
+
+/// Which group a collective runs in.
+enum class ParallelGroup { tp, cp, pp, dp, dp_cp };
+
+/// One kind of collective of one block and micro-batch on one GPU: `count` calls of `op` on `size` (as the
+/// collective model takes it: per rank for all-reduce, the gathered total for all-gather/reduce-scatter).
+struct CollectiveCall {
+  std::string what;     // "TP all-reduce (forward)", ...
+  ParallelGroup group = ParallelGroup::tp;
+  CollectiveOp op = CollectiveOp::allreduce;
+  Bytes size{};
+  int count = 0;
+  bool backward = false;
+  bool overlapped = false;  // runs beside compute (CP's K/V ring, SP's backward re-gather): exposed only past it
+};
+/// Bytes a GPU puts on the wire for `call` in a group of n (nccl-tests' bus bytes × count; eq. S2's factors).
+Bytes wire_bytes(const CollectiveCall& call, int n) noexcept;
+
+/// Eq. P1: the activation one TP collective carries, b·(s/c)·h elements of `element_bytes`.
+Bytes tp_activation_bytes(const ParallelLayout& l, const TransformerShape& m, double element_bytes) noexcept;
+/// Eq. P1/P2: the TP (or SP) collectives of one block and micro-batch: without SP two all-reduces forward and
+/// two backward; with SP an all-gather and a reduce-scatter in place of each all-reduce, and in backward the
+/// all-gather of each column-parallel linear's input again for its weight gradient (Megatron-LM), overlapped.
+/// Empty for tp = 1.
+std::vector<CollectiveCall> tp_block_collectives(const ParallelLayout& l, const TransformerShape& m, double element_bytes);
+/// Eq. P3: the K and V one CP rank holds of one layer, 2·b·(s/c)·kv_local·d_head elements (kv_local =
+/// kv_heads/t, at least 1: replicated when t > kv_heads).
+Bytes cp_kv_chunk_bytes(const ParallelLayout& l, const TransformerShape& m, double element_bytes) noexcept;
+/// Eq. P3: ring attention's exchange as collectives on the CP group: forward the c−1 ring steps of the K/V
+/// chunk, an all-gather of c chunks; backward twice that (K/V again, and dK/dV returned: a reduce-scatter).
+/// Overlapped with the attention core. Empty for c = 1.
+std::vector<CollectiveCall> cp_block_collectives(const ParallelLayout& l, const TransformerShape& m, double element_bytes);
+/// Eq. P4: the activation a stage sends its neighbour per micro-batch (forward; the same gradient back):
+/// b·(s/c)·h elements, divided by t with SP (Megatron-Core's p2p tensor shape).
+Bytes pp_p2p_bytes(const ParallelLayout& l, const TransformerShape& m, double element_bytes) noexcept;
+/// Eq. P5: the parameters one rank of pipeline stage `stage` holds: the stage's blocks' TP-split layers
+/// (attention, MLP, embedding, output projection) over t, its norms whole.
+std::int64_t rank_params(const Network& net, const ParallelLayout& l, int stage);
+/// Eq. P5: the gradient traffic of one step on one GPU: the rank's parameters over the dp·cp group (Megatron
+/// reduces over data and context ranks), as eq. S2 gives it for the strategy's sharding.
+StepTraffic dp_step_traffic(std::int64_t params, const Sharding& s, Precision p, int dp_cp);
+
+// ---- compute (eq. P6) ------------------------------------------------------------------------------------
+
+/// The pipeline stage each learnable layer runs on: blocks in p·v equal chunks, chunk k on stage k mod p; the
+/// layers before the first block (embeddings) on stage 0, those after the last (final norm, output
+/// projection) on stage p−1.
+std::vector<int> layer_stages(const Network& net, const ParallelLayout& l);
+/// Eq. P6: one rank's per-layer times from the whole layers' (the kernel model at the micro-batch): attention,
+/// MLP, embedding and output projection divided by t·c (GEMMs and heads over t, tokens and the ring's
+/// causal-balanced attention core over c), norms by c (and t with SP); the update by t for TP-split layers.
+/// An approximation in FLOPs and bytes: the kernel model does not see the narrower GEMMs (docs/model.md, P6).
+LayerTimes shard_layer_times(const LayerTimes& whole, const Network& net, const ParallelLayout& l);
+
+// ---- pipeline (eq. P7-P8) ---------------------------------------------------------------------------------
+
+/// Eq. P7: the bubble's share of the ideal time m·(t_f + t_b): (p−1)/m for GPipe and 1F1B, (p−1)/(v·m)
+/// interleaved (Narayanan et al., SC'21, §2.2).
+double bubble_fraction(PipelineSchedule s, int p, int m, int v) noexcept;
+/// Eq. P7: the step of one pipeline, (m + (p−1)/v)·t_mb, t_mb a micro-batch's forward and backward on the
+/// slowest stage (v = 1 but interleaved).
+Seconds pipeline_time(PipelineSchedule s, int p, int m, int v, Seconds per_microbatch) noexcept;
+/// Eq. P8: the activations stage i (0 first) holds at its peak, in micro-batches of its whole stage (layers/p):
+/// GPipe m; 1F1B min(p−i, m); interleaved min(m·v, 2(p−i−1) + (v−1)·p + 1)/v (Megatron's warm-up + 1, in chunks).
+double in_flight_microbatches(PipelineSchedule s, int p, int m, int v, int stage) noexcept;
+
+// ---- activation memory (eq. P9, Korthikanti et al. 2022) ------------------------------------------------
+
+/// Which recomputation the activation count assumes (Korthikanti's three cases).
+enum class ActivationRecompute { none, selective, full };
+/// Eq. P9: bytes one transformer layer keeps for backward at s tokens (per CP rank: s/c), b samples, width h,
+/// a heads, t TP ranks, 16-bit activations with dropout masks (Korthikanti et al., Table 2 and eq. 1-2):
+///   none,  no TP         s·b·h·(34 + 5·a·s/h)
+///   none,  TP, no SP     s·b·h·(10 + 24/t + 5·a·s/(h·t))
+///   none,  TP + SP       s·b·h·(34 + 5·a·s/h)/t
+///   selective            s·b·h·34/t with SP, s·b·h·(10 + 24/t) without
+///   full                 2·s·b·h (the layer's input), /t with SP
+/// `fused_attention`: a FlashAttention kernel keeps no a·s² term (as selective).
+double activation_bytes_per_layer(std::int64_t s, std::int64_t b, std::int64_t h, std::int64_t a, int t, bool sp,
+                                  ActivationRecompute r, bool fused_attention = false) noexcept;
+/// Eq. P9 for a layout: the block's figure at s/c tokens and micro-batch b.
+Bytes activation_bytes_per_layer(const ParallelLayout& l, const TransformerShape& m, ActivationRecompute r,
+                                 bool fused_attention = false) noexcept;
+
+/// Eq. P10: one rank's memory on pipeline stage `stage`: weights, gradients and optimiser state of its
+/// rank_params under the DP sharding over `dp_cp` GPUs (estimate_training_memory's eq. S3), and activations
+/// of in_flight_microbatches × its blocks × eq. P9.
+MemoryEstimate rank_memory(const Network& net, const ParallelLayout& l, int stage, const ComputeOptions& opt,
+                           const Sharding& sharding, int dp_cp, ActivationRecompute r,
+                           Bytes reserved = bytes(kDefaultReservedBytes));
+
+// ---- placement (eq. P11-P12) ------------------------------------------------------------------------------
+
+/// The ranks (= GPUs, node by node: GPU g on node g / gpus_per_node) of every group of one kind.
+std::vector<std::vector<int>> group_members(const ParallelLayout& l, int gpus, ParallelGroup g);
+
+/// Where the groups of one kind sit. A node of the cluster is its NVLink domain: a GB200 NVL72 file is one
+/// node of 72 GPUs (topologies/gb200-nvl72.yaml), a DGX one of 8.
+struct GroupPlacement {
+  ParallelGroup group = ParallelGroup::tp;
+  int size = 1;            // ranks per group
+  int groups = 1;          // groups of this kind
+  int nodes = 1;           // the most nodes one group spans
+  int per_node = 1;        // the most ranks of one group on one node
+  bool uniform = true;     // every group has per_node ranks on each of its nodes
+  bool inside_node = true; // every group within one node (its NVLink domain where the node has one)
+  PathType path = PathType::loc;  // the worst path between ring neighbours of the first group: NET across nodes,
+                                  // DIS inside a node of a cluster without a topology (not known)
+  int groups_per_node = 0; // groups of this kind that leave a node, with ranks on one node (eq. P11)
+  double nic_share = 1.0;  // eq. P11: how many times over those groups ask for the node's NICs (≥ 1)
+  GpuPlacement at;         // what the collective model is asked about (nodes × per_node)
+  std::vector<int> first;  // the ranks of the first group
+};
+struct LayoutPlacement {
+  std::array<GroupPlacement, 5> groups;  // indexed by ParallelGroup
+  [[nodiscard]] const GroupPlacement& operator[](ParallelGroup g) const noexcept {
+    return groups[static_cast<std::size_t>(g)];
+  }
+};
+/// Places a layout's groups on `gpus` GPUs of the cluster (InputError("gpus") when it cannot hold them).
+LayoutPlacement place_layout(const ParallelLayout& l, const Cluster& cluster, int gpus);
+
+/// Eq. P12: one collective of `group`'s kind, every group of the kind at once, on the existing collective
+/// model: its time for the group's placement with the bytes scaled by the NIC share when it leaves the node.
+Seconds group_collective_time(const CollectiveModel& model, const CollectiveCall& call, const GroupPlacement& group);
+/// Eq. P4/P12: one point-to-point send of `size` between neighbouring pipeline stages: p2p_copy_time on the
+/// cluster's topology (between the first group's first two ranks), else one step on the node's or the
+/// network's link (Cluster::intra_node / inter_node), the bytes scaled by the NIC share across nodes.
+Seconds pipeline_p2p_time(const Cluster& cluster, const GroupPlacement& pp, Bytes size);
+
+
+// ---- one step (eq. P13) -----------------------------------------------------------------------------------
+
+/// Korthikanti's case for a compute option's recompute mode: none, full, selective (per-op counts as selective).
+ActivationRecompute activation_recompute(Recompute r) noexcept;
+
+/// One training step of a layout (eq. P13), what round 2's Predictor will report: per micro-batch on the
+/// slowest pipeline stage, then the pipeline, the data-parallel reduction and the update.
+struct ParallelStep {
+  int slowest_stage = 0;
+  Seconds forward{}, backward{};  // compute of one micro-batch on the slowest stage (recompute in backward)
+  Seconds tp_exposed{};           // its blocks' TP/SP collectives (the overlapped re-gather only past half the backward)
+  Seconds cp_exposed{};           // its blocks' K/V ring past their attention cores
+  Seconds p2p{};                  // its sends to the neighbouring stages, 2·v a micro-batch
+  Seconds per_microbatch{};       // t_mb = the sum of the above
+  Seconds pipeline{};             // eq. P7: (m + (p−1)/v)·t_mb
+  Seconds bubble{};               // pipeline − m·t_mb
+  Seconds dp_comm{};              // the gradients over the dp·cp group, after the last backward (not overlapped)
+  Seconds update{};               // the optimiser step of the rank's parameters (1/n of them when sharded)
+  Seconds step{};                 // pipeline + dp_comm + update
+  std::int64_t global_batch = 0;  // samples
+  double tokens_per_s = 0.0;
+  std::vector<MemoryEstimate> memory;  // per stage (eq. P10)
+};
+/// `whole`: the kernel model's (or a measurement's) times of every layer of `net` at the layout's micro-batch
+/// on one GPU; `collectives`: the cluster's collective model. Validates the layout (InputError naming the field).
+ParallelStep parallel_step(const Network& net, const LayerTimes& whole, const Cluster& cluster,
+                           const CollectiveModel& collectives, const ParallelLayout& l, int gpus,
+                           const ComputeOptions& opt, const Sharding& sharding);
+
+}  // namespace dlscale

@@ -1,0 +1,442 @@
+// Model parallelism: the layout and its checks, the per-block collectives, the pipeline's bubble and
+// in-flight micro-batches, activation memory per layer, placement of the groups on the cluster and their
+// times on the collective model (include/dlscale/parallel.hpp; docs/model.md, "Model parallelism", P1-P12).
+#include "dlscale/parallel.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+
+#include "dlscale/cluster.hpp"
+#include "dlscale/error.hpp"
+#include "dlscale/network.hpp"
+
+namespace dlscale {
+namespace {
+
+InputError field_error(std::string_view field, std::string message) {
+  return InputError(SourceLocation{}, std::string(field), std::move(message));
+}
+
+/// The layers whose weights Megatron splits over the TP group (column/row-parallel linears, the
+/// vocabulary-parallel embedding and output projection); norms stay whole on every TP rank.
+bool tp_split(LayerKind k) noexcept {
+  return k == LayerKind::attention || k == LayerKind::linear || k == LayerKind::embedding;
+}
+
+/// The dimensions that vary inside a group of each kind.
+std::vector<ParallelDim> varying(ParallelGroup g) {
+  switch (g) {
+    case ParallelGroup::tp: return {ParallelDim::tp};
+    case ParallelGroup::cp: return {ParallelDim::cp};
+    case ParallelGroup::pp: return {ParallelDim::pp};
+    case ParallelGroup::dp: return {ParallelDim::dp};
+    case ParallelGroup::dp_cp: return {ParallelDim::dp, ParallelDim::cp};
+  }
+  return {};
+}
+
+}  // namespace
+
+PipelineSchedule pipeline_schedule_from_string(std::string_view name, std::string_view field) {
+  if (auto s = enum_from_string<PipelineSchedule>(name)) return *s;
+  throw field_error(field, fmt::format("unknown pipeline schedule '{}' (gpipe, 1f1b, interleaved)", name));
+}
+
+RankOrder parse_rank_order(std::string_view text, std::string_view field) {
+  RankOrder order{};
+  std::size_t n = 0;
+  std::array<bool, 4> seen{};
+  std::string_view rest = text;
+  while (!rest.empty()) {
+    const std::size_t sep = rest.find_first_of("-,");
+    const std::string_view name = rest.substr(0, sep);
+    rest = sep == std::string_view::npos ? std::string_view{} : rest.substr(sep + 1);
+    if (name == "ep") continue;  // expert parallelism: degree 1 here
+    const auto d = enum_from_string<ParallelDim>(name);
+    if (!d) throw field_error(field, fmt::format("rank order '{}': unknown dimension '{}' (tp, cp, ep, dp, pp)", text, name));
+    const auto i = static_cast<std::size_t>(*d);
+    if (seen[i]) throw field_error(field, fmt::format("rank order '{}' names '{}' twice", text, name));
+    seen[i] = true;
+    order[n++] = *d;
+  }
+  if (n != 4) throw field_error(field, fmt::format("rank order '{}' must name each of tp, cp, dp and pp once", text));
+  return order;
+}
+
+std::string to_string(const RankOrder& order) {
+  return fmt::format("{}-{}-{}-{}", to_string(order[0]), to_string(order[1]), to_string(order[2]), to_string(order[3]));
+}
+
+TransformerShape transformer_shape(const Network& net) {
+  TransformerShape m;
+  for (const Layer& l : net.layers) {
+    if (l.kind == LayerKind::attention && m.heads == 0 && l.heads > 0 && l.input_shape.size() >= 2) {
+      m.hidden = l.input_shape.back();
+      m.seq = l.input_shape[l.input_shape.size() - 2];
+      m.heads = l.heads;
+      m.kv_heads = l.kv_heads > 0 ? l.kv_heads : l.heads;
+    }
+    if (l.kind == LayerKind::linear && l.hidden > 0 && m.ffn == 0) m.ffn = l.hidden;
+  }
+  if (!net.layers.empty() && net.layers.back().kind == LayerKind::linear && !net.layers.back().output_shape.empty())
+    m.vocab = net.layers.back().output_shape.back();
+  const std::vector<int> blocks = transformer_blocks(net);
+  for (int b : blocks) m.layers = std::max<std::int64_t>(m.layers, b + 1);
+  if (m.heads == 0) throw field_error("network", fmt::format("'{}' has no attention layer to split", net.name));
+  if (m.layers == 0) throw field_error("network", fmt::format("'{}' has no transformer blocks to split", net.name));
+  return m;
+}
+
+int ParallelLayout::dp(int gpus) const noexcept {
+  const int mp = model_parallel();
+  return mp > 0 && gpus % mp == 0 ? gpus / mp : 0;
+}
+
+int ParallelLayout::degree(ParallelDim d, int gpus) const noexcept {
+  switch (d) {
+    case ParallelDim::tp: return tp;
+    case ParallelDim::cp: return cp;
+    case ParallelDim::pp: return pp;
+    case ParallelDim::dp: return dp(gpus);
+  }
+  return 1;
+}
+
+std::int64_t ParallelLayout::global_batch(int gpus) const noexcept {
+  return static_cast<std::int64_t>(micro_batch) * micro_batches * dp(gpus);
+}
+
+void validate(const ParallelLayout& l, int gpus, const TransformerShape& m) {
+  for (auto [field, v] : {std::pair{"tp", l.tp}, {"pp", l.pp}, {"vp", l.vp}, {"cp", l.cp}, {"micro_batch", l.micro_batch},
+                          {"micro_batches", l.micro_batches}})
+    if (v < 1) throw field_error(field, fmt::format("must be at least 1, got {}", v));
+  if (gpus < 1 || gpus % l.model_parallel() != 0)
+    throw field_error("gpus", fmt::format("tp {} × pp {} × cp {} = {} does not divide {} GPUs", l.tp, l.pp, l.cp,
+                                          l.model_parallel(), gpus));
+  if (m.heads % l.tp != 0)
+    throw field_error("tp", fmt::format("tp {} does not divide the {} attention heads", l.tp, m.heads));
+  // eq. P3: more TP ranks than key/value heads replicate them (each rank one head, tp/kv ranks a copy)
+  if (m.kv_heads % l.tp != 0 && l.tp % m.kv_heads != 0)
+    throw field_error("tp", fmt::format("tp {} neither divides nor is a multiple of the {} key/value heads", l.tp, m.kv_heads));
+  if (l.pp > m.layers)
+    throw field_error("pp", fmt::format("pp {} is more stages than the {} transformer blocks", l.pp, m.layers));
+  if (l.vp > 1 && l.schedule != PipelineSchedule::interleaved)
+    throw field_error("vp", fmt::format("vp {} needs the interleaved schedule, not {}", l.vp, to_string(l.schedule)));
+  if (l.schedule == PipelineSchedule::interleaved && l.pp < 2)
+    throw field_error("schedule", "the interleaved schedule needs at least two pipeline stages");
+  if (m.layers % (static_cast<std::int64_t>(l.pp) * l.vp) != 0)
+    throw field_error(l.vp > 1 ? "vp" : "pp", fmt::format("pp {} × vp {} does not divide the {} transformer blocks", l.pp,
+                                                          l.vp, m.layers));
+  // Megatron-LM's interleaved schedule: the micro-batches go round the stages in groups of p
+  if (l.schedule == PipelineSchedule::interleaved && l.micro_batches % l.pp != 0)
+    throw field_error("micro_batches", fmt::format("the interleaved schedule needs micro-batches in groups of pp {}, got {}",
+                                                   l.pp, l.micro_batches));
+  if (l.cp > 1 && m.seq % (2 * l.cp) != 0)
+    throw field_error("cp", fmt::format("cp {}: the sequence of {} tokens does not split into 2·cp = {} chunks", l.cp,
+                                        m.seq, 2 * l.cp));
+}
+
+// ---- communication -----------------------------------------------------------------------------------------
+
+Bytes wire_bytes(const CollectiveCall& c, int n) noexcept {
+  if (n <= 1) return Bytes{};
+  const double part = static_cast<double>(n - 1) / n;
+  double f = 1.0;
+  switch (c.op) {
+    case CollectiveOp::allreduce: f = 2.0 * part; break;
+    case CollectiveOp::allgather:
+    case CollectiveOp::reducescatter: f = part; break;
+    case CollectiveOp::broadcast:
+    case CollectiveOp::reduce: f = 1.0; break;
+  }
+  return c.size * (f * c.count);
+}
+
+Bytes tp_activation_bytes(const ParallelLayout& l, const TransformerShape& m, double e) noexcept {
+  // eq. P1: b·(s/c)·h elements
+  return bytes(static_cast<double>(l.micro_batch) * static_cast<double>(m.seq / l.cp) * static_cast<double>(m.hidden) * e);
+}
+
+std::vector<CollectiveCall> tp_block_collectives(const ParallelLayout& l, const TransformerShape& m, double e) {
+  if (l.tp <= 1) return {};
+  const Bytes S = tp_activation_bytes(l, m, e);
+  using G = ParallelGroup;
+  using Op = CollectiveOp;
+  if (!l.sp)  // eq. P1: after the row-parallel attention output and MLP down projection; their conjugates backward
+    return {{"TP all-reduce (forward)", G::tp, Op::allreduce, S, 2, false, false},
+            {"TP all-reduce (backward)", G::tp, Op::allreduce, S, 2, true, false}};
+  // eq. P2: g = all-gather before each column-parallel linear, ḡ = reduce-scatter after each row-parallel one;
+  // backward swaps them, and gathers each column-parallel input again for its weight gradient (overlapped)
+  return {{"SP all-gather (forward)", G::tp, Op::allgather, S, 2, false, false},
+          {"SP reduce-scatter (forward)", G::tp, Op::reducescatter, S, 2, false, false},
+          {"SP reduce-scatter (backward)", G::tp, Op::reducescatter, S, 2, true, false},
+          {"SP all-gather (backward)", G::tp, Op::allgather, S, 2, true, false},
+          {"SP input re-gather (backward)", G::tp, Op::allgather, S, 2, true, true}};
+}
+
+Bytes cp_kv_chunk_bytes(const ParallelLayout& l, const TransformerShape& m, double e) noexcept {
+  // eq. P3: K and V of the rank's s/c tokens and its kv_heads/t heads (one, replicated, when t > kv_heads)
+  const std::int64_t kv_local = std::max<std::int64_t>(1, m.kv_heads / l.tp);
+  return bytes(2.0 * l.micro_batch * static_cast<double>(m.seq / l.cp) * static_cast<double>(kv_local) *
+               static_cast<double>(m.head_dim()) * e);
+}
+
+std::vector<CollectiveCall> cp_block_collectives(const ParallelLayout& l, const TransformerShape& m, double e) {
+  if (l.cp <= 1) return {};
+  const Bytes ring = cp_kv_chunk_bytes(l, m, e) * static_cast<double>(l.cp);  // c−1 steps of a chunk = all-gather of c
+  using G = ParallelGroup;
+  using Op = CollectiveOp;
+  return {{"CP K/V ring (forward)", G::cp, Op::allgather, ring, 1, false, true},
+          {"CP K/V ring (backward)", G::cp, Op::allgather, ring, 1, true, true},
+          {"CP dK/dV ring (backward)", G::cp, Op::reducescatter, ring, 1, true, true}};
+}
+
+Bytes pp_p2p_bytes(const ParallelLayout& l, const TransformerShape& m, double e) noexcept {
+  return tp_activation_bytes(l, m, e) / static_cast<double>(l.sp ? l.tp : 1);  // eq. P4
+}
+
+std::vector<int> layer_stages(const Network& net, const ParallelLayout& l) {
+  const std::vector<int> block = transformer_blocks(net);
+  int blocks = 0;
+  for (int b : block) blocks = std::max(blocks, b + 1);
+  const int chunks = std::max(1, l.pp * std::max(1, l.vp));
+  std::vector<int> stage(block.size(), 0);
+  bool seen_block = false;
+  for (std::size_t i = 0; i < block.size(); ++i) {
+    if (block[i] >= 0) {
+      seen_block = true;
+      const int chunk = static_cast<int>(static_cast<std::int64_t>(block[i]) * chunks / std::max(blocks, 1));
+      stage[i] = chunk % std::max(1, l.pp);
+    } else {
+      stage[i] = seen_block ? l.pp - 1 : 0;
+    }
+  }
+  return stage;
+}
+
+std::int64_t rank_params(const Network& net, const ParallelLayout& l, int stage) {
+  const std::vector<int> st = layer_stages(net, l);
+  std::int64_t p = 0;
+  for (std::size_t i = 0; i < net.layers.size(); ++i) {
+    if (st[i] != stage) continue;
+    const Layer& x = net.layers[i];
+    p += tp_split(x.kind) ? (x.params + l.tp - 1) / l.tp : x.params;  // eq. P5
+  }
+  return p;
+}
+
+StepTraffic dp_step_traffic(std::int64_t params, const Sharding& s, Precision p, int dp_cp) {
+  return step_traffic(params, s, p, GpuPlacement{dp_cp, 1, dp_cp});  // eq. P5 = eq. S2 on the dp·cp group
+}
+
+// ---- compute -----------------------------------------------------------------------------------------------
+
+LayerTimes shard_layer_times(const LayerTimes& whole, const Network& net, const ParallelLayout& l) {
+  LayerTimes t = whole;
+  const double tp = l.tp, cp = l.cp;
+  for (std::size_t i = 0; i < net.layers.size() && i < t.forward.size(); ++i) {
+    const LayerKind k = net.layers[i].kind;
+    // eq. P6: the vocabulary-parallel embedding looks up every token on every TP rank (masked), so only its
+    // tokens divide; the other split layers divide by t·c; norms by c, and by t under SP
+    const double f = k == LayerKind::embedding ? 1.0 / cp
+                     : tp_split(k)             ? 1.0 / (tp * cp)
+                     : k == LayerKind::layernorm ? 1.0 / (cp * (l.sp ? tp : 1.0))
+                                                 : 1.0 / cp;
+    t.forward[i] = t.forward[i] * f;
+    t.backward[i] = t.backward[i] * f;
+    if (i < t.forward_gemm.size()) t.forward_gemm[i] = t.forward_gemm[i] * f;
+    if (i < t.forward_attention.size()) t.forward_attention[i] = t.forward_attention[i] * f;
+    if (i < t.forward_copies.size()) t.forward_copies[i] = t.forward_copies[i] * f;
+    if (i < t.update.size() && tp_split(k)) t.update[i] = t.update[i] / tp;  // each rank steps its 1/t
+  }
+  return t;
+}
+
+// ---- pipeline ----------------------------------------------------------------------------------------------
+
+namespace {
+int chunks_per_stage(PipelineSchedule s, int v) noexcept { return s == PipelineSchedule::interleaved ? std::max(v, 1) : 1; }
+}  // namespace
+
+double bubble_fraction(PipelineSchedule s, int p, int m, int v) noexcept {
+  if (m < 1) return 0.0;
+  return static_cast<double>(p - 1) / (static_cast<double>(chunks_per_stage(s, v)) * m);  // eq. P7
+}
+
+Seconds pipeline_time(PipelineSchedule s, int p, int m, int v, Seconds per_microbatch) noexcept {
+  return per_microbatch * (m + static_cast<double>(p - 1) / chunks_per_stage(s, v));  // eq. P7
+}
+
+double in_flight_microbatches(PipelineSchedule s, int p, int m, int v, int stage) noexcept {
+  switch (s) {  // eq. P8
+    case PipelineSchedule::gpipe: return m;
+    case PipelineSchedule::one_f_one_b: return std::min(p - stage, m);
+    case PipelineSchedule::interleaved: {
+      const int vv = std::max(v, 1);
+      const int warmup = 2 * (p - stage - 1) + (vv - 1) * p;  // Megatron's num_warmup_microbatches, in chunks
+      return static_cast<double>(std::min(m * vv, warmup + 1)) / vv;
+    }
+  }
+  return m;
+}
+
+// ---- activation memory -------------------------------------------------------------------------------------
+
+double activation_bytes_per_layer(std::int64_t s_, std::int64_t b_, std::int64_t h_, std::int64_t a_, int t_, bool sp,
+                                  ActivationRecompute r, bool fused) noexcept {
+  const double s = static_cast<double>(s_), b = static_cast<double>(b_), h = static_cast<double>(h_);
+  const double a = static_cast<double>(a_), t = std::max(t_, 1);
+  const double sbh = s * b * h;
+  const double scores = fused ? 0.0 : 5.0 * a * s / h;  // softmax output, its dropout mask and output, Q·Kᵀ (eq. P9)
+  switch (r) {
+    case ActivationRecompute::full: return sp ? 2.0 * sbh / t : 2.0 * sbh;
+    case ActivationRecompute::selective: return sp ? sbh * 34.0 / t : sbh * (10.0 + 24.0 / t);
+    case ActivationRecompute::none:
+      if (t_ <= 1) return sbh * (34.0 + scores);
+      return sp ? sbh * (34.0 + scores) / t : sbh * (10.0 + 24.0 / t + scores / t);
+  }
+  return 0.0;
+}
+
+Bytes activation_bytes_per_layer(const ParallelLayout& l, const TransformerShape& m, ActivationRecompute r,
+                                 bool fused) noexcept {
+  return bytes(activation_bytes_per_layer(m.seq / l.cp, l.micro_batch, m.hidden, m.heads, l.tp, l.sp, r, fused));
+}
+
+MemoryEstimate rank_memory(const Network& net, const ParallelLayout& l, int stage, const ComputeOptions& opt,
+                           const Sharding& sharding, int dp_cp, ActivationRecompute r, Bytes reserved) {
+  const std::vector<int> st = layer_stages(net, l);
+  const std::vector<int> block = transformer_blocks(net);
+  Network rank;
+  rank.name = net.name;
+  rank.input_kind = net.input_kind;
+  rank.input_shape = net.input_shape;
+  // the first stage reads the tokens (its s/c of them); later stages receive activations (eq. P4)
+  rank.input_bytes_per_sample = stage == 0 ? net.input_bytes_per_sample / static_cast<double>(l.cp) : Bytes{};
+  int blocks_here = 0, last_block = -1;
+  for (std::size_t i = 0; i < net.layers.size(); ++i) {
+    if (st[i] != stage) continue;
+    Layer x = net.layers[i];
+    if (tp_split(x.kind)) x.params = (x.params + l.tp - 1) / l.tp;  // eq. P5
+    x.ops.clear();
+    rank.layers.push_back(std::move(x));
+    if (block[i] >= 0 && block[i] != last_block) {
+      ++blocks_here;
+      last_block = block[i];
+    }
+  }
+  const TransformerShape m = transformer_shape(net);
+  const double in_flight = in_flight_microbatches(l.schedule, l.pp, l.micro_batches, l.vp, stage);
+  const bool fused = fused_attention(opt.attention);
+  // eq. P10: in-flight micro-batches × the stage's blocks × eq. P9, per sample of the micro-batch
+  const Bytes per_sample = activation_bytes_per_layer(l, m, r, fused) * (in_flight * blocks_here / l.micro_batch);
+  return estimate_training_memory(rank, l.micro_batch, opt, sharding, std::max(dp_cp, 1), reserved, per_sample);
+}
+
+// ---- placement ---------------------------------------------------------------------------------------------
+
+std::vector<std::vector<int>> group_members(const ParallelLayout& l, int gpus, ParallelGroup g) {
+  std::array<int, 4> deg{};
+  for (ParallelDim d : l.order) deg[static_cast<std::size_t>(d)] = std::max(1, l.degree(d, gpus));
+  std::array<bool, 4> vary{};
+  for (ParallelDim d : varying(g)) vary[static_cast<std::size_t>(d)] = true;
+  std::map<int, std::vector<int>> by_key;  // the rank with the varying coordinates set to 0 names the group
+  for (int r = 0; r < gpus; ++r) {
+    int rest = r, stride = 1, key = 0;
+    for (ParallelDim d : l.order) {
+      const auto i = static_cast<std::size_t>(d);
+      const int c = rest % deg[i];
+      rest /= deg[i];
+      if (!vary[i]) key += c * stride;
+      stride *= deg[i];
+    }
+    by_key[key].push_back(r);
+  }
+  std::vector<std::vector<int>> out;
+  out.reserve(by_key.size());
+  for (auto& [key, members] : by_key) out.push_back(std::move(members));
+  return out;
+}
+
+LayoutPlacement place_layout(const ParallelLayout& l, const Cluster& c, int gpus) {
+  const int gpn = std::max(1, c.gpus_per_node);
+  if (gpus > c.max_gpus())
+    throw field_error("gpus", fmt::format("cluster '{}' holds at most {} GPUs, asked for {}", c.name, c.max_gpus(), gpus));
+  if (gpus > gpn && gpus % gpn != 0)
+    throw field_error("gpus", fmt::format("{} GPUs do not fill whole nodes of {} GPUs", gpus, gpn));
+  if (l.dp(gpus) < 1)
+    throw field_error("gpus", fmt::format("tp {} × pp {} × cp {} does not divide {} GPUs", l.tp, l.pp, l.cp, gpus));
+  const int nodes_total = (gpus + gpn - 1) / gpn;
+  int nics = 1;  // the simple form: one NIC per node (Cluster::inter_node)
+  if (c.topology && c.topology->fabric().nics_per_node > 0) nics = c.topology->fabric().nics_per_node;
+  LayoutPlacement out;
+  for (ParallelGroup g : {ParallelGroup::tp, ParallelGroup::cp, ParallelGroup::pp, ParallelGroup::dp, ParallelGroup::dp_cp}) {
+    GroupPlacement& p = out.groups[static_cast<std::size_t>(g)];
+    p.group = g;
+    const auto members = group_members(l, gpus, g);
+    p.groups = static_cast<int>(members.size());
+    p.size = members.empty() ? 1 : static_cast<int>(members.front().size());
+    p.first = members.empty() ? std::vector<int>{} : members.front();
+    p.nodes = 1;
+    p.per_node = 1;
+    std::vector<int> crossing(static_cast<std::size_t>(nodes_total), 0);
+    for (const auto& grp : members) {
+      std::map<int, int> on;  // node → ranks of the group there
+      for (int r : grp) ++on[r / gpn];
+      int most = 0, least = gpus;
+      for (auto [node, n] : on) {
+        most = std::max(most, n);
+        least = std::min(least, n);
+      }
+      p.nodes = std::max(p.nodes, static_cast<int>(on.size()));
+      p.per_node = std::max(p.per_node, most);
+      if (most != least) p.uniform = false;
+      if (on.size() > 1)
+        for (auto [node, n] : on) ++crossing[static_cast<std::size_t>(node)];
+    }
+    p.inside_node = p.nodes == 1;
+    p.groups_per_node = crossing.empty() ? 0 : *std::max_element(crossing.begin(), crossing.end());
+    // eq. P11: each crossing group drives min(its ranks on the node, NICs) of the node's NICs at once
+    if (!p.inside_node)
+      p.nic_share = std::max(1.0, static_cast<double>(p.groups_per_node) * std::min(p.per_node, nics) / nics);
+    p.at = GpuPlacement{p.nodes * p.per_node, p.nodes, p.per_node};
+    if (p.size > 1) {
+      if (!p.inside_node) {
+        p.path = PathType::net;
+      } else if (c.topology) {
+        PathType worst = PathType::loc;
+        for (std::size_t i = 0; i < p.first.size(); ++i) {
+          const int a = p.first[i], b = p.first[(i + 1) % p.first.size()];
+          const PathType t = c.topology->path(a, b).type;
+          if (static_cast<int>(t) > static_cast<int>(worst)) worst = t;
+        }
+        p.path = worst;
+      } else {
+        p.path = PathType::dis;  // not known: the simple form describes no paths
+      }
+    }
+  }
+  return out;
+}
+
+Seconds group_collective_time(const CollectiveModel& model, const CollectiveCall& call, const GroupPlacement& g) {
+  if (g.size <= 1 || call.count <= 0) return Seconds{};
+  const Bytes size = g.inside_node ? call.size : call.size * g.nic_share;  // eq. P12
+  return model.time(call.op, size, g.at) * static_cast<double>(call.count);
+}
+
+Seconds pipeline_p2p_time(const Cluster& c, const GroupPlacement& pp, Bytes size) {
+  if (pp.size <= 1 || pp.first.size() < 2) return Seconds{};
+  const int a = pp.first[0], b = pp.first[1];
+  const int gpn = std::max(1, c.gpus_per_node);
+  const bool across = a / gpn != b / gpn;
+  const Bytes sent = across ? size * pp.nic_share : size;  // eq. P12
+  if (c.topology) return p2p_copy_time(*c.topology, a, b, sent);
+  const LinkSpec& link = across ? c.inter_node : c.intra_node;
+  if (!(in_bytes_per_second(link.bandwidth) > 0.0)) return link.latency;
+  return link.latency + sent / link.bandwidth;
+}
+
+}  // namespace dlscale

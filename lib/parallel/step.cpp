@@ -1,0 +1,127 @@
+// One training step of a model-parallel layout (eq. P13; docs/model.md, "Model parallelism"): the slowest
+// stage's micro-batch with its exposed TP, CP and pipeline communication, the pipeline, the data-parallel
+// reduction and the update.
+#include <algorithm>
+
+#include "dlscale/cluster.hpp"
+#include "dlscale/network.hpp"
+#include "dlscale/parallel.hpp"
+
+namespace dlscale {
+
+ActivationRecompute activation_recompute(Recompute r) noexcept {
+  switch (r) {
+    case Recompute::none: return ActivationRecompute::none;
+    case Recompute::full: return ActivationRecompute::full;
+    case Recompute::selective:
+    case Recompute::op: return ActivationRecompute::selective;
+  }
+  return ActivationRecompute::none;
+}
+
+namespace {
+Seconds sum_calls(const CollectiveModel& coll, const std::vector<CollectiveCall>& calls, const GroupPlacement& g,
+                  bool backward, bool overlapped) {
+  Seconds t{};
+  for (const auto& c : calls)
+    if (c.backward == backward && c.overlapped == overlapped) t += group_collective_time(coll, c, g);
+  return t;
+}
+}  // namespace
+
+ParallelStep parallel_step(const Network& net, const LayerTimes& whole, const Cluster& cluster,
+                           const CollectiveModel& coll, const ParallelLayout& l, int gpus, const ComputeOptions& opt,
+                           const Sharding& sh) {
+  const TransformerShape m = transformer_shape(net);
+  validate(l, gpus, m);
+  const LayoutPlacement at = place_layout(l, cluster, gpus);
+  const LayerTimes t = shard_layer_times(whole, net, l);
+  const std::vector<int> stage = layer_stages(net, l);
+  const std::vector<int> block = transformer_blocks(net);
+  const double e = activation_bytes_per_element(opt.precision);
+
+  // Per block and micro-batch: TP/SP (P1-P2) and CP (P3) collectives on their groups (P12).
+  const auto tp_calls = tp_block_collectives(l, m, e);
+  const auto cp_calls = cp_block_collectives(l, m, e);
+  const GroupPlacement& tpg = at[ParallelGroup::tp];
+  const GroupPlacement& cpg = at[ParallelGroup::cp];
+  const Seconds tp_fwd = sum_calls(coll, tp_calls, tpg, false, false);
+  const Seconds tp_bwd = sum_calls(coll, tp_calls, tpg, true, false);
+  const Seconds tp_regather = sum_calls(coll, tp_calls, tpg, true, true);
+  const Seconds cp_fwd = sum_calls(coll, cp_calls, cpg, false, true);
+  const Seconds cp_bwd = sum_calls(coll, cp_calls, cpg, true, true);
+  // P4: 2·v sends a micro-batch on each stage (forward activation, backward gradient, per chunk)
+  const int v = l.schedule == PipelineSchedule::interleaved ? std::max(l.vp, 1) : 1;
+  const Seconds p2p = l.pp > 1 ? pipeline_p2p_time(cluster, at[ParallelGroup::pp], pp_p2p_bytes(l, m, e)) * (2.0 * v)
+                               : Seconds{};
+
+  ParallelStep r;
+  r.memory.reserve(static_cast<std::size_t>(l.pp));
+  const int dp_cp = l.dp(gpus) * l.cp;
+  const ActivationRecompute ar = activation_recompute(opt.recompute);
+  std::int64_t most_params = 0;
+  Seconds most_update{};
+  for (int s = 0; s < l.pp; ++s) {
+    Seconds f{}, b{}, u{}, tp{}, cp{};
+    // per block of the stage: its compute, its attention core, its backward
+    std::vector<Seconds> block_core, block_bwd;
+    int last = -1;
+    for (std::size_t i = 0; i < t.forward.size(); ++i) {
+      if (stage[i] != s) continue;
+      f += t.forward[i];
+      b += t.backward[i] + recompute_time(t, i, block[i], opt);  // eq. R1-R3 on the rank's times
+      u += t.update[i];
+      if (block[i] >= 0) {
+        if (block[i] != last) {
+          block_core.emplace_back();
+          block_bwd.emplace_back();
+          last = block[i];
+        }
+        block_bwd.back() += t.backward[i];
+        if (i < t.forward_attention.size()) block_core.back() += t.forward_attention[i];
+      }
+    }
+    for (std::size_t k = 0; k < block_core.size(); ++k) {
+      // the re-gather overlaps the data-gradient GEMMs, about half the block's backward; the ring the core,
+      // whose backward is taken as twice its forward (FlashAttention-2's backward: 2.5 GEMM passes to 1)
+      tp += tp_fwd + tp_bwd + max(Seconds{}, tp_regather - block_bwd[k] * 0.5);
+      cp += max(Seconds{}, cp_fwd - block_core[k]) + max(Seconds{}, cp_bwd - block_core[k] * 2.0);
+    }
+    const Seconds mb = f + b + tp + cp + p2p;
+    if (s == 0 || mb > r.per_microbatch) {
+      r.slowest_stage = s;
+      r.per_microbatch = mb;
+      r.forward = f;
+      r.backward = b;
+      r.tp_exposed = tp;
+      r.cp_exposed = cp;
+      r.p2p = p2p;
+    }
+    most_update = max(most_update, u);
+    most_params = std::max(most_params, rank_params(net, l, s));
+    r.memory.push_back(rank_memory(net, l, s, opt, sh, dp_cp, ar));
+  }
+  r.pipeline = pipeline_time(l.schedule, l.pp, l.micro_batches, l.vp, r.per_microbatch);
+  r.bubble = r.pipeline - r.per_microbatch * static_cast<double>(l.micro_batches);
+
+  // P5: the gradients of the largest stage over the dp·cp group, after the pipeline's last backward
+  const GroupPlacement& dpg = at[ParallelGroup::dp_cp];
+  const double P = static_cast<double>(most_params);
+  const double g = reduce_bytes_per_element(sh, opt.precision), w = working_bytes_per_element(opt.precision);
+  using G = ParallelGroup;
+  if (!sh.sharded()) {
+    r.dp_comm = group_collective_time(coll, {"DP all-reduce", G::dp_cp, CollectiveOp::allreduce, bytes(P * g), 1, true, false}, dpg);
+  } else {
+    // sharded over the whole dp·cp group: reduce-scatter of the gradients, all-gather of the parameters (after the
+    // update at stages 1-2; before forward and backward at stage 3, taken once a step here: round 2 refines it)
+    r.dp_comm = group_collective_time(coll, {"DP reduce-scatter", G::dp_cp, CollectiveOp::reducescatter, bytes(P * g), 1, true, false}, dpg) +
+                group_collective_time(coll, {"DP all-gather", G::dp_cp, CollectiveOp::allgather, bytes(P * w), sh.stage >= 3 && sh.reshard_after_forward ? 2 : 1, false, false}, dpg);
+  }
+  r.update = sh.sharded() ? most_update / static_cast<double>(std::max(dp_cp, 1)) : most_update;
+  r.step = r.pipeline + r.dp_comm + r.update;
+  r.global_batch = l.global_batch(gpus);
+  r.tokens_per_s = static_cast<double>(r.global_batch) * static_cast<double>(m.seq) / in_seconds(r.step);
+  return r;
+}
+
+}  // namespace dlscale

@@ -1,0 +1,441 @@
+// Model parallelism (tensor, sequence, pipeline, context): layout checks, bytes per block, the pipeline's bubble
+// and in-flight micro-batches, activation memory per layer and placement on the topology, each against values
+// worked by hand (docs/model.md, "Model parallelism", P1-P12).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "dlscale/cluster.hpp"
+#include "dlscale/error.hpp"
+#include "dlscale/io.hpp"
+#include "dlscale/parallel.hpp"
+#include "dlscale/zoo.hpp"
+
+namespace dlscale {
+namespace {
+
+Network arch(const std::string& name) { return build_network(resolve_architecture(name, "NAME")); }
+Cluster cluster(const std::string& name) { return load_cluster(resolve(DataKind::cluster, name, "--cluster")); }
+
+double sum(const std::vector<CollectiveCall>& calls, int n, bool backward) {
+  double b = 0;
+  for (const auto& c : calls)
+    if (c.backward == backward) b += in_bytes(wire_bytes(c, n));
+  return b;
+}
+
+constexpr double kBf16 = 2.0;
+
+// ---- the shape read from a network ---------------------------------------------------------------------
+TEST(ParallelShape, Llama2_7bFromItsLayers) {
+  const TransformerShape m = transformer_shape(arch("llama2-7b"));
+  EXPECT_EQ(m.layers, 32);
+  EXPECT_EQ(m.hidden, 4096);
+  EXPECT_EQ(m.heads, 32);
+  EXPECT_EQ(m.kv_heads, 32);
+  EXPECT_EQ(m.head_dim(), 128);
+  EXPECT_EQ(m.ffn, 11008);
+  EXPECT_EQ(m.vocab, 32000);
+  EXPECT_EQ(m.seq, 4096);
+}
+
+// ---- eq. P1-P4 on one Llama-2-7B block: h 4096, s 4096, b 1, bf16, 32 heads --------------------------------
+// The activation of one TP collective: S = b·s·h·2 B = 4096·4096·2 = 33,554,432 B.
+TEST(ParallelTraffic, TensorParallelAllReducesOfOneLlamaBlock) {
+  const TransformerShape m = transformer_shape(arch("llama2-7b"));
+  ParallelLayout l;
+  l.tp = 8;
+  EXPECT_DOUBLE_EQ(in_bytes(tp_activation_bytes(l, m, kBf16)), 33'554'432.0);
+  const auto calls = tp_block_collectives(l, m, kBf16);
+  // Two all-reduces forward, two backward; each puts 2·(7/8)·S = 58,720,256 B on a GPU's wire.
+  ASSERT_EQ(calls.size(), 2u);
+  EXPECT_EQ(calls[0].op, CollectiveOp::allreduce);
+  EXPECT_EQ(calls[0].count, 2);
+  EXPECT_DOUBLE_EQ(sum(calls, 8, false), 2 * 58'720'256.0);  // 117,440,512
+  EXPECT_DOUBLE_EQ(sum(calls, 8, true), 2 * 58'720'256.0);
+  // TP 1: nothing.
+  l.tp = 1;
+  EXPECT_TRUE(tp_block_collectives(l, m, kBf16).empty());
+}
+
+TEST(ParallelTraffic, SequenceParallelSameForwardVolumePlusBackwardRegather) {
+  const TransformerShape m = transformer_shape(arch("llama2-7b"));
+  ParallelLayout l;
+  l.tp = 8;
+  l.sp = true;
+  const auto calls = tp_block_collectives(l, m, kBf16);
+  // Forward: 2 all-gathers + 2 reduce-scatters of S, (7/8)·S = 29,360,128 B each: 117,440,512 B, the same bus
+  // volume as the two all-reduces. Backward: the conjugates (2 RS + 2 AG) and the 2 re-gathers of the
+  // column-parallel inputs: 6 × 29,360,128 = 176,160,768 B, of which 58,720,256 overlapped with dgrad.
+  EXPECT_DOUBLE_EQ(sum(calls, 8, false), 117'440'512.0);
+  EXPECT_DOUBLE_EQ(sum(calls, 8, true), 176'160'768.0);
+  double overlapped = 0;
+  for (const auto& c : calls)
+    if (c.overlapped) overlapped += in_bytes(wire_bytes(c, 8));
+  EXPECT_DOUBLE_EQ(overlapped, 58'720'256.0);
+  // The pipeline's p2p tensor is scattered over the TP group: S/8 = 4,194,304 B (eq. P4); without SP all of S.
+  EXPECT_DOUBLE_EQ(in_bytes(pp_p2p_bytes(l, m, kBf16)), 4'194'304.0);
+  l.sp = false;
+  EXPECT_DOUBLE_EQ(in_bytes(pp_p2p_bytes(l, m, kBf16)), 33'554'432.0);
+}
+
+TEST(ParallelTraffic, ContextParallelKvRingOfOneLlamaBlock) {
+  const TransformerShape m = transformer_shape(arch("llama2-7b"));
+  ParallelLayout l;
+  l.cp = 2;
+  // CP 2, TP 1: the rank's K and V of s/2 = 2048 tokens, 32 heads × 128: 2·2048·4096·2 B = 33,554,432 B.
+  // Forward: c−1 = 1 ring step of that chunk; backward twice that (K/V again, dK/dV back).
+  EXPECT_DOUBLE_EQ(in_bytes(cp_kv_chunk_bytes(l, m, kBf16)), 33'554'432.0);
+  const auto calls = cp_block_collectives(l, m, kBf16);
+  EXPECT_DOUBLE_EQ(sum(calls, 2, false), 33'554'432.0);
+  EXPECT_DOUBLE_EQ(sum(calls, 2, true), 67'108'864.0);
+  for (const auto& c : calls) EXPECT_TRUE(c.overlapped);
+  // CP 4: three steps of 2·1024·4096·2 = 16,777,216 B: 50,331,648 forward.
+  l.cp = 4;
+  EXPECT_DOUBLE_EQ(sum(cp_block_collectives(l, m, kBf16), 4, false), 3 * 16'777'216.0);
+  // CP 2 with TP 8: each rank holds 32/8 = 4 heads: 2·2048·4·128·2 = 4,194,304 B a chunk.
+  l.cp = 2;
+  l.tp = 8;
+  EXPECT_DOUBLE_EQ(in_bytes(cp_kv_chunk_bytes(l, m, kBf16)), 4'194'304.0);
+  // GQA, 8 key/value heads (Llama-3-70B: h 8192, 64 heads) on TP 16: one head per rank, replicated (eq. P3):
+  // 2·(8192/2)·1·128·2 = 2,097,152 B.
+  const TransformerShape g{80, 8192, 64, 8, 28672, 128256, 8192};
+  l.tp = 16;
+  EXPECT_DOUBLE_EQ(in_bytes(cp_kv_chunk_bytes(l, g, kBf16)), 2'097'152.0);
+}
+
+// ---- eq. P5: parameters per rank ------------------------------------------------------------------------
+TEST(ParallelParams, Llama7bFirstStageOfTp8Pp4ByHand) {
+  // Stage 0 of 4 holds the embedding and blocks 0-7. Per block: attention 4·4096² = 67,108,864 and MLP
+  // 3·4096·11008 = 135,266,304 over 8, two RMSNorms of 4096 whole: 8,388,608 + 16,908,288 + 8,192 = 25,305,088.
+  // Eight blocks 202,440,704, embedding 32000·4096/8 = 16,384,000: 218,824,704.
+  const Network net = arch("llama2-7b");
+  ParallelLayout l;
+  l.tp = 8;
+  l.pp = 4;
+  EXPECT_EQ(rank_params(net, l, 0), 218'824'704);
+  // The last stage: eight blocks, the final norm 4,096 and the output projection 131,072,000/8 = 16,384,000.
+  EXPECT_EQ(rank_params(net, l, 3), 202'440'704 + 4'096 + 16'384'000);
+  // DDP over dp·cp = 4: the all-reduce of 2 B a gradient, 2·3/4 of it on the wire (eq. S2a).
+  const StepTraffic t = dp_step_traffic(218'824'704, Sharding{}, Precision::bf16, 4);
+  EXPECT_DOUBLE_EQ(in_bytes(t.allreduce), 218'824'704.0 * 2.0 * 2.0 * 3.0 / 4.0);
+}
+
+// ---- eq. P6: one rank's layer times ------------------------------------------------------------------------
+TEST(ParallelCompute, SplitLayersDivideByTpAndCpNormsBySpOnly) {
+  const Network net = arch("llama2-7b");
+  LayerTimes whole;
+  for (auto* v : {&whole.forward, &whole.backward, &whole.update}) v->assign(net.layers.size(), seconds(1.0));
+  ParallelLayout l;
+  l.tp = 8;
+  l.cp = 2;
+  LayerTimes t = shard_layer_times(whole, net, l);
+  // layer 0 the embedding (tokens over c only), 1 a norm, 2 attention, 4 the MLP
+  EXPECT_EQ(net.layers[1].kind, LayerKind::layernorm);
+  EXPECT_EQ(net.layers[2].kind, LayerKind::attention);
+  EXPECT_DOUBLE_EQ(in_seconds(t.forward[0]), 0.5);
+  EXPECT_DOUBLE_EQ(in_seconds(t.update[0]), 1.0 / 8);
+  EXPECT_DOUBLE_EQ(in_seconds(t.forward[1]), 0.5);  // replicated over TP without SP
+  EXPECT_DOUBLE_EQ(in_seconds(t.update[1]), 1.0);
+  EXPECT_DOUBLE_EQ(in_seconds(t.forward[2]), 1.0 / 16);
+  EXPECT_DOUBLE_EQ(in_seconds(t.backward[4]), 1.0 / 16);
+  l.sp = true;
+  t = shard_layer_times(whole, net, l);
+  EXPECT_DOUBLE_EQ(in_seconds(t.forward[1]), 1.0 / 16);
+}
+
+// ---- eq. P7-P8: the pipeline at p 4, m 8, v 2 --------------------------------------------------------------
+TEST(ParallelPipeline, BubbleFractionsAndStepForP4M8V2) {
+  // 1F1B and GPipe: (p−1)/m = 3/8; interleaved: (p−1)/(v·m) = 3/16.
+  EXPECT_DOUBLE_EQ(bubble_fraction(PipelineSchedule::one_f_one_b, 4, 8, 1), 0.375);
+  EXPECT_DOUBLE_EQ(bubble_fraction(PipelineSchedule::gpipe, 4, 8, 1), 0.375);
+  EXPECT_DOUBLE_EQ(bubble_fraction(PipelineSchedule::interleaved, 4, 8, 2), 0.1875);
+  // v is ignored by the non-interleaved schedules
+  EXPECT_DOUBLE_EQ(bubble_fraction(PipelineSchedule::one_f_one_b, 4, 8, 2), 0.375);
+  // step: (m + p − 1)·t = 11 t; interleaved (m + (p−1)/v)·t = 9.5 t
+  EXPECT_DOUBLE_EQ(in_seconds(pipeline_time(PipelineSchedule::one_f_one_b, 4, 8, 1, seconds(1.0))), 11.0);
+  EXPECT_DOUBLE_EQ(in_seconds(pipeline_time(PipelineSchedule::interleaved, 4, 8, 2, seconds(1.0))), 9.5);
+  // and the ideal m·t plus its bubble is that step: 8·(1 + 3/16) = 9.5
+  EXPECT_DOUBLE_EQ(8.0 * (1.0 + bubble_fraction(PipelineSchedule::interleaved, 4, 8, 2)), 9.5);
+}
+
+TEST(ParallelPipeline, InFlightMicroBatchesPerStage) {
+  // 1F1B: stage i holds p − i: 4, 3, 2, 1. GPipe: all m = 8.
+  for (int i = 0; i < 4; ++i) EXPECT_DOUBLE_EQ(in_flight_microbatches(PipelineSchedule::one_f_one_b, 4, 8, 1, i), 4 - i);
+  EXPECT_DOUBLE_EQ(in_flight_microbatches(PipelineSchedule::gpipe, 4, 8, 1, 0), 8.0);
+  // 1F1B with fewer micro-batches than stages: m.
+  EXPECT_DOUBLE_EQ(in_flight_microbatches(PipelineSchedule::one_f_one_b, 4, 2, 1, 0), 2.0);
+  // Interleaved, stage 0: Megatron's warm-up 2·(p−1) + (v−1)·p = 6 + 4 = 10 chunks, +1 = 11 chunks of 1/v of
+  // the stage: 5.5 = p·(1 + (p−1)/(p·v)) = 4·1.375 (Korthikanti et al., §4.2.3). The last stage: 0 + 4 + 1 = 5 → 2.5.
+  EXPECT_DOUBLE_EQ(in_flight_microbatches(PipelineSchedule::interleaved, 4, 8, 2, 0), 5.5);
+  EXPECT_DOUBLE_EQ(in_flight_microbatches(PipelineSchedule::interleaved, 4, 8, 2, 3), 2.5);
+}
+
+TEST(ParallelPipeline, InterleavedChunksGoRoundTheStages) {
+  // Llama-2-7B, 32 blocks on p 4 × v 2: chunks of 4 blocks, chunk k on stage k mod 4.
+  const Network net = arch("llama2-7b");
+  ParallelLayout l;
+  l.pp = 4;
+  l.vp = 2;
+  l.schedule = PipelineSchedule::interleaved;
+  const auto stage = layer_stages(net, l);
+  const auto block = transformer_blocks(net);
+  for (std::size_t i = 0; i < stage.size(); ++i) {
+    if (block[i] < 0) continue;
+    EXPECT_EQ(stage[i], (block[i] / 4) % 4) << net.layers[i].name;
+  }
+  EXPECT_EQ(stage.front(), 0);  // the embedding
+  EXPECT_EQ(stage.back(), 3);   // the output projection
+}
+
+// ---- eq. P9: Korthikanti et al.'s activation memory for a GPT-3 175B layer -----------------------------------
+// s 2048, b 1, h 12288, a 96, t 8: s·b·h = 25,165,824; 5·a·s/h = 5·96·2048/12288 = 80.
+TEST(ParallelActivations, Gpt3_175bLayerAgainstKorthikanti) {
+  const double sbh = 25'165'824.0;
+  using R = ActivationRecompute;
+  // no parallelism: sbh·(34 + 80) = 2,868,903,936 B
+  EXPECT_DOUBLE_EQ(activation_bytes_per_layer(2048, 1, 12288, 96, 1, false, R::none), sbh * 114.0);
+  EXPECT_DOUBLE_EQ(activation_bytes_per_layer(2048, 1, 12288, 96, 1, false, R::none), 2'868'903'936.0);
+  // TP 8 without SP: sbh·(10 + 24/8 + 80/8) = 23·sbh = 578,813,952 B
+  EXPECT_DOUBLE_EQ(activation_bytes_per_layer(2048, 1, 12288, 96, 8, false, R::none), 578'813'952.0);
+  // TP 8 with SP: sbh·114/8 = 14.25·sbh = 358,612,992 B
+  EXPECT_DOUBLE_EQ(activation_bytes_per_layer(2048, 1, 12288, 96, 8, true, R::none), 358'612'992.0);
+  // selective recompute with SP: sbh·34/8 = 106,954,752 B; without SP: sbh·(10 + 3) = 327,155,712 B
+  EXPECT_DOUBLE_EQ(activation_bytes_per_layer(2048, 1, 12288, 96, 8, true, R::selective), 106'954'752.0);
+  EXPECT_DOUBLE_EQ(activation_bytes_per_layer(2048, 1, 12288, 96, 8, false, R::selective), 327'155'712.0);
+  // full recompute: the input, 2·sbh = 50,331,648 B (over 8 with SP: 6,291,456 B)
+  EXPECT_DOUBLE_EQ(activation_bytes_per_layer(2048, 1, 12288, 96, 8, false, R::full), 50'331'648.0);
+  EXPECT_DOUBLE_EQ(activation_bytes_per_layer(2048, 1, 12288, 96, 8, true, R::full), 6'291'456.0);
+  // FlashAttention keeps no a·s² term: as selective
+  EXPECT_DOUBLE_EQ(activation_bytes_per_layer(2048, 1, 12288, 96, 8, true, R::none, true), 106'954'752.0);
+  // from the network and a layout: the same figure
+  const TransformerShape m = transformer_shape(arch("gpt3-175b"));
+  ParallelLayout l;
+  l.tp = 8;
+  l.sp = true;
+  EXPECT_DOUBLE_EQ(in_bytes(activation_bytes_per_layer(l, m, R::none)), 358'612'992.0);
+}
+
+TEST(ParallelActivations, FirstStageHoldsPMicroBatchesOfItsBlocks) {
+  // GPT-3 175B, TP 8 + SP, PP 8 (12 blocks a stage), 1F1B, m 16: stage 0 holds 8 micro-batches of 12 layers of
+  // 358,612,992 B = 34,426,847,232 B (= 96 layers' worth: Korthikanti's "the first stage holds L layers").
+  const Network net = arch("gpt3-175b");
+  ParallelLayout l;
+  l.tp = 8;
+  l.sp = true;
+  l.pp = 8;
+  l.micro_batches = 16;
+  ComputeOptions opt;
+  opt.precision = Precision::bf16;
+  opt.optimizer = Optimizer::adamw;
+  const MemoryEstimate first = rank_memory(net, l, 0, opt, Sharding{}, 1, ActivationRecompute::none);
+  EXPECT_DOUBLE_EQ(in_bytes(first.activations), 8 * 12 * 358'612'992.0);
+  const MemoryEstimate last = rank_memory(net, l, 7, opt, Sharding{}, 1, ActivationRecompute::none);
+  EXPECT_DOUBLE_EQ(in_bytes(last.activations), 1 * 12 * 358'612'992.0);
+  // weights: mixed precision 6 B, gradients 2 B, AdamW 8 B a parameter of the rank (eq. S3 without sharding)
+  const double p0 = static_cast<double>(rank_params(net, l, 0));
+  EXPECT_DOUBLE_EQ(in_bytes(first.weights + first.gradients + first.optimizer_state), 16.0 * p0);
+}
+
+// ---- eq. P11: placement ------------------------------------------------------------------------------------
+TEST(ParallelPlacement, Tp8Pp4OnFourDgxH100NodesKeepsTpInsideANode) {
+  const Cluster c = cluster("dgx-h100-ndr");
+  ParallelLayout l;
+  l.tp = 8;
+  l.pp = 4;
+  const LayoutPlacement at = place_layout(l, c, 32);
+  const GroupPlacement& tp = at[ParallelGroup::tp];
+  // Megatron's order tp-cp-dp-pp: TP groups are ranks 8k … 8k+7, the GPUs of node k.
+  EXPECT_EQ(tp.groups, 4);
+  EXPECT_EQ(tp.size, 8);
+  EXPECT_TRUE(tp.inside_node);
+  EXPECT_EQ(tp.first, (std::vector<int>{0, 1, 2, 3, 4, 5, 6, 7}));
+  EXPECT_EQ(tp.path, PathType::nvl);
+  EXPECT_EQ(tp.at.gpus, 8);
+  EXPECT_EQ(tp.at.nodes, 1);
+  // PP groups {j, 8+j, 16+j, 24+j}: one rank on each of the 4 nodes; 8 of them leave every node, each on its
+  // own NIC of the 8: no sharing.
+  const GroupPlacement& pp = at[ParallelGroup::pp];
+  EXPECT_EQ(pp.groups, 8);
+  EXPECT_EQ(pp.first, (std::vector<int>{0, 8, 16, 24}));
+  EXPECT_FALSE(pp.inside_node);
+  EXPECT_EQ(pp.nodes, 4);
+  EXPECT_EQ(pp.per_node, 1);
+  EXPECT_EQ(pp.groups_per_node, 8);
+  EXPECT_DOUBLE_EQ(pp.nic_share, 1.0);
+  EXPECT_EQ(pp.path, PathType::net);
+  // dp is 1: one-rank groups
+  EXPECT_EQ(at[ParallelGroup::dp].size, 1);
+  // The same degrees numbered pp fastest, tp slowest: a TP group is {0, 4, …, 28}, across all four nodes.
+  l.order = parse_rank_order("pp-cp-dp-tp");
+  const GroupPlacement bad = place_layout(l, c, 32)[ParallelGroup::tp];
+  EXPECT_EQ(bad.first, (std::vector<int>{0, 4, 8, 12, 16, 20, 24, 28}));
+  EXPECT_FALSE(bad.inside_node);
+  EXPECT_EQ(bad.nodes, 4);
+  EXPECT_EQ(bad.per_node, 2);
+}
+
+TEST(ParallelPlacement, Gb200Nvl72KeepsTpAndDpInItsNvlinkDomain) {
+  // 64 GPUs, TP 8 × DP 8: on one NVL72 rack every group is inside its NVLink domain; on 8 DGX H100 nodes the
+  // DP groups {j, 8+j, …, 56+j} cross all 8 nodes.
+  ParallelLayout l;
+  l.tp = 8;
+  const Cluster nvl = cluster("gb200-nvl72");
+  const LayoutPlacement a = place_layout(l, nvl, 64);
+  EXPECT_TRUE(a[ParallelGroup::tp].inside_node);
+  EXPECT_EQ(a[ParallelGroup::tp].path, PathType::nvl);
+  EXPECT_TRUE(a[ParallelGroup::dp].inside_node);
+  EXPECT_EQ(a[ParallelGroup::dp].first, (std::vector<int>{0, 8, 16, 24, 32, 40, 48, 56}));
+  const Cluster dgx = cluster("dgx-h100-ndr");
+  const LayoutPlacement b = place_layout(l, dgx, 64);
+  EXPECT_TRUE(b[ParallelGroup::tp].inside_node);
+  EXPECT_FALSE(b[ParallelGroup::dp].inside_node);
+  EXPECT_EQ(b[ParallelGroup::dp].nodes, 8);
+  // and the collective model times the DP all-reduce of 1 GB faster on the rack's NVLink than across 8 nodes
+  const CollectiveCall ar{"DP", ParallelGroup::dp, CollectiveOp::allreduce, gigabytes(1.0), 1, false, false};
+  const Seconds t_nvl = group_collective_time(*make_collective_model(nvl), ar, a[ParallelGroup::dp]);
+  const Seconds t_dgx = group_collective_time(*make_collective_model(dgx), ar, b[ParallelGroup::dp]);
+  EXPECT_LT(t_nvl, t_dgx);
+}
+
+// ---- eq. P12: times on the alpha-beta model, by hand ---------------------------------------------------------
+TEST(ParallelTiming, AlphaBetaTpAllReduceAndSharedNicP2p) {
+  Cluster c;
+  c.name = "hand";
+  c.max_nodes = 4;
+  c.gpus_per_node = 8;
+  c.intra_node = {gigabytes_per_second(100.0), microseconds(1.0)};
+  c.inter_node = {gigabytes_per_second(10.0), microseconds(5.0)};
+  ParallelLayout l;
+  l.tp = 8;
+  l.pp = 4;
+  const LayoutPlacement at = place_layout(l, c, 32);
+  const auto model = make_alpha_beta_model(c);
+  // TP all-reduce of 32 MiB in a node: 2·7 steps of 1 µs + 2·(7/8)·33,554,432 B / 100 GB/s = 14 µs + 587.20256 µs.
+  const CollectiveCall ar{"TP", ParallelGroup::tp, CollectiveOp::allreduce, bytes(33'554'432.0), 1, false, false};
+  EXPECT_NEAR(in_seconds(group_collective_time(*model, ar, at[ParallelGroup::tp])), 14e-6 + 587.20256e-6, 1e-12);
+  // PP p2p of 4 MiB across nodes: the simple form has one NIC a node, shared by the 8 PP groups leaving it
+  // (eq. P11: share 8): 5 µs + 8·4,194,304 B / 10 GB/s = 5 µs + 3,355.4432 µs.
+  EXPECT_DOUBLE_EQ(at[ParallelGroup::pp].nic_share, 8.0);
+  EXPECT_NEAR(in_seconds(pipeline_p2p_time(c, at[ParallelGroup::pp], bytes(4'194'304.0))), 5e-6 + 3355.4432e-6, 1e-12);
+}
+
+// ---- eq. P13: one step, by hand on the alpha-beta model -----------------------------------------------------
+TEST(ParallelStep, PipelineOfTwoStagesByHand) {
+  // A 4-block decoder (h 256, 4 heads, s 128): embedding, 4 × (norm, attention, norm, MLP), norm, output = 19
+  // layers. PP 2 × DP 2 on 4 GPUs of one 8-GPU node, 1F1B, m 4, b 1, fp32. Every layer 1 ms forward, 2 ms
+  // backward, 0.5 ms update. Stage 0: embedding and blocks 0-1 (9 layers); stage 1: blocks 2-3, the norm and the
+  // output (10 layers), the slowest: f 10 ms, b 20 ms.
+  DecoderShape d;
+  d.layers = 4;
+  d.hidden = 256;
+  d.heads = 4;
+  d.ffn = 512;
+  d.vocab = 1000;
+  d.seq = 128;
+  const Network net = build_decoder(d, "tiny");
+  ASSERT_EQ(net.layers.size(), 19u);
+  LayerTimes whole;
+  whole.forward.assign(19, milliseconds(1.0));
+  whole.backward.assign(19, milliseconds(2.0));
+  whole.update.assign(19, milliseconds(0.5));
+  Cluster c;
+  c.name = "hand";
+  c.max_nodes = 1;
+  c.gpus_per_node = 8;
+  c.intra_node = {gigabytes_per_second(100.0), microseconds(1.0)};
+  c.inter_node = {gigabytes_per_second(10.0), microseconds(5.0)};
+  ParallelLayout l;
+  l.pp = 2;
+  l.micro_batches = 4;
+  const ComputeOptions opt;  // fp32: 4 B activations and gradients
+  const ParallelStep st = parallel_step(net, whole, c, *make_alpha_beta_model(c), l, 4, opt, Sharding{});
+  EXPECT_EQ(st.slowest_stage, 1);
+  EXPECT_NEAR(in_seconds(st.forward), 10e-3, 1e-15);
+  EXPECT_NEAR(in_seconds(st.backward), 20e-3, 1e-15);
+  // p2p (P4): b·s·h·4 = 131,072 B between ranks 0 and 2 of the node: 1 µs + 1.31072 µs, twice a micro-batch.
+  EXPECT_NEAR(in_seconds(st.p2p), 2 * (1e-6 + 1.31072e-6), 1e-15);
+  const double mb = 30e-3 + 2 * (1e-6 + 1.31072e-6);
+  EXPECT_NEAR(in_seconds(st.per_microbatch), mb, 1e-15);
+  // P7: (m + p − 1)·t_mb = 5·t_mb, of which one t_mb is the bubble
+  EXPECT_NEAR(in_seconds(st.pipeline), 5 * mb, 1e-14);
+  EXPECT_NEAR(in_seconds(st.bubble), mb, 1e-14);
+  // P5: the larger stage's parameters all-reduced over the 2 DP ranks: 2 µs + 2·(1/2)·4·P / 100 GB/s
+  const double P = static_cast<double>(std::max(rank_params(net, l, 0), rank_params(net, l, 1)));
+  EXPECT_NEAR(in_seconds(st.dp_comm), 2e-6 + 4.0 * P / 1e11, 1e-15);
+  EXPECT_NEAR(in_seconds(st.update), 5e-3, 1e-15);
+  EXPECT_NEAR(in_seconds(st.step), 5 * mb + 2e-6 + 4.0 * P / 1e11 + 5e-3, 1e-14);
+  // 8 samples (b 1 × m 4 × dp 2) of 128 tokens a step
+  EXPECT_EQ(st.global_batch, 8);
+  EXPECT_NEAR(st.tokens_per_s, 8 * 128 / in_seconds(st.step), 1e-9);
+  ASSERT_EQ(st.memory.size(), 2u);
+}
+
+// ---- validation: each error names its field -------------------------------------------------------------------
+std::string field_of(const ParallelLayout& l, int gpus, const TransformerShape& m) {
+  try {
+    validate(l, gpus, m);
+  } catch (const InputError& e) {
+    return e.key();
+  }
+  return "";
+}
+
+TEST(ParallelValidate, ErrorsNameTheField) {
+  const TransformerShape m{32, 4096, 32, 8, 14336, 128256, 8192};  // Llama-3-8B: 8 key/value heads
+  ParallelLayout l;
+  l.tp = 8;
+  l.pp = 4;
+  EXPECT_EQ(field_of(l, 32, m), "");
+  EXPECT_EQ(field_of(l, 48, m), "gpus");  // 32 does not divide 48
+  l.tp = 3;
+  EXPECT_EQ(field_of(l, 96, m), "tp");  // 3 does not divide 32 heads
+  l.tp = 16;
+  EXPECT_EQ(field_of(l, 64, m), "");  // a multiple of 8 key/value heads: replicated
+  const TransformerShape odd{32, 4096, 32, 12, 14336, 128256, 8192};
+  l.tp = 8;
+  EXPECT_EQ(field_of(l, 32, odd), "tp");  // 8 neither divides nor is a multiple of 12
+  l.pp = 64;
+  EXPECT_EQ(field_of(l, 512, m), "pp");  // 64 stages for 32 blocks
+  l.pp = 4;
+  l.cp = 3;
+  EXPECT_EQ(field_of(l, 96, m), "cp");  // 8192 tokens do not split into 6 chunks
+  l.cp = 1;
+  l.vp = 2;
+  EXPECT_EQ(field_of(l, 32, m), "vp");  // vp without the interleaved schedule
+  l.schedule = PipelineSchedule::interleaved;
+  l.micro_batches = 8;
+  EXPECT_EQ(field_of(l, 32, m), "");
+  l.vp = 3;
+  EXPECT_EQ(field_of(l, 32, m), "vp");  // 4 × 3 does not divide 32 blocks
+  l.vp = 2;
+  l.micro_batches = 6;
+  EXPECT_EQ(field_of(l, 32, m), "micro_batches");
+  l.micro_batch = 0;
+  EXPECT_EQ(field_of(l, 32, m), "micro_batch");
+  try {
+    validate(ParallelLayout{.tp = 8, .pp = 4}, 48, m);
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("tp 8 × pp 4 × cp 1 = 32 does not divide 48 GPUs"), std::string::npos) << e.what();
+  }
+}
+
+TEST(ParallelValidate, RankOrderAndScheduleNames) {
+  EXPECT_EQ(parse_rank_order("tp-cp-ep-dp-pp"), kMegatronRankOrder);
+  EXPECT_EQ(to_string(parse_rank_order("pp,dp,cp,tp")), "pp-dp-cp-tp");
+  EXPECT_THROW(parse_rank_order("tp-cp-dp"), InputError);
+  EXPECT_THROW(parse_rank_order("tp-tp-dp-pp"), InputError);
+  EXPECT_EQ(pipeline_schedule_from_string("1f1b"), PipelineSchedule::one_f_one_b);
+  try {
+    pipeline_schedule_from_string("zb", "schedule");
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.key(), "schedule");
+  }
+}
+
+}  // namespace
+}  // namespace dlscale
