@@ -257,127 +257,173 @@ void linear_gemms(Kernels& k, const std::string& name, std::int64_t rows, std::i
   k.fp8_casts(name, rows, in, out, input_grad);
 }
 
+/// What the parts of time_layer read: the layer, the batch, and figures derived from them once.
+struct LayerWork {
+  const Layer& l;
+  int batch;
+  double B;         // the batch, as a double
+  double eb;        // activation bytes per element
+  bool input_grad;  // a data gradient is computed (not the first layer, not an embedding)
+  double out_e;     // the batch's output elements
+  const ComputeOptions& opt;
+};
+
+/// A convolution with known shapes: forward, data and weight gradients, and its bias (eq. K13).
+bool time_conv(Kernels& k, const LayerWork& w) {
+  const Layer& l = w.l;
+  const auto& in = l.input_shape;
+  if (in.size() != 3 || l.output_shape.size() != 3) return false;
+  const ConvGeometry c{w.batch, in[0], l.output_shape[0], in[1], in[2], l.output_shape[1], l.output_shape[2],
+                    l.kernel_h, l.kernel_w, l.stride_h, l.stride_w, l.groups};
+  k.conv(k.name(l.name, " fwd"), c, ConvPass::forward, false);
+  if (w.input_grad) k.conv(k.name(l.name, " dgrad"), c, ConvPass::data_gradient, true);
+  k.conv(k.name(l.name, " wgrad"), c, ConvPass::weight_gradient, true);
+  if (conv_has_bias(l, c)) {  // eq. K13: added to the output in a pass of its own, its gradient a reduction
+    k.pass(k.name(l.name, " bias fwd"), 2.0 * w.out_e, w.eb, false);
+    k.pass(k.name(l.name, " bias bwd"), w.out_e, w.eb, true);
+  }
+  return true;
+}
+
+/// A linear map with a known input shape, or an MLP: up (and gate), the activation, down.
+bool time_linear(Kernels& k, const LayerWork& w) {
+  const Layer& l = w.l;
+  const auto& in = l.input_shape;
+  if (in.empty()) return false;
+  const double eb = w.eb;
+  const std::int64_t d = in.back();
+  const std::int64_t rows = static_cast<std::int64_t>(elements(in) / static_cast<double>(d) * w.B);
+  if (l.hidden > 0) {  // an MLP: up (and gate), the activation, down
+    const std::int64_t up = l.hidden * (l.gated ? 2 : 1);
+    linear_gemms(k, k.name(l.name, ".up"), rows, d, up, w.input_grad);
+    const double h = static_cast<double>(rows) * static_cast<double>(l.hidden);
+    // GELU: read, write (2 passes of H); SwiGLU: SiLU of the gate and its product with up (read 2H, write H, + 2H)
+    k.pass(k.name(l.name, l.gated ? ".swiglu fwd" : ".gelu fwd"), (l.gated ? 5.0 : 2.0) * h, eb, false);
+    k.pass(k.name(l.name, l.gated ? ".swiglu bwd" : ".gelu bwd"), (l.gated ? 7.0 : 3.0) * h, eb, true);
+    linear_gemms(k, k.name(l.name, ".down"), rows, l.hidden, l.output_shape.empty() ? d : l.output_shape.back(), true);
+  } else {
+    const std::int64_t out = l.output_shape.empty() ? d : l.output_shape.back();
+    linear_gemms(k, l.name, rows, d, out, w.input_grad);
+  }
+  return true;
+}
+
+/// Eq. K14: the rotation of q and k (over `qk` elements), fused or an operator a kernel.
+void time_rotary(Kernels& k, const LayerWork& w, double qk) {
+  const std::string& name = w.l.name;
+  if (w.opt.compiled) {
+    k.pass(k.name(name, ".rotary fwd"), 2.0 * qk, w.eb, false);
+    k.pass(k.name(name, ".rotary bwd"), 2.0 * qk, w.eb, true);
+  } else {
+    k.pass(k.name(name, ".rotary fwd (eager)"), qk, kEagerRotary.forward_bytes(w.eb), false, 0.0,
+           2 * kEagerRotary.forward_kernels);
+    k.pass(k.name(name, ".rotary bwd (eager)"), qk, kEagerRotary.backward_bytes(w.eb), true, 0.0,
+           2 * kEagerRotary.backward_kernels);
+  }
+}
+
+/// The attention core without a fused kernel, `bh` sequences × heads of `s` positions and `dh` features.
+void time_unfused_core(Kernels& k, const LayerWork& w, std::int64_t s, std::int64_t dh, std::int64_t bh) {
+  const std::string& name = w.l.name;
+  // Scores Q·Kᵀ and the weighted sum P·V, one small GEMM per sequence and head; backward: two each.
+  k.in_attention_core = true;
+  k.gemm(k.name(name, ".scores fwd"), GemmShape{s, s, dh, bh}, false);
+  k.gemm(k.name(name, ".context fwd"), GemmShape{s, dh, s, bh}, false);
+  k.gemm(k.name(name, ".context dgrad"), GemmShape{s, s, dh, bh}, true);   // dP = dC·Vᵀ
+  k.gemm(k.name(name, ".context wgrad"), GemmShape{s, dh, s, bh}, true);   // dV = Pᵀ·dC
+  k.gemm(k.name(name, ".scores dgrad"), GemmShape{s, dh, s, bh}, true);    // dQ = dS·K
+  k.gemm(k.name(name, ".scores wgrad"), GemmShape{s, dh, s, bh}, true);    // dK = dSᵀ·Q
+  // Scale and mask, softmax, dropout on the heads·S² probabilities: read and write each (fwd), read
+  // two and write one (bwd); the heads are split and merged by copies of Q, K, V and the context.
+  const double probs = static_cast<double>(bh) * static_cast<double>(s) * static_cast<double>(s);
+  k.pass(k.name(name, ".softmax fwd"), 3 * 2.0 * probs, w.eb, false, 0.0, 3);
+  k.pass(k.name(name, ".softmax bwd"), 3 * 3.0 * probs, w.eb, true, 0.0, 3);
+  k.in_attention_core = false;
+}
+
+/// Attention with a known input shape: the q/k/v projection, rotary, the core (fused or not), the
+/// heads' copies and the output projection.
+bool time_attention(Kernels& k, const LayerWork& w) {
+  const Layer& l = w.l;
+  const auto& in = l.input_shape;
+  if (in.size() < 2 || l.heads <= 0) return false;
+  const double eb = w.eb;
+  const std::int64_t d = in.back(), s = in[in.size() - 2];
+  const std::int64_t seqs = static_cast<std::int64_t>(elements(in) / static_cast<double>(s * d) * w.B);
+  const std::int64_t rows = seqs * s, dh = d / l.heads, bh = seqs * l.heads;
+  // q, and k and v of kv_heads heads each (grouped-query attention: fewer key/value heads)
+  const std::int64_t dkv = l.kv_heads > 0 ? d / l.heads * l.kv_heads : d;
+  linear_gemms(k, k.name(l.name, ".qkv"), rows, d, d + 2 * dkv, w.input_grad);
+  if (l.rotary) time_rotary(k, w, static_cast<double>(rows) * static_cast<double>(d + dkv));
+  const double act = static_cast<double>(rows) * static_cast<double>(d);
+  if (fused_attention(w.opt.attention))
+    k.flash_attention(k.name(l.name, ".attention"), seqs, s, l.heads, dh, dkv, l.causal, to_string(w.opt.attention));
+  else
+    time_unfused_core(k, w, s, dh, bh);
+  k.pass(k.name(l.name, ".heads fwd"), 2.0 * 4.0 * act, eb, false, 0.0, 2);
+  k.pass(k.name(l.name, ".heads bwd"), 2.0 * 4.0 * act, eb, true, 0.0, 2);
+  linear_gemms(k, k.name(l.name, ".out"), rows, d, d, true);
+  return true;
+}
+
+/// Layer norm or RMSNorm: one pass forward; dx and the parameter gradients backward.
+void time_layernorm(Kernels& k, const LayerWork& w) {
+  const Layer& l = w.l;
+  if (l.rms && !w.opt.compiled) {  // eq. K14: eager RMSNorm, an operator a kernel
+    k.pass(k.name(l.name, " fwd (eager)"), w.out_e, kEagerRmsNorm.forward_bytes(w.eb), false, 0.0,
+           kEagerRmsNorm.forward_kernels);
+    k.pass(k.name(l.name, " bwd (eager)"), w.out_e, kEagerRmsNorm.backward_bytes(w.eb), true, 0.0,
+           kEagerRmsNorm.backward_kernels);
+    return;
+  }
+  k.pass(k.name(l.name, " fwd"), 2.0 * w.out_e, w.eb, false);
+  k.pass(k.name(l.name, " bwd"), 4.0 * w.out_e, w.eb, true, 0.0, 2);
+}
+
+/// No shape of the work: the roofline of its FLOPs and of reading its input and writing its output.
+void time_roofline(Kernels& k, const LayerWork& w) {
+  const Layer& l = w.l;
+  const Flops work = flops(l.forward_flops_per_sample * w.B);
+  const Bytes traffic = bytes(2.0 * l.activation_bytes_per_sample * (w.eb / 4.0) * w.B + static_cast<double>(l.params) * w.eb);
+  const bool matmul = l.kind == LayerKind::conv || l.kind == LayerKind::linear || l.kind == LayerKind::attention;
+  k.roofline(k.name(l.name, " fwd"), work, traffic, matmul, false);
+  k.roofline(k.name(l.name, " bwd"), work * (w.input_grad ? 2.0 : 1.0), traffic * (w.input_grad ? 2.0 : 1.0), matmul, true);
+}
+
 void time_layer(Kernels& k, const Layer& l, bool first, int batch, const ComputeOptions& opt) {
   const double eb = activation_bytes_per_element(opt.precision);
   const double B = batch;
-  const bool input_grad = !first && l.kind != LayerKind::embedding;
+  const LayerWork w{l, batch, B, eb, !first && l.kind != LayerKind::embedding, elements(l.output_shape) * B, opt};
   // fp8 training converts the blocks' linear maps (attention projections, MLPs), not the output projection
   // over the vocabulary (torchtitan's and Transformer Engine's default) nor anything else.
   k.fp8_layer = l.kind == LayerKind::attention || (l.kind == LayerKind::linear && l.hidden > 0);
-  const double out_e = elements(l.output_shape) * B;
-  const auto& in = l.input_shape;
   switch (l.kind) {
     case LayerKind::conv:
-      if (in.size() == 3 && l.output_shape.size() == 3) {
-        const ConvGeometry c{batch, in[0], l.output_shape[0], in[1], in[2], l.output_shape[1], l.output_shape[2],
-                          l.kernel_h, l.kernel_w, l.stride_h, l.stride_w, l.groups};
-        k.conv(k.name(l.name, " fwd"), c, ConvPass::forward, false);
-        if (input_grad) k.conv(k.name(l.name, " dgrad"), c, ConvPass::data_gradient, true);
-        k.conv(k.name(l.name, " wgrad"), c, ConvPass::weight_gradient, true);
-        if (conv_has_bias(l, c)) {  // eq. K13: added to the output in a pass of its own, its gradient a reduction
-          k.pass(k.name(l.name, " bias fwd"), 2.0 * out_e, eb, false);
-          k.pass(k.name(l.name, " bias bwd"), out_e, eb, true);
-        }
-        return;
-      }
+      if (time_conv(k, w)) return;
       break;
     case LayerKind::linear:
-      if (!in.empty()) {
-        const std::int64_t d = in.back();
-        const std::int64_t rows = static_cast<std::int64_t>(elements(in) / static_cast<double>(d) * B);
-        if (l.hidden > 0) {  // an MLP: up (and gate), the activation, down
-          const std::int64_t up = l.hidden * (l.gated ? 2 : 1);
-          linear_gemms(k, k.name(l.name, ".up"), rows, d, up, input_grad);
-          const double h = static_cast<double>(rows) * static_cast<double>(l.hidden);
-          // GELU: read, write (2 passes of H); SwiGLU: SiLU of the gate and its product with up (read 2H, write H, + 2H)
-          k.pass(k.name(l.name, l.gated ? ".swiglu fwd" : ".gelu fwd"), (l.gated ? 5.0 : 2.0) * h, eb, false);
-          k.pass(k.name(l.name, l.gated ? ".swiglu bwd" : ".gelu bwd"), (l.gated ? 7.0 : 3.0) * h, eb, true);
-          linear_gemms(k, k.name(l.name, ".down"), rows, l.hidden, l.output_shape.empty() ? d : l.output_shape.back(), true);
-        } else {
-          const std::int64_t out = l.output_shape.empty() ? d : l.output_shape.back();
-          linear_gemms(k, l.name, rows, d, out, input_grad);
-        }
-        return;
-      }
+      if (time_linear(k, w)) return;
       break;
     case LayerKind::attention:
-      if (in.size() >= 2 && l.heads > 0) {
-        const std::int64_t d = in.back(), s = in[in.size() - 2];
-        const std::int64_t seqs = static_cast<std::int64_t>(elements(in) / static_cast<double>(s * d) * B);
-        const std::int64_t rows = seqs * s, dh = d / l.heads, bh = seqs * l.heads;
-        // q, and k and v of kv_heads heads each (grouped-query attention: fewer key/value heads)
-        const std::int64_t dkv = l.kv_heads > 0 ? d / l.heads * l.kv_heads : d;
-        linear_gemms(k, k.name(l.name, ".qkv"), rows, d, d + 2 * dkv, input_grad);
-        if (l.rotary) {  // eq. K14: the rotation of q and k, fused or an operator a kernel
-          const double qk = static_cast<double>(rows) * static_cast<double>(d + dkv);
-          if (opt.compiled) {
-            k.pass(k.name(l.name, ".rotary fwd"), 2.0 * qk, eb, false);
-            k.pass(k.name(l.name, ".rotary bwd"), 2.0 * qk, eb, true);
-          } else {
-            k.pass(k.name(l.name, ".rotary fwd (eager)"), qk, kEagerRotary.forward_bytes(eb), false, 0.0,
-                   2 * kEagerRotary.forward_kernels);
-            k.pass(k.name(l.name, ".rotary bwd (eager)"), qk, kEagerRotary.backward_bytes(eb), true, 0.0,
-                   2 * kEagerRotary.backward_kernels);
-          }
-        }
-        const double act = static_cast<double>(rows) * static_cast<double>(d);
-        if (fused_attention(opt.attention)) {
-          k.flash_attention(k.name(l.name, ".attention"), seqs, s, l.heads, dh, dkv, l.causal, to_string(opt.attention));
-          k.pass(k.name(l.name, ".heads fwd"), 2.0 * 4.0 * act, eb, false, 0.0, 2);
-          k.pass(k.name(l.name, ".heads bwd"), 2.0 * 4.0 * act, eb, true, 0.0, 2);
-          linear_gemms(k, k.name(l.name, ".out"), rows, d, d, true);
-          return;
-        }
-        // Scores Q·Kᵀ and the weighted sum P·V, one small GEMM per sequence and head; backward: two each.
-        k.in_attention_core = true;
-        k.gemm(k.name(l.name, ".scores fwd"), GemmShape{s, s, dh, bh}, false);
-        k.gemm(k.name(l.name, ".context fwd"), GemmShape{s, dh, s, bh}, false);
-        k.gemm(k.name(l.name, ".context dgrad"), GemmShape{s, s, dh, bh}, true);   // dP = dC·Vᵀ
-        k.gemm(k.name(l.name, ".context wgrad"), GemmShape{s, dh, s, bh}, true);   // dV = Pᵀ·dC
-        k.gemm(k.name(l.name, ".scores dgrad"), GemmShape{s, dh, s, bh}, true);    // dQ = dS·K
-        k.gemm(k.name(l.name, ".scores wgrad"), GemmShape{s, dh, s, bh}, true);    // dK = dSᵀ·Q
-        // Scale and mask, softmax, dropout on the heads·S² probabilities: read and write each (fwd), read
-        // two and write one (bwd); the heads are split and merged by copies of Q, K, V and the context.
-        const double probs = static_cast<double>(bh) * static_cast<double>(s) * static_cast<double>(s);
-        k.pass(k.name(l.name, ".softmax fwd"), 3 * 2.0 * probs, eb, false, 0.0, 3);
-        k.pass(k.name(l.name, ".softmax bwd"), 3 * 3.0 * probs, eb, true, 0.0, 3);
-        k.in_attention_core = false;
-        k.pass(k.name(l.name, ".heads fwd"), 2.0 * 4.0 * act, eb, false, 0.0, 2);
-        k.pass(k.name(l.name, ".heads bwd"), 2.0 * 4.0 * act, eb, true, 0.0, 2);
-        linear_gemms(k, k.name(l.name, ".out"), rows, d, d, true);
-        return;
-      }
+      if (time_attention(k, w)) return;
       break;
     case LayerKind::batchnorm:  // statistics pass, normalise pass; backward: reductions, then dx
-      k.norm(k.name(l.name, " fwd"), 3.0 * out_e, eb, false, 2);
-      k.norm(k.name(l.name, " bwd"), 5.0 * out_e, eb, true, 2);
+      k.norm(k.name(l.name, " fwd"), 3.0 * w.out_e, eb, false, 2);
+      k.norm(k.name(l.name, " bwd"), 5.0 * w.out_e, eb, true, 2);
       return;
-    case LayerKind::layernorm:  // one pass forward; dx and the parameter gradients backward
-      if (l.rms && !opt.compiled) {  // eq. K14: eager RMSNorm, an operator a kernel
-        k.pass(k.name(l.name, " fwd (eager)"), out_e, kEagerRmsNorm.forward_bytes(eb), false, 0.0,
-               kEagerRmsNorm.forward_kernels);
-        k.pass(k.name(l.name, " bwd (eager)"), out_e, kEagerRmsNorm.backward_bytes(eb), true, 0.0,
-               kEagerRmsNorm.backward_kernels);
-        return;
-      }
-      k.pass(k.name(l.name, " fwd"), 2.0 * out_e, eb, false);
-      k.pass(k.name(l.name, " bwd"), 4.0 * out_e, eb, true, 0.0, 2);
+    case LayerKind::layernorm:
+      time_layernorm(k, w);
       return;
     case LayerKind::embedding: {  // a gather; backward zero-fills the dense table gradient and scatter-adds
-      const bool adds = in.size() == l.output_shape.size();  // position/type embeddings add to activations
-      k.pass(k.name(l.name, " fwd"), (adds ? 3.0 : 2.0) * out_e, eb, false);
-      k.pass(k.name(l.name, " bwd"), 2.0 * out_e, eb, true,
+      const bool adds = l.input_shape.size() == l.output_shape.size();  // position/type embeddings add to activations
+      k.pass(k.name(l.name, " fwd"), (adds ? 3.0 : 2.0) * w.out_e, eb, false);
+      k.pass(k.name(l.name, " bwd"), 2.0 * w.out_e, eb, true,
              static_cast<double>(l.params) * gradient_bytes_per_element(opt), 2);
       return;
     }
     default: break;
   }
-  // No shape of the work: the roofline of its FLOPs and of reading its input and writing its output.
-  const Flops work = flops(l.forward_flops_per_sample * B);
-  const Bytes traffic = bytes(2.0 * l.activation_bytes_per_sample * (eb / 4.0) * B + static_cast<double>(l.params) * eb);
-  const bool matmul = l.kind == LayerKind::conv || l.kind == LayerKind::linear || l.kind == LayerKind::attention;
-  k.roofline(k.name(l.name, " fwd"), work, traffic, matmul, false);
-  k.roofline(k.name(l.name, " bwd"), work * (input_grad ? 2.0 : 1.0), traffic * (input_grad ? 2.0 : 1.0), matmul, true);
+  time_roofline(k, w);
 }
 
 void time_operator(Kernels& k, const Operator& o, int batch, const ComputeOptions& opt) {

@@ -242,8 +242,9 @@ std::string hours_text(Seconds t) {
 }
 }  // namespace
 
-std::string format_explanation(const Explanation& e, const Scenario& sc) {
-  std::ostringstream out;
+namespace {
+/// The title and the headline figures: iteration, throughput, scaling, the bound.
+void print_headline(std::ostream& out, const Explanation& e, const Scenario& sc) {
   const Prediction& p = e.prediction;
   const double t_ms = in_ms(p.iteration_time);
   fmt::print(out, "# dlscale explain: {} on {} ({}), {} ({}), batch {} per GPU, {} GPUs on {} node{}\n", sc.network.name,
@@ -257,7 +258,12 @@ std::string format_explanation(const Explanation& e, const Scenario& sc) {
              p.throughput_samples_per_s, p.speedup, 100.0 * p.efficiency);
   fmt::print(out, "bound by: {} ({}): {:.1f}% of the iteration, doubling it gains {:+.1f}% samples/s\n\n",
              to_string(p.bottleneck), p.bottleneck_resource.str(), 100.0 * p.bottleneck_share, 100.0 * p.bottleneck_gain);
+}
 
+/// Where the iteration goes: the critical path, the input read.
+void print_critical_path(std::ostream& out, const Explanation& e, const Scenario& sc) {
+  const Prediction& p = e.prediction;
+  const double t_ms = in_ms(p.iteration_time);
   fmt::print(out, "where the iteration goes (critical path):\n");
   for (const auto& s : e.path)
     fmt::print(out, "  {:<26} {:>10.3f} ms {:>6.1f}%\n", s.name, in_ms(s.time), t_ms > 0 ? 100.0 * in_ms(s.time) / t_ms : 0.0);
@@ -270,6 +276,12 @@ std::string format_explanation(const Explanation& e, const Scenario& sc) {
                "framework's {:.1f} MiB prefetch buffer (eq. 3)\n",
                in_ms(p.breakdown.io), in_mebibytes(input_per_gpu(sc)),
                in_mebibytes(sc.strategy.prefetch_buffer));
+}
+
+/// The input pipeline (Cluster::input): storage and decode stages, the reader-bound loss.
+void print_input_pipeline(std::ostream& out, const Explanation& e, const Scenario& sc) {
+  const Prediction& p = e.prediction;
+  const double t_ms = in_ms(p.iteration_time);
   if (const InputPipeline* pipeline = input_pipeline(sc)) {
     const InputPipeline& ip = *pipeline;
     const Breakdown& b = p.breakdown;
@@ -286,6 +298,11 @@ std::string format_explanation(const Explanation& e, const Scenario& sc) {
                  t_ms > 0 ? 100.0 * in_ms(b.reader_loss) / t_ms : 0.0);
     }
   }
+}
+
+/// Synchronization loss and the CPU offload of the optimiser (eq. S9).
+void print_losses(std::ostream& out, const Explanation& e, const Scenario& sc) {
+  const Prediction& p = e.prediction;
   if (sc.strategy.jitter_cv > 0.0)
     fmt::print(out, "  synchronization loss {:.3f} ms: {} GPUs wait for the slowest, compute jitter cv {:g}\n",
                in_ms(p.breakdown.sync_wait), p.gpus, sc.strategy.jitter_cv);
@@ -301,12 +318,18 @@ std::string format_explanation(const Explanation& e, const Scenario& sc) {
                sc.cluster.host_memory_size > Bytes{} ? "" : " (assumed: the cluster file gives no host_memory_size)",
                p.memory.host_fits ? "" : " -- DOES NOT FIT");
   }
+}
 
+/// The gain from doubling each resource.
+void print_doubling(std::ostream& out, const Explanation& e) {
   fmt::print(out, "\ngain from doubling one resource:\n");
   for (const auto& g : e.doubling)
     fmt::print(out, "  {:<40} {:>+7.1f}% samples/s   {}{}\n", to_string(g.resource), 100.0 * g.throughput_gain, g.what,
                g.rescaled ? " [graph model rescaled by the alpha-beta ratio]" : "");
+}
 
+/// The bucket sizes tried, the current and the best.
+void print_buckets(std::ostream& out, const Explanation& e) {
   fmt::print(out, "\nbucket plan:\n");
   if (!e.buckets.applicable) {
     fmt::print(out, "  {}\n", e.buckets.note);
@@ -319,7 +342,11 @@ std::string format_explanation(const Explanation& e, const Scenario& sc) {
                100.0 * (e.buckets.current.iteration / e.buckets.best.iteration - 1.0));
     if (!e.buckets.note.empty()) fmt::print(out, "  {}\n", e.buckets.note);
   }
+}
 
+/// The changes tried to reach the target efficiency.
+void print_target(std::ostream& out, const Explanation& e) {
+  const Prediction& p = e.prediction;
   if (e.target) {
     const TargetAdvice& t = *e.target;
     fmt::print(out, "\ntarget efficiency {:.1f}%:\n", 100.0 * t.target);
@@ -336,7 +363,11 @@ std::string format_explanation(const Explanation& e, const Scenario& sc) {
     if (!t.note.empty()) fmt::print(out, "  note: {}\n", t.note);
     fmt::print(out, "  (more nodes is not a fix: efficiency only falls as GPUs are added)\n");
   }
+}
 
+/// Time and cost to train the workload.
+void print_time_to_train(std::ostream& out, const Explanation& e, const Scenario& sc) {
+  const Prediction& p = e.prediction;
   fmt::print(out, "\ntime to train:\n");
   if (e.cost && e.workload) {
     fmt::print(out, "  workload: {}\n", e.workload->source);
@@ -350,6 +381,19 @@ std::string format_explanation(const Explanation& e, const Scenario& sc) {
   } else {
     fmt::print(out, "  no default data set for a '{}' model: give --dataset-samples (and --epochs)\n", sc.network.input_kind);
   }
+}
+}  // namespace
+
+std::string format_explanation(const Explanation& e, const Scenario& sc) {
+  std::ostringstream out;
+  print_headline(out, e, sc);
+  print_critical_path(out, e, sc);
+  print_input_pipeline(out, e, sc);
+  print_losses(out, e, sc);
+  print_doubling(out, e);
+  print_buckets(out, e);
+  print_target(out, e);
+  print_time_to_train(out, e, sc);
   return out.str();
 }
 

@@ -34,29 +34,34 @@ double per_sample(Seconds t, const PlanEntry& e) {
 
 }  // namespace
 
-PlanResult plan(const Scenario& base, int gpus, const PlanSpace& space) {
-  if (space.strategies.empty()) throw InputError(SourceLocation{}, "strategies", "no framework to plan with");
+namespace {
+
+/// The strategy's shard groups to try: its own, then all GPUs and one node (each kept once later).
+std::vector<Strategy> shard_variants(const Strategy& st) {
+  std::vector<Strategy> variants{st};
+  if (st.sharding.sharded())
+    for (int g : {Sharding::kGroupAll, Sharding::kGroupNode}) {
+      Strategy v = st;
+      v.sharding.group = g;
+      variants.push_back(v);
+    }
+  return variants;
+}
+
+/// The search's state: the shared scenario, the placement, and what it has found so far.
+struct PlanSearch {
+  Scenario sc;
+  int gpus;
+  const PlanSpace& space;
+  GpuPlacement at;
   PlanResult r;
-  Scenario sc = base;
-  if (!sc.collectives) sc.collectives = make_collective_model(sc.cluster);  // shared by every candidate
-  sc.profile.reset();
-  sc.measured_layers.reset();
   std::map<std::string, Bytes> smallest_need;  // per framework: the least memory any configuration needs
-  sc.batch_per_gpu = space.micro_batches.empty() ? 1 : space.micro_batches.front();
-  sc.strategy = space.strategies.front();
-  const GpuPlacement at = Predictor(sc, Predictor::TimesOnly{}).place(gpus);  // InputError("gpus") when the cluster cannot hold them
-  for (const Strategy& st : space.strategies) {
-    // Shard groups: the strategy's own, then all GPUs and one node, each once at this placement.
-    std::vector<Strategy> variants{st};
-    if (st.sharding.sharded())
-      for (int g : {Sharding::kGroupAll, Sharding::kGroupNode}) {
-        Strategy v = st;
-        v.sharding.group = g;
-        variants.push_back(v);
-      }
+
+  /// Every shard group, micro-batch, accumulation and checkpointing of one strategy.
+  void strategy(const Strategy& st) {
     std::set<int> groups_seen;
     std::map<int, std::shared_ptr<const LayerTimes>> layers;  // per micro-batch, shared by groups and accumulations
-    for (const Strategy& v : variants) {
+    for (const Strategy& v : shard_variants(st)) {
       int group = 1;
       if (v.sharding.sharded()) {
         try {
@@ -74,77 +79,111 @@ PlanResult plan(const Scenario& base, int gpus, const PlanSpace& space) {
           lt = std::make_shared<const LayerTimes>(estimate_layer_times(sc.network, sc.cluster.gpu, mb, c));
         }
         for (int k : space.accumulations)
-        for (bool ckpt : space.checkpointing) {
-          if (ckpt && checkpoint_segments(sc.network).size() < 2) continue;  // nothing to checkpoint
-          Scenario one = sc;
-          one.strategy = v;
-          one.batch_per_gpu = mb;
-          one.compute.accumulate = k;
-          one.compute.checkpointing = ckpt;
-          one.modelled_layers = lt;
-          PlanEntry e{v.name, group, mb, k, ckpt, Predictor(std::move(one), Predictor::TimesOnly{}).predict(gpus), std::nullopt};
-          ++r.evaluated;
-          auto [it, fresh] = smallest_need.try_emplace(v.name, e.prediction.memory.per_gpu);
-          if (!fresh) it->second = min(it->second, e.prediction.memory.per_gpu);
-          if (!e.prediction.memory.fits) {
-            ++r.out_of_memory;
-            continue;
-          }
-          if (space.target_tokens && e.prediction.throughput_tokens_per_s > 0.0)
-            e.time_to_train = seconds(*space.target_tokens / e.prediction.throughput_tokens_per_s);
-          r.ranked.push_back(std::move(e));
-        }
+          for (bool ckpt : space.checkpointing) configuration(v, group, mb, k, ckpt, lt);
       }
     }
   }
-  std::stable_sort(r.ranked.begin(), r.ranked.end(), [](const PlanEntry& a, const PlanEntry& b) {
+
+  /// One configuration predicted, counted, and ranked if it fits.
+  void configuration(const Strategy& v, int group, int mb, int k, bool ckpt, const std::shared_ptr<const LayerTimes>& lt) {
+    if (ckpt && checkpoint_segments(sc.network).size() < 2) return;  // nothing to checkpoint
+    Scenario one = sc;
+    one.strategy = v;
+    one.batch_per_gpu = mb;
+    one.compute.accumulate = k;
+    one.compute.checkpointing = ckpt;
+    one.modelled_layers = lt;
+    PlanEntry e{v.name, group, mb, k, ckpt, Predictor(std::move(one), Predictor::TimesOnly{}).predict(gpus), std::nullopt};
+    ++r.evaluated;
+    auto [it, fresh] = smallest_need.try_emplace(v.name, e.prediction.memory.per_gpu);
+    if (!fresh) it->second = min(it->second, e.prediction.memory.per_gpu);
+    if (!e.prediction.memory.fits) {
+      ++r.out_of_memory;
+      return;
+    }
+    if (space.target_tokens && e.prediction.throughput_tokens_per_s > 0.0)
+      e.time_to_train = seconds(*space.target_tokens / e.prediction.throughput_tokens_per_s);
+    r.ranked.push_back(std::move(e));
+  }
+};
+
+/// Fastest first; at equal speed, the one that needs less memory.
+void rank(std::vector<PlanEntry>& ranked) {
+  std::stable_sort(ranked.begin(), ranked.end(), [](const PlanEntry& a, const PlanEntry& b) {
     if (a.prediction.throughput_samples_per_s != b.prediction.throughput_samples_per_s)
       return a.prediction.throughput_samples_per_s > b.prediction.throughput_samples_per_s;
     return a.prediction.memory.per_gpu < b.prediction.memory.per_gpu;
   });
-  // Why each other strategy loses: nothing fits, or its best is slower, and by what.
-  const PlanEntry* win = r.ranked.empty() ? nullptr : &r.ranked.front();
-  for (const Strategy& st : space.strategies) {
+}
+
+/// Why a strategy whose best is `best` loses to the winner: a tie, or how much slower and where.
+std::string slower_than(const PlanEntry& best, const PlanEntry& win) {
+  const Breakdown& b = best.prediction.breakdown;
+  const Breakdown& w = win.prediction.breakdown;
+  struct Part {
+    const char* what;
+    double loss;  // seconds per sample more than the winner
+  };
+  const Part parts[] = {
+      {"exposed communication", per_sample(b.comm_exposed, best) - per_sample(w.comm_exposed, win)},
+      {"the optimiser step", per_sample(b.update, best) - per_sample(w.update, win)},
+      {"compute (recomputation or a smaller micro-batch)", per_sample(b.forward + b.backward, best) - per_sample(w.forward + w.backward, win)},
+      {"input and copies", per_sample(b.h2d + b.io, best) - per_sample(w.h2d + w.io, win)}};
+  const Part* worst = &parts[0];
+  for (const Part& p : parts)
+    if (p.loss > worst->loss) worst = &p;
+  const double slower = 1.0 - best.prediction.throughput_samples_per_s / win.prediction.throughput_samples_per_s;
+  const double more_memory = best.prediction.memory.per_gpu / win.prediction.memory.per_gpu - 1.0;
+  if (slower < 5e-4) {  // a tie; within 0.5 % of the memory too (ZeRO-3 and FSDP's full shard): one step in this model
+    return fmt::format("at its best ({}) within 0.05 % of the choice's samples/s{}", config_text(best),
+                       std::abs(more_memory) < 5e-3
+                           ? std::string(" and 0.5 % of its memory: the same step in this model")
+                           : fmt::format(", with {} per GPU against the choice's {}", best.prediction.memory.per_gpu,
+                                         win.prediction.memory.per_gpu));
+  }
+  return fmt::format("{:.1f} % slower at its best ({}): {} costs {} more per sample", 100.0 * slower, config_text(best),
+                     worst->what, seconds(std::max(worst->loss, 0.0)));
+}
+
+/// Why each other strategy loses: nothing fits, or its best is slower, and by what.
+std::vector<PlanLoss> losses(const PlanSearch& s, const Scenario& base) {
+  std::vector<PlanLoss> out;
+  const auto& ranked = s.r.ranked;
+  const PlanEntry* win = ranked.empty() ? nullptr : &ranked.front();
+  for (const Strategy& st : s.space.strategies) {
     if (win && st.name == win->framework) continue;
-    const auto best = std::find_if(r.ranked.begin(), r.ranked.end(), [&](const PlanEntry& e) { return e.framework == st.name; });
+    const auto best = std::find_if(ranked.begin(), ranked.end(), [&](const PlanEntry& e) { return e.framework == st.name; });
     PlanLoss loss{st.name, ""};
-    if (best == r.ranked.end()) {
-      const auto need = smallest_need.find(st.name);
-      loss.why = need == smallest_need.end()
+    if (best == ranked.end()) {
+      const auto need = s.smallest_need.find(st.name);
+      loss.why = need == s.smallest_need.end()
                      ? std::string("no configuration could be placed on these GPUs")
                      : fmt::format("out of memory: every configuration needs at least {} per GPU, the {} holds {}",
                                    need->second, base.cluster.gpu.name, base.cluster.gpu.memory_size);
     } else {
-      const Breakdown& b = best->prediction.breakdown;
-      const Breakdown& w = win->prediction.breakdown;
-      struct Part {
-        const char* what;
-        double loss;  // seconds per sample more than the winner
-      };
-      const Part parts[] = {
-          {"exposed communication", per_sample(b.comm_exposed, *best) - per_sample(w.comm_exposed, *win)},
-          {"the optimiser step", per_sample(b.update, *best) - per_sample(w.update, *win)},
-          {"compute (recomputation or a smaller micro-batch)", per_sample(b.forward + b.backward, *best) - per_sample(w.forward + w.backward, *win)},
-          {"input and copies", per_sample(b.h2d + b.io, *best) - per_sample(w.h2d + w.io, *win)}};
-      const Part* worst = &parts[0];
-      for (const Part& p : parts)
-        if (p.loss > worst->loss) worst = &p;
-      const double slower = 1.0 - best->prediction.throughput_samples_per_s / win->prediction.throughput_samples_per_s;
-      const double more_memory = best->prediction.memory.per_gpu / win->prediction.memory.per_gpu - 1.0;
-      if (slower < 5e-4) {  // a tie; within 0.5 % of the memory too (ZeRO-3 and FSDP's full shard): one step in this model
-        loss.why = fmt::format("at its best ({}) within 0.05 % of the choice's samples/s{}", config_text(*best),
-                               std::abs(more_memory) < 5e-3
-                                   ? std::string(" and 0.5 % of its memory: the same step in this model")
-                                   : fmt::format(", with {} per GPU against the choice's {}", best->prediction.memory.per_gpu,
-                                                 win->prediction.memory.per_gpu));
-      } else {
-        loss.why = fmt::format("{:.1f} % slower at its best ({}): {} costs {} more per sample", 100.0 * slower,
-                               config_text(*best), worst->what, seconds(std::max(worst->loss, 0.0)));
-      }
+      loss.why = slower_than(*best, *win);
     }
-    r.losses.push_back(std::move(loss));
+    out.push_back(std::move(loss));
   }
-  return r;
+  return out;
+}
+
+}  // namespace
+
+PlanResult plan(const Scenario& base, int gpus, const PlanSpace& space) {
+  if (space.strategies.empty()) throw InputError(SourceLocation{}, "strategies", "no framework to plan with");
+  Scenario sc = base;
+  if (!sc.collectives) sc.collectives = make_collective_model(sc.cluster);  // shared by every candidate
+  sc.profile.reset();
+  sc.measured_layers.reset();
+  sc.batch_per_gpu = space.micro_batches.empty() ? 1 : space.micro_batches.front();
+  sc.strategy = space.strategies.front();
+  const GpuPlacement at = Predictor(sc, Predictor::TimesOnly{}).place(gpus);  // InputError("gpus") when the cluster cannot hold them
+  PlanSearch search{std::move(sc), gpus, space, at, {}, {}};
+  for (const Strategy& st : space.strategies) search.strategy(st);
+  rank(search.r.ranked);
+  search.r.losses = losses(search, base);
+  return std::move(search.r);
 }
 
 std::string format_plan(const PlanResult& r, const Scenario& base, int gpus, int top) {

@@ -216,6 +216,12 @@ struct Predictor::Impl {
   /// communication would rescale the units' times first).
   [[nodiscard]] bool takes_recurrence() const noexcept { return !sc.strategy.sharding.sharded() && !sc.profile; }
 
+  // The constructor's phases, in its order.
+  void share_layer_work(const Impl& same);
+  void model_layer_times(bool one_gpu_alone);
+  void model_units();
+  void input_times();
+  void one_gpu_baseline();
   void describe_resources();
   /// Each unit's aggregation time on `at` (more than one GPU, unsharded), as the model gives it (before a
   /// profile's measured total).
@@ -242,6 +248,45 @@ struct Predictor::Impl {
   };
   /// Fills `comm` with each unit's reduce-scatter (+ the replicas' all-reduce) time for the hiding case.
   [[nodiscard]] ShardedStep sharded_step(const GpuPlacement& at, double K, Seconds h2d_n, std::span<Seconds> comm) const;
+  // sharded_step's phases, in its order.
+  /// Each unit's reduce-scatter (+ the replicas' all-reduce) into `comm` and all-gather into `gather`.
+  void shard_collectives(const ShardGroups& g, std::span<Seconds> comm, std::span<Seconds> gather) const;
+  /// CPU offload (eq. S9): each unit's copy to the host into `copies`, the CPU step and the copy back in `r`.
+  void offload_step(const ShardGroups& g, const GpuPlacement& at, std::vector<Seconds>& copies, ShardedStep& r) const;
+  /// From the end of the host-to-GPU copy to the start of the update (the last micro-batch), and the
+  /// offload copies past the last reduce-scatter (eq. S9a); sets r.comm.
+  struct ShardedSpan {
+    Seconds span{}, copy_tail{};
+  };
+  [[nodiscard]] ShardedSpan sharded_span(double K, std::span<const Seconds> comm, std::span<const Seconds> gather,
+                                         std::span<const Seconds> copies, ShardedStep& r) const;
+  /// The memory per GPU of the sharded step, and the host's under offload (eq. S9d).
+  [[nodiscard]] MemoryUse sharded_memory(const ShardGroups& g, const GpuPlacement& at) const;
+
+  // run()'s phases, in its order.
+  /// The profile's measurements at this GPU count, or null.
+  [[nodiscard]] const MeasuredAt* measured_at(int gpus) const;
+  /// The input at this scale: the reader (or the input pipeline's), its time and the host-to-GPU copy,
+  /// each K times per iteration.
+  struct InputAt {
+    Seconds io{}, h2d{};
+    ReaderTime reader;
+  };
+  [[nodiscard]] InputAt input_at(const GpuPlacement& at, const MeasuredAt* meas, double K) const;
+  /// The communication: the recurrence over each unit's (or a sharded step), and whether a measured
+  /// total rescaled it.
+  struct CommAt {
+    Recurrence rec;
+    std::optional<ShardedStep> sharded;
+    bool measured = false;
+  };
+  [[nodiscard]] CommAt comm_at(int gpus, const GpuPlacement& at, const MeasuredAt* meas, double K, Seconds h2d_n,
+                               std::span<const Seconds> comm_given, const Recurrence* rec_given) const;
+  /// The iteration from its parts (eq. 2-4, the exact recurrence or a sharded step), with its breakdown,
+  /// throughput and scaling.
+  [[nodiscard]] Prediction combine(int gpus, const GpuPlacement& at, const InputAt& in, const CommAt& c) const;
+  /// The bottleneck: the resource whose doubling gains the most (bottleneck.hpp).
+  void name_bottleneck(Prediction& p, const DoubledTimes& doubled, const ReaderTime& reader, bool comm_measured) const;
 };
 
 ComputeOptions step_compute(ComputeOptions c, const Strategy& framework, const GpuSpec& gpu) {
@@ -331,79 +376,17 @@ Predictor::Predictor(Scenario scenario, TimesOnly, bool alone, const Impl* doubl
                           sc.cluster);  // a framework's RPC transport, or staging without GPUDirect RDMA
 
   if (same) {
-    m.modelled_times = same->modelled_times;
-    m.f = same->f;
-    m.b = same->b;
-    m.u = same->u;
-    m.u_first = same->u_first;
-    m.work = same->work;
-    m.total_gradient = same->total_gradient;
+    m.share_layer_work(*same);
   } else {
-    // one GPU alone models its own times: the scenario's are those with the collectives beside (eq. K16)
-    m.modelled_times = sc.modelled_layers && !alone ? sc.modelled_layers
-                                    : std::make_shared<const LayerTimes>(
-                                          estimate_layer_times(net, sc.cluster.gpu, sc.batch_per_gpu, sc.compute));
-    LayerTimes modelled = *m.modelled_times;
-    const double eff = sc.strategy.compute_efficiency;
-    for (auto* v : {&modelled.forward, &modelled.backward, &modelled.update})
-      for (auto& x : *v) x = x / eff;
-    if (sc.measured_layers) {
-      m.layers = *sc.measured_layers;  // validate: one entry per layer
-    } else if (sc.profile) {
-      const auto& p = sc.profile->single_gpu;
-      m.layers = spread_phase_totals(modelled, p.forward, p.backward, p.update);
-    } else {
-      m.layers = std::move(modelled);
-    }
-    if (sc.compute.checkpointing) {  // every segment but the last runs its forward again before its backward
-      const std::vector<int> first = checkpoint_segments(net);  // validate: at least two segments
-      for (std::size_t i = 0; i < static_cast<std::size_t>(first.back()); ++i) m.layers.backward[i] += m.layers.forward[i];
-    } else if (sc.compute.recompute != Recompute::none) {  // eq. R1-R3: per transformer block
-      const std::vector<int> block = transformer_blocks(net);  // validate: at least one block
-      for (std::size_t i = 0; i < block.size(); ++i) m.layers.backward[i] += recompute_time(m.layers, i, block[i], sc.compute);
-    }
-    m.f = m.layers.total_forward();
-    m.b = m.layers.total_backward();
-    m.u = m.layers.total_update();
-    m.u_first = m.layers.update.empty() ? Seconds{} : m.layers.update.front();
-
-    const double grad_bytes = gradient_bytes_per_element(sc.compute);
-    auto w = std::make_shared<Impl::UnitWork>();
-    w->units = make_units(net, m.layers, sc.strategy, grad_bytes);
-    for (const auto& un : w->units) {
-      m.total_gradient += un.gradient;
-      w->backward.push_back(un.backward);
-      w->bytes.push_back(un.gradient);
-      w->forward.push_back(un.forward);
-    }
-    m.work = std::move(w);
+    m.model_layer_times(alone);
+    m.model_units();
   }
   m.units = m.work->units;
   m.unit_backward = m.work->backward;
   m.unit_bytes = m.work->bytes;
   m.unit_forward = m.work->forward;
 
-  m.input_per_gpu = input_per_gpu(sc);
-  m.read_bw = sc.cluster.dataset_in_page_cache ? sc.cluster.page_cache : sc.cluster.disk;
-  m.reader_modelled = profile_reader_modelled(sc);
-  if (sc.profile) {
-    const PhaseTimes& p = sc.profile->single_gpu;
-    m.h2d = p.h2d;
-    m.io_one = p.io;
-    // A measured exposed wait (io_measures: exposed) is the part of the reader's time that the GPU did not
-    // hide: with prefetching the one-GPU reader took t_gpu + the wait, without it the wait is the reader.
-    // A negligible wait says only that the reader kept up: its time is the model's (profile_reader_modelled).
-    if (m.reader_modelled)
-      m.io_one = eq::io_time(m.input_per_gpu, 1, m.read_bw);
-    else if (sc.profile->io_is_exposed_wait && sc.strategy.io_prefetch && p.io > Seconds{})
-      m.io_one = p.io + eq::gpu_time(p.h2d, p.forward, p.backward, p.update);
-  } else {
-    const BytesPerSecond h2d_bw = sc.strategy.pinned_memory ? sc.cluster.h2d_pinned : sc.cluster.h2d_pageable;
-    m.h2d = m.input_per_gpu / h2d_bw;
-    m.io_one = eq::io_time(m.input_per_gpu, 1, m.read_bw);
-    // synthetic data is made on the GPU: nothing to copy
-    if (sc.cluster.input && sc.cluster.input->data == DataSource::synthetic) m.h2d = Seconds{};
-  }
+  m.input_times();
   m.activations_per_sample = same ? same->activations_per_sample : activation_bytes_per_sample(net, sc.compute);
   if (!m.what_if) {
     const MemoryFit fit = check_memory_fit(net, sc.cluster.gpu, sc.batch_per_gpu, sc.compute, Sharding{}, 1,
@@ -412,24 +395,112 @@ Predictor::Predictor(Scenario scenario, TimesOnly, bool alone, const Impl* doubl
   }
   m.pipeline = input_pipeline(sc);
   if (m.what_if) return;  // times only: no names, no memory, MFU or one-GPU baseline (speedups are not read)
-  if (net.input_kind == "tokens") {
-    m.tokens_per_sample = 1.0;
-    for (auto d : net.input_shape) m.tokens_per_sample *= static_cast<double>(d);
+  m.one_gpu_baseline();
+}
+
+/// A doubled scenario that keeps the GPU: its base's layer work.
+void Predictor::Impl::share_layer_work(const Impl& same) {
+  modelled_times = same.modelled_times;
+  f = same.f;
+  b = same.b;
+  u = same.u;
+  u_first = same.u_first;
+  work = same.work;
+  total_gradient = same.total_gradient;
+}
+
+/// The layer times: measured, spread from a profile's totals, or the model's over the framework's
+/// efficiency; then the recomputation of checkpointing (or eq. R1-R3), and the phase totals.
+void Predictor::Impl::model_layer_times(bool one_gpu_alone) {
+  // one GPU alone models its own times: the scenario's are those with the collectives beside (eq. K16)
+  modelled_times = sc.modelled_layers && !one_gpu_alone ? sc.modelled_layers
+                                  : std::make_shared<const LayerTimes>(
+                                        estimate_layer_times(*net, sc.cluster.gpu, sc.batch_per_gpu, sc.compute));
+  LayerTimes modelled = *modelled_times;
+  const double eff = sc.strategy.compute_efficiency;
+  for (auto* v : {&modelled.forward, &modelled.backward, &modelled.update})
+    for (auto& x : *v) x = x / eff;
+  if (sc.measured_layers) {
+    layers = *sc.measured_layers;  // validate: one entry per layer
+  } else if (sc.profile) {
+    const auto& p = sc.profile->single_gpu;
+    layers = spread_phase_totals(modelled, p.forward, p.backward, p.update);
+  } else {
+    layers = std::move(modelled);
+  }
+  if (sc.compute.checkpointing) {  // every segment but the last runs its forward again before its backward
+    const std::vector<int> first = checkpoint_segments(*net);  // validate: at least two segments
+    for (std::size_t i = 0; i < static_cast<std::size_t>(first.back()); ++i) layers.backward[i] += layers.forward[i];
+  } else if (sc.compute.recompute != Recompute::none) {  // eq. R1-R3: per transformer block
+    const std::vector<int> block = transformer_blocks(*net);  // validate: at least one block
+    for (std::size_t i = 0; i < block.size(); ++i) layers.backward[i] += recompute_time(layers, i, block[i], sc.compute);
+  }
+  f = layers.total_forward();
+  b = layers.total_backward();
+  u = layers.total_update();
+  u_first = layers.update.empty() ? Seconds{} : layers.update.front();
+}
+
+/// The units of aggregation (layers, or buckets) and their times and bytes, contiguous.
+void Predictor::Impl::model_units() {
+  const double grad_bytes = gradient_bytes_per_element(sc.compute);
+  auto w = std::make_shared<Impl::UnitWork>();
+  w->units = make_units(*net, layers, sc.strategy, grad_bytes);
+  for (const auto& un : w->units) {
+    total_gradient += un.gradient;
+    w->backward.push_back(un.backward);
+    w->bytes.push_back(un.gradient);
+    w->forward.push_back(un.forward);
+  }
+  work = std::move(w);
+}
+
+/// The input per GPU, the reader's bandwidth, and the one-GPU copy and read (a profile's or the model's).
+void Predictor::Impl::input_times() {
+  input_per_gpu = dlscale::input_per_gpu(sc);
+  read_bw = sc.cluster.dataset_in_page_cache ? sc.cluster.page_cache : sc.cluster.disk;
+  reader_modelled = profile_reader_modelled(sc);
+  if (sc.profile) {
+    const PhaseTimes& p = sc.profile->single_gpu;
+    h2d = p.h2d;
+    io_one = p.io;
+    // A measured exposed wait (io_measures: exposed) is the part of the reader's time that the GPU did not
+    // hide: with prefetching the one-GPU reader took t_gpu + the wait, without it the wait is the reader.
+    // A negligible wait says only that the reader kept up: its time is the model's (profile_reader_modelled).
+    if (reader_modelled)
+      io_one = eq::io_time(input_per_gpu, 1, read_bw);
+    else if (sc.profile->io_is_exposed_wait && sc.strategy.io_prefetch && p.io > Seconds{})
+      io_one = p.io + eq::gpu_time(p.h2d, p.forward, p.backward, p.update);
+  } else {
+    const BytesPerSecond h2d_bw = sc.strategy.pinned_memory ? sc.cluster.h2d_pinned : sc.cluster.h2d_pageable;
+    h2d = input_per_gpu / h2d_bw;
+    io_one = eq::io_time(input_per_gpu, 1, read_bw);
+    // synthetic data is made on the GPU: nothing to copy
+    if (sc.cluster.input && sc.cluster.input->data == DataSource::synthetic) h2d = Seconds{};
+  }
+}
+
+/// What a full prediction reads beyond times: tokens, MFU and HFU figures, the resources' names, and
+/// the one-GPU iteration that speedups divide.
+void Predictor::Impl::one_gpu_baseline() {
+  if (net->input_kind == "tokens") {
+    tokens_per_sample = 1.0;
+    for (auto d : net->input_shape) tokens_per_sample *= static_cast<double>(d);
   }
   // MFU (PaLM, Chowdhery et al. 2022, Appendix B): the model's FLOPs, 6·N per token for its weights plus
   // the attention products, i.e. 3 × the forward FLOPs the zoo counts, whatever is recomputed.
-  m.train_flops_per_sample = 3.0 * net.total_forward_flops_per_sample();
+  train_flops_per_sample = 3.0 * net->total_forward_flops_per_sample();
   // HFU (Korthikanti et al. 2022): the FLOPs the hardware ran, the recomputed forward included.
-  m.hardware_flops_per_sample = m.train_flops_per_sample + recompute_flops_per_sample(net, sc.compute);
-  m.peak_flops = in_teraflops_per_second(sc.cluster.gpu.mfu_peak(sc.compute.precision)) * 1e12;
-  m.describe_resources();
-  m.iter_one = m.alone ? m.alone->impl_->iter_one : m.run(1, GpuPlacement{1, 1, 1}).iteration_time;
+  hardware_flops_per_sample = train_flops_per_sample + recompute_flops_per_sample(*net, sc.compute);
+  peak_flops = in_teraflops_per_second(sc.cluster.gpu.mfu_peak(sc.compute.precision)) * 1e12;
+  describe_resources();
+  iter_one = alone ? alone->impl_->iter_one : run(1, GpuPlacement{1, 1, 1}).iteration_time;
   // Throughput N·M/t and speedup (eq. 8) divide by iteration times: a scenario in which nothing takes
   // time (no input bytes, no work, a profile of zeros) has none to divide by.
-  if (!(m.iter_one > Seconds{}))
+  if (!(iter_one > Seconds{}))
     throw InputError(fmt::format("nothing in the scenario takes time on one GPU (model '{}': no input bytes, "
                                  "no FLOPs, no parameters, or a profile of zero times): no throughput to predict",
-                                 net.name));
+                                 net->name));
 }
 
 Bytes input_per_gpu(const Scenario& sc) noexcept {
@@ -611,65 +682,84 @@ std::vector<Prediction> Predictor::predict(std::span<const int> gpu_counts) cons
 
 Prediction Predictor::Impl::run(int gpus, const GpuPlacement& at, const DoubledTimes* doubled,
                                 std::span<const Seconds> comm_given, const Recurrence* rec_given) const {
-  const Strategy& st = sc.strategy;
-  const MeasuredAt* meas = nullptr;
-  if (sc.profile) {
-    if (auto it = sc.profile->measured.find(gpus); it != sc.profile->measured.end()) meas = &it->second;
-  }
-
-  // ---- I/O and host-to-GPU copy at this scale --------------------------------------------------------
-  // One reader per node feeds its n_g GPUs: t_io,n_g = n_g · t_io,1 (Section VI-B), or D·n_g/B.
+  const MeasuredAt* meas = measured_at(gpus);
   // With gradient accumulation every phase but the exchange and the update runs K times per iteration.
   const double K = sc.compute.accumulate;
-  Seconds io = sc.profile && !reader_modelled ? io_one * static_cast<double>(at.gpus_per_node)
-                                             : eq::io_time(input_per_gpu, at.gpus_per_node, read_bw);
+  const InputAt in = input_at(at, meas, K);
+  const CommAt c = comm_at(gpus, at, meas, K, in.h2d, comm_given, rec_given);
+  Prediction p = combine(gpus, at, in, c);
+  if (doubled) name_bottleneck(p, *doubled, in.reader, c.measured);
+  return p;
+}
+
+const MeasuredAt* Predictor::Impl::measured_at(int gpus) const {
+  if (sc.profile) {
+    if (auto it = sc.profile->measured.find(gpus); it != sc.profile->measured.end()) return &it->second;
+  }
+  return nullptr;
+}
+
+Predictor::Impl::InputAt Predictor::Impl::input_at(const GpuPlacement& at, const MeasuredAt* meas, double K) const {
+  // One reader per node feeds its n_g GPUs: t_io,n_g = n_g · t_io,1 (Section VI-B), or D·n_g/B.
+  InputAt in;
+  in.io = sc.profile && !reader_modelled ? io_one * static_cast<double>(at.gpus_per_node)
+                                         : eq::io_time(input_per_gpu, at.gpus_per_node, read_bw);
   // The input pipeline (Cluster::input) replaces the bytes-over-a-bandwidth reader: storage tier and CPU
   // decode stages, the slower of which sets the reader's time (eq. input-1); GPU decoding goes to the GPU side.
-  ReaderTime reader;
   if (pipeline) {
-    reader = reader_time(*pipeline, sc.batch_per_gpu, at.gpus_per_node, at.nodes);
-    io = reader.reader;
+    in.reader = reader_time(*pipeline, sc.batch_per_gpu, at.gpus_per_node, at.nodes);
+    in.io = in.reader.reader;
   }
-  if (meas && meas->io) io = *meas->io;
-  io = io * K;
-  Seconds h2d_n = h2d;
-  if (meas && meas->h2d) h2d_n = *meas->h2d;
-  h2d_n = h2d_n * K;
+  if (meas && meas->io) in.io = *meas->io;
+  in.io = in.io * K;
+  in.h2d = h2d;
+  if (meas && meas->h2d) in.h2d = *meas->h2d;
+  in.h2d = in.h2d * K;
+  return in;
+}
 
-  // ---- communication per unit ------------------------------------------------------------------------
-  std::optional<ShardedStep> sharded;
-  bool comm_measured = false;
-  Recurrence rec;
+Predictor::Impl::CommAt Predictor::Impl::comm_at(int gpus, const GpuPlacement& at, const MeasuredAt* meas, double K,
+                                                 Seconds h2d_n, std::span<const Seconds> comm_given,
+                                                 const Recurrence* rec_given) const {
+  CommAt c;
   if (rec_given && takes_recurrence()) {
-    rec = *rec_given;  // the same units and times: the same pass
-  } else {
-    thread_local std::vector<Seconds> comm_buf;
-    const std::size_t U = units.size();
-    comm_buf.assign(U, Seconds{});
-    std::span<Seconds> comm(comm_buf);
-    if (st.sharding.sharded()) sharded = sharded_step(at, K, h2d_n, comm);
-    if (aggregates(gpus, st)) {
-      if (comm_given.size() == U)
-        std::copy(comm_given.begin(), comm_given.end(), comm.begin());
-      else
-        unit_comm(at, comm);
-    }
-    if (meas && meas->comm && gpus > 1 && !sharded) {  // a measured total overrides; its split follows the model
-      Seconds modelled{};
-      for (auto c : comm) modelled += c;
-      const Seconds target = *meas->comm;
-      for (auto& c : comm) c = modelled > Seconds{} ? c * (target / modelled) : target / static_cast<double>(U);
-      comm_measured = true;
-    }
-    // ---- one pass from the output side: the exact recurrence (equations.hpp, overlap_done_exact), the
-    // communication total and the hiding case (classify_hiding) together ------------------------------
-    rec = recur(comm);
+    c.rec = *rec_given;  // the same units and times: the same pass
+    return c;
   }
-  const Seconds done = rec.done;
-  Seconds comm_total = rec.comm_total;
-  const int boundary = rec.boundary;
+  const Strategy& st = sc.strategy;
+  thread_local std::vector<Seconds> comm_buf;
+  const std::size_t U = units.size();
+  comm_buf.assign(U, Seconds{});
+  std::span<Seconds> comm(comm_buf);
+  if (st.sharding.sharded()) c.sharded = sharded_step(at, K, h2d_n, comm);
+  if (aggregates(gpus, st)) {
+    if (comm_given.size() == U)
+      std::copy(comm_given.begin(), comm_given.end(), comm.begin());
+    else
+      unit_comm(at, comm);
+  }
+  if (meas && meas->comm && gpus > 1 && !c.sharded) {  // a measured total overrides; its split follows the model
+    Seconds modelled{};
+    for (auto x : comm) modelled += x;
+    const Seconds target = *meas->comm;
+    for (auto& x : comm) x = modelled > Seconds{} ? x * (target / modelled) : target / static_cast<double>(U);
+    c.measured = true;
+  }
+  // one pass from the output side: the exact recurrence (equations.hpp, overlap_done_exact), the
+  // communication total and the hiding case (classify_hiding) together
+  c.rec = recur(comm);
+  return c;
+}
 
-  // ---- combine ---------------------------------------------------------------------------------------
+Prediction Predictor::Impl::combine(int gpus, const GpuPlacement& at, const InputAt& in, const CommAt& c) const {
+  const Strategy& st = sc.strategy;
+  const double K = sc.compute.accumulate;
+  const Seconds io = in.io, h2d_n = in.h2d;
+  const ReaderTime& reader = in.reader;
+  const std::optional<ShardedStep>& sharded = c.sharded;
+  const Seconds done = c.rec.done;
+  Seconds comm_total = c.rec.comm_total;
+  const int boundary = c.rec.boundary;
   Prediction p;
   p.gpus = gpus;
   p.nodes = at.nodes;
@@ -728,10 +818,12 @@ Prediction Predictor::Impl::run(int gpus, const GpuPlacement& at, const DoubledT
   p.hfu = peak_flops > 0.0 ? p.throughput_samples_per_s * hardware_flops_per_sample / (gpus * peak_flops) : 0.0;
   p.speedup = gpus == 1 ? 1.0 : eq::speedup(gpus, iter_one, p.iteration_time);
   p.efficiency = p.speedup / gpus;
+  return p;
+}
 
-  // ---- bottleneck: the resource whose doubling gains the most (bottleneck.hpp) --------------------------
-  if (!doubled) return p;
-  const Bound bound = bound_by(p, *doubled);
+void Predictor::Impl::name_bottleneck(Prediction& p, const DoubledTimes& doubled, const ReaderTime& reader,
+                                      bool comm_measured) const {
+  const Bound bound = bound_by(p, doubled);
   p.bottleneck = phase_of(bound.resource);
   p.bottleneck_gain = bound.gain;
   p.bottleneck_share = bound.share;
@@ -745,7 +837,6 @@ Prediction Predictor::Impl::run(int gpus, const GpuPlacement& at, const DoubledT
     case Resource::inter_node: which = W::comm_inter; break;
   }
   p.bottleneck_resource = ResourceName(resources, which, p.bottleneck == Bottleneck::communication && comm_measured);
-  return p;
 }
 
 Predictor::Impl::ShardedStep Predictor::Impl::sharded_step(const GpuPlacement& at, double K, Seconds h2d_n,
@@ -754,13 +845,34 @@ Predictor::Impl::ShardedStep Predictor::Impl::sharded_step(const GpuPlacement& a
   const ShardGroups g = shard_groups(sh, at);  // throws InputError("gpus") for a group that does not fit
   const double n = g.shard;
   const std::size_t U = units.size();
+  thread_local std::vector<Seconds> gather_buf;
+  gather_buf.assign(U, Seconds{});
+  shard_collectives(g, comm, gather_buf);
+  ShardedStep r;
+  r.update = u / n;  // each GPU steps its 1/n of the parameters
+  thread_local std::vector<Seconds> copy_buf;
+  copy_buf.clear();
+  if (sh.offload_optimizer) offload_step(g, at, copy_buf, r);
+  const ShardedSpan s = sharded_span(K, comm, gather_buf, copy_buf, r);
+  r.d2h_exposed = s.copy_tail;
+  // the copy tail and the CPU step come before ZeRO-1/2's all-gather, which the span already holds: the
+  // sum is the same in either order
+  r.gpu_side = h2d_n + s.span + s.copy_tail + r.update;
+  r.exposed = min(max(s.span - (f + b) * K, Seconds{}), r.comm);
+  r.memory = sharded_memory(g, at);
+  return r;
+}
+
+void Predictor::Impl::shard_collectives(const ShardGroups& g, std::span<Seconds> comm, std::span<Seconds> gather) const {
+  const Sharding& sh = sc.strategy.sharding;
+  const double n = g.shard;
+  const std::size_t U = units.size();
   const double w = working_bytes_per_element(sc.compute.precision);
   const double gb = gradient_bytes_per_element(sc.compute.precision);
   // Per unit: the reduce-scatter of its gradients in the shard group, then (hybrid) the all-reduce of the
   // shard across the replicas, on one channel (eq. S7); the all-gather of its working parameters (eq. S5).
-  thread_local std::vector<Seconds> gather_buf, extra_buf;
+  thread_local std::vector<Seconds> extra_buf;
   thread_local std::vector<Bytes> param_bytes, shard_bytes;
-  gather_buf.assign(U, Seconds{});
   extra_buf.assign(U, Seconds{});
   param_bytes.resize(U);
   shard_bytes.resize(U);
@@ -774,39 +886,45 @@ Predictor::Impl::ShardedStep Predictor::Impl::sharded_step(const GpuPlacement& a
   }
   if (g.shard > 1) {
     coll->times(CollectiveOp::reducescatter, reduce_bytes, g.shard_at, comm);
-    coll->times(CollectiveOp::allgather, param_bytes, g.shard_at, gather_buf);
+    coll->times(CollectiveOp::allgather, param_bytes, g.shard_at, gather);
   }
   if (g.replicas > 1) {
     coll->times(CollectiveOp::allreduce, shard_bytes, g.replica_at, extra_buf);
     for (std::size_t i = 0; i < U; ++i) comm[i] += extra_buf[i];
   }
-  ShardedStep r;
-  r.update = u / n;  // each GPU steps its 1/n of the parameters
+}
+
+void Predictor::Impl::offload_step(const ShardGroups& g, const GpuPlacement& at, std::vector<Seconds>& copies,
+                                   ShardedStep& r) const {
+  // Each unit's gradient shard to the host over PCIe after its reduce-scatter (S9a), the node's CPU steps
+  // its GPUs' shards (S9b), the updated shard comes back (S9c) before the all-gather.
+  const Sharding& sh = sc.strategy.sharding;
+  const double n = g.shard;
+  const std::size_t U = units.size();
+  const std::int64_t P = net->total_params();
+  const BytesPerSecond pcie = sc.cluster.h2d_pinned;
+  copies.resize(U);
+  for (std::size_t i = 0; i < U; ++i) {
+    copies[i] = unit_bytes[i] / n / pcie;
+    r.d2h += copies[i];
+  }
+  r.cpu = cpu_adam_time(P, g.shard, at.gpus_per_node, sh.cpu_adam_params_per_s);
+  r.h2d_up = offload_param_bytes(P, sc.compute.precision, g.shard) / pcie;
+  r.pcie_bytes = offload_gradient_bytes(P, sc.compute.precision, g.shard) + offload_param_bytes(P, sc.compute.precision, g.shard);
+  r.update = r.cpu + r.h2d_up;
+}
+
+Predictor::Impl::ShardedSpan Predictor::Impl::sharded_span(double K, std::span<const Seconds> comm,
+                                                           std::span<const Seconds> gather,
+                                                           std::span<const Seconds> copies, ShardedStep& r) const {
+  const Sharding& sh = sc.strategy.sharding;
+  const std::size_t U = units.size();
   Seconds gathers{}, reduces{};
   for (std::size_t i = 0; i < U; ++i) {
-    gathers += gather_buf[i];
+    gathers += gather[i];
     reduces += comm[i];
   }
-  // CPU offload (eq. S9): each unit's gradient shard to the host over PCIe after its reduce-scatter (S9a),
-  // the node's CPU steps its GPUs' shards (S9b), the updated shard comes back (S9c) before the all-gather.
-  thread_local std::vector<Seconds> copy_buf;
-  copy_buf.clear();
-  if (sh.offload_optimizer) {
-    const std::int64_t P = net->total_params();
-    const BytesPerSecond pcie = sc.cluster.h2d_pinned;
-    copy_buf.resize(U);
-    for (std::size_t i = 0; i < U; ++i) {
-      copy_buf[i] = unit_bytes[i] / n / pcie;
-      r.d2h += copy_buf[i];
-    }
-    r.cpu = cpu_adam_time(P, g.shard, at.gpus_per_node, sh.cpu_adam_params_per_s);
-    r.h2d_up = offload_param_bytes(P, sc.compute.precision, g.shard) / pcie;
-    r.pcie_bytes = offload_gradient_bytes(P, sc.compute.precision, g.shard) + offload_param_bytes(P, sc.compute.precision, g.shard);
-    r.update = r.cpu + r.h2d_up;
-  }
-  const std::span<const Seconds> copies(copy_buf);
-  Seconds copy_tail{};  // eq. S9a: the copies past the last reduce-scatter
-  Seconds span{};  // from the end of the host-to-GPU copy to the start of the update (the last micro-batch)
+  ShardedSpan s;
   if (sh.stage < 3) {
     // Eq. S8: ZeRO-1/2 — the all-reduce recurrence with reduce-scatters, then the updated parameters
     // all-gathered after the step (exposed).
@@ -816,35 +934,34 @@ Predictor::Impl::ShardedStep Predictor::Impl::sharded_step(const GpuPlacement& a
       done = max(done, ready) + comm[k];
       if (!copies.empty()) copied = max(copied, done) + copies[k];
     }
-    if (!copies.empty()) copy_tail = copied - max(done, b);
-    span = f * K + b * (K - 1.0) + max(done, b) + gathers;
+    if (!copies.empty()) s.copy_tail = copied - max(done, b);
+    s.span = f * K + b * (K - 1.0) + max(done, b) + gathers;
     r.comm = reduces + gathers;
   } else {
-    const std::span<const Seconds> ag(gather_buf);
-    const std::span<const Seconds> ag_back = sh.reshard_after_forward ? ag : std::span<const Seconds>{};
-    const ShardedTimeline last = sharded_timeline_exact(unit_forward, unit_backward, ag, ag_back, comm, sh.in_flight);
+    const std::span<const Seconds> ag_back = sh.reshard_after_forward ? gather : std::span<const Seconds>{};
+    const ShardedTimeline last = sharded_timeline_exact(unit_forward, unit_backward, gather, ag_back, comm, sh.in_flight);
     Seconds earlier{};  // micro-batches before the last: gathers and compute, no reduce-scatter
-    if (K > 1.0) earlier = sharded_timeline_exact(unit_forward, unit_backward, ag, ag_back, {}, sh.in_flight).end() * (K - 1.0);
-    span = earlier + last.end();
+    if (K > 1.0) earlier = sharded_timeline_exact(unit_forward, unit_backward, gather, ag_back, {}, sh.in_flight).end() * (K - 1.0);
+    s.span = earlier + last.end();
     if (!copies.empty())
-      copy_tail = sharded_timeline_exact(unit_forward, unit_backward, ag, ag_back, comm, sh.in_flight, copies).end() - last.end();
+      s.copy_tail = sharded_timeline_exact(unit_forward, unit_backward, gather, ag_back, comm, sh.in_flight, copies).end() - last.end();
     r.comm = gathers * (sh.reshard_after_forward ? 2.0 : 1.0) * K + reduces;
   }
-  r.d2h_exposed = copy_tail;
-  // the copy tail and the CPU step come before ZeRO-1/2's all-gather, which the span already holds: the
-  // sum is the same in either order
-  r.gpu_side = h2d_n + span + copy_tail + r.update;
-  r.exposed = min(max(span - (f + b) * K, Seconds{}), r.comm);
+  return s;
+}
+
+MemoryUse Predictor::Impl::sharded_memory(const ShardGroups& g, const GpuPlacement& at) const {
+  const Sharding& sh = sc.strategy.sharding;
   const MemoryFit fit = check_memory_fit(*net, sc.cluster.gpu, sc.batch_per_gpu, sc.compute, sh, g.shard,
                                          bytes(kDefaultReservedBytes), activations_per_sample);
-  r.memory = MemoryUse{fit.need.total(), fit.available, fit.fits};
+  MemoryUse m{fit.need.total(), fit.available, fit.fits};
   if (sh.offload_optimizer) {  // eq. S9d
-    r.memory.host_per_node = offload_host_bytes_per_node(net->total_params(), sc.compute.precision,
-                                                         optimizer_state_words(sc.compute.optimizer), g.shard, at.gpus_per_node);
-    r.memory.host_capacity = sc.cluster.host_memory_size > Bytes{} ? sc.cluster.host_memory_size : bytes(kDefaultHostMemoryBytes);
-    r.memory.host_fits = r.memory.host_per_node <= r.memory.host_capacity;
+    m.host_per_node = offload_host_bytes_per_node(net->total_params(), sc.compute.precision,
+                                                  optimizer_state_words(sc.compute.optimizer), g.shard, at.gpus_per_node);
+    m.host_capacity = sc.cluster.host_memory_size > Bytes{} ? sc.cluster.host_memory_size : bytes(kDefaultHostMemoryBytes);
+    m.host_fits = m.host_per_node <= m.host_capacity;
   }
-  return r;
+  return m;
 }
 
 }  // namespace dlscale

@@ -318,7 +318,20 @@ std::string busbw_plot_svg(const CollectiveModel& model, std::span<const GpuPlac
   return line_plot_svg(plot_frame(title, "message size (bytes)", "all-reduce busbw (GB/s)", true, true), all);
 }
 
-std::string timeline_svg(std::string_view text, double t0, double t1, int max_tracks, const std::string& title) {
+namespace {
+/// The complete events ('X') of a Chrome trace, by track (pid, tid), with the tracks' names and the
+/// time they span (the window [t0, t1] when one is given).
+struct TimelineTrace {
+  struct Slice {
+    double ts, dur;
+    std::string name;
+  };
+  std::map<std::pair<long, long>, std::string> thread_names;
+  std::map<std::pair<long, long>, std::vector<Slice>> tracks;
+  double lo = std::numeric_limits<double>::infinity(), hi = -lo;
+};
+
+TimelineTrace read_trace(std::string_view text, double t0, double t1) {
   nlohmann::json j;
   try {
     j = nlohmann::json::parse(text);
@@ -327,83 +340,117 @@ std::string timeline_svg(std::string_view text, double t0, double t1, int max_tr
   }
   const auto& events = j.is_object() && j.contains("traceEvents") ? j["traceEvents"] : j;
   if (!events.is_array()) throw InputError("timeline: a Chrome trace needs a 'traceEvents' array");
-  struct Slice {
-    double ts, dur;
-    std::string name;
-  };
-  std::map<std::pair<long, long>, std::string> thread_names;
-  std::map<std::pair<long, long>, std::vector<Slice>> tracks;
-  double lo = std::numeric_limits<double>::infinity(), hi = -lo;
+  TimelineTrace tr;
   for (const auto& e : events) {
     if (!e.is_object() || !e.contains("ph")) continue;
     const std::string ph = e.value("ph", "");
     const std::pair<long, long> key{e.value("pid", 0L), e.value("tid", 0L)};
     if (ph == "M" && e.value("name", "") == "thread_name" && e.contains("args"))
-      thread_names[key] = e["args"].value("name", "");
+      tr.thread_names[key] = e["args"].value("name", "");
     if (ph != "X") continue;
     const double ts = e.value("ts", 0.0) * 1e-6, dur = e.value("dur", 0.0) * 1e-6;
     if (t1 > t0 && (ts + dur <= t0 || ts >= t1)) continue;
-    tracks[key].push_back(Slice{ts, dur, e.value("name", "")});
-    lo = std::min(lo, ts);
-    hi = std::max(hi, ts + dur);
+    tr.tracks[key].push_back(TimelineTrace::Slice{ts, dur, e.value("name", "")});
+    tr.lo = std::min(tr.lo, ts);
+    tr.hi = std::max(tr.hi, ts + dur);
   }
-  if (t1 > t0) lo = t0, hi = t1;
-  if (!std::isfinite(lo) || !(hi > lo)) lo = 0, hi = 1;
-  PlotFrame f = plot_frame(title, "time (ms)", "", false, false);
-  f.width = 900;
-  const int rows = std::min<int>(max_tracks, static_cast<int>(tracks.size()));
-  const int row_h = 26, left = 170;
-  f.height = kTop + rows * row_h + kBottom + 10;
-  // colour per event kind (the name up to the first space or digit-run), in order of first appearance
-  static const char* palette[] = {"#1f77b4", "#2ca02c", "#bcbd22", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf"};
-  std::map<std::string, std::string> colour_of;
-  std::vector<std::string> kinds;
-  auto kind = [](const std::string& n) {
+  if (t1 > t0) tr.lo = t0, tr.hi = t1;
+  if (!std::isfinite(tr.lo) || !(tr.hi > tr.lo)) tr.lo = 0, tr.hi = 1;
+  return tr;
+}
+
+/// The timeline's drawing: rows of tracks from x0 to x1, a colour per event kind (the name up to the
+/// first space or digit-run), in order of first appearance.
+class TimelineDrawing {
+ public:
+  static constexpr int kRowHeight = 26, kLeft = 170;
+
+  TimelineDrawing(const TimelineTrace& tr, const PlotFrame& f, int rows)
+      : tr_(tr), f_(f), rows_(rows), x0_(kLeft), x1_(f.width - f.legend_width) {}
+
+  /// The time axis in ms: grid lines, tick labels and the axis label.
+  void time_axis(std::string& s) const {
+    Axis ax{0, in_ms(seconds(tr_.hi - tr_.lo)), false, x0_, x1_};
+    for (double v : ticks(ax)) {
+      const double xx = x0_ + v / ax.hi * (x1_ - x0_);
+      s += fmt::format("<line x1=\"{:.1f}\" y1=\"{}\" x2=\"{:.1f}\" y2=\"{}\" stroke=\"#e0e0e0\"/>\n", xx, kTop, xx,
+                       kTop + rows_ * kRowHeight);
+      s += fmt::format("<text x=\"{:.1f}\" y=\"{}\" text-anchor=\"middle\">{:g}</text>\n", xx, kTop + rows_ * kRowHeight + 16, v);
+    }
+    s += fmt::format("<text x=\"{:.1f}\" y=\"{}\" text-anchor=\"middle\">{}</text>\n", (x0_ + x1_) / 2, f_.height - 14,
+                     xml_escape(f_.x_label));
+  }
+
+  /// The first `rows` tracks, each its label and its slices.
+  void tracks(std::string& s) {
+    int row = 0;
+    for (const auto& [key, slices] : tr_.tracks) {
+      if (row >= rows_) break;
+      track(s, kTop + row * kRowHeight, key, slices);
+      ++row;
+    }
+  }
+
+  /// The frame around the tracks and the legend of the first 12 kinds.
+  void frame_and_legend(std::string& s) {
+    s += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"{:.1f}\" height=\"{}\" fill=\"none\" stroke=\"#333333\"/>\n", x0_, kTop,
+                     x1_ - x0_, rows_ * kRowHeight);
+    for (std::size_t k = 0; k < kinds_.size() && k < 12; ++k)
+      legend_entry(s, f_, static_cast<int>(k), kinds_[k], colour_of_[kinds_[k]], false, true);
+  }
+
+ private:
+  void track(std::string& s, int y, const std::pair<long, long>& key, const std::vector<TimelineTrace::Slice>& slices) {
+    const auto it = tr_.thread_names.find(key);
+    const std::string label = it != tr_.thread_names.end() ? it->second : fmt::format("pid {} tid {}", key.first, key.second);
+    s += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"end\">{}</text>\n", kLeft - 8, y + 17, xml_escape(label));
+    for (const auto& sl : slices) {
+      const std::string& colour = colour_of(kind(sl.name));
+      const double a = std::max(px(sl.ts), x0_), b = std::min(px(sl.ts + sl.dur), x1_);
+      if (b <= a) continue;
+      s += fmt::format("<rect x=\"{:.1f}\" y=\"{}\" width=\"{:.2f}\" height=\"{}\" fill=\"{}\"><title>{} {:.3f} ms</title></rect>\n",
+                       a, y + 4, std::max(b - a, 0.5), kRowHeight - 8, colour, xml_escape(sl.name), sl.dur * 1e3);
+    }
+  }
+  static std::string kind(const std::string& n) {
     std::string k;
     for (char c : n) {
       if (c == ' ' || c == '(' || (c >= '0' && c <= '9')) break;
       k += c;
     }
     return k.empty() ? n : k;
-  };
+  }
+  const std::string& colour_of(const std::string& k) {
+    static const char* palette[] = {"#1f77b4", "#2ca02c", "#bcbd22", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf"};
+    if (!colour_of_.count(k)) {
+      colour_of_[k] = palette[kinds_.size() % 8];
+      kinds_.push_back(k);
+    }
+    return colour_of_[k];
+  }
+  [[nodiscard]] double px(double t) const { return x0_ + (t - tr_.lo) / (tr_.hi - tr_.lo) * (x1_ - x0_); }
+
+  const TimelineTrace& tr_;
+  const PlotFrame& f_;
+  int rows_;
+  double x0_, x1_;
+  std::map<std::string, std::string> colour_of_;
+  std::vector<std::string> kinds_;
+};
+}  // namespace
+
+std::string timeline_svg(std::string_view text, double t0, double t1, int max_tracks, const std::string& title) {
+  const TimelineTrace tr = read_trace(text, t0, t1);
+  PlotFrame f = plot_frame(title, "time (ms)", "", false, false);
+  f.width = 900;
+  const int rows = std::min<int>(max_tracks, static_cast<int>(tr.tracks.size()));
+  f.height = kTop + rows * TimelineDrawing::kRowHeight + kBottom + 10;
+  TimelineDrawing d(tr, f, rows);
   std::string s;
   open_svg(s, f);
-  const double x0 = left, x1 = f.width - f.legend_width;
-  auto px = [&](double t) { return x0 + (t - lo) / (hi - lo) * (x1 - x0); };
-  // time axis in ms
-  Axis ax{0, in_ms(seconds(hi - lo)), false, x0, x1};
-  for (double v : ticks(ax)) {
-    const double xx = x0 + v / ax.hi * (x1 - x0);
-    s += fmt::format("<line x1=\"{:.1f}\" y1=\"{}\" x2=\"{:.1f}\" y2=\"{}\" stroke=\"#e0e0e0\"/>\n", xx, kTop, xx,
-                     kTop + rows * row_h);
-    s += fmt::format("<text x=\"{:.1f}\" y=\"{}\" text-anchor=\"middle\">{:g}</text>\n", xx, kTop + rows * row_h + 16, v);
-  }
-  s += fmt::format("<text x=\"{:.1f}\" y=\"{}\" text-anchor=\"middle\">{}</text>\n", (x0 + x1) / 2, f.height - 14,
-                   xml_escape(f.x_label));
-  int row = 0;
-  for (const auto& [key, slices] : tracks) {
-    if (row >= rows) break;
-    const int y = kTop + row * row_h;
-    const auto it = thread_names.find(key);
-    const std::string label = it != thread_names.end() ? it->second : fmt::format("pid {} tid {}", key.first, key.second);
-    s += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"end\">{}</text>\n", left - 8, y + 17, xml_escape(label));
-    for (const auto& sl : slices) {
-      const std::string k = kind(sl.name);
-      if (!colour_of.count(k)) {
-        colour_of[k] = palette[kinds.size() % 8];
-        kinds.push_back(k);
-      }
-      const double a = std::max(px(sl.ts), x0), b = std::min(px(sl.ts + sl.dur), x1);
-      if (b <= a) continue;
-      s += fmt::format("<rect x=\"{:.1f}\" y=\"{}\" width=\"{:.2f}\" height=\"{}\" fill=\"{}\"><title>{} {:.3f} ms</title></rect>\n",
-                       a, y + 4, std::max(b - a, 0.5), row_h - 8, colour_of[k], xml_escape(sl.name), sl.dur * 1e3);
-    }
-    ++row;
-  }
-  s += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"{:.1f}\" height=\"{}\" fill=\"none\" stroke=\"#333333\"/>\n", x0, kTop,
-                   x1 - x0, rows * row_h);
-  for (std::size_t k = 0; k < kinds.size() && k < 12; ++k)
-    legend_entry(s, f, static_cast<int>(k), kinds[k], colour_of[kinds[k]], false, true);
+  d.time_axis(s);
+  d.tracks(s);
+  d.frame_and_legend(s);
   s += "</svg>\n";
   return s;
 }

@@ -79,6 +79,20 @@ class Model final : public EventSink {
   void on_flow_done(std::uint64_t tag) override;
 
  private:
+  // on_event's handlers, one per event kind
+  void decode_done(std::size_t slot, int g, double now);
+  void h2d_done(int g, double now);
+  void forward_done(int g, int layer, double now);
+  void backward_done(int g, int layer, double now);
+  void update_done(int g, double now);
+  void ps_update(std::uint32_t id);
+  // run's phases
+  void prepare_gpus();
+  void prepare_readers();
+  void prepare_layers();
+  void prepare_labels();
+  void steady_state_means(Outcome& o) const;
+  void utilisation(Outcome& o) const;
   // input pipeline
   void dispatch_readers(int node);
   void batch_ready(int g);
@@ -518,115 +532,14 @@ void Model::gather_done(int iter, int use) {
 void Model::on_event(const Event& e) {
   const double now = eng_.now();
   switch (e.kind) {
-    case kDecodeDone: {
-      const auto slot = static_cast<std::size_t>(e.a);
-      const int g = static_cast<int>(e.b);
-      reader_busy_[slot] += now - reader_start_[slot];
-      slice(s_.trace ? static_cast<std::uint32_t>(2 * std::min(s_.gpus, s_.trace_max_gpus) + 1 + slot) : kNoTrack,
-            lbl_read_, reader_start_[slot], now);
-      const int node = g / s_.gpn;
-      idle_readers_[static_cast<std::size_t>(node)].push_back(static_cast<int>(slot));
-      batch_ready(g);
-      dispatch_readers(node);
-      break;
-    }
-    case kH2dDone: {
-      const int g = static_cast<int>(e.a);
-      Gpu& gp = gpus_[static_cast<std::size_t>(g)];
-      gp.copy_busy += now - gp.h2d_start;
-      auto& h = h2d_max_[static_cast<std::size_t>(gp.iter)];
-      h = std::max(h, now - gp.h2d_start);
-      slice(gpu_track(g, 1), lbl_h2d_, gp.h2d_start, now);
-      auto& o = origin_[static_cast<std::size_t>(gp.iter)];
-      o = std::max(o, now);
-      if (s_.shard_stage >= 3 && ++started_count_[static_cast<std::size_t>(gp.iter)] == s_.gpus) try_gather();
-      forward(g, 0);
-      break;
-    }
-    case kFwdDone: {
-      const int g = static_cast<int>(e.a);
-      const int layer = static_cast<int>(e.b);
-      Gpu& gp = gpus_[static_cast<std::size_t>(g)];
-      gp.busy += now - gp.task_start;
-      slice(gpu_track(g, 0), fwd_label_.empty() ? 0 : fwd_label_[static_cast<std::size_t>(layer)], gp.task_start, now);
-      if (s_.shard_stage >= 3) {
-        const int unit = unit_of_[static_cast<std::size_t>(layer)];
-        if (layer == s_.plan[static_cast<std::size_t>(unit)].last) use_done(gp.iter, unit);
-      }
-      if (layer + 1 < s_.layers) forward(g, layer + 1);
-      else backward(g, s_.layers - 1);
-      break;
-    }
-    case kBwdDone: {
-      const int g = static_cast<int>(e.a);
-      const int layer = static_cast<int>(e.b);
-      Gpu& gp = gpus_[static_cast<std::size_t>(g)];
-      gp.busy += now - gp.task_start;
-      slice(gpu_track(g, 0), bwd_label_.empty() ? 0 : bwd_label_[static_cast<std::size_t>(layer)], gp.task_start, now);
-      if (s_.shard_stage >= 3) {
-        const int unit = unit_of_[static_cast<std::size_t>(layer)];
-        if (layer == s_.plan[static_cast<std::size_t>(unit)].first) use_done(gp.iter, static_cast<int>(uses()) - 1 - unit);
-      }
-      if (s_.overlapped) {
-        auto& cnt = layer_count_[static_cast<std::size_t>(layer)];
-        if (++cnt == s_.gpus) {
-          cnt = 0;
-          layer_ready_globally(layer);
-        }
-      }
-      if (layer > 0) {
-        backward(g, layer - 1);
-      } else {
-        auto& be = bwd_end_[static_cast<std::size_t>(gp.iter)];
-        be = std::max(be, now);
-        if (++backward_done_ == s_.gpus) {
-          backward_done_ = 0;
-          if (!s_.overlapped)  // sequential: every gradient is aggregated after the whole backward
-            for (int i = s_.layers - 1; i >= 0; --i) layer_ready_globally(i);
-        }
-      }
-      break;
-    }
-    case kUpdDone: {
-      const int g = static_cast<int>(e.a);
-      Gpu& gp = gpus_[static_cast<std::size_t>(g)];
-      gp.busy += now - gp.task_start;
-      slice(gpu_track(g, 0), lbl_update_, gp.task_start, now);
-      if (s_.update == UpdatePlacement::on_root) {
-        for (int i = 0; i < s_.gpus; ++i) iteration_end(i);
-      } else if (s_.post_gather > 0.0) {  // ZeRO-1/2: the updated parameters are all-gathered (eq. S8)
-        if (++post_count_ == s_.gpus) {
-          post_count_ = 0;
-          comm_sum_[static_cast<std::size_t>(gp.iter)] += s_.post_gather;
-          eng_.schedule(now + s_.post_gather, kPostGatherDone, static_cast<std::uint32_t>(gp.iter));
-        }
-      } else {
-        iteration_end(g);
-      }
-      break;
-    }
+    case kDecodeDone: decode_done(static_cast<std::size_t>(e.a), static_cast<int>(e.b), now); break;
+    case kH2dDone: h2d_done(static_cast<int>(e.a), now); break;
+    case kFwdDone: forward_done(static_cast<int>(e.a), static_cast<int>(e.b), now); break;
+    case kBwdDone: backward_done(static_cast<int>(e.a), static_cast<int>(e.b), now); break;
+    case kUpdDone: update_done(static_cast<int>(e.a), now); break;
     case kCommDone: collective_done(static_cast<std::uint32_t>(e.b)); break;
     case kCommLatency: start_phase(static_cast<std::uint32_t>(e.b)); break;
-    case kPsUpdate: {
-      const Collective& c = colls_[static_cast<std::size_t>(e.b)];
-      double t = 0.0;
-      const GpuClass& cl = s_.classes[static_cast<std::size_t>(gpus_.front().cls)];
-      for (int i = c.first; i <= c.last; ++i) {
-        t += cl.u[static_cast<std::size_t>(i)];
-        layer_updated_[static_cast<std::size_t>(i)] = c.iter;
-      }
-      upd_max_[static_cast<std::size_t>(c.iter)] += t;
-      if (c.first == 0) upd_exp_[static_cast<std::size_t>(c.iter)] = t;
-      for (int i = c.first; i <= c.last; ++i) {
-        auto& w = fwd_waiting_[static_cast<std::size_t>(i)];
-        std::vector<int> waiting;
-        waiting.swap(w);
-        for (int g : waiting) forward(g, i);
-      }
-      if (c.first == 0)
-        for (int g = 0; g < s_.gpus; ++g) iteration_end(g);
-      break;
-    }
+    case kPsUpdate: ps_update(static_cast<std::uint32_t>(e.b)); break;
     case kHvdTick: hvd_tick(); break;
     case kGatherDone: gather_done(static_cast<int>(e.a), static_cast<int>(e.b)); break;
     case kPostGatherDone:
@@ -635,6 +548,111 @@ void Model::on_event(const Event& e) {
     case kCopyDone: start_update(); break;
     default: break;
   }
+}
+
+/// A reader decoded GPU g's batch: the reader is free for the node's next.
+void Model::decode_done(std::size_t slot, int g, double now) {
+  reader_busy_[slot] += now - reader_start_[slot];
+  slice(s_.trace ? static_cast<std::uint32_t>(2 * std::min(s_.gpus, s_.trace_max_gpus) + 1 + slot) : kNoTrack,
+        lbl_read_, reader_start_[slot], now);
+  const int node = g / s_.gpn;
+  idle_readers_[static_cast<std::size_t>(node)].push_back(static_cast<int>(slot));
+  batch_ready(g);
+  dispatch_readers(node);
+}
+
+/// GPU g's batch is on the GPU: the iteration starts (its origin), and the forward with it.
+void Model::h2d_done(int g, double now) {
+  Gpu& gp = gpus_[static_cast<std::size_t>(g)];
+  gp.copy_busy += now - gp.h2d_start;
+  auto& h = h2d_max_[static_cast<std::size_t>(gp.iter)];
+  h = std::max(h, now - gp.h2d_start);
+  slice(gpu_track(g, 1), lbl_h2d_, gp.h2d_start, now);
+  auto& o = origin_[static_cast<std::size_t>(gp.iter)];
+  o = std::max(o, now);
+  if (s_.shard_stage >= 3 && ++started_count_[static_cast<std::size_t>(gp.iter)] == s_.gpus) try_gather();
+  forward(g, 0);
+}
+
+/// A layer's forward ended on GPU g: the next layer's, or the backward from the top.
+void Model::forward_done(int g, int layer, double now) {
+  Gpu& gp = gpus_[static_cast<std::size_t>(g)];
+  gp.busy += now - gp.task_start;
+  slice(gpu_track(g, 0), fwd_label_.empty() ? 0 : fwd_label_[static_cast<std::size_t>(layer)], gp.task_start, now);
+  if (s_.shard_stage >= 3) {
+    const int unit = unit_of_[static_cast<std::size_t>(layer)];
+    if (layer == s_.plan[static_cast<std::size_t>(unit)].last) use_done(gp.iter, unit);
+  }
+  if (layer + 1 < s_.layers) forward(g, layer + 1);
+  else backward(g, s_.layers - 1);
+}
+
+/// A layer's backward ended on GPU g: its gradient counts towards aggregation; the layer below next.
+void Model::backward_done(int g, int layer, double now) {
+  Gpu& gp = gpus_[static_cast<std::size_t>(g)];
+  gp.busy += now - gp.task_start;
+  slice(gpu_track(g, 0), bwd_label_.empty() ? 0 : bwd_label_[static_cast<std::size_t>(layer)], gp.task_start, now);
+  if (s_.shard_stage >= 3) {
+    const int unit = unit_of_[static_cast<std::size_t>(layer)];
+    if (layer == s_.plan[static_cast<std::size_t>(unit)].first) use_done(gp.iter, static_cast<int>(uses()) - 1 - unit);
+  }
+  if (s_.overlapped) {
+    auto& cnt = layer_count_[static_cast<std::size_t>(layer)];
+    if (++cnt == s_.gpus) {
+      cnt = 0;
+      layer_ready_globally(layer);
+    }
+  }
+  if (layer > 0) {
+    backward(g, layer - 1);
+  } else {
+    auto& be = bwd_end_[static_cast<std::size_t>(gp.iter)];
+    be = std::max(be, now);
+    if (++backward_done_ == s_.gpus) {
+      backward_done_ = 0;
+      if (!s_.overlapped)  // sequential: every gradient is aggregated after the whole backward
+        for (int i = s_.layers - 1; i >= 0; --i) layer_ready_globally(i);
+    }
+  }
+}
+
+/// GPU g's update ended: the iteration ends (on the root: every GPU's; ZeRO-1/2: after the all-gather).
+void Model::update_done(int g, double now) {
+  Gpu& gp = gpus_[static_cast<std::size_t>(g)];
+  gp.busy += now - gp.task_start;
+  slice(gpu_track(g, 0), lbl_update_, gp.task_start, now);
+  if (s_.update == UpdatePlacement::on_root) {
+    for (int i = 0; i < s_.gpus; ++i) iteration_end(i);
+  } else if (s_.post_gather > 0.0) {  // ZeRO-1/2: the updated parameters are all-gathered (eq. S8)
+    if (++post_count_ == s_.gpus) {
+      post_count_ = 0;
+      comm_sum_[static_cast<std::size_t>(gp.iter)] += s_.post_gather;
+      eng_.schedule(now + s_.post_gather, kPostGatherDone, static_cast<std::uint32_t>(gp.iter));
+    }
+  } else {
+    iteration_end(g);
+  }
+}
+
+/// A parameter server updated the layers of collective `id`: their forwards may run.
+void Model::ps_update(std::uint32_t id) {
+  const Collective& c = colls_[id];
+  double t = 0.0;
+  const GpuClass& cl = s_.classes[static_cast<std::size_t>(gpus_.front().cls)];
+  for (int i = c.first; i <= c.last; ++i) {
+    t += cl.u[static_cast<std::size_t>(i)];
+    layer_updated_[static_cast<std::size_t>(i)] = c.iter;
+  }
+  upd_max_[static_cast<std::size_t>(c.iter)] += t;
+  if (c.first == 0) upd_exp_[static_cast<std::size_t>(c.iter)] = t;
+  for (int i = c.first; i <= c.last; ++i) {
+    auto& w = fwd_waiting_[static_cast<std::size_t>(i)];
+    std::vector<int> waiting;
+    waiting.swap(w);
+    for (int g : waiting) forward(g, i);
+  }
+  if (c.first == 0)
+    for (int g = 0; g < s_.gpus; ++g) iteration_end(g);
 }
 
 void Model::on_flow_done(std::uint64_t tag) {
@@ -663,7 +681,31 @@ void Model::on_flow_done(std::uint64_t tag) {
 
 Outcome Model::run() {
   const auto G = static_cast<std::size_t>(s_.gpus);
-  const auto L = static_cast<std::size_t>(s_.layers);
+  prepare_gpus();
+  for (const auto& l : s_.links) eng_.net().add_link(l.name, l.kind, l.capacity);
+  eng_.net().record_rates(s_.trace);
+  prepare_readers();
+  prepare_layers();
+  prepare_labels();
+  eng_.reserve(G * 2 + 64);
+
+  for (int n = 0; n < s_.nodes; ++n) dispatch_readers(n);
+  for (int g = 0; g < s_.gpus; ++g) start_iteration(g);
+  Outcome o;
+  o.events = eng_.run();
+  o.span = eng_.now();
+  o.iteration_end = iter_end_;
+  steady_state_means(o);
+  o.last_buckets = last_buckets_;
+  utilisation(o);
+  if (s_.trace) o.trace_json = trace_json();
+  return o;
+}
+
+/// The GPUs' classes, speeds and random streams, and where the GPUs are alike, the slowest of them per
+/// iteration drawn once (pass_factor).
+void Model::prepare_gpus() {
+  const auto G = static_cast<std::size_t>(s_.gpus);
   const auto N = static_cast<std::size_t>(s_.iterations);
   gpus_.resize(G);
   for (std::size_t g = 0; g < G; ++g) {
@@ -679,8 +721,10 @@ Outcome Model::run() {
     slowest_.resize(N + 1);  // + 1: a GPU may ask for the iteration after the last
     for (auto& d : slowest_) d = draw_slowest(slow, s_.gpus);
   }
-  for (const auto& l : s_.links) eng_.net().add_link(l.name, l.kind, l.capacity);
-  eng_.net().record_rates(s_.trace);
+}
+
+/// The readers: per node its free reader slots, and each slot's busy time.
+void Model::prepare_readers() {
   next_seq_.assign(static_cast<std::size_t>(s_.nodes), 0);
   idle_readers_.assign(static_cast<std::size_t>(s_.nodes), {});
   const auto R = static_cast<std::size_t>(s_.readers);
@@ -689,6 +733,13 @@ Outcome Model::run() {
   reader_gpu_.assign(reader_busy_.size(), 0);
   for (std::size_t n = 0; n < static_cast<std::size_t>(s_.nodes); ++n)
     for (std::size_t r = R; r-- > 0;) idle_readers_[n].push_back(static_cast<int>(n * R + r));
+}
+
+/// Per-layer and per-iteration bookkeeping, the static plan's bucket of each layer, and the sharded
+/// step's gather state.
+void Model::prepare_layers() {
+  const auto L = static_cast<std::size_t>(s_.layers);
+  const auto N = static_cast<std::size_t>(s_.iterations);
   layer_count_.assign(L, 0);
   layer_updated_.assign(L, -1);
   fwd_waiting_.assign(L, {});
@@ -707,6 +758,11 @@ Outcome Model::run() {
     started_count_.assign(N, 0);
   }
   colls_.reserve(N * (s_.horovod ? L : s_.plan.size()) + 1);
+}
+
+/// The trace's labels (none without a trace).
+void Model::prepare_labels() {
+  const auto L = static_cast<std::size_t>(s_.layers);
   if (s_.trace) {
     fwd_label_.resize(L);
     bwd_label_.resize(L);
@@ -721,16 +777,11 @@ Outcome Model::run() {
   } else {
     lbl_h2d_ = lbl_update_ = lbl_read_ = lbl_wait_ = 0;
   }
-  eng_.reserve(G * 2 + 64);
+}
 
-  for (int n = 0; n < s_.nodes; ++n) dispatch_readers(n);
-  for (int g = 0; g < s_.gpus; ++g) start_iteration(g);
-  Outcome o;
-  o.events = eng_.run();
-  o.span = eng_.now();
-  o.iteration_end = iter_end_;
-
-  // steady-state means
+/// The steady-state means over the iterations after the warm-up.
+void Model::steady_state_means(Outcome& o) const {
+  const auto N = static_cast<std::size_t>(s_.iterations);
   const std::size_t from = std::min(static_cast<std::size_t>(std::max(s_.warmup, 0)), N - 1);
   double cnt = 0;
   for (std::size_t k = from; k < N; ++k) {
@@ -748,9 +799,11 @@ Outcome Model::run() {
   }
   for (double* x : {&o.forward, &o.backward, &o.update, &o.update_exposed, &o.h2d, &o.comm, &o.exposed, &o.input_wait})
     *x /= cnt;
-  o.last_buckets = last_buckets_;
+}
 
-  // utilisation
+/// The utilisation of the GPUs' streams, the readers, the aggregation channel and the links by kind.
+void Model::utilisation(Outcome& o) const {
+  const auto G = static_cast<std::size_t>(s_.gpus);
   const double span = o.span > 0 ? o.span : 1.0;
   auto add = [&](std::string name, std::string kind, const std::vector<double>& busy, const std::vector<std::string>* names) {
     if (busy.empty()) return;
@@ -801,8 +854,6 @@ Outcome Model::run() {
     add("link " + kind, kind, b, &names);
     o.utilisation.back().bytes = bytes_from(carried);
   }
-  if (s_.trace) o.trace_json = trace_json();
-  return o;
 }
 
 // ---- trace -----------------------------------------------------------------------------------------------

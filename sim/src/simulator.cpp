@@ -215,37 +215,17 @@ struct Simulator::Impl {
     std::vector<std::vector<std::uint32_t>> ps_push, ps_pull;  // [sender][server]
   };
 
-  void build_links(Setup& s, Net& n, const GpuPlacement& at, int servers) const {
-    const double intra = in_bytes_per_second(sc.cluster.intra_node.bandwidth);
-    const double inter = in_bytes_per_second(sc.cluster.inter_node.bandwidth);
-    auto link = [&](std::string name, std::string kind, double cap) {
+  /// Adds links and paths to a Setup: a hop between two GPUs goes through their intra-node ports in one
+  /// node, through the nodes' NICs across nodes.
+  struct PathBuilder {
+    Setup& s;
+    Net& n;
+    int gpn;
+    LinkId link(std::string name, std::string kind, double cap) {
       s.links.push_back(Setup::LinkDef{std::move(name), std::move(kind), cap});
       return static_cast<LinkId>(s.links.size() - 1);
-    };
-    const int G = at.gpus, gpn = at.gpus_per_node, N = at.nodes;
-    // With a topology graph, a GPU's port carries its own links' total (NCCL's totalBw: the sum of its
-    // NVLinks, or its PCIe link); without one, the cluster's intra-node bandwidth.
-    const Topology* topo = sc.cluster.topology.get();
-    for (int g = 0; g < G; ++g) {
-      const double port = topo ? in_bytes_per_second(topo->gpu_link_bandwidth(g % gpn)) : intra;
-      n.gpu_out.push_back(link(fmt::format("GPU {} intra-node out", g), "gpu-out", port > 0 ? port : intra));
-      n.gpu_in.push_back(link(fmt::format("GPU {} intra-node in", g), "gpu-in", port > 0 ? port : intra));
     }
-    for (int k = 0; k < N; ++k) {
-      n.nic_out.push_back(link(fmt::format("node {} NIC out", k), "nic-out", inter));
-      n.nic_in.push_back(link(fmt::format("node {} NIC in", k), "nic-in", inter));
-    }
-    const double D = s.input_bytes;
-    const int per_switch = opt.gpus_per_pcie_switch;
-    for (int g = 0; g < G; ++g) {
-      if (g % per_switch == 0 || g % gpn == 0)
-        link(fmt::format("PCIe switch uplink of GPU {}", g), "pcie", s.h2d > 0 ? D / s.h2d : 1e30);
-      s.pcie_link.push_back(static_cast<LinkId>(s.links.size() - 1));
-    }
-    for (int k = 0; k < N; ++k)
-      s.storage_link.push_back(link(fmt::format("node {} storage", k), "storage", s.t_read > 0 ? D / s.t_read : 1e30));
-
-    auto hop = [&](std::vector<LinkId>& p, int a, int b) {
+    void hop(std::vector<LinkId>& p, int a, int b) const {
       if (a == b) return;
       if (a / gpn == b / gpn) {
         p.push_back(n.gpu_out[static_cast<std::size_t>(a)]);
@@ -254,22 +234,65 @@ struct Simulator::Impl {
         p.push_back(n.nic_out[static_cast<std::size_t>(a / gpn)]);
         p.push_back(n.nic_in[static_cast<std::size_t>(b / gpn)]);
       }
-    };
-    auto add_path = [&](std::vector<LinkId> p) {
+    }
+    std::uint32_t add_path(std::vector<LinkId> p) {
       s.paths.push_back(std::move(p));
       return static_cast<std::uint32_t>(s.paths.size() - 1);
-    };
-    auto ring = [&](const std::vector<int>& members) {
+    }
+    std::uint32_t ring(const std::vector<int>& members) {
       std::vector<LinkId> p;
       if (members.size() > 1)
         for (std::size_t i = 0; i < members.size(); ++i) hop(p, members[i], members[(i + 1) % members.size()]);
       return add_path(std::move(p));
-    };
+    }
+  };
+
+  void build_links(Setup& s, Net& n, const GpuPlacement& at, int servers) const {
+    PathBuilder pb{s, n, at.gpus_per_node};
+    add_links(pb, at);
+    add_rings(pb, at);
+    add_chains_and_tree(pb, at);
+    add_ps_paths(pb, at, servers);
+  }
+
+  /// The links: each GPU's intra-node ports, each node's NIC, the PCIe switch uplinks and each node's storage.
+  void add_links(PathBuilder& pb, const GpuPlacement& at) const {
+    Setup& s = pb.s;
+    Net& n = pb.n;
+    const double intra = in_bytes_per_second(sc.cluster.intra_node.bandwidth);
+    const double inter = in_bytes_per_second(sc.cluster.inter_node.bandwidth);
+    const int G = at.gpus, gpn = at.gpus_per_node, N = at.nodes;
+    // With a topology graph, a GPU's port carries its own links' total (NCCL's totalBw: the sum of its
+    // NVLinks, or its PCIe link); without one, the cluster's intra-node bandwidth.
+    const Topology* topo = sc.cluster.topology.get();
+    for (int g = 0; g < G; ++g) {
+      const double port = topo ? in_bytes_per_second(topo->gpu_link_bandwidth(g % gpn)) : intra;
+      n.gpu_out.push_back(pb.link(fmt::format("GPU {} intra-node out", g), "gpu-out", port > 0 ? port : intra));
+      n.gpu_in.push_back(pb.link(fmt::format("GPU {} intra-node in", g), "gpu-in", port > 0 ? port : intra));
+    }
+    for (int k = 0; k < N; ++k) {
+      n.nic_out.push_back(pb.link(fmt::format("node {} NIC out", k), "nic-out", inter));
+      n.nic_in.push_back(pb.link(fmt::format("node {} NIC in", k), "nic-in", inter));
+    }
+    const double D = s.input_bytes;
+    const int per_switch = opt.gpus_per_pcie_switch;
+    for (int g = 0; g < G; ++g) {
+      if (g % per_switch == 0 || g % gpn == 0)
+        pb.link(fmt::format("PCIe switch uplink of GPU {}", g), "pcie", s.h2d > 0 ? D / s.h2d : 1e30);
+      s.pcie_link.push_back(static_cast<LinkId>(s.links.size() - 1));
+    }
+    for (int k = 0; k < N; ++k)
+      s.storage_link.push_back(pb.link(fmt::format("node {} storage", k), "storage", s.t_read > 0 ? D / s.t_read : 1e30));
+  }
+
+  /// The job-wide ring of each channel: NCCL's ring order inside every node (from the topology's
+  /// channel search, channel c using order c mod the orders found), nodes in sequence; rank order
+  /// without a topology graph.
+  void add_rings(PathBuilder& pb, const GpuPlacement& at) const {
+    const int G = at.gpus, gpn = at.gpus_per_node, N = at.nodes;
+    const Topology* topo = sc.cluster.topology.get();
     std::vector<int> all(static_cast<std::size_t>(G));
     std::iota(all.begin(), all.end(), 0);
-    // The job-wide ring of each channel: NCCL's ring order inside every node (from the topology's
-    // channel search, channel c using order c mod the orders found), nodes in sequence; rank order
-    // without a topology graph.
     std::vector<std::vector<int>> orders;
     if (topo && G > 1) {
       std::vector<int> local(static_cast<std::size_t>(gpn));
@@ -279,49 +302,60 @@ struct Simulator::Impl {
         if (static_cast<int>(o.size()) == gpn) orders.push_back(o);
     }
     if (orders.empty()) {
-      n.ring_all.push_back(ring(all));
+      pb.n.ring_all.push_back(pb.ring(all));
     } else {
       for (int c = 0; c < opt.channels; ++c) {
         const auto& o = orders[static_cast<std::size_t>(c) % orders.size()];
         std::vector<int> m;
         for (int k = 0; k < N; ++k)
           for (int j : o) m.push_back(k * gpn + j);
-        n.ring_all.push_back(ring(m));
+        pb.n.ring_all.push_back(pb.ring(m));
       }
     }
+  }
+
+  /// The chain through all GPUs both ways, the ring of each node and of each local rank, and the tree.
+  static void add_chains_and_tree(PathBuilder& pb, const GpuPlacement& at) {
+    Net& n = pb.n;
+    const int G = at.gpus, gpn = at.gpus_per_node, N = at.nodes;
     {
       std::vector<LinkId> c, r;
-      for (int g = 0; g + 1 < G; ++g) hop(c, g, g + 1);
-      for (int g = G - 1; g > 0; --g) hop(r, g, g - 1);
-      n.chain = add_path(std::move(c));
-      n.chain_rev = add_path(std::move(r));
+      for (int g = 0; g + 1 < G; ++g) pb.hop(c, g, g + 1);
+      for (int g = G - 1; g > 0; --g) pb.hop(r, g, g - 1);
+      n.chain = pb.add_path(std::move(c));
+      n.chain_rev = pb.add_path(std::move(r));
     }
     for (int k = 0; k < N; ++k) {
       std::vector<int> m;
       for (int j = 0; j < gpn; ++j) m.push_back(k * gpn + j);
-      n.ring_node.push_back(ring(m));
+      n.ring_node.push_back(pb.ring(m));
     }
     for (int j = 0; j < gpn; ++j) {
       std::vector<int> m;
       for (int k = 0; k < N; ++k) m.push_back(k * gpn + j);
-      n.ring_rank.push_back(ring(m));
+      n.ring_rank.push_back(pb.ring(m));
     }
     {  // binary tree over nodes (parent of k: (k−1)/2) and a chain inside each node; both directions
       std::vector<LinkId> p;
       for (int k = 1; k < N; ++k) {
-        hop(p, k * gpn, ((k - 1) / 2) * gpn);
-        hop(p, ((k - 1) / 2) * gpn, k * gpn);
+        pb.hop(p, k * gpn, ((k - 1) / 2) * gpn);
+        pb.hop(p, ((k - 1) / 2) * gpn, k * gpn);
       }
       for (int k = 0; k < N; ++k)
         for (int j = 0; j + 1 < gpn; ++j) {
-          hop(p, k * gpn + j, k * gpn + j + 1);
-          hop(p, k * gpn + j + 1, k * gpn + j);
+          pb.hop(p, k * gpn + j, k * gpn + j + 1);
+          pb.hop(p, k * gpn + j + 1, k * gpn + j);
         }
-      n.tree = add_path(std::move(p));
+      n.tree = pb.add_path(std::move(p));
     }
-    // parameter servers: with several nodes, server s sits on node s mod N and the GPUs of a node send
-    // through its NIC (one aggregated flow per node and server: equal flows on one path share equally);
-    // in one node, server s is GPU s mod G and every GPU sends to it through its intra-node port.
+  }
+
+  /// Parameter servers: with several nodes, server s sits on node s mod N and the GPUs of a node send
+  /// through its NIC (one aggregated flow per node and server: equal flows on one path share equally);
+  /// in one node, server s is GPU s mod G and every GPU sends to it through its intra-node port.
+  static void add_ps_paths(PathBuilder& pb, const GpuPlacement& at, int servers) {
+    Net& n = pb.n;
+    const int G = at.gpus, N = at.nodes;
     const int k = std::max(servers, 1);
     if (N > 1) {
       for (int a = 0; a < N; ++a) {
@@ -329,8 +363,8 @@ struct Simulator::Impl {
         n.ps_pull.emplace_back();
         for (int sv = 0; sv < k; ++sv) {
           const int node = sv % N;
-          n.ps_push.back().push_back(add_path({n.nic_out[static_cast<std::size_t>(a)], n.nic_in[static_cast<std::size_t>(node)]}));
-          n.ps_pull.back().push_back(add_path({n.nic_out[static_cast<std::size_t>(node)], n.nic_in[static_cast<std::size_t>(a)]}));
+          n.ps_push.back().push_back(pb.add_path({n.nic_out[static_cast<std::size_t>(a)], n.nic_in[static_cast<std::size_t>(node)]}));
+          n.ps_pull.back().push_back(pb.add_path({n.nic_out[static_cast<std::size_t>(node)], n.nic_in[static_cast<std::size_t>(a)]}));
         }
       }
     } else {
@@ -345,8 +379,8 @@ struct Simulator::Impl {
             push.insert(push.begin(), n.gpu_out[static_cast<std::size_t>(g)]);
             pull.push_back(n.gpu_in[static_cast<std::size_t>(g)]);
           }
-          n.ps_push.back().push_back(add_path(std::move(push)));
-          n.ps_pull.back().push_back(add_path(std::move(pull)));
+          n.ps_push.back().push_back(pb.add_path(std::move(push)));
+          n.ps_pull.back().push_back(pb.add_path(std::move(pull)));
         }
       }
     }
@@ -503,6 +537,28 @@ struct Simulator::Impl {
   // ---- one simulation ----------------------------------------------------------------------------------
   SimResult run_one(int gpus, const GpuPlacement& at, const Prediction& closed, const PlanChoice& choice,
                     bool trace) const {
+    const Setup s = make_setup(gpus, at, closed, choice, trace);
+    const detail::Outcome o = detail::simulate(s);
+
+    SimResult r;
+    r.events = o.events;
+    r.simulated_seconds = o.span;
+    r.merge = choice.name;
+    r.buckets = choice.horovod ? o.last_buckets : choice.plan;
+    r.utilisation = o.utilisation;
+    r.trace_json = o.trace_json;
+    const double mean = iteration_statistics(o, r.iterations);
+    r.prediction = simulated_prediction(gpus, at, closed, o, mean);
+    hiding_case(r.prediction, s, at, r.buckets);
+    simulated_bottleneck(r.prediction, o, closed);
+    return r;
+  }
+
+  // ---- run_one's phases ---------------------------------------------------------------------------------
+  /// The simulation's setup: the GPUs and their classes, the sharded step, the strategy, the input and the
+  /// communication (with links and paths under contention).
+  [[nodiscard]] Setup make_setup(int gpus, const GpuPlacement& at, const Prediction& closed, const PlanChoice& choice,
+                                 bool trace) const {
     Setup s;
     s.gpus = gpus;
     s.nodes = at.nodes;
@@ -511,33 +567,45 @@ struct Simulator::Impl {
     s.iterations = opt.iterations;
     s.warmup = opt.warmup;
     s.classes = classes;
+    setup_sharding(s, at, closed, choice);
+    setup_gpus(s, gpus);
+    setup_strategy_and_input(s, at, closed, choice);
+    setup_communication(s, gpus, at, choice, trace);
+    return s;
+  }
+
+  /// Eq. S5-S9: each GPU updates its 1/n of the parameters; the all-gathers per unit; CPU offload.
+  void setup_sharding(Setup& s, const GpuPlacement& at, const Prediction& closed, const PlanChoice& choice) const {
     const Sharding& sh = sc.strategy.sharding;
-    if (sh.sharded()) {  // eq. S5-S8: each GPU updates its 1/n of the parameters
-      const ShardGroups g = shard_groups(sh, at);
-      for (auto& c : s.classes) {
-        for (double& x : c.u) x /= g.shard;
-        c.u_total /= g.shard;
-      }
-      s.shard_stage = sh.stage;
-      s.gather_backward = sh.stage >= 3 && sh.reshard_after_forward;
-      s.in_flight = sh.in_flight;
-      const double w = working_bytes_per_element(sc.compute.precision);
-      const double gb = gradient_bytes_per_element(sc.compute.precision);
-      for (const Bucket& b : choice.plan) {
-        const double t = g.shard > 1 ? in_seconds(coll->time(CollectiveOp::allgather, b.bytes * (w / gb), g.shard_at)) : 0.0;
-        if (sh.stage >= 3) s.gather_time.push_back(t);
-        else s.post_gather += t;
-      }
-      if (sh.offload_optimizer) {  // eq. S9: the GPU steps nothing; the CPU step and the copy back instead
-        for (auto& c : s.classes) {
-          for (double& x : c.u) x = 0.0;
-          c.u_total = 0.0;
-        }
-        s.offload_pcie = in_bytes_per_second(sc.cluster.h2d_pinned);
-        s.offload_shard = g.shard;
-        s.offload_update = in_seconds(closed.breakdown.offload_cpu + closed.breakdown.offload_h2d);
-      }
+    if (!sh.sharded()) return;  // eq. S5-S8: each GPU updates its 1/n of the parameters
+    const ShardGroups g = shard_groups(sh, at);
+    for (auto& c : s.classes) {
+      for (double& x : c.u) x /= g.shard;
+      c.u_total /= g.shard;
     }
+    s.shard_stage = sh.stage;
+    s.gather_backward = sh.stage >= 3 && sh.reshard_after_forward;
+    s.in_flight = sh.in_flight;
+    const double w = working_bytes_per_element(sc.compute.precision);
+    const double gb = gradient_bytes_per_element(sc.compute.precision);
+    for (const Bucket& b : choice.plan) {
+      const double t = g.shard > 1 ? in_seconds(coll->time(CollectiveOp::allgather, b.bytes * (w / gb), g.shard_at)) : 0.0;
+      if (sh.stage >= 3) s.gather_time.push_back(t);
+      else s.post_gather += t;
+    }
+    if (sh.offload_optimizer) {  // eq. S9: the GPU steps nothing; the CPU step and the copy back instead
+      for (auto& c : s.classes) {
+        for (double& x : c.u) x = 0.0;
+        c.u_total = 0.0;
+      }
+      s.offload_pcie = in_bytes_per_second(sc.cluster.h2d_pinned);
+      s.offload_shard = g.shard;
+      s.offload_update = in_seconds(closed.breakdown.offload_cpu + closed.breakdown.offload_h2d);
+    }
+  }
+
+  /// Each GPU's class (node_gpu) and speed, the layers' gradient bytes and names.
+  void setup_gpus(Setup& s, int gpus) const {
     s.gpu_class.assign(static_cast<std::size_t>(gpus), 0);
     for (std::size_t c = 0; c < opt.node_gpu.size(); ++c) {
       const int node = opt.node_gpu[c].first;
@@ -551,7 +619,10 @@ struct Simulator::Impl {
       if (g < gpus) s.speed[static_cast<std::size_t>(g)] = f;
     for (Bytes b : grads) s.grad_bytes.push_back(in_bytes(b));
     s.layer_names = names;
+  }
 
+  /// The strategy's overlap, update and merge plan; the reader, decode and host-to-GPU copy.
+  void setup_strategy_and_input(Setup& s, const GpuPlacement& at, const Prediction& closed, const PlanChoice& choice) const {
     const Strategy& st = sc.strategy;
     s.overlapped = st.overlap != Overlap::none && st.aggregation != Aggregation::broadcast_reduce;
     s.update = st.update;
@@ -570,7 +641,13 @@ struct Simulator::Impl {
     s.h2d = in_seconds(closed.breakdown.h2d + closed.breakdown.gpu_decode);
     const double D = in_bytes(sc.network.input_bytes_per_sample) * sc.batch_per_gpu;
     s.input_bytes = D > 0 ? D : 1.0;
+  }
 
+  /// The communication: a measured total's factor, the reference times, the links under contention; the
+  /// jitter, the overhead, the seed and the trace.
+  void setup_communication(Setup& s, int gpus, const GpuPlacement& at, const PlanChoice& choice, bool trace) const {
+    const Sharding& sh = sc.strategy.sharding;
+    const Strategy& st = sc.strategy;
     // a measured communication total at this scale scales the model's times, as in the closed form
     s.comm_factor = 1.0;
     if (sc.profile && gpus > 1 && !sh.sharded()) {  // as in the closed form, not for sharded strategies
@@ -597,22 +674,15 @@ struct Simulator::Impl {
     s.seed = opt.seed;
     s.trace = trace;
     s.trace_max_gpus = opt.trace_max_gpus;
+  }
 
-    const detail::Outcome o = detail::simulate(s);
-
-    SimResult r;
-    r.events = o.events;
-    r.simulated_seconds = o.span;
-    r.merge = choice.name;
-    r.buckets = choice.horovod ? o.last_buckets : choice.plan;
-    r.utilisation = o.utilisation;
-    r.trace_json = o.trace_json;
-    // iteration statistics over the steady state
+  /// Iteration statistics over the steady state; returns the mean (seconds).
+  [[nodiscard]] double iteration_statistics(const detail::Outcome& o, IterationStats& it) const {
     const std::size_t N = o.iteration_end.size();
     const std::size_t from = std::min(static_cast<std::size_t>(opt.warmup), N - 1);
     std::vector<double> v;
     for (std::size_t k = from; k < N; ++k) v.push_back(o.iteration_end[k] - (k > 0 ? o.iteration_end[k - 1] : 0.0));
-    for (double x : v) r.iterations.samples.push_back(seconds(x));
+    for (double x : v) it.samples.push_back(seconds(x));
     std::vector<double> sorted = v;
     std::sort(sorted.begin(), sorted.end());
     auto pct = [&](double p) {
@@ -622,13 +692,18 @@ struct Simulator::Impl {
       return sorted[lo] + (pos - static_cast<double>(lo)) * (sorted[hi] - sorted[lo]);
     };
     const double mean = std::accumulate(v.begin(), v.end(), 0.0) / static_cast<double>(v.size());
-    r.iterations.mean = seconds(mean);
-    r.iterations.p50 = seconds(pct(0.5));
-    r.iterations.p99 = seconds(pct(0.99));
-    r.iterations.min = seconds(sorted.front());
-    r.iterations.max = seconds(sorted.back());
+    it.mean = seconds(mean);
+    it.p50 = seconds(pct(0.5));
+    it.p99 = seconds(pct(0.99));
+    it.min = seconds(sorted.front());
+    it.max = seconds(sorted.back());
+    return mean;
+  }
 
-    Prediction& p = r.prediction;
+  /// The simulated iteration as a Prediction: throughput, scaling and the breakdown.
+  [[nodiscard]] Prediction simulated_prediction(int gpus, const GpuPlacement& at, const Prediction& closed,
+                                                const detail::Outcome& o, double mean) const {
+    Prediction p;
     p.gpus = gpus;
     p.nodes = at.nodes;
     p.batch_per_gpu = sc.batch_per_gpu;
@@ -652,8 +727,14 @@ struct Simulator::Impl {
       p.breakdown.offload_h2d = cb.offload_h2d;
       p.breakdown.offload_bytes = cb.offload_bytes;
     }
+    return p;
+  }
+
+  /// The hiding case and boundary of the buckets as simulated (eq. classify_hiding).
+  void hiding_case(Prediction& p, const Setup& s, const GpuPlacement& at, const std::vector<Bucket>& buckets) const {
+    const int gpus = p.gpus;
     if (s.overlapped && gpus > 1) {
-      const auto& plan = r.buckets;
+      const auto& plan = buckets;
       std::vector<Seconds> b(plan.size()), c(plan.size());
       for (std::size_t u = 0; u < plan.size(); ++u) {
         for (int i = plan[u].first; i <= plan[u].last; ++i) b[u] += pred.layer_times().backward[static_cast<std::size_t>(i)];
@@ -665,6 +746,12 @@ struct Simulator::Impl {
     } else if (s.overlapped) {
       p.hiding_case = 1;
     }
+  }
+
+  /// The bottleneck: the closed form's, with the share of the simulated iteration it holds.
+  void simulated_bottleneck(Prediction& p, const detail::Outcome& o, const Prediction& closed) const {
+    const Strategy& st = sc.strategy;
+    const int gpus = p.gpus;
     // bottleneck: the closed form's (bottleneck.hpp: the resource whose doubling gains the most, as
     // `explain` re-predicts it), with the share of the simulated iteration it holds
     const double io = in_seconds(closed.breakdown.io);
@@ -679,7 +766,6 @@ struct Simulator::Impl {
     if (opt.contention && p.bottleneck == Bottleneck::communication && !o.busiest_link.empty())
       name += fmt::format("; busiest link simulated: {}, busy {:.0f}%", o.busiest_link, 100.0 * o.busiest_link_fraction);
     p.bottleneck_resource = ResourceName(std::move(name));
-    return r;
   }
 
   SimResult run(int gpus) const {

@@ -1,0 +1,15 @@
+// The CSV header of a sweep's output, shared by the printer and the merge of sharded parts. Internal to
+// lib/plan.
+#pragma once
+
+#include <string_view>
+
+namespace dlscale::sweep_detail {
+
+/// The first line of a CSV sweep (and of each CSV part of a sharded one).
+inline constexpr std::string_view kCsvHeader =
+    "cluster,model,framework,precision,batch_per_gpu,bucket,links,gpus,nodes,iteration_time_s,"
+    "throughput_samples_per_s,speedup,efficiency,hiding_case,bottleneck,bottleneck_share,comm_s,comm_exposed_s,"
+    "memory_per_gpu_bytes,memory_fits,train_hours,gpu_hours,cost,currency\n";
+
+}  // namespace dlscale::sweep_detail

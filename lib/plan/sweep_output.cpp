@@ -1,0 +1,166 @@
+// A sweep's output (include/dlscale/sweep.hpp): the ranking of its rows and the CSV / JSON-lines
+// printers.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <iterator>
+#include <limits>
+#include <nlohmann/json.hpp>
+#include <ostream>
+
+#include "dlscale/error.hpp"
+#include "dlscale/format.hpp"
+#include "dlscale/sweep.hpp"
+#include "plan/sweep_csv.hpp"
+
+namespace dlscale {
+using sweep_detail::kCsvHeader;
+
+SweepFormat sweep_format_from_string(std::string_view s) {
+  if (s == "csv") return SweepFormat::csv;
+  if (s == "jsonl") return SweepFormat::jsonl;
+  throw InputError(SourceLocation{}, "format", fmt::format("unknown format '{}' (expected csv or jsonl)", s));
+}
+
+SweepRank sweep_rank_from_string(std::string_view s) {
+  if (s == "throughput") return SweepRank::throughput;
+  if (s == "efficiency") return SweepRank::efficiency;
+  if (s == "cost") return SweepRank::cost;
+  throw InputError(SourceLocation{}, "rank", fmt::format("unknown ranking '{}' (expected throughput, efficiency or cost)", s));
+}
+
+bool fits_in_memory(const Prediction& p) noexcept { return p.memory.fits && p.memory.host_fits; }
+
+std::vector<std::size_t> top_rows(const SweepSpec& spec, const SweepResult& r, std::size_t k, SweepRank by,
+                                  std::string* note) {
+  // Only configurations that fit in memory are ranked: one that cannot run is no candidate.
+  std::vector<std::size_t> idx;
+  idx.reserve(r.rows.size());
+  for (std::size_t i = 0; i < r.rows.size(); ++i)
+    if (fits_in_memory(r.rows[i].prediction)) idx.push_back(i);
+  const std::size_t left_out = r.rows.size() - idx.size();
+  bool all_priced = true;
+  for (const auto& row : r.rows) all_priced = all_priced && row.cost.has_value();
+  if (by == SweepRank::cost && !all_priced && note) {
+    std::string missing;
+    for (const auto& c : spec.clusters)
+      if (c.price_per_gpu_hour <= 0.0) missing += (missing.empty() ? "" : ", ") + c.name;
+    *note = missing.empty()
+                ? "some models have no training workload (give dataset: {samples: N}); ranked by GPU-hours, unknown last"
+                : fmt::format("no price_per_gpu_hour for cluster {}: ranked by GPU-hours (cost at equal price)", missing);
+  }
+  auto key = [&](const SweepRow& row) -> double {
+    switch (by) {
+      case SweepRank::throughput: return -row.prediction.throughput_samples_per_s;
+      case SweepRank::efficiency: return -row.prediction.efficiency;
+      case SweepRank::cost: {
+        const double v = all_priced ? row.cost.value_or(0.0) : row.gpu_hours;
+        return v > 0.0 ? v : std::numeric_limits<double>::infinity();
+      }
+    }
+    return 0.0;
+  };
+  std::stable_sort(idx.begin(), idx.end(), [&](std::size_t a, std::size_t b) { return key(r.rows[a]) < key(r.rows[b]); });
+  if (idx.size() > k) idx.resize(k);
+  if (left_out > 0 && note) {
+    const std::string oom = fmt::format("{} of {} configurations do not fit in GPU (or host) memory and are not ranked",
+                                        left_out, r.rows.size());
+    *note = note->empty() ? oom : *note + "; " + oom;
+  }
+  return idx;
+}
+
+namespace {
+std::string bucket_label(const SweepSpec& spec, const SweepGroup& g) {
+  if (g.bucket) return fmt::format("{:g} MiB", in_mebibytes(*g.bucket));
+  const Strategy& s = spec.strategies[g.framework];
+  if (s.overlap == Overlap::bucketed) return fmt::format("{:g} MiB", in_mebibytes(s.bucket_size));
+  return s.overlap == Overlap::layerwise ? "layerwise" : "-";
+}
+
+std::string csv_field(const std::string& s) {
+  if (s.find_first_of(",\"\n") == std::string::npos) return s;
+  std::string out = "\"";
+  for (char c : s) out += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return out + "\"";
+}
+}  // namespace
+
+void write_sweep(std::ostream& out, SweepFormat f, const SweepSpec& spec, const SweepResult& r,
+                 std::span<const std::size_t> rows) {
+  std::vector<std::size_t> all;
+  if (rows.empty()) {
+    all.resize(r.rows.size());
+    for (std::size_t i = 0; i < all.size(); ++i) all[i] = i;
+    rows = all;
+  }
+  // Labels per group, formatted once.
+  std::vector<std::string> prefix(spec.groups.size());
+  fmt::memory_buffer buf;
+  if (f == SweepFormat::csv) buf.append(kCsvHeader.data(), kCsvHeader.data() + kCsvHeader.size());
+  for (std::size_t ri : rows) {
+    const SweepRow& row = r.rows[ri];
+    const SweepGroup& g = spec.groups[row.group];
+    const Prediction& p = row.prediction;
+    const Cluster& cl = spec.clusters[g.cluster];
+    const std::string_view prec = to_string(g.precision);
+    if (f == SweepFormat::csv) {
+      std::string& pre = prefix[row.group];
+      if (pre.empty())
+        pre = fmt::format("{},{},{},{},{},{},{}", csv_field(cl.name), csv_field(spec.networks[g.model].name),
+                          csv_field(spec.strategies[g.framework].name), prec, g.batch,
+                          csv_field(bucket_label(spec, g)), csv_field(spec.links[g.links].label));
+      fmt::format_to(std::back_inserter(buf), "{},{},{},{:.6g},{:.6g},{:.6g},{:.6g},{},{},{:.4g},{:.6g},{:.6g},{:.6g},{},",
+                     pre, p.gpus, p.nodes, in_seconds(p.iteration_time), p.throughput_samples_per_s, p.speedup,
+                     p.efficiency, p.hiding_case, to_string(p.bottleneck), p.bottleneck_share,
+                     in_seconds(p.breakdown.comm), in_seconds(p.breakdown.comm_exposed), in_bytes(p.memory.per_gpu),
+                     fits_in_memory(p) ? "true" : "false");
+      if (row.gpu_hours > 0.0)
+        fmt::format_to(std::back_inserter(buf), "{:.6g},{:.6g},", row.train_hours, row.gpu_hours);
+      else
+        fmt::format_to(std::back_inserter(buf), ",,");
+      if (row.cost)
+        fmt::format_to(std::back_inserter(buf), "{:.2f},{}\n", *row.cost, cl.currency);
+      else
+        fmt::format_to(std::back_inserter(buf), ",\n");
+    } else {
+      nlohmann::ordered_json j;
+      j["cluster"] = cl.name;
+      j["model"] = spec.networks[g.model].name;
+      j["framework"] = spec.strategies[g.framework].name;
+      j["precision"] = prec;
+      j["batch_per_gpu"] = g.batch;
+      j["bucket"] = bucket_label(spec, g);
+      j["links"] = spec.links[g.links].label;
+      j["gpus"] = p.gpus;
+      j["nodes"] = p.nodes;
+      j["iteration_time_s"] = in_seconds(p.iteration_time);
+      j["throughput_samples_per_s"] = p.throughput_samples_per_s;
+      j["speedup"] = p.speedup;
+      j["efficiency"] = p.efficiency;
+      j["hiding_case"] = p.hiding_case;
+      j["bottleneck"] = std::string(to_string(p.bottleneck));
+      j["bottleneck_resource"] = p.bottleneck_resource.str();
+      j["bottleneck_share"] = p.bottleneck_share;
+      j["bottleneck_gain"] = p.bottleneck_gain;
+      j["comm_s"] = in_seconds(p.breakdown.comm);
+      j["comm_exposed_s"] = in_seconds(p.breakdown.comm_exposed);
+      j["memory_per_gpu_bytes"] = in_bytes(p.memory.per_gpu);
+      j["memory_fits"] = fits_in_memory(p);
+      j["train_hours"] = row.gpu_hours > 0.0 ? nlohmann::ordered_json(row.train_hours) : nlohmann::ordered_json(nullptr);
+      j["gpu_hours"] = row.gpu_hours > 0.0 ? nlohmann::ordered_json(row.gpu_hours) : nlohmann::ordered_json(nullptr);
+      j["cost"] = row.cost ? nlohmann::ordered_json(*row.cost) : nlohmann::ordered_json(nullptr);
+      j["currency"] = row.cost ? nlohmann::ordered_json(cl.currency) : nlohmann::ordered_json(nullptr);
+      const std::string line = j.dump();
+      buf.append(line.data(), line.data() + line.size());
+      buf.push_back('\n');
+    }
+    if (buf.size() > (1u << 20)) {
+      out.write(buf.data(), static_cast<std::streamsize>(buf.size()));
+      buf.clear();
+    }
+  }
+  out.write(buf.data(), static_cast<std::streamsize>(buf.size()));
+}
+
+}  // namespace dlscale
