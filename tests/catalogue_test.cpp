@@ -83,7 +83,7 @@ bool sm_matches_architecture(const std::string& arch, int sm) {
   if (arch == "ampere") return sm == 80 || sm == 86 || sm == 87;
   if (arch == "ada") return sm == 89;
   if (arch == "hopper") return sm == 90;
-  if (arch == "blackwell") return sm == 100 || sm == 101 || sm == 120;
+  if (arch == "blackwell") return sm == 100 || sm == 101 || sm == 103 || sm == 120;  // 103: Blackwell Ultra (B300, GB300)
   return false;
 }
 
@@ -336,6 +336,50 @@ TEST(GpuCatalogue, TheBoardsAddedForTheKernelModel) {
   EXPECT_EQ(pcie80.sm_count, sxm80.sm_count);
   EXPECT_EQ(pcie80.peak_fp16, sxm80.peak_fp16);
   EXPECT_LT(pcie80.memory_bandwidth, sxm80.memory_bandwidth);
+}
+
+TEST(GpuCatalogue, BlackwellUltraPerGpuFiguresAreTheSystemTotalsDivided) {
+  // NVIDIA publishes Blackwell Ultra's figures per system (recalled, as the file's comments say): the tensor
+  // ones with sparsity, so dense per GPU is total / GPUs / 2. Worked by hand, not read from the file:
+  //   HGX B300, 8 GPUs: FP8 72 PFLOPS -> 72,000 / 8 / 2 = 4,500 TFLOPS; FP16/BF16 36 -> 2,250; TF32 18 -> 1,125;
+  //     FP32 600 TFLOPS / 8 = 75; HBM3e 64 TB/s / 8 = 8 TB/s; 2.3 TB / 8 = 288 GB (2,304 / 8);
+  //     NVLink 14.4 TB/s / 8 = 1.8 TB/s = 18 links of 100 GB/s.
+  //   GB300 NVL72, 72 GPUs: FP8 720 PFLOPS -> 720,000 / 72 / 2 = 5,000; FP16/BF16 360 -> 2,500; TF32 180 -> 1,250;
+  //     FP32 6 PFLOPS / 72 = 83.3; HBM3e 576 TB/s / 72 = 8 TB/s; 20.7 TB / 72 = 288 GB; NVLink 130 TB/s / 72
+  //     = 1.8 TB/s = 18 links.
+  struct Want {
+    std::string id;
+    double fp8, bf16, tf32, fp32, tbs, gb;
+  };
+  for (const auto& w : {Want{"b300", 4500, 2250, 1125, 75, 8, 288}, Want{"gb300", 5000, 2500, 1250, 83.3, 8, 288}}) {
+    SCOPED_TRACE(w.id);
+    const GpuSpec g = find_gpu(w.id);
+    EXPECT_EQ(g.architecture, "blackwell");  // the kernel model's Blackwell parameters apply
+    EXPECT_EQ(g.sm_version, 103);
+    EXPECT_NEAR(in_teraflops_per_second(g.peak_fp8), w.fp8, 1e-9);
+    EXPECT_NEAR(in_teraflops_per_second(g.peak_bf16), w.bf16, 1e-9);
+    EXPECT_NEAR(in_teraflops_per_second(g.peak_fp16), w.bf16, 1e-9);
+    EXPECT_NEAR(in_teraflops_per_second(g.peak_tf32), w.tf32, 1e-9);
+    EXPECT_NEAR(in_teraflops_per_second(g.peak_fp32), w.fp32, 1e-9);
+    EXPECT_NEAR(in_gigabytes_per_second(g.memory_bandwidth), w.tbs * 1000, 1e-9);
+    EXPECT_NEAR(in_bytes(g.memory_size), w.gb * 1073741824.0, 1.0);  // the catalogue reads NVIDIA's "GB" as GiB
+    EXPECT_EQ(g.nvlink_count, 18);
+    EXPECT_EQ(g.nvlink_generation, 5);
+  }
+  // Blackwell Ultra kept Blackwell's dense BF16/FP16, TF32 and FP8 rates (it raised FP4, which the catalogue
+  // does not hold) and grew the memory from 180/186 GB to 288 GB.
+  for (const auto& [ultra, base] : std::vector<std::pair<std::string, std::string>>{{"b300", "b200"}, {"gb300", "gb200"}}) {
+    SCOPED_TRACE(ultra);
+    const GpuSpec u = find_gpu(ultra), b = find_gpu(base);
+    EXPECT_EQ(u.peak_bf16, b.peak_bf16);
+    EXPECT_EQ(u.peak_fp8, b.peak_fp8);
+    EXPECT_EQ(u.peak_tf32, b.peak_tf32);
+    EXPECT_EQ(u.memory_bandwidth, b.memory_bandwidth);
+    EXPECT_GT(u.memory_size, b.memory_size * 1.5);
+  }
+  EXPECT_EQ(find_gpu("NVIDIA B300 SXM6 AC").name, find_gpu("b300").name);
+  EXPECT_EQ(find_gpu("gb300-nvl72").name, find_gpu("gb300").name);
+  EXPECT_EQ(find_gpu("B300").name, find_gpu("b300").name);  // "b300" is not a prefix guess between the two
 }
 
 }  // namespace

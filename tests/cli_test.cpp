@@ -164,6 +164,8 @@ TEST(Cli, DefaultGpuCountsAreThoseTheClusterHolds) {
   EXPECT_EQ(counts("--cluster dgx-a100"), (V{1, 2, 4, 8}));         // one node of 8
   EXPECT_EQ(counts("--cluster dell-c4140-p100-sxm2"), (V{1, 2, 4}));  // one node of 4
   EXPECT_EQ(counts("--cluster gb200-nvl72"), (V{1, 2, 4, 8, 16, 72}));  // one 72-GPU NVLink domain
+  EXPECT_EQ(counts("--cluster gb300-nvl72"), (V{1, 2, 4, 8, 16, 72}));  // the same for Blackwell Ultra
+  EXPECT_EQ(counts("--cluster dgx-b300"), (V{1, 2, 4, 8}));
   EXPECT_EQ(counts("--cluster dgx-h100 --nodes 3 --fabric infiniband:400Gb/s:8"), (V{1, 2, 4, 8, 16}));  // 24 > 16
   EXPECT_EQ(counts("--cluster dgx-a100 --gpus 2,8"), (V{2, 8}));
   const auto sim = run_cli("simulate --cluster dgx-a100 --model resnet50 --iterations 2");
@@ -265,6 +267,46 @@ TEST(Cli, ShardedStepsThatDoNotFitAreNamedByGpuCount) {
   EXPECT_EQ(r.err.find("at 8 GPUs"), std::string::npos) << r.err;
   const auto fits = run_cli("predict --cluster dgx-h100 --model llama2-7b --framework fsdp --precision bf16 --batch 1 --gpus 8 --no-train");
   EXPECT_EQ(fits.err, "");
+}
+
+TEST(Cli, BlackwellUltraClustersPredictLlamaUnderFsdpAndTimeCollectives) {
+  // The two Blackwell Ultra clusters (issue 37): Llama-3-8B under FSDP on one node / the whole rack, with the
+  // GPU's 288 GB (read as GiB, as the catalogue reads NVIDIA's "GB": 288 x 1,073,741,824 = 309,237,645,312 B).
+  for (const auto& [cluster, all] : std::vector<std::pair<std::string, int>>{{"dgx-b300", 8}, {"gb300-nvl72", 72}}) {
+    SCOPED_TRACE(cluster);
+    const auto r = run_cli("predict --cluster " + cluster + " --model llama3-8b --framework fsdp --precision bf16 --batch 1 "
+                           "--gpus 1," + std::to_string(all) + " --format json --no-train");
+    ASSERT_EQ(r.status, 0) << r.err;
+    const auto j = nlohmann::json::parse(r.out);
+    const auto& p = j.at("predictions");
+    ASSERT_EQ(p.size(), 2u);
+    for (const auto& x : p) {
+      EXPECT_DOUBLE_EQ(x.at("memory").at("capacity_bytes").get<double>(), 309237645312.0);
+      EXPECT_TRUE(x.at("memory").at("fits").get<bool>());
+      EXPECT_GT(x.at("throughput_tokens_per_s").get<double>(), 0.0);
+    }
+    EXPECT_EQ(p[1].at("gpus").get<int>(), all);
+    EXPECT_GT(p[1].at("throughput_tokens_per_s").get<double>(), p[0].at("throughput_tokens_per_s").get<double>());
+    // The NVLink domain is wired as dgx-b200's / gb200-nvl72's: NVLS on Blackwell's rows, 8 channels at 90 GB/s
+    // on 8 GPUs (busbw 8 x 90 x 0.74 x 7/8 x 2 = 932.4 GB/s) and 32 at 20 on 72 (32 x 20 x 0.74 x 31/32 x 2 =
+    // 917.6); 1 GiB takes 25 us + bytes / (busbw x n / (2(n - 1))).
+    const auto c = run_cli("collective --cluster " + cluster + " --op allreduce --gpus " + std::to_string(all) +
+                           " --bytes 1GiB --format json");
+    ASSERT_EQ(c.status, 0) << c.err;
+    const auto cj = nlohmann::json::parse(c.out);  // kept: a reference into parse(...)'s result would dangle
+    const auto& x = cj.at("results").at(0);
+    EXPECT_EQ(x.at("algorithm"), "nvls");
+    const double busbw = all == 8 ? 932.4 : 917.6, n = all;
+    EXPECT_NEAR(x.at("time_s").get<double>(), 25e-6 + 1073741824.0 / (busbw * 1e9 * n / (2 * (n - 1))), 1e-9);
+  }
+  // Across nodes the 800 Gb/s ConnectX-8s count: 16 DGX B300 at 800 Gb/s beat the same nodes at 400 Gb/s.
+  auto seconds = [](const std::string& fabric) {
+    const auto r = run_cli("collective --cluster dgx-b300 --nodes 16 --fabric " + fabric +
+                           " --op allreduce --gpus 128 --bytes 1GiB --format json");
+    EXPECT_EQ(r.status, 0) << r.err;
+    return r.status == 0 ? nlohmann::json::parse(r.out).at("results").at(0).at("time_s").get<double>() : 0.0;
+  };
+  EXPECT_LT(seconds("infiniband:800Gb/s"), seconds("infiniband:400Gb/s"));
 }
 
 TEST(Cli, ExplainSourcesSaysWhichGradientsAreExchanged) {

@@ -138,6 +138,9 @@ TEST(NcclSearch, SkippingSearchesProvedShortChangesNothing) {
   // The skipping search must find the same channels, speeds, path types and GPU orders on every
   // shipped node, for every first-k GPU set, inside one node and across nodes (with the NICs), rings
   // and trees (the tree asked for the ring's count).
+  // gb300-nvl72 is gb200-nvl72's NVLink domain (searched at every k) with a ConnectX-8 PCIe switch per GPU: it
+  // is searched at k = 1..8, the powers of two and 72 only, which keeps this test's time (every k there would
+  // more than double it).
   const auto& table = nccl::default_table();
   int compared = 0, trees = 0;
   for (const auto& name : list_names(DataKind::cluster)) {
@@ -145,6 +148,7 @@ TEST(NcclSearch, SkippingSearchesProvedShortChangesNothing) {
     if (!c.topology) continue;
     for (int k = 1; k <= c.gpus_per_node; ++k)
     for (bool nets : {false, true}) {
+      if (name == "gb300-nvl72" && k > 8 && (k & (k - 1)) != 0 && k != c.gpus_per_node) continue;
       if (nets && c.topology->nic_names().empty()) continue;
       if (!nets && k == 1) continue;
       SCOPED_TRACE(name + ", " + std::to_string(k) + " GPUs" + (nets ? " with NICs" : ""));
@@ -310,6 +314,23 @@ TEST(NcclNvls, SeventyTwoGpuNvlinkDomainCapsTheNvlsChannels) {
   EXPECT_EQ(ch.algorithm, nccl::NVLS);
   EXPECT_EQ(ch.channels, 32);
   EXPECT_NEAR(gbs(ch.algbw_model), 917.6 * 72.0 / 142.0, 1e-9);
+}
+
+TEST(NcclNvls, BlackwellUltraNvlinkDomainsAreBlackwells) {
+  // dgx-b300 and gb300-nvl72 keep the NVLink wiring of dgx-b200 and gb200-nvl72 (18 NVLink-5 links per GPU,
+  // 18 x 40.1 = 721.8 GB/s), and B300 is sm_103, which takes the SM100 rows: the same channels and speeds as
+  // above, busBw 932.4 GB/s on 8 GPUs and 917.6 GB/s on 72.
+  EXPECT_EQ(cluster("dgx-b300").topology->sm_version(), 103);
+  EXPECT_NEAR(gbs(cluster("dgx-b300").topology->gpu_link_bandwidth(0)), 721.8, 1e-9);
+  EXPECT_NEAR(gbs(cluster("gb300-nvl72").topology->gpu_link_bandwidth(71)), 721.8, 1e-9);
+  const auto node = choose("dgx-b300", CollectiveOp::allreduce, gibibytes(8), {8, 1, 8});
+  EXPECT_EQ(node.algorithm, nccl::NVLS);
+  EXPECT_EQ(node.channels, 8);
+  EXPECT_NEAR(gbs(node.algbw_model), 932.4 * 8.0 / 14.0, 1e-9);
+  const auto rack = choose("gb300-nvl72", CollectiveOp::allreduce, gibibytes(8), {72, 1, 72});
+  EXPECT_EQ(rack.algorithm, nccl::NVLS);
+  EXPECT_EQ(rack.channels, 32);
+  EXPECT_NEAR(gbs(rack.algbw_model), 917.6 * 72.0 / 142.0, 1e-9);
 }
 
 TEST(NcclNvls, SmallMessagesAndAllGatherStayOnTheRing) {

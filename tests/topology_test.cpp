@@ -175,7 +175,8 @@ TEST_P(ShippedTopology, LoadsAndEveryGpuPairHasAPath) {
 INSTANTIATE_TEST_SUITE_P(Files, ShippedTopology,
                          ::testing::Values("shi-chu-p40", "dell-c4140-pcie", "dell-c4140-sxm2", "dell-c4130-g", "dgx1v",
                                            "aws-p3dn", "dgx2", "ac922", "exxact-ts4-rtx2080ti", "dgx-a100",
-                                           "dgx-a100-hdr", "dgx-h100", "dgx-h100-ndr", "rtx4090-pcie"),
+                                           "dgx-a100-hdr", "dgx-h100", "dgx-h100-ndr", "rtx4090-pcie", "dgx-b200",
+                                           "gb200-nvl72", "dgx-b300", "gb300-nvl72"),
                          [](const auto& info) {
                            std::string s = info.param;
                            for (auto& c : s)
