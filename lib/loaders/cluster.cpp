@@ -66,12 +66,8 @@ FabricSpec parse_fabric_spec(std::string_view text, std::string_view option) {
 
 namespace {
 
-Cluster read_cluster(const Node& root, const std::string& source, const ClusterOverrides& ov = {}) {
-  MapReader m(root);
-  Cluster c;
-  c.source_file = source;
-  c.name = m.required("name").scalar();
-  if (auto n = m.optional("description")) c.description = n->scalar();
+/// `nodes`, `gpus_per_node` and `gpu`, as the overrides (--nodes, --gpu) change them.
+void read_size(MapReader& m, Cluster& c, const ClusterOverrides& ov) {
   {
     const Node n = m.required("nodes");
     c.max_nodes = n.int_at_most(1'000'000);
@@ -85,8 +81,11 @@ Cluster read_cluster(const Node& root, const std::string& source, const ClusterO
   }
   c.gpu = read_gpu_node(m.required("gpu"));
   if (ov.gpu) c.gpu = *ov.gpu;  // --gpu: the whole cluster as if its `gpu:` named this one
-  // The graph (docs/topology.md): a node template and the fabric between nodes. With a graph, the
-  // simple bandwidths may be left out; they are then derived from it.
+}
+
+/// The graph (docs/topology.md): a node template and the fabric between nodes. With a graph, the
+/// simple bandwidths may be left out; they are then derived from it.
+void read_graph(MapReader& m, Cluster& c, const ClusterOverrides& ov) {
   const auto node_section = m.optional("node");
   const auto fabric_section = m.optional("fabric");
   if (fabric_section && !node_section) fabric_section->fail("'fabric' needs a 'node' section beside it");
@@ -101,8 +100,10 @@ Cluster read_cluster(const Node& root, const std::string& source, const ClusterO
   if (node_section)
     c.topology = topo::read_topology(*node_section, fabric_section, c.gpus_per_node, c.max_nodes, c.gpu.sm_version,
                                      ov.fabric ? &*ov.fabric : nullptr);
-  const bool derive = static_cast<bool>(c.topology);
+}
 
+/// `host_to_gpu: {pinned, pageable}`, or with a graph gpu0's own PCIe link as NCCL rates it.
+void read_host_to_gpu(MapReader& m, Cluster& c, bool derive) {
   if (auto h2d = derive ? m.optional("host_to_gpu") : std::optional<Node>(m.required("host_to_gpu"))) {
     MapReader h(*h2d);
     c.h2d_pinned = h.required("pinned").bandwidth();
@@ -116,6 +117,10 @@ Cluster read_cluster(const Node& root, const std::string& source, const ClusterO
     if (!(pcie > BytesPerSecond{})) m.node().fail("'host_to_gpu' is required: gpu0 has no PCIe link to derive it from");
     c.h2d_pinned = c.h2d_pageable = pcie;
   }
+}
+
+/// `intra_node`, or with a graph NCCL's ring over the whole node.
+void read_intra_node(MapReader& m, Cluster& c, const ClusterOverrides& ov, bool derive) {
   if (auto n = derive ? m.optional("intra_node") : std::optional<Node>(m.required("intra_node"))) {
     c.intra_node = read_link(*n);
   } else if (ov.graph_only) {
@@ -130,6 +135,10 @@ Cluster read_cluster(const Node& root, const std::string& source, const ClusterO
   } else {
     c.intra_node.bandwidth = c.h2d_pinned;
   }
+}
+
+/// `inter_node`, the --fabric override of it, or with a graph the fabric's NICs.
+void read_inter_node(MapReader& m, Cluster& c, const ClusterOverrides& ov, bool derive) {
   const auto inter = m.optional("inter_node");
   if (inter) c.inter_node = read_link(*inter);
   if (ov.fabric && !derive) {  // the simple form: COUNT NICs (one by default) at the fabric's speed
@@ -144,6 +153,10 @@ Cluster read_cluster(const Node& root, const std::string& source, const ClusterO
   } else if (c.max_nodes > 1) {
     m.node().fail("a cluster of more than one node needs 'inter_node'");
   }
+}
+
+/// `storage`, `input`, `gpudirect_rdma` and the host's memory.
+void read_node_io(MapReader& m, Cluster& c, const ClusterOverrides& ov) {
   {
     MapReader s(m.required("storage"));
     c.disk = s.required("disk").bandwidth();
@@ -158,6 +171,29 @@ Cluster read_cluster(const Node& root, const std::string& source, const ClusterO
     c.host_memory_size = n->bytes();
     if (!(c.host_memory_size > Bytes{})) n->fail("a node's host memory is a positive size like \"2 TB\"");
   }
+}
+
+/// `price_per_gpu_hour: "2.5 USD"`: an amount and a currency code.
+void read_price(const Node& n, Cluster& c) {
+  const std::string text = n.scalar();
+  const auto space = text.find(' ');
+  std::size_t used = 0;
+  double amount = -1.0;
+  try {
+    amount = std::stod(text.substr(0, space), &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  const std::string cur = space == std::string::npos ? "" : text.substr(space + 1);
+  const bool code = cur.size() == 3 && std::all_of(cur.begin(), cur.end(), [](char ch) { return ch >= 'A' && ch <= 'Z'; });
+  if (used == 0 || used != std::min(space, text.size()) || !code || !(amount >= 0.0))
+    n.fail(fmt::format("'{}' is not a price per GPU-hour like \"2.5 USD\" (an amount ≥ 0 and a currency code)", text));
+  c.price_per_gpu_hour = amount;
+  c.currency = cur;
+}
+
+/// `framework` (the default of predictions on this cluster), `assumed` and `price_per_gpu_hour`.
+void read_defaults(MapReader& m, Cluster& c, const ClusterOverrides& ov) {
   if (auto n = m.optional("framework")) {  // the default framework of predictions on this cluster
     c.framework = n->scalar();
     const auto known = ov.graph_only ? std::vector<std::string>{c.framework} : list_names(DataKind::framework);
@@ -171,23 +207,23 @@ Cluster read_cluster(const Node& root, const std::string& source, const ClusterO
       c.assumed.emplace_back(key, value.scalar());
     }
   }
-  if (auto n = m.optional("price_per_gpu_hour")) {  // "2.5 USD": an amount and a currency code
-    const std::string text = n->scalar();
-    const auto space = text.find(' ');
-    std::size_t used = 0;
-    double amount = -1.0;
-    try {
-      amount = std::stod(text.substr(0, space), &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    const std::string cur = space == std::string::npos ? "" : text.substr(space + 1);
-    const bool code = cur.size() == 3 && std::all_of(cur.begin(), cur.end(), [](char ch) { return ch >= 'A' && ch <= 'Z'; });
-    if (used == 0 || used != std::min(space, text.size()) || !code || !(amount >= 0.0))
-      n->fail(fmt::format("'{}' is not a price per GPU-hour like \"2.5 USD\" (an amount ≥ 0 and a currency code)", text));
-    c.price_per_gpu_hour = amount;
-    c.currency = cur;
-  }
+  if (auto n = m.optional("price_per_gpu_hour")) read_price(*n, c);
+}
+
+Cluster read_cluster(const Node& root, const std::string& source, const ClusterOverrides& ov = {}) {
+  MapReader m(root);
+  Cluster c;
+  c.source_file = source;
+  c.name = m.required("name").scalar();
+  if (auto n = m.optional("description")) c.description = n->scalar();
+  read_size(m, c, ov);
+  read_graph(m, c, ov);
+  const bool derive = static_cast<bool>(c.topology);
+  read_host_to_gpu(m, c, derive);
+  read_intra_node(m, c, ov, derive);
+  read_inter_node(m, c, ov, derive);
+  read_node_io(m, c, ov);
+  read_defaults(m, c, ov);
   m.finish();
   return c;
 }

@@ -118,27 +118,55 @@ Transport read_transport(const Node& ref) {
   return t;
 }
 
+/// `io: {prefetch, memory, reader, depth, buffer}`: how the framework reads and stages its batches.
+void read_io(const Node& node, Strategy& s) {
+  MapReader io(node);
+  s.io_prefetch = io.required("prefetch").boolean();
+  s.pinned_memory = io.required("memory").choice({"pinned", "pageable"}) == "pinned";
+  if (auto r = io.optional("reader")) s.reads_bytes = r->choice({"pipeline", "bytes"}) == "bytes";
+  if (auto d = io.optional("depth")) {
+    s.prefetch_depth = d->int_at_most(1'000'000);
+    if (s.prefetch_depth < 1) d->fail("a prefetch queue holds at least one batch");
+  }
+  if (auto b = io.optional("buffer")) {
+    s.prefetch_buffer = b->bytes();
+    if (!(s.prefetch_buffer > Bytes{})) b->fail("a prefetch buffer holds more than zero bytes");
+    if (!s.io_prefetch) b->fail("a prefetch buffer needs prefetch: true");
+  }
+  io.finish();
+}
+
+/// The kernels the framework picks: `attention`, `conv_algorithms`, `memory_format`.
+void read_kernel_choices(MapReader& m, Strategy& s) {
+  if (auto n = m.optional("attention")) {
+    try {
+      s.attention = attention_kernel_from_string(n->scalar());
+    } catch (const std::invalid_argument& e) {
+      n->fail(e.what());
+    }
+  }
+  if (auto n = m.optional("conv_algorithms")) {  // docs/compute-model.md, "Convolution algorithms"
+    MapReader c(*n);
+    if (auto w = c.optional("winograd")) s.conv_algorithms.winograd = w->boolean();
+    if (auto f = c.optional("fft")) s.conv_algorithms.fft = f->boolean();
+    if (auto l = c.optional("workspace_limit")) s.conv_algorithms.workspace_limit = l->bytes();
+    c.finish();
+  }
+  if (auto n = m.optional("memory_format")) {  // docs/compute-model.md, eq. K10
+    try {
+      s.conv_algorithms.layout = tensor_layout_from_string(n->scalar());
+    } catch (const std::invalid_argument& e) {
+      n->fail(e.what());
+    }
+  }
+}
+
 Strategy read_strategy(const Node& root) {
   MapReader m(root);
   Strategy s;
   s.name = m.required("name").scalar();
   if (auto n = m.optional("description")) s.description = n->scalar();
-  {
-    MapReader io(m.required("io"));
-    s.io_prefetch = io.required("prefetch").boolean();
-    s.pinned_memory = io.required("memory").choice({"pinned", "pageable"}) == "pinned";
-    if (auto r = io.optional("reader")) s.reads_bytes = r->choice({"pipeline", "bytes"}) == "bytes";
-    if (auto d = io.optional("depth")) {
-      s.prefetch_depth = d->int_at_most(1'000'000);
-      if (s.prefetch_depth < 1) d->fail("a prefetch queue holds at least one batch");
-    }
-    if (auto b = io.optional("buffer")) {
-      s.prefetch_buffer = b->bytes();
-      if (!(s.prefetch_buffer > Bytes{})) b->fail("a prefetch buffer holds more than zero bytes");
-      if (!s.io_prefetch) b->fail("a prefetch buffer needs prefetch: true");
-    }
-    io.finish();
-  }
+  read_io(m.required("io"), s);
   s.aggregation = m.required("aggregation").choice<Aggregation>();
   s.overlap = m.required("overlap").choice<Overlap>();
   s.update = m.required("update").choice<UpdatePlacement>();
@@ -169,27 +197,7 @@ Strategy read_strategy(const Node& root) {
     if (s.iteration_overhead < Seconds{}) n->fail("a per-iteration overhead cannot be negative");
   }
   if (auto n = m.optional("transport")) s.transport = read_transport(*n);
-  if (auto n = m.optional("attention")) {
-    try {
-      s.attention = attention_kernel_from_string(n->scalar());
-    } catch (const std::invalid_argument& e) {
-      n->fail(e.what());
-    }
-  }
-  if (auto n = m.optional("conv_algorithms")) {  // docs/compute-model.md, "Convolution algorithms"
-    MapReader c(*n);
-    if (auto w = c.optional("winograd")) s.conv_algorithms.winograd = w->boolean();
-    if (auto f = c.optional("fft")) s.conv_algorithms.fft = f->boolean();
-    if (auto l = c.optional("workspace_limit")) s.conv_algorithms.workspace_limit = l->bytes();
-    c.finish();
-  }
-  if (auto n = m.optional("memory_format")) {  // docs/compute-model.md, eq. K10
-    try {
-      s.conv_algorithms.layout = tensor_layout_from_string(n->scalar());
-    } catch (const std::invalid_argument& e) {
-      n->fail(e.what());
-    }
-  }
+  read_kernel_choices(m, s);
   if (auto n = m.optional("sharding")) read_sharding(*n, s);
   if (auto n = m.optional("mixed_precision")) {  // docs/input-formats.md, "Framework strategy"
     MapReader mp(*n);
