@@ -3,7 +3,6 @@
 
 #include <algorithm>
 #include <cctype>
-#include <functional>
 #include <map>
 #include <numeric>
 #include <regex>
@@ -71,160 +70,181 @@ std::pair<std::size_t, std::string> capture_prefix(const std::string& line) {
 
 constexpr const char* kRerunSmi = "rerun nvidia-smi topo -m and keep its whole output";
 
-}  // namespace
-
 // ---- nvidia-smi topo -m ------------------------------------------------------------------------------
 // Cells are separated by any run of whitespace (tabs as nvidia-smi prints them, spaces as a terminal copy
 // or a web page gives them). The header's multi-word columns ("CPU Affinity", "NUMA Affinity", "GPU NUMA
 // ID") are joined again; NIC rows and the legends follow the matrix ("NIC0: mlx5_2" names NIC0).
-std::string import_nvidia_smi(const std::string& text, const std::string& file, const TopologyImportOptions& opt,
-                              std::vector<std::string>* warnings) {
-  // a UTF-8 byte-order mark (an editor's save) is blanked like any other prefix
-  std::istringstream in(text.rfind("\xEF\xBB\xBF", 0) == 0 ? "   " + text.substr(3) : text);
-  std::string line;
+
+struct SmiRow {
+  std::string name;
+  std::vector<std::string> cells;
+  std::vector<int> at;  // 1-based column of each cell, for errors
+  std::string affinity, numa;
+  int line = 0;
+  int end = 1;  // the column after the row's last character
+};
+
+/// A capture as read: the header's columns, the GPU rows, the NIC rows and the NIC legend.
+struct SmiCapture {
   std::vector<std::string> columns;
-  struct Row {
-    std::string name;
-    std::vector<std::string> cells;
-    std::vector<int> at;  // 1-based column of each cell, for errors
-    std::string affinity, numa;
-    int line = 0;
-    int end = 1;  // the column after the row's last character
-  };
-  std::vector<Row> rows;
-  std::map<std::string, std::vector<std::string>> nic_rows;  // NIC row → its cells under the device columns
-  std::map<std::string, std::string> legend;                 // NIC0 → mlx5_2
-  int lineno = 0;
-  // Whitespace-separated cells; `at` receives the 1-based column where each cell's text starts.
-  auto split = [](const std::string& s, std::vector<int>& at) {
-    std::vector<std::string> out;
-    at.clear();
-    std::size_t i = 0;
-    const auto space = [](char ch) { return ch == ' ' || ch == '\t' || ch == '\r' || ch == '\v' || ch == '\f'; };
-    while (i < s.size()) {
-      while (i < s.size() && space(s[i])) ++i;
-      if (i >= s.size()) break;
-      const std::size_t b = i;
-      while (i < s.size() && !space(s[i])) ++i;
-      out.push_back(s.substr(b, i - b));
-      at.push_back(static_cast<int>(b) + 1);
-    }
-    return out;
-  };
-  auto affinity_col = [](const std::string& c) { return c == "CPU Affinity"; };
-  auto numa_col = [](const std::string& c) { return c == "NUMA Affinity" || c == "GPU NUMA ID"; };
-  auto info_col = [&](const std::string& c) { return affinity_col(c) || numa_col(c); };
   std::vector<int> header_at;
   int header_line = 0;
   int headless_row = 0;  // the first "GPU0 X …" row before any header (the header was cut off)
+  std::vector<SmiRow> rows;
+  std::map<std::string, std::vector<std::string>> nic_rows;  // NIC row → its cells under the device columns
+  std::map<std::string, std::string> legend;                 // NIC0 → mlx5_2
+  int later_capture = 0;  // the line of a second capture's header (only the first is read)
+};
+
+/// Whitespace-separated cells; `at` receives the 1-based column where each cell's text starts.
+std::vector<std::string> split_cells(const std::string& s, std::vector<int>& at) {
+  std::vector<std::string> out;
+  at.clear();
+  std::size_t i = 0;
+  const auto space = [](char ch) { return ch == ' ' || ch == '\t' || ch == '\r' || ch == '\v' || ch == '\f'; };
+  while (i < s.size()) {
+    while (i < s.size() && space(s[i])) ++i;
+    if (i >= s.size()) break;
+    const std::size_t b = i;
+    while (i < s.size() && !space(s[i])) ++i;
+    out.push_back(s.substr(b, i - b));
+    at.push_back(static_cast<int>(b) + 1);
+  }
+  return out;
+}
+
+bool affinity_col(const std::string& c) { return c == "CPU Affinity"; }
+bool numa_col(const std::string& c) { return c == "NUMA Affinity" || c == "GPU NUMA ID"; }
+bool info_col(const std::string& c) { return affinity_col(c) || numa_col(c); }
+
+/// The header: "GPU0 GPU1 …" after an empty corner cell (or "GPU0" first when a copy trimmed the line),
+/// not the row "GPU0 X …". Returns whether the line was the header.
+bool read_header(SmiCapture& cap, const std::vector<std::string>& cells, const std::vector<int>& at, int lineno) {
+  const bool corner = at[0] > 1 && cells[0].rfind("GPU", 0) == 0;
+  if (!corner && cells[0] != "GPU0") return false;
+  if (cells.size() > 1 && cells[1] == "X") {
+    if (!cap.headless_row) cap.headless_row = lineno;
+    return false;
+  }
+  cap.header_line = lineno;
+  for (std::size_t i = 0; i < cells.size(); ++i) {
+    std::string c = cells[i];
+    int c_at = at[i];
+    if (c == "CPU" && i + 1 < cells.size() && cells[i + 1] == "Affinity") c = "CPU Affinity", ++i;
+    else if (c == "NUMA" && i + 1 < cells.size() && cells[i + 1] == "Affinity") c = "NUMA Affinity", ++i;
+    else if (c == "GPU" && i + 2 < cells.size() && cells[i + 1] == "NUMA" && cells[i + 2] == "ID") c = "GPU NUMA ID", i += 2;
+    cap.columns.push_back(c);
+    cap.header_at.push_back(c_at);
+  }
+  return true;
+}
+
+/// A GPU row: GPU0, GPU1, ... in order, each with a cell under every column; the affinity and NUMA cells
+/// set aside. `last` says the capture ends after it.
+void read_gpu_row(SmiCapture& cap, const std::string& file, const std::string& line, const std::vector<std::string>& cells,
+                  const std::vector<int>& at, int lineno, bool last) {
+  // nvidia-smi prints GPU0, GPU1, ... in order, each once. A repeated or skipped row (found by
+  // fuzz_nvidia_smi: a matrix pasted twice) would make GPUs no column describes.
+  if (const auto k = whole_number(std::string_view(cells[0]).substr(3), 0, 1 << 20);
+      !k || *k != static_cast<long long>(cap.rows.size()))
+    fail_at(file, lineno,
+            fmt::format("row '{}' where GPU{} belongs (the rows are GPU0, GPU1, ... in order, each once)",
+                        printable(cells[0]), cap.rows.size()),
+            at[0]);
+  SmiRow r{cells[0], {}, {}, {}, {}, lineno, static_cast<int>(line.find_last_not_of(" \t\r")) + 2};
+  // Every column of the header needs its cell: a row one cell short would shift the affinity into
+  // the matrix and the matrix out of place.
+  const auto& columns = cap.columns;
+  if (cells.size() - 1 < columns.size())
+    fail_at(file, lineno, fmt::format("row {} has {} cells, the header names {} columns{}", cells[0], cells.size() - 1,
+                                      columns.size(), last ? fmt::format(" (the capture ends here: {})", kRerunSmi) : ""),
+            r.end);
+  for (std::size_t i = 1; i < cells.size(); ++i) {
+    if (i - 1 < columns.size() && affinity_col(columns[i - 1])) r.affinity = cells[i];
+    else if (i - 1 < columns.size() && columns[i - 1] == "NUMA Affinity") r.numa = cells[i];
+    else if (i - 1 < columns.size() && numa_col(columns[i - 1])) continue;
+    else {
+      r.cells.push_back(cells[i]);
+      r.at.push_back(at[i]);
+    }
+  }
+  cap.rows.push_back(std::move(r));
+}
+
+/// The capture's lines: terminal codes and launcher prefixes blanked, the header, the GPU rows, the NIC
+/// rows and the legends. A capture without a header or without rows fails.
+SmiCapture read_capture(const std::string& text, const std::string& file) {
+  // a UTF-8 byte-order mark (an editor's save) is blanked like any other prefix
+  std::istringstream in(text.rfind("\xEF\xBB\xBF", 0) == 0 ? "   " + text.substr(3) : text);
+  SmiCapture cap;
+  std::string line;
+  int lineno = 0;
   std::string capture_host, pending_host;  // pdsh: the host whose capture is read, the host of this line
-  int later_capture = 0;                   // the line of a second capture's header (only the first is read)
   bool after = false;  // past the matrix (its legends)
   while (std::getline(in, line)) {
     ++lineno;
     line = without_terminal_codes(line);
     // launcher prefixes are blanked; with several pdsh hosts, the first whose header comes is read
     if (const auto [length, host] = capture_prefix(line); length > 0) {
-      if (!host.empty() && !columns.empty() && host != capture_host) continue;
+      if (!host.empty() && !cap.columns.empty() && host != capture_host) continue;
       std::fill(line.begin(), line.begin() + static_cast<std::ptrdiff_t>(length), ' ');
       pending_host = host;
     } else {
       pending_host.clear();
     }
     std::vector<int> at;
-    auto cells = split(line, at);
+    auto cells = split_cells(line, at);
     if (cells.empty()) continue;
-    if (columns.empty()) {
-      // The header: "GPU0 GPU1 …" after an empty corner cell (or "GPU0" first when a copy trimmed the
-      // line), not the row "GPU0 X …".
-      const bool corner = at[0] > 1 && cells[0].rfind("GPU", 0) == 0;
-      if (!corner && cells[0] != "GPU0") continue;
-      if (cells.size() > 1 && cells[1] == "X") {
-        if (!headless_row) headless_row = lineno;
-        continue;
-      }
-      header_line = lineno;
-      capture_host = pending_host;
-      for (std::size_t i = 0; i < cells.size(); ++i) {
-        std::string c = cells[i];
-        int c_at = at[i];
-        if (c == "CPU" && i + 1 < cells.size() && cells[i + 1] == "Affinity") c = "CPU Affinity", ++i;
-        else if (c == "NUMA" && i + 1 < cells.size() && cells[i + 1] == "Affinity") c = "NUMA Affinity", ++i;
-        else if (c == "GPU" && i + 2 < cells.size() && cells[i + 1] == "NUMA" && cells[i + 2] == "ID") c = "GPU NUMA ID", i += 2;
-        columns.push_back(c);
-        header_at.push_back(c_at);
-      }
+    if (cap.columns.empty()) {
+      if (read_header(cap, cells, at, lineno)) capture_host = pending_host;
       continue;
     }
     if (after || cells[0].rfind("Legend", 0) == 0 || cells[0].rfind("NIC Legend", 0) == 0) {
       after = true;
       if (cells.size() == 2 && cells[0].size() > 4 && cells[0].rfind("NIC", 0) == 0 && cells[0].back() == ':')
-        legend[cells[0].substr(0, cells[0].size() - 1)] = cells[1];
+        cap.legend[cells[0].substr(0, cells[0].size() - 1)] = cells[1];
       continue;
     }
     if (cells[0].rfind("GPU", 0) != 0) {
       // a NIC's row (NIC0, or the device name old drivers print: mlx5_0, bnxt_re0, …)
-      if (std::find(columns.begin(), columns.end(), cells[0]) != columns.end()) {
+      if (std::find(cap.columns.begin(), cap.columns.end(), cells[0]) != cap.columns.end()) {
         std::vector<std::string> v(cells.begin() + 1, cells.end());
-        nic_rows[cells[0]] = v;
+        cap.nic_rows[cells[0]] = v;
       }
       continue;  // NIC rows, text around the matrix
     }
     // After the rows: another command's output ("GPU 0: NVIDIA …" of nvidia-smi -L) ends the matrix; so
     // does a second capture's header (two hosts' captures one after the other), said in a warning.
-    if (!rows.empty() && !whole_number(std::string_view(cells[0]).substr(3), 0, 1 << 20)) {
+    if (!cap.rows.empty() && !whole_number(std::string_view(cells[0]).substr(3), 0, 1 << 20)) {
       after = true;
       continue;
     }
-    if (!rows.empty() && cells[0] == "GPU0" && cells.size() > 1 && cells[1] != "X") {
-      later_capture = lineno;
+    if (!cap.rows.empty() && cells[0] == "GPU0" && cells.size() > 1 && cells[1] != "X") {
+      cap.later_capture = lineno;
       after = true;
       continue;
     }
-    // nvidia-smi prints GPU0, GPU1, ... in order, each once. A repeated or skipped row (found by
-    // fuzz_nvidia_smi: a matrix pasted twice) would make GPUs no column describes.
-    if (const auto k = whole_number(std::string_view(cells[0]).substr(3), 0, 1 << 20);
-        !k || *k != static_cast<long long>(rows.size()))
-      fail_at(file, lineno,
-              fmt::format("row '{}' where GPU{} belongs (the rows are GPU0, GPU1, ... in order, each once)",
-                          printable(cells[0]), rows.size()),
-              at[0]);
-    Row r{cells[0], {}, {}, {}, {}, lineno, static_cast<int>(line.find_last_not_of(" \t\r")) + 2};
-    // Every column of the header needs its cell: a row one cell short would shift the affinity into
-    // the matrix and the matrix out of place.
-    if (cells.size() - 1 < columns.size())
-      fail_at(file, lineno, fmt::format("row {} has {} cells, the header names {} columns{}", cells[0], cells.size() - 1,
-                                        columns.size(), in.peek() == EOF ? fmt::format(" (the capture ends here: {})", kRerunSmi) : ""),
-              r.end);
-    for (std::size_t i = 1; i < cells.size(); ++i) {
-      if (i - 1 < columns.size() && affinity_col(columns[i - 1])) r.affinity = cells[i];
-      else if (i - 1 < columns.size() && columns[i - 1] == "NUMA Affinity") r.numa = cells[i];
-      else if (i - 1 < columns.size() && numa_col(columns[i - 1])) continue;
-      else {
-        r.cells.push_back(cells[i]);
-        r.at.push_back(at[i]);
-      }
-    }
-    rows.push_back(std::move(r));
+    read_gpu_row(cap, file, line, cells, at, lineno, in.peek() == EOF);
   }
-  if (columns.empty() && headless_row)
-    fail_at(file, headless_row, fmt::format("a GPU0 row without the header line above it (a cut-off capture): {}", kRerunSmi));
-  if (columns.empty())
+  if (cap.columns.empty() && cap.headless_row)
+    fail_at(file, cap.headless_row, fmt::format("a GPU0 row without the header line above it (a cut-off capture): {}", kRerunSmi));
+  if (cap.columns.empty())
     fail_at(file, 1, fmt::format("no 'nvidia-smi topo -m' matrix found (a header row starting with GPU0): {}", kRerunSmi));
-  if (rows.empty())
-    fail_at(file, header_line, fmt::format("no GPU row follows the header (a cut-off capture): {}", kRerunSmi), header_at.front());
+  if (cap.rows.empty())
+    fail_at(file, cap.header_line, fmt::format("no GPU row follows the header (a cut-off capture): {}", kRerunSmi),
+            cap.header_at.front());
+  return cap;
+}
+
+/// The device columns (GPUs and NICs), checked: every row has a cell under each, a GPU column names one of
+/// the rows, another column is a plain device name.
+std::vector<std::string> device_columns(const SmiCapture& cap, const std::string& file) {
+  const auto& columns = cap.columns;
   std::vector<std::string> devs;  // GPU and NIC columns
   for (const auto& c : columns)
     if (!info_col(c)) devs.push_back(c);
-  const int ngpus = static_cast<int>(rows.size());
-  ImportedNode node;
-  node.source = file;
-  node.what = "nvidia-smi topo -m";
-  node.gpus = ngpus;
-  if (later_capture)
-    node.notes.push_back(fmt::format("a second capture begins at line {}: only the first (line {}) is read", later_capture,
-                                     header_line));
-  for (const auto& r : rows)
+  const int ngpus = static_cast<int>(cap.rows.size());
+  for (const auto& r : cap.rows)
     if (r.cells.size() < devs.size())
       fail_at(file, r.line, fmt::format("row {} has {} cells, the header names {}", r.name, r.cells.size(), devs.size()), r.end);
   // A GPU column "GPU<k>" must name one of the matrix's rows (0 ≤ k < rows).
@@ -235,27 +255,33 @@ std::string import_nvidia_smi(const std::string& text, const std::string& file, 
       // GPU0 … GPU<rows-1> all there, and more: the rows stop short of the header (a cut-off capture)
       bool cut = whole_number(std::string_view(d).substr(3), ngpus, 1 << 20).has_value();
       for (int g = 0; g < ngpus && cut; ++g) cut = std::find(columns.begin(), columns.end(), fmt::format("GPU{}", g)) != columns.end();
-      fail_at(file, header_line,
+      fail_at(file, cap.header_line,
               fmt::format("column '{}' names no GPU row (the matrix has GPU0 … GPU{}){}", d, ngpus - 1,
                           cut ? fmt::format(": the rows stop short of the header (a cut-off capture); {}", kRerunSmi) : ""),
-              header_at[c]);
+              cap.header_at[c]);
     }
     // Another device column (NIC0, mlx5_0) becomes a vertex name in the YAML written below: it must be a
     // plain name, or the file would not parse (found by fuzz_nvidia_smi: a header cell of binary bytes).
     if (d.rfind("GPU", 0) != 0 && !plain_name(d))
-      fail_at(file, header_line,
+      fail_at(file, cap.header_line,
               fmt::format("column '{}' is not a device name (a letter or digit, then letters, digits, '_', '-' or '.')", printable(d)),
-              header_at[c]);
+              cap.header_at[c]);
   }
-  auto gpu_col = [&](const std::string& d) {
-    return d.rfind("GPU", 0) == 0 ? static_cast<int>(*whole_number(std::string_view(d).substr(3), 0, ngpus - 1)) : -1;
-  };
+  return devs;
+}
 
-  // CPUs: one per NUMA node when the capture has a NUMA column with numbers (NCCL makes one CPU vertex
-  // per NUMA node), else one per distinct CPU affinity, in order of appearance.
+/// The GPU a device column names (-1 for a NIC's); the columns are checked (device_columns).
+int gpu_col(const std::string& d, int ngpus) {
+  return d.rfind("GPU", 0) == 0 ? static_cast<int>(*whole_number(std::string_view(d).substr(3), 0, ngpus - 1)) : -1;
+}
+
+/// CPUs: one per NUMA node when the capture has a NUMA column with numbers (NCCL makes one CPU vertex per
+/// NUMA node), else one per distinct CPU affinity, in order of appearance. Returns each GPU's CPU.
+std::vector<int> add_cpus(const std::vector<SmiRow>& rows, ImportedNode& node) {
+  const int ngpus = static_cast<int>(rows.size());
   std::vector<std::string> affinities;
   std::vector<int> cpu_of(static_cast<std::size_t>(ngpus), 0);
-  const bool by_numa = std::all_of(rows.begin(), rows.end(), [](const Row& r) { return whole_number(r.numa, 0, 4095).has_value(); });
+  const bool by_numa = std::all_of(rows.begin(), rows.end(), [](const SmiRow& r) { return whole_number(r.numa, 0, 4095).has_value(); });
   for (int g = 0; g < ngpus; ++g) {
     const auto& row = rows[static_cast<std::size_t>(g)];
     const auto& a = by_numa ? row.numa : row.affinity;
@@ -267,13 +293,19 @@ std::string import_nvidia_smi(const std::string& text, const std::string& file, 
     cpu_of[static_cast<std::size_t>(g)] = static_cast<int>(it - affinities.begin());
   }
   for (std::size_t c = 0; c < affinities.size(); ++c) node.cpus.push_back(ImportedCpu{fmt::format("cpu{}", c), "x86", "intel", ""});
+  return cpu_of;
+}
 
-  // NVLinks
+/// The NVLinks between GPUs ("NV4"); as many to every peer as a GPU can have in all means NVSwitches.
+/// Returns the NVLinks of one GPU.
+int add_nvlinks(const std::vector<SmiRow>& rows, const std::vector<std::string>& devs, const std::string& file,
+                ImportedNode& node) {
+  const int ngpus = static_cast<int>(rows.size());
   std::vector<std::vector<int>> nv(static_cast<std::size_t>(ngpus), std::vector<int>(static_cast<std::size_t>(ngpus), 0));
   int max_links = 0;
   for (int g = 0; g < ngpus; ++g)
     for (std::size_t d = 0; d < devs.size(); ++d) {
-      const int o = gpu_col(devs[d]);
+      const int o = gpu_col(devs[d], ngpus);
       const auto& cell = rows[static_cast<std::size_t>(g)].cells[d];
       if (o >= 0 && o != g && cell.rfind("NV", 0) == 0) {
         const auto links = whole_number(std::string_view(cell).substr(2), 1, 64);
@@ -302,47 +334,69 @@ std::string import_nvidia_smi(const std::string& text, const std::string& file, 
           node.links.push_back({fmt::format("gpu{}", a), fmt::format("gpu{}", b), "nvlink", k, 0, 0, {}});
     }
   }
+  return links_per_gpu;
+}
 
-  // PCIe: devices joined by PIX share a switch; switches joined by PXB share an upper switch.
+/// The PCIe devices (GPUs, then NICs) grouped: devices joined by PIX share a switch (a union-find over
+/// `parent`); pairs joined by PXB sit behind switches that share an upper one; a NIC's CPU is that of a
+/// GPU near it.
+struct PcieGroups {
   std::vector<std::string> names;
-  for (int g = 0; g < ngpus; ++g) names.push_back(fmt::format("gpu{}", g));
-  for (const auto& d : devs)
-    if (gpu_col(d) < 0) names.push_back(d);
-  auto index_of = [&](const std::string& d) {
-    const int g = gpu_col(d);
-    return g >= 0 ? g : static_cast<int>(std::find(names.begin(), names.end(), d) - names.begin());
-  };
-  std::vector<int> parent(names.size());
-  std::iota(parent.begin(), parent.end(), 0);
-  std::function<int(int)> find = [&](int x) { return parent[static_cast<std::size_t>(x)] == x ? x : parent[static_cast<std::size_t>(x)] = find(parent[static_cast<std::size_t>(x)]); };
+  std::vector<int> parent;
   std::vector<std::pair<int, int>> pxb;
   std::map<int, int> nic_cpu;
+
+  int find(int x) {
+    auto& p = parent[static_cast<std::size_t>(x)];
+    return p == x ? x : p = find(p);
+  }
+};
+
+PcieGroups group_pcie(const SmiCapture& cap, const std::vector<std::string>& devs, const std::vector<int>& cpu_of) {
+  const int ngpus = static_cast<int>(cap.rows.size());
+  PcieGroups pg;
+  for (int g = 0; g < ngpus; ++g) pg.names.push_back(fmt::format("gpu{}", g));
+  for (const auto& d : devs)
+    if (gpu_col(d, ngpus) < 0) pg.names.push_back(d);
+  auto index_of = [&](const std::string& d) {
+    const int g = gpu_col(d, ngpus);
+    return g >= 0 ? g : static_cast<int>(std::find(pg.names.begin(), pg.names.end(), d) - pg.names.begin());
+  };
+  pg.parent.resize(pg.names.size());
+  std::iota(pg.parent.begin(), pg.parent.end(), 0);
   for (int g = 0; g < ngpus; ++g)
     for (std::size_t d = 0; d < devs.size(); ++d) {
       const int o = index_of(devs[d]);
-      const auto& cell = rows[static_cast<std::size_t>(g)].cells[d];
+      const auto& cell = cap.rows[static_cast<std::size_t>(g)].cells[d];
       if (o == g) continue;
-      if (cell == "PIX") parent[static_cast<std::size_t>(find(o))] = find(g);
-      if (cell == "PXB") pxb.emplace_back(g, o);
-      if (o >= ngpus && (cell == "PHB" || cell == "NODE" || cell == "PIX" || cell == "PXB") && !nic_cpu.count(o))
-        nic_cpu[o] = cpu_of[static_cast<std::size_t>(g)];
+      if (cell == "PIX") pg.parent[static_cast<std::size_t>(pg.find(o))] = pg.find(g);
+      if (cell == "PXB") pg.pxb.emplace_back(g, o);
+      if (o >= ngpus && (cell == "PHB" || cell == "NODE" || cell == "PIX" || cell == "PXB") && !pg.nic_cpu.count(o))
+        pg.nic_cpu[o] = cpu_of[static_cast<std::size_t>(g)];
     }
   // NIC rows: two ports of one card (PIX between NICs) share its switch.
-  for (const auto& [nic, cells] : nic_rows) {
+  for (const auto& [nic, cells] : cap.nic_rows) {
     if (std::find(devs.begin(), devs.end(), nic) == devs.end()) continue;
     const int a = index_of(nic);
     for (std::size_t d = 0; d < devs.size() && d < cells.size(); ++d) {
       const int o = index_of(devs[d]);
-      if (o >= ngpus && o != a && cells[d] == "PIX") parent[static_cast<std::size_t>(find(o))] = find(a);
+      if (o >= ngpus && o != a && cells[d] == "PIX") pg.parent[static_cast<std::size_t>(pg.find(o))] = pg.find(a);
     }
   }
+  return pg;
+}
+
+/// The PCIe switches of the groups and their links: a device to its switch (or its CPU), a switch to its
+/// upper switch (or its CPU), an upper switch to the CPU of one of its members; then the NICs.
+void add_pcie(PcieGroups& pg, int ngpus, const std::vector<int>& cpu_of, ImportedNode& node) {
+  const auto& names = pg.names;
   std::map<int, std::string> switch_of;  // root → switch name
   std::set<int> behind_bridges;           // devices with a PXB neighbour: behind a switch of their own
-  for (auto [a, b] : pxb) behind_bridges.insert(find(a)), behind_bridges.insert(find(b));
+  for (auto [a, b] : pg.pxb) behind_bridges.insert(pg.find(a)), behind_bridges.insert(pg.find(b));
   for (std::size_t i = 0; i < names.size(); ++i) {
-    const int r = find(static_cast<int>(i));
+    const int r = pg.find(static_cast<int>(i));
     int members = 0;
-    for (std::size_t j = 0; j < names.size(); ++j) members += find(static_cast<int>(j)) == r;
+    for (std::size_t j = 0; j < names.size(); ++j) members += pg.find(static_cast<int>(j)) == r;
     if ((members >= 2 || behind_bridges.count(r)) && !switch_of.count(r)) {
       switch_of[r] = fmt::format("plx{}", switch_of.size());
       node.switches.push_back(switch_of[r]);
@@ -350,12 +404,12 @@ std::string import_nvidia_smi(const std::string& text, const std::string& file, 
   }
   auto cpu_name_of = [&](int i) {
     if (i < ngpus) return fmt::format("cpu{}", cpu_of[static_cast<std::size_t>(i)]);
-    auto it = nic_cpu.find(i);
-    return fmt::format("cpu{}", it == nic_cpu.end() ? 0 : it->second);
+    auto it = pg.nic_cpu.find(i);
+    return fmt::format("cpu{}", it == pg.nic_cpu.end() ? 0 : it->second);
   };
   std::map<std::string, std::string> upper;  // switch → upper switch
-  for (auto [a, b] : pxb) {
-    const auto ra = find(a), rb = find(b);
+  for (auto [a, b] : pg.pxb) {
+    const auto ra = pg.find(a), rb = pg.find(b);
     if (!switch_of.count(ra) || !switch_of.count(rb) || ra == rb) continue;
     const auto& sa = switch_of[ra];
     const auto& sb = switch_of[rb];
@@ -367,7 +421,7 @@ std::string import_nvidia_smi(const std::string& text, const std::string& file, 
     upper[sa] = upper[sb] = up;
   }
   for (std::size_t i = 0; i < names.size(); ++i) {
-    const int r = find(static_cast<int>(i));
+    const int r = pg.find(static_cast<int>(i));
     const std::string target = switch_of.count(r) ? switch_of[r] : cpu_name_of(static_cast<int>(i));
     node.links.push_back({names[i], target, "pcie", 0, 3, 16, {}});
   }
@@ -384,7 +438,10 @@ std::string import_nvidia_smi(const std::string& text, const std::string& file, 
     node.links.push_back({up, cpu_name_of(member), "pcie", 0, 3, 16, {}});
   }
   for (std::size_t i = static_cast<std::size_t>(ngpus); i < names.size(); ++i) node.nics.emplace_back(names[i], "");
-  // NIC legend: "NIC0: mlx5_2" gives NIC0 its name
+}
+
+/// NIC legend: "NIC0: mlx5_2" gives NIC0 its name (a plain one, not another device's).
+void name_nics(const std::map<std::string, std::string>& legend, const std::vector<std::string>& names, ImportedNode& node) {
   for (auto& [nic, speed] : node.nics) {
     const auto it = legend.find(nic);
     if (it == legend.end() || !plain_name(it->second) || std::find(names.begin(), names.end(), it->second) != names.end())
@@ -395,6 +452,27 @@ std::string import_nvidia_smi(const std::string& text, const std::string& file, 
     }
     nic = it->second;
   }
+}
+
+}  // namespace
+
+std::string import_nvidia_smi(const std::string& text, const std::string& file, const TopologyImportOptions& opt,
+                              std::vector<std::string>* warnings) {
+  const SmiCapture cap = read_capture(text, file);
+  const std::vector<std::string> devs = device_columns(cap, file);
+  const int ngpus = static_cast<int>(cap.rows.size());
+  ImportedNode node;
+  node.source = file;
+  node.what = "nvidia-smi topo -m";
+  node.gpus = ngpus;
+  if (cap.later_capture)
+    node.notes.push_back(fmt::format("a second capture begins at line {}: only the first (line {}) is read", cap.later_capture,
+                                     cap.header_line));
+  const std::vector<int> cpu_of = add_cpus(cap.rows, node);
+  const int links_per_gpu = add_nvlinks(cap.rows, devs, file, node);
+  PcieGroups pcie = group_pcie(cap, devs, cpu_of);
+  add_pcie(pcie, ngpus, cpu_of, node);
+  name_nics(cap.legend, pcie.names, node);
   for (std::size_t a = 0; a < node.cpus.size(); ++a)
     for (std::size_t b = a + 1; b < node.cpus.size(); ++b)
       node.links.push_back({node.cpus[a].name, node.cpus[b].name, "", 0, 0, 0, {}});  // kind once the CPU is known
