@@ -338,10 +338,14 @@ TEST(Inputs, MissingFileIsAnInputError) {
 
 TEST(Inputs, UnknownNamesListWhatIsKnown) {
   try {
-    (void)resolve(DataKind::framework, "caffe3", "--framework");
+    (void)resolve(DataKind::framework, "caffe3", "framework");
     FAIL();
-  } catch (const UsageError& e) {
-    EXPECT_THAT(std::string(e.what()), HasSubstr("'--framework': unknown framework 'caffe3' (known: caffe-mpi, caffe2, cntk,"));
+  } catch (const InputError& e) {
+    // the library names the field; lib/cli names the option that set it
+    EXPECT_EQ(dynamic_cast<const UsageError*>(&e), nullptr);
+    EXPECT_TRUE(e.where().file.empty());
+    EXPECT_EQ(e.key(), "framework");
+    EXPECT_THAT(std::string(e.what()), HasSubstr("'framework': unknown framework 'caffe3' (known: caffe-mpi, caffe2, cntk,"));
   }
 }
 

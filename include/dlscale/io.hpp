@@ -27,8 +27,10 @@ std::filesystem::path data_dir();
 /// The names of the shipped files of a kind, sorted.
 std::vector<std::string> list_names(DataKind kind);
 /// NAME or path → path. A value that names an existing file (or contains '/' or ends in .yaml) is a
-/// path; otherwise a name in the data folder. Throws UsageError(option, "unknown … 'x' (known: …)").
-std::filesystem::path resolve(DataKind kind, std::string_view name_or_file, std::string_view option);
+/// path; otherwise a name in the data folder. An unknown name is an InputError without a place naming
+/// `field`, the field that held it ("cluster", "network", "framework", "profile", "grid.cluster", ...):
+/// "'framework': unknown framework 'x' (known: …)"; lib/cli says which option set the field.
+std::filesystem::path resolve(DataKind kind, std::string_view name_or_file, std::string_view field);
 
 Cluster load_cluster(const std::filesystem::path& file);
 /// The same, made into `overrides.nodes` nodes on `overrides.fabric` (docs/topology.md, "Composing").

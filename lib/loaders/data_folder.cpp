@@ -72,14 +72,14 @@ std::vector<std::string> list_names(DataKind kind) {
   return out;
 }
 
-fs::path resolve(DataKind kind, std::string_view name_or_file, std::string_view option) {
+fs::path resolve(DataKind kind, std::string_view name_or_file, std::string_view field) {
   const fs::path as_path(name_or_file);
   std::error_code ec;
   const bool looks_like_path = name_or_file.find('/') != std::string_view::npos || as_path.extension() == ".yaml" ||
                                as_path.extension() == ".yml";
   if (looks_like_path || fs::is_regular_file(as_path, ec)) {
     if (!fs::is_regular_file(as_path, ec))
-      throw InputError(SourceLocation{std::string(name_or_file), 0, 0}, std::string(option), cannot_open(as_path));
+      throw InputError(SourceLocation{std::string(name_or_file), 0, 0}, std::string(field), cannot_open(as_path));
     return as_path;
   }
   const fs::path candidate = folder(kind) / (std::string(name_or_file) + ".yaml");
@@ -97,8 +97,9 @@ fs::path resolve(DataKind kind, std::string_view name_or_file, std::string_view 
     if (hits.size() == 1) return folder(kind) / (hits.front() + ".yaml");
   }
   const std::string known = fmt::format("{}", fmt::join(list_names(kind), ", "));
-  throw UsageError(std::string(option), fmt::format("unknown {} '{}' (known: {})", noun(kind), name_or_file,
-                                                    known.empty() ? "none found in " + folder(kind).string() : known));
+  throw InputError(SourceLocation{}, std::string(field),
+                   fmt::format("unknown {} '{}' (known: {})", noun(kind), name_or_file,
+                               known.empty() ? "none found in " + folder(kind).string() : known));
 }
 
 }  // namespace dlscale
