@@ -67,7 +67,7 @@ FabricSpec parse_fabric_spec(std::string_view text, std::string_view option) {
 namespace {
 
 /// `nodes`, `gpus_per_node` and `gpu`, as the overrides (--nodes, --gpu) change them.
-void read_size(MapReader& m, Cluster& c, const ClusterOverrides& ov) {
+void read_size(MapReader& m, Cluster& c, const ClusterOverrides& ov, const fs::path& data) {
   {
     const Node n = m.required("nodes");
     c.max_nodes = n.int_at_most(1'000'000);
@@ -79,7 +79,7 @@ void read_size(MapReader& m, Cluster& c, const ClusterOverrides& ov) {
     c.gpus_per_node = n.int_at_most(1024);
     if (c.gpus_per_node < 1) n.fail("a node needs at least one GPU");
   }
-  c.gpu = read_gpu_node(m.required("gpu"));
+  c.gpu = read_gpu_node(m.required("gpu"), data);
   if (ov.gpu) c.gpu = *ov.gpu;  // --gpu: the whole cluster as if its `gpu:` named this one
 }
 
@@ -156,7 +156,7 @@ void read_inter_node(MapReader& m, Cluster& c, const ClusterOverrides& ov, bool 
 }
 
 /// `storage`, `input`, `gpudirect_rdma` and the host's memory.
-void read_node_io(MapReader& m, Cluster& c, const ClusterOverrides& ov) {
+void read_node_io(MapReader& m, Cluster& c, const ClusterOverrides& ov, const fs::path& data) {
   {
     MapReader s(m.required("storage"));
     c.disk = s.required("disk").bandwidth();
@@ -164,7 +164,7 @@ void read_node_io(MapReader& m, Cluster& c, const ClusterOverrides& ov) {
     if (auto n = s.optional("dataset_in_page_cache")) c.dataset_in_page_cache = n->boolean();
     s.finish();
   }
-  if (auto n = m.optional("input"); n && !ov.graph_only) c.input = read_input(*n, c);
+  if (auto n = m.optional("input"); n && !ov.graph_only) c.input = read_input(*n, c, data);
   if (auto n = m.optional("gpudirect_rdma")) c.gpudirect_rdma = n->boolean();
   if (auto n = m.optional("host_memory")) c.host_memory = n->bandwidth();
   if (auto n = m.optional("host_memory_size")) {
@@ -193,10 +193,10 @@ void read_price(const Node& n, Cluster& c) {
 }
 
 /// `framework` (the default of predictions on this cluster), `assumed` and `price_per_gpu_hour`.
-void read_defaults(MapReader& m, Cluster& c, const ClusterOverrides& ov) {
+void read_defaults(MapReader& m, Cluster& c, const ClusterOverrides& ov, const fs::path& data) {
   if (auto n = m.optional("framework")) {  // the default framework of predictions on this cluster
     c.framework = n->scalar();
-    const auto known = ov.graph_only ? std::vector<std::string>{c.framework} : list_names(DataKind::framework);
+    const auto known = ov.graph_only ? std::vector<std::string>{c.framework} : list_names(DataKind::framework, data);
     if (std::find(known.begin(), known.end(), c.framework) == known.end())
       n->fail(fmt::format("unknown framework '{}' (a name in models/frameworks/: {})", c.framework, fmt::join(known, ", ")));
   }
@@ -210,28 +210,29 @@ void read_defaults(MapReader& m, Cluster& c, const ClusterOverrides& ov) {
   if (auto n = m.optional("price_per_gpu_hour")) read_price(*n, c);
 }
 
-Cluster read_cluster(const Node& root, const std::string& source, const ClusterOverrides& ov = {}) {
+/// `data`: the data folder the file's names (GPU, input, framework) are looked up in.
+Cluster read_cluster(const Node& root, const std::string& source, const fs::path& data, const ClusterOverrides& ov = {}) {
   MapReader m(root);
   Cluster c;
   c.source_file = source;
   c.name = m.required("name").scalar();
   if (auto n = m.optional("description")) c.description = n->scalar();
-  read_size(m, c, ov);
+  read_size(m, c, ov, data);
   read_graph(m, c, ov);
   const bool derive = static_cast<bool>(c.topology);
   read_host_to_gpu(m, c, derive);
   read_intra_node(m, c, ov, derive);
   read_inter_node(m, c, ov, derive);
-  read_node_io(m, c, ov);
-  read_defaults(m, c, ov);
+  read_node_io(m, c, ov, data);
+  read_defaults(m, c, ov, data);
   m.finish();
   return c;
 }
 }  // namespace
 
-Cluster load_cluster(const fs::path& file) { return read_cluster(yamlio::load_file(file), file.string()); }
+Cluster load_cluster(const fs::path& file) { return read_cluster(yamlio::load_file(file), file.string(), data_folder_of(file)); }
 Cluster load_cluster(const fs::path& file, const ClusterOverrides& overrides) {
-  Cluster c = read_cluster(yamlio::load_file(file), file.string(), overrides);
+  Cluster c = read_cluster(yamlio::load_file(file), file.string(), data_folder_of(file), overrides);
   if (overrides.gpu) c.description += fmt::format(" [GPU: {}]", c.gpu.name);
   if (overrides.nodes > 0 || overrides.fabric) {
     if (overrides.nodes > 0) c.description += fmt::format(" [{} nodes", c.max_nodes);
@@ -246,7 +247,7 @@ Cluster load_cluster(const fs::path& file, const ClusterOverrides& overrides) {
   return c;
 }
 Cluster parse_cluster(const std::string& yaml_text, const std::string& display_name) {
-  return read_cluster(yamlio::load_string(yaml_text, display_name), display_name);
+  return read_cluster(yamlio::load_string(yaml_text, display_name), display_name, data_dir());
 }
 
 }  // namespace dlscale

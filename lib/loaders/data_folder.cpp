@@ -33,13 +33,23 @@ fs::path data_dir() {
   return DLSCALE_SOURCE_DATA_DIR;
 }
 
+fs::path data_folder_of(const fs::path& file) {
+  // the nearest enclosing folder that holds the GPU catalogue and models/ (a data folder's two marks)
+  std::error_code ec;
+  for (fs::path dir = file.parent_path(); !dir.empty(); dir = dir.parent_path()) {
+    if (fs::is_regular_file(dir / "topologies" / "gpus.yaml", ec) && fs::is_directory(dir / "models", ec)) return dir;
+    if (dir == dir.root_path()) break;
+  }
+  return data_dir();
+}
+
 namespace {
-fs::path folder(DataKind kind) {
+fs::path folder(DataKind kind, const fs::path& data) {
   switch (kind) {
-    case DataKind::cluster: return data_dir() / "topologies";
-    case DataKind::network: return data_dir() / "models";
-    case DataKind::framework: return data_dir() / "models" / "frameworks";
-    case DataKind::profile: return data_dir() / "models" / "profiles";
+    case DataKind::cluster: return data / "topologies";
+    case DataKind::network: return data / "models";
+    case DataKind::framework: return data / "models" / "frameworks";
+    case DataKind::profile: return data / "models" / "profiles";
   }
   return {};
 }
@@ -54,7 +64,9 @@ std::string_view noun(DataKind kind) {
 }
 }  // namespace
 
-std::vector<std::string> list_names(DataKind kind) {
+std::vector<std::string> list_names(DataKind kind) { return list_names(kind, data_dir()); }
+
+std::vector<std::string> list_names(DataKind kind, const fs::path& data) {
   std::vector<std::string> out;
   std::error_code ec;
   auto visit = [&](const fs::directory_entry& e) {
@@ -64,15 +76,19 @@ std::vector<std::string> list_names(DataKind kind) {
     out.push_back(stem);
   };
   if (kind == DataKind::profile) {
-    for (const auto& e : fs::recursive_directory_iterator(folder(kind), ec)) visit(e);
+    for (const auto& e : fs::recursive_directory_iterator(folder(kind, data), ec)) visit(e);
   } else {
-    for (const auto& e : fs::directory_iterator(folder(kind), ec)) visit(e);
+    for (const auto& e : fs::directory_iterator(folder(kind, data), ec)) visit(e);
   }
   std::sort(out.begin(), out.end());
   return out;
 }
 
 fs::path resolve(DataKind kind, std::string_view name_or_file, std::string_view field) {
+  return resolve(kind, name_or_file, field, data_dir());
+}
+
+fs::path resolve(DataKind kind, std::string_view name_or_file, std::string_view field, const fs::path& data) {
   const fs::path as_path(name_or_file);
   std::error_code ec;
   const bool looks_like_path = name_or_file.find('/') != std::string_view::npos || as_path.extension() == ".yaml" ||
@@ -82,24 +98,24 @@ fs::path resolve(DataKind kind, std::string_view name_or_file, std::string_view 
       throw InputError(SourceLocation{std::string(name_or_file), 0, 0}, std::string(field), cannot_open(as_path));
     return as_path;
   }
-  const fs::path candidate = folder(kind) / (std::string(name_or_file) + ".yaml");
+  const fs::path candidate = folder(kind, data) / (std::string(name_or_file) + ".yaml");
   if (fs::is_regular_file(candidate, ec)) return candidate;
   if (kind == DataKind::profile) {
-    for (const auto& e : fs::recursive_directory_iterator(folder(kind), ec))
+    for (const auto& e : fs::recursive_directory_iterator(folder(kind, data), ec))
       if (e.is_regular_file() && e.path().filename() == candidate.filename()) return e.path();
   } else {
     // Then as people write names ("ResNet-50", "DGX A100", "PyTorch-DDP"): letters and digits compared, when
     // exactly one file answers.
     const std::string key = name_key(name_or_file);
     std::vector<std::string> hits;
-    for (const auto& n : list_names(kind))
+    for (const auto& n : list_names(kind, data))
       if (name_key(n) == key) hits.push_back(n);
-    if (hits.size() == 1) return folder(kind) / (hits.front() + ".yaml");
+    if (hits.size() == 1) return folder(kind, data) / (hits.front() + ".yaml");
   }
-  const std::string known = fmt::format("{}", fmt::join(list_names(kind), ", "));
+  const std::string known = fmt::format("{}", fmt::join(list_names(kind, data), ", "));
   throw InputError(SourceLocation{}, std::string(field),
                    fmt::format("unknown {} '{}' (known: {})", noun(kind), name_or_file,
-                               known.empty() ? "none found in " + folder(kind).string() : known));
+                               known.empty() ? "none found in " + folder(kind, data).string() : known));
 }
 
 }  // namespace dlscale

@@ -91,9 +91,9 @@ std::vector<CatalogueEntry> parse_catalogue(const fs::path& file) {
 // (sweeps and reproductions load many clusters).
 using Catalogue = std::shared_ptr<const std::vector<CatalogueEntry>>;
 
-Catalogue read_catalogue() {
+Catalogue read_catalogue(const fs::path& data) {
   static StampedCache<Catalogue> cache;
-  const fs::path file = data_dir() / "topologies" / "gpus.yaml";
+  const fs::path file = data / "topologies" / "gpus.yaml";
   return *cache.get(file.string(), file, [&] {
     return std::optional<Catalogue>(std::make_shared<const std::vector<CatalogueEntry>>(parse_catalogue(file)));
   });
@@ -102,13 +102,13 @@ Catalogue read_catalogue() {
 
 std::vector<GpuSpec> load_gpu_catalogue() {
   std::vector<GpuSpec> out;
-  for (const auto& e : *read_catalogue()) out.push_back(e.spec);
+  for (const auto& e : *read_catalogue(data_dir())) out.push_back(e.spec);
   return out;
 }
 
 std::vector<std::string> list_gpu_ids() {
   std::vector<std::string> out;
-  for (const auto& e : *read_catalogue()) out.push_back(e.id);
+  for (const auto& e : *read_catalogue(data_dir())) out.push_back(e.id);
   return out;
 }
 
@@ -181,15 +181,17 @@ std::optional<GpuSpec> find_gpu_alone(const fs::path& file, const std::string& w
 }
 }  // namespace
 
-GpuSpec find_gpu(std::string_view name) {
+GpuSpec find_gpu(std::string_view name) { return find_gpu(name, data_dir()); }
+
+GpuSpec find_gpu(std::string_view name, const fs::path& data) {
   const auto want = lower_ascii(name);
   {
     // One entry read alone, kept per (file, name).
     static StampedCache<GpuSpec> alone;
-    const fs::path file = data_dir() / "topologies" / "gpus.yaml";
+    const fs::path file = data / "topologies" / "gpus.yaml";
     if (auto spec = alone.get(file.string() + '\n' + want, file, [&] { return find_gpu_alone(file, want); })) return *spec;
   }
-  const auto catalogue = read_catalogue();
+  const auto catalogue = read_catalogue(data);
   const auto& all = *catalogue;
   for (const auto& e : all) {
     if (lower_ascii(e.id) == want || lower_ascii(e.spec.name) == want) return e.spec;
@@ -229,7 +231,9 @@ GpuSpec load_gpu(const std::string& name_or_file) {
   return read_gpu_node(yamlio::load_file(file));
 }
 
-GpuSpec read_gpu_node(const Node& n) {
+GpuSpec read_gpu_node(const Node& n) { return read_gpu_node(n, data_dir()); }
+
+GpuSpec read_gpu_node(const Node& n, const fs::path& data) {
   if (n.is_map()) {
     MapReader g(n);
     (void)g.optional("id");  // a catalogue entry copied whole reads as it is
@@ -239,7 +243,7 @@ GpuSpec read_gpu_node(const Node& n) {
     return spec;
   }
   try {
-    return find_gpu(n.scalar());
+    return find_gpu(n.scalar(), data);
   } catch (const InputError& e) {
     if (!e.where().file.empty()) throw;  // an error inside the catalogue keeps its own place
     n.fail(e.message());

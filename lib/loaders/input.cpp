@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <exception>
+#include <filesystem>
 #include <string>
 
 #include "dlscale/io.hpp"
@@ -39,9 +40,9 @@ double decode_rate(const Node& n) {
 
 /// The entry `id` of the list `key` in models/input/FILE (cpus, datasets); an unknown id fails at `ref`.
 template <class F>
-void input_entry(const char* file, const char* key, const Node& ref, F&& read) {
+void input_entry(const fs::path& data, const char* file, const char* key, const Node& ref, F&& read) {
   const std::string want = ref.scalar();
-  MapReader top(yamlio::load_file(data_dir() / "models" / "input" / file));
+  MapReader top(yamlio::load_file(data / "models" / "input" / file));
   std::string known;
   bool found = false;
   for (const auto& item : top.required(key).items()) {
@@ -64,7 +65,9 @@ void input_entry(const char* file, const char* key, const Node& ref, F&& read) {
 }  // namespace
 
 /// A cluster's `input:` section (docs/input-formats.md, "Input pipeline"); loaders/input_entry.hpp.
-InputPipeline read_input(const Node& n, const Cluster& c) {
+InputPipeline read_input(const Node& n, const Cluster& c) { return read_input(n, c, data_dir()); }
+
+InputPipeline read_input(const Node& n, const Cluster& c, const fs::path& data) {
   MapReader m(n);
   InputPipeline p;
   if (auto d = m.optional("data")) p.data = data_source_from_string(d->choice({"synthetic", "ram", "nvme", "nfs"}));
@@ -81,7 +84,7 @@ InputPipeline read_input(const Node& n, const Cluster& c) {
   }
   if (auto x = m.optional("dataset")) {
     p.dataset = x->scalar();
-    input_entry("datasets.yaml", "datasets", *x, [&](MapReader& e) {
+    input_entry(data, "datasets.yaml", "datasets", *x, [&](MapReader& e) {
       p.dataset_size = e.required("size").bytes();
       const Node samples = e.required("samples");
       const auto count = samples.non_negative_integer();
@@ -95,7 +98,7 @@ InputPipeline read_input(const Node& n, const Cluster& c) {
   }
   if (auto x = m.optional("cpu")) {
     p.cpu = x->scalar();
-    input_entry("cpus.yaml", "cpus", *x, [&](MapReader& e) { p.decode_mpix_per_core = decode_rate(e.required("decode")); });
+    input_entry(data, "cpus.yaml", "cpus", *x, [&](MapReader& e) { p.decode_mpix_per_core = decode_rate(e.required("decode")); });
   }
   if (auto x = m.optional("decode")) p.decode_mpix_per_core = decode_rate(*x);  // replaces the CPU's rate
   if (auto x = m.optional("cores")) {

@@ -1,5 +1,6 @@
 // Measured profiles (docs/input-formats.md, "Profile"): the names they refer to must exist.
 #include <exception>
+#include <filesystem>
 #include <string>
 
 #include "dlscale/error.hpp"
@@ -14,10 +15,10 @@ using yamlio::Node;
 // ---- profiles ---------------------------------------------------------------------------------------
 namespace {
 /// The name of another input that must exist: a typo points at its line, not at a command-line option.
-std::string existing(DataKind kind, const Node& n) {
+std::string existing(DataKind kind, const Node& n, const fs::path& data) {
   const std::string name = n.scalar();
   try {
-    (void)resolve(kind, name, n.path());
+    (void)resolve(kind, name, n.path(), data);
   } catch (const InputError& e) {
     n.fail(e.message());
   }
@@ -26,13 +27,13 @@ std::string existing(DataKind kind, const Node& n) {
 }  // namespace
 
 namespace {
-Profile read_profile(const Node& root, const std::string& source) {
+Profile read_profile(const Node& root, const std::string& source, const fs::path& data) {
   MapReader m(root);
   Profile p;
   p.source_file = source;
-  p.model = existing(DataKind::network, m.required("model"));
-  p.framework = existing(DataKind::framework, m.required("framework"));
-  if (auto n = m.optional("cluster")) p.cluster = existing(DataKind::cluster, *n);
+  p.model = existing(DataKind::network, m.required("model"), data);
+  p.framework = existing(DataKind::framework, m.required("framework"), data);
+  if (auto n = m.optional("cluster")) p.cluster = existing(DataKind::cluster, *n, data);
   {
     const Node b = m.required("batch_per_gpu");
     p.batch_per_gpu = b.int_at_most(1'000'000);
@@ -81,9 +82,11 @@ Profile read_profile(const Node& root, const std::string& source) {
 }
 }  // namespace
 
-Profile load_profile(const fs::path& file) { return read_profile(yamlio::load_file(file), file.string()); }
+Profile load_profile(const fs::path& file) {
+  return read_profile(yamlio::load_file(file), file.string(), data_folder_of(file));
+}
 Profile parse_profile(const std::string& yaml_text, const std::string& display_name) {
-  return read_profile(yamlio::load_string(yaml_text, display_name), display_name);
+  return read_profile(yamlio::load_string(yaml_text, display_name), display_name, data_dir());
 }
 
 }  // namespace dlscale

@@ -89,9 +89,9 @@ void read_sharding(const Node& node, Strategy& s) {
 }
 
 /// `transport: NAME`: models/frameworks/transports/NAME.yaml (docs/input-formats.md, "Transports").
-Transport read_transport(const Node& ref) {
+Transport read_transport(const Node& ref, const fs::path& data) {
   const std::string name = ref.scalar();
-  const fs::path dir = data_dir() / "models" / "frameworks" / "transports";
+  const fs::path dir = data / "models" / "frameworks" / "transports";
   std::error_code ec;
   if (name.find('/') != std::string::npos || !fs::is_regular_file(dir / (name + ".yaml"), ec)) {
     std::vector<std::string> known;
@@ -161,7 +161,7 @@ void read_kernel_choices(MapReader& m, Strategy& s) {
   }
 }
 
-Strategy read_strategy(const Node& root) {
+Strategy read_strategy(const Node& root, const fs::path& data) {
   MapReader m(root);
   Strategy s;
   s.name = m.required("name").scalar();
@@ -196,7 +196,7 @@ Strategy read_strategy(const Node& root) {
     s.iteration_overhead = n->seconds();
     if (s.iteration_overhead < Seconds{}) n->fail("a per-iteration overhead cannot be negative");
   }
-  if (auto n = m.optional("transport")) s.transport = read_transport(*n);
+  if (auto n = m.optional("transport")) s.transport = read_transport(*n, data);
   read_kernel_choices(m, s);
   if (auto n = m.optional("sharding")) read_sharding(*n, s);
   if (auto n = m.optional("mixed_precision")) {  // docs/input-formats.md, "Framework strategy"
@@ -213,9 +213,9 @@ Strategy read_strategy(const Node& root) {
 }
 }  // namespace
 
-Strategy load_strategy(const fs::path& file) { return read_strategy(yamlio::load_file(file)); }
+Strategy load_strategy(const fs::path& file) { return read_strategy(yamlio::load_file(file), data_folder_of(file)); }
 Strategy parse_strategy(const std::string& yaml_text, const std::string& display_name) {
-  return read_strategy(yamlio::load_string(yaml_text, display_name));
+  return read_strategy(yamlio::load_string(yaml_text, display_name), data_dir());
 }
 
 }  // namespace dlscale
