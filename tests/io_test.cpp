@@ -14,6 +14,7 @@
 #include "dlscale/predict.hpp"
 #include "io/yaml_reader.hpp"
 #include "io/yaml_writer.hpp"
+#include "support/data_dir.hpp"
 #include "support/run.hpp"
 
 namespace dlscale {
@@ -338,11 +339,40 @@ TEST(Inputs, MissingFileIsAnInputError) {
 
 TEST(Inputs, UnknownNamesListWhatIsKnown) {
   try {
-    (void)resolve(DataKind::framework, "caffe3", "--framework");
+    (void)resolve(DataKind::framework, "caffe3", "framework");
     FAIL();
-  } catch (const UsageError& e) {
-    EXPECT_THAT(std::string(e.what()), HasSubstr("'--framework': unknown framework 'caffe3' (known: caffe-mpi, caffe2, cntk,"));
+  } catch (const InputError& e) {
+    // the library names the field; lib/cli names the option that set it
+    EXPECT_EQ(dynamic_cast<const UsageError*>(&e), nullptr);
+    EXPECT_TRUE(e.where().file.empty());
+    EXPECT_EQ(e.key(), "framework");
+    EXPECT_THAT(std::string(e.what()), HasSubstr("'framework': unknown framework 'caffe3' (known: caffe-mpi, caffe2, cntk,"));
   }
+}
+
+// A shipped file's references (a cluster's GPU and input, a framework's transport, a profile's names) are
+// looked up in the data folder the file lies in, whatever DLSCALE_DATA_DIR says; a name given to resolve
+// with a data folder is looked up there.
+TEST(Inputs, ReferencesResolveInTheDataFolderOfTheFile) {
+  namespace fs = std::filesystem;
+  const fs::path src = DLSCALE_SOURCE_DIR;
+  const fs::path empty = fs::temp_directory_path() / "dlscale-io-test-empty-data";
+  fs::create_directories(empty);
+  const test::DataDir elsewhere(empty.string());
+  EXPECT_EQ(data_dir(), empty);
+  EXPECT_EQ(data_folder_of(src / "topologies" / "dgx1v.yaml"), src);
+  EXPECT_EQ(data_folder_of(src / "models" / "frameworks" / "pytorch-ddp.yaml"), src);
+  EXPECT_EQ(data_folder_of(empty / "c.yaml"), empty);  // in no data folder: data_dir()
+
+  EXPECT_EQ(resolve(DataKind::cluster, "dgx1v", "cluster", src), src / "topologies" / "dgx1v.yaml");
+  const Cluster c = load_cluster(resolve(DataKind::cluster, "dgx1v", "cluster", src));
+  EXPECT_EQ(c.gpu.name, find_gpu("v100-sxm2", src).name);
+  const Strategy s = load_strategy(resolve(DataKind::framework, "mxnet", "framework", src));
+  EXPECT_FALSE(s.transport.name.empty());  // models/frameworks/transports/ps-lite-tcp.yaml, beside it
+  // the same names without a folder are looked up in the (empty) data folder
+  EXPECT_THROW((void)resolve(DataKind::cluster, "dgx1v", "cluster"), InputError);
+  EXPECT_THROW((void)find_gpu("v100-sxm2"), InputError);
+  fs::remove_all(empty);
 }
 
 }  // namespace

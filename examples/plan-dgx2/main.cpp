@@ -10,11 +10,13 @@
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
+#include <filesystem>
 #include <string>
 
 int main(int argc, char** argv) {
-  // The installed data folder, unless the user points DLSCALE_DATA_DIR elsewhere.
-  ::setenv("DLSCALE_DATA_DIR", PLAN_DGX2_DATA_DIR, /*overwrite=*/0);
+  // The installed data folder: the names below are looked up there, and what those files name in turn
+  // (the GPU catalogue, input pipelines, transports) in the data folder each file lies in.
+  const std::filesystem::path data = PLAN_DGX2_DATA_DIR;
   const std::string cluster_name = argc > 1 ? argv[1] : "dgx2";
   const double target = argc > 2 ? std::atof(argv[2]) : 20000.0;
   const double min_eff = argc > 3 ? std::atof(argv[3]) : 0.80;
@@ -22,9 +24,9 @@ int main(int argc, char** argv) {
   try {
     using namespace dlscale;
     Scenario sc;
-    sc.cluster = load_cluster(resolve(DataKind::cluster, cluster_name, "cluster"));
-    sc.network = load_network(resolve(DataKind::network, "resnet50", "model"));
-    sc.strategy = load_strategy(resolve(DataKind::framework, framework, "framework"));
+    sc.cluster = load_cluster(resolve(DataKind::cluster, cluster_name, "cluster", data));
+    sc.network = load_network(resolve(DataKind::network, "resnet50", "network", data));
+    sc.strategy = load_strategy(resolve(DataKind::framework, framework, "framework", data));
     sc.batch_per_gpu = 64;
     sc.compute.precision = Precision::fp16;
     const Predictor predictor(sc);  // per-layer times prepared once; each node count is cheap

@@ -13,22 +13,23 @@
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
+#include <filesystem>
 #include <string>
 #include <vector>
 
 int main(int argc, char** argv) {
-  // The installed data folder, unless the user points DLSCALE_DATA_DIR elsewhere: resolve() finds the
-  // named files there, and the library reads the GPU catalogue and kernel-model parameters from it.
-  ::setenv("DLSCALE_DATA_DIR", DLSCALE_EXAMPLE_DATA_DIR, /*overwrite=*/0);
+  // The installed data folder: resolve() finds the named files there, and what they name in turn (the
+  // GPU catalogue, input pipelines, transports) is read from the data folder each file lies in.
+  const std::filesystem::path data = DLSCALE_EXAMPLE_DATA_DIR;
   const std::string cluster = argc > 1 ? argv[1] : "dgx1v";
   const std::string model = argc > 2 ? argv[2] : "resnet50";
   const std::string framework = argc > 3 ? argv[3] : "pytorch-ddp";
   try {
     using namespace dlscale;
     Scenario sc;
-    sc.cluster = load_cluster(resolve(DataKind::cluster, cluster, "cluster"));
-    sc.network = load_network(resolve(DataKind::network, model, "model"));
-    sc.strategy = load_strategy(resolve(DataKind::framework, framework, "framework"));
+    sc.cluster = load_cluster(resolve(DataKind::cluster, cluster, "cluster", data));
+    sc.network = load_network(resolve(DataKind::network, model, "network", data));
+    sc.strategy = load_strategy(resolve(DataKind::framework, framework, "framework", data));
     sc.batch_per_gpu = 64;
     sc.compute.precision = Precision::fp16;
 

@@ -23,7 +23,7 @@ struct SourceLocation {
 
 /// Bad user input. what() is one line: "file:line:col: key 'a.b': message" (parts omitted when unknown).
 /// Without a file, the key is a field as the library's structs call it ("batch_per_gpu", "compute.accumulate";
-/// validate in predict.hpp) or the name a caller passed (resolve's `option`).
+/// validate in predict.hpp) or the name a caller passed (resolve's `field`).
 class InputError : public Error {
  public:
   InputError(SourceLocation where, std::string key, std::string message);
@@ -39,9 +39,8 @@ class InputError : public Error {
   std::string message_;
 };
 
-/// A command-line option that is wrong (names the option as the key). Thrown by lib/cli, which also turns
-/// an InputError about a field into the UsageError of the option that set it; and by resolve(), whose
-/// `option` its callers choose.
+/// A command-line option that is wrong (names the option as the key). Thrown by lib/cli only, which also
+/// turns an InputError about a field into the UsageError of the option that set it.
 class UsageError : public InputError {
  public:
   UsageError(std::string option, std::string message);

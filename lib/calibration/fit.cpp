@@ -150,7 +150,8 @@ std::vector<ThroughputSample> read_throughput_csv(const fs::path& file, const Me
     if (!net) {
       try {
         net = std::make_shared<const Network>(load_network(resolve(DataKind::network, zoo, "model")));
-      } catch (const UsageError& e) {
+      } catch (const InputError& e) {
+        if (!e.where().file.empty()) throw;  // the model file's own error, with its place
         fail(r.line, r.col[3], "model", e.what());
       }
     }

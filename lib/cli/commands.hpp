@@ -25,8 +25,9 @@ void defer_note(std::string line);
 /// The option (or positional, "PAPER") that sets a field the library names in an InputError ("batch_per_gpu" →
 /// "--batch", "compute_jitter" → "--jitter"); empty for a field no option sets (lib/cli/field_options.cpp).
 std::string_view option_for_field(std::string_view field) noexcept;
-/// The one line main prints for an error: what() as it is, except that an InputError about a field (no file)
-/// names the option that set it, as a UsageError would: "'--batch': the batch per GPU must be at least 1, got 0".
+/// The one line main prints for an error: what() as it is, except that an InputError about a field (no place
+/// in a file; at most the path the field named) names the option that set it, as a UsageError would:
+/// "'--batch': the batch per GPU must be at least 1, got 0".
 std::string error_line(const std::exception& e);
 
 void setup_predict(CLI::App& app);

@@ -41,6 +41,11 @@ constexpr std::pair<std::string_view, std::string_view> kFieldOptions[] = {
     {"readers_per_node", "--readers"},
     {"speed", "--speed"},
     {"warmup", "--warmup"},
+    // resolve's fields: the names of inputs in the data folder
+    {"cluster", "--cluster"},
+    {"framework", "--framework"},
+    {"network", "--model"},
+    {"profile", "--profile"},
     // ClusterOverrides, TopologyImportOptions, InputOverride
     {"cpu", "--cpu"},
     {"gpu", "--gpu"},
@@ -67,9 +72,12 @@ std::string_view option_for_field(std::string_view field) noexcept {
 
 std::string error_line(const std::exception& e) {
   const auto* in = dynamic_cast<const InputError*>(&e);
-  if (in == nullptr || !in->where().file.empty()) return e.what();
+  // A place in a file (line > 0) is the file's own key; without one, the key is a field, and its file (if
+  // any) the path the field named (resolve: "FILE: 'profile': cannot open file").
+  if (in == nullptr || in->where().line > 0) return e.what();
   const std::string_view option = option_for_field(in->key());
   if (option.empty()) return e.what();
+  if (!in->where().file.empty()) return InputError(in->where(), std::string(option), in->message()).what();
   return UsageError(std::string(option), in->message()).what();
 }
 

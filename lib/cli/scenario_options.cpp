@@ -254,8 +254,6 @@ Network load_model(const std::string& model, int seq_len, int image_size, const 
   over.image_size = image_size;
   try {
     return build_network(arch, over);
-  } catch (const UsageError&) {
-    throw;  // already names an option (resolve's)
   } catch (const InputError& e) {
     if (e.where().file.empty() && (e.key() == "image_size" || e.key() == "seq_len")) throw;  // main names the option
     throw UsageError(option, e.what());  // the description's limit (e.g. its position table), with its place
@@ -317,11 +315,11 @@ Scenario build_scenario(const ScenarioOptions& o, RunInfo& info) {
   if (o.batch_given && o.batch < 1) throw UsageError("--batch", fmt::format("the batch per GPU must be at least 1, got {}", o.batch));
   std::string model = o.model, framework = o.framework, cluster = o.cluster;
   if (!o.profile.empty()) {
-    Profile p = load_profile(resolve(DataKind::profile, o.profile, "--profile"));
-    if (!model.empty() && model != p.model && resolve(DataKind::network, model, "--model").stem() != p.model)
+    Profile p = load_profile(resolve(DataKind::profile, o.profile, "profile"));
+    if (!model.empty() && model != p.model && resolve(DataKind::network, model, "network").stem() != p.model)
       throw UsageError("--model", fmt::format("the profile {} is for model '{}', not '{}'", o.profile, p.model, model));
     if (!framework.empty() && framework != p.framework &&
-        resolve(DataKind::framework, framework, "--framework").stem() != p.framework)
+        resolve(DataKind::framework, framework, "framework").stem() != p.framework)
       throw UsageError("--framework",
                        fmt::format("the profile {} is for framework '{}', not '{}'", o.profile, p.framework, framework));
     if (model.empty()) model = p.model;
@@ -356,7 +354,7 @@ Scenario build_scenario(const ScenarioOptions& o, RunInfo& info) {
     }
   }
 
-  sc.cluster = load_cluster(resolve(DataKind::cluster, cluster, "--cluster"), cluster_overrides(o.scale));
+  sc.cluster = load_cluster(resolve(DataKind::cluster, cluster, "cluster"), cluster_overrides(o.scale));
   apply_input_options(o, sc.cluster);
   if (framework.empty()) framework = !sc.cluster.framework.empty() ? sc.cluster.framework : kDefaultFramework;
   // The library runs a mode the GPU lacks at the fp32 rate (GpuSpec::peak); the command refuses it.
@@ -369,7 +367,7 @@ Scenario build_scenario(const ScenarioOptions& o, RunInfo& info) {
                            "1.7-1.11) and TensorFlow 2.4+ compute in TF32 unless told not to: --precision tf32 predicts that",
                            sc.cluster.gpu.name));
   sc.network = load_model(model, o.seq_len, o.image_size);
-  sc.strategy = load_strategy(resolve(DataKind::framework, framework, "--framework"));
+  sc.strategy = load_strategy(resolve(DataKind::framework, framework, "framework"));
   if (!o.attention.empty()) {
     try {
       sc.strategy.attention = attention_kernel_from_string(o.attention);

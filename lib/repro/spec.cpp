@@ -158,80 +158,61 @@ MeasuredEntry read_measured(const Node& n) {
   return e;
 }
 
-ExperimentSpec read_experiment(const Node& n) {
-  MapReader m(n);
-  ExperimentSpec x;
-  x.where = n.where();
-  x.path = n.path();
-  x.id = m.required("id").scalar();
-  if (auto v = m.optional("title")) x.title = v->scalar();
-  if (auto v = m.optional("source")) x.source = v->scalar();
-  if (auto v = m.optional("kind")) x.kind = v->choice({"training", "busbw"});
-  if (auto v = m.optional("notes")) x.notes = strings(*v);
-  const bool training = x.kind == "training";
-  if (auto v = m.optional("tables")) {
-    x.tables = training ? choices(*v, {"throughput", "speedup", "comm", "phases", "compare", "ratio"})
-                        : choices(*v, {"busbw"});
+/// `gpus:` as a list of counts, or as rules ({when..., values}) by system, model, ...
+void read_gpus_rules(const Node& g, ExperimentSpec& x) {
+  x.gpus_where = g.where();
+  x.gpus_path = g.path();
+  const auto items = g.is_sequence() ? g.items() : std::vector<Node>{};
+  if (!items.empty() && items.front().is_map()) {
+    for (const auto& item : items) {
+      MapReader r(item);
+      GpusRule rule;
+      rule.when = read_selector(r);
+      rule.values = counts(r.required("values"));
+      r.finish();
+      x.gpus.push_back(std::move(rule));
+    }
   } else {
-    x.tables = training ? std::vector<std::string>{"throughput", "speedup"} : std::vector<std::string>{"busbw"};
+    x.gpus.push_back(GpusRule{Selector{}, counts(g)});
   }
-  x.systems = names(DataKind::cluster, m.required("systems"));
-  {
-    const Node g = m.required("gpus");
-    x.gpus_where = g.where();
-    x.gpus_path = g.path();
-    const auto items = g.is_sequence() ? g.items() : std::vector<Node>{};
-    if (!items.empty() && items.front().is_map()) {
-      for (const auto& item : items) {
-        MapReader r(item);
-        GpusRule rule;
-        rule.when = read_selector(r);
-        rule.values = counts(r.required("values"));
-        r.finish();
-        x.gpus.push_back(std::move(rule));
-      }
-    } else {
-      x.gpus.push_back(GpusRule{Selector{}, counts(g)});
+}
+
+/// A collective benchmark's keys (kind: busbw): `operations` and `sizes`.
+void read_collective(MapReader& m, ExperimentSpec& x) {
+  x.operations = choices(m.required("operations"), {"allreduce", "broadcast"});
+  MapReader s(m.required("sizes"));
+  x.min_size = s.required("from").bytes();
+  x.max_size = s.required("to").bytes();
+  if (auto f = s.optional("factor")) {
+    x.size_factor = f->positive_number();
+    if (x.size_factor <= 1.0) f->fail("the size factor must be greater than 1");
+  }
+  if (!(x.min_size > Bytes{}) || x.max_size < x.min_size)
+    s.node().fail("sizes need 0 < from ≤ to");
+  s.finish();
+  for (int g : x.gpus.front().values)
+    if (g < 2) m.required("gpus").fail("a collective needs at least 2 GPUs");
+}
+
+/// `batch:` as a list of sizes, or as rules ({when..., value}).
+void read_batch_rules(const Node& b, ExperimentSpec& x) {
+  if (b.is_sequence() && !b.items().empty() && b.items().front().is_map()) {
+    for (const auto& item : b.items()) {
+      MapReader r(item);
+      BatchRule rule;
+      rule.when = read_selector(r);
+      rule.values = counts(r.required("value"));
+      r.finish();
+      x.batch.push_back(std::move(rule));
     }
+  } else {
+    x.batch.push_back(BatchRule{Selector{}, counts(b)});
   }
-  if (!training) {
-    x.operations = choices(m.required("operations"), {"allreduce", "broadcast"});
-    MapReader s(m.required("sizes"));
-    x.min_size = s.required("from").bytes();
-    x.max_size = s.required("to").bytes();
-    if (auto f = s.optional("factor")) {
-      x.size_factor = f->positive_number();
-      if (x.size_factor <= 1.0) f->fail("the size factor must be greater than 1");
-    }
-    if (!(x.min_size > Bytes{}) || x.max_size < x.min_size)
-      s.node().fail("sizes need 0 < from ≤ to");
-    s.finish();
-    for (int g : x.gpus.front().values)
-      if (g < 2) m.required("gpus").fail("a collective needs at least 2 GPUs");
-    m.finish();
-    return x;
-  }
-  x.models = names(DataKind::network, m.required("models"));
-  x.frameworks = names(DataKind::framework, m.required("frameworks"));
-  x.precisions = m.optional("precision") ? choices(m.required("precision"), {"fp32", "fp16"})
-                                         : std::vector<std::string>{"fp32"};
-  x.inputs = m.optional("inputs") ? choices(m.required("inputs"), {"profile", "spec"}) : std::vector<std::string>{"spec"};
-  if (auto v = m.optional("scaling")) x.strong_scaling = v->choice({"weak", "strong"}) == "strong";
-  {
-    const Node b = m.required("batch");
-    if (b.is_sequence() && !b.items().empty() && b.items().front().is_map()) {
-      for (const auto& item : b.items()) {
-        MapReader r(item);
-        BatchRule rule;
-        rule.when = read_selector(r);
-        rule.values = counts(r.required("value"));
-        r.finish();
-        x.batch.push_back(std::move(rule));
-      }
-    } else {
-      x.batch.push_back(BatchRule{Selector{}, counts(b)});
-    }
-  }
+}
+
+/// `profile:` the name pattern of the measured profiles; with inputs 'profile', every (model, framework)
+/// pair must have its profile.
+void read_profile_pattern(MapReader& m, ExperimentSpec& x) {
   const bool wants_profile = std::find(x.inputs.begin(), x.inputs.end(), "profile") != x.inputs.end();
   if (auto v = m.optional("profile")) {
     x.profile_pattern = v->scalar();
@@ -248,6 +229,10 @@ ExperimentSpec read_experiment(const Node& n) {
   } else if (wants_profile) {
     m.required("inputs").fail("inputs 'profile' needs a 'profile' name pattern such as \"table5-{model}-{framework}\"");
   }
+}
+
+/// `variants`, `overrides`, `measured`, `ratio` and `efficiency`: what a training experiment compares.
+void read_comparisons(MapReader& m, ExperimentSpec& x) {
   if (auto v = m.optional("variants"))
     for (const auto& item : v->items()) x.variants.push_back(read_change(item, true));
   if (auto v = m.optional("overrides"))
@@ -267,6 +252,41 @@ ExperimentSpec read_experiment(const Node& n) {
     x.efficiency_bandwidth = r.required("bandwidth").bandwidth();
     r.finish();
   }
+}
+
+ExperimentSpec read_experiment(const Node& n) {
+  MapReader m(n);
+  ExperimentSpec x;
+  x.where = n.where();
+  x.path = n.path();
+  x.id = m.required("id").scalar();
+  if (auto v = m.optional("title")) x.title = v->scalar();
+  if (auto v = m.optional("source")) x.source = v->scalar();
+  if (auto v = m.optional("kind")) x.kind = v->choice({"training", "busbw"});
+  if (auto v = m.optional("notes")) x.notes = strings(*v);
+  const bool training = x.kind == "training";
+  if (auto v = m.optional("tables")) {
+    x.tables = training ? choices(*v, {"throughput", "speedup", "comm", "phases", "compare", "ratio"})
+                        : choices(*v, {"busbw"});
+  } else {
+    x.tables = training ? std::vector<std::string>{"throughput", "speedup"} : std::vector<std::string>{"busbw"};
+  }
+  x.systems = names(DataKind::cluster, m.required("systems"));
+  read_gpus_rules(m.required("gpus"), x);
+  if (!training) {
+    read_collective(m, x);
+    m.finish();
+    return x;
+  }
+  x.models = names(DataKind::network, m.required("models"));
+  x.frameworks = names(DataKind::framework, m.required("frameworks"));
+  x.precisions = m.optional("precision") ? choices(m.required("precision"), {"fp32", "fp16"})
+                                         : std::vector<std::string>{"fp32"};
+  x.inputs = m.optional("inputs") ? choices(m.required("inputs"), {"profile", "spec"}) : std::vector<std::string>{"spec"};
+  if (auto v = m.optional("scaling")) x.strong_scaling = v->choice({"weak", "strong"}) == "strong";
+  read_batch_rules(m.required("batch"), x);
+  read_profile_pattern(m, x);
+  read_comparisons(m, x);
   m.finish();
   return x;
 }

@@ -6,7 +6,7 @@
 //
 // Ranges are the extremes issue 9 names: messages 1 B … 1 TB, 1 … 100,000 GPUs, bandwidths 1 Mb/s …
 // 10 TB/s, latencies 0 … 1 s, batch 1 … 65,536, layers with 0 parameters, networks of 1 … 1,000 layers,
-// fp32 / tf32 / mixed fp16. Every value is valid in the sense of the loaders (lib/loaders/loaders.cpp):
+// fp32 / tf32 / mixed fp16. Every value is valid in the sense of the loaders (lib/loaders/):
 // bandwidths and FLOP rates > 0, sizes and times ≥ 0, at least one layer, a positive input size.
 #pragma once
 

@@ -1,0 +1,253 @@
+// The GPU catalogue (topologies/gpus.yaml) and GPUs named or given as YAML (include/dlscale/io.hpp).
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "dlscale/error.hpp"
+#include "dlscale/io.hpp"
+#include "io/text.hpp"
+#include "io/yaml_reader.hpp"
+#include "loaders/gpu_entry.hpp"
+#include "loaders/read_helpers.hpp"
+#include "loaders/stamped_cache.hpp"
+
+namespace dlscale {
+namespace fs = std::filesystem;
+using yamlio::MapReader;
+using yamlio::Node;
+
+namespace {
+GpuSpec read_gpu(MapReader& m, bool require_all) {
+  GpuSpec g;
+  auto req_or_opt = [&](std::string_view key) { return require_all ? std::optional<Node>(m.required(key)) : m.optional(key); };
+  g.name = m.required("name").scalar();
+  if (auto n = m.optional("architecture")) g.architecture = n->scalar();
+  if (auto n = m.optional("sm")) g.sm_version = small_count(*n, 1000);
+  if (auto n = m.optional("sms")) g.sm_count = small_count(*n, 100000);
+  g.peak_fp32 = m.required("peak_fp32").flops_rate();
+  if (auto n = req_or_opt("peak_fp16")) g.peak_fp16 = n->flops_rate();
+  if (auto n = m.optional("peak_tf32")) g.peak_tf32 = n->flops_rate();
+  if (auto n = m.optional("peak_bf16")) g.peak_bf16 = n->flops_rate();
+  if (auto n = m.optional("peak_fp8")) g.peak_fp8 = n->flops_rate();
+  g.memory_bandwidth = m.required("memory_bandwidth").bandwidth();
+  if (auto n = req_or_opt("memory")) g.memory_size = n->bytes();
+  if (auto n = m.optional("base_clock")) g.base_clock = n->frequency();
+  if (auto n = m.optional("boost_clock")) g.boost_clock = n->frequency();
+  if (auto n = m.optional("nvlinks")) g.nvlink_count = small_count(*n, 1000);
+  if (auto n = m.optional("nvlink_generation")) g.nvlink_generation = small_count(*n, 1000);
+  if (auto n = m.optional("pcie_generation")) g.pcie_generation = small_count(*n, 1000);
+  if (auto n = m.optional("pcie_width")) g.pcie_width = small_count(*n, 1000);
+  if (auto n = m.optional("source")) g.source = n->scalar();
+  return g;
+}
+
+struct CatalogueEntry {
+  std::string id;
+  std::vector<std::string> aliases;  // other names users give it (e.g. the names in published tables)
+  GpuSpec spec;
+};
+
+std::vector<CatalogueEntry> parse_catalogue(const fs::path& file) {
+  MapReader top(yamlio::load_file(file));
+  std::vector<CatalogueEntry> out;
+  for (const auto& item : top.required("gpus").items()) {
+    MapReader m(item);
+    CatalogueEntry e;
+    const Node id = m.required("id");
+    e.id = id.scalar();
+    auto taken = [&](const std::string& name) {
+      for (const auto& seen : out) {
+        if (lower_ascii(seen.id) == lower_ascii(name)) return true;
+        for (const auto& a : seen.aliases)
+          if (lower_ascii(a) == lower_ascii(name)) return true;
+      }
+      return false;
+    };
+    if (taken(e.id)) id.fail(fmt::format("GPU id '{}' is used twice", e.id));
+    if (auto al = m.optional("aliases")) {
+      for (const auto& a : al->items()) {
+        e.aliases.push_back(a.scalar());
+        if (taken(e.aliases.back()) || lower_ascii(e.aliases.back()) == lower_ascii(e.id))
+          a.fail(fmt::format("GPU name '{}' is used twice", e.aliases.back()));
+      }
+    }
+    e.spec = read_gpu(m, true);
+    m.finish();
+    out.push_back(std::move(e));
+  }
+  top.finish();
+  return out;
+}
+
+// The parsed catalogue, cached per path: a cluster naming its GPU must not re-read gpus.yaml on every load
+// (sweeps and reproductions load many clusters).
+using Catalogue = std::shared_ptr<const std::vector<CatalogueEntry>>;
+
+Catalogue read_catalogue(const fs::path& data) {
+  static StampedCache<Catalogue> cache;
+  const fs::path file = data / "topologies" / "gpus.yaml";
+  return *cache.get(file.string(), file, [&] {
+    return std::optional<Catalogue>(std::make_shared<const std::vector<CatalogueEntry>>(parse_catalogue(file)));
+  });
+}
+}  // namespace
+
+std::vector<GpuSpec> load_gpu_catalogue() {
+  std::vector<GpuSpec> out;
+  for (const auto& e : *read_catalogue(data_dir())) out.push_back(e.spec);
+  return out;
+}
+
+std::vector<std::string> list_gpu_ids() {
+  std::vector<std::string> out;
+  for (const auto& e : *read_catalogue(data_dir())) out.push_back(e.id);
+  return out;
+}
+
+namespace {
+// The catalogue entry (its id, name or an alias equal to `want`, lower-cased) read without parsing the
+// rest of gpus.yaml: a command that names one GPU should not pay for thirty (issue 17's start-up). The
+// file's text is cut at its top-level sequence items; an item whose text contains `want` is parsed alone,
+// after the file's header. Nothing is returned (and the caller parses the whole catalogue, with its checks
+// and its errors) unless exactly one item matches and it parses cleanly: a duplicated name, an unknown one
+// or a broken entry gets the whole file's message, so positions in this text are never shown. (The other
+// lines were once kept as blank lines: libyaml's scanning of them cost more than the rest of the lookup.)
+std::optional<GpuSpec> find_gpu_alone(const fs::path& file, const std::string& want) {
+  std::ifstream in(file, std::ios::binary);
+  if (!in || want.empty()) return std::nullopt;
+  std::stringstream ss;
+  ss << in.rdbuf();
+  const std::string text = ss.str();
+  std::vector<std::size_t> starts;  // offsets of the lines of the text
+  for (std::size_t b = 0; b < text.size();) {
+    starts.push_back(b);
+    const auto e = text.find('\n', b);
+    b = e == std::string::npos ? text.size() : e + 1;
+  }
+  auto line = [&](std::size_t i) {
+    const auto b = starts[i];
+    const auto e = i + 1 < starts.size() ? starts[i + 1] : text.size();
+    return std::string_view(text).substr(b, e - b);
+  };
+  std::size_t header = starts.size();  // the "gpus:" line
+  for (std::size_t i = 0; i < starts.size(); ++i)
+    if (line(i).starts_with("gpus:")) {
+      header = i;
+      break;
+    }
+  if (header == starts.size()) return std::nullopt;
+  std::vector<std::size_t> items;  // first line of each "  - " item
+  for (std::size_t i = header + 1; i < starts.size(); ++i) {
+    const auto l = line(i);
+    if (l.starts_with("  - ")) items.push_back(i);
+    else if (!l.empty() && l[0] != ' ' && l[0] != '#' && l[0] != '\n' && l[0] != '\r') return std::nullopt;  // another top-level key
+  }
+  const std::string lower = lower_ascii(text);
+  auto offset = [&](std::size_t i) { return i < starts.size() ? starts[i] : text.size(); };
+  std::optional<GpuSpec> found;
+  for (std::size_t k = 0; k < items.size(); ++k) {
+    const std::size_t first = items[k], last = k + 1 < items.size() ? items[k + 1] : starts.size();
+    const std::string_view block = std::string_view(lower).substr(offset(first), offset(last) - offset(first));
+    if (block.find(want) == std::string_view::npos) continue;
+    // the header (to its "gpus:" line) and this item
+    std::string alone = text.substr(0, offset(header + 1));
+    alone.append(text, offset(first), offset(last) - offset(first));
+    try {
+      MapReader top(yamlio::load_string(alone, file.string()));
+      const auto entries = top.required("gpus").items();
+      if (entries.size() != 1) return std::nullopt;
+      MapReader m(entries.front());
+      bool match = lower_ascii(m.required("id").scalar()) == want;
+      if (auto al = m.optional("aliases"))
+        for (const auto& a : al->items()) match = match || lower_ascii(a.scalar()) == want;
+      GpuSpec spec = read_gpu(m, true);
+      m.finish();
+      if (!match && lower_ascii(spec.name) != want) continue;
+      if (found) return std::nullopt;  // two entries answer to the name: the whole file's check says so
+      found = std::move(spec);
+    } catch (const InputError&) {
+      return std::nullopt;
+    }
+  }
+  return found;
+}
+}  // namespace
+
+GpuSpec find_gpu(std::string_view name) { return find_gpu(name, data_dir()); }
+
+GpuSpec find_gpu(std::string_view name, const fs::path& data) {
+  const auto want = lower_ascii(name);
+  {
+    // One entry read alone, kept per (file, name).
+    static StampedCache<GpuSpec> alone;
+    const fs::path file = data / "topologies" / "gpus.yaml";
+    if (auto spec = alone.get(file.string() + '\n' + want, file, [&] { return find_gpu_alone(file, want); })) return *spec;
+  }
+  const auto catalogue = read_catalogue(data);
+  const auto& all = *catalogue;
+  for (const auto& e : all) {
+    if (lower_ascii(e.id) == want || lower_ascii(e.spec.name) == want) return e.spec;
+    for (const auto& a : e.aliases)
+      if (lower_ascii(a) == want) return e.spec;
+  }
+  // Then as people write it (nvidia-smi, published tables): spaces, hyphens and a leading NVIDIA, Tesla or
+  // GeForce aside, if exactly one entry answers (the catalogue test checks no two entries share a key).
+  const std::string key = gpu_name_key(name);
+  const CatalogueEntry* hit = nullptr;
+  std::vector<std::string> starting;  // ids the name begins: "a100" → the four A100 boards
+  for (const auto& e : all) {
+    bool match = gpu_name_key(e.id) == key || gpu_name_key(e.spec.name) == key;
+    for (const auto& a : e.aliases) match = match || gpu_name_key(a) == key;
+    if (match) {
+      if (hit && hit != &e) throw InputError(fmt::format("GPU '{}' could be '{}' or '{}': name one by its id", name, hit->id, e.id));
+      hit = &e;
+    }
+    if (!key.empty() && gpu_name_key(e.id).starts_with(key)) starting.push_back(e.id);
+  }
+  if (hit) return hit->spec;
+  if (!starting.empty())
+    throw InputError(fmt::format("unknown GPU '{}' (did you mean {}?)", name, fmt::join(starting, ", ")));
+  std::string known;
+  for (const auto& e : all) known += (known.empty() ? "" : ", ") + e.id;
+  throw InputError(fmt::format("unknown GPU '{}' (known: {})", name, known));
+}
+
+GpuSpec load_gpu(const std::string& name_or_file) {
+  std::error_code ec;
+  const fs::path file(name_or_file);
+  if (!fs::is_regular_file(file, ec)) {
+    const bool looks_like_path = name_or_file.find('/') != std::string::npos || file.extension() == ".yaml" || file.extension() == ".yml";
+    if (looks_like_path) throw InputError(fmt::format("'{}': no such GPU file (or not readable)", name_or_file));
+    return find_gpu(name_or_file);
+  }
+  return read_gpu_node(yamlio::load_file(file));
+}
+
+GpuSpec read_gpu_node(const Node& n) { return read_gpu_node(n, data_dir()); }
+
+GpuSpec read_gpu_node(const Node& n, const fs::path& data) {
+  if (n.is_map()) {
+    MapReader g(n);
+    (void)g.optional("id");  // a catalogue entry copied whole reads as it is
+    (void)g.optional("aliases");
+    GpuSpec spec = read_gpu(g, false);
+    g.finish();
+    return spec;
+  }
+  try {
+    return find_gpu(n.scalar(), data);
+  } catch (const InputError& e) {
+    if (!e.where().file.empty()) throw;  // an error inside the catalogue keeps its own place
+    n.fail(e.message());
+  }
+}
+
+}  // namespace dlscale
