@@ -138,135 +138,152 @@ DeviceInfo read_device(const Node& node) {
   return d;
 }
 
+int read_schema(MapReader& m) {
+  // The version first: a file of another schema must say so, not fail on a key this version lacks.
+  const Node v = m.required("schema");
+  const auto version = v.integer();
+  if (version != kCalibrationSchema)
+    v.fail(fmt::format("calibration schema version {} is not supported (this dlscale reads version {})", version,
+                       kCalibrationSchema));
+  return static_cast<int>(version);
+}
+
+TransferCurve read_transfer(const Node& item) {
+  MapReader t(item);
+  TransferCurve tc;
+  tc.kind = transfer_from(t.required("kind"));
+  if (auto v = t.optional("device")) tc.device = small_int(*v, 0);
+  tc.source = opt_scalar(t, "source");
+  tc.points = read_bandwidth_points(t.required("points"));
+  t.finish();
+  return tc;
+}
+
+P2PEntry read_p2p(const Node& item) {
+  MapReader p(item);
+  P2PEntry e;
+  e.src = small_int(p.required("src"), 0);
+  e.dst = small_int(p.required("dst"), 0);
+  if (auto v = p.optional("peer_access")) e.peer_access = v->boolean();
+  if (auto v = p.optional("bandwidth")) e.bandwidth = v->bandwidth();
+  if (auto v = p.optional("latency")) e.latency = v->latency();
+  if (auto v = p.optional("bidirectional")) e.bidirectional = v->bandwidth();
+  p.finish();
+  return e;
+}
+
+AlphaBeta read_fit(const Node& node) {
+  MapReader f(node);
+  AlphaBeta ab;
+  ab.alpha = f.required("alpha").seconds();
+  ab.beta = f.required("beta").bandwidth();
+  f.finish();
+  return ab;
+}
+
+CollectiveCurve read_collective(const Node& item) {
+  MapReader k(item);
+  CollectiveCurve cc;
+  cc.op = op_from(k.required("op"));
+  cc.gpus = small_int(k.required("gpus"), 1);
+  if (auto v = k.optional("nodes")) cc.nodes = small_int(*v, 1);
+  if (cc.nodes > cc.gpus) k.required("nodes").fail("more nodes than GPUs");
+  if (auto v = k.optional("dtype")) cc.dtype = v->scalar();
+  if (auto v = k.optional("gpus_per_thread")) {
+    cc.gpus_per_thread = small_int(*v, 1);
+    if (cc.gpus_per_thread > cc.gpus) v->fail("more GPUs per thread than GPUs");
+  }
+  cc.source = opt_scalar(k, "source");
+  if (auto v = k.optional("fit")) cc.fit = read_fit(*v);
+  const Node pts = k.required("points");
+  cc.points = read_collective_points(pts, cc.op, cc.gpus);
+  if (cc.points.empty()) pts.fail("a curve needs at least one point");
+  k.finish();
+  return cc;
+}
+
+GemmResult read_gemm(const Node& item) {
+  MapReader g(item);
+  GemmResult r;
+  r.precision = g.required("precision").choice({"fp32", "tf32", "fp16", "bf16"});
+  r.m = g.required("m").non_negative_integer();
+  r.n = g.required("n").non_negative_integer();
+  r.k = g.required("k").non_negative_integer();
+  r.time = positive_time(g.required("time"));
+  r.rate = flops(2.0 * static_cast<double>(r.m) * static_cast<double>(r.n) * static_cast<double>(r.k)) / r.time;
+  if (auto v = g.optional("rate")) {
+    const double got = in_teraflops_per_second(v->flops_rate()), want = in_teraflops_per_second(r.rate);
+    if (std::fabs(got - want) > 0.01 + 0.01 * want)
+      v->fail(fmt::format("disagrees with 2·m·n·k/time ({:.4g} TFLOPS); fix or remove it", want));
+  }
+  if (auto v = g.optional("iqr")) r.iqr = v->seconds();
+  if (auto v = g.optional("samples")) r.samples = static_cast<std::size_t>(v->non_negative_integer());
+  g.finish();
+  return r;
+}
+
+LayerTiming read_layer_timing(const Node& node) {
+  MapReader tm(node);
+  LayerTiming lt;
+  lt.name = tm.required("name").scalar();
+  if (auto v = tm.optional("forward")) lt.forward = positive_time(*v);
+  if (auto v = tm.optional("backward")) lt.backward = positive_time(*v);
+  lt.how = opt_scalar(tm, "how");
+  tm.finish();
+  return lt;
+}
+
+LayerProfile read_layer_profile(const Node& item) {
+  MapReader l(item);
+  LayerProfile lp;
+  lp.model = l.required("model").scalar();
+  lp.batch = small_int(l.required("batch"), 1);
+  if (auto v = l.optional("precision")) lp.precision = v->choice({"fp32", "tf32", "fp16"});
+  lp.gpu = opt_scalar(l, "gpu");
+  for (const auto& t : l.required("times").items()) lp.layers.push_back(read_layer_timing(t));
+  l.finish();
+  return lp;
+}
+
+StorageResult read_storage(const Node& node) {
+  MapReader s(node);
+  StorageResult r;
+  r.path = s.required("path").scalar();
+  if (auto v = s.optional("size")) r.size = v->bytes();
+  if (auto v = s.optional("page_cache")) r.page_cache = v->bandwidth();
+  if (auto v = s.optional("direct")) r.direct = v->bandwidth();
+  s.finish();
+  return r;
+}
+
 Calibration read_calibration(const Node& root, const std::string& source) {
   MapReader m(root);
   Calibration c;
   c.source_file = source;
-  {
-    // The version first: a file of another schema must say so, not fail on a key this version lacks.
-    const Node v = m.required("schema");
-    const auto version = v.integer();
-    if (version != kCalibrationSchema)
-      v.fail(fmt::format("calibration schema version {} is not supported (this dlscale reads version {})", version,
-                         kCalibrationSchema));
-    c.schema = static_cast<int>(version);
-  }
+  c.schema = read_schema(m);
   c.provenance = read_provenance(m.required("provenance"));
   c.gpu = opt_scalar(m, "gpu");
   c.topology_file = opt_scalar(m, "topology");
   c.raw_samples = opt_scalar(m, "raw_samples");
   if (auto n = m.optional("devices"))
     for (const auto& d : n->items()) c.devices.push_back(read_device(d));
-  if (auto n = m.optional("transfers")) {
-    for (const auto& item : n->items()) {
-      MapReader t(item);
-      TransferCurve tc;
-      tc.kind = transfer_from(t.required("kind"));
-      if (auto v = t.optional("device")) tc.device = small_int(*v, 0);
-      tc.source = opt_scalar(t, "source");
-      tc.points = read_bandwidth_points(t.required("points"));
-      t.finish();
-      c.transfers.push_back(std::move(tc));
-    }
-  }
-  if (auto n = m.optional("p2p")) {
-    for (const auto& item : n->items()) {
-      MapReader p(item);
-      P2PEntry e;
-      e.src = small_int(p.required("src"), 0);
-      e.dst = small_int(p.required("dst"), 0);
-      if (auto v = p.optional("peer_access")) e.peer_access = v->boolean();
-      if (auto v = p.optional("bandwidth")) e.bandwidth = v->bandwidth();
-      if (auto v = p.optional("latency")) e.latency = v->latency();
-      if (auto v = p.optional("bidirectional")) e.bidirectional = v->bandwidth();
-      p.finish();
-      c.p2p.push_back(e);
-    }
-  }
+  if (auto n = m.optional("transfers"))
+    for (const auto& item : n->items()) c.transfers.push_back(read_transfer(item));
+  if (auto n = m.optional("p2p"))
+    for (const auto& item : n->items()) c.p2p.push_back(read_p2p(item));
   if (auto n = m.optional("collectives")) {
     for (const auto& item : n->items()) {
-      MapReader k(item);
-      CollectiveCurve cc;
-      cc.op = op_from(k.required("op"));
-      cc.gpus = small_int(k.required("gpus"), 1);
-      if (auto v = k.optional("nodes")) cc.nodes = small_int(*v, 1);
-      if (cc.nodes > cc.gpus) k.required("nodes").fail("more nodes than GPUs");
-      if (auto v = k.optional("dtype")) cc.dtype = v->scalar();
-      if (auto v = k.optional("gpus_per_thread")) {
-        cc.gpus_per_thread = small_int(*v, 1);
-        if (cc.gpus_per_thread > cc.gpus) v->fail("more GPUs per thread than GPUs");
-      }
-      cc.source = opt_scalar(k, "source");
-      if (auto v = k.optional("fit")) {
-        MapReader f(*v);
-        AlphaBeta ab;
-        ab.alpha = f.required("alpha").seconds();
-        ab.beta = f.required("beta").bandwidth();
-        f.finish();
-        cc.fit = ab;
-      }
-      const Node pts = k.required("points");
-      cc.points = read_collective_points(pts, cc.op, cc.gpus);
-      if (cc.points.empty()) pts.fail("a curve needs at least one point");
-      k.finish();
+      CollectiveCurve cc = read_collective(item);
       if (c.find_curve(cc.op, cc.gpus, cc.nodes) != nullptr)
         item.fail(fmt::format("a second {} curve on {} GPUs and {} node(s)", to_string(cc.op), cc.gpus, cc.nodes));
       c.collectives.push_back(std::move(cc));
     }
   }
-  if (auto n = m.optional("gemm")) {
-    for (const auto& item : n->items()) {
-      MapReader g(item);
-      GemmResult r;
-      r.precision = g.required("precision").choice({"fp32", "tf32", "fp16", "bf16"});
-      r.m = g.required("m").non_negative_integer();
-      r.n = g.required("n").non_negative_integer();
-      r.k = g.required("k").non_negative_integer();
-      r.time = positive_time(g.required("time"));
-      r.rate = flops(2.0 * static_cast<double>(r.m) * static_cast<double>(r.n) * static_cast<double>(r.k)) / r.time;
-      if (auto v = g.optional("rate")) {
-        const double got = in_teraflops_per_second(v->flops_rate()), want = in_teraflops_per_second(r.rate);
-        if (std::fabs(got - want) > 0.01 + 0.01 * want)
-          v->fail(fmt::format("disagrees with 2·m·n·k/time ({:.4g} TFLOPS); fix or remove it", want));
-      }
-      if (auto v = g.optional("iqr")) r.iqr = v->seconds();
-      if (auto v = g.optional("samples")) r.samples = static_cast<std::size_t>(v->non_negative_integer());
-      g.finish();
-      c.gemm.push_back(r);
-    }
-  }
-  if (auto n = m.optional("layers")) {
-    for (const auto& item : n->items()) {
-      MapReader l(item);
-      LayerProfile lp;
-      lp.model = l.required("model").scalar();
-      lp.batch = small_int(l.required("batch"), 1);
-      if (auto v = l.optional("precision")) lp.precision = v->choice({"fp32", "tf32", "fp16"});
-      lp.gpu = opt_scalar(l, "gpu");
-      for (const auto& t : l.required("times").items()) {
-        MapReader tm(t);
-        LayerTiming lt;
-        lt.name = tm.required("name").scalar();
-        if (auto v = tm.optional("forward")) lt.forward = positive_time(*v);
-        if (auto v = tm.optional("backward")) lt.backward = positive_time(*v);
-        lt.how = opt_scalar(tm, "how");
-        tm.finish();
-        lp.layers.push_back(std::move(lt));
-      }
-      l.finish();
-      c.layers.push_back(std::move(lp));
-    }
-  }
-  if (auto n = m.optional("storage")) {
-    MapReader s(*n);
-    StorageResult r;
-    r.path = s.required("path").scalar();
-    if (auto v = s.optional("size")) r.size = v->bytes();
-    if (auto v = s.optional("page_cache")) r.page_cache = v->bandwidth();
-    if (auto v = s.optional("direct")) r.direct = v->bandwidth();
-    s.finish();
-    c.storage = r;
-  }
+  if (auto n = m.optional("gemm"))
+    for (const auto& item : n->items()) c.gemm.push_back(read_gemm(item));
+  if (auto n = m.optional("layers"))
+    for (const auto& item : n->items()) c.layers.push_back(read_layer_profile(item));
+  if (auto n = m.optional("storage")) c.storage = read_storage(*n);
   m.finish();
   return c;
 }

@@ -44,164 +44,227 @@ struct Raw {
   int line = 0;
   std::vector<int> col;    // 1-based column of each field, for messages: gpu, gpus, precision, model, batch, rate
 };
-}  // namespace
 
-std::vector<ThroughputSample> read_throughput_csv(const fs::path& file, const MeasurementOptions& opt) {
-  std::istringstream in(read_input_file(file, "measurements"));
-  std::string line;
-  int lineno = 0;
-  std::vector<std::string> header;
-  auto fail = [&](int l, int c, const std::string& key, const std::string& msg) -> void {
-    throw InputError(SourceLocation{file.string(), l, c}, key, msg);
-  };
-  while (std::getline(in, line)) {
-    ++lineno;
-    if (line.empty() || line[0] == '#') continue;
-    header = split_csv(line);
-    break;
+[[noreturn]] void fail_at(const fs::path& file, int l, int c, const std::string& key, const std::string& msg) {
+  throw InputError(SourceLocation{file.string(), l, c}, key, msg);
+}
+
+// Column positions in characters for messages.
+int col_of(const std::string& text, int index) {
+  int c = 1;
+  for (int i = 0; i < index; ++i) c = static_cast<int>(text.find(',', static_cast<std::size_t>(c - 1))) + 2;
+  return c;
+}
+
+/// The measurements file read line by line: the header's columns, then the rows as written.
+class ThroughputCsv {
+ public:
+  explicit ThroughputCsv(const fs::path& file) : file_(file), in_(read_input_file(file, "measurements")) {}
+
+  [[noreturn]] void fail(int l, int c, const std::string& key, const std::string& msg) const {
+    fail_at(file_, l, c, key, msg);
   }
-  if (header.empty()) fail(std::max(lineno, 1), 1, "header", "no header line (gpu,gpus,precision,model,samples_per_s,...)");
-  auto column = [&](std::string_view name, bool required) -> int {
-    for (std::size_t i = 0; i < header.size(); ++i)
-      if (header[i] == name) return static_cast<int>(i);
-    if (required) fail(lineno, 1, std::string(name), "the header has no such column");
+  int lineno() const { return lineno_; }
+
+  void read_header() {
+    std::string line;
+    while (std::getline(in_, line)) {
+      ++lineno_;
+      if (line.empty() || line[0] == '#') continue;
+      header_ = split_csv(line);
+      break;
+    }
+    if (header_.empty())
+      fail(std::max(lineno_, 1), 1, "header", "no header line (gpu,gpus,precision,model,samples_per_s,...)");
+    c_gpu_ = column("gpu", true);
+    c_gpus_ = column("gpus", true);
+    c_prec_ = column("precision", true);
+    c_model_ = column("model", true);
+    c_rate_ = column("samples_per_s", true);
+    c_batch_ = column("global_batch", false);
+    if (c_batch_ < 0) {
+      c_batch_ = column("batch_per_gpu", false);
+      global_ = false;
+    }
+    if (c_batch_ < 0) fail(lineno_, 1, "global_batch", "the header names neither global_batch nor batch_per_gpu");
+    c_layout_ = column("memory_format", false);
+    c_attention_ = column("attention", false);
+  }
+
+  /// The rows run on `gpus` GPUs.
+  std::vector<Raw> read_rows(int gpus) {
+    std::vector<Raw> raws;
+    std::string line;
+    while (std::getline(in_, line)) {
+      ++lineno_;
+      if (line.empty() || line[0] == '#' || line == "\r") continue;
+      Raw r = read_row(line);
+      if (r.gpus == gpus) raws.push_back(std::move(r));
+    }
+    return raws;
+  }
+
+ private:
+  int column(std::string_view name, bool required) const {
+    for (std::size_t i = 0; i < header_.size(); ++i)
+      if (header_[i] == name) return static_cast<int>(i);
+    if (required) fail(lineno_, 1, std::string(name), "the header has no such column");
     return -1;
-  };
-  const int c_gpu = column("gpu", true), c_gpus = column("gpus", true), c_prec = column("precision", true),
-            c_model = column("model", true), c_rate = column("samples_per_s", true);
-  int c_batch = column("global_batch", false);
-  bool global = true;
-  if (c_batch < 0) {
-    c_batch = column("batch_per_gpu", false);
-    global = false;
   }
-  if (c_batch < 0) fail(lineno, 1, "global_batch", "the header names neither global_batch nor batch_per_gpu");
-  const int c_layout = column("memory_format", false), c_attention = column("attention", false);
-  // Column positions in characters for messages.
-  auto col_of = [](const std::string& text, int index) {
-    int c = 1;
-    for (int i = 0; i < index; ++i) c = static_cast<int>(text.find(',', static_cast<std::size_t>(c - 1))) + 2;
-    return c;
-  };
-  std::vector<Raw> raws;
-  while (std::getline(in, line)) {
-    ++lineno;
-    if (line.empty() || line[0] == '#' || line == "\r") continue;
+
+  const std::string& cell(const std::vector<std::string>& cells, int c) const {
+    return cells[static_cast<std::size_t>(c)];
+  }
+
+  Raw read_row(const std::string& line) const {
     const auto cells = split_csv(line);
-    if (cells.size() != header.size())
-      fail(lineno, 1, "row", fmt::format("{} cells where the header has {}", cells.size(), header.size()));
+    if (cells.size() != header_.size())
+      fail(lineno_, 1, "row", fmt::format("{} cells where the header has {}", cells.size(), header_.size()));
     Raw r;
-    r.line = lineno;
-    r.gpu = cells[static_cast<std::size_t>(c_gpu)];
-    r.model = cells[static_cast<std::size_t>(c_model)];
-    r.precision = cells[static_cast<std::size_t>(c_prec)];
-    r.col = {col_of(line, c_gpu), col_of(line, c_gpus), col_of(line, c_prec), col_of(line, c_model), col_of(line, c_batch),
-             col_of(line, c_rate)};
+    r.line = lineno_;
+    r.gpu = cell(cells, c_gpu_);
+    r.model = cell(cells, c_model_);
+    r.precision = cell(cells, c_prec_);
+    r.col = {col_of(line, c_gpu_), col_of(line, c_gpus_), col_of(line, c_prec_), col_of(line, c_model_), col_of(line, c_batch_),
+             col_of(line, c_rate_)};
     try {
       std::size_t used = 0;
-      const std::string g = cells[static_cast<std::size_t>(c_gpus)];
+      const std::string g = cell(cells, c_gpus_);
       r.gpus = std::stoi(g, &used);
       if (used != g.size() || r.gpus < 1) throw std::invalid_argument(g);
     } catch (const std::exception&) {
-      fail(lineno, r.col[1], "gpus", fmt::format("'{}' is not a GPU count ≥ 1", cells[static_cast<std::size_t>(c_gpus)]));
+      fail(lineno_, r.col[1], "gpus", fmt::format("'{}' is not a GPU count ≥ 1", cell(cells, c_gpus_)));
     }
     try {
       std::size_t used = 0;
-      const std::string v = cells[static_cast<std::size_t>(c_rate)];
+      const std::string v = cell(cells, c_rate_);
       r.samples_per_s = std::stod(v, &used);
       if (used != v.size() || !(r.samples_per_s > 0) || !std::isfinite(r.samples_per_s)) throw std::invalid_argument(v);
     } catch (const std::exception&) {
-      fail(lineno, r.col[5], "samples_per_s",
-           fmt::format("'{}' is not a positive throughput in samples/s", cells[static_cast<std::size_t>(c_rate)]));
+      fail(lineno_, r.col[5], "samples_per_s",
+           fmt::format("'{}' is not a positive throughput in samples/s", cell(cells, c_rate_)));
     }
-    r.batch = cells[static_cast<std::size_t>(c_batch)];
-    r.batch_is_global = global;
-    if (c_layout >= 0) r.memory_format = cells[static_cast<std::size_t>(c_layout)];
-    if (c_attention >= 0) r.attention = cells[static_cast<std::size_t>(c_attention)];
-    r.col.push_back(col_of(line, std::max(c_layout, 0)));
-    r.col.push_back(col_of(line, std::max(c_attention, 0)));
-    if (r.gpus == opt.gpus) raws.push_back(std::move(r));
+    r.batch = cell(cells, c_batch_);
+    r.batch_is_global = global_;
+    if (c_layout_ >= 0) r.memory_format = cell(cells, c_layout_);
+    if (c_attention_ >= 0) r.attention = cell(cells, c_attention_);
+    r.col.push_back(col_of(line, std::max(c_layout_, 0)));
+    r.col.push_back(col_of(line, std::max(c_attention_, 0)));
+    return r;
   }
-  std::map<std::string, std::shared_ptr<const Network>> networks;
-  std::vector<ThroughputSample> out;
-  for (const auto& r : raws) {
-    ThroughputSample s;
-    s.line = r.line;
-    s.gpu_id = r.gpu;
-    s.model_id = r.model;
+
+  const fs::path& file_;
+  std::istringstream in_;
+  int lineno_ = 0;
+  std::vector<std::string> header_;
+  int c_gpu_ = -1, c_gpus_ = -1, c_prec_ = -1, c_model_ = -1, c_rate_ = -1, c_batch_ = -1, c_layout_ = -1,
+      c_attention_ = -1;
+  bool global_ = true;
+};
+
+// The batch per GPU of a row: as written, or (empty) the one published for the same model and precision
+// on the GPU with the most memory.
+int batch_per_gpu(const fs::path& file, const Raw& r, const std::vector<Raw>& raws) {
+  std::string batch = r.batch;
+  int gpus = r.gpus;
+  if (batch.empty()) {
+    Bytes best{};
+    for (const auto& o : raws) {
+      if (o.model != r.model || o.precision != r.precision || o.batch.empty()) continue;
+      const Bytes mem = find_gpu(o.gpu).memory_size;
+      if (mem > best) {
+        best = mem;
+        batch = o.batch;
+        gpus = o.gpus;
+      }
+    }
+    if (batch.empty())
+      fail_at(file, r.line, r.col[4], "global_batch", "empty, and no other row of this model and precision gives one");
+  }
+  try {
+    std::size_t used = 0;
+    const int b = std::stoi(batch, &used);
+    if (used != batch.size() || b < 1) throw std::invalid_argument(batch);
+    return r.batch_is_global ? std::max(1, b / gpus) : b;
+  } catch (const std::exception&) {
+    fail_at(file, r.line, r.col[4], r.batch_is_global ? "global_batch" : "batch_per_gpu",
+            fmt::format("'{}' is not a batch ≥ 1", batch));
+  }
+}
+
+using NetworkCache = std::map<std::string, std::shared_ptr<const Network>>;
+
+// The row's model, loaded once: a model given as a YAML file is found beside the measurements when its
+// path is relative.
+std::shared_ptr<const Network> network_of(const fs::path& file, const Raw& r, const MeasurementOptions& opt,
+                                          NetworkCache& networks) {
+  const auto mapped = opt.model_names.find(r.model);
+  std::string zoo = mapped != opt.model_names.end() ? mapped->second : r.model;
+  if (fs::path(zoo).extension() == ".yaml" && fs::path(zoo).is_relative()) zoo = (file.parent_path() / zoo).string();
+  auto& net = networks[zoo];
+  if (!net) {
     try {
-      s.gpu = find_gpu(r.gpu);
+      net = std::make_shared<const Network>(load_network(resolve(DataKind::network, zoo, "model")));
     } catch (const InputError& e) {
-      fail(r.line, r.col[0], "gpu", e.what());
+      if (!e.where().file.empty()) throw;  // the model file's own error, with its place
+      fail_at(file, r.line, r.col[3], "model", e.what());
     }
-    try {
-      s.precision = precision_from_string(r.precision);
-    } catch (const std::invalid_argument& e) {
-      fail(r.line, r.col[2], "precision", e.what());
-    }
-    if (s.precision == Precision::fp32 && opt.fp32_means_tf32 && s.gpu.supports(Precision::tf32)) s.precision = Precision::tf32;
-    if (!s.gpu.supports(s.precision))
-      fail(r.line, r.col[2], "precision", fmt::format("the {} has no {} mode", s.gpu.name, to_string(s.precision)));
-    const auto mapped = opt.model_names.find(r.model);
-    std::string zoo = mapped != opt.model_names.end() ? mapped->second : r.model;
-    // A model given as a YAML file is found beside the measurements when its path is relative.
-    if (fs::path(zoo).extension() == ".yaml" && fs::path(zoo).is_relative()) zoo = (file.parent_path() / zoo).string();
-    auto& net = networks[zoo];
-    if (!net) {
-      try {
-        net = std::make_shared<const Network>(load_network(resolve(DataKind::network, zoo, "model")));
-      } catch (const InputError& e) {
-        if (!e.where().file.empty()) throw;  // the model file's own error, with its place
-        fail(r.line, r.col[3], "model", e.what());
-      }
-    }
-    s.network = net;
-    s.optimizer = opt.optimizer ? *opt.optimizer : default_optimizer(*net);
-    try {  // docs/compute-model.md, K10 and K9: as the run was laid out and attended
-      s.layout = r.memory_format.empty() ? opt.layout : tensor_layout_from_string(r.memory_format);
-    } catch (const std::invalid_argument& e) {
-      fail(r.line, r.col[6], "memory_format", e.what());
-    }
-    s.conv_algorithms = opt.conv_algorithms;
-    s.lrn = opt.lrn;
-    s.pool_index_bytes = opt.pool_index_bytes;
-    s.optimizer_impl = opt.optimizer_impl;
-    s.attention = opt.attention;
-    try {
-      if (!r.attention.empty()) s.attention = attention_kernel_from_string(r.attention);
-    } catch (const std::invalid_argument& e) {
-      fail(r.line, r.col[7], "attention", e.what());
-    }
-    s.samples_per_s = r.samples_per_s;
-    // The batch: as written, or (empty) the one published for the same model and precision on the GPU
-    // with the most memory.
-    std::string batch = r.batch;
-    int gpus = r.gpus;
-    if (batch.empty()) {
-      Bytes best{};
-      for (const auto& o : raws) {
-        if (o.model != r.model || o.precision != r.precision || o.batch.empty()) continue;
-        const Bytes mem = find_gpu(o.gpu).memory_size;
-        if (mem > best) {
-          best = mem;
-          batch = o.batch;
-          gpus = o.gpus;
-        }
-      }
-      if (batch.empty()) fail(r.line, r.col[4], "global_batch", "empty, and no other row of this model and precision gives one");
-    }
-    try {
-      std::size_t used = 0;
-      const int b = std::stoi(batch, &used);
-      if (used != batch.size() || b < 1) throw std::invalid_argument(batch);
-      s.batch = r.batch_is_global ? std::max(1, b / gpus) : b;
-    } catch (const std::exception&) {
-      fail(r.line, r.col[4], r.batch_is_global ? "global_batch" : "batch_per_gpu", fmt::format("'{}' is not a batch ≥ 1", batch));
-    }
-    out.push_back(std::move(s));
   }
+  return net;
+}
+
+ThroughputSample to_sample(const fs::path& file, const Raw& r, const std::vector<Raw>& raws, const MeasurementOptions& opt,
+                           NetworkCache& networks) {
+  auto fail = [&](int l, int c, const std::string& key, const std::string& msg) { fail_at(file, l, c, key, msg); };
+  ThroughputSample s;
+  s.line = r.line;
+  s.gpu_id = r.gpu;
+  s.model_id = r.model;
+  try {
+    s.gpu = find_gpu(r.gpu);
+  } catch (const InputError& e) {
+    fail(r.line, r.col[0], "gpu", e.what());
+  }
+  try {
+    s.precision = precision_from_string(r.precision);
+  } catch (const std::invalid_argument& e) {
+    fail(r.line, r.col[2], "precision", e.what());
+  }
+  if (s.precision == Precision::fp32 && opt.fp32_means_tf32 && s.gpu.supports(Precision::tf32)) s.precision = Precision::tf32;
+  if (!s.gpu.supports(s.precision))
+    fail(r.line, r.col[2], "precision", fmt::format("the {} has no {} mode", s.gpu.name, to_string(s.precision)));
+  s.network = network_of(file, r, opt, networks);
+  s.optimizer = opt.optimizer ? *opt.optimizer : default_optimizer(*s.network);
+  try {  // docs/compute-model.md, K10 and K9: as the run was laid out and attended
+    s.layout = r.memory_format.empty() ? opt.layout : tensor_layout_from_string(r.memory_format);
+  } catch (const std::invalid_argument& e) {
+    fail(r.line, r.col[6], "memory_format", e.what());
+  }
+  s.conv_algorithms = opt.conv_algorithms;
+  s.lrn = opt.lrn;
+  s.pool_index_bytes = opt.pool_index_bytes;
+  s.optimizer_impl = opt.optimizer_impl;
+  s.attention = opt.attention;
+  try {
+    if (!r.attention.empty()) s.attention = attention_kernel_from_string(r.attention);
+  } catch (const std::invalid_argument& e) {
+    fail(r.line, r.col[7], "attention", e.what());
+  }
+  s.samples_per_s = r.samples_per_s;
+  s.batch = batch_per_gpu(file, r, raws);
+  return s;
+}
+}  // namespace
+
+std::vector<ThroughputSample> read_throughput_csv(const fs::path& file, const MeasurementOptions& opt) {
+  ThroughputCsv csv(file);
+  csv.read_header();
+  const std::vector<Raw> raws = csv.read_rows(opt.gpus);
+  NetworkCache networks;
+  std::vector<ThroughputSample> out;
+  for (const auto& r : raws) out.push_back(to_sample(file, r, raws, opt, networks));
   if (out.empty())
-    throw InputError(SourceLocation{file.string(), lineno, 1}, "gpus", fmt::format("no row with gpus = {} to fit", opt.gpus));
+    throw InputError(SourceLocation{file.string(), csv.lineno(), 1}, "gpus", fmt::format("no row with gpus = {} to fit", opt.gpus));
   return out;
 }
 

@@ -381,63 +381,34 @@ class Parser {
     const std::string perf = !last_perf_.empty() ? last_perf_ : file_perf_;
     if (!perf.empty()) {
       op = op_from_perf_name(perf);
-      // alltoall, sendrecv, ... (a log of several tests may hold them): skipped, an error only when
-      // nothing else is left; with --op, a table of another collective is skipped too
-      if ((!op && !hint_) || (hint_ && op != hint_ && !last_perf_.empty())) {
-        if (!op && !hint_) unmodelled_.emplace_back(perf, lineno);
-        else ++skipped_;
-        skip_table_ = true;
-        in_table_ = true;
-        rows_done_ = false;
-        header_line_ = lineno;
-        return;
-      }
+      if (skip_unwanted_table(perf, op, lineno)) return;
     }
     if (hint_) op = hint_;
     infer_op_ = !op;  // the first row's size, count, type, redop and root will tell
     skip_table_ = false;
-    // how many GPUs
+    const auto [gpus, nodes] = table_gpus(lineno);
+    open_curve(op, gpus, nodes, lineno);
+  }
+
+  // alltoall, sendrecv, ... (a log of several tests may hold them): skipped, an error only when
+  // nothing else is left; with --op, a table of another collective is skipped too
+  bool skip_unwanted_table(const std::string& perf, std::optional<CollectiveOp> op, int lineno) {
+    if (!((!op && !hint_) || (hint_ && op != hint_ && !last_perf_.empty()))) return false;
+    if (!op && !hint_) unmodelled_.emplace_back(perf, lineno);
+    else ++skipped_;
+    skip_table_ = true;
+    in_table_ = true;
+    rows_done_ = false;
+    header_line_ = lineno;
+    return true;
+  }
+
+  /// How many GPUs and nodes a table ran on: the '# Rank' lines, else nThread·nGpus (0 GPUs: the rows
+  /// will tell); --gpus and --nodes win.
+  std::pair<int, int> table_gpus(int lineno) {
     int gpus = 0, nodes = 1;
     if (!ranks_.empty()) {
-      std::set<int> ids;
-      std::set<std::string> hosts;
-      int max_rank = 0, max_device = 0;
-      for (const auto& r : ranks_) {
-        ids.insert(r.rank);
-        hosts.insert(r.host);
-        max_rank = std::max(max_rank, r.rank);
-        max_device = std::max(max_device, r.device);
-        if (log_.gpu_name.empty()) log_.gpu_name = r.gpu;
-        else if (r.gpu != log_.gpu_name) warn(lineno, fmt::format("mixed GPUs: '{}' and '{}'", log_.gpu_name, r.gpu));
-      }
-      gpus = static_cast<int>(ids.size());
-      nodes = static_cast<int>(hosts.size());
-      // NCCL takes a GPU once per communicator: ranks with the same host name and device index ran on
-      // different machines that share a name (containers named "localhost")
-      std::map<std::pair<std::string, int>, int> uses;
-      int most = 0;
-      for (const auto& r : ranks_) most = std::max(most, ++uses[{r.host, r.device}]);
-      if (most > nodes) {
-        if (opt_.nodes == 0)
-          warn(lineno, fmt::format("{} ranks name the same host and device: taking {} nodes that share host names "
-                                   "(--nodes corrects this)",
-                                   most, most));
-        nodes = most;
-      }
-      if (max_rank + 1 > gpus) {
-        // A trimmed log ("only the last Rank line kept"): ranks 0..max exist, hosts of at least
-        // max_device + 1 GPUs each.
-        gpus = max_rank + 1;
-        const int per_host = max_device + 1;
-        nodes = std::max(1, (gpus + per_host - 1) / per_host);
-        if (opt_.gpus == 0 || opt_.nodes == 0)
-          warn(lineno, fmt::format("only {} of the '# Rank' lines are in the log (trimmed?): taking {} GPUs (ranks 0 to "
-                                   "{}) on {} host(s) of {} (device indices up to {}); --gpus and --nodes correct this",
-                                   ids.size(), gpus, max_rank, nodes, per_host, max_device));
-      } else if (threads_gpus_ > 0 && gpus % threads_gpus_ != 0 && opt_.gpus == 0) {
-        fail(lineno, 1, fmt::format("{} '# Rank' lines do not match the header's nThread·nGpus = {}: pass --gpus", gpus,
-                                    threads_gpus_));
-      }
+      std::tie(gpus, nodes) = gpus_from_ranks(lineno);
     } else if (threads_gpus_ > 0) {
       gpus = threads_gpus_;
       if (opt_.gpus == 0)
@@ -445,6 +416,53 @@ class Parser {
     }
     if (opt_.gpus > 0) gpus = opt_.gpus;
     if (opt_.nodes > 0) nodes = opt_.nodes;
+    return {gpus, nodes};
+  }
+
+  std::pair<int, int> gpus_from_ranks(int lineno) {
+    std::set<int> ids;
+    std::set<std::string> hosts;
+    int max_rank = 0, max_device = 0;
+    for (const auto& r : ranks_) {
+      ids.insert(r.rank);
+      hosts.insert(r.host);
+      max_rank = std::max(max_rank, r.rank);
+      max_device = std::max(max_device, r.device);
+      if (log_.gpu_name.empty()) log_.gpu_name = r.gpu;
+      else if (r.gpu != log_.gpu_name) warn(lineno, fmt::format("mixed GPUs: '{}' and '{}'", log_.gpu_name, r.gpu));
+    }
+    int gpus = static_cast<int>(ids.size());
+    int nodes = static_cast<int>(hosts.size());
+    // NCCL takes a GPU once per communicator: ranks with the same host name and device index ran on
+    // different machines that share a name (containers named "localhost")
+    std::map<std::pair<std::string, int>, int> uses;
+    int most = 0;
+    for (const auto& r : ranks_) most = std::max(most, ++uses[{r.host, r.device}]);
+    if (most > nodes) {
+      if (opt_.nodes == 0)
+        warn(lineno, fmt::format("{} ranks name the same host and device: taking {} nodes that share host names "
+                                 "(--nodes corrects this)",
+                                 most, most));
+      nodes = most;
+    }
+    if (max_rank + 1 > gpus) {
+      // A trimmed log ("only the last Rank line kept"): ranks 0..max exist, hosts of at least
+      // max_device + 1 GPUs each.
+      gpus = max_rank + 1;
+      const int per_host = max_device + 1;
+      nodes = std::max(1, (gpus + per_host - 1) / per_host);
+      if (opt_.gpus == 0 || opt_.nodes == 0)
+        warn(lineno, fmt::format("only {} of the '# Rank' lines are in the log (trimmed?): taking {} GPUs (ranks 0 to "
+                                 "{}) on {} host(s) of {} (device indices up to {}); --gpus and --nodes correct this",
+                                 ids.size(), gpus, max_rank, nodes, per_host, max_device));
+    } else if (threads_gpus_ > 0 && gpus % threads_gpus_ != 0 && opt_.gpus == 0) {
+      fail(lineno, 1, fmt::format("{} '# Rank' lines do not match the header's nThread·nGpus = {}: pass --gpus", gpus,
+                                  threads_gpus_));
+    }
+    return {gpus, nodes};
+  }
+
+  void open_curve(std::optional<CollectiveOp> op, int gpus, int nodes, int lineno) {
     gpus_from_rows_ = gpus == 0;  // a trimmed log: its rows' busbw/algbw tell (gpus_from_bandwidth_ratio)
     pending_.clear();
     if (!gpus_from_rows_ && nodes > gpus)
@@ -485,6 +503,59 @@ class Parser {
     return std::nullopt;
   }
 
+  /// A row's time in µs from one group of columns (out-of-place or in-place), its algbw and busbw
+  /// checked against size/time; nothing where the group is absent or, if optional, "N/A".
+  std::optional<double> read_group(const std::vector<Token>& t, int lineno, double size, int time_c, int alg_c, int bus_c,
+                                   int wrong_c, bool optional) {
+    const auto at = [&](int i) -> const Token& { return t[static_cast<std::size_t>(i)]; };
+    if (time_c < 0) return std::nullopt;
+    if (optional && at(time_c).text == "N/A") return std::nullopt;
+    const double us = number(at(time_c), lineno, "time");
+    if (us <= 0) fail(lineno, at(time_c).column, "garbled row: a time must be greater than zero");
+    const double alg = number(at(alg_c), lineno, "algbw");
+    const double bus = number(at(bus_c), lineno, "busbw");
+    // What the row's size and time give, and how far printing can move it: the time is printed with
+    // 2, 1 or 0 decimals (a relative error up to half its last place over its value), algbw and busbw
+    // with 2 (an absolute error up to 0.005 GB/s); 0.2 % more for the averaging over ranks.
+    const double rate = size / (us * 1e-6) / 1e9;  // GB/s, GB = 10^9 B
+    const double rel = half_ulp(at(time_c).text) / us + 2e-3;
+    auto agrees = [&](double printed, const Token& tok, double expected) {
+      return std::fabs(printed - expected) <= half_ulp(tok.text) * 1.001 + 1e-9 + rel * expected;
+    };
+    const double factor = bus_bandwidth_factor(curve_.op, curve_.gpus);
+    const bool gather = curve_.op == CollectiveOp::allgather || curve_.op == CollectiveOp::reducescatter;
+    const bool now = agrees(alg, at(alg_c), rate) && agrees(bus, at(bus_c), rate * factor);
+    // nccl-tests before mid-2020: algbw = busbw = S·(n−1)/n / t for all_gather and reduce_scatter
+    const bool old = gather && agrees(alg, at(alg_c), rate * factor) && agrees(bus, at(bus_c), rate * factor);
+    if (now != old) {  // a row where the two conventions differ by more than printing can explain
+      if (old_convention_ && *old_convention_ != old)
+        fail(lineno, at(alg_c).column,
+             fmt::format("algbw {} GB/s follows the {} convention, rows above the other one (garbled log?)",
+                         at(alg_c).text, old ? "pre-2020 (S·(n−1)/n / t)" : "current (S/t)"));
+      if (!old_convention_ && old)
+        warn(lineno, fmt::format("{} table of nccl-tests before mid-2020 (algbw = busbw = S·(n−1)/n / t): read as such",
+                                 to_string(curve_.op)));
+      old_convention_ = old;
+    }
+    if (!now && !old) {
+      if (!agrees(alg, at(alg_c), rate) && !(gather && agrees(alg, at(alg_c), rate * factor)))
+        fail(lineno, at(alg_c).column,
+             fmt::format("algbw {} GB/s disagrees with size/time = {:.2f} GB/s (garbled row?)", at(alg_c).text, rate));
+      fail(lineno, at(bus_c).column,
+           fmt::format("busbw {} GB/s is not size/time × {:.4g} (the {} factor for {} GPUs) = {:.2f} GB/s: the log is "
+                       "for another GPU count (--gpus N corrects it) or the row is garbled",
+                       at(bus_c).text, factor, to_string(curve_.op), curve_.gpus, rate * factor));
+    }
+    if (wrong_c >= 0 && at(wrong_c).text != "N/A") {
+      const double wrong = number(at(wrong_c), lineno, "#wrong/error");
+      if (cols_.wrong_is_error ? wrong > 1e-3 : wrong > 0)
+        warn(lineno, fmt::format("result validation failed on this row ({}); its time is kept", at(wrong_c).text));
+    }
+    busbw_sum_ += bus;
+    ++busbw_n_;
+    return us;
+  }
+
   void add_row(const std::vector<Token>& t, int lineno) {
     if (skip_table_) return;
     const auto at = [&](int i) -> const Token& { return t[static_cast<std::size_t>(i)]; };
@@ -500,54 +571,6 @@ class Parser {
       infer_op_ = false;
       warn(lineno, fmt::format("the log does not name its test: the columns say {} (--op says otherwise)", to_string(*op)));
     }
-    auto group = [&](int time_c, int alg_c, int bus_c, int wrong_c, bool optional) -> std::optional<double> {
-      if (time_c < 0) return std::nullopt;
-      if (optional && at(time_c).text == "N/A") return std::nullopt;
-      const double us = number(at(time_c), lineno, "time");
-      if (us <= 0) fail(lineno, at(time_c).column, "garbled row: a time must be greater than zero");
-      const double alg = number(at(alg_c), lineno, "algbw");
-      const double bus = number(at(bus_c), lineno, "busbw");
-      // What the row's size and time give, and how far printing can move it: the time is printed with
-      // 2, 1 or 0 decimals (a relative error up to half its last place over its value), algbw and busbw
-      // with 2 (an absolute error up to 0.005 GB/s); 0.2 % more for the averaging over ranks.
-      const double rate = size / (us * 1e-6) / 1e9;  // GB/s, GB = 10^9 B
-      const double rel = half_ulp(at(time_c).text) / us + 2e-3;
-      auto agrees = [&](double printed, const Token& tok, double expected) {
-        return std::fabs(printed - expected) <= half_ulp(tok.text) * 1.001 + 1e-9 + rel * expected;
-      };
-      const double factor = bus_bandwidth_factor(curve_.op, curve_.gpus);
-      const bool gather = curve_.op == CollectiveOp::allgather || curve_.op == CollectiveOp::reducescatter;
-      const bool now = agrees(alg, at(alg_c), rate) && agrees(bus, at(bus_c), rate * factor);
-      // nccl-tests before mid-2020: algbw = busbw = S·(n−1)/n / t for all_gather and reduce_scatter
-      const bool old = gather && agrees(alg, at(alg_c), rate * factor) && agrees(bus, at(bus_c), rate * factor);
-      if (now != old) {  // a row where the two conventions differ by more than printing can explain
-        if (old_convention_ && *old_convention_ != old)
-          fail(lineno, at(alg_c).column,
-               fmt::format("algbw {} GB/s follows the {} convention, rows above the other one (garbled log?)",
-                           at(alg_c).text, old ? "pre-2020 (S·(n−1)/n / t)" : "current (S/t)"));
-        if (!old_convention_ && old)
-          warn(lineno, fmt::format("{} table of nccl-tests before mid-2020 (algbw = busbw = S·(n−1)/n / t): read as such",
-                                   to_string(curve_.op)));
-        old_convention_ = old;
-      }
-      if (!now && !old) {
-        if (!agrees(alg, at(alg_c), rate) && !(gather && agrees(alg, at(alg_c), rate * factor)))
-          fail(lineno, at(alg_c).column,
-               fmt::format("algbw {} GB/s disagrees with size/time = {:.2f} GB/s (garbled row?)", at(alg_c).text, rate));
-        fail(lineno, at(bus_c).column,
-             fmt::format("busbw {} GB/s is not size/time × {:.4g} (the {} factor for {} GPUs) = {:.2f} GB/s: the log is "
-                         "for another GPU count (--gpus N corrects it) or the row is garbled",
-                         at(bus_c).text, factor, to_string(curve_.op), curve_.gpus, rate * factor));
-      }
-      if (wrong_c >= 0 && at(wrong_c).text != "N/A") {
-        const double wrong = number(at(wrong_c), lineno, "#wrong/error");
-        if (cols_.wrong_is_error ? wrong > 1e-3 : wrong > 0)
-          warn(lineno, fmt::format("result validation failed on this row ({}); its time is kept", at(wrong_c).text));
-      }
-      busbw_sum_ += bus;
-      ++busbw_n_;
-      return us;
-    };
     if (size == 0) {  // no bytes moved: nothing to learn about bandwidth, and algbw = busbw = 0
       for (int c : {cols_.busbw, cols_.busbw_ip})
         if (c >= 0 && at(c).text != "N/A") {
@@ -559,10 +582,10 @@ class Parser {
     }
     CollectivePoint p;
     p.size = bytes(size);
-    p.time = microseconds(*group(cols_.time, cols_.algbw, cols_.busbw, cols_.wrong, false));
+    p.time = microseconds(*read_group(t, lineno, size, cols_.time, cols_.algbw, cols_.busbw, cols_.wrong, false));
     if (cols_.time_ip >= 0) {
       if (cols_.algbw_ip < 0 || cols_.busbw_ip < 0) fail(header_line_, 1, "in-place columns without algbw/busbw");
-      if (auto ip = group(cols_.time_ip, cols_.algbw_ip, cols_.busbw_ip, cols_.wrong_ip, true))
+      if (auto ip = read_group(t, lineno, size, cols_.time_ip, cols_.algbw_ip, cols_.busbw_ip, cols_.wrong_ip, true))
         p.time_in_place = microseconds(*ip);
     }
     // Sizes grow along a sweep; a smaller size, or another data type or reduction, starts the next sweep

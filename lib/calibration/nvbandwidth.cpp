@@ -287,119 +287,159 @@ bool is_text_output(const std::string& text) {
          (text.find("nvbandwidth Version:") != std::string::npos || std::regex_search(text, running));
 }
 
-TextOutput read_text_output(const std::string& text, const std::string& file) {
-  static const std::regex running(R"(^\s*Running ([a-z_0-9]+)\.\s*$)");
-  static const std::regex device(R"((?:^|:\s)[Dd]evice (\d+): (.*\S)\s*$)");
-  static const std::regex waived(R"(^\s*(Waived|WAIVED|Failed|FAILED|Error|ERROR)\b)");
-  static const std::regex named_test(R"(\b([a-z]+(?:_[a-z0-9]+)*_(?:ce|sm)|device_local_copy)\b)");
-  TextOutput out;
-  json nv = json::object();
-  json cases = json::array();
-  json devices = json::array();
-  std::istringstream in(text);
-  std::string line;
-  int lineno = 0;
-  enum class State { outside, in_test, described, matrix } state = State::outside;
-  std::size_t columns = 0, rows_expected = 0;
-  int description_line = 0;
-  auto current = [&]() -> json& { return cases.back(); };
-  auto pointer = [&]() { return fmt::format("/nvbandwidth/testcases/{}", cases.size() - 1); };
-  auto unfinished = [&](int at) {
-    throw InputError(SourceLocation{file, at, 1}, "",
+/// nvbandwidth's text output read line by line into the document -j would have printed.
+class TextReader {
+ public:
+  explicit TextReader(const std::string& file) : file_(file) {}
+
+  void read_line(std::string line) {
+    ++lineno_;
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    const auto w = words(line);
+    if (state_ == State::matrix) {
+      if (matrix_row(line, w)) return;
+      if (current()["bandwidth_matrix"].size() < rows_expected_) unfinished(lineno_);
+      state_ = State::outside;  // a blank line, "SUM …": the matrix is over
+    }
+    if (test_start(line) || matrix_title(line) || matrix_header(w) || status_line(line)) return;
+    header_line(line);
+  }
+
+  TextOutput finish() {
+    if (state_ == State::described || (state_ == State::matrix && current()["bandwidth_matrix"].size() < rows_expected_))
+      unfinished(lineno_);
+    // a test case that printed no matrix and no status (cut short, or an error of the tool): not passed
+    for (auto& tc : cases_)
+      if (tc["status"] == "Passed" && !tc.contains("bandwidth_matrix")) tc["status"] = "without a matrix";
+    nv_["testcases"] = std::move(cases_);
+    if (!devices_.empty()) nv_["GPU Device list"] = std::move(devices_);
+    out_.doc = json{{"nvbandwidth", std::move(nv_)}};
+    out_.places["/nvbandwidth"] = SourceLocation{file_, 1, 1};
+    out_.places["/nvbandwidth/testcases"] =
+        out_.doc["nvbandwidth"]["testcases"].empty() ? SourceLocation{file_, 1, 1} : out_.places["/nvbandwidth/testcases/0"];
+    out_.keys["/nvbandwidth/testcases"] = "nvbandwidth";
+    return std::move(out_);
+  }
+
+ private:
+  enum class State { outside, in_test, described, matrix };
+  using Words = std::vector<std::pair<std::string, int>>;
+
+  json& current() { return cases_.back(); }
+  std::string pointer() const { return fmt::format("/nvbandwidth/testcases/{}", cases_.size() - 1); }
+  [[noreturn]] void unfinished(int at) {
+    throw InputError(SourceLocation{file_, at, 1}, "",
                      fmt::format("nvbandwidth's output ends inside the {} matrix (truncated?): rerun nvbandwidth (-j gives "
                                  "JSON) and keep its whole output",
                                  current()["name"].get<std::string>()));
-  };
-  while (std::getline(in, line)) {
-    ++lineno;
-    if (!line.empty() && line.back() == '\r') line.pop_back();
+  }
+
+  bool matrix_row(const std::string& line, const Words& w) {
+    if (!(!w.empty() && all_digits(w[0].first) && w.size() > 1 && current()["bandwidth_matrix"].size() < rows_expected_))
+      return false;
+    json& tc = current();
+    const std::size_t r = tc["bandwidth_matrix"].size();
+    if (w.size() - 1 < columns_)
+      throw InputError(SourceLocation{file_, lineno_, static_cast<int>(line.find_last_not_of(" \t")) + 2}, "",
+                       fmt::format("row {} of the {} matrix has {} values, its header {} columns (a cut-off row? rerun "
+                                   "nvbandwidth and keep its whole output)",
+                                   w[0].first, tc["name"].get<std::string>(), w.size() - 1, columns_));
+    json row = json::array();
+    for (std::size_t c = 1; c < w.size(); ++c) {
+      row.push_back(w[c].first);
+      const std::string ptr = fmt::format("{}/bandwidth_matrix/{}/{}", pointer(), r, c - 1);
+      out_.places[ptr] = SourceLocation{file_, lineno_, w[c].second};
+      out_.keys[ptr] = fmt::format("{}[{}][{}]", tc["name"].get<std::string>(), r, c - 1);
+    }
+    tc["bandwidth_matrix"].push_back(std::move(row));
+    return true;
+  }
+
+  bool test_start(const std::string& line) {
+    static const std::regex running(R"(^\s*Running ([a-z_0-9]+)\.\s*$)");
     std::smatch m;
-    const auto w = words(line);
-    if (state == State::matrix) {
-      if (!w.empty() && all_digits(w[0].first) && w.size() > 1 && current()["bandwidth_matrix"].size() < rows_expected) {
-        json& tc = current();
-        const std::size_t r = tc["bandwidth_matrix"].size();
-        if (w.size() - 1 < columns)
-          throw InputError(SourceLocation{file, lineno, static_cast<int>(line.find_last_not_of(" \t")) + 2}, "",
-                           fmt::format("row {} of the {} matrix has {} values, its header {} columns (a cut-off row? rerun "
-                                       "nvbandwidth and keep its whole output)",
-                                       w[0].first, tc["name"].get<std::string>(), w.size() - 1, columns));
-        json row = json::array();
-        for (std::size_t c = 1; c < w.size(); ++c) {
-          row.push_back(w[c].first);
-          const std::string ptr = fmt::format("{}/bandwidth_matrix/{}/{}", pointer(), r, c - 1);
-          out.places[ptr] = SourceLocation{file, lineno, w[c].second};
-          out.keys[ptr] = fmt::format("{}[{}][{}]", tc["name"].get<std::string>(), r, c - 1);
-        }
-        tc["bandwidth_matrix"].push_back(std::move(row));
-        continue;
-      }
-      if (current()["bandwidth_matrix"].size() < rows_expected) unfinished(lineno);
-      state = State::outside;  // a blank line, "SUM …": the matrix is over
+    if (!std::regex_search(line, m, running)) return false;
+    if (state_ == State::described) unfinished(lineno_);
+    cases_.push_back(json{{"name", m[1].str()}, {"status", "Passed"}});
+    out_.places[pointer()] = SourceLocation{file_, lineno_, static_cast<int>(line.find('R')) + 1};
+    state_ = State::in_test;
+    return true;
+  }
+
+  // the matrix's title: "memcpy CE CPU(row) -> GPU(column) bandwidth (GB/s)", "memcpy local GPU(column)
+  // bandwidth (GB/s)", "Device to Device Latency SM GPU(row) <-> GPU(column) (ns)"
+  bool matrix_title(const std::string& line) {
+    if (!(state_ == State::in_test && (line.find("(column)") != std::string::npos || line.find("(GB/s)") != std::string::npos ||
+                                       line.find("(ns)") != std::string::npos)))
+      return false;
+    current()["bandwidth_description"] = line.substr(line.find_first_not_of(" \t"));
+    current()["bandwidth_matrix"] = json::array();
+    description_line_ = lineno_;
+    state_ = State::described;
+    return true;
+  }
+
+  bool matrix_header(const Words& w) {
+    if (!(state_ == State::described && !w.empty())) return false;
+    if (!std::all_of(w.begin(), w.end(), [](const auto& x) { return all_digits(x.first); })) unfinished(description_line_);
+    columns_ = w.size();
+    // a row per GPU when the rows are GPUs, else one (the CPU, or a GPU's own copy)
+    rows_expected_ = current()["bandwidth_description"].get<std::string>().find("GPU(row)") != std::string::npos ? columns_ : 1;
+    state_ = State::matrix;
+    return true;
+  }
+
+  bool status_line(const std::string& line) {
+    static const std::regex waived(R"(^\s*(Waived|WAIVED|Failed|FAILED|Error|ERROR)\b)");
+    static const std::regex named_test(R"(\b([a-z]+(?:_[a-z0-9]+)*_(?:ce|sm)|device_local_copy)\b)");
+    std::smatch m;
+    if (!std::regex_search(line, m, waived)) return false;
+    std::string name;
+    std::smatch t;
+    if (std::regex_search(line, t, named_test)) name = t[1].str();
+    if (!cases_.empty() && state_ == State::in_test && (name.empty() || name == current()["name"].get<std::string>())) {
+      current()["status"] = m[1].str() == "WAIVED" ? "Waived" : m[1].str() == "FAILED" ? "Failed" : m[1].str();
+    } else if (!name.empty()) {
+      cases_.push_back(json{{"name", name}, {"status", m[1].str() == "WAIVED" ? "Waived" : m[1].str()}});
+      out_.places[pointer()] = SourceLocation{file_, lineno_, 1};
     }
-    if (std::regex_search(line, m, running)) {
-      if (state == State::described) unfinished(lineno);
-      cases.push_back(json{{"name", m[1].str()}, {"status", "Passed"}});
-      out.places[pointer()] = SourceLocation{file, lineno, static_cast<int>(line.find('R')) + 1};
-      state = State::in_test;
-      continue;
-    }
-    // the matrix's title: "memcpy CE CPU(row) -> GPU(column) bandwidth (GB/s)", "memcpy local GPU(column)
-    // bandwidth (GB/s)", "Device to Device Latency SM GPU(row) <-> GPU(column) (ns)"
-    if (state == State::in_test && (line.find("(column)") != std::string::npos || line.find("(GB/s)") != std::string::npos ||
-                                    line.find("(ns)") != std::string::npos)) {
-      current()["bandwidth_description"] = line.substr(line.find_first_not_of(" \t"));
-      current()["bandwidth_matrix"] = json::array();
-      description_line = lineno;
-      state = State::described;
-      continue;
-    }
-    if (state == State::described && !w.empty()) {
-      if (!std::all_of(w.begin(), w.end(), [](const auto& x) { return all_digits(x.first); })) unfinished(description_line);
-      columns = w.size();
-      // a row per GPU when the rows are GPUs, else one (the CPU, or a GPU's own copy)
-      rows_expected = current()["bandwidth_description"].get<std::string>().find("GPU(row)") != std::string::npos ? columns : 1;
-      state = State::matrix;
-      continue;
-    }
-    if (std::regex_search(line, m, waived)) {
-      std::string name;
-      std::smatch t;
-      if (std::regex_search(line, t, named_test)) name = t[1].str();
-      if (!cases.empty() && state == State::in_test && (name.empty() || name == current()["name"].get<std::string>())) {
-        current()["status"] = m[1].str() == "WAIVED" ? "Waived" : m[1].str() == "FAILED" ? "Failed" : m[1].str();
-      } else if (!name.empty()) {
-        cases.push_back(json{{"name", name}, {"status", m[1].str() == "WAIVED" ? "Waived" : m[1].str()}});
-        out.places[pointer()] = SourceLocation{file, lineno, 1};
-      }
-      continue;
-    }
+    return true;
+  }
+
+  void header_line(const std::string& line) {
+    static const std::regex device(R"((?:^|:\s)[Dd]evice (\d+): (.*\S)\s*$)");
+    std::smatch m;
     if (const auto p = line.find("nvbandwidth Version:"); p != std::string::npos) {
       const auto v = words(line.substr(p + 20));
-      if (!v.empty()) nv["version"] = v[0].first;
+      if (!v.empty()) nv_["version"] = v[0].first;
     } else if (line.find("CUDA Runtime Version:") != std::string::npos) {
       const auto v = words(line.substr(line.find(':') + 1));
-      if (!v.empty() && all_digits(v[0].first) && v[0].first.size() < 9) nv["CUDA Runtime Version"] = std::stoi(v[0].first);
+      if (!v.empty() && all_digits(v[0].first) && v[0].first.size() < 9) nv_["CUDA Runtime Version"] = std::stoi(v[0].first);
     } else if (line.find("Driver Version:") != std::string::npos && line.find("CUDA") == std::string::npos) {
       const auto v = words(line.substr(line.find(':') + 1));
-      if (!v.empty()) nv["Driver Version"] = v[0].first;
-    } else if (state == State::outside && std::regex_search(line, m, device)) {
-      devices.push_back(fmt::format("{}: {}", m[1].str(), m[2].str()));
+      if (!v.empty()) nv_["Driver Version"] = v[0].first;
+    } else if (state_ == State::outside && std::regex_search(line, m, device)) {
+      devices_.push_back(fmt::format("{}: {}", m[1].str(), m[2].str()));
     }
   }
-  if (state == State::described || (state == State::matrix && current()["bandwidth_matrix"].size() < rows_expected))
-    unfinished(lineno);
-  // a test case that printed no matrix and no status (cut short, or an error of the tool): not passed
-  for (auto& tc : cases)
-    if (tc["status"] == "Passed" && !tc.contains("bandwidth_matrix")) tc["status"] = "without a matrix";
-  nv["testcases"] = std::move(cases);
-  if (!devices.empty()) nv["GPU Device list"] = std::move(devices);
-  out.doc = json{{"nvbandwidth", std::move(nv)}};
-  out.places["/nvbandwidth"] = SourceLocation{file, 1, 1};
-  out.places["/nvbandwidth/testcases"] =
-      out.doc["nvbandwidth"]["testcases"].empty() ? SourceLocation{file, 1, 1} : out.places["/nvbandwidth/testcases/0"];
-  out.keys["/nvbandwidth/testcases"] = "nvbandwidth";
-  return out;
+
+  const std::string& file_;
+  TextOutput out_;
+  json nv_ = json::object();
+  json cases_ = json::array();
+  json devices_ = json::array();
+  int lineno_ = 0;
+  State state_ = State::outside;
+  std::size_t columns_ = 0, rows_expected_ = 0;
+  int description_line_ = 0;
+};
+
+TextOutput read_text_output(const std::string& text, const std::string& file) {
+  TextReader reader(file);
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) reader.read_line(line);
+  return reader.finish();
 }
 
 /// nvbandwidth's default --bufferSize for a "version" like "v0.5": 64 MiB before v0.7, 512 MiB since.
@@ -435,27 +475,8 @@ json parse_json(const std::string& text, const std::string& file) {
   }
 }
 
-// `file` names the input in errors, warnings and provenance (a path, or the display name of text).
-Calibration read_nvbandwidth(const std::string& raw, const std::filesystem::path& file, std::vector<std::string>* warnings) {
-  if (raw.find_first_not_of(" \t\r\n") == std::string::npos)
-    throw InputError(SourceLocation{file.string(), 1, 1}, "", "the file is empty (expected the output of nvbandwidth, as text or -j JSON)");
-  const bool text_output = is_text_output(raw);
-  const std::string text = text_output ? raw : unwrap_json(raw);
-  std::optional<TextOutput> from_text;
-  if (text_output) from_text = read_text_output(raw, file.string());
-  const json doc = from_text ? from_text->doc : parse_json(text, file.string());
-  const Reporter report = from_text ? Reporter(file.string(), text, from_text->places, from_text->keys) : Reporter(file.string(), text);
-  if (!doc.is_object() || !doc.contains("nvbandwidth") || !doc["nvbandwidth"].is_object())
-    report.fail("/nvbandwidth", "nvbandwidth", "not an nvbandwidth JSON file (no top-level 'nvbandwidth' object)");
-  const json& nv = doc["nvbandwidth"];
-  if (!nv.contains("testcases"))
-    report.fail("/nvbandwidth", "nvbandwidth.testcases", "missing list of test cases");
-  if (!nv["testcases"].is_array())
-    report.fail("/nvbandwidth/testcases", "nvbandwidth.testcases", "expected a list of test cases");
-
-  Calibration cal;
-  cal.provenance.tool = "dlscale calibrate import nvbandwidth";
-  cal.provenance.sources.push_back(file.string());
+// The driver, the CUDA runtime and the devices nvbandwidth names, into the calibration.
+void read_system(const json& nv, Calibration& cal) {
   if (nv.contains("Driver Version") && nv["Driver Version"].is_string()) cal.provenance.driver = nv["Driver Version"].get<std::string>();
   if (nv.contains("CUDA Runtime Version") && nv["CUDA Runtime Version"].is_number_integer()) {
     const int v = nv["CUDA Runtime Version"].get<int>();  // CUDART_VERSION: major·1000 + minor·10
@@ -486,6 +507,10 @@ Calibration read_nvbandwidth(const std::string& raw, const std::filesystem::path
       cal.devices.push_back(info);
     }
   }
+}
+
+// The size of nvbandwidth's copies: the file's, else the default of its version, else 512 MiB.
+Bytes buffer_size(const json& nv, const Reporter& report, const std::string& file, std::vector<std::string>* warnings) {
   Bytes buffer = mebibytes(512);
   bool buffer_given = false;
   for (const char* key : {"bufferSize", "buffer_size", "Buffer Size"}) {
@@ -503,51 +528,58 @@ Calibration read_nvbandwidth(const std::string& raw, const std::filesystem::path
       buffer = *b;
       if (warnings)
         warnings->push_back(fmt::format("{}: no buffer size in the file: taking nvbandwidth {}'s default, {} MiB",
-                                        file.string(), version, in_mebibytes(buffer)));
+                                        file, version, in_mebibytes(buffer)));
     } else if (warnings) {
       warnings->push_back(fmt::format("{}: no buffer size and no version in the file: assuming 512 MiB (nvbandwidth "
-                                      "v0.7 and later; earlier versions used 64 MiB)", file.string()));
+                                      "v0.7 and later; earlier versions used 64 MiB)", file));
     }
   }
-  std::string notes = fmt::format("nvbandwidth copies of {} MiB from pinned host memory", in_mebibytes(buffer));
+  return buffer;
+}
 
-  std::map<std::string, const json*> cases;
-  std::map<const json*, std::size_t> index_of;  // a test case's position in the list, for errors
-  for (std::size_t i = 0; i < nv["testcases"].size(); ++i) {
-    const json& tc = nv["testcases"][i];
-    if (!tc.is_object() || !tc.contains("name") || !tc["name"].is_string())
-      report.fail(fmt::format("/nvbandwidth/testcases/{}", i), fmt::format("nvbandwidth.testcases[{}]", i),
-                  "a test case without a name");
-    index_of[&tc] = i;
-    const auto name = tc["name"].get<std::string>();
-    const std::string status = tc.contains("status") && tc["status"].is_string() ? tc["status"].get<std::string>() : "Passed";
-    if (status != "Passed") {
-      notes += fmt::format("; {} {}", name, status);
-      if (warnings) warnings->push_back(fmt::format("{}: test case {} is {}: skipped", file.string(), name, status));
-      continue;
+const char* matrix_key(const json& tc) {
+  for (const char* k : {"bandwidth_matrix", "latency_matrix", "matrix"})
+    if (tc.contains(k) && tc[k].is_array()) return k;
+  return "";
+}
+
+const json* matrix(const json& tc) {
+  const char* k = matrix_key(tc);
+  return *k ? &tc[k] : nullptr;
+}
+
+/// The passed test cases of a document and what they give a calibration: host copies, and GPU-to-GPU
+/// bandwidths and latencies.
+class CaseImport {
+ public:
+  CaseImport(const Reporter& report, std::string file, Bytes buffer, std::vector<std::string>* warnings)
+      : report_(report), file_(std::move(file)), buffer_(buffer), warnings_(warnings) {}
+
+  // The test cases by name; those not passed are said in `notes` and skipped.
+  void read_cases(const json& nv, std::string& notes) {
+    for (std::size_t i = 0; i < nv["testcases"].size(); ++i) {
+      const json& tc = nv["testcases"][i];
+      if (!tc.is_object() || !tc.contains("name") || !tc["name"].is_string())
+        report_.fail(fmt::format("/nvbandwidth/testcases/{}", i), fmt::format("nvbandwidth.testcases[{}]", i),
+                     "a test case without a name");
+      index_of_[&tc] = i;
+      const auto name = tc["name"].get<std::string>();
+      const std::string status = tc.contains("status") && tc["status"].is_string() ? tc["status"].get<std::string>() : "Passed";
+      if (status != "Passed") {
+        notes += fmt::format("; {} {}", name, status);
+        if (warnings_) warnings_->push_back(fmt::format("{}: test case {} is {}: skipped", file_, name, status));
+        continue;
+      }
+      cases_[name] = &tc;
     }
-    cases[name] = &tc;
   }
-  auto matrix_key = [&](const json& tc) -> const char* {
-    for (const char* k : {"bandwidth_matrix", "latency_matrix", "matrix"})
-      if (tc.contains(k) && tc[k].is_array()) return k;
-    return "";
-  };
-  auto matrix = [&](const json& tc) -> const json* {
-    const char* k = matrix_key(tc);
-    return *k ? &tc[k] : nullptr;
-  };
-  auto first_of = [&](std::initializer_list<const char*> names) -> std::pair<std::string, const json*> {
-    for (const char* n : names)
-      if (auto it = cases.find(n); it != cases.end()) return {n, it->second};
-    return {"", nullptr};
-  };
-  auto host_copies = [&](TransferKind kind, std::initializer_list<const char*> names) {
+
+  void host_copies(Calibration& cal, TransferKind kind, std::initializer_list<const char*> names) {
     auto [name, tc] = first_of(names);
     if (!tc) return;
     const json* m = matrix(*tc);
     if (!m || m->empty() || !(*m)[0].is_array()) {
-      if (warnings) warnings->push_back(fmt::format("{}: {} has no bandwidth matrix: skipped", file.string(), name));
+      if (warnings_) warnings_->push_back(fmt::format("{}: {} has no bandwidth matrix: skipped", file_, name));
       return;
     }
     // one row (the CPU) with a column per GPU; device_local_copy may also be a diagonal
@@ -555,24 +587,21 @@ Calibration read_nvbandwidth(const std::string& raw, const std::filesystem::path
     for (std::size_t r = 0; r < rows.size(); ++r) {
       for (std::size_t col = 0; col < rows[r].size(); ++col) {
         if (rows.size() > 1 && r != col) continue;
-        auto v = entry(rows[r][col], report, index_of[tc], matrix_key(*tc), r, col);
+        auto v = entry(rows[r][col], report_, index_of_[tc], matrix_key(*tc), r, col);
         if (!v || *v <= 0) continue;
         TransferCurve t;
         t.kind = kind;
         t.device = static_cast<int>(col);
-        t.source = fmt::format("{} ({})", file.string(), name);
+        t.source = fmt::format("{} ({})", file_, name);
         const BytesPerSecond bw = gigabytes_per_second(*v);
-        t.points.push_back(BandwidthPoint{buffer, buffer / bw, bw, std::nullopt, 0});
+        t.points.push_back(BandwidthPoint{buffer_, buffer_ / bw, bw, std::nullopt, 0});
         cal.transfers.push_back(std::move(t));
       }
     }
-  };
-  host_copies(TransferKind::h2d_pinned, {"host_to_device_memcpy_ce", "host_to_device_memcpy_sm"});
-  host_copies(TransferKind::d2h_pinned, {"device_to_host_memcpy_ce", "device_to_host_memcpy_sm"});
-  host_copies(TransferKind::device_copy, {"device_local_copy"});
+  }
 
-  std::map<std::pair<int, int>, P2PEntry> p2p;
-  auto p2p_matrix = [&](std::initializer_list<const char*> names, auto apply) {
+  template <class Apply>
+  void p2p_matrix(std::initializer_list<const char*> names, Apply apply) {
     auto [name, tc] = first_of(names);
     if (!tc) return;
     const json* m = matrix(*tc);
@@ -582,39 +611,95 @@ Calibration read_nvbandwidth(const std::string& raw, const std::filesystem::path
       if (!(*m)[r].is_array()) continue;
       for (std::size_t col = 0; col < (*m)[r].size(); ++col) {
         if (r == col) continue;
-        auto v = entry((*m)[r][col], report, index_of[tc], matrix_key(*tc), r, col);
+        auto v = entry((*m)[r][col], report_, index_of_[tc], matrix_key(*tc), r, col);
         if (!v || *v <= 0) continue;
         const int src = static_cast<int>(read ? col : r), dst = static_cast<int>(read ? r : col);
-        P2PEntry& e = p2p[{src, dst}];
+        P2PEntry& e = p2p_[{src, dst}];
         e.src = src;
         e.dst = dst;
         apply(e, *v, *tc);
       }
     }
-  };
-  p2p_matrix({"device_to_device_memcpy_write_ce", "device_to_device_memcpy_read_ce", "device_to_device_memcpy_write_sm",
-              "device_to_device_memcpy_read_sm"},
-             [](P2PEntry& e, double v, const json&) { e.bandwidth = gigabytes_per_second(v); });
-  p2p_matrix({"device_to_device_bidirectional_memcpy_write_ce", "device_to_device_bidirectional_memcpy_read_ce",
-              "device_to_device_bidirectional_memcpy_write_sm", "device_to_device_bidirectional_memcpy_read_sm"},
-             [](P2PEntry& e, double v, const json&) { e.bidirectional = gigabytes_per_second(v); });
-  p2p_matrix({"device_to_device_latency_sm"}, [](P2PEntry& e, double v, const json& tc) {
-    const std::string d = tc.contains("bandwidth_description") && tc["bandwidth_description"].is_string()
-                              ? tc["bandwidth_description"].get<std::string>()
-                              : "";
-    e.latency = d.find("(us)") != std::string::npos ? microseconds(v) : nanoseconds(v);  // nvbandwidth prints ns
-  });
-  for (auto& [k, e] : p2p) cal.p2p.push_back(e);
-  for (const auto& [name, tc] : cases) {
-    static const std::set<std::string> used = {
-        "host_to_device_memcpy_ce", "host_to_device_memcpy_sm", "device_to_host_memcpy_ce", "device_to_host_memcpy_sm",
-        "device_local_copy", "device_to_device_memcpy_write_ce", "device_to_device_memcpy_read_ce",
-        "device_to_device_memcpy_write_sm", "device_to_device_memcpy_read_sm",
-        "device_to_device_bidirectional_memcpy_write_ce", "device_to_device_bidirectional_memcpy_read_ce",
-        "device_to_device_bidirectional_memcpy_write_sm", "device_to_device_bidirectional_memcpy_read_sm",
-        "device_to_device_latency_sm"};
-    if (!used.count(name)) notes += fmt::format("; {} not imported", name);
   }
+
+  void p2p(Calibration& cal) {
+    p2p_matrix({"device_to_device_memcpy_write_ce", "device_to_device_memcpy_read_ce", "device_to_device_memcpy_write_sm",
+                "device_to_device_memcpy_read_sm"},
+               [](P2PEntry& e, double v, const json&) { e.bandwidth = gigabytes_per_second(v); });
+    p2p_matrix({"device_to_device_bidirectional_memcpy_write_ce", "device_to_device_bidirectional_memcpy_read_ce",
+                "device_to_device_bidirectional_memcpy_write_sm", "device_to_device_bidirectional_memcpy_read_sm"},
+               [](P2PEntry& e, double v, const json&) { e.bidirectional = gigabytes_per_second(v); });
+    p2p_matrix({"device_to_device_latency_sm"}, [](P2PEntry& e, double v, const json& tc) {
+      const std::string d = tc.contains("bandwidth_description") && tc["bandwidth_description"].is_string()
+                                ? tc["bandwidth_description"].get<std::string>()
+                                : "";
+      e.latency = d.find("(us)") != std::string::npos ? microseconds(v) : nanoseconds(v);  // nvbandwidth prints ns
+    });
+    for (auto& [k, e] : p2p_) cal.p2p.push_back(e);
+  }
+
+  // The passed test cases dlscale does not import, said in `notes`.
+  void note_unused(std::string& notes) const {
+    for (const auto& [name, tc] : cases_) {
+      static const std::set<std::string> used = {
+          "host_to_device_memcpy_ce", "host_to_device_memcpy_sm", "device_to_host_memcpy_ce", "device_to_host_memcpy_sm",
+          "device_local_copy", "device_to_device_memcpy_write_ce", "device_to_device_memcpy_read_ce",
+          "device_to_device_memcpy_write_sm", "device_to_device_memcpy_read_sm",
+          "device_to_device_bidirectional_memcpy_write_ce", "device_to_device_bidirectional_memcpy_read_ce",
+          "device_to_device_bidirectional_memcpy_write_sm", "device_to_device_bidirectional_memcpy_read_sm",
+          "device_to_device_latency_sm"};
+      if (!used.count(name)) notes += fmt::format("; {} not imported", name);
+    }
+  }
+
+ private:
+  std::pair<std::string, const json*> first_of(std::initializer_list<const char*> names) const {
+    for (const char* n : names)
+      if (auto it = cases_.find(n); it != cases_.end()) return {n, it->second};
+    return {"", nullptr};
+  }
+
+  const Reporter& report_;
+  std::string file_;
+  Bytes buffer_;
+  std::vector<std::string>* warnings_;
+  std::map<std::string, const json*> cases_;
+  std::map<const json*, std::size_t> index_of_;  // a test case's position in the list, for errors
+  std::map<std::pair<int, int>, P2PEntry> p2p_;
+};
+
+// `file` names the input in errors, warnings and provenance (a path, or the display name of text).
+Calibration read_nvbandwidth(const std::string& raw, const std::filesystem::path& file, std::vector<std::string>* warnings) {
+  if (raw.find_first_not_of(" \t\r\n") == std::string::npos)
+    throw InputError(SourceLocation{file.string(), 1, 1}, "", "the file is empty (expected the output of nvbandwidth, as text or -j JSON)");
+  const bool text_output = is_text_output(raw);
+  const std::string text = text_output ? raw : unwrap_json(raw);
+  std::optional<TextOutput> from_text;
+  if (text_output) from_text = read_text_output(raw, file.string());
+  const json doc = from_text ? from_text->doc : parse_json(text, file.string());
+  const Reporter report = from_text ? Reporter(file.string(), text, from_text->places, from_text->keys) : Reporter(file.string(), text);
+  if (!doc.is_object() || !doc.contains("nvbandwidth") || !doc["nvbandwidth"].is_object())
+    report.fail("/nvbandwidth", "nvbandwidth", "not an nvbandwidth JSON file (no top-level 'nvbandwidth' object)");
+  const json& nv = doc["nvbandwidth"];
+  if (!nv.contains("testcases"))
+    report.fail("/nvbandwidth", "nvbandwidth.testcases", "missing list of test cases");
+  if (!nv["testcases"].is_array())
+    report.fail("/nvbandwidth/testcases", "nvbandwidth.testcases", "expected a list of test cases");
+
+  Calibration cal;
+  cal.provenance.tool = "dlscale calibrate import nvbandwidth";
+  cal.provenance.sources.push_back(file.string());
+  read_system(nv, cal);
+  const Bytes buffer = buffer_size(nv, report, file.string(), warnings);
+  std::string notes = fmt::format("nvbandwidth copies of {} MiB from pinned host memory", in_mebibytes(buffer));
+
+  CaseImport cases(report, file.string(), buffer, warnings);
+  cases.read_cases(nv, notes);
+  cases.host_copies(cal, TransferKind::h2d_pinned, {"host_to_device_memcpy_ce", "host_to_device_memcpy_sm"});
+  cases.host_copies(cal, TransferKind::d2h_pinned, {"device_to_host_memcpy_ce", "device_to_host_memcpy_sm"});
+  cases.host_copies(cal, TransferKind::device_copy, {"device_local_copy"});
+  cases.p2p(cal);
+  cases.note_unused(notes);
   cal.provenance.notes = notes;
   if (cal.transfers.empty() && cal.p2p.empty())
     report.fail("/nvbandwidth/testcases", "nvbandwidth.testcases",

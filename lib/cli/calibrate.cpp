@@ -138,24 +138,9 @@ void setup_calibrate(CLI::App& app) {
   setup_calibrate_fit(*cmd);
 }
 
-void apply_calibration(const ScenarioOptions& o, Scenario& sc, RunInfo& /*info*/) {
-  std::vector<std::string> explain;
-  std::shared_ptr<const Calibration> cal;
-  if (!o.calibration.empty()) {
-    std::error_code ec;
-    if (!std::filesystem::is_regular_file(o.calibration, ec))
-      throw InputError(SourceLocation{o.calibration, 0, 0}, "--calibration", cannot_open(o.calibration));
-    cal = std::make_shared<const Calibration>(load_calibration(o.calibration));
-  }
-  // The measurements into the scenario, another GPU's refused (the library's, docs/calibration.md).
-  const CalibrationUse used = dlscale::apply_calibration(sc, cal);
-  for (const auto& w : used.warnings) fmt::print(stderr, "dlscale: warning: {}\n", w);
-  if (cal)
-    explain.push_back(fmt::format("calibration: {} ({}, {}{})", o.calibration, cal->provenance.tool,
-                                  cal->provenance.date.empty() ? "undated" : cal->provenance.date,
-                                  cal->gpu.empty() ? "" : ", " + cal->gpu));
-
-  // ---- per-layer compute ----
+namespace {
+// ---- per-layer compute ----
+void explain_compute(const ScenarioOptions& o, const Scenario& sc, const CalibrationUse& used, std::vector<std::string>& explain) {
   const std::string precision(to_string(sc.compute.precision));
   if (used.layer_times) {
     const auto& roofline = used.roofline_layers;
@@ -181,8 +166,10 @@ void apply_calibration(const ScenarioOptions& o, Scenario& sc, RunInfo& /*info*/
                                                                         : std::string("topologies/compute-params.yaml")));
   }
   if (!sc.profile) explain.push_back("update: kernel model (memory-bound pass over parameters and optimiser state)");
+}
 
-  // ---- host-to-GPU copies and storage ----
+// ---- host-to-GPU copies and storage ----
+void explain_input(const ScenarioOptions& o, const Scenario& sc, const CalibrationUse& used, std::vector<std::string>& explain) {
   const Bytes batch_bytes = input_per_gpu(sc);
   const TransferKind h2d_kind = sc.strategy.pinned_memory ? TransferKind::h2d_pinned : TransferKind::h2d_pageable;
   if (sc.profile) explain.push_back(fmt::format("io, h2d: profile {}", o.profile));
@@ -199,33 +186,62 @@ void apply_calibration(const ScenarioOptions& o, Scenario& sc, RunInfo& /*info*/
                                   used.storage ? "measured by " + o.calibration : "cluster file " + sc.cluster.source_file,
                                   sc.cluster.dataset_in_page_cache ? "page cache" : "disk",
                                   sc.cluster.dataset_in_page_cache ? sc.cluster.page_cache : sc.cluster.disk));
+}
+
+// The bytes of gradients exchanged per parameter and the optimiser, and where they come from; returns the
+// smallest and largest gradient of a layer.
+std::pair<Bytes, Bytes> explain_gradients(const ScenarioOptions& o, const Scenario& sc, std::vector<std::string>& explain) {
+  const ComputeOptions step = step_compute(sc);
+  const double per_element = gradient_bytes_per_element(step);
+  std::string why(to_string(step.precision));
+  if (is_mixed(step.precision) && step.fp32_gradients)
+    why = fmt::format("fp32 in {}: framework '{}' keeps fp32 parameters, mixed_precision: {{gradients: fp32}}", why,
+                      sc.strategy.name);
+  else if (is_mixed(step.precision))
+    why += ": the gradients of the half-precision working copy";
+  explain.push_back(fmt::format("gradients exchanged: {} B per parameter ({})", per_element, why));
+  explain.push_back(fmt::format("optimizer: {} ({})", to_string(step.optimizer),
+                                !o.optimizer.empty()      ? std::string("--optimizer")
+                                : sc.strategy.optimizer ? fmt::format("framework '{}' says optimizer: {}", sc.strategy.name,
+                                                                      to_string(*sc.strategy.optimizer))
+                                                        : fmt::format("the default for {} models", sc.network.input_kind)));
+  Bytes smallest = bytes(1e300), largest{};
+  for (const auto& l : sc.network.layers) {
+    const Bytes g = Network::gradient_bytes(l, per_element);
+    if (g > Bytes{}) {
+      smallest = min(smallest, g);
+      largest = max(largest, g);
+    }
+  }
+  return {smallest, largest};
+}
+}  // namespace
+
+void apply_calibration(const ScenarioOptions& o, Scenario& sc, RunInfo& /*info*/) {
+  std::vector<std::string> explain;
+  std::shared_ptr<const Calibration> cal;
+  if (!o.calibration.empty()) {
+    std::error_code ec;
+    if (!std::filesystem::is_regular_file(o.calibration, ec))
+      throw InputError(SourceLocation{o.calibration, 0, 0}, "--calibration", cannot_open(o.calibration));
+    cal = std::make_shared<const Calibration>(load_calibration(o.calibration));
+  }
+  // The measurements into the scenario, another GPU's refused (the library's, docs/calibration.md).
+  const CalibrationUse used = dlscale::apply_calibration(sc, cal);
+  for (const auto& w : used.warnings) fmt::print(stderr, "dlscale: warning: {}\n", w);
+  if (cal)
+    explain.push_back(fmt::format("calibration: {} ({}, {}{})", o.calibration, cal->provenance.tool,
+                                  cal->provenance.date.empty() ? "undated" : cal->provenance.date,
+                                  cal->gpu.empty() ? "" : ", " + cal->gpu));
+
+  explain_compute(o, sc, used, explain);
+  explain_input(o, sc, used, explain);
 
   // ---- collectives ----
   const std::shared_ptr<const CollectiveModel>& fallback = used.fallback;
   const std::shared_ptr<const CalibratedCollectiveModel>& calibrated = used.collectives;
   if (o.explain_sources) {
-    const ComputeOptions step = step_compute(sc);
-    const double per_element = gradient_bytes_per_element(step);
-    std::string why(to_string(step.precision));
-    if (is_mixed(step.precision) && step.fp32_gradients)
-      why = fmt::format("fp32 in {}: framework '{}' keeps fp32 parameters, mixed_precision: {{gradients: fp32}}", why,
-                        sc.strategy.name);
-    else if (is_mixed(step.precision))
-      why += ": the gradients of the half-precision working copy";
-    explain.push_back(fmt::format("gradients exchanged: {} B per parameter ({})", per_element, why));
-    explain.push_back(fmt::format("optimizer: {} ({})", to_string(step.optimizer),
-                                  !o.optimizer.empty()      ? std::string("--optimizer")
-                                  : sc.strategy.optimizer ? fmt::format("framework '{}' says optimizer: {}", sc.strategy.name,
-                                                                        to_string(*sc.strategy.optimizer))
-                                                          : fmt::format("the default for {} models", sc.network.input_kind)));
-    Bytes smallest = bytes(1e300), largest{};
-    for (const auto& l : sc.network.layers) {
-      const Bytes g = Network::gradient_bytes(l, per_element);
-      if (g > Bytes{}) {
-        smallest = min(smallest, g);
-        largest = max(largest, g);
-      }
-    }
+    const auto [smallest, largest] = explain_gradients(o, sc, explain);
     std::vector<std::pair<CollectiveOp, bool>> ops;  // (op, across nodes only)
     switch (sc.strategy.aggregation) {
       case Aggregation::allreduce: ops = {{CollectiveOp::allreduce, false}}; break;

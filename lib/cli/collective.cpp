@@ -86,18 +86,14 @@ std::vector<double> sizes(const CollectiveOptions& o) {
   return out;
 }
 
-void run_collective(const CollectiveOptions& o) {
-  const CollectiveOp op = parse_op(o.op);
-  const nccl::Forced forced = parse_forced(o);
-  if (o.format != "table" && o.format != "json")
-    throw UsageError("--format", fmt::format("unknown format '{}' (expected table or json)", o.format));
+// The cluster the collective runs on: --fabric composes as many nodes as the GPUs need (the command's
+// own --nodes places them); without it the file's node count stands.
+Cluster load_collective_cluster(const CollectiveOptions& o) {
   const auto file = resolve(DataKind::cluster, o.cluster, "--cluster");
   ClusterOverrides ov = cluster_overrides(o.scale);
   ov.graph_only = true;  // no input pipeline, no derived intra-node link: a collective reads neither
   Cluster c = load_cluster(file, ov);
   if (o.gpus > c.max_gpus() || o.nodes > c.max_nodes) {
-    // --fabric composes as many nodes as the GPUs need (the command's own --nodes places them); without
-    // it the file's node count stands
     const int need = std::max(o.nodes, (o.gpus + c.gpus_per_node - 1) / c.gpus_per_node);
     if (ov.fabric) {
       ov.nodes = std::max(ov.nodes, need);
@@ -107,7 +103,11 @@ void run_collective(const CollectiveOptions& o) {
   if (!c.topology)
     throw UsageError("--cluster", fmt::format("cluster '{}' has no topology graph ('node:' section); "
                                               "dlscale collective needs one", c.name));
-  const auto& topo = *c.topology;
+  return c;
+}
+
+// --gpus, --nodes and --gpus-per-thread checked against the cluster.
+GpuPlacement placement(const CollectiveOptions& o, const Cluster& c) {
   if (o.gpus < 1) throw UsageError("--gpus", "give the number of GPUs (at least 1)");
   int nodes = o.nodes;
   if (nodes <= 0) nodes = o.gpus <= c.gpus_per_node ? 1 : (o.gpus + c.gpus_per_node - 1) / c.gpus_per_node;
@@ -120,84 +120,122 @@ void run_collective(const CollectiveOptions& o) {
     throw UsageError("--nodes", fmt::format("{} nodes, but '{}' has at most {}", nodes, c.name, c.max_nodes));
   if (o.gpus_per_thread < 1 || o.gpus_per_thread > ppn)
     throw UsageError("--gpus-per-thread", fmt::format("{} GPUs per thread: give 1 to the {} GPUs of a node", o.gpus_per_thread, ppn));
-  const GpuPlacement where{o.gpus, nodes, ppn};
-  const auto& table = nccl::default_table();
-  if (forced.algorithm >= 0 || forced.protocol >= 0) {
-    // What NCCL cannot run is bad input, named by the option that asked for it.
-    if (const std::string why = nccl::why_not(topo, table, op, where, forced); !why.empty()) {
-      // --algo when the algorithm cannot run whatever the protocol, else the protocol is what fails
-      const bool algo_fails = forced.algorithm >= 0 && !nccl::why_not(topo, table, op, where, {forced.algorithm, -1}).empty();
-      throw UsageError(algo_fails ? "--algo" : "--proto",
-                       fmt::format("{}{}{} cannot run {} on {} GPUs of '{}': {}", forced.algorithm >= 0 ? o.algo : "",
-                                   forced.algorithm >= 0 && forced.protocol >= 0 ? "/" : "",
-                                   forced.protocol >= 0 ? o.proto : "", o.op, o.gpus, c.name, why));
-    }
-  }
+  return GpuPlacement{o.gpus, nodes, ppn};
+}
 
+/// One run of the command: the options and what they resolved to.
+struct CollectiveRun {
+  const CollectiveOptions& o;
+  CollectiveOp op;
+  nccl::Forced forced;
+  const Cluster& c;
+  GpuPlacement where;
+  const nccl::Table& table;
+};
+
+// What NCCL cannot run is bad input, named by the option that asked for it.
+void check_forced(const CollectiveRun& run) {
+  const auto& [o, op, forced, c, where, table] = run;
+  if (forced.algorithm < 0 && forced.protocol < 0) return;
+  const auto& topo = *c.topology;
+  if (const std::string why = nccl::why_not(topo, table, op, where, forced); !why.empty()) {
+    // --algo when the algorithm cannot run whatever the protocol, else the protocol is what fails
+    const bool algo_fails = forced.algorithm >= 0 && !nccl::why_not(topo, table, op, where, {forced.algorithm, -1}).empty();
+    throw UsageError(algo_fails ? "--algo" : "--proto",
+                     fmt::format("{}{}{} cannot run {} on {} GPUs of '{}': {}", forced.algorithm >= 0 ? o.algo : "",
+                                 forced.algorithm >= 0 && forced.protocol >= 0 ? "/" : "",
+                                 forced.protocol >= 0 ? o.proto : "", o.op, o.gpus, c.name, why));
+  }
+}
+
+std::vector<Row> predict_rows(const CollectiveRun& run) {
+  const auto& [o, op, forced, c, where, table] = run;
   std::vector<Row> rows;
   for (double s : sizes(o)) {
     Row r;
     r.bytes = s;
-    r.choice = nccl::choose(topo, table, op, bytes(s), where, forced);
+    r.choice = nccl::choose(*c.topology, table, op, bytes(s), where, forced);
     r.choice.time = nccl::nccl_tests_time(r.choice.time, table, o.gpus_per_thread);  // the host side, as nccl-tests sees it
     const double t = in_seconds(r.choice.time);
     r.algbw = t > 0 ? s / t / 1e9 : 0;
     r.busbw = r.algbw * nccl::busbw_factor(op, o.gpus);
     rows.push_back(r);
   }
+  return rows;
+}
 
-  std::ostringstream out;
-  if (o.format == "json") {
-    nlohmann::json j;
-    j["schema"] = 1;
-    j["cluster"] = c.name;
-    j["op"] = o.op;
-    j["gpus"] = o.gpus;
-    j["nodes"] = nodes;
-    j["gpus_per_thread"] = o.gpus_per_thread;
-    if (forced.algorithm >= 0) j["algo"] = o.algo;
-    if (forced.protocol >= 0) j["proto"] = o.proto;
-    j["nccl_version"] = table.version;
-    j["command_line"] = command_line();
-    j["results"] = nlohmann::json::array();
-    for (const auto& r : rows)
-      j["results"].push_back({{"bytes", r.bytes},
-                              {"time_s", in_seconds(r.choice.time)},
-                              {"algbw_GBps", r.algbw},
-                              {"busbw_GBps", r.busbw},
-                              {"algorithm", std::string(nccl::algorithm_name(r.choice.algorithm))},
-                              {"protocol", std::string(nccl::protocol_name(r.choice.protocol))},
-                              {"channels", r.choice.channels}});
-    out << j.dump(2) << "\n";
-  } else {
-    const bool reduces = op != CollectiveOp::broadcast && op != CollectiveOp::allgather;
-    const bool rooted = op == CollectiveOp::broadcast || op == CollectiveOp::reduce;
-    const double per_count = (op == CollectiveOp::allgather || op == CollectiveOp::reducescatter) ? o.gpus : 1;
-    out << fmt::format("# dlscale collective: {} on {} ({} GPUs, {} node{} x {}), NCCL {} cost model (predicted)\n",
-                       o.op, c.name, o.gpus, nodes, nodes > 1 ? "s" : "", ppn, table.version);
-    if (o.gpus_per_thread > 1)
-      out << fmt::format("# one thread issues each call on {} GPUs (nccl-tests -g {}): time = {} x {} us + max({} us, NCCL's time)\n",
-                         o.gpus_per_thread, o.gpus_per_thread, o.gpus_per_thread - 1, table.launch_us_per_gpu,
-                         table.launch_us_per_gpu);
-    if (forced.algorithm >= 0 || forced.protocol >= 0)
-      out << fmt::format("# restricted as NCCL_ALGO={} NCCL_PROTO={} would (NCCL picks among what is left)\n",
-                         forced.algorithm >= 0 ? o.algo : "(any)", forced.protocol >= 0 ? o.proto : "(any)");
-    out << "#\n";
-    out << fmt::format("# {:>10} {:>13} {:>9} {:>7} {:>7} {:>10} {:>7} {:>7}  {:<9} {:<8} {:>8}\n", "size", "count",
-                       "type", "redop", "root", "time", "algbw", "busbw", "algorithm", "protocol", "channels");
-    out << fmt::format("# {:>10} {:>13} {:>9} {:>7} {:>7} {:>10} {:>7} {:>7}\n", "(B)", "(elements)", "", "", "",
-                       "(us)", "(GB/s)", "(GB/s)");
-    double sum = 0;
-    for (const auto& r : rows) {
-      out << fmt::format("  {:>10.0f} {:>13.0f} {:>9} {:>7} {:>7} {:>10.1f} {:>7.2f} {:>7.2f}  {:<9} {:<8} {:>8}\n",
-                         r.bytes, std::floor(r.bytes / 4 / per_count), "float", reduces ? "sum" : "none",
-                         rooted ? 0 : -1, in_us(r.choice.time), r.algbw, r.busbw,
-                         nccl::algorithm_name(r.choice.algorithm), nccl::protocol_name(r.choice.protocol),
-                         r.choice.channels);
-      sum += r.busbw;
-    }
-    out << fmt::format("# Avg bus bandwidth    : {:.3f}\n", rows.empty() ? 0.0 : sum / static_cast<double>(rows.size()));
+void write_json(std::ostringstream& out, const CollectiveRun& run, const std::vector<Row>& rows) {
+  const auto& [o, op, forced, c, where, table] = run;
+  const int nodes = where.nodes;
+  nlohmann::json j;
+  j["schema"] = 1;
+  j["cluster"] = c.name;
+  j["op"] = o.op;
+  j["gpus"] = o.gpus;
+  j["nodes"] = nodes;
+  j["gpus_per_thread"] = o.gpus_per_thread;
+  if (forced.algorithm >= 0) j["algo"] = o.algo;
+  if (forced.protocol >= 0) j["proto"] = o.proto;
+  j["nccl_version"] = table.version;
+  j["command_line"] = command_line();
+  j["results"] = nlohmann::json::array();
+  for (const auto& r : rows)
+    j["results"].push_back({{"bytes", r.bytes},
+                            {"time_s", in_seconds(r.choice.time)},
+                            {"algbw_GBps", r.algbw},
+                            {"busbw_GBps", r.busbw},
+                            {"algorithm", std::string(nccl::algorithm_name(r.choice.algorithm))},
+                            {"protocol", std::string(nccl::protocol_name(r.choice.protocol))},
+                            {"channels", r.choice.channels}});
+  out << j.dump(2) << "\n";
+}
+
+void write_table(std::ostringstream& out, const CollectiveRun& run, const std::vector<Row>& rows) {
+  const auto& [o, op, forced, c, where, table] = run;
+  const int nodes = where.nodes, ppn = where.gpus_per_node;
+  const bool reduces = op != CollectiveOp::broadcast && op != CollectiveOp::allgather;
+  const bool rooted = op == CollectiveOp::broadcast || op == CollectiveOp::reduce;
+  const double per_count = (op == CollectiveOp::allgather || op == CollectiveOp::reducescatter) ? o.gpus : 1;
+  out << fmt::format("# dlscale collective: {} on {} ({} GPUs, {} node{} x {}), NCCL {} cost model (predicted)\n",
+                     o.op, c.name, o.gpus, nodes, nodes > 1 ? "s" : "", ppn, table.version);
+  if (o.gpus_per_thread > 1)
+    out << fmt::format("# one thread issues each call on {} GPUs (nccl-tests -g {}): time = {} x {} us + max({} us, NCCL's time)\n",
+                       o.gpus_per_thread, o.gpus_per_thread, o.gpus_per_thread - 1, table.launch_us_per_gpu,
+                       table.launch_us_per_gpu);
+  if (forced.algorithm >= 0 || forced.protocol >= 0)
+    out << fmt::format("# restricted as NCCL_ALGO={} NCCL_PROTO={} would (NCCL picks among what is left)\n",
+                       forced.algorithm >= 0 ? o.algo : "(any)", forced.protocol >= 0 ? o.proto : "(any)");
+  out << "#\n";
+  out << fmt::format("# {:>10} {:>13} {:>9} {:>7} {:>7} {:>10} {:>7} {:>7}  {:<9} {:<8} {:>8}\n", "size", "count",
+                     "type", "redop", "root", "time", "algbw", "busbw", "algorithm", "protocol", "channels");
+  out << fmt::format("# {:>10} {:>13} {:>9} {:>7} {:>7} {:>10} {:>7} {:>7}\n", "(B)", "(elements)", "", "", "",
+                     "(us)", "(GB/s)", "(GB/s)");
+  double sum = 0;
+  for (const auto& r : rows) {
+    out << fmt::format("  {:>10.0f} {:>13.0f} {:>9} {:>7} {:>7} {:>10.1f} {:>7.2f} {:>7.2f}  {:<9} {:<8} {:>8}\n",
+                       r.bytes, std::floor(r.bytes / 4 / per_count), "float", reduces ? "sum" : "none",
+                       rooted ? 0 : -1, in_us(r.choice.time), r.algbw, r.busbw,
+                       nccl::algorithm_name(r.choice.algorithm), nccl::protocol_name(r.choice.protocol),
+                       r.choice.channels);
+    sum += r.busbw;
   }
+  out << fmt::format("# Avg bus bandwidth    : {:.3f}\n", rows.empty() ? 0.0 : sum / static_cast<double>(rows.size()));
+}
+
+void run_collective(const CollectiveOptions& o) {
+  const CollectiveOp op = parse_op(o.op);
+  const nccl::Forced forced = parse_forced(o);
+  if (o.format != "table" && o.format != "json")
+    throw UsageError("--format", fmt::format("unknown format '{}' (expected table or json)", o.format));
+  const Cluster c = load_collective_cluster(o);
+  const CollectiveRun run{o, op, forced, c, placement(o, c), nccl::default_table()};
+  check_forced(run);
+  const std::vector<Row> rows = predict_rows(run);
+  std::ostringstream out;
+  if (o.format == "json")
+    write_json(out, run, rows);
+  else
+    write_table(out, run, rows);
   emit(out.str(), o.output);
 }
 

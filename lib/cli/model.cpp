@@ -89,11 +89,8 @@ struct ShowOptions {
   int image_size = 0;
 };
 
-void run_show(const ShowOptions& o) {
-  if (o.format != "table" && o.format != "json")
-    throw UsageError("--format", fmt::format("unknown format '{}' (expected table or json)", o.format));
-  if (o.batch < 1) throw UsageError("--batch", "the batch must be at least 1");
-  const Network net = load_model(o.model, o.seq_len, o.image_size, "NAME");
+// --precision, --compute-params and --optimizer: the compute options before the GPU is known.
+ComputeOptions base_compute(const ShowOptions& o, const Network& net) {
   ComputeOptions copt;
   copt.precision = precision_from(o.precision);
   if (!o.compute_params.empty()) copt.kernel_params = std::make_shared<const KernelParamSet>(load_kernel_params(o.compute_params));
@@ -102,10 +99,11 @@ void run_show(const ShowOptions& o) {
   } catch (const std::invalid_argument& e) {
     throw UsageError("--optimizer", e.what());
   }
-  std::optional<GpuSpec> gpu;
-  if (!o.gpu.empty()) gpu = gpu_option(o.gpu);
-  std::optional<LayerTimes> times;
-  std::optional<MemoryFit> fit;
+  return copt;
+}
+
+// --framework, --attention and --memory-format on top, checked against the GPU (if any).
+void step_options(const ShowOptions& o, const std::optional<GpuSpec>& gpu, ComputeOptions& copt) {
   if (gpu && !gpu->supports(copt.precision))
     throw UsageError("--precision", gpu->missing_mode(copt.precision, ""));
   if (o.kernels && !gpu) throw UsageError("--kernels", "needs --gpu");
@@ -124,107 +122,140 @@ void run_show(const ShowOptions& o) {
     throw UsageError("--attention", "FlashAttention needs --gpu, an Ampere or newer GPU, and fp16 or bf16");
   if (gpu) copt.attention = effective_attention(copt.attention, *gpu, copt.precision);  // sdpa: the kernel it dispatches to
   if (!o.memory_format.empty()) copt.conv_algorithms.layout = memory_format_option(o.memory_format);
+}
+
+/// What `model show` prints: the network, and with a GPU its predicted times and memory.
+struct Shown {
+  const Network& net;
+  const std::optional<GpuSpec>& gpu;
+  const ComputeOptions& copt;
+  const std::optional<LayerTimes>& times;
+  const std::optional<MemoryFit>& fit;
+  double grad_elem = 0, total_grad = 0;
+};
+
+nlohmann::ordered_json json_totals(const Shown& d) {
+  const auto& [net, gpu, copt, times, fit, grad_elem, total_grad] = d;
+  nlohmann::ordered_json totals{{"params", net.total_params()},
+                                {"macs_per_sample", net.total_macs_per_sample()},
+                                {"flops_per_sample", net.total_forward_flops_per_sample()},
+                                {"gradient_bytes", total_grad},
+                                {"activation_bytes_per_sample", net.total_activation_bytes_per_sample()}};
+  if (times) {
+    totals["forward_s"] = in_seconds(times->total_forward());
+    totals["backward_s"] = in_seconds(times->total_backward());
+    totals["update_s"] = in_seconds(times->total_update());
+  }
+  if (fit) {
+    totals["memory"] = {{"weights_bytes", in_bytes(fit->need.weights)},
+                        {"gradients_bytes", in_bytes(fit->need.gradients)},
+                        {"optimizer_state_bytes", in_bytes(fit->need.optimizer_state)},
+                        {"activations_bytes", in_bytes(fit->need.activations)},
+                        {"input_bytes", in_bytes(fit->need.input)},
+                        {"reserved_bytes", in_bytes(fit->need.reserved)},
+                        {"allocator_slack_bytes", in_bytes(fit->need.allocator_slack)},
+                        {"total_bytes", in_bytes(fit->need.total())},
+                        {"gpu_memory_bytes", in_bytes(fit->available)},
+                        {"fits", fit->fits},
+                        {"largest_batch", fit->largest_batch}};
+  }
+  return totals;
+}
+
+std::string show_json(const ShowOptions& o, const Shown& d) {
+  const auto& [net, gpu, copt, times, fit, grad_elem, total_grad] = d;
+  nlohmann::ordered_json j;
+  j["schema"] = 1;
+  j["model"] = net.name;
+  j["description"] = net.description;
+  j["input"] = {{"kind", net.input_kind}, {"shape", net.input_shape}, {"bytes_per_sample", in_bytes(net.input_bytes_per_sample)}};
+  j["batch"] = o.batch;
+  j["precision"] = o.precision;
+  j["gpu"] = gpu ? nlohmann::ordered_json(gpu->name) : nlohmann::ordered_json(nullptr);
+  j["totals"] = json_totals(d);
+  auto layers = nlohmann::ordered_json::array();
+  for (std::size_t i = 0; i < net.layers.size(); ++i) {
+    const Layer& l = net.layers[i];
+    nlohmann::ordered_json e{{"name", l.name},
+                             {"kind", std::string(to_string(l.kind))},
+                             {"params", l.params},
+                             {"macs", l.macs_per_sample},
+                             {"flops", l.forward_flops_per_sample},
+                             {"gradient_bytes", static_cast<double>(l.params) * grad_elem},
+                             {"activation_bytes", l.activation_bytes_per_sample},
+                             {"output_shape", l.output_shape}};
+    if (times) {
+      e["forward_s"] = in_seconds(times->forward[i]);
+      e["backward_s"] = in_seconds(times->backward[i]);
+      e["update_s"] = in_seconds(times->update[i]);
+    }
+    layers.push_back(e);
+  }
+  j["layers"] = layers;
+  j["warnings"] = fit && !fit->fits ? nlohmann::ordered_json::array({fit->warning}) : nlohmann::ordered_json::array();
+  return j.dump(2) + "\n";
+}
+
+std::string show_table(const ShowOptions& o, const Shown& d) {
+  const auto& [net, gpu, copt, times, fit, grad_elem, total_grad] = d;
+  std::string out;
+  out += fmt::format("{}: {}\n", net.name, net.description);
+  out += fmt::format("input {} ({}) = {} per sample; batch {}, {}{}\n\n", shape(net.input_shape), net.input_kind,
+                     net.input_bytes_per_sample, o.batch, o.precision,
+                     gpu ? fmt::format(", on {} (kernel model, docs/compute-model.md)", gpu->name) : std::string());
+  out += fmt::format("{:>4} {:<40} {:<10} {:>10} {:>10} {:>10} {:>14}", "#", "layer", "kind", "params", "MACs",
+                     "grad", "output");
+  if (times) out += fmt::format(" {:>10} {:>10}", "forward", "backward");
+  out += "\n";
+  for (std::size_t i = 0; i < net.layers.size(); ++i) {
+    const Layer& l = net.layers[i];
+    out += fmt::format("{:>4} {:<40} {:<10} {:>10} {:>10} {:>10} {:>14}", i + 1, l.name, to_string(l.kind),
+                       count(static_cast<double>(l.params)), count(l.macs_per_sample),
+                       fmt::format("{}", bytes(static_cast<double>(l.params) * grad_elem)), shape(l.output_shape));
+    if (times) out += fmt::format(" {:>10} {:>10}", fmt::format("{}", times->forward[i]), fmt::format("{}", times->backward[i]));
+    out += "\n";
+    if (o.kernels)
+      for (const auto& k : layer_kernels(l, i == 0, i + 1 == net.layers.size(), *gpu, o.batch, copt))
+        out += fmt::format("{:>4}   {:<62} {:>10} {:>10}\n", "", k.name, fmt::format("{}", k.time),
+                           k.flops > Flops{} ? fmt::format("{:.3g} TFLOP/s", in_teraflops_per_second(k.flops / k.time))
+                                             : fmt::format("{}", k.traffic));
+  }
+  out += fmt::format("\ntotals: {} params ({}), {} MACs and {} FLOPs per sample, gradients {}\n",
+                     net.total_params(), count(static_cast<double>(net.total_params())), count(net.total_macs_per_sample()),
+                     count(net.total_forward_flops_per_sample()), bytes(total_grad));
+  if (times)
+    out += fmt::format("predicted at batch {}: forward {}, backward {}, update {}\n", o.batch, times->total_forward(),
+                       times->total_backward(), times->total_update());
+  if (fit)
+    out += fmt::format("memory per GPU: {} of {} (weights {}, gradients {}, optimiser {}, activations {}, input {}, "
+                       "reserve {}, allocator slack {}); {}\n",
+                       fit->need.total(),
+                       fit->available > Bytes{} ? fmt::format("{}", fit->available) : std::string("an unknown size"),
+                       fit->need.weights, fit->need.gradients, fit->need.optimizer_state, fit->need.activations,
+                       fit->need.input, fit->need.reserved, fit->need.allocator_slack,
+                       fit->available > Bytes{} ? fmt::format("largest batch that fits about {}", fit->largest_batch)
+                                                : std::string("the GPU gives no memory size, so nothing is checked"));
+  return out;
+}
+
+void run_show(const ShowOptions& o) {
+  if (o.format != "table" && o.format != "json")
+    throw UsageError("--format", fmt::format("unknown format '{}' (expected table or json)", o.format));
+  if (o.batch < 1) throw UsageError("--batch", "the batch must be at least 1");
+  const Network net = load_model(o.model, o.seq_len, o.image_size, "NAME");
+  ComputeOptions copt = base_compute(o, net);
+  std::optional<GpuSpec> gpu;
+  if (!o.gpu.empty()) gpu = gpu_option(o.gpu);
+  step_options(o, gpu, copt);
+  std::optional<LayerTimes> times;
+  std::optional<MemoryFit> fit;
   if (gpu) {
     times = estimate_layer_times(net, *gpu, o.batch, copt);
     fit = check_memory_fit(net, *gpu, o.batch, copt);
   }
   const double grad_elem = gradient_bytes_per_element(copt);
-  const double total_grad = static_cast<double>(net.total_params()) * grad_elem;
-
-  std::string out;
-  if (o.format == "json") {
-    nlohmann::ordered_json j;
-    j["schema"] = 1;
-    j["model"] = net.name;
-    j["description"] = net.description;
-    j["input"] = {{"kind", net.input_kind}, {"shape", net.input_shape}, {"bytes_per_sample", in_bytes(net.input_bytes_per_sample)}};
-    j["batch"] = o.batch;
-    j["precision"] = o.precision;
-    j["gpu"] = gpu ? nlohmann::ordered_json(gpu->name) : nlohmann::ordered_json(nullptr);
-    nlohmann::ordered_json totals{{"params", net.total_params()},
-                                  {"macs_per_sample", net.total_macs_per_sample()},
-                                  {"flops_per_sample", net.total_forward_flops_per_sample()},
-                                  {"gradient_bytes", total_grad},
-                                  {"activation_bytes_per_sample", net.total_activation_bytes_per_sample()}};
-    if (times) {
-      totals["forward_s"] = in_seconds(times->total_forward());
-      totals["backward_s"] = in_seconds(times->total_backward());
-      totals["update_s"] = in_seconds(times->total_update());
-    }
-    if (fit) {
-      totals["memory"] = {{"weights_bytes", in_bytes(fit->need.weights)},
-                          {"gradients_bytes", in_bytes(fit->need.gradients)},
-                          {"optimizer_state_bytes", in_bytes(fit->need.optimizer_state)},
-                          {"activations_bytes", in_bytes(fit->need.activations)},
-                          {"input_bytes", in_bytes(fit->need.input)},
-                          {"reserved_bytes", in_bytes(fit->need.reserved)},
-                          {"allocator_slack_bytes", in_bytes(fit->need.allocator_slack)},
-                          {"total_bytes", in_bytes(fit->need.total())},
-                          {"gpu_memory_bytes", in_bytes(fit->available)},
-                          {"fits", fit->fits},
-                          {"largest_batch", fit->largest_batch}};
-    }
-    j["totals"] = totals;
-    auto layers = nlohmann::ordered_json::array();
-    for (std::size_t i = 0; i < net.layers.size(); ++i) {
-      const Layer& l = net.layers[i];
-      nlohmann::ordered_json e{{"name", l.name},
-                               {"kind", std::string(to_string(l.kind))},
-                               {"params", l.params},
-                               {"macs", l.macs_per_sample},
-                               {"flops", l.forward_flops_per_sample},
-                               {"gradient_bytes", static_cast<double>(l.params) * grad_elem},
-                               {"activation_bytes", l.activation_bytes_per_sample},
-                               {"output_shape", l.output_shape}};
-      if (times) {
-        e["forward_s"] = in_seconds(times->forward[i]);
-        e["backward_s"] = in_seconds(times->backward[i]);
-        e["update_s"] = in_seconds(times->update[i]);
-      }
-      layers.push_back(e);
-    }
-    j["layers"] = layers;
-    j["warnings"] = fit && !fit->fits ? nlohmann::ordered_json::array({fit->warning}) : nlohmann::ordered_json::array();
-    out = j.dump(2) + "\n";
-  } else {
-    out += fmt::format("{}: {}\n", net.name, net.description);
-    out += fmt::format("input {} ({}) = {} per sample; batch {}, {}{}\n\n", shape(net.input_shape), net.input_kind,
-                       net.input_bytes_per_sample, o.batch, o.precision,
-                       gpu ? fmt::format(", on {} (kernel model, docs/compute-model.md)", gpu->name) : std::string());
-    out += fmt::format("{:>4} {:<40} {:<10} {:>10} {:>10} {:>10} {:>14}", "#", "layer", "kind", "params", "MACs",
-                       "grad", "output");
-    if (times) out += fmt::format(" {:>10} {:>10}", "forward", "backward");
-    out += "\n";
-    for (std::size_t i = 0; i < net.layers.size(); ++i) {
-      const Layer& l = net.layers[i];
-      out += fmt::format("{:>4} {:<40} {:<10} {:>10} {:>10} {:>10} {:>14}", i + 1, l.name, to_string(l.kind),
-                         count(static_cast<double>(l.params)), count(l.macs_per_sample),
-                         fmt::format("{}", bytes(static_cast<double>(l.params) * grad_elem)), shape(l.output_shape));
-      if (times) out += fmt::format(" {:>10} {:>10}", fmt::format("{}", times->forward[i]), fmt::format("{}", times->backward[i]));
-      out += "\n";
-      if (o.kernels)
-        for (const auto& k : layer_kernels(l, i == 0, i + 1 == net.layers.size(), *gpu, o.batch, copt))
-          out += fmt::format("{:>4}   {:<62} {:>10} {:>10}\n", "", k.name, fmt::format("{}", k.time),
-                             k.flops > Flops{} ? fmt::format("{:.3g} TFLOP/s", in_teraflops_per_second(k.flops / k.time))
-                                               : fmt::format("{}", k.traffic));
-    }
-    out += fmt::format("\ntotals: {} params ({}), {} MACs and {} FLOPs per sample, gradients {}\n",
-                       net.total_params(), count(static_cast<double>(net.total_params())), count(net.total_macs_per_sample()),
-                       count(net.total_forward_flops_per_sample()), bytes(total_grad));
-    if (times)
-      out += fmt::format("predicted at batch {}: forward {}, backward {}, update {}\n", o.batch, times->total_forward(),
-                         times->total_backward(), times->total_update());
-    if (fit)
-      out += fmt::format("memory per GPU: {} of {} (weights {}, gradients {}, optimiser {}, activations {}, input {}, "
-                         "reserve {}, allocator slack {}); {}\n",
-                         fit->need.total(),
-                         fit->available > Bytes{} ? fmt::format("{}", fit->available) : std::string("an unknown size"),
-                         fit->need.weights, fit->need.gradients, fit->need.optimizer_state, fit->need.activations,
-                         fit->need.input, fit->need.reserved, fit->need.allocator_slack,
-                         fit->available > Bytes{} ? fmt::format("largest batch that fits about {}", fit->largest_batch)
-                                                  : std::string("the GPU gives no memory size, so nothing is checked"));
-  }
-  emit(out, o.output);
+  const Shown shown{net, gpu, copt, times, fit, grad_elem, static_cast<double>(net.total_params()) * grad_elem};
+  emit(o.format == "json" ? show_json(o, shown) : show_table(o, shown), o.output);
   if (fit && !fit->fits) fmt::print(stderr, "dlscale: {}\n", fit->warning);
 }
 

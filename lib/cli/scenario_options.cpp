@@ -310,21 +310,27 @@ static void apply_checkpointing_option(const ScenarioOptions& o, ComputeOptions&
   }
 }
 
-Scenario build_scenario(const ScenarioOptions& o, RunInfo& info) {
-  Scenario sc;
-  if (o.batch_given && o.batch < 1) throw UsageError("--batch", fmt::format("the batch per GPU must be at least 1, got {}", o.batch));
-  std::string model = o.model, framework = o.framework, cluster = o.cluster;
+namespace {
+/// The model, framework and cluster a scenario is built from: the options', else the profile's, else the
+/// defaults (the framework's default is the cluster's, known once the cluster is loaded).
+struct ScenarioNames {
+  std::string model, framework, cluster;
+};
+
+// --profile: its model, framework, cluster and batch, checked against the options that also name them.
+ScenarioNames apply_profile(const ScenarioOptions& o, Scenario& sc, RunInfo& info) {
+  ScenarioNames n{o.model, o.framework, o.cluster};
   if (!o.profile.empty()) {
     Profile p = load_profile(resolve(DataKind::profile, o.profile, "profile"));
-    if (!model.empty() && model != p.model && resolve(DataKind::network, model, "network").stem() != p.model)
-      throw UsageError("--model", fmt::format("the profile {} is for model '{}', not '{}'", o.profile, p.model, model));
-    if (!framework.empty() && framework != p.framework &&
-        resolve(DataKind::framework, framework, "framework").stem() != p.framework)
+    if (!n.model.empty() && n.model != p.model && resolve(DataKind::network, n.model, "network").stem() != p.model)
+      throw UsageError("--model", fmt::format("the profile {} is for model '{}', not '{}'", o.profile, p.model, n.model));
+    if (!n.framework.empty() && n.framework != p.framework &&
+        resolve(DataKind::framework, n.framework, "framework").stem() != p.framework)
       throw UsageError("--framework",
-                       fmt::format("the profile {} is for framework '{}', not '{}'", o.profile, p.framework, framework));
-    if (model.empty()) model = p.model;
-    if (framework.empty()) framework = p.framework;
-    if (cluster.empty() && !p.cluster.empty()) cluster = p.cluster;
+                       fmt::format("the profile {} is for framework '{}', not '{}'", o.profile, p.framework, n.framework));
+    if (n.model.empty()) n.model = p.model;
+    if (n.framework.empty()) n.framework = p.framework;
+    if (n.cluster.empty() && !p.cluster.empty()) n.cluster = p.cluster;
     if (o.batch_given && o.batch != p.batch_per_gpu)
       throw UsageError("--batch", fmt::format("the profile {} was measured at batch {} per GPU, not {}", o.profile,
                                               p.batch_per_gpu, o.batch));
@@ -334,29 +340,35 @@ Scenario build_scenario(const ScenarioOptions& o, RunInfo& info) {
   } else {
     sc.batch_per_gpu = o.batch_given ? o.batch : kDefaultBatch;
   }
-  if (cluster.empty()) cluster = kDefaultCluster;
-  if (model.empty()) model = kDefaultModel;
+  if (n.cluster.empty()) n.cluster = kDefaultCluster;
+  if (n.model.empty()) n.model = kDefaultModel;
+  return n;
+}
 
+// --precision, --accumulate, --checkpointing, --compiled, --unfused-optimizer and --optimizer-impl.
+void apply_compute_options(const ScenarioOptions& o, ComputeOptions& c) {
   try {
-    sc.compute.precision = precision_from_string(o.precision);
+    c.precision = precision_from_string(o.precision);
   } catch (const std::invalid_argument& e) {
     throw UsageError("--precision", e.what());
   }
-  sc.compute.accumulate = o.accumulate;
-  apply_checkpointing_option(o, sc.compute);
-  sc.compute.compiled = o.compiled;
-  if (o.unfused_optimizer) sc.compute.optimizer_impl = OptimizerImpl::for_loop;
+  c.accumulate = o.accumulate;
+  apply_checkpointing_option(o, c);
+  c.compiled = o.compiled;
+  if (o.unfused_optimizer) c.optimizer_impl = OptimizerImpl::for_loop;
   if (!o.optimizer_impl.empty()) {
     try {
-      sc.compute.optimizer_impl = optimizer_impl_from_string(o.optimizer_impl);
+      c.optimizer_impl = optimizer_impl_from_string(o.optimizer_impl);
     } catch (const std::invalid_argument& e) {
       throw UsageError("--optimizer-impl", e.what());
     }
   }
+}
 
+// The cluster with the command's input options, its GPU checked against the precision.
+void load_scenario_cluster(const ScenarioOptions& o, const std::string& cluster, Scenario& sc) {
   sc.cluster = load_cluster(resolve(DataKind::cluster, cluster, "cluster"), cluster_overrides(o.scale));
   apply_input_options(o, sc.cluster);
-  if (framework.empty()) framework = !sc.cluster.framework.empty() ? sc.cluster.framework : kDefaultFramework;
   // The library runs a mode the GPU lacks at the fp32 rate (GpuSpec::peak); the command refuses it.
   if (!sc.cluster.gpu.supports(sc.compute.precision))
     throw UsageError("--precision", sc.cluster.gpu.missing_mode(sc.compute.precision, sc.cluster.name));
@@ -366,8 +378,10 @@ Scenario build_scenario(const ScenarioOptions& o, RunInfo& info) {
     defer_note(fmt::format("note: fp32 is strict FP32; on the {} PyTorch (convolutions since 1.7, matrix multiplies in "
                            "1.7-1.11) and TensorFlow 2.4+ compute in TF32 unless told not to: --precision tf32 predicts that",
                            sc.cluster.gpu.name));
-  sc.network = load_model(model, o.seq_len, o.image_size);
-  sc.strategy = load_strategy(resolve(DataKind::framework, framework, "framework"));
+}
+
+// --attention, --memory-format, --jitter and --offload-optimizer on the framework's strategy.
+void apply_strategy_options(const ScenarioOptions& o, Scenario& sc) {
   if (!o.attention.empty()) {
     try {
       sc.strategy.attention = attention_kernel_from_string(o.attention);
@@ -387,15 +401,10 @@ Scenario build_scenario(const ScenarioOptions& o, RunInfo& info) {
                                    "(e.g. --framework deepspeed-zero2)", sc.strategy.name));
     sc.strategy.sharding.offload_optimizer = true;
   }
-  try {
-    sc.compute.optimizer = !o.optimizer.empty() ? optimizer_from_string(o.optimizer) : default_optimizer(sc.network, sc.strategy);
-  } catch (const std::invalid_argument& e) {
-    throw UsageError("--optimizer", e.what());
-  }
-  // The library's checks (passes per update, a checkpointing mode the model can take, ...): main names the
-  // option of the field an InputError names (cli::option_for_field).
-  validate(sc);
+}
 
+// What the run is, for the report's header.
+void describe_run(const ScenarioOptions& o, const Scenario& sc, RunInfo& info) {
   info.cluster = sc.cluster.name;
   // What the cluster file assumed, less what the command line (or the profile) says instead.
   for (const auto& [key, what] : sc.cluster.assumed) {
@@ -408,6 +417,29 @@ Scenario build_scenario(const ScenarioOptions& o, RunInfo& info) {
   info.framework = sc.strategy.name;
   info.batch_per_gpu = sc.batch_per_gpu;
   info.precision = std::string(to_string(sc.compute.precision));
+}
+}  // namespace
+
+Scenario build_scenario(const ScenarioOptions& o, RunInfo& info) {
+  Scenario sc;
+  if (o.batch_given && o.batch < 1) throw UsageError("--batch", fmt::format("the batch per GPU must be at least 1, got {}", o.batch));
+  ScenarioNames names = apply_profile(o, sc, info);
+  apply_compute_options(o, sc.compute);
+  load_scenario_cluster(o, names.cluster, sc);
+  if (names.framework.empty()) names.framework = !sc.cluster.framework.empty() ? sc.cluster.framework : kDefaultFramework;
+  sc.network = load_model(names.model, o.seq_len, o.image_size);
+  sc.strategy = load_strategy(resolve(DataKind::framework, names.framework, "framework"));
+  apply_strategy_options(o, sc);
+  try {
+    sc.compute.optimizer = !o.optimizer.empty() ? optimizer_from_string(o.optimizer) : default_optimizer(sc.network, sc.strategy);
+  } catch (const std::invalid_argument& e) {
+    throw UsageError("--optimizer", e.what());
+  }
+  // The library's checks (passes per update, a checkpointing mode the model can take, ...): main names the
+  // option of the field an InputError names (cli::option_for_field).
+  validate(sc);
+
+  describe_run(o, sc, info);
   if (!o.compute_params.empty())  // docs/compute-model.md, "Parameters and where they come from"
     sc.compute.kernel_params = std::make_shared<const KernelParamSet>(load_kernel_params(o.compute_params));
   if (!o.calibration.empty() || o.explain_sources) apply_calibration(o, sc, info);

@@ -7,6 +7,7 @@
 #include "dlscale/error.hpp"
 #include "dlscale/kernels.hpp"
 #include "io/yaml_reader.hpp"
+#include "io/yaml_writer.hpp"
 
 namespace dlscale {
 namespace {
@@ -102,46 +103,50 @@ std::shared_ptr<const KernelParamSet> shipped_kernel_params() {
   return set;
 }
 
-std::string kernel_params_to_yaml(const KernelParamSet& set, std::string_view header_comment) {
-  auto block = [](const KernelParams& p, const KernelParams* base) {
-    std::string o;
-    auto put = [&](const char* key, double v, double b) {
-      if (!base || v != b) o += fmt::format("{}{}: {}", o.empty() ? "" : ", ", key, num(v));
-    };
-    put("tensor_efficiency", p.tensor_efficiency, base ? base->tensor_efficiency : 0);
-    put("vector_efficiency", p.vector_efficiency, base ? base->vector_efficiency : 0);
-    put("conv_efficiency", p.conv_efficiency, base ? base->conv_efficiency : 0);
-    put("memory_efficiency", p.memory_efficiency, base ? base->memory_efficiency : 0);
-    if (!base || p.kernel_overhead != base->kernel_overhead)
-      o += fmt::format("{}kernel_overhead: \"{} us\"", o.empty() ? "" : ", ", num(in_us(p.kernel_overhead)));
-    put("winograd_gain", p.winograd_gain, base ? base->winograd_gain : 0);
-    put("fft_taps", p.fft_taps, base ? base->fft_taps : 0);
-    put("operand_feed", p.operand_feed, base ? base->operand_feed : 0);
-    put("copy_efficiency", p.copy_efficiency, base ? base->copy_efficiency : 0);
-    put("nchw_norm_rate", p.nchw_norm_rate, base ? base->nchw_norm_rate : 0);
-    put("nchw_norm_rate_bf16", p.nchw_norm_rate_bf16, base ? base->nchw_norm_rate_bf16 : 0);
-    put("flash_forward_efficiency", p.flash_forward_efficiency, base ? base->flash_forward_efficiency : 0);
-    put("flash_backward_efficiency", p.flash_backward_efficiency, base ? base->flash_backward_efficiency : 0);
-    put("sharded_tensor", p.sharded_tensor, base ? base->sharded_tensor : 0);
-    if (p.fused_optimizer_efficiency > 0.0)  // 0: as memory_efficiency, not written
-      put("fused_optimizer_efficiency", p.fused_optimizer_efficiency, base ? base->fused_optimizer_efficiency : 0);
-    if (p.optimizer_pass_efficiency > 0.0)
-      put("optimizer_pass_efficiency", p.optimizer_pass_efficiency, base ? base->optimizer_pass_efficiency : 0);
-    return "{" + o + "}";
+namespace {
+// "{key: value, ...}" of a parameter set; with a base, only what differs from it.
+std::string params_flow_map(const KernelParams& p, const KernelParams* base) {
+  yamlio::FlowMap m;
+  auto put = [&](const char* key, double v, double b) {
+    if (!base || v != b) m.add(key, num(v));
   };
-  std::string o;
+  put("tensor_efficiency", p.tensor_efficiency, base ? base->tensor_efficiency : 0);
+  put("vector_efficiency", p.vector_efficiency, base ? base->vector_efficiency : 0);
+  put("conv_efficiency", p.conv_efficiency, base ? base->conv_efficiency : 0);
+  put("memory_efficiency", p.memory_efficiency, base ? base->memory_efficiency : 0);
+  if (!base || p.kernel_overhead != base->kernel_overhead)
+    m.add("kernel_overhead", yamlio::quoted(fmt::format("{} us", num(in_us(p.kernel_overhead)))));
+  put("winograd_gain", p.winograd_gain, base ? base->winograd_gain : 0);
+  put("fft_taps", p.fft_taps, base ? base->fft_taps : 0);
+  put("operand_feed", p.operand_feed, base ? base->operand_feed : 0);
+  put("copy_efficiency", p.copy_efficiency, base ? base->copy_efficiency : 0);
+  put("nchw_norm_rate", p.nchw_norm_rate, base ? base->nchw_norm_rate : 0);
+  put("nchw_norm_rate_bf16", p.nchw_norm_rate_bf16, base ? base->nchw_norm_rate_bf16 : 0);
+  put("flash_forward_efficiency", p.flash_forward_efficiency, base ? base->flash_forward_efficiency : 0);
+  put("flash_backward_efficiency", p.flash_backward_efficiency, base ? base->flash_backward_efficiency : 0);
+  put("sharded_tensor", p.sharded_tensor, base ? base->sharded_tensor : 0);
+  if (p.fused_optimizer_efficiency > 0.0)  // 0: as memory_efficiency, not written
+    put("fused_optimizer_efficiency", p.fused_optimizer_efficiency, base ? base->fused_optimizer_efficiency : 0);
+  if (p.optimizer_pass_efficiency > 0.0)
+    put("optimizer_pass_efficiency", p.optimizer_pass_efficiency, base ? base->optimizer_pass_efficiency : 0);
+  return m.str();
+}
+}  // namespace
+
+std::string kernel_params_to_yaml(const KernelParamSet& set, std::string_view header_comment) {
+  yamlio::Emitter o;
   for (std::size_t start = 0; start < header_comment.size();) {
     const auto end = std::min(header_comment.find('\n', start), header_comment.size());
-    o += fmt::format("# {}\n", header_comment.substr(start, end - start));
+    o.comment(header_comment.substr(start, end - start));
     start = end + 1;
   }
-  if (!set.defaults.source.empty()) o += fmt::format("source: \"{}\"\n", set.defaults.source);
-  o += fmt::format("defaults: {}\n", block(set.defaults, nullptr));
+  if (!set.defaults.source.empty()) o.pair(0, "source", yamlio::quoted(set.defaults.source));
+  o.pair(0, "defaults", params_flow_map(set.defaults, nullptr));
   if (!set.architectures.empty()) {
-    o += "architectures:\n";
-    for (const auto& a : set.architectures) o += fmt::format("  {}: {}\n", a.architecture, block(a, &set.defaults));
+    o.key(0, "architectures");
+    for (const auto& a : set.architectures) o.pair(2, a.architecture, params_flow_map(a, &set.defaults));
   }
-  return o;
+  return std::move(o).str();
 }
 
 }  // namespace dlscale

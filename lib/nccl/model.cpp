@@ -379,6 +379,112 @@ Candidates::PerBucket no_padding() {
   return pad;
 }
 
+/// What every algorithm's tuning reads: the topology, the table, the collective and the GPUs it runs on.
+struct Setting {
+  const Topology& topo;
+  const Table& t;
+  CollectiveOp op;
+  int ppn = 0, nodes = 1, n = 0;
+  const std::vector<int>& gpus;
+  const ChannelSet& ring;
+  const ChannelSet& tree;
+  bool tree_ok = false;
+  topo::CpuVendor vendor{};
+  double fabric_us = 0;
+};
+
+// One tree or ring entry for one protocol: the tree correction folded into the per-byte time of each
+// bucket, and the cheapest padded size of a later bucket.
+void add_tree_or_ring(Candidates& c, const Setting& s, const ChannelSet& graph, int algo, int proto) {
+  const Table& t = s.t;
+  const Tuned tu = tune(t, graph, algo, proto, s.op, s.n, s.nodes, c.sm, s.vendor, s.fabric_us,
+                        delivered_over_booked(t, s.topo, graph, s.nodes));
+  if (tu.bw <= 0) {
+    if (proto == LL128)
+      c.reject(algo, proto, "NCCL runs LL128 only over NVLink inside a node (at most PXB to a NIC) on Volta or newer GPUs");
+    return;
+  }
+  double lat_plateau = tu.lat;
+  if (algo == RING && proto == SIMPLE && s.nodes > 1 && s.op == CollectiveOp::allreduce)
+    lat_plateau = tu.lat * (c.sm < 80 ? t.ring_plateau_pre_ampere : t.ring_plateau_ampere);
+  Candidates::PerBucket upb{}, pad{};
+  for (std::size_t k = 0; k < Candidates::kBuckets; ++k) {
+    double bw = tu.bw;
+    if (algo == TREE && s.op == CollectiveOp::allreduce && k < 23)
+      bw *= t.tree_correction[static_cast<std::size_t>(proto)][k];
+    upb[k] = 1.0 / (1000.0 * bw);
+  }
+  pad[23] = std::numeric_limits<double>::infinity();
+  for (std::size_t k = 23; k-- > 0;) {
+    const double start = 64.0 * std::ldexp(1.0, static_cast<int>(k + 1));  // first size of bucket k + 1
+    const double at_start = (start >= c.plateau_bytes ? lat_plateau : tu.lat) + start * upb[k + 1];
+    pad[k] = std::min(pad[k + 1], at_start);
+  }
+  c.add({algo, proto, graph.channels}, tu.lat, lat_plateau, upb, pad);
+}
+
+void add_trees_and_rings(Candidates& c, const Setting& s) {
+  for (int algo : {TREE, RING}) {
+    if (algo == TREE && !s.tree_ok) continue;
+    const ChannelSet& graph = algo == TREE ? s.tree : s.ring;
+    if (graph.channels <= 0) c.reject(algo, fmt::format("NCCL's search finds no {} graph for these GPUs", algorithm_name(algo)));
+    for (int proto : {LL, LL128, SIMPLE}) add_tree_or_ring(c, s, graph, algo, proto);
+  }
+}
+
+// NVLS on one node; NVLS Tree (all-reduce) across nodes. Tree correction and ring plateau do not apply.
+void add_nvls(Candidates& c, const Setting& s) {
+  const CollectiveOp op = s.op;
+  const int nodes = s.nodes;
+  const bool nvls_op = op == CollectiveOp::allreduce || op == CollectiveOp::allgather || op == CollectiveOp::reducescatter;
+  const int nvls_algo = nodes == 1 ? NVLS : NVLS_TREE;
+  c.reject(nodes == 1 ? NVLS_TREE : NVLS, nodes == 1 ? "NCCL runs nvls_tree across nodes only (on one node: nvls)"
+                                                     : "NCCL runs nvls on one node only (across nodes: nvls_tree)");
+  if (!nvls_op) c.reject(nvls_algo, "NCCL runs nvls for all-reduce, all-gather and reduce-scatter only");
+  else if (!has_nvls(s.topo))
+    c.reject(nvls_algo, "NVLink SHARP needs NVSwitches and Hopper or newer GPUs, which this cluster does not have");
+  else if (nodes > 1 && op != CollectiveOp::allreduce) c.reject(nvls_algo, "NCCL runs nvls_tree for all-reduce only");
+  else {
+    const Tuned tu = tune_nvls(s.t, s.topo, s.tree, op, s.n, nodes, s.fabric_us);
+    if (tu.bw > 0)
+      c.add({nvls_algo, SIMPLE, tu.channels}, tu.lat, tu.lat, flat_per_byte(tu.bw), no_padding());
+    else
+      c.reject(nvls_algo, "NVLS needs at least two GPUs on each node and an NVLink speed the search can book");
+  }
+}
+
+// PAT: all-gather and reduce-scatter with one GPU per node on several nodes (NCCL 2.23+), Simple only.
+void add_pat(Candidates& c, const Setting& s) {
+  if (s.op != CollectiveOp::allgather && s.op != CollectiveOp::reducescatter)
+    c.reject(PAT, "NCCL runs pat for all-gather and reduce-scatter only");
+  else if (s.ppn != 1 || s.nodes < 2)
+    c.reject(PAT, "NCCL 2.30 runs pat only with one GPU on each of several nodes");
+  else {
+    const ChannelSet pat_graph = s.topo.channels(ChannelPattern::tree, s.gpus, s.nodes);
+    const Tuned tu = tune_pat(s.t, pat_graph, s.n, s.nodes, s.fabric_us);
+    if (tu.bw > 0) c.add({PAT, SIMPLE, pat_graph.channels}, tu.lat, tu.lat, flat_per_byte(tu.bw), no_padding());
+    else c.reject(PAT, "NCCL's search finds no tree graph for pat");
+  }
+}
+
+// CollNet (SHARP): all-reduce across nodes on a fabric whose switches reduce, Simple only.
+void add_collnet(Candidates& c, const Setting& s) {
+  for (int algo : {COLLNET_DIRECT, COLLNET_CHAIN}) {
+    if (s.op != CollectiveOp::allreduce)
+      c.reject(algo, fmt::format("{} is modelled for all-reduce only", algorithm_name(algo)));
+    else if (s.nodes < 2)
+      c.reject(algo, fmt::format("NCCL runs {} across nodes only", algorithm_name(algo)));
+    else if (!s.topo.fabric().sharp)
+      c.reject(algo, fmt::format("{} needs InfiniBand switches that reduce (SHARP; a cluster's fabric: {{sharp: true}}), "
+                                 "which this cluster's fabric does not have", algorithm_name(algo)));
+    else {
+      const Tuned tu = tune_collnet(s.t, s.tree, algo, s.n, s.nodes, c.sm, s.fabric_us);
+      if (tu.bw > 0) c.add({algo, SIMPLE, s.tree.channels}, tu.lat, tu.lat, flat_per_byte(tu.bw), no_padding());
+      else c.reject(algo, "NCCL's search finds no tree graph through the NICs");
+    }
+  }
+}
+
 Candidates prepare(const Topology& topo, const Table& t, CollectiveOp op, const GpuPlacement& where) {
   const int nodes = std::max(1, where.nodes);
   const int ppn = where.gpus_per_node > 0 ? where.gpus_per_node : where.gpus / nodes;
@@ -399,87 +505,18 @@ Candidates prepare(const Topology& topo, const Table& t, CollectiveOp op, const 
   const ChannelSet ring = topo.channels(ChannelPattern::ring, gpus, nodes);
   const bool tree_ok = op == CollectiveOp::allreduce;
   const ChannelSet tree = tree_ok ? topo.channels(ChannelPattern::tree, gpus, nodes) : ChannelSet{};
-  const auto vendor = cpu_vendor(topo);
   const double fabric_us = nodes > 1 ? in_us(topo.fabric().latency) : 0.0;
-  c.ring_channels = ring.channels;
-  if (nodes > 1) c.plateau_bytes = ring.channels > 0 ? 64.0 * ring.channels * n : 0.0;
+  const Setting s{topo, t, op, ppn, nodes, n, gpus, ring, tree, tree_ok, cpu_vendor(topo), fabric_us};
+  c.ring_channels = s.ring.channels;
+  if (nodes > 1) c.plateau_bytes = s.ring.channels > 0 ? 64.0 * s.ring.channels * n : 0.0;
   const std::string only_simple = "NCCL runs {} with the Simple protocol only";
   for (int algo : std::array<int, 5>{NVLS, NVLS_TREE, PAT, COLLNET_DIRECT, COLLNET_CHAIN})
     for (int proto : {LL, LL128}) c.reject(algo, proto, fmt::format(fmt::runtime(only_simple), algorithm_name(algo)));
-  if (!tree_ok) c.reject(TREE, "NCCL runs tree for all-reduce only");
-  for (int algo : {TREE, RING}) {
-    if (algo == TREE && !tree_ok) continue;
-    const ChannelSet& graph = algo == TREE ? tree : ring;
-    if (graph.channels <= 0) c.reject(algo, fmt::format("NCCL's search finds no {} graph for these GPUs", algorithm_name(algo)));
-    for (int proto : {LL, LL128, SIMPLE}) {
-      const Tuned tu = tune(t, graph, algo, proto, op, n, nodes, c.sm, vendor, fabric_us,
-                            delivered_over_booked(t, topo, graph, nodes));
-      if (tu.bw <= 0) {
-        if (proto == LL128)
-          c.reject(algo, proto, "NCCL runs LL128 only over NVLink inside a node (at most PXB to a NIC) on Volta or newer GPUs");
-        continue;
-      }
-      double lat_plateau = tu.lat;
-      if (algo == RING && proto == SIMPLE && nodes > 1 && op == CollectiveOp::allreduce)
-        lat_plateau = tu.lat * (c.sm < 80 ? t.ring_plateau_pre_ampere : t.ring_plateau_ampere);
-      Candidates::PerBucket upb{}, pad{};
-      for (std::size_t k = 0; k < Candidates::kBuckets; ++k) {
-        double bw = tu.bw;
-        if (algo == TREE && op == CollectiveOp::allreduce && k < 23)
-          bw *= t.tree_correction[static_cast<std::size_t>(proto)][k];
-        upb[k] = 1.0 / (1000.0 * bw);
-      }
-      pad[23] = std::numeric_limits<double>::infinity();
-      for (std::size_t k = 23; k-- > 0;) {
-        const double start = 64.0 * std::ldexp(1.0, static_cast<int>(k + 1));  // first size of bucket k + 1
-        const double at_start = (start >= c.plateau_bytes ? lat_plateau : tu.lat) + start * upb[k + 1];
-        pad[k] = std::min(pad[k + 1], at_start);
-      }
-      c.add({algo, proto, graph.channels}, tu.lat, lat_plateau, upb, pad);
-    }
-  }
-  // NVLS on one node; NVLS Tree (all-reduce) across nodes. Tree correction and ring plateau do not apply.
-  const bool nvls_op = op == CollectiveOp::allreduce || op == CollectiveOp::allgather || op == CollectiveOp::reducescatter;
-  const int nvls_algo = nodes == 1 ? NVLS : NVLS_TREE;
-  c.reject(nodes == 1 ? NVLS_TREE : NVLS, nodes == 1 ? "NCCL runs nvls_tree across nodes only (on one node: nvls)"
-                                                     : "NCCL runs nvls on one node only (across nodes: nvls_tree)");
-  if (!nvls_op) c.reject(nvls_algo, "NCCL runs nvls for all-reduce, all-gather and reduce-scatter only");
-  else if (!has_nvls(topo))
-    c.reject(nvls_algo, "NVLink SHARP needs NVSwitches and Hopper or newer GPUs, which this cluster does not have");
-  else if (nodes > 1 && op != CollectiveOp::allreduce) c.reject(nvls_algo, "NCCL runs nvls_tree for all-reduce only");
-  else {
-    const Tuned tu = tune_nvls(t, topo, tree, op, n, nodes, fabric_us);
-    if (tu.bw > 0)
-      c.add({nvls_algo, SIMPLE, tu.channels}, tu.lat, tu.lat, flat_per_byte(tu.bw), no_padding());
-    else
-      c.reject(nvls_algo, "NVLS needs at least two GPUs on each node and an NVLink speed the search can book");
-  }
-  // PAT: all-gather and reduce-scatter with one GPU per node on several nodes (NCCL 2.23+), Simple only.
-  if (op != CollectiveOp::allgather && op != CollectiveOp::reducescatter)
-    c.reject(PAT, "NCCL runs pat for all-gather and reduce-scatter only");
-  else if (ppn != 1 || nodes < 2)
-    c.reject(PAT, "NCCL 2.30 runs pat only with one GPU on each of several nodes");
-  else {
-    const ChannelSet pat_graph = topo.channels(ChannelPattern::tree, gpus, nodes);
-    const Tuned tu = tune_pat(t, pat_graph, n, nodes, fabric_us);
-    if (tu.bw > 0) c.add({PAT, SIMPLE, pat_graph.channels}, tu.lat, tu.lat, flat_per_byte(tu.bw), no_padding());
-    else c.reject(PAT, "NCCL's search finds no tree graph for pat");
-  }
-  // CollNet (SHARP): all-reduce across nodes on a fabric whose switches reduce, Simple only.
-  for (int algo : {COLLNET_DIRECT, COLLNET_CHAIN}) {
-    if (op != CollectiveOp::allreduce)
-      c.reject(algo, fmt::format("{} is modelled for all-reduce only", algorithm_name(algo)));
-    else if (nodes < 2)
-      c.reject(algo, fmt::format("NCCL runs {} across nodes only", algorithm_name(algo)));
-    else if (!topo.fabric().sharp)
-      c.reject(algo, fmt::format("{} needs InfiniBand switches that reduce (SHARP; a cluster's fabric: {{sharp: true}}), "
-                                 "which this cluster's fabric does not have", algorithm_name(algo)));
-    else {
-      const Tuned tu = tune_collnet(t, tree, algo, n, nodes, c.sm, fabric_us);
-      if (tu.bw > 0) c.add({algo, SIMPLE, tree.channels}, tu.lat, tu.lat, flat_per_byte(tu.bw), no_padding());
-      else c.reject(algo, "NCCL's search finds no tree graph through the NICs");
-    }
-  }
+  if (!s.tree_ok) c.reject(TREE, "NCCL runs tree for all-reduce only");
+  add_trees_and_rings(c, s);
+  add_nvls(c, s);
+  add_pat(c, s);
+  add_collnet(c, s);
   return c;
 }
 

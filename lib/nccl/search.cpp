@@ -605,12 +605,25 @@ class Search {
     return true;
   }
 
-  std::optional<ChannelSet> compute_once(ChannelPattern which, int min_channels, int max_channels, bool skip_doomed) {
+  /// The state of ncclTopoCompute's search loop: the graph being tried, its speed among the table's, the
+  /// pass, and the budgets.
+  struct Sweep {
+    Graph tmp;
+    const std::vector<double>& speeds;
+    int nspeeds = 0;
+    int pass = 1;
+    int si = 0;
+    double max_bw = 0;
+    long global_timeout = 0;
+    int time = 0;
     bool skipped = false;
-    const bool nets = s_.count(NET) > 0;
-    const int cc = s_.sm;
+  };
+  enum class Step { retry, abandon, proceed };
+
+  // The graph to fill, and the path types the search may use.
+  Graph initial_graph(ChannelPattern which, int min_channels, int max_channels, bool nets) {
     Graph graph;
-    graph.pattern = which == ChannelPattern::ring ? RING : (cc < 80 ? SPLIT_TREE : BALANCED_TREE);
+    graph.pattern = which == ChannelPattern::ring ? RING : (s_.sm < 80 ? SPLIT_TREE : BALANCED_TREE);
     graph.min_channels = min_channels;
     graph.max_channels = max_channels;
     // ncclTopoGetGpuMinPath / ncclTopoGetGpuMaxPath: the path types the search tries run from the best
@@ -636,116 +649,132 @@ class Search {
     graph.same_channels = true;
     graph.intra.assign(static_cast<std::size_t>(max_channels * std::max(ngpus_, 1)), 0);
     graph.inter.assign(static_cast<std::size_t>(max_channels * 2), 0);
-    Graph tmp = graph;
-    const auto& speeds = nets ? t_.inter_speeds(cc) : t_.intra_speeds(cc);
-    const int nspeeds = static_cast<int>(speeds.size());
-    int pass = 1;
-    int si = 0;
-    const double max_bw = s_.max_bw;
+    return graph;
+  }
+
+  // The first try: the fastest speed the system can carry.
+  Sweep first_try(const Graph& graph, bool nets) const {
+    const int cc = s_.sm;
+    Sweep w{graph, nets ? t_.inter_speeds(cc) : t_.intra_speeds(cc)};
+    w.nspeeds = static_cast<int>(w.speeds.size());
+    w.max_bw = s_.max_bw;
     double total_bw = s_.total_bw;
     if (ngpus_ > 1 && graph.pattern != RING) total_bw *= ngpus_ * 1.0 / (ngpus_ - 1);
-    while ((speeds[si] > max_bw || speeds[si] * graph.min_channels > total_bw) && si < nspeeds - 1) ++si;
-    tmp.bw_intra = tmp.bw_inter = speeds[si];
-    long global_timeout = t_.search_timeout_global;
-    int time = 0;
+    while ((w.speeds[w.si] > w.max_bw || w.speeds[w.si] * graph.min_channels > total_bw) && w.si < w.nspeeds - 1) ++w.si;
+    w.tmp.bw_intra = w.tmp.bw_inter = w.speeds[w.si];
+    w.global_timeout = t_.search_timeout_global;
+    return w;
+  }
 
-    for (;;) {  // the "search:" label
-      // The second pass raises a ring's speed one step at a time while its searches end before their
-      // budget. When the bound proves that no search at this speed or any higher one can keep a graph,
-      // the graph is final whichever way the budgets go: stop.
-      if (pass == 2 && skip_doomed && tmp.pattern == RING) {
-        bool final_graph = true;
-        for (int k = si; k >= 0 && final_graph; --k) {
-          Graph probe = tmp;
-          probe.bw_intra = probe.bw_inter = speeds[static_cast<std::size_t>(k)];
-          final_graph = cannot_improve(probe, graph);
-        }
-        if (final_graph) break;
-      }
-      time = tmp.same_channels ? t_.search_timeout_same
-                               : tmp.pattern == TREE ? t_.search_timeout_tree : t_.search_timeout;
-      tmp.n_channels = 0;
-      global_timeout -= time;
-      stop_when_final_ = pass == 1 && skip_doomed;
-      if (pass == 1 && skip_doomed && cannot_improve(tmp, graph)) {
-        // NCCL would search and keep nothing: the outcome is "nothing saved" and a remaining budget
-        // between 0 and `time`, taken as 0 (see the global timeout below).
-        time = 0;
-        skipped = true;
-      } else {
-        rec(tmp, graph, time);
-      }
-      bool done = time == -1 || graph.n_channels * graph.bw_inter >= s_.total_bw;
-      if (!done && pass == 1) {
-        if (tmp.same_channels) {
-          tmp.same_channels = false;
-          continue;
-        }
-        tmp.same_channels = true;
-        if (time != -1) global_timeout += time;
-        else global_timeout = t_.search_timeout_global;
-        if (global_timeout < 0 && graph.n_channels) {
-          // A skipped search was counted as spending its whole budget; NCCL's may have ended sooner and
-          // left the global budget positive. Only here could that change the result: search again
-          // without skipping.
-          if (skipped) return std::nullopt;
-          done = true;
-        } else {
-          // "Try a simpler tree": from Hopper on, a balanced tree that nothing fits (its second GPU must
-          // reach the NIC both ways, which PXN gives only in the send direction) becomes a plain chain
-          // whose first GPU both receives from and sends to the NIC; what the search keeps sets the
-          // pattern of the later tries.
-          if (cc >= 90 && tmp.pattern == BALANCED_TREE) {
-            tmp.pattern = TREE;
-            continue;
-          }
-          tmp.pattern = graph.pattern;
-          const int max_intra = nets ? tmp.type_inter : max_type_intra_;
-          if (tmp.type_intra < max_intra && (graph.n_channels == 0 || tmp.type_intra < graph.type_intra)) {
-            ++tmp.type_intra;
-            continue;
-          }
-          tmp.type_intra = min_type_intra_;
-          if (nets && tmp.type_inter < max_type_inter_ &&
-              (graph.n_channels == 0 || tmp.type_inter < graph.type_inter || tmp.type_inter < P_PHB)) {
-            ++tmp.type_inter;
-            continue;
-          }
-          tmp.type_inter = min_type_inter_;
-          // decrease the speed until a solution appears
-          if (si < nspeeds - 1 && (graph.n_channels == 0 || speeds[si + 1] / graph.bw_inter > .49)) {
-            tmp.bw_inter = tmp.bw_intra = speeds[++si];
-            continue;
-          }
-          si = 0;
-          while (speeds[si] > max_bw && si < nspeeds - 1) ++si;
-          tmp.bw_intra = tmp.bw_inter = speeds[si];
-        }
-      }
-      // "done:"
-      if (pass == 1) {
-        time = -1;
-        dup_channels(graph);
-        tmp = graph;
-        si = 0;
-        while (speeds[si] > graph.bw_inter && si < nspeeds - 1) ++si;
-        tmp.bw_intra = tmp.bw_inter = speeds[si];
-        tmp.min_channels = graph.n_channels;
-        pass = 2;
-      }
-      if (time != 0 && si > 0 && graph.n_channels > 0) {
-        if (graph.pattern == RING) {
-          tmp.bw_intra = tmp.bw_inter = speeds[--si];
-          continue;
-        }
-        if (tmp.bw_intra == graph.bw_intra && tmp.bw_intra < tmp.bw_inter * 2) {
-          tmp.bw_intra = speeds[--si];
-          continue;
-        }
-      }
-      break;
+  // The second pass raises a ring's speed one step at a time while its searches end before their
+  // budget. When the bound proves that no search at this speed or any higher one can keep a graph,
+  // the graph is final whichever way the budgets go.
+  bool final_at_every_speed(const Sweep& w, const Graph& graph) {
+    bool final_graph = true;
+    for (int k = w.si; k >= 0 && final_graph; --k) {
+      Graph probe = w.tmp;
+      probe.bw_intra = probe.bw_inter = w.speeds[static_cast<std::size_t>(k)];
+      final_graph = cannot_improve(probe, graph);
     }
+    return final_graph;
+  }
 
+  // One search of the current try, within its budget.
+  void run_try(Sweep& w, Graph& graph, bool skip_doomed) {
+    Graph& tmp = w.tmp;
+    w.time = tmp.same_channels ? t_.search_timeout_same
+                               : tmp.pattern == TREE ? t_.search_timeout_tree : t_.search_timeout;
+    tmp.n_channels = 0;
+    w.global_timeout -= w.time;
+    stop_when_final_ = w.pass == 1 && skip_doomed;
+    if (w.pass == 1 && skip_doomed && cannot_improve(tmp, graph)) {
+      // NCCL would search and keep nothing: the outcome is "nothing saved" and a remaining budget
+      // between 0 and `time`, taken as 0 (see the global timeout below).
+      w.time = 0;
+      w.skipped = true;
+    } else {
+      rec(tmp, graph, w.time);
+    }
+  }
+
+  // Pass 1 has no graph good enough yet: NCCL's next try (other channels, a simpler tree, a worse path
+  // type, a lower speed), or on to "done:" once the global budget is spent.
+  Step next_try(Sweep& w, const Graph& graph, bool nets) {
+    Graph& tmp = w.tmp;
+    if (tmp.same_channels) {
+      tmp.same_channels = false;
+      return Step::retry;
+    }
+    tmp.same_channels = true;
+    if (w.time != -1) w.global_timeout += w.time;
+    else w.global_timeout = t_.search_timeout_global;
+    if (w.global_timeout < 0 && graph.n_channels) {
+      // A skipped search was counted as spending its whole budget; NCCL's may have ended sooner and
+      // left the global budget positive. Only here could that change the result: search again
+      // without skipping.
+      return w.skipped ? Step::abandon : Step::proceed;
+    }
+    // "Try a simpler tree": from Hopper on, a balanced tree that nothing fits (its second GPU must
+    // reach the NIC both ways, which PXN gives only in the send direction) becomes a plain chain
+    // whose first GPU both receives from and sends to the NIC; what the search keeps sets the
+    // pattern of the later tries.
+    if (s_.sm >= 90 && tmp.pattern == BALANCED_TREE) {
+      tmp.pattern = TREE;
+      return Step::retry;
+    }
+    tmp.pattern = graph.pattern;
+    const int max_intra = nets ? tmp.type_inter : max_type_intra_;
+    if (tmp.type_intra < max_intra && (graph.n_channels == 0 || tmp.type_intra < graph.type_intra)) {
+      ++tmp.type_intra;
+      return Step::retry;
+    }
+    tmp.type_intra = min_type_intra_;
+    if (nets && tmp.type_inter < max_type_inter_ &&
+        (graph.n_channels == 0 || tmp.type_inter < graph.type_inter || tmp.type_inter < P_PHB)) {
+      ++tmp.type_inter;
+      return Step::retry;
+    }
+    tmp.type_inter = min_type_inter_;
+    // decrease the speed until a solution appears
+    if (w.si < w.nspeeds - 1 && (graph.n_channels == 0 || w.speeds[w.si + 1] / graph.bw_inter > .49)) {
+      tmp.bw_inter = tmp.bw_intra = w.speeds[++w.si];
+      return Step::retry;
+    }
+    w.si = 0;
+    while (w.speeds[w.si] > w.max_bw && w.si < w.nspeeds - 1) ++w.si;
+    tmp.bw_intra = tmp.bw_inter = w.speeds[w.si];
+    return Step::proceed;
+  }
+
+  // "done:" after pass 1: the graph duplicated, and pass 2 starts from its speed.
+  void start_pass_two(Sweep& w, Graph& graph) {
+    w.time = -1;
+    dup_channels(graph);
+    w.tmp = graph;
+    w.si = 0;
+    while (w.speeds[w.si] > graph.bw_inter && w.si < w.nspeeds - 1) ++w.si;
+    w.tmp.bw_intra = w.tmp.bw_inter = w.speeds[w.si];
+    w.tmp.min_channels = graph.n_channels;
+    w.pass = 2;
+  }
+
+  // Pass 2: one speed higher while the last search ended within its budget; false when the search is over.
+  static bool raise_speed(Sweep& w, const Graph& graph) {
+    Graph& tmp = w.tmp;
+    if (w.time != 0 && w.si > 0 && graph.n_channels > 0) {
+      if (graph.pattern == RING) {
+        tmp.bw_intra = tmp.bw_inter = w.speeds[--w.si];
+        return true;
+      }
+      if (tmp.bw_intra == graph.bw_intra && tmp.bw_intra < tmp.bw_inter * 2) {
+        tmp.bw_intra = w.speeds[--w.si];
+        return true;
+      }
+    }
+    return false;
+  }
+
+  ChannelSet channel_set(ChannelPattern which, const Graph& graph, bool nets) const {
     ChannelSet out;
     out.pattern = which;
     if (graph.n_channels == 0) {  // "Could not find a path, falling back to simple order"
@@ -770,6 +799,28 @@ class Search {
       out.orders.push_back(std::move(order));
     }
     return out;
+  }
+
+  // ncclTopoCompute; nothing when a skipped search could have changed the result (search again without).
+  std::optional<ChannelSet> compute_once(ChannelPattern which, int min_channels, int max_channels, bool skip_doomed) {
+    const bool nets = s_.count(NET) > 0;
+    Graph graph = initial_graph(which, min_channels, max_channels, nets);
+    Sweep w = first_try(graph, nets);
+    for (;;) {  // the "search:" label
+      if (w.pass == 2 && skip_doomed && w.tmp.pattern == RING && final_at_every_speed(w, graph)) break;
+      run_try(w, graph, skip_doomed);
+      const bool done = w.time == -1 || graph.n_channels * graph.bw_inter >= s_.total_bw;
+      if (!done && w.pass == 1) {
+        const Step step = next_try(w, graph, nets);
+        if (step == Step::retry) continue;
+        if (step == Step::abandon) return std::nullopt;
+      }
+      // "done:"
+      if (w.pass == 1) start_pass_two(w, graph);
+      if (raise_speed(w, graph)) continue;
+      break;
+    }
+    return channel_set(which, graph, nets);
   }
 
   // NCCL's fallback rates its one channel at 0.1 GB/s whatever the links are (search.cc). That is a

@@ -105,22 +105,12 @@ double own_link_bw(const System& s, int node) {
   return std::max(nvl, pci);
 }
 
-System build_system(const Topology::Impl& topo, std::span<const int> local_gpus, bool with_nets, const Table& t) {
-  System s;
-  s.of_type.assign(NTYPES, {});
-  s.sm = topo.sm;
+namespace {
+// The nodes of the other vertices: a node per CPU and PCIe switch, one NVS node for every NVSwitch, and
+// a NIC with its NET where there are nets. `map` takes each vertex to its node; returns whether there is
+// a CPU.
+bool add_vertices(System& s, const Topology::Impl& topo, bool with_nets, std::vector<int>& map) {
   const auto& g = topo.graph;
-  std::vector<int> map(boost::num_vertices(g), -1);
-  std::vector<int> gpus(local_gpus.begin(), local_gpus.end());
-  std::sort(gpus.begin(), gpus.end());
-  gpus.erase(std::unique(gpus.begin(), gpus.end()), gpus.end());
-  for (int lg : gpus) {
-    SNode n;
-    n.type = GPU;
-    n.gpu = lg;
-    n.sm = topo.sm;
-    map[topo.gpus.at(static_cast<std::size_t>(lg))] = add_node(s, n);
-  }
   int nvs = -1;
   bool any_cpu = false;
   for (auto v : boost::make_iterator_range(boost::vertices(g))) {
@@ -167,21 +157,13 @@ System build_system(const Topology::Impl& topo, std::span<const int> local_gpus,
         break;
     }
   }
-  for (auto e : boost::make_iterator_range(boost::edges(g))) {
-    const int a = map[boost::source(e, g)], b = map[boost::target(e, g)];
-    if (a < 0 || b < 0 || a == b) continue;
-    const auto& ep = g[e];
-    const int type = ep.kind == LinkKind::nvlink ? P_NVL : ep.kind == LinkKind::pcie ? P_PIX : P_SYS;
-    connect(s, a, b, type, ep.gbs);
-  }
+  return any_cpu;
+}
 
-  const int n = static_cast<int>(s.nodes.size());
-  s.path.assign(static_cast<std::size_t>(n), std::vector<SPath>(static_cast<std::size_t>(n)));
-  for (int base = 0; base < n; ++base) set_paths(s, base, t.loc_bw);
-
-  // ncclTopoCheckP2p: P2P up to PXB behind Intel (and ARM) CPUs, up to SYS otherwise; GPUs that refuse
-  // PCIe P2P (NVML says so for GeForce boards) use it only over NVLink. Otherwise through host memory
-  // of the CPU local to the receiving GPU.
+// ncclTopoCheckP2p: P2P up to PXB behind Intel (and ARM) CPUs, up to SYS otherwise; GPUs that refuse
+// PCIe P2P (NVML says so for GeForce boards) use it only over NVLink. Otherwise through host memory
+// of the CPU local to the receiving GPU.
+void check_p2p(System& s, const Topology::Impl& topo, bool any_cpu) {
   const bool pxb_only = any_cpu && (s.intel || s.nodes[s.of_type[CPU][0]].arch == topo::CpuArch::arm);
   const int p2p_level = pxb_only ? P_PXB : P_SYS;
   const std::size_t ng = s.of_type[GPU].size();
@@ -200,12 +182,19 @@ System build_system(const Topology::Impl& topo, std::span<const int> local_gpus,
       }
     }
   }
-  // ncclTopoComputePaths, PXN (NCCL_PXN_DISABLE=0, the default): a GPU sends to a NIC through the NIC's
-  // local GPU when that GPU is at most PXB from the NIC and one NVLink hop from this one, and the detour
-  // is wider or avoids the CPU; only in the GPU → NIC direction (receives stay local). Decided on the
-  // paths before GPU Direct RDMA is checked, as NCCL does.
-  std::vector<std::pair<int, int>> pxn;  // (gpu node, net node) → relayed
-  std::vector<int> relay_of;
+}
+
+/// A GPU's sends to a NET relayed through another GPU (PXN).
+struct Relay {
+  int gpu, net, relay;
+};
+
+// ncclTopoComputePaths, PXN (NCCL_PXN_DISABLE=0, the default): a GPU sends to a NIC through the NIC's
+// local GPU when that GPU is at most PXB from the NIC and one NVLink hop from this one, and the detour
+// is wider or avoids the CPU; only in the GPU → NIC direction (receives stay local). Decided on the
+// paths before GPU Direct RDMA is checked, as NCCL does.
+std::vector<Relay> pxn_relays(const System& s) {
+  std::vector<Relay> pxn;
   for (int ni : s.of_type[NET]) {
     int local = -1;  // ncclTopoGetLocalGpu: the GPU of the best (lowest type, then widest) path to the NIC
     for (int gi : s.of_type[GPU]) {
@@ -219,14 +208,16 @@ System build_system(const Topology::Impl& topo, std::span<const int> local_gpus,
       if (gi == local) continue;
       const SPath& own = s.path[gi][ni];
       if (s.path[local][ni].type <= P_PXB && s.path[gi][local].type <= P_NVL &&
-          (s.path[local][ni].bw > own.bw || own.type > P_PXB)) {
-        pxn.emplace_back(gi, ni);
-        relay_of.push_back(local);
-      }
+          (s.path[local][ni].bw > own.bw || own.type > P_PXB))
+        pxn.push_back(Relay{gi, ni, local});
     }
   }
-  // ncclTopoCheckGdr: GPU Direct RDMA when the NIC supports it and the GPU is at most PXB away;
-  // otherwise NIC traffic goes through the CPU local to the GPU.
+  return pxn;
+}
+
+// ncclTopoCheckGdr: GPU Direct RDMA when the NIC supports it and the GPU is at most PXB away;
+// otherwise NIC traffic goes through the CPU local to the GPU.
+void check_gdr(System& s) {
   for (int ni : s.of_type[NET]) {
     for (int gi : s.of_type[GPU]) {
       const bool gdr = s.nodes[ni].gdr && s.path[gi][ni].type <= P_PXB && s.sm >= 60;
@@ -239,13 +230,15 @@ System build_system(const Topology::Impl& topo, std::span<const int> local_gpus,
       }
     }
   }
-  // The relayed paths (GPU Direct RDMA judged on the relay GPU's distance, as ncclTopoCheckGdr does for
-  // PXN). NCCL types them PATH_PXN, between PXB and PHB; this numbering has none, so they are typed PXB
-  // and flagged; the direct path is kept for what `topo show` prints.
-  for (std::size_t k = 0; k < pxn.size(); ++k) {
-    const auto [gi, ni] = pxn[k];
+}
+
+// The relayed paths (GPU Direct RDMA judged on the relay GPU's distance, as ncclTopoCheckGdr does for
+// PXN). NCCL types them PATH_PXN, between PXB and PHB; this numbering has none, so they are typed PXB
+// and flagged; the direct path is kept for what `topo show` prints.
+void relay_paths(System& s, const std::vector<Relay>& pxn) {
+  for (const auto& [gi, ni, relay] : pxn) {
     const SPath direct = s.path[gi][ni];
-    add_inter_step(s, relay_of[k], gi, ni);
+    add_inter_step(s, relay, gi, ni);
     SPath& p = s.path[gi][ni];
     p.type = P_PXB;
     p.pxn = true;
@@ -253,9 +246,11 @@ System build_system(const Topology::Impl& topo, std::span<const int> local_gpus,
     p.direct_bw = direct.bw;
     p.direct_hops = direct.count();
   }
+}
 
-  // ncclTopoSearchInit: maxBw = best path from a GPU to a GPU (or to a NIC when there are NICs);
-  // totalBw = a GPU's NVLinks together, or its PCIe link.
+// ncclTopoSearchInit: maxBw = best path from a GPU to a GPU (or to a NIC when there are NICs);
+// totalBw = a GPU's NVLinks together, or its PCIe link.
+void search_bandwidths(System& s, const Table& t) {
   const bool inter = !s.of_type[NET].empty();
   if (!inter && s.of_type[GPU].size() == 1) {
     s.max_bw = s.total_bw = t.loc_bw;
@@ -269,6 +264,43 @@ System build_system(const Topology::Impl& topo, std::span<const int> local_gpus,
       s.total_bw = std::max(s.total_bw, own_link_bw(s, gi));
     }
   }
+}
+
+}  // namespace
+
+System build_system(const Topology::Impl& topo, std::span<const int> local_gpus, bool with_nets, const Table& t) {
+  System s;
+  s.of_type.assign(NTYPES, {});
+  s.sm = topo.sm;
+  const auto& g = topo.graph;
+  std::vector<int> map(boost::num_vertices(g), -1);
+  std::vector<int> gpus(local_gpus.begin(), local_gpus.end());
+  std::sort(gpus.begin(), gpus.end());
+  gpus.erase(std::unique(gpus.begin(), gpus.end()), gpus.end());
+  for (int lg : gpus) {
+    SNode n;
+    n.type = GPU;
+    n.gpu = lg;
+    n.sm = topo.sm;
+    map[topo.gpus.at(static_cast<std::size_t>(lg))] = add_node(s, n);
+  }
+  const bool any_cpu = add_vertices(s, topo, with_nets, map);
+  for (auto e : boost::make_iterator_range(boost::edges(g))) {
+    const int a = map[boost::source(e, g)], b = map[boost::target(e, g)];
+    if (a < 0 || b < 0 || a == b) continue;
+    const auto& ep = g[e];
+    const int type = ep.kind == LinkKind::nvlink ? P_NVL : ep.kind == LinkKind::pcie ? P_PIX : P_SYS;
+    connect(s, a, b, type, ep.gbs);
+  }
+
+  const int n = static_cast<int>(s.nodes.size());
+  s.path.assign(static_cast<std::size_t>(n), std::vector<SPath>(static_cast<std::size_t>(n)));
+  for (int base = 0; base < n; ++base) set_paths(s, base, t.loc_bw);
+  check_p2p(s, topo, any_cpu);
+  const std::vector<Relay> pxn = pxn_relays(s);
+  check_gdr(s);
+  relay_paths(s, pxn);
+  search_bandwidths(s, t);
   return s;
 }
 
