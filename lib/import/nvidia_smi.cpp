@@ -20,7 +20,6 @@
 namespace dlscale {
 using topo_import::fail_at;
 using topo_import::ImportedCpu;
-using topo_import::ImportedLink;
 using topo_import::ImportedNode;
 using topo_import::plain_name;
 using topo_import::printable;
