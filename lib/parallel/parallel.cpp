@@ -39,36 +39,6 @@ std::vector<ParallelDim> varying(ParallelGroup g) {
 
 }  // namespace
 
-PipelineSchedule pipeline_schedule_from_string(std::string_view name, std::string_view field) {
-  if (auto s = enum_from_string<PipelineSchedule>(name)) return *s;
-  throw field_error(field, fmt::format("unknown pipeline schedule '{}' (gpipe, 1f1b, interleaved)", name));
-}
-
-RankOrder parse_rank_order(std::string_view text, std::string_view field) {
-  RankOrder order{};
-  std::size_t n = 0;
-  std::array<bool, 4> seen{};
-  std::string_view rest = text;
-  while (!rest.empty()) {
-    const std::size_t sep = rest.find_first_of("-,");
-    const std::string_view name = rest.substr(0, sep);
-    rest = sep == std::string_view::npos ? std::string_view{} : rest.substr(sep + 1);
-    if (name == "ep") continue;  // expert parallelism: degree 1 here
-    const auto d = enum_from_string<ParallelDim>(name);
-    if (!d) throw field_error(field, fmt::format("rank order '{}': unknown dimension '{}' (tp, cp, ep, dp, pp)", text, name));
-    const auto i = static_cast<std::size_t>(*d);
-    if (seen[i]) throw field_error(field, fmt::format("rank order '{}' names '{}' twice", text, name));
-    seen[i] = true;
-    order[n++] = *d;
-  }
-  if (n != 4) throw field_error(field, fmt::format("rank order '{}' must name each of tp, cp, dp and pp once", text));
-  return order;
-}
-
-std::string to_string(const RankOrder& order) {
-  return fmt::format("{}-{}-{}-{}", to_string(order[0]), to_string(order[1]), to_string(order[2]), to_string(order[3]));
-}
-
 TransformerShape transformer_shape(const Network& net) {
   TransformerShape m;
   for (const Layer& l : net.layers) {
@@ -89,23 +59,16 @@ TransformerShape transformer_shape(const Network& net) {
   return m;
 }
 
-int ParallelLayout::dp(int gpus) const noexcept {
-  const int mp = model_parallel();
-  return mp > 0 && gpus % mp == 0 ? gpus / mp : 0;
-}
-
-int ParallelLayout::degree(ParallelDim d, int gpus) const noexcept {
-  switch (d) {
-    case ParallelDim::tp: return tp;
-    case ParallelDim::cp: return cp;
-    case ParallelDim::pp: return pp;
-    case ParallelDim::dp: return dp(gpus);
-  }
-  return 1;
-}
-
-std::int64_t ParallelLayout::global_batch(int gpus) const noexcept {
-  return static_cast<std::int64_t>(micro_batch) * micro_batches * dp(gpus);
+ParallelLayout with_global_batch(ParallelLayout l, int gpus) {
+  if (l.global_batch_target <= 0) return l;
+  const std::int64_t per_step = static_cast<std::int64_t>(l.micro_batch) * l.dp(gpus);
+  if (per_step < 1 || l.global_batch_target % per_step != 0)
+    throw field_error("global_batch", fmt::format("a global batch of {} does not split into micro-batches of {} on {} "
+                                                  "data-parallel ranks ({} GPUs / tp·pp·cp {})",
+                                                  l.global_batch_target, l.micro_batch, l.dp(gpus), gpus,
+                                                  l.model_parallel()));
+  l.micro_batches = static_cast<int>(l.global_batch_target / per_step);
+  return l;
 }
 
 void validate(const ParallelLayout& l, int gpus, const TransformerShape& m) {
