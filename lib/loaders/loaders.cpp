@@ -22,6 +22,7 @@
 #include "io/yaml_reader.hpp"
 #include "loaders/gpu_entry.hpp"
 #include "loaders/input_entry.hpp"
+#include "loaders/parallel_entry.hpp"
 #include "topology/parse.hpp"
 
 #ifndef DLSCALE_SOURCE_DATA_DIR
@@ -978,6 +979,7 @@ Strategy read_strategy(const Node& root) {
     }
   }
   if (auto n = m.optional("sharding")) read_sharding(*n, s);
+  if (auto n = m.optional("parallel")) read_parallel_entry(*n, s);  // parallel_entry.cpp
   if (auto n = m.optional("mixed_precision")) {  // docs/input-formats.md, "Framework strategy"
     MapReader mp(*n);
     if (auto g = mp.optional("gradients")) {
