@@ -66,6 +66,7 @@ TEST(ParallelCli, FrameworkFileGivesTheLayout) {
                                   "overlap: bucketed\n"
                                   "update: after_aggregation\n"
                                   "attention: flash\n"
+                                  "compile: true\n"
                                   "buckets: {size: \"80 MB\", first: \"80 MB\"}\n"
                                   "sharding: {stage: 1, group: all}\n"
                                   "parallel: {tp: 8, sp: true, pp: 2, micro_batches: 32}\n");

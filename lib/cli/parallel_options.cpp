@@ -17,7 +17,9 @@ void add_parallel_options(CLI::App& cmd, ParallelOptions& o) {
   const char* g = "Model parallelism";
   cmd.add_option("--tp", o.tp, "Tensor-parallel degree (Megatron's column/row split of each block)")
       ->type_name("N")->group(g);
-  cmd.add_flag("--sp{1},--no-sp{0}", o.sp, "Sequence parallelism over the TP group (norms and dropout sharded)")->group(g);
+  cmd.add_flag_callback("--sp", [&o] { o.sp = 1; }, "Sequence parallelism over the TP group (norms and dropout sharded)")
+      ->group(g);
+  cmd.add_flag_callback("--no-sp", [&o] { o.sp = 0; }, "No sequence parallelism (over a framework file's sp: true)")->group(g);
   cmd.add_option("--pp", o.pp, "Pipeline stages")->type_name("N")->group(g);
   cmd.add_option("--vp", o.vp, "Virtual stages per pipeline rank (interleaved 1F1B)")->type_name("N")->group(g);
   cmd.add_option("--schedule", o.schedule, "Pipeline schedule: gpipe, 1f1b or interleaved (default: the framework's, else "
