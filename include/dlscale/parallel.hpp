@@ -45,7 +45,7 @@ TransformerShape transformer_shape(const Network& net);
 /// Throws InputError whose key is the field ("tp", "pp", "vp", "cp", "micro_batch", "micro_batches",
 /// "schedule", "gpus") when: a degree or batch is below 1; tp·pp·cp does not divide the GPUs; tp does not
 /// divide the heads, or neither divides nor is a multiple of the key/value heads (tp > kv_heads replicates
-/// them, eq. P3); pp exceeds the blocks or does not divide them (pp·vp for interleaved); the sequence does
+/// them, eq. P3); pp·vp exceeds the blocks (uneven chunks are allowed: layer_stages); the sequence does
 /// not split into 2·cp chunks; vp > 1 without the interleaved schedule; interleaved with m not a multiple of pp.
 void validate(const ParallelLayout& layout, int gpus, const TransformerShape& shape);
 
@@ -98,7 +98,8 @@ StepTraffic dp_step_traffic(std::int64_t params, const Sharding& s, Precision p,
 
 // ---- compute (eq. P6) ------------------------------------------------------------------------------------
 
-/// The pipeline stage each learnable layer runs on: blocks in p·v equal chunks, chunk k on stage k mod p; the
+/// The pipeline stage each learnable layer runs on: blocks in p·v chunks of ⌊L/(p·v)⌋ or ⌈L/(p·v)⌉ (block b in chunk
+/// ⌊b·p·v/L⌋), chunk k on stage k mod p; the
 /// layers before the first block (embeddings) on stage 0, those after the last (final norm, output
 /// projection) on stage p−1.
 std::vector<int> layer_stages(const Network& net, const ParallelLayout& l);

@@ -11,6 +11,7 @@
 #include "dlscale/cluster.hpp"
 #include "dlscale/error.hpp"
 #include "dlscale/network.hpp"
+#include "parallel/parallel_blocks.hpp"
 
 namespace dlscale {
 namespace {
@@ -39,7 +40,9 @@ std::vector<ParallelDim> varying(ParallelGroup g) {
 
 }  // namespace
 
-TransformerShape transformer_shape(const Network& net) {
+TransformerShape transformer_shape(const Network& net) { return transformer_shape(net, transformer_blocks(net)); }
+
+TransformerShape transformer_shape(const Network& net, const std::vector<int>& blocks) {
   TransformerShape m;
   for (const Layer& l : net.layers) {
     if (l.kind == LayerKind::attention && m.heads == 0 && l.heads > 0 && l.input_shape.size() >= 2) {
@@ -52,7 +55,6 @@ TransformerShape transformer_shape(const Network& net) {
   }
   if (!net.layers.empty() && net.layers.back().kind == LayerKind::linear && !net.layers.back().output_shape.empty())
     m.vocab = net.layers.back().output_shape.back();
-  const std::vector<int> blocks = transformer_blocks(net);
   for (int b : blocks) m.layers = std::max<std::int64_t>(m.layers, b + 1);
   if (m.heads == 0) throw field_error("network", fmt::format("'{}' has no attention layer to split", net.name));
   if (m.layers == 0) throw field_error("network", fmt::format("'{}' has no transformer blocks to split", net.name));
@@ -89,9 +91,11 @@ void validate(const ParallelLayout& l, int gpus, const TransformerShape& m) {
     throw field_error("vp", fmt::format("vp {} needs the interleaved schedule, not {}", l.vp, to_string(l.schedule)));
   if (l.schedule == PipelineSchedule::interleaved && l.pp < 2)
     throw field_error("schedule", "the interleaved schedule needs at least two pipeline stages");
-  if (m.layers % (static_cast<std::int64_t>(l.pp) * l.vp) != 0)
-    throw field_error(l.vp > 1 ? "vp" : "pp", fmt::format("pp {} × vp {} does not divide the {} transformer blocks", l.pp,
-                                                          l.vp, m.layers));
+  // uneven chunks are allowed (Megatron-Core's --decoder-first/last-pipeline-num-layers): layer_stages gives
+  // each ⌊L/(p·v)⌋ or ⌈L/(p·v)⌉ blocks, and the slowest stage sets the pipeline's pace (eq. P7)
+  if (m.layers < static_cast<std::int64_t>(l.pp) * l.vp)
+    throw field_error(l.vp > 1 ? "vp" : "pp", fmt::format("pp {} × vp {} is more model chunks than the {} transformer blocks",
+                                                          l.pp, l.vp, m.layers));
   // Megatron-LM's interleaved schedule: the micro-batches go round the stages in groups of p
   if (l.schedule == PipelineSchedule::interleaved && l.micro_batches % l.pp != 0)
     throw field_error("micro_batches", fmt::format("the interleaved schedule needs micro-batches in groups of pp {}, got {}",
@@ -160,8 +164,9 @@ Bytes pp_p2p_bytes(const ParallelLayout& l, const TransformerShape& m, double e)
   return tp_activation_bytes(l, m, e) / static_cast<double>(l.sp ? l.tp : 1);  // eq. P4
 }
 
-std::vector<int> layer_stages(const Network& net, const ParallelLayout& l) {
-  const std::vector<int> block = transformer_blocks(net);
+std::vector<int> layer_stages(const Network& net, const ParallelLayout& l) { return layer_stages(transformer_blocks(net), l); }
+
+std::vector<int> layer_stages(const std::vector<int>& block, const ParallelLayout& l) {
   int blocks = 0;
   for (int b : block) blocks = std::max(blocks, b + 1);
   const int chunks = std::max(1, l.pp * std::max(1, l.vp));
@@ -180,7 +185,10 @@ std::vector<int> layer_stages(const Network& net, const ParallelLayout& l) {
 }
 
 std::int64_t rank_params(const Network& net, const ParallelLayout& l, int stage) {
-  const std::vector<int> st = layer_stages(net, l);
+  return rank_params(net, layer_stages(net, l), l, stage);
+}
+
+std::int64_t rank_params(const Network& net, const std::vector<int>& st, const ParallelLayout& l, int stage) {
   std::int64_t p = 0;
   for (std::size_t i = 0; i < net.layers.size(); ++i) {
     if (st[i] != stage) continue;
@@ -270,8 +278,14 @@ Bytes activation_bytes_per_layer(const ParallelLayout& l, const TransformerShape
 
 MemoryEstimate rank_memory(const Network& net, const ParallelLayout& l, int stage, const ComputeOptions& opt,
                            const Sharding& sharding, int dp_cp, ActivationRecompute r, Bytes reserved) {
-  const std::vector<int> st = layer_stages(net, l);
   const std::vector<int> block = transformer_blocks(net);
+  return rank_memory(net, block, transformer_shape(net, block), layer_stages(block, l), l, stage, opt, sharding, dp_cp, r,
+                     reserved);
+}
+
+MemoryEstimate rank_memory(const Network& net, const std::vector<int>& block, const TransformerShape& m,
+                           const std::vector<int>& st, const ParallelLayout& l, int stage, const ComputeOptions& opt,
+                           const Sharding& sharding, int dp_cp, ActivationRecompute r, Bytes reserved) {
   Network rank;
   rank.name = net.name;
   rank.input_kind = net.input_kind;
@@ -290,7 +304,6 @@ MemoryEstimate rank_memory(const Network& net, const ParallelLayout& l, int stag
       last_block = block[i];
     }
   }
-  const TransformerShape m = transformer_shape(net);
   const double in_flight = in_flight_microbatches(l.schedule, l.pp, l.micro_batches, l.vp, stage);
   const bool fused = fused_attention(opt.attention);
   // eq. P10: in-flight micro-batches × the stage's blocks × eq. P9, per sample of the micro-batch
