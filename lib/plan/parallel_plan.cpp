@@ -11,6 +11,7 @@
 
 #include "dlscale/error.hpp"
 #include "dlscale/parallel.hpp"
+#include "parallel/parallel_blocks.hpp"
 #include "predict/parallel_predict.hpp"
 
 namespace dlscale {
@@ -26,7 +27,8 @@ double rate(const Prediction& p) {
 }  // namespace
 
 ParallelPlanResult plan_parallel(const Scenario& base, int gpus, const ParallelPlanSpace& space) {
-  const TransformerShape shape = transformer_shape(base.network);  // InputError("network") without blocks
+  const std::vector<int> blocks = transformer_blocks(base.network);  // parsed once for every layout's memory
+  const TransformerShape shape = transformer_shape(base.network, blocks);  // InputError("network") without blocks
   const Cluster& cl = base.cluster;
   if (gpus < 1 || gpus > cl.max_gpus() || (gpus > cl.gpus_per_node && gpus % cl.gpus_per_node != 0))
     throw InputError(SourceLocation{}, "gpus",
@@ -82,13 +84,18 @@ ParallelPlanResult plan_parallel(const Scenario& base, int gpus, const ParallelP
                   continue;
                 }
                 ++r.evaluated;
-                // pruned by memory (eq. P10) before it is timed: the first stage holds the most in flight
+                // pruned by memory (eq. P10) before it is timed: the first stage holds the most in flight, the
+                // last the output projection; the stages between are checked by the prediction (its memory)
                 bool fits = true;
                 if (capacity > Bytes{}) {
                   const int dp_cp = l.dp(gpus) * l.cp;
                   const ActivationRecompute ar = activation_recompute(rc);
-                  for (int s = 0; s < l.pp && fits; ++s)
-                    fits = rank_memory(base.network, l, s, opt, sh, dp_cp, ar).total() <= capacity;
+                  const std::vector<int> stages = layer_stages(blocks, l);
+                  for (int s : {0, l.pp - 1})
+                    if (fits)
+                      fits = rank_memory(base.network, blocks, shape, stages, l, s, opt, sh, dp_cp, ar,
+                                         bytes(kDefaultReservedBytes))
+                                 .total() <= capacity;
                 }
                 if (!fits) {
                   ++r.out_of_memory;
