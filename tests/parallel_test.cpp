@@ -409,7 +409,9 @@ TEST(ParallelValidate, ErrorsNameTheField) {
   l.micro_batches = 8;
   EXPECT_EQ(field_of(l, 32, m), "");
   l.vp = 3;
-  EXPECT_EQ(field_of(l, 32, m), "vp");  // 4 × 3 does not divide 32 blocks
+  EXPECT_EQ(field_of(l, 32, m), "");  // 4 × 3 chunks of 32 blocks: uneven, 2 or 3 blocks each
+  l.vp = 9;
+  EXPECT_EQ(field_of(l, 32, m), "vp");  // 4 × 9 = 36 chunks for 32 blocks
   l.vp = 2;
   l.micro_batches = 6;
   EXPECT_EQ(field_of(l, 32, m), "micro_batches");

@@ -3,7 +3,7 @@
 // layout and its checks, the bytes each split moves per block, the pipeline's bubble and in-flight
 // micro-batches, activation memory per layer (Korthikanti et al. 2022), the ranks of each group on the
 // cluster and the time of their collectives on the existing collective model. Derivations: docs/model.md,
-// "Model parallelism" (eq. P1-P12). Not yet wired into the Scenario or the Predictor (issue 37, round 2).
+// "Model parallelism" (eq. P1-P13); Scenario::parallel predicts through parallel_step (lib/predict/parallel_predict.cpp).
 #pragma once
 
 #include <array>
@@ -15,8 +15,8 @@
 
 #include "dlscale/collective.hpp"
 #include "dlscale/compute.hpp"
-#include "dlscale/detail/enum_names.hpp"
 #include "dlscale/memory.hpp"
+#include "dlscale/parallel_layout.hpp"
 #include "dlscale/sharding.hpp"
 #include "dlscale/topology.hpp"
 #include "dlscale/units.hpp"
@@ -25,44 +25,6 @@ namespace dlscale {
 
 struct Cluster;
 struct Network;
-
-enum class PipelineSchedule { gpipe, one_f_one_b, interleaved };
-template <>
-struct EnumNames<PipelineSchedule> {
-  static constexpr std::array<EnumName<PipelineSchedule>, 3> names{{
-      {PipelineSchedule::gpipe, "gpipe"},
-      {PipelineSchedule::one_f_one_b, "1f1b"},
-      {PipelineSchedule::interleaved, "interleaved"},
-  }};
-  static constexpr std::array<EnumName<PipelineSchedule>, 2> aliases{{
-      {PipelineSchedule::one_f_one_b, "one_f_one_b"},
-      {PipelineSchedule::interleaved, "interleaved_1f1b"},
-  }};
-};
-/// "gpipe", "1f1b" or "interleaved"; InputError(field, …) otherwise.
-PipelineSchedule pipeline_schedule_from_string(std::string_view name, std::string_view field = "schedule");
-
-/// The four dimensions a rank has a coordinate in (expert parallelism, ep, is 1 here and takes no place).
-enum class ParallelDim { tp, cp, dp, pp };
-template <>
-struct EnumNames<ParallelDim> {
-  static constexpr std::array<EnumName<ParallelDim>, 4> names{{
-      {ParallelDim::tp, "tp"},
-      {ParallelDim::cp, "cp"},
-      {ParallelDim::dp, "dp"},
-      {ParallelDim::pp, "pp"},
-  }};
-  static constexpr std::array<EnumName<ParallelDim>, 0> aliases{};
-};
-/// The order ranks are numbered in, fastest-varying dimension first.
-using RankOrder = std::array<ParallelDim, 4>;
-/// Megatron-Core's default, RankGenerator(order="tp-cp-ep-dp-pp"): consecutive ranks share everything but
-/// their TP coordinate, so a TP group is consecutive GPUs of a node and the PP stages are farthest apart.
-inline constexpr RankOrder kMegatronRankOrder{ParallelDim::tp, ParallelDim::cp, ParallelDim::dp, ParallelDim::pp};
-/// "tp-cp-ep-dp-pp" (Megatron's spelling; `ep` is accepted and ignored, as are '-' or ',' between names); each of
-/// tp, cp, dp, pp exactly once. InputError(field, …) otherwise.
-RankOrder parse_rank_order(std::string_view text, std::string_view field = "rank_order");
-std::string to_string(const RankOrder& order);  // "tp-cp-dp-pp"
 
 /// A transformer's sizes as the parallel model needs them, read from a Network's layers.
 struct TransformerShape {
@@ -80,32 +42,16 @@ struct TransformerShape {
 /// network has no attention layer or no blocks.
 TransformerShape transformer_shape(const Network& net);
 
-/// How one training step is split over the GPUs (issue 37). dp is what is left: gpus / (tp·pp·cp).
-struct ParallelLayout {
-  int tp = 1;          // tensor-parallel degree t (Megatron's column/row split of every block)
-  bool sp = false;     // sequence parallelism: norms and dropout sharded over the TP group along the sequence
-  int pp = 1;          // pipeline stages p
-  int vp = 1;          // virtual stages (model chunks) per pipeline rank v; > 1 only with `interleaved`
-  PipelineSchedule schedule = PipelineSchedule::one_f_one_b;
-  int cp = 1;          // context-parallel degree c (ring attention over c ranks, 2·c load-balanced chunks)
-  int micro_batch = 1;    // samples per micro-batch b
-  int micro_batches = 1;  // micro-batches per step and pipeline m (global batch = b·m·dp)
-  RankOrder order = kMegatronRankOrder;
-
-  [[nodiscard]] int model_parallel() const noexcept { return tp * pp * cp; }
-  /// gpus / (tp·pp·cp); 0 when it does not divide (validate says so).
-  [[nodiscard]] int dp(int gpus) const noexcept;
-  [[nodiscard]] int degree(ParallelDim d, int gpus) const noexcept;
-  /// Samples per optimiser step over the whole job: b·m·dp.
-  [[nodiscard]] std::int64_t global_batch(int gpus) const noexcept;
-};
-
 /// Throws InputError whose key is the field ("tp", "pp", "vp", "cp", "micro_batch", "micro_batches",
 /// "schedule", "gpus") when: a degree or batch is below 1; tp·pp·cp does not divide the GPUs; tp does not
 /// divide the heads, or neither divides nor is a multiple of the key/value heads (tp > kv_heads replicates
-/// them, eq. P3); pp exceeds the blocks or does not divide them (pp·vp for interleaved); the sequence does
+/// them, eq. P3); pp·vp exceeds the blocks (uneven chunks are allowed: layer_stages); the sequence does
 /// not split into 2·cp chunks; vp > 1 without the interleaved schedule; interleaved with m not a multiple of pp.
 void validate(const ParallelLayout& layout, int gpus, const TransformerShape& shape);
+
+/// The layout for `gpus` GPUs with its micro-batches from global_batch_target (m = target / (b·dp)); as it is
+/// when no target is given. InputError("global_batch") when b·dp does not divide the target.
+ParallelLayout with_global_batch(ParallelLayout l, int gpus);
 
 // ---- communication per block (eq. P1-P5) ---------------------------------------------------------------
 
@@ -152,7 +98,8 @@ StepTraffic dp_step_traffic(std::int64_t params, const Sharding& s, Precision p,
 
 // ---- compute (eq. P6) ------------------------------------------------------------------------------------
 
-/// The pipeline stage each learnable layer runs on: blocks in p·v equal chunks, chunk k on stage k mod p; the
+/// The pipeline stage each learnable layer runs on: blocks in p·v chunks of ⌊L/(p·v)⌋ or ⌈L/(p·v)⌉ (block b in chunk
+/// ⌊b·p·v/L⌋), chunk k on stage k mod p; the
 /// layers before the first block (embeddings) on stage 0, those after the last (final norm, output
 /// projection) on stage p−1.
 std::vector<int> layer_stages(const Network& net, const ParallelLayout& l);
@@ -244,7 +191,7 @@ Seconds pipeline_p2p_time(const Cluster& cluster, const GroupPlacement& pp, Byte
 /// Korthikanti's case for a compute option's recompute mode: none, full, selective (per-op counts as selective).
 ActivationRecompute activation_recompute(Recompute r) noexcept;
 
-/// One training step of a layout (eq. P13), what round 2's Predictor will report: per micro-batch on the
+/// One training step of a layout (eq. P13), what the Predictor reports for Scenario::parallel: per micro-batch on the
 /// slowest pipeline stage, then the pipeline, the data-parallel reduction and the update.
 struct ParallelStep {
   int slowest_stage = 0;

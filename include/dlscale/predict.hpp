@@ -14,6 +14,7 @@
 #include "dlscale/collective.hpp"
 #include "dlscale/compute.hpp"
 #include "dlscale/network.hpp"
+#include "dlscale/parallel.hpp"
 #include "dlscale/profile.hpp"
 #include "dlscale/strategy.hpp"
 #include "dlscale/units.hpp"
@@ -38,6 +39,10 @@ struct Scenario {
   /// scenario's `modelled_layers` (a sweep shares them as it shares those); null: computed.
   std::shared_ptr<const LayerTimes> modelled_layers_doubled_gpu;
   std::shared_ptr<const CollectiveModel> collectives;  // null: make_collective_model(cluster)
+  /// Model parallelism (issue 37; docs/model.md, "Model parallelism"): each data-parallel replica a grid of
+  /// tp·pp·cp GPUs, the step eq. P13's. Absent: data parallelism alone, as before. With it batch_per_gpu is
+  /// the layout's micro-batch (the Predictor sets it) and the prediction's batch is the global b·m·dp.
+  std::optional<ParallelLayout> parallel;
 };
 
 /// Checks the values of a scenario that no type rules out: at least one node, GPU per node and sample per GPU,
@@ -97,6 +102,17 @@ struct Breakdown {
   Seconds offload_cpu{};          // CPU Adam on the node's shards (S9b)
   Seconds offload_h2d{};          // the updated shard back to the GPU (S9c)
   Bytes offload_bytes{};          // bytes over PCIe per GPU and step, both ways (S9a + S9c)
+  /// A model-parallel step's parts (eq. P13; absent without Scenario::parallel): per step, on the slowest stage.
+  struct Parallel {
+    Seconds tp_comm{};  // TP/SP collectives exposed, all micro-batches
+    Seconds cp_comm{};  // CP's K/V ring past the attention cores
+    Seconds pp_p2p{};   // the sends between stages
+    Seconds bubble{};   // the pipeline's fill and drain
+    Seconds dp_comm{};  // the gradients over the dp·cp group
+    int slowest_stage = 0;
+    std::vector<Bytes> stage_memory;  // per pipeline stage, one rank's (eq. P10)
+  };
+  std::optional<Parallel> parallel;
 };
 
 /// Names the resource that bounds an iteration, for people: "inter-node network (56 Gb/s)". The text is

@@ -9,6 +9,7 @@
 #include "dlscale/compute.hpp"
 #include "dlscale/detail/enum_names.hpp"
 #include "dlscale/kernels.hpp"
+#include "dlscale/parallel_layout.hpp"
 #include "dlscale/sharding.hpp"
 #include "dlscale/transport.hpp"
 #include "dlscale/units.hpp"
@@ -115,6 +116,13 @@ struct Strategy {
   // Sharded data parallelism (ZeRO, FSDP; docs/model.md, "Sharded data parallelism"); stage 0: replicas.
   Sharding sharding;
   Transport transport;               // how bytes cross nodes (`transport: NAME`); default: NCCL as modelled
+  /// Model parallelism (`parallel:`; docs/input-formats.md, "Framework strategy"): the layout a run with this
+  /// framework starts from (rank order, sequence parallelism, schedule; degrees and batches where the file
+  /// gives them). Absent: the defaults of ParallelLayout.
+  std::optional<ParallelLayout> parallel;
+  /// Whether `parallel:` gave a degree (tp, pp or cp) or batch: a run of this framework is then model-parallel
+  /// without options. Defaults alone (rank_order, sp, schedule) leave it data-parallel until a run names degrees.
+  bool parallel_degrees = false;
 };
 
 }  // namespace dlscale

@@ -8,6 +8,7 @@
 #include "cli/scenario_options.hpp"
 #include "cli/workload_options.hpp"
 #include "dlscale/error.hpp"
+#include "dlscale/parallel_plan.hpp"
 #include "dlscale/plan.hpp"
 
 namespace dlscale::cli {
@@ -51,6 +52,7 @@ void run_explain(const ExplainCliOptions& o) {
     if (list.size() != 1) throw UsageError("--gpus", "explain takes one GPU count");
     gpus = list.front();
   }
+  if (sc.parallel) return emit(explain_parallel(sc, gpus), o.output);  // model parallelism (lib/plan/parallel_explain.cpp)
   ExplainOptions eo;
   if (!o.target.empty()) eo.target_efficiency = parse_target(o.target);
   eo.workload = workload_for(sc.network, o.workload);

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "cli/commands.hpp"
+#include "cli/parallel_options.hpp"
 #include "cli/scenario_options.hpp"
 #include "dlscale/error.hpp"
 #include "dlscale/io.hpp"
@@ -25,6 +26,7 @@ struct PlanCliOptions {
   bool target_given = false;
   int top = 5;
   std::string output;
+  ParallelPlanOptions parallel;  // --parallel and its grid (lib/cli/parallel_plan.cpp)
 };
 
 std::vector<std::string> split(const std::string& text) {
@@ -59,6 +61,9 @@ std::vector<int> counts(const std::string& text, const char* option) {
 }
 
 void run_plan(const PlanCliOptions& o) {
+  if (o.parallel.on)  // model-parallel layouts (lib/cli/parallel_plan.cpp)
+    return run_parallel_plan(o.scenario, o.parallel, o.frameworks == PlanCliOptions{}.frameworks ? "" : o.frameworks,
+                             o.top, o.output);
   RunInfo info;
   info.command_line = command_line();
   const auto names = split(o.frameworks);
@@ -135,6 +140,7 @@ void setup_plan(CLI::App& app) {
   add_jitter_option(*cmd, opt->scenario.jitter_cv);
   cmd->add_option("--top", opt->top, "Configurations to show")->capture_default_str();
   cmd->add_option("-o,--output", opt->output, "Write to FILE (atomically) instead of standard output")->type_name("FILE");
+  add_parallel_plan_options(*cmd, opt->parallel);
   cmd->callback([opt] { run_plan(*opt); });
 }
 

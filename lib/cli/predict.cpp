@@ -27,6 +27,7 @@ void run_predict(const PredictOptions& o) {
   RunInfo info;
   info.command_line = command_line();
   Predictor predictor(build_scenario(o.scenario, info));
+  if (gpus.empty() && predictor.scenario().parallel) gpus = parallel_gpu_counts(predictor.scenario());  // the whole cluster
   gpus = gpus.empty() ? default_gpu_counts(predictor.scenario().cluster) : placeable_gpu_counts(predictor, gpus);
   const auto preds = predictor.predict(gpus);  // everything computed before anything is printed
   warn_memory_by_gpu_count(predictor.scenario(), preds);

@@ -148,6 +148,7 @@ void add_scenario_options(CLI::App& cmd, ScenarioOptions& o) {
   cmd.add_option("--cpu-cores", o.cpu_cores, "CPU cores per node that decode input (the cluster's input.cores)")->type_name("N");
   cmd.add_option("--loader-workers", o.loader_workers, "Loader worker threads per GPU (0: every core of the node)")
       ->type_name("N");
+  add_parallel_options(cmd, o.parallel);  // lib/cli/parallel_options.cpp
 }
 
 namespace {
@@ -416,6 +417,7 @@ void describe_run(const ScenarioOptions& o, const Scenario& sc, RunInfo& info) {
   info.model = sc.network.name;
   info.framework = sc.strategy.name;
   info.batch_per_gpu = sc.batch_per_gpu;
+  if (sc.parallel) info.layout = layout_text(*sc.parallel);
   info.precision = std::string(to_string(sc.compute.precision));
 }
 }  // namespace
@@ -437,6 +439,7 @@ Scenario build_scenario(const ScenarioOptions& o, RunInfo& info) {
   }
   // The library's checks (passes per update, a checkpointing mode the model can take, ...): main names the
   // option of the field an InputError names (cli::option_for_field).
+  apply_parallel_options(o.parallel, o, sc);  // lib/cli/parallel_options.cpp
   validate(sc);
 
   describe_run(o, sc, info);
@@ -445,7 +448,7 @@ Scenario build_scenario(const ScenarioOptions& o, RunInfo& info) {
   if (!o.calibration.empty() || o.explain_sources) apply_calibration(o, sc, info);
   // A step that cannot run says so (docs/compute-model.md, "Memory"); a sharded strategy's memory depends
   // on the GPU count, and each prediction row says whether it fits.
-  if (o.memory_warning && !sc.profile && !sc.measured_layers && !sc.strategy.sharding.sharded()) {
+  if (o.memory_warning && !sc.profile && !sc.measured_layers && !sc.strategy.sharding.sharded() && !sc.parallel) {
     const MemoryFit fit = check_memory_fit(sc.network, sc.cluster.gpu, sc.batch_per_gpu, step_compute(sc));
     if (!fit.fits) defer_note(fit.warning);
   }

@@ -10,6 +10,7 @@
 #include "dlscale/cluster.hpp"
 #include "dlscale/predict.hpp"
 #include "dlscale/report.hpp"
+#include "cli/parallel_options.hpp"
 
 namespace dlscale::cli {
 
@@ -62,6 +63,7 @@ struct ScenarioOptions {
   static constexpr int kNotGiven = -2147483647 - 1;
   int cpu_cores = kNotGiven;       // --cpu-cores N (not given: the cluster file's)
   int loader_workers = kNotGiven;  // --loader-workers N per GPU (not given: the cluster file's; 0: every core)
+  ParallelOptions parallel;        // --tp, --pp, --cp, ... (lib/cli/parallel_options.cpp)
 };
 
 /// The embedded default scenario: ResNet-50 at batch 32 with Caffe-MPI on the Shi & Chu P40 cluster,

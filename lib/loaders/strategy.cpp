@@ -15,6 +15,7 @@
 #include "dlscale/io.hpp"
 #include "io/yaml_reader.hpp"
 #include "loaders/read_helpers.hpp"
+#include "loaders/parallel_entry.hpp"
 
 namespace dlscale {
 namespace fs = std::filesystem;
@@ -200,6 +201,7 @@ Strategy read_strategy(const Node& root, const fs::path& data) {
   if (auto n = m.optional("transport")) s.transport = read_transport(*n, data);
   read_kernel_choices(m, s);
   if (auto n = m.optional("sharding")) read_sharding(*n, s);
+  if (auto n = m.optional("parallel")) read_parallel_entry(*n, s);  // parallel_entry.cpp
   if (auto n = m.optional("mixed_precision")) {  // docs/input-formats.md, "Framework strategy"
     MapReader mp(*n);
     if (auto g = mp.optional("gradients")) {

@@ -11,6 +11,7 @@
 #include "dlscale/cluster.hpp"
 #include "dlscale/error.hpp"
 #include "dlscale/network.hpp"
+#include "parallel/parallel_blocks.hpp"
 
 namespace dlscale {
 namespace {
@@ -39,37 +40,9 @@ std::vector<ParallelDim> varying(ParallelGroup g) {
 
 }  // namespace
 
-PipelineSchedule pipeline_schedule_from_string(std::string_view name, std::string_view field) {
-  if (auto s = enum_from_string<PipelineSchedule>(name)) return *s;
-  throw field_error(field, fmt::format("unknown pipeline schedule '{}' (gpipe, 1f1b, interleaved)", name));
-}
+TransformerShape transformer_shape(const Network& net) { return transformer_shape(net, transformer_blocks(net)); }
 
-RankOrder parse_rank_order(std::string_view text, std::string_view field) {
-  RankOrder order{};
-  std::size_t n = 0;
-  std::array<bool, 4> seen{};
-  std::string_view rest = text;
-  while (!rest.empty()) {
-    const std::size_t sep = rest.find_first_of("-,");
-    const std::string_view name = rest.substr(0, sep);
-    rest = sep == std::string_view::npos ? std::string_view{} : rest.substr(sep + 1);
-    if (name == "ep") continue;  // expert parallelism: degree 1 here
-    const auto d = enum_from_string<ParallelDim>(name);
-    if (!d) throw field_error(field, fmt::format("rank order '{}': unknown dimension '{}' (tp, cp, ep, dp, pp)", text, name));
-    const auto i = static_cast<std::size_t>(*d);
-    if (seen[i]) throw field_error(field, fmt::format("rank order '{}' names '{}' twice", text, name));
-    seen[i] = true;
-    order[n++] = *d;
-  }
-  if (n != 4) throw field_error(field, fmt::format("rank order '{}' must name each of tp, cp, dp and pp once", text));
-  return order;
-}
-
-std::string to_string(const RankOrder& order) {
-  return fmt::format("{}-{}-{}-{}", to_string(order[0]), to_string(order[1]), to_string(order[2]), to_string(order[3]));
-}
-
-TransformerShape transformer_shape(const Network& net) {
+TransformerShape transformer_shape(const Network& net, const std::vector<int>& blocks) {
   TransformerShape m;
   for (const Layer& l : net.layers) {
     if (l.kind == LayerKind::attention && m.heads == 0 && l.heads > 0 && l.input_shape.size() >= 2) {
@@ -82,30 +55,22 @@ TransformerShape transformer_shape(const Network& net) {
   }
   if (!net.layers.empty() && net.layers.back().kind == LayerKind::linear && !net.layers.back().output_shape.empty())
     m.vocab = net.layers.back().output_shape.back();
-  const std::vector<int> blocks = transformer_blocks(net);
   for (int b : blocks) m.layers = std::max<std::int64_t>(m.layers, b + 1);
   if (m.heads == 0) throw field_error("network", fmt::format("'{}' has no attention layer to split", net.name));
   if (m.layers == 0) throw field_error("network", fmt::format("'{}' has no transformer blocks to split", net.name));
   return m;
 }
 
-int ParallelLayout::dp(int gpus) const noexcept {
-  const int mp = model_parallel();
-  return mp > 0 && gpus % mp == 0 ? gpus / mp : 0;
-}
-
-int ParallelLayout::degree(ParallelDim d, int gpus) const noexcept {
-  switch (d) {
-    case ParallelDim::tp: return tp;
-    case ParallelDim::cp: return cp;
-    case ParallelDim::pp: return pp;
-    case ParallelDim::dp: return dp(gpus);
-  }
-  return 1;
-}
-
-std::int64_t ParallelLayout::global_batch(int gpus) const noexcept {
-  return static_cast<std::int64_t>(micro_batch) * micro_batches * dp(gpus);
+ParallelLayout with_global_batch(ParallelLayout l, int gpus) {
+  if (l.global_batch_target <= 0) return l;
+  const std::int64_t per_step = static_cast<std::int64_t>(l.micro_batch) * l.dp(gpus);
+  if (per_step < 1 || l.global_batch_target % per_step != 0)
+    throw field_error("global_batch", fmt::format("a global batch of {} does not split into micro-batches of {} on {} "
+                                                  "data-parallel ranks ({} GPUs / tp·pp·cp {})",
+                                                  l.global_batch_target, l.micro_batch, l.dp(gpus), gpus,
+                                                  l.model_parallel()));
+  l.micro_batches = static_cast<int>(l.global_batch_target / per_step);
+  return l;
 }
 
 void validate(const ParallelLayout& l, int gpus, const TransformerShape& m) {
@@ -126,9 +91,11 @@ void validate(const ParallelLayout& l, int gpus, const TransformerShape& m) {
     throw field_error("vp", fmt::format("vp {} needs the interleaved schedule, not {}", l.vp, to_string(l.schedule)));
   if (l.schedule == PipelineSchedule::interleaved && l.pp < 2)
     throw field_error("schedule", "the interleaved schedule needs at least two pipeline stages");
-  if (m.layers % (static_cast<std::int64_t>(l.pp) * l.vp) != 0)
-    throw field_error(l.vp > 1 ? "vp" : "pp", fmt::format("pp {} × vp {} does not divide the {} transformer blocks", l.pp,
-                                                          l.vp, m.layers));
+  // uneven chunks are allowed (Megatron-Core's --decoder-first/last-pipeline-num-layers): layer_stages gives
+  // each ⌊L/(p·v)⌋ or ⌈L/(p·v)⌉ blocks, and the slowest stage sets the pipeline's pace (eq. P7)
+  if (m.layers < static_cast<std::int64_t>(l.pp) * l.vp)
+    throw field_error(l.vp > 1 ? "vp" : "pp", fmt::format("pp {} × vp {} is more model chunks than the {} transformer blocks",
+                                                          l.pp, l.vp, m.layers));
   // Megatron-LM's interleaved schedule: the micro-batches go round the stages in groups of p
   if (l.schedule == PipelineSchedule::interleaved && l.micro_batches % l.pp != 0)
     throw field_error("micro_batches", fmt::format("the interleaved schedule needs micro-batches in groups of pp {}, got {}",
@@ -197,8 +164,9 @@ Bytes pp_p2p_bytes(const ParallelLayout& l, const TransformerShape& m, double e)
   return tp_activation_bytes(l, m, e) / static_cast<double>(l.sp ? l.tp : 1);  // eq. P4
 }
 
-std::vector<int> layer_stages(const Network& net, const ParallelLayout& l) {
-  const std::vector<int> block = transformer_blocks(net);
+std::vector<int> layer_stages(const Network& net, const ParallelLayout& l) { return layer_stages(transformer_blocks(net), l); }
+
+std::vector<int> layer_stages(const std::vector<int>& block, const ParallelLayout& l) {
   int blocks = 0;
   for (int b : block) blocks = std::max(blocks, b + 1);
   const int chunks = std::max(1, l.pp * std::max(1, l.vp));
@@ -217,7 +185,10 @@ std::vector<int> layer_stages(const Network& net, const ParallelLayout& l) {
 }
 
 std::int64_t rank_params(const Network& net, const ParallelLayout& l, int stage) {
-  const std::vector<int> st = layer_stages(net, l);
+  return rank_params(net, layer_stages(net, l), l, stage);
+}
+
+std::int64_t rank_params(const Network& net, const std::vector<int>& st, const ParallelLayout& l, int stage) {
   std::int64_t p = 0;
   for (std::size_t i = 0; i < net.layers.size(); ++i) {
     if (st[i] != stage) continue;
@@ -307,8 +278,14 @@ Bytes activation_bytes_per_layer(const ParallelLayout& l, const TransformerShape
 
 MemoryEstimate rank_memory(const Network& net, const ParallelLayout& l, int stage, const ComputeOptions& opt,
                            const Sharding& sharding, int dp_cp, ActivationRecompute r, Bytes reserved) {
-  const std::vector<int> st = layer_stages(net, l);
   const std::vector<int> block = transformer_blocks(net);
+  return rank_memory(net, block, transformer_shape(net, block), layer_stages(block, l), l, stage, opt, sharding, dp_cp, r,
+                     reserved);
+}
+
+MemoryEstimate rank_memory(const Network& net, const std::vector<int>& block, const TransformerShape& m,
+                           const std::vector<int>& st, const ParallelLayout& l, int stage, const ComputeOptions& opt,
+                           const Sharding& sharding, int dp_cp, ActivationRecompute r, Bytes reserved) {
   Network rank;
   rank.name = net.name;
   rank.input_kind = net.input_kind;
@@ -327,7 +304,6 @@ MemoryEstimate rank_memory(const Network& net, const ParallelLayout& l, int stag
       last_block = block[i];
     }
   }
-  const TransformerShape m = transformer_shape(net);
   const double in_flight = in_flight_microbatches(l.schedule, l.pp, l.micro_batches, l.vp, stage);
   const bool fused = fused_attention(opt.attention);
   // eq. P10: in-flight micro-batches × the stage's blocks × eq. P9, per sample of the micro-batch

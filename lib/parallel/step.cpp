@@ -6,6 +6,7 @@
 #include "dlscale/cluster.hpp"
 #include "dlscale/network.hpp"
 #include "dlscale/parallel.hpp"
+#include "parallel/parallel_blocks.hpp"
 
 namespace dlscale {
 
@@ -32,12 +33,12 @@ Seconds sum_calls(const CollectiveModel& coll, const std::vector<CollectiveCall>
 ParallelStep parallel_step(const Network& net, const LayerTimes& whole, const Cluster& cluster,
                            const CollectiveModel& coll, const ParallelLayout& l, int gpus, const ComputeOptions& opt,
                            const Sharding& sh) {
-  const TransformerShape m = transformer_shape(net);
+  const std::vector<int> block = transformer_blocks(net);  // once: every query below reads it
+  const TransformerShape m = transformer_shape(net, block);
   validate(l, gpus, m);
   const LayoutPlacement at = place_layout(l, cluster, gpus);
   const LayerTimes t = shard_layer_times(whole, net, l);
-  const std::vector<int> stage = layer_stages(net, l);
-  const std::vector<int> block = transformer_blocks(net);
+  const std::vector<int> stage = layer_stages(block, l);
   const double e = activation_bytes_per_element(opt.precision);
 
   // Per block and micro-batch: TP/SP (P1-P2) and CP (P3) collectives on their groups (P12).
@@ -98,8 +99,8 @@ ParallelStep parallel_step(const Network& net, const LayerTimes& whole, const Cl
       r.p2p = p2p;
     }
     most_update = max(most_update, u);
-    most_params = std::max(most_params, rank_params(net, l, s));
-    r.memory.push_back(rank_memory(net, l, s, opt, sh, dp_cp, ar));
+    most_params = std::max(most_params, rank_params(net, stage, l, s));
+    r.memory.push_back(rank_memory(net, block, m, stage, l, s, opt, sh, dp_cp, ar, bytes(kDefaultReservedBytes)));
   }
   r.pipeline = pipeline_time(l.schedule, l.pp, l.micro_batches, l.vp, r.per_microbatch);
   r.bubble = r.pipeline - r.per_microbatch * static_cast<double>(l.micro_batches);

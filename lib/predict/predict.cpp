@@ -23,6 +23,7 @@
 #include "dlscale/memory.hpp"
 #include "dlscale/resources.hpp"
 #include "dlscale/sharding.hpp"
+#include "predict/parallel_predict.hpp"
 
 namespace dlscale {
 
@@ -317,6 +318,7 @@ Predictor::Predictor(Scenario scenario) : Predictor(std::move(scenario), TimesOn
 namespace {
 Scenario validated(Scenario sc) {
   validate(sc);
+  if (sc.parallel) sc.batch_per_gpu = sc.parallel->micro_batch;  // the layer times at the micro-batch (eq. P6)
   return sc;
 }
 }  // namespace
@@ -581,6 +583,9 @@ bool aggregates(int gpus, const Strategy& st) noexcept { return gpus > 1 && !st.
 
 Prediction Predictor::predict(int gpus) const {
   const GpuPlacement at = place(gpus);
+  if (impl_->sc.parallel)  // model parallelism: eq. P13 (parallel_predict.cpp)
+    return parallel_prediction(impl_->sc, parallel_whole_times(impl_->sc, *impl_->modelled_times), *impl_->coll, gpus,
+                               at, impl_->iter_one);
   if (!impl_->names_bottleneck) return impl_for(gpus).run(gpus, at);
   // The aggregation times, and the recurrence over them, once for this scenario and the doubled ones that
   // keep them (doubled_same_comm, doubled_same_units).

@@ -11,6 +11,7 @@
 #include "dlscale/format.hpp"
 #include "dlscale/memory.hpp"
 #include "dlscale/predict.hpp"
+#include "predict/parallel_predict.hpp"
 
 namespace dlscale {
 namespace {
@@ -94,6 +95,7 @@ void validate(const Scenario& sc) {
     fail("batch_per_gpu", fmt::format("the batch per GPU must be at least 1, got {}", sc.batch_per_gpu));
   validate_compute(sc);
   validate_strategy(sc.strategy);
+  validate_parallel(sc);  // model parallelism (parallel_predict.cpp)
   if (sc.measured_layers) {
     const std::size_t L = sc.network.layers.size();
     const LayerTimes& ml = *sc.measured_layers;

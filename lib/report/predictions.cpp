@@ -9,6 +9,7 @@
 #include "dlscale/error.hpp"
 #include "dlscale/format.hpp"
 #include "dlscale/report.hpp"
+#include "report/parallel_report.hpp"
 #include "report/prediction_json.hpp"
 
 namespace dlscale {
@@ -58,6 +59,7 @@ nlohmann::ordered_json prediction_json(const Prediction& p, const TrainingCost* 
                     {"comm_exposed_s", in_seconds(b.comm_exposed)},
                     {"sync_wait_s", in_seconds(b.sync_wait)},  // the wait for the slowest GPU (jitter_cv)
                     {"overhead_s", in_seconds(b.overhead)}};   // the framework's fixed cost per iteration
+  add_parallel_json(e, p);  // model parallelism (parallel_report.cpp); absent otherwise
   if (train) {
     const TrainingCost& c = *train;
     e["time_to_train"] = {{"iterations", c.iterations},
@@ -81,6 +83,7 @@ nlohmann::ordered_json predictions_json(const RunInfo& info, std::span<const Pre
                  {"precision", info.precision},
                  {"profile", info.profile.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(info.profile)},
                  {"collective_model", info.collective_model}};
+  if (!info.layout.empty()) j["inputs"]["layout"] = info.layout;
   if (!train.empty()) j["inputs"]["workload"] = info.workload;
   if (!info.assumed.empty()) j["inputs"]["assumed"] = info.assumed;
   auto arr = nlohmann::ordered_json::array();
@@ -114,6 +117,7 @@ void write_table(std::ostream& out, const RunInfo& info, std::span<const Predict
              info.framework, info.precision, info.batch_per_gpu,
              info.assumed.empty() ? "" : fmt::format("; assumed by the cluster file: {}", fmt::join(info.assumed, "; ")));
   if (!info.profile.empty()) fmt::print(out, "# single-GPU phases from profile {}\n", info.profile);
+  if (!info.layout.empty()) fmt::print(out, "# layout: {}\n", info.layout);
   fmt::print(out, "# communication: {}\n", info.collective_model);
   // Token models also show tokens/s and MFU beside samples/s (JSON and CSV always carry them).
   bool tokens = false;
@@ -150,6 +154,7 @@ void write_table(std::ostream& out, const RunInfo& info, std::span<const Predict
                in_seconds(b.offload_cpu), in_seconds(b.offload_h2d), in_bytes(p.memory.host_per_node) / 1e9,
                in_bytes(p.memory.host_capacity) / 1e9, p.memory.host_fits ? "" : " (does not fit)");
   }
+  write_parallel_rows(out, preds);  // model parallelism (parallel_report.cpp)
   if (train.empty()) return;
   std::string currency;
   for (const auto& c : train)

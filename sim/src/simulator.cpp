@@ -85,6 +85,9 @@ struct PlanChoice {
 
 /// The options' values that no type rules out, and what the simulator does not model for this scenario.
 void validate(const SimOptions& opt, const Scenario& sc) {
+  if (sc.parallel)  // issue 37: no pipeline schedule in the event model yet
+    throw InputError(SourceLocation{}, "parallel",
+                     "the simulator has no pipeline schedule or tensor/context-parallel groups yet; use predict");
   if (opt.iterations < 1) throw InputError(SourceLocation{}, "iterations", "at least one iteration must be simulated");
   if (sc.compute.accumulate != 1)
     throw InputError(SourceLocation{}, "compute.accumulate", "the simulator does not model gradient accumulation; use predict");

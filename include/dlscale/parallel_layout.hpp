@@ -1,0 +1,90 @@
+// The vocabulary of a model-parallel layout (issue 37): how one training step is split over the GPUs (tensor,
+// sequence, pipeline and context parallelism, data parallelism over the rest), the pipeline schedules and the
+// rank order. Types and their names only, so that a framework file (strategy.hpp) can carry its defaults; the
+// model of a layout is parallel.hpp's.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "dlscale/detail/enum_names.hpp"
+
+namespace dlscale {
+
+enum class PipelineSchedule { gpipe, one_f_one_b, interleaved };
+template <>
+struct EnumNames<PipelineSchedule> {
+  static constexpr std::array<EnumName<PipelineSchedule>, 3> names{{
+      {PipelineSchedule::gpipe, "gpipe"},
+      {PipelineSchedule::one_f_one_b, "1f1b"},
+      {PipelineSchedule::interleaved, "interleaved"},
+  }};
+  static constexpr std::array<EnumName<PipelineSchedule>, 2> aliases{{
+      {PipelineSchedule::one_f_one_b, "one_f_one_b"},
+      {PipelineSchedule::interleaved, "interleaved_1f1b"},
+  }};
+};
+/// "gpipe", "1f1b" or "interleaved"; InputError(field, …) otherwise.
+PipelineSchedule pipeline_schedule_from_string(std::string_view name, std::string_view field = "schedule");
+
+/// The four dimensions a rank has a coordinate in (expert parallelism, ep, is 1 here and takes no place).
+enum class ParallelDim { tp, cp, dp, pp };
+template <>
+struct EnumNames<ParallelDim> {
+  static constexpr std::array<EnumName<ParallelDim>, 4> names{{
+      {ParallelDim::tp, "tp"},
+      {ParallelDim::cp, "cp"},
+      {ParallelDim::dp, "dp"},
+      {ParallelDim::pp, "pp"},
+  }};
+  static constexpr std::array<EnumName<ParallelDim>, 0> aliases{};
+};
+/// The order ranks are numbered in, fastest-varying dimension first.
+using RankOrder = std::array<ParallelDim, 4>;
+/// Megatron-Core's default, RankGenerator(order="tp-cp-ep-dp-pp"): consecutive ranks share everything but
+/// their TP coordinate, so a TP group is consecutive GPUs of a node and the PP stages are farthest apart.
+inline constexpr RankOrder kMegatronRankOrder{ParallelDim::tp, ParallelDim::cp, ParallelDim::dp, ParallelDim::pp};
+/// "tp-cp-ep-dp-pp" (Megatron's spelling; `ep` is accepted and ignored, as are '-' or ',' between names); each of
+/// tp, cp, dp, pp exactly once. InputError(field, …) otherwise.
+RankOrder parse_rank_order(std::string_view text, std::string_view field = "rank_order");
+std::string to_string(const RankOrder& order);  // "tp-cp-dp-pp"
+
+/// How one training step is split over the GPUs (issue 37). dp is what is left: gpus / (tp·pp·cp).
+struct ParallelLayout {
+  int tp = 1;          // tensor-parallel degree t (Megatron's column/row split of every block)
+  bool sp = false;     // sequence parallelism: norms and dropout sharded over the TP group along the sequence
+  int pp = 1;          // pipeline stages p
+  int vp = 1;          // virtual stages (model chunks) per pipeline rank v; > 1 only with `interleaved`
+  PipelineSchedule schedule = PipelineSchedule::one_f_one_b;
+  int cp = 1;          // context-parallel degree c (ring attention over c ranks, 2·c load-balanced chunks)
+  int micro_batch = 1;    // samples per micro-batch b
+  int micro_batches = 1;  // micro-batches per step and pipeline m (global batch = b·m·dp)
+  /// Samples per step over the job when given instead of m (0: m given): m = global_batch_target / (b·dp),
+  /// resolved for a GPU count by with_global_batch (parallel.hpp).
+  std::int64_t global_batch_target = 0;
+  RankOrder order = kMegatronRankOrder;
+
+  [[nodiscard]] int model_parallel() const noexcept { return tp * pp * cp; }
+  /// gpus / (tp·pp·cp); 0 when it does not divide (validate says so).
+  [[nodiscard]] int dp(int gpus) const noexcept {
+    const int mp = model_parallel();
+    return mp > 0 && gpus % mp == 0 ? gpus / mp : 0;
+  }
+  [[nodiscard]] int degree(ParallelDim d, int gpus) const noexcept {
+    switch (d) {
+      case ParallelDim::tp: return tp;
+      case ParallelDim::cp: return cp;
+      case ParallelDim::pp: return pp;
+      case ParallelDim::dp: return dp(gpus);
+    }
+    return 1;
+  }
+  /// Samples per optimiser step over the whole job: b·m·dp.
+  [[nodiscard]] std::int64_t global_batch(int gpus) const noexcept {
+    return static_cast<std::int64_t>(micro_batch) * micro_batches * dp(gpus);
+  }
+};
+
+}  // namespace dlscale

@@ -1,0 +1,62 @@
+// plan over model-parallel layouts (issue 37): tensor × pipeline (× virtual stages) × context parallelism ×
+// micro-batch × recompute × sharding of the optimiser state, for a decoder on a GPU count, at a fixed global
+// batch; layouts that do not fit are pruned, the rest ranked by tokens/s (docs/planning.md, "Model-parallel
+// layouts").
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "dlscale/parallel_layout.hpp"
+#include "dlscale/predict.hpp"
+
+namespace dlscale {
+
+struct ParallelPlanSpace {
+  /// Candidate degrees (each filtered by what the model and the GPU count take: tp dividing the heads, pp the
+  /// blocks, cp the sequence in 2·cp chunks, tp·pp·cp the GPUs).
+  std::vector<int> tp{1, 2, 4, 8, 16, 32, 64};
+  std::vector<int> pp{1, 2, 3, 4, 6, 8, 9, 12, 16, 18, 24, 32};
+  std::vector<int> vp{1, 2, 4, 5};  // > 1: interleaved 1F1B (blocks per stage divisible by it)
+  std::vector<int> cp{1, 2, 4, 8};
+  std::vector<int> micro_batch{1, 2, 4};
+  std::vector<Recompute> recompute{Recompute::none, Recompute::selective, Recompute::full};
+  std::vector<int> sharding_stage{0, 1};  // 0: replicated optimiser state, 1: distributed optimiser (ZeRO-1)
+  /// Samples per step over the job (every layout trains the same batch); 0: 4 Mi tokens' worth (4,194,304 / s).
+  std::int64_t global_batch = 0;
+};
+
+struct ParallelPlanEntry {
+  ParallelLayout layout;  // micro_batches resolved for the GPU count
+  Recompute recompute = Recompute::none;
+  int sharding_stage = 0;
+  Prediction prediction;  // tokens/s, MFU, memory per GPU (the worst stage), Breakdown::parallel
+  bool tp_inside_node = true;  // every TP group within one node (its NVLink domain)
+};
+
+struct ParallelPlanResult {
+  std::vector<ParallelPlanEntry> ranked;  // those that fit, fastest first (tokens/s; ties: less memory)
+  std::int64_t global_batch = 0;
+  int evaluated = 0;      // layouts checked (memory, then the step of those that fit)
+  int invalid = 0;        // combinations the model or the GPU count does not take
+  int out_of_memory = 0;  // checked, pruned by memory
+};
+
+/// Searches `space` on `gpus` GPUs of `base` (its cluster, decoder network, framework, precision, optimiser).
+/// InputError("network") for a network without transformer blocks, ("global_batch") for none ≥ 1.
+ParallelPlanResult plan_parallel(const Scenario& base, int gpus, const ParallelPlanSpace& space);
+
+/// The text `dlscale plan --parallel` prints: the top `top` layouts with tokens/s, MFU and memory, where
+/// their groups sit, and why the next best loses to the best.
+std::string format_parallel_plan(const ParallelPlanResult& r, const Scenario& base, int gpus, int top);
+
+}  // namespace dlscale
+
+namespace dlscale {
+
+/// The text `dlscale explain` prints for a scenario with `parallel` (issue 37): the step's parts (compute, TP
+/// exposed, CP exposed, PP sends, bubble, DP exposed, update), each stage's memory and where each group sits.
+std::string explain_parallel(const Scenario& sc, int gpus);
+
+}  // namespace dlscale

@@ -1,0 +1,105 @@
+// The model-parallel options (lib/cli/parallel_options.hpp): a layout from the command line over the
+// framework file's `parallel:` section.
+#include "cli/parallel_options.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <iterator>
+#include <utility>
+
+#include "cli/scenario_options.hpp"
+#include "dlscale/error.hpp"
+
+namespace dlscale::cli {
+
+void add_parallel_options(CLI::App& cmd, ParallelOptions& o) {
+  const char* g = "Model parallelism";
+  cmd.add_option("--tp", o.tp, "Tensor-parallel degree (Megatron's column/row split of each block)")
+      ->type_name("N")->group(g);
+  cmd.add_flag_callback("--sp", [&o] { o.sp = 1; }, "Sequence parallelism over the TP group (norms and dropout sharded)")
+      ->group(g);
+  cmd.add_flag_callback("--no-sp", [&o] { o.sp = 0; }, "No sequence parallelism (over a framework file's sp: true)")->group(g);
+  cmd.add_option("--pp", o.pp, "Pipeline stages")->type_name("N")->group(g);
+  cmd.add_option("--vp", o.vp, "Virtual stages per pipeline rank (interleaved 1F1B)")->type_name("N")->group(g);
+  cmd.add_option("--schedule", o.schedule, "Pipeline schedule: gpipe, 1f1b or interleaved (default: the framework's, else "
+                                           "1f1b; interleaved with --vp > 1)")
+      ->type_name("NAME")->group(g);
+  cmd.add_option("--cp", o.cp, "Context-parallel degree (ring attention over the sequence)")->type_name("N")->group(g);
+  cmd.add_option("--micro-batches", o.micro_batches, "Micro-batches per step and pipeline (--batch is the micro-batch)")
+      ->type_name("M")->group(g);
+  cmd.add_option("--global-batch", o.global_batch, "Samples per step over the job, instead of --micro-batches")
+      ->type_name("G")->group(g);
+  cmd.add_option("--rank-order", o.rank_order, "Rank order, fastest first (default: the framework's, else tp-cp-ep-dp-pp)")
+      ->type_name("ORDER")->group(g);
+}
+
+void apply_parallel_options(const ParallelOptions& o, const ScenarioOptions& so, Scenario& sc) {
+  if (!o.any() && !sc.strategy.parallel_degrees) return;
+  ParallelLayout l = sc.strategy.parallel.value_or(ParallelLayout{});
+  if (o.micro_batches > 0 && o.global_batch > 0)
+    throw UsageError("--global-batch", "give --micro-batches or --global-batch, not both");
+  for (auto [v, option] : {std::pair{o.tp, "--tp"}, {o.pp, "--pp"}, {o.vp, "--vp"}, {o.cp, "--cp"},
+                           {o.micro_batches, "--micro-batches"}})
+    if (v < 0) throw UsageError(option, fmt::format("must be at least 1, got {}", v));
+  if (o.global_batch < 0) throw UsageError("--global-batch", fmt::format("must be at least 1, got {}", o.global_batch));
+  if (o.tp > 0) l.tp = o.tp;
+  if (o.pp > 0) l.pp = o.pp;
+  if (o.cp > 0) l.cp = o.cp;
+  if (o.sp >= 0) l.sp = o.sp == 1;
+  if (o.vp > 0) {
+    l.vp = o.vp;
+    if (o.vp > 1 && o.schedule.empty()) l.schedule = PipelineSchedule::interleaved;
+  }
+  if (o.micro_batches > 0) {
+    l.micro_batches = o.micro_batches;
+    l.global_batch_target = 0;
+  }
+  if (o.global_batch > 0) l.global_batch_target = o.global_batch;
+  try {
+    if (!o.schedule.empty()) l.schedule = pipeline_schedule_from_string(o.schedule);
+  } catch (const InputError& e) {
+    throw UsageError("--schedule", e.message());
+  }
+  try {
+    if (!o.rank_order.empty()) l.order = parse_rank_order(o.rank_order);
+  } catch (const InputError& e) {
+    throw UsageError("--rank-order", e.message());
+  }
+  if (o.vp > 1 && l.pp < 2)
+    throw UsageError("--vp", fmt::format("{} virtual stages need a pipeline of at least two stages (--pp), got pp {}", o.vp, l.pp));
+  l.micro_batch = so.batch_given ? so.batch : (sc.strategy.parallel_degrees ? l.micro_batch : 1);
+  sc.batch_per_gpu = l.micro_batch;
+  sc.parallel = l;
+}
+
+std::vector<int> parallel_gpu_counts(const Scenario& sc) { return {sc.cluster.max_gpus()}; }
+
+std::string_view parallel_option_for_field(std::string_view field) noexcept {
+  static constexpr std::pair<std::string_view, std::string_view> kOptions[] = {
+      {"parallel.cp", "--cp"},
+      {"parallel.global_batch", "--global-batch"},
+      {"parallel.micro_batch", "--batch"},
+      {"parallel.micro_batches", "--micro-batches"},
+      {"parallel.pp", "--pp"},
+      {"parallel.rank_order", "--rank-order"},
+      {"parallel.schedule", "--schedule"},
+      {"parallel.tp", "--tp"},
+      {"parallel.vp", "--vp"},
+  };
+  const auto* it = std::find_if(std::begin(kOptions), std::end(kOptions), [&](const auto& p) { return p.first == field; });
+  return it != std::end(kOptions) ? it->second : std::string_view{};
+}
+
+std::string layout_text(const ParallelLayout& l) {
+  std::string pp = fmt::format("pp {}", l.pp);
+  if (l.pp > 1)
+    pp += l.schedule == PipelineSchedule::interleaved ? fmt::format(" (interleaved, vp {})", l.vp)
+                                                      : fmt::format(" ({})", to_string(l.schedule));
+  const std::string batches = l.global_batch_target > 0 ? fmt::format("global batch {}", l.global_batch_target)
+                                                        : fmt::format("{} micro-batches", l.micro_batches);
+  return fmt::format("tp {}{} × {} × cp {}, micro-batch {}, {}, rank order {}", l.tp, l.sp ? " (sp)" : "", pp, l.cp,
+                     l.micro_batch, batches, to_string(l.order));
+}
+
+}  // namespace dlscale::cli

@@ -1,0 +1,61 @@
+// --tp, --sp, --pp, --vp, --schedule, --cp, --micro-batches | --global-batch, --rank-order: a model-parallel
+// layout (issue 37) on the commands that build a Scenario (predict, explain, simulate, report).
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "dlscale/predict.hpp"
+
+namespace dlscale::cli {
+
+struct ScenarioOptions;
+
+struct ParallelOptions {
+  int tp = 0, pp = 0, vp = 0, cp = 0, micro_batches = 0;  // 0: not given
+  std::int64_t global_batch = 0;                          // 0: not given
+  int sp = -1;                                            // --sp 1, --no-sp 0, -1 not given
+  std::string schedule, rank_order;                       // empty: the framework's, else 1f1b and tp-cp-ep-dp-pp
+  [[nodiscard]] bool any() const noexcept {
+    return tp > 0 || pp > 0 || vp > 0 || cp > 0 || micro_batches > 0 || global_batch > 0 || sp >= 0 ||
+           !schedule.empty() || !rank_order.empty();
+  }
+};
+void add_parallel_options(CLI::App& cmd, ParallelOptions& o);
+
+/// The layout into `sc` (after its framework is read): the framework file's `parallel:` with the options over
+/// it; --batch is the micro-batch (default 1). None given and no degrees in the file: sc stays data-parallel.
+/// A malformed --schedule or --rank-order, or both --micro-batches and --global-batch: UsageError.
+void apply_parallel_options(const ParallelOptions& o, const ScenarioOptions& so, Scenario& sc);
+
+/// The GPU counts a parallel scenario is predicted at without --gpus: the whole cluster.
+std::vector<int> parallel_gpu_counts(const Scenario& sc);
+
+/// The option that sets a "parallel.*" field ("parallel.tp" → "--tp"); empty for another field.
+std::string_view parallel_option_for_field(std::string_view field) noexcept;
+
+/// "tp 8 (sp) × pp 2 (1f1b) × cp 1, micro-batch 1 × 32, rank order tp-cp-dp-pp": the layout as the
+/// outputs' headers say it.
+std::string layout_text(const ParallelLayout& l);
+
+}  // namespace dlscale::cli
+
+namespace dlscale::cli {
+
+/// `plan --parallel`: the grid over model-parallel layouts (include/dlscale/parallel_plan.hpp).
+struct ParallelPlanOptions {
+  bool on = false;                    // --parallel
+  std::int64_t global_batch = 0;      // --global-batch; 0: 4 Mi tokens' worth
+  std::string tp, pp, vp, cp, micro_batch, recompute, zero;  // LISTs; empty: ParallelPlanSpace's
+};
+void add_parallel_plan_options(CLI::App& cmd, ParallelPlanOptions& o);
+/// Runs the parallel plan with plan's scenario options (`framework`: --frameworks, whose first is planned with;
+/// megatron-core when empty) and prints the top `top` layouts.
+void run_parallel_plan(const ScenarioOptions& so, const ParallelPlanOptions& o, const std::string& framework, int top,
+                       const std::string& output);
+
+}  // namespace dlscale::cli

@@ -1,0 +1,123 @@
+// dlscale plan --parallel: the grid over tensor, pipeline, context parallelism, micro-batch, recompute and
+// optimiser sharding (include/dlscale/parallel_plan.hpp), with the options that narrow it.
+#include <fmt/format.h>
+
+#include <string>
+#include <vector>
+
+#include "cli/commands.hpp"
+#include "cli/parallel_options.hpp"
+#include "cli/scenario_options.hpp"
+#include "dlscale/error.hpp"
+#include "dlscale/io.hpp"
+#include "dlscale/parallel_plan.hpp"
+
+namespace dlscale::cli {
+namespace {
+
+std::vector<std::string> items(const std::string& text) {
+  std::vector<std::string> out;
+  std::string cur;
+  for (char c : text + ",") {
+    if (c == ',') {
+      if (!cur.empty()) out.push_back(cur);
+      cur.clear();
+    } else if (c != ' ') {
+      cur += c;
+    }
+  }
+  return out;
+}
+
+/// A LIST of whole numbers ≥ 1 (or ≥ 0 with `zero_ok`) into `target` when given.
+void numbers(const std::string& text, const char* option, std::vector<int>& target, bool zero_ok = false) {
+  if (text.empty()) return;
+  std::vector<int> v;
+  for (const auto& s : items(text)) {
+    std::size_t used = 0;
+    int x = -1;
+    try {
+      x = std::stoi(s, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used != s.size() || x < (zero_ok ? 0 : 1))
+      throw UsageError(option, fmt::format("'{}' is not a whole number ≥ {}", s, zero_ok ? 0 : 1));
+    v.push_back(x);
+  }
+  if (v.empty()) throw UsageError(option, "give at least one value");
+  target = std::move(v);
+}
+
+}  // namespace
+
+void add_parallel_plan_options(CLI::App& cmd, ParallelPlanOptions& o) {
+  const char* g = "Model-parallel layouts (--parallel)";
+  cmd.add_flag("--parallel", o.on,
+               "Search model-parallel layouts (tp x pp x vp x cp x micro-batch x recompute x optimiser sharding) for a "
+               "decoder at one global batch, with the first of --frameworks (default megatron-core)")
+      ->group(g);
+  cmd.add_option("--global-batch", o.global_batch, "Samples per step over the job (default: 4 Mi tokens' worth)")
+      ->type_name("G")->group(g);
+  cmd.add_option("--tp", o.tp, "Tensor-parallel degrees to try (default 1,2,4,...,64)")->type_name("LIST")->group(g);
+  cmd.add_option("--pp", o.pp, "Pipeline stages to try (default: those dividing the blocks up to 32)")->type_name("LIST")->group(g);
+  cmd.add_option("--vp", o.vp, "Virtual stages to try (default 1,2,4,5; > 1 interleaved)")->type_name("LIST")->group(g);
+  cmd.add_option("--cp", o.cp, "Context-parallel degrees to try (default 1,2,4,8)")->type_name("LIST")->group(g);
+  cmd.add_option("--micro-batch", o.micro_batch, "Micro-batch sizes to try (default 1,2,4)")->type_name("LIST")->group(g);
+  cmd.add_option("--recompute", o.recompute, "Recompute modes to try: none, selective, full (default all three)")
+      ->type_name("LIST")->group(g);
+  cmd.add_option("--zero", o.zero, "Optimiser sharding stages to try: 0 replicated, 1 distributed optimiser (default 0,1)")
+      ->type_name("LIST")->group(g);
+}
+
+void run_parallel_plan(const ScenarioOptions& so_in, const ParallelPlanOptions& o, const std::string& framework, int top,
+                       const std::string& output) {
+  ScenarioOptions so = so_in;
+  if (!framework.empty() && items(framework).empty()) throw UsageError("--frameworks", "give at least one framework");
+  so.framework = framework.empty() ? "megatron-core" : items(framework).front();
+  so.memory_warning = false;
+  so.batch = 1;
+  so.batch_given = true;
+  if (so.precision.empty()) {
+    const Cluster c = load_cluster(resolve(DataKind::cluster, so.cluster, "--cluster"), cluster_overrides(so.scale));
+    so.precision = c.gpu.supports(Precision::bf16) ? "bf16" : "fp16";
+  }
+  RunInfo info;
+  const Scenario sc = build_scenario(so, info);
+  const auto gpus = parse_gpu_list(so.gpus);
+  if (gpus.size() != 1) throw UsageError("--gpus", "plan takes one GPU count");
+  if (o.global_batch < 0) throw UsageError("--global-batch", fmt::format("must be at least 1, got {}", o.global_batch));
+  if (top < 1) throw UsageError("--top", "show at least one configuration");
+  ParallelPlanSpace space;
+  space.global_batch = o.global_batch;
+  numbers(o.tp, "--tp", space.tp);
+  numbers(o.pp, "--pp", space.pp);
+  numbers(o.vp, "--vp", space.vp);
+  numbers(o.cp, "--cp", space.cp);
+  numbers(o.micro_batch, "--micro-batch", space.micro_batch);
+  numbers(o.zero, "--zero", space.sharding_stage, true);
+  for (int z : space.sharding_stage)
+    if (z > 1) throw UsageError("--zero", fmt::format("stage {}: a pipeline takes 0 or 1 (the distributed optimiser)", z));
+  if (!o.recompute.empty()) {
+    space.recompute.clear();
+    for (const auto& s : items(o.recompute)) {
+      if (s == "none") space.recompute.push_back(Recompute::none);
+      else if (s == "selective") space.recompute.push_back(Recompute::selective);
+      else if (s == "full") space.recompute.push_back(Recompute::full);
+      else throw UsageError("--recompute", fmt::format("'{}' is not none, selective or full", s));
+    }
+    if (space.recompute.empty()) throw UsageError("--recompute", "give at least one value");
+  }
+  ParallelPlanResult r;
+  try {
+    r = plan_parallel(sc, gpus.front(), space);
+  } catch (const InputError& e) {
+    if (e.key() == "network") throw UsageError("--model", e.message());
+    throw;
+  }
+  emit(format_parallel_plan(r, sc, gpus.front(), top), output);
+  if (r.ranked.empty())
+    throw Error(fmt::format("plan: none of the {} layouts fits the memory of {} GPUs", r.evaluated, gpus.front()));
+}
+
+}  // namespace dlscale::cli

@@ -1,0 +1,58 @@
+// A framework file's `parallel:` section: its layout defaults (Megatron-Core's rank order, sequence
+// parallelism, the pipeline schedule) and, for a file that describes one run, its degrees and batches.
+#include "loaders/parallel_entry.hpp"
+
+#include <fmt/format.h>
+
+#include "dlscale/error.hpp"
+
+namespace dlscale {
+namespace {
+
+/// A degree or batch: an integer ≥ 1 (and at most a million GPUs' worth).
+int at_least_one(const yamlio::Node& n) {
+  const int v = n.int_at_most(1'000'000);
+  if (v < 1) n.fail(fmt::format("must be at least 1, got {}", v));
+  return v;
+}
+
+}  // namespace
+
+void read_parallel_entry(const yamlio::Node& node, Strategy& s) {
+  yamlio::MapReader m(node);
+  ParallelLayout l;
+  bool degrees = false;
+  for (auto [key, target] : {std::pair{"tp", &l.tp}, {"pp", &l.pp}, {"vp", &l.vp}, {"cp", &l.cp},
+                             {"micro_batch", &l.micro_batch}, {"micro_batches", &l.micro_batches}})
+    if (auto n = m.optional(key)) {
+      *target = at_least_one(*n);
+      degrees = true;
+    }
+  if (auto n = m.optional("global_batch")) {
+    if (m.has("micro_batches")) n->fail("give micro_batches or global_batch, not both");
+    l.global_batch_target = at_least_one(*n);
+    degrees = true;
+  }
+  if (auto n = m.optional("sp")) l.sp = n->boolean();
+  if (auto n = m.optional("schedule")) {
+    try {
+      l.schedule = pipeline_schedule_from_string(n->scalar());
+    } catch (const InputError& e) {
+      n->fail(e.message());
+    }
+  }
+  if (auto n = m.optional("rank_order")) {
+    try {
+      l.order = parse_rank_order(n->scalar());
+    } catch (const InputError& e) {
+      n->fail(e.message());
+    }
+  }
+  if (l.vp > 1 && l.schedule != PipelineSchedule::interleaved)
+    node.fail(fmt::format("vp {} needs 'schedule: interleaved'", l.vp));
+  m.finish();
+  s.parallel = l;
+  s.parallel_degrees = degrees;
+}
+
+}  // namespace dlscale

@@ -1,0 +1,23 @@
+// Internal: the parallel model's per-layer queries with the network's block numbers given, so that a caller that
+// asks about many layouts or stages (parallel_step, plan) parses the layers' names once (transformer_blocks).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "dlscale/parallel.hpp"
+
+namespace dlscale {
+
+/// transformer_shape with transformer_blocks(net) given.
+TransformerShape transformer_shape(const Network& net, const std::vector<int>& block);
+/// layer_stages with transformer_blocks(net) given.
+std::vector<int> layer_stages(const std::vector<int>& block, const ParallelLayout& l);
+/// rank_params with layer_stages(net, l) given.
+std::int64_t rank_params(const Network& net, const std::vector<int>& stages, const ParallelLayout& l, int stage);
+/// rank_memory with the blocks, the shape and the stages given.
+MemoryEstimate rank_memory(const Network& net, const std::vector<int>& block, const TransformerShape& shape,
+                           const std::vector<int>& stages, const ParallelLayout& l, int stage, const ComputeOptions& opt,
+                           const Sharding& sharding, int dp_cp, ActivationRecompute r, Bytes reserved);
+
+}  // namespace dlscale

@@ -1,0 +1,205 @@
+// plan over model-parallel layouts (include/dlscale/parallel_plan.hpp; issue 37): every combination of the
+// space predicted by eq. P13 at one global batch, pruned by memory, ranked by tokens/s.
+#include "dlscale/parallel_plan.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <memory>
+#include <utility>
+
+#include "dlscale/error.hpp"
+#include "dlscale/parallel.hpp"
+#include "parallel/parallel_blocks.hpp"
+#include "predict/parallel_predict.hpp"
+
+namespace dlscale {
+namespace {
+
+/// Tokens per step of the default global batch: 4 Mi (Llama 3's pre-training batch at its start).
+constexpr double kDefaultTokensPerStep = 4'194'304.0;
+
+double rate(const Prediction& p) {
+  return p.throughput_tokens_per_s > 0.0 ? p.throughput_tokens_per_s : p.throughput_samples_per_s;
+}
+
+}  // namespace
+
+ParallelPlanResult plan_parallel(const Scenario& base, int gpus, const ParallelPlanSpace& space) {
+  const std::vector<int> blocks = transformer_blocks(base.network);  // parsed once for every layout's memory
+  const TransformerShape shape = transformer_shape(base.network, blocks);  // InputError("network") without blocks
+  const Cluster& cl = base.cluster;
+  if (gpus < 1 || gpus > cl.max_gpus() || (gpus > cl.gpus_per_node && gpus % cl.gpus_per_node != 0))
+    throw InputError(SourceLocation{}, "gpus",
+                     fmt::format("cluster '{}' cannot hold {} GPUs in whole nodes of {}", cl.name, gpus, cl.gpus_per_node));
+  ParallelPlanResult r;
+  r.global_batch = space.global_batch > 0
+                       ? space.global_batch
+                       : std::max<std::int64_t>(1, std::llround(kDefaultTokensPerStep / static_cast<double>(shape.seq)));
+  const auto coll = with_transport(base.collectives ? base.collectives : make_collective_model(cl), base.strategy.transport, cl);
+  const GpuPlacement at{gpus, gpus <= cl.gpus_per_node ? 1 : gpus / cl.gpus_per_node, std::min(gpus, cl.gpus_per_node)};
+  const ComputeOptions step_opt = step_compute(base);
+  const RankOrder order = base.strategy.parallel ? base.strategy.parallel->order : kMegatronRankOrder;
+  const Bytes capacity = cl.gpu.memory_size;
+  Scenario times_of = base;  // for parallel_whole_times: the framework's efficiency, no measured layers
+  times_of.measured_layers.reset();
+
+  for (int b : space.micro_batch) {
+    if (b < 1 || r.global_batch % b != 0) continue;
+    const LayerTimes whole =
+        parallel_whole_times(times_of, estimate_layer_times(base.network, cl.gpu, b, step_opt));
+    for (Recompute rc : space.recompute) {
+      ComputeOptions opt = step_opt;
+      opt.recompute = rc;
+      opt.checkpointing = false;
+      for (int stage : space.sharding_stage) {
+        Sharding sh = base.strategy.sharding;
+        sh.stage = stage;
+        sh.group = Sharding::kGroupAll;
+        sh.offload_optimizer = false;
+        for (int tp : space.tp)
+          for (int pp : space.pp)
+            for (int cp : space.cp)
+              for (int vp : space.vp) {
+                if (tp < 1 || pp < 1 || cp < 1 || vp < 1 || gpus % (tp * pp * cp) != 0 || (vp > 1 && pp == 1)) {
+                  ++r.invalid;
+                  continue;
+                }
+                ParallelLayout l;
+                l.tp = tp;
+                l.sp = tp > 1;  // Megatron's practice with TP: the same traffic, a t-th of the norms' activations
+                l.pp = pp;
+                l.vp = vp;
+                l.schedule = vp > 1 ? PipelineSchedule::interleaved : PipelineSchedule::one_f_one_b;
+                l.cp = cp;
+                l.micro_batch = b;
+                l.global_batch_target = r.global_batch;
+                l.order = order;
+                try {
+                  l = with_global_batch(l, gpus);
+                  validate(l, gpus, shape);
+                } catch (const InputError&) {
+                  ++r.invalid;
+                  continue;
+                }
+                ++r.evaluated;
+                // pruned by memory (eq. P10) before it is timed: the first stage holds the most in flight, the
+                // last the output projection; the stages between are checked by the prediction (its memory)
+                bool fits = true;
+                if (capacity > Bytes{}) {
+                  const int dp_cp = l.dp(gpus) * l.cp;
+                  const ActivationRecompute ar = activation_recompute(rc);
+                  const std::vector<int> stages = layer_stages(blocks, l);
+                  for (int s : {0, l.pp - 1})
+                    if (fits)
+                      fits = rank_memory(base.network, blocks, shape, stages, l, s, opt, sh, dp_cp, ar,
+                                         bytes(kDefaultReservedBytes))
+                                 .total() <= capacity;
+                }
+                if (!fits) {
+                  ++r.out_of_memory;
+                  continue;
+                }
+                ParallelPlanEntry e;
+                e.prediction = parallel_prediction(base, l, opt, sh, whole, *coll, gpus, at, Seconds{});
+                if (!e.prediction.memory.fits) {
+                  ++r.out_of_memory;
+                  continue;
+                }
+                e.layout = l;
+                e.recompute = rc;
+                e.sharding_stage = stage;
+                r.ranked.push_back(std::move(e));
+              }
+      }
+    }
+  }
+  std::stable_sort(r.ranked.begin(), r.ranked.end(), [](const ParallelPlanEntry& a, const ParallelPlanEntry& b) {
+    const double ra = rate(a.prediction), rb = rate(b.prediction);
+    if (ra != rb) return ra > rb;
+    return a.prediction.memory.per_gpu < b.prediction.memory.per_gpu;
+  });
+  // where the TP groups of the leaders sit (the rest are not printed)
+  for (std::size_t i = 0; i < r.ranked.size() && i < 32; ++i)
+    r.ranked[i].tp_inside_node = place_layout(r.ranked[i].layout, cl, gpus)[ParallelGroup::tp].inside_node;
+  return r;
+}
+
+namespace {
+
+std::string where(const GroupPlacement& g) {
+  if (g.size <= 1) return "none";
+  if (g.inside_node) return fmt::format("{} inside a node", g.size);
+  return fmt::format("{} across {} nodes ({} a node)", g.size, g.nodes, g.per_node);
+}
+
+/// The parts of a step that a layout trades against each other, in the order explain lists them.
+std::vector<std::pair<const char*, Seconds>> parts(const Prediction& p) {
+  const auto& b = p.breakdown;
+  const auto& par = *b.parallel;
+  return {{"compute", b.forward + b.backward}, {"TP exposed", par.tp_comm}, {"CP exposed", par.cp_comm},
+          {"PP sends", par.pp_p2p},            {"bubble", par.bubble},      {"DP exposed", par.dp_comm},
+          {"update", b.update}};
+}
+
+std::string layout_cells(const ParallelPlanEntry& e, int gpus) {
+  const ParallelLayout& l = e.layout;
+  return fmt::format("{:>3} {:>3} {:>3} {:>3} {:>3} {:>4} {:>3} {:>4} {:>10} {:>4}", l.tp, l.pp, l.vp, l.cp, l.dp(gpus),
+                     l.micro_batch, l.micro_batches, l.sp ? "sp" : "-", to_string(e.recompute),
+                     e.sharding_stage > 0 ? fmt::format("z{}", e.sharding_stage) : std::string("-"));
+}
+
+}  // namespace
+
+std::string format_parallel_plan(const ParallelPlanResult& r, const Scenario& base, int gpus, int top) {
+  std::string out;
+  const Cluster& cl = base.cluster;
+  const TransformerShape shape = transformer_shape(base.network);
+  out += fmt::format("# dlscale plan --parallel: {} on {} × {} ({}), {}, {}, global batch {} ({:.4g} M tokens a step)\n",
+                     base.network.name, gpus, cl.gpu.name, cl.name, base.strategy.name, to_string(base.compute.precision),
+                     r.global_batch, static_cast<double>(r.global_batch * shape.seq) / 1e6);
+  out += fmt::format("# {} layouts checked, {} do not fit the {:.3g} GB of a GPU, {} combinations the model or the GPU "
+                     "count does not take\n",
+                     r.evaluated, r.out_of_memory, in_bytes(cl.gpu.memory_size) / 1e9, r.invalid);
+  if (r.ranked.empty()) {
+    out += "# no layout fits\n";
+    return out;
+  }
+  out += fmt::format("{:>4} {:>3} {:>3} {:>3} {:>3} {:>3} {:>4} {:>3} {:>4} {:>10} {:>4} {:>11} {:>9} {:>6} {:>8} {:>9} {:>7}\n",
+                     "rank", "tp", "pp", "vp", "cp", "dp", "mb", "m", "sp", "recompute", "zero", "tokens/s",
+                     "tok/s/GPU", "MFU", "mem/GPU", "step (s)", "TP node");
+  const std::size_t n = std::min<std::size_t>(r.ranked.size(), static_cast<std::size_t>(std::max(top, 1)));
+  for (std::size_t i = 0; i < n; ++i) {
+    const auto& e = r.ranked[i];
+    const Prediction& p = e.prediction;
+    out += fmt::format("{:>4} {} {:>11.4g} {:>9.1f} {:>5.1f}% {:>5.1f} GB {:>9.3f} {:>7}\n", i + 1, layout_cells(e, gpus),
+                       p.throughput_tokens_per_s, p.throughput_tokens_per_s / gpus, 100.0 * p.mfu,
+                       in_bytes(p.memory.per_gpu) / 1e9, in_seconds(p.iteration_time), e.tp_inside_node ? "inside" : "across");
+  }
+  const auto& best = r.ranked.front();
+  const LayoutPlacement at = place_layout(best.layout, cl, gpus);
+  out += fmt::format("# the best, {}: TP {}, CP {}, PP {}, DP {}\n", fmt::format("#1"), where(at[ParallelGroup::tp]),
+                     where(at[ParallelGroup::cp]), where(at[ParallelGroup::pp]), where(at[ParallelGroup::dp]));
+  if (r.ranked.size() > 1) {
+    const auto& next = r.ranked[1];
+    const auto a = parts(best.prediction), b = parts(next.prediction);
+    std::vector<std::pair<double, std::string>> worse;
+    for (std::size_t k = 0; k < a.size(); ++k) {
+      const double d = in_seconds(b[k].second - a[k].second);
+      if (std::abs(d) > 1e-6) worse.emplace_back(d, fmt::format("{} {:+.3f} s", a[k].first, d));
+    }
+    std::sort(worse.begin(), worse.end(), [](const auto& x, const auto& y) { return x.first > y.first; });
+    std::string why;
+    for (std::size_t k = 0; k < worse.size() && k < 3; ++k) why += (k ? ", " : "") + worse[k].second;
+    const double slower = 1.0 - rate(next.prediction) / rate(best.prediction);
+    out += fmt::format("# the next best, #2, is {:.1f} % slower: {}{}\n", 100.0 * slower, why.empty() ? "the same parts" : why,
+                       fmt::format(" (memory {:.1f} GB against {:.1f} GB)", in_bytes(next.prediction.memory.per_gpu) / 1e9,
+                                   in_bytes(best.prediction.memory.per_gpu) / 1e9));
+  }
+  out += "# tp, pp, vp, cp, dp: the degrees; mb: micro-batch; m: micro-batches a step; zero z1: distributed optimiser; "
+         "TP node: every TP group inside one node (NVLink domain)\n";
+  return out;
+}
+
+}  // namespace dlscale

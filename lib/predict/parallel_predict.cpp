@@ -1,0 +1,132 @@
+// The Predictor's model-parallel path (issue 37; docs/model.md, "Model parallelism", eq. P13): what a
+// Scenario with `parallel` predicts, through the parallel layer's step, in the Prediction record.
+#include "predict/parallel_predict.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <iterator>
+#include <utility>
+
+#include "dlscale/error.hpp"
+#include "dlscale/memory.hpp"
+
+namespace dlscale {
+
+void rethrow_parallel_field(const InputError& e) {
+  const std::string& k = e.key();
+  if (k.empty() || k == "gpus" || k == "network" || k.rfind("parallel.", 0) == 0) throw e;
+  throw InputError(e.where(), "parallel." + k, e.message());
+}
+
+void validate_parallel(const Scenario& sc) {
+  if (!sc.parallel) return;
+  if (sc.profile)
+    throw InputError(SourceLocation{}, "profile",
+                     "a profile measures one GPU's whole model; a parallel layout splits the model's (or measured) "
+                     "layer times");
+  if (sc.compute.checkpointing)
+    throw InputError(SourceLocation{}, "compute.checkpointing",
+                     "a parallel layout recomputes per block (full, selective), not in checkpoint segments");
+  ParallelLayout l = *sc.parallel;
+  // m from a global batch is the GPU count's (with_global_batch): checked by each prediction
+  if (l.global_batch_target > 0) l.micro_batches = std::max(l.pp, 1);
+  try {
+    // the GPU count is a prediction's: here every check but whether tp·pp·cp divides it
+    validate(l, std::max(l.model_parallel(), 1), transformer_shape(sc.network));
+  } catch (const InputError& e) {
+    rethrow_parallel_field(e);
+  }
+}
+
+LayerTimes parallel_whole_times(const Scenario& sc, const LayerTimes& modelled) {
+  if (sc.measured_layers) return *sc.measured_layers;
+  LayerTimes t = modelled;
+  const double eff = sc.strategy.compute_efficiency;
+  for (auto* v : {&t.forward, &t.backward, &t.update})
+    for (auto& x : *v) x = x / eff;
+  return t;
+}
+
+Prediction parallel_prediction(const Scenario& sc, const LayerTimes& whole, const CollectiveModel& coll, int gpus,
+                               const GpuPlacement& at, Seconds iter_one) {
+  return parallel_prediction(sc, *sc.parallel, sc.compute, sc.strategy.sharding, whole, coll, gpus, at, iter_one);
+}
+
+Prediction parallel_prediction(const Scenario& sc, const ParallelLayout& layout, const ComputeOptions& opt,
+                               const Sharding& sharding, const LayerTimes& whole, const CollectiveModel& coll, int gpus,
+                               const GpuPlacement& at, Seconds iter_one) {
+  ParallelLayout l;
+  ParallelStep s;
+  try {
+    if (gpus % std::max(layout.model_parallel(), 1) == 0) l = with_global_batch(layout, gpus);
+    else l = layout;  // parallel_step says the count does not divide
+    s = parallel_step(sc.network, whole, sc.cluster, coll, l, gpus, opt, sharding);
+  } catch (const InputError& e) {
+    if (layout.global_batch_target > 0 && e.key() == "micro_batches")  // m came from the global batch
+      throw InputError(e.where(), "parallel.global_batch",
+                       fmt::format("global batch {} gives {} micro-batches on {} GPUs: {}", layout.global_batch_target,
+                                   l.micro_batches, gpus, e.message()));
+    rethrow_parallel_field(e);
+  }
+  const double mb = static_cast<double>(l.micro_batches);
+  Prediction p;
+  p.gpus = gpus;
+  p.nodes = at.nodes;
+  p.batch_per_gpu = l.micro_batch;
+  p.iteration_time = s.step;
+  const double samples = static_cast<double>(s.global_batch) / in_seconds(s.step);
+  p.throughput_samples_per_s = samples;
+  if (sc.network.input_kind == "tokens") p.throughput_tokens_per_s = s.tokens_per_s;
+  const double peak = in_teraflops_per_second(sc.cluster.gpu.mfu_peak(opt.precision)) * 1e12;
+  const double flops = 3.0 * sc.network.total_forward_flops_per_sample();
+  if (peak > 0.0) {
+    p.mfu = flops * samples / (static_cast<double>(gpus) * peak);
+    p.hfu = (flops + recompute_flops_per_sample(sc.network, opt)) * samples / (static_cast<double>(gpus) * peak);
+  }
+  if (iter_one > Seconds{}) {
+    p.speedup = samples / (static_cast<double>(l.micro_batch) / in_seconds(iter_one));
+    p.efficiency = p.speedup / static_cast<double>(gpus);
+  } else {
+    p.speedup = p.efficiency = 0.0;
+  }
+  Breakdown& b = p.breakdown;
+  b.forward = s.forward * mb;
+  b.backward = s.backward * mb;
+  b.update = s.update;
+  Breakdown::Parallel par;
+  par.tp_comm = s.tp_exposed * mb;
+  par.cp_comm = s.cp_exposed * mb;
+  par.pp_p2p = s.p2p * mb;
+  par.bubble = s.bubble;
+  par.dp_comm = s.dp_comm;
+  par.slowest_stage = s.slowest_stage;
+  b.comm = par.tp_comm + par.cp_comm + par.pp_p2p + par.dp_comm;
+  b.comm_exposed = b.comm;
+  Bytes worst{};
+  for (const auto& m : s.memory) {
+    par.stage_memory.push_back(m.total());
+    worst = max(worst, m.total());
+  }
+  // what bounds it: the largest part of the step (named; doubling is not modelled for a layout)
+  const std::pair<Seconds, std::pair<Bottleneck, const char*>> parts[] = {
+      {b.forward + b.backward, {Bottleneck::compute, "GPU compute"}},
+      {par.tp_comm, {Bottleneck::communication, "TP communication (exposed)"}},
+      {par.cp_comm, {Bottleneck::communication, "CP ring (exposed)"}},
+      {par.pp_p2p, {Bottleneck::communication, "pipeline sends"}},
+      {par.bubble, {Bottleneck::compute, "pipeline bubble"}},
+      {par.dp_comm, {Bottleneck::communication, "DP gradient reduction"}},
+      {b.update, {Bottleneck::update, "optimiser step"}}};
+  const auto* top = std::max_element(std::begin(parts), std::end(parts),
+                                     [](const auto& x, const auto& y) { return x.first < y.first; });
+  p.bottleneck = top->second.first;
+  p.bottleneck_resource = ResourceName(top->second.second);
+  p.bottleneck_share = top->first / s.step;
+  b.parallel = std::move(par);
+  p.memory.per_gpu = worst;
+  p.memory.capacity = sc.cluster.gpu.memory_size;
+  p.memory.fits = !(p.memory.capacity > Bytes{}) || worst <= p.memory.capacity;
+  return p;
+}
+
+}  // namespace dlscale

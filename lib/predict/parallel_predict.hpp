@@ -1,0 +1,35 @@
+// Internal: the Predictor's model-parallel path (issue 37): a Scenario with `parallel` predicted by eq. P13
+// (parallel_step) instead of the data-parallel recurrence. predict.cpp and validate.cpp call it through
+// one-line hooks; plan and explain reuse parallel_prediction for layouts they make themselves.
+#pragma once
+
+#include "dlscale/error.hpp"
+#include "dlscale/predict.hpp"
+
+namespace dlscale {
+
+/// validate(Scenario)'s part for `parallel`: the layout's checks that do not depend on the GPU count
+/// (InputError keys "parallel.tp", "parallel.pp", ...), and what a layout cannot take: a profile (it measured
+/// one GPU's whole model) and segment checkpointing (the recompute modes split per block instead).
+void validate_parallel(const Scenario& sc);
+
+/// The whole layers' times a layout is split from: the measured layers, else the kernel model's divided by
+/// the framework's compute efficiency (before any recompute: eq. P13 adds it on the rank's times).
+LayerTimes parallel_whole_times(const Scenario& sc, const LayerTimes& modelled);
+
+/// One prediction of a parallel scenario on `gpus` (eq. P13 into a Prediction): the global batch b·m·dp per
+/// step, tokens/s and MFU from it, memory per GPU the worst stage's (eq. P10). `iter_one`: one GPU's step at
+/// the micro-batch alone (the speedup's baseline; zero leaves speedup and efficiency at 0). Errors: the
+/// layout's InputError with its field prefixed "parallel." ("gpus" stays: the count does not divide).
+Prediction parallel_prediction(const Scenario& sc, const LayerTimes& whole, const CollectiveModel& coll, int gpus,
+                               const GpuPlacement& at, Seconds iter_one);
+/// The same for a layout, compute options and sharding of the caller's (plan's grid): sc's parallel, compute and
+/// strategy.sharding are not read.
+Prediction parallel_prediction(const Scenario& sc, const ParallelLayout& layout, const ComputeOptions& opt,
+                               const Sharding& sharding, const LayerTimes& whole, const CollectiveModel& coll, int gpus,
+                               const GpuPlacement& at, Seconds iter_one);
+
+/// The prefix "parallel." on an InputError's key from the parallel layer ("gpus" and "network" kept).
+[[noreturn]] void rethrow_parallel_field(const InputError& e);
+
+}  // namespace dlscale

@@ -1,0 +1,107 @@
+// The model-parallel options on the command line (issue 37): bad layouts are one line naming the option, exit
+// 2, nothing written; a framework file's `parallel:` section is a layout; the simulator refuses one.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <ostream>
+#include <string>
+
+#include "support/run.hpp"
+
+namespace dlscale {
+namespace {
+namespace fs = std::filesystem;
+using test::run_cli;
+
+// Llama-2-70B (64 heads, 8 key/value heads, 80 blocks, 4096 tokens) on 8 DGX H100 nodes with Megatron-Core.
+const std::string kCommon = "predict --cluster dgx-h100-ndr --nodes 8 --model llama2-70b --precision bf16 ";
+const std::string kBase = kCommon + "--framework megatron-core ";
+
+struct Bad {
+  std::string args, option;
+};
+
+void PrintTo(const Bad& b, std::ostream* os) { *os << b.args; }
+
+class ParallelBadInput : public ::testing::TestWithParam<Bad> {};
+
+TEST_P(ParallelBadInput, OneLineNamingTheOptionExitTwoNothingWritten) {
+  const Bad& b = GetParam();
+  const fs::path out = fs::temp_directory_path() / ("dlscale-parallel-cli-" + std::to_string(::getpid()));
+  fs::remove(out);
+  const auto r = run_cli(kBase + b.args + " -o " + out.string());
+  EXPECT_EQ(r.status, 2) << r.err;
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  EXPECT_NE(r.err.find("'" + b.option + "'"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(out));
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Layouts, ParallelBadInput,
+    ::testing::Values(Bad{"--tp 8 --pp 4 --micro-batches 8 --gpus 48", "--gpus"},  // 32 does not divide 48
+                      Bad{"--tp 3 --gpus 48", "--tp"},                             // 3 does not divide 64 heads
+                      Bad{"--tp 128 --gpus 64", "--tp"},                           // more ranks than heads
+                      Bad{"--pp 160 --gpus 64", "--pp"},                           // more stages than 80 blocks
+                      Bad{"--cp 3 --gpus 48", "--cp"},                             // 4096 tokens in 6 chunks
+                      Bad{"--tp 8 --vp 2 --gpus 64", "--vp"},                      // virtual stages without a pipeline's m
+                      Bad{"--tp 8 --pp 2 --global-batch 102 --gpus 64", "--global-batch"},  // 102 over 4 DP ranks
+                      Bad{"--tp 8 --schedule zigzag", "--schedule"},
+                      Bad{"--tp 8 --rank-order tp-dp-pp", "--rank-order"},
+                      Bad{"--tp 8 --micro-batches 4 --global-batch 64", "--global-batch"}));
+
+TEST(ParallelCli, PredictsALayoutWithItsPartsAndMemory) {
+  const auto r = run_cli(kBase + "--tp 8 --sp --pp 2 --micro-batches 32 --gpus 64 --no-train");
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("# layout: tp 8 (sp) × pp 2 (1f1b) × cp 1, micro-batch 1, 32 micro-batches"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("# parallel, 64 GPUs: TP "), std::string::npos) << r.out;
+}
+
+TEST(ParallelCli, FrameworkFileGivesTheLayout) {
+  const auto fw = test::temp_file("megatron-tp8.yaml",
+                                  "name: megatron-tp8\n"
+                                  "io: {prefetch: true, memory: pinned}\n"
+                                  "aggregation: allreduce\n"
+                                  "overlap: bucketed\n"
+                                  "update: after_aggregation\n"
+                                  "attention: flash\n"
+                                  "compile: true\n"
+                                  "buckets: {size: \"80 MB\", first: \"80 MB\"}\n"
+                                  "sharding: {stage: 1, group: all}\n"
+                                  "parallel: {tp: 8, sp: true, pp: 2, micro_batches: 32}\n");
+  const auto a = run_cli(kCommon + "--format json --no-train --framework " + fw.string());
+  ASSERT_EQ(a.status, 0) << a.err;
+  const auto b = run_cli(kBase + "--format json --no-train --tp 8 --sp --pp 2 --micro-batches 32");
+  ASSERT_EQ(b.status, 0) << b.err;
+  // the same step: the file's section is the options' layout (the framework's name aside)
+  const auto step = [](const std::string& json) { return json.substr(json.find("\"iteration_time_s\""), 60); };
+  EXPECT_EQ(step(a.out), step(b.out));
+  EXPECT_NE(a.out.find("\"parallel\""), std::string::npos);
+}
+
+TEST(ParallelCli, BadFrameworkSectionFailsAtItsLine) {
+  const auto fw = test::temp_file("bad-schedule.yaml",
+                                  "name: bad\n"
+                                  "io: {prefetch: true, memory: pinned}\n"
+                                  "aggregation: allreduce\n"
+                                  "overlap: layerwise\n"
+                                  "update: after_aggregation\n"
+                                  "parallel: {schedule: zigzag}\n");
+  const auto r = run_cli(kCommon + "--framework " + fw.string());
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("bad-schedule.yaml:6:"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("unknown pipeline schedule 'zigzag'"), std::string::npos) << r.err;
+}
+
+TEST(ParallelCli, SimulatorRefusesALayout) {
+  const auto r = run_cli("simulate --cluster dgx-h100-ndr --nodes 8 --model llama2-70b --framework megatron-core "
+                         "--precision bf16 --tp 8 --pp 2 --gpus 64");
+  EXPECT_NE(r.status, 0);
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  EXPECT_NE(r.err.find("parallel"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("pipeline schedule"), std::string::npos) << r.err;
+}
+
+}  // namespace
+}  // namespace dlscale
