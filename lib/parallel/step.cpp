@@ -28,6 +28,83 @@ Seconds sum_calls(const CollectiveModel& coll, const std::vector<CollectiveCall>
     if (c.backward == backward && c.overlapped == overlapped) t += group_collective_time(coll, c, g);
   return t;
 }
+
+/// One block's TP/SP (P1-P2) and CP (P3) collectives on their groups (P12), and a micro-batch's pipeline
+/// sends on each stage (P4).
+struct BlockComm {
+  Seconds tp_fwd{}, tp_bwd{}, tp_regather{}, cp_fwd{}, cp_bwd{}, p2p{};
+};
+
+BlockComm block_comm(const CollectiveModel& coll, const Cluster& cluster, const LayoutPlacement& at,
+                     const ParallelLayout& l, const TransformerShape& m, double e) {
+  const auto tp_calls = tp_block_collectives(l, m, e);
+  const auto cp_calls = cp_block_collectives(l, m, e);
+  const GroupPlacement& tpg = at[ParallelGroup::tp];
+  const GroupPlacement& cpg = at[ParallelGroup::cp];
+  BlockComm c;
+  c.tp_fwd = sum_calls(coll, tp_calls, tpg, false, false);
+  c.tp_bwd = sum_calls(coll, tp_calls, tpg, true, false);
+  c.tp_regather = sum_calls(coll, tp_calls, tpg, true, true);
+  c.cp_fwd = sum_calls(coll, cp_calls, cpg, false, true);
+  c.cp_bwd = sum_calls(coll, cp_calls, cpg, true, true);
+  // P4: 2·v sends a micro-batch on each stage (forward activation, backward gradient, per chunk)
+  const int v = l.schedule == PipelineSchedule::interleaved ? std::max(l.vp, 1) : 1;
+  if (l.pp > 1) c.p2p = pipeline_p2p_time(cluster, at[ParallelGroup::pp], pp_p2p_bytes(l, m, e)) * (2.0 * v);
+  return c;
+}
+
+/// One stage's micro-batch on a rank: its layers' forward, backward (with recompute, eq. R1-R3) and update,
+/// and the TP and CP communication its blocks do not hide.
+struct StageTimes {
+  Seconds forward{}, backward{}, update{}, tp{}, cp{};
+};
+
+StageTimes stage_times(const LayerTimes& t, const std::vector<int>& block, const std::vector<int>& stage, int s,
+                       const ComputeOptions& opt, const BlockComm& comm) {
+  StageTimes st;
+  // per block of the stage: its attention core and its backward
+  std::vector<Seconds> block_core, block_bwd;
+  int last = -1;
+  for (std::size_t i = 0; i < t.forward.size(); ++i) {
+    if (stage[i] != s) continue;
+    st.forward += t.forward[i];
+    st.backward += t.backward[i] + recompute_time(t, i, block[i], opt);
+    st.update += t.update[i];
+    if (block[i] < 0) continue;
+    if (block[i] != last) {
+      block_core.emplace_back();
+      block_bwd.emplace_back();
+      last = block[i];
+    }
+    block_bwd.back() += t.backward[i];
+    if (i < t.forward_attention.size()) block_core.back() += t.forward_attention[i];
+  }
+  for (std::size_t k = 0; k < block_core.size(); ++k) {
+    // the re-gather overlaps the data-gradient GEMMs, about half the block's backward; the ring the core,
+    // whose backward is taken as twice its forward (FlashAttention-2's backward: 2.5 GEMM passes to 1)
+    st.tp += comm.tp_fwd + comm.tp_bwd + max(Seconds{}, comm.tp_regather - block_bwd[k] * 0.5);
+    st.cp += max(Seconds{}, comm.cp_fwd - block_core[k]) + max(Seconds{}, comm.cp_bwd - block_core[k] * 2.0);
+  }
+  return st;
+}
+
+/// P5: the gradients of the largest stage (`params` a rank) over the dp·cp group, after the pipeline's last
+/// backward.
+Seconds dp_reduction(const CollectiveModel& coll, const GroupPlacement& dpg, double params, const Sharding& sh,
+                     const ComputeOptions& opt) {
+  const double g = reduce_bytes_per_element(sh, opt.precision), w = working_bytes_per_element(opt.precision);
+  using G = ParallelGroup;
+  if (!sh.sharded())
+    return group_collective_time(coll, {"DP all-reduce", G::dp_cp, CollectiveOp::allreduce, bytes(params * g), 1, true, false},
+                                 dpg);
+  // sharded over the whole dp·cp group: reduce-scatter of the gradients, all-gather of the parameters (after the
+  // update at stages 1-2; before forward and backward at stage 3, taken once a step here: round 2 refines it)
+  const int gathers = sh.stage >= 3 && sh.reshard_after_forward ? 2 : 1;
+  return group_collective_time(
+             coll, {"DP reduce-scatter", G::dp_cp, CollectiveOp::reducescatter, bytes(params * g), 1, true, false}, dpg) +
+         group_collective_time(coll, {"DP all-gather", G::dp_cp, CollectiveOp::allgather, bytes(params * w), gathers, false, false},
+                               dpg);
+}
 }  // namespace
 
 ParallelStep parallel_step(const Network& net, const LayerTimes& whole, const Cluster& cluster,
@@ -39,22 +116,7 @@ ParallelStep parallel_step(const Network& net, const LayerTimes& whole, const Cl
   const LayoutPlacement at = place_layout(l, cluster, gpus);
   const LayerTimes t = shard_layer_times(whole, net, l);
   const std::vector<int> stage = layer_stages(block, l);
-  const double e = activation_bytes_per_element(opt.precision);
-
-  // Per block and micro-batch: TP/SP (P1-P2) and CP (P3) collectives on their groups (P12).
-  const auto tp_calls = tp_block_collectives(l, m, e);
-  const auto cp_calls = cp_block_collectives(l, m, e);
-  const GroupPlacement& tpg = at[ParallelGroup::tp];
-  const GroupPlacement& cpg = at[ParallelGroup::cp];
-  const Seconds tp_fwd = sum_calls(coll, tp_calls, tpg, false, false);
-  const Seconds tp_bwd = sum_calls(coll, tp_calls, tpg, true, false);
-  const Seconds tp_regather = sum_calls(coll, tp_calls, tpg, true, true);
-  const Seconds cp_fwd = sum_calls(coll, cp_calls, cpg, false, true);
-  const Seconds cp_bwd = sum_calls(coll, cp_calls, cpg, true, true);
-  // P4: 2·v sends a micro-batch on each stage (forward activation, backward gradient, per chunk)
-  const int v = l.schedule == PipelineSchedule::interleaved ? std::max(l.vp, 1) : 1;
-  const Seconds p2p = l.pp > 1 ? pipeline_p2p_time(cluster, at[ParallelGroup::pp], pp_p2p_bytes(l, m, e)) * (2.0 * v)
-                               : Seconds{};
+  const BlockComm comm = block_comm(coll, cluster, at, l, m, activation_bytes_per_element(opt.precision));
 
   ParallelStep r;
   r.memory.reserve(static_cast<std::size_t>(l.pp));
@@ -63,61 +125,24 @@ ParallelStep parallel_step(const Network& net, const LayerTimes& whole, const Cl
   std::int64_t most_params = 0;
   Seconds most_update{};
   for (int s = 0; s < l.pp; ++s) {
-    Seconds f{}, b{}, u{}, tp{}, cp{};
-    // per block of the stage: its compute, its attention core, its backward
-    std::vector<Seconds> block_core, block_bwd;
-    int last = -1;
-    for (std::size_t i = 0; i < t.forward.size(); ++i) {
-      if (stage[i] != s) continue;
-      f += t.forward[i];
-      b += t.backward[i] + recompute_time(t, i, block[i], opt);  // eq. R1-R3 on the rank's times
-      u += t.update[i];
-      if (block[i] >= 0) {
-        if (block[i] != last) {
-          block_core.emplace_back();
-          block_bwd.emplace_back();
-          last = block[i];
-        }
-        block_bwd.back() += t.backward[i];
-        if (i < t.forward_attention.size()) block_core.back() += t.forward_attention[i];
-      }
-    }
-    for (std::size_t k = 0; k < block_core.size(); ++k) {
-      // the re-gather overlaps the data-gradient GEMMs, about half the block's backward; the ring the core,
-      // whose backward is taken as twice its forward (FlashAttention-2's backward: 2.5 GEMM passes to 1)
-      tp += tp_fwd + tp_bwd + max(Seconds{}, tp_regather - block_bwd[k] * 0.5);
-      cp += max(Seconds{}, cp_fwd - block_core[k]) + max(Seconds{}, cp_bwd - block_core[k] * 2.0);
-    }
-    const Seconds mb = f + b + tp + cp + p2p;
+    const StageTimes st = stage_times(t, block, stage, s, opt, comm);
+    const Seconds mb = st.forward + st.backward + st.tp + st.cp + comm.p2p;
     if (s == 0 || mb > r.per_microbatch) {
       r.slowest_stage = s;
       r.per_microbatch = mb;
-      r.forward = f;
-      r.backward = b;
-      r.tp_exposed = tp;
-      r.cp_exposed = cp;
-      r.p2p = p2p;
+      r.forward = st.forward;
+      r.backward = st.backward;
+      r.tp_exposed = st.tp;
+      r.cp_exposed = st.cp;
+      r.p2p = comm.p2p;
     }
-    most_update = max(most_update, u);
+    most_update = max(most_update, st.update);
     most_params = std::max(most_params, rank_params(net, stage, l, s));
     r.memory.push_back(rank_memory(net, block, m, stage, l, s, opt, sh, dp_cp, ar, bytes(kDefaultReservedBytes)));
   }
   r.pipeline = pipeline_time(l.schedule, l.pp, l.micro_batches, l.vp, r.per_microbatch);
   r.bubble = r.pipeline - r.per_microbatch * static_cast<double>(l.micro_batches);
-
-  // P5: the gradients of the largest stage over the dp·cp group, after the pipeline's last backward
-  const GroupPlacement& dpg = at[ParallelGroup::dp_cp];
-  const double P = static_cast<double>(most_params);
-  const double g = reduce_bytes_per_element(sh, opt.precision), w = working_bytes_per_element(opt.precision);
-  using G = ParallelGroup;
-  if (!sh.sharded()) {
-    r.dp_comm = group_collective_time(coll, {"DP all-reduce", G::dp_cp, CollectiveOp::allreduce, bytes(P * g), 1, true, false}, dpg);
-  } else {
-    // sharded over the whole dp·cp group: reduce-scatter of the gradients, all-gather of the parameters (after the
-    // update at stages 1-2; before forward and backward at stage 3, taken once a step here: round 2 refines it)
-    r.dp_comm = group_collective_time(coll, {"DP reduce-scatter", G::dp_cp, CollectiveOp::reducescatter, bytes(P * g), 1, true, false}, dpg) +
-                group_collective_time(coll, {"DP all-gather", G::dp_cp, CollectiveOp::allgather, bytes(P * w), sh.stage >= 3 && sh.reshard_after_forward ? 2 : 1, false, false}, dpg);
-  }
+  r.dp_comm = dp_reduction(coll, at[ParallelGroup::dp_cp], static_cast<double>(most_params), sh, opt);
   r.update = sh.sharded() ? most_update / static_cast<double>(std::max(dp_cp, 1)) : most_update;
   r.step = r.pipeline + r.dp_comm + r.update;
   r.global_batch = l.global_batch(gpus);

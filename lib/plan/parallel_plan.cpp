@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <memory>
+#include <optional>
 #include <utility>
 
 #include "dlscale/error.hpp"
@@ -24,31 +25,108 @@ double rate(const Prediction& p) {
   return p.throughput_tokens_per_s > 0.0 ? p.throughput_tokens_per_s : p.throughput_samples_per_s;
 }
 
+/// What every layout of one plan shares: the model's blocks and shape, the GPUs, the collectives.
+struct PlanContext {
+  const Scenario& base;
+  int gpus;
+  std::vector<int> blocks;  // parsed once for every layout's memory
+  TransformerShape shape;
+  std::shared_ptr<const CollectiveModel> coll;
+  GpuPlacement at;
+  RankOrder order;
+  Bytes capacity;
+};
+
+/// The layout of one point of the grid, its micro-batches set by the global batch; nullopt where the model or
+/// the GPU count does not take it.
+std::optional<ParallelLayout> grid_layout(const PlanContext& c, int tp, int pp, int cp, int vp, int b, std::int64_t global) {
+  if (tp < 1 || pp < 1 || cp < 1 || vp < 1 || c.gpus % (tp * pp * cp) != 0 || (vp > 1 && pp == 1)) return std::nullopt;
+  ParallelLayout l;
+  l.tp = tp;
+  l.sp = tp > 1;  // Megatron's practice with TP: the same traffic, a t-th of the norms' activations
+  l.pp = pp;
+  l.vp = vp;
+  l.schedule = vp > 1 ? PipelineSchedule::interleaved : PipelineSchedule::one_f_one_b;
+  l.cp = cp;
+  l.micro_batch = b;
+  l.global_batch_target = global;
+  l.order = c.order;
+  try {
+    l = with_global_batch(l, c.gpus);
+    validate(l, c.gpus, c.shape);
+  } catch (const InputError&) {
+    return std::nullopt;
+  }
+  return l;
+}
+
+/// Pruned by memory (eq. P10) before it is timed: the first stage holds the most in flight, the last the output
+/// projection; the stages between are checked by the prediction (its memory).
+bool first_and_last_stage_fit(const PlanContext& c, const ParallelLayout& l, const ComputeOptions& opt, const Sharding& sh) {
+  if (!(c.capacity > Bytes{})) return true;
+  const int dp_cp = l.dp(c.gpus) * l.cp;
+  const ActivationRecompute ar = activation_recompute(opt.recompute);
+  const std::vector<int> stages = layer_stages(c.blocks, l);
+  for (int s : {0, l.pp - 1})
+    if (rank_memory(c.base.network, c.blocks, c.shape, stages, l, s, opt, sh, dp_cp, ar, bytes(kDefaultReservedBytes))
+            .total() > c.capacity)
+      return false;
+  return true;
+}
+
+/// Every layout of the grid at one micro-batch, recompute mode and sharding stage, into the result.
+void plan_layouts(const PlanContext& c, const ParallelPlanSpace& space, const LayerTimes& whole, const ComputeOptions& opt,
+                  const Sharding& sh, int micro_batch, int stage, ParallelPlanResult& r) {
+  for (int tp : space.tp)
+    for (int pp : space.pp)
+      for (int cp : space.cp)
+        for (int vp : space.vp) {
+          const auto l = grid_layout(c, tp, pp, cp, vp, micro_batch, r.global_batch);
+          if (!l) {
+            ++r.invalid;
+            continue;
+          }
+          ++r.evaluated;
+          if (!first_and_last_stage_fit(c, *l, opt, sh)) {
+            ++r.out_of_memory;
+            continue;
+          }
+          ParallelPlanEntry e;
+          e.prediction = parallel_prediction(c.base, *l, opt, sh, whole, *c.coll, c.gpus, c.at, Seconds{});
+          if (!e.prediction.memory.fits) {
+            ++r.out_of_memory;
+            continue;
+          }
+          e.layout = *l;
+          e.recompute = opt.recompute;
+          e.sharding_stage = stage;
+          r.ranked.push_back(std::move(e));
+        }
+}
+
 }  // namespace
 
 ParallelPlanResult plan_parallel(const Scenario& base, int gpus, const ParallelPlanSpace& space) {
-  const std::vector<int> blocks = transformer_blocks(base.network);  // parsed once for every layout's memory
-  const TransformerShape shape = transformer_shape(base.network, blocks);  // InputError("network") without blocks
   const Cluster& cl = base.cluster;
+  PlanContext c{base, gpus, transformer_blocks(base.network), {}, {}, {}, kMegatronRankOrder, cl.gpu.memory_size};
+  c.shape = transformer_shape(base.network, c.blocks);  // InputError("network") without blocks
   if (gpus < 1 || gpus > cl.max_gpus() || (gpus > cl.gpus_per_node && gpus % cl.gpus_per_node != 0))
     throw InputError(SourceLocation{}, "gpus",
                      fmt::format("cluster '{}' cannot hold {} GPUs in whole nodes of {}", cl.name, gpus, cl.gpus_per_node));
   ParallelPlanResult r;
   r.global_batch = space.global_batch > 0
                        ? space.global_batch
-                       : std::max<std::int64_t>(1, std::llround(kDefaultTokensPerStep / static_cast<double>(shape.seq)));
-  const auto coll = with_transport(base.collectives ? base.collectives : make_collective_model(cl), base.strategy.transport, cl);
-  const GpuPlacement at{gpus, gpus <= cl.gpus_per_node ? 1 : gpus / cl.gpus_per_node, std::min(gpus, cl.gpus_per_node)};
+                       : std::max<std::int64_t>(1, std::llround(kDefaultTokensPerStep / static_cast<double>(c.shape.seq)));
+  c.coll = with_transport(base.collectives ? base.collectives : make_collective_model(cl), base.strategy.transport, cl);
+  c.at = GpuPlacement{gpus, gpus <= cl.gpus_per_node ? 1 : gpus / cl.gpus_per_node, std::min(gpus, cl.gpus_per_node)};
+  if (base.strategy.parallel) c.order = base.strategy.parallel->order;
   const ComputeOptions step_opt = step_compute(base);
-  const RankOrder order = base.strategy.parallel ? base.strategy.parallel->order : kMegatronRankOrder;
-  const Bytes capacity = cl.gpu.memory_size;
   Scenario times_of = base;  // for parallel_whole_times: the framework's efficiency, no measured layers
   times_of.measured_layers.reset();
 
   for (int b : space.micro_batch) {
     if (b < 1 || r.global_batch % b != 0) continue;
-    const LayerTimes whole =
-        parallel_whole_times(times_of, estimate_layer_times(base.network, cl.gpu, b, step_opt));
+    const LayerTimes whole = parallel_whole_times(times_of, estimate_layer_times(base.network, cl.gpu, b, step_opt));
     for (Recompute rc : space.recompute) {
       ComputeOptions opt = step_opt;
       opt.recompute = rc;
@@ -58,60 +136,7 @@ ParallelPlanResult plan_parallel(const Scenario& base, int gpus, const ParallelP
         sh.stage = stage;
         sh.group = Sharding::kGroupAll;
         sh.offload_optimizer = false;
-        for (int tp : space.tp)
-          for (int pp : space.pp)
-            for (int cp : space.cp)
-              for (int vp : space.vp) {
-                if (tp < 1 || pp < 1 || cp < 1 || vp < 1 || gpus % (tp * pp * cp) != 0 || (vp > 1 && pp == 1)) {
-                  ++r.invalid;
-                  continue;
-                }
-                ParallelLayout l;
-                l.tp = tp;
-                l.sp = tp > 1;  // Megatron's practice with TP: the same traffic, a t-th of the norms' activations
-                l.pp = pp;
-                l.vp = vp;
-                l.schedule = vp > 1 ? PipelineSchedule::interleaved : PipelineSchedule::one_f_one_b;
-                l.cp = cp;
-                l.micro_batch = b;
-                l.global_batch_target = r.global_batch;
-                l.order = order;
-                try {
-                  l = with_global_batch(l, gpus);
-                  validate(l, gpus, shape);
-                } catch (const InputError&) {
-                  ++r.invalid;
-                  continue;
-                }
-                ++r.evaluated;
-                // pruned by memory (eq. P10) before it is timed: the first stage holds the most in flight, the
-                // last the output projection; the stages between are checked by the prediction (its memory)
-                bool fits = true;
-                if (capacity > Bytes{}) {
-                  const int dp_cp = l.dp(gpus) * l.cp;
-                  const ActivationRecompute ar = activation_recompute(rc);
-                  const std::vector<int> stages = layer_stages(blocks, l);
-                  for (int s : {0, l.pp - 1})
-                    if (fits)
-                      fits = rank_memory(base.network, blocks, shape, stages, l, s, opt, sh, dp_cp, ar,
-                                         bytes(kDefaultReservedBytes))
-                                 .total() <= capacity;
-                }
-                if (!fits) {
-                  ++r.out_of_memory;
-                  continue;
-                }
-                ParallelPlanEntry e;
-                e.prediction = parallel_prediction(base, l, opt, sh, whole, *coll, gpus, at, Seconds{});
-                if (!e.prediction.memory.fits) {
-                  ++r.out_of_memory;
-                  continue;
-                }
-                e.layout = l;
-                e.recompute = rc;
-                e.sharding_stage = stage;
-                r.ranked.push_back(std::move(e));
-              }
+        plan_layouts(c, space, whole, opt, sh, b, stage, r);
       }
     }
   }
