@@ -16,8 +16,8 @@
 #include "dlscale/calibration.hpp"
 #include "dlscale/error.hpp"
 #include "dlscale/format.hpp"
-#include "io/numbers.hpp"
 #include "io/files.hpp"
+#include "io/numbers.hpp"
 
 namespace dlscale::cli {
 namespace {
@@ -60,9 +60,10 @@ std::optional<CollectiveOp> op_option(const std::string& s) {
   for (auto op : {CollectiveOp::allreduce, CollectiveOp::allgather, CollectiveOp::reducescatter, CollectiveOp::broadcast,
                   CollectiveOp::reduce})
     if (to_string(op) == s) return op;
-  throw UsageError("--op", fmt::format("unknown collective '{}' (expected allreduce, allgather, reducescatter, "
-                                       "broadcast or reduce)",
-                                       s));
+  throw UsageError("--op",
+                   fmt::format("unknown collective '{}' (expected allreduce, allgather, reducescatter, "
+                               "broadcast or reduce)",
+                               s));
 }
 
 void finish_import(Calibration& cal, const std::vector<std::string>& warnings, const std::string& output) {
@@ -91,9 +92,7 @@ void run_import_nvbandwidth(const ImportOptions& o) {
 
 // ---- --calibration / --explain-sources -------------------------------------------------------------
 
-std::string range_text(const CollectiveCurve& c) {
-  return fmt::format("{} to {}", c.points.front().size, c.points.back().size);
-}
+std::string range_text(const CollectiveCurve& c) { return fmt::format("{} to {}", c.points.front().size, c.points.back().size); }
 
 GpuPlacement place(const Cluster& c, int gpus) {
   if (gpus <= c.gpus_per_node) return GpuPlacement{gpus, 1, gpus};
@@ -109,21 +108,25 @@ void setup_calibrate(CLI::App& app) {
   imp->require_subcommand(1);
   {
     auto o = std::make_shared<ImportOptions>();
-    auto* c = imp->add_subcommand("nccl-tests", "nccl-tests logs (all_reduce_perf, all_gather_perf, reduce_scatter_perf, "
-                                                "broadcast_perf, reduce_perf output)");
+    auto* c = imp->add_subcommand("nccl-tests",
+                                  "nccl-tests logs (all_reduce_perf, all_gather_perf, reduce_scatter_perf, "
+                                  "broadcast_perf, reduce_perf output)");
     c->add_option("logs", o->inputs, "Log files (the collective is read from the log or the file name)")
         ->required()
         ->type_name("LOG...");
     c->add_option("-o,--output", o->output, "Write the calibration to FILE (atomically) instead of standard output")
         ->type_name("FILE");
-    c->add_option("--op", o->op, "The collective, when neither the log nor its file name says it (and the one "
-                                 "to import from a log of several)")
+    c->add_option("--op", o->op,
+                  "The collective, when neither the log nor its file name says it (and the one "
+                  "to import from a log of several)")
         ->type_name("allreduce|allgather|reducescatter|broadcast|reduce");
-    c->add_option_function<int>("--gpus", [o](const int& v) { o->gpus = v < 1 ? -1 : v; },
-                                "GPUs the log measured, when its '# Rank' lines are trimmed or missing")
+    c->add_option_function<int>(
+         "--gpus", [o](const int& v) { o->gpus = v < 1 ? -1 : v; },
+         "GPUs the log measured, when its '# Rank' lines are trimmed or missing")
         ->type_name("N");
-    c->add_option_function<int>("--nodes", [o](const int& v) { o->nodes = v < 1 ? -1 : v; },
-                                "Nodes those GPUs sat on (default: distinct host names of the log)")
+    c->add_option_function<int>(
+         "--nodes", [o](const int& v) { o->nodes = v < 1 ? -1 : v; },
+         "Nodes those GPUs sat on (default: distinct host names of the log)")
         ->type_name("K");
     c->callback([o] { run_import_nccl(*o); });
   }
@@ -140,30 +143,31 @@ void setup_calibrate(CLI::App& app) {
 
 namespace {
 // ---- per-layer compute ----
-void explain_compute(const ScenarioOptions& o, const Scenario& sc, const CalibrationUse& used, std::vector<std::string>& explain) {
+void explain_compute(const ScenarioOptions& o, const Scenario& sc, const CalibrationUse& used,
+                     std::vector<std::string>& explain) {
   const std::string precision(to_string(sc.compute.precision));
   if (used.layer_times) {
     const auto& roofline = used.roofline_layers;
     std::string rest;
     for (std::size_t i = 0; i < roofline.size() && i < 8; ++i) rest += (i ? ", " : "") + roofline[i];
     if (roofline.size() > 8) rest += fmt::format(", … ({} more)", roofline.size() - 8);
-    explain.push_back(fmt::format("forward/backward: {} of {} layers measured ({}: {} batch {} {}){}", sc.network.layers.size() - roofline.size(),
-                                  sc.network.layers.size(), o.calibration, sc.network.name, sc.batch_per_gpu, precision,
+    explain.push_back(fmt::format("forward/backward: {} of {} layers measured ({}: {} batch {} {}){}",
+                                  sc.network.layers.size() - roofline.size(), sc.network.layers.size(), o.calibration,
+                                  sc.network.name, sc.batch_per_gpu, precision,
                                   roofline.empty() ? "" : "; roofline for " + rest));
-    if (sc.profile)
-      explain.push_back("  (the measured layer times replace the profile's forward/backward totals)");
+    if (sc.profile) explain.push_back("  (the measured layer times replace the profile's forward/backward totals)");
   } else {
-    explain.push_back(sc.profile ? fmt::format("forward/backward/update: profile {} (phase totals spread over layers by the roofline's shape)", o.profile)
-                                 : fmt::format("forward/backward: kernel model on {} ({}: peak {}, tensor eff. {}, vector eff. {}, "
-                                               "conv eff. {}, memory eff. {}; {})",
-                                               sc.cluster.gpu.name, to_string(sc.compute.precision),
-                                               sc.cluster.gpu.peak(sc.compute.precision),
-                                               sc.compute.kernel(sc.cluster.gpu).tensor_efficiency,
-                                               sc.compute.kernel(sc.cluster.gpu).vector_efficiency,
-                                               sc.compute.kernel(sc.cluster.gpu).conv_efficiency,
-                                               sc.compute.kernel(sc.cluster.gpu).memory_efficiency,
-                                               sc.compute.kernel_params ? sc.compute.kernel_params->source
-                                                                        : std::string("topologies/compute-params.yaml")));
+    explain.push_back(
+        sc.profile
+            ? fmt::format("forward/backward/update: profile {} (phase totals spread over layers by the roofline's shape)",
+                          o.profile)
+            : fmt::format(
+                  "forward/backward: kernel model on {} ({}: peak {}, tensor eff. {}, vector eff. {}, "
+                  "conv eff. {}, memory eff. {}; {})",
+                  sc.cluster.gpu.name, to_string(sc.compute.precision), sc.cluster.gpu.peak(sc.compute.precision),
+                  sc.compute.kernel(sc.cluster.gpu).tensor_efficiency, sc.compute.kernel(sc.cluster.gpu).vector_efficiency,
+                  sc.compute.kernel(sc.cluster.gpu).conv_efficiency, sc.compute.kernel(sc.cluster.gpu).memory_efficiency,
+                  sc.compute.kernel_params ? sc.compute.kernel_params->source : std::string("topologies/compute-params.yaml")));
   }
   if (!sc.profile) explain.push_back("update: kernel model (memory-bound pass over parameters and optimiser state)");
 }
@@ -197,14 +201,13 @@ std::pair<Bytes, Bytes> explain_gradients(const ScenarioOptions& o, const Scenar
   if (is_mixed(step.precision) && step.fp32_gradients)
     why = fmt::format("fp32 in {}: framework '{}' keeps fp32 parameters, mixed_precision: {{gradients: fp32}}", why,
                       sc.strategy.name);
-  else if (is_mixed(step.precision))
-    why += ": the gradients of the half-precision working copy";
+  else if (is_mixed(step.precision)) why += ": the gradients of the half-precision working copy";
   explain.push_back(fmt::format("gradients exchanged: {} B per parameter ({})", per_element, why));
   explain.push_back(fmt::format("optimizer: {} ({})", to_string(step.optimizer),
-                                !o.optimizer.empty()      ? std::string("--optimizer")
-                                : sc.strategy.optimizer ? fmt::format("framework '{}' says optimizer: {}", sc.strategy.name,
-                                                                      to_string(*sc.strategy.optimizer))
-                                                        : fmt::format("the default for {} models", sc.network.input_kind)));
+                                !o.optimizer.empty()        ? std::string("--optimizer")
+                                    : sc.strategy.optimizer ? fmt::format("framework '{}' says optimizer: {}", sc.strategy.name,
+                                                                          to_string(*sc.strategy.optimizer))
+                                                            : fmt::format("the default for {} models", sc.network.input_kind)));
   Bytes smallest = bytes(1e300), largest{};
   for (const auto& l : sc.network.layers) {
     const Bytes g = Network::gradient_bytes(l, per_element);
@@ -215,6 +218,68 @@ std::pair<Bytes, Bytes> explain_gradients(const ScenarioOptions& o, const Scenar
   }
   return {smallest, largest};
 }
+}  // namespace
+
+namespace {
+// The collectives a framework's aggregation runs: (op, across nodes only).
+std::vector<std::pair<CollectiveOp, bool>> aggregation_ops(Aggregation a) {
+  switch (a) {
+    case Aggregation::allreduce:
+      return {{CollectiveOp::allreduce, false}};
+    case Aggregation::parameter_server:
+      return {{CollectiveOp::broadcast, false}};
+    case Aggregation::hybrid:
+      return {{CollectiveOp::allreduce, false}, {CollectiveOp::broadcast, true}};
+    case Aggregation::broadcast_reduce:
+      return {{CollectiveOp::broadcast, false}, {CollectiveOp::reduce, false}};
+  }
+  return {};
+}
+
+// --explain-sources: where each GPU count's communication time comes from (a measured curve, the α-β fit
+// outside it, or the model).
+void explain_collectives(const ScenarioOptions& o, const Scenario& sc, const CalibrationUse& used, const Calibration* cal,
+                         std::vector<std::string>& explain) {
+  const std::shared_ptr<const CollectiveModel>& fallback = used.fallback;
+  const std::shared_ptr<const CalibratedCollectiveModel>& calibrated = used.collectives;
+  const auto [smallest, largest] = explain_gradients(o, sc, explain);
+  const std::vector<std::pair<CollectiveOp, bool>> ops = aggregation_ops(sc.strategy.aggregation);
+  std::vector<int> counts;
+  try {
+    counts = parse_gpu_list(o.gpus);
+  } catch (const UsageError&) {
+    counts.clear();  // the command reports a bad --gpus itself
+  }
+  for (int g : counts) {
+    if (g < 2 || g > sc.cluster.max_gpus()) continue;
+    const GpuPlacement at = place(sc.cluster, g);
+    for (auto [op, across] : ops) {
+      GpuPlacement where = at;
+      if (sc.strategy.aggregation == Aggregation::hybrid)
+        where = across ? GpuPlacement{2, 2, 1} : GpuPlacement{at.gpus_per_node, 1, at.gpus_per_node};
+      if (sc.strategy.aggregation == Aggregation::parameter_server) where.gpus = 2;
+      if (where.gpus < 2) continue;
+      const CollectiveCurve* c = calibrated ? calibrated->curve_for(op, where) : nullptr;
+      if (c) {
+        const bool outside = smallest < c->points.front().size || largest > c->points.back().size;
+        explain.push_back(fmt::format("communication, {} GPUs ({} node{}): {} measured on {} GPUs ({}), {} interpolated{}", g,
+                                      at.nodes, at.nodes > 1 ? "s" : "", to_string(op), where.gpus, c->source, range_text(*c),
+                                      outside && c->fit
+                                          ? fmt::format("; gradients of {} to {} outside it from the α-β fit (α = {}, β = {})",
+                                                        smallest, largest, c->fit->alpha, c->fit->beta)
+                                          : ""));
+      } else if (!cal) {
+        explain.push_back(fmt::format("communication, {} GPUs ({} node{}): {} from {}", g, at.nodes, at.nodes > 1 ? "s" : "",
+                                      to_string(op), fallback->describe()));
+      } else {
+        explain.push_back(fmt::format("communication, {} GPUs ({} node{}): {} on {} GPU{} / {} node{} not measured: {}", g,
+                                      at.nodes, at.nodes > 1 ? "s" : "", to_string(op), where.gpus, where.gpus > 1 ? "s" : "",
+                                      where.nodes, where.nodes > 1 ? "s" : "", fallback->describe()));
+      }
+    }
+  }
+}
+
 }  // namespace
 
 void apply_calibration(const ScenarioOptions& o, Scenario& sc, RunInfo& /*info*/) {
@@ -236,62 +301,16 @@ void apply_calibration(const ScenarioOptions& o, Scenario& sc, RunInfo& /*info*/
 
   explain_compute(o, sc, used, explain);
   explain_input(o, sc, used, explain);
-
-  // ---- collectives ----
-  const std::shared_ptr<const CollectiveModel>& fallback = used.fallback;
-  const std::shared_ptr<const CalibratedCollectiveModel>& calibrated = used.collectives;
-  if (o.explain_sources) {
-    const auto [smallest, largest] = explain_gradients(o, sc, explain);
-    std::vector<std::pair<CollectiveOp, bool>> ops;  // (op, across nodes only)
-    switch (sc.strategy.aggregation) {
-      case Aggregation::allreduce: ops = {{CollectiveOp::allreduce, false}}; break;
-      case Aggregation::parameter_server: ops = {{CollectiveOp::broadcast, false}}; break;
-      case Aggregation::hybrid: ops = {{CollectiveOp::allreduce, false}, {CollectiveOp::broadcast, true}}; break;
-      case Aggregation::broadcast_reduce: ops = {{CollectiveOp::broadcast, false}, {CollectiveOp::reduce, false}}; break;
-    }
-    std::vector<int> counts;
-    try {
-      counts = parse_gpu_list(o.gpus);
-    } catch (const UsageError&) {
-      counts.clear();  // the command reports a bad --gpus itself
-    }
-    for (int g : counts) {
-      if (g < 2 || g > sc.cluster.max_gpus()) continue;
-      const GpuPlacement at = place(sc.cluster, g);
-      for (auto [op, across] : ops) {
-        GpuPlacement where = at;
-        if (sc.strategy.aggregation == Aggregation::hybrid) where = across ? GpuPlacement{2, 2, 1} : GpuPlacement{at.gpus_per_node, 1, at.gpus_per_node};
-        if (sc.strategy.aggregation == Aggregation::parameter_server) where.gpus = 2;
-        if (where.gpus < 2) continue;
-        const CollectiveCurve* c = calibrated ? calibrated->curve_for(op, where) : nullptr;
-        if (c) {
-          const bool outside = smallest < c->points.front().size || largest > c->points.back().size;
-          explain.push_back(fmt::format(
-              "communication, {} GPUs ({} node{}): {} measured on {} GPUs ({}), {} interpolated{}", g, at.nodes,
-              at.nodes > 1 ? "s" : "", to_string(op), where.gpus, c->source, range_text(*c),
-              outside && c->fit ? fmt::format("; gradients of {} to {} outside it from the α-β fit (α = {}, β = {})",
-                                              smallest, largest, c->fit->alpha, c->fit->beta)
-                                : ""));
-        } else if (!cal) {
-          explain.push_back(fmt::format("communication, {} GPUs ({} node{}): {} from {}", g, at.nodes,
-                                        at.nodes > 1 ? "s" : "", to_string(op), fallback->describe()));
-        } else {
-          explain.push_back(fmt::format("communication, {} GPUs ({} node{}): {} on {} GPU{} / {} node{} not measured: {}", g,
-                                        at.nodes, at.nodes > 1 ? "s" : "", to_string(op), where.gpus,
-                                        where.gpus > 1 ? "s" : "", where.nodes, where.nodes > 1 ? "s" : "",
-                                        fallback->describe()));
-        }
-      }
-    }
-    if (sc.strategy.jitter_cv > 0.0 || sc.strategy.iteration_overhead > Seconds{})
-      explain.push_back(fmt::format(
-          "synchronization, more than one GPU: jitter_cv {} ({}; the expected wait for the slowest GPU), iteration_overhead {} "
-          "(framework '{}')",
-          sc.strategy.jitter_cv, o.jitter_cv >= 0.0 ? "--jitter-cv" : "framework '" + sc.strategy.name + "'",
-          sc.strategy.iteration_overhead, sc.strategy.name));
-    fmt::print(stderr, "# sources (--explain-sources)\n");
-    for (const auto& line : explain) fmt::print(stderr, "#   {}\n", line);
-  }
+  if (!o.explain_sources) return;
+  explain_collectives(o, sc, used, cal.get(), explain);
+  if (sc.strategy.jitter_cv > 0.0 || sc.strategy.iteration_overhead > Seconds{})
+    explain.push_back(fmt::format(
+        "synchronization, more than one GPU: jitter_cv {} ({}; the expected wait for the slowest GPU), iteration_overhead {} "
+        "(framework '{}')",
+        sc.strategy.jitter_cv, o.jitter_cv >= 0.0 ? "--jitter-cv" : "framework '" + sc.strategy.name + "'",
+        sc.strategy.iteration_overhead, sc.strategy.name));
+  fmt::print(stderr, "# sources (--explain-sources)\n");
+  for (const auto& line : explain) fmt::print(stderr, "#   {}\n", line);
 }
 
 }  // namespace dlscale::cli

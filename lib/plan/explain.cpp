@@ -68,8 +68,8 @@ BucketAdvice best_buckets(const Scenario& sc, int gpus) {
   a.current = BucketTry{sc.strategy.overlap == Overlap::bucketed ? sc.strategy.bucket_size : Bytes{}, now.iteration_time,
                         now.breakdown.comm_exposed};
   if (!overlaps(sc.strategy)) {
-    a.note = fmt::format("framework '{}' does not overlap aggregation with backward: bucket sizes change nothing",
-                         sc.strategy.name);
+    a.note =
+        fmt::format("framework '{}' does not overlap aggregation with backward: bucket sizes change nothing", sc.strategy.name);
     a.best = a.current;
     return a;
   }
@@ -93,8 +93,53 @@ BucketAdvice best_buckets(const Scenario& sc, int gpus) {
   return a;
 }
 
+namespace {
+// Faster NIC: walk up the standard speeds, stop at the first that reaches the target.
+std::optional<Change> faster_nic(const Scenario& sc, int gpus, double target) {
+  const double now_gbps = in_gigabits_per_second(sc.cluster.inter_node.bandwidth);
+  std::optional<Change> last;
+  int step = 0;
+  for (double speed : kStandardNicGbps) {
+    if (speed <= now_gbps * 1.0001) continue;
+    ++step;
+    Cluster faster = sc.cluster;
+    faster.inter_node.bandwidth = gigabits_per_second(speed);
+    const Scenario s = with_links(sc, faster);
+    Change c{
+        "faster NIC",
+        fmt::format("inter-node {:g} Gb/s -> {:g} Gb/s ({} standard speed{} up)", now_gbps, speed, step, step > 1 ? "s" : ""),
+        step, predict_one(s, gpus), false};
+    last = c;
+    if (c.prediction.efficiency >= target) break;
+  }
+  return last;
+}
+
+// Bigger batch: ×2, ×4, ×8, ×16 while the estimate fits the GPU's memory.
+std::optional<Change> bigger_batch(const Scenario& sc, int gpus, double target, std::vector<std::string>& notes) {
+  std::optional<Change> last;
+  for (int k = 1; k <= 4; ++k) {
+    Scenario s = sc;
+    s.batch_per_gpu = sc.batch_per_gpu << k;
+    // The prediction's memory: a sharded strategy's depends on the GPU count (docs/model.md, eq. S3).
+    Prediction bigger = predict_one(s, gpus);
+    if (sc.cluster.gpu.memory_size > Bytes{} && !bigger.memory.fits) {
+      notes.push_back(
+          fmt::format("batch {} does not fit the {} of a {}", s.batch_per_gpu, sc.cluster.gpu.memory_size, sc.cluster.gpu.name));
+      break;
+    }
+    Change c{"bigger batch", fmt::format("batch {} -> {} per GPU (x{})", sc.batch_per_gpu, s.batch_per_gpu, 1 << k), k,
+             std::move(bigger), false};
+    last = c;
+    if (c.prediction.efficiency >= target) break;
+  }
+  return last;
+}
+}  // namespace
+
 TargetAdvice reach_efficiency(const Scenario& sc, int gpus, double target) {
-  if (!(target > 0.0 && target <= 1.0)) throw InputError(SourceLocation{}, "target", "the target efficiency is a fraction in (0, 1], e.g. 0.8");
+  if (!(target > 0.0 && target <= 1.0))
+    throw InputError(SourceLocation{}, "target", "the target efficiency is a fraction in (0, 1], e.g. 0.8");
   TargetAdvice t;
   t.target = target;
   const Predictor base(sc, Predictor::TimesOnly{});
@@ -107,46 +152,13 @@ TargetAdvice reach_efficiency(const Scenario& sc, int gpus, double target) {
     c.reaches = c.prediction.efficiency >= target;
     t.tried.push_back(c);
   };
-  // Faster NIC: walk up the standard speeds, stop at the first that reaches the target.
   if (at.nodes > 1) {
-    const double now_gbps = in_gigabits_per_second(sc.cluster.inter_node.bandwidth);
-    std::optional<Change> last;
-    int step = 0;
-    for (double speed : kStandardNicGbps) {
-      if (speed <= now_gbps * 1.0001) continue;
-      ++step;
-      Cluster faster = sc.cluster;
-      faster.inter_node.bandwidth = gigabits_per_second(speed);
-      const Scenario s = with_links(sc, faster);
-      Change c{"faster NIC", fmt::format("inter-node {:g} Gb/s -> {:g} Gb/s ({} standard speed{} up)", now_gbps, speed,
-                                         step, step > 1 ? "s" : ""),
-               step, predict_one(s, gpus), false};
-      last = c;
-      if (c.prediction.efficiency >= target) break;
-    }
-    if (last) consider(*last);
+    if (auto c = faster_nic(sc, gpus, target)) consider(*c);
   } else {
     notes.push_back("one node: no NIC on the path");
   }
-  // Bigger batch: ×2, ×4, ×8, ×16 while the estimate fits the GPU's memory.
   if (!sc.profile && !sc.measured_layers) {
-    std::optional<Change> last;
-    for (int k = 1; k <= 4; ++k) {
-      Scenario s = sc;
-      s.batch_per_gpu = sc.batch_per_gpu << k;
-      // The prediction's memory: a sharded strategy's depends on the GPU count (docs/model.md, eq. S3).
-      Prediction bigger = predict_one(s, gpus);
-      if (sc.cluster.gpu.memory_size > Bytes{} && !bigger.memory.fits) {
-        notes.push_back(fmt::format("batch {} does not fit the {} of a {}", s.batch_per_gpu, sc.cluster.gpu.memory_size,
-                                    sc.cluster.gpu.name));
-        break;
-      }
-      Change c{"bigger batch", fmt::format("batch {} -> {} per GPU (x{})", sc.batch_per_gpu, s.batch_per_gpu, 1 << k), k,
-               std::move(bigger), false};
-      last = c;
-      if (c.prediction.efficiency >= target) break;
-    }
-    if (last) consider(*last);
+    if (auto c = bigger_batch(sc, gpus, target, notes)) consider(*c);
   } else {
     notes.push_back("measured layer times are for one batch size: bigger batches not tried");
   }
@@ -154,8 +166,9 @@ TargetAdvice reach_efficiency(const Scenario& sc, int gpus, double target) {
   if (!is_mixed(sc.compute.precision) && !sc.profile && !sc.measured_layers) {
     Scenario s = sc;
     s.compute.precision = sc.cluster.gpu.supports(Precision::bf16) ? Precision::bf16 : Precision::fp16;
-    consider(Change{"mixed precision", fmt::format("{} -> mixed {}", to_string(sc.compute.precision), to_string(s.compute.precision)),
-                    1, predict_one(s, gpus), false});
+    consider(Change{"mixed precision",
+                    fmt::format("{} -> mixed {}", to_string(sc.compute.precision), to_string(s.compute.precision)), 1,
+                    predict_one(s, gpus), false});
   }
   // Better bucket size.
   if (overlaps(sc.strategy)) {
@@ -213,9 +226,9 @@ Explanation explain(const Scenario& sc, int gpus, const ExplainOptions& o) {
                                         : std::string("not used on one node");
         break;
       case Resource::storage:
-        g.what = fmt::format("{} {} -> {}", c.dataset_in_page_cache ? "page cache" : "disk",
-                             c.dataset_in_page_cache ? c.page_cache : c.disk,
-                             (c.dataset_in_page_cache ? c.page_cache : c.disk) * 2.0);
+        g.what =
+            fmt::format("{} {} -> {}", c.dataset_in_page_cache ? "page cache" : "disk",
+                        c.dataset_in_page_cache ? c.page_cache : c.disk, (c.dataset_in_page_cache ? c.page_cache : c.disk) * 2.0);
         if (const InputPipeline* ip = input_pipeline(sc)) {  // plan.cpp doubles its decoders too
           if (ip->gpu_decode_mpix > 0.0)
             g.what += fmt::format(", GPU decode {:.4g} -> {:.4g} MP/s", ip->gpu_decode_mpix, 2.0 * ip->gpu_decode_mpix);
@@ -251,11 +264,10 @@ void print_headline(std::ostream& out, const Explanation& e, const Scenario& sc)
              sc.cluster.name, sc.cluster.gpu.name, sc.strategy.name,
              is_mixed(sc.compute.precision) ? fmt::format("mixed {}", to_string(sc.compute.precision))
                                             : std::string(to_string(sc.compute.precision)),
-             p.batch_per_gpu, p.gpus, p.nodes,
-             p.nodes > 1 ? "s" : "");
+             p.batch_per_gpu, p.gpus, p.nodes, p.nodes > 1 ? "s" : "");
   fmt::print(out, "# communication: {}\n\n", e.collective_model);
-  fmt::print(out, "iteration {:.3f} ms, {:.1f} samples/s, speedup {:.3f}, efficiency {:.1f}%\n", t_ms,
-             p.throughput_samples_per_s, p.speedup, 100.0 * p.efficiency);
+  fmt::print(out, "iteration {:.3f} ms, {:.1f} samples/s, speedup {:.3f}, efficiency {:.1f}%\n", t_ms, p.throughput_samples_per_s,
+             p.speedup, 100.0 * p.efficiency);
   fmt::print(out, "bound by: {} ({}): {:.1f}% of the iteration, doubling it gains {:+.1f}% samples/s\n\n",
              to_string(p.bottleneck), p.bottleneck_resource.str(), 100.0 * p.bottleneck_share, 100.0 * p.bottleneck_gain);
 }
@@ -267,15 +279,15 @@ void print_critical_path(std::ostream& out, const Explanation& e, const Scenario
   fmt::print(out, "where the iteration goes (critical path):\n");
   for (const auto& s : e.path)
     fmt::print(out, "  {:<26} {:>10.3f} ms {:>6.1f}%\n", s.name, in_ms(s.time), t_ms > 0 ? 100.0 * in_ms(s.time) / t_ms : 0.0);
-  fmt::print(out, "  {:<26} {:>10.3f} ms   (communication in all {:.3f} ms, {:.3f} ms hidden behind backward)\n",
-             "total", t_ms, in_ms(p.breakdown.comm), in_ms(p.breakdown.comm - p.breakdown.comm_exposed));
+  fmt::print(out, "  {:<26} {:>10.3f} ms   (communication in all {:.3f} ms, {:.3f} ms hidden behind backward)\n", "total", t_ms,
+             in_ms(p.breakdown.comm), in_ms(p.breakdown.comm - p.breakdown.comm_exposed));
   if (reader_prefetches(sc))
     fmt::print(out, "  input read {:.3f} ms per iteration, prefetched in parallel (eq. 4)\n", in_ms(p.breakdown.io));
   else if (sc.strategy.io_prefetch)  // the framework prefetches, but not a batch this large
-    fmt::print(out, "  input read {:.3f} ms per iteration, not prefetched: the batch's {:.1f} MiB of input exceed the "
+    fmt::print(out,
+               "  input read {:.3f} ms per iteration, not prefetched: the batch's {:.1f} MiB of input exceed the "
                "framework's {:.1f} MiB prefetch buffer (eq. 3)\n",
-               in_ms(p.breakdown.io), in_mebibytes(input_per_gpu(sc)),
-               in_mebibytes(sc.strategy.prefetch_buffer));
+               in_ms(p.breakdown.io), in_mebibytes(input_per_gpu(sc)), in_mebibytes(sc.strategy.prefetch_buffer));
 }
 
 /// The input pipeline (Cluster::input): storage and decode stages, the reader-bound loss.
@@ -288,12 +300,14 @@ void print_input_pipeline(std::ostream& out, const Explanation& e, const Scenari
     if (ip.data == DataSource::synthetic) {
       fmt::print(out, "  input pipeline: synthetic data, no reader\n");
     } else {
-      fmt::print(out, "  input pipeline: {} ({}, {} epoch): reader {:.3f} ms per iteration per node = max(storage {:.3f} ms, "
-                      "{} {:.3f} ms){}\n",
-                 to_string(ip.data), ip.dataset, ip.first_epoch ? "first" : "later", in_ms(b.io), in_ms(b.io_storage),
-                 ip.gpu_decode_mpix > 0.0 ? std::string("CPU decode") : fmt::format("CPU decode on {} cores of {}", ip.cores, ip.cpu),
-                 in_ms(b.io_decode),
-                 b.gpu_decode > Seconds{} ? fmt::format("; GPU decode {:.3f} ms", in_ms(b.gpu_decode)) : std::string());
+      fmt::print(
+          out,
+          "  input pipeline: {} ({}, {} epoch): reader {:.3f} ms per iteration per node = max(storage {:.3f} ms, "
+          "{} {:.3f} ms){}\n",
+          to_string(ip.data), ip.dataset, ip.first_epoch ? "first" : "later", in_ms(b.io), in_ms(b.io_storage),
+          ip.gpu_decode_mpix > 0.0 ? std::string("CPU decode") : fmt::format("CPU decode on {} cores of {}", ip.cores, ip.cpu),
+          in_ms(b.io_decode),
+          b.gpu_decode > Seconds{} ? fmt::format("; GPU decode {:.3f} ms", in_ms(b.gpu_decode)) : std::string());
       fmt::print(out, "  reader-bound loss {:.3f} ms per iteration ({:.1f}% of it)\n", in_ms(b.reader_loss),
                  t_ms > 0 ? 100.0 * in_ms(b.reader_loss) / t_ms : 0.0);
     }
@@ -308,9 +322,10 @@ void print_losses(std::ostream& out, const Explanation& e, const Scenario& sc) {
                in_ms(p.breakdown.sync_wait), p.gpus, sc.strategy.jitter_cv);
   if (sc.strategy.sharding.offload_optimizer) {  // docs/model.md, eq. S9
     const Breakdown& b = p.breakdown;
-    fmt::print(out, "  CPU offload of the optimiser (eq. S9): {} per GPU over PCIe per step; gradient shard to the host "
-                    "{:.3f} ms ({:.3f} ms after the last reduce-scatter), CPU Adam {:.3f} ms ({:.3g} params/s per node), "
-                    "updated shard back {:.3f} ms\n",
+    fmt::print(out,
+               "  CPU offload of the optimiser (eq. S9): {} per GPU over PCIe per step; gradient shard to the host "
+               "{:.3f} ms ({:.3f} ms after the last reduce-scatter), CPU Adam {:.3f} ms ({:.3g} params/s per node), "
+               "updated shard back {:.3f} ms\n",
                b.offload_bytes, in_ms(b.offload_d2h), in_ms(b.offload_d2h_exposed), in_ms(b.offload_cpu),
                sc.strategy.sharding.cpu_adam_params_per_s, in_ms(b.offload_h2d));
     fmt::print(out, "  host memory per node: {} of {}{} for the fp32 master, optimiser state and gradient shards{}\n",
@@ -355,10 +370,8 @@ void print_target(std::ostream& out, const Explanation& e) {
       fmt::print(out, "  {:<16} {:<52} efficiency {:>5.1f}%, {:.1f} samples/s{}\n", c.kind, c.description,
                  100.0 * c.prediction.efficiency, c.prediction.throughput_samples_per_s, c.reaches ? "  reaches" : "");
     if (!t.already) {
-      if (t.smallest)
-        fmt::print(out, "  smallest change: {} ({})\n", t.smallest->kind, t.smallest->description);
-      else
-        fmt::print(out, "  no single change reaches it\n");
+      if (t.smallest) fmt::print(out, "  smallest change: {} ({})\n", t.smallest->kind, t.smallest->description);
+      else fmt::print(out, "  no single change reaches it\n");
     }
     if (!t.note.empty()) fmt::print(out, "  note: {}\n", t.note);
     fmt::print(out, "  (more nodes is not a fix: efficiency only falls as GPUs are added)\n");
@@ -374,10 +387,9 @@ void print_time_to_train(std::ostream& out, const Explanation& e, const Scenario
     fmt::print(out, "  {:.0f} iterations, {} on {} GPUs, {:.1f} GPU-hours", e.cost->iterations, hours_text(e.cost->wall_time),
                p.gpus, e.cost->gpu_hours);
     if (e.cost->cost)
-      fmt::print(out, ", {:.2f} {} at {:g} {} per GPU-hour\n", *e.cost->cost, e.cost->currency,
-                 sc.cluster.price_per_gpu_hour, sc.cluster.currency);
-    else
-      fmt::print(out, " (no price_per_gpu_hour in the cluster file)\n");
+      fmt::print(out, ", {:.2f} {} at {:g} {} per GPU-hour\n", *e.cost->cost, e.cost->currency, sc.cluster.price_per_gpu_hour,
+                 sc.cluster.currency);
+    else fmt::print(out, " (no price_per_gpu_hour in the cluster file)\n");
   } else {
     fmt::print(out, "  no default data set for a '{}' model: give --dataset-samples (and --epochs)\n", sc.network.input_kind);
   }
