@@ -28,8 +28,7 @@ dlscale::Scenario megatron_scenario(int nodes, const dlscale::DecoderShape& shap
 
 dlscale::Scenario llama3_70b() {
   return megatron_scenario(
-      8, {.layers = 80, .hidden = 8192, .heads = 64, .kv_heads = 8, .ffn = 28672, .vocab = 128256, .seq = 8192},
-      "llama3-70b");
+      8, {.layers = 80, .hidden = 8192, .heads = 64, .kv_heads = 8, .ffn = 28672, .vocab = 128256, .seq = 8192}, "llama3-70b");
 }
 
 dlscale::Scenario llama31_405b() {

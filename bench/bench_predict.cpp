@@ -22,8 +22,8 @@ dlscale::Scenario resnet50_scenario() {
   return sc;
 }
 
-// One prediction at 16 GPUs (4 nodes) of a prepared scenario, NCCL's model on the P40 cluster's graph: per-layer communication for every
-// learnable layer, the exact overlap recurrence, the hiding case and the bottleneck.
+// One prediction at 16 GPUs (4 nodes) of a prepared scenario, NCCL's model on the P40 cluster's graph: per-layer communication
+// for every learnable layer, the exact overlap recurrence, the hiding case and the bottleneck.
 void BM_PredictResNet50(benchmark::State& state) {
   const dlscale::Predictor p(resnet50_scenario(), dlscale::Predictor::TimesOnly{});
   const int gpus = static_cast<int>(state.range(0));
@@ -69,12 +69,10 @@ void BM_PrepareResNet50(benchmark::State& state) {
 BENCHMARK(BM_PrepareResNet50);
 
 /// plan's search over the frameworks named, timed.
-void run_plan(benchmark::State& state, const dlscale::Scenario& sc, int gpus,
-              std::initializer_list<const char*> frameworks) {
+void run_plan(benchmark::State& state, const dlscale::Scenario& sc, int gpus, std::initializer_list<const char*> frameworks) {
   using namespace dlscale;
   PlanSpace space;
-  for (const char* fw : frameworks)
-    space.strategies.push_back(load_strategy(resolve(DataKind::framework, fw, "--frameworks")));
+  for (const char* fw : frameworks) space.strategies.push_back(load_strategy(resolve(DataKind::framework, fw, "--frameworks")));
   for (auto _ : state) {
     auto r = plan(sc, gpus, space);
     benchmark::DoNotOptimize(r);
@@ -93,8 +91,7 @@ void BM_PlanLlama7bTwoH100Nodes(benchmark::State& state) {
   sc.compute.precision = Precision::bf16;
   sc.compute.optimizer = Optimizer::adamw;
   run_plan(state, sc, 16,
-           {"pytorch-ddp", "deepspeed-zero1", "deepspeed-zero2", "deepspeed-zero3", "fsdp", "fsdp-shard-grad-op",
-            "fsdp-hybrid"});
+           {"pytorch-ddp", "deepspeed-zero1", "deepspeed-zero2", "deepspeed-zero3", "fsdp", "fsdp-shard-grad-op", "fsdp-hybrid"});
 }
 BENCHMARK(BM_PlanLlama7bTwoH100Nodes)->Unit(benchmark::kMillisecond);
 

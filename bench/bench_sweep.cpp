@@ -20,10 +20,12 @@ std::string grid_spec(const std::string& gpus) {
          "  cluster: [shi-chu-p40, dgx1v, dell-c4140-pcie]\n"
          "  model: [resnet50, alexnet, vgg16, googlenet]\n"
          "  framework: [caffe-mpi, pytorch-ddp, horovod, mxnet, cntk]\n"
-         "  gpus: " + gpus + "\n"
-         "  batch: [32, 64, 128]\n"
-         "  precision: [fp32, fp16]\n"
-         "  links: [{}, {inter_node: \"200 Gb/s\"}]\n";
+         "  gpus: " +
+      gpus +
+      "\n"
+      "  batch: [32, 64, 128]\n"
+      "  precision: [fp32, fp16]\n"
+      "  links: [{}, {inter_node: \"200 Gb/s\"}]\n";
 }
 
 /// Three simple-form clusters (no topology graph: the α-β ring), written once to a temporary folder.
@@ -31,9 +33,9 @@ std::string simple_clusters() {
   const auto dir = std::filesystem::temp_directory_path() / "dlscale-bench-sweep";
   std::filesystem::create_directories(dir);
   std::string list;
-  for (const auto& [name, gpu, per_node, inter] : {std::tuple{"p40x4", "p40-base-clock", 4, "56 Gb/s"},
-                                                   std::tuple{"v100x8", "v100-sxm2", 8, "100 Gb/s"},
-                                                   std::tuple{"a100x8", "a100-sxm4-80gb", 8, "200 Gb/s"}}) {
+  for (const auto& [name, gpu, per_node, inter] :
+       {std::tuple{"p40x4", "p40-base-clock", 4, "56 Gb/s"}, std::tuple{"v100x8", "v100-sxm2", 8, "100 Gb/s"},
+        std::tuple{"a100x8", "a100-sxm4-80gb", 8, "200 Gb/s"}}) {
     const auto file = dir / (std::string(name) + ".yaml");
     std::ofstream(file) << "name: " << name << "\nnodes: 8\ngpus_per_node: " << per_node << "\ngpu: " << gpu
                         << "\nhost_to_gpu: {pinned: \"12 GB/s\"}\nintra_node: {bandwidth: \"20 GB/s\", latency: \"5 us\"}"

@@ -43,7 +43,8 @@ struct Ranks {
       streams.emplace_back();
       send.emplace_back(bytes_per_buffer);
       recv.emplace_back(bytes_per_buffer);
-      CUDA_CALL(launch_fill_float(streams.back().get(), send.back().as<float>(), bytes_per_buffer / 4, 7u + static_cast<unsigned>(i)));
+      CUDA_CALL(
+          launch_fill_float(streams.back().get(), send.back().as<float>(), bytes_per_buffer / 4, 7u + static_cast<unsigned>(i)));
       CUDA_CALL(cudaMemsetAsync(recv.back().get(), 0, bytes_per_buffer, streams.back().get()));
       start.emplace_back();
       stop.emplace_back();
@@ -76,15 +77,21 @@ void launch(Ranks& r, CollectiveOp op, std::size_t size) {
     void* rb = r.recv[k].get();
     cudaStream_t s = r.streams[k].get();
     switch (op) {
-      case CollectiveOp::allreduce: NCCL_CALL(ncclAllReduce(sb, rb, count, ncclFloat, ncclSum, r.comms[k], s)); break;
+      case CollectiveOp::allreduce:
+        NCCL_CALL(ncclAllReduce(sb, rb, count, ncclFloat, ncclSum, r.comms[k], s));
+        break;
       case CollectiveOp::allgather:
         NCCL_CALL(ncclAllGather(sb, rb, count / static_cast<std::size_t>(n), ncclFloat, r.comms[k], s));
         break;
       case CollectiveOp::reducescatter:
         NCCL_CALL(ncclReduceScatter(sb, rb, count / static_cast<std::size_t>(n), ncclFloat, ncclSum, r.comms[k], s));
         break;
-      case CollectiveOp::broadcast: NCCL_CALL(ncclBroadcast(sb, rb, count, ncclFloat, 0, r.comms[k], s)); break;
-      case CollectiveOp::reduce: NCCL_CALL(ncclReduce(sb, rb, count, ncclFloat, ncclSum, 0, r.comms[k], s)); break;
+      case CollectiveOp::broadcast:
+        NCCL_CALL(ncclBroadcast(sb, rb, count, ncclFloat, 0, r.comms[k], s));
+        break;
+      case CollectiveOp::reduce:
+        NCCL_CALL(ncclReduce(sb, rb, count, ncclFloat, ncclSum, 0, r.comms[k], s));
+        break;
     }
   }
   NCCL_CALL(ncclGroupEnd());
@@ -124,7 +131,8 @@ void measure_collectives(Run& run) {
   std::vector<int> counts;
   if (ndev == 1) counts = {1};  // no collective to time, but NCCL still dumps the topology
   else if (run.opt.quick) counts = {ndev};
-  else for (int n = 2; n <= ndev; ++n) counts.push_back(n);
+  else
+    for (int n = 2; n <= ndev; ++n) counts.push_back(n);
 
   StoppingRule rule = run.opt.rule();
   rule.min_samples = run.opt.quick ? 3 : 5;
@@ -144,8 +152,8 @@ void measure_collectives(Run& run) {
       run.progress("one GPU: no collective to time (NCCL topology dumped)");
       break;
     }
-    for (CollectiveOp op : {CollectiveOp::allreduce, CollectiveOp::allgather, CollectiveOp::reducescatter,
-                            CollectiveOp::broadcast}) {
+    for (CollectiveOp op :
+         {CollectiveOp::allreduce, CollectiveOp::allgather, CollectiveOp::reducescatter, CollectiveOp::broadcast}) {
       CollectiveCurve curve;
       curve.op = op;
       curve.gpus = n;
@@ -187,8 +195,7 @@ void measure_collectives(Run& run) {
         curve.points.push_back(p);
         const BytesPerSecond alg = algorithm_bandwidth(p.size, p.time);
         run.progress(fmt::format("{} {} GPUs {}: {} algbw {:.2f} GB/s busbw {:.2f} GB/s", to_string(op), n, p.size, p.time,
-                                 in_gigabytes_per_second(alg),
-                                 in_gigabytes_per_second(alg) * bus_bandwidth_factor(op, n)));
+                                 in_gigabytes_per_second(alg), in_gigabytes_per_second(alg) * bus_bandwidth_factor(op, n)));
       }
       try {
         curve.fit = fit_alpha_beta(curve.points);

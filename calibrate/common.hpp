@@ -25,11 +25,10 @@ namespace dlscale::calib {
 
 [[noreturn]] void throw_device_error(const char* expr, const char* what, const char* file, int line);
 
-#define DLSCALE_CHECK_(expr, ok, text)                                                     \
-  do {                                                                                     \
-    auto dlscale_status_ = (expr);                                                         \
-    if (dlscale_status_ != (ok))                                                           \
-      ::dlscale::calib::throw_device_error(#expr, text(dlscale_status_), __FILE__, __LINE__); \
+#define DLSCALE_CHECK_(expr, ok, text)                                                                                   \
+  do {                                                                                                                   \
+    auto dlscale_status_ = (expr);                                                                                       \
+    if (dlscale_status_ != (ok)) ::dlscale::calib::throw_device_error(#expr, text(dlscale_status_), __FILE__, __LINE__); \
   } while (0)
 #define CUDA_CALL(expr) DLSCALE_CHECK_(expr, cudaSuccess, cudaGetErrorString)
 #define NCCL_CALL(expr) DLSCALE_CHECK_(expr, ncclSuccess, ncclGetErrorString)
@@ -41,9 +40,14 @@ namespace dlscale::calib {
 class Stream {
  public:
   Stream() { CUDA_CALL(cudaStreamCreateWithFlags(&s_, cudaStreamNonBlocking)); }
-  ~Stream() { if (s_) cudaStreamDestroy(s_); }
+  ~Stream() {
+    if (s_) cudaStreamDestroy(s_);
+  }
   Stream(Stream&& o) noexcept : s_(std::exchange(o.s_, nullptr)) {}
-  Stream& operator=(Stream&& o) noexcept { std::swap(s_, o.s_); return *this; }
+  Stream& operator=(Stream&& o) noexcept {
+    std::swap(s_, o.s_);
+    return *this;
+  }
   Stream(const Stream&) = delete;
   Stream& operator=(const Stream&) = delete;
   [[nodiscard]] cudaStream_t get() const noexcept { return s_; }
@@ -55,9 +59,14 @@ class Stream {
 class Event {
  public:
   Event() { CUDA_CALL(cudaEventCreate(&e_)); }
-  ~Event() { if (e_) cudaEventDestroy(e_); }
+  ~Event() {
+    if (e_) cudaEventDestroy(e_);
+  }
   Event(Event&& o) noexcept : e_(std::exchange(o.e_, nullptr)) {}
-  Event& operator=(Event&& o) noexcept { std::swap(e_, o.e_); return *this; }
+  Event& operator=(Event&& o) noexcept {
+    std::swap(e_, o.e_);
+    return *this;
+  }
   Event(const Event&) = delete;
   Event& operator=(const Event&) = delete;
   [[nodiscard]] cudaEvent_t get() const noexcept { return e_; }
@@ -78,13 +87,22 @@ class DeviceBuffer {
  public:
   DeviceBuffer() = default;
   explicit DeviceBuffer(std::size_t bytes) : n_(bytes) { CUDA_CALL(cudaMalloc(&p_, bytes)); }
-  ~DeviceBuffer() { if (p_) cudaFree(p_); }
+  ~DeviceBuffer() {
+    if (p_) cudaFree(p_);
+  }
   DeviceBuffer(DeviceBuffer&& o) noexcept : p_(std::exchange(o.p_, nullptr)), n_(std::exchange(o.n_, 0)) {}
-  DeviceBuffer& operator=(DeviceBuffer&& o) noexcept { std::swap(p_, o.p_); std::swap(n_, o.n_); return *this; }
+  DeviceBuffer& operator=(DeviceBuffer&& o) noexcept {
+    std::swap(p_, o.p_);
+    std::swap(n_, o.n_);
+    return *this;
+  }
   DeviceBuffer(const DeviceBuffer&) = delete;
   DeviceBuffer& operator=(const DeviceBuffer&) = delete;
   [[nodiscard]] void* get() const noexcept { return p_; }
-  template <class T> [[nodiscard]] T* as() const noexcept { return static_cast<T*>(p_); }
+  template <class T>
+  [[nodiscard]] T* as() const noexcept {
+    return static_cast<T*>(p_);
+  }
   [[nodiscard]] std::size_t size() const noexcept { return n_; }
 
  private:
@@ -99,9 +117,15 @@ class PinnedBuffer {
   explicit PinnedBuffer(std::size_t bytes, bool mapped = false) : n_(bytes) {
     CUDA_CALL(cudaHostAlloc(&p_, bytes, mapped ? cudaHostAllocMapped : cudaHostAllocDefault));
   }
-  ~PinnedBuffer() { if (p_) cudaFreeHost(p_); }
+  ~PinnedBuffer() {
+    if (p_) cudaFreeHost(p_);
+  }
   PinnedBuffer(PinnedBuffer&& o) noexcept : p_(std::exchange(o.p_, nullptr)), n_(std::exchange(o.n_, 0)) {}
-  PinnedBuffer& operator=(PinnedBuffer&& o) noexcept { std::swap(p_, o.p_); std::swap(n_, o.n_); return *this; }
+  PinnedBuffer& operator=(PinnedBuffer&& o) noexcept {
+    std::swap(p_, o.p_);
+    std::swap(n_, o.n_);
+    return *this;
+  }
   PinnedBuffer(const PinnedBuffer&) = delete;
   PinnedBuffer& operator=(const PinnedBuffer&) = delete;
   [[nodiscard]] void* get() const noexcept { return p_; }
@@ -142,10 +166,10 @@ struct Options {
   std::string model = "resnet50";
   std::vector<int> batches{64};
   std::vector<std::string> precisions{"fp32", "tf32", "fp16"};  // tf32 skipped before Ampere
-  std::string storage;          // path to read (a file or a folder for a temporary file); empty: skipped
+  std::string storage;  // path to read (a file or a folder for a temporary file); empty: skipped
   std::vector<std::string> skip;
-  int max_gpus = 0;             // 0: all visible
-  double budget_s = 0;          // per measurement; 0: the default of quick/full
+  int max_gpus = 0;     // 0: all visible
+  double budget_s = 0;  // per measurement; 0: the default of quick/full
   [[nodiscard]] bool skipped(const std::string& section) const;
   [[nodiscard]] StoppingRule rule() const;
 };
@@ -172,8 +196,7 @@ struct Timed {
 Timed measure_gpu(Run& run, const std::string& label, double size_bytes, int device, cudaStream_t stream,
                   const std::function<void(cudaStream_t)>& enqueue, int warmup = 3);
 /// Times a host-side call with the steady clock (pageable copies, file reads, multi-GPU groups).
-Timed measure_host(Run& run, const std::string& label, double size_bytes, const std::function<void()>& call,
-                   int warmup = 2);
+Timed measure_host(Run& run, const std::string& label, double size_bytes, const std::function<void()>& call, int warmup = 2);
 
 // ---- sections ----------------------------------------------------------------------------------------
 void probe_devices(Run& run);        // devices.cpp (throws DeviceError without a usable GPU)

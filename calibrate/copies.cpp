@@ -61,10 +61,12 @@ void measure_copies(Run& run) {
                                  curve.points.back().bandwidth, t.stats.count, 100 * t.stats.relative_noise(),
                                  t.dropped ? fmt::format(", {} throttled dropped", t.dropped) : ""));
       };
-      report(h2d_pin, "H2D pinned", measure_gpu(run, fmt::format("h2d_pinned/gpu{}", d), sz, d, stream.get(), [&](cudaStream_t s) {
+      report(h2d_pin, "H2D pinned",
+             measure_gpu(run, fmt::format("h2d_pinned/gpu{}", d), sz, d, stream.get(), [&](cudaStream_t s) {
                CUDA_CALL(cudaMemcpyAsync(dev.get(), pinned.get(), n, cudaMemcpyHostToDevice, s));
              }));
-      report(d2h_pin, "D2H pinned", measure_gpu(run, fmt::format("d2h_pinned/gpu{}", d), sz, d, stream.get(), [&](cudaStream_t s) {
+      report(d2h_pin, "D2H pinned",
+             measure_gpu(run, fmt::format("d2h_pinned/gpu{}", d), sz, d, stream.get(), [&](cudaStream_t s) {
                CUDA_CALL(cudaMemcpyAsync(pinned.get(), dev.get(), n, cudaMemcpyDeviceToHost, s));
              }));
       // Pageable copies block the host (the driver stages them), so they cannot sit behind a blocking
@@ -75,7 +77,8 @@ void measure_copies(Run& run) {
       report(d2h_page, "D2H pageable", measure_host(run, fmt::format("d2h_pageable/gpu{}", d), sz, [&] {
                CUDA_CALL(cudaMemcpy(pageable.get(), dev.get(), n, cudaMemcpyDeviceToHost));
              }));
-      report(local, "device copy", measure_gpu(run, fmt::format("device_copy/gpu{}", d), sz, d, stream.get(), [&](cudaStream_t s) {
+      report(local, "device copy",
+             measure_gpu(run, fmt::format("device_copy/gpu{}", d), sz, d, stream.get(), [&](cudaStream_t s) {
                CUDA_CALL(cudaMemcpyAsync(dev2.get(), dev.get(), n, cudaMemcpyDeviceToDevice, s));
              }));
     }
@@ -117,12 +120,12 @@ void measure_copies(Run& run) {
         Stream stream;
         const std::string tag = fmt::format("p2p{}/{}->{}", peer ? "" : "_staged", src, dst);
         const Timed bw = measure_gpu(run, tag, static_cast<double>(big), dst, stream.get(), [&](cudaStream_t s) {
-          CUDA_CALL(cudaMemcpyPeerAsync(bufs[static_cast<std::size_t>(dst)].get(), dst,
-                                        bufs[static_cast<std::size_t>(src)].get(), src, big, s));
+          CUDA_CALL(cudaMemcpyPeerAsync(bufs[static_cast<std::size_t>(dst)].get(), dst, bufs[static_cast<std::size_t>(src)].get(),
+                                        src, big, s));
         });
         const Timed lat = measure_gpu(run, tag + "/latency", static_cast<double>(small), dst, stream.get(), [&](cudaStream_t s) {
-          CUDA_CALL(cudaMemcpyPeerAsync(bufs[static_cast<std::size_t>(dst)].get(), dst,
-                                        bufs[static_cast<std::size_t>(src)].get(), src, small, s));
+          CUDA_CALL(cudaMemcpyPeerAsync(bufs[static_cast<std::size_t>(dst)].get(), dst, bufs[static_cast<std::size_t>(src)].get(),
+                                        src, small, s));
         });
         P2PEntry e;
         e.src = src;

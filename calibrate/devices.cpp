@@ -127,8 +127,8 @@ void probe_devices(Run& run) {
       prov.driver = v.substr(i, v.find(' ', i) - i);
     }
   }
-  prov.driver += fmt::format("{}(CUDA driver API {}.{})", prov.driver.empty() ? "" : " ", driver_api / 1000,
-                             (driver_api % 1000) / 10);
+  prov.driver +=
+      fmt::format("{}(CUDA driver API {}.{})", prov.driver.empty() ? "" : " ", driver_api / 1000, (driver_api % 1000) / 10);
   prov.cuda = fmt::format("{}.{}", runtime / 1000, (runtime % 1000) / 10);
 
   run.max_clock_khz.assign(static_cast<std::size_t>(count), 0);
@@ -162,10 +162,9 @@ void probe_devices(Run& run) {
       int can = 0;
       if (o != d && cudaDeviceCanAccessPeer(&can, d, o) == cudaSuccess && can) info.peers.push_back(o);
     }
-    run.progress(fmt::format("GPU {}: {} (sm_{}, {} SMs, {} MHz, {:.1f} GiB, PCIe gen {} x{}{})", d, info.name,
-                             info.sm_version, info.sm_count, clock_khz / 1000, in_mebibytes(*info.memory) / 1024.0,
-                             info.pcie_generation, info.pcie_width,
-                             nvml.ok() ? fmt::format(", {} NVLinks", info.nvlinks) : ", no NVML"));
+    run.progress(fmt::format("GPU {}: {} (sm_{}, {} SMs, {} MHz, {:.1f} GiB, PCIe gen {} x{}{})", d, info.name, info.sm_version,
+                             info.sm_count, clock_khz / 1000, in_mebibytes(*info.memory) / 1024.0, info.pcie_generation,
+                             info.pcie_width, nvml.ok() ? fmt::format(", {} NVLinks", info.nvlinks) : ", no NVML"));
     run.cal.devices.push_back(std::move(info));
   }
   run.cal.gpu = run.cal.devices.front().name;
@@ -179,8 +178,7 @@ void probe_devices(Run& run) {
   const std::size_t cudnn = cudnnGetVersion();  // major·10000 + minor·100 + patch (cuDNN 9)
   prov.cudnn = fmt::format("{}.{}.{}", cudnn / 10000, (cudnn / 100) % 100, cudnn % 100);
   int nccl = 0;
-  if (ncclGetVersion(&nccl) == ncclSuccess)
-    prov.nccl = fmt::format("{}.{}.{}", nccl / 10000, (nccl / 100) % 100, nccl % 100);
+  if (ncclGetVersion(&nccl) == ncclSuccess) prov.nccl = fmt::format("{}.{}.{}", nccl / 10000, (nccl / 100) % 100, nccl % 100);
 }
 
 }  // namespace dlscale::calib

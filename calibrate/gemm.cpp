@@ -40,8 +40,8 @@ void measure_gemm(Run& run) {
     for (int n : dims) {
       const float alpha = 1.0f, beta = 0.0f;
       const Timed t = measure_gpu(run, fmt::format("gemm_{}/{}", k.name, n), 0.0, device, stream.get(), [&](cudaStream_t) {
-        CUBLAS_CALL(cublasGemmEx(handle, CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &alpha, a.get(), k.type, n, b.get(), k.type, n,
-                                 &beta, c.get(), k.type, n, k.compute, CUBLAS_GEMM_DEFAULT));
+        CUBLAS_CALL(cublasGemmEx(handle, CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &alpha, a.get(), k.type, n, b.get(), k.type, n, &beta,
+                                 c.get(), k.type, n, k.compute, CUBLAS_GEMM_DEFAULT));
       });
       GemmResult r;
       r.precision = k.name;
@@ -50,8 +50,8 @@ void measure_gemm(Run& run) {
       r.rate = flops(2.0 * n * static_cast<double>(n) * n) / r.time;
       r.iqr = seconds(t.stats.iqr());
       r.samples = t.stats.count;
-      run.progress(fmt::format("GEMM {} {}^3: {:.1f} TFLOPS ({} per product)", k.name, n, in_teraflops_per_second(r.rate),
-                               r.time));
+      run.progress(
+          fmt::format("GEMM {} {}^3: {:.1f} TFLOPS ({} per product)", k.name, n, in_teraflops_per_second(r.rate), r.time));
       run.cal.gemm.push_back(r);
     }
   }

@@ -22,7 +22,9 @@ struct Desc {
   T d = nullptr;
   Destroy destroy;
   Desc(T x, Destroy f) : d(x), destroy(f) {}
-  ~Desc() { if (d) destroy(d); }
+  ~Desc() {
+    if (d) destroy(d);
+  }
   Desc(const Desc&) = delete;
   Desc& operator=(const Desc&) = delete;
 };
@@ -73,11 +75,15 @@ LayerTiming time_conv(Run& run, const std::string& tag, const Layer& layer, cons
   CUDNN_CALL(cudnnSetConvolution2dDescriptor(cd, c.padding, c.padding, c.stride, c.stride, 1, 1, CUDNN_CROSS_CORRELATION,
                                              CUDNN_DATA_FLOAT));
   // fp32: FMA math only (cuDNN's default math lets Ampere and newer run fp32 convolutions in TF32)
-  CUDNN_CALL(cudnnSetConvolutionMathType(cd, half ? CUDNN_TENSOR_OP_MATH : math == Math::tf32 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH));
+  CUDNN_CALL(cudnnSetConvolutionMathType(cd,
+                                         half                     ? CUDNN_TENSOR_OP_MATH
+                                             : math == Math::tf32 ? CUDNN_DEFAULT_MATH
+                                                                  : CUDNN_FMA_MATH));
   int n = 0, co = 0, ho = 0, wo = 0;
   CUDNN_CALL(cudnnGetConvolution2dForwardOutputDim(cd, x.d, wd, &n, &co, &ho, &wo));
   if (ho != c.out_h || wo != c.out_w)
-    throw DeviceError(fmt::format("{}: inferred convolution gives {}x{}, the model says {}x{}", layer.name, ho, wo, c.out_h, c.out_w));
+    throw DeviceError(
+        fmt::format("{}: inferred convolution gives {}x{}, the model says {}x{}", layer.name, ho, wo, c.out_h, c.out_w));
   const std::size_t nx = static_cast<std::size_t>(batch) * c.in_channels * c.in_h * c.in_w;
   const std::size_t ny = static_cast<std::size_t>(batch) * c.out_channels * c.out_h * c.out_w;
   const std::size_t nw = static_cast<std::size_t>(c.out_channels) * c.in_channels * c.kernel * c.kernel;
@@ -114,11 +120,11 @@ LayerTiming time_conv(Run& run, const std::string& tag, const Layer& layer, cons
   }
   void* wsb = ws.ensure(std::max(bfp.memory, bdp ? bdp->memory : std::size_t{0}));
   const Timed tb = measure_gpu(run, tag + "/backward", 0, 0, s, [&](cudaStream_t) {
-    CUDNN_CALL(cudnnConvolutionBackwardFilter(h, &one, x.d, bx.get(), y.d, bdy.get(), cd, bfp.algo, wsb, bfp.memory, &zero,
-                                              wd, bdw.get()));
+    CUDNN_CALL(cudnnConvolutionBackwardFilter(h, &one, x.d, bx.get(), y.d, bdy.get(), cd, bfp.algo, wsb, bfp.memory, &zero, wd,
+                                              bdw.get()));
     if (bdp)
-      CUDNN_CALL(cudnnConvolutionBackwardData(h, &one, wd, bw.get(), y.d, bdy.get(), cd, bdp->algo, wsb, bdp->memory, &zero,
-                                              x.d, bdx.get()));
+      CUDNN_CALL(cudnnConvolutionBackwardData(h, &one, wd, bw.get(), y.d, bdy.get(), cd, bdp->algo, wsb, bdp->memory, &zero, x.d,
+                                              bdx.get()));
   });
   LayerTiming lt;
   lt.name = layer.name;
@@ -148,14 +154,14 @@ LayerTiming time_linear(Run& run, const std::string& tag, const Layer& layer, co
   const float one = 1.0f, zero = 0.0f;
   // column-major: Y[out×rows] = W[out×in]·X[in×rows]; dX = Wᵀ·dY; dW = dY·Xᵀ
   const Timed tf = measure_gpu(run, tag + "/forward", 0, 0, s, [&](cudaStream_t) {
-    CUBLAS_CALL(cublasGemmEx(h, CUBLAS_OP_N, CUBLAS_OP_N, out, rows, in, &one, w.get(), t, out, x.get(), t, in, &zero,
-                             y.get(), t, out, compute, CUBLAS_GEMM_DEFAULT));
+    CUBLAS_CALL(cublasGemmEx(h, CUBLAS_OP_N, CUBLAS_OP_N, out, rows, in, &one, w.get(), t, out, x.get(), t, in, &zero, y.get(), t,
+                             out, compute, CUBLAS_GEMM_DEFAULT));
   });
   const Timed tb = measure_gpu(run, tag + "/backward", 0, 0, s, [&](cudaStream_t) {
-    CUBLAS_CALL(cublasGemmEx(h, CUBLAS_OP_T, CUBLAS_OP_N, in, rows, out, &one, w.get(), t, out, y.get(), t, out, &zero,
-                             dx.get(), t, in, compute, CUBLAS_GEMM_DEFAULT));
-    CUBLAS_CALL(cublasGemmEx(h, CUBLAS_OP_N, CUBLAS_OP_T, out, in, rows, &one, y.get(), t, out, x.get(), t, in, &zero,
-                             dw.get(), t, out, compute, CUBLAS_GEMM_DEFAULT));
+    CUBLAS_CALL(cublasGemmEx(h, CUBLAS_OP_T, CUBLAS_OP_N, in, rows, out, &one, w.get(), t, out, y.get(), t, out, &zero, dx.get(),
+                             t, in, compute, CUBLAS_GEMM_DEFAULT));
+    CUBLAS_CALL(cublasGemmEx(h, CUBLAS_OP_N, CUBLAS_OP_T, out, in, rows, &one, y.get(), t, out, x.get(), t, in, &zero, dw.get(),
+                             t, out, compute, CUBLAS_GEMM_DEFAULT));
   });
   LayerTiming lt;
   lt.name = layer.name;
@@ -178,8 +184,7 @@ LayerTiming time_batchnorm(Run& run, const std::string& tag, const Layer& layer,
   Desc p(tensor4(1, c, 1, 1, CUDNN_DATA_FLOAT), cudnnDestroyTensorDescriptor);
   const std::size_t n = static_cast<std::size_t>(batch) * c * hh * ww;
   DeviceBuffer bx(n * el), by(n * el), bdy(n * el), bdx(n * el);
-  DeviceBuffer scale(c * 4u), bias(c * 4u), mean(c * 4u), var(c * 4u), smean(c * 4u), svar(c * 4u), dscale(c * 4u),
-      dbias(c * 4u);
+  DeviceBuffer scale(c * 4u), bias(c * 4u), mean(c * 4u), var(c * 4u), smean(c * 4u), svar(c * 4u), dscale(c * 4u), dbias(c * 4u);
   Fill fill{s, half};
   fill(bx, n);
   fill(bdy, n);
@@ -190,9 +195,9 @@ LayerTiming time_batchnorm(Run& run, const std::string& tag, const Layer& layer,
   const float one = 1.0f, zero = 0.0f;
   const double eps = 1e-5;
   const Timed tf = measure_gpu(run, tag + "/forward", 0, 0, s, [&](cudaStream_t) {
-    CUDNN_CALL(cudnnBatchNormalizationForwardTraining(h, CUDNN_BATCHNORM_SPATIAL, &one, &zero, x.d, bx.get(), x.d, by.get(),
-                                                      p.d, scale.get(), bias.get(), 0.1, mean.get(), var.get(), eps,
-                                                      smean.get(), svar.get()));
+    CUDNN_CALL(cudnnBatchNormalizationForwardTraining(h, CUDNN_BATCHNORM_SPATIAL, &one, &zero, x.d, bx.get(), x.d, by.get(), p.d,
+                                                      scale.get(), bias.get(), 0.1, mean.get(), var.get(), eps, smean.get(),
+                                                      svar.get()));
   });
   const Timed tb = measure_gpu(run, tag + "/backward", 0, 0, s, [&](cudaStream_t) {
     CUDNN_CALL(cudnnBatchNormalizationBackward(h, CUDNN_BATCHNORM_SPATIAL, &one, &zero, &one, &zero, x.d, bx.get(), x.d,
@@ -264,8 +269,8 @@ void measure_layers(Run& run) {
         }
         lp.layers.push_back(std::move(lt));
       }
-      run.progress(fmt::format("{} batch {} {}: {} of {} layers measured, forward {} backward {}", net.name, batch,
-                               precision, measured, net.layers.size(), f, b));
+      run.progress(fmt::format("{} batch {} {}: {} of {} layers measured, forward {} backward {}", net.name, batch, precision,
+                               measured, net.layers.size(), f, b));
       run.cal.layers.push_back(std::move(lp));
     }
   }

@@ -30,7 +30,9 @@ std::string utc_now() {
 std::string samples_csv(const std::vector<RawSample>& raw) {
   std::ostringstream o;
   o << "measurement,size_bytes,time_s,dropped_throttled\n";
-  for (const auto& r : raw) o << r.measurement << ',' << fmt::format("{}", r.size_bytes) << ',' << fmt::format("{:.9g}", r.time_s) << ',' << (r.dropped ? 1 : 0) << '\n';
+  for (const auto& r : raw)
+    o << r.measurement << ',' << fmt::format("{}", r.size_bytes) << ',' << fmt::format("{:.9g}", r.time_s) << ','
+      << (r.dropped ? 1 : 0) << '\n';
   return o.str();
 }
 
@@ -57,9 +59,9 @@ void run_all(Run& run, const std::string& command_line) {
   section("gemm", measure_gemm);
   section("layers", measure_layers);
   if (!run.opt.storage.empty()) section("storage", measure_storage);
-  prov.notes = fmt::format("{} run in {:.0f} s; bandwidth = bytes copied / median time; collectives timed as nccl-tests",
-                           run.opt.quick ? "quick" : "full",
-                           std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  prov.notes =
+      fmt::format("{} run in {:.0f} s; bandwidth = bytes copied / median time; collectives timed as nccl-tests",
+                  run.opt.quick ? "quick" : "full", std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
 
   // Everything measured: write the beside-files first, the calibration last, each atomically.
   const std::filesystem::path out(run.opt.out);
@@ -84,8 +86,9 @@ int main(int argc, char** argv) {
   for (int i = 0; i < argc; ++i) command_line += (i ? " " : "") + std::string(argv[i]);
   Run run;
   CLI::App app{"dlscale-calibrate: measure this machine's GPUs and write a dlscale calibration file"};
-  app.add_option("-o,--out", run.opt.out, "Calibration file to write (atomically); raw samples and NCCL's topology "
-                                          "dump are written beside it")
+  app.add_option("-o,--out", run.opt.out,
+                 "Calibration file to write (atomically); raw samples and NCCL's topology "
+                 "dump are written beside it")
       ->required()
       ->type_name("FILE");
   app.add_flag("--quick", run.opt.quick, "About one minute: fewer sizes, samples and precisions");

@@ -13,9 +13,7 @@ void throw_device_error(const char* expr, const char* what, const char* file, in
   throw DeviceError(fmt::format("{}:{}: {} failed: {}", file, line, expr, what));
 }
 
-bool Options::skipped(const std::string& section) const {
-  return std::find(skip.begin(), skip.end(), section) != skip.end();
-}
+bool Options::skipped(const std::string& section) const { return std::find(skip.begin(), skip.end(), section) != skip.end(); }
 
 StoppingRule Options::rule() const {
   StoppingRule r;
@@ -62,7 +60,8 @@ Timed measure_gpu(Run& run, const std::string& label, double size_bytes, int dev
   auto* probe = probes.as<unsigned long long>();
   Event start, stop;
   SampleCollector samples(run.opt.rule());
-  const double peak_hz = device < static_cast<int>(run.max_clock_khz.size()) ? run.max_clock_khz[static_cast<std::size_t>(device)] * 1e3 : 0.0;
+  const double peak_hz =
+      device < static_cast<int>(run.max_clock_khz.size()) ? run.max_clock_khz[static_cast<std::size_t>(device)] * 1e3 : 0.0;
   constexpr unsigned long long kHoldTimeoutNs = 5'000'000'000ULL;
   do {
     *host_flag = 0;
@@ -91,8 +90,7 @@ Timed measure_gpu(Run& run, const std::string& label, double size_bytes, int dev
   return Timed{samples.stats(), samples.dropped()};
 }
 
-Timed measure_host(Run& run, const std::string& label, double size_bytes, const std::function<void()>& call,
-                   int warmup) {
+Timed measure_host(Run& run, const std::string& label, double size_bytes, const std::function<void()>& call, int warmup) {
   const auto t0 = std::chrono::steady_clock::now();
   for (int i = 0; i < warmup; ++i) call();
   SampleCollector samples(run.opt.rule());

@@ -24,7 +24,9 @@ constexpr std::size_t kAlign = 4096;
 
 struct Fd {
   int fd = -1;
-  ~Fd() { if (fd >= 0) ::close(fd); }
+  ~Fd() {
+    if (fd >= 0) ::close(fd);
+  }
 };
 
 struct AlignedFree {
@@ -35,7 +37,8 @@ struct AlignedFree {
 std::size_t read_all(const std::string& path, bool direct, void* buf) {
   Fd f;
   f.fd = ::open(path.c_str(), O_RDONLY | (direct ? O_DIRECT : 0));
-  if (f.fd < 0) throw DeviceError(fmt::format("{}: cannot open{}: {}", path, direct ? " with O_DIRECT" : "", std::strerror(errno)));
+  if (f.fd < 0)
+    throw DeviceError(fmt::format("{}: cannot open{}: {}", path, direct ? " with O_DIRECT" : "", std::strerror(errno)));
   std::size_t total = 0;
   for (;;) {
     const ssize_t n = ::read(f.fd, buf, kBlock);
@@ -71,18 +74,22 @@ void measure_storage(Run& run) {
   struct Cleanup {
     std::string path;
     bool on;
-    ~Cleanup() { if (on) std::remove(path.c_str()); }
+    ~Cleanup() {
+      if (on) std::remove(path.c_str());
+    }
   } cleanup{file, temporary};
   const double size = static_cast<double>(fs::file_size(file));
   StorageResult r;
   r.path = run.opt.storage;
   r.size = bytes(size);
   read_all(file, false, buf.get());  // into the page cache
-  const Timed cached = measure_host(run, "storage/page_cache", size, [&] { read_all(file, false, buf.get()); }, 0);
+  const Timed cached = measure_host(
+      run, "storage/page_cache", size, [&] { read_all(file, false, buf.get()); }, 0);
   r.page_cache = bytes(size) / seconds(cached.stats.median);
   run.progress(fmt::format("storage {} page cache: {}", file, *r.page_cache));
   try {
-    const Timed direct = measure_host(run, "storage/direct", size, [&] { read_all(file, true, buf.get()); }, 1);
+    const Timed direct = measure_host(
+        run, "storage/direct", size, [&] { read_all(file, true, buf.get()); }, 1);
     r.direct = bytes(size) / seconds(direct.stats.median);
     run.progress(fmt::format("storage {} O_DIRECT: {}", file, *r.direct));
   } catch (const DeviceError& e) {

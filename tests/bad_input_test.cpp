@@ -37,63 +37,63 @@ using test::run_cli;
 
 // A cluster in the simple form.
 constexpr const char* kCluster =
-    "name: tiny\n"                                                                      // 1
-    "nodes: 2\n"                                                                        // 2
-    "gpus_per_node: 2\n"                                                                // 3
+    "name: tiny\n"                                                                       // 1
+    "nodes: 2\n"                                                                         // 2
+    "gpus_per_node: 2\n"                                                                 // 3
     "gpu: {name: Test GPU, peak_fp32: \"10 TFLOPS\", memory_bandwidth: \"300 GB/s\"}\n"  // 4
-    "host_to_gpu: {pinned: \"10 GB/s\"}\n"                                              // 5
-    "intra_node: {bandwidth: \"10 GB/s\", latency: \"5 us\"}\n"                         // 6
-    "inter_node: {bandwidth: \"56 Gb/s\", latency: \"10 us\"}\n"                        // 7
-    "storage: {disk: \"500 MB/s\", page_cache: \"3 GB/s\"}\n";                          // 8
+    "host_to_gpu: {pinned: \"10 GB/s\"}\n"                                               // 5
+    "intra_node: {bandwidth: \"10 GB/s\", latency: \"5 us\"}\n"                          // 6
+    "inter_node: {bandwidth: \"56 Gb/s\", latency: \"10 us\"}\n"                         // 7
+    "storage: {disk: \"500 MB/s\", page_cache: \"3 GB/s\"}\n";                           // 8
 
 // A cluster with a topology graph (docs/topology.md): two nodes of two NVLinked GPUs behind a PCIe switch.
 constexpr const char* kTopo =
-    "name: duo\n"                                                          // 1
-    "nodes: 2\n"                                                           // 2
-    "gpus_per_node: 2\n"                                                   // 3
-    "gpu: v100-sxm2\n"                                                     // 4
-    "storage: {disk: \"1 GB/s\", page_cache: \"10 GB/s\"}\n"               // 5
-    "fabric: {kind: infiniband, speed: \"100 Gb/s\"}\n"                    // 6
-    "node:\n"                                                              // 7
-    "  cpus:\n"                                                            // 8
-    "    - {name: cpu0, arch: x86}\n"                                      // 9
-    "  pcie_switches: [sw0]\n"                                             // 10
-    "  nics:\n"                                                            // 11
-    "    - {name: nic0}\n"                                                 // 12
-    "  links:\n"                                                           // 13
-    "    - {a: gpu0, b: gpu1, kind: nvlink, count: 2}\n"                   // 14
-    "    - {a: gpu0, b: sw0, kind: pcie, generation: 3, lanes: 16}\n"      // 15
-    "    - {a: gpu1, b: sw0, kind: pcie, generation: 3, lanes: 16}\n"      // 16
-    "    - {a: nic0, b: sw0, kind: pcie, generation: 3, lanes: 16}\n"      // 17
-    "    - {a: sw0, b: cpu0, kind: pcie, generation: 3, lanes: 16}\n";     // 18
+    "name: duo\n"                                                       // 1
+    "nodes: 2\n"                                                        // 2
+    "gpus_per_node: 2\n"                                                // 3
+    "gpu: v100-sxm2\n"                                                  // 4
+    "storage: {disk: \"1 GB/s\", page_cache: \"10 GB/s\"}\n"            // 5
+    "fabric: {kind: infiniband, speed: \"100 Gb/s\"}\n"                 // 6
+    "node:\n"                                                           // 7
+    "  cpus:\n"                                                         // 8
+    "    - {name: cpu0, arch: x86}\n"                                   // 9
+    "  pcie_switches: [sw0]\n"                                          // 10
+    "  nics:\n"                                                         // 11
+    "    - {name: nic0}\n"                                              // 12
+    "  links:\n"                                                        // 13
+    "    - {a: gpu0, b: gpu1, kind: nvlink, count: 2}\n"                // 14
+    "    - {a: gpu0, b: sw0, kind: pcie, generation: 3, lanes: 16}\n"   // 15
+    "    - {a: gpu1, b: sw0, kind: pcie, generation: 3, lanes: 16}\n"   // 16
+    "    - {a: nic0, b: sw0, kind: pcie, generation: 3, lanes: 16}\n"   // 17
+    "    - {a: sw0, b: cpu0, kind: pcie, generation: 3, lanes: 16}\n";  // 18
 
 // A GPU catalogue (topologies/gpus.yaml) of two entries.
 constexpr const char* kGpus =
-    "gpus:\n"                                                                                         // 1
+    "gpus:\n"                                                                                           // 1
     "  - {id: p40, name: Tesla P40, sm: 61, peak_fp32: \"11.8 TFLOPS\", peak_fp16: \"0.18 TFLOPS\",\n"  // 2
-    "     memory_bandwidth: \"346 GB/s\", memory: \"24 GB\"}\n"                                        // 3
-    "  - {id: v100-sxm2, name: Tesla V100 SXM2, sm: 70, peak_fp32: \"15.7 TFLOPS\",\n"                // 4
-    "     peak_fp16: \"125 TFLOPS\", memory_bandwidth: \"900 GB/s\", memory: \"32 GB\"}\n";            // 5
+    "     memory_bandwidth: \"346 GB/s\", memory: \"24 GB\"}\n"                                         // 3
+    "  - {id: v100-sxm2, name: Tesla V100 SXM2, sm: 70, peak_fp32: \"15.7 TFLOPS\",\n"                  // 4
+    "     peak_fp16: \"125 TFLOPS\", memory_bandwidth: \"900 GB/s\", memory: \"32 GB\"}\n";             // 5
 
 // A network (models/NAME.yaml).
 constexpr const char* kNet =
-    "name: tiny-net\n"                                                                 // 1
-    "input: {kind: image, shape: [3, 32, 32], bytes_per_sample: \"12288 B\"}\n"        // 2
-    "layers:\n"                                                                        // 3
-    "  - {name: conv1, kind: conv, params: 896, forward_flops: 1769472}\n"             // 4
-    "  - {name: fc, kind: linear, params: 10250, forward_flops: 20480}\n";             // 5
+    "name: tiny-net\n"                                                           // 1
+    "input: {kind: image, shape: [3, 32, 32], bytes_per_sample: \"12288 B\"}\n"  // 2
+    "layers:\n"                                                                  // 3
+    "  - {name: conv1, kind: conv, params: 896, forward_flops: 1769472}\n"       // 4
+    "  - {name: fc, kind: linear, params: 10250, forward_flops: 20480}\n";       // 5
 
 // An architecture description (models/arch/NAME.yaml; the name must be the file's).
 constexpr const char* kArch =
-    "name: small\n"                                            // 1
-    "description: \"a small CNN\"\n"                           // 2
-    "input: {image: [3, 32, 32]}\n"                            // 3
-    "layers:\n"                                                // 4
-    "  - conv: {name: conv1, out: 16, kernel: 3, pad: 1}\n"    // 5
-    "  - relu\n"                                               // 6
-    "  - maxpool: {kernel: 2, stride: 2}\n"                    // 7
-    "  - flatten\n"                                            // 8
-    "  - linear: {name: fc, out: 10}\n";                       // 9
+    "name: small\n"                                          // 1
+    "description: \"a small CNN\"\n"                         // 2
+    "input: {image: [3, 32, 32]}\n"                          // 3
+    "layers:\n"                                              // 4
+    "  - conv: {name: conv1, out: 16, kernel: 3, pad: 1}\n"  // 5
+    "  - relu\n"                                             // 6
+    "  - maxpool: {kernel: 2, stride: 2}\n"                  // 7
+    "  - flatten\n"                                          // 8
+    "  - linear: {name: fc, out: 10}\n";                     // 9
 
 // A framework strategy (models/frameworks/NAME.yaml).
 constexpr const char* kFramework =
@@ -106,26 +106,26 @@ constexpr const char* kFramework =
 
 // A profile (measured single-GPU phases).
 constexpr const char* kProfile =
-    "model: alexnet\n"                                                                                          // 1
-    "framework: cntk\n"                                                                                         // 2
-    "cluster: shi-chu-p40\n"                                                                                    // 3
-    "batch_per_gpu: 1024\n"                                                                                     // 4
+    "model: alexnet\n"        // 1
+    "framework: cntk\n"       // 2
+    "cluster: shi-chu-p40\n"  // 3
+    "batch_per_gpu: 1024\n"   // 4
     "single_gpu: {io: \"0.223 s\", h2d: \"0.0527 s\", forward: \"0.1684 s\", backward: \"0.2918 s\", update: \"0.0086 s\"}\n"  // 5
-    "measured:\n"                                                                                               // 6
-    "  2: {io: \"0.45 s\", comm: \"0.0359 s\"}\n"                                                               // 7
-    "  4: {io: \"0.72 s\", comm: \"0.042 s\"}\n";                                                               // 8
+    "measured:\n"                                  // 6
+    "  2: {io: \"0.45 s\", comm: \"0.0359 s\"}\n"  // 7
+    "  4: {io: \"0.72 s\", comm: \"0.042 s\"}\n";  // 8
 
 // A calibration file (docs/calibration.md), for the A100 test cluster.
 constexpr const char* kCalibration =
-    "schema: 1\n"                                           // 1
-    "provenance: {tool: \"hand-written\"}\n"                // 2
-    "gpu: \"NVIDIA A100-SXM4-80GB\"\n"                      // 3
-    "collectives:\n"                                        // 4
-    "  - op: allreduce\n"                                   // 5
-    "    gpus: 2\n"                                         // 6
-    "    points:\n"                                         // 7
-    "      - {size: \"1048576 B\", time: \"20 us\"}\n"      // 8
-    "      - {size: \"4194304 B\", time: \"60 us\"}\n";     // 9
+    "schema: 1\n"                                        // 1
+    "provenance: {tool: \"hand-written\"}\n"             // 2
+    "gpu: \"NVIDIA A100-SXM4-80GB\"\n"                   // 3
+    "collectives:\n"                                     // 4
+    "  - op: allreduce\n"                                // 5
+    "    gpus: 2\n"                                      // 6
+    "    points:\n"                                      // 7
+    "      - {size: \"1048576 B\", time: \"20 us\"}\n"   // 8
+    "      - {size: \"4194304 B\", time: \"60 us\"}\n";  // 9
 
 // The header of a CSV sweep (and of each CSV part of a sharded one).
 constexpr const char* kSweepHeader =
@@ -135,93 +135,93 @@ constexpr const char* kSweepHeader =
 
 // A sweep spec (docs/planning.md).
 constexpr const char* kSweep =
-    "name: s\n"                                        // 1
-    "grid:\n"                                          // 2
-    "  cluster: shi-chu-p40\n"                         // 3
-    "  model: resnet50\n"                              // 4
-    "  framework: [caffe-mpi, pytorch-ddp]\n"          // 5
-    "  gpus: [1, 4]\n"                                 // 6
-    "  links:\n"                                       // 7
-    "    - {}\n"                                       // 8
-    "    - {inter_node: \"100 Gb/s\"}\n";              // 9
+    "name: s\n"                                // 1
+    "grid:\n"                                  // 2
+    "  cluster: shi-chu-p40\n"                 // 3
+    "  model: resnet50\n"                      // 4
+    "  framework: [caffe-mpi, pytorch-ddp]\n"  // 5
+    "  gpus: [1, 4]\n"                         // 6
+    "  links:\n"                               // 7
+    "    - {}\n"                               // 8
+    "    - {inter_node: \"100 Gb/s\"}\n";      // 9
 
 // A reproduction scenario (docs/reproduce.md).
 constexpr const char* kPaper =
-    "paper: mini\n"                       // 1
-    "title: \"a small scenario\"\n"       // 2
-    "experiments:\n"                      // 3
-    "  - id: one\n"                       // 4
-    "    systems: shi-chu-p40\n"          // 5
-    "    models: resnet50\n"              // 6
-    "    frameworks: caffe-mpi\n"         // 7
-    "    gpus: [1, 2, 4]\n"               // 8
-    "    batch: 32\n";                    // 9
+    "paper: mini\n"                  // 1
+    "title: \"a small scenario\"\n"  // 2
+    "experiments:\n"                 // 3
+    "  - id: one\n"                  // 4
+    "    systems: shi-chu-p40\n"     // 5
+    "    models: resnet50\n"         // 6
+    "    frameworks: caffe-mpi\n"    // 7
+    "    gpus: [1, 2, 4]\n"          // 8
+    "    batch: 32\n";               // 9
 
 // An nccl-tests log (all_reduce_perf, current columns) of 4 GPUs. Rows obey algbw = S/t and busbw =
 // algbw·2(n−1)/n = 1.5·algbw: 1048576 B / 50 us = 20.97 GB/s, ×1.5 = 31.46.
 constexpr const char* kLog =
-    "# nThread 1 nGpus 4 minBytes 1048576 maxBytes 4194304 step: 2(factor) warmup iters: 5 iters: 20 validation: 1\n"  // 1
-    "#\n"                                                                                                   // 2
-    "# Using devices\n"                                                                                     // 3
-    "#  Rank  0 Group  0 Pid  100 on host1 device  0 [0x07] NVIDIA A100-SXM4-80GB\n"                        // 4
-    "#  Rank  1 Group  0 Pid  100 on host1 device  1 [0x0f] NVIDIA A100-SXM4-80GB\n"                        // 5
-    "#  Rank  2 Group  0 Pid  100 on host1 device  2 [0x47] NVIDIA A100-SXM4-80GB\n"                        // 6
-    "#  Rank  3 Group  0 Pid  100 on host1 device  3 [0x4e] NVIDIA A100-SXM4-80GB\n"                        // 7
-    "#\n"                                                                                                   // 8
-    "#                                                              out-of-place                       in-place\n"  // 9
+    "# nThread 1 nGpus 4 minBytes 1048576 maxBytes 4194304 step: 2(factor) warmup iters: 5 iters: 20 validation: 1\n"         // 1
+    "#\n"                                                                                                                     // 2
+    "# Using devices\n"                                                                                                       // 3
+    "#  Rank  0 Group  0 Pid  100 on host1 device  0 [0x07] NVIDIA A100-SXM4-80GB\n"                                          // 4
+    "#  Rank  1 Group  0 Pid  100 on host1 device  1 [0x0f] NVIDIA A100-SXM4-80GB\n"                                          // 5
+    "#  Rank  2 Group  0 Pid  100 on host1 device  2 [0x47] NVIDIA A100-SXM4-80GB\n"                                          // 6
+    "#  Rank  3 Group  0 Pid  100 on host1 device  3 [0x4e] NVIDIA A100-SXM4-80GB\n"                                          // 7
+    "#\n"                                                                                                                     // 8
+    "#                                                              out-of-place                       in-place\n"            // 9
     "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong\n"  // 10
     "#        (B)    (elements)                               (us)  (GB/s)  (GB/s)            (us)  (GB/s)  (GB/s)\n"  // 11
     "     1048576        262144     float     sum      -1    50.00   20.97   31.46       0    50.00   20.97   31.46       0\n"  // 12
     "     2097152        524288     float     sum      -1    80.00   26.21   39.32       0    80.00   26.21   39.32       0\n"  // 13
     "     4194304       1048576     float     sum      -1   140.00   29.96   44.94       0   140.00   29.96   44.94       0\n"  // 14
-    "# Out of bounds values : 0 OK\n"                                                                       // 15
-    "# Avg bus bandwidth    : 38.57\n";                                                                     // 16
+    "# Out of bounds values : 0 OK\n"    // 15
+    "# Avg bus bandwidth    : 38.57\n";  // 16
 
 // The same in the oldest layout (no redop/root, "error" columns), 8 GPUs: busbw = 1.75·algbw.
 constexpr const char* kOldLog =
     "# nThread 1 nGpus 8 minBytes 1048576 maxBytes 2097152 step: 2(factor) warmup iters: 5 iters: 20 validation: 1\n"  // 1
-    "#       size         count    type     time   algbw   busbw  error     time   algbw   busbw  error\n"  // 2
-    "#        (B)    (elements)             (us)  (GB/s)  (GB/s)            (us)  (GB/s)  (GB/s)\n"         // 3
-    "     1048576        262144   float    44.56   23.53   41.18  1e-07    44.12   23.77   41.59  1e-07\n"   // 4
-    "     2097152        524288   float    57.94   36.20   63.34  1e-07    58.81   35.66   62.40  1e-07\n"   // 5
-    "# Avg bus bandwidth    : 52.13\n";                                                                     // 6
+    "#       size         count    type     time   algbw   busbw  error     time   algbw   busbw  error\n"             // 2
+    "#        (B)    (elements)             (us)  (GB/s)  (GB/s)            (us)  (GB/s)  (GB/s)\n"                    // 3
+    "     1048576        262144   float    44.56   23.53   41.18  1e-07    44.12   23.77   41.59  1e-07\n"             // 4
+    "     2097152        524288   float    57.94   36.20   63.34  1e-07    58.81   35.66   62.40  1e-07\n"             // 5
+    "# Avg bus bandwidth    : 52.13\n";                                                                                // 6
 
 // A trimmed broadcast_perf log: no '# Rank' lines, no '# nThread' header; busbw = algbw (factor 1).
 constexpr const char* kTrimmedBroadcast =
     "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong\n"  // 1
-    "#        (B)    (elements)                               (us)  (GB/s)  (GB/s)            (us)  (GB/s)  (GB/s)\n"  // 2
+    "#        (B)    (elements)                               (us)  (GB/s)  (GB/s)            (us)  (GB/s)  (GB/s)\n"         // 2
     "     1048576        262144     float    none       0    50.00   20.97   20.97       0    50.00   20.97   20.97       0\n"  // 3
     "     2097152        524288     float    none       0    80.00   26.21   26.21       0    80.00   26.21   26.21       0\n"  // 4
-    "# Avg bus bandwidth    : 23.59\n";                                                                    // 5
+    "# Avg bus bandwidth    : 23.59\n";  // 5
 
 // nvbandwidth -j output.
 constexpr const char* kNvb =
-    "{\n"                                                                        // 1
-    "  \"nvbandwidth\": {\n"                                                     // 2
+    "{\n"                                                                          // 1
+    "  \"nvbandwidth\": {\n"                                                       // 2
     "    \"GPU Device list\": [\"0: NVIDIA H100 80GB HBM3 (00000000:19:00)\"],\n"  // 3
-    "    \"testcases\": [\n"                                                     // 4
-    "      {\n"                                                                  // 5
-    "        \"name\": \"host_to_device_memcpy_ce\",\n"                          // 6
-    "        \"status\": \"Passed\",\n"                                          // 7
-    "        \"bandwidth_matrix\": [[\"53.69\"]]\n"                              // 8
-    "      }\n"                                                                  // 9
-    "    ]\n"                                                                    // 10
-    "  }\n"                                                                      // 11
-    "}\n";                                                                       // 12
+    "    \"testcases\": [\n"                                                       // 4
+    "      {\n"                                                                    // 5
+    "        \"name\": \"host_to_device_memcpy_ce\",\n"                            // 6
+    "        \"status\": \"Passed\",\n"                                            // 7
+    "        \"bandwidth_matrix\": [[\"53.69\"]]\n"                                // 8
+    "      }\n"                                                                    // 9
+    "    ]\n"                                                                      // 10
+    "  }\n"                                                                        // 11
+    "}\n";                                                                         // 12
 
 // nvbandwidth's text output (without -j), v0.7: 512 MiB copies.
 constexpr const char* kNvbText =
-    "nvbandwidth Version: v0.7\n"                              // 1
-    "Built from Git version: v0.7\n"                           // 2
-    "\n"                                                       // 3
-    "Device 0: NVIDIA H100 80GB HBM3 (00000000:19:00)\n"       // 4
-    "\n"                                                       // 5
-    "Running host_to_device_memcpy_ce.\n"                      // 6
-    "memcpy CE CPU(row) -> GPU(column) bandwidth (GB/s)\n"     // 7
-    "           0\n"                                           // 8
-    " 0     53.69\n"                                           // 9
-    "\n"                                                       // 10
-    "SUM host_to_device_memcpy_ce 53.69\n";                    // 11
+    "nvbandwidth Version: v0.7\n"                           // 1
+    "Built from Git version: v0.7\n"                        // 2
+    "\n"                                                    // 3
+    "Device 0: NVIDIA H100 80GB HBM3 (00000000:19:00)\n"    // 4
+    "\n"                                                    // 5
+    "Running host_to_device_memcpy_ce.\n"                   // 6
+    "memcpy CE CPU(row) -> GPU(column) bandwidth (GB/s)\n"  // 7
+    "           0\n"                                        // 8
+    " 0     53.69\n"                                        // 9
+    "\n"                                                    // 10
+    "SUM host_to_device_memcpy_ce 53.69\n";                 // 11
 
 // nvidia-smi topo -m (tab-separated).
 constexpr const char* kSmi =
@@ -233,20 +233,20 @@ constexpr const char* kSmi =
 
 // NCCL_TOPO_DUMP_FILE.
 constexpr const char* kXml =
-    "<system version=\"1\">\n"                                                                          // 1
-    "  <cpu numaid=\"0\" arch=\"x86_64\" vendor=\"GenuineIntel\" familyid=\"6\" modelid=\"85\">\n"      // 2
-    "    <pci busid=\"0000:06:00.0\" class=\"0x030200\" link_speed=\"8 GT/s\" link_width=\"16\">\n"     // 3
-    "      <gpu dev=\"0\" sm=\"70\" rank=\"0\" gdr=\"1\">\n"                                            // 4
-    "        <nvlink target=\"0000:07:00.0\" count=\"2\" tclass=\"0x030200\"/>\n"                      // 5
-    "      </gpu>\n"                                                                                    // 6
-    "    </pci>\n"                                                                                      // 7
-    "    <pci busid=\"0000:07:00.0\" class=\"0x030200\" link_speed=\"8 GT/s\" link_width=\"16\">\n"     // 8
-    "      <gpu dev=\"1\" sm=\"70\" rank=\"1\" gdr=\"1\">\n"                                            // 9
-    "        <nvlink target=\"0000:06:00.0\" count=\"2\" tclass=\"0x030200\"/>\n"                      // 10
-    "      </gpu>\n"                                                                                    // 11
-    "    </pci>\n"                                                                                      // 12
-    "  </cpu>\n"                                                                                        // 13
-    "</system>\n";                                                                                      // 14
+    "<system version=\"1\">\n"                                                                       // 1
+    "  <cpu numaid=\"0\" arch=\"x86_64\" vendor=\"GenuineIntel\" familyid=\"6\" modelid=\"85\">\n"   // 2
+    "    <pci busid=\"0000:06:00.0\" class=\"0x030200\" link_speed=\"8 GT/s\" link_width=\"16\">\n"  // 3
+    "      <gpu dev=\"0\" sm=\"70\" rank=\"0\" gdr=\"1\">\n"                                         // 4
+    "        <nvlink target=\"0000:07:00.0\" count=\"2\" tclass=\"0x030200\"/>\n"                    // 5
+    "      </gpu>\n"                                                                                 // 6
+    "    </pci>\n"                                                                                   // 7
+    "    <pci busid=\"0000:07:00.0\" class=\"0x030200\" link_speed=\"8 GT/s\" link_width=\"16\">\n"  // 8
+    "      <gpu dev=\"1\" sm=\"70\" rank=\"1\" gdr=\"1\">\n"                                         // 9
+    "        <nvlink target=\"0000:06:00.0\" count=\"2\" tclass=\"0x030200\"/>\n"                    // 10
+    "      </gpu>\n"                                                                                 // 11
+    "    </pci>\n"                                                                                   // 12
+    "  </cpu>\n"                                                                                     // 13
+    "</system>\n";                                                                                   // 14
 
 /// `text` with line `n` (1-based) replaced by `line`.
 std::string edit(const std::string& text, int n, const std::string& line) {
@@ -300,8 +300,8 @@ fs::path mini_data_dir() {
     for (const char* f : {"caffe-mpi", "cntk"})
       fs::copy_file(src / "models" / "frameworks" / (std::string(f) + ".yaml"),
                     d / "models" / "frameworks" / (std::string(f) + ".yaml"), fs::copy_options::overwrite_existing);
-    write(d / "examples" / "papers" / "mini.yaml", edit(edit(edit(kPaper, 5, "    systems: tiny"), 6, "    models: alexnet"), 8,
-                                                         "    gpus: [1, 2]"));
+    write(d / "examples" / "papers" / "mini.yaml",
+          edit(edit(edit(kPaper, 5, "    systems: tiny"), 6, "    models: alexnet"), 8, "    gpus: [1, 2]"));
     return d;
   }();
   return dir;
@@ -1072,10 +1072,10 @@ std::string fill(std::string s, const fs::path& dir) {
                                                       {"{src}", DLSCALE_SOURCE_DIR},
                                                       {"{mini}", mini_data_dir().string()}};
   for (const auto& [key, value] : subs)
-    for (auto pos = s.find(key); pos != std::string::npos; pos = s.find(key, pos + value.size())) s.replace(pos, key.size(), value);
+    for (auto pos = s.find(key); pos != std::string::npos; pos = s.find(key, pos + value.size()))
+      s.replace(pos, key.size(), value);
   return s;
 }
-
 
 /// Removes the rows' folders when the test program ends.
 class CleanUp : public ::testing::Environment {
@@ -1194,14 +1194,20 @@ TEST(BadInput, RealLayoutsOnceRefusedAreAccepted) {
   std::string spaced = kSmi;  // a terminal copy: spaces for tabs
   std::replace(spaced.begin(), spaced.end(), '\t', ' ');
   const std::string numa = std::string("\tGPU0\tGPU1\tNIC0\tCPU Affinity\tNUMA Affinity\tGPU NUMA ID\n") +
-                           "GPU0\t X \tNV2\tPIX\t0-19\t0\t\tN/A\n" + "GPU1\tNV2\t X \tPIX\t0-19\t0\t\tN/A\n" +
-                           "NIC0\tPIX\tPIX\t X \n\nLegend:\n\n  X    = Self\n\nNIC Legend:\n\n  NIC0: mlx5_0\n";
-  const std::string zero_links = edit(edit(kXml, 3, "    <pci busid=\"0000:06:00.0\" class=\"0x030200\" link_speed=\"\" link_width=\"0\">"), 8,
-                                      "    <pci busid=\"0000:07:00.0\" class=\"0x030200\" link_speed=\"\" link_width=\"0\">");
-  const std::string size_zero = edit(kLog, 11, std::string("#        (B)    (elements)                               (us)  (GB/s)  (GB/s)            (us)  (GB/s)  (GB/s)\n") +
-                                                   "           0             0     float     sum      -1     6.36    0.00    0.00      0     6.40    0.00    0.00      0");
-  const std::string info_inside = edit(kLog, 12, std::string("host1:100:100 [0] NCCL INFO Launch mode Parallel\n") +
-                                                     "     1048576        262144     float     sum      -1    50.00   20.97   31.46       0    50.00   20.97   31.46       0");
+      "GPU0\t X \tNV2\tPIX\t0-19\t0\t\tN/A\n" + "GPU1\tNV2\t X \tPIX\t0-19\t0\t\tN/A\n" +
+      "NIC0\tPIX\tPIX\t X \n\nLegend:\n\n  X    = Self\n\nNIC Legend:\n\n  NIC0: mlx5_0\n";
+  const std::string zero_links =
+      edit(edit(kXml, 3, "    <pci busid=\"0000:06:00.0\" class=\"0x030200\" link_speed=\"\" link_width=\"0\">"), 8,
+           "    <pci busid=\"0000:07:00.0\" class=\"0x030200\" link_speed=\"\" link_width=\"0\">");
+  const std::string size_zero = edit(
+      kLog, 11,
+      std::string(
+          "#        (B)    (elements)                               (us)  (GB/s)  (GB/s)            (us)  (GB/s)  (GB/s)\n") +
+          "           0             0     float     sum      -1     6.36    0.00    0.00      0     6.40    0.00    0.00      0");
+  const std::string info_inside = edit(kLog, 12,
+                                       std::string("host1:100:100 [0] NCCL INFO Launch mode Parallel\n") +
+                                           "     1048576        262144     float     sum      -1    50.00   20.97   31.46       "
+                                           "0    50.00   20.97   31.46       0");
   // two pdsh hosts ran the same test; pdsh interleaves their lines
   auto interleave = [&](const std::string& a, const std::string& b) {
     std::string out;
@@ -1221,16 +1227,20 @@ TEST(BadInput, RealLayoutsOnceRefusedAreAccepted) {
   for (auto p = other_host.find("host1"); p != std::string::npos; p = other_host.find("host1")) other_host.replace(p, 5, "host2");
   // the same table swept in half first (nccl-tests -d all: half, then float), 1 MiB in 60 us in half:
   // 1048576 B / 60 us = 17.48 GB/s, x 1.5 = 26.21
-  const std::string dtype_all = edit(kLog, 12, std::string(
-      "     1048576        524288      half     sum      -1    60.00   17.48   26.21       0    60.00   17.48   26.21       0\n") +
-      "     1048576        262144     float     sum      -1    50.00   20.97   31.46       0    50.00   20.97   31.46       0");
+  const std::string dtype_all = edit(kLog, 12,
+                                     std::string("     1048576        524288      half     sum      -1    60.00   17.48   26.21  "
+                                                 "     0    60.00   17.48   26.21       0\n") +
+                                         "     1048576        262144     float     sum      -1    50.00   20.97   31.46       0  "
+                                         "  50.00   20.97   31.46       0");
   // rank lines of the first nccl-tests (2017): no Pid; ranks 2 and 3 on a second host
   std::string pidless = kLog;
   for (int r = 0; r < 4; ++r)
-    pidless = edit(pidless, 4 + r, fmt::format("#   Rank {:2d} on {} device {:2d} [0x{:02x}] NVIDIA A100-SXM4-80GB", r,
-                                               r < 2 ? "host1" : "host2", r % 2, 7 + r));
+    pidless = edit(pidless, 4 + r,
+                   fmt::format("#   Rank {:2d} on {} device {:2d} [0x{:02x}] NVIDIA A100-SXM4-80GB", r, r < 2 ? "host1" : "host2",
+                               r % 2, 7 + r));
   std::string display_class = kXml;
-  for (auto p = display_class.find("0x030200"); p != std::string::npos; p = display_class.find("0x030200")) display_class.replace(p, 8, "0x038000");
+  for (auto p = display_class.find("0x030200"); p != std::string::npos; p = display_class.find("0x030200"))
+    display_class.replace(p, 8, "0x038000");
   const std::string class_only = std::string(kXml).substr(0, std::string(kXml).find("    <pci")) +
       "    <pci busid=\"0000:06:00.0\" class=\"0x030200\" link_speed=\"8 GT/s\" link_width=\"16\"/>\n"
       "    <pci busid=\"0000:07:00.0\" class=\"0x030200\" link_speed=\"8 GT/s\" link_width=\"16\"/>\n"
@@ -1239,8 +1249,10 @@ TEST(BadInput, RealLayoutsOnceRefusedAreAccepted) {
   // two machines both named localhost, two GPUs each: devices 0 and 1 appear twice
   std::string localhost = kLog;
   for (int r = 0; r < 4; ++r)
-    localhost = edit(localhost, 4 + r, fmt::format("#  Rank {:2d} Group  0 Pid  100 on localhost device {:2d} [0x{:02x}] "
-                                                   "NVIDIA A100-SXM4-80GB", r, r % 2, 7 + r));
+    localhost = edit(localhost, 4 + r,
+                     fmt::format("#  Rank {:2d} Group  0 Pid  100 on localhost device {:2d} [0x{:02x}] "
+                                 "NVIDIA A100-SXM4-80GB",
+                                 r, r % 2, 7 + r));
   struct Good {
     const char* name;
     const char* file;
@@ -1253,12 +1265,14 @@ TEST(BadInput, RealLayoutsOnceRefusedAreAccepted) {
       // nvidia-smi on a terminal underlines the header; a web copy may keep "[4m" without its ESC; CRLF line ends
       {"smi_underlined_header", "smi.txt", edit(kSmi, 1, "\t\x1b[4mGPU0\tGPU1\tmlx5_0\tCPU Affinity\x1b[0m"), kCmdSmi,
        "{a: gpu0, b: gpu1, kind: nvlink, count: 2}"},
-      {"smi_underline_without_esc_crlf", "smi.txt", each_line_end(edit(kSmi, 1, "\t[4mGPU0\tGPU1\tmlx5_0\tCPU Affinity[0m"), "\r\n"),
-       kCmdSmi, "{a: gpu0, b: gpu1, kind: nvlink, count: 2}"},
+      {"smi_underline_without_esc_crlf", "smi.txt",
+       each_line_end(edit(kSmi, 1, "\t[4mGPU0\tGPU1\tmlx5_0\tCPU Affinity[0m"), "\r\n"), kCmdSmi,
+       "{a: gpu0, b: gpu1, kind: nvlink, count: 2}"},
       {"smi_numa_columns_and_nic_legend", "smi.txt", numa, kCmdSmi, "{name: mlx5_0,"},
       // the matrix without its legend, then what the poster ran next: nvidia-smi -L; another host's capture
       {"smi_then_nvidia_smi_l", "smi.txt",
-       drop(kSmi, 4, 5) + "$ nvidia-smi -L\nGPU 0: Tesla V100-SXM2-16GB (UUID: GPU-0)\nGPU 1: Tesla V100-SXM2-16GB (UUID: GPU-1)\n",
+       drop(kSmi, 4, 5) +
+           "$ nvidia-smi -L\nGPU 0: Tesla V100-SXM2-16GB (UUID: GPU-0)\nGPU 1: Tesla V100-SXM2-16GB (UUID: GPU-1)\n",
        kCmdSmi, "gpus_per_node: 2"},
       {"smi_utf8_byte_order_mark", "smi.txt", "\xEF\xBB\xBF" + std::string(kSmi), kCmdSmi, "gpus_per_node: 2"},
       {"smi_two_captures", "smi.txt", drop(kSmi, 4, 5) + "$ ssh node2 nvidia-smi topo -m\n" + kSmi, kCmdSmi, "gpus_per_node: 2"},
@@ -1270,13 +1284,15 @@ TEST(BadInput, RealLayoutsOnceRefusedAreAccepted) {
        "{a: gpu0, b: gpu1, kind: nvlink, count: 2}"},
       // a NIC whose speed the device did not give (speed="0"): the default speed, said in the file
       {"xml_net_speed_zero", "topo.xml",
-       edit(kXml, 13, "    <nic>\n      <net name=\"eth0\" dev=\"0\" speed=\"0\" port=\"0\" guid=\"0x0\" maxconn=\"65536\" gdr=\"0\"/>\n"
-                      "    </nic>\n  </cpu>"),
+       edit(kXml, 13,
+            "    <nic>\n      <net name=\"eth0\" dev=\"0\" speed=\"0\" port=\"0\" guid=\"0x0\" maxconn=\"65536\" gdr=\"0\"/>\n"
+            "    </nic>\n  </cpu>"),
        kCmdXml, "{name: eth0, speed: \"100 Gb/s\"}   # speed not in the capture"},
       // GPUs of PCI class 0x0380 (display controller), NVLinked to each other
       {"xml_display_class_gpus", "topo.xml", display_class, kCmdXml, "{a: gpu0, b: gpu1, kind: nvlink, count: 2}"},
       // an NCCL_TOPO_FILE for a VM: GPUs and NICs by their PCI class alone (which GPU, --gpu says)
-      {"xml_gpus_by_pci_class_alone", "topo.xml", class_only, kCmdXml + " --gpu v100-sxm2", "{a: nic0, b: cpu0, kind: pcie, generation: 3, lanes: 16}"},
+      {"xml_gpus_by_pci_class_alone", "topo.xml", class_only, kCmdXml + " --gpu v100-sxm2",
+       "{a: nic0, b: cpu0, kind: pcie, generation: 3, lanes: 16}"},
       {"log_mpirun_tag_output", "all_reduce_perf.log", each_line(kLog, "[1,0]<stdout>:"), kCmdLog, "gpus: 4"},
       {"log_srun_label", "all_reduce_perf.log", each_line(kLog, "0: "), kCmdLog, "gpus: 4"},
       {"log_indented", "all_reduce_perf.log", each_line(kLog, "    "), kCmdLog, "gpus: 4"},
@@ -1295,7 +1311,8 @@ TEST(BadInput, RealLayoutsOnceRefusedAreAccepted) {
       {"log_srun_label_padded", "all_reduce_perf.log", each_line(kLog, " 0: "), kCmdLog, "gpus: 4"},
       {"log_mpich_rank_label", "all_reduce_perf.log", each_line(kLog, "[0] "), kCmdLog, "gpus: 4"},
       {"log_alltoall_beside_all_reduce", "all.log",
-       "$ ./build/all_reduce_perf -b 1M -e 4M -f 2 -g 4\n" + std::string(kLog) + "$ ./build/alltoall_perf -b 1M -e 4M -f 2 -g 4\n" + kLog,
+       "$ ./build/all_reduce_perf -b 1M -e 4M -f 2 -g 4\n" + std::string(kLog) +
+           "$ ./build/alltoall_perf -b 1M -e 4M -f 2 -g 4\n" + kLog,
        "calibrate import nccl-tests {dir}/all.log -o {out}", "op: allreduce"},
       {"log_two_data_types", "all_reduce_perf.log", dtype_all, kCmdLog, "{size: \"1048576 B\", time: \"50 us\""},
       {"log_rank_lines_without_pid", "all_reduce_perf.log", pidless, kCmdLog, "nodes: 2"},
@@ -1303,21 +1320,25 @@ TEST(BadInput, RealLayoutsOnceRefusedAreAccepted) {
       {"log_hosts_that_share_a_name", "all_reduce_perf.log", localhost, kCmdLog, "nodes: 2"},
       // NCCL INFO of a container whose host name starts with a digit, inside the table
       {"log_info_line_of_a_digit_host", "all_reduce_perf.log",
-       edit(kLog, 12, std::string("9a417caaf03b:746:746 [0] NCCL INFO Launch mode Parallel\n") +
-                          "     1048576        262144     float     sum      -1    50.00   20.97   31.46       0    50.00   20.97   31.46       0"),
+       edit(kLog, 12,
+            std::string("9a417caaf03b:746:746 [0] NCCL INFO Launch mode Parallel\n") +
+                "     1048576        262144     float     sum      -1    50.00   20.97   31.46       0    50.00   20.97   31.46  "
+                "     0"),
        kCmdLog, "gpus: 4"},
       // nccl-tests built without MPI under mpirun: every rank runs (and prints) the test itself
       {"log_every_rank_ran_the_test", "all_reduce_perf.log",
        interleave(each_line(kLog, "[1,0]<stdout>:"), each_line(kLog, "[1,1]<stdout>:")), kCmdLog, "gpus: 4"},
-      {"nvbandwidth_between_warnings", "nv.json", std::string("WARNING: Failed to acquire log file lock {\n") + kNvb + "WARNING: }}}\n",
-       kCmdNvb, "h2d_pinned"},
+      {"nvbandwidth_between_warnings", "nv.json",
+       std::string("WARNING: Failed to acquire log file lock {\n") + kNvb + "WARNING: }}}\n", kCmdNvb, "h2d_pinned"},
       // nvbandwidth without -j (v0.7: 512 MiB): 536870912 B / 53.69 GB/s = 9999.458 us
-      {"nvbandwidth_text_output", "nv.json", kNvbText, kCmdNvb, "{size: \"536870912 B\", time: \"9999.45822 us\", bandwidth: \"53.69 GB/s\"}"},
+      {"nvbandwidth_text_output", "nv.json", kNvbText, kCmdNvb,
+       "{size: \"536870912 B\", time: \"9999.45822 us\", bandwidth: \"53.69 GB/s\"}"},
       {"nvbandwidth_text_output_crlf", "nv.json", each_line_end(kNvbText, "\r\n"), kCmdNvb, "bandwidth: \"53.69 GB/s\"}"},
       {"collective_bare_byte_count", "", "", "collective --cluster dgx-a100 --gpus 8 --bytes 1073741824 -o {out}", "1073741824"},
       {"collective_nccl_tests_suffix", "", "", "collective --cluster dgx-a100 --gpus 8 --sweep 8:1G -o {out}", "1073741824"},
       {"predict_composed_cluster", "", "",
-       "predict --cluster dgx2 --nodes 4 --fabric infiniband:100Gb/s:8 --model alexnet --gpus 16,32,64 --no-train -o {out}", "   64     4"},
+       "predict --cluster dgx2 --nodes 4 --fabric infiniband:100Gb/s:8 --model alexnet --gpus 16,32,64 --no-train -o {out}",
+       "   64     4"},
   };
   for (const auto& g : good) {
     SCOPED_TRACE(g.name);

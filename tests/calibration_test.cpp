@@ -76,9 +76,9 @@ TEST(CalibrationStatistics, CollectorDropsThrottledSamplesAndStopsOnNoiseOrBudge
 }
 
 TEST(CalibrationStatistics, BusBandwidthFactorsAreNcclTests) {
-  EXPECT_DOUBLE_EQ(bus_bandwidth_factor(CollectiveOp::allreduce, 8), 1.75);     // 2·7/8
-  EXPECT_DOUBLE_EQ(bus_bandwidth_factor(CollectiveOp::allgather, 8), 0.875);    // 7/8
-  EXPECT_DOUBLE_EQ(bus_bandwidth_factor(CollectiveOp::reducescatter, 4), 0.75); // 3/4
+  EXPECT_DOUBLE_EQ(bus_bandwidth_factor(CollectiveOp::allreduce, 8), 1.75);      // 2·7/8
+  EXPECT_DOUBLE_EQ(bus_bandwidth_factor(CollectiveOp::allgather, 8), 0.875);     // 7/8
+  EXPECT_DOUBLE_EQ(bus_bandwidth_factor(CollectiveOp::reducescatter, 4), 0.75);  // 3/4
   EXPECT_DOUBLE_EQ(bus_bandwidth_factor(CollectiveOp::broadcast, 16), 1.0);
 }
 
@@ -221,8 +221,7 @@ TEST(NcclTestsImport, TwoNodesFromTheRankHostNames) {
   EXPECT_EQ(log.curves[0].nodes, 2);
 }
 
-std::string expect_input_error(const std::string& text, const std::string& name,
-                               std::optional<CollectiveOp> op = std::nullopt) {
+std::string expect_input_error(const std::string& text, const std::string& name, std::optional<CollectiveOp> op = std::nullopt) {
   try {
     (void)parse_nccl_tests(text, name, op);
   } catch (const InputError& e) {
@@ -471,8 +470,10 @@ TEST(CalibrationFile, AnH200RunLoadsAndItsLayersAddUpToWhatTheBinaryPrinted) {
   EXPECT_EQ(cal.gpu, "NVIDIA H200");
   ASSERT_FALSE(cal.devices.empty());
   EXPECT_EQ(cal.devices.front().sm_count, 132);
-  const struct { const char* precision; double forward, backward; } expect[] = {{"tf32", 29.87e-3, 64.32e-3},
-                                                                                 {"fp16", 24.92e-3, 45.72e-3}};
+  const struct {
+    const char* precision;
+    double forward, backward;
+  } expect[] = {{"tf32", 29.87e-3, 64.32e-3}, {"fp16", 24.92e-3, 45.72e-3}};
   for (const auto& e : expect) {
     const LayerProfile* lp = cal.find_layers("resnet50", 256, e.precision);
     ASSERT_NE(lp, nullptr) << e.precision;
@@ -603,9 +604,9 @@ TEST(CalibrationShapes, LinearLayerAsGemm) {
 // ---- end to end: the model reads calibration -------------------------------------------------------------
 
 nlohmann::json predict_json(const std::string& extra) {
-  const auto r = test::run_cli("predict --cluster " + (kData / "cluster-a100x8.yaml").string() + " --model " +
-                               (kData / "tiny-net.yaml").string() + " --framework caffe-mpi --batch 32 --gpus 8 --format json " +
-                               extra);
+  const auto r =
+      test::run_cli("predict --cluster " + (kData / "cluster-a100x8.yaml").string() + " --model " +
+                    (kData / "tiny-net.yaml").string() + " --framework caffe-mpi --batch 32 --gpus 8 --format json " + extra);
   EXPECT_EQ(r.status, 0) << r.err;
   return nlohmann::json::parse(r.out);
 }
@@ -634,14 +635,15 @@ TEST(CalibrationEndToEnd, SingleThreadLogsLoseTheirHostIssueInPredictions) {
     (void)parse_calibration(text, "bad.yaml");
     ADD_FAILURE() << "accepted 9 GPUs per thread of 8";
   } catch (const InputError& e) {
-    EXPECT_NE(std::string(e.what()).find("'collectives[0].gpus_per_thread': more GPUs per thread than GPUs"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("'collectives[0].gpus_per_thread': more GPUs per thread than GPUs"), std::string::npos)
+        << e.what();
   }
 }
 
 TEST(CalibrationEndToEnd, ImportedNcclTestsCurveBecomesThePredictedCommunication) {
   const fs::path out = fs::temp_directory_path() / ("dlscale-cal-e2e-" + std::to_string(::getpid()) + ".yaml");
-  const auto imp = test::run_cli("calibrate import nccl-tests " + (kData / "all_reduce_perf-a100x8.log").string() + " -o " +
-                                 out.string());
+  const auto imp =
+      test::run_cli("calibrate import nccl-tests " + (kData / "all_reduce_perf-a100x8.log").string() + " -o " + out.string());
   ASSERT_EQ(imp.status, 0) << imp.err;
   EXPECT_EQ(imp.out, "");
   // tiny-net's fp32 gradients, all-reduced on 8 GPUs, from the fixture's out-of-place times:
@@ -691,13 +693,13 @@ TEST(CalibrationEndToEnd, BadCalibrationsExitTwoWithOneLineAndNoOutput) {
   EXPECT_NE(v2.err.find("schema2.yaml:2:9"), std::string::npos) << v2.err;
   // a calibration of another GPU (V100 curves for an A100 cluster)
   const fs::path v100 = fs::temp_directory_path() / ("dlscale-cal-v100-" + std::to_string(::getpid()) + ".yaml");
-  ASSERT_EQ(test::run_cli("calibrate import nccl-tests " + (kData / "all_reduce_perf-v100-old.log").string() + " -o " +
-                          v100.string())
-                .status,
-            0);
-  const auto mix = test::run_cli("predict --cluster " + (kData / "cluster-a100x8.yaml").string() + " --model " +
-                                 (kData / "tiny-net.yaml").string() + " --framework caffe-mpi --gpus 8 --calibration " +
-                                 v100.string());
+  ASSERT_EQ(
+      test::run_cli("calibrate import nccl-tests " + (kData / "all_reduce_perf-v100-old.log").string() + " -o " + v100.string())
+          .status,
+      0);
+  const auto mix =
+      test::run_cli("predict --cluster " + (kData / "cluster-a100x8.yaml").string() + " --model " +
+                    (kData / "tiny-net.yaml").string() + " --framework caffe-mpi --gpus 8 --calibration " + v100.string());
   EXPECT_EQ(mix.status, 2);
   EXPECT_EQ(mix.out, "");
   EXPECT_NE(mix.err.find("Tesla V100-SXM2-16GB"), std::string::npos) << mix.err;

@@ -65,7 +65,8 @@ int fp32_lanes_per_sm(const std::string& arch, int sm) {
 // whitepaper); GA10x and Ada 4 x 128 = 512 (GA102 whitepaper: RTX 3090 142 TFLOPS = 82 SMs x 512 x 2 x
 // 1695 MHz; Ada whitepaper: RTX 4090 330.3 = 128 x 512 x 2 x 2520 MHz); Hopper 4 x 512 = 2048 (H100
 // whitepaper); Blackwell 4096 (B200: 2.25 PFLOPS dense on 148 SMs, twice Hopper's per SM per clock).
-// Pascal has no tensor cores: GP100 runs half2 on its 64 lanes (128), and on GP10x the catalogue takes mixed precision at the fp32 rate (128 lanes; GP102's own fp16 rate is 1/64).
+// Pascal has no tensor cores: GP100 runs half2 on its 64 lanes (128), and on GP10x the catalogue takes mixed precision at the
+// fp32 rate (128 lanes; GP102's own fp16 rate is 1/64).
 int fp16_fmas_per_sm(const std::string& arch, int sm) {
   if (arch == "pascal") return 128;
   if (arch == "volta" || arch == "turing" || arch == "ada") return 512;
@@ -134,9 +135,10 @@ TEST(GpuCatalogue, ReadingOneEntryAloneKeepsTheChecksThatConcernIt) {
   namespace fs = std::filesystem;
   const fs::path dir = fs::path(::testing::TempDir()) / "catalogue-alone";
   fs::create_directories(dir / "topologies");
-  const std::string good = "  - id: alpha\n    name: Alpha\n    architecture: volta\n    sm: 70\n    sms: 80\n"
-                           "    peak_fp32: \"15.7 TFLOPS\"\n    peak_fp16: \"125 TFLOPS\"\n    memory_bandwidth: \"900 GB/s\"\n"
-                           "    memory: \"16 GiB\"\n";
+  const std::string good =
+      "  - id: alpha\n    name: Alpha\n    architecture: volta\n    sm: 70\n    sms: 80\n"
+      "    peak_fp32: \"15.7 TFLOPS\"\n    peak_fp16: \"125 TFLOPS\"\n    memory_bandwidth: \"900 GB/s\"\n"
+      "    memory: \"16 GiB\"\n";
   auto write = [&](const std::string& text) {
     std::ofstream(dir / "topologies" / "gpus.yaml") << "# test catalogue\ngpus:\n" << text;
     fs::last_write_time(dir / "topologies" / "gpus.yaml", fs::file_time_type::clock::now() + std::chrono::seconds(++stamp_));
@@ -151,9 +153,10 @@ TEST(GpuCatalogue, ReadingOneEntryAloneKeepsTheChecksThatConcernIt) {
   } catch (const InputError& e) {
     EXPECT_NE(std::string(e.what()).find("gpus.yaml:"), std::string::npos) << e.what();
   }
-  write(good + "  - id: alpha-2\n    aliases: [Alpha]\n    name: Alpha Two\n    architecture: volta\n    sm: 70\n"
-               "    peak_fp32: \"15.7 TFLOPS\"\n    peak_fp16: \"125 TFLOPS\"\n    memory_bandwidth: \"900 GB/s\"\n"
-               "    memory: \"16 GiB\"\n");
+  write(good +
+        "  - id: alpha-2\n    aliases: [Alpha]\n    name: Alpha Two\n    architecture: volta\n    sm: 70\n"
+        "    peak_fp32: \"15.7 TFLOPS\"\n    peak_fp16: \"125 TFLOPS\"\n    memory_bandwidth: \"900 GB/s\"\n"
+        "    memory: \"16 GiB\"\n");
   try {
     (void)find_gpu("alpha");
     ADD_FAILURE() << "a name given twice was accepted";
@@ -204,7 +207,8 @@ TEST(GpuCatalogue, NoTwoEntriesShareALookupKey) {
     names.push_back(w.name);
     for (const auto& n : names) {
       const auto [it, fresh] = owner.emplace(written_key(n), w.id);
-      EXPECT_TRUE(fresh || it->second == w.id) << "'" << n << "' and a name of " << it->second << " are both '" << it->first << "'";
+      EXPECT_TRUE(fresh || it->second == w.id)
+          << "'" << n << "' and a name of " << it->second << " are both '" << it->first << "'";
     }
   }
 }
@@ -224,13 +228,15 @@ TEST(GpuCatalogue, NamesAsNvidiaSmiAndTablesWriteThem) {
     ADD_FAILURE() << "'a100' resolved";
   } catch (const InputError& e) {
     EXPECT_NE(std::string(e.what()).find("did you mean a100-sxm4-40gb, a100-sxm4-80gb, a100-pcie-40gb, a100-pcie-80gb?"),
-              std::string::npos) << e.what();
+              std::string::npos)
+        << e.what();
   }
 }
 
 TEST(GpuCatalogue, ArchitectureAndComputeCapabilityAgree) {
   for (const auto& g : load_gpu_catalogue()) {
-    EXPECT_TRUE(sm_matches_architecture(g.architecture, g.sm_version)) << g.name << ": " << g.architecture << " sm_" << g.sm_version;
+    EXPECT_TRUE(sm_matches_architecture(g.architecture, g.sm_version))
+        << g.name << ": " << g.architecture << " sm_" << g.sm_version;
     EXPECT_GE(g.boost_clock, g.base_clock) << g.name;
     EXPECT_GT(g.memory_bandwidth, BytesPerSecond{}) << g.name;
     EXPECT_GT(g.memory_size, Bytes{}) << g.name;
@@ -247,8 +253,8 @@ TEST(GpuCatalogue, Fp32PeakIsSmsTimesLanesTimesTwoTimesBoostClock) {
     ASSERT_GT(lanes, 0) << "no FP32 width known for " << g.architecture << " sm_" << g.sm_version << ": add it to this test";
     const double want = g.sm_count * lanes * 2.0 * in_megahertz(g.boost_clock) * 1e6 / 1e12;  // TFLOP/s, an FMA = 2
     EXPECT_LE(rel(in_teraflops_per_second(g.peak_fp32), want), 0.03)
-        << in_teraflops_per_second(g.peak_fp32) << " TFLOPS in the file, " << want << " from " << g.sm_count << " SMs x "
-        << lanes << " x 2 x " << in_megahertz(g.boost_clock) << " MHz";
+        << in_teraflops_per_second(g.peak_fp32) << " TFLOPS in the file, " << want << " from " << g.sm_count << " SMs x " << lanes
+        << " x 2 x " << in_megahertz(g.boost_clock) << " MHz";
     ++checked;
   }
   EXPECT_GE(checked, 30);  // every entry has its SMs and clocks
@@ -299,26 +305,40 @@ TEST(GpuCatalogue, Bf16AndTf32FromAmpereOnAtTheFp16RateAndHalfOfIt) {
 
 TEST(GpuCatalogue, TheBoardsAddedForTheKernelModel) {
   // Issue 13's list; each by its id and by a name nvidia-smi or a cloud provider uses.
-  for (const auto& [id, alias] : std::vector<std::pair<std::string, std::string>>{
-           {"a10", "NVIDIA-A10"},        {"a30", "nvidia-a30"},       {"a40", "nvidia-a40"},
-           {"l4", "nvidia-l4"},          {"l40s", "nvidia-l40s"},     {"t4", "tesla-t4"},
-           {"a100-pcie-40gb", "a100-pcie"}, {"a100-pcie-80gb", "a100-80gb-pcie"}, {"h100-nvl", "h100-nvl-94gb"},
-           {"rtx-6000-ada", "rtx6000ada"}, {"rtx-a5000", "rtxa5000"}, {"rtx-3080", "rtx3080"}}) {
+  for (const auto& [id, alias] : std::vector<std::pair<std::string, std::string>>{{"a10", "NVIDIA-A10"},
+                                                                                  {"a30", "nvidia-a30"},
+                                                                                  {"a40", "nvidia-a40"},
+                                                                                  {"l4", "nvidia-l4"},
+                                                                                  {"l40s", "nvidia-l40s"},
+                                                                                  {"t4", "tesla-t4"},
+                                                                                  {"a100-pcie-40gb", "a100-pcie"},
+                                                                                  {"a100-pcie-80gb", "a100-80gb-pcie"},
+                                                                                  {"h100-nvl", "h100-nvl-94gb"},
+                                                                                  {"rtx-6000-ada", "rtx6000ada"},
+                                                                                  {"rtx-a5000", "rtxa5000"},
+                                                                                  {"rtx-3080", "rtx3080"}}) {
     SCOPED_TRACE(id);
     const GpuSpec g = find_gpu(id);
     EXPECT_EQ(find_gpu(alias).name, g.name);
     EXPECT_GT(g.sm_count, 0);
   }
   // Boards that published training benchmarks (Lambda's PyTorch benchmark) include, by id and by another name.
-  for (const auto& [id, alias] : std::vector<std::pair<std::string, std::string>>{
-           {"titan-rtx", "NVIDIA TITAN RTX"},       {"quadro-rtx-6000", "Quadro RTX 6000"},
-           {"titan-v", "NVIDIA TITAN V"},           {"gtx-1080ti", "NVIDIA GeForce GTX 1080 Ti"},
-           {"rtx-3090-ti", "rtx3090ti"},            {"rtx-3080-ti", "NVIDIA GeForce RTX 3080 Ti"},
-           {"rtx-3070", "rtx3070"},                 {"rtx-a4000", "NVIDIA RTX A4000"},
-           {"rtx-a4500", "rtxa4500"},               {"rtx-a5500", "rtxa5500"},
-           {"rtx-4080", "NVIDIA GeForce RTX 4080"}, {"rtx-4070-ti", "rtx4070ti"},
-           {"v100-pcie-32gb", "Tesla V100-PCIE-32GB"}, {"v100-pcie", "v100-pcie-16gb"},
-           {"v100-sxm2", "v100-sxm2-32gb"},         {"v100-sxm2-16gb", "Tesla V100-SXM2-16GB"}}) {
+  for (const auto& [id, alias] : std::vector<std::pair<std::string, std::string>>{{"titan-rtx", "NVIDIA TITAN RTX"},
+                                                                                  {"quadro-rtx-6000", "Quadro RTX 6000"},
+                                                                                  {"titan-v", "NVIDIA TITAN V"},
+                                                                                  {"gtx-1080ti", "NVIDIA GeForce GTX 1080 Ti"},
+                                                                                  {"rtx-3090-ti", "rtx3090ti"},
+                                                                                  {"rtx-3080-ti", "NVIDIA GeForce RTX 3080 Ti"},
+                                                                                  {"rtx-3070", "rtx3070"},
+                                                                                  {"rtx-a4000", "NVIDIA RTX A4000"},
+                                                                                  {"rtx-a4500", "rtxa4500"},
+                                                                                  {"rtx-a5500", "rtxa5500"},
+                                                                                  {"rtx-4080", "NVIDIA GeForce RTX 4080"},
+                                                                                  {"rtx-4070-ti", "rtx4070ti"},
+                                                                                  {"v100-pcie-32gb", "Tesla V100-PCIE-32GB"},
+                                                                                  {"v100-pcie", "v100-pcie-16gb"},
+                                                                                  {"v100-sxm2", "v100-sxm2-32gb"},
+                                                                                  {"v100-sxm2-16gb", "Tesla V100-SXM2-16GB"}}) {
     SCOPED_TRACE(id);
     const GpuSpec g = find_gpu(id);
     EXPECT_EQ(find_gpu(alias).name, g.name);

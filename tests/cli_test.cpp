@@ -12,12 +12,12 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <fmt/format.h>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
 #include <vector>
-#include <fmt/format.h>
-#include <nlohmann/json.hpp>
 
 #include "dlscale/format.hpp"
 
@@ -26,10 +26,10 @@
 namespace dlscale {
 namespace {
 
-using ::testing::HasSubstr;
 using test::run_cli;
 using test::slurp;
 using test::temp_file;
+using ::testing::HasSubstr;
 
 int lines(const std::string& s) { return static_cast<int>(std::count(s.begin(), s.end(), '\n')); }
 
@@ -50,11 +50,11 @@ TEST(Cli, JsonFollowsTheContract) {
   EXPECT_EQ(j.at("schema"), 1);
   const auto& p = j.at("predictions");
   ASSERT_EQ(p.size(), 3u);
-  for (const char* key : {"gpus", "nodes", "iteration_time_s", "throughput_samples_per_s", "speedup", "efficiency",
-                          "hiding_case", "bottleneck", "breakdown"})
+  for (const char* key : {"gpus", "nodes", "iteration_time_s", "throughput_samples_per_s", "speedup", "efficiency", "hiding_case",
+                          "bottleneck", "breakdown"})
     EXPECT_TRUE(p[0].contains(key)) << key;
-  for (const char* key : {"io_s", "h2d_s", "forward_s", "backward_s", "update_s", "comm_s", "comm_exposed_s",
-                          "sync_wait_s", "overhead_s"})
+  for (const char* key :
+       {"io_s", "h2d_s", "forward_s", "backward_s", "update_s", "comm_s", "comm_exposed_s", "sync_wait_s", "overhead_s"})
     EXPECT_TRUE(p[0]["breakdown"].contains(key)) << key;
   EXPECT_NEAR(p[1]["speedup"].get<double>(), 2 * 0.7445 / (0.5215 + 0.45 + 0.0359), 1e-12);
   EXPECT_NEAR(p[2]["speedup"].get<double>(), 4 * 0.7445 / (0.5215 + 0.72 + 0.042), 1e-12);
@@ -67,8 +67,9 @@ TEST(Cli, JsonFollowsTheContract) {
 TEST(Cli, MemoryWarningSaysWhatThePredictionSays) {
   // Llama-2-7B with DDP in bf16: the stderr warning and the JSON's memory are one estimate (the framework's fp32
   // gradients included in both): 6,738,415,616 × (4 + 2 + 4 + 8) B = 121.3 GB of weights, gradients and state.
-  const auto r = run_cli("predict --cluster dgx-h100 --model llama2-7b --framework pytorch-ddp --precision bf16 --batch 1 "
-                         "--gpus 1 --format json --no-train");
+  const auto r = run_cli(
+      "predict --cluster dgx-h100 --model llama2-7b --framework pytorch-ddp --precision bf16 --batch 1 "
+      "--gpus 1 --format json --no-train");
   ASSERT_EQ(r.status, 0) << r.err;
   const double need = nlohmann::json::parse(r.out).at("predictions")[0].at("memory").at("per_gpu_bytes").get<double>();
   EXPECT_NE(r.err.find(fmt::format("needs about {:.1f} GB per GPU", need / 1e9)), std::string::npos) << r.err;
@@ -126,9 +127,10 @@ TEST(Cli, FitKeepsTheFixedParametersAtTheirStart) {
   const std::string start = temp_file("start.yaml",
                                       "defaults: {tensor_efficiency: 0.5, vector_efficiency: 0.5, conv_efficiency: 0.5, "
                                       "memory_efficiency: 0.5, kernel_overhead: \"7 us\", operand_feed: 9}\n");
-  const std::string csv = temp_file("m.csv", "gpu,gpus,precision,model,global_batch,samples_per_s\n"
-                                             "v100-sxm2,1,fp32,resnet50,64,300\nv100-sxm2,1,fp16,resnet50,128,800\n"
-                                             "a100-sxm4-40gb,1,fp16,resnet50,128,1500\n");
+  const std::string csv = temp_file("m.csv",
+                                    "gpu,gpus,precision,model,global_batch,samples_per_s\n"
+                                    "v100-sxm2,1,fp32,resnet50,64,300\nv100-sxm2,1,fp16,resnet50,128,800\n"
+                                    "a100-sxm4-40gb,1,fp16,resnet50,128,1500\n");
   const std::string out = temp_file("fitted.yaml", "");
   const auto r = run_cli("calibrate fit " + csv + " --start " + start + " --fixed kernel_overhead,operand_feed -o " + out);
   ASSERT_EQ(r.status, 0) << r.err;
@@ -160,9 +162,9 @@ TEST(Cli, DefaultGpuCountsAreThoseTheClusterHolds) {
     return out;
   };
   using V = std::vector<int>;
-  EXPECT_EQ(counts("--cluster shi-chu-p40"), (V{1, 2, 4, 8, 16}));  // 4 nodes x 4: as before
-  EXPECT_EQ(counts("--cluster dgx-a100"), (V{1, 2, 4, 8}));         // one node of 8
-  EXPECT_EQ(counts("--cluster dell-c4140-p100-sxm2"), (V{1, 2, 4}));  // one node of 4
+  EXPECT_EQ(counts("--cluster shi-chu-p40"), (V{1, 2, 4, 8, 16}));      // 4 nodes x 4: as before
+  EXPECT_EQ(counts("--cluster dgx-a100"), (V{1, 2, 4, 8}));             // one node of 8
+  EXPECT_EQ(counts("--cluster dell-c4140-p100-sxm2"), (V{1, 2, 4}));    // one node of 4
   EXPECT_EQ(counts("--cluster gb200-nvl72"), (V{1, 2, 4, 8, 16, 72}));  // one 72-GPU NVLink domain
   EXPECT_EQ(counts("--cluster gb300-nvl72"), (V{1, 2, 4, 8, 16, 72}));  // the same for Blackwell Ultra
   EXPECT_EQ(counts("--cluster dgx-b300"), (V{1, 2, 4, 8}));
@@ -192,10 +194,11 @@ TEST(Cli, AClusterFileNamesTheFrameworkTakenWithoutOne) {
   EXPECT_EQ(predicted("--cluster dgx-a100").at("predictions"),
             predicted("--cluster dgx-a100 --framework pytorch-ddp").at("predictions"));
   // A cluster file of one's own.
-  const std::string own = temp_file("own-cluster.yaml",
-                                    "name: own\nnodes: 1\ngpus_per_node: 2\ngpu: v100-sxm2\nframework: cntk\n"
-                                    "host_to_gpu: {pinned: \"12 GB/s\"}\nintra_node: {bandwidth: \"20 GB/s\", latency: \"5 us\"}\n"
-                                    "storage: {disk: \"1 GB/s\", page_cache: \"5 GB/s\"}\n");
+  const std::string own =
+      temp_file("own-cluster.yaml",
+                "name: own\nnodes: 1\ngpus_per_node: 2\ngpu: v100-sxm2\nframework: cntk\n"
+                "host_to_gpu: {pinned: \"12 GB/s\"}\nintra_node: {bandwidth: \"20 GB/s\", latency: \"5 us\"}\n"
+                "storage: {disk: \"1 GB/s\", page_cache: \"5 GB/s\"}\n");
   const auto r = run_cli("predict --cluster " + own + " --model resnet50 --no-train --gpus 1,2");
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_NE(r.out.find("resnet50 on own, cntk (fp32)"), std::string::npos) << r.out;
@@ -227,7 +230,8 @@ TEST(Cli, FitTakesStrictFp32FromTheFilesThatSaySo) {
   ASSERT_NE(first, std::string::npos) << r.err;
   EXPECT_NE(r.err.find(row_of(fp32.err), first), std::string::npos) << r.err;
   // The options before the files take one value each: the files after them stay measurements.
-  const auto first_options = run_cli("calibrate fit --fp32-is-fp32-in " + mine + " --fixed all " + lambda + " " + mine + " -o " + out);
+  const auto first_options =
+      run_cli("calibrate fit --fp32-is-fp32-in " + mine + " --fixed all " + lambda + " " + mine + " -o " + out);
   ASSERT_EQ(first_options.status, 0) << first_options.err;
   EXPECT_EQ(first_options.err, r.err);
   // Without the option both rows are TF32's.
@@ -241,7 +245,8 @@ TEST(Cli, Fp32OnATf32GpuSaysWhatFrameworksRunThere) {
   ASSERT_EQ(fp32.status, 0) << fp32.err;
   EXPECT_NE(fp32.err.find("note: fp32 is strict FP32; on the A100 SXM4 40 GB"), std::string::npos) << fp32.err;
   EXPECT_NE(fp32.err.find("--precision tf32 predicts that"), std::string::npos) << fp32.err;
-  const auto tf32 = run_cli("predict --cluster dgx-a100 --model resnet50 --framework pytorch-ddp --gpus 1 --no-train --precision tf32");
+  const auto tf32 =
+      run_cli("predict --cluster dgx-a100 --model resnet50 --framework pytorch-ddp --gpus 1 --no-train --precision tf32");
   ASSERT_EQ(tf32.status, 0) << tf32.err;
   EXPECT_EQ(tf32.err, "");
   const auto volta = run_cli("predict --cluster dgx1v --model resnet50 --framework pytorch-ddp --gpus 1 --no-train");
@@ -256,16 +261,19 @@ TEST(Cli, Fp32OnATf32GpuSaysWhatFrameworksRunThere) {
 TEST(Cli, ShardedStepsThatDoNotFitAreNamedByGpuCount) {
   // FSDP shards Llama-2-7B's state over the GPUs: one H100 cannot hold it, eight can. The warning names the
   // count that does not fit with the JSON's own figure, and only that one.
-  const auto r = run_cli("predict --cluster dgx-h100 --model llama2-7b --framework fsdp --precision bf16 --batch 1 --gpus 1,8 "
-                         "--format json --no-train");
+  const auto r = run_cli(
+      "predict --cluster dgx-h100 --model llama2-7b --framework fsdp --precision bf16 --batch 1 --gpus 1,8 "
+      "--format json --no-train");
   ASSERT_EQ(r.status, 0) << r.err;
   const auto p = nlohmann::json::parse(r.out).at("predictions");
   ASSERT_FALSE(p[0].at("memory").at("fits").get<bool>());
   ASSERT_TRUE(p[1].at("memory").at("fits").get<bool>());
   EXPECT_NE(r.err.find(fmt::format("{} at 1 GPU;", dlscale::bytes(p[0].at("memory").at("per_gpu_bytes").get<double>()))),
-            std::string::npos) << r.err;
+            std::string::npos)
+      << r.err;
   EXPECT_EQ(r.err.find("at 8 GPUs"), std::string::npos) << r.err;
-  const auto fits = run_cli("predict --cluster dgx-h100 --model llama2-7b --framework fsdp --precision bf16 --batch 1 --gpus 8 --no-train");
+  const auto fits =
+      run_cli("predict --cluster dgx-h100 --model llama2-7b --framework fsdp --precision bf16 --batch 1 --gpus 8 --no-train");
   EXPECT_EQ(fits.err, "");
 }
 
@@ -274,8 +282,10 @@ TEST(Cli, BlackwellUltraClustersPredictLlamaUnderFsdpAndTimeCollectives) {
   // GPU's 288 GB (read as GiB, as the catalogue reads NVIDIA's "GB": 288 x 1,073,741,824 = 309,237,645,312 B).
   for (const auto& [cluster, all] : std::vector<std::pair<std::string, int>>{{"dgx-b300", 8}, {"gb300-nvl72", 72}}) {
     SCOPED_TRACE(cluster);
-    const auto r = run_cli("predict --cluster " + cluster + " --model llama3-8b --framework fsdp --precision bf16 --batch 1 "
-                           "--gpus 1," + std::to_string(all) + " --format json --no-train");
+    const auto r = run_cli("predict --cluster " + cluster +
+                           " --model llama3-8b --framework fsdp --precision bf16 --batch 1 "
+                           "--gpus 1," +
+                           std::to_string(all) + " --format json --no-train");
     ASSERT_EQ(r.status, 0) << r.err;
     const auto j = nlohmann::json::parse(r.out);
     const auto& p = j.at("predictions");
@@ -312,11 +322,13 @@ TEST(Cli, BlackwellUltraClustersPredictLlamaUnderFsdpAndTimeCollectives) {
 TEST(Cli, ExplainSourcesSaysWhichGradientsAreExchanged) {
   // PyTorch DDP under AMP keeps fp32 parameters: 4 B per parameter; DeepSpeed exchanges its fp16 working
   // copy's: 2 B.
-  const auto ddp = run_cli("predict --cluster dgx-a100 --framework pytorch-ddp --precision fp16 --gpus 8 --no-train --explain-sources");
+  const auto ddp =
+      run_cli("predict --cluster dgx-a100 --framework pytorch-ddp --precision fp16 --gpus 8 --no-train --explain-sources");
   ASSERT_EQ(ddp.status, 0) << ddp.err;
   EXPECT_NE(ddp.err.find("gradients exchanged: 4 B per parameter (fp32 in fp16: framework 'pytorch-ddp'"), std::string::npos)
       << ddp.err;
-  const auto zero = run_cli("predict --cluster dgx-a100 --framework deepspeed-zero2 --precision fp16 --gpus 8 --no-train --explain-sources");
+  const auto zero =
+      run_cli("predict --cluster dgx-a100 --framework deepspeed-zero2 --precision fp16 --gpus 8 --no-train --explain-sources");
   ASSERT_EQ(zero.status, 0) << zero.err;
   EXPECT_NE(zero.err.find("gradients exchanged: 2 B per parameter (fp16:"), std::string::npos) << zero.err;
 }
@@ -324,8 +336,10 @@ TEST(Cli, ExplainSourcesSaysWhichGradientsAreExchanged) {
 TEST(Cli, NamesAsPeopleWriteThem) {
   // "ResNet-50", "DGX A100", "PyTorch-DDP": letters and digits compared when exactly one file answers, so the
   // output is the one the file names give (the header names the files' own names).
-  const auto canonical = run_cli("predict --cluster dgx-a100 --model resnet50 --framework pytorch-ddp --precision tf32 --gpus 1,8 --no-train");
-  const auto written = run_cli("predict --cluster 'DGX A100' --model ResNet-50 --framework PyTorch-DDP --precision tf32 --gpus 1,8 --no-train");
+  const auto canonical =
+      run_cli("predict --cluster dgx-a100 --model resnet50 --framework pytorch-ddp --precision tf32 --gpus 1,8 --no-train");
+  const auto written =
+      run_cli("predict --cluster 'DGX A100' --model ResNet-50 --framework PyTorch-DDP --precision tf32 --gpus 1,8 --no-train");
   ASSERT_EQ(canonical.status, 0) << canonical.err;
   ASSERT_EQ(written.status, 0) << written.err;
   EXPECT_EQ(written.out, canonical.out);
@@ -369,8 +383,10 @@ TEST(Cli, AFrameworksOptimizerIsTheOneARunTakesUnlessItNamesOne) {
   // streams 12 B a parameter, momentum 20 B; with the optimiser fused (one kernel per layer either way) the two
   // updates differ by 61,100,840 x 8 B over 346 GB/s x the memory-bound efficiency 0.5294 (compute-params.yaml).
   auto update = [](const std::string& extra) {
-    const auto r = run_cli("predict --cluster shi-chu-p40 --model alexnet --framework tensorflow --batch 1024 --gpus 1 "
-                           "--format json" + extra);
+    const auto r = run_cli(
+        "predict --cluster shi-chu-p40 --model alexnet --framework tensorflow --batch 1024 --gpus 1 "
+        "--format json" +
+        extra);
     EXPECT_EQ(r.status, 0) << r.err;
     return nlohmann::json::parse(r.out).at("predictions")[0].at("breakdown").at("update_s").get<double>();
   };
@@ -479,15 +495,15 @@ TEST_P(CliBadInput, ExitTwoOneLineNothingOnStdout) {
 }
 
 const std::string kBadCluster =
-    temp_file("bad-cluster.yaml", "name: x\nnodes: 1\ngpus_per_node: 4\ngpu: p40\nhost_to_gpu: {pinned: \"-3 GB/s\"}\n")
-        .string();
+    temp_file("bad-cluster.yaml", "name: x\nnodes: 1\ngpus_per_node: 4\ngpu: p40\nhost_to_gpu: {pinned: \"-3 GB/s\"}\n").string();
 const std::string kBadYaml = temp_file("bad-yaml.yaml", "name: x\nnodes: [1\n").string();
 
 INSTANTIATE_TEST_SUITE_P(
     Catalogue, CliBadInput,
     ::testing::Values(
         BadRun{"too_many_gpus", "predict --gpus 32,6",
-               "dlscale: '--gpus': cluster 'shi-chu-p40' holds at most 16 GPUs (4 nodes × 4), asked for 32; 6 GPUs do not fill whole nodes of 4 GPUs on cluster 'shi-chu-p40'\n"},
+               "dlscale: '--gpus': cluster 'shi-chu-p40' holds at most 16 GPUs (4 nodes × 4), asked for 32; 6 GPUs do not fill "
+               "whole nodes of 4 GPUs on cluster 'shi-chu-p40'\n"},
         BadRun{"bad_gpu_list", "predict --gpus 1,two",
                "dlscale: '--gpus': '1,two' is not a list of GPU counts ≥ 1 (e.g. 1,2,4,8)\n"},
         BadRun{"bad_format", "predict --format xml", "dlscale: '--format': unknown format 'xml' (expected table, json or csv)\n"},
@@ -515,7 +531,8 @@ TEST(Cli, GpuOptionEqualsTheFileWithItsGpuReplaced) {
                              "peak_fp32: \"67 TFLOPS\"\npeak_fp16: \"989 TFLOPS\"\npeak_tf32: \"494.5 TFLOPS\"\n"
                              "memory_bandwidth: \"3.35 TB/s\"\nmemory: \"80 GiB\"\nbase_clock: \"1590 MHz\"\n"
                              "boost_clock: \"1980 MHz\"\nnvlinks: 18\nnvlink_generation: 4\npcie_generation: 5\n");
-  const std::string rest = " --model bert-squad --framework pytorch-ddp --precision bf16 --batch 32 --gpus 1,8 --no-train --format json";
+  const std::string rest =
+      " --model bert-squad --framework pytorch-ddp --precision bf16 --batch 32 --gpus 1,8 --no-train --format json";
   auto numbers = [](const test::RunResult& r) {
     EXPECT_EQ(r.status, 0) << r.err;
     std::vector<double> v;
@@ -558,8 +575,9 @@ TEST(Cli, GpuOptionRefusesWhatItCannotUse) {
   const auto nosm = temp_file("no-sm.yaml", "name: Mystery GPU\npeak_fp32: \"10 TFLOPS\"\nmemory_bandwidth: \"1 TB/s\"\n");
   const auto graph = run_cli("predict --cluster dgx-a100 --gpu " + nosm.string() + " -o /dev/null");
   EXPECT_EQ(graph.status, 2);
-  EXPECT_EQ(graph.err, "dlscale: '--gpu': 'Mystery GPU' gives no 'sm' (compute capability): 'dgx-a100' has a topology graph, "
-                       "whose NVLink bandwidths depend on it\n");
+  EXPECT_EQ(graph.err,
+            "dlscale: '--gpu': 'Mystery GPU' gives no 'sm' (compute capability): 'dgx-a100' has a topology graph, "
+            "whose NVLink bandwidths depend on it\n");
   // a precision the replacement lacks is refused as for a file that names it
   const auto v100 = run_cli("predict --cluster dgx-a100 --gpu v100-sxm2 --precision bf16");
   EXPECT_EQ(v100.status, 2);
@@ -615,7 +633,7 @@ TEST(Cli, OutputWritesThroughLinksAndDevicesAndFailsOnAFullDisk) {
   if (fs::exists("/dev/stdout")) {
     // /dev/stdout on a pipe: /proc/self/fd/1 links to "pipe:[N]", which no path reaches; written directly.
     const std::string cmd = "{ " + std::string(DLSCALE_CLI) + " predict --gpus 1 -o /dev/stdout 2>" + (dir / "err").string() +
-                            "; echo $? >" + (dir / "status").string() + "; } | cat >" + (dir / "piped").string();
+        "; echo $? >" + (dir / "status").string() + "; } | cat >" + (dir / "piped").string();
     ASSERT_EQ(std::system(cmd.c_str()), 0);
     EXPECT_EQ(test::slurp(dir / "status"), "0\n") << test::slurp(dir / "err");
     EXPECT_EQ(test::slurp(dir / "piped").rfind("# dlscale predict", 0), 0U) << test::slurp(dir / "err");
@@ -624,7 +642,8 @@ TEST(Cli, OutputWritesThroughLinksAndDevicesAndFailsOnAFullDisk) {
     r = test::run_cli("predict --gpus 1 -o /dev/full");
     EXPECT_EQ(r.status, 2);
     EXPECT_EQ(r.err, "dlscale: /dev/full: cannot write output file: No space left on device\n");
-    const int status = std::system((std::string(DLSCALE_CLI) + " predict --gpus 1 >/dev/full 2>" + (dir / "err").string()).c_str());
+    const int status =
+        std::system((std::string(DLSCALE_CLI) + " predict --gpus 1 >/dev/full 2>" + (dir / "err").string()).c_str());
     ASSERT_TRUE(WIFEXITED(status));
     EXPECT_EQ(WEXITSTATUS(status), 1);
     EXPECT_EQ(test::slurp(dir / "err"), "dlscale: cannot write standard output: No space left on device\n");
@@ -639,9 +658,10 @@ TEST(Cli, GpuCountsThatCannotBePlacedAreSkipped) {
   ASSERT_EQ(some.status, 0) << some.err;
   EXPECT_EQ(some.out, all.out);  // the counts it can, as if only they were asked for
   // dgx-a100-hdr: 128 nodes of 8 GPUs
-  EXPECT_THAT(some.err, HasSubstr("dlscale: warning: --gpus: skipped 2 of 4 counts: 12 GPUs do not fill whole nodes of 8 GPUs on "
-                                  "cluster 'dgx-a100-hdr'; cluster 'dgx-a100-hdr' holds at most 1024 GPUs (128 nodes × 8), "
-                                  "asked for 2000\n"));
+  EXPECT_THAT(some.err,
+              HasSubstr("dlscale: warning: --gpus: skipped 2 of 4 counts: 12 GPUs do not fill whole nodes of 8 GPUs on "
+                        "cluster 'dgx-a100-hdr'; cluster 'dgx-a100-hdr' holds at most 1024 GPUs (128 nodes × 8), "
+                        "asked for 2000\n"));
 }
 
 // Issue 35: an imported cluster predicts with pytorch-ddp and storage that does not bind, and says so on the
@@ -663,9 +683,11 @@ TEST(Cli, AnImportedClusterSaysWhatItAssumed) {
     EXPECT_EQ(p.at("breakdown").at("io_s").get<double>(), 0.0);
     EXPECT_EQ(p.at("bottleneck").get<std::string>().rfind("io", 0), std::string::npos);
   }
-  const auto given = run_cli("predict --cluster " + yaml.string() + " --gpus 8 --framework horovod --gpu v100-sxm2 --data synthetic");
+  const auto given =
+      run_cli("predict --cluster " + yaml.string() + " --gpus 8 --framework horovod --gpu v100-sxm2 --data synthetic");
   ASSERT_EQ(given.status, 0) << given.err;
-  EXPECT_EQ(given.out.substr(0, given.out.find('\n')), "# dlscale predict: resnet50 on dgx1v-nccl-topo, horovod (fp32), batch 32 per GPU");
+  EXPECT_EQ(given.out.substr(0, given.out.find('\n')),
+            "# dlscale predict: resnet50 on dgx1v-nccl-topo, horovod (fp32), batch 32 per GPU");
 }
 
 // Issue 35: an nccl-tests log cut to its table (no '# Rank' lines, no '# nThread' header) takes the GPU count
@@ -740,5 +762,4 @@ TEST(Cli, OutputKeepsTheRulesOfARedirection) {
 }
 
 }  // namespace
-}  // namespace dlscale#include "dlscale/format.hpp"
-
+}  // namespace dlscale

@@ -462,7 +462,7 @@ TEST(KernelModel, MemoryEfficientAttentionIsFusedAtItsDataTypesRate) {
   // by hand: 4 TFLOP/s per SM × 0.5, 256×128 tiles at 1/1.375 (c = 32); Q·Kᵀ 4 × 8 × 2 = 64 blocks in 7
   // waves of 2·256·128·128 FLOP, P·V 4 × 1 × 2 = 8 blocks in 1 wave of 2·256·128·1024 FLOP.
   const double tile_rate = 4e12 * 0.5 / 1.375;
-  const double qk32 = 7 * (2.0 * 256 * 128 * 128) / tile_rate;  // 40.37 us
+  const double qk32 = 7 * (2.0 * 256 * 128 * 128) / tile_rate;   // 40.37 us
   const double pv32 = 1 * (2.0 * 256 * 128 * 1024) / tile_rate;  // 46.14 us
   for (Precision p : {Precision::fp32, Precision::tf32}) {
     const auto [fwd, bwd] = fused(toy_gpu(), p);
@@ -628,8 +628,8 @@ TEST(Compute, ForeachAdamWMakesEightPassesOverTheTensors) {
   EXPECT_NEAR(in_seconds(estimate_layer_times(one_gemm(), toy_gpu(), 1, o).update[0]),
               1048576.0 * 78 / (500e9 * 0.5) + 8 * 0.05 * 5e-6, 1e-15);
   o.optimizer_impl = OptimizerImpl::fused;  // mixed: 4 + 2 + 4 + 2 + 16 B in one kernel
-  EXPECT_NEAR(in_seconds(estimate_layer_times(one_gemm(), toy_gpu(), 1, o).update[0]),
-              1048576.0 * 28 / (500e9 * 0.25) + 5e-6, 1e-15);
+  EXPECT_NEAR(in_seconds(estimate_layer_times(one_gemm(), toy_gpu(), 1, o).update[0]), 1048576.0 * 28 / (500e9 * 0.25) + 5e-6,
+              1e-15);
   EXPECT_EQ(optimizer_impl_from_string("foreach"), OptimizerImpl::foreach);
   EXPECT_THROW((void)optimizer_impl_from_string("multi_tensor"), std::invalid_argument);
 }

@@ -143,18 +143,21 @@ TEST(Determinism, SimulateWithSeedJitterAndStragglers) {
   expect_repeatable(base + "--merge best --format json -o {out}/sim.json --trace {out}/trace.json");
   // the seed matters: another seed gives other iteration times (so the runs above did draw random numbers)
   const Outputs a = run_once(base + "--format json");
-  const Outputs b = run_once("simulate --cluster dgx1v --model resnet50 --framework pytorch-ddp --gpus 1,4,8,16 --iterations 6 "
-                             "--seed 43 --jitter 0.1 --link-jitter 0.05 --speed 3=0.5 --contention --channels 2 --format json");
+  const Outputs b = run_once(
+      "simulate --cluster dgx1v --model resnet50 --framework pytorch-ddp --gpus 1,4,8,16 --iterations 6 "
+      "--seed 43 --jitter 0.1 --link-jitter 0.05 --speed 3=0.5 --contention --channels 2 --format json");
   ASSERT_EQ(a.status, 0) << a.err;
   EXPECT_NE(a.out.substr(a.out.find("\"simulation\"")), b.out.substr(b.out.find("\"simulation\"")));
 }
 
 TEST(Determinism, SimulateHorovodAndParameterServer) {
-  expect_repeatable("simulate --cluster shi-chu-p40 --model vgg16 --framework horovod --gpus 2,8,16 --iterations 4 --seed 7 "
-                    "--jitter 0.2 --readers 2 --decode \"2 ms\" --node-gpu 1=p40-base-clock --format json");
+  expect_repeatable(
+      "simulate --cluster shi-chu-p40 --model vgg16 --framework horovod --gpus 2,8,16 --iterations 4 --seed 7 "
+      "--jitter 0.2 --readers 2 --decode \"2 ms\" --node-gpu 1=p40-base-clock --format json");
   // (one node: across nodes MXNet's ps-lite transport is not a flow the contention model has)
-  expect_repeatable("simulate --cluster shi-chu-p40 --model alexnet --framework mxnet --gpus 2,4 --iterations 4 --seed 3 "
-                    "--link-jitter 0.3 --contention");
+  expect_repeatable(
+      "simulate --cluster shi-chu-p40 --model alexnet --framework mxnet --gpus 2,4 --iterations 4 --seed 3 "
+      "--link-jitter 0.3 --contention");
 }
 
 // ---- collective, topo, model ------------------------------------------------------------------------------
@@ -192,7 +195,8 @@ TEST(Determinism, SweepAcrossThreadCounts) {
     SCOPED_TRACE(format);
     std::optional<Outputs> reference;
     for (const char* threads : {"1", "2", "7"}) {
-      const Outputs o = expect_repeatable("sweep --spec " + spec + " --format " + format + " --threads " + threads + " -o {out}/sweep", 2);
+      const Outputs o =
+          expect_repeatable("sweep --spec " + spec + " --format " + format + " --threads " + threads + " -o {out}/sweep", 2);
       if (!reference) reference = o;
       else expect_same(*reference, o, std::string("--threads ") + threads + " against --threads 1");
     }
@@ -219,8 +223,9 @@ TEST(Determinism, SimulatedSweepAcrossThreadCounts) {
 // ---- explain, report, reproduce -------------------------------------------------------------------------------
 TEST(Determinism, Explain) {
   expect_repeatable("explain --gpus 16 --target 80%");
-  expect_repeatable("explain --cluster dgx-a100-hdr --model gpt2 --framework pytorch-ddp --batch 8 --gpus 32 --target 0.9 "
-                    "-o {out}/explain.txt");
+  expect_repeatable(
+      "explain --cluster dgx-a100-hdr --model gpt2 --framework pytorch-ddp --batch 8 --gpus 32 --target 0.9 "
+      "-o {out}/explain.txt");
 }
 
 TEST(Determinism, HtmlReport) {
@@ -237,13 +242,14 @@ TEST(Determinism, ReproduceWithPlots) {
 // ---- calibrate import ---------------------------------------------------------------------------------------
 TEST(Determinism, CalibrateImportWithSourceDateEpoch) {
   const Env epoch("SOURCE_DATE_EPOCH", "1700000000");
-  const Outputs nccl = expect_repeatable("calibrate import nccl-tests " + kData + "/calibration/all_reduce_perf-a100x8.log " + kData +
-                                         "/calibration/all_reduce_perf-a100-2and4.log " + kData +
+  const Outputs nccl = expect_repeatable("calibrate import nccl-tests " + kData + "/calibration/all_reduce_perf-a100x8.log " +
+                                         kData + "/calibration/all_reduce_perf-a100-2and4.log " + kData +
                                          "/calibration/all_gather_perf-a100x8.log -o {out}/nccl.yaml");
   // 1700000000 s after 1970-01-01T00:00:00Z: 19675 days (= 2023-11-14) and 80000 s (= 22:13:20)
   EXPECT_NE(nccl.files.at("nccl.yaml").find("date: \"2023-11-14T22:13:20Z\""), std::string::npos) << nccl.files.at("nccl.yaml");
   expect_repeatable("calibrate import nccl-tests " + kData + "/calibration/all_reduce_perf-v100-old.log");
-  const Outputs nv = expect_repeatable("calibrate import nvbandwidth " + kData + "/calibration/nvbandwidth-h100x2.json -o {out}/nv.yaml");
+  const Outputs nv =
+      expect_repeatable("calibrate import nvbandwidth " + kData + "/calibration/nvbandwidth-h100x2.json -o {out}/nv.yaml");
   EXPECT_NE(nv.files.at("nv.yaml").find("date: \"2023-11-14T22:13:20Z\""), std::string::npos);
 }
 

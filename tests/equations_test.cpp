@@ -23,23 +23,27 @@ TEST(WorkedExamples, CntkAlexNetSpeedupOnTwoAndFourGpus) {
   // S = 4 × 0.7445 / (0.5215 + 0.72 + 0.042) = 2.32
   EXPECT_DOUBLE_EQ(round_to(eq::speedup_eq8(4, seconds(0.223), gpu, seconds(0.72), seconds(0.042)), 2), 2.32);
   // the general eq. 8 on iteration times (eq. 3 for both) gives the same numbers
-  const Seconds t1 = eq::iteration_with_comm(seconds(0.223), seconds(0.0527), seconds(0.1684), seconds(0.2918),
-                                             seconds(0.0086), Seconds{});
-  const Seconds t2 = eq::iteration_with_comm(seconds(0.45), seconds(0.0527), seconds(0.1684), seconds(0.2918),
-                                             seconds(0.0086), seconds(0.0359));
+  const Seconds t1 =
+      eq::iteration_with_comm(seconds(0.223), seconds(0.0527), seconds(0.1684), seconds(0.2918), seconds(0.0086), Seconds{});
+  const Seconds t2 =
+      eq::iteration_with_comm(seconds(0.45), seconds(0.0527), seconds(0.1684), seconds(0.2918), seconds(0.0086), seconds(0.0359));
   EXPECT_DOUBLE_EQ(round_to(eq::speedup(2, t1, t2), 3), 1.478);
 }
 
 // Section VI-C, eq. 12: S_g = 63·N_g MB, B_rdma = 7 GB/s, 1 GB = 1024 MB in the paper's arithmetic.
 TEST(WorkedExamples, AllReduceEfficiencyOfCntkAlexNet) {
-  EXPECT_DOUBLE_EQ(round_to(100 * eq::allreduce_efficiency(mebibytes(63 * 8), seconds(0.0906), gibibytes_per_second(7)), 2), 77.61);
-  EXPECT_DOUBLE_EQ(round_to(100 * eq::allreduce_efficiency(mebibytes(63 * 16), seconds(0.236), gibibytes_per_second(7)), 2), 59.59);
+  EXPECT_DOUBLE_EQ(round_to(100 * eq::allreduce_efficiency(mebibytes(63 * 8), seconds(0.0906), gibibytes_per_second(7)), 2),
+                   77.61);
+  EXPECT_DOUBLE_EQ(round_to(100 * eq::allreduce_efficiency(mebibytes(63 * 16), seconds(0.236), gibibytes_per_second(7)), 2),
+                   59.59);
 }
 
 // Section VI-B: r_u2g = t_u / (t_h2d + t_f + t_b), the paper's own arithmetic.
 TEST(WorkedExamples, UpdateToGpuRatio) {
-  EXPECT_DOUBLE_EQ(round_to(100 * eq::update_to_gpu_ratio(seconds(0.0005), seconds(0.016), seconds(0.1129), seconds(0.1856)), 2), 0.16);
-  EXPECT_DOUBLE_EQ(round_to(100 * eq::update_to_gpu_ratio(seconds(0.0015), seconds(0.045), seconds(0.0767), seconds(0.1345)), 2), 0.59);
+  EXPECT_DOUBLE_EQ(round_to(100 * eq::update_to_gpu_ratio(seconds(0.0005), seconds(0.016), seconds(0.1129), seconds(0.1856)), 2),
+                   0.16);
+  EXPECT_DOUBLE_EQ(round_to(100 * eq::update_to_gpu_ratio(seconds(0.0015), seconds(0.045), seconds(0.0767), seconds(0.1345)), 2),
+                   0.59);
 }
 
 // Section VI-A: S_d = 1024·224·224·3·4 B = 588 MB (binary), t_io = 588 / (3.5·1024) = 0.164 s.
@@ -58,8 +62,8 @@ TEST(Equations, IoHiddenIsTheSlowerOfGpuAndReaders) {
 
 TEST(Equations, Eq5CountsTheCommunicationWindow) {
   // 0.1 + 0.01 + 0.2 + t_b^(L)=0.05 + (0.4 − 0.06) + 0.005 = 0.705
-  EXPECT_NEAR(in_seconds(eq::iteration_overlapped(seconds(0.1), seconds(0.01), seconds(0.2), seconds(0.05),
-                                                  seconds(0.06), seconds(0.4), seconds(0.005))),
+  EXPECT_NEAR(in_seconds(eq::iteration_overlapped(seconds(0.1), seconds(0.01), seconds(0.2), seconds(0.05), seconds(0.06),
+                                                  seconds(0.4), seconds(0.005))),
               0.705, 1e-12);
 }
 
@@ -81,8 +85,7 @@ TEST(Equations, HandWorkedThreeLayerOverlap) {
   const std::vector<Seconds> none(3);
   EXPECT_NEAR(in_seconds(eq::iteration_exact_per_layer_update(seconds(1), seconds(0.1), seconds(0.2), b, c, seconds(0.01))),
               1 + 0.1 + 0.2 + 0.70 + 0.01, 1e-12);
-  EXPECT_NEAR(in_seconds(eq::iteration_exact_update_after(Seconds{}, Seconds{}, Seconds{}, b, c, seconds(0.03))),
-              0.73, 1e-12);
+  EXPECT_NEAR(in_seconds(eq::iteration_exact_update_after(Seconds{}, Seconds{}, Seconds{}, b, c, seconds(0.03))), 0.73, 1e-12);
 }
 
 TEST(Equations, Case1WhenEveryAggregationFitsUnderTheNextBackward) {
@@ -92,14 +95,15 @@ TEST(Equations, Case1WhenEveryAggregationFitsUnderTheNextBackward) {
   EXPECT_EQ(h.which, 1);
   EXPECT_EQ(h.boundary, 0);
   // eq. 6: t_f + t_b + c1 + u1 with t_f = 0: 0.6 + 0.05 = 0.65; the exact recurrence agrees
-  EXPECT_NEAR(in_seconds(eq::iteration_case1(Seconds{}, Seconds{}, Seconds{}, seconds(0.6), seconds(0.05), Seconds{})), 0.65, 1e-12);
+  EXPECT_NEAR(in_seconds(eq::iteration_case1(Seconds{}, Seconds{}, Seconds{}, seconds(0.6), seconds(0.05), Seconds{})), 0.65,
+              1e-12);
   EXPECT_NEAR(in_seconds(eq::overlap_done_exact(b, c)), 0.65, 1e-12);
 }
 
 TEST(Equations, Eq10And11TensorFlowHybrid) {
   // eq. 10: 0.001 + 0.016 + 0.1129 + 0.1856 + 0.002 + 0.0005 = 0.318
-  EXPECT_NEAR(in_seconds(eq::iteration_tf_hybrid(seconds(0.001), seconds(0.016), seconds(0.1129), seconds(0.1856),
-                                                 seconds(0.002), seconds(0.0005))),
+  EXPECT_NEAR(in_seconds(eq::iteration_tf_hybrid(seconds(0.001), seconds(0.016), seconds(0.1129), seconds(0.1856), seconds(0.002),
+                                                 seconds(0.0005))),
               0.318, 1e-12);
   // eq. 11 with t_io,1 = t_io,n = 0.001: S = 4 × 0.316 / 0.318
   EXPECT_NEAR(eq::speedup_eq11(4, seconds(0.001), seconds(0.001), seconds(0.016), seconds(0.1129), seconds(0.1856),

@@ -58,7 +58,6 @@ TEST(FuzzRegressions, NcclTestsNumbersThatOverflow) {
   }
 }
 
-
 // fuzz_nvidia_smi: a header whose second column is binary bytes ("G\x80\xff…\xf39\0") over one row, GPU2.
 // The importer took the column for a NIC and wrote it into the cluster YAML unquoted, which the cluster
 // loader then rejected as malformed YAML. The fixture now stops at its only row, which is not GPU0 (line 2,
@@ -75,8 +74,9 @@ TEST(FuzzRegressions, NvidiaSmiColumnThatIsNoDeviceName) {
     (void)import_nvidia_smi("\tGPU0\tG\x80\xff\tCPU Affinity\nGPU0\t X \tSYS\t0-9\n", "b.txt");
     FAIL();
   } catch (const InputError& e) {
-    EXPECT_STREQ(e.what(), "b.txt:1:7: column 'G\\x80\\xff' is not a device name "
-                           "(a letter or digit, then letters, digits, '_', '-' or '.')");
+    EXPECT_STREQ(e.what(),
+                 "b.txt:1:7: column 'G\\x80\\xff' is not a device name "
+                 "(a letter or digit, then letters, digits, '_', '-' or '.')");
   }
   // by hand: a NIC column with a YAML flow character is refused at its column (1 + "\tGPU0\tGPU1\t" = 12)...
   const std::string header = "\tGPU0\tGPU1\t";
@@ -85,14 +85,14 @@ TEST(FuzzRegressions, NvidiaSmiColumnThatIsNoDeviceName) {
     (void)import_nvidia_smi(header + "mlx5,0}\tCPU Affinity\n" + rows, "c.txt");
     FAIL();
   } catch (const InputError& e) {
-    EXPECT_STREQ(e.what(), "c.txt:1:12: column 'mlx5,0}' is not a device name "
-                           "(a letter or digit, then letters, digits, '_', '-' or '.')");
+    EXPECT_STREQ(e.what(),
+                 "c.txt:1:12: column 'mlx5,0}' is not a device name "
+                 "(a letter or digit, then letters, digits, '_', '-' or '.')");
   }
   // ...and an ordinary one goes into the YAML as the NIC's name
   const std::string yaml = import_nvidia_smi(header + "mlx5_0\tCPU Affinity\n" + rows, "c.txt");
   EXPECT_THAT(yaml, HasSubstr("{name: mlx5_0,"));
 }
-
 
 // fuzz_nvbandwidth: a number too large for a double ("2457777777.77e7777…"): nlohmann::json threw
 // json::out_of_range (406, number overflow), not the parse_error the importer caught, so a foreign
@@ -102,7 +102,8 @@ TEST(FuzzRegressions, NvbandwidthNumberOverflow) {
     (void)parse_nvbandwidth(fixture("nvbandwidth-number-overflow.json"), "nvb.json");
     FAIL() << "accepted an overflowing number";
   } catch (const InputError& e) {
-    EXPECT_THAT(std::string(e.what()), ::testing::StartsWith("nvb.json:1:1: malformed JSON: number overflow parsing '2457777777.77e"));
+    EXPECT_THAT(std::string(e.what()),
+                ::testing::StartsWith("nvb.json:1:1: malformed JSON: number overflow parsing '2457777777.77e"));
   }
   // by hand, inside the document: '1e999' starts at column 32 of {"nvbandwidth": {"testcases": [1e999]}}
   // ({ at 1, "nvbandwidth" 2-14, : 15, space 16, { 17, "testcases" 18-28, : 29, space 30, [ 31)
@@ -113,7 +114,6 @@ TEST(FuzzRegressions, NvbandwidthNumberOverflow) {
     EXPECT_STREQ(e.what(), "t.json:1:32: malformed JSON: number overflow parsing '1e999'");
   }
 }
-
 
 // fuzz_nvidia_smi (a timeout): the DGX-1V matrix pasted twice. The importer took all 16 rows as GPUs, 8
 // of them in no column, and loading the YAML it wrote ran NCCL's channel search for over 10 s. Rows must
@@ -145,8 +145,9 @@ TEST(FuzzRegressions, NcclXmlCpuNumaIdThatIsNoNumber) {
     EXPECT_THAT(std::string(e.what()), ::testing::StartsWith("topo.xml:2:3: <cpu> 'numaid' must be a whole number, not '\\x00"));
   }
   // by hand: numaid -1 is NCCL's "unknown" and is kept; "0x1" is not a number
-  const std::string gpu = "<pci busid=\"0000:01:00.0\" class=\"0x030200\" link_speed=\"8 GT/s\" link_width=\"16\">"
-                          "<gpu dev=\"0\" sm=\"70\"/></pci>";
+  const std::string gpu =
+      "<pci busid=\"0000:01:00.0\" class=\"0x030200\" link_speed=\"8 GT/s\" link_width=\"16\">"
+      "<gpu dev=\"0\" sm=\"70\"/></pci>";
   EXPECT_THAT(import_nccl_xml("<system version=\"1\">\n<cpu numaid=\"-1\">" + gpu + "</cpu>\n</system>\n", "m.xml"),
               HasSubstr("{name: cpu-1,"));
   try {

@@ -303,8 +303,7 @@ TEST(InputPipeline, BadInputSectionsNameTheKey) {
             "c.yaml:8:56: 'input.cores': a node needs at least one CPU core");
   EXPECT_EQ(message("input: {dataset: imagenet, decode: \"-4 MP/s\", cores: 2}\n"),
             "c.yaml:8:36: 'input.decode': a decode rate must be greater than zero, got '-4 MP/s'");
-  EXPECT_EQ(message("input: {dataset: tapes}\n"),
-            "c.yaml:8:18: 'input.dataset': unknown datasets 'tapes' (known: imagenet)");
+  EXPECT_EQ(message("input: {dataset: tapes}\n"), "c.yaml:8:18: 'input.dataset': unknown datasets 'tapes' (known: imagenet)");
   EXPECT_EQ(message("input: {data: nfs, dataset: imagenet}\n"),
             "c.yaml:8:15: 'input.data': data 'nfs' needs 'nfs: {aggregate: ..., per_node: ...}'");
 }

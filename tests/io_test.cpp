@@ -20,8 +20,8 @@
 namespace dlscale {
 namespace {
 
-using ::testing::HasSubstr;
 using test::temp_file;
+using ::testing::HasSubstr;
 
 // ---- the YAML reader against yaml-cpp ------------------------------------------------------------
 // lib/io/yaml_reader parses with libyaml into a tree of its own. The reference is yaml-cpp, which
@@ -84,8 +84,7 @@ TEST(YamlReader, ReadsEveryShippedFileAsYamlCppDoes) {
 
 TEST(YamlReader, NullsEmptyDocumentsAndAliasesAsYamlCpp) {
   // What yaml-cpp calls null: a plain ~, null, Null, NULL or nothing; quoted, they are text.
-  const std::string text =
-      "a: ~\nb: null\nc:\nd: \"null\"\ne: 'NULL'\nf: Null\ng: &x {k: [1, 2]}\nh: *x\n";
+  const std::string text = "a: ~\nb: null\nc:\nd: \"null\"\ne: 'NULL'\nf: Null\ng: &x {k: [1, 2]}\nh: *x\n";
   const auto ours = yamlio::load_string(text, "t.yaml");
   expect_same_tree(ours, YAML::Load(text), "t.yaml");
   yamlio::MapReader m(ours);
@@ -116,8 +115,7 @@ TEST(YamlReader, NullsEmptyDocumentsAndAliasesAsYamlCpp) {
 TEST(YamlWriter, QuotesByItsRulesAndReadsBack) {
   // Names stay plain; what YAML would read as another type, or cannot carry plain, is quoted.
   EXPECT_EQ(yamlio::scalar("resnet50-v1.5/a_b"), "resnet50-v1.5/a_b");
-  for (const char* s : {"", "true", "no", "null", "-x", ".x", "a b", "a:b", "#c"})
-    EXPECT_EQ(yamlio::scalar(s).front(), '"') << s;
+  for (const char* s : {"", "true", "no", "null", "-x", ".x", "a b", "a:b", "#c"}) EXPECT_EQ(yamlio::scalar(s).front(), '"') << s;
   // Both escapes take '"' and '\'; only the JSON one writes control characters as escapes.
   EXPECT_EQ(yamlio::quoted("say \"hi\" \\ now"), R"("say \"hi\" \\ now")");
   EXPECT_EQ(yamlio::quoted("say \"hi\" \\ now", yamlio::Escape::json), R"("say \"hi\" \\ now")");
@@ -176,7 +174,7 @@ TEST(Inputs, FrameworkStrategiesSayWhatThePaperSays) {
   EXPECT_TRUE(prefetched("resnet50", 32));
   EXPECT_LT(in_mebibytes(cntk.prefetch_buffer), 588.0);
   EXPECT_GE(in_mebibytes(cntk.prefetch_buffer), 73.5);
-  EXPECT_EQ(cntk.overlap, Overlap::none);            // "not pipelined"
+  EXPECT_EQ(cntk.overlap, Overlap::none);  // "not pipelined"
   const Strategy mxnet = load_strategy(resolve(DataKind::framework, "mxnet", "--framework"));
   EXPECT_EQ(mxnet.aggregation, Aggregation::parameter_server);
   EXPECT_EQ(mxnet.update, UpdatePlacement::per_layer);
@@ -284,7 +282,8 @@ const BadInput kCases[] = {
     {"zero", "cluster", kZero.c_str(), "8:17: 'storage.disk': '0 MB/s' must be greater than zero"},
     {"unknown_key", "cluster", kUnknownKey.c_str(),
      "9:1: 'colour': unknown key (known keys here: assumed, description, fabric, framework, gpu, gpudirect_rdma, gpus_per_node, "
-     "host_memory, host_memory_size, host_to_gpu, input, inter_node, intra_node, name, node, nodes, price_per_gpu_hour, storage)"},
+     "host_memory, host_memory_size, host_to_gpu, input, inter_node, intra_node, name, node, nodes, price_per_gpu_hour, "
+     "storage)"},
     {"nested_unknown", "cluster", kNestedUnknown.c_str(),
      "6:36: 'intra_node.latncy': unknown key (known keys here: bandwidth, latency)"},
     {"missing_key", "cluster", kMissing.c_str(), "1:1: 'host_to_gpu': missing required key"},

@@ -24,8 +24,10 @@ std::string joined(const std::vector<std::string>& lines) {
 /// A scratch source tree, removed at the end of the test.
 class Tree {
  public:
-  Tree() : root_(fs::temp_directory_path() / ("dlscale-layers-" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()) + "-" +
-                                              ::testing::UnitTest::GetInstance()->current_test_info()->name())) {
+  Tree()
+      : root_(fs::temp_directory_path() /
+              ("dlscale-layers-" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()) + "-" +
+               ::testing::UnitTest::GetInstance()->current_test_info()->name())) {
     fs::remove_all(root_);
   }
   ~Tree() { fs::remove_all(root_); }
@@ -44,8 +46,10 @@ class Tree {
 
 /// core < io < predict, with a public header for core and one for predict.
 void write_small_tree(const Tree& t, const std::string& allow = "") {
-  t.write("layers.txt", "# bottom to top\nlayer core lib/core include/dlscale/units.hpp\nlayer io lib/io\n"
-                        "layer predict lib/predict include/dlscale/predict.hpp\n" + allow);
+  t.write("layers.txt",
+          "# bottom to top\nlayer core lib/core include/dlscale/units.hpp\nlayer io lib/io\n"
+          "layer predict lib/predict include/dlscale/predict.hpp\n" +
+              allow);
   t.write("include/dlscale/units.hpp", "#pragma once\n#include <string>\n");
   t.write("include/dlscale/predict.hpp", "#pragma once\n#include \"dlscale/units.hpp\"\n");
   t.write("lib/core/units.cpp", "#include \"dlscale/units.hpp\"\n");
@@ -88,8 +92,9 @@ TEST(Layers, AQuotedIncludeResolvesBesideTheFileFirst) {
 
 TEST(Layers, AnAllowedUpwardIncludePassesAndAStaleEntryFails) {
   Tree t;
-  write_small_tree(t, "allow lib/core/enums.cpp dlscale/predict.hpp the names move next\n"
-                      "allow lib/core/units.cpp dlscale/predict.hpp gone already\n");
+  write_small_tree(t,
+                   "allow lib/core/enums.cpp dlscale/predict.hpp the names move next\n"
+                   "allow lib/core/units.cpp dlscale/predict.hpp gone already\n");
   t.write("lib/core/enums.cpp", "#include \"dlscale/predict.hpp\"\n");
   EXPECT_EQ(joined(check_layers(t.root(), "layers.txt")),
             "layers.txt:6: allow lib/core/units.cpp dlscale/predict.hpp: no such upward include any more (remove the entry)\n");

@@ -23,8 +23,8 @@
 #include "dlscale/io.hpp"
 #include "dlscale/kernels.hpp"
 #include "dlscale/memory.hpp"
-#include "dlscale/sharding.hpp"
 #include "dlscale/predict.hpp"
+#include "dlscale/sharding.hpp"
 #include "dlscale/zoo.hpp"
 
 namespace dlscale {
@@ -70,7 +70,8 @@ struct Machine {
 std::optional<Machine> machine_of(const YAML::Node& row) {
   const std::string type = row["gpu"]["type"].as<std::string>();
   const std::string detail = row["gpu"]["detail"] ? lower(row["gpu"]["detail"].as<std::string>()) : "";
-  const std::string net = !row["interconnect"] || row["interconnect"].IsNull() ? "" : lower(row["interconnect"].as<std::string>());
+  const std::string net =
+      !row["interconnect"] || row["interconnect"].IsNull() ? "" : lower(row["interconnect"].as<std::string>());
   Machine m;
   if (type == "A100") m = {"dgx-a100-hdr", "a100-sxm4-80gb", ""};
   else if (type == "H100") m = {"dgx-h100-ndr", contains(detail, "hbm2e") ? "h100-sxm-hbm2e" : "h100-sxm", ""};
@@ -88,7 +89,8 @@ std::optional<Machine> machine_of(const YAML::Node& row) {
 void set_recompute(const YAML::Node& row, ComputeOptions& c) {
   const YAML::Node ck = row["activation_checkpointing"];
   if (!ck || !ck.IsScalar() || ck.as<std::string>() != "true") return;
-  const std::string d = row["activation_checkpointing_detail"] ? lower(row["activation_checkpointing_detail"].as<std::string>()) : "";
+  const std::string d =
+      row["activation_checkpointing_detail"] ? lower(row["activation_checkpointing_detail"].as<std::string>()) : "";
   if (contains(d, "selective layer")) {  // torchtitan's selective_ac_option = 2: every second block in full
     c.recompute = Recompute::full;
     c.recompute_blocks = 0.5;
@@ -156,9 +158,9 @@ std::optional<LlmRun> run_of(const YAML::Node& row, std::string& why) {
   // torchtitan's 2024-12 benchmarks ran at commit 9dec370, before it compiled the loss (torchtitan-2024.yaml)
   const bool titan_2024 = row["notes"] && contains(row["notes"].as<std::string>(), "torchtitan 9dec370");
   const std::string fw = contains(framework, "fsdp2") ? (titan_2024 ? "torchtitan-2024" : "torchtitan")
-                         : strategy == "fsdp-hybrid"   ? "fsdp-hybrid"
-                         : strategy == "zero1"         ? "deepspeed-zero1"
-                                                       : "fsdp";
+      : strategy == "fsdp-hybrid"                     ? "fsdp-hybrid"
+      : strategy == "zero1"                           ? "deepspeed-zero1"
+                                                      : "fsdp";
   sc.strategy = load_strategy(resolve(DataKind::framework, fw, "--framework"));
   sc.strategy.jitter_cv = 0.0;  // a published mean over steps
   sc.batch_per_gpu = row["micro_batch_per_gpu"].as<int>();
@@ -261,7 +263,7 @@ TEST(LlmSharded, EveryCompleteDecoderRowOnAKnownGpuIsPredicted) {
   for (const LlmRun& r : runs) {
     const Prediction p = Predictor(r.scenario, Predictor::TimesOnly{}).predict(r.gpus);
     EXPECT_TRUE(p.memory.fits) << r.id << " ran, and is predicted to need " << in_bytes(p.memory.per_gpu) / 1e9 << " GB of "
-                                << in_bytes(p.memory.capacity) / 1e9;
+                               << in_bytes(p.memory.capacity) / 1e9;
   }
 }
 
@@ -433,8 +435,8 @@ TEST(LlmWorkedExample, MemoryPerGpuUnderFullShardAndFullRecompute) {
   Strategy fsdp = load_strategy(resolve(DataKind::framework, "fsdp", "--framework"));
   const MemoryEstimate m = estimate_training_memory(net, 1, c, fsdp.sharding, 8);
   EXPECT_DOUBLE_EQ(in_bytes(m.weights), P * 2 / n + P * 4 / n);  // bf16 working shard + fp32 master shard
-  EXPECT_DOUBLE_EQ(in_bytes(m.gradients), P * 2 / n);             // bf16 gradient shard
-  EXPECT_DOUBLE_EQ(in_bytes(m.optimizer_state), P * 8 / n);       // AdamW's two fp32 moments
+  EXPECT_DOUBLE_EQ(in_bytes(m.gradients), P * 2 / n);            // bf16 gradient shard
+  EXPECT_DOUBLE_EQ(in_bytes(m.optimizer_state), P * 8 / n);      // AdamW's two fp32 moments
   // activations: each of the 32 blocks keeps its input, S·D bf16; the largest block's tensors are live during
   // its recompute; the embedding, final norm and output projection keep theirs (at least the blocks' inputs)
   const double inputs = 32 * 4096.0 * 4096 * 2;
@@ -477,8 +479,13 @@ std::vector<DecoderStep> h200_decoder_steps() {
     std::stringstream cells(line);
     for (const std::string& name : header) std::getline(cells, c[name], ',');
     const auto num = [&](const char* k) { return std::stoll(c.at(k)); };
-    DecoderShape d{.layers = num("layers"), .hidden = num("hidden"), .heads = num("heads"), .kv_heads = num("kv_heads"),
-                   .ffn = num("ffn"), .vocab = num("vocab"), .seq = num("seq")};
+    DecoderShape d{.layers = num("layers"),
+                   .hidden = num("hidden"),
+                   .heads = num("heads"),
+                   .kv_heads = num("kv_heads"),
+                   .ffn = num("ffn"),
+                   .vocab = num("vocab"),
+                   .seq = num("seq")};
     DecoderStep s;
     s.label = fmt::format("{}x{}/{} V{} seq {} b{} {} {} {} {} {}{}", d.layers, d.hidden, d.kv_heads, d.vocab, d.seq,
                           num("batch"), c["mode"], c["checkpointing"], c["precision"], c["attention"], c["optimizer"],
@@ -518,7 +525,7 @@ TEST(H200DecoderSteps, BesideThePredictions) {
   }
   std::printf("H200 decoder steps: %d rows, mean |error| %.1f %%, worst %.1f %%\n", rows, 100 * sum / rows, 100 * worst);
   EXPECT_LT(sum / rows, 0.08);  // where it stands: 6.5 %
-  EXPECT_LT(worst, 0.30);      // the 125M model with full recompute, +25.1 % (docs/compute-model.md says why)
+  EXPECT_LT(worst, 0.30);       // the 125M model with full recompute, +25.1 % (docs/compute-model.md says why)
 }
 
 // The same steps' memory: every one ran, so each must be predicted to fit; the model's per-GPU figure (its
@@ -531,8 +538,8 @@ TEST(H200DecoderSteps, MemoryBesideTheAllocatorsPeak) {
     EXPECT_TRUE(p.memory.fits) << s.label;
     if (s.peak_allocated <= 0) continue;
     const double e = rel(in_bytes(p.memory.per_gpu), s.peak_allocated);
-    std::printf("H200 decoder %-60s allocated %6.1f GB predicted %6.1f GB (%+.1f %%)\n", s.label.c_str(),
-                s.peak_allocated / 1e9, in_bytes(p.memory.per_gpu) / 1e9, 100 * e);
+    std::printf("H200 decoder %-60s allocated %6.1f GB predicted %6.1f GB (%+.1f %%)\n", s.label.c_str(), s.peak_allocated / 1e9,
+                in_bytes(p.memory.per_gpu) / 1e9, 100 * e);
     sum += std::abs(e);
     signed_sum += e;
     ++rows;
@@ -603,11 +610,11 @@ TEST(H200DecoderSteps, GemmsOfTheDecoderShapes) {
     };
     const double bf16 = model_ms(Precision::bf16), fp8 = model_ms(Precision::fp8);
     const double flop = 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
-    std::printf("H200 GEMM %5lld x %6lld x %5lld: bf16 measured %6.1f TFLOP/s, model %6.1f (%+.1f %%); "
-                "fp8 measured %7.1f, model %7.1f (%+.1f %%)\n",
-                static_cast<long long>(m), static_cast<long long>(n), static_cast<long long>(k), flop / bf16_ms / 1e9,
-                flop / bf16 / 1e9, 100 * rel(bf16_ms / bf16, 1.0), flop / fp8_ms / 1e9, flop / fp8 / 1e9,
-                100 * rel(fp8_ms / fp8, 1.0));
+    std::printf(
+        "H200 GEMM %5lld x %6lld x %5lld: bf16 measured %6.1f TFLOP/s, model %6.1f (%+.1f %%); "
+        "fp8 measured %7.1f, model %7.1f (%+.1f %%)\n",
+        static_cast<long long>(m), static_cast<long long>(n), static_cast<long long>(k), flop / bf16_ms / 1e9, flop / bf16 / 1e9,
+        100 * rel(bf16_ms / bf16, 1.0), flop / fp8_ms / 1e9, flop / fp8 / 1e9, 100 * rel(fp8_ms / fp8, 1.0));
     if (std::min({m, n, k}) >= 4096) {
       EXPECT_NEAR(bf16_ms / bf16, 1.0, 0.20) << line;
     }

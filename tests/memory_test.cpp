@@ -31,11 +31,11 @@ Network toy() {
 
 TEST(Memory, Fp32TrainingStepByHand) {
   const auto m = estimate_training_memory(toy(), 10, ComputeOptions{}, bytes(1e9));
-  EXPECT_DOUBLE_EQ(in_bytes(m.weights), 4e6);          // 1e6 · 4 B
+  EXPECT_DOUBLE_EQ(in_bytes(m.weights), 4e6);  // 1e6 · 4 B
   EXPECT_DOUBLE_EQ(in_bytes(m.gradients), 4e6);
-  EXPECT_DOUBLE_EQ(in_bytes(m.optimizer_state), 4e6);  // one momentum word
-  EXPECT_DOUBLE_EQ(in_bytes(m.activations), 1e7);      // 1e6 · 10
-  EXPECT_DOUBLE_EQ(in_bytes(m.input), 1e6);            // 1e5 · 10
+  EXPECT_DOUBLE_EQ(in_bytes(m.optimizer_state), 4e6);                 // one momentum word
+  EXPECT_DOUBLE_EQ(in_bytes(m.activations), 1e7);                     // 1e6 · 10
+  EXPECT_DOUBLE_EQ(in_bytes(m.input), 1e6);                           // 1e5 · 10
   EXPECT_DOUBLE_EQ(in_bytes(m.allocator_slack), 0.05 * (1e7 + 4e6));  // activations and gradients
   EXPECT_DOUBLE_EQ(in_bytes(m.total()), 1e9 + 1.2e7 + 1e7 + 1e6 + 0.05 * 1.4e7);
 }
@@ -94,7 +94,8 @@ TEST(Memory, UnfusedAttentionKeepsItsProbabilitiesByHand) {
   ComputeOptions flash = autocast;
   flash.attention = AttentionKernel::flash;
   EXPECT_DOUBLE_EQ(autocast_softmax_bytes_per_sample(with, flash), 0.0);
-  EXPECT_DOUBLE_EQ(in_bytes(estimate_training_memory(with, 8, flash, bytes(0)).activations), 8 * ((4.0 * 128 * 768 * 4) / 2 + loss));
+  EXPECT_DOUBLE_EQ(in_bytes(estimate_training_memory(with, 8, flash, bytes(0)).activations),
+                   8 * ((4.0 * 128 * 768 * 4) / 2 + loss));
   // compiled, the fused loss keeps no fp32 copy
   ComputeOptions compiled = flash;
   compiled.compiled = true;
@@ -143,8 +144,8 @@ TEST(Memory, BatchesWeiEtAlRanFitTheirGpus) {
   // (ResNet 64, SWAG 16, SQuAD 8). They ran, so the estimate must not warn about them.
   const GpuSpec v100 = find_gpu("v100-sxm3"), rtx = find_gpu("rtx2080ti");
   const ComputeOptions fp32;
-  for (auto [name, big, small] : {std::tuple{"resnet101", 128, 64}, std::tuple{"bert-swag", 64, 16},
-                                  std::tuple{"bert-squad", 32, 8}}) {
+  for (auto [name, big, small] :
+       {std::tuple{"resnet101", 128, 64}, std::tuple{"bert-swag", 64, 16}, std::tuple{"bert-squad", 32, 8}}) {
     SCOPED_TRACE(name);
     EXPECT_TRUE(check_memory_fit(zoo(name), v100, big, fp32).fits);
     EXPECT_TRUE(check_memory_fit(zoo(name), rtx, small, fp32).fits);
@@ -217,11 +218,12 @@ TEST(Checkpointing, EverySegmentButTheLastRunsItsForwardAgain) {
 }
 
 TEST(Checkpointing, ANetworkOfOneLayerHasNothingToCheckpoint) {
-  const auto model = test::temp_file(
-      "one-layer.yaml",
-      "name: one\ndescription: one layer\ninput: {kind: image, shape: [3, 8, 8], bytes_per_sample: \"768 B\"}\n"
-      "layers:\n  - {name: fc, kind: linear, params: 10, forward_flops: 20, activation_bytes: \"40 B\"}\n");
-  const auto r = test::run_cli("predict --cluster dgx1v --model " + model.string() + " --framework pytorch-ddp --gpus 1,8 --checkpointing");
+  const auto model =
+      test::temp_file("one-layer.yaml",
+                      "name: one\ndescription: one layer\ninput: {kind: image, shape: [3, 8, 8], bytes_per_sample: \"768 B\"}\n"
+                      "layers:\n  - {name: fc, kind: linear, params: 10, forward_flops: 20, activation_bytes: \"40 B\"}\n");
+  const auto r =
+      test::run_cli("predict --cluster dgx1v --model " + model.string() + " --framework pytorch-ddp --gpus 1,8 --checkpointing");
   EXPECT_EQ(r.status, 2) << r.err;
   EXPECT_TRUE(r.out.empty());
   EXPECT_EQ(r.err, "dlscale: '--checkpointing': model 'one' has 1 learnable layer: nothing to checkpoint\n");

@@ -107,9 +107,7 @@ std::vector<Series> read_log(const std::string& path) {
 }
 
 // ---- the comparison ---------------------------------------------------------------------------------
-std::string log_path(const std::string& file) {
-  return std::string(DLSCALE_TEST_DATA_DIR) + "/real-inputs/nccl-tests/" + file;
-}
+std::string log_path(const std::string& file) { return std::string(DLSCALE_TEST_DATA_DIR) + "/real-inputs/nccl-tests/" + file; }
 
 /// A measured point the model does not reach within the bound, with the reason (docs/topology.md).
 struct Known {
@@ -133,17 +131,22 @@ const std::vector<LogCase>& cases() {
       // 8 × V100-SXM2 in a hybrid cube-mesh like the DGX-1's; nccl-tests -g 8 (one thread), NCCL of 2019.
       {"allreduce-v100-sxm2-8gpu-2019.txt", "dgx1v", {8, 1, 8}, {}},
       // DGX-2, 12 of its 16 GPUs; nccl-tests -g 12 (one thread), NCCL of early 2020.
-      {"dgx2-12gpu-five-collectives-2020.txt", "dgx2", {12, 1, 12},
+      {"dgx2-12gpu-five-collectives-2020.txt",
+       "dgx2",
+       {12, 1, 12},
        {{"all_gather", 33554400, 1e30, "measured busbw 50-60 % of the same GPUs' all-reduce"},
         {"reduce_scatter", 33554400, 1e30, "measured busbw 50-60 % of the same GPUs' all-reduce"},
-        {"all_reduce", 1048576, 1048576, "less the 52.8 µs of issue, the log's 1 MiB took 36 µs: twice as fast as 2.30's LL there"}}},
+        {"all_reduce", 1048576, 1048576,
+         "less the 52.8 µs of issue, the log's 1 MiB took 36 µs: twice as fast as 2.30's LL there"}}},
       // OCI BM.GPU.H100.8 × 2 (RoCE, 16 × 200 Gb/s per node; dgx-h100-ndr has the same 400 GB/s per node).
       {"allreduce-h100-oci-bmgpuh100-2node.txt", "dgx-h100-ndr", {16, 2, 8}, {}},
       {"allreduce-t4-g4dn-efa-2node-tagged.txt", "", {2, 2, 1}, {}},
       // GB200 NVL72, one rack: 72 GPUs in one NVLink domain, one process per GPU (the log keeps only its
       // last "Rank 71" line). Its busbw climbs until 4 GiB: 0.5 ms more than the 4-8 GiB slope at 512 MiB to
       // 2 GiB, which no constant of NCCL's cost model gives (NVLS there has a 25 µs latency).
-      {"allreduce-gb200-nvl72-trimmed-coreweave.txt", "gb200-nvl72", {72, 1, 72},
+      {"allreduce-gb200-nvl72-trimmed-coreweave.txt",
+       "gb200-nvl72",
+       {72, 1, 72},
        {{"all_reduce", 536870912, 536870912, "measured busbw climbs to 4 GiB (0.5 ms above the 4-8 GiB slope below it)"}}},
   };
   return c;
@@ -187,7 +190,7 @@ std::vector<Row> probe_rows(const Series& s) {
 struct Compared {
   std::string file, op, cluster;
   double bytes = 0, measured_us = 0, predicted_us = 0;
-  std::string how;  // algorithm/protocol
+  std::string how;     // algorithm/protocol
   double host_us = 0;  // the host issue that nccl_tests_time adds: (k − 1) launches
   double error() const { return predicted_us / measured_us - 1; }
 };
@@ -255,9 +258,8 @@ TEST(NcclLogs, EveryModelledPointIsWithinTwentyFivePercent) {
         EXPECT_GT(std::abs(x.error()), kBound) << x.file << " " << x.op << " " << x.bytes << " B now fits: " << k->why;
         continue;
       }
-      EXPECT_LE(std::abs(x.error()), kBound)
-          << x.file << " " << x.op << " " << x.bytes << " B: measured " << x.measured_us << " µs, predicted "
-          << x.predicted_us << " µs (" << x.how << ")";
+      EXPECT_LE(std::abs(x.error()), kBound) << x.file << " " << x.op << " " << x.bytes << " B: measured " << x.measured_us
+                                             << " µs, predicted " << x.predicted_us << " µs (" << x.how << ")";
       ++checked;
     }
   }
@@ -304,10 +306,11 @@ TEST(NcclLogs, PrintsTheTable) {
   for (const auto& c : cases())
     for (const auto& x : compare(c)) {
       const Known* k = known_miss(c, x.op, x.bytes);
-      std::cout << fmt::format("| {} | {} | {} | {:.1f} | {} | {}{} | {} |\n", x.file, x.op, size_text(x.bytes),
-                               x.measured_us, x.cluster.empty() ? "–" : fmt::format("{:.1f}", x.predicted_us),
+      std::cout << fmt::format("| {} | {} | {} | {:.1f} | {} | {}{} | {} |\n", x.file, x.op, size_text(x.bytes), x.measured_us,
+                               x.cluster.empty() ? "–" : fmt::format("{:.1f}", x.predicted_us),
                                x.cluster.empty() ? "no topology" : fmt::format("{:+.0f} %", 100 * x.error()),
-                               k ? " (" + k->why + ")" : "", x.how + (x.host_us > 0 ? fmt::format(" + {:.1f} µs issue", x.host_us) : ""));
+                               k ? " (" + k->why + ")" : "",
+                               x.how + (x.host_us > 0 ? fmt::format(" + {:.1f} µs issue", x.host_us) : ""));
     }
 }
 
@@ -315,10 +318,12 @@ TEST(NcclLogs, PrintsTheTable) {
 // predicted / measured: the time of the smallest size (8 B where the log starts there; its first row
 // otherwise), the time at 1 MiB, and the bus bandwidth of the largest size (measured time / predicted
 // time). The 15 % bound holds for the points that are not known misses (cases(): each with its reason in
-// docs/topology.md); the geometric mean with them is printed beside it. Every log of shared/data/real-inputs/nccl-tests must be one of cases(): a new log there fails
-// this test until it is modelled or listed without a topology (and the reason in docs/topology.md).
+// docs/topology.md); the geometric mean with them is printed beside it. Every log of shared/data/real-inputs/nccl-tests must be
+// one of cases(): a new log there fails this test until it is modelled or listed without a topology (and the reason in
+// docs/topology.md).
 TEST(NcclLogs, GeomeanPerSizeClassIsWithinFifteenPercent) {
-  const std::filesystem::path shared = std::filesystem::path(DLSCALE_SOURCE_DIR) / ".." / "shared" / "data" / "real-inputs" / "nccl-tests";
+  const std::filesystem::path shared =
+      std::filesystem::path(DLSCALE_SOURCE_DIR) / ".." / "shared" / "data" / "real-inputs" / "nccl-tests";
   if (std::filesystem::is_directory(shared)) {
     for (const auto& f : std::filesystem::directory_iterator(shared)) {
       bool listed = false;
@@ -362,8 +367,9 @@ TEST(NcclLogs, GeomeanPerSizeClassIsWithinFifteenPercent) {
   for (const auto& k : classes) {
     ASSERT_GT(k.n, 0);
     const double g = std::exp(k.log_sum / k.n);
-    std::cout << fmt::format("{}: geometric mean of predicted/measured over {} series = {:.3f} ({:.3f} over all {} with the known misses)\n",
-                             k.name, k.n, g, std::exp(k.log_sum_all / k.n_all), k.n_all);
+    std::cout << fmt::format(
+        "{}: geometric mean of predicted/measured over {} series = {:.3f} ({:.3f} over all {} with the known misses)\n", k.name,
+        k.n, g, std::exp(k.log_sum_all / k.n_all), k.n_all);
     EXPECT_NEAR(g, 1.0, 0.15) << k.name;
   }
 }
@@ -390,7 +396,7 @@ TEST(NcclLogs, VoltaNvlinkRatesAreTheFitOfTheMeasuredBusBandwidths) {
   auto busbw = [&](const Point& p) {
     const GpuPlacement where{p.gpus, 1, p.gpus};
     return p.bytes / in_us(nccl::choose(topo(p.cluster), t, CollectiveOp::allreduce, bytes(p.bytes), where).time) / 1e3 *
-           nccl::busbw_factor(CollectiveOp::allreduce, p.gpus);
+        nccl::busbw_factor(CollectiveOp::allreduce, p.gpus);
   };
   const std::vector<Point> direct = {{"DGX-1V, 8 GPUs (DGX-2 comparison paper, Fig. 2)", "dgx1v", 8, 6, 1073741824.0, 135.5, 0},
                                      {"AC922, 2 GPUs (the same figure)", "ac922", 2, 3, 1073741824.0, 70.0, 0}};
@@ -420,16 +426,16 @@ TEST(NcclLogs, VoltaNvlinkRatesAreTheFitOfTheMeasuredBusBandwidths) {
   const Point sw{"DGX-2, 12 GPUs, all_reduce 8 GiB (log)", "dgx2", 12, 6, big.bytes, measured_busbw,
                  in_us(nccl::issue_before_last(t, 12))};
   const double r_sw = rate(sw);
-  std::printf("GPU-NVSwitch NVLink: %.2f GB/s per link from %s (%.1f GB/s); table %.2f\n", r_sw, sw.what.c_str(),
-              measured_busbw, t.volta_nvlink_nvswitch_gbps);
+  std::printf("GPU-NVSwitch NVLink: %.2f GB/s per link from %s (%.1f GB/s); table %.2f\n", r_sw, sw.what.c_str(), measured_busbw,
+              t.volta_nvlink_nvswitch_gbps);
   EXPECT_NEAR(t.volta_nvlink_nvswitch_gbps, r_sw, 0.05);
   // Out of sample: broadcast and reduce at 8 GiB on the same GPUs (busbw = algbw), within 3 %.
   for (std::size_t k : {2u, 3u}) {
     const Row& row = dgx2[k].rows.back();
     const auto ch = nccl::choose(topo("dgx2"), t, dgx2[k].op, bytes(row.bytes), {12, 1, 12});
     const double predicted = in_us(nccl::nccl_tests_time(ch.time, t, 12));
-    std::printf("  %s 8 GiB: measured %.0f, predicted %.0f us (%+.1f %%)\n", dgx2[k].op_name.c_str(), row.time_us,
-                predicted, 100 * (predicted / row.time_us - 1));
+    std::printf("  %s 8 GiB: measured %.0f, predicted %.0f us (%+.1f %%)\n", dgx2[k].op_name.c_str(), row.time_us, predicted,
+                100 * (predicted / row.time_us - 1));
     EXPECT_LE(std::abs(predicted / row.time_us - 1), 0.03);
   }
 }

@@ -24,8 +24,8 @@
 #include "dlscale/topology.hpp"
 #include "nccl/model.hpp"
 #include "nccl/system.hpp"
-#include "topology/graph.hpp"
 #include "support/run.hpp"
+#include "topology/graph.hpp"
 
 namespace dlscale {
 namespace {
@@ -147,31 +147,31 @@ TEST(NcclSearch, SkippingSearchesProvedShortChangesNothing) {
     const Cluster& c = cluster(name);
     if (!c.topology) continue;
     for (int k = 1; k <= c.gpus_per_node; ++k)
-    for (bool nets : {false, true}) {
-      if (name == "gb300-nvl72" && k > 8 && (k & (k - 1)) != 0 && k != c.gpus_per_node) continue;
-      if (nets && c.topology->nic_names().empty()) continue;
-      if (!nets && k == 1) continue;
-      SCOPED_TRACE(name + ", " + std::to_string(k) + " GPUs" + (nets ? " with NICs" : ""));
-      const auto gpus = first(k);
-      auto run = [&](ChannelPattern p, int lo, int hi, bool skip) {
-        auto sys = nccl::build_system(c.topology->impl(), gpus, nets, table);
-        return nccl::compute_channels(sys, p, lo, hi, table, skip);
-      };
-      auto same = [&](const ChannelSet& a, const ChannelSet& b) {
-        EXPECT_EQ(a.channels, b.channels);
-        EXPECT_EQ(a.bw_intra, b.bw_intra);
-        EXPECT_EQ(a.bw_inter, b.bw_inter);
-        EXPECT_EQ(a.type_intra, b.type_intra);
-        EXPECT_EQ(a.fallback, b.fallback);
-        EXPECT_EQ(a.orders, b.orders);
-        ++compared;
-      };
-      const ChannelSet ring = run(ChannelPattern::ring, 1, table.max_channels, false);
-      same(run(ChannelPattern::ring, 1, table.max_channels, true), ring);
-      const ChannelSet tree = run(ChannelPattern::tree, ring.channels, ring.channels, false);
-      same(run(ChannelPattern::tree, ring.channels, ring.channels, true), tree);
-      ++trees;
-    }
+      for (bool nets : {false, true}) {
+        if (name == "gb300-nvl72" && k > 8 && (k & (k - 1)) != 0 && k != c.gpus_per_node) continue;
+        if (nets && c.topology->nic_names().empty()) continue;
+        if (!nets && k == 1) continue;
+        SCOPED_TRACE(name + ", " + std::to_string(k) + " GPUs" + (nets ? " with NICs" : ""));
+        const auto gpus = first(k);
+        auto run = [&](ChannelPattern p, int lo, int hi, bool skip) {
+          auto sys = nccl::build_system(c.topology->impl(), gpus, nets, table);
+          return nccl::compute_channels(sys, p, lo, hi, table, skip);
+        };
+        auto same = [&](const ChannelSet& a, const ChannelSet& b) {
+          EXPECT_EQ(a.channels, b.channels);
+          EXPECT_EQ(a.bw_intra, b.bw_intra);
+          EXPECT_EQ(a.bw_inter, b.bw_inter);
+          EXPECT_EQ(a.type_intra, b.type_intra);
+          EXPECT_EQ(a.fallback, b.fallback);
+          EXPECT_EQ(a.orders, b.orders);
+          ++compared;
+        };
+        const ChannelSet ring = run(ChannelPattern::ring, 1, table.max_channels, false);
+        same(run(ChannelPattern::ring, 1, table.max_channels, true), ring);
+        const ChannelSet tree = run(ChannelPattern::tree, ring.channels, ring.channels, false);
+        same(run(ChannelPattern::tree, ring.channels, ring.channels, true), tree);
+        ++trees;
+      }
   }
   EXPECT_GT(trees, 100);  // the shipped nodes give this many GPU sets; fewer means clusters went missing
   EXPECT_EQ(compared, 2 * trees);
@@ -389,8 +389,8 @@ TEST(NcclPat, SixteenNodesOfOneGpuPickPatForSmallAndRingForLargeAllGathers) {
   EXPECT_NEAR(in_us(small.latency), pat_lat, 1e-9);
   EXPECT_NEAR(in_us(small.time), pat_lat + 1024.0 / 11250.0, 1e-9);
   // Reduce-scatter is costed the same way.
-  EXPECT_NEAR(in_us(choose("dgx-h100-ndr", CollectiveOp::reducescatter, kibibytes(1), {16, 16, 1}).time),
-              in_us(small.time), 1e-9);
+  EXPECT_NEAR(in_us(choose("dgx-h100-ndr", CollectiveOp::reducescatter, kibibytes(1), {16, 16, 1}).time), in_us(small.time),
+              1e-9);
   // PAT against ring LL: 71.0857 + x / 11,250 = 96.6 + x / 25,600 at x ≈ 512 kB; at 256 KiB PAT still wins.
   EXPECT_EQ(choose("dgx-h100-ndr", CollectiveOp::allgather, kibibytes(256), {16, 16, 1}).algorithm, nccl::PAT);
   EXPECT_EQ(choose("dgx-h100-ndr", CollectiveOp::allgather, mebibytes(1), {16, 16, 1}).algorithm, nccl::RING);
@@ -448,9 +448,10 @@ TEST(NcclTuning, ParameterServerIncast) {
 
 TEST(NcclTuning, FactoryPicksNcclWhenTheClusterHasAGraph) {
   EXPECT_NE(make_collective_model(cluster("dgx1v"))->describe().find("NCCL 2.30.7"), std::string::npos);
-  const auto file = test::temp_file("simple.yaml",
-                                    "name: s\nnodes: 1\ngpus_per_node: 2\ngpu: v100-sxm2\nhost_to_gpu: {pinned: \"12 GB/s\"}\n"
-                                    "intra_node: {bandwidth: \"20 GB/s\"}\nstorage: {disk: \"1 GB/s\", page_cache: \"2 GB/s\"}\n");
+  const auto file =
+      test::temp_file("simple.yaml",
+                      "name: s\nnodes: 1\ngpus_per_node: 2\ngpu: v100-sxm2\nhost_to_gpu: {pinned: \"12 GB/s\"}\n"
+                      "intra_node: {bandwidth: \"20 GB/s\"}\nstorage: {disk: \"1 GB/s\", page_cache: \"2 GB/s\"}\n");
   EXPECT_NE(make_collective_model(load_cluster(file))->describe().find("alpha-beta"), std::string::npos);
 }
 
@@ -515,7 +516,8 @@ TEST(NcclVoltaNvlink, Dgx1vEightGpusAboveDgx2AndNearTheMeasured135) {
   EXPECT_NEAR(ac922, s / (15.2 + s / 69000.0) / 1e3, 1e-9);
   // Graphs through PCIe or a CPU keep NCCL's ratings: AC922 at 4 GPUs crosses the X-bus (2 × 15 booked).
   const auto four = choose("ac922", CollectiveOp::allreduce, gibibytes(1), {4, 1, 4});
-  EXPECT_NEAR(s / in_us(four.time) / 1e3 * 6.0 / 4.0, s / (8.4 + 6 * 5.7 + s / (1000.0 * 30.0 * 4.0 / 6.0)) / 1e3 * 6.0 / 4.0, 0.5);
+  EXPECT_NEAR(s / in_us(four.time) / 1e3 * 6.0 / 4.0, s / (8.4 + 6 * 5.7 + s / (1000.0 * 30.0 * 4.0 / 6.0)) / 1e3 * 6.0 / 4.0,
+              0.5);
 }
 
 TEST(NcclForced, RingOnEightH100sIsTheRingsOwnTime) {
@@ -544,8 +546,10 @@ TEST(NcclForced, WhatNcclCannotRunSaysWhy) {
   };
   EXPECT_EQ(why("dgx-h100", CollectiveOp::allreduce, {8, 1, 8}, nccl::NVLS, -1), "");
   EXPECT_NE(why("dgx1v", CollectiveOp::allreduce, {8, 1, 8}, nccl::NVLS, -1).find("NVSwitches and Hopper"), std::string::npos);
-  EXPECT_NE(why("dgx-h100", CollectiveOp::allreduce, {8, 1, 8}, nccl::NVLS, nccl::LL).find("Simple protocol only"), std::string::npos);
-  EXPECT_NE(why("dgx-h100", CollectiveOp::allreduce, {8, 1, 8}, nccl::NVLS_TREE, -1).find("across nodes only"), std::string::npos);
+  EXPECT_NE(why("dgx-h100", CollectiveOp::allreduce, {8, 1, 8}, nccl::NVLS, nccl::LL).find("Simple protocol only"),
+            std::string::npos);
+  EXPECT_NE(why("dgx-h100", CollectiveOp::allreduce, {8, 1, 8}, nccl::NVLS_TREE, -1).find("across nodes only"),
+            std::string::npos);
   EXPECT_NE(why("dgx1v", CollectiveOp::allgather, {8, 1, 8}, nccl::TREE, -1).find("all-reduce only"), std::string::npos);
   EXPECT_NE(why("exxact-ts4-rtx2080ti", CollectiveOp::allreduce, {8, 1, 8}, -1, nccl::LL128).find("LL128 only over NVLink"),
             std::string::npos);
@@ -609,12 +613,14 @@ TEST(CollectiveCli, AlgoAndProtoAsNcclAlgoAndNcclProto) {
   r = test::run_cli("collective --cluster dgx1v --gpus 8 --bytes 1MiB --algo nvls");
   EXPECT_EQ(r.status, 2);
   EXPECT_TRUE(r.out.empty());
-  EXPECT_EQ(r.err, "dlscale: '--algo': nvls cannot run allreduce on 8 GPUs of 'dgx1v': NVLink SHARP needs NVSwitches and "
-                   "Hopper or newer GPUs, which this cluster does not have\n");
+  EXPECT_EQ(r.err,
+            "dlscale: '--algo': nvls cannot run allreduce on 8 GPUs of 'dgx1v': NVLink SHARP needs NVSwitches and "
+            "Hopper or newer GPUs, which this cluster does not have\n");
   r = test::run_cli("collective --cluster dgx-h100 --gpus 8 --bytes 1MiB --algo nvls --proto ll");
   EXPECT_EQ(r.status, 2);
-  EXPECT_EQ(r.err, "dlscale: '--proto': nvls/ll cannot run allreduce on 8 GPUs of 'dgx-h100': NCCL runs nvls with the "
-                   "Simple protocol only\n");
+  EXPECT_EQ(r.err,
+            "dlscale: '--proto': nvls/ll cannot run allreduce on 8 GPUs of 'dgx-h100': NCCL runs nvls with the "
+            "Simple protocol only\n");
 }
 
 TEST(CollectiveCli, BadInputExitsTwoWithOneLine) {

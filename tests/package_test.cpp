@@ -50,10 +50,8 @@ std::string expected_answer(const std::string& cluster, double target, double mi
     const Prediction r = p.predict(n * sc.cluster.gpus_per_node);
     if (r.throughput_samples_per_s >= target) {
       char buf[200];
-      if (r.efficiency >= min_eff)
-        std::snprintf(buf, sizeof buf, "answer: %d node%s (%d GPUs)", n, n > 1 ? "s" : "", r.gpus);
-      else
-        std::snprintf(buf, sizeof buf, "answer: none: %d nodes reach", n);
+      if (r.efficiency >= min_eff) std::snprintf(buf, sizeof buf, "answer: %d node%s (%d GPUs)", n, n > 1 ? "s" : "", r.gpus);
+      else std::snprintf(buf, sizeof buf, "answer: none: %d nodes reach", n);
       return buf;
     }
   }
@@ -73,8 +71,7 @@ TEST(Package, InstalledTreeBuildsAndRunsThePlanningExample) {
   EXPECT_TRUE(fs::exists(prefix / "share/dlscale/models/resnet50.yaml"));
   EXPECT_TRUE(fs::exists(prefix / "share/dlscale/topologies/shi-chu-p40.yaml"));
   bool config = false;
-  for (const auto& e : fs::recursive_directory_iterator(prefix))
-    config = config || e.path().filename() == "dlscaleConfig.cmake";
+  for (const auto& e : fs::recursive_directory_iterator(prefix)) config = config || e.path().filename() == "dlscaleConfig.cmake";
   EXPECT_TRUE(config);
 
   ASSERT_EQ(sh("cmake -S " + std::string(DLSCALE_SOURCE_DIR) + "/examples/plan-dgx2 -B " + ex.string() +
@@ -92,17 +89,15 @@ TEST(Package, InstalledTreeBuildsAndRunsThePlanningExample) {
   const std::string no_data_env = "env DLSCALE_DATA_DIR=" + no_data.string();
   for (const std::string cluster : {"dgx2", "dgx-a100-hdr"}) {
     const fs::path out = tmp / (cluster + ".out");
-    const int rc = std::system((no_data_env + " " + (ex / "plan-dgx2").string() + " " + cluster + " >" +
-                                out.string() + " 2>&1")
-                                   .c_str());
+    const int rc =
+        std::system((no_data_env + " " + (ex / "plan-dgx2").string() + " " + cluster + " >" + out.string() + " 2>&1").c_str());
     const std::string text = test::slurp(out);
     EXPECT_EQ(WIFEXITED(rc) ? WEXITSTATUS(rc) : -1, 0) << text;
     EXPECT_THAT(text, HasSubstr(expected_answer(cluster, 20000, 0.80))) << text;
   }
 
   // The other two examples, built against the same prefix and run with its data only.
-  const auto build_and_run = [&](const std::string& name, std::string& text,
-                                  const std::string& env = "env -u DLSCALE_DATA_DIR") {
+  const auto build_and_run = [&](const std::string& name, std::string& text, const std::string& env = "env -u DLSCALE_DATA_DIR") {
     const fs::path dir = tmp / name;
     ASSERT_EQ(sh("cmake -S " + std::string(DLSCALE_SOURCE_DIR) + "/examples/" + name + " -B " + dir.string() +
                      " -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH=" + prefix.string() + sanitize_flags(),

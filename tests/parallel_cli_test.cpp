@@ -47,8 +47,7 @@ INSTANTIATE_TEST_SUITE_P(
                       Bad{"--cp 3 --gpus 48", "--cp"},                             // 4096 tokens in 6 chunks
                       Bad{"--tp 8 --vp 2 --gpus 64", "--vp"},                      // virtual stages without a pipeline's m
                       Bad{"--tp 8 --pp 2 --global-batch 102 --gpus 64", "--global-batch"},  // 102 over 4 DP ranks
-                      Bad{"--tp 8 --schedule zigzag", "--schedule"},
-                      Bad{"--tp 8 --rank-order tp-dp-pp", "--rank-order"},
+                      Bad{"--tp 8 --schedule zigzag", "--schedule"}, Bad{"--tp 8 --rank-order tp-dp-pp", "--rank-order"},
                       Bad{"--tp 8 --micro-batches 4 --global-batch 64", "--global-batch"}));
 
 TEST(ParallelCli, PredictsALayoutWithItsPartsAndMemory) {
@@ -95,8 +94,9 @@ TEST(ParallelCli, BadFrameworkSectionFailsAtItsLine) {
 }
 
 TEST(ParallelCli, SimulatorRefusesALayout) {
-  const auto r = run_cli("simulate --cluster dgx-h100-ndr --nodes 8 --model llama2-70b --framework megatron-core "
-                         "--precision bf16 --tp 8 --pp 2 --gpus 64");
+  const auto r = run_cli(
+      "simulate --cluster dgx-h100-ndr --nodes 8 --model llama2-70b --framework megatron-core "
+      "--precision bf16 --tp 8 --pp 2 --gpus 64");
   EXPECT_NE(r.status, 0);
   EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
   EXPECT_NE(r.err.find("parallel"), std::string::npos) << r.err;

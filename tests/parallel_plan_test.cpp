@@ -18,9 +18,9 @@ Scenario llama3_70b_on(int nodes) {
   ClusterOverrides ov;
   ov.nodes = nodes;
   sc.cluster = load_cluster(resolve(DataKind::cluster, "dgx-h100-ndr", "--cluster"), ov);
-  sc.network = build_decoder(DecoderShape{.layers = 80, .hidden = 8192, .heads = 64, .kv_heads = 8, .ffn = 28672,
-                                          .vocab = 128256, .seq = 8192},
-                             "llama3-70b");
+  sc.network = build_decoder(
+      DecoderShape{.layers = 80, .hidden = 8192, .heads = 64, .kv_heads = 8, .ffn = 28672, .vocab = 128256, .seq = 8192},
+      "llama3-70b");
   sc.strategy = load_strategy(resolve(DataKind::framework, "megatron-core", "--framework"));
   sc.compute.precision = Precision::bf16;
   sc.compute.optimizer = Optimizer::adamw;
@@ -59,8 +59,9 @@ TEST(ParallelPlan, ExplainHasARowPerPartAndEachGroup) {
   l.micro_batches = 32;
   sc.parallel = l;
   const std::string text = explain_parallel(sc, 64);
-  for (const char* row : {"compute (forward + backward)", "TP exposed", "CP exposed", "PP sends", "bubble", "DP exposed",
-                          "stage 0", "stage 1", "  TP     8 ranks, 8 groups: inside a node", "  PP     2 ranks, 32 groups: across 2 nodes"})
+  for (const char* row :
+       {"compute (forward + backward)", "TP exposed", "CP exposed", "PP sends", "bubble", "DP exposed", "stage 0", "stage 1",
+        "  TP     8 ranks, 8 groups: inside a node", "  PP     2 ranks, 32 groups: across 2 nodes"})
     EXPECT_NE(text.find(row), std::string::npos) << row << "\n" << text;
 }
 

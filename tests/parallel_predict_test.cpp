@@ -15,9 +15,9 @@ namespace {
 // Llama-3-70B (Meta's config.json): 80 layers, width 8192, 64 heads with 8 key/value heads, SwiGLU 28672,
 // vocabulary 128256, sequence 8192.
 Network llama3_70b() {
-  return build_decoder(DecoderShape{.layers = 80, .hidden = 8192, .heads = 64, .kv_heads = 8, .ffn = 28672,
-                                    .vocab = 128256, .seq = 8192},
-                       "llama3-70b");
+  return build_decoder(
+      DecoderShape{.layers = 80, .hidden = 8192, .heads = 64, .kv_heads = 8, .ffn = 28672, .vocab = 128256, .seq = 8192},
+      "llama3-70b");
 }
 
 // 64 H100s: 8 DGX H100 nodes on 8 × 400 Gb/s NDR; Megatron-Core's distributed optimiser, bf16, AdamW.
@@ -64,8 +64,7 @@ TEST(ParallelPredict, Llama3_70bOn64H100sTp8Pp2) {
   // the step is its parts: compute, exposed communication, bubble and update (eq. P13)
   const auto& b = r.breakdown;
   EXPECT_NEAR(in_seconds(r.iteration_time),
-              in_seconds(b.forward + b.backward + par.tp_comm + par.cp_comm + par.pp_p2p + par.bubble + par.dp_comm +
-                         b.update),
+              in_seconds(b.forward + b.backward + par.tp_comm + par.cp_comm + par.pp_p2p + par.bubble + par.dp_comm + b.update),
               1e-9);
 }
 

@@ -23,9 +23,9 @@ namespace dlscale {
 namespace {
 
 namespace fs = std::filesystem;
-using ::testing::HasSubstr;
 using test::slurp;
 using test::temp_file;
+using ::testing::HasSubstr;
 
 /// The message of the dlscale::Error that `f` throws ("" if it throws none).
 template <class F>
@@ -57,41 +57,48 @@ void expect_same_error(const std::string& text, Load&& load, Parse&& parse, cons
 
 TEST(ParseText, ClusterErrorsNameTheDisplayNameLineColumnAndKey) {
   // gpus_per_node misspelt: the mapping (line 1, column 1) lacks the required key
-  expect_same_error("name: x\nnodes: 1\ngpu: p40\ngpus_per_nod: 4\n", [](const fs::path& f) { return load_cluster(f); },
-                    [](const std::string& t, const std::string& n) { return parse_cluster(t, n); },
-                    "shown.yaml:1:1: 'gpus_per_node': missing required key");
+  expect_same_error(
+      "name: x\nnodes: 1\ngpu: p40\ngpus_per_nod: 4\n", [](const fs::path& f) { return load_cluster(f); },
+      [](const std::string& t, const std::string& n) { return parse_cluster(t, n); },
+      "shown.yaml:1:1: 'gpus_per_node': missing required key");
   // a bad unit: 'storage.disk' on line 8, the value at column 9
   const std::string bad_unit =
       "name: x\nnodes: 1\ngpus_per_node: 1\ngpu: p40\nhost_to_gpu: {pinned: \"10 GB/s\"}\nintra_node: {bandwidth: \"10 GB/s\"}\n"
       "storage:\n  disk: \"12 parsecs\"\n  page_cache: \"5 GB/s\"\n";
   const std::string msg = error_of([&] { (void)parse_cluster(bad_unit, "shown.yaml"); });
   EXPECT_THAT(msg, HasSubstr("shown.yaml:8:9: 'storage.disk': "));
-  expect_same_error(bad_unit, [](const fs::path& f) { return load_cluster(f); },
-                    [](const std::string& t, const std::string& n) { return parse_cluster(t, n); }, msg);
+  expect_same_error(
+      bad_unit, [](const fs::path& f) { return load_cluster(f); },
+      [](const std::string& t, const std::string& n) { return parse_cluster(t, n); }, msg);
 }
 
 TEST(ParseText, NetworkStrategyProfileCalibrationErrorsMatchTheFileLoaders) {
-  expect_same_error("name: n\ninput: {shape: [3], bytes_per_sample: \"1 KB\"}\nlayers: []\nextra: 1\n",
-                    [](const fs::path& f) { return load_network(f); },
-                    [](const std::string& t, const std::string& n) { return parse_network(t, n); },
-                    "shown.yaml:1:1: a model needs at least one learnable layer");
-  expect_same_error("name: s\nio: {prefetch: maybe, memory: pinned}\n", [](const fs::path& f) { return load_strategy(f); },
-                    [](const std::string& t, const std::string& n) { return parse_strategy(t, n); },
-                    "shown.yaml:2:16: 'io.prefetch': 'maybe' is not true or false");
+  expect_same_error(
+      "name: n\ninput: {shape: [3], bytes_per_sample: \"1 KB\"}\nlayers: []\nextra: 1\n",
+      [](const fs::path& f) { return load_network(f); },
+      [](const std::string& t, const std::string& n) { return parse_network(t, n); },
+      "shown.yaml:1:1: a model needs at least one learnable layer");
+  expect_same_error(
+      "name: s\nio: {prefetch: maybe, memory: pinned}\n", [](const fs::path& f) { return load_strategy(f); },
+      [](const std::string& t, const std::string& n) { return parse_strategy(t, n); },
+      "shown.yaml:2:16: 'io.prefetch': 'maybe' is not true or false");
   // the profile's error sits on line 3, the value of batch_per_gpu at column 16
-  expect_same_error("model: resnet50\nframework: cntk\nbatch_per_gpu: 0\n", [](const fs::path& f) { return load_profile(f); },
-                    [](const std::string& t, const std::string& n) { return parse_profile(t, n); },
-                    "shown.yaml:3:16: 'batch_per_gpu': must be at least 1");
-  expect_same_error("schema: 99\n", [](const fs::path& f) { return load_calibration(f); },
-                    [](const std::string& t, const std::string& n) { return parse_calibration(t, n); },
-                    "shown.yaml:1:9: 'schema': calibration schema version 99 is not supported (this dlscale reads version 1)");
+  expect_same_error(
+      "model: resnet50\nframework: cntk\nbatch_per_gpu: 0\n", [](const fs::path& f) { return load_profile(f); },
+      [](const std::string& t, const std::string& n) { return parse_profile(t, n); },
+      "shown.yaml:3:16: 'batch_per_gpu': must be at least 1");
+  expect_same_error(
+      "schema: 99\n", [](const fs::path& f) { return load_calibration(f); },
+      [](const std::string& t, const std::string& n) { return parse_calibration(t, n); },
+      "shown.yaml:1:9: 'schema': calibration schema version 99 is not supported (this dlscale reads version 1)");
   // malformed YAML: the unclosed flow mapping is reported where yaml-cpp finds it
   const std::string broken = "name: x\nio: {prefetch: true\n";
   const std::string msg = error_of([&] { (void)parse_strategy(broken, "shown.yaml"); });
   EXPECT_THAT(msg, HasSubstr("shown.yaml:"));
   EXPECT_THAT(msg, HasSubstr("malformed YAML"));
-  expect_same_error(broken, [](const fs::path& f) { return load_strategy(f); },
-                    [](const std::string& t, const std::string& n) { return parse_strategy(t, n); }, msg);
+  expect_same_error(
+      broken, [](const fs::path& f) { return load_strategy(f); },
+      [](const std::string& t, const std::string& n) { return parse_strategy(t, n); }, msg);
 }
 
 TEST(ParseText, ShippedFilesParseFromTextAsFromTheirPath) {
@@ -123,11 +130,10 @@ TEST(ParseText, ShippedFilesParseFromTextAsFromTheirPath) {
   EXPECT_EQ(c2.provenance.sources, std::vector<std::string>{"nvb.json"});
 }
 
-
 std::string catalogue(const std::string& id, const std::string& name) {
   return "gpus:\n  - id: " + id + "\n    name: " + name +
-         "\n    peak_fp32: \"10 TFLOPS\"\n    peak_fp16: \"20 TFLOPS\"\n    memory_bandwidth: \"500 GB/s\"\n"
-         "    memory: \"16 GB\"\n";
+      "\n    peak_fp32: \"10 TFLOPS\"\n    peak_fp16: \"20 TFLOPS\"\n    memory_bandwidth: \"500 GB/s\"\n"
+      "    memory: \"16 GB\"\n";
 }
 
 TEST(GpuCatalogue, CacheFollowsTheFile) {

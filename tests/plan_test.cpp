@@ -52,7 +52,13 @@ TEST(TimeToTrain, ImageNetOnEightGpusByHand) {
   Cluster c;
   c.price_per_gpu_hour = 2.5;
   c.currency = "USD";
-  const auto w = make_workload([] { Network n; n.input_kind = "image"; return n; }(), std::nullopt, std::nullopt);
+  const auto w = make_workload(
+      [] {
+        Network n;
+        n.input_kind = "image";
+        return n;
+      }(),
+      std::nullopt, std::nullopt);
   ASSERT_TRUE(w.has_value());
   EXPECT_EQ(w->samples_per_epoch, 1'281'167);
   EXPECT_EQ(w->epochs, 90.0);
@@ -94,7 +100,8 @@ std::string cluster_yaml(const std::string& price) {
   return "name: priced\nnodes: 2\ngpus_per_node: 4\ngpu: p40-base-clock\n"
          "host_to_gpu: {pinned: \"11.4 GB/s\"}\nintra_node: {bandwidth: \"6 GB/s\"}\n"
          "inter_node: {bandwidth: \"56 Gb/s\"}\nstorage: {disk: \"750 MiB/s\", page_cache: \"3.5 GiB/s\"}\n"
-         "price_per_gpu_hour: " + price + "\n";
+         "price_per_gpu_hour: " +
+      price + "\n";
 }
 
 TEST(ClusterPrice, ParsesAmountAndCurrency) {
@@ -214,11 +221,10 @@ TEST_P(BottleneckCase, IsTheResourceWhoseDoublingExplainSaysGainsMost) {
 // VGG-16 in fp16 on two PCIe RTX 4090 nodes over 8 × 400 Gb/s: the all-reduce crosses PCIe inside each node,
 // not the network (once named "inter-node network"). BERT-large in TF32 on two DGX A100 over one 100 Gb/s
 // NIC: 43 % of the iteration is exposed communication over the NIC (once named "compute").
-INSTANTIATE_TEST_SUITE_P(Issue35, BottleneckCase,
-                         ::testing::Values(IssueCase{"rtx4090-pcie", 2, "infiniband:400Gb/s:8", "vgg16", Precision::fp16,
-                                                     Resource::intra_node},
-                                           IssueCase{"dgx-a100", 2, "infiniband:100Gb/s:1", "bert-large", Precision::tf32,
-                                                     Resource::inter_node}));
+INSTANTIATE_TEST_SUITE_P(
+    Issue35, BottleneckCase,
+    ::testing::Values(IssueCase{"rtx4090-pcie", 2, "infiniband:400Gb/s:8", "vgg16", Precision::fp16, Resource::intra_node},
+                      IssueCase{"dgx-a100", 2, "infiniband:100Gb/s:1", "bert-large", Precision::tf32, Resource::inter_node}));
 
 // A doubled GPU is twice as fast at every precision: on H100, whose bf16 and fp16 peaks are equal, a bf16
 // run gains exactly what the fp16 run gains (bf16's peak was once left undoubled: +9 % against +64 %), and a
@@ -438,8 +444,8 @@ TEST(Sweep, OutputIsTheSameForAnyThreadCount) {
 }
 
 TEST(Sweep, SkipsGpuCountsTheClusterCannotHold) {
-  const SweepSpec spec = parse_sweep_spec(
-      "grid: {cluster: shi-chu-p40, model: resnet50, framework: caffe-mpi, gpus: [3, 6, 16, 32]}\n", "s.yaml");
+  const SweepSpec spec =
+      parse_sweep_spec("grid: {cluster: shi-chu-p40, model: resnet50, framework: caffe-mpi, gpus: [3, 6, 16, 32]}\n", "s.yaml");
   const SweepResult r = run_sweep(spec);
   // 3 fits one node; 6 does not fill whole 4-GPU nodes; 32 exceeds 16.
   ASSERT_EQ(r.rows.size(), 2u);
@@ -561,7 +567,9 @@ TEST(Sweep, ShardsConcatenateToTheWholeSweepForEveryN) {
       EXPECT_EQ(joined, whole.str()) << n << " parts";
     }
   }
-  for (const auto& f : std::vector<std::function<void()>>{[&] { (void)shard_sweep_spec(spec, SweepShard{1, 21}); },
+  for (const auto& f : std::vector<std::function<void()>>{[&] {
+                                                            (void)shard_sweep_spec(spec, SweepShard{1, 21});
+                                                          },
                                                           [] { (void)sweep_shard_from_string("3/2"); }}) {
     try {
       f();
@@ -610,8 +618,8 @@ TEST(SweepCli, MatchesGoldenCsv) {
 }
 
 TEST(SweepCli, MatchesGoldenJsonLines) {
-  const auto r = test::run_cli(std::string("sweep --spec ") + DLSCALE_SOURCE_DIR +
-                               "/tests/data/plan/sweep-small.yaml --format jsonl");
+  const auto r =
+      test::run_cli(std::string("sweep --spec ") + DLSCALE_SOURCE_DIR + "/tests/data/plan/sweep-small.yaml --format jsonl");
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_EQ(r.out, golden("sweep-small.jsonl"));
 }
@@ -627,8 +635,9 @@ TEST(SweepCli, JsonLinesShareThePredictionRecordsMembers) {
       lines.push_back(j);
   }
   ASSERT_EQ(lines.size(), 4u);  // resnet50 on 1, 4, 8 and 16 GPUs
-  const auto r = test::run_cli("predict --cluster shi-chu-p40 --model resnet50 --framework caffe-mpi --precision fp32 "
-                               "--batch 32 --gpus 1,4,8,16 --format json");
+  const auto r = test::run_cli(
+      "predict --cluster shi-chu-p40 --model resnet50 --framework caffe-mpi --precision fp32 "
+      "--batch 32 --gpus 1,4,8,16 --format json");
   ASSERT_EQ(r.status, 0) << r.err;
   const auto preds = nlohmann::ordered_json::parse(r.out)["predictions"];
   ASSERT_EQ(preds.size(), lines.size());
@@ -702,8 +711,9 @@ TEST(SweepCli, ShardsRunAsSeparateProcessesMergeToTheWholeSweep) {
 
 TEST(ExplainCli, MatchesGoldenText) {
   // a bucketed framework where a change reaches the target, and a sequential one where none does
-  auto r = test::run_cli("explain --cluster dgx1v --model resnet50 --framework pytorch-ddp --precision fp16 --batch 64 "
-                         "--gpus 32 --target 0.99");
+  auto r = test::run_cli(
+      "explain --cluster dgx1v --model resnet50 --framework pytorch-ddp --precision fp16 --batch 64 "
+      "--gpus 32 --target 0.99");
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_EQ(r.out, golden("explain-resnet50-dgx1v.txt"));
   r = test::run_cli("explain --cluster shi-chu-p40 --model alexnet --framework cntk --batch 1024 --gpus 16 --target 80%");
@@ -717,8 +727,9 @@ TEST(ExplainCli, DoublingTheInputDoublesItsDecodersWhenTheyBind) {
   const auto r = test::run_cli("explain --cluster dgx2 --model alexnet --precision fp16 --batch 256 --gpus 16");
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_THAT(r.out, HasSubstr("bound by: io (input decode on the CPU (48 cores of xeon-platinum-8168 per node))"));
-  EXPECT_THAT(r.out, HasSubstr("input (storage and decoding)              +100.0% samples/s   page cache 20 GB/s -> 40 GB/s, "
-                               "CPU decode 53.3 -> 106.6 MP/s a core"));
+  EXPECT_THAT(r.out,
+              HasSubstr("input (storage and decoding)              +100.0% samples/s   page cache 20 GB/s -> 40 GB/s, "
+                        "CPU decode 53.3 -> 106.6 MP/s a core"));
 }
 
 TEST(ExplainCli, OneGpuCountOnly) {
@@ -769,15 +780,17 @@ TEST(SweepSpec, ComposesAClusterWithAnotherGpu) {
   EXPECT_EQ(spec.clusters[0].gpu.name, find_gpu("h100-sxm").name);
   EXPECT_EQ(spec.clusters[1].name, "dgx-a100+Half A100");
   EXPECT_DOUBLE_EQ(in_teraflops_per_second(spec.clusters[1].gpu.peak_fp32), 9.75);
-  EXPECT_THAT(sweep_error("grid:\n  cluster: [{name: dgx-a100, gpu: a200}]\n  model: resnet50\n  framework: pytorch-ddp\n  gpus: [8]\n",
-                          "g.yaml"),
-              HasSubstr("g.yaml:2:35: 'grid.cluster[0].gpu': unknown GPU 'a200'"));
+  EXPECT_THAT(
+      sweep_error("grid:\n  cluster: [{name: dgx-a100, gpu: a200}]\n  model: resnet50\n  framework: pytorch-ddp\n  gpus: [8]\n",
+                  "g.yaml"),
+      HasSubstr("g.yaml:2:35: 'grid.cluster[0].gpu': unknown GPU 'a200'"));
   // no compute capability for dgx-a100's NVLink graph: said at the key
-  EXPECT_EQ(sweep_error("grid:\n  cluster: [{name: dgx-a100, gpu: {name: X, peak_fp32: \"1 TFLOPS\", memory_bandwidth: \"1 TB/s\"}}]\n"
-                        "  model: resnet50\n  framework: pytorch-ddp\n  gpus: [8]\n",
-                        "s.yaml"),
-            "s.yaml:2:35: 'grid.cluster[0].gpu': 'X' gives no 'sm' (compute capability): 'dgx-a100' has a topology graph, "
-            "whose NVLink bandwidths depend on it");
+  EXPECT_EQ(
+      sweep_error("grid:\n  cluster: [{name: dgx-a100, gpu: {name: X, peak_fp32: \"1 TFLOPS\", memory_bandwidth: \"1 TB/s\"}}]\n"
+                  "  model: resnet50\n  framework: pytorch-ddp\n  gpus: [8]\n",
+                  "s.yaml"),
+      "s.yaml:2:35: 'grid.cluster[0].gpu': 'X' gives no 'sm' (compute capability): 'dgx-a100' has a topology graph, "
+      "whose NVLink bandwidths depend on it");
 }
 
 // The gpu axis: every GPU in every cluster, cluster by cluster, named as the composed items are; each the
@@ -812,14 +825,12 @@ TEST(SweepSpec, GpuAxisPutsEachGpuInEachCluster) {
 }
 
 // ---- plan: strategy × shard group × micro-batch × accumulation (docs/planning.md) ---------------------------
-Strategy shipped_framework(const std::string& name) {
-  return load_strategy(resolve(DataKind::framework, name, "--frameworks"));
-}
+Strategy shipped_framework(const std::string& name) { return load_strategy(resolve(DataKind::framework, name, "--frameworks")); }
 
 PlanSpace llama_space() {
   PlanSpace space;
-  for (const char* fw : {"pytorch-ddp", "deepspeed-zero1", "deepspeed-zero2", "deepspeed-zero3", "fsdp",
-                         "fsdp-shard-grad-op", "fsdp-hybrid"})
+  for (const char* fw :
+       {"pytorch-ddp", "deepspeed-zero1", "deepspeed-zero2", "deepspeed-zero3", "fsdp", "fsdp-shard-grad-op", "fsdp-hybrid"})
     space.strategies.push_back(shipped_framework(fw));
   space.target_tokens = 2e12;
   return space;
@@ -911,8 +922,9 @@ TEST(PlanCli, AStrategyThatTiesTheChoiceIsSaidToTie) {
   // Llama-2-13B on 4 DGX H100s: ZeRO-3 and FSDP's full shard with the same optimiser kernels (DeepSpeed's fused
   // Adam; FSDP's file says torch.optim's foreach, so the run asks for fused) give the same step in this model (their
   // top rows print the same iteration time and memory), so FSDP's line says so instead of "0.0 % slower ... costs 0 s".
-  const auto r = test::run_cli("plan --cluster dgx-h100 --nodes 4 --fabric infiniband:400Gb/s:8 --model llama2-13b "
-                               "--gpus 32 --frameworks deepspeed-zero3,fsdp --optimizer-impl fused --top 2");
+  const auto r = test::run_cli(
+      "plan --cluster dgx-h100 --nodes 4 --fabric infiniband:400Gb/s:8 --model llama2-13b "
+      "--gpus 32 --frameworks deepspeed-zero3,fsdp --optimizer-impl fused --top 2");
   ASSERT_EQ(r.status, 0) << r.err;
   const auto row = [&](const std::string& rank) {  // iteration time and memory columns of a ranked row
     const auto at = r.out.find("\n   " + rank + "  ");
@@ -923,16 +935,18 @@ TEST(PlanCli, AStrategyThatTiesTheChoiceIsSaidToTie) {
     return std::make_pair(iter, mem);
   };
   EXPECT_EQ(row("1"), row("2"));
-  EXPECT_THAT(r.out, testing::HasSubstr("fsdp: at its best (fsdp (shard group 32), micro-batch 2, accumulate 1) within "
-                                        "0.05 % of the choice's samples/s and 0.5 % of its memory: the same step"));
+  EXPECT_THAT(r.out,
+              testing::HasSubstr("fsdp: at its best (fsdp (shard group 32), micro-batch 2, accumulate 1) within "
+                                 "0.05 % of the choice's samples/s and 0.5 % of its memory: the same step"));
   EXPECT_THAT(r.out, testing::Not(testing::HasSubstr("0.0 % slower")));
 }
 
 // Llama-2-70B with DDP keeps ≥ 16 B for each of its 69 G parameters on every GPU, 1.1 TB against 80 GB: no
 // configuration runs. The plan still says why, and the command fails (exit 1) with one line on stderr.
 TEST(PlanCli, NothingFitsExitsNonZero) {
-  const auto r = test::run_cli("plan --cluster dgx-h100 --model llama2-70b --gpus 8 --frameworks pytorch-ddp "
-                               "--micro-batches 1,2 --accumulations 1");
+  const auto r = test::run_cli(
+      "plan --cluster dgx-h100 --model llama2-70b --gpus 8 --frameworks pytorch-ddp "
+      "--micro-batches 1,2 --accumulations 1");
   EXPECT_EQ(r.status, 1);
   EXPECT_THAT(r.out, HasSubstr("no configuration fits the GPU's memory"));
   EXPECT_THAT(r.err, HasSubstr("none of the"));

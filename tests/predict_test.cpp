@@ -134,8 +134,9 @@ TEST(StrategyFile, ReadsJitterAndOverhead) {
 }
 
 TEST(StrategyFile, ReadsTheGradientPrecisionOfMixedPrecision) {
-  const std::string head = "name: x\nio: {prefetch: true, memory: pinned}\naggregation: allreduce\noverlap: layerwise\n"
-                           "update: after_aggregation\n";
+  const std::string head =
+      "name: x\nio: {prefetch: true, memory: pinned}\naggregation: allreduce\noverlap: layerwise\n"
+      "update: after_aggregation\n";
   EXPECT_FALSE(parse_strategy(head, "x.yaml").fp32_gradients);
   EXPECT_TRUE(parse_strategy(head + "mixed_precision: {gradients: fp32}\n", "x.yaml").fp32_gradients);
   EXPECT_FALSE(parse_strategy(head + "mixed_precision: {gradients: half}\n", "x.yaml").fp32_gradients);
@@ -240,8 +241,8 @@ TEST(Predictor, FusedPassAgreesWithTheReferenceEquations) {
     sc.measured_layers = lt;
     const Predictor p(std::move(sc));
     const auto four = p.predict(4);
-    const Seconds expected = eq::iteration_exact_update_after(Seconds{}, seconds(0.01), lt.total_forward(), lt.backward, c,
-                                                             lt.total_update());
+    const Seconds expected =
+        eq::iteration_exact_update_after(Seconds{}, seconds(0.01), lt.total_forward(), lt.backward, c, lt.total_update());
     EXPECT_NEAR(in_seconds(four.iteration_time), std::max(in_seconds(expected), 0.4), 1e-12);
     const auto h = eq::classify_hiding(lt.backward, c);
     EXPECT_EQ(four.hiding_case, h.which);

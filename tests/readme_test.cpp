@@ -81,14 +81,16 @@ TEST(Readme, CiRunsTheTestCommandAndTheFirstCommandBuildsOnlyTheTool) {
   for (std::string line; std::getline(in, line);)
     if (line.rfind(".ci/install-deps", 0) == 0) commands.push_back(line);
   ASSERT_EQ(commands.size(), 2u);
-  EXPECT_EQ(commands[0], ".ci/install-deps --tool && cmake --preset dev && cmake --build --preset dev && build/bin/dlscale predict");
+  EXPECT_EQ(commands[0],
+            ".ci/install-deps --tool && cmake --preset dev && cmake --build --preset dev && build/bin/dlscale predict");
   const std::string run = slurp(std::string(DLSCALE_SOURCE_DIR) + "/.ci/run");
   EXPECT_NE(run.find("\n" + commands[1] + "\n"), std::string::npos) << commands[1];
   const std::string presets = slurp(std::string(DLSCALE_SOURCE_DIR) + "/CMakePresets.json");
   const auto dev = presets.find("\"name\": \"dev\"");
   ASSERT_NE(dev, std::string::npos);
   const std::string dev_preset = presets.substr(dev, presets.find('}', presets.find("cacheVariables", dev)) - dev);
-  for (const char* off : {"\"DLSCALE_BUILD_TESTS\": \"OFF\"", "\"DLSCALE_BUILD_BENCH\": \"OFF\"", "\"DLSCALE_BUILD_CALIBRATE\": \"OFF\""})
+  for (const char* off :
+       {"\"DLSCALE_BUILD_TESTS\": \"OFF\"", "\"DLSCALE_BUILD_BENCH\": \"OFF\"", "\"DLSCALE_BUILD_CALIBRATE\": \"OFF\""})
     EXPECT_NE(dev_preset.find(off), std::string::npos) << off;
   const std::string deps = slurp(std::string(DLSCALE_SOURCE_DIR) + "/.ci/install-deps");
   const std::string tool_list = deps.substr(0, deps.find("case "));  // the packages before the test-only ones

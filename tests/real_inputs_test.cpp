@@ -100,7 +100,7 @@ TEST(RealInputs, NvidiaSmiV100HybridCubeMesh) {
   const Cluster c = parse_cluster(import_nvidia_smi(text("nvidia-smi/v100-sxm2-8gpu-hcm-2019.txt"), "v.txt"), "v.yaml");
   ASSERT_TRUE(c.topology);
   EXPECT_EQ(c.gpus_per_node, 8);
-  EXPECT_EQ(c.gpu.sm_version, 70);  // NV1+NV1+NV2+NV2 = 6 links per GPU: a V100 SXM2
+  EXPECT_EQ(c.gpu.sm_version, 70);           // NV1+NV1+NV2+NV2 = 6 links per GPU: a V100 SXM2
   EXPECT_EQ(nvlink_links(*c.topology), 16);  // 4 peers per GPU, each pair once
   EXPECT_EQ(c.topology->path(0, 3).nvlinks, 2);
   EXPECT_EQ(c.topology->path(0, 1).nvlinks, 1);
@@ -167,8 +167,8 @@ TEST(RealInputs, OciH100TwoNodesPredictTheMeasuredBusBandwidth) {
   const auto tree = c.topology->channels(ChannelPattern::tree, node_gpus, 2);
   EXPECT_TRUE(tree.plain_tree);
   EXPECT_DOUBLE_EQ(in_gigabytes_per_second(tree.bw_inter), 12.0);
-  const auto choice = nccl::choose(*c.topology, nccl::default_table(), CollectiveOp::allreduce, largest.size,
-                                   GpuPlacement{16, 2, 8});
+  const auto choice =
+      nccl::choose(*c.topology, nccl::default_table(), CollectiveOp::allreduce, largest.size, GpuPlacement{16, 2, 8});
   EXPECT_EQ(choice.algorithm, nccl::NVLS_TREE);
   const double factor = 2.0 * 15 / 16;
   const double predicted = in_bytes(largest.size) / in_seconds(choice.time) / 1e9 * factor;
@@ -258,8 +258,9 @@ TEST(RealInputs, NcclTestsFiveCollectivesOnTwelveDgx2Gpus) {
     EXPECT_EQ(c.gpus, 12);
     EXPECT_EQ(c.nodes, 1);
   }
-  EXPECT_EQ(ops, (std::vector<CollectiveOp>{CollectiveOp::allgather, CollectiveOp::allreduce, CollectiveOp::broadcast,
-                                            CollectiveOp::reduce, CollectiveOp::reducescatter}));
+  EXPECT_EQ(ops,
+            (std::vector<CollectiveOp>{CollectiveOp::allgather, CollectiveOp::allreduce, CollectiveOp::broadcast,
+                                       CollectiveOp::reduce, CollectiveOp::reducescatter}));
   // all_gather: 3 size-0 rows of 31 skipped
   EXPECT_EQ(log.curves[0].points.size(), 28U);
   // --op picks one collective of the five
@@ -271,7 +272,8 @@ TEST(RealInputs, NcclTestsFiveCollectivesOnTwelveDgx2Gpus) {
   const Cluster dgx2 = load_cluster(resolve(DataKind::cluster, "dgx2", "--cluster"));
   const auto& ar = log.curves[1];
   const auto& p = ar.points.back();
-  const auto choice = nccl::choose(*dgx2.topology, nccl::default_table(), CollectiveOp::allreduce, p.size, GpuPlacement{12, 1, 12});
+  const auto choice =
+      nccl::choose(*dgx2.topology, nccl::default_table(), CollectiveOp::allreduce, p.size, GpuPlacement{12, 1, 12});
   const double ratio = in_seconds(p.time) / in_seconds(choice.time);
   EXPECT_NEAR(ratio, 1.0, 0.35) << ratio;
 }

@@ -103,7 +103,7 @@ TEST(Plot, ThroughputPlotHasTheIdealLineThroughTheOneGpuPoint) {
   const auto ideal = polyline(svg, 0), model = polyline(svg, 1);
   ASSERT_EQ(ideal.size(), 3u);
   ASSERT_EQ(model.size(), 3u);
-  EXPECT_EQ(ideal[0], model[0]);             // both start at X(1)
+  EXPECT_EQ(ideal[0], model[0]);                // both start at X(1)
   EXPECT_LT(ideal[2].second, model[2].second);  // the ideal is higher (smaller y pixel) at 16 GPUs
   EXPECT_THAT(svg, HasSubstr(std::string(kPlotModelColour)));
   EXPECT_THAT(svg, HasSubstr("stroke-dasharray"));  // the ideal line is dashed
@@ -227,7 +227,7 @@ struct Image {
 
 std::uint32_t be32(const std::string& s, std::size_t at) {
   return (std::uint32_t(std::uint8_t(s[at])) << 24) | (std::uint32_t(std::uint8_t(s[at + 1])) << 16) |
-         (std::uint32_t(std::uint8_t(s[at + 2])) << 8) | std::uint32_t(std::uint8_t(s[at + 3]));
+      (std::uint32_t(std::uint8_t(s[at + 2])) << 8) | std::uint32_t(std::uint8_t(s[at + 3]));
 }
 
 std::optional<Image> read_png(const std::string& file, std::string& why) {
@@ -273,15 +273,22 @@ std::optional<Image> read_png(const std::string& file, std::string& why) {
                 c = i >= std::size_t(channels) ? up[i - channels] : 0;
       int v = in[i];
       switch (f) {
-        case 1: v += a; break;
-        case 2: v += b; break;
-        case 3: v += (a + b) / 2; break;
+        case 1:
+          v += a;
+          break;
+        case 2:
+          v += b;
+          break;
+        case 3:
+          v += (a + b) / 2;
+          break;
         case 4: {
           const int p = a + b - c, pa = std::abs(p - a), pb = std::abs(p - b), pc = std::abs(p - c);
           v += pa <= pb && pa <= pc ? a : pb <= pc ? b : c;
           break;
         }
-        default: break;
+        default:
+          break;
       }
       out[i] = std::uint8_t(v);
     }
@@ -306,15 +313,15 @@ TEST(Report, HeadlessChromiumScreenshotShowsThePlots) {
   std::filesystem::create_directories(dir / "profile");
   const auto html = dir / "report.html", png = dir / "shot.png";
   // AlexNet with CNTK scales at 63 % on 16 GPUs: the ideal line stands apart from the model's.
-  const auto r = test::run_cli("report --cluster shi-chu-p40 --model alexnet --framework cntk --batch 1024 --gpus 1,2,4,8,16 -o " +
-                               html.string());
+  const auto r = test::run_cli(
+      "report --cluster shi-chu-p40 --model alexnet --framework cntk --batch 1024 --gpus 1,2,4,8,16 -o " + html.string());
   ASSERT_EQ(r.status, 0) << r.err;
   const std::string cmd = chromium +
-                          " --headless --no-sandbox --disable-gpu --disable-quic --no-first-run"
-                          " --disable-background-networking --disable-component-update --disable-sync"
-                          " --user-data-dir=" + (dir / "profile").string() + " --screenshot=" + png.string() +
-                          " --window-size=1200,1600 file://" + html.string() + " >" + (dir / "chromium.log").string() +
-                          " 2>&1";
+      " --headless --no-sandbox --disable-gpu --disable-quic --no-first-run"
+      " --disable-background-networking --disable-component-update --disable-sync"
+      " --user-data-dir=" +
+      (dir / "profile").string() + " --screenshot=" + png.string() + " --window-size=1200,1600 file://" + html.string() + " >" +
+      (dir / "chromium.log").string() + " 2>&1";
   ASSERT_EQ(std::system(cmd.c_str()), 0) << test::slurp(dir / "chromium.log");
   std::string why;
   const auto img = read_png(png.string(), why);

@@ -7,20 +7,20 @@
 #include <cmath>
 #include <filesystem>
 #include <map>
-#include <set>
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "support/run.hpp"
 
 namespace dlscale {
 namespace {
 
-using ::testing::HasSubstr;
-using ::testing::MatchesRegex;
+using nlohmann::json;
 using test::run_cli;
 using test::slurp;
 using test::temp_file;
-using nlohmann::json;
+using ::testing::HasSubstr;
+using ::testing::MatchesRegex;
 
 /// `reproduce all --format json`, run once for the whole file.
 const json& all_json() {
@@ -72,14 +72,13 @@ TEST(Reproduce, JsonRowsFollowTheContract) {
   const auto& j = all_json();
   EXPECT_EQ(j.at("schema"), 1);
   const std::set<std::string> papers{"shi-chu-2018", "dell-v100", "dell-p100", "dgx2-comparison"};
-  const std::set<std::string> frameworks{"caffe-mpi", "cntk", "mxnet", "tensorflow", "horovod-tensorflow", "caffe2",
-                                         "nv-caffe", "pytorch-ddp", "pytorch-dataparallel"};
-  const std::set<std::string> models{"alexnet", "googlenet", "vgg16", "resnet18", "resnet50", "resnet101",
+  const std::set<std::string> frameworks{"caffe-mpi", "cntk",     "mxnet",       "tensorflow",          "horovod-tensorflow",
+                                         "caffe2",    "nv-caffe", "pytorch-ddp", "pytorch-dataparallel"};
+  const std::set<std::string> models{"alexnet",   "googlenet",    "vgg16",        "resnet18",  "resnet50",  "resnet101",
                                      "resnet152", "inception-v3", "inception-bn", "bert-swag", "bert-squad"};
   for (const auto& e : j.at("experiments")) {
-    for (const char* key : {"paper", "experiment", "system", "model", "framework", "precision", "batch_per_gpu", "gpus",
-                            "nodes", "inputs", "iteration_time_s", "throughput_samples_per_s", "speedup", "comm_s",
-                            "comm_exposed_s"})
+    for (const char* key : {"paper", "experiment", "system", "model", "framework", "precision", "batch_per_gpu", "gpus", "nodes",
+                            "inputs", "iteration_time_s", "throughput_samples_per_s", "speedup", "comm_s", "comm_exposed_s"})
       ASSERT_TRUE(e.contains(key)) << key;
     EXPECT_TRUE(papers.count(e.at("paper"))) << e.at("paper");
     EXPECT_TRUE(frameworks.count(e.at("framework"))) << e.at("framework");
@@ -175,8 +174,7 @@ TEST(Reproduce, TenGigabitVariantOnlySlowsRunsThatCrossNodes) {
           return f;
       throw std::runtime_error("no InfiniBand row");
     }();
-    if (e.at("nodes") == 1)
-      EXPECT_DOUBLE_EQ(e.at("iteration_time_s").get<double>(), ib.at("iteration_time_s").get<double>());
+    if (e.at("nodes") == 1) EXPECT_DOUBLE_EQ(e.at("iteration_time_s").get<double>(), ib.at("iteration_time_s").get<double>());
     else  // 100 Gb/s against 10 Gb/s between nodes
       EXPECT_GT(e.at("comm_s").get<double>(), ib.at("comm_s").get<double>());
   }

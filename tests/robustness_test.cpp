@@ -53,9 +53,9 @@
 #include "dlscale/predict.hpp"
 #include "dlscale/sim/simulator.hpp"
 #include "dlscale/topology.hpp"
-#include "support/sim_checks.hpp"
 #include "support/random_inputs.hpp"
 #include "support/run.hpp"
+#include "support/sim_checks.hpp"
 #include "support/three_layer.hpp"
 
 namespace dlscale {
@@ -70,16 +70,16 @@ bool finite_nonneg(Seconds x) { return finite_nonneg(in_seconds(x)); }
 
 std::string describe(const Scenario& sc) {
   std::ostringstream o;
-  o << "cluster " << sc.cluster.max_nodes << "x" << sc.cluster.gpus_per_node << " (intra " << sc.cluster.intra_node.bandwidth.base()
-    << " B/s " << in_seconds(sc.cluster.intra_node.latency) << " s, inter " << sc.cluster.inter_node.bandwidth.base() << " B/s "
-    << in_seconds(sc.cluster.inter_node.latency) << " s, h2d " << sc.cluster.h2d_pinned.base() << "/"
-    << sc.cluster.h2d_pageable.base() << ", disk " << sc.cluster.disk.base() << ", cache " << sc.cluster.page_cache.base()
-    << ", gpu " << sc.cluster.gpu.peak_fp32.base() << " FLOP/s " << sc.cluster.gpu.memory_bandwidth.base()
-    << " B/s), layers " << sc.network.layers.size() << ", input " << in_bytes(sc.network.input_bytes_per_sample)
-    << " B, batch " << sc.batch_per_gpu << ", precision " << to_string(sc.compute.precision)
-    << ", strategy " << to_string(sc.strategy.aggregation) << "/" << to_string(sc.strategy.overlap) << "/"
-    << to_string(sc.strategy.update) << " prefetch " << sc.strategy.io_prefetch << " bucket "
-    << in_bytes(sc.strategy.bucket_size) << " first " << in_bytes(sc.strategy.first_bucket) << " servers "
+  o << "cluster " << sc.cluster.max_nodes << "x" << sc.cluster.gpus_per_node << " (intra "
+    << sc.cluster.intra_node.bandwidth.base() << " B/s " << in_seconds(sc.cluster.intra_node.latency) << " s, inter "
+    << sc.cluster.inter_node.bandwidth.base() << " B/s " << in_seconds(sc.cluster.inter_node.latency) << " s, h2d "
+    << sc.cluster.h2d_pinned.base() << "/" << sc.cluster.h2d_pageable.base() << ", disk " << sc.cluster.disk.base() << ", cache "
+    << sc.cluster.page_cache.base() << ", gpu " << sc.cluster.gpu.peak_fp32.base() << " FLOP/s "
+    << sc.cluster.gpu.memory_bandwidth.base() << " B/s), layers " << sc.network.layers.size() << ", input "
+    << in_bytes(sc.network.input_bytes_per_sample) << " B, batch " << sc.batch_per_gpu << ", precision "
+    << to_string(sc.compute.precision) << ", strategy " << to_string(sc.strategy.aggregation) << "/"
+    << to_string(sc.strategy.overlap) << "/" << to_string(sc.strategy.update) << " prefetch " << sc.strategy.io_prefetch
+    << " bucket " << in_bytes(sc.strategy.bucket_size) << " first " << in_bytes(sc.strategy.first_bucket) << " servers "
     << sc.strategy.parameter_servers;
   return o.str();
 }
@@ -87,10 +87,8 @@ std::string describe(const Scenario& sc) {
 /// The bottleneck's text, whether Prediction holds it as a string or as a ResourceName (made on demand).
 template <class T>
 std::string text_of(const T& name) {
-  if constexpr (requires { name.str(); })
-    return name.str();
-  else
-    return std::string(name);
+  if constexpr (requires { name.str(); }) return name.str();
+  else return std::string(name);
 }
 
 /// Property a for one prediction. `units` bounds the boundary layer (layers, or buckets when bucketed).
@@ -104,9 +102,9 @@ std::string text_of(const T& name) {
   if (p.batch_per_gpu != batch) return fail("batch differs");
   if (!(finite_nonneg(p.iteration_time) && p.iteration_time > Seconds{})) return fail("iteration time not finite and > 0");
   const Breakdown& b = p.breakdown;
-  const std::pair<const char*, Seconds> parts[] = {{"io", b.io},         {"h2d", b.h2d},   {"forward", b.forward},
-                                                   {"backward", b.backward}, {"update", b.update}, {"comm", b.comm},
-                                                   {"comm_exposed", b.comm_exposed}};
+  const std::pair<const char*, Seconds> parts[] = {
+      {"io", b.io},         {"h2d", b.h2d},   {"forward", b.forward},          {"backward", b.backward},
+      {"update", b.update}, {"comm", b.comm}, {"comm_exposed", b.comm_exposed}};
   for (const auto& [name, t] : parts)
     if (!finite_nonneg(t)) return fail(std::string("breakdown.") + name + " = " + std::to_string(in_seconds(t)));
   // Exposed communication is part of the total: done(1) − t_b ≤ Σ t_comm (done(1) ≤ t_b + Σ t_comm), up
@@ -183,8 +181,8 @@ bool all_graphs() {
 }
 std::vector<std::string> multi_node_graphs() {
   if (all_graphs())
-    return {"shi-chu-p40", "dgx1v", "dgx-a100-hdr", "dgx-h100-ndr", "dell-c4140-pcie", "dell-c4130-g", "dell-c4140-sxm2",
-            "aws-p3dn", "ac922"};
+    return {"shi-chu-p40",  "dgx1v",           "dgx-a100-hdr", "dgx-h100-ndr", "dell-c4140-pcie",
+            "dell-c4130-g", "dell-c4140-sxm2", "aws-p3dn",     "ac922"};
   return {"shi-chu-p40", "dell-c4140-pcie", "dell-c4130-g", "ac922"};
 }
 std::vector<std::string> single_node_graphs() {
@@ -265,7 +263,8 @@ TEST(RobustPredict, ExtremeCornersGiveSanePredictions) {
               sc.strategy = test::random_strategy(r);
               const Predictor pred(sc);
               for (int gpus : {1, 8, test::kMaxGpus}) {
-                if (auto ok = sane(pred.predict(gpus), gpus, batch, sc.network.layers.size()); !ok) found.add(ok.message(), describe(sc));
+                if (auto ok = sane(pred.predict(gpus), gpus, batch, sc.network.layers.size()); !ok)
+                  found.add(ok.message(), describe(sc));
                 ++checked;
               }
             }
@@ -356,8 +355,8 @@ TEST(RobustCollective, AlphaBetaIsFiniteAndMonotoneInSize) {
     const auto model = make_alpha_beta_model(c);
     const auto sizes = size_ladder(r, 40);
     for (int gpus : test::random_gpu_counts(r, c, 3)) {
-      const GpuPlacement at = gpus <= c.gpus_per_node ? GpuPlacement{gpus, 1, gpus}
-                                                      : GpuPlacement{gpus, gpus / c.gpus_per_node, c.gpus_per_node};
+      const GpuPlacement at =
+          gpus <= c.gpus_per_node ? GpuPlacement{gpus, 1, gpus} : GpuPlacement{gpus, gpus / c.gpus_per_node, c.gpus_per_node};
       for (CollectiveOp op : kOps) {
         SCOPED_TRACE(::testing::Message() << "trial " << trial << ", " << gpus << " GPUs");
         check_collective(*model, op, sizes, at);
@@ -487,8 +486,7 @@ TEST(RobustEquations, ExactRecurrenceMatchesTheMaxFormAndIsMonotone) {
       ASSERT_EQ(h.boundary, 0);
       const Seconds u1 = seconds(0.01);
       ASSERT_NEAR(in_seconds(eq::iteration_exact_per_layer_update(Seconds{}, Seconds{}, Seconds{}, b, c, u1)),
-                  in_seconds(eq::iteration_case1(Seconds{}, Seconds{}, Seconds{}, seconds(sb), c.front(), u1)),
-                  1e-12 * (sb + 1));
+                  in_seconds(eq::iteration_case1(Seconds{}, Seconds{}, Seconds{}, seconds(sb), c.front(), u1)), 1e-12 * (sb + 1));
     } else {
       ASSERT_EQ(h.which, 2);
       ASSERT_GE(h.boundary, 2);
@@ -503,8 +501,8 @@ TEST(RobustEquations, SpeedupsAndRatiosFiniteForPositiveTimes) {
   for (int trial = 0; trial < 3000; ++trial) {
     auto t = [&] { return seconds(r.extreme(1e-9, 1e3)); };
     const int n = static_cast<int>(r.extreme_integer(1, test::kMaxGpus));
-    const Seconds io1 = t(), ion = io1 * static_cast<double>(r.integer(1, 16)), h2d = t(), f = t(), b = t(), u = t(),
-                  c = t(), c1 = t(), u1 = t();
+    const Seconds io1 = t(), ion = io1 * static_cast<double>(r.integer(1, 16)), h2d = t(), f = t(), b = t(), u = t(), c = t(),
+                  c1 = t(), u1 = t();
     for (double s : {eq::speedup(n, t(), t()), eq::speedup_eq8(n, io1, eq::gpu_time(h2d, f, b, u), ion, c),
                      eq::speedup_eq9_case1(n, io1, ion, h2d, f, b, u, c1, u1), eq::speedup_eq11(n, io1, ion, h2d, f, b, u, c1),
                      eq::update_to_gpu_ratio(u, h2d, f, b),
@@ -525,27 +523,57 @@ Scenario improved(const Scenario& sc, int which, double k) {
   Scenario s = sc;
   Cluster& c = s.cluster;
   switch (which) {
-    case 0: c.intra_node.bandwidth = c.intra_node.bandwidth * k; break;
-    case 1: c.inter_node.bandwidth = c.inter_node.bandwidth * k; break;
-    case 2: c.h2d_pinned = c.h2d_pinned * k; break;
-    case 3: c.h2d_pageable = c.h2d_pageable * k; break;
-    case 4: c.disk = c.disk * k; break;
-    case 5: c.page_cache = c.page_cache * k; break;
-    case 6: c.gpu.peak_fp32 = c.gpu.peak_fp32 * k; break;
-    case 7: c.gpu.peak_fp16 = c.gpu.peak_fp16 * k; break;
-    case 8: c.gpu.peak_tf32 = c.gpu.peak_tf32 * k; break;
-    case 9: c.gpu.memory_bandwidth = c.gpu.memory_bandwidth * k; break;
-    case 10: c.intra_node.latency = c.intra_node.latency / k; break;
-    case 11: c.inter_node.latency = c.inter_node.latency / k; break;
-    case 12: c.intra_node.latency = Seconds{}; break;
-    case 13: c.inter_node.latency = Seconds{}; break;
-    default: break;
+    case 0:
+      c.intra_node.bandwidth = c.intra_node.bandwidth * k;
+      break;
+    case 1:
+      c.inter_node.bandwidth = c.inter_node.bandwidth * k;
+      break;
+    case 2:
+      c.h2d_pinned = c.h2d_pinned * k;
+      break;
+    case 3:
+      c.h2d_pageable = c.h2d_pageable * k;
+      break;
+    case 4:
+      c.disk = c.disk * k;
+      break;
+    case 5:
+      c.page_cache = c.page_cache * k;
+      break;
+    case 6:
+      c.gpu.peak_fp32 = c.gpu.peak_fp32 * k;
+      break;
+    case 7:
+      c.gpu.peak_fp16 = c.gpu.peak_fp16 * k;
+      break;
+    case 8:
+      c.gpu.peak_tf32 = c.gpu.peak_tf32 * k;
+      break;
+    case 9:
+      c.gpu.memory_bandwidth = c.gpu.memory_bandwidth * k;
+      break;
+    case 10:
+      c.intra_node.latency = c.intra_node.latency / k;
+      break;
+    case 11:
+      c.inter_node.latency = c.inter_node.latency / k;
+      break;
+    case 12:
+      c.intra_node.latency = Seconds{};
+      break;
+    case 13:
+      c.inter_node.latency = Seconds{};
+      break;
+    default:
+      break;
   }
   return s;
 }
-constexpr const char* kImproved[] = {"intra bandwidth", "inter bandwidth", "h2d pinned", "h2d pageable", "disk",
-                                     "page cache",      "peak fp32",       "peak fp16",  "peak tf32",    "memory bandwidth",
-                                     "intra latency",   "inter latency",   "intra latency 0", "inter latency 0"};
+constexpr const char* kImproved[] = {
+    "intra bandwidth", "inter bandwidth", "h2d pinned",      "h2d pageable",   "disk",
+    "page cache",      "peak fp32",       "peak fp16",       "peak tf32",      "memory bandwidth",
+    "intra latency",   "inter latency",   "intra latency 0", "inter latency 0"};
 
 TEST(RobustMonotone, BetterResourcesNeverPredictALongerIteration) {
   Rng r(60606);
@@ -653,8 +681,8 @@ TEST(RobustMonotone, MeasuredIoIsTheNamedSuperlinearEffect) {
 // ---- the graph model against the NIC speed ---------------------------------------------------------------------
 
 TEST(RobustMonotone, FasterNicsNeverSlowTheNcclModel) {
-  // Multi-node graphs (two in CI, every one with DLSCALE_ROBUST_ALL_GRAPHS=1) with every NIC at 1 Mb/s … 1600 Gb/s (the fabric's and the NICs' `speed`), 2 to 8 nodes: no collective
-  // of any size is slower on the faster fabric.
+  // Multi-node graphs (two in CI, every one with DLSCALE_ROBUST_ALL_GRAPHS=1) with every NIC at 1 Mb/s … 1600 Gb/s (the fabric's
+  // and the NICs' `speed`), 2 to 8 nodes: no collective of any size is slower on the faster fabric.
   const char* speeds[] = {"1 Mb/s", "1 Gb/s", "100 Gb/s", "1600 Gb/s"};
   Rng r(16);
   const auto sizes = size_ladder(r, 10);
@@ -675,9 +703,9 @@ TEST(RobustMonotone, FasterNicsNeverSlowTheNcclModel) {
             const Seconds slow = models[i - 1]->time(op, size, at), fast = models[i]->time(op, size, at);
             if (in_seconds(fast) > in_seconds(slow) * (1 + kRel))
               found.add(std::string(name) + " " + std::string(to_string(op)) + " slower on faster NICs (" +
-                            std::to_string(in_bytes(size)) + " B on " + std::to_string(nodes) + " nodes: " + speeds[i] +
-                            " " + std::to_string(in_seconds(fast)) + " s, " + speeds[i - 1] + " " +
-                            std::to_string(in_seconds(slow)) + " s)",
+                            std::to_string(in_bytes(size)) + " B on " + std::to_string(nodes) + " nodes: " + speeds[i] + " " +
+                            std::to_string(in_seconds(fast)) + " s, " + speeds[i - 1] + " " + std::to_string(in_seconds(slow)) +
+                            " s)",
                         name);
           }
       }
@@ -705,7 +733,8 @@ TEST(RobustMonotone, NcclAllReduceNeverBeatsTheNics) {
           const double bound = 2.0 * (nodes - 1) / nodes * size / node_bw;
           if (t < bound * (1 - 1e-9))
             found.add(std::string(name) + " all-reduce faster than its NICs allow (" + speed + ", " + std::to_string(nodes) +
-                          " nodes, " + std::to_string(size) + " B: " + std::to_string(t) + " s < " + std::to_string(bound) + " s)",
+                          " nodes, " + std::to_string(size) + " B: " + std::to_string(t) + " s < " + std::to_string(bound) +
+                          " s)",
                       name);
         }
     }
@@ -728,13 +757,15 @@ TEST(RobustPlan, ExplainIsFiniteAndItsCriticalPathAddsUp) {
     sc.strategy = test::random_strategy(r);
     sc.batch_per_gpu = static_cast<int>(r.extreme_integer(1, test::kMaxBatch));
     sc.compute = test::random_compute(r);
-    const int gpus = (sc.cluster.topology ? graph_gpu_counts(r, sc.cluster, 4) : test::random_gpu_counts(r, sc.cluster, 2)).back();
+    const int gpus =
+        (sc.cluster.topology ? graph_gpu_counts(r, sc.cluster, 4) : test::random_gpu_counts(r, sc.cluster, 2)).back();
     ExplainOptions o;
     o.target_efficiency = r.uniform(0.05, 1.0);
     o.workload = TrainingWorkload{r.extreme_integer(1, 10'000'000'000), r.extreme(0.01, 1000), "random"};
     SCOPED_TRACE(::testing::Message() << "trial " << trial << ", " << gpus << " GPUs: " << describe(sc));
     const Explanation e = explain(sc, gpus, o);
-    if (auto ok = sane(e.prediction, gpus, sc.batch_per_gpu, sc.network.layers.size()); !ok) found.add(ok.message(), describe(sc));
+    if (auto ok = sane(e.prediction, gpus, sc.batch_per_gpu, sc.network.layers.size()); !ok)
+      found.add(ok.message(), describe(sc));
     double path = 0;
     for (const auto& s : e.path) {
       ASSERT_TRUE(finite_nonneg(s.time)) << s.name;
@@ -758,7 +789,8 @@ TEST(RobustPlan, ExplainIsFiniteAndItsCriticalPathAddsUp) {
     ASSERT_TRUE(e.cost.has_value());
     // epochs · ⌈samples / (N_g · M)⌉, recomputed
     const double global = static_cast<double>(gpus) * sc.batch_per_gpu;
-    EXPECT_DOUBLE_EQ(e.cost->iterations, o.workload->epochs * std::ceil(static_cast<double>(o.workload->samples_per_epoch) / global));
+    EXPECT_DOUBLE_EQ(e.cost->iterations,
+                     o.workload->epochs * std::ceil(static_cast<double>(o.workload->samples_per_epoch) / global));
     EXPECT_TRUE(finite_nonneg(e.cost->wall_time) && std::isfinite(e.cost->gpu_hours));
     EXPECT_FALSE(format_explanation(e, sc).empty());
   }
@@ -766,7 +798,6 @@ TEST(RobustPlan, ExplainIsFiniteAndItsCriticalPathAddsUp) {
 }
 
 // ---- c. the simulator at the extremes --------------------------------------------------------------------------
-
 
 TEST(RobustSim, ExtremesAgreeWithTheClosedForm) {
   // Extras off: one layer or a few, layers of 0 parameters, 0 or 1 s latencies, 1 Mb/s … 10 TB/s, batch

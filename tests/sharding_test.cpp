@@ -111,9 +111,7 @@ TEST(ShardingMemory, Llama7bUnderEachStrategyByHand) {
   const GpuSpec h100 = find_gpu("h100-sxm");
   const double P = kLlamaParams;
   auto mem = [&](const char* fw, int n) { return estimate_training_memory(net, 1, o, framework(fw).sharding, n); };
-  auto state = [](const MemoryEstimate& m) {
-    return in_bytes(m.weights) + in_bytes(m.gradients) + in_bytes(m.optimizer_state);
-  };
+  auto state = [](const MemoryEstimate& m) { return in_bytes(m.weights) + in_bytes(m.gradients) + in_bytes(m.optimizer_state); };
   // DDP: 16 P = 107.8 GB of weights, gradients and state: no 80 GB GPU holds it.
   const MemoryEstimate ddp = mem("pytorch-ddp", 8);
   EXPECT_DOUBLE_EQ(state(ddp), 16.0 * P);
@@ -157,8 +155,7 @@ TEST(ShardingUnits, SizeBasedWrapGroupsEachDecoderBlock) {
 // ---- the three-unit all-gather timeline of docs/model.md (eq. S5-S7) ----------------------------------------
 // Forward 2 ms per unit, backward 4 ms, all-gathers (5, 1, 1) ms in both passes, reduce-scatters 1 ms each.
 Seconds ms(double v) { return milliseconds(v); }
-const std::vector<Seconds> kF{ms(2), ms(2), ms(2)}, kB{ms(4), ms(4), ms(4)}, kAg{ms(5), ms(1), ms(1)},
-    kRs{ms(1), ms(1), ms(1)};
+const std::vector<Seconds> kF{ms(2), ms(2), ms(2)}, kB{ms(4), ms(4), ms(4)}, kAg{ms(5), ms(1), ms(1)}, kRs{ms(1), ms(1), ms(1)};
 
 TEST(ShardingTimeline, ThreeUnitsTwoInFlightByHand) {
   // docs/model.md: C = 7, 9, 11 (forward), 15, 19, 24 (backward, unit 1 waits for its gather: 15 + 5 = 20);
@@ -195,10 +192,14 @@ class FixedCollectives final : public CollectiveModel {
   [[nodiscard]] Seconds time(CollectiveOp op, Bytes size, const GpuPlacement& where) const override {
     if (where.gpus <= 1) return Seconds{};
     switch (op) {
-      case CollectiveOp::allgather: return size / gigabytes_per_second(1);
-      case CollectiveOp::reducescatter: return milliseconds(1);
-      case CollectiveOp::allreduce: return milliseconds(2);
-      default: return Seconds{};
+      case CollectiveOp::allgather:
+        return size / gigabytes_per_second(1);
+      case CollectiveOp::reducescatter:
+        return milliseconds(1);
+      case CollectiveOp::allreduce:
+        return milliseconds(2);
+      default:
+        return Seconds{};
     }
   }
   [[nodiscard]] std::string describe() const override { return "fixed"; }
@@ -266,8 +267,8 @@ TEST(ShardingPredict, ThePredictorRunsTheHandTimeline) {
   EXPECT_NEAR(in_ms(off.breakdown.offload_d2h_exposed), 2.5, 1e-9);
   EXPECT_NEAR(in_ms(off.breakdown.offload_cpu), 1.0, 1e-9);
   EXPECT_NEAR(in_ms(off.breakdown.offload_h2d), 3.5, 1e-9);
-  EXPECT_NEAR(in_ms(off.breakdown.update), 4.5, 1e-9);          // the CPU step and the copy back
-  EXPECT_NEAR(in_bytes(off.breakdown.offload_bytes), 7e6, 1e-3);  // 3.5 MB each way
+  EXPECT_NEAR(in_ms(off.breakdown.update), 4.5, 1e-9);                      // the CPU step and the copy back
+  EXPECT_NEAR(in_bytes(off.breakdown.offload_bytes), 7e6, 1e-3);            // 3.5 MB each way
   EXPECT_NEAR(in_ms(off.breakdown.comm_exposed), 13.0 - 12.0 + 7.0, 1e-9);  // unchanged by the copies
 }
 
@@ -292,9 +293,7 @@ TEST(ShardingOffload, Llama7bOnEightH100ByHand) {
   ComputeOptions o;
   o.precision = Precision::bf16;
   o.optimizer = Optimizer::adamw;
-  auto state = [](const MemoryEstimate& m) {
-    return in_bytes(m.weights) + in_bytes(m.gradients) + in_bytes(m.optimizer_state);
-  };
+  auto state = [](const MemoryEstimate& m) { return in_bytes(m.weights) + in_bytes(m.gradients) + in_bytes(m.optimizer_state); };
   const MemoryEstimate z2 = estimate_training_memory(net, 1, o, framework("deepspeed-zero2").sharding, 8);
   const MemoryEstimate z2o = estimate_training_memory(net, 1, o, framework("deepspeed-zero2-offload").sharding, 8);
   const MemoryEstimate z3o = estimate_training_memory(net, 1, o, framework("deepspeed-zero3-offload").sharding, 8);
@@ -334,7 +333,8 @@ TEST(ShardingOffload, Llama7bOnEightH100ByHand) {
 
 std::string fsdp_with(const std::string& sharding) {
   return "name: bad\nio: {prefetch: true, memory: pinned}\naggregation: allreduce\noverlap: layerwise\n"
-         "update: after_aggregation\nsharding: " + sharding + "\n";
+         "update: after_aggregation\nsharding: " +
+      sharding + "\n";
 }
 
 TEST(ShardingBadInput, AShardGroupThatDoesNotDivideTheGpusIsOneLineExitTwo) {
@@ -355,9 +355,10 @@ TEST(ShardingBadInput, ZeroStageFourAndShardingWithoutAllReduceNameTheLine) {
   EXPECT_NE(r.err.find("stage4.yaml:6:"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("sharding.stage"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("not 4"), std::string::npos) << r.err;
-  const auto ps = test::temp_file(
-      "ps.yaml", "name: bad\nio: {prefetch: true, memory: pinned}\naggregation: parameter_server\noverlap: layerwise\n"
-                 "update: after_aggregation\nsharding: {stage: 2}\n");
+  const auto ps =
+      test::temp_file("ps.yaml",
+                      "name: bad\nio: {prefetch: true, memory: pinned}\naggregation: parameter_server\noverlap: layerwise\n"
+                      "update: after_aggregation\nsharding: {stage: 2}\n");
   const auto q = test::run_cli("predict --cluster dgx-h100-ndr --model gpt2 --framework " + ps.string() + " --gpus 8");
   EXPECT_EQ(q.status, 2);
   EXPECT_NE(q.err.find("sharding needs 'aggregation: allreduce'"), std::string::npos) << q.err;

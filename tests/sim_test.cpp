@@ -9,6 +9,7 @@
 #include <random>
 #include <set>
 
+#include "../sim/src/random.hpp"  // the simulator's own random draws (header-only, no export)
 #include "dlscale/collective.hpp"
 #include "dlscale/equations.hpp"
 #include "dlscale/error.hpp"
@@ -17,10 +18,9 @@
 #include "dlscale/sim/engine.hpp"
 #include "dlscale/sim/merge.hpp"
 #include "dlscale/sim/simulator.hpp"
-#include "../sim/src/random.hpp"  // the simulator's own random draws (header-only, no export)
+#include "support/run.hpp"
 #include "support/sim_checks.hpp"
 #include "support/three_layer.hpp"
-#include "support/run.hpp"
 
 namespace dlscale::sim {
 namespace {
@@ -275,7 +275,6 @@ Network random_network(std::mt19937_64& rng) {
   return n;
 }
 
-
 TEST(SimVsClosedForm, RandomProfilesAndStrategiesMatchTheExactRecurrence) {
   // One channel, no contention, no jitter, the strategy's own units (per layer or DDP buckets):
   // the simulated steady-state iteration equals the closed form (eq. 4 or 2 around the exact max-plus
@@ -296,9 +295,9 @@ TEST(SimVsClosedForm, RandomProfilesAndStrategiesMatchTheExactRecurrence) {
       const Prediction closed = sim.predictor().predict(gpus);
       const SimResult r = sim.run(gpus);
       SCOPED_TRACE(testing::Message() << "trial " << trial << ", " << gpus << " GPUs, aggregation "
-                                      << to_string(sc.strategy.aggregation) << ", overlap "
-                                      << to_string(sc.strategy.overlap) << ", update " << to_string(sc.strategy.update)
-                                      << ", prefetch " << sc.strategy.io_prefetch);
+                                      << to_string(sc.strategy.aggregation) << ", overlap " << to_string(sc.strategy.overlap)
+                                      << ", update " << to_string(sc.strategy.update) << ", prefetch "
+                                      << sc.strategy.io_prefetch);
       if (!test::per_layer_update_never_waits(sim.predictor(), closed)) {
         EXPECT_GE(in_seconds(r.prediction.iteration_time), in_seconds(closed.iteration_time) * (1 - 1e-9));
         continue;
@@ -365,8 +364,7 @@ TEST(SimVsClosedForm, RandomShardedStrategiesMatchTheShardedTimeline) {
                                       << sc.strategy.sharding.group << ", in flight " << sc.strategy.sharding.in_flight
                                       << ", overlap " << to_string(sc.strategy.overlap));
       ++compared;
-      if (sc.strategy.sharding.stage == 3 && closed.breakdown.comm_exposed > closed.breakdown.comm * 0.1)
-        ++gathered_and_exposed;
+      if (sc.strategy.sharding.stage == 3 && closed.breakdown.comm_exposed > closed.breakdown.comm * 0.1) ++gathered_and_exposed;
       expect_equals_closed_form(r, closed);
       EXPECT_NEAR(in_seconds(r.prediction.breakdown.comm), in_seconds(closed.breakdown.comm),
                   1e-9 * in_seconds(closed.iteration_time));
@@ -461,8 +459,7 @@ TEST(SimVsClosedForm, ContentionNeverMakesItFaster) {
       const SimResult b = ref.run(gpus);
       EXPECT_GE(in_seconds(a.prediction.iteration_time), in_seconds(b.prediction.iteration_time) * (1 - 1e-9));
       if (opt.allreduce == AllreduceAlgorithm::ring) {
-        EXPECT_GE(in_seconds(a.prediction.iteration_time),
-                  in_seconds(sim.predictor().predict(gpus).iteration_time) * (1 - 1e-9));
+        EXPECT_GE(in_seconds(a.prediction.iteration_time), in_seconds(sim.predictor().predict(gpus).iteration_time) * (1 - 1e-9));
       }
     }
   }
@@ -483,8 +480,8 @@ TEST(SimVsClosedForm, ContentionAloneOnARingEqualsTheCollectiveModel) {
   opt.channels = 2;
   Simulator sim(sc, opt);
   for (int gpus : {4, 16}) {
-    EXPECT_NEAR(in_seconds(sim.run(gpus).prediction.iteration_time) /
-                    in_seconds(sim.predictor().predict(gpus).iteration_time), 1.0, 1e-9);
+    EXPECT_NEAR(in_seconds(sim.run(gpus).prediction.iteration_time) / in_seconds(sim.predictor().predict(gpus).iteration_time),
+                1.0, 1e-9);
   }
 }
 
@@ -719,12 +716,14 @@ TEST(SimCli, TopologyClustersWithContentionAreNeverFasterThanPredict) {
   // latency is asked of the NCCL model for a valid 2-GPU placement (it rejects 2 GPUs on 8-GPU nodes).
   // MXNet and TensorFlow (2017) cross nodes over ps-lite and gRPC, which the flows do not model: refused.
   for (const char* fw : {"mxnet", "tensorflow"}) {
-    const auto r = test::run_cli(std::string("simulate --iterations 3 --contention --cluster dgx1v --model alexnet --framework ") + fw + " --gpus 16");
+    const auto r = test::run_cli(
+        std::string("simulate --iterations 3 --contention --cluster dgx1v --model alexnet --framework ") + fw + " --gpus 16");
     EXPECT_EQ(r.status, 2) << fw;
     EXPECT_NE(r.err.find("leave out --contention"), std::string::npos) << fw << ": " << r.err;
   }
   for (const char* fw : {"caffe-mpi", "cntk", "horovod"}) {
-    const std::string common = std::string(" --cluster dgx1v --model alexnet --framework ") + fw + " --gpus 16 --format json --jitter-cv 0";
+    const std::string common =
+        std::string(" --cluster dgx1v --model alexnet --framework ") + fw + " --gpus 16 --format json --jitter-cv 0";
     const auto a = test::run_cli("simulate --iterations 3 --contention --channels 2" + common);
     const auto b = test::run_cli("predict" + common);
     ASSERT_EQ(a.status, 0) << fw << ": " << a.err;
@@ -736,8 +735,8 @@ TEST(SimCli, TopologyClustersWithContentionAreNeverFasterThanPredict) {
 }
 
 TEST(SimCli, BadOptionsExitTwoWithNothingOnStdout) {
-  for (const char* args : {"simulate --merge sometimes", "simulate --iterations 0", "simulate --speed 3",
-                           "simulate --allreduce star"}) {
+  for (const char* args :
+       {"simulate --merge sometimes", "simulate --iterations 0", "simulate --speed 3", "simulate --allreduce star"}) {
     const auto r = test::run_cli(args);
     EXPECT_EQ(r.status, 2) << args;
     EXPECT_TRUE(r.out.empty()) << args;
@@ -761,8 +760,10 @@ TEST(SimCli, TraceFileIsWrittenAtomically) {
 // same events. Refresh on purpose with tests/golden/refresh.sh.
 TEST(SimCli, MatchesGoldenJsonAndTrace) {
   const auto trace = test::temp_file("golden-trace.json", "");
-  const auto r = test::run_cli("simulate --profile worked-example-cntk-alexnet --gpus 1,4 --iterations 2 --format json "
-                               "--trace " + trace.string());
+  const auto r = test::run_cli(
+      "simulate --profile worked-example-cntk-alexnet --gpus 1,4 --iterations 2 --format json "
+      "--trace " +
+      trace.string());
   ASSERT_EQ(r.status, 0) << r.err;
   const std::filesystem::path golden = std::filesystem::path(DLSCALE_SOURCE_DIR) / "tests" / "golden";
   EXPECT_EQ(r.out, test::slurp(golden / "simulate-worked-example.json"));
@@ -830,8 +831,8 @@ TEST(SimSyncLoss, JitteredMeanAgreesWithTheClosedFormsExpectedMaximum) {
     const SimResult plain = Simulator(sc, opt).run(gpus);
     const double expected_wait = eq::expected_max_normal(gpus) * 0.05 * 0.9;
     EXPECT_NEAR(in_seconds(closed.breakdown.sync_wait), expected_wait, 1e-12);
-    EXPECT_NEAR(in_seconds(jittered.iterations.mean), in_seconds(closed.iteration_time),
-                0.01 * in_seconds(closed.iteration_time)) << gpus << " GPUs";
+    EXPECT_NEAR(in_seconds(jittered.iterations.mean), in_seconds(closed.iteration_time), 0.01 * in_seconds(closed.iteration_time))
+        << gpus << " GPUs";
     const double simulated_wait = in_seconds(jittered.iterations.mean - plain.iterations.mean);
     EXPECT_NEAR(simulated_wait, expected_wait, 0.01 * expected_wait) << gpus << " GPUs";
     // without jitter the simulator is the closed form without the wait
@@ -863,9 +864,10 @@ TEST(SimPrefetch, TheFrameworksDepthIsTheDefault) {
   const SimResult b = Simulator(other, from_option).run(4);
   ASSERT_EQ(a.iterations.samples.size(), b.iterations.samples.size());
   for (std::size_t i = 0; i < a.iterations.samples.size(); ++i) EXPECT_EQ(a.iterations.samples[i], b.iterations.samples[i]);
-  const Strategy s = parse_strategy("name: x\nio: {prefetch: true, memory: pinned, depth: 4}\naggregation: allreduce\n"
-                                    "overlap: layerwise\nupdate: after_aggregation\n",
-                                    "x.yaml");
+  const Strategy s = parse_strategy(
+      "name: x\nio: {prefetch: true, memory: pinned, depth: 4}\naggregation: allreduce\n"
+      "overlap: layerwise\nupdate: after_aggregation\n",
+      "x.yaml");
   EXPECT_EQ(s.prefetch_depth, 4);
   EXPECT_THROW((void)parse_strategy("name: x\nio: {prefetch: true, memory: pinned, depth: 0}\naggregation: allreduce\n"
                                     "overlap: layerwise\nupdate: after_aggregation\n",
@@ -900,8 +902,8 @@ TEST(SimOverhead, FixedPerIterationCostMatchesTheClosedForm) {
   opt.iterations = 6;
   EXPECT_NEAR(in_seconds(Simulator(sc, opt).run(4).iterations.mean), 1.075, 1e-9);
   EXPECT_NEAR(in_seconds(Simulator(sc, opt).run(1).iterations.mean), 0.97, 1e-9);
-  for (auto [overlap, update] : {std::pair{Overlap::layerwise, UpdatePlacement::per_layer},
-                                 {Overlap::none, UpdatePlacement::after_aggregation}}) {
+  for (auto [overlap, update] :
+       {std::pair{Overlap::layerwise, UpdatePlacement::per_layer}, {Overlap::none, UpdatePlacement::after_aggregation}}) {
     sc.strategy.overlap = overlap;
     sc.strategy.update = update;
     const Prediction closed = Predictor(sc).predict(4);

@@ -174,9 +174,9 @@ TEST_P(ShippedTopology, LoadsAndEveryGpuPairHasAPath) {
 
 INSTANTIATE_TEST_SUITE_P(Files, ShippedTopology,
                          ::testing::Values("shi-chu-p40", "dell-c4140-pcie", "dell-c4140-sxm2", "dell-c4130-g", "dgx1v",
-                                           "aws-p3dn", "dgx2", "ac922", "exxact-ts4-rtx2080ti", "dgx-a100",
-                                           "dgx-a100-hdr", "dgx-h100", "dgx-h100-ndr", "rtx4090-pcie", "dgx-b200",
-                                           "gb200-nvl72", "dgx-b300", "gb300-nvl72"),
+                                           "aws-p3dn", "dgx2", "ac922", "exxact-ts4-rtx2080ti", "dgx-a100", "dgx-a100-hdr",
+                                           "dgx-h100", "dgx-h100-ndr", "rtx4090-pcie", "dgx-b200", "gb200-nvl72", "dgx-b300",
+                                           "gb300-nvl72"),
                          [](const auto& info) {
                            std::string s = info.param;
                            for (auto& c : s)
@@ -187,7 +187,7 @@ INSTANTIATE_TEST_SUITE_P(Files, ShippedTopology,
 // ---- validation -----------------------------------------------------------------------------------
 std::string base_cluster(const std::string& node_section) {
   return "name: t\nnodes: 1\ngpus_per_node: 2\ngpu: v100-sxm2\nstorage: {disk: \"1 GB/s\", page_cache: \"2 GB/s\"}\n" +
-         node_section;
+      node_section;
 }
 
 std::string load_error(const std::string& name, const std::string& text) {
@@ -201,7 +201,8 @@ std::string load_error(const std::string& name, const std::string& text) {
 }
 
 TEST(TopologyValidation, UnknownKeyNamesFileLineAndKey) {
-  const auto msg = load_error("unknown.yaml", base_cluster("node:\n  links:\n    - {a: gpu0, b: gpu1, kind: nvlink, cuont: 2}\n"));
+  const auto msg =
+      load_error("unknown.yaml", base_cluster("node:\n  links:\n    - {a: gpu0, b: gpu1, kind: nvlink, cuont: 2}\n"));
   EXPECT_NE(msg.find("unknown.yaml:8:"), std::string::npos) << msg;
   EXPECT_NE(msg.find("node.links[0].cuont"), std::string::npos) << msg;
   EXPECT_NE(msg.find("unknown key"), std::string::npos) << msg;
@@ -214,20 +215,23 @@ TEST(TopologyValidation, DanglingEndpointIsNamed) {
 }
 
 TEST(TopologyValidation, AsymmetricDuplicateIsAnError) {
-  const auto msg = load_error("dup.yaml", base_cluster("node:\n  links:\n    - {a: gpu0, b: gpu1, kind: nvlink, count: 2}\n"
-                                                       "    - {a: gpu1, b: gpu0, kind: nvlink, count: 1}\n"));
+  const auto msg = load_error("dup.yaml",
+                              base_cluster("node:\n  links:\n    - {a: gpu0, b: gpu1, kind: nvlink, count: 2}\n"
+                                           "    - {a: gpu1, b: gpu0, kind: nvlink, count: 1}\n"));
   EXPECT_NE(msg.find("dup.yaml:9:"), std::string::npos) << msg;
   EXPECT_NE(msg.find("asymmetric duplicate"), std::string::npos) << msg;
   EXPECT_NE(msg.find("line 8"), std::string::npos) << msg;
 }
 
 TEST(TopologyValidation, ImpossibleLinksAreRejected) {
-  auto msg = load_error("cpu-nvl.yaml", base_cluster("node:\n  cpus:\n    - {name: c0, arch: x86}\n    - {name: c1, arch: x86}\n"
-                                                     "  links:\n    - {a: gpu0, b: gpu1, kind: nvlink}\n    - {a: c0, b: c1, kind: nvlink}\n"));
+  auto msg = load_error("cpu-nvl.yaml",
+                        base_cluster("node:\n  cpus:\n    - {name: c0, arch: x86}\n    - {name: c1, arch: x86}\n"
+                                     "  links:\n    - {a: gpu0, b: gpu1, kind: nvlink}\n    - {a: c0, b: c1, kind: nvlink}\n"));
   EXPECT_NE(msg.find("NVLink joins a GPU"), std::string::npos) << msg;
   msg = load_error("pcie.yaml", base_cluster("node:\n  pcie_switches: [s]\n  links:\n    - {a: gpu0, b: s, kind: pcie}\n"));
   EXPECT_NE(msg.find("needs 'generation' and 'lanes'"), std::string::npos) << msg;
-  msg = load_error("bad-unit.yaml", base_cluster("node:\n  links:\n    - {a: gpu0, b: gpu1, kind: nvlink, bandwidth: \"25 GBs\"}\n"));
+  msg = load_error("bad-unit.yaml",
+                   base_cluster("node:\n  links:\n    - {a: gpu0, b: gpu1, kind: nvlink, bandwidth: \"25 GBs\"}\n"));
   EXPECT_NE(msg.find("node.links[0].bandwidth"), std::string::npos) << msg;
 }
 
@@ -245,13 +249,16 @@ TEST(TopologyValidation, SeveralNodesNeedAFabricAndANic) {
 // through that switch (PATH_PXN), where the GPU's own path crosses the sockets (SYS). The route is as wide
 // as its narrowest link: the Gen3 x16 PCIe hop, 12 GB/s as NCCL rates it.
 TEST(Topology, PxnRoutesThroughTheGpuBesideTheNic) {
-  const auto file = test::temp_file("pxn.yaml", base_cluster(
-      "node:\n  cpus:\n    - {name: c0, arch: x86}\n    - {name: c1, arch: x86}\n  pcie_switches: [s0, s1]\n"
-      "  nics:\n    - {name: nic0, speed: \"100 Gb/s\"}\n"
-      "  links:\n    - {a: gpu0, b: gpu1, kind: nvlink, count: 2}\n"
-      "    - {a: gpu0, b: s0, kind: pcie, generation: 3, lanes: 16}\n    - {a: nic0, b: s0, kind: pcie, generation: 3, lanes: 16}\n"
-      "    - {a: s0, b: c0, kind: pcie, generation: 3, lanes: 16}\n    - {a: gpu1, b: s1, kind: pcie, generation: 3, lanes: 16}\n"
-      "    - {a: s1, b: c1, kind: pcie, generation: 3, lanes: 16}\n    - {a: c0, b: c1, kind: smp}\n"));
+  const auto file = test::temp_file(
+      "pxn.yaml",
+      base_cluster("node:\n  cpus:\n    - {name: c0, arch: x86}\n    - {name: c1, arch: x86}\n  pcie_switches: [s0, s1]\n"
+                   "  nics:\n    - {name: nic0, speed: \"100 Gb/s\"}\n"
+                   "  links:\n    - {a: gpu0, b: gpu1, kind: nvlink, count: 2}\n"
+                   "    - {a: gpu0, b: s0, kind: pcie, generation: 3, lanes: 16}\n    - {a: nic0, b: s0, kind: pcie, generation: "
+                   "3, lanes: 16}\n"
+                   "    - {a: s0, b: c0, kind: pcie, generation: 3, lanes: 16}\n    - {a: gpu1, b: s1, kind: pcie, generation: "
+                   "3, lanes: 16}\n"
+                   "    - {a: s1, b: c1, kind: pcie, generation: 3, lanes: 16}\n    - {a: c0, b: c1, kind: smp}\n"));
   const Cluster c = load_cluster(file);
   ASSERT_TRUE(c.topology);
   const auto own = c.topology->nic_route(0, 0);
@@ -314,7 +321,8 @@ TEST(TopologyImport, NcclXmlDumpRoundTripsToDgx1v) {
 
 TEST(TopologyImport, MalformedXmlNamesTheLine) {
   try {
-    (void)import_nccl_xml("<system version=\"1\">\n  <cpu numaid=\"0\">\n    <pci busid=\"x\">\n  </cpu>\n</system>\n", "bad.xml");
+    (void)import_nccl_xml("<system version=\"1\">\n  <cpu numaid=\"0\">\n    <pci busid=\"x\">\n  </cpu>\n</system>\n",
+                          "bad.xml");
     FAIL() << "no error";
   } catch (const InputError& e) {
     EXPECT_NE(std::string(e.what()).find("bad.xml:4:"), std::string::npos) << e.what();
@@ -342,7 +350,8 @@ int count_vertices(const Topology& t, VertexKind kind) {
 // P100s, one NVLink between each of the 16 hybrid cube-mesh pairs (4 per GPU: a P100 SXM2).
 TEST(ImportLayouts, NvidiaSmiDriver384WithSocAndDeviceNamedNics) {
   std::vector<std::string> warnings;
-  const std::string yaml = import_nvidia_smi(layout("nvidia-smi/dgx1-p100-driver384-soc-mlx5-columns.txt"), "d.txt", {}, &warnings);
+  const std::string yaml =
+      import_nvidia_smi(layout("nvidia-smi/dgx1-p100-driver384-soc-mlx5-columns.txt"), "d.txt", {}, &warnings);
   const Cluster c = parse_cluster(yaml, "d.yaml");
   ASSERT_TRUE(c.topology);
   EXPECT_EQ(c.gpus_per_node, 8);
@@ -350,7 +359,7 @@ TEST(ImportLayouts, NvidiaSmiDriver384WithSocAndDeviceNamedNics) {
   EXPECT_EQ(c.topology->path(0, 4).nvlinks, 1);  // NV1
   EXPECT_EQ(c.topology->path(0, 5).nvlinks, 0);  // SOC
   EXPECT_EQ(c.topology->nic_names(), (std::vector<std::string>{"mlx5_0", "mlx5_1", "mlx5_2", "mlx5_3"}));
-  EXPECT_EQ(c.topology->nic_path(0, 0).type, PathType::pix);  // GPU0-mlx5_0 PIX
+  EXPECT_EQ(c.topology->nic_path(0, 0).type, PathType::pix);   // GPU0-mlx5_0 PIX
   EXPECT_EQ(count_vertices(*c.topology, VertexKind::cpu), 2);  // affinities 0-19,40-59 and 20-39,60-79
   EXPECT_NE(yaml.find("gpu: p100-sxm2"), std::string::npos) << yaml;
 }

@@ -62,8 +62,9 @@ TEST(Transport, GrpcParameterServerExchange) {
 }
 
 TEST(Transport, FrameworkFilesNameTheirTransport) {
-  const std::string head = "name: x\nio: {prefetch: true, memory: pinned}\naggregation: parameter_server\n"
-                           "overlap: layerwise\nupdate: per_layer\n";
+  const std::string head =
+      "name: x\nio: {prefetch: true, memory: pinned}\naggregation: parameter_server\n"
+      "overlap: layerwise\nupdate: per_layer\n";
   const Strategy s = parse_strategy(head + "transport: ps-lite-tcp\n", "x.yaml");
   EXPECT_EQ(s.transport.name, "ps-lite-tcp");
   EXPECT_DOUBLE_EQ(s.transport.wire_efficiency, 0.5);

@@ -162,9 +162,10 @@ TEST(EnumNames, TheTypesOwnReadersKeepTheirMessages) {
     (void)layer_kind_from_string("Conv");
     FAIL();
   } catch (const std::invalid_argument& e) {
-    EXPECT_STREQ(e.what(), "unknown layer kind 'Conv' (expected conv, linear, batchnorm, layernorm, embedding, attention, "
-                           "other, or a parameter-free relu, gelu, silu, tanh, dropout, maxpool, avgpool, add, concat, "
-                           "lrn, reshape)");
+    EXPECT_STREQ(e.what(),
+                 "unknown layer kind 'Conv' (expected conv, linear, batchnorm, layernorm, embedding, attention, "
+                 "other, or a parameter-free relu, gelu, silu, tanh, dropout, maxpool, avgpool, add, concat, "
+                 "lrn, reshape)");
   }
 }
 

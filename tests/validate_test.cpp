@@ -75,8 +75,7 @@ TEST(Validate, NamesTheFieldOfANegativeOrNanBandwidth) {
 TEST(Validate, NamesTheFieldOfANanJitter) {
   Scenario sc = good_scenario();
   sc.strategy.jitter_cv = std::nan("");
-  EXPECT_EQ(refusal(sc).what,
-            "'strategy.jitter_cv': a coefficient of variation is a number ≥ 0 and < 1 (0.02 for 2 %), got nan");
+  EXPECT_EQ(refusal(sc).what, "'strategy.jitter_cv': a coefficient of variation is a number ≥ 0 and < 1 (0.02 for 2 %), got nan");
   sc.strategy.jitter_cv = 1.0;  // σ as large as the mean: a GPU would stall half the time
   EXPECT_EQ(refusal(sc).key, "strategy.jitter_cv");
   sc.strategy.jitter_cv = 0.999;
@@ -119,8 +118,8 @@ TEST(Validate, RefusesOffloadWithoutShardingAndMeasuredTimesOfAnotherLength) {
 TEST(Validate, PredictorValidatesBeforeItPredicts) {
   Scenario sc = good_scenario();
   sc.batch_per_gpu = -4;
-  for (const auto& make : std::vector<std::function<void()>>{[&] { (void)Predictor(sc); },
-                                                            [&] { (void)Predictor(sc, Predictor::TimesOnly{}); }}) {
+  for (const auto& make :
+       std::vector<std::function<void()>>{[&] { (void)Predictor(sc); }, [&] { (void)Predictor(sc, Predictor::TimesOnly{}); }}) {
     try {
       make();
       ADD_FAILURE() << "a batch of -4 was predicted";

@@ -178,11 +178,10 @@ TEST(PyTorchJitter, IsTheMedianOfTheH100Steps) {
   const double median = (cv[16] + cv[17]) / 2;
   std::printf("PyTorch per-step cv over %zu H100 runs: min %.4f, median %.4f, max %.4f\n", cv.size(), cv.front(), median,
               cv.back());
-  for (const char* framework : {"pytorch-ddp", "pytorch-dataparallel", "fsdp", "fsdp-shard-grad-op", "fsdp-hybrid",
-                                "deepspeed-zero1", "deepspeed-zero2", "deepspeed-zero2-offload", "deepspeed-zero3",
-                                "deepspeed-zero3-offload"}) {
-    EXPECT_NEAR(load_strategy(resolve(DataKind::framework, framework, "--framework")).jitter_cv, median, 0.00005)
-        << framework;
+  for (const char* framework :
+       {"pytorch-ddp", "pytorch-dataparallel", "fsdp", "fsdp-shard-grad-op", "fsdp-hybrid", "deepspeed-zero1", "deepspeed-zero2",
+        "deepspeed-zero2-offload", "deepspeed-zero3", "deepspeed-zero3-offload"}) {
+    EXPECT_NEAR(load_strategy(resolve(DataKind::framework, framework, "--framework")).jitter_cv, median, 0.00005) << framework;
   }
 }
 
@@ -293,7 +292,10 @@ TEST(Lambda, ScalingRatiosAgainstTheOneGpuRows) {
   MeasurementOptions one = lambda_options();
   const auto base = read_throughput_csv(std::string(DLSCALE_TEST_DATA_DIR) + "/lambda-pytorch/training-throughput.csv", one);
   auto server = [](const std::string& gpu) {
-    return gpu.rfind("v100", 0) == 0 ? "dgx1v" : gpu.rfind("a100", 0) == 0 ? "dgx-a100" : gpu.rfind("h100", 0) == 0 ? "dgx-h100" : "rtx4090-pcie";
+    return gpu.rfind("v100", 0) == 0 ? "dgx1v"
+        : gpu.rfind("a100", 0) == 0  ? "dgx-a100"
+        : gpu.rfind("h100", 0) == 0  ? "dgx-h100"
+                                     : "rtx4090-pcie";
   };
   auto throughput = [&](const ThroughputSample& s, int gpus) {
     return Predictor(measured_scenario(s, server(s.gpu_id))).predict(gpus).throughput_samples_per_s;
@@ -320,7 +322,8 @@ TEST(Lambda, ScalingRatiosAgainstTheOneGpuRows) {
       if (s.batch == b1->batch) {
         const double grown = s.batch * n / s.samples_per_s - b1->batch / b1->samples_per_s;
         const double gb = static_cast<double>(s.network->total_params()) * 4.0 / 1e9;
-        if (grown > 0) exposed = fmt::format("; lost {:.1f} ms, {:.2f} GB of gradients at {:.1f} GB/s", 1e3 * grown, gb, gb / grown);
+        if (grown > 0)
+          exposed = fmt::format("; lost {:.1f} ms, {:.2f} GB of gradients at {:.1f} GB/s", 1e3 * grown, gb, gb / grown);
       }
       std::printf("Lambda scaling %-16s %-10s %-4s %d GPUs: measured %.3f, predicted %.3f (%+.1f %%)%s\n", s.gpu_id.c_str(),
                   s.model_id.c_str(), std::string(to_string(s.precision)).c_str(), n, measured, predicted, 100 * e,
@@ -369,10 +372,9 @@ MeasuredErrors compare_measured_steps(const std::vector<ThroughputSample>& sampl
     const double predicted = m.batch / in_seconds(measured_step(m, cluster));
     const double e = predicted / m.samples_per_s - 1.0;
     r.ratio.push_back(1.0 + e);
-    std::printf("%s %-16s %-4s batch %4d %-4s %-5s measured %9.1f/s predicted %9.1f/s (%+.1f %%)\n", label,
-                m.model_id.c_str(), std::string(to_string(m.precision)).c_str(), m.batch,
-                std::string(to_string(m.layout)).c_str(), std::string(to_string(m.attention)).c_str(), m.samples_per_s,
-                predicted, 100 * e);
+    std::printf("%s %-16s %-4s batch %4d %-4s %-5s measured %9.1f/s predicted %9.1f/s (%+.1f %%)\n", label, m.model_id.c_str(),
+                std::string(to_string(m.precision)).c_str(), m.batch, std::string(to_string(m.layout)).c_str(),
+                std::string(to_string(m.attention)).c_str(), m.samples_per_s, predicted, 100 * e);
     r.all += std::abs(e);
     ++r.rows;
     if (m.network->name.rfind("mlp", 0) == 0 || m.network->name.rfind("bert", 0) == 0) {
@@ -380,8 +382,8 @@ MeasuredErrors compare_measured_steps(const std::vector<ThroughputSample>& sampl
       ++r.gemm_rows;
     }
   }
-  std::printf("%s: %d rows, mean absolute error %.1f %%; the %d without convolutions (BERT, GEMM-only) %.1f %%\n", label,
-              r.rows, 100 * r.all / r.rows, r.gemm_rows, 100 * r.gemm_only / r.gemm_rows);
+  std::printf("%s: %d rows, mean absolute error %.1f %%; the %d without convolutions (BERT, GEMM-only) %.1f %%\n", label, r.rows,
+              100 * r.all / r.rows, r.gemm_rows, 100 * r.gemm_only / r.gemm_rows);
   return r;
 }
 
@@ -432,7 +434,7 @@ TEST(H100AndH200, WhatTheH200sBandwidthGains) {
   for (const ThroughputSample& b : h200) {
     const auto a = std::find_if(h100.begin(), h100.end(), [&](const ThroughputSample& m) {
       return m.model_id == b.model_id && m.precision == b.precision && m.batch == b.batch && m.layout == b.layout &&
-             m.attention == b.attention;
+          m.attention == b.attention;
     });
     if (a == h100.end()) continue;
     const double measured = b.samples_per_s / a->samples_per_s;
@@ -639,8 +641,8 @@ TEST(MemoryFit, TheCasesThatDecideWhetherAStepRuns) {
   EXPECT_NEAR(in_bytes(llama.need.weights + llama.need.gradients + llama.need.optimizer_state), 6'738'415'616.0 * 18, 1e3);
   EXPECT_NEAR(in_bytes(llama.need.gradients), 6'738'415'616.0 * 4, 1e3);
   adam.fp32_gradients = false;  // half-precision gradients of a half working copy (apex O2, DeepSpeed): 2 B
-  EXPECT_NEAR(in_bytes(check_memory_fit(zoo("llama2-7b"), find_gpu("h100-sxm"), 1, adam).need.gradients),
-              6'738'415'616.0 * 2, 1e3);
+  EXPECT_NEAR(in_bytes(check_memory_fit(zoo("llama2-7b"), find_gpu("h100-sxm"), 1, adam).need.gradients), 6'738'415'616.0 * 2,
+              1e3);
   // BERT-base (sequence 128) at batch 32 in fp32 fits a 16 GB V100.
   adam.precision = Precision::fp32;
   EXPECT_TRUE(check_memory_fit(zoo("bert-base"), find_gpu("v100-sxm2-16gb"), 32, adam).fits);

@@ -19,12 +19,11 @@ namespace dlscale {
 namespace {
 namespace fs = std::filesystem;
 
-const std::vector<std::string> kZoo = {"alexnet",    "googlenet",  "vgg16",        "vgg19",        "resnet18",
-                                       "resnet34",   "resnet50",   "resnet50-v1",  "resnet101",    "resnet152",
-                                       "inception-v3", "inception-bn", "bert-base", "bert-large",  "bert-swag",
-                                       "bert-squad", "bert-large-squad", "gpt2",    "gpt2-xl",      "llama2-7b",
-                                       "llama2-13b", "llama2-70b", "llama3-8b", "gpt3-125m", "gpt3-350m", "gpt3-760m",
-                                       "gpt3-1.3b", "gpt3-2.7b", "gpt3-6.7b", "gpt3-13b", "gpt3-175b"};
+const std::vector<std::string> kZoo = {
+    "alexnet",          "googlenet", "vgg16",        "vgg19",        "resnet18",   "resnet34",   "resnet50",  "resnet50-v1",
+    "resnet101",        "resnet152", "inception-v3", "inception-bn", "bert-base",  "bert-large", "bert-swag", "bert-squad",
+    "bert-large-squad", "gpt2",      "gpt2-xl",      "llama2-7b",    "llama2-13b", "llama2-70b", "llama3-8b", "gpt3-125m",
+    "gpt3-350m",        "gpt3-760m", "gpt3-1.3b",    "gpt3-2.7b",    "gpt3-6.7b",  "gpt3-13b",   "gpt3-175b"};
 
 Network arch(const std::string& name) { return build_network(resolve_architecture(name, "NAME")); }
 
@@ -38,8 +37,8 @@ double rel(double got, double want) { return std::fabs(got - want) / want; }
 
 // ---- the GPU catalogue --------------------------------------------------------------------------------
 TEST(GpuCatalogue, HasEveryIdTheTopologiesUse) {
-  for (const char* id : {"p40", "p40-base-clock", "p100-pcie", "p100-sxm2", "v100-pcie", "v100-sxm2", "v100-sxm3",
-                         "rtx2080ti", "a100-sxm4-40gb", "a100-sxm4-80gb", "h100-sxm", "h100-pcie", "h200", "rtx4090"}) {
+  for (const char* id : {"p40", "p40-base-clock", "p100-pcie", "p100-sxm2", "v100-pcie", "v100-sxm2", "v100-sxm3", "rtx2080ti",
+                         "a100-sxm4-40gb", "a100-sxm4-80gb", "h100-sxm", "h100-pcie", "h200", "rtx4090"}) {
     SCOPED_TRACE(id);
     const GpuSpec g = find_gpu(id);
     EXPECT_GT(g.peak_fp32, FlopsPerSecond{});
@@ -123,9 +122,8 @@ INSTANTIATE_TEST_SUITE_P(
         Published{"llama3-8b", 8.03e9, 0, 0.001},
         // GPT-3, Brown et al. 2020 Table 2.1 "n_params", rounded there to two or three digits: 125M, 350M,
         // 760M, 1.3B, 2.7B, 6.7B, 13.0B, 175.0B (our 355.9 M, 2.652 B and 1.316 B are the farthest, < 2 %).
-        Published{"gpt3-125m", 125e6, 0, 0.02}, Published{"gpt3-350m", 350e6, 0, 0.02},
-        Published{"gpt3-760m", 760e6, 0, 0.02}, Published{"gpt3-1.3b", 1.3e9, 0, 0.02},
-        Published{"gpt3-2.7b", 2.7e9, 0, 0.02}, Published{"gpt3-6.7b", 6.7e9, 0, 0.02},
+        Published{"gpt3-125m", 125e6, 0, 0.02}, Published{"gpt3-350m", 350e6, 0, 0.02}, Published{"gpt3-760m", 760e6, 0, 0.02},
+        Published{"gpt3-1.3b", 1.3e9, 0, 0.02}, Published{"gpt3-2.7b", 2.7e9, 0, 0.02}, Published{"gpt3-6.7b", 6.7e9, 0, 0.02},
         Published{"gpt3-13b", 13.0e9, 0, 0.02}, Published{"gpt3-175b", 175.0e9, 0, 0.02},
         // Inception-v3: torchvision's 5.71 GFLOPS (MACs at 299×299, eval mode: the auxiliary classifier
         // does not run). Parameters: exact check below.
@@ -215,7 +213,7 @@ TEST(Generator, ResNet50FirstLayersByHand) {
   const Layer& c1 = n.layers[0];
   EXPECT_EQ(c1.name, "conv1");
   EXPECT_EQ(c1.kind, LayerKind::conv);
-  EXPECT_EQ(c1.params, 7 * 7 * 3 * 64);                    // 9,408, no bias
+  EXPECT_EQ(c1.params, 7 * 7 * 3 * 64);                          // 9,408, no bias
   EXPECT_DOUBLE_EQ(c1.macs_per_sample, 112.0 * 112 * 64 * 147);  // (224 + 6 − 7)/2 + 1 = 112; fan-in 7·7·3
   EXPECT_DOUBLE_EQ(c1.forward_flops_per_sample, 2 * c1.macs_per_sample);
   EXPECT_DOUBLE_EQ(c1.activation_bytes_per_sample, 64.0 * 112 * 112 * 4);  // 3,211,264
@@ -278,7 +276,7 @@ TEST(Generator, BertTasksDifferOnlyInSequenceAndHead) {
   const Network swag = arch("bert-swag"), squad = arch("bert-squad"), base = arch("bert-base");
   EXPECT_EQ(swag.input_shape, (std::vector<std::int64_t>{4, 80}));  // 4 choices × 80 tokens
   EXPECT_EQ(squad.input_shape, (std::vector<std::int64_t>{384}));
-  EXPECT_EQ(swag.total_params() - base.total_params(), 768 + 1);     // classifier 768 → 1
+  EXPECT_EQ(swag.total_params() - base.total_params(), 768 + 1);                           // classifier 768 → 1
   EXPECT_EQ(base.total_params() - squad.total_params(), 768 * 768 + 768 - (768 * 2 + 2));  // no pooler; qa 768 → 2
   EXPECT_EQ(layer(swag, "classifier").output_shape, (std::vector<std::int64_t>{4, 1}));
 }
@@ -456,16 +454,18 @@ TEST(BadArchitecture, ExportWritesNothingAndExitsTwo) {
 }
 
 TEST(BadModelFile, NegativeParamsAndUnknownKindNameTheLine) {
-  const auto f = test::temp_file("neg.yaml", "name: n\ninput: {shape: [4], bytes_per_sample: \"16 B\"}\nlayers:\n"
-                                             "  - {name: a, kind: linear, params: -5, forward_flops: 10}\n");
+  const auto f = test::temp_file("neg.yaml",
+                                 "name: n\ninput: {shape: [4], bytes_per_sample: \"16 B\"}\nlayers:\n"
+                                 "  - {name: a, kind: linear, params: -5, forward_flops: 10}\n");
   try {
     (void)load_network(f);
     FAIL() << "expected an error";
   } catch (const InputError& e) {
     EXPECT_NE(std::string(e.what()).find("neg.yaml:4:"), std::string::npos) << e.what();
   }
-  const auto g = test::temp_file("kind.yaml", "name: n\ninput: {shape: [4], bytes_per_sample: \"16 B\"}\nlayers:\n"
-                                              "  - {name: a, kind: lstm, params: 5, forward_flops: 10}\n");
+  const auto g = test::temp_file("kind.yaml",
+                                 "name: n\ninput: {shape: [4], bytes_per_sample: \"16 B\"}\nlayers:\n"
+                                 "  - {name: a, kind: lstm, params: 5, forward_flops: 10}\n");
   try {
     (void)load_network(g);
     FAIL() << "expected an error";
@@ -496,12 +496,14 @@ TEST(ModelCli, ShowWithAFrameworkSizesTheStepAsPredictDoes) {
   const auto bare = test::run_cli("model show bert-large --precision fp16 --batch 32 --format json");
   ASSERT_EQ(bare.status, 0) << bare.err;
   EXPECT_DOUBLE_EQ(nlohmann::json::parse(bare.out).at("totals").at("gradient_bytes").get<double>(), 335'141'888.0 * 2);
-  const auto ddp = test::run_cli("model show bert-large --precision fp16 --batch 32 --gpu a100-sxm4-80gb --framework pytorch-ddp "
-                                 "--format json");
+  const auto ddp = test::run_cli(
+      "model show bert-large --precision fp16 --batch 32 --gpu a100-sxm4-80gb --framework pytorch-ddp "
+      "--format json");
   ASSERT_EQ(ddp.status, 0) << ddp.err;
   const auto t = nlohmann::json::parse(ddp.out).at("totals");
   EXPECT_DOUBLE_EQ(t.at("gradient_bytes").get<double>(), 335'141'888.0 * 4);
-  const auto pred = test::run_cli("predict --cluster dgx-a100 --framework pytorch-ddp --gpus 1 --format json --no-train" + common);
+  const auto pred =
+      test::run_cli("predict --cluster dgx-a100 --framework pytorch-ddp --gpus 1 --format json --no-train" + common);
   ASSERT_EQ(pred.status, 0) << pred.err;
   EXPECT_DOUBLE_EQ(t.at("memory").at("total_bytes").get<double>(),
                    nlohmann::json::parse(pred.out).at("predictions")[0].at("memory").at("per_gpu_bytes").get<double>());

@@ -39,8 +39,8 @@ int main(int argc, char** argv) {
       std::printf("%6d %6d %12.0f %9.1f%%\n", nodes, p.gpus, p.throughput_samples_per_s, 100.0 * p.efficiency);
       if (p.throughput_samples_per_s >= target) {
         if (p.efficiency >= min_eff) {
-          std::printf("answer: %d node%s (%d GPUs): %.0f images/s at %.1f%% efficiency\n", nodes, nodes > 1 ? "s" : "",
-                      p.gpus, p.throughput_samples_per_s, 100.0 * p.efficiency);
+          std::printf("answer: %d node%s (%d GPUs): %.0f images/s at %.1f%% efficiency\n", nodes, nodes > 1 ? "s" : "", p.gpus,
+                      p.throughput_samples_per_s, 100.0 * p.efficiency);
           return 0;
         }
         std::printf("answer: none: %d nodes reach %.0f images/s but only at %.1f%% efficiency\n", nodes,

@@ -58,8 +58,7 @@ int main(int argc, char** argv) {
     for (int g : counts) {
       const sim::SimResult r = simulator.run(g);
       std::printf("%6d %11.2f ms %11.2f ms %9.2f ms %12.0f\n", g, 1e3 * in_seconds(closed.predict(g).iteration_time),
-                  1e3 * in_seconds(r.iterations.mean), 1e3 * in_seconds(r.iterations.p99),
-                  r.prediction.throughput_samples_per_s);
+                  1e3 * in_seconds(r.iterations.mean), 1e3 * in_seconds(r.iterations.p99), r.prediction.throughput_samples_per_s);
     }
     return 0;
   } catch (const std::exception& e) {

@@ -43,8 +43,8 @@ struct EnumNames<Resource> {
   }};
   static constexpr std::array<EnumName<Resource>, 0> aliases{};
 };
-inline constexpr Resource kAllResources[] = {Resource::gpu, Resource::host_to_gpu, Resource::intra_node,
-                                             Resource::inter_node, Resource::storage};
+inline constexpr Resource kAllResources[] = {Resource::gpu, Resource::host_to_gpu, Resource::intra_node, Resource::inter_node,
+                                             Resource::storage};
 inline constexpr std::size_t kResourceCount = std::size(kAllResources);
 
 /// The iteration time with each resource doubled, in kAllResources order.

@@ -82,11 +82,11 @@ struct AlphaBeta {
 
 /// One row of an nccl-tests table (or one dlscale-calibrate measurement), out-of-place unless noted.
 struct CollectivePoint {
-  Bytes size{};                  // nccl-tests "size": per-rank array (all-reduce, broadcast), total (all-gather, reduce-scatter)
-  Seconds time{};                // out-of-place time
+  Bytes size{};    // nccl-tests "size": per-rank array (all-reduce, broadcast), total (all-gather, reduce-scatter)
+  Seconds time{};  // out-of-place time
   std::optional<Seconds> time_in_place;
-  std::optional<Seconds> iqr;    // spread of the samples (dlscale-calibrate only)
-  std::size_t samples = 0;       // samples behind `time` (0: unknown, e.g. an nccl-tests average)
+  std::optional<Seconds> iqr;  // spread of the samples (dlscale-calibrate only)
+  std::size_t samples = 0;     // samples behind `time` (0: unknown, e.g. an nccl-tests average)
 };
 
 /// nccl-tests' definitions (doc/PERFORMANCE.md): algbw = S/t; busbw = algbw × factor(op, n).
@@ -102,9 +102,9 @@ struct CollectiveCurve {
   /// nccl-tests -g k: one thread issued each call on k GPUs, so every time holds (k − 1) launches of host
   /// issue (nccl::nccl_tests_time); a prediction, one process per GPU, takes them out.
   int gpus_per_thread = 1;
-  std::string source;                  // file it came from (for --explain-sources)
-  std::vector<CollectivePoint> points; // sorted by size, sizes distinct
-  std::optional<AlphaBeta> fit;        // least-squares fit over the points (fit_alpha_beta)
+  std::string source;                   // file it came from (for --explain-sources)
+  std::vector<CollectivePoint> points;  // sorted by size, sizes distinct
+  std::optional<AlphaBeta> fit;         // least-squares fit over the points (fit_alpha_beta)
 };
 
 enum class FitWeighting {
@@ -130,7 +130,7 @@ Seconds curve_time(const CollectiveCurve& curve, Bytes size, CurveSource* source
 
 struct BandwidthPoint {
   Bytes size{};
-  Seconds time{};            // median time of one copy of `size`
+  Seconds time{};  // median time of one copy of `size`
   BytesPerSecond bandwidth{};
   std::optional<Seconds> iqr;
   std::size_t samples = 0;
@@ -163,7 +163,7 @@ BytesPerSecond transfer_bandwidth(const TransferCurve& curve, Bytes size);
 
 struct P2PEntry {
   int src = 0, dst = 0;
-  bool peer_access = true;        // false: copy staged through host memory
+  bool peer_access = true;  // false: copy staged through host memory
   std::optional<BytesPerSecond> bandwidth;
   std::optional<Seconds> latency;
   std::optional<BytesPerSecond> bidirectional;
@@ -181,7 +181,7 @@ struct GemmResult {
 struct LayerTiming {
   std::string name;
   std::optional<Seconds> forward, backward;  // absent: not measured (the roofline is used)
-  std::string how;                            // e.g. "cudnn conv 3x3 s1, algo 1" or "cublas gemm"
+  std::string how;                           // e.g. "cudnn conv 3x3 s1, algo 1" or "cublas gemm"
 };
 
 /// Per-layer times of one network at one batch size on one GPU.
@@ -208,17 +208,17 @@ struct DeviceInfo {
   int sm_count = 0;
   std::optional<Hertz> sm_clock, memory_clock;
   std::optional<Bytes> memory;
-  int memory_bus_width = 0;         // bits
+  int memory_bus_width = 0;                        // bits
   std::optional<BytesPerSecond> memory_bandwidth;  // theoretical, from clock and bus width
-  int pcie_generation = 0, pcie_width = 0;          // current link, from sysfs (0: unknown)
+  int pcie_generation = 0, pcie_width = 0;         // current link, from sysfs (0: unknown)
   int pcie_max_generation = 0, pcie_max_width = 0;
-  int nvlinks = 0;                                  // from NVML or the NCCL topology dump
-  std::vector<int> peers;                           // devices it can access directly (cudaDeviceCanAccessPeer)
+  int nvlinks = 0;         // from NVML or the NCCL topology dump
+  std::vector<int> peers;  // devices it can access directly (cudaDeviceCanAccessPeer)
 };
 
 struct Provenance {
-  std::string tool;          // "dlscale-calibrate 0.1.0" or "dlscale calibrate import nccl-tests"
-  std::string date;          // ISO 8601 UTC
+  std::string tool;  // "dlscale-calibrate 0.1.0" or "dlscale calibrate import nccl-tests"
+  std::string date;  // ISO 8601 UTC
   std::string host;
   std::string command_line;
   std::string driver, cuda, nccl, cudnn, cublas;  // versions (empty: unknown / not used)
@@ -228,9 +228,9 @@ struct Provenance {
 
 struct Calibration {
   int schema = kCalibrationSchema;
-  std::string source_file;   // set by the loader
+  std::string source_file;  // set by the loader
   Provenance provenance;
-  std::string gpu;           // the GPU model measured (empty: unknown, e.g. an nvbandwidth import without names)
+  std::string gpu;  // the GPU model measured (empty: unknown, e.g. an nvbandwidth import without names)
   std::vector<DeviceInfo> devices;
   std::vector<TransferCurve> transfers;
   std::vector<P2PEntry> p2p;
@@ -279,13 +279,12 @@ Calibration import_nccl_tests(std::span<const std::filesystem::path> logs, const
 /// What one nccl-tests log holds.
 struct NcclTestsLog {
   std::vector<CollectiveCurve> curves;
-  std::string gpu_name;      // from the "# Rank ... device N [0x..] NAME" lines
-  std::string nccl_version;  // from "NCCL version X" or "nccl-library=NNNNN"
+  std::string gpu_name;               // from the "# Rank ... device N [0x..] NAME" lines
+  std::string nccl_version;           // from "NCCL version X" or "nccl-library=NNNNN"
   std::vector<std::string> warnings;  // one line each, "file:line: message"
 };
 /// The same on text already read (`display_name` is used in errors and warnings).
-NcclTestsLog parse_nccl_tests(const std::string& text, const std::string& display_name,
-                              std::optional<CollectiveOp> op_hint = {});
+NcclTestsLog parse_nccl_tests(const std::string& text, const std::string& display_name, std::optional<CollectiveOp> op_hint = {});
 NcclTestsLog parse_nccl_tests(const std::string& text, const std::string& display_name, const NcclTestsImport& options);
 
 /// Parses the output of NVIDIA's nvbandwidth, its JSON (`nvbandwidth -j`) or its text (read into the
@@ -325,8 +324,8 @@ std::string gpu_family(std::string_view name);
 /// Measured forward/backward times of `net` at `batch` and `precision` from the calibration, indexed like
 /// net.layers (zero where a layer was not measured). `matched` receives how many layers were found.
 /// Null when the calibration has no profile for that (model, batch, precision).
-std::optional<LayerTimes> measured_layer_times(const Calibration& cal, const Network& net, int batch,
-                                               std::string_view precision, std::size_t* matched = nullptr);
+std::optional<LayerTimes> measured_layer_times(const Calibration& cal, const Network& net, int batch, std::string_view precision,
+                                               std::size_t* matched = nullptr);
 
 /// What apply_calibration took from a calibration, for a front end that says where each number came from.
 struct CalibrationUse {
@@ -335,8 +334,8 @@ struct CalibrationUse {
   std::optional<TransferKind> h2d;           // the copy whose measured curve replaced the cluster's h2d bandwidth
   bool storage = false;                      // measured page-cache / direct-read bandwidths replaced the cluster's
   std::shared_ptr<const CalibratedCollectiveModel> collectives;  // now Scenario::collectives; null: no curves
-  std::shared_ptr<const CollectiveModel> fallback;  // what answers where no curve does (the scenario's model)
-  std::vector<std::string> warnings;         // one line each, "FILE: message" (an unnamed GPU, no layer times)
+  std::shared_ptr<const CollectiveModel> fallback;               // what answers where no curve does (the scenario's model)
+  std::vector<std::string> warnings;  // one line each, "FILE: message" (an unnamed GPU, no layer times)
 };
 
 /// Puts a calibration's measurements into `sc` (docs/calibration.md, "Using a calibration"): per-layer times

@@ -51,12 +51,12 @@ struct Cluster {
   /// The framework a prediction on this cluster takes when no `--framework` names one (`framework: NAME`, a
   /// name in models/frameworks/); empty: the tools' default (caffe-mpi, the Shi & Chu runs).
   std::string framework;
-  double price_per_gpu_hour = 0.0;           // optional `price_per_gpu_hour: "2.5 USD"`; 0 = not given
+  double price_per_gpu_hour = 0.0;  // optional `price_per_gpu_hour: "2.5 USD"`; 0 = not given
   /// Values the file's writer assumed rather than read (`assumed: {framework: ..., input: ..., gpu: ...}`, as
   /// `topo import` writes them): key (framework, input, gpu, cpu, nics) and what was assumed. Every
   /// prediction on the cluster says them, less those the command line replaces.
   std::vector<std::pair<std::string, std::string>> assumed;
-  std::string currency;                       // e.g. "USD"; empty when no price is given
+  std::string currency;  // e.g. "USD"; empty when no price is given
 
   [[nodiscard]] int max_gpus() const noexcept { return max_nodes * gpus_per_node; }
 };

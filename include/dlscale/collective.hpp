@@ -43,8 +43,7 @@ class CollectiveModel {
   [[nodiscard]] virtual Seconds time(CollectiveOp op, Bytes size, const GpuPlacement& where) const = 0;
   /// The same for many sizes at once (out[i] = time(op, sizes[i], where)); models override it when they
   /// can share work across sizes. The predictor calls this once per layer list.
-  virtual void times(CollectiveOp op, std::span<const Bytes> sizes, const GpuPlacement& where,
-                     std::span<Seconds> out) const;
+  virtual void times(CollectiveOp op, std::span<const Bytes> sizes, const GpuPlacement& where, std::span<Seconds> out) const;
   /// Push `size` bytes of gradients from every GPU to `servers` parameter servers and pull the updated
   /// parameters back (servers ≤ 0: one per node). The default models incast on each server's link.
   [[nodiscard]] virtual Seconds parameter_server(Bytes size, const GpuPlacement& where, int servers) const;

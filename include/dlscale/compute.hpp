@@ -100,12 +100,12 @@ struct ComputeOptions {
   Optimizer optimizer = Optimizer::momentum;
   /// The optimiser's kernels (OptimizerImpl); unset: the framework's (`optimizer_impl:`), else fused.
   std::optional<OptimizerImpl> optimizer_impl;
-  int accumulate = 1;               // forward/backward passes per gradient exchange and update (≥ 1)
-  bool checkpointing = false;       // activation checkpointing: ⌈√L⌉ segments, forward recomputed in backward
-                                    // (include/dlscale/memory.hpp, checkpoint_segments)
+  int accumulate = 1;                     // forward/backward passes per gradient exchange and update (≥ 1)
+  bool checkpointing = false;             // activation checkpointing: ⌈√L⌉ segments, forward recomputed in backward
+                                          // (include/dlscale/memory.hpp, checkpoint_segments)
   Recompute recompute = Recompute::none;  // per transformer block (eq. R1-R3)
-  double recompute_blocks = 1.0;    // full: the fraction of blocks checkpointed (fms-fsdp's selective_checkpointing)
-  ConvAlgorithmPolicy conv_algorithms;  // which cuDNN algorithms the framework reaches
+  double recompute_blocks = 1.0;          // full: the fraction of blocks checkpointed (fms-fsdp's selective_checkpointing)
+  ConvAlgorithmPolicy conv_algorithms;    // which cuDNN algorithms the framework reaches
   AttentionKernel attention = AttentionKernel::eager;  // as it runs (effective_attention), not as asked
   bool fp32_gradients = false;  // mixed precision with fp32 parameters: fp32 gradients (Strategy::fp32_gradients)
   bool lrn = true;              // false: the framework has no LRN, a network's LRN operators are not run (Strategy::lrn)
@@ -156,7 +156,7 @@ double update_bytes_per_param(const ComputeOptions& opt) noexcept;
 /// The forward and backward kernels of one layer and the operators that follow it, timed by the kernel
 /// model (what `dlscale model show --kernels` prints). `first` = layer 1 (no input gradient).
 struct KernelTiming {
-  std::string name;      // "conv1 fwd", "conv1 dgrad (winograd)", "layer1.0.relu bwd", ...
+  std::string name;  // "conv1 fwd", "conv1 dgrad (winograd)", "layer1.0.relu bwd", ...
   Seconds time{};
   Flops flops{};
   Bytes traffic{};

@@ -24,8 +24,7 @@ constexpr Seconds iteration_serial(Seconds io, Seconds h2d, Seconds f, Seconds b
 }
 
 /// Eq. 2: S-SGD, nothing overlapped. t_iter = t_io + t_h2d + t_f + t_b + t_u + t_comm.
-constexpr Seconds iteration_with_comm(Seconds io, Seconds h2d, Seconds f, Seconds b, Seconds u,
-                                      Seconds comm) noexcept {
+constexpr Seconds iteration_with_comm(Seconds io, Seconds h2d, Seconds f, Seconds b, Seconds u, Seconds comm) noexcept {
   return io + h2d + f + b + u + comm;
 }
 
@@ -34,9 +33,7 @@ constexpr Seconds gpu_time(Seconds h2d, Seconds f, Seconds b, Seconds u) noexcep
 
 /// Eq. 4: I/O hidden by prefetching threads; the average iteration is the slower of the GPU side and
 /// the readers: t̄_iter = max(t_gpu + t_comm, t_io).
-constexpr Seconds iteration_io_hidden(Seconds gpu, Seconds comm, Seconds io) noexcept {
-  return max(gpu + comm, io);
-}
+constexpr Seconds iteration_io_hidden(Seconds gpu, Seconds comm, Seconds io) noexcept { return max(gpu + comm, io); }
 
 /// Section IV-A: t_io = D·n_g / B — one reader per node feeds the n_g GPUs of that node, D bytes each,
 /// at B = B_cache when the data set sits in the page cache (B_disk when it does not).
@@ -69,15 +66,13 @@ inline double expected_max_normal(int n) noexcept {
 /// iteration to iteration with coefficient of variation cv (σ = cv·t_c, independent, normal) all wait
 /// for the slowest at the aggregation, so the expected iteration grows by E[max of N] · σ, with
 /// `expected_max` = expected_max_normal(N) (0 for one worker, who waits for nobody).
-constexpr Seconds sync_wait(double expected_max, double cv, Seconds compute) noexcept {
-  return compute * (cv * expected_max);
-}
+constexpr Seconds sync_wait(double expected_max, double cv, Seconds compute) noexcept { return compute * (cv * expected_max); }
 
 /// Eq. 5: communication overlapped with backward, given the instants at which aggregation starts
 /// and ends (measured from the start of layer L's backward):
 /// t_iter = t_io + t_h2d + t_f + t_b^(L) + (τ_comm_end − τ_comm_start) + t_u.
-constexpr Seconds iteration_overlapped(Seconds io, Seconds h2d, Seconds f, Seconds b_last, Seconds comm_start,
-                                       Seconds comm_end, Seconds u) noexcept {
+constexpr Seconds iteration_overlapped(Seconds io, Seconds h2d, Seconds f, Seconds b_last, Seconds comm_start, Seconds comm_end,
+                                       Seconds u) noexcept {
   return io + h2d + f + b_last + (comm_end - comm_start) + u;
 }
 
@@ -87,9 +82,9 @@ constexpr Seconds iteration_overlapped(Seconds io, Seconds h2d, Seconds f, Secon
 /// "≤ for i = 2..C−1" holds exactly. `suffix_exceeds` says whether the other half of the printed
 /// condition ("> for i = C..L") also holds; when it does not, eq. 7 is only an approximation.
 struct HidingCase {
-  int which = 1;                // 1 or 2
-  int boundary = 0;             // C (1-based layer number) in Case 2, 0 in Case 1
-  bool suffix_exceeds = true;   // Case 2: t_comm^(i) > t_b^(i−1) for every i = C..L
+  int which = 1;               // 1 or 2
+  int boundary = 0;            // C (1-based layer number) in Case 2, 0 in Case 1
+  bool suffix_exceeds = true;  // Case 2: t_comm^(i) > t_b^(i−1) for every i = C..L
 };
 
 inline HidingCase classify_hiding(std::span<const Seconds> backward, std::span<const Seconds> comm) noexcept {
@@ -172,24 +167,22 @@ constexpr double speedup_eq8(int gpus, Seconds io_one, Seconds gpu, Seconds io_n
 }
 
 /// Eq. 9 (MXNet), Case 1: S = N_g (t_io,1 + t_gpu) / (t_io,n_g + t_h2d + t_f + t_b + t_comm^(1) + t_u^(1)).
-constexpr double speedup_eq9_case1(int gpus, Seconds io_one, Seconds io_ng, Seconds h2d, Seconds f, Seconds b,
-                                   Seconds u, Seconds comm_first, Seconds update_first) noexcept {
+constexpr double speedup_eq9_case1(int gpus, Seconds io_one, Seconds io_ng, Seconds h2d, Seconds f, Seconds b, Seconds u,
+                                   Seconds comm_first, Seconds update_first) noexcept {
   return static_cast<double>(gpus) *
-         ((io_one + gpu_time(h2d, f, b, u)) / iteration_case1(io_ng, h2d, f, b, comm_first, update_first));
+      ((io_one + gpu_time(h2d, f, b, u)) / iteration_case1(io_ng, h2d, f, b, comm_first, update_first));
 }
 
 /// Eq. 10: TensorFlow's hybrid in one node (all-reduce overlapped with backward, update after the last
 /// aggregation): t_iter = t_io + t_h2d + t_f + t_b + t_comm^(1) + t_u.
-constexpr Seconds iteration_tf_hybrid(Seconds io, Seconds h2d, Seconds f, Seconds b, Seconds comm_first,
-                                      Seconds u) noexcept {
+constexpr Seconds iteration_tf_hybrid(Seconds io, Seconds h2d, Seconds f, Seconds b, Seconds comm_first, Seconds u) noexcept {
   return io + h2d + f + b + comm_first + u;
 }
 
 /// Eq. 11: S = N_g (t_io,1 + t_gpu) / (t_io,n_g + t_h2d + t_f + t_b + t_comm^(1) + t_u).
-constexpr double speedup_eq11(int gpus, Seconds io_one, Seconds io_ng, Seconds h2d, Seconds f, Seconds b,
-                              Seconds u, Seconds comm_first) noexcept {
-  return static_cast<double>(gpus) *
-         ((io_one + gpu_time(h2d, f, b, u)) / iteration_tf_hybrid(io_ng, h2d, f, b, comm_first, u));
+constexpr double speedup_eq11(int gpus, Seconds io_one, Seconds io_ng, Seconds h2d, Seconds f, Seconds b, Seconds u,
+                              Seconds comm_first) noexcept {
+  return static_cast<double>(gpus) * ((io_one + gpu_time(h2d, f, b, u)) / iteration_tf_hybrid(io_ng, h2d, f, b, comm_first, u));
 }
 
 /// Eq. 12: all-reduce efficiency E = S_g / (t_comm · B_rdma), where the paper takes S_g as the
@@ -199,8 +192,6 @@ constexpr double allreduce_efficiency(Bytes aggregated, Seconds comm, BytesPerSe
 }
 
 /// r_u2g = t_u / (t_h2d + t_f + t_b): the share of update in GPU time (Section VI-B).
-constexpr double update_to_gpu_ratio(Seconds u, Seconds h2d, Seconds f, Seconds b) noexcept {
-  return u / (h2d + f + b);
-}
+constexpr double update_to_gpu_ratio(Seconds u, Seconds h2d, Seconds f, Seconds b) noexcept { return u / (h2d + f + b); }
 
 }  // namespace dlscale::eq

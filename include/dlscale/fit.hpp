@@ -22,21 +22,21 @@ struct Strategy;
 
 /// One measured single-GPU throughput, resolved: the GPU, the network, how it ran.
 struct ThroughputSample {
-  std::string gpu_id;     // as written in the file
-  std::string model_id;   // as written in the file
+  std::string gpu_id;    // as written in the file
+  std::string model_id;  // as written in the file
   GpuSpec gpu;
   std::shared_ptr<const Network> network;
   Precision precision = Precision::fp32;
   Optimizer optimizer = Optimizer::momentum;
   int batch = 1;
-  TensorLayout layout = TensorLayout::nhwc;         // optional column memory_format (eq. K10)
+  TensorLayout layout = TensorLayout::nhwc;            // optional column memory_format (eq. K10)
   AttentionKernel attention = AttentionKernel::eager;  // optional column attention (K9; sdpa as PyTorch dispatches it)
-  ConvAlgorithmPolicy conv_algorithms;              // the framework's cuDNN algorithm search (its layout is `layout`)
-  bool lrn = true;                                  // the framework runs LRN (Strategy::lrn)
-  int pool_index_bytes = 8;                         // its max pooling's index per output (Strategy::pool_index_bytes)
-  std::optional<OptimizerImpl> optimizer_impl;      // its optimiser's kernels (Strategy::optimizer_impl; unset: fused)
+  ConvAlgorithmPolicy conv_algorithms;                 // the framework's cuDNN algorithm search (its layout is `layout`)
+  bool lrn = true;                                     // the framework runs LRN (Strategy::lrn)
+  int pool_index_bytes = 8;                            // its max pooling's index per output (Strategy::pool_index_bytes)
+  std::optional<OptimizerImpl> optimizer_impl;         // its optimiser's kernels (Strategy::optimizer_impl; unset: fused)
   double samples_per_s = 0.0;
-  int line = 0;           // in the measurement file
+  int line = 0;  // in the measurement file
 };
 
 struct MeasurementOptions {
@@ -84,8 +84,8 @@ struct FitOptions {
   int iterations = 60;
   /// Whether any parameter is free (none: the fit only evaluates its start).
   [[nodiscard]] bool fits_anything() const noexcept {
-    return tensor_efficiency || vector_efficiency || conv_efficiency || memory_efficiency || kernel_overhead ||
-           winograd_gain || operand_feed;
+    return tensor_efficiency || vector_efficiency || conv_efficiency || memory_efficiency || kernel_overhead || winograd_gain ||
+        operand_feed;
   }
 };
 
@@ -101,14 +101,14 @@ FitResult fit_kernel_params(const std::vector<ThroughputSample>& samples, const 
                             const FitOptions& opt = {});
 
 struct LeaveOneOut {
-  std::string left_out;            // a GPU or a model
-  std::vector<std::size_t> rows;   // indices into the samples
-  std::vector<double> predicted;   // samples/s, from a fit without them
+  std::string left_out;           // a GPU or a model
+  std::vector<std::size_t> rows;  // indices into the samples
+  std::vector<double> predicted;  // samples/s, from a fit without them
   double mape = 0.0;
 };
 /// Refits without each GPU (by_gpu) or each model in turn and predicts what was left out.
-std::vector<LeaveOneOut> leave_one_out(const std::vector<ThroughputSample>& samples, const KernelParamSet& start,
-                                       bool by_gpu, const FitOptions& opt = {});
+std::vector<LeaveOneOut> leave_one_out(const std::vector<ThroughputSample>& samples, const KernelParamSet& start, bool by_gpu,
+                                       const FitOptions& opt = {});
 /// The mean absolute percentage error over every left-out prediction.
 double leave_one_out_mape(const std::vector<LeaveOneOut>& runs, const std::vector<ThroughputSample>& samples);
 

@@ -88,7 +88,7 @@ template <>
 struct fmt::formatter<dlscale::FlopsPerSecond> : dlscale::detail::QuantityFormatter<dlscale::FlopsPerSecond> {
   template <class Ctx>
   auto format(dlscale::FlopsPerSecond v, Ctx& ctx) const {
-    return format_scaled(
-        dlscale::detail::scale_decimal(v.base(), "FLOPS", "kFLOPS", "MFLOPS", "GFLOPS", "TFLOPS", "PFLOPS"), ctx);
+    return format_scaled(dlscale::detail::scale_decimal(v.base(), "FLOPS", "kFLOPS", "MFLOPS", "GFLOPS", "TFLOPS", "PFLOPS"),
+                         ctx);
   }
 };

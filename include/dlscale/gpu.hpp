@@ -52,25 +52,25 @@ inline constexpr std::string_view kPrecisionNames = "fp32, tf32, bf16, fp16, fp8
 [[nodiscard]] constexpr double gradient_bytes_per_element(Precision p) noexcept { return is_mixed(p) ? 2.0 : 4.0; }
 
 struct GpuSpec {
-  std::string name;                 // e.g. "Tesla P40"
-  std::string architecture;         // e.g. "pascal", "volta", "turing", "ampere", "ada", "hopper"
-  int sm_version = 0;               // compute capability × 10, e.g. 61, 70, 80, 90
-  int sm_count = 0;                 // streaming multiprocessors (0: unknown; the kernel model then ignores waves)
-  FlopsPerSecond peak_fp32{};       // vector fp32
-  FlopsPerSecond peak_fp16{};       // dense fp16 multiply with fp32 accumulate, as AMP runs it (tensor cores
-                                    // where present; GeForce cards run it at half their fp16-accumulate rate)
-  FlopsPerSecond peak_bf16{};       // dense bf16 with fp32 accumulate; zero where the GPU has no bf16 math
-  FlopsPerSecond peak_tf32{};       // dense tf32 tensor; zero where it does not exist
-  FlopsPerSecond peak_fp8{};        // dense fp8 tensor with fp32 accumulate; zero where it does not exist (before Hopper)
+  std::string name;            // e.g. "Tesla P40"
+  std::string architecture;    // e.g. "pascal", "volta", "turing", "ampere", "ada", "hopper"
+  int sm_version = 0;          // compute capability × 10, e.g. 61, 70, 80, 90
+  int sm_count = 0;            // streaming multiprocessors (0: unknown; the kernel model then ignores waves)
+  FlopsPerSecond peak_fp32{};  // vector fp32
+  FlopsPerSecond peak_fp16{};  // dense fp16 multiply with fp32 accumulate, as AMP runs it (tensor cores
+                               // where present; GeForce cards run it at half their fp16-accumulate rate)
+  FlopsPerSecond peak_bf16{};  // dense bf16 with fp32 accumulate; zero where the GPU has no bf16 math
+  FlopsPerSecond peak_tf32{};  // dense tf32 tensor; zero where it does not exist
+  FlopsPerSecond peak_fp8{};   // dense fp8 tensor with fp32 accumulate; zero where it does not exist (before Hopper)
   BytesPerSecond memory_bandwidth{};
   Bytes memory_size{};
   Hertz base_clock{};
   Hertz boost_clock{};
-  int nvlink_count = 0;             // NVLinks per GPU
+  int nvlink_count = 0;  // NVLinks per GPU
   int nvlink_generation = 0;
   int pcie_generation = 0;
   int pcie_width = 16;
-  std::string source;               // where the figures come from
+  std::string source;  // where the figures come from
 
   /// Whether fp16 multiply-adds run on tensor cores (Volta, sm_70, and newer; Pascal's fp16 is the vector unit's).
   [[nodiscard]] bool has_tensor_cores() const noexcept { return sm_version >= 70; }
@@ -78,10 +78,14 @@ struct GpuSpec {
   /// everywhere, at the fp32 rate where the GPU has no fast fp16).
   [[nodiscard]] bool supports(Precision p) const noexcept {
     switch (p) {
-      case Precision::tf32: return peak_tf32 > FlopsPerSecond{};
-      case Precision::bf16: return peak_bf16 > FlopsPerSecond{};
-      case Precision::fp8: return peak_fp8 > FlopsPerSecond{} && peak_bf16 > FlopsPerSecond{};
-      default: return true;
+      case Precision::tf32:
+        return peak_tf32 > FlopsPerSecond{};
+      case Precision::bf16:
+        return peak_bf16 > FlopsPerSecond{};
+      case Precision::fp8:
+        return peak_fp8 > FlopsPerSecond{} && peak_bf16 > FlopsPerSecond{};
+      default:
+        return true;
     }
   }
   /// Why `supports` refuses a precision, as one sentence for the error or note that says so: "the Tesla P40
@@ -90,18 +94,26 @@ struct GpuSpec {
   [[nodiscard]] std::string missing_mode(Precision p, std::string_view cluster) const;
   /// The dense peak MFU is reckoned against: the precision's, but bf16's for fp8 (whose attention and
   /// element-wise work stay bf16), as torchtitan and Transformer Engine report it.
-  [[nodiscard]] FlopsPerSecond mfu_peak(Precision p) const noexcept {
-    return peak(p == Precision::fp8 ? Precision::bf16 : p);
-  }
+  [[nodiscard]] FlopsPerSecond mfu_peak(Precision p) const noexcept { return peak(p == Precision::fp8 ? Precision::bf16 : p); }
   /// The dense peak of the precision's multiply-adds (fp32 where the GPU lacks the mode).
   [[nodiscard]] FlopsPerSecond peak(Precision p) const noexcept {
     FlopsPerSecond r{};
     switch (p) {
-      case Precision::fp32: r = peak_fp32; break;
-      case Precision::tf32: r = peak_tf32; break;
-      case Precision::bf16: r = peak_bf16; break;
-      case Precision::fp16: r = peak_fp16; break;
-      case Precision::fp8: r = peak_fp8; break;
+      case Precision::fp32:
+        r = peak_fp32;
+        break;
+      case Precision::tf32:
+        r = peak_tf32;
+        break;
+      case Precision::bf16:
+        r = peak_bf16;
+        break;
+      case Precision::fp16:
+        r = peak_fp16;
+        break;
+      case Precision::fp8:
+        r = peak_fp8;
+        break;
     }
     return r > FlopsPerSecond{} ? r : peak_fp32;
   }

@@ -28,34 +28,34 @@ DataSource data_source_from_string(std::string_view s, std::string_view option =
 
 struct InputPipeline {
   DataSource data = DataSource::ram;
-  bool first_epoch = false;          // the first epoch reads storage; later ones the page cache if the data fits
+  bool first_epoch = false;  // the first epoch reads storage; later ones the page cache if the data fits
   // storage tiers
-  BytesPerSecond page_cache{};       // B_cache (the cluster's storage.page_cache)
-  BytesPerSecond nvme{};             // a node's local disk
-  BytesPerSecond nfs_aggregate{};    // the network file system's total, shared by every node reading it
-  BytesPerSecond nfs_per_node{};     // one node's link to it (0: no limit but the aggregate)
-  Bytes ram{};                       // a node's memory for the page cache (0: the dataset fits)
+  BytesPerSecond page_cache{};     // B_cache (the cluster's storage.page_cache)
+  BytesPerSecond nvme{};           // a node's local disk
+  BytesPerSecond nfs_aggregate{};  // the network file system's total, shared by every node reading it
+  BytesPerSecond nfs_per_node{};   // one node's link to it (0: no limit but the aggregate)
+  Bytes ram{};                     // a node's memory for the page cache (0: the dataset fits)
   // the dataset (models/input/datasets.yaml)
   std::string dataset;
-  Bytes dataset_size{};              // as stored
-  Bytes sample_size{};               // one stored sample (a JPEG)
-  double sample_megapixels = 0.0;    // pixels decoded per sample, in millions
+  Bytes dataset_size{};            // as stored
+  Bytes sample_size{};             // one stored sample (a JPEG)
+  double sample_megapixels = 0.0;  // pixels decoded per sample, in millions
   // CPU work
-  std::string cpu;                   // models/input/cpus.yaml id
-  double decode_mpix_per_core = 0.0; // decode + augmentation, megapixels per second per core (0: nothing to decode)
-  int cores = 0;                     // CPU cores per node
-  int workers_per_gpu = 0;           // loader worker threads per GPU (0: every core of the node)
+  std::string cpu;                    // models/input/cpus.yaml id
+  double decode_mpix_per_core = 0.0;  // decode + augmentation, megapixels per second per core (0: nothing to decode)
+  int cores = 0;                      // CPU cores per node
+  int workers_per_gpu = 0;            // loader worker threads per GPU (0: every core of the node)
   // GPU decoding (DALI with nvJPEG): the CPU decodes nothing, each GPU spends its own time
-  double gpu_decode_mpix = 0.0;      // megapixels per second one GPU decodes (0: decoded on the CPU)
+  double gpu_decode_mpix = 0.0;  // megapixels per second one GPU decodes (0: decoded on the CPU)
 };
 
 /// The reader's time per iteration on one node, by stage.
 struct ReaderTime {
-  Seconds storage{};     // reading the node's samples from its tier
-  Seconds decode{};      // decoding them on the node's loader workers
-  Seconds reader{};      // the pipeline: the slower stage (eq. input-1)
-  Seconds gpu_decode{};  // GPU time per iteration decoding one GPU's batch (DALI), on the GPU side
-  BytesPerSecond bandwidth{};  // the tier's bandwidth as this node sees it
+  Seconds storage{};                  // reading the node's samples from its tier
+  Seconds decode{};                   // decoding them on the node's loader workers
+  Seconds reader{};                   // the pipeline: the slower stage (eq. input-1)
+  Seconds gpu_decode{};               // GPU time per iteration decoding one GPU's batch (DALI), on the GPU side
+  BytesPerSecond bandwidth{};         // the tier's bandwidth as this node sees it
   DataSource tier = DataSource::ram;  // the tier read (nvme/nfs become ram in later epochs when the data fits)
   int workers = 0;
 };

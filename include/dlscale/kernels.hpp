@@ -21,17 +21,18 @@ namespace dlscale {
 /// Kernel-model parameters of one GPU architecture. Each is a property of a kernel class on that
 /// architecture, never of a network (docs/compute-model.md, "Parameters").
 struct KernelParams {
-  std::string architecture;         // "pascal", "volta", …; "default" for the fallback set
-  double tensor_efficiency = 0.70;  // a large-tile GEMM's FLOP/s ÷ the tensor-core peak of its precision
-  double vector_efficiency = 0.80;  // a large-tile fp32 GEMM's FLOP/s ÷ the vector fp32 peak
-  double conv_efficiency = 0.85;    // an implicit-GEMM convolution's FLOP/s ÷ a GEMM's of the same shape
-  double memory_efficiency = 0.80;  // memory-bound kernels: attained ÷ datasheet DRAM bandwidth
-  Seconds kernel_overhead = Seconds::from_base(4e-6); // per kernel: launch gap and framework dispatch
-  double winograd_gain = 2.25;      // multiplies saved by Winograd F(2x2,3x3) (36 → 16 per output tile)
-  double fft_taps = 8.0;            // an FFT convolution's multiplies per output and input channel
-  double operand_feed = 16.0;       // tile feeding cost c (eq. K3) at 2,048 operand bytes per SM per clock
-  double copy_efficiency = 0.87;    // a layout transpose (a copy): attained ÷ datasheet DRAM bandwidth (eq. K10)
-  double nchw_norm_rate = 2.16;     // batch norm on NCHW activations, cuDNN's per-channel kernels: element passes per SM per clock (eq. K12)
+  std::string architecture;                            // "pascal", "volta", …; "default" for the fallback set
+  double tensor_efficiency = 0.70;                     // a large-tile GEMM's FLOP/s ÷ the tensor-core peak of its precision
+  double vector_efficiency = 0.80;                     // a large-tile fp32 GEMM's FLOP/s ÷ the vector fp32 peak
+  double conv_efficiency = 0.85;                       // an implicit-GEMM convolution's FLOP/s ÷ a GEMM's of the same shape
+  double memory_efficiency = 0.80;                     // memory-bound kernels: attained ÷ datasheet DRAM bandwidth
+  Seconds kernel_overhead = Seconds::from_base(4e-6);  // per kernel: launch gap and framework dispatch
+  double winograd_gain = 2.25;                         // multiplies saved by Winograd F(2x2,3x3) (36 → 16 per output tile)
+  double fft_taps = 8.0;                               // an FFT convolution's multiplies per output and input channel
+  double operand_feed = 16.0;                          // tile feeding cost c (eq. K3) at 2,048 operand bytes per SM per clock
+  double copy_efficiency = 0.87;  // a layout transpose (a copy): attained ÷ datasheet DRAM bandwidth (eq. K10)
+  double nchw_norm_rate =
+      2.16;  // batch norm on NCHW activations, cuDNN's per-channel kernels: element passes per SM per clock (eq. K12)
   double nchw_norm_rate_bf16 = 1.43;  // the same in bf16, which those kernels do not take (PyTorch runs its own) (eq. K12)
   // FlashAttention-2's tile loops (PyTorch's SDPA flash kernel) reach this share of the GEMM model's math rate,
   // forward and backward (eq. K9): per architecture, from its published benchmarks (Ampere) or our own
@@ -52,7 +53,7 @@ struct KernelParams {
   // (compute-params.yaml says where); 0: the memory-bound efficiency.
   double fused_optimizer_efficiency = 0.0;
   double optimizer_pass_efficiency = 0.0;
-  std::string source;               // where the numbers came from (a fit's command, a paper)
+  std::string source;  // where the numbers came from (a fit's command, a paper)
 };
 
 /// Every architecture's parameters, with a fallback for an architecture the file does not name.
@@ -113,9 +114,9 @@ double operand_feed_cost(const GpuSpec& gpu, Precision p, const KernelParams& kp
 struct GemmPlan {
   Tile tile;
   int split_k = 1;
-  std::int64_t tiles = 0;     // thread blocks: ⌈m/tile.m⌉·⌈n/tile.n⌉·count·split_k
-  std::int64_t waves = 0;     // ⌈tiles / SMs⌉
-  std::int64_t m = 0, n = 0, k = 0;  // after padding for tensor-core alignment
+  std::int64_t tiles = 0;               // thread blocks: ⌈m/tile.m⌉·⌈n/tile.n⌉·count·split_k
+  std::int64_t waves = 0;               // ⌈tiles / SMs⌉
+  std::int64_t m = 0, n = 0, k = 0;     // after padding for tensor-core alignment
   Seconds compute{}, memory{}, time{};  // time = max(compute, memory) + overhead
 };
 
@@ -128,8 +129,8 @@ double element_bytes(Precision p) noexcept;
 /// The fastest tile and split-K for a GEMM, with its time (docs/compute-model.md, eq. K1–K4).
 /// `class_efficiency` scales the tile's efficiency (1 for a GEMM, conv_efficiency for an implicit-GEMM
 /// convolution); `multiply_gain` divides the multiplies (Winograd, FFT).
-GemmPlan plan_gemm(const GemmShape& g, const GpuSpec& gpu, Precision p, const KernelParams& kp,
-                   double class_efficiency = 1.0, double multiply_gain = 1.0);
+GemmPlan plan_gemm(const GemmShape& g, const GpuSpec& gpu, Precision p, const KernelParams& kp, double class_efficiency = 1.0,
+                   double multiply_gain = 1.0);
 
 /// A memory-bound kernel that moves `traffic` bytes (eq. K5).
 Seconds memory_kernel_time(Bytes traffic, const GpuSpec& gpu, const KernelParams& kp) noexcept;
@@ -163,7 +164,6 @@ struct ConvAlgorithmPolicy {
   // a plain eager PyTorch run is NCHW (`memory_format: nchw`, `--memory-format nchw`).
   TensorLayout layout = TensorLayout::nhwc;
 };
-
 
 /// The three GEMMs of a convolution's training step: forward, data gradient, weight gradient (eq. K6).
 enum class ConvPass { forward, data_gradient, weight_gradient };

@@ -104,12 +104,12 @@ struct MemoryFit {
 MemoryFit check_memory_fit(const Network& net, const GpuSpec& gpu, int batch, const ComputeOptions& opt,
                            Bytes reserved = bytes(kDefaultReservedBytes));
 /// The same under a sharded strategy whose shard group holds `shard` GPUs.
-MemoryFit check_memory_fit(const Network& net, const GpuSpec& gpu, int batch, const ComputeOptions& opt,
-                           const Sharding& sharding, int shard, Bytes reserved = bytes(kDefaultReservedBytes));
+MemoryFit check_memory_fit(const Network& net, const GpuSpec& gpu, int batch, const ComputeOptions& opt, const Sharding& sharding,
+                           int shard, Bytes reserved = bytes(kDefaultReservedBytes));
 /// The same with the activations one sample keeps already known (activation_bytes_per_sample): what a
 /// Predictor does, which asks once per GPU count.
-MemoryFit check_memory_fit(const Network& net, const GpuSpec& gpu, int batch, const ComputeOptions& opt,
-                           const Sharding& sharding, int shard, Bytes reserved, Bytes activations_per_sample);
+MemoryFit check_memory_fit(const Network& net, const GpuSpec& gpu, int batch, const ComputeOptions& opt, const Sharding& sharding,
+                           int shard, Bytes reserved, Bytes activations_per_sample);
 
 /// What one sample keeps for backward in this step's precision (every layer's and operator's tensors as the
 /// options keep them: checkpointing or recompute, fused attention, the autocast softmax and the eager loss).

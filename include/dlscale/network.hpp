@@ -29,11 +29,11 @@ enum class LayerKind {
   tanh,
   dropout,
   maxpool,
-  avgpool,   // average pooling, adaptive and global too
-  add,       // a residual addition
+  avgpool,  // average pooling, adaptive and global too
+  add,      // a residual addition
   concat,
-  lrn,       // local response normalization across channels (AlexNet, GoogLeNet)
-  reshape,   // flatten, first-token selection: views, no kernel
+  lrn,      // local response normalization across channels (AlexNet, GoogLeNet)
+  reshape,  // flatten, first-token selection: views, no kernel
 };
 
 /// Whether a kind is a parameter-free operator (relu … reshape) rather than a layer that may learn.
@@ -71,37 +71,37 @@ LayerKind layer_kind_from_string(std::string_view name);
 struct Operator {
   std::string name;
   LayerKind kind = LayerKind::relu;
-  std::vector<std::int64_t> input_shape;    // per sample (add: the first input's; concat: the fork's, which
-                                            // every branch reads)
-  std::vector<std::int64_t> output_shape;   // per sample
-  double activation_bytes_per_sample = 0.0; // bytes it keeps for backward beyond its input (fp32 figure)
+  std::vector<std::int64_t> input_shape;                       // per sample (add: the first input's; concat: the fork's, which
+                                                               // every branch reads)
+  std::vector<std::int64_t> output_shape;                      // per sample
+  double activation_bytes_per_sample = 0.0;                    // bytes it keeps for backward beyond its input (fp32 figure)
   int kernel_h = 1, kernel_w = 1, stride_h = 1, stride_w = 1;  // pooling windows
-  int branches = 0;                         // concat: the branches joined (0: unknown); each read the fork's
-                                            // input, so backward sums that many gradients there
+  int branches = 0;                                            // concat: the branches joined (0: unknown); each read the fork's
+                                                               // input, so backward sums that many gradients there
 };
 
 struct Layer {
   std::string name;
   LayerKind kind = LayerKind::other;
-  std::int64_t params = 0;                  // learnable parameters (weights + biases)
-  double macs_per_sample = 0.0;             // multiply-accumulates of the forward pass (docs/models.md)
-  double forward_flops_per_sample = 0.0;    // FLOPs, a multiply-add counted as 2 FLOPs (= 2 × MACs)
-  double activation_bytes_per_sample = 0.0; // bytes of the layer's output kept for backward (fp32)
-  std::vector<std::int64_t> output_shape;   // per sample, e.g. {64, 112, 112}
+  std::int64_t params = 0;                   // learnable parameters (weights + biases)
+  double macs_per_sample = 0.0;              // multiply-accumulates of the forward pass (docs/models.md)
+  double forward_flops_per_sample = 0.0;     // FLOPs, a multiply-add counted as 2 FLOPs (= 2 × MACs)
+  double activation_bytes_per_sample = 0.0;  // bytes of the layer's output kept for backward (fp32)
+  std::vector<std::int64_t> output_shape;    // per sample, e.g. {64, 112, 112}
   // The shape of the work, for the kernel model (docs/compute-model.md); empty/zero when a model file
   // does not give it, and the layer is then timed from its FLOPs and bytes alone.
-  std::vector<std::int64_t> input_shape;    // per sample
-  int kernel_h = 1, kernel_w = 1;           // conv, pooling
+  std::vector<std::int64_t> input_shape;  // per sample
+  int kernel_h = 1, kernel_w = 1;         // conv, pooling
   int stride_h = 1, stride_w = 1;
-  int groups = 1;                           // conv
-  int heads = 0;                            // attention
-  int kv_heads = 0;                         // attention: key/value heads (grouped-query attention); 0 = heads
-  std::int64_t hidden = 0;                  // mlp (a linear layer of two or three matrices)
-  bool gated = false;                       // mlp: SwiGLU (gate, up, down)
-  bool causal = false;                      // attention: a causal mask (decoders); fused kernels skip its masked half
-  bool probs_dropout = false;               // attention: dropout on the probabilities (unfused attention keeps its output and mask)
-  bool rotary = false;                      // attention: rotary position embedding applied to q and k (Llama)
-  bool rms = false;                         // layernorm: RMSNorm (scale only, no mean; Llama), not LayerNorm
+  int groups = 1;              // conv
+  int heads = 0;               // attention
+  int kv_heads = 0;            // attention: key/value heads (grouped-query attention); 0 = heads
+  std::int64_t hidden = 0;     // mlp (a linear layer of two or three matrices)
+  bool gated = false;          // mlp: SwiGLU (gate, up, down)
+  bool causal = false;         // attention: a causal mask (decoders); fused kernels skip its masked half
+  bool probs_dropout = false;  // attention: dropout on the probabilities (unfused attention keeps its output and mask)
+  bool rotary = false;         // attention: rotary position embedding applied to q and k (Llama)
+  bool rms = false;            // layernorm: RMSNorm (scale only, no mean; Llama), not LayerNorm
   /// The parameter-free operators that follow this layer up to the next learnable one.
   std::vector<Operator> ops;
 };
@@ -109,10 +109,10 @@ struct Layer {
 struct Network {
   std::string name;
   std::string description;
-  std::string input_kind = "image";         // "image" (decoded fp32) or "tokens" (int32 token ids)
-  std::vector<std::int64_t> input_shape;    // per sample, e.g. {3, 224, 224}, or {384} tokens
-  Bytes input_bytes_per_sample{};           // bytes fed to the GPU per sample (decoded fp32 image, 4 B per token id)
-  std::vector<Layer> layers;                // learnable layers, input side first
+  std::string input_kind = "image";       // "image" (decoded fp32) or "tokens" (int32 token ids)
+  std::vector<std::int64_t> input_shape;  // per sample, e.g. {3, 224, 224}, or {384} tokens
+  Bytes input_bytes_per_sample{};         // bytes fed to the GPU per sample (decoded fp32 image, 4 B per token id)
+  std::vector<Layer> layers;              // learnable layers, input side first
 
   [[nodiscard]] std::int64_t total_params() const noexcept;
   [[nodiscard]] double total_forward_flops_per_sample() const noexcept;

@@ -61,7 +61,7 @@ enum class ParallelGroup { tp, cp, pp, dp, dp_cp };
 /// One kind of collective of one block and micro-batch on one GPU: `count` calls of `op` on `size` (as the
 /// collective model takes it: per rank for all-reduce, the gathered total for all-gather/reduce-scatter).
 struct CollectiveCall {
-  std::string what;     // "TP all-reduce (forward)", ...
+  std::string what;  // "TP all-reduce (forward)", ...
   ParallelGroup group = ParallelGroup::tp;
   CollectiveOp op = CollectiveOp::allreduce;
   Bytes size{};
@@ -155,24 +155,22 @@ std::vector<std::vector<int>> group_members(const ParallelLayout& l, int gpus, P
 /// node of 72 GPUs (topologies/gb200-nvl72.yaml), a DGX one of 8.
 struct GroupPlacement {
   ParallelGroup group = ParallelGroup::tp;
-  int size = 1;            // ranks per group
-  int groups = 1;          // groups of this kind
-  int nodes = 1;           // the most nodes one group spans
-  int per_node = 1;        // the most ranks of one group on one node
-  bool uniform = true;     // every group has per_node ranks on each of its nodes
-  bool inside_node = true; // every group within one node (its NVLink domain where the node has one)
+  int size = 1;                   // ranks per group
+  int groups = 1;                 // groups of this kind
+  int nodes = 1;                  // the most nodes one group spans
+  int per_node = 1;               // the most ranks of one group on one node
+  bool uniform = true;            // every group has per_node ranks on each of its nodes
+  bool inside_node = true;        // every group within one node (its NVLink domain where the node has one)
   PathType path = PathType::loc;  // the worst path between ring neighbours of the first group: NET across nodes,
                                   // DIS inside a node of a cluster without a topology (not known)
-  int groups_per_node = 0; // groups of this kind that leave a node, with ranks on one node (eq. P11)
-  double nic_share = 1.0;  // eq. P11: how many times over those groups ask for the node's NICs (≥ 1)
-  GpuPlacement at;         // what the collective model is asked about (nodes × per_node)
-  std::vector<int> first;  // the ranks of the first group
+  int groups_per_node = 0;        // groups of this kind that leave a node, with ranks on one node (eq. P11)
+  double nic_share = 1.0;         // eq. P11: how many times over those groups ask for the node's NICs (≥ 1)
+  GpuPlacement at;                // what the collective model is asked about (nodes × per_node)
+  std::vector<int> first;         // the ranks of the first group
 };
 struct LayoutPlacement {
   std::array<GroupPlacement, 5> groups;  // indexed by ParallelGroup
-  [[nodiscard]] const GroupPlacement& operator[](ParallelGroup g) const noexcept {
-    return groups[static_cast<std::size_t>(g)];
-  }
+  [[nodiscard]] const GroupPlacement& operator[](ParallelGroup g) const noexcept { return groups[static_cast<std::size_t>(g)]; }
 };
 /// Places a layout's groups on `gpus` GPUs of the cluster (InputError("gpus") when it cannot hold them).
 LayoutPlacement place_layout(const ParallelLayout& l, const Cluster& cluster, int gpus);
@@ -184,7 +182,6 @@ Seconds group_collective_time(const CollectiveModel& model, const CollectiveCall
 /// cluster's topology (between the first group's first two ranks), else one step on the node's or the
 /// network's link (Cluster::intra_node / inter_node), the bytes scaled by the NIC share across nodes.
 Seconds pipeline_p2p_time(const Cluster& cluster, const GroupPlacement& pp, Bytes size);
-
 
 // ---- one step (eq. P13) -----------------------------------------------------------------------------------
 
@@ -212,7 +209,7 @@ struct ParallelStep {
 /// `whole`: the kernel model's (or a measurement's) times of every layer of `net` at the layout's micro-batch
 /// on one GPU; `collectives`: the cluster's collective model. Validates the layout (InputError naming the field).
 ParallelStep parallel_step(const Network& net, const LayerTimes& whole, const Cluster& cluster,
-                           const CollectiveModel& collectives, const ParallelLayout& l, int gpus,
-                           const ComputeOptions& opt, const Sharding& sharding);
+                           const CollectiveModel& collectives, const ParallelLayout& l, int gpus, const ComputeOptions& opt,
+                           const Sharding& sharding);
 
 }  // namespace dlscale

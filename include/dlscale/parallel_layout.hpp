@@ -53,12 +53,12 @@ std::string to_string(const RankOrder& order);  // "tp-cp-dp-pp"
 
 /// How one training step is split over the GPUs (issue 37). dp is what is left: gpus / (tp·pp·cp).
 struct ParallelLayout {
-  int tp = 1;          // tensor-parallel degree t (Megatron's column/row split of every block)
-  bool sp = false;     // sequence parallelism: norms and dropout sharded over the TP group along the sequence
-  int pp = 1;          // pipeline stages p
-  int vp = 1;          // virtual stages (model chunks) per pipeline rank v; > 1 only with `interleaved`
+  int tp = 1;       // tensor-parallel degree t (Megatron's column/row split of every block)
+  bool sp = false;  // sequence parallelism: norms and dropout sharded over the TP group along the sequence
+  int pp = 1;       // pipeline stages p
+  int vp = 1;       // virtual stages (model chunks) per pipeline rank v; > 1 only with `interleaved`
   PipelineSchedule schedule = PipelineSchedule::one_f_one_b;
-  int cp = 1;          // context-parallel degree c (ring attention over c ranks, 2·c load-balanced chunks)
+  int cp = 1;             // context-parallel degree c (ring attention over c ranks, 2·c load-balanced chunks)
   int micro_batch = 1;    // samples per micro-batch b
   int micro_batches = 1;  // micro-batches per step and pipeline m (global batch = b·m·dp)
   /// Samples per step over the job when given instead of m (0: m given): m = global_batch_target / (b·dp),
@@ -74,10 +74,14 @@ struct ParallelLayout {
   }
   [[nodiscard]] int degree(ParallelDim d, int gpus) const noexcept {
     switch (d) {
-      case ParallelDim::tp: return tp;
-      case ParallelDim::cp: return cp;
-      case ParallelDim::pp: return pp;
-      case ParallelDim::dp: return dp(gpus);
+      case ParallelDim::tp:
+        return tp;
+      case ParallelDim::cp:
+        return cp;
+      case ParallelDim::pp:
+        return pp;
+      case ParallelDim::dp:
+        return dp(gpus);
     }
     return 1;
   }

@@ -31,7 +31,7 @@ struct ParallelPlanEntry {
   ParallelLayout layout;  // micro_batches resolved for the GPU count
   Recompute recompute = Recompute::none;
   int sharding_stage = 0;
-  Prediction prediction;  // tokens/s, MFU, memory per GPU (the worst stage), Breakdown::parallel
+  Prediction prediction;       // tokens/s, MFU, memory per GPU (the worst stage), Breakdown::parallel
   bool tp_inside_node = true;  // every TP group within one node (its NVLink domain)
 };
 

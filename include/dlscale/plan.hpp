@@ -39,11 +39,11 @@ std::optional<TrainingWorkload> make_workload(const Network& net, std::optional<
                                               std::optional<double> epochs);
 
 struct TrainingCost {
-  double iterations = 0.0;       // epochs × ceil(samples / (GPUs × batch))
-  Seconds wall_time{};           // iterations × t_iter
-  double gpu_hours = 0.0;        // wall_time in hours × GPUs
-  std::optional<double> cost;    // gpu_hours × price per GPU-hour, when the cluster gives a price
-  std::string currency;          // the price's currency ("USD")
+  double iterations = 0.0;     // epochs × ceil(samples / (GPUs × batch))
+  Seconds wall_time{};         // iterations × t_iter
+  double gpu_hours = 0.0;      // wall_time in hours × GPUs
+  std::optional<double> cost;  // gpu_hours × price per GPU-hour, when the cluster gives a price
+  std::string currency;        // the price's currency ("USD")
 };
 
 /// Time to train a workload at one prediction's iteration time, and its cost on the cluster.
@@ -77,9 +77,9 @@ struct ResourceGain {
 };
 
 struct BucketTry {
-  Bytes size{};           // zero: layer-wise (one aggregation per layer, no merging)
+  Bytes size{};  // zero: layer-wise (one aggregation per layer, no merging)
   Seconds iteration{};
-  Seconds exposed{};      // communication not hidden
+  Seconds exposed{};  // communication not hidden
 };
 
 struct BucketAdvice {
@@ -95,19 +95,19 @@ struct BucketAdvice {
 BucketAdvice best_buckets(const Scenario& sc, int gpus);
 
 struct Change {
-  std::string kind;          // "faster NIC", "bigger batch", "mixed precision", "bucket size"
-  std::string description;   // e.g. "inter-node 56 Gb/s -> 100 Gb/s (next standard speed)"
-  int steps = 1;             // how far from today (NIC speeds up the ladder, batch doublings)
+  std::string kind;         // "faster NIC", "bigger batch", "mixed precision", "bucket size"
+  std::string description;  // e.g. "inter-node 56 Gb/s -> 100 Gb/s (next standard speed)"
+  int steps = 1;            // how far from today (NIC speeds up the ladder, batch doublings)
   Prediction prediction;
   bool reaches = false;
 };
 
 struct TargetAdvice {
   double target = 0.0;
-  bool already = false;               // the configuration already reaches it
-  std::optional<Change> smallest;     // the change with the fewest steps that reaches it (ties: higher efficiency)
-  std::vector<Change> tried;          // the best attempt of each kind
-  std::string note;                   // e.g. why a kind was not tried
+  bool already = false;            // the configuration already reaches it
+  std::optional<Change> smallest;  // the change with the fewest steps that reaches it (ties: higher efficiency)
+  std::vector<Change> tried;       // the best attempt of each kind
+  std::string note;                // e.g. why a kind was not tried
 };
 
 /// The standard Ethernet/InfiniBand speeds the NIC search walks up (Gb/s per port).
@@ -151,7 +151,7 @@ struct PlanSpace {
   std::vector<int> micro_batches{1, 2, 4, 8, 16, 32, 64};
   std::vector<int> accumulations{1, 2, 4, 8};
   std::vector<bool> checkpointing{false, true};  // activation checkpointing off/on (networks of ≥ 2 layers)
-  std::optional<double> target_tokens;  // token models: tokens to train on (time to train)
+  std::optional<double> target_tokens;           // token models: tokens to train on (time to train)
 };
 
 struct PlanEntry {

@@ -36,9 +36,9 @@ struct PlotFrame {
   std::string title, x_label, y_label;
   bool log_x = false, log_y = false;
   int width = 640, height = 400;
-  int legend_width = 150;     // the column on the right that holds the legend
+  int legend_width = 150;        // the column on the right that holds the legend
   bool x_ticks_at_data = false;  // x ticks at the data's x values (GPU counts) instead of 1-2-5 steps
-  std::string note;           // a grey line at the foot of the legend column
+  std::string note;              // a grey line at the foot of the legend column
 };
 
 /// A frame of the default size (640 × 400) with these labels and axes.
@@ -65,8 +65,8 @@ struct BarSegment {
   std::string colour;
 };
 /// Stacked bars: one bar per label, one value per segment (same order as `segments`).
-std::string stacked_bars_svg(const PlotFrame& frame, std::span<const BarSegment> segments,
-                             std::span<const std::string> labels, std::span<const std::vector<double>> values);
+std::string stacked_bars_svg(const PlotFrame& frame, std::span<const BarSegment> segments, std::span<const std::string> labels,
+                             std::span<const std::vector<double>> values);
 /// The iteration's critical path (plan.hpp, critical_path) per GPU count, in milliseconds.
 std::string breakdown_plot_svg(std::span<const Prediction> preds, const Strategy& strategy, Seconds first_update,
                                const std::string& title);
@@ -79,16 +79,15 @@ std::string busbw_plot_svg(const CollectiveModel& model, std::span<const GpuPlac
 /// A timeline (Gantt chart) of the complete ("X") events of a Chrome trace-event JSON — the simulator's
 /// `SimResult::trace_json` — between `t0` and `t1` (seconds; t1 ≤ t0: the whole trace), at most
 /// `max_tracks` tracks in (pid, tid) order. Throws InputError when the text is not a trace.
-std::string timeline_svg(std::string_view chrome_trace_json, double t0, double t1, int max_tracks,
-                         const std::string& title);
+std::string timeline_svg(std::string_view chrome_trace_json, double t0, double t1, int max_tracks, const std::string& title);
 
 /// What `dlscale report` puts on its page.
 struct ReportContent {
   std::string title;
   std::vector<std::pair<std::string, std::string>> inputs;  // name, value
   std::vector<Prediction> predictions;
-  std::optional<Explanation> explanation;   // for the largest GPU count
-  std::string explanation_text;             // format_explanation of it
+  std::optional<Explanation> explanation;  // for the largest GPU count
+  std::string explanation_text;            // format_explanation of it
   std::optional<TrainingWorkload> workload;
   std::vector<std::pair<std::string, std::string>> plots;  // caption, inline SVG
   std::string command_line;

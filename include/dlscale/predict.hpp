@@ -91,10 +91,10 @@ struct Breakdown {
   Seconds sync_wait{};     // waiting for the slowest of N jittered workers (E[max of N] · σ)
   Seconds overhead{};      // the framework's fixed per-iteration cost (Strategy::iteration_overhead)
   // The input pipeline (Cluster::input; zero without one): io = max(io_storage, io_decode) per node.
-  Seconds io_storage{};    // reading a node's samples from its storage tier
-  Seconds io_decode{};     // decoding them on the node's CPU loader workers
-  Seconds gpu_decode{};    // GPU time decoding one GPU's batch (DALI), on the GPU side
-  Seconds reader_loss{};   // how much longer the iteration is than its GPU side: the reader-bound loss
+  Seconds io_storage{};   // reading a node's samples from its storage tier
+  Seconds io_decode{};    // decoding them on the node's CPU loader workers
+  Seconds gpu_decode{};   // GPU time decoding one GPU's batch (DALI), on the GPU side
+  Seconds reader_loss{};  // how much longer the iteration is than its GPU side: the reader-bound loss
   // CPU offload of the optimiser state (docs/model.md, eq. S9; zero without it). `update` is then
   // offload_cpu + offload_h2d, the step on the critical path.
   Seconds offload_d2h{};          // the gradient shard to the host, as if nothing overlapped it (S9a)
@@ -160,8 +160,8 @@ struct Prediction {
   double hfu = 0.0;  // hardware FLOPs utilisation: as MFU with the recomputed forward FLOPs counted
   double speedup = 1.0;
   double efficiency = 1.0;
-  int hiding_case = 0;      // 1 or 2 for layer-wise/bucketed overlap; 0 when nothing overlaps
-  int boundary_layer = 0;   // C in Case 2
+  int hiding_case = 0;     // 1 or 2 for layer-wise/bucketed overlap; 0 when nothing overlaps
+  int boundary_layer = 0;  // C in Case 2
   // The bottleneck (bottleneck.hpp): the resource whose doubling gains the most samples/s.
   Bottleneck bottleneck = Bottleneck::compute;
   ResourceName bottleneck_resource;  // .str(): e.g. "inter-node network (56 Gb/s)"

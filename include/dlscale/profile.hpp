@@ -27,7 +27,7 @@ struct Profile {
   std::string source_file;
   std::string model;
   std::string framework;
-  std::string cluster;          // optional: the system it was measured on
+  std::string cluster;  // optional: the system it was measured on
   int batch_per_gpu = 0;
   PhaseTimes single_gpu;
   /// What `io` measured (`io_measures:`): the reader's own time per iteration (false, the default and the

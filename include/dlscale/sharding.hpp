@@ -20,10 +20,10 @@ struct Sharding {
   static constexpr int kGroupAll = 0;    // shard over every GPU of the job
   static constexpr int kGroupNode = -1;  // shard over the GPUs of one node, replicate across nodes (hybrid)
 
-  int stage = 0;                      // 1: optimiser state (+ fp32 master), 2: + gradients, 3: + parameters
-  bool reshard_after_forward = true;  // stage 3: gather again for backward (FULL_SHARD); false: SHARD_GRAD_OP
-  int group = kGroupAll;              // GPUs per shard group: kGroupAll, kGroupNode or a count
-  int in_flight = 2;                  // stage 3: gathered units held at once (FSDP limit_all_gathers: 2; 1 = no prefetch)
+  int stage = 0;                           // 1: optimiser state (+ fp32 master), 2: + gradients, 3: + parameters
+  bool reshard_after_forward = true;       // stage 3: gather again for backward (FULL_SHARD); false: SHARD_GRAD_OP
+  int group = kGroupAll;                   // GPUs per shard group: kGroupAll, kGroupNode or a count
+  int in_flight = 2;                       // stage 3: gathered units held at once (FSDP limit_all_gathers: 2; 1 = no prefetch)
   std::int64_t unit_params = 100'000'000;  // stage 3: consecutive layers gathered together up to this many parameters
   // CPU offload of the optimiser state (DeepSpeed `offload_optimizer: {device: cpu}`, ZeRO-Offload; eq. S9):
   // the fp32 master weights and the optimiser state of each GPU's shard live in host memory, the GPU's
@@ -51,8 +51,8 @@ struct Sharding {
 /// The shard group and the replica group of one GPU at a placement (eq. S1): the job's G GPUs form
 /// G/n shard groups of n consecutive GPUs; GPU j of every shard group forms a replica group of R = G/n.
 struct ShardGroups {
-  int shard = 1;     // n
-  int replicas = 1;  // R
+  int shard = 1;            // n
+  int replicas = 1;         // R
   GpuPlacement shard_at;    // where one shard group sits
   GpuPlacement replica_at;  // where one replica group sits
 };
@@ -71,12 +71,12 @@ std::vector<GatherUnit> gather_units(const Network& net, std::int64_t unit_param
 /// Bytes one GPU puts on the wire per optimiser step, by collective (nccl-tests' bus bytes: S·2(n−1)/n for
 /// an all-reduce of S, S·(n−1)/n for an all-gather or reduce-scatter of a total S; eq. S2).
 struct StepTraffic {
-  Bytes allreduce{};          // stage 0: gradients over every GPU
-  Bytes reducescatter{};      // stages 1-3: gradients inside the shard group
-  Bytes allgather_forward{};  // stage 3: parameters before each unit's forward
-  Bytes allgather_backward{}; // stage 3 full shard: again before each unit's backward
-  Bytes allgather_update{};   // stages 1-2: the updated parameters after the step
-  Bytes allreduce_replicas{}; // hybrid: the gradient shard across the replica group
+  Bytes allreduce{};           // stage 0: gradients over every GPU
+  Bytes reducescatter{};       // stages 1-3: gradients inside the shard group
+  Bytes allgather_forward{};   // stage 3: parameters before each unit's forward
+  Bytes allgather_backward{};  // stage 3 full shard: again before each unit's backward
+  Bytes allgather_update{};    // stages 1-2: the updated parameters after the step
+  Bytes allreduce_replicas{};  // hybrid: the gradient shard across the replica group
   [[nodiscard]] Bytes total() const noexcept {
     return allreduce + reducescatter + allgather_forward + allgather_backward + allgather_update + allreduce_replicas;
   }
@@ -91,8 +91,8 @@ StepTraffic step_traffic(std::int64_t params, const Sharding& s, Precision p, co
 ///   S9c  updated shard to the GPU      P·w/n bytes over PCIe (host → GPU), t_up = P·w/n / B_pcie
 ///   S9d  host memory per node          n_g · (P/n) · (4 + 4·k + g)   (fp32 master, k optimiser words,
 ///        the received gradient shard)
-Bytes offload_gradient_bytes(std::int64_t params, Precision p, int shard) noexcept;  // S9a
-Bytes offload_param_bytes(std::int64_t params, Precision p, int shard) noexcept;     // S9c
+Bytes offload_gradient_bytes(std::int64_t params, Precision p, int shard) noexcept;                      // S9a
+Bytes offload_param_bytes(std::int64_t params, Precision p, int shard) noexcept;                         // S9c
 Seconds cpu_adam_time(std::int64_t params, int shard, int gpus_per_node, double params_per_s) noexcept;  // S9b
 Bytes offload_host_bytes_per_node(std::int64_t params, Precision p, int optimizer_words, int shard,
                                   int gpus_per_node) noexcept;  // S9d
@@ -120,7 +120,6 @@ struct ShardedTimeline {
 /// copy at a time; empty = no offload. reduce_end is then the end of the last copy.
 ShardedTimeline sharded_timeline_exact(std::span<const Seconds> forward, std::span<const Seconds> backward,
                                        std::span<const Seconds> gather_forward, std::span<const Seconds> gather_backward,
-                                       std::span<const Seconds> reduce, int in_flight,
-                                       std::span<const Seconds> copy = {});
+                                       std::span<const Seconds> reduce, int in_flight, std::span<const Seconds> copy = {});
 
 }  // namespace dlscale

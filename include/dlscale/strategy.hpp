@@ -17,10 +17,10 @@
 namespace dlscale {
 
 enum class Aggregation {
-  allreduce,          // NCCL/Gloo all-reduce, intra- and inter-node (Caffe-MPI, CNTK, Horovod, DDP)
-  parameter_server,   // push gradients to a PS, pull parameters back (MXNet KVStore)
-  hybrid,             // all-reduce inside a node, parameter server across nodes (TensorFlow 2017)
-  broadcast_reduce    // broadcast parameters, reduce gradients to GPU 0 (PyTorch DataParallel)
+  allreduce,         // NCCL/Gloo all-reduce, intra- and inter-node (Caffe-MPI, CNTK, Horovod, DDP)
+  parameter_server,  // push gradients to a PS, pull parameters back (MXNet KVStore)
+  hybrid,            // all-reduce inside a node, parameter server across nodes (TensorFlow 2017)
+  broadcast_reduce   // broadcast parameters, reduce gradients to GPU 0 (PyTorch DataParallel)
 };
 
 enum class Overlap {
@@ -67,9 +67,9 @@ struct EnumNames<UpdatePlacement> {
 struct Strategy {
   std::string name;
   std::string description;
-  bool io_prefetch = true;       // reader threads prefetch the next batch: eq. 4 instead of eq. 3
-  bool pinned_memory = true;     // host->GPU copies from pinned (true) or pageable (false) memory
-  int prefetch_depth = 2;        // batches each GPU's prefetch queue holds (`io: {depth: N}`; the simulator's)
+  bool io_prefetch = true;    // reader threads prefetch the next batch: eq. 4 instead of eq. 3
+  bool pinned_memory = true;  // host->GPU copies from pinned (true) or pageable (false) memory
+  int prefetch_depth = 2;     // batches each GPU's prefetch queue holds (`io: {depth: N}`; the simulator's)
   /// `io: {buffer: "256 MiB"}`: the most decoded input a GPU's prefetch buffer holds; a batch larger than it is
   /// read in the iteration (eq. 3) as if nothing prefetched (CNTK, Shi & Chu 2018 Section VI-A). Zero: no limit.
   Bytes prefetch_buffer{};
@@ -111,11 +111,11 @@ struct Strategy {
   /// for_loop; ComputeOptions::optimizer_impl); unset: fused.
   std::optional<OptimizerImpl> optimizer_impl;
   // Synchronization losses (docs/model.md, "Synchronization losses"); both off by default.
-  double jitter_cv = 0.0;            // coefficient of variation of a GPU's per-iteration compute time
-  Seconds iteration_overhead{};      // fixed cost per iteration of more than one GPU (negotiation, launches)
+  double jitter_cv = 0.0;        // coefficient of variation of a GPU's per-iteration compute time
+  Seconds iteration_overhead{};  // fixed cost per iteration of more than one GPU (negotiation, launches)
   // Sharded data parallelism (ZeRO, FSDP; docs/model.md, "Sharded data parallelism"); stage 0: replicas.
   Sharding sharding;
-  Transport transport;               // how bytes cross nodes (`transport: NAME`); default: NCCL as modelled
+  Transport transport;  // how bytes cross nodes (`transport: NAME`); default: NCCL as modelled
   /// Model parallelism (`parallel:`; docs/input-formats.md, "Framework strategy"): the layout a run with this
   /// framework starts from (rank order, sequence parallelism, schedule; degrees and batches where the file
   /// gives them). Absent: the defaults of ParallelLayout.

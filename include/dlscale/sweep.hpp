@@ -25,14 +25,12 @@ namespace dlscale {
 
 /// Replacements for the simple-form links of a cluster (cluster.hpp). Unset members keep the file's.
 struct LinkOverrides {
-  std::string label = "-";                   // e.g. "inter_node=200 Gb/s"; "-" for no override
-  std::optional<LinkSpec> intra_node;        // bandwidth (and latency if given)
+  std::string label = "-";             // e.g. "inter_node=200 Gb/s"; "-" for no override
+  std::optional<LinkSpec> intra_node;  // bandwidth (and latency if given)
   std::optional<LinkSpec> inter_node;
-  std::optional<BytesPerSecond> host_to_gpu; // pinned and pageable alike
-  std::optional<BytesPerSecond> storage;     // disk and page cache alike
-  [[nodiscard]] bool empty() const noexcept {
-    return !intra_node && !inter_node && !host_to_gpu && !storage;
-  }
+  std::optional<BytesPerSecond> host_to_gpu;  // pinned and pageable alike
+  std::optional<BytesPerSecond> storage;      // disk and page cache alike
+  [[nodiscard]] bool empty() const noexcept { return !intra_node && !inter_node && !host_to_gpu && !storage; }
 };
 
 /// The cluster with the overrides applied (simple-form links only; a sweep rescales a topology
@@ -81,14 +79,14 @@ const GroupEvaluator& closed_form_evaluator();
 struct SweepRow {
   std::size_t group = 0;
   Prediction prediction;
-  double train_hours = 0.0;     // 0 when no workload applies (token model without dataset samples)
+  double train_hours = 0.0;  // 0 when no workload applies (token model without dataset samples)
   double gpu_hours = 0.0;
-  std::optional<double> cost;   // gpu_hours × price, when the cluster has a price
+  std::optional<double> cost;  // gpu_hours × price, when the cluster has a price
 };
 
 struct SweepResult {
-  std::vector<SweepRow> rows;   // in spec order, whatever the thread count
-  std::size_t skipped = 0;      // GPU counts a cluster cannot hold (left out)
+  std::vector<SweepRow> rows;                 // in spec order, whatever the thread count
+  std::size_t skipped = 0;                    // GPU counts a cluster cannot hold (left out)
   std::vector<std::string> skipped_examples;  // up to 3 reasons, for a note on stderr
   std::size_t unsupported = 0;  // configurations whose GPU has no such precision mode (left out: `predict` refuses them)
   std::vector<std::string> unsupported_examples;  // up to 3 reasons, for a note on stderr
@@ -96,7 +94,7 @@ struct SweepResult {
 };
 
 struct SweepOptions {
-  unsigned threads = 0;  // 0: std::thread::hardware_concurrency()
+  unsigned threads = 0;                       // 0: std::thread::hardware_concurrency()
   const GroupEvaluator* evaluator = nullptr;  // null: closed_form_evaluator()
   /// Called from the calling thread about every 100 ms while workers run: (configurations done, total).
   std::function<void(std::size_t, std::size_t)> progress;
@@ -130,7 +128,7 @@ Scenario group_scenario(const SweepSpec& spec, const SweepGroup& g);
 enum class SweepFormat { csv, jsonl };
 SweepFormat sweep_format_from_string(std::string_view s);  // throws InputError("format", …)
 enum class SweepRank { throughput, efficiency, cost };
-SweepRank sweep_rank_from_string(std::string_view s);      // throws InputError("rank", …)
+SweepRank sweep_rank_from_string(std::string_view s);  // throws InputError("rank", …)
 
 /// Whether a configuration can run: its memory fits the GPU (and, offloading, the host).
 bool fits_in_memory(const Prediction& p) noexcept;

@@ -80,21 +80,21 @@ struct TopologyVertex {
 struct TopologyLink {
   std::string a, b;
   LinkKind kind = LinkKind::pcie;
-  int count = 1;       // NVLinks in the bundle
-  int lanes = 0;       // PCIe lanes
-  int generation = 0;  // PCIe generation
+  int count = 1;               // NVLinks in the bundle
+  int lanes = 0;               // PCIe lanes
+  int generation = 0;          // PCIe generation
   BytesPerSecond bandwidth{};  // per direction, as NCCL rates the link (or as the file overrides it)
   Seconds latency{};
 };
 
 struct FabricInfo {
-  std::string kind;                // "infiniband", "ethernet", or empty for a single node
+  std::string kind;  // "infiniband", "ethernet", or empty for a single node
   int nics_per_node = 0;
   BytesPerSecond nic_bandwidth{};  // per NIC, per direction
   BytesPerSecond single_flow{};    // cap of one flow (zero: none)
   int flows = 1;                   // flows one connection uses (matters only with a single-flow cap)
   Seconds latency{};
-  bool sharp = false;              // InfiniBand switches that reduce (SHARP): NCCL's CollNet algorithms
+  bool sharp = false;  // InfiniBand switches that reduce (SHARP): NCCL's CollNet algorithms
   /// What one NIC can carry for one connection: min(NIC, flows × single-flow cap).
   [[nodiscard]] BytesPerSecond effective_nic_bandwidth() const noexcept;
 };
@@ -104,8 +104,8 @@ struct GpuPath {
   PathType type = PathType::dis;
   BytesPerSecond bandwidth{};  // the narrowest link on the path, per direction
   int hops = 0;
-  bool p2p = false;            // direct peer-to-peer (NVLink or PCIe up to PXB); false: through host memory
-  int nvlinks = 0;             // NVLinks directly between the two GPUs (0 if none)
+  bool p2p = false;  // direct peer-to-peer (NVLink or PCIe up to PXB); false: through host memory
+  int nvlinks = 0;   // NVLinks directly between the two GPUs (0 if none)
 };
 
 enum class ChannelPattern { ring, tree };
@@ -119,8 +119,8 @@ struct ChannelSet {
   PathType type_intra = PathType::loc;
   PathType type_inter = PathType::loc;
   bool same_channels = false;
-  bool fallback = false;  // no path found; NCCL's "simple order" fallback (0.1 GB/s)
-  bool plain_tree = false;  // NCCL's simpler tree pattern (Hopper on, when no balanced tree fits): 15 % slower
+  bool fallback = false;                 // no path found; NCCL's "simple order" fallback (0.1 GB/s)
+  bool plain_tree = false;               // NCCL's simpler tree pattern (Hopper on, when no balanced tree fits): 15 % slower
   std::vector<std::vector<int>> orders;  // per channel, the local GPU indices in ring/chain order
 };
 
@@ -180,18 +180,18 @@ Seconds p2p_copy_time(const Topology& topology, int gpu_a, int gpu_b, Bytes size
 
 /// What `topo import` is told beyond the dump.
 struct TopologyImportOptions {
-  std::string gpu;  // --gpu: a catalogue id; empty: from the dump's SM and NVLinks (a guess, stated)
-  std::string cpu;  // --cpu VENDOR[:MODEL] (intel, intel:skylake, amd, power, arm); empty: the dump's, or Intel
-  int nodes = 0;    // --nodes: nodes of the cluster written (0: one)
+  std::string gpu;                   // --gpu: a catalogue id; empty: from the dump's SM and NVLinks (a guess, stated)
+  std::string cpu;                   // --cpu VENDOR[:MODEL] (intel, intel:skylake, amd, power, arm); empty: the dump's, or Intel
+  int nodes = 0;                     // --nodes: nodes of the cluster written (0: one)
   std::optional<FabricSpec> fabric;  // --fabric KIND:SPEED[:COUNT]: the network between them
 };
 
 /// Writes the topology of `file` (an `nvidia-smi topo -m` capture or an NCCL_TOPO_DUMP_FILE XML) as a
 /// cluster YAML with a `node:` section. Errors name the file and line; what the dump does not say and
 /// was guessed goes to `warnings` and into the YAML as comments.
-std::string import_nvidia_smi(const std::string& text, const std::string& display_name,
-                              const TopologyImportOptions& options = {}, std::vector<std::string>* warnings = nullptr);
-std::string import_nccl_xml(const std::string& text, const std::string& display_name,
-                            const TopologyImportOptions& options = {}, std::vector<std::string>* warnings = nullptr);
+std::string import_nvidia_smi(const std::string& text, const std::string& display_name, const TopologyImportOptions& options = {},
+                              std::vector<std::string>* warnings = nullptr);
+std::string import_nccl_xml(const std::string& text, const std::string& display_name, const TopologyImportOptions& options = {},
+                            std::vector<std::string>* warnings = nullptr);
 
 }  // namespace dlscale

@@ -21,9 +21,7 @@ struct Transport {
   bool staged = false;           // copies every tensor through host memory even where GPUDirect RDMA exists
   std::string source;
 
-  [[nodiscard]] bool is_default() const noexcept {
-    return wire_efficiency == 1.0 && per_message == Seconds{} && !staged;
-  }
+  [[nodiscard]] bool is_default() const noexcept { return wire_efficiency == 1.0 && per_message == Seconds{} && !staged; }
 };
 
 namespace eq {

@@ -27,10 +27,22 @@ class Quantity {
   [[nodiscard]] static constexpr Quantity from_base(double v) noexcept { return Quantity(v); }
   [[nodiscard]] constexpr double base() const noexcept { return v_; }
 
-  constexpr Quantity& operator+=(Quantity o) noexcept { v_ += o.v_; return *this; }
-  constexpr Quantity& operator-=(Quantity o) noexcept { v_ -= o.v_; return *this; }
-  constexpr Quantity& operator*=(double k) noexcept { v_ *= k; return *this; }
-  constexpr Quantity& operator/=(double k) noexcept { v_ /= k; return *this; }
+  constexpr Quantity& operator+=(Quantity o) noexcept {
+    v_ += o.v_;
+    return *this;
+  }
+  constexpr Quantity& operator-=(Quantity o) noexcept {
+    v_ -= o.v_;
+    return *this;
+  }
+  constexpr Quantity& operator*=(double k) noexcept {
+    v_ *= k;
+    return *this;
+  }
+  constexpr Quantity& operator/=(double k) noexcept {
+    v_ /= k;
+    return *this;
+  }
   friend constexpr Quantity operator+(Quantity a, Quantity b) noexcept { return Quantity(a.v_ + b.v_); }
   friend constexpr Quantity operator-(Quantity a, Quantity b) noexcept { return Quantity(a.v_ - b.v_); }
   friend constexpr Quantity operator-(Quantity a) noexcept { return Quantity(-a.v_); }
@@ -77,9 +89,13 @@ using FlopsPerSecond = Quantity<0, 1, -1>;
 using Hertz = Quantity<0, 0, -1>;
 
 template <int B, int F, int T>
-constexpr Quantity<B, F, T> max(Quantity<B, F, T> a, Quantity<B, F, T> b) noexcept { return a < b ? b : a; }
+constexpr Quantity<B, F, T> max(Quantity<B, F, T> a, Quantity<B, F, T> b) noexcept {
+  return a < b ? b : a;
+}
 template <int B, int F, int T>
-constexpr Quantity<B, F, T> min(Quantity<B, F, T> a, Quantity<B, F, T> b) noexcept { return b < a ? b : a; }
+constexpr Quantity<B, F, T> min(Quantity<B, F, T> a, Quantity<B, F, T> b) noexcept {
+  return b < a ? b : a;
+}
 
 // ---- factories ------------------------------------------------------------------------------------
 constexpr Seconds seconds(double v) noexcept { return Seconds::from_base(v); }

@@ -41,12 +41,12 @@ struct DecoderShape {
   std::int64_t kv_heads = 0;  // grouped-query attention: key/value heads (0: as many as heads)
   std::int64_t ffn = 0;       // the MLP's hidden width
   std::int64_t vocab = 0;
-  std::int64_t seq = 0;       // tokens per sample
-  std::string ffn_kind = "swiglu";    // swiglu (three matrices) | gelu (two)
-  std::string positions = "rotary";   // rotary | alibi (no parameters) | learned (a position table of `context`)
-  std::int64_t context = 0;           // learned positions: the table's size (0: seq)
-  bool tied = false;                  // output projection shares the token embedding's weights
-  bool bias = false;                  // biases in the linear maps and norms (GPT-2 style)
+  std::int64_t seq = 0;              // tokens per sample
+  std::string ffn_kind = "swiglu";   // swiglu (three matrices) | gelu (two)
+  std::string positions = "rotary";  // rotary | alibi (no parameters) | learned (a position table of `context`)
+  std::int64_t context = 0;          // learned positions: the table's size (0: seq)
+  bool tied = false;                 // output projection shares the token embedding's weights
+  bool bias = false;                 // biases in the linear maps and norms (GPT-2 style)
 };
 /// Parses "decoder:key=value,..." (keys: layers, hidden, heads, kv_heads, ffn, vocab, seq, ffn_kind,
 /// positions, context, tied, bias). Errors are InputError(option, …) (key `option`) naming the decoder key.

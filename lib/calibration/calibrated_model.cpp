@@ -42,8 +42,8 @@ std::string CalibratedCollectiveModel::describe() const {
                      curves.empty() ? "no curves" : curves, fallback_->describe());
 }
 
-std::optional<LayerTimes> measured_layer_times(const Calibration& cal, const Network& net, int batch,
-                                               std::string_view precision, std::size_t* matched) {
+std::optional<LayerTimes> measured_layer_times(const Calibration& cal, const Network& net, int batch, std::string_view precision,
+                                               std::size_t* matched) {
   const LayerProfile* lp = cal.find_layers(net.name, batch, precision);
   if (matched) *matched = 0;
   if (!lp) return std::nullopt;

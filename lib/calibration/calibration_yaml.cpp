@@ -317,8 +317,11 @@ std::string text(const std::string& s) { return s.empty() ? std::string() : q(s)
 void write_provenance(yamlio::Emitter& o, const Provenance& p) {
   o.key(0, "provenance").pair(2, "tool", q(p.tool)).pair_if(2, "date", text(p.date)).pair_if(2, "host", text(p.host));
   o.pair_if(2, "command_line", text(p.command_line));
-  for (auto [k, v] : {std::pair<const char*, const std::string*>{"driver", &p.driver}, {"cuda", &p.cuda},
-                      {"nccl", &p.nccl}, {"cudnn", &p.cudnn}, {"cublas", &p.cublas}})
+  for (auto [k, v] : {std::pair<const char*, const std::string*>{"driver", &p.driver},
+                      {"cuda", &p.cuda},
+                      {"nccl", &p.nccl},
+                      {"cudnn", &p.cudnn},
+                      {"cublas", &p.cublas}})
     o.pair_if(2, k, text(*v));
   if (!p.sources.empty()) {
     o.key(2, "sources");

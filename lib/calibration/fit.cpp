@@ -37,12 +37,12 @@ std::vector<std::string> split_csv(const std::string& line) {
 struct Raw {
   std::string gpu, model, precision;
   int gpus = 0;
-  std::string batch;       // global_batch or batch_per_gpu, as written
+  std::string batch;  // global_batch or batch_per_gpu, as written
   bool batch_is_global = true;
   std::string memory_format, attention;  // optional columns; empty: nhwc, eager
   double samples_per_s = 0;
   int line = 0;
-  std::vector<int> col;    // 1-based column of each field, for messages: gpu, gpus, precision, model, batch, rate
+  std::vector<int> col;  // 1-based column of each field, for messages: gpu, gpus, precision, model, batch, rate
 };
 
 [[noreturn]] void fail_at(const fs::path& file, int l, int c, const std::string& key, const std::string& msg) {
@@ -61,9 +61,7 @@ class ThroughputCsv {
  public:
   explicit ThroughputCsv(const fs::path& file) : file_(file), in_(read_input_file(file, "measurements")) {}
 
-  [[noreturn]] void fail(int l, int c, const std::string& key, const std::string& msg) const {
-    fail_at(file_, l, c, key, msg);
-  }
+  [[noreturn]] void fail(int l, int c, const std::string& key, const std::string& msg) const { fail_at(file_, l, c, key, msg); }
   int lineno() const { return lineno_; }
 
   void read_header() {
@@ -74,8 +72,7 @@ class ThroughputCsv {
       header_ = split_csv(line);
       break;
     }
-    if (header_.empty())
-      fail(std::max(lineno_, 1), 1, "header", "no header line (gpu,gpus,precision,model,samples_per_s,...)");
+    if (header_.empty()) fail(std::max(lineno_, 1), 1, "header", "no header line (gpu,gpus,precision,model,samples_per_s,...)");
     c_gpu_ = column("gpu", true);
     c_gpus_ = column("gpus", true);
     c_prec_ = column("precision", true);
@@ -112,9 +109,7 @@ class ThroughputCsv {
     return -1;
   }
 
-  const std::string& cell(const std::vector<std::string>& cells, int c) const {
-    return cells[static_cast<std::size_t>(c)];
-  }
+  const std::string& cell(const std::vector<std::string>& cells, int c) const { return cells[static_cast<std::size_t>(c)]; }
 
   Raw read_row(const std::string& line) const {
     const auto cells = split_csv(line);
@@ -125,8 +120,8 @@ class ThroughputCsv {
     r.gpu = cell(cells, c_gpu_);
     r.model = cell(cells, c_model_);
     r.precision = cell(cells, c_prec_);
-    r.col = {col_of(line, c_gpu_), col_of(line, c_gpus_), col_of(line, c_prec_), col_of(line, c_model_), col_of(line, c_batch_),
-             col_of(line, c_rate_)};
+    r.col = {col_of(line, c_gpu_),   col_of(line, c_gpus_),  col_of(line, c_prec_),
+             col_of(line, c_model_), col_of(line, c_batch_), col_of(line, c_rate_)};
     try {
       std::size_t used = 0;
       const std::string g = cell(cells, c_gpus_);
@@ -157,8 +152,7 @@ class ThroughputCsv {
   std::istringstream in_;
   int lineno_ = 0;
   std::vector<std::string> header_;
-  int c_gpu_ = -1, c_gpus_ = -1, c_prec_ = -1, c_model_ = -1, c_rate_ = -1, c_batch_ = -1, c_layout_ = -1,
-      c_attention_ = -1;
+  int c_gpu_ = -1, c_gpus_ = -1, c_prec_ = -1, c_model_ = -1, c_rate_ = -1, c_batch_ = -1, c_layout_ = -1, c_attention_ = -1;
   bool global_ = true;
 };
 
@@ -264,7 +258,8 @@ std::vector<ThroughputSample> read_throughput_csv(const fs::path& file, const Me
   std::vector<ThroughputSample> out;
   for (const auto& r : raws) out.push_back(to_sample(file, r, raws, opt, networks));
   if (out.empty())
-    throw InputError(SourceLocation{file.string(), csv.lineno(), 1}, "gpus", fmt::format("no row with gpus = {} to fit", opt.gpus));
+    throw InputError(SourceLocation{file.string(), csv.lineno(), 1}, "gpus",
+                     fmt::format("no row with gpus = {} to fit", opt.gpus));
   return out;
 }
 
@@ -308,7 +303,6 @@ std::vector<double*> free_fields(KernelParams& p, const FitOptions& o) {
   if (o.memory_efficiency) f.push_back(&p.memory_efficiency);
   return f;
 }
-
 
 Eigen::VectorXd pack(KernelParams p, const FitOptions& o) {
   auto f = free_fields(p, o);
@@ -394,8 +388,7 @@ KernelParamSet fit_rows(const std::vector<ThroughputSample>& samples, const std:
 double mape_of(const std::vector<ThroughputSample>& samples, const std::vector<std::size_t>& rows,
                const std::vector<double>& predicted) {
   double s = 0;
-  for (std::size_t i = 0; i < rows.size(); ++i)
-    s += std::abs(predicted[i] / samples[rows[i]].samples_per_s - 1.0);
+  for (std::size_t i = 0; i < rows.size(); ++i) s += std::abs(predicted[i] / samples[rows[i]].samples_per_s - 1.0);
   return rows.empty() ? 0.0 : 100.0 * s / static_cast<double>(rows.size());
 }
 }  // namespace
@@ -415,8 +408,8 @@ FitResult fit_kernel_params(const std::vector<ThroughputSample>& samples, const 
   return res;
 }
 
-std::vector<LeaveOneOut> leave_one_out(const std::vector<ThroughputSample>& samples, const KernelParamSet& start,
-                                       bool by_gpu, const FitOptions& opt) {
+std::vector<LeaveOneOut> leave_one_out(const std::vector<ThroughputSample>& samples, const KernelParamSet& start, bool by_gpu,
+                                       const FitOptions& opt) {
   std::vector<std::string> keys;
   for (const auto& s : samples) {
     const std::string& k = by_gpu ? s.gpu_id : s.model_id;

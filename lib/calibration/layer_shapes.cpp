@@ -44,10 +44,17 @@ std::optional<ConvShape> infer_conv_shape(const Network& net, std::size_t i) {
     if (stride < 1) continue;
     // the padding that gives the recorded output size: (in + 2p − k)/s + 1 = out
     for (int p = 0; p <= k; ++p) {
-      if ((src->h + 2 * p - k) / stride + 1 == h && (src->w + 2 * p - k) / stride + 1 == w &&
-          src->h + 2 * p - k >= 0) {
-        best = ConvShape{static_cast<int>(c_in), static_cast<int>(c_out), k, stride, p, static_cast<int>(src->h),
-                         static_cast<int>(src->w), static_cast<int>(h), static_cast<int>(w), src->index < 0};
+      if ((src->h + 2 * p - k) / stride + 1 == h && (src->w + 2 * p - k) / stride + 1 == w && src->h + 2 * p - k >= 0) {
+        best = ConvShape{static_cast<int>(c_in),
+                         static_cast<int>(c_out),
+                         k,
+                         stride,
+                         p,
+                         static_cast<int>(src->h),
+                         static_cast<int>(src->w),
+                         static_cast<int>(h),
+                         static_cast<int>(w),
+                         src->index < 0};
         best_index = src->index;
         break;
       }

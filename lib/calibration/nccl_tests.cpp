@@ -23,10 +23,10 @@
 #include <set>
 #include <sstream>
 
-#include "io/numbers.hpp"
 #include "dlscale/calibration.hpp"
 #include "dlscale/error.hpp"
 #include "io/files.hpp"
+#include "io/numbers.hpp"
 
 namespace dlscale {
 namespace {
@@ -65,8 +65,8 @@ std::optional<std::string> last_perf_name(const std::string& text) {
   for (auto it = std::sregex_iterator(text.begin(), text.end(), re); it != std::sregex_iterator(); ++it) {
     std::string n = (*it)[1].str();
     // "./build/all_reduce_perf" or "nccl_all_reduce_perf": keep the known suffix
-    for (const char* known : {"all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce", "alltoall",
-                              "sendrecv", "scatter", "gather", "hypercube"}) {
+    for (const char* known : {"all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce", "alltoall", "sendrecv",
+                              "scatter", "gather", "hypercube"}) {
       const std::string k = known;
       if (n.size() >= k.size() && n.compare(n.size() - k.size(), k.size(), k) == 0 &&
           (n.size() == k.size() || n[n.size() - k.size() - 1] == '_' || n[n.size() - k.size() - 1] == '/')) {
@@ -88,8 +88,8 @@ struct Rank {
 
 struct Columns {
   int size = -1;
-  int count_c = -1, type = -1, redop = -1, root = -1;  // what tells the collective when nothing names it
-  int time = -1, algbw = -1, busbw = -1, wrong = -1;      // out-of-place
+  int count_c = -1, type = -1, redop = -1, root = -1;             // what tells the collective when nothing names it
+  int time = -1, algbw = -1, busbw = -1, wrong = -1;              // out-of-place
   int time_ip = -1, algbw_ip = -1, busbw_ip = -1, wrong_ip = -1;  // in-place
   bool wrong_is_error = false;  // old logs: "error" = max. relative error; new: "#wrong" = count
   std::size_t count = 0;
@@ -217,11 +217,12 @@ class Parser {
     if (log_.curves.empty() && !unmodelled_.empty())
       fail(unmodelled_.front().second, 1,
            fmt::format("{}_perf is not a collective dlscale models (allreduce, allgather, reducescatter, broadcast, "
-                       "reduce)", unmodelled_.front().first));
+                       "reduce)",
+                       unmodelled_.front().first));
     if (log_.curves.empty() && skipped_ > 0)
-      throw InputError(SourceLocation{name_, 1, 1}, "",
-                       fmt::format("no {} table in this log (--op selects one of the collectives the log measured)",
-                                   to_string(*hint_)));
+      throw InputError(
+          SourceLocation{name_, 1, 1}, "",
+          fmt::format("no {} table in this log (--op selects one of the collectives the log measured)", to_string(*hint_)));
     if (log_.curves.empty())
       throw InputError(SourceLocation{name_, 1, 1}, "",
                        "no nccl-tests result table found (expected a '#  size  count  type ... time  algbw  busbw' "
@@ -263,8 +264,8 @@ class Parser {
       if (const auto v = whole_number(m[1].str(), 0, 99'999'999))
         log_.nccl_version = fmt::format("{}.{}.{}", *v / 10000, (*v / 100) % 100, *v % 100);
     }
-    const bool comment = !line.empty() && line.find_first_not_of(" \t") != std::string::npos &&
-                         line[line.find_first_not_of(" \t")] == '#';
+    const bool comment =
+        !line.empty() && line.find_first_not_of(" \t") != std::string::npos && line[line.find_first_not_of(" \t")] == '#';
     if (std::regex_search(line, m, threads)) {
       end_table_if_open(lineno);
       const auto nthreads = whole_number(m[1].str(), 1, 65536), ngpus = whole_number(m[2].str(), 1, 65536);
@@ -358,11 +359,14 @@ class Parser {
     }
     const std::string none = "no '# Rank ... device' lines and no 'nThread N nGpus M' header before the table";
     if (fits.size() != 1)
-      fail(header_line_, 1, fmt::format("{}, and busbw/algbw {}: GPU count unknown (pass --gpus N [--nodes K], or rerun "
-                                        "and keep the whole output)", none,
-                                        fits.empty() ? "fits no GPU count" : fmt::format("fits {} and {} GPUs alike", fits[0], fits[1])));
-    warn(header_line_, fmt::format("{}: taking {} GPUs, the only count whose busbw/algbw factor ({:.4g}) the rows give "
-                                   "(--gpus N [--nodes K] corrects this)", none, fits[0], bus_bandwidth_factor(*op, fits[0])));
+      fail(header_line_, 1,
+           fmt::format("{}, and busbw/algbw {}: GPU count unknown (pass --gpus N [--nodes K], or rerun "
+                       "and keep the whole output)",
+                       none, fits.empty() ? "fits no GPU count" : fmt::format("fits {} and {} GPUs alike", fits[0], fits[1])));
+    warn(header_line_,
+         fmt::format("{}: taking {} GPUs, the only count whose busbw/algbw factor ({:.4g}) the rows give "
+                     "(--gpus N [--nodes K] corrects this)",
+                     none, fits[0], bus_bandwidth_factor(*op, fits[0])));
     return fits[0];
   }
 
@@ -440,9 +444,10 @@ class Parser {
     for (const auto& r : ranks_) most = std::max(most, ++uses[{r.host, r.device}]);
     if (most > nodes) {
       if (opt_.nodes == 0)
-        warn(lineno, fmt::format("{} ranks name the same host and device: taking {} nodes that share host names "
-                                 "(--nodes corrects this)",
-                                 most, most));
+        warn(lineno,
+             fmt::format("{} ranks name the same host and device: taking {} nodes that share host names "
+                         "(--nodes corrects this)",
+                         most, most));
       nodes = most;
     }
     if (max_rank + 1 > gpus) {
@@ -452,12 +457,13 @@ class Parser {
       const int per_host = max_device + 1;
       nodes = std::max(1, (gpus + per_host - 1) / per_host);
       if (opt_.gpus == 0 || opt_.nodes == 0)
-        warn(lineno, fmt::format("only {} of the '# Rank' lines are in the log (trimmed?): taking {} GPUs (ranks 0 to "
-                                 "{}) on {} host(s) of {} (device indices up to {}); --gpus and --nodes correct this",
-                                 ids.size(), gpus, max_rank, nodes, per_host, max_device));
+        warn(lineno,
+             fmt::format("only {} of the '# Rank' lines are in the log (trimmed?): taking {} GPUs (ranks 0 to "
+                         "{}) on {} host(s) of {} (device indices up to {}); --gpus and --nodes correct this",
+                         ids.size(), gpus, max_rank, nodes, per_host, max_device));
     } else if (threads_gpus_ > 0 && gpus % threads_gpus_ != 0 && opt_.gpus == 0) {
-      fail(lineno, 1, fmt::format("{} '# Rank' lines do not match the header's nThread·nGpus = {}: pass --gpus", gpus,
-                                  threads_gpus_));
+      fail(lineno, 1,
+           fmt::format("{} '# Rank' lines do not match the header's nThread·nGpus = {}: pass --gpus", gpus, threads_gpus_));
     }
     return {gpus, nodes};
   }
@@ -483,10 +489,10 @@ class Parser {
   /// reduction), size = count × element size × GPUs for all_gather (no reduction) and reduce_scatter.
   std::optional<CollectiveOp> infer_op(const std::vector<Token>& t, double size) const {
     if (cols_.count_c < 0 || cols_.type < 0) return std::nullopt;
-    static const std::map<std::string, double> word{{"int8", 1},    {"uint8", 1},  {"char", 1},    {"int32", 4}, {"uint32", 4},
-                                                    {"int", 4},     {"int64", 8},  {"uint64", 8},  {"half", 2},  {"float16", 2},
+    static const std::map<std::string, double> word{{"int8", 1},     {"uint8", 1}, {"char", 1},    {"int32", 4},  {"uint32", 4},
+                                                    {"int", 4},      {"int64", 8}, {"uint64", 8},  {"half", 2},   {"float16", 2},
                                                     {"bfloat16", 2}, {"float", 4}, {"float32", 4}, {"double", 8}, {"float64", 8},
-                                                    {"f8e4m3", 1},  {"f8e5m2", 1}};
+                                                    {"f8e4m3", 1},   {"f8e5m2", 1}};
     const auto w = word.find(t[static_cast<std::size_t>(cols_.type)].text);
     double count = 0;
     const auto& ct = t[static_cast<std::size_t>(cols_.count_c)].text;
@@ -499,7 +505,8 @@ class Parser {
       if (reduces) return CollectiveOp::allreduce;
       return std::nullopt;
     }
-    if (size == count * w->second * curve_.gpus && !rooted) return reduces ? CollectiveOp::reducescatter : CollectiveOp::allgather;
+    if (size == count * w->second * curve_.gpus && !rooted)
+      return reduces ? CollectiveOp::reducescatter : CollectiveOp::allgather;
     return std::nullopt;
   }
 
@@ -530,11 +537,12 @@ class Parser {
     if (now != old) {  // a row where the two conventions differ by more than printing can explain
       if (old_convention_ && *old_convention_ != old)
         fail(lineno, at(alg_c).column,
-             fmt::format("algbw {} GB/s follows the {} convention, rows above the other one (garbled log?)",
-                         at(alg_c).text, old ? "pre-2020 (S·(n−1)/n / t)" : "current (S/t)"));
+             fmt::format("algbw {} GB/s follows the {} convention, rows above the other one (garbled log?)", at(alg_c).text,
+                         old ? "pre-2020 (S·(n−1)/n / t)" : "current (S/t)"));
       if (!old_convention_ && old)
-        warn(lineno, fmt::format("{} table of nccl-tests before mid-2020 (algbw = busbw = S·(n−1)/n / t): read as such",
-                                 to_string(curve_.op)));
+        warn(lineno,
+             fmt::format("{} table of nccl-tests before mid-2020 (algbw = busbw = S·(n−1)/n / t): read as such",
+                         to_string(curve_.op)));
       old_convention_ = old;
     }
     if (!now && !old) {
@@ -560,13 +568,15 @@ class Parser {
     if (skip_table_) return;
     const auto at = [&](int i) -> const Token& { return t[static_cast<std::size_t>(i)]; };
     const double size = number(at(cols_.size), lineno, "size");
-    if (size < 0 || size != std::floor(size)) fail(lineno, at(cols_.size).column, "garbled row: the size must be a whole number of bytes");
+    if (size < 0 || size != std::floor(size))
+      fail(lineno, at(cols_.size).column, "garbled row: the size must be a whole number of bytes");
     last_size_ = size;
     if (infer_op_ && size > 0) {
       const auto op = infer_op(t, size);
       if (!op)
-        fail(header_line_, 1, "cannot tell which collective this table measures: name the file after the test "
-                              "(e.g. all_reduce_perf.log) or pass --op");
+        fail(header_line_, 1,
+             "cannot tell which collective this table measures: name the file after the test "
+             "(e.g. all_reduce_perf.log) or pass --op");
       curve_.op = *op;
       infer_op_ = false;
       warn(lineno, fmt::format("the log does not name its test: the columns say {} (--op says otherwise)", to_string(*op)));
@@ -591,7 +601,8 @@ class Parser {
     // Sizes grow along a sweep; a smaller size, or another data type or reduction, starts the next sweep
     // of the same table (nccl-tests -d all, -o all, -N).
     const std::string type = cols_.type >= 0 ? at(cols_.type).text : "", redop = cols_.redop >= 0 ? at(cols_.redop).text : "";
-    if (passes_.empty() || passes_.back().type != type || passes_.back().redop != redop || p.size < passes_.back().points.back().size)
+    if (passes_.empty() || passes_.back().type != type || passes_.back().redop != redop ||
+        p.size < passes_.back().points.back().size)
       passes_.push_back(Pass{type, redop, lineno, {}});
     else if (p.size == passes_.back().points.back().size)
       fail(lineno, at(cols_.size).column, fmt::format("size {} appears twice in one table", size));
@@ -607,10 +618,11 @@ class Parser {
     });
     if (it == passes_.end()) it = std::find_if(passes_.begin(), passes_.end(), [](const Pass& p) { return p.type == "float"; });
     if (it == passes_.end()) it = passes_.begin();
-    warn(lineno, fmt::format("the table at line {} holds {} sweeps of sizes (nccl-tests -d all, -o all or -N): kept the "
-                             "one from line {}{}",
-                             header_line_, passes_.size(), it->first_line,
-                             it->type.empty() ? "" : fmt::format(" ({}{})", it->type, it->redop.empty() ? "" : " " + it->redop)));
+    warn(lineno,
+         fmt::format("the table at line {} holds {} sweeps of sizes (nccl-tests -d all, -o all or -N): kept the "
+                     "one from line {}{}",
+                     header_line_, passes_.size(), it->first_line,
+                     it->type.empty() ? "" : fmt::format(" ({}{})", it->type, it->redop.empty() ? "" : " " + it->redop)));
     return *it;
   }
 
@@ -623,32 +635,36 @@ class Parser {
     if (gpus_from_rows_ && !pending_.empty()) {
       curve_.gpus = gpus_from_bandwidth_ratio();
       if (curve_.nodes > curve_.gpus)
-        fail(header_line_, 1, fmt::format("{} nodes for {} GPUs: each node runs at least one (check --gpus/--nodes)",
-                                          curve_.nodes, curve_.gpus));
+        fail(header_line_, 1,
+             fmt::format("{} nodes for {} GPUs: each node runs at least one (check --gpus/--nodes)", curve_.nodes, curve_.gpus));
       gpus_from_rows_ = false;
       for (const auto& [t, line] : pending_) add_row(t, line);
       pending_.clear();
     }
     if (infer_op_ && !passes_.empty())
-      fail(header_line_, 1, "cannot tell which collective this table measures: name the file after the test "
-                            "(e.g. all_reduce_perf.log) or pass --op");
+      fail(header_line_, 1,
+           "cannot tell which collective this table measures: name the file after the test "
+           "(e.g. all_reduce_perf.log) or pass --op");
     if (passes_.empty())
-      fail(lineno, 1, fmt::format("the table at line {} has no rows{}: rerun the test and keep its whole output", header_line_,
-                                  zero_rows_ > 0 ? " of more than 0 bytes" : ""));
+      fail(lineno, 1,
+           fmt::format("the table at line {} has no rows{}: rerun the test and keep its whole output", header_line_,
+                       zero_rows_ > 0 ? " of more than 0 bytes" : ""));
     double avg = 0;
     auto [p, ec] = std::from_chars(avg_text.data(), avg_text.data() + avg_text.size(), avg);
     if (ec == std::errc() && busbw_n_ > 0) {
       const double mean = busbw_sum_ / static_cast<double>(busbw_n_);
       if (std::fabs(mean - avg) > 0.05 + 0.02 * avg)
-        warn(lineno, fmt::format("'# Avg bus bandwidth' {} differs from the mean busbw of the rows ({:.4g}): rows missing?",
-                                 avg_text, mean));
+        warn(lineno,
+             fmt::format("'# Avg bus bandwidth' {} differs from the mean busbw of the rows ({:.4g}): rows missing?", avg_text,
+                         mean));
     }
     curve_.points = chosen_pass(lineno).points;
     curve_.gpus_per_thread = gpus_per_thread_;
     if (gpus_per_thread_ > 1)
-      warn(header_line_, fmt::format("one thread drove {} GPUs (nGpus {}): the times hold the host's issue of {} of them, "
-                                     "which predictions take out (gpus_per_thread in the calibration)",
-                                     gpus_per_thread_, gpus_per_thread_, gpus_per_thread_ - 1));
+      warn(header_line_,
+           fmt::format("one thread drove {} GPUs (nGpus {}): the times hold the host's issue of {} of them, "
+                       "which predictions take out (gpus_per_thread in the calibration)",
+                       gpus_per_thread_, gpus_per_thread_, gpus_per_thread_ - 1));
     std::sort(curve_.points.begin(), curve_.points.end(), [](auto& a, auto& b) { return a.size < b.size; });
     try {
       curve_.fit = fit_alpha_beta(curve_.points);
@@ -657,8 +673,9 @@ class Parser {
     }
     for (const auto& c : log_.curves)
       if (c.op == curve_.op && c.gpus == curve_.gpus && c.nodes == curve_.nodes)
-        fail(header_line_, 1, fmt::format("a second {} table on {} GPUs ({} node(s)) in one log; the first is at {}",
-                                          to_string(c.op), c.gpus, c.nodes, c.source));
+        fail(header_line_, 1,
+             fmt::format("a second {} table on {} GPUs ({} node(s)) in one log; the first is at {}", to_string(c.op), c.gpus,
+                         c.nodes, c.source));
     log_.curves.push_back(curve_);
     in_table_ = false;
     rows_done_ = false;
@@ -697,19 +714,20 @@ class Parser {
       return;
     }
     if (!passes_.empty() && (saw_out_of_bounds_ || sweep_complete())) {
-      warn(lineno, fmt::format("the table at line {} has no '# Avg bus bandwidth' line, but {}: read as complete", header_line_,
-                               saw_out_of_bounds_ ? "its '# Out of bounds values' line follows the rows"
-                                                  : "its rows reach the end of the sweep (maxBytes)"));
+      warn(lineno,
+           fmt::format("the table at line {} has no '# Avg bus bandwidth' line, but {}: read as complete", header_line_,
+                       saw_out_of_bounds_ ? "its '# Out of bounds values' line follows the rows"
+                                          : "its rows reach the end of the sweep (maxBytes)"));
       finish_table(lineno, "");
       return;
     }
-    const std::string what =
-        max_bytes_ > 0 && last_size_ >= 0
-            ? fmt::format("its last row is {:.0f} B of a sweep to {:.0f} B (maxBytes)", last_size_, max_bytes_)
-            : std::string("no '# Avg bus bandwidth' line after the last row");
-    fail(lineno, 1, fmt::format("the log ends inside a table (truncated?): {}; rerun the test and keep its whole output, "
-                                "from the '# nThread' line to '# Avg bus bandwidth'",
-                                what));
+    const std::string what = max_bytes_ > 0 && last_size_ >= 0
+        ? fmt::format("its last row is {:.0f} B of a sweep to {:.0f} B (maxBytes)", last_size_, max_bytes_)
+        : std::string("no '# Avg bus bandwidth' line after the last row");
+    fail(lineno, 1,
+         fmt::format("the log ends inside a table (truncated?): {}; rerun the test and keep its whole output, "
+                     "from the '# nThread' line to '# Avg bus bandwidth'",
+                     what));
   }
 
   void end_table_if_open(int lineno) {
@@ -718,9 +736,10 @@ class Parser {
       close_unfinished_table(lineno);
       return;
     }
-    fail(lineno, 1, fmt::format("the table at line {} ends without its '# Avg bus bandwidth' line (truncated log?): "
-                                "rerun the test and keep its whole output",
-                                header_line_));
+    fail(lineno, 1,
+         fmt::format("the table at line {} ends without its '# Avg bus bandwidth' line (truncated log?): "
+                     "rerun the test and keep its whole output",
+                     header_line_));
   }
 
   std::string name_;
@@ -735,16 +754,16 @@ class Parser {
   int threads_gpus_ = 0;
   int gpus_per_thread_ = 1;  // nGpus of the '# nThread' line: GPUs one thread issues each call on
   std::vector<Rank> ranks_;
-  bool gpus_from_rows_ = false;                           // this table's GPU count waits for its rows
+  bool gpus_from_rows_ = false;                              // this table's GPU count waits for its rows
   std::vector<std::pair<std::vector<Token>, int>> pending_;  // those rows and their line numbers
   Columns cols_;
   int header_line_ = 0;
   bool in_table_ = false, rows_done_ = false;
   CollectiveCurve curve_;
   std::vector<Pass> passes_;
-  int zero_rows_ = 0;                 // rows of size 0 in this table
-  double last_size_ = -1;             // the size of this table's last row
-  bool saw_out_of_bounds_ = false;    // its '# Out of bounds values' line
+  int zero_rows_ = 0;                                        // rows of size 0 in this table
+  double last_size_ = -1;                                    // the size of this table's last row
+  bool saw_out_of_bounds_ = false;                           // its '# Out of bounds values' line
   double max_bytes_ = 0, step_factor_ = 0, step_bytes_ = 0;  // the sweep '# nThread' announced
   std::vector<std::pair<std::string, int>> unmodelled_;      // tables of alltoall, sendrecv, ...: name, line
   double busbw_sum_ = 0;
@@ -773,9 +792,10 @@ NcclTestsLog parse_nccl_tests(const std::string& text, const std::string& displa
       if (same == all.curves.end()) {
         all.curves.push_back(std::move(c));
       } else {
-        all.warnings.push_back(fmt::format("{}: {} on {} GPUs measured again by '{}' (each host or rank ran the test): "
-                                           "kept the one at {}",
-                                           c.source, to_string(c.op), c.gpus, stream.front().stream, same->source));
+        all.warnings.push_back(
+            fmt::format("{}: {} on {} GPUs measured again by '{}' (each host or rank ran the test): "
+                        "kept the one at {}",
+                        c.source, to_string(c.op), c.gpus, stream.front().stream, same->source));
       }
     }
   }
@@ -805,14 +825,14 @@ Calibration import_nccl_tests(std::span<const std::filesystem::path> logs, const
     if (!log.nccl_version.empty()) {
       if (cal.provenance.nccl.empty()) cal.provenance.nccl = log.nccl_version;
       else if (cal.provenance.nccl != log.nccl_version && warnings)
-        warnings->push_back(fmt::format("{}: NCCL {} while an earlier log used NCCL {}", file.string(), log.nccl_version,
-                                        cal.provenance.nccl));
+        warnings->push_back(
+            fmt::format("{}: NCCL {} while an earlier log used NCCL {}", file.string(), log.nccl_version, cal.provenance.nccl));
     }
     for (auto& c : log.curves) {
       if (const auto* prev = cal.find_curve(c.op, c.gpus, c.nodes))
         throw InputError(SourceLocation{file.string(), 0, 0}, "",
-                         fmt::format("{} on {} GPUs ({} node(s)) was already imported from {}", to_string(c.op), c.gpus,
-                                     c.nodes, prev->source));
+                         fmt::format("{} on {} GPUs ({} node(s)) was already imported from {}", to_string(c.op), c.gpus, c.nodes,
+                                     prev->source));
       cal.collectives.push_back(std::move(c));
     }
     cal.provenance.sources.push_back(file.string());

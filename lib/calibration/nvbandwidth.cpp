@@ -17,12 +17,12 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <optional>
 #include <fstream>
 #include <map>
-#include <set>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <regex>
+#include <set>
 #include <sstream>
 
 #include "dlscale/calibration.hpp"
@@ -284,7 +284,7 @@ bool is_text_output(const std::string& text) {
   static const std::regex running(R"((^|\n)\s*Running [a-z_0-9]+\.\s*(\r?\n|$))");
   static const std::regex json_open(R"((^|\n)\s*\{)");
   return !std::regex_search(text, json_open) &&
-         (text.find("nvbandwidth Version:") != std::string::npos || std::regex_search(text, running));
+      (text.find("nvbandwidth Version:") != std::string::npos || std::regex_search(text, running));
 }
 
 /// nvbandwidth's text output read line by line into the document -j would have printed.
@@ -369,8 +369,9 @@ class TextReader {
   // the matrix's title: "memcpy CE CPU(row) -> GPU(column) bandwidth (GB/s)", "memcpy local GPU(column)
   // bandwidth (GB/s)", "Device to Device Latency SM GPU(row) <-> GPU(column) (ns)"
   bool matrix_title(const std::string& line) {
-    if (!(state_ == State::in_test && (line.find("(column)") != std::string::npos || line.find("(GB/s)") != std::string::npos ||
-                                       line.find("(ns)") != std::string::npos)))
+    if (!(state_ == State::in_test &&
+          (line.find("(column)") != std::string::npos || line.find("(GB/s)") != std::string::npos ||
+           line.find("(ns)") != std::string::npos)))
       return false;
     current()["bandwidth_description"] = line.substr(line.find_first_not_of(" \t"));
     current()["bandwidth_matrix"] = json::array();
@@ -477,7 +478,8 @@ json parse_json(const std::string& text, const std::string& file) {
 
 // The driver, the CUDA runtime and the devices nvbandwidth names, into the calibration.
 void read_system(const json& nv, Calibration& cal) {
-  if (nv.contains("Driver Version") && nv["Driver Version"].is_string()) cal.provenance.driver = nv["Driver Version"].get<std::string>();
+  if (nv.contains("Driver Version") && nv["Driver Version"].is_string())
+    cal.provenance.driver = nv["Driver Version"].get<std::string>();
   if (nv.contains("CUDA Runtime Version") && nv["CUDA Runtime Version"].is_number_integer()) {
     const int v = nv["CUDA Runtime Version"].get<int>();  // CUDART_VERSION: major·1000 + minor·10
     cal.provenance.cuda = fmt::format("{}.{}", v / 1000, (v % 1000) / 10);
@@ -527,11 +529,13 @@ Bytes buffer_size(const json& nv, const Reporter& report, const std::string& fil
     if (const auto b = default_buffer_of_version(version)) {
       buffer = *b;
       if (warnings)
-        warnings->push_back(fmt::format("{}: no buffer size in the file: taking nvbandwidth {}'s default, {} MiB",
-                                        file, version, in_mebibytes(buffer)));
+        warnings->push_back(fmt::format("{}: no buffer size in the file: taking nvbandwidth {}'s default, {} MiB", file, version,
+                                        in_mebibytes(buffer)));
     } else if (warnings) {
-      warnings->push_back(fmt::format("{}: no buffer size and no version in the file: assuming 512 MiB (nvbandwidth "
-                                      "v0.7 and later; earlier versions used 64 MiB)", file));
+      warnings->push_back(
+          fmt::format("{}: no buffer size and no version in the file: assuming 512 MiB (nvbandwidth "
+                      "v0.7 and later; earlier versions used 64 MiB)",
+                      file));
     }
   }
   return buffer;
@@ -631,8 +635,8 @@ class CaseImport {
                [](P2PEntry& e, double v, const json&) { e.bidirectional = gigabytes_per_second(v); });
     p2p_matrix({"device_to_device_latency_sm"}, [](P2PEntry& e, double v, const json& tc) {
       const std::string d = tc.contains("bandwidth_description") && tc["bandwidth_description"].is_string()
-                                ? tc["bandwidth_description"].get<std::string>()
-                                : "";
+          ? tc["bandwidth_description"].get<std::string>()
+          : "";
       e.latency = d.find("(us)") != std::string::npos ? microseconds(v) : nanoseconds(v);  // nvbandwidth prints ns
     });
     for (auto& [k, e] : p2p_) cal.p2p.push_back(e);
@@ -641,13 +645,20 @@ class CaseImport {
   // The passed test cases dlscale does not import, said in `notes`.
   void note_unused(std::string& notes) const {
     for (const auto& [name, tc] : cases_) {
-      static const std::set<std::string> used = {
-          "host_to_device_memcpy_ce", "host_to_device_memcpy_sm", "device_to_host_memcpy_ce", "device_to_host_memcpy_sm",
-          "device_local_copy", "device_to_device_memcpy_write_ce", "device_to_device_memcpy_read_ce",
-          "device_to_device_memcpy_write_sm", "device_to_device_memcpy_read_sm",
-          "device_to_device_bidirectional_memcpy_write_ce", "device_to_device_bidirectional_memcpy_read_ce",
-          "device_to_device_bidirectional_memcpy_write_sm", "device_to_device_bidirectional_memcpy_read_sm",
-          "device_to_device_latency_sm"};
+      static const std::set<std::string> used = {"host_to_device_memcpy_ce",
+                                                 "host_to_device_memcpy_sm",
+                                                 "device_to_host_memcpy_ce",
+                                                 "device_to_host_memcpy_sm",
+                                                 "device_local_copy",
+                                                 "device_to_device_memcpy_write_ce",
+                                                 "device_to_device_memcpy_read_ce",
+                                                 "device_to_device_memcpy_write_sm",
+                                                 "device_to_device_memcpy_read_sm",
+                                                 "device_to_device_bidirectional_memcpy_write_ce",
+                                                 "device_to_device_bidirectional_memcpy_read_ce",
+                                                 "device_to_device_bidirectional_memcpy_write_sm",
+                                                 "device_to_device_bidirectional_memcpy_read_sm",
+                                                 "device_to_device_latency_sm"};
       if (!used.count(name)) notes += fmt::format("; {} not imported", name);
     }
   }
@@ -671,18 +682,19 @@ class CaseImport {
 // `file` names the input in errors, warnings and provenance (a path, or the display name of text).
 Calibration read_nvbandwidth(const std::string& raw, const std::filesystem::path& file, std::vector<std::string>* warnings) {
   if (raw.find_first_not_of(" \t\r\n") == std::string::npos)
-    throw InputError(SourceLocation{file.string(), 1, 1}, "", "the file is empty (expected the output of nvbandwidth, as text or -j JSON)");
+    throw InputError(SourceLocation{file.string(), 1, 1}, "",
+                     "the file is empty (expected the output of nvbandwidth, as text or -j JSON)");
   const bool text_output = is_text_output(raw);
   const std::string text = text_output ? raw : unwrap_json(raw);
   std::optional<TextOutput> from_text;
   if (text_output) from_text = read_text_output(raw, file.string());
   const json doc = from_text ? from_text->doc : parse_json(text, file.string());
-  const Reporter report = from_text ? Reporter(file.string(), text, from_text->places, from_text->keys) : Reporter(file.string(), text);
+  const Reporter report =
+      from_text ? Reporter(file.string(), text, from_text->places, from_text->keys) : Reporter(file.string(), text);
   if (!doc.is_object() || !doc.contains("nvbandwidth") || !doc["nvbandwidth"].is_object())
     report.fail("/nvbandwidth", "nvbandwidth", "not an nvbandwidth JSON file (no top-level 'nvbandwidth' object)");
   const json& nv = doc["nvbandwidth"];
-  if (!nv.contains("testcases"))
-    report.fail("/nvbandwidth", "nvbandwidth.testcases", "missing list of test cases");
+  if (!nv.contains("testcases")) report.fail("/nvbandwidth", "nvbandwidth.testcases", "missing list of test cases");
   if (!nv["testcases"].is_array())
     report.fail("/nvbandwidth/testcases", "nvbandwidth.testcases", "expected a list of test cases");
 

@@ -67,11 +67,14 @@ BytesPerSecond algorithm_bandwidth(Bytes size, Seconds time) noexcept { return s
 double bus_bandwidth_factor(CollectiveOp op, int ranks) noexcept {
   const double n = ranks;
   switch (op) {
-    case CollectiveOp::allreduce: return ranks > 0 ? 2.0 * (n - 1) / n : 0.0;
+    case CollectiveOp::allreduce:
+      return ranks > 0 ? 2.0 * (n - 1) / n : 0.0;
     case CollectiveOp::allgather:
-    case CollectiveOp::reducescatter: return ranks > 0 ? (n - 1) / n : 0.0;
+    case CollectiveOp::reducescatter:
+      return ranks > 0 ? (n - 1) / n : 0.0;
     case CollectiveOp::broadcast:
-    case CollectiveOp::reduce: return 1.0;
+    case CollectiveOp::reduce:
+      return 1.0;
   }
   return 1.0;
 }
@@ -159,9 +162,7 @@ Seconds curve_time(const CollectiveCurve& curve, Bytes size, CurveSource* source
   return seconds(std::max(t, 0.0));
 }
 
-BytesPerSecond TransferCurve::peak() const noexcept {
-  return points.empty() ? BytesPerSecond{} : points.back().bandwidth;
-}
+BytesPerSecond TransferCurve::peak() const noexcept { return points.empty() ? BytesPerSecond{} : points.back().bandwidth; }
 
 BytesPerSecond transfer_bandwidth(const TransferCurve& curve, Bytes size) {
   const auto& pts = curve.points;
@@ -214,8 +215,9 @@ std::string gpu_family(std::string_view name) {
     std::string w;
     w.swap(word);
     if (w.empty() || is_brand(w)) return {};
-    return std::any_of(w.begin(), w.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)) != 0; }) ? w
-                                                                                                                  : std::string{};
+    return std::any_of(w.begin(), w.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)) != 0; })
+        ? w
+        : std::string{};
   };
   for (char c : name) {
     if (std::isalnum(static_cast<unsigned char>(c))) {

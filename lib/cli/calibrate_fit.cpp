@@ -23,14 +23,14 @@ namespace {
 struct FitCliOptions {
   std::vector<std::string> measurements;  // one or more CSV files, their rows fitted together
   std::string output;
-  std::string start;          // starting parameters (default: the shipped file)
+  std::string start;                     // starting parameters (default: the shipped file)
   std::vector<std::string> model_names;  // FILE=ZOO
   bool fp32_is_fp32 = false;
   std::vector<std::string> strict_fp32_files;  // --fp32-is-fp32-in: only these files' fp32 rows are strict
-  std::string leave_one_out;  // "", "gpu", "model", "both"
-  std::string memory_format;  // rows without the column: nchw or nhwc
-  std::string framework;      // the runs' framework: its cuDNN search, attention, LRN, layout
-  std::vector<std::string> fixed;  // parameters kept at their starting values
+  std::string leave_one_out;                   // "", "gpu", "model", "both"
+  std::string memory_format;                   // rows without the column: nchw or nhwc
+  std::string framework;                       // the runs' framework: its cuDNN search, attention, LRN, layout
+  std::vector<std::string> fixed;              // parameters kept at their starting values
 };
 
 /// `--fixed NAME,...`: the parameters the fit keeps at their starting values.
@@ -38,8 +38,8 @@ FitOptions fit_options(const std::vector<std::string>& fixed) {
   FitOptions f;
   for (const auto& name : fixed) {
     if (name == "all") {  // nothing fitted: the table and errors of the starting set on these rows
-      f.tensor_efficiency = f.vector_efficiency = f.conv_efficiency = f.memory_efficiency = f.kernel_overhead =
-          f.operand_feed = false;
+      f.tensor_efficiency = f.vector_efficiency = f.conv_efficiency = f.memory_efficiency = f.kernel_overhead = f.operand_feed =
+          false;
     } else if (name == "tensor_efficiency") f.tensor_efficiency = false;
     else if (name == "vector_efficiency") f.vector_efficiency = false;
     else if (name == "conv_efficiency") f.conv_efficiency = false;
@@ -47,8 +47,10 @@ FitOptions fit_options(const std::vector<std::string>& fixed) {
     else if (name == "kernel_overhead") f.kernel_overhead = false;
     else if (name == "operand_feed") f.operand_feed = false;
     else
-      throw UsageError("--fixed", fmt::format("'{}' is not a fitted parameter (tensor_efficiency, vector_efficiency, "
-                                              "conv_efficiency, memory_efficiency, kernel_overhead, operand_feed, or all)", name));
+      throw UsageError("--fixed",
+                       fmt::format("'{}' is not a fitted parameter (tensor_efficiency, vector_efficiency, "
+                                   "conv_efficiency, memory_efficiency, kernel_overhead, operand_feed, or all)",
+                                   name));
   }
   return f;
 }
@@ -60,8 +62,8 @@ bool has_layer(const Network& net, LayerKind kind) {
 
 /// Each row as it was fitted: how it ran (precision, batch, layout, attention), measured and predicted.
 std::string table(const std::vector<ThroughputSample>& s, const std::vector<double>& pred) {
-  std::string o = fmt::format("{:<18} {:<18} {:>6} {:>6} {:>6} {:>16} {:>10} {:>10} {:>8}\n", "gpu", "model", "prec",
-                              "batch", "layout", "attention", "measured", "predicted", "error");
+  std::string o = fmt::format("{:<18} {:<18} {:>6} {:>6} {:>6} {:>16} {:>10} {:>10} {:>8}\n", "gpu", "model", "prec", "batch",
+                              "layout", "attention", "measured", "predicted", "error");
   for (std::size_t i = 0; i < s.size(); ++i) {
     const Network& net = *s[i].network;
     o += fmt::format("{:<18} {:<18} {:>6} {:>6} {:>6} {:>16} {:>10.1f} {:>10.1f} {:>+7.1f}%\n", s[i].gpu_id, s[i].model_id,
@@ -101,8 +103,8 @@ void run_fit(const FitCliOptions& o) {
     if (o.fp32_is_fp32)
       throw UsageError("--fp32-is-fp32-in", "--fp32-is-fp32 already says it of every file: give one or the other");
     if (std::none_of(o.measurements.begin(), o.measurements.end(), [&](const std::string& m) { return same_file(f, m); }))
-      throw UsageError("--fp32-is-fp32-in", fmt::format("'{}' is not one of the measurement files ({})", f,
-                                                        fmt::join(o.measurements, ", ")));
+      throw UsageError("--fp32-is-fp32-in",
+                       fmt::format("'{}' is not one of the measurement files ({})", f, fmt::join(o.measurements, ", ")));
   }
   std::vector<ThroughputSample> samples;
   for (const auto& file : o.measurements) {
@@ -119,10 +121,11 @@ void run_fit(const FitCliOptions& o) {
   report += table(samples, fit.predicted);
   report += fmt::format("in-sample MAPE {:.1f}% (rms log error {:.3f})\n", fit.mape, fit.rms_log);
   const KernelParams& d = fit.params.defaults;
-  report += fmt::format("fitted: tensor_efficiency {:.3f}, vector_efficiency {:.3f}, conv_efficiency {:.3f}, "
-                        "memory_efficiency {:.3f}, kernel_overhead {:.2f} us, winograd_gain {:.3f}, operand_feed {:.2f}\n",
-                        d.tensor_efficiency, d.vector_efficiency, d.conv_efficiency, d.memory_efficiency,
-                        in_us(d.kernel_overhead), d.winograd_gain, d.operand_feed);
+  report += fmt::format(
+      "fitted: tensor_efficiency {:.3f}, vector_efficiency {:.3f}, conv_efficiency {:.3f}, "
+      "memory_efficiency {:.3f}, kernel_overhead {:.2f} us, winograd_gain {:.3f}, operand_feed {:.2f}\n",
+      d.tensor_efficiency, d.vector_efficiency, d.conv_efficiency, d.memory_efficiency, in_us(d.kernel_overhead), d.winograd_gain,
+      d.operand_feed);
   for (const char* by : {"gpu", "model"}) {
     if (o.leave_one_out != by && o.leave_one_out != "both") continue;
     const bool by_gpu = std::string_view(by) == "gpu";
@@ -134,10 +137,11 @@ void run_fit(const FitCliOptions& o) {
   KernelParamSet out = fit.params;
   const bool fitted = fo.fits_anything();
   out.defaults.source = fmt::format("{} `dlscale calibrate fit` {} {} ({} rows; in-sample MAPE {:.1f}%)",
-                                    fitted ? "fitted by" : "the starting set, nothing fitted, evaluated by",
-                                    fitted ? "to" : "on", files, samples.size(), fit.mape);
-  emit(kernel_params_to_yaml(out, "Kernel-model parameters (docs/compute-model.md), written by dlscale calibrate fit.\n" +
-                                      std::string("Command: ") + command_line()),
+                                    fitted ? "fitted by" : "the starting set, nothing fitted, evaluated by", fitted ? "to" : "on",
+                                    files, samples.size(), fit.mape);
+  emit(kernel_params_to_yaml(out,
+                             "Kernel-model parameters (docs/compute-model.md), written by dlscale calibrate fit.\n" +
+                                 std::string("Command: ") + command_line()),
        o.output);
 }
 }  // namespace
@@ -171,7 +175,8 @@ void setup_calibrate_fit(CLI::App& calibrate) {
                 "The framework the rows ran with (models/frameworks/NAME.yaml or a file): its cuDNN algorithm search, "
                 "attention kernel (rows without an attention column), layout (rows without a memory_format) and LRN")
       ->type_name("NAME|FILE");
-  c->add_option("--fixed", o->fixed, "Keep these parameters at their starting values (e.g. kernel_overhead; all: only evaluate the start)")
+  c->add_option("--fixed", o->fixed,
+                "Keep these parameters at their starting values (e.g. kernel_overhead; all: only evaluate the start)")
       ->delimiter(',')
       ->type_name("NAME[,NAME]")
       ->allow_extra_args(false);

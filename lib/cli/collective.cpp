@@ -40,16 +40,20 @@ struct Row {
 
 CollectiveOp parse_op(const std::string& s) {
   if (const auto op = enum_from_string<CollectiveOp>(s)) return *op;
-  throw UsageError("--op", fmt::format("unknown collective '{}' (expected one of: allreduce, allgather, "
-                                       "reducescatter, broadcast, reduce)", s));
+  throw UsageError("--op",
+                   fmt::format("unknown collective '{}' (expected one of: allreduce, allgather, "
+                               "reducescatter, broadcast, reduce)",
+                               s));
 }
 
 /// --algo / --proto: NCCL's names (NCCL_ALGO, NCCL_PROTO), one each; empty leaves NCCL's choice.
 nccl::Forced parse_forced(const CollectiveOptions& o) {
   nccl::Forced f;
   if (!o.algo.empty() && (f.algorithm = nccl::algorithm_from_name(o.algo)) < 0)
-    throw UsageError("--algo", fmt::format("unknown algorithm '{}' (expected one of: ring, tree, nvls, nvls_tree, "
-                                           "collnet_direct, collnet_chain, pat)", o.algo));
+    throw UsageError("--algo",
+                     fmt::format("unknown algorithm '{}' (expected one of: ring, tree, nvls, nvls_tree, "
+                                 "collnet_direct, collnet_chain, pat)",
+                                 o.algo));
   if (!o.proto.empty() && (f.protocol = nccl::protocol_from_name(o.proto)) < 0)
     throw UsageError("--proto", fmt::format("unknown protocol '{}' (expected one of: ll, ll128, simple)", o.proto));
   return f;
@@ -64,8 +68,7 @@ Bytes parse_size(const std::string& text, const std::string& option) {
     else if (text.size() >= 2 && std::string("KMG").find(text.back()) != std::string::npos &&
              std::all_of(text.begin(), text.end() - 1, [](char ch) { return ch >= '0' && ch <= '9'; }))
       b = parse_bytes(text.substr(0, text.size() - 1) + " " + text.back() + "iB");
-    else
-      b = parse_bytes(text);
+    else b = parse_bytes(text);
   } catch (const UnitError& e) {
     throw UsageError(option, e.what());
   }
@@ -101,8 +104,10 @@ Cluster load_collective_cluster(const CollectiveOptions& o) {
     }
   }
   if (!c.topology)
-    throw UsageError("--cluster", fmt::format("cluster '{}' has no topology graph ('node:' section); "
-                                              "dlscale collective needs one", c.name));
+    throw UsageError("--cluster",
+                     fmt::format("cluster '{}' has no topology graph ('node:' section); "
+                                 "dlscale collective needs one",
+                                 c.name));
   return c;
 }
 
@@ -111,15 +116,15 @@ GpuPlacement placement(const CollectiveOptions& o, const Cluster& c) {
   if (o.gpus < 1) throw UsageError("--gpus", "give the number of GPUs (at least 1)");
   int nodes = o.nodes;
   if (nodes <= 0) nodes = o.gpus <= c.gpus_per_node ? 1 : (o.gpus + c.gpus_per_node - 1) / c.gpus_per_node;
-  if (o.gpus % nodes != 0)
-    throw UsageError("--nodes", fmt::format("{} GPUs do not split evenly over {} nodes", o.gpus, nodes));
+  if (o.gpus % nodes != 0) throw UsageError("--nodes", fmt::format("{} GPUs do not split evenly over {} nodes", o.gpus, nodes));
   const int ppn = o.gpus / nodes;
   if (ppn > c.gpus_per_node)
     throw UsageError("--gpus", fmt::format("{} GPUs per node, but a node of '{}' has {}", ppn, c.name, c.gpus_per_node));
   if (nodes > c.max_nodes)
     throw UsageError("--nodes", fmt::format("{} nodes, but '{}' has at most {}", nodes, c.name, c.max_nodes));
   if (o.gpus_per_thread < 1 || o.gpus_per_thread > ppn)
-    throw UsageError("--gpus-per-thread", fmt::format("{} GPUs per thread: give 1 to the {} GPUs of a node", o.gpus_per_thread, ppn));
+    throw UsageError("--gpus-per-thread",
+                     fmt::format("{} GPUs per thread: give 1 to the {} GPUs of a node", o.gpus_per_thread, ppn));
   return GpuPlacement{o.gpus, nodes, ppn};
 }
 
@@ -143,8 +148,8 @@ void check_forced(const CollectiveRun& run) {
     const bool algo_fails = forced.algorithm >= 0 && !nccl::why_not(topo, table, op, where, {forced.algorithm, -1}).empty();
     throw UsageError(algo_fails ? "--algo" : "--proto",
                      fmt::format("{}{}{} cannot run {} on {} GPUs of '{}': {}", forced.algorithm >= 0 ? o.algo : "",
-                                 forced.algorithm >= 0 && forced.protocol >= 0 ? "/" : "",
-                                 forced.protocol >= 0 ? o.proto : "", o.op, o.gpus, c.name, why));
+                                 forced.algorithm >= 0 && forced.protocol >= 0 ? "/" : "", forced.protocol >= 0 ? o.proto : "",
+                                 o.op, o.gpus, c.name, why));
   }
 }
 
@@ -196,27 +201,26 @@ void write_table(std::ostringstream& out, const CollectiveRun& run, const std::v
   const bool reduces = op != CollectiveOp::broadcast && op != CollectiveOp::allgather;
   const bool rooted = op == CollectiveOp::broadcast || op == CollectiveOp::reduce;
   const double per_count = (op == CollectiveOp::allgather || op == CollectiveOp::reducescatter) ? o.gpus : 1;
-  out << fmt::format("# dlscale collective: {} on {} ({} GPUs, {} node{} x {}), NCCL {} cost model (predicted)\n",
-                     o.op, c.name, o.gpus, nodes, nodes > 1 ? "s" : "", ppn, table.version);
+  out << fmt::format("# dlscale collective: {} on {} ({} GPUs, {} node{} x {}), NCCL {} cost model (predicted)\n", o.op, c.name,
+                     o.gpus, nodes, nodes > 1 ? "s" : "", ppn, table.version);
   if (o.gpus_per_thread > 1)
-    out << fmt::format("# one thread issues each call on {} GPUs (nccl-tests -g {}): time = {} x {} us + max({} us, NCCL's time)\n",
-                       o.gpus_per_thread, o.gpus_per_thread, o.gpus_per_thread - 1, table.launch_us_per_gpu,
-                       table.launch_us_per_gpu);
+    out << fmt::format(
+        "# one thread issues each call on {} GPUs (nccl-tests -g {}): time = {} x {} us + max({} us, NCCL's time)\n",
+        o.gpus_per_thread, o.gpus_per_thread, o.gpus_per_thread - 1, table.launch_us_per_gpu, table.launch_us_per_gpu);
   if (forced.algorithm >= 0 || forced.protocol >= 0)
     out << fmt::format("# restricted as NCCL_ALGO={} NCCL_PROTO={} would (NCCL picks among what is left)\n",
                        forced.algorithm >= 0 ? o.algo : "(any)", forced.protocol >= 0 ? o.proto : "(any)");
   out << "#\n";
-  out << fmt::format("# {:>10} {:>13} {:>9} {:>7} {:>7} {:>10} {:>7} {:>7}  {:<9} {:<8} {:>8}\n", "size", "count",
-                     "type", "redop", "root", "time", "algbw", "busbw", "algorithm", "protocol", "channels");
-  out << fmt::format("# {:>10} {:>13} {:>9} {:>7} {:>7} {:>10} {:>7} {:>7}\n", "(B)", "(elements)", "", "", "",
-                     "(us)", "(GB/s)", "(GB/s)");
+  out << fmt::format("# {:>10} {:>13} {:>9} {:>7} {:>7} {:>10} {:>7} {:>7}  {:<9} {:<8} {:>8}\n", "size", "count", "type",
+                     "redop", "root", "time", "algbw", "busbw", "algorithm", "protocol", "channels");
+  out << fmt::format("# {:>10} {:>13} {:>9} {:>7} {:>7} {:>10} {:>7} {:>7}\n", "(B)", "(elements)", "", "", "", "(us)", "(GB/s)",
+                     "(GB/s)");
   double sum = 0;
   for (const auto& r : rows) {
-    out << fmt::format("  {:>10.0f} {:>13.0f} {:>9} {:>7} {:>7} {:>10.1f} {:>7.2f} {:>7.2f}  {:<9} {:<8} {:>8}\n",
-                       r.bytes, std::floor(r.bytes / 4 / per_count), "float", reduces ? "sum" : "none",
-                       rooted ? 0 : -1, in_us(r.choice.time), r.algbw, r.busbw,
-                       nccl::algorithm_name(r.choice.algorithm), nccl::protocol_name(r.choice.protocol),
-                       r.choice.channels);
+    out << fmt::format("  {:>10.0f} {:>13.0f} {:>9} {:>7} {:>7} {:>10.1f} {:>7.2f} {:>7.2f}  {:<9} {:<8} {:>8}\n", r.bytes,
+                       std::floor(r.bytes / 4 / per_count), "float", reduces ? "sum" : "none", rooted ? 0 : -1,
+                       in_us(r.choice.time), r.algbw, r.busbw, nccl::algorithm_name(r.choice.algorithm),
+                       nccl::protocol_name(r.choice.protocol), r.choice.channels);
     sum += r.busbw;
   }
   out << fmt::format("# Avg bus bandwidth    : {:.3f}\n", rows.empty() ? 0.0 : sum / static_cast<double>(rows.size()));
@@ -232,10 +236,8 @@ void run_collective(const CollectiveOptions& o) {
   check_forced(run);
   const std::vector<Row> rows = predict_rows(run);
   std::ostringstream out;
-  if (o.format == "json")
-    write_json(out, run, rows);
-  else
-    write_table(out, run, rows);
+  if (o.format == "json") write_json(out, run, rows);
+  else write_table(out, run, rows);
   emit(out.str(), o.output);
 }
 

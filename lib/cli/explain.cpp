@@ -65,8 +65,9 @@ void run_explain(const ExplainCliOptions& o) {
 void setup_explain(CLI::App& app) {
   auto opt = std::make_shared<ExplainCliOptions>();
   opt->scenario.gpus = "";
-  auto* cmd = app.add_subcommand("explain", "Explain one configuration: critical path, bottleneck, what doubling each "
-                                            "resource buys, best buckets, time and cost to train");
+  auto* cmd = app.add_subcommand("explain",
+                                 "Explain one configuration: critical path, bottleneck, what doubling each "
+                                 "resource buys, best buckets, time and cost to train");
   add_scenario_options(*cmd, opt->scenario);
   cmd->get_option("--gpus")->description("One GPU count (default: the whole cluster)");
   cmd->add_option("--target", opt->target, "Target efficiency (0.8 or 80%): search the smallest change that reaches it")

@@ -68,7 +68,8 @@ constexpr std::pair<std::string_view, std::string_view> kFieldOptions[] = {
 
 std::string_view option_for_field(std::string_view field) noexcept {
   if (auto o = parallel_option_for_field(field); !o.empty()) return o;  // lib/cli/parallel_options.cpp
-  const auto* it = std::find_if(std::begin(kFieldOptions), std::end(kFieldOptions), [&](const auto& p) { return p.first == field; });
+  const auto* it =
+      std::find_if(std::begin(kFieldOptions), std::end(kFieldOptions), [&](const auto& p) { return p.first == field; });
   return it != std::end(kFieldOptions) ? it->second : std::string_view{};
 }
 

@@ -5,8 +5,8 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
-#include <stdexcept>
 #include <iostream>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -19,7 +19,7 @@ namespace dlscale::cli {
 namespace {
 std::string g_command_line;
 std::vector<std::string> g_notes;
-}
+}  // namespace
 void defer_note(std::string line) { g_notes.push_back(std::move(line)); }
 const std::string& command_line() { return g_command_line; }
 void set_command_line(int argc, char** argv) {
@@ -40,8 +40,9 @@ void emit(const std::string& text, const std::string& output) {
 int main(int argc, char** argv) {
   using namespace dlscale;
   cli::set_command_line(argc, argv);
-  CLI::App app{"dlscale: predict iteration time, throughput, speedup and bottleneck of synchronous "
-               "data-parallel training on GPU clusters"};
+  CLI::App app{
+      "dlscale: predict iteration time, throughput, speedup and bottleneck of synchronous "
+      "data-parallel training on GPU clusters"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "dlscale 0.1.0");
   // Only the subcommand the command line names is built: building every option of every subcommand was
@@ -52,10 +53,10 @@ int main(int argc, char** argv) {
     void (*setup)(CLI::App&);
   };
   static constexpr Command kCommands[] = {
-      {"predict", cli::setup_predict}, {"topo", cli::setup_topo},           {"collective", cli::setup_collective},
-      {"simulate", cli::setup_simulate}, {"model", cli::setup_model},       {"calibrate", cli::setup_calibrate},
-      {"reproduce", cli::setup_reproduce}, {"sweep", cli::setup_sweep},     {"explain", cli::setup_explain},
-      {"report", cli::setup_report},   {"plan", cli::setup_plan}};
+      {"predict", cli::setup_predict},     {"topo", cli::setup_topo},   {"collective", cli::setup_collective},
+      {"simulate", cli::setup_simulate},   {"model", cli::setup_model}, {"calibrate", cli::setup_calibrate},
+      {"reproduce", cli::setup_reproduce}, {"sweep", cli::setup_sweep}, {"explain", cli::setup_explain},
+      {"report", cli::setup_report},       {"plan", cli::setup_plan}};
   const std::string_view first = argc > 1 ? std::string_view(argv[1]) : std::string_view();
   bool named = first == "--version";
   for (const Command& c : kCommands)

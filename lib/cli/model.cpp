@@ -81,11 +81,11 @@ struct ShowOptions {
   std::string output;
   bool kernels = false;  // --kernels: every kernel of every layer, with the algorithm the model chose
   std::string optimizer;
-  std::string attention;  // --attention eager|flash (default: the framework's, else eager)
+  std::string attention;       // --attention eager|flash (default: the framework's, else eager)
   std::string compute_params;  // --compute-params FILE (default: topologies/compute-params.yaml)
   std::string memory_format;   // --memory-format nchw|nhwc (default: the framework's, else nhwc)
-  std::string framework;  // --framework: its cuDNN algorithm search, attention kernel and gradient precision
-  int seq_len = 0;        // --seq-len / --image-size: the network rebuilt from models/arch at that input size
+  std::string framework;       // --framework: its cuDNN algorithm search, attention kernel and gradient precision
+  int seq_len = 0;             // --seq-len / --image-size: the network rebuilt from models/arch at that input size
   int image_size = 0;
 };
 
@@ -93,7 +93,8 @@ struct ShowOptions {
 ComputeOptions base_compute(const ShowOptions& o, const Network& net) {
   ComputeOptions copt;
   copt.precision = precision_from(o.precision);
-  if (!o.compute_params.empty()) copt.kernel_params = std::make_shared<const KernelParamSet>(load_kernel_params(o.compute_params));
+  if (!o.compute_params.empty())
+    copt.kernel_params = std::make_shared<const KernelParamSet>(load_kernel_params(o.compute_params));
   try {
     copt.optimizer = !o.optimizer.empty() ? optimizer_from_string(o.optimizer) : default_optimizer(net);
   } catch (const std::invalid_argument& e) {
@@ -104,8 +105,7 @@ ComputeOptions base_compute(const ShowOptions& o, const Network& net) {
 
 // --framework, --attention and --memory-format on top, checked against the GPU (if any).
 void step_options(const ShowOptions& o, const std::optional<GpuSpec>& gpu, ComputeOptions& copt) {
-  if (gpu && !gpu->supports(copt.precision))
-    throw UsageError("--precision", gpu->missing_mode(copt.precision, ""));
+  if (gpu && !gpu->supports(copt.precision)) throw UsageError("--precision", gpu->missing_mode(copt.precision, ""));
   if (o.kernels && !gpu) throw UsageError("--kernels", "needs --gpu");
   if (!o.framework.empty()) {  // the step as that framework runs it (predict's step_compute)
     // without a GPU nothing is timed: the attention kernel (eager on an unknown GPU) does not matter
@@ -203,8 +203,7 @@ std::string show_table(const ShowOptions& o, const Shown& d) {
   out += fmt::format("input {} ({}) = {} per sample; batch {}, {}{}\n\n", shape(net.input_shape), net.input_kind,
                      net.input_bytes_per_sample, o.batch, o.precision,
                      gpu ? fmt::format(", on {} (kernel model, docs/compute-model.md)", gpu->name) : std::string());
-  out += fmt::format("{:>4} {:<40} {:<10} {:>10} {:>10} {:>10} {:>14}", "#", "layer", "kind", "params", "MACs",
-                     "grad", "output");
+  out += fmt::format("{:>4} {:<40} {:<10} {:>10} {:>10} {:>10} {:>14}", "#", "layer", "kind", "params", "MACs", "grad", "output");
   if (times) out += fmt::format(" {:>10} {:>10}", "forward", "backward");
   out += "\n";
   for (std::size_t i = 0; i < net.layers.size(); ++i) {
@@ -220,21 +219,21 @@ std::string show_table(const ShowOptions& o, const Shown& d) {
                            k.flops > Flops{} ? fmt::format("{:.3g} TFLOP/s", in_teraflops_per_second(k.flops / k.time))
                                              : fmt::format("{}", k.traffic));
   }
-  out += fmt::format("\ntotals: {} params ({}), {} MACs and {} FLOPs per sample, gradients {}\n",
-                     net.total_params(), count(static_cast<double>(net.total_params())), count(net.total_macs_per_sample()),
+  out += fmt::format("\ntotals: {} params ({}), {} MACs and {} FLOPs per sample, gradients {}\n", net.total_params(),
+                     count(static_cast<double>(net.total_params())), count(net.total_macs_per_sample()),
                      count(net.total_forward_flops_per_sample()), bytes(total_grad));
   if (times)
     out += fmt::format("predicted at batch {}: forward {}, backward {}, update {}\n", o.batch, times->total_forward(),
                        times->total_backward(), times->total_update());
   if (fit)
-    out += fmt::format("memory per GPU: {} of {} (weights {}, gradients {}, optimiser {}, activations {}, input {}, "
-                       "reserve {}, allocator slack {}); {}\n",
-                       fit->need.total(),
-                       fit->available > Bytes{} ? fmt::format("{}", fit->available) : std::string("an unknown size"),
-                       fit->need.weights, fit->need.gradients, fit->need.optimizer_state, fit->need.activations,
-                       fit->need.input, fit->need.reserved, fit->need.allocator_slack,
-                       fit->available > Bytes{} ? fmt::format("largest batch that fits about {}", fit->largest_batch)
-                                                : std::string("the GPU gives no memory size, so nothing is checked"));
+    out += fmt::format(
+        "memory per GPU: {} of {} (weights {}, gradients {}, optimiser {}, activations {}, input {}, "
+        "reserve {}, allocator slack {}); {}\n",
+        fit->need.total(), fit->available > Bytes{} ? fmt::format("{}", fit->available) : std::string("an unknown size"),
+        fit->need.weights, fit->need.gradients, fit->need.optimizer_state, fit->need.activations, fit->need.input,
+        fit->need.reserved, fit->need.allocator_slack,
+        fit->available > Bytes{} ? fmt::format("largest batch that fits about {}", fit->largest_batch)
+                                 : std::string("the GPU gives no memory size, so nothing is checked"));
   return out;
 }
 
@@ -305,7 +304,9 @@ void setup_model(CLI::App& app) {
   auto* show = cmd->add_subcommand("show", "Per-layer table and totals; with --gpu, predicted layer times and memory fit");
   show->add_option("NAME", so->model, "Network name (models/NAME.yaml) or file")->required();
   show->add_option("-b,--batch", so->batch, "Samples per GPU")->capture_default_str();
-  show->add_option("--gpu", so->gpu, "GPU: an id of topologies/gpus.yaml (e.g. p40, v100-sxm2) or a YAML file with one GPU's keys")->type_name("ID|FILE");
+  show->add_option("--gpu", so->gpu,
+                   "GPU: an id of topologies/gpus.yaml (e.g. p40, v100-sxm2) or a YAML file with one GPU's keys")
+      ->type_name("ID|FILE");
   show->add_option("--precision", so->precision, "fp32, tf32, bf16 or fp16 (mixed precision)")->capture_default_str();
   show->add_option("--optimizer", so->optimizer, "sgd, momentum, adam, adamw or lamb (default: by the model's input)");
   show->add_option("--compute-params", so->compute_params, "Kernel-model parameters (what `dlscale calibrate fit` writes)")
@@ -318,7 +319,8 @@ void setup_model(CLI::App& app) {
       ->type_name("NAME|FILE");
   add_size_option(*show, "--seq-len", so->seq_len, kSeqLenHelp, "S");
   add_size_option(*show, "--image-size", so->image_size, kImageSizeHelp, "PIXELS");
-  show->add_flag("--kernels", so->kernels, "List every kernel of every layer with its time and the algorithm chosen (needs --gpu)");
+  show->add_flag("--kernels", so->kernels,
+                 "List every kernel of every layer with its time and the algorithm chosen (needs --gpu)");
   show->add_option("--format", so->format, "table or json")->capture_default_str();
   show->add_option("-o,--output", so->output, "Write to FILE (atomically) instead of standard output")->type_name("FILE");
   show->callback([so] { run_show(*so); });

@@ -15,23 +15,30 @@ namespace dlscale::cli {
 
 void add_parallel_options(CLI::App& cmd, ParallelOptions& o) {
   const char* g = "Model parallelism";
-  cmd.add_option("--tp", o.tp, "Tensor-parallel degree (Megatron's column/row split of each block)")
-      ->type_name("N")->group(g);
-  cmd.add_flag_callback("--sp", [&o] { o.sp = 1; }, "Sequence parallelism over the TP group (norms and dropout sharded)")
+  cmd.add_option("--tp", o.tp, "Tensor-parallel degree (Megatron's column/row split of each block)")->type_name("N")->group(g);
+  cmd.add_flag_callback(
+         "--sp", [&o] { o.sp = 1; }, "Sequence parallelism over the TP group (norms and dropout sharded)")
       ->group(g);
-  cmd.add_flag_callback("--no-sp", [&o] { o.sp = 0; }, "No sequence parallelism (over a framework file's sp: true)")->group(g);
+  cmd.add_flag_callback(
+         "--no-sp", [&o] { o.sp = 0; }, "No sequence parallelism (over a framework file's sp: true)")
+      ->group(g);
   cmd.add_option("--pp", o.pp, "Pipeline stages")->type_name("N")->group(g);
   cmd.add_option("--vp", o.vp, "Virtual stages per pipeline rank (interleaved 1F1B)")->type_name("N")->group(g);
-  cmd.add_option("--schedule", o.schedule, "Pipeline schedule: gpipe, 1f1b or interleaved (default: the framework's, else "
-                                           "1f1b; interleaved with --vp > 1)")
-      ->type_name("NAME")->group(g);
+  cmd.add_option("--schedule", o.schedule,
+                 "Pipeline schedule: gpipe, 1f1b or interleaved (default: the framework's, else "
+                 "1f1b; interleaved with --vp > 1)")
+      ->type_name("NAME")
+      ->group(g);
   cmd.add_option("--cp", o.cp, "Context-parallel degree (ring attention over the sequence)")->type_name("N")->group(g);
   cmd.add_option("--micro-batches", o.micro_batches, "Micro-batches per step and pipeline (--batch is the micro-batch)")
-      ->type_name("M")->group(g);
+      ->type_name("M")
+      ->group(g);
   cmd.add_option("--global-batch", o.global_batch, "Samples per step over the job, instead of --micro-batches")
-      ->type_name("G")->group(g);
+      ->type_name("G")
+      ->group(g);
   cmd.add_option("--rank-order", o.rank_order, "Rank order, fastest first (default: the framework's, else tp-cp-ep-dp-pp)")
-      ->type_name("ORDER")->group(g);
+      ->type_name("ORDER")
+      ->group(g);
 }
 
 void apply_parallel_options(const ParallelOptions& o, const ScenarioOptions& so, Scenario& sc) {
@@ -39,8 +46,8 @@ void apply_parallel_options(const ParallelOptions& o, const ScenarioOptions& so,
   ParallelLayout l = sc.strategy.parallel.value_or(ParallelLayout{});
   if (o.micro_batches > 0 && o.global_batch > 0)
     throw UsageError("--global-batch", "give --micro-batches or --global-batch, not both");
-  for (auto [v, option] : {std::pair{o.tp, "--tp"}, {o.pp, "--pp"}, {o.vp, "--vp"}, {o.cp, "--cp"},
-                           {o.micro_batches, "--micro-batches"}})
+  for (auto [v, option] :
+       {std::pair{o.tp, "--tp"}, {o.pp, "--pp"}, {o.vp, "--vp"}, {o.cp, "--cp"}, {o.micro_batches, "--micro-batches"}})
     if (v < 0) throw UsageError(option, fmt::format("must be at least 1, got {}", v));
   if (o.global_batch < 0) throw UsageError("--global-batch", fmt::format("must be at least 1, got {}", o.global_batch));
   if (o.tp > 0) l.tp = o.tp;
@@ -67,7 +74,8 @@ void apply_parallel_options(const ParallelOptions& o, const ScenarioOptions& so,
     throw UsageError("--rank-order", e.message());
   }
   if (o.vp > 1 && l.pp < 2)
-    throw UsageError("--vp", fmt::format("{} virtual stages need a pipeline of at least two stages (--pp), got pp {}", o.vp, l.pp));
+    throw UsageError("--vp",
+                     fmt::format("{} virtual stages need a pipeline of at least two stages (--pp), got pp {}", o.vp, l.pp));
   l.micro_batch = so.batch_given ? so.batch : (sc.strategy.parallel_degrees ? l.micro_batch : 1);
   sc.batch_per_gpu = l.micro_batch;
   sc.parallel = l;

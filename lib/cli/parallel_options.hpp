@@ -21,8 +21,8 @@ struct ParallelOptions {
   int sp = -1;                                            // --sp 1, --no-sp 0, -1 not given
   std::string schedule, rank_order;                       // empty: the framework's, else 1f1b and tp-cp-ep-dp-pp
   [[nodiscard]] bool any() const noexcept {
-    return tp > 0 || pp > 0 || vp > 0 || cp > 0 || micro_batches > 0 || global_batch > 0 || sp >= 0 ||
-           !schedule.empty() || !rank_order.empty();
+    return tp > 0 || pp > 0 || vp > 0 || cp > 0 || micro_batches > 0 || global_batch > 0 || sp >= 0 || !schedule.empty() ||
+        !rank_order.empty();
   }
 };
 void add_parallel_options(CLI::App& cmd, ParallelOptions& o);
@@ -48,8 +48,8 @@ namespace dlscale::cli {
 
 /// `plan --parallel`: the grid over model-parallel layouts (include/dlscale/parallel_plan.hpp).
 struct ParallelPlanOptions {
-  bool on = false;                    // --parallel
-  std::int64_t global_batch = 0;      // --global-batch; 0: 4 Mi tokens' worth
+  bool on = false;                                           // --parallel
+  std::int64_t global_batch = 0;                             // --global-batch; 0: 4 Mi tokens' worth
   std::string tp, pp, vp, cp, micro_batch, recompute, zero;  // LISTs; empty: ParallelPlanSpace's
 };
 void add_parallel_plan_options(CLI::App& cmd, ParallelPlanOptions& o);

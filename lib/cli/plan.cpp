@@ -2,8 +2,8 @@
 // configuration that fits the GPU's memory; print the top few and why the other strategies lose.
 #include <fmt/format.h>
 
-#include <cmath>
 #include <chrono>
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -62,15 +62,15 @@ std::vector<int> counts(const std::string& text, const char* option) {
 
 void run_plan(const PlanCliOptions& o) {
   if (o.parallel.on)  // model-parallel layouts (lib/cli/parallel_plan.cpp)
-    return run_parallel_plan(o.scenario, o.parallel, o.frameworks == PlanCliOptions{}.frameworks ? "" : o.frameworks,
-                             o.top, o.output);
+    return run_parallel_plan(o.scenario, o.parallel, o.frameworks == PlanCliOptions{}.frameworks ? "" : o.frameworks, o.top,
+                             o.output);
   RunInfo info;
   info.command_line = command_line();
   const auto names = split(o.frameworks);
   if (names.empty()) throw UsageError("--frameworks", "give at least one framework");
   ScenarioOptions so = o.scenario;
   so.framework = names.front();
-  so.memory_warning = false;  // memory is what the search checks, configuration by configuration
+  so.memory_warning = false;   // memory is what the search checks, configuration by configuration
   if (so.precision.empty()) {  // the default: bf16 where the GPU has it, else fp16 (Volta, Turing: AMP in fp16)
     const Cluster c = load_cluster(resolve(DataKind::cluster, so.cluster, "--cluster"), cluster_overrides(so.scale));
     so.precision = c.gpu.supports(Precision::bf16) ? "bf16" : "fp16";
@@ -87,7 +87,8 @@ void run_plan(const PlanCliOptions& o) {
   space.accumulations = counts(o.accumulations, "--accumulations");
   if (o.target_given) {
     if (!(o.target_tokens > 0.0 && std::isfinite(o.target_tokens)))
-      throw UsageError("--target-tokens", fmt::format("the tokens to train on must be a positive number, got {}", o.target_tokens));
+      throw UsageError("--target-tokens",
+                       fmt::format("the tokens to train on must be a positive number, got {}", o.target_tokens));
     if (sc.network.input_kind != "tokens")
       throw UsageError("--target-tokens", fmt::format("'{}' takes images, not tokens", sc.network.name));
     space.target_tokens = o.target_tokens;
@@ -106,14 +107,17 @@ void setup_plan(CLI::App& app) {
   auto opt = std::make_shared<PlanCliOptions>();
   opt->scenario.gpus = "";
   opt->scenario.precision = "";  // run_plan: bf16, or fp16 on a GPU without bf16
-  auto* cmd = app.add_subcommand("plan", "Search framework x shard group x micro-batch x accumulation for the fastest "
-                                         "configuration that fits in memory, and say why the others lose");
+  auto* cmd = app.add_subcommand("plan",
+                                 "Search framework x shard group x micro-batch x accumulation for the fastest "
+                                 "configuration that fits in memory, and say why the others lose");
   add_scale_options(*cmd, opt->scenario.scale);
   add_gpu_option(*cmd, opt->scenario.scale);
   cmd->add_option("--cluster", opt->scenario.cluster, "Cluster: a name in topologies/ or a YAML file")
       ->type_name("NAME|FILE")
       ->required();
-  cmd->add_option("--model", opt->scenario.model, "Network: a name in models/ or a YAML file")->type_name("NAME|FILE")->required();
+  cmd->add_option("--model", opt->scenario.model, "Network: a name in models/ or a YAML file")
+      ->type_name("NAME|FILE")
+      ->required();
   cmd->add_option("--gpus", opt->scenario.gpus, "One GPU count")->type_name("N")->required();
   cmd->add_option("--precision", opt->scenario.precision,
                   "fp32, tf32, bf16 or fp16 (default: bf16, or fp16 on a GPU without bf16 such as the V100)");
@@ -125,7 +129,9 @@ void setup_plan(CLI::App& app) {
   cmd->add_option("--frameworks", opt->frameworks, "Framework strategies to try, comma-separated")
       ->type_name("LIST")
       ->capture_default_str();
-  cmd->add_option("--micro-batches", opt->micro_batches, "Micro-batches per GPU to try")->type_name("LIST")->capture_default_str();
+  cmd->add_option("--micro-batches", opt->micro_batches, "Micro-batches per GPU to try")
+      ->type_name("LIST")
+      ->capture_default_str();
   cmd->add_option("--accumulations", opt->accumulations, "Gradient accumulation counts to try")
       ->type_name("LIST")
       ->capture_default_str();

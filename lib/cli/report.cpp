@@ -37,15 +37,18 @@ void run_report(const ReportCliOptions& o) {
   ReportContent c;
   c.title = fmt::format("dlscale report: {} on {} with {}", sc.network.name, sc.cluster.name, sc.strategy.name);
   c.command_line = info.command_line;
-  c.inputs = {{"cluster", fmt::format("{} ({} nodes x {} {})", sc.cluster.name, sc.cluster.max_nodes,
-                                      sc.cluster.gpus_per_node, sc.cluster.gpu.name)},
-              {"model", fmt::format("{} ({:.1f} M parameters)", sc.network.name, static_cast<double>(sc.network.total_params()) / 1e6)},
-              {"framework", sc.strategy.name},
-              {"batch per GPU", fmt::format("{}", sc.batch_per_gpu)},
-              {"precision", info.precision},
-              {"communication", coll->describe()},
-              {"links", fmt::format("host-to-GPU {}, intra-node {}, inter-node {}", sc.cluster.h2d_pinned,
-                                    sc.cluster.intra_node.bandwidth, sc.cluster.inter_node.bandwidth)}};
+  c.inputs = {
+      {"cluster",
+       fmt::format("{} ({} nodes x {} {})", sc.cluster.name, sc.cluster.max_nodes, sc.cluster.gpus_per_node,
+                   sc.cluster.gpu.name)},
+      {"model", fmt::format("{} ({:.1f} M parameters)", sc.network.name, static_cast<double>(sc.network.total_params()) / 1e6)},
+      {"framework", sc.strategy.name},
+      {"batch per GPU", fmt::format("{}", sc.batch_per_gpu)},
+      {"precision", info.precision},
+      {"communication", coll->describe()},
+      {"links",
+       fmt::format("host-to-GPU {}, intra-node {}, inter-node {}", sc.cluster.h2d_pinned, sc.cluster.intra_node.bandwidth,
+                   sc.cluster.inter_node.bandwidth)}};
   if (!info.profile.empty()) c.inputs.emplace_back("profile", info.profile);
   if (sc.cluster.price_per_gpu_hour > 0)
     c.inputs.emplace_back("price", fmt::format("{:g} {} per GPU-hour", sc.cluster.price_per_gpu_hour, sc.cluster.currency));
@@ -80,8 +83,9 @@ void run_report(const ReportCliOptions& o) {
     const sim::SimResult r = simulator.run(largest);
     const double end = r.simulated_seconds;
     const double t_iter = in_seconds(r.prediction.iteration_time);
-    c.plots.emplace_back(fmt::format("One simulated iteration on {} GPUs (the last of {}; GPUs 0-1 shown)", largest, so.iterations),
-                         timeline_svg(r.trace_json, std::max(0.0, end - t_iter), end, 8, "simulated iteration"));
+    c.plots.emplace_back(
+        fmt::format("One simulated iteration on {} GPUs (the last of {}; GPUs 0-1 shown)", largest, so.iterations),
+        timeline_svg(r.trace_json, std::max(0.0, end - t_iter), end, 8, "simulated iteration"));
   }
   write_file_atomically(o.output, html_report(c, sc.cluster));
 }

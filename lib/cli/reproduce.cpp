@@ -42,8 +42,7 @@ void run_reproduce(const ReproduceOptions& o) {
 void setup_reproduce(CLI::App& app) {
   auto opt = std::make_shared<ReproduceOptions>();
   auto* cmd = app.add_subcommand("reproduce", "Predict the experiments of the reference papers beside their published values");
-  cmd->add_option("paper", opt->paper,
-                  "all, a paper (shi-chu-2018, dell-v100, dell-p100, dgx2-comparison) or a scenario file")
+  cmd->add_option("paper", opt->paper, "all, a paper (shi-chu-2018, dell-v100, dell-p100, dgx2-comparison) or a scenario file")
       ->type_name("PAPER|FILE")
       ->capture_default_str();
   cmd->add_option("--format", opt->format, "table, json or csv")->capture_default_str();

@@ -32,7 +32,8 @@ void add_scale_options(CLI::App& cmd, ScaleOptions& o, bool with_nodes) {
 
 void add_gpu_option(CLI::App& cmd, ScaleOptions& o) {
   cmd.add_option("--gpu", o.gpu,
-                 "Replace the cluster's GPU: an id of topologies/gpus.yaml or a YAML file with one GPU's keys (the links stay the file's)")
+                 "Replace the cluster's GPU: an id of topologies/gpus.yaml or a YAML file with one GPU's keys (the links stay "
+                 "the file's)")
       ->type_name("ID|FILE");
 }
 
@@ -47,7 +48,8 @@ GpuSpec gpu_option(const std::string& value) {
 
 ClusterOverrides cluster_overrides(const ScaleOptions& o) {
   ClusterOverrides ov;
-  if (o.nodes < 0) throw UsageError("--nodes", fmt::format("a cluster needs at least one node, got {}", o.nodes == -1 ? 0 : o.nodes));
+  if (o.nodes < 0)
+    throw UsageError("--nodes", fmt::format("a cluster needs at least one node, got {}", o.nodes == -1 ? 0 : o.nodes));
   ov.nodes = o.nodes;
   if (!o.fabric.empty()) ov.fabric = parse_fabric_spec(o.fabric, "--fabric");
   if (!o.gpu.empty()) ov.gpu = gpu_option(o.gpu);
@@ -60,7 +62,8 @@ void add_jitter_option(CLI::App& cmd, double& jitter_cv) {
          "--jitter-cv",
          [&jitter_cv](const double& v) {
            if (!(v >= 0.0 && v < 1.0))
-             throw UsageError("--jitter-cv", fmt::format("a coefficient of variation is a number ≥ 0 and < 1 (0.02 for 2 %), got {}", v));
+             throw UsageError("--jitter-cv",
+                              fmt::format("a coefficient of variation is a number ≥ 0 and < 1 (0.02 for 2 %), got {}", v));
            jitter_cv = v;
          },
          "Coefficient of variation of a GPU's compute time per iteration (replaces the framework's jitter_cv; "
@@ -101,21 +104,24 @@ void add_scenario_options(CLI::App& cmd, ScenarioOptions& o) {
            o.gpus = v;
          },
          "GPU counts, comma-separated (default: 1,2,4,8,16 and one node, those the cluster holds in whole nodes, "
-                 "and the whole cluster up to 16)")
+         "and the whole cluster up to 16)")
       ->type_name("LIST");
   cmd.add_option("--profile", o.profile, "Measured single-GPU phase times (and optional measured values at larger counts)")
       ->type_name("FILE");
-  cmd.add_option("--precision", o.precision,
-                 "fp32, tf32 (Ampere and newer), bf16 or fp16 (automatic mixed precision)")->capture_default_str();
-  cmd.add_option("--optimizer", o.optimizer, "sgd, momentum, adam, adamw or lamb (default: momentum for image models, adamw for token models)")
+  cmd.add_option("--precision", o.precision, "fp32, tf32 (Ampere and newer), bf16 or fp16 (automatic mixed precision)")
+      ->capture_default_str();
+  cmd.add_option("--optimizer", o.optimizer,
+                 "sgd, momentum, adam, adamw or lamb (default: momentum for image models, adamw for token models)")
       ->type_name("NAME");
   cmd.add_option("--optimizer-impl", o.optimizer_impl,
                  "fused (one kernel per update), foreach (torch.optim's default: a multi-tensor kernel per arithmetic "
                  "pass) or for_loop (a kernel per pass and tensor) (default: the framework's, else fused)")
       ->type_name("NAME");
   cmd.add_flag("--unfused-optimizer", o.unfused_optimizer, "Same as --optimizer-impl for_loop");
-  cmd.add_option("--accumulate", o.accumulate, "Gradient accumulation: K forward/backward passes per gradient exchange and update")
-      ->type_name("K")->capture_default_str();
+  cmd.add_option("--accumulate", o.accumulate,
+                 "Gradient accumulation: K forward/backward passes per gradient exchange and update")
+      ->type_name("K")
+      ->capture_default_str();
   cmd.add_option_function<std::string>(
          "--checkpointing",
          [&o](const std::string& v) {
@@ -141,8 +147,7 @@ void add_scenario_options(CLI::App& cmd, ScenarioOptions& o) {
   cmd.add_option("--calibration", o.calibration, "Measured curves and layer times (dlscale-calibrate or calibrate import)")
       ->type_name("FILE");
   cmd.add_flag("--explain-sources", o.explain_sources, "Say on stderr which numbers came from where");
-  cmd.add_option("--data", o.data, "Where the samples come from: synthetic, ram (page cache), nvme or nfs")
-      ->type_name("SOURCE");
+  cmd.add_option("--data", o.data, "Where the samples come from: synthetic, ram (page cache), nvme or nfs")->type_name("SOURCE");
   cmd.add_option("--epoch", o.epoch, "first (read from storage) or later (page cache when the dataset fits in RAM)")
       ->type_name("first|later");
   cmd.add_option("--cpu-cores", o.cpu_cores, "CPU cores per node that decode input (the cluster's input.cores)")->type_name("N");
@@ -174,12 +179,13 @@ void apply_input_options(const ScenarioOptions& o, Cluster& c) {
   if (o.cpu_cores != unset) p.cores = o.cpu_cores;
   if (o.loader_workers != unset) p.workers_per_gpu = o.loader_workers;
   if (p.data != DataSource::synthetic && p.dataset.empty())
-    throw UsageError(!o.data.empty()             ? "--data"
-                     : o.cpu_cores != unset      ? "--cpu-cores"
-                     : o.loader_workers != unset ? "--loader-workers"
-                                                 : "--epoch",
+    throw UsageError(!o.data.empty()                 ? "--data"
+                         : o.cpu_cores != unset      ? "--cpu-cores"
+                         : o.loader_workers != unset ? "--loader-workers"
+                                                     : "--epoch",
                      fmt::format("cluster '{}' has no 'input:' section naming its dataset and CPU "
-                                 "(docs/input-formats.md); only --data synthetic works without one", c.name));
+                                 "(docs/input-formats.md); only --data synthetic works without one",
+                                 c.name));
   if (o.cpu_cores != unset && !(p.decode_mpix_per_core > 0.0) && p.data != DataSource::synthetic)
     throw UsageError("--cpu-cores", fmt::format("cluster '{}' gives no CPU decode rate (input.cpu or input.decode)", c.name));
   if (p.data == DataSource::nfs && !(p.nfs_aggregate > BytesPerSecond{}))
@@ -216,7 +222,8 @@ std::vector<int> placeable_gpu_counts(const Predictor& predictor, std::span<cons
   }
   if (out.empty()) throw UsageError("--gpus", fmt::format("{}", fmt::join(skipped, "; ")));
   if (!skipped.empty())
-    defer_note(fmt::format("warning: --gpus: skipped {} of {} counts: {}", skipped.size(), counts.size(), fmt::join(skipped, "; ")));
+    defer_note(
+        fmt::format("warning: --gpus: skipped {} of {} counts: {}", skipped.size(), counts.size(), fmt::join(skipped, "; ")));
   return out;
 }
 
@@ -243,13 +250,14 @@ Network load_model(const std::string& model, int seq_len, int image_size, const 
   if (seq_len == 0 && image_size == 0) return load_network(file);
   const char* option = seq_len != 0 ? "--seq-len" : "--image-size";
   if (seq_len < 0 || image_size < 0) throw UsageError(option, "must be a positive whole number");
-  if (seq_len != 0 && image_size != 0) throw UsageError("--image-size", "give --seq-len for a token model or --image-size for an image model, not both");
+  if (seq_len != 0 && image_size != 0)
+    throw UsageError("--image-size", "give --seq-len for a token model or --image-size for an image model, not both");
   // The generated models/NAME.yaml comes from models/arch/NAME.yaml: rebuild from the description.
   const auto arch = architecture_dir() / (file.stem().string() + ".yaml");
   std::error_code ec;
   if (!std::filesystem::is_regular_file(arch, ec))
-    throw UsageError(option, fmt::format("'{}' has no architecture description in {} to rebuild it from", model,
-                                         architecture_dir().string()));
+    throw UsageError(
+        option, fmt::format("'{}' has no architecture description in {} to rebuild it from", model, architecture_dir().string()));
   InputOverride over;
   over.seq_len = seq_len;
   over.image_size = image_size;
@@ -270,9 +278,11 @@ void warn_memory_by_gpu_count(const Scenario& sc, std::span<const Prediction> pr
     if (!p.memory.host_fits) host.push_back(fmt::format("{} at {}", p.memory.host_per_node, at));
   }
   if (!gpu.empty())
-    defer_note(fmt::format("warning: {} at batch {} with {} needs more than the {} per GPU of the {}: {}; such a step "
-                           "cannot run as configured", sc.network.name, sc.batch_per_gpu, sc.strategy.name,
-                           preds.front().memory.capacity, sc.cluster.gpu.name, fmt::join(gpu, ", ")));
+    defer_note(
+        fmt::format("warning: {} at batch {} with {} needs more than the {} per GPU of the {}: {}; such a step "
+                    "cannot run as configured",
+                    sc.network.name, sc.batch_per_gpu, sc.strategy.name, preds.front().memory.capacity, sc.cluster.gpu.name,
+                    fmt::join(gpu, ", ")));
   if (!host.empty())
     defer_note(fmt::format("warning: the offloaded optimiser state of {} needs more than a node's {} of host memory: {}",
                            sc.network.name, preds.front().memory.host_capacity, fmt::join(host, ", ")));
@@ -297,7 +307,8 @@ static void apply_checkpointing_option(const ScenarioOptions& o, ComputeOptions&
   try {
     c.recompute = recompute_from_string(v.substr(0, colon));
   } catch (const std::invalid_argument&) {
-    throw UsageError("--checkpointing", fmt::format("unknown mode '{}' (expected sqrt, {}, or full:FRACTION)", v, kRecomputeNames));
+    throw UsageError("--checkpointing",
+                     fmt::format("unknown mode '{}' (expected sqrt, {}, or full:FRACTION)", v, kRecomputeNames));
   }
   if (colon != std::string::npos) {
     if (c.recompute != Recompute::full)
@@ -333,8 +344,8 @@ ScenarioNames apply_profile(const ScenarioOptions& o, Scenario& sc, RunInfo& inf
     if (n.framework.empty()) n.framework = p.framework;
     if (n.cluster.empty() && !p.cluster.empty()) n.cluster = p.cluster;
     if (o.batch_given && o.batch != p.batch_per_gpu)
-      throw UsageError("--batch", fmt::format("the profile {} was measured at batch {} per GPU, not {}", o.profile,
-                                              p.batch_per_gpu, o.batch));
+      throw UsageError(
+          "--batch", fmt::format("the profile {} was measured at batch {} per GPU, not {}", o.profile, p.batch_per_gpu, o.batch));
     sc.batch_per_gpu = p.batch_per_gpu;
     info.profile = o.profile;
     sc.profile = std::move(p);
@@ -376,9 +387,10 @@ void load_scenario_cluster(const ScenarioOptions& o, const std::string& cluster,
   // "fp32" on a GPU with TF32 is strict FP32 here, which is not what frameworks run by default there.
   if (sc.compute.precision == Precision::fp32 && sc.cluster.gpu.supports(Precision::tf32) && o.profile.empty() &&
       o.calibration.empty())
-    defer_note(fmt::format("note: fp32 is strict FP32; on the {} PyTorch (convolutions since 1.7, matrix multiplies in "
-                           "1.7-1.11) and TensorFlow 2.4+ compute in TF32 unless told not to: --precision tf32 predicts that",
-                           sc.cluster.gpu.name));
+    defer_note(
+        fmt::format("note: fp32 is strict FP32; on the {} PyTorch (convolutions since 1.7, matrix multiplies in "
+                    "1.7-1.11) and TensorFlow 2.4+ compute in TF32 unless told not to: --precision tf32 predicts that",
+                    sc.cluster.gpu.name));
 }
 
 // --attention, --memory-format, --jitter and --offload-optimizer on the framework's strategy.
@@ -390,8 +402,9 @@ void apply_strategy_options(const ScenarioOptions& o, Scenario& sc) {
       throw UsageError("--attention", e.what());
     }
     if (sc.strategy.attention == AttentionKernel::flash && !flash_attention_supported(sc.cluster.gpu, sc.compute.precision))
-      throw UsageError("--attention", fmt::format("FlashAttention runs in fp16 or bf16 on Ampere or newer GPUs, not in {} on the {}",
-                                                  to_string(sc.compute.precision), sc.cluster.gpu.name));
+      throw UsageError("--attention",
+                       fmt::format("FlashAttention runs in fp16 or bf16 on Ampere or newer GPUs, not in {} on the {}",
+                                   to_string(sc.compute.precision), sc.cluster.gpu.name));
   }
   if (!o.memory_format.empty()) sc.strategy.conv_algorithms.layout = memory_format_option(o.memory_format);
   if (o.jitter_cv >= 0.0) sc.strategy.jitter_cv = o.jitter_cv;
@@ -399,7 +412,8 @@ void apply_strategy_options(const ScenarioOptions& o, Scenario& sc) {
     if (!sc.strategy.sharding.sharded())
       throw UsageError("--offload-optimizer",
                        fmt::format("framework '{}' does not shard its optimiser state; offload needs ZeRO stage 1-3 or FSDP "
-                                   "(e.g. --framework deepspeed-zero2)", sc.strategy.name));
+                                   "(e.g. --framework deepspeed-zero2)",
+                                   sc.strategy.name));
     sc.strategy.sharding.offload_optimizer = true;
   }
 }
@@ -409,8 +423,9 @@ void describe_run(const ScenarioOptions& o, const Scenario& sc, RunInfo& info) {
   info.cluster = sc.cluster.name;
   // What the cluster file assumed, less what the command line (or the profile) says instead.
   for (const auto& [key, what] : sc.cluster.assumed) {
-    const bool replaced = (key == "framework" && (!o.framework.empty() || !o.profile.empty())) || (key == "gpu" && !o.scale.gpu.empty()) ||
-                          (key == "input" && !o.data.empty()) || (key == "nics" && !o.scale.fabric.empty());
+    const bool replaced = (key == "framework" && (!o.framework.empty() || !o.profile.empty())) ||
+        (key == "gpu" && !o.scale.gpu.empty()) || (key == "input" && !o.data.empty()) ||
+        (key == "nics" && !o.scale.fabric.empty());
     if (!replaced) info.assumed.push_back(fmt::format("{} {}", key, what));
   }
   info.gpu = sc.cluster.gpu.name;
@@ -424,7 +439,8 @@ void describe_run(const ScenarioOptions& o, const Scenario& sc, RunInfo& info) {
 
 Scenario build_scenario(const ScenarioOptions& o, RunInfo& info) {
   Scenario sc;
-  if (o.batch_given && o.batch < 1) throw UsageError("--batch", fmt::format("the batch per GPU must be at least 1, got {}", o.batch));
+  if (o.batch_given && o.batch < 1)
+    throw UsageError("--batch", fmt::format("the batch per GPU must be at least 1, got {}", o.batch));
   ScenarioNames names = apply_profile(o, sc, info);
   apply_compute_options(o, sc.compute);
   load_scenario_cluster(o, names.cluster, sc);

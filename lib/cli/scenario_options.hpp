@@ -7,10 +7,10 @@
 #include <string>
 #include <vector>
 
+#include "cli/parallel_options.hpp"
 #include "dlscale/cluster.hpp"
 #include "dlscale/predict.hpp"
 #include "dlscale/report.hpp"
-#include "cli/parallel_options.hpp"
 
 namespace dlscale::cli {
 
@@ -35,31 +35,31 @@ struct ScenarioOptions {
   std::string model;
   std::string framework;
   std::string profile;
-  int batch = 0;               // --batch; not given: from the profile, else the default scenario's
-  bool batch_given = false;    // --batch was on the command line (so that --batch 0 is an error, not the default)
-  std::string gpus;              // --gpus; empty: default_gpu_counts(cluster)
+  int batch = 0;             // --batch; not given: from the profile, else the default scenario's
+  bool batch_given = false;  // --batch was on the command line (so that --batch 0 is an error, not the default)
+  std::string gpus;          // --gpus; empty: default_gpu_counts(cluster)
   std::string precision = "fp32";
-  std::string optimizer;         // --optimizer; empty: momentum for image models, adamw for token models
+  std::string optimizer;           // --optimizer; empty: momentum for image models, adamw for token models
   bool unfused_optimizer = false;  // --unfused-optimizer: --optimizer-impl for_loop
   std::string optimizer_impl;      // --optimizer-impl; empty: the framework's, else fused
-  int accumulate = 1;            // --accumulate K
-  bool checkpointing = false;    // --checkpointing given
+  int accumulate = 1;              // --accumulate K
+  bool checkpointing = false;      // --checkpointing given
   std::string checkpointing_mode;  // its value: "" or sqrt (⌈√L⌉ segments), full[:FRACTION], selective, op
-  bool compiled = false;         // --compile: element-wise chains fused (torch.compile)
-  std::string attention;         // --attention eager|flash; empty: the framework's
-  std::string memory_format;     // --memory-format nchw|nhwc; empty: the framework's
+  bool compiled = false;           // --compile: element-wise chains fused (torch.compile)
+  std::string attention;           // --attention eager|flash; empty: the framework's
+  std::string memory_format;       // --memory-format nchw|nhwc; empty: the framework's
   bool offload_optimizer = false;  // --offload-optimizer: the sharded optimiser state in host memory (eq. S9)
   double jitter_cv = -1.0;         // --jitter-cv; < 0: the framework file's jitter_cv
-  int seq_len = 0;               // --seq-len: rebuild a token model from its architecture at this length
-  int image_size = 0;            // --image-size: rebuild an image model at this height and width
-  std::string calibration;       // --calibration FILE (docs/calibration.md)
-  std::string compute_params;    // --compute-params FILE: kernel-model parameters (calibrate fit's output)
-  bool explain_sources = false;  // --explain-sources: say on stderr where every number came from
-  ScaleOptions scale;            // --nodes, --fabric
-  bool memory_warning = true;    // warn on stderr when the step does not fit (plan searches instead)
+  int seq_len = 0;                 // --seq-len: rebuild a token model from its architecture at this length
+  int image_size = 0;              // --image-size: rebuild an image model at this height and width
+  std::string calibration;         // --calibration FILE (docs/calibration.md)
+  std::string compute_params;      // --compute-params FILE: kernel-model parameters (calibrate fit's output)
+  bool explain_sources = false;    // --explain-sources: say on stderr where every number came from
+  ScaleOptions scale;              // --nodes, --fabric
+  bool memory_warning = true;      // warn on stderr when the step does not fit (plan searches instead)
   // the input pipeline (docs/input-formats.md, "Input pipeline"): replace the cluster's `input:` section's values
-  std::string data;              // --data synthetic|ram|nvme|nfs
-  std::string epoch;             // --epoch first|later
+  std::string data;   // --data synthetic|ram|nvme|nfs
+  std::string epoch;  // --epoch first|later
   static constexpr int kNotGiven = -2147483647 - 1;
   int cpu_cores = kNotGiven;       // --cpu-cores N (not given: the cluster file's)
   int loader_workers = kNotGiven;  // --loader-workers N per GPU (not given: the cluster file's; 0: every core)

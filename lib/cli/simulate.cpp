@@ -3,8 +3,8 @@
 #include <fmt/format.h>
 #include <fmt/ostream.h>
 
-#include <cmath>
 #include <charconv>
+#include <cmath>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -58,8 +58,7 @@ std::pair<int, std::string> split_pair(const std::string& option, const std::str
     auto [ptr, ec] = std::from_chars(text.data(), text.data() + eq, index);
     if (ec != std::errc() || ptr != text.data() + eq || index < 0) index = -1;
   }
-  if (index < 0 || eq + 1 >= text.size())
-    throw UsageError(option, fmt::format("'{}' is not INDEX=VALUE (e.g. 3=0.5)", text));
+  if (index < 0 || eq + 1 >= text.size()) throw UsageError(option, fmt::format("'{}' is not INDEX=VALUE (e.g. 3=0.5)", text));
   return {index, text.substr(eq + 1)};
 }
 
@@ -139,8 +138,13 @@ nlohmann::ordered_json simulation_json(const sim::SimResult& r) {
   j["candidates"] = std::move(cands);
   auto util = nlohmann::ordered_json::array();
   for (const auto& u : r.utilisation)
-    util.push_back({{"resource", u.name}, {"kind", u.kind}, {"count", u.count}, {"busy_mean", u.busy_mean},
-                    {"busy_max", u.busy_max}, {"busiest", u.busiest}, {"bytes", in_bytes(u.bytes)}});
+    util.push_back({{"resource", u.name},
+                    {"kind", u.kind},
+                    {"count", u.count},
+                    {"busy_mean", u.busy_mean},
+                    {"busy_max", u.busy_max},
+                    {"busiest", u.busiest},
+                    {"bytes", in_bytes(u.bytes)}});
   j["utilisation"] = std::move(util);
   j["events"] = r.events;
   j["simulated_s"] = r.simulated_seconds;
@@ -157,15 +161,15 @@ void run_simulate(const SimulateOptions& o) {
   info.command_line = command_line();
   sim::Simulator simulator(build_scenario(o.scenario, info), sopt);
   gpus = gpus.empty() ? default_gpu_counts(simulator.predictor().scenario().cluster)
-                     : placeable_gpu_counts(simulator.predictor(), gpus);
+                      : placeable_gpu_counts(simulator.predictor(), gpus);
   const auto results = simulator.run(gpus);  // everything computed before anything is printed
   const Scenario& sc = simulator.predictor().scenario();
   info.collective_model =
       with_transport(sc.collectives ? sc.collectives : make_collective_model(sc.cluster), sc.strategy.transport, sc.cluster)
           ->describe() +
       fmt::format(" | simulated: {} iterations ({} warm-up), {}, allreduce {}, {} channel(s), seed {}", sopt.iterations,
-                  sopt.warmup, sopt.contention ? "links shared max-min" : "no link contention",
-                  sim::to_string(sopt.allreduce), sopt.channels, sopt.seed);
+                  sopt.warmup, sopt.contention ? "links shared max-min" : "no link contention", sim::to_string(sopt.allreduce),
+                  sopt.channels, sopt.seed);
   std::vector<Prediction> preds;
   for (const auto& r : results) preds.push_back(r.prediction);
 
@@ -181,8 +185,8 @@ void run_simulate(const SimulateOptions& o) {
     if (fmt == OutputFormat::table) {
       for (const auto& r : results) {
         fmt::print(out, "# {} GPUs: iteration mean {:.6f} s, p50 {:.6f} s, p99 {:.6f} s over {} iterations; {} events\n",
-                   r.prediction.gpus, in_seconds(r.iterations.mean), in_seconds(r.iterations.p50),
-                   in_seconds(r.iterations.p99), r.iterations.samples.size(), r.events);
+                   r.prediction.gpus, in_seconds(r.iterations.mean), in_seconds(r.iterations.p50), in_seconds(r.iterations.p99),
+                   r.iterations.samples.size(), r.events);
         fmt::print(out, "#   merge: {}; {} bucket(s): {}\n", r.merge, r.buckets.size(), plan_text(r.buckets));
         for (const auto& c : r.candidates)
           fmt::print(out, "#   candidate {:<45} {:.6f} s ({} buckets)\n", c.policy, in_seconds(c.iteration), c.buckets);
@@ -206,18 +210,20 @@ void setup_simulate(CLI::App& app) {
   cmd->add_option("--iterations", opt->iterations, "Iterations to simulate")->capture_default_str();
   cmd->add_option("--warmup", opt->warmup, "Leading iterations left out of the statistics")->capture_default_str();
   cmd->add_option("--seed", opt->seed, "Seed of every random stream")->capture_default_str();
-  cmd->add_option("--merge", opt->merge, "Gradient merging: strategy, none, ddp, horovod, mgwfbp or best")
-      ->capture_default_str();
+  cmd->add_option("--merge", opt->merge, "Gradient merging: strategy, none, ddp, horovod, mgwfbp or best")->capture_default_str();
   cmd->add_option("--bucket-size", opt->bucket_size, "DDP bucket size (default: the strategy's, or 25 MiB)")->type_name("SIZE");
   cmd->add_option("--first-bucket", opt->first_bucket, "DDP first bucket (default: the strategy's, or 1 MiB)")->type_name("SIZE");
-  cmd->add_option("--fusion-threshold", opt->fusion_threshold, "Horovod fusion threshold (default: the strategy's bucket size, or 64 MiB)")
+  cmd->add_option("--fusion-threshold", opt->fusion_threshold,
+                  "Horovod fusion threshold (default: the strategy's bucket size, or 64 MiB)")
       ->type_name("SIZE");
   cmd->add_option("--cycle-time", opt->cycle_time, "Horovod cycle time")->capture_default_str();
   cmd->add_flag("--contention", opt->contention, "Share links max-min fairly between concurrent flows");
   cmd->add_option("--channels", opt->channels, "Rings per collective (with --contention)")->capture_default_str();
   cmd->add_option("--allreduce", opt->allreduce, "ring, tree or hierarchical")->capture_default_str();
   cmd->add_option("--readers", opt->readers, "Reader threads per node")->capture_default_str();
-  cmd->add_option("--prefetch-depth", opt->prefetch_depth, "Batches each GPU's prefetch queue holds (0: the framework's io.depth, 2 unless it says)")->capture_default_str();
+  cmd->add_option("--prefetch-depth", opt->prefetch_depth,
+                  "Batches each GPU's prefetch queue holds (0: the framework's io.depth, 2 unless it says)")
+      ->capture_default_str();
   cmd->add_option("--decode", opt->decode, "CPU decode time per sample on the reader thread")->capture_default_str();
   cmd->add_option("--gpus-per-pcie-switch", opt->gpus_per_pcie_switch, "GPUs sharing one PCIe uplink (with --contention)")
       ->capture_default_str();

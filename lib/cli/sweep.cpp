@@ -69,8 +69,8 @@ void run_sweep_cli(const SweepCliOptions& o) {
   if (::isatty(STDERR_FILENO)) so.progress = draw_progress;
   const SweepResult r = run_sweep(spec, so);
   if (r.skipped) {
-    fmt::print(stderr, "dlscale sweep: {} configuration{} left out (the cluster cannot hold the GPU count), e.g. {}\n",
-               r.skipped, r.skipped > 1 ? "s" : "", r.skipped_examples.front());
+    fmt::print(stderr, "dlscale sweep: {} configuration{} left out (the cluster cannot hold the GPU count), e.g. {}\n", r.skipped,
+               r.skipped > 1 ? "s" : "", r.skipped_examples.front());
   }
   if (r.unsupported) {
     fmt::print(stderr, "dlscale sweep: {} configuration{} left out (the GPU has no such precision mode), e.g. {}\n",

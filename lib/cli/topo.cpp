@@ -38,16 +38,16 @@ std::string cell(const GpuPath& p) {
 
 void run_show(const ShowOptions& o) {
   const Cluster c = load_cluster(resolve(DataKind::cluster, o.cluster, "CLUSTER"));
-  if (!c.topology)
-    throw UsageError("CLUSTER", fmt::format("cluster '{}' has no topology graph ('node:' section)", c.name));
+  if (!c.topology) throw UsageError("CLUSTER", fmt::format("cluster '{}' has no topology graph ('node:' section)", c.name));
   const Topology& t = *c.topology;
   const int n = t.gpus_per_node();
   const auto nics = t.nic_names();
   std::ostringstream out;
-  out << fmt::format("# {}: {} node{} x {} {} (paths as NCCL {} sees them: NV# = NVLinks between the pair,\n"
-                     "# NVL = through NVSwitch, NVB = NVLink through a GPU, PIX/PXB = PCIe switch(es), PHB = host\n"
-                     "# bridge, SYS = across sockets; a pair NCCL will not P2P is marked *)\n",
-                     c.name, t.max_nodes(), t.max_nodes() > 1 ? "s" : "", n, c.gpu.name, "2.30.7");
+  out << fmt::format(
+      "# {}: {} node{} x {} {} (paths as NCCL {} sees them: NV# = NVLinks between the pair,\n"
+      "# NVL = through NVSwitch, NVB = NVLink through a GPU, PIX/PXB = PCIe switch(es), PHB = host\n"
+      "# bridge, SYS = across sockets; a pair NCCL will not P2P is marked *)\n",
+      c.name, t.max_nodes(), t.max_nodes() > 1 ? "s" : "", n, c.gpu.name, "2.30.7");
   out << "\t";
   for (int g = 0; g < n; ++g) out << "GPU" << g << "\t";
   for (const auto& nic : nics) out << nic << "\t";
@@ -63,8 +63,7 @@ void run_show(const ShowOptions& o) {
     }
     for (int k = 0; k < static_cast<int>(nics.size()); ++k) {
       const GpuPath p = t.nic_path(a, k);
-      out << (o.bandwidth ? fmt::format("{:g}", in_gigabytes_per_second(p.bandwidth)) : std::string(to_string(p.type)))
-          << "\t";
+      out << (o.bandwidth ? fmt::format("{:g}", in_gigabytes_per_second(p.bandwidth)) : std::string(to_string(p.type))) << "\t";
     }
     out << "\n";
   }
@@ -90,8 +89,7 @@ void run_show(const ShowOptions& o) {
     }
   }
   out << "\n# Vertices\n";
-  for (const auto& v : t.vertices())
-    out << fmt::format("  {:<10} {:<12} {}\n", v.name, to_string(v.kind), v.detail);
+  for (const auto& v : t.vertices()) out << fmt::format("  {:<10} {:<12} {}\n", v.name, to_string(v.kind), v.detail);
   out << "\n# Links (bandwidth per direction as NCCL rates it)\n";
   for (const auto& l : t.links()) {
     std::string what(to_string(l.kind));
@@ -104,7 +102,8 @@ void run_show(const ShowOptions& o) {
     out << fmt::format("\n# Fabric: {}, {} NIC{} per node at {:g} GB/s", f.kind, f.nics_per_node, f.nics_per_node > 1 ? "s" : "",
                        in_gigabytes_per_second(f.nic_bandwidth));
     if (f.single_flow > BytesPerSecond{})
-      out << fmt::format(", single flow {:g} GB/s x {} flow{}", in_gigabytes_per_second(f.single_flow), f.flows, f.flows > 1 ? "s" : "");
+      out << fmt::format(", single flow {:g} GB/s x {} flow{}", in_gigabytes_per_second(f.single_flow), f.flows,
+                         f.flows > 1 ? "s" : "");
     out << "\n";
   }
   emit(out.str(), o.output);
@@ -146,8 +145,10 @@ void setup_topo(CLI::App& app) {
                                     xml ? "from an NCCL_TOPO_DUMP_FILE" : "from a 'nvidia-smi topo -m' capture");
     cmd->add_option("FILE", opt->file, "The dump")->required();
     cmd->add_option("-o,--output", opt->output, "Write to FILE (atomically) instead of standard output")->type_name("FILE");
-    cmd->add_option("--gpu", opt->gpu, "The GPU, an id of topologies/gpus.yaml (default: guessed from the dump)")->type_name("ID");
-    cmd->add_option("--cpu", opt->cpu, "The CPU, VENDOR[:MODEL]: intel, intel:skylake, amd, power, arm (default: the dump's, or intel)")
+    cmd->add_option("--gpu", opt->gpu, "The GPU, an id of topologies/gpus.yaml (default: guessed from the dump)")
+        ->type_name("ID");
+    cmd->add_option("--cpu", opt->cpu,
+                    "The CPU, VENDOR[:MODEL]: intel, intel:skylake, amd, power, arm (default: the dump's, or intel)")
         ->type_name("VENDOR[:MODEL]");
     add_scale_options(*cmd, opt->scale);
     cmd->callback([opt, xml] { run_import(*opt, xml); });

@@ -64,15 +64,14 @@ class AlphaBetaRing final : public CollectiveModel {
     return l.fixed + seconds(in_bytes(size) * l.per_byte_s);
   }
 
-  void times(CollectiveOp op, std::span<const Bytes> sizes, const GpuPlacement& where,
-             std::span<Seconds> out) const override {
+  void times(CollectiveOp op, std::span<const Bytes> sizes, const GpuPlacement& where, std::span<Seconds> out) const override {
     const Line l = line(op, where);
     for (std::size_t i = 0; i < sizes.size(); ++i) out[i] = l.fixed + seconds(in_bytes(sizes[i]) * l.per_byte_s);
   }
 
   std::string describe() const override {
-    return fmt::format("alpha-beta ring over the slowest link (intra-node {} / {}, inter-node {} / {})",
-                       intra_.bandwidth, intra_.latency, inter_.bandwidth, inter_.latency);
+    return fmt::format("alpha-beta ring over the slowest link (intra-node {} / {}, inter-node {} / {})", intra_.bandwidth,
+                       intra_.latency, inter_.bandwidth, inter_.latency);
   }
 
  private:

@@ -28,8 +28,7 @@ class TransportModel final : public CollectiveModel {
     return where.nodes > 1 ? t * slowdown_ : t;
   }
 
-  void times(CollectiveOp op, std::span<const Bytes> sizes, const GpuPlacement& where,
-             std::span<Seconds> out) const override {
+  void times(CollectiveOp op, std::span<const Bytes> sizes, const GpuPlacement& where, std::span<Seconds> out) const override {
     base_->times(op, sizes, where, out);
     if (where.nodes > 1)
       for (auto& t : out) t = t * slowdown_;

@@ -28,9 +28,9 @@ FlopsPerSecond unit_peak(const GpuSpec& gpu, Precision p, bool tensor) noexcept 
 }  // namespace
 
 std::vector<Tile> gemm_tiles(bool tensor_cores, double c) {
-  const std::vector<std::array<int, 2>> sizes =
-      tensor_cores ? std::vector<std::array<int, 2>>{{256, 128}, {128, 256}, {128, 128}, {128, 64}, {64, 128}, {64, 64}}
-                   : std::vector<std::array<int, 2>>{{128, 128}, {128, 64}, {64, 128}, {64, 64}, {64, 32}, {32, 32}};
+  const std::vector<std::array<int, 2>> sizes = tensor_cores
+      ? std::vector<std::array<int, 2>>{{256, 128}, {128, 256}, {128, 128}, {128, 64}, {64, 128}, {64, 64}}
+      : std::vector<std::array<int, 2>>{{128, 128}, {128, 64}, {64, 128}, {64, 64}, {64, 32}, {32, 32}};
   std::vector<Tile> out;
   for (const auto& s : sizes) out.push_back(Tile{s[0], s[1], tile_reuse(s[0], s[1], c)});
   return out;
@@ -133,16 +133,19 @@ Seconds memory_kernel_time(Bytes traffic, const GpuSpec& gpu, const KernelParams
 Seconds nchw_norm_time(double element_passes, const GpuSpec& gpu, Precision p, TensorLayout layout,
                        const KernelParams& kp) noexcept {
   const double rate = (p == Precision::bf16 ? kp.nchw_norm_rate_bf16 : kp.nchw_norm_rate) * gpu.sm_count *
-                      gpu.boost_clock.base();  // K12: element passes per second
+      gpu.boost_clock.base();  // K12: element passes per second
   if (layout != TensorLayout::nchw || !(rate > 0.0)) return Seconds{};
   return seconds(element_passes / rate);
 }
 
 std::string_view to_string(ConvAlgorithm a) noexcept {
   switch (a) {
-    case ConvAlgorithm::implicit_gemm: return "implicit_gemm";
-    case ConvAlgorithm::winograd: return "winograd";
-    case ConvAlgorithm::fft: return "fft";
+    case ConvAlgorithm::implicit_gemm:
+      return "implicit_gemm";
+    case ConvAlgorithm::winograd:
+      return "winograd";
+    case ConvAlgorithm::fft:
+      return "fft";
   }
   return "";
 }
@@ -162,9 +165,12 @@ double layout_transpose_elements(const ConvGeometry& c, ConvPass pass, TensorLay
   const double in = b * static_cast<double>(c.in_channels * c.in_h * c.in_w);
   const double out = b * static_cast<double>(c.out_channels * c.out_h * c.out_w);
   switch (pass) {
-    case ConvPass::forward: return in + out;        // x to NHWC, y back to NCHW
-    case ConvPass::data_gradient: return out + in;  // dy to NHWC, dx back
-    case ConvPass::weight_gradient: return in;      // x to NHWC again (dy's copy is the data gradient's)
+    case ConvPass::forward:
+      return in + out;  // x to NHWC, y back to NCHW
+    case ConvPass::data_gradient:
+      return out + in;  // dy to NHWC, dx back
+    case ConvPass::weight_gradient:
+      return in;  // x to NHWC again (dy's copy is the data gradient's)
   }
   return 0.0;
 }
@@ -175,13 +181,14 @@ GemmShape conv_as_gemm(const ConvGeometry& c, ConvPass pass) noexcept {
   // K4 for an implicit GEMM: every pass reads two of the three tensors (input or its gradient, filters,
   // output or its gradient) and writes the third, once each.
   const double tensors = static_cast<double>(c.batch) * static_cast<double>(c.in_channels * c.in_h * c.in_w) +
-                         static_cast<double>(c.out_channels) * static_cast<double>(c.in_channels / g * taps) +
-                         static_cast<double>(c.batch) * static_cast<double>(c.out_channels * c.out_h * c.out_w);
+      static_cast<double>(c.out_channels) * static_cast<double>(c.in_channels / g * taps) +
+      static_cast<double>(c.batch) * static_cast<double>(c.out_channels * c.out_h * c.out_w);
   switch (pass) {
     case ConvPass::forward:  // K6: rows = output pixels, columns = output channels, reduction = ci·kh·kw
       return GemmShape{c.batch * c.out_h * c.out_w, c.out_channels / g, c.in_channels / g * taps, g, tensors};
     case ConvPass::data_gradient: {  // the transposed convolution: rows = input pixels
-      const std::int64_t k = std::max<std::int64_t>(1, c.out_channels / g * taps / (static_cast<std::int64_t>(c.stride_h) * c.stride_w));
+      const std::int64_t k =
+          std::max<std::int64_t>(1, c.out_channels / g * taps / (static_cast<std::int64_t>(c.stride_h) * c.stride_w));
       return GemmShape{c.batch * c.in_h * c.in_w, c.in_channels / g, k, g, tensors};
     }
     case ConvPass::weight_gradient:  // reduction over every output pixel of the batch
@@ -245,12 +252,13 @@ ConvPlan plan_conv(const ConvGeometry& c, ConvPass pass, const GpuSpec& gpu, Pre
   if (policy.fft && !tensor && unit_stride && taps >= 25 && c.groups == 1 && taps > kp.fft_taps) {
     const auto pow2 = [](std::int64_t v) { return static_cast<std::int64_t>(std::bit_ceil(static_cast<std::uint64_t>(v))); };
     const std::int64_t hf = pow2(c.in_h + c.kernel_h - 1), wf = pow2(c.in_w + c.kernel_w - 1);
-    const double planes = static_cast<double>(c.batch * c.in_channels + c.in_channels * c.out_channels + c.batch * c.out_channels);
+    const double planes =
+        static_cast<double>(c.batch * c.in_channels + c.in_channels * c.out_channels + c.batch * c.out_channels);
     const Bytes workspace = bytes(planes * static_cast<double>(hf) * static_cast<double>(wf / 2 + 1) * 8.0);
     if (workspace <= policy.workspace_limit) {
       GemmPlan f = plan_gemm(g, gpu, vector_p, kp, cls, taps / kp.fft_taps);
       f.memory += workspace * 2.0 / (gpu.memory_bandwidth * kp.memory_efficiency);  // write and read the transforms
-      f.time = max(f.compute, f.memory) + kp.kernel_overhead * 3.0;                // forward FFTs, product, inverse
+      f.time = max(f.compute, f.memory) + kp.kernel_overhead * 3.0;                 // forward FFTs, product, inverse
       if (f.time < best.time) best = ConvPlan{.algorithm = ConvAlgorithm::fft, .gemm = f, .time = f.time};
     }
   }

@@ -66,8 +66,7 @@ class GemmMemo {
 
 class Kernels {
  public:
-  Kernels(const GpuSpec& gpu, const ComputeOptions& opt, bool named, std::vector<KernelTiming>* out,
-          GemmMemo* memo = nullptr)
+  Kernels(const GpuSpec& gpu, const ComputeOptions& opt, bool named, std::vector<KernelTiming>* out, GemmMemo* memo = nullptr)
       : gpu_(gpu), opt_(opt), kp_(opt.kernel(gpu)), named_(named), out_(out), memo_(memo) {}
 
   Seconds forward{}, backward{};
@@ -102,8 +101,7 @@ class Kernels {
     const int chain = opt_.compiled ? 1 : 6;  // kernels a cast takes
     const double r = static_cast<double>(rows), i = static_cast<double>(in), o = static_cast<double>(out);
     pass(name(what, " fp8 cast fwd"), r * i + i * o, cast, false, 0.0, 2 * chain);
-    pass(name(what, " fp8 cast bwd"), r * o, cast, true, (r * i + r * o + (input_grad ? i * o : 0.0)) * 2.0,
-         chain + 3);
+    pass(name(what, " fp8 cast bwd"), r * o, cast, true, (r * i + r * o + (input_grad ? i * o : 0.0)) * 2.0, chain + 3);
   }
 
   /// plan_gemm on this GPU, remembered by shape across the network's layers where a memo is given.
@@ -126,12 +124,11 @@ class Kernels {
   }
   void conv(const std::string& what, const ConvGeometry& c, ConvPass pass, bool bwd) {
     const ConvPlan plan = plan_conv(c, pass, gpu_, gemm_precision(), kp_, opt_.conv_algorithms);
-    add(named_ ? fmt::format("{} ({}{}{})", what, to_string(plan.algorithm),
-                             plan.transposes > Seconds{} ? ", nchw transposes" : "",
-                             plan.padding > Seconds{} ? ", channels padded" : "")
-               : std::string(),
-        plan.time,
-        flops(conv_as_gemm(c, pass).flops()), bytes(0), bwd);
+    add(named_
+            ? fmt::format("{} ({}{}{})", what, to_string(plan.algorithm), plan.transposes > Seconds{} ? ", nchw transposes" : "",
+                          plan.padding > Seconds{} ? ", channels padded" : "")
+            : std::string(),
+        plan.time, flops(conv_as_gemm(c, pass).flops()), bytes(0), bwd);
     if (!bwd) forward_gemm += plan.time;
   }
   /// A memory-bound pass over `elements` elements of `element_bytes` each (plus `extra` bytes).
@@ -157,8 +154,8 @@ class Kernels {
     const Bytes traffic = bytes(elements_moved * element_bytes);
     if (!(traffic > Bytes{})) return;
     const Seconds stream = memory_kernel_time(traffic, gpu_, kp_);  // K5, with one kernel's overhead
-    const Seconds walk = nchw_norm_time(elements_moved, gpu_, opt_.precision, opt_.conv_algorithms.layout, kp_) +
-                         kp_.kernel_overhead;
+    const Seconds walk =
+        nchw_norm_time(elements_moved, gpu_, opt_.precision, opt_.conv_algorithms.layout, kp_) + kp_.kernel_overhead;
     add(named_ && walk > stream ? what + " (per-channel nchw)" : what,
         max(stream, walk) + kp_.kernel_overhead * static_cast<double>(kernels - 1), flops(0), traffic, bwd);
   }
@@ -166,12 +163,11 @@ class Kernels {
   void roofline(const std::string& what, Flops work, Bytes traffic, bool tensor_math, bool bwd) {
     const bool tensor = gpu_.on_tensor_cores(opt_.precision);
     const FlopsPerSecond rate = (tensor_math ? gpu_.peak(gemm_precision()) : gpu_.peak_fp32) *
-                                (tensor ? kp_.tensor_efficiency : kp_.vector_efficiency) *
-                                gemm_tiles(tensor, operand_feed_cost(gpu_, gemm_precision(), kp_)).front().efficiency;
+        (tensor ? kp_.tensor_efficiency : kp_.vector_efficiency) *
+        gemm_tiles(tensor, operand_feed_cost(gpu_, gemm_precision(), kp_)).front().efficiency;
     const Seconds compute = rate > FlopsPerSecond{} ? work / rate : Seconds{};
     if (!(work > Flops{}) && !(traffic > Bytes{})) return;  // no work: no kernel
-    add(what, max(compute, traffic / (gpu_.memory_bandwidth * kp_.memory_efficiency)) + kp_.kernel_overhead, work,
-        traffic, bwd);
+    add(what, max(compute, traffic / (gpu_.memory_bandwidth * kp_.memory_efficiency)) + kp_.kernel_overhead, work, traffic, bwd);
   }
   [[nodiscard]] const KernelParams& params() const noexcept { return kp_; }
 
@@ -202,10 +198,10 @@ class Kernels {
     // the tensor cores from Ampere on as three TF32 products per fp32 product (CUTLASS's
     // OpMultiplyAddFastF32), whether or not TF32 is allowed; before Ampere on the fp32 units.
     const bool fast_f32 = !is_mixed(opt_.precision) && gpu_.supports(Precision::tf32) && gpu_.has_tensor_cores();
-    const Precision math = fast_f32                              ? Precision::tf32
-                           : opt_.precision == Precision::tf32 ? Precision::fp32
-                           : opt_.precision == Precision::fp8  ? Precision::bf16  // attention stays bf16
-                                                               : opt_.precision;
+    const Precision math = fast_f32         ? Precision::tf32
+        : opt_.precision == Precision::tf32 ? Precision::fp32
+        : opt_.precision == Precision::fp8  ? Precision::bf16  // attention stays bf16
+                                            : opt_.precision;
     const double passes = fast_f32 ? 3.0 : 1.0;
     const Seconds t_qk = planned(qk_rate, math).compute * frac * passes * per_flop;
     const Seconds t_pv = planned(pv_rate, math).compute * frac * passes * per_flop;
@@ -225,8 +221,9 @@ class Kernels {
     const Seconds t_fwd = max((t_qk + t_pv) / fe + t_exp, fwd_traffic / bw) + kp_.kernel_overhead;
     add(named_ ? fmt::format("{} fwd ({})", name, kernel) : std::string(), t_fwd, flops(fwd_flops), fwd_traffic, false);
     forward_attention += t_fwd;
-    add(named_ ? fmt::format("{} bwd ({})", name, kernel) : std::string(), max((2.0 * t_qk + 3.0 * t_pv) / be + t_exp, bwd_traffic / bw) + kp_.kernel_overhead,
-        flops(2.5 * fwd_flops), bwd_traffic, true);
+    add(named_ ? fmt::format("{} bwd ({})", name, kernel) : std::string(),
+        max((2.0 * t_qk + 3.0 * t_pv) / be + t_exp, bwd_traffic / bw) + kp_.kernel_overhead, flops(2.5 * fwd_flops), bwd_traffic,
+        true);
   }
 
  private:
@@ -273,8 +270,8 @@ bool time_conv(Kernels& k, const LayerWork& w) {
   const Layer& l = w.l;
   const auto& in = l.input_shape;
   if (in.size() != 3 || l.output_shape.size() != 3) return false;
-  const ConvGeometry c{w.batch, in[0], l.output_shape[0], in[1], in[2], l.output_shape[1], l.output_shape[2],
-                    l.kernel_h, l.kernel_w, l.stride_h, l.stride_w, l.groups};
+  const ConvGeometry c{w.batch,           in[0],      l.output_shape[0], in[1],      in[2],      l.output_shape[1],
+                       l.output_shape[2], l.kernel_h, l.kernel_w,        l.stride_h, l.stride_w, l.groups};
   k.conv(k.name(l.name, " fwd"), c, ConvPass::forward, false);
   if (w.input_grad) k.conv(k.name(l.name, " dgrad"), c, ConvPass::data_gradient, true);
   k.conv(k.name(l.name, " wgrad"), c, ConvPass::weight_gradient, true);
@@ -329,10 +326,10 @@ void time_unfused_core(Kernels& k, const LayerWork& w, std::int64_t s, std::int6
   k.in_attention_core = true;
   k.gemm(k.name(name, ".scores fwd"), GemmShape{s, s, dh, bh}, false);
   k.gemm(k.name(name, ".context fwd"), GemmShape{s, dh, s, bh}, false);
-  k.gemm(k.name(name, ".context dgrad"), GemmShape{s, s, dh, bh}, true);   // dP = dC·Vᵀ
-  k.gemm(k.name(name, ".context wgrad"), GemmShape{s, dh, s, bh}, true);   // dV = Pᵀ·dC
-  k.gemm(k.name(name, ".scores dgrad"), GemmShape{s, dh, s, bh}, true);    // dQ = dS·K
-  k.gemm(k.name(name, ".scores wgrad"), GemmShape{s, dh, s, bh}, true);    // dK = dSᵀ·Q
+  k.gemm(k.name(name, ".context dgrad"), GemmShape{s, s, dh, bh}, true);  // dP = dC·Vᵀ
+  k.gemm(k.name(name, ".context wgrad"), GemmShape{s, dh, s, bh}, true);  // dV = Pᵀ·dC
+  k.gemm(k.name(name, ".scores dgrad"), GemmShape{s, dh, s, bh}, true);   // dQ = dS·K
+  k.gemm(k.name(name, ".scores wgrad"), GemmShape{s, dh, s, bh}, true);   // dK = dSᵀ·Q
   // Scale and mask, softmax, dropout on the heads·S² probabilities: read and write each (fwd), read
   // two and write one (bwd); the heads are split and merged by copies of Q, K, V and the context.
   const double probs = static_cast<double>(bh) * static_cast<double>(s) * static_cast<double>(s);
@@ -358,8 +355,7 @@ bool time_attention(Kernels& k, const LayerWork& w) {
   const double act = static_cast<double>(rows) * static_cast<double>(d);
   if (fused_attention(w.opt.attention))
     k.flash_attention(k.name(l.name, ".attention"), seqs, s, l.heads, dh, dkv, l.causal, to_string(w.opt.attention));
-  else
-    time_unfused_core(k, w, s, dh, bh);
+  else time_unfused_core(k, w, s, dh, bh);
   k.pass(k.name(l.name, ".heads fwd"), 2.0 * 4.0 * act, eb, false, 0.0, 2);
   k.pass(k.name(l.name, ".heads bwd"), 2.0 * 4.0 * act, eb, true, 0.0, 2);
   linear_gemms(k, k.name(l.name, ".out"), rows, d, d, true);
@@ -370,8 +366,7 @@ bool time_attention(Kernels& k, const LayerWork& w) {
 void time_layernorm(Kernels& k, const LayerWork& w) {
   const Layer& l = w.l;
   if (l.rms && !w.opt.compiled) {  // eq. K14: eager RMSNorm, an operator a kernel
-    k.pass(k.name(l.name, " fwd (eager)"), w.out_e, kEagerRmsNorm.forward_bytes(w.eb), false, 0.0,
-           kEagerRmsNorm.forward_kernels);
+    k.pass(k.name(l.name, " fwd (eager)"), w.out_e, kEagerRmsNorm.forward_bytes(w.eb), false, 0.0, kEagerRmsNorm.forward_kernels);
     k.pass(k.name(l.name, " bwd (eager)"), w.out_e, kEagerRmsNorm.backward_bytes(w.eb), true, 0.0,
            kEagerRmsNorm.backward_kernels);
     return;
@@ -417,11 +412,11 @@ void time_layer(Kernels& k, const Layer& l, bool first, int batch, const Compute
     case LayerKind::embedding: {  // a gather; backward zero-fills the dense table gradient and scatter-adds
       const bool adds = l.input_shape.size() == l.output_shape.size();  // position/type embeddings add to activations
       k.pass(k.name(l.name, " fwd"), (adds ? 3.0 : 2.0) * w.out_e, eb, false);
-      k.pass(k.name(l.name, " bwd"), 2.0 * w.out_e, eb, true,
-             static_cast<double>(l.params) * gradient_bytes_per_element(opt), 2);
+      k.pass(k.name(l.name, " bwd"), 2.0 * w.out_e, eb, true, static_cast<double>(l.params) * gradient_bytes_per_element(opt), 2);
       return;
     }
-    default: break;
+    default:
+      break;
   }
   time_roofline(k, w);
 }
@@ -471,7 +466,8 @@ void time_operator(Kernels& k, const Operator& o, int batch, const ComputeOption
       k.pass(k.name(o.name, " fwd"), 5.0 * eo, eb, false, 0.0, 2);
       k.pass(k.name(o.name, " bwd"), 5.0 * eo, eb, true);
       return;
-    default: return;  // reshape: a view
+    default:
+      return;  // reshape: a view
   }
 }
 
@@ -503,11 +499,15 @@ Seconds update_time(const Layer& l, const GpuSpec& gpu, const ComputeOptions& op
   const OptimizerImpl impl = opt.optimizer_impl.value_or(OptimizerImpl::fused);
   double kernels = 1.0;
   switch (impl) {
-    case OptimizerImpl::fused: kernels = 1.0; break;
+    case OptimizerImpl::fused:
+      kernels = 1.0;
+      break;
     case OptimizerImpl::foreach:
       kernels = passes * std::max(2.0 / 48.0, static_cast<double>(l.params) / (320.0 * 65536.0));
       break;
-    case OptimizerImpl::for_loop: kernels = 2.0 * passes; break;
+    case OptimizerImpl::for_loop:
+      kernels = 2.0 * passes;
+      break;
   }
   // the optimiser kernels' own measured streaming rate where the architecture has one, else the memory-bound one
   const double measured = impl == OptimizerImpl::fused ? kp.fused_optimizer_efficiency : kp.optimizer_pass_efficiency;
@@ -557,10 +557,11 @@ double gradient_bytes_per_element(const ComputeOptions& opt) noexcept {
 double update_bytes_per_param(const ComputeOptions& opt) noexcept {
   const bool half_copy = is_mixed(opt.precision) && !opt.fp32_gradients;  // apex O2, DeepSpeed: a half working copy
   if (opt.optimizer_impl.value_or(OptimizerImpl::fused) == OptimizerImpl::fused || opt.optimizer == Optimizer::lamb) {
-    const double state = 8.0 * optimizer_state_words(opt.optimizer);  // read + write each fp32 state word
-    const double lamb = opt.optimizer == Optimizer::lamb ? 8.0 : 0.0;   // trust ratio: read weight and update again
+    const double state = 8.0 * optimizer_state_words(opt.optimizer);   // read + write each fp32 state word
+    const double lamb = opt.optimizer == Optimizer::lamb ? 8.0 : 0.0;  // trust ratio: read weight and update again
     if (is_mixed(opt.precision))
-      return 4.0 /*read fp32 master*/ + 2.0 /*read half gradient*/ + 4.0 /*write master*/ + 2.0 /*write half copy*/ + state + lamb;
+      return 4.0 /*read fp32 master*/ + 2.0 /*read half gradient*/ + 4.0 /*write master*/ + 2.0 /*write half copy*/ + state +
+          lamb;
     return 4.0 /*read weight*/ + 4.0 /*read gradient*/ + 4.0 /*write weight*/ + state + lamb;
   }
   // torch.optim's passes (_multi_tensor_sgd/_adam/_adamw; _single_tensor_* make the same ones a tensor at a
@@ -568,8 +569,10 @@ double update_bytes_per_param(const ComputeOptions& opt) noexcept {
   const double g = gradient_bytes_per_element(opt);
   double passes = 0.0;
   switch (opt.optimizer) {
-    case Optimizer::sgd: passes = 8.0 + g; break;  // w += -lr·g
-    case Optimizer::momentum:                       // buf ·= μ; buf += g; w += -lr·buf
+    case Optimizer::sgd:
+      passes = 8.0 + g;
+      break;                   // w += -lr·g
+    case Optimizer::momentum:  // buf ·= μ; buf += g; w += -lr·buf
       passes = 8.0 + (8.0 + g) + 12.0;
       break;
     // m.lerp_(g) 8+g; v ·= β2 8; v.addcmul_(g, g) 8+g (one tensor twice: read once, as an H100's profile moved
@@ -578,7 +581,8 @@ double update_bytes_per_param(const ComputeOptions& opt) noexcept {
     case Optimizer::adamw:
       passes = (8.0 + g) + 8.0 + (8.0 + g) + 8.0 + 8.0 + 8.0 + 16.0 + (opt.optimizer == Optimizer::adamw ? 8.0 : 0.0);
       break;
-    case Optimizer::lamb: break;  // above
+    case Optimizer::lamb:
+      break;  // above
   }
   return passes + (half_copy ? 2.0 : 0.0);
 }
@@ -624,35 +628,44 @@ LayerTimes spread_phase_totals(const LayerTimes& modelled, Seconds forward, Seco
       out[i] = s > Seconds{} ? total * (shape[i] / s) : total / static_cast<double>(shape.size());
     return out;
   };
-  LayerTimes t{spread(modelled.forward, forward), spread(modelled.backward, backward), spread(modelled.update, update),
-               {}, {}, {}};
+  LayerTimes t{
+      spread(modelled.forward, forward), spread(modelled.backward, backward), spread(modelled.update, update), {}, {}, {}};
   // the recompute modes' parts of each layer's forward keep their share of it (eq. R1-R3)
   const Seconds s = sum(modelled.forward);
   const double scale = s > Seconds{} ? forward / s : 0.0;
-  for (const auto& [part, out] : {std::pair{&modelled.forward_gemm, &t.forward_gemm},
-                                   std::pair{&modelled.forward_attention, &t.forward_attention},
-                                   std::pair{&modelled.forward_copies, &t.forward_copies}})
+  for (const auto& [part, out] :
+       {std::pair{&modelled.forward_gemm, &t.forward_gemm}, std::pair{&modelled.forward_attention, &t.forward_attention},
+        std::pair{&modelled.forward_copies, &t.forward_copies}})
     for (const Seconds x : *part) out->push_back(x * scale);
   return t;
 }
 
 std::string_view to_string(Optimizer o) noexcept {
   switch (o) {
-    case Optimizer::sgd: return "sgd";
-    case Optimizer::momentum: return "momentum";
-    case Optimizer::adam: return "adam";
-    case Optimizer::adamw: return "adamw";
-    case Optimizer::lamb: return "lamb";
+    case Optimizer::sgd:
+      return "sgd";
+    case Optimizer::momentum:
+      return "momentum";
+    case Optimizer::adam:
+      return "adam";
+    case Optimizer::adamw:
+      return "adamw";
+    case Optimizer::lamb:
+      return "lamb";
   }
   return "sgd";
 }
 
 std::string_view to_string(Recompute r) noexcept {
   switch (r) {
-    case Recompute::none: return "none";
-    case Recompute::full: return "full";
-    case Recompute::selective: return "selective";
-    case Recompute::op: return "op";
+    case Recompute::none:
+      return "none";
+    case Recompute::full:
+      return "full";
+    case Recompute::selective:
+      return "selective";
+    case Recompute::op:
+      return "op";
   }
   return "none";
 }
@@ -660,22 +673,27 @@ std::string_view to_string(Recompute r) noexcept {
 Recompute recompute_from_string(std::string_view name) {
   for (Recompute r : {Recompute::none, Recompute::full, Recompute::selective, Recompute::op})
     if (name == to_string(r)) return r;
-  throw std::invalid_argument("unknown recompute mode '" + std::string(name) + "' (expected " +
-                              std::string(kRecomputeNames) + ")");
+  throw std::invalid_argument("unknown recompute mode '" + std::string(name) + "' (expected " + std::string(kRecomputeNames) +
+                              ")");
 }
 
 std::string_view to_string(AttentionKernel a) noexcept {
   switch (a) {
-    case AttentionKernel::eager: return "eager";
-    case AttentionKernel::flash: return "flash";
-    case AttentionKernel::memory_efficient: return "memory_efficient";
-    case AttentionKernel::sdpa: return "sdpa";
+    case AttentionKernel::eager:
+      return "eager";
+    case AttentionKernel::flash:
+      return "flash";
+    case AttentionKernel::memory_efficient:
+      return "memory_efficient";
+    case AttentionKernel::sdpa:
+      return "sdpa";
   }
   return "eager";
 }
 
 AttentionKernel attention_kernel_from_string(std::string_view name) {
-  for (AttentionKernel a : {AttentionKernel::eager, AttentionKernel::flash, AttentionKernel::memory_efficient, AttentionKernel::sdpa})
+  for (AttentionKernel a :
+       {AttentionKernel::eager, AttentionKernel::flash, AttentionKernel::memory_efficient, AttentionKernel::sdpa})
     if (name == to_string(a)) return a;
   throw std::invalid_argument("unknown attention kernel '" + std::string(name) +
                               "' (expected eager, flash, memory_efficient or sdpa)");
@@ -688,9 +706,12 @@ bool flash_attention_supported(const GpuSpec& gpu, Precision p) noexcept {
 AttentionKernel effective_attention(AttentionKernel wanted, const GpuSpec& gpu, Precision p) noexcept {
   const bool flash = flash_attention_supported(gpu, p);
   switch (wanted) {
-    case AttentionKernel::flash: return flash ? AttentionKernel::flash : AttentionKernel::eager;
-    case AttentionKernel::sdpa: return flash ? AttentionKernel::flash : AttentionKernel::memory_efficient;
-    default: return wanted;
+    case AttentionKernel::flash:
+      return flash ? AttentionKernel::flash : AttentionKernel::eager;
+    case AttentionKernel::sdpa:
+      return flash ? AttentionKernel::flash : AttentionKernel::memory_efficient;
+    default:
+      return wanted;
   }
 }
 
@@ -706,20 +727,28 @@ Optimizer default_optimizer(const Network& net) noexcept {
 
 int optimizer_passes(Optimizer o) noexcept {
   switch (o) {
-    case Optimizer::sgd: return 1;
-    case Optimizer::momentum: return 3;
-    case Optimizer::adam: return 7;
-    case Optimizer::adamw: return 8;
-    case Optimizer::lamb: return 8;
+    case Optimizer::sgd:
+      return 1;
+    case Optimizer::momentum:
+      return 3;
+    case Optimizer::adam:
+      return 7;
+    case Optimizer::adamw:
+      return 8;
+    case Optimizer::lamb:
+      return 8;
   }
   return 1;
 }
 
 std::string_view to_string(OptimizerImpl o) noexcept {
   switch (o) {
-    case OptimizerImpl::fused: return "fused";
-    case OptimizerImpl::foreach: return "foreach";
-    case OptimizerImpl::for_loop: return "for_loop";
+    case OptimizerImpl::fused:
+      return "fused";
+    case OptimizerImpl::foreach:
+      return "foreach";
+    case OptimizerImpl::for_loop:
+      return "for_loop";
   }
   return "fused";
 }
@@ -733,9 +762,12 @@ OptimizerImpl optimizer_impl_from_string(std::string_view name) {
 
 int optimizer_state_words(Optimizer o) noexcept {
   switch (o) {
-    case Optimizer::sgd: return 0;
-    case Optimizer::momentum: return 1;
-    default: return 2;
+    case Optimizer::sgd:
+      return 0;
+    case Optimizer::momentum:
+      return 1;
+    default:
+      return 2;
   }
 }
 

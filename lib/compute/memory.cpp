@@ -64,10 +64,14 @@ Seconds recompute_time(const LayerTimes& t, std::size_t i, int block, const Comp
   // FSDP2's copy-out (eq. S10) belongs to the gather, not to the forward that a recompute runs again
   const Seconds forward = t.forward[i] - (i < t.forward_copies.size() ? t.forward_copies[i] : Seconds{});
   switch (opt.recompute) {
-    case Recompute::none: return Seconds{};
-    case Recompute::full: return block_checkpointed(block, opt.recompute_blocks) ? forward : Seconds{};  // R1
-    case Recompute::selective: return core;                                                             // R2
-    case Recompute::op: return forward - core - gemm * 0.5;                                             // R3
+    case Recompute::none:
+      return Seconds{};
+    case Recompute::full:
+      return block_checkpointed(block, opt.recompute_blocks) ? forward : Seconds{};  // R1
+    case Recompute::selective:
+      return core;  // R2
+    case Recompute::op:
+      return forward - core - gemm * 0.5;  // R3
   }
   return Seconds{};
 }
@@ -98,10 +102,17 @@ double recompute_flops_per_sample(const Network& net, const ComputeOptions& opt)
     const Layer& l = net.layers[i];
     const double core = attention_core_flops_per_sample(l);
     switch (opt.recompute) {
-      case Recompute::none: break;
-      case Recompute::full: f += block_checkpointed(block[i], opt.recompute_blocks) ? l.forward_flops_per_sample : 0.0; break;
-      case Recompute::selective: f += core; break;
-      case Recompute::op: f += 0.5 * (l.forward_flops_per_sample - core); break;
+      case Recompute::none:
+        break;
+      case Recompute::full:
+        f += block_checkpointed(block[i], opt.recompute_blocks) ? l.forward_flops_per_sample : 0.0;
+        break;
+      case Recompute::selective:
+        f += core;
+        break;
+      case Recompute::op:
+        f += 0.5 * (l.forward_flops_per_sample - core);
+        break;
     }
   }
   return f;
@@ -180,7 +191,9 @@ double recompute_kept_bytes_per_sample(const Network& net, const ComputeOptions&
           total += (starts ? input_bytes(i) : 0.0) + out + 0.5 * std::max(0.0, k - out);
         }
         break;
-      default: total += k; break;
+      default:
+        total += k;
+        break;
     }
   }
   return opt.recompute == Recompute::full ? total + largest_block : total;
@@ -218,7 +231,7 @@ Bytes activation_bytes_per_sample(const Network& net, const ComputeOptions& opt)
   const bool flash = fused_attention(opt.attention);
   const bool per_block = opt.recompute != Recompute::none && !opt.checkpointing;
   double kept = opt.checkpointing ? checkpointed_kept_bytes_per_sample(net, flash, opt.lrn)
-                : per_block       ? recompute_kept_bytes_per_sample(net, opt, flash)
+      : per_block                 ? recompute_kept_bytes_per_sample(net, opt, flash)
                                   : net.total_kept_bytes_per_sample();
   if (flash && !opt.checkpointing && !per_block)
     for (const auto& l : net.layers) kept -= flash_attention_saving_per_sample(l);
@@ -231,13 +244,13 @@ Bytes activation_bytes_per_sample(const Network& net, const ComputeOptions& opt)
   return bytes(a + fp32_loss_bytes_per_sample(net, opt));
 }
 
-MemoryEstimate estimate_training_memory(const Network& net, int batch, const ComputeOptions& opt, const Sharding& sh,
-                                        int shard, Bytes reserved) {
+MemoryEstimate estimate_training_memory(const Network& net, int batch, const ComputeOptions& opt, const Sharding& sh, int shard,
+                                        Bytes reserved) {
   return estimate_training_memory(net, batch, opt, sh, shard, reserved, activation_bytes_per_sample(net, opt));
 }
 
-MemoryEstimate estimate_training_memory(const Network& net, int batch, const ComputeOptions& opt, const Sharding& sh,
-                                        int shard, Bytes reserved, Bytes activations_per_sample) {
+MemoryEstimate estimate_training_memory(const Network& net, int batch, const ComputeOptions& opt, const Sharding& sh, int shard,
+                                        Bytes reserved, Bytes activations_per_sample) {
   if (shard < 1) throw std::invalid_argument("estimate_training_memory: a shard group holds at least one GPU");
   if (batch < 1) throw std::invalid_argument("estimate_training_memory: the batch must be at least 1");
   const double p = static_cast<double>(net.total_params());
@@ -273,8 +286,7 @@ MemoryEstimate estimate_training_memory(const Network& net, int batch, const Com
       // the gathered units held at once (FULL_SHARD; SHARD_GRAD_OP holds the whole working copy, above)
       // and one unit's full gradient before its reduce-scatter
       m.gathered = bytes(L * gradient_bytes_per_element(opt.precision)) +
-                   (params_sharded ? bytes(L * working_bytes_per_element(opt.precision) * std::max(sh.in_flight, 1))
-                                   : Bytes{});
+          (params_sharded ? bytes(L * working_bytes_per_element(opt.precision) * std::max(sh.in_flight, 1)) : Bytes{});
     }
   }
   // The caching allocator rounds blocks up and cannot reuse freed blocks of other sizes: slack grows with
@@ -307,16 +319,15 @@ MemoryFit check_memory_fit(const Network& net, const GpuSpec& gpu, int batch, co
   // The quotient can pass what an int holds (80 GB at 1 B per sample: 8·10^10); converting such a double
   // is undefined behaviour, so it is clamped first.
   f.largest_batch = f.available >= fixed && per_sample > Bytes{}
-                        ? static_cast<int>(std::min(std::floor((f.available - fixed) / per_sample),
-                                                    static_cast<double>(std::numeric_limits<int>::max())))
-                        : 0;
+      ? static_cast<int>(
+            std::min(std::floor((f.available - fixed) / per_sample), static_cast<double>(std::numeric_limits<int>::max())))
+      : 0;
   if (!f.fits)
     f.warning = fmt::format(
         "warning: {} at batch {} needs about {} per GPU ({} activations, {} weights, gradients and optimiser state), "
         "more than the {} of a {}; {}",
         net.name, batch, f.need.total(), f.need.activations,
-        f.need.weights + f.need.gradients + f.need.optimizer_state + f.need.gathered,
-        f.available, gpu.name,
+        f.need.weights + f.need.gradients + f.need.optimizer_state + f.need.gathered, f.available, gpu.name,
         f.largest_batch > 0 ? fmt::format("the largest batch that fits is about {}", f.largest_batch)
                             : std::string("not even batch 1 fits without sharding or offloading the model"));
   return f;

@@ -36,12 +36,12 @@ KernelParams read_params(const Node& node, KernelParams base, const std::string&
   if (auto n = m.optional("optimizer_pass_efficiency")) base.optimizer_pass_efficiency = fraction(*n);
   if (auto n = m.optional("kernel_overhead")) {
     base.kernel_overhead = n->seconds();
-    if (base.kernel_overhead < Seconds{} || base.kernel_overhead > seconds(1.0))
-      n->fail("a kernel overhead lies in [0, 1 s]");
+    if (base.kernel_overhead < Seconds{} || base.kernel_overhead > seconds(1.0)) n->fail("a kernel overhead lies in [0, 1 s]");
   }
   if (auto n = m.optional("winograd_gain")) {
     base.winograd_gain = n->number();
-    if (!(base.winograd_gain >= 1.0 && base.winograd_gain <= 4.0)) n->fail("Winograd saves 1x to 4x the multiplies (F(4x4,3x3)), got a value outside [1, 4]");
+    if (!(base.winograd_gain >= 1.0 && base.winograd_gain <= 4.0))
+      n->fail("Winograd saves 1x to 4x the multiplies (F(4x4,3x3)), got a value outside [1, 4]");
   }
   if (auto n = m.optional("fft_taps")) {
     base.fft_taps = n->number();
@@ -51,8 +51,8 @@ KernelParams read_params(const Node& node, KernelParams base, const std::string&
     base.operand_feed = n->number();
     if (!(base.operand_feed >= 0.0 && base.operand_feed <= 256.0)) n->fail("operand_feed lies in [0, 256]");
   }
-  for (auto [key, field] : {std::pair{"nchw_norm_rate", &base.nchw_norm_rate},
-                             std::pair{"nchw_norm_rate_bf16", &base.nchw_norm_rate_bf16}}) {
+  for (auto [key, field] :
+       {std::pair{"nchw_norm_rate", &base.nchw_norm_rate}, std::pair{"nchw_norm_rate_bf16", &base.nchw_norm_rate_bf16}}) {
     if (auto n = m.optional(key)) {
       *field = n->number();
       if (!(*field > 0.0 && *field <= 64.0)) n->fail("a batch norm's element passes per SM per clock lie in (0, 64]");
@@ -90,9 +90,7 @@ const KernelParams& KernelParamSet::for_architecture(std::string_view architectu
   return defaults;
 }
 
-KernelParamSet load_kernel_params(const std::filesystem::path& file) {
-  return read_set(yamlio::load_file(file), file.string());
-}
+KernelParamSet load_kernel_params(const std::filesystem::path& file) { return read_set(yamlio::load_file(file), file.string()); }
 KernelParamSet parse_kernel_params(const std::string& yaml_text, const std::string& display_name) {
   return read_set(yamlio::load_string(yaml_text, display_name), display_name);
 }

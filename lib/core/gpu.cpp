@@ -14,9 +14,9 @@ Precision precision_from_string(std::string_view name) {
 }
 
 std::string GpuSpec::missing_mode(Precision p, std::string_view cluster) const {
-  const std::string_view needs = p == Precision::tf32  ? "TF32 tensor cores, Ampere or newer"
-                                 : p == Precision::fp8 ? "fp8 tensor cores, Hopper or newer"
-                                                       : "bf16 math, Ampere or newer";
+  const std::string_view needs = p == Precision::tf32 ? "TF32 tensor cores, Ampere or newer"
+      : p == Precision::fp8                           ? "fp8 tensor cores, Hopper or newer"
+                                                      : "bf16 math, Ampere or newer";
   if (cluster.empty()) return fmt::format("the {} has no {} mode (it needs {})", name, to_string(p), needs);
   return fmt::format("the {} of cluster '{}' has no {} mode (it needs {})", name, cluster, to_string(p), needs);
 }

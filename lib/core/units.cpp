@@ -16,24 +16,27 @@ struct UnitScale {
   double scale;  // to base units
 };
 
-constexpr std::array kTime{
-    UnitScale{"s", 1.0}, UnitScale{"ms", 1e-3}, UnitScale{"us", 1e-6}, UnitScale{"\xC2\xB5s", 1e-6},
-    UnitScale{"ns", 1e-9}, UnitScale{"min", 60.0}, UnitScale{"h", 3600.0}};
+constexpr std::array kTime{UnitScale{"s", 1.0},   UnitScale{"ms", 1e-3},  UnitScale{"us", 1e-6}, UnitScale{"\xC2\xB5s", 1e-6},
+                           UnitScale{"ns", 1e-9}, UnitScale{"min", 60.0}, UnitScale{"h", 3600.0}};
 
-constexpr std::array kSize{
-    UnitScale{"B", 1.0},        UnitScale{"kB", 1e3},          UnitScale{"KB", 1e3},
-    UnitScale{"MB", 1e6},       UnitScale{"GB", 1e9},          UnitScale{"TB", 1e12},
-    UnitScale{"PB", 1e15},      UnitScale{"KiB", 1024.0},      UnitScale{"MiB", 1048576.0},
-    UnitScale{"GiB", 1073741824.0}, UnitScale{"TiB", 1099511627776.0}};
+constexpr std::array kSize{UnitScale{"B", 1.0},
+                           UnitScale{"kB", 1e3},
+                           UnitScale{"KB", 1e3},
+                           UnitScale{"MB", 1e6},
+                           UnitScale{"GB", 1e9},
+                           UnitScale{"TB", 1e12},
+                           UnitScale{"PB", 1e15},
+                           UnitScale{"KiB", 1024.0},
+                           UnitScale{"MiB", 1048576.0},
+                           UnitScale{"GiB", 1073741824.0},
+                           UnitScale{"TiB", 1099511627776.0}};
 
-constexpr std::array kBitRate{
-    UnitScale{"b/s", 1.0},  UnitScale{"kb/s", 1e3},  UnitScale{"Kb/s", 1e3},  UnitScale{"Mb/s", 1e6},
-    UnitScale{"Gb/s", 1e9}, UnitScale{"Tb/s", 1e12}, UnitScale{"bps", 1.0},   UnitScale{"kbps", 1e3},
-    UnitScale{"Kbps", 1e3}, UnitScale{"Mbps", 1e6},  UnitScale{"Gbps", 1e9},  UnitScale{"Tbps", 1e12}};
+constexpr std::array kBitRate{UnitScale{"b/s", 1.0},  UnitScale{"kb/s", 1e3},  UnitScale{"Kb/s", 1e3}, UnitScale{"Mb/s", 1e6},
+                              UnitScale{"Gb/s", 1e9}, UnitScale{"Tb/s", 1e12}, UnitScale{"bps", 1.0},  UnitScale{"kbps", 1e3},
+                              UnitScale{"Kbps", 1e3}, UnitScale{"Mbps", 1e6},  UnitScale{"Gbps", 1e9}, UnitScale{"Tbps", 1e12}};
 
-constexpr std::array kPrefix{UnitScale{"", 1.0},   UnitScale{"k", 1e3},   UnitScale{"K", 1e3},
-                             UnitScale{"M", 1e6},  UnitScale{"G", 1e9},   UnitScale{"T", 1e12},
-                             UnitScale{"P", 1e15}};
+constexpr std::array kPrefix{UnitScale{"", 1.0},  UnitScale{"k", 1e3},  UnitScale{"K", 1e3}, UnitScale{"M", 1e6},
+                             UnitScale{"G", 1e9}, UnitScale{"T", 1e12}, UnitScale{"P", 1e15}};
 
 struct Split {
   double value;
@@ -59,7 +62,10 @@ Split split(std::string_view text, std::string_view what) {
   const std::string_view unit = trim(std::string_view(ptr, static_cast<std::size_t>(s.data() + s.size() - ptr)));
   if (unit.empty()) {
     throw UnitError("'" + std::string(text) + "' has no unit (" + std::string(what) + " needs one, e.g. " +
-                    (what == "time" ? "\"5 us\"" : what == "size" ? "\"25 MiB\"" : what == "bandwidth" ? "\"25 GB/s\"" : "\"15.7 TFLOPS\"") +
+                    (what == "time"            ? "\"5 us\""
+                         : what == "size"      ? "\"25 MiB\""
+                         : what == "bandwidth" ? "\"25 GB/s\""
+                                               : "\"15.7 TFLOPS\"") +
                     ")");
   }
   if (v < 0) throw UnitError("'" + std::string(text) + "' is negative");
@@ -73,10 +79,9 @@ const UnitScale* find(const std::array<UnitScale, N>& table, std::string_view un
   return nullptr;
 }
 
-[[noreturn]] void unknown_unit(std::string_view text, std::string_view unit, std::string_view what,
-                               std::string_view examples) {
-  throw UnitError("unknown " + std::string(what) + " unit '" + std::string(unit) + "' in '" + std::string(text) +
-                  "' (use " + std::string(examples) + ")");
+[[noreturn]] void unknown_unit(std::string_view text, std::string_view unit, std::string_view what, std::string_view examples) {
+  throw UnitError("unknown " + std::string(what) + " unit '" + std::string(unit) + "' in '" + std::string(text) + "' (use " +
+                  std::string(examples) + ")");
 }
 
 double prefixed(std::string_view unit, std::string_view stem) {

@@ -121,8 +121,10 @@ void apply_cpu_option(ImportedNode& n, const std::string& spec) {
     return std::islower(static_cast<unsigned char>(ch)) || std::isdigit(static_cast<unsigned char>(ch)) || ch == '_';
   });
   if (!(vendor == "intel" || vendor == "amd" || vendor == "power" || vendor == "ibm" || vendor == "arm") || !model_ok)
-    throw InputError(SourceLocation{}, "cpu", fmt::format("'{}' is not VENDOR[:MODEL] (intel, amd, power or arm; e.g. intel:skylake, "
-                                          "intel:sapphire_rapids, amd)", spec));
+    throw InputError(SourceLocation{}, "cpu",
+                     fmt::format("'{}' is not VENDOR[:MODEL] (intel, amd, power or arm; e.g. intel:skylake, "
+                                 "intel:sapphire_rapids, amd)",
+                                 spec));
   for (auto& c : n.cpus) {
     c.arch = vendor == "power" || vendor == "ibm" ? "power" : vendor == "arm" ? "arm" : "x86";
     c.vendor = vendor == "power" || vendor == "ibm" ? "ibm" : vendor == "arm" ? "other" : vendor;
@@ -167,8 +169,8 @@ std::string write_cluster_yaml(ImportedNode& n, const TopologyImportOptions& opt
   std::vector<std::string> said = std::move(n.notes);  // for stderr; the same lines go into the YAML as comments
   n.notes.clear();
   // for the YAML's `assumed:`, which every prediction on the cluster says
-  std::vector<std::pair<std::string, std::string>> assumed{
-      {"framework", "pytorch-ddp"}, {"input", "synthetic data (the capture names no storage)"}};
+  std::vector<std::pair<std::string, std::string>> assumed{{"framework", "pytorch-ddp"},
+                                                           {"input", "synthetic data (the capture names no storage)"}};
   if (!opt.cpu.empty()) {
     apply_cpu_option(n, opt.cpu);
   } else if (!n.cpu_known) {
@@ -183,8 +185,10 @@ std::string write_cluster_yaml(ImportedNode& n, const TopologyImportOptions& opt
     }
   std::string gpu_id;
   if (opt.gpu.empty() && n.gpu_unnamed)
-    throw InputError(SourceLocation{}, "gpu", fmt::format("{} places its GPUs by PCI class alone (no <gpu> element says which model): "
-                                          "--gpu ID says which (an id of topologies/gpus.yaml)", n.source));
+    throw InputError(SourceLocation{}, "gpu",
+                     fmt::format("{} places its GPUs by PCI class alone (no <gpu> element says which model): "
+                                 "--gpu ID says which (an id of topologies/gpus.yaml)",
+                                 n.source));
   if (!opt.gpu.empty()) {
     try {
       gpu_id = opt.gpu;
@@ -196,8 +200,8 @@ std::string write_cluster_yaml(ImportedNode& n, const TopologyImportOptions& opt
     const auto [id, also] = guess_gpu(n.sm, n.nvlinks_per_gpu);
     gpu_id = id;
     const std::string from = n.sm ? fmt::format("SM {} and {} NVLinks per GPU", n.sm, n.nvlinks_per_gpu)
-                                  : n.nvlinks_per_gpu ? fmt::format("{} NVLinks per GPU", n.nvlinks_per_gpu)
-                                                      : std::string("no NVLink (a PCIe GPU; the capture says no more)");
+        : n.nvlinks_per_gpu       ? fmt::format("{} NVLinks per GPU", n.nvlinks_per_gpu)
+                                  : std::string("no NVLink (a PCIe GPU; the capture says no more)");
     std::string others;
     for (const auto& a : also)
       if (a != id) others += (others.empty() ? "" : ", ") + a;
@@ -207,7 +211,8 @@ std::string write_cluster_yaml(ImportedNode& n, const TopologyImportOptions& opt
   }
   if (opt.nodes < 0) throw InputError(SourceLocation{}, "nodes", "a cluster needs at least one node");
   if (opt.nodes > 1 && !opt.fabric)
-    throw InputError(SourceLocation{}, "nodes", "a cluster of more than one node needs --fabric KIND:SPEED[:COUNT] (e.g. infiniband:200Gb/s)");
+    throw InputError(SourceLocation{}, "nodes",
+                     "a cluster of more than one node needs --fabric KIND:SPEED[:COUNT] (e.g. infiniband:200Gb/s)");
   if (opt.fabric) apply_fabric(n, *opt.fabric);
   if (std::any_of(n.nics.begin(), n.nics.end(), [](const auto& nic) { return nic.second.empty(); }))
     assumed.emplace_back("nics", "100 Gb/s each (not in the capture)");

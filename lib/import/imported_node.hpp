@@ -33,18 +33,17 @@ struct ImportedNode {
   std::vector<std::string> switches, nvswitches;
   std::vector<std::pair<std::string, std::string>> nics;  // name, speed ("" when unknown)
   std::vector<ImportedLink> links;
-  int nvlinks_per_gpu = 0;  // a GPU's NVLinks (to the switches, or summed over its peers)
-  bool cpu_known = false;   // the dump says which CPU (NCCL's XML does, nvidia-smi does not)
-  bool gpu_unnamed = false;  // no GPU in the file says what it is (an NCCL_TOPO_FILE's GPUs by PCI class alone)
+  int nvlinks_per_gpu = 0;         // a GPU's NVLinks (to the switches, or summed over its peers)
+  bool cpu_known = false;          // the dump says which CPU (NCCL's XML does, nvidia-smi does not)
+  bool gpu_unnamed = false;        // no GPU in the file says what it is (an NCCL_TOPO_FILE's GPUs by PCI class alone)
   std::vector<std::string> notes;  // what was guessed or defaulted: warnings, and comments in the YAML
 };
 
 /// A name the cluster YAML can carry unquoted as a vertex: a letter or digit, then letters, digits, '_', '-', '.'.
 inline bool plain_name(const std::string& d) {
-  return !d.empty() && std::isalnum(static_cast<unsigned char>(d[0])) &&
-         std::all_of(d.begin(), d.end(), [](char ch) {
-           return std::isalnum(static_cast<unsigned char>(ch)) || ch == '_' || ch == '-' || ch == '.';
-         });
+  return !d.empty() && std::isalnum(static_cast<unsigned char>(d[0])) && std::all_of(d.begin(), d.end(), [](char ch) {
+    return std::isalnum(static_cast<unsigned char>(ch)) || ch == '_' || ch == '-' || ch == '.';
+  });
 }
 
 /// `s` with every byte outside printable ASCII written as \xNN, for error messages that stay one line.

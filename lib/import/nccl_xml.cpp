@@ -100,7 +100,8 @@ class XmlReader {
         if (pos_ >= s_.size() || s_[pos_] != '=') fail(fmt::format("attribute '{}' of <{}> has no value", key, e.tag));
         ++pos_;
         skip_space();
-        if (pos_ >= s_.size() || (s_[pos_] != '"' && s_[pos_] != '\'')) fail(fmt::format("attribute '{}' needs a quoted value", key));
+        if (pos_ >= s_.size() || (s_[pos_] != '"' && s_[pos_] != '\''))
+          fail(fmt::format("attribute '{}' needs a quoted value", key));
         const char q = s_[pos_++];
         const auto end = s_.find(q, pos_);
         if (end == std::string::npos) fail(fmt::format("unterminated value of '{}'", key));
@@ -134,8 +135,9 @@ class XmlReader {
   }
   std::string name() {
     const auto start = pos_;
-    while (pos_ < s_.size() && (std::isalnum(static_cast<unsigned char>(s_[pos_])) || s_[pos_] == '_' || s_[pos_] == '-' ||
-                                s_[pos_] == ':' || s_[pos_] == '.'))
+    while (pos_ < s_.size() &&
+           (std::isalnum(static_cast<unsigned char>(s_[pos_])) || s_[pos_] == '_' || s_[pos_] == '-' || s_[pos_] == ':' ||
+            s_[pos_] == '.'))
       ++pos_;
     return s_.substr(start, pos_ - start);
   }
@@ -184,7 +186,7 @@ struct NcclDump {
   ImportedNode node;
   std::vector<DumpGpu> gpus;
   std::map<std::string, std::string> bus_to_name;
-  int defaulted = 0;  // PCI elements without a usable link_speed/link_width
+  int defaulted = 0;                             // PCI elements without a usable link_speed/link_width
   int class_only_gpus = 0, class_only_nics = 0;  // <pci> of a GPU or NIC class without <gpu>/<nic> (NCCL_TOPO_FILE)
 
   // A <nic> straight under a <cpu> (virtual NICs, as in cloud VMs): NCCL joins it to the CPU with a
@@ -315,8 +317,8 @@ struct NcclDump {
           if (const auto it = renamed.find(*end); it != renamed.end()) *end = it->second;
       std::string devs;
       for (const auto& g : gpus) devs += (devs.empty() ? "" : ", ") + std::to_string(g.dev);
-      node.notes.push_back(fmt::format("GPUs dev {} (the NVML indices of the GPUs the job saw) are gpu0 … gpu{}", devs,
-                                       gpus.size() - 1));
+      node.notes.push_back(
+          fmt::format("GPUs dev {} (the NVML indices of the GPUs the job saw) are gpu0 … gpu{}", devs, gpus.size() - 1));
     }
     return gpu_of_bus;
   }
@@ -337,7 +339,7 @@ struct NcclDump {
         const std::string tclass = attr(l, "tclass");
         const std::string self = fmt::format("gpu{}", i);
         const std::string target = lower_ascii(attr(l, "target"));  // NCCL prints bus ids in lower case; a hand edit may not
-        if (target == g.busid && tclass != "0x068000") {  // a GPU's NVLink to itself carries nothing
+        if (target == g.busid && tclass != "0x068000") {            // a GPU's NVLink to itself carries nothing
           ++self_links;
           continue;
         }
@@ -347,8 +349,10 @@ struct NcclDump {
           to_nvs[self] += count;
         } else if (tclass.rfind("0x03", 0) == 0) {  // a display controller: 3D (0x0302), VGA (0x0300), other (0x0380)
           auto it = gpu_of_bus.find(target);
-          if (it == gpu_of_bus.end()) fail_at_element(file, l, fmt::format("<nvlink> target '{}' is no GPU of the dump", attr(l, "target")));
-          if (it->second > static_cast<int>(i)) node.links.push_back({self, fmt::format("gpu{}", it->second), "nvlink", count, 0, 0, {}});
+          if (it == gpu_of_bus.end())
+            fail_at_element(file, l, fmt::format("<nvlink> target '{}' is no GPU of the dump", attr(l, "target")));
+          if (it->second > static_cast<int>(i))
+            node.links.push_back({self, fmt::format("gpu{}", it->second), "nvlink", count, 0, 0, {}});
         } else {
           node.links.push_back({self, g.cpu, "nvlink", count, 0, 0, {}});  // NVLink to the CPU (POWER9)
         }
@@ -356,12 +360,13 @@ struct NcclDump {
       node.nvlinks_per_gpu = std::max(node.nvlinks_per_gpu, links_of_gpu);
     }
     if (c2c_gpus > 0)
-      node.notes.push_back(fmt::format("{} GPU(s) with a <c2c> link to their Grace CPU: dlscale does not model C2C, the GPU "
-                                       "reaches its CPU and NICs over the PCI link of the dump",
-                                       c2c_gpus));
+      node.notes.push_back(
+          fmt::format("{} GPU(s) with a <c2c> link to their Grace CPU: dlscale does not model C2C, the GPU "
+                      "reaches its CPU and NICs over the PCI link of the dump",
+                      c2c_gpus));
     if (self_links > 0)
-      node.notes.push_back(fmt::format("{} <nvlink> element(s) whose target is their own GPU left out (they join no two devices)",
-                                       self_links));
+      node.notes.push_back(
+          fmt::format("{} <nvlink> element(s) whose target is their own GPU left out (they join no two devices)", self_links));
     for (const auto& [gpu, count] : to_nvs) node.links.push_back({gpu, "nvs0", "nvlink", count, 0, 0, {}});
   }
 };
@@ -372,11 +377,13 @@ const XmlElement& system_of(const XmlElement& doc, const std::string& file) {
   for (const auto& c : doc.children)
     if (c.tag == "system") system = &c;
   if (!system) {
-    const bool graphs = std::any_of(doc.children.begin(), doc.children.end(), [](const XmlElement& e) { return e.tag == "graphs"; });
-    fail_at(file, 1, graphs ? "<graphs> is NCCL's graph dump (NCCL_GRAPH_DUMP_FILE), not its topology: rerun with "
-                              "NCCL_TOPO_DUMP_FILE=FILE set and import that file"
-                            : "no <system> element: not an NCCL_TOPO_DUMP_FILE (rerun with NCCL_TOPO_DUMP_FILE=FILE set and "
-                              "import that file)");
+    const bool graphs =
+        std::any_of(doc.children.begin(), doc.children.end(), [](const XmlElement& e) { return e.tag == "graphs"; });
+    fail_at(file, 1,
+            graphs ? "<graphs> is NCCL's graph dump (NCCL_GRAPH_DUMP_FILE), not its topology: rerun with "
+                     "NCCL_TOPO_DUMP_FILE=FILE set and import that file"
+                   : "no <system> element: not an NCCL_TOPO_DUMP_FILE (rerun with NCCL_TOPO_DUMP_FILE=FILE set and "
+                     "import that file)");
   }
   return *system;
 }
@@ -396,21 +403,24 @@ std::string import_nccl_xml(const std::string& text, const std::string& file, co
   for (const auto& c : system.children)
     if (c.tag == "cpu") dump.read_cpu(c);
   if (dump.gpus.empty())
-    fail_at_element(file, system, "no <gpu> in the dump (and no <pci> of a GPU class): rerun with NCCL_TOPO_DUMP_FILE=FILE "
-                                  "set and import that file whole");
+    fail_at_element(file, system,
+                    "no <gpu> in the dump (and no <pci> of a GPU class): rerun with NCCL_TOPO_DUMP_FILE=FILE "
+                    "set and import that file whole");
   node.gpu_unnamed = dump.class_only_gpus == static_cast<int>(dump.gpus.size());
   if (dump.class_only_gpus + dump.class_only_nics > 0)
-    node.notes.push_back(fmt::format("{} GPU(s) and {} NIC(s) are placed by their PCI class alone (an NCCL_TOPO_FILE: NCCL "
-                                     "adds their <gpu> and <nic> at run time): the file has no NVLink and no NIC speed, "
-                                     "so none is imported; --gpu ID and --fabric KIND:SPEED say them, a dump "
-                                     "(NCCL_TOPO_DUMP_FILE) has the NVLinks",
-                                     dump.class_only_gpus, dump.class_only_nics));
+    node.notes.push_back(
+        fmt::format("{} GPU(s) and {} NIC(s) are placed by their PCI class alone (an NCCL_TOPO_FILE: NCCL "
+                    "adds their <gpu> and <nic> at run time): the file has no NVLink and no NIC speed, "
+                    "so none is imported; --gpu ID and --fabric KIND:SPEED say them, a dump "
+                    "(NCCL_TOPO_DUMP_FILE) has the NVLinks",
+                    dump.class_only_gpus, dump.class_only_nics));
   const auto gpu_of_bus = dump.number_gpus();
   node.gpus = static_cast<int>(dump.gpus.size());
   if (dump.defaulted > 0)
-    node.notes.push_back(fmt::format("{} PCI link(s) without a link_speed or link_width (a virtual machine?): taken as "
-                                     "NCCL does, Gen3 x16",
-                                     dump.defaulted));
+    node.notes.push_back(
+        fmt::format("{} PCI link(s) without a link_speed or link_width (a virtual machine?): taken as "
+                    "NCCL does, Gen3 x16",
+                    dump.defaulted));
   dump.read_nvlinks(gpu_of_bus);
   for (std::size_t a = 0; a < node.cpus.size(); ++a)
     for (std::size_t b = a + 1; b < node.cpus.size(); ++b)

@@ -38,7 +38,8 @@ std::string without_terminal_codes(std::string line) {
     ++j;
     while (j < line.size() && (std::isdigit(static_cast<unsigned char>(line[j])) || line[j] == ';')) ++j;
     // ESC [ … any final letter; a bare "[4m" only as SGR (digits, then 'm')
-    if (j >= line.size() || !(esc ? std::isalpha(static_cast<unsigned char>(line[j])) != 0 : line[j] == 'm' && j > i + 1)) continue;
+    if (j >= line.size() || !(esc ? std::isalpha(static_cast<unsigned char>(line[j])) != 0 : line[j] == 'm' && j > i + 1))
+      continue;
     std::fill(line.begin() + static_cast<std::ptrdiff_t>(i), line.begin() + static_cast<std::ptrdiff_t>(j) + 1, ' ');
     i = j;
   }
@@ -92,7 +93,7 @@ struct SmiCapture {
   std::vector<SmiRow> rows;
   std::map<std::string, std::vector<std::string>> nic_rows;  // NIC row → its cells under the device columns
   std::map<std::string, std::string> legend;                 // NIC0 → mlx5_2
-  int later_capture = 0;  // the line of a second capture's header (only the first is read)
+  int later_capture = 0;                                     // the line of a second capture's header (only the first is read)
 };
 
 /// Whitespace-separated cells; `at` receives the 1-based column where each cell's text starts.
@@ -147,16 +148,17 @@ void read_gpu_row(SmiCapture& cap, const std::string& file, const std::string& l
   if (const auto k = whole_number(std::string_view(cells[0]).substr(3), 0, 1 << 20);
       !k || *k != static_cast<long long>(cap.rows.size()))
     fail_at(file, lineno,
-            fmt::format("row '{}' where GPU{} belongs (the rows are GPU0, GPU1, ... in order, each once)",
-                        printable(cells[0]), cap.rows.size()),
+            fmt::format("row '{}' where GPU{} belongs (the rows are GPU0, GPU1, ... in order, each once)", printable(cells[0]),
+                        cap.rows.size()),
             at[0]);
   SmiRow r{cells[0], {}, {}, {}, {}, lineno, static_cast<int>(line.find_last_not_of(" \t\r")) + 2};
   // Every column of the header needs its cell: a row one cell short would shift the affinity into
   // the matrix and the matrix out of place.
   const auto& columns = cap.columns;
   if (cells.size() - 1 < columns.size())
-    fail_at(file, lineno, fmt::format("row {} has {} cells, the header names {} columns{}", cells[0], cells.size() - 1,
-                                      columns.size(), last ? fmt::format(" (the capture ends here: {})", kRerunSmi) : ""),
+    fail_at(file, lineno,
+            fmt::format("row {} has {} cells, the header names {} columns{}", cells[0], cells.size() - 1, columns.size(),
+                        last ? fmt::format(" (the capture ends here: {})", kRerunSmi) : ""),
             r.end);
   for (std::size_t i = 1; i < cells.size(); ++i) {
     if (i - 1 < columns.size() && affinity_col(columns[i - 1])) r.affinity = cells[i];
@@ -179,7 +181,7 @@ SmiCapture read_capture(const std::string& text, const std::string& file) {
   std::string line;
   int lineno = 0;
   std::string capture_host, pending_host;  // pdsh: the host whose capture is read, the host of this line
-  bool after = false;  // past the matrix (its legends)
+  bool after = false;                      // past the matrix (its legends)
   while (std::getline(in, line)) {
     ++lineno;
     line = without_terminal_codes(line);
@@ -226,7 +228,8 @@ SmiCapture read_capture(const std::string& text, const std::string& file) {
     read_gpu_row(cap, file, line, cells, at, lineno, in.peek() == EOF);
   }
   if (cap.columns.empty() && cap.headless_row)
-    fail_at(file, cap.headless_row, fmt::format("a GPU0 row without the header line above it (a cut-off capture): {}", kRerunSmi));
+    fail_at(file, cap.headless_row,
+            fmt::format("a GPU0 row without the header line above it (a cut-off capture): {}", kRerunSmi));
   if (cap.columns.empty())
     fail_at(file, 1, fmt::format("no 'nvidia-smi topo -m' matrix found (a header row starting with GPU0): {}", kRerunSmi));
   if (cap.rows.empty())
@@ -253,7 +256,8 @@ std::vector<std::string> device_columns(const SmiCapture& cap, const std::string
     if (d.rfind("GPU", 0) == 0 && !whole_number(std::string_view(d).substr(3), 0, ngpus - 1)) {
       // GPU0 … GPU<rows-1> all there, and more: the rows stop short of the header (a cut-off capture)
       bool cut = whole_number(std::string_view(d).substr(3), ngpus, 1 << 20).has_value();
-      for (int g = 0; g < ngpus && cut; ++g) cut = std::find(columns.begin(), columns.end(), fmt::format("GPU{}", g)) != columns.end();
+      for (int g = 0; g < ngpus && cut; ++g)
+        cut = std::find(columns.begin(), columns.end(), fmt::format("GPU{}", g)) != columns.end();
       fail_at(file, cap.header_line,
               fmt::format("column '{}' names no GPU row (the matrix has GPU0 … GPU{}){}", d, ngpus - 1,
                           cut ? fmt::format(": the rows stop short of the header (a cut-off capture); {}", kRerunSmi) : ""),
@@ -263,7 +267,8 @@ std::vector<std::string> device_columns(const SmiCapture& cap, const std::string
     // plain name, or the file would not parse (found by fuzz_nvidia_smi: a header cell of binary bytes).
     if (d.rfind("GPU", 0) != 0 && !plain_name(d))
       fail_at(file, cap.header_line,
-              fmt::format("column '{}' is not a device name (a letter or digit, then letters, digits, '_', '-' or '.')", printable(d)),
+              fmt::format("column '{}' is not a device name (a letter or digit, then letters, digits, '_', '-' or '.')",
+                          printable(d)),
               cap.header_at[c]);
   }
   return devs;
@@ -280,7 +285,8 @@ std::vector<int> add_cpus(const std::vector<SmiRow>& rows, ImportedNode& node) {
   const int ngpus = static_cast<int>(rows.size());
   std::vector<std::string> affinities;
   std::vector<int> cpu_of(static_cast<std::size_t>(ngpus), 0);
-  const bool by_numa = std::all_of(rows.begin(), rows.end(), [](const SmiRow& r) { return whole_number(r.numa, 0, 4095).has_value(); });
+  const bool by_numa =
+      std::all_of(rows.begin(), rows.end(), [](const SmiRow& r) { return whole_number(r.numa, 0, 4095).has_value(); });
   for (int g = 0; g < ngpus; ++g) {
     const auto& row = rows[static_cast<std::size_t>(g)];
     const auto& a = by_numa ? row.numa : row.affinity;
@@ -291,7 +297,8 @@ std::vector<int> add_cpus(const std::vector<SmiRow>& rows, ImportedNode& node) {
     }
     cpu_of[static_cast<std::size_t>(g)] = static_cast<int>(it - affinities.begin());
   }
-  for (std::size_t c = 0; c < affinities.size(); ++c) node.cpus.push_back(ImportedCpu{fmt::format("cpu{}", c), "x86", "intel", ""});
+  for (std::size_t c = 0; c < affinities.size(); ++c)
+    node.cpus.push_back(ImportedCpu{fmt::format("cpu{}", c), "x86", "intel", ""});
   return cpu_of;
 }
 
@@ -327,7 +334,8 @@ int add_nvlinks(const std::vector<SmiRow>& rows, const std::vector<std::string>&
     for (int g = 0; g < ngpus; ++g) node.links.push_back({fmt::format("gpu{}", g), "nvs0", "nvlink", max_links, 0, 0, {}});
   } else {
     for (int a = 0; a < ngpus; ++a) {
-      links_per_gpu = std::max(links_per_gpu, std::accumulate(nv[static_cast<std::size_t>(a)].begin(), nv[static_cast<std::size_t>(a)].end(), 0));
+      links_per_gpu = std::max(
+          links_per_gpu, std::accumulate(nv[static_cast<std::size_t>(a)].begin(), nv[static_cast<std::size_t>(a)].end(), 0));
       for (int b = a + 1; b < ngpus; ++b)
         if (int k = nv[static_cast<std::size_t>(a)][static_cast<std::size_t>(b)]; k > 0)
           node.links.push_back({fmt::format("gpu{}", a), fmt::format("gpu{}", b), "nvlink", k, 0, 0, {}});
@@ -390,7 +398,7 @@ PcieGroups group_pcie(const SmiCapture& cap, const std::vector<std::string>& dev
 void add_pcie(PcieGroups& pg, int ngpus, const std::vector<int>& cpu_of, ImportedNode& node) {
   const auto& names = pg.names;
   std::map<int, std::string> switch_of;  // root → switch name
-  std::set<int> behind_bridges;           // devices with a PXB neighbour: behind a switch of their own
+  std::set<int> behind_bridges;          // devices with a PXB neighbour: behind a switch of their own
   for (auto [a, b] : pg.pxb) behind_bridges.insert(pg.find(a)), behind_bridges.insert(pg.find(b));
   for (std::size_t i = 0; i < names.size(); ++i) {
     const int r = pg.find(static_cast<int>(i));
@@ -465,8 +473,8 @@ std::string import_nvidia_smi(const std::string& text, const std::string& file, 
   node.what = "nvidia-smi topo -m";
   node.gpus = ngpus;
   if (cap.later_capture)
-    node.notes.push_back(fmt::format("a second capture begins at line {}: only the first (line {}) is read", cap.later_capture,
-                                     cap.header_line));
+    node.notes.push_back(
+        fmt::format("a second capture begins at line {}: only the first (line {}) is read", cap.later_capture, cap.header_line));
   const std::vector<int> cpu_of = add_cpus(cap.rows, node);
   const int links_per_gpu = add_nvlinks(cap.rows, devs, file, node);
   PcieGroups pcie = group_pcie(cap, devs, cpu_of);

@@ -9,10 +9,14 @@ namespace dlscale {
 
 std::string_view to_string(DataSource d) noexcept {
   switch (d) {
-    case DataSource::synthetic: return "synthetic";
-    case DataSource::ram: return "ram";
-    case DataSource::nvme: return "nvme";
-    case DataSource::nfs: return "nfs";
+    case DataSource::synthetic:
+      return "synthetic";
+    case DataSource::ram:
+      return "ram";
+    case DataSource::nvme:
+      return "nvme";
+    case DataSource::nfs:
+      return "nfs";
   }
   return "";
 }
@@ -22,7 +26,8 @@ DataSource data_source_from_string(std::string_view s, std::string_view option) 
   if (s == "ram") return DataSource::ram;
   if (s == "nvme") return DataSource::nvme;
   if (s == "nfs") return DataSource::nfs;
-  throw InputError(SourceLocation{}, std::string(option), fmt::format("unknown data source '{}' (synthetic, ram, nvme or nfs)", s));
+  throw InputError(SourceLocation{}, std::string(option),
+                   fmt::format("unknown data source '{}' (synthetic, ram, nvme or nfs)", s));
 }
 
 ReaderTime reader_time(const InputPipeline& p, int batch_per_gpu, int gpus_per_node, int nodes) {
@@ -33,10 +38,17 @@ ReaderTime reader_time(const InputPipeline& p, int batch_per_gpu, int gpus_per_n
   const bool fits = !(p.ram > Bytes{}) || p.dataset_size <= p.ram;
   if (p.data != DataSource::ram && !p.first_epoch && fits) r.tier = DataSource::ram;
   switch (r.tier) {
-    case DataSource::ram: r.bandwidth = p.page_cache; break;
-    case DataSource::nvme: r.bandwidth = p.nvme; break;
-    case DataSource::nfs: r.bandwidth = eq::shared_read_bandwidth(p.nfs_aggregate, p.nfs_per_node, nodes); break;
-    case DataSource::synthetic: break;
+    case DataSource::ram:
+      r.bandwidth = p.page_cache;
+      break;
+    case DataSource::nvme:
+      r.bandwidth = p.nvme;
+      break;
+    case DataSource::nfs:
+      r.bandwidth = eq::shared_read_bandwidth(p.nfs_aggregate, p.nfs_per_node, nodes);
+      break;
+    case DataSource::synthetic:
+      break;
   }
   const double samples = static_cast<double>(batch_per_gpu) * gpus_per_node;
   if (r.bandwidth > BytesPerSecond{}) r.storage = p.sample_size * samples / r.bandwidth;

@@ -4,14 +4,14 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <fcntl.h>
 #include <filesystem>
 #include <string>
 #include <string_view>
-#include <system_error>
-#include <utility>
-#include <fcntl.h>
 #include <sys/stat.h>
+#include <system_error>
 #include <unistd.h>
+#include <utility>
 
 #include "dlscale/atomic_file.hpp"
 #include "dlscale/error.hpp"
@@ -50,9 +50,8 @@ bool write_all(int fd, std::string_view content) {
 std::pair<int, std::filesystem::path> create_temporary(const std::string& path, const std::filesystem::path& target,
                                                        mode_t mode) {
   for (int i = 0;; ++i) {
-    std::filesystem::path tmp =
-        target.parent_path() / fmt::format("{}.tmp-dlscale-{}{}", target.filename().string(), ::getpid(),
-                                           i ? fmt::format("-{}", i) : std::string());
+    std::filesystem::path tmp = target.parent_path() /
+        fmt::format("{}.tmp-dlscale-{}{}", target.filename().string(), ::getpid(), i ? fmt::format("-{}", i) : std::string());
     const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode);
     if (fd >= 0) return {fd, std::move(tmp)};
     if (errno != EEXIST || i == 100) cannot_write(path, std::strerror(errno));

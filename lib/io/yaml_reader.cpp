@@ -1,5 +1,5 @@
-#include "io/yaml_reader.hpp"
 #include "io/files.hpp"
+#include "io/yaml_reader.hpp"
 
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
@@ -285,9 +285,7 @@ std::vector<std::int64_t> Node::integer_list() const {
   return out;
 }
 
-Node load_file(const std::filesystem::path& file) {
-  return parse_text(read_input_file(file), file.string());
-}
+Node load_file(const std::filesystem::path& file) { return parse_text(read_input_file(file), file.string()); }
 
 Node load_string(const std::string& text, const std::string& display_name) { return parse_text(text, display_name); }
 
@@ -313,7 +311,8 @@ MapReader::MapReader(Node map) : map_(std::move(map)) {
   values_.reserve(m.children.size() / 2);
   for (std::size_t i = 0; i + 1 < m.children.size(); i += 2) {
     const Item& k = items[static_cast<std::size_t>(m.children[i])];
-    if (k.kind != Item::Kind::scalar) throw InputError(location(k.line, k.column, map_.file()), map_.path(), "keys must be plain names");
+    if (k.kind != Item::Kind::scalar)
+      throw InputError(location(k.line, k.column, map_.file()), map_.path(), "keys must be plain names");
     const std::string& key = k.value;
     if (std::find(keys_.begin(), keys_.end(), key) != keys_.end()) {
       const std::string full = map_.path().empty() ? key : map_.path() + "." + key;
@@ -333,9 +332,7 @@ Node MapReader::child(int value, std::string_view key) const {
   return Node(map_.document(), value, map_.file_ptr(), std::move(full));
 }
 
-bool MapReader::has(std::string_view key) const {
-  return std::find(keys_.begin(), keys_.end(), key) != keys_.end();
-}
+bool MapReader::has(std::string_view key) const { return std::find(keys_.begin(), keys_.end(), key) != keys_.end(); }
 
 std::optional<Node> MapReader::optional(std::string_view key) {
   asked_.emplace_back(key);

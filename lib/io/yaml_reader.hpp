@@ -37,8 +37,7 @@ struct Document {
 
 class Node {
  public:
-  Node(std::shared_ptr<const detail::Document> doc, int index, std::shared_ptr<const std::string> file,
-       std::string path);
+  Node(std::shared_ptr<const detail::Document> doc, int index, std::shared_ptr<const std::string> file, std::string path);
 
   [[nodiscard]] SourceLocation where() const;
   [[nodiscard]] const std::string& path() const noexcept { return path_; }
@@ -82,7 +81,7 @@ class Node {
     return *enum_from_string<E>(choice(std::span<const std::string_view>(names)));
   }
 
-  [[nodiscard]] std::vector<Node> items() const;               // a sequence's elements
+  [[nodiscard]] std::vector<Node> items() const;                 // a sequence's elements
   [[nodiscard]] std::vector<std::int64_t> integer_list() const;  // a sequence of integers
   [[nodiscard]] const detail::Item& item() const noexcept { return doc_->items[static_cast<std::size_t>(index_)]; }
   [[nodiscard]] const std::shared_ptr<const detail::Document>& document() const noexcept { return doc_; }

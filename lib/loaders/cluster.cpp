@@ -39,7 +39,8 @@ FabricSpec parse_fabric_spec(std::string_view text, std::string_view option) {
   const std::string opt(option);
   const std::string t(text);
   const auto bad = [&](const std::string& why) -> FabricSpec {
-    throw InputError(SourceLocation{}, opt, fmt::format("'{}' {} (expected KIND:SPEED[:COUNT], e.g. infiniband:200Gb/s:8)", t, why));
+    throw InputError(SourceLocation{}, opt,
+                     fmt::format("'{}' {} (expected KIND:SPEED[:COUNT], e.g. infiniband:200Gb/s:8)", t, why));
   };
   const auto c1 = t.find(':');
   if (c1 == std::string::npos) return bad("has no speed");
@@ -47,7 +48,8 @@ FabricSpec parse_fabric_spec(std::string_view text, std::string_view option) {
   f.kind = t.substr(0, c1);
   if (f.kind == "ib") f.kind = "infiniband";
   if (f.kind == "roce" || f.kind == "eth") f.kind = "ethernet";
-  if (f.kind != "infiniband" && f.kind != "ethernet") return bad(fmt::format("names the network '{}' (infiniband or ethernet)", f.kind));
+  if (f.kind != "infiniband" && f.kind != "ethernet")
+    return bad(fmt::format("names the network '{}' (infiniband or ethernet)", f.kind));
   const auto c2 = t.find(':', c1 + 1);
   const std::string speed = t.substr(c1 + 1, c2 == std::string::npos ? std::string::npos : c2 - c1 - 1);
   try {
@@ -90,13 +92,15 @@ void read_graph(MapReader& m, Cluster& c, const ClusterOverrides& ov) {
   const auto fabric_section = m.optional("fabric");
   if (fabric_section && !node_section) fabric_section->fail("'fabric' needs a 'node' section beside it");
   if (ov.nodes > 1 && !ov.fabric && !fabric_section && (node_section || !m.optional("inter_node")))
-    throw InputError(SourceLocation{}, "nodes", fmt::format("'{}' is one node with no network between nodes: say which with --fabric "
-                                            "KIND:SPEED[:COUNT] (e.g. infiniband:100Gb/s:8)",
-                                            c.name));
+    throw InputError(SourceLocation{}, "nodes",
+                     fmt::format("'{}' is one node with no network between nodes: say which with --fabric "
+                                 "KIND:SPEED[:COUNT] (e.g. infiniband:100Gb/s:8)",
+                                 c.name));
   if (node_section && ov.gpu && ov.gpu->sm_version <= 0)
-    throw InputError(SourceLocation{}, "gpu", fmt::format("'{}' gives no 'sm' (compute capability): '{}' has a topology graph, whose NVLink "
-                                          "bandwidths depend on it",
-                                          ov.gpu->name, c.name));
+    throw InputError(SourceLocation{}, "gpu",
+                     fmt::format("'{}' gives no 'sm' (compute capability): '{}' has a topology graph, whose NVLink "
+                                 "bandwidths depend on it",
+                                 ov.gpu->name, c.name));
   if (node_section)
     c.topology = topo::read_topology(*node_section, fabric_section, c.gpus_per_node, c.max_nodes, c.gpu.sm_version,
                                      ov.fabric ? &*ov.fabric : nullptr);
@@ -237,12 +241,11 @@ Cluster load_cluster(const fs::path& file, const ClusterOverrides& overrides) {
   if (overrides.nodes > 0 || overrides.fabric) {
     if (overrides.nodes > 0) c.description += fmt::format(" [{} nodes", c.max_nodes);
     if (overrides.fabric)
-      c.description += fmt::format("{}{} x {} {}]", overrides.nodes > 0 ? ", " : " [",
-                                   overrides.fabric->nics > 0 ? std::to_string(overrides.fabric->nics) : std::string("node's NICs"),
-                                   overrides.fabric->kind,
-                                   fmt::format("{:.12g} GB/s", in_gigabytes_per_second(overrides.fabric->speed)));
-    else
-      c.description += "]";
+      c.description +=
+          fmt::format("{}{} x {} {}]", overrides.nodes > 0 ? ", " : " [",
+                      overrides.fabric->nics > 0 ? std::to_string(overrides.fabric->nics) : std::string("node's NICs"),
+                      overrides.fabric->kind, fmt::format("{:.12g} GB/s", in_gigabytes_per_second(overrides.fabric->speed)));
+    else c.description += "]";
   }
   return c;
 }

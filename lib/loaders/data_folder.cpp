@@ -46,19 +46,27 @@ fs::path data_folder_of(const fs::path& file) {
 namespace {
 fs::path folder(DataKind kind, const fs::path& data) {
   switch (kind) {
-    case DataKind::cluster: return data / "topologies";
-    case DataKind::network: return data / "models";
-    case DataKind::framework: return data / "models" / "frameworks";
-    case DataKind::profile: return data / "models" / "profiles";
+    case DataKind::cluster:
+      return data / "topologies";
+    case DataKind::network:
+      return data / "models";
+    case DataKind::framework:
+      return data / "models" / "frameworks";
+    case DataKind::profile:
+      return data / "models" / "profiles";
   }
   return {};
 }
 std::string_view noun(DataKind kind) {
   switch (kind) {
-    case DataKind::cluster: return "cluster";
-    case DataKind::network: return "model";
-    case DataKind::framework: return "framework";
-    case DataKind::profile: return "profile";
+    case DataKind::cluster:
+      return "cluster";
+    case DataKind::network:
+      return "model";
+    case DataKind::framework:
+      return "framework";
+    case DataKind::profile:
+      return "profile";
   }
   return "";
 }
@@ -91,8 +99,8 @@ fs::path resolve(DataKind kind, std::string_view name_or_file, std::string_view 
 fs::path resolve(DataKind kind, std::string_view name_or_file, std::string_view field, const fs::path& data) {
   const fs::path as_path(name_or_file);
   std::error_code ec;
-  const bool looks_like_path = name_or_file.find('/') != std::string_view::npos || as_path.extension() == ".yaml" ||
-                               as_path.extension() == ".yml";
+  const bool looks_like_path =
+      name_or_file.find('/') != std::string_view::npos || as_path.extension() == ".yaml" || as_path.extension() == ".yml";
   if (looks_like_path || fs::is_regular_file(as_path, ec)) {
     if (!fs::is_regular_file(as_path, ec))
       throw InputError(SourceLocation{std::string(name_or_file), 0, 0}, std::string(field), cannot_open(as_path));

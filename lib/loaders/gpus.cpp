@@ -148,7 +148,8 @@ std::optional<GpuSpec> find_gpu_alone(const fs::path& file, const std::string& w
   for (std::size_t i = header + 1; i < starts.size(); ++i) {
     const auto l = line(i);
     if (l.starts_with("  - ")) items.push_back(i);
-    else if (!l.empty() && l[0] != ' ' && l[0] != '#' && l[0] != '\n' && l[0] != '\r') return std::nullopt;  // another top-level key
+    else if (!l.empty() && l[0] != ' ' && l[0] != '#' && l[0] != '\n' && l[0] != '\r')
+      return std::nullopt;  // another top-level key
   }
   const std::string lower = lower_ascii(text);
   auto offset = [&](std::size_t i) { return i < starts.size() ? starts[i] : text.size(); };
@@ -207,14 +208,14 @@ GpuSpec find_gpu(std::string_view name, const fs::path& data) {
     bool match = gpu_name_key(e.id) == key || gpu_name_key(e.spec.name) == key;
     for (const auto& a : e.aliases) match = match || gpu_name_key(a) == key;
     if (match) {
-      if (hit && hit != &e) throw InputError(fmt::format("GPU '{}' could be '{}' or '{}': name one by its id", name, hit->id, e.id));
+      if (hit && hit != &e)
+        throw InputError(fmt::format("GPU '{}' could be '{}' or '{}': name one by its id", name, hit->id, e.id));
       hit = &e;
     }
     if (!key.empty() && gpu_name_key(e.id).starts_with(key)) starting.push_back(e.id);
   }
   if (hit) return hit->spec;
-  if (!starting.empty())
-    throw InputError(fmt::format("unknown GPU '{}' (did you mean {}?)", name, fmt::join(starting, ", ")));
+  if (!starting.empty()) throw InputError(fmt::format("unknown GPU '{}' (did you mean {}?)", name, fmt::join(starting, ", ")));
   std::string known;
   for (const auto& e : all) known += (known.empty() ? "" : ", ") + e.id;
   throw InputError(fmt::format("unknown GPU '{}' (known: {})", name, known));
@@ -224,7 +225,8 @@ GpuSpec load_gpu(const std::string& name_or_file) {
   std::error_code ec;
   const fs::path file(name_or_file);
   if (!fs::is_regular_file(file, ec)) {
-    const bool looks_like_path = name_or_file.find('/') != std::string::npos || file.extension() == ".yaml" || file.extension() == ".yml";
+    const bool looks_like_path =
+        name_or_file.find('/') != std::string::npos || file.extension() == ".yaml" || file.extension() == ".yml";
     if (looks_like_path) throw InputError(fmt::format("'{}': no such GPU file (or not readable)", name_or_file));
     return find_gpu(name_or_file);
   }

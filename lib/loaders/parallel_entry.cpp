@@ -22,8 +22,12 @@ void read_parallel_entry(const yamlio::Node& node, Strategy& s) {
   yamlio::MapReader m(node);
   ParallelLayout l;
   bool degrees = false;
-  for (auto [key, target] : {std::pair{"tp", &l.tp}, {"pp", &l.pp}, {"vp", &l.vp}, {"cp", &l.cp},
-                             {"micro_batch", &l.micro_batch}, {"micro_batches", &l.micro_batches}})
+  for (auto [key, target] : {std::pair{"tp", &l.tp},
+                             {"pp", &l.pp},
+                             {"vp", &l.vp},
+                             {"cp", &l.cp},
+                             {"micro_batch", &l.micro_batch},
+                             {"micro_batches", &l.micro_batches}})
     if (auto n = m.optional(key)) {
       *target = at_least_one(*n);
       degrees = true;

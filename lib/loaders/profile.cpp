@@ -82,9 +82,7 @@ Profile read_profile(const Node& root, const std::string& source, const fs::path
 }
 }  // namespace
 
-Profile load_profile(const fs::path& file) {
-  return read_profile(yamlio::load_file(file), file.string(), data_folder_of(file));
-}
+Profile load_profile(const fs::path& file) { return read_profile(yamlio::load_file(file), file.string(), data_folder_of(file)); }
 Profile parse_profile(const std::string& yaml_text, const std::string& display_name) {
   return read_profile(yamlio::load_string(yaml_text, display_name), display_name, data_dir());
 }

@@ -14,8 +14,8 @@
 
 #include "dlscale/io.hpp"
 #include "io/yaml_reader.hpp"
-#include "loaders/read_helpers.hpp"
 #include "loaders/parallel_entry.hpp"
+#include "loaders/read_helpers.hpp"
 
 namespace dlscale {
 namespace fs = std::filesystem;
@@ -202,7 +202,7 @@ Strategy read_strategy(const Node& root, const fs::path& data) {
   read_kernel_choices(m, s);
   if (auto n = m.optional("sharding")) read_sharding(*n, s);
   if (auto n = m.optional("parallel")) read_parallel_entry(*n, s);  // parallel_entry.cpp
-  if (auto n = m.optional("mixed_precision")) {  // docs/input-formats.md, "Framework strategy"
+  if (auto n = m.optional("mixed_precision")) {                     // docs/input-formats.md, "Framework strategy"
     MapReader mp(*n);
     if (auto g = mp.optional("gradients")) {
       s.fp32_gradients = g->choice({"fp32", "half"}) == "fp32";

@@ -13,8 +13,8 @@
 #include <map>
 #include <memory>
 #include <mutex>
-#include <shared_mutex>
 #include <numeric>
+#include <shared_mutex>
 
 #include "dlscale/error.hpp"
 #include "dlscale/format.hpp"
@@ -24,8 +24,8 @@ namespace dlscale::nccl {
 
 namespace {
 // NCCL_ALGO's and NCCL_PROTO's names, in the Algo/Proto order (lower case, as `collective --algo/--proto` takes them).
-constexpr std::array<std::string_view, NALGO_ALL> kAlgoNames = {"tree", "ring", "nvls", "nvls_tree", "pat",
-                                                                "collnet_direct", "collnet_chain"};
+constexpr std::array<std::string_view, NALGO_ALL> kAlgoNames = {"tree", "ring",           "nvls",         "nvls_tree",
+                                                                "pat",  "collnet_direct", "collnet_chain"};
 constexpr std::array<std::string_view, NPROTO> kProtoNames = {"ll", "ll128", "simple"};
 }  // namespace
 
@@ -47,11 +47,14 @@ int protocol_from_name(std::string_view name) noexcept {
 
 double busbw_factor(CollectiveOp op, int n) noexcept {
   switch (op) {
-    case CollectiveOp::allreduce: return 2.0 * (n - 1) / n;
+    case CollectiveOp::allreduce:
+      return 2.0 * (n - 1) / n;
     case CollectiveOp::allgather:
-    case CollectiveOp::reducescatter: return static_cast<double>(n - 1) / n;
+    case CollectiveOp::reducescatter:
+      return static_cast<double>(n - 1) / n;
     case CollectiveOp::broadcast:
-    case CollectiveOp::reduce: return 1.0;
+    case CollectiveOp::reduce:
+      return 1.0;
   }
   return 1.0;
 }
@@ -59,9 +62,7 @@ double busbw_factor(CollectiveOp op, int n) noexcept {
 namespace {
 
 /// floor(log2(v)) for v > 0, and 0 for v ≤ 0 (NCCL's log2i on message sizes).
-int log2i(long long v) {
-  return v > 0 ? static_cast<int>(std::bit_width(static_cast<unsigned long long>(v))) - 1 : 0;
-}
+int log2i(long long v) { return v > 0 ? static_cast<int>(std::bit_width(static_cast<unsigned long long>(v))) - 1 : 0; }
 
 topo::CpuVendor cpu_vendor(const Topology& t) {
   const auto& g = t.impl().graph;
@@ -72,7 +73,7 @@ topo::CpuVendor cpu_vendor(const Topology& t) {
 
 // ncclTopoTuneModel's per-(algorithm, protocol) bandwidth (GB/s, algorithm bandwidth) and latency (µs).
 struct Tuned {
-  double bw = 0;   // 0: disabled
+  double bw = 0;  // 0: disabled
   double lat = 0;
   int channels = 0;  // NVLS: its own channel count (the other algorithms take their graph's)
 };
@@ -83,12 +84,13 @@ struct Tuned {
 /// flushes the data it got (tuning.cc 2.30; shared/docs/nccl-tuning-2.30.md, "How a latency is formed").
 double inter_hop_latency_us(const Table& t, int algo, int proto, int ranks_per_node, double fabric_us) {
   const auto p = static_cast<std::size_t>(proto);
-  const double hw = ranks_per_node == 1 ? t.hw_latency_us[HW_NET][TREE][p] : t.hw_latency_us[HW_NET][static_cast<std::size_t>(algo)][p];
+  const double hw =
+      ranks_per_node == 1 ? t.hw_latency_us[HW_NET][TREE][p] : t.hw_latency_us[HW_NET][static_cast<std::size_t>(algo)][p];
   return hw + fabric_us * (proto == SIMPLE ? 2.0 : 1.0);
 }
 
-Tuned tune(const Table& t, const ChannelSet& graph, int algo, int proto, CollectiveOp op, int n_ranks, int n_nodes,
-           int sm, topo::CpuVendor vendor, double fabric_us, double delivered) {
+Tuned tune(const Table& t, const ChannelSet& graph, int algo, int proto, CollectiveOp op, int n_ranks, int n_nodes, int sm,
+           topo::CpuVendor vendor, double fabric_us, double delivered) {
   Tuned out;
   const int ppn = n_ranks / n_nodes;
   const std::size_t cc = Table::generation(sm);
@@ -97,9 +99,9 @@ Tuned tune(const Table& t, const ChannelSet& graph, int algo, int proto, Collect
   const double per_ch_tree = t.per_channel_tree[cc][i2];
   const double per_ch_ring_ll128 = t.per_channel_ring_ll128[cc][i2];
   const double per_ch_tree_ll128 = t.per_channel_tree_ll128[cc][i2];
-  const int nsteps = op == CollectiveOp::allreduce ? 2 * (n_ranks - 1)
-                     : (op == CollectiveOp::reducescatter || op == CollectiveOp::allgather) ? n_ranks - 1
-                                                                                           : n_ranks;
+  const int nsteps = op == CollectiveOp::allreduce                           ? 2 * (n_ranks - 1)
+      : (op == CollectiveOp::reducescatter || op == CollectiveOp::allgather) ? n_ranks - 1
+                                                                             : n_ranks;
   // Protocol enablement: LL128 only over NVLink inside nodes (and at most PXB to the NIC), on Volta and newer.
   if (proto == LL128) {
     const bool inter_ok = n_nodes == 1 || graph.type_inter <= PathType::pxb;
@@ -108,7 +110,8 @@ Tuned tune(const Table& t, const ChannelSet& graph, int algo, int proto, Collect
   const double bw = n_nodes <= 2 ? in_gigabytes_per_second(graph.bw_intra) : in_gigabytes_per_second(graph.bw_inter);
   double bus = graph.channels * bw * delivered;
   if (algo == RING && proto == LL) bus = std::min(ll_max, bus * t.ring_ll_factor);
-  if (algo == RING && proto == LL128) bus = std::min(bus * (ppn < 2 ? 0.7 : t.ring_ll128_factor), graph.channels * per_ch_ring_ll128);
+  if (algo == RING && proto == LL128)
+    bus = std::min(bus * (ppn < 2 ? 0.7 : t.ring_ll128_factor), graph.channels * per_ch_ring_ll128);
   if (algo == TREE && op == CollectiveOp::allreduce) bus = std::min(bus * t.tree_allreduce_factor, graph.channels * per_ch_tree);
   if (algo == TREE && proto == LL) bus = std::min(bus / t.tree_ll_divisor, ll_max);
   if (algo == TREE && proto == LL128)
@@ -230,8 +233,7 @@ Tuned tune_nvls(const Table& t, const Topology& topo, const ChannelSet& tree, Co
   const int nsteps = op == CollectiveOp::allreduce ? 2 * (n_ranks - 1) : n_ranks - 1;
   out.bw = ch * per * static_cast<double>(n_ranks) / nsteps;
   out.lat = t.nvls_hw_latency_nvlink_us;  // base latency 0, one intra-node hop
-  if (n_nodes > 1)
-    out.lat += 2.0 * log2i(n_nodes) * (t.nvls_tree_hw_latency_net_us + 2.0 * fabric_us);  // Simple flushes: ×2
+  if (n_nodes > 1) out.lat += 2.0 * log2i(n_nodes) * (t.nvls_tree_hw_latency_net_us + 2.0 * fabric_us);  // Simple flushes: ×2
   return out;
 }
 
@@ -410,8 +412,7 @@ void add_tree_or_ring(Candidates& c, const Setting& s, const ChannelSet& graph, 
   Candidates::PerBucket upb{}, pad{};
   for (std::size_t k = 0; k < Candidates::kBuckets; ++k) {
     double bw = tu.bw;
-    if (algo == TREE && s.op == CollectiveOp::allreduce && k < 23)
-      bw *= t.tree_correction[static_cast<std::size_t>(proto)][k];
+    if (algo == TREE && s.op == CollectiveOp::allreduce && k < 23) bw *= t.tree_correction[static_cast<std::size_t>(proto)][k];
     upb[k] = 1.0 / (1000.0 * bw);
   }
   pad[23] = std::numeric_limits<double>::infinity();
@@ -438,18 +439,17 @@ void add_nvls(Candidates& c, const Setting& s) {
   const int nodes = s.nodes;
   const bool nvls_op = op == CollectiveOp::allreduce || op == CollectiveOp::allgather || op == CollectiveOp::reducescatter;
   const int nvls_algo = nodes == 1 ? NVLS : NVLS_TREE;
-  c.reject(nodes == 1 ? NVLS_TREE : NVLS, nodes == 1 ? "NCCL runs nvls_tree across nodes only (on one node: nvls)"
-                                                     : "NCCL runs nvls on one node only (across nodes: nvls_tree)");
+  c.reject(nodes == 1 ? NVLS_TREE : NVLS,
+           nodes == 1 ? "NCCL runs nvls_tree across nodes only (on one node: nvls)"
+                      : "NCCL runs nvls on one node only (across nodes: nvls_tree)");
   if (!nvls_op) c.reject(nvls_algo, "NCCL runs nvls for all-reduce, all-gather and reduce-scatter only");
   else if (!has_nvls(s.topo))
     c.reject(nvls_algo, "NVLink SHARP needs NVSwitches and Hopper or newer GPUs, which this cluster does not have");
   else if (nodes > 1 && op != CollectiveOp::allreduce) c.reject(nvls_algo, "NCCL runs nvls_tree for all-reduce only");
   else {
     const Tuned tu = tune_nvls(s.t, s.topo, s.tree, op, s.n, nodes, s.fabric_us);
-    if (tu.bw > 0)
-      c.add({nvls_algo, SIMPLE, tu.channels}, tu.lat, tu.lat, flat_per_byte(tu.bw), no_padding());
-    else
-      c.reject(nvls_algo, "NVLS needs at least two GPUs on each node and an NVLink speed the search can book");
+    if (tu.bw > 0) c.add({nvls_algo, SIMPLE, tu.channels}, tu.lat, tu.lat, flat_per_byte(tu.bw), no_padding());
+    else c.reject(nvls_algo, "NVLS needs at least two GPUs on each node and an NVLink speed the search can book");
   }
 }
 
@@ -457,8 +457,7 @@ void add_nvls(Candidates& c, const Setting& s) {
 void add_pat(Candidates& c, const Setting& s) {
   if (s.op != CollectiveOp::allgather && s.op != CollectiveOp::reducescatter)
     c.reject(PAT, "NCCL runs pat for all-gather and reduce-scatter only");
-  else if (s.ppn != 1 || s.nodes < 2)
-    c.reject(PAT, "NCCL 2.30 runs pat only with one GPU on each of several nodes");
+  else if (s.ppn != 1 || s.nodes < 2) c.reject(PAT, "NCCL 2.30 runs pat only with one GPU on each of several nodes");
   else {
     const ChannelSet pat_graph = s.topo.channels(ChannelPattern::tree, s.gpus, s.nodes);
     const Tuned tu = tune_pat(s.t, pat_graph, s.n, s.nodes, s.fabric_us);
@@ -470,13 +469,13 @@ void add_pat(Candidates& c, const Setting& s) {
 // CollNet (SHARP): all-reduce across nodes on a fabric whose switches reduce, Simple only.
 void add_collnet(Candidates& c, const Setting& s) {
   for (int algo : {COLLNET_DIRECT, COLLNET_CHAIN}) {
-    if (s.op != CollectiveOp::allreduce)
-      c.reject(algo, fmt::format("{} is modelled for all-reduce only", algorithm_name(algo)));
-    else if (s.nodes < 2)
-      c.reject(algo, fmt::format("NCCL runs {} across nodes only", algorithm_name(algo)));
+    if (s.op != CollectiveOp::allreduce) c.reject(algo, fmt::format("{} is modelled for all-reduce only", algorithm_name(algo)));
+    else if (s.nodes < 2) c.reject(algo, fmt::format("NCCL runs {} across nodes only", algorithm_name(algo)));
     else if (!s.topo.fabric().sharp)
-      c.reject(algo, fmt::format("{} needs InfiniBand switches that reduce (SHARP; a cluster's fabric: {{sharp: true}}), "
-                                 "which this cluster's fabric does not have", algorithm_name(algo)));
+      c.reject(algo,
+               fmt::format("{} needs InfiniBand switches that reduce (SHARP; a cluster's fabric: {{sharp: true}}), "
+                           "which this cluster's fabric does not have",
+                           algorithm_name(algo)));
     else {
       const Tuned tu = tune_collnet(s.t, s.tree, algo, s.n, s.nodes, c.sm, s.fabric_us);
       if (tu.bw > 0) c.add({algo, SIMPLE, s.tree.channels}, tu.lat, tu.lat, flat_per_byte(tu.bw), no_padding());
@@ -489,12 +488,10 @@ Candidates prepare(const Topology& topo, const Table& t, CollectiveOp op, const 
   const int nodes = std::max(1, where.nodes);
   const int ppn = where.gpus_per_node > 0 ? where.gpus_per_node : where.gpus / nodes;
   const int n = ppn * nodes;
-  if (where.gpus != n)
-    throw InputError(fmt::format("{} GPUs do not make {} nodes of {} GPUs", where.gpus, nodes, ppn));
+  if (where.gpus != n) throw InputError(fmt::format("{} GPUs do not make {} nodes of {} GPUs", where.gpus, nodes, ppn));
   if (ppn > topo.gpus_per_node())
     throw InputError(fmt::format("{} GPUs per node asked, a node has {}", ppn, topo.gpus_per_node()));
-  if (nodes > topo.max_nodes())
-    throw InputError(fmt::format("{} nodes asked, the cluster has {}", nodes, topo.max_nodes()));
+  if (nodes > topo.max_nodes()) throw InputError(fmt::format("{} nodes asked, the cluster has {}", nodes, topo.max_nodes()));
   Candidates c;
   c.n = n;
   c.nodes = nodes;
@@ -614,8 +611,7 @@ class NcclModel final : public CollectiveModel {
   }
 
   // A layer list: tuned once per (collective, placement), then only the size-dependent choice per message.
-  void times(CollectiveOp op, std::span<const Bytes> sizes, const GpuPlacement& where,
-             std::span<Seconds> out) const override {
+  void times(CollectiveOp op, std::span<const Bytes> sizes, const GpuPlacement& where, std::span<Seconds> out) const override {
     const Candidates& c = tuned(op, where);
     for (std::size_t i = 0; i < sizes.size(); ++i) out[i] = microseconds(fastest(c, in_bytes(sizes[i])).second);
   }

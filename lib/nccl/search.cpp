@@ -171,7 +171,8 @@ class Search {
       for (int k = nkept; k-- > 0;) stack_.push_back(kept[k]);
       return nkept;
     }
-    const int net = sort_net ? s_.of_type[NET][static_cast<std::size_t>(g.inter[static_cast<std::size_t>(g.n_channels * 2)])] : -1;
+    const int net =
+        sort_net ? s_.of_type[NET][static_cast<std::size_t>(g.inter[static_cast<std::size_t>(g.n_channels * 2)])] : -1;
     if (net < 0) {
       // Without a NIC to sort by, the score is the path's speed and hops and the distance in index
       // order, none of which changes during the search: the order is sorted once per GPU and only
@@ -237,8 +238,8 @@ class Search {
   // Paths do not change during a search (only the links' remaining bandwidth does), so each answer is
   // computed once per (type_inter, gpu).
   const std::vector<int>& select_nets(int type_inter, int gpu) {
-    const std::size_t key = static_cast<std::size_t>(type_inter) * static_cast<std::size_t>(ngpus_ + 1) +
-                            static_cast<std::size_t>(gpu + 1);
+    const std::size_t key =
+        static_cast<std::size_t>(type_inter) * static_cast<std::size_t>(ngpus_ + 1) + static_cast<std::size_t>(gpu + 1);
     if (nets_cache_.empty()) nets_cache_.resize(static_cast<std::size_t>(P_DIS + 1) * static_cast<std::size_t>(ngpus_ + 1));
     auto& slot = nets_cache_[key];
     if (slot) return *slot;
@@ -286,8 +287,8 @@ class Search {
     return *slot;
   }
 
-  void try_gpu(Graph& g, Graph& save, int step, int back_to_net, int back_to_first, int forced, int& time, int type,
-               int index, int gi) {
+  void try_gpu(Graph& g, Graph& save, int step, int back_to_net, int back_to_first, int forced, int& time, int type, int index,
+               int gi) {
     const std::uint64_t flag = 1ULL << g.n_channels;
     const int node = follow(g, type, index, GPU, gi, 1);
     if (node < 0) return;
@@ -309,8 +310,7 @@ class Search {
         // A first-pass graph that reaches totalBw ends the search as soon as it returns ("done"), and
         // what is left of the budget no longer counts; when the bound also proves that nothing in
         // this search can beat it, the rest of the search cannot change anything: stop here.
-        else if (stop_when_final_ && save.n_channels * save.bw_inter >= s_.total_bw && cannot_improve(g, save))
-          time = -1;
+        else if (stop_when_final_ && save.n_channels * save.bw_inter >= s_.total_bw && cannot_improve(g, save)) time = -1;
       }
       if (g.n_channels < g.max_channels) rec(g, save, time);
       --g.n_channels;
@@ -682,8 +682,7 @@ class Search {
   // One search of the current try, within its budget.
   void run_try(Sweep& w, Graph& graph, bool skip_doomed) {
     Graph& tmp = w.tmp;
-    w.time = tmp.same_channels ? t_.search_timeout_same
-                               : tmp.pattern == TREE ? t_.search_timeout_tree : t_.search_timeout;
+    w.time = tmp.same_channels ? t_.search_timeout_same : tmp.pattern == TREE ? t_.search_timeout_tree : t_.search_timeout;
     tmp.n_channels = 0;
     w.global_timeout -= w.time;
     stop_when_final_ = w.pass == 1 && skip_doomed;
@@ -867,8 +866,8 @@ class Search {
   std::vector<int> stack_;     // the candidate GPUs of every step of the recursion, innermost last
   std::vector<Score> scores_;  // push_next_gpus's scratch
   std::vector<std::optional<std::vector<int>>> static_orders_;  // push_next_gpus without a NIC, per GPU
-  mutable std::vector<int> first_links_;  // cannot_improve's scratch
-  mutable std::vector<int> cuts_;         // cut_links()
+  mutable std::vector<int> first_links_;                        // cannot_improve's scratch
+  mutable std::vector<int> cuts_;                               // cut_links()
   mutable bool cuts_done_ = false;
   mutable std::vector<std::pair<int, double>> shared_;  // shared_links()
   mutable bool shared_done_ = false;

@@ -47,8 +47,7 @@ void set_paths(System& s, int base, double loc_bw) {
         const int rem = link.to;
         SPath& pr = s.path[rem][base];
         const double bw = std::min(pn.bw, link.bw);
-        if (node != base && s.nodes[node].type == GPU &&
-            (link.type != P_NVL || s.nodes[rem].type != GPU || pn.count() > 1))
+        if (node != base && s.nodes[node].type == GPU && (link.type != P_NVL || s.nodes[rem].type != GPU || pn.count() > 1))
           continue;
         if ((pr.bw == 0 || pr.count() > pn.count()) && pr.bw < bw) {
           pr.links.clear();
@@ -146,8 +145,7 @@ bool add_vertices(System& s, const Topology::Impl& topo, bool with_nets, std::ve
           net.gdr = p.gdr;
           double bw = p.nic_gbs;
           const auto& f = topo.fabric;
-          if (f.single_flow > BytesPerSecond{})
-            bw = std::min(bw, in_gigabytes_per_second(f.single_flow) * f.flows);
+          if (f.single_flow > BytesPerSecond{}) bw = std::min(bw, in_gigabytes_per_second(f.single_flow) * f.flows);
           net.net_bw = bw;
           const int netid = add_node(s, net);
           connect(s, nic, netid, P_NET, bw);

@@ -39,7 +39,7 @@ struct SPath {
   std::vector<int> links;  // from source to destination
   int type = P_DIS;
   double bw = 0;
-  bool pxn = false;  // a GPU → NIC path through the NIC's local GPU (NCCL's PATH_PXN, typed P_PXB here)
+  bool pxn = false;         // a GPU → NIC path through the NIC's local GPU (NCCL's PATH_PXN, typed P_PXB here)
   int direct_type = P_DIS;  // for a PXN path: the path without the relay (type, bandwidth, hops)
   double direct_bw = 0;
   int direct_hops = 0;
@@ -58,12 +58,10 @@ struct System {
   bool intel = false;  // NCCL's ncclTopoCpuType: the CPU of the system
 
   [[nodiscard]] int count(NodeType t) const { return static_cast<int>(of_type[t].size()); }
-  std::vector<std::vector<char>> p2p;     // p2p[a][b] for GPU indices: NCCL's ncclTopoCheckP2p verdict
+  std::vector<std::vector<char>> p2p;  // p2p[a][b] for GPU indices: NCCL's ncclTopoCheckP2p verdict
   [[nodiscard]] SNode& typed(NodeType t, int i) { return nodes[of_type[t][i]]; }
   [[nodiscard]] const SNode& typed_const(NodeType t, int i) const { return nodes[of_type[t][i]]; }
-  [[nodiscard]] const SPath& p(NodeType t1, int i1, NodeType t2, int i2) const {
-    return path[of_type[t1][i1]][of_type[t2][i2]];
-  }
+  [[nodiscard]] const SPath& p(NodeType t1, int i1, NodeType t2, int i2) const { return path[of_type[t1][i1]][of_type[t2][i2]]; }
 };
 
 /// Builds NCCL's system for GPUs `local_gpus` of a node (the others removed, as ncclTopoTrimSystem does),

@@ -21,20 +21,20 @@ Table make_2_30_7() {  // NOLINT(readability-function-size)
   //   NVLink: Tree .6, 1.25, 4.0   Ring .6, 1.9, 3.4
   //   PCI:    Tree 1.0, 1.9, 4.0   Ring 1.0, 2.5, 5.7
   //   NET:    Tree 5.0, 8.5, 14    Ring 2.7, 4.0, 14.0
-  t.hw_latency_us = {{{{{.6, 1.25, 4.0}, {.6, 1.9, 3.4}}},
-                      {{{1.0, 1.9, 4.0}, {1.0, 2.5, 5.7}}},
-                      {{{5.0, 8.5, 14.0}, {2.7, 4.0, 14.0}}}}};
+  t.hw_latency_us = {
+      {{{{.6, 1.25, 4.0}, {.6, 1.9, 3.4}}}, {{{1.0, 1.9, 4.0}, {1.0, 2.5, 5.7}}}, {{{5.0, 8.5, 14.0}, {2.7, 4.0, 14.0}}}}};
   // Per-channel caps (GB/s) for 1 node / 2 nodes / more: Volta tree 26.5/18.5/10, LL128 ring 20;
   // Ampere tree 24/23.6/17.8 (LL128 ring 20); Hopper tree 38.7/41.4/36, LL128 ring 36.7; Blackwell tree
   // 70/42.8/24, LL128 ring 40, LL128 tree 55.6/31.67/20, LL maximum 282/90/70 (nccl-tuning-2.30.md).
   t.per_channel_tree = {{{26.5, 18.5, 10.0}, {24.0, 23.6, 17.8}, {38.7, 41.4, 36.0}, {70.0, 42.8, 24.0}}};
   t.per_channel_ring_ll128 = {{{20.0, 20.0, 20.0}, {20.0, 20.0, 20.0}, {36.7, 36.7, 36.7}, {40.0, 40.0, 40.0}}};
-  t.per_channel_tree_ll128 = {{{20.0, 20.0, 20.0}, {20.0, 20.0, 20.0}, {36.7, 36.7, 29.0}, {55.6, 31.67, 20.0}}};  // tuning.cc (checked)
-  t.ll_max = {{{39.0, 39.0, 20.4}, {87.7, 22.5, 19.0}, {141.0, 45.0, 35.0}, {282.0, 90.0, 70.0}}};                  // tuning.cc (checked)
-  t.ring_ll_factor = 0.5;             // nccl-model.md: Ring LL min(llMax, busBw·0.5)
-  t.ring_ll128_factor = 0.92;         // nccl-model.md: Ring LL128 min(busBw·0.92, nChannels·perChMaxRingLL128)
-  t.tree_allreduce_factor = 0.92;     // nccl-model.md: Tree all-reduce min(busBw·0.92, nChannels·perChMaxTree)
-  t.tree_ll_divisor = 3.8;            // tuning.cc (checked)
+  t.per_channel_tree_ll128 = {
+      {{20.0, 20.0, 20.0}, {20.0, 20.0, 20.0}, {36.7, 36.7, 29.0}, {55.6, 31.67, 20.0}}};           // tuning.cc (checked)
+  t.ll_max = {{{39.0, 39.0, 20.4}, {87.7, 22.5, 19.0}, {141.0, 45.0, 35.0}, {282.0, 90.0, 70.0}}};  // tuning.cc (checked)
+  t.ring_ll_factor = 0.5;                 // nccl-model.md: Ring LL min(llMax, busBw·0.5)
+  t.ring_ll128_factor = 0.92;             // nccl-model.md: Ring LL128 min(busBw·0.92, nChannels·perChMaxRingLL128)
+  t.tree_allreduce_factor = 0.92;         // nccl-model.md: Tree all-reduce min(busBw·0.92, nChannels·perChMaxTree)
+  t.tree_ll_divisor = 3.8;                // tuning.cc (checked)
   t.tree_ll128_factor_1node = 7.0 / 9.0;  // tuning.cc (checked)
   t.tree_ll128_factor = 120.0 / 128.0;    // tuning.cc (checked)
   t.plain_tree_factor = 0.85;             // a plain-tree pattern loses 15 % (shared/docs/nccl-tuning-2.30.md)
@@ -42,7 +42,7 @@ Table make_2_30_7() {  // NOLINT(readability-function-size)
       {1.0, 1.0, 1.0, 1.0, .9, .8, .7, .7, .7, .7, .6, .5, .4, .4, .5, .6, .7, .8, .9, 1.0, 1.0, 1.0, 1.0},
       {1.0, 1.0, 1.0, 1.0, 1.0, .9, .8, .8, .8, .7, .6, .6, .6, .6, .6, .6, .8, .9, .9, .9, .9, 1.0, 1.0},
       {.9, .9, .9, .9, .9, .9, .9, .8, .7, .6, .6, .5, .5, .5, .5, .6, .7, .8, .7, .7, .8, .9, .9},
-  }};  // tuning.cc (checked)
+  }};                               // tuning.cc (checked)
   t.ring_plateau_pre_ampere = 1.9;  // tuning.cc (checked)
   t.ring_plateau_ampere = 1.4;      // tuning.cc (checked)
   t.net_overhead_intel_us = 1.0;    // tuning.cc getNetOverhead (checked)
@@ -106,8 +106,9 @@ Table make_2_30_7() {  // NOLINT(readability-function-size)
   t.sm90_speed_inter = {48.0, 45.0, 42.0, 40.0, 30.0, 24.0, 22.0, 20.0, 17.5, 15.0, 12.0, 6.0, 3.0, 2.4, 1.2, 0.24, 0.12};
   // Blackwell (nccl-tuning-2.30.md, "Channel search speed lists").
   t.sm100_speed_intra = {90.0, 80.0, 70.0, 60.0, 50.0, 45.0, 40.0, 30.0, 24.0, 20.0, 19.0, 18.0};
-  t.sm100_speed_inter = {96.0, 86.0, 80.0, 48.0, 45.1, 42.0, 40.0, 30.0, 24.0, 22.0, 20.0, 17.5, 15.0, 12.0, 6.0, 3.0, 2.4, 1.2, 0.24, 0.12};
-  t.max_channels = 32;  // MAXCHANNELS/2 (MAXCHANNELS = 64)
+  t.sm100_speed_inter = {96.0, 86.0, 80.0, 48.0, 45.1, 42.0, 40.0, 30.0, 24.0, 22.0,
+                         20.0, 17.5, 15.0, 12.0, 6.0,  3.0,  2.4,  1.2,  0.24, 0.12};
+  t.max_channels = 32;     // MAXCHANNELS/2 (MAXCHANNELS = 64)
   t.dup_threshold = 25.0;  // nccl-model.md: "If bwIntra ≥ 25 the channels are duplicated at half speed"
   t.search_timeout = 1 << 14;
   t.search_timeout_tree = 1 << 14;

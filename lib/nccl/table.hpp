@@ -29,7 +29,7 @@ struct Table {
   std::string source;   // where the numbers come from
 
   // src/graph/tuning.cc
-  std::array<std::array<double, NPROTO>, NALGO> base_latency_us;           // [algo][proto]
+  std::array<std::array<double, NPROTO>, NALGO> base_latency_us;               // [algo][proto]
   std::array<std::array<std::array<double, NPROTO>, NALGO>, 3> hw_latency_us;  // [hw][algo][proto]
   // Per-channel caps, index [generation (generation()): 0 Volta, 1 Ampere, 2 Hopper, 3 Blackwell]
   // [0: 1 node, 1: 2 nodes, 2: more]
@@ -38,18 +38,18 @@ struct Table {
   std::array<std::array<double, 3>, kGenerations> per_channel_ring_ll128;
   std::array<std::array<double, 3>, kGenerations> per_channel_tree_ll128;
   std::array<std::array<double, 3>, kGenerations> ll_max;
-  double ring_ll_factor;          // Ring LL: busBw × this
-  double ring_ll128_factor;       // Ring LL128: busBw × this (≥ 2 GPUs per node)
-  double tree_allreduce_factor;   // Tree all-reduce: busBw × this
-  double tree_ll_divisor;         // Tree LL: busBw / this
-  double tree_ll128_factor_1node; // Tree LL128 on one node
-  double tree_ll128_factor;       // Tree LL128 on several nodes
-  double plain_tree_factor;       // Tree whose graph is a plain tree, not a balanced one
+  double ring_ll_factor;           // Ring LL: busBw × this
+  double ring_ll128_factor;        // Ring LL128: busBw × this (≥ 2 GPUs per node)
+  double tree_allreduce_factor;    // Tree all-reduce: busBw × this
+  double tree_ll_divisor;          // Tree LL: busBw / this
+  double tree_ll128_factor_1node;  // Tree LL128 on one node
+  double tree_ll128_factor;        // Tree LL128 on several nodes
+  double plain_tree_factor;        // Tree whose graph is a plain tree, not a balanced one
   // treeCorrectionFactor[proto][log2(bytes/64)], 23 buckets (ncclTopoGetAlgoTime)
   std::array<std::array<double, 23>, NPROTO> tree_correction;
   double ring_plateau_pre_ampere;  // Simple ring all-reduce latency ×, nNodes > 1 (ncclTopoGetAlgoTime)
   double ring_plateau_ampere;
-  double net_overhead_intel_us;    // getNetOverhead
+  double net_overhead_intel_us;  // getNetOverhead
   double net_overhead_other_us;
 
   // NVLS and NVLS Tree (shared/docs/nccl-tuning-2.30.md): base latency 0; per-hop Simple latencies;
@@ -57,9 +57,9 @@ struct Table {
   // (CTAs) by generation.
   std::array<double, kGenerations> nvls_efficiency;
   std::array<int, kGenerations> nvls_max_channels;
-  double nvls_hw_latency_nvlink_us;       // NVLS and NVLS Tree, NVLink row, Simple
-  double nvls_hw_latency_net_us;          // NVLS, network row
-  double nvls_tree_hw_latency_net_us;     // NVLS Tree, network row
+  double nvls_hw_latency_nvlink_us;    // NVLS and NVLS Tree, NVLink row, Simple
+  double nvls_hw_latency_net_us;       // NVLS, network row
+  double nvls_tree_hw_latency_net_us;  // NVLS Tree, network row
   std::array<std::array<double, 3>, kGenerations> per_channel_nvls_tree;
 
   // PAT (shared/docs/nccl-tuning-2.30.md): base latency (Simple), the share of the tree graph's bus
@@ -77,9 +77,9 @@ struct Table {
   double collnet_chain_hw_latency_intra_us;
   double collnet_direct_hw_latency_net_us;
   double collnet_chain_hw_latency_net_us;
-  double collnet_direct_arity_us;        // recalled
-  double collnet_direct_hopper_factor;   // recalled
-  double collnet_chain_bw_factor;        // recalled
+  double collnet_direct_arity_us;       // recalled
+  double collnet_direct_hopper_factor;  // recalled
+  double collnet_chain_bw_factor;       // recalled
 
   // Not in tuning.cc: what the hardware delivers where NCCL's search books a rating. NCCL books a V100's
   // NVLink at 20 GB/s per link (topo.h SM70_NVLINK_BW); nccl-tests moves more through it. Fitted from
@@ -95,11 +95,11 @@ struct Table {
 
   // src/graph/search.cc
   std::vector<double> speed_intra, speed_inter, sm90_speed_intra, sm90_speed_inter, sm100_speed_intra, sm100_speed_inter;
-  int max_channels;          // ring graph maxChannels (MAXCHANNELS/2)
-  double dup_threshold;      // ncclTopoDupChannels: bwIntra ≥ this duplicates the channels
-  int search_timeout;        // NCCL_SEARCH_TIMEOUT
-  int search_timeout_tree;   // NCCL_SEARCH_TIMEOUT_TREE
-  int search_timeout_same;   // NCCL_SEARCH_TIMEOUT_SAMECHANNELS
+  int max_channels;         // ring graph maxChannels (MAXCHANNELS/2)
+  double dup_threshold;     // ncclTopoDupChannels: bwIntra ≥ this duplicates the channels
+  int search_timeout;       // NCCL_SEARCH_TIMEOUT
+  int search_timeout_tree;  // NCCL_SEARCH_TIMEOUT_TREE
+  int search_timeout_same;  // NCCL_SEARCH_TIMEOUT_SAMECHANNELS
   long search_timeout_global;
   double intel_p2p_overhead;  // INTEL_P2P_OVERHEAD: × on PCIe links of a PHB path through an Intel CPU
   double loc_bw;              // LOC_BW

@@ -157,9 +157,9 @@ Seconds p2p_copy_time(const Topology& t, int a, int b, Bytes size) {
     const BytesPerSecond m = t.measured_p2p(a % gpn, b % gpn);
     if (m > BytesPerSecond{}) bw = m;
   }
-  const int hw = p.type == PathType::net ? nccl::HW_NET
-                 : (p.type == PathType::nvl || p.type == PathType::nvb) ? nccl::HW_NVLINK
-                                                                          : nccl::HW_PCI;
+  const int hw = p.type == PathType::net                     ? nccl::HW_NET
+      : (p.type == PathType::nvl || p.type == PathType::nvb) ? nccl::HW_NVLINK
+                                                             : nccl::HW_PCI;
   return microseconds(table.hw_latency_us[static_cast<std::size_t>(hw)][nccl::RING][nccl::SIMPLE]) + size / bw;
 }
 

@@ -22,18 +22,21 @@ InputError field_error(std::string_view field, std::string message) {
 
 /// The layers whose weights Megatron splits over the TP group (column/row-parallel linears, the
 /// vocabulary-parallel embedding and output projection); norms stay whole on every TP rank.
-bool tp_split(LayerKind k) noexcept {
-  return k == LayerKind::attention || k == LayerKind::linear || k == LayerKind::embedding;
-}
+bool tp_split(LayerKind k) noexcept { return k == LayerKind::attention || k == LayerKind::linear || k == LayerKind::embedding; }
 
 /// The dimensions that vary inside a group of each kind.
 std::vector<ParallelDim> varying(ParallelGroup g) {
   switch (g) {
-    case ParallelGroup::tp: return {ParallelDim::tp};
-    case ParallelGroup::cp: return {ParallelDim::cp};
-    case ParallelGroup::pp: return {ParallelDim::pp};
-    case ParallelGroup::dp: return {ParallelDim::dp};
-    case ParallelGroup::dp_cp: return {ParallelDim::dp, ParallelDim::cp};
+    case ParallelGroup::tp:
+      return {ParallelDim::tp};
+    case ParallelGroup::cp:
+      return {ParallelDim::cp};
+    case ParallelGroup::pp:
+      return {ParallelDim::pp};
+    case ParallelGroup::dp:
+      return {ParallelDim::dp};
+    case ParallelGroup::dp_cp:
+      return {ParallelDim::dp, ParallelDim::cp};
   }
   return {};
 }
@@ -65,23 +68,26 @@ ParallelLayout with_global_batch(ParallelLayout l, int gpus) {
   if (l.global_batch_target <= 0) return l;
   const std::int64_t per_step = static_cast<std::int64_t>(l.micro_batch) * l.dp(gpus);
   if (per_step < 1 || l.global_batch_target % per_step != 0)
-    throw field_error("global_batch", fmt::format("a global batch of {} does not split into micro-batches of {} on {} "
-                                                  "data-parallel ranks ({} GPUs / tp·pp·cp {})",
-                                                  l.global_batch_target, l.micro_batch, l.dp(gpus), gpus,
-                                                  l.model_parallel()));
+    throw field_error("global_batch",
+                      fmt::format("a global batch of {} does not split into micro-batches of {} on {} "
+                                  "data-parallel ranks ({} GPUs / tp·pp·cp {})",
+                                  l.global_batch_target, l.micro_batch, l.dp(gpus), gpus, l.model_parallel()));
   l.micro_batches = static_cast<int>(l.global_batch_target / per_step);
   return l;
 }
 
 void validate(const ParallelLayout& l, int gpus, const TransformerShape& m) {
-  for (auto [field, v] : {std::pair{"tp", l.tp}, {"pp", l.pp}, {"vp", l.vp}, {"cp", l.cp}, {"micro_batch", l.micro_batch},
+  for (auto [field, v] : {std::pair{"tp", l.tp},
+                          {"pp", l.pp},
+                          {"vp", l.vp},
+                          {"cp", l.cp},
+                          {"micro_batch", l.micro_batch},
                           {"micro_batches", l.micro_batches}})
     if (v < 1) throw field_error(field, fmt::format("must be at least 1, got {}", v));
   if (gpus < 1 || gpus % l.model_parallel() != 0)
-    throw field_error("gpus", fmt::format("tp {} × pp {} × cp {} = {} does not divide {} GPUs", l.tp, l.pp, l.cp,
-                                          l.model_parallel(), gpus));
-  if (m.heads % l.tp != 0)
-    throw field_error("tp", fmt::format("tp {} does not divide the {} attention heads", l.tp, m.heads));
+    throw field_error(
+        "gpus", fmt::format("tp {} × pp {} × cp {} = {} does not divide {} GPUs", l.tp, l.pp, l.cp, l.model_parallel(), gpus));
+  if (m.heads % l.tp != 0) throw field_error("tp", fmt::format("tp {} does not divide the {} attention heads", l.tp, m.heads));
   // eq. P3: more TP ranks than key/value heads replicate them (each rank one head, tp/kv ranks a copy)
   if (m.kv_heads % l.tp != 0 && l.tp % m.kv_heads != 0)
     throw field_error("tp", fmt::format("tp {} neither divides nor is a multiple of the {} key/value heads", l.tp, m.kv_heads));
@@ -94,15 +100,16 @@ void validate(const ParallelLayout& l, int gpus, const TransformerShape& m) {
   // uneven chunks are allowed (Megatron-Core's --decoder-first/last-pipeline-num-layers): layer_stages gives
   // each ⌊L/(p·v)⌋ or ⌈L/(p·v)⌉ blocks, and the slowest stage sets the pipeline's pace (eq. P7)
   if (m.layers < static_cast<std::int64_t>(l.pp) * l.vp)
-    throw field_error(l.vp > 1 ? "vp" : "pp", fmt::format("pp {} × vp {} is more model chunks than the {} transformer blocks",
-                                                          l.pp, l.vp, m.layers));
+    throw field_error(l.vp > 1 ? "vp" : "pp",
+                      fmt::format("pp {} × vp {} is more model chunks than the {} transformer blocks", l.pp, l.vp, m.layers));
   // Megatron-LM's interleaved schedule: the micro-batches go round the stages in groups of p
   if (l.schedule == PipelineSchedule::interleaved && l.micro_batches % l.pp != 0)
-    throw field_error("micro_batches", fmt::format("the interleaved schedule needs micro-batches in groups of pp {}, got {}",
-                                                   l.pp, l.micro_batches));
+    throw field_error(
+        "micro_batches",
+        fmt::format("the interleaved schedule needs micro-batches in groups of pp {}, got {}", l.pp, l.micro_batches));
   if (l.cp > 1 && m.seq % (2 * l.cp) != 0)
-    throw field_error("cp", fmt::format("cp {}: the sequence of {} tokens does not split into 2·cp = {} chunks", l.cp,
-                                        m.seq, 2 * l.cp));
+    throw field_error(
+        "cp", fmt::format("cp {}: the sequence of {} tokens does not split into 2·cp = {} chunks", l.cp, m.seq, 2 * l.cp));
 }
 
 // ---- communication -----------------------------------------------------------------------------------------
@@ -112,11 +119,17 @@ Bytes wire_bytes(const CollectiveCall& c, int n) noexcept {
   const double part = static_cast<double>(n - 1) / n;
   double f = 1.0;
   switch (c.op) {
-    case CollectiveOp::allreduce: f = 2.0 * part; break;
+    case CollectiveOp::allreduce:
+      f = 2.0 * part;
+      break;
     case CollectiveOp::allgather:
-    case CollectiveOp::reducescatter: f = part; break;
+    case CollectiveOp::reducescatter:
+      f = part;
+      break;
     case CollectiveOp::broadcast:
-    case CollectiveOp::reduce: f = 1.0; break;
+    case CollectiveOp::reduce:
+      f = 1.0;
+      break;
   }
   return c.size * (f * c.count);
 }
@@ -212,9 +225,9 @@ LayerTimes shard_layer_times(const LayerTimes& whole, const Network& net, const 
     // eq. P6: the vocabulary-parallel embedding looks up every token on every TP rank (masked), so only its
     // tokens divide; the other split layers divide by t·c; norms by c, and by t under SP
     const double f = k == LayerKind::embedding ? 1.0 / cp
-                     : tp_split(k)             ? 1.0 / (tp * cp)
-                     : k == LayerKind::layernorm ? 1.0 / (cp * (l.sp ? tp : 1.0))
-                                                 : 1.0 / cp;
+        : tp_split(k)                          ? 1.0 / (tp * cp)
+        : k == LayerKind::layernorm            ? 1.0 / (cp * (l.sp ? tp : 1.0))
+                                               : 1.0 / cp;
     t.forward[i] = t.forward[i] * f;
     t.backward[i] = t.backward[i] * f;
     if (i < t.forward_gemm.size()) t.forward_gemm[i] = t.forward_gemm[i] * f;
@@ -242,8 +255,10 @@ Seconds pipeline_time(PipelineSchedule s, int p, int m, int v, Seconds per_micro
 
 double in_flight_microbatches(PipelineSchedule s, int p, int m, int v, int stage) noexcept {
   switch (s) {  // eq. P8
-    case PipelineSchedule::gpipe: return m;
-    case PipelineSchedule::one_f_one_b: return std::min(p - stage, m);
+    case PipelineSchedule::gpipe:
+      return m;
+    case PipelineSchedule::one_f_one_b:
+      return std::min(p - stage, m);
     case PipelineSchedule::interleaved: {
       const int vv = std::max(v, 1);
       const int warmup = 2 * (p - stage - 1) + (vv - 1) * p;  // Megatron's num_warmup_microbatches, in chunks
@@ -262,8 +277,10 @@ double activation_bytes_per_layer(std::int64_t s_, std::int64_t b_, std::int64_t
   const double sbh = s * b * h;
   const double scores = fused ? 0.0 : 5.0 * a * s / h;  // softmax output, its dropout mask and output, Q·Kᵀ (eq. P9)
   switch (r) {
-    case ActivationRecompute::full: return sp ? 2.0 * sbh / t : 2.0 * sbh;
-    case ActivationRecompute::selective: return sp ? sbh * 34.0 / t : sbh * (10.0 + 24.0 / t);
+    case ActivationRecompute::full:
+      return sp ? 2.0 * sbh / t : 2.0 * sbh;
+    case ActivationRecompute::selective:
+      return sp ? sbh * 34.0 / t : sbh * (10.0 + 24.0 / t);
     case ActivationRecompute::none:
       if (t_ <= 1) return sbh * (34.0 + scores);
       return sp ? sbh * (34.0 + scores) / t : sbh * (10.0 + 24.0 / t + scores / t);
@@ -271,8 +288,7 @@ double activation_bytes_per_layer(std::int64_t s_, std::int64_t b_, std::int64_t
   return 0.0;
 }
 
-Bytes activation_bytes_per_layer(const ParallelLayout& l, const TransformerShape& m, ActivationRecompute r,
-                                 bool fused) noexcept {
+Bytes activation_bytes_per_layer(const ParallelLayout& l, const TransformerShape& m, ActivationRecompute r, bool fused) noexcept {
   return bytes(activation_bytes_per_layer(m.seq / l.cp, l.micro_batch, m.hidden, m.heads, l.tp, l.sp, r, fused));
 }
 
@@ -375,8 +391,7 @@ LayoutPlacement place_layout(const ParallelLayout& l, const Cluster& c, int gpus
     p.inside_node = p.nodes == 1;
     p.groups_per_node = crossing.empty() ? 0 : *std::max_element(crossing.begin(), crossing.end());
     // eq. P11: each crossing group drives min(its ranks on the node, NICs) of the node's NICs at once
-    if (!p.inside_node)
-      p.nic_share = std::max(1.0, static_cast<double>(p.groups_per_node) * std::min(p.per_node, nics) / nics);
+    if (!p.inside_node) p.nic_share = std::max(1.0, static_cast<double>(p.groups_per_node) * std::min(p.per_node, nics) / nics);
     p.at = GpuPlacement{p.nodes * p.per_node, p.nodes, p.per_node};
     if (p.size > 1) {
       if (!p.inside_node) {

@@ -12,17 +12,20 @@ namespace dlscale {
 
 ActivationRecompute activation_recompute(Recompute r) noexcept {
   switch (r) {
-    case Recompute::none: return ActivationRecompute::none;
-    case Recompute::full: return ActivationRecompute::full;
+    case Recompute::none:
+      return ActivationRecompute::none;
+    case Recompute::full:
+      return ActivationRecompute::full;
     case Recompute::selective:
-    case Recompute::op: return ActivationRecompute::selective;
+    case Recompute::op:
+      return ActivationRecompute::selective;
   }
   return ActivationRecompute::none;
 }
 
 namespace {
-Seconds sum_calls(const CollectiveModel& coll, const std::vector<CollectiveCall>& calls, const GroupPlacement& g,
-                  bool backward, bool overlapped) {
+Seconds sum_calls(const CollectiveModel& coll, const std::vector<CollectiveCall>& calls, const GroupPlacement& g, bool backward,
+                  bool overlapped) {
   Seconds t{};
   for (const auto& c : calls)
     if (c.backward == backward && c.overlapped == overlapped) t += group_collective_time(coll, c, g);
@@ -35,8 +38,8 @@ struct BlockComm {
   Seconds tp_fwd{}, tp_bwd{}, tp_regather{}, cp_fwd{}, cp_bwd{}, p2p{};
 };
 
-BlockComm block_comm(const CollectiveModel& coll, const Cluster& cluster, const LayoutPlacement& at,
-                     const ParallelLayout& l, const TransformerShape& m, double e) {
+BlockComm block_comm(const CollectiveModel& coll, const Cluster& cluster, const LayoutPlacement& at, const ParallelLayout& l,
+                     const TransformerShape& m, double e) {
   const auto tp_calls = tp_block_collectives(l, m, e);
   const auto cp_calls = cp_block_collectives(l, m, e);
   const GroupPlacement& tpg = at[ParallelGroup::tp];
@@ -102,14 +105,13 @@ Seconds dp_reduction(const CollectiveModel& coll, const GroupPlacement& dpg, dou
   const int gathers = sh.stage >= 3 && sh.reshard_after_forward ? 2 : 1;
   return group_collective_time(
              coll, {"DP reduce-scatter", G::dp_cp, CollectiveOp::reducescatter, bytes(params * g), 1, true, false}, dpg) +
-         group_collective_time(coll, {"DP all-gather", G::dp_cp, CollectiveOp::allgather, bytes(params * w), gathers, false, false},
-                               dpg);
+      group_collective_time(coll, {"DP all-gather", G::dp_cp, CollectiveOp::allgather, bytes(params * w), gathers, false, false},
+                            dpg);
 }
 }  // namespace
 
-ParallelStep parallel_step(const Network& net, const LayerTimes& whole, const Cluster& cluster,
-                           const CollectiveModel& coll, const ParallelLayout& l, int gpus, const ComputeOptions& opt,
-                           const Sharding& sh) {
+ParallelStep parallel_step(const Network& net, const LayerTimes& whole, const Cluster& cluster, const CollectiveModel& coll,
+                           const ParallelLayout& l, int gpus, const ComputeOptions& opt, const Sharding& sh) {
   const std::vector<int> block = transformer_blocks(net);  // once: every query below reads it
   const TransformerShape m = transformer_shape(net, block);
   validate(l, gpus, m);

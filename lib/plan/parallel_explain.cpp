@@ -12,9 +12,10 @@ namespace {
 
 std::string group_row(const char* name, const GroupPlacement& g) {
   if (g.size <= 1) return fmt::format("  {:<6} 1 rank: no group\n", name);
-  return fmt::format("  {:<6} {} ranks, {} groups: {}, path {}{}\n", name, g.size, g.groups,
-                     g.inside_node ? std::string("inside a node") : fmt::format("across {} nodes, {} a node", g.nodes, g.per_node),
-                     to_string(g.path), g.nic_share > 1.0 ? fmt::format(", NICs shared {:.3g}×", g.nic_share) : std::string());
+  return fmt::format(
+      "  {:<6} {} ranks, {} groups: {}, path {}{}\n", name, g.size, g.groups,
+      g.inside_node ? std::string("inside a node") : fmt::format("across {} nodes, {} a node", g.nodes, g.per_node),
+      to_string(g.path), g.nic_share > 1.0 ? fmt::format(", NICs shared {:.3g}×", g.nic_share) : std::string());
 }
 
 }  // namespace
@@ -29,15 +30,15 @@ std::string explain_parallel(const Scenario& sc, int gpus) {
   std::string out;
   out += fmt::format("# dlscale explain: {} on {} × {} ({}), {}, {}\n", sc.network.name, gpus, sc.cluster.gpu.name,
                      sc.cluster.name, sc.strategy.name, to_string(sc.compute.precision));
-  out += fmt::format("# layout: tp {}{} × pp {}{} × cp {} × dp {}; micro-batch {}, {} micro-batches, global batch {} "
-                     "({:.4g} M tokens); recompute {}; rank order {}\n",
-                     l.tp, l.sp ? " (sp)" : "", l.pp,
-                     l.pp > 1 ? (l.schedule == PipelineSchedule::interleaved ? fmt::format(" (interleaved, vp {})", l.vp)
-                                                                               : fmt::format(" ({})", to_string(l.schedule)))
-                              : std::string(),
-                     l.cp, l.dp(gpus), l.micro_batch, l.micro_batches, l.global_batch(gpus),
-                     static_cast<double>(l.global_batch(gpus) * shape.seq) / 1e6, to_string(sc.compute.recompute),
-                     to_string(l.order));
+  out += fmt::format(
+      "# layout: tp {}{} × pp {}{} × cp {} × dp {}; micro-batch {}, {} micro-batches, global batch {} "
+      "({:.4g} M tokens); recompute {}; rank order {}\n",
+      l.tp, l.sp ? " (sp)" : "", l.pp,
+      l.pp > 1 ? (l.schedule == PipelineSchedule::interleaved ? fmt::format(" (interleaved, vp {})", l.vp)
+                                                              : fmt::format(" ({})", to_string(l.schedule)))
+               : std::string(),
+      l.cp, l.dp(gpus), l.micro_batch, l.micro_batches, l.global_batch(gpus),
+      static_cast<double>(l.global_batch(gpus) * shape.seq) / 1e6, to_string(sc.compute.recompute), to_string(l.order));
   out += fmt::format("step {:.4f} s: {:.4g} tokens/s ({:.1f} per GPU), MFU {:.1f} %\n\n", in_seconds(p.iteration_time),
                      p.throughput_tokens_per_s, p.throughput_tokens_per_s / gpus, 100.0 * p.mfu);
   out += fmt::format("{:<34} {:>10} {:>7}\n", "part of the step (slowest stage)", "time (s)", "share");

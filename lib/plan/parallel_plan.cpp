@@ -68,8 +68,8 @@ bool first_and_last_stage_fit(const PlanContext& c, const ParallelLayout& l, con
   const ActivationRecompute ar = activation_recompute(opt.recompute);
   const std::vector<int> stages = layer_stages(c.blocks, l);
   for (int s : {0, l.pp - 1})
-    if (rank_memory(c.base.network, c.blocks, c.shape, stages, l, s, opt, sh, dp_cp, ar, bytes(kDefaultReservedBytes))
-            .total() > c.capacity)
+    if (rank_memory(c.base.network, c.blocks, c.shape, stages, l, s, opt, sh, dp_cp, ar, bytes(kDefaultReservedBytes)).total() >
+        c.capacity)
       return false;
   return true;
 }
@@ -115,8 +115,8 @@ ParallelPlanResult plan_parallel(const Scenario& base, int gpus, const ParallelP
                      fmt::format("cluster '{}' cannot hold {} GPUs in whole nodes of {}", cl.name, gpus, cl.gpus_per_node));
   ParallelPlanResult r;
   r.global_batch = space.global_batch > 0
-                       ? space.global_batch
-                       : std::max<std::int64_t>(1, std::llround(kDefaultTokensPerStep / static_cast<double>(c.shape.seq)));
+      ? space.global_batch
+      : std::max<std::int64_t>(1, std::llround(kDefaultTokensPerStep / static_cast<double>(c.shape.seq)));
   c.coll = with_transport(base.collectives ? base.collectives : make_collective_model(cl), base.strategy.transport, cl);
   c.at = GpuPlacement{gpus, gpus <= cl.gpus_per_node ? 1 : gpus / cl.gpus_per_node, std::min(gpus, cl.gpus_per_node)};
   if (base.strategy.parallel) c.order = base.strategy.parallel->order;
@@ -163,8 +163,12 @@ std::string where(const GroupPlacement& g) {
 std::vector<std::pair<const char*, Seconds>> parts(const Prediction& p) {
   const auto& b = p.breakdown;
   const auto& par = *b.parallel;
-  return {{"compute", b.forward + b.backward}, {"TP exposed", par.tp_comm}, {"CP exposed", par.cp_comm},
-          {"PP sends", par.pp_p2p},            {"bubble", par.bubble},      {"DP exposed", par.dp_comm},
+  return {{"compute", b.forward + b.backward},
+          {"TP exposed", par.tp_comm},
+          {"CP exposed", par.cp_comm},
+          {"PP sends", par.pp_p2p},
+          {"bubble", par.bubble},
+          {"DP exposed", par.dp_comm},
           {"update", b.update}};
 }
 
@@ -184,16 +188,17 @@ std::string format_parallel_plan(const ParallelPlanResult& r, const Scenario& ba
   out += fmt::format("# dlscale plan --parallel: {} on {} × {} ({}), {}, {}, global batch {} ({:.4g} M tokens a step)\n",
                      base.network.name, gpus, cl.gpu.name, cl.name, base.strategy.name, to_string(base.compute.precision),
                      r.global_batch, static_cast<double>(r.global_batch * shape.seq) / 1e6);
-  out += fmt::format("# {} layouts checked, {} do not fit the {:.3g} GB of a GPU, {} combinations the model or the GPU "
-                     "count does not take\n",
-                     r.evaluated, r.out_of_memory, in_bytes(cl.gpu.memory_size) / 1e9, r.invalid);
+  out += fmt::format(
+      "# {} layouts checked, {} do not fit the {:.3g} GB of a GPU, {} combinations the model or the GPU "
+      "count does not take\n",
+      r.evaluated, r.out_of_memory, in_bytes(cl.gpu.memory_size) / 1e9, r.invalid);
   if (r.ranked.empty()) {
     out += "# no layout fits\n";
     return out;
   }
   out += fmt::format("{:>4} {:>3} {:>3} {:>3} {:>3} {:>3} {:>4} {:>3} {:>4} {:>10} {:>4} {:>11} {:>9} {:>6} {:>8} {:>9} {:>7}\n",
-                     "rank", "tp", "pp", "vp", "cp", "dp", "mb", "m", "sp", "recompute", "zero", "tokens/s",
-                     "tok/s/GPU", "MFU", "mem/GPU", "step (s)", "TP node");
+                     "rank", "tp", "pp", "vp", "cp", "dp", "mb", "m", "sp", "recompute", "zero", "tokens/s", "tok/s/GPU", "MFU",
+                     "mem/GPU", "step (s)", "TP node");
   const std::size_t n = std::min<std::size_t>(r.ranked.size(), static_cast<std::size_t>(std::max(top, 1)));
   for (std::size_t i = 0; i < n; ++i) {
     const auto& e = r.ranked[i];
@@ -222,8 +227,9 @@ std::string format_parallel_plan(const ParallelPlanResult& r, const Scenario& ba
                        fmt::format(" (memory {:.1f} GB against {:.1f} GB)", in_bytes(next.prediction.memory.per_gpu) / 1e9,
                                    in_bytes(best.prediction.memory.per_gpu) / 1e9));
   }
-  out += "# tp, pp, vp, cp, dp: the degrees; mb: micro-batch; m: micro-batches a step; zero z1: distributed optimiser; "
-         "TP node: every TP group inside one node (NVLink domain)\n";
+  out +=
+      "# tp, pp, vp, cp, dp: the degrees; mb: micro-batch; m: micro-batches a step; zero z1: distributed optimiser; "
+      "TP node: every TP group inside one node (NVLink domain)\n";
   return out;
 }
 

@@ -20,7 +20,8 @@ std::optional<TrainingWorkload> default_workload(const Network& net) {
 
 std::optional<TrainingWorkload> make_workload(const Network& net, std::optional<std::int64_t> samples,
                                               std::optional<double> epochs) {
-  if (samples && *samples < 1) throw InputError(SourceLocation{}, "samples", "the number of samples per epoch must be at least 1");
+  if (samples && *samples < 1)
+    throw InputError(SourceLocation{}, "samples", "the number of samples per epoch must be at least 1");
   if (epochs && !(*epochs > 0.0 && std::isfinite(*epochs)))
     throw InputError(SourceLocation{}, "epochs", fmt::format("the number of epochs must be a positive number, got {}", *epochs));
   auto w = default_workload(net);
@@ -28,8 +29,7 @@ std::optional<TrainingWorkload> make_workload(const Network& net, std::optional<
   if (!w) w = TrainingWorkload{*samples, 1.0, ""};
   if (samples) w->samples_per_epoch = *samples;
   if (epochs) w->epochs = *epochs;
-  if (samples || epochs)
-    w->source = fmt::format("{} samples x {:g} epochs (given)", w->samples_per_epoch, w->epochs);
+  if (samples || epochs) w->source = fmt::format("{} samples x {:g} epochs (given)", w->samples_per_epoch, w->epochs);
   return w;
 }
 
@@ -54,14 +54,17 @@ std::vector<PathSegment> critical_path(const Prediction& p, const Strategy& s, S
   // per-layer updates overlapped with aggregation (eq. 6/7).
   const bool overlapped = s.overlap != Overlap::none && s.aggregation != Aggregation::broadcast_reduce;
   const Seconds update = overlapped && s.update == UpdatePlacement::per_layer ? first_update : b.update;
-  const Seconds gpu_side = b.h2d + b.forward + b.backward + b.comm_exposed + update + b.sync_wait + b.overhead +
-                         b.gpu_decode + b.offload_d2h_exposed;
+  const Seconds gpu_side =
+      b.h2d + b.forward + b.backward + b.comm_exposed + update + b.sync_wait + b.overhead + b.gpu_decode + b.offload_d2h_exposed;
   // With prefetching (eq. 4) t_iter = max(t_gpu + t_comm, t_io): only the part of t_io beyond the GPU
   // side is on the path. Without it (eq. 2) all of t_io is.
   const Seconds io_exposed = s.io_prefetch ? max(p.iteration_time - gpu_side, Seconds{}) : b.io;
-  std::vector<PathSegment> path{{"io (exposed)", io_exposed}, {"h2d", b.h2d},
-                                {"forward", b.forward},       {"backward", b.backward},
-                                {"communication (exposed)", b.comm_exposed}, {"update", update}};
+  std::vector<PathSegment> path{{"io (exposed)", io_exposed},
+                                {"h2d", b.h2d},
+                                {"forward", b.forward},
+                                {"backward", b.backward},
+                                {"communication (exposed)", b.comm_exposed},
+                                {"update", update}};
   if (s.sharding.offload_optimizer) {  // docs/model.md, eq. S9: the update is the CPU step and the copy back
     path.pop_back();
     path.push_back({"offload d2h (exposed)", b.offload_d2h_exposed});

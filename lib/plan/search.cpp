@@ -67,7 +67,7 @@ struct PlanSearch {
         try {
           group = shard_groups(v.sharding, at).shard;
         } catch (const InputError&) {  // shard_groups' "gpus"
-          continue;  // this shard group does not divide the GPUs
+          continue;                    // this shard group does not divide the GPUs
         }
       }
       if (!groups_seen.insert(group).second) continue;  // the same group as an earlier variant
@@ -124,11 +124,11 @@ std::string slower_than(const PlanEntry& best, const PlanEntry& win) {
     const char* what;
     double loss;  // seconds per sample more than the winner
   };
-  const Part parts[] = {
-      {"exposed communication", per_sample(b.comm_exposed, best) - per_sample(w.comm_exposed, win)},
-      {"the optimiser step", per_sample(b.update, best) - per_sample(w.update, win)},
-      {"compute (recomputation or a smaller micro-batch)", per_sample(b.forward + b.backward, best) - per_sample(w.forward + w.backward, win)},
-      {"input and copies", per_sample(b.h2d + b.io, best) - per_sample(w.h2d + w.io, win)}};
+  const Part parts[] = {{"exposed communication", per_sample(b.comm_exposed, best) - per_sample(w.comm_exposed, win)},
+                        {"the optimiser step", per_sample(b.update, best) - per_sample(w.update, win)},
+                        {"compute (recomputation or a smaller micro-batch)",
+                         per_sample(b.forward + b.backward, best) - per_sample(w.forward + w.backward, win)},
+                        {"input and copies", per_sample(b.h2d + b.io, best) - per_sample(w.h2d + w.io, win)}};
   const Part* worst = &parts[0];
   for (const Part& p : parts)
     if (p.loss > worst->loss) worst = &p;
@@ -136,10 +136,9 @@ std::string slower_than(const PlanEntry& best, const PlanEntry& win) {
   const double more_memory = best.prediction.memory.per_gpu / win.prediction.memory.per_gpu - 1.0;
   if (slower < 5e-4) {  // a tie; within 0.5 % of the memory too (ZeRO-3 and FSDP's full shard): one step in this model
     return fmt::format("at its best ({}) within 0.05 % of the choice's samples/s{}", config_text(best),
-                       std::abs(more_memory) < 5e-3
-                           ? std::string(" and 0.5 % of its memory: the same step in this model")
-                           : fmt::format(", with {} per GPU against the choice's {}", best.prediction.memory.per_gpu,
-                                         win.prediction.memory.per_gpu));
+                       std::abs(more_memory) < 5e-3 ? std::string(" and 0.5 % of its memory: the same step in this model")
+                                                    : fmt::format(", with {} per GPU against the choice's {}",
+                                                                  best.prediction.memory.per_gpu, win.prediction.memory.per_gpu));
   }
   return fmt::format("{:.1f} % slower at its best ({}): {} costs {} more per sample", 100.0 * slower, config_text(best),
                      worst->what, seconds(std::max(worst->loss, 0.0)));
@@ -157,9 +156,9 @@ std::vector<PlanLoss> losses(const PlanSearch& s, const Scenario& base) {
     if (best == ranked.end()) {
       const auto need = s.smallest_need.find(st.name);
       loss.why = need == s.smallest_need.end()
-                     ? std::string("no configuration could be placed on these GPUs")
-                     : fmt::format("out of memory: every configuration needs at least {} per GPU, the {} holds {}",
-                                   need->second, base.cluster.gpu.name, base.cluster.gpu.memory_size);
+          ? std::string("no configuration could be placed on these GPUs")
+          : fmt::format("out of memory: every configuration needs at least {} per GPU, the {} holds {}", need->second,
+                        base.cluster.gpu.name, base.cluster.gpu.memory_size);
     } else {
       loss.why = slower_than(*best, *win);
     }
@@ -178,7 +177,8 @@ PlanResult plan(const Scenario& base, int gpus, const PlanSpace& space) {
   sc.measured_layers.reset();
   sc.batch_per_gpu = space.micro_batches.empty() ? 1 : space.micro_batches.front();
   sc.strategy = space.strategies.front();
-  const GpuPlacement at = Predictor(sc, Predictor::TimesOnly{}).place(gpus);  // InputError("gpus") when the cluster cannot hold them
+  const GpuPlacement at =
+      Predictor(sc, Predictor::TimesOnly{}).place(gpus);  // InputError("gpus") when the cluster cannot hold them
   PlanSearch search{std::move(sc), gpus, space, at, {}, {}};
   for (const Strategy& st : space.strategies) search.strategy(st);
   rank(search.r.ranked);
@@ -196,14 +196,15 @@ std::string format_plan(const PlanResult& r, const Scenario& base, int gpus, int
     const bool tokens = r.ranked.front().prediction.throughput_tokens_per_s > 0.0;
     const bool ttt = r.ranked.front().time_to_train.has_value();
     o += fmt::format("{:>4}  {:<32} {:>6} {:>5} {:>4} {:>10} {:>11} {:>11} {:>6} {:>9}{}\n", "rank", "framework (shard group)",
-                     "micro", "accum", "ckpt", "iter (s)", "samples/s", tokens ? "tokens/s" : "-", "MFU", "mem/GPU", ttt ? "  time to train" : "");
+                     "micro", "accum", "ckpt", "iter (s)", "samples/s", tokens ? "tokens/s" : "-", "MFU", "mem/GPU",
+                     ttt ? "  time to train" : "");
     const int n = std::min<int>(top, static_cast<int>(r.ranked.size()));
     for (int i = 0; i < n; ++i) {
       const PlanEntry& e = r.ranked[static_cast<std::size_t>(i)];
       const Prediction& p = e.prediction;
       o += fmt::format("{:>4}  {:<32} {:>6} {:>5} {:>4} {:>10.4f} {:>11.1f} {:>11.4g} {:>5.1f}% {:>6.3g} GB{}\n", i + 1,
-                       e.framework + (e.shard_group > 1 ? fmt::format(" ({})", e.shard_group) : std::string()),
-                       e.micro_batch, e.accumulate, e.checkpointing ? "yes" : "no", in_seconds(p.iteration_time), p.throughput_samples_per_s,
+                       e.framework + (e.shard_group > 1 ? fmt::format(" ({})", e.shard_group) : std::string()), e.micro_batch,
+                       e.accumulate, e.checkpointing ? "yes" : "no", in_seconds(p.iteration_time), p.throughput_samples_per_s,
                        p.throughput_tokens_per_s, 100.0 * p.mfu, in_bytes(p.memory.per_gpu) / 1e9,
                        e.time_to_train ? fmt::format("  {:.4g} h", in_seconds(*e.time_to_train) / 3600.0) : std::string());
     }

@@ -22,7 +22,9 @@ namespace {
 /// field this does not write.
 void put(std::string& out, const void* p, std::size_t n) { out.append(static_cast<const char*>(p), n); }
 template <class T>
-void put(std::string& out, const T& v) { put(out, &v, sizeof v); }
+void put(std::string& out, const T& v) {
+  put(out, &v, sizeof v);
+}
 void put(std::string& out, const std::string& v) {
   put(out, v.size());
   out += v;
@@ -112,8 +114,11 @@ LayerTimesMemo& layer_times_memo() {
 class LayerTimesTables {
  public:
   explicit LayerTimesTables(const SweepSpec& spec)
-      : spec_(spec), net_id_(spec.networks.size(), -1), doubled_(spec.clusters.size()),
-        gpu_keys_(spec.clusters.size()), policy_keys_(spec.strategies.size()) {}
+      : spec_(spec),
+        net_id_(spec.networks.size(), -1),
+        doubled_(spec.clusters.size()),
+        gpu_keys_(spec.clusters.size()),
+        policy_keys_(spec.strategies.size()) {}
 
   /// The times of group `g` on `gpu` (its cluster's, or that GPU doubled when `twice`).
   std::shared_ptr<const LayerTimes> times(const SweepGroup& g, const GpuSpec& gpu, bool twice) {

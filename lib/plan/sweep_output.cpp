@@ -31,8 +31,7 @@ SweepRank sweep_rank_from_string(std::string_view s) {
 
 bool fits_in_memory(const Prediction& p) noexcept { return p.memory.fits && p.memory.host_fits; }
 
-std::vector<std::size_t> top_rows(const SweepSpec& spec, const SweepResult& r, std::size_t k, SweepRank by,
-                                  std::string* note) {
+std::vector<std::size_t> top_rows(const SweepSpec& spec, const SweepResult& r, std::size_t k, SweepRank by, std::string* note) {
   // Only configurations that fit in memory are ranked: one that cannot run is no candidate.
   std::vector<std::size_t> idx;
   idx.reserve(r.rows.size());
@@ -46,13 +45,15 @@ std::vector<std::size_t> top_rows(const SweepSpec& spec, const SweepResult& r, s
     for (const auto& c : spec.clusters)
       if (c.price_per_gpu_hour <= 0.0) missing += (missing.empty() ? "" : ", ") + c.name;
     *note = missing.empty()
-                ? "some models have no training workload (give dataset: {samples: N}); ranked by GPU-hours, unknown last"
-                : fmt::format("no price_per_gpu_hour for cluster {}: ranked by GPU-hours (cost at equal price)", missing);
+        ? "some models have no training workload (give dataset: {samples: N}); ranked by GPU-hours, unknown last"
+        : fmt::format("no price_per_gpu_hour for cluster {}: ranked by GPU-hours (cost at equal price)", missing);
   }
   auto key = [&](const SweepRow& row) -> double {
     switch (by) {
-      case SweepRank::throughput: return -row.prediction.throughput_samples_per_s;
-      case SweepRank::efficiency: return -row.prediction.efficiency;
+      case SweepRank::throughput:
+        return -row.prediction.throughput_samples_per_s;
+      case SweepRank::efficiency:
+        return -row.prediction.efficiency;
       case SweepRank::cost: {
         const double v = all_priced ? row.cost.value_or(0.0) : row.gpu_hours;
         return v > 0.0 ? v : std::numeric_limits<double>::infinity();
@@ -63,8 +64,8 @@ std::vector<std::size_t> top_rows(const SweepSpec& spec, const SweepResult& r, s
   std::stable_sort(idx.begin(), idx.end(), [&](std::size_t a, std::size_t b) { return key(r.rows[a]) < key(r.rows[b]); });
   if (idx.size() > k) idx.resize(k);
   if (left_out > 0 && note) {
-    const std::string oom = fmt::format("{} of {} configurations do not fit in GPU (or host) memory and are not ranked",
-                                        left_out, r.rows.size());
+    const std::string oom =
+        fmt::format("{} of {} configurations do not fit in GPU (or host) memory and are not ranked", left_out, r.rows.size());
     *note = note->empty() ? oom : *note + "; " + oom;
   }
   return idx;
@@ -108,21 +109,16 @@ void write_sweep(std::ostream& out, SweepFormat f, const SweepSpec& spec, const 
       std::string& pre = prefix[row.group];
       if (pre.empty())
         pre = fmt::format("{},{},{},{},{},{},{}", csv_field(cl.name), csv_field(spec.networks[g.model].name),
-                          csv_field(spec.strategies[g.framework].name), prec, g.batch,
-                          csv_field(bucket_label(spec, g)), csv_field(spec.links[g.links].label));
-      fmt::format_to(std::back_inserter(buf), "{},{},{},{:.6g},{:.6g},{:.6g},{:.6g},{},{},{:.4g},{:.6g},{:.6g},{:.6g},{},",
-                     pre, p.gpus, p.nodes, in_seconds(p.iteration_time), p.throughput_samples_per_s, p.speedup,
-                     p.efficiency, p.hiding_case, to_string(p.bottleneck), p.bottleneck_share,
-                     in_seconds(p.breakdown.comm), in_seconds(p.breakdown.comm_exposed), in_bytes(p.memory.per_gpu),
-                     fits_in_memory(p) ? "true" : "false");
-      if (row.gpu_hours > 0.0)
-        fmt::format_to(std::back_inserter(buf), "{:.6g},{:.6g},", row.train_hours, row.gpu_hours);
-      else
-        fmt::format_to(std::back_inserter(buf), ",,");
-      if (row.cost)
-        fmt::format_to(std::back_inserter(buf), "{:.2f},{}\n", *row.cost, cl.currency);
-      else
-        fmt::format_to(std::back_inserter(buf), ",\n");
+                          csv_field(spec.strategies[g.framework].name), prec, g.batch, csv_field(bucket_label(spec, g)),
+                          csv_field(spec.links[g.links].label));
+      fmt::format_to(std::back_inserter(buf), "{},{},{},{:.6g},{:.6g},{:.6g},{:.6g},{},{},{:.4g},{:.6g},{:.6g},{:.6g},{},", pre,
+                     p.gpus, p.nodes, in_seconds(p.iteration_time), p.throughput_samples_per_s, p.speedup, p.efficiency,
+                     p.hiding_case, to_string(p.bottleneck), p.bottleneck_share, in_seconds(p.breakdown.comm),
+                     in_seconds(p.breakdown.comm_exposed), in_bytes(p.memory.per_gpu), fits_in_memory(p) ? "true" : "false");
+      if (row.gpu_hours > 0.0) fmt::format_to(std::back_inserter(buf), "{:.6g},{:.6g},", row.train_hours, row.gpu_hours);
+      else fmt::format_to(std::back_inserter(buf), ",,");
+      if (row.cost) fmt::format_to(std::back_inserter(buf), "{:.2f},{}\n", *row.cost, cl.currency);
+      else fmt::format_to(std::back_inserter(buf), ",\n");
     } else {
       nlohmann::ordered_json j;
       j["cluster"] = cl.name;

@@ -24,8 +24,7 @@ using sweep_detail::shared_layer_times;
 /// built once: the NCCL model's channel search is the expensive part of preparing a Predictor).
 Scenario make_group_scenario(const SweepSpec& spec, const SweepGroup& g,
                              const std::vector<std::shared_ptr<const CollectiveModel>>* models,
-                             const std::vector<Network>* networks = nullptr,
-                             std::shared_ptr<const LayerTimes> modelled = nullptr,
+                             const std::vector<Network>* networks = nullptr, std::shared_ptr<const LayerTimes> modelled = nullptr,
                              std::shared_ptr<const LayerTimes> modelled_doubled_gpu = nullptr) {
   Scenario sc;
   const LinkOverrides& lo = spec.links[g.links];
@@ -67,8 +66,7 @@ class ClosedForm final : public GroupEvaluator {
 
 /// Whether the cluster holds `gpus` in whole nodes (Predictor::place's rule), with the reason if not.
 std::optional<std::string> unplaceable(const Cluster& c, int gpus) {
-  if (gpus > c.max_gpus())
-    return fmt::format("cluster '{}' holds at most {} GPUs, not {}", c.name, c.max_gpus(), gpus);
+  if (gpus > c.max_gpus()) return fmt::format("cluster '{}' holds at most {} GPUs, not {}", c.name, c.max_gpus(), gpus);
   if (gpus > c.gpus_per_node && gpus % c.gpus_per_node != 0)
     return fmt::format("{} GPUs do not fill whole nodes of {} on cluster '{}'", gpus, c.gpus_per_node, c.name);
   return std::nullopt;
@@ -141,8 +139,7 @@ std::vector<std::shared_ptr<const CollectiveModel>> collective_models(const Swee
 /// A sharded step's one GPU (eq. K16) models its own layer times too, from the shapes.
 std::vector<Network> slim_networks(const SweepSpec& spec, const SweepOptions& options) {
   const bool shapes = (options.evaluator != nullptr && options.evaluator != &closed_form_evaluator()) ||
-                      std::any_of(spec.strategies.begin(), spec.strategies.end(),
-                                  [](const Strategy& st) { return st.sharding.sharded(); });
+      std::any_of(spec.strategies.begin(), spec.strategies.end(), [](const Strategy& st) { return st.sharding.sharded(); });
   std::vector<Network> slim = spec.networks;
   for (auto& net : slim) {
     net.description = {};
@@ -187,10 +184,8 @@ class GroupPool {
     std::vector<std::thread> pool;
     pool.reserve(spawned);
     for (unsigned k = 0; k < spawned; ++k) pool.emplace_back([this] { counted_worker(); });
-    if (options_.progress)
-      draw_progress(spawned);
-    else
-      worker();
+    if (options_.progress) draw_progress(spawned);
+    else worker();
     for (auto& t : pool) t.join();
     if (failure_) std::rethrow_exception(failure_);
   }
@@ -227,8 +222,8 @@ class GroupPool {
     const auto& counts = rows_.counts[i];
     preds.assign(counts.size(), Prediction{});
     if (!counts.empty())
-      ev_.evaluate(make_group_scenario(spec_, g, &models_, &slim_, layer_times_.gpu[i], layer_times_.doubled_gpu[i]),
-                   counts, preds);
+      ev_.evaluate(make_group_scenario(spec_, g, &models_, &slim_, layer_times_.gpu[i], layer_times_.doubled_gpu[i]), counts,
+                   preds);
     const Cluster& cl = spec_.clusters[g.cluster];
     for (std::size_t k = 0; k < preds.size(); ++k) {
       SweepRow& row = r_.rows[rows_.first[i] + k];

@@ -27,8 +27,7 @@ SweepShard sweep_shard_from_string(std::string_view s) {
   };
   const auto slash = s.find('/');
   SweepShard sh;
-  if (slash == std::string_view::npos || !number(s.substr(0, slash), sh.index) ||
-      !number(s.substr(slash + 1), sh.count))
+  if (slash == std::string_view::npos || !number(s.substr(0, slash), sh.index) || !number(s.substr(slash + 1), sh.count))
     throw InputError(SourceLocation{}, "shard", fmt::format("'{}' is not I/N (part I of N, e.g. 3/8)", s));
   if (sh.count < 1 || sh.index < 1 || sh.index > sh.count)
     throw InputError(SourceLocation{}, "shard", fmt::format("'{}': the part I of I/N runs from 1 to N, and N is at least 1", s));
@@ -40,9 +39,10 @@ SweepSpec shard_sweep_spec(const SweepSpec& spec, SweepShard shard) {
   if (shard.count < 1 || shard.index < 1 || shard.index > shard.count)
     throw InputError(SourceLocation{}, "shard", fmt::format("part {} of {} does not exist", shard.index, shard.count));
   if (shard.count > total)
-    throw InputError(SourceLocation{}, "shard", fmt::format("{} parts of a sweep of {} configuration{} would leave some empty (N is at "
-                                            "most the number of configurations)",
-                                            shard.count, total, total == 1 ? "" : "s"));
+    throw InputError(SourceLocation{}, "shard",
+                     fmt::format("{} parts of a sweep of {} configuration{} would leave some empty (N is at "
+                                 "most the number of configurations)",
+                                 shard.count, total, total == 1 ? "" : "s"));
   // [begin, end) of the configuration numbers; products stay far below 2^64 (C ≤ groups × 10^7 counts).
   const std::size_t begin = (shard.index - 1) * total / shard.count;
   const std::size_t end = shard.index * total / shard.count;
@@ -54,7 +54,8 @@ SweepSpec shard_sweep_spec(const SweepSpec& spec, SweepShard shard) {
     const std::size_t lo = std::max(begin, k), hi = std::min(end, k + n);
     if (lo < hi) {
       SweepGroup part = g;
-      part.gpus.assign(g.gpus.begin() + static_cast<std::ptrdiff_t>(lo - k), g.gpus.begin() + static_cast<std::ptrdiff_t>(hi - k));
+      part.gpus.assign(g.gpus.begin() + static_cast<std::ptrdiff_t>(lo - k),
+                       g.gpus.begin() + static_cast<std::ptrdiff_t>(hi - k));
       out.groups.push_back(std::move(part));
     }
     k += n;
@@ -70,16 +71,15 @@ std::string merge_sweep_parts(std::span<const fs::path> parts) {
   for (std::size_t i = 0; i < parts.size(); ++i) {
     const std::string name = parts[i].string();
     const std::string text = read_input_file(parts[i]);
-    auto fail = [&](int line, int col, const std::string& what) {
-      throw InputError(SourceLocation{name, line, col}, "", what);
-    };
+    auto fail = [&](int line, int col, const std::string& what) { throw InputError(SourceLocation{name, line, col}, "", what); };
     // A part given twice (the same file, or a copy with the same rows) would repeat its rows; two parts
     // without rows are the same harmlessly.
     for (std::size_t j = 0; j < i; ++j) {
       std::error_code ec;
       if (fs::equivalent(parts[i], parts[j], ec) || (text == texts[j] && !text.empty() && text != kCsvHeader))
-        fail(0, 0, fmt::format("the same part as {} (part {} of the list, given again as part {}): each part once",
-                               parts[j].string(), j + 1, i + 1));
+        fail(0, 0,
+             fmt::format("the same part as {} (part {} of the list, given again as part {}): each part once", parts[j].string(),
+                         j + 1, i + 1));
     }
     texts.push_back(text);
     if (i == 0) csv = text.starts_with(kCsvHeader.substr(0, kCsvHeader.find(',') + 1));
@@ -91,8 +91,7 @@ std::string merge_sweep_parts(std::span<const fs::path> parts) {
     std::size_t body = 0;
     if (csv) {
       if (!text.starts_with(kCsvHeader))
-        fail(1, 1, fmt::format("not a CSV part of a dlscale sweep (the first line is not the header of {})",
-                               parts[0].string()));
+        fail(1, 1, fmt::format("not a CSV part of a dlscale sweep (the first line is not the header of {})", parts[0].string()));
       body = kCsvHeader.size();
       if (i == 0) out.append(kCsvHeader);
     }
@@ -104,8 +103,9 @@ std::string merge_sweep_parts(std::span<const fs::path> parts) {
       const std::string_view row(text.data() + pos, eol - pos);
       const bool object = row.starts_with('{') && row.ends_with('}');
       if (csv ? (object || row.empty() || row == kCsvHeader.substr(0, kCsvHeader.size() - 1)) : !object)
-        fail(line, 1, csv ? fmt::format("not a CSV row of a dlscale sweep (the parts are CSV, as {} is)", parts[0].string())
-                          : fmt::format("not a JSON object (the parts are JSON lines, as {} is)", parts[0].string()));
+        fail(line, 1,
+             csv ? fmt::format("not a CSV row of a dlscale sweep (the parts are CSV, as {} is)", parts[0].string())
+                 : fmt::format("not a JSON object (the parts are JSON lines, as {} is)", parts[0].string()));
       pos = eol + 1;
     }
     out.append(text, body, std::string::npos);

@@ -119,11 +119,12 @@ struct Tables {
       spec.clusters.push_back(load_cluster(file, ov));
     } catch (const InputError& e) {
       if (!e.where().file.empty() || (e.key() != "gpu" && e.key() != "nodes")) throw;  // not about the overrides
-      if (gpu && e.key() == "gpu") gpu->fail(e.message());  // a GPU the file's graph cannot take
+      if (gpu && e.key() == "gpu") gpu->fail(e.message());                             // a GPU the file's graph cannot take
       // nodes without a fabric on a single-node file, said at the item
-      n.fail(fmt::format("'{}' is one node with no network between nodes: give a 'fabric' (KIND:SPEED[:COUNT], e.g. "
-                         "infiniband:100Gb/s:8)",
-                         name.scalar()));
+      n.fail(
+          fmt::format("'{}' is one node with no network between nodes: give a 'fabric' (KIND:SPEED[:COUNT], e.g. "
+                      "infiniband:100Gb/s:8)",
+                      name.scalar()));
     }
     spec.clusters.back().name = key;
     clusters.emplace(key, spec.clusters.size() - 1);
@@ -279,8 +280,8 @@ void expand(const Axes& a, SweepSpec& spec) {
       for (auto f : a.frameworks)
         for (int b : a.batches)
           for (auto p : a.precisions) {
-            const bool overlaps = spec.strategies[f].overlap != Overlap::none &&
-                                  spec.strategies[f].aggregation != Aggregation::broadcast_reduce;
+            const bool overlaps =
+                spec.strategies[f].overlap != Overlap::none && spec.strategies[f].aggregation != Aggregation::broadcast_reduce;
             std::vector<std::optional<Bytes>> buckets = a.buckets;
             if (!overlaps) buckets = {std::nullopt};
             for (const auto& bucket : buckets)

@@ -74,7 +74,8 @@ void apply_layer_times(const Calibration& cal, Scenario& sc, CalibrationUse& use
     use.layer_times = true;
   } else if (!cal.layers.empty()) {
     std::string have;
-    for (const auto& lp : cal.layers) have += fmt::format("{}{} batch {} {}", have.empty() ? "" : ", ", lp.model, lp.batch, lp.precision);
+    for (const auto& lp : cal.layers)
+      have += fmt::format("{}{} batch {} {}", have.empty() ? "" : ", ", lp.model, lp.batch, lp.precision);
     use.warnings.push_back(fmt::format("{}: no layer times for {} at batch {} ({}) (it has: {}); using {}", cal.source_file,
                                        sc.network.name, sc.batch_per_gpu, precision, have,
                                        sc.profile ? "the profile" : "the roofline"));

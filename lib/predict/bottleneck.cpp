@@ -8,17 +8,19 @@
 
 namespace dlscale {
 
-double doubling_gain(Seconds baseline, Seconds doubled) noexcept {
-  return doubled > Seconds{} ? baseline / doubled - 1.0 : 0.0;
-}
+double doubling_gain(Seconds baseline, Seconds doubled) noexcept { return doubled > Seconds{} ? baseline / doubled - 1.0 : 0.0; }
 
 Bottleneck phase_of(Resource r) noexcept {
   switch (r) {
-    case Resource::gpu: return Bottleneck::compute;
-    case Resource::host_to_gpu: return Bottleneck::h2d;
+    case Resource::gpu:
+      return Bottleneck::compute;
+    case Resource::host_to_gpu:
+      return Bottleneck::h2d;
     case Resource::intra_node:
-    case Resource::inter_node: return Bottleneck::communication;
-    case Resource::storage: return Bottleneck::io;
+    case Resource::inter_node:
+      return Bottleneck::communication;
+    case Resource::storage:
+      return Bottleneck::io;
   }
   return Bottleneck::compute;
 }
@@ -26,10 +28,13 @@ Bottleneck phase_of(Resource r) noexcept {
 Seconds time_on_path(Resource r, const Prediction& p) noexcept {
   const Breakdown& b = p.breakdown;
   switch (r) {
-    case Resource::storage: return b.reader_loss;
-    case Resource::host_to_gpu: return b.h2d;
+    case Resource::storage:
+      return b.reader_loss;
+    case Resource::host_to_gpu:
+      return b.h2d;
     case Resource::intra_node:
-    case Resource::inter_node: return b.comm_exposed;
+    case Resource::inter_node:
+      return b.comm_exposed;
     case Resource::gpu: {
       // The critical path adds up to t_iter (plan.hpp, critical_path): what is left once the other
       // resources' segments, the fixed overhead and the CPU offload's steps are taken out is the GPU's.

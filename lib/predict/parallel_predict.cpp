@@ -117,8 +117,8 @@ Prediction parallel_prediction(const Scenario& sc, const ParallelLayout& layout,
       {par.bubble, {Bottleneck::compute, "pipeline bubble"}},
       {par.dp_comm, {Bottleneck::communication, "DP gradient reduction"}},
       {b.update, {Bottleneck::update, "optimiser step"}}};
-  const auto* top = std::max_element(std::begin(parts), std::end(parts),
-                                     [](const auto& x, const auto& y) { return x.first < y.first; });
+  const auto* top =
+      std::max_element(std::begin(parts), std::end(parts), [](const auto& x, const auto& y) { return x.first < y.first; });
   p.bottleneck = top->second.first;
   p.bottleneck_resource = ResourceName(top->second.second);
   p.bottleneck_share = top->first / s.step;

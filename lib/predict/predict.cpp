@@ -42,10 +42,10 @@ double max_normal(int n) {
 /// A unit of aggregation: one layer (layer-wise), one bucket (bucketed) or one layer (no overlap).
 /// Units are stored input side first, like layers.
 struct Unit {
-  Seconds forward{};    // forward time of the layers in the unit (sharded stage 3: before it, its all-gather)
-  Seconds backward{};   // backward time of the layers in the unit
-  Seconds update{};     // update time of the layers in the unit
-  Bytes gradient{};     // gradient bytes the unit aggregates
+  Seconds forward{};   // forward time of the layers in the unit (sharded stage 3: before it, its all-gather)
+  Seconds backward{};  // backward time of the layers in the unit
+  Seconds update{};    // update time of the layers in the unit
+  Bytes gradient{};    // gradient bytes the unit aggregates
 };
 
 std::vector<Unit> make_units(const Network& net, const LayerTimes& t, const Strategy& s, double bytes_per_element) {
@@ -124,23 +124,32 @@ std::string ResourceName::str() const {
   const Table& t = *table_;
   std::string s;
   switch (which_) {
-    case Which::none: break;
+    case Which::none:
+      break;
     case Which::io:
-      s = t.measured_input ? std::string("input pipeline (measured; one reader per node)")
-                           : fmt::format("input read from {} ({}, one reader per node)",
-                                         t.page_cache ? "page cache" : "disk", t.read_bw);
+      s = t.measured_input
+          ? std::string("input pipeline (measured; one reader per node)")
+          : fmt::format("input read from {} ({}, one reader per node)", t.page_cache ? "page cache" : "disk", t.read_bw);
       break;
     case Which::h2d:
       s = fmt::format("host-to-GPU copies ({} memory, {})", t.pinned ? "pinned" : "pageable", t.h2d_bw);
       break;
-    case Which::compute: s = fmt::format("GPU compute ({})", t.gpu_name); break;
-    case Which::comm_intra: s = fmt::format("intra-node GPU links ({})", t.intra); break;
-    case Which::comm_inter: s = fmt::format("inter-node network ({})", t.inter); break;
+    case Which::compute:
+      s = fmt::format("GPU compute ({})", t.gpu_name);
+      break;
+    case Which::comm_intra:
+      s = fmt::format("intra-node GPU links ({})", t.intra);
+      break;
+    case Which::comm_inter:
+      s = fmt::format("inter-node network ({})", t.inter);
+      break;
     case Which::update:
       s = t.cpu_adam > 0.0 ? fmt::format("optimiser step offloaded to the CPU (CPU Adam {:.3g} params/s per node)", t.cpu_adam)
                            : fmt::format("parameter update (GPU memory {})", t.memory);
       break;
-    case Which::fixed: s = t.fixed; break;
+    case Which::fixed:
+      s = t.fixed;
+      break;
     case Which::io_storage:
       s = t.pipeline ? fmt::format("input read from {} ({} dataset)", to_string(t.pipeline->data), t.pipeline->dataset)
                      : std::string("input read");
@@ -174,7 +183,7 @@ struct Predictor::Impl {
     std::vector<Bytes> bytes;
   };
   std::shared_ptr<const UnitWork> work;
-  std::span<const Unit> units;            // work->units
+  std::span<const Unit> units;  // work->units
   Seconds f{}, b{}, u{}, u_first{};
   Seconds h2d{}, io_one{};
   bool reader_modelled = false;  // profile_reader_modelled(sc): the profile's h2d and phases, the model's reader
@@ -186,13 +195,13 @@ struct Predictor::Impl {
   std::span<const Seconds> unit_forward;   // units[i].forward, contiguous (sharded stage 3)
   Seconds iter_one{};
   MemoryUse memory;
-  double tokens_per_sample = 0.0;     // token inputs: tokens in one sample
-  double train_flops_per_sample = 0.0;  // 3 × forward: forward, and backward's two products per weight
+  double tokens_per_sample = 0.0;          // token inputs: tokens in one sample
+  double train_flops_per_sample = 0.0;     // 3 × forward: forward, and backward's two products per weight
   double hardware_flops_per_sample = 0.0;  // and the recomputed forward (HFU)
   Bytes activations_per_sample{};          // activation_bytes_per_sample, once (a sharded step's memory per GPU count)
-  double peak_flops = 0.0;            // the GPU's dense peak for the precision (FLOP/s)
+  double peak_flops = 0.0;                 // the GPU's dense peak for the precision (FLOP/s)
   std::shared_ptr<const ResourceName::Table> resources;  // named when a caller asks (ResourceName::str)
-  const InputPipeline* pipeline = nullptr;  // input_pipeline(sc), into sc (Impl is never copied or moved)
+  const InputPipeline* pipeline = nullptr;               // input_pipeline(sc), into sc (Impl is never copied or moved)
   /// Eq. K16 holds only while collectives run beside the step's kernels: a sharded step on one GPU runs
   /// none, and is this scenario with the tensor work at the model's own rate (null where K16 is 1).
   std::unique_ptr<Predictor> alone;
@@ -238,10 +247,10 @@ struct Predictor::Impl {
 
   /// A sharded strategy's step (docs/model.md, eq. S5-S8): what replaces the all-reduce recurrence.
   struct ShardedStep {
-    Seconds gpu_side{};   // h2d + compute + exposed communication + the update of the shard
-    Seconds comm{};       // every collective of the step, as if nothing overlapped it
+    Seconds gpu_side{};  // h2d + compute + exposed communication + the update of the shard
+    Seconds comm{};      // every collective of the step, as if nothing overlapped it
     Seconds exposed{};
-    Seconds update{};     // the optimiser step on 1/n of the parameters (offload: CPU step + copy back)
+    Seconds update{};  // the optimiser step on 1/n of the parameters (offload: CPU step + copy back)
     MemoryUse memory;
     // offload (eq. S9)
     Seconds d2h{}, d2h_exposed{}, cpu{}, h2d_up{};
@@ -415,9 +424,9 @@ void Predictor::Impl::share_layer_work(const Impl& same) {
 /// efficiency; then the recomputation of checkpointing (or eq. R1-R3), and the phase totals.
 void Predictor::Impl::model_layer_times(bool one_gpu_alone) {
   // one GPU alone models its own times: the scenario's are those with the collectives beside (eq. K16)
-  modelled_times = sc.modelled_layers && !one_gpu_alone ? sc.modelled_layers
-                                  : std::make_shared<const LayerTimes>(
-                                        estimate_layer_times(*net, sc.cluster.gpu, sc.batch_per_gpu, sc.compute));
+  modelled_times = sc.modelled_layers && !one_gpu_alone
+      ? sc.modelled_layers
+      : std::make_shared<const LayerTimes>(estimate_layer_times(*net, sc.cluster.gpu, sc.batch_per_gpu, sc.compute));
   LayerTimes modelled = *modelled_times;
   const double eff = sc.strategy.compute_efficiency;
   for (auto* v : {&modelled.forward, &modelled.backward, &modelled.update})
@@ -433,7 +442,7 @@ void Predictor::Impl::model_layer_times(bool one_gpu_alone) {
   if (sc.compute.checkpointing) {  // every segment but the last runs its forward again before its backward
     const std::vector<int> first = checkpoint_segments(*net);  // validate: at least two segments
     for (std::size_t i = 0; i < static_cast<std::size_t>(first.back()); ++i) layers.backward[i] += layers.forward[i];
-  } else if (sc.compute.recompute != Recompute::none) {  // eq. R1-R3: per transformer block
+  } else if (sc.compute.recompute != Recompute::none) {       // eq. R1-R3: per transformer block
     const std::vector<int> block = transformer_blocks(*net);  // validate: at least one block
     for (std::size_t i = 0; i < block.size(); ++i) layers.backward[i] += recompute_time(layers, i, block[i], sc.compute);
   }
@@ -469,8 +478,7 @@ void Predictor::Impl::input_times() {
     // A measured exposed wait (io_measures: exposed) is the part of the reader's time that the GPU did not
     // hide: with prefetching the one-GPU reader took t_gpu + the wait, without it the wait is the reader.
     // A negligible wait says only that the reader kept up: its time is the model's (profile_reader_modelled).
-    if (reader_modelled)
-      io_one = eq::io_time(input_per_gpu, 1, read_bw);
+    if (reader_modelled) io_one = eq::io_time(input_per_gpu, 1, read_bw);
     else if (sc.profile->io_is_exposed_wait && sc.strategy.io_prefetch && p.io > Seconds{})
       io_one = p.io + eq::gpu_time(p.h2d, p.forward, p.backward, p.update);
   } else {
@@ -500,9 +508,10 @@ void Predictor::Impl::one_gpu_baseline() {
   // Throughput N·M/t and speedup (eq. 8) divide by iteration times: a scenario in which nothing takes
   // time (no input bytes, no work, a profile of zeros) has none to divide by.
   if (!(iter_one > Seconds{}))
-    throw InputError(fmt::format("nothing in the scenario takes time on one GPU (model '{}': no input bytes, "
-                                 "no FLOPs, no parameters, or a profile of zero times): no throughput to predict",
-                                 net->name));
+    throw InputError(
+        fmt::format("nothing in the scenario takes time on one GPU (model '{}': no input bytes, "
+                    "no FLOPs, no parameters, or a profile of zero times): no throughput to predict",
+                    net->name));
 }
 
 Bytes input_per_gpu(const Scenario& sc) noexcept {
@@ -567,8 +576,8 @@ GpuPlacement Predictor::place(int gpus) const {
                                  c.max_nodes, c.max_nodes == 1 ? "" : "s", c.gpus_per_node, gpus));
   if (gpus <= c.gpus_per_node) return GpuPlacement{gpus, 1, gpus};
   if (gpus % c.gpus_per_node != 0)
-    throw InputError(SourceLocation{}, "gpus", fmt::format("{} GPUs do not fill whole nodes of {} GPUs on cluster '{}'",
-                                                           gpus, c.gpus_per_node, c.name));
+    throw InputError(SourceLocation{}, "gpus",
+                     fmt::format("{} GPUs do not fill whole nodes of {} GPUs on cluster '{}'", gpus, c.gpus_per_node, c.name));
   return GpuPlacement{gpus, gpus / c.gpus_per_node, c.gpus_per_node};
 }
 
@@ -584,8 +593,8 @@ bool aggregates(int gpus, const Strategy& st) noexcept { return gpus > 1 && !st.
 Prediction Predictor::predict(int gpus) const {
   const GpuPlacement at = place(gpus);
   if (impl_->sc.parallel)  // model parallelism: eq. P13 (parallel_predict.cpp)
-    return parallel_prediction(impl_->sc, parallel_whole_times(impl_->sc, *impl_->modelled_times), *impl_->coll, gpus,
-                               at, impl_->iter_one);
+    return parallel_prediction(impl_->sc, parallel_whole_times(impl_->sc, *impl_->modelled_times), *impl_->coll, gpus, at,
+                               impl_->iter_one);
   if (!impl_->names_bottleneck) return impl_for(gpus).run(gpus, at);
   // The aggregation times, and the recurrence over them, once for this scenario and the doubled ones that
   // keep them (doubled_same_comm, doubled_same_units).
@@ -657,7 +666,9 @@ void Predictor::Impl::unit_comm(const GpuPlacement& at, std::span<Seconds> comm)
   const std::size_t U = units.size();
   thread_local std::vector<Seconds> extra_buf;
   switch (st.aggregation) {
-    case Aggregation::allreduce: coll->times(CollectiveOp::allreduce, unit_bytes, at, comm); break;
+    case Aggregation::allreduce:
+      coll->times(CollectiveOp::allreduce, unit_bytes, at, comm);
+      break;
     case Aggregation::parameter_server:
       for (std::size_t i = 0; i < U; ++i) comm[i] = coll->parameter_server(unit_bytes[i], at, st.parameter_servers);
       break;
@@ -738,10 +749,8 @@ Predictor::Impl::CommAt Predictor::Impl::comm_at(int gpus, const GpuPlacement& a
   std::span<Seconds> comm(comm_buf);
   if (st.sharding.sharded()) c.sharded = sharded_step(at, K, h2d_n, comm);
   if (aggregates(gpus, st)) {
-    if (comm_given.size() == U)
-      std::copy(comm_given.begin(), comm_given.end(), comm.begin());
-    else
-      unit_comm(at, comm);
+    if (comm_given.size() == U) std::copy(comm_given.begin(), comm_given.end(), comm.begin());
+    else unit_comm(at, comm);
   }
   if (meas && meas->comm && gpus > 1 && !c.sharded) {  // a measured total overrides; its split follows the model
     Seconds modelled{};
@@ -835,17 +844,27 @@ void Predictor::Impl::name_bottleneck(Prediction& p, const DoubledTimes& doubled
   using W = ResourceName::Which;
   W which = W::compute;
   switch (bound.resource) {
-    case Resource::storage: which = !pipeline ? W::io : reader.decode > reader.storage ? W::io_decode : W::io_storage; break;
-    case Resource::host_to_gpu: which = W::h2d; break;
-    case Resource::gpu: which = W::compute; break;
-    case Resource::intra_node: which = W::comm_intra; break;
-    case Resource::inter_node: which = W::comm_inter; break;
+    case Resource::storage:
+      which = !pipeline ? W::io : reader.decode > reader.storage ? W::io_decode : W::io_storage;
+      break;
+    case Resource::host_to_gpu:
+      which = W::h2d;
+      break;
+    case Resource::gpu:
+      which = W::compute;
+      break;
+    case Resource::intra_node:
+      which = W::comm_intra;
+      break;
+    case Resource::inter_node:
+      which = W::comm_inter;
+      break;
   }
   p.bottleneck_resource = ResourceName(resources, which, p.bottleneck == Bottleneck::communication && comm_measured);
 }
 
 Predictor::Impl::ShardedStep Predictor::Impl::sharded_step(const GpuPlacement& at, double K, Seconds h2d_n,
-                                                          std::span<Seconds> comm) const {
+                                                           std::span<Seconds> comm) const {
   const Sharding& sh = sc.strategy.sharding;
   const ShardGroups g = shard_groups(sh, at);  // throws InputError("gpus") for a group that does not fit
   const double n = g.shard;
@@ -920,8 +939,8 @@ void Predictor::Impl::offload_step(const ShardGroups& g, const GpuPlacement& at,
 }
 
 Predictor::Impl::ShardedSpan Predictor::Impl::sharded_span(double K, std::span<const Seconds> comm,
-                                                           std::span<const Seconds> gather,
-                                                           std::span<const Seconds> copies, ShardedStep& r) const {
+                                                           std::span<const Seconds> gather, std::span<const Seconds> copies,
+                                                           ShardedStep& r) const {
   const Sharding& sh = sc.strategy.sharding;
   const std::size_t U = units.size();
   Seconds gathers{}, reduces{};
@@ -946,10 +965,12 @@ Predictor::Impl::ShardedSpan Predictor::Impl::sharded_span(double K, std::span<c
     const std::span<const Seconds> ag_back = sh.reshard_after_forward ? gather : std::span<const Seconds>{};
     const ShardedTimeline last = sharded_timeline_exact(unit_forward, unit_backward, gather, ag_back, comm, sh.in_flight);
     Seconds earlier{};  // micro-batches before the last: gathers and compute, no reduce-scatter
-    if (K > 1.0) earlier = sharded_timeline_exact(unit_forward, unit_backward, gather, ag_back, {}, sh.in_flight).end() * (K - 1.0);
+    if (K > 1.0)
+      earlier = sharded_timeline_exact(unit_forward, unit_backward, gather, ag_back, {}, sh.in_flight).end() * (K - 1.0);
     s.span = earlier + last.end();
     if (!copies.empty())
-      s.copy_tail = sharded_timeline_exact(unit_forward, unit_backward, gather, ag_back, comm, sh.in_flight, copies).end() - last.end();
+      s.copy_tail =
+          sharded_timeline_exact(unit_forward, unit_backward, gather, ag_back, comm, sh.in_flight, copies).end() - last.end();
     r.comm = gathers * (sh.reshard_after_forward ? 2.0 : 1.0) * K + reduces;
   }
   return s;

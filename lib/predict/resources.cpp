@@ -20,9 +20,11 @@ namespace {
 class RescaledLinks final : public CollectiveModel {
  public:
   RescaledLinks(std::shared_ptr<const CollectiveModel> base, const Cluster& before, const Cluster& after)
-      : base_(std::move(base)), old_(make_alpha_beta_model(before)), new_(make_alpha_beta_model(after)),
-        links_{before.intra_node.bandwidth, after.intra_node.bandwidth, before.inter_node.bandwidth,
-               after.inter_node.bandwidth} {}
+      : base_(std::move(base)),
+        old_(make_alpha_beta_model(before)),
+        new_(make_alpha_beta_model(after)),
+        links_{before.intra_node.bandwidth, after.intra_node.bandwidth, before.inter_node.bandwidth, after.inter_node.bandwidth} {
+  }
 
   static double ratio(Seconds now, Seconds then) { return then > Seconds{} ? now / then : 1.0; }
 
@@ -40,7 +42,7 @@ class RescaledLinks final : public CollectiveModel {
   }
   Seconds parameter_server(Bytes size, const GpuPlacement& at, int servers) const override {
     return base_->parameter_server(size, at, servers) *
-           ratio(new_->parameter_server(size, at, servers), old_->parameter_server(size, at, servers));
+        ratio(new_->parameter_server(size, at, servers), old_->parameter_server(size, at, servers));
   }
   std::string describe() const override {
     return fmt::format("{}, rescaled by the alpha-beta ratio of new to old links (intra-node {} -> {}, inter-node {} -> {})",
@@ -54,7 +56,7 @@ class RescaledLinks final : public CollectiveModel {
 
 bool same_links(const Cluster& a, const Cluster& b) {
   return a.intra_node.bandwidth == b.intra_node.bandwidth && a.intra_node.latency == b.intra_node.latency &&
-         a.inter_node.bandwidth == b.inter_node.bandwidth && a.inter_node.latency == b.inter_node.latency;
+      a.inter_node.bandwidth == b.inter_node.bandwidth && a.inter_node.latency == b.inter_node.latency;
 }
 }  // namespace
 
@@ -123,7 +125,8 @@ Scenario with_doubled(const Scenario& sc, Resource r) {
       }
       break;
     case Resource::intra_node:
-    case Resource::inter_node: break;  // above
+    case Resource::inter_node:
+      break;  // above
     case Resource::storage:
       out.cluster.disk = out.cluster.disk * 2.0;
       out.cluster.page_cache = out.cluster.page_cache * 2.0;

@@ -16,9 +16,7 @@
 namespace dlscale {
 namespace {
 
-[[noreturn]] void fail(const char* field, std::string message) {
-  throw InputError(SourceLocation{}, field, std::move(message));
-}
+[[noreturn]] void fail(const char* field, std::string message) { throw InputError(SourceLocation{}, field, std::move(message)); }
 
 /// A bandwidth is a finite number ≥ 0 (0: not given, where the model allows it); a NaN fails too.
 void check_rate(const char* field, BytesPerSecond b) {
@@ -33,8 +31,7 @@ void check_latency(const char* field, Seconds t) {
 
 void validate_cluster(const Cluster& c) {
   if (c.max_nodes < 1) fail("cluster.max_nodes", fmt::format("a cluster needs at least one node, got {}", c.max_nodes));
-  if (c.gpus_per_node < 1)
-    fail("cluster.gpus_per_node", fmt::format("a node needs at least one GPU, got {}", c.gpus_per_node));
+  if (c.gpus_per_node < 1) fail("cluster.gpus_per_node", fmt::format("a node needs at least one GPU, got {}", c.gpus_per_node));
   check_rate("cluster.h2d_pinned", c.h2d_pinned);
   check_rate("cluster.h2d_pageable", c.h2d_pageable);
   check_rate("cluster.intra_node.bandwidth", c.intra_node.bandwidth);
@@ -48,8 +45,7 @@ void validate_cluster(const Cluster& c) {
     // 0 cores or workers has a meaning (not given, every core); a negative count has none.
     if (c.input->cores < 0) fail("cluster.input.cores", fmt::format("a core count cannot be negative, got {}", c.input->cores));
     if (c.input->workers_per_gpu < 0)
-      fail("cluster.input.workers_per_gpu",
-           fmt::format("a worker count cannot be negative, got {}", c.input->workers_per_gpu));
+      fail("cluster.input.workers_per_gpu", fmt::format("a worker count cannot be negative, got {}", c.input->workers_per_gpu));
   }
 }
 
@@ -65,8 +61,9 @@ void validate_compute(const Scenario& sc) {
   const Network& net = sc.network;
   if (c.checkpointing) {  // every segment but the last runs its forward again before its backward
     if (checkpoint_segments(net).size() < 2)
-      fail("compute.checkpointing", fmt::format("model '{}' has {} learnable layer{}: nothing to checkpoint", net.name,
-                                                net.layers.size(), net.layers.size() == 1 ? "" : "s"));
+      fail("compute.checkpointing",
+           fmt::format("model '{}' has {} learnable layer{}: nothing to checkpoint", net.name, net.layers.size(),
+                       net.layers.size() == 1 ? "" : "s"));
   } else if (c.recompute != Recompute::none) {  // eq. R1-R3: per transformer block
     const std::vector<int> block = transformer_blocks(net);
     if (std::none_of(block.begin(), block.end(), [](int b) { return b >= 0; }))
@@ -83,16 +80,14 @@ void validate_strategy(const Strategy& s) {
          fmt::format("a compute efficiency is a finite number > 0 (1: as modelled), got {}", s.compute_efficiency));
   if (s.sharding.offload_optimizer && !s.sharding.sharded())
     fail("strategy.sharding.offload_optimizer",
-         fmt::format("framework '{}' does not shard its optimiser state; offload needs sharding stage 1, 2 or 3",
-                     s.name));
+         fmt::format("framework '{}' does not shard its optimiser state; offload needs sharding stage 1, 2 or 3", s.name));
 }
 
 }  // namespace
 
 void validate(const Scenario& sc) {
   validate_cluster(sc.cluster);
-  if (sc.batch_per_gpu < 1)
-    fail("batch_per_gpu", fmt::format("the batch per GPU must be at least 1, got {}", sc.batch_per_gpu));
+  if (sc.batch_per_gpu < 1) fail("batch_per_gpu", fmt::format("the batch per GPU must be at least 1, got {}", sc.batch_per_gpu));
   validate_compute(sc);
   validate_strategy(sc.strategy);
   validate_parallel(sc);  // model parallelism (parallel_predict.cpp)
@@ -100,8 +95,9 @@ void validate(const Scenario& sc) {
     const std::size_t L = sc.network.layers.size();
     const LayerTimes& ml = *sc.measured_layers;
     if (ml.forward.size() != L || ml.backward.size() != L || ml.update.size() != L)
-      fail("measured_layers", fmt::format("measured layer times have {} entries, the model '{}' has {} layers",
-                                          ml.forward.size(), sc.network.name, L));
+      fail("measured_layers",
+           fmt::format("measured layer times have {} entries, the model '{}' has {} layers", ml.forward.size(), sc.network.name,
+                       L));
   }
 }
 

@@ -49,8 +49,8 @@ figure svg { width: 560px; height: auto; } figure.wide svg { width: 1132px; } fi
     h += fmt::format("<tr><td>{}</td><td>{}</td><td>{:.3f}</td><td>{:.1f}</td>", p.gpus, p.nodes, in_ms(p.iteration_time),
                      p.throughput_samples_per_s);
     if (tokens) h += fmt::format("<td>{:.4g}</td><td>{:.1f}%</td>", p.throughput_tokens_per_s, 100.0 * p.mfu);
-    h += fmt::format("<td>{:.3f}</td><td>{:.1f}%</td><td>{}</td><td>{:.3f}</td><td>{:.3f}</td><td class=\"l\">{}</td>",
-                     p.speedup, 100 * p.efficiency,
+    h += fmt::format("<td>{:.3f}</td><td>{:.1f}%</td><td>{}</td><td>{:.3f}</td><td>{:.3f}</td><td class=\"l\">{}</td>", p.speedup,
+                     100 * p.efficiency,
                      p.memory.fits ? fmt::format("{:.3g}", in_bytes(p.memory.per_gpu) / 1e9)
                                    : fmt::format("<b>{:.3g} (does not fit)</b>", in_bytes(p.memory.per_gpu) / 1e9),
                      in_ms(p.breakdown.comm), in_ms(p.breakdown.comm_exposed), xml_escape(bottleneck_text(p)));
@@ -63,8 +63,10 @@ figure svg { width: 560px; height: auto; } figure.wide svg { width: 1132px; } fi
   }
   h += "</table>\n";
   if (overflow && !c.predictions.empty())
-    h += fmt::format("<p class=\"small\"><b>does not fit</b>: more than the GPU's {:.3g} GB of memory; such a step cannot "
-                     "run as configured.</p>\n", in_bytes(c.predictions.front().memory.capacity) / 1e9);
+    h += fmt::format(
+        "<p class=\"small\"><b>does not fit</b>: more than the GPU's {:.3g} GB of memory; such a step cannot "
+        "run as configured.</p>\n",
+        in_bytes(c.predictions.front().memory.capacity) / 1e9);
   h += "<p class=\"small\">bottleneck: the resource whose doubling gains the most samples/s (as the explanation doubles "
        "it), with its share of the iteration.";
   if (tokens) h += fmt::format(" MFU = 3 × forward FLOPs per sample × samples/s / (GPUs × the GPU's dense peak).");

@@ -15,8 +15,9 @@ void write_parallel_rows(std::ostream& out, std::span<const Prediction> preds) {
     std::string stages;
     for (std::size_t i = 0; i < par.stage_memory.size(); ++i)
       stages += fmt::format("{}{:.3g}", i ? " " : "", in_bytes(par.stage_memory[i]) / 1e9);
-    fmt::print(out, "# parallel, {} GPUs: TP {:.4f} s, CP {:.4f} s, PP sends {:.4f} s, bubble {:.4f} s, DP {:.4f} s "
-                    "exposed; slowest stage {}; memory per stage (GB): {}\n",
+    fmt::print(out,
+               "# parallel, {} GPUs: TP {:.4f} s, CP {:.4f} s, PP sends {:.4f} s, bubble {:.4f} s, DP {:.4f} s "
+               "exposed; slowest stage {}; memory per stage (GB): {}\n",
                p.gpus, in_seconds(par.tp_comm), in_seconds(par.cp_comm), in_seconds(par.pp_p2p), in_seconds(par.bubble),
                in_seconds(par.dp_comm), par.slowest_stage, stages);
   }

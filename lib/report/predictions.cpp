@@ -40,9 +40,8 @@ nlohmann::ordered_json prediction_json(const Prediction& p, const TrainingCost* 
   e["bottleneck_resource"] = p.bottleneck_resource.str();
   e["bottleneck_share"] = p.bottleneck_share;
   e["bottleneck_gain"] = p.bottleneck_gain;
-  e["memory"] = {{"per_gpu_bytes", in_bytes(p.memory.per_gpu)},
-                 {"capacity_bytes", in_bytes(p.memory.capacity)},
-                 {"fits", p.memory.fits}};
+  e["memory"] = {
+      {"per_gpu_bytes", in_bytes(p.memory.per_gpu)}, {"capacity_bytes", in_bytes(p.memory.capacity)}, {"fits", p.memory.fits}};
   if (p.memory.host_per_node > Bytes{}) {  // CPU offload (eq. S9); absent otherwise
     e["memory"]["host_per_node_bytes"] = in_bytes(p.memory.host_per_node);
     e["memory"]["host_capacity_bytes"] = in_bytes(p.memory.host_capacity);
@@ -53,13 +52,16 @@ nlohmann::ordered_json prediction_json(const Prediction& p, const TrainingCost* 
                     {"cpu_adam_s", in_seconds(b.offload_cpu)},
                     {"h2d_s", in_seconds(b.offload_h2d)}};
   }
-  e["breakdown"] = {{"io_s", in_seconds(b.io)},           {"h2d_s", in_seconds(b.h2d)},
-                    {"forward_s", in_seconds(b.forward)}, {"backward_s", in_seconds(b.backward)},
-                    {"update_s", in_seconds(b.update)},   {"comm_s", in_seconds(b.comm)},
+  e["breakdown"] = {{"io_s", in_seconds(b.io)},
+                    {"h2d_s", in_seconds(b.h2d)},
+                    {"forward_s", in_seconds(b.forward)},
+                    {"backward_s", in_seconds(b.backward)},
+                    {"update_s", in_seconds(b.update)},
+                    {"comm_s", in_seconds(b.comm)},
                     {"comm_exposed_s", in_seconds(b.comm_exposed)},
                     {"sync_wait_s", in_seconds(b.sync_wait)},  // the wait for the slowest GPU (jitter_cv)
                     {"overhead_s", in_seconds(b.overhead)}};   // the framework's fixed cost per iteration
-  add_parallel_json(e, p);  // model parallelism (parallel_report.cpp); absent otherwise
+  add_parallel_json(e, p);                                     // model parallelism (parallel_report.cpp); absent otherwise
   if (train) {
     const TrainingCost& c = *train;
     e["time_to_train"] = {{"iterations", c.iterations},
@@ -87,8 +89,7 @@ nlohmann::ordered_json predictions_json(const RunInfo& info, std::span<const Pre
   if (!train.empty()) j["inputs"]["workload"] = info.workload;
   if (!info.assumed.empty()) j["inputs"]["assumed"] = info.assumed;
   auto arr = nlohmann::ordered_json::array();
-  for (std::size_t i = 0; i < preds.size(); ++i)
-    arr.push_back(prediction_json(preds[i], i < train.size() ? &train[i] : nullptr));
+  for (std::size_t i = 0; i < preds.size(); ++i) arr.push_back(prediction_json(preds[i], i < train.size() ? &train[i] : nullptr));
   j["predictions"] = std::move(arr);
   return j;
 }
@@ -111,10 +112,9 @@ std::string memory_text(const Prediction& p) {
 
 std::string cost_text(const TrainingCost& c) { return c.cost ? fmt::format("{:.2f}", *c.cost) : std::string("-"); }
 
-void write_table(std::ostream& out, const RunInfo& info, std::span<const Prediction> preds,
-                 std::span<const TrainingCost> train) {
-  fmt::print(out, "# dlscale {}: {} on {}, {} ({}), batch {} per GPU{}\n", info.command, info.model, info.cluster,
-             info.framework, info.precision, info.batch_per_gpu,
+void write_table(std::ostream& out, const RunInfo& info, std::span<const Prediction> preds, std::span<const TrainingCost> train) {
+  fmt::print(out, "# dlscale {}: {} on {}, {} ({}), batch {} per GPU{}\n", info.command, info.model, info.cluster, info.framework,
+             info.precision, info.batch_per_gpu,
              info.assumed.empty() ? "" : fmt::format("; assumed by the cluster file: {}", fmt::join(info.assumed, "; ")));
   if (!info.profile.empty()) fmt::print(out, "# single-GPU phases from profile {}\n", info.profile);
   if (!info.layout.empty()) fmt::print(out, "# layout: {}\n", info.layout);
@@ -123,23 +123,24 @@ void write_table(std::ostream& out, const RunInfo& info, std::span<const Predict
   bool tokens = false;
   for (const auto& p : preds) tokens = tokens || p.throughput_tokens_per_s > 0.0;
   fmt::print(out, "{:>5} {:>5} {:>10} {:>11}{} {:>8} {:>6} {:>8} {:>9} | {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} | {}\n",
-             "GPUs", "nodes", "iter (s)", "samples/s", tokens ? fmt::format(" {:>11} {:>6}", "tokens/s", "MFU") : "",
-             "speedup", "eff", "hiding", "mem/GPU", "io", "h2d", "forward", "backward", "update", "comm", "exposed",
-             "bottleneck");
+             "GPUs", "nodes", "iter (s)", "samples/s", tokens ? fmt::format(" {:>11} {:>6}", "tokens/s", "MFU") : "", "speedup",
+             "eff", "hiding", "mem/GPU", "io", "h2d", "forward", "backward", "update", "comm", "exposed", "bottleneck");
   bool overflow = false;
   for (const auto& p : preds) {
     const auto& b = p.breakdown;
     overflow = overflow || !p.memory.fits;
     const std::string tok = tokens ? fmt::format(" {:>11.4g} {:>5.1f}%", p.throughput_tokens_per_s, 100.0 * p.mfu) : "";
-    fmt::print(out, "{:>5} {:>5} {:>10.4f} {:>11.1f}{} {:>8.4g} {:>5.1f}% {:>8} {:>9} | {:>9.4f} {:>9.4f} {:>9.4f} {:>9.4f} {:>9.4f} {:>9.4f} {:>9.4f} | {}\n",
-               p.gpus, p.nodes, in_seconds(p.iteration_time), p.throughput_samples_per_s, tok, p.speedup,
-               100.0 * p.efficiency, hiding(p), memory_text(p), in_seconds(b.io), in_seconds(b.h2d), in_seconds(b.forward),
-               in_seconds(b.backward), in_seconds(b.update), in_seconds(b.comm), in_seconds(b.comm_exposed),
-               bottleneck_text(p));
+    fmt::print(out,
+               "{:>5} {:>5} {:>10.4f} {:>11.1f}{} {:>8.4g} {:>5.1f}% {:>8} {:>9} | {:>9.4f} {:>9.4f} {:>9.4f} {:>9.4f} {:>9.4f} "
+               "{:>9.4f} {:>9.4f} | {}\n",
+               p.gpus, p.nodes, in_seconds(p.iteration_time), p.throughput_samples_per_s, tok, p.speedup, 100.0 * p.efficiency,
+               hiding(p), memory_text(p), in_seconds(b.io), in_seconds(b.h2d), in_seconds(b.forward), in_seconds(b.backward),
+               in_seconds(b.update), in_seconds(b.comm), in_seconds(b.comm_exposed), bottleneck_text(p));
   }
   fmt::print(out, "# times in seconds; speedup = N_g·t_iter(1)/t_iter(N_g) (eq. 8); eff = speedup/N_g\n");
-  fmt::print(out, "# bottleneck: the resource whose doubling gains the most samples/s (as explain doubles it), "
-                  "with its share of the iteration\n");
+  fmt::print(out,
+             "# bottleneck: the resource whose doubling gains the most samples/s (as explain doubles it), "
+             "with its share of the iteration\n");
   if (tokens)
     fmt::print(out, "# MFU = 3 × forward FLOPs per sample × samples/s / (GPUs × the GPU's dense {} peak)\n", info.precision);
   if (overflow && !preds.empty())
@@ -148,8 +149,9 @@ void write_table(std::ostream& out, const RunInfo& info, std::span<const Predict
   for (const auto& p : preds) {  // CPU offload of the optimiser (docs/model.md, eq. S9)
     if (!(p.memory.host_per_node > Bytes{})) continue;
     const auto& b = p.breakdown;
-    fmt::print(out, "# offload, {} GPUs: {:.3g} GB per GPU over PCIe; d2h {:.4f} s ({:.4f} exposed), CPU Adam {:.4f} s, "
-                    "h2d {:.4f} s; host memory {:.4g} of {:.4g} GB per node{}\n",
+    fmt::print(out,
+               "# offload, {} GPUs: {:.3g} GB per GPU over PCIe; d2h {:.4f} s ({:.4f} exposed), CPU Adam {:.4f} s, "
+               "h2d {:.4f} s; host memory {:.4g} of {:.4g} GB per node{}\n",
                p.gpus, in_bytes(b.offload_bytes) / 1e9, in_seconds(b.offload_d2h), in_seconds(b.offload_d2h_exposed),
                in_seconds(b.offload_cpu), in_seconds(b.offload_h2d), in_bytes(p.memory.host_per_node) / 1e9,
                in_bytes(p.memory.host_capacity) / 1e9, p.memory.host_fits ? "" : " (does not fit)");
@@ -168,8 +170,7 @@ void write_table(std::ostream& out, const RunInfo& info, std::span<const Predict
   if (currency.empty()) fmt::print(out, "# no cost: the cluster file gives no price_per_gpu_hour\n");
 }
 
-void write_json(std::ostream& out, const RunInfo& info, std::span<const Prediction> preds,
-                std::span<const TrainingCost> train) {
+void write_json(std::ostream& out, const RunInfo& info, std::span<const Prediction> preds, std::span<const TrainingCost> train) {
   out << predictions_json(info, preds, train).dump(2) << '\n';
 }
 
@@ -182,11 +183,11 @@ void write_csv(std::ostream& out, std::span<const Prediction> preds, std::span<c
     const Prediction& p = preds[i];
     const auto& b = p.breakdown;
     fmt::print(out, "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}", p.gpus, p.nodes, p.batch_per_gpu,
-               in_seconds(p.iteration_time), p.throughput_samples_per_s, p.speedup, p.efficiency, p.hiding_case,
-               p.boundary_layer, to_string(p.bottleneck), in_seconds(b.io), in_seconds(b.h2d), in_seconds(b.forward),
-               in_seconds(b.backward), in_seconds(b.update), in_seconds(b.comm), in_seconds(b.comm_exposed));
-    fmt::print(out, ",{},{},{},{},{},{}", in_bytes(p.memory.per_gpu), p.memory.fits ? "true" : "false",
-               p.throughput_tokens_per_s, p.mfu, p.bottleneck_share, p.bottleneck_gain);
+               in_seconds(p.iteration_time), p.throughput_samples_per_s, p.speedup, p.efficiency, p.hiding_case, p.boundary_layer,
+               to_string(p.bottleneck), in_seconds(b.io), in_seconds(b.h2d), in_seconds(b.forward), in_seconds(b.backward),
+               in_seconds(b.update), in_seconds(b.comm), in_seconds(b.comm_exposed));
+    fmt::print(out, ",{},{},{},{},{},{}", in_bytes(p.memory.per_gpu), p.memory.fits ? "true" : "false", p.throughput_tokens_per_s,
+               p.mfu, p.bottleneck_share, p.bottleneck_gain);
     if (i < train.size())
       fmt::print(out, ",{},{},{},{}", train[i].iterations, in_seconds(train[i].wall_time) / 3600.0, train[i].gpu_hours,
                  train[i].cost ? fmt::format("{}", *train[i].cost) : std::string());
@@ -199,9 +200,15 @@ void write_csv(std::ostream& out, std::span<const Prediction> preds, std::span<c
 void write_predictions(std::ostream& out, OutputFormat f, const RunInfo& info, std::span<const Prediction> preds,
                        std::span<const TrainingCost> train) {
   switch (f) {
-    case OutputFormat::table: write_table(out, info, preds, train); break;
-    case OutputFormat::json: write_json(out, info, preds, train); break;
-    case OutputFormat::csv: write_csv(out, preds, train); break;
+    case OutputFormat::table:
+      write_table(out, info, preds, train);
+      break;
+    case OutputFormat::json:
+      write_json(out, info, preds, train);
+      break;
+    case OutputFormat::csv:
+      write_csv(out, preds, train);
+      break;
   }
 }
 }  // namespace dlscale

@@ -19,11 +19,20 @@ std::string xml_escape(std::string_view text) {
   out.reserve(text.size());
   for (char c : text) {
     switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      default: out += c;
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      default:
+        out += c;
     }
   }
   return out;
@@ -58,8 +67,9 @@ std::vector<double> ticks(const Axis& a) {
   std::vector<double> out;
   if (a.log) {
     const double decades = std::log10(a.hi / a.lo);
-    const std::vector<double> mult = decades < 1.5 ? std::vector<double>{1, 2, 5} : decades < 3 ? std::vector<double>{1, 2, 5}
-                                                                                                 : std::vector<double>{1};
+    const std::vector<double> mult = decades < 1.5 ? std::vector<double>{1, 2, 5}
+        : decades < 3                              ? std::vector<double>{1, 2, 5}
+                                                   : std::vector<double>{1};
     for (double d = std::pow(10.0, std::floor(std::log10(a.lo))); d <= a.hi * 1.0001; d *= 10)
       for (double m : mult)
         if (d * m >= a.lo * 0.9999 && d * m <= a.hi * 1.0001) out.push_back(d * m);
@@ -100,7 +110,8 @@ void open_svg(std::string& s, const PlotFrame& f) {
       "<text x=\"{2}\" y=\"22\" font-size=\"{4}\" font-weight=\"bold\">{3}</text>\n",
       f.width, f.height, kLeft, xml_escape(f.title),
       // about 0.6 em a character: a title too long for the width at 15 px gets a smaller font (down to 10)
-      std::clamp(static_cast<int>((f.width - kLeft - 8) / (0.6 * static_cast<double>(std::max<std::size_t>(f.title.size(), 1)))), 10, 15));
+      std::clamp(static_cast<int>((f.width - kLeft - 8) / (0.6 * static_cast<double>(std::max<std::size_t>(f.title.size(), 1)))),
+                 10, 15));
 }
 
 void draw_axes(std::string& s, const PlotFrame& f, const Axis& x, const Axis& y, bool x_ticks = true,
@@ -125,16 +136,15 @@ void draw_axes(std::string& s, const PlotFrame& f, const Axis& x, const Axis& y,
                    xml_escape(f.y_label));
 }
 
-void legend_entry(std::string& s, const PlotFrame& f, int index, const std::string& name, const std::string& colour,
-                  bool dashed, bool box, int entries = 0, const std::string& dash_pattern = {}) {
+void legend_entry(std::string& s, const PlotFrame& f, int index, const std::string& name, const std::string& colour, bool dashed,
+                  bool box, int entries = 0, const std::string& dash_pattern = {}) {
   // 20 px a row, closer when that many rows would not fit beside the plot
   const int row = entries > 0 ? std::clamp((f.height - kTop - kBottom - 12) / entries, 12, 20) : 20;
   const int lx = f.width - f.legend_width + 12, ly = kTop + 12 + row * index;
-  if (box)
-    s += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"18\" height=\"12\" fill=\"{}\"/>\n", lx, ly - 9, colour);
+  if (box) s += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"18\" height=\"12\" fill=\"{}\"/>\n", lx, ly - 9, colour);
   else
-    s += fmt::format("<line x1=\"{}\" y1=\"{}\" x2=\"{}\" y2=\"{}\" stroke=\"{}\" stroke-width=\"3\"{}/>\n", lx, ly - 4,
-                     lx + 18, ly - 4, colour,
+    s += fmt::format("<line x1=\"{}\" y1=\"{}\" x2=\"{}\" y2=\"{}\" stroke=\"{}\" stroke-width=\"3\"{}/>\n", lx, ly - 4, lx + 18,
+                     ly - 4, colour,
                      dashed ? fmt::format(" stroke-dasharray=\"{}\"", dash_pattern.empty() ? "6 4" : dash_pattern) : "");
   s += fmt::format("<text x=\"{}\" y=\"{}\">{}</text>\n", lx + 24, ly, xml_escape(name));
 }
@@ -168,7 +178,8 @@ std::string line_plot_svg(const PlotFrame& f, std::span<const Series> series) {
   std::string s;
   open_svg(s, f);
   draw_axes(s, f, x, y, true, f.x_ticks_at_data ? &x_at : nullptr);
-  const int entries = static_cast<int>(std::count_if(series.begin(), series.end(), [](const Series& se) { return se.in_legend; }));
+  const int entries =
+      static_cast<int>(std::count_if(series.begin(), series.end(), [](const Series& se) { return se.in_legend; }));
   int index = 0;
   for (const auto& se : series) {
     std::string pts;
@@ -259,8 +270,9 @@ std::string stacked_bars_svg(const PlotFrame& f, std::span<const BarSegment> seg
       const double v = std::max(0.0, values[b][k]);
       if (v <= 0) continue;
       const double ya = y.t(acc), yb = y.t(acc + v);
-      s += fmt::format("<rect x=\"{:.1f}\" y=\"{:.1f}\" width=\"{:.1f}\" height=\"{:.1f}\" fill=\"{}\"><title>{}: {:.4g}</title></rect>\n",
-                       bx, yb, w, ya - yb, segments[k].colour, xml_escape(segments[k].name), v);
+      s += fmt::format(
+          "<rect x=\"{:.1f}\" y=\"{:.1f}\" width=\"{:.1f}\" height=\"{:.1f}\" fill=\"{}\"><title>{}: {:.4g}</title></rect>\n", bx,
+          yb, w, ya - yb, segments[k].colour, xml_escape(segments[k].name), v);
       acc += v;
     }
     s += fmt::format("<text x=\"{:.1f}\" y=\"{}\" text-anchor=\"middle\">{}</text>\n", bx + w / 2, f.height - kBottom + 16,
@@ -282,7 +294,8 @@ std::string breakdown_plot_svg(std::span<const Prediction> preds, const Strategy
     const auto path = critical_path(p, strategy, first_update);
     if (segs.empty())
       for (std::size_t k = 0; k < path.size(); ++k)
-        segs.push_back({path[k].name == "communication (exposed)" ? std::string("comm (exposed)") : path[k].name, colours[k % 6]});
+        segs.push_back(
+            {path[k].name == "communication (exposed)" ? std::string("comm (exposed)") : path[k].name, colours[k % 6]});
     labels.push_back(fmt::format("{}", p.gpus));
     std::vector<double> v;
     for (const auto& seg : path) v.push_back(in_ms(seg.time));
@@ -408,8 +421,9 @@ class TimelineDrawing {
       const std::string& colour = colour_of(kind(sl.name));
       const double a = std::max(px(sl.ts), x0_), b = std::min(px(sl.ts + sl.dur), x1_);
       if (b <= a) continue;
-      s += fmt::format("<rect x=\"{:.1f}\" y=\"{}\" width=\"{:.2f}\" height=\"{}\" fill=\"{}\"><title>{} {:.3f} ms</title></rect>\n",
-                       a, y + 4, std::max(b - a, 0.5), kRowHeight - 8, colour, xml_escape(sl.name), sl.dur * 1e3);
+      s += fmt::format(
+          "<rect x=\"{:.1f}\" y=\"{}\" width=\"{:.2f}\" height=\"{}\" fill=\"{}\"><title>{} {:.3f} ms</title></rect>\n", a, y + 4,
+          std::max(b - a, 0.5), kRowHeight - 8, colour, xml_escape(sl.name), sl.dur * 1e3);
     }
   }
   static std::string kind(const std::string& n) {

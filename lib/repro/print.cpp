@@ -28,14 +28,13 @@ struct Series {
 
 bool same_series_key(const Row& a, const Row& b) {
   return a.system == b.system && a.variant == b.variant && a.model == b.model && a.framework == b.framework &&
-         a.precision == b.precision && a.inputs == b.inputs;
+      a.precision == b.precision && a.inputs == b.inputs;
 }
 
 std::vector<Series> series_of(const ExperimentResult& x) {
   std::vector<Series> out;
   for (const auto& r : x.rows) {
-    if (out.empty() || !same_series_key(*out.back().rows.back(), r) || r.gpus <= out.back().rows.back()->gpus)
-      out.emplace_back();
+    if (out.empty() || !same_series_key(*out.back().rows.back(), r) || r.gpus <= out.back().rows.back()->gpus) out.emplace_back();
     out.back().rows.push_back(&r);
   }
   return out;
@@ -85,8 +84,8 @@ std::vector<int> gpu_columns(const std::vector<Series>& ss) {
 std::string cell(double predicted, const Row& r, const char* key, const char* number_format) {
   std::string s = fmt::format(fmt::runtime(number_format), predicted);
   if (auto it = r.measured.find(key); it != r.measured.end())
-    s += fmt::format(" ({} {:+.1f}%)", fmt::format(fmt::runtime(number_format), it->second),
-                     error_percent(predicted, it->second));
+    s +=
+        fmt::format(" ({} {:+.1f}%)", fmt::format(fmt::runtime(number_format), it->second), error_percent(predicted, it->second));
   return s;
 }
 
@@ -120,13 +119,14 @@ void grid_table(std::ostream& out, const ExperimentResult& x, const char* what, 
 void phases_table(std::ostream& out, const ExperimentResult& x) {
   // Table V: per model and inputs, the phases as rows and the frameworks as columns.
   static const std::pair<const char*, const char*> phases[] = {{"t_io wait", "io_exposed_s"}, {"t_h2d", "h2d_s"},
-                                                               {"t_f", "forward_s"},       {"t_b", "backward_s"},
-                                                               {"t_u", "update_s"},        {"t_iter", "iteration_time_s"}};
+                                                               {"t_f", "forward_s"},          {"t_b", "backward_s"},
+                                                               {"t_u", "update_s"},           {"t_iter", "iteration_time_s"}};
   std::vector<std::pair<std::string, std::string>> blocks;  // (model, inputs)
   std::vector<std::string> frameworks;
   for (const auto& r : x.rows) {
     if (r.gpus != 1) continue;
-    if (std::find(blocks.begin(), blocks.end(), std::pair{r.model, r.inputs}) == blocks.end()) blocks.emplace_back(r.model, r.inputs);
+    if (std::find(blocks.begin(), blocks.end(), std::pair{r.model, r.inputs}) == blocks.end())
+      blocks.emplace_back(r.model, r.inputs);
     if (std::find(frameworks.begin(), frameworks.end(), r.framework) == frameworks.end()) frameworks.push_back(r.framework);
   }
   fmt::print(out, "single-GPU phases (s): predicted (measured, error)\n");
@@ -140,7 +140,8 @@ void phases_table(std::ostream& out, const ExperimentResult& x) {
       for (const auto& f : frameworks) {
         std::string c = "-";
         for (const auto& r : x.rows)
-          if (r.gpus == 1 && r.model == model && r.inputs == inputs && r.framework == f) c = cell(r.predicted(key), r, key, "{:.4f}");
+          if (r.gpus == 1 && r.model == model && r.inputs == inputs && r.framework == f)
+            c = cell(r.predicted(key), r, key, "{:.4f}");
         fmt::print(out, "  {:>26}", c);
       }
       out << '\n';
@@ -149,11 +150,18 @@ void phases_table(std::ostream& out, const ExperimentResult& x) {
 }
 
 const char* quantity_label(const std::string& key) {
-  static const std::map<std::string, const char*> names{
-      {"iteration_time_s", "t_iter (s)"}, {"throughput_samples_per_s", "samples/s"}, {"speedup", "speedup"},
-      {"comm_s", "t_comm (s)"},           {"io_s", "t_io (s)"}, {"io_exposed_s", "t_io wait (s)"},                      {"h2d_s", "t_h2d (s)"},
-      {"forward_s", "t_f (s)"},           {"backward_s", "t_b (s)"},                 {"update_s", "t_u (s)"},
-      {"allreduce_efficiency", "E_allreduce"}, {"r_u2g", "r_u2g"}};
+  static const std::map<std::string, const char*> names{{"iteration_time_s", "t_iter (s)"},
+                                                        {"throughput_samples_per_s", "samples/s"},
+                                                        {"speedup", "speedup"},
+                                                        {"comm_s", "t_comm (s)"},
+                                                        {"io_s", "t_io (s)"},
+                                                        {"io_exposed_s", "t_io wait (s)"},
+                                                        {"h2d_s", "t_h2d (s)"},
+                                                        {"forward_s", "t_f (s)"},
+                                                        {"backward_s", "t_b (s)"},
+                                                        {"update_s", "t_u (s)"},
+                                                        {"allreduce_efficiency", "E_allreduce"},
+                                                        {"r_u2g", "r_u2g"}};
   auto it = names.find(key);
   return it == names.end() ? "?" : it->second;
 }
@@ -168,8 +176,8 @@ void compare_table(std::ostream& out, const ExperimentResult& x) {
       const bool pct = key == "allreduce_efficiency" || key == "r_u2g";
       const std::string p = pct ? fmt::format("{:.2f}%", 100 * pred) : fmt::format("{:.4g}", pred);
       const std::string m = pct ? fmt::format("{:.2f}%", 100 * meas) : fmt::format("{:.4g}", meas);
-      fmt::print(out, "{:<12} {:<11} {:<8} {:>4}  {:<12} {:>10} {:>10} {:>+7.2f}%  {}\n", r.model, r.framework, r.inputs,
-                 r.gpus, quantity_label(key), p, m, error_percent(pred, meas), r.measured_source.at(key));
+      fmt::print(out, "{:<12} {:<11} {:<8} {:>4}  {:<12} {:>10} {:>10} {:>+7.2f}%  {}\n", r.model, r.framework, r.inputs, r.gpus,
+                 quantity_label(key), p, m, error_percent(pred, meas), r.measured_source.at(key));
     }
 }
 
@@ -221,7 +229,8 @@ void busbw_table(std::ostream& out, const ExperimentResult& x) {
     for (int g : gpus) fmt::print(out, "  {:>7}", fmt::format("{} GPU", g));
     out << '\n';
     for (double s : sizes) {
-      const std::string label = s >= 1073741824.0 ? fmt::format("{:g} GiB", s / 1073741824.0) : fmt::format("{:g} MiB", s / 1048576.0);
+      const std::string label =
+          s >= 1073741824.0 ? fmt::format("{:g} GiB", s / 1073741824.0) : fmt::format("{:g} MiB", s / 1048576.0);
       fmt::print(out, "{:>10}", label);
       for (int g : gpus) fmt::print(out, "  {:>7.2f}", v[{s, g}]);
       out << '\n';
@@ -249,14 +258,10 @@ void write_table(std::ostream& out, const std::vector<PaperResult>& papers) {
               s += fmt::format(" ({:.4f} {:+.1f}%)", it->second, error_percent(r.comm_s, it->second));
             return s;
           });
-        else if (t == "phases")
-          phases_table(out, x);
-        else if (t == "compare")
-          compare_table(out, x);
-        else if (t == "ratio")
-          ratio_table(out, x);
-        else if (t == "busbw")
-          busbw_table(out, x);
+        else if (t == "phases") phases_table(out, x);
+        else if (t == "compare") compare_table(out, x);
+        else if (t == "ratio") ratio_table(out, x);
+        else if (t == "busbw") busbw_table(out, x);
       }
       for (const auto& n : x.notes) fmt::print(out, "# note: {}\n", n);
     }
@@ -282,8 +287,9 @@ nlohmann::ordered_json row_json(const Row& r) {
   e["comm_s"] = r.comm_s;
   e["comm_exposed_s"] = r.comm_exposed_s;
   if (!r.variant.empty()) e["variant"] = r.variant;
-  e["breakdown"] = {{"io_s", r.io_s},       {"h2d_s", r.h2d_s},         {"forward_s", r.forward_s},
-                    {"backward_s", r.backward_s}, {"update_s", r.update_s}, {"sync_wait_s", r.sync_wait_s}};
+  e["breakdown"] = {{"io_s", r.io_s},           {"h2d_s", r.h2d_s},
+                    {"forward_s", r.forward_s}, {"backward_s", r.backward_s},
+                    {"update_s", r.update_s},   {"sync_wait_s", r.sync_wait_s}};
   e["bottleneck"] = r.bottleneck;
   e["memory"] = {{"per_gpu_bytes", r.memory_per_gpu_bytes}, {"fits", r.memory_fits}};
   nlohmann::ordered_json d;
@@ -313,11 +319,16 @@ void write_json(std::ostream& out, const std::vector<PaperResult>& papers) {
     for (const auto& x : p.experiments) {
       for (const auto& r : x.rows) rows.push_back(row_json(r));
       for (const auto& b : x.busbw)
-        bus.push_back(nlohmann::ordered_json{{"paper", b.paper},           {"experiment", b.experiment},
-                                             {"system", b.system},         {"operation", b.operation},
-                                             {"gpus", b.gpus},             {"nodes", b.nodes},
-                                             {"size_bytes", b.size_bytes}, {"time_s", b.time_s},
-                                             {"algbw_gb_s", b.algbw_gb_s}, {"busbw_gb_s", b.busbw_gb_s}});
+        bus.push_back(nlohmann::ordered_json{{"paper", b.paper},
+                                             {"experiment", b.experiment},
+                                             {"system", b.system},
+                                             {"operation", b.operation},
+                                             {"gpus", b.gpus},
+                                             {"nodes", b.nodes},
+                                             {"size_bytes", b.size_bytes},
+                                             {"time_s", b.time_s},
+                                             {"algbw_gb_s", b.algbw_gb_s},
+                                             {"busbw_gb_s", b.busbw_gb_s}});
     }
   j["experiments"] = std::move(rows);
   j["bus_bandwidth"] = std::move(bus);
@@ -352,9 +363,15 @@ void write_csv(std::ostream& out, const std::vector<PaperResult>& papers) {
 
 void write_reproduction(std::ostream& out, OutputFormat format, const std::vector<PaperResult>& papers) {
   switch (format) {
-    case OutputFormat::table: write_table(out, papers); break;
-    case OutputFormat::json: write_json(out, papers); break;
-    case OutputFormat::csv: write_csv(out, papers); break;
+    case OutputFormat::table:
+      write_table(out, papers);
+      break;
+    case OutputFormat::json:
+      write_json(out, papers);
+      break;
+    case OutputFormat::csv:
+      write_csv(out, papers);
+      break;
   }
 }
 

@@ -45,14 +45,12 @@ namespace {
 /// (including parameter-server traffic) uses the α-β ring over the replacement link.
 class InterNodeOverride final : public CollectiveModel {
  public:
-  InterNodeOverride(std::shared_ptr<const CollectiveModel> base, std::shared_ptr<const CollectiveModel> inter,
-                    LinkSpec link)
+  InterNodeOverride(std::shared_ptr<const CollectiveModel> base, std::shared_ptr<const CollectiveModel> inter, LinkSpec link)
       : base_(std::move(base)), inter_(std::move(inter)), link_(link) {}
   Seconds time(CollectiveOp op, Bytes size, const GpuPlacement& where) const override {
     return pick(where).time(op, size, where);
   }
-  void times(CollectiveOp op, std::span<const Bytes> sizes, const GpuPlacement& where,
-             std::span<Seconds> out) const override {
+  void times(CollectiveOp op, std::span<const Bytes> sizes, const GpuPlacement& where, std::span<Seconds> out) const override {
     pick(where).times(op, sizes, where, out);
   }
   /// Across nodes: the incast formula of the NCCL model (lib/nccl/model.cpp) on the replacement link,
@@ -77,8 +75,7 @@ class InterNodeOverride final : public CollectiveModel {
 
 std::string substitute(std::string pattern, const std::string& model, const std::string& framework) {
   for (auto [key, val] : {std::pair<std::string, std::string>{"{model}", model}, {"{framework}", framework}})
-    for (auto pos = pattern.find(key); pos != std::string::npos; pos = pattern.find(key))
-      pattern.replace(pos, key.size(), val);
+    for (auto pos = pattern.find(key); pos != std::string::npos; pos = pattern.find(key)) pattern.replace(pos, key.size(), val);
   return pattern;
 }
 
@@ -188,9 +185,11 @@ class Runner {
     for (const auto& o : x.overrides)
       if (o.when.matches(k, false)) apply(o);
 
-    std::string key = fmt::format("{}|{}|{}|{}|{}|{}|{}", k.system, variant ? variant->name : "", k.model, k.framework,
-                                  batch_per_gpu, k.precision, k.inputs == "profile" ? substitute(x.profile_pattern, k.model, k.framework) : "");
-    if (shared) key += fmt::format("|shared{}x{}/{}", in_bytes_per_second(*shared), where.nodes, stored ? in_bytes(*stored) : 0.0);
+    std::string key =
+        fmt::format("{}|{}|{}|{}|{}|{}|{}", k.system, variant ? variant->name : "", k.model, k.framework, batch_per_gpu,
+                    k.precision, k.inputs == "profile" ? substitute(x.profile_pattern, k.model, k.framework) : "");
+    if (shared)
+      key += fmt::format("|shared{}x{}/{}", in_bytes_per_second(*shared), where.nodes, stored ? in_bytes(*stored) : 0.0);
     if (jitter) key += fmt::format("|jitter{}", *jitter);
     if (input) key += "|input@" + input->input_at;
     auto it = predictors_.find(key);
@@ -221,10 +220,12 @@ class Runner {
         const std::string name = substitute(x.profile_pattern, k.model, k.framework);
         const Profile& p = profile(name);
         if (p.batch_per_gpu != batch_per_gpu)
-          fail(x, fmt::format("profile '{}' was measured at batch {} per GPU, the experiment asks for {}", name,
-                              p.batch_per_gpu, batch_per_gpu));
+          fail(x,
+               fmt::format("profile '{}' was measured at batch {} per GPU, the experiment asks for {}", name, p.batch_per_gpu,
+                           batch_per_gpu));
         if (p.model != k.model || p.framework != k.framework)
-          fail(x, fmt::format("profile '{}' is for {} with {}, not {} with {}", name, p.model, p.framework, k.model, k.framework));
+          fail(x,
+               fmt::format("profile '{}' is for {} with {}, not {} with {}", name, p.model, p.framework, k.model, k.framework));
         sc.profile = p;
       }
       it = predictors_.emplace(key, std::make_unique<Predictor>(std::move(sc))).first;
@@ -306,10 +307,10 @@ class Runner {
         // communication + exposed update (the first layer's update with per-layer updates, eq. 6/7).
         const Predictor& pr = *prepare(x, key, variant, per_gpu(n), n).predictor;
         const Strategy& st = pr.scenario().strategy;
-        const Seconds u_exposed = st.update == UpdatePlacement::per_layer && st.overlap != Overlap::none &&
-                                          !pr.layer_times().update.empty()
-                                      ? pr.layer_times().update.front()
-                                      : bd.update;
+        const Seconds u_exposed =
+            st.update == UpdatePlacement::per_layer && st.overlap != Overlap::none && !pr.layer_times().update.empty()
+            ? pr.layer_times().update.front()
+            : bd.update;
         const Seconds gpu_side = bd.h2d + bd.forward + bd.backward + bd.comm_exposed + u_exposed;
         row.derived["io_exposed_s"] = in_seconds(st.io_prefetch ? max(bd.io - gpu_side, Seconds{}) : bd.io);
       }
@@ -344,8 +345,8 @@ class Runner {
           if (n > c.max_gpus()) fail_gpus(x, fmt::format("{} GPUs asked for on '{}', which holds {}", n, system, c.max_gpus()));
           if (n > c.gpus_per_node && n % c.gpus_per_node != 0)
             fail_gpus(x, fmt::format("{} GPUs do not fill whole nodes of {} on '{}'", n, c.gpus_per_node, system));
-          const GpuPlacement where = n <= c.gpus_per_node ? GpuPlacement{n, 1, n}
-                                                          : GpuPlacement{n, n / c.gpus_per_node, c.gpus_per_node};
+          const GpuPlacement where =
+              n <= c.gpus_per_node ? GpuPlacement{n, 1, n} : GpuPlacement{n, n / c.gpus_per_node, c.gpus_per_node};
           for (double s = in_bytes(x.min_size); s <= in_bytes(x.max_size) * (1 + 1e-9); s *= x.size_factor) {
             const Seconds t = model->time(op, bytes(s), where);
             BusBandwidthRow b;
@@ -397,7 +398,9 @@ std::vector<fs::path> select_scenarios(std::string_view paper_or_file) {
   }
   const auto all = scenario_files();
   if (paper_or_file == "all") {
-    if (all.empty()) throw InputError(SourceLocation{}, "paper", fmt::format("no scenario files in {}", (data_dir() / "examples" / "papers").string()));
+    if (all.empty())
+      throw InputError(SourceLocation{}, "paper",
+                       fmt::format("no scenario files in {}", (data_dir() / "examples" / "papers").string()));
     return all;
   }
   std::vector<fs::path> out;
@@ -407,7 +410,8 @@ std::vector<fs::path> select_scenarios(std::string_view paper_or_file) {
     known += (known.empty() ? "" : ", ") + name;
     if (name == paper_or_file) out.push_back(f);
   }
-  if (out.empty()) throw InputError(SourceLocation{}, "paper", fmt::format("unknown paper '{}' (known: all, {})", paper_or_file, known));
+  if (out.empty())
+    throw InputError(SourceLocation{}, "paper", fmt::format("unknown paper '{}' (known: all, {})", paper_or_file, known));
   return out;
 }
 

@@ -133,8 +133,7 @@ SystemChange read_change(const Node& n, bool variant) {
     c.input = read_input(*x, Cluster{});  // storage tiers left out take the system's own (run.cpp)
     c.input_at = fmt::format("{}:{}:{}", x->where().file, x->where().line, x->where().column);
   }
-  if (c.stored_bytes_per_sample && !c.shared_storage)
-    m.node().fail("'stored_bytes_per_sample' needs 'shared_storage' beside it");
+  if (c.stored_bytes_per_sample && !c.shared_storage) m.node().fail("'stored_bytes_per_sample' needs 'shared_storage' beside it");
   m.finish();
   return c;
 }
@@ -144,9 +143,14 @@ MeasuredEntry read_measured(const Node& n) {
   MeasuredEntry e;
   e.source = m.required("source").scalar();
   e.when = read_selector(m);
-  static const std::pair<const char*, const char*> seconds_keys[] = {
-      {"io", "io_s"},           {"io_wait", "io_exposed_s"}, {"h2d", "h2d_s"},   {"forward", "forward_s"}, {"backward", "backward_s"},
-      {"update", "update_s"},   {"iteration", "iteration_time_s"}, {"comm", "comm_s"}};
+  static const std::pair<const char*, const char*> seconds_keys[] = {{"io", "io_s"},
+                                                                     {"io_wait", "io_exposed_s"},
+                                                                     {"h2d", "h2d_s"},
+                                                                     {"forward", "forward_s"},
+                                                                     {"backward", "backward_s"},
+                                                                     {"update", "update_s"},
+                                                                     {"iteration", "iteration_time_s"},
+                                                                     {"comm", "comm_s"}};
   for (const auto& [yaml_key, row_key] : seconds_keys)
     if (auto x = m.optional(yaml_key)) e.values[row_key] = in_seconds(x->seconds());
   if (auto x = m.optional("throughput")) e.values["throughput_samples_per_s"] = x->positive_number();
@@ -187,8 +191,7 @@ void read_collective(MapReader& m, ExperimentSpec& x) {
     x.size_factor = f->positive_number();
     if (x.size_factor <= 1.0) f->fail("the size factor must be greater than 1");
   }
-  if (!(x.min_size > Bytes{}) || x.max_size < x.min_size)
-    s.node().fail("sizes need 0 < from ≤ to");
+  if (!(x.min_size > Bytes{}) || x.max_size < x.min_size) s.node().fail("sizes need 0 < from ≤ to");
   s.finish();
   for (int g : x.gpus.front().values)
     if (g < 2) m.required("gpus").fail("a collective needs at least 2 GPUs");
@@ -221,8 +224,7 @@ void read_profile_pattern(MapReader& m, ExperimentSpec& x) {
         for (const auto& fw : x.frameworks) {
           std::string name = x.profile_pattern;
           for (auto [key, val] : {std::pair<std::string, std::string>{"{model}", mo}, {"{framework}", fw}})
-            for (auto pos = name.find(key); pos != std::string::npos; pos = name.find(key))
-              name.replace(pos, key.size(), val);
+            for (auto pos = name.find(key); pos != std::string::npos; pos = name.find(key)) name.replace(pos, key.size(), val);
           check_name(DataKind::profile, *v, name);
         }
     }
@@ -266,8 +268,7 @@ ExperimentSpec read_experiment(const Node& n) {
   if (auto v = m.optional("notes")) x.notes = strings(*v);
   const bool training = x.kind == "training";
   if (auto v = m.optional("tables")) {
-    x.tables = training ? choices(*v, {"throughput", "speedup", "comm", "phases", "compare", "ratio"})
-                        : choices(*v, {"busbw"});
+    x.tables = training ? choices(*v, {"throughput", "speedup", "comm", "phases", "compare", "ratio"}) : choices(*v, {"busbw"});
   } else {
     x.tables = training ? std::vector<std::string>{"throughput", "speedup"} : std::vector<std::string>{"busbw"};
   }
@@ -280,8 +281,7 @@ ExperimentSpec read_experiment(const Node& n) {
   }
   x.models = names(DataKind::network, m.required("models"));
   x.frameworks = names(DataKind::framework, m.required("frameworks"));
-  x.precisions = m.optional("precision") ? choices(m.required("precision"), {"fp32", "fp16"})
-                                         : std::vector<std::string>{"fp32"};
+  x.precisions = m.optional("precision") ? choices(m.required("precision"), {"fp32", "fp16"}) : std::vector<std::string>{"fp32"};
   x.inputs = m.optional("inputs") ? choices(m.required("inputs"), {"profile", "spec"}) : std::vector<std::string>{"spec"};
   if (auto v = m.optional("scaling")) x.strong_scaling = v->choice({"weak", "strong"}) == "strong";
   read_batch_rules(m.required("batch"), x);
@@ -294,10 +294,9 @@ ExperimentSpec read_experiment(const Node& n) {
 }  // namespace
 
 bool Selector::matches(const RunKey& k, bool check_gpus) const {
-  return any_of_or_empty(system, k.system) && any_of_or_empty(model, k.model) &&
-         any_of_or_empty(framework, k.framework) && any_of_or_empty(precision, k.precision) &&
-         any_of_or_empty(inputs, k.inputs) && any_of_or_empty(variant, k.variant) &&
-         (!check_gpus || any_of_or_empty(gpus, k.gpus)) && (batch == 0 || batch == k.batch);
+  return any_of_or_empty(system, k.system) && any_of_or_empty(model, k.model) && any_of_or_empty(framework, k.framework) &&
+      any_of_or_empty(precision, k.precision) && any_of_or_empty(inputs, k.inputs) && any_of_or_empty(variant, k.variant) &&
+      (!check_gpus || any_of_or_empty(gpus, k.gpus)) && (batch == 0 || batch == k.batch);
 }
 
 PaperSpec load_paper(const fs::path& file) {
@@ -311,8 +310,7 @@ PaperSpec load_paper(const fs::path& file) {
   for (const auto& item : m.required("experiments").items()) {
     p.experiments.push_back(read_experiment(item));
     const auto& id = p.experiments.back().id;
-    if (std::find(ids.begin(), ids.end(), id) != ids.end())
-      item.fail(fmt::format("experiment id '{}' is used twice", id));
+    if (std::find(ids.begin(), ids.end(), id) != ids.end()) item.fail(fmt::format("experiment id '{}' is used twice", id));
     ids.push_back(id);
   }
   if (p.experiments.empty()) m.required("experiments").fail("a scenario file needs at least one experiment");

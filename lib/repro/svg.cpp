@@ -13,8 +13,8 @@ namespace dlscale::repro {
 namespace fs = std::filesystem;
 namespace {
 
-constexpr const char* kColors[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b",
-                                   "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"};
+constexpr const char* kColors[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd",
+                                   "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"};
 constexpr const char* kDashes[] = {"", "6,3", "2,2", "8,3,2,3"};
 
 /// One series of a figure: its points and, for throughput, the ideal N · X(1) line.

@@ -30,8 +30,7 @@ Seconds cpu_adam_time(std::int64_t params, int shard, int gpus_per_node, double 
   return seconds(static_cast<double>(gpus_per_node) * static_cast<double>(params) / std::max(shard, 1) / params_per_s);
 }
 
-Bytes offload_host_bytes_per_node(std::int64_t params, Precision p, int optimizer_words, int shard,
-                                  int gpus_per_node) noexcept {
+Bytes offload_host_bytes_per_node(std::int64_t params, Precision p, int optimizer_words, int shard, int gpus_per_node) noexcept {
   // eq. S9d: fp32 master + optimiser words + the gradient shard received, for each GPU of the node
   const double per_param = 4.0 + 4.0 * optimizer_words + gradient_bytes_per_element(p);
   return bytes(static_cast<double>(gpus_per_node) * static_cast<double>(params) / std::max(shard, 1) * per_param);
@@ -43,17 +42,20 @@ ShardGroups shard_groups(const Sharding& s, const GpuPlacement& at) {
   int n = !s.sharded() ? 1 : s.group == Sharding::kGroupAll ? G : s.group == Sharding::kGroupNode ? gpn : s.group;
   if (G == 1) n = 1;
   if (n > G || G % n != 0)
-    throw InputError(SourceLocation{}, "gpus", fmt::format("the framework shards over groups of {} GPUs; {} GPUs do not divide into them", n, G));
+    throw InputError(SourceLocation{}, "gpus",
+                     fmt::format("the framework shards over groups of {} GPUs; {} GPUs do not divide into them", n, G));
   g.shard = n;
   g.replicas = G / n;
   if (n <= gpn) {
     if (gpn % n != 0)
-      throw InputError(SourceLocation{}, "gpus", fmt::format("a shard group of {} GPUs does not divide a node of {} GPUs", n, gpn));
+      throw InputError(SourceLocation{}, "gpus",
+                       fmt::format("a shard group of {} GPUs does not divide a node of {} GPUs", n, gpn));
     g.shard_at = GpuPlacement{n, 1, n};
     g.replica_at = GpuPlacement{g.replicas, at.nodes, g.replicas / at.nodes};
   } else {
     if (n % gpn != 0)
-      throw InputError(SourceLocation{}, "gpus", fmt::format("a shard group of {} GPUs is not a whole number of nodes of {} GPUs", n, gpn));
+      throw InputError(SourceLocation{}, "gpus",
+                       fmt::format("a shard group of {} GPUs is not a whole number of nodes of {} GPUs", n, gpn));
     g.shard_at = GpuPlacement{n, n / gpn, gpn};
     g.replica_at = GpuPlacement{g.replicas, g.replicas, 1};
   }

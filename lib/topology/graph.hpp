@@ -25,12 +25,12 @@ enum class CpuVendor { intel, amd, ibm, other };
 struct VertexProps {
   std::string name;
   VertexKind kind = VertexKind::gpu;
-  int gpu = -1;                       // local GPU index
-  CpuArch arch = CpuArch::x86;        // CPUs
+  int gpu = -1;                 // local GPU index
+  CpuArch arch = CpuArch::x86;  // CPUs
   CpuVendor vendor = CpuVendor::intel;
-  std::string model;                  // CPUs: broadwell, skylake, sapphire_rapids, emerald_rapids, power9, zen…
-  double nic_gbs = 0;                 // NICs: speed in GB/s per direction
-  bool gdr = true;                    // NICs: GPU Direct RDMA capable
+  std::string model;   // CPUs: broadwell, skylake, sapphire_rapids, emerald_rapids, power9, zen…
+  double nic_gbs = 0;  // NICs: speed in GB/s per direction
+  bool gdr = true;     // NICs: GPU Direct RDMA capable
 };
 
 struct EdgeProps {
@@ -38,9 +38,9 @@ struct EdgeProps {
   int count = 1;
   int lanes = 0;
   int generation = 0;
-  double gbs = 0;       // per direction, GB/s, as NCCL rates it (or the file's override)
+  double gbs = 0;  // per direction, GB/s, as NCCL rates it (or the file's override)
   Seconds latency{};
-  int line = 0;         // where the file declared it
+  int line = 0;  // where the file declared it
 };
 
 using Graph = boost::adjacency_list<boost::vecS, boost::vecS, boost::undirectedS, VertexProps, EdgeProps>;

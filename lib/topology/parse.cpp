@@ -46,7 +46,6 @@ CpuVendor read_vendor(const Node& n) {
 
 LinkKind read_link_kind(const Node& n) { return n.choice<LinkKind>(); }
 
-
 /// `fabric:` (and --fabric over it): the network between nodes. Returns the NICs' default speed in GB/s
 /// (0 when nothing gives one). NICs take the fabric's speed unless they give their own.
 double read_fabric(const Node& node, const std::optional<Node>& fabric, int max_nodes, const FabricSpec* over,
@@ -112,8 +111,7 @@ void read_named(MapReader& m, std::string_view key, VertexKind kind, Builder& b)
 
 /// `nics:` with their speeds (the fabric's by default; --fabric's always). Returns the NICs beyond
 /// --fabric's COUNT, left out with their links.
-std::set<std::string> read_nics(const Node& list, Builder& b, Topology::Impl& impl, double fabric_gbs,
-                                const FabricSpec* over) {
+std::set<std::string> read_nics(const Node& list, Builder& b, Topology::Impl& impl, double fabric_gbs, const FabricSpec* over) {
   std::set<std::string> dropped_nics;  // beyond --fabric's COUNT
   for (const auto& item : list.items()) {
     MapReader c(item);
@@ -234,10 +232,10 @@ void read_links(const Node& links, Builder& b, int sm, const std::set<std::strin
     if (auto it = seen.find(key); it != seen.end()) {
       const auto& o = it->second.e;
       const bool same = o.count == e.count && o.lanes == e.lanes && o.generation == e.generation && o.gbs == e.gbs;
-      item.fail(same ? fmt::format("link {}–{} ({}) is declared twice (first at line {})", a, bname, to_string(e.kind),
-                                   it->second.line)
-                     : fmt::format("asymmetric duplicate: link {}–{} ({}) differs from its declaration at line {}", a,
-                                   bname, to_string(e.kind), it->second.line));
+      item.fail(
+          same ? fmt::format("link {}–{} ({}) is declared twice (first at line {})", a, bname, to_string(e.kind), it->second.line)
+               : fmt::format("asymmetric duplicate: link {}–{} ({}) differs from its declaration at line {}", a, bname,
+                             to_string(e.kind), it->second.line));
     }
     seen[key] = Seen{e, e.line};
     boost::add_edge(va, vb, e, b.g);

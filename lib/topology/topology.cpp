@@ -66,8 +66,8 @@ std::vector<TopologyVertex> Topology::vertices() const {
     if (p.kind == VertexKind::cpu) {
       const char* arch = p.arch == topo::CpuArch::power ? "power" : p.arch == topo::CpuArch::arm ? "arm" : "x86";
       const char* vendor = p.vendor == topo::CpuVendor::intel ? "intel"
-                           : p.vendor == topo::CpuVendor::amd ? "amd"
-                           : p.vendor == topo::CpuVendor::ibm ? "ibm"
+          : p.vendor == topo::CpuVendor::amd                  ? "amd"
+          : p.vendor == topo::CpuVendor::ibm                  ? "ibm"
                                                               : "other";
       tv.detail = fmt::format("{} {}{}{}", arch, vendor, p.model.empty() ? "" : " ", p.model);
     } else if (p.kind == VertexKind::nic) {
@@ -83,8 +83,8 @@ std::vector<TopologyLink> Topology::links() const {
   const auto& g = impl_->graph;
   for (auto e : boost::make_iterator_range(boost::edges(g))) {
     const auto& p = g[e];
-    out.push_back(TopologyLink{g[boost::source(e, g)].name, g[boost::target(e, g)].name, p.kind, p.count, p.lanes,
-                               p.generation, gigabytes_per_second(p.gbs), p.latency});
+    out.push_back(TopologyLink{g[boost::source(e, g)].name, g[boost::target(e, g)].name, p.kind, p.count, p.lanes, p.generation,
+                               gigabytes_per_second(p.gbs), p.latency});
   }
   return out;
 }

@@ -5,8 +5,8 @@
 #include <algorithm>
 #include <array>
 #include <cstdint>
-#include <optional>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -14,8 +14,8 @@
 #include "dlscale/error.hpp"
 #include "dlscale/io.hpp"
 #include "dlscale/zoo.hpp"
-#include "io/yaml_reader.hpp"
 #include "io/files.hpp"
+#include "io/yaml_reader.hpp"
 
 namespace dlscale {
 namespace fs = std::filesystem;
@@ -126,8 +126,8 @@ class Generator {
 
   /// A parameter-free operator: attached to the learnable layer before it (or, before the first one, to
   /// the first). `kept_bytes`: what it keeps for backward that no layer counts (fp32 figure).
-  void op(const std::string& prefix, LayerKind kind, const Shape& in, const Shape& out,
-          std::int64_t kept_bytes, std::array<std::int64_t, 2> window = {1, 1}, std::array<std::int64_t, 2> stride = {1, 1}) {
+  void op(const std::string& prefix, LayerKind kind, const Shape& in, const Shape& out, std::int64_t kept_bytes,
+          std::array<std::int64_t, 2> window = {1, 1}, std::array<std::int64_t, 2> stride = {1, 1}) {
     std::string base = join(prefix, std::string(to_string(kind)));
     const int n = op_names_[base]++;
     Operator o;
@@ -145,7 +145,8 @@ class Generator {
   }
 
   static void need_activations(const Node& at, const Tensor& in, std::string_view what) {
-    if (in.token_ids) at.fail(fmt::format("{} needs activations, but the input still holds token ids: add an embedding first", what));
+    if (in.token_ids)
+      at.fail(fmt::format("{} needs activations, but the input still holds token ids: add an embedding first", what));
   }
   static void need_image(const Node& at, const Tensor& in, std::string_view what) {
     need_activations(at, in, what);
@@ -178,8 +179,7 @@ class Generator {
     if (kind == "adaptive_avgpool") return adaptive_pool(req(args, item, kind), std::move(in), prefix);
     if (kind == "global_avgpool" || kind == "flatten" || kind == "first_token" || kind == "relu" || kind == "gelu" ||
         kind == "silu" || kind == "tanh" || kind == "dropout" || kind == "lrn") {
-      if (args && !(kind == "dropout" && args->is_scalar()))
-        at.fail(fmt::format("'{}' takes no settings", kind));
+      if (args && !(kind == "dropout" && args->is_scalar())) at.fail(fmt::format("'{}' takes no settings", kind));
       if (args) {
         const double p = args->number();
         if (p < 0 || p >= 1) args->fail("a dropout probability lies in [0, 1)");
@@ -222,7 +222,8 @@ class Generator {
     if (groups_node && (c % groups != 0 || out % groups != 0))
       groups_node->fail(fmt::format("{} groups must divide both the {} input and the {} output channels", groups, c, out));
     if (h + 2 * pad[0] < k[0] || w + 2 * pad[1] < k[1])
-      kernel_node.fail(fmt::format("a {}x{} kernel does not fit the {}x{} input (padding {}x{})", k[0], k[1], h, w, pad[0], pad[1]));
+      kernel_node.fail(
+          fmt::format("a {}x{} kernel does not fit the {}x{} input (padding {}x{})", k[0], k[1], h, w, pad[0], pad[1]));
     const std::int64_t ho = (h + 2 * pad[0] - k[0]) / stride[0] + 1, wo = (w + 2 * pad[1] - k[1]) / stride[1] + 1;
     const std::int64_t fan_in = mul(args, {c / groups, k[0], k[1]});
     const std::int64_t params = mul(args, out, fan_in) + (bias ? out : 0);
@@ -328,7 +329,8 @@ class Generator {
                             shape_str(in.shape), dim));
     }
     if (positions) {
-      const std::int64_t seq = in.token_ids ? (in.shape.empty() ? 1 : in.shape.back()) : in.shape[in.shape.size() >= 2 ? in.shape.size() - 2 : 0];
+      const std::int64_t seq =
+          in.token_ids ? (in.shape.empty() ? 1 : in.shape.back()) : in.shape[in.shape.size() >= 2 ? in.shape.size() - 2 : 0];
       if (seq > vocab) vocab_node.fail(fmt::format("a sequence of {} positions does not fit a table of {}", seq, vocab));
     }
     add(name, prefix, LayerKind::embedding, mul(args, vocab, dim), 0, elements(args, shape), shape, in.shape);
@@ -434,14 +436,15 @@ class Generator {
     need_image(args, in, kind);
     const std::int64_t h = in.shape[1], w = in.shape[2];
     if (h + 2 * pad[0] < k[0] || w + 2 * pad[1] < k[1])
-      kernel_node.fail(fmt::format("a {}x{} window does not fit the {}x{} input (padding {}x{})", k[0], k[1], h, w, pad[0], pad[1]));
+      kernel_node.fail(
+          fmt::format("a {}x{} window does not fit the {}x{} input (padding {}x{})", k[0], k[1], h, w, pad[0], pad[1]));
     Shape out{in.shape[0], pooled(h, k[0], stride[0], pad[0], ceil_mode), pooled(w, k[1], stride[1], pad[1], ceil_mode)};
     const std::int64_t n = elements(args, out);
     // Max pooling keeps its output and the int64 argmax indices (4 + 8 B per output element); average
     // pooling only its output (the next layer's input, which no layer counts).
     const bool is_max = kind == "maxpool";
-    op(prefix, is_max ? LayerKind::maxpool : LayerKind::avgpool, in.shape, out,
-       mul(args, n, is_max ? 12 : kBytesPerElement), k, stride);
+    op(prefix, is_max ? LayerKind::maxpool : LayerKind::avgpool, in.shape, out, mul(args, n, is_max ? 12 : kBytesPerElement), k,
+       stride);
     return {out, false};
   }
 
@@ -557,7 +560,7 @@ class Generator {
         continue;
       }
       const bool fits = t.shape.size() == out->shape.size() && !t.shape.empty() &&
-                        std::equal(t.shape.begin() + 1, t.shape.end(), out->shape.begin() + 1);
+          std::equal(t.shape.begin() + 1, t.shape.end(), out->shape.begin() + 1);
       if (!fits)
         br.fail(fmt::format("this branch gives {}, which cannot be joined along channels with {}", shape_str(t.shape),
                             shape_str(out->shape)));
@@ -614,19 +617,27 @@ class Generator {
       y += fmt::format("- embedding: {{name: wte, vocab: {}, dim: {}}}\n", vocab, width);
       y += fmt::format("- embedding: {{name: wpe, vocab: {}, dim: {}, positions: true}}\n", context, width);
       y += fmt::format("- repeat: {{name: h, count: {}, body: [", layers_n);
-      y += fmt::format("{{residual: {{body: [{{layernorm: {{name: ln_1, bias: {}}}}}, {{attention: {{name: attn, heads: {}, kv_heads: {}, bias: {}, causal: true}}}}]}}}}, ",
-                       b, heads, kv_heads, b);
-      y += fmt::format("{{residual: {{body: [{{layernorm: {{name: ln_2, bias: {}}}}}, {{mlp: {{name: mlp, hidden: {}, gated: {}, bias: {}}}}}]}}}}]}}\n",
-                       b, ffn, ffn_kind == "swiglu" ? "true" : "false", b);
+      y += fmt::format(
+          "{{residual: {{body: [{{layernorm: {{name: ln_1, bias: {}}}}}, {{attention: {{name: attn, heads: {}, kv_heads: {}, "
+          "bias: {}, causal: true}}}}]}}}}, ",
+          b, heads, kv_heads, b);
+      y += fmt::format(
+          "{{residual: {{body: [{{layernorm: {{name: ln_2, bias: {}}}}}, {{mlp: {{name: mlp, hidden: {}, gated: {}, bias: "
+          "{}}}}}]}}}}]}}\n",
+          b, ffn, ffn_kind == "swiglu" ? "true" : "false", b);
       y += fmt::format("- layernorm: {{name: ln_f, bias: {}}}\n", b);
       y += fmt::format("- linear: {{name: lm_head, out: {}, bias: false{}}}\n", vocab, tied ? ", tied: wte" : "");
     } else {
       y += fmt::format("- embedding: {{name: model.embed_tokens, vocab: {}, dim: {}}}\n", vocab, width);
       y += fmt::format("- repeat: {{name: model.layers, count: {}, body: [", layers_n);
-      y += fmt::format("{{residual: {{body: [{{rmsnorm: input_layernorm}}, {{attention: {{name: self_attn, heads: {}, kv_heads: {}, bias: {}, causal: true, rotary: {}}}}}]}}}}, ",
-                       heads, kv_heads, b, positions == "rotary" ? "true" : "false");
-      y += fmt::format("{{residual: {{body: [{{rmsnorm: post_attention_layernorm}}, {{mlp: {{name: mlp, hidden: {}, gated: {}, bias: {}}}}}]}}}}]}}\n",
-                       ffn, ffn_kind == "swiglu" ? "true" : "false", b);
+      y += fmt::format(
+          "{{residual: {{body: [{{rmsnorm: input_layernorm}}, {{attention: {{name: self_attn, heads: {}, kv_heads: {}, bias: {}, "
+          "causal: true, rotary: {}}}}}]}}}}, ",
+          heads, kv_heads, b, positions == "rotary" ? "true" : "false");
+      y += fmt::format(
+          "{{residual: {{body: [{{rmsnorm: post_attention_layernorm}}, {{mlp: {{name: mlp, hidden: {}, gated: {}, bias: "
+          "{}}}}}]}}}}]}}\n",
+          ffn, ffn_kind == "swiglu" ? "true" : "false", b);
       y += "- rmsnorm: model.norm\n";
       y += fmt::format("- linear: {{name: lm_head, out: {}, bias: false{}}}\n", vocab, tied ? ", tied: model.embed_tokens" : "");
     }
@@ -643,7 +654,8 @@ class Generator {
     if (auto n = m.optional("first")) first = n->non_negative_integer();
     const Node body = m.required("body");
     m.finish();
-    for (std::int64_t i = first; i < first + count; ++i) in = run_list(body, std::move(in), join(prefix, fmt::format("{}.{}", name, i)));
+    for (std::int64_t i = first; i < first + count; ++i)
+      in = run_list(body, std::move(in), join(prefix, fmt::format("{}.{}", name, i)));
     return in;
   }
 };
@@ -664,7 +676,8 @@ Network build(const Node& root, const std::string& expected_name, const InputOve
     std::optional<Node> image = in.optional("image");
     std::optional<Node> tokens = in.optional("tokens");
     in.finish();
-    if (image.has_value() == tokens.has_value()) in.node().fail("give exactly one of 'image: [C, H, W]' or 'tokens: S' / 'tokens: [N, S]'");
+    if (image.has_value() == tokens.has_value())
+      in.node().fail("give exactly one of 'image: [C, H, W]' or 'tokens: S' / 'tokens: [N, S]'");
     if (image) {
       for (const auto& d : image->items()) t.shape.push_back(positive(d));
       if (t.shape.size() != 3) image->fail("an image is [channels, height, width]");
@@ -680,11 +693,15 @@ Network build(const Node& root, const std::string& expected_name, const InputOve
       net.input_kind = "tokens";
     }
     if (over.image_size > 0) {
-      if (!image) throw InputError(SourceLocation{}, "image_size", fmt::format("'{}' takes token ids, not images: use --seq-len", net.name));
+      if (!image)
+        throw InputError(SourceLocation{}, "image_size",
+                         fmt::format("'{}' takes token ids, not images: use --seq-len", net.name));
       t.shape[1] = t.shape[2] = over.image_size;
     }
     if (over.seq_len > 0) {
-      if (!tokens) throw InputError(SourceLocation{}, "seq_len", fmt::format("'{}' takes images, not token ids: use --image-size", net.name));
+      if (!tokens)
+        throw InputError(SourceLocation{}, "seq_len",
+                         fmt::format("'{}' takes images, not token ids: use --image-size", net.name));
       t.shape.back() = over.seq_len;
     }
     net.input_shape = t.shape;
@@ -724,8 +741,9 @@ fs::path resolve_architecture(std::string_view name_or_file, std::string_view op
   if (fs::is_regular_file(candidate, ec)) return candidate;
   std::string known;
   for (const auto& n : architecture_names()) known += (known.empty() ? "" : ", ") + n;
-  throw InputError(SourceLocation{}, std::string(option), fmt::format("unknown model architecture '{}' (known: {})", name_or_file,
-                                                    known.empty() ? "none in " + architecture_dir().string() : known));
+  throw InputError(SourceLocation{}, std::string(option),
+                   fmt::format("unknown model architecture '{}' (known: {})", name_or_file,
+                               known.empty() ? "none in " + architecture_dir().string() : known));
 }
 
 Network build_network(const fs::path& arch_file) { return build(yamlio::load_file(arch_file), arch_file.stem().string()); }

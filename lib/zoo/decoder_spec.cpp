@@ -17,7 +17,8 @@ std::int64_t positive_value(std::string_view key, std::string_view value, std::s
   std::int64_t v = 0;
   auto [ptr, ec] = std::from_chars(value.data(), value.data() + value.size(), v);
   if (value.empty() || ec != std::errc() || ptr != value.data() + value.size() || v < 1)
-    throw InputError(SourceLocation{}, std::string(option), fmt::format("decoder key '{}': '{}' is not a whole number ≥ 1", key, value));
+    throw InputError(SourceLocation{}, std::string(option),
+                     fmt::format("decoder key '{}': '{}' is not a whole number ≥ 1", key, value));
   return v;
 }
 
@@ -40,7 +41,8 @@ bool is_decoder_spec(std::string_view text) noexcept { return text.substr(0, kPr
 
 DecoderShape parse_decoder_spec(std::string_view text, std::string_view option) {
   if (!is_decoder_spec(text))
-    throw InputError(SourceLocation{}, std::string(option), fmt::format("'{}' is not a decoder spec (decoder:key=value,...)", text));
+    throw InputError(SourceLocation{}, std::string(option),
+                     fmt::format("'{}' is not a decoder spec (decoder:key=value,...)", text));
   DecoderShape d;
   std::string_view rest = text.substr(kPrefix.size());
   while (!rest.empty()) {
@@ -49,7 +51,8 @@ DecoderShape parse_decoder_spec(std::string_view text, std::string_view option) 
     rest = comma == std::string_view::npos ? std::string_view{} : rest.substr(comma + 1);
     const std::size_t eq = item.find('=');
     if (eq == std::string_view::npos)
-      throw InputError(SourceLocation{}, std::string(option), fmt::format("decoder spec item '{}' is not key=value (keys: {})", item, kKeys));
+      throw InputError(SourceLocation{}, std::string(option),
+                       fmt::format("decoder spec item '{}' is not key=value (keys: {})", item, kKeys));
     const std::string_view key = item.substr(0, eq), value = item.substr(eq + 1);
     if (key == "layers") d.layers = positive_value(key, value, option);
     else if (key == "hidden") d.hidden = positive_value(key, value, option);
@@ -65,18 +68,25 @@ DecoderShape parse_decoder_spec(std::string_view text, std::string_view option) 
     else if (key == "bias") d.bias = boolean_value(key, value, option);
     else throw InputError(SourceLocation{}, std::string(option), fmt::format("unknown decoder key '{}' (keys: {})", key, kKeys));
   }
-  for (auto [key, v] : {std::pair{"layers", d.layers}, {"hidden", d.hidden}, {"heads", d.heads}, {"ffn", d.ffn},
-                        {"vocab", d.vocab}, {"seq", d.seq}})
-    if (v == 0) throw InputError(SourceLocation{}, std::string(option), fmt::format("decoder spec needs '{}' (keys: {})", key, kKeys));
+  for (auto [key, v] : {std::pair{"layers", d.layers},
+                        {"hidden", d.hidden},
+                        {"heads", d.heads},
+                        {"ffn", d.ffn},
+                        {"vocab", d.vocab},
+                        {"seq", d.seq}})
+    if (v == 0)
+      throw InputError(SourceLocation{}, std::string(option), fmt::format("decoder spec needs '{}' (keys: {})", key, kKeys));
   if (d.heads % (d.kv_heads > 0 ? d.kv_heads : d.heads) != 0)
-    throw InputError(SourceLocation{}, std::string(option), fmt::format("decoder key 'kv_heads': {} key/value heads do not divide {} heads",
-                                                      d.kv_heads, d.heads));
+    throw InputError(SourceLocation{}, std::string(option),
+                     fmt::format("decoder key 'kv_heads': {} key/value heads do not divide {} heads", d.kv_heads, d.heads));
   if (d.hidden % d.heads != 0)
-    throw InputError(SourceLocation{}, std::string(option), fmt::format("decoder key 'heads': {} heads do not divide the hidden width {}",
-                                                      d.heads, d.hidden));
+    throw InputError(SourceLocation{}, std::string(option),
+                     fmt::format("decoder key 'heads': {} heads do not divide the hidden width {}", d.heads, d.hidden));
   if (d.positions == "learned" && d.context > 0 && d.seq > d.context)
-    throw InputError(SourceLocation{}, std::string(option), fmt::format("decoder key 'seq': {} tokens do not fit the {} learned positions "
-                                                      "('context')", d.seq, d.context));
+    throw InputError(SourceLocation{}, std::string(option),
+                     fmt::format("decoder key 'seq': {} tokens do not fit the {} learned positions "
+                                 "('context')",
+                                 d.seq, d.context));
   return d;
 }
 
@@ -90,8 +100,8 @@ Network build_decoder(const DecoderShape& d, const std::string& name) {
       "layers:\n"
       "  - decoder: {{layers: {1}, width: {2}, heads: {3}, kv_heads: {4}, ffn: {6}, ffn_kind: {5}, vocab: {7}, "
       "positions: {9}, tied: {10}, bias: {11}{12}}}\n",
-      name, d.layers, d.hidden, d.heads, d.kv_heads > 0 ? d.kv_heads : d.heads, d.ffn_kind, d.ffn, d.vocab, d.seq,
-      d.positions, d.tied, d.bias, learned ? fmt::format(", context: {}", d.context > 0 ? d.context : d.seq) : "");
+      name, d.layers, d.hidden, d.heads, d.kv_heads > 0 ? d.kv_heads : d.heads, d.ffn_kind, d.ffn, d.vocab, d.seq, d.positions,
+      d.tied, d.bias, learned ? fmt::format(", context: {}", d.context > 0 ? d.context : d.seq) : "");
   Network net = build_network_from_string(text, name);
   net.name = name;
   return net;

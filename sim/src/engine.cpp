@@ -14,9 +14,7 @@ constexpr double kInf = std::numeric_limits<double>::infinity();
 // remaining − rate·dt leaves rounding residue of order 1e-16·size at the instant it should reach 0.
 constexpr double kDoneFraction = 1e-12;
 
-inline bool earlier(const Event& x, const Event& y) noexcept {
-  return x.time < y.time || (x.time == y.time && x.seq < y.seq);
-}
+inline bool earlier(const Event& x, const Event& y) noexcept { return x.time < y.time || (x.time == y.time && x.seq < y.seq); }
 }  // namespace
 
 // ---- event queue -----------------------------------------------------------------------------------

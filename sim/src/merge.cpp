@@ -10,8 +10,7 @@ namespace dlscale::sim {
 
 std::vector<Bucket> per_layer_buckets(std::span<const Bytes> gradients) {
   std::vector<Bucket> out(gradients.size());
-  for (std::size_t i = 0; i < gradients.size(); ++i)
-    out[i] = Bucket{static_cast<int>(i), static_cast<int>(i), gradients[i]};
+  for (std::size_t i = 0; i < gradients.size(); ++i) out[i] = Bucket{static_cast<int>(i), static_cast<int>(i), gradients[i]};
   return out;
 }
 
@@ -60,16 +59,15 @@ AlphaBeta fit_alpha_beta(const std::function<Seconds(Bytes)>& collective_time, s
   return f;
 }
 
-std::vector<Bucket> mgwfbp_buckets(std::span<const Seconds> backward, std::span<const Bytes> gradients,
-                                   const AlphaBeta& fit) {
+std::vector<Bucket> mgwfbp_buckets(std::span<const Seconds> backward, std::span<const Bytes> gradients, const AlphaBeta& fit) {
   assert(backward.size() == gradients.size());
   const int L = static_cast<int>(gradients.size());
   std::vector<Bucket> out;
   if (L == 0) return out;
-  Seconds d{};                                   // end of the previous bucket's aggregation
+  Seconds d{};                                                // end of the previous bucket's aggregation
   Seconds ready = backward[static_cast<std::size_t>(L - 1)];  // ready(L)
   Bucket open{L - 1, L - 1, gradients[static_cast<std::size_t>(L - 1)]};
-  Seconds r_open = ready;                        // ready time of the open bucket
+  Seconds r_open = ready;  // ready time of the open bucket
   for (int i = L - 2; i >= 0; --i) {
     const auto ui = static_cast<std::size_t>(i);
     ready += backward[ui];

@@ -21,13 +21,13 @@ namespace {
 
 enum Kind : std::uint32_t {
   kDecodeDone = 1,  // a = reader slot (node*readers + r), b = GPU: the batch is read and decoded
-  kH2dDone,       // a = GPU
-  kFwdDone,       // a = GPU, b = layer
-  kBwdDone,       // a = GPU, b = layer
-  kUpdDone,       // a = GPU
-  kCommDone,      // b = collective
-  kCommLatency,   // b = collective
-  kPsUpdate,      // b = collective
+  kH2dDone,         // a = GPU
+  kFwdDone,         // a = GPU, b = layer
+  kBwdDone,         // a = GPU, b = layer
+  kUpdDone,         // a = GPU
+  kCommDone,        // b = collective
+  kCommLatency,     // b = collective
+  kPsUpdate,        // b = collective
   kHvdTick,
   kGatherDone,      // a = iteration, b = use (sharded stage 3)
   kPostGatherDone,  // a = iteration (sharded stages 1-2)
@@ -53,9 +53,9 @@ struct Gpu {
   int cls = 0;
   double speed = 1.0;
   bool waiting_batch = false;
-  int queued = 0;        // batches in the host queue
-  int pops = 0;          // batches taken
-  int requests = 0;      // batches asked for
+  int queued = 0;    // batches in the host queue
+  int pops = 0;      // batches taken
+  int requests = 0;  // batches asked for
   double request_time = 0.0;
   double busy = 0.0, copy_busy = 0.0;
   double fwd_acc = 0.0, bwd_acc = 0.0, upd_acc = 0.0, h2d_start = 0.0;
@@ -149,10 +149,10 @@ class Model final : public EventSink {
   std::vector<double> reader_busy_, reader_start_;
   std::vector<int> reader_gpu_;
   // per-layer bookkeeping
-  std::vector<int> layer_count_;        // GPUs whose gradient of the layer is ready (this iteration)
-  std::vector<int> layer_updated_;      // per_layer update: last iteration whose update of the layer ended
+  std::vector<int> layer_count_;               // GPUs whose gradient of the layer is ready (this iteration)
+  std::vector<int> layer_updated_;             // per_layer update: last iteration whose update of the layer ended
   std::vector<std::vector<int>> fwd_waiting_;  // GPUs waiting for a layer's update
-  std::vector<int> unit_of_;            // static plan: bucket of each layer
+  std::vector<int> unit_of_;                   // static plan: bucket of each layer
   int backward_done_ = 0;
   double backward_end_ = 0.0;
   // channel
@@ -175,8 +175,8 @@ class Model final : public EventSink {
   Rng link_rng_;
   std::vector<SlowestDraw> slowest_;  // per iteration, where the GPUs are alike (pass_factor)
   // iteration bookkeeping
-  std::vector<double> iter_end_, agg_end_, bwd_end_, comm_sum_, fwd_max_, bwd_max_, upd_max_, h2d_max_, upd_exp_,
-      wait_max_, origin_;
+  std::vector<double> iter_end_, agg_end_, bwd_end_, comm_sum_, fwd_max_, bwd_max_, upd_max_, h2d_max_, upd_exp_, wait_max_,
+      origin_;
   int ended_ = 0;  // GPUs that ended the current iteration
   std::vector<Bucket> iter_buckets_;
   std::vector<Bucket> last_buckets_;
@@ -208,8 +208,7 @@ double Model::pass_factor(int g) {
     double z = 0.0;
     if (const auto k = static_cast<std::size_t>(gp.iter); k < slowest_.size())  // alike GPUs (run())
       z = slowest_[k].gpu == g ? slowest_[k].z : slowest_[k].rest;
-    else
-      z = gp.rng.normal();
+    else z = gp.rng.normal();
     gp.factor = std::max(0.0, 1.0 + s_.iteration_cv * z);
   }
   return gp.factor;
@@ -312,8 +311,8 @@ void Model::backward(int g, int layer) {
     }
   }
   Gpu& gp = gpus_[static_cast<std::size_t>(g)];
-  const double t = compute_time(g, s_.classes[static_cast<std::size_t>(gp.cls)].b[static_cast<std::size_t>(layer)]) *
-                   pass_factor(g);
+  const double t =
+      compute_time(g, s_.classes[static_cast<std::size_t>(gp.cls)].b[static_cast<std::size_t>(layer)]) * pass_factor(g);
   gp.task_start = eng_.now();
   gp.bwd_acc += t;
   eng_.schedule(eng_.now() + t, kBwdDone, static_cast<std::uint32_t>(g), static_cast<std::uint64_t>(layer));
@@ -421,8 +420,7 @@ void Model::start_phase(std::uint32_t id) {
     return;
   }
   const double slow = s_.comm_factor * c.jitter;
-  for (const FlowSpec& f : ph.flows)
-    eng_.start_flow(f.bytes, s_.paths[f.path], f.cap > 0.0 ? f.cap / slow : 0.0, kTagColl | id);
+  for (const FlowSpec& f : ph.flows) eng_.start_flow(f.bytes, s_.paths[f.path], f.cap > 0.0 ? f.cap / slow : 0.0, kTagColl | id);
 }
 
 void Model::collective_done(std::uint32_t id) {
@@ -433,8 +431,7 @@ void Model::collective_done(std::uint32_t id) {
   comm_sum_[static_cast<std::size_t>(c.iter)] += now - c.start;
   if (s_.trace) {
     slice(static_cast<std::uint32_t>(2 * std::min(s_.gpus, s_.trace_max_gpus)),
-          label(fmt::format("aggregate layers {}-{} ({:.2f} MiB)", c.first + 1, c.last + 1, c.bytes / 1048576.0)),
-          c.start, now);
+          label(fmt::format("aggregate layers {}-{} ({:.2f} MiB)", c.first + 1, c.last + 1, c.bytes / 1048576.0)), c.start, now);
   }
   c.phases.clear();
   c.phases.shrink_to_fit();
@@ -532,29 +529,52 @@ void Model::gather_done(int iter, int use) {
 void Model::on_event(const Event& e) {
   const double now = eng_.now();
   switch (e.kind) {
-    case kDecodeDone: decode_done(static_cast<std::size_t>(e.a), static_cast<int>(e.b), now); break;
-    case kH2dDone: h2d_done(static_cast<int>(e.a), now); break;
-    case kFwdDone: forward_done(static_cast<int>(e.a), static_cast<int>(e.b), now); break;
-    case kBwdDone: backward_done(static_cast<int>(e.a), static_cast<int>(e.b), now); break;
-    case kUpdDone: update_done(static_cast<int>(e.a), now); break;
-    case kCommDone: collective_done(static_cast<std::uint32_t>(e.b)); break;
-    case kCommLatency: start_phase(static_cast<std::uint32_t>(e.b)); break;
-    case kPsUpdate: ps_update(static_cast<std::uint32_t>(e.b)); break;
-    case kHvdTick: hvd_tick(); break;
-    case kGatherDone: gather_done(static_cast<int>(e.a), static_cast<int>(e.b)); break;
+    case kDecodeDone:
+      decode_done(static_cast<std::size_t>(e.a), static_cast<int>(e.b), now);
+      break;
+    case kH2dDone:
+      h2d_done(static_cast<int>(e.a), now);
+      break;
+    case kFwdDone:
+      forward_done(static_cast<int>(e.a), static_cast<int>(e.b), now);
+      break;
+    case kBwdDone:
+      backward_done(static_cast<int>(e.a), static_cast<int>(e.b), now);
+      break;
+    case kUpdDone:
+      update_done(static_cast<int>(e.a), now);
+      break;
+    case kCommDone:
+      collective_done(static_cast<std::uint32_t>(e.b));
+      break;
+    case kCommLatency:
+      start_phase(static_cast<std::uint32_t>(e.b));
+      break;
+    case kPsUpdate:
+      ps_update(static_cast<std::uint32_t>(e.b));
+      break;
+    case kHvdTick:
+      hvd_tick();
+      break;
+    case kGatherDone:
+      gather_done(static_cast<int>(e.a), static_cast<int>(e.b));
+      break;
     case kPostGatherDone:
       for (int g = 0; g < s_.gpus; ++g) iteration_end(g);
       break;
-    case kCopyDone: start_update(); break;
-    default: break;
+    case kCopyDone:
+      start_update();
+      break;
+    default:
+      break;
   }
 }
 
 /// A reader decoded GPU g's batch: the reader is free for the node's next.
 void Model::decode_done(std::size_t slot, int g, double now) {
   reader_busy_[slot] += now - reader_start_[slot];
-  slice(s_.trace ? static_cast<std::uint32_t>(2 * std::min(s_.gpus, s_.trace_max_gpus) + 1 + slot) : kNoTrack,
-        lbl_read_, reader_start_[slot], now);
+  slice(s_.trace ? static_cast<std::uint32_t>(2 * std::min(s_.gpus, s_.trace_max_gpus) + 1 + slot) : kNoTrack, lbl_read_,
+        reader_start_[slot], now);
   const int node = g / s_.gpn;
   idle_readers_[static_cast<std::size_t>(node)].push_back(static_cast<int>(slot));
   batch_ready(g);
@@ -678,7 +698,6 @@ void Model::on_flow_done(std::uint64_t tag) {
 
 // ---- run -----------------------------------------------------------------------------------------------
 
-
 Outcome Model::run() {
   const auto G = static_cast<std::size_t>(s_.gpus);
   prepare_gpus();
@@ -748,8 +767,8 @@ void Model::prepare_layers() {
     for (std::size_t u = 0; u < s_.plan.size(); ++u)
       for (int i = s_.plan[u].first; i <= s_.plan[u].last; ++i) unit_of_[static_cast<std::size_t>(i)] = static_cast<int>(u);
   }
-  for (auto* v : {&iter_end_, &agg_end_, &bwd_end_, &comm_sum_, &fwd_max_, &bwd_max_, &upd_max_, &h2d_max_, &upd_exp_,
-                  &wait_max_, &origin_})
+  for (auto* v : {&iter_end_, &agg_end_, &bwd_end_, &comm_sum_, &fwd_max_, &bwd_max_, &upd_max_, &h2d_max_, &upd_exp_, &wait_max_,
+                  &origin_})
     v->assign(N, 0.0);
   if (s_.shard_stage >= 3) {
     use_count_.assign(N * uses(), 0);
@@ -797,8 +816,7 @@ void Model::steady_state_means(Outcome& o) const {
                                     : std::max(0.0, agg_end_[k] - bwd_end_[k]);
     o.input_wait += wait_max_[k];
   }
-  for (double* x : {&o.forward, &o.backward, &o.update, &o.update_exposed, &o.h2d, &o.comm, &o.exposed, &o.input_wait})
-    *x /= cnt;
+  for (double* x : {&o.forward, &o.backward, &o.update, &o.update_exposed, &o.h2d, &o.comm, &o.exposed, &o.input_wait}) *x /= cnt;
 }
 
 /// The utilisation of the GPUs' streams, the readers, the aggregation channel and the links by kind.
@@ -861,9 +879,15 @@ void Model::utilisation(Outcome& o) const {
 void json_escape(std::string& out, std::string_view s) {
   for (char ch : s) {
     switch (ch) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
       default:
         if (static_cast<unsigned char>(ch) < 0x20) out += fmt::format("\\u{:04x}", static_cast<int>(ch));
         else out += ch;
@@ -920,8 +944,7 @@ std::string Model::trace_json() const {
     sep();
     out += "{\"ph\":\"X\",\"name\":\"";
     json_escape(out, labels_[sl.label]);
-    out += fmt::format("\",\"pid\":{},\"tid\":{},\"ts\":{:.3f},\"dur\":{:.3f}}}", pid, tid, sl.t0 * 1e6,
-                       (sl.t1 - sl.t0) * 1e6);
+    out += fmt::format("\",\"pid\":{},\"tid\":{},\"ts\":{:.3f},\"dur\":{:.3f}}}", pid, tid, sl.t0 * 1e6, (sl.t1 - sl.t0) * 1e6);
   }
   const FlowNet& net = eng_.net();
   for (const auto& smp : net.rate_samples()) {

@@ -51,8 +51,8 @@ struct Setup {
   double t_read = 0.0, decode = 0.0, h2d = 0.0, input_bytes = 0.0;
 
   bool contention = false;
-  double comm_factor = 1.0;  // measured-total scaling of the collective model's times
-  std::function<double(double)> reference_time;     // seconds for an aggregation of `bytes` (no contention)
+  double comm_factor = 1.0;                          // measured-total scaling of the collective model's times
+  std::function<double(double)> reference_time;      // seconds for an aggregation of `bytes` (no contention)
   std::function<std::vector<Phase>(double)> phases;  // with contention
   std::vector<std::vector<LinkId>> paths;            // flow paths (contention)
   struct LinkDef {
@@ -81,7 +81,8 @@ struct Setup {
 
   double compute_jitter = 0.0, link_jitter = 0.0;
   double iteration_cv = 0.0;
-  double overhead = 0.0;      // Strategy::iteration_overhead, s, before the update of an iteration of > 1 GPU  // Strategy::jitter_cv: one normal factor 1 + cv·z per GPU and iteration on forward+backward
+  double overhead = 0.0;  // Strategy::iteration_overhead, s, before the update of an iteration of > 1 GPU  //
+                          // Strategy::jitter_cv: one normal factor 1 + cv·z per GPU and iteration on forward+backward
   std::uint64_t seed = 1;
   bool trace = false;
   int trace_max_gpus = 64;
@@ -91,8 +92,8 @@ struct Outcome {
   std::vector<double> iteration_end;  // job-level end of each iteration
   // steady-state means (over iterations ≥ warmup)
   double forward = 0, backward = 0, update = 0, update_exposed = 0, h2d = 0, comm = 0, exposed = 0;
-  double input_wait = 0;              // mean time the slowest GPU waited for its batch
-  std::vector<Bucket> last_buckets;   // collectives of the last iteration
+  double input_wait = 0;             // mean time the slowest GPU waited for its batch
+  std::vector<Bucket> last_buckets;  // collectives of the last iteration
   std::vector<ResourceUse> utilisation;
   std::string busiest_link;
   double busiest_link_fraction = 0.0;

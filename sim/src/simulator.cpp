@@ -20,28 +20,38 @@ namespace dlscale::sim {
 
 std::string_view to_string(MergePolicy m) noexcept {
   switch (m) {
-    case MergePolicy::strategy: return "strategy";
-    case MergePolicy::none: return "none";
-    case MergePolicy::ddp: return "ddp";
-    case MergePolicy::horovod: return "horovod";
-    case MergePolicy::mgwfbp: return "mgwfbp";
-    case MergePolicy::best: return "best";
+    case MergePolicy::strategy:
+      return "strategy";
+    case MergePolicy::none:
+      return "none";
+    case MergePolicy::ddp:
+      return "ddp";
+    case MergePolicy::horovod:
+      return "horovod";
+    case MergePolicy::mgwfbp:
+      return "mgwfbp";
+    case MergePolicy::best:
+      return "best";
   }
   return "?";
 }
 
 MergePolicy merge_policy_from_string(std::string_view s) {
-  for (auto m : {MergePolicy::strategy, MergePolicy::none, MergePolicy::ddp, MergePolicy::horovod, MergePolicy::mgwfbp,
-                 MergePolicy::best})
+  for (auto m :
+       {MergePolicy::strategy, MergePolicy::none, MergePolicy::ddp, MergePolicy::horovod, MergePolicy::mgwfbp, MergePolicy::best})
     if (s == to_string(m)) return m;
-  throw InputError(SourceLocation{}, "merge", fmt::format("unknown merge policy '{}' (expected strategy, none, ddp, horovod, mgwfbp or best)", s));
+  throw InputError(SourceLocation{}, "merge",
+                   fmt::format("unknown merge policy '{}' (expected strategy, none, ddp, horovod, mgwfbp or best)", s));
 }
 
 std::string_view to_string(AllreduceAlgorithm a) noexcept {
   switch (a) {
-    case AllreduceAlgorithm::ring: return "ring";
-    case AllreduceAlgorithm::tree: return "tree";
-    case AllreduceAlgorithm::hierarchical: return "hierarchical";
+    case AllreduceAlgorithm::ring:
+      return "ring";
+    case AllreduceAlgorithm::tree:
+      return "tree";
+    case AllreduceAlgorithm::hierarchical:
+      return "hierarchical";
   }
   return "?";
 }
@@ -49,7 +59,8 @@ std::string_view to_string(AllreduceAlgorithm a) noexcept {
 AllreduceAlgorithm allreduce_algorithm_from_string(std::string_view s) {
   for (auto a : {AllreduceAlgorithm::ring, AllreduceAlgorithm::tree, AllreduceAlgorithm::hierarchical})
     if (s == to_string(a)) return a;
-  throw InputError(SourceLocation{}, "allreduce", fmt::format("unknown all-reduce algorithm '{}' (expected ring, tree or hierarchical)", s));
+  throw InputError(SourceLocation{}, "allreduce",
+                   fmt::format("unknown all-reduce algorithm '{}' (expected ring, tree or hierarchical)", s));
 }
 
 namespace {
@@ -94,17 +105,21 @@ void validate(const SimOptions& opt, const Scenario& sc) {
   if (opt.warmup < 0) throw InputError(SourceLocation{}, "warmup", "the warm-up cannot be negative");
   if (opt.channels < 1) throw InputError(SourceLocation{}, "channels", "at least one channel");
   if (opt.readers_per_node < 1) throw InputError(SourceLocation{}, "readers_per_node", "at least one reader thread per node");
-  if (opt.prefetch_depth < 0) throw InputError(SourceLocation{}, "prefetch_depth", "the prefetch queue holds at least one batch (0: the framework's io.depth)");
+  if (opt.prefetch_depth < 0)
+    throw InputError(SourceLocation{}, "prefetch_depth",
+                     "the prefetch queue holds at least one batch (0: the framework's io.depth)");
   if (opt.gpus_per_pcie_switch < 1) throw InputError(SourceLocation{}, "gpus_per_pcie_switch", "at least one GPU per switch");
   if (!(opt.compute_jitter >= 0 && std::isfinite(opt.compute_jitter)))
-    throw InputError(SourceLocation{}, "compute_jitter", fmt::format("a jitter σ is a finite number ≥ 0, got {}", opt.compute_jitter));
+    throw InputError(SourceLocation{}, "compute_jitter",
+                     fmt::format("a jitter σ is a finite number ≥ 0, got {}", opt.compute_jitter));
   if (!(opt.link_jitter >= 0 && std::isfinite(opt.link_jitter)))
     throw InputError(SourceLocation{}, "link_jitter", fmt::format("a jitter σ is a finite number ≥ 0, got {}", opt.link_jitter));
   if (opt.cycle_time <= Seconds{}) throw InputError(SourceLocation{}, "cycle_time", "the Horovod cycle time must be positive");
   for (auto [field, size] : {std::pair{"bucket_size", opt.bucket_size}, std::pair{"first_bucket", opt.first_bucket},
                              std::pair{"fusion_threshold", opt.fusion_threshold}})
     if (!(in_bytes(size) >= 0.0 && std::isfinite(in_bytes(size))))
-      throw InputError(SourceLocation{}, field, fmt::format("a size is a finite number ≥ 0 B (0: the framework's), got {} B", in_bytes(size)));
+      throw InputError(SourceLocation{}, field,
+                       fmt::format("a size is a finite number ≥ 0 B (0: the framework's), got {} B", in_bytes(size)));
   if (!(in_seconds(opt.decode_per_sample) >= 0.0 && std::isfinite(in_seconds(opt.decode_per_sample))))
     throw InputError(SourceLocation{}, "decode_per_sample",
                      fmt::format("a decode time is a finite number ≥ 0 s, got {} s", in_seconds(opt.decode_per_sample)));
@@ -131,8 +146,7 @@ struct Simulator::Impl {
   Impl(Scenario s, SimOptions o) : sc(s), opt(std::move(o)), pred(std::move(s)) {
     sc.strategy.io_prefetch = pred.scenario().strategy.io_prefetch;  // reader_prefetches: the batch fits the buffer
     validate(opt, sc);
-    coll = with_transport(sc.collectives ? sc.collectives : make_collective_model(sc.cluster), sc.strategy.transport,
-                          sc.cluster);
+    coll = with_transport(sc.collectives ? sc.collectives : make_collective_model(sc.cluster), sc.strategy.transport, sc.cluster);
     const double bpe = gradient_bytes_per_element(pred.scenario().compute);  // the predictor's step_compute
     for (const auto& l : sc.network.layers) {
       grads.push_back(Network::gradient_bytes(l, bpe));
@@ -175,8 +189,10 @@ struct Simulator::Impl {
     switch (st.aggregation) {
       case Aggregation::allreduce:
         switch (opt.allreduce) {
-          case AllreduceAlgorithm::ring: return in_seconds(coll->time(CollectiveOp::allreduce, s, at));
-          case AllreduceAlgorithm::tree: return in_seconds(tree_time(size, at));
+          case AllreduceAlgorithm::ring:
+            return in_seconds(coll->time(CollectiveOp::allreduce, s, at));
+          case AllreduceAlgorithm::tree:
+            return in_seconds(tree_time(size, at));
           case AllreduceAlgorithm::hierarchical:
             if (at.nodes <= 1 || at.gpus_per_node <= 1) return in_seconds(coll->time(CollectiveOp::allreduce, s, at));
             return in_seconds(coll->time(CollectiveOp::reducescatter, s, intra) +
@@ -184,7 +200,8 @@ struct Simulator::Impl {
                               coll->time(CollectiveOp::allgather, s, intra));
         }
         return 0.0;
-      case Aggregation::parameter_server: return in_seconds(coll->parameter_server(s, at, st.parameter_servers));
+      case Aggregation::parameter_server:
+        return in_seconds(coll->parameter_server(s, at, st.parameter_servers));
       case Aggregation::hybrid: {
         Seconds c = coll->time(CollectiveOp::allreduce, s, intra);
         if (at.nodes > 1) c += coll->parameter_server(s, across, st.parameter_servers);
@@ -366,8 +383,10 @@ struct Simulator::Impl {
         n.ps_pull.emplace_back();
         for (int sv = 0; sv < k; ++sv) {
           const int node = sv % N;
-          n.ps_push.back().push_back(pb.add_path({n.nic_out[static_cast<std::size_t>(a)], n.nic_in[static_cast<std::size_t>(node)]}));
-          n.ps_pull.back().push_back(pb.add_path({n.nic_out[static_cast<std::size_t>(node)], n.nic_in[static_cast<std::size_t>(a)]}));
+          n.ps_push.back().push_back(
+              pb.add_path({n.nic_out[static_cast<std::size_t>(a)], n.nic_in[static_cast<std::size_t>(node)]}));
+          n.ps_pull.back().push_back(
+              pb.add_path({n.nic_out[static_cast<std::size_t>(node)], n.nic_in[static_cast<std::size_t>(a)]}));
         }
       }
     } else {
@@ -489,9 +508,8 @@ struct Simulator::Impl {
       }
       return plan;
     }
-    return sc.strategy.overlap == Overlap::bucketed
-               ? ddp_buckets(grads, sc.strategy.first_bucket, sc.strategy.bucket_size)
-               : per_layer_buckets(grads);
+    return sc.strategy.overlap == Overlap::bucketed ? ddp_buckets(grads, sc.strategy.first_bucket, sc.strategy.bucket_size)
+                                                    : per_layer_buckets(grads);
   }
 
   [[nodiscard]] std::vector<PlanChoice> choices(MergePolicy m, const GpuPlacement& at) const {
@@ -499,8 +517,8 @@ struct Simulator::Impl {
       return PlanChoice{std::move(name), false, 0.0, ddp_buckets(grads, first, cap)};
     };
     const Bytes thr = opt.fusion_threshold > Bytes{} ? opt.fusion_threshold
-                      : sc.strategy.overlap == Overlap::bucketed ? sc.strategy.bucket_size
-                                                                 : mebibytes(64);
+        : sc.strategy.overlap == Overlap::bucketed   ? sc.strategy.bucket_size
+                                                     : mebibytes(64);
     auto hvd = [&] {
       return PlanChoice{fmt::format("horovod (threshold {}, cycle {})", thr, opt.cycle_time), true, in_bytes(thr), {}};
     };
@@ -513,18 +531,21 @@ struct Simulator::Impl {
     };
     switch (m) {
       case MergePolicy::strategy:
-        return {PlanChoice{sc.strategy.sharding.stage >= 3
-                               ? fmt::format("strategy: gather units of {} parameters", sc.strategy.sharding.unit_params)
-                           : sc.strategy.overlap == Overlap::bucketed
-                               ? fmt::format("strategy: ddp buckets (first {}, then {})", sc.strategy.first_bucket,
-                                             sc.strategy.bucket_size)
-                               : std::string("strategy: one bucket per layer"),
-                           false, 0.0, strategy_plan()}};
-      case MergePolicy::none: return {PlanChoice{"none: one bucket per layer", false, 0.0, per_layer_buckets(grads)}};
+        return {PlanChoice{
+            sc.strategy.sharding.stage >= 3
+                ? fmt::format("strategy: gather units of {} parameters", sc.strategy.sharding.unit_params)
+                : sc.strategy.overlap == Overlap::bucketed
+                ? fmt::format("strategy: ddp buckets (first {}, then {})", sc.strategy.first_bucket, sc.strategy.bucket_size)
+                : std::string("strategy: one bucket per layer"),
+            false, 0.0, strategy_plan()}};
+      case MergePolicy::none:
+        return {PlanChoice{"none: one bucket per layer", false, 0.0, per_layer_buckets(grads)}};
       case MergePolicy::ddp:
         return {ddp(ddp_first(), ddp_cap(), fmt::format("ddp (first {}, then {})", ddp_first(), ddp_cap()))};
-      case MergePolicy::horovod: return {hvd()};
-      case MergePolicy::mgwfbp: return {mg()};
+      case MergePolicy::horovod:
+        return {hvd()};
+      case MergePolicy::mgwfbp:
+        return {mg()};
       case MergePolicy::best: {
         std::vector<PlanChoice> v{PlanChoice{"none: one bucket per layer", false, 0.0, per_layer_buckets(grads)},
                                   ddp(ddp_first(), ddp_cap(), fmt::format("ddp (first {}, then {})", ddp_first(), ddp_cap())),
@@ -538,8 +559,7 @@ struct Simulator::Impl {
   }
 
   // ---- one simulation ----------------------------------------------------------------------------------
-  SimResult run_one(int gpus, const GpuPlacement& at, const Prediction& closed, const PlanChoice& choice,
-                    bool trace) const {
+  SimResult run_one(int gpus, const GpuPlacement& at, const Prediction& closed, const PlanChoice& choice, bool trace) const {
     const Setup s = make_setup(gpus, at, closed, choice, trace);
     const detail::Outcome o = detail::simulate(s);
 
@@ -713,7 +733,7 @@ struct Simulator::Impl {
     p.iteration_time = seconds(mean);
     p.memory = closed.memory;
     p.throughput_samples_per_s = static_cast<double>(gpus) * sc.batch_per_gpu / mean;  // N·M can pass 2^31
-    if (closed.throughput_samples_per_s > 0.0) {  // tokens/s and MFU scale with samples/s
+    if (closed.throughput_samples_per_s > 0.0) {                                       // tokens/s and MFU scale with samples/s
       const double ratio = p.throughput_samples_per_s / closed.throughput_samples_per_s;
       p.throughput_tokens_per_s = closed.throughput_tokens_per_s * ratio;
       p.mfu = closed.mfu * ratio;
@@ -721,7 +741,7 @@ struct Simulator::Impl {
     p.speedup = eq::speedup(gpus, iter_one, p.iteration_time);
     p.efficiency = p.speedup / gpus;
     p.breakdown = Breakdown{closed.breakdown.io, seconds(o.h2d),  seconds(o.forward), seconds(o.backward),
-                            seconds(o.update),  seconds(o.comm), seconds(o.exposed)};
+                            seconds(o.update),   seconds(o.comm), seconds(o.exposed)};
     if (sc.strategy.sharding.offload_optimizer) {  // eq. S9: the offload parts as the closed form costs them
       const Breakdown& cb = closed.breakdown;
       p.breakdown.offload_d2h = cb.offload_d2h;
@@ -774,14 +794,16 @@ struct Simulator::Impl {
   SimResult run(int gpus) const {
     const GpuPlacement at = pred.place(gpus);
     if (opt.contention && at.nodes > 1 && !sc.strategy.transport.is_default())
-      throw InputError(SourceLocation{}, "contention", fmt::format("the flows under contention run at NCCL's rates; framework '{}' crosses "
-                                                   "nodes over transport '{}' at {} GPUs, which they do not model: leave out "
-                                                   "--contention", sc.strategy.name, sc.strategy.transport.name, gpus));
+      throw InputError(SourceLocation{}, "contention",
+                       fmt::format("the flows under contention run at NCCL's rates; framework '{}' crosses "
+                                   "nodes over transport '{}' at {} GPUs, which they do not model: leave out "
+                                   "--contention",
+                                   sc.strategy.name, sc.strategy.transport.name, gpus));
     for (const auto& [node, gpu] : opt.node_gpu) {
       (void)gpu;
       if (node < 0 || node >= sc.cluster.max_nodes)
-        throw InputError(SourceLocation{}, "node_gpu", fmt::format("node {} is not in cluster '{}' ({} nodes)", node, sc.cluster.name,
-                                                   sc.cluster.max_nodes));
+        throw InputError(SourceLocation{}, "node_gpu",
+                         fmt::format("node {} is not in cluster '{}' ({} nodes)", node, sc.cluster.name, sc.cluster.max_nodes));
     }
     const Prediction closed = pred.predict(gpus);
     const auto list = choices(opt.merge, at);

@@ -1,6 +1,6 @@
 // libFuzzer target: compact architecture descriptions (models/arch/*.yaml)
-#include "fuzz_support.hpp"
 #include "dlscale/zoo.hpp"
+#include "fuzz_support.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace dlscale;

@@ -1,8 +1,8 @@
 // libFuzzer target: cluster files (simple form and topology graph: the `node:` and `fabric:` sections).
 // A cluster that loads must also answer the questions a prediction asks of its graph.
-#include "fuzz_support.hpp"
 #include "dlscale/io.hpp"
 #include "dlscale/topology.hpp"
+#include "fuzz_support.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace dlscale;

@@ -1,6 +1,6 @@
 // libFuzzer target: nvbandwidth JSON
-#include "fuzz_support.hpp"
 #include "dlscale/calibration.hpp"
+#include "fuzz_support.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace dlscale;

@@ -1,7 +1,7 @@
 // libFuzzer target: nvidia-smi topo -m captures
-#include "fuzz_support.hpp"
 #include "dlscale/io.hpp"
 #include "dlscale/topology.hpp"
+#include "fuzz_support.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace dlscale;

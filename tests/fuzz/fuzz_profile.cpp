@@ -1,6 +1,6 @@
 // libFuzzer target: profile files
-#include "fuzz_support.hpp"
 #include "dlscale/io.hpp"
+#include "fuzz_support.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace dlscale;

@@ -1,7 +1,7 @@
 // libFuzzer target: sweep specs (docs/planning.md). Names resolve against the data folder
 // (DLSCALE_DATA_DIR), so seeds that name shipped clusters, models and frameworks reach the grid.
-#include "fuzz_support.hpp"
 #include "dlscale/sweep.hpp"
+#include "fuzz_support.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace dlscale;

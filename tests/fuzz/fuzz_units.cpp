@@ -1,6 +1,6 @@
 // libFuzzer target: the unit-string parsers
-#include "fuzz_support.hpp"
 #include "dlscale/units.hpp"
+#include "fuzz_support.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace dlscale;

@@ -23,9 +23,9 @@ struct Layer {
 };
 
 struct AllowedInclude {
-  std::string file;     // the including file, relative to the source tree
-  std::string header;   // as the #include line spells it
-  int line = 0;         // of the entry in the layers file
+  std::string file;    // the including file, relative to the source tree
+  std::string header;  // as the #include line spells it
+  int line = 0;        // of the entry in the layers file
   bool used = false;
 };
 
@@ -52,7 +52,8 @@ inline LayerMap read_layers(const std::filesystem::path& file, const std::string
       Layer l;
       words >> l.name;
       for (std::string p; words >> p;) l.paths.push_back(p);
-      if (l.name.empty() || l.paths.empty()) m.problems.push_back(display + ":" + std::to_string(n) + ": a layer needs a name and paths");
+      if (l.name.empty() || l.paths.empty())
+        m.problems.push_back(display + ":" + std::to_string(n) + ": a layer needs a name and paths");
       m.layers.push_back(std::move(l));
     } else if (kind == "allow") {
       AllowedInclude a;

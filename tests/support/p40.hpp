@@ -9,8 +9,7 @@
 
 namespace dlscale::test {
 
-inline Scenario shipped_scenario(const std::string& cluster, const std::string& model, const std::string& framework,
-                                 int batch) {
+inline Scenario shipped_scenario(const std::string& cluster, const std::string& model, const std::string& framework, int batch) {
   Scenario sc;
   sc.cluster = load_cluster(resolve(DataKind::cluster, cluster, "--cluster"));
   sc.network = load_network(resolve(DataKind::network, model, "--model"));

@@ -123,9 +123,8 @@ inline Cluster random_cluster(Rng& r) {
 
 /// A layer; parameters are 0 with probability 0.2 (pooling-like layers; issue 9's "0 parameters").
 inline Layer random_layer(Rng& r, int index, std::int64_t max_params) {
-  static constexpr LayerKind kKinds[] = {LayerKind::conv,      LayerKind::linear,    LayerKind::batchnorm,
-                                         LayerKind::layernorm, LayerKind::embedding, LayerKind::attention,
-                                         LayerKind::other};
+  static constexpr LayerKind kKinds[] = {LayerKind::conv,      LayerKind::linear,    LayerKind::batchnorm, LayerKind::layernorm,
+                                         LayerKind::embedding, LayerKind::attention, LayerKind::other};
   Layer l;
   l.name = fmt::format("l{}", index);
   l.kind = r.pick(kKinds);

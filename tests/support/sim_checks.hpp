@@ -13,8 +13,7 @@ namespace dlscale::test {
 inline bool per_layer_update_never_waits(const Predictor& p, const Prediction& closed) {
   const auto& t = p.layer_times();
   const auto& st = p.scenario().strategy;
-  if (st.update != UpdatePlacement::per_layer || st.aggregation == Aggregation::broadcast_reduce ||
-      st.overlap == Overlap::none)
+  if (st.update != UpdatePlacement::per_layer || st.aggregation == Aggregation::broadcast_reduce || st.overlap == Overlap::none)
     return true;
   if (st.overlap == Overlap::bucketed) {
     // Buckets update as wholes: a sufficient condition is that all updates together fit before the

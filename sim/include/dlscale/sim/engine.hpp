@@ -143,9 +143,7 @@ class Engine {
   explicit Engine(EventSink& sink) : sink_(&sink) {}
 
   [[nodiscard]] double now() const noexcept { return now_; }
-  void schedule(double time, std::uint32_t kind, std::uint32_t a = 0, std::uint64_t b = 0) {
-    queue_.push(time, kind, a, b);
-  }
+  void schedule(double time, std::uint32_t kind, std::uint32_t a = 0, std::uint64_t b = 0) { queue_.push(time, kind, a, b); }
   FlowNet& net() noexcept { return net_; }
   [[nodiscard]] const FlowNet& net() const noexcept { return net_; }
 

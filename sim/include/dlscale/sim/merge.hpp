@@ -49,8 +49,7 @@ AlphaBeta fit_alpha_beta(const std::function<Seconds(Bytes)>& collective_time, s
 /// B's aggregation would still run at ready(i), the test reduces to the paper's condition: merge when
 /// waiting for layer i costs less than the start-up time α it saves. Otherwise B is closed with
 /// d ← max(d, r_B) + T(S_B) and layer i opens a new bucket. O(L).
-std::vector<Bucket> mgwfbp_buckets(std::span<const Seconds> backward, std::span<const Bytes> gradients,
-                                   const AlphaBeta& fit);
+std::vector<Bucket> mgwfbp_buckets(std::span<const Seconds> backward, std::span<const Bytes> gradients, const AlphaBeta& fit);
 
 /// The end of the last aggregation for a plan (the closed form's recurrence over buckets, from the
 /// start of backward): the reference the merge policies are compared with.

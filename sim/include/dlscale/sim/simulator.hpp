@@ -36,46 +36,46 @@ std::string_view to_string(MergePolicy m) noexcept;
 MergePolicy merge_policy_from_string(std::string_view s);  // throws InputError("merge", …)
 
 enum class AllreduceAlgorithm {
-  ring,          // the collective model's all-reduce; with contention: one ring flow per channel
-  tree,          // pipelined binary tree across nodes, chain inside a node (NCCL's tree, algbw = busbw/2)
-  hierarchical   // reduce-scatter in each node, all-reduce across nodes per local rank, all-gather
+  ring,         // the collective model's all-reduce; with contention: one ring flow per channel
+  tree,         // pipelined binary tree across nodes, chain inside a node (NCCL's tree, algbw = busbw/2)
+  hierarchical  // reduce-scatter in each node, all-reduce across nodes per local rank, all-gather
 };
 std::string_view to_string(AllreduceAlgorithm a) noexcept;
 AllreduceAlgorithm allreduce_algorithm_from_string(std::string_view s);  // throws InputError("allreduce", …)
 
 struct SimOptions {
-  int iterations = 10;          // iterations simulated
-  int warmup = 1;               // leading iterations left out of the statistics (prefetch pipeline fill)
-  std::uint64_t seed = 1;       // seeds every random stream (std::mt19937_64 + our own distributions)
+  int iterations = 10;     // iterations simulated
+  int warmup = 1;          // leading iterations left out of the statistics (prefetch pipeline fill)
+  std::uint64_t seed = 1;  // seeds every random stream (std::mt19937_64 + our own distributions)
 
   // communication
-  bool contention = false;      // false: each aggregation takes the collective model's time on one FIFO
-                                // channel; true: aggregations become flows on links shared max-min fairly
-  int channels = 1;             // rings (flows) per collective with contention
+  bool contention = false;  // false: each aggregation takes the collective model's time on one FIFO
+                            // channel; true: aggregations become flows on links shared max-min fairly
+  int channels = 1;         // rings (flows) per collective with contention
   AllreduceAlgorithm allreduce = AllreduceAlgorithm::ring;
 
   // gradient merging
   MergePolicy merge = MergePolicy::strategy;
-  Bytes bucket_size{};          // DDP: zero = the strategy's (or 25 MiB)
-  Bytes first_bucket{};         // DDP: zero = the strategy's (or 1 MiB)
-  Bytes fusion_threshold{};     // Horovod: zero = the strategy's bucket size (or 64 MiB)
+  Bytes bucket_size{};                   // DDP: zero = the strategy's (or 25 MiB)
+  Bytes first_bucket{};                  // DDP: zero = the strategy's (or 1 MiB)
+  Bytes fusion_threshold{};              // Horovod: zero = the strategy's bucket size (or 64 MiB)
   Seconds cycle_time = milliseconds(5);  // Horovod: HOROVOD_CYCLE_TIME
 
   // input pipeline
-  int readers_per_node = 1;     // reader threads per node (eq. 4: one)
-  int prefetch_depth = 0;       // batches each GPU's queue holds when the strategy prefetches (0: the strategy's, 2 by default)
-  Seconds decode_per_sample{};  // CPU decode time per sample on the reader thread (0: already decoded)
-  int gpus_per_pcie_switch = 1; // with contention: GPUs whose host-to-GPU copies share one PCIe uplink
+  int readers_per_node = 1;      // reader threads per node (eq. 4: one)
+  int prefetch_depth = 0;        // batches each GPU's queue holds when the strategy prefetches (0: the strategy's, 2 by default)
+  Seconds decode_per_sample{};   // CPU decode time per sample on the reader thread (0: already decoded)
+  int gpus_per_pcie_switch = 1;  // with contention: GPUs whose host-to-GPU copies share one PCIe uplink
 
   // variability
-  double compute_jitter = 0.0;  // σ of a log-normal factor (mean 1) on every compute task
-  double link_jitter = 0.0;     // σ of a log-normal factor (mean 1) on every aggregation
-  std::vector<std::pair<int, double>> speed;     // GPU index → speed factor (0.5: a straggler at half speed)
-  std::vector<std::pair<int, GpuSpec>> node_gpu; // node index → a different GPU model (heterogeneous job)
+  double compute_jitter = 0.0;                    // σ of a log-normal factor (mean 1) on every compute task
+  double link_jitter = 0.0;                       // σ of a log-normal factor (mean 1) on every aggregation
+  std::vector<std::pair<int, double>> speed;      // GPU index → speed factor (0.5: a straggler at half speed)
+  std::vector<std::pair<int, GpuSpec>> node_gpu;  // node index → a different GPU model (heterogeneous job)
 
   // trace
-  bool trace = false;           // build SimResult::trace_json
-  int trace_max_gpus = 64;      // GPUs whose streams are traced (links and the channel always are)
+  bool trace = false;       // build SimResult::trace_json
+  int trace_max_gpus = 64;  // GPUs whose streams are traced (links and the channel always are)
 };
 
 /// Checks the options' values that no type rules out (at least one iteration, channel, reader; jitters, sizes
@@ -86,13 +86,13 @@ struct SimOptions {
 void validate(const SimOptions& options, const Scenario& scenario);
 
 struct ResourceUse {
-  std::string name;         // e.g. "gpu compute", "nic-out node 0"
-  std::string kind;         // compute, copy, reader, channel, or a link kind
-  int count = 1;            // resources aggregated in this line
-  double busy_mean = 0.0;   // busy fraction of the simulated span, mean over the resources
-  double busy_max = 0.0;    // the busiest one
-  std::string busiest;      // its name
-  Bytes bytes{};            // bytes carried (links)
+  std::string name;        // e.g. "gpu compute", "nic-out node 0"
+  std::string kind;        // compute, copy, reader, channel, or a link kind
+  int count = 1;           // resources aggregated in this line
+  double busy_mean = 0.0;  // busy fraction of the simulated span, mean over the resources
+  double busy_max = 0.0;   // the busiest one
+  std::string busiest;     // its name
+  Bytes bytes{};           // bytes carried (links)
 };
 
 struct IterationStats {
@@ -107,15 +107,15 @@ struct PlanCandidate {
 };
 
 struct SimResult {
-  Prediction prediction;        // the record `predict` prints; iteration_time = mean steady-state iteration
+  Prediction prediction;  // the record `predict` prints; iteration_time = mean steady-state iteration
   IterationStats iterations;
-  std::string merge;            // the policy used (for best: the winner)
-  std::vector<Bucket> buckets;  // the plan used (Horovod: the fused buckets of the last iteration)
+  std::string merge;                      // the policy used (for best: the winner)
+  std::vector<Bucket> buckets;            // the plan used (Horovod: the fused buckets of the last iteration)
   std::vector<PlanCandidate> candidates;  // --merge best: every plan tried
   std::vector<ResourceUse> utilisation;
   std::uint64_t events = 0;
   double simulated_seconds = 0.0;
-  std::string trace_json;       // Chrome/Perfetto trace-event JSON when options.trace
+  std::string trace_json;  // Chrome/Perfetto trace-event JSON when options.trace
 };
 
 class Simulator {
