@@ -12,6 +12,7 @@
 #include "dlscale/error.hpp"
 #include "dlscale/io.hpp"
 #include "dlscale/predict.hpp"
+#include "io/text.hpp"
 #include "io/yaml_reader.hpp"
 #include "io/yaml_writer.hpp"
 #include "support/data_dir.hpp"
@@ -376,3 +377,11 @@ TEST(Inputs, ReferencesResolveInTheDataFolderOfTheFile) {
 
 }  // namespace
 }  // namespace dlscale
+
+// A command line's comma-separated list (plan's --gpus, --tp, --frameworks): spaces dropped, empty items skipped.
+TEST(Text, CommaItemsAsACommandLineWritesThem) {
+  EXPECT_EQ(dlscale::comma_items("1, 2,4"), (std::vector<std::string>{"1", "2", "4"}));
+  EXPECT_EQ(dlscale::comma_items(",fsdp,,deepspeed-zero3, "), (std::vector<std::string>{"fsdp", "deepspeed-zero3"}));
+  EXPECT_TRUE(dlscale::comma_items("").empty());
+  EXPECT_TRUE(dlscale::comma_items(" , ").empty());
+}

@@ -11,29 +11,16 @@
 #include "dlscale/error.hpp"
 #include "dlscale/io.hpp"
 #include "dlscale/parallel_plan.hpp"
+#include "io/text.hpp"
 
 namespace dlscale::cli {
 namespace {
-
-std::vector<std::string> items(const std::string& text) {
-  std::vector<std::string> out;
-  std::string cur;
-  for (char c : text + ",") {
-    if (c == ',') {
-      if (!cur.empty()) out.push_back(cur);
-      cur.clear();
-    } else if (c != ' ') {
-      cur += c;
-    }
-  }
-  return out;
-}
 
 /// A LIST of whole numbers ≥ 1 (or ≥ 0 with `zero_ok`) into `target` when given.
 void numbers(const std::string& text, const char* option, std::vector<int>& target, bool zero_ok = false) {
   if (text.empty()) return;
   std::vector<int> v;
-  for (const auto& s : items(text)) {
+  for (const auto& s : comma_items(text)) {
     std::size_t used = 0;
     int x = -1;
     try {
@@ -78,8 +65,8 @@ void add_parallel_plan_options(CLI::App& cmd, ParallelPlanOptions& o) {
 void run_parallel_plan(const ScenarioOptions& so_in, const ParallelPlanOptions& o, const std::string& framework, int top,
                        const std::string& output) {
   ScenarioOptions so = so_in;
-  if (!framework.empty() && items(framework).empty()) throw UsageError("--frameworks", "give at least one framework");
-  so.framework = framework.empty() ? "megatron-core" : items(framework).front();
+  if (!framework.empty() && comma_items(framework).empty()) throw UsageError("--frameworks", "give at least one framework");
+  so.framework = framework.empty() ? "megatron-core" : comma_items(framework).front();
   so.memory_warning = false;
   so.batch = 1;
   so.batch_given = true;
@@ -105,7 +92,7 @@ void run_parallel_plan(const ScenarioOptions& so_in, const ParallelPlanOptions& 
     if (z > 1) throw UsageError("--zero", fmt::format("stage {}: a pipeline takes 0 or 1 (the distributed optimiser)", z));
   if (!o.recompute.empty()) {
     space.recompute.clear();
-    for (const auto& s : items(o.recompute)) {
+    for (const auto& s : comma_items(o.recompute)) {
       if (s == "none") space.recompute.push_back(Recompute::none);
       else if (s == "selective") space.recompute.push_back(Recompute::selective);
       else if (s == "full") space.recompute.push_back(Recompute::full);

@@ -13,6 +13,7 @@
 #include "dlscale/error.hpp"
 #include "dlscale/io.hpp"
 #include "dlscale/plan.hpp"
+#include "io/text.hpp"
 
 namespace dlscale::cli {
 namespace {
@@ -29,23 +30,9 @@ struct PlanCliOptions {
   ParallelPlanOptions parallel;  // --parallel and its grid (lib/cli/parallel_plan.cpp)
 };
 
-std::vector<std::string> split(const std::string& text) {
-  std::vector<std::string> out;
-  std::string cur;
-  for (char c : text + ",") {
-    if (c == ',') {
-      if (!cur.empty()) out.push_back(cur);
-      cur.clear();
-    } else if (c != ' ') {
-      cur += c;
-    }
-  }
-  return out;
-}
-
 std::vector<int> counts(const std::string& text, const char* option) {
   std::vector<int> v;
-  for (const auto& s : split(text)) {
+  for (const auto& s : comma_items(text)) {
     std::size_t used = 0;
     int x = 0;
     try {
@@ -66,7 +53,7 @@ void run_plan(const PlanCliOptions& o) {
                              o.output);
   RunInfo info;
   info.command_line = command_line();
-  const auto names = split(o.frameworks);
+  const auto names = comma_items(o.frameworks);
   if (names.empty()) throw UsageError("--frameworks", "give at least one framework");
   ScenarioOptions so = o.scenario;
   so.framework = names.front();

@@ -4,8 +4,26 @@
 #include <cctype>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace dlscale {
+
+/// The items of a comma-separated list as a command line gives it ("1, 2,4" → {"1", "2", "4"}): spaces
+/// dropped, empty items skipped.
+inline std::vector<std::string> comma_items(std::string_view text) {
+  std::vector<std::string> out;
+  std::string cur;
+  for (char c : text) {
+    if (c == ',') {
+      if (!cur.empty()) out.push_back(cur);
+      cur.clear();
+    } else if (c != ' ') {
+      cur += c;
+    }
+  }
+  if (!cur.empty()) out.push_back(cur);
+  return out;
+}
 
 /// `s` with ASCII letters in lower case (names compared without case: GPU ids, PCI bus ids).
 inline std::string lower_ascii(std::string_view s) {
