@@ -2,7 +2,6 @@
 // inside a node, every ranked layout fits, and the ranking is by tokens/s; explain's rows for a layout.
 #include <gtest/gtest.h>
 
-#include <chrono>
 #include <string>
 
 #include "dlscale/io.hpp"
@@ -30,10 +29,8 @@ Scenario llama3_70b_on(int nodes) {
 
 TEST(ParallelPlan, Llama3_70bOn64H100sKeepsTpInsideANode) {
   const Scenario sc = llama3_70b_on(8);
-  const auto t0 = std::chrono::steady_clock::now();
+  // its speed (issue 37: under 1 s) is BM_PlanParallel70b's to check, not a timed test's
   const ParallelPlanResult r = plan_parallel(sc, 64, ParallelPlanSpace{});
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  EXPECT_LT(seconds, 5.0);  // issue 37: under 1 s (bench: BM_PlanParallel70b); loose here for loaded CI machines
   ASSERT_FALSE(r.ranked.empty());
   EXPECT_EQ(r.global_batch, 512);  // 4 Mi tokens of 8192
   const ParallelPlanEntry& best = r.ranked.front();
