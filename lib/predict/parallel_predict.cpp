@@ -80,10 +80,8 @@ Prediction parallel_prediction(const Scenario& sc, const ParallelLayout& layout,
   if (sc.network.input_kind == "tokens") p.throughput_tokens_per_s = s.tokens_per_s;
   const double peak = in_teraflops_per_second(sc.cluster.gpu.mfu_peak(opt.precision)) * 1e12;
   const double flops = 3.0 * sc.network.total_forward_flops_per_sample();
-  if (peak > 0.0) {
-    p.mfu = flops * samples / (static_cast<double>(gpus) * peak);
-    p.hfu = (flops + recompute_flops_per_sample(sc.network, opt)) * samples / (static_cast<double>(gpus) * peak);
-  }
+  p.mfu = flops_utilisation(samples, flops, gpus, peak);
+  p.hfu = flops_utilisation(samples, flops + recompute_flops_per_sample(sc.network, opt), gpus, peak);
   if (iter_one > Seconds{}) {
     p.speedup = samples / (static_cast<double>(l.micro_batch) / in_seconds(iter_one));
     p.efficiency = p.speedup / static_cast<double>(gpus);

@@ -11,6 +11,12 @@ namespace dlscale {
 /// validate(Scenario)'s part for `parallel`: the layout's checks that do not depend on the GPU count
 /// (InputError keys "parallel.tp", "parallel.pp", ...), and what a layout cannot take: a profile (it measured
 /// one GPU's whole model) and segment checkpointing (the recompute modes split per block instead).
+/// MFU (or HFU): the FLOPs of the samples a second over what the GPUs' peak (FLOP/s each) would do; 0 without a
+/// peak. One formula for the data-parallel and the model-parallel predictions.
+inline double flops_utilisation(double samples_per_s, double flops_per_sample, int gpus, double peak_flops) noexcept {
+  return peak_flops > 0.0 ? samples_per_s * flops_per_sample / (static_cast<double>(gpus) * peak_flops) : 0.0;
+}
+
 void validate_parallel(const Scenario& sc);
 
 /// The whole layers' times a layout is split from: the measured layers, else the kernel model's divided by

@@ -828,8 +828,8 @@ Prediction Predictor::Impl::combine(int gpus, const GpuPlacement& at, const Inpu
   // In double: N·M·K passes 2^31 at 100,000 GPUs × 65,536 samples.
   p.throughput_samples_per_s = static_cast<double>(gpus) * sc.batch_per_gpu * K / in_seconds(p.iteration_time);
   p.throughput_tokens_per_s = p.throughput_samples_per_s * tokens_per_sample;
-  p.mfu = peak_flops > 0.0 ? p.throughput_samples_per_s * train_flops_per_sample / (gpus * peak_flops) : 0.0;
-  p.hfu = peak_flops > 0.0 ? p.throughput_samples_per_s * hardware_flops_per_sample / (gpus * peak_flops) : 0.0;
+  p.mfu = flops_utilisation(p.throughput_samples_per_s, train_flops_per_sample, gpus, peak_flops);
+  p.hfu = flops_utilisation(p.throughput_samples_per_s, hardware_flops_per_sample, gpus, peak_flops);
   p.speedup = gpus == 1 ? 1.0 : eq::speedup(gpus, iter_one, p.iteration_time);
   p.efficiency = p.speedup / gpus;
   return p;
