@@ -330,11 +330,24 @@ void time_unfused_core(Kernels& k, const LayerWork& w, std::int64_t s, std::int6
   k.gemm(k.name(name, ".context wgrad"), GemmShape{s, dh, s, bh}, true);  // dV = Pᵀ·dC
   k.gemm(k.name(name, ".scores dgrad"), GemmShape{s, dh, s, bh}, true);   // dQ = dS·K
   k.gemm(k.name(name, ".scores wgrad"), GemmShape{s, dh, s, bh}, true);   // dK = dSᵀ·Q
-  // Scale and mask, softmax, dropout on the heads·S² probabilities: read and write each (fwd), read
-  // two and write one (bwd); the heads are split and merged by copies of Q, K, V and the context.
   const double probs = static_cast<double>(bh) * static_cast<double>(s) * static_cast<double>(s);
-  k.pass(k.name(name, ".softmax fwd"), 3 * 2.0 * probs, w.eb, false, 0.0, 3);
-  k.pass(k.name(name, ".softmax bwd"), 3 * 3.0 * probs, w.eb, true, 0.0, 3);
+  if (w.opt.compiled) {
+    // Eq. K14, compiled (Megatron's fused scale-mask-softmax, Inductor's fusion): scale, mask and softmax one
+    // kernel each way, the scores read and the probabilities written (fwd), the probabilities and their
+    // gradient read and the scores' gradient written (bwd); a dropout on the probabilities writes its output
+    // and one-byte mask (fwd) and reads them back (bwd).
+    k.pass(k.name(name, ".softmax fwd (fused)"), 2.0 * probs, w.eb, false);
+    k.pass(k.name(name, ".softmax bwd (fused)"), 3.0 * probs, w.eb, true);
+    if (w.l.probs_dropout) {
+      k.pass(k.name(name, ".dropout fwd"), 2.0 * probs, w.eb, false, probs);
+      k.pass(k.name(name, ".dropout bwd"), 2.0 * probs, w.eb, true, probs);
+    }
+  } else {
+    // Scale and mask, softmax, dropout on the heads·S² probabilities: read and write each (fwd), read
+    // two and write one (bwd).
+    k.pass(k.name(name, ".softmax fwd"), 3 * 2.0 * probs, w.eb, false, 0.0, 3);
+    k.pass(k.name(name, ".softmax bwd"), 3 * 3.0 * probs, w.eb, true, 0.0, 3);
+  }
   k.in_attention_core = false;
 }
 
