@@ -13,24 +13,14 @@
 #include "dlscale/io.hpp"
 #include "dlscale/topology.hpp"
 #include "support/run.hpp"
+#include "support/topology.hpp"
 
 namespace dlscale {
 namespace {
 
-const Topology& topo_of(const std::string& name) {
-  static std::map<std::string, Cluster> cache;
-  auto it = cache.find(name);
-  if (it == cache.end()) it = cache.emplace(name, load_cluster(resolve(DataKind::cluster, name, "--cluster"))).first;
-  EXPECT_TRUE(it->second.topology) << name;
-  return *it->second.topology;
-}
-
-double gbs(BytesPerSecond b) { return in_gigabytes_per_second(b); }
-
-int nic_index(const Topology& t, const std::string& name) {
-  const auto n = t.nic_names();
-  return static_cast<int>(std::find(n.begin(), n.end(), name) - n.begin());
-}
+using test::gbs;
+using test::nic_index;
+using test::topo_of;
 
 // ---- DGX-1V ---------------------------------------------------------------------------------------
 TEST(Dgx1vPaths, DirectNvlinkPairsCarryTwentyGBPerLink) {
