@@ -9,15 +9,9 @@
 #include <type_traits>
 #include <vector>
 
-#include "dlscale/bottleneck.hpp"
-#include "dlscale/calibration.hpp"
-#include "dlscale/collective.hpp"
 #include "dlscale/error.hpp"
 #include "dlscale/format.hpp"
 #include "dlscale/gpu.hpp"
-#include "dlscale/network.hpp"
-#include "dlscale/strategy.hpp"
-#include "dlscale/topology.hpp"
 #include "dlscale/units.hpp"
 
 namespace dlscale {
@@ -101,72 +95,6 @@ TEST(Units, FormatsWithAScaleChosenForTheValue) {
   EXPECT_EQ(fmt::format("{}", gigabits_per_second(56)), "7 GB/s");
   EXPECT_EQ(fmt::format("{}", megabytes(588)), "588 MB");
   EXPECT_EQ(fmt::format("{}", teraflops_per_second(15.7)), "15.7 TFLOPS");
-}
-
-// ---- enum names (include/dlscale/detail/enum_names.hpp; each table beside its type) ----------------
-
-/// Every value of E from 0 to `last` has a name, each name reads back as its value, and no two values
-/// share a name: a value added to the type without a name, or a copied line, fails here.
-template <class E>
-void expect_names_round_trip(E last) {
-  std::vector<std::string_view> seen;
-  for (int i = 0; i <= static_cast<int>(last); ++i) {
-    const auto v = static_cast<E>(i);
-    const std::string_view name = to_string(v);
-    EXPECT_FALSE(name.empty()) << "value " << i << " has no name";
-    EXPECT_EQ(enum_from_string<E>(name), v) << name;
-    EXPECT_EQ(std::count(seen.begin(), seen.end(), name), 0) << name << " twice";
-    seen.push_back(name);
-  }
-  EXPECT_EQ(seen.size(), EnumNames<E>::names.size());
-}
-
-TEST(EnumNames, EveryTableNamesEachValueOnceAndReadsItBack) {
-  expect_names_round_trip(Precision::fp8);
-  expect_names_round_trip(LayerKind::reshape);
-  expect_names_round_trip(Aggregation::broadcast_reduce);
-  expect_names_round_trip(Overlap::bucketed);
-  expect_names_round_trip(UpdatePlacement::on_root);
-  expect_names_round_trip(CollectiveOp::reduce);
-  expect_names_round_trip(Bottleneck::update);
-  expect_names_round_trip(Resource::storage);
-  expect_names_round_trip(PathType::dis);
-  expect_names_round_trip(VertexKind::storage);
-  expect_names_round_trip(LinkKind::ethernet);
-  expect_names_round_trip(TransferKind::device_copy);
-}
-
-TEST(EnumNames, AnUnknownNameIsNothingAndCaseMattersUnlessAsked) {
-  EXPECT_EQ(enum_from_string<CollectiveOp>("alltoall"), std::nullopt);
-  EXPECT_EQ(enum_from_string<CollectiveOp>("AllReduce"), std::nullopt);
-  EXPECT_EQ(enum_from_string<CollectiveOp>("AllReduce", NameCase::ignore_ascii_case), CollectiveOp::allreduce);
-  EXPECT_EQ(enum_from_string<Overlap>(""), std::nullopt);
-  static_assert(to_string(Overlap::layerwise) == "layerwise");  // constexpr: usable in tables of its own
-}
-
-TEST(EnumNames, AliasesReadAsTheirValueAndPrintAsItsName) {
-  EXPECT_EQ(enum_from_string<Precision>("bfloat16"), Precision::bf16);
-  EXPECT_EQ(enum_from_string<Precision>("Half", NameCase::ignore_ascii_case), Precision::fp16);
-  EXPECT_EQ(to_string(*enum_from_string<Precision>("amp")), "fp16");
-}
-
-TEST(EnumNames, TheTypesOwnReadersKeepTheirMessages) {
-  EXPECT_EQ(precision_from_string("FP16"), Precision::fp16);
-  try {
-    (void)precision_from_string("fp7");
-    FAIL();
-  } catch (const std::invalid_argument& e) {
-    EXPECT_STREQ(e.what(), "unknown precision 'fp7' (expected fp32, tf32, bf16, fp16, fp8)");
-  }
-  try {
-    (void)layer_kind_from_string("Conv");
-    FAIL();
-  } catch (const std::invalid_argument& e) {
-    EXPECT_STREQ(e.what(),
-                 "unknown layer kind 'Conv' (expected conv, linear, batchnorm, layernorm, embedding, attention, "
-                 "other, or a parameter-free relu, gelu, silu, tanh, dropout, maxpool, avgpool, add, concat, "
-                 "lrn, reshape)");
-  }
 }
 
 }  // namespace

@@ -61,14 +61,16 @@ struct Cluster {
   [[nodiscard]] int max_gpus() const noexcept { return max_nodes * gpus_per_node; }
 };
 
-/// A network between nodes named on the command line, `KIND:SPEED[:COUNT]` (`infiniband:200Gb/s:8`).
+/// A network between nodes given as `KIND:SPEED[:COUNT]` (`infiniband:200Gb/s:8`): the `fabric` of
+/// ClusterOverrides or of a sweep's cluster item.
 struct FabricSpec {
   std::string kind;        // "infiniband" or "ethernet"
   BytesPerSecond speed{};  // per NIC, per direction
   int nics = 0;            // NICs per node; 0: the node's own NICs (one when it has none)
 };
-/// Parses `KIND:SPEED[:COUNT]`; a malformed one is an InputError whose key is `option`.
-FabricSpec parse_fabric_spec(std::string_view text, std::string_view option = "--fabric");
+/// Parses `KIND:SPEED[:COUNT]`; a malformed one is an InputError whose key is `field` (the command line
+/// says the option that gave it).
+FabricSpec parse_fabric_spec(std::string_view text, std::string_view field = "fabric");
 
 /// What `--nodes N --fabric KIND:SPEED[:COUNT]` change in a cluster file as it is loaded: N nodes (0: the
 /// file's) joined by that network (the file's NICs take its speed; COUNT adds NICs beside the GPUs, or

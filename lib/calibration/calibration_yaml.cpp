@@ -19,6 +19,11 @@ namespace {
 
 // ---- reading ---------------------------------------------------------------------------------------
 
+/// The multiply-adds of an m×n×k GEMM as FLOPs: 2·m·n·k.
+Flops gemm_work(const GemmResult& g) {
+  return flops(2.0 * static_cast<double>(g.m) * static_cast<double>(g.n) * static_cast<double>(g.k));
+}
+
 CollectiveOp op_from(const Node& n) { return n.choice<CollectiveOp>(); }
 
 TransferKind transfer_from(const Node& n) { return n.choice<TransferKind>(); }
@@ -35,13 +40,31 @@ Seconds positive_time(const Node& n) {
   return t;
 }
 
+/// Whether a derived figure written in the file differs from the one computed by more than 0.01 + 1 %.
+bool disagrees(double got, double want) { return std::fabs(got - want) > 0.01 + 0.01 * want; }
+
 /// A derived bandwidth written for people (algbw, busbw, bandwidth) must agree with size/time: a file
 /// edited by hand into inconsistency is an error, not a silent choice of one of the two.
 void check_derived(const Node& n, BytesPerSecond expected) {
-  const double got = in_gigabytes_per_second(n.bandwidth());
   const double want = in_gigabytes_per_second(expected);
-  if (std::fabs(got - want) > 0.01 + 0.01 * want)
+  if (disagrees(in_gigabytes_per_second(n.bandwidth()), want))
     n.fail(fmt::format("disagrees with size/time ({:.4g} GB/s); fix or remove it", want));
+}
+
+/// A point's `size`: greater than zero and larger than the size of the point before it.
+template <class Point>
+Bytes read_point_size(MapReader& m, const std::vector<Point>& before) {
+  const Node size = m.required("size");
+  const Bytes b = size.bytes();
+  if (!(b > Bytes{})) size.fail("a size must be greater than zero");
+  if (!before.empty() && !(b > before.back().size)) size.fail("sizes must be listed in increasing order");
+  return b;
+}
+
+/// `iqr` and `samples`, the spread of a measurement's samples and their count, where the file gives them.
+void read_spread(MapReader& m, std::optional<Seconds>& iqr, std::size_t& samples) {
+  if (auto n = m.optional("iqr")) iqr = n->seconds();
+  if (auto n = m.optional("samples")) samples = static_cast<std::size_t>(n->non_negative_integer());
 }
 
 std::vector<CollectivePoint> read_collective_points(const Node& list, CollectiveOp op, int gpus) {
@@ -49,14 +72,10 @@ std::vector<CollectivePoint> read_collective_points(const Node& list, Collective
   for (const auto& item : list.items()) {
     MapReader m(item);
     CollectivePoint p;
-    const Node size = m.required("size");
-    p.size = size.bytes();
-    if (!(p.size > Bytes{})) size.fail("a size must be greater than zero");
-    if (!out.empty() && !(p.size > out.back().size)) size.fail("sizes must be listed in increasing order");
+    p.size = read_point_size(m, out);
     p.time = positive_time(m.required("time"));
     if (auto n = m.optional("time_in_place")) p.time_in_place = positive_time(*n);
-    if (auto n = m.optional("iqr")) p.iqr = n->seconds();
-    if (auto n = m.optional("samples")) p.samples = static_cast<std::size_t>(n->non_negative_integer());
+    read_spread(m, p.iqr, p.samples);
     const BytesPerSecond alg = algorithm_bandwidth(p.size, p.time);
     if (auto n = m.optional("algbw")) check_derived(*n, alg);
     if (auto n = m.optional("busbw")) check_derived(*n, alg * bus_bandwidth_factor(op, gpus));
@@ -71,15 +90,11 @@ std::vector<BandwidthPoint> read_bandwidth_points(const Node& list) {
   for (const auto& item : list.items()) {
     MapReader m(item);
     BandwidthPoint p;
-    const Node size = m.required("size");
-    p.size = size.bytes();
-    if (!(p.size > Bytes{})) size.fail("a size must be greater than zero");
-    if (!out.empty() && !(p.size > out.back().size)) size.fail("sizes must be listed in increasing order");
+    p.size = read_point_size(m, out);
     p.time = positive_time(m.required("time"));
     p.bandwidth = p.size / p.time;
     if (auto n = m.optional("bandwidth")) check_derived(*n, p.bandwidth);
-    if (auto n = m.optional("iqr")) p.iqr = n->seconds();
-    if (auto n = m.optional("samples")) p.samples = static_cast<std::size_t>(n->non_negative_integer());
+    read_spread(m, p.iqr, p.samples);
     m.finish();
     out.push_back(p);
   }
@@ -210,14 +225,13 @@ GemmResult read_gemm(const Node& item) {
   r.n = g.required("n").non_negative_integer();
   r.k = g.required("k").non_negative_integer();
   r.time = positive_time(g.required("time"));
-  r.rate = flops(2.0 * static_cast<double>(r.m) * static_cast<double>(r.n) * static_cast<double>(r.k)) / r.time;
+  r.rate = gemm_work(r) / r.time;
   if (auto v = g.optional("rate")) {
-    const double got = in_teraflops_per_second(v->flops_rate()), want = in_teraflops_per_second(r.rate);
-    if (std::fabs(got - want) > 0.01 + 0.01 * want)
+    const double want = in_teraflops_per_second(r.rate);
+    if (disagrees(in_teraflops_per_second(v->flops_rate()), want))
       v->fail(fmt::format("disagrees with 2·m·n·k/time ({:.4g} TFLOPS); fix or remove it", want));
   }
-  if (auto v = g.optional("iqr")) r.iqr = v->seconds();
-  if (auto v = g.optional("samples")) r.samples = static_cast<std::size_t>(v->non_negative_integer());
+  read_spread(g, r.iqr, r.samples);
   g.finish();
   return r;
 }
@@ -256,6 +270,13 @@ StorageResult read_storage(const Node& node) {
   return r;
 }
 
+/// The optional list `key:`, each item read by `read_item` and appended to `out`.
+template <class T>
+void read_list(MapReader& m, std::string_view key, std::vector<T>& out, T (*read_item)(const Node&)) {
+  if (auto n = m.optional(key))
+    for (const auto& item : n->items()) out.push_back(read_item(item));
+}
+
 Calibration read_calibration(const Node& root, const std::string& source) {
   MapReader m(root);
   Calibration c;
@@ -265,12 +286,9 @@ Calibration read_calibration(const Node& root, const std::string& source) {
   c.gpu = opt_scalar(m, "gpu");
   c.topology_file = opt_scalar(m, "topology");
   c.raw_samples = opt_scalar(m, "raw_samples");
-  if (auto n = m.optional("devices"))
-    for (const auto& d : n->items()) c.devices.push_back(read_device(d));
-  if (auto n = m.optional("transfers"))
-    for (const auto& item : n->items()) c.transfers.push_back(read_transfer(item));
-  if (auto n = m.optional("p2p"))
-    for (const auto& item : n->items()) c.p2p.push_back(read_p2p(item));
+  read_list(m, "devices", c.devices, read_device);
+  read_list(m, "transfers", c.transfers, read_transfer);
+  read_list(m, "p2p", c.p2p, read_p2p);
   if (auto n = m.optional("collectives")) {
     for (const auto& item : n->items()) {
       CollectiveCurve cc = read_collective(item);
@@ -279,10 +297,8 @@ Calibration read_calibration(const Node& root, const std::string& source) {
       c.collectives.push_back(std::move(cc));
     }
   }
-  if (auto n = m.optional("gemm"))
-    for (const auto& item : n->items()) c.gemm.push_back(read_gemm(item));
-  if (auto n = m.optional("layers"))
-    for (const auto& item : n->items()) c.layers.push_back(read_layer_profile(item));
+  read_list(m, "gemm", c.gemm, read_gemm);
+  read_list(m, "layers", c.layers, read_layer_profile);
   if (auto n = m.optional("storage")) c.storage = read_storage(*n);
   m.finish();
   return c;
@@ -314,6 +330,20 @@ std::string n_(std::int64_t v) { return std::to_string(v); }
 std::string nonzero(std::int64_t v) { return v ? std::to_string(v) : std::string(); }
 std::string text(const std::string& s) { return s.empty() ? std::string() : q(s); }
 
+void add_spread(yamlio::FlowMap& m, const std::optional<Seconds>& iqr, std::size_t samples) {
+  if (iqr) m.add("iqr", t_(*iqr));
+  if (samples) m.add("samples", n_(static_cast<std::int64_t>(samples)));
+}
+
+/// A top-level list `key:` with each of `items` written by `write_item`; nothing when the list is empty.
+template <class T>
+void write_list(yamlio::Emitter& o, std::string_view key, const std::vector<T>& items,
+                void (*write_item)(yamlio::Emitter&, const T&)) {
+  if (items.empty()) return;
+  o.key(0, key);
+  for (const auto& item : items) write_item(o, item);
+}
+
 void write_provenance(yamlio::Emitter& o, const Provenance& p) {
   o.key(0, "provenance").pair(2, "tool", q(p.tool)).pair_if(2, "date", text(p.date)).pair_if(2, "host", text(p.host));
   o.pair_if(2, "command_line", text(p.command_line));
@@ -330,116 +360,88 @@ void write_provenance(yamlio::Emitter& o, const Provenance& p) {
   o.pair_if(2, "notes", text(p.notes));
 }
 
-void write_devices(yamlio::Emitter& o, const std::vector<DeviceInfo>& devices) {
-  if (devices.empty()) return;
-  o.key(0, "devices");
-  for (const auto& d : devices) {
-    o.item_pair(2, "index", n_(d.index)).pair(4, "name", q(d.name)).pair_if(4, "pci_bus_id", text(d.pci_bus_id));
-    o.pair_if(4, "sm", nonzero(d.sm_version)).pair_if(4, "sm_count", nonzero(d.sm_count));
-    if (d.sm_clock) o.pair(4, "sm_clock", hz_(*d.sm_clock));
-    if (d.memory_clock) o.pair(4, "memory_clock", hz_(*d.memory_clock));
-    if (d.memory) o.pair(4, "memory", b_(*d.memory));
-    o.pair_if(4, "memory_bus_width", nonzero(d.memory_bus_width));
-    if (d.memory_bandwidth) o.pair(4, "memory_bandwidth", bw_(*d.memory_bandwidth));
-    if (d.pcie_generation || d.pcie_width || d.pcie_max_generation || d.pcie_max_width)
-      o.pair(4, "pcie",
-             yamlio::FlowMap()
-                 .add("generation", n_(d.pcie_generation))
-                 .add("width", n_(d.pcie_width))
-                 .add("max_generation", n_(d.pcie_max_generation))
-                 .add("max_width", n_(d.pcie_max_width))
-                 .str());
-    o.pair_if(4, "nvlinks", nonzero(d.nvlinks));
-    if (!d.peers.empty()) {
-      std::vector<std::string> peers;
-      for (const auto peer : d.peers) peers.push_back(n_(peer));
-      o.pair(4, "peers", yamlio::flow_sequence(peers));
-    }
+void write_device(yamlio::Emitter& o, const DeviceInfo& d) {
+  o.item_pair(2, "index", n_(d.index)).pair(4, "name", q(d.name)).pair_if(4, "pci_bus_id", text(d.pci_bus_id));
+  o.pair_if(4, "sm", nonzero(d.sm_version)).pair_if(4, "sm_count", nonzero(d.sm_count));
+  if (d.sm_clock) o.pair(4, "sm_clock", hz_(*d.sm_clock));
+  if (d.memory_clock) o.pair(4, "memory_clock", hz_(*d.memory_clock));
+  if (d.memory) o.pair(4, "memory", b_(*d.memory));
+  o.pair_if(4, "memory_bus_width", nonzero(d.memory_bus_width));
+  if (d.memory_bandwidth) o.pair(4, "memory_bandwidth", bw_(*d.memory_bandwidth));
+  if (d.pcie_generation || d.pcie_width || d.pcie_max_generation || d.pcie_max_width)
+    o.pair(4, "pcie",
+           yamlio::FlowMap()
+               .add("generation", n_(d.pcie_generation))
+               .add("width", n_(d.pcie_width))
+               .add("max_generation", n_(d.pcie_max_generation))
+               .add("max_width", n_(d.pcie_max_width))
+               .str());
+  o.pair_if(4, "nvlinks", nonzero(d.nvlinks));
+  if (!d.peers.empty()) {
+    std::vector<std::string> peers;
+    for (const auto peer : d.peers) peers.push_back(n_(peer));
+    o.pair(4, "peers", yamlio::flow_sequence(peers));
   }
 }
 
-void write_transfers(yamlio::Emitter& o, const std::vector<TransferCurve>& transfers) {
-  if (transfers.empty()) return;
-  o.key(0, "transfers");
-  for (const auto& t : transfers) {
-    o.item_pair(2, "kind", std::string(to_string(t.kind))).pair(4, "device", n_(t.device)).pair_if(4, "source", text(t.source));
-    o.key(4, "points");
-    for (const auto& pt : t.points) {
-      yamlio::FlowMap m;
-      m.add("size", b_(pt.size)).add("time", t_(pt.time)).add("bandwidth", bw_(pt.size / pt.time));
-      if (pt.iqr) m.add("iqr", t_(*pt.iqr));
-      if (pt.samples) m.add("samples", n_(pt.samples));
-      o.item(6, m.str());
-    }
-  }
-}
-
-void write_p2p(yamlio::Emitter& o, const std::vector<P2PEntry>& p2p) {
-  if (p2p.empty()) return;
-  o.key(0, "p2p");
-  for (const auto& e : p2p) {
+void write_transfer(yamlio::Emitter& o, const TransferCurve& t) {
+  o.item_pair(2, "kind", std::string(to_string(t.kind))).pair(4, "device", n_(t.device)).pair_if(4, "source", text(t.source));
+  o.key(4, "points");
+  for (const auto& pt : t.points) {
     yamlio::FlowMap m;
-    m.add("src", n_(e.src)).add("dst", n_(e.dst)).add("peer_access", e.peer_access ? "true" : "false");
-    if (e.bandwidth) m.add("bandwidth", bw_(*e.bandwidth));
-    if (e.bidirectional) m.add("bidirectional", bw_(*e.bidirectional));
-    if (e.latency) m.add("latency", t_(*e.latency));
-    o.item(2, m.str());
+    m.add("size", b_(pt.size)).add("time", t_(pt.time)).add("bandwidth", bw_(pt.size / pt.time));
+    add_spread(m, pt.iqr, pt.samples);
+    o.item(6, m.str());
   }
 }
 
-void write_collectives(yamlio::Emitter& o, const std::vector<CollectiveCurve>& collectives) {
-  if (collectives.empty()) return;
-  o.key(0, "collectives");
-  for (const auto& k : collectives) {
-    o.item_pair(2, "op", std::string(to_string(k.op))).pair(4, "gpus", n_(k.gpus)).pair(4, "nodes", n_(k.nodes));
-    o.pair(4, "dtype", q(k.dtype));
-    if (k.gpus_per_thread > 1) o.pair(4, "gpus_per_thread", n_(k.gpus_per_thread));
-    o.pair_if(4, "source", text(k.source));
-    if (k.fit) o.pair(4, "fit", yamlio::FlowMap().add("alpha", t_(k.fit->alpha)).add("beta", bw_(k.fit->beta)).str());
-    o.key(4, "points");
-    const double factor = bus_bandwidth_factor(k.op, k.gpus);
-    for (const auto& pt : k.points) {
-      const BytesPerSecond alg = algorithm_bandwidth(pt.size, pt.time);
-      yamlio::FlowMap m;
-      m.add("size", b_(pt.size)).add("time", t_(pt.time));
-      if (pt.time_in_place) m.add("time_in_place", t_(*pt.time_in_place));
-      m.add("algbw", bw_(alg));
-      if (factor > 0) m.add("busbw", bw_(alg * factor));
-      if (pt.iqr) m.add("iqr", t_(*pt.iqr));
-      if (pt.samples) m.add("samples", n_(pt.samples));
-      o.item(6, m.str());
-    }
-  }
+void write_p2p_entry(yamlio::Emitter& o, const P2PEntry& e) {
+  yamlio::FlowMap m;
+  m.add("src", n_(e.src)).add("dst", n_(e.dst)).add("peer_access", e.peer_access ? "true" : "false");
+  if (e.bandwidth) m.add("bandwidth", bw_(*e.bandwidth));
+  if (e.bidirectional) m.add("bidirectional", bw_(*e.bidirectional));
+  if (e.latency) m.add("latency", t_(*e.latency));
+  o.item(2, m.str());
 }
 
-void write_gemm(yamlio::Emitter& o, const std::vector<GemmResult>& gemm) {
-  if (gemm.empty()) return;
-  o.key(0, "gemm");
-  for (const auto& g : gemm) {
-    const Flops work = flops(2.0 * static_cast<double>(g.m) * static_cast<double>(g.n) * static_cast<double>(g.k));
+void write_collective(yamlio::Emitter& o, const CollectiveCurve& k) {
+  o.item_pair(2, "op", std::string(to_string(k.op))).pair(4, "gpus", n_(k.gpus)).pair(4, "nodes", n_(k.nodes));
+  o.pair(4, "dtype", q(k.dtype));
+  if (k.gpus_per_thread > 1) o.pair(4, "gpus_per_thread", n_(k.gpus_per_thread));
+  o.pair_if(4, "source", text(k.source));
+  if (k.fit) o.pair(4, "fit", yamlio::FlowMap().add("alpha", t_(k.fit->alpha)).add("beta", bw_(k.fit->beta)).str());
+  o.key(4, "points");
+  const double factor = bus_bandwidth_factor(k.op, k.gpus);
+  for (const auto& pt : k.points) {
+    const BytesPerSecond alg = algorithm_bandwidth(pt.size, pt.time);
     yamlio::FlowMap m;
-    m.add("precision", g.precision).add("m", n_(g.m)).add("n", n_(g.n)).add("k", n_(g.k)).add("time", t_(g.time));
-    m.add("rate", q(fmt::format("{:.9g} TFLOPS", in_teraflops_per_second(work / g.time))));
-    if (g.iqr) m.add("iqr", t_(*g.iqr));
-    if (g.samples) m.add("samples", n_(g.samples));
-    o.item(2, m.str());
+    m.add("size", b_(pt.size)).add("time", t_(pt.time));
+    if (pt.time_in_place) m.add("time_in_place", t_(*pt.time_in_place));
+    m.add("algbw", bw_(alg));
+    if (factor > 0) m.add("busbw", bw_(alg * factor));
+    add_spread(m, pt.iqr, pt.samples);
+    o.item(6, m.str());
   }
 }
 
-void write_layers(yamlio::Emitter& o, const std::vector<LayerProfile>& layers) {
-  if (layers.empty()) return;
-  o.key(0, "layers");
-  for (const auto& l : layers) {
-    o.item_pair(2, "model", q(l.model)).pair(4, "batch", n_(l.batch)).pair(4, "precision", l.precision);
-    o.pair_if(4, "gpu", text(l.gpu)).key(4, "times");
-    for (const auto& t : l.layers) {
-      yamlio::FlowMap m;
-      m.add("name", q(t.name));
-      if (t.forward) m.add("forward", t_(*t.forward));
-      if (t.backward) m.add("backward", t_(*t.backward));
-      if (!t.how.empty()) m.add("how", q(t.how));
-      o.item(6, m.str());
-    }
+void write_gemm_result(yamlio::Emitter& o, const GemmResult& g) {
+  yamlio::FlowMap m;
+  m.add("precision", g.precision).add("m", n_(g.m)).add("n", n_(g.n)).add("k", n_(g.k)).add("time", t_(g.time));
+  m.add("rate", q(fmt::format("{:.9g} TFLOPS", in_teraflops_per_second(gemm_work(g) / g.time))));
+  add_spread(m, g.iqr, g.samples);
+  o.item(2, m.str());
+}
+
+void write_layer_profile(yamlio::Emitter& o, const LayerProfile& l) {
+  o.item_pair(2, "model", q(l.model)).pair(4, "batch", n_(l.batch)).pair(4, "precision", l.precision);
+  o.pair_if(4, "gpu", text(l.gpu)).key(4, "times");
+  for (const auto& t : l.layers) {
+    yamlio::FlowMap m;
+    m.add("name", q(t.name));
+    if (t.forward) m.add("forward", t_(*t.forward));
+    if (t.backward) m.add("backward", t_(*t.backward));
+    if (!t.how.empty()) m.add("how", q(t.how));
+    o.item(6, m.str());
   }
 }
 }  // namespace
@@ -450,12 +452,12 @@ std::string to_yaml(const Calibration& c) {
   o.pair(0, "schema", n_(kCalibrationSchema));
   write_provenance(o, c.provenance);
   o.pair_if(0, "gpu", text(c.gpu)).pair_if(0, "topology", text(c.topology_file)).pair_if(0, "raw_samples", text(c.raw_samples));
-  write_devices(o, c.devices);
-  write_transfers(o, c.transfers);
-  write_p2p(o, c.p2p);
-  write_collectives(o, c.collectives);
-  write_gemm(o, c.gemm);
-  write_layers(o, c.layers);
+  write_list(o, "devices", c.devices, write_device);
+  write_list(o, "transfers", c.transfers, write_transfer);
+  write_list(o, "p2p", c.p2p, write_p2p_entry);
+  write_list(o, "collectives", c.collectives, write_collective);
+  write_list(o, "gemm", c.gemm, write_gemm_result);
+  write_list(o, "layers", c.layers, write_layer_profile);
   if (c.storage) {
     o.key(0, "storage").pair(2, "path", q(c.storage->path));
     if (c.storage->size > Bytes{}) o.pair(2, "size", b_(c.storage->size));

@@ -46,12 +46,22 @@ GpuSpec gpu_option(const std::string& value) {
   }
 }
 
+namespace {
+FabricSpec fabric_option(const std::string& value) {
+  try {
+    return parse_fabric_spec(value);
+  } catch (const InputError& e) {
+    throw UsageError("--fabric", e.message());  // the library names the field, `fabric`
+  }
+}
+}  // namespace
+
 ClusterOverrides cluster_overrides(const ScaleOptions& o) {
   ClusterOverrides ov;
   if (o.nodes < 0)
     throw UsageError("--nodes", fmt::format("a cluster needs at least one node, got {}", o.nodes == -1 ? 0 : o.nodes));
   ov.nodes = o.nodes;
-  if (!o.fabric.empty()) ov.fabric = parse_fabric_spec(o.fabric, "--fabric");
+  if (!o.fabric.empty()) ov.fabric = fabric_option(o.fabric);
   if (!o.gpu.empty()) ov.gpu = gpu_option(o.gpu);
   return ov;
 }

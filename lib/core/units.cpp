@@ -109,6 +109,22 @@ void require_physical(double x, double floor, std::string_view floor_text, std::
     throw UnitError("'" + std::string(text) + "' is below " + std::string(floor_text) + ", slower than any real hardware");
 }
 
+/// A rate's value in base units: greater than zero and not below `floor`.
+double physical_rate(double v, double scale, double floor, std::string_view floor_text, std::string_view text) {
+  require_positive(v, text);
+  const double x = in_base(v, scale, text);
+  require_physical(x, floor, floor_text, text);
+  return x;
+}
+
+/// "<number> <SI prefix><stem>" (e.g. "2.5 GHz") in base units; `examples` lists the units an error suggests.
+double prefixed_value(std::string_view text, std::string_view what, std::string_view stem, std::string_view examples) {
+  const auto [v, unit] = split(text, what);
+  const double s = prefixed(unit, stem);
+  if (s < 0) unknown_unit(text, unit, what, examples);
+  return in_base(v, s, text);
+}
+
 }  // namespace
 
 Seconds parse_seconds(std::string_view text) {
@@ -136,17 +152,11 @@ BytesPerSecond parse_bandwidth(std::string_view text) {
     if (const auto* u = find(kBitRate, unit)) scale = u->scale / 8.0;
   }
   if (scale < 0) unknown_unit(text, unit, "bandwidth", "B/s, MB/s, GB/s, GiB/s, Mb/s, Gb/s");
-  require_positive(v, text);
-  const double bytes_per_s = in_base(v, scale, text);
-  require_physical(bytes_per_s, 1e3, "1 kB/s", text);
-  return BytesPerSecond::from_base(bytes_per_s);
+  return BytesPerSecond::from_base(physical_rate(v, scale, 1e3, "1 kB/s", text));
 }
 
 Flops parse_flops(std::string_view text) {
-  const auto [v, unit] = split(text, "FLOP count");
-  const double s = prefixed(unit, "FLOP");
-  if (s < 0) unknown_unit(text, unit, "FLOP count", "FLOP, MFLOP, GFLOP, TFLOP");
-  return Flops::from_base(in_base(v, s, text));
+  return Flops::from_base(prefixed_value(text, "FLOP count", "FLOP", "FLOP, MFLOP, GFLOP, TFLOP"));
 }
 
 FlopsPerSecond parse_flops_rate(std::string_view text) {
@@ -154,17 +164,9 @@ FlopsPerSecond parse_flops_rate(std::string_view text) {
   double s = prefixed(unit, "FLOPS");
   if (s < 0) s = prefixed(unit, "FLOP/s");
   if (s < 0) unknown_unit(text, unit, "FLOP rate", "GFLOPS, TFLOPS, TFLOP/s");
-  require_positive(v, text);
-  const double flops_per_s = in_base(v, s, text);
-  require_physical(flops_per_s, 1e6, "1 MFLOPS", text);
-  return FlopsPerSecond::from_base(flops_per_s);
+  return FlopsPerSecond::from_base(physical_rate(v, s, 1e6, "1 MFLOPS", text));
 }
 
-Hertz parse_frequency(std::string_view text) {
-  const auto [v, unit] = split(text, "frequency");
-  const double s = prefixed(unit, "Hz");
-  if (s < 0) unknown_unit(text, unit, "frequency", "Hz, MHz, GHz");
-  return Hertz::from_base(in_base(v, s, text));
-}
+Hertz parse_frequency(std::string_view text) { return Hertz::from_base(prefixed_value(text, "frequency", "Hz", "Hz, MHz, GHz")); }
 
 }  // namespace dlscale
