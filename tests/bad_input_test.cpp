@@ -611,7 +611,7 @@ std::vector<Row> catalogue() {
       {"framework_unknown_pool_indices", {{"f.yaml", std::string(kFramework) + "pool_indices: int16\n"}}, kCmdFramework,
        E + "{dir}/f.yaml:7:15: 'pool_indices': unknown value 'int16' (expected one of: int64, int32, none)\n"},
       {"framework_unknown_fused_chain", {{"f.yaml", std::string(kFramework) + "kernels: {fused: [conv_bn]}\n"}}, kCmdFramework,
-       E + "{dir}/f.yaml:7:19: 'kernels.fused': unknown value 'conv_bn' (expected one of: bn_relu, bn_add_relu)\n"},
+       E + "{dir}/f.yaml:7:19: 'kernels.fused[0]': unknown value 'conv_bn' (expected one of: bn_relu, bn_add_relu)\n"},
       {"framework_host_issue_without_gap", {{"f.yaml", std::string(kFramework) + "kernels: {host_issue: \"16 us\"}\n"}},
        kCmdFramework,
        E + "{dir}/f.yaml:7:23: 'kernels.host_issue': host_issue and launch_gap go together: the host's cost per kernel "
