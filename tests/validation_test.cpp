@@ -179,8 +179,8 @@ TEST(PyTorchJitter, IsTheMedianOfTheH100Steps) {
   std::printf("PyTorch per-step cv over %zu H100 runs: min %.4f, median %.4f, max %.4f\n", cv.size(), cv.front(), median,
               cv.back());
   for (const char* framework :
-       {"pytorch-ddp", "pytorch-dataparallel", "fsdp", "fsdp-shard-grad-op", "fsdp-hybrid", "deepspeed-zero1", "deepspeed-zero2",
-        "deepspeed-zero2-offload", "deepspeed-zero3", "deepspeed-zero3-offload"}) {
+       {"pytorch-ddp", "pytorch-dataparallel", "pytorch-dle", "fsdp", "fsdp-shard-grad-op", "fsdp-hybrid", "deepspeed-zero1",
+        "deepspeed-zero2", "deepspeed-zero2-offload", "deepspeed-zero3", "deepspeed-zero3-offload"}) {
     EXPECT_NEAR(load_strategy(resolve(DataKind::framework, framework, "--framework")).jitter_cv, median, 0.00005) << framework;
   }
 }
