@@ -610,6 +610,12 @@ std::vector<Row> catalogue() {
        E + "{dir}/f.yaml:7:12: 'optimizer': unknown value 'nesterov' (expected one of: sgd, momentum, adam, adamw, lamb)\n"},
       {"framework_unknown_pool_indices", {{"f.yaml", std::string(kFramework) + "pool_indices: int16\n"}}, kCmdFramework,
        E + "{dir}/f.yaml:7:15: 'pool_indices': unknown value 'int16' (expected one of: int64, int32, none)\n"},
+      {"framework_unknown_fused_chain", {{"f.yaml", std::string(kFramework) + "kernels: {fused: [conv_bn]}\n"}}, kCmdFramework,
+       E + "{dir}/f.yaml:7:19: 'kernels.fused[0]': unknown value 'conv_bn' (expected one of: bn_relu, bn_add_relu)\n"},
+      {"framework_host_issue_without_gap", {{"f.yaml", std::string(kFramework) + "kernels: {host_issue: \"16 us\"}\n"}},
+       kCmdFramework,
+       E + "{dir}/f.yaml:7:23: 'kernels.host_issue': host_issue and launch_gap go together: the host's cost per kernel "
+           "and the GPU's\n"},
       {"framework_unknown_optimizer_impl", {{"f.yaml", std::string(kFramework) + "optimizer_impl: apex\n"}}, kCmdFramework,
        E + "{dir}/f.yaml:7:17: 'optimizer_impl': unknown value 'apex' (expected one of: fused, foreach, for_loop)\n"},
       {"framework_per_parameter_below_stage_3", {{"f.yaml", std::string(kFramework) + "sharding: {stage: 2, params: per_parameter}\n"}},

@@ -720,6 +720,85 @@ TEST(Compute, MaxPoolingKeepsWhatItsFrameworkKeeps) {
   EXPECT_NEAR(b0, (2 * ei + 2 * eo) * 4 / 400e9 + 5e-6, 1e-15);
 }
 
+/// A batch norm "bn" over 64×56×56 with the operators `after` behind it (each of that shape).
+Layer toy_batchnorm(std::initializer_list<LayerKind> after) {
+  Layer bn;
+  bn.name = "bn";
+  bn.kind = LayerKind::batchnorm;
+  bn.params = 2 * 64;
+  bn.input_shape = bn.output_shape = {64, 56, 56};
+  for (LayerKind kind : after) {
+    Operator o;
+    o.name = kind == LayerKind::add ? "add" : "relu";
+    o.kind = kind;
+    o.input_shape = o.output_shape = {64, 56, 56};
+    bn.ops.push_back(o);
+  }
+  return bn;
+}
+
+// Eq. K19 on the toy GPU (400 GB/s attained, 5 us a kernel), fp16 at batch 8: E = 1,605,632 elements of 2 B, a
+// pass over them 3,211,264 B, 8.02816 us. Unfused, six kernels: the batch norm 3E forward and 5E backward (two
+// kernels each), the addition 3E and 3E, the ReLU 2E and 3E. bn_add_relu: the batch norm reads the residual too
+// (4E forward) and backward reads the output for the ReLU's mask and writes the residual's gradient (7E), two
+// kernels each way, nothing else. bn_relu: 3E and 6E, the ReLU not run; behind an addition it fuses nothing.
+TEST(Compute, FusedBatchNormTakesInTheReluAndTheResidualAddition) {
+  const double pass = 3211264.0 / 400e9;
+  const auto kernels = [](const Layer& bn, bool bn_relu, bool bn_add_relu) {
+    ComputeOptions o = toy_options(Precision::fp16);
+    o.execution.bn_relu = bn_relu;
+    o.execution.bn_add_relu = bn_add_relu;
+    return layer_kernels(bn, false, false, toy_gpu(), 8, o);
+  };
+  const Layer add_relu = toy_batchnorm({LayerKind::add, LayerKind::relu});
+  EXPECT_EQ(kernels(add_relu, false, false).size(), 6u);
+  EXPECT_EQ(kernels(add_relu, true, false).size(), 6u);  // an addition comes first: bn_relu does not apply
+  const auto fused = kernels(add_relu, true, true);
+  ASSERT_EQ(fused.size(), 2u);
+  EXPECT_EQ(fused[0].name, "bn fwd (+add+relu)");
+  EXPECT_NEAR(in_seconds(fused[0].time), 4 * pass + 10e-6, 1e-12);
+  EXPECT_NEAR(in_seconds(fused[1].time), 7 * pass + 10e-6, 1e-12);
+  const auto relu = kernels(toy_batchnorm({LayerKind::relu}), true, false);
+  ASSERT_EQ(relu.size(), 2u);
+  EXPECT_EQ(relu[1].name, "bn bwd (+relu)");
+  EXPECT_NEAR(in_seconds(relu[0].time), 3 * pass + 10e-6, 1e-12);
+  EXPECT_NEAR(in_seconds(relu[1].time), 6 * pass + 10e-6, 1e-12);
+}
+
+// Eq. K18: a framework whose memory-bound kernels stream moves their bytes at copy_efficiency of the bandwidth
+// (the toy's 500 GB/s × 0.87 = 435 GB/s) instead of memory_efficiency (400 GB/s): the batch norm above, 3E forward.
+TEST(Compute, StreamingKernelsMoveTheirBytesAtTheCopyRate) {
+  ComputeOptions o = toy_options(Precision::fp16);
+  o.execution.streaming = true;
+  const auto k = layer_kernels(toy_batchnorm({}), false, false, toy_gpu(), 8, o);
+  ASSERT_EQ(k.size(), 2u);
+  EXPECT_NEAR(in_seconds(k[0].time), 3 * 3211264.0 / 435e9 + 10e-6, 1e-12);
+  EXPECT_NEAR(in_seconds(k[1].time), 5 * 3211264.0 / 435e9 + 10e-6, 1e-12);
+}
+
+// Eq. K20: with the host's issue cost counted apart, each kernel costs the GPU the launch gap (here 1 us) and each
+// phase takes at least its kernels × the issue cost (here 20 us). A network of the batch norm above, with the loss
+// on its output (fp16 eager: fp32 log-softmax, 18 B an element, 3 kernels forward and 2 backward). At batch 1
+// (E = 200,704) the forward's 5 kernels take 3·E·2 B and 18·E B at 400 GB/s + 5 gaps = 17.04 us, less than their
+// floor, 100 us; backward 4 kernels, 80 us; the update (fused momentum SGD, one kernel) 20 us. At batch 64 the
+// forward is above its floor: 3 passes of 25,690,112 B and 18 B × 12,845,056 at 400 GB/s + 5 gaps.
+TEST(Compute, TheHostsIssueCostIsAFloorPerPhase) {
+  Network n;
+  n.name = "bn";
+  n.layers = {toy_batchnorm({})};
+  ComputeOptions o = toy_options(Precision::fp16);
+  o.execution.host_issue = microseconds(20);
+  o.execution.launch_gap = microseconds(1);
+  const auto small = estimate_layer_times(n, toy_gpu(), 1, o);
+  EXPECT_NEAR(in_seconds(small.forward[0]), 100e-6, 1e-12);
+  EXPECT_NEAR(in_seconds(small.backward[0]), 80e-6, 1e-12);
+  EXPECT_NEAR(in_seconds(small.update[0]), 20e-6, 1e-12);
+  const auto large = estimate_layer_times(n, toy_gpu(), 64, o);
+  const double e = 64.0 * 64 * 56 * 56;
+  EXPECT_NEAR(in_seconds(large.forward[0]), (3 * e * 2 + 18 * e) / 400e9 + 5e-6, 1e-12);
+  EXPECT_NEAR(in_seconds(large.backward[0]), (5 * e * 2 + 18 * e) / 400e9 + 4e-6, 1e-12);
+}
+
 // Cross-channel LRN as Caffe's lrn_layer.cu runs it: forward fills the scale (read x, write scale) and writes
 // y = x·scale^−β (read x and scale, write y): 5 passes in 2 kernels; backward reads x, y, scale and dy and
 // writes dx: 5 passes in one. GoogLeNet's second LRN at batch 2: 192×56×56 floats per sample.

@@ -189,6 +189,25 @@ TEST(Inputs, FrameworkStrategiesSayWhatThePaperSays) {
   EXPECT_EQ(ddp.first_bucket, mebibytes(1));
 }
 
+// The tuned stacks' files (NVIDIA DeepLearningExamples' ResNet-50 v1.5): channels_last and streaming memory-bound
+// kernels in all three, batch norm fused with ReLU and with the residual addition and ReLU in TensorFlow-XLA and
+// MXNet, none in PyTorch (eager); the fitted per-kernel charge, not the host's issue floor (eqs. K18-K20).
+TEST(Inputs, TunedStacksSayHowTheirKernelsRun) {
+  for (const char* name : {"pytorch-dle", "tensorflow-xla", "mxnet-nhwc"}) {
+    SCOPED_TRACE(name);
+    const Strategy s = load_strategy(resolve(DataKind::framework, name, "--framework"));
+    EXPECT_EQ(s.conv_algorithms.layout, TensorLayout::nhwc);
+    EXPECT_TRUE(s.execution.streaming);
+    const bool eager = std::string(name) == "pytorch-dle";
+    EXPECT_EQ(s.execution.bn_relu, !eager);
+    EXPECT_EQ(s.execution.bn_add_relu, !eager);
+    EXPECT_EQ(s.execution.host_issue, Seconds{});  // eq. K20 waits for a refit (docs/compute-model.md)
+  }
+  const Strategy ddp = load_strategy(resolve(DataKind::framework, "pytorch-ddp", "--framework"));
+  EXPECT_FALSE(ddp.execution.streaming);  // the plain files run as the shipped fit
+  EXPECT_EQ(ddp.execution.host_issue, Seconds{});
+}
+
 TEST(Inputs, ShiChuClusterCarriesThePapersFigures) {
   const Cluster c = load_cluster(resolve(DataKind::cluster, "shi-chu-p40", "--cluster"));
   EXPECT_EQ(c.max_nodes, 4);

@@ -95,6 +95,27 @@ std::string_view to_string(Recompute r) noexcept;
 Recompute recompute_from_string(std::string_view name);
 inline constexpr std::string_view kRecomputeNames = "none, full, selective, op";
 
+/// How a framework runs the memory-bound work around its convolutions and matrix products, and issues its
+/// kernels (a framework file's `kernels:` block; docs/compute-model.md, eqs. K18-K20). The defaults are the
+/// shipped fit's: every memory-bound pass at the fitted `memory_efficiency`, nothing fused, each kernel charged
+/// the fitted `kernel_overhead` (which carries eager PyTorch's host cost).
+struct KernelExecution {
+  /// K18 (`memory_bound: streaming`): the step's memory traffic moves at KernelParams::copy_efficiency of the
+  /// DRAM bandwidth, as a channels-last step's NHWC batch norms and vectorised element-wise kernels were
+  /// measured to (tests/data/h100-pytorch/kernels.txt), not at the fitted blend.
+  bool streaming = false;
+  /// K19 (`fused: [bn_relu]`): a batch norm's kernels apply the ReLU after it (cuDNN's batch norm with its
+  /// activation, XLA's fusions): the ReLU's passes are not run; its backward reads the output for the mask.
+  bool bn_relu = false;
+  /// K19 (`fused: [bn_add_relu]`): a batch norm's kernels add the residual and apply the ReLU after it
+  /// (MXNet's BatchNormAddRelu, XLA): the addition's and the ReLU's passes are not run.
+  bool bn_add_relu = false;
+  /// K20 (`host_issue`): the host's cost of issuing one kernel. Set, each kernel costs the GPU `launch_gap`
+  /// and each phase takes at least its kernels × host_issue; zero, each kernel is charged kernel_overhead.
+  Seconds host_issue{};
+  Seconds launch_gap{};
+};
+
 struct ComputeOptions {
   Precision precision = Precision::fp32;
   Optimizer optimizer = Optimizer::momentum;
@@ -131,6 +152,8 @@ struct ComputeOptions {
     bool regather = true;
     double reduce_bytes = 2.0;
   } shard_copies;
+  /// How the framework runs its memory-bound kernels and issues its kernels (Strategy::execution, eqs. K18-K20).
+  KernelExecution execution;
   /// Kernel-model parameters; null: the shipped topologies/compute-params.yaml.
   std::shared_ptr<const KernelParamSet> kernel_params;
 

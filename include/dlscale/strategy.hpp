@@ -110,6 +110,9 @@ struct Strategy {
   /// `optimizer_impl: foreach`: the optimiser's kernels as the framework's runs make them (fused, foreach or
   /// for_loop; ComputeOptions::optimizer_impl); unset: fused.
   std::optional<OptimizerImpl> optimizer_impl;
+  /// `kernels: {memory_bound, fused, host_issue, launch_gap}`: how its memory-bound kernels run and its kernels are
+  /// issued (ComputeOptions::execution, docs/compute-model.md, eqs. K18-K20); default: as the shipped fit.
+  KernelExecution execution;
   // Synchronization losses (docs/model.md, "Synchronization losses"); both off by default.
   double jitter_cv = 0.0;        // coefficient of variation of a GPU's per-iteration compute time
   Seconds iteration_overhead{};  // fixed cost per iteration of more than one GPU (negotiation, launches)

@@ -4,10 +4,12 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <initializer_list>
 #include <numeric>
 #include <stdexcept>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "dlscale/compute.hpp"
 #include "dlscale/sharding.hpp"
@@ -66,10 +68,13 @@ class GemmMemo {
 
 class Kernels {
  public:
-  Kernels(const GpuSpec& gpu, const ComputeOptions& opt, bool named, std::vector<KernelTiming>* out, GemmMemo* memo = nullptr)
-      : gpu_(gpu), opt_(opt), kp_(opt.kernel(gpu)), named_(named), out_(out), memo_(memo) {}
+  /// `kp`: the parameters as the framework runs its kernels (executed_params).
+  Kernels(const GpuSpec& gpu, const ComputeOptions& opt, const KernelParams& kp, bool named, std::vector<KernelTiming>* out,
+          GemmMemo* memo = nullptr)
+      : gpu_(gpu), opt_(opt), kp_(kp), named_(named), out_(out), memo_(memo) {}
 
   Seconds forward{}, backward{};
+  double forward_kernels = 0, backward_kernels = 0;  // kernels issued, for the host's issue floor (eq. K20)
   // The parts of `forward` that the recompute modes tell apart (eq. R1-R3): GEMMs (linear maps and
   // convolutions) and the attention core (the fused kernel, or the unfused scores, softmax and weighted sum).
   Seconds forward_gemm{}, forward_attention{};
@@ -138,6 +143,7 @@ class Kernels {
     if (!(traffic > Bytes{})) return;  // nothing to move: no kernel
     const Seconds t = memory_kernel_time(traffic, gpu_, kp_) + kp_.kernel_overhead * static_cast<double>(kernels - 1);
     add(what, t, flops(0), traffic, bwd);
+    (bwd ? backward_kernels : forward_kernels) += kernels - 1;
   }
   /// A layer's share of a memory-bound kernel that spans several layers (FSDP2's copies of a gather unit): its
   /// bytes at the memory-bound rate, the kernel's launch charged to none of them.
@@ -158,6 +164,7 @@ class Kernels {
         nchw_norm_time(elements_moved, gpu_, opt_.precision, opt_.conv_algorithms.layout, kp_) + kp_.kernel_overhead;
     add(named_ && walk > stream ? what + " (per-channel nchw)" : what,
         max(stream, walk) + kp_.kernel_overhead * static_cast<double>(kernels - 1), flops(0), traffic, bwd);
+    (bwd ? backward_kernels : forward_kernels) += kernels - 1;
   }
   /// A layer without the shape of its work: the roofline of its FLOPs and bytes.
   void roofline(const std::string& what, Flops work, Bytes traffic, bool tensor_math, bool bwd) {
@@ -229,6 +236,7 @@ class Kernels {
  private:
   void add(const std::string& what, Seconds t, Flops f, Bytes traffic, bool bwd) {
     (bwd ? backward : forward) += t;
+    (bwd ? backward_kernels : forward_kernels) += 1;
     if (!bwd && in_attention_core) forward_attention += t;
     if (named_ && out_) out_->push_back(KernelTiming{what, t, f, traffic, bwd});
   }
@@ -398,6 +406,28 @@ void time_roofline(Kernels& k, const LayerWork& w) {
   k.roofline(k.name(l.name, " bwd"), work * (w.input_grad ? 2.0 : 1.0), traffic * (w.input_grad ? 2.0 : 1.0), matmul, true);
 }
 
+/// Eq. K19: how many of the operators after a batch norm its kernels take in: the ReLU (`bn_relu`), or the residual
+/// addition and the ReLU after it (`bn_add_relu`); 0 where the framework fuses neither or other operators follow.
+std::size_t fused_after_norm(const Layer& l, const KernelExecution& x) {
+  if (l.kind != LayerKind::batchnorm) return 0;
+  const auto& ops = l.ops;
+  if (x.bn_add_relu && ops.size() >= 2 && ops[0].kind == LayerKind::add && ops[1].kind == LayerKind::relu) return 2;
+  if (x.bn_relu && !ops.empty() && ops[0].kind == LayerKind::relu) return 1;
+  return 0;
+}
+
+/// A batch norm: a statistics pass and a normalise pass (3E), backward the reductions and dx (5E), two kernels
+/// each way. Eq. K19, with the operators after it fused into those kernels: the normalise pass applies the ReLU
+/// (nothing more to move) and reads the residual it adds (+E); backward reads the output for the ReLU's mask (+E)
+/// and writes the residual's gradient (+E). The fused operators' own passes (ReLU 2E and 3E, addition 3E and 3E)
+/// are not run.
+void time_batchnorm(Kernels& k, const LayerWork& w, std::size_t fused) {
+  const bool add = fused == 2;
+  const std::string suffix = fused == 0 ? "" : add ? " (+add+relu)" : " (+relu)";
+  k.norm(k.name(w.l.name, " fwd" + suffix), (add ? 4.0 : 3.0) * w.out_e, w.eb, false, 2);
+  k.norm(k.name(w.l.name, " bwd" + suffix), (5.0 + (fused > 0 ? 1.0 : 0.0) + (add ? 1.0 : 0.0)) * w.out_e, w.eb, true, 2);
+}
+
 void time_layer(Kernels& k, const Layer& l, bool first, int batch, const ComputeOptions& opt) {
   const double eb = activation_bytes_per_element(opt.precision);
   const double B = batch;
@@ -415,9 +445,8 @@ void time_layer(Kernels& k, const Layer& l, bool first, int batch, const Compute
     case LayerKind::attention:
       if (time_attention(k, w)) return;
       break;
-    case LayerKind::batchnorm:  // statistics pass, normalise pass; backward: reductions, then dx
-      k.norm(k.name(l.name, " fwd"), 3.0 * w.out_e, eb, false, 2);
-      k.norm(k.name(l.name, " bwd"), 5.0 * w.out_e, eb, true, 2);
+    case LayerKind::batchnorm:
+      time_batchnorm(k, w, fused_after_norm(l, opt.execution));
       return;
     case LayerKind::layernorm:
       time_layernorm(k, w);
@@ -501,9 +530,9 @@ void time_loss(Kernels& k, const Layer& last, int batch, const ComputeOptions& o
   k.pass(k.name("loss", " bwd"), 3.0 * e, eb, true);
 }
 
-Seconds update_time(const Layer& l, const GpuSpec& gpu, const ComputeOptions& opt, const KernelParams& kp) {
-  if (l.params <= 0) return Seconds{};
-  const Bytes traffic = bytes(static_cast<double>(l.params) * update_bytes_per_param(opt));
+/// The kernels a layer's update launches (a share of a multi-tensor launch counts its share).
+double update_kernels(const Layer& l, const ComputeOptions& opt) {
+  if (l.params <= 0) return 0.0;
   // Fused: one multi-tensor kernel per layer. Foreach: each pass a multi-tensor launch over up to 48 tensors (three
   // tensor lists; PyTorch's multi_tensor_apply, depth_to_max_tensors) or 320 chunks of 65,536 elements, so a
   // layer's weight and bias take 2/48 of a launch per pass, or more where it has more elements. For-loop: each
@@ -522,10 +551,39 @@ Seconds update_time(const Layer& l, const GpuSpec& gpu, const ComputeOptions& op
       kernels = 2.0 * passes;
       break;
   }
+  return kernels;
+}
+
+Seconds update_time(const Layer& l, const GpuSpec& gpu, const ComputeOptions& opt, const KernelParams& kp) {
+  if (l.params <= 0) return Seconds{};
+  const Bytes traffic = bytes(static_cast<double>(l.params) * update_bytes_per_param(opt));
+  const OptimizerImpl impl = opt.optimizer_impl.value_or(OptimizerImpl::fused);
   // the optimiser kernels' own measured streaming rate where the architecture has one, else the memory-bound one
   const double measured = impl == OptimizerImpl::fused ? kp.fused_optimizer_efficiency : kp.optimizer_pass_efficiency;
   const double efficiency = measured > 0.0 ? measured : kp.memory_efficiency;
-  return traffic / (gpu.memory_bandwidth * efficiency) + kp.kernel_overhead * kernels;
+  return traffic / (gpu.memory_bandwidth * efficiency) + kp.kernel_overhead * update_kernels(l, opt);
+}
+
+/// Eqs. K18 and K20: the kernel parameters as the framework runs its kernels. Its memory traffic moves at the
+/// streaming rate (copy_efficiency) where its memory-bound kernels stream; each kernel costs the GPU the launch gap,
+/// not the fitted overhead (which carries eager PyTorch's host cost), where the host's issue cost is counted apart.
+KernelParams executed_params(const KernelParams& kp, const KernelExecution& x) {
+  KernelParams e = kp;
+  if (x.streaming) e.memory_efficiency = kp.copy_efficiency;
+  if (x.host_issue > Seconds{}) e.kernel_overhead = x.launch_gap;
+  return e;
+}
+[[nodiscard]] bool executed_differently(const KernelExecution& x) noexcept { return x.streaming || x.host_issue > Seconds{}; }
+
+/// Eq. K20: a phase takes at least its kernels × the host's cost of issuing one. Where the GPU's kernels are
+/// shorter than that, it waits for the host: every layer's time in the phase (and its parts) grows by one factor.
+void issue_floor(std::vector<Seconds>& phase, double kernels, Seconds issue, std::initializer_list<std::vector<Seconds>*> parts) {
+  const Seconds total = sum(phase), floor = issue * kernels;
+  if (!(floor > total) || !(total > Seconds{})) return;
+  const double scale = floor / total;
+  for (Seconds& x : phase) x = x * scale;
+  for (std::vector<Seconds>* part : parts)
+    for (Seconds& x : *part) x = x * scale;
 }
 
 /// Eq. S10, FSDP2's copies on the compute stream around a layer's collectives (torch.distributed.fsdp's
@@ -547,7 +605,7 @@ void shard_copies(Kernels& k, const Layer& l, const ComputeOptions& opt) {
 void time_all(Kernels& k, const Layer& l, bool first, bool last, int batch, const ComputeOptions& opt) {
   shard_copies(k, l, opt);
   time_layer(k, l, first, batch, opt);
-  for (const auto& o : l.ops) time_operator(k, o, batch, opt);
+  for (std::size_t i = fused_after_norm(l, opt.execution); i < l.ops.size(); ++i) time_operator(k, l.ops[i], batch, opt);
   if (last) time_loss(k, l, batch, opt);
 }
 }  // namespace
@@ -603,7 +661,8 @@ double update_bytes_per_param(const ComputeOptions& opt) noexcept {
 std::vector<KernelTiming> layer_kernels(const Layer& layer, bool first, bool last, const GpuSpec& gpu, int batch,
                                         const ComputeOptions& opt) {
   std::vector<KernelTiming> out;
-  Kernels k(gpu, opt, true, &out);
+  const KernelParams kp = executed_params(opt.kernel(gpu), opt.execution);
+  Kernels k(gpu, opt, kp, true, &out);
   time_all(k, layer, first, last, batch, opt);
   return out;
 }
@@ -618,10 +677,14 @@ LayerTimes estimate_layer_times(const Network& net, const GpuSpec& gpu, int batc
   t.forward_gemm.resize(L);
   t.forward_attention.resize(L);
   t.forward_copies.resize(L);
-  const KernelParams& kp = opt.kernel(gpu);
+  const KernelParams& fitted = opt.kernel(gpu);
+  const bool executed = executed_differently(opt.execution);
+  const KernelParams adjusted = executed ? executed_params(fitted, opt.execution) : KernelParams{};
+  const KernelParams& kp = executed ? adjusted : fitted;
   GemmMemo memo;
+  double kernels_forward = 0, kernels_backward = 0, kernels_update = 0;
   for (std::size_t i = 0; i < L; ++i) {
-    Kernels k(gpu, opt, false, nullptr, &memo);
+    Kernels k(gpu, opt, kp, false, nullptr, &memo);
     time_all(k, net.layers[i], i == 0, i + 1 == L, batch, opt);
     t.forward[i] = k.forward;
     t.backward[i] = k.backward;
@@ -629,6 +692,14 @@ LayerTimes estimate_layer_times(const Network& net, const GpuSpec& gpu, int batc
     t.forward_attention[i] = k.forward_attention;
     t.forward_copies[i] = k.forward_copies;
     t.update[i] = update_time(net.layers[i], gpu, opt, kp);
+    kernels_forward += k.forward_kernels;
+    kernels_backward += k.backward_kernels;
+    kernels_update += update_kernels(net.layers[i], opt);
+  }
+  if (const Seconds issue = opt.execution.host_issue; issue > Seconds{}) {  // eq. K20
+    issue_floor(t.forward, kernels_forward, issue, {&t.forward_gemm, &t.forward_attention, &t.forward_copies});
+    issue_floor(t.backward, kernels_backward, issue, {});
+    issue_floor(t.update, kernels_update, issue, {});
   }
   return t;
 }

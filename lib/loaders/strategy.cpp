@@ -162,6 +162,27 @@ void read_kernel_choices(MapReader& m, Strategy& s) {
   }
 }
 
+/// `kernels: {memory_bound, fused, host_issue, launch_gap}`: how the framework runs its memory-bound kernels and
+/// issues its kernels (docs/compute-model.md, eqs. K18-K20).
+void read_kernel_execution(const Node& node, KernelExecution& x) {
+  MapReader k(node);
+  if (auto n = k.optional("memory_bound")) x.streaming = n->choice({"fitted", "streaming"}) == "streaming";
+  if (auto n = k.optional("fused")) {
+    for (const Node& item : n->items()) {
+      const std::string chain = item.choice({"bn_relu", "bn_add_relu"});
+      (chain == "bn_relu" ? x.bn_relu : x.bn_add_relu) = true;
+    }
+  }
+  std::optional<Node> issue, gap;
+  if ((issue = k.optional("host_issue"))) x.host_issue = issue->seconds();
+  if ((gap = k.optional("launch_gap"))) x.launch_gap = gap->seconds();
+  k.finish();
+  if (issue && !(x.host_issue > Seconds{})) issue->fail("a host's issue cost per kernel is more than zero");
+  if (gap && x.launch_gap < Seconds{}) gap->fail("a launch gap cannot be negative");
+  if (issue.has_value() != gap.has_value())
+    (issue ? *issue : *gap).fail("host_issue and launch_gap go together: the host's cost per kernel and the GPU's");
+}
+
 Strategy read_strategy(const Node& root, const fs::path& data) {
   MapReader m(root);
   Strategy s;
@@ -200,6 +221,7 @@ Strategy read_strategy(const Node& root, const fs::path& data) {
   }
   if (auto n = m.optional("transport")) s.transport = read_transport(*n, data);
   read_kernel_choices(m, s);
+  if (auto n = m.optional("kernels")) read_kernel_execution(*n, s.execution);
   if (auto n = m.optional("sharding")) read_sharding(*n, s);
   if (auto n = m.optional("parallel")) read_parallel_entry(*n, s);  // parallel_entry.cpp
   if (auto n = m.optional("mixed_precision")) {                     // docs/input-formats.md, "Framework strategy"

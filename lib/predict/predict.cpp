@@ -307,6 +307,7 @@ ComputeOptions step_compute(ComputeOptions c, const Strategy& framework, const G
   c.pool_index_bytes = framework.pool_index_bytes;
   c.compiled = c.compiled || framework.compiled;
   c.compiled_loss = framework.compile_loss;
+  c.execution = framework.execution;  // eqs. K18-K20
   c.sharded = framework.sharding.sharded();
   if (!c.optimizer_impl) c.optimizer_impl = framework.optimizer_impl.value_or(OptimizerImpl::fused);
   const Sharding& sh = framework.sharding;
