@@ -807,6 +807,9 @@ class Search {
     Sweep w = first_try(graph, nets);
     for (;;) {  // the "search:" label
       if (w.pass == 2 && skip_doomed && w.tmp.pattern == RING && final_at_every_speed(w, graph)) break;
+      // A tree's second pass raises bwIntra above the graph's and stops as soon as a search saves
+      // nothing, whatever budget it left: when the bound proves this one saves nothing, that is the end.
+      if (w.pass == 2 && skip_doomed && w.tmp.pattern != RING && cannot_improve(w.tmp, graph)) break;
       run_try(w, graph, skip_doomed);
       const bool done = w.time == -1 || graph.n_channels * graph.bw_inter >= s_.total_bw;
       if (!done && w.pass == 1) {
