@@ -275,7 +275,13 @@ std::vector<Node> Node::items() const {
   const auto& children = item().children;
   std::vector<Node> out;
   out.reserve(children.size());
-  for (std::size_t i = 0; i < children.size(); ++i) out.emplace_back(doc_, children[i], file_, fmt::format("{}[{}]", path_, i));
+  for (std::size_t i = 0; i < children.size(); ++i) {
+    std::string path;  // "parent[i]", in one allocation
+    const std::string index = std::to_string(i);
+    path.reserve(path_.size() + index.size() + 2);
+    path.append(path_).append(1, '[').append(index).append(1, ']');
+    out.emplace_back(doc_, children[i], file_, std::move(path));
+  }
   return out;
 }
 
@@ -307,21 +313,22 @@ MapReader::MapReader(Node map) : map_(std::move(map)) {
     map_.fail(m.kind == Item::Kind::null ? "expected a mapping, found nothing" : "expected a mapping of keys to values");
   }
   const auto& items = map_.document()->items;
-  keys_.reserve(m.children.size() / 2);
-  values_.reserve(m.children.size() / 2);
+  entries_.reserve(m.children.size() / 2);
   for (std::size_t i = 0; i + 1 < m.children.size(); i += 2) {
     const Item& k = items[static_cast<std::size_t>(m.children[i])];
     if (k.kind != Item::Kind::scalar)
       throw InputError(location(k.line, k.column, map_.file()), map_.path(), "keys must be plain names");
     const std::string& key = k.value;
-    if (std::find(keys_.begin(), keys_.end(), key) != keys_.end()) {
+    if (find(key) != entries_.end()) {
       const std::string full = map_.path().empty() ? key : map_.path() + "." + key;
       throw InputError(location(k.line, k.column, map_.file()), full, "duplicate key");
     }
-    keys_.push_back(key);
-    values_.push_back(m.children[i + 1]);
+    entries_.push_back(Entry{key, m.children[i + 1], false});
   }
-  used_.assign(keys_.size(), false);
+}
+
+std::vector<MapReader::Entry>::const_iterator MapReader::find(std::string_view key) const {
+  return std::find_if(entries_.begin(), entries_.end(), [&](const Entry& e) { return e.key == key; });
 }
 
 Node MapReader::child(int value, std::string_view key) const {
@@ -332,15 +339,15 @@ Node MapReader::child(int value, std::string_view key) const {
   return Node(map_.document(), value, map_.file_ptr(), std::move(full));
 }
 
-bool MapReader::has(std::string_view key) const { return std::find(keys_.begin(), keys_.end(), key) != keys_.end(); }
+bool MapReader::has(std::string_view key) const { return find(key) != entries_.end(); }
 
 std::optional<Node> MapReader::optional(std::string_view key) {
-  asked_.emplace_back(key);
-  const auto it = std::find(keys_.begin(), keys_.end(), key);
-  if (it == keys_.end()) return std::nullopt;
-  const auto i = static_cast<std::size_t>(it - keys_.begin());
-  used_[i] = true;
-  return child(values_[i], key);
+  asked_.append(key).push_back('\n');
+  const auto it = find(key);
+  if (it == entries_.end()) return std::nullopt;
+  auto& e = entries_[static_cast<std::size_t>(it - entries_.begin())];
+  e.used = true;
+  return child(e.value, key);
 }
 
 Node MapReader::required(std::string_view key) {
@@ -354,19 +361,22 @@ Node MapReader::required(std::string_view key) {
 
 std::vector<std::pair<std::string, Node>> MapReader::entries() {
   std::vector<std::pair<std::string, Node>> out;
-  for (std::size_t i = 0; i < keys_.size(); ++i) {
-    used_[i] = true;
-    out.emplace_back(keys_[i], child(values_[i], keys_[i]));
+  for (auto& e : entries_) {
+    e.used = true;
+    out.emplace_back(std::string(e.key), child(e.value, e.key));
   }
   return out;
 }
 
 void MapReader::finish() const {
   const auto& children = map_.item().children;
-  for (std::size_t i = 0; i < keys_.size(); ++i) {
-    if (used_[i]) continue;
-    const std::string full = map_.path().empty() ? keys_[i] : map_.path() + "." + keys_[i];
-    std::vector<std::string> known = asked_;
+  for (std::size_t i = 0; i < entries_.size(); ++i) {
+    if (entries_[i].used) continue;
+    const std::string key(entries_[i].key);
+    const std::string full = map_.path().empty() ? key : map_.path() + "." + key;
+    std::vector<std::string> known;
+    for (std::size_t b = 0, e = 0; (e = asked_.find('\n', b)) != std::string::npos; b = e + 1)
+      known.push_back(asked_.substr(b, e - b));
     std::sort(known.begin(), known.end());
     known.erase(std::unique(known.begin(), known.end()), known.end());
     const Item& k = map_.document()->items[static_cast<std::size_t>(children[2 * i])];
