@@ -77,7 +77,7 @@ double own_link_bw(const System& s, int node);
 /// With `skip_doomed`, a first-pass search that a bandwidth bound proves cannot reach min_channels is
 /// not run (NCCL runs it, spends its budget and finds nothing); the result is the same, which
 /// tests/nccl_test.cpp checks against `skip_doomed = false` on every shipped node.
-ChannelSet compute_channels(System& sys, ChannelPattern pattern, int min_channels, int max_channels, const Table& t,
+ChannelSet compute_channels(const System& sys, ChannelPattern pattern, int min_channels, int max_channels, const Table& t,
                             bool skip_doomed = true);
 
 }  // namespace dlscale::nccl

@@ -129,7 +129,7 @@ ChannelSet Topology::channels(ChannelPattern pattern, std::span<const int> local
     if (auto it = impl_->cache.find(key); it != impl_->cache.end()) return it->second;
   }
   const auto& table = nccl::default_table();
-  // the search changes the system it is given: each starts from a copy of the one built
+  // the system built for these GPUs, shared: a search books bandwidth on its own copy of the links
   auto built = [&] {
     std::shared_ptr<const nccl::System> kept;
     {
@@ -141,17 +141,15 @@ ChannelSet Topology::channels(ChannelPattern pattern, std::span<const int> local
       std::lock_guard lock(impl_->mutex);
       impl_->trimmed.emplace(std::pair{gpus, nets}, kept);
     }
-    return nccl::System(*kept);
+    return kept;
   };
   ChannelSet result;
   if (pattern == ChannelPattern::ring) {
-    auto sys = built();
-    result = nccl::compute_channels(sys, pattern, 1, table.max_channels, table);
+    result = nccl::compute_channels(*built(), pattern, 1, table.max_channels, table);
   } else {
     // init.cc: the tree search must find as many channels as the ring search did.
     const ChannelSet ring = channels(ChannelPattern::ring, gpus, nodes);
-    auto sys = built();
-    result = nccl::compute_channels(sys, pattern, ring.channels, ring.channels, table);
+    result = nccl::compute_channels(*built(), pattern, ring.channels, ring.channels, table);
   }
   std::lock_guard lock(impl_->mutex);
   impl_->cache.emplace(key, result);
