@@ -36,95 +36,113 @@ std::string join(const std::vector<std::string>& v) {
 // yaml-cpp's null: a plain, untagged "~", "null", "Null", "NULL", or nothing at all.
 bool null_scalar(std::string_view v) { return v.empty() || v == "~" || v == "null" || v == "Null" || v == "NULL"; }
 
+/// dlscale's tree from libyaml's events. The open collections are kept with where their children start in
+/// `pending_`: a collection's children gather on that one shared list and are given to it, in one
+/// allocation, when it ends.
+class TreeBuilder {
+ public:
+  TreeBuilder(Document& doc, std::size_t text_size) : doc_(doc) {
+    doc_.items.reserve(text_size / 6 + 1);  // the data files hold an item per 6.6 bytes or more: no moves
+  }
+  bool done = false;  // the first document has ended
+  bool any = false;   // a document has started
+
+  /// One event into the tree; false when the tree cannot hold it (a tag, an alias of no anchor).
+  bool event(const yaml_event_t& ev) {
+    switch (ev.type) {
+      case YAML_DOCUMENT_START_EVENT:
+        any = true;
+        return true;
+      case YAML_DOCUMENT_END_EVENT:
+      case YAML_STREAM_END_EVENT:
+        done = true;
+        return true;
+      case YAML_SCALAR_EVENT:
+        return scalar(ev);
+      case YAML_SEQUENCE_START_EVENT:
+      case YAML_MAPPING_START_EVENT:
+        return open(ev);
+      case YAML_SEQUENCE_END_EVENT:
+      case YAML_MAPPING_END_EVENT:
+        close();
+        return true;
+      case YAML_ALIAS_EVENT:
+        return alias(ev);
+      default:
+        return true;
+    }
+  }
+
+ private:
+  static Item at(const yaml_event_t& ev, Item::Kind kind) {
+    Item it;
+    it.kind = kind;
+    it.line = static_cast<int>(ev.start_mark.line);
+    it.column = static_cast<int>(ev.start_mark.column);
+    return it;
+  }
+  int add(Item item, const yaml_char_t* anchor) {
+    const int id = static_cast<int>(doc_.items.size());
+    doc_.items.push_back(std::move(item));
+    if (!stack_.empty()) pending_.push_back(id);
+    if (anchor) anchors_[reinterpret_cast<const char*>(anchor)] = id;
+    return id;
+  }
+  bool scalar(const yaml_event_t& ev) {
+    const std::string_view v(reinterpret_cast<const char*>(ev.data.scalar.value), ev.data.scalar.length);
+    const bool plain = ev.data.scalar.style == YAML_PLAIN_SCALAR_STYLE && ev.data.scalar.plain_implicit;
+    Item it = at(ev, plain && null_scalar(v) ? Item::Kind::null : Item::Kind::scalar);
+    if (it.kind == Item::Kind::scalar) it.value.assign(v);
+    add(std::move(it), ev.data.scalar.anchor);
+    return ev.data.scalar.tag == nullptr;  // tags: yaml-cpp's reading decides
+  }
+  bool open(const yaml_event_t& ev) {
+    const bool map = ev.type == YAML_MAPPING_START_EVENT;
+    const int id = add(at(ev, map ? Item::Kind::map : Item::Kind::sequence),
+                       map ? ev.data.mapping_start.anchor : ev.data.sequence_start.anchor);
+    stack_.emplace_back(id, pending_.size());
+    return (map ? ev.data.mapping_start.tag : ev.data.sequence_start.tag) == nullptr;
+  }
+  void close() {
+    const auto [id, first] = stack_.back();
+    const auto from = pending_.begin() + static_cast<std::ptrdiff_t>(first);
+    doc_.items[static_cast<std::size_t>(id)].children.assign(from, pending_.end());
+    pending_.erase(from, pending_.end());
+    stack_.pop_back();
+  }
+  bool alias(const yaml_event_t& ev) {
+    const auto a = anchors_.find(reinterpret_cast<const char*>(ev.data.alias.anchor));
+    if (a == anchors_.end() || stack_.empty()) return false;
+    pending_.push_back(a->second);
+    return true;
+  }
+
+  Document& doc_;
+  std::vector<std::pair<int, std::size_t>> stack_;
+  std::vector<int> pending_;
+  std::map<std::string, int, std::less<>> anchors_;
+};
+
 /// The first document of `text` with libyaml; false when libyaml rejects it (or uses what this tree
 /// does not hold), and the caller asks yaml-cpp instead.
 bool parse_libyaml(const std::string& text, Document& doc) {
   yaml_parser_t parser;
   if (!yaml_parser_initialize(&parser)) return false;
   yaml_parser_set_input_string(&parser, reinterpret_cast<const unsigned char*>(text.data()), text.size());
-  // The open collections (item, where its children start in `pending`): a collection's children are
-  // gathered on one shared list and given to it, in one allocation, when it ends.
-  std::vector<std::pair<int, std::size_t>> stack;
-  std::vector<int> pending;
-  std::map<std::string, int, std::less<>> anchors;
-  bool ok = true, done = false, any = false;
-  doc.items.reserve(text.size() / 6 + 1);  // the data files hold an item per 6.6 bytes or more: no moves
-  auto add = [&](Item item, const yaml_char_t* anchor) {
-    const int id = static_cast<int>(doc.items.size());
-    doc.items.push_back(std::move(item));
-    if (!stack.empty()) pending.push_back(id);
-    if (anchor) anchors[reinterpret_cast<const char*>(anchor)] = id;
-    return id;
-  };
-  while (ok && !done) {
+  TreeBuilder tree(doc, text.size());
+  bool ok = true;
+  while (ok && !tree.done) {
     yaml_event_t ev;
     if (!yaml_parser_parse(&parser, &ev)) {
       ok = false;
       break;
     }
-    const int line = static_cast<int>(ev.start_mark.line), col = static_cast<int>(ev.start_mark.column);
-    switch (ev.type) {
-      case YAML_DOCUMENT_START_EVENT:
-        any = true;
-        break;
-      case YAML_DOCUMENT_END_EVENT:
-      case YAML_STREAM_END_EVENT:
-        done = true;
-        break;
-      case YAML_SCALAR_EVENT: {
-        Item it;
-        it.line = line;
-        it.column = col;
-        const std::string_view v(reinterpret_cast<const char*>(ev.data.scalar.value), ev.data.scalar.length);
-        const bool plain = ev.data.scalar.style == YAML_PLAIN_SCALAR_STYLE && ev.data.scalar.plain_implicit;
-        if (ev.data.scalar.tag != nullptr) ok = false;  // tags: yaml-cpp's reading decides
-        if (plain && null_scalar(v)) {
-          it.kind = Item::Kind::null;
-        } else {
-          it.kind = Item::Kind::scalar;
-          it.value.assign(v);
-        }
-        add(std::move(it), ev.data.scalar.anchor);
-        break;
-      }
-      case YAML_SEQUENCE_START_EVENT:
-      case YAML_MAPPING_START_EVENT: {
-        const bool map = ev.type == YAML_MAPPING_START_EVENT;
-        if ((map ? ev.data.mapping_start.tag : ev.data.sequence_start.tag) != nullptr) ok = false;
-        Item it;
-        it.kind = map ? Item::Kind::map : Item::Kind::sequence;
-        it.line = line;
-        it.column = col;
-        const int id = add(std::move(it), map ? ev.data.mapping_start.anchor : ev.data.sequence_start.anchor);
-        stack.emplace_back(id, pending.size());
-        break;
-      }
-      case YAML_SEQUENCE_END_EVENT:
-      case YAML_MAPPING_END_EVENT: {
-        const auto [id, first] = stack.back();
-        const auto from = pending.begin() + static_cast<std::ptrdiff_t>(first);
-        doc.items[static_cast<std::size_t>(id)].children.assign(from, pending.end());
-        pending.erase(from, pending.end());
-        stack.pop_back();
-        break;
-      }
-      case YAML_ALIAS_EVENT: {
-        const auto a = anchors.find(reinterpret_cast<const char*>(ev.data.alias.anchor));
-        if (a == anchors.end() || stack.empty()) {
-          ok = false;
-        } else {
-          pending.push_back(a->second);
-        }
-        break;
-      }
-      default:
-        break;
-    }
+    ok = tree.event(ev);
     yaml_event_delete(&ev);
   }
   yaml_parser_delete(&parser);
   if (!ok) return false;
-  if (!any || doc.items.empty()) {  // no document: a null root without a position, as yaml-cpp gives
+  if (!tree.any || doc.items.empty()) {  // no document: a null root without a position, as yaml-cpp gives
     doc.items.assign(1, Item{});
   }
   return true;
