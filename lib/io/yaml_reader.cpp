@@ -36,85 +36,113 @@ std::string join(const std::vector<std::string>& v) {
 // yaml-cpp's null: a plain, untagged "~", "null", "Null", "NULL", or nothing at all.
 bool null_scalar(std::string_view v) { return v.empty() || v == "~" || v == "null" || v == "Null" || v == "NULL"; }
 
+/// dlscale's tree from libyaml's events. The open collections are kept with where their children start in
+/// `pending_`: a collection's children gather on that one shared list and are given to it, in one
+/// allocation, when it ends.
+class TreeBuilder {
+ public:
+  TreeBuilder(Document& doc, std::size_t text_size) : doc_(doc) {
+    doc_.items.reserve(text_size / 6 + 1);  // the data files hold an item per 6.6 bytes or more: no moves
+  }
+  bool done = false;  // the first document has ended
+  bool any = false;   // a document has started
+
+  /// One event into the tree; false when the tree cannot hold it (a tag, an alias of no anchor).
+  bool event(const yaml_event_t& ev) {
+    switch (ev.type) {
+      case YAML_DOCUMENT_START_EVENT:
+        any = true;
+        return true;
+      case YAML_DOCUMENT_END_EVENT:
+      case YAML_STREAM_END_EVENT:
+        done = true;
+        return true;
+      case YAML_SCALAR_EVENT:
+        return scalar(ev);
+      case YAML_SEQUENCE_START_EVENT:
+      case YAML_MAPPING_START_EVENT:
+        return open(ev);
+      case YAML_SEQUENCE_END_EVENT:
+      case YAML_MAPPING_END_EVENT:
+        close();
+        return true;
+      case YAML_ALIAS_EVENT:
+        return alias(ev);
+      default:
+        return true;
+    }
+  }
+
+ private:
+  static Item at(const yaml_event_t& ev, Item::Kind kind) {
+    Item it;
+    it.kind = kind;
+    it.line = static_cast<int>(ev.start_mark.line);
+    it.column = static_cast<int>(ev.start_mark.column);
+    return it;
+  }
+  int add(Item item, const yaml_char_t* anchor) {
+    const int id = static_cast<int>(doc_.items.size());
+    doc_.items.push_back(std::move(item));
+    if (!stack_.empty()) pending_.push_back(id);
+    if (anchor) anchors_[reinterpret_cast<const char*>(anchor)] = id;
+    return id;
+  }
+  bool scalar(const yaml_event_t& ev) {
+    const std::string_view v(reinterpret_cast<const char*>(ev.data.scalar.value), ev.data.scalar.length);
+    const bool plain = ev.data.scalar.style == YAML_PLAIN_SCALAR_STYLE && ev.data.scalar.plain_implicit;
+    Item it = at(ev, plain && null_scalar(v) ? Item::Kind::null : Item::Kind::scalar);
+    if (it.kind == Item::Kind::scalar) it.value.assign(v);
+    add(std::move(it), ev.data.scalar.anchor);
+    return ev.data.scalar.tag == nullptr;  // tags: yaml-cpp's reading decides
+  }
+  bool open(const yaml_event_t& ev) {
+    const bool map = ev.type == YAML_MAPPING_START_EVENT;
+    const int id = add(at(ev, map ? Item::Kind::map : Item::Kind::sequence),
+                       map ? ev.data.mapping_start.anchor : ev.data.sequence_start.anchor);
+    stack_.emplace_back(id, pending_.size());
+    return (map ? ev.data.mapping_start.tag : ev.data.sequence_start.tag) == nullptr;
+  }
+  void close() {
+    const auto [id, first] = stack_.back();
+    const auto from = pending_.begin() + static_cast<std::ptrdiff_t>(first);
+    doc_.items[static_cast<std::size_t>(id)].children.assign(from, pending_.end());
+    pending_.erase(from, pending_.end());
+    stack_.pop_back();
+  }
+  bool alias(const yaml_event_t& ev) {
+    const auto a = anchors_.find(reinterpret_cast<const char*>(ev.data.alias.anchor));
+    if (a == anchors_.end() || stack_.empty()) return false;
+    pending_.push_back(a->second);
+    return true;
+  }
+
+  Document& doc_;
+  std::vector<std::pair<int, std::size_t>> stack_;
+  std::vector<int> pending_;
+  std::map<std::string, int, std::less<>> anchors_;
+};
+
 /// The first document of `text` with libyaml; false when libyaml rejects it (or uses what this tree
 /// does not hold), and the caller asks yaml-cpp instead.
 bool parse_libyaml(const std::string& text, Document& doc) {
   yaml_parser_t parser;
   if (!yaml_parser_initialize(&parser)) return false;
   yaml_parser_set_input_string(&parser, reinterpret_cast<const unsigned char*>(text.data()), text.size());
-  std::vector<int> stack;
-  std::map<std::string, int, std::less<>> anchors;
-  bool ok = true, done = false, any = false;
-  auto add = [&](Item item, const yaml_char_t* anchor) {
-    const int id = static_cast<int>(doc.items.size());
-    doc.items.push_back(std::move(item));
-    if (!stack.empty()) doc.items[static_cast<std::size_t>(stack.back())].children.push_back(id);
-    if (anchor) anchors[reinterpret_cast<const char*>(anchor)] = id;
-    return id;
-  };
-  while (ok && !done) {
+  TreeBuilder tree(doc, text.size());
+  bool ok = true;
+  while (ok && !tree.done) {
     yaml_event_t ev;
     if (!yaml_parser_parse(&parser, &ev)) {
       ok = false;
       break;
     }
-    const int line = static_cast<int>(ev.start_mark.line), col = static_cast<int>(ev.start_mark.column);
-    switch (ev.type) {
-      case YAML_DOCUMENT_START_EVENT:
-        any = true;
-        break;
-      case YAML_DOCUMENT_END_EVENT:
-      case YAML_STREAM_END_EVENT:
-        done = true;
-        break;
-      case YAML_SCALAR_EVENT: {
-        Item it;
-        it.line = line;
-        it.column = col;
-        const std::string_view v(reinterpret_cast<const char*>(ev.data.scalar.value), ev.data.scalar.length);
-        const bool plain = ev.data.scalar.style == YAML_PLAIN_SCALAR_STYLE && ev.data.scalar.plain_implicit;
-        if (ev.data.scalar.tag != nullptr) ok = false;  // tags: yaml-cpp's reading decides
-        if (plain && null_scalar(v)) {
-          it.kind = Item::Kind::null;
-        } else {
-          it.kind = Item::Kind::scalar;
-          it.value.assign(v);
-        }
-        add(std::move(it), ev.data.scalar.anchor);
-        break;
-      }
-      case YAML_SEQUENCE_START_EVENT:
-      case YAML_MAPPING_START_EVENT: {
-        const bool map = ev.type == YAML_MAPPING_START_EVENT;
-        if ((map ? ev.data.mapping_start.tag : ev.data.sequence_start.tag) != nullptr) ok = false;
-        Item it;
-        it.kind = map ? Item::Kind::map : Item::Kind::sequence;
-        it.line = line;
-        it.column = col;
-        stack.push_back(add(std::move(it), map ? ev.data.mapping_start.anchor : ev.data.sequence_start.anchor));
-        break;
-      }
-      case YAML_SEQUENCE_END_EVENT:
-      case YAML_MAPPING_END_EVENT:
-        stack.pop_back();
-        break;
-      case YAML_ALIAS_EVENT: {
-        const auto a = anchors.find(reinterpret_cast<const char*>(ev.data.alias.anchor));
-        if (a == anchors.end() || stack.empty()) {
-          ok = false;
-        } else {
-          doc.items[static_cast<std::size_t>(stack.back())].children.push_back(a->second);
-        }
-        break;
-      }
-      default:
-        break;
-    }
+    ok = tree.event(ev);
     yaml_event_delete(&ev);
   }
   yaml_parser_delete(&parser);
   if (!ok) return false;
-  if (!any || doc.items.empty()) {  // no document: a null root without a position, as yaml-cpp gives
+  if (!tree.any || doc.items.empty()) {  // no document: a null root without a position, as yaml-cpp gives
     doc.items.assign(1, Item{});
   }
   return true;
@@ -275,7 +303,13 @@ std::vector<Node> Node::items() const {
   const auto& children = item().children;
   std::vector<Node> out;
   out.reserve(children.size());
-  for (std::size_t i = 0; i < children.size(); ++i) out.emplace_back(doc_, children[i], file_, fmt::format("{}[{}]", path_, i));
+  for (std::size_t i = 0; i < children.size(); ++i) {
+    std::string path;  // "parent[i]", in one allocation
+    const std::string index = std::to_string(i);
+    path.reserve(path_.size() + index.size() + 2);
+    path.append(path_).append(1, '[').append(index).append(1, ']');
+    out.emplace_back(doc_, children[i], file_, std::move(path));
+  }
   return out;
 }
 
@@ -307,21 +341,22 @@ MapReader::MapReader(Node map) : map_(std::move(map)) {
     map_.fail(m.kind == Item::Kind::null ? "expected a mapping, found nothing" : "expected a mapping of keys to values");
   }
   const auto& items = map_.document()->items;
-  keys_.reserve(m.children.size() / 2);
-  values_.reserve(m.children.size() / 2);
+  entries_.reserve(m.children.size() / 2);
   for (std::size_t i = 0; i + 1 < m.children.size(); i += 2) {
     const Item& k = items[static_cast<std::size_t>(m.children[i])];
     if (k.kind != Item::Kind::scalar)
       throw InputError(location(k.line, k.column, map_.file()), map_.path(), "keys must be plain names");
     const std::string& key = k.value;
-    if (std::find(keys_.begin(), keys_.end(), key) != keys_.end()) {
+    if (find(key) != entries_.end()) {
       const std::string full = map_.path().empty() ? key : map_.path() + "." + key;
       throw InputError(location(k.line, k.column, map_.file()), full, "duplicate key");
     }
-    keys_.push_back(key);
-    values_.push_back(m.children[i + 1]);
+    entries_.push_back(Entry{key, m.children[i + 1], false});
   }
-  used_.assign(keys_.size(), false);
+}
+
+std::vector<MapReader::Entry>::const_iterator MapReader::find(std::string_view key) const {
+  return std::find_if(entries_.begin(), entries_.end(), [&](const Entry& e) { return e.key == key; });
 }
 
 Node MapReader::child(int value, std::string_view key) const {
@@ -332,15 +367,15 @@ Node MapReader::child(int value, std::string_view key) const {
   return Node(map_.document(), value, map_.file_ptr(), std::move(full));
 }
 
-bool MapReader::has(std::string_view key) const { return std::find(keys_.begin(), keys_.end(), key) != keys_.end(); }
+bool MapReader::has(std::string_view key) const { return find(key) != entries_.end(); }
 
 std::optional<Node> MapReader::optional(std::string_view key) {
-  asked_.emplace_back(key);
-  const auto it = std::find(keys_.begin(), keys_.end(), key);
-  if (it == keys_.end()) return std::nullopt;
-  const auto i = static_cast<std::size_t>(it - keys_.begin());
-  used_[i] = true;
-  return child(values_[i], key);
+  asked_.append(key).push_back('\n');
+  const auto it = find(key);
+  if (it == entries_.end()) return std::nullopt;
+  auto& e = entries_[static_cast<std::size_t>(it - entries_.begin())];
+  e.used = true;
+  return child(e.value, key);
 }
 
 Node MapReader::required(std::string_view key) {
@@ -354,19 +389,22 @@ Node MapReader::required(std::string_view key) {
 
 std::vector<std::pair<std::string, Node>> MapReader::entries() {
   std::vector<std::pair<std::string, Node>> out;
-  for (std::size_t i = 0; i < keys_.size(); ++i) {
-    used_[i] = true;
-    out.emplace_back(keys_[i], child(values_[i], keys_[i]));
+  for (auto& e : entries_) {
+    e.used = true;
+    out.emplace_back(std::string(e.key), child(e.value, e.key));
   }
   return out;
 }
 
 void MapReader::finish() const {
   const auto& children = map_.item().children;
-  for (std::size_t i = 0; i < keys_.size(); ++i) {
-    if (used_[i]) continue;
-    const std::string full = map_.path().empty() ? keys_[i] : map_.path() + "." + keys_[i];
-    std::vector<std::string> known = asked_;
+  for (std::size_t i = 0; i < entries_.size(); ++i) {
+    if (entries_[i].used) continue;
+    const std::string key(entries_[i].key);
+    const std::string full = map_.path().empty() ? key : map_.path() + "." + key;
+    std::vector<std::string> known;
+    for (std::size_t b = 0, e = 0; (e = asked_.find('\n', b)) != std::string::npos; b = e + 1)
+      known.push_back(asked_.substr(b, e - b));
     std::sort(known.begin(), known.end());
     known.erase(std::unique(known.begin(), known.end()), known.end());
     const Item& k = map_.document()->items[static_cast<std::size_t>(children[2 * i])];

@@ -119,11 +119,17 @@ class MapReader {
 
  private:
   Node child(int value, std::string_view key) const;
+  /// A key of the mapping: a view of its text in the document (which map_ keeps), its value's item, and
+  /// whether a call asked for it. One vector, not one per field: a file's graph reads a thousand mappings.
+  struct Entry {
+    std::string_view key;
+    int value = 0;
+    bool used = false;
+  };
+  [[nodiscard]] std::vector<Entry>::const_iterator find(std::string_view key) const;
   Node map_;
-  std::vector<std::string> keys_;
-  std::vector<int> values_;  // item index of each key's value
-  mutable std::vector<bool> used_;
-  std::vector<std::string> asked_;
+  std::vector<Entry> entries_;
+  std::string asked_;  // the keys asked for, each followed by '\n' (finish()'s list of known keys)
 };
 
 }  // namespace dlscale::yamlio

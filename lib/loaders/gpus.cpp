@@ -2,17 +2,17 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <cctype>
 #include <filesystem>
-#include <fstream>
 #include <memory>
 #include <optional>
-#include <sstream>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "dlscale/error.hpp"
 #include "dlscale/io.hpp"
+#include "io/files.hpp"
 #include "io/text.hpp"
 #include "io/yaml_reader.hpp"
 #include "loaders/gpu_entry.hpp"
@@ -113,54 +113,55 @@ std::vector<std::string> list_gpu_ids() {
 }
 
 namespace {
+// Whether `text` holds `want` where a YAML value equal to it could be written: not inside a longer word (a
+// letter, digit, '-', '_' or '.' next to it would make the plain scalar longer; a quoted one ends at its
+// quote). Only a filter before parsing: "h100-sxm" does not pick the entry of h100-sxm-hbm2e, whose parse
+// would be thrown away; every exact match is still checked on the parsed entry.
+bool holds_value(std::string_view text, std::string_view want) {
+  auto word = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '-' || c == '_' || c == '.'; };
+  for (std::size_t at = text.find(want); at != std::string_view::npos; at = text.find(want, at + 1)) {
+    const std::size_t end = at + want.size();
+    if ((at == 0 || !word(text[at - 1])) && (end == text.size() || !word(text[end]))) return true;
+  }
+  return false;
+}
+
 // The catalogue entry (its id, name or an alias equal to `want`, lower-cased) read without parsing the
 // rest of gpus.yaml: a command that names one GPU should not pay for thirty (issue 17's start-up). The
-// file's text is cut at its top-level sequence items; an item whose text contains `want` is parsed alone,
-// after the file's header. Nothing is returned (and the caller parses the whole catalogue, with its checks
-// and its errors) unless exactly one item matches and it parses cleanly: a duplicated name, an unknown one
-// or a broken entry gets the whole file's message, so positions in this text are never shown. (The other
-// lines were once kept as blank lines: libyaml's scanning of them cost more than the rest of the lookup.)
+// file's text is cut at its top-level sequence items; an item whose text holds `want` as a whole value is
+// parsed alone, after the file's header. Nothing is returned (and the caller parses the whole catalogue,
+// with its checks and its errors) unless exactly one item matches and it parses cleanly: a duplicated name,
+// an unknown one or a broken entry gets the whole file's message, so positions in this text are never
+// shown. (The other lines were once kept as blank lines: libyaml's scanning of them cost more than the rest
+// of the lookup.)
 std::optional<GpuSpec> find_gpu_alone(const fs::path& file, const std::string& want) {
-  std::ifstream in(file, std::ios::binary);
-  if (!in || want.empty()) return std::nullopt;
-  std::stringstream ss;
-  ss << in.rdbuf();
-  const std::string text = ss.str();
-  std::vector<std::size_t> starts;  // offsets of the lines of the text
+  std::string text;
+  if (want.empty() || !read_whole_file(file, text)) return std::nullopt;
+  constexpr auto npos = std::string::npos;
+  std::size_t header_end = npos;   // just past the "gpus:" line
+  std::vector<std::size_t> items;  // where each "  - " item starts, then the end of the text
   for (std::size_t b = 0; b < text.size();) {
-    starts.push_back(b);
     const auto e = text.find('\n', b);
-    b = e == std::string::npos ? text.size() : e + 1;
-  }
-  auto line = [&](std::size_t i) {
-    const auto b = starts[i];
-    const auto e = i + 1 < starts.size() ? starts[i + 1] : text.size();
-    return std::string_view(text).substr(b, e - b);
-  };
-  std::size_t header = starts.size();  // the "gpus:" line
-  for (std::size_t i = 0; i < starts.size(); ++i)
-    if (line(i).starts_with("gpus:")) {
-      header = i;
-      break;
-    }
-  if (header == starts.size()) return std::nullopt;
-  std::vector<std::size_t> items;  // first line of each "  - " item
-  for (std::size_t i = header + 1; i < starts.size(); ++i) {
-    const auto l = line(i);
-    if (l.starts_with("  - ")) items.push_back(i);
-    else if (!l.empty() && l[0] != ' ' && l[0] != '#' && l[0] != '\n' && l[0] != '\r')
+    const std::size_t next = e == npos ? text.size() : e + 1;
+    const std::string_view l(text.data() + b, next - b);
+    if (header_end == npos) {
+      if (l.starts_with("gpus:")) header_end = next;
+    } else if (l.starts_with("  - ")) {
+      items.push_back(b);
+    } else if (l[0] != ' ' && l[0] != '#' && l[0] != '\n' && l[0] != '\r') {
       return std::nullopt;  // another top-level key
+    }
+    b = next;
   }
+  if (header_end == npos) return std::nullopt;
+  items.push_back(text.size());
   const std::string lower = lower_ascii(text);
-  auto offset = [&](std::size_t i) { return i < starts.size() ? starts[i] : text.size(); };
   std::optional<GpuSpec> found;
-  for (std::size_t k = 0; k < items.size(); ++k) {
-    const std::size_t first = items[k], last = k + 1 < items.size() ? items[k + 1] : starts.size();
-    const std::string_view block = std::string_view(lower).substr(offset(first), offset(last) - offset(first));
-    if (block.find(want) == std::string_view::npos) continue;
-    // the header (to its "gpus:" line) and this item
-    std::string alone = text.substr(0, offset(header + 1));
-    alone.append(text, offset(first), offset(last) - offset(first));
+  for (std::size_t k = 0; k + 1 < items.size(); ++k) {
+    const std::string_view block = std::string_view(lower).substr(items[k], items[k + 1] - items[k]);
+    if (!holds_value(block, want)) continue;
+    std::string alone = text.substr(0, header_end);  // the header (to its "gpus:" line) and this item
+    alone.append(text, items[k], items[k + 1] - items[k]);
     try {
       MapReader top(yamlio::load_string(alone, file.string()));
       const auto entries = top.required("gpus").items();

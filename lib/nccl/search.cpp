@@ -42,7 +42,21 @@ void sub_round(double& a, double b) { a = round_half_away((a - b) * 1000.0) / 10
 
 class Search {
  public:
-  Search(System& s, const Table& t) : s_(s), t_(t), ngpus_(s.count(GPU)) {}
+  // The search books bandwidth on a copy of the system's nodes and links; the paths, which it only reads,
+  // stay where they are (copying them was an allocation per pair of nodes, twice per GPU set).
+  Search(const System& s, const Table& t) : paths_(s), s_(nodes_and_links(s)), t_(t), ngpus_(s.count(GPU)) {}
+
+  static System nodes_and_links(const System& s) {
+    System w;
+    w.nodes = s.nodes;
+    w.links = s.links;
+    w.of_type = s.of_type;
+    w.max_bw = s.max_bw;
+    w.total_bw = s.total_bw;
+    w.sm = s.sm;
+    w.intel = s.intel;
+    return w;
+  }
 
   // followPath: reserve `bw` on the first `max_steps` links of `path`; *steps = how far it got.
   int follow_path(const SPath& path, int start, int max_steps, double bw) {
@@ -76,8 +90,8 @@ class Search {
     const int node2 = s_.of_type[type2][index2];
     if (type1 < 0) return node2;
     const int node1 = s_.of_type[type1][index1];
-    const SPath& path = s_.path[node1][node2];
-    const SPath& rev = s_.path[node2][node1];
+    const SPath& path = paths_.path[node1][node2];
+    const SPath& rev = paths_.path[node2][node1];
     if (path.count() == 0) return node2;
     const bool intra = (type1 == GPU || type1 == NVS) && (type2 == GPU || type2 == NVS);
     double bw = intra ? g.bw_intra : g.bw_inter;
@@ -121,14 +135,14 @@ class Search {
     int m = P_SYS;
     for (int i = 0; i < ngpus_; ++i)
       for (int j = 0; j < s_.count(to); ++j)
-        if (!(to == GPU && i == j)) m = std::min(m, s_.p(GPU, i, to, j).type);
+        if (!(to == GPU && i == j)) m = std::min(m, paths_.p(GPU, i, to, j).type);
     return m;
   }
   int max_path(NodeType to) const {
     int m = P_LOC;
     for (int i = 0; i < ngpus_; ++i)
       for (int j = 0; j < s_.count(to); ++j)
-        if (!(to == GPU && i == j)) m = std::max(m, s_.p(GPU, i, to, j).type);
+        if (!(to == GPU && i == j)) m = std::max(m, paths_.p(GPU, i, to, j).type);
     return m;
   }
 
@@ -150,7 +164,7 @@ class Search {
     auto eligible = [&](int o) {
       if (o == gpu) return false;
       const int on = s_.of_type[GPU][o];
-      const SPath& p = s_.path[from][on];
+      const SPath& p = paths_.path[from][on];
       return p.count() != 0 && p.type < P_DIS && !(s_.nodes[on].used & flag);
     };
     if (s_.count(NVS) > 0) {
@@ -184,7 +198,7 @@ class Search {
         scores_.clear();
         for (int i = 1; i < ngpus_; ++i) {
           const int o = (gpu + i) % ngpus_;
-          const SPath& p = s_.path[from][s_.of_type[GPU][o]];
+          const SPath& p = paths_.path[from][s_.of_type[GPU][o]];
           if (p.count() == 0 || p.type >= P_DIS) continue;
           scores_.push_back(Score{o, i, p.count(), static_cast<int>(p.bw), 0, 0, 0});
         }
@@ -204,10 +218,10 @@ class Search {
       const int o = (gpu + i) % ngpus_;
       if (!eligible(o)) continue;
       const int on = s_.of_type[GPU][o];
-      const SPath& p = s_.path[from][on];
+      const SPath& p = paths_.path[from][on];
       Score sc{o, i, p.count(), static_cast<int>(p.bw), 0, 0, 0};
       if (net >= 0) {
-        const SPath& np = s_.path[net][on];
+        const SPath& np = paths_.path[net][on];
         sc.inter_hops = np.count();
         sc.inter_bw = static_cast<int>(np.bw);
         for (int l : s_.nodes[on].links)
@@ -255,7 +269,7 @@ class Search {
       for (int gi = 0; gi < ngpus_; ++gi) {
         if (gpu >= 0 && gi != gpu) continue;
         for (int n = 0; n < s_.count(NET); ++n)
-          if (s_.p(GPU, gi, NET, n).type == t) add(n);
+          if (paths_.p(GPU, gi, NET, n).type == t) add(n);
       }
     slot = std::move(nets);
     return *slot;
@@ -268,7 +282,7 @@ class Search {
     int min_rank = 2 * P_DIS;
     std::vector<int> out;
     for (int i = 0; i < s_.count(rtype); ++i) {
-      const SPath& p = s_.p(type, index, rtype, i);
+      const SPath& p = paths_.p(type, index, rtype, i);
       if (p.bw > max_bw || (p.bw == max_bw && p.rank() < min_rank)) {
         max_bw = p.bw;
         min_rank = p.rank();
@@ -453,7 +467,7 @@ class Search {
       first_links_.clear();
       for (int o = 0; o < ngpus_; ++o) {
         if (o == gi) continue;
-        const SPath& p = s_.p(GPU, gi, GPU, o);
+        const SPath& p = paths_.p(GPU, gi, GPU, o);
         if (p.count() == 0 || p.type >= P_DIS || p.type > g.type_intra) continue;
         if (min_hops == 0 || p.count() < min_hops) min_hops = p.count();
         const int l = p.links.front();
@@ -508,7 +522,7 @@ class Search {
     for (int a = 0; a < ngpus_; ++a)
       for (int b = 0; b < ngpus_; ++b) {
         if (a == b) continue;
-        for (int l : s_.p(GPU, a, GPU, b).links)
+        for (int l : paths_.p(GPU, a, GPU, b).links)
           to[static_cast<std::size_t>(l) * static_cast<std::size_t>(ngpus_) + static_cast<std::size_t>(a)] |= 1ULL << b;
       }
     for (std::size_t l = 0; l < s_.links.size(); ++l) {
@@ -539,7 +553,7 @@ class Search {
       int paths = 0;
       for (int b = 0; b < ngpus_; ++b) {
         if (a == b) continue;
-        const SPath& p = s_.p(GPU, a, GPU, b);
+        const SPath& p = paths_.p(GPU, a, GPU, b);
         if (p.count() == 0 || p.type >= P_DIS) continue;
         ++paths;
         const double pci = pci_factor(p, s_.of_type[GPU][static_cast<std::size_t>(a)]);
@@ -590,7 +604,7 @@ class Search {
       int m = 0;
       for (int i = 0; i < s_.count(from); ++i)
         for (int j = 0; j < s_.count(to); ++j) {
-          const int c = s_.p(from, i, to, j).count();
+          const int c = paths_.p(from, i, to, j).count();
           if (c > 0 && (m == 0 || c < m)) m = c;
         }
       return m;
@@ -807,6 +821,9 @@ class Search {
     Sweep w = first_try(graph, nets);
     for (;;) {  // the "search:" label
       if (w.pass == 2 && skip_doomed && w.tmp.pattern == RING && final_at_every_speed(w, graph)) break;
+      // A tree's second pass raises bwIntra above the graph's and stops as soon as a search saves
+      // nothing, whatever budget it left: when the bound proves this one saves nothing, that is the end.
+      if (w.pass == 2 && skip_doomed && w.tmp.pattern != RING && cannot_improve(w.tmp, graph)) break;
       run_try(w, graph, skip_doomed);
       const bool done = w.time == -1 || graph.n_channels * graph.bw_inter >= s_.total_bw;
       if (!done && w.pass == 1) {
@@ -833,13 +850,13 @@ class Search {
     auto take = [&](double b) {
       if (b > 0) bw = std::min(bw, b);
     };
-    for (int i = 0; i + 1 < ngpus_; ++i) take(s_.p(GPU, i, GPU, i + 1).bw);
+    for (int i = 0; i + 1 < ngpus_; ++i) take(paths_.p(GPU, i, GPU, i + 1).bw);
     if (s_.count(NET) > 0 && ngpus_ > 0) {
       take(s_.typed_const(NET, 0).net_bw);
-      take(s_.p(NET, 0, GPU, 0).bw);
-      take(s_.p(GPU, ngpus_ - 1, NET, 0).bw);
+      take(paths_.p(NET, 0, GPU, 0).bw);
+      take(paths_.p(GPU, ngpus_ - 1, NET, 0).bw);
     } else if (ngpus_ > 1) {
-      take(s_.p(GPU, ngpus_ - 1, GPU, 0).bw);
+      take(paths_.p(GPU, ngpus_ - 1, GPU, 0).bw);
     }
     return bw;
   }
@@ -859,7 +876,8 @@ class Search {
   }
 
  private:
-  System& s_;
+  const System& paths_;  // the system as built: its paths (and of_type, which the copy shares)
+  System s_;             // its nodes and links, as the search books them
   const Table& t_;
   int ngpus_;
   int min_type_intra_ = P_NVL, max_type_intra_ = P_SYS, min_type_inter_ = P_PIX, max_type_inter_ = P_SYS;
@@ -877,7 +895,7 @@ class Search {
 
 }  // namespace
 
-ChannelSet compute_channels(System& sys, ChannelPattern pattern, int min_channels, int max_channels, const Table& t,
+ChannelSet compute_channels(const System& sys, ChannelPattern pattern, int min_channels, int max_channels, const Table& t,
                             bool skip_doomed) {
   Search s(sys, t);
   return s.compute(pattern, min_channels, max_channels, skip_doomed);

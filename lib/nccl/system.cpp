@@ -37,11 +37,12 @@ void set_paths(System& s, int base, double loc_bw) {
   const int n = static_cast<int>(s.nodes.size());
   for (int v = 0; v < n; ++v) s.path[v][base] = SPath{};
   s.path[base][base] = SPath{{}, P_LOC, loc_bw};
-  std::vector<int> list{base};
+  std::vector<int> list{base}, next;
   while (!list.empty()) {
-    std::vector<int> next;
+    next.clear();
     for (int node : list) {
-      const SPath pn = s.path[node][base];
+      // a reference, not a copy: only the paths of other nodes (rem != node: no link loops) change below
+      const SPath& pn = s.path[node][base];
       for (int l : s.nodes[node].links) {
         const SLink& link = s.links[l];
         const int rem = link.to;
@@ -63,7 +64,7 @@ void set_paths(System& s, int base, double loc_bw) {
         }
       }
     }
-    list = std::move(next);
+    list.swap(next);
   }
 }
 
@@ -264,9 +265,8 @@ void search_bandwidths(System& s, const Table& t) {
   }
 }
 
-}  // namespace
-
-System build_system(const Topology::Impl& topo, std::span<const int> local_gpus, bool with_nets, const Table& t) {
+// The nodes and links of build_system's system, without paths; `any_cpu`: whether there is a CPU.
+System nodes_and_links(const Topology::Impl& topo, std::span<const int> local_gpus, bool with_nets, bool& any_cpu) {
   System s;
   s.of_type.assign(NTYPES, {});
   s.sm = topo.sm;
@@ -282,7 +282,7 @@ System build_system(const Topology::Impl& topo, std::span<const int> local_gpus,
     n.sm = topo.sm;
     map[topo.gpus.at(static_cast<std::size_t>(lg))] = add_node(s, n);
   }
-  const bool any_cpu = add_vertices(s, topo, with_nets, map);
+  any_cpu = add_vertices(s, topo, with_nets, map);
   for (auto e : boost::make_iterator_range(boost::edges(g))) {
     const int a = map[boost::source(e, g)], b = map[boost::target(e, g)];
     if (a < 0 || b < 0 || a == b) continue;
@@ -290,7 +290,19 @@ System build_system(const Topology::Impl& topo, std::span<const int> local_gpus,
     const int type = ep.kind == LinkKind::nvlink ? P_NVL : ep.kind == LinkKind::pcie ? P_PIX : P_SYS;
     connect(s, a, b, type, ep.gbs);
   }
+  return s;
+}
 
+}  // namespace
+
+System build_links(const Topology::Impl& topo, std::span<const int> local_gpus, bool with_nets) {
+  bool any_cpu = false;
+  return nodes_and_links(topo, local_gpus, with_nets, any_cpu);
+}
+
+System build_system(const Topology::Impl& topo, std::span<const int> local_gpus, bool with_nets, const Table& t) {
+  bool any_cpu = false;
+  System s = nodes_and_links(topo, local_gpus, with_nets, any_cpu);
   const int n = static_cast<int>(s.nodes.size());
   s.path.assign(static_cast<std::size_t>(n), std::vector<SPath>(static_cast<std::size_t>(n)));
   for (int base = 0; base < n; ++base) set_paths(s, base, t.loc_bw);

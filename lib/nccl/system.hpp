@@ -67,6 +67,8 @@ struct System {
 /// Builds NCCL's system for GPUs `local_gpus` of a node (the others removed, as ncclTopoTrimSystem does),
 /// with NICs when `with_nets`, and computes all paths with NCCL's P2P and GPU Direct rules.
 System build_system(const Topology::Impl& topo, std::span<const int> local_gpus, bool with_nets, const Table& t);
+/// build_system's nodes and links without its paths (what a node's own links answer: own_link_bw).
+System build_links(const Topology::Impl& topo, std::span<const int> local_gpus, bool with_nets);
 /// A node's own link bandwidth, NCCL's totalBw for a GPU: its NVLinks together (NVLink-C2C to a Grace CPU
 /// excluded: NCCL types it LINK_C2C), or its PCIe link, whichever is larger (GB/s).
 double own_link_bw(const System& s, int node);
@@ -75,7 +77,7 @@ double own_link_bw(const System& s, int node);
 /// With `skip_doomed`, a first-pass search that a bandwidth bound proves cannot reach min_channels is
 /// not run (NCCL runs it, spends its budget and finds nothing); the result is the same, which
 /// tests/nccl_test.cpp checks against `skip_doomed = false` on every shipped node.
-ChannelSet compute_channels(System& sys, ChannelPattern pattern, int min_channels, int max_channels, const Table& t,
+ChannelSet compute_channels(const System& sys, ChannelPattern pattern, int min_channels, int max_channels, const Table& t,
                             bool skip_doomed = true);
 
 }  // namespace dlscale::nccl

@@ -98,8 +98,19 @@ BytesPerSecond Topology::measured_p2p(int a, int b) const noexcept {
 }
 
 BytesPerSecond Topology::gpu_link_bandwidth(int local_gpu) const {
-  const auto& s = full_system(*impl_, false);
-  return gigabytes_per_second(nccl::own_link_bw(s, s.of_type[nccl::GPU][static_cast<std::size_t>(local_gpu)]));
+  // A GPU's own links need no paths: the full system when it is built anyway, else its links alone (a
+  // one-node collective asks this of NVLS and nothing that needs the full system's paths).
+  std::shared_ptr<const nccl::System> s;
+  {
+    std::lock_guard lock(impl_->mutex);
+    s = impl_->all_gpus[0] ? impl_->all_gpus[0] : impl_->links_only;
+    if (!s) {
+      std::vector<int> all(static_cast<std::size_t>(impl_->gpus_per_node));
+      for (int i = 0; i < impl_->gpus_per_node; ++i) all[static_cast<std::size_t>(i)] = i;
+      s = impl_->links_only = std::make_shared<const nccl::System>(nccl::build_links(*impl_, all, false));
+    }
+  }
+  return gigabytes_per_second(nccl::own_link_bw(*s, s->of_type[nccl::GPU][static_cast<std::size_t>(local_gpu)]));
 }
 
 ChannelSet Topology::channels(ChannelPattern pattern, std::span<const int> local_gpus, int nodes) const {
@@ -118,7 +129,7 @@ ChannelSet Topology::channels(ChannelPattern pattern, std::span<const int> local
     if (auto it = impl_->cache.find(key); it != impl_->cache.end()) return it->second;
   }
   const auto& table = nccl::default_table();
-  // the search changes the system it is given: each starts from a copy of the one built
+  // the system built for these GPUs, shared: a search books bandwidth on its own copy of the links
   auto built = [&] {
     std::shared_ptr<const nccl::System> kept;
     {
@@ -130,17 +141,15 @@ ChannelSet Topology::channels(ChannelPattern pattern, std::span<const int> local
       std::lock_guard lock(impl_->mutex);
       impl_->trimmed.emplace(std::pair{gpus, nets}, kept);
     }
-    return nccl::System(*kept);
+    return kept;
   };
   ChannelSet result;
   if (pattern == ChannelPattern::ring) {
-    auto sys = built();
-    result = nccl::compute_channels(sys, pattern, 1, table.max_channels, table);
+    result = nccl::compute_channels(*built(), pattern, 1, table.max_channels, table);
   } else {
     // init.cc: the tree search must find as many channels as the ring search did.
     const ChannelSet ring = channels(ChannelPattern::ring, gpus, nodes);
-    auto sys = built();
-    result = nccl::compute_channels(sys, pattern, ring.channels, ring.channels, table);
+    result = nccl::compute_channels(*built(), pattern, ring.channels, ring.channels, table);
   }
   std::lock_guard lock(impl_->mutex);
   impl_->cache.emplace(key, result);

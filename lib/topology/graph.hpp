@@ -68,6 +68,7 @@ struct Topology::Impl {
 
   mutable std::mutex mutex;
   mutable std::shared_ptr<const nccl::System> all_gpus[2];  // every GPU of the node, without/with NICs
+  mutable std::shared_ptr<const nccl::System> links_only;   // every GPU, links without paths (gpu_link_bandwidth)
   mutable std::map<std::tuple<int, std::vector<int>, bool>, ChannelSet> cache;
   /// NCCL's system trimmed to some GPUs (with/without NICs) as built, before a search: the ring's and the
   /// tree's searches over the same GPUs start from the same one (building it is most of a search's cost).
