@@ -35,6 +35,7 @@ struct ThroughputSample {
   bool lrn = true;                                     // the framework runs LRN (Strategy::lrn)
   int pool_index_bytes = 8;                            // its max pooling's index per output (Strategy::pool_index_bytes)
   std::optional<OptimizerImpl> optimizer_impl;         // its optimiser's kernels (Strategy::optimizer_impl; unset: fused)
+  std::optional<UpdateKernelCost> update_kernels;      // its own update kernels (Strategy::update_kernels)
   double samples_per_s = 0.0;
   int line = 0;  // in the measurement file
 };
@@ -59,9 +60,10 @@ struct MeasurementOptions {
   int pool_index_bytes = 8;
   std::optional<Optimizer> optimizer;
   std::optional<OptimizerImpl> optimizer_impl;
+  std::optional<UpdateKernelCost> update_kernels;
 
   /// Rows run with `framework`: its cuDNN algorithm search and layout, attention kernel, LRN, max pooling's
-  /// index, and optimiser and its kernels.
+  /// index, and optimiser and its kernels (its own update kernels where its file gives them).
   void take_framework(const Strategy& framework);
 };
 

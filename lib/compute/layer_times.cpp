@@ -488,8 +488,31 @@ void time_loss(Kernels& k, const Layer& last, int batch, const ComputeOptions& o
   k.pass(k.name("loss", " bwd"), 3.0 * e, eb, true);
 }
 
+/// The parameter tensors a layer's update walks: a convolution's or linear map's weight and its bias where it has
+/// one (parameters beyond the weight), a normalisation's scale and shift (RMSNorm's scale alone); two elsewhere.
+double parameter_tensors(const Layer& l) {
+  const auto& in = l.input_shape;
+  const auto& out = l.output_shape;
+  switch (l.kind) {
+    case LayerKind::conv:
+      if (in.empty() || out.empty()) return 2.0;
+      return l.params > in[0] / std::max(l.groups, 1) * l.kernel_h * l.kernel_w * out[0] ? 2.0 : 1.0;
+    case LayerKind::linear:
+      if (in.empty() || out.empty()) return 2.0;
+      return l.params > in.back() * out.back() ? 2.0 : 1.0;
+    case LayerKind::layernorm:
+      return l.rms ? 1.0 : 2.0;
+    default:
+      return 2.0;
+  }
+}
+
 Seconds update_time(const Layer& l, const GpuSpec& gpu, const ComputeOptions& opt, const KernelParams& kp) {
   if (l.params <= 0) return Seconds{};
+  if (opt.update_kernels) {  // the framework's own kernels: its traffic at the datasheet rate, its cost a tensor
+    const UpdateKernelCost& u = *opt.update_kernels;
+    return bytes(static_cast<double>(l.params) * u.traffic) / gpu.memory_bandwidth + u.per_tensor * parameter_tensors(l);
+  }
   const Bytes traffic = bytes(static_cast<double>(l.params) * update_bytes_per_param(opt));
   // Fused: one multi-tensor kernel per layer. Foreach: each pass a multi-tensor launch over up to 48 tensors (three
   // tensor lists; PyTorch's multi_tensor_apply, depth_to_max_tensors) or 320 chunks of 65,536 elements, so a
