@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -149,6 +150,88 @@ TEST(TableV, FrameworkJitterIsTheMedianOfItsNetworks) {
     if (std::string(framework) == "tensorflow") {
       EXPECT_NEAR(load_strategy(resolve(DataKind::framework, "horovod-tensorflow", "--framework")).jitter_cv, cv[1], 0.0005);
     }
+  }
+}
+
+// Table V's t_u and t_h2d, in the order of kTableV (seconds).
+constexpr double kTableVUpdate[] = {0.0062, 0.0086, 0.0041, 0.0031, 0.0015, 0.0095,
+                                    0.0095, 0.0005, 0.0033, 0.0073, 0.0164, 0.0015};
+constexpr double kTableVCopy[] = {0.0526, 0.0528, 0.1109, 0.1140, 0.0021, 0.0033, 0.0143, 0.0161, 0.0009, 0.0016, 0.0039, 0.0045};
+
+/// The least-squares (a, c) of y ≈ a·x1 + c·x2 in relative error: minimises Σ((a·x1 + c·x2)/y − 1)².
+std::pair<double, double> relative_least_squares(const std::vector<std::array<double, 3>>& rows) {
+  double s11 = 0, s12 = 0, s22 = 0, b1 = 0, b2 = 0;
+  for (const auto& [x1, x2, y] : rows) {
+    const double u = x1 / y, v = x2 / y;
+    s11 += u * u, s12 += u * v, s22 += v * v, b1 += u, b2 += v;
+  }
+  const double det = s11 * s22 - s12 * s12;
+  return {(b1 * s22 - b2 * s12) / det, (s11 * b2 - s12 * b1) / det};
+}
+
+/// The parameter tensors of a network, counted here: a convolution's or linear map's weight and a bias where it
+/// has parameters beyond the weight, a batch norm's scale and shift.
+double parameter_tensors(const Network& net) {
+  double n = 0;
+  for (const Layer& l : net.layers) {
+    if (l.params <= 0) continue;
+    const auto& in = l.input_shape;
+    const auto& out = l.output_shape;
+    double weight = 0;
+    if (l.kind == LayerKind::conv) weight = static_cast<double>(in[0] / l.groups * l.kernel_h * l.kernel_w * out[0]);
+    if (l.kind == LayerKind::linear) weight = static_cast<double>(in.back() * out.back());
+    n += weight > 0 && static_cast<double>(l.params) <= weight ? 1.0 : 2.0;
+  }
+  return n;
+}
+
+// A framework's `update_kernels` is data (docs/reproduce.md, "Shi & Chu's frameworks"): t_u = P·traffic/B_mem +
+// tensors·per_tensor, fitted to its three Table V rows (two numbers per framework, none per network); the file must
+// say what this prints. Rerun: build/bin/validation_test --gtest_filter='TableV.FrameworkUpdateKernels*'.
+TEST(TableV, FrameworkUpdateKernelsAreTheFitOfItsRows) {
+  const char* frameworks[] = {"caffe-mpi", "cntk", "mxnet", "tensorflow"};
+  const char* models[] = {"alexnet", "googlenet", "resnet50"};
+  for (std::size_t f = 0; f < 4; ++f) {
+    std::vector<std::array<double, 3>> rows;
+    const Scenario sc = p40_scenario("alexnet", frameworks[f], 1024);
+    const double bandwidth = in_bytes_per_second(sc.cluster.gpu.memory_bandwidth);
+    for (std::size_t m = 0; m < 3; ++m) {
+      const Network net = zoo(models[m]);
+      rows.push_back({static_cast<double>(net.total_params()) / bandwidth, parameter_tensors(net), kTableVUpdate[4 * m + f]});
+    }
+    const auto [traffic, per_tensor] = relative_least_squares(rows);
+    std::printf("update_kernels %-10s traffic %.2f B, per_tensor %.2f us\n", frameworks[f], traffic, 1e6 * per_tensor);
+    ASSERT_TRUE(sc.strategy.update_kernels) << frameworks[f];
+    EXPECT_NEAR(sc.strategy.update_kernels->traffic, traffic, 0.006) << frameworks[f];
+    EXPECT_NEAR(in_seconds(sc.strategy.update_kernels->per_tensor), per_tensor, 0.006e-6) << frameworks[f];
+    for (std::size_t m = 0; m < 3; ++m) {  // and the predictor charges it: one GPU's t_u is the formula's
+      const int batch = m == 0 ? 1024 : m == 1 ? 128 : 32;
+      const auto b = Predictor(p40_scenario(models[m], frameworks[f], batch)).predict(1).breakdown;
+      const double formula =
+          rows[m][0] * sc.strategy.update_kernels->traffic + rows[m][1] * in_seconds(sc.strategy.update_kernels->per_tensor);
+      EXPECT_NEAR(in_seconds(b.update), formula, 1e-12) << models[m] << " " << frameworks[f];
+    }
+  }
+}
+
+// A pageable framework's `io: {copy: {rate, latency}}` is data: t_h2d = D/(rate·B_pageable) + latency with D its fp32
+// batch, fitted to its three Table V rows; the file must say what this prints (MXNet and TensorFlow; the pinned
+// frameworks copy at the node's rate). Rerun: build/bin/validation_test --gtest_filter='TableV.FrameworkCopy*'.
+TEST(TableV, FrameworkCopyIsTheFitOfItsRows) {
+  const char* models[] = {"alexnet", "googlenet", "resnet50"};
+  const int batches[] = {1024, 128, 32};
+  for (const auto& [framework, f] : {std::pair{"mxnet", 2}, std::pair{"tensorflow", 3}}) {
+    std::vector<std::array<double, 3>> rows;
+    for (std::size_t m = 0; m < 3; ++m) {
+      const Scenario sc = p40_scenario(models[m], framework, batches[m]);
+      const double d = in_bytes(sc.network.input_bytes_per_sample) * batches[m];
+      rows.push_back({d / in_bytes_per_second(sc.cluster.h2d_pageable), 1.0, kTableVCopy[4 * m + static_cast<std::size_t>(f)]});
+    }
+    const auto [slowdown, latency] = relative_least_squares(rows);
+    std::printf("io copy %-10s rate %.3f, latency %.2f ms\n", framework, 1.0 / slowdown, 1e3 * latency);
+    const Strategy st = load_strategy(resolve(DataKind::framework, framework, "--framework"));
+    EXPECT_NEAR(st.h2d_rate, 1.0 / slowdown, 0.0006) << framework;
+    EXPECT_NEAR(in_seconds(st.h2d_latency), latency, 0.006e-3) << framework;
   }
 }
 

@@ -58,6 +58,16 @@ inline constexpr std::string_view kOptimizerImplNames = "fused, foreach, for_loo
 /// AdamW 8 (torch.optim's _multi_tensor_* and _single_tensor_* code), LAMB 8 (apex's unfused reference).
 int optimizer_passes(Optimizer o) noexcept;
 
+/// A framework's update as its own kernels run it (`update_kernels:` in a framework file; docs/reproduce.md,
+/// "Shi & Chu's frameworks"): `traffic` bytes a parameter at the GPU's datasheet memory bandwidth, and
+/// `per_tensor` for each parameter tensor (weight, bias, a normalisation's scale and shift), the kernels and host
+/// work a framework spends on every tensor whatever its size. Both per framework, never per network.
+struct UpdateKernelCost {
+  double traffic = 0.0;                       // bytes a parameter at the datasheet bandwidth
+  Seconds per_tensor{};                       // a parameter tensor
+  Optimizer optimizer = Optimizer::momentum;  // the optimiser whose update this is: another one takes the generic model
+};
+
 /// How attention's scores are computed (docs/compute-model.md, eq. K9): `eager` materialises the
 /// heads·S² scores and runs softmax, mask and dropout as separate memory-bound passes (PyTorch before
 /// 2.0, most 2017-2022 code); `flash` is one fused kernel per pass (FlashAttention-2, PyTorch 2.x SDPA on
@@ -121,6 +131,8 @@ struct ComputeOptions {
   Optimizer optimizer = Optimizer::momentum;
   /// The optimiser's kernels (OptimizerImpl); unset: the framework's (`optimizer_impl:`), else fused.
   std::optional<OptimizerImpl> optimizer_impl;
+  /// The framework's own update kernels (Strategy::update_kernels); unset: the optimiser's traffic and kernels.
+  std::optional<UpdateKernelCost> update_kernels;
   int accumulate = 1;                     // forward/backward passes per gradient exchange and update (≥ 1)
   bool checkpointing = false;             // activation checkpointing: ⌈√L⌉ segments, forward recomputed in backward
                                           // (include/dlscale/memory.hpp, checkpoint_segments)

@@ -36,6 +36,7 @@ struct ThroughputSample {
   int pool_index_bytes = 8;                            // its max pooling's index per output (Strategy::pool_index_bytes)
   std::optional<OptimizerImpl> optimizer_impl;         // its optimiser's kernels (Strategy::optimizer_impl; unset: fused)
   KernelExecution execution;                           // its memory-bound kernels and kernel issue (Strategy::execution)
+  std::optional<UpdateKernelCost> update_kernels;      // its own update kernels (Strategy::update_kernels)
   double samples_per_s = 0.0;
   int line = 0;  // in the measurement file
 };
@@ -61,9 +62,10 @@ struct MeasurementOptions {
   std::optional<Optimizer> optimizer;
   std::optional<OptimizerImpl> optimizer_impl;
   KernelExecution execution;
+  std::optional<UpdateKernelCost> update_kernels;
 
   /// Rows run with `framework`: its cuDNN algorithm search and layout, attention kernel, LRN, max pooling's
-  /// index, and optimiser and its kernels.
+  /// index, and optimiser and its kernels (its own update kernels where its file gives them).
   void take_framework(const Strategy& framework);
 };
 

@@ -76,6 +76,11 @@ struct Strategy {
   /// `io: {reader: bytes}`: the framework's reader is Section IV-A's, the input bytes over the page cache
   /// or disk (t_io = D·n_g/B), whatever input pipeline the cluster describes (synthetic data aside).
   bool reads_bytes = false;
+  /// `io: {copy: {rate: 0.64, latency: "1.5 ms"}}`: the host-to-GPU copy of each batch runs at `rate` of the
+  /// node's copy bandwidth for its memory (pinned or pageable) and adds `latency` a copy (docs/reproduce.md,
+  /// "Shi & Chu's frameworks"). Default: the node's bandwidth, no latency.
+  double h2d_rate = 1.0;
+  Seconds h2d_latency{};
   Aggregation aggregation = Aggregation::allreduce;
   Overlap overlap = Overlap::layerwise;
   UpdatePlacement update = UpdatePlacement::after_aggregation;
@@ -113,6 +118,9 @@ struct Strategy {
   /// `kernels: {memory_bound, fused, host_issue, launch_gap}`: how its memory-bound kernels run and its kernels are
   /// issued (ComputeOptions::execution, docs/compute-model.md, eqs. K18-K20); default: as the shipped fit.
   KernelExecution execution;
+  /// `update_kernels: {traffic: 34.6, per_tensor: "6.9 us"}`: the framework's update as its own kernels run it
+  /// (ComputeOptions::update_kernels); unset: the optimiser's traffic and kernels (optimizer_impl).
+  std::optional<UpdateKernelCost> update_kernels;
   // Synchronization losses (docs/model.md, "Synchronization losses"); both off by default.
   double jitter_cv = 0.0;        // coefficient of variation of a GPU's per-iteration compute time
   Seconds iteration_overhead{};  // fixed cost per iteration of more than one GPU (negotiation, launches)

@@ -239,6 +239,7 @@ ThroughputSample to_sample(const fs::path& file, const Raw& r, const std::vector
   s.pool_index_bytes = opt.pool_index_bytes;
   s.optimizer_impl = opt.optimizer_impl;
   s.execution = opt.execution;
+  s.update_kernels = opt.update_kernels;
   s.attention = opt.attention;
   try {
     if (!r.attention.empty()) s.attention = attention_kernel_from_string(r.attention);
@@ -273,6 +274,7 @@ void MeasurementOptions::take_framework(const Strategy& framework) {
   optimizer = framework.optimizer;
   optimizer_impl = framework.optimizer_impl;
   execution = framework.execution;
+  update_kernels = framework.update_kernels;
 }
 
 double predicted_throughput(const ThroughputSample& s, const KernelParamSet& params) {
@@ -285,6 +287,7 @@ double predicted_throughput(const ThroughputSample& s, const KernelParamSet& par
   o.pool_index_bytes = s.pool_index_bytes;
   o.optimizer_impl = s.optimizer_impl;
   o.execution = s.execution;
+  o.update_kernels = s.update_kernels;
   o.attention = effective_attention(s.attention, s.gpu, s.precision);
   o.kernel_params = std::shared_ptr<const KernelParamSet>(std::shared_ptr<void>{}, &params);  // non-owning
   const LayerTimes t = estimate_layer_times(*s.network, s.gpu, s.batch, o);

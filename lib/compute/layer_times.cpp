@@ -530,9 +530,29 @@ void time_loss(Kernels& k, const Layer& last, int batch, const ComputeOptions& o
   k.pass(k.name("loss", " bwd"), 3.0 * e, eb, true);
 }
 
+/// The parameter tensors a layer's update walks: a convolution's or linear map's weight and its bias where it has
+/// one (parameters beyond the weight), a normalisation's scale and shift (RMSNorm's scale alone); two elsewhere.
+double parameter_tensors(const Layer& l) {
+  const auto& in = l.input_shape;
+  const auto& out = l.output_shape;
+  switch (l.kind) {
+    case LayerKind::conv:
+      if (in.empty() || out.empty()) return 2.0;
+      return l.params > in[0] / std::max(l.groups, 1) * l.kernel_h * l.kernel_w * out[0] ? 2.0 : 1.0;
+    case LayerKind::linear:
+      if (in.empty() || out.empty()) return 2.0;
+      return l.params > in.back() * out.back() ? 2.0 : 1.0;
+    case LayerKind::layernorm:
+      return l.rms ? 1.0 : 2.0;
+    default:
+      return 2.0;
+  }
+}
+
 /// The kernels a layer's update launches (a share of a multi-tensor launch counts its share).
-double update_kernels(const Layer& l, const ComputeOptions& opt) {
+double update_kernel_count(const Layer& l, const ComputeOptions& opt) {
   if (l.params <= 0) return 0.0;
+  if (opt.update_kernels) return parameter_tensors(l);  // the framework's own update: a kernel a tensor
   // Fused: one multi-tensor kernel per layer. Foreach: each pass a multi-tensor launch over up to 48 tensors (three
   // tensor lists; PyTorch's multi_tensor_apply, depth_to_max_tensors) or 320 chunks of 65,536 elements, so a
   // layer's weight and bias take 2/48 of a launch per pass, or more where it has more elements. For-loop: each
@@ -556,12 +576,16 @@ double update_kernels(const Layer& l, const ComputeOptions& opt) {
 
 Seconds update_time(const Layer& l, const GpuSpec& gpu, const ComputeOptions& opt, const KernelParams& kp) {
   if (l.params <= 0) return Seconds{};
+  if (opt.update_kernels) {  // the framework's own kernels: its traffic at the datasheet rate, its cost a tensor
+    const UpdateKernelCost& u = *opt.update_kernels;
+    return bytes(static_cast<double>(l.params) * u.traffic) / gpu.memory_bandwidth + u.per_tensor * parameter_tensors(l);
+  }
   const Bytes traffic = bytes(static_cast<double>(l.params) * update_bytes_per_param(opt));
   const OptimizerImpl impl = opt.optimizer_impl.value_or(OptimizerImpl::fused);
   // the optimiser kernels' own measured streaming rate where the architecture has one, else the memory-bound one
   const double measured = impl == OptimizerImpl::fused ? kp.fused_optimizer_efficiency : kp.optimizer_pass_efficiency;
   const double efficiency = measured > 0.0 ? measured : kp.memory_efficiency;
-  return traffic / (gpu.memory_bandwidth * efficiency) + kp.kernel_overhead * update_kernels(l, opt);
+  return traffic / (gpu.memory_bandwidth * efficiency) + kp.kernel_overhead * update_kernel_count(l, opt);
 }
 
 /// Eqs. K18 and K20: the kernel parameters as the framework runs its kernels. Its memory traffic moves at the
@@ -694,7 +718,7 @@ LayerTimes estimate_layer_times(const Network& net, const GpuSpec& gpu, int batc
     t.update[i] = update_time(net.layers[i], gpu, opt, kp);
     kernels_forward += k.forward_kernels;
     kernels_backward += k.backward_kernels;
-    kernels_update += update_kernels(net.layers[i], opt);
+    kernels_update += update_kernel_count(net.layers[i], opt);
   }
   if (const Seconds issue = opt.execution.host_issue; issue > Seconds{}) {  // eq. K20
     issue_floor(t.forward, kernels_forward, issue, {&t.forward_gemm, &t.forward_attention, &t.forward_copies});

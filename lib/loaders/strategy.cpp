@@ -129,6 +129,18 @@ void read_io(const Node& node, Strategy& s) {
     s.prefetch_depth = d->int_at_most(1'000'000);
     if (s.prefetch_depth < 1) d->fail("a prefetch queue holds at least one batch");
   }
+  if (auto c = io.optional("copy")) {  // the framework's host-to-GPU copy: a share of the node's rate, a latency
+    MapReader copy(*c);
+    if (auto r = copy.optional("rate")) {
+      s.h2d_rate = r->positive_number();
+      if (s.h2d_rate > 1.0) r->fail("a copy runs at most at the node's rate (a share up to 1)");
+    }
+    if (auto l = copy.optional("latency")) {
+      s.h2d_latency = l->latency();
+      if (s.h2d_latency < Seconds{}) l->fail("a copy's latency cannot be negative");
+    }
+    copy.finish();
+  }
   if (auto b = io.optional("buffer")) {
     s.prefetch_buffer = b->bytes();
     if (!(s.prefetch_buffer > Bytes{})) b->fail("a prefetch buffer holds more than zero bytes");
@@ -183,6 +195,19 @@ void read_kernel_execution(const Node& node, KernelExecution& x) {
     (issue ? *issue : *gap).fail("host_issue and launch_gap go together: the host's cost per kernel and the GPU's");
 }
 
+/// `update_kernels: {traffic: B, per_tensor: T}`: the framework's own update kernels (UpdateKernelCost).
+UpdateKernelCost read_update_kernels(const Node& node) {
+  MapReader u(node);
+  UpdateKernelCost cost;
+  cost.traffic = u.required("traffic").positive_number();
+  const Node per_tensor = u.required("per_tensor");
+  cost.per_tensor = per_tensor.seconds();
+  if (cost.per_tensor < Seconds{}) per_tensor.fail("a cost per tensor cannot be negative");
+  cost.optimizer = optimizer_from_string(u.required("optimizer").choice({"sgd", "momentum", "adam", "adamw", "lamb"}));
+  u.finish();
+  return cost;
+}
+
 Strategy read_strategy(const Node& root, const fs::path& data) {
   MapReader m(root);
   Strategy s;
@@ -214,6 +239,7 @@ Strategy read_strategy(const Node& root, const fs::path& data) {
     s.optimizer = optimizer_from_string(n->choice({"sgd", "momentum", "adam", "adamw", "lamb"}));
   if (auto n = m.optional("optimizer_impl"))
     s.optimizer_impl = optimizer_impl_from_string(n->choice({"fused", "foreach", "for_loop"}));
+  if (auto n = m.optional("update_kernels")) s.update_kernels = read_update_kernels(*n);
   if (auto n = m.optional("jitter_cv")) s.jitter_cv = n->coefficient_of_variation();
   if (auto n = m.optional("iteration_overhead")) {
     s.iteration_overhead = n->seconds();

@@ -310,6 +310,9 @@ ComputeOptions step_compute(ComputeOptions c, const Strategy& framework, const G
   c.execution = framework.execution;  // eqs. K18-K20
   c.sharded = framework.sharding.sharded();
   if (!c.optimizer_impl) c.optimizer_impl = framework.optimizer_impl.value_or(OptimizerImpl::fused);
+  // the framework's own update kernels where the run's optimiser is the one they describe
+  if (!c.update_kernels && framework.update_kernels && framework.update_kernels->optimizer == c.optimizer)
+    c.update_kernels = framework.update_kernels;
   const Sharding& sh = framework.sharding;
   c.shard_copies.per_parameter = sh.stage >= 3 && sh.per_parameter;
   c.shard_copies.regather = sh.reshard_after_forward;
@@ -484,7 +487,8 @@ void Predictor::Impl::input_times() {
       io_one = p.io + eq::gpu_time(p.h2d, p.forward, p.backward, p.update);
   } else {
     const BytesPerSecond h2d_bw = sc.strategy.pinned_memory ? sc.cluster.h2d_pinned : sc.cluster.h2d_pageable;
-    h2d = input_per_gpu / h2d_bw;
+    // the framework's copy (Strategy::h2d_rate, h2d_latency): Shi & Chu's pageable copies ran below the node's rate
+    h2d = input_per_gpu / (h2d_bw * sc.strategy.h2d_rate) + sc.strategy.h2d_latency;
     io_one = eq::io_time(input_per_gpu, 1, read_bw);
     // synthetic data is made on the GPU: nothing to copy
     if (sc.cluster.input && sc.cluster.input->data == DataSource::synthetic) h2d = Seconds{};
@@ -551,7 +555,7 @@ void Predictor::Impl::describe_resources() {
   t->page_cache = cl.dataset_in_page_cache;
   t->read_bw = read_bw;
   t->pinned = st.pinned_memory;
-  t->h2d_bw = st.pinned_memory ? cl.h2d_pinned : cl.h2d_pageable;
+  t->h2d_bw = (st.pinned_memory ? cl.h2d_pinned : cl.h2d_pageable) * st.h2d_rate;
   t->gpu_name = cl.gpu.name;
   t->intra = cl.intra_node.bandwidth;
   t->inter = cl.inter_node.bandwidth;
