@@ -190,37 +190,86 @@ TEST(ParallelPipeline, InterleavedChunksGoRoundTheStages) {
   EXPECT_EQ(stage.back(), 3);   // the output projection
 }
 
-// ---- eq. P9: Korthikanti et al.'s activation memory for a GPT-3 175B layer -----------------------------------
-// s 2048, b 1, h 12288, a 96, t 8: s·b·h = 25,165,824; 5·a·s/h = 5·96·2048/12288 = 80.
+// ---- eq. P9: a GPT-3 175B layer against Korthikanti et al. 2022 (Table 2) ------------------------------------
+// Korthikanti et al.'s bytes per layer (16-bit activations, 1-byte dropout masks), the reference: s·b·h·(34 +
+// 5·a·s/h) unsplit, s·b·h·(10 + 24/t + 5·a·s/(h·t)) with TP, /t of the unsplit with TP + SP, selective without
+// the 5·a·s/h term, full 2·s·b·h (/t with SP).
+double korthikanti(double s, double b, double h, double a, double t, bool sp, ActivationRecompute r) {
+  const double sbh = s * b * h, scores = 5.0 * a * s / h;
+  if (r == ActivationRecompute::full) return sp ? 2.0 * sbh / t : 2.0 * sbh;
+  if (r == ActivationRecompute::selective) return sp ? sbh * 34.0 / t : sbh * (10.0 + 24.0 / t);
+  if (t <= 1) return sbh * (34.0 + scores);
+  return sp ? sbh * (34.0 + scores) / t : sbh * (10.0 + 24.0 / t + scores / t);
+}
+
+// One GPT-3 175B block as Korthikanti et al. count it: pre-norm, attention with dropout on the probabilities and
+// after the output projection, a GELU MLP of 4·h with dropout after it.
+Network gpt3_block_with_dropout() {
+  return build_network_from_string(R"(name: gpt3-block
+description: "one GPT-3 175B block with dropout"
+input: {tokens: 2048}
+layers:
+  - embedding: {name: wte, vocab: 50257, dim: 12288}
+  - repeat: {name: h, count: 1, body: [
+      {residual: {body: [{layernorm: {name: ln_1}}, {attention: {name: attn, heads: 96, causal: true, dropout: 0.1}}, {dropout: 0.1}]}},
+      {residual: {body: [{layernorm: {name: ln_2}}, {mlp: {name: mlp, hidden: 49152}}, {dropout: 0.1}]}}]}
+)",
+                                   "gpt3-block");
+}
+
+// s 2048, b 1, h 12288, a 96: s·b·h = 25,165,824, a·s²·b = 402,653,184. The network's own count in bf16
+// (the memory model's fp32 figure × 2/4), per block: the two residual sums (the norms' inputs) 2 + 2, the two
+// norms' outputs (the attention's and the MLP's inputs) 2 + 2, q, k, v and the context 8, the MLP's 4·h hidden
+// and GELU output 16, the probabilities 2·a·s²·b, their dropout's output 2·a·s²·b and mask, and the two
+// dropout masks after the branches: 32·s·b·h + 4·a·s²·b plus the masks. A mask is 1 B an element in the fp32
+// figure, scaled like every kept tensor by 2/4: half a byte where Korthikanti counts 1. So the network's figure
+// is Korthikanti's less s·b·h + 0.5·a·s²·b: 33·s·b·h + 4.5·a·s²·b = 2,642,411,520 B against 2,868,903,936 B
+// (7.9 % less, all of it the masks' half byte).
 TEST(ParallelActivations, Gpt3_175bLayerAgainstKorthikanti) {
-  const double sbh = 25'165'824.0;
+  const Network net = gpt3_block_with_dropout();
+  const double sbh = 25'165'824.0, as2b = 402'653'184.0;
+  const double masks = sbh + 0.5 * as2b;  // what the half-byte masks leave out, unsplit
   using R = ActivationRecompute;
-  // no parallelism: sbh·(34 + 80) = 2,868,903,936 B
-  EXPECT_DOUBLE_EQ(activation_bytes_per_layer(2048, 1, 12288, 96, 1, false, R::none), sbh * 114.0);
-  EXPECT_DOUBLE_EQ(activation_bytes_per_layer(2048, 1, 12288, 96, 1, false, R::none), 2'868'903'936.0);
-  // TP 8 without SP: sbh·(10 + 24/8 + 80/8) = 23·sbh = 578,813,952 B
-  EXPECT_DOUBLE_EQ(activation_bytes_per_layer(2048, 1, 12288, 96, 8, false, R::none), 578'813'952.0);
-  // TP 8 with SP: sbh·114/8 = 14.25·sbh = 358,612,992 B
-  EXPECT_DOUBLE_EQ(activation_bytes_per_layer(2048, 1, 12288, 96, 8, true, R::none), 358'612'992.0);
-  // selective recompute with SP: sbh·34/8 = 106,954,752 B; without SP: sbh·(10 + 3) = 327,155,712 B
-  EXPECT_DOUBLE_EQ(activation_bytes_per_layer(2048, 1, 12288, 96, 8, true, R::selective), 106'954'752.0);
-  EXPECT_DOUBLE_EQ(activation_bytes_per_layer(2048, 1, 12288, 96, 8, false, R::selective), 327'155'712.0);
-  // full recompute: the input, 2·sbh = 50,331,648 B (over 8 with SP: 6,291,456 B)
-  EXPECT_DOUBLE_EQ(activation_bytes_per_layer(2048, 1, 12288, 96, 8, false, R::full), 50'331'648.0);
-  EXPECT_DOUBLE_EQ(activation_bytes_per_layer(2048, 1, 12288, 96, 8, true, R::full), 6'291'456.0);
-  // FlashAttention keeps no a·s² term: as selective
-  EXPECT_DOUBLE_EQ(activation_bytes_per_layer(2048, 1, 12288, 96, 8, true, R::none, true), 106'954'752.0);
-  // from the network and a layout: the same figure
-  const TransformerShape m = transformer_shape(arch("gpt3-175b"));
+  ComputeOptions opt;
+  opt.precision = Precision::bf16;
   ParallelLayout l;
+  const auto ours = [&](R r) { return in_bytes(block_activation_bytes(net, 0, l, opt, r)); };
+  EXPECT_DOUBLE_EQ(korthikanti(2048, 1, 12288, 96, 1, false, R::none), 2'868'903'936.0);
+  EXPECT_DOUBLE_EQ(ours(R::none), 2'642'411'520.0);
+  EXPECT_DOUBLE_EQ(ours(R::none), korthikanti(2048, 1, 12288, 96, 1, false, R::none) - masks);
+  // TP 8 without SP: the norms' outputs, residual sums and branch masks stay whole (4 + 4 + 0.5 + 0.5 = 9·sbh;
+  // Korthikanti's 10 with 1-byte masks); the attention's and MLP's interiors (24·sbh) and the probabilities
+  // over 8: 12·sbh + 0.5625·a·s²·b = 528,482,304 B, Korthikanti's 578,813,952 B less sbh + 0.5·a·s²·b/8.
   l.tp = 8;
+  EXPECT_DOUBLE_EQ(ours(R::none), 528'482'304.0);
+  EXPECT_DOUBLE_EQ(ours(R::none), korthikanti(2048, 1, 12288, 96, 8, false, R::none) - sbh - 0.5 * as2b / 8);
+  // TP 8 with SP: everything over 8, 330,301,440 B (Korthikanti 358,612,992 B less the masks' share / 8)
   l.sp = true;
-  EXPECT_DOUBLE_EQ(in_bytes(activation_bytes_per_layer(l, m, R::none)), 358'612'992.0);
+  EXPECT_DOUBLE_EQ(ours(R::none), 330'301'440.0);
+  EXPECT_DOUBLE_EQ(ours(R::none), korthikanti(2048, 1, 12288, 96, 8, true, R::none) - masks / 8);
+  // selective recompute with SP: the probabilities, their dropout's output and mask go: 33·sbh/8 = 103,809,024 B
+  // (Korthikanti's 34·sbh/8 = 106,954,752 B less sbh/8); a fused kernel keeps the same
+  EXPECT_DOUBLE_EQ(ours(R::selective), 103'809'024.0);
+  EXPECT_DOUBLE_EQ(ours(R::selective), korthikanti(2048, 1, 12288, 96, 8, true, R::selective) - sbh / 8);
+  opt.attention = AttentionKernel::flash;
+  EXPECT_DOUBLE_EQ(ours(R::none), 103'809'024.0);
+  opt.attention = AttentionKernel::eager;
+  // full recompute: the block's input, 2·sbh/8 = 6,291,456 B with SP, 2·sbh = 50,331,648 B without: Korthikanti's
+  EXPECT_DOUBLE_EQ(ours(R::full), korthikanti(2048, 1, 12288, 96, 8, true, R::full));
+  EXPECT_DOUBLE_EQ(ours(R::full), 6'291'456.0);
+  l.sp = false;
+  EXPECT_DOUBLE_EQ(ours(R::full), 50'331'648.0);
+  // CP 2 halves the tokens: half of TP 8's 528,482,304 B
+  l.cp = 2;
+  EXPECT_DOUBLE_EQ(ours(R::none), 264'241'152.0);
 }
 
 TEST(ParallelActivations, FirstStageHoldsPMicroBatchesOfItsBlocks) {
-  // GPT-3 175B, TP 8 + SP, PP 8 (12 blocks a stage), 1F1B, m 16: stage 0 holds 8 micro-batches of 12 layers of
-  // 358,612,992 B = 34,426,847,232 B (= 96 layers' worth: Korthikanti's "the first stage holds L layers").
+  // GPT-3 175B as shipped (no dropout: masks and the probabilities' dropout gone), bf16, eager attention, TP 8 + SP,
+  // PP 8 (12 blocks a stage), 1F1B, m 16. A block keeps 32·sbh + 2·a·s²·b (the count above without dropout), over
+  // 8: 4·25,165,824 + 0.25·402,653,184 = 201,326,592 B. Stage 0 also holds the token and position embeddings'
+  // outputs, 2·sbh/8 each: 12,582,912 B; 12 blocks + that = 2,428,502,016 B a micro-batch, 8 in flight:
+  // 19,428,016,128 B (96 layers' worth: Korthikanti's "the first stage holds L layers").
   const Network net = arch("gpt3-175b");
   ParallelLayout l;
   l.tp = 8;
@@ -230,13 +279,20 @@ TEST(ParallelActivations, FirstStageHoldsPMicroBatchesOfItsBlocks) {
   ComputeOptions opt;
   opt.precision = Precision::bf16;
   opt.optimizer = Optimizer::adamw;
+  EXPECT_DOUBLE_EQ(in_bytes(block_activation_bytes(net, 0, l, opt, ActivationRecompute::none)), 201'326'592.0);
   const MemoryEstimate first = rank_memory(net, l, 0, opt, Sharding{}, 1, ActivationRecompute::none);
-  EXPECT_DOUBLE_EQ(in_bytes(first.activations), 8 * 12 * 358'612'992.0);
+  EXPECT_DOUBLE_EQ(in_bytes(first.activations), 8 * 2'428'502'016.0);
+  // stage 7: one micro-batch of 12 blocks, the final norm's output 2·sbh/8 = 6,291,456 B and the logits,
+  // 2 B × 2048 × 50257 / 8 = 25,731,584 B: 2,447,942,144 B
   const MemoryEstimate last = rank_memory(net, l, 7, opt, Sharding{}, 1, ActivationRecompute::none);
-  EXPECT_DOUBLE_EQ(in_bytes(last.activations), 1 * 12 * 358'612'992.0);
+  EXPECT_DOUBLE_EQ(in_bytes(last.activations), 2'447'942'144.0);
   // weights: mixed precision 6 B, gradients 2 B, AdamW 8 B a parameter of the rank (eq. S3 without sharding)
   const double p0 = static_cast<double>(rank_params(net, l, 0));
   EXPECT_DOUBLE_EQ(in_bytes(first.weights + first.gradients + first.optimizer_state), 16.0 * p0);
+  // full recompute: each block's input 2·sbh/8 = 6,291,456 B a micro-batch (12 of them and the embeddings'
+  // 12,582,912 B: 88,080,384 B, 8 in flight: 704,643,072 B) and once the block that runs again, 201,326,592 B
+  const MemoryEstimate full = rank_memory(net, l, 0, opt, Sharding{}, 1, ActivationRecompute::full);
+  EXPECT_DOUBLE_EQ(in_bytes(full.activations), 704'643'072.0 + 201'326'592.0);
 }
 
 // ---- eq. P11: placement ------------------------------------------------------------------------------------

@@ -1,7 +1,7 @@
 // Model parallelism of a transformer: tensor (Megatron's column/row split), sequence, pipeline (GPipe, 1F1B,
 // interleaved 1F1B) and context parallelism (ring attention), with data parallelism over what is left. The
 // layout and its checks, the bytes each split moves per block, the pipeline's bubble and in-flight
-// micro-batches, activation memory per layer (Korthikanti et al. 2022), the ranks of each group on the
+// micro-batches, activation memory per layer (the network's own, eq. P9), the ranks of each group on the
 // cluster and the time of their collectives on the existing collective model. Derivations: docs/model.md,
 // "Model parallelism" (eq. P1-P13); Scenario::parallel predicts through parallel_step (lib/predict/parallel_predict.cpp).
 #pragma once
@@ -121,27 +121,27 @@ Seconds pipeline_time(PipelineSchedule s, int p, int m, int v, Seconds per_micro
 /// GPipe m; 1F1B min(p−i, m); interleaved min(m·v, 2(p−i−1) + (v−1)·p + 1)/v (Megatron's warm-up + 1, in chunks).
 double in_flight_microbatches(PipelineSchedule s, int p, int m, int v, int stage) noexcept;
 
-// ---- activation memory (eq. P9, Korthikanti et al. 2022) ------------------------------------------------
+// ---- activation memory (eq. P9) ----------------------------------------------------------------------------
 
-/// Which recomputation the activation count assumes (Korthikanti's three cases).
+/// Which recomputation the activation count assumes (Korthikanti et al.'s three cases).
 enum class ActivationRecompute { none, selective, full };
-/// Eq. P9: bytes one transformer layer keeps for backward at s tokens (per CP rank: s/c), b samples, width h,
-/// a heads, t TP ranks, 16-bit activations with dropout masks (Korthikanti et al., Table 2 and eq. 1-2):
-///   none,  no TP         s·b·h·(34 + 5·a·s/h)
-///   none,  TP, no SP     s·b·h·(10 + 24/t + 5·a·s/(h·t))
-///   none,  TP + SP       s·b·h·(34 + 5·a·s/h)/t
-///   selective            s·b·h·34/t with SP, s·b·h·(10 + 24/t) without
-///   full                 2·s·b·h (the layer's input), /t with SP
-/// `fused_attention`: a FlashAttention kernel keeps no a·s² term (as selective).
-double activation_bytes_per_layer(std::int64_t s, std::int64_t b, std::int64_t h, std::int64_t a, int t, bool sp,
-                                  ActivationRecompute r, bool fused_attention = false) noexcept;
-/// Eq. P9 for a layout: the block's figure at s/c tokens and micro-batch b.
-Bytes activation_bytes_per_layer(const ParallelLayout& l, const TransformerShape& m, ActivationRecompute r,
-                                 bool fused_attention = false) noexcept;
+/// Eq. P9: what one rank keeps of layer `x` for backward, per micro-batch (b samples, s/c tokens each): the
+/// memory model's own figure (Layer::activation_bytes_per_sample and its operators', at the activation width),
+/// less the attention probabilities with `drop_probabilities` (a fused kernel, selective recompute); what TP
+/// splits (the interior of attention and linear layers: q, k, v, context, probabilities, the MLP's hidden
+/// activations, the logits) over t, the rest (norms' outputs, residual sums, dropout masks: Megatron's SP region)
+/// over t with SP only; all of it over c.
+Bytes layer_activation_bytes(const Layer& x, const ParallelLayout& l, const ComputeOptions& opt, bool drop_probabilities);
+/// Eq. P9: what one rank keeps of transformer block `block` (transformer_blocks' numbering) per micro-batch under
+/// recompute `r`: none the sum of layer_activation_bytes, selective the same without the probabilities, full the
+/// block's input (its first layer's input at the activation width, over c, over t with SP).
+Bytes block_activation_bytes(const Network& net, int block, const ParallelLayout& l, const ComputeOptions& opt,
+                             ActivationRecompute r);
 
 /// Eq. P10: one rank's memory on pipeline stage `stage`: weights, gradients and optimiser state of its
-/// rank_params under the DP sharding over `dp_cp` GPUs (estimate_training_memory's eq. S3), and activations
-/// of in_flight_microbatches × its blocks × eq. P9.
+/// rank_params under the DP sharding over `dp_cp` GPUs (estimate_training_memory's eq. S3), and activations:
+/// in_flight_microbatches × what the stage's layers keep of a micro-batch (eq. P9), plus under full recompute
+/// the largest of its blocks as it runs again (one at a time).
 MemoryEstimate rank_memory(const Network& net, const ParallelLayout& l, int stage, const ComputeOptions& opt,
                            const Sharding& sharding, int dp_cp, ActivationRecompute r,
                            Bytes reserved = bytes(kDefaultReservedBytes));

@@ -270,26 +270,76 @@ double in_flight_microbatches(PipelineSchedule s, int p, int m, int v, int stage
 
 // ---- activation memory -------------------------------------------------------------------------------------
 
-double activation_bytes_per_layer(std::int64_t s_, std::int64_t b_, std::int64_t h_, std::int64_t a_, int t_, bool sp,
-                                  ActivationRecompute r, bool fused) noexcept {
-  const double s = static_cast<double>(s_), b = static_cast<double>(b_), h = static_cast<double>(h_);
-  const double a = static_cast<double>(a_), t = std::max(t_, 1);
-  const double sbh = s * b * h;
-  const double scores = fused ? 0.0 : 5.0 * a * s / h;  // softmax output, its dropout mask and output, Q·Kᵀ (eq. P9)
-  switch (r) {
-    case ActivationRecompute::full:
-      return sp ? 2.0 * sbh / t : 2.0 * sbh;
-    case ActivationRecompute::selective:
-      return sp ? sbh * 34.0 / t : sbh * (10.0 + 24.0 / t);
-    case ActivationRecompute::none:
-      if (t_ <= 1) return sbh * (34.0 + scores);
-      return sp ? sbh * (34.0 + scores) / t : sbh * (10.0 + 24.0 / t + scores / t);
-  }
-  return 0.0;
+namespace {
+/// Eq. P9: the layers whose own kept tensors TP splits (attention: q, k, v, context, probabilities over the heads;
+/// linear: the MLP's hidden activations, the output projection's logits over the vocabulary). Their inputs are
+/// the norms' outputs, which the norms count.
+bool tp_splits_kept(LayerKind k) noexcept { return k == LayerKind::attention || k == LayerKind::linear; }
+
+/// Eq. P9 for full recompute: a block's input, its first layer's input at the activation width, per micro-batch.
+double block_input_bytes(const Layer& first, const ParallelLayout& l, const ComputeOptions& opt) {
+  double e = first.input_shape.empty() ? 0.0 : 1.0;
+  for (auto d : first.input_shape) e *= static_cast<double>(d);
+  const double sp = l.sp ? l.tp : 1.0;
+  return e * activation_bytes_per_element(opt.precision) * l.micro_batch / (sp * l.cp);
 }
 
-Bytes activation_bytes_per_layer(const ParallelLayout& l, const TransformerShape& m, ActivationRecompute r, bool fused) noexcept {
-  return bytes(activation_bytes_per_layer(m.seq / l.cp, l.micro_batch, m.hidden, m.heads, l.tp, l.sp, r, fused));
+bool drops_probabilities(const ComputeOptions& opt, ActivationRecompute r) noexcept {
+  return fused_attention(opt.attention) || r == ActivationRecompute::selective;
+}
+
+/// What layers [from, to) of a stage keep: under full recompute the input of each block and, once, its largest
+/// block's tensors (the one running again); otherwise every layer's (eq. P9).
+struct StageActivations {
+  Bytes per_microbatch{};  // × the in-flight micro-batches (eq. P8)
+  Bytes once{};            // full recompute: one block rebuilt at a time
+};
+
+StageActivations stage_activations(const Network& net, const std::vector<int>& block, const std::vector<int>& st,
+                                   const ParallelLayout& l, int stage, const ComputeOptions& opt, ActivationRecompute r) {
+  StageActivations a;
+  const bool drop = drops_probabilities(opt, r);
+  Bytes this_block{};
+  for (std::size_t i = 0; i < net.layers.size(); ++i) {
+    if (st[i] != stage) continue;
+    const Bytes kept = layer_activation_bytes(net.layers[i], l, opt, drop);
+    const bool starts = block[i] >= 0 && (i == 0 || block[i - 1] != block[i]);
+    if (r != ActivationRecompute::full || block[i] < 0) {
+      a.per_microbatch += kept;
+      continue;
+    }
+    if (starts) {
+      a.per_microbatch += bytes(block_input_bytes(net.layers[i], l, opt));
+      this_block = Bytes{};
+    }
+    this_block += layer_activation_bytes(net.layers[i], l, opt, fused_attention(opt.attention));
+    a.once = max(a.once, this_block);
+  }
+  return a;
+}
+}  // namespace
+
+Bytes layer_activation_bytes(const Layer& x, const ParallelLayout& l, const ComputeOptions& opt, bool drop_probabilities) {
+  double own = x.activation_bytes_per_sample;  // fp32 figure, as the memory model counts it
+  if (drop_probabilities) own -= flash_attention_saving_per_sample(x);
+  double ops = 0.0;
+  for (const auto& o : x.ops) ops += o.activation_bytes_per_sample;
+  const double sp = l.sp ? l.tp : 1.0;
+  const double split = tp_splits_kept(x.kind) ? l.tp : sp;
+  const double width = activation_bytes_per_element(opt.precision) / 4.0;
+  return bytes((own / split + ops / sp) * width * l.micro_batch / l.cp);  // eq. P9
+}
+
+Bytes block_activation_bytes(const Network& net, int b, const ParallelLayout& l, const ComputeOptions& opt,
+                             ActivationRecompute r) {
+  const std::vector<int> block = transformer_blocks(net);
+  Bytes sum{};
+  for (std::size_t i = 0; i < net.layers.size(); ++i) {
+    if (block[i] != b) continue;
+    if (r == ActivationRecompute::full) return bytes(block_input_bytes(net.layers[i], l, opt));
+    sum += layer_activation_bytes(net.layers[i], l, opt, drops_probabilities(opt, r));
+  }
+  return sum;
 }
 
 MemoryEstimate rank_memory(const Network& net, const ParallelLayout& l, int stage, const ComputeOptions& opt,
@@ -299,31 +349,26 @@ MemoryEstimate rank_memory(const Network& net, const ParallelLayout& l, int stag
                      reserved);
 }
 
-MemoryEstimate rank_memory(const Network& net, const std::vector<int>& block, const TransformerShape& m,
-                           const std::vector<int>& st, const ParallelLayout& l, int stage, const ComputeOptions& opt,
-                           const Sharding& sharding, int dp_cp, ActivationRecompute r, Bytes reserved) {
+MemoryEstimate rank_memory(const Network& net, const std::vector<int>& block, const TransformerShape&, const std::vector<int>& st,
+                           const ParallelLayout& l, int stage, const ComputeOptions& opt, const Sharding& sharding, int dp_cp,
+                           ActivationRecompute r, Bytes reserved) {
   Network rank;
   rank.name = net.name;
   rank.input_kind = net.input_kind;
   rank.input_shape = net.input_shape;
   // the first stage reads the tokens (its s/c of them); later stages receive activations (eq. P4)
   rank.input_bytes_per_sample = stage == 0 ? net.input_bytes_per_sample / static_cast<double>(l.cp) : Bytes{};
-  int blocks_here = 0, last_block = -1;
   for (std::size_t i = 0; i < net.layers.size(); ++i) {
     if (st[i] != stage) continue;
     Layer x = net.layers[i];
     if (tp_split(x.kind)) x.params = (x.params + l.tp - 1) / l.tp;  // eq. P5
     x.ops.clear();
     rank.layers.push_back(std::move(x));
-    if (block[i] >= 0 && block[i] != last_block) {
-      ++blocks_here;
-      last_block = block[i];
-    }
   }
   const double in_flight = in_flight_microbatches(l.schedule, l.pp, l.micro_batches, l.vp, stage);
-  const bool fused = fused_attention(opt.attention);
-  // eq. P10: in-flight micro-batches × the stage's blocks × eq. P9, per sample of the micro-batch
-  const Bytes per_sample = activation_bytes_per_layer(l, m, r, fused) * (in_flight * blocks_here / l.micro_batch);
+  // eq. P10: in-flight micro-batches × what the stage keeps of one (eq. P9), per sample of the micro-batch
+  const StageActivations a = stage_activations(net, block, st, l, stage, opt, r);
+  const Bytes per_sample = (a.per_microbatch * in_flight + a.once) / static_cast<double>(l.micro_batch);
   return estimate_training_memory(rank, l.micro_batch, opt, sharding, std::max(dp_cp, 1), reserved, per_sample);
 }
 
