@@ -282,10 +282,6 @@ TEST(ParallelActivations, FirstStageHoldsPMicroBatchesOfItsBlocks) {
   EXPECT_DOUBLE_EQ(in_bytes(block_activation_bytes(net, 0, l, opt, ActivationRecompute::none)), 201'326'592.0);
   const MemoryEstimate first = rank_memory(net, l, 0, opt, Sharding{}, 1, ActivationRecompute::none);
   EXPECT_DOUBLE_EQ(in_bytes(first.activations), 8 * 2'428'502'016.0);
-  // stage 7: one micro-batch of 12 blocks, the final norm's output 2·sbh/8 = 6,291,456 B and the logits,
-  // 2 B × 2048 × 50257 / 8 = 25,731,584 B: 2,447,942,144 B
-  const MemoryEstimate last = rank_memory(net, l, 7, opt, Sharding{}, 1, ActivationRecompute::none);
-  EXPECT_DOUBLE_EQ(in_bytes(last.activations), 2'447'942'144.0);
   // weights: mixed precision 6 B, gradients 2 B, AdamW 8 B a parameter of the rank (eq. S3 without sharding)
   const double p0 = static_cast<double>(rank_params(net, l, 0));
   EXPECT_DOUBLE_EQ(in_bytes(first.weights + first.gradients + first.optimizer_state), 16.0 * p0);
@@ -293,6 +289,32 @@ TEST(ParallelActivations, FirstStageHoldsPMicroBatchesOfItsBlocks) {
   // 12,582,912 B: 88,080,384 B, 8 in flight: 704,643,072 B) and once the block that runs again, 201,326,592 B
   const MemoryEstimate full = rank_memory(net, l, 0, opt, Sharding{}, 1, ActivationRecompute::full);
   EXPECT_DOUBLE_EQ(in_bytes(full.activations), 704'643'072.0 + 201'326'592.0);
+}
+
+TEST(ParallelActivations, LastStageKeepsTheLogitsAndTheLoss) {
+  // GPT-3 175B as above, stage 7 of 8: one micro-batch in flight of 12 blocks (12 × 201,326,592 B), the final
+  // norm's output 2·sbh/8 = 6,291,456 B and the bf16 logits, 2 B × 2048 × 50257 / 8 = 25,731,584 B:
+  // 2,447,942,144 B. Eager mixed precision adds the loss's fp32 logits and log-softmax (eq. K14), 8 B a logit of
+  // the rank's vocabulary share: 8 × 2048 × 50257 / 8 = 102,926,336 B, 2,550,868,480 B in all.
+  const Network net = arch("gpt3-175b");
+  ParallelLayout l;
+  l.tp = 8;
+  l.sp = true;
+  l.pp = 8;
+  l.micro_batches = 16;
+  ComputeOptions opt;
+  opt.precision = Precision::bf16;
+  EXPECT_DOUBLE_EQ(in_bytes(rank_memory(net, l, 7, opt, Sharding{}, 1, ActivationRecompute::none).activations), 2'550'868'480.0);
+  // the loss compiled with the step keeps only its row statistics: the logits alone
+  opt.compiled = true;
+  EXPECT_DOUBLE_EQ(in_bytes(rank_memory(net, l, 7, opt, Sharding{}, 1, ActivationRecompute::none).activations), 2'447'942'144.0);
+  // CP 2 halves the tokens of all of it, the loss too: 1,275,434,240 B eager
+  opt.compiled = false;
+  l.cp = 2;
+  EXPECT_DOUBLE_EQ(in_bytes(rank_memory(net, l, 7, opt, Sharding{}, 1, ActivationRecompute::none).activations), 1'275'434'240.0);
+  // and the time: the kernel model times the loss with the last layer (time_loss), so the output projection's
+  // stage runs it; with the layout's stages the last layer is on stage 7
+  EXPECT_EQ(layer_stages(net, l).back(), 7);
 }
 
 // ---- eq. P11: placement ------------------------------------------------------------------------------------

@@ -315,6 +315,10 @@ StageActivations stage_activations(const Network& net, const std::vector<int>& b
     this_block += layer_activation_bytes(net.layers[i], l, opt, fused_attention(opt.attention));
     a.once = max(a.once, this_block);
   }
+  // the last stage's loss: eager mixed precision's fp32 logits and log-softmax (eq. K14, 8 B a logit), which the
+  // vocabulary-parallel cross entropy holds over t
+  if (!st.empty() && st.back() == stage)
+    a.per_microbatch += bytes(fp32_loss_bytes_per_sample(net, opt) * l.micro_batch / (static_cast<double>(l.tp) * l.cp));
   return a;
 }
 }  // namespace
