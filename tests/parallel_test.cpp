@@ -10,6 +10,7 @@
 #include "dlscale/cluster.hpp"
 #include "dlscale/error.hpp"
 #include "dlscale/io.hpp"
+#include "dlscale/kernels.hpp"
 #include "dlscale/parallel.hpp"
 #include "dlscale/zoo.hpp"
 
@@ -144,6 +145,69 @@ TEST(ParallelCompute, SplitLayersDivideByTpAndCpNormsBySpOnly) {
   l.sp = true;
   t = shard_layer_times(whole, net, l);
   EXPECT_DOUBLE_EQ(in_seconds(t.forward[1]), 1.0 / 16);
+  // a TP rank's own times (the kernel model on tp_rank_network): every layer over c alone, the update as it is
+  t = shard_layer_times(whole, net, l, LayerTimesOf::tp_rank);
+  for (std::size_t i : {0u, 1u, 2u, 4u}) EXPECT_DOUBLE_EQ(in_seconds(t.forward[i]), 0.5);
+  EXPECT_DOUBLE_EQ(in_seconds(t.update[2]), 1.0);
+}
+
+// Eq. P6 with a TP rank's own layers: Llama-3-70B (h 8192, a 64, a_kv 8, d_h 128, f 28672, V 128256, s 8192), b 1.
+// One rank of t 8: q and the context 64/8 = 8 heads × 128 = 1,024 wide, K and V 8/8 = 1 head each: the
+// column-parallel q/k/v GEMM is (M, N, K) = (8192, 1024 + 2·128, 8192) = (8192, 1280, 8192), the row-parallel
+// output (8192, 8192, 1024); the MLP's gate and up (8192, 2·28672/8, 8192) = (8192, 7168, 8192), its down
+// (8192, 8192, 3584); the output projection (8192, 128256/8, 8192) = (8192, 16032, 8192). t 16: 4 heads (512 wide)
+// and K, V replicated, one head each: q/k/v (8192, 512 + 256, 8192) = (8192, 768, 8192).
+TEST(ParallelCompute, TpRankTimesItsNarrowerGemms) {
+  const Network net = build_decoder(
+      DecoderShape{.layers = 2, .hidden = 8192, .heads = 64, .kv_heads = 8, .ffn = 28672, .vocab = 128256, .seq = 8192}, "l70");
+  const GpuSpec gpu = cluster("dgx-h100-ndr").gpu;
+  ComputeOptions opt;
+  opt.precision = Precision::bf16;
+  opt.attention = AttentionKernel::flash;
+  const KernelParams& kp = opt.kernel(gpu);
+  ParallelLayout l;
+  l.tp = 8;
+  const Network rank = tp_rank_network(net, l);
+  ASSERT_EQ(rank.layers.size(), net.layers.size());
+  // the kernel model's time of a named GEMM of a layer, against the GEMM model at the hand shape
+  const auto gemm = [&](const Layer& x, bool last, const std::string& name) {
+    for (const auto& k : layer_kernels(x, false, last, gpu, 1, opt))
+      if (k.name == x.name + name) return in_seconds(k.time);
+    return -1.0;
+  };
+  const auto planned = [&](std::int64_t m, std::int64_t n, std::int64_t k) {
+    return in_seconds(plan_gemm(GemmShape{m, n, k}, gpu, Precision::bf16, kp).time);
+  };
+  const Layer& attn = rank.layers[2];
+  ASSERT_EQ(attn.kind, LayerKind::attention);
+  EXPECT_EQ(attn.heads, 8);
+  EXPECT_EQ(attn.kv_heads, 1);
+  EXPECT_EQ(attn.head_dim, 128);
+  EXPECT_EQ(attn.params, (2 * 8192LL * 8192 + 2 * 8192LL * 1024) / 8);
+  EXPECT_DOUBLE_EQ(gemm(attn, false, ".qkv fwd"), planned(8192, 1280, 8192));
+  EXPECT_DOUBLE_EQ(gemm(attn, false, ".out fwd"), planned(8192, 8192, 1024));
+  EXPECT_DOUBLE_EQ(gemm(attn, false, ".out dgrad"), planned(8192, 1024, 8192));  // the data gradient: (M, K, N)
+  const Layer& mlp = rank.layers[4];
+  ASSERT_EQ(mlp.kind, LayerKind::linear);
+  EXPECT_EQ(mlp.hidden, 3584);
+  EXPECT_DOUBLE_EQ(gemm(mlp, false, ".up fwd"), planned(8192, 7168, 8192));
+  EXPECT_DOUBLE_EQ(gemm(mlp, false, ".down fwd"), planned(8192, 8192, 3584));
+  const Layer& head = rank.layers.back();
+  EXPECT_EQ(head.output_shape.back(), 16032);
+  EXPECT_DOUBLE_EQ(gemm(head, true, " fwd"), planned(8192, 16032, 8192));
+  // the norms are whole without SP, on s/8 tokens with it
+  EXPECT_EQ(rank.layers[1].output_shape, (std::vector<std::int64_t>{8192, 8192}));
+  l.sp = true;
+  EXPECT_EQ(tp_rank_network(net, l).layers[1].output_shape, (std::vector<std::int64_t>{1024, 8192}));
+  l.tp = 16;
+  const Network rank16 = tp_rank_network(net, l);
+  const Layer& attn16 = rank16.layers[2];
+  EXPECT_EQ(attn16.heads, 4);
+  EXPECT_EQ(attn16.kv_heads, 1);
+  EXPECT_DOUBLE_EQ(gemm(attn16, false, ".qkv fwd"), planned(8192, 768, 8192));
+  // t 1: the network itself, timed as the whole layer (head_dim unset)
+  l.tp = 1;
+  EXPECT_EQ(tp_rank_network(net, l).layers[2].head_dim, 0);
 }
 
 // ---- eq. P7-P8: the pipeline at p 4, m 8, v 2 --------------------------------------------------------------

@@ -103,11 +103,22 @@ StepTraffic dp_step_traffic(std::int64_t params, const Sharding& s, Precision p,
 /// layers before the first block (embeddings) on stage 0, those after the last (final norm, output
 /// projection) on stage p−1.
 std::vector<int> layer_stages(const Network& net, const ParallelLayout& l);
-/// Eq. P6: one rank's per-layer times from the whole layers' (the kernel model at the micro-batch): attention,
-/// MLP, embedding and output projection divided by t·c (GEMMs and heads over t, tokens and the ring's
-/// causal-balanced attention core over c), norms by c (and t with SP); the update by t for TP-split layers.
-/// An approximation in FLOPs and bytes: the kernel model does not see the narrower GEMMs (docs/model.md, P6).
-LayerTimes shard_layer_times(const LayerTimes& whole, const Network& net, const ParallelLayout& l);
+/// Eq. P6: the network one TP rank runs, for the kernel model to time at its narrower shapes: attention with a/t
+/// heads of the model's head size and max(1, a_kv/t) key/value heads (replicated when t > a_kv, as Megatron does),
+/// the MLP's hidden width over t (the column-parallel up and gate N/t, the row-parallel down K/t), the output
+/// projection's vocabulary over t, the TP-split layers' parameters over t; with SP the norms and the operators
+/// (residual sums, dropout) on s/t tokens. The network itself for t = 1.
+Network tp_rank_network(const Network& net, const ParallelLayout& l);
+
+/// What the layer times a step is split from are: the whole layers' (measured, or the kernel model's on the whole
+/// network), or one TP rank's (the kernel model's on tp_rank_network).
+enum class LayerTimesOf { whole_layers, tp_rank };
+/// Eq. P6: one rank's per-layer times. From one TP rank's: every layer over c (its tokens; the ring's
+/// causal-balanced attention core over c too). From the whole layers': attention, MLP and output projection over
+/// t·c, the embedding over c (every TP rank looks up every token), norms over c (and t with SP), the update over t
+/// for TP-split layers: exact in FLOPs and bytes, blind to the narrower GEMMs' efficiency.
+LayerTimes shard_layer_times(const LayerTimes& times, const Network& net, const ParallelLayout& l,
+                             LayerTimesOf of = LayerTimesOf::whole_layers);
 
 // ---- pipeline (eq. P7-P8) ---------------------------------------------------------------------------------
 
@@ -206,10 +217,11 @@ struct ParallelStep {
   double tokens_per_s = 0.0;
   std::vector<MemoryEstimate> memory;  // per stage (eq. P10)
 };
-/// `whole`: the kernel model's (or a measurement's) times of every layer of `net` at the layout's micro-batch
-/// on one GPU; `collectives`: the cluster's collective model. Validates the layout (InputError naming the field).
-ParallelStep parallel_step(const Network& net, const LayerTimes& whole, const Cluster& cluster,
+/// `times`: every layer of `net` at the layout's micro-batch on one GPU, whole (the kernel model's or a
+/// measurement's) or one TP rank's (`of`, shard_layer_times); `collectives`: the cluster's collective model.
+/// Validates the layout (InputError naming the field).
+ParallelStep parallel_step(const Network& net, const LayerTimes& times, const Cluster& cluster,
                            const CollectiveModel& collectives, const ParallelLayout& l, int gpus, const ComputeOptions& opt,
-                           const Sharding& sharding);
+                           const Sharding& sharding, LayerTimesOf of = LayerTimesOf::whole_layers);
 
 }  // namespace dlscale

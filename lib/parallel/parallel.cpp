@@ -217,23 +217,70 @@ StepTraffic dp_step_traffic(std::int64_t params, const Sharding& s, Precision p,
 
 // ---- compute -----------------------------------------------------------------------------------------------
 
-LayerTimes shard_layer_times(const LayerTimes& whole, const Network& net, const ParallelLayout& l) {
-  LayerTimes t = whole;
+namespace {
+std::int64_t over(std::int64_t n, std::int64_t t) { return (n + t - 1) / t; }
+
+/// Eq. P6: a TP-split layer as one rank holds it.
+void narrow_to_rank(Layer& x, std::int64_t t) {
+  if (!tp_split(x.kind)) return;
+  x.params = over(x.params, t);
+  if (x.kind == LayerKind::attention && x.heads > 0 && x.input_shape.size() >= 2) {
+    const std::int64_t kv = x.kv_heads > 0 ? x.kv_heads : x.heads;
+    x.head_dim = static_cast<int>(x.input_shape.back() / x.heads);
+    x.heads = static_cast<int>(over(x.heads, t));
+    x.kv_heads = static_cast<int>(std::max<std::int64_t>(1, kv / t));  // replicated when t > a_kv (eq. P3)
+  } else if (x.kind == LayerKind::linear && x.hidden > 0) {
+    x.hidden = over(x.hidden, t);  // column-parallel up (and gate): N/t; row-parallel down: K/t
+  } else if (x.kind == LayerKind::linear && !x.output_shape.empty()) {
+    x.output_shape.back() = over(x.output_shape.back(), t);  // the vocabulary-parallel output projection
+  }
+}
+
+/// SP: a per-sample [sequence, width] shape on s/t tokens.
+void shard_tokens(std::vector<std::int64_t>& shape, std::int64_t t) {
+  if (shape.size() >= 2) shape[shape.size() - 2] = over(shape[shape.size() - 2], t);
+}
+}  // namespace
+
+Network tp_rank_network(const Network& net, const ParallelLayout& l) {
+  Network r = net;
+  const std::int64_t t = std::max(l.tp, 1);
+  if (t == 1) return r;
+  for (Layer& x : r.layers) {
+    narrow_to_rank(x, t);
+    if (!l.sp) continue;
+    if (x.kind == LayerKind::layernorm) {
+      shard_tokens(x.input_shape, t);
+      shard_tokens(x.output_shape, t);
+    }
+    for (Operator& o : x.ops) {
+      shard_tokens(o.input_shape, t);
+      shard_tokens(o.output_shape, t);
+    }
+  }
+  return r;
+}
+
+LayerTimes shard_layer_times(const LayerTimes& times, const Network& net, const ParallelLayout& l, LayerTimesOf of) {
+  LayerTimes t = times;
   const double tp = l.tp, cp = l.cp;
   for (std::size_t i = 0; i < net.layers.size() && i < t.forward.size(); ++i) {
     const LayerKind k = net.layers[i].kind;
-    // eq. P6: the vocabulary-parallel embedding looks up every token on every TP rank (masked), so only its
-    // tokens divide; the other split layers divide by t·c; norms by c, and by t under SP
-    const double f = k == LayerKind::embedding ? 1.0 / cp
-        : tp_split(k)                          ? 1.0 / (tp * cp)
-        : k == LayerKind::layernorm            ? 1.0 / (cp * (l.sp ? tp : 1.0))
-                                               : 1.0 / cp;
+    // eq. P6: a TP rank's own times divide by c alone. From the whole layers': the vocabulary-parallel embedding
+    // looks up every token on every TP rank (masked), so only its tokens divide; the other split layers divide by
+    // t·c; norms by c, and by t under SP
+    const double f = of == LayerTimesOf::tp_rank ? 1.0 / cp
+        : k == LayerKind::embedding              ? 1.0 / cp
+        : tp_split(k)                            ? 1.0 / (tp * cp)
+        : k == LayerKind::layernorm              ? 1.0 / (cp * (l.sp ? tp : 1.0))
+                                                 : 1.0 / cp;
     t.forward[i] = t.forward[i] * f;
     t.backward[i] = t.backward[i] * f;
     if (i < t.forward_gemm.size()) t.forward_gemm[i] = t.forward_gemm[i] * f;
     if (i < t.forward_attention.size()) t.forward_attention[i] = t.forward_attention[i] * f;
     if (i < t.forward_copies.size()) t.forward_copies[i] = t.forward_copies[i] * f;
-    if (i < t.update.size() && tp_split(k)) t.update[i] = t.update[i] / tp;  // each rank steps its 1/t
+    // each rank steps its 1/t (a TP rank's own update already is)
+    if (i < t.update.size() && tp_split(k) && of == LayerTimesOf::whole_layers) t.update[i] = t.update[i] / tp;
   }
   return t;
 }

@@ -110,13 +110,13 @@ Seconds dp_reduction(const CollectiveModel& coll, const GroupPlacement& dpg, dou
 }
 }  // namespace
 
-ParallelStep parallel_step(const Network& net, const LayerTimes& whole, const Cluster& cluster, const CollectiveModel& coll,
-                           const ParallelLayout& l, int gpus, const ComputeOptions& opt, const Sharding& sh) {
+ParallelStep parallel_step(const Network& net, const LayerTimes& times, const Cluster& cluster, const CollectiveModel& coll,
+                           const ParallelLayout& l, int gpus, const ComputeOptions& opt, const Sharding& sh, LayerTimesOf of) {
   const std::vector<int> block = transformer_blocks(net);  // once: every query below reads it
   const TransformerShape m = transformer_shape(net, block);
   validate(l, gpus, m);
   const LayoutPlacement at = place_layout(l, cluster, gpus);
-  const LayerTimes t = shard_layer_times(whole, net, l);
+  const LayerTimes t = shard_layer_times(times, net, l, of);
   const std::vector<int> stage = layer_stages(block, l);
   const BlockComm comm = block_comm(coll, cluster, at, l, m, activation_bytes_per_element(opt.precision));
 

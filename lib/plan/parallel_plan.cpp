@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <memory>
 #include <optional>
 #include <utility>
@@ -74,8 +75,21 @@ bool first_and_last_stage_fit(const PlanContext& c, const ParallelLayout& l, con
   return true;
 }
 
+/// The layer times of one micro-batch's layouts, one TP rank's for each t (eq. P6), each timed once: the kernel
+/// model does not depend on the recompute mode or the sharding.
+struct MicroBatchTimes {
+  const Scenario& times_of;  // the base without measured layers
+  LayerTimes whole;
+  std::map<int, ParallelTimes> by_tp;
+  const ParallelTimes& of(const ParallelLayout& l, const ComputeOptions& opt) {
+    auto it = by_tp.find(l.tp);
+    if (it == by_tp.end()) it = by_tp.emplace(l.tp, parallel_layer_times(times_of, l, opt, whole)).first;
+    return it->second;
+  }
+};
+
 /// Every layout of the grid at one micro-batch, recompute mode and sharding stage, into the result.
-void plan_layouts(const PlanContext& c, const ParallelPlanSpace& space, const LayerTimes& whole, const ComputeOptions& opt,
+void plan_layouts(const PlanContext& c, const ParallelPlanSpace& space, MicroBatchTimes& times, const ComputeOptions& opt,
                   const Sharding& sh, int micro_batch, int stage, ParallelPlanResult& r) {
   for (int tp : space.tp)
     for (int pp : space.pp)
@@ -92,7 +106,7 @@ void plan_layouts(const PlanContext& c, const ParallelPlanSpace& space, const La
             continue;
           }
           ParallelPlanEntry e;
-          e.prediction = parallel_prediction(c.base, *l, opt, sh, whole, *c.coll, c.gpus, c.at, Seconds{});
+          e.prediction = parallel_prediction(c.base, *l, opt, sh, times.of(*l, opt), *c.coll, c.gpus, c.at, Seconds{});
           if (!e.prediction.memory.fits) {
             ++r.out_of_memory;
             continue;
@@ -126,7 +140,7 @@ ParallelPlanResult plan_parallel(const Scenario& base, int gpus, const ParallelP
 
   for (int b : space.micro_batch) {
     if (b < 1 || r.global_batch % b != 0) continue;
-    const LayerTimes whole = parallel_whole_times(times_of, estimate_layer_times(base.network, cl.gpu, b, step_opt));
+    MicroBatchTimes times{times_of, parallel_whole_times(times_of, estimate_layer_times(base.network, cl.gpu, b, step_opt)), {}};
     for (Recompute rc : space.recompute) {
       ComputeOptions opt = step_opt;
       opt.recompute = rc;
@@ -136,7 +150,7 @@ ParallelPlanResult plan_parallel(const Scenario& base, int gpus, const ParallelP
         sh.stage = stage;
         sh.group = Sharding::kGroupAll;
         sh.offload_optimizer = false;
-        plan_layouts(c, space, whole, opt, sh, b, stage, r);
+        plan_layouts(c, space, times, opt, sh, b, stage, r);
       }
     }
   }
