@@ -219,9 +219,11 @@ struct ParallelStep {
 };
 /// `times`: every layer of `net` at the layout's micro-batch on one GPU, whole (the kernel model's or a
 /// measurement's) or one TP rank's (`of`, shard_layer_times); `collectives`: the cluster's collective model.
-/// Validates the layout (InputError naming the field).
+/// `reserved`: what each stage's memory keeps beside the step's tensors (MemoryEstimate::reserved). Validates the
+/// layout (InputError naming the field).
 ParallelStep parallel_step(const Network& net, const LayerTimes& times, const Cluster& cluster,
                            const CollectiveModel& collectives, const ParallelLayout& l, int gpus, const ComputeOptions& opt,
-                           const Sharding& sharding, LayerTimesOf of = LayerTimesOf::whole_layers);
+                           const Sharding& sharding, LayerTimesOf of = LayerTimesOf::whole_layers,
+                           Bytes reserved = bytes(kDefaultReservedBytes));
 
 }  // namespace dlscale

@@ -111,7 +111,8 @@ Seconds dp_reduction(const CollectiveModel& coll, const GroupPlacement& dpg, dou
 }  // namespace
 
 ParallelStep parallel_step(const Network& net, const LayerTimes& times, const Cluster& cluster, const CollectiveModel& coll,
-                           const ParallelLayout& l, int gpus, const ComputeOptions& opt, const Sharding& sh, LayerTimesOf of) {
+                           const ParallelLayout& l, int gpus, const ComputeOptions& opt, const Sharding& sh, LayerTimesOf of,
+                           Bytes reserved) {
   const std::vector<int> block = transformer_blocks(net);  // once: every query below reads it
   const TransformerShape m = transformer_shape(net, block);
   validate(l, gpus, m);
@@ -140,7 +141,7 @@ ParallelStep parallel_step(const Network& net, const LayerTimes& times, const Cl
     }
     most_update = max(most_update, st.update);
     most_params = std::max(most_params, rank_params(net, stage, l, s));
-    r.memory.push_back(rank_memory(net, block, m, stage, l, s, opt, sh, dp_cp, ar, bytes(kDefaultReservedBytes)));
+    r.memory.push_back(rank_memory(net, block, m, stage, l, s, opt, sh, dp_cp, ar, reserved));
   }
   r.pipeline = pipeline_time(l.schedule, l.pp, l.micro_batches, l.vp, r.per_microbatch);
   r.bubble = r.pipeline - r.per_microbatch * static_cast<double>(l.micro_batches);

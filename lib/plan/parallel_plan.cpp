@@ -36,6 +36,7 @@ struct PlanContext {
   GpuPlacement at;
   RankOrder order;
   Bytes capacity;
+  Bytes reserve;  // ParallelPlanSpace::memory_reserve, each stage's MemoryEstimate::reserved
 };
 
 /// The layout of one point of the grid, its micro-batches set by the global batch; nullopt where the model or
@@ -69,8 +70,7 @@ bool first_and_last_stage_fit(const PlanContext& c, const ParallelLayout& l, con
   const ActivationRecompute ar = activation_recompute(opt.recompute);
   const std::vector<int> stages = layer_stages(c.blocks, l);
   for (int s : {0, l.pp - 1})
-    if (rank_memory(c.base.network, c.blocks, c.shape, stages, l, s, opt, sh, dp_cp, ar, bytes(kDefaultReservedBytes)).total() >
-        c.capacity)
+    if (rank_memory(c.base.network, c.blocks, c.shape, stages, l, s, opt, sh, dp_cp, ar, c.reserve).total() > c.capacity)
       return false;
   return true;
 }
@@ -106,7 +106,7 @@ void plan_layouts(const PlanContext& c, const ParallelPlanSpace& space, MicroBat
             continue;
           }
           ParallelPlanEntry e;
-          e.prediction = parallel_prediction(c.base, *l, opt, sh, times.of(*l, opt), *c.coll, c.gpus, c.at, Seconds{});
+          e.prediction = parallel_prediction(c.base, *l, opt, sh, times.of(*l, opt), *c.coll, c.gpus, c.at, Seconds{}, c.reserve);
           if (!e.prediction.memory.fits) {
             ++r.out_of_memory;
             continue;
@@ -122,12 +122,16 @@ void plan_layouts(const PlanContext& c, const ParallelPlanSpace& space, MicroBat
 
 ParallelPlanResult plan_parallel(const Scenario& base, int gpus, const ParallelPlanSpace& space) {
   const Cluster& cl = base.cluster;
-  PlanContext c{base, gpus, transformer_blocks(base.network), {}, {}, {}, kMegatronRankOrder, cl.gpu.memory_size};
+  PlanContext c{
+      base, gpus, transformer_blocks(base.network), {}, {}, {}, kMegatronRankOrder, cl.gpu.memory_size, space.memory_reserve};
+  if (space.memory_reserve < Bytes{})
+    throw InputError(SourceLocation{}, "memory_reserve", "the memory kept free on a GPU cannot be negative");
   c.shape = transformer_shape(base.network, c.blocks);  // InputError("network") without blocks
   if (gpus < 1 || gpus > cl.max_gpus() || (gpus > cl.gpus_per_node && gpus % cl.gpus_per_node != 0))
     throw InputError(SourceLocation{}, "gpus",
                      fmt::format("cluster '{}' cannot hold {} GPUs in whole nodes of {}", cl.name, gpus, cl.gpus_per_node));
   ParallelPlanResult r;
+  r.memory_reserve = space.memory_reserve;
   r.global_batch = space.global_batch > 0
       ? space.global_batch
       : std::max<std::int64_t>(1, std::llround(kDefaultTokensPerStep / static_cast<double>(c.shape.seq)));
@@ -206,6 +210,10 @@ std::string format_parallel_plan(const ParallelPlanResult& r, const Scenario& ba
       "# {} layouts checked, {} do not fit the {:.3g} GB of a GPU, {} combinations the model or the GPU "
       "count does not take\n",
       r.evaluated, r.out_of_memory, in_bytes(cl.gpu.memory_size) / 1e9, r.invalid);
+  out += fmt::format(
+      "# memory reserve {:.3g} GB a GPU (CUDA context and workspaces, NCCL buffers, allocator fragmentation): a layout "
+      "fits when its worst stage's tensors stay within {:.3g} GB; mem/GPU includes the reserve\n",
+      in_bytes(r.memory_reserve) / 1e9, in_bytes(cl.gpu.memory_size - r.memory_reserve) / 1e9);
   if (r.ranked.empty()) {
     out += "# no layout fits\n";
     return out;

@@ -68,13 +68,13 @@ Prediction parallel_prediction(const Scenario& sc, const LayerTimes& whole, cons
 
 Prediction parallel_prediction(const Scenario& sc, const ParallelLayout& layout, const ComputeOptions& opt,
                                const Sharding& sharding, const ParallelTimes& times, const CollectiveModel& coll, int gpus,
-                               const GpuPlacement& at, Seconds iter_one) {
+                               const GpuPlacement& at, Seconds iter_one, Bytes reserved) {
   ParallelLayout l;
   ParallelStep s;
   try {
     if (gpus % std::max(layout.model_parallel(), 1) == 0) l = with_global_batch(layout, gpus);
     else l = layout;  // parallel_step says the count does not divide
-    s = parallel_step(sc.network, times.times, sc.cluster, coll, l, gpus, opt, sharding, times.of);
+    s = parallel_step(sc.network, times.times, sc.cluster, coll, l, gpus, opt, sharding, times.of, reserved);
   } catch (const InputError& e) {
     if (layout.global_batch_target > 0 && e.key() == "micro_batches")  // m came from the global batch
       throw InputError(e.where(), "parallel.global_batch",

@@ -41,10 +41,10 @@ ParallelTimes parallel_layer_times(const Scenario& sc, const ParallelLayout& l, 
 Prediction parallel_prediction(const Scenario& sc, const LayerTimes& whole, const CollectiveModel& coll, int gpus,
                                const GpuPlacement& at, Seconds iter_one);
 /// The same for a layout, compute options and sharding of the caller's (plan's grid): sc's parallel, compute and
-/// strategy.sharding are not read.
+/// strategy.sharding are not read; `reserved` in each stage's memory (plan's reserve).
 Prediction parallel_prediction(const Scenario& sc, const ParallelLayout& layout, const ComputeOptions& opt,
                                const Sharding& sharding, const ParallelTimes& times, const CollectiveModel& coll, int gpus,
-                               const GpuPlacement& at, Seconds iter_one);
+                               const GpuPlacement& at, Seconds iter_one, Bytes reserved = bytes(kDefaultReservedBytes));
 
 /// The prefix "parallel." on an InputError's key from the parallel layer ("gpus" and "network" kept).
 [[noreturn]] void rethrow_parallel_field(const InputError& e);
