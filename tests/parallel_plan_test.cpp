@@ -5,6 +5,7 @@
 #include <string>
 
 #include "dlscale/io.hpp"
+#include "dlscale/memory.hpp"
 #include "dlscale/parallel.hpp"
 #include "dlscale/parallel_plan.hpp"
 #include "dlscale/zoo.hpp"
@@ -45,6 +46,45 @@ TEST(ParallelPlan, Llama3_70bOn64H100sKeepsTpInsideANode) {
   EXPECT_GT(r.out_of_memory, 0);  // e.g. tp 1, pp 1: 70 B parameters do not fit 80 GB
   const std::string text = format_parallel_plan(r, sc, 64, 5);
   EXPECT_NE(text.find("the next best, #2, is"), std::string::npos) << text;
+}
+
+// The plan's memory reserve (ParallelPlanSpace::memory_reserve, default 5 GB: CUDA context and workspaces 1 GB,
+// NCCL's buffers 2 GB, fragmentation 2 GB) takes the place of the estimate's 1 GB in every stage's memory, so a
+// layout's mem/GPU in the plan is the predictor's plus 4 GB, and a layout fits only where that stays within the
+// GPU's 80 GiB = 85,899,345,920 B: its tensors within 80.9 GB.
+TEST(ParallelPlan, KeepsAMemoryReserveFree) {
+  Scenario sc = llama3_70b_on(8);
+  ParallelPlanSpace space;
+  space.tp = {8};
+  space.pp = {2, 4};
+  space.vp = {1};
+  space.cp = {1};
+  space.micro_batch = {1};
+  space.recompute = {Recompute::none};
+  space.sharding_stage = {1};
+  EXPECT_DOUBLE_EQ(in_bytes(space.memory_reserve), 5e9);
+  const ParallelPlanResult r = plan_parallel(sc, 64, space);
+  ASSERT_FALSE(r.ranked.empty());
+  const double capacity = 85'899'345'920.0;
+  for (const auto& e : r.ranked) EXPECT_LE(in_bytes(e.prediction.memory.per_gpu), capacity);
+  // the same layout predicted alone (its 1 GB reserve): 4 GB less
+  const ParallelPlanEntry& best = r.ranked.front();
+  sc.parallel = best.layout;
+  sc.compute.recompute = best.recompute;
+  sc.strategy.sharding.stage = best.sharding_stage;
+  sc.strategy.sharding.group = Sharding::kGroupAll;
+  const Prediction alone = Predictor(sc).predict(64);
+  EXPECT_NEAR(in_bytes(best.prediction.memory.per_gpu) - in_bytes(alone.memory.per_gpu), 4e9, 1.0);
+  const std::string text = format_parallel_plan(r, sc, 64, 3);
+  EXPECT_NE(text.find("# memory reserve 5 GB a GPU"), std::string::npos) << text;
+  EXPECT_NE(text.find("within 80.9 GB"), std::string::npos) << text;
+  // a reserve of the whole GPU leaves no layout; none at all fits at least as many as 5 GB
+  space.memory_reserve = bytes(capacity);
+  const ParallelPlanResult none = plan_parallel(sc, 64, space);
+  EXPECT_TRUE(none.ranked.empty());
+  EXPECT_EQ(none.out_of_memory, none.evaluated);
+  space.memory_reserve = Bytes{};
+  EXPECT_GE(plan_parallel(sc, 64, space).ranked.size(), r.ranked.size());
 }
 
 TEST(ParallelPlan, ExplainHasARowPerPartAndEachGroup) {

@@ -10,6 +10,7 @@
 #include "dlscale/cluster.hpp"
 #include "dlscale/error.hpp"
 #include "dlscale/io.hpp"
+#include "dlscale/kernels.hpp"
 #include "dlscale/parallel.hpp"
 #include "dlscale/zoo.hpp"
 
@@ -144,6 +145,69 @@ TEST(ParallelCompute, SplitLayersDivideByTpAndCpNormsBySpOnly) {
   l.sp = true;
   t = shard_layer_times(whole, net, l);
   EXPECT_DOUBLE_EQ(in_seconds(t.forward[1]), 1.0 / 16);
+  // a TP rank's own times (the kernel model on tp_rank_network): every layer over c alone, the update as it is
+  t = shard_layer_times(whole, net, l, LayerTimesOf::tp_rank);
+  for (std::size_t i : {0u, 1u, 2u, 4u}) EXPECT_DOUBLE_EQ(in_seconds(t.forward[i]), 0.5);
+  EXPECT_DOUBLE_EQ(in_seconds(t.update[2]), 1.0);
+}
+
+// Eq. P6 with a TP rank's own layers: Llama-3-70B (h 8192, a 64, a_kv 8, d_h 128, f 28672, V 128256, s 8192), b 1.
+// One rank of t 8: q and the context 64/8 = 8 heads × 128 = 1,024 wide, K and V 8/8 = 1 head each: the
+// column-parallel q/k/v GEMM is (M, N, K) = (8192, 1024 + 2·128, 8192) = (8192, 1280, 8192), the row-parallel
+// output (8192, 8192, 1024); the MLP's gate and up (8192, 2·28672/8, 8192) = (8192, 7168, 8192), its down
+// (8192, 8192, 3584); the output projection (8192, 128256/8, 8192) = (8192, 16032, 8192). t 16: 4 heads (512 wide)
+// and K, V replicated, one head each: q/k/v (8192, 512 + 256, 8192) = (8192, 768, 8192).
+TEST(ParallelCompute, TpRankTimesItsNarrowerGemms) {
+  const Network net = build_decoder(
+      DecoderShape{.layers = 2, .hidden = 8192, .heads = 64, .kv_heads = 8, .ffn = 28672, .vocab = 128256, .seq = 8192}, "l70");
+  const GpuSpec gpu = cluster("dgx-h100-ndr").gpu;
+  ComputeOptions opt;
+  opt.precision = Precision::bf16;
+  opt.attention = AttentionKernel::flash;
+  const KernelParams& kp = opt.kernel(gpu);
+  ParallelLayout l;
+  l.tp = 8;
+  const Network rank = tp_rank_network(net, l);
+  ASSERT_EQ(rank.layers.size(), net.layers.size());
+  // the kernel model's time of a named GEMM of a layer, against the GEMM model at the hand shape
+  const auto gemm = [&](const Layer& x, bool last, const std::string& name) {
+    for (const auto& k : layer_kernels(x, false, last, gpu, 1, opt))
+      if (k.name == x.name + name) return in_seconds(k.time);
+    return -1.0;
+  };
+  const auto planned = [&](std::int64_t m, std::int64_t n, std::int64_t k) {
+    return in_seconds(plan_gemm(GemmShape{m, n, k}, gpu, Precision::bf16, kp).time);
+  };
+  const Layer& attn = rank.layers[2];
+  ASSERT_EQ(attn.kind, LayerKind::attention);
+  EXPECT_EQ(attn.heads, 8);
+  EXPECT_EQ(attn.kv_heads, 1);
+  EXPECT_EQ(attn.head_dim, 128);
+  EXPECT_EQ(attn.params, (2 * 8192LL * 8192 + 2 * 8192LL * 1024) / 8);
+  EXPECT_DOUBLE_EQ(gemm(attn, false, ".qkv fwd"), planned(8192, 1280, 8192));
+  EXPECT_DOUBLE_EQ(gemm(attn, false, ".out fwd"), planned(8192, 8192, 1024));
+  EXPECT_DOUBLE_EQ(gemm(attn, false, ".out dgrad"), planned(8192, 1024, 8192));  // the data gradient: (M, K, N)
+  const Layer& mlp = rank.layers[4];
+  ASSERT_EQ(mlp.kind, LayerKind::linear);
+  EXPECT_EQ(mlp.hidden, 3584);
+  EXPECT_DOUBLE_EQ(gemm(mlp, false, ".up fwd"), planned(8192, 7168, 8192));
+  EXPECT_DOUBLE_EQ(gemm(mlp, false, ".down fwd"), planned(8192, 8192, 3584));
+  const Layer& head = rank.layers.back();
+  EXPECT_EQ(head.output_shape.back(), 16032);
+  EXPECT_DOUBLE_EQ(gemm(head, true, " fwd"), planned(8192, 16032, 8192));
+  // the norms are whole without SP, on s/8 tokens with it
+  EXPECT_EQ(rank.layers[1].output_shape, (std::vector<std::int64_t>{8192, 8192}));
+  l.sp = true;
+  EXPECT_EQ(tp_rank_network(net, l).layers[1].output_shape, (std::vector<std::int64_t>{1024, 8192}));
+  l.tp = 16;
+  const Network rank16 = tp_rank_network(net, l);
+  const Layer& attn16 = rank16.layers[2];
+  EXPECT_EQ(attn16.heads, 4);
+  EXPECT_EQ(attn16.kv_heads, 1);
+  EXPECT_DOUBLE_EQ(gemm(attn16, false, ".qkv fwd"), planned(8192, 768, 8192));
+  // t 1: the network itself, timed as the whole layer (head_dim unset)
+  l.tp = 1;
+  EXPECT_EQ(tp_rank_network(net, l).layers[2].head_dim, 0);
 }
 
 // ---- eq. P7-P8: the pipeline at p 4, m 8, v 2 --------------------------------------------------------------
@@ -190,37 +254,86 @@ TEST(ParallelPipeline, InterleavedChunksGoRoundTheStages) {
   EXPECT_EQ(stage.back(), 3);   // the output projection
 }
 
-// ---- eq. P9: Korthikanti et al.'s activation memory for a GPT-3 175B layer -----------------------------------
-// s 2048, b 1, h 12288, a 96, t 8: s·b·h = 25,165,824; 5·a·s/h = 5·96·2048/12288 = 80.
+// ---- eq. P9: a GPT-3 175B layer against Korthikanti et al. 2022 (Table 2) ------------------------------------
+// Korthikanti et al.'s bytes per layer (16-bit activations, 1-byte dropout masks), the reference: s·b·h·(34 +
+// 5·a·s/h) unsplit, s·b·h·(10 + 24/t + 5·a·s/(h·t)) with TP, /t of the unsplit with TP + SP, selective without
+// the 5·a·s/h term, full 2·s·b·h (/t with SP).
+double korthikanti(double s, double b, double h, double a, double t, bool sp, ActivationRecompute r) {
+  const double sbh = s * b * h, scores = 5.0 * a * s / h;
+  if (r == ActivationRecompute::full) return sp ? 2.0 * sbh / t : 2.0 * sbh;
+  if (r == ActivationRecompute::selective) return sp ? sbh * 34.0 / t : sbh * (10.0 + 24.0 / t);
+  if (t <= 1) return sbh * (34.0 + scores);
+  return sp ? sbh * (34.0 + scores) / t : sbh * (10.0 + 24.0 / t + scores / t);
+}
+
+// One GPT-3 175B block as Korthikanti et al. count it: pre-norm, attention with dropout on the probabilities and
+// after the output projection, a GELU MLP of 4·h with dropout after it.
+Network gpt3_block_with_dropout() {
+  return build_network_from_string(R"(name: gpt3-block
+description: "one GPT-3 175B block with dropout"
+input: {tokens: 2048}
+layers:
+  - embedding: {name: wte, vocab: 50257, dim: 12288}
+  - repeat: {name: h, count: 1, body: [
+      {residual: {body: [{layernorm: {name: ln_1}}, {attention: {name: attn, heads: 96, causal: true, dropout: 0.1}}, {dropout: 0.1}]}},
+      {residual: {body: [{layernorm: {name: ln_2}}, {mlp: {name: mlp, hidden: 49152}}, {dropout: 0.1}]}}]}
+)",
+                                   "gpt3-block");
+}
+
+// s 2048, b 1, h 12288, a 96: s·b·h = 25,165,824, a·s²·b = 402,653,184. The network's own count in bf16
+// (the memory model's fp32 figure × 2/4), per block: the two residual sums (the norms' inputs) 2 + 2, the two
+// norms' outputs (the attention's and the MLP's inputs) 2 + 2, q, k, v and the context 8, the MLP's 4·h hidden
+// and GELU output 16, the probabilities 2·a·s²·b, their dropout's output 2·a·s²·b and mask, and the two
+// dropout masks after the branches: 32·s·b·h + 4·a·s²·b plus the masks. A mask is 1 B an element in the fp32
+// figure, scaled like every kept tensor by 2/4: half a byte where Korthikanti counts 1. So the network's figure
+// is Korthikanti's less s·b·h + 0.5·a·s²·b: 33·s·b·h + 4.5·a·s²·b = 2,642,411,520 B against 2,868,903,936 B
+// (7.9 % less, all of it the masks' half byte).
 TEST(ParallelActivations, Gpt3_175bLayerAgainstKorthikanti) {
-  const double sbh = 25'165'824.0;
+  const Network net = gpt3_block_with_dropout();
+  const double sbh = 25'165'824.0, as2b = 402'653'184.0;
+  const double masks = sbh + 0.5 * as2b;  // what the half-byte masks leave out, unsplit
   using R = ActivationRecompute;
-  // no parallelism: sbh·(34 + 80) = 2,868,903,936 B
-  EXPECT_DOUBLE_EQ(activation_bytes_per_layer(2048, 1, 12288, 96, 1, false, R::none), sbh * 114.0);
-  EXPECT_DOUBLE_EQ(activation_bytes_per_layer(2048, 1, 12288, 96, 1, false, R::none), 2'868'903'936.0);
-  // TP 8 without SP: sbh·(10 + 24/8 + 80/8) = 23·sbh = 578,813,952 B
-  EXPECT_DOUBLE_EQ(activation_bytes_per_layer(2048, 1, 12288, 96, 8, false, R::none), 578'813'952.0);
-  // TP 8 with SP: sbh·114/8 = 14.25·sbh = 358,612,992 B
-  EXPECT_DOUBLE_EQ(activation_bytes_per_layer(2048, 1, 12288, 96, 8, true, R::none), 358'612'992.0);
-  // selective recompute with SP: sbh·34/8 = 106,954,752 B; without SP: sbh·(10 + 3) = 327,155,712 B
-  EXPECT_DOUBLE_EQ(activation_bytes_per_layer(2048, 1, 12288, 96, 8, true, R::selective), 106'954'752.0);
-  EXPECT_DOUBLE_EQ(activation_bytes_per_layer(2048, 1, 12288, 96, 8, false, R::selective), 327'155'712.0);
-  // full recompute: the input, 2·sbh = 50,331,648 B (over 8 with SP: 6,291,456 B)
-  EXPECT_DOUBLE_EQ(activation_bytes_per_layer(2048, 1, 12288, 96, 8, false, R::full), 50'331'648.0);
-  EXPECT_DOUBLE_EQ(activation_bytes_per_layer(2048, 1, 12288, 96, 8, true, R::full), 6'291'456.0);
-  // FlashAttention keeps no a·s² term: as selective
-  EXPECT_DOUBLE_EQ(activation_bytes_per_layer(2048, 1, 12288, 96, 8, true, R::none, true), 106'954'752.0);
-  // from the network and a layout: the same figure
-  const TransformerShape m = transformer_shape(arch("gpt3-175b"));
+  ComputeOptions opt;
+  opt.precision = Precision::bf16;
   ParallelLayout l;
+  const auto ours = [&](R r) { return in_bytes(block_activation_bytes(net, 0, l, opt, r)); };
+  EXPECT_DOUBLE_EQ(korthikanti(2048, 1, 12288, 96, 1, false, R::none), 2'868'903'936.0);
+  EXPECT_DOUBLE_EQ(ours(R::none), 2'642'411'520.0);
+  EXPECT_DOUBLE_EQ(ours(R::none), korthikanti(2048, 1, 12288, 96, 1, false, R::none) - masks);
+  // TP 8 without SP: the norms' outputs, residual sums and branch masks stay whole (4 + 4 + 0.5 + 0.5 = 9·sbh;
+  // Korthikanti's 10 with 1-byte masks); the attention's and MLP's interiors (24·sbh) and the probabilities
+  // over 8: 12·sbh + 0.5625·a·s²·b = 528,482,304 B, Korthikanti's 578,813,952 B less sbh + 0.5·a·s²·b/8.
   l.tp = 8;
+  EXPECT_DOUBLE_EQ(ours(R::none), 528'482'304.0);
+  EXPECT_DOUBLE_EQ(ours(R::none), korthikanti(2048, 1, 12288, 96, 8, false, R::none) - sbh - 0.5 * as2b / 8);
+  // TP 8 with SP: everything over 8, 330,301,440 B (Korthikanti 358,612,992 B less the masks' share / 8)
   l.sp = true;
-  EXPECT_DOUBLE_EQ(in_bytes(activation_bytes_per_layer(l, m, R::none)), 358'612'992.0);
+  EXPECT_DOUBLE_EQ(ours(R::none), 330'301'440.0);
+  EXPECT_DOUBLE_EQ(ours(R::none), korthikanti(2048, 1, 12288, 96, 8, true, R::none) - masks / 8);
+  // selective recompute with SP: the probabilities, their dropout's output and mask go: 33·sbh/8 = 103,809,024 B
+  // (Korthikanti's 34·sbh/8 = 106,954,752 B less sbh/8); a fused kernel keeps the same
+  EXPECT_DOUBLE_EQ(ours(R::selective), 103'809'024.0);
+  EXPECT_DOUBLE_EQ(ours(R::selective), korthikanti(2048, 1, 12288, 96, 8, true, R::selective) - sbh / 8);
+  opt.attention = AttentionKernel::flash;
+  EXPECT_DOUBLE_EQ(ours(R::none), 103'809'024.0);
+  opt.attention = AttentionKernel::eager;
+  // full recompute: the block's input, 2·sbh/8 = 6,291,456 B with SP, 2·sbh = 50,331,648 B without: Korthikanti's
+  EXPECT_DOUBLE_EQ(ours(R::full), korthikanti(2048, 1, 12288, 96, 8, true, R::full));
+  EXPECT_DOUBLE_EQ(ours(R::full), 6'291'456.0);
+  l.sp = false;
+  EXPECT_DOUBLE_EQ(ours(R::full), 50'331'648.0);
+  // CP 2 halves the tokens: half of TP 8's 528,482,304 B
+  l.cp = 2;
+  EXPECT_DOUBLE_EQ(ours(R::none), 264'241'152.0);
 }
 
 TEST(ParallelActivations, FirstStageHoldsPMicroBatchesOfItsBlocks) {
-  // GPT-3 175B, TP 8 + SP, PP 8 (12 blocks a stage), 1F1B, m 16: stage 0 holds 8 micro-batches of 12 layers of
-  // 358,612,992 B = 34,426,847,232 B (= 96 layers' worth: Korthikanti's "the first stage holds L layers").
+  // GPT-3 175B as shipped (no dropout: masks and the probabilities' dropout gone), bf16, eager attention, TP 8 + SP,
+  // PP 8 (12 blocks a stage), 1F1B, m 16. A block keeps 32·sbh + 2·a·s²·b (the count above without dropout), over
+  // 8: 4·25,165,824 + 0.25·402,653,184 = 201,326,592 B. Stage 0 also holds the token and position embeddings'
+  // outputs, 2·sbh/8 each: 12,582,912 B; 12 blocks + that = 2,428,502,016 B a micro-batch, 8 in flight:
+  // 19,428,016,128 B (96 layers' worth: Korthikanti's "the first stage holds L layers").
   const Network net = arch("gpt3-175b");
   ParallelLayout l;
   l.tp = 8;
@@ -230,13 +343,42 @@ TEST(ParallelActivations, FirstStageHoldsPMicroBatchesOfItsBlocks) {
   ComputeOptions opt;
   opt.precision = Precision::bf16;
   opt.optimizer = Optimizer::adamw;
+  EXPECT_DOUBLE_EQ(in_bytes(block_activation_bytes(net, 0, l, opt, ActivationRecompute::none)), 201'326'592.0);
   const MemoryEstimate first = rank_memory(net, l, 0, opt, Sharding{}, 1, ActivationRecompute::none);
-  EXPECT_DOUBLE_EQ(in_bytes(first.activations), 8 * 12 * 358'612'992.0);
-  const MemoryEstimate last = rank_memory(net, l, 7, opt, Sharding{}, 1, ActivationRecompute::none);
-  EXPECT_DOUBLE_EQ(in_bytes(last.activations), 1 * 12 * 358'612'992.0);
+  EXPECT_DOUBLE_EQ(in_bytes(first.activations), 8 * 2'428'502'016.0);
   // weights: mixed precision 6 B, gradients 2 B, AdamW 8 B a parameter of the rank (eq. S3 without sharding)
   const double p0 = static_cast<double>(rank_params(net, l, 0));
   EXPECT_DOUBLE_EQ(in_bytes(first.weights + first.gradients + first.optimizer_state), 16.0 * p0);
+  // full recompute: each block's input 2·sbh/8 = 6,291,456 B a micro-batch (12 of them and the embeddings'
+  // 12,582,912 B: 88,080,384 B, 8 in flight: 704,643,072 B) and once the block that runs again, 201,326,592 B
+  const MemoryEstimate full = rank_memory(net, l, 0, opt, Sharding{}, 1, ActivationRecompute::full);
+  EXPECT_DOUBLE_EQ(in_bytes(full.activations), 704'643'072.0 + 201'326'592.0);
+}
+
+TEST(ParallelActivations, LastStageKeepsTheLogitsAndTheLoss) {
+  // GPT-3 175B as above, stage 7 of 8: one micro-batch in flight of 12 blocks (12 × 201,326,592 B), the final
+  // norm's output 2·sbh/8 = 6,291,456 B and the bf16 logits, 2 B × 2048 × 50257 / 8 = 25,731,584 B:
+  // 2,447,942,144 B. Eager mixed precision adds the loss's fp32 logits and log-softmax (eq. K14), 8 B a logit of
+  // the rank's vocabulary share: 8 × 2048 × 50257 / 8 = 102,926,336 B, 2,550,868,480 B in all.
+  const Network net = arch("gpt3-175b");
+  ParallelLayout l;
+  l.tp = 8;
+  l.sp = true;
+  l.pp = 8;
+  l.micro_batches = 16;
+  ComputeOptions opt;
+  opt.precision = Precision::bf16;
+  EXPECT_DOUBLE_EQ(in_bytes(rank_memory(net, l, 7, opt, Sharding{}, 1, ActivationRecompute::none).activations), 2'550'868'480.0);
+  // the loss compiled with the step keeps only its row statistics: the logits alone
+  opt.compiled = true;
+  EXPECT_DOUBLE_EQ(in_bytes(rank_memory(net, l, 7, opt, Sharding{}, 1, ActivationRecompute::none).activations), 2'447'942'144.0);
+  // CP 2 halves the tokens of all of it, the loss too: 1,275,434,240 B eager
+  opt.compiled = false;
+  l.cp = 2;
+  EXPECT_DOUBLE_EQ(in_bytes(rank_memory(net, l, 7, opt, Sharding{}, 1, ActivationRecompute::none).activations), 1'275'434'240.0);
+  // and the time: the kernel model times the loss with the last layer (time_loss), so the output projection's
+  // stage runs it; with the layout's stages the last layer is on stage 7
+  EXPECT_EQ(layer_stages(net, l).back(), 7);
 }
 
 // ---- eq. P11: placement ------------------------------------------------------------------------------------

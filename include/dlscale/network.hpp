@@ -96,6 +96,7 @@ struct Layer {
   int groups = 1;              // conv
   int heads = 0;               // attention
   int kv_heads = 0;            // attention: key/value heads (grouped-query attention); 0 = heads
+  int head_dim = 0;            // attention: features per head; 0 = width/heads (a TP rank's heads/t keep the model's)
   std::int64_t hidden = 0;     // mlp (a linear layer of two or three matrices)
   bool gated = false;          // mlp: SwiGLU (gate, up, down)
   bool causal = false;         // attention: a causal mask (decoders); fused kernels skip its masked half

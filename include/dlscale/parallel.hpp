@@ -1,7 +1,7 @@
 // Model parallelism of a transformer: tensor (Megatron's column/row split), sequence, pipeline (GPipe, 1F1B,
 // interleaved 1F1B) and context parallelism (ring attention), with data parallelism over what is left. The
 // layout and its checks, the bytes each split moves per block, the pipeline's bubble and in-flight
-// micro-batches, activation memory per layer (Korthikanti et al. 2022), the ranks of each group on the
+// micro-batches, activation memory per layer (the network's own, eq. P9), the ranks of each group on the
 // cluster and the time of their collectives on the existing collective model. Derivations: docs/model.md,
 // "Model parallelism" (eq. P1-P13); Scenario::parallel predicts through parallel_step (lib/predict/parallel_predict.cpp).
 #pragma once
@@ -103,11 +103,22 @@ StepTraffic dp_step_traffic(std::int64_t params, const Sharding& s, Precision p,
 /// layers before the first block (embeddings) on stage 0, those after the last (final norm, output
 /// projection) on stage p−1.
 std::vector<int> layer_stages(const Network& net, const ParallelLayout& l);
-/// Eq. P6: one rank's per-layer times from the whole layers' (the kernel model at the micro-batch): attention,
-/// MLP, embedding and output projection divided by t·c (GEMMs and heads over t, tokens and the ring's
-/// causal-balanced attention core over c), norms by c (and t with SP); the update by t for TP-split layers.
-/// An approximation in FLOPs and bytes: the kernel model does not see the narrower GEMMs (docs/model.md, P6).
-LayerTimes shard_layer_times(const LayerTimes& whole, const Network& net, const ParallelLayout& l);
+/// Eq. P6: the network one TP rank runs, for the kernel model to time at its narrower shapes: attention with a/t
+/// heads of the model's head size and max(1, a_kv/t) key/value heads (replicated when t > a_kv, as Megatron does),
+/// the MLP's hidden width over t (the column-parallel up and gate N/t, the row-parallel down K/t), the output
+/// projection's vocabulary over t, the TP-split layers' parameters over t; with SP the norms and the operators
+/// (residual sums, dropout) on s/t tokens. The network itself for t = 1.
+Network tp_rank_network(const Network& net, const ParallelLayout& l);
+
+/// What the layer times a step is split from are: the whole layers' (measured, or the kernel model's on the whole
+/// network), or one TP rank's (the kernel model's on tp_rank_network).
+enum class LayerTimesOf { whole_layers, tp_rank };
+/// Eq. P6: one rank's per-layer times. From one TP rank's: every layer over c (its tokens; the ring's
+/// causal-balanced attention core over c too). From the whole layers': attention, MLP and output projection over
+/// t·c, the embedding over c (every TP rank looks up every token), norms over c (and t with SP), the update over t
+/// for TP-split layers: exact in FLOPs and bytes, blind to the narrower GEMMs' efficiency.
+LayerTimes shard_layer_times(const LayerTimes& times, const Network& net, const ParallelLayout& l,
+                             LayerTimesOf of = LayerTimesOf::whole_layers);
 
 // ---- pipeline (eq. P7-P8) ---------------------------------------------------------------------------------
 
@@ -121,27 +132,27 @@ Seconds pipeline_time(PipelineSchedule s, int p, int m, int v, Seconds per_micro
 /// GPipe m; 1F1B min(p−i, m); interleaved min(m·v, 2(p−i−1) + (v−1)·p + 1)/v (Megatron's warm-up + 1, in chunks).
 double in_flight_microbatches(PipelineSchedule s, int p, int m, int v, int stage) noexcept;
 
-// ---- activation memory (eq. P9, Korthikanti et al. 2022) ------------------------------------------------
+// ---- activation memory (eq. P9) ----------------------------------------------------------------------------
 
-/// Which recomputation the activation count assumes (Korthikanti's three cases).
+/// Which recomputation the activation count assumes (Korthikanti et al.'s three cases).
 enum class ActivationRecompute { none, selective, full };
-/// Eq. P9: bytes one transformer layer keeps for backward at s tokens (per CP rank: s/c), b samples, width h,
-/// a heads, t TP ranks, 16-bit activations with dropout masks (Korthikanti et al., Table 2 and eq. 1-2):
-///   none,  no TP         s·b·h·(34 + 5·a·s/h)
-///   none,  TP, no SP     s·b·h·(10 + 24/t + 5·a·s/(h·t))
-///   none,  TP + SP       s·b·h·(34 + 5·a·s/h)/t
-///   selective            s·b·h·34/t with SP, s·b·h·(10 + 24/t) without
-///   full                 2·s·b·h (the layer's input), /t with SP
-/// `fused_attention`: a FlashAttention kernel keeps no a·s² term (as selective).
-double activation_bytes_per_layer(std::int64_t s, std::int64_t b, std::int64_t h, std::int64_t a, int t, bool sp,
-                                  ActivationRecompute r, bool fused_attention = false) noexcept;
-/// Eq. P9 for a layout: the block's figure at s/c tokens and micro-batch b.
-Bytes activation_bytes_per_layer(const ParallelLayout& l, const TransformerShape& m, ActivationRecompute r,
-                                 bool fused_attention = false) noexcept;
+/// Eq. P9: what one rank keeps of layer `x` for backward, per micro-batch (b samples, s/c tokens each): the
+/// memory model's own figure (Layer::activation_bytes_per_sample and its operators', at the activation width),
+/// less the attention probabilities with `drop_probabilities` (a fused kernel, selective recompute); what TP
+/// splits (the interior of attention and linear layers: q, k, v, context, probabilities, the MLP's hidden
+/// activations, the logits) over t, the rest (norms' outputs, residual sums, dropout masks: Megatron's SP region)
+/// over t with SP only; all of it over c.
+Bytes layer_activation_bytes(const Layer& x, const ParallelLayout& l, const ComputeOptions& opt, bool drop_probabilities);
+/// Eq. P9: what one rank keeps of transformer block `block` (transformer_blocks' numbering) per micro-batch under
+/// recompute `r`: none the sum of layer_activation_bytes, selective the same without the probabilities, full the
+/// block's input (its first layer's input at the activation width, over c, over t with SP).
+Bytes block_activation_bytes(const Network& net, int block, const ParallelLayout& l, const ComputeOptions& opt,
+                             ActivationRecompute r);
 
 /// Eq. P10: one rank's memory on pipeline stage `stage`: weights, gradients and optimiser state of its
-/// rank_params under the DP sharding over `dp_cp` GPUs (estimate_training_memory's eq. S3), and activations
-/// of in_flight_microbatches × its blocks × eq. P9.
+/// rank_params under the DP sharding over `dp_cp` GPUs (estimate_training_memory's eq. S3), and activations:
+/// in_flight_microbatches × what the stage's layers keep of a micro-batch (eq. P9), plus under full recompute
+/// the largest of its blocks as it runs again (one at a time).
 MemoryEstimate rank_memory(const Network& net, const ParallelLayout& l, int stage, const ComputeOptions& opt,
                            const Sharding& sharding, int dp_cp, ActivationRecompute r,
                            Bytes reserved = bytes(kDefaultReservedBytes));
@@ -206,10 +217,13 @@ struct ParallelStep {
   double tokens_per_s = 0.0;
   std::vector<MemoryEstimate> memory;  // per stage (eq. P10)
 };
-/// `whole`: the kernel model's (or a measurement's) times of every layer of `net` at the layout's micro-batch
-/// on one GPU; `collectives`: the cluster's collective model. Validates the layout (InputError naming the field).
-ParallelStep parallel_step(const Network& net, const LayerTimes& whole, const Cluster& cluster,
+/// `times`: every layer of `net` at the layout's micro-batch on one GPU, whole (the kernel model's or a
+/// measurement's) or one TP rank's (`of`, shard_layer_times); `collectives`: the cluster's collective model.
+/// `reserved`: what each stage's memory keeps beside the step's tensors (MemoryEstimate::reserved). Validates the
+/// layout (InputError naming the field).
+ParallelStep parallel_step(const Network& net, const LayerTimes& times, const Cluster& cluster,
                            const CollectiveModel& collectives, const ParallelLayout& l, int gpus, const ComputeOptions& opt,
-                           const Sharding& sharding);
+                           const Sharding& sharding, LayerTimesOf of = LayerTimesOf::whole_layers,
+                           Bytes reserved = bytes(kDefaultReservedBytes));
 
 }  // namespace dlscale

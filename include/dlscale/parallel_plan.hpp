@@ -13,6 +13,14 @@
 
 namespace dlscale {
 
+/// The memory plan --parallel keeps free on every GPU beside the step's own tensors (docs/model.md, P10): the
+/// CUDA context and the libraries' workspaces, 1 GB (the memory model's kDefaultReservedBytes); NCCL's buffers,
+/// 2 GB (NCCL_BUFFSIZE's 4 MiB a protocol, channel and peer, for the layout's TP, CP, PP, DP and DP×CP
+/// communicators: some hundreds of MB each; recalled from NCCL's documentation, not measured here); and the
+/// PyTorch caching allocator's fragmentation beyond the estimate's 5 % slack (kAllocatorSlack), 2 GB (large-model
+/// runs report a few GB between the allocator's reserved and allocated peaks; recalled, not measured here).
+inline constexpr double kPlanMemoryReserveBytes = 5e9;
+
 struct ParallelPlanSpace {
   /// Candidate degrees (each filtered by what the model and the GPU count take: tp dividing the heads, pp the
   /// blocks, cp the sequence in 2·cp chunks, tp·pp·cp the GPUs).
@@ -25,22 +33,26 @@ struct ParallelPlanSpace {
   std::vector<int> sharding_stage{0, 1};  // 0: replicated optimiser state, 1: distributed optimiser (ZeRO-1)
   /// Samples per step over the job (every layout trains the same batch); 0: 4 Mi tokens' worth (4,194,304 / s).
   std::int64_t global_batch = 0;
+  /// What a layout must leave free on each GPU: it fits when its worst stage's memory with this reserve in place of
+  /// the estimate's 1 GB (MemoryEstimate::reserved) stays within the GPU's memory.
+  Bytes memory_reserve = bytes(kPlanMemoryReserveBytes);
 };
 
 struct ParallelPlanEntry {
   ParallelLayout layout;  // micro_batches resolved for the GPU count
   Recompute recompute = Recompute::none;
   int sharding_stage = 0;
-  Prediction prediction;       // tokens/s, MFU, memory per GPU (the worst stage), Breakdown::parallel
+  Prediction prediction;       // tokens/s, MFU, memory per GPU (the worst stage, with the reserve), Breakdown::parallel
   bool tp_inside_node = true;  // every TP group within one node (its NVLink domain)
 };
 
 struct ParallelPlanResult {
   std::vector<ParallelPlanEntry> ranked;  // those that fit, fastest first (tokens/s; ties: less memory)
   std::int64_t global_batch = 0;
-  int evaluated = 0;      // layouts checked (memory, then the step of those that fit)
-  int invalid = 0;        // combinations the model or the GPU count does not take
-  int out_of_memory = 0;  // checked, pruned by memory
+  Bytes memory_reserve{};  // the space's, as the layouts were checked with it
+  int evaluated = 0;       // layouts checked (memory, then the step of those that fit)
+  int invalid = 0;         // combinations the model or the GPU count does not take
+  int out_of_memory = 0;   // checked, pruned by memory
 };
 
 /// Searches `space` on `gpus` GPUs of `base` (its cluster, decoder network, framework, precision, optimiser).

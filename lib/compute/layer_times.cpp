@@ -368,18 +368,20 @@ bool time_attention(Kernels& k, const LayerWork& w) {
   const double eb = w.eb;
   const std::int64_t d = in.back(), s = in[in.size() - 2];
   const std::int64_t seqs = static_cast<std::int64_t>(elements(in) / static_cast<double>(s * d) * w.B);
-  const std::int64_t rows = seqs * s, dh = d / l.heads, bh = seqs * l.heads;
-  // q, and k and v of kv_heads heads each (grouped-query attention: fewer key/value heads)
-  const std::int64_t dkv = l.kv_heads > 0 ? d / l.heads * l.kv_heads : d;
-  linear_gemms(k, k.name(l.name, ".qkv"), rows, d, d + 2 * dkv, w.input_grad);
-  if (l.rotary) time_rotary(k, w, static_cast<double>(rows) * static_cast<double>(d + dkv));
-  const double act = static_cast<double>(rows) * static_cast<double>(d);
+  const std::int64_t rows = seqs * s, dh = l.head_dim > 0 ? l.head_dim : d / l.heads, bh = seqs * l.heads;
+  // q (and the context) of `heads` heads: the width d, or a tensor-parallel rank's heads/t × d_h (head_dim set);
+  // k and v of kv_heads heads each (grouped-query attention: fewer key/value heads)
+  const std::int64_t dq = l.head_dim > 0 ? dh * l.heads : d;
+  const std::int64_t dkv = l.kv_heads > 0 ? dh * l.kv_heads : dq;
+  linear_gemms(k, k.name(l.name, ".qkv"), rows, d, dq + 2 * dkv, w.input_grad);
+  if (l.rotary) time_rotary(k, w, static_cast<double>(rows) * static_cast<double>(dq + dkv));
+  const double act = static_cast<double>(rows) * static_cast<double>(dq);
   if (fused_attention(w.opt.attention))
     k.flash_attention(k.name(l.name, ".attention"), seqs, s, l.heads, dh, dkv, l.causal, to_string(w.opt.attention));
   else time_unfused_core(k, w, s, dh, bh);
   k.pass(k.name(l.name, ".heads fwd"), 2.0 * 4.0 * act, eb, false, 0.0, 2);
   k.pass(k.name(l.name, ".heads bwd"), 2.0 * 4.0 * act, eb, true, 0.0, 2);
-  linear_gemms(k, k.name(l.name, ".out"), rows, d, d, true);
+  linear_gemms(k, k.name(l.name, ".out"), rows, dq, d, true);
   return true;
 }
 

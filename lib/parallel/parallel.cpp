@@ -217,23 +217,70 @@ StepTraffic dp_step_traffic(std::int64_t params, const Sharding& s, Precision p,
 
 // ---- compute -----------------------------------------------------------------------------------------------
 
-LayerTimes shard_layer_times(const LayerTimes& whole, const Network& net, const ParallelLayout& l) {
-  LayerTimes t = whole;
+namespace {
+std::int64_t over(std::int64_t n, std::int64_t t) { return (n + t - 1) / t; }
+
+/// Eq. P6: a TP-split layer as one rank holds it.
+void narrow_to_rank(Layer& x, std::int64_t t) {
+  if (!tp_split(x.kind)) return;
+  x.params = over(x.params, t);
+  if (x.kind == LayerKind::attention && x.heads > 0 && x.input_shape.size() >= 2) {
+    const std::int64_t kv = x.kv_heads > 0 ? x.kv_heads : x.heads;
+    x.head_dim = static_cast<int>(x.input_shape.back() / x.heads);
+    x.heads = static_cast<int>(over(x.heads, t));
+    x.kv_heads = static_cast<int>(std::max<std::int64_t>(1, kv / t));  // replicated when t > a_kv (eq. P3)
+  } else if (x.kind == LayerKind::linear && x.hidden > 0) {
+    x.hidden = over(x.hidden, t);  // column-parallel up (and gate): N/t; row-parallel down: K/t
+  } else if (x.kind == LayerKind::linear && !x.output_shape.empty()) {
+    x.output_shape.back() = over(x.output_shape.back(), t);  // the vocabulary-parallel output projection
+  }
+}
+
+/// SP: a per-sample [sequence, width] shape on s/t tokens.
+void shard_tokens(std::vector<std::int64_t>& shape, std::int64_t t) {
+  if (shape.size() >= 2) shape[shape.size() - 2] = over(shape[shape.size() - 2], t);
+}
+}  // namespace
+
+Network tp_rank_network(const Network& net, const ParallelLayout& l) {
+  Network r = net;
+  const std::int64_t t = std::max(l.tp, 1);
+  if (t == 1) return r;
+  for (Layer& x : r.layers) {
+    narrow_to_rank(x, t);
+    if (!l.sp) continue;
+    if (x.kind == LayerKind::layernorm) {
+      shard_tokens(x.input_shape, t);
+      shard_tokens(x.output_shape, t);
+    }
+    for (Operator& o : x.ops) {
+      shard_tokens(o.input_shape, t);
+      shard_tokens(o.output_shape, t);
+    }
+  }
+  return r;
+}
+
+LayerTimes shard_layer_times(const LayerTimes& times, const Network& net, const ParallelLayout& l, LayerTimesOf of) {
+  LayerTimes t = times;
   const double tp = l.tp, cp = l.cp;
   for (std::size_t i = 0; i < net.layers.size() && i < t.forward.size(); ++i) {
     const LayerKind k = net.layers[i].kind;
-    // eq. P6: the vocabulary-parallel embedding looks up every token on every TP rank (masked), so only its
-    // tokens divide; the other split layers divide by t·c; norms by c, and by t under SP
-    const double f = k == LayerKind::embedding ? 1.0 / cp
-        : tp_split(k)                          ? 1.0 / (tp * cp)
-        : k == LayerKind::layernorm            ? 1.0 / (cp * (l.sp ? tp : 1.0))
-                                               : 1.0 / cp;
+    // eq. P6: a TP rank's own times divide by c alone. From the whole layers': the vocabulary-parallel embedding
+    // looks up every token on every TP rank (masked), so only its tokens divide; the other split layers divide by
+    // t·c; norms by c, and by t under SP
+    const double f = of == LayerTimesOf::tp_rank ? 1.0 / cp
+        : k == LayerKind::embedding              ? 1.0 / cp
+        : tp_split(k)                            ? 1.0 / (tp * cp)
+        : k == LayerKind::layernorm              ? 1.0 / (cp * (l.sp ? tp : 1.0))
+                                                 : 1.0 / cp;
     t.forward[i] = t.forward[i] * f;
     t.backward[i] = t.backward[i] * f;
     if (i < t.forward_gemm.size()) t.forward_gemm[i] = t.forward_gemm[i] * f;
     if (i < t.forward_attention.size()) t.forward_attention[i] = t.forward_attention[i] * f;
     if (i < t.forward_copies.size()) t.forward_copies[i] = t.forward_copies[i] * f;
-    if (i < t.update.size() && tp_split(k)) t.update[i] = t.update[i] / tp;  // each rank steps its 1/t
+    // each rank steps its 1/t (a TP rank's own update already is)
+    if (i < t.update.size() && tp_split(k) && of == LayerTimesOf::whole_layers) t.update[i] = t.update[i] / tp;
   }
   return t;
 }
@@ -270,26 +317,80 @@ double in_flight_microbatches(PipelineSchedule s, int p, int m, int v, int stage
 
 // ---- activation memory -------------------------------------------------------------------------------------
 
-double activation_bytes_per_layer(std::int64_t s_, std::int64_t b_, std::int64_t h_, std::int64_t a_, int t_, bool sp,
-                                  ActivationRecompute r, bool fused) noexcept {
-  const double s = static_cast<double>(s_), b = static_cast<double>(b_), h = static_cast<double>(h_);
-  const double a = static_cast<double>(a_), t = std::max(t_, 1);
-  const double sbh = s * b * h;
-  const double scores = fused ? 0.0 : 5.0 * a * s / h;  // softmax output, its dropout mask and output, Q·Kᵀ (eq. P9)
-  switch (r) {
-    case ActivationRecompute::full:
-      return sp ? 2.0 * sbh / t : 2.0 * sbh;
-    case ActivationRecompute::selective:
-      return sp ? sbh * 34.0 / t : sbh * (10.0 + 24.0 / t);
-    case ActivationRecompute::none:
-      if (t_ <= 1) return sbh * (34.0 + scores);
-      return sp ? sbh * (34.0 + scores) / t : sbh * (10.0 + 24.0 / t + scores / t);
-  }
-  return 0.0;
+namespace {
+/// Eq. P9: the layers whose own kept tensors TP splits (attention: q, k, v, context, probabilities over the heads;
+/// linear: the MLP's hidden activations, the output projection's logits over the vocabulary). Their inputs are
+/// the norms' outputs, which the norms count.
+bool tp_splits_kept(LayerKind k) noexcept { return k == LayerKind::attention || k == LayerKind::linear; }
+
+/// Eq. P9 for full recompute: a block's input, its first layer's input at the activation width, per micro-batch.
+double block_input_bytes(const Layer& first, const ParallelLayout& l, const ComputeOptions& opt) {
+  double e = first.input_shape.empty() ? 0.0 : 1.0;
+  for (auto d : first.input_shape) e *= static_cast<double>(d);
+  const double sp = l.sp ? l.tp : 1.0;
+  return e * activation_bytes_per_element(opt.precision) * l.micro_batch / (sp * l.cp);
 }
 
-Bytes activation_bytes_per_layer(const ParallelLayout& l, const TransformerShape& m, ActivationRecompute r, bool fused) noexcept {
-  return bytes(activation_bytes_per_layer(m.seq / l.cp, l.micro_batch, m.hidden, m.heads, l.tp, l.sp, r, fused));
+bool drops_probabilities(const ComputeOptions& opt, ActivationRecompute r) noexcept {
+  return fused_attention(opt.attention) || r == ActivationRecompute::selective;
+}
+
+/// What layers [from, to) of a stage keep: under full recompute the input of each block and, once, its largest
+/// block's tensors (the one running again); otherwise every layer's (eq. P9).
+struct StageActivations {
+  Bytes per_microbatch{};  // × the in-flight micro-batches (eq. P8)
+  Bytes once{};            // full recompute: one block rebuilt at a time
+};
+
+StageActivations stage_activations(const Network& net, const std::vector<int>& block, const std::vector<int>& st,
+                                   const ParallelLayout& l, int stage, const ComputeOptions& opt, ActivationRecompute r) {
+  StageActivations a;
+  const bool drop = drops_probabilities(opt, r);
+  Bytes this_block{};
+  for (std::size_t i = 0; i < net.layers.size(); ++i) {
+    if (st[i] != stage) continue;
+    const Bytes kept = layer_activation_bytes(net.layers[i], l, opt, drop);
+    const bool starts = block[i] >= 0 && (i == 0 || block[i - 1] != block[i]);
+    if (r != ActivationRecompute::full || block[i] < 0) {
+      a.per_microbatch += kept;
+      continue;
+    }
+    if (starts) {
+      a.per_microbatch += bytes(block_input_bytes(net.layers[i], l, opt));
+      this_block = Bytes{};
+    }
+    this_block += layer_activation_bytes(net.layers[i], l, opt, fused_attention(opt.attention));
+    a.once = max(a.once, this_block);
+  }
+  // the last stage's loss: eager mixed precision's fp32 logits and log-softmax (eq. K14, 8 B a logit), which the
+  // vocabulary-parallel cross entropy holds over t
+  if (!st.empty() && st.back() == stage)
+    a.per_microbatch += bytes(fp32_loss_bytes_per_sample(net, opt) * l.micro_batch / (static_cast<double>(l.tp) * l.cp));
+  return a;
+}
+}  // namespace
+
+Bytes layer_activation_bytes(const Layer& x, const ParallelLayout& l, const ComputeOptions& opt, bool drop_probabilities) {
+  double own = x.activation_bytes_per_sample;  // fp32 figure, as the memory model counts it
+  if (drop_probabilities) own -= flash_attention_saving_per_sample(x);
+  double ops = 0.0;
+  for (const auto& o : x.ops) ops += o.activation_bytes_per_sample;
+  const double sp = l.sp ? l.tp : 1.0;
+  const double split = tp_splits_kept(x.kind) ? l.tp : sp;
+  const double width = activation_bytes_per_element(opt.precision) / 4.0;
+  return bytes((own / split + ops / sp) * width * l.micro_batch / l.cp);  // eq. P9
+}
+
+Bytes block_activation_bytes(const Network& net, int b, const ParallelLayout& l, const ComputeOptions& opt,
+                             ActivationRecompute r) {
+  const std::vector<int> block = transformer_blocks(net);
+  Bytes sum{};
+  for (std::size_t i = 0; i < net.layers.size(); ++i) {
+    if (block[i] != b) continue;
+    if (r == ActivationRecompute::full) return bytes(block_input_bytes(net.layers[i], l, opt));
+    sum += layer_activation_bytes(net.layers[i], l, opt, drops_probabilities(opt, r));
+  }
+  return sum;
 }
 
 MemoryEstimate rank_memory(const Network& net, const ParallelLayout& l, int stage, const ComputeOptions& opt,
@@ -299,31 +400,26 @@ MemoryEstimate rank_memory(const Network& net, const ParallelLayout& l, int stag
                      reserved);
 }
 
-MemoryEstimate rank_memory(const Network& net, const std::vector<int>& block, const TransformerShape& m,
-                           const std::vector<int>& st, const ParallelLayout& l, int stage, const ComputeOptions& opt,
-                           const Sharding& sharding, int dp_cp, ActivationRecompute r, Bytes reserved) {
+MemoryEstimate rank_memory(const Network& net, const std::vector<int>& block, const TransformerShape&, const std::vector<int>& st,
+                           const ParallelLayout& l, int stage, const ComputeOptions& opt, const Sharding& sharding, int dp_cp,
+                           ActivationRecompute r, Bytes reserved) {
   Network rank;
   rank.name = net.name;
   rank.input_kind = net.input_kind;
   rank.input_shape = net.input_shape;
   // the first stage reads the tokens (its s/c of them); later stages receive activations (eq. P4)
   rank.input_bytes_per_sample = stage == 0 ? net.input_bytes_per_sample / static_cast<double>(l.cp) : Bytes{};
-  int blocks_here = 0, last_block = -1;
   for (std::size_t i = 0; i < net.layers.size(); ++i) {
     if (st[i] != stage) continue;
     Layer x = net.layers[i];
     if (tp_split(x.kind)) x.params = (x.params + l.tp - 1) / l.tp;  // eq. P5
     x.ops.clear();
     rank.layers.push_back(std::move(x));
-    if (block[i] >= 0 && block[i] != last_block) {
-      ++blocks_here;
-      last_block = block[i];
-    }
   }
   const double in_flight = in_flight_microbatches(l.schedule, l.pp, l.micro_batches, l.vp, stage);
-  const bool fused = fused_attention(opt.attention);
-  // eq. P10: in-flight micro-batches × the stage's blocks × eq. P9, per sample of the micro-batch
-  const Bytes per_sample = activation_bytes_per_layer(l, m, r, fused) * (in_flight * blocks_here / l.micro_batch);
+  // eq. P10: in-flight micro-batches × what the stage keeps of one (eq. P9), per sample of the micro-batch
+  const StageActivations a = stage_activations(net, block, st, l, stage, opt, r);
+  const Bytes per_sample = (a.per_microbatch * in_flight + a.once) / static_cast<double>(l.micro_batch);
   return estimate_training_memory(rank, l.micro_batch, opt, sharding, std::max(dp_cp, 1), reserved, per_sample);
 }
 

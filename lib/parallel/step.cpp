@@ -110,13 +110,14 @@ Seconds dp_reduction(const CollectiveModel& coll, const GroupPlacement& dpg, dou
 }
 }  // namespace
 
-ParallelStep parallel_step(const Network& net, const LayerTimes& whole, const Cluster& cluster, const CollectiveModel& coll,
-                           const ParallelLayout& l, int gpus, const ComputeOptions& opt, const Sharding& sh) {
+ParallelStep parallel_step(const Network& net, const LayerTimes& times, const Cluster& cluster, const CollectiveModel& coll,
+                           const ParallelLayout& l, int gpus, const ComputeOptions& opt, const Sharding& sh, LayerTimesOf of,
+                           Bytes reserved) {
   const std::vector<int> block = transformer_blocks(net);  // once: every query below reads it
   const TransformerShape m = transformer_shape(net, block);
   validate(l, gpus, m);
   const LayoutPlacement at = place_layout(l, cluster, gpus);
-  const LayerTimes t = shard_layer_times(whole, net, l);
+  const LayerTimes t = shard_layer_times(times, net, l, of);
   const std::vector<int> stage = layer_stages(block, l);
   const BlockComm comm = block_comm(coll, cluster, at, l, m, activation_bytes_per_element(opt.precision));
 
@@ -140,7 +141,7 @@ ParallelStep parallel_step(const Network& net, const LayerTimes& whole, const Cl
     }
     most_update = max(most_update, st.update);
     most_params = std::max(most_params, rank_params(net, stage, l, s));
-    r.memory.push_back(rank_memory(net, block, m, stage, l, s, opt, sh, dp_cp, ar, bytes(kDefaultReservedBytes)));
+    r.memory.push_back(rank_memory(net, block, m, stage, l, s, opt, sh, dp_cp, ar, reserved));
   }
   r.pipeline = pipeline_time(l.schedule, l.pp, l.micro_batches, l.vp, r.per_microbatch);
   r.bubble = r.pipeline - r.per_microbatch * static_cast<double>(l.micro_batches);

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <memory>
 #include <optional>
 #include <utility>
@@ -35,6 +36,7 @@ struct PlanContext {
   GpuPlacement at;
   RankOrder order;
   Bytes capacity;
+  Bytes reserve;  // ParallelPlanSpace::memory_reserve, each stage's MemoryEstimate::reserved
 };
 
 /// The layout of one point of the grid, its micro-batches set by the global batch; nullopt where the model or
@@ -68,14 +70,26 @@ bool first_and_last_stage_fit(const PlanContext& c, const ParallelLayout& l, con
   const ActivationRecompute ar = activation_recompute(opt.recompute);
   const std::vector<int> stages = layer_stages(c.blocks, l);
   for (int s : {0, l.pp - 1})
-    if (rank_memory(c.base.network, c.blocks, c.shape, stages, l, s, opt, sh, dp_cp, ar, bytes(kDefaultReservedBytes)).total() >
-        c.capacity)
+    if (rank_memory(c.base.network, c.blocks, c.shape, stages, l, s, opt, sh, dp_cp, ar, c.reserve).total() > c.capacity)
       return false;
   return true;
 }
 
+/// The layer times of one micro-batch's layouts, one TP rank's for each t (eq. P6), each timed once: the kernel
+/// model does not depend on the recompute mode or the sharding.
+struct MicroBatchTimes {
+  const Scenario& times_of;  // the base without measured layers
+  LayerTimes whole;
+  std::map<int, ParallelTimes> by_tp;
+  const ParallelTimes& of(const ParallelLayout& l, const ComputeOptions& opt) {
+    auto it = by_tp.find(l.tp);
+    if (it == by_tp.end()) it = by_tp.emplace(l.tp, parallel_layer_times(times_of, l, opt, whole)).first;
+    return it->second;
+  }
+};
+
 /// Every layout of the grid at one micro-batch, recompute mode and sharding stage, into the result.
-void plan_layouts(const PlanContext& c, const ParallelPlanSpace& space, const LayerTimes& whole, const ComputeOptions& opt,
+void plan_layouts(const PlanContext& c, const ParallelPlanSpace& space, MicroBatchTimes& times, const ComputeOptions& opt,
                   const Sharding& sh, int micro_batch, int stage, ParallelPlanResult& r) {
   for (int tp : space.tp)
     for (int pp : space.pp)
@@ -92,7 +106,7 @@ void plan_layouts(const PlanContext& c, const ParallelPlanSpace& space, const La
             continue;
           }
           ParallelPlanEntry e;
-          e.prediction = parallel_prediction(c.base, *l, opt, sh, whole, *c.coll, c.gpus, c.at, Seconds{});
+          e.prediction = parallel_prediction(c.base, *l, opt, sh, times.of(*l, opt), *c.coll, c.gpus, c.at, Seconds{}, c.reserve);
           if (!e.prediction.memory.fits) {
             ++r.out_of_memory;
             continue;
@@ -108,12 +122,16 @@ void plan_layouts(const PlanContext& c, const ParallelPlanSpace& space, const La
 
 ParallelPlanResult plan_parallel(const Scenario& base, int gpus, const ParallelPlanSpace& space) {
   const Cluster& cl = base.cluster;
-  PlanContext c{base, gpus, transformer_blocks(base.network), {}, {}, {}, kMegatronRankOrder, cl.gpu.memory_size};
+  PlanContext c{
+      base, gpus, transformer_blocks(base.network), {}, {}, {}, kMegatronRankOrder, cl.gpu.memory_size, space.memory_reserve};
+  if (space.memory_reserve < Bytes{})
+    throw InputError(SourceLocation{}, "memory_reserve", "the memory kept free on a GPU cannot be negative");
   c.shape = transformer_shape(base.network, c.blocks);  // InputError("network") without blocks
   if (gpus < 1 || gpus > cl.max_gpus() || (gpus > cl.gpus_per_node && gpus % cl.gpus_per_node != 0))
     throw InputError(SourceLocation{}, "gpus",
                      fmt::format("cluster '{}' cannot hold {} GPUs in whole nodes of {}", cl.name, gpus, cl.gpus_per_node));
   ParallelPlanResult r;
+  r.memory_reserve = space.memory_reserve;
   r.global_batch = space.global_batch > 0
       ? space.global_batch
       : std::max<std::int64_t>(1, std::llround(kDefaultTokensPerStep / static_cast<double>(c.shape.seq)));
@@ -126,7 +144,7 @@ ParallelPlanResult plan_parallel(const Scenario& base, int gpus, const ParallelP
 
   for (int b : space.micro_batch) {
     if (b < 1 || r.global_batch % b != 0) continue;
-    const LayerTimes whole = parallel_whole_times(times_of, estimate_layer_times(base.network, cl.gpu, b, step_opt));
+    MicroBatchTimes times{times_of, parallel_whole_times(times_of, estimate_layer_times(base.network, cl.gpu, b, step_opt)), {}};
     for (Recompute rc : space.recompute) {
       ComputeOptions opt = step_opt;
       opt.recompute = rc;
@@ -136,7 +154,7 @@ ParallelPlanResult plan_parallel(const Scenario& base, int gpus, const ParallelP
         sh.stage = stage;
         sh.group = Sharding::kGroupAll;
         sh.offload_optimizer = false;
-        plan_layouts(c, space, whole, opt, sh, b, stage, r);
+        plan_layouts(c, space, times, opt, sh, b, stage, r);
       }
     }
   }
@@ -192,6 +210,10 @@ std::string format_parallel_plan(const ParallelPlanResult& r, const Scenario& ba
       "# {} layouts checked, {} do not fit the {:.3g} GB of a GPU, {} combinations the model or the GPU "
       "count does not take\n",
       r.evaluated, r.out_of_memory, in_bytes(cl.gpu.memory_size) / 1e9, r.invalid);
+  out += fmt::format(
+      "# memory reserve {:.3g} GB a GPU (CUDA context and workspaces, NCCL buffers, allocator fragmentation): a layout "
+      "fits when its worst stage's tensors stay within {:.3g} GB; mem/GPU includes the reserve\n",
+      in_bytes(r.memory_reserve) / 1e9, in_bytes(cl.gpu.memory_size - r.memory_reserve) / 1e9);
   if (r.ranked.empty()) {
     out += "# no layout fits\n";
     return out;

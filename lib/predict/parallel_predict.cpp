@@ -48,20 +48,33 @@ LayerTimes parallel_whole_times(const Scenario& sc, const LayerTimes& modelled) 
   return t;
 }
 
+ParallelTimes parallel_layer_times(const Scenario& sc, const ParallelLayout& l, const ComputeOptions& opt,
+                                   const LayerTimes& whole) {
+  if (sc.measured_layers) return {whole, LayerTimesOf::whole_layers};
+  if (l.tp <= 1) return {whole, LayerTimesOf::tp_rank};
+  // eq. P6: the kernel model on one TP rank's layers (a/t heads, the MLP's and the vocabulary's t-th)
+  LayerTimes t = estimate_layer_times(tp_rank_network(sc.network, l), sc.cluster.gpu, l.micro_batch, opt);
+  const double eff = sc.strategy.compute_efficiency;
+  for (auto* v : {&t.forward, &t.backward, &t.update})
+    for (auto& x : *v) x = x / eff;
+  return {std::move(t), LayerTimesOf::tp_rank};
+}
+
 Prediction parallel_prediction(const Scenario& sc, const LayerTimes& whole, const CollectiveModel& coll, int gpus,
                                const GpuPlacement& at, Seconds iter_one) {
-  return parallel_prediction(sc, *sc.parallel, sc.compute, sc.strategy.sharding, whole, coll, gpus, at, iter_one);
+  return parallel_prediction(sc, *sc.parallel, sc.compute, sc.strategy.sharding,
+                             parallel_layer_times(sc, *sc.parallel, sc.compute, whole), coll, gpus, at, iter_one);
 }
 
 Prediction parallel_prediction(const Scenario& sc, const ParallelLayout& layout, const ComputeOptions& opt,
-                               const Sharding& sharding, const LayerTimes& whole, const CollectiveModel& coll, int gpus,
-                               const GpuPlacement& at, Seconds iter_one) {
+                               const Sharding& sharding, const ParallelTimes& times, const CollectiveModel& coll, int gpus,
+                               const GpuPlacement& at, Seconds iter_one, Bytes reserved) {
   ParallelLayout l;
   ParallelStep s;
   try {
     if (gpus % std::max(layout.model_parallel(), 1) == 0) l = with_global_batch(layout, gpus);
     else l = layout;  // parallel_step says the count does not divide
-    s = parallel_step(sc.network, whole, sc.cluster, coll, l, gpus, opt, sharding);
+    s = parallel_step(sc.network, times.times, sc.cluster, coll, l, gpus, opt, sharding, times.of, reserved);
   } catch (const InputError& e) {
     if (layout.global_batch_target > 0 && e.key() == "micro_batches")  // m came from the global batch
       throw InputError(e.where(), "parallel.global_batch",

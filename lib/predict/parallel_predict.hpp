@@ -4,6 +4,7 @@
 #pragma once
 
 #include "dlscale/error.hpp"
+#include "dlscale/parallel.hpp"
 #include "dlscale/predict.hpp"
 
 namespace dlscale {
@@ -23,6 +24,16 @@ void validate_parallel(const Scenario& sc);
 /// the framework's compute efficiency (before any recompute: eq. P13 adds it on the rank's times).
 LayerTimes parallel_whole_times(const Scenario& sc, const LayerTimes& modelled);
 
+/// The layer times a layout's step is split from (eq. P6) and what they are: the measured layers (whole), else
+/// the kernel model's on one TP rank's network (tp_rank_network) at the micro-batch, over the framework's compute
+/// efficiency; for t = 1 `whole` itself, the rank's network being the whole one.
+struct ParallelTimes {
+  LayerTimes times;
+  LayerTimesOf of = LayerTimesOf::whole_layers;
+};
+ParallelTimes parallel_layer_times(const Scenario& sc, const ParallelLayout& l, const ComputeOptions& opt,
+                                   const LayerTimes& whole);
+
 /// One prediction of a parallel scenario on `gpus` (eq. P13 into a Prediction): the global batch b·m·dp per
 /// step, tokens/s and MFU from it, memory per GPU the worst stage's (eq. P10). `iter_one`: one GPU's step at
 /// the micro-batch alone (the speedup's baseline; zero leaves speedup and efficiency at 0). Errors: the
@@ -30,10 +41,10 @@ LayerTimes parallel_whole_times(const Scenario& sc, const LayerTimes& modelled);
 Prediction parallel_prediction(const Scenario& sc, const LayerTimes& whole, const CollectiveModel& coll, int gpus,
                                const GpuPlacement& at, Seconds iter_one);
 /// The same for a layout, compute options and sharding of the caller's (plan's grid): sc's parallel, compute and
-/// strategy.sharding are not read.
+/// strategy.sharding are not read; `reserved` in each stage's memory (plan's reserve).
 Prediction parallel_prediction(const Scenario& sc, const ParallelLayout& layout, const ComputeOptions& opt,
-                               const Sharding& sharding, const LayerTimes& whole, const CollectiveModel& coll, int gpus,
-                               const GpuPlacement& at, Seconds iter_one);
+                               const Sharding& sharding, const ParallelTimes& times, const CollectiveModel& coll, int gpus,
+                               const GpuPlacement& at, Seconds iter_one, Bytes reserved = bytes(kDefaultReservedBytes));
 
 /// The prefix "parallel." on an InputError's key from the parallel layer ("gpus" and "network" kept).
 [[noreturn]] void rethrow_parallel_field(const InputError& e);
