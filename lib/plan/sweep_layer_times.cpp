@@ -58,8 +58,8 @@ std::string network_fingerprint(const Network& net) {
     put(out, l.input_shape);
     for (int v : {l.kernel_h, l.kernel_w, l.stride_h, l.stride_w, l.groups, l.heads, l.kv_heads}) put(out, v);
     put(out, l.hidden);
-    put(out, l.gated);
-    put(out, l.causal);
+    put(out, l.head_dim);
+    for (bool b : {l.gated, l.causal, l.probs_dropout, l.rotary, l.rms}) put(out, b);
     put(out, l.ops.size());
     for (const auto& o : l.ops) {
       put(out, o.name);
@@ -109,6 +109,17 @@ LayerTimesMemo& layer_times_memo() {
   return memo;
 }
 
+/// The rest of what the kernel model reads from a step's options (estimate_layer_times): the optimiser's
+/// kernels, compilation, the sharded rate (eq. K16) and FSDP2's copies, the pooling index, the framework's own
+/// update kernels, recompute and accumulation. Two frameworks that differ in any of these time a network differently.
+std::string step_key(const ComputeOptions& c) {
+  const auto& u = c.update_kernels;
+  return fmt::format("{}|{}{}{}|{}{}|{}|{}|{}|{}|{}|{}|{}|{}", static_cast<int>(c.optimizer_impl.value_or(OptimizerImpl::fused)),
+                     c.compiled, c.compiled_loss, c.sharded, c.shard_copies.per_parameter, c.shard_copies.regather,
+                     c.shard_copies.reduce_bytes, c.pool_index_bytes, u ? u->traffic : -1.0, u ? u->per_tensor.base() : -1.0,
+                     static_cast<int>(c.recompute), c.recompute_blocks, c.checkpointing, c.accumulate);
+}
+
 /// One run's tables for keying layer times: each network's memo id, each cluster's GPU doubled, and
 /// the parts of the key that stay the same from group to group, each formatted once.
 class LayerTimesTables {
@@ -128,10 +139,10 @@ class LayerTimesTables {
     base.optimizer = default_optimizer(spec_.networks[g.model], st);
     const ComputeOptions c = step_compute(base, st, gpu);
     const KernelExecution& x = c.execution;  // eqs. K18-K20
-    const std::string key =
-        fmt::format("{}|{}|{}|{}|{}|{}|{}|{}|{}|{}{}{}|{}|{}", network_id(g.model), gpu_key(g.cluster, gpu, twice), g.batch,
-                    to_string(g.precision), policy_key(g.framework), to_string(c.attention), c.fp32_gradients, c.lrn,
-                    to_string(c.optimizer), x.streaming, x.bn_relu, x.bn_add_relu, x.host_issue.base(), x.launch_gap.base());
+    const std::string key = fmt::format("{}|{}|{}|{}|{}|{}|{}|{}|{}|{}{}{}|{}|{}|{}", network_id(g.model),
+                                        gpu_key(g.cluster, gpu, twice), g.batch, to_string(g.precision), policy_key(g.framework),
+                                        to_string(c.attention), c.fp32_gradients, c.lrn, to_string(c.optimizer), x.streaming,
+                                        x.bn_relu, x.bn_add_relu, x.host_issue.base(), x.launch_gap.base(), step_key(c));
     auto& slot = seen_[key];
     if (!slot) slot = memo_or_model(key, g, gpu, c);
     return slot;
