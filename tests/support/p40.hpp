@@ -15,7 +15,7 @@ inline Scenario shipped_scenario(const std::string& cluster, const std::string& 
   sc.network = load_network(resolve(DataKind::network, model, "--model"));
   sc.strategy = load_strategy(resolve(DataKind::framework, framework, "--framework"));
   sc.batch_per_gpu = batch;
-  sc.compute.optimizer = default_optimizer(sc.network);
+  sc.compute.optimizer = default_optimizer(sc.network, sc.strategy);  // as predict takes it: the framework's, else the network's
   return sc;
 }
 
