@@ -48,7 +48,8 @@ INSTANTIATE_TEST_SUITE_P(
                       Bad{"--tp 8 --vp 2 --gpus 64", "--vp"},                      // virtual stages without a pipeline's m
                       Bad{"--tp 8 --pp 2 --global-batch 102 --gpus 64", "--global-batch"},  // 102 over 4 DP ranks
                       Bad{"--tp 8 --schedule zigzag", "--schedule"}, Bad{"--tp 8 --rank-order tp-dp-pp", "--rank-order"},
-                      Bad{"--tp 8 --micro-batches 4 --global-batch 64", "--global-batch"}));
+                      Bad{"--tp 8 --micro-batches 4 --global-batch 64", "--global-batch"},
+                      Bad{"--tp 8 --tp-comm-overlap --gpus 64", "--tp-comm-overlap"}));  // TE's overlap needs SP
 
 TEST(ParallelCli, PredictsALayoutWithItsPartsAndMemory) {
   const auto r = run_cli(kBase + "--tp 8 --sp --pp 2 --micro-batches 32 --gpus 64 --no-train");
@@ -68,6 +69,7 @@ TEST(ParallelCli, FrameworkFileGivesTheLayout) {
                                   "compile: true\n"
                                   "buckets: {size: \"80 MB\", first: \"80 MB\"}\n"
                                   "sharding: {stage: 1, group: all}\n"
+                                  "kernels: {host_issue: \"16.4 us\", launch_gap: \"2.1 us\"}\n"  // as megatron-core.yaml
                                   "parallel: {tp: 8, sp: true, pp: 2, micro_batches: 32}\n");
   const auto a = run_cli(kCommon + "--format json --no-train --framework " + fw.string());
   ASSERT_EQ(a.status, 0) << a.err;
