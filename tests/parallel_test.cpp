@@ -583,3 +583,53 @@ TEST(ParallelValidate, RankOrderAndScheduleNames) {
 
 }  // namespace
 }  // namespace dlscale
+
+namespace dlscale {
+namespace {
+
+// Eq. P14 by hand: a TP collective overlapped with its block's GEMMs costs what they cannot cover, one chunk of t,
+// and the GEMMs' slowdown while 16 of the GPU's SMs run the collective (16/(132−16) of the hidden time on an H100).
+TEST(ParallelOverlap, TpCommunicationBesideTheGemmsByHand) {
+  const auto ms = [](double v) { return seconds(v * 1e-3); };
+  const auto in_ms = [](Seconds t) { return in_seconds(t) * 1e3; };
+  // 1 ms beside 4 ms of GEMMs at t 4: all covered; 1/4 ms the first chunk; 1 ms × 16/116 the slowdown
+  EXPECT_NEAR(in_ms(tp_overlap_exposed(ms(1), ms(4), 4, 132)), 0.25 + 16.0 / 116.0, 1e-12);
+  // 5 ms beside 4 ms at t 8: 1 ms uncovered, 5/8 ms the chunk, 4 ms × 16/116
+  EXPECT_NEAR(in_ms(tp_overlap_exposed(ms(5), ms(4), 8, 132)), 1.0 + 0.625 + 4.0 * 16.0 / 116.0, 1e-12);
+  // an unknown SM count charges no slowdown; no communication costs nothing
+  EXPECT_NEAR(in_ms(tp_overlap_exposed(ms(1), ms(4), 4, 0)), 0.25, 1e-12);
+  EXPECT_EQ(tp_overlap_exposed(Seconds{}, ms(4), 4, 132), Seconds{});
+}
+
+// Overlapped, Llama-3-70B's TP exposure on 64 H100s (TP 8 × PP 2, SP) falls to at most what the GEMMs cannot
+// cover plus a chunk and the slowdown: between 1/8 of the plain exposure and the plain exposure itself.
+TEST(ParallelOverlap, OverlappedTpIsExposedLessButNotFree) {
+  const Network net = build_decoder(
+      DecoderShape{.layers = 80, .hidden = 8192, .heads = 64, .kv_heads = 8, .ffn = 28672, .vocab = 128256, .seq = 8192},
+      "llama3-70b");
+  ClusterOverrides ov;
+  ov.nodes = 8;
+  const Cluster cluster = load_cluster(resolve(DataKind::cluster, "dgx-h100-ndr", "--cluster"), ov);
+  ComputeOptions opt;
+  opt.precision = Precision::bf16;
+  opt.optimizer = Optimizer::adamw;
+  opt.attention = AttentionKernel::flash;
+  ParallelLayout l;
+  l.tp = 8;
+  l.sp = true;
+  l.pp = 2;
+  l.micro_batches = 32;
+  const LayerTimes t = estimate_layer_times(tp_rank_network(net, l), cluster.gpu, 1, opt);
+  const auto coll = make_collective_model(cluster);
+  Sharding sh;
+  const ParallelStep plain = parallel_step(net, t, cluster, *coll, l, 64, opt, sh, LayerTimesOf::tp_rank);
+  l.tp_comm_overlap = true;
+  const ParallelStep over = parallel_step(net, t, cluster, *coll, l, 64, opt, sh, LayerTimesOf::tp_rank);
+  EXPECT_LT(over.tp_exposed, plain.tp_exposed);
+  EXPECT_GT(over.tp_exposed, plain.tp_exposed / 8.0);
+  EXPECT_EQ(over.forward, plain.forward);
+  EXPECT_LT(over.step, plain.step);
+}
+
+}  // namespace
+}  // namespace dlscale

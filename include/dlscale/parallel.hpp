@@ -128,6 +128,16 @@ double bubble_fraction(PipelineSchedule s, int p, int m, int v) noexcept;
 /// Eq. P7: the step of one pipeline, (m + (p−1)/v)·t_mb, t_mb a micro-batch's forward and backward on the
 /// slowest stage (v = 1 but interleaved).
 Seconds pipeline_time(PipelineSchedule s, int p, int m, int v, Seconds per_microbatch) noexcept;
+
+/// Eq. P14: what a block's TP collectives (`comm`) cost beside the GEMMs they feed or drain (`gemm`) when overlapped
+/// (ParallelLayout::tp_comm_overlap): the part the GEMMs cannot cover, the one chunk of t the pipeline cannot hide,
+/// and the GEMMs slowed while the collective's kernels hold kTpOverlapSms of the GPU's `sm_count` SMs (nothing
+/// where the count is unknown).
+Seconds tp_overlap_exposed(Seconds comm, Seconds gemm, int tp, int sm_count) noexcept;
+/// The SMs a hidden TP collective takes from the GEMM beside it (eq. P14): Transformer Engine's userbuffers
+/// reduce-scatter runs on 16 SMs in NeMo's H100 configurations (recalled, not read here; its ring all-gather moves
+/// data with the copy engines, and is charged as the reduce-scatter).
+inline constexpr double kTpOverlapSms = 16.0;
 /// Eq. P8: the activations stage i (0 first) holds at its peak, in micro-batches of its whole stage (layers/p):
 /// GPipe m; 1F1B min(p−i, m); interleaved min(m·v, 2(p−i−1) + (v−1)·p + 1)/v (Megatron's warm-up + 1, in chunks).
 double in_flight_microbatches(PipelineSchedule s, int p, int m, int v, int stage) noexcept;

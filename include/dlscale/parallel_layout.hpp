@@ -55,8 +55,11 @@ std::string to_string(const RankOrder& order);  // "tp-cp-dp-pp"
 struct ParallelLayout {
   int tp = 1;       // tensor-parallel degree t (Megatron's column/row split of every block)
   bool sp = false;  // sequence parallelism: norms and dropout sharded over the TP group along the sequence
-  int pp = 1;       // pipeline stages p
-  int vp = 1;       // virtual stages (model chunks) per pipeline rank v; > 1 only with `interleaved`
+  /// TP communication overlapped with the GEMMs it feeds and drains (Transformer Engine's userbuffers,
+  /// Megatron-Core/NeMo `tp_comm_overlap`; needs sp): eq. P14.
+  bool tp_comm_overlap = false;
+  int pp = 1;  // pipeline stages p
+  int vp = 1;  // virtual stages (model chunks) per pipeline rank v; > 1 only with `interleaved`
   PipelineSchedule schedule = PipelineSchedule::one_f_one_b;
   int cp = 1;             // context-parallel degree c (ring attention over c ranks, 2·c load-balanced chunks)
   int micro_batch = 1;    // samples per micro-batch b

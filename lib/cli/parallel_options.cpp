@@ -22,6 +22,13 @@ void add_parallel_options(CLI::App& cmd, ParallelOptions& o) {
   cmd.add_flag_callback(
          "--no-sp", [&o] { o.sp = 0; }, "No sequence parallelism (over a framework file's sp: true)")
       ->group(g);
+  cmd.add_flag_callback(
+         "--tp-comm-overlap", [&o] { o.tp_comm_overlap = 1; },
+         "TP communication overlapped with the GEMMs (Transformer Engine's userbuffers; needs --sp; eq. P14)")
+      ->group(g);
+  cmd.add_flag_callback(
+         "--no-tp-comm-overlap", [&o] { o.tp_comm_overlap = 0; }, "No TP communication overlap (over a framework file's)")
+      ->group(g);
   cmd.add_option("--pp", o.pp, "Pipeline stages")->type_name("N")->group(g);
   cmd.add_option("--vp", o.vp, "Virtual stages per pipeline rank (interleaved 1F1B)")->type_name("N")->group(g);
   cmd.add_option("--schedule", o.schedule,
@@ -54,6 +61,7 @@ void apply_parallel_options(const ParallelOptions& o, const ScenarioOptions& so,
   if (o.pp > 0) l.pp = o.pp;
   if (o.cp > 0) l.cp = o.cp;
   if (o.sp >= 0) l.sp = o.sp == 1;
+  if (o.tp_comm_overlap >= 0) l.tp_comm_overlap = o.tp_comm_overlap == 1;
   if (o.vp > 0) {
     l.vp = o.vp;
     if (o.vp > 1 && o.schedule.empty()) l.schedule = PipelineSchedule::interleaved;
@@ -93,6 +101,7 @@ std::string_view parallel_option_for_field(std::string_view field) noexcept {
       {"parallel.rank_order", "--rank-order"},
       {"parallel.schedule", "--schedule"},
       {"parallel.tp", "--tp"},
+      {"parallel.tp_comm_overlap", "--tp-comm-overlap"},
       {"parallel.vp", "--vp"},
   };
   const auto* it = std::find_if(std::begin(kOptions), std::end(kOptions), [&](const auto& p) { return p.first == field; });
@@ -106,8 +115,9 @@ std::string layout_text(const ParallelLayout& l) {
                                                       : fmt::format(" ({})", to_string(l.schedule));
   const std::string batches = l.global_batch_target > 0 ? fmt::format("global batch {}", l.global_batch_target)
                                                         : fmt::format("{} micro-batches", l.micro_batches);
-  return fmt::format("tp {}{} × {} × cp {}, micro-batch {}, {}, rank order {}", l.tp, l.sp ? " (sp)" : "", pp, l.cp,
-                     l.micro_batch, batches, to_string(l.order));
+  return fmt::format("tp {}{} × {} × cp {}, micro-batch {}, {}, rank order {}", l.tp,
+                     l.sp ? (l.tp_comm_overlap ? " (sp, overlapped)" : " (sp)") : "", pp, l.cp, l.micro_batch, batches,
+                     to_string(l.order));
 }
 
 }  // namespace dlscale::cli

@@ -91,6 +91,8 @@ void validate(const ParallelLayout& l, int gpus, const TransformerShape& m) {
   // eq. P3: more TP ranks than key/value heads replicate them (each rank one head, tp/kv ranks a copy)
   if (m.kv_heads % l.tp != 0 && l.tp % m.kv_heads != 0)
     throw field_error("tp", fmt::format("tp {} neither divides nor is a multiple of the {} key/value heads", l.tp, m.kv_heads));
+  if (l.tp_comm_overlap && l.tp > 1 && !l.sp)
+    throw field_error("tp_comm_overlap", "overlapping TP communication with the GEMMs needs sequence parallelism (sp)");
   if (l.pp > m.layers)
     throw field_error("pp", fmt::format("pp {} is more stages than the {} transformer blocks", l.pp, m.layers));
   if (l.vp > 1 && l.schedule != PipelineSchedule::interleaved)

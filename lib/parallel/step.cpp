@@ -23,6 +23,14 @@ ActivationRecompute activation_recompute(Recompute r) noexcept {
   return ActivationRecompute::none;
 }
 
+Seconds tp_overlap_exposed(Seconds comm, Seconds gemm, int tp, int sm_count) noexcept {
+  if (!(comm > Seconds{})) return Seconds{};
+  const double sms = static_cast<double>(sm_count);
+  const double slowed = sms > 2.0 * kTpOverlapSms ? kTpOverlapSms / (sms - kTpOverlapSms) : 0.0;
+  const Seconds hidden = min(comm, gemm);
+  return (comm - hidden) + comm / static_cast<double>(std::max(tp, 1)) + hidden * slowed;
+}
+
 namespace {
 Seconds sum_calls(const CollectiveModel& coll, const std::vector<CollectiveCall>& calls, const GroupPlacement& g, bool backward,
                   bool overlapped) {
@@ -63,10 +71,10 @@ struct StageTimes {
 };
 
 StageTimes stage_times(const LayerTimes& t, const std::vector<int>& block, const std::vector<int>& stage, int s,
-                       const ComputeOptions& opt, const BlockComm& comm) {
+                       const ComputeOptions& opt, const BlockComm& comm, const ParallelLayout& l, int sm_count) {
   StageTimes st;
-  // per block of the stage: its attention core and its backward
-  std::vector<Seconds> block_core, block_bwd;
+  // per block of the stage: its attention core, its forward GEMMs and its backward
+  std::vector<Seconds> block_core, block_gemm, block_bwd;
   int last = -1;
   for (std::size_t i = 0; i < t.forward.size(); ++i) {
     if (stage[i] != s) continue;
@@ -76,16 +84,22 @@ StageTimes stage_times(const LayerTimes& t, const std::vector<int>& block, const
     if (block[i] < 0) continue;
     if (block[i] != last) {
       block_core.emplace_back();
+      block_gemm.emplace_back();
       block_bwd.emplace_back();
       last = block[i];
     }
     block_bwd.back() += t.backward[i];
     if (i < t.forward_attention.size()) block_core.back() += t.forward_attention[i];
+    if (i < t.forward_gemm.size()) block_gemm.back() += t.forward_gemm[i];
   }
   for (std::size_t k = 0; k < block_core.size(); ++k) {
     // the re-gather overlaps the data-gradient GEMMs, about half the block's backward; the ring the core,
     // whose backward is taken as twice its forward (FlashAttention-2's backward: 2.5 GEMM passes to 1)
-    st.tp += comm.tp_fwd + comm.tp_bwd + max(Seconds{}, comm.tp_regather - block_bwd[k] * 0.5);
+    st.tp += max(Seconds{}, comm.tp_regather - block_bwd[k] * 0.5);
+    if (l.tp_comm_overlap)  // eq. P14: forward beside the block's GEMMs, backward beside their two gradients
+      st.tp += tp_overlap_exposed(comm.tp_fwd, block_gemm[k], l.tp, sm_count) +
+          tp_overlap_exposed(comm.tp_bwd, block_gemm[k] * 2.0, l.tp, sm_count);
+    else st.tp += comm.tp_fwd + comm.tp_bwd;
     st.cp += max(Seconds{}, comm.cp_fwd - block_core[k]) + max(Seconds{}, comm.cp_bwd - block_core[k] * 2.0);
   }
   return st;
@@ -128,7 +142,7 @@ ParallelStep parallel_step(const Network& net, const LayerTimes& times, const Cl
   std::int64_t most_params = 0;
   Seconds most_update{};
   for (int s = 0; s < l.pp; ++s) {
-    const StageTimes st = stage_times(t, block, stage, s, opt, comm);
+    const StageTimes st = stage_times(t, block, stage, s, opt, comm, l, cluster.gpu.sm_count);
     const Seconds mb = st.forward + st.backward + st.tp + st.cp + comm.p2p;
     if (s == 0 || mb > r.per_microbatch) {
       r.slowest_stage = s;
