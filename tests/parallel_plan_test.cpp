@@ -48,6 +48,19 @@ TEST(ParallelPlan, Llama3_70bOn64H100sKeepsTpInsideANode) {
   EXPECT_NE(text.find("the next best, #2, is"), std::string::npos) << text;
 }
 
+// A framework that overlaps TP communication (nemo.yaml, eq. P14) plans every layout with SP overlapped, and
+// the best it finds is at least as fast as megatron-core's, which exposes its TP collectives whole.
+TEST(ParallelPlan, TheFrameworksTpOverlapGoesIntoEveryLayout) {
+  Scenario sc = llama3_70b_on(8);
+  const ParallelPlanResult plain = plan_parallel(sc, 64, ParallelPlanSpace{});
+  sc.strategy = load_strategy(resolve(DataKind::framework, "nemo", "--framework"));
+  const ParallelPlanResult over = plan_parallel(sc, 64, ParallelPlanSpace{});
+  ASSERT_FALSE(over.ranked.empty());
+  for (const auto& e : over.ranked) EXPECT_EQ(e.layout.tp_comm_overlap, e.layout.sp) << e.layout.tp;
+  for (const auto& e : plain.ranked) EXPECT_FALSE(e.layout.tp_comm_overlap);
+  EXPECT_GE(over.ranked.front().prediction.throughput_tokens_per_s, plain.ranked.front().prediction.throughput_tokens_per_s);
+}
+
 // The plan's memory reserve (ParallelPlanSpace::memory_reserve, default 5 GB: CUDA context and workspaces 1 GB,
 // NCCL's buffers 2 GB, fragmentation 2 GB) takes the place of the estimate's 1 GB in every stage's memory, so a
 // layout's mem/GPU in the plan is the predictor's plus 4 GB, and a layout fits only where that stays within the

@@ -35,6 +35,7 @@ struct PlanContext {
   std::shared_ptr<const CollectiveModel> coll;
   GpuPlacement at;
   RankOrder order;
+  bool tp_comm_overlap = false;  // the framework's (nemo.yaml): every layout with SP overlaps its TP collectives
   Bytes capacity;
   Bytes reserve;  // ParallelPlanSpace::memory_reserve, each stage's MemoryEstimate::reserved
 };
@@ -46,6 +47,7 @@ std::optional<ParallelLayout> grid_layout(const PlanContext& c, int tp, int pp, 
   ParallelLayout l;
   l.tp = tp;
   l.sp = tp > 1;  // Megatron's practice with TP: the same traffic, a t-th of the norms' activations
+  l.tp_comm_overlap = c.tp_comm_overlap && l.sp;
   l.pp = pp;
   l.vp = vp;
   l.schedule = vp > 1 ? PipelineSchedule::interleaved : PipelineSchedule::one_f_one_b;
@@ -122,8 +124,16 @@ void plan_layouts(const PlanContext& c, const ParallelPlanSpace& space, MicroBat
 
 ParallelPlanResult plan_parallel(const Scenario& base, int gpus, const ParallelPlanSpace& space) {
   const Cluster& cl = base.cluster;
-  PlanContext c{
-      base, gpus, transformer_blocks(base.network), {}, {}, {}, kMegatronRankOrder, cl.gpu.memory_size, space.memory_reserve};
+  PlanContext c{base,
+                gpus,
+                transformer_blocks(base.network),
+                {},
+                {},
+                {},
+                kMegatronRankOrder,
+                false,
+                cl.gpu.memory_size,
+                space.memory_reserve};
   if (space.memory_reserve < Bytes{})
     throw InputError(SourceLocation{}, "memory_reserve", "the memory kept free on a GPU cannot be negative");
   c.shape = transformer_shape(base.network, c.blocks);  // InputError("network") without blocks
@@ -137,7 +147,10 @@ ParallelPlanResult plan_parallel(const Scenario& base, int gpus, const ParallelP
       : std::max<std::int64_t>(1, std::llround(kDefaultTokensPerStep / static_cast<double>(c.shape.seq)));
   c.coll = with_transport(base.collectives ? base.collectives : make_collective_model(cl), base.strategy.transport, cl);
   c.at = GpuPlacement{gpus, gpus <= cl.gpus_per_node ? 1 : gpus / cl.gpus_per_node, std::min(gpus, cl.gpus_per_node)};
-  if (base.strategy.parallel) c.order = base.strategy.parallel->order;
+  if (base.strategy.parallel) {
+    c.order = base.strategy.parallel->order;
+    c.tp_comm_overlap = base.strategy.parallel->tp_comm_overlap;
+  }
   const ComputeOptions step_opt = step_compute(base);
   Scenario times_of = base;  // for parallel_whole_times: the framework's efficiency, no measured layers
   times_of.measured_layers.reset();
