@@ -328,6 +328,16 @@ TEST(ParallelActivations, Gpt3_175bLayerAgainstKorthikanti) {
   EXPECT_DOUBLE_EQ(ours(R::none), 264'241'152.0);
 }
 
+/// GPT-3 175B's layout in the two tests below: TP 8 with SP, PP 8 (12 blocks a stage), 1F1B, 16 micro-batches.
+ParallelLayout gpt3_tp8_sp_pp8() {
+  ParallelLayout l;
+  l.tp = 8;
+  l.sp = true;
+  l.pp = 8;
+  l.micro_batches = 16;
+  return l;
+}
+
 TEST(ParallelActivations, FirstStageHoldsPMicroBatchesOfItsBlocks) {
   // GPT-3 175B as shipped (no dropout: masks and the probabilities' dropout gone), bf16, eager attention, TP 8 + SP,
   // PP 8 (12 blocks a stage), 1F1B, m 16. A block keeps 32·sbh + 2·a·s²·b (the count above without dropout), over
@@ -335,11 +345,7 @@ TEST(ParallelActivations, FirstStageHoldsPMicroBatchesOfItsBlocks) {
   // outputs, 2·sbh/8 each: 12,582,912 B; 12 blocks + that = 2,428,502,016 B a micro-batch, 8 in flight:
   // 19,428,016,128 B (96 layers' worth: Korthikanti's "the first stage holds L layers").
   const Network net = arch("gpt3-175b");
-  ParallelLayout l;
-  l.tp = 8;
-  l.sp = true;
-  l.pp = 8;
-  l.micro_batches = 16;
+  ParallelLayout l = gpt3_tp8_sp_pp8();
   ComputeOptions opt;
   opt.precision = Precision::bf16;
   opt.optimizer = Optimizer::adamw;
@@ -361,11 +367,7 @@ TEST(ParallelActivations, LastStageKeepsTheLogitsAndTheLoss) {
   // 2,447,942,144 B. Eager mixed precision adds the loss's fp32 logits and log-softmax (eq. K14), 8 B a logit of
   // the rank's vocabulary share: 8 × 2048 × 50257 / 8 = 102,926,336 B, 2,550,868,480 B in all.
   const Network net = arch("gpt3-175b");
-  ParallelLayout l;
-  l.tp = 8;
-  l.sp = true;
-  l.pp = 8;
-  l.micro_batches = 16;
+  ParallelLayout l = gpt3_tp8_sp_pp8();
   ComputeOptions opt;
   opt.precision = Precision::bf16;
   EXPECT_DOUBLE_EQ(in_bytes(rank_memory(net, l, 7, opt, Sharding{}, 1, ActivationRecompute::none).activations), 2'550'868'480.0);
