@@ -145,9 +145,19 @@ TEST(ParallelCompute, SplitLayersDivideByTpAndCpNormsBySpOnly) {
   l.sp = true;
   t = shard_layer_times(whole, net, l);
   EXPECT_DOUBLE_EQ(in_seconds(t.forward[1]), 1.0 / 16);
-  // a TP rank's own times (the kernel model on tp_rank_network): every layer over c alone, the update as it is
+  // a rank's own times (the kernel model on tp_rank_network, at its s/c tokens): as they are, the update too; the
+  // attention core c times over: 0.25 s of the attention layer's 1 s forward and 0.5 s of its backward are its
+  // core, so at c 2 it takes 1.25 s and 1.5 s, its core 0.5 and 1.0 s
+  whole.forward_attention.assign(net.layers.size(), Seconds{});
+  whole.backward_attention.assign(net.layers.size(), Seconds{});
+  whole.forward_attention[2] = seconds(0.25);
+  whole.backward_attention[2] = seconds(0.5);
   t = shard_layer_times(whole, net, l, LayerTimesOf::tp_rank);
-  for (std::size_t i : {0u, 1u, 2u, 4u}) EXPECT_DOUBLE_EQ(in_seconds(t.forward[i]), 0.5);
+  for (std::size_t i : {0u, 1u, 4u}) EXPECT_DOUBLE_EQ(in_seconds(t.forward[i]), 1.0);
+  EXPECT_DOUBLE_EQ(in_seconds(t.forward[2]), 1.25);
+  EXPECT_DOUBLE_EQ(in_seconds(t.backward[2]), 1.5);
+  EXPECT_DOUBLE_EQ(in_seconds(t.forward_attention[2]), 0.5);
+  EXPECT_DOUBLE_EQ(in_seconds(t.backward_attention[2]), 1.0);
   EXPECT_DOUBLE_EQ(in_seconds(t.update[2]), 1.0);
 }
 

@@ -26,6 +26,9 @@ struct LayerTimes {
   /// Per layer, the part of `forward` that a recompute does not run again: FSDP2's copy-out of the gathered
   /// parameters (eq. S10; the backward's own gather brings its own copy-out).
   std::vector<Seconds> forward_copies;
+  /// Per layer, the part of `backward` that is the attention core's (the kernel model fills it): what a
+  /// context-parallel rank runs c times over, one block of its ring at a time (eq. P6).
+  std::vector<Seconds> backward_attention;
 
   [[nodiscard]] Seconds total_forward() const noexcept;
   [[nodiscard]] Seconds total_backward() const noexcept;

@@ -107,14 +107,16 @@ std::vector<int> layer_stages(const Network& net, const ParallelLayout& l);
 /// heads of the model's head size and max(1, a_kv/t) key/value heads (replicated when t > a_kv, as Megatron does),
 /// the MLP's hidden width over t (the column-parallel up and gate N/t, the row-parallel down K/t), the output
 /// projection's vocabulary over t, the TP-split layers' parameters over t; with SP the norms and the operators
-/// (residual sums, dropout) on s/t tokens. The network itself for t = 1.
+/// (residual sums, dropout) on s/t tokens; with CP every layer on the rank's s/c tokens (its attention core as one
+/// causal block of s/c: shard_layer_times runs it c times). The network itself for t = c = 1.
 Network tp_rank_network(const Network& net, const ParallelLayout& l);
 
 /// What the layer times a step is split from are: the whole layers' (measured, or the kernel model's on the whole
 /// network), or one TP rank's (the kernel model's on tp_rank_network).
 enum class LayerTimesOf { whole_layers, tp_rank };
-/// Eq. P6: one rank's per-layer times. From one TP rank's: every layer over c (its tokens; the ring's
-/// causal-balanced attention core over c too). From the whole layers': attention, MLP and output projection over
+/// Eq. P6: one rank's per-layer times. From one rank's own (tp_rank_network at its s/c tokens): as they are, but
+/// the attention core c times over (its two load-balanced chunks against all s keys, a block of the ring at a
+/// time: ½·s²/c of work against the timed block's ½·(s/c)²). From the whole layers': attention, MLP and output projection over
 /// t·c, the embedding over c (every TP rank looks up every token), norms over c (and t with SP), the update over t
 /// for TP-split layers: exact in FLOPs and bytes, blind to the narrower GEMMs' efficiency.
 LayerTimes shard_layer_times(const LayerTimes& times, const Network& net, const ParallelLayout& l,

@@ -79,6 +79,7 @@ class Kernels {
   // convolutions) and the attention core (the fused kernel, or the unfused scores, softmax and weighted sum).
   Seconds forward_gemm{}, forward_attention{};
   Seconds forward_copies{};        // FSDP2's copy-out before the forward (eq. S10): not run again by a recompute
+  Seconds backward_attention{};    // the attention core's backward
   bool in_attention_core = false;  // set while the unfused attention core's kernels are added
   bool fp8_layer = false;          // the layer's GEMMs multiply in fp8 when the step's precision is fp8 (eq. K15)
 
@@ -228,16 +229,16 @@ class Kernels {
     const Seconds t_fwd = max((t_qk + t_pv) / fe + t_exp, fwd_traffic / bw) + kp_.kernel_overhead;
     add(named_ ? fmt::format("{} fwd ({})", name, kernel) : std::string(), t_fwd, flops(fwd_flops), fwd_traffic, false);
     forward_attention += t_fwd;
-    add(named_ ? fmt::format("{} bwd ({})", name, kernel) : std::string(),
-        max((2.0 * t_qk + 3.0 * t_pv) / be + t_exp, bwd_traffic / bw) + kp_.kernel_overhead, flops(2.5 * fwd_flops), bwd_traffic,
-        true);
+    const Seconds t_bwd = max((2.0 * t_qk + 3.0 * t_pv) / be + t_exp, bwd_traffic / bw) + kp_.kernel_overhead;
+    add(named_ ? fmt::format("{} bwd ({})", name, kernel) : std::string(), t_bwd, flops(2.5 * fwd_flops), bwd_traffic, true);
+    backward_attention += t_bwd;
   }
 
  private:
   void add(const std::string& what, Seconds t, Flops f, Bytes traffic, bool bwd) {
     (bwd ? backward : forward) += t;
     (bwd ? backward_kernels : forward_kernels) += 1;
-    if (!bwd && in_attention_core) forward_attention += t;
+    if (in_attention_core) (bwd ? backward_attention : forward_attention) += t;
     if (named_ && out_) out_->push_back(KernelTiming{what, t, f, traffic, bwd});
   }
   const GpuSpec& gpu_;
@@ -703,6 +704,7 @@ LayerTimes estimate_layer_times(const Network& net, const GpuSpec& gpu, int batc
   t.forward_gemm.resize(L);
   t.forward_attention.resize(L);
   t.forward_copies.resize(L);
+  t.backward_attention.resize(L);
   const KernelParams& fitted = opt.kernel(gpu);
   const bool executed = executed_differently(opt.execution);
   const KernelParams adjusted = executed ? executed_params(fitted, opt.execution) : KernelParams{};
@@ -717,6 +719,7 @@ LayerTimes estimate_layer_times(const Network& net, const GpuSpec& gpu, int batc
     t.forward_gemm[i] = k.forward_gemm;
     t.forward_attention[i] = k.forward_attention;
     t.forward_copies[i] = k.forward_copies;
+    t.backward_attention[i] = k.backward_attention;
     t.update[i] = update_time(net.layers[i], gpu, opt, kp);
     kernels_forward += k.forward_kernels;
     kernels_backward += k.backward_kernels;
@@ -724,7 +727,7 @@ LayerTimes estimate_layer_times(const Network& net, const GpuSpec& gpu, int batc
   }
   if (const Seconds issue = opt.execution.host_issue; issue > Seconds{}) {  // eq. K20
     issue_floor(t.forward, kernels_forward, issue, {&t.forward_gemm, &t.forward_attention, &t.forward_copies});
-    issue_floor(t.backward, kernels_backward, issue, {});
+    issue_floor(t.backward, kernels_backward, issue, {&t.backward_attention});
     issue_floor(t.update, kernels_update, issue, {});
   }
   return t;
@@ -747,6 +750,8 @@ LayerTimes spread_phase_totals(const LayerTimes& modelled, Seconds forward, Seco
        {std::pair{&modelled.forward_gemm, &t.forward_gemm}, std::pair{&modelled.forward_attention, &t.forward_attention},
         std::pair{&modelled.forward_copies, &t.forward_copies}})
     for (const Seconds x : *part) out->push_back(x * scale);
+  const Seconds sb = sum(modelled.backward);
+  for (const Seconds x : modelled.backward_attention) t.backward_attention.push_back(sb > Seconds{} ? x * (backward / sb) : x);
   return t;
 }
 

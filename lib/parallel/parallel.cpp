@@ -246,7 +246,16 @@ void shard_tokens(std::vector<std::int64_t>& shape, std::int64_t t) {
 
 Network tp_rank_network(const Network& net, const ParallelLayout& l) {
   Network r = net;
-  const std::int64_t t = std::max(l.tp, 1);
+  const std::int64_t t = std::max(l.tp, 1), c = std::max(l.cp, 1);
+  if (c > 1)  // eq. P6: a CP rank runs its s/c tokens through every layer (its attention core: shard_layer_times)
+    for (Layer& x : r.layers) {
+      shard_tokens(x.input_shape, c);
+      shard_tokens(x.output_shape, c);
+      for (Operator& o : x.ops) {
+        shard_tokens(o.input_shape, c);
+        shard_tokens(o.output_shape, c);
+      }
+    }
   if (t == 1) return r;
   for (Layer& x : r.layers) {
     narrow_to_rank(x, t);
@@ -263,15 +272,31 @@ Network tp_rank_network(const Network& net, const ParallelLayout& l) {
   return r;
 }
 
+namespace {
+/// Eq. P6 with CP: a rank timed at its s/c tokens has its attention core as one causal block of s/c; over the ring
+/// it attends its 2 load-balanced chunks to all s keys, c times that work (½·s²/c against ½·(s/c)²), block by block:
+/// its forward and backward cores c times over.
+void cp_rank_core(LayerTimes& t, std::size_t i, double c) {
+  if (i < t.forward_attention.size()) {
+    t.forward[i] += t.forward_attention[i] * (c - 1.0);
+    t.forward_attention[i] = t.forward_attention[i] * c;
+  }
+  if (i < t.backward_attention.size()) {
+    t.backward[i] += t.backward_attention[i] * (c - 1.0);
+    t.backward_attention[i] = t.backward_attention[i] * c;
+  }
+}
+}  // namespace
+
 LayerTimes shard_layer_times(const LayerTimes& times, const Network& net, const ParallelLayout& l, LayerTimesOf of) {
   LayerTimes t = times;
   const double tp = l.tp, cp = l.cp;
   for (std::size_t i = 0; i < net.layers.size() && i < t.forward.size(); ++i) {
     const LayerKind k = net.layers[i].kind;
-    // eq. P6: a TP rank's own times divide by c alone. From the whole layers': the vocabulary-parallel embedding
-    // looks up every token on every TP rank (masked), so only its tokens divide; the other split layers divide by
-    // t·c; norms by c, and by t under SP
-    const double f = of == LayerTimesOf::tp_rank ? 1.0 / cp
+    // eq. P6: a rank's own times (timed at its s/c tokens) are its own, but for the attention core below. From
+    // the whole layers': the vocabulary-parallel embedding looks up every token on every TP rank (masked), so only
+    // its tokens divide; the other split layers divide by t·c; norms by c, and by t under SP
+    const double f = of == LayerTimesOf::tp_rank ? 1.0
         : k == LayerKind::embedding              ? 1.0 / cp
         : tp_split(k)                            ? 1.0 / (tp * cp)
         : k == LayerKind::layernorm              ? 1.0 / (cp * (l.sp ? tp : 1.0))
@@ -281,6 +306,8 @@ LayerTimes shard_layer_times(const LayerTimes& times, const Network& net, const 
     if (i < t.forward_gemm.size()) t.forward_gemm[i] = t.forward_gemm[i] * f;
     if (i < t.forward_attention.size()) t.forward_attention[i] = t.forward_attention[i] * f;
     if (i < t.forward_copies.size()) t.forward_copies[i] = t.forward_copies[i] * f;
+    if (i < t.backward_attention.size()) t.backward_attention[i] = t.backward_attention[i] * f;
+    if (of == LayerTimesOf::tp_rank && cp > 1) cp_rank_core(t, i, cp);
     // each rank steps its 1/t (a TP rank's own update already is)
     if (i < t.update.size() && tp_split(k) && of == LayerTimesOf::whole_layers) t.update[i] = t.update[i] / tp;
   }

@@ -77,15 +77,16 @@ bool first_and_last_stage_fit(const PlanContext& c, const ParallelLayout& l, con
   return true;
 }
 
-/// The layer times of one micro-batch's layouts, one TP rank's for each t (eq. P6), each timed once: the kernel
+/// The layer times of one micro-batch's layouts, one rank's for each t and c (eq. P6), each timed once: the kernel
 /// model does not depend on the recompute mode or the sharding.
 struct MicroBatchTimes {
   const Scenario& times_of;  // the base without measured layers
   LayerTimes whole;
-  std::map<int, ParallelTimes> by_tp;
+  std::map<std::pair<int, int>, ParallelTimes> by_tp_cp;  // a rank's times depend on t (and SP, t > 1) and c
   const ParallelTimes& of(const ParallelLayout& l, const ComputeOptions& opt) {
-    auto it = by_tp.find(l.tp);
-    if (it == by_tp.end()) it = by_tp.emplace(l.tp, parallel_layer_times(times_of, l, opt, whole)).first;
+    const std::pair key{l.tp, l.cp};
+    auto it = by_tp_cp.find(key);
+    if (it == by_tp_cp.end()) it = by_tp_cp.emplace(key, parallel_layer_times(times_of, l, opt, whole)).first;
     return it->second;
   }
 };

@@ -51,8 +51,8 @@ LayerTimes parallel_whole_times(const Scenario& sc, const LayerTimes& modelled) 
 ParallelTimes parallel_layer_times(const Scenario& sc, const ParallelLayout& l, const ComputeOptions& opt,
                                    const LayerTimes& whole) {
   if (sc.measured_layers) return {whole, LayerTimesOf::whole_layers};
-  if (l.tp <= 1) return {whole, LayerTimesOf::tp_rank};
-  // eq. P6: the kernel model on one TP rank's layers (a/t heads, the MLP's and the vocabulary's t-th)
+  if (l.tp <= 1 && l.cp <= 1) return {whole, LayerTimesOf::tp_rank};
+  // eq. P6: the kernel model on one rank's layers (a/t heads, the MLP's and the vocabulary's t-th, s/c tokens)
   LayerTimes t = estimate_layer_times(tp_rank_network(sc.network, l), sc.cluster.gpu, l.micro_batch, opt);
   const double eff = sc.strategy.compute_efficiency;
   for (auto* v : {&t.forward, &t.backward, &t.update})
