@@ -242,32 +242,29 @@ void narrow_to_rank(Layer& x, std::int64_t t) {
 void shard_tokens(std::vector<std::int64_t>& shape, std::int64_t t) {
   if (shape.size() >= 2) shape[shape.size() - 2] = over(shape[shape.size() - 2], t);
 }
+
+/// A layer's operators on s/n tokens, and the layer's own shapes too where `whole` (CP: every layer; SP: the norms).
+void shard_layer_tokens(Layer& x, std::int64_t n, bool whole) {
+  if (whole) {
+    shard_tokens(x.input_shape, n);
+    shard_tokens(x.output_shape, n);
+  }
+  for (Operator& o : x.ops) {
+    shard_tokens(o.input_shape, n);
+    shard_tokens(o.output_shape, n);
+  }
+}
 }  // namespace
 
 Network tp_rank_network(const Network& net, const ParallelLayout& l) {
   Network r = net;
   const std::int64_t t = std::max(l.tp, 1), c = std::max(l.cp, 1);
   if (c > 1)  // eq. P6: a CP rank runs its s/c tokens through every layer (its attention core: shard_layer_times)
-    for (Layer& x : r.layers) {
-      shard_tokens(x.input_shape, c);
-      shard_tokens(x.output_shape, c);
-      for (Operator& o : x.ops) {
-        shard_tokens(o.input_shape, c);
-        shard_tokens(o.output_shape, c);
-      }
-    }
+    for (Layer& x : r.layers) shard_layer_tokens(x, c, true);
   if (t == 1) return r;
   for (Layer& x : r.layers) {
     narrow_to_rank(x, t);
-    if (!l.sp) continue;
-    if (x.kind == LayerKind::layernorm) {
-      shard_tokens(x.input_shape, t);
-      shard_tokens(x.output_shape, t);
-    }
-    for (Operator& o : x.ops) {
-      shard_tokens(o.input_shape, t);
-      shard_tokens(o.output_shape, t);
-    }
+    if (l.sp) shard_layer_tokens(x, t, x.kind == LayerKind::layernorm);
   }
   return r;
 }
