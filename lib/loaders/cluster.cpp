@@ -16,6 +16,7 @@
 #include "io/yaml_reader.hpp"
 #include "loaders/gpu_entry.hpp"
 #include "loaders/input_entry.hpp"
+#include "loaders/link_entry.hpp"
 #include "topology/parse.hpp"
 
 namespace dlscale {
@@ -24,7 +25,6 @@ using yamlio::MapReader;
 using yamlio::Node;
 
 // ---- clusters (simple form) -------------------------------------------------------------------------
-namespace {
 LinkSpec read_link(const Node& n) {
   MapReader m(n);
   LinkSpec l;
@@ -33,13 +33,12 @@ LinkSpec read_link(const Node& n) {
   m.finish();
   return l;
 }
-}  // namespace
 
-FabricSpec parse_fabric_spec(std::string_view text, std::string_view option) {
-  const std::string opt(option);
+FabricSpec parse_fabric_spec(std::string_view text, std::string_view field) {
+  const std::string key(field);
   const std::string t(text);
   const auto bad = [&](const std::string& why) -> FabricSpec {
-    throw InputError(SourceLocation{}, opt,
+    throw InputError(SourceLocation{}, key,
                      fmt::format("'{}' {} (expected KIND:SPEED[:COUNT], e.g. infiniband:200Gb/s:8)", t, why));
   };
   const auto c1 = t.find(':');

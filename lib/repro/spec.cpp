@@ -12,6 +12,7 @@
 #include "dlscale/io.hpp"
 #include "io/yaml_reader.hpp"
 #include "loaders/input_entry.hpp"
+#include "loaders/link_entry.hpp"
 
 namespace dlscale::repro {
 using yamlio::MapReader;
@@ -105,15 +106,6 @@ Selector read_selector(MapReader& m) {
   if (auto n = m.optional("gpus")) s.gpus = counts(*n);
   if (auto n = m.optional("batch")) s.batch = counts(*n).front();
   return s;
-}
-
-LinkSpec read_link(const Node& n) {
-  MapReader m(n);
-  LinkSpec l;
-  l.bandwidth = m.required("bandwidth").bandwidth();
-  if (auto x = m.optional("latency")) l.latency = x->latency();
-  m.finish();
-  return l;
 }
 
 SystemChange read_change(const Node& n, bool variant) {
