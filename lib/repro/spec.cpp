@@ -154,23 +154,22 @@ MeasuredEntry read_measured(const Node& n) {
   return e;
 }
 
-/// `gpus:` as a list of counts, or as rules ({when..., values}) by system, model, ...
-void read_gpus_rules(const Node& g, ExperimentSpec& x) {
-  x.gpus_where = g.where();
-  x.gpus_path = g.path();
-  const auto items = g.is_sequence() ? g.items() : std::vector<Node>{};
-  if (!items.empty() && items.front().is_map()) {
-    for (const auto& item : items) {
-      MapReader r(item);
-      GpusRule rule;
-      rule.when = read_selector(r);
-      rule.values = counts(r.required("values"));
-      r.finish();
-      x.gpus.push_back(std::move(rule));
-    }
-  } else {
-    x.gpus.push_back(GpusRule{Selector{}, counts(g)});
+/// A list of counts for every run, or rules ({when..., `values_key`}) by system, model, ...: `gpus:` (key
+/// `values`) and `batch:` (key `value`).
+template <class Rule>
+std::vector<Rule> read_count_rules(const Node& n, std::string_view values_key) {
+  const auto items = n.is_sequence() ? n.items() : std::vector<Node>{};
+  if (items.empty() || !items.front().is_map()) return {Rule{Selector{}, counts(n)}};
+  std::vector<Rule> out;
+  for (const auto& item : items) {
+    MapReader r(item);
+    Rule rule;
+    rule.when = read_selector(r);
+    rule.values = counts(r.required(values_key));
+    r.finish();
+    out.push_back(std::move(rule));
   }
+  return out;
 }
 
 /// A collective benchmark's keys (kind: busbw): `operations` and `sizes`.
@@ -187,22 +186,6 @@ void read_collective(MapReader& m, ExperimentSpec& x) {
   s.finish();
   for (int g : x.gpus.front().values)
     if (g < 2) m.required("gpus").fail("a collective needs at least 2 GPUs");
-}
-
-/// `batch:` as a list of sizes, or as rules ({when..., value}).
-void read_batch_rules(const Node& b, ExperimentSpec& x) {
-  if (b.is_sequence() && !b.items().empty() && b.items().front().is_map()) {
-    for (const auto& item : b.items()) {
-      MapReader r(item);
-      BatchRule rule;
-      rule.when = read_selector(r);
-      rule.values = counts(r.required("value"));
-      r.finish();
-      x.batch.push_back(std::move(rule));
-    }
-  } else {
-    x.batch.push_back(BatchRule{Selector{}, counts(b)});
-  }
 }
 
 /// `profile:` the name pattern of the measured profiles; with inputs 'profile', every (model, framework)
@@ -265,7 +248,10 @@ ExperimentSpec read_experiment(const Node& n) {
     x.tables = training ? std::vector<std::string>{"throughput", "speedup"} : std::vector<std::string>{"busbw"};
   }
   x.systems = names(DataKind::cluster, m.required("systems"));
-  read_gpus_rules(m.required("gpus"), x);
+  const Node gpus = m.required("gpus");
+  x.gpus_where = gpus.where();
+  x.gpus_path = gpus.path();
+  x.gpus = read_count_rules<GpusRule>(gpus, "values");
   if (!training) {
     read_collective(m, x);
     m.finish();
@@ -276,7 +262,7 @@ ExperimentSpec read_experiment(const Node& n) {
   x.precisions = m.optional("precision") ? choices(m.required("precision"), {"fp32", "fp16"}) : std::vector<std::string>{"fp32"};
   x.inputs = m.optional("inputs") ? choices(m.required("inputs"), {"profile", "spec"}) : std::vector<std::string>{"spec"};
   if (auto v = m.optional("scaling")) x.strong_scaling = v->choice({"weak", "strong"}) == "strong";
-  read_batch_rules(m.required("batch"), x);
+  x.batch = read_count_rules<BatchRule>(m.required("batch"), "value");
   read_profile_pattern(m, x);
   read_comparisons(m, x);
   m.finish();
