@@ -14,67 +14,14 @@
 #include <set>
 
 #include "dlscale/reproduce.hpp"
+#include "repro/series.hpp"
 
 namespace dlscale::repro {
 namespace {
 
 double error_percent(double predicted, double measured) { return 100.0 * (predicted - measured) / measured; }
 
-/// Consecutive rows of one prediction series (same system, variant, model, framework, precision,
-/// inputs, and increasing GPU counts).
-struct Series {
-  std::vector<const Row*> rows;
-};
-
-bool same_series_key(const Row& a, const Row& b) {
-  return a.system == b.system && a.variant == b.variant && a.model == b.model && a.framework == b.framework &&
-      a.precision == b.precision && a.inputs == b.inputs;
-}
-
-std::vector<Series> series_of(const ExperimentResult& x) {
-  std::vector<Series> out;
-  for (const auto& r : x.rows) {
-    if (out.empty() || !same_series_key(*out.back().rows.back(), r) || r.gpus <= out.back().rows.back()->gpus) out.emplace_back();
-    out.back().rows.push_back(&r);
-  }
-  return out;
-}
-
-/// A label with the coordinates that vary across the experiment's series.
-std::vector<std::string> labels(const std::vector<Series>& ss) {
-  std::set<std::string> sys, var, mod, fw, prec, inp;
-  std::set<int> batch;
-  for (const auto& s : ss) {
-    const Row& r = *s.rows.front();
-    sys.insert(r.system);
-    var.insert(r.variant);
-    mod.insert(r.model);
-    fw.insert(r.framework);
-    prec.insert(r.precision);
-    inp.insert(r.inputs);
-    batch.insert(r.batch_per_gpu);
-  }
-  std::vector<std::string> out;
-  for (const auto& s : ss) {
-    const Row& r = *s.rows.front();
-    std::string l;
-    auto add = [&](bool varies, const std::string& v) {
-      if (varies) l += (l.empty() ? "" : " ") + v;
-    };
-    add(sys.size() > 1, r.system);
-    add(!r.variant.empty() && var.size() > 1, r.variant);
-    add(mod.size() > 1, r.model);
-    add(fw.size() > 1, r.framework);
-    add(prec.size() > 1, r.precision);
-    if (batch.size() > 1) l += fmt::format("{}b{}", l.empty() ? "" : " ", r.batch_per_gpu);
-    add(inp.size() > 1, r.inputs);
-    if (l.empty()) l = r.model + " " + r.framework;
-    out.push_back(l);
-  }
-  return out;
-}
-
-std::vector<int> gpu_columns(const std::vector<Series>& ss) {
+std::vector<int> gpu_columns(const std::vector<RowSeries>& ss) {
   std::set<int> g;
   for (const auto& s : ss)
     for (const Row* r : s.rows) g.insert(r->gpus);
@@ -93,7 +40,7 @@ void grid_table(std::ostream& out, const ExperimentResult& x, const char* what, 
                 const std::function<std::string(const Row&)>& value) {
   const auto ss = series_of(x);
   if (ss.empty()) return;
-  const auto ls = labels(ss);
+  const auto ls = series_labels(ss);
   const auto cols = gpu_columns(ss);
   std::size_t lw = 12;
   for (const auto& l : ls) lw = std::max(lw, l.size());

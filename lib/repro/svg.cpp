@@ -3,11 +3,11 @@
 // line_plot_svg (lib/report/svg.cpp, the one SVG writer), with a wider legend column for the 12–24 labelled
 // series of these figures and each series' ideal line faint and out of the legend.
 #include <algorithm>
-#include <set>
 
 #include "dlscale/error.hpp"
 #include "dlscale/plot.hpp"
 #include "dlscale/reproduce.hpp"
+#include "repro/series.hpp"
 
 namespace dlscale::repro {
 namespace fs = std::filesystem;
@@ -68,29 +68,6 @@ std::string plot(const std::string& title, const std::string& ylabel, const std:
   return line_plot_svg(f, series);
 }
 
-std::string series_label(const Row& r, const ExperimentResult& x) {
-  std::set<std::string> sys, mod, fw, prec, inp, var;
-  for (const auto& q : x.rows) {
-    sys.insert(q.system);
-    mod.insert(q.model);
-    fw.insert(q.framework);
-    prec.insert(q.precision);
-    inp.insert(q.inputs);
-    var.insert(q.variant);
-  }
-  std::string l;
-  auto add = [&](bool v, const std::string& s) {
-    if (v) l += (l.empty() ? "" : " ") + s;
-  };
-  add(sys.size() > 1, r.system);
-  add(var.size() > 1, r.variant);
-  add(mod.size() > 1, r.model);
-  add(fw.size() > 1, r.framework);
-  add(prec.size() > 1, r.precision);
-  add(inp.size() > 1, r.inputs);
-  return l.empty() ? r.model + " " + r.framework : l;
-}
-
 }  // namespace
 
 std::vector<fs::path> write_plots(const fs::path& dir, const std::vector<PaperResult>& papers) {
@@ -103,32 +80,25 @@ std::vector<fs::path> write_plots(const fs::path& dir, const std::vector<PaperRe
     for (const auto& x : p.experiments) {
       if (x.kind != "training") continue;
       std::vector<Line> thr, sp;
-      std::size_t i = 0;
-      while (i < x.rows.size()) {
-        // one series: consecutive rows with the same coordinates and increasing GPU counts
-        std::size_t j = i + 1;
-        while (j < x.rows.size() && x.rows[j].gpus > x.rows[j - 1].gpus && x.rows[j].system == x.rows[i].system &&
-               x.rows[j].model == x.rows[i].model && x.rows[j].framework == x.rows[i].framework &&
-               x.rows[j].precision == x.rows[i].precision && x.rows[j].inputs == x.rows[i].inputs &&
-               x.rows[j].variant == x.rows[i].variant)
-          ++j;
+      const auto series = series_of(x);
+      const auto labels = series_labels(series, false);
+      for (std::size_t i = 0; i < series.size(); ++i) {
         Line t, s;
-        t.label = s.label = series_label(x.rows[i], x);
+        t.label = s.label = labels[i];
         // ideal: the 1-GPU throughput times N (throughput / speedup is that 1-GPU throughput)
-        const double one = x.rows[i].throughput_samples_per_s / x.rows[i].speedup;
-        for (std::size_t k = i; k < j; ++k) {
-          const auto& r = x.rows[k];
-          t.gpus.push_back(r.gpus);
-          t.values.push_back(r.throughput_samples_per_s);
-          t.ideal.push_back(one * r.gpus);
-          s.gpus.push_back(r.gpus);
-          s.values.push_back(r.speedup);
+        const Row& first = *series[i].rows.front();
+        const double one = first.throughput_samples_per_s / first.speedup;
+        for (const Row* r : series[i].rows) {
+          t.gpus.push_back(r->gpus);
+          t.values.push_back(r->throughput_samples_per_s);
+          t.ideal.push_back(one * r->gpus);
+          s.gpus.push_back(r->gpus);
+          s.values.push_back(r->speedup);
         }
         if (t.gpus.size() >= 2) {
           thr.push_back(std::move(t));
           sp.push_back(std::move(s));
         }
-        i = j;
       }
       if (thr.empty()) continue;
       Line ideal;
