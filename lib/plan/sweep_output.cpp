@@ -11,6 +11,7 @@
 #include "dlscale/error.hpp"
 #include "dlscale/format.hpp"
 #include "dlscale/sweep.hpp"
+#include "plan/bottleneck_json.hpp"
 #include "plan/sweep_csv.hpp"
 
 namespace dlscale {
@@ -135,10 +136,7 @@ void write_sweep(std::ostream& out, SweepFormat f, const SweepSpec& spec, const 
       j["speedup"] = p.speedup;
       j["efficiency"] = p.efficiency;
       j["hiding_case"] = p.hiding_case;
-      j["bottleneck"] = std::string(to_string(p.bottleneck));
-      j["bottleneck_resource"] = p.bottleneck_resource.str();
-      j["bottleneck_share"] = p.bottleneck_share;
-      j["bottleneck_gain"] = p.bottleneck_gain;
+      add_bottleneck_json(j, p);
       j["comm_s"] = in_seconds(p.breakdown.comm);
       j["comm_exposed_s"] = in_seconds(p.breakdown.comm_exposed);
       j["memory_per_gpu_bytes"] = in_bytes(p.memory.per_gpu);

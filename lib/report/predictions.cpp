@@ -9,6 +9,7 @@
 #include "dlscale/error.hpp"
 #include "dlscale/format.hpp"
 #include "dlscale/report.hpp"
+#include "plan/bottleneck_json.hpp"
 #include "report/parallel_report.hpp"
 #include "report/prediction_json.hpp"
 
@@ -36,10 +37,7 @@ nlohmann::ordered_json prediction_json(const Prediction& p, const TrainingCost* 
   e["efficiency"] = p.efficiency;
   e["hiding_case"] = p.hiding_case;
   e["boundary_layer"] = p.boundary_layer;
-  e["bottleneck"] = std::string(to_string(p.bottleneck));
-  e["bottleneck_resource"] = p.bottleneck_resource.str();
-  e["bottleneck_share"] = p.bottleneck_share;
-  e["bottleneck_gain"] = p.bottleneck_gain;
+  add_bottleneck_json(e, p);
   e["memory"] = {
       {"per_gpu_bytes", in_bytes(p.memory.per_gpu)}, {"capacity_bytes", in_bytes(p.memory.capacity)}, {"fits", p.memory.fits}};
   if (p.memory.host_per_node > Bytes{}) {  // CPU offload (eq. S9); absent otherwise
