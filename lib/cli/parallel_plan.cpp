@@ -47,19 +47,21 @@ void add_parallel_plan_options(CLI::App& cmd, ParallelPlanOptions& o) {
   cmd.add_option("--global-batch", o.global_batch, "Samples per step over the job (default: 4 Mi tokens' worth)")
       ->type_name("G")
       ->group(g);
-  cmd.add_option("--tp", o.tp, "Tensor-parallel degrees to try (default 1,2,4,...,64)")->type_name("LIST")->group(g);
-  cmd.add_option("--pp", o.pp, "Pipeline stages to try (default: those dividing the blocks up to 32)")
-      ->type_name("LIST")
-      ->group(g);
-  cmd.add_option("--vp", o.vp, "Virtual stages to try (default 1,2,4,5; > 1 interleaved)")->type_name("LIST")->group(g);
-  cmd.add_option("--cp", o.cp, "Context-parallel degrees to try (default 1,2,4,8)")->type_name("LIST")->group(g);
-  cmd.add_option("--micro-batch", o.micro_batch, "Micro-batch sizes to try (default 1,2,4)")->type_name("LIST")->group(g);
-  cmd.add_option("--recompute", o.recompute, "Recompute modes to try: none, selective, full (default all three)")
-      ->type_name("LIST")
-      ->group(g);
-  cmd.add_option("--zero", o.zero, "Optimiser sharding stages to try: 0 replicated, 1 distributed optimiser (default 0,1)")
-      ->type_name("LIST")
-      ->group(g);
+  struct ListOption {
+    const char* name;
+    std::string* values;  // comma-separated; run_parallel_plan parses them
+    const char* what;
+  };
+  const ListOption lists[] = {
+      {"--tp", &o.tp, "Tensor-parallel degrees to try (default 1,2,4,...,64)"},
+      {"--pp", &o.pp, "Pipeline stages to try (default: those dividing the blocks up to 32)"},
+      {"--vp", &o.vp, "Virtual stages to try (default 1,2,4,5; > 1 interleaved)"},
+      {"--cp", &o.cp, "Context-parallel degrees to try (default 1,2,4,8)"},
+      {"--micro-batch", &o.micro_batch, "Micro-batch sizes to try (default 1,2,4)"},
+      {"--recompute", &o.recompute, "Recompute modes to try: none, selective, full (default all three)"},
+      {"--zero", &o.zero, "Optimiser sharding stages to try: 0 replicated, 1 distributed optimiser (default 0,1)"},
+  };
+  for (const auto& l : lists) cmd.add_option(l.name, *l.values, l.what)->type_name("LIST")->group(g);
 }
 
 void run_parallel_plan(const ScenarioOptions& so_in, const ParallelPlanOptions& o, const std::string& framework, int top,
