@@ -51,54 +51,58 @@ void check_derived(const Node& n, BytesPerSecond expected) {
     n.fail(fmt::format("disagrees with size/time ({:.4g} GB/s); fix or remove it", want));
 }
 
-/// A point's `size`: greater than zero and larger than the size of the point before it.
-template <class Point>
-Bytes read_point_size(MapReader& m, const std::vector<Point>& before) {
-  const Node size = m.required("size");
-  const Bytes b = size.bytes();
-  if (!(b > Bytes{})) size.fail("a size must be greater than zero");
-  if (!before.empty() && !(b > before.back().size)) size.fail("sizes must be listed in increasing order");
-  return b;
-}
-
 /// `iqr` and `samples`, the spread of a measurement's samples and their count, where the file gives them.
 void read_spread(MapReader& m, std::optional<Seconds>& iqr, std::size_t& samples) {
   if (auto n = m.optional("iqr")) iqr = n->seconds();
   if (auto n = m.optional("samples")) samples = static_cast<std::size_t>(n->non_negative_integer());
 }
 
-std::vector<CollectivePoint> read_collective_points(const Node& list, CollectiveOp op, int gpus) {
-  std::vector<CollectivePoint> out;
+/// A list of measured points: each one's `size` (greater than zero and larger than the size of the point
+/// before it) and `time`, then its other keys read by `read_rest`.
+template <class Point, class ReadRest>
+std::vector<Point> read_points(const Node& list, ReadRest read_rest) {
+  std::vector<Point> out;
   for (const auto& item : list.items()) {
     MapReader m(item);
-    CollectivePoint p;
-    p.size = read_point_size(m, out);
+    Point p;
+    const Node size = m.required("size");
+    p.size = size.bytes();
+    if (!(p.size > Bytes{})) size.fail("a size must be greater than zero");
+    if (!out.empty() && !(p.size > out.back().size)) size.fail("sizes must be listed in increasing order");
     p.time = positive_time(m.required("time"));
-    if (auto n = m.optional("time_in_place")) p.time_in_place = positive_time(*n);
-    read_spread(m, p.iqr, p.samples);
-    const BytesPerSecond alg = algorithm_bandwidth(p.size, p.time);
-    if (auto n = m.optional("algbw")) check_derived(*n, alg);
-    if (auto n = m.optional("busbw")) check_derived(*n, alg * bus_bandwidth_factor(op, gpus));
+    read_rest(m, p);
     m.finish();
     out.push_back(p);
   }
   return out;
 }
 
+std::vector<CollectivePoint> read_collective_points(const Node& list, CollectiveOp op, int gpus) {
+  return read_points<CollectivePoint>(list, [&](MapReader& m, CollectivePoint& p) {
+    if (auto n = m.optional("time_in_place")) p.time_in_place = positive_time(*n);
+    read_spread(m, p.iqr, p.samples);
+    const BytesPerSecond alg = algorithm_bandwidth(p.size, p.time);
+    if (auto n = m.optional("algbw")) check_derived(*n, alg);
+    if (auto n = m.optional("busbw")) check_derived(*n, alg * bus_bandwidth_factor(op, gpus));
+  });
+}
+
 std::vector<BandwidthPoint> read_bandwidth_points(const Node& list) {
-  std::vector<BandwidthPoint> out;
-  for (const auto& item : list.items()) {
-    MapReader m(item);
-    BandwidthPoint p;
-    p.size = read_point_size(m, out);
-    p.time = positive_time(m.required("time"));
+  return read_points<BandwidthPoint>(list, [](MapReader& m, BandwidthPoint& p) {
     p.bandwidth = p.size / p.time;
     if (auto n = m.optional("bandwidth")) check_derived(*n, p.bandwidth);
     read_spread(m, p.iqr, p.samples);
-    m.finish();
-    out.push_back(p);
-  }
-  return out;
+  });
+}
+
+/// A mapping read into a new T by `read_keys`, which asks for the keys it knows; any other key is an error.
+template <class T>
+T read_map(const Node& node, void (*read_keys)(MapReader&, T&)) {
+  MapReader m(node);
+  T value;
+  read_keys(m, value);
+  m.finish();
+  return value;
 }
 
 std::string opt_scalar(MapReader& m, std::string_view key) {
@@ -106,9 +110,7 @@ std::string opt_scalar(MapReader& m, std::string_view key) {
   return n ? n->scalar() : std::string{};
 }
 
-Provenance read_provenance(const Node& node) {
-  MapReader m(node);
-  Provenance p;
+void read_provenance(MapReader& m, Provenance& p) {
   p.tool = m.required("tool").scalar();
   p.date = opt_scalar(m, "date");
   p.host = opt_scalar(m, "host");
@@ -121,13 +123,9 @@ Provenance read_provenance(const Node& node) {
   if (auto n = m.optional("sources"))
     for (const auto& s : n->items()) p.sources.push_back(s.scalar());
   p.notes = opt_scalar(m, "notes");
-  m.finish();
-  return p;
 }
 
-DeviceInfo read_device(const Node& node) {
-  MapReader m(node);
-  DeviceInfo d;
+void read_device(MapReader& m, DeviceInfo& d) {
   d.index = small_int(m.required("index"), 0);
   d.name = m.required("name").scalar();
   d.pci_bus_id = opt_scalar(m, "pci_bus_id");
@@ -149,8 +147,6 @@ DeviceInfo read_device(const Node& node) {
   if (auto n = m.optional("nvlinks")) d.nvlinks = small_int(*n, 0);
   if (auto n = m.optional("peers"))
     for (const auto& v : n->items()) d.peers.push_back(small_int(v, 0));
-  m.finish();
-  return d;
 }
 
 int read_schema(MapReader& m) {
@@ -163,42 +159,28 @@ int read_schema(MapReader& m) {
   return static_cast<int>(version);
 }
 
-TransferCurve read_transfer(const Node& item) {
-  MapReader t(item);
-  TransferCurve tc;
+void read_transfer(MapReader& t, TransferCurve& tc) {
   tc.kind = transfer_from(t.required("kind"));
   if (auto v = t.optional("device")) tc.device = small_int(*v, 0);
   tc.source = opt_scalar(t, "source");
   tc.points = read_bandwidth_points(t.required("points"));
-  t.finish();
-  return tc;
 }
 
-P2PEntry read_p2p(const Node& item) {
-  MapReader p(item);
-  P2PEntry e;
+void read_p2p(MapReader& p, P2PEntry& e) {
   e.src = small_int(p.required("src"), 0);
   e.dst = small_int(p.required("dst"), 0);
   if (auto v = p.optional("peer_access")) e.peer_access = v->boolean();
   if (auto v = p.optional("bandwidth")) e.bandwidth = v->bandwidth();
   if (auto v = p.optional("latency")) e.latency = v->latency();
   if (auto v = p.optional("bidirectional")) e.bidirectional = v->bandwidth();
-  p.finish();
-  return e;
 }
 
-AlphaBeta read_fit(const Node& node) {
-  MapReader f(node);
-  AlphaBeta ab;
+void read_fit(MapReader& f, AlphaBeta& ab) {
   ab.alpha = f.required("alpha").seconds();
   ab.beta = f.required("beta").bandwidth();
-  f.finish();
-  return ab;
 }
 
-CollectiveCurve read_collective(const Node& item) {
-  MapReader k(item);
-  CollectiveCurve cc;
+void read_collective(MapReader& k, CollectiveCurve& cc) {
   cc.op = op_from(k.required("op"));
   cc.gpus = small_int(k.required("gpus"), 1);
   if (auto v = k.optional("nodes")) cc.nodes = small_int(*v, 1);
@@ -209,17 +191,13 @@ CollectiveCurve read_collective(const Node& item) {
     if (cc.gpus_per_thread > cc.gpus) v->fail("more GPUs per thread than GPUs");
   }
   cc.source = opt_scalar(k, "source");
-  if (auto v = k.optional("fit")) cc.fit = read_fit(*v);
+  if (auto v = k.optional("fit")) cc.fit = read_map(*v, read_fit);
   const Node pts = k.required("points");
   cc.points = read_collective_points(pts, cc.op, cc.gpus);
   if (cc.points.empty()) pts.fail("a curve needs at least one point");
-  k.finish();
-  return cc;
 }
 
-GemmResult read_gemm(const Node& item) {
-  MapReader g(item);
-  GemmResult r;
+void read_gemm(MapReader& g, GemmResult& r) {
   r.precision = g.required("precision").choice({"fp32", "tf32", "fp16", "bf16"});
   r.m = g.required("m").non_negative_integer();
   r.n = g.required("n").non_negative_integer();
@@ -232,49 +210,35 @@ GemmResult read_gemm(const Node& item) {
       v->fail(fmt::format("disagrees with 2·m·n·k/time ({:.4g} TFLOPS); fix or remove it", want));
   }
   read_spread(g, r.iqr, r.samples);
-  g.finish();
-  return r;
 }
 
-LayerTiming read_layer_timing(const Node& node) {
-  MapReader tm(node);
-  LayerTiming lt;
+void read_layer_timing(MapReader& tm, LayerTiming& lt) {
   lt.name = tm.required("name").scalar();
   if (auto v = tm.optional("forward")) lt.forward = positive_time(*v);
   if (auto v = tm.optional("backward")) lt.backward = positive_time(*v);
   lt.how = opt_scalar(tm, "how");
-  tm.finish();
-  return lt;
 }
 
-LayerProfile read_layer_profile(const Node& item) {
-  MapReader l(item);
-  LayerProfile lp;
+void read_layer_profile(MapReader& l, LayerProfile& lp) {
   lp.model = l.required("model").scalar();
   lp.batch = small_int(l.required("batch"), 1);
   if (auto v = l.optional("precision")) lp.precision = v->choice({"fp32", "tf32", "fp16"});
   lp.gpu = opt_scalar(l, "gpu");
-  for (const auto& t : l.required("times").items()) lp.layers.push_back(read_layer_timing(t));
-  l.finish();
-  return lp;
+  for (const auto& t : l.required("times").items()) lp.layers.push_back(read_map(t, read_layer_timing));
 }
 
-StorageResult read_storage(const Node& node) {
-  MapReader s(node);
-  StorageResult r;
+void read_storage(MapReader& s, StorageResult& r) {
   r.path = s.required("path").scalar();
   if (auto v = s.optional("size")) r.size = v->bytes();
   if (auto v = s.optional("page_cache")) r.page_cache = v->bandwidth();
   if (auto v = s.optional("direct")) r.direct = v->bandwidth();
-  s.finish();
-  return r;
 }
 
-/// The optional list `key:`, each item read by `read_item` and appended to `out`.
+/// The optional list `key:`, each item read by `read_keys` and appended to `out`.
 template <class T>
-void read_list(MapReader& m, std::string_view key, std::vector<T>& out, T (*read_item)(const Node&)) {
+void read_list(MapReader& m, std::string_view key, std::vector<T>& out, void (*read_keys)(MapReader&, T&)) {
   if (auto n = m.optional(key))
-    for (const auto& item : n->items()) out.push_back(read_item(item));
+    for (const auto& item : n->items()) out.push_back(read_map(item, read_keys));
 }
 
 Calibration read_calibration(const Node& root, const std::string& source) {
@@ -282,7 +246,7 @@ Calibration read_calibration(const Node& root, const std::string& source) {
   Calibration c;
   c.source_file = source;
   c.schema = read_schema(m);
-  c.provenance = read_provenance(m.required("provenance"));
+  c.provenance = read_map(m.required("provenance"), read_provenance);
   c.gpu = opt_scalar(m, "gpu");
   c.topology_file = opt_scalar(m, "topology");
   c.raw_samples = opt_scalar(m, "raw_samples");
@@ -291,7 +255,7 @@ Calibration read_calibration(const Node& root, const std::string& source) {
   read_list(m, "p2p", c.p2p, read_p2p);
   if (auto n = m.optional("collectives")) {
     for (const auto& item : n->items()) {
-      CollectiveCurve cc = read_collective(item);
+      CollectiveCurve cc = read_map(item, read_collective);
       if (c.find_curve(cc.op, cc.gpus, cc.nodes) != nullptr)
         item.fail(fmt::format("a second {} curve on {} GPUs and {} node(s)", to_string(cc.op), cc.gpus, cc.nodes));
       c.collectives.push_back(std::move(cc));
@@ -299,7 +263,7 @@ Calibration read_calibration(const Node& root, const std::string& source) {
   }
   read_list(m, "gemm", c.gemm, read_gemm);
   read_list(m, "layers", c.layers, read_layer_profile);
-  if (auto n = m.optional("storage")) c.storage = read_storage(*n);
+  if (auto n = m.optional("storage")) c.storage = read_map(*n, read_storage);
   m.finish();
   return c;
 }
