@@ -47,15 +47,15 @@ class Search {
   Search(const System& s, const Table& t) : paths_(s), s_(nodes_and_links(s)), t_(t), ngpus_(s.count(GPU)) {}
 
   static System nodes_and_links(const System& s) {
-    System w;
-    w.nodes = s.nodes;
-    w.links = s.links;
-    w.of_type = s.of_type;
-    w.max_bw = s.max_bw;
-    w.total_bw = s.total_bw;
-    w.sm = s.sm;
-    w.intel = s.intel;
-    return w;
+    return System{.nodes = s.nodes,
+                  .links = s.links,
+                  .of_type = s.of_type,
+                  .path = {},
+                  .max_bw = s.max_bw,
+                  .total_bw = s.total_bw,
+                  .sm = s.sm,
+                  .intel = s.intel,
+                  .p2p = {}};
   }
 
   // followPath: reserve `bw` on the first `max_steps` links of `path`; *steps = how far it got.

@@ -8,6 +8,7 @@
 #include <limits>
 #include <map>
 #include <memory>
+#include <tuple>
 
 #include "dlscale/collective.hpp"
 #include "dlscale/equations.hpp"
@@ -95,15 +96,9 @@ class Runner {
   ExperimentResult run(const ExperimentSpec& x) {
     ExperimentResult r;
     r.paper = paper_.paper;
-    r.id = x.id;
-    r.title = x.title;
-    r.source = x.source;
-    r.kind = x.kind;
-    r.tables = x.tables;
-    r.notes = x.notes;
-    r.ratio_dimension = x.ratio_dimension;
-    r.ratio_of = x.ratio_of;
-    r.ratio_to = x.ratio_to;
+    // the experiment as its scenario file describes it
+    std::tie(r.id, r.title, r.source, r.kind, r.tables, r.notes, r.ratio_dimension, r.ratio_of, r.ratio_to) =
+        std::tie(x.id, x.title, x.source, x.kind, x.tables, x.notes, x.ratio_dimension, x.ratio_of, x.ratio_to);
     if (x.kind == "busbw") {
       run_busbw(x, r);
     } else {
@@ -276,12 +271,9 @@ class Runner {
       Row row;
       row.paper = r.paper;
       row.experiment = x.id;
-      row.system = key.system;
-      row.model = key.model;
-      row.framework = key.framework;
-      row.precision = key.precision;
-      row.inputs = key.inputs;
-      row.variant = key.variant;
+      // the run's coordinates, which the row shares with its key
+      std::tie(row.system, row.model, row.framework, row.precision, row.inputs, row.variant) =
+          std::tie(key.system, key.model, key.framework, key.precision, key.inputs, key.variant);
       row.batch_per_gpu = per_gpu(n);
       row.gpus = n;
       row.nodes = p.nodes;
