@@ -10,7 +10,6 @@
 #include "io/yaml_reader.hpp"
 
 namespace dlscale {
-namespace fs = std::filesystem;
 using yamlio::MapReader;
 using yamlio::Node;
 
@@ -179,7 +178,7 @@ Network read_network(const Node& root) {
 }
 }  // namespace
 
-Network load_network(const fs::path& file) { return read_network(yamlio::load_file(file)); }
+Network load_network(const std::filesystem::path& file) { return read_network(yamlio::load_file(file)); }
 Network parse_network(const std::string& yaml_text, const std::string& display_name) {
   return read_network(yamlio::load_string(yaml_text, display_name));
 }
