@@ -231,7 +231,7 @@ ActivationRecompute activation_recompute(Recompute r) noexcept;
 /// slowest pipeline stage, then the pipeline, the data-parallel reduction and the update.
 struct ParallelStep {
   int slowest_stage = 0;
-  Seconds forward{}, backward{};  // compute of one micro-batch on the slowest stage (recompute in backward)
+  Seconds forward{}, backward{};  // compute of one micro-batch on the slowest stage (recompute in backward, CP merges P15c)
   Seconds tp_exposed{};           // its blocks' TP/SP collectives (the overlapped re-gather only past half the backward)
   Seconds cp_exposed{};           // its blocks' ring sends past each step's attention (eq. P15b; again where recomputed)
   Seconds p2p{};                  // its sends to the neighbouring stages, 2·v a micro-batch
