@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "dlscale/cluster.hpp"
+#include "dlscale/equations.hpp"
 #include "dlscale/error.hpp"
 #include "dlscale/io.hpp"
 #include "dlscale/kernels.hpp"
@@ -105,6 +106,109 @@ TEST(ParallelTraffic, ContextParallelKvRingOfOneLlamaBlock) {
   const TransformerShape g{80, 8192, 64, 8, 28672, 128256, 8192};
   l.tp = 16;
   EXPECT_DOUBLE_EQ(in_bytes(cp_kv_chunk_bytes(l, g, kBf16)), 2'097'152.0);
+}
+
+// ---- eq. P15: context parallelism's ring step by step --------------------------------------------------------
+// P15a against the mask itself: s = 2c·n tokens in 2c chunks, rank i holding chunks i and 2c−1−i, at step j the
+// tokens of rank (i−j) mod c. Count, for each rank and step, the causal pairs (key ≤ query, the diagonal pair a
+// half), the queries that see any key, and the keys any query sees: the equation's shares of the (s/c)² square,
+// of the s/c queries and of the s/c keys; over all ranks and steps every pair of the mask once, ½·s².
+TEST(ParallelRing, LoadBalancedBlocksCoverTheCausalMaskOnce) {
+  for (const int c : {2, 3, 4, 8}) {
+    const int n = 3, s = 2 * c * n, local = s / c;
+    const auto tokens = [&](int rank) {
+      std::vector<int> t;
+      for (int chunk : {rank, 2 * c - 1 - rank})
+        for (int k = 0; k < n; ++k) t.push_back(chunk * n + k);
+      return t;
+    };
+    double all = 0.0;
+    for (int rank = 0; rank < c; ++rank) {
+      for (int step = 0; step < c; ++step) {
+        const std::vector<int> q = tokens(rank), kv = tokens(((rank - step) % c + c) % c);
+        double pairs = 0.0;
+        std::vector<bool> q_sees(q.size(), false), k_seen(kv.size(), false);
+        for (std::size_t a = 0; a < q.size(); ++a)
+          for (std::size_t b = 0; b < kv.size(); ++b) {
+            if (kv[b] > q[a]) continue;
+            pairs += kv[b] == q[a] ? 0.5 : 1.0;
+            q_sees[a] = k_seen[b] = true;
+          }
+        const eq::RingBlock blk = eq::ring_attention_block(rank, step, c);
+        const auto share = [&](const std::vector<bool>& v) {
+          return static_cast<double>(std::count(v.begin(), v.end(), true)) / local;
+        };
+        EXPECT_DOUBLE_EQ(blk.work(), pairs / (local * local)) << c << " " << rank << " " << step;
+        EXPECT_DOUBLE_EQ(blk.queries, share(q_sees)) << c << " " << rank << " " << step;
+        EXPECT_DOUBLE_EQ(blk.keys, share(k_seen)) << c << " " << rank << " " << step;
+        EXPECT_DOUBLE_EQ(blk.work(), 0.5);  // every step the same work: the timed causal block of s/c
+        all += pairs;
+      }
+    }
+    EXPECT_DOUBLE_EQ(all, 0.5 * s * s) << c;
+  }
+}
+
+// P15b by hand: four steps of 2 ms attention beside 3 ms sends (the last step sends nothing) expose 3 × 1 ms; in
+// backward, sends of 3 ms (K/V), 5 ms (K/V and dK/dV) twice and 3 ms (dK/dV) beside 4 ms steps expose 2 × 1 ms.
+TEST(ParallelRing, SendsPastEachStepByHand) {
+  const std::vector<Seconds> fwd(4, milliseconds(2.0)), bwd(4, milliseconds(4.0));
+  const std::vector<Seconds> fwd_send{milliseconds(3.0), milliseconds(3.0), milliseconds(3.0), Seconds{}};
+  const std::vector<Seconds> bwd_send{milliseconds(3.0), milliseconds(5.0), milliseconds(5.0), milliseconds(3.0)};
+  EXPECT_NEAR(in_seconds(eq::ring_exposed(fwd, fwd_send)), 3e-3, 1e-15);
+  EXPECT_NEAR(in_seconds(eq::ring_forward_exposed(milliseconds(3.0), milliseconds(2.0), 4)), 3e-3, 1e-15);
+  EXPECT_NEAR(in_seconds(eq::ring_exposed(bwd, bwd_send)), 2e-3, 1e-15);
+  EXPECT_NEAR(in_seconds(eq::ring_backward_exposed(milliseconds(3.0), milliseconds(5.0), milliseconds(4.0), 4)), 2e-3, 1e-15);
+  // sends shorter than the steps are hidden whole; one rank has no ring
+  EXPECT_EQ(eq::ring_forward_exposed(milliseconds(1.0), milliseconds(2.0), 4), Seconds{});
+  EXPECT_EQ(eq::ring_backward_exposed(milliseconds(3.0), milliseconds(5.0), milliseconds(4.0), 1), Seconds{});
+  // c 2: backward sends the K/V, then the dK/dV, one block each: 2 × (3 − 2) ms beside 2 ms steps
+  EXPECT_NEAR(in_seconds(eq::ring_backward_exposed(milliseconds(3.0), milliseconds(5.0), milliseconds(2.0), 2)), 2e-3, 1e-15);
+}
+
+// P15c on a Llama-3-70B block (h 8192, 64 heads, 8 key/value heads, d_h 128, s 8192) at TP 8, CP 2, b 1, bf16: the
+// rank's T = 4096 tokens, 8 heads: its output 4096·8·128 = 4,194,304 elements, 32,768 log-sum-exp rows, K and V
+// 2·4096·1·128 = 1,048,576 elements. A full step's forward merge: 4,194,304·(2 + 8) + 32,768·12 = 42,336,256 B;
+// the cast 4,194,304·6 = 25,165,824 B. Rank 1 (step 1 from rank 0 < 1: all its queries) two full steps and the
+// cast, 109,838,336 B; rank 0 (step 1 from rank 1: half its queries) less. Backward, at 3·2 B an element: rank 1
+// (4,194,304 + 1,048,576)·6 + (4,194,304 + 524,288)·6 = 59,768,832 B, rank 0 31,457,280 + 18,874,368 less.
+TEST(ParallelRing, MergesOfALlamaBlockByHand) {
+  const TransformerShape g{80, 8192, 64, 8, 28672, 128256, 8192};
+  ParallelLayout l;
+  l.tp = 8;
+  l.cp = 2;
+  const CpMergeTraffic m = cp_merge_traffic(l, g, kBf16);
+  EXPECT_DOUBLE_EQ(in_bytes(m.forward), 2 * 42'336'256.0 + 25'165'824.0);
+  EXPECT_DOUBLE_EQ(in_bytes(m.backward), 59'768'832.0);
+  EXPECT_EQ(m.forward_kernels, 4);
+  EXPECT_EQ(m.backward_kernels, 4);
+  l.cp = 1;
+  EXPECT_EQ(cp_merge_traffic(l, g, kBf16).forward, Bytes{});
+}
+
+// P15d on the alpha-beta model: TP 4 × CP 4 on two 8-GPU nodes, Megatron's order: the first CP group is ranks
+// {0, 4, 8, 12}, two on each node; its ring's pairs 4→8 and 12→0 cross nodes. The simple form has one NIC a
+// node, asked by the 4 CP groups with 2 ranks each (eq. P11: share 4·min(2, 1)/1 = 4): a step of 4 MiB takes
+// 5 µs + 4·4,194,304 B / 10 GB/s. TP 2 × CP 4 on one node: {0, 2, 4, 6}, 1 µs + 4,194,304 B / 100 GB/s.
+TEST(ParallelRing, RingStepOnItsSlowestPair) {
+  Cluster c;
+  c.name = "hand";
+  c.max_nodes = 2;
+  c.gpus_per_node = 8;
+  c.intra_node = {gigabytes_per_second(100.0), microseconds(1.0)};
+  c.inter_node = {gigabytes_per_second(10.0), microseconds(5.0)};
+  ParallelLayout l;
+  l.tp = 4;
+  l.cp = 4;
+  const LayoutPlacement at = place_layout(l, c, 16);
+  EXPECT_EQ(at[ParallelGroup::cp].first, (std::vector<int>{0, 4, 8, 12}));
+  EXPECT_DOUBLE_EQ(at[ParallelGroup::cp].nic_share, 4.0);
+  EXPECT_NEAR(in_seconds(cp_ring_step_time(c, at[ParallelGroup::cp], bytes(4'194'304.0))), 5e-6 + 4 * 419.4304e-6, 1e-12);
+  l.tp = 2;
+  const LayoutPlacement one = place_layout(l, c, 8);
+  EXPECT_NEAR(in_seconds(cp_ring_step_time(c, one[ParallelGroup::cp], bytes(4'194'304.0))), 1e-6 + 41.94304e-6, 1e-12);
+  l.cp = 1;
+  EXPECT_EQ(cp_ring_step_time(c, place_layout(l, c, 8)[ParallelGroup::cp], bytes(4'194'304.0)), Seconds{});
 }
 
 // ---- eq. P5: parameters per rank ------------------------------------------------------------------------
@@ -525,6 +629,58 @@ TEST(ParallelStep, PipelineOfTwoStagesByHand) {
   EXPECT_EQ(st.global_batch, 8);
   EXPECT_NEAR(st.tokens_per_s, 8 * 128 / in_seconds(st.step), 1e-9);
   ASSERT_EQ(st.memory.size(), 2u);
+}
+
+// Eq. P13 with P15: the 4-block decoder of PipelineOfTwoStagesByHand on CP 2 (2 GPUs of one node, fp32), a rank's
+// own times: every layer 1 ms forward and 2 ms backward, each attention core 1 µs and 2 µs of it, run c = 2 times
+// (eq. P6): +1 µs and +2 µs a block. The ring: K/V of 64 tokens, 4 heads of 64, 2·64·4·64·4 = 131,072 B a step:
+// 1 µs + 1.31072 µs on the node's link; K/V with dK/dV 1 µs + 2.62144 µs. Forward (c−1)·(2.31072 − 1) µs past
+// the 1 µs steps; backward 2·(2.31072 − 2) µs past the 2 µs steps: 1.93216 µs a block. The merges (P15c) of the
+// slowest rank: forward two full steps of 16,384·(4 + 8) + 256·12 B and the cast 16,384·8 B, 530,432 B; backward
+// rank 0's (16,384 + 32,768)·12 + (8,192 + 32,768)·12 = 1,081,344 B (K and V as wide as Q here: the rank whose
+// later steps take all the keys); 4 kernels each, at the kernel model's memory efficiency and overhead.
+TEST(ParallelStep, ContextParallelRingByHand) {
+  DecoderShape d;
+  d.layers = 4;
+  d.hidden = 256;
+  d.heads = 4;
+  d.ffn = 512;
+  d.vocab = 1000;
+  d.seq = 128;
+  const Network net = build_decoder(d, "tiny");
+  LayerTimes own;
+  own.forward.assign(19, milliseconds(1.0));
+  own.backward.assign(19, milliseconds(2.0));
+  own.update.assign(19, milliseconds(0.5));
+  own.forward_attention.assign(19, Seconds{});
+  own.backward_attention.assign(19, Seconds{});
+  for (std::size_t i = 0; i < net.layers.size(); ++i)
+    if (net.layers[i].kind == LayerKind::attention) {
+      own.forward_attention[i] = microseconds(1.0);
+      own.backward_attention[i] = microseconds(2.0);
+    }
+  Cluster c;
+  c.name = "hand";
+  c.max_nodes = 1;
+  c.gpus_per_node = 8;
+  c.intra_node = {gigabytes_per_second(100.0), microseconds(1.0)};
+  c.inter_node = {gigabytes_per_second(10.0), microseconds(5.0)};
+  c.gpu.memory_bandwidth = gigabytes_per_second(1000.0);
+  ParallelLayout l;
+  l.cp = 2;
+  const ComputeOptions opt;  // fp32
+  const ParallelStep st = parallel_step(net, own, c, *make_alpha_beta_model(c), l, 2, opt, Sharding{}, LayerTimesOf::tp_rank);
+  EXPECT_NEAR(in_seconds(st.cp_exposed), 4 * (1.31072e-6 + 2 * 0.31072e-6), 1e-15);
+  const KernelParams& kp = opt.kernel(c.gpu);
+  const double bw = 1e12 * kp.memory_efficiency, k = 4 * in_seconds(kp.kernel_overhead);
+  EXPECT_NEAR(in_seconds(st.forward), 19e-3 + 4 * 1e-6 + 4 * (530'432.0 / bw + k), 1e-14);
+  EXPECT_NEAR(in_seconds(st.backward), 38e-3 + 4 * 2e-6 + 4 * (1'081'344.0 / bw + k), 1e-14);
+  // selective recompute runs the core again in backward, its ring and its merges too
+  ComputeOptions sel = opt;
+  sel.recompute = Recompute::selective;
+  const ParallelStep again = parallel_step(net, own, c, *make_alpha_beta_model(c), l, 2, sel, Sharding{}, LayerTimesOf::tp_rank);
+  EXPECT_NEAR(in_seconds(again.cp_exposed), 4 * (2 * 1.31072e-6 + 2 * 0.31072e-6), 1e-15);
+  EXPECT_NEAR(in_seconds(again.backward), 38e-3 + 4 * 2e-6 + 4 * 2e-6 + 4 * (1'081'344.0 / bw + k + 530'432.0 / bw + k), 1e-14);
 }
 
 // ---- validation: each error names its field -------------------------------------------------------------------

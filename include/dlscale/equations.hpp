@@ -1,4 +1,5 @@
-// The S-SGD performance model of Shi & Chu (2018), equations 1-12, as small named functions.
+// The S-SGD performance model of Shi & Chu (2018), equations 1-12, as small named functions, and context
+// parallelism's ring attention step by step (docs/model.md, "Model parallelism", P15).
 // shared/docs/model.md is the specification; every function cites its equation.
 //
 // Layer vectors are indexed from 0: element i-1 holds layer i, so element 0 is layer 1 (input side)
@@ -193,5 +194,71 @@ constexpr double allreduce_efficiency(Bytes aggregated, Seconds comm, BytesPerSe
 
 /// r_u2g = t_u / (t_h2d + t_f + t_b): the share of update in GPU time (Section VI-B).
 constexpr double update_to_gpu_ratio(Seconds u, Seconds h2d, Seconds f, Seconds b) noexcept { return u / (h2d + f + b); }
+
+// ---- context parallelism: ring attention step by step (docs/model.md, P15) -----------------------------------
+
+/// Eq. P15a: the block of the causal mask that ring step `step` (0 … c−1) of CP rank `rank` computes in
+/// Transformer Engine's load-balanced layout (the "p2p" CP of Megatron-Core): the sequence cut into 2c chunks of
+/// n = s/(2c) tokens, rank i holding chunks i and 2c−1−i (its s/c queries, keys and values), and at step j the
+/// keys and values of rank (i−j) mod c. Step 0 is the diagonal: its two chunks against themselves under the
+/// causal mask, half of its (s/c)² pairs. From a rank r < i both of i's query chunks see r's early chunk whole
+/// and its late one (2c−1−r > 2c−1−i) not at all: all the queries, half the keys. From r > i only i's late
+/// chunk sees anything, and both of r's chunks whole: half the queries, all the keys. Every step is the same
+/// ½·(s/c)² pairs (half a square, a triangle or a rectangle); the c steps make the rank's ½·s²/c, and the c
+/// ranks the whole mask's ½·s², each pair once.
+struct RingBlock {
+  double queries = 1.0;  // the share of the rank's s/c queries the step computes (and its merge touches)
+  double keys = 1.0;     // the share of the s/c keys and values it holds that the step reads
+  bool causal = false;   // the diagonal: the mask's lower triangle of queries × keys
+  /// The pairs it computes, as a share of the (s/c)² square.
+  [[nodiscard]] constexpr double work() const noexcept { return queries * keys * (causal ? 0.5 : 1.0); }
+};
+constexpr RingBlock ring_attention_block(int rank, int step, int c) noexcept {
+  if (step == 0) return {1.0, 1.0, true};
+  const int source = ((rank - step) % c + c) % c;
+  return source < rank ? RingBlock{1.0, 0.5, false} : RingBlock{0.5, 1.0, false};
+}
+
+/// Eq. P15b, the definition: a ring whose step j computes for `compute[j]` while the send started with it (the
+/// next step's block, on its own stream) takes `send[j]`: the next step waits for the later of the two, so the
+/// ring exposes Σ_j max(0, send_j − compute_j) beyond its compute. `send` is as long as `compute` (0 where a
+/// step sends nothing).
+inline Seconds ring_exposed(std::span<const Seconds> compute, std::span<const Seconds> send) noexcept {
+  assert(compute.size() == send.size());
+  Seconds t{};
+  for (std::size_t j = 0; j < compute.size(); ++j) t += max(Seconds{}, send[j] - compute[j]);
+  return t;
+}
+
+/// Eq. P15b forward, TE's loop with every step `step` long (P15a: equal work): step j < c−1 sends the K/V it
+/// holds to the next rank beside its own attention (the first step computes on the rank's own K/V, so the first
+/// send starts at once and only its part past that step's attention is exposed); the last step sends nothing:
+/// (c−1)·max(0, t_KV − t_step).
+constexpr Seconds ring_forward_exposed(Seconds kv_send, Seconds step, int c) noexcept {
+  return c > 1 ? max(Seconds{}, kv_send - step) * static_cast<double>(c - 1) : Seconds{};
+}
+
+/// Eq. P15b backward: step 0 sends the K/V on, the middle c−2 steps the K/V and the dK/dV accumulated on the
+/// block before (one batched send of twice the bytes), the last step the dK/dV only (TE's p2p buffers hold both,
+/// the dK/dV a step behind its K/V; recalled, not checked against its source here): 2(c−1) K/V blocks in all,
+/// twice the forward's, each send beside a step's attention backward:
+/// 2·max(0, t_KV − t_step) + (c−2)·max(0, t_2KV − t_step).
+constexpr Seconds ring_backward_exposed(Seconds kv_send, Seconds kv_dkv_send, Seconds step, int c) noexcept {
+  if (c < 2) return Seconds{};
+  return max(Seconds{}, kv_send - step) * 2.0 + max(Seconds{}, kv_dkv_send - step) * static_cast<double>(c - 2);
+}
+
+/// Eq. P15c forward: the merge after a step (TE's output and log-sum-exp correction), a memory-bound pass: the
+/// step's partial output of `out` elements read at `e` bytes, the fp32 accumulator read and written (8 B), and
+/// for each of its `rows` (query × head) the step's log-sum-exp read and the running one read and written (fp32,
+/// 12 B).
+constexpr Bytes ring_forward_merge_bytes(double out, double rows, double e) noexcept {
+  return bytes(out * (e + 8.0) + rows * 12.0);
+}
+/// Eq. P15c, the forward's end: the fp32 output accumulator of `out` elements cast to the activations' `e` bytes.
+constexpr Bytes ring_output_cast_bytes(double out, double e) noexcept { return bytes(out * (4.0 + e)); }
+/// Eq. P15c backward: the step's gradients (`grads` elements of dQ, dK and dV) added to their accumulators:
+/// the step's read, the accumulator read and written, at `e` bytes each.
+constexpr Bytes ring_backward_merge_bytes(double grads, double e) noexcept { return bytes(grads * 3.0 * e); }
 
 }  // namespace dlscale::eq

@@ -3,7 +3,7 @@
 // layout and its checks, the bytes each split moves per block, the pipeline's bubble and in-flight
 // micro-batches, activation memory per layer (the network's own, eq. P9), the ranks of each group on the
 // cluster and the time of their collectives on the existing collective model. Derivations: docs/model.md,
-// "Model parallelism" (eq. P1-P13); Scenario::parallel predicts through parallel_step (lib/predict/parallel_predict.cpp).
+// "Model parallelism" (eq. P1-P15); Scenario::parallel predicts through parallel_step (lib/predict/parallel_predict.cpp).
 #pragma once
 
 #include <array>
@@ -82,10 +82,21 @@ std::vector<CollectiveCall> tp_block_collectives(const ParallelLayout& l, const 
 /// Eq. P3: the K and V one CP rank holds of one layer, 2·b·(s/c)·kv_local·d_head elements (kv_local =
 /// kv_heads/t, at least 1: replicated when t > kv_heads).
 Bytes cp_kv_chunk_bytes(const ParallelLayout& l, const TransformerShape& m, double element_bytes) noexcept;
-/// Eq. P3: ring attention's exchange as collectives on the CP group: forward the c−1 ring steps of the K/V
-/// chunk, an all-gather of c chunks; backward twice that (K/V again, and dK/dV returned: a reduce-scatter).
-/// Overlapped with the attention core. Empty for c = 1.
+/// Eq. P3: ring attention's exchange as collectives on the CP group, its volume: forward the c−1 ring steps of the
+/// K/V chunk, an all-gather of c chunks; backward twice that (K/V again, and dK/dV returned: a reduce-scatter).
+/// Empty for c = 1. Its time is eq. P15's, step by step (cp_ring_step_time, eq::ring_forward_exposed).
 std::vector<CollectiveCall> cp_block_collectives(const ParallelLayout& l, const TransformerShape& m, double element_bytes);
+/// Eq. P15c: what the merges of one CP rank's ring cost in one block and micro-batch (the slowest rank's: the
+/// ranks wait for each other every step), forward and backward: bytes moved and kernels.
+struct CpMergeTraffic {
+  Bytes forward{}, backward{};
+  int forward_kernels = 0, backward_kernels = 0;
+};
+/// Eq. P15c on the rank's T = b·s/c tokens, a/t heads of d_h and max(1, a_kv/t) key/value heads: forward, each
+/// step's output correction over the queries its block covers (eq. P15a) and the final cast of the fp32
+/// output (c output and c−1 log-sum-exp corrections and the cast: 2c kernels); backward each step's dQ over its
+/// queries and dK/dV over its keys added to the accumulators (2c kernels). Zero for c = 1.
+CpMergeTraffic cp_merge_traffic(const ParallelLayout& l, const TransformerShape& m, double element_bytes) noexcept;
 /// Eq. P4: the activation a stage sends its neighbour per micro-batch (forward; the same gradient back):
 /// b·(s/c)·h elements, divided by t with SP (Megatron-Core's p2p tensor shape).
 Bytes pp_p2p_bytes(const ParallelLayout& l, const TransformerShape& m, double element_bytes) noexcept;
@@ -205,6 +216,11 @@ Seconds group_collective_time(const CollectiveModel& model, const CollectiveCall
 /// cluster's topology (between the first group's first two ranks), else one step on the node's or the
 /// network's link (Cluster::intra_node / inter_node), the bytes scaled by the NIC share across nodes.
 Seconds pipeline_p2p_time(const Cluster& cluster, const GroupPlacement& pp, Bytes size);
+/// Eq. P15d: one step of CP's ring, every rank of every CP group sending `size` to the next and receiving from the
+/// one before at once: the slowest neighbour pair of the first group (its last rank's send to its first
+/// included), each as pipeline_p2p_time times a pair (p2p_copy_time on the topology, else α + size/β of the
+/// node's or the network's link; × the NIC share across nodes). Zero for a group of one.
+Seconds cp_ring_step_time(const Cluster& cluster, const GroupPlacement& cp, Bytes size);
 
 // ---- one step (eq. P13) -----------------------------------------------------------------------------------
 
@@ -215,9 +231,9 @@ ActivationRecompute activation_recompute(Recompute r) noexcept;
 /// slowest pipeline stage, then the pipeline, the data-parallel reduction and the update.
 struct ParallelStep {
   int slowest_stage = 0;
-  Seconds forward{}, backward{};  // compute of one micro-batch on the slowest stage (recompute in backward)
+  Seconds forward{}, backward{};  // compute of one micro-batch on the slowest stage (recompute in backward, CP merges P15c)
   Seconds tp_exposed{};           // its blocks' TP/SP collectives (the overlapped re-gather only past half the backward)
-  Seconds cp_exposed{};           // its blocks' K/V ring past their attention cores
+  Seconds cp_exposed{};           // its blocks' ring sends past each step's attention (eq. P15b; again where recomputed)
   Seconds p2p{};                  // its sends to the neighbouring stages, 2·v a micro-batch
   Seconds per_microbatch{};       // t_mb = the sum of the above
   Seconds pipeline{};             // eq. P7: (m + (p−1)/v)·t_mb

@@ -9,6 +9,7 @@
 #include <map>
 
 #include "dlscale/cluster.hpp"
+#include "dlscale/equations.hpp"
 #include "dlscale/error.hpp"
 #include "dlscale/network.hpp"
 #include "parallel/parallel_blocks.hpp"
@@ -173,6 +174,31 @@ std::vector<CollectiveCall> cp_block_collectives(const ParallelLayout& l, const 
   return {{"CP K/V ring (forward)", G::cp, Op::allgather, ring, 1, false, true},
           {"CP K/V ring (backward)", G::cp, Op::allgather, ring, 1, true, true},
           {"CP dK/dV ring (backward)", G::cp, Op::reducescatter, ring, 1, true, true}};
+}
+
+CpMergeTraffic cp_merge_traffic(const ParallelLayout& l, const TransformerShape& m, double e) noexcept {
+  CpMergeTraffic r;
+  const int c = l.cp;
+  if (c <= 1) return r;
+  // eq. P15c on the rank's T = b·s/c tokens: its output (and dQ) T·(a/t)·d_h elements, T·(a/t) log-sum-exp rows,
+  // dK and dV 2·T·max(1, a_kv/t)·d_h elements
+  const double tokens = static_cast<double>(l.micro_batch) * static_cast<double>(m.seq / c);
+  const double heads = static_cast<double>(m.heads / l.tp), d = static_cast<double>(m.head_dim());
+  const double out = tokens * heads * d, rows = tokens * heads;
+  const double kv = 2.0 * tokens * static_cast<double>(std::max<std::int64_t>(1, m.kv_heads / l.tp)) * d;
+  for (int rank = 0; rank < c; ++rank) {  // the slowest rank sets the ring's pace
+    Bytes fwd = eq::ring_output_cast_bytes(out, e), bwd{};
+    for (int step = 0; step < c; ++step) {
+      const eq::RingBlock b = eq::ring_attention_block(rank, step, c);
+      fwd += eq::ring_forward_merge_bytes(b.queries * out, b.queries * rows, e);
+      bwd += eq::ring_backward_merge_bytes(b.queries * out + b.keys * kv, e);
+    }
+    r.forward = max(r.forward, fwd);
+    r.backward = max(r.backward, bwd);
+  }
+  r.forward_kernels = 2 * c;   // c output corrections, c−1 log-sum-exp corrections, the cast
+  r.backward_kernels = 2 * c;  // each step's dQ and dK/dV additions
+  return r;
 }
 
 Bytes pp_p2p_bytes(const ParallelLayout& l, const TransformerShape& m, double e) noexcept {
@@ -540,16 +566,30 @@ Seconds group_collective_time(const CollectiveModel& model, const CollectiveCall
   return model.time(call.op, size, g.at) * static_cast<double>(call.count);
 }
 
-Seconds pipeline_p2p_time(const Cluster& c, const GroupPlacement& pp, Bytes size) {
-  if (pp.size <= 1 || pp.first.size() < 2) return Seconds{};
-  const int a = pp.first[0], b = pp.first[1];
+namespace {
+/// Eq. P12: a send of `size` from rank a to rank b of a group, every group of its kind sending at once.
+Seconds pair_p2p_time(const Cluster& c, const GroupPlacement& g, int a, int b, Bytes size) {
   const int gpn = std::max(1, c.gpus_per_node);
   const bool across = a / gpn != b / gpn;
-  const Bytes sent = across ? size * pp.nic_share : size;  // eq. P12
+  const Bytes sent = across ? size * g.nic_share : size;  // eq. P12
   if (c.topology) return p2p_copy_time(*c.topology, a, b, sent);
   const LinkSpec& link = across ? c.inter_node : c.intra_node;
   if (!(in_bytes_per_second(link.bandwidth) > 0.0)) return link.latency;
   return link.latency + sent / link.bandwidth;
+}
+}  // namespace
+
+Seconds pipeline_p2p_time(const Cluster& c, const GroupPlacement& pp, Bytes size) {
+  if (pp.size <= 1 || pp.first.size() < 2) return Seconds{};
+  return pair_p2p_time(c, pp, pp.first[0], pp.first[1], size);
+}
+
+Seconds cp_ring_step_time(const Cluster& c, const GroupPlacement& cp, Bytes size) {
+  if (cp.size <= 1 || cp.first.size() < 2) return Seconds{};
+  Seconds slowest{};  // eq. P15d: every rank sends to the next at once; the step ends with the slowest pair
+  for (std::size_t i = 0; i < cp.first.size(); ++i)
+    slowest = max(slowest, pair_p2p_time(c, cp, cp.first[i], cp.first[(i + 1) % cp.first.size()], size));
+  return slowest;
 }
 
 }  // namespace dlscale

@@ -1,9 +1,10 @@
 // One training step of a model-parallel layout (eq. P13; docs/model.md, "Model parallelism"): the slowest
-// stage's micro-batch with its exposed TP, CP and pipeline communication, the pipeline, the data-parallel
-// reduction and the update.
+// stage's micro-batch with its exposed TP, CP (eq. P15: the ring step by step, its merges) and pipeline
+// communication, the pipeline, the data-parallel reduction and the update.
 #include <algorithm>
 
 #include "dlscale/cluster.hpp"
+#include "dlscale/equations.hpp"
 #include "dlscale/network.hpp"
 #include "dlscale/parallel.hpp"
 #include "parallel/parallel_blocks.hpp"
@@ -40,24 +41,41 @@ Seconds sum_calls(const CollectiveModel& coll, const std::vector<CollectiveCall>
   return t;
 }
 
-/// One block's TP/SP (P1-P2) and CP (P3) collectives on their groups (P12), and a micro-batch's pipeline
-/// sends on each stage (P4).
+/// A memory-bound pass of `traffic` in `kernels` kernels on the GPU, as the kernel model times one (eq. K18-K20:
+/// the framework's memory efficiency and per-kernel charge).
+Seconds memory_passes(Bytes traffic, int kernels, const GpuSpec& gpu, const ComputeOptions& opt) {
+  const KernelParams& kp = opt.kernel(gpu);
+  const double eff = opt.execution.streaming ? kp.copy_efficiency : kp.memory_efficiency;
+  const Seconds per_kernel = opt.execution.host_issue > Seconds{} ? opt.execution.launch_gap : kp.kernel_overhead;
+  const BytesPerSecond bw = gpu.memory_bandwidth * eff;
+  return (bw > BytesPerSecond{} ? traffic / bw : Seconds{}) + per_kernel * static_cast<double>(kernels);
+}
+
+/// One block's TP/SP (P1-P2) collectives on their group (P12), its CP ring's sends and merges (P15), and a
+/// micro-batch's pipeline sends on each stage (P4).
 struct BlockComm {
-  Seconds tp_fwd{}, tp_bwd{}, tp_regather{}, cp_fwd{}, cp_bwd{}, p2p{};
+  Seconds tp_fwd{}, tp_bwd{}, tp_regather{}, p2p{};
+  Seconds cp_kv{}, cp_kv_dkv{};            // eq. P15d: a ring step sending the K/V block, and the K/V with a dK/dV
+  Seconds cp_merge_fwd{}, cp_merge_bwd{};  // eq. P15c: the slowest rank's merges
 };
 
 BlockComm block_comm(const CollectiveModel& coll, const Cluster& cluster, const LayoutPlacement& at, const ParallelLayout& l,
-                     const TransformerShape& m, double e) {
+                     const TransformerShape& m, const ComputeOptions& opt) {
+  const double e = activation_bytes_per_element(opt.precision);
   const auto tp_calls = tp_block_collectives(l, m, e);
-  const auto cp_calls = cp_block_collectives(l, m, e);
   const GroupPlacement& tpg = at[ParallelGroup::tp];
-  const GroupPlacement& cpg = at[ParallelGroup::cp];
   BlockComm c;
   c.tp_fwd = sum_calls(coll, tp_calls, tpg, false, false);
   c.tp_bwd = sum_calls(coll, tp_calls, tpg, true, false);
   c.tp_regather = sum_calls(coll, tp_calls, tpg, true, true);
-  c.cp_fwd = sum_calls(coll, cp_calls, cpg, false, true);
-  c.cp_bwd = sum_calls(coll, cp_calls, cpg, true, true);
+  if (l.cp > 1) {
+    const Bytes kv = cp_kv_chunk_bytes(l, m, e);
+    c.cp_kv = cp_ring_step_time(cluster, at[ParallelGroup::cp], kv);
+    c.cp_kv_dkv = cp_ring_step_time(cluster, at[ParallelGroup::cp], kv * 2.0);
+    const CpMergeTraffic merge = cp_merge_traffic(l, m, e);
+    c.cp_merge_fwd = memory_passes(merge.forward, merge.forward_kernels, cluster.gpu, opt);
+    c.cp_merge_bwd = memory_passes(merge.backward, merge.backward_kernels, cluster.gpu, opt);
+  }
   // P4: 2·v sends a micro-batch on each stage (forward activation, backward gradient, per chunk)
   const int v = l.schedule == PipelineSchedule::interleaved ? std::max(l.vp, 1) : 1;
   if (l.pp > 1) c.p2p = pipeline_p2p_time(cluster, at[ParallelGroup::pp], pp_p2p_bytes(l, m, e)) * (2.0 * v);
@@ -70,11 +88,37 @@ struct StageTimes {
   Seconds forward{}, backward{}, update{}, tp{}, cp{};
 };
 
+/// What one block of a stage runs, for the communication beside it: its attention core forward and backward, its
+/// forward GEMMs, its backward, and whether the recompute runs its core again (R1 on a checkpointed block, R2).
+struct BlockParts {
+  Seconds core{}, core_bwd{}, gemm{}, bwd{};
+  bool core_again = false;
+};
+
+/// Eq. P15: a block's CP ring on one rank: the sends past each step's attention forward and backward (again in
+/// backward where the recompute runs the core again) into `st.cp`, the merges into its forward and backward.
+void cp_block(StageTimes& st, const BlockParts& b, const BlockComm& comm, int c) {
+  if (c <= 1) return;
+  // the rank's core is its c steps' (eq. P6), equal work each (eq. P15a); measured layers without a split core:
+  // its backward twice its forward (FlashAttention-2's backward: 2.5 GEMM passes to 1)
+  const Seconds step = b.core / static_cast<double>(c);
+  const Seconds step_bwd = b.core_bwd > Seconds{} ? b.core_bwd / static_cast<double>(c) : step * 2.0;
+  const Seconds fwd = eq::ring_forward_exposed(comm.cp_kv, step, c);
+  const double again = b.core_again ? 1.0 : 0.0;
+  st.cp += fwd * (1.0 + again) + eq::ring_backward_exposed(comm.cp_kv, comm.cp_kv_dkv, step_bwd, c);
+  st.forward += comm.cp_merge_fwd;
+  st.backward += comm.cp_merge_bwd + comm.cp_merge_fwd * again;
+}
+
+bool core_again(const ComputeOptions& opt, int block) noexcept {
+  return opt.recompute == Recompute::selective ||
+      (opt.recompute == Recompute::full && block_checkpointed(block, opt.recompute_blocks));
+}
+
 StageTimes stage_times(const LayerTimes& t, const std::vector<int>& block, const std::vector<int>& stage, int s,
                        const ComputeOptions& opt, const BlockComm& comm, const ParallelLayout& l, int sm_count) {
   StageTimes st;
-  // per block of the stage: its attention core, its forward GEMMs and its backward
-  std::vector<Seconds> block_core, block_gemm, block_bwd;
+  std::vector<BlockParts> parts;  // per block of the stage
   int last = -1;
   for (std::size_t i = 0; i < t.forward.size(); ++i) {
     if (stage[i] != s) continue;
@@ -83,24 +127,23 @@ StageTimes stage_times(const LayerTimes& t, const std::vector<int>& block, const
     st.update += t.update[i];
     if (block[i] < 0) continue;
     if (block[i] != last) {
-      block_core.emplace_back();
-      block_gemm.emplace_back();
-      block_bwd.emplace_back();
+      parts.push_back({.core_again = core_again(opt, block[i])});
       last = block[i];
     }
-    block_bwd.back() += t.backward[i];
-    if (i < t.forward_attention.size()) block_core.back() += t.forward_attention[i];
-    if (i < t.forward_gemm.size()) block_gemm.back() += t.forward_gemm[i];
+    BlockParts& b = parts.back();
+    b.bwd += t.backward[i];
+    if (i < t.forward_attention.size()) b.core += t.forward_attention[i];
+    if (i < t.backward_attention.size()) b.core_bwd += t.backward_attention[i];
+    if (i < t.forward_gemm.size()) b.gemm += t.forward_gemm[i];
   }
-  for (std::size_t k = 0; k < block_core.size(); ++k) {
-    // the re-gather overlaps the data-gradient GEMMs, about half the block's backward; the ring the core,
-    // whose backward is taken as twice its forward (FlashAttention-2's backward: 2.5 GEMM passes to 1)
-    st.tp += max(Seconds{}, comm.tp_regather - block_bwd[k] * 0.5);
+  for (const BlockParts& b : parts) {
+    // the re-gather overlaps the data-gradient GEMMs, about half the block's backward
+    st.tp += max(Seconds{}, comm.tp_regather - b.bwd * 0.5);
     if (l.tp_comm_overlap)  // eq. P14: forward beside the block's GEMMs, backward beside their two gradients
-      st.tp += tp_overlap_exposed(comm.tp_fwd, block_gemm[k], l.tp, sm_count) +
-          tp_overlap_exposed(comm.tp_bwd, block_gemm[k] * 2.0, l.tp, sm_count);
+      st.tp +=
+          tp_overlap_exposed(comm.tp_fwd, b.gemm, l.tp, sm_count) + tp_overlap_exposed(comm.tp_bwd, b.gemm * 2.0, l.tp, sm_count);
     else st.tp += comm.tp_fwd + comm.tp_bwd;
-    st.cp += max(Seconds{}, comm.cp_fwd - block_core[k]) + max(Seconds{}, comm.cp_bwd - block_core[k] * 2.0);
+    cp_block(st, b, comm, l.cp);
   }
   return st;
 }
@@ -133,7 +176,7 @@ ParallelStep parallel_step(const Network& net, const LayerTimes& times, const Cl
   const LayoutPlacement at = place_layout(l, cluster, gpus);
   const LayerTimes t = shard_layer_times(times, net, l, of);
   const std::vector<int> stage = layer_stages(block, l);
-  const BlockComm comm = block_comm(coll, cluster, at, l, m, activation_bytes_per_element(opt.precision));
+  const BlockComm comm = block_comm(coll, cluster, at, l, m, opt);
 
   ParallelStep r;
   r.memory.reserve(static_cast<std::size_t>(l.pp));
