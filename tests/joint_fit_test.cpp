@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "dlscale/calibration.hpp"
+#include "dlscale/error.hpp"
 #include "dlscale/fit.hpp"
 #include "dlscale/io.hpp"
 #include "dlscale/kernels.hpp"
@@ -119,6 +120,17 @@ TEST(JointFit, EachRowIsPredictedAsItsFrameworkRunsIt) {
   const auto& params = *shipped_kernel_params();
   EXPECT_DOUBLE_EQ(predicted_throughput(by_hand, params), predicted_throughput(cells[1], params));
   EXPECT_GT(predicted_throughput(cells[1], params), predicted_throughput(cells[0], params));
+  // A framework that is none is an error at its cell: line 2, the seventh column's first character.
+  std::ofstream(dir / "bad.csv") << "gpu,gpus,precision,model,batch_per_gpu,memory_format,framework,samples_per_s\n"
+                                    "h100-sxm,1,fp16,resnet50,256,nhwc,no-such-framework,4781.1\n";
+  try {
+    (void)read_throughput_csv(dir / "bad.csv", o);
+    ADD_FAILURE() << "no error";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.key(), "framework");
+    EXPECT_EQ(e.where().line, 2);
+    EXPECT_EQ(e.where().column, static_cast<int>(std::string("h100-sxm,1,fp16,resnet50,256,nhwc,").size()) + 1);
+  }
   std::filesystem::remove_all(dir);
 }
 
