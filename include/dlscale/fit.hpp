@@ -37,6 +37,8 @@ struct ThroughputSample {
   std::optional<OptimizerImpl> optimizer_impl;         // its optimiser's kernels (Strategy::optimizer_impl; unset: fused)
   KernelExecution execution;                           // its memory-bound kernels and kernel issue (Strategy::execution)
   std::optional<UpdateKernelCost> update_kernels;      // its own update kernels (Strategy::update_kernels)
+  std::string framework;  // the framework the row was predicted as (its cell, its file's, or the fit's; empty: none named)
+  std::string source;     // the measurement file, as given (leave-one-source-out)
   double samples_per_s = 0.0;
   int line = 0;  // in the measurement file
 };
@@ -63,6 +65,12 @@ struct MeasurementOptions {
   std::optional<OptimizerImpl> optimizer_impl;
   KernelExecution execution;
   std::optional<UpdateKernelCost> update_kernels;
+  /// The name of the framework taken (take_framework), written into each row it predicts.
+  std::string framework;
+  /// Frameworks (models/frameworks/NAME.yaml or a file) for rows without a `framework` cell whose memory_format
+  /// cell names this layout, ahead of the one taken (`calibrate fit --framework-in CSV:nhwc=NAME`): plain
+  /// PyTorch's NCHW rows and its channels_last ones in one file run different kernels (eq. K18).
+  std::map<TensorLayout, std::shared_ptr<const Strategy>> framework_by_layout;
 
   /// Rows run with `framework`: its cuDNN algorithm search and layout, attention kernel, LRN, max pooling's
   /// index, and optimiser and its kernels (its own update kernels where its file gives them).
@@ -72,7 +80,8 @@ struct MeasurementOptions {
 /// Reads a CSV of measured throughputs: a header naming at least gpu, gpus, precision, model,
 /// samples_per_s, and either global_batch or batch_per_gpu (an empty batch is taken from the row of the
 /// same model and precision with the largest memory GPU: the published configuration of the H100 rows
-/// "follows" another). Errors name file:line:col and the column.
+/// "follows" another); optional memory_format, attention and framework columns say how each row ran (an
+/// empty cell: the options'). Errors name file:line:col and the column.
 std::vector<ThroughputSample> read_throughput_csv(const std::filesystem::path& file, const MeasurementOptions& opt);
 
 /// The single-GPU throughput the kernel model predicts for a sample under `params`.
@@ -104,15 +113,24 @@ struct FitResult {
 FitResult fit_kernel_params(const std::vector<ThroughputSample>& samples, const KernelParamSet& start,
                             const FitOptions& opt = {});
 
+/// What a leave-one-out run holds back: the rows of one GPU (as the catalogue names it, so that two files'
+/// spellings of one GPU are one), one network (as the zoo names it), or one measurement file.
+enum class LeaveOut { gpu, network, source };
+
 struct LeaveOneOut {
-  std::string left_out;           // a GPU or a model
+  std::string left_out;           // a GPU, a network or a file
   std::vector<std::size_t> rows;  // indices into the samples
   std::vector<double> predicted;  // samples/s, from a fit without them
   double mape = 0.0;
 };
-/// Refits without each GPU (by_gpu) or each model in turn and predicts what was left out.
-std::vector<LeaveOneOut> leave_one_out(const std::vector<ThroughputSample>& samples, const KernelParamSet& start, bool by_gpu,
+/// Refits without each GPU, network or source in turn and predicts what was left out.
+std::vector<LeaveOneOut> leave_one_out(const std::vector<ThroughputSample>& samples, const KernelParamSet& start, LeaveOut by,
                                        const FitOptions& opt = {});
+/// The same by GPU (by_gpu) or by network.
+inline std::vector<LeaveOneOut> leave_one_out(const std::vector<ThroughputSample>& samples, const KernelParamSet& start,
+                                              bool by_gpu, const FitOptions& opt = {}) {
+  return leave_one_out(samples, start, by_gpu ? LeaveOut::gpu : LeaveOut::network, opt);
+}
 /// The mean absolute percentage error over every left-out prediction.
 double leave_one_out_mape(const std::vector<LeaveOneOut>& runs, const std::vector<ThroughputSample>& samples);
 

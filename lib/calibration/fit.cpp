@@ -39,10 +39,12 @@ struct Raw {
   int gpus = 0;
   std::string batch;  // global_batch or batch_per_gpu, as written
   bool batch_is_global = true;
-  std::string memory_format, attention;  // optional columns; empty: nhwc, eager
+  std::string memory_format, attention, framework;  // optional columns; empty: the options'
   double samples_per_s = 0;
   int line = 0;
-  std::vector<int> col;  // 1-based column of each field, for messages: gpu, gpus, precision, model, batch, rate
+  // 1-based column of each field, for messages: gpu, gpus, precision, model, batch, rate, memory_format, attention,
+  // framework
+  std::vector<int> col;
 };
 
 [[noreturn]] void fail_at(const fs::path& file, int l, int c, const std::string& key, const std::string& msg) {
@@ -86,6 +88,7 @@ class ThroughputCsv {
     if (c_batch_ < 0) fail(lineno_, 1, "global_batch", "the header names neither global_batch nor batch_per_gpu");
     c_layout_ = column("memory_format", false);
     c_attention_ = column("attention", false);
+    c_framework_ = column("framework", false);
   }
 
   /// The rows run on `gpus` GPUs.
@@ -143,8 +146,10 @@ class ThroughputCsv {
     r.batch_is_global = global_;
     if (c_layout_ >= 0) r.memory_format = cell(cells, c_layout_);
     if (c_attention_ >= 0) r.attention = cell(cells, c_attention_);
+    if (c_framework_ >= 0) r.framework = cell(cells, c_framework_);
     r.col.push_back(col_of(line, std::max(c_layout_, 0)));
     r.col.push_back(col_of(line, std::max(c_attention_, 0)));
+    r.col.push_back(col_of(line, std::max(c_framework_, 0)));
     return r;
   }
 
@@ -152,7 +157,8 @@ class ThroughputCsv {
   std::istringstream in_;
   int lineno_ = 0;
   std::vector<std::string> header_;
-  int c_gpu_ = -1, c_gpus_ = -1, c_prec_ = -1, c_model_ = -1, c_rate_ = -1, c_batch_ = -1, c_layout_ = -1, c_attention_ = -1;
+  int c_gpu_ = -1, c_gpus_ = -1, c_prec_ = -1, c_model_ = -1, c_rate_ = -1, c_batch_ = -1, c_layout_ = -1, c_attention_ = -1,
+      c_framework_ = -1;
   bool global_ = true;
 };
 
@@ -207,6 +213,44 @@ std::shared_ptr<const Network> network_of(const fs::path& file, const Raw& r, co
   return net;
 }
 
+using FrameworkCache = std::map<std::string, std::shared_ptr<const Strategy>>;
+
+// The framework a row's cell names, loaded once: a YAML file is found beside the measurements when its path is
+// relative.
+std::shared_ptr<const Strategy> framework_of(const fs::path& file, const Raw& r, FrameworkCache& frameworks) {
+  std::string name = r.framework;
+  if (fs::path(name).extension() == ".yaml" && fs::path(name).is_relative()) name = (file.parent_path() / name).string();
+  auto& f = frameworks[name];
+  if (!f) {
+    try {
+      f = std::make_shared<const Strategy>(load_strategy(resolve(DataKind::framework, name, "framework")));
+    } catch (const InputError& e) {
+      if (!e.where().file.empty()) throw;  // the framework file's own error, with its place
+      fail_at(file, r.line, r.col[8], "framework", e.what());
+    }
+  }
+  return f;
+}
+
+// The options a row ran with: its framework cell's, else the framework of the layout its memory_format cell names
+// (MeasurementOptions::framework_by_layout), else the file's.
+MeasurementOptions row_options(const fs::path& file, const Raw& r, const MeasurementOptions& opt, FrameworkCache& frameworks) {
+  std::shared_ptr<const Strategy> framework;
+  if (!r.framework.empty()) {
+    framework = framework_of(file, r, frameworks);
+  } else if (!r.memory_format.empty() && !opt.framework_by_layout.empty()) {
+    try {
+      const auto it = opt.framework_by_layout.find(tensor_layout_from_string(r.memory_format));
+      if (it != opt.framework_by_layout.end()) framework = it->second;
+    } catch (const std::invalid_argument&) {
+      // to_sample reports the cell
+    }
+  }
+  MeasurementOptions o = opt;
+  if (framework) o.take_framework(*framework);
+  return o;
+}
+
 ThroughputSample to_sample(const fs::path& file, const Raw& r, const std::vector<Raw>& raws, const MeasurementOptions& opt,
                            NetworkCache& networks) {
   auto fail = [&](int l, int c, const std::string& key, const std::string& msg) { fail_at(file, l, c, key, msg); };
@@ -246,6 +290,8 @@ ThroughputSample to_sample(const fs::path& file, const Raw& r, const std::vector
   } catch (const std::invalid_argument& e) {
     fail(r.line, r.col[7], "attention", e.what());
   }
+  s.framework = opt.framework;
+  s.source = file.string();
   s.samples_per_s = r.samples_per_s;
   s.batch = batch_per_gpu(file, r, raws);
   return s;
@@ -257,8 +303,9 @@ std::vector<ThroughputSample> read_throughput_csv(const fs::path& file, const Me
   csv.read_header();
   const std::vector<Raw> raws = csv.read_rows(opt.gpus);
   NetworkCache networks;
+  FrameworkCache frameworks;
   std::vector<ThroughputSample> out;
-  for (const auto& r : raws) out.push_back(to_sample(file, r, raws, opt, networks));
+  for (const auto& r : raws) out.push_back(to_sample(file, r, raws, row_options(file, r, opt, frameworks), networks));
   if (out.empty())
     throw InputError(SourceLocation{file.string(), csv.lineno(), 1}, "gpus",
                      fmt::format("no row with gpus = {} to fit", opt.gpus));
@@ -275,6 +322,7 @@ void MeasurementOptions::take_framework(const Strategy& framework) {
   optimizer_impl = framework.optimizer_impl;
   execution = framework.execution;
   update_kernels = framework.update_kernels;
+  this->framework = framework.name;
 }
 
 double predicted_throughput(const ThroughputSample& s, const KernelParamSet& params) {
@@ -414,18 +462,33 @@ FitResult fit_kernel_params(const std::vector<ThroughputSample>& samples, const 
   return res;
 }
 
-std::vector<LeaveOneOut> leave_one_out(const std::vector<ThroughputSample>& samples, const KernelParamSet& start, bool by_gpu,
+namespace {
+// What a leave-one-out run groups rows by: the catalogue's GPU (Lambda's h100-sxm5-80gb is the H100 files'
+// h100-sxm), the zoo's network (Lambda's bert-base is bert-squad), the file.
+const std::string& group_of(const ThroughputSample& s, LeaveOut by) {
+  switch (by) {
+    case LeaveOut::gpu:
+      return s.gpu.name;
+    case LeaveOut::network:
+      return s.network->name;
+    case LeaveOut::source:
+      break;
+  }
+  return s.source;
+}
+}  // namespace
+
+std::vector<LeaveOneOut> leave_one_out(const std::vector<ThroughputSample>& samples, const KernelParamSet& start, LeaveOut by,
                                        const FitOptions& opt) {
   std::vector<std::string> keys;
   for (const auto& s : samples) {
-    const std::string& k = by_gpu ? s.gpu_id : s.model_id;
+    const std::string& k = group_of(s, by);
     if (std::find(keys.begin(), keys.end(), k) == keys.end()) keys.push_back(k);
   }
   std::vector<LeaveOneOut> out;
   for (const auto& k : keys) {
     std::vector<std::size_t> train, test;
-    for (std::size_t i = 0; i < samples.size(); ++i)
-      ((by_gpu ? samples[i].gpu_id : samples[i].model_id) == k ? test : train).push_back(i);
+    for (std::size_t i = 0; i < samples.size(); ++i) (group_of(samples[i], by) == k ? test : train).push_back(i);
     const KernelParamSet p = fit_rows(samples, train, start, opt);
     LeaveOneOut l;
     l.left_out = k;

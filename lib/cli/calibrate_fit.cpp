@@ -1,5 +1,5 @@
-// dlscale calibrate fit MEASUREMENTS.csv... [-o params.yaml] [--leave-one-out gpu|model|both] [--fp32-is-fp32[-in CSV]]
-//   [--framework NAME]
+// dlscale calibrate fit MEASUREMENTS.csv... [-o params.yaml] [--leave-one-out gpu|model|source|both|all]
+//   [--fp32-is-fp32[-in CSV]] [--framework NAME] [--framework-in CSV[:LAYOUT]=NAME]
 // Sets the kernel model's parameters from measured single-GPU throughputs (docs/compute-model.md,
 // "Fitting the parameters"); the result is a topologies/compute-params.yaml that --compute-params reads.
 #include <fmt/format.h>
@@ -10,6 +10,8 @@
 #include <filesystem>
 #include <iterator>
 #include <map>
+#include <memory>
+#include <optional>
 #include <vector>
 
 #include "cli/commands.hpp"
@@ -17,6 +19,7 @@
 #include "dlscale/error.hpp"
 #include "dlscale/fit.hpp"
 #include "dlscale/io.hpp"
+#include "dlscale/strategy.hpp"
 
 namespace dlscale::cli {
 namespace {
@@ -27,9 +30,10 @@ struct FitCliOptions {
   std::vector<std::string> model_names;  // FILE=ZOO
   bool fp32_is_fp32 = false;
   std::vector<std::string> strict_fp32_files;  // --fp32-is-fp32-in: only these files' fp32 rows are strict
-  std::string leave_one_out;                   // "", "gpu", "model", "both"
+  std::string leave_one_out;                   // "", "gpu", "model", "source", "both" (gpu and model), "all"
   std::string memory_format;                   // rows without the column: nchw or nhwc
   std::string framework;                       // the runs' framework: its cuDNN search, attention, LRN, layout
+  std::vector<std::string> frameworks_in;      // CSV[:LAYOUT]=NAME: one file's (or its LAYOUT rows') framework
   std::vector<std::string> fixed;              // parameters kept at their starting values
 };
 
@@ -60,22 +64,66 @@ bool has_layer(const Network& net, LayerKind kind) {
   return std::any_of(net.layers.begin(), net.layers.end(), [kind](const Layer& l) { return l.kind == kind; });
 }
 
-/// Each row as it was fitted: how it ran (precision, batch, layout, attention), measured and predicted.
+/// Each row as it was fitted: how it ran (precision, batch, layout, attention, framework), measured and predicted.
 std::string table(const std::vector<ThroughputSample>& s, const std::vector<double>& pred) {
-  std::string o = fmt::format("{:<18} {:<18} {:>6} {:>6} {:>6} {:>16} {:>10} {:>10} {:>8}\n", "gpu", "model", "prec", "batch",
-                              "layout", "attention", "measured", "predicted", "error");
+  std::string o = fmt::format("{:<18} {:<18} {:>6} {:>6} {:>6} {:>16} {:>10} {:>10} {:>8}  {}\n", "gpu", "model", "prec", "batch",
+                              "layout", "attention", "measured", "predicted", "error", "framework");
   for (std::size_t i = 0; i < s.size(); ++i) {
     const Network& net = *s[i].network;
-    o += fmt::format("{:<18} {:<18} {:>6} {:>6} {:>6} {:>16} {:>10.1f} {:>10.1f} {:>+7.1f}%\n", s[i].gpu_id, s[i].model_id,
+    o += fmt::format("{:<18} {:<18} {:>6} {:>6} {:>6} {:>16} {:>10.1f} {:>10.1f} {:>+7.1f}%  {}\n", s[i].gpu_id, s[i].model_id,
                      to_string(s[i].precision), s[i].batch,
                      has_layer(net, LayerKind::conv) ? std::string(to_string(s[i].layout)) : std::string("-"),
                      has_layer(net, LayerKind::attention) ? std::string(to_string(s[i].attention)) : std::string("-"),
-                     s[i].samples_per_s, pred[i], 100.0 * (pred[i] / s[i].samples_per_s - 1.0));
+                     s[i].samples_per_s, pred[i], 100.0 * (pred[i] / s[i].samples_per_s - 1.0),
+                     s[i].framework.empty() ? std::string("-") : s[i].framework);
   }
   return o;
 }
 
-void run_fit(const FitCliOptions& o) {
+// Files are matched as paths (./a.csv is a.csv), not as spellings.
+bool same_file(const std::string& a, const std::string& b) {
+  std::error_code ea, eb;
+  const auto ca = std::filesystem::weakly_canonical(a, ea), cb = std::filesystem::weakly_canonical(b, eb);
+  return ea || eb ? a == b : ca == cb;
+}
+
+/// `--framework-in CSV[:LAYOUT]=NAME`: the framework of one measurement file's rows (or of those whose memory_format
+/// cell names LAYOUT), for rows without a framework cell.
+struct FileFramework {
+  std::string file;
+  std::optional<TensorLayout> layout;
+  std::shared_ptr<const Strategy> framework;
+};
+
+std::vector<FileFramework> file_frameworks(const FitCliOptions& o) {
+  std::vector<FileFramework> out;
+  for (const auto& spec : o.frameworks_in) {
+    const auto eq = spec.rfind('=');
+    if (eq == std::string::npos || eq == 0 || eq + 1 == spec.size())
+      throw UsageError("--framework-in",
+                       fmt::format("'{}' is not CSV=NAME or CSV:LAYOUT=NAME (e.g. h100.csv:nhwc=pytorch-dle)", spec));
+    FileFramework f;
+    f.file = spec.substr(0, eq);
+    const auto colon = f.file.rfind(':');
+    if (colon != std::string::npos) {
+      const std::string layout = f.file.substr(colon + 1);
+      if (layout == "nchw" || layout == "nhwc") {
+        f.layout = memory_format_option(layout);
+        f.file.resize(colon);
+      }
+    }
+    if (std::none_of(o.measurements.begin(), o.measurements.end(), [&](const std::string& m) { return same_file(f.file, m); }))
+      throw UsageError("--framework-in",
+                       fmt::format("'{}' is not one of the measurement files ({})", f.file, fmt::join(o.measurements, ", ")));
+    f.framework =
+        std::make_shared<const Strategy>(load_strategy(resolve(DataKind::framework, spec.substr(eq + 1), "--framework-in")));
+    out.push_back(std::move(f));
+  }
+  return out;
+}
+
+/// The options every file's rows are read with (the frameworks, the layout, the model names, fp32).
+MeasurementOptions measurement_options(const FitCliOptions& o) {
   MeasurementOptions mo;
   mo.fp32_means_tf32 = !o.fp32_is_fp32;
   if (!o.framework.empty())  // the rows' steps as predict makes that framework's (step_compute)
@@ -87,14 +135,14 @@ void run_fit(const FitCliOptions& o) {
       throw UsageError("--model-name", fmt::format("'{}' is not FILE_NAME=ZOO_NAME (e.g. bert-base=bert-squad)", m));
     mo.model_names[m.substr(0, eq)] = m.substr(eq + 1);
   }
+  return mo;
+}
+
+/// Every file's rows, each file read with its own options (--fp32-is-fp32-in, --framework-in).
+std::vector<ThroughputSample> read_samples(const FitCliOptions& o) {
+  const MeasurementOptions mo = measurement_options(o);
   // --fp32-is-fp32-in names files among the measurements whose fp32 rows ran strict fp32 (e.g. dlscale's own
   // bench/pytorch runs beside Lambda's rows, whose fp32 is PyTorch's default TF32).
-  // Files are matched as paths (./a.csv is a.csv), not as spellings.
-  const auto same_file = [](const std::string& a, const std::string& b) {
-    std::error_code ea, eb;
-    const auto ca = std::filesystem::weakly_canonical(a, ea), cb = std::filesystem::weakly_canonical(b, eb);
-    return ea || eb ? a == b : ca == cb;
-  };
   const auto strict = [&](const std::string& file) {
     return std::any_of(o.strict_fp32_files.begin(), o.strict_fp32_files.end(),
                        [&](const std::string& f) { return same_file(f, file); });
@@ -106,13 +154,28 @@ void run_fit(const FitCliOptions& o) {
       throw UsageError("--fp32-is-fp32-in",
                        fmt::format("'{}' is not one of the measurement files ({})", f, fmt::join(o.measurements, ", ")));
   }
+  const std::vector<FileFramework> frameworks = file_frameworks(o);
   std::vector<ThroughputSample> samples;
   for (const auto& file : o.measurements) {
     MeasurementOptions file_mo = mo;
     if (strict(file)) file_mo.fp32_means_tf32 = false;
+    for (const auto& f : frameworks) {
+      if (!same_file(f.file, file)) continue;
+      if (f.layout) {
+        file_mo.framework_by_layout[*f.layout] = f.framework;
+      } else {
+        file_mo.take_framework(*f.framework);
+        if (!o.memory_format.empty()) file_mo.layout = mo.layout;  // --memory-format still says the rows without a cell
+      }
+    }
     auto rows = read_throughput_csv(file, file_mo);
     samples.insert(samples.end(), std::make_move_iterator(rows.begin()), std::make_move_iterator(rows.end()));
   }
+  return samples;
+}
+
+void run_fit(const FitCliOptions& o) {
+  const std::vector<ThroughputSample> samples = read_samples(o);
   const std::string files = fmt::format("{}", fmt::join(o.measurements, " "));
   const KernelParamSet start = o.start.empty() ? *shipped_kernel_params() : load_kernel_params(o.start);
   const FitOptions fo = fit_options(o.fixed);
@@ -126,10 +189,11 @@ void run_fit(const FitCliOptions& o) {
       "memory_efficiency {:.3f}, kernel_overhead {:.2f} us, winograd_gain {:.3f}, operand_feed {:.2f}\n",
       d.tensor_efficiency, d.vector_efficiency, d.conv_efficiency, d.memory_efficiency, in_us(d.kernel_overhead), d.winograd_gain,
       d.operand_feed);
-  for (const char* by : {"gpu", "model"}) {
-    if (o.leave_one_out != by && o.leave_one_out != "both") continue;
-    const bool by_gpu = std::string_view(by) == "gpu";
-    const auto runs = leave_one_out(samples, start, by_gpu, fo);
+  for (const auto& [by, what] :
+       {std::pair{"gpu", LeaveOut::gpu}, std::pair{"model", LeaveOut::network}, std::pair{"source", LeaveOut::source}}) {
+    const bool both = o.leave_one_out == "both" && what != LeaveOut::source;
+    if (o.leave_one_out != by && !both && o.leave_one_out != "all") continue;
+    const auto runs = leave_one_out(samples, start, what, fo);
     for (const auto& r : runs) report += fmt::format("leave out {} {}: MAPE {:.1f}%\n", by, r.left_out, r.mape);
     report += fmt::format("leave-one-{}-out MAPE {:.1f}%\n", by, leave_one_out_mape(runs, samples));
   }
@@ -175,14 +239,21 @@ void setup_calibrate_fit(CLI::App& calibrate) {
                 "The framework the rows ran with (models/frameworks/NAME.yaml or a file): its cuDNN algorithm search, "
                 "attention kernel (rows without an attention column), layout (rows without a memory_format) and LRN")
       ->type_name("NAME|FILE");
+  c->add_option("--framework-in", o->frameworks_in,
+                "The framework of one measurement file's rows, or with :nchw or :nhwc of its rows whose memory_format says "
+                "that layout (repeatable; a row's framework column comes first, --framework last)")
+      ->type_name("CSV[:LAYOUT]=NAME")
+      ->allow_extra_args(false);
   c->add_option("--fixed", o->fixed,
                 "Keep these parameters at their starting values (e.g. kernel_overhead; all: only evaluate the start)")
       ->delimiter(',')
       ->type_name("NAME[,NAME]")
       ->allow_extra_args(false);
-  c->add_option("--leave-one-out", o->leave_one_out, "Also refit without each GPU, each model, or both, and report the errors")
-      ->check(CLI::IsMember({"gpu", "model", "both"}))
-      ->type_name("gpu|model|both");
+  c->add_option("--leave-one-out", o->leave_one_out,
+                "Also refit without each GPU, each model, each measurement file, GPU and model (both) or all three, and "
+                "report the errors")
+      ->check(CLI::IsMember({"gpu", "model", "source", "both", "all"}))
+      ->type_name("gpu|model|source|both|all");
   c->callback([o] { run_fit(*o); });
 }
 
