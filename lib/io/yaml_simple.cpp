@@ -63,6 +63,7 @@ class SimpleReader {
   [[nodiscard]] char peek(std::size_t ahead = 0) const { return pos_ + ahead < s_.size() ? s_[pos_ + ahead] : '\0'; }
   [[nodiscard]] int column() const { return static_cast<int>(pos_ - line_start_); }
   [[nodiscard]] static bool blank(char c) { return c == ' ' || c == '\n' || c == '\0'; }
+  [[nodiscard]] static bool flow_indicator(char c) { return c == ',' || c == '[' || c == ']' || c == '{' || c == '}'; }
   [[nodiscard]] bool entry_dash() const { return peek() == '-' && blank(peek(1)); }
   /// A comment starts here: '#' at the start of a line or after a space.
   [[nodiscard]] bool comment() const { return peek() == '#' && (pos_ == line_start_ || s_[pos_ - 1] == ' '); }
@@ -147,7 +148,7 @@ class SimpleReader {
     std::size_t end = pos_;  // past the last non-space character
     for (char c = peek(); c != '\n' && pos_ < s_.size(); c = peek()) {
       if (c == ':' && (blank(peek(1)) || flow)) break;  // flow: a ':' inside a scalar is LibYAML's to read
-      if (flow && std::string_view(",[]{}").find(c) != std::string_view::npos) break;
+      if (flow && flow_indicator(c)) break;
       if (c == '#') {
         if (s_[pos_ - 1] == ' ') break;
         return no_text();  // "a#b": LibYAML's
