@@ -111,6 +111,85 @@ TEST(YamlReader, NullsEmptyDocumentsAndAliasesAsYamlCpp) {
   }
 }
 
+// ---- the simple reader against LibYAML ----------------------------------------------------------
+// lib/io/yaml_simple.cpp reads the data files' YAML without LibYAML and gives up on anything else. The
+// reference is LibYAML's own tree (yaml_reader.cpp's TreeBuilder): whatever the simple reader accepts,
+// LibYAML accepts too, with the same items (kinds, text, positions, children) in the same order.
+std::string tree_text(const yamlio::detail::Document& doc) {
+  std::string out;
+  for (const auto& it : doc.items) {
+    out += std::to_string(static_cast<int>(it.kind)) + " " + std::to_string(it.line) + ":" + std::to_string(it.column) + " '" +
+        it.value + "' [";
+    for (int c : it.children) out += std::to_string(c) + " ";
+    out += "]\n";
+  }
+  return out;
+}
+
+/// Whether the simple reader read `text`; when it did, its tree is LibYAML's.
+bool simple_as_libyaml(const std::string& text, const std::string& where) {
+  SCOPED_TRACE(where);
+  yamlio::detail::Document simple, libyaml;
+  if (!yamlio::detail::parse_simple(text, simple)) return false;
+  EXPECT_TRUE(yamlio::detail::parse_libyaml(text, libyaml)) << "LibYAML rejects what the simple reader read";
+  EXPECT_EQ(tree_text(simple), tree_text(libyaml));
+  return true;
+}
+
+TEST(YamlReader, SimpleReaderReadsEveryDataFileAsLibyaml) {
+  namespace fs = std::filesystem;
+  int files = 0, read = 0;
+  for (const char* folder : {"models", "topologies", "tests/data", "examples", "../shared/data"}) {
+    const fs::path root = fs::path(DLSCALE_SOURCE_DIR) / folder;
+    if (!fs::exists(root)) continue;
+    for (const auto& e : fs::recursive_directory_iterator(root)) {
+      if (!e.is_regular_file() || (e.path().extension() != ".yaml" && e.path().extension() != ".yml")) continue;
+      std::ifstream in(e.path(), std::ios::binary);
+      std::stringstream text;
+      text << in.rdbuf();
+      ++files;
+      const bool simple = simple_as_libyaml(text.str(), e.path().string());
+      read += simple;
+      // the shipped data, which every command reads, must stay on the fast path
+      const std::string rel = fs::relative(e.path(), DLSCALE_SOURCE_DIR).generic_string();
+      if (rel.starts_with("models/") || rel.starts_with("topologies/")) {
+        EXPECT_TRUE(simple) << rel << " is left to LibYAML";
+      }
+    }
+  }
+  EXPECT_GT(files, 80);
+  EXPECT_GT(read, files / 2);
+}
+
+TEST(YamlReader, SimpleReaderLeavesWhatItDoesNotReadToLibyaml) {
+  // read: LibYAML's tree, node for node
+  for (const std::string text :
+       {"a: 1\n", "a: 1\nb: \"x y\"  # c\n# c\nc: 'q'\n", "a:\n  b: ~\n  c: null\n  d: [1, -2, x y]\n",
+        "a:\n- 1\n- {k: v, l: [m, n]}\nb: 2\n", "- a: 1\n  b:\n    - x\n- [ ]\n- {}\n", "url: https://x.org/a#b\n",
+        "a: [1,\n  2, # c\n  3]\nb: 1", "k  : v\n", "a: >-\n  x y\n  # z\n\nb: |\n   p\n   q\n\n\nc: 1\n",
+        "- >\n  x\n- a: |-\n    y\n", "a: >-\n  x\n\n", "a:\n  - - 1\n", "- a:\n  - 1\n  b: 2\n"}) {
+    const bool simple = simple_as_libyaml(text, text);
+    if (text != "a:\n  - - 1\n" && text != "url: https://x.org/a#b\n") {
+      EXPECT_TRUE(simple) << text;
+    }
+  }
+  // left to LibYAML (or to yaml-cpp after it): anchors, tags, block scalars kept ('+'), with an indent or
+  // with a blank or more-indented line inside, escapes, a scalar over two lines, empty values, tabs, document
+  // markers, keys in flow sequences, trailing commas, bad indentation, a comment LibYAML rejects (not UTF-8)
+  for (const std::string text : {"a: &x 1\nb: *x\n", "a: !!str 1\n",       "a: |+\n  x\n",
+                                 "a: |2\n  x\n",     "a: >\n  x\n\n  y\n", "a: >\n  x\n    y\n",
+                                 "a: >\n  x \n",     "a: >\nb: 1\n",       "a: \"x\\ty\"\n",
+                                 "a: 'it''s'\n",     "a: x\n  y\n",        "a:\nb: 1\n",
+                                 "a:\t1\n",          "---\na: 1\n",        "a: [b: c]\n",
+                                 "a: [1, 2,]\n",     "a: 1\n b: 2\n",      "a:\n  b: 1\n c: 2\n",
+                                 "a: [1, 2\nb: 3\n", "a: b: c\n",          "",
+                                 "# only\n",         "# \xff\na: 1\n",     "[1, 2]\n",
+                                 "a: {b}\n",         "a: \"\xc3\xa9\"\n",  "a: 1\r\n",
+                                 "? a\n: 1\n",       "a: x #\n  y\n"}) {
+    EXPECT_FALSE(simple_as_libyaml(text, text)) << text;
+  }
+}
+
 // The one YAML emitter (io/yaml_writer.hpp): the quoting rules the writers rely on, and a document that
 // reads back as what was written.
 TEST(YamlWriter, QuotesByItsRulesAndReadsBack) {

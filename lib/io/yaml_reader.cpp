@@ -123,9 +123,9 @@ class TreeBuilder {
   std::map<std::string, int, std::less<>> anchors_;
 };
 
-/// The first document of `text` with libyaml; false when libyaml rejects it (or uses what this tree
-/// does not hold), and the caller asks yaml-cpp instead.
-bool parse_libyaml(const std::string& text, Document& doc) {
+}  // namespace
+
+bool detail::parse_libyaml(const std::string& text, Document& doc) {
   yaml_parser_t parser;
   if (!yaml_parser_initialize(&parser)) return false;
   yaml_parser_set_input_string(&parser, reinterpret_cast<const unsigned char*>(text.data()), text.size());
@@ -147,6 +147,8 @@ bool parse_libyaml(const std::string& text, Document& doc) {
   }
   return true;
 }
+
+namespace {
 
 int convert(const YAML::Node& n, Document& doc) {
   const int id = static_cast<int>(doc.items.size());
@@ -184,7 +186,14 @@ int convert(const YAML::Node& n, Document& doc) {
 Node parse_text(const std::string& text, const std::string& display_name) {
   auto file = std::make_shared<const std::string>(display_name);
   auto doc = std::make_shared<Document>();
-  if (!parse_libyaml(text, *doc)) {
+  // The data files' YAML by the simple reader, without LibYAML's allocation per token; what it leaves, by
+  // LibYAML; what LibYAML rejects, by yaml-cpp.
+  bool read = detail::parse_simple(text, *doc);
+  if (!read) {
+    doc->items.clear();
+    read = detail::parse_libyaml(text, *doc);
+  }
+  if (!read) {
     doc->items.clear();
     try {
       convert(YAML::Load(text), *doc);

@@ -33,6 +33,12 @@ struct Item {
 struct Document {
   std::vector<Item> items;  // items[0] is the root
 };
+/// The first document of `text` read by the simple reader (yaml_simple.cpp), which reads the YAML of the
+/// data files only; false when it leaves the text to LibYAML (`doc` then holds what it had read).
+bool parse_simple(std::string_view text, Document& doc);
+/// The first document of `text` read by LibYAML; false when LibYAML rejects it or it uses what the tree
+/// does not hold (yaml-cpp is then asked).
+bool parse_libyaml(const std::string& text, Document& doc);
 }  // namespace detail
 
 class Node {
