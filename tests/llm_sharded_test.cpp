@@ -267,13 +267,16 @@ TEST(LlmSharded, EveryCompleteDecoderRowOnAKnownGpuIsPredicted) {
   }
 }
 
-/// The peak memory a row publishes, in bytes (peak_memory_gib or peak_memory_gb), or 0.
+/// The peak memory a row publishes, in bytes (peak_memory_gib or peak_memory_gb), or 0. Every row that publishes
+/// one ran torchtitan, which logs the allocator's peak reserved memory in GiB ("memory: X GiB", max_reserved;
+/// torchtitan's metrics code, recalled, not read here); torchao's tables, labelled GB, are parsed from those
+/// logs (the rows' notes name parse_torchtitan_logs.py), so their numbers are taken as GiB too.
 double published_peak(const std::string& id) {
   for (const auto& row : YAML::LoadFile(kData.string())["measurements"]) {
     if (row["id"].as<std::string>() != id) continue;
     const YAML::Node m = row["measured"];
     if (m["peak_memory_gib"]) return m["peak_memory_gib"].as<double>() * 1073741824.0;
-    if (m["peak_memory_gb"]) return m["peak_memory_gb"].as<double>() * 1e9;
+    if (m["peak_memory_gb"]) return m["peak_memory_gb"].as<double>() * 1073741824.0;
   }
   return 0.0;
 }
@@ -284,19 +287,24 @@ TEST(LlmSharded, PeakMemoryBesideWhatTheRunsPublish) {
     const double published = published_peak(r.id);
     if (published <= 0.0) continue;
     const Prediction p = Predictor(r.scenario, Predictor::TimesOnly{}).predict(r.gpus);
-    const double e = rel(in_bytes(p.memory.per_gpu), published);
+    // against the allocator's reserved peak: the model's tensors and slack, not the CUDA context and workspaces
+    const double e = rel(in_bytes(p.memory.allocator_reserved), published);
     std::printf("%-42s published %6.1f GB, predicted %6.1f GB (%+.1f %%)\n", r.id.c_str(), published / 1e9,
-                in_bytes(p.memory.per_gpu) / 1e9, 100 * e);
+                in_bytes(p.memory.allocator_reserved) / 1e9, 100 * e);
     errors.push_back(std::abs(e));
   }
   double mean = 0;
   for (double e : errors) mean += e / static_cast<double>(errors.size());
-  std::printf("peak memory of %zu rows: mean |error| %.1f %%\n", errors.size(), 100 * mean);
-  // 17 rows publish a peak (torchtitan's H100 and H200 benchmarks, torchao's H100 and B200 tables). Today 12 of
-  // them are within 15 % (9 before torchtitan-2024's eager loss); the misses, torchao's five B200 rows, are listed
-  // in docs/compute-model.md ("Language-model training").
+  std::printf("peak memory of %zu rows: mean |error| %.1f %%, worst %.1f %%, %td within 15 %%\n", errors.size(), 100 * mean,
+              100 * *std::max_element(errors.begin(), errors.end()),
+              std::count_if(errors.begin(), errors.end(), [](double e) { return e <= 0.15; }));
+  // 17 rows publish a peak (torchtitan's H100 and H200 benchmarks, torchao's H100 and B200 tables), torchtitan's
+  // max_reserved in GiB, set beside the allocator's reserved figure. Where it stands: mean 11.1 %, 12 within 15 %,
+  // worst 22.2 % (16.6 %, 12 and 42.2 % before the loss's backward, FSDP2's fp32 shards, its gradients' own pool
+  // and per-op SAC's saved products were counted); the misses, torchao's five B200 rows (+20 to +22 %), are
+  // discussed in docs/compute-model.md ("Memory").
   EXPECT_EQ(errors.size(), 17u);
-  EXPECT_LT(mean, 0.18);
+  EXPECT_LT(mean, 0.12);
   EXPECT_GE(std::count_if(errors.begin(), errors.end(), [](double e) { return e <= 0.15; }), 12);
 }
 
@@ -462,6 +470,7 @@ struct DecoderStep {
   std::string label;
   double ms = 0.0;
   double peak_allocated = 0.0;  // torch.cuda.max_memory_allocated over the timed steps; 0: not measured cleanly
+  double peak_reserved = 0.0;   // torch.cuda.max_memory_reserved over the same steps
 };
 
 std::vector<DecoderStep> h200_decoder_steps() {
@@ -492,6 +501,7 @@ std::vector<DecoderStep> h200_decoder_steps() {
                           c["compile"] == "true" ? " compiled" : "");
     s.ms = std::stod(c.at("ms_per_iter"));
     if (!c["peak_allocated_bytes"].empty()) s.peak_allocated = std::stod(c["peak_allocated_bytes"]);
+    if (!c["peak_reserved_bytes"].empty()) s.peak_reserved = std::stod(c["peak_reserved_bytes"]);
     Scenario& sc = s.scenario;
     sc.cluster = h200;
     sc.network = build_decoder(d, "decoder");
@@ -528,26 +538,40 @@ TEST(H200DecoderSteps, BesideThePredictions) {
   EXPECT_LT(worst, 0.30);       // the 125M model with full recompute, +25.1 % (docs/compute-model.md says why)
 }
 
-// The same steps' memory: every one ran, so each must be predicted to fit; the model's per-GPU figure (its
-// 1 GB reserve included) beside PyTorch's allocated peak, where a run measured it on an empty allocator.
+// The same steps' memory: every one ran, so each must be predicted to fit; the model's tensors at the step's peak
+// beside PyTorch's allocated peak, and what its allocator holds beside the reserved peak, where a run measured them
+// on an empty allocator.
 TEST(H200DecoderSteps, MemoryBesideTheAllocatorsPeak) {
-  double sum = 0, signed_sum = 0;
-  int rows = 0;
+  double sum = 0, signed_sum = 0, worst = 0, reserved_sum = 0;
+  int rows = 0, within = 0;
   for (const DecoderStep& s : h200_decoder_steps()) {
     const Prediction p = Predictor(s.scenario, Predictor::TimesOnly{}).predict(1);
     EXPECT_TRUE(p.memory.fits) << s.label;
     if (s.peak_allocated <= 0) continue;
-    const double e = rel(in_bytes(p.memory.per_gpu), s.peak_allocated);
-    std::printf("H200 decoder %-60s allocated %6.1f GB predicted %6.1f GB (%+.1f %%)\n", s.label.c_str(), s.peak_allocated / 1e9,
-                in_bytes(p.memory.per_gpu) / 1e9, 100 * e);
+    // the model's tensors at the step's peak, what torch.cuda.max_memory_allocated counts
+    const double e = rel(in_bytes(p.memory.allocated), s.peak_allocated);
+    std::printf(
+        "H200 decoder %-60s allocated %6.1f GB predicted %6.1f GB (%+.1f %%); reserved %6.1f GB predicted %6.1f GB "
+        "(%+.1f %%)\n",
+        s.label.c_str(), s.peak_allocated / 1e9, in_bytes(p.memory.allocated) / 1e9, 100 * e, s.peak_reserved / 1e9,
+        in_bytes(p.memory.allocator_reserved) / 1e9, 100 * rel(in_bytes(p.memory.allocator_reserved), s.peak_reserved));
+    reserved_sum += std::abs(rel(in_bytes(p.memory.allocator_reserved), s.peak_reserved));
     sum += std::abs(e);
     signed_sum += e;
+    worst = std::max(worst, std::abs(e));
+    within += std::abs(e) <= 0.15 ? 1 : 0;
     ++rows;
   }
-  std::printf("H200 decoder memory: %d rows, mean |error| %.1f %%, mean signed %+.1f %%\n", rows, 100 * sum / rows,
-              100 * signed_sum / rows);
+  std::printf(
+      "H200 decoder memory: %d rows, mean |error| %.1f %%, mean signed %+.1f %%, worst %.1f %%, %d within 15 %%; "
+      "reserved: mean |error| %.1f %%\n",
+      rows, 100 * sum / rows, 100 * signed_sum / rows, 100 * worst, within, 100 * reserved_sum / rows);
   EXPECT_EQ(rows, 33);
-  EXPECT_LT(sum / rows, 0.20);  // where it stands; docs/compute-model.md says what is high
+  // where it stands: 6.7 %, worst 17.8 %, reserved 7.9 % (15.5 %, worst 37.4 % before the step's peak was the loss's
+  // backward or a recomputed block, and FSDP2's shards fp32 alone; docs/compute-model.md, "Memory")
+  EXPECT_LT(sum / rows, 0.08);
+  EXPECT_LT(worst, 0.20);
+  EXPECT_LT(reserved_sum / rows, 0.10);
 }
 
 // Eq. K16 holds only where a collective runs beside the step's kernels: a sharded step on one GPU is timed at

@@ -1,6 +1,7 @@
 // Memory fit of a training step: hand-computed totals and the reference papers' batch choices.
 #include <gtest/gtest.h>
 
+#include <string>
 #include <tuple>
 
 #include "dlscale/io.hpp"
@@ -81,8 +82,9 @@ TEST(Memory, UnfusedAttentionKeepsItsProbabilitiesByHand) {
   // autocast runs softmax in fp32: 4 B a probability where the halved figure gives 2 B, 2 B more
   EXPECT_DOUBLE_EQ(autocast_softmax_bytes_per_sample(with, autocast), 196'608.0 * 2);
   const auto m = estimate_training_memory(with, 8, autocast, bytes(0));
-  // and the eager loss's fp32 copy and log-softmax output over the last output, 8 B an element (eq. K14)
-  const double loss = 8.0 * 128 * 768;
+  // and the eager loss at its backward over the last output: the log-softmax's fp32 output, its gradient and its
+  // input's gradient, 12 B an element
+  const double loss = 12.0 * 128 * 768;
   EXPECT_DOUBLE_EQ(in_bytes(m.activations), 8 * ((4.0 * 128 * 768 * 4 + 196'608.0 * 9) / 2 + 196'608.0 * 2 + loss));
   // Nothing more with a half working copy (apex O2, DeepSpeed), in fp32, or with a fused kernel.
   ComputeOptions o2 = autocast;
@@ -96,11 +98,12 @@ TEST(Memory, UnfusedAttentionKeepsItsProbabilitiesByHand) {
   EXPECT_DOUBLE_EQ(autocast_softmax_bytes_per_sample(with, flash), 0.0);
   EXPECT_DOUBLE_EQ(in_bytes(estimate_training_memory(with, 8, flash, bytes(0)).activations),
                    8 * ((4.0 * 128 * 768 * 4) / 2 + loss));
-  // compiled, the fused loss keeps no fp32 copy
+  // compiled, the fused loss keeps no fp32 copy: the half logits and their half gradient, 2 + 2 B an element
   ComputeOptions compiled = flash;
   compiled.compiled = true;
-  EXPECT_DOUBLE_EQ(in_bytes(estimate_training_memory(with, 8, compiled, bytes(0)).activations), 8 * (4.0 * 128 * 768 * 4) / 2);
-  // compiled blocks with the loss left eager (compile_loss: false) keep the eager loss's 8 B a logit again
+  EXPECT_DOUBLE_EQ(in_bytes(estimate_training_memory(with, 8, compiled, bytes(0)).activations),
+                   8 * ((4.0 * 128 * 768 * 4) / 2 + 4.0 * 128 * 768));
+  // compiled blocks with the loss left eager (compile_loss: false) hold the eager loss's 12 B a logit again
   ComputeOptions blocks_only = compiled;
   blocks_only.compiled_loss = false;
   EXPECT_FALSE(loss_fused(blocks_only));
@@ -196,12 +199,119 @@ TEST(Checkpointing, SqrtSegmentsKeepTheirInputsAndOneSegmentByHand) {
   // 10 layers: ⌈√10⌉ = 4 segments of ⌈10/4⌉ = 3 ({0-2}, {3-5}, {6-8}, {9}); kept = 3 × 400 + 3 × 1000 = 4200.
   EXPECT_EQ(checkpoint_segments(chain(10)), (std::vector<int>{0, 3, 6, 9}));
   EXPECT_DOUBLE_EQ(checkpointed_kept_bytes_per_sample(chain(10)), 4200.0);
-  // In the estimate: activations × batch, halved in mixed precision: 4200 × 8 / 2, and the eager loss's fp32
-  // copies of the last output (100 values, 8 B each: eq. K14).
+  // In the estimate: activations × batch, halved in mixed precision: 4200 × 8 / 2, and the eager loss at its
+  // backward: the log-softmax's fp32 output, its gradient and its input's gradient over the last output (100
+  // values, 3 × 4 B each).
   ComputeOptions o;
   o.precision = Precision::bf16;
   o.checkpointing = true;
-  EXPECT_DOUBLE_EQ(in_bytes(estimate_training_memory(chain(10), 8, o, bytes(0)).activations), 4200.0 * 8 / 2 + 8 * 800.0);
+  EXPECT_DOUBLE_EQ(in_bytes(estimate_training_memory(chain(10), 8, o, bytes(0)).activations), 4200.0 * 8 / 2 + 8 * 1200.0);
+}
+
+// A two-block decoder by hand: an embedding, blocks "blocks.0" and "blocks.1" of two layers each, a head whose
+// output is `vocab` logits. Each block layer keeps 10,000 B (fp32 figure) and takes 100 fp32 values in (400 B).
+Network two_blocks(int vocab) {
+  Network n;
+  n.name = "decoder";
+  n.input_bytes_per_sample = bytes(0);
+  auto layer = [](std::string name, double kept) {
+    Layer l;
+    l.name = std::move(name);
+    l.kind = LayerKind::linear;
+    l.params = 1000;
+    l.activation_bytes_per_sample = kept;
+    l.input_shape = {100};
+    l.output_shape = {100};
+    return l;
+  };
+  n.layers.push_back(layer("embedding", 0));
+  for (const char* b : {"blocks.0.", "blocks.1."})
+    for (const char* part : {"attention", "mlp"}) n.layers.push_back(layer(std::string(b) + part, 10'000));
+  n.layers.push_back(layer("head", 400));
+  n.layers.back().output_shape = {static_cast<std::int64_t>(vocab)};
+  return n;
+}
+
+TEST(Memory, TheLossBackwardOrARecomputedBlockNotBoth) {
+  ComputeOptions o;
+  o.precision = Precision::bf16;
+  // No recompute: everything kept (4 × 10,000 + 400 B, halved) and the eager loss at its backward, 3 × 4 B a logit.
+  EXPECT_DOUBLE_EQ(in_bytes(activation_bytes_per_sample(two_blocks(1000), o)), 40'400.0 / 2 + 12.0 * 1000);
+  // Compiled with its loss: the half logits kept and their half gradient, 2 + 2 B a logit.
+  ComputeOptions compiled = o;
+  compiled.compiled = true;
+  EXPECT_DOUBLE_EQ(loss_backward_bytes_per_sample(two_blocks(1000), compiled), 4.0 * 1000);
+  EXPECT_DOUBLE_EQ(loss_backward_bytes_per_sample(two_blocks(1000), ComputeOptions{}), 0.0);  // fp32: not counted
+  // Full recompute (R1): each block keeps its input (400 B), the head its 400 B; one block's 20,000 B come back
+  // during its recompute, after the loss's backward has freed its tensors: the larger of the two is held.
+  o.recompute = Recompute::full;
+  EXPECT_DOUBLE_EQ(recompute_kept_bytes_per_sample(two_blocks(1000), o, true), 2 * 400.0 + 400.0);
+  EXPECT_DOUBLE_EQ(recomputed_block_bytes_per_sample(two_blocks(1000), o, true), 20'000.0);
+  // 1,000 logits: the loss's 12,000 B beat the block's 10,000 (halved)
+  EXPECT_DOUBLE_EQ(in_bytes(activation_bytes_per_sample(two_blocks(1000), o)), 1200.0 / 2 + 12'000.0);
+  // 100 logits: the loss's 1,200 B fall below the block's 10,000
+  EXPECT_DOUBLE_EQ(in_bytes(activation_bytes_per_sample(two_blocks(100), o)), 1200.0 / 2 + 10'000.0);
+}
+
+TEST(Memory, PerOpSacKeepsEverySecondProductAndTheAttentionOutput) {
+  // A Llama-like block of 10 tokens, width 64, 4 heads of 16 (2 key/value heads: k and v 32 wide), SwiGLU of 128.
+  Layer attn;
+  attn.kind = LayerKind::attention;
+  attn.input_shape = {10, 64};
+  attn.heads = 4;
+  attn.kv_heads = 2;
+  Layer mlp;
+  mlp.kind = LayerKind::linear;
+  mlp.input_shape = {10, 64};
+  mlp.hidden = 128;
+  mlp.gated = true;
+  int n = 0;
+  // products 1-4: q (64, kept), k (32), v (32, kept), output (64); and the attention kernel's output (64), fp32 figure
+  EXPECT_DOUBLE_EQ(op_sac_saved_bytes_per_sample(attn, n), 4.0 * 10 * (64 + 32 + 64));
+  // products 5-7: gate (128, kept), up (128), down (64, kept)
+  EXPECT_DOUBLE_EQ(op_sac_saved_bytes_per_sample(mlp, n), 4.0 * 10 * (128 + 64));
+  EXPECT_EQ(n, 7);
+  // two_blocks(): each block keeps its input (400 B) and its first layer's product (400 B), not its second's; the
+  // head outside the blocks keeps its 400 B
+  ComputeOptions o;
+  o.recompute = Recompute::op;
+  EXPECT_DOUBLE_EQ(recompute_kept_bytes_per_sample(two_blocks(100), o, true), 2 * (400.0 + 400.0) + 400.0);
+}
+
+TEST(Memory, Fsdp2KeepsNoHalfCopyAndItsGradientsComeAfterTheActivations) {
+  // toy(): 1e6 parameters in two layers (one gather unit of 1e6 at unit_params 1e8), 1e6 B kept a sample, 1e5 B in.
+  ComputeOptions o;
+  o.precision = Precision::bf16;
+  o.optimizer = Optimizer::adamw;
+  Sharding fsdp2;
+  fsdp2.stage = 3;
+  fsdp2.reduce_fp32 = true;
+  fsdp2.per_parameter = true;
+  const double P = 1e6, n = 4, a = 1e6 / 2;  // halved; toy()'s last layer has no output shape: no logits
+  const MemoryEstimate m = estimate_training_memory(toy(), 10, o, fsdp2, 4, bytes(1e9));
+  EXPECT_DOUBLE_EQ(in_bytes(m.weights), P * 4 / n);           // the fp32 shards alone: no bf16 working shard
+  EXPECT_DOUBLE_EQ(in_bytes(m.gradients), P * 4 / n);         // fp32 gradient shards
+  EXPECT_DOUBLE_EQ(in_bytes(m.optimizer_state), P * 8 / n);   // AdamW's two words
+  EXPECT_DOUBLE_EQ(in_bytes(m.gathered), P * 2 + P * 2 * 2);  // a unit's bf16 gradient, two units' bf16 parameters
+  EXPECT_TRUE(m.gradients_after_activations);
+  // the tensors at the peak: the activations and the input (5e6 + 1e6 B), not the 1e6 B of gradient shards
+  EXPECT_DOUBLE_EQ(in_bytes(m.allocated()), P * 4 / n + P * 8 / n + 10 * a + 10 * 1e5 + 6 * P);
+  // the allocator holds the gradient shards apart (FSDP2's reduce-scatter stream), the slack and the reserve beside
+  const double slack = 0.05 * (10 * a + P * 4 / n + 6 * P);
+  EXPECT_DOUBLE_EQ(in_bytes(m.allocator_slack), slack);
+  EXPECT_DOUBLE_EQ(in_bytes(m.allocator_reserved()), in_bytes(m.allocated()) + P * 4 / n + slack);
+  EXPECT_DOUBLE_EQ(in_bytes(m.total()), in_bytes(m.allocator_reserved()) + 1e9);
+  // FSDP2 on one GPU still gathers into buffers of its own; flat shards (FSDP1, ZeRO) on one GPU do not
+  EXPECT_DOUBLE_EQ(in_bytes(estimate_training_memory(toy(), 10, o, fsdp2, 1, bytes(0)).gathered), 6 * P);
+  Sharding flat = fsdp2;
+  flat.per_parameter = false;
+  const MemoryEstimate f = estimate_training_memory(toy(), 10, o, flat, 4, bytes(0));
+  EXPECT_DOUBLE_EQ(in_bytes(f.weights), P * 2 / n + P * 4 / n);  // a bf16 working shard beside the fp32 master
+  EXPECT_FALSE(f.gradients_after_activations);
+  EXPECT_DOUBLE_EQ(in_bytes(estimate_training_memory(toy(), 10, o, flat, 1, bytes(0)).gathered), 0.0);
+  // accumulation keeps the gradients across micro-batches: they are there at the peak
+  o.accumulate = 2;
+  EXPECT_FALSE(estimate_training_memory(toy(), 10, o, fsdp2, 4, bytes(0)).gradients_after_activations);
 }
 
 TEST(Checkpointing, EverySegmentButTheLastRunsItsForwardAgain) {

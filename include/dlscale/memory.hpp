@@ -25,9 +25,26 @@ struct MemoryEstimate {
   Bytes reserved{};         // CUDA context, cuDNN/cuBLAS handles and workspaces
   Bytes allocator_slack{};  // the caching allocator's fragmentation
   Bytes gathered{};         // sharded stage 3: gathered units' parameters and one unit's full gradient
-  [[nodiscard]] Bytes total() const noexcept {
-    return weights + gradients + optimizer_state + activations + input + reserved + allocator_slack + gathered;
+  // FSDP2, one micro-batch (gradients_after_activations): the gradient shards come into being during backward,
+  // as the activations are freed, so the step's tensors at their peak are the larger of the two, not both
+  // (allocated); the allocator still holds both (allocator_reserved).
+  bool gradients_after_activations = false;
+  /// The gradients and activations live at the step's peak (with the input batch).
+  [[nodiscard]] Bytes live_gradients_and_activations() const noexcept {
+    return gradients_after_activations ? max(gradients, activations + input) : gradients + activations + input;
   }
+  /// What the step's tensors hold at its peak: what PyTorch's torch.cuda.max_memory_allocated counts (neither the
+  /// reserve nor the allocator's slack).
+  [[nodiscard]] Bytes allocated() const noexcept {
+    return weights + optimizer_state + live_gradients_and_activations() + gathered;
+  }
+  /// What the caching allocator holds (torch.cuda.max_memory_reserved): every tensor at once, the gradients too,
+  /// since FSDP2 makes its gradient shards on its reduce-scatter stream, whose pool does not take the blocks the
+  /// activations free on the compute stream; and the slack.
+  [[nodiscard]] Bytes allocator_reserved() const noexcept {
+    return weights + gradients + optimizer_state + activations + input + gathered + allocator_slack;
+  }
+  [[nodiscard]] Bytes total() const noexcept { return allocator_reserved() + reserved; }
 };
 
 /// The reserve for CUDA context and library workspaces (default 1 GB; see docs/compute-model.md).
@@ -46,6 +63,13 @@ MemoryEstimate estimate_training_memory(const Network& net, int batch, const Com
 MemoryEstimate estimate_training_memory(const Network& net, int batch, const ComputeOptions& opt, const Sharding& sharding,
                                         int shard, Bytes reserved, Bytes activations_per_sample);
 
+/// Whether the gradients come into being only as the activations are freed (MemoryEstimate::
+/// gradients_after_activations): FSDP2 (per-parameter shards, stage 2-3) at one micro-batch, whose gradient shards
+/// zero_grad(set_to_none) drops and each unit's reduce-scatter makes again in backward. Not DDP (its buckets
+/// persist), nor accumulation (the gradients outlive the micro-batches), nor flat shards (FSDP1 and ZeRO: the
+/// framework files do not say which keeps persistent gradient buffers).
+bool fsdp2_gradients_after_activations(const Sharding& sharding, const ComputeOptions& opt) noexcept;
+
 /// The transformer block each learnable layer belongs to, numbered from 0 input side first: the copies of the
 /// architecture's `repeat` (names "PREFIX.N.…"); -1 for a layer outside every block (embeddings, the final norm,
 /// the output projection), which no recompute mode checkpoints.
@@ -61,14 +85,31 @@ Seconds recompute_time(const LayerTimes& t, std::size_t i, int block, const Comp
 /// segment's forward but the last's; R1 the checkpointed blocks' forward FLOPs, R2 the attention cores' score
 /// products (4·S²·D a sequence), R3 half the blocks' GEMM FLOPs.
 double recompute_flops_per_sample(const Network& net, const ComputeOptions& opt);
-/// What one sample keeps for backward under a recompute mode (fp32 figure): R1 a checkpointed block's input
-/// and, during its recompute, the largest block's tensors; R2 as without recompute less the attention
-/// probabilities; R3 the block's input, its attention output and half of the rest of its kept tensors.
+/// What one sample keeps for backward under a recompute mode (fp32 figure): R1 a checkpointed block's input (the
+/// block rebuilt during its recompute is recomputed_block_bytes_per_sample); R2 as without recompute less the
+/// attention probabilities; R3 the block's input and what op_sac_saved_bytes_per_sample keeps of each layer.
 double recompute_kept_bytes_per_sample(const Network& net, const ComputeOptions& opt, bool flash_attention);
+
+/// Eq. R3, torchtitan's per-op SAC: what a block's layer keeps (fp32 figure, per sample): the outputs of the
+/// block's odd-numbered matrix products (torchtitan's policy recomputes every second mm; `matmuls` counts the
+/// block's products so far: q, k, v, the output projection, then gate, up, down) and the attention kernel's
+/// output; the element-wise work in between (norms, rotary, SiLU) is recomputed. Zero for a layer without shapes.
+double op_sac_saved_bytes_per_sample(const Layer& layer, int& matmuls) noexcept;
 
 /// Eager mixed precision's loss (eq. K14): the logits' fp32 copy and the log-softmax's fp32 output, kept for
 /// backward, 8 B per element of the last layer's output; zero in fp32 or with the loss compiled (loss_fused).
+/// (What a pipeline's last stage keeps, lib/parallel; a whole step's peak counts loss_backward_bytes_per_sample.)
 double fp32_loss_bytes_per_sample(const Network& net, const ComputeOptions& opt) noexcept;
+/// What the loss holds at its backward, per sample, in mixed precision: eager, 12 B a logit, the log-softmax's
+/// fp32 output (the one tensor it keeps), the fp32 gradient nll_loss hands it and the fp32 gradient of its input,
+/// live together while every activation is still kept (neither the half logits nor their fp32 copy outlive the
+/// loss's forward); compiled with the step (loss_fused), the half logits the fused loss keeps and their half
+/// gradient, 2 + 2 B. Zero in fp32 (not counted there: its logits are a small share of an fp32 network's).
+double loss_backward_bytes_per_sample(const Network& net, const ComputeOptions& opt) noexcept;
+/// Eq. R1's peak during a recompute: the largest checkpointed block's own tensors, rebuilt while the checkpoints
+/// are kept (fp32 figure); zero under the other modes. The loss's backward comes before any recompute, so a step
+/// holds the larger of the two beside what it keeps (activation_bytes_per_sample), not both.
+double recomputed_block_bytes_per_sample(const Network& net, const ComputeOptions& opt, bool flash_attention);
 
 /// Activation checkpointing (Chen et al. 2016, "Training Deep Nets with Sublinear Memory Cost"): the L
 /// learnable layers in ⌈√L⌉ consecutive segments of ⌈L / ⌈√L⌉⌉ layers (the last may be shorter); returns
@@ -111,8 +152,9 @@ MemoryFit check_memory_fit(const Network& net, const GpuSpec& gpu, int batch, co
 MemoryFit check_memory_fit(const Network& net, const GpuSpec& gpu, int batch, const ComputeOptions& opt, const Sharding& sharding,
                            int shard, Bytes reserved, Bytes activations_per_sample);
 
-/// What one sample keeps for backward in this step's precision (every layer's and operator's tensors as the
-/// options keep them: checkpointing or recompute, fused attention, the autocast softmax and the eager loss).
+/// What one sample holds at the step's peak in this step's precision: every layer's and operator's tensors as the
+/// options keep them (checkpointing or recompute, fused attention, the autocast softmax), plus the larger of the
+/// loss's backward (loss_backward_bytes_per_sample) and a recomputed block (recomputed_block_bytes_per_sample).
 Bytes activation_bytes_per_sample(const Network& net, const ComputeOptions& opt);
 
 }  // namespace dlscale

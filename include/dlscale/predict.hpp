@@ -142,6 +142,10 @@ struct MemoryUse {
   Bytes per_gpu{};
   Bytes capacity{};
   bool fits = true;
+  // Of per_gpu, what the step's tensors hold at its peak (torch.cuda.max_memory_allocated's measure) and that
+  // with the caching allocator's slack (max_memory_reserved's); per_gpu adds the CUDA context and workspaces.
+  Bytes allocated{};
+  Bytes allocator_reserved{};
   // CPU offload (eq. S9d): what one node's host memory holds, its size, and whether it holds it; zero
   // without offload.
   Bytes host_per_node{};

@@ -141,15 +141,32 @@ double flash_attention_saving_per_sample(const Layer& l) noexcept {
   return probabilities_per_sample(l) * (l.probs_dropout ? 9.0 : 4.0);
 }
 
-double fp32_loss_bytes_per_sample(const Network& net, const ComputeOptions& opt) noexcept {
-  // Eq. K14's eager loss: the logits' fp32 copy and the log-softmax's fp32 output, both kept for backward
-  // (8 B per logit); compiled with the step, the fused loss keeps only its row statistics.
-  if (!is_mixed(opt.precision) || loss_fused(opt) || net.layers.empty()) return 0.0;
+namespace {
+/// The elements of the last layer's output (of its last operator), per sample: the logits.
+double logits_per_sample(const Network& net) noexcept {
+  if (net.layers.empty()) return 0.0;
   const Layer& last = net.layers.back();
   const auto& shape = last.ops.empty() ? last.output_shape : last.ops.back().output_shape;
   double e = shape.empty() ? 0.0 : 1.0;
   for (auto d : shape) e *= static_cast<double>(d);
-  return 8.0 * e;
+  return e;
+}
+}  // namespace
+
+double fp32_loss_bytes_per_sample(const Network& net, const ComputeOptions& opt) noexcept {
+  // Eq. K14's eager loss: the logits' fp32 copy and the log-softmax's fp32 output, both kept for backward
+  // (8 B per logit); compiled with the step, the fused loss keeps only its row statistics.
+  if (!is_mixed(opt.precision) || loss_fused(opt)) return 0.0;
+  return 8.0 * logits_per_sample(net);
+}
+
+double loss_backward_bytes_per_sample(const Network& net, const ComputeOptions& opt) noexcept {
+  if (!is_mixed(opt.precision)) return 0.0;
+  // eager: log_softmax keeps its fp32 output; at its backward the fp32 gradient nll_loss hands it and the fp32
+  // gradient of its input are live beside it (torch.nn.functional.cross_entropy of logits.float())
+  if (!loss_fused(opt)) return 3.0 * 4.0 * logits_per_sample(net);
+  // compiled: the fused kernel keeps the half logits and writes their half gradient
+  return 2.0 * activation_bytes_per_element(opt.precision) * logits_per_sample(net);
 }
 
 double autocast_softmax_bytes_per_sample(const Network& net, const ComputeOptions& opt) noexcept {
@@ -161,28 +178,72 @@ double autocast_softmax_bytes_per_sample(const Network& net, const ComputeOption
   return probs * (4.0 - activation_bytes_per_element(opt.precision));
 }
 
+namespace {
+/// What layer i keeps for backward under the options' recompute mode, with its operators (fp32 figure).
+double layer_kept_bytes(const Layer& l, const ComputeOptions& opt, bool flash_attention) noexcept {
+  double s = l.activation_bytes_per_sample;
+  if (flash_attention || opt.recompute == Recompute::selective) s -= flash_attention_saving_per_sample(l);
+  for (const auto& o : l.ops)
+    if (opt.lrn || o.kind != LayerKind::lrn) s += o.activation_bytes_per_sample;
+  return s;
+}
+}  // namespace
+
+double op_sac_saved_bytes_per_sample(const Layer& l, int& matmuls) noexcept {
+  if (l.input_shape.empty()) return 0.0;
+  const double width = static_cast<double>(l.input_shape.back());
+  double tokens = 1.0;
+  for (auto d : l.input_shape) tokens *= static_cast<double>(d);
+  tokens /= width;
+  double saved = 0.0;
+  auto product = [&](double out_width) {  // the block's n-th product: its output kept when n is odd
+    if (++matmuls % 2 == 1) saved += 4.0 * tokens * out_width;
+  };
+  if (l.kind == LayerKind::attention) {
+    const double hd = l.head_dim > 0 ? l.head_dim : width / std::max(l.heads, 1);
+    const double kv = (l.kv_heads > 0 ? l.kv_heads : l.heads) * hd;
+    for (double w : {l.heads * hd, kv, kv}) product(w);  // q, k, v
+    saved += 4.0 * tokens * l.heads * hd;                // the attention kernel's output, always kept
+    product(width);                                      // the output projection
+  } else if (l.kind == LayerKind::linear && l.hidden > 0) {
+    const auto f = static_cast<double>(l.hidden);
+    if (l.gated) product(f);  // gate
+    product(f);               // up
+    product(width);           // down
+  } else if (l.kind == LayerKind::linear) {
+    double out = 1.0;
+    for (auto d : l.output_shape) out *= static_cast<double>(d);
+    product(out / tokens);
+  }
+  return saved;
+}
+
+double recomputed_block_bytes_per_sample(const Network& net, const ComputeOptions& opt, bool flash_attention) {
+  if (opt.recompute != Recompute::full) return 0.0;
+  const std::vector<int> block = transformer_blocks(net);
+  double largest = 0.0, this_block = 0.0;
+  for (std::size_t i = 0; i < net.layers.size(); ++i) {
+    if (block[i] < 0 || !block_checkpointed(block[i], opt.recompute_blocks)) continue;
+    if (i == 0 || block[i - 1] != block[i]) this_block = 0.0;
+    this_block += layer_kept_bytes(net.layers[i], opt, flash_attention);
+    largest = std::max(largest, this_block);
+  }
+  return largest;
+}
+
 double recompute_kept_bytes_per_sample(const Network& net, const ComputeOptions& opt, bool flash_attention) {
   const std::vector<int> block = transformer_blocks(net);
-  auto kept = [&](std::size_t i) {
-    const Layer& l = net.layers[i];
-    double s = l.activation_bytes_per_sample;
-    if (flash_attention || opt.recompute == Recompute::selective) s -= flash_attention_saving_per_sample(l);
-    for (const auto& o : l.ops)
-      if (opt.lrn || o.kind != LayerKind::lrn) s += o.activation_bytes_per_sample;
-    return s;
-  };
+  auto kept = [&](std::size_t i) { return layer_kept_bytes(net.layers[i], opt, flash_attention); };
   auto input_bytes = [&](std::size_t i) {  // a block's input: its first layer's input, fp32 figure
     double e = net.layers[i].input_shape.empty() ? 0.0 : 4.0;
     for (auto d : net.layers[i].input_shape) e *= static_cast<double>(d);
     return e;
   };
-  double total = 0.0, largest_block = 0.0, this_block = 0.0;
+  double total = 0.0;
+  int matmuls = 0;  // R3: the block's matrix products so far
   for (std::size_t i = 0; i < net.layers.size(); ++i) {
     const bool starts = block[i] >= 0 && (i == 0 || block[i - 1] != block[i]);
-    if (starts) this_block = 0.0;
     const double k = kept(i);
-    if (block[i] >= 0) this_block += k;
-    largest_block = std::max(largest_block, this_block);
     switch (opt.recompute) {
       case Recompute::full:
         if (!block_checkpointed(block[i], opt.recompute_blocks)) total += k;
@@ -191,10 +252,8 @@ double recompute_kept_bytes_per_sample(const Network& net, const ComputeOptions&
       case Recompute::op:
         if (block[i] < 0) total += k;
         else {
-          // R3 keeps the block's input, the attention output and half of the remaining kept tensors.
-          const Layer& l = net.layers[i];
-          const double out = l.kind == LayerKind::attention ? input_bytes(i) : 0.0;
-          total += (starts ? input_bytes(i) : 0.0) + out + 0.5 * std::max(0.0, k - out);
+          if (starts) matmuls = 0;
+          total += (starts ? input_bytes(i) : 0.0) + op_sac_saved_bytes_per_sample(net.layers[i], matmuls);
         }
         break;
       default:
@@ -202,7 +261,7 @@ double recompute_kept_bytes_per_sample(const Network& net, const ComputeOptions&
         break;
     }
   }
-  return opt.recompute == Recompute::full ? total + largest_block : total;
+  return total;
 }
 
 double checkpointed_kept_bytes_per_sample(const Network& net, bool flash_attention, bool lrn) {
@@ -245,14 +304,36 @@ Bytes activation_bytes_per_sample(const Network& net, const ComputeOptions& opt)
     for (const auto& l : net.layers)
       for (const auto& o : l.ops)
         if (o.kind == LayerKind::lrn) kept -= o.activation_bytes_per_sample;
-  double a = kept * (activation_bytes_per_element(opt.precision) / 4.0);
+  const double half = activation_bytes_per_element(opt.precision) / 4.0;
+  double a = kept * half;
   if (!opt.checkpointing) a += autocast_softmax_bytes_per_sample(net, opt);
-  return bytes(a + fp32_loss_bytes_per_sample(net, opt));
+  // the peak: the loss's backward, with everything kept, or later a block's recompute (eq. R1), not both
+  const double rebuilt = per_block ? recomputed_block_bytes_per_sample(net, opt, flash) * half : 0.0;
+  return bytes(a + std::max(loss_backward_bytes_per_sample(net, opt), rebuilt));
 }
 
 MemoryEstimate estimate_training_memory(const Network& net, int batch, const ComputeOptions& opt, const Sharding& sh, int shard,
                                         Bytes reserved) {
   return estimate_training_memory(net, batch, opt, sh, shard, reserved, activation_bytes_per_sample(net, opt));
+}
+
+namespace {
+/// Eq. S3's gathered buffers of stage 3: the gathered units held at once (FULL_SHARD; SHARD_GRAD_OP holds the
+/// whole working copy in the weights) and one unit's full gradient before its reduce-scatter. One GPU gathers
+/// nothing, except under FSDP2, whose unsharded parameters are buffers of their own at any world size.
+Bytes gathered_bytes(const Network& net, const ComputeOptions& opt, const Sharding& sh, int shard) {
+  if (sh.stage < 3 || (shard < 2 && !sh.per_parameter)) return Bytes{};
+  std::int64_t largest = 0;
+  for (const GatherUnit& u : gather_units(net, sh.unit_params)) largest = std::max(largest, u.params);
+  const double L = static_cast<double>(largest);
+  const bool params_sharded = sh.reshard_after_forward;
+  return bytes(L * gradient_bytes_per_element(opt.precision)) +
+      (params_sharded ? bytes(L * working_bytes_per_element(opt.precision) * std::max(sh.in_flight, 1)) : Bytes{});
+}
+}  // namespace
+
+bool fsdp2_gradients_after_activations(const Sharding& sh, const ComputeOptions& opt) noexcept {
+  return sh.per_parameter && sh.stage >= 2 && opt.accumulate == 1;
 }
 
 MemoryEstimate estimate_training_memory(const Network& net, int batch, const ComputeOptions& opt, const Sharding& sh, int shard,
@@ -278,22 +359,18 @@ MemoryEstimate estimate_training_memory(const Network& net, int batch, const Com
     const Bytes master = m.weights - working;  // 4 B in mixed precision, none in fp32
     m.optimizer_state = m.optimizer_state / n;
     const bool params_sharded = sh.stage >= 3 && sh.reshard_after_forward;
-    m.weights = (params_sharded ? working / n : working) + master / n;
+    // FSDP2 (per-parameter shards) keeps no half working copy beside the fp32 shards: its MixedPrecisionPolicy
+    // casts each unit's parameters as it gathers them (the gathered buffers below)
+    const Bytes working_kept = sh.per_parameter && is_mixed(opt.precision) ? Bytes{} : working;
+    m.weights = (params_sharded ? working_kept / n : working) + master / n;
     if (sh.offload_optimizer) {  // eq. S9: the fp32 master and the optimiser state live in host memory
       m.weights = params_sharded ? working / n : working;
       m.optimizer_state = Bytes{};
     }
     if (sh.reduce_fp32 && is_mixed(opt.precision)) m.gradients = bytes(p * 4.0);  // fp32 gradient shards
     if (sh.stage >= 2 && opt.accumulate == 1) m.gradients = m.gradients / n;
-    if (sh.stage >= 3 && shard > 1) {  // one GPU gathers nothing
-      std::int64_t largest = 0;
-      for (const GatherUnit& u : gather_units(net, sh.unit_params)) largest = std::max(largest, u.params);
-      const double L = static_cast<double>(largest);
-      // the gathered units held at once (FULL_SHARD; SHARD_GRAD_OP holds the whole working copy, above)
-      // and one unit's full gradient before its reduce-scatter
-      m.gathered = bytes(L * gradient_bytes_per_element(opt.precision)) +
-          (params_sharded ? bytes(L * working_bytes_per_element(opt.precision) * std::max(sh.in_flight, 1)) : Bytes{});
-    }
+    m.gradients_after_activations = fsdp2_gradients_after_activations(sh, opt);
+    m.gathered = gathered_bytes(net, opt, sh, shard);
   }
   // The caching allocator rounds blocks up and cannot reuse freed blocks of other sizes: slack grows with
   // what is allocated and freed every step (activations and gradients). docs/compute-model.md.
@@ -322,8 +399,6 @@ MemoryFit check_memory_fit(const Network& net, const GpuSpec& gpu, int batch, co
   const MemoryEstimate one = estimate_training_memory(net, 1, opt, sh, shard, reserved, activations_per_sample);
   const Bytes per_sample = one.activations * (1.0 + kAllocatorSlack) + one.input;
   const Bytes fixed = one.total() - per_sample;
-  // The quotient can pass what an int holds (80 GB at 1 B per sample: 8·10^10); converting such a double
-  // is undefined behaviour, so it is clamped first.
   f.largest_batch = f.available >= fixed && per_sample > Bytes{}
       ? static_cast<int>(
             std::min(std::floor((f.available - fixed) / per_sample), static_cast<double>(std::numeric_limits<int>::max())))

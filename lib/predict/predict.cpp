@@ -406,7 +406,7 @@ Predictor::Predictor(Scenario scenario, TimesOnly, bool alone, const Impl* doubl
   if (!m.what_if) {
     const MemoryFit fit = check_memory_fit(net, sc.cluster.gpu, sc.batch_per_gpu, sc.compute, Sharding{}, 1,
                                            bytes(kDefaultReservedBytes), m.activations_per_sample);
-    m.memory = MemoryUse{fit.need.total(), fit.available, fit.fits};
+    m.memory = MemoryUse{fit.need.total(), fit.available, fit.fits, fit.need.allocated(), fit.need.allocator_reserved()};
   }
   m.pipeline = input_pipeline(sc);
   if (m.what_if) return;  // times only: no names, no memory, MFU or one-GPU baseline (speedups are not read)
@@ -985,7 +985,7 @@ MemoryUse Predictor::Impl::sharded_memory(const ShardGroups& g, const GpuPlaceme
   const Sharding& sh = sc.strategy.sharding;
   const MemoryFit fit = check_memory_fit(*net, sc.cluster.gpu, sc.batch_per_gpu, sc.compute, sh, g.shard,
                                          bytes(kDefaultReservedBytes), activations_per_sample);
-  MemoryUse m{fit.need.total(), fit.available, fit.fits};
+  MemoryUse m{fit.need.total(), fit.available, fit.fits, fit.need.allocated(), fit.need.allocator_reserved()};
   if (sh.offload_optimizer) {  // eq. S9d
     m.host_per_node = offload_host_bytes_per_node(net->total_params(), sc.compute.precision,
                                                   optimizer_state_words(sc.compute.optimizer), g.shard, at.gpus_per_node);
