@@ -14,6 +14,7 @@
 #include <cmath>
 #include <mutex>
 #include <numeric>
+#include <tuple>
 #include <unordered_map>
 
 #include "dlscale/equations.hpp"
@@ -415,13 +416,8 @@ Predictor::Predictor(Scenario scenario, TimesOnly, bool alone, const Impl* doubl
 
 /// A doubled scenario that keeps the GPU: its base's layer work.
 void Predictor::Impl::share_layer_work(const Impl& same) {
-  modelled_times = same.modelled_times;
-  f = same.f;
-  b = same.b;
-  u = same.u;
-  u_first = same.u_first;
-  work = same.work;
-  total_gradient = same.total_gradient;
+  std::tie(modelled_times, f, b, u, u_first, work, total_gradient) =
+      std::tie(same.modelled_times, same.f, same.b, same.u, same.u_first, same.work, same.total_gradient);
 }
 
 /// The layer times: measured, spread from a profile's totals, or the model's over the framework's
