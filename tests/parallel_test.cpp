@@ -30,6 +30,18 @@ double sum(const std::vector<CollectiveCall>& calls, int n, bool backward) {
 
 constexpr double kBf16 = 2.0;
 
+/// The hand-timed cluster of the alpha-beta tests: `nodes` nodes of 8 GPUs, 100 GB/s and 1 µs inside a node,
+/// 10 GB/s and 5 µs between nodes.
+Cluster hand_cluster(int nodes) {
+  Cluster c;
+  c.name = "hand";
+  c.max_nodes = nodes;
+  c.gpus_per_node = 8;
+  c.intra_node = {gigabytes_per_second(100.0), microseconds(1.0)};
+  c.inter_node = {gigabytes_per_second(10.0), microseconds(5.0)};
+  return c;
+}
+
 // ---- the shape read from a network ---------------------------------------------------------------------
 TEST(ParallelShape, Llama2_7bFromItsLayers) {
   const TransformerShape m = transformer_shape(arch("llama2-7b"));
@@ -191,12 +203,7 @@ TEST(ParallelRing, MergesOfALlamaBlockByHand) {
 // node, asked by the 4 CP groups with 2 ranks each (eq. P11: share 4·min(2, 1)/1 = 4): a step of 4 MiB takes
 // 5 µs + 4·4,194,304 B / 10 GB/s. TP 2 × CP 4 on one node: {0, 2, 4, 6}, 1 µs + 4,194,304 B / 100 GB/s.
 TEST(ParallelRing, RingStepOnItsSlowestPair) {
-  Cluster c;
-  c.name = "hand";
-  c.max_nodes = 2;
-  c.gpus_per_node = 8;
-  c.intra_node = {gigabytes_per_second(100.0), microseconds(1.0)};
-  c.inter_node = {gigabytes_per_second(10.0), microseconds(5.0)};
+  Cluster c = hand_cluster(2);
   ParallelLayout l;
   l.tp = 4;
   l.cp = 4;
@@ -560,12 +567,7 @@ TEST(ParallelPlacement, Gb200Nvl72KeepsTpAndDpInItsNvlinkDomain) {
 
 // ---- eq. P12: times on the alpha-beta model, by hand ---------------------------------------------------------
 TEST(ParallelTiming, AlphaBetaTpAllReduceAndSharedNicP2p) {
-  Cluster c;
-  c.name = "hand";
-  c.max_nodes = 4;
-  c.gpus_per_node = 8;
-  c.intra_node = {gigabytes_per_second(100.0), microseconds(1.0)};
-  c.inter_node = {gigabytes_per_second(10.0), microseconds(5.0)};
+  Cluster c = hand_cluster(4);
   ParallelLayout l;
   l.tp = 8;
   l.pp = 4;
@@ -599,12 +601,7 @@ TEST(ParallelStep, PipelineOfTwoStagesByHand) {
   whole.forward.assign(19, milliseconds(1.0));
   whole.backward.assign(19, milliseconds(2.0));
   whole.update.assign(19, milliseconds(0.5));
-  Cluster c;
-  c.name = "hand";
-  c.max_nodes = 1;
-  c.gpus_per_node = 8;
-  c.intra_node = {gigabytes_per_second(100.0), microseconds(1.0)};
-  c.inter_node = {gigabytes_per_second(10.0), microseconds(5.0)};
+  Cluster c = hand_cluster(1);
   ParallelLayout l;
   l.pp = 2;
   l.micro_batches = 4;
@@ -659,12 +656,7 @@ TEST(ParallelStep, ContextParallelRingByHand) {
       own.forward_attention[i] = microseconds(1.0);
       own.backward_attention[i] = microseconds(2.0);
     }
-  Cluster c;
-  c.name = "hand";
-  c.max_nodes = 1;
-  c.gpus_per_node = 8;
-  c.intra_node = {gigabytes_per_second(100.0), microseconds(1.0)};
-  c.inter_node = {gigabytes_per_second(10.0), microseconds(5.0)};
+  Cluster c = hand_cluster(1);
   c.gpu.memory_bandwidth = gigabytes_per_second(1000.0);
   ParallelLayout l;
   l.cp = 2;
