@@ -7,6 +7,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <initializer_list>
 #include <sstream>
 
 #include "dlscale/error.hpp"
@@ -59,10 +60,11 @@ void expect_same_tree(const yamlio::Node& ours, const YAML::Node& ref, const std
   }
 }
 
-TEST(YamlReader, ReadsEveryShippedFileAsYamlCppDoes) {
+/// Calls `f(path, text)` for every .yaml or .yml file below the source tree's `folders` (those that exist).
+template <typename F>
+void for_each_yaml_file(std::initializer_list<const char*> folders, F f) {
   namespace fs = std::filesystem;
-  int files = 0;
-  for (const char* folder : {"models", "topologies", "tests/data", "examples"}) {
+  for (const char* folder : folders) {
     const fs::path root = fs::path(DLSCALE_SOURCE_DIR) / folder;
     if (!fs::exists(root)) continue;
     for (const auto& e : fs::recursive_directory_iterator(root)) {
@@ -70,16 +72,24 @@ TEST(YamlReader, ReadsEveryShippedFileAsYamlCppDoes) {
       std::ifstream in(e.path(), std::ios::binary);
       std::stringstream text;
       text << in.rdbuf();
-      YAML::Node ref;
-      try {
-        ref = YAML::Load(text.str());
-      } catch (const YAML::Exception&) {
-        continue;  // a deliberately malformed test input: yaml-cpp itself reads those (below)
-      }
-      expect_same_tree(yamlio::load_file(e.path()), ref, e.path().string());
-      ++files;
+      f(e.path(), text.str());
     }
   }
+}
+
+TEST(YamlReader, ReadsEveryShippedFileAsYamlCppDoes) {
+  int files = 0;
+  for_each_yaml_file({"models", "topologies", "tests/data", "examples"},
+                     [&](const std::filesystem::path& path, const std::string& text) {
+                       YAML::Node ref;
+                       try {
+                         ref = YAML::Load(text);
+                       } catch (const YAML::Exception&) {
+                         return;  // a deliberately malformed test input: yaml-cpp itself reads those (below)
+                       }
+                       expect_same_tree(yamlio::load_file(path), ref, path.string());
+                       ++files;
+                     });
   EXPECT_GT(files, 80);  // 89 when written: fewer means the folders moved
 }
 
@@ -137,26 +147,18 @@ bool simple_as_libyaml(const std::string& text, const std::string& where) {
 }
 
 TEST(YamlReader, SimpleReaderReadsEveryDataFileAsLibyaml) {
-  namespace fs = std::filesystem;
   int files = 0, read = 0;
-  for (const char* folder : {"models", "topologies", "tests/data", "examples", "../shared/data"}) {
-    const fs::path root = fs::path(DLSCALE_SOURCE_DIR) / folder;
-    if (!fs::exists(root)) continue;
-    for (const auto& e : fs::recursive_directory_iterator(root)) {
-      if (!e.is_regular_file() || (e.path().extension() != ".yaml" && e.path().extension() != ".yml")) continue;
-      std::ifstream in(e.path(), std::ios::binary);
-      std::stringstream text;
-      text << in.rdbuf();
-      ++files;
-      const bool simple = simple_as_libyaml(text.str(), e.path().string());
-      read += simple;
-      // the shipped data, which every command reads, must stay on the fast path
-      const std::string rel = fs::relative(e.path(), DLSCALE_SOURCE_DIR).generic_string();
-      if (rel.starts_with("models/") || rel.starts_with("topologies/")) {
-        EXPECT_TRUE(simple) << rel << " is left to LibYAML";
-      }
+  const auto folders = {"models", "topologies", "tests/data", "examples", "../shared/data"};
+  for_each_yaml_file(folders, [&](const std::filesystem::path& path, const std::string& text) {
+    ++files;
+    const bool simple = simple_as_libyaml(text, path.string());
+    read += simple;
+    // the shipped data, which every command reads, must stay on the fast path
+    const std::string rel = std::filesystem::relative(path, DLSCALE_SOURCE_DIR).generic_string();
+    if (rel.starts_with("models/") || rel.starts_with("topologies/")) {
+      EXPECT_TRUE(simple) << rel << " is left to LibYAML";
     }
-  }
+  });
   EXPECT_GT(files, 80);
   EXPECT_GT(read, files / 2);
 }

@@ -42,6 +42,18 @@ Cluster hand_cluster(int nodes) {
   return c;
 }
 
+/// The 4-block decoder of the hand-timed steps (h 256, 4 heads, ffn 512, vocabulary 1,000, s 128): 19 layers.
+Network tiny_decoder() {
+  DecoderShape d;
+  d.layers = 4;
+  d.hidden = 256;
+  d.heads = 4;
+  d.ffn = 512;
+  d.vocab = 1000;
+  d.seq = 128;
+  return build_decoder(d, "tiny");
+}
+
 // ---- the shape read from a network ---------------------------------------------------------------------
 TEST(ParallelShape, Llama2_7bFromItsLayers) {
   const TransformerShape m = transformer_shape(arch("llama2-7b"));
@@ -588,14 +600,7 @@ TEST(ParallelStep, PipelineOfTwoStagesByHand) {
   // layers. PP 2 × DP 2 on 4 GPUs of one 8-GPU node, 1F1B, m 4, b 1, fp32. Every layer 1 ms forward, 2 ms
   // backward, 0.5 ms update. Stage 0: embedding and blocks 0-1 (9 layers); stage 1: blocks 2-3, the norm and the
   // output (10 layers), the slowest: f 10 ms, b 20 ms.
-  DecoderShape d;
-  d.layers = 4;
-  d.hidden = 256;
-  d.heads = 4;
-  d.ffn = 512;
-  d.vocab = 1000;
-  d.seq = 128;
-  const Network net = build_decoder(d, "tiny");
+  const Network net = tiny_decoder();
   ASSERT_EQ(net.layers.size(), 19u);
   LayerTimes whole;
   whole.forward.assign(19, milliseconds(1.0));
@@ -637,14 +642,7 @@ TEST(ParallelStep, PipelineOfTwoStagesByHand) {
 // rank 0's (16,384 + 32,768)·12 + (8,192 + 32,768)·12 = 1,081,344 B (K and V as wide as Q here: the rank whose
 // later steps take all the keys); 4 kernels each, at the kernel model's memory efficiency and overhead.
 TEST(ParallelStep, ContextParallelRingByHand) {
-  DecoderShape d;
-  d.layers = 4;
-  d.hidden = 256;
-  d.heads = 4;
-  d.ffn = 512;
-  d.vocab = 1000;
-  d.seq = 128;
-  const Network net = build_decoder(d, "tiny");
+  const Network net = tiny_decoder();
   LayerTimes own;
   own.forward.assign(19, milliseconds(1.0));
   own.backward.assign(19, milliseconds(2.0));
