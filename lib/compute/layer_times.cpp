@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "compute/executed_params.hpp"
 #include "dlscale/compute.hpp"
 #include "dlscale/sharding.hpp"
 
@@ -591,15 +592,6 @@ Seconds update_time(const Layer& l, const GpuSpec& gpu, const ComputeOptions& op
   return traffic / (gpu.memory_bandwidth * efficiency) + kp.kernel_overhead * update_kernel_count(l, opt);
 }
 
-/// Eqs. K18 and K20: the kernel parameters as the framework runs its kernels. Its memory traffic moves at the
-/// streaming rate (copy_efficiency) where its memory-bound kernels stream; each kernel costs the GPU the launch gap,
-/// not the fitted overhead (which carries eager PyTorch's host cost), where the host's issue cost is counted apart.
-KernelParams executed_params(const KernelParams& kp, const KernelExecution& x) {
-  KernelParams e = kp;
-  if (x.streaming) e.memory_efficiency = kp.copy_efficiency;
-  if (x.host_issue > Seconds{}) e.kernel_overhead = x.launch_gap;
-  return e;
-}
 [[nodiscard]] bool executed_differently(const KernelExecution& x) noexcept { return x.streaming || x.host_issue > Seconds{}; }
 
 /// Eq. K20: a phase takes at least its kernels × the host's cost of issuing one. Where the GPU's kernels are
@@ -636,6 +628,13 @@ void time_all(Kernels& k, const Layer& l, bool first, bool last, int batch, cons
   if (last) time_loss(k, l, batch, opt);
 }
 }  // namespace
+
+KernelParams executed_params(const KernelParams& kp, const KernelExecution& x) {
+  KernelParams e = kp;
+  if (x.streaming) e.memory_efficiency = kp.copy_efficiency;
+  if (x.host_issue > Seconds{}) e.kernel_overhead = x.launch_gap;
+  return e;
+}
 
 Seconds LayerTimes::total_forward() const noexcept { return sum(forward); }
 Seconds LayerTimes::total_backward() const noexcept { return sum(backward); }
@@ -742,7 +741,7 @@ LayerTimes spread_phase_totals(const LayerTimes& modelled, Seconds forward, Seco
     return out;
   };
   LayerTimes t{
-      spread(modelled.forward, forward), spread(modelled.backward, backward), spread(modelled.update, update), {}, {}, {}};
+      spread(modelled.forward, forward), spread(modelled.backward, backward), spread(modelled.update, update), {}, {}, {}, {}};
   // the recompute modes' parts of each layer's forward keep their share of it (eq. R1-R3)
   const Seconds s = sum(modelled.forward);
   const double scale = s > Seconds{} ? forward / s : 0.0;

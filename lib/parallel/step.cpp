@@ -3,6 +3,7 @@
 // communication, the pipeline, the data-parallel reduction and the update.
 #include <algorithm>
 
+#include "compute/executed_params.hpp"
 #include "dlscale/cluster.hpp"
 #include "dlscale/equations.hpp"
 #include "dlscale/network.hpp"
@@ -41,14 +42,11 @@ Seconds sum_calls(const CollectiveModel& coll, const std::vector<CollectiveCall>
   return t;
 }
 
-/// A memory-bound pass of `traffic` in `kernels` kernels on the GPU, as the kernel model times one (eq. K18-K20:
-/// the framework's memory efficiency and per-kernel charge).
+/// A memory-bound pass of `traffic` in `kernels` (at least one) kernels on the GPU, as the kernel model times one
+/// (eq. K5 with the framework's K18-K20 parameters).
 Seconds memory_passes(Bytes traffic, int kernels, const GpuSpec& gpu, const ComputeOptions& opt) {
-  const KernelParams& kp = opt.kernel(gpu);
-  const double eff = opt.execution.streaming ? kp.copy_efficiency : kp.memory_efficiency;
-  const Seconds per_kernel = opt.execution.host_issue > Seconds{} ? opt.execution.launch_gap : kp.kernel_overhead;
-  const BytesPerSecond bw = gpu.memory_bandwidth * eff;
-  return (bw > BytesPerSecond{} ? traffic / bw : Seconds{}) + per_kernel * static_cast<double>(kernels);
+  const KernelParams kp = executed_params(opt.kernel(gpu), opt.execution);
+  return memory_kernel_time(traffic, gpu, kp) + kp.kernel_overhead * static_cast<double>(kernels - 1);
 }
 
 /// One block's TP/SP (P1-P2) collectives on their group (P12), its CP ring's sends and merges (P15), and a
