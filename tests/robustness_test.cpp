@@ -883,7 +883,7 @@ Scenario hundred_thousand_gpus_at_batch_65536() {
   l.name = "pool";
   l.kind = LayerKind::other;
   sc.network.layers = {l};
-  sc.measured_layers = LayerTimes{{Seconds{}}, {Seconds{}}, {Seconds{}}, {}, {}, {}};
+  sc.measured_layers = LayerTimes{{Seconds{}}, {Seconds{}}, {Seconds{}}, {}, {}, {}, {}};
   sc.strategy.overlap = Overlap::none;
   sc.batch_per_gpu = 65'536;
   return sc;

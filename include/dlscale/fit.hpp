@@ -72,9 +72,9 @@ struct MeasurementOptions {
   /// PyTorch's NCHW rows and its channels_last ones in one file run different kernels (eq. K18).
   std::map<TensorLayout, std::shared_ptr<const Strategy>> framework_by_layout;
 
-  /// Rows run with `framework`: its cuDNN algorithm search and layout, attention kernel, LRN, max pooling's
+  /// Rows run with the framework `strategy`: its cuDNN algorithm search and layout, attention kernel, LRN, max pooling's
   /// index, and optimiser and its kernels (its own update kernels where its file gives them).
-  void take_framework(const Strategy& framework);
+  void take_framework(const Strategy& strategy);
 };
 
 /// Reads a CSV of measured throughputs: a header naming at least gpu, gpus, precision, model,

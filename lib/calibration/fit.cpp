@@ -312,17 +312,17 @@ std::vector<ThroughputSample> read_throughput_csv(const fs::path& file, const Me
   return out;
 }
 
-void MeasurementOptions::take_framework(const Strategy& framework) {
-  conv_algorithms = framework.conv_algorithms;
-  layout = framework.conv_algorithms.layout;
-  attention = framework.attention;
-  lrn = framework.lrn;
-  pool_index_bytes = framework.pool_index_bytes;
-  optimizer = framework.optimizer;
-  optimizer_impl = framework.optimizer_impl;
-  execution = framework.execution;
-  update_kernels = framework.update_kernels;
-  this->framework = framework.name;
+void MeasurementOptions::take_framework(const Strategy& strategy) {
+  conv_algorithms = strategy.conv_algorithms;
+  layout = strategy.conv_algorithms.layout;
+  attention = strategy.attention;
+  lrn = strategy.lrn;
+  pool_index_bytes = strategy.pool_index_bytes;
+  optimizer = strategy.optimizer;
+  optimizer_impl = strategy.optimizer_impl;
+  execution = strategy.execution;
+  update_kernels = strategy.update_kernels;
+  framework = strategy.name;
 }
 
 double predicted_throughput(const ThroughputSample& s, const KernelParamSet& params) {

@@ -399,6 +399,8 @@ MemoryFit check_memory_fit(const Network& net, const GpuSpec& gpu, int batch, co
   const MemoryEstimate one = estimate_training_memory(net, 1, opt, sh, shard, reserved, activations_per_sample);
   const Bytes per_sample = one.activations * (1.0 + kAllocatorSlack) + one.input;
   const Bytes fixed = one.total() - per_sample;
+  // The quotient can pass what an int holds (80 GB at 1 B per sample: 8·10^10); converting such a double
+  // is undefined behaviour, so it is clamped first.
   f.largest_batch = f.available >= fixed && per_sample > Bytes{}
       ? static_cast<int>(
             std::min(std::floor((f.available - fixed) / per_sample), static_cast<double>(std::numeric_limits<int>::max())))

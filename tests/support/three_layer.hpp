@@ -39,6 +39,7 @@ inline Scenario three_layer_scenario() {
                                   {seconds(0.01), seconds(0.02), seconds(0.03)},
                                   {},
                                   {},
+                                  {},
                                   {}};
   sc.batch_per_gpu = 10;
   sc.strategy.name = "layerwise-after";
