@@ -80,12 +80,8 @@ Bytes tp_activation_bytes(const ParallelLayout& l, const TransformerShape& m, do
 /// Empty for tp = 1.
 std::vector<CollectiveCall> tp_block_collectives(const ParallelLayout& l, const TransformerShape& m, double element_bytes);
 /// Eq. P3: the K and V one CP rank holds of one layer, 2·b·(s/c)·kv_local·d_head elements (kv_local =
-/// kv_heads/t, at least 1: replicated when t > kv_heads).
+/// kv_heads/t, at least 1: replicated when t > kv_heads): what each forward step of its ring sends (eq. P15b).
 Bytes cp_kv_chunk_bytes(const ParallelLayout& l, const TransformerShape& m, double element_bytes) noexcept;
-/// Eq. P3: ring attention's exchange as collectives on the CP group, its volume: forward the c−1 ring steps of the
-/// K/V chunk, an all-gather of c chunks; backward twice that (K/V again, and dK/dV returned: a reduce-scatter).
-/// Empty for c = 1. Its time is eq. P15's, step by step (cp_ring_step_time, eq::ring_forward_exposed).
-std::vector<CollectiveCall> cp_block_collectives(const ParallelLayout& l, const TransformerShape& m, double element_bytes);
 /// Eq. P15c: what the merges of one CP rank's ring cost in one block and micro-batch (the slowest rank's: the
 /// ranks wait for each other every step), forward and backward: bytes moved and kernels.
 struct CpMergeTraffic {

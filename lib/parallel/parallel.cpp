@@ -166,16 +166,6 @@ Bytes cp_kv_chunk_bytes(const ParallelLayout& l, const TransformerShape& m, doub
                static_cast<double>(m.head_dim()) * e);
 }
 
-std::vector<CollectiveCall> cp_block_collectives(const ParallelLayout& l, const TransformerShape& m, double e) {
-  if (l.cp <= 1) return {};
-  const Bytes ring = cp_kv_chunk_bytes(l, m, e) * static_cast<double>(l.cp);  // c−1 steps of a chunk = all-gather of c
-  using G = ParallelGroup;
-  using Op = CollectiveOp;
-  return {{"CP K/V ring (forward)", G::cp, Op::allgather, ring, 1, false, true},
-          {"CP K/V ring (backward)", G::cp, Op::allgather, ring, 1, true, true},
-          {"CP dK/dV ring (backward)", G::cp, Op::reducescatter, ring, 1, true, true}};
-}
-
 CpMergeTraffic cp_merge_traffic(const ParallelLayout& l, const TransformerShape& m, double e) noexcept {
   CpMergeTraffic r;
   const int c = l.cp;
