@@ -300,6 +300,9 @@ fs::path mini_data_dir() {
     for (const char* f : {"caffe-mpi", "cntk"})
       fs::copy_file(src / "models" / "frameworks" / (std::string(f) + ".yaml"),
                     d / "models" / "frameworks" / (std::string(f) + ".yaml"), fs::copy_options::overwrite_existing);
+    fs::create_directories(d / "models" / "frameworks" / "transports");  // cntk's transport: mpi-host-root
+    fs::copy_file(src / "models" / "frameworks" / "transports" / "mpi-host-root.yaml",
+                  d / "models" / "frameworks" / "transports" / "mpi-host-root.yaml", fs::copy_options::overwrite_existing);
     write(d / "examples" / "papers" / "mini.yaml",
           edit(edit(edit(kPaper, 5, "    systems: tiny"), 6, "    models: alexnet"), 8, "    gpus: [1, 2]"));
     return d;

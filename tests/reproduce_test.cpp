@@ -184,6 +184,26 @@ TEST(Reproduce, WorkedExamplesPrintWithTheirErrors) {
   EXPECT_THAT(r.out, HasSubstr("77.61%"));
 }
 
+// CNTK's all-reduce across nodes (eq. transport-3, docs/model.md F1): AlexNet's 8 learnable layers, S = 244,403,360 B,
+// conv1 93,184 B first and fc8 16,388,000 B last, on 2 and 4 nodes of 56 Gb/s (7 GB/s, 14 us) with 11.4 GB/s
+// copies: 2·(8·14e-6 + S/7e9) + (93184 + 16388000)/11.4e9 = 0.0714992493 s; 6·(…) + the same copies =
+// 0.2116063122 s. Eq. 12 from that: 63·8/(0.0714992493·7·1024) and 63·16/(0.2116063122·7·1024).
+TEST(Reproduce, CntkAllreduceAcrossNodesIsRootedOnHostCopies) {
+  const double s = 244403360.0, copies = (93184.0 + 16388000.0) / 11.4e9, per_node = 8 * 14e-6 + s / 7e9;
+  const double eight = 2 * per_node + copies, sixteen = 6 * per_node + copies;
+  EXPECT_NEAR(eight, 0.0714992493, 1e-9);
+  EXPECT_NEAR(sixteen, 0.2116063122, 1e-9);
+  EXPECT_NEAR(find_row("tcomm", "alexnet", "cntk", "profile", 8).at("comm_s").get<double>(), eight, 1e-9);
+  EXPECT_NEAR(find_row("tcomm", "alexnet", "cntk", "profile", 16).at("comm_s").get<double>(), sixteen, 1e-9);
+  const json& spec16 = find_row("worked-examples", "alexnet", "cntk", "spec", 16);
+  EXPECT_NEAR(spec16.at("comm_s").get<double>(), sixteen, 1e-9);
+  EXPECT_NEAR(spec16.at("derived").at("allreduce_efficiency").get<double>(), 63.0 * 16 / (sixteen * 7 * 1024), 1e-9);
+  // inside a node CNTK keeps NCCL: the ring of the collective model, not this
+  const json& four = find_row("tcomm", "alexnet", "cntk", "profile", 4);
+  EXPECT_GT(four.at("comm_s").get<double>(), 0.0);
+  EXPECT_LT(four.at("comm_s").get<double>(), eight);
+}
+
 TEST(Reproduce, StrongScalingDividesTheGlobalBatch) {
   // MXNet GoogLeNet on the P100 cluster keeps 192 samples per iteration: 192/12 = 16 per GPU on 12 GPUs,
   // and the speedup is the throughput ratio (= time ratio, the work per iteration being fixed).

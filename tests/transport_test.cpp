@@ -1,7 +1,10 @@
 // Transports between nodes (include/dlscale/transport.hpp): NCCL staged through host memory without
-// GPUDirect RDMA, and the RPC parameter-server exchange of TensorFlow 1.x (gRPC) and MXNet (ps-lite).
+// GPUDirect RDMA, the RPC parameter-server exchange of TensorFlow 1.x (gRPC) and MXNet (ps-lite), and CNTK's
+// MPI all-reduce on host copies reduced at one root node (eq. transport-3, docs/model.md F1).
 // Expected values are worked by hand in the comments.
 #include <gtest/gtest.h>
+
+#include <array>
 
 #include "dlscale/collective.hpp"
 #include "dlscale/error.hpp"
@@ -76,8 +79,58 @@ TEST(Transport, FrameworkFilesNameTheirTransport) {
     FAIL() << "no error";
   } catch (const InputError& e) {
     EXPECT_EQ(std::string(e.what()),
-              "x.yaml:6:12: 'transport': unknown transport 'carrier-pigeon' (known: grpc-tcp, nccl, ps-lite-tcp)");
+              "x.yaml:6:12: 'transport': unknown transport 'carrier-pigeon' (known: grpc-tcp, "
+              "mpi-host-root, nccl, ps-lite-tcp)");
   }
+}
+
+// Eq. transport-3 by hand. F1a: 2·(N−1)·(α + S/B): 4 nodes, 10 us, 0.3 GB at 1 GB/s: 6·(0.00001 + 0.3) = 1.80006 s;
+// 2 nodes: 2·0.30001 = 0.60002 s. F1b: (S_first + S_last)/B_copy = (0.3 + 0.05) GB / 12 GB/s = 0.0291666… s.
+TEST(Transport, RootAllreduceEquations) {
+  EXPECT_NEAR(in_seconds(eq::root_allreduce(gigabytes(0.3), 4, gigabytes_per_second(1), microseconds(10))), 1.80006, 1e-12);
+  EXPECT_NEAR(in_seconds(eq::root_allreduce(gigabytes(0.3), 2, gigabytes_per_second(1), microseconds(10))), 0.60002, 1e-12);
+  EXPECT_EQ(in_seconds(eq::root_allreduce(gigabytes(0.3), 1, gigabytes_per_second(1), microseconds(10))), 0.0);
+  EXPECT_NEAR(in_seconds(eq::staging_exposed(gigabytes(0.3), gigabytes(0.05), gigabytes_per_second(12))), 0.35 / 12, 1e-15);
+}
+
+// The transport applies it to all-reduces across nodes, a tensor list at a time: on the hand cluster (1 GB/s between
+// nodes, 10 us, pinned copies at 12 GB/s) four units of 0, 0.3, 0.1 and 0.05 GB over 16 GPUs on 4 nodes take
+// 0; 6·(1e-5 + 0.3) + 0.3/12 = 1.82506; 6·(1e-5 + 0.1) = 0.60006; 6·(1e-5 + 0.05) + 0.05/12 = 0.3042266… s (the
+// empty unit neither exchanges nor copies; the first and the last tensor carry the exposed copies). One tensor
+// alone shows both its copies: 0.3 GB on 2 nodes, 2·(1e-5 + 0.3) + 2·0.3/12 = 0.65002 s. Inside a node, and for
+// other operations, the collective model is kept (its staging at min(1, 12) GB/s costs nothing here).
+TEST(Transport, RootAllreduceOnHostCopies) {
+  Cluster c = two_nodes();
+  c.inter_node.latency = microseconds(10);
+  Transport mpi;
+  mpi.name = "mpi-host-root";
+  mpi.staged = true;
+  mpi.root_allreduce = true;
+  EXPECT_FALSE(mpi.is_default());
+  const auto base = make_alpha_beta_model(c);
+  const auto m = with_transport(base, mpi, c);
+  const std::array<Bytes, 4> sizes{Bytes{}, gigabytes(0.3), gigabytes(0.1), gigabytes(0.05)};
+  std::array<Seconds, 4> out{};
+  m->times(CollectiveOp::allreduce, sizes, {16, 4, 4}, out);
+  EXPECT_EQ(in_seconds(out[0]), 0.0);
+  EXPECT_NEAR(in_seconds(out[1]), 1.80006 + 0.3 / 12, 1e-12);
+  EXPECT_NEAR(in_seconds(out[2]), 0.60006, 1e-12);
+  EXPECT_NEAR(in_seconds(out[3]), 0.30006 + 0.05 / 12, 1e-12);
+  EXPECT_NEAR(in_seconds(m->time(CollectiveOp::allreduce, gigabytes(0.3), {8, 2, 4})), 0.65002, 1e-12);
+  EXPECT_EQ(m->time(CollectiveOp::allreduce, gigabytes(0.3), {4, 1, 4}),
+            base->time(CollectiveOp::allreduce, gigabytes(0.3), {4, 1, 4}));
+  EXPECT_EQ(m->time(CollectiveOp::broadcast, gigabytes(0.3), {8, 2, 4}),
+            base->time(CollectiveOp::broadcast, gigabytes(0.3), {8, 2, 4}));
+}
+
+// CNTK's file names it, and the transport file says it (models/frameworks/transports/mpi-host-root.yaml).
+TEST(Transport, CntkCrossesNodesByMpiOnHostCopies) {
+  const Strategy s = load_strategy(resolve(DataKind::framework, "cntk", "framework"));
+  EXPECT_EQ(s.transport.name, "mpi-host-root");
+  EXPECT_TRUE(s.transport.root_allreduce);
+  EXPECT_TRUE(s.transport.staged);
+  EXPECT_DOUBLE_EQ(s.transport.wire_efficiency, 1.0);
+  EXPECT_EQ(s.transport.per_message, Seconds{});
 }
 
 // The predictor uses it: MXNet-style parameter servers across 2 nodes of the hand cluster, one layer of 0.3 GB,

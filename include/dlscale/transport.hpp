@@ -19,9 +19,14 @@ struct Transport {
   double wire_efficiency = 1.0;  // share of the inter-node link the protocol reaches (TCP over IPoIB < 1)
   Seconds per_message{};         // software cost of one message (an RPC, a ZeroMQ send) per direction
   bool staged = false;           // copies every tensor through host memory even where GPUDirect RDMA exists
+  /// `allreduce: root`: across nodes an all-reduce is reduced at one root node and broadcast back, a tensor at a
+  /// time on host copies (eq. transport-3: MPI as CNTK 2.1 calls it); default: the collective model's algorithm.
+  bool root_allreduce = false;
   std::string source;
 
-  [[nodiscard]] bool is_default() const noexcept { return wire_efficiency == 1.0 && per_message == Seconds{} && !staged; }
+  [[nodiscard]] bool is_default() const noexcept {
+    return wire_efficiency == 1.0 && per_message == Seconds{} && !staged && !root_allreduce;
+  }
 };
 
 namespace eq {
@@ -42,6 +47,17 @@ constexpr Seconds rpc_parameter_server(Bytes size, int workers, int servers, Byt
                                        Seconds per_message) noexcept {
   return (per_message + size * (static_cast<double>(workers) / servers) / bandwidth) * 2.0;
 }
+
+/// Transport-3 (docs/model.md, F1a): one tensor's all-reduce across N nodes reduced at one root node and
+/// broadcast back from it: the root's link takes the other N−1 nodes' S in and sends the result out, each
+/// message paying the latency α: t = 2·(N−1)·(α + S/B).
+constexpr Seconds root_allreduce(Bytes size, int nodes, BytesPerSecond bandwidth, Seconds latency) noexcept {
+  return (latency + size / bandwidth) * (2.0 * static_cast<double>(nodes - 1));
+}
+
+/// Transport-3 (docs/model.md, F1b): the host copies a tensor-at-a-time MPI all-reduce leaves outside the
+/// network's shadow, the first tensor's copy to the host and the last one's copy back: (S_first + S_last)/B_copy.
+constexpr Seconds staging_exposed(Bytes first, Bytes last, BytesPerSecond copy) noexcept { return (first + last) / copy; }
 
 }  // namespace eq
 

@@ -114,6 +114,7 @@ Transport read_transport(const Node& ref, const fs::path& data) {
     if (t.per_message < Seconds{}) n->fail("a per-message cost cannot be negative");
   }
   if (auto n = m.optional("staged")) t.staged = n->boolean();
+  if (auto n = m.optional("allreduce")) t.root_allreduce = n->choice({"collective", "root"}) == "root";
   if (auto n = m.optional("source")) t.source = n->scalar();
   m.finish();
   return t;
