@@ -29,8 +29,9 @@ class TransportModel final : public CollectiveModel {
   }
 
   Seconds time(CollectiveOp op, Bytes size, const GpuPlacement& where) const override {
-    if (rooted(op, where))  // one tensor alone: its copy down and its copy up both show (eq. transport-3)
-      return eq::root_allreduce(size, where.nodes, effective_, latency_) + eq::staging_exposed(size, size, copy_);
+    // One tensor of the framework's sequence (the simulator asks tensor by tensor): its exchange; the copies the
+    // pipeline leaves exposed belong to the sequence's ends, which only times() sees (eq. transport-3).
+    if (rooted(op, where)) return eq::root_allreduce(size, where.nodes, effective_, latency_);
     const Seconds t = base_->time(op, size, where);
     return where.nodes > 1 ? t * slowdown_ : t;
   }
