@@ -248,7 +248,7 @@ TEST(KernelModel, UnalignedInputChannelsArePaddedPerFilterTap) {
   EXPECT_EQ(channel_padding_elements(aligned, ConvPass::forward, Precision::fp16, TensorLayout::nhwc, true), 0.0);
 }
 
-// Eq. K21 on the toy GPU (10 SMs at 1.953125 GHz: 19.53125 G SM clocks a second): the 3-channel 3×3 convolution
+// Eq. K22 on the toy GPU (10 SMs at 1.953125 GHz: 19.53125 G SM clocks a second): the 3-channel 3×3 convolution
 // above (8 × 32 × 32 outputs of 64 channels: 524,288 output elements, 524,288 × 3 × 9 = 14,155,776 multiply-adds of
 // the true channels), with small-channel rates of 100 multiply-adds and 0.5 clocks an output forward, 200 and 0.25
 // for the weight gradient. Forward: (141,557.76 + 262,144) / 19.53125 G = 20.66953011 us, + 5 us, + K11's padding
@@ -763,7 +763,7 @@ TEST(Compute, MaxPoolingKeepsWhatItsFrameworkKeeps) {
   EXPECT_NEAR(b0, (2 * ei + 2 * eo) * 4 / 400e9 + 5e-6, 1e-15);
 }
 
-// Eq. K22 on the toy GPU (19.53125 G SM clocks a second), the max pool above (3×3, stride 2, 200,704 outputs:
+// Eq. K23 on the toy GPU (19.53125 G SM clocks a second), the max pool above (3×3, stride 2, 200,704 outputs:
 // 1,806,336 window elements) in fp32 with PyTorch's index, at 1 window element per SM per clock forward and 0.5
 // backward: 92.4844032 us and 184.9688064 us, + 5 us each, above the bytes' 14.04928 and 22.07744 us. A 3×3 stride-1
 // average pool over 64 × 56 × 56 (1,806,336 window elements too) takes the same; without the rates both stream.

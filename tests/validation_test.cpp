@@ -556,8 +556,8 @@ TEST(TunedStacks, ChannelsLastStepsAsTheirKernelsRun) {
       rows, 100 * before / rows, 100 * after / rows, resnet_rows, 100 * resnet_before / resnet_rows,
       100 * resnet_after / resnet_rows, 100 * with_floor / rows);
   EXPECT_LT(after, before);
-  // Where it stands (11.0 %; 15.1 % before K21 timed AlexNet's first convolution and K22 the pools). ResNet-50's rows
-  // lose from K22 (10.7 -> 12.1 %): its max pool now costs the 2.97 ms it measured 2.70 (streamed 0.78 ms), and the
+  // Where it stands (11.0 %; 15.1 % before K22 timed AlexNet's first convolution and K23 the pools). ResNet-50's rows
+  // lose from K23 (10.7 -> 12.1 %): its max pool now costs the 2.97 ms it measured 2.70 (streamed 0.78 ms), and the
   // rest of its step was already charged too much.
   EXPECT_LE(after / rows, 0.12);
   EXPECT_LE(resnet_after / resnet_rows, 0.13);       // 12.1 %, from 35.3 % as shipped

@@ -1,4 +1,4 @@
-// The kernel model (include/dlscale/kernels.hpp; equations K1–K13, K21 and K22 in docs/compute-model.md).
+// The kernel model (include/dlscale/kernels.hpp; equations K1–K13, K22 and K23 in docs/compute-model.md).
 #include "dlscale/kernels.hpp"
 
 #include <fmt/format.h>
@@ -264,7 +264,7 @@ ConvPlan plan_conv(const ConvGeometry& c, ConvPass pass, const GpuSpec& gpu, Pre
   best.transposes = implicit.tensor ? transposes : Seconds{};
   best.padding = implicit.tensor ? padding : Seconds{};
   best.time = best.gemm.time + best.transposes + best.padding;
-  // K21: unaligned input channels on the tensor cores run cuDNN's small-channel kernels at their own rate per SM (with
+  // K22: unaligned input channels on the tensor cores run cuDNN's small-channel kernels at their own rate per SM (with
   // K11's padding copy and K10's transposes as before), where the architecture's profiles measured it; in TF32 they
   // are weighed against the fp32 kernels as the implicit GEMM is.
   const Seconds small = small_channel_conv(c, pass, p, on_tensor) ? small_channel_conv_time(c, pass, gpu, kp) : Seconds{};

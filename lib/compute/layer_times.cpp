@@ -168,7 +168,7 @@ class Kernels {
         max(stream, walk) + kp_.kernel_overhead * static_cast<double>(kernels - 1), flops(0), traffic, bwd);
     (bwd ? backward_kernels : forward_kernels) += kernels - 1;
   }
-  /// A pooling pass (eq. K22): streamed at memory speed (K5), or no faster than its threads walk `window_elements`
+  /// A pooling pass (eq. K23): streamed at memory speed (K5), or no faster than its threads walk `window_elements`
   /// window elements at the architecture's rate per SM.
   void pool(const std::string& what, double elements_moved, double element_bytes, bool bwd, double extra_bytes,
             double window_elements) {
@@ -477,7 +477,7 @@ void time_layer(Kernels& k, const Layer& l, bool first, int batch, const Compute
   time_roofline(k, w);
 }
 
-/// Max and average pooling: their bytes (eq. K17), and the windows their kernels walk (eq. K22): each output's kh·kw
+/// Max and average pooling: their bytes (eq. K17), and the windows their kernels walk (eq. K23): each output's kh·kw
 /// window elements, forward and backward.
 void time_pool(Kernels& k, const Operator& o, double ei, double eo, double eb, const ComputeOptions& opt) {
   const double forward_walk = eo * o.kernel_h * o.kernel_w, backward_walk = forward_walk;

@@ -21,7 +21,7 @@ double fraction(const Node& n) {
   return v;
 }
 
-/// Eqs. K21 and K22: the convolution and pooling kernel classes' rates per SM per clock (0 or absent: not measured).
+/// Eqs. K22 and K23: the convolution and pooling kernel classes' rates per SM per clock (0 or absent: not measured).
 void read_conv_pool_classes(MapReader& m, KernelParams& base) {
   for (auto [key, field] : {std::pair{"small_channel_forward_rate", &base.small_channel_forward_rate},
                             std::pair{"small_channel_wgrad_rate", &base.small_channel_wgrad_rate}}) {
@@ -161,7 +161,7 @@ std::string params_flow_map(const KernelParams& p, const KernelParams* base) {
         std::tuple{"small_channel_wgrad_clocks", p.small_channel_wgrad_clocks, base ? base->small_channel_wgrad_clocks : 0},
         std::tuple{"pool_forward_rate", p.pool_forward_rate, base ? base->pool_forward_rate : 0},
         std::tuple{"pool_backward_rate", p.pool_backward_rate, base ? base->pool_backward_rate : 0}})
-    if (v > 0.0) put(key, v, b);  // K21, K22: 0 (not measured) is not written
+    if (v > 0.0) put(key, v, b);  // K22, K23: 0 (not measured) is not written
   return m.str();
 }
 }  // namespace
