@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -245,6 +246,48 @@ TEST(KernelModel, UnalignedInputChannelsArePaddedPerFilterTap) {
   // Aligned channels (the worked 256-channel convolution) are not padded.
   const ConvGeometry aligned{8, 256, 128, 14, 14, 14, 14, 1, 1, 1, 1, 1};
   EXPECT_EQ(channel_padding_elements(aligned, ConvPass::forward, Precision::fp16, TensorLayout::nhwc, true), 0.0);
+}
+
+// Eq. K22 on the toy GPU (10 SMs at 1.953125 GHz: 19.53125 G SM clocks a second): the 3-channel 3×3 convolution
+// above (8 × 32 × 32 outputs of 64 channels: 524,288 output elements, 524,288 × 3 × 9 = 14,155,776 multiply-adds of
+// the true channels), with small-channel rates of 100 multiply-adds and 0.5 clocks an output forward, 200 and 0.25
+// for the weight gradient. Forward: (141,557.76 + 262,144) / 19.53125 G = 20.66953011 us, + 5 us, + K11's padding
+// copy (8,192 pixels × (3 + 8) × 2 B at 400 GB/s = 0.45056 us); weight gradient (70,778.88 + 131,072) / 19.53125 G
+// = 10.33476506 us + 5 + 0.45056 us. The data gradient, fp32 (vector units), aligned channels and fp16's ResNet
+// stem (64 filters of 7×7 at stride 2, cuDNN's image_first_layer kernel) keep the implicit GEMM; bf16's stem does
+// not. In TF32 the class is weighed against the fp32 kernels, and here they win (fp32 takes Winograd, K7).
+TEST(KernelModel, SmallChannelConvolutionsRunAtTheirOwnRatePerSm) {
+  const ConvGeometry c{8, 3, 64, 32, 32, 32, 32, 3, 3, 1, 1, 1};
+  KernelParams kp = toy_params();
+  kp.copy_efficiency = 0.8;
+  const ConvAlgorithmPolicy nhwc;
+  const ConvPlan before = plan_conv(c, ConvPass::forward, toy_gpu(), Precision::fp16, kp, nhwc);
+  EXPECT_EQ(before.algorithm, ConvAlgorithm::implicit_gemm);  // no rate: as eq. K11 times it
+  kp.small_channel_forward_rate = 100;
+  kp.small_channel_forward_clocks = 0.5;
+  kp.small_channel_wgrad_rate = 200;
+  kp.small_channel_wgrad_clocks = 0.25;
+  const ConvPlan f = plan_conv(c, ConvPass::forward, toy_gpu(), Precision::fp16, kp, nhwc);
+  EXPECT_EQ(f.algorithm, ConvAlgorithm::small_channel);
+  EXPECT_EQ(to_string(f.algorithm), "small_channel");
+  EXPECT_NEAR(in_seconds(f.gemm.compute), 20.66953011e-6, 1e-14);
+  EXPECT_NEAR(in_seconds(f.padding), 0.45056e-6, 1e-15);
+  EXPECT_NEAR(in_seconds(f.time), 20.66953011e-6 + 5e-6 + 0.45056e-6, 1e-14);
+  const ConvPlan w = plan_conv(c, ConvPass::weight_gradient, toy_gpu(), Precision::fp16, kp, nhwc);
+  EXPECT_EQ(w.algorithm, ConvAlgorithm::small_channel);
+  EXPECT_NEAR(in_seconds(w.time), 10.33476506e-6 + 5e-6 + 0.45056e-6, 1e-14);
+  EXPECT_EQ(plan_conv(c, ConvPass::data_gradient, toy_gpu(), Precision::fp16, kp, nhwc).algorithm, ConvAlgorithm::implicit_gemm);
+  EXPECT_NE(plan_conv(c, ConvPass::forward, toy_gpu(), Precision::fp32, kp, nhwc).algorithm, ConvAlgorithm::small_channel);
+  const ConvGeometry aligned{8, 8, 64, 32, 32, 32, 32, 3, 3, 1, 1, 1};
+  EXPECT_FALSE(small_channel_conv(aligned, ConvPass::forward, Precision::fp16, true));
+  const ConvGeometry stem{8, 3, 64, 224, 224, 112, 112, 7, 7, 2, 2, 1};
+  EXPECT_FALSE(small_channel_conv(stem, ConvPass::forward, Precision::fp16, true));
+  EXPECT_TRUE(small_channel_conv(stem, ConvPass::forward, Precision::bf16, true));
+  EXPECT_TRUE(small_channel_conv(stem, ConvPass::weight_gradient, Precision::tf32, true));
+  const ConvPlan t = plan_conv(c, ConvPass::forward, toy_gpu(), Precision::tf32, kp, nhwc);
+  EXPECT_NE(t.algorithm, ConvAlgorithm::small_channel);  // the fp32 kernels (here Winograd)
+  EXPECT_LT(t.time, seconds(20.66953011e-6 + 5e-6));
+  EXPECT_EQ(t.padding, Seconds{});
 }
 
 // A layer norm over 8 sequences of 128 tokens × 768 in fp16: E = 786,432 elements; forward reads and writes
@@ -718,6 +761,48 @@ TEST(Compute, MaxPoolingKeepsWhatItsFrameworkKeeps) {
   const auto [f0, b0] = times(0);  // cuDNN's
   EXPECT_NEAR(f0, (ei + eo) * 4 / 400e9 + 5e-6, 1e-15);
   EXPECT_NEAR(b0, (2 * ei + 2 * eo) * 4 / 400e9 + 5e-6, 1e-15);
+}
+
+// Eq. K23 on the toy GPU (19.53125 G SM clocks a second), the max pool above (3×3, stride 2, 200,704 outputs:
+// 1,806,336 window elements) in fp32 with PyTorch's index, at 1 window element per SM per clock forward and 0.5
+// backward: 92.4844032 us and 184.9688064 us, + 5 us each, above the bytes' 14.04928 and 22.07744 us. A 3×3 stride-1
+// average pool over 64 × 56 × 56 (1,806,336 window elements too) takes the same; without the rates both stream.
+TEST(Compute, PoolingWalksItsWindowsAtItsRatePerSm) {
+  Network n = one_gemm();
+  Operator pool;
+  pool.name = "pool1";
+  pool.kind = LayerKind::maxpool;
+  pool.input_shape = {64, 112, 112};
+  pool.output_shape = {64, 56, 56};
+  pool.kernel_h = pool.kernel_w = 3;
+  pool.stride_h = pool.stride_w = 2;
+  Operator avg = pool;
+  avg.name = "pool2";
+  avg.kind = LayerKind::avgpool;
+  avg.input_shape = avg.output_shape = {64, 56, 56};
+  avg.stride_h = avg.stride_w = 1;
+  n.layers[0].ops = {pool, avg};
+  ComputeOptions o = toy_options(Precision::fp32);
+  o.pool_index_bytes = 8;
+  const auto with_rates = [&](double forward, double backward) {
+    auto set = std::make_shared<KernelParamSet>();
+    set->defaults = toy_params();
+    set->defaults.pool_forward_rate = forward;
+    set->defaults.pool_backward_rate = backward;
+    o.kernel_params = set;
+    std::map<std::string, double> t;
+    for (const auto& k : layer_kernels(n.layers[0], false, false, toy_gpu(), 1, o)) t[k.name] = in_seconds(k.time);
+    return t;
+  };
+  const auto walk = with_rates(1.0, 0.5);
+  EXPECT_NEAR(walk.at("pool1 fwd (window walk)"), 92.4844032e-6 + 5e-6, 1e-14);
+  EXPECT_NEAR(walk.at("pool1 bwd (window walk)"), 184.9688064e-6 + 5e-6, 1e-14);
+  EXPECT_NEAR(walk.at("pool2 fwd (window walk)"), 92.4844032e-6 + 5e-6, 1e-14);
+  EXPECT_NEAR(walk.at("pool2 bwd (window walk)"), 184.9688064e-6 + 5e-6, 1e-14);
+  const auto stream = with_rates(0.0, 0.0);
+  EXPECT_NEAR(stream.at("pool1 fwd"), 14.04928e-6 + 5e-6, 1e-14);
+  EXPECT_NEAR(stream.at("pool1 bwd"), 22.07744e-6 + 5e-6, 1e-14);
+  EXPECT_NEAR(stream.at("pool2 fwd"), 2 * 200704.0 * 4 / 400e9 + 5e-6, 1e-14);
 }
 
 /// A batch norm "bn" over 64×56×56 with the operators `after` behind it (each of that shape).

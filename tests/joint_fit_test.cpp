@@ -272,10 +272,11 @@ TEST(JointFit, LambdaAndTheHopperStepsInOneFit) {
       EXPECT_LT(err, errors_of(rows, today).by_source.at(source)) << source;
     }
   }
-  // Where it stands (2026-11-28: 10.0 % in-sample, 10.8 leaving out a GPU, 11.8 a network, 11.3 a source).
-  EXPECT_LE(in_sample.all, 0.11);
-  EXPECT_LE(out[LeaveOut::gpu].all, 0.12);
-  EXPECT_LE(out[LeaveOut::network].all, 0.13);
+  // Where it stands (2026-11-28, with eqs. K22 and K23: 8.6 % in-sample, 9.3 leaving out a GPU, 9.2 a network, 11.3 a
+  // source; before them 10.0, 10.8, 11.8 and 11.3 %).
+  EXPECT_LE(in_sample.all, 0.09);
+  EXPECT_LE(out[LeaveOut::gpu].all, 0.10);
+  EXPECT_LE(out[LeaveOut::network].all, 0.10);
   EXPECT_LE(out[LeaveOut::source].all, 0.12);
 #endif
 }

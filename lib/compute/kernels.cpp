@@ -1,4 +1,4 @@
-// The kernel model (include/dlscale/kernels.hpp; equations K1–K10 in docs/compute-model.md).
+// The kernel model (include/dlscale/kernels.hpp; equations K1–K13, K22 and K23 in docs/compute-model.md).
 #include "dlscale/kernels.hpp"
 
 #include <fmt/format.h>
@@ -146,6 +146,8 @@ std::string_view to_string(ConvAlgorithm a) noexcept {
       return "winograd";
     case ConvAlgorithm::fft:
       return "fft";
+    case ConvAlgorithm::small_channel:
+      return "small_channel";
   }
   return "";
 }
@@ -211,6 +213,32 @@ double channel_padding_elements(const ConvGeometry& c, ConvPass pass, Precision 
   return pixels * (static_cast<double>(c.in_channels) + static_cast<double>(padded));  // read the input, write the padded copy
 }
 
+bool small_channel_conv(const ConvGeometry& c, ConvPass pass, Precision p, bool tensor_cores) noexcept {
+  const std::int64_t per_group = c.in_channels / std::max(c.groups, 1);
+  if (!tensor_cores || pass == ConvPass::data_gradient || per_group >= tensor_core_alignment(p, tensor_cores)) return false;
+  const bool image_first_layer = p == Precision::fp16 && c.out_channels == 64 && c.kernel_h == 7 && c.kernel_w == 7 &&
+      c.stride_h == 2 && c.stride_w == 2 && per_group <= 4;
+  return !image_first_layer;
+}
+
+Seconds small_channel_conv_time(const ConvGeometry& c, ConvPass pass, const GpuSpec& gpu, const KernelParams& kp) noexcept {
+  const bool forward = pass == ConvPass::forward;
+  const double rate = forward ? kp.small_channel_forward_rate : kp.small_channel_wgrad_rate;
+  const double per_output = forward ? kp.small_channel_forward_clocks : kp.small_channel_wgrad_clocks;
+  const double clocks_per_second = gpu.sm_count * gpu.boost_clock.base();
+  if (!(rate > 0.0) || !(clocks_per_second > 0.0) || pass == ConvPass::data_gradient) return Seconds{};
+  const double outputs =
+      static_cast<double>(c.batch) * static_cast<double>(c.out_h * c.out_w) * static_cast<double>(c.out_channels);
+  const double macs =
+      outputs * static_cast<double>(c.in_channels / std::max(c.groups, 1)) * static_cast<double>(c.kernel_h * c.kernel_w);
+  return seconds((macs / rate + outputs * per_output) / clocks_per_second);
+}
+
+Seconds pool_walk_time(double window_elements, bool backward, const GpuSpec& gpu, const KernelParams& kp) noexcept {
+  const double rate = (backward ? kp.pool_backward_rate : kp.pool_forward_rate) * gpu.sm_count * gpu.boost_clock.base();
+  return rate > 0.0 ? seconds(window_elements / rate) : Seconds{};
+}
+
 ConvPlan plan_conv(const ConvGeometry& c, ConvPass pass, const GpuSpec& gpu, Precision p, const KernelParams& kp,
                    const ConvAlgorithmPolicy& policy) {
   const GemmShape g = conv_as_gemm(c, pass);
@@ -236,6 +264,20 @@ ConvPlan plan_conv(const ConvGeometry& c, ConvPass pass, const GpuSpec& gpu, Pre
   best.transposes = implicit.tensor ? transposes : Seconds{};
   best.padding = implicit.tensor ? padding : Seconds{};
   best.time = best.gemm.time + best.transposes + best.padding;
+  // K22: unaligned input channels on the tensor cores run cuDNN's small-channel kernels at their own rate per SM (with
+  // K11's padding copy and K10's transposes as before), where the architecture's profiles measured it; in TF32 they
+  // are weighed against the fp32 kernels as the implicit GEMM is.
+  const Seconds small = small_channel_conv(c, pass, p, on_tensor) ? small_channel_conv_time(c, pass, gpu, kp) : Seconds{};
+  if (small > Seconds{}) {
+    best = ConvPlan{.algorithm = ConvAlgorithm::small_channel, .transposes = transposes, .padding = padding};
+    best.gemm.compute = small;
+    best.gemm.time = small + kp.kernel_overhead;
+    best.time = best.gemm.time + transposes + padding;
+    if (p == Precision::tf32) {
+      const GemmPlan fp32 = plan_gemm(g, gpu, Precision::fp32, kp, cls);
+      if (fp32.time < best.time) best = ConvPlan{.gemm = fp32, .time = fp32.time};
+    }
+  }
   // TF32 allows the tensor cores without demanding them: cuDNN still weighs its fp32 vector-unit algorithms (Winograd, FFT)
   // against them and takes the fastest, so those are tried in fp32 too.
   const Precision vector_p = p == Precision::tf32 ? Precision::fp32 : p;

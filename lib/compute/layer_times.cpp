@@ -168,6 +168,16 @@ class Kernels {
         max(stream, walk) + kp_.kernel_overhead * static_cast<double>(kernels - 1), flops(0), traffic, bwd);
     (bwd ? backward_kernels : forward_kernels) += kernels - 1;
   }
+  /// A pooling pass (eq. K23): streamed at memory speed (K5), or no faster than its threads walk `window_elements`
+  /// window elements at the architecture's rate per SM.
+  void pool(const std::string& what, double elements_moved, double element_bytes, bool bwd, double extra_bytes,
+            double window_elements) {
+    const Bytes traffic = bytes(elements_moved * element_bytes + extra_bytes);
+    if (!(traffic > Bytes{})) return;
+    const Seconds stream = memory_kernel_time(traffic, gpu_, kp_);
+    const Seconds walk = pool_walk_time(window_elements, bwd, gpu_, kp_) + kp_.kernel_overhead;
+    add(named_ && walk > stream ? what + " (window walk)" : what, max(stream, walk), flops(0), traffic, bwd);
+  }
   /// A layer without the shape of its work: the roofline of its FLOPs and bytes.
   void roofline(const std::string& what, Flops work, Bytes traffic, bool tensor_math, bool bwd) {
     const bool tensor = gpu_.on_tensor_cores(opt_.precision);
@@ -467,6 +477,27 @@ void time_layer(Kernels& k, const Layer& l, bool first, int batch, const Compute
   time_roofline(k, w);
 }
 
+/// Max and average pooling: their bytes (eq. K17), and the windows their kernels walk (eq. K23): each output's kh·kw
+/// window elements, forward and backward.
+void time_pool(Kernels& k, const Operator& o, double ei, double eo, double eb, const ComputeOptions& opt) {
+  const double forward_walk = eo * o.kernel_h * o.kernel_w, backward_walk = forward_walk;
+  if (o.kind == LayerKind::avgpool) {
+    k.pool(k.name(o.name, " fwd"), ei + eo, eb, false, 0.0, forward_walk);
+    k.pool(k.name(o.name, " bwd"), ei + eo, eb, true, 0.0, backward_walk);
+    return;
+  }
+  // Eq. K17: read the input, write the output and, where the framework keeps one, an index per output (PyTorch
+  // int64, Caffe int32); backward zero-fills dx and scatters dy through the index, or (cuDNN, no index) reads the
+  // input, output and dy again to find each window's maximum and writes dx
+  if (opt.pool_index_bytes > 0) {
+    k.pool(k.name(o.name, " fwd"), ei + eo, eb, false, opt.pool_index_bytes * eo, forward_walk);
+    k.pool(k.name(o.name, " bwd"), 2.0 * ei + eo, eb, true, opt.pool_index_bytes * eo, backward_walk);
+  } else {
+    k.pool(k.name(o.name, " fwd"), ei + eo, eb, false, 0.0, forward_walk);
+    k.pool(k.name(o.name, " bwd"), 2.0 * ei + 2.0 * eo, eb, true, 0.0, backward_walk);
+  }
+}
+
 void time_operator(Kernels& k, const Operator& o, int batch, const ComputeOptions& opt) {
   if (o.kind == LayerKind::lrn && !opt.lrn) return;  // a framework without LRN (`lrn: false`) does not run it
   const double eb = activation_bytes_per_element(opt.precision);
@@ -483,20 +514,9 @@ void time_operator(Kernels& k, const Operator& o, int batch, const ComputeOption
       k.pass(k.name(o.name, " fwd"), 2.0 * eo, eb, false, eo);
       k.pass(k.name(o.name, " bwd"), 2.0 * eo, eb, true, eo);
       return;
-    case LayerKind::maxpool:  // eq. K17: read the input, write the output and, where the framework keeps one, an
-      // index per output (PyTorch int64, Caffe int32); backward zero-fills dx and scatters dy through the index, or
-      // (cuDNN, no index) reads the input, output and dy again to find each window's maximum and writes dx
-      if (opt.pool_index_bytes > 0) {
-        k.pass(k.name(o.name, " fwd"), ei + eo, eb, false, opt.pool_index_bytes * eo);
-        k.pass(k.name(o.name, " bwd"), 2.0 * ei + eo, eb, true, opt.pool_index_bytes * eo);
-      } else {
-        k.pass(k.name(o.name, " fwd"), ei + eo, eb, false);
-        k.pass(k.name(o.name, " bwd"), 2.0 * ei + 2.0 * eo, eb, true);
-      }
-      return;
+    case LayerKind::maxpool:
     case LayerKind::avgpool:
-      k.pass(k.name(o.name, " fwd"), ei + eo, eb, false);
-      k.pass(k.name(o.name, " bwd"), ei + eo, eb, true);
+      time_pool(k, o, ei, eo, eb, opt);
       return;
     case LayerKind::add:  // read two, write one; backward: the gradients of the two paths meet at the fork
       k.pass(k.name(o.name, " fwd"), 3.0 * eo, eb, false);

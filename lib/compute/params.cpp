@@ -2,6 +2,7 @@
 // KernelParamSet; every error names file:line:col and the key.
 #include <fmt/format.h>
 
+#include <tuple>
 #include <utility>
 
 #include "dlscale/error.hpp"
@@ -18,6 +19,31 @@ double fraction(const Node& n) {
   const double v = n.number();
   if (!(v > 0.0 && v <= 1.0)) n.fail(fmt::format("an efficiency lies in (0, 1], got {}", v));
   return v;
+}
+
+/// Eqs. K22 and K23: the convolution and pooling kernel classes' rates per SM per clock (0 or absent: not measured).
+void read_conv_pool_classes(MapReader& m, KernelParams& base) {
+  for (auto [key, field] : {std::pair{"small_channel_forward_rate", &base.small_channel_forward_rate},
+                            std::pair{"small_channel_wgrad_rate", &base.small_channel_wgrad_rate}}) {
+    if (auto n = m.optional(key)) {
+      *field = n->number();
+      if (!(*field >= 0.0 && *field <= 8192.0)) n->fail("a convolution's multiply-adds per SM per clock lie in [0, 8192]");
+    }
+  }
+  for (auto [key, field] : {std::pair{"small_channel_forward_clocks", &base.small_channel_forward_clocks},
+                            std::pair{"small_channel_wgrad_clocks", &base.small_channel_wgrad_clocks}}) {
+    if (auto n = m.optional(key)) {
+      *field = n->number();
+      if (!(*field >= 0.0 && *field <= 64.0)) n->fail("SM clocks per output element lie in [0, 64]");
+    }
+  }
+  for (auto [key, field] :
+       {std::pair{"pool_forward_rate", &base.pool_forward_rate}, std::pair{"pool_backward_rate", &base.pool_backward_rate}}) {
+    if (auto n = m.optional(key)) {
+      *field = n->number();
+      if (!(*field >= 0.0 && *field <= 64.0)) n->fail("a pooling kernel's window elements per SM per clock lie in [0, 64]");
+    }
+  }
 }
 
 /// Reads the keys of one architecture's block over `base` (the defaults, or built-in values).
@@ -58,6 +84,7 @@ KernelParams read_params(const Node& node, KernelParams base, const std::string&
       if (!(*field > 0.0 && *field <= 64.0)) n->fail("a batch norm's element passes per SM per clock lie in (0, 64]");
     }
   }
+  read_conv_pool_classes(m, base);
   if (auto n = m.optional("source")) base.source = n->scalar();
   m.finish();
   return base;
@@ -127,6 +154,14 @@ std::string params_flow_map(const KernelParams& p, const KernelParams* base) {
     put("fused_optimizer_efficiency", p.fused_optimizer_efficiency, base ? base->fused_optimizer_efficiency : 0);
   if (p.optimizer_pass_efficiency > 0.0)
     put("optimizer_pass_efficiency", p.optimizer_pass_efficiency, base ? base->optimizer_pass_efficiency : 0);
+  for (auto [key, v, b] :
+       {std::tuple{"small_channel_forward_rate", p.small_channel_forward_rate, base ? base->small_channel_forward_rate : 0},
+        std::tuple{"small_channel_forward_clocks", p.small_channel_forward_clocks, base ? base->small_channel_forward_clocks : 0},
+        std::tuple{"small_channel_wgrad_rate", p.small_channel_wgrad_rate, base ? base->small_channel_wgrad_rate : 0},
+        std::tuple{"small_channel_wgrad_clocks", p.small_channel_wgrad_clocks, base ? base->small_channel_wgrad_clocks : 0},
+        std::tuple{"pool_forward_rate", p.pool_forward_rate, base ? base->pool_forward_rate : 0},
+        std::tuple{"pool_backward_rate", p.pool_backward_rate, base ? base->pool_backward_rate : 0}})
+    if (v > 0.0) put(key, v, b);  // K22, K23: 0 (not measured) is not written
   return m.str();
 }
 }  // namespace
