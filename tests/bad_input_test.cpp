@@ -520,8 +520,9 @@ std::vector<Row> catalogue() {
        "model show {dir}/m.yaml -o {out}", E + "{dir}/m.yaml:5:45: 'layers[1].params': duplicate key\n"},
       {"net_unknown_key", {{"m.yaml", edit(kNet, 5, "  - {name: fc, kind: linear, params: 10250, forward_flops: 20480, weights: 3}")}},
        "model show {dir}/m.yaml -o {out}",
-       E + "{dir}/m.yaml:5:67: 'layers[1].weights': unknown key (known keys here: activation_bytes, branches, causal, forward_flops, gated, groups, heads, hidden, "
-           "input_shape, kernel, kind, kv_heads, macs, name, output_shape, params, probs_dropout, rms, rotary, stride)\n"},
+       E + "{dir}/m.yaml:5:67: 'layers[1].weights': unknown key (known keys here: activation_bytes, branches, causal, experts, forward_flops, gated, groups, heads, "
+           "hidden, input_shape, kernel, kind, kv_heads, macs, name, output_shape, params, probs_dropout, rms, rotary, stride, "
+           "top_k)\n"},
       {"net_unknown_name", {}, "model show resnet51 -o {out}", E + "'NAME': unknown model 'resnet51' (known: alexnet)\n", "{mini}"},
 
       // ---- architecture descriptions (models/arch) -----------------------------------------------------------
@@ -919,10 +920,29 @@ std::vector<Row> catalogue() {
        E + "'--model': decoder key 'seq': 16 tokens do not fit the 8 learned positions ('context')\n"},
       {"option_decoder_unknown_key", {}, "predict --model decoder:layers=2,width=64 -o {out}",
        E + "'--model': unknown decoder key 'width' (keys: layers, hidden, heads, kv_heads, ffn, vocab, seq, ffn_kind, positions, "
-           "context, tied, bias)\n"},
+           "context, tied, bias, experts, top_k, expert_ffn, shared_experts, first_dense)\n"},
       {"option_decoder_missing_key", {}, "predict --model decoder:layers=2,hidden=64,heads=4,ffn=128,vocab=100 -o {out}",
        E + "'--model': decoder spec needs 'seq' (keys: layers, hidden, heads, kv_heads, ffn, vocab, seq, ffn_kind, positions, "
-           "context, tied, bias)\n"},
+           "context, tied, bias, experts, top_k, expert_ffn, shared_experts, first_dense)\n"},
+      // a mixture of experts and expert parallelism (docs/model.md, P16-P17)
+      {"option_decoder_top_k_above_experts", {},
+       "predict --model decoder:layers=2,hidden=64,heads=4,ffn=128,vocab=100,seq=16,experts=4,top_k=5 -o {out}",
+       E + "'--model': decoder key 'top_k': 5 is more than the 4 experts\n"},
+      {"option_decoder_top_k_zero", {},
+       "predict --model decoder:layers=2,hidden=64,heads=4,ffn=128,vocab=100,seq=16,experts=4,top_k=0 -o {out}",
+       E + "'--model': decoder key 'top_k': '0' is not a whole number ≥ 1\n"},
+      {"option_ep_without_experts", {},
+       "predict --cluster dgx-h100-ndr --nodes 1 --model decoder:layers=2,hidden=64,heads=4,ffn=128,vocab=100,seq=16 --ep 2 "
+       "--gpus 8 -o {out}",
+       E + "'--ep': ep 2 needs a model with experts (a mixture of experts)\n"},
+      {"option_ep_not_dividing_experts", {},
+       "predict --cluster dgx-h100-ndr --nodes 1 --model decoder:layers=2,hidden=64,heads=4,ffn=128,vocab=100,seq=16,experts=4,"
+       "top_k=2 --ep 3 --gpus 8 -o {out}",
+       E + "'--ep': ep 3 does not divide the 4 experts\n"},
+      {"option_ep_not_dividing_dp_cp", {},
+       "predict --cluster dgx-h100-ndr --nodes 1 --model decoder:layers=2,hidden=64,heads=4,ffn=128,vocab=100,seq=16,experts=8,"
+       "top_k=2 --tp 2 --ep 8 --gpus 8 -o {out}",
+       E + "'--ep': ep 8 does not divide dp 4 × cp 1 = 4 ranks\n"},
       {"option_checkpointing_mode", {}, "predict --checkpointing=everything -o {out}",
        E + "'--checkpointing': unknown mode 'everything' (expected sqrt, none, full, selective, op, or full:FRACTION)\n"},
       {"option_checkpointing_fraction", {}, "predict --checkpointing=full:0 -o {out}",

@@ -49,7 +49,8 @@ INSTANTIATE_TEST_SUITE_P(
                       Bad{"--tp 8 --pp 2 --global-batch 102 --gpus 64", "--global-batch"},  // 102 over 4 DP ranks
                       Bad{"--tp 8 --schedule zigzag", "--schedule"}, Bad{"--tp 8 --rank-order tp-dp-pp", "--rank-order"},
                       Bad{"--tp 8 --micro-batches 4 --global-batch 64", "--global-batch"},
-                      Bad{"--tp 8 --tp-comm-overlap --gpus 64", "--tp-comm-overlap"}));  // TE's overlap needs SP
+                      Bad{"--tp 8 --tp-comm-overlap --gpus 64", "--tp-comm-overlap"},  // TE's overlap needs SP
+                      Bad{"--tp 8 --ep 2 --gpus 64", "--ep"}));                        // experts on a dense model
 
 TEST(ParallelCli, PredictsALayoutWithItsPartsAndMemory) {
   const auto r = run_cli(kBase + "--tp 8 --sp --pp 2 --micro-batches 32 --gpus 64 --no-train");

@@ -103,6 +103,11 @@ struct Layer {
   bool probs_dropout = false;  // attention: dropout on the probabilities (unfused attention keeps its output and mask)
   bool rotary = false;         // attention: rotary position embedding applied to q and k (Llama)
   bool rms = false;            // layernorm: RMSNorm (scale only, no mean; Llama), not LayerNorm
+  /// mlp of a mixture-of-experts block (docs/model.md, eq. P16): its routed experts E, each an MLP of `hidden`, and
+  /// the router D×E before them (in `params`); 0: a dense MLP.
+  int experts = 0;
+  int top_k = 0;          // mlp with experts: the experts each token runs, K
+  int local_experts = 0;  // mlp with experts: the experts one rank holds and runs (E/ep, eq. P17); 0: all E
   /// The parameter-free operators that follow this layer up to the next learnable one.
   std::vector<Operator> ops;
 };

@@ -25,19 +25,24 @@ namespace dlscale {
 
 struct Cluster;
 struct Network;
+struct GroupPlacement;
 
 /// A transformer's sizes as the parallel model needs them, read from a Network's layers.
 struct TransformerShape {
-  std::int64_t layers = 0;    // transformer blocks L
-  std::int64_t hidden = 0;    // h
-  std::int64_t heads = 0;     // a
-  std::int64_t kv_heads = 0;  // key/value heads (GQA; = heads without it)
-  std::int64_t ffn = 0;       // the MLP's hidden width (0: none found)
-  std::int64_t vocab = 0;     // the output projection's width (0: none found)
-  std::int64_t seq = 0;       // s, tokens per sample
+  std::int64_t layers = 0;      // transformer blocks L
+  std::int64_t hidden = 0;      // h
+  std::int64_t heads = 0;       // a
+  std::int64_t kv_heads = 0;    // key/value heads (GQA; = heads without it)
+  std::int64_t ffn = 0;         // the MLP's hidden width (0: none found)
+  std::int64_t vocab = 0;       // the output projection's width (0: none found)
+  std::int64_t seq = 0;         // s, tokens per sample
+  std::int64_t experts = 0;     // E routed experts of each MoE block's MLP (0: dense; eq. P16)
+  std::int64_t top_k = 0;       // K experts a token runs
+  std::int64_t moe_layers = 0;  // blocks whose MLP is a mixture of experts
   [[nodiscard]] std::int64_t head_dim() const noexcept { return heads > 0 ? hidden / heads : 0; }
 };
-/// From the first attention layer (width, heads, key/value heads, sequence), the first MLP, the last linear
+/// From the first attention layer (width, heads, key/value heads, sequence), the first MLP (and the experts of the
+/// MoE ones), the last linear
 /// layer's output (vocabulary) and transformer_blocks (the block count). InputError("network", …) when the
 /// network has no attention layer or no blocks.
 TransformerShape transformer_shape(const Network& net);
@@ -46,7 +51,8 @@ TransformerShape transformer_shape(const Network& net);
 /// "schedule", "gpus") when: a degree or batch is below 1; tp·pp·cp does not divide the GPUs; tp does not
 /// divide the heads, or neither divides nor is a multiple of the key/value heads (tp > kv_heads replicates
 /// them, eq. P3); pp·vp exceeds the blocks (uneven chunks are allowed: layer_stages); the sequence does
-/// not split into 2·cp chunks; vp > 1 without the interleaved schedule; interleaved with m not a multiple of pp.
+/// not split into 2·cp chunks; vp > 1 without the interleaved schedule; interleaved with m not a multiple of pp; "ep"
+/// when ep > 1 on a dense model, ep not dividing dp·cp or the experts (eq. P17).
 void validate(const ParallelLayout& layout, int gpus, const TransformerShape& shape);
 
 /// The layout for `gpus` GPUs with its micro-batches from global_batch_target (m = target / (b·dp)); as it is
@@ -56,7 +62,8 @@ ParallelLayout with_global_batch(ParallelLayout l, int gpus);
 // ---- communication per block (eq. P1-P5) ---------------------------------------------------------------
 
 /// Which group a collective runs in.
-enum class ParallelGroup { tp, cp, pp, dp, dp_cp };
+/// ep: the expert-parallel group, edp: the expert-data-parallel group (the dp·cp/ep ranks holding the same experts).
+enum class ParallelGroup { tp, cp, pp, dp, dp_cp, ep, edp };
 
 /// One kind of collective of one block and micro-batch on one GPU: `count` calls of `op` on `size` (as the
 /// collective model takes it: per rank for all-reduce, the gathered total for all-gather/reduce-scatter).
@@ -99,9 +106,24 @@ Bytes pp_p2p_bytes(const ParallelLayout& l, const TransformerShape& m, double el
 /// Eq. P5: the parameters one rank of pipeline stage `stage` holds: the stage's blocks' TP-split layers
 /// (attention, MLP, embedding, output projection) over t, its norms whole.
 std::int64_t rank_params(const Network& net, const ParallelLayout& l, int stage);
+/// Eq. P17: the parameters of the MoE experts one rank of stage `stage` holds: E/ep experts, TP-split over t (the
+/// routers not counted: they are dense, reduced over dp·cp). Part of rank_params; 0 for a dense model.
+std::int64_t rank_expert_params(const Network& net, const ParallelLayout& l, int stage);
 /// Eq. P5: the gradient traffic of one step on one GPU: the rank's parameters over the dp·cp group (Megatron
 /// reduces over data and context ranks), as eq. S2 gives it for the strategy's sharding.
 StepTraffic dp_step_traffic(std::int64_t params, const Sharding& s, Precision p, int dp_cp);
+
+// ---- mixture of experts (eq. P16-P18) ---------------------------------------------------------------------
+
+/// Eq. P18: what one rank sends in one all-to-all of one MoE block and micro-batch (dispatch or combine, forward or
+/// backward): its T tokens' K copies of h elements, the (e−1)/e of them bound for other EP ranks (balanced routing).
+/// T = b·s/c, over t with SP (each TP rank routes its sequence shard). Zero for ep = 1 or a dense model.
+Bytes moe_alltoall_bytes(const ParallelLayout& l, const TransformerShape& m, double element_bytes) noexcept;
+/// Eq. P18: one all-to-all of the EP groups, each rank sending `per_rank` in equal parts to its e−1 peers, every
+/// group at once: the slowest rank of the first group, its parts to peers on its node over its NVLink (p2p_copy_time
+/// on the topology, else the node's link) beside those to other nodes over its NIC (× the NIC share, eq. P11), the
+/// longer of the two, plus one link latency a peer beyond the first. Zero for a group of one.
+Seconds alltoall_time(const Cluster& cluster, const GroupPlacement& ep, Bytes per_rank);
 
 // ---- compute (eq. P6) ------------------------------------------------------------------------------------
 
@@ -199,7 +221,7 @@ struct GroupPlacement {
   std::vector<int> first;         // the ranks of the first group
 };
 struct LayoutPlacement {
-  std::array<GroupPlacement, 5> groups;  // indexed by ParallelGroup
+  std::array<GroupPlacement, 7> groups;  // indexed by ParallelGroup
   [[nodiscard]] const GroupPlacement& operator[](ParallelGroup g) const noexcept { return groups[static_cast<std::size_t>(g)]; }
 };
 /// Places a layout's groups on `gpus` GPUs of the cluster (InputError("gpus") when it cannot hold them).
@@ -230,11 +252,12 @@ struct ParallelStep {
   Seconds forward{}, backward{};  // compute of one micro-batch on the slowest stage (recompute in backward, CP merges P15c)
   Seconds tp_exposed{};           // its blocks' TP/SP collectives (the overlapped re-gather only past half the backward)
   Seconds cp_exposed{};           // its blocks' ring sends past each step's attention (eq. P15b; again where recomputed)
+  Seconds ep_comm{};              // its MoE blocks' all-to-alls (eq. P18; again where recomputed), not overlapped
   Seconds p2p{};                  // its sends to the neighbouring stages, 2·v a micro-batch
   Seconds per_microbatch{};       // t_mb = the sum of the above
   Seconds pipeline{};             // eq. P7: (m + (p−1)/v)·t_mb
   Seconds bubble{};               // pipeline − m·t_mb
-  Seconds dp_comm{};              // the gradients over the dp·cp group, after the last backward (not overlapped)
+  Seconds dp_comm{};              // the gradients over the dp·cp group (the experts' over dp·cp/ep), after the last backward
   Seconds update{};               // the optimiser step of the rank's parameters (1/n of them when sharded)
   Seconds step{};                 // pipeline + dp_comm + update
   std::int64_t global_batch = 0;  // samples

@@ -29,7 +29,8 @@ struct EnumNames<PipelineSchedule> {
 /// "gpipe", "1f1b" or "interleaved"; InputError(field, …) otherwise.
 PipelineSchedule pipeline_schedule_from_string(std::string_view name, std::string_view field = "schedule");
 
-/// The four dimensions a rank has a coordinate in (expert parallelism, ep, is 1 here and takes no place).
+/// The four dimensions a rank has a coordinate in. Expert parallelism (ep) takes no place of its own: its groups are
+/// carved from the dp·cp ranks (eq. P17, group_members).
 enum class ParallelDim { tp, cp, dp, pp };
 template <>
 struct EnumNames<ParallelDim> {
@@ -46,7 +47,7 @@ using RankOrder = std::array<ParallelDim, 4>;
 /// Megatron-Core's default, RankGenerator(order="tp-cp-ep-dp-pp"): consecutive ranks share everything but
 /// their TP coordinate, so a TP group is consecutive GPUs of a node and the PP stages are farthest apart.
 inline constexpr RankOrder kMegatronRankOrder{ParallelDim::tp, ParallelDim::cp, ParallelDim::dp, ParallelDim::pp};
-/// "tp-cp-ep-dp-pp" (Megatron's spelling; `ep` is accepted and ignored, as are '-' or ',' between names); each of
+/// "tp-cp-ep-dp-pp" (Megatron's spelling; `ep` is accepted and takes no place (eq. P17), '-' or ',' between names); each of
 /// tp, cp, dp, pp exactly once. InputError(field, …) otherwise.
 RankOrder parse_rank_order(std::string_view text, std::string_view field = "rank_order");
 std::string to_string(const RankOrder& order);  // "tp-cp-dp-pp"
@@ -61,7 +62,10 @@ struct ParallelLayout {
   int pp = 1;  // pipeline stages p
   int vp = 1;  // virtual stages (model chunks) per pipeline rank v; > 1 only with `interleaved`
   PipelineSchedule schedule = PipelineSchedule::one_f_one_b;
-  int cp = 1;             // context-parallel degree c (ring attention over c ranks, 2·c load-balanced chunks)
+  int cp = 1;  // context-parallel degree c (ring attention over c ranks, 2·c load-balanced chunks)
+  /// Expert-parallel degree e (eq. P17): the MoE experts split over e ranks carved from the dp·cp ranks
+  /// (Megatron-Core's expert_model_parallel_size); 1 for a dense model.
+  int ep = 1;
   int micro_batch = 1;    // samples per micro-batch b
   int micro_batches = 1;  // micro-batches per step and pipeline m (global batch = b·m·dp)
   /// Samples per step over the job when given instead of m (0: m given): m = global_batch_target / (b·dp),

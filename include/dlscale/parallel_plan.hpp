@@ -28,6 +28,8 @@ struct ParallelPlanSpace {
   std::vector<int> pp{1, 2, 3, 4, 6, 8, 9, 12, 16, 18, 24, 32};
   std::vector<int> vp{1, 2, 4, 5};  // > 1: interleaved 1F1B (blocks per stage divisible by it)
   std::vector<int> cp{1, 2, 4, 8};
+  /// Expert-parallel degrees, for a model with experts only (each dividing dp·cp and the experts; eq. P17).
+  std::vector<int> ep{1, 2, 4, 8, 16, 32, 64};
   std::vector<int> micro_batch{1, 2, 4};
   std::vector<Recompute> recompute{Recompute::none, Recompute::selective, Recompute::full};
   std::vector<int> sharding_stage{0, 1};  // 0: replicated optimiser state, 1: distributed optimiser (ZeRO-1)

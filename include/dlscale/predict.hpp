@@ -106,6 +106,7 @@ struct Breakdown {
   struct Parallel {
     Seconds tp_comm{};  // TP/SP collectives exposed, all micro-batches
     Seconds cp_comm{};  // CP's K/V ring past the attention cores
+    Seconds ep_comm{};  // the MoE blocks' expert-parallel all-to-alls (eq. P18)
     Seconds pp_p2p{};   // the sends between stages
     Seconds bubble{};   // the pipeline's fill and drain
     Seconds dp_comm{};  // the gradients over the dp·cp group

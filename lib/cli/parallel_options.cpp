@@ -37,6 +37,9 @@ void add_parallel_options(CLI::App& cmd, ParallelOptions& o) {
       ->type_name("NAME")
       ->group(g);
   cmd.add_option("--cp", o.cp, "Context-parallel degree (ring attention over the sequence)")->type_name("N")->group(g);
+  cmd.add_option("--ep", o.ep, "Expert-parallel degree (a mixture of experts' experts over ranks of dp·cp)")
+      ->type_name("N")
+      ->group(g);
   cmd.add_option("--micro-batches", o.micro_batches, "Micro-batches per step and pipeline (--batch is the micro-batch)")
       ->type_name("M")
       ->group(g);
@@ -53,13 +56,18 @@ void apply_parallel_options(const ParallelOptions& o, const ScenarioOptions& so,
   ParallelLayout l = sc.strategy.parallel.value_or(ParallelLayout{});
   if (o.micro_batches > 0 && o.global_batch > 0)
     throw UsageError("--global-batch", "give --micro-batches or --global-batch, not both");
-  for (auto [v, option] :
-       {std::pair{o.tp, "--tp"}, {o.pp, "--pp"}, {o.vp, "--vp"}, {o.cp, "--cp"}, {o.micro_batches, "--micro-batches"}})
+  for (auto [v, option] : {std::pair{o.tp, "--tp"},
+                           {o.pp, "--pp"},
+                           {o.vp, "--vp"},
+                           {o.cp, "--cp"},
+                           {o.ep, "--ep"},
+                           {o.micro_batches, "--micro-batches"}})
     if (v < 0) throw UsageError(option, fmt::format("must be at least 1, got {}", v));
   if (o.global_batch < 0) throw UsageError("--global-batch", fmt::format("must be at least 1, got {}", o.global_batch));
   if (o.tp > 0) l.tp = o.tp;
   if (o.pp > 0) l.pp = o.pp;
   if (o.cp > 0) l.cp = o.cp;
+  if (o.ep > 0) l.ep = o.ep;
   if (o.sp >= 0) l.sp = o.sp == 1;
   if (o.tp_comm_overlap >= 0) l.tp_comm_overlap = o.tp_comm_overlap == 1;
   if (o.vp > 0) {
@@ -94,6 +102,7 @@ std::vector<int> parallel_gpu_counts(const Scenario& sc) { return {sc.cluster.ma
 std::string_view parallel_option_for_field(std::string_view field) noexcept {
   static constexpr std::pair<std::string_view, std::string_view> kOptions[] = {
       {"parallel.cp", "--cp"},
+      {"parallel.ep", "--ep"},
       {"parallel.global_batch", "--global-batch"},
       {"parallel.micro_batch", "--batch"},
       {"parallel.micro_batches", "--micro-batches"},
@@ -115,9 +124,9 @@ std::string layout_text(const ParallelLayout& l) {
                                                       : fmt::format(" ({})", to_string(l.schedule));
   const std::string batches = l.global_batch_target > 0 ? fmt::format("global batch {}", l.global_batch_target)
                                                         : fmt::format("{} micro-batches", l.micro_batches);
-  return fmt::format("tp {}{} × {} × cp {}, micro-batch {}, {}, rank order {}", l.tp,
-                     l.sp ? (l.tp_comm_overlap ? " (sp, overlapped)" : " (sp)") : "", pp, l.cp, l.micro_batch, batches,
-                     to_string(l.order));
+  return fmt::format("tp {}{} × {} × cp {}{}, micro-batch {}, {}, rank order {}", l.tp,
+                     l.sp ? (l.tp_comm_overlap ? " (sp, overlapped)" : " (sp)") : "", pp, l.cp,
+                     l.ep > 1 ? fmt::format(" × ep {}", l.ep) : std::string(), l.micro_batch, batches, to_string(l.order));
 }
 
 }  // namespace dlscale::cli

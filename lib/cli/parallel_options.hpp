@@ -16,14 +16,14 @@ namespace dlscale::cli {
 struct ScenarioOptions;
 
 struct ParallelOptions {
-  int tp = 0, pp = 0, vp = 0, cp = 0, micro_batches = 0;  // 0: not given
-  std::int64_t global_batch = 0;                          // 0: not given
-  int sp = -1;                                            // --sp 1, --no-sp 0, -1 not given
-  int tp_comm_overlap = -1;                               // --tp-comm-overlap 1, --no-tp-comm-overlap 0, -1 not given
-  std::string schedule, rank_order;                       // empty: the framework's, else 1f1b and tp-cp-ep-dp-pp
+  int tp = 0, pp = 0, vp = 0, cp = 0, ep = 0, micro_batches = 0;  // 0: not given
+  std::int64_t global_batch = 0;                                  // 0: not given
+  int sp = -1;                                                    // --sp 1, --no-sp 0, -1 not given
+  int tp_comm_overlap = -1;                                       // --tp-comm-overlap 1, --no-tp-comm-overlap 0, -1 not given
+  std::string schedule, rank_order;                               // empty: the framework's, else 1f1b and tp-cp-ep-dp-pp
   [[nodiscard]] bool any() const noexcept {
-    return tp > 0 || pp > 0 || vp > 0 || cp > 0 || micro_batches > 0 || global_batch > 0 || sp >= 0 || tp_comm_overlap >= 0 ||
-        !schedule.empty() || !rank_order.empty();
+    return tp > 0 || pp > 0 || vp > 0 || cp > 0 || ep > 0 || micro_batches > 0 || global_batch > 0 || sp >= 0 ||
+        tp_comm_overlap >= 0 || !schedule.empty() || !rank_order.empty();
   }
 };
 void add_parallel_options(CLI::App& cmd, ParallelOptions& o);
@@ -49,9 +49,9 @@ namespace dlscale::cli {
 
 /// `plan --parallel`: the grid over model-parallel layouts (include/dlscale/parallel_plan.hpp).
 struct ParallelPlanOptions {
-  bool on = false;                                           // --parallel
-  std::int64_t global_batch = 0;                             // --global-batch; 0: 4 Mi tokens' worth
-  std::string tp, pp, vp, cp, micro_batch, recompute, zero;  // LISTs; empty: ParallelPlanSpace's
+  bool on = false;                                               // --parallel
+  std::int64_t global_batch = 0;                                 // --global-batch; 0: 4 Mi tokens' worth
+  std::string tp, pp, vp, cp, ep, micro_batch, recompute, zero;  // LISTs; empty: ParallelPlanSpace's
 };
 void add_parallel_plan_options(CLI::App& cmd, ParallelPlanOptions& o);
 /// Runs the parallel plan with plan's scenario options (`framework`: --frameworks, whose first is planned with;

@@ -57,6 +57,7 @@ void add_parallel_plan_options(CLI::App& cmd, ParallelPlanOptions& o) {
       {"--pp", &o.pp, "Pipeline stages to try (default: those dividing the blocks up to 32)"},
       {"--vp", &o.vp, "Virtual stages to try (default 1,2,4,5; > 1 interleaved)"},
       {"--cp", &o.cp, "Context-parallel degrees to try (default 1,2,4,8)"},
+      {"--ep", &o.ep, "Expert-parallel degrees to try, for a model with experts (default 1,2,4,...,64)"},
       {"--micro-batch", &o.micro_batch, "Micro-batch sizes to try (default 1,2,4)"},
       {"--recompute", &o.recompute, "Recompute modes to try: none, selective, full (default all three)"},
       {"--zero", &o.zero, "Optimiser sharding stages to try: 0 replicated, 1 distributed optimiser (default 0,1)"},
@@ -88,6 +89,7 @@ void run_parallel_plan(const ScenarioOptions& so_in, const ParallelPlanOptions& 
   numbers(o.pp, "--pp", space.pp);
   numbers(o.vp, "--vp", space.vp);
   numbers(o.cp, "--cp", space.cp);
+  numbers(o.ep, "--ep", space.ep);
   numbers(o.micro_batch, "--micro-batch", space.micro_batch);
   numbers(o.zero, "--zero", space.sharding_stage, true);
   for (int z : space.sharding_stage)

@@ -302,6 +302,35 @@ bool time_conv(Kernels& k, const LayerWork& w) {
   return true;
 }
 
+/// Eq. P16 (docs/model.md): a mixture of experts on `rows` tokens of width d: the router's GEMM (D×E) and its
+/// softmax and top-k, the K copies of each token permuted to their experts and combined back (memory-bound), and
+/// the rank's experts (E, or E/ep under expert parallelism) as grouped GEMMs of rows·K/E_local rows each: balanced
+/// routing assumed, every expert gets the same share of the rows·K copies the rank's experts run.
+void time_experts(Kernels& k, const LayerWork& w, std::int64_t rows, std::int64_t d) {
+  const Layer& l = w.l;
+  const std::int64_t local = l.local_experts > 0 ? l.local_experts : l.experts;
+  const std::int64_t routed = rows * l.top_k, per_expert = (routed + local - 1) / local;
+  const double logits = static_cast<double>(rows) * l.experts, copies = static_cast<double>(routed) * static_cast<double>(d);
+  const double tokens = static_cast<double>(rows) * static_cast<double>(d);
+  linear_gemms(k, k.name(l.name, ".router"), rows, d, l.experts, w.input_grad);
+  k.pass(k.name(l.name, ".router top-k fwd"), 3.0 * logits, w.eb, false);  // read the logits, write probabilities, pick
+  k.pass(k.name(l.name, ".router top-k bwd"), 3.0 * logits, w.eb, true);
+  k.pass(k.name(l.name, ".permute fwd"), 2.0 * copies, w.eb, false);  // gather the K copies in expert order
+  k.pass(k.name(l.name, ".permute bwd"), 2.0 * copies, w.eb, true);
+  k.pass(k.name(l.name, ".unpermute fwd"), copies + tokens, w.eb, false);  // the K outputs weighted into one
+  k.pass(k.name(l.name, ".unpermute bwd"), copies + tokens, w.eb, true);
+  const std::int64_t up = l.hidden * (l.gated ? 2 : 1);
+  k.gemm(k.name(l.name, ".experts.up fwd"), GemmShape{per_expert, up, d, local}, false);
+  k.gemm(k.name(l.name, ".experts.up dgrad"), GemmShape{per_expert, d, up, local}, true);
+  k.gemm(k.name(l.name, ".experts.up wgrad"), GemmShape{up, d, per_expert, local}, true);
+  const double h = static_cast<double>(routed) * static_cast<double>(l.hidden);
+  k.pass(k.name(l.name, l.gated ? ".experts.swiglu fwd" : ".experts.gelu fwd"), (l.gated ? 5.0 : 2.0) * h, w.eb, false);
+  k.pass(k.name(l.name, l.gated ? ".experts.swiglu bwd" : ".experts.gelu bwd"), (l.gated ? 7.0 : 3.0) * h, w.eb, true);
+  k.gemm(k.name(l.name, ".experts.down fwd"), GemmShape{per_expert, d, l.hidden, local}, false);
+  k.gemm(k.name(l.name, ".experts.down dgrad"), GemmShape{per_expert, l.hidden, d, local}, true);
+  k.gemm(k.name(l.name, ".experts.down wgrad"), GemmShape{d, l.hidden, per_expert, local}, true);
+}
+
 /// A linear map with a known input shape, or an MLP: up (and gate), the activation, down.
 bool time_linear(Kernels& k, const LayerWork& w) {
   const Layer& l = w.l;
@@ -310,7 +339,9 @@ bool time_linear(Kernels& k, const LayerWork& w) {
   const double eb = w.eb;
   const std::int64_t d = in.back();
   const std::int64_t rows = static_cast<std::int64_t>(elements(in) / static_cast<double>(d) * w.B);
-  if (l.hidden > 0) {  // an MLP: up (and gate), the activation, down
+  if (l.experts > 0) {
+    time_experts(k, w, rows, d);
+  } else if (l.hidden > 0) {  // an MLP: up (and gate), the activation, down
     const std::int64_t up = l.hidden * (l.gated ? 2 : 1);
     linear_gemms(k, k.name(l.name, ".up"), rows, d, up, w.input_grad);
     const double h = static_cast<double>(rows) * static_cast<double>(l.hidden);

@@ -28,7 +28,7 @@ RankOrder parse_rank_order(std::string_view text, std::string_view field) {
     const std::size_t sep = rest.find_first_of("-,");
     const std::string_view name = rest.substr(0, sep);
     rest = sep == std::string_view::npos ? std::string_view{} : rest.substr(sep + 1);
-    if (name == "ep") continue;  // expert parallelism: degree 1 here
+    if (name == "ep") continue;  // expert parallelism: carved from the dp·cp ranks (eq. P17), no place of its own
     const auto d = enum_from_string<ParallelDim>(name);
     if (!d) throw field_error(field, fmt::format("rank order '{}': unknown dimension '{}' (tp, cp, ep, dp, pp)", text, name));
     const auto i = static_cast<std::size_t>(*d);

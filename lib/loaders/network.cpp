@@ -101,6 +101,15 @@ void read_layer_geometry(MapReader& l, Layer& layer) {
     layer.hidden = n->non_negative_integer();
     if (layer.hidden < 1) n->fail("must be a positive whole number");
   }
+  const auto experts = l.optional("experts"), top_k = l.optional("top_k");  // a mixture of experts (docs/model.md, P16)
+  if (top_k && !experts) top_k->fail("top_k needs 'experts' (a mixture of experts)");
+  if (experts) {
+    layer.experts = experts->int_at_most(1 << 20);
+    if (layer.experts < 1 || layer.hidden < 1) experts->fail("experts: a positive whole number, on an MLP (with 'hidden')");
+    if (!top_k) experts->fail("a mixture of experts needs 'top_k'");
+    layer.top_k = top_k->int_at_most(layer.experts);
+    if (layer.top_k < 1) top_k->fail(fmt::format("top_k must lie in [1, {}]", layer.experts));
+  }
 }
 
 /// The switches of some kinds only (gated, causal, rotary, rms, probs_dropout); returns a concat's `branches`

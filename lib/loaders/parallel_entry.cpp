@@ -26,6 +26,7 @@ void read_parallel_entry(const yamlio::Node& node, Strategy& s) {
                              {"pp", &l.pp},
                              {"vp", &l.vp},
                              {"cp", &l.cp},
+                             {"ep", &l.ep},
                              {"micro_batch", &l.micro_batch},
                              {"micro_batches", &l.micro_batches}})
     if (auto n = m.optional(key)) {

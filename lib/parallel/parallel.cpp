@@ -25,6 +25,26 @@ InputError field_error(std::string_view field, std::string message) {
 /// vocabulary-parallel embedding and output projection); norms stay whole on every TP rank.
 bool tp_split(LayerKind k) noexcept { return k == LayerKind::attention || k == LayerKind::linear || k == LayerKind::embedding; }
 
+/// Eq. P16: a MoE layer's router, D×E, dense (on every rank whole: replicated over the TP and EP groups).
+std::int64_t router_params(const Layer& x) noexcept {
+  return x.experts > 0 && !x.input_shape.empty() ? x.input_shape.back() * x.experts : 0;
+}
+
+/// Eq. P17: what one rank holds of the experts of layer x: E/ep of them, TP-split over t (expert tensor parallelism
+/// at Megatron-Core's default, the layer's t). 0 for a dense layer.
+std::int64_t rank_expert_part(const Layer& x, const ParallelLayout& l) noexcept {
+  if (x.experts <= 0) return 0;
+  const std::int64_t split = static_cast<std::int64_t>(l.tp) * l.ep;
+  return (x.params - router_params(x) + split - 1) / split;
+}
+
+/// Eq. P5/P17: the parameters one rank holds of layer x: its 1/t of a TP-split layer (the experts' part also 1/ep,
+/// the router whole), a norm whole.
+std::int64_t rank_layer_params(const Layer& x, const ParallelLayout& l) noexcept {
+  if (x.experts > 0) return router_params(x) + rank_expert_part(x, l);
+  return tp_split(x.kind) ? (x.params + l.tp - 1) / l.tp : x.params;
+}
+
 /// The dimensions that vary inside a group of each kind.
 std::vector<ParallelDim> varying(ParallelGroup g) {
   switch (g) {
@@ -37,6 +57,8 @@ std::vector<ParallelDim> varying(ParallelGroup g) {
     case ParallelGroup::dp:
       return {ParallelDim::dp};
     case ParallelGroup::dp_cp:
+    case ParallelGroup::ep:  // carved from the dp·cp ranks (expert_group_key)
+    case ParallelGroup::edp:
       return {ParallelDim::dp, ParallelDim::cp};
   }
   return {};
@@ -56,6 +78,11 @@ TransformerShape transformer_shape(const Network& net, const std::vector<int>& b
       m.kv_heads = l.kv_heads > 0 ? l.kv_heads : l.heads;
     }
     if (l.kind == LayerKind::linear && l.hidden > 0 && m.ffn == 0) m.ffn = l.hidden;
+    if (l.experts > 0) {  // eq. P16
+      m.experts = l.experts;
+      m.top_k = l.top_k;
+      ++m.moe_layers;
+    }
   }
   if (!net.layers.empty() && net.layers.back().kind == LayerKind::linear && !net.layers.back().output_shape.empty())
     m.vocab = net.layers.back().output_shape.back();
@@ -76,6 +103,19 @@ ParallelLayout with_global_batch(ParallelLayout l, int gpus) {
   l.micro_batches = static_cast<int>(l.global_batch_target / per_step);
   return l;
 }
+
+namespace {
+/// Eq. P17's checks of the expert-parallel degree.
+void validate_experts(const ParallelLayout& l, int dp, const TransformerShape& m) {
+  if (l.ep < 1) throw field_error("ep", fmt::format("must be at least 1, got {}", l.ep));
+  if (l.ep == 1) return;
+  if (m.experts == 0) throw field_error("ep", fmt::format("ep {} needs a model with experts (a mixture of experts)", l.ep));
+  if (m.experts % l.ep != 0) throw field_error("ep", fmt::format("ep {} does not divide the {} experts", l.ep, m.experts));
+  // eq. P17: the EP groups are carved from the dp·cp ranks
+  if ((dp * l.cp) % l.ep != 0)
+    throw field_error("ep", fmt::format("ep {} does not divide dp {} × cp {} = {} ranks", l.ep, dp, l.cp, dp * l.cp));
+}
+}  // namespace
 
 void validate(const ParallelLayout& l, int gpus, const TransformerShape& m) {
   for (auto [field, v] : {std::pair{"tp", l.tp},
@@ -113,6 +153,7 @@ void validate(const ParallelLayout& l, int gpus, const TransformerShape& m) {
   if (l.cp > 1 && m.seq % (2 * l.cp) != 0)
     throw field_error(
         "cp", fmt::format("cp {}: the sequence of {} tokens does not split into 2·cp = {} chunks", l.cp, m.seq, 2 * l.cp));
+  validate_experts(l, gpus / l.model_parallel(), m);
 }
 
 // ---- communication -----------------------------------------------------------------------------------------
@@ -191,6 +232,13 @@ CpMergeTraffic cp_merge_traffic(const ParallelLayout& l, const TransformerShape&
   return r;
 }
 
+Bytes moe_alltoall_bytes(const ParallelLayout& l, const TransformerShape& m, double e) noexcept {
+  if (l.ep <= 1 || m.experts == 0) return Bytes{};
+  // eq. P18: T = b·s/c tokens (over t with SP), K copies of h elements, (e−1)/e of them to other ranks
+  const double tokens = static_cast<double>(l.micro_batch) * static_cast<double>(m.seq / l.cp) / (l.sp ? l.tp : 1);
+  return bytes(tokens * static_cast<double>(m.top_k) * static_cast<double>(m.hidden) * e * (l.ep - 1) / l.ep);
+}
+
 Bytes pp_p2p_bytes(const ParallelLayout& l, const TransformerShape& m, double e) noexcept {
   return tp_activation_bytes(l, m, e) / static_cast<double>(l.sp ? l.tp : 1);  // eq. P4
 }
@@ -223,9 +271,19 @@ std::int64_t rank_params(const Network& net, const std::vector<int>& st, const P
   std::int64_t p = 0;
   for (std::size_t i = 0; i < net.layers.size(); ++i) {
     if (st[i] != stage) continue;
-    const Layer& x = net.layers[i];
-    p += tp_split(x.kind) ? (x.params + l.tp - 1) / l.tp : x.params;  // eq. P5
+    p += rank_layer_params(net.layers[i], l);  // eq. P5, P17
   }
+  return p;
+}
+
+std::int64_t rank_expert_params(const Network& net, const ParallelLayout& l, int stage) {
+  return rank_expert_params(net, layer_stages(net, l), l, stage);
+}
+
+std::int64_t rank_expert_params(const Network& net, const std::vector<int>& st, const ParallelLayout& l, int stage) {
+  std::int64_t p = 0;
+  for (std::size_t i = 0; i < net.layers.size(); ++i)
+    if (st[i] == stage) p += rank_expert_part(net.layers[i], l);
   return p;
 }
 
@@ -239,9 +297,11 @@ namespace {
 std::int64_t over(std::int64_t n, std::int64_t t) { return (n + t - 1) / t; }
 
 /// Eq. P6: a TP-split layer as one rank holds it.
-void narrow_to_rank(Layer& x, std::int64_t t) {
+void narrow_to_rank(Layer& x, const ParallelLayout& l) {
   if (!tp_split(x.kind)) return;
-  x.params = over(x.params, t);
+  const std::int64_t t = std::max(l.tp, 1);
+  x.params = rank_layer_params(x, l);
+  if (x.experts > 0) x.local_experts = x.experts / std::max(l.ep, 1);  // eq. P17: E/ep experts, their hidden over t
   if (x.kind == LayerKind::attention && x.heads > 0 && x.input_shape.size() >= 2) {
     const std::int64_t kv = x.kv_heads > 0 ? x.kv_heads : x.heads;
     x.head_dim = static_cast<int>(x.input_shape.back() / x.heads);
@@ -277,9 +337,9 @@ Network tp_rank_network(const Network& net, const ParallelLayout& l) {
   const std::int64_t t = std::max(l.tp, 1), c = std::max(l.cp, 1);
   if (c > 1)  // eq. P6: a CP rank runs its s/c tokens through every layer (its attention core: shard_layer_times)
     for (Layer& x : r.layers) shard_layer_tokens(x, c, true);
-  if (t == 1) return r;
+  if (t == 1 && l.ep == 1) return r;
   for (Layer& x : r.layers) {
-    narrow_to_rank(x, t);
+    narrow_to_rank(x, l);
     if (l.sp) shard_layer_tokens(x, t, x.kind == LayerKind::layernorm);
   }
   return r;
@@ -322,7 +382,8 @@ LayerTimes shard_layer_times(const LayerTimes& times, const Network& net, const 
     if (i < t.backward_attention.size()) t.backward_attention[i] = t.backward_attention[i] * f;
     if (of == LayerTimesOf::tp_rank && cp > 1) cp_rank_core(t, i, cp);
     // each rank steps its 1/t (a TP rank's own update already is)
-    if (i < t.update.size() && tp_split(k) && of == LayerTimesOf::whole_layers) t.update[i] = t.update[i] / tp;
+    if (i < t.update.size() && tp_split(k) && of == LayerTimesOf::whole_layers)  // the experts' 1/ep too (eq. P17)
+      t.update[i] = t.update[i] / (tp * (net.layers[i].experts > 0 ? l.ep : 1));
   }
   return t;
 }
@@ -451,10 +512,14 @@ MemoryEstimate rank_memory(const Network& net, const std::vector<int>& block, co
   rank.input_shape = net.input_shape;
   // the first stage reads the tokens (its s/c of them); later stages receive activations (eq. P4)
   rank.input_bytes_per_sample = stage == 0 ? net.input_bytes_per_sample / static_cast<double>(l.cp) : Bytes{};
+  Network experts;  // eq. P17: the rank's experts, their state sharded over the dp·cp/ep ranks that hold the same
+  experts.layers.emplace_back().kind = LayerKind::linear;
   for (std::size_t i = 0; i < net.layers.size(); ++i) {
     if (st[i] != stage) continue;
     Layer x = net.layers[i];
-    if (tp_split(x.kind)) x.params = (x.params + l.tp - 1) / l.tp;  // eq. P5
+    const std::int64_t expert = rank_expert_part(x, l);
+    x.params = rank_layer_params(x, l) - expert;  // eq. P5 (a MoE layer's router)
+    experts.layers.front().params += expert;
     x.ops.clear();
     rank.layers.push_back(std::move(x));
   }
@@ -462,27 +527,56 @@ MemoryEstimate rank_memory(const Network& net, const std::vector<int>& block, co
   // eq. P10: in-flight micro-batches × what the stage keeps of one (eq. P9), per sample of the micro-batch
   const StageActivations a = stage_activations(net, block, st, l, stage, opt, r);
   const Bytes per_sample = (a.per_microbatch * in_flight + a.once) / static_cast<double>(l.micro_batch);
-  return estimate_training_memory(rank, l.micro_batch, opt, sharding, std::max(dp_cp, 1), reserved, per_sample);
+  MemoryEstimate m = estimate_training_memory(rank, l.micro_batch, opt, sharding, std::max(dp_cp, 1), reserved, per_sample);
+  if (experts.layers.front().params == 0) return m;
+  const MemoryEstimate e =
+      estimate_training_memory(experts, l.micro_batch, opt, sharding, std::max(dp_cp / l.ep, 1), Bytes{}, Bytes{});
+  m.weights += e.weights;
+  m.gradients += e.gradients;
+  m.optimizer_state += e.optimizer_state;
+  m.allocator_slack += e.allocator_slack;
+  m.gathered = max(m.gathered, e.gathered);  // stage 3: one unit gathered at a time
+  return m;
 }
 
 // ---- placement ---------------------------------------------------------------------------------------------
 
+namespace {
+/// Eq. P17: the group of kind ep or edp that rank `r` (its coordinates `c` of degrees `deg`) belongs to. Its dp·cp
+/// ranks are numbered j = the two coordinates in the rank order's order (cp then dp in Megatron's); j mod ep is its
+/// place in its EP group, j / ep in its expert-data-parallel group: Megatron-Core's expert rank generator
+/// (tp-ep-dp-pp, with the expert TP degree t) numbers the same ranks so.
+int expert_group_key(const ParallelLayout& l, const std::array<int, 4>& c, const std::array<int, 4>& deg, ParallelGroup g) {
+  int j = 0, stride = 1;
+  for (ParallelDim d : l.order)
+    if (d == ParallelDim::cp || d == ParallelDim::dp) {
+      j += c[static_cast<std::size_t>(d)] * stride;
+      stride *= deg[static_cast<std::size_t>(d)];
+    }
+  const int ep = std::max(l.ep, 1), outer = g == ParallelGroup::ep ? j / ep : j % ep;
+  const auto tp = static_cast<std::size_t>(ParallelDim::tp), pp = static_cast<std::size_t>(ParallelDim::pp);
+  return c[tp] + deg[tp] * (c[pp] + deg[pp] * outer);
+}
+}  // namespace
+
 std::vector<std::vector<int>> group_members(const ParallelLayout& l, int gpus, ParallelGroup g) {
   std::array<int, 4> deg{};
   for (ParallelDim d : l.order) deg[static_cast<std::size_t>(d)] = std::max(1, l.degree(d, gpus));
+  const bool expert = g == ParallelGroup::ep || g == ParallelGroup::edp;
   std::array<bool, 4> vary{};
   for (ParallelDim d : varying(g)) vary[static_cast<std::size_t>(d)] = true;
   std::map<int, std::vector<int>> by_key;  // the rank with the varying coordinates set to 0 names the group
   for (int r = 0; r < gpus; ++r) {
     int rest = r, stride = 1, key = 0;
+    std::array<int, 4> coord{};
     for (ParallelDim d : l.order) {
       const auto i = static_cast<std::size_t>(d);
-      const int c = rest % deg[i];
+      coord[i] = rest % deg[i];
       rest /= deg[i];
-      if (!vary[i]) key += c * stride;
+      if (!vary[i]) key += coord[i] * stride;
       stride *= deg[i];
     }
-    by_key[key].push_back(r);
+    by_key[expert ? expert_group_key(l, coord, deg, g) : key].push_back(r);
   }
   std::vector<std::vector<int>> out;
   out.reserve(by_key.size());
@@ -502,8 +596,15 @@ LayoutPlacement place_layout(const ParallelLayout& l, const Cluster& c, int gpus
   int nics = 1;  // the simple form: one NIC per node (Cluster::inter_node)
   if (c.topology && c.topology->fabric().nics_per_node > 0) nics = c.topology->fabric().nics_per_node;
   LayoutPlacement out;
-  for (ParallelGroup g : {ParallelGroup::tp, ParallelGroup::cp, ParallelGroup::pp, ParallelGroup::dp, ParallelGroup::dp_cp}) {
+  using G = ParallelGroup;
+  for (ParallelGroup g : {G::tp, G::cp, G::pp, G::dp, G::dp_cp, G::ep, G::edp}) {
     GroupPlacement& p = out.groups[static_cast<std::size_t>(g)];
+    if (l.ep == 1 && (g == G::ep || g == G::edp)) {  // no expert parallelism: groups of one, and the dp·cp group
+      if (g == G::edp) p = out[G::dp_cp];
+      else p.groups = gpus, p.first = {0};
+      p.group = g;
+      continue;
+    }
     p.group = g;
     const auto members = group_members(l, gpus, g);
     p.groups = static_cast<int>(members.size());
@@ -572,6 +673,32 @@ Seconds pair_p2p_time(const Cluster& c, const GroupPlacement& g, int a, int b, B
 Seconds pipeline_p2p_time(const Cluster& c, const GroupPlacement& pp, Bytes size) {
   if (pp.size <= 1 || pp.first.size() < 2) return Seconds{};
   return pair_p2p_time(c, pp, pp.first[0], pp.first[1], size);
+}
+
+Seconds alltoall_time(const Cluster& c, const GroupPlacement& ep, Bytes per_rank) {
+  const auto n = static_cast<int>(ep.first.size());
+  if (ep.size <= 1 || n < 2) return Seconds{};
+  const int gpn = std::max(1, c.gpus_per_node);
+  const Bytes part = per_rank / static_cast<double>(n - 1);  // eq. P18: an equal part to each peer
+  Seconds slowest{};
+  for (int a : ep.first) {
+    int near = -1, far = -1, n_near = 0, n_far = 0;  // a peer on the node and one off it, and how many of each
+    for (int b : ep.first) {
+      if (b == a) continue;
+      const bool across = a / gpn != b / gpn;
+      (across ? far : near) = b;
+      ++(across ? n_far : n_near);
+    }
+    // eq. P18: the parts to the node's peers leave over the GPU's NVLink, those to other nodes over its NIC (the
+    // NIC share as eq. P11), at once; one link latency a peer beyond the first of each
+    auto leg = [&](int peer, int peers) {
+      if (peers == 0) return Seconds{};
+      const Seconds one = pair_p2p_time(c, ep, a, peer, part * static_cast<double>(peers));
+      return one + (pair_p2p_time(c, ep, a, peer, Bytes{}) * static_cast<double>(peers - 1));
+    };
+    slowest = max(slowest, max(leg(near, n_near), leg(far, n_far)));
+  }
+  return slowest;
 }
 
 Seconds cp_ring_step_time(const Cluster& c, const GroupPlacement& cp, Bytes size) {

@@ -15,6 +15,8 @@ TransformerShape transformer_shape(const Network& net, const std::vector<int>& b
 std::vector<int> layer_stages(const std::vector<int>& block, const ParallelLayout& l);
 /// rank_params with layer_stages(net, l) given.
 std::int64_t rank_params(const Network& net, const std::vector<int>& stages, const ParallelLayout& l, int stage);
+/// rank_expert_params with layer_stages(net, l) given.
+std::int64_t rank_expert_params(const Network& net, const std::vector<int>& stages, const ParallelLayout& l, int stage);
 /// rank_memory with the blocks, the shape and the stages given.
 MemoryEstimate rank_memory(const Network& net, const std::vector<int>& block, const TransformerShape& shape,
                            const std::vector<int>& stages, const ParallelLayout& l, int stage, const ComputeOptions& opt,

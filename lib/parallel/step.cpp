@@ -55,6 +55,7 @@ struct BlockComm {
   Seconds tp_fwd{}, tp_bwd{}, tp_regather{}, p2p{};
   Seconds cp_kv{}, cp_kv_dkv{};            // eq. P15d: a ring step sending the K/V block, and the K/V with a dK/dV
   Seconds cp_merge_fwd{}, cp_merge_bwd{};  // eq. P15c: the slowest rank's merges
+  Seconds ep_alltoall{};                   // eq. P18: one all-to-all of a MoE block (dispatch or combine)
 };
 
 BlockComm block_comm(const CollectiveModel& coll, const Cluster& cluster, const LayoutPlacement& at, const ParallelLayout& l,
@@ -74,6 +75,7 @@ BlockComm block_comm(const CollectiveModel& coll, const Cluster& cluster, const 
     c.cp_merge_fwd = memory_passes(merge.forward, merge.forward_kernels, cluster.gpu, opt);
     c.cp_merge_bwd = memory_passes(merge.backward, merge.backward_kernels, cluster.gpu, opt);
   }
+  if (l.ep > 1) c.ep_alltoall = alltoall_time(cluster, at[ParallelGroup::ep], moe_alltoall_bytes(l, m, e));
   // P4: 2·v sends a micro-batch on each stage (forward activation, backward gradient, per chunk)
   const int v = l.schedule == PipelineSchedule::interleaved ? std::max(l.vp, 1) : 1;
   if (l.pp > 1) c.p2p = pipeline_p2p_time(cluster, at[ParallelGroup::pp], pp_p2p_bytes(l, m, e)) * (2.0 * v);
@@ -83,7 +85,7 @@ BlockComm block_comm(const CollectiveModel& coll, const Cluster& cluster, const 
 /// One stage's micro-batch on a rank: its layers' forward, backward (with recompute, eq. R1-R3) and update,
 /// and the TP and CP communication its blocks do not hide.
 struct StageTimes {
-  Seconds forward{}, backward{}, update{}, tp{}, cp{};
+  Seconds forward{}, backward{}, update{}, tp{}, cp{}, ep{};
 };
 
 /// What one block of a stage runs, for the communication beside it: its attention core forward and backward, its
@@ -91,6 +93,8 @@ struct StageTimes {
 struct BlockParts {
   Seconds core{}, core_bwd{}, gemm{}, bwd{};
   bool core_again = false;
+  bool moe = false;           // its MLP is a mixture of experts (eq. P16)
+  bool checkpointed = false;  // full recompute runs the whole block again
 };
 
 /// Eq. P15: a block's CP ring on one rank: the sends past each step's attention forward and backward (again in
@@ -113,8 +117,15 @@ bool core_again(const ComputeOptions& opt, int block) noexcept {
       (opt.recompute == Recompute::full && block_checkpointed(block, opt.recompute_blocks));
 }
 
-StageTimes stage_times(const LayerTimes& t, const std::vector<int>& block, const std::vector<int>& stage, int s,
-                       const ComputeOptions& opt, const BlockComm& comm, const ParallelLayout& l, int sm_count) {
+/// Eq. P18: a MoE block's all-to-alls, dispatch and combine forward and both again backward (and the forward's
+/// again where full recompute reruns the block), not overlapped with compute.
+Seconds ep_block(const BlockParts& b, const BlockComm& comm) {
+  if (!b.moe) return Seconds{};
+  return comm.ep_alltoall * (b.checkpointed ? 6.0 : 4.0);
+}
+
+StageTimes stage_times(const Network& net, const LayerTimes& t, const std::vector<int>& block, const std::vector<int>& stage,
+                       int s, const ComputeOptions& opt, const BlockComm& comm, const ParallelLayout& l, int sm_count) {
   StageTimes st;
   std::vector<BlockParts> parts;  // per block of the stage
   int last = -1;
@@ -125,10 +136,12 @@ StageTimes stage_times(const LayerTimes& t, const std::vector<int>& block, const
     st.update += t.update[i];
     if (block[i] < 0) continue;
     if (block[i] != last) {
-      parts.push_back({.core_again = core_again(opt, block[i])});
+      parts.push_back({.core_again = core_again(opt, block[i]),
+                       .checkpointed = opt.recompute == Recompute::full && block_checkpointed(block[i], opt.recompute_blocks)});
       last = block[i];
     }
     BlockParts& b = parts.back();
+    if (i < net.layers.size() && net.layers[i].experts > 0) b.moe = true;
     b.bwd += t.backward[i];
     if (i < t.forward_attention.size()) b.core += t.forward_attention[i];
     if (i < t.backward_attention.size()) b.core_bwd += t.backward_attention[i];
@@ -142,14 +155,16 @@ StageTimes stage_times(const LayerTimes& t, const std::vector<int>& block, const
           tp_overlap_exposed(comm.tp_fwd, b.gemm, l.tp, sm_count) + tp_overlap_exposed(comm.tp_bwd, b.gemm * 2.0, l.tp, sm_count);
     else st.tp += comm.tp_fwd + comm.tp_bwd;
     cp_block(st, b, comm, l.cp);
+    st.ep += ep_block(b, comm);
   }
   return st;
 }
 
-/// P5: the gradients of the largest stage (`params` a rank) over the dp·cp group, after the pipeline's last
-/// backward.
+/// P5: the gradients of the largest stage (`params` a rank) over the dp·cp group (`dpg`), after the pipeline's last
+/// backward; P17: the experts' over their expert-data-parallel group in the same way.
 Seconds dp_reduction(const CollectiveModel& coll, const GroupPlacement& dpg, double params, const Sharding& sh,
                      const ComputeOptions& opt) {
+  if (!(params > 0.0)) return Seconds{};
   const double g = reduce_bytes_per_element(sh, opt.precision), w = working_bytes_per_element(opt.precision);
   using G = ParallelGroup;
   if (!sh.sharded())
@@ -180,11 +195,11 @@ ParallelStep parallel_step(const Network& net, const LayerTimes& times, const Cl
   r.memory.reserve(static_cast<std::size_t>(l.pp));
   const int dp_cp = l.dp(gpus) * l.cp;
   const ActivationRecompute ar = activation_recompute(opt.recompute);
-  std::int64_t most_params = 0;
+  std::int64_t most_params = 0, most_experts = 0;
   Seconds most_update{};
   for (int s = 0; s < l.pp; ++s) {
-    const StageTimes st = stage_times(t, block, stage, s, opt, comm, l, cluster.gpu.sm_count);
-    const Seconds mb = st.forward + st.backward + st.tp + st.cp + comm.p2p;
+    const StageTimes st = stage_times(net, t, block, stage, s, opt, comm, l, cluster.gpu.sm_count);
+    const Seconds mb = st.forward + st.backward + st.tp + st.cp + st.ep + comm.p2p;
     if (s == 0 || mb > r.per_microbatch) {
       r.slowest_stage = s;
       r.per_microbatch = mb;
@@ -192,15 +207,18 @@ ParallelStep parallel_step(const Network& net, const LayerTimes& times, const Cl
       r.backward = st.backward;
       r.tp_exposed = st.tp;
       r.cp_exposed = st.cp;
+      r.ep_comm = st.ep;
       r.p2p = comm.p2p;
     }
     most_update = max(most_update, st.update);
     most_params = std::max(most_params, rank_params(net, stage, l, s));
+    most_experts = std::max(most_experts, rank_expert_params(net, stage, l, s));
     r.memory.push_back(rank_memory(net, block, m, stage, l, s, opt, sh, dp_cp, ar, reserved));
   }
   r.pipeline = pipeline_time(l.schedule, l.pp, l.micro_batches, l.vp, r.per_microbatch);
   r.bubble = r.pipeline - r.per_microbatch * static_cast<double>(l.micro_batches);
-  r.dp_comm = dp_reduction(coll, at[ParallelGroup::dp_cp], static_cast<double>(most_params), sh, opt);
+  r.dp_comm = dp_reduction(coll, at[ParallelGroup::dp_cp], static_cast<double>(most_params - most_experts), sh, opt) +
+      dp_reduction(coll, at[ParallelGroup::edp], static_cast<double>(most_experts), sh, opt);
   r.update = sh.sharded() ? most_update / static_cast<double>(std::max(dp_cp, 1)) : most_update;
   r.step = r.pipeline + r.dp_comm + r.update;
   r.global_batch = l.global_batch(gpus);

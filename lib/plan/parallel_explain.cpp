@@ -31,13 +31,14 @@ std::string explain_parallel(const Scenario& sc, int gpus) {
   out += fmt::format("# dlscale explain: {} on {} × {} ({}), {}, {}\n", sc.network.name, gpus, sc.cluster.gpu.name,
                      sc.cluster.name, sc.strategy.name, to_string(sc.compute.precision));
   out += fmt::format(
-      "# layout: tp {}{} × pp {}{} × cp {} × dp {}; micro-batch {}, {} micro-batches, global batch {} "
+      "# layout: tp {}{} × pp {}{} × cp {}{} × dp {}; micro-batch {}, {} micro-batches, global batch {} "
       "({:.4g} M tokens); recompute {}; rank order {}\n",
       l.tp, l.sp ? " (sp)" : "", l.pp,
       l.pp > 1 ? (l.schedule == PipelineSchedule::interleaved ? fmt::format(" (interleaved, vp {})", l.vp)
                                                               : fmt::format(" ({})", to_string(l.schedule)))
                : std::string(),
-      l.cp, l.dp(gpus), l.micro_batch, l.micro_batches, l.global_batch(gpus),
+      l.cp, shape.experts > 0 ? fmt::format(" (ep {} of {} experts, top-{})", l.ep, shape.experts, shape.top_k) : std::string(),
+      l.dp(gpus), l.micro_batch, l.micro_batches, l.global_batch(gpus),
       static_cast<double>(l.global_batch(gpus) * shape.seq) / 1e6, to_string(sc.compute.recompute), to_string(l.order));
   out += fmt::format("step {:.4f} s: {:.4g} tokens/s ({:.1f} per GPU), MFU {:.1f} %\n\n", in_seconds(p.iteration_time),
                      p.throughput_tokens_per_s, p.throughput_tokens_per_s / gpus, 100.0 * p.mfu);
@@ -48,6 +49,7 @@ std::string explain_parallel(const Scenario& sc, int gpus) {
   row("compute (forward + backward)", b.forward + b.backward);
   row("TP exposed", par.tp_comm);
   row("CP exposed", par.cp_comm);
+  if (shape.experts > 0) row("EP all-to-all", par.ep_comm);
   row("PP sends", par.pp_p2p);
   row("bubble", par.bubble);
   row("DP exposed", par.dp_comm);
@@ -67,6 +69,10 @@ std::string explain_parallel(const Scenario& sc, int gpus) {
   out += group_row("PP", at[ParallelGroup::pp]);
   out += group_row("DP", at[ParallelGroup::dp]);
   out += group_row("DP×CP", at[ParallelGroup::dp_cp]);
+  if (shape.experts > 0) {  // eq. P17
+    out += group_row("EP", at[ParallelGroup::ep]);
+    out += group_row("EDP (experts' DP)", at[ParallelGroup::edp]);
+  }
   return out;
 }
 

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <map>
 #include <memory>
@@ -42,7 +43,8 @@ struct PlanContext {
 
 /// The layout of one point of the grid, its micro-batches set by the global batch; nullopt where the model or
 /// the GPU count does not take it.
-std::optional<ParallelLayout> grid_layout(const PlanContext& c, int tp, int pp, int cp, int vp, int b, std::int64_t global) {
+std::optional<ParallelLayout> grid_layout(const PlanContext& c, int tp, int pp, int cp, int vp, int ep, int b,
+                                          std::int64_t global) {
   if (tp < 1 || pp < 1 || cp < 1 || vp < 1 || c.gpus % (tp * pp * cp) != 0 || (vp > 1 && pp == 1)) return std::nullopt;
   ParallelLayout l;
   l.tp = tp;
@@ -52,6 +54,7 @@ std::optional<ParallelLayout> grid_layout(const PlanContext& c, int tp, int pp, 
   l.vp = vp;
   l.schedule = vp > 1 ? PipelineSchedule::interleaved : PipelineSchedule::one_f_one_b;
   l.cp = cp;
+  l.ep = ep;
   l.micro_batch = b;
   l.global_batch_target = global;
   l.order = c.order;
@@ -82,9 +85,9 @@ bool first_and_last_stage_fit(const PlanContext& c, const ParallelLayout& l, con
 struct MicroBatchTimes {
   const Scenario& times_of;  // the base without measured layers
   LayerTimes whole;
-  std::map<std::pair<int, int>, ParallelTimes> by_tp_cp;  // a rank's times depend on t (and SP, t > 1) and c
+  std::map<std::array<int, 3>, ParallelTimes> by_tp_cp;  // a rank's times depend on t (and SP, t > 1), c and ep
   const ParallelTimes& of(const ParallelLayout& l, const ComputeOptions& opt) {
-    const std::pair key{l.tp, l.cp};
+    const std::array key{l.tp, l.cp, l.ep};
     auto it = by_tp_cp.find(key);
     if (it == by_tp_cp.end()) it = by_tp_cp.emplace(key, parallel_layer_times(times_of, l, opt, whole)).first;
     return it->second;
@@ -94,31 +97,36 @@ struct MicroBatchTimes {
 /// Every layout of the grid at one micro-batch, recompute mode and sharding stage, into the result.
 void plan_layouts(const PlanContext& c, const ParallelPlanSpace& space, MicroBatchTimes& times, const ComputeOptions& opt,
                   const Sharding& sh, int micro_batch, int stage, ParallelPlanResult& r) {
+  // eq. P17: expert-parallel degrees for a model with experts only (validate keeps those dividing dp·cp and E)
+  const std::vector<int> no_ep{1};
+  const std::vector<int>& eps = c.shape.experts > 0 ? space.ep : no_ep;
   for (int tp : space.tp)
     for (int pp : space.pp)
       for (int cp : space.cp)
-        for (int vp : space.vp) {
-          const auto l = grid_layout(c, tp, pp, cp, vp, micro_batch, r.global_batch);
-          if (!l) {
-            ++r.invalid;
-            continue;
+        for (int vp : space.vp)
+          for (int ep : eps) {
+            const auto l = grid_layout(c, tp, pp, cp, vp, ep, micro_batch, r.global_batch);
+            if (!l) {
+              ++r.invalid;
+              continue;
+            }
+            ++r.evaluated;
+            if (!first_and_last_stage_fit(c, *l, opt, sh)) {
+              ++r.out_of_memory;
+              continue;
+            }
+            ParallelPlanEntry e;
+            e.prediction =
+                parallel_prediction(c.base, *l, opt, sh, times.of(*l, opt), *c.coll, c.gpus, c.at, Seconds{}, c.reserve);
+            if (!e.prediction.memory.fits) {
+              ++r.out_of_memory;
+              continue;
+            }
+            e.layout = *l;
+            e.recompute = opt.recompute;
+            e.sharding_stage = stage;
+            r.ranked.push_back(std::move(e));
           }
-          ++r.evaluated;
-          if (!first_and_last_stage_fit(c, *l, opt, sh)) {
-            ++r.out_of_memory;
-            continue;
-          }
-          ParallelPlanEntry e;
-          e.prediction = parallel_prediction(c.base, *l, opt, sh, times.of(*l, opt), *c.coll, c.gpus, c.at, Seconds{}, c.reserve);
-          if (!e.prediction.memory.fits) {
-            ++r.out_of_memory;
-            continue;
-          }
-          e.layout = *l;
-          e.recompute = opt.recompute;
-          e.sharding_stage = stage;
-          r.ranked.push_back(std::move(e));
-        }
 }
 
 }  // namespace
@@ -195,19 +203,17 @@ std::string where(const GroupPlacement& g) {
 std::vector<std::pair<const char*, Seconds>> parts(const Prediction& p) {
   const auto& b = p.breakdown;
   const auto& par = *b.parallel;
-  return {{"compute", b.forward + b.backward},
-          {"TP exposed", par.tp_comm},
-          {"CP exposed", par.cp_comm},
-          {"PP sends", par.pp_p2p},
-          {"bubble", par.bubble},
-          {"DP exposed", par.dp_comm},
-          {"update", b.update}};
+  return {{"compute", b.forward + b.backward}, {"TP exposed", par.tp_comm}, {"CP exposed", par.cp_comm},
+          {"EP all-to-all", par.ep_comm},      {"PP sends", par.pp_p2p},    {"bubble", par.bubble},
+          {"DP exposed", par.dp_comm},         {"update", b.update}};
 }
 
-std::string layout_cells(const ParallelPlanEntry& e, int gpus) {
+/// A layout's columns; `moe`: with the expert-parallel degree after cp.
+std::string layout_cells(const ParallelPlanEntry& e, int gpus, bool moe) {
   const ParallelLayout& l = e.layout;
-  return fmt::format("{:>3} {:>3} {:>3} {:>3} {:>3} {:>4} {:>3} {:>4} {:>10} {:>4}", l.tp, l.pp, l.vp, l.cp, l.dp(gpus),
-                     l.micro_batch, l.micro_batches, l.sp ? "sp" : "-", to_string(e.recompute),
+  return fmt::format("{:>3} {:>3} {:>3} {:>3} {}{:>3} {:>4} {:>3} {:>4} {:>10} {:>4}", l.tp, l.pp, l.vp, l.cp,
+                     moe ? fmt::format("{:>3} ", l.ep) : std::string(), l.dp(gpus), l.micro_batch, l.micro_batches,
+                     l.sp ? "sp" : "-", to_string(e.recompute),
                      e.sharding_stage > 0 ? fmt::format("z{}", e.sharding_stage) : std::string("-"));
 }
 
@@ -232,21 +238,24 @@ std::string format_parallel_plan(const ParallelPlanResult& r, const Scenario& ba
     out += "# no layout fits\n";
     return out;
   }
-  out += fmt::format("{:>4} {:>3} {:>3} {:>3} {:>3} {:>3} {:>4} {:>3} {:>4} {:>10} {:>4} {:>11} {:>9} {:>6} {:>8} {:>9} {:>7}\n",
-                     "rank", "tp", "pp", "vp", "cp", "dp", "mb", "m", "sp", "recompute", "zero", "tokens/s", "tok/s/GPU", "MFU",
-                     "mem/GPU", "step (s)", "TP node");
+  const bool moe = shape.experts > 0;
+  out +=
+      fmt::format("{:>4} {:>3} {:>3} {:>3} {:>3} {}{:>3} {:>4} {:>3} {:>4} {:>10} {:>4} {:>11} {:>9} {:>6} {:>8} {:>9} {:>7}\n",
+                  "rank", "tp", "pp", "vp", "cp", moe ? " ep " : "", "dp", "mb", "m", "sp", "recompute", "zero", "tokens/s",
+                  "tok/s/GPU", "MFU", "mem/GPU", "step (s)", "TP node");
   const std::size_t n = std::min<std::size_t>(r.ranked.size(), static_cast<std::size_t>(std::max(top, 1)));
   for (std::size_t i = 0; i < n; ++i) {
     const auto& e = r.ranked[i];
     const Prediction& p = e.prediction;
-    out += fmt::format("{:>4} {} {:>11.4g} {:>9.1f} {:>5.1f}% {:>5.1f} GB {:>9.3f} {:>7}\n", i + 1, layout_cells(e, gpus),
+    out += fmt::format("{:>4} {} {:>11.4g} {:>9.1f} {:>5.1f}% {:>5.1f} GB {:>9.3f} {:>7}\n", i + 1, layout_cells(e, gpus, moe),
                        p.throughput_tokens_per_s, p.throughput_tokens_per_s / gpus, 100.0 * p.mfu,
                        in_bytes(p.memory.per_gpu) / 1e9, in_seconds(p.iteration_time), e.tp_inside_node ? "inside" : "across");
   }
   const auto& best = r.ranked.front();
   const LayoutPlacement at = place_layout(best.layout, cl, gpus);
-  out += fmt::format("# the best, {}: TP {}, CP {}, PP {}, DP {}\n", fmt::format("#1"), where(at[ParallelGroup::tp]),
-                     where(at[ParallelGroup::cp]), where(at[ParallelGroup::pp]), where(at[ParallelGroup::dp]));
+  out += fmt::format("# the best, {}: TP {}, CP {}, PP {}, DP {}{}\n", fmt::format("#1"), where(at[ParallelGroup::tp]),
+                     where(at[ParallelGroup::cp]), where(at[ParallelGroup::pp]), where(at[ParallelGroup::dp]),
+                     moe ? fmt::format(", EP {}", where(at[ParallelGroup::ep])) : std::string());
   if (r.ranked.size() > 1) {
     const auto& next = r.ranked[1];
     const auto a = parts(best.prediction), b = parts(next.prediction);
@@ -263,9 +272,10 @@ std::string format_parallel_plan(const ParallelPlanResult& r, const Scenario& ba
                        fmt::format(" (memory {:.1f} GB against {:.1f} GB)", in_bytes(next.prediction.memory.per_gpu) / 1e9,
                                    in_bytes(best.prediction.memory.per_gpu) / 1e9));
   }
-  out +=
-      "# tp, pp, vp, cp, dp: the degrees; mb: micro-batch; m: micro-batches a step; zero z1: distributed optimiser; "
-      "TP node: every TP group inside one node (NVLink domain)\n";
+  out += fmt::format(
+      "# tp, pp, vp, cp, {}dp: the degrees; mb: micro-batch; m: micro-batches a step; zero z1: distributed optimiser; "
+      "TP node: every TP group inside one node (NVLink domain)\n",
+      moe ? "ep (experts over ranks of dp·cp), " : "");
   return out;
 }
 

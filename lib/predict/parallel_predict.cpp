@@ -32,8 +32,8 @@ void validate_parallel(const Scenario& sc) {
   // m from a global batch is the GPU count's (with_global_batch): checked by each prediction
   if (l.global_batch_target > 0) l.micro_batches = std::max(l.pp, 1);
   try {
-    // the GPU count is a prediction's: here every check but whether tp·pp·cp divides it
-    validate(l, std::max(l.model_parallel(), 1), transformer_shape(sc.network));
+    // the GPU count is a prediction's: here every check but whether tp·pp·cp divides it (and ep the dp·cp ranks)
+    validate(l, std::max(l.model_parallel(), 1) * std::max(l.ep, 1), transformer_shape(sc.network));
   } catch (const InputError& e) {
     rethrow_parallel_field(e);
   }
@@ -51,7 +51,7 @@ LayerTimes parallel_whole_times(const Scenario& sc, const LayerTimes& modelled) 
 ParallelTimes parallel_layer_times(const Scenario& sc, const ParallelLayout& l, const ComputeOptions& opt,
                                    const LayerTimes& whole) {
   if (sc.measured_layers) return {whole, LayerTimesOf::whole_layers};
-  if (l.tp <= 1 && l.cp <= 1) return {whole, LayerTimesOf::tp_rank};
+  if (l.tp <= 1 && l.cp <= 1 && l.ep <= 1) return {whole, LayerTimesOf::tp_rank};
   // eq. P6: the kernel model on one rank's layers (a/t heads, the MLP's and the vocabulary's t-th, s/c tokens)
   LayerTimes t = estimate_layer_times(tp_rank_network(sc.network, l), sc.cluster.gpu, l.micro_batch, opt);
   const double eff = sc.strategy.compute_efficiency;
@@ -108,11 +108,12 @@ Prediction parallel_prediction(const Scenario& sc, const ParallelLayout& layout,
   Breakdown::Parallel par;
   par.tp_comm = s.tp_exposed * mb;
   par.cp_comm = s.cp_exposed * mb;
+  par.ep_comm = s.ep_comm * mb;
   par.pp_p2p = s.p2p * mb;
   par.bubble = s.bubble;
   par.dp_comm = s.dp_comm;
   par.slowest_stage = s.slowest_stage;
-  b.comm = par.tp_comm + par.cp_comm + par.pp_p2p + par.dp_comm;
+  b.comm = par.tp_comm + par.cp_comm + par.ep_comm + par.pp_p2p + par.dp_comm;
   b.comm_exposed = b.comm;
   Bytes worst{};
   for (const auto& m : s.memory) {
@@ -124,6 +125,7 @@ Prediction parallel_prediction(const Scenario& sc, const ParallelLayout& layout,
       {b.forward + b.backward, {Bottleneck::compute, "GPU compute"}},
       {par.tp_comm, {Bottleneck::communication, "TP communication (exposed)"}},
       {par.cp_comm, {Bottleneck::communication, "CP ring (exposed)"}},
+      {par.ep_comm, {Bottleneck::communication, "EP all-to-all"}},
       {par.pp_p2p, {Bottleneck::communication, "pipeline sends"}},
       {par.bubble, {Bottleneck::compute, "pipeline bubble"}},
       {par.dp_comm, {Bottleneck::communication, "DP gradient reduction"}},

@@ -391,6 +391,10 @@ class Generator {
 
   // mlp: two linear maps D→H→D (or the gated three, SwiGLU: gate and up D→H, down H→D) as one layer of
   // kind linear. Kept for backward: the hidden activations (2·H, or 3·H gated) and the output (D).
+  // With `experts: E, top_k: K` a mixture of experts (docs/model.md, eq. P16): a router D×E and E such MLPs, each
+  // token through K of them. Parameters: all E experts and the router; MACs: the K a token runs (its active
+  // parameters) and the router; kept: the router's probabilities (E), the K permuted copies of the input (D), their
+  // hidden activations and outputs, and the combined output (D; a residual branch's last drops it).
   Tensor mlp(const Node& args, Tensor in, const std::string& prefix) {
     MapReader m(args);
     const Node name = m.required("name");
@@ -398,16 +402,33 @@ class Generator {
     bool gated = false, bias = true;
     if (auto n = m.optional("gated")) gated = n->boolean();
     if (auto n = m.optional("bias")) bias = n->boolean();
+    std::int64_t experts = 0, top_k = 0;
+    const std::optional<Node> experts_node = m.optional("experts"), top_k_node = m.optional("top_k");
+    if (experts_node) experts = positive(*experts_node);
+    if (top_k_node) top_k = positive(*top_k_node);
     m.finish();
     need_activations(args, in, "mlp");
     if (in.shape.empty()) args.fail("mlp needs an input with at least one dimension");
+    if (experts_node.has_value() != top_k_node.has_value()) args.fail("a mixture of experts needs both 'experts' and 'top_k'");
+    if (top_k > experts) top_k_node->fail(fmt::format("top_k {} is more than the {} experts", top_k, experts));
     const std::int64_t d = in.shape.back(), rows = elements(args, in.shape) / d;
     const std::int64_t matrices = gated ? 3 : 2;
     const std::int64_t biases = bias ? (gated ? 2 * hidden : hidden) + d : 0;
-    const std::int64_t params = mul(args, {matrices, d, hidden}) + biases;
-    const std::int64_t macs = mul(args, rows, params);  // every weight and bias once per row
+    const std::int64_t expert = mul(args, {matrices, d, hidden}) + biases;
+    if (experts > 0) {  // eq. P16
+      const std::int64_t router = mul(args, d, experts);
+      const std::int64_t macs = mul(args, rows, mul(args, top_k, expert) + router);
+      const std::int64_t kept = mul(args, rows, mul(args, top_k, matrices * hidden + 2 * d) + d + experts);
+      Layer& l = add(name, prefix, LayerKind::linear, mul(args, experts, expert) + router, macs, kept, in.shape, in.shape);
+      l.hidden = hidden;
+      l.gated = gated;
+      l.experts = static_cast<int>(experts);
+      l.top_k = static_cast<int>(top_k);
+      return in;
+    }
+    const std::int64_t macs = mul(args, rows, expert);  // every weight and bias once per row
     const std::int64_t kept = mul(args, rows, matrices * hidden + d);
-    Layer& l = add(name, prefix, LayerKind::linear, params, macs, kept, in.shape, in.shape);
+    Layer& l = add(name, prefix, LayerKind::linear, expert, macs, kept, in.shape, in.shape);
     l.hidden = hidden;
     l.gated = gated;
     return in;
@@ -579,11 +600,67 @@ class Generator {
     return run_list(body, std::move(in), p);
   }
 
+  // A decoder's mixture of experts (docs/model.md, eq. P16): `experts` routed experts of `expert_ffn` (the ffn when
+  // not given), `top_k` per token, `shared_experts` always-on experts of the same width (one MLP of their summed
+  // width), and the first `first_dense` blocks with the dense MLP (DeepSeek's first_k_dense_replace).
+  struct DecoderMoe {
+    std::int64_t experts = 0, top_k = 0, ffn = 0, shared = 0, first_dense = 0;
+  };
+  static DecoderMoe decoder_moe(MapReader& m, std::int64_t ffn, std::int64_t layers_n) {
+    DecoderMoe e;
+    const std::optional<Node> experts = m.optional("experts"), top_k = m.optional("top_k");
+    const std::optional<Node> expert_ffn = m.optional("expert_ffn"), shared = m.optional("shared_experts");
+    const std::optional<Node> first_dense = m.optional("first_dense");
+    if (!experts) {
+      for (const auto* n : {&top_k, &expert_ffn, &shared, &first_dense})
+        if (*n) n->value().fail("a setting of a mixture of experts needs 'experts'");
+      return e;
+    }
+    e.experts = positive(*experts);
+    if (!top_k) experts->fail("a mixture of experts needs 'top_k', the experts each token runs");
+    e.top_k = positive(*top_k);
+    if (e.top_k > e.experts) top_k->fail(fmt::format("top_k {} is more than the {} experts", e.top_k, e.experts));
+    e.ffn = expert_ffn ? positive(*expert_ffn) : ffn;
+    if (shared) e.shared = shared->non_negative_integer();
+    if (first_dense) e.first_dense = first_dense->non_negative_integer();
+    if (e.first_dense >= layers_n)
+      first_dense->fail(fmt::format("first_dense {} leaves none of the {} blocks a mixture of experts", e.first_dense, layers_n));
+    return e;
+  }
+
+  // The MLP items of a decoder block: the dense MLP, or the shared experts' and the routed experts' (`moe`).
+  static std::string decoder_mlp(const std::string& name, std::int64_t ffn, bool swiglu, const std::string& b,
+                                 const DecoderMoe& moe, bool routed) {
+    const char* gated = swiglu ? "true" : "false";
+    if (!routed) return fmt::format("{{mlp: {{name: {}, hidden: {}, gated: {}, bias: {}}}}}", name, ffn, gated, b);
+    std::string y;
+    if (moe.shared > 0)
+      y += fmt::format("{{mlp: {{name: shared_experts, hidden: {}, gated: {}, bias: {}}}}}, ", moe.shared * moe.ffn, gated, b);
+    return y +
+        fmt::format("{{mlp: {{name: block_sparse_moe, hidden: {}, gated: {}, bias: {}, experts: {}, top_k: {}}}}}", moe.ffn,
+                    gated, b, moe.experts, moe.top_k);
+  }
+
+  // The decoder's blocks: one `repeat` of `attention` and the MLP residuals, or with experts one of the first_dense
+  // dense blocks and one of the rest.
+  static std::string decoder_blocks(const std::string& name, std::int64_t layers_n, const std::string& attention,
+                                    const std::string& norm, const std::string& mlp_name, std::int64_t ffn, bool swiglu,
+                                    const std::string& b, const DecoderMoe& moe) {
+    auto blocks = [&](std::int64_t first, std::int64_t count, bool routed) {
+      return fmt::format("- repeat: {{name: {}, first: {}, count: {}, body: [{}, {{residual: {{body: [{}, {}]}}}}]}}\n", name,
+                         first, count, attention, norm, decoder_mlp(mlp_name, ffn, swiglu, b, moe, routed));
+    };
+    if (moe.experts == 0) return blocks(0, layers_n, false);
+    return (moe.first_dense > 0 ? blocks(0, moe.first_dense, false) : "") +
+        blocks(moe.first_dense, layers_n - moe.first_dense, true);
+  }
+
   // decoder: a decoder-only transformer from its sizes (docs/models.md, "Decoder-only transformers"):
   // token embedding (+ learned positions), `layers` pre-norm blocks — norm, causal attention (kv_heads),
-  // add; norm, MLP (gelu: D→F→D with biases; swiglu: gate and up D→F, down F→D), add — a final norm and
-  // the output projection (tied: the token embedding's weights). Written as the equivalent list of
-  // operations and generated by them, with Llama's names (rotary positions) or GPT-2's (learned).
+  // add; norm, MLP (gelu: D→F→D with biases; swiglu: gate and up D→F, down F→D; or a mixture of experts of
+  // them, decoder_moe), add — a final norm and the output projection (tied: the token embedding's weights).
+  // Written as the equivalent list of operations and generated by them, with Llama's names (rotary positions)
+  // or GPT-2's (learned).
   Tensor decoder(const Node& args, Tensor in, const std::string& prefix) {
     MapReader m(args);
     const std::int64_t layers_n = positive(m.required("layers"));
@@ -594,15 +671,16 @@ class Generator {
     std::optional<Node> kv_node = m.optional("kv_heads");
     if (kv_node) kv_heads = positive(*kv_node);
     const std::int64_t ffn = positive(m.required("ffn"));
-    const std::string ffn_kind = m.required("ffn_kind").choice({"gelu", "swiglu"});
+    const bool swiglu = m.required("ffn_kind").choice({"gelu", "swiglu"}) == "swiglu";
     const std::int64_t vocab = positive(m.required("vocab"));
     const std::string positions = m.required("positions").choice({"learned", "rotary", "alibi"});
-    bool tied = false, bias = ffn_kind == "gelu";
+    bool tied = false, bias = !swiglu;
     if (auto n = m.optional("tied")) tied = n->boolean();
     if (auto n = m.optional("bias")) bias = n->boolean();
     std::int64_t context = 0;
     std::optional<Node> ctx_node = m.optional("context");
     if (ctx_node) context = positive(*ctx_node);
+    const DecoderMoe moe = decoder_moe(m, ffn, layers_n);
     m.finish();
     if (!in.token_ids) args.fail("a decoder takes token ids: put it first, after the input");
     if (width % heads != 0) heads_node.fail(fmt::format("{} heads do not divide the width {}", heads, width));
@@ -616,28 +694,21 @@ class Generator {
     if (gpt) {
       y += fmt::format("- embedding: {{name: wte, vocab: {}, dim: {}}}\n", vocab, width);
       y += fmt::format("- embedding: {{name: wpe, vocab: {}, dim: {}, positions: true}}\n", context, width);
-      y += fmt::format("- repeat: {{name: h, count: {}, body: [", layers_n);
-      y += fmt::format(
+      const std::string attention = fmt::format(
           "{{residual: {{body: [{{layernorm: {{name: ln_1, bias: {}}}}}, {{attention: {{name: attn, heads: {}, kv_heads: {}, "
-          "bias: {}, causal: true}}}}]}}}}, ",
+          "bias: {}, causal: true}}}}]}}}}",
           b, heads, kv_heads, b);
-      y += fmt::format(
-          "{{residual: {{body: [{{layernorm: {{name: ln_2, bias: {}}}}}, {{mlp: {{name: mlp, hidden: {}, gated: {}, bias: "
-          "{}}}}}]}}}}]}}\n",
-          b, ffn, ffn_kind == "swiglu" ? "true" : "false", b);
+      y += decoder_blocks("h", layers_n, attention, fmt::format("{{layernorm: {{name: ln_2, bias: {}}}}}", b), "mlp", ffn, swiglu,
+                          b, moe);
       y += fmt::format("- layernorm: {{name: ln_f, bias: {}}}\n", b);
       y += fmt::format("- linear: {{name: lm_head, out: {}, bias: false{}}}\n", vocab, tied ? ", tied: wte" : "");
     } else {
       y += fmt::format("- embedding: {{name: model.embed_tokens, vocab: {}, dim: {}}}\n", vocab, width);
-      y += fmt::format("- repeat: {{name: model.layers, count: {}, body: [", layers_n);
-      y += fmt::format(
+      const std::string attention = fmt::format(
           "{{residual: {{body: [{{rmsnorm: input_layernorm}}, {{attention: {{name: self_attn, heads: {}, kv_heads: {}, bias: {}, "
-          "causal: true, rotary: {}}}}}]}}}}, ",
+          "causal: true, rotary: {}}}}}]}}}}",
           heads, kv_heads, b, positions == "rotary" ? "true" : "false");
-      y += fmt::format(
-          "{{residual: {{body: [{{rmsnorm: post_attention_layernorm}}, {{mlp: {{name: mlp, hidden: {}, gated: {}, bias: "
-          "{}}}}}]}}}}]}}\n",
-          ffn, ffn_kind == "swiglu" ? "true" : "false", b);
+      y += decoder_blocks("model.layers", layers_n, attention, "{rmsnorm: post_attention_layernorm}", "mlp", ffn, swiglu, b, moe);
       y += "- rmsnorm: model.norm\n";
       y += fmt::format("- linear: {{name: lm_head, out: {}, bias: false{}}}\n", vocab, tied ? ", tied: model.embed_tokens" : "");
     }

@@ -11,7 +11,9 @@
 namespace dlscale {
 namespace {
 constexpr std::string_view kPrefix = "decoder:";
-constexpr std::string_view kKeys = "layers, hidden, heads, kv_heads, ffn, vocab, seq, ffn_kind, positions, context, tied, bias";
+constexpr std::string_view kKeys =
+    "layers, hidden, heads, kv_heads, ffn, vocab, seq, ffn_kind, positions, context, tied, bias, experts, top_k, expert_ffn, "
+    "shared_experts, first_dense";
 
 std::int64_t positive_value(std::string_view key, std::string_view value, std::string_view option) {
   std::int64_t v = 0;
@@ -34,6 +36,22 @@ std::string choice_value(std::string_view key, std::string_view value, std::init
     if (value == a) return std::string(value);
   throw InputError(SourceLocation{}, std::string(option),
                    fmt::format("decoder key '{}': '{}' is not one of {}", key, value, fmt::join(allowed, ", ")));
+}
+/// Eq. P16's keys: top_k in [1, experts], none of them without experts, first_dense below the layers.
+void check_experts(const DecoderShape& d, std::string_view option) {
+  auto fail = [&](std::string message) { throw InputError(SourceLocation{}, std::string(option), std::move(message)); };
+  if (d.experts == 0) {
+    for (auto [key, v] : {std::pair{"top_k", d.top_k},
+                          {"expert_ffn", d.expert_ffn},
+                          {"shared_experts", d.shared_experts},
+                          {"first_dense", d.first_dense}})
+      if (v > 0) fail(fmt::format("decoder key '{}' needs 'experts' (a mixture of experts)", key));
+    return;
+  }
+  if (d.top_k == 0) fail("decoder key 'experts' needs 'top_k', the experts each token runs");
+  if (d.top_k > d.experts) fail(fmt::format("decoder key 'top_k': {} is more than the {} experts", d.top_k, d.experts));
+  if (d.first_dense >= d.layers)
+    fail(fmt::format("decoder key 'first_dense': {} leaves none of the {} layers a mixture of experts", d.first_dense, d.layers));
 }
 }  // namespace
 
@@ -66,6 +84,11 @@ DecoderShape parse_decoder_spec(std::string_view text, std::string_view option) 
     else if (key == "positions") d.positions = choice_value(key, value, {"rotary", "alibi", "learned"}, option);
     else if (key == "tied") d.tied = boolean_value(key, value, option);
     else if (key == "bias") d.bias = boolean_value(key, value, option);
+    else if (key == "experts") d.experts = positive_value(key, value, option);
+    else if (key == "top_k") d.top_k = positive_value(key, value, option);
+    else if (key == "expert_ffn") d.expert_ffn = positive_value(key, value, option);
+    else if (key == "shared_experts") d.shared_experts = positive_value(key, value, option);
+    else if (key == "first_dense") d.first_dense = positive_value(key, value, option);
     else throw InputError(SourceLocation{}, std::string(option), fmt::format("unknown decoder key '{}' (keys: {})", key, kKeys));
   }
   for (auto [key, v] : {std::pair{"layers", d.layers},
@@ -82,6 +105,7 @@ DecoderShape parse_decoder_spec(std::string_view text, std::string_view option) 
   if (d.hidden % d.heads != 0)
     throw InputError(SourceLocation{}, std::string(option),
                      fmt::format("decoder key 'heads': {} heads do not divide the hidden width {}", d.heads, d.hidden));
+  check_experts(d, option);
   if (d.positions == "learned" && d.context > 0 && d.seq > d.context)
     throw InputError(SourceLocation{}, std::string(option),
                      fmt::format("decoder key 'seq': {} tokens do not fit the {} learned positions "
@@ -89,6 +113,15 @@ DecoderShape parse_decoder_spec(std::string_view text, std::string_view option) 
                                  d.seq, d.context));
   return d;
 }
+
+namespace {
+/// The decoder operation's mixture-of-experts settings (eq. P16), "" for a dense decoder.
+std::string experts_yaml(const DecoderShape& d) {
+  if (d.experts == 0) return "";
+  return fmt::format(", experts: {}, top_k: {}, expert_ffn: {}, shared_experts: {}, first_dense: {}", d.experts, d.top_k,
+                     d.expert_ffn > 0 ? d.expert_ffn : d.ffn, d.shared_experts, d.first_dense);
+}
+}  // namespace
 
 Network build_decoder(const DecoderShape& d, const std::string& name) {
   const bool learned = d.positions == "learned";
@@ -99,9 +132,9 @@ Network build_decoder(const DecoderShape& d, const std::string& name) {
       "input: {{tokens: {8}}}\n"
       "layers:\n"
       "  - decoder: {{layers: {1}, width: {2}, heads: {3}, kv_heads: {4}, ffn: {6}, ffn_kind: {5}, vocab: {7}, "
-      "positions: {9}, tied: {10}, bias: {11}{12}}}\n",
+      "positions: {9}, tied: {10}, bias: {11}{12}{13}}}\n",
       name, d.layers, d.hidden, d.heads, d.kv_heads > 0 ? d.kv_heads : d.heads, d.ffn_kind, d.ffn, d.vocab, d.seq, d.positions,
-      d.tied, d.bias, learned ? fmt::format(", context: {}", d.context > 0 ? d.context : d.seq) : "");
+      d.tied, d.bias, learned ? fmt::format(", context: {}", d.context > 0 ? d.context : d.seq) : "", experts_yaml(d));
   Network net = build_network_from_string(text, name);
   net.name = name;
   return net;

@@ -59,6 +59,7 @@ void add_shape(yamlio::FlowMap& m, const Layer& l) {
   if (l.hidden > 0) {
     m.add("hidden", std::to_string(l.hidden));
     if (l.gated) m.add("gated", "true");
+    if (l.experts > 0) m.add("experts", std::to_string(l.experts)).add("top_k", std::to_string(l.top_k));  // eq. P16
   }
 }
 }  // namespace

@@ -1,0 +1,277 @@
+// Mixture-of-experts decoders and expert parallelism (issue 37; docs/model.md, eq. P16-P18): the experts' parameters
+// and active work, the layout's expert-parallel groups, the all-to-all's bytes and time, the gradient reduction and
+// the memory of the experts, and the checks, each against values worked by hand.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "dlscale/cluster.hpp"
+#include "dlscale/collective.hpp"
+#include "dlscale/error.hpp"
+#include "dlscale/memory.hpp"
+#include "dlscale/parallel.hpp"
+#include "dlscale/zoo.hpp"
+
+namespace dlscale {
+namespace {
+
+/// The hand-timed cluster of parallel_test.cpp: `nodes` nodes of 8 GPUs, 100 GB/s and 1 µs inside a node, 10 GB/s
+/// and 5 µs between nodes, one NIC a node.
+Cluster hand_cluster(int nodes) {
+  Cluster c;
+  c.name = "hand";
+  c.max_nodes = nodes;
+  c.gpus_per_node = 8;
+  c.intra_node = {gigabytes_per_second(100.0), microseconds(1.0)};
+  c.inter_node = {gigabytes_per_second(10.0), microseconds(5.0)};
+  return c;
+}
+
+/// A 4-block decoder (h 256, 4 heads, s 128, vocabulary 1,000) whose MLPs are 4 SwiGLU experts of 512, top-2:
+/// embedding, 4 × (norm, attention, norm, MoE), norm, output = 19 layers.
+Network tiny_moe() {
+  return build_decoder(
+      DecoderShape{.layers = 4, .hidden = 256, .heads = 4, .ffn = 512, .vocab = 1000, .seq = 128, .experts = 4, .top_k = 2},
+      "tiny-moe");
+}
+
+/// Mixtral-8x7B's config.json (recalled, not read here: 32 layers, hidden 4096, 32 heads, 8 key/value heads,
+/// intermediate 14336, vocabulary 32000, 8 local experts, 2 per token).
+DecoderShape mixtral_8x7b() {
+  return DecoderShape{.layers = 32,
+                      .hidden = 4096,
+                      .heads = 32,
+                      .kv_heads = 8,
+                      .ffn = 14336,
+                      .vocab = 32000,
+                      .seq = 4096,
+                      .experts = 8,
+                      .top_k = 2};
+}
+
+// ---- eq. P16: the layer --------------------------------------------------------------------------------------------
+TEST(MoeLayer, TinyExpertsRouterMacsAndKeptByHand) {
+  const Network net = tiny_moe();
+  ASSERT_EQ(net.layers.size(), 19u);
+  const Layer& moe = net.layers[4];
+  EXPECT_EQ(moe.experts, 4);
+  EXPECT_EQ(moe.top_k, 2);
+  EXPECT_EQ(moe.hidden, 512);
+  // 4 experts of 3·256·512 = 393,216 and a router of 256·4 = 1,024
+  EXPECT_EQ(moe.params, 4 * 393'216 + 1'024);
+  // a token runs 2 experts and the router: 128·(2·393,216 + 1,024) = 100,794,368 MACs a sample
+  EXPECT_DOUBLE_EQ(moe.macs_per_sample, 100'794'368.0);
+  // kept: 128 tokens × (2 copies × (3·512 hidden + 256 input + 256 output) + 4 probabilities) × 4 B; the combined
+  // output only feeds the residual addition, which keeps neither input (as a dense MLP's output)
+  EXPECT_DOUBLE_EQ(moe.activation_bytes_per_sample, 128.0 * (2 * (1536 + 512) + 4) * 4);
+}
+
+// Mixtral's paper (Jiang et al. 2024, §2) gives 47B parameters and 13B active a token; HF's model card 46.7B. By
+// hand: a block's attention 2·4096² + 2·4096·1024 = 41,943,040, two norms 8,192, 8 experts of 3·4096·14336 =
+// 176,160,768 and a router 32,768; × 32, plus embedding and output 2·131,072,000 and the final norm 4,096.
+TEST(MoeLayer, Mixtral8x7bTotalAndActiveParameters) {
+  const Network net = build_decoder(mixtral_8x7b(), "mixtral-8x7b");
+  EXPECT_EQ(net.total_params(), 32LL * (41'943'040 + 8'192 + 8LL * 176'160'768 + 32'768) + 262'144'000 + 4'096);
+  EXPECT_EQ(net.total_params(), 46'702'792'704);
+  // active: 2 experts a token: 32·(41,943,040 + 8,192 + 2·176,160,768 + 32,768) + 262,144,000 + 4,096 ≈ 12.88 B
+  std::int64_t active = 0;
+  for (const Layer& l : net.layers) active += l.experts > 0 ? l.params - 6LL * 176'160'768 : l.params;
+  EXPECT_EQ(active, 12'879'925'248);
+  // the MoE layer's MACs a token are its active parameters
+  EXPECT_DOUBLE_EQ(net.layers[4].macs_per_sample / 4096.0, 2.0 * 176'160'768 + 32'768);
+  const TransformerShape m = transformer_shape(net);
+  EXPECT_EQ(m.experts, 8);
+  EXPECT_EQ(m.top_k, 2);
+  EXPECT_EQ(m.moe_layers, 32);
+}
+
+TEST(MoeLayer, FirstDenseBlocksAndSharedExperts) {
+  DecoderShape d{.layers = 4, .hidden = 256, .heads = 4, .ffn = 1024, .vocab = 1000, .seq = 128, .experts = 8, .top_k = 2};
+  d.expert_ffn = 128;
+  d.shared_experts = 2;
+  d.first_dense = 1;
+  const Network net = build_decoder(d, "deepseek-like");
+  const TransformerShape m = transformer_shape(net);
+  EXPECT_EQ(m.moe_layers, 3);
+  // block 0 dense (3·256·1024); blocks 1-3 a shared MLP of 2·128 and 8 experts of 128 with a router
+  std::int64_t dense_mlp = 0, shared = 0, experts = 0;
+  for (const Layer& l : net.layers) {
+    if (l.name == "model.layers.0.mlp") dense_mlp = l.params;
+    if (l.name == "model.layers.1.shared_experts") shared = l.params;
+    if (l.name == "model.layers.1.block_sparse_moe") experts = l.params;
+  }
+  EXPECT_EQ(dense_mlp, 3 * 256 * 1024);
+  EXPECT_EQ(shared, 3 * 256 * 256);
+  EXPECT_EQ(experts, 8 * 3 * 256 * 128 + 256 * 8);
+}
+
+std::string spec_error(const std::string& spec) {
+  try {
+    parse_decoder_spec(spec, "--model");
+  } catch (const InputError& e) {
+    return e.message();
+  }
+  return "";
+}
+
+TEST(MoeLayer, DecoderSpecKeysAndTheirChecks) {
+  const std::string base = "decoder:layers=2,hidden=64,heads=4,ffn=128,vocab=100,seq=16";
+  const DecoderShape d = parse_decoder_spec(base + ",experts=8,top_k=2,expert_ffn=32,shared_experts=1,first_dense=1", "--model");
+  EXPECT_EQ(d.experts, 8);
+  EXPECT_EQ(d.top_k, 2);
+  EXPECT_EQ(d.expert_ffn, 32);
+  EXPECT_EQ(d.shared_experts, 1);
+  EXPECT_EQ(d.first_dense, 1);
+  EXPECT_EQ(spec_error(base + ",experts=8,top_k=9"), "decoder key 'top_k': 9 is more than the 8 experts");
+  EXPECT_EQ(spec_error(base + ",experts=8,top_k=0"), "decoder key 'top_k': '0' is not a whole number ≥ 1");
+  EXPECT_EQ(spec_error(base + ",experts=8"), "decoder key 'experts' needs 'top_k', the experts each token runs");
+  EXPECT_EQ(spec_error(base + ",top_k=2"), "decoder key 'top_k' needs 'experts' (a mixture of experts)");
+  EXPECT_EQ(spec_error(base + ",experts=8,top_k=2,first_dense=2"),
+            "decoder key 'first_dense': 2 leaves none of the 2 layers a mixture of experts");
+}
+
+// ---- eq. P17: the groups, the parameters of a rank, the checks ---------------------------------------------------
+// tp 2 × cp 2 × dp 4 on 16 GPUs, ep 4, rank order tp-cp-dp-pp: rank = tp + 2·(cp + 2·dp); the dp·cp index
+// j = cp + 2·dp; EP groups are 4 consecutive j at one tp coordinate (rank 2·j), the expert-data-parallel groups
+// the j equal mod 4.
+TEST(MoeGroups, ExpertGroupsCarvedFromDpTimesCp) {
+  ParallelLayout l;
+  l.tp = 2;
+  l.cp = 2;
+  l.ep = 4;
+  const auto ep = group_members(l, 16, ParallelGroup::ep);
+  ASSERT_EQ(ep.size(), 4u);
+  EXPECT_EQ(ep[0], (std::vector<int>{0, 2, 4, 6}));
+  EXPECT_EQ(ep[1], (std::vector<int>{1, 3, 5, 7}));
+  const auto edp = group_members(l, 16, ParallelGroup::edp);
+  ASSERT_EQ(edp.size(), 8u);
+  EXPECT_EQ(edp[0], (std::vector<int>{0, 8}));
+  const LayoutPlacement at = place_layout(l, hand_cluster(2), 16);
+  EXPECT_TRUE(at[ParallelGroup::ep].inside_node);
+  EXPECT_EQ(at[ParallelGroup::edp].size, 2);
+  EXPECT_FALSE(at[ParallelGroup::edp].inside_node);
+}
+
+TEST(MoeGroups, RankParametersHoldEOverEpExperts) {
+  const Network net = tiny_moe();
+  ParallelLayout l;
+  l.tp = 2;
+  l.ep = 2;
+  // a MoE layer: the router whole (1,024) and 4·393,216 / (t·ep = 4) = 393,216 of the experts; 4 of them
+  EXPECT_EQ(rank_expert_params(net, l, 0), 4 * 393'216);
+  // dense: embedding 256,000/2, per block two norms 512 whole and attention 262,144/2, the final norm 256, the
+  // output 256,000/2
+  const std::int64_t dense = 128'000 + 4 * (512 + 131'072 + 1'024) + 256 + 128'000;
+  EXPECT_EQ(rank_params(net, l, 0), dense + 4 * 393'216);
+}
+
+std::string field_of(const ParallelLayout& l, int gpus, const TransformerShape& m) {
+  try {
+    validate(l, gpus, m);
+  } catch (const InputError& e) {
+    return e.key() + ": " + e.message();
+  }
+  return "";
+}
+
+TEST(MoeGroups, ExpertParallelChecksNameEp) {
+  const TransformerShape dense{32, 4096, 32, 8, 14336, 128256, 8192};
+  TransformerShape moe = dense;
+  moe.experts = 8;
+  moe.top_k = 2;
+  moe.moe_layers = 32;
+  ParallelLayout l;
+  l.tp = 8;
+  l.ep = 2;
+  EXPECT_EQ(field_of(l, 16, moe), "");
+  EXPECT_EQ(field_of(l, 16, dense), "ep: ep 2 needs a model with experts (a mixture of experts)");
+  l.ep = 3;
+  EXPECT_EQ(field_of(l, 24, moe), "ep: ep 3 does not divide the 8 experts");
+  l.ep = 4;
+  EXPECT_EQ(field_of(l, 16, moe), "ep: ep 4 does not divide dp 2 × cp 1 = 2 ranks");
+  l.cp = 2;
+  EXPECT_EQ(field_of(l, 32, moe), "");  // dp 2 × cp 2
+}
+
+// ---- eq. P18: the all-to-all -----------------------------------------------------------------------------------
+// Mixtral-8x7B, b 1, s 4096, bf16, ep 8: 4096 tokens × 2 copies × 4096 × 2 B × 7/8 = 58,720,256 B a rank.
+TEST(MoeAllToAll, BytesOfOneDispatchByHand) {
+  const TransformerShape m = transformer_shape(build_decoder(mixtral_8x7b(), "mixtral-8x7b"));
+  ParallelLayout l;
+  l.ep = 8;
+  EXPECT_DOUBLE_EQ(in_bytes(moe_alltoall_bytes(l, m, 2.0)), 58'720'256.0);
+  l.tp = 2;
+  l.sp = true;  // each TP rank routes its half of the sequence
+  EXPECT_DOUBLE_EQ(in_bytes(moe_alltoall_bytes(l, m, 2.0)), 29'360'128.0);
+  l.ep = 1;
+  EXPECT_EQ(moe_alltoall_bytes(l, m, 2.0), Bytes{});
+}
+
+TEST(MoeAllToAll, InsideANodeAndAcrossNodesByHand) {
+  const Bytes sent = bytes(58'720'256.0);
+  {  // ep 8 on one node: 7 parts over the GPU's link, 1 µs + 58,720,256 B / 100 GB/s, and 6 more latencies
+    ParallelLayout l;
+    l.ep = 8;
+    const Cluster c = hand_cluster(1);
+    EXPECT_NEAR(in_seconds(alltoall_time(c, place_layout(l, c, 8)[ParallelGroup::ep], sent)), 7e-6 + 587.20256e-6, 1e-12);
+  }
+  // tp 2 × ep 8 on two nodes: the EP group of rank 0 is 0, 2, ..., 14, four ranks a node; 3 parts of S/7 stay on
+  // the node (1 µs + 3·S/7 / 100 GB/s + 2 µs), 4 leave it over the node's one NIC, which the node's two EP groups
+  // (one a TP coordinate) share (eq. P11: share 2): 5 µs + 2·4·S/7 / 10 GB/s + 3·5 µs, the longer
+  ParallelLayout l;
+  l.tp = 2;
+  l.ep = 8;
+  const Cluster c = hand_cluster(2);
+  const LayoutPlacement at = place_layout(l, c, 16);
+  EXPECT_EQ(at[ParallelGroup::ep].first, (std::vector<int>{0, 2, 4, 6, 8, 10, 12, 14}));
+  EXPECT_DOUBLE_EQ(at[ParallelGroup::ep].nic_share, 2.0);
+  const double part = 58'720'256.0 / 7;
+  EXPECT_NEAR(in_seconds(alltoall_time(c, at[ParallelGroup::ep], sent)), 20e-6 + 2 * 4 * part / 1e10, 1e-12);
+}
+
+// ---- eq. P13 with P17-P18: a step by hand ------------------------------------------------------------------------
+// The tiny MoE decoder on 2 GPUs of one node, ep 2 (dp 2, the experts' data-parallel group of one), fp32, m 1:
+// every layer 1 ms forward, 2 ms backward, 0.5 ms update (a MoE layer's over ep: 0.25 ms). Each of the 4 MoE
+// blocks: 4 all-to-alls of 128 tokens × 2 × 256 × 4 B × 1/2 = 131,072 B, 1 µs + 1.31072 µs each. The gradients:
+// the dense 1,566,976 parameters over dp 2 (2 µs + 4·P / 100 GB/s), the experts' over a group of one (nothing).
+TEST(MoeStep, ExpertParallelStepByHand) {
+  const Network net = tiny_moe();
+  LayerTimes whole;
+  whole.forward.assign(19, milliseconds(1.0));
+  whole.backward.assign(19, milliseconds(2.0));
+  whole.update.assign(19, milliseconds(0.5));
+  const Cluster c = hand_cluster(1);
+  ParallelLayout l;
+  l.ep = 2;
+  const ComputeOptions opt;
+  const ParallelStep st = parallel_step(net, whole, c, *make_alpha_beta_model(c), l, 2, opt, Sharding{});
+  const double a2a = 16 * (1e-6 + 1.31072e-6);
+  EXPECT_NEAR(in_seconds(st.ep_comm), a2a, 1e-15);
+  EXPECT_NEAR(in_seconds(st.per_microbatch), 57e-3 + a2a, 1e-14);
+  const double dense = 256'000 + 4 * (512 + 262'144 + 1'024) + 256 + 256'000;
+  EXPECT_EQ(rank_params(net, l, 0) - rank_expert_params(net, l, 0), 1'566'976);
+  EXPECT_NEAR(in_seconds(st.dp_comm), 2e-6 + 4.0 * dense / 1e11, 1e-15);
+  EXPECT_NEAR(in_seconds(st.update), 15 * 0.5e-3 + 4 * 0.25e-3, 1e-15);
+  EXPECT_NEAR(in_seconds(st.step), 57e-3 + a2a + 2e-6 + 4.0 * dense / 1e11 + 8.5e-3, 1e-14);
+}
+
+// Eq. P17's memory: under the distributed optimiser (ZeRO-1) on dp 4, ep 2, the dense state is sharded over 4 ranks
+// and the experts' over their 2 expert-data-parallel ranks; fp32 weights and gradients whole.
+TEST(MoeStep, ExpertStateShardedOverTheExpertDataParallelGroup) {
+  const Network net = tiny_moe();
+  ParallelLayout l;
+  l.ep = 2;
+  const ComputeOptions opt;
+  Sharding sh;
+  sh.stage = 1;
+  const MemoryEstimate m = rank_memory(net, l, 0, opt, sh, 4, ActivationRecompute::none);
+  const double dense = 1'566'976, experts = 4 * 4 * 393'216 / 2.0;
+  const double words = optimizer_state_words(opt.optimizer);
+  EXPECT_DOUBLE_EQ(in_bytes(m.optimizer_state), 4.0 * words * (dense / 4 + experts / 2));
+  EXPECT_DOUBLE_EQ(in_bytes(m.weights), 4.0 * (dense + experts));
+  EXPECT_DOUBLE_EQ(in_bytes(m.gradients), 4.0 * (dense + experts));
+}
+
+}  // namespace
+}  // namespace dlscale
