@@ -323,6 +323,57 @@ TEST(KernelModel, WorkedLayerNorm) {
   EXPECT_NEAR(in_seconds(k[1].time), 4 * e * 2 / 400e9 + 2 * 5e-6, 1e-15);
 }
 
+// Eq. K21 on the toy GPU (500 GB/s): Llama's eager RMSNorm in bf16 over 8 x 128 x 768 = 786,432 elements, its
+// kernels by class at vectorized 0.9 (450 GB/s), strided 0.5 (250 GB/s) and reduction 0.4 (200 GB/s), 5 us a
+// kernel. Forward, 7 kernels: the upcast (2 + 4), x·rsqrt (4 + 4) and ·weight (2 + 2) strided, 18 B an element,
+// 14,155,776 B in 56.623104 us; pow (4 + 4) and the downcast (4 + 2) vectorized, 14 B, 11,010,048 B in 24.466773 us;
+// the mean (4) a reduction, 3,145,728 B in 15.72864 us; + 35 us = 131.818517 us for 36 B an element (28,311,552 B).
+// Backward, 9 kernels: strided 2·2 + 8 + 4 + (2 + 4) = 22 B, 17,301,504 B in 69.206016 us; vectorized 2 + 8 + 12 +
+// (4 + 2) = 28 B, 22,020,096 B in 48.933547 us; reductions 2 + 4 = 6 B, 4,718,592 B in 23.59296 us; + 45 us =
+// 186.732523 us for 56 B. Where the framework does not run by class: 36 and 56 B at 400 GB/s + 35 and 45 us.
+TEST(KernelModel, EagerRmsNormByKernelClass) {
+  Layer rms;
+  rms.name = "norm";
+  rms.kind = LayerKind::layernorm;
+  rms.rms = true;
+  rms.params = 768;
+  rms.input_shape = rms.output_shape = {128, 768};
+  ComputeOptions o = toy_options(Precision::bf16);
+  auto set = std::make_shared<KernelParamSet>(*o.kernel_params);
+  set->defaults.memory_classes = {.vectorized = 0.9, .strided = 0.5, .reduction = 0.4, .softmax = 0.6, .chunk_cat = 0.4};
+  o.kernel_params = set;
+  const double e = 786432.0;
+  const auto fitted = layer_kernels(rms, false, false, toy_gpu(), 8, o);
+  ASSERT_EQ(fitted.size(), 2u);
+  EXPECT_NEAR(in_seconds(fitted[0].time), 36 * e / 400e9 + 35e-6, 1e-15);
+  EXPECT_NEAR(in_seconds(fitted[1].time), 56 * e / 400e9 + 45e-6, 1e-15);
+  o.execution.by_class = true;
+  const auto k = layer_kernels(rms, false, false, toy_gpu(), 8, o);
+  ASSERT_EQ(k.size(), 2u);
+  EXPECT_DOUBLE_EQ(in_bytes(k[0].traffic), 28311552.0);
+  EXPECT_DOUBLE_EQ(in_bytes(k[1].traffic), 56 * e);
+  EXPECT_NEAR(in_seconds(k[0].time), 56.623104e-6 + 11010048 / 450e9 + 15.72864e-6 + 35e-6, 1e-15);
+  EXPECT_NEAR(in_seconds(k[0].time), 131.818517e-6, 1e-12);
+  EXPECT_NEAR(in_seconds(k[1].time), 69.206016e-6 + 22020096 / 450e9 + 23.59296e-6 + 45e-6, 1e-15);
+  EXPECT_NEAR(in_seconds(k[1].time), 186.732523e-6, 1e-12);
+}
+
+// Eq. K21's rates are one block of the parameter file, for every architecture, and are written back by the same.
+TEST(KernelModel, MemoryClassRatesAreReadForEveryArchitecture) {
+  const KernelParamSet set = parse_kernel_params(
+      "defaults: {memory_efficiency: 0.5}\nmemory_classes: {vectorized: 0.86, softmax: 0.66}\narchitectures:\n  hopper: "
+      "{sharded_tensor: 0.83}\n",
+      "test");
+  const KernelParams& h = set.for_architecture("hopper");
+  EXPECT_EQ(h.memory_classes.vectorized, 0.86);
+  EXPECT_EQ(memory_class_efficiency(h, MemoryClass::softmax), 0.66);
+  EXPECT_EQ(memory_class_efficiency(h, MemoryClass::strided), 0.5);  // no rate: the memory-bound efficiency
+  EXPECT_EQ(memory_class_efficiency(set.for_architecture("volta"), MemoryClass::vectorized), 0.86);
+  const KernelParamSet again = parse_kernel_params(kernel_params_to_yaml(set, "round trip"), "again");
+  EXPECT_EQ(again.defaults.memory_classes.vectorized, 0.86);
+  EXPECT_EQ(again.defaults.memory_classes.strided, 0.0);
+}
+
 // Eq. K12 on the toy GPU (10 SMs at 1.953125 GHz: 19.53125 G SM-clocks a second), a batch norm over
 // 8 x 64 x 56 x 56 = 1,605,632 elements, with per-channel NCHW kernels at 2 element passes per SM per clock
 // (39.0625 G/s; 1 in bf16). Forward: 3 passes, 4,816,896 element passes; backward: 5, 8,028,160; two

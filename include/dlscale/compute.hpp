@@ -117,6 +117,10 @@ struct KernelExecution {
   /// DRAM bandwidth, as a channels-last step's NHWC batch norms and vectorised element-wise kernels were
   /// measured to (tests/data/h100-pytorch/kernels.txt), not at the fitted blend.
   bool streaming = false;
+  /// K21 (`memory_bound: by_class`): each memory-bound pass at its kernel class's measured rate
+  /// (KernelParams::memory_classes): the element-wise chains of eager PyTorch's decoders split into the
+  /// vectorized, strided, reduction and softmax kernels they run, FSDP2's chunk_cat at its own.
+  bool by_class = false;
   /// K19 (`fused: [bn_relu]`): a batch norm's kernels apply the ReLU after it (cuDNN's batch norm with its
   /// activation, XLA's fusions): the ReLU's passes are not run; its backward reads the output for the mask.
   bool bn_relu = false;

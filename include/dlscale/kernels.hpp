@@ -62,7 +62,13 @@ struct KernelParams {
   double small_channel_wgrad_clocks = 0.0;    // K22: SM clocks per output-gradient element read, beside them
   double pool_forward_rate = 0.0;             // K23: a pooling forward's window elements (outputs × kh·kw) per SM per clock
   double pool_backward_rate = 0.0;            // K23: the same of its backward
-  std::string source;                         // where the numbers came from (a fit's command, a paper)
+  /// Eq. K21: each class of memory-bound kernel's attained ÷ datasheet DRAM bandwidth, where a framework runs its
+  /// kernels by class (`kernels: {memory_bound: by_class}`); compute-params.yaml's `memory_classes:` block, read
+  /// off an H200's profiles. 0: memory_efficiency.
+  struct MemoryClassRates {
+    double vectorized = 0.0, strided = 0.0, reduction = 0.0, softmax = 0.0, chunk_cat = 0.0;
+  } memory_classes;
+  std::string source;  // where the numbers came from (a fit's command, a paper)
 };
 
 /// Every architecture's parameters, with a fallback for an architecture the file does not name.
@@ -143,6 +149,20 @@ GemmPlan plan_gemm(const GemmShape& g, const GpuSpec& gpu, Precision p, const Ke
 
 /// A memory-bound kernel that moves `traffic` bytes (eq. K5).
 Seconds memory_kernel_time(Bytes traffic, const GpuSpec& gpu, const KernelParams& kp) noexcept;
+
+/// Eq. K21: the kernels PyTorch runs memory-bound work with, by how they move memory (docs/compute-model.md, K21).
+enum class MemoryClass {
+  fitted,      // at the fitted memory_efficiency (what every pass is where the framework does not run by class)
+  vectorized,  // contiguous element-wise kernels on one layout (vectorized_elementwise_kernel; a compiled chain)
+  strided,     // broadcasting, strided or widening element-wise kernels (elementwise_kernel<128, …>, the
+               // unrolled direct_copy of an upcast or a transpose)
+  reduction,   // reduce_kernel: a row's or a column's sum, mean or max
+  softmax,     // cunn_SoftMaxForward/Backward: the loss's fp32 log-softmax over the vocabulary
+  chunk_cat,   // FSDP2's concatenation of the gradients into the reduce-scatter's input (eq. S10)
+};
+/// Eq. K21: the class's attained share of the DRAM bandwidth (KernelParams::memory_classes; memory_efficiency
+/// where the class has none).
+double memory_class_efficiency(const KernelParams& kp, MemoryClass c) noexcept;
 
 /// A convolution's geometry per sample.
 struct ConvGeometry {

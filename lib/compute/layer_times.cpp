@@ -40,6 +40,13 @@ constexpr EagerChain kEagerRmsNorm{28.0, 4.0, 7, 44.0, 6.0, 9};
 // (4 + eb): 16 + 2·eb B in 3 kernels a tensor, and the same backward.
 constexpr EagerChain kEagerRotary{16.0, 2.0, 3, 16.0, 2.0, 3};
 
+/// Eq. K21: bytes per element that kernels of one class move.
+struct ClassBytes {
+  MemoryClass cls;
+  double bytes;
+};
+constexpr MemoryClass kVec = MemoryClass::vectorized, kStrided = MemoryClass::strided, kReduce = MemoryClass::reduction;
+
 Seconds sum(const std::vector<Seconds>& v) { return std::accumulate(v.begin(), v.end(), Seconds{}); }
 
 double elements(const std::vector<std::int64_t>& shape) {
@@ -101,14 +108,40 @@ class Kernels {
   /// max (read eb), the upcast to fp32 (eb + 4), the multiply by the scale and the saturating clamp (4 + 4
   /// each), the cast to fp8 (4 + 1): 5·eb + 25 B an element (bench/pytorch/decoder_steps.py runs that chain;
   /// measured on an H200 it made an eager fp8 step 18 % slower than bf16, tests/data/h200-pytorch).
-  void fp8_casts(const std::string& what, std::int64_t rows, std::int64_t in, std::int64_t out, bool input_grad) {
+  void fp8_casts(const std::string& what, std::int64_t rows, std::int64_t in, std::int64_t out, bool input_grad,
+                 int readers = 1) {
     if (opt_.precision != Precision::fp8 || !fp8_layer) return;
     const double eb = activation_bytes_per_element(opt_.precision);
     const double cast = opt_.compiled ? eb + 1.0 : 5.0 * eb + 25.0;
     const int chain = opt_.compiled ? 1 : 6;  // kernels a cast takes
     const double r = static_cast<double>(rows), i = static_cast<double>(in), o = static_cast<double>(out);
+    if (by_class()) {
+      fp8_casts_by_class(what, r, i, o, input_grad, readers);
+      return;
+    }
     pass(name(what, " fp8 cast fwd"), r * i + i * o, cast, false, 0.0, 2 * chain);
     pass(name(what, " fp8 cast bwd"), r * o, cast, true, (r * i + r * o + (input_grad ? i * o : 0.0)) * 2.0, chain + 3);
+  }
+
+  /// Eq. K21, the casts above by class. Eager torchao's chain: abs, the cast to fp8 and the clamp vectorized
+  /// (2·eb + 13 B), the amax a reduction (eb), the upcast and the multiply by the 0-d scale strided (eb + 4 + 8, and
+  /// the chain's fifth eb); compiled, one vectorized kernel (eb + 1). The transposed fp8 copies are strided. The input
+  /// is cast, and transposed, by each of the `readers` linear maps the model's fused product stands for (torchao's
+  /// Float8Linear per nn.Linear: torchtitan's wq, wk, wv read one input, w1 and w3 another; its H200 profile shows
+  /// 84 casts a step for 4 blocks, 3 a linear map of 7).
+  void fp8_casts_by_class(const std::string& what, double r, double i, double o, bool input_grad, int readers) {
+    const double eb = activation_bytes_per_element(opt_.precision);
+    const double inputs = static_cast<double>(readers) * r * i;
+    const double transposed = inputs + r * o + (input_grad ? i * o : 0.0);
+    if (opt_.compiled) {
+      classed(name(what, " fp8 cast fwd"), inputs + i * o, {{kVec, eb + 1.0}}, false, 1 + readers);
+      classed(name(what, " fp8 cast bwd"), 1.0, {{kVec, r * o * (eb + 1.0)}, {kStrided, transposed * 2.0}}, true, 4);
+      return;
+    }
+    const std::initializer_list<ClassBytes> chain{{kVec, 2.0 * eb + 13.0}, {kReduce, eb}, {kStrided, 2.0 * eb + 12.0}};
+    classed(name(what, " fp8 cast fwd"), inputs + i * o, chain, false, 6 * (1 + readers));
+    classed(name(what, " fp8 cast bwd"), r * o, chain, true, 6);
+    classed(name(what, " fp8 transposes bwd"), transposed * 2.0, {{kStrided, 1.0}}, true, 3);
   }
 
   /// plan_gemm on this GPU, remembered by shape across the network's layers where a memo is given.
@@ -147,12 +180,29 @@ class Kernels {
     add(what, t, flops(0), traffic, bwd);
     (bwd ? backward_kernels : forward_kernels) += kernels - 1;
   }
+  /// Eq. K21: whether the framework runs its memory-bound kernels by class (`memory_bound: by_class`).
+  [[nodiscard]] bool by_class() const noexcept { return opt_.execution.by_class; }
+  /// Eq. K21: a chain of `kernels` memory-bound kernels over `elements` elements, its bytes per element by the
+  /// class of kernel that moves them, each class's bytes at its own rate.
+  void classed(const std::string& what, double elements, std::initializer_list<ClassBytes> parts, bool bwd, int kernels = 1) {
+    Seconds t{};
+    double moved = 0.0;
+    for (const ClassBytes& p : parts) {
+      t += bytes(elements * p.bytes) / (gpu_.memory_bandwidth * memory_class_efficiency(kp_, p.cls));
+      moved += elements * p.bytes;
+    }
+    if (!(moved > 0.0)) return;  // nothing to move: no kernel
+    add(what, t + kp_.kernel_overhead * static_cast<double>(kernels), flops(0), bytes(moved), bwd);
+    (bwd ? backward_kernels : forward_kernels) += kernels - 1;
+  }
   /// A layer's share of a memory-bound kernel that spans several layers (FSDP2's copies of a gather unit): its
-  /// bytes at the memory-bound rate, the kernel's launch charged to none of them.
-  void share(const std::string& what, double elements_moved, double element_bytes, bool bwd) {
+  /// bytes at the memory-bound rate (or its class's, eq. K21), the kernel's launch charged to none of them.
+  void share(const std::string& what, double elements_moved, double element_bytes, bool bwd,
+             MemoryClass cls = MemoryClass::fitted) {
     const Bytes traffic = bytes(elements_moved * element_bytes);
     if (!(traffic > Bytes{})) return;
-    const Seconds t = traffic / (gpu_.memory_bandwidth * kp_.memory_efficiency);
+    const double efficiency = by_class() ? memory_class_efficiency(kp_, cls) : kp_.memory_efficiency;
+    const Seconds t = traffic / (gpu_.memory_bandwidth * efficiency);
     add(what, t, flops(0), traffic, bwd);
     if (!bwd) forward_copies += t;
   }
@@ -267,11 +317,13 @@ bool conv_has_bias(const Layer& l, const ConvGeometry& c) {
 }
 
 /// A linear map on the last dimension: forward, data gradient (unless the layer is first), weight gradient.
-void linear_gemms(Kernels& k, const std::string& name, std::int64_t rows, std::int64_t in, std::int64_t out, bool input_grad) {
+/// `readers`: the separate linear maps the product stands for, each casting the input in fp8 (eq. K21's by-class casts).
+void linear_gemms(Kernels& k, const std::string& name, std::int64_t rows, std::int64_t in, std::int64_t out, bool input_grad,
+                  int readers = 1) {
   k.gemm(k.name(name, " fwd"), GemmShape{rows, out, in}, false);
   if (input_grad) k.gemm(k.name(name, " dgrad"), GemmShape{rows, in, out}, true);
   k.gemm(k.name(name, " wgrad"), GemmShape{out, in, rows}, true);
-  k.fp8_casts(name, rows, in, out, input_grad);
+  k.fp8_casts(name, rows, in, out, input_grad, readers);
 }
 
 /// What the parts of time_layer read: the layer, the batch, and figures derived from them once.
@@ -343,11 +395,16 @@ bool time_linear(Kernels& k, const LayerWork& w) {
     time_experts(k, w, rows, d);
   } else if (l.hidden > 0) {  // an MLP: up (and gate), the activation, down
     const std::int64_t up = l.hidden * (l.gated ? 2 : 1);
-    linear_gemms(k, k.name(l.name, ".up"), rows, d, up, w.input_grad);
+    linear_gemms(k, k.name(l.name, ".up"), rows, d, up, w.input_grad, l.gated ? 2 : 1);
     const double h = static_cast<double>(rows) * static_cast<double>(l.hidden);
     // GELU: read, write (2 passes of H); SwiGLU: SiLU of the gate and its product with up (read 2H, write H, + 2H)
-    k.pass(k.name(l.name, l.gated ? ".swiglu fwd" : ".gelu fwd"), (l.gated ? 5.0 : 2.0) * h, eb, false);
-    k.pass(k.name(l.name, l.gated ? ".swiglu bwd" : ".gelu bwd"), (l.gated ? 7.0 : 3.0) * h, eb, true);
+    if (k.by_class()) {  // eq. K21: contiguous element-wise kernels (silu, mul, silu_backward), vectorized
+      k.classed(k.name(l.name, l.gated ? ".swiglu fwd" : ".gelu fwd"), h, {{kVec, (l.gated ? 5.0 : 2.0) * eb}}, false);
+      k.classed(k.name(l.name, l.gated ? ".swiglu bwd" : ".gelu bwd"), h, {{kVec, (l.gated ? 7.0 : 3.0) * eb}}, true);
+    } else {
+      k.pass(k.name(l.name, l.gated ? ".swiglu fwd" : ".gelu fwd"), (l.gated ? 5.0 : 2.0) * h, eb, false);
+      k.pass(k.name(l.name, l.gated ? ".swiglu bwd" : ".gelu bwd"), (l.gated ? 7.0 : 3.0) * h, eb, true);
+    }
     linear_gemms(k, k.name(l.name, ".down"), rows, l.hidden, l.output_shape.empty() ? d : l.output_shape.back(), true);
   } else {
     const std::int64_t out = l.output_shape.empty() ? d : l.output_shape.back();
@@ -359,6 +416,16 @@ bool time_linear(Kernels& k, const LayerWork& w) {
 /// Eq. K14: the rotation of q and k (over `qk` elements), fused or an operator a kernel.
 void time_rotary(Kernels& k, const LayerWork& w, double qk) {
   const std::string& name = w.l.name;
+  if (k.by_class()) {  // eq. K21: compiled one vectorized kernel; eager the upcast and complex product strided
+    const double eb = w.eb;
+    const std::initializer_list<ClassBytes> eager{{kStrided, 12.0 + eb}, {kVec, 4.0 + eb}}, fused{{kVec, 2.0 * eb}};
+    const int kernels = w.opt.compiled ? 1 : 2 * kEagerRotary.forward_kernels;
+    k.classed(k.name(name, w.opt.compiled ? ".rotary fwd" : ".rotary fwd (eager)"), qk, w.opt.compiled ? fused : eager, false,
+              kernels);
+    k.classed(k.name(name, w.opt.compiled ? ".rotary bwd" : ".rotary bwd (eager)"), qk, w.opt.compiled ? fused : eager, true,
+              kernels);
+    return;
+  }
   if (w.opt.compiled) {
     k.pass(k.name(name, ".rotary fwd"), 2.0 * qk, w.eb, false);
     k.pass(k.name(name, ".rotary bwd"), 2.0 * qk, w.eb, true);
@@ -416,21 +483,50 @@ bool time_attention(Kernels& k, const LayerWork& w) {
   // k and v of kv_heads heads each (grouped-query attention: fewer key/value heads)
   const std::int64_t dq = l.head_dim > 0 ? dh * l.heads : d;
   const std::int64_t dkv = l.kv_heads > 0 ? dh * l.kv_heads : dq;
-  linear_gemms(k, k.name(l.name, ".qkv"), rows, d, dq + 2 * dkv, w.input_grad);
+  linear_gemms(k, k.name(l.name, ".qkv"), rows, d, dq + 2 * dkv, w.input_grad, 3);
   if (l.rotary) time_rotary(k, w, static_cast<double>(rows) * static_cast<double>(dq + dkv));
   const double act = static_cast<double>(rows) * static_cast<double>(dq);
   if (fused_attention(w.opt.attention))
     k.flash_attention(k.name(l.name, ".attention"), seqs, s, l.heads, dh, dkv, l.causal, to_string(w.opt.attention));
   else time_unfused_core(k, w, s, dh, bh);
-  k.pass(k.name(l.name, ".heads fwd"), 2.0 * 4.0 * act, eb, false, 0.0, 2);
-  k.pass(k.name(l.name, ".heads bwd"), 2.0 * 4.0 * act, eb, true, 0.0, 2);
+  if (k.by_class()) {  // eq. K21: copies of transposed heads, strided
+    k.classed(k.name(l.name, ".heads fwd"), act, {{kStrided, 8.0 * eb}}, false, 2);
+    k.classed(k.name(l.name, ".heads bwd"), act, {{kStrided, 8.0 * eb}}, true, 2);
+  } else {
+    k.pass(k.name(l.name, ".heads fwd"), 2.0 * 4.0 * act, eb, false, 0.0, 2);
+    k.pass(k.name(l.name, ".heads bwd"), 2.0 * 4.0 * act, eb, true, 0.0, 2);
+  }
   linear_gemms(k, k.name(l.name, ".out"), rows, dq, d, true);
   return true;
+}
+
+/// Eq. K21, the norm by kernel class. Eager RMSNorm forward: the upcast (eb + 4), x·rsqrt and ·weight (8 + 2·eb),
+/// both broadcasting, strided; pow and the downcast (8 + 4 + eb) vectorized; the mean (4) a reduction. Backward: the
+/// products with the weight and with rsqrt and the mean's broadcast division (2·eb + 8 + 4) and the downcast's
+/// gradient, an upcast (eb + 4), strided; the weight gradient's product (eb), grad·x (8), the sum of the two paths
+/// (12) and the upcast's gradient (4 + eb) vectorized; the weight gradient's column sum (eb) and the row sum (4)
+/// reductions. A fused norm (compiled, or PyTorch's layer norm kernels): vectorized.
+void time_layernorm_by_class(Kernels& k, const LayerWork& w) {
+  const Layer& l = w.l;
+  const double eb = w.eb;
+  if (l.rms && !w.opt.compiled) {
+    k.classed(k.name(l.name, " fwd (eager)"), w.out_e, {{kStrided, 12.0 + 3.0 * eb}, {kVec, 12.0 + eb}, {kReduce, 4.0}}, false,
+              kEagerRmsNorm.forward_kernels);
+    k.classed(k.name(l.name, " bwd (eager)"), w.out_e,
+              {{kStrided, 16.0 + 3.0 * eb}, {kVec, 24.0 + 2.0 * eb}, {kReduce, 4.0 + eb}}, true, kEagerRmsNorm.backward_kernels);
+    return;
+  }
+  k.classed(k.name(l.name, " fwd"), w.out_e, {{kVec, 2.0 * eb}}, false);
+  k.classed(k.name(l.name, " bwd"), w.out_e, {{kVec, 4.0 * eb}}, true, 2);
 }
 
 /// Layer norm or RMSNorm: one pass forward; dx and the parameter gradients backward.
 void time_layernorm(Kernels& k, const LayerWork& w) {
   const Layer& l = w.l;
+  if (k.by_class()) {
+    time_layernorm_by_class(k, w);
+    return;
+  }
   if (l.rms && !w.opt.compiled) {  // eq. K14: eager RMSNorm, an operator a kernel
     k.pass(k.name(l.name, " fwd (eager)"), w.out_e, kEagerRmsNorm.forward_bytes(w.eb), false, 0.0, kEagerRmsNorm.forward_kernels);
     k.pass(k.name(l.name, " bwd (eager)"), w.out_e, kEagerRmsNorm.backward_bytes(w.eb), true, 0.0,
@@ -538,6 +634,11 @@ void time_operator(Kernels& k, const Operator& o, int batch, const ComputeOption
     case LayerKind::gelu:
     case LayerKind::silu:
     case LayerKind::tanh:  // y = f(x): read x, write y; dx = dy·f'(x or y): read two, write one
+      if (k.by_class()) {  // eq. K21: contiguous, vectorized
+        k.classed(k.name(o.name, " fwd"), eo, {{kVec, 2.0 * eb}}, false);
+        k.classed(k.name(o.name, " bwd"), eo, {{kVec, 3.0 * eb}}, true);
+        return;
+      }
       k.pass(k.name(o.name, " fwd"), 2.0 * eo, eb, false);
       k.pass(k.name(o.name, " bwd"), 3.0 * eo, eb, true);
       return;
@@ -549,7 +650,12 @@ void time_operator(Kernels& k, const Operator& o, int batch, const ComputeOption
     case LayerKind::avgpool:
       time_pool(k, o, ei, eo, eb, opt);
       return;
-    case LayerKind::add:  // read two, write one; backward: the gradients of the two paths meet at the fork
+    case LayerKind::add:   // read two, write one; backward: the gradients of the two paths meet at the fork
+      if (k.by_class()) {  // eq. K21: contiguous, vectorized
+        k.classed(k.name(o.name, " fwd"), eo, {{kVec, 3.0 * eb}}, false);
+        k.classed(k.name(o.name, " bwd"), eo, {{kVec, 3.0 * eb}}, true);
+        return;
+      }
       k.pass(k.name(o.name, " fwd"), 3.0 * eo, eb, false);
       k.pass(k.name(o.name, " bwd"), 3.0 * eo, eb, true);
       return;
@@ -568,12 +674,33 @@ void time_operator(Kernels& k, const Operator& o, int batch, const ComputeOption
   }
 }
 
+/// Eq. K21, the loss by kernel class: eager mixed precision's upcast strided, its three fp32 passes each way
+/// cunn_SoftMax's, the gradient's downcast vectorized; fused with the compiled step, one vectorized kernel each way.
+void time_loss_by_class(Kernels& k, double e, const ComputeOptions& opt) {
+  const double eb = activation_bytes_per_element(opt.precision);
+  if (loss_fused(opt)) {
+    k.classed(k.name("loss", " fwd"), e, {{kVec, 3.0 * eb}}, false, 2);
+    k.classed(k.name("loss", " bwd"), e, {{kVec, 3.0 * eb}}, true);
+    return;
+  }
+  const bool upcast = is_mixed(opt.precision);
+  const double pass = upcast ? 4.0 : eb;  // the log-softmax's element
+  k.classed(k.name("loss", upcast ? " fwd (fp32)" : " fwd"), e,
+            {{kStrided, upcast ? 4.0 + eb : 0.0}, {MemoryClass::softmax, 3.0 * pass}}, false, upcast ? 3 : 2);
+  k.classed(k.name("loss", upcast ? " bwd (fp32)" : " bwd"), e,
+            {{MemoryClass::softmax, 3.0 * pass}, {kVec, upcast ? 4.0 + eb : 0.0}}, true, upcast ? 2 : 1);
+}
+
 /// The loss on the last layer's output: log-softmax and its gradient (read, reduce, write).
 void time_loss(Kernels& k, const Layer& last, int batch, const ComputeOptions& opt) {
   const std::vector<std::int64_t>& shape = last.ops.empty() ? last.output_shape : last.ops.back().output_shape;
   const double e = elements(shape) * batch;
   if (e <= 0) return;
   const double eb = activation_bytes_per_element(opt.precision);
+  if (k.by_class()) {
+    time_loss_by_class(k, e, opt);
+    return;
+  }
   if (is_mixed(opt.precision) && !loss_fused(opt)) {
     // Eq. K14: eager mixed precision takes the log-softmax in fp32 (autocast's fp32 list; Llama's
     // logits.float()): the upcast (eb + 4) before the three fp32 passes, the downcast (4 + eb) after backward.
@@ -668,7 +795,7 @@ void shard_copies(Kernels& k, const Layer& l, const ComputeOptions& opt) {
   const double p = static_cast<double>(l.params), wb = working_bytes_per_element(opt.precision);
   k.share(k.name(l.name, " fsdp2 copy-out fwd"), 2.0 * p, wb, false);
   if (opt.shard_copies.regather) k.share(k.name(l.name, " fsdp2 copy-out bwd"), 2.0 * p, wb, true);
-  k.share(k.name(l.name, " fsdp2 chunk_cat bwd"), p, wb + opt.shard_copies.reduce_bytes, true);
+  k.share(k.name(l.name, " fsdp2 chunk_cat bwd"), p, wb + opt.shard_copies.reduce_bytes, true, MemoryClass::chunk_cat);
 }
 
 /// A layer, the operators after it, and (for the last layer) the loss.

@@ -90,6 +90,18 @@ KernelParams read_params(const Node& node, KernelParams base, const std::string&
   return base;
 }
 
+/// Eq. K21, `memory_classes: {vectorized, strided, reduction, softmax, chunk_cat}`: each class of memory-bound
+/// kernel's rate, for every architecture (an architecture's own block overrides none of them).
+void read_memory_classes(const Node& node, KernelParams& p) {
+  MapReader m(node);
+  auto& c = p.memory_classes;
+  for (auto [key, field] :
+       {std::pair{"vectorized", &c.vectorized}, std::pair{"strided", &c.strided}, std::pair{"reduction", &c.reduction},
+        std::pair{"softmax", &c.softmax}, std::pair{"chunk_cat", &c.chunk_cat}})
+    if (auto n = m.optional(key)) *field = fraction(*n);
+  m.finish();
+}
+
 KernelParamSet read_set(const Node& root, const std::string& name) {
   MapReader top(root);
   KernelParamSet set;
@@ -99,6 +111,7 @@ KernelParamSet read_set(const Node& root, const std::string& name) {
   KernelParams builtin;
   builtin.source = source;
   set.defaults = read_params(top.required("defaults"), builtin, "default");
+  if (auto classes = top.optional("memory_classes")) read_memory_classes(*classes, set.defaults);
   if (auto archs = top.optional("architectures")) {
     MapReader a(*archs);
     for (auto& [arch, node] : a.entries()) set.architectures.push_back(read_params(node, set.defaults, arch));
@@ -115,6 +128,31 @@ const KernelParams& KernelParamSet::for_architecture(std::string_view architectu
   for (const auto& a : architectures)
     if (a.architecture == architecture) return a;
   return defaults;
+}
+
+double memory_class_efficiency(const KernelParams& kp, MemoryClass c) noexcept {
+  const auto& r = kp.memory_classes;
+  double rate = 0.0;
+  switch (c) {
+    case MemoryClass::fitted:
+      break;
+    case MemoryClass::vectorized:
+      rate = r.vectorized;
+      break;
+    case MemoryClass::strided:
+      rate = r.strided;
+      break;
+    case MemoryClass::reduction:
+      rate = r.reduction;
+      break;
+    case MemoryClass::softmax:
+      rate = r.softmax;
+      break;
+    case MemoryClass::chunk_cat:
+      rate = r.chunk_cat;
+      break;
+  }
+  return rate > 0.0 ? rate : kp.memory_efficiency;
 }
 
 KernelParamSet load_kernel_params(const std::filesystem::path& file) { return read_set(yamlio::load_file(file), file.string()); }
@@ -175,6 +213,15 @@ std::string kernel_params_to_yaml(const KernelParamSet& set, std::string_view he
   }
   if (!set.defaults.source.empty()) o.pair(0, "source", yamlio::quoted(set.defaults.source));
   o.pair(0, "defaults", params_flow_map(set.defaults, nullptr));
+  if (const auto& c = set.defaults.memory_classes;
+      c.vectorized > 0.0 || c.strided > 0.0 || c.reduction > 0.0 || c.softmax > 0.0 || c.chunk_cat > 0.0) {
+    yamlio::FlowMap m;  // eq. K21
+    for (auto [key, v] :
+         {std::pair{"vectorized", c.vectorized}, std::pair{"strided", c.strided}, std::pair{"reduction", c.reduction},
+          std::pair{"softmax", c.softmax}, std::pair{"chunk_cat", c.chunk_cat}})
+      if (v > 0.0) m.add(key, num(v));
+    o.pair(0, "memory_classes", m.str());
+  }
   if (!set.architectures.empty()) {
     o.key(0, "architectures");
     for (const auto& a : set.architectures) o.pair(2, a.architecture, params_flow_map(a, &set.defaults));

@@ -179,7 +179,11 @@ void read_kernel_choices(MapReader& m, Strategy& s) {
 /// issues its kernels (docs/compute-model.md, eqs. K18-K20).
 void read_kernel_execution(const Node& node, KernelExecution& x) {
   MapReader k(node);
-  if (auto n = k.optional("memory_bound")) x.streaming = n->choice({"fitted", "streaming"}) == "streaming";
+  if (auto n = k.optional("memory_bound")) {
+    const std::string how = n->choice({"fitted", "streaming", "by_class"});
+    x.streaming = how == "streaming";
+    x.by_class = how == "by_class";
+  }
   if (auto n = k.optional("fused")) {
     for (const Node& item : n->items()) {
       const std::string chain = item.choice({"bn_relu", "bn_add_relu"});
