@@ -9,7 +9,9 @@
 #   bench/whole-process.sh [DLSCALE_BINARY] [RUNS]      (defaults: build/bin/dlscale, 15 runs)
 #
 # Prints a Markdown table: command, median, min, max wall time, and the mean CPU time (user + system,
-# which a loaded machine inflates far less than wall time), in ms. Needs hyperfine and python3.
+# which a loaded machine inflates far less than wall time), in ms, and each command's median and minimum
+# over /bin/true's of the same run (issue 35's start-up target is a ratio: compare ratios within a run,
+# since this machine's timings drift from run to run). Needs hyperfine and python3.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bin=${1:-build/bin/dlscale}
@@ -43,20 +45,26 @@ for f in topologies/*.yaml; do
   cmds+=("predict --cluster $c --gpus 1,$((gpn * ${nodes:-1}))")
 done
 
-echo "| command | median (ms) | min | max | CPU (ms) |"
-echo "|---|---|---|---|---|"
+echo "| command | median (ms) | min | max | CPU (ms) | × /bin/true (median / min) |"
+echo "|---|---|---|---|---|---|"
 # A bare process start on the same machine first (issue 35: a one-node question within twice it).
 row() {  # row LABEL COMMAND...
   local label=$1 json=$tmp/$RANDOM$RANDOM.json
   shift
   hyperfine -N --style none --warmup 2 --runs "$runs" --export-json "$json" "$*" >/dev/null 2>&1 ||
-    { echo "| \`$label\` | failed | | | |"; return; }
-  python3 - "$json" "$label" <<'PY'
-import json, statistics, sys
+    { echo "| \`$label\` | failed | | | | |"; return; }
+  python3 - "$json" "$label" "$tmp/true.json" <<'PY'
+import json, os, statistics, sys
 res = json.load(open(sys.argv[1]))["results"][0]
 ms = [t * 1000 for t in res["times"]]
 cpu = (res["user"] + res["system"]) * 1000
-print(f"| `{sys.argv[2]}` | {statistics.median(ms):.2f} | {min(ms):.2f} | {max(ms):.2f} | {cpu:.2f} |")
+if sys.argv[2] == "/bin/true":  # the first row: what the others are compared with
+    json.dump([statistics.median(ms), min(ms)], open(sys.argv[3], "w"))
+ratio = ""
+if os.path.exists(sys.argv[3]):
+    base = json.load(open(sys.argv[3]))
+    ratio = f"{statistics.median(ms) / base[0]:.2f} / {min(ms) / base[1]:.2f}"
+print(f"| `{sys.argv[2]}` | {statistics.median(ms):.2f} | {min(ms):.2f} | {max(ms):.2f} | {cpu:.2f} | {ratio} |")
 PY
 }
 row /bin/true /bin/true

@@ -25,11 +25,17 @@ inline std::vector<std::string> comma_items(std::string_view text) {
   return out;
 }
 
+/// lower_ascii(s) written into `out`, whose buffer is reused (one GPU catalogue entry after another).
+inline void lower_ascii_into(std::string_view s, std::string& out) {
+  out.assign(s);
+  // std::tolower in the "C" locale, without a branch so that the loop vectorises
+  for (auto& c : out) c = static_cast<char>(c + (static_cast<unsigned char>(c - 'A') < 26u ? 'a' - 'A' : 0));
+}
+
 /// `s` with ASCII letters in lower case (names compared without case: GPU ids, PCI bus ids).
 inline std::string lower_ascii(std::string_view s) {
-  std::string out(s);
-  // std::tolower in the "C" locale, without a branch so that the loop vectorises (gpus.yaml is 47 kB)
-  for (auto& c : out) c = static_cast<char>(c + (static_cast<unsigned char>(c - 'A') < 26u ? 'a' - 'A' : 0));
+  std::string out;
+  lower_ascii_into(s, out);
   return out;
 }
 

@@ -379,9 +379,11 @@ Node MapReader::child(int value, std::string_view key) const {
 bool MapReader::has(std::string_view key) const { return find(key) != entries_.end(); }
 
 std::optional<Node> MapReader::optional(std::string_view key) {
-  asked_.append(key).push_back('\n');
   const auto it = find(key);
-  if (it == entries_.end()) return std::nullopt;
+  if (it == entries_.end()) {
+    asked_.append(key).push_back('\n');  // a key asked for and found is known by its entry's mark
+    return std::nullopt;
+  }
   auto& e = entries_[static_cast<std::size_t>(it - entries_.begin())];
   e.used = true;
   return child(e.value, key);
@@ -412,6 +414,8 @@ void MapReader::finish() const {
     const std::string key(entries_[i].key);
     const std::string full = map_.path().empty() ? key : map_.path() + "." + key;
     std::vector<std::string> known;
+    for (const Entry& asked : entries_)
+      if (asked.used) known.emplace_back(asked.key);
     for (std::size_t b = 0, e = 0; (e = asked_.find('\n', b)) != std::string::npos; b = e + 1)
       known.push_back(asked_.substr(b, e - b));
     std::sort(known.begin(), known.end());

@@ -135,7 +135,7 @@ class MapReader {
   [[nodiscard]] std::vector<Entry>::const_iterator find(std::string_view key) const;
   Node map_;
   std::vector<Entry> entries_;
-  std::string asked_;  // the keys asked for, each followed by '\n' (finish()'s list of known keys)
+  std::string asked_;  // the keys asked for and not here, each followed by '\n' (with the entries used: finish()'s known keys)
 };
 
 }  // namespace dlscale::yamlio

@@ -51,9 +51,9 @@ void set_paths(System& s, int base, double loc_bw) {
         if (node != base && s.nodes[node].type == GPU && (link.type != P_NVL || s.nodes[rem].type != GPU || pn.count() > 1))
           continue;
         if ((pr.bw == 0 || pr.count() > pn.count()) && pr.bw < bw) {
-          pr.links.clear();
-          pr.links.push_back(link.rev);
-          pr.links.insert(pr.links.end(), pn.links.begin(), pn.links.end());
+          pr.links.resize(pn.links.size() + 1);  // the link back to `node`, then node's path to `base`
+          pr.links.front() = link.rev;
+          std::copy(pn.links.begin(), pn.links.end(), pr.links.begin() + 1);
           pr.bw = bw;
           int type = link.type == P_NET ? P_LOC : link.type;
           if (s.nodes[node].type == PCI && s.nodes[rem].type == PCI) type = P_PXB;

@@ -2,6 +2,7 @@
 // with NCCL's paths (src/graph/paths.cc) and channel search (src/graph/search.cc).
 #pragma once
 
+#include <boost/container/small_vector.hpp>
 #include <cstdint>
 #include <span>
 #include <vector>
@@ -36,7 +37,9 @@ struct SLink {
 };
 
 struct SPath {
-  std::vector<int> links;  // from source to destination
+  // from source to destination; a node's paths are a few hops, kept inline (build_system sets a path per pair
+  // of nodes: an allocation each was a third of its instructions and 1,100 of a one-node question's 4,200)
+  boost::container::small_vector<int, 8> links;
   int type = P_DIS;
   double bw = 0;
   bool pxn = false;         // a GPU → NIC path through the NIC's local GPU (NCCL's PATH_PXN, typed P_PXB here)

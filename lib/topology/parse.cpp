@@ -210,7 +210,7 @@ void read_links(const Node& links, Builder& b, int sm, const std::set<std::strin
     EdgeProps e;
     int line;
   };
-  std::map<std::tuple<std::string, std::string, LinkKind>, Seen> seen;
+  std::map<std::tuple<Vertex, Vertex, LinkKind>, Seen> seen;  // by the two ends (a name is one vertex)
   for (const auto& item : links.items()) {
     MapReader l(item);
     const Node na = l.required("a");
@@ -228,7 +228,7 @@ void read_links(const Node& links, Builder& b, int sm, const std::set<std::strin
     check_link_kind(item, kind_node, b.g[va], b.g[vb], bw.has_value(), sm, e);
     if (bw) e.gbs = in_gigabytes_per_second(*bw);
 
-    const auto key = std::make_tuple(std::min(a, bname), std::max(a, bname), e.kind);
+    const auto key = std::make_tuple(std::min(va, vb), std::max(va, vb), e.kind);
     if (auto it = seen.find(key); it != seen.end()) {
       const auto& o = it->second.e;
       const bool same = o.count == e.count && o.lanes == e.lanes && o.generation == e.generation && o.gbs == e.gbs;

@@ -81,6 +81,7 @@ std::vector<TopologyVertex> Topology::vertices() const {
 std::vector<TopologyLink> Topology::links() const {
   std::vector<TopologyLink> out;
   const auto& g = impl_->graph;
+  out.reserve(boost::num_edges(g));
   for (auto e : boost::make_iterator_range(boost::edges(g))) {
     const auto& p = g[e];
     out.push_back(TopologyLink{g[boost::source(e, g)].name, g[boost::target(e, g)].name, p.kind, p.count, p.lanes, p.generation,
