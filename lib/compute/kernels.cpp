@@ -269,10 +269,14 @@ ConvPlan plan_conv(const ConvGeometry& c, ConvPass pass, const GpuSpec& gpu, Pre
   // are weighed against the fp32 kernels as the implicit GEMM is.
   const Seconds small = small_channel_conv(c, pass, p, on_tensor) ? small_channel_conv_time(c, pass, gpu, kp) : Seconds{};
   if (small > Seconds{}) {
-    best = ConvPlan{.algorithm = ConvAlgorithm::small_channel, .transposes = transposes, .padding = padding};
-    best.gemm.compute = small;
-    best.gemm.time = small + kp.kernel_overhead;
-    best.time = best.gemm.time + transposes + padding;
+    GemmPlan gemm;
+    gemm.compute = small;
+    gemm.time = small + kp.kernel_overhead;
+    best = ConvPlan{.algorithm = ConvAlgorithm::small_channel,
+                    .gemm = gemm,
+                    .transposes = transposes,
+                    .padding = padding,
+                    .time = gemm.time + transposes + padding};
     if (p == Precision::tf32) {
       const GemmPlan fp32 = plan_gemm(g, gpu, Precision::fp32, kp, cls);
       if (fp32.time < best.time) best = ConvPlan{.gemm = fp32, .time = fp32.time};
