@@ -780,18 +780,25 @@ TEST(Compute, ParameterFreeOperatorsAreMemoryBoundKernels) {
   EXPECT_NEAR(in_seconds(with.backward[0] - without.backward[0]), 3.0 * 1048576 * 2 / 400e9 + 5e-6, 1e-15);
 }
 
+/// The max pool of the pooling tests: 3×3, stride 2, 64×112×112 to 64×56×56.
+Operator max_pool_3x3s2() {
+  Operator pool;
+  pool.name = "pool1";
+  pool.kind = LayerKind::maxpool;
+  pool.input_shape = {64, 112, 112};
+  pool.output_shape = {64, 56, 56};
+  pool.kernel_h = pool.kernel_w = 3;
+  pool.stride_h = pool.stride_w = 2;
+  return pool;
+}
+
 // Eq. K17, max pooling by what the framework keeps: a 3×3 stride-2 pool of 64×112×112 floats to 64×56×56 at batch
 // 1 (ei = 802,816, eo = 200,704 elements, 4 B each). PyTorch: forward reads ei, writes eo and an int64 index per
 // output; backward zero-fills and writes dx (2·ei), reads dy (eo) and the index. cuDNN (no index): forward ei + eo;
 // backward reads x, y and dy and writes dx (2·ei + 2·eo).
 TEST(Compute, MaxPoolingKeepsWhatItsFrameworkKeeps) {
   Network n = one_gemm();
-  Operator pool;
-  pool.name = "pool1";
-  pool.kind = LayerKind::maxpool;
-  pool.input_shape = {64, 112, 112};
-  pool.output_shape = {64, 56, 56};
-  n.layers[0].ops.push_back(pool);
+  n.layers[0].ops.push_back(max_pool_3x3s2());
   const double ei = 64.0 * 112 * 112, eo = 64.0 * 56 * 56;
   const auto times = [&](int index_bytes) {
     ComputeOptions o = toy_options(Precision::fp32);
@@ -820,13 +827,7 @@ TEST(Compute, MaxPoolingKeepsWhatItsFrameworkKeeps) {
 // average pool over 64 × 56 × 56 (1,806,336 window elements too) takes the same; without the rates both stream.
 TEST(Compute, PoolingWalksItsWindowsAtItsRatePerSm) {
   Network n = one_gemm();
-  Operator pool;
-  pool.name = "pool1";
-  pool.kind = LayerKind::maxpool;
-  pool.input_shape = {64, 112, 112};
-  pool.output_shape = {64, 56, 56};
-  pool.kernel_h = pool.kernel_w = 3;
-  pool.stride_h = pool.stride_w = 2;
+  const Operator pool = max_pool_3x3s2();
   Operator avg = pool;
   avg.name = "pool2";
   avg.kind = LayerKind::avgpool;

@@ -12,21 +12,12 @@
 #include "dlscale/memory.hpp"
 #include "dlscale/parallel.hpp"
 #include "dlscale/zoo.hpp"
+#include "support/hand_cluster.hpp"
 
 namespace dlscale {
 namespace {
 
-/// The hand-timed cluster of parallel_test.cpp: `nodes` nodes of 8 GPUs, 100 GB/s and 1 µs inside a node, 10 GB/s
-/// and 5 µs between nodes, one NIC a node.
-Cluster hand_cluster(int nodes) {
-  Cluster c;
-  c.name = "hand";
-  c.max_nodes = nodes;
-  c.gpus_per_node = 8;
-  c.intra_node = {gigabytes_per_second(100.0), microseconds(1.0)};
-  c.inter_node = {gigabytes_per_second(10.0), microseconds(5.0)};
-  return c;
-}
+using test::hand_cluster;
 
 /// A 4-block decoder (h 256, 4 heads, s 128, vocabulary 1,000) whose MLPs are 4 SwiGLU experts of 512, top-2:
 /// embedding, 4 × (norm, attention, norm, MoE), norm, output = 19 layers.

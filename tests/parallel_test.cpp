@@ -14,6 +14,7 @@
 #include "dlscale/kernels.hpp"
 #include "dlscale/parallel.hpp"
 #include "dlscale/zoo.hpp"
+#include "support/hand_cluster.hpp"
 
 namespace dlscale {
 namespace {
@@ -30,17 +31,7 @@ double sum(const std::vector<CollectiveCall>& calls, int n, bool backward) {
 
 constexpr double kBf16 = 2.0;
 
-/// The hand-timed cluster of the alpha-beta tests: `nodes` nodes of 8 GPUs, 100 GB/s and 1 µs inside a node,
-/// 10 GB/s and 5 µs between nodes.
-Cluster hand_cluster(int nodes) {
-  Cluster c;
-  c.name = "hand";
-  c.max_nodes = nodes;
-  c.gpus_per_node = 8;
-  c.intra_node = {gigabytes_per_second(100.0), microseconds(1.0)};
-  c.inter_node = {gigabytes_per_second(10.0), microseconds(5.0)};
-  return c;
-}
+using test::hand_cluster;
 
 /// The 4-block decoder of the hand-timed steps (h 256, 4 heads, ffn 512, vocabulary 1,000, s 128): 19 layers.
 Network tiny_decoder() {
