@@ -620,6 +620,40 @@ TEST(ParallelStep, PipelineOfTwoStagesByHand) {
   ASSERT_EQ(st.memory.size(), 2u);
 }
 
+// Eq. P19 by hand: a collective of 10 ms beside 4 ms of compute leaves 6 ms; beside 20 ms, the quarter that cannot
+// start before the window ends (2.5 ms); nothing to overlap, nothing exposed.
+TEST(ParallelStep, DpOverlapLeavesWhatTheWindowCannotCover) {
+  EXPECT_NEAR(in_seconds(dp_overlap_exposed(milliseconds(10.0), milliseconds(4.0), 0.25)), 6e-3, 1e-15);
+  EXPECT_NEAR(in_seconds(dp_overlap_exposed(milliseconds(10.0), milliseconds(20.0), 0.25)), 2.5e-3, 1e-15);
+  EXPECT_EQ(dp_overlap_exposed(Seconds{}, milliseconds(20.0), 0.25), Seconds{});
+}
+
+// Eq. P19 in the step of PipelineOfTwoStagesByHand: the DP all-reduce (2 µs + 4·P / 100 GB/s, microseconds) beside
+// the slowest stage's 20 ms backward of a micro-batch; each rank holds 4 / 2 = 2 blocks, so the half that is the
+// stage's first block is left after the window: the step saves the other half.
+TEST(ParallelStep, DpReductionOverlappedWithTheLastBackward) {
+  const Network net = tiny_decoder();
+  LayerTimes whole;
+  whole.forward.assign(19, milliseconds(1.0));
+  whole.backward.assign(19, milliseconds(2.0));
+  whole.update.assign(19, milliseconds(0.5));
+  Cluster c = hand_cluster(1);
+  ParallelLayout l;
+  l.pp = 2;
+  l.micro_batches = 4;
+  const ComputeOptions opt;
+  const ParallelStep plain = parallel_step(net, whole, c, *make_alpha_beta_model(c), l, 4, opt, Sharding{});
+  l.dp_comm_overlap = true;
+  const ParallelStep over = parallel_step(net, whole, c, *make_alpha_beta_model(c), l, 4, opt, Sharding{});
+  const double P = static_cast<double>(std::max(rank_params(net, l, 0), rank_params(net, l, 1)));
+  const double allreduce = 2e-6 + 4.0 * P / 1e11;
+  ASSERT_LT(allreduce, 20e-3);
+  EXPECT_NEAR(in_seconds(plain.dp_comm), allreduce, 1e-15);
+  EXPECT_NEAR(in_seconds(over.dp_comm), allreduce / 2, 1e-15);
+  EXPECT_NEAR(in_seconds(plain.step - over.step), allreduce / 2, 1e-14);
+  EXPECT_EQ(over.pipeline, plain.pipeline);
+}
+
 // Eq. P13 with P15: the 4-block decoder of PipelineOfTwoStagesByHand on CP 2 (2 GPUs of one node, fp32), a rank's
 // own times: every layer 1 ms forward and 2 ms backward, each attention core 1 µs and 2 µs of it, run c = 2 times
 // (eq. P6): +1 µs and +2 µs a block. The ring: K/V of 64 tokens, 4 heads of 64, 2·64·4·64·4 = 131,072 B a step:

@@ -169,6 +169,12 @@ Seconds tp_overlap_exposed(Seconds comm, Seconds gemm, int tp, int sm_count) noe
 /// reduce-scatter runs on 16 SMs in NeMo's H100 configurations (recalled, not read here; its ring all-gather moves
 /// data with the copy engines, and is charged as the reduce-scatter).
 inline constexpr double kTpOverlapSms = 16.0;
+/// Eq. P19: what a data-parallel collective of `comm` costs when overlapped (ParallelLayout::dp_comm_overlap) with
+/// `window` of compute (the gradient reduction with the last micro-batch's backward, the parameter all-gather with
+/// the first one's forward): at least the `last_share` that cannot start before the window ends (the gradients of the
+/// stage's first block, ready last; the parameters of its first block, needed first), else what the window cannot
+/// cover: max(last_share·comm, comm − window).
+Seconds dp_overlap_exposed(Seconds comm, Seconds window, double last_share) noexcept;
 /// Eq. P8: the activations stage i (0 first) holds at its peak, in micro-batches of its whole stage (layers/p):
 /// GPipe m; 1F1B min(p−i, m); interleaved min(m·v, 2(p−i−1) + (v−1)·p + 1)/v (Megatron's warm-up + 1, in chunks).
 double in_flight_microbatches(PipelineSchedule s, int p, int m, int v, int stage) noexcept;

@@ -59,6 +59,10 @@ struct ParallelLayout {
   /// TP communication overlapped with the GEMMs it feeds and drains (Transformer Engine's userbuffers,
   /// Megatron-Core/NeMo `tp_comm_overlap`; needs sp): eq. P14.
   bool tp_comm_overlap = false;
+  /// The data-parallel gradient reduction overlapped with the last micro-batch's backward and the parameter
+  /// all-gather with the first micro-batch's forward (Megatron-Core's overlap_grad_reduce and overlap_param_gather,
+  /// NeMo's recipes): eq. P19.
+  bool dp_comm_overlap = false;
   int pp = 1;  // pipeline stages p
   int vp = 1;  // virtual stages (model chunks) per pipeline rank v; > 1 only with `interleaved`
   PipelineSchedule schedule = PipelineSchedule::one_f_one_b;

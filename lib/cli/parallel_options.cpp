@@ -29,6 +29,13 @@ void add_parallel_options(CLI::App& cmd, ParallelOptions& o) {
   cmd.add_flag_callback(
          "--no-tp-comm-overlap", [&o] { o.tp_comm_overlap = 0; }, "No TP communication overlap (over a framework file's)")
       ->group(g);
+  cmd.add_flag_callback(
+         "--dp-comm-overlap", [&o] { o.dp_comm_overlap = 1; },
+         "DP gradient reduction and parameter gather overlapped with the last backward and first forward (eq. P19)")
+      ->group(g);
+  cmd.add_flag_callback(
+         "--no-dp-comm-overlap", [&o] { o.dp_comm_overlap = 0; }, "No DP communication overlap (over a framework file's)")
+      ->group(g);
   cmd.add_option("--pp", o.pp, "Pipeline stages")->type_name("N")->group(g);
   cmd.add_option("--vp", o.vp, "Virtual stages per pipeline rank (interleaved 1F1B)")->type_name("N")->group(g);
   cmd.add_option("--schedule", o.schedule,
@@ -70,6 +77,7 @@ void apply_parallel_options(const ParallelOptions& o, const ScenarioOptions& so,
   if (o.ep > 0) l.ep = o.ep;
   if (o.sp >= 0) l.sp = o.sp == 1;
   if (o.tp_comm_overlap >= 0) l.tp_comm_overlap = o.tp_comm_overlap == 1;
+  if (o.dp_comm_overlap >= 0) l.dp_comm_overlap = o.dp_comm_overlap == 1;
   if (o.vp > 0) {
     l.vp = o.vp;
     if (o.vp > 1 && o.schedule.empty()) l.schedule = PipelineSchedule::interleaved;
@@ -102,6 +110,7 @@ std::vector<int> parallel_gpu_counts(const Scenario& sc) { return {sc.cluster.ma
 std::string_view parallel_option_for_field(std::string_view field) noexcept {
   static constexpr std::pair<std::string_view, std::string_view> kOptions[] = {
       {"parallel.cp", "--cp"},
+      {"parallel.dp_comm_overlap", "--dp-comm-overlap"},
       {"parallel.ep", "--ep"},
       {"parallel.global_batch", "--global-batch"},
       {"parallel.micro_batch", "--batch"},
@@ -124,9 +133,10 @@ std::string layout_text(const ParallelLayout& l) {
                                                       : fmt::format(" ({})", to_string(l.schedule));
   const std::string batches = l.global_batch_target > 0 ? fmt::format("global batch {}", l.global_batch_target)
                                                         : fmt::format("{} micro-batches", l.micro_batches);
-  return fmt::format("tp {}{} × {} × cp {}{}, micro-batch {}, {}, rank order {}", l.tp,
+  return fmt::format("tp {}{} × {} × cp {}{}, micro-batch {}, {}, rank order {}{}", l.tp,
                      l.sp ? (l.tp_comm_overlap ? " (sp, overlapped)" : " (sp)") : "", pp, l.cp,
-                     l.ep > 1 ? fmt::format(" × ep {}", l.ep) : std::string(), l.micro_batch, batches, to_string(l.order));
+                     l.ep > 1 ? fmt::format(" × ep {}", l.ep) : std::string(), l.micro_batch, batches, to_string(l.order),
+                     l.dp_comm_overlap ? ", DP communication overlapped" : "");
 }
 
 }  // namespace dlscale::cli

@@ -20,10 +20,11 @@ struct ParallelOptions {
   std::int64_t global_batch = 0;                                  // 0: not given
   int sp = -1;                                                    // --sp 1, --no-sp 0, -1 not given
   int tp_comm_overlap = -1;                                       // --tp-comm-overlap 1, --no-tp-comm-overlap 0, -1 not given
+  int dp_comm_overlap = -1;                                       // --dp-comm-overlap 1, --no-dp-comm-overlap 0, -1 not given
   std::string schedule, rank_order;                               // empty: the framework's, else 1f1b and tp-cp-ep-dp-pp
   [[nodiscard]] bool any() const noexcept {
     return tp > 0 || pp > 0 || vp > 0 || cp > 0 || ep > 0 || micro_batches > 0 || global_batch > 0 || sp >= 0 ||
-        tp_comm_overlap >= 0 || !schedule.empty() || !rank_order.empty();
+        tp_comm_overlap >= 0 || dp_comm_overlap >= 0 || !schedule.empty() || !rank_order.empty();
   }
 };
 void add_parallel_options(CLI::App& cmd, ParallelOptions& o);

@@ -33,6 +33,11 @@ Seconds tp_overlap_exposed(Seconds comm, Seconds gemm, int tp, int sm_count) noe
   return (comm - hidden) + comm / static_cast<double>(std::max(tp, 1)) + hidden * slowed;
 }
 
+Seconds dp_overlap_exposed(Seconds comm, Seconds window, double last_share) noexcept {
+  if (!(comm > Seconds{})) return Seconds{};
+  return max(comm * std::clamp(last_share, 0.0, 1.0), comm - window);
+}
+
 namespace {
 Seconds sum_calls(const CollectiveModel& coll, const std::vector<CollectiveCall>& calls, const GroupPlacement& g, bool backward,
                   bool overlapped) {
@@ -160,23 +165,39 @@ StageTimes stage_times(const Network& net, const LayerTimes& t, const std::vecto
   return st;
 }
 
+/// P5's two parts: the gradients' reduction (an all-reduce, or the reduce-scatter when sharded) and the parameters'
+/// all-gather (sharded only).
+struct DpComm {
+  Seconds reduce, gather;
+};
+
 /// P5: the gradients of the largest stage (`params` a rank) over the dp·cp group (`dpg`), after the pipeline's last
 /// backward; P17: the experts' over their expert-data-parallel group in the same way.
-Seconds dp_reduction(const CollectiveModel& coll, const GroupPlacement& dpg, double params, const Sharding& sh,
-                     const ComputeOptions& opt) {
-  if (!(params > 0.0)) return Seconds{};
+DpComm dp_reduction(const CollectiveModel& coll, const GroupPlacement& dpg, double params, const Sharding& sh,
+                    const ComputeOptions& opt) {
+  if (!(params > 0.0)) return {};
   const double g = reduce_bytes_per_element(sh, opt.precision), w = working_bytes_per_element(opt.precision);
   using G = ParallelGroup;
   if (!sh.sharded())
-    return group_collective_time(coll, {"DP all-reduce", G::dp_cp, CollectiveOp::allreduce, bytes(params * g), 1, true, false},
-                                 dpg);
+    return {
+        group_collective_time(coll, {"DP all-reduce", G::dp_cp, CollectiveOp::allreduce, bytes(params * g), 1, true, false}, dpg),
+        Seconds{}};
   // sharded over the whole dp·cp group: reduce-scatter of the gradients, all-gather of the parameters (after the
   // update at stages 1-2; before forward and backward at stage 3, taken once a step here: round 2 refines it)
   const int gathers = sh.stage >= 3 && sh.reshard_after_forward ? 2 : 1;
-  return group_collective_time(
-             coll, {"DP reduce-scatter", G::dp_cp, CollectiveOp::reducescatter, bytes(params * g), 1, true, false}, dpg) +
-      group_collective_time(coll, {"DP all-gather", G::dp_cp, CollectiveOp::allgather, bytes(params * w), gathers, false, false},
-                            dpg);
+  return {group_collective_time(
+              coll, {"DP reduce-scatter", G::dp_cp, CollectiveOp::reducescatter, bytes(params * g), 1, true, false}, dpg),
+          group_collective_time(
+              coll, {"DP all-gather", G::dp_cp, CollectiveOp::allgather, bytes(params * w), gathers, false, false}, dpg)};
+}
+
+/// Eq. P19 over P5's parts: exposed as they are, or overlapped with the slowest stage's last backward and first
+/// forward of a micro-batch, the stage's first block (1/blocks of a rank's) left after the window.
+Seconds dp_exposed(const DpComm& dp, const ParallelLayout& l, const ParallelStep& r, std::int64_t blocks) {
+  if (!l.dp_comm_overlap) return dp.reduce + dp.gather;
+  const double ranks_blocks = std::max(1.0, static_cast<double>(blocks) / static_cast<double>(std::max(l.pp, 1)));
+  return dp_overlap_exposed(dp.reduce, r.backward, 1.0 / ranks_blocks) +
+      dp_overlap_exposed(dp.gather, r.forward, 1.0 / ranks_blocks);
 }
 }  // namespace
 
@@ -217,8 +238,9 @@ ParallelStep parallel_step(const Network& net, const LayerTimes& times, const Cl
   }
   r.pipeline = pipeline_time(l.schedule, l.pp, l.micro_batches, l.vp, r.per_microbatch);
   r.bubble = r.pipeline - r.per_microbatch * static_cast<double>(l.micro_batches);
-  r.dp_comm = dp_reduction(coll, at[ParallelGroup::dp_cp], static_cast<double>(most_params - most_experts), sh, opt) +
-      dp_reduction(coll, at[ParallelGroup::edp], static_cast<double>(most_experts), sh, opt);
+  const DpComm dense = dp_reduction(coll, at[ParallelGroup::dp_cp], static_cast<double>(most_params - most_experts), sh, opt),
+               experts = dp_reduction(coll, at[ParallelGroup::edp], static_cast<double>(most_experts), sh, opt);
+  r.dp_comm = dp_exposed({dense.reduce + experts.reduce, dense.gather + experts.gather}, l, r, m.layers);
   r.update = sh.sharded() ? most_update / static_cast<double>(std::max(dp_cp, 1)) : most_update;
   r.step = r.pipeline + r.dp_comm + r.update;
   r.global_batch = l.global_batch(gpus);

@@ -37,6 +37,7 @@ struct PlanContext {
   GpuPlacement at;
   RankOrder order;
   bool tp_comm_overlap = false;  // the framework's (nemo.yaml): every layout with SP overlaps its TP collectives
+  bool dp_comm_overlap = false;  // the framework's (nemo.yaml): every layout overlaps its DP collectives (eq. P19)
   Bytes capacity;
   Bytes reserve;  // ParallelPlanSpace::memory_reserve, each stage's MemoryEstimate::reserved
 };
@@ -50,6 +51,7 @@ std::optional<ParallelLayout> grid_layout(const PlanContext& c, int tp, int pp, 
   l.tp = tp;
   l.sp = tp > 1;  // Megatron's practice with TP: the same traffic, a t-th of the norms' activations
   l.tp_comm_overlap = c.tp_comm_overlap && l.sp;
+  l.dp_comm_overlap = c.dp_comm_overlap;
   l.pp = pp;
   l.vp = vp;
   l.schedule = vp > 1 ? PipelineSchedule::interleaved : PipelineSchedule::one_f_one_b;
@@ -141,6 +143,7 @@ ParallelPlanResult plan_parallel(const Scenario& base, int gpus, const ParallelP
                 {},
                 kMegatronRankOrder,
                 false,
+                false,
                 cl.gpu.memory_size,
                 space.memory_reserve};
   if (space.memory_reserve < Bytes{})
@@ -159,6 +162,7 @@ ParallelPlanResult plan_parallel(const Scenario& base, int gpus, const ParallelP
   if (base.strategy.parallel) {
     c.order = base.strategy.parallel->order;
     c.tp_comm_overlap = base.strategy.parallel->tp_comm_overlap;
+    c.dp_comm_overlap = base.strategy.parallel->dp_comm_overlap;
   }
   const ComputeOptions step_opt = step_compute(base);
   Scenario times_of = base;  // for parallel_whole_times: the framework's efficiency, no measured layers
