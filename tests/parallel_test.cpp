@@ -581,6 +581,23 @@ TEST(ParallelTiming, AlphaBetaTpAllReduceAndSharedNicP2p) {
   EXPECT_NEAR(in_seconds(pipeline_p2p_time(c, at[ParallelGroup::pp], bytes(4'194'304.0))), 5e-6 + 3355.4432e-6, 1e-12);
 }
 
+/// Every one of `layers` layers 1 ms forward, 2 ms backward and 0.5 ms update (the hand-timed steps below).
+LayerTimes uniform_times(std::size_t layers) {
+  LayerTimes t;
+  t.forward.assign(layers, milliseconds(1.0));
+  t.backward.assign(layers, milliseconds(2.0));
+  t.update.assign(layers, milliseconds(0.5));
+  return t;
+}
+
+/// PP 2, 1F1B, 4 micro-batches of 1 (the rest of the GPUs data-parallel).
+ParallelLayout two_stages_of_four() {
+  ParallelLayout l;
+  l.pp = 2;
+  l.micro_batches = 4;
+  return l;
+}
+
 // ---- eq. P13: one step, by hand on the alpha-beta model -----------------------------------------------------
 TEST(ParallelStep, PipelineOfTwoStagesByHand) {
   // A 4-block decoder (h 256, 4 heads, s 128): embedding, 4 × (norm, attention, norm, MLP), norm, output = 19
@@ -589,14 +606,9 @@ TEST(ParallelStep, PipelineOfTwoStagesByHand) {
   // output (10 layers), the slowest: f 10 ms, b 20 ms.
   const Network net = tiny_decoder();
   ASSERT_EQ(net.layers.size(), 19u);
-  LayerTimes whole;
-  whole.forward.assign(19, milliseconds(1.0));
-  whole.backward.assign(19, milliseconds(2.0));
-  whole.update.assign(19, milliseconds(0.5));
+  const LayerTimes whole = uniform_times(19);
   Cluster c = hand_cluster(1);
-  ParallelLayout l;
-  l.pp = 2;
-  l.micro_batches = 4;
+  ParallelLayout l = two_stages_of_four();
   const ComputeOptions opt;  // fp32: 4 B activations and gradients
   const ParallelStep st = parallel_step(net, whole, c, *make_alpha_beta_model(c), l, 4, opt, Sharding{});
   EXPECT_EQ(st.slowest_stage, 1);
@@ -633,14 +645,9 @@ TEST(ParallelStep, DpOverlapLeavesWhatTheWindowCannotCover) {
 // stage's first block is left after the window: the step saves the other half.
 TEST(ParallelStep, DpReductionOverlappedWithTheLastBackward) {
   const Network net = tiny_decoder();
-  LayerTimes whole;
-  whole.forward.assign(19, milliseconds(1.0));
-  whole.backward.assign(19, milliseconds(2.0));
-  whole.update.assign(19, milliseconds(0.5));
+  const LayerTimes whole = uniform_times(19);
   Cluster c = hand_cluster(1);
-  ParallelLayout l;
-  l.pp = 2;
-  l.micro_batches = 4;
+  ParallelLayout l = two_stages_of_four();
   const ComputeOptions opt;
   const ParallelStep plain = parallel_step(net, whole, c, *make_alpha_beta_model(c), l, 4, opt, Sharding{});
   l.dp_comm_overlap = true;
