@@ -22,7 +22,6 @@ using test::run_cli;
 using test::slurp;
 using test::temp_file;
 using ::testing::HasSubstr;
-using ::testing::MatchesRegex;
 
 /// `reproduce all --format json`, run once for the whole file.
 const json& all_json() {
