@@ -22,7 +22,6 @@ using test::run_cli;
 using test::slurp;
 using test::temp_file;
 using ::testing::HasSubstr;
-using ::testing::MatchesRegex;
 
 /// `reproduce all --format json`, run once for the whole file.
 const json& all_json() {
@@ -125,7 +124,8 @@ TEST(Reproduce, TableVRowsPrintWithTheirErrors) {
 
 // Issue 34: every phase of Table V from specifications (t_io wait, t_h2d, t_f, t_b, t_u of the 12 cells, 60 in all),
 // each error computed here from the row's predicted and measured seconds, and printed; the goal (all within 15 %,
-// mean at most 6 %) is not reached yet, so the test holds what the model reaches (docs/reproduce.md says which miss).
+// mean at most 6 %) is not reached yet, so the test holds what the model reaches (docs/reproduce.md, "Table V's remaining
+// misses", lists the 23 that miss and the readings tested against them).
 TEST(Reproduce, TableVEveryPhaseFromSpecifications) {
   static const std::pair<const char*, const char*> phases[] = {
       {"io_exposed_s", "t_io wait"}, {"h2d_s", "t_h2d"}, {"forward_s", "t_f"}, {"backward_s", "t_b"}, {"update_s", "t_u"}};
