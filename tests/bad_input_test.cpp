@@ -624,6 +624,9 @@ std::vector<Row> catalogue() {
        E + "{dir}/f.yaml:7:17: 'optimizer_impl': unknown value 'apex' (expected one of: fused, foreach, for_loop)\n"},
       {"framework_per_parameter_below_stage_3", {{"f.yaml", std::string(kFramework) + "sharding: {stage: 2, params: per_parameter}\n"}},
        kCmdFramework, E + "{dir}/f.yaml:7:30: 'sharding.params': params: per_parameter is FSDP2's full sharding (stage 3)\n"},
+      // eq. P20: whether stage-3 sharding reshards after each micro-batch's forward under a pipeline
+      {"framework_pp_reshard_not_boolean", {{"f.yaml", std::string(kFramework) + "parallel: {pp_reshard_after_forward: often}\n"}},
+       kCmdFramework, E + "{dir}/f.yaml:7:38: 'parallel.pp_reshard_after_forward': 'often' is not true or false\n"},
       {"option_optimizer_impl", {}, "predict --optimizer-impl multi_tensor -o {out}",
        E + "'--optimizer-impl': unknown optimizer implementation 'multi_tensor' (expected fused, foreach, for_loop)\n"},
       {"framework_servers_out_of_range", {{"f.yaml", std::string(kFramework) + "parameter_servers: 99999999999\n"}}, kCmdFramework,

@@ -83,6 +83,45 @@ TEST(ParallelPredict, DoublingMicroBatchesHalvesTheBubbleShare) {
   EXPECT_GT(b.throughput_tokens_per_s, a.throughput_tokens_per_s);
 }
 
+// Eq. P22: a layout's speedup is one GPU training the same global batch (B/b micro-batches of its step less the
+// update, then one update) over the layout's step, so no layout passes its GPU count: here 128 micro-batches of 1.
+TEST(ParallelPredict, SpeedupAgainstOneGpuOnTheSameGlobalBatch) {
+  const Scenario sc = llama70b_on_64(8, 2, 32);
+  const Prediction r = Predictor(sc).predict(64);
+  Scenario one = sc;
+  one.parallel.reset();
+  one.batch_per_gpu = 1;
+  const Prediction p1 = Predictor(one).predict(1);
+  const double u1 = in_seconds(p1.breakdown.update), t1 = 128.0 * (in_seconds(p1.iteration_time) - u1) + u1;
+  EXPECT_NEAR(r.speedup, t1 / in_seconds(r.iteration_time), 1e-9 * r.speedup);
+  EXPECT_NEAR(r.efficiency, r.speedup / 64.0, 1e-12);
+  EXPECT_LE(r.efficiency, 1.0);
+}
+
+// Eq. P22 on the README's mixture of experts (Mixtral-8x7B, TP 2 × PP 4 × EP 4 on 32 H100s, 256 sequences): its
+// one-GPU baseline once stepped all 46.7 B parameters' optimiser for every sample (efficiency 143 %); on the same
+// global batch it steps them once.
+TEST(ParallelPredict, MixtureOfExpertsSpeedupWithinItsGpus) {
+  Scenario sc;
+  ClusterOverrides ov;
+  ov.nodes = 4;
+  sc.cluster = load_cluster(resolve(DataKind::cluster, "dgx-h100-ndr", "--cluster"), ov);
+  sc.network = build_network(resolve_architecture("mixtral-8x7b", "NAME"));
+  sc.strategy = load_strategy(resolve(DataKind::framework, "megatron-core", "--framework"));
+  sc.compute.precision = Precision::bf16;
+  sc.compute.optimizer = Optimizer::adamw;
+  ParallelLayout l;
+  l.tp = 2;
+  l.sp = true;
+  l.pp = 4;
+  l.ep = 4;
+  l.micro_batches = 64;  // 256 sequences over dp 4
+  sc.parallel = l;
+  const Prediction r = Predictor(sc).predict(32);
+  EXPECT_GT(r.speedup, 1.0);
+  EXPECT_LE(r.speedup, 32.0);
+}
+
 TEST(ParallelPredict, FieldsNamedParallel) {
   const auto key_of = [](Scenario sc, int gpus) {
     try {

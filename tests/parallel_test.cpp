@@ -661,6 +661,92 @@ TEST(ParallelStep, DpReductionOverlappedWithTheLastBackward) {
   EXPECT_EQ(over.pipeline, plain.pipeline);
 }
 
+// Eq. P21 by hand: 12 ms of collective in 3 chunks of 4 ms, each beside its chunk's 1 ms backward (half its first
+// block's): chunk 0's max(2, 3) = 3 ms, and the two chunks queued before it finish p·1 = 2 ms apart, 4 − 2 ms each
+// past: 7 ms. Beside 4 ms chunks nothing queues: the last block's quarter, 1 ms. One chunk is eq. P19.
+TEST(ParallelStep, DpOverlapOverInterleavedChunksByHand) {
+  EXPECT_NEAR(in_seconds(dp_overlap_exposed(milliseconds(12.0), milliseconds(1.0), 0.5, 3, 2)), 7e-3, 1e-15);
+  EXPECT_NEAR(in_seconds(dp_overlap_exposed(milliseconds(12.0), milliseconds(4.0), 0.25, 3, 2)), 1e-3, 1e-15);
+  EXPECT_NEAR(in_seconds(dp_overlap_exposed(milliseconds(10.0), milliseconds(4.0), 0.25, 1, 4)), 6e-3, 1e-15);
+  // FSDP2 under a pipeline (eq. P20): nothing of a chunk before its last backward (share 1)
+  EXPECT_NEAR(in_seconds(dp_overlap_exposed(milliseconds(12.0), milliseconds(1.0), 1.0, 3, 2)), 8e-3, 1e-15);
+}
+
+// Eq. P21 in a step: an 8-block decoder on PP 2 × VP 2 × DP 2 (interleaved, m 4, fp32), every layer 1 µs forward and
+// 2 µs backward. Stage 1 holds chunks 1 and 3 (blocks 2-3 and 6-7), the final norm and the output: 18 layers, a
+// micro-batch's backward 36 µs, 18 µs a chunk; a chunk's first block is half its blocks. Its all-reduce c = 2 µs +
+// 4·P / 100 GB/s: chunk 0's half max(c/4, c/2 − 18 µs), and chunk 1's half queued 2 chunk backwards (36 µs) earlier,
+// c/2 − 36 µs past. Eq. P19 alone (one micro-batch's 36 µs, a quarter left) would leave c − 36 µs.
+TEST(ParallelStep, DpReductionOverInterleavedChunksByHand) {
+  DecoderShape d;
+  d.layers = 8;
+  d.hidden = 256;
+  d.heads = 4;
+  d.ffn = 512;
+  d.vocab = 1000;
+  d.seq = 128;
+  const Network net = build_decoder(d, "tiny8");
+  LayerTimes t = uniform_times(net.layers.size());
+  for (auto* v : {&t.forward, &t.backward, &t.update})
+    for (auto& x : *v) x = x / 1000.0;  // microseconds
+  Cluster c = hand_cluster(1);
+  ParallelLayout l;
+  l.pp = 2;
+  l.vp = 2;
+  l.schedule = PipelineSchedule::interleaved;
+  l.micro_batches = 4;
+  l.dp_comm_overlap = true;
+  const ParallelStep st = parallel_step(net, t, c, *make_alpha_beta_model(c), l, 4, ComputeOptions{}, Sharding{});
+  ASSERT_EQ(st.slowest_stage, 1);
+  EXPECT_NEAR(in_seconds(st.backward), 36e-6, 1e-15);
+  const double P = static_cast<double>(std::max(rank_params(net, l, 0), rank_params(net, l, 1)));
+  const double ar = 2e-6 + 4.0 * P / 1e11;
+  ASSERT_GT(ar / 2 - 18e-6, ar / 4);  // the chunk's collective outlasts its window
+  EXPECT_NEAR(in_seconds(st.dp_comm), (ar / 2 - 18e-6) + (ar / 2 - 36e-6), 1e-15);
+  EXPECT_LT(in_seconds(st.dp_comm), ar - 36e-6);
+}
+
+// Eq. P20 by hand: the step of PipelineOfTwoStagesByHand (slowest stage 1: 10 ms forward, 20 ms backward a
+// micro-batch, 2 blocks a rank) with its DP 2 sharded at stage 3, fp32: the all-gather of the larger stage's P
+// parameters and their reduce-scatter over the node's 2 ranks take 1 µs + (1/2)·4·P / 100 GB/s each, far inside
+// either window, so each gather leaves its first block's half.
+TEST(ParallelStep, Stage3ShardsGatherAsThePipelineRunsThem) {
+  const Network net = tiny_decoder();
+  const LayerTimes whole = uniform_times(19);
+  Cluster c = hand_cluster(1);
+  ParallelLayout l = two_stages_of_four();
+  const ComputeOptions opt;
+  Sharding sh;
+  sh.stage = 3;
+  const double P = static_cast<double>(std::max(rank_params(net, l, 0), rank_params(net, l, 1)));
+  const double a = 1e-6 + 0.5 * 4.0 * P / 1e11;
+  // torchtitan under PP (kept whole): one gather a step beside the first forward; the reduce-scatter after the
+  // stage's last backward, whole (the post-backward runs after it)
+  l.pp_reshard_after_forward = false;
+  const ParallelStep kept = parallel_step(net, whole, c, *make_alpha_beta_model(c), l, 4, opt, sh);
+  EXPECT_NEAR(in_seconds(kept.dp_comm), a / 2 + a, 1e-15);
+  // resharded after each forward: stage 1 of 2 gathers for its one forward before the first backward, then for the 4
+  // backwards that each follow a forward: 5 gathers
+  l.pp_reshard_after_forward = true;
+  const ParallelStep re = parallel_step(net, whole, c, *make_alpha_beta_model(c), l, 4, opt, sh);
+  EXPECT_NEAR(in_seconds(re.dp_comm), 5 * a / 2 + a, 1e-15);
+  // the stage's parameters and gradients whole over the step (4 B each in fp32)
+  const MemoryEstimate m1 = rank_memory(net, l, 1, opt, sh, 2, ActivationRecompute::none);
+  EXPECT_NEAR(in_bytes(m1.weights), 4.0 * static_cast<double>(rank_params(net, l, 1)), 1e-3);
+  EXPECT_NEAR(in_bytes(m1.gradients), 4.0 * static_cast<double>(rank_params(net, l, 1)), 1e-3);
+  // no pipeline (DP 4, m 4, 4 blocks a rank): every micro-batch gathers before its forward and its backward, a quarter
+  // left each, 8·a4/4; a flat FSDP reduce-scatters once (no_sync before), beside the last backward: its quarter;
+  // FSDP2 (per-parameter shards) every micro-batch: 4·a4/4
+  ParallelLayout dp;
+  dp.micro_batches = 4;
+  const double P4 = static_cast<double>(rank_params(net, dp, 0)), a4 = 3e-6 + 0.75 * 4.0 * P4 / 1e11;
+  const ParallelStep flat = parallel_step(net, whole, c, *make_alpha_beta_model(c), dp, 4, opt, sh);
+  EXPECT_NEAR(in_seconds(flat.dp_comm), 8 * a4 / 4 + a4 / 4, 1e-15);
+  sh.per_parameter = true;
+  const ParallelStep fsdp2 = parallel_step(net, whole, c, *make_alpha_beta_model(c), dp, 4, opt, sh);
+  EXPECT_NEAR(in_seconds(fsdp2.dp_comm), 8 * a4 / 4 + 4 * a4 / 4, 1e-15);
+}
+
 // Eq. P13 with P15: the 4-block decoder of PipelineOfTwoStagesByHand on CP 2 (2 GPUs of one node, fp32), a rank's
 // own times: every layer 1 ms forward and 2 ms backward, each attention core 1 µs and 2 µs of it, run c = 2 times
 // (eq. P6): +1 µs and +2 µs a block. The ring: K/V of 64 tokens, 4 heads of 64, 2·64·4·64·4 = 131,072 B a step:

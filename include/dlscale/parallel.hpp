@@ -3,7 +3,7 @@
 // layout and its checks, the bytes each split moves per block, the pipeline's bubble and in-flight
 // micro-batches, activation memory per layer (the network's own, eq. P9), the ranks of each group on the
 // cluster and the time of their collectives on the existing collective model. Derivations: docs/model.md,
-// "Model parallelism" (eq. P1-P15); Scenario::parallel predicts through parallel_step (lib/predict/parallel_predict.cpp).
+// "Model parallelism" (eq. P1-P21); Scenario::parallel predicts through parallel_step (lib/predict/parallel_predict.cpp).
 #pragma once
 
 #include <array>
@@ -175,6 +175,10 @@ inline constexpr double kTpOverlapSms = 16.0;
 /// stage's first block, ready last; the parameters of its first block, needed first), else what the window cannot
 /// cover: max(last_share·comm, comm − window).
 Seconds dp_overlap_exposed(Seconds comm, Seconds window, double last_share) noexcept;
+/// Eq. P21: the same over `chunks` interleaved chunks of `stages` pipeline stages: each chunk's comm/chunks beside its
+/// own last pass (`chunk_window`, one chunk of a micro-batch), queued after the chunks that finished before it, chunk j
+/// j·stages chunk passes before chunk 0: max(φ·c/v, c/v − τ) + (v − 1)·max(0, c/v − p·τ). One chunk is eq. P19.
+Seconds dp_overlap_exposed(Seconds comm, Seconds chunk_window, double last_share, int chunks, int stages) noexcept;
 /// Eq. P8: the activations stage i (0 first) holds at its peak, in micro-batches of its whole stage (layers/p):
 /// GPipe m; 1F1B min(p−i, m); interleaved min(m·v, 2(p−i−1) + (v−1)·p + 1)/v (Megatron's warm-up + 1, in chunks).
 double in_flight_microbatches(PipelineSchedule s, int p, int m, int v, int stage) noexcept;

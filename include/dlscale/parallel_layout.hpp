@@ -63,6 +63,10 @@ struct ParallelLayout {
   /// all-gather with the first micro-batch's forward (Megatron-Core's overlap_grad_reduce and overlap_param_gather,
   /// NeMo's recipes): eq. P19.
   bool dp_comm_overlap = false;
+  /// Stage-3 sharding under a pipeline (eq. P20): whether each micro-batch's forward reshards the parameters (then
+  /// gathers run per micro-batch) or they stay gathered for the whole step (torchtitan's fully_shard with
+  /// reshard_after_forward=False when PP is on). Ignored without PP (the sharding's reshard_after_forward rules).
+  bool pp_reshard_after_forward = true;
   int pp = 1;  // pipeline stages p
   int vp = 1;  // virtual stages (model chunks) per pipeline rank v; > 1 only with `interleaved`
   PipelineSchedule schedule = PipelineSchedule::one_f_one_b;

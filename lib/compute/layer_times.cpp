@@ -357,7 +357,9 @@ bool time_conv(Kernels& k, const LayerWork& w) {
 /// Eq. P16 (docs/model.md): a mixture of experts on `rows` tokens of width d: the router's GEMM (D×E) and its
 /// softmax and top-k, the K copies of each token permuted to their experts and combined back (memory-bound), and
 /// the rank's experts (E, or E/ep under expert parallelism) as grouped GEMMs of rows·K/E_local rows each: balanced
-/// routing assumed, every expert gets the same share of the rows·K copies the rank's experts run.
+/// routing assumed, every expert gets the same share of the rows·K copies the rank's experts run. Where the framework
+/// runs its memory-bound kernels by class (eq. K21), the experts' SwiGLU or GELU as the dense MLP's (vectorized); the
+/// router's top-k and the permutations stay at the fitted memory-bound rate (no profile of them).
 void time_experts(Kernels& k, const LayerWork& w, std::int64_t rows, std::int64_t d) {
   const Layer& l = w.l;
   const std::int64_t local = l.local_experts > 0 ? l.local_experts : l.experts;
@@ -376,8 +378,15 @@ void time_experts(Kernels& k, const LayerWork& w, std::int64_t rows, std::int64_
   k.gemm(k.name(l.name, ".experts.up dgrad"), GemmShape{per_expert, d, up, local}, true);
   k.gemm(k.name(l.name, ".experts.up wgrad"), GemmShape{up, d, per_expert, local}, true);
   const double h = static_cast<double>(routed) * static_cast<double>(l.hidden);
-  k.pass(k.name(l.name, l.gated ? ".experts.swiglu fwd" : ".experts.gelu fwd"), (l.gated ? 5.0 : 2.0) * h, w.eb, false);
-  k.pass(k.name(l.name, l.gated ? ".experts.swiglu bwd" : ".experts.gelu bwd"), (l.gated ? 7.0 : 3.0) * h, w.eb, true);
+  if (k.by_class()) {  // eq. K21 as the dense MLP's: the experts' activation runs contiguous element-wise kernels
+    k.classed(k.name(l.name, l.gated ? ".experts.swiglu fwd" : ".experts.gelu fwd"), h, {{kVec, (l.gated ? 5.0 : 2.0) * w.eb}},
+              false);
+    k.classed(k.name(l.name, l.gated ? ".experts.swiglu bwd" : ".experts.gelu bwd"), h, {{kVec, (l.gated ? 7.0 : 3.0) * w.eb}},
+              true);
+  } else {
+    k.pass(k.name(l.name, l.gated ? ".experts.swiglu fwd" : ".experts.gelu fwd"), (l.gated ? 5.0 : 2.0) * h, w.eb, false);
+    k.pass(k.name(l.name, l.gated ? ".experts.swiglu bwd" : ".experts.gelu bwd"), (l.gated ? 7.0 : 3.0) * h, w.eb, true);
+  }
   k.gemm(k.name(l.name, ".experts.down fwd"), GemmShape{per_expert, d, l.hidden, local}, false);
   k.gemm(k.name(l.name, ".experts.down dgrad"), GemmShape{per_expert, l.hidden, d, local}, true);
   k.gemm(k.name(l.name, ".experts.down wgrad"), GemmShape{d, l.hidden, per_expert, local}, true);

@@ -41,6 +41,7 @@ void read_parallel_entry(const yamlio::Node& node, Strategy& s) {
   if (auto n = m.optional("sp")) l.sp = n->boolean();
   if (auto n = m.optional("tp_comm_overlap")) l.tp_comm_overlap = n->boolean();
   if (auto n = m.optional("dp_comm_overlap")) l.dp_comm_overlap = n->boolean();
+  if (auto n = m.optional("pp_reshard_after_forward")) l.pp_reshard_after_forward = n->boolean();
   if (auto n = m.optional("schedule")) {
     try {
       l.schedule = pipeline_schedule_from_string(n->scalar());

@@ -503,6 +503,39 @@ MemoryEstimate rank_memory(const Network& net, const ParallelLayout& l, int stag
                      reserved);
 }
 
+namespace {
+/// Eq. P10: the weights, gradients and optimiser state of a rank's dense layers (`rank`, over dp·cp) and of its experts
+/// (`experts`, over dp·cp/ep, eq. P17), with the stage's activations.
+MemoryEstimate rank_state_memory(const Network& rank, const Network& experts, const ParallelLayout& l, const ComputeOptions& opt,
+                                 const Sharding& sharding, int dp_cp, Bytes reserved, Bytes per_sample) {
+  MemoryEstimate m = estimate_training_memory(rank, l.micro_batch, opt, sharding, std::max(dp_cp, 1), reserved, per_sample);
+  if (experts.layers.front().params == 0) return m;
+  const MemoryEstimate e =
+      estimate_training_memory(experts, l.micro_batch, opt, sharding, std::max(dp_cp / l.ep, 1), Bytes{}, Bytes{});
+  m.weights += e.weights;
+  m.gradients += e.gradients;
+  m.optimizer_state += e.optimizer_state;
+  m.allocator_slack += e.allocator_slack;
+  m.gathered = max(m.gathered, e.gathered);  // stage 3: one unit gathered at a time
+  return m;
+}
+
+/// Eq. P20: what a stage-3 (FSDP) rank holds over a step of m micro-batches: under a pipeline its stage's parameters
+/// gathered whole (no reshard after a backward: from then to the next forward every block is held) and its gradients
+/// whole between the micro-batches (no gradient sync before a chunk's last: eq. S3's accumulation); without one the
+/// gradients whole under a flat FSDP's no_sync, sharded where FSDP2 reduce-scatters every micro-batch.
+struct Stage3State {
+  ComputeOptions opt;
+  Sharding sharding;
+};
+Stage3State stage3_state(const ComputeOptions& opt, const Sharding& sh, const ParallelLayout& l) {
+  Stage3State s{opt, sh};
+  if (l.pp > 1 || !sh.per_parameter) s.opt.accumulate = std::max(s.opt.accumulate, l.micro_batches);
+  if (l.pp > 1) s.sharding.reshard_after_forward = false;
+  return s;
+}
+}  // namespace
+
 MemoryEstimate rank_memory(const Network& net, const std::vector<int>& block, const TransformerShape&, const std::vector<int>& st,
                            const ParallelLayout& l, int stage, const ComputeOptions& opt, const Sharding& sharding, int dp_cp,
                            ActivationRecompute r, Bytes reserved) {
@@ -527,16 +560,9 @@ MemoryEstimate rank_memory(const Network& net, const std::vector<int>& block, co
   // eq. P10: in-flight micro-batches × what the stage keeps of one (eq. P9), per sample of the micro-batch
   const StageActivations a = stage_activations(net, block, st, l, stage, opt, r);
   const Bytes per_sample = (a.per_microbatch * in_flight + a.once) / static_cast<double>(l.micro_batch);
-  MemoryEstimate m = estimate_training_memory(rank, l.micro_batch, opt, sharding, std::max(dp_cp, 1), reserved, per_sample);
-  if (experts.layers.front().params == 0) return m;
-  const MemoryEstimate e =
-      estimate_training_memory(experts, l.micro_batch, opt, sharding, std::max(dp_cp / l.ep, 1), Bytes{}, Bytes{});
-  m.weights += e.weights;
-  m.gradients += e.gradients;
-  m.optimizer_state += e.optimizer_state;
-  m.allocator_slack += e.allocator_slack;
-  m.gathered = max(m.gathered, e.gathered);  // stage 3: one unit gathered at a time
-  return m;
+  if (sharding.stage < 3) return rank_state_memory(rank, experts, l, opt, sharding, dp_cp, reserved, per_sample);
+  const Stage3State s3 = stage3_state(opt, sharding, l);
+  return rank_state_memory(rank, experts, l, s3.opt, s3.sharding, dp_cp, reserved, per_sample);
 }
 
 // ---- placement ---------------------------------------------------------------------------------------------

@@ -38,6 +38,14 @@ Seconds dp_overlap_exposed(Seconds comm, Seconds window, double last_share) noex
   return max(comm * std::clamp(last_share, 0.0, 1.0), comm - window);
 }
 
+Seconds dp_overlap_exposed(Seconds comm, Seconds chunk_window, double last_share, int chunks, int stages) noexcept {
+  const double v = static_cast<double>(std::max(chunks, 1));
+  const Seconds per_chunk = comm / v;
+  // eq. P21: the chunks' collectives queue on one stream, chunk j's window ending j·p chunk passes before chunk 0's
+  const Seconds behind = max(Seconds{}, per_chunk - chunk_window * static_cast<double>(std::max(stages, 1)));
+  return dp_overlap_exposed(per_chunk, chunk_window, last_share) + behind * (v - 1.0);
+}
+
 namespace {
 Seconds sum_calls(const CollectiveModel& coll, const std::vector<CollectiveCall>& calls, const GroupPlacement& g, bool backward,
                   bool overlapped) {
@@ -166,7 +174,7 @@ StageTimes stage_times(const Network& net, const LayerTimes& t, const std::vecto
 }
 
 /// P5's two parts: the gradients' reduction (an all-reduce, or the reduce-scatter when sharded) and the parameters'
-/// all-gather (sharded only).
+/// all-gather (sharded only; at stage 3 one gather of the rank's parameters, eq. P20 counts how many a step runs).
 struct DpComm {
   Seconds reduce, gather;
 };
@@ -183,21 +191,72 @@ DpComm dp_reduction(const CollectiveModel& coll, const GroupPlacement& dpg, doub
         group_collective_time(coll, {"DP all-reduce", G::dp_cp, CollectiveOp::allreduce, bytes(params * g), 1, true, false}, dpg),
         Seconds{}};
   // sharded over the whole dp·cp group: reduce-scatter of the gradients, all-gather of the parameters (after the
-  // update at stages 1-2; before forward and backward at stage 3, taken once a step here: round 2 refines it)
-  const int gathers = sh.stage >= 3 && sh.reshard_after_forward ? 2 : 1;
-  return {group_collective_time(
-              coll, {"DP reduce-scatter", G::dp_cp, CollectiveOp::reducescatter, bytes(params * g), 1, true, false}, dpg),
-          group_collective_time(
-              coll, {"DP all-gather", G::dp_cp, CollectiveOp::allgather, bytes(params * w), gathers, false, false}, dpg)};
+  // update at stages 1-2; at stage 3 before the passes that need them, eq. P20)
+  return {
+      group_collective_time(coll, {"DP reduce-scatter", G::dp_cp, CollectiveOp::reducescatter, bytes(params * g), 1, true, false},
+                            dpg),
+      group_collective_time(coll, {"DP all-gather", G::dp_cp, CollectiveOp::allgather, bytes(params * w), 1, false, false}, dpg)};
 }
 
-/// Eq. P19 over P5's parts: exposed as they are, or overlapped with the slowest stage's last backward and first
-/// forward of a micro-batch, the stage's first block (1/blocks of a rank's) left after the window.
-Seconds dp_exposed(const DpComm& dp, const ParallelLayout& l, const ParallelStep& r, std::int64_t blocks) {
+/// The chunks a rank runs (v interleaved, else 1) and the share of one chunk's collective that is its first block's
+/// (1/blocks of the chunk): what eq. P19-P21 leave after the window.
+struct Chunks {
+  int v = 1;
+  double first_block = 1.0;
+};
+Chunks rank_chunks(const ParallelLayout& l, std::int64_t blocks) {
+  const int v = l.schedule == PipelineSchedule::interleaved ? std::max(l.vp, 1) : 1;
+  const double per_chunk = static_cast<double>(blocks) / static_cast<double>(std::max(l.pp, 1) * v);
+  return {v, 1.0 / std::max(1.0, per_chunk)};
+}
+
+/// Eq. P20: the all-gathers a stage-3 (FSDP) rank runs a step, forward and backward passes of one chunk each. Without
+/// a pipeline every micro-batch gathers before its forward and, resharded after it, again before its backward. Under
+/// a pipeline (torch.distributed.pipelining) the parameters are not resharded after a backward: resharded after each
+/// forward, a forward gathers unless a backward came just before it, a backward unless a backward did (1F1B on stage
+/// i: the min(m, p − i) forwards up to the first backward, then the m + 1 − that backwards that follow a forward;
+/// GPipe: m forwards, one backward); kept (torchtitan under PP) the first forward only.
+struct GatherEvents {
+  double forward = 0.0, backward = 0.0;
+};
+GatherEvents stage3_gathers(const ParallelLayout& l, const Sharding& sh, int stage) {
+  const double m = static_cast<double>(std::max(l.micro_batches, 1));
+  if (l.pp <= 1) return {m, sh.reshard_after_forward ? m : 0.0};
+  if (!(sh.reshard_after_forward && l.pp_reshard_after_forward)) return {1.0, 0.0};
+  const double f = l.schedule == PipelineSchedule::gpipe ? m : std::min(m, static_cast<double>(l.pp - stage));
+  return {f, m + 1.0 - f};
+}
+
+/// Eq. P20: a stage-3 rank's DP collectives. Every gather is prefetched a block ahead in its pass (the chunk's first
+/// block's share left, eq. P19's form, each chunk on its own: a chunk's first gather waits for its pass). The
+/// reduce-scatter: without a pipeline during each micro-batch's backward (FSDP2, per-parameter shards) or the last
+/// one's only (a flat FSDP under no_sync, as eq. S5-S7); under a pipeline after each chunk's last backward, whole (the
+/// stage runs the post-backward by hand), the chunks' queued as eq. P21 spreads them.
+Seconds stage3_exposed(const DpComm& dp, const ParallelLayout& l, const Sharding& sh, const ParallelStep& r, const Chunks& k) {
+  const double v = static_cast<double>(k.v);
+  const Seconds tf = r.forward / v, tb = r.backward / v;
+  const GatherEvents n = stage3_gathers(l, sh, r.slowest_stage);
+  const Seconds chunk_gather = dp.gather / v;
+  const Seconds gathers = (dp_overlap_exposed(chunk_gather, tf, k.first_block) * n.forward +
+                           dp_overlap_exposed(chunk_gather, tb, k.first_block) * n.backward) *
+      v;
+  if (l.pp > 1) return gathers + dp_overlap_exposed(dp.reduce, tb, 1.0, k.v, l.pp);
+  // no pipeline: FSDP2 syncs the gradients every micro-batch (its default; torchtitan's loop turns nothing off), a
+  // flat FSDP under no_sync the last one only (eq. S5-S7)
+  const double reduces = sh.per_parameter ? static_cast<double>(std::max(l.micro_batches, 1)) : 1.0;
+  return gathers + dp_overlap_exposed(dp.reduce, r.backward, k.first_block) * reduces;
+}
+
+/// Eq. P19 over P5's parts (P21 with interleaved chunks): exposed as they are, or overlapped with the slowest stage's
+/// last backward and first forward of a micro-batch, the chunk's first block left after the window; stage 3 as eq.
+/// P20 runs it.
+Seconds dp_exposed(const DpComm& dp, const ParallelLayout& l, const Sharding& sh, const ParallelStep& r, std::int64_t blocks) {
+  const Chunks k = rank_chunks(l, blocks);
+  if (sh.stage >= 3) return stage3_exposed(dp, l, sh, r, k);
   if (!l.dp_comm_overlap) return dp.reduce + dp.gather;
-  const double ranks_blocks = std::max(1.0, static_cast<double>(blocks) / static_cast<double>(std::max(l.pp, 1)));
-  return dp_overlap_exposed(dp.reduce, r.backward, 1.0 / ranks_blocks) +
-      dp_overlap_exposed(dp.gather, r.forward, 1.0 / ranks_blocks);
+  const double v = static_cast<double>(k.v);
+  return dp_overlap_exposed(dp.reduce, r.backward / v, k.first_block, k.v, l.pp) +
+      dp_overlap_exposed(dp.gather, r.forward / v, k.first_block, k.v, l.pp);
 }
 }  // namespace
 
@@ -240,7 +299,7 @@ ParallelStep parallel_step(const Network& net, const LayerTimes& times, const Cl
   r.bubble = r.pipeline - r.per_microbatch * static_cast<double>(l.micro_batches);
   const DpComm dense = dp_reduction(coll, at[ParallelGroup::dp_cp], static_cast<double>(most_params - most_experts), sh, opt),
                experts = dp_reduction(coll, at[ParallelGroup::edp], static_cast<double>(most_experts), sh, opt);
-  r.dp_comm = dp_exposed({dense.reduce + experts.reduce, dense.gather + experts.gather}, l, r, m.layers);
+  r.dp_comm = dp_exposed({dense.reduce + experts.reduce, dense.gather + experts.gather}, l, sh, r, m.layers);
   r.update = sh.sharded() ? most_update / static_cast<double>(std::max(dp_cp, 1)) : most_update;
   r.step = r.pipeline + r.dp_comm + r.update;
   r.global_batch = l.global_batch(gpus);

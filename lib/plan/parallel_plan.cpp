@@ -119,7 +119,7 @@ void plan_layouts(const PlanContext& c, const ParallelPlanSpace& space, MicroBat
             }
             ParallelPlanEntry e;
             e.prediction =
-                parallel_prediction(c.base, *l, opt, sh, times.of(*l, opt), *c.coll, c.gpus, c.at, Seconds{}, c.reserve);
+                parallel_prediction(c.base, *l, opt, sh, times.of(*l, opt), *c.coll, c.gpus, c.at, OneGpuStep{}, c.reserve);
             if (!e.prediction.memory.fits) {
               ++r.out_of_memory;
               continue;

@@ -60,15 +60,23 @@ ParallelTimes parallel_layer_times(const Scenario& sc, const ParallelLayout& l, 
   return {std::move(t), LayerTimesOf::tp_rank};
 }
 
+double layout_speedup(OneGpuStep one, std::int64_t global_batch, int micro_batch, Seconds step) noexcept {
+  if (!(step > Seconds{}) || micro_batch < 1) return 0.0;
+  // eq. P22: one GPU trains the same global batch, B/b micro-batches accumulated and one optimiser step
+  const double micro_batches = static_cast<double>(global_batch) / static_cast<double>(micro_batch);
+  const Seconds alone = (one.iteration - one.update) * micro_batches + one.update;
+  return in_seconds(alone) / in_seconds(step);
+}
+
 Prediction parallel_prediction(const Scenario& sc, const LayerTimes& whole, const CollectiveModel& coll, int gpus,
-                               const GpuPlacement& at, Seconds iter_one) {
+                               const GpuPlacement& at, OneGpuStep one) {
   return parallel_prediction(sc, *sc.parallel, sc.compute, sc.strategy.sharding,
-                             parallel_layer_times(sc, *sc.parallel, sc.compute, whole), coll, gpus, at, iter_one);
+                             parallel_layer_times(sc, *sc.parallel, sc.compute, whole), coll, gpus, at, one);
 }
 
 Prediction parallel_prediction(const Scenario& sc, const ParallelLayout& layout, const ComputeOptions& opt,
                                const Sharding& sharding, const ParallelTimes& times, const CollectiveModel& coll, int gpus,
-                               const GpuPlacement& at, Seconds iter_one, Bytes reserved) {
+                               const GpuPlacement& at, OneGpuStep one, Bytes reserved) {
   ParallelLayout l;
   ParallelStep s;
   try {
@@ -95,8 +103,8 @@ Prediction parallel_prediction(const Scenario& sc, const ParallelLayout& layout,
   const double flops = 3.0 * sc.network.total_forward_flops_per_sample();
   p.mfu = flops_utilisation(samples, flops, gpus, peak);
   p.hfu = flops_utilisation(samples, flops + recompute_flops_per_sample(sc.network, opt), gpus, peak);
-  if (iter_one > Seconds{}) {
-    p.speedup = samples / (static_cast<double>(l.micro_batch) / in_seconds(iter_one));
+  if (one.iteration > Seconds{}) {
+    p.speedup = layout_speedup(one, s.global_batch, l.micro_batch, s.step);
     p.efficiency = p.speedup / static_cast<double>(gpus);
   } else {
     p.speedup = p.efficiency = 0.0;

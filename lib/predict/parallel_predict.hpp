@@ -34,17 +34,25 @@ struct ParallelTimes {
 ParallelTimes parallel_layer_times(const Scenario& sc, const ParallelLayout& l, const ComputeOptions& opt,
                                    const LayerTimes& whole);
 
+/// One GPU's step at the micro-batch alone and the optimiser step in it: the baseline of a layout's speedup.
+struct OneGpuStep {
+  Seconds iteration{}, update{};
+};
+/// Eq. P22: the speedup of a layout's step over one GPU training the same global batch: (B/b)·(t_1 − u_1) + u_1,
+/// B/b micro-batches of b accumulated before one optimiser step, over the layout's step. 0 without a step.
+double layout_speedup(OneGpuStep one, std::int64_t global_batch, int micro_batch, Seconds step) noexcept;
+
 /// One prediction of a parallel scenario on `gpus` (eq. P13 into a Prediction): the global batch b·m·dp per
-/// step, tokens/s and MFU from it, memory per GPU the worst stage's (eq. P10). `iter_one`: one GPU's step at
-/// the micro-batch alone (the speedup's baseline; zero leaves speedup and efficiency at 0). Errors: the
-/// layout's InputError with its field prefixed "parallel." ("gpus" stays: the count does not divide).
+/// step, tokens/s and MFU from it, memory per GPU the worst stage's (eq. P10). `one`: the speedup's baseline (eq.
+/// P22; a zero iteration leaves speedup and efficiency at 0). Errors: the layout's InputError with its field
+/// prefixed "parallel." ("gpus" stays: the count does not divide).
 Prediction parallel_prediction(const Scenario& sc, const LayerTimes& whole, const CollectiveModel& coll, int gpus,
-                               const GpuPlacement& at, Seconds iter_one);
+                               const GpuPlacement& at, OneGpuStep one);
 /// The same for a layout, compute options and sharding of the caller's (plan's grid): sc's parallel, compute and
 /// strategy.sharding are not read; `reserved` in each stage's memory (plan's reserve).
 Prediction parallel_prediction(const Scenario& sc, const ParallelLayout& layout, const ComputeOptions& opt,
                                const Sharding& sharding, const ParallelTimes& times, const CollectiveModel& coll, int gpus,
-                               const GpuPlacement& at, Seconds iter_one, Bytes reserved = bytes(kDefaultReservedBytes));
+                               const GpuPlacement& at, OneGpuStep one, Bytes reserved = bytes(kDefaultReservedBytes));
 
 /// The prefix "parallel." on an InputError's key from the parallel layer ("gpus" and "network" kept).
 [[noreturn]] void rethrow_parallel_field(const InputError& e);

@@ -195,6 +195,7 @@ struct Predictor::Impl {
   std::span<const Bytes> unit_bytes;       // units[i].gradient, contiguous
   std::span<const Seconds> unit_forward;   // units[i].forward, contiguous (sharded stage 3)
   Seconds iter_one{};
+  Seconds update_one{};  // the optimiser step in iter_one (a layout's baseline, eq. P22)
   MemoryUse memory;
   double tokens_per_sample = 0.0;          // token inputs: tokens in one sample
   double train_flops_per_sample = 0.0;     // 3 × forward: forward, and backward's two products per weight
@@ -505,7 +506,14 @@ void Predictor::Impl::one_gpu_baseline() {
   hardware_flops_per_sample = train_flops_per_sample + recompute_flops_per_sample(*net, sc.compute);
   peak_flops = in_teraflops_per_second(sc.cluster.gpu.mfu_peak(sc.compute.precision)) * 1e12;
   describe_resources();
-  iter_one = alone ? alone->impl_->iter_one : run(1, GpuPlacement{1, 1, 1}).iteration_time;
+  if (alone) {
+    iter_one = alone->impl_->iter_one;
+    update_one = alone->impl_->update_one;
+  } else {
+    const Prediction one = run(1, GpuPlacement{1, 1, 1});
+    iter_one = one.iteration_time;
+    update_one = one.breakdown.update;
+  }
   // Throughput N·M/t and speedup (eq. 8) divide by iteration times: a scenario in which nothing takes
   // time (no input bytes, no work, a profile of zeros) has none to divide by.
   if (!(iter_one > Seconds{}))
@@ -595,7 +603,7 @@ Prediction Predictor::predict(int gpus) const {
   const GpuPlacement at = place(gpus);
   if (impl_->sc.parallel)  // model parallelism: eq. P13 (parallel_predict.cpp)
     return parallel_prediction(impl_->sc, parallel_whole_times(impl_->sc, *impl_->modelled_times), *impl_->coll, gpus, at,
-                               impl_->iter_one);
+                               OneGpuStep{impl_->iter_one, impl_->update_one});
   if (!impl_->names_bottleneck) return impl_for(gpus).run(gpus, at);
   // The aggregation times, and the recurrence over them, once for this scenario and the doubled ones that
   // keep them (doubled_same_comm, doubled_same_units).
