@@ -533,6 +533,84 @@ TEST(KernelModel, WorkedFlashAttention) {
   EXPECT_EQ(effective_attention(AttentionKernel::flash, volta, Precision::fp16), AttentionKernel::eager);
 }
 
+/// The time of the kernel named `name` in `kernels`, in seconds; -1 where there is none.
+double kernel_time(const std::vector<KernelTiming>& kernels, const std::string& name) {
+  for (const auto& k : kernels)
+    if (k.name == name) return in_seconds(k.time);
+  return -1.0;
+}
+
+// Eq. K24 on the toy GPU (400 GB/s attainable, 5 us a kernel), fp16 (eb = 2): GPT-2 small's MLP, 768 -> 3,072 -> 768
+// with biases, at batch 2 of 128 tokens: h = 256 x 3,072 = 786,432 activations, 256 x 768 = 196,608 outputs.
+// gelu_new forward 18·eb = 36 B an activation, 28,311,552 B in 70.77888 us + 8 kernels (40 us) = 110.77888 us;
+// backward 28·eb = 56 B, 44,040,192 B in 110.10048 us + 11 kernels = 165.10048 us (the fused GELU: 4 and 6 B, one
+// kernel each). The up projection's addmm copies its bias into its 786,432 outputs and reads it back (4 B an output:
+// 3,145,728 B, 7.86432 + 5 us) and its bias's gradient is a column sum (2 B: 3.93216 + 5 us); the down projection's
+// the same over 196,608 outputs (6.96608 and 5.98304 us). The dropout on the output: 2·eb + 1 = 5 B each way,
+// 983,040 B in 2.4576 + 5 us.
+TEST(KernelModel, TransformersGpt2MlpRunsItsEagerOperators) {
+  Layer mlp;
+  mlp.name = "mlp";
+  mlp.kind = LayerKind::linear;
+  mlp.hidden = 3072;
+  mlp.input_shape = mlp.output_shape = {128, 768};
+  mlp.params = 2 * 768 * 3072 + 3072 + 768;
+  ComputeOptions o = toy_options(Precision::fp16);
+  const auto native = layer_kernels(mlp, false, false, toy_gpu(), 2, o);
+  EXPECT_NEAR(kernel_time(native, "mlp.gelu fwd"), 3145728 / 400e9 + 5e-6, 1e-15);
+  EXPECT_NEAR(kernel_time(native, "mlp.gelu bwd"), 4718592 / 400e9 + 5e-6, 1e-15);
+  EXPECT_EQ(kernel_time(native, "mlp.dropout fwd"), -1.0);
+  o.execution.transformers_gpt2 = true;
+  const auto hf = layer_kernels(mlp, false, false, toy_gpu(), 2, o);
+  EXPECT_EQ(kernel_time(hf, "mlp.gelu fwd"), -1.0);
+  EXPECT_NEAR(kernel_time(hf, "mlp.gelu_new fwd"), 110.77888e-6, 1e-12);
+  EXPECT_NEAR(kernel_time(hf, "mlp.gelu_new bwd"), 165.10048e-6, 1e-12);
+  EXPECT_NEAR(kernel_time(hf, "mlp.up bias copy fwd (addmm)"), 12.86432e-6, 1e-12);
+  EXPECT_NEAR(kernel_time(hf, "mlp.up bias grad bwd"), 8.93216e-6, 1e-12);
+  EXPECT_NEAR(kernel_time(hf, "mlp.down bias copy fwd (addmm)"), 6.96608e-6, 1e-12);
+  EXPECT_NEAR(kernel_time(hf, "mlp.down bias grad bwd"), 5.98304e-6, 1e-12);
+  EXPECT_NEAR(kernel_time(hf, "mlp.dropout fwd"), 7.4576e-6, 1e-12);
+  EXPECT_NEAR(kernel_time(hf, "mlp.dropout bwd"), 7.4576e-6, 1e-12);
+  // the GEMMs are the same kernels
+  EXPECT_EQ(kernel_time(hf, "mlp.up fwd"), kernel_time(native, "mlp.up fwd"));
+  EXPECT_EQ(kernel_time(hf, "mlp.down wgrad"), kernel_time(native, "mlp.down wgrad"));
+  // without biases, no addmm copies
+  mlp.params = 2 * 768 * 3072;
+  EXPECT_EQ(kernel_time(layer_kernels(mlp, false, false, toy_gpu(), 2, o), "mlp.up bias copy fwd (addmm)"), -1.0);
+}
+
+// Eq. K24, GPT-2 small's attention (12 heads, width 768, biases) at batch 2 of 128 tokens, fp16, eager: 2 x 12 x
+// 128² = 393,216 scores. GPT2Attention._attn's chain forward, ÷ √d_h, torch.where, + the padding mask, softmax and
+// dropout, 10·eb + 1 = 21 B a score: 8,257,536 B in 20.64384 us + 5 kernels = 45.64384 us; backward, dropout's masked
+// scale, softmax's, zeros_like and where, the division's, 11·eb + 1 = 23 B: 9,043,968 B in 22.60992 + 25 us =
+// 47.60992 us (the native chain: 3 passes of 2 elements and of 3, 12 and 18 B). The q/k/v addmm over 256 x 2,304 =
+// 589,824 outputs: 2,359,296 B (5.89824 + 5 us) forward, 1,179,648 B (2.94912 + 5 us) backward; the output
+// projection's 6.96608 and 5.98304 us and the residual dropout's 7.4576 us, as for the MLP.
+TEST(KernelModel, TransformersGpt2AttentionMasksItsScoresInPasses) {
+  Layer a;
+  a.name = "attn";
+  a.kind = LayerKind::attention;
+  a.heads = 12;
+  a.causal = true;
+  a.input_shape = a.output_shape = {128, 768};
+  a.params = 4 * 768 * 768 + 4 * 768;
+  ComputeOptions o = toy_options(Precision::fp16);
+  const auto native = layer_kernels(a, false, false, toy_gpu(), 2, o);
+  EXPECT_NEAR(kernel_time(native, "attn.softmax fwd"), 393216 * 12 / 400e9 + 15e-6, 1e-15);
+  o.execution.transformers_gpt2 = true;
+  const auto hf = layer_kernels(a, false, false, toy_gpu(), 2, o);
+  EXPECT_EQ(kernel_time(hf, "attn.softmax fwd"), -1.0);
+  EXPECT_NEAR(kernel_time(hf, "attn.scores chain (transformers) fwd"), 45.64384e-6, 1e-12);
+  EXPECT_NEAR(kernel_time(hf, "attn.scores chain (transformers) bwd"), 47.60992e-6, 1e-12);
+  EXPECT_NEAR(kernel_time(hf, "attn.qkv bias copy fwd (addmm)"), 10.89824e-6, 1e-12);
+  EXPECT_NEAR(kernel_time(hf, "attn.qkv bias grad bwd"), 7.94912e-6, 1e-12);
+  EXPECT_NEAR(kernel_time(hf, "attn.out bias copy fwd (addmm)"), 6.96608e-6, 1e-12);
+  EXPECT_NEAR(kernel_time(hf, "attn.out bias grad bwd"), 5.98304e-6, 1e-12);
+  EXPECT_NEAR(kernel_time(hf, "attn.dropout fwd"), 7.4576e-6, 1e-12);
+  EXPECT_NEAR(kernel_time(hf, "attn.dropout bwd"), 7.4576e-6, 1e-12);
+  EXPECT_EQ(kernel_time(hf, "attn.scores fwd"), kernel_time(native, "attn.scores fwd"));  // the products unchanged
+}
+
 // PyTorch's SDPA where FlashAttention cannot run: the memory-efficient kernel, the same fused structure
 // (eq. K9) with its products at the rate its data type gets: fp32 data on an Ampere-or-newer GPU as three
 // TF32 products each (CUTLASS's fast fp32), whether or not TF32 is allowed; before Ampere on the fp32 units.

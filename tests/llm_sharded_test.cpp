@@ -157,9 +157,11 @@ std::optional<LlmRun> run_of(const YAML::Node& row, std::string& why) {
   const std::string framework = lower(row["framework"].as<std::string>());
   // torchtitan's 2024-12 benchmarks ran at commit 9dec370, before it compiled the loss (torchtitan-2024.yaml)
   const bool titan_2024 = row["notes"] && contains(row["notes"].as<std::string>(), "torchtitan 9dec370");
+  // DeepSpeedExamples' GPT-2 rows ran the Hugging Face Trainer of transformers 4.12 with DeepSpeed 0.5 (eq. K24)
+  const bool hf = contains(framework, "hugging face");
   const std::string fw = contains(framework, "fsdp2") ? (titan_2024 ? "torchtitan-2024" : "torchtitan")
       : strategy == "fsdp-hybrid"                     ? "fsdp-hybrid"
-      : strategy == "zero1"                           ? "deepspeed-zero1"
+      : strategy == "zero1"                           ? (hf ? "hf-deepspeed-zero1" : "deepspeed-zero1")
                                                       : "fsdp";
   sc.strategy = load_strategy(resolve(DataKind::framework, fw, "--framework"));
   sc.strategy.jitter_cv = 0.0;  // a published mean over steps
@@ -186,8 +188,7 @@ std::vector<LlmRun> load_runs(std::vector<std::string>* skipped = nullptr) {
 }
 
 /// The architectures eq. K16 is fitted for: those whose rows are FSDP runs of PyTorch (the V100 rows are
-/// DeepSpeed under the Hugging Face Trainer, whose per-step cost the model does not know: fitting there
-/// would absorb it).
+/// DeepSpeed under the Hugging Face Trainer, one source: fitting there would absorb what the model lacks).
 const std::set<std::string> kFitted = {"ampere", "hopper"};
 
 /// Tokens/s per GPU of every run at each sharded_tensor of the grid (its architecture's parameter).
@@ -306,6 +307,26 @@ TEST(LlmSharded, PeakMemoryBesideWhatTheRunsPublish) {
   EXPECT_EQ(errors.size(), 17u);
   EXPECT_LT(mean, 0.12);
   EXPECT_GE(std::count_if(errors.begin(), errors.end(), [](double e) { return e <= 0.15; }), 12);
+}
+
+// The framework the DeepSpeedExamples GPT-2 rows run under (models/frameworks/hf-deepspeed-zero1.yaml): transformers
+// 4.12's eager GPT-2 code (eq. K24), eager attention (no SDPA then, no FlashAttention on a V100), ZeRO-1 with
+// DeepSpeed 0.5's default overlap_comm false (one bucket: the exchange after the whole backward).
+TEST(LlmSharded, TheDeepSpeedExamplesRowsRunTransformersEagerCode) {
+  const auto runs = load_runs();
+  int rows = 0;
+  for (const LlmRun& r : runs) {
+    if (r.source != "DeepSpeedExamples") continue;
+    ++rows;
+    const Strategy& s = r.scenario.strategy;
+    EXPECT_EQ(s.name, "hf-deepspeed-zero1") << r.id;
+    EXPECT_TRUE(s.execution.transformers_gpt2) << r.id;
+    EXPECT_EQ(s.attention, AttentionKernel::eager) << r.id;
+    EXPECT_EQ(s.sharding.stage, 1) << r.id;
+    EXPECT_GT(in_bytes(s.bucket_size), 2.0 * static_cast<double>(r.scenario.network.total_params())) << r.id;
+  }
+  EXPECT_EQ(rows, 7);
+  EXPECT_FALSE(load_strategy(resolve(DataKind::framework, "deepspeed-zero1", "--framework")).execution.transformers_gpt2);
 }
 
 TEST(LlmSharded, TokensPerGpuInSampleAndLeavingOneSourceOut) {

@@ -121,6 +121,11 @@ struct KernelExecution {
   /// (KernelParams::memory_classes): the element-wise chains of eager PyTorch's decoders split into the
   /// vectorized, strided, reduction and softmax kernels they run, FSDP2's chunk_cat at its own.
   bool by_class = false;
+  /// K24 (`model_code: transformers-gpt2`): the blocks run as Hugging Face transformers' GPT-2 code (before SDPA) writes
+  /// them in eager PyTorch: gelu_new's tanh formula an operator a kernel, the scores scaled, masked by torch.where and
+  /// the additive padding mask, softmax and dropout each a pass, Conv1D's addmm copying its bias into the output, the
+  /// embedding's and the residual branches' dropouts (docs/compute-model.md, K24).
+  bool transformers_gpt2 = false;
   /// K19 (`fused: [bn_relu]`): a batch norm's kernels apply the ReLU after it (cuDNN's batch norm with its
   /// activation, XLA's fusions): the ReLU's passes are not run; its backward reads the output for the mask.
   bool bn_relu = false;

@@ -39,6 +39,22 @@ constexpr EagerChain kEagerRmsNorm{28.0, 4.0, 7, 44.0, 6.0, 9};
 // product with the frequencies, view_as_real, type_as): the upcast (eb + 4), the product (4 + 4), the downcast
 // (4 + eb): 16 + 2·eb B in 3 kernels a tensor, and the same backward.
 constexpr EagerChain kEagerRotary{16.0, 2.0, 3, 16.0, 2.0, 3};
+// Eq. K24, Hugging Face transformers' GPT-2 as its code runs in eager PyTorch (modeling_gpt2.py and activations.py of
+// transformers 4.12; recalled, not read here). gelu_new, 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³))), an operator a
+// kernel over the MLP's activation. Forward: pow (2·eb), ·0.044715 (2·eb), x + (3·eb), ·√(2/π) (2·eb), tanh (2·eb),
+// 1 + (2·eb), 0.5·x (2·eb), the product (3·eb): 18·eb in 8 kernels. Backward (autograd): the product's two gradients
+// (3·eb each), 0.5·x's (2·eb), tanh_backward (3·eb), the two scalings' (2·eb each), pow's 3·x²·grad (pow 2·eb, ·3
+// 2·eb, ·grad 3·eb), the sum of the gradients of x's three uses (two additions, 3·eb each): 28·eb in 11 kernels (an
+// addition of a scalar passes the gradient through, no kernel).
+constexpr EagerChain kTransformersGeluNew{0.0, 18.0, 8, 0.0, 28.0, 11};
+// The scores' chain of GPT2Attention._attn, per element of the heads·S² scores: ÷ √d_h (2·eb), torch.where with the
+// causal bias buffer (2·eb; the S×S boolean mask is re-read from cache), + the additive padding mask that run_clm's
+// batches carry (2·eb), softmax (2·eb), dropout (2·eb and a 1-byte mask): 10·eb + 1 in 5 kernels. Backward: dropout's
+// masked scale (2·eb + 1), softmax's (3·eb), torch.where's gradient, zeros_like and a where (eb + 3·eb), the
+// division's (2·eb); the mask's addition passes the gradient through: 11·eb + 1 in 5 kernels.
+constexpr EagerChain kTransformersScores{1.0, 10.0, 5, 1.0, 11.0, 5};
+// A dropout on activations (GPT-2's embd_pdrop and resid_pdrop): read and write, and the 1-byte mask, each way.
+constexpr EagerChain kDropout{1.0, 2.0, 1, 1.0, 2.0, 1};
 
 /// Eq. K21: bytes per element that kernels of one class move.
 struct ClassBytes {
@@ -337,6 +353,26 @@ struct LayerWork {
   const ComputeOptions& opt;
 };
 
+/// Eq. K24: whether the step runs Hugging Face transformers' GPT-2 code (`model_code: transformers-gpt2`).
+bool transformers_gpt2(const LayerWork& w) noexcept { return w.opt.execution.transformers_gpt2; }
+
+/// An eager chain of `kernels` over `elements` elements, forward or backward (K14, K24).
+void chain(Kernels& k, const std::string& what, double elements, const EagerChain& c, double eb) {
+  k.pass(k.name(what, " fwd"), elements, c.forward_bytes(eb), false, 0.0, c.forward_kernels);
+  k.pass(k.name(what, " bwd"), elements, c.backward_bytes(eb), true, 0.0, c.backward_kernels);
+}
+
+/// Eq. K24: GPT-2's Conv1D, torch.addmm(bias, x, W), on `outputs` output elements. PyTorch's addmm copies the
+/// broadcast bias into the output and multiplies with beta = 1, reading it back (2·eb an output, the copy a kernel);
+/// backward, the bias's gradient is a column sum of the output's gradient (eb an output, a kernel).
+void addmm_bias(Kernels& k, const std::string& what, double outputs, double eb) {
+  k.pass(k.name(what, " bias copy fwd (addmm)"), outputs, 2.0 * eb, false);
+  k.pass(k.name(what, " bias grad bwd"), outputs, eb, true);
+}
+
+/// Whether a layer of linear maps carries biases: its parameters exceed the maps' `weights`.
+bool has_bias(const Layer& l, double weights) noexcept { return static_cast<double>(l.params) > weights; }
+
 /// A convolution with known shapes: forward, data and weight gradients, and its bias (eq. K13).
 bool time_conv(Kernels& k, const LayerWork& w) {
   const Layer& l = w.l;
@@ -392,6 +428,19 @@ void time_experts(Kernels& k, const LayerWork& w, std::int64_t rows, std::int64_
   k.gemm(k.name(l.name, ".experts.down wgrad"), GemmShape{d, l.hidden, per_expert, local}, true);
 }
 
+/// Eq. K24: GPT-2's MLP as transformers writes it, beyond its GEMMs: gelu_new an operator a kernel over the `h`
+/// activations, the two Conv1D biases (addmm), and the dropout on the `rows`·`d` output.
+void transformers_mlp(Kernels& k, const LayerWork& w, std::int64_t rows, std::int64_t d, double h) {
+  const Layer& l = w.l;
+  const double r = static_cast<double>(rows), out = static_cast<double>(l.output_shape.empty() ? d : l.output_shape.back());
+  chain(k, k.name(l.name, ".gelu_new"), h, kTransformersGeluNew, w.eb);
+  if (has_bias(l, static_cast<double>(d) * static_cast<double>(l.hidden) + static_cast<double>(l.hidden) * out)) {
+    addmm_bias(k, k.name(l.name, ".up"), h, w.eb);
+    addmm_bias(k, k.name(l.name, ".down"), r * out, w.eb);
+  }
+  chain(k, k.name(l.name, ".dropout"), r * out, kDropout, w.eb);
+}
+
 /// A linear map with a known input shape, or an MLP: up (and gate), the activation, down.
 bool time_linear(Kernels& k, const LayerWork& w) {
   const Layer& l = w.l;
@@ -407,7 +456,9 @@ bool time_linear(Kernels& k, const LayerWork& w) {
     linear_gemms(k, k.name(l.name, ".up"), rows, d, up, w.input_grad, l.gated ? 2 : 1);
     const double h = static_cast<double>(rows) * static_cast<double>(l.hidden);
     // GELU: read, write (2 passes of H); SwiGLU: SiLU of the gate and its product with up (read 2H, write H, + 2H)
-    if (k.by_class()) {  // eq. K21: contiguous element-wise kernels (silu, mul, silu_backward), vectorized
+    if (transformers_gpt2(w) && !l.gated && !w.opt.compiled) {  // eq. K24: gelu_new's operators
+      transformers_mlp(k, w, rows, d, h);
+    } else if (k.by_class()) {  // eq. K21: contiguous element-wise kernels (silu, mul, silu_backward), vectorized
       k.classed(k.name(l.name, l.gated ? ".swiglu fwd" : ".gelu fwd"), h, {{kVec, (l.gated ? 5.0 : 2.0) * eb}}, false);
       k.classed(k.name(l.name, l.gated ? ".swiglu bwd" : ".gelu bwd"), h, {{kVec, (l.gated ? 7.0 : 3.0) * eb}}, true);
     } else {
@@ -469,6 +520,8 @@ void time_unfused_core(Kernels& k, const LayerWork& w, std::int64_t s, std::int6
       k.pass(k.name(name, ".dropout fwd"), 2.0 * probs, w.eb, false, probs);
       k.pass(k.name(name, ".dropout bwd"), 2.0 * probs, w.eb, true, probs);
     }
+  } else if (transformers_gpt2(w)) {  // eq. K24: GPT2Attention._attn's operators
+    chain(k, k.name(name, ".scores chain (transformers)"), probs, kTransformersScores, w.eb);
   } else {
     // Scale and mask, softmax, dropout on the heads·S² probabilities: read and write each (fwd), read
     // two and write one (bwd).
@@ -476,6 +529,18 @@ void time_unfused_core(Kernels& k, const LayerWork& w, std::int64_t s, std::int6
     k.pass(k.name(name, ".softmax bwd"), 3 * 3.0 * probs, w.eb, true, 0.0, 3);
   }
   k.in_attention_core = false;
+}
+
+/// Eq. K24: GPT-2's attention as transformers writes it, beyond its GEMMs and core: the two Conv1D biases (addmm) on
+/// the q/k/v and output projections of `rows` rows, and the residual branch's dropout.
+void transformers_attention(Kernels& k, const LayerWork& w, double rows, std::int64_t d, std::int64_t dq, std::int64_t dkv) {
+  const Layer& l = w.l;
+  const double width = static_cast<double>(d), qkv = static_cast<double>(dq + 2 * dkv);
+  if (has_bias(l, width * qkv + static_cast<double>(dq) * width)) {
+    addmm_bias(k, k.name(l.name, ".qkv"), rows * qkv, w.eb);
+    addmm_bias(k, k.name(l.name, ".out"), rows * width, w.eb);
+  }
+  chain(k, k.name(l.name, ".dropout"), rows * width, kDropout, w.eb);
 }
 
 /// Attention with a known input shape: the q/k/v projection, rotary, the core (fused or not), the
@@ -506,6 +571,7 @@ bool time_attention(Kernels& k, const LayerWork& w) {
     k.pass(k.name(l.name, ".heads bwd"), 2.0 * 4.0 * act, eb, true, 0.0, 2);
   }
   linear_gemms(k, k.name(l.name, ".out"), rows, dq, d, true);
+  if (transformers_gpt2(w)) transformers_attention(k, w, static_cast<double>(rows), d, dq, dkv);
   return true;
 }
 
@@ -605,6 +671,7 @@ void time_layer(Kernels& k, const Layer& l, bool first, int batch, const Compute
       const bool adds = l.input_shape.size() == l.output_shape.size();  // position/type embeddings add to activations
       k.pass(k.name(l.name, " fwd"), (adds ? 3.0 : 2.0) * w.out_e, eb, false);
       k.pass(k.name(l.name, " bwd"), 2.0 * w.out_e, eb, true, static_cast<double>(l.params) * gradient_bytes_per_element(opt), 2);
+      if (adds && transformers_gpt2(w)) chain(k, k.name(l.name, ".dropout"), w.out_e, kDropout, eb);  // K24: embd_pdrop
       return;
     }
     default:
