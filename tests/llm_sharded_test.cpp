@@ -76,7 +76,7 @@ std::optional<Machine> machine_of(const YAML::Node& row) {
   if (type == "A100") m = {"dgx-a100-hdr", "a100-sxm4-80gb", ""};
   else if (type == "H100") m = {"dgx-h100-ndr", contains(detail, "hbm2e") ? "h100-sxm-hbm2e" : "h100-sxm", ""};
   else if (type == "H200") m = {"dgx-h100-ndr", "h200", ""};
-  else if (type == "B200") m = {"dgx-b200", "", ""};
+  else if (type == "B200") m = {"dgx-b200", contains(detail, "750w") ? "b200@750W" : "", ""};  // torchao's power cap
   else if (type == "V100") m = {"dgx2", "", "", 16};
   else return std::nullopt;  // MI300X: not in the catalogue
   // fms-fsdp states its inter-node bandwidth per node: 400 Gb/s (A100), 800 Gb/s (H100)
