@@ -766,6 +766,14 @@ TEST(Compute, BuiltInKernelParametersAreTheShippedFile) {
   }
 }
 
+// Eq. K16 on Blackwell is borrowed, not fitted (compute-params.yaml): Hopper's value, the nearest fitted
+// architecture's, never the unfactored 1 that would say a sharded B200 step keeps the whole modelled rate.
+TEST(Compute, BlackwellsShardedRateIsHoppers) {
+  const auto p = shipped_kernel_params();
+  EXPECT_EQ(p->for_architecture("blackwell").sharded_tensor, p->for_architecture("hopper").sharded_tensor);
+  EXPECT_LT(p->for_architecture("blackwell").sharded_tensor, 1.0);
+}
+
 TEST(Compute, ParameterFreeOperatorsAreMemoryBoundKernels) {
   Network n = one_gemm();
   Operator relu;
