@@ -402,7 +402,7 @@ TEST(GpuCatalogue, BlackwellUltraPerGpuFiguresAreTheSystemTotalsDivided) {
   EXPECT_EQ(find_gpu("B300").name, find_gpu("b300").name);  // "b300" is not a prefix guess between the two
 }
 
-// A power limit after the name (gpus.yaml rated_power_w, clock_at_power; docs/compute-model.md, K24). By hand: HGX
+// A power limit after the name (gpus.yaml rated_power_w, clock_at_power; docs/compute-model.md, G1). By hand: HGX
 // B100 at 700 W gave 1,750 dense BF16 TFLOPS a GPU where HGX B200 at 1,000 W gives 2,250, so the clock's share at
 // 700 W is 0.7778; at 750 W, a sixth of the way to 1,000 W, 0.7778 + (1 - 0.7778) / 6 = 0.81483: 1,833.4 TFLOPS.
 TEST(GpuCatalogue, APowerLimitLowersTheClockAsTheDatasheetsDocument) {
