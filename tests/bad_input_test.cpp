@@ -616,6 +616,8 @@ std::vector<Row> catalogue() {
        E + "{dir}/f.yaml:7:15: 'pool_indices': unknown value 'int16' (expected one of: int64, int32, none)\n"},
       {"framework_unknown_fused_chain", {{"f.yaml", std::string(kFramework) + "kernels: {fused: [conv_bn]}\n"}}, kCmdFramework,
        E + "{dir}/f.yaml:7:19: 'kernels.fused[0]': unknown value 'conv_bn' (expected one of: bn_relu, bn_add_relu)\n"},
+      {"framework_unknown_attention_kernel", {{"f.yaml", std::string(kFramework) + "kernels: {attention: xformers}\n"}},
+       kCmdFramework, E + "{dir}/f.yaml:7:22: 'kernels.attention': unknown value 'xformers' (expected one of: flash, cudnn)\n"},
       {"framework_host_issue_without_gap", {{"f.yaml", std::string(kFramework) + "kernels: {host_issue: \"16 us\"}\n"}},
        kCmdFramework,
        E + "{dir}/f.yaml:7:23: 'kernels.host_issue': host_issue and launch_gap go together: the host's cost per kernel "

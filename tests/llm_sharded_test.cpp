@@ -514,6 +514,7 @@ std::vector<DecoderStep> h200_decoder_steps() {
     sc.strategy = load_strategy(resolve(DataKind::framework, c["mode"] == "fsdp" ? "torchtitan" : "pytorch-ddp", "--framework"));
     sc.strategy.jitter_cv = 0.0;
     sc.strategy.attention = AttentionKernel::flash;  // the rows force SDPA's flash backend (one row cuDNN's)
+    sc.strategy.execution.cudnn_attention = c["attention"] == "cudnn";
     sc.batch_per_gpu = static_cast<int>(num("batch"));
     sc.compute.precision = c["precision"] == "fp8" ? Precision::fp8 : Precision::bf16;
     sc.compute.optimizer = Optimizer::adamw;
