@@ -465,9 +465,9 @@ std::vector<Row> catalogue() {
        kCmdGpu, E + "{dir}/data/topologies/gpus.yaml:2:5: 'gpus[0].peak_fp16': missing required key\n", "{dir}/data"},
       {"gpus_unknown_key", {{"data/topologies/gpus.yaml", edit(kGpus, 3, "     memory_bandwidth: \"346 GB/s\", memory: \"24 GB\", tdp: \"250 W\"}")}},
        kCmdGpu,
-       E + "{dir}/data/topologies/gpus.yaml:3:53: 'gpus[0].tdp': unknown key (known keys here: aliases, architecture, base_clock, boost_clock, id, "
-           "memory, memory_bandwidth, name, nvlink_generation, nvlinks, pcie_generation, pcie_width, peak_bf16, peak_fp16, peak_fp32, peak_fp8, peak_tf32, sm, "
-           "sms, source)\n",
+       E + "{dir}/data/topologies/gpus.yaml:3:53: 'gpus[0].tdp': unknown key (known keys here: aliases, architecture, base_clock, boost_clock, "
+           "clock_at_power, id, memory, memory_bandwidth, name, nvlink_generation, nvlinks, pcie_generation, pcie_width, peak_bf16, "
+           "peak_fp16, peak_fp32, peak_fp8, peak_tf32, power_limit_w, rated_power_w, sm, sms, source)\n",
        "{dir}/data"},
       {"gpus_size_for_a_bandwidth", {{"data/topologies/gpus.yaml", edit(kGpus, 3, "     memory_bandwidth: \"346 GB\", memory: \"24 GB\"}")}},
        kCmdGpu,
@@ -616,6 +616,8 @@ std::vector<Row> catalogue() {
        E + "{dir}/f.yaml:7:15: 'pool_indices': unknown value 'int16' (expected one of: int64, int32, none)\n"},
       {"framework_unknown_fused_chain", {{"f.yaml", std::string(kFramework) + "kernels: {fused: [conv_bn]}\n"}}, kCmdFramework,
        E + "{dir}/f.yaml:7:19: 'kernels.fused[0]': unknown value 'conv_bn' (expected one of: bn_relu, bn_add_relu)\n"},
+      {"framework_unknown_attention_kernel", {{"f.yaml", std::string(kFramework) + "kernels: {attention: xformers}\n"}},
+       kCmdFramework, E + "{dir}/f.yaml:7:22: 'kernels.attention': unknown value 'xformers' (expected one of: flash, cudnn)\n"},
       {"framework_host_issue_without_gap", {{"f.yaml", std::string(kFramework) + "kernels: {host_issue: \"16 us\"}\n"}},
        kCmdFramework,
        E + "{dir}/f.yaml:7:23: 'kernels.host_issue': host_issue and launch_gap go together: the host's cost per kernel "

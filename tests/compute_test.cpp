@@ -501,6 +501,65 @@ Layer toy_attention() {
 const GemmShape kToyQk{1024, 1024, 128, 2}, kToyPv{1024, 128, 1024, 2};
 const double kToyExp = 2.0 * 1024 * 1024 / (16 * 10 * 1953.125e6);
 
+// Eq. K9 with cuDNN's fused attention (framework `kernels: {attention: cudnn}`): the same kernel structure, its products
+// at the cuDNN shares of the GEMM rate where the architecture has them, at the flash shares where not. On the toy
+// GPU with flash shares 0.5 / 0.4 and a cuDNN forward share 0.8 (no backward one): forward (t_qk + t_pv) / 0.8 +
+// exponentials + 5 us, backward (2·t_qk + 3·t_pv) / 0.4 + exponentials + 5 us; flash's forward divides by 0.5.
+TEST(KernelModel, CudnnAttentionTakesItsOwnSharesWhereTheArchitectureHasThem) {
+  const Layer a = toy_attention();
+  const double t_qk = in_seconds(plan_gemm(kToyQk, toy_gpu(), Precision::fp16, toy_params()).compute);
+  const double t_pv = in_seconds(plan_gemm(kToyPv, toy_gpu(), Precision::fp16, toy_params()).compute);
+  ComputeOptions o = toy_options(Precision::fp16);
+  auto set = std::make_shared<KernelParamSet>();
+  set->defaults = toy_params();
+  set->defaults.flash_forward_efficiency = 0.5;
+  set->defaults.flash_backward_efficiency = 0.4;
+  set->defaults.cudnn_forward_efficiency = 0.8;
+  o.kernel_params = set;
+  o.attention = AttentionKernel::flash;
+  auto times = [&](bool cudnn) {
+    o.execution.cudnn_attention = cudnn;
+    std::pair<double, double> fb{-1, -1};
+    for (const auto& k : layer_kernels(a, false, false, toy_gpu(), 1, o)) {
+      if (k.name == "attn.attention fwd (flash)") fb.first = in_seconds(k.time);
+      if (k.name == "attn.attention bwd (flash)") fb.second = in_seconds(k.time);
+    }
+    return fb;
+  };
+  const auto [flash_fwd, flash_bwd] = times(false);
+  const auto [cudnn_fwd, cudnn_bwd] = times(true);
+  EXPECT_NEAR(flash_fwd, (t_qk + t_pv) / 0.5 + kToyExp + 5e-6, 1e-12);
+  EXPECT_NEAR(cudnn_fwd, (t_qk + t_pv) / 0.8 + kToyExp + 5e-6, 1e-12);
+  EXPECT_NEAR(flash_bwd, (2 * t_qk + 3 * t_pv) / 0.4 + kToyExp + 5e-6, 1e-12);
+  EXPECT_NEAR(cudnn_bwd, flash_bwd, 1e-15);  // no cuDNN backward share: the flash one
+  // a step's layer times take it too: the forward shorter by (t_qk + t_pv)·(1/0.5 - 1/0.8)
+  Network n;
+  n.name = "attn";
+  n.layers = {a};
+  o.execution.cudnn_attention = false;
+  const Seconds flash_step = estimate_layer_times(n, toy_gpu(), 1, o).forward[0];
+  o.execution.cudnn_attention = true;
+  const Seconds cudnn_step = estimate_layer_times(n, toy_gpu(), 1, o).forward[0];
+  EXPECT_NEAR(in_seconds(flash_step - cudnn_step), (t_qk + t_pv) * (1 / 0.5 - 1 / 0.8), 1e-12);
+}
+
+// The shipped cuDNN shares (compute-params.yaml): Hopper's from our H200's step pair, 174.368 ms with SDPA's flash
+// backend and 168.575 with its cudnn one over 4 blocks, so cuDNN took 1 - 5.793 / 4 / 3.8503 = 0.6239 of
+// FlashAttention-2's 960.7 + 2,889.6 us a layer; of each 150.9 us does not scale and the products took 362.0 and
+// 906.5 us at the flash shares: 362.0 / (0.6239·960.7 - 150.9) and 906.5 / (0.6239·2,889.6 - 150.9). Blackwell
+// borrows them; Ampere has none (the flash shares).
+TEST(Compute, CudnnAttentionSharesAreTheH200StepPairs) {
+  const double r = 1.0 - (174.368 - 168.575) / 4.0 / 3.8503;
+  EXPECT_NEAR(r, 0.6239, 1e-4);
+  const auto p = shipped_kernel_params();
+  const KernelParams& h = p->for_architecture("hopper");
+  EXPECT_NEAR(h.cudnn_forward_efficiency, 362.0 / (r * 960.7 - 150.9), 0.001);
+  EXPECT_NEAR(h.cudnn_backward_efficiency, 906.5 / (r * 2889.6 - 150.9), 0.001);
+  EXPECT_EQ(p->for_architecture("blackwell").cudnn_forward_efficiency, h.cudnn_forward_efficiency);
+  EXPECT_EQ(p->for_architecture("blackwell").cudnn_backward_efficiency, h.cudnn_backward_efficiency);
+  EXPECT_EQ(p->for_architecture("ampere").cudnn_forward_efficiency, 0.0);
+}
+
 TEST(KernelModel, WorkedFlashAttention) {
   Layer a = toy_attention();
   const GemmShape &qk = kToyQk, &pv = kToyPv;
@@ -842,6 +901,14 @@ TEST(Compute, BuiltInKernelParametersAreTheShippedFile) {
     EXPECT_EQ(a.sharded_tensor, b.sharded_tensor) << arch;
     EXPECT_EQ(a.optimizer_pass_efficiency, b.optimizer_pass_efficiency) << arch;
   }
+}
+
+// Eq. K16 on Blackwell is borrowed, not fitted (compute-params.yaml): Hopper's value, the nearest fitted
+// architecture's, never the unfactored 1 that would say a sharded B200 step keeps the whole modelled rate.
+TEST(Compute, BlackwellsShardedRateIsHoppers) {
+  const auto p = shipped_kernel_params();
+  EXPECT_EQ(p->for_architecture("blackwell").sharded_tensor, p->for_architecture("hopper").sharded_tensor);
+  EXPECT_LT(p->for_architecture("blackwell").sharded_tensor, 1.0);
 }
 
 TEST(Compute, ParameterFreeOperatorsAreMemoryBoundKernels) {

@@ -76,7 +76,7 @@ std::optional<Machine> machine_of(const YAML::Node& row) {
   if (type == "A100") m = {"dgx-a100-hdr", "a100-sxm4-80gb", ""};
   else if (type == "H100") m = {"dgx-h100-ndr", contains(detail, "hbm2e") ? "h100-sxm-hbm2e" : "h100-sxm", ""};
   else if (type == "H200") m = {"dgx-h100-ndr", "h200", ""};
-  else if (type == "B200") m = {"dgx-b200", "", ""};
+  else if (type == "B200") m = {"dgx-b200", contains(detail, "750w") ? "b200@750W" : "", ""};  // torchao's power cap
   else if (type == "V100") m = {"dgx2", "", "", 16};
   else return std::nullopt;  // MI300X: not in the catalogue
   // fms-fsdp states its inter-node bandwidth per node: 400 Gb/s (A100), 800 Gb/s (H100)
@@ -190,6 +190,9 @@ std::vector<LlmRun> load_runs(std::vector<std::string>* skipped = nullptr) {
 /// The architectures eq. K16 is fitted for: those whose rows are FSDP runs of PyTorch (the V100 rows are
 /// DeepSpeed under the Hugging Face Trainer, one source: fitting there would absorb what the model lacks).
 const std::set<std::string> kFitted = {"ampere", "hopper"};
+/// Architectures whose K16 is borrowed from a fitted one (compute-params.yaml: Blackwell takes Hopper's): leaving a
+/// source out refits the lender without that source.
+const std::map<std::string, std::string> kBorrowed = {{"blackwell", "hopper"}};
 
 /// Tokens/s per GPU of every run at each sharded_tensor of the grid (its architecture's parameter).
 struct Grid {
@@ -350,6 +353,8 @@ TEST(LlmSharded, TokensPerGpuInSampleAndLeavingOneSourceOut) {
     const std::size_t vi = shipped_index(g, r.architecture);
     // leave this row's source out: refit its architecture on the other sources' rows (none: the default, 1)
     std::size_t vo = g.values.size() - 1;
+    if (auto lender = kBorrowed.find(r.architecture); lender != kBorrowed.end())
+      vo = fit(runs, g, lender->second, [&](const LlmRun& o) { return o.source != r.source; });
     if (fitted) {
       bool others = false;
       for (const LlmRun& o : runs) others = others || (o.architecture == r.architecture && o.source != r.source);
@@ -530,6 +535,7 @@ std::vector<DecoderStep> h200_decoder_steps() {
     sc.strategy = load_strategy(resolve(DataKind::framework, c["mode"] == "fsdp" ? "torchtitan" : "pytorch-ddp", "--framework"));
     sc.strategy.jitter_cv = 0.0;
     sc.strategy.attention = AttentionKernel::flash;  // the rows force SDPA's flash backend (one row cuDNN's)
+    sc.strategy.execution.cudnn_attention = c["attention"] == "cudnn";
     sc.batch_per_gpu = static_cast<int>(num("batch"));
     sc.compute.precision = c["precision"] == "fp8" ? Precision::fp8 : Precision::bf16;
     sc.compute.optimizer = Optimizer::adamw;

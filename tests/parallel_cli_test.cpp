@@ -60,18 +60,19 @@ TEST(ParallelCli, PredictsALayoutWithItsPartsAndMemory) {
 }
 
 TEST(ParallelCli, FrameworkFileGivesTheLayout) {
-  const auto fw = test::temp_file("megatron-tp8.yaml",
-                                  "name: megatron-tp8\n"
-                                  "io: {prefetch: true, memory: pinned}\n"
-                                  "aggregation: allreduce\n"
-                                  "overlap: bucketed\n"
-                                  "update: after_aggregation\n"
-                                  "attention: flash\n"
-                                  "compile: true\n"
-                                  "buckets: {size: \"80 MB\", first: \"80 MB\"}\n"
-                                  "sharding: {stage: 1, group: all}\n"
-                                  "kernels: {host_issue: \"16.4 us\", launch_gap: \"2.1 us\"}\n"  // as megatron-core.yaml
-                                  "parallel: {tp: 8, sp: true, pp: 2, micro_batches: 32}\n");
+  const auto fw =
+      test::temp_file("megatron-tp8.yaml",
+                      "name: megatron-tp8\n"
+                      "io: {prefetch: true, memory: pinned}\n"
+                      "aggregation: allreduce\n"
+                      "overlap: bucketed\n"
+                      "update: after_aggregation\n"
+                      "attention: flash\n"
+                      "compile: true\n"
+                      "buckets: {size: \"80 MB\", first: \"80 MB\"}\n"
+                      "sharding: {stage: 1, group: all}\n"
+                      "kernels: {host_issue: \"16.4 us\", launch_gap: \"2.1 us\", attention: cudnn}\n"  // as megatron-core.yaml
+                      "parallel: {tp: 8, sp: true, pp: 2, micro_batches: 32}\n");
   const auto a = run_cli(kCommon + "--format json --no-train --framework " + fw.string());
   ASSERT_EQ(a.status, 0) << a.err;
   const auto b = run_cli(kBase + "--format json --no-train --tp 8 --sp --pp 2 --micro-batches 32");

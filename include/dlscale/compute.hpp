@@ -132,6 +132,9 @@ struct KernelExecution {
   /// K19 (`fused: [bn_add_relu]`): a batch norm's kernels add the residual and apply the ReLU after it
   /// (MXNet's BatchNormAddRelu, XLA): the addition's and the ReLU's passes are not run.
   bool bn_add_relu = false;
+  /// K9 (`attention: cudnn`): the fused attention kernel is cuDNN's (Transformer Engine, SDPA's cudnn backend), at
+  /// KernelParams::cudnn_forward_efficiency and _backward where the architecture has them, not FlashAttention-2's.
+  bool cudnn_attention = false;
   /// K20 (`host_issue`): the host's cost of issuing one kernel. Set, each kernel costs the GPU `launch_gap`
   /// and each phase takes at least its kernels × host_issue; zero, each kernel is charged kernel_overhead.
   Seconds host_issue{};

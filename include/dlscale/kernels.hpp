@@ -39,6 +39,12 @@ struct KernelParams {
   // measurement (Hopper; compute-params.yaml says which).
   double flash_forward_efficiency = 1.0;
   double flash_backward_efficiency = 1.0;
+  // The same shares for cuDNN's fused attention (Transformer Engine's, PyTorch SDPA's cudnn backend), where a
+  // framework runs it (`kernels: {attention: cudnn}`, KernelExecution::cudnn_attention): per architecture, from our
+  // H200's steps (Hopper; compute-params.yaml gives the arithmetic). 0: the flash shares (cuDNN on Ampere issues the
+  // same warp-level mma.sync as FlashAttention-2).
+  double cudnn_forward_efficiency = 0.0;
+  double cudnn_backward_efficiency = 0.0;
   // Eq. K16: the share of the modelled tensor-core rate that GEMMs and attention keep in a sharded (FSDP, ZeRO)
   // training step on more than one GPU, fitted per architecture on the llm-sharded rows
   // (tests/llm_sharded_test.cpp); 1 where no such run was measured. What it holds is not yet separated: NCCL's

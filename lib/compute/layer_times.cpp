@@ -846,7 +846,9 @@ Seconds update_time(const Layer& l, const GpuSpec& gpu, const ComputeOptions& op
   return traffic / (gpu.memory_bandwidth * efficiency) + kp.kernel_overhead * update_kernel_count(l, opt);
 }
 
-[[nodiscard]] bool executed_differently(const KernelExecution& x) noexcept { return x.streaming || x.host_issue > Seconds{}; }
+[[nodiscard]] bool executed_differently(const KernelExecution& x) noexcept {
+  return x.streaming || x.cudnn_attention || x.host_issue > Seconds{};
+}
 
 /// Eq. K20: a phase takes at least its kernels × the host's cost of issuing one. Where the GPU's kernels are
 /// shorter than that, it waits for the host: every layer's time in the phase (and its parts) grows by one factor.
@@ -887,6 +889,8 @@ KernelParams executed_params(const KernelParams& kp, const KernelExecution& x) {
   KernelParams e = kp;
   if (x.streaming) e.memory_efficiency = kp.copy_efficiency;
   if (x.host_issue > Seconds{}) e.kernel_overhead = x.launch_gap;
+  if (x.cudnn_attention && kp.cudnn_forward_efficiency > 0.0) e.flash_forward_efficiency = kp.cudnn_forward_efficiency;
+  if (x.cudnn_attention && kp.cudnn_backward_efficiency > 0.0) e.flash_backward_efficiency = kp.cudnn_backward_efficiency;
   return e;
 }
 

@@ -57,6 +57,8 @@ KernelParams read_params(const Node& node, KernelParams base, const std::string&
   if (auto n = m.optional("copy_efficiency")) base.copy_efficiency = fraction(*n);
   if (auto n = m.optional("flash_forward_efficiency")) base.flash_forward_efficiency = fraction(*n);
   if (auto n = m.optional("flash_backward_efficiency")) base.flash_backward_efficiency = fraction(*n);
+  if (auto n = m.optional("cudnn_forward_efficiency")) base.cudnn_forward_efficiency = fraction(*n);
+  if (auto n = m.optional("cudnn_backward_efficiency")) base.cudnn_backward_efficiency = fraction(*n);
   if (auto n = m.optional("sharded_tensor")) base.sharded_tensor = fraction(*n);
   if (auto n = m.optional("fused_optimizer_efficiency")) base.fused_optimizer_efficiency = fraction(*n);
   if (auto n = m.optional("optimizer_pass_efficiency")) base.optimizer_pass_efficiency = fraction(*n);
@@ -188,6 +190,10 @@ std::string params_flow_map(const KernelParams& p, const KernelParams* base) {
   put("flash_forward_efficiency", p.flash_forward_efficiency, base ? base->flash_forward_efficiency : 0);
   put("flash_backward_efficiency", p.flash_backward_efficiency, base ? base->flash_backward_efficiency : 0);
   put("sharded_tensor", p.sharded_tensor, base ? base->sharded_tensor : 0);
+  if (p.cudnn_forward_efficiency > 0.0)  // 0: the flash shares, not written
+    put("cudnn_forward_efficiency", p.cudnn_forward_efficiency, base ? base->cudnn_forward_efficiency : 0);
+  if (p.cudnn_backward_efficiency > 0.0)
+    put("cudnn_backward_efficiency", p.cudnn_backward_efficiency, base ? base->cudnn_backward_efficiency : 0);
   if (p.fused_optimizer_efficiency > 0.0)  // 0: as memory_efficiency, not written
     put("fused_optimizer_efficiency", p.fused_optimizer_efficiency, base ? base->fused_optimizer_efficiency : 0);
   if (p.optimizer_pass_efficiency > 0.0)

@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cctype>
 #include <filesystem>
 #include <memory>
@@ -17,6 +18,7 @@
 #include "dlscale/error.hpp"
 #include "dlscale/io.hpp"
 #include "io/files.hpp"
+#include "io/numbers.hpp"
 #include "io/text.hpp"
 #include "io/yaml_reader.hpp"
 #include "loaders/gpu_entry.hpp"
@@ -29,7 +31,82 @@ using yamlio::MapReader;
 using yamlio::Node;
 
 namespace {
-GpuSpec read_gpu(MapReader& m, bool require_all) {
+/// A board run below the power its peaks are rated at (a data-centre operator's power cap): the SM clock falls,
+/// and with it every peak the SMs set (vector and tensor math, the exponentials); the memory's bandwidth does not.
+/// An entry documents the share of its rated clock at lower powers where a datasheet gives the same GPU's rates
+/// there (gpus.yaml `rated_power_w`, `clock_at_power`); between two documented powers the share is interpolated
+/// linearly, an assumption (power does not scale linearly with the clock).
+struct PowerCurve {
+  double rated_w = 0.0;                           // the power the entry's peaks are rated at (0: nothing documented)
+  std::vector<std::pair<double, double>> points;  // (watts, share of the rated clock), ascending, below rated_w
+};
+
+/// The share of the rated clock at `limit_w` watts: 1 at or above the rated power, interpolated between the
+/// documented points below it; an InputError where nothing is documented that low.
+double clock_share_at(const PowerCurve& c, double limit_w, const std::string& gpu) {
+  if (c.rated_w <= 0.0)
+    throw InputError(
+        fmt::format("GPU '{}' documents no rate below its rated power (its entry has no rated_power_w and "
+                    "clock_at_power): a power limit cannot be applied",
+                    gpu));
+  if (limit_w >= c.rated_w) return 1.0;
+  std::vector<std::pair<double, double>> pts = c.points;
+  pts.emplace_back(c.rated_w, 1.0);
+  if (limit_w < pts.front().first)
+    throw InputError(
+        fmt::format("GPU '{}': no rate is documented below {} W (power limit {} W)", gpu, pts.front().first, limit_w));
+  for (std::size_t i = 1; i < pts.size(); ++i) {
+    const auto [w0, s0] = pts[i - 1];
+    const auto [w1, s1] = pts[i];
+    if (limit_w <= w1) return s0 + (s1 - s0) * (limit_w - w0) / (w1 - w0);
+  }
+  return 1.0;
+}
+
+/// `g` under a power limit of `limit_w` watts (0: none): its clock-bound peaks and clocks at clock_share_at.
+GpuSpec at_power_limit(GpuSpec g, const PowerCurve& c, double limit_w) {
+  if (limit_w <= 0.0) return g;
+  const double s = clock_share_at(c, limit_w, g.name);
+  for (FlopsPerSecond* p : {&g.peak_fp32, &g.peak_fp16, &g.peak_bf16, &g.peak_tf32, &g.peak_fp8}) *p *= s;
+  g.boost_clock *= s;
+  g.base_clock = std::min(g.base_clock, g.boost_clock);
+  g.name += fmt::format(" at {} W", limit_w);
+  return g;
+}
+
+PowerCurve read_power_curve(MapReader& m) {
+  PowerCurve c;
+  if (auto n = m.optional("rated_power_w")) c.rated_w = n->positive_number();
+  if (auto n = m.optional("clock_at_power")) {
+    if (c.rated_w <= 0.0) n->fail("clock_at_power needs rated_power_w");
+    for (const auto& pt : n->items()) {
+      const auto wv = pt.items();
+      if (wv.size() != 2) pt.fail("a point is [watts, share of the rated clock]");
+      const double w = wv[0].positive_number(), share = wv[1].positive_number();
+      if (w >= c.rated_w || share > 1.0 || (!c.points.empty() && w <= c.points.back().first))
+        pt.fail("points must rise in watts below rated_power_w, with shares of at most 1");
+      c.points.emplace_back(w, share);
+    }
+  }
+  return c;
+}
+
+/// A power limit written after a GPU's name, "b200@750W" (or "@750 w", "@750"): the name and the watts (0: none).
+std::pair<std::string, double> split_power_limit(const std::string& want) {
+  const auto at = want.rfind('@');
+  if (at == std::string::npos) return {want, 0.0};
+  auto trim = [](std::string t) {
+    while (!t.empty() && t.back() == ' ') t.pop_back();
+    return t.substr(std::min(t.size(), t.find_first_not_of(' ')));
+  };
+  std::string w = trim(want.substr(at + 1));
+  if (!w.empty() && (w.back() == 'w' || w.back() == 'W')) w = trim(w.substr(0, w.size() - 1));
+  const auto watts = whole_number(w, 1, 100000);
+  if (!watts) throw InputError(fmt::format("GPU '{}': the power limit after '@' must be whole watts, e.g. b200@750W", want));
+  return {trim(want.substr(0, at)), static_cast<double>(*watts)};
+}
+
+GpuSpec read_gpu(MapReader& m, bool require_all, PowerCurve* curve = nullptr) {
   GpuSpec g;
   auto req_or_opt = [&](std::string_view key) { return require_all ? std::optional<Node>(m.required(key)) : m.optional(key); };
   g.name = m.required("name").scalar();
@@ -50,6 +127,9 @@ GpuSpec read_gpu(MapReader& m, bool require_all) {
   if (auto n = m.optional("pcie_generation")) g.pcie_generation = small_count(*n, 1000);
   if (auto n = m.optional("pcie_width")) g.pcie_width = small_count(*n, 1000);
   if (auto n = m.optional("source")) g.source = n->scalar();
+  const PowerCurve c = read_power_curve(m);
+  if (curve) *curve = c;
+  if (auto n = m.optional("power_limit_w")) g = at_power_limit(std::move(g), c, n->positive_number());
   return g;
 }
 
@@ -57,6 +137,7 @@ struct CatalogueEntry {
   std::string id;
   std::vector<std::string> aliases;  // other names users give it (e.g. the names in published tables)
   GpuSpec spec;
+  PowerCurve power;
 };
 
 std::vector<CatalogueEntry> parse_catalogue(const fs::path& file) {
@@ -83,7 +164,7 @@ std::vector<CatalogueEntry> parse_catalogue(const fs::path& file) {
           a.fail(fmt::format("GPU name '{}' is used twice", e.aliases.back()));
       }
     }
-    e.spec = read_gpu(m, true);
+    e.spec = read_gpu(m, true, &e.power);
     m.finish();
     out.push_back(std::move(e));
   }
@@ -165,7 +246,7 @@ bool holds_value(std::string_view text, std::string_view want) {
 // an unknown one or a broken entry gets the whole file's message, so positions in this text are never
 // shown. (The other lines were once kept as blank lines: libyaml's scanning of them cost more than the rest
 // of the lookup.)
-std::optional<GpuSpec> find_gpu_alone(const fs::path& file, const std::string& want) {
+std::optional<GpuSpec> find_gpu_alone(const fs::path& file, const std::string& want, double limit_w) {
   if (want.empty()) return std::nullopt;
   const MappedFile mapped(file);
   std::string copy;  // where the file cannot be mapped (empty, not a regular file)
@@ -205,9 +286,11 @@ std::optional<GpuSpec> find_gpu_alone(const fs::path& file, const std::string& w
       bool match = lower_ascii(m.required("id").scalar()) == want;
       if (auto al = m.optional("aliases"))
         for (const auto& a : al->items()) match = match || lower_ascii(a.scalar()) == want;
-      GpuSpec spec = read_gpu(m, true);
+      PowerCurve curve;
+      GpuSpec spec = read_gpu(m, true, &curve);
       m.finish();
       if (!match && lower_ascii(spec.name) != want) continue;
+      spec = at_power_limit(std::move(spec), curve, limit_w);
       if (found) return std::nullopt;  // two entries answer to the name: the whole file's check says so
       found = std::move(spec);
     } catch (const InputError&) {
@@ -220,20 +303,25 @@ std::optional<GpuSpec> find_gpu_alone(const fs::path& file, const std::string& w
 
 GpuSpec find_gpu(std::string_view name) { return find_gpu(name, data_dir()); }
 
-GpuSpec find_gpu(std::string_view name, const fs::path& data) {
-  const auto want = lower_ascii(name);
+GpuSpec find_gpu(std::string_view written, const fs::path& data) {
+  const auto split = split_power_limit(lower_ascii(written));
+  const std::string& want = split.first;
+  const double limit_w = split.second;
+  const std::string name = limit_w > 0.0 ? std::string(written.substr(0, written.rfind('@'))) : std::string(written);
   {
     // One entry read alone, kept per (file, name).
     static StampedCache<GpuSpec> alone;
     const fs::path file = data / "topologies" / "gpus.yaml";
-    if (auto spec = alone.get(file.string() + '\n' + want, file, [&] { return find_gpu_alone(file, want); })) return *spec;
+    if (auto spec =
+            alone.get(file.string() + '\n' + lower_ascii(written), file, [&] { return find_gpu_alone(file, want, limit_w); }))
+      return *spec;
   }
   const auto catalogue = read_catalogue(data);
   const auto& all = *catalogue;
   for (const auto& e : all) {
-    if (lower_ascii(e.id) == want || lower_ascii(e.spec.name) == want) return e.spec;
+    if (lower_ascii(e.id) == want || lower_ascii(e.spec.name) == want) return at_power_limit(e.spec, e.power, limit_w);
     for (const auto& a : e.aliases)
-      if (lower_ascii(a) == want) return e.spec;
+      if (lower_ascii(a) == want) return at_power_limit(e.spec, e.power, limit_w);
   }
   // Then as people write it (nvidia-smi, published tables): spaces, hyphens and a leading NVIDIA, Tesla or
   // GeForce aside, if exactly one entry answers (the catalogue test checks no two entries share a key).
@@ -250,7 +338,7 @@ GpuSpec find_gpu(std::string_view name, const fs::path& data) {
     }
     if (!key.empty() && gpu_name_key(e.id).starts_with(key)) starting.push_back(e.id);
   }
-  if (hit) return hit->spec;
+  if (hit) return at_power_limit(hit->spec, hit->power, limit_w);
   if (!starting.empty()) throw InputError(fmt::format("unknown GPU '{}' (did you mean {}?)", name, fmt::join(starting, ", ")));
   std::string known;
   for (const auto& e : all) known += (known.empty() ? "" : ", ") + e.id;

@@ -175,8 +175,9 @@ void read_kernel_choices(MapReader& m, Strategy& s) {
   }
 }
 
-/// `kernels: {memory_bound, model_code, fused, host_issue, launch_gap}`: how the framework runs its memory-bound kernels
-/// and issues its kernels (docs/compute-model.md, eqs. K18-K21, K24).
+/// `kernels: {memory_bound, attention, model_code, fused, host_issue, launch_gap}`: how the framework runs its
+/// memory-bound kernels, whose fused attention kernel it runs (flash or cudnn, eq. K9) and how it issues its kernels
+/// (docs/compute-model.md, eqs. K18-K21, K24).
 void read_kernel_execution(const Node& node, KernelExecution& x) {
   MapReader k(node);
   if (auto n = k.optional("memory_bound")) {
@@ -185,6 +186,7 @@ void read_kernel_execution(const Node& node, KernelExecution& x) {
     x.by_class = how == "by_class";
   }
   if (auto n = k.optional("model_code")) x.transformers_gpt2 = n->choice({"native", "transformers-gpt2"}) != "native";  // K24
+  if (auto n = k.optional("attention")) x.cudnn_attention = n->choice({"flash", "cudnn"}) == "cudnn";
   if (auto n = k.optional("fused")) {
     for (const Node& item : n->items()) {
       const std::string chain = item.choice({"bn_relu", "bn_add_relu"});
