@@ -164,6 +164,37 @@ TEST(KernelModel, WorkedConvolution) {
   EXPECT_EQ(w.k, 1568);
 }
 
+// Eq. K6 on the vector units: cuDNN's fp32 convolutions at `fp32_conv_efficiency` of the modelled rate, whatever
+// algorithm they run. The worked convolution above in fp32 on the toy's fp32 units (1 TFLOP/s a SM × vector 0.8 ×
+// conv 0.75; c = 8): 64×64 tiles (1/1.25), 50 blocks in 5 waves of 2·64·64·256 FLOP, 21.845 us; with a share of 0.5
+// each wave takes twice as long, 43.69 us, on the same tiles. The fp16 pass (tensor cores) and a plain fp32 GEMM keep
+// their times; the share is read for an architecture and written back.
+TEST(KernelModel, Fp32ConvolutionsRunAtTheirMeasuredShareOfTheRate) {
+  const ConvGeometry c{8, 256, 128, 14, 14, 14, 14, 1, 1, 1, 1, 1};
+  KernelParams kp = toy_params();
+  const double compute = 5 * (2.0 * 64 * 64 * 256) / (1e12 * 0.8 * 0.75 / 1.25);
+  EXPECT_NEAR(compute, 21.845333e-6, 1e-12);
+  const ConvPlan full = plan_conv(c, ConvPass::forward, toy_gpu(), Precision::fp32, kp, ConvAlgorithmPolicy{});
+  EXPECT_NEAR(in_seconds(full.time), compute + 5e-6, 1e-15);
+  const ConvPlan fp16 = plan_conv(c, ConvPass::forward, toy_gpu(), Precision::fp16, kp, ConvAlgorithmPolicy{});
+  const GemmPlan gemm = plan_gemm(conv_as_gemm(c, ConvPass::forward), toy_gpu(), Precision::fp32, kp);
+  kp.fp32_conv_efficiency = 0.5;
+  const ConvPlan half = plan_conv(c, ConvPass::forward, toy_gpu(), Precision::fp32, kp, ConvAlgorithmPolicy{});
+  EXPECT_EQ(half.gemm.tile.m, 64);
+  EXPECT_EQ(half.gemm.tile.n, 64);
+  EXPECT_EQ(half.gemm.waves, 5);
+  EXPECT_NEAR(in_seconds(half.time), 2 * compute + 5e-6, 1e-15);
+  EXPECT_EQ(plan_conv(c, ConvPass::forward, toy_gpu(), Precision::fp16, kp, ConvAlgorithmPolicy{}).time, fp16.time);
+  EXPECT_EQ(plan_gemm(conv_as_gemm(c, ConvPass::forward), toy_gpu(), Precision::fp32, kp).time, gemm.time);
+  const KernelParamSet set =
+      parse_kernel_params("defaults: {memory_efficiency: 0.5}\narchitectures:\n  hopper: {fp32_conv_efficiency: 0.62}\n", "test");
+  EXPECT_EQ(set.for_architecture("hopper").fp32_conv_efficiency, 0.62);
+  EXPECT_EQ(set.for_architecture("ampere").fp32_conv_efficiency, 0.0);
+  EXPECT_EQ(
+      parse_kernel_params(kernel_params_to_yaml(set, "round trip"), "again").for_architecture("hopper").fp32_conv_efficiency,
+      0.62);
+}
+
 // Eq. K10 on the worked convolution above (8 × 256 × 14 × 14 in, 8 × 128 × 14 × 14 out, fp16 on the toy's
 // tensor cores), with NCHW activations: x = 401,408 and y = 200,704 elements. Forward copies x to NHWC and
 // y back: 602,112 elements, each read and written (2 × 2 B), 2,408,448 B at 500 GB/s × copy efficiency 0.8
@@ -377,9 +408,11 @@ TEST(KernelModel, MemoryClassRatesAreReadForEveryArchitecture) {
 // Eq. K12 on the toy GPU (10 SMs at 1.953125 GHz: 19.53125 G SM-clocks a second), a batch norm over
 // 8 x 64 x 56 x 56 = 1,605,632 elements, with per-channel NCHW kernels at 2 element passes per SM per clock
 // (39.0625 G/s; 1 in bf16). Forward: 3 passes, 4,816,896 element passes; backward: 5, 8,028,160; two
-// kernels each (5 us of overhead apiece). In NHWC fp16 they stream: 9,633,792 B at 400 GB/s = 24.08448 us
-// forward. In NCHW they walk: 4,816,896 / 39.0625 G = 123.3125376 us forward, 205.520896 us backward, in fp16 and
-// in fp32 alike (fp32 would stream in 48.16896 us); bf16 at half the rate: 246.6250752 us forward.
+// kernels each as the fitted set counts them (5 us of overhead apiece). In NHWC fp16 they stream: 9,633,792 B at
+// 400 GB/s = 24.08448 us forward. In NCHW they walk: 4,816,896 / 39.0625 G = 123.3125376 us forward, 205.520896 us
+// backward, in fp16 and in fp32 alike (fp32 would stream in 48.16896 us); bf16 at half the rate: 246.6250752 us
+// forward, 411.041792 us backward. With the framework's kernels timed as they run (K18), in the kernels profiled:
+// cuDNN's one each way, PyTorch's bf16 NCHW two forward and one backward.
 TEST(KernelModel, NchwBatchNormRunsAtItsPerChannelKernelsRate) {
   Layer bn;
   bn.name = "bn";
@@ -410,7 +443,18 @@ TEST(KernelModel, NchwBatchNormRunsAtItsPerChannelKernelsRate) {
     EXPECT_NEAR(in_seconds(nchw[1].time), 205.520896e-6 + 10e-6, 1e-12) << to_string(p);
     EXPECT_EQ(nchw[0].name, "bn fwd (per-channel nchw)");
   }
-  EXPECT_NEAR(in_seconds(times(Precision::bf16, TensorLayout::nchw)[0].time), 246.6250752e-6 + 10e-6, 1e-12);
+  const auto bf16 = times(Precision::bf16, TensorLayout::nchw);
+  EXPECT_NEAR(in_seconds(bf16[0].time), 246.6250752e-6 + 10e-6, 1e-12);
+  EXPECT_NEAR(in_seconds(bf16[1].time), 411.041792e-6 + 10e-6, 1e-12);
+  for (Precision p : {Precision::fp16, Precision::bf16}) {  // K18's execution: the profiled kernels
+    ComputeOptions o = options(p, TensorLayout::nchw);
+    o.execution.streaming = true;
+    const auto k = layer_kernels(bn, false, false, toy_gpu(), 8, o);
+    ASSERT_EQ(k.size(), 2u);
+    const double walk = p == Precision::bf16 ? 2.0 : 1.0;
+    EXPECT_NEAR(in_seconds(k[0].time), walk * 123.3125376e-6 + (p == Precision::bf16 ? 10e-6 : 5e-6), 1e-12);
+    EXPECT_NEAR(in_seconds(k[1].time), walk * 205.520896e-6 + 5e-6, 1e-12);
+  }
   // Where the memory is slower than the walk, the pass streams: the toy at 50 GB/s, fp32, 385.35168 us.
   GpuSpec slow = toy_gpu();
   slow.memory_bandwidth = gigabytes_per_second(50);
@@ -1048,14 +1092,24 @@ TEST(Compute, FusedBatchNormTakesInTheReluAndTheResidualAddition) {
 }
 
 // Eq. K18: a framework whose memory-bound kernels stream moves their bytes at copy_efficiency of the bandwidth
-// (the toy's 500 GB/s × 0.87 = 435 GB/s) instead of memory_efficiency (400 GB/s): the batch norm above, 3E forward.
+// (the toy's 500 GB/s × 0.87 = 435 GB/s) instead of memory_efficiency (400 GB/s): the batch norm above, 3E forward
+// and 5E backward, in cuDNN's one kernel each way (K12: its NHWC semi-persistent kernels, 5 us) where the fitted
+// blend counts two; in bf16 PyTorch's own channels-last kernels, two each way (10 us).
 TEST(Compute, StreamingKernelsMoveTheirBytesAtTheCopyRate) {
-  ComputeOptions o = toy_options(Precision::fp16);
-  o.execution.streaming = true;
-  const auto k = layer_kernels(toy_batchnorm({}), false, false, toy_gpu(), 8, o);
-  ASSERT_EQ(k.size(), 2u);
-  EXPECT_NEAR(in_seconds(k[0].time), 3 * 3211264.0 / 435e9 + 10e-6, 1e-12);
-  EXPECT_NEAR(in_seconds(k[1].time), 5 * 3211264.0 / 435e9 + 10e-6, 1e-12);
+  for (Precision p : {Precision::fp16, Precision::bf16}) {
+    ComputeOptions o = toy_options(p);
+    o.execution.streaming = true;
+    const auto k = layer_kernels(toy_batchnorm({}), false, false, toy_gpu(), 8, o);
+    ASSERT_EQ(k.size(), 2u);
+    const double overhead = p == Precision::bf16 ? 10e-6 : 5e-6;
+    EXPECT_NEAR(in_seconds(k[0].time), 3 * 3211264.0 / 435e9 + overhead, 1e-12) << to_string(p);
+    EXPECT_NEAR(in_seconds(k[1].time), 5 * 3211264.0 / 435e9 + overhead, 1e-12) << to_string(p);
+  }
+  EXPECT_EQ(batch_norm_kernels(Precision::fp16, TensorLayout::nhwc, true), 1);
+  EXPECT_EQ(batch_norm_kernels(Precision::tf32, TensorLayout::nchw, false), 1);
+  EXPECT_EQ(batch_norm_kernels(Precision::bf16, TensorLayout::nchw, false), 2);
+  EXPECT_EQ(batch_norm_kernels(Precision::bf16, TensorLayout::nchw, true), 1);
+  EXPECT_EQ(batch_norm_kernels(Precision::bf16, TensorLayout::nhwc, true), 2);
 }
 
 // Eq. K20: with the host's issue cost counted apart, each kernel costs the GPU the launch gap (here 1 us) and each

@@ -272,12 +272,13 @@ TEST(JointFit, LambdaAndTheHopperStepsInOneFit) {
       EXPECT_LT(err, errors_of(rows, today).by_source.at(source)) << source;
     }
   }
-  // Where it stands (2026-11-28, with eqs. K22 and K23: 8.6 % in-sample, 9.3 leaving out a GPU, 9.2 a network, 11.3 a
-  // source; before them 10.0, 10.8, 11.8 and 11.3 %).
-  EXPECT_LE(in_sample.all, 0.09);
-  EXPECT_LE(out[LeaveOut::gpu].all, 0.10);
+  // Where it stands (2026-11-28, with K12's batch-norm kernels and K6's fp32 convolutions on Hopper: 8.1 % in-sample,
+  // 8.5 leaving out a GPU, 8.8 a network, 10.6 a source; with K22 and K23 alone 8.6, 9.3, 9.2 and 11.3 %; before them
+  // 10.0, 10.8, 11.8 and 11.3 %). Leaving out a GPU and a network meet the 9 and 10 %; in-sample does not.
+  EXPECT_LE(in_sample.all, 0.085);
+  EXPECT_LE(out[LeaveOut::gpu].all, 0.09);
   EXPECT_LE(out[LeaveOut::network].all, 0.10);
-  EXPECT_LE(out[LeaveOut::source].all, 0.12);
+  EXPECT_LE(out[LeaveOut::source].all, 0.11);
 #endif
 }
 

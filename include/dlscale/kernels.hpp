@@ -68,6 +68,9 @@ struct KernelParams {
   double small_channel_wgrad_clocks = 0.0;    // K22: SM clocks per output-gradient element read, beside them
   double pool_forward_rate = 0.0;             // K23: a pooling forward's window elements (outputs × kh·kw) per SM per clock
   double pool_backward_rate = 0.0;            // K23: the same of its backward
+  // Eq. K6 on the vector units: the share of the modelled rate (K3 with conv_efficiency, Winograd and FFT alike) that
+  // cuDNN's fp32 convolution kernels reach, per architecture; 0 where no profile measured them (as 1).
+  double fp32_conv_efficiency = 0.0;
   /// Eq. K21: each class of memory-bound kernel's attained ÷ datasheet DRAM bandwidth, where a framework runs its
   /// kernels by class (`kernels: {memory_bound: by_class}`); compute-params.yaml's `memory_classes:` block, read
   /// off an H200's profiles. 0: memory_efficiency.
@@ -229,6 +232,14 @@ double channel_padding_elements(const ConvGeometry& c, ConvPass pass, Precision 
 /// kernels stream at memory speed, eq. K5) and without an SM count or boost clock.
 Seconds nchw_norm_time(double element_passes, const GpuSpec& gpu, Precision p, TensorLayout layout,
                        const KernelParams& kp) noexcept;
+
+/// Eq. K12: the kernels a batch norm's forward or backward issues, as profiled on Hopper (PyTorch 2.11, cuDNN 9.19;
+/// tests/data/h100-pytorch/kernels.txt, tests/data/h200-pytorch/kernels.txt, 53 calls of each for ResNet-50's 53 batch
+/// norms). cuDNN's batch norm takes the statistics and the normalisation in one kernel, forward and backward alike,
+/// in NCHW (`bn_fw_tr_1C11_*`, `bn_bw_1C11_*`) and NHWC (`batchnorm_fwtr/bwtr_nhwc_semiPersist`): 1. In bf16 PyTorch
+/// runs its own: on NCHW activations statistics and transform forward (2), one kernel backward (1); channels-last
+/// two each way (2; recalled, no such profile here).
+int batch_norm_kernels(Precision p, TensorLayout layout, bool backward) noexcept;
 
 /// Eq. K22: whether a pass runs cuDNN's kernels for unaligned input channels (an image's 3 colour channels on the
 /// tensor cores): the forward's "indexed, without shared memory" implicit GEMM (one stage, sm80) and the weight

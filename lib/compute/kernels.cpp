@@ -110,11 +110,14 @@ struct PlanChoice {
 };
 /// `g` is the product as the precision's kernels see it (a convolution's padded channels, K11), `vector` as the
 /// fp32 kernels do.
+/// `vector_efficiency` is the class efficiency of the vector-unit kernels (a convolution's fp32 kernels, K6).
 PlanChoice plan_tensor_or_fp32(const GemmShape& g, const GemmShape& vector, const GpuSpec& gpu, Precision p,
-                               const KernelParams& kp, double class_efficiency, double multiply_gain, Seconds tensor_extra) {
-  const PlanChoice best{plan_gemm_in(g, gpu, p, kp, class_efficiency, multiply_gain), gpu.on_tensor_cores(p)};
+                               const KernelParams& kp, double class_efficiency, double vector_efficiency, double multiply_gain,
+                               Seconds tensor_extra) {
+  const bool tensor = gpu.on_tensor_cores(p);
+  const PlanChoice best{plan_gemm_in(g, gpu, p, kp, tensor ? class_efficiency : vector_efficiency, multiply_gain), tensor};
   if (p == Precision::tf32 && best.tensor) {
-    GemmPlan fp32 = plan_gemm_in(vector, gpu, Precision::fp32, kp, class_efficiency, multiply_gain);
+    GemmPlan fp32 = plan_gemm_in(vector, gpu, Precision::fp32, kp, vector_efficiency, multiply_gain);
     if (fp32.time < best.plan.time + tensor_extra) return {fp32, false};
   }
   return best;
@@ -123,7 +126,7 @@ PlanChoice plan_tensor_or_fp32(const GemmShape& g, const GemmShape& vector, cons
 
 GemmPlan plan_gemm(const GemmShape& g, const GpuSpec& gpu, Precision p, const KernelParams& kp, double class_efficiency,
                    double multiply_gain) {
-  return plan_tensor_or_fp32(g, g, gpu, p, kp, class_efficiency, multiply_gain, Seconds{}).plan;
+  return plan_tensor_or_fp32(g, g, gpu, p, kp, class_efficiency, class_efficiency, multiply_gain, Seconds{}).plan;
 }
 
 Seconds memory_kernel_time(Bytes traffic, const GpuSpec& gpu, const KernelParams& kp) noexcept {
@@ -136,6 +139,11 @@ Seconds nchw_norm_time(double element_passes, const GpuSpec& gpu, Precision p, T
       gpu.boost_clock.base();  // K12: element passes per second
   if (layout != TensorLayout::nchw || !(rate > 0.0)) return Seconds{};
   return seconds(element_passes / rate);
+}
+
+int batch_norm_kernels(Precision p, TensorLayout layout, bool backward) noexcept {
+  if (p != Precision::bf16) return 1;                       // cuDNN: statistics and normalisation in one kernel
+  return backward && layout == TensorLayout::nchw ? 1 : 2;  // PyTorch's own kernels
 }
 
 std::string_view to_string(ConvAlgorithm a) noexcept {
@@ -243,6 +251,9 @@ ConvPlan plan_conv(const ConvGeometry& c, ConvPass pass, const GpuSpec& gpu, Pre
                    const ConvAlgorithmPolicy& policy) {
   const GemmShape g = conv_as_gemm(c, pass);
   const double cls = kp.conv_efficiency;
+  // K6 on the vector units: cuDNN's fp32 convolution kernels at their measured share of the modelled rate, whichever
+  // algorithm (implicit GEMM, Winograd, FFT) they run.
+  const double vector_cls = cls * (kp.fp32_conv_efficiency > 0.0 ? kp.fp32_conv_efficiency : 1.0);
   const bool on_tensor = gpu.on_tensor_cores(p);
   ConvPlan best;
   // K10: on NCHW activations a tensor-core kernel is bracketed by layout transposes, copies at the copy
@@ -259,7 +270,7 @@ ConvPlan plan_conv(const ConvGeometry& c, ConvPass pass, const GpuSpec& gpu, Pre
   if (pass == ConvPass::weight_gradient) padded.n = std::max(padded.n, channels * window);
   const double pad_moved = channel_padding_elements(c, pass, p, policy.layout, on_tensor);
   const Seconds padding = pad_moved > 0.0 ? bytes(pad_moved * element_bytes(p)) / copy_rate : Seconds{};
-  const PlanChoice implicit = plan_tensor_or_fp32(padded, g, gpu, p, kp, cls, 1.0, transposes + padding);
+  const PlanChoice implicit = plan_tensor_or_fp32(padded, g, gpu, p, kp, cls, vector_cls, 1.0, transposes + padding);
   best.gemm = implicit.plan;
   best.transposes = implicit.tensor ? transposes : Seconds{};
   best.padding = implicit.tensor ? padding : Seconds{};
@@ -278,7 +289,7 @@ ConvPlan plan_conv(const ConvGeometry& c, ConvPass pass, const GpuSpec& gpu, Pre
                     .padding = padding,
                     .time = gemm.time + transposes + padding};
     if (p == Precision::tf32) {
-      const GemmPlan fp32 = plan_gemm(g, gpu, Precision::fp32, kp, cls);
+      const GemmPlan fp32 = plan_gemm(g, gpu, Precision::fp32, kp, vector_cls);
       if (fp32.time < best.time) best = ConvPlan{.gemm = fp32, .time = fp32.time};
     }
   }
@@ -289,7 +300,7 @@ ConvPlan plan_conv(const ConvGeometry& c, ConvPass pass, const GpuSpec& gpu, Pre
   const bool unit_stride = c.stride_h == 1 && c.stride_w == 1;
   // K7: Winograd F(2x2,3x3) on the vector units (cuDNN's tensor-core convolutions are implicit GEMMs).
   if (policy.winograd && !tensor && unit_stride && c.kernel_h == 3 && c.kernel_w == 3 && c.groups == 1) {
-    GemmPlan w = plan_gemm(g, gpu, vector_p, kp, cls, kp.winograd_gain);
+    GemmPlan w = plan_gemm(g, gpu, vector_p, kp, vector_cls, kp.winograd_gain);
     if (w.time < best.time) best = ConvPlan{.algorithm = ConvAlgorithm::winograd, .gemm = w, .time = w.time};
   }
   // K8: FFT for 5×5 and larger at stride 1: kh·kw multiplies per output and input channel become about
@@ -302,7 +313,7 @@ ConvPlan plan_conv(const ConvGeometry& c, ConvPass pass, const GpuSpec& gpu, Pre
         static_cast<double>(c.batch * c.in_channels + c.in_channels * c.out_channels + c.batch * c.out_channels);
     const Bytes workspace = bytes(planes * static_cast<double>(hf) * static_cast<double>(wf / 2 + 1) * 8.0);
     if (workspace <= policy.workspace_limit) {
-      GemmPlan f = plan_gemm(g, gpu, vector_p, kp, cls, taps / kp.fft_taps);
+      GemmPlan f = plan_gemm(g, gpu, vector_p, kp, vector_cls, taps / kp.fft_taps);
       f.memory += workspace * 2.0 / (gpu.memory_bandwidth * kp.memory_efficiency);  // write and read the transforms
       f.time = max(f.compute, f.memory) + kp.kernel_overhead * 3.0;                 // forward FFTs, product, inverse
       if (f.time < best.time) best = ConvPlan{.algorithm = ConvAlgorithm::fft, .gemm = f, .time = f.time};

@@ -223,13 +223,17 @@ class Kernels {
     if (!bwd) forward_copies += t;
   }
   /// A batch norm pass: streamed at memory speed (K5), or on NCHW activations no faster than its
-  /// per-channel kernels walk the elements (K12), over `kernels` kernels.
-  void norm(const std::string& what, double elements_moved, double element_bytes, bool bwd, int kernels) {
+  /// per-channel kernels walk the elements (K12), over `fitted_kernels` kernels as the fitted blend counts them, or
+  /// as many as the profiles show (batch_norm_kernels) where the framework's memory-bound kernels are timed as they
+  /// run (K18).
+  void norm(const std::string& what, double elements_moved, double element_bytes, bool bwd, int fitted_kernels) {
     const Bytes traffic = bytes(elements_moved * element_bytes);
     if (!(traffic > Bytes{})) return;
     const Seconds stream = memory_kernel_time(traffic, gpu_, kp_);  // K5, with one kernel's overhead
     const Seconds walk =
         nchw_norm_time(elements_moved, gpu_, opt_.precision, opt_.conv_algorithms.layout, kp_) + kp_.kernel_overhead;
+    const int kernels =
+        opt_.execution.streaming ? batch_norm_kernels(opt_.precision, opt_.conv_algorithms.layout, bwd) : fitted_kernels;
     add(named_ && walk > stream ? what + " (per-channel nchw)" : what,
         max(stream, walk) + kp_.kernel_overhead * static_cast<double>(kernels - 1), flops(0), traffic, bwd);
     (bwd ? backward_kernels : forward_kernels) += kernels - 1;
@@ -633,10 +637,10 @@ std::size_t fused_after_norm(const Layer& l, const KernelExecution& x) {
 }
 
 /// A batch norm: a statistics pass and a normalise pass (3E), backward the reductions and dx (5E), two kernels
-/// each way. Eq. K19, with the operators after it fused into those kernels: the normalise pass applies the ReLU
-/// (nothing more to move) and reads the residual it adds (+E); backward reads the output for the ReLU's mask (+E)
-/// and writes the residual's gradient (+E). The fused operators' own passes (ReLU 2E and 3E, addition 3E and 3E)
-/// are not run.
+/// each way as the fitted set counts them (Kernels::norm counts them as profiled where a measured rate times the pass).
+/// Eq. K19, with the operators after it fused into those kernels: the normalise pass applies the ReLU (nothing more to
+/// move) and reads the residual it adds (+E); backward reads the output for the ReLU's mask (+E) and writes the
+/// residual's gradient (+E). The fused operators' own passes (ReLU 2E and 3E, addition 3E and 3E) are not run.
 void time_batchnorm(Kernels& k, const LayerWork& w, std::size_t fused) {
   const bool add = fused == 2;
   const std::string suffix = fused == 0 ? "" : add ? " (+add+relu)" : " (+relu)";

@@ -37,6 +37,11 @@ void read_conv_pool_classes(MapReader& m, KernelParams& base) {
       if (!(*field >= 0.0 && *field <= 64.0)) n->fail("SM clocks per output element lie in [0, 64]");
     }
   }
+  if (auto n = m.optional("fp32_conv_efficiency")) {
+    base.fp32_conv_efficiency = n->number();
+    if (!(base.fp32_conv_efficiency >= 0.0 && base.fp32_conv_efficiency <= 1.0))
+      n->fail("a share of the modelled rate lies in [0, 1]");
+  }
   for (auto [key, field] :
        {std::pair{"pool_forward_rate", &base.pool_forward_rate}, std::pair{"pool_backward_rate", &base.pool_backward_rate}}) {
     if (auto n = m.optional(key)) {
@@ -204,8 +209,9 @@ std::string params_flow_map(const KernelParams& p, const KernelParams* base) {
         std::tuple{"small_channel_wgrad_rate", p.small_channel_wgrad_rate, base ? base->small_channel_wgrad_rate : 0},
         std::tuple{"small_channel_wgrad_clocks", p.small_channel_wgrad_clocks, base ? base->small_channel_wgrad_clocks : 0},
         std::tuple{"pool_forward_rate", p.pool_forward_rate, base ? base->pool_forward_rate : 0},
-        std::tuple{"pool_backward_rate", p.pool_backward_rate, base ? base->pool_backward_rate : 0}})
-    if (v > 0.0) put(key, v, b);  // K22, K23: 0 (not measured) is not written
+        std::tuple{"pool_backward_rate", p.pool_backward_rate, base ? base->pool_backward_rate : 0},
+        std::tuple{"fp32_conv_efficiency", p.fp32_conv_efficiency, base ? base->fp32_conv_efficiency : 0}})
+    if (v > 0.0) put(key, v, b);  // K6 (fp32), K22, K23: 0 (not measured) is not written
   return m.str();
 }
 }  // namespace
