@@ -135,7 +135,12 @@ void write_table(std::ostream& out, const RunInfo& info, std::span<const Predict
                hiding(p), memory_text(p), in_seconds(b.io), in_seconds(b.h2d), in_seconds(b.forward), in_seconds(b.backward),
                in_seconds(b.update), in_seconds(b.comm), in_seconds(b.comm_exposed), bottleneck_text(p));
   }
-  fmt::print(out, "# times in seconds; speedup = N_g·t_iter(1)/t_iter(N_g) (eq. 8); eff = speedup/N_g\n");
+  if (info.layout.empty())
+    fmt::print(out, "# times in seconds; speedup = N_g·t_iter(1)/t_iter(N_g) (eq. 8); eff = speedup/N_g\n");
+  else  // a model-parallel layout's baseline: one GPU on the same global batch (docs/model.md, eq. P22)
+    fmt::print(out,
+               "# times in seconds; speedup = one GPU's time for the step's global batch (micro-batches accumulated, one "
+               "update) / t_iter(N_g) (eq. P22); eff = speedup/N_g\n");
   fmt::print(out,
              "# bottleneck: the resource whose doubling gains the most samples/s (as explain doubles it), "
              "with its share of the iteration\n");
