@@ -467,7 +467,11 @@ std::vector<Row> catalogue() {
        kCmdGpu,
        E + "{dir}/data/topologies/gpus.yaml:3:53: 'gpus[0].tdp': unknown key (known keys here: aliases, architecture, base_clock, boost_clock, "
            "clock_at_power, id, memory, memory_bandwidth, name, nvlink_generation, nvlinks, pcie_generation, pcie_width, peak_bf16, "
-           "peak_fp16, peak_fp32, peak_fp8, peak_tf32, power_limit_w, rated_power_w, sm, sms, source)\n",
+           "peak_fp16, peak_fp32, peak_fp8, peak_tf32, power_limit, rated_power, sm, sms, source)\n",
+       "{dir}/data"},
+      {"gpus_power_without_unit", {{"data/topologies/gpus.yaml", edit(kGpus, 3, "     memory_bandwidth: \"346 GB/s\", memory: \"24 GB\", rated_power: 250}")}},
+       kCmdGpu,
+       E + "{dir}/data/topologies/gpus.yaml:3:66: 'gpus[0].rated_power': expected a positive power with its unit, e.g. \"750 W\"\n",
        "{dir}/data"},
       {"gpus_size_for_a_bandwidth", {{"data/topologies/gpus.yaml", edit(kGpus, 3, "     memory_bandwidth: \"346 GB\", memory: \"24 GB\"}")}},
        kCmdGpu,

@@ -402,7 +402,7 @@ TEST(GpuCatalogue, BlackwellUltraPerGpuFiguresAreTheSystemTotalsDivided) {
   EXPECT_EQ(find_gpu("B300").name, find_gpu("b300").name);  // "b300" is not a prefix guess between the two
 }
 
-// A power limit after the name (gpus.yaml rated_power_w, clock_at_power; docs/compute-model.md, G1). By hand: HGX
+// A power limit after the name (gpus.yaml rated_power, clock_at_power; docs/compute-model.md, G1). By hand: HGX
 // B100 at 700 W gave 1,750 dense BF16 TFLOPS a GPU where HGX B200 at 1,000 W gives 2,250, so the clock's share at
 // 700 W is 0.7778; at 750 W, a sixth of the way to 1,000 W, 0.7778 + (1 - 0.7778) / 6 = 0.81483: 1,833.4 TFLOPS.
 TEST(GpuCatalogue, APowerLimitLowersTheClockAsTheDatasheetsDocument) {
@@ -418,16 +418,19 @@ TEST(GpuCatalogue, APowerLimitLowersTheClockAsTheDatasheetsDocument) {
   EXPECT_EQ(capped.name, full.name + " at 750 W");
   // at the documented point itself, written as people do, and the same through the whole catalogue's path
   EXPECT_NEAR(in_teraflops_per_second(find_gpu("B200 @ 700 w").peak_bf16), 2250.0 * 0.7778, 1e-6);
-  EXPECT_NEAR(in_teraflops_per_second(find_gpu("NVIDIA B200@700").peak_bf16), 2250.0 * 0.7778, 1e-6);
+  EXPECT_NEAR(in_teraflops_per_second(find_gpu("NVIDIA B200@700W").peak_bf16), 2250.0 * 0.7778, 1e-6);
+  EXPECT_NEAR(in_teraflops_per_second(find_gpu("b200@0.7kW").peak_bf16), 2250.0 * 0.7778, 1e-6);
   // GB200 is rated at 1,200 W; at 1,000 W it has B200's 2,250 (0.9 of 2,500)
   EXPECT_NEAR(in_teraflops_per_second(find_gpu("gb200@1000W").peak_bf16), 2250.0, 1e-6);
   // at or above the rated power nothing changes
   EXPECT_EQ(find_gpu("b200@1000W").peak_bf16, full.peak_bf16);
   EXPECT_EQ(find_gpu("b200@1200W").peak_bf16, full.peak_bf16);
-  // below the lowest documented point, on a GPU with nothing documented, or not in watts: an error
+  // below the lowest documented point, on a GPU with nothing documented, or not a power with its unit: an error
   EXPECT_THROW((void)find_gpu("b200@500W"), InputError);
   EXPECT_THROW((void)find_gpu("h100-sxm@500W"), InputError);
   EXPECT_THROW((void)find_gpu("b200@fast"), InputError);
+  EXPECT_THROW((void)find_gpu("b200@750"), InputError);  // a bare number: watts must be said
+  EXPECT_THROW((void)find_gpu("b200@-750W"), InputError);
 }
 
 }  // namespace

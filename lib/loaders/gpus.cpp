@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <filesystem>
 #include <memory>
 #include <optional>
@@ -18,7 +19,6 @@
 #include "dlscale/error.hpp"
 #include "dlscale/io.hpp"
 #include "io/files.hpp"
-#include "io/numbers.hpp"
 #include "io/text.hpp"
 #include "io/yaml_reader.hpp"
 #include "loaders/gpu_entry.hpp"
@@ -34,7 +34,7 @@ namespace {
 /// A board run below the power its peaks are rated at (a data-centre operator's power cap): the SM clock falls,
 /// and with it every peak the SMs set (vector and tensor math, the exponentials); the memory's bandwidth does not.
 /// An entry documents the share of its rated clock at lower powers where a datasheet gives the same GPU's rates
-/// there (gpus.yaml `rated_power_w`, `clock_at_power`); between two documented powers the share is interpolated
+/// there (gpus.yaml `rated_power`, `clock_at_power`); between two documented powers the share is interpolated
 /// linearly, an assumption (power does not scale linearly with the clock).
 struct PowerCurve {
   double rated_w = 0.0;                           // the power the entry's peaks are rated at (0: nothing documented)
@@ -46,7 +46,7 @@ struct PowerCurve {
 double clock_share_at(const PowerCurve& c, double limit_w, const std::string& gpu) {
   if (c.rated_w <= 0.0)
     throw InputError(
-        fmt::format("GPU '{}' documents no rate below its rated power (its entry has no rated_power_w and "
+        fmt::format("GPU '{}' documents no rate below its rated power (its entry has no rated_power and "
                     "clock_at_power): a power limit cannot be applied",
                     gpu));
   if (limit_w >= c.rated_w) return 1.0;
@@ -74,36 +74,66 @@ GpuSpec at_power_limit(GpuSpec g, const PowerCurve& c, double limit_w) {
   return g;
 }
 
+/// A power with its unit, "750 W" or "1.2 kW" (the space optional): the watts, nullopt if the text is not one.
+std::optional<double> parse_watts(std::string text) {
+  while (!text.empty() && text.back() == ' ') text.pop_back();
+  double scale = 1.0;
+  if (text.size() > 2 && (text.ends_with("kW") || text.ends_with("kw"))) {
+    scale = 1e3;
+    text.resize(text.size() - 2);
+  } else if (text.size() > 1 && (text.back() == 'W' || text.back() == 'w')) {
+    text.pop_back();
+  } else {
+    return std::nullopt;  // no unit
+  }
+  while (!text.empty() && text.back() == ' ') text.pop_back();
+  const auto first = text.find_first_not_of(' ');
+  if (first == std::string::npos) return std::nullopt;
+  std::size_t used = 0;
+  double v = 0.0;
+  try {
+    v = std::stod(text.substr(first), &used);
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+  if (used != text.size() - first || !std::isfinite(v) || !(v > 0.0)) return std::nullopt;
+  return v * scale;
+}
+
+/// A YAML value that is a power, "750 W": its watts; fails naming the key otherwise.
+double watts(const Node& n) {
+  const auto w = parse_watts(n.scalar());
+  if (!w) n.fail("expected a positive power with its unit, e.g. \"750 W\"");
+  return *w;
+}
+
 PowerCurve read_power_curve(MapReader& m) {
   PowerCurve c;
-  if (auto n = m.optional("rated_power_w")) c.rated_w = n->positive_number();
+  if (auto n = m.optional("rated_power")) c.rated_w = watts(*n);
   if (auto n = m.optional("clock_at_power")) {
-    if (c.rated_w <= 0.0) n->fail("clock_at_power needs rated_power_w");
+    if (c.rated_w <= 0.0) n->fail("clock_at_power needs rated_power");
     for (const auto& pt : n->items()) {
       const auto wv = pt.items();
-      if (wv.size() != 2) pt.fail("a point is [watts, share of the rated clock]");
-      const double w = wv[0].positive_number(), share = wv[1].positive_number();
+      if (wv.size() != 2) pt.fail("a point is [power, share of the rated clock], e.g. [\"700 W\", 0.78]");
+      const double w = watts(wv[0]), share = wv[1].positive_number();
       if (w >= c.rated_w || share > 1.0 || (!c.points.empty() && w <= c.points.back().first))
-        pt.fail("points must rise in watts below rated_power_w, with shares of at most 1");
+        pt.fail("points must rise in power below rated_power, with shares of at most 1");
       c.points.emplace_back(w, share);
     }
   }
   return c;
 }
 
-/// A power limit written after a GPU's name, "b200@750W" (or "@750 w", "@750"): the name and the watts (0: none).
+/// A power limit written after a GPU's name, "b200@750W" (or "@750 W", "@1kW"): the name and the watts (0: none).
 std::pair<std::string, double> split_power_limit(const std::string& want) {
   const auto at = want.rfind('@');
   if (at == std::string::npos) return {want, 0.0};
-  auto trim = [](std::string t) {
-    while (!t.empty() && t.back() == ' ') t.pop_back();
-    return t.substr(std::min(t.size(), t.find_first_not_of(' ')));
-  };
-  std::string w = trim(want.substr(at + 1));
-  if (!w.empty() && (w.back() == 'w' || w.back() == 'W')) w = trim(w.substr(0, w.size() - 1));
-  const auto watts = whole_number(w, 1, 100000);
-  if (!watts) throw InputError(fmt::format("GPU '{}': the power limit after '@' must be whole watts, e.g. b200@750W", want));
-  return {trim(want.substr(0, at)), static_cast<double>(*watts)};
+  std::string name = want.substr(0, at);
+  while (!name.empty() && name.back() == ' ') name.pop_back();
+  const auto w = parse_watts(want.substr(at + 1));
+  if (!w)
+    throw InputError(fmt::format("GPU '{}': the power limit after '@' must be a power with its unit, e.g. b200@750W", want));
+  return {name.substr(std::min(name.size(), name.find_first_not_of(' '))), *w};
 }
 
 GpuSpec read_gpu(MapReader& m, bool require_all, PowerCurve* curve = nullptr) {
@@ -129,7 +159,7 @@ GpuSpec read_gpu(MapReader& m, bool require_all, PowerCurve* curve = nullptr) {
   if (auto n = m.optional("source")) g.source = n->scalar();
   const PowerCurve c = read_power_curve(m);
   if (curve) *curve = c;
-  if (auto n = m.optional("power_limit_w")) g = at_power_limit(std::move(g), c, n->positive_number());
+  if (auto n = m.optional("power_limit")) g = at_power_limit(std::move(g), c, watts(*n));
   return g;
 }
 
