@@ -143,8 +143,8 @@ class LayerTimesTables {
     const std::string key =
         fmt::format("{}|{}|{}|{}|{}|{}|{}|{}|{}|{}{}{}{}{}|{}|{}|{}", network_id(g.model), gpu_key(g.cluster, gpu, twice),
                     g.batch, to_string(g.precision), policy_key(g.framework), to_string(c.attention), c.fp32_gradients, c.lrn,
-                    to_string(c.optimizer), x.streaming, x.bn_relu, x.bn_add_relu, x.by_class, x.transformers_gpt2, x.cudnn_attention,
-                    x.host_issue.base(), x.launch_gap.base(), step_key(c));
+                    to_string(c.optimizer), x.streaming, x.bn_relu, x.bn_add_relu, x.by_class, x.transformers_gpt2,
+                    x.cudnn_attention, x.host_issue.base(), x.launch_gap.base(), step_key(c));
     auto& slot = seen_[key];
     if (!slot) slot = memo_or_model(key, g, gpu, c);
     return slot;
