@@ -33,16 +33,17 @@ constexpr double kBf16 = 2.0;
 
 using test::hand_cluster;
 
-/// The 4-block decoder of the hand-timed steps (h 256, 4 heads, ffn 512, vocabulary 1,000, s 128): 19 layers.
-Network tiny_decoder() {
+/// The 4-block decoder of the hand-timed steps (h 256, 4 heads, ffn 512, vocabulary 1,000, s 128): 19 layers
+/// (4·blocks + 3 for `blocks`).
+Network tiny_decoder(int blocks = 4) {
   DecoderShape d;
-  d.layers = 4;
+  d.layers = blocks;
   d.hidden = 256;
   d.heads = 4;
   d.ffn = 512;
   d.vocab = 1000;
   d.seq = 128;
-  return build_decoder(d, "tiny");
+  return build_decoder(d, blocks == 4 ? "tiny" : "tiny" + std::to_string(blocks));
 }
 
 // ---- the shape read from a network ---------------------------------------------------------------------
@@ -678,14 +679,7 @@ TEST(ParallelStep, DpOverlapOverInterleavedChunksByHand) {
 // 4·P / 100 GB/s: chunk 0's half max(c/4, c/2 − 18 µs), and chunk 1's half queued 2 chunk backwards (36 µs) earlier,
 // c/2 − 36 µs past. Eq. P19 alone (one micro-batch's 36 µs, a quarter left) would leave c − 36 µs.
 TEST(ParallelStep, DpReductionOverInterleavedChunksByHand) {
-  DecoderShape d;
-  d.layers = 8;
-  d.hidden = 256;
-  d.heads = 4;
-  d.ffn = 512;
-  d.vocab = 1000;
-  d.seq = 128;
-  const Network net = build_decoder(d, "tiny8");
+  const Network net = tiny_decoder(8);
   LayerTimes t = uniform_times(net.layers.size());
   for (auto* v : {&t.forward, &t.backward, &t.update})
     for (auto& x : *v) x = x / 1000.0;  // microseconds
