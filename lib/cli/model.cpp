@@ -305,7 +305,8 @@ void setup_model(CLI::App& app) {
   show->add_option("NAME", so->model, "Network name (models/NAME.yaml) or file")->required();
   show->add_option("-b,--batch", so->batch, "Samples per GPU")->capture_default_str();
   show->add_option("--gpu", so->gpu,
-                   "GPU: an id of topologies/gpus.yaml (e.g. p40, v100-sxm2) or a YAML file with one GPU's keys")
+                   "GPU: an id of topologies/gpus.yaml (e.g. p40, v100-sxm2; b200@750W under a power limit) or a YAML file "
+                   "with one GPU's keys")
       ->type_name("ID|FILE");
   show->add_option("--precision", so->precision, "fp32, tf32, bf16 or fp16 (mixed precision)")->capture_default_str();
   show->add_option("--optimizer", so->optimizer, "sgd, momentum, adam, adamw or lamb (default: by the model's input)");

@@ -32,8 +32,8 @@ void add_scale_options(CLI::App& cmd, ScaleOptions& o, bool with_nodes) {
 
 void add_gpu_option(CLI::App& cmd, ScaleOptions& o) {
   cmd.add_option("--gpu", o.gpu,
-                 "Replace the cluster's GPU: an id of topologies/gpus.yaml or a YAML file with one GPU's keys (the links stay "
-                 "the file's)")
+                 "Replace the cluster's GPU: an id of topologies/gpus.yaml, with @POWER for a power limit where the entry "
+                 "documents one (b200@750W), or a YAML file with one GPU's keys (the links stay the file's)")
       ->type_name("ID|FILE");
 }
 
