@@ -238,6 +238,22 @@ TEST(ShardingPredict, ThePredictorRunsTheHandTimeline) {
   EXPECT_NEAR(in_ms(two.iteration_time), 25.0, 1e-9);
   EXPECT_NEAR(in_ms(two.breakdown.comm), 2 * 7.0 + 3.0, 1e-9);  // gathers twice, three reduce-scatters
   EXPECT_NEAR(in_ms(two.breakdown.comm_exposed), 7.0, 1e-9);    // 25 − 18
+  // Two micro-batches (eq. S5-S7, P20). A flat FSDP under no_sync gathers in both and reduce-scatters in the last:
+  // comm 2 · 2 · 7 + 3 = 31 ms. FSDP2 reduce-scatters in both, each micro-batch the same 25 ms timeline (no input,
+  // no update): 50 ms, comm 2 · 17 = 34 ms.
+  Scenario acc = sc;
+  acc.compute.accumulate = 2;
+  EXPECT_NEAR(in_ms(Predictor(acc).predict(2).breakdown.comm), 31.0, 1e-9);
+  acc.strategy.sharding.per_parameter = true;
+  const Prediction fsdp2 = Predictor(acc).predict(2);
+  EXPECT_NEAR(in_ms(fsdp2.iteration_time), 50.0, 1e-9);
+  EXPECT_NEAR(in_ms(fsdp2.breakdown.comm), 34.0, 1e-9);
+  // its memory is one micro-batch's (gradient shards, not whole gradients); the flat FSDP's holds whole gradients
+  Scenario one = acc;
+  one.compute.accumulate = 1;
+  EXPECT_EQ(fsdp2.memory.per_gpu, Predictor(one).predict(2).memory.per_gpu);
+  acc.strategy.sharding.per_parameter = false;
+  EXPECT_GT(Predictor(acc).predict(2).memory.per_gpu, fsdp2.memory.per_gpu);
   // Hybrid on 2 nodes × 2: the same timeline inside a node, each reduce-scatter followed by the shard's
   // 2 ms all-reduce across nodes: reduce-scatters + all-reduces end at 15+3 = 18, max(18, 19)+3 = 22,
   // max(22, 24)+3 = 27.

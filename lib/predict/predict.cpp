@@ -973,22 +973,32 @@ Predictor::Impl::ShardedSpan Predictor::Impl::sharded_span(double K, std::span<c
   } else {
     const std::span<const Seconds> ag_back = sh.reshard_after_forward ? gather : std::span<const Seconds>{};
     const ShardedTimeline last = sharded_timeline_exact(unit_forward, unit_backward, gather, ag_back, comm, sh.in_flight);
-    Seconds earlier{};  // micro-batches before the last: gathers and compute, no reduce-scatter
+    // Micro-batches before the last: gathers and compute. A flat FSDP under no_sync keeps whole gradients and
+    // reduce-scatters once; FSDP2 (per-parameter shards) reduce-scatters every micro-batch, as eq. P20 charges it
+    // under a layout (torchtitan's loop does not turn gradient sync off; recalled).
+    const std::span<const Seconds> earlier_reduces = sh.per_parameter ? comm : std::span<const Seconds>{};
+    Seconds earlier{};
     if (K > 1.0)
-      earlier = sharded_timeline_exact(unit_forward, unit_backward, gather, ag_back, {}, sh.in_flight).end() * (K - 1.0);
+      earlier =
+          sharded_timeline_exact(unit_forward, unit_backward, gather, ag_back, earlier_reduces, sh.in_flight).end() * (K - 1.0);
     s.span = earlier + last.end();
     if (!copies.empty())
       s.copy_tail =
           sharded_timeline_exact(unit_forward, unit_backward, gather, ag_back, comm, sh.in_flight, copies).end() - last.end();
-    r.comm = gathers * (sh.reshard_after_forward ? 2.0 : 1.0) * K + reduces;
+    r.comm = gathers * (sh.reshard_after_forward ? 2.0 : 1.0) * K + reduces * (sh.per_parameter ? K : 1.0);
   }
   return s;
 }
 
 MemoryUse Predictor::Impl::sharded_memory(const ShardGroups& g, const GpuPlacement& at) const {
   const Sharding& sh = sc.strategy.sharding;
-  const MemoryFit fit = check_memory_fit(*net, sc.cluster.gpu, sc.batch_per_gpu, sc.compute, sh, g.shard,
-                                         bytes(kDefaultReservedBytes), activations_per_sample);
+  // FSDP2 accumulates into its gradient shards (it reduce-scatters every micro-batch, S5-S7): what it holds is a
+  // single micro-batch's (the shards, kept over the next forward, are 1/n of the gradients: not counted apart). A
+  // flat FSDP under no_sync keeps the gradients whole between micro-batches (eq. S3 with accumulation).
+  ComputeOptions opt = sc.compute;
+  if (sh.per_parameter) opt.accumulate = 1;
+  const MemoryFit fit = check_memory_fit(*net, sc.cluster.gpu, sc.batch_per_gpu, opt, sh, g.shard, bytes(kDefaultReservedBytes),
+                                         activations_per_sample);
   MemoryUse m{fit.need.total(), fit.available, fit.fits, fit.need.allocated(), fit.need.allocator_reserved()};
   if (sh.offload_optimizer) {  // eq. S9d
     m.host_per_node = offload_host_bytes_per_node(net->total_params(), sc.compute.precision,
