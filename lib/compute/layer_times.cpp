@@ -564,9 +564,12 @@ bool time_attention(Kernels& k, const LayerWork& w) {
   linear_gemms(k, k.name(l.name, ".qkv"), rows, d, dq + 2 * dkv, w.input_grad, 3);
   if (l.rotary) time_rotary(k, w, static_cast<double>(rows) * static_cast<double>(dq + dkv));
   const double act = static_cast<double>(rows) * static_cast<double>(dq);
-  if (fused_attention(w.opt.attention))
-    k.flash_attention(k.name(l.name, ".attention"), seqs, s, l.heads, dh, dkv, l.causal, to_string(w.opt.attention));
-  else time_unfused_core(k, w, s, dh, bh);
+  if (fused_attention(w.opt.attention)) {
+    // the kernel's label: cuDNN's where the framework runs it in place of FlashAttention (eq. K9, `attention: cudnn`)
+    const bool cudnn = w.opt.execution.cudnn_attention && w.opt.attention == AttentionKernel::flash;
+    k.flash_attention(k.name(l.name, ".attention"), seqs, s, l.heads, dh, dkv, l.causal,
+                      cudnn ? std::string_view("cudnn") : to_string(w.opt.attention));
+  } else time_unfused_core(k, w, s, dh, bh);
   if (k.by_class()) {  // eq. K21: copies of transposed heads, strided
     k.classed(k.name(l.name, ".heads fwd"), act, {{kStrided, 8.0 * eb}}, false, 2);
     k.classed(k.name(l.name, ".heads bwd"), act, {{kStrided, 8.0 * eb}}, true, 2);
