@@ -394,6 +394,21 @@ bool time_conv(Kernels& k, const LayerWork& w) {
   return true;
 }
 
+/// An MLP's activation over `h` elements of its hidden width: GELU reads and writes (2 passes of H); SwiGLU, SiLU of
+/// the gate and its product with up (read 2H, write H, + 2H), backward 3 and 7. Where the framework runs its
+/// memory-bound kernels by class (eq. K21), contiguous element-wise kernels (silu, mul, silu_backward), vectorized.
+void mlp_activation(Kernels& k, const std::string& base, double h, bool gated, double eb) {
+  const double fwd = gated ? 5.0 : 2.0, bwd = gated ? 7.0 : 3.0;
+  const std::string_view f = gated ? ".swiglu fwd" : ".gelu fwd", b = gated ? ".swiglu bwd" : ".gelu bwd";
+  if (k.by_class()) {
+    k.classed(k.name(base, f), h, {{kVec, fwd * eb}}, false);
+    k.classed(k.name(base, b), h, {{kVec, bwd * eb}}, true);
+  } else {
+    k.pass(k.name(base, f), fwd * h, eb, false);
+    k.pass(k.name(base, b), bwd * h, eb, true);
+  }
+}
+
 /// Eq. P16 (docs/model.md): a mixture of experts on `rows` tokens of width d: the router's GEMM (D×E) and its
 /// softmax and top-k, the K copies of each token permuted to their experts and combined back (memory-bound), and
 /// the rank's experts (E, or E/ep under expert parallelism) as grouped GEMMs of rows·K/E_local rows each: balanced
@@ -418,15 +433,7 @@ void time_experts(Kernels& k, const LayerWork& w, std::int64_t rows, std::int64_
   k.gemm(k.name(l.name, ".experts.up dgrad"), GemmShape{per_expert, d, up, local}, true);
   k.gemm(k.name(l.name, ".experts.up wgrad"), GemmShape{up, d, per_expert, local}, true);
   const double h = static_cast<double>(routed) * static_cast<double>(l.hidden);
-  if (k.by_class()) {  // eq. K21 as the dense MLP's: the experts' activation runs contiguous element-wise kernels
-    k.classed(k.name(l.name, l.gated ? ".experts.swiglu fwd" : ".experts.gelu fwd"), h, {{kVec, (l.gated ? 5.0 : 2.0) * w.eb}},
-              false);
-    k.classed(k.name(l.name, l.gated ? ".experts.swiglu bwd" : ".experts.gelu bwd"), h, {{kVec, (l.gated ? 7.0 : 3.0) * w.eb}},
-              true);
-  } else {
-    k.pass(k.name(l.name, l.gated ? ".experts.swiglu fwd" : ".experts.gelu fwd"), (l.gated ? 5.0 : 2.0) * h, w.eb, false);
-    k.pass(k.name(l.name, l.gated ? ".experts.swiglu bwd" : ".experts.gelu bwd"), (l.gated ? 7.0 : 3.0) * h, w.eb, true);
-  }
+  mlp_activation(k, k.name(l.name, ".experts"), h, l.gated, w.eb);  // as the dense MLP's
   k.gemm(k.name(l.name, ".experts.down fwd"), GemmShape{per_expert, d, l.hidden, local}, false);
   k.gemm(k.name(l.name, ".experts.down dgrad"), GemmShape{per_expert, l.hidden, d, local}, true);
   k.gemm(k.name(l.name, ".experts.down wgrad"), GemmShape{d, l.hidden, per_expert, local}, true);
@@ -459,15 +466,10 @@ bool time_linear(Kernels& k, const LayerWork& w) {
     const std::int64_t up = l.hidden * (l.gated ? 2 : 1);
     linear_gemms(k, k.name(l.name, ".up"), rows, d, up, w.input_grad, l.gated ? 2 : 1);
     const double h = static_cast<double>(rows) * static_cast<double>(l.hidden);
-    // GELU: read, write (2 passes of H); SwiGLU: SiLU of the gate and its product with up (read 2H, write H, + 2H)
     if (transformers_gpt2(w) && !l.gated && !w.opt.compiled) {  // eq. K24: gelu_new's operators
       transformers_mlp(k, w, rows, d, h);
-    } else if (k.by_class()) {  // eq. K21: contiguous element-wise kernels (silu, mul, silu_backward), vectorized
-      k.classed(k.name(l.name, l.gated ? ".swiglu fwd" : ".gelu fwd"), h, {{kVec, (l.gated ? 5.0 : 2.0) * eb}}, false);
-      k.classed(k.name(l.name, l.gated ? ".swiglu bwd" : ".gelu bwd"), h, {{kVec, (l.gated ? 7.0 : 3.0) * eb}}, true);
     } else {
-      k.pass(k.name(l.name, l.gated ? ".swiglu fwd" : ".gelu fwd"), (l.gated ? 5.0 : 2.0) * h, eb, false);
-      k.pass(k.name(l.name, l.gated ? ".swiglu bwd" : ".gelu bwd"), (l.gated ? 7.0 : 3.0) * h, eb, true);
+      mlp_activation(k, l.name, h, l.gated, eb);  // GELU or SwiGLU
     }
     linear_gemms(k, k.name(l.name, ".down"), rows, l.hidden, l.output_shape.empty() ? d : l.output_shape.back(), true);
   } else {
