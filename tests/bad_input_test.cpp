@@ -471,7 +471,7 @@ std::vector<Row> catalogue() {
        "{dir}/data"},
       {"gpus_power_without_unit", {{"data/topologies/gpus.yaml", edit(kGpus, 3, "     memory_bandwidth: \"346 GB/s\", memory: \"24 GB\", rated_power: 250}")}},
        kCmdGpu,
-       E + "{dir}/data/topologies/gpus.yaml:3:66: 'gpus[0].rated_power': expected a positive power with its unit, e.g. \"750 W\"\n",
+       E + "{dir}/data/topologies/gpus.yaml:3:66: 'gpus[0].rated_power': '250' has no unit (power needs one, e.g. \"750 W\")\n",
        "{dir}/data"},
       {"gpus_size_for_a_bandwidth", {{"data/topologies/gpus.yaml", edit(kGpus, 3, "     memory_bandwidth: \"346 GB\", memory: \"24 GB\"}")}},
        kCmdGpu,

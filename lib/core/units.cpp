@@ -6,6 +6,7 @@
 #include <string>
 #include <utility>
 
+#include "core/power.hpp"
 #include "dlscale/error.hpp"
 
 namespace dlscale {
@@ -65,6 +66,7 @@ Split split(std::string_view text, std::string_view what) {
                     (what == "time"            ? "\"5 us\""
                          : what == "size"      ? "\"25 MiB\""
                          : what == "bandwidth" ? "\"25 GB/s\""
+                         : what == "power"     ? "\"750 W\""
                                                : "\"15.7 TFLOPS\"") +
                     ")");
   }
@@ -168,5 +170,13 @@ FlopsPerSecond parse_flops_rate(std::string_view text) {
 }
 
 Hertz parse_frequency(std::string_view text) { return Hertz::from_base(prefixed_value(text, "frequency", "Hz", "Hz, MHz, GHz")); }
+
+double parse_watts(std::string_view text) {
+  const auto [v, unit] = split(text, "power");
+  require_positive(v, text);
+  const double s = prefixed(unit, "W");
+  if (s < 0) unknown_unit(text, unit, "power", "W, kW");
+  return in_base(v, s, text);
+}
 
 }  // namespace dlscale

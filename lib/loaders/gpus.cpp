@@ -8,7 +8,6 @@
 
 #include <algorithm>
 #include <cctype>
-#include <cmath>
 #include <filesystem>
 #include <memory>
 #include <optional>
@@ -16,6 +15,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/power.hpp"
 #include "dlscale/error.hpp"
 #include "dlscale/io.hpp"
 #include "io/files.hpp"
@@ -74,37 +74,13 @@ GpuSpec at_power_limit(GpuSpec g, const PowerCurve& c, double limit_w) {
   return g;
 }
 
-/// A power with its unit, "750 W" or "1.2 kW" (the space optional): the watts, nullopt if the text is not one.
-std::optional<double> parse_watts(std::string text) {
-  while (!text.empty() && text.back() == ' ') text.pop_back();
-  double scale = 1.0;
-  if (text.size() > 2 && (text.ends_with("kW") || text.ends_with("kw"))) {
-    scale = 1e3;
-    text.resize(text.size() - 2);
-  } else if (text.size() > 1 && (text.back() == 'W' || text.back() == 'w')) {
-    text.pop_back();
-  } else {
-    return std::nullopt;  // no unit
-  }
-  while (!text.empty() && text.back() == ' ') text.pop_back();
-  const auto first = text.find_first_not_of(' ');
-  if (first == std::string::npos) return std::nullopt;
-  std::size_t used = 0;
-  double v = 0.0;
-  try {
-    v = std::stod(text.substr(first), &used);
-  } catch (const std::exception&) {
-    return std::nullopt;
-  }
-  if (used != text.size() - first || !std::isfinite(v) || !(v > 0.0)) return std::nullopt;
-  return v * scale;
-}
-
-/// A YAML value that is a power, "750 W": its watts; fails naming the key otherwise.
+/// A YAML value that is a power, "750 W" (parse_watts): its watts; fails naming the key otherwise.
 double watts(const Node& n) {
-  const auto w = parse_watts(n.scalar());
-  if (!w) n.fail("expected a positive power with its unit, e.g. \"750 W\"");
-  return *w;
+  try {
+    return parse_watts(n.scalar());
+  } catch (const UnitError& e) {
+    n.fail(e.what());
+  }
 }
 
 PowerCurve read_power_curve(MapReader& m) {
@@ -124,16 +100,21 @@ PowerCurve read_power_curve(MapReader& m) {
   return c;
 }
 
-/// A power limit written after a GPU's name, "b200@750W" (or "@750 W", "@1kW"): the name and the watts (0: none).
+/// A power limit written after a GPU's name, "b200@750W" (or "@750 W", "@0.75kW"): the name and the watts (0: none).
 std::pair<std::string, double> split_power_limit(const std::string& want) {
   const auto at = want.rfind('@');
   if (at == std::string::npos) return {want, 0.0};
   std::string name = want.substr(0, at);
   while (!name.empty() && name.back() == ' ') name.pop_back();
-  const auto w = parse_watts(want.substr(at + 1));
-  if (!w)
-    throw InputError(fmt::format("GPU '{}': the power limit after '@' must be a power with its unit, e.g. b200@750W", want));
-  return {name.substr(std::min(name.size(), name.find_first_not_of(' '))), *w};
+  // a GPU's name is matched without regard to case, and its power limit with it ("b200@750w")
+  std::string power = want.substr(at + 1);
+  if (!power.empty() && power.back() == 'w') power.back() = 'W';
+  try {
+    return {name.substr(std::min(name.size(), name.find_first_not_of(' '))), parse_watts(power)};
+  } catch (const UnitError& e) {
+    throw InputError(
+        fmt::format("GPU '{}': the power limit after '@' must be a power with its unit, e.g. b200@750W ({})", want, e.what()));
+  }
 }
 
 GpuSpec read_gpu(MapReader& m, bool require_all, PowerCurve* curve = nullptr) {
