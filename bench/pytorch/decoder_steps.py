@@ -87,9 +87,38 @@ class Fp8Matmul(torch.autograd.Function):
                               out_dtype=torch.bfloat16)
         return gx.view(ctx.shape).to(ctx.dtypes[0]), gw.to(ctx.dtypes[1])
 
+def to_fp8_axis(t, dtype, dim):
+    """torchao's axis-wise ("rowwise") dynamic scaling: one scale per row (dim -1) or per column (dim 0)."""
+    amax = t.abs().amax(dim=dim, keepdim=True).float().clamp(min=1e-12)
+    fmax = torch.finfo(dtype).max
+    scale = fmax / amax
+    return (t.float() * scale).clamp(-fmax, fmax).to(dtype), scale.reciprocal().contiguous()
+
+class Fp8RowMatmul(torch.autograd.Function):
+    """y = x w^T with torchao's rowwise recipe (float8 ROWWISE, recalled: e4m3 for every operand, each scaled along
+    its GEMM's reduction dimension): the backward casts the saved bf16 x and w again along the other axis."""
+    @staticmethod
+    def forward(ctx, x, w):
+        x2 = x.reshape(-1, x.shape[-1])
+        xf, xs = to_fp8_axis(x2, E4, -1); wf, ws = to_fp8_axis(w, E4, -1)          # (M,1), (N,1)
+        out = torch._scaled_mm(xf, wf.t(), scale_a=xs, scale_b=ws.t().contiguous(), out_dtype=torch.bfloat16)
+        ctx.save_for_backward(x2, w); ctx.shape, ctx.dtypes = x.shape, (x.dtype, w.dtype)
+        return out.view(*x.shape[:-1], w.shape[0]).to(x.dtype)
+    @staticmethod
+    def backward(ctx, go):
+        x2, w = ctx.saved_tensors
+        g2 = go.reshape(-1, go.shape[-1])
+        gf, gs = to_fp8_axis(g2, E4, -1); wcf, wcs = to_fp8_axis(w, E4, 0)          # (M,1), (1,K)
+        gx = torch._scaled_mm(gf, wcf.t().contiguous().t(), scale_a=gs, scale_b=wcs, out_dtype=torch.bfloat16)
+        gtf, gts = to_fp8_axis(g2, E4, 0); xcf, xcs = to_fp8_axis(x2, E4, 0)        # (1,N), (1,K)
+        gw = torch._scaled_mm(gtf.t().contiguous(), xcf.t().contiguous().t(), scale_a=gts.t().contiguous(),
+                              scale_b=xcs, out_dtype=torch.bfloat16)
+        return gx.view(ctx.shape).to(ctx.dtypes[0]), gw.to(ctx.dtypes[1])
+
 class Linear(nn.Linear):
-    fp8 = False
+    fp8 = False  # False, "tensor" or "row"
     def forward(self, x):
+        if self.fp8 == "row": return Fp8RowMatmul.apply(x, self.weight)
         return Fp8Matmul.apply(x, self.weight) if self.fp8 else F.linear(x, self.weight)
 
 class Attention(nn.Module):
@@ -180,7 +209,7 @@ def run(shape, layers, seq, batch, mode="fsdp", ac="none", precision="bf16", sdp
             rec["allocated_before_bytes"] = torch.cuda.memory_allocated()  # 0 unless an earlier run leaked
         with torch.device(dev):
             net = Transformer(layers, dim, heads, kv, ffn, vocab, seq, ac == "full")
-        Linear.fp8 = precision == "fp8"
+        Linear.fp8 = {"fp8": "tensor", "fp8-rowwise": "row"}.get(precision, False)
         if compile:
             for b in net.layers:
                 b.compile(fullgraph=True)
@@ -239,6 +268,28 @@ def run(shape, layers, seq, batch, mode="fsdp", ac="none", precision="bf16", sdp
     if dev.type == "cuda":
         torch.cuda.empty_cache()
 
+def gemms_rowwise(tokens=8192):
+    """bf16 torch.mm against fp8 torch._scaled_mm with tensor-wise and with row-wise scales (random scales)."""
+    for n, k in ((4096, 4096), (1024, 4096), (14336, 4096), (4096, 14336), (8192, 8192), (28672, 8192),
+                 (8192, 28672), (2048, 2048), (5632, 2048), (768, 768), (2048, 768)):
+        rec = dict(gemm=True, m=tokens, n=n, k=k)
+        try:
+            a = torch.randn(tokens, k, device=dev, dtype=torch.bfloat16); b = torch.randn(n, k, device=dev, dtype=torch.bfloat16)
+            torch.mm(a, b.t()); ms = min(elapsed_ms(lambda: torch.mm(a, b.t()), 10) for _ in range(3))
+            af, bf = a.to(E4), b.to(E4); one = torch.ones((), device=dev)
+            f = lambda: torch._scaled_mm(af, bf.t(), scale_a=one, scale_b=one, out_dtype=torch.bfloat16)
+            f(); ms8 = min(elapsed_ms(f, 10) for _ in range(3))
+            sa = torch.rand(tokens, 1, device=dev) + 0.5; sb = torch.rand(1, n, device=dev) + 0.5
+            r = lambda: torch._scaled_mm(af, bf.t(), scale_a=sa, scale_b=sb, out_dtype=torch.bfloat16)
+            r(); msr = min(elapsed_ms(r, 10) for _ in range(3))
+            fl = 2 * tokens * n * k
+            rec.update(bf16_ms=round(ms, 4), bf16_tflops=round(fl / ms / 1e9, 1), fp8_ms=round(ms8, 4),
+                       fp8_tflops=round(fl / ms8 / 1e9, 1), fp8_rowwise_ms=round(msr, 4),
+                       fp8_rowwise_tflops=round(fl / msr / 1e9, 1))
+        except Exception as ex:
+            rec.update(error=f"{type(ex).__name__}: {str(ex)[:200]}")
+        emit(rec)
+
 def gemms(tokens=8192):
     """bf16 torch.mm and fp8 torch._scaled_mm (e4m3 x e4m3, tensor-wise scales) on the Llama-3-8B/70B shapes."""
     for n, k in ((4096, 4096), (1024, 4096), (14336, 4096), (4096, 14336), (128256, 4096), (8192, 8192),
@@ -269,6 +320,20 @@ if __name__ == "__main__":
     if LIST == "tiny":  # the local check on a CPU: every path once on a toy shape
         run("tiny", 2, 32, 2, mode="single", sdpa="math"); run("tiny", 2, 32, 2, mode="fsdp", ac="full", sdpa="math")
         run("tiny", 2, 32, 2, mode="fsdp", sdpa="math", optimizer="foreach")
+    elif LIST == "rowwise":  # 2026-11-28: fp8 with row-wise scales beside tensor-wise and bf16 (issue 33)
+        run("llama3-8b", 4, 8192, 1, precision="fp8-rowwise")
+        gemms_rowwise()
+        for p in ("bf16", "fp8"): run("llama3-8b", 4, 8192, 1, precision=p)
+        run("llama3-8b", 4, 8192, 1, precision="fp8-rowwise", ac="full")
+        run("llama3-8b", 4, 8192, 1, precision="fp8", ac="full")
+        run("llama3-8b", 4, 8192, 1, precision="fp8-rowwise", profile="profile-8b-fp8-rowwise.txt")
+        run("llama3-70b", 2, 8192, 1, precision="fp8-rowwise"); run("llama3-70b", 2, 8192, 1, precision="fp8")
+        for p in ("fp8", "fp8-rowwise"): run("llama3-8b", 4, 8192, 1, precision=p, compile=True, need=60)
+    elif LIST == "hostfsdp":  # 2026-11-28, second call: FSDP2's step where the host may bound it; the compiled bf16 baseline
+        for b in (1, 2, 4, 8): run("llama-125m", 12, 2048, b)
+        for b in (1, 2): run("llama-1.3b", 24, 2048, b)
+        run("llama3-8b", 4, 8192, 1, compile=True, need=60)
+        run("llama-125m", 12, 2048, 2, compile=True, need=60)
     elif LIST == "more":  # the fourth call: deeper 8B stacks (less of the step in the head), small models compiled
         for ac in ("none", "full"): run("llama3-8b", 16, 8192, 1, ac=ac)
         run("llama3-8b", 16, 4096, 2)
