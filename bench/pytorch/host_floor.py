@@ -60,15 +60,34 @@ def image(name, batch, precision, layout):
     opt = torch.optim.SGD(net.parameters(), lr=0.01, momentum=0.9)
     return net, opt, (lambda: F.cross_entropy(net(x), y))
 
-def decoder(shape, layers, seq, batch):
+def bert(name, seq, batch):
+    """transformers' BertForQuestionAnswering (SDPA attention) from its configuration, random weights."""
+    from transformers import BertConfig, BertForQuestionAnswering
+    big = name == "bert-large-squad"
+    cfg = BertConfig(hidden_size=1024 if big else 768, num_hidden_layers=24 if big else 12,
+                     num_attention_heads=16 if big else 12, intermediate_size=4096 if big else 3072)
+    net = BertForQuestionAnswering(cfg).to(dev).train()
+    ids = torch.randint(0, cfg.vocab_size, (batch, seq), device=dev)
+    start = torch.randint(0, seq, (batch,), device=dev); end = torch.randint(0, seq, (batch,), device=dev)
+    opt = torch.optim.AdamW(net.parameters(), lr=1e-5, fused=True, capturable=True)
+    return net, opt, (lambda: net(input_ids=ids, start_positions=start, end_positions=end).loss)
+
+def decoder(shape, layers, seq, batch, fsdp=False):
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     import decoder_steps as ds
     _, dim, heads, kv, ffn, vocab = ds.SHAPES[shape]
     with torch.device(dev):
         net = ds.Transformer(layers, dim, heads, kv, ffn, vocab, seq, False)
     net.tok_embeddings.weight.requires_grad_(False)
+    if fsdp:  # torchtitan's wrapping, as decoder_steps.py's fsdp mode (world size 1)
+        ds.process_group(); torch.cuda.set_device(0)
+        from torch.distributed.fsdp import fully_shard, MixedPrecisionPolicy
+        mp = MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32)
+        for i, b in enumerate(net.layers):
+            fully_shard(b, mp_policy=mp, reshard_after_forward=i < len(net.layers) - 1)
+        fully_shard(net, mp_policy=mp)
     tokens = torch.randint(0, vocab, (batch, seq), device=dev); labels = torch.randint(0, vocab, (batch, seq), device=dev)
-    opt = torch.optim.AdamW([p for p in net.parameters() if p.requires_grad], lr=1e-5, fused=True, capturable=True)
+    opt = torch.optim.AdamW([p for p in net.parameters() if p.requires_grad], lr=1e-5, fused=True, capturable=not fsdp)
     from torch.nn.attention import sdpa_kernel, SDPBackend
     def loss():
         with sdpa_kernel(SDPBackend.FLASH_ATTENTION):
@@ -103,11 +122,13 @@ def run(kind, need=10, **cfg):
         torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = precision == "tf32"
         if kind == "image":
             net, opt, loss = image(cfg["model"], cfg["batch"], precision, cfg["layout"])
+        elif kind == "bert":
+            net, opt, loss = bert(cfg["model"], cfg["seq"], cfg["batch"])
         elif kind == "gpt2":
             net, opt, loss = gpt2(cfg["model"], cfg["seq"], cfg["batch"])
         else:
-            net, opt, loss = decoder(cfg["model"], cfg["layers"], cfg["seq"], cfg["batch"])
-        amp = precision == "bf16"
+            net, opt, loss = decoder(cfg["model"], cfg["layers"], cfg["seq"], cfg["batch"], cfg.get("fsdp", False))
+        amp = precision == "bf16" and not cfg.get("fsdp")  # FSDP's policy casts the parameters itself
         def fwd_bwd():
             with torch.autocast("cuda", torch.bfloat16, enabled=amp, cache_enabled=False):
                 out = loss()
@@ -143,6 +164,12 @@ if __name__ == "__main__":
     p = torch.cuda.get_device_properties(0)
     emit(dict(torch=torch.__version__, gpu=torch.cuda.get_device_name(), sms=p.multi_processor_count,
               cudnn=torch.backends.cudnn.version(), cpu_count=os.cpu_count()))
+    if os.environ.get("LIST") == "call3":  # the third call of 2026-11-28: FSDP2's ops and host time, BERT's small batches
+        for b in (2, 16): run("decoder", model="llama-125m", layers=12, seq=2048, batch=b, fsdp=True)
+        run("decoder", model="llama-1.3b", layers=24, seq=2048, batch=1, fsdp=True)
+        for b in (2, 4, 8, 32): run("bert", model="bert-large-squad", seq=384, batch=b)
+        run("gpt2", model="gpt2-medium", seq=512, batch=16); run("gpt2", model="gpt2-xl", seq=512, batch=4)
+        print("done in", round(time.time() - T0), "s", flush=True); sys.exit(0)
     if os.environ.get("LIST") == "gpt2":  # the second call of 2026-11-28: DeepSpeedExamples' GPT-2 shapes
         for m, sq, b in (("gpt2-medium", 512, 4), ("gpt2-medium", 1024, 2), ("gpt2-medium", 512, 6), ("gpt2-xl", 512, 1),
                          ("gpt2-xl", 1024, 1), ("gpt2", 1024, 8), ("gpt2-large", 1024, 2), ("gpt2-medium", 512, 16)):
