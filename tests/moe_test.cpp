@@ -3,6 +3,9 @@
 // the memory of the experts, and the checks, each against values worked by hand.
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <memory>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -301,6 +304,161 @@ TEST(MoeStep, ExpertStateShardedOverTheExpertDataParallelGroup) {
   EXPECT_DOUBLE_EQ(in_bytes(m.optimizer_state), 4.0 * words * (dense / 4 + experts / 2));
   EXPECT_DOUBLE_EQ(in_bytes(m.weights), 4.0 * (dense + experts));
   EXPECT_DOUBLE_EQ(in_bytes(m.gradients), 4.0 * (dense + experts));
+}
+
+// ---- eq. P23: routing imbalance ----------------------------------------------------------------------------------
+/// The toy GPU and kernel parameters of ExpertsActivationByKernelClassAsTheDenseMlp, bf16.
+struct Toy {
+  GpuSpec gpu;
+  ComputeOptions opt;
+  std::shared_ptr<KernelParamSet> set = std::make_shared<KernelParamSet>();
+  Toy() {
+    gpu.name = gpu.architecture = "toy";
+    gpu.sm_version = 80;
+    gpu.sm_count = 10;
+    gpu.peak_fp32 = teraflops_per_second(10);
+    gpu.peak_bf16 = gpu.peak_fp16 = teraflops_per_second(80);
+    gpu.memory_bandwidth = gigabytes_per_second(500);
+    gpu.boost_clock = megahertz(1953.125);
+    opt.precision = Precision::bf16;
+    set->defaults.tensor_efficiency = 0.5;
+    set->defaults.vector_efficiency = 0.8;
+    set->defaults.memory_efficiency = 0.8;
+    set->defaults.kernel_overhead = microseconds(5);
+    opt.kernel_params = set;
+  }
+};
+
+KernelTiming kernel_named(const std::vector<KernelTiming>& ks, const std::string& suffix) {
+  for (const KernelTiming& k : ks)
+    if (k.name.ends_with(suffix)) return k;
+  ADD_FAILURE() << "no kernel " << suffix;
+  return KernelTiming{};
+}
+
+const Layer& first_moe(const Network& net) {
+  for (const Layer& l : net.layers)
+    if (l.experts > 0) return l;
+  throw std::logic_error("no MoE layer");
+}
+
+// One Mixtral-8x7B MoE layer (b 1, s 4096, top-2, D 4096, F 14336, SwiGLU) on ep 8, one expert a rank, at imbalance
+// 1.5: the busiest rank's expert runs 4096·2·1.5 = 12,288 token copies where balanced routing gives 8,192. Up (and
+// gate, 2F = 28,672 wide) forward is a 12,288 × 28,672 × 4,096 GEMM, 2·12,288·28,672·4,096 FLOPs; down forward
+// 12,288 × 4,096 × 14,336; the weight gradients have 12,288 as their inner size. Each timed as the kernel model times
+// that one GEMM (plan_gemm, the reference); the SwiGLU 5 passes of 12,288·14,336 bf16 elements; the router and the
+// permutations stay on the rank's own 8,192 copies.
+TEST(MoeImbalance, ExpertGemmsOfTheBusiestRankByHand) {
+  const Network net = build_decoder(mixtral_8x7b(), "mixtral-8x7b");
+  ParallelLayout l;
+  l.ep = 8;
+  l.moe_imbalance = 1.5;
+  const Layer busiest = first_moe(tp_rank_network(net, l));
+  EXPECT_EQ(busiest.local_experts, 1);
+  EXPECT_DOUBLE_EQ(busiest.expert_load, 1.5);
+  l.moe_imbalance = 1.0;
+  const Layer balanced = first_moe(tp_rank_network(net, l));
+  const Toy toy;
+  const auto ks = layer_kernels(busiest, false, false, toy.gpu, 1, toy.opt);
+  const auto even = layer_kernels(balanced, false, false, toy.gpu, 1, toy.opt);
+  const auto gemm = [&](std::int64_t m, std::int64_t n, std::int64_t k) {
+    return plan_gemm(GemmShape{m, n, k, 1}, toy.gpu, Precision::bf16, toy.set->defaults).time;
+  };
+  const KernelTiming up = kernel_named(ks, ".experts.up fwd");
+  EXPECT_DOUBLE_EQ(in_flops(up.flops), 2.0 * 12'288 * 28'672 * 4'096);
+  EXPECT_EQ(up.time, gemm(12'288, 28'672, 4'096));
+  EXPECT_EQ(kernel_named(even, ".experts.up fwd").time, gemm(8'192, 28'672, 4'096));
+  EXPECT_EQ(kernel_named(ks, ".experts.down fwd").time, gemm(12'288, 4'096, 14'336));
+  EXPECT_EQ(kernel_named(ks, ".experts.up wgrad").time, gemm(28'672, 4'096, 12'288));
+  EXPECT_EQ(kernel_named(ks, ".experts.down dgrad").time, gemm(12'288, 14'336, 4'096));
+  // a large GEMM on the toy GPU runs near its 0.5 × 80 TFLOP/s: the 1.5 × shape takes ~1.5 × the time
+  EXPECT_NEAR(in_seconds(up.time) / in_seconds(kernel_named(even, ".experts.up fwd").time), 1.5, 0.05);
+  EXPECT_DOUBLE_EQ(in_bytes(kernel_named(ks, ".experts.swiglu fwd").traffic), 5.0 * 12'288 * 14'336 * 2);
+  EXPECT_EQ(kernel_named(ks, ".permute fwd").traffic, kernel_named(even, ".permute fwd").traffic);
+  EXPECT_EQ(kernel_named(ks, ".router top-k fwd").traffic, kernel_named(even, ".router top-k fwd").traffic);
+}
+
+// The all-to-all of that layer (BytesOfOneDispatchByHand's 58,720,256 B a rank): the busiest rank receives 1.5 × the
+// mean's copies in the dispatch and sends them back in the combine, 88,080,384 B; at ep 1 nothing, whatever f.
+TEST(MoeImbalance, AllToAllBytesOfTheBusiestRankByHand) {
+  const TransformerShape m = transformer_shape(build_decoder(mixtral_8x7b(), "mixtral-8x7b"));
+  ParallelLayout l;
+  l.ep = 8;
+  l.moe_imbalance = 1.5;
+  EXPECT_DOUBLE_EQ(in_bytes(moe_alltoall_bytes(l, m, 2.0)), 88'080'384.0);
+  EXPECT_DOUBLE_EQ(moe_rank_load(l), 1.5);
+  l.ep = 1;
+  EXPECT_EQ(moe_alltoall_bytes(l, m, 2.0), Bytes{});
+  EXPECT_DOUBLE_EQ(moe_rank_load(l), 1.0);
+}
+
+// ExpertParallelStepByHand at imbalance 1.5: every rank waits for the busiest, whose 4 MoE layers (measured whole:
+// 1 ms forward, 2 ms backward) take 1.5 × as long, 4·0.5·3 ms = 6 ms more, and whose 16 all-to-alls carry
+// 1.5 × 131,072 B: 1 µs + 1.96608 µs each.
+TEST(MoeImbalance, StepWaitsForTheBusiestRankByHand) {
+  const Network net = tiny_moe();
+  LayerTimes whole;
+  whole.forward.assign(19, milliseconds(1.0));
+  whole.backward.assign(19, milliseconds(2.0));
+  whole.update.assign(19, milliseconds(0.5));
+  const Cluster c = hand_cluster(1);
+  ParallelLayout l;
+  l.ep = 2;
+  l.moe_imbalance = 1.5;
+  const ParallelStep st = parallel_step(net, whole, c, *make_alpha_beta_model(c), l, 2, ComputeOptions{}, Sharding{});
+  const double a2a = 16 * (1e-6 + 1.96608e-6);
+  EXPECT_NEAR(in_seconds(st.ep_comm), a2a, 1e-15);
+  EXPECT_NEAR(in_seconds(st.per_microbatch), 63e-3 + a2a, 1e-14);
+  EXPECT_NEAR(in_seconds(st.update), 15 * 0.5e-3 + 4 * 0.25e-3, 1e-15);  // the update is the rank's parameters'
+}
+
+// The busiest rank keeps its copies f times (fp32): tiny_moe's layer keeps 128·(2·(1536 + 512) + 4)·4 B a sample,
+// 128·2·(1536 + 512)·4 of them the copies' inputs, hidden activations and outputs; at 1.5 half of those again. The
+// residual sum after it keeps its 128·256 output whatever f.
+TEST(MoeImbalance, BusiestRankKeepsItsCopiesFTimes) {
+  const Network net = tiny_moe();
+  const Layer& moe = net.layers[4];
+  ParallelLayout l;
+  l.ep = 2;
+  const ComputeOptions opt;
+  double ops = 0.0;  // the operators after the layer (the residual sum's output), kept as they are
+  for (const Operator& o : moe.ops) ops += o.activation_bytes_per_sample;
+  EXPECT_DOUBLE_EQ(ops, 128.0 * 256 * 4);
+  const double balanced = 128.0 * (2 * (1536 + 512) + 4) * 4 + ops;
+  EXPECT_DOUBLE_EQ(in_bytes(layer_activation_bytes(moe, l, opt, false)), balanced);
+  l.moe_imbalance = 1.5;
+  EXPECT_DOUBLE_EQ(in_bytes(layer_activation_bytes(moe, l, opt, false)), balanced + 0.5 * 128.0 * 2 * (1536 + 512) * 4);
+  l.ep = 1;  // one rank holds every expert: nothing to charge
+  EXPECT_DOUBLE_EQ(in_bytes(layer_activation_bytes(moe, l, opt, false)), balanced);
+}
+
+// The checks: below 1 or not a number, and above what ep ranks reach: Mixtral's 8 experts, top-2, on ep 8 (one
+// expert a rank: a token puts at most 1 of its 2 copies on a rank) at most 8·1/2 = 4; on ep 2 (4 experts a rank) 2.
+TEST(MoeImbalance, ChecksNameMoeImbalance) {
+  const TransformerShape dense{32, 4096, 32, 8, 14336, 128256, 8192};
+  TransformerShape moe = dense;
+  moe.experts = 8;
+  moe.top_k = 2;
+  moe.moe_layers = 32;
+  ParallelLayout l;
+  l.ep = 8;
+  l.moe_imbalance = 4.0;
+  EXPECT_EQ(field_of(l, 8, moe), "");
+  EXPECT_DOUBLE_EQ(moe_imbalance_limit(8, moe), 4.0);
+  EXPECT_DOUBLE_EQ(moe_imbalance_limit(2, moe), 2.0);
+  l.moe_imbalance = 4.5;
+  EXPECT_EQ(field_of(l, 8, moe),
+            "moe_imbalance: 4.5 is more than 8 expert-parallel ranks can reach: a token sends at most min(K 2, E/ep 1) of "
+            "its copies to one rank, at most 4 times the mean");
+  l.moe_imbalance = 0.9;
+  EXPECT_EQ(field_of(l, 8, moe),
+            "moe_imbalance: the busiest expert-parallel rank's load over the mean must be at least 1, got 0.9");
+  l.moe_imbalance = std::nan("");
+  EXPECT_EQ(field_of(l, 8, moe),
+            "moe_imbalance: the busiest expert-parallel rank's load over the mean must be at least 1, got nan");
+  l.ep = 1;  // not charged at ep 1, but still a load over the mean
+  l.moe_imbalance = 3.0;
+  EXPECT_EQ(field_of(l, 8, dense), "");
 }
 
 }  // namespace

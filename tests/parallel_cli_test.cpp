@@ -107,5 +107,61 @@ TEST(ParallelCli, SimulatorRefusesALayout) {
   EXPECT_NE(r.err.find("pipeline schedule"), std::string::npos) << r.err;
 }
 
+// Eq. P23 on the command line: Mixtral-8x7B as the README predicts it (TP 2 × PP 4 × EP 4 on 4 DGX H100 nodes).
+const std::string kMixtralOn = "--cluster dgx-h100-ndr --nodes 4 --model mixtral-8x7b --precision bf16 ";
+const std::string kMixtral = kMixtralOn + "--framework megatron-core ";
+const std::string kMixtralLayout = "--tp 2 --sp --pp 4 --ep 4 --global-batch 256 ";
+
+TEST(ParallelCli, MoeImbalanceBadValuesNameTheOption) {
+  for (const char* bad : {"0.9", "abc", "nan"}) {
+    const auto r = run_cli("predict " + kMixtral + kMixtralLayout + "--no-train --moe-imbalance " + bad);
+    EXPECT_EQ(r.status, 2) << bad << ": " << r.err;
+    EXPECT_EQ(r.out, "");
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+    EXPECT_NE(r.err.find("'--moe-imbalance'"), std::string::npos) << r.err;
+  }
+  // without a layout it has nothing to act on
+  const auto r = run_cli("predict " + kMixtral + "--no-train --moe-imbalance 1.5");
+  EXPECT_EQ(r.status, 2) << r.err;
+  EXPECT_NE(r.err.find("'--moe-imbalance'"), std::string::npos) << r.err;
+}
+
+TEST(ParallelCli, MoeImbalanceInAFrameworkFileFailsAtItsLine) {
+  for (const char* bad : {"0.9", "lots"}) {
+    const auto fw = test::temp_file("bad-imbalance.yaml",
+                                    std::string("name: bad\n"
+                                                "io: {prefetch: true, memory: pinned}\n"
+                                                "aggregation: allreduce\n"
+                                                "overlap: layerwise\n"
+                                                "update: after_aggregation\n"
+                                                "parallel:\n"
+                                                "  moe_imbalance: ") +
+                                        bad + "\n");
+    const auto r = run_cli(kCommon + "--framework " + fw.string());
+    EXPECT_EQ(r.status, 2) << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+    EXPECT_NE(r.err.find("bad-imbalance.yaml:7:18:"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("moe_imbalance"), std::string::npos) << r.err;
+  }
+}
+
+// explain and plan say the imbalance they charge; the step at 1.5 is longer than the balanced one
+TEST(ParallelCli, ExplainAndPlanShowTheMoeImbalance) {
+  const auto even = run_cli("explain " + kMixtral + kMixtralLayout);
+  ASSERT_EQ(even.status, 0) << even.err;
+  EXPECT_EQ(even.out.find("routing imbalance"), std::string::npos) << even.out;
+  const auto r = run_cli("explain " + kMixtral + kMixtralLayout + "--moe-imbalance 1.5");
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("(ep 4 of 8 experts, top-2, routing imbalance 1.5: the busiest EP rank's load)"), std::string::npos)
+      << r.out;
+  const auto step = [](const std::string& out) { return std::stod(out.substr(out.find("step ") + 5)); };
+  EXPECT_GT(step(r.out), step(even.out));
+  const auto p = run_cli("plan --parallel " + kMixtralOn +
+                         "--frameworks megatron-core --gpus 32 --global-batch 256 --tp 2 --pp 4 --vp 1 --cp 1 --ep 4 "
+                         "--micro-batch 1 --recompute none --zero 1 --moe-imbalance 1.5");
+  ASSERT_EQ(p.status, 0) << p.err;
+  EXPECT_NE(p.out.find("# routing imbalance 1.5: at every ep > 1"), std::string::npos) << p.out;
+}
+
 }  // namespace
 }  // namespace dlscale

@@ -108,6 +108,9 @@ struct Layer {
   int experts = 0;
   int top_k = 0;          // mlp with experts: the experts each token runs, K
   int local_experts = 0;  // mlp with experts: the experts one rank holds and runs (E/ep, eq. P17); 0: all E
+  /// mlp with experts: the token copies the rank's experts run over the balanced rows·K (eq. P23): the busiest
+  /// expert-parallel rank's load under routing imbalance; 1: balanced.
+  double expert_load = 1.0;
   /// The parameter-free operators that follow this layer up to the next learnable one.
   std::vector<Operator> ops;
 };

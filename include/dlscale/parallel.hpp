@@ -52,7 +52,8 @@ TransformerShape transformer_shape(const Network& net);
 /// divide the heads, or neither divides nor is a multiple of the key/value heads (tp > kv_heads replicates
 /// them, eq. P3); pp·vp exceeds the blocks (uneven chunks are allowed: layer_stages); the sequence does
 /// not split into 2·cp chunks; vp > 1 without the interleaved schedule; interleaved with m not a multiple of pp; "ep"
-/// when ep > 1 on a dense model, ep not dividing dp·cp or the experts (eq. P17).
+/// when ep > 1 on a dense model, ep not dividing dp·cp or the experts (eq. P17); "moe_imbalance" when below 1 or not
+/// a finite number, or, at ep > 1, above what ep ranks can reach (moe_imbalance_limit, eq. P23).
 void validate(const ParallelLayout& layout, int gpus, const TransformerShape& shape);
 
 /// The layout for `gpus` GPUs with its micro-batches from global_batch_target (m = target / (b·dp)); as it is
@@ -116,9 +117,18 @@ StepTraffic dp_step_traffic(std::int64_t params, const Sharding& s, Precision p,
 // ---- mixture of experts (eq. P16-P18) ---------------------------------------------------------------------
 
 /// Eq. P18: what one rank sends in one all-to-all of one MoE block and micro-batch (dispatch or combine, forward or
-/// backward): its T tokens' K copies of h elements, the (e−1)/e of them bound for other EP ranks (balanced routing).
-/// T = b·s/c, over t with SP (each TP rank routes its sequence shard). Zero for ep = 1 or a dense model.
+/// backward): its T tokens' K copies of h elements, the (e−1)/e of them bound for other EP ranks (balanced routing),
+/// times the busiest rank's load f (eq. P23: it receives f times the mean in the dispatch and sends it back in the
+/// combine, and the collective ends with it). T = b·s/c, over t with SP (each TP rank routes its sequence shard).
+/// Zero for ep = 1 or a dense model.
 Bytes moe_alltoall_bytes(const ParallelLayout& l, const TransformerShape& m, double element_bytes) noexcept;
+/// Eq. P23: the load of the busiest expert-parallel rank over the mean rank's that a layout charges: moe_imbalance
+/// where ep > 1; 1 otherwise (one rank holds every expert and runs all rows·K copies, however the router spreads them).
+double moe_rank_load(const ParallelLayout& l) noexcept;
+/// Eq. P23: the most imbalanced e ranks can be: a token sends at most min(K, E/e) of its K copies to one rank, so
+/// the busiest rank receives at most e·T·min(K, E/e) copies of the e·T·K, over the mean T·K: e·min(K, E/e)/K.
+/// 1 for e ≤ 1 or a dense model.
+double moe_imbalance_limit(int ep, const TransformerShape& m) noexcept;
 /// Eq. P18: one all-to-all of the EP groups, each rank sending `per_rank` in equal parts to its e−1 peers, every
 /// group at once: the slowest rank of the first group, its parts to peers on its node over its NVLink (p2p_copy_time
 /// on the topology, else the node's link) beside those to other nodes over its NIC (× the NIC share, eq. P11), the

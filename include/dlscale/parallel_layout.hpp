@@ -74,6 +74,10 @@ struct ParallelLayout {
   /// Expert-parallel degree e (eq. P17): the MoE experts split over e ranks carved from the dp·cp ranks
   /// (Megatron-Core's expert_model_parallel_size); 1 for a dense model.
   int ep = 1;
+  /// Routing imbalance f (eq. P23): the token copies the busiest expert-parallel rank receives over the mean rank's
+  /// (≥ 1; 1.0 balanced routing). Its expert GEMMs and their element-wise kernels, its all-to-all bytes and its
+  /// experts' kept activations are f times the balanced ones, and every rank waits for it. Acts only where ep > 1.
+  double moe_imbalance = 1.0;
   int micro_batch = 1;    // samples per micro-batch b
   int micro_batches = 1;  // micro-batches per step and pipeline m (global batch = b·m·dp)
   /// Samples per step over the job when given instead of m (0: m given): m = global_batch_target / (b·dp),

@@ -51,10 +51,11 @@ struct ParallelPlanEntry {
 struct ParallelPlanResult {
   std::vector<ParallelPlanEntry> ranked;  // those that fit, fastest first (tokens/s; ties: less memory)
   std::int64_t global_batch = 0;
-  Bytes memory_reserve{};  // the space's, as the layouts were checked with it
-  int evaluated = 0;       // layouts checked (memory, then the step of those that fit)
-  int invalid = 0;         // combinations the model or the GPU count does not take
-  int out_of_memory = 0;   // checked, pruned by memory
+  Bytes memory_reserve{};      // the space's, as the layouts were checked with it
+  double moe_imbalance = 1.0;  // the routing imbalance every layout with ep > 1 was charged (eq. P23), at most its limit
+  int evaluated = 0;           // layouts checked (memory, then the step of those that fit)
+  int invalid = 0;             // combinations the model or the GPU count does not take
+  int out_of_memory = 0;       // checked, pruned by memory
 };
 
 /// Searches `space` on `gpus` GPUs of `base` (its cluster, decoder network, framework, precision, optimiser).

@@ -10,6 +10,7 @@
 
 #include "cli/scenario_options.hpp"
 #include "dlscale/error.hpp"
+#include "io/numbers.hpp"
 
 namespace dlscale::cli {
 
@@ -47,6 +48,11 @@ void add_parallel_options(CLI::App& cmd, ParallelOptions& o) {
   cmd.add_option("--ep", o.ep, "Expert-parallel degree (a mixture of experts' experts over ranks of dp·cp)")
       ->type_name("N")
       ->group(g);
+  cmd.add_option("--moe-imbalance", o.moe_imbalance,
+                 "Routing imbalance: the busiest expert-parallel rank's tokens over the mean's, >= 1 (eq. P23; default: "
+                 "the framework's, else 1.0, balanced)")
+      ->type_name("F")
+      ->group(g);
   cmd.add_option("--micro-batches", o.micro_batches, "Micro-batches per step and pipeline (--batch is the micro-batch)")
       ->type_name("M")
       ->group(g);
@@ -58,8 +64,18 @@ void add_parallel_options(CLI::App& cmd, ParallelOptions& o) {
       ->group(g);
 }
 
+double moe_imbalance_option(const std::string& text) {
+  const auto v = finite_number(text);
+  if (!v) throw UsageError("--moe-imbalance", fmt::format("'{}' is not a number", text));
+  return *v;
+}
+
 void apply_parallel_options(const ParallelOptions& o, const ScenarioOptions& so, Scenario& sc) {
-  if (!o.any() && !sc.strategy.parallel_degrees) return;
+  if (!o.any() && !sc.strategy.parallel_degrees) {
+    if (!o.moe_imbalance.empty())
+      throw UsageError("--moe-imbalance", "routing imbalance needs a model-parallel layout with experts over ranks (--ep)");
+    return;
+  }
   ParallelLayout l = sc.strategy.parallel.value_or(ParallelLayout{});
   if (o.micro_batches > 0 && o.global_batch > 0)
     throw UsageError("--global-batch", "give --micro-batches or --global-batch, not both");
@@ -75,6 +91,7 @@ void apply_parallel_options(const ParallelOptions& o, const ScenarioOptions& so,
   if (o.pp > 0) l.pp = o.pp;
   if (o.cp > 0) l.cp = o.cp;
   if (o.ep > 0) l.ep = o.ep;
+  if (!o.moe_imbalance.empty()) l.moe_imbalance = moe_imbalance_option(o.moe_imbalance);
   if (o.sp >= 0) l.sp = o.sp == 1;
   if (o.tp_comm_overlap >= 0) l.tp_comm_overlap = o.tp_comm_overlap == 1;
   if (o.dp_comm_overlap >= 0) l.dp_comm_overlap = o.dp_comm_overlap == 1;
@@ -115,6 +132,7 @@ std::string_view parallel_option_for_field(std::string_view field) noexcept {
       {"parallel.global_batch", "--global-batch"},
       {"parallel.micro_batch", "--batch"},
       {"parallel.micro_batches", "--micro-batches"},
+      {"parallel.moe_imbalance", "--moe-imbalance"},
       {"parallel.pp", "--pp"},
       {"parallel.rank_order", "--rank-order"},
       {"parallel.schedule", "--schedule"},
@@ -133,10 +151,12 @@ std::string layout_text(const ParallelLayout& l) {
                                                       : fmt::format(" ({})", to_string(l.schedule));
   const std::string batches = l.global_batch_target > 0 ? fmt::format("global batch {}", l.global_batch_target)
                                                         : fmt::format("{} micro-batches", l.micro_batches);
-  return fmt::format("tp {}{} × {} × cp {}{}, micro-batch {}, {}, rank order {}{}", l.tp,
-                     l.sp ? (l.tp_comm_overlap ? " (sp, overlapped)" : " (sp)") : "", pp, l.cp,
-                     l.ep > 1 ? fmt::format(" × ep {}", l.ep) : std::string(), l.micro_batch, batches, to_string(l.order),
-                     l.dp_comm_overlap ? ", DP communication overlapped" : "");
+  return fmt::format(
+      "tp {}{} × {} × cp {}{}, micro-batch {}, {}, rank order {}{}", l.tp,
+      l.sp ? (l.tp_comm_overlap ? " (sp, overlapped)" : " (sp)") : "", pp, l.cp,
+      l.ep > 1 ? fmt::format(" × ep {}{}", l.ep, l.moe_imbalance != 1.0 ? fmt::format(" (imbalance {:g})", l.moe_imbalance) : "")
+               : std::string(),
+      l.micro_batch, batches, to_string(l.order), l.dp_comm_overlap ? ", DP communication overlapped" : "");
 }
 
 }  // namespace dlscale::cli

@@ -22,6 +22,7 @@ struct ParallelOptions {
   int tp_comm_overlap = -1;                                       // --tp-comm-overlap 1, --no-tp-comm-overlap 0, -1 not given
   int dp_comm_overlap = -1;                                       // --dp-comm-overlap 1, --no-dp-comm-overlap 0, -1 not given
   std::string schedule, rank_order;                               // empty: the framework's, else 1f1b and tp-cp-ep-dp-pp
+  std::string moe_imbalance;                                      // --moe-imbalance F (eq. P23); empty: the framework's
   [[nodiscard]] bool any() const noexcept {
     return tp > 0 || pp > 0 || vp > 0 || cp > 0 || ep > 0 || micro_batches > 0 || global_batch > 0 || sp >= 0 ||
         tp_comm_overlap >= 0 || dp_comm_overlap >= 0 || !schedule.empty() || !rank_order.empty();
@@ -31,7 +32,8 @@ void add_parallel_options(CLI::App& cmd, ParallelOptions& o);
 
 /// The layout into `sc` (after its framework is read): the framework file's `parallel:` with the options over
 /// it; --batch is the micro-batch (default 1). None given and no degrees in the file: sc stays data-parallel.
-/// A malformed --schedule or --rank-order, or both --micro-batches and --global-batch: UsageError.
+/// A malformed --schedule or --rank-order, both --micro-batches and --global-batch, or --moe-imbalance not a number
+/// or without a layout: UsageError (below 1: validate's, key parallel.moe_imbalance).
 void apply_parallel_options(const ParallelOptions& o, const ScenarioOptions& so, Scenario& sc);
 
 /// The GPU counts a parallel scenario is predicted at without --gpus: the whole cluster.
@@ -53,8 +55,11 @@ struct ParallelPlanOptions {
   bool on = false;                                               // --parallel
   std::int64_t global_batch = 0;                                 // --global-batch; 0: 4 Mi tokens' worth
   std::string tp, pp, vp, cp, ep, micro_batch, recompute, zero;  // LISTs; empty: ParallelPlanSpace's
+  std::string moe_imbalance;  // --moe-imbalance F for every layout with ep > 1 (eq. P23); empty: the framework's
 };
 void add_parallel_plan_options(CLI::App& cmd, ParallelPlanOptions& o);
+/// --moe-imbalance's value: a finite number (its range is validate's); UsageError otherwise.
+double moe_imbalance_option(const std::string& text);
 /// Runs the parallel plan with plan's scenario options (`framework`: --frameworks, whose first is planned with;
 /// megatron-core when empty) and prints the top `top` layouts.
 void run_parallel_plan(const ScenarioOptions& so, const ParallelPlanOptions& o, const std::string& framework, int top,

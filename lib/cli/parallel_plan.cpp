@@ -63,6 +63,11 @@ void add_parallel_plan_options(CLI::App& cmd, ParallelPlanOptions& o) {
       {"--zero", &o.zero, "Optimiser sharding stages to try: 0 replicated, 1 distributed optimiser (default 0,1)"},
   };
   for (const auto& l : lists) cmd.add_option(l.name, *l.values, l.what)->type_name("LIST")->group(g);
+  cmd.add_option("--moe-imbalance", o.moe_imbalance,
+                 "Routing imbalance of every layout with ep > 1: the busiest expert-parallel rank's tokens over the mean's, "
+                 ">= 1 (eq. P23; default: the framework's, else 1.0)")
+      ->type_name("F")
+      ->group(g);
 }
 
 void run_parallel_plan(const ScenarioOptions& so_in, const ParallelPlanOptions& o, const std::string& framework, int top,
@@ -78,7 +83,16 @@ void run_parallel_plan(const ScenarioOptions& so_in, const ParallelPlanOptions& 
     so.precision = c.gpu.supports(Precision::bf16) ? "bf16" : "fp16";
   }
   RunInfo info;
-  const Scenario sc = build_scenario(so, info);
+  Scenario sc = build_scenario(so, info);
+  if (!o.moe_imbalance.empty()) {  // eq. P23: over the framework's
+    const double f = moe_imbalance_option(o.moe_imbalance);
+    if (!(f >= 1.0))
+      throw UsageError("--moe-imbalance",
+                       fmt::format("the busiest expert-parallel rank's load over the mean must be at least 1, got {}", f));
+    ParallelLayout l = sc.strategy.parallel.value_or(ParallelLayout{});
+    l.moe_imbalance = f;
+    sc.strategy.parallel = l;
+  }
   const auto gpus = parse_gpu_list(so.gpus);
   if (gpus.size() != 1) throw UsageError("--gpus", "plan takes one GPU count");
   if (o.global_batch < 0) throw UsageError("--global-batch", fmt::format("must be at least 1, got {}", o.global_batch));

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <initializer_list>
 #include <numeric>
 #include <stdexcept>
@@ -414,12 +415,16 @@ void mlp_activation(Kernels& k, const std::string& base, double h, bool gated, d
 /// the rank's experts (E, or E/ep under expert parallelism) as grouped GEMMs of rows·K/E_local rows each: balanced
 /// routing assumed, every expert gets the same share of the rows·K copies the rank's experts run. Where the framework
 /// runs its memory-bound kernels by class (eq. K21), the experts' SwiGLU or GELU as the dense MLP's (vectorized); the
-/// router's top-k and the permutations stay at the fitted memory-bound rate (no profile of them).
+/// router's top-k and the permutations stay at the fitted memory-bound rate (no profile of them). Eq. P23: under routing
+/// imbalance the busiest expert-parallel rank's experts run ⌈rows·K·f⌉ copies (`expert_load` f), their GEMMs and
+/// activation stretched; the router and the permutations stay on the rank's own rows·K.
 void time_experts(Kernels& k, const LayerWork& w, std::int64_t rows, std::int64_t d) {
   const Layer& l = w.l;
   const std::int64_t local = l.local_experts > 0 ? l.local_experts : l.experts;
-  const std::int64_t routed = rows * l.top_k, per_expert = (routed + local - 1) / local;
-  const double logits = static_cast<double>(rows) * l.experts, copies = static_cast<double>(routed) * static_cast<double>(d);
+  const std::int64_t own = rows * l.top_k;
+  const auto routed = static_cast<std::int64_t>(std::ceil(static_cast<double>(own) * std::max(l.expert_load, 1.0)));
+  const std::int64_t per_expert = (routed + local - 1) / local;
+  const double logits = static_cast<double>(rows) * l.experts, copies = static_cast<double>(own) * static_cast<double>(d);
   const double tokens = static_cast<double>(rows) * static_cast<double>(d);
   linear_gemms(k, k.name(l.name, ".router"), rows, d, l.experts, w.input_grad);
   k.pass(k.name(l.name, ".router top-k fwd"), 3.0 * logits, w.eb, false);  // read the logits, write probabilities, pick

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <charconv>
+#include <cmath>
 #include <optional>
 #include <string_view>
 
@@ -13,6 +14,14 @@ inline std::optional<long long> whole_number(std::string_view s, long long lo, l
   long long v = 0;
   const auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
   if (s.empty() || ec != std::errc() || ptr != s.data() + s.size() || v < lo || v > hi) return std::nullopt;
+  return v;
+}
+
+/// All of `s` as a finite decimal number; nothing for anything else (empty, junk, inf, nan).
+inline std::optional<double> finite_number(std::string_view s) noexcept {
+  double v = 0.0;
+  const auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (s.empty() || ec != std::errc() || ptr != s.data() + s.size() || !std::isfinite(v)) return std::nullopt;
   return v;
 }
 

@@ -38,6 +38,11 @@ void read_parallel_entry(const yamlio::Node& node, Strategy& s) {
     l.global_batch_target = at_least_one(*n);
     degrees = true;
   }
+  if (auto n = m.optional("moe_imbalance")) {  // eq. P23: the busiest EP rank's load over the mean's
+    const double f = n->number();
+    if (!(f >= 1.0)) n->fail(fmt::format("the busiest expert-parallel rank's load over the mean must be at least 1, got {}", f));
+    l.moe_imbalance = f;
+  }
   if (auto n = m.optional("sp")) l.sp = n->boolean();
   if (auto n = m.optional("tp_comm_overlap")) l.tp_comm_overlap = n->boolean();
   if (auto n = m.optional("dp_comm_overlap")) l.dp_comm_overlap = n->boolean();

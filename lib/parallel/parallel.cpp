@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 
 #include "dlscale/cluster.hpp"
@@ -108,14 +109,33 @@ namespace {
 /// Eq. P17's checks of the expert-parallel degree.
 void validate_experts(const ParallelLayout& l, int dp, const TransformerShape& m) {
   if (l.ep < 1) throw field_error("ep", fmt::format("must be at least 1, got {}", l.ep));
+  // eq. P23: the busiest rank's load over the mean's, at least the mean's
+  if (!std::isfinite(l.moe_imbalance) || l.moe_imbalance < 1.0)
+    throw field_error(
+        "moe_imbalance",
+        fmt::format("the busiest expert-parallel rank's load over the mean must be at least 1, got {}", l.moe_imbalance));
   if (l.ep == 1) return;
   if (m.experts == 0) throw field_error("ep", fmt::format("ep {} needs a model with experts (a mixture of experts)", l.ep));
   if (m.experts % l.ep != 0) throw field_error("ep", fmt::format("ep {} does not divide the {} experts", l.ep, m.experts));
   // eq. P17: the EP groups are carved from the dp·cp ranks
   if ((dp * l.cp) % l.ep != 0)
     throw field_error("ep", fmt::format("ep {} does not divide dp {} × cp {} = {} ranks", l.ep, dp, l.cp, dp * l.cp));
+  if (const double limit = moe_imbalance_limit(l.ep, m); l.moe_imbalance > limit)
+    throw field_error("moe_imbalance",
+                      fmt::format("{} is more than {} expert-parallel ranks can reach: a token sends at most min(K {}, E/ep {}) "
+                                  "of its copies to one rank, at most {:.4g} times the mean",
+                                  l.moe_imbalance, l.ep, m.top_k, m.experts / l.ep, limit));
 }
 }  // namespace
+
+double moe_rank_load(const ParallelLayout& l) noexcept { return l.ep > 1 ? l.moe_imbalance : 1.0; }  // eq. P23
+
+double moe_imbalance_limit(int ep, const TransformerShape& m) noexcept {
+  if (ep <= 1 || m.experts == 0 || m.top_k == 0) return 1.0;
+  // eq. P23: e ranks, E/e experts each; a token's K copies go to K distinct experts, at most min(K, E/e) on one rank
+  const std::int64_t most = std::min<std::int64_t>(m.top_k, m.experts / ep);
+  return static_cast<double>(ep) * static_cast<double>(most) / static_cast<double>(m.top_k);
+}
 
 void validate(const ParallelLayout& l, int gpus, const TransformerShape& m) {
   for (auto [field, v] : {std::pair{"tp", l.tp},
@@ -236,7 +256,8 @@ Bytes moe_alltoall_bytes(const ParallelLayout& l, const TransformerShape& m, dou
   if (l.ep <= 1 || m.experts == 0) return Bytes{};
   // eq. P18: T = b·s/c tokens (over t with SP), K copies of h elements, (e−1)/e of them to other ranks
   const double tokens = static_cast<double>(l.micro_batch) * static_cast<double>(m.seq / l.cp) / (l.sp ? l.tp : 1);
-  return bytes(tokens * static_cast<double>(m.top_k) * static_cast<double>(m.hidden) * e * (l.ep - 1) / l.ep);
+  // eq. P23: the busiest rank receives f times the mean (dispatch) and sends it back (combine); the group waits for it
+  return bytes(tokens * static_cast<double>(m.top_k) * static_cast<double>(m.hidden) * e * (l.ep - 1) / l.ep * moe_rank_load(l));
 }
 
 Bytes pp_p2p_bytes(const ParallelLayout& l, const TransformerShape& m, double e) noexcept {
@@ -301,7 +322,10 @@ void narrow_to_rank(Layer& x, const ParallelLayout& l) {
   if (!tp_split(x.kind)) return;
   const std::int64_t t = std::max(l.tp, 1);
   x.params = rank_layer_params(x, l);
-  if (x.experts > 0) x.local_experts = x.experts / std::max(l.ep, 1);  // eq. P17: E/ep experts, their hidden over t
+  if (x.experts > 0) {
+    x.local_experts = x.experts / std::max(l.ep, 1);  // eq. P17: E/ep experts, their hidden over t
+    x.expert_load = moe_rank_load(l);                 // eq. P23: the busiest rank's copies
+  }
   if (x.kind == LayerKind::attention && x.heads > 0 && x.input_shape.size() >= 2) {
     const std::int64_t kv = x.kv_heads > 0 ? x.kv_heads : x.heads;
     x.head_dim = static_cast<int>(x.input_shape.back() / x.heads);
@@ -369,11 +393,15 @@ LayerTimes shard_layer_times(const LayerTimes& times, const Network& net, const 
     // eq. P6: a rank's own times (timed at its s/c tokens) are its own, but for the attention core below. From
     // the whole layers': the vocabulary-parallel embedding looks up every token on every TP rank (masked), so only
     // its tokens divide; the other split layers divide by t·c; norms by c, and by t under SP
-    const double f = of == LayerTimesOf::tp_rank ? 1.0
-        : k == LayerKind::embedding              ? 1.0 / cp
-        : tp_split(k)                            ? 1.0 / (tp * cp)
-        : k == LayerKind::layernorm              ? 1.0 / (cp * (l.sp ? tp : 1.0))
-                                                 : 1.0 / cp;
+    const double share = of == LayerTimesOf::tp_rank ? 1.0
+        : k == LayerKind::embedding                  ? 1.0 / cp
+        : tp_split(k)                                ? 1.0 / (tp * cp)
+        : k == LayerKind::layernorm                  ? 1.0 / (cp * (l.sp ? tp : 1.0))
+                                                     : 1.0 / cp;
+    // eq. P23: a measured MoE layer has no split between its router and its experts: the busiest rank's whole layer
+    // f times (an upper bound by the router's and the permutations' share); a rank's own times carry it in their shapes
+    const double load = of == LayerTimesOf::whole_layers && net.layers[i].experts > 0 ? moe_rank_load(l) : 1.0;
+    const double f = share * load;
     t.forward[i] = t.forward[i] * f;
     t.backward[i] = t.backward[i] * f;
     if (i < t.forward_gemm.size()) t.forward_gemm[i] = t.forward_gemm[i] * f;
@@ -473,8 +501,23 @@ StageActivations stage_activations(const Network& net, const std::vector<int>& b
 }
 }  // namespace
 
+namespace {
+/// Eq. P23: what the busiest expert-parallel rank keeps of a MoE layer (`kept`, fp32 figure a sample: eq. P16's
+/// router probabilities, the K permuted copies' inputs (D), hidden activations (m·F, m = 3 gated, 2 not) and outputs
+/// (D)) with the copies' part, rows·K·(m·F + 2D) elements of 4 B, f times: its experts run f times the mean's copies.
+double busiest_rank_kept(const Layer& x, const ParallelLayout& l, double kept) {
+  const double f = moe_rank_load(l);
+  if (x.experts <= 0 || !(f > 1.0) || x.input_shape.empty() || x.input_shape.back() <= 0) return kept;
+  double elements = 1.0;
+  for (const std::int64_t n : x.input_shape) elements *= static_cast<double>(n);
+  const double d = static_cast<double>(x.input_shape.back()), matrices = x.gated ? 3.0 : 2.0;
+  const double copies = elements / d * static_cast<double>(x.top_k) * (matrices * static_cast<double>(x.hidden) + 2.0 * d);
+  return kept + (f - 1.0) * 4.0 * copies;
+}
+}  // namespace
+
 Bytes layer_activation_bytes(const Layer& x, const ParallelLayout& l, const ComputeOptions& opt, bool drop_probabilities) {
-  double own = x.activation_bytes_per_sample;  // fp32 figure, as the memory model counts it
+  double own = busiest_rank_kept(x, l, x.activation_bytes_per_sample);  // fp32 figure, as the memory model counts it
   if (drop_probabilities) own -= flash_attention_saving_per_sample(x);
   double ops = 0.0;
   for (const auto& o : x.ops) ops += o.activation_bytes_per_sample;

@@ -18,6 +18,13 @@ std::string group_row(const char* name, const GroupPlacement& g) {
       to_string(g.path), g.nic_share > 1.0 ? fmt::format(", NICs shared {:.3g}×", g.nic_share) : std::string());
 }
 
+/// Eq. P23: ", routing imbalance 1.5" (its busiest rank charged where ep > 1), or that one rank of all the experts
+/// runs every copy whatever the router's spread.
+std::string moe_imbalance_text(const ParallelLayout& l) {
+  return l.ep > 1 ? fmt::format(", routing imbalance {:g}: the busiest EP rank's load", l.moe_imbalance)
+                  : fmt::format(", routing imbalance {:g} not charged: one EP rank runs every copy", l.moe_imbalance);
+}
+
 }  // namespace
 
 std::string explain_parallel(const Scenario& sc, int gpus) {
@@ -37,7 +44,10 @@ std::string explain_parallel(const Scenario& sc, int gpus) {
       l.pp > 1 ? (l.schedule == PipelineSchedule::interleaved ? fmt::format(" (interleaved, vp {})", l.vp)
                                                               : fmt::format(" ({})", to_string(l.schedule)))
                : std::string(),
-      l.cp, shape.experts > 0 ? fmt::format(" (ep {} of {} experts, top-{})", l.ep, shape.experts, shape.top_k) : std::string(),
+      l.cp,
+      shape.experts > 0 ? fmt::format(" (ep {} of {} experts, top-{}{})", l.ep, shape.experts, shape.top_k,
+                                      l.moe_imbalance != 1.0 ? moe_imbalance_text(l) : std::string())
+                        : std::string(),
       l.dp(gpus), l.micro_batch, l.micro_batches, l.global_batch(gpus),
       static_cast<double>(l.global_batch(gpus) * shape.seq) / 1e6, to_string(sc.compute.recompute), to_string(l.order));
   out += fmt::format("step {:.4f} s: {:.4g} tokens/s ({:.1f} per GPU), MFU {:.1f} %\n\n", in_seconds(p.iteration_time),

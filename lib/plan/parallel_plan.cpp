@@ -39,7 +39,8 @@ struct PlanContext {
   bool tp_comm_overlap = false;  // the framework's (nemo.yaml): every layout with SP overlaps its TP collectives
   bool dp_comm_overlap = false;  // the framework's (nemo.yaml): every layout overlaps its DP collectives (eq. P19)
   Bytes capacity;
-  Bytes reserve;  // ParallelPlanSpace::memory_reserve, each stage's MemoryEstimate::reserved
+  Bytes reserve;               // ParallelPlanSpace::memory_reserve, each stage's MemoryEstimate::reserved
+  double moe_imbalance = 1.0;  // the framework's (or --moe-imbalance): every layout with ep > 1 (eq. P23)
 };
 
 /// The layout of one point of the grid, its micro-batches set by the global batch; nullopt where the model or
@@ -57,6 +58,9 @@ std::optional<ParallelLayout> grid_layout(const PlanContext& c, int tp, int pp, 
   l.schedule = vp > 1 ? PipelineSchedule::interleaved : PipelineSchedule::one_f_one_b;
   l.cp = cp;
   l.ep = ep;
+  // eq. P23: the stated imbalance, at most what ep ranks can reach (the router's imbalance over fewer, larger ranks
+  // cannot exceed it; the same factor at every ep > 1 is the plan's assumption)
+  l.moe_imbalance = std::min(c.moe_imbalance, moe_imbalance_limit(ep, c.shape));
   l.micro_batch = b;
   l.global_batch_target = global;
   l.order = c.order;
@@ -163,7 +167,13 @@ ParallelPlanResult plan_parallel(const Scenario& base, int gpus, const ParallelP
     c.order = base.strategy.parallel->order;
     c.tp_comm_overlap = base.strategy.parallel->tp_comm_overlap;
     c.dp_comm_overlap = base.strategy.parallel->dp_comm_overlap;
+    c.moe_imbalance = base.strategy.parallel->moe_imbalance;
   }
+  if (!std::isfinite(c.moe_imbalance) || c.moe_imbalance < 1.0)
+    throw InputError(
+        SourceLocation{}, "moe_imbalance",
+        fmt::format("the busiest expert-parallel rank's load over the mean must be at least 1, got {}", c.moe_imbalance));
+  r.moe_imbalance = c.moe_imbalance;
   const ComputeOptions step_opt = step_compute(base);
   Scenario times_of = base;  // for parallel_whole_times: the framework's efficiency, no measured layers
   times_of.measured_layers.reset();
@@ -238,6 +248,11 @@ std::string format_parallel_plan(const ParallelPlanResult& r, const Scenario& ba
       "# memory reserve {:.3g} GB a GPU (CUDA context and workspaces, NCCL buffers, allocator fragmentation): a layout "
       "fits when its worst stage's tensors stay within {:.3g} GB; mem/GPU includes the reserve\n",
       in_bytes(r.memory_reserve) / 1e9, in_bytes(cl.gpu.memory_size - r.memory_reserve) / 1e9);
+  if (shape.experts > 0 && r.moe_imbalance != 1.0)
+    out += fmt::format(
+        "# routing imbalance {:g}: at every ep > 1 the busiest expert-parallel rank runs {:g} × the mean's token copies "
+        "(its expert GEMMs, all-to-alls and activations; at most what ep ranks can reach; eq. P23)\n",
+        r.moe_imbalance, r.moe_imbalance);
   if (r.ranked.empty()) {
     out += "# no layout fits\n";
     return out;
