@@ -7,6 +7,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -563,7 +564,7 @@ TEST(H200DecoderSteps, BesideThePredictions) {
   }
   std::printf("H200 decoder steps: %d rows, mean |error| %.1f %%, worst %.1f %%\n", rows, 100 * sum / rows, 100 * worst);
   EXPECT_LT(sum / rows, 0.06);  // where it stands: 4.1 % (6.5 % before K21's memory-bound kernels by class)
-  EXPECT_LT(worst, 0.20);       // the 125M model with full recompute, +13.7 % (docs/compute-model.md says why)
+  EXPECT_LT(worst, 0.20);       // the 125M model with full recompute, +14.3 % (docs/compute-model.md says why)
 }
 
 // The same steps' memory: every one ran, so each must be predicted to fit; the model's tensors at the step's peak
@@ -677,6 +678,207 @@ TEST(H200DecoderSteps, GemmsOfTheDecoderShapes) {
     ++rows;
   }
   EXPECT_EQ(rows, 12);
+}
+
+}  // namespace
+}  // namespace dlscale
+
+namespace dlscale {
+namespace {
+
+// The host's issue floor (eq. K20) of the eager decoders, against this session's H200 (tests/data/h200-pytorch/
+// host-2026-11-28, README there, "Host floor, ..."): each step timed eager and replayed as one CUDA graph (graph_ms:
+// the GPU's work, equal to the profiled GPU time within 1-4 %), its GPU operations counted by torch.profiler
+// (gpu_ops_per_step: kernels, memcpys and memsets). torchtitan's Llama in `single` mode (host_floor.py: fp32 weights
+// under bf16 autocast, fused AdamW, the embedding frozen), FSDP2 at world size 1 (decoder_steps.py, call2-decoder.jsonl),
+// and transformers' GPT-2 with eager attention (call2-host.jsonl). The framework files give host_issue per kernel the
+// model counts (models/frameworks/torchtitan.yaml, hf-deepspeed-zero1.yaml).
+struct HostRow {
+  std::string label;
+  Scenario scenario;
+  double eager = 0.0, graph = 0.0;  // ms; graph 0: not captured (GPT-2, FSDP)
+  double gpu_ops = 0.0;             // profiled GPU operations a step; 0: not profiled
+};
+
+Cluster h200_cluster() {
+  ClusterOverrides ov;
+  ov.gpu = find_gpu("h200");
+  return load_cluster(resolve(DataKind::cluster, "dgx-h100", "--cluster"), ov);
+}
+
+std::vector<YAML::Node> json_lines(const std::string& file) {
+  std::ifstream in(std::filesystem::path(DLSCALE_TEST_DATA_DIR) / "h200-pytorch" / "host-2026-11-28" / file);
+  std::vector<YAML::Node> out;
+  for (std::string line; std::getline(in, line);)
+    if (!line.empty()) out.push_back(YAML::Load(line));
+  return out;
+}
+
+Scenario host_scenario(const Cluster& c, const DecoderShape& d, const std::string& framework, int batch) {
+  Scenario sc;
+  sc.cluster = c;
+  sc.network = build_decoder(d, "decoder");
+  sc.strategy = load_strategy(resolve(DataKind::framework, framework, "--framework"));
+  sc.strategy.jitter_cv = 0.0;
+  sc.batch_per_gpu = batch;
+  sc.compute.precision = Precision::bf16;
+  sc.compute.optimizer = Optimizer::adamw;
+  sc.compute.optimizer_impl = OptimizerImpl::fused;
+  return sc;
+}
+
+std::vector<HostRow> host_rows() {
+  const Cluster h200 = h200_cluster();
+  const std::map<std::string, std::array<int, 4>> llama = {{"llama-125m", {768, 12, 2048}}, {"llama-1.3b", {2048, 16, 5632}}};
+  const std::map<std::string, std::array<int, 2>> gpt2 = {
+      {"gpt2", {12, 768}}, {"gpt2-medium", {24, 1024}}, {"gpt2-large", {36, 1280}}, {"gpt2-xl", {48, 1600}}};
+  std::vector<HostRow> out;
+  for (const YAML::Node& r : json_lines("call1-host.jsonl")) {
+    if (!r["kind"] || r["kind"].as<std::string>() != "decoder") continue;
+    const auto& m = llama.at(r["model"].as<std::string>());
+    const DecoderShape d{.layers = r["layers"].as<int>(),
+                         .hidden = m[0],
+                         .heads = m[1],
+                         .kv_heads = m[1],
+                         .ffn = m[2],
+                         .vocab = 32000,
+                         .seq = r["seq"].as<int>()};
+    HostRow h{fmt::format("{} seq {} b{} single", r["model"].as<std::string>(), d.seq, r["batch"].as<int>()),
+              host_scenario(h200, d, "torchtitan", r["batch"].as<int>()), r["eager_ms"].as<double>(), r["graph_ms"].as<double>(),
+              r["gpu_ops_per_step"].as<double>()};
+    // a plain module: no FSDP2 copies, fp32 weights under autocast; torchtitan's kernels and floor
+    h.scenario.strategy.sharding = Sharding{};
+    h.scenario.strategy.fp32_gradients = true;
+    out.push_back(std::move(h));
+  }
+  for (const YAML::Node& r : json_lines("call2-decoder.jsonl")) {
+    if (!r["mode"] || r["mode"].as<std::string>() != "fsdp") continue;
+    const std::string shape = r["shape"].as<std::string>();
+    if (!llama.count(shape)) continue;
+    const DecoderShape d{.layers = r["layers"].as<int>(),
+                         .hidden = r["hidden"].as<int>(),
+                         .heads = r["heads"].as<int>(),
+                         .kv_heads = r["kv_heads"].as<int>(),
+                         .ffn = r["ffn"].as<int>(),
+                         .vocab = r["vocab"].as<int>(),
+                         .seq = r["seq"].as<int>()};
+    const bool compiled = r["compile"].as<bool>();
+    HostRow h{fmt::format("{} seq {} b{} fsdp{}", shape, d.seq, r["batch"].as<int>(), compiled ? " compiled" : ""),
+              host_scenario(h200, d, "torchtitan", r["batch"].as<int>()), r["ms_per_iter"].as<double>(), 0.0, 0.0};
+    h.scenario.compute.compiled = compiled;
+    out.push_back(std::move(h));
+  }
+  for (const YAML::Node& r : json_lines("call2-host.jsonl")) {
+    if (!r["kind"] || !r["eager_ms"]) continue;
+    const auto& m = gpt2.at(r["model"].as<std::string>());
+    DecoderShape d{
+        .layers = m[0], .hidden = m[1], .heads = m[1] / 64, .ffn = 4 * m[1], .vocab = 50257, .seq = r["seq"].as<int>()};
+    d.ffn_kind = "gelu";
+    d.positions = "learned";
+    d.context = 1024;
+    d.tied = d.bias = true;
+    out.push_back({fmt::format("{} seq {} b{}", r["model"].as<std::string>(), d.seq, r["batch"].as<int>()),
+                   host_scenario(h200, d, "hf-deepspeed-zero1", r["batch"].as<int>()), r["eager_ms"].as<double>(), 0.0,
+                   r["gpu_ops_per_step"].as<double>()});
+  }
+  return out;
+}
+
+double predicted_ms(const Scenario& sc) {
+  return 1e3 * in_seconds(Predictor(sc, Predictor::TimesOnly{}).predict(1).iteration_time);
+}
+
+LayerTimes model_phases(const Scenario& sc) {
+  return estimate_layer_times(sc.network, sc.cluster.gpu, sc.batch_per_gpu, step_compute(sc));
+}
+
+// The kernels the model counts a step beside those torch.profiler saw (kernels, memcpys, memsets): the model counts a
+// composite operator's kernels, not cuBLAS's split-K reductions, memsets, the autocast casts of the fp32 weights nor
+// the optimiser's bookkeeping kernels. Where it stands: 0.52-0.61 of torchtitan's Llama, 0.66-0.75 of GPT-2's. The
+// framework files' host_issue is per model kernel (eager_ms over the model's count), checked here against the data.
+TEST(H200HostFloor, KernelCountsBesideTheProfile) {
+  for (const HostRow& r : host_rows()) {
+    if (r.gpu_ops <= 0) continue;
+    const LayerTimes t = model_phases(r.scenario);
+    const double k = t.forward_kernels + t.backward_kernels + t.update_kernels;
+    std::printf("H200 host %-41s model kernels %5.0f (%4.0f fwd, %4.0f bwd, %3.0f update), profiled %5.0f: %.2f\n",
+                r.label.c_str(), k, t.forward_kernels, t.backward_kernels, t.update_kernels, r.gpu_ops, k / r.gpu_ops);
+    EXPECT_GT(k / r.gpu_ops, 0.5) << r.label;
+    EXPECT_LT(k / r.gpu_ops, 0.8) << r.label;
+  }
+  // torchtitan.yaml's 62.4 us: 125M at seq 2048 batch 2, 55.797 ms eager over the model's kernels; hf-deepspeed-zero1's
+  // 55.2 us: GPT-2 XL at 512 x 1, 205.057 ms
+  for (const auto& [label, framework] :
+       {std::pair{"llama-125m seq 2048 b2 single", "torchtitan"}, std::pair{"gpt2-xl seq 512 b1", "hf-deepspeed-zero1"}})
+    for (const HostRow& r : host_rows())
+      if (r.label == label) {
+        const LayerTimes t = model_phases(r.scenario);
+        const double k = t.forward_kernels + t.backward_kernels + t.update_kernels;
+        const Seconds issue = load_strategy(resolve(DataKind::framework, framework, "--framework")).execution.host_issue;
+        EXPECT_NEAR(in_seconds(issue) * 1e6, 1e3 * r.eager / k, 0.05) << framework;
+      }
+}
+
+// Eq. K20 by hand on the 125M single step at batch 2: each phase is host-bound, so its time is its kernels times
+// torchtitan's 62.4 us, and the step their sum; without the floor each phase is the GPU's, shorter.
+TEST(H200HostFloor, TheFloorOfAHostBoundStepByHand) {
+  for (const HostRow& r : host_rows()) {
+    if (r.label != "llama-125m seq 2048 b2 single") continue;
+    const LayerTimes t = model_phases(r.scenario);
+    ComputeOptions gpu_only = step_compute(r.scenario);
+    gpu_only.execution.host_issue = Seconds{};  // the fitted per-kernel charge, 22.5 us, as launch_gap keeps it
+    const LayerTimes g = estimate_layer_times(r.scenario.network, r.scenario.cluster.gpu, 2, gpu_only);
+    EXPECT_NEAR(in_seconds(t.total_forward()), t.forward_kernels * 62.4e-6, 1e-9);
+    EXPECT_NEAR(in_seconds(t.total_backward()), t.backward_kernels * 62.4e-6, 1e-9);
+    EXPECT_NEAR(in_seconds(t.total_update()), t.update_kernels * 62.4e-6, 1e-9);
+    EXPECT_LT(g.total_forward(), t.total_forward());
+    EXPECT_LT(g.total_backward(), t.total_backward());
+    EXPECT_LT(g.total_update(), t.total_update());
+    EXPECT_EQ(g.forward_kernels, t.forward_kernels);
+    return;
+  }
+  FAIL() << "no 125M batch-2 row in call1-host.jsonl";
+}
+
+// The model's step beside the eager one and, where the step was captured, the model without the floor beside the
+// graph replay (the GPU's work). Where it stands (docs/compute-model.md, K20): the host-bound single 125M rows and
+// GPT-2 XL within 4 %; the eager FSDP2 rows -5 to -21 % (FSDP2's hooks, a host cost per block the model does not have:
+// 0.4-1.6 ms a block beyond the per-kernel cost), the compiled one -46 % (printed: its 69.9 ms is the eager rows'
+// floor with fewer kernels); the 1.3B single at batch 1 +29 % (its host issue does not grow with the kernel count:
+// 1.97 times the 125M's kernels in at most 91 ms); the GPU-bound rows as before.
+TEST(H200HostFloor, EagerStepsBesideThePredictions) {
+  std::map<std::string, std::vector<double>> errors;  // by kind: single, fsdp, gpt2
+  for (const HostRow& r : host_rows()) {
+    const double p = predicted_ms(r.scenario), e = rel(p, r.eager);
+    std::string graph;
+    if (r.graph > 0) {
+      Scenario no_floor = r.scenario;
+      no_floor.strategy.execution.host_issue = Seconds{};
+      const double g = predicted_ms(no_floor);
+      graph =
+          fmt::format("; graph {:6.1f} ms, model without the floor {:6.1f} ms ({:+.1f} %)", r.graph, g, 100 * rel(g, r.graph));
+    }
+    std::printf("H200 host %-41s measured %6.1f ms predicted %6.1f ms (%+.1f %%)%s\n", r.label.c_str(), r.eager, p, 100 * e,
+                graph.c_str());
+    const bool fsdp = r.label.find("fsdp") != std::string::npos;
+    errors[r.label.find("compiled") != std::string::npos ? "compiled"
+               : fsdp                                    ? "fsdp"
+               : r.label.find("gpt2") == 0               ? "gpt2"
+                                                         : "single"]
+        .push_back(e);
+    if (r.label == "llama-125m seq 2048 b2 single" || r.label == "llama-125m seq 1024 b8 single" || r.label.find("gpt2-xl") == 0)
+      EXPECT_LT(std::abs(e), 0.05) << r.label;  // host-bound: the floor
+  }
+  for (const auto& [kind, v] : errors) {
+    double sum = 0;
+    for (double x : v) sum += std::abs(x);
+    std::printf("H200 host %s rows (%zu): mean |error| %.1f %%\n", kind.c_str(), v.size(),
+                100 * sum / static_cast<double>(v.size()));
+  }
+  double fsdp = 0;
+  for (double x : errors["fsdp"]) fsdp += std::abs(x) / static_cast<double>(errors["fsdp"].size());
+  EXPECT_EQ(errors["fsdp"].size(), 6U);
+  EXPECT_LT(fsdp, 0.15);  // 36 % without the floor
 }
 
 }  // namespace

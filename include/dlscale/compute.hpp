@@ -29,6 +29,9 @@ struct LayerTimes {
   /// Per layer, the part of `backward` that is the attention core's (the kernel model fills it): what a
   /// context-parallel rank runs c times over, one block of its ring at a time (eq. P6).
   std::vector<Seconds> backward_attention;
+  /// The kernels each phase issues over all layers, as the kernel model counts them (the host's issue floor, eq.
+  /// K20, charges each its host cost); zero where the times are measured or profiled.
+  double forward_kernels = 0.0, backward_kernels = 0.0, update_kernels = 0.0;
 
   [[nodiscard]] Seconds total_forward() const noexcept;
   [[nodiscard]] Seconds total_backward() const noexcept;

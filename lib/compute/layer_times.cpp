@@ -996,6 +996,9 @@ LayerTimes estimate_layer_times(const Network& net, const GpuSpec& gpu, int batc
     kernels_backward += k.backward_kernels;
     kernels_update += update_kernel_count(net.layers[i], opt);
   }
+  t.forward_kernels = kernels_forward;
+  t.backward_kernels = kernels_backward;
+  t.update_kernels = kernels_update;
   if (const Seconds issue = opt.execution.host_issue; issue > Seconds{}) {  // eq. K20
     issue_floor(t.forward, kernels_forward, issue, {&t.forward_gemm, &t.forward_attention, &t.forward_copies});
     issue_floor(t.backward, kernels_backward, issue, {&t.backward_attention});
