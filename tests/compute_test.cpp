@@ -355,7 +355,7 @@ TEST(KernelModel, WorkedLayerNorm) {
 }
 
 // Eq. K21 on the toy GPU (500 GB/s): Llama's eager RMSNorm in bf16 over 8 x 128 x 768 = 786,432 elements, its
-// kernels by class at vectorized 0.9 (450 GB/s), strided 0.5 (250 GB/s) and reduction 0.4 (200 GB/s), 5 us a
+// kernels by class at vectorized 0.9 (450 GB/s), strided and upcast 0.5 (250 GB/s) and reduction 0.4 (200 GB/s), 5 us a
 // kernel. Forward, 7 kernels: the upcast (2 + 4), x·rsqrt (4 + 4) and ·weight (2 + 2) strided, 18 B an element,
 // 14,155,776 B in 56.623104 us; pow (4 + 4) and the downcast (4 + 2) vectorized, 14 B, 11,010,048 B in 24.466773 us;
 // the mean (4) a reduction, 3,145,728 B in 15.72864 us; + 35 us = 131.818517 us for 36 B an element (28,311,552 B).
@@ -371,7 +371,8 @@ TEST(KernelModel, EagerRmsNormByKernelClass) {
   rms.input_shape = rms.output_shape = {128, 768};
   ComputeOptions o = toy_options(Precision::bf16);
   auto set = std::make_shared<KernelParamSet>(*o.kernel_params);
-  set->defaults.memory_classes = {.vectorized = 0.9, .strided = 0.5, .reduction = 0.4, .softmax = 0.6, .chunk_cat = 0.4};
+  set->defaults.memory_classes = {
+      .vectorized = 0.9, .strided = 0.5, .upcast = 0.5, .reduction = 0.4, .softmax = 0.6, .chunk_cat = 0.4};
   o.kernel_params = set;
   const double e = 786432.0;
   const auto fitted = layer_kernels(rms, false, false, toy_gpu(), 8, o);
@@ -387,6 +388,12 @@ TEST(KernelModel, EagerRmsNormByKernelClass) {
   EXPECT_NEAR(in_seconds(k[0].time), 131.818517e-6, 1e-12);
   EXPECT_NEAR(in_seconds(k[1].time), 69.206016e-6 + 22020096 / 450e9 + 23.59296e-6 + 45e-6, 1e-15);
   EXPECT_NEAR(in_seconds(k[1].time), 186.732523e-6, 1e-12);
+  // the upcasts (2 + 4 B an element each way: x.float() forward, the downcast's gradient backward) are a class of their
+  // own: at 0.25 (125 GB/s) each way takes 6·e/125e9 − 6·e/250e9 = 18.874368 us more
+  set->defaults.memory_classes.upcast = 0.25;
+  const auto slow = layer_kernels(rms, false, false, toy_gpu(), 8, o);
+  EXPECT_NEAR(in_seconds(slow[0].time), 131.818517e-6 + 18.874368e-6, 1e-12);
+  EXPECT_NEAR(in_seconds(slow[1].time), 186.732523e-6 + 18.874368e-6, 1e-12);
 }
 
 // Eq. K21's rates are one block of the parameter file, for every architecture, and are written back by the same.
@@ -864,11 +871,19 @@ TEST(Compute, UpdateIsAMemoryBoundPassOverParametersAndState) {
   const auto t = estimate_layer_times(one_gemm(), toy_gpu(), 1, toy_options(Precision::fp32));
   EXPECT_NEAR(in_seconds(t.update[0]), 1048576.0 * 20 / 400e9 + 5e-6, 1e-15);
   // torch.optim's for-loop momentum SGD (_single_tensor_sgd): buf ·= μ (read and write 4 + 4), buf += g (4 + 4 + 4),
-  // w -= lr·buf (4 + 4 + 4): 32 B, three kernels per tensor, two tensors
+  // w -= lr·buf (4 + 4 + 4): 32 B, three kernels per tensor; fc has no bias (its parameters are its 1024 x 1024
+  // weight): one tensor, three kernels, each an operator dispatched
   auto unfused = toy_options(Precision::fp32);
   unfused.optimizer_impl = OptimizerImpl::for_loop;
   EXPECT_DOUBLE_EQ(update_bytes_per_param(unfused), 32.0);
-  EXPECT_NEAR(in_seconds(estimate_layer_times(one_gemm(), toy_gpu(), 1, unfused).update[0]), 1048576.0 * 32 / 400e9 + 6 * 5e-6,
+  EXPECT_NEAR(in_seconds(estimate_layer_times(one_gemm(), toy_gpu(), 1, unfused).update[0]), 1048576.0 * 32 / 400e9 + 3 * 5e-6,
+              1e-15);
+  // its kernels are PyTorch's single-tensor element-wise ones: the vectorized class's rate (eq. K21), here 0.5 of 500 GB/s
+  auto classed = std::make_shared<KernelParamSet>(*unfused.kernel_params);
+  classed->defaults.memory_classes.vectorized = 0.5;
+  classed->defaults.optimizer_pass_efficiency = 0.25;  // the multi-tensor passes' rate: not the for-loop's
+  unfused.kernel_params = classed;
+  EXPECT_NEAR(in_seconds(estimate_layer_times(one_gemm(), toy_gpu(), 1, unfused).update[0]), 1048576.0 * 32 / 250e9 + 3 * 5e-6,
               1e-15);
 }
 
@@ -891,20 +906,28 @@ TEST(Compute, ForeachAdamWMakesEightPassesOverTheTensors) {
   EXPECT_DOUBLE_EQ(update_bytes_per_param(o), 80.0);
   o.fp32_gradients = false;  // a half gradient read twice (2 B each) and the half working copy written
   EXPECT_DOUBLE_EQ(update_bytes_per_param(o), 72.0 + 2 * 2 + 2);
-  // eight passes, each a launch over up to 48 tensors or 320 chunks of 65,536 elements: the layer's 1,048,576
-  // elements take 1,048,576 / 20,971,520 = 0.05 of a launch a pass (more than its two tensors' 2/48)
+  // eight passes, each one _foreach_* operator dispatched over every parameter tensor (its launches, over up to 48
+  // tensors or 320 chunks of 65,536 elements each, run back to back): the network's one layer takes all eight
   const auto t = estimate_layer_times(one_gemm(), toy_gpu(), 1, o);
-  EXPECT_NEAR(in_seconds(t.update[0]), 1048576.0 * 78 / 400e9 + 8 * 0.05 * 5e-6, 1e-15);
+  EXPECT_NEAR(in_seconds(t.update[0]), 1048576.0 * 78 / 400e9 + 8 * 5e-6, 1e-15);
+  // two such layers share the eight dispatches: four each; fused, the one dispatch: half each
+  Network two = one_gemm();
+  two.layers.push_back(two.layers.front());
+  two.layers.back().name = "fc2";
+  const auto t2 = estimate_layer_times(two, toy_gpu(), 1, o);
+  EXPECT_NEAR(in_seconds(t2.update[1]), 1048576.0 * 78 / 400e9 + 4 * 5e-6, 1e-15);
   // an architecture's measured rates of the optimiser's kernels replace the memory-bound efficiency for them
   // (a share of the toy's datasheet 500 GB/s)
   auto measured = std::make_shared<KernelParamSet>(*o.kernel_params);
   measured->defaults.optimizer_pass_efficiency = 0.5;
   measured->defaults.fused_optimizer_efficiency = 0.25;
   o.kernel_params = measured;
-  EXPECT_NEAR(in_seconds(estimate_layer_times(one_gemm(), toy_gpu(), 1, o).update[0]),
-              1048576.0 * 78 / (500e9 * 0.5) + 8 * 0.05 * 5e-6, 1e-15);
+  EXPECT_NEAR(in_seconds(estimate_layer_times(one_gemm(), toy_gpu(), 1, o).update[0]), 1048576.0 * 78 / (500e9 * 0.5) + 8 * 5e-6,
+              1e-15);
   o.optimizer_impl = OptimizerImpl::fused;  // mixed: 4 + 2 + 4 + 2 + 16 B in one kernel
   EXPECT_NEAR(in_seconds(estimate_layer_times(one_gemm(), toy_gpu(), 1, o).update[0]), 1048576.0 * 28 / (500e9 * 0.25) + 5e-6,
+              1e-15);
+  EXPECT_NEAR(in_seconds(estimate_layer_times(two, toy_gpu(), 1, o).update[1]), 1048576.0 * 28 / (500e9 * 0.25) + 0.5 * 5e-6,
               1e-15);
   EXPECT_EQ(optimizer_impl_from_string("foreach"), OptimizerImpl::foreach);
   EXPECT_THROW((void)optimizer_impl_from_string("multi_tensor"), std::invalid_argument);

@@ -563,8 +563,9 @@ TEST(H200DecoderSteps, BesideThePredictions) {
     ++rows;
   }
   std::printf("H200 decoder steps: %d rows, mean |error| %.1f %%, worst %.1f %%\n", rows, 100 * sum / rows, 100 * worst);
-  EXPECT_LT(sum / rows, 0.06);  // where it stands: 4.1 % (6.5 % before K21's memory-bound kernels by class)
-  EXPECT_LT(worst, 0.20);       // the 125M model with full recompute, +14.3 % (docs/compute-model.md says why)
+  EXPECT_LT(sum / rows, 0.06);  // where it stands: 3.9 % (4.1 % before K21's upcast class and the optimiser's
+                                // per-dispatch charge; 6.5 % before K21's memory-bound kernels by class)
+  EXPECT_LT(worst, 0.20);       // the 125M model with full recompute, +16.0 % (docs/compute-model.md says why)
 }
 
 // The same steps' memory: every one ran, so each must be predicted to fit; the model's tensors at the step's peak
@@ -879,6 +880,172 @@ TEST(H200HostFloor, EagerStepsBesideThePredictions) {
   for (double x : errors["fsdp"]) fsdp += std::abs(x) / static_cast<double>(errors["fsdp"].size());
   EXPECT_EQ(errors["fsdp"].size(), 6U);
   EXPECT_LT(fsdp, 0.15);  // 36 % without the floor
+}
+
+}  // namespace
+}  // namespace dlscale
+
+namespace dlscale {
+namespace {
+
+// PyTorch's memory-bound operators measured alone on the same H200 (tests/data/h200-pytorch/host-2026-11-28/
+// elementwise.jsonl, bench/pytorch/elementwise_rate.py: the best of 3 windows of 10 back-to-back calls, bytes read +
+// written counted by hand per operator). One row a JSON object; the few keys read here.
+struct ElementwiseRow {
+  std::string op, dtype;
+  std::int64_t rows = 0, cols = 0;
+  double bytes = 0.0, ms = 0.0;
+};
+
+std::vector<ElementwiseRow> h200_elementwise() {
+  std::ifstream in(std::filesystem::path(DLSCALE_TEST_DATA_DIR) / "h200-pytorch" / "host-2026-11-28" / "elementwise.jsonl");
+  std::vector<ElementwiseRow> out;
+  for (std::string line; std::getline(in, line);) {
+    const YAML::Node n = YAML::Load(line);  // a JSON object is YAML
+    if (!n["op"]) continue;                 // the header line: versions
+    out.push_back(ElementwiseRow{.op = n["op"].as<std::string>(),
+                                 .dtype = n["dtype"].as<std::string>(),
+                                 .rows = n["shape"][0].as<std::int64_t>(),
+                                 .cols = n["shape"][1].as<std::int64_t>(),
+                                 .bytes = n["bytes"].as<double>(),
+                                 .ms = n["ms"].as<double>()});
+  }
+  return out;
+}
+
+// Each operator beside its kernel class's rate (eq. K21): the bytes counted here by hand over the datasheet 4.8 TB/s
+// times the class's share. The element-wise operators and the downcast run PyTorch's vectorized kernel, the upcast
+// (bf16 -> fp32) the unrolled direct copy, the means and sums reduce_kernel. No issue cost: the calls run back to back
+// (as H200DecoderSteps.GemmsOfTheDecoderShapes). Held: the vectorized and upcast classes within 10 % at the two large
+// shapes (117 M and 524 M elements, where a kernel's fixed cost is under 2 % of it); at the two small ones (25 M and
+// 34 M elements, 27-98 us an operator) the model may be up to 20 % fast and 10 % slow: the upcast's time over the two
+// large shapes is 4.2 us a kernel beside 2.17 TB/s, which the model charges per kernel (kernel_overhead), not in the
+// rate. Reductions run at memory_efficiency (0.53, K21: the class's own rate did not help the steps); measured alone
+// at 0.56-0.91, so the model is never faster than a measured reduction.
+TEST(H200MemoryBound, OperatorsBesideTheirClassRates) {
+  const GpuSpec gpu = find_gpu("h200");
+  const KernelParams& kp = shipped_kernel_params()->for_architecture(gpu.architecture);
+  int held = 0, rows = 0;
+  for (const ElementwiseRow& r : h200_elementwise()) {
+    if (r.op.starts_with("rmsnorm") || r.op.starts_with("adamw")) continue;
+    const double n = static_cast<double>(r.rows) * static_cast<double>(r.cols);
+    const double eb = r.dtype == "bfloat16" ? 2.0 : 4.0, other = 6.0 - eb;  // the cast's other width
+    MemoryClass cls = MemoryClass::vectorized;
+    double moved = 2.0 * n * eb;  // copy, x * 0.5, silu, pow(2): read and write
+    if (r.op == "add") moved = 3.0 * n * eb;
+    if (r.op == "mean_lastdim") moved = n * eb + static_cast<double>(r.rows) * eb, cls = MemoryClass::reduction;
+    if (r.op == "sum_all") moved = n * eb, cls = MemoryClass::reduction;
+    if (r.op.starts_with("to_")) moved = n * (eb + other);
+    if (r.op == "to_float32") cls = MemoryClass::upcast;
+    ASSERT_DOUBLE_EQ(moved, r.bytes) << r.op;
+    const double model = 1e3 * in_seconds(bytes(moved) / (gpu.memory_bandwidth * memory_class_efficiency(kp, cls)));
+    const double e = rel(model, r.ms);
+    std::printf("H200 %-12s %-8s %5lld x %5lld: %8.1f MB measured %8.4f ms (%.3f of 4.8 TB/s) model %8.4f ms (%+.1f %%)\n",
+                r.op.c_str(), r.dtype.c_str(), static_cast<long long>(r.rows), static_cast<long long>(r.cols), moved / 1e6, r.ms,
+                moved / r.ms / 4.8e9, model, 100 * e);
+    ++rows;
+    if (cls == MemoryClass::reduction) {
+      EXPECT_GE(model, r.ms) << r.op << " " << r.rows << "x" << r.cols;
+      continue;
+    }
+    if (n >= 1e8) {
+      EXPECT_NEAR(model / r.ms, 1.0, 0.10) << r.op << " " << r.dtype << " " << r.rows << "x" << r.cols;
+      ++held;
+    } else {
+      EXPECT_GT(model / r.ms, 0.80) << r.op << " " << r.dtype << " " << r.rows << "x" << r.cols;
+      EXPECT_LT(model / r.ms, 1.10) << r.op << " " << r.dtype << " " << r.rows << "x" << r.cols;
+    }
+  }
+  EXPECT_EQ(rows, 64);
+  EXPECT_EQ(held, 24);
+}
+
+// Llama's eager RMSNorm in bf16 (x.float(), pow, mean, + eps, rsqrt, the product, type_as, the weight) timed alone
+// beside the model's forward of the norm by class (eq. K21: upcast 6 B an element, the two broadcast products 12 B
+// strided, pow and the downcast 14 B vectorized, the mean 4 B a reduction; 36 B as K14 counts them), its kernels'
+// launches left out as above. Held within 10 % at every shape (where it stands: -8 to +3 %).
+TEST(H200MemoryBound, EagerRmsNormChain) {
+  const GpuSpec gpu = find_gpu("h200");
+  auto params = std::make_shared<KernelParamSet>(*shipped_kernel_params());
+  for (auto& a : params->architectures) a.kernel_overhead = Seconds{};  // back to back: no issue cost
+  ComputeOptions o;
+  o.precision = Precision::bf16;
+  o.execution.by_class = true;
+  o.kernel_params = params;
+  int rows = 0;
+  for (const ElementwiseRow& r : h200_elementwise()) {
+    if (r.op != "rmsnorm_eager") continue;
+    ASSERT_DOUBLE_EQ(r.bytes, 36.0 * static_cast<double>(r.rows) * static_cast<double>(r.cols));
+    Layer norm;
+    norm.name = "norm";
+    norm.kind = LayerKind::layernorm;
+    norm.rms = true;
+    norm.params = r.cols;
+    norm.input_shape = norm.output_shape = {r.rows, r.cols};
+    double model = 0.0;
+    for (const KernelTiming& k : layer_kernels(norm, false, false, gpu, 1, o))
+      if (!k.backward) model += 1e3 * in_seconds(k.time);
+    std::printf("H200 eager RMSNorm bf16 %5lld x %5lld: measured %.4f ms model %.4f ms (%+.1f %%)\n",
+                static_cast<long long>(r.rows), static_cast<long long>(r.cols), r.ms, model, 100 * rel(model, r.ms));
+    EXPECT_NEAR(model / r.ms, 1.0, 0.10) << r.rows << "x" << r.cols;
+    ++rows;
+  }
+  EXPECT_EQ(rows, 4);
+}
+
+// torch.optim's AdamW over fp32 parameters in 400 and in 50 tensors of 2,684,354 (2^30 and 2^27 parameters) on the
+// same H200, one step (the best of 3 windows of 5), beside the model's update of a network of as many one-tensor
+// layers, as it charges it (bytes at the implementation's rate, kernel_overhead per operator dispatched): fused (28 B a
+// parameter, one operator), foreach (80 B in eight _foreach_* operators), for-loop (_single_tensor_adamw: the same
+// eight passes, an operator each per tensor, PyTorch's vectorized kernels). Fused and foreach held within 10 %
+// (where they stand: +0.3 to +4.5 %). The for-loop is held between its bytes at the vectorized rate and the model's
+// charge: it took 98 us a tensor, 5.8 us a kernel beyond its bytes, where the model charges each of its kernels the
+// fitted 22.5 us (eager PyTorch's host cost where it is not measured, K20), so it is 2.4x slow here.
+TEST(H200MemoryBound, AdamWImplementations) {
+  const GpuSpec gpu = find_gpu("h200");
+  const KernelParams& kp = shipped_kernel_params()->for_architecture(gpu.architecture);
+  int rows = 0;
+  for (const ElementwiseRow& r : h200_elementwise()) {
+    if (!r.op.starts_with("adamw_")) continue;
+    Network net;
+    net.name = "tensors";
+    for (std::int64_t i = 0; i < r.rows; ++i) {
+      Layer l;
+      l.name = fmt::format("p{}", i);
+      l.kind = LayerKind::linear;
+      l.params = r.cols;
+      l.input_shape = {r.cols};
+      l.output_shape = {1};
+      net.layers.push_back(l);
+    }
+    ComputeOptions o;
+    o.precision = Precision::fp32;
+    o.optimizer = Optimizer::adamw;
+    const std::string impl = r.op.substr(6);
+    o.optimizer_impl = optimizer_impl_from_string(impl == "forloop" ? "for_loop" : impl);
+    const double params = static_cast<double>(r.rows) * static_cast<double>(r.cols);
+    ASSERT_DOUBLE_EQ(r.bytes, 28.0 * params);  // the file counts the fused kernel's minimum for every implementation
+    const LayerTimes t = estimate_layer_times(net, gpu, 1, o);
+    double model = 0.0;
+    for (Seconds u : t.update) model += 1e3 * in_seconds(u);
+    std::printf("H200 AdamW %-7s %3lld tensors of %lld: measured %7.3f ms model %7.3f ms (%+.1f %%)\n", impl.c_str(),
+                static_cast<long long>(r.rows), static_cast<long long>(r.cols), r.ms, model, 100 * rel(model, r.ms));
+    if (impl != "forloop") {
+      EXPECT_NEAR(model / r.ms, 1.0, 0.10) << r.op << " " << r.rows;
+    } else {
+      const double streaming = 1e3 * 80.0 * params /
+          (in_bytes_per_second(gpu.memory_bandwidth) * memory_class_efficiency(kp, MemoryClass::vectorized));
+      const double kernels = 8.0 * static_cast<double>(r.rows);
+      EXPECT_NEAR(model, streaming + 1e3 * kernels * in_seconds(kp.kernel_overhead), 1e-9 * model);
+      const double per_kernel_us = 1e3 * (r.ms - streaming) / kernels;
+      std::printf("H200 AdamW for-loop: %.2f us a kernel beyond its bytes at the vectorized rate (model: %.1f us)\n",
+                  per_kernel_us, 1e6 * in_seconds(kp.kernel_overhead));
+      EXPECT_GT(r.ms, streaming);
+      EXPECT_LT(r.ms, model);
+    }
+    ++rows;
+  }
+  EXPECT_EQ(rows, 6);
 }
 
 }  // namespace

@@ -122,7 +122,7 @@ struct KernelExecution {
   bool streaming = false;
   /// K21 (`memory_bound: by_class`): each memory-bound pass at its kernel class's measured rate
   /// (KernelParams::memory_classes): the element-wise chains of eager PyTorch's decoders split into the
-  /// vectorized, strided, reduction and softmax kernels they run, FSDP2's chunk_cat at its own.
+  /// vectorized, strided, upcast, reduction and softmax kernels they run, FSDP2's chunk_cat at its own.
   bool by_class = false;
   /// K24 (`model_code: transformers-gpt2`): the blocks run as Hugging Face transformers' GPT-2 code (before SDPA) writes
   /// them in eager PyTorch: gelu_new's tanh formula an operator a kernel, the scores scaled, masked by torch.where and

@@ -75,7 +75,7 @@ struct KernelParams {
   /// kernels by class (`kernels: {memory_bound: by_class}`); compute-params.yaml's `memory_classes:` block, read
   /// off an H200's profiles. 0: memory_efficiency.
   struct MemoryClassRates {
-    double vectorized = 0.0, strided = 0.0, reduction = 0.0, softmax = 0.0, chunk_cat = 0.0;
+    double vectorized = 0.0, strided = 0.0, upcast = 0.0, reduction = 0.0, softmax = 0.0, chunk_cat = 0.0;
   } memory_classes;
   std::string source;  // where the numbers came from (a fit's command, a paper)
 };
@@ -163,8 +163,11 @@ Seconds memory_kernel_time(Bytes traffic, const GpuSpec& gpu, const KernelParams
 enum class MemoryClass {
   fitted,      // at the fitted memory_efficiency (what every pass is where the framework does not run by class)
   vectorized,  // contiguous element-wise kernels on one layout (vectorized_elementwise_kernel; a compiled chain)
-  strided,     // broadcasting, strided or widening element-wise kernels (elementwise_kernel<128, …>, the
-               // unrolled direct_copy of an upcast or a transpose)
+  strided,     // broadcasting or strided element-wise kernels (elementwise_kernel<128, …>: broadcast products,
+               // transposed copies)
+  upcast,      // a widening cast, bf16/fp16 to fp32 (unrolled_elementwise_kernel<direct_copy_kernel_cuda>: PyTorch
+               // does not vectorise a copy whose input and output element sizes differ; the downcast to bf16 has a
+               // vectorised kernel of its own)
   reduction,   // reduce_kernel: a row's or a column's sum, mean or max
   softmax,     // cunn_SoftMaxForward/Backward: the loss's fp32 log-softmax over the vocabulary
   chunk_cat,   // FSDP2's concatenation of the gradients into the reduce-scatter's input (eq. S10)

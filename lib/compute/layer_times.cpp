@@ -62,7 +62,8 @@ struct ClassBytes {
   MemoryClass cls;
   double bytes;
 };
-constexpr MemoryClass kVec = MemoryClass::vectorized, kStrided = MemoryClass::strided, kReduce = MemoryClass::reduction;
+constexpr MemoryClass kVec = MemoryClass::vectorized, kStrided = MemoryClass::strided, kUpcast = MemoryClass::upcast,
+                      kReduce = MemoryClass::reduction;
 
 Seconds sum(const std::vector<Seconds>& v) { return std::accumulate(v.begin(), v.end(), Seconds{}); }
 
@@ -487,9 +488,10 @@ bool time_linear(Kernels& k, const LayerWork& w) {
 /// Eq. K14: the rotation of q and k (over `qk` elements), fused or an operator a kernel.
 void time_rotary(Kernels& k, const LayerWork& w, double qk) {
   const std::string& name = w.l.name;
-  if (k.by_class()) {  // eq. K21: compiled one vectorized kernel; eager the upcast and complex product strided
+  if (k.by_class()) {  // eq. K21: compiled one vectorized kernel; eager the upcast, the complex product strided
     const double eb = w.eb;
-    const std::initializer_list<ClassBytes> eager{{kStrided, 12.0 + eb}, {kVec, 4.0 + eb}}, fused{{kVec, 2.0 * eb}};
+    const std::initializer_list<ClassBytes> eager{{kUpcast, 4.0 + eb}, {kStrided, 8.0}, {kVec, 4.0 + eb}},
+        fused{{kVec, 2.0 * eb}};
     const int kernels = w.opt.compiled ? 1 : 2 * kEagerRotary.forward_kernels;
     k.classed(k.name(name, w.opt.compiled ? ".rotary fwd" : ".rotary fwd (eager)"), qk, w.opt.compiled ? fused : eager, false,
               kernels);
@@ -589,20 +591,22 @@ bool time_attention(Kernels& k, const LayerWork& w) {
   return true;
 }
 
-/// Eq. K21, the norm by kernel class. Eager RMSNorm forward: the upcast (eb + 4), x·rsqrt and ·weight (8 + 2·eb),
-/// both broadcasting, strided; pow and the downcast (8 + 4 + eb) vectorized; the mean (4) a reduction. Backward: the
-/// products with the weight and with rsqrt and the mean's broadcast division (2·eb + 8 + 4) and the downcast's
-/// gradient, an upcast (eb + 4), strided; the weight gradient's product (eb), grad·x (8), the sum of the two paths
+/// Eq. K21, the norm by kernel class. Eager RMSNorm forward: the upcast (eb + 4) its own class; x·rsqrt and ·weight
+/// (8 + 2·eb), both broadcasting, strided; pow and the downcast (8 + 4 + eb) vectorized; the mean (4) a reduction.
+/// Backward: the products with the weight and with rsqrt and the mean's broadcast division (2·eb + 8 + 4) strided, the
+/// downcast's gradient an upcast (eb + 4); the weight gradient's product (eb), grad·x (8), the sum of the two paths
 /// (12) and the upcast's gradient (4 + eb) vectorized; the weight gradient's column sum (eb) and the row sum (4)
 /// reductions. A fused norm (compiled, or PyTorch's layer norm kernels): vectorized.
 void time_layernorm_by_class(Kernels& k, const LayerWork& w) {
   const Layer& l = w.l;
   const double eb = w.eb;
   if (l.rms && !w.opt.compiled) {
-    k.classed(k.name(l.name, " fwd (eager)"), w.out_e, {{kStrided, 12.0 + 3.0 * eb}, {kVec, 12.0 + eb}, {kReduce, 4.0}}, false,
+    k.classed(k.name(l.name, " fwd (eager)"), w.out_e,
+              {{kUpcast, 4.0 + eb}, {kStrided, 8.0 + 2.0 * eb}, {kVec, 12.0 + eb}, {kReduce, 4.0}}, false,
               kEagerRmsNorm.forward_kernels);
     k.classed(k.name(l.name, " bwd (eager)"), w.out_e,
-              {{kStrided, 16.0 + 3.0 * eb}, {kVec, 24.0 + 2.0 * eb}, {kReduce, 4.0 + eb}}, true, kEagerRmsNorm.backward_kernels);
+              {{kUpcast, 4.0 + eb}, {kStrided, 12.0 + 2.0 * eb}, {kVec, 24.0 + 2.0 * eb}, {kReduce, 4.0 + eb}}, true,
+              kEagerRmsNorm.backward_kernels);
     return;
   }
   k.classed(k.name(l.name, " fwd"), w.out_e, {{kVec, 2.0 * eb}}, false);
@@ -764,7 +768,7 @@ void time_operator(Kernels& k, const Operator& o, int batch, const ComputeOption
   }
 }
 
-/// Eq. K21, the loss by kernel class: eager mixed precision's upcast strided, its three fp32 passes each way
+/// Eq. K21, the loss by kernel class: eager mixed precision's upcast (its class), its three fp32 passes each way
 /// cunn_SoftMax's, the gradient's downcast vectorized; fused with the compiled step, one vectorized kernel each way.
 void time_loss_by_class(Kernels& k, double e, const ComputeOptions& opt) {
   const double eb = activation_bytes_per_element(opt.precision);
@@ -776,7 +780,7 @@ void time_loss_by_class(Kernels& k, double e, const ComputeOptions& opt) {
   const bool upcast = is_mixed(opt.precision);
   const double pass = upcast ? 4.0 : eb;  // the log-softmax's element
   k.classed(k.name("loss", upcast ? " fwd (fp32)" : " fwd"), e,
-            {{kStrided, upcast ? 4.0 + eb : 0.0}, {MemoryClass::softmax, 3.0 * pass}}, false, upcast ? 3 : 2);
+            {{kUpcast, upcast ? 4.0 + eb : 0.0}, {MemoryClass::softmax, 3.0 * pass}}, false, upcast ? 3 : 2);
   k.classed(k.name("loss", upcast ? " bwd (fp32)" : " bwd"), e,
             {{MemoryClass::softmax, 3.0 * pass}, {kVec, upcast ? 4.0 + eb : 0.0}}, true, upcast ? 2 : 1);
 }
@@ -828,7 +832,7 @@ double update_kernel_count(const Layer& l, const ComputeOptions& opt) {
   // Fused: one multi-tensor kernel per layer. Foreach: each pass a multi-tensor launch over up to 48 tensors (three
   // tensor lists; PyTorch's multi_tensor_apply, depth_to_max_tensors) or 320 chunks of 65,536 elements, so a
   // layer's weight and bias take 2/48 of a launch per pass, or more where it has more elements. For-loop: each
-  // pass a kernel per tensor (weight and bias).
+  // pass a kernel per parameter tensor (_single_tensor_adamw walks the tensors one by one).
   const int passes = optimizer_passes(opt.optimizer);
   const OptimizerImpl impl = opt.optimizer_impl.value_or(OptimizerImpl::fused);
   double kernels = 1.0;
@@ -840,13 +844,35 @@ double update_kernel_count(const Layer& l, const ComputeOptions& opt) {
       kernels = passes * std::max(2.0 / 48.0, static_cast<double>(l.params) / (320.0 * 65536.0));
       break;
     case OptimizerImpl::for_loop:
-      kernels = 2.0 * passes;
+      kernels = parameter_tensors(l) * passes;
       break;
   }
   return kernels;
 }
 
-Seconds update_time(const Layer& l, const GpuSpec& gpu, const ComputeOptions& opt, const KernelParams& kp) {
+/// The host's dispatches of the update's operators a layer takes its share of, each charged kernel_overhead (the
+/// fitted per-operator cost), among the `param_layers` layers that hold parameters. A multi-tensor operator is one
+/// dispatch whatever it launches: fused, one torch._fused_adamw_ (or apex's multi_tensor_applier) over every
+/// parameter; foreach, one _foreach_* operator a pass; its launches run back to back on the GPU at the bytes' rate
+/// (an H200, AdamW over 2^30 fp32 parameters in 400 tensors and over 2^27 in 50: fused 9.418 and 1.183 ms, foreach
+/// 25.049 and 3.188 ms, eight times the work in eight times the time less 0.05 and 0.46 ms, where 45 and 359 more
+/// launches ran; tests/data/h200-pytorch/host-2026-11-28/elementwise.jsonl). For-loop: an operator a pass and tensor.
+double update_dispatches(const Layer& l, const ComputeOptions& opt, double param_layers) {
+  if (l.params <= 0) return 0.0;
+  const int passes = optimizer_passes(opt.optimizer);
+  switch (opt.optimizer_impl.value_or(OptimizerImpl::fused)) {
+    case OptimizerImpl::fused:
+      return 1.0 / param_layers;
+    case OptimizerImpl::foreach:
+      return passes / param_layers;
+    case OptimizerImpl::for_loop:
+      return parameter_tensors(l) * passes;
+  }
+  return 1.0;
+}
+
+/// A layer's share of the update: its bytes at the optimiser kernels' rate and its share of the dispatches.
+Seconds update_time(const Layer& l, const GpuSpec& gpu, const ComputeOptions& opt, const KernelParams& kp, double param_layers) {
   if (l.params <= 0) return Seconds{};
   if (opt.update_kernels) {  // the framework's own kernels: its traffic at the datasheet rate, its cost a tensor
     const UpdateKernelCost& u = *opt.update_kernels;
@@ -854,10 +880,13 @@ Seconds update_time(const Layer& l, const GpuSpec& gpu, const ComputeOptions& op
   }
   const Bytes traffic = bytes(static_cast<double>(l.params) * update_bytes_per_param(opt));
   const OptimizerImpl impl = opt.optimizer_impl.value_or(OptimizerImpl::fused);
-  // the optimiser kernels' own measured streaming rate where the architecture has one, else the memory-bound one
-  const double measured = impl == OptimizerImpl::fused ? kp.fused_optimizer_efficiency : kp.optimizer_pass_efficiency;
+  // the optimiser kernels' own measured streaming rate where the architecture has one, else the memory-bound one; the
+  // for-loop's passes are PyTorch's single-tensor element-wise kernels, the vectorized class of eq. K21
+  const double measured = impl == OptimizerImpl::fused ? kp.fused_optimizer_efficiency
+      : impl == OptimizerImpl::foreach                 ? kp.optimizer_pass_efficiency
+                                                       : memory_class_efficiency(kp, MemoryClass::vectorized);
   const double efficiency = measured > 0.0 ? measured : kp.memory_efficiency;
-  return traffic / (gpu.memory_bandwidth * efficiency) + kp.kernel_overhead * update_kernel_count(l, opt);
+  return traffic / (gpu.memory_bandwidth * efficiency) + kp.kernel_overhead * update_dispatches(l, opt, param_layers);
 }
 
 [[nodiscard]] bool executed_differently(const KernelExecution& x) noexcept {
@@ -982,6 +1011,8 @@ LayerTimes estimate_layer_times(const Network& net, const GpuSpec& gpu, int batc
   const KernelParams& kp = executed ? adjusted : fitted;
   GemmMemo memo;
   double kernels_forward = 0, kernels_backward = 0, kernels_update = 0;
+  const auto param_layers = static_cast<double>(std::max<std::ptrdiff_t>(
+      1, std::count_if(net.layers.begin(), net.layers.end(), [](const Layer& l) { return l.params > 0; })));
   for (std::size_t i = 0; i < L; ++i) {
     Kernels k(gpu, opt, kp, false, nullptr, &memo);
     time_all(k, net.layers[i], i == 0, i + 1 == L, batch, opt);
@@ -991,7 +1022,7 @@ LayerTimes estimate_layer_times(const Network& net, const GpuSpec& gpu, int batc
     t.forward_attention[i] = k.forward_attention;
     t.forward_copies[i] = k.forward_copies;
     t.backward_attention[i] = k.backward_attention;
-    t.update[i] = update_time(net.layers[i], gpu, opt, kp);
+    t.update[i] = update_time(net.layers[i], gpu, opt, kp, param_layers);
     kernels_forward += k.forward_kernels;
     kernels_backward += k.backward_kernels;
     kernels_update += update_kernel_count(net.layers[i], opt);

@@ -97,14 +97,14 @@ KernelParams read_params(const Node& node, KernelParams base, const std::string&
   return base;
 }
 
-/// Eq. K21, `memory_classes: {vectorized, strided, reduction, softmax, chunk_cat}`: each class of memory-bound
+/// Eq. K21, `memory_classes: {vectorized, strided, upcast, reduction, softmax, chunk_cat}`: each class of memory-bound
 /// kernel's rate, for every architecture (an architecture's own block overrides none of them).
 void read_memory_classes(const Node& node, KernelParams& p) {
   MapReader m(node);
   auto& c = p.memory_classes;
   for (auto [key, field] :
-       {std::pair{"vectorized", &c.vectorized}, std::pair{"strided", &c.strided}, std::pair{"reduction", &c.reduction},
-        std::pair{"softmax", &c.softmax}, std::pair{"chunk_cat", &c.chunk_cat}})
+       {std::pair{"vectorized", &c.vectorized}, std::pair{"strided", &c.strided}, std::pair{"upcast", &c.upcast},
+        std::pair{"reduction", &c.reduction}, std::pair{"softmax", &c.softmax}, std::pair{"chunk_cat", &c.chunk_cat}})
     if (auto n = m.optional(key)) *field = fraction(*n);
   m.finish();
 }
@@ -148,6 +148,9 @@ double memory_class_efficiency(const KernelParams& kp, MemoryClass c) noexcept {
       break;
     case MemoryClass::strided:
       rate = r.strided;
+      break;
+    case MemoryClass::upcast:
+      rate = r.upcast;
       break;
     case MemoryClass::reduction:
       rate = r.reduction;
@@ -226,11 +229,11 @@ std::string kernel_params_to_yaml(const KernelParamSet& set, std::string_view he
   if (!set.defaults.source.empty()) o.pair(0, "source", yamlio::quoted(set.defaults.source));
   o.pair(0, "defaults", params_flow_map(set.defaults, nullptr));
   if (const auto& c = set.defaults.memory_classes;
-      c.vectorized > 0.0 || c.strided > 0.0 || c.reduction > 0.0 || c.softmax > 0.0 || c.chunk_cat > 0.0) {
+      c.vectorized > 0.0 || c.strided > 0.0 || c.upcast > 0.0 || c.reduction > 0.0 || c.softmax > 0.0 || c.chunk_cat > 0.0) {
     yamlio::FlowMap m;  // eq. K21
     for (auto [key, v] :
-         {std::pair{"vectorized", c.vectorized}, std::pair{"strided", c.strided}, std::pair{"reduction", c.reduction},
-          std::pair{"softmax", c.softmax}, std::pair{"chunk_cat", c.chunk_cat}})
+         {std::pair{"vectorized", c.vectorized}, std::pair{"strided", c.strided}, std::pair{"upcast", c.upcast},
+          std::pair{"reduction", c.reduction}, std::pair{"softmax", c.softmax}, std::pair{"chunk_cat", c.chunk_cat}})
       if (v > 0.0) m.add(key, num(v));
     o.pair(0, "memory_classes", m.str());
   }
