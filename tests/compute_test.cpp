@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <memory>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -688,6 +689,60 @@ TEST(KernelModel, TransformersGpt2MlpRunsItsEagerOperators) {
   // without biases, no addmm copies
   mlp.params = 2 * 768 * 3072;
   EXPECT_EQ(kernel_time(layer_kernels(mlp, false, false, toy_gpu(), 2, o), "mlp.up bias copy fwd (addmm)"), -1.0);
+}
+
+// Eq. K15, row-wise fp8 scaling, by hand on the toy GPU (400 GB/s attainable, 5 us a kernel): an MLP 768 -> 3,072 ->
+// 768 at batch 2 of 128 tokens, fp8 (eb = 2). The up projection's backward casts, beyond tensor-wise scaling's one cast
+// of the output gradient: the output gradient again along the other axis (256 x 3,072 = 786,432), the weight re-cast
+// from bf16 (768 x 3,072 = 2,359,296) and the saved input re-cast (256 x 768 = 196,608): 3,342,336 elements; the down
+// projection's the same three (196,608 + 2,359,296 + 786,432). Eager, each through torchao's chain, 5·eb + 25 = 35 B
+// an element in 6 kernels: 116,981,760 B in 292.4544 us + 18 kernels (90 us) = 382.4544 us. Compiled, one kernel a
+// cast reading eb and writing 1 B: 10,027,008 B in 25.06752 us + 15 us, each writing the layout its product takes. By class (eq.
+// K21; toy rates vectorized 0.5, strided 0.25, reductions at memory_efficiency 0.8 of 500 GB/s): 17 B vectorized, 2 reduced and
+// 16 strided an element, 3,342,336 x (17 / 250 + 2 / 400 + 16 / 125) ns = 671.809536 us + 90 us.
+TEST(KernelModel, RowWiseFp8RecastsWhatItsBackwardReads) {
+  Layer mlp;
+  mlp.name = "mlp";
+  mlp.kind = LayerKind::linear;
+  mlp.hidden = 3072;
+  mlp.input_shape = mlp.output_shape = {128, 768};
+  mlp.params = 2 * 768 * 3072;
+  ComputeOptions o = toy_options(Precision::fp8);
+  const auto tensorwise = layer_kernels(mlp, false, false, toy_gpu(), 2, o);
+  EXPECT_EQ(kernel_time(tensorwise, "mlp.up fp8 row-wise re-casts bwd"), -1.0);
+  o.fp8_scaling = Fp8Scaling::rowwise;
+  const auto rowwise = layer_kernels(mlp, false, false, toy_gpu(), 2, o);
+  for (const char* map : {"mlp.up", "mlp.down"}) {
+    const std::string name = std::string(map) + " fp8 row-wise re-casts bwd";
+    EXPECT_NEAR(kernel_time(rowwise, name), 382.4544e-6, 1e-12) << map;
+    for (const auto& k : rowwise)
+      if (k.name == name) EXPECT_DOUBLE_EQ(in_bytes(k.traffic), 116981760.0) << map;
+  }
+  // everything else is tensor-wise scaling's, kernel for kernel
+  ASSERT_EQ(rowwise.size(), tensorwise.size() + 2);
+  for (const auto& k : tensorwise) EXPECT_EQ(kernel_time(rowwise, k.name), in_seconds(k.time)) << k.name;
+  o.compiled = true;
+  const auto compiled = layer_kernels(mlp, false, false, toy_gpu(), 2, o);
+  EXPECT_NEAR(kernel_time(compiled, "mlp.up fp8 row-wise re-casts bwd"), 40.06752e-6, 1e-12);
+  // compiled, the output gradient's cast writes its transposed copy itself: 786,432 x 3 B, 5.89824 + 5 us, where the
+  // tensor-wise cast's transposed copies of the input, the output gradient and the weight (3,342,336 x 2 B) follow it
+  // in 3 kernels of their own: 9,043,968 B in 22.60992 us + 20 us
+  EXPECT_NEAR(kernel_time(compiled, "mlp.up fp8 cast bwd"), 10.89824e-6, 1e-12);
+  o.fp8_scaling = Fp8Scaling::tensorwise;
+  EXPECT_NEAR(kernel_time(layer_kernels(mlp, false, false, toy_gpu(), 2, o), "mlp.up fp8 cast bwd"), 42.60992e-6, 1e-12);
+  o.fp8_scaling = Fp8Scaling::rowwise;
+  o.compiled = false;
+  o.execution.by_class = true;
+  auto set = std::make_shared<KernelParamSet>();
+  set->defaults = toy_params();
+  set->defaults.memory_classes.vectorized = 0.5;
+  set->defaults.memory_classes.strided = 0.25;
+  o.kernel_params = set;
+  EXPECT_NEAR(kernel_time(layer_kernels(mlp, false, false, toy_gpu(), 2, o), "mlp.down fp8 row-wise re-casts bwd"), 761.809536e-6,
+              1e-12);
+  // a bf16 step has no fp8 casts whatever its scaling field says (validate refuses row-wise there)
+  o.precision = Precision::bf16;
+  EXPECT_EQ(kernel_time(layer_kernels(mlp, false, false, toy_gpu(), 2, o), "mlp.up fp8 row-wise re-casts bwd"), -1.0);
 }
 
 // Eq. K24, GPT-2 small's attention (12 heads, width 768, biases) at batch 2 of 128 tokens, fp16, eager: 2 x 12 x

@@ -4,6 +4,7 @@
 // topologies/compute-params.yaml) is fitted here in-sample and leaving one source out. Prints the table;
 // docs/compute-model.md ("Language-model training") quotes it.
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
@@ -17,6 +18,7 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include <fmt/format.h>
@@ -172,6 +174,10 @@ std::optional<LlmRun> run_of(const YAML::Node& row, std::string& why) {
   const std::string float8 = row["float8"] && row["float8"].IsScalar() ? lower(row["float8"].as<std::string>()) : "none";
   sc.compute.precision = contains(precision, "fp16") ? Precision::fp16 : Precision::bf16;
   if (float8 != "none" || contains(precision, "float8")) sc.compute.precision = Precision::fp8;
+  // torchao's "rowwise" recipe (eq. K15); "rowwise_with_gw_hp" keeps the weight gradient's product in bf16, which the
+  // model does not express (its rows ran on MI300X, not in the catalogue, and are skipped above)
+  if (contains(float8, "rowwise_with_gw_hp")) return why = "fp8 recipe rowwise_with_gw_hp not modelled", std::nullopt;
+  if (contains(float8, "rowwise")) sc.compute.fp8_scaling = Fp8Scaling::rowwise;
   sc.compute.optimizer = Optimizer::adamw;
   sc.compute.compiled = row["compile"] && row["compile"].IsScalar() && row["compile"].as<std::string>() == "true";
   set_recompute(row, sc.compute);
@@ -501,6 +507,27 @@ struct DecoderStep {
   double peak_reserved = 0.0;   // torch.cuda.max_memory_reserved over the same steps
 };
 
+/// One of bench/pytorch/decoder_steps.py's rows on the H200 as a scenario, from its columns (`mode`, `checkpointing`,
+/// `precision`, `attention`, `optimizer`, `compile`, `batch`): torchtitan's FSDP2 or a plain module under autocast;
+/// `fp8` is torchao's tensor-wise recipe, `fp8-rowwise` its row-wise one (eq. K15).
+Scenario h200_step(const Cluster& h200, const DecoderShape& d, std::map<std::string, std::string>& c) {
+  Scenario sc;
+  sc.cluster = h200;
+  sc.network = build_decoder(d, "decoder");
+  sc.strategy = load_strategy(resolve(DataKind::framework, c["mode"] == "fsdp" ? "torchtitan" : "pytorch-ddp", "--framework"));
+  sc.strategy.jitter_cv = 0.0;
+  sc.strategy.attention = AttentionKernel::flash;  // the rows force SDPA's flash backend (one row cuDNN's)
+  sc.strategy.execution.cudnn_attention = c["attention"] == "cudnn";
+  sc.batch_per_gpu = std::stoi(c.at("batch"));
+  sc.compute.precision = c["precision"] == "fp8" || c["precision"] == "fp8-rowwise" ? Precision::fp8 : Precision::bf16;
+  if (c["precision"] == "fp8-rowwise") sc.compute.fp8_scaling = Fp8Scaling::rowwise;
+  sc.compute.optimizer = Optimizer::adamw;
+  sc.compute.optimizer_impl = optimizer_impl_from_string(c.at("optimizer"));  // fused or torch.optim's foreach
+  sc.compute.compiled = c["compile"] == "true";
+  if (c["checkpointing"] == "full") sc.compute.recompute = Recompute::full;
+  return sc;
+}
+
 std::vector<DecoderStep> h200_decoder_steps() {
   std::ifstream in(std::filesystem::path(DLSCALE_TEST_DATA_DIR) / "h200-pytorch" / "decoder-steps.csv");
   std::string line;
@@ -530,19 +557,7 @@ std::vector<DecoderStep> h200_decoder_steps() {
     s.ms = std::stod(c.at("ms_per_iter"));
     if (!c["peak_allocated_bytes"].empty()) s.peak_allocated = std::stod(c["peak_allocated_bytes"]);
     if (!c["peak_reserved_bytes"].empty()) s.peak_reserved = std::stod(c["peak_reserved_bytes"]);
-    Scenario& sc = s.scenario;
-    sc.cluster = h200;
-    sc.network = build_decoder(d, "decoder");
-    sc.strategy = load_strategy(resolve(DataKind::framework, c["mode"] == "fsdp" ? "torchtitan" : "pytorch-ddp", "--framework"));
-    sc.strategy.jitter_cv = 0.0;
-    sc.strategy.attention = AttentionKernel::flash;  // the rows force SDPA's flash backend (one row cuDNN's)
-    sc.strategy.execution.cudnn_attention = c["attention"] == "cudnn";
-    sc.batch_per_gpu = static_cast<int>(num("batch"));
-    sc.compute.precision = c["precision"] == "fp8" ? Precision::fp8 : Precision::bf16;
-    sc.compute.optimizer = Optimizer::adamw;
-    sc.compute.optimizer_impl = optimizer_impl_from_string(c.at("optimizer"));  // fused or torch.optim's foreach
-    sc.compute.compiled = c["compile"] == "true";
-    if (c["checkpointing"] == "full") sc.compute.recompute = Recompute::full;
+    s.scenario = h200_step(h200, d, c);
     out.push_back(std::move(s));
   }
   return out;
@@ -602,6 +617,132 @@ TEST(H200DecoderSteps, MemoryBesideTheAllocatorsPeak) {
   EXPECT_LT(sum / rows, 0.08);
   EXPECT_LT(worst, 0.20);
   EXPECT_LT(reserved_sum / rows, 0.10);
+}
+
+// Row-wise fp8 beside tensor-wise and bf16 on the same H200 (tests/data/h200-pytorch/host-2026-11-28/: call 1's
+// LIST=rowwise rows and call 2's compiled bf16 row, PyTorch 2.11; README there, "Host floor, row-wise fp8 ..."): 4
+// blocks of Llama-3-8B and 2 of Llama-3-70B at 8,192 tokens, FSDP2 at world size 1, eager (none and full recompute)
+// and compiled. Each fp8 row is predicted with its recipe (eq. K15) and, for the row-wise ones, also as tensor-wise,
+// the way the model charged them before. No parameter was fitted to these rows.
+TEST(H200DecoderSteps, RowWiseFp8BesideTensorWise) {
+  ClusterOverrides ov;
+  ov.gpu = find_gpu("h200");
+  const Cluster h200 = load_cluster(resolve(DataKind::cluster, "dgx-h100", "--cluster"), ov);
+  const auto dir = std::filesystem::path(DLSCALE_TEST_DATA_DIR) / "h200-pytorch" / "host-2026-11-28";
+  struct Row {
+    std::string label, precision;
+    double ms = 0, predicted = 0, as_tensorwise = 0;
+  };
+  std::vector<Row> rows;
+  for (const char* file : {"call1-decoder.jsonl", "call2-decoder.jsonl"}) {
+    std::ifstream in(dir / file);
+    ASSERT_TRUE(in) << file;
+    for (std::string line; std::getline(in, line);) {
+      const auto j = nlohmann::json::parse(line);
+      if (!j.contains("shape") || !j["shape"].get<std::string>().starts_with("llama3-")) continue;  // GEMMs, small models
+      std::map<std::string, std::string> c{{"mode", j["mode"]},
+                                           {"checkpointing", j["ac"]},
+                                           {"precision", j["precision"]},
+                                           {"attention", j["sdpa"]},
+                                           {"optimizer", j["optimizer"]},
+                                           {"compile", j["compile"].get<bool>() ? "true" : "false"},
+                                           {"batch", std::to_string(j["batch"].get<int>())}};
+      const DecoderShape d{.layers = j["layers"],
+                           .hidden = j["hidden"],
+                           .heads = j["heads"],
+                           .kv_heads = j["kv_heads"],
+                           .ffn = j["ffn"],
+                           .vocab = j["vocab"],
+                           .seq = j["seq"]};
+      Scenario sc = h200_step(h200, d, c);
+      const auto step_ms = [](const Scenario& x) {
+        return 1e3 * in_seconds(Predictor(x, Predictor::TimesOnly{}).predict(1).iteration_time);
+      };
+      Row r{fmt::format("{} x{} {} {}{} ({})", j["shape"].get<std::string>(), d.layers, c["checkpointing"], c["precision"],
+                        c["compile"] == "true" ? " compiled" : "", file),
+            c["precision"], j["ms_per_iter"].get<double>()};
+      r.predicted = step_ms(sc);
+      sc.compute.fp8_scaling = Fp8Scaling::tensorwise;
+      r.as_tensorwise = step_ms(sc);
+      std::printf("H200 row-wise %-48s measured %6.1f ms predicted %6.1f ms (%+.1f %%)", r.label.c_str(), r.ms, r.predicted,
+                  100 * rel(r.predicted, r.ms));
+      if (r.precision == "fp8-rowwise")
+        std::printf("; charged as tensor-wise %6.1f ms (%+.1f %%)", r.as_tensorwise, 100 * rel(r.as_tensorwise, r.ms));
+      std::printf("\n");
+      rows.push_back(r);
+    }
+  }
+  ASSERT_EQ(rows.size(), 11U);  // call 1: 10 rows of the 8B and 70B shapes; call 2: the compiled bf16 8B row
+  // What row-wise scaling adds to the tensor-wise step of the same configuration, measured and modelled.
+  const auto find = [&](const std::string& shape, const std::string& ac, const std::string& precision, bool compiled) {
+    for (const Row& r : rows)
+      if (r.label.starts_with(shape + " ") && contains(r.label, " " + ac + " ") && r.precision == precision &&
+          contains(r.label, "compiled") == compiled)
+        return r;
+    ADD_FAILURE() << shape << " " << ac << " " << precision;
+    return Row{};
+  };
+  double sum = 0;
+  for (const auto& [shape, ac, compiled] : std::vector<std::tuple<std::string, std::string, bool>>{{"llama3-8b", "none", false},
+                                                                                                   {"llama3-8b", "full", false},
+                                                                                                   {"llama3-70b", "none", false},
+                                                                                                   {"llama3-8b", "none", true}}) {
+    const Row t = find(shape, ac, "fp8", compiled), w = find(shape, ac, "fp8-rowwise", compiled);
+    std::printf("H200 row-wise over tensor-wise, %s %s%s: measured %+.1f ms, predicted %+.1f ms\n", shape.c_str(), ac.c_str(),
+                compiled ? " compiled" : "", w.ms - t.ms, w.predicted - t.predicted);
+    // eager, what row-wise adds is its re-casts: measured +41.6 (8B), +42.8 (8B, full recompute), +52.4 ms (70B);
+    // modelled +51.2, +51.2 and +54.5 (within 25 % of it). Compiled it measured -7.0 ms, modelled +0.6: not held.
+    if (!compiled) {
+      EXPECT_NEAR((w.predicted - t.predicted) / (w.ms - t.ms), 1.0, 0.25) << shape << " " << ac;
+    }
+  }
+  for (const Row& r : rows) {
+    sum += std::abs(rel(r.predicted, r.ms));
+    // where they stand: eager -6.9 % (70B tensor-wise) ... +3.2 %; the compiled fp8 rows +14 % (tensor-wise) and +21 %
+    // (row-wise), the compiled bf16 row -2.8 % (docs/compute-model.md, K15: what the compiled fp8 rows leave open)
+    EXPECT_NEAR(r.predicted / r.ms, 1.0, contains(r.label, "compiled") ? 0.25 : 0.08) << r.label;
+  }
+  std::printf("H200 row-wise rows: %zu, mean |error| %.1f %%\n", rows.size(), 100 * sum / static_cast<double>(rows.size()));
+}
+
+// Eq. K15 gives row-wise and tensor-wise fp8 products one rate: on the H200 (PyTorch 2.11, cuBLASLt for both)
+// torch._scaled_mm with row-wise scales took 0.94-1.04 of the tensor-wise time shape by shape
+// (host-2026-11-28/call1-decoder.jsonl, best of 3 windows of 10 calls each), 0.988 time-weighted over the seven 8B and
+// 70B shapes. Held: that ratio within 3 %, the model's two plans equal.
+TEST(H200DecoderSteps, RowWiseGemmsRunAtTheTensorWiseRate) {
+  std::ifstream in(std::filesystem::path(DLSCALE_TEST_DATA_DIR) / "h200-pytorch" / "host-2026-11-28" / "call1-decoder.jsonl");
+  double tensorwise = 0, rowwise = 0;
+  int shapes = 0;
+  for (std::string line; std::getline(in, line);) {
+    const auto j = nlohmann::json::parse(line);
+    if (!j.value("gemm", false)) continue;
+    const double t = j["fp8_ms"], w = j["fp8_rowwise_ms"];
+    std::printf("H200 fp8 GEMM %5d x %5d x %5d: row-wise at %.3f of tensor-wise's rate\n", j["m"].get<int>(), j["n"].get<int>(),
+                j["k"].get<int>(), t / w);
+    if (j["k"].get<int>() < 4096 || j["n"].get<int>() < 1024) continue;  // the 125M and 1.3B shapes
+    tensorwise += t, rowwise += w, ++shapes;
+  }
+  std::printf("H200 fp8 GEMMs of %d decoder shapes: row-wise at %.3f of tensor-wise's rate\n", shapes, tensorwise / rowwise);
+  EXPECT_EQ(shapes, 7);
+  EXPECT_NEAR(tensorwise / rowwise, 1.0, 0.03);
+  // the model plans the products alike whatever the scaling
+  ComputeOptions c;
+  c.precision = Precision::fp8;
+  Network net = build_decoder(
+      DecoderShape{.layers = 1, .hidden = 4096, .heads = 32, .kv_heads = 8, .ffn = 14336, .vocab = 128256, .seq = 8192},
+      "decoder");
+  const GpuSpec h200 = find_gpu("h200");
+  std::vector<KernelTiming> t = layer_kernels(net.layers[4], false, false, h200, 1, c);
+  c.fp8_scaling = Fp8Scaling::rowwise;
+  std::vector<KernelTiming> w = layer_kernels(net.layers[4], false, false, h200, 1, c);
+  int gemms = 0;
+  for (const KernelTiming& k : t)
+    for (const KernelTiming& r : w)
+      if (k.name == r.name && k.flops > Flops{}) {
+        EXPECT_EQ(in_seconds(k.time), in_seconds(r.time)) << k.name;
+        ++gemms;
+      }
+  EXPECT_EQ(gemms, 6);  // the MLP's up and down products: forward, data and weight gradients
 }
 
 // Eq. K16 holds only where a collective runs beside the step's kernels: a sharded step on one GPU is timed at

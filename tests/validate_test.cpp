@@ -93,6 +93,13 @@ TEST(Validate, NamesTheComputeOptionsField) {
   sc.compute.recompute = Recompute::full;
   sc.compute.recompute_blocks = 0.0;
   EXPECT_EQ(refusal(sc).key, "compute.recompute_blocks");
+  // row-wise scaling is a recipe of fp8 training (eq. K15): refused on another precision, taken with fp8
+  sc = good_scenario();
+  sc.compute.precision = Precision::bf16;
+  sc.compute.fp8_scaling = Fp8Scaling::rowwise;
+  EXPECT_EQ(refusal(sc).what, "'compute.fp8_scaling': rowwise scaling is a recipe of fp8 training; the precision is bf16");
+  sc.compute.precision = Precision::fp8;
+  EXPECT_EQ(refusal(sc).key, "");
 }
 
 TEST(Validate, RefusesACheckpointingModeTheNetworkCannotTake) {

@@ -111,6 +111,17 @@ std::string_view to_string(Recompute r) noexcept;
 Recompute recompute_from_string(std::string_view name);
 inline constexpr std::string_view kRecomputeNames = "none, full, selective, op";
 
+/// How fp8 training scales the operands of its products (torchao's float8 recipes; docs/compute-model.md, eq. K15):
+/// `tensorwise`, one scale per tensor, each operand cast to fp8 once and its fp8 copy transposed for the backward
+/// (torchao's "tensorwise", Transformer Engine's delayed or current scaling); `rowwise`, one scale per row of each
+/// operand along its product's reduction dimension (torchao's "rowwise": e4m3 everywhere), so the backward casts
+/// the output gradient along both axes and the saved bf16 input and weight again along the other axis.
+enum class Fp8Scaling { tensorwise, rowwise };
+std::string_view to_string(Fp8Scaling s) noexcept;
+/// "tensorwise" or "rowwise"; std::invalid_argument otherwise.
+Fp8Scaling fp8_scaling_from_string(std::string_view name);
+inline constexpr std::string_view kFp8ScalingNames = "tensorwise, rowwise";
+
 /// How a framework runs the memory-bound work around its convolutions and matrix products, and issues its
 /// kernels (a framework file's `kernels:` block; docs/compute-model.md, eqs. K18-K20). The defaults are the
 /// shipped fit's: every memory-bound pass at the fitted `memory_efficiency`, nothing fused, each kernel charged
@@ -146,6 +157,8 @@ struct KernelExecution {
 
 struct ComputeOptions {
   Precision precision = Precision::fp32;
+  /// fp8's scaling recipe (eq. K15); read only when `precision` is fp8 (validate refuses row-wise otherwise).
+  Fp8Scaling fp8_scaling = Fp8Scaling::tensorwise;
   Optimizer optimizer = Optimizer::momentum;
   /// The optimiser's kernels (OptimizerImpl); unset: the framework's (`optimizer_impl:`), else fused.
   std::optional<OptimizerImpl> optimizer_impl;

@@ -77,6 +77,7 @@ struct ShowOptions {
   int batch = 32;
   std::string gpu;
   std::string precision = "fp32";
+  std::string fp8_scaling;  // --fp8-scaling tensorwise|rowwise (with --precision fp8)
   std::string format = "table";
   std::string output;
   bool kernels = false;  // --kernels: every kernel of every layer, with the algorithm the model chose
@@ -93,6 +94,17 @@ struct ShowOptions {
 ComputeOptions base_compute(const ShowOptions& o, const Network& net) {
   ComputeOptions copt;
   copt.precision = precision_from(o.precision);
+  if (!o.fp8_scaling.empty()) {
+    try {
+      copt.fp8_scaling = fp8_scaling_from_string(o.fp8_scaling);
+    } catch (const std::invalid_argument& e) {
+      throw UsageError("--fp8-scaling", e.what());
+    }
+    if (copt.fp8_scaling != Fp8Scaling::tensorwise && copt.precision != Precision::fp8)
+      throw UsageError("--fp8-scaling",
+                       fmt::format("{} scaling is a recipe of fp8 training; the precision is {}", to_string(copt.fp8_scaling),
+                                   to_string(copt.precision)));
+  }
   if (!o.compute_params.empty())
     copt.kernel_params = std::make_shared<const KernelParamSet>(load_kernel_params(o.compute_params));
   try {
@@ -308,7 +320,9 @@ void setup_model(CLI::App& app) {
                    "GPU: an id of topologies/gpus.yaml (e.g. p40, v100-sxm2; b200@750W under a power limit) or a YAML file "
                    "with one GPU's keys")
       ->type_name("ID|FILE");
-  show->add_option("--precision", so->precision, "fp32, tf32, bf16 or fp16 (mixed precision)")->capture_default_str();
+  show->add_option("--precision", so->precision, "fp32, tf32, bf16, fp16 (mixed precision) or fp8")->capture_default_str();
+  show->add_option("--fp8-scaling", so->fp8_scaling, "With --precision fp8: tensorwise (the default) or rowwise")
+      ->type_name("SCALING");
   show->add_option("--optimizer", so->optimizer, "sgd, momentum, adam, adamw or lamb (default: by the model's input)");
   show->add_option("--compute-params", so->compute_params, "Kernel-model parameters (what `dlscale calibrate fit` writes)")
       ->type_name("FILE");

@@ -118,8 +118,14 @@ void add_scenario_options(CLI::App& cmd, ScenarioOptions& o) {
       ->type_name("LIST");
   cmd.add_option("--profile", o.profile, "Measured single-GPU phase times (and optional measured values at larger counts)")
       ->type_name("FILE");
-  cmd.add_option("--precision", o.precision, "fp32, tf32 (Ampere and newer), bf16 or fp16 (automatic mixed precision)")
+  cmd.add_option("--precision", o.precision,
+                 "fp32, tf32 (Ampere and newer), bf16 or fp16 (automatic mixed precision), fp8 (Hopper and newer: bf16 "
+                 "with the transformer blocks' linear maps in fp8)")
       ->capture_default_str();
+  cmd.add_option("--fp8-scaling", o.fp8_scaling,
+                 "With --precision fp8: tensorwise (one scale a tensor, the default) or rowwise (one scale a row, torchao's "
+                 "rowwise recipe: the backward casts its operands again along the other axis)")
+      ->type_name("SCALING");
   cmd.add_option("--optimizer", o.optimizer,
                  "sgd, momentum, adam, adamw or lamb (default: momentum for image models, adamw for token models)")
       ->type_name("NAME");
@@ -373,6 +379,13 @@ void apply_compute_options(const ScenarioOptions& o, ComputeOptions& c) {
     c.precision = precision_from_string(o.precision);
   } catch (const std::invalid_argument& e) {
     throw UsageError("--precision", e.what());
+  }
+  if (!o.fp8_scaling.empty()) {
+    try {
+      c.fp8_scaling = fp8_scaling_from_string(o.fp8_scaling);
+    } catch (const std::invalid_argument& e) {
+      throw UsageError("--fp8-scaling", e.what());
+    }
   }
   c.accumulate = o.accumulate;
   apply_checkpointing_option(o, c);

@@ -39,6 +39,7 @@ struct ScenarioOptions {
   bool batch_given = false;  // --batch was on the command line (so that --batch 0 is an error, not the default)
   std::string gpus;          // --gpus; empty: default_gpu_counts(cluster)
   std::string precision = "fp32";
+  std::string fp8_scaling;         // --fp8-scaling tensorwise|rowwise; empty: tensorwise
   std::string optimizer;           // --optimizer; empty: momentum for image models, adamw for token models
   bool unfused_optimizer = false;  // --unfused-optimizer: --optimizer-impl for_loop
   std::string optimizer_impl;      // --optimizer-impl; empty: the framework's, else fused

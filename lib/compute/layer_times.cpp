@@ -65,6 +65,25 @@ struct ClassBytes {
 constexpr MemoryClass kVec = MemoryClass::vectorized, kStrided = MemoryClass::strided, kUpcast = MemoryClass::upcast,
                       kReduce = MemoryClass::reduction;
 
+/// Eq. K15, row-wise scaling: what its backward casts beyond tensor-wise scaling's, per linear map (torchao's
+/// "rowwise" recipe; bench/pytorch/decoder_steps.py's Fp8RowMatmul runs it). Each fp8 operand is scaled along its
+/// product's reduction dimension, so no fp8 copy made for one product serves another: the data gradient takes the
+/// output gradient scaled along `out` (tensor-wise's one cast) and the weight re-cast from bf16 along `out` (in·out);
+/// the weight gradient the output gradient again along the rows (rows·out) and the saved bf16 input re-cast along
+/// the rows (rows·in, by each of the `readers` maps that read it). Eager, the transposed copies stay those tensor-wise
+/// scaling makes (compiled they fuse into the casts). Without a data gradient only the weight gradient's casts
+/// remain: the input's.
+struct Fp8Recast {
+  double elements = 0.0;  // bf16 elements cast again, each read and cast as a forward cast is
+  int casts = 0;          // casts (kernels or chains) a step runs for them
+};
+Fp8Recast fp8_recast_elements(std::int64_t rows, std::int64_t in, std::int64_t out, bool input_grad, int readers) {
+  const double r = static_cast<double>(rows), i = static_cast<double>(in), o = static_cast<double>(out);
+  const double inputs = static_cast<double>(readers) * r * i;
+  if (!input_grad) return {inputs, readers};
+  return {inputs + r * o + i * o, 3 * readers};
+}
+
 Seconds sum(const std::vector<Seconds>& v) { return std::accumulate(v.begin(), v.end(), Seconds{}); }
 
 double elements(const std::vector<std::int64_t>& shape) {
@@ -126,6 +145,9 @@ class Kernels {
   /// max (read eb), the upcast to fp32 (eb + 4), the multiply by the scale and the saturating clamp (4 + 4
   /// each), the cast to fp8 (4 + 1): 5·eb + 25 B an element (bench/pytorch/decoder_steps.py runs that chain;
   /// measured on an H200 it made an eager fp8 step 18 % slower than bf16, tests/data/h200-pytorch).
+  /// Row-wise scaling (Fp8Scaling::rowwise) adds the backward's re-casts (fp8_recast_elements); compiled, those
+  /// and the output gradient's cast all run in the backward graph, where torch.compile writes each fp8 operand in
+  /// the layout its product takes (the transpose fused into the cast), so no transposed copy is charged.
   void fp8_casts(const std::string& what, std::int64_t rows, std::int64_t in, std::int64_t out, bool input_grad,
                  int readers = 1) {
     if (opt_.precision != Precision::fp8 || !fp8_layer) return;
@@ -137,8 +159,15 @@ class Kernels {
       fp8_casts_by_class(what, r, i, o, input_grad, readers);
       return;
     }
+    // compiled row-wise, every backward cast writes the layout its product takes: no transposed copies of their own
+    const bool copies = !(opt_.compiled && opt_.fp8_scaling == Fp8Scaling::rowwise);
     pass(name(what, " fp8 cast fwd"), r * i + i * o, cast, false, 0.0, 2 * chain);
-    pass(name(what, " fp8 cast bwd"), r * o, cast, true, (r * i + r * o + (input_grad ? i * o : 0.0)) * 2.0, chain + 3);
+    pass(name(what, " fp8 cast bwd"), r * o, cast, true, copies ? (r * i + r * o + (input_grad ? i * o : 0.0)) * 2.0 : 0.0,
+         copies ? chain + 3 : chain);
+    if (opt_.fp8_scaling == Fp8Scaling::rowwise) {
+      const Fp8Recast re = fp8_recast_elements(rows, in, out, input_grad, 1);
+      pass(name(what, " fp8 row-wise re-casts bwd"), re.elements, cast, true, 0.0, re.casts * chain);
+    }
   }
 
   /// Eq. K21, the casts above by class. Eager torchao's chain: abs, the cast to fp8 and the clamp vectorized
@@ -146,13 +175,23 @@ class Kernels {
   /// the chain's fifth eb); compiled, one vectorized kernel (eb + 1). The transposed fp8 copies are strided. The input
   /// is cast, and transposed, by each of the `readers` linear maps the model's fused product stands for (torchao's
   /// Float8Linear per nn.Linear: torchtitan's wq, wk, wv read one input, w1 and w3 another; its H200 profile shows
-  /// 84 casts a step for 4 blocks, 3 a linear map of 7).
+  /// 84 casts a step for 4 blocks, 3 a linear map of 7). Row-wise, the backward's re-casts run the same chain (the
+  /// multiply by a per-row scale broadcasts, strided as the 0-d one), or compiled the same one kernel.
   void fp8_casts_by_class(const std::string& what, double r, double i, double o, bool input_grad, int readers) {
     const double eb = activation_bytes_per_element(opt_.precision);
     const double inputs = static_cast<double>(readers) * r * i;
     const double transposed = inputs + r * o + (input_grad ? i * o : 0.0);
+    const bool rowwise = opt_.fp8_scaling == Fp8Scaling::rowwise;
+    const Fp8Recast re = rowwise ? fp8_recast_elements(static_cast<std::int64_t>(r), static_cast<std::int64_t>(i),
+                                                       static_cast<std::int64_t>(o), input_grad, readers)
+                                 : Fp8Recast{};
     if (opt_.compiled) {
       classed(name(what, " fp8 cast fwd"), inputs + i * o, {{kVec, eb + 1.0}}, false, 1 + readers);
+      if (rowwise) {  // every operand cast in the backward graph, its transposed copy fused into its cast (K15)
+        classed(name(what, " fp8 cast bwd"), r * o, {{kVec, eb + 1.0}}, true, 1);
+        classed(name(what, " fp8 row-wise re-casts bwd"), re.elements, {{kVec, eb + 1.0}}, true, re.casts);
+        return;
+      }
       classed(name(what, " fp8 cast bwd"), 1.0, {{kVec, r * o * (eb + 1.0)}, {kStrided, transposed * 2.0}}, true, 4);
       return;
     }
@@ -160,6 +199,7 @@ class Kernels {
     classed(name(what, " fp8 cast fwd"), inputs + i * o, chain, false, 6 * (1 + readers));
     classed(name(what, " fp8 cast bwd"), r * o, chain, true, 6);
     classed(name(what, " fp8 transposes bwd"), transposed * 2.0, {{kStrided, 1.0}}, true, 3);
+    if (rowwise) classed(name(what, " fp8 row-wise re-casts bwd"), re.elements, chain, true, 6 * re.casts);
   }
 
   /// plan_gemm on this GPU, remembered by shape across the network's layers where a memo is given.
@@ -1133,6 +1173,14 @@ AttentionKernel effective_attention(AttentionKernel wanted, const GpuSpec& gpu, 
     default:
       return wanted;
   }
+}
+
+std::string_view to_string(Fp8Scaling s) noexcept { return s == Fp8Scaling::rowwise ? "rowwise" : "tensorwise"; }
+
+Fp8Scaling fp8_scaling_from_string(std::string_view name) {
+  for (auto s : {Fp8Scaling::tensorwise, Fp8Scaling::rowwise})
+    if (to_string(s) == name) return s;
+  throw std::invalid_argument("unknown fp8 scaling '" + std::string(name) + "' (expected " + std::string(kFp8ScalingNames) + ")");
 }
 
 Optimizer optimizer_from_string(std::string_view name) {

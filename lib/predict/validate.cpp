@@ -58,6 +58,10 @@ void validate_compute(const Scenario& sc) {
   if (!(c.recompute_blocks > 0.0 && c.recompute_blocks <= 1.0))
     fail("compute.recompute_blocks",
          fmt::format("the fraction of recomputed blocks must lie in (0, 1], got {}", c.recompute_blocks));
+  if (c.fp8_scaling != Fp8Scaling::tensorwise && c.precision != Precision::fp8)
+    fail("compute.fp8_scaling",
+         fmt::format("{} scaling is a recipe of fp8 training; the precision is {}", to_string(c.fp8_scaling),
+                     to_string(c.precision)));
   const Network& net = sc.network;
   if (c.checkpointing) {  // every segment but the last runs its forward again before its backward
     if (checkpoint_segments(net).size() < 2)
