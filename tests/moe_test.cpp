@@ -199,6 +199,15 @@ TEST(MoeGroups, RankParametersHoldEOverEpExperts) {
   EXPECT_EQ(rank_params(net, l, 0), dense + 4 * 393'216);
 }
 
+// Llama-3-8B's shape, and the same with Mixtral's routing in every block (8 experts, top-2): the checks' models.
+TransformerShape llama3_8b_shape() { return {32, 4096, 32, 8, 14336, 128256, 8192}; }
+TransformerShape with_mixtral_routing(TransformerShape m) {
+  m.experts = 8;
+  m.top_k = 2;
+  m.moe_layers = m.layers;
+  return m;
+}
+
 std::string field_of(const ParallelLayout& l, int gpus, const TransformerShape& m) {
   try {
     validate(l, gpus, m);
@@ -209,11 +218,8 @@ std::string field_of(const ParallelLayout& l, int gpus, const TransformerShape& 
 }
 
 TEST(MoeGroups, ExpertParallelChecksNameEp) {
-  const TransformerShape dense{32, 4096, 32, 8, 14336, 128256, 8192};
-  TransformerShape moe = dense;
-  moe.experts = 8;
-  moe.top_k = 2;
-  moe.moe_layers = 32;
+  const TransformerShape dense = llama3_8b_shape();
+  const TransformerShape moe = with_mixtral_routing(dense);
   ParallelLayout l;
   l.tp = 8;
   l.ep = 2;
@@ -435,11 +441,8 @@ TEST(MoeImbalance, BusiestRankKeepsItsCopiesFTimes) {
 // The checks: below 1 or not a number, and above what ep ranks reach: Mixtral's 8 experts, top-2, on ep 8 (one
 // expert a rank: a token puts at most 1 of its 2 copies on a rank) at most 8·1/2 = 4; on ep 2 (4 experts a rank) 2.
 TEST(MoeImbalance, ChecksNameMoeImbalance) {
-  const TransformerShape dense{32, 4096, 32, 8, 14336, 128256, 8192};
-  TransformerShape moe = dense;
-  moe.experts = 8;
-  moe.top_k = 2;
-  moe.moe_layers = 32;
+  const TransformerShape dense = llama3_8b_shape();
+  const TransformerShape moe = with_mixtral_routing(dense);
   ParallelLayout l;
   l.ep = 8;
   l.moe_imbalance = 4.0;
