@@ -652,6 +652,17 @@ double kernel_time(const std::vector<KernelTiming>& kernels, const std::string& 
   return -1.0;
 }
 
+// GPT-2 small's MLP (768 -> 3,072 -> 768) on 128-token samples, with `params` (biases or none): the hand checks' layer.
+Layer gpt2_small_mlp(std::int64_t params) {
+  Layer mlp;
+  mlp.name = "mlp";
+  mlp.kind = LayerKind::linear;
+  mlp.hidden = 3072;
+  mlp.input_shape = mlp.output_shape = {128, 768};
+  mlp.params = params;
+  return mlp;
+}
+
 // Eq. K24 on the toy GPU (400 GB/s attainable, 5 us a kernel), fp16 (eb = 2): GPT-2 small's MLP, 768 -> 3,072 -> 768
 // with biases, at batch 2 of 128 tokens: h = 256 x 3,072 = 786,432 activations, 256 x 768 = 196,608 outputs.
 // gelu_new forward 18·eb = 36 B an activation, 28,311,552 B in 70.77888 us + 8 kernels (40 us) = 110.77888 us;
@@ -661,12 +672,7 @@ double kernel_time(const std::vector<KernelTiming>& kernels, const std::string& 
 // the same over 196,608 outputs (6.96608 and 5.98304 us). The dropout on the output: 2·eb + 1 = 5 B each way,
 // 983,040 B in 2.4576 + 5 us.
 TEST(KernelModel, TransformersGpt2MlpRunsItsEagerOperators) {
-  Layer mlp;
-  mlp.name = "mlp";
-  mlp.kind = LayerKind::linear;
-  mlp.hidden = 3072;
-  mlp.input_shape = mlp.output_shape = {128, 768};
-  mlp.params = 2 * 768 * 3072 + 3072 + 768;
+  Layer mlp = gpt2_small_mlp(2 * 768 * 3072 + 3072 + 768);
   ComputeOptions o = toy_options(Precision::fp16);
   const auto native = layer_kernels(mlp, false, false, toy_gpu(), 2, o);
   EXPECT_NEAR(kernel_time(native, "mlp.gelu fwd"), 3145728 / 400e9 + 5e-6, 1e-15);
@@ -701,12 +707,7 @@ TEST(KernelModel, TransformersGpt2MlpRunsItsEagerOperators) {
 // K21; toy rates vectorized 0.5, strided 0.25, reductions at memory_efficiency 0.8 of 500 GB/s): 17 B vectorized, 2 reduced and
 // 16 strided an element, 3,342,336 x (17 / 250 + 2 / 400 + 16 / 125) ns = 671.809536 us + 90 us.
 TEST(KernelModel, RowWiseFp8RecastsWhatItsBackwardReads) {
-  Layer mlp;
-  mlp.name = "mlp";
-  mlp.kind = LayerKind::linear;
-  mlp.hidden = 3072;
-  mlp.input_shape = mlp.output_shape = {128, 768};
-  mlp.params = 2 * 768 * 3072;
+  const Layer mlp = gpt2_small_mlp(2 * 768 * 3072);
   ComputeOptions o = toy_options(Precision::fp8);
   const auto tensorwise = layer_kernels(mlp, false, false, toy_gpu(), 2, o);
   EXPECT_EQ(kernel_time(tensorwise, "mlp.up fp8 row-wise re-casts bwd"), -1.0);
