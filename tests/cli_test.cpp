@@ -64,6 +64,23 @@ TEST(Cli, JsonFollowsTheContract) {
   EXPECT_NEAR(p[2]["throughput_samples_per_s"].get<double>(), 4096 / 1.2835, 1e-9);
 }
 
+// fp8's MFU is reckoned against bf16's dense peak (GpuSpec::mfu_peak, as torchtitan and Transformer Engine report it):
+// the same model and GPUs in fp8 and bf16 have MFUs in the ratio of their token rates, and the legend names bf16.
+TEST(Cli, Fp8MfuIsAgainstTheBf16Peak) {
+  const std::string cmd = "predict --model llama3-8b --cluster dgx-h100 --gpus 8 --framework torchtitan --batch 1 --seq-len 8192";
+  const auto fp8 = run_cli(cmd + " --precision fp8 --format json");
+  const auto bf16 = run_cli(cmd + " --precision bf16 --format json");
+  ASSERT_EQ(fp8.status, 0) << fp8.err;
+  ASSERT_EQ(bf16.status, 0) << bf16.err;
+  const auto f = nlohmann::json::parse(fp8.out).at("predictions").at(0);
+  const auto b = nlohmann::json::parse(bf16.out).at("predictions").at(0);
+  EXPECT_NEAR(f.at("mfu").get<double>() / b.at("mfu").get<double>(),
+              f.at("throughput_tokens_per_s").get<double>() / b.at("throughput_tokens_per_s").get<double>(), 1e-9);
+  const auto text = run_cli(cmd + " --precision fp8");
+  ASSERT_EQ(text.status, 0) << text.err;
+  EXPECT_THAT(text.out, HasSubstr("(GPUs × the GPU's dense bf16 peak); fp8 runs are reported against bf16's\n"));
+}
+
 TEST(Cli, MemoryWarningSaysWhatThePredictionSays) {
   // Llama-2-7B with DDP in bf16: the stderr warning and the JSON's memory are one estimate (the framework's fp32
   // gradients included in both): 6,738,415,616 × (4 + 2 + 4 + 8) B = 121.3 GB of weights, gradients and state.
