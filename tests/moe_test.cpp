@@ -269,6 +269,17 @@ TEST(MoeAllToAll, InsideANodeAndAcrossNodesByHand) {
   EXPECT_NEAR(in_seconds(alltoall_time(c, at[ParallelGroup::ep], sent)), 20e-6 + 2 * 4 * part / 1e10, 1e-12);
 }
 
+// The tiny MoE decoder's step on 2 GPUs of one node (hand_cluster(1)), fp32, m 1, its 19 layers measured whole: 1 ms
+// forward, 2 ms backward, 0.5 ms update each.
+ParallelStep tiny_moe_step(const Network& net, const ParallelLayout& l) {
+  LayerTimes whole;
+  whole.forward.assign(19, milliseconds(1.0));
+  whole.backward.assign(19, milliseconds(2.0));
+  whole.update.assign(19, milliseconds(0.5));
+  const Cluster c = hand_cluster(1);
+  return parallel_step(net, whole, c, *make_alpha_beta_model(c), l, 2, ComputeOptions{}, Sharding{});
+}
+
 // ---- eq. P13 with P17-P18: a step by hand ------------------------------------------------------------------------
 // The tiny MoE decoder on 2 GPUs of one node, ep 2 (dp 2, the experts' data-parallel group of one), fp32, m 1:
 // every layer 1 ms forward, 2 ms backward, 0.5 ms update (a MoE layer's over ep: 0.25 ms). Each of the 4 MoE
@@ -276,15 +287,9 @@ TEST(MoeAllToAll, InsideANodeAndAcrossNodesByHand) {
 // the dense 1,566,976 parameters over dp 2 (2 µs + 4·P / 100 GB/s), the experts' over a group of one (nothing).
 TEST(MoeStep, ExpertParallelStepByHand) {
   const Network net = tiny_moe();
-  LayerTimes whole;
-  whole.forward.assign(19, milliseconds(1.0));
-  whole.backward.assign(19, milliseconds(2.0));
-  whole.update.assign(19, milliseconds(0.5));
-  const Cluster c = hand_cluster(1);
   ParallelLayout l;
   l.ep = 2;
-  const ComputeOptions opt;
-  const ParallelStep st = parallel_step(net, whole, c, *make_alpha_beta_model(c), l, 2, opt, Sharding{});
+  const ParallelStep st = tiny_moe_step(net, l);
   const double a2a = 16 * (1e-6 + 1.31072e-6);
   EXPECT_NEAR(in_seconds(st.ep_comm), a2a, 1e-15);
   EXPECT_NEAR(in_seconds(st.per_microbatch), 57e-3 + a2a, 1e-14);
@@ -403,15 +408,10 @@ TEST(MoeImbalance, AllToAllBytesOfTheBusiestRankByHand) {
 // 1.5 × 131,072 B: 1 µs + 1.96608 µs each.
 TEST(MoeImbalance, StepWaitsForTheBusiestRankByHand) {
   const Network net = tiny_moe();
-  LayerTimes whole;
-  whole.forward.assign(19, milliseconds(1.0));
-  whole.backward.assign(19, milliseconds(2.0));
-  whole.update.assign(19, milliseconds(0.5));
-  const Cluster c = hand_cluster(1);
   ParallelLayout l;
   l.ep = 2;
   l.moe_imbalance = 1.5;
-  const ParallelStep st = parallel_step(net, whole, c, *make_alpha_beta_model(c), l, 2, ComputeOptions{}, Sharding{});
+  const ParallelStep st = tiny_moe_step(net, l);
   const double a2a = 16 * (1e-6 + 1.96608e-6);
   EXPECT_NEAR(in_seconds(st.ep_comm), a2a, 1e-15);
   EXPECT_NEAR(in_seconds(st.per_microbatch), 63e-3 + a2a, 1e-14);
