@@ -95,11 +95,7 @@ ComputeOptions base_compute(const ShowOptions& o, const Network& net) {
   ComputeOptions copt;
   copt.precision = precision_from(o.precision);
   if (!o.fp8_scaling.empty()) {
-    try {
-      copt.fp8_scaling = fp8_scaling_from_string(o.fp8_scaling);
-    } catch (const std::invalid_argument& e) {
-      throw UsageError("--fp8-scaling", e.what());
-    }
+    copt.fp8_scaling = fp8_scaling_option(o.fp8_scaling);
     if (copt.fp8_scaling != Fp8Scaling::tensorwise && copt.precision != Precision::fp8)
       throw UsageError("--fp8-scaling",
                        fmt::format("{} scaling is a recipe of fp8 training; the precision is {}", to_string(copt.fp8_scaling),

@@ -380,13 +380,7 @@ void apply_compute_options(const ScenarioOptions& o, ComputeOptions& c) {
   } catch (const std::invalid_argument& e) {
     throw UsageError("--precision", e.what());
   }
-  if (!o.fp8_scaling.empty()) {
-    try {
-      c.fp8_scaling = fp8_scaling_from_string(o.fp8_scaling);
-    } catch (const std::invalid_argument& e) {
-      throw UsageError("--fp8-scaling", e.what());
-    }
-  }
+  if (!o.fp8_scaling.empty()) c.fp8_scaling = fp8_scaling_option(o.fp8_scaling);
   c.accumulate = o.accumulate;
   apply_checkpointing_option(o, c);
   c.compiled = o.compiled;
@@ -459,6 +453,14 @@ void describe_run(const ScenarioOptions& o, const Scenario& sc, RunInfo& info) {
   info.precision = std::string(to_string(sc.compute.precision));
 }
 }  // namespace
+
+Fp8Scaling fp8_scaling_option(const std::string& text) {
+  try {
+    return fp8_scaling_from_string(text);
+  } catch (const std::invalid_argument& e) {
+    throw UsageError("--fp8-scaling", e.what());
+  }
+}
 
 Scenario build_scenario(const ScenarioOptions& o, RunInfo& info) {
   Scenario sc;

@@ -82,6 +82,8 @@ inline constexpr const char* kSeqLenHelp = "Rebuild a token model from models/ar
 inline constexpr const char* kImageSizeHelp = "Rebuild an image model from models/arch/ at this height and width";
 void add_size_option(CLI::App& cmd, const std::string& name, int& target, const std::string& help, const std::string& type);
 void add_scenario_options(CLI::App& cmd, ScenarioOptions& o);
+/// --fp8-scaling's value (tensorwise or rowwise); a UsageError naming the option otherwise.
+Fp8Scaling fp8_scaling_option(const std::string& text);
 /// Loads every input named by the options; all errors are InputError/UsageError.
 Scenario build_scenario(const ScenarioOptions& o, RunInfo& info);
 std::vector<int> parse_gpu_list(const std::string& text);
