@@ -65,20 +65,18 @@ struct ClassBytes {
 constexpr MemoryClass kVec = MemoryClass::vectorized, kStrided = MemoryClass::strided, kUpcast = MemoryClass::upcast,
                       kReduce = MemoryClass::reduction;
 
-/// Eq. K15, row-wise scaling: what its backward casts beyond tensor-wise scaling's, per linear map (torchao's
-/// "rowwise" recipe; bench/pytorch/decoder_steps.py's Fp8RowMatmul runs it). Each fp8 operand is scaled along its
-/// product's reduction dimension, so no fp8 copy made for one product serves another: the data gradient takes the
-/// output gradient scaled along `out` (tensor-wise's one cast) and the weight re-cast from bf16 along `out` (in·out);
-/// the weight gradient the output gradient again along the rows (rows·out) and the saved bf16 input re-cast along
-/// the rows (rows·in, by each of the `readers` maps that read it). Eager, the transposed copies stay those tensor-wise
-/// scaling makes (compiled they fuse into the casts). Without a data gradient only the weight gradient's casts
-/// remain: the input's.
+/// Eq. K15, row-wise scaling: what its backward casts beyond tensor-wise scaling's, per linear map of r rows, i inputs
+/// and o outputs (torchao's "rowwise" recipe; bench/pytorch/decoder_steps.py's Fp8RowMatmul runs it). Each fp8 operand
+/// is scaled along its product's reduction dimension, so no fp8 copy made for one product serves another: the data gradient takes
+/// the output gradient scaled along o (tensor-wise's one cast) and the weight re-cast from bf16 along o (i·o); the weight
+/// gradient the output gradient again along the rows (r·o) and the saved bf16 input re-cast along the rows (r·i, by each of the
+/// `readers` maps that read it). Eager, the transposed copies stay those tensor-wise scaling makes (compiled they fuse into the
+/// casts). Without a data gradient only the weight gradient's casts remain: the input's.
 struct Fp8Recast {
   double elements = 0.0;  // bf16 elements cast again, each read and cast as a forward cast is
   int casts = 0;          // casts (kernels or chains) a step runs for them
 };
-Fp8Recast fp8_recast_elements(std::int64_t rows, std::int64_t in, std::int64_t out, bool input_grad, int readers) {
-  const double r = static_cast<double>(rows), i = static_cast<double>(in), o = static_cast<double>(out);
+Fp8Recast fp8_recast_elements(double r, double i, double o, bool input_grad, int readers) {
   const double inputs = static_cast<double>(readers) * r * i;
   if (!input_grad) return {inputs, readers};
   return {inputs + r * o + i * o, 3 * readers};
@@ -165,7 +163,7 @@ class Kernels {
     pass(name(what, " fp8 cast bwd"), r * o, cast, true, copies ? (r * i + r * o + (input_grad ? i * o : 0.0)) * 2.0 : 0.0,
          copies ? chain + 3 : chain);
     if (opt_.fp8_scaling == Fp8Scaling::rowwise) {
-      const Fp8Recast re = fp8_recast_elements(rows, in, out, input_grad, 1);
+      const Fp8Recast re = fp8_recast_elements(r, i, o, input_grad, 1);
       pass(name(what, " fp8 row-wise re-casts bwd"), re.elements, cast, true, 0.0, re.casts * chain);
     }
   }
@@ -182,9 +180,7 @@ class Kernels {
     const double inputs = static_cast<double>(readers) * r * i;
     const double transposed = inputs + r * o + (input_grad ? i * o : 0.0);
     const bool rowwise = opt_.fp8_scaling == Fp8Scaling::rowwise;
-    const Fp8Recast re = rowwise ? fp8_recast_elements(static_cast<std::int64_t>(r), static_cast<std::int64_t>(i),
-                                                       static_cast<std::int64_t>(o), input_grad, readers)
-                                 : Fp8Recast{};
+    const Fp8Recast re = rowwise ? fp8_recast_elements(r, i, o, input_grad, readers) : Fp8Recast{};
     if (opt_.compiled) {
       classed(name(what, " fp8 cast fwd"), inputs + i * o, {{kVec, eb + 1.0}}, false, 1 + readers);
       if (rowwise) {  // every operand cast in the backward graph, its transposed copy fused into its cast (K15)
