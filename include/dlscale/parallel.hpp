@@ -124,6 +124,8 @@ StepTraffic dp_step_traffic(std::int64_t params, const Sharding& s, Precision p,
 Bytes moe_alltoall_bytes(const ParallelLayout& l, const TransformerShape& m, double element_bytes) noexcept;
 /// Eq. P23: the load of the busiest expert-parallel rank over the mean rank's that a layout charges: moe_imbalance
 /// where ep > 1; 1 otherwise (one rank holds every expert and runs all rows·K copies, however the router spreads them).
+/// Eq. P23: a routing imbalance is a finite number of at least 1; InputError, key "moe_imbalance", otherwise.
+void validate_moe_imbalance(double f);
 double moe_rank_load(const ParallelLayout& l) noexcept;
 /// Eq. P23: the most imbalanced e ranks can be: a token sends at most min(K, E/e) of its K copies to one rank, so
 /// the busiest rank receives at most e·T·min(K, E/e) copies of the e·T·K, over the mean T·K: e·min(K, E/e)/K.

@@ -10,6 +10,7 @@
 #include "cli/scenario_options.hpp"
 #include "dlscale/error.hpp"
 #include "dlscale/io.hpp"
+#include "dlscale/parallel.hpp"
 #include "dlscale/parallel_plan.hpp"
 #include "io/text.hpp"
 
@@ -86,9 +87,11 @@ void run_parallel_plan(const ScenarioOptions& so_in, const ParallelPlanOptions& 
   Scenario sc = build_scenario(so, info);
   if (!o.moe_imbalance.empty()) {  // eq. P23: over the framework's
     const double f = moe_imbalance_option(o.moe_imbalance);
-    if (!(f >= 1.0))
-      throw UsageError("--moe-imbalance",
-                       fmt::format("the busiest expert-parallel rank's load over the mean must be at least 1, got {}", f));
+    try {
+      validate_moe_imbalance(f);
+    } catch (const InputError& e) {
+      throw UsageError("--moe-imbalance", e.message());
+    }
     ParallelLayout l = sc.strategy.parallel.value_or(ParallelLayout{});
     l.moe_imbalance = f;
     sc.strategy.parallel = l;

@@ -109,11 +109,7 @@ namespace {
 /// Eq. P17's checks of the expert-parallel degree.
 void validate_experts(const ParallelLayout& l, int dp, const TransformerShape& m) {
   if (l.ep < 1) throw field_error("ep", fmt::format("must be at least 1, got {}", l.ep));
-  // eq. P23: the busiest rank's load over the mean's, at least the mean's
-  if (!std::isfinite(l.moe_imbalance) || l.moe_imbalance < 1.0)
-    throw field_error(
-        "moe_imbalance",
-        fmt::format("the busiest expert-parallel rank's load over the mean must be at least 1, got {}", l.moe_imbalance));
+  validate_moe_imbalance(l.moe_imbalance);
   if (l.ep == 1) return;
   if (m.experts == 0) throw field_error("ep", fmt::format("ep {} needs a model with experts (a mixture of experts)", l.ep));
   if (m.experts % l.ep != 0) throw field_error("ep", fmt::format("ep {} does not divide the {} experts", l.ep, m.experts));
@@ -127,6 +123,13 @@ void validate_experts(const ParallelLayout& l, int dp, const TransformerShape& m
                                   l.moe_imbalance, l.ep, m.top_k, m.experts / l.ep, limit));
 }
 }  // namespace
+
+void validate_moe_imbalance(double f) {
+  // eq. P23: the busiest rank's load over the mean's, at least the mean's
+  if (!std::isfinite(f) || f < 1.0)
+    throw field_error("moe_imbalance",
+                      fmt::format("the busiest expert-parallel rank's load over the mean must be at least 1, got {}", f));
+}
 
 double moe_rank_load(const ParallelLayout& l) noexcept { return l.ep > 1 ? l.moe_imbalance : 1.0; }  // eq. P23
 

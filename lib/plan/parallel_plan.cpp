@@ -169,10 +169,7 @@ ParallelPlanResult plan_parallel(const Scenario& base, int gpus, const ParallelP
     c.dp_comm_overlap = base.strategy.parallel->dp_comm_overlap;
     c.moe_imbalance = base.strategy.parallel->moe_imbalance;
   }
-  if (!std::isfinite(c.moe_imbalance) || c.moe_imbalance < 1.0)
-    throw InputError(
-        SourceLocation{}, "moe_imbalance",
-        fmt::format("the busiest expert-parallel rank's load over the mean must be at least 1, got {}", c.moe_imbalance));
+  validate_moe_imbalance(c.moe_imbalance);
   r.moe_imbalance = c.moe_imbalance;
   const ComputeOptions step_opt = step_compute(base);
   Scenario times_of = base;  // for parallel_whole_times: the framework's efficiency, no measured layers
