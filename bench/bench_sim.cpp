@@ -75,8 +75,7 @@ void BM_SimulateResNet50Job(benchmark::State& state) {
     events += r.events;
     benchmark::DoNotOptimize(r.prediction.iteration_time);
   }
-  state.counters["events_per_job"] =
-      benchmark::Counter(static_cast<double>(events) / static_cast<double>(state.iterations()));
+  state.counters["events_per_job"] = benchmark::Counter(static_cast<double>(events) / static_cast<double>(state.iterations()));
   state.counters["events_per_s"] = benchmark::Counter(static_cast<double>(events), benchmark::Counter::kIsRate);
 }
 BENCHMARK(BM_SimulateResNet50Job)->ArgName("gpus")->Arg(1024)->Arg(16384)->Unit(benchmark::kMillisecond);

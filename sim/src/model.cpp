@@ -62,7 +62,8 @@ struct Gpu {
   double task_start = 0.0;
   int factor_iter = -1;  // the iteration whose forward+backward factor `factor` is
   double factor = 1.0;
-  Rng rng;
+  // No random stream here: a std::mt19937_64 is 2.5 KB, which would put every GPU's hot fields on a page
+  // of their own (Model::rngs_ holds the streams, only where they are drawn from).
 };
 
 struct Slice {
@@ -173,6 +174,7 @@ class Model final : public EventSink {
   double copy_end_ = 0.0;  // offload: when the copy engine is free (eq. S9a)
   bool tick_pending_ = false;
   Rng link_rng_;
+  std::vector<Rng> rngs_;             // per GPU, where a GPU draws for itself (prepare_gpus); else empty
   std::vector<SlowestDraw> slowest_;  // per iteration, where the GPUs are alike (pass_factor)
   // iteration bookkeeping
   std::vector<double> iter_end_, agg_end_, bwd_end_, comm_sum_, fwd_max_, bwd_max_, upd_max_, h2d_max_, upd_exp_, wait_max_,
@@ -190,7 +192,7 @@ class Model final : public EventSink {
 double Model::compute_time(int g, double base) {
   Gpu& gp = gpus_[static_cast<std::size_t>(g)];
   double t = base / gp.speed;
-  if (s_.compute_jitter > 0.0) t *= gp.rng.jitter(s_.compute_jitter);
+  if (s_.compute_jitter > 0.0) t *= rngs_[static_cast<std::size_t>(g)].jitter(s_.compute_jitter);
   return t;
 }
 
@@ -208,7 +210,7 @@ double Model::pass_factor(int g) {
     double z = 0.0;
     if (const auto k = static_cast<std::size_t>(gp.iter); k < slowest_.size())  // alike GPUs (run())
       z = slowest_[k].gpu == g ? slowest_[k].z : slowest_[k].rest;
-    else z = gp.rng.normal();
+    else z = rngs_[static_cast<std::size_t>(g)].normal();
     gp.factor = std::max(0.0, 1.0 + s_.iteration_cv * z);
   }
   return gp.factor;
@@ -730,7 +732,6 @@ void Model::prepare_gpus() {
   for (std::size_t g = 0; g < G; ++g) {
     gpus_[g].cls = s_.gpu_class[g];
     gpus_[g].speed = s_.speed[g];
-    gpus_[g].rng = Rng(splitmix64(s_.seed ^ splitmix64(g + 1)));
   }
   link_rng_ = Rng(splitmix64(s_.seed ^ 0x6C696E6Bull));
   bool alike = s_.compute_jitter == 0.0;
@@ -739,6 +740,11 @@ void Model::prepare_gpus() {
     Rng slow(splitmix64(s_.seed ^ 0x736C6F77ull));
     slowest_.resize(N + 1);  // + 1: a GPU may ask for the iteration after the last
     for (auto& d : slowest_) d = draw_slowest(slow, s_.gpus);
+  }
+  // a GPU's own stream: for the per-task jitter, and for the per-iteration factor where the GPUs differ
+  if (s_.compute_jitter > 0.0 || (s_.iteration_cv > 0.0 && !alike)) {
+    rngs_.reserve(G);
+    for (std::size_t g = 0; g < G; ++g) rngs_.emplace_back(splitmix64(s_.seed ^ splitmix64(g + 1)));
   }
 }
 
