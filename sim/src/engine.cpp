@@ -19,21 +19,14 @@ inline bool earlier(const Event& x, const Event& y) noexcept { return x.time < y
 
 // ---- event queue -----------------------------------------------------------------------------------
 
-void EventQueue::push(double time, std::uint32_t kind, std::uint32_t a, std::uint64_t b) {
-  const Event e{time, next_seq_++, kind, a, b};
-  ++size_;
-  if (last_ >= 0) {  // most pushes go where the previous one went
-    Fifo& fl = fifo_[static_cast<std::size_t>(last_)];
-    if (fl.time == time && fl.head < fl.events.size()) {
-      fl.events.push_back(e);
-      return;
-    }
-  }
+// A push that does not go to the FIFO of the last push (push() in engine.hpp has counted it).
+void EventQueue::push_elsewhere(const Event& e) {
+  const double time = e.time;
   // the FIFO of this time, or where one would go among the active FIFOs (sorted by time)
   const auto at = std::lower_bound(active_.begin(), active_.end(), time,
                                    [&](int f, double t) { return fifo_[static_cast<std::size_t>(f)].time < t; });
   if (at != active_.end() && fifo_[static_cast<std::size_t>(*at)].time == time) {
-    fifo_[static_cast<std::size_t>(*at)].events.push_back(e);  // a later seq than all it holds
+    fifo_[static_cast<std::size_t>(*at)].append(e);  // a later seq than all it holds
     last_ = *at;
     return;
   }
@@ -45,9 +38,8 @@ void EventQueue::push(double time, std::uint32_t kind, std::uint32_t a, std::uin
   free_.pop_back();
   Fifo& fi = fifo_[static_cast<std::size_t>(f)];
   fi.time = time;
-  fi.events.clear();
-  fi.head = 0;
-  fi.events.push_back(e);
+  fi.head = fi.tail = 0;
+  fi.append(e);
   active_.insert(at, f);
   last_ = f;
 }
@@ -65,7 +57,8 @@ void EventQueue::heap_push(const Event& e) {
   heap_[i] = e;
 }
 
-Event EventQueue::pop() {
+// Every pop but the commonest (pop() in engine.hpp): the earlier of the first FIFO's front and the heap's top.
+Event EventQueue::pop_any() {
   assert(size_ > 0);
   --size_;
   if (!active_.empty()) {
@@ -73,7 +66,7 @@ Event EventQueue::pop() {
     const Event& front = fi.events[fi.head];
     if (heap_.empty() || earlier(front, heap_.front())) {
       const Event e = front;
-      if (++fi.head == fi.events.size()) {
+      if (++fi.head == fi.tail) {
         free_.push_back(active_.front());
         active_.erase(active_.begin());
       }

@@ -9,6 +9,7 @@
 // simulator API speaks `Seconds`. A model drives the engine through `EventSink`.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -38,21 +39,51 @@ class EventSink {
 /// seq order (it receives them in that order), where the heap would sift each through log2(G) levels.
 /// No two FIFOs share a time, so they are kept sorted by it; pop() takes the earlier of the first
 /// FIFO's front and the heap's top, so the order is the one the heap alone would give.
+///
+/// The common cases stay inline (a push to the FIFO the last push went to, a pop from the first FIFO
+/// when the heap is empty): with the GPUs in lockstep they are nearly every event, and a call with its
+/// saved registers cost as much as the work.
 class EventQueue {
  public:
-  void push(double time, std::uint32_t kind, std::uint32_t a, std::uint64_t b);
+  void push(double time, std::uint32_t kind, std::uint32_t a, std::uint64_t b) {
+    const Event e{time, next_seq_++, kind, a, b};
+    ++size_;
+    if (last_ >= 0) {  // most pushes go where the previous one went
+      Fifo& fl = fifo_[static_cast<std::size_t>(last_)];
+      if (fl.time == time && fl.head < fl.tail && fl.tail < fl.events.size()) {
+        fl.events[fl.tail++] = e;
+        return;
+      }
+    }
+    push_elsewhere(e);
+  }
   [[nodiscard]] bool empty() const noexcept { return size_ == 0; }
   [[nodiscard]] std::size_t size() const noexcept { return size_; }
-  Event pop();
+  Event pop() {
+    if (heap_.empty() && !active_.empty()) {  // the first FIFO's front, unless it is its last event
+      Fifo& fi = fifo_[static_cast<std::size_t>(active_.front())];
+      if (fi.head + 1 < fi.tail) {
+        --size_;
+        return fi.events[fi.head++];
+      }
+    }
+    return pop_any();
+  }
   void reserve(std::size_t n) { heap_.reserve(n); }
 
  private:
-  struct Fifo {
+  struct Fifo {  // events[head, tail) in seq order; events.size() is the room (append() grows it)
     double time = 0.0;
     std::vector<Event> events;
-    std::size_t head = 0;
+    std::size_t head = 0, tail = 0;
+    void append(const Event& e) {
+      if (tail == events.size()) events.resize(std::max<std::size_t>(64, 2 * events.size()));
+      events[tail++] = e;
+    }
   };
   static constexpr int kFifos = 64;
+  void push_elsewhere(const Event& e);
+  Event pop_any();
   void heap_push(const Event& e);
   Event heap_pop();
   std::vector<Event> heap_;
