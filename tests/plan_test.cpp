@@ -481,6 +481,20 @@ TEST(Sweep, LeavesOutPrecisionsTheGpuLacks) {
   EXPECT_THAT(r.unsupported_examples[1], HasSubstr("has no bf16 mode (it needs bf16 math, Ampere or newer)"));
 }
 
+// Frameworks that differ only in what step_key holds (the optimiser's kernels, FSDP2's per-parameter copies, the
+// sharded rate of eq. K16, ...) time a network differently: a sweep that crosses them must not hand one the other's
+// layer times. The key once dropped step_key (an argument past its format string's last placeholder), so after
+// fsdp, deepspeed-zero2's rows took fsdp's times: 0.0721861 s at 8 GPUs where predict says 0.0718504.
+TEST(Sweep, FrameworksThatDifferOnlyInTheirStepKeepTheirOwnLayerTimes) {
+  const SweepSpec spec = parse_sweep_spec(
+      "grid: {cluster: dgx-h100, model: gpt3-125m, framework: [fsdp, deepspeed-zero2], batch: 8, gpus: [1, 8], "
+      "precision: bf16}\n",
+      "s.yaml");
+  const SweepResult r = run_sweep(spec, SweepOptions{1, nullptr, {}});
+  ASSERT_EQ(r.rows.size(), 4u);
+  expect_rows_are_predicts(spec, r);
+}
+
 TEST(Sweep, TopRowsRankByThroughputAndEfficiency) {
   const SweepSpec spec = parse_sweep_spec(kSpec, "spec.yaml");
   const SweepResult r = run_sweep(spec);
