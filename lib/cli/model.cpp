@@ -178,7 +178,7 @@ std::string show_json(const ShowOptions& o, const Shown& d) {
   j["description"] = net.description;
   j["input"] = {{"kind", net.input_kind}, {"shape", net.input_shape}, {"bytes_per_sample", in_bytes(net.input_bytes_per_sample)}};
   j["batch"] = o.batch;
-  j["precision"] = o.precision;
+  j["precision"] = precision_label(copt.precision, copt.fp8_scaling);  // "fp8-rowwise" for row-wise fp8
   j["gpu"] = gpu ? nlohmann::ordered_json(gpu->name) : nlohmann::ordered_json(nullptr);
   j["totals"] = json_totals(d);
   auto layers = nlohmann::ordered_json::array();
