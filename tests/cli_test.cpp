@@ -81,6 +81,29 @@ TEST(Cli, Fp8MfuIsAgainstTheBf16Peak) {
   EXPECT_THAT(text.out, HasSubstr("(GPUs × the GPU's dense bf16 peak); fp8 runs are reported against bf16's\n"));
 }
 
+// Row-wise fp8 (eq. K15) is named where the precision is: predict's header and JSON inputs, explain's header and
+// model show's JSON say "fp8-rowwise" (they said "fp8", as for tensor-wise, before), and MFU stays against bf16.
+TEST(Cli, RowWiseFp8IsNamedInEveryOutput) {
+  const std::string scenario =
+      "--model gpt3-125m --cluster dgx-h100 --gpus 8 --framework pytorch-ddp --batch 8 --precision fp8 --fp8-scaling rowwise";
+  const auto text = run_cli("predict " + scenario);
+  ASSERT_EQ(text.status, 0) << text.err;
+  EXPECT_THAT(text.out, HasSubstr("# dlscale predict: gpt3-125m on dgx-h100, pytorch-ddp (fp8-rowwise), batch 8 per GPU\n"));
+  EXPECT_THAT(text.out, HasSubstr("(GPUs × the GPU's dense bf16 peak); fp8 runs are reported against bf16's\n"));
+  const auto json = run_cli("predict " + scenario + " --format json");
+  ASSERT_EQ(json.status, 0) << json.err;
+  EXPECT_EQ(nlohmann::json::parse(json.out).at("inputs").at("precision"), "fp8-rowwise");
+  const auto explain = run_cli("explain " + scenario);
+  ASSERT_EQ(explain.status, 0) << explain.err;
+  EXPECT_THAT(explain.out, HasSubstr("pytorch-ddp (mixed fp8-rowwise), batch 8 per GPU"));
+  for (const char* scaling : {"tensorwise", "rowwise"}) {
+    const auto show = run_cli(
+        std::string("model show gpt3-125m --gpu h100-sxm --batch 8 --precision fp8 --format json --fp8-scaling ") + scaling);
+    ASSERT_EQ(show.status, 0) << show.err;
+    EXPECT_EQ(nlohmann::json::parse(show.out).at("precision"), std::string(scaling) == "rowwise" ? "fp8-rowwise" : "fp8");
+  }
+}
+
 TEST(Cli, MemoryWarningSaysWhatThePredictionSays) {
   // Llama-2-7B with DDP in bf16: the stderr warning and the JSON's memory are one estimate (the framework's fp32
   // gradients included in both): 6,738,415,616 × (4 + 2 + 4 + 8) B = 121.3 GB of weights, gradients and state.

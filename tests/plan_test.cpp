@@ -481,6 +481,71 @@ TEST(Sweep, LeavesOutPrecisionsTheGpuLacks) {
   EXPECT_THAT(r.unsupported_examples[1], HasSubstr("has no bf16 mode (it needs bf16 math, Ampere or newer)"));
 }
 
+// Frameworks that differ only in what step_key holds (the optimiser's kernels, FSDP2's per-parameter copies, the
+// sharded rate of eq. K16, ...) time a network differently: a sweep that crosses them must not hand one the other's
+// layer times. The key once dropped step_key (an argument past its format string's last placeholder), so after
+// fsdp, deepspeed-zero2's rows took fsdp's times: 0.0721861 s at 8 GPUs where predict says 0.0718504.
+TEST(Sweep, FrameworksThatDifferOnlyInTheirStepKeepTheirOwnLayerTimes) {
+  const SweepSpec spec = parse_sweep_spec(
+      "grid: {cluster: dgx-h100, model: gpt3-125m, framework: [fsdp, deepspeed-zero2], batch: 8, gpus: [1, 8], "
+      "precision: bf16}\n",
+      "s.yaml");
+  const SweepResult r = run_sweep(spec, SweepOptions{1, nullptr, {}});
+  ASSERT_EQ(r.rows.size(), 4u);
+  expect_rows_are_predicts(spec, r);
+}
+
+// fp8's scaling recipe (eq. K15) is an axis of the fp8 precision, and it keys the layer times that a sweep shares
+// between its groups and keeps between runs: a row-wise group must not take a tensor-wise group's times (the key
+// once had no scaling). Each row is predict's for a scenario written here by hand, not by group_scenario.
+TEST(Sweep, Fp8ScalingIsAnAxisOfFp8AndKeysTheSharedLayerTimes) {
+  const auto hand = [](Precision p, Fp8Scaling s) {
+    Scenario sc;
+    sc.cluster = load_cluster(resolve(DataKind::cluster, "dgx-h100", "cluster"));
+    sc.network = load_network(resolve(DataKind::network, "gpt3-125m", "model"));
+    sc.strategy = load_strategy(resolve(DataKind::framework, "pytorch-ddp", "framework"));
+    sc.batch_per_gpu = 8;
+    sc.compute.precision = p;
+    sc.compute.fp8_scaling = s;
+    sc.compute.optimizer = default_optimizer(sc.network, sc.strategy);
+    return Predictor(sc);
+  };
+  const auto expect_rows = [&](const SweepSpec& spec, const SweepResult& r,
+                               const std::vector<std::pair<Precision, Fp8Scaling>>& groups) {
+    ASSERT_EQ(spec.groups.size(), groups.size());
+    ASSERT_EQ(r.rows.size(), 2 * groups.size());
+    for (std::size_t i = 0; i < r.rows.size(); ++i) {
+      const auto [p, s] = groups[i / 2];
+      const SweepGroup& g = spec.groups[r.rows[i].group];
+      EXPECT_EQ(g.precision, p) << i;
+      EXPECT_EQ(g.fp8_scaling, s) << i;
+      EXPECT_EQ(r.rows[i].prediction.iteration_time, hand(p, s).predict(r.rows[i].prediction.gpus).iteration_time) << i;
+    }
+  };
+  const SweepSpec both = parse_sweep_spec(
+      "grid: {cluster: dgx-h100, model: gpt3-125m, framework: pytorch-ddp, batch: 8, gpus: [1, 8],\n"
+      "       precision: [bf16, fp8], fp8_scaling: [tensorwise, rowwise]}\n",
+      "s.yaml");
+  // bf16 takes no scaling (the axis collapses to tensorwise there); fp8 takes each
+  const SweepResult r = run_sweep(both, SweepOptions{1, nullptr, {}});
+  expect_rows(both, r,
+              {{Precision::bf16, Fp8Scaling::tensorwise},
+               {Precision::fp8, Fp8Scaling::tensorwise},
+               {Precision::fp8, Fp8Scaling::rowwise}});
+  // row-wise casts again in the backward (fp8_recast_elements): slower than tensor-wise
+  EXPECT_GT(r.rows[4].prediction.iteration_time, r.rows[2].prediction.iteration_time);
+  std::ostringstream csv;
+  write_sweep(csv, SweepFormat::csv, both, r);
+  EXPECT_THAT(csv.str(), HasSubstr(",gpt3-125m,pytorch-ddp,fp8,8,"));
+  EXPECT_THAT(csv.str(), HasSubstr(",gpt3-125m,pytorch-ddp,fp8-rowwise,8,"));
+  // a second run with row-wise alone, after the first kept its tensor-wise times in the process's memo
+  const SweepSpec rowwise = parse_sweep_spec(
+      "grid: {cluster: dgx-h100, model: gpt3-125m, framework: pytorch-ddp, batch: 8, gpus: [1, 8], precision: fp8,\n"
+      "       fp8_scaling: rowwise}\n",
+      "s.yaml");
+  expect_rows(rowwise, run_sweep(rowwise, SweepOptions{1, nullptr, {}}), {{Precision::fp8, Fp8Scaling::rowwise}});
+}
+
 TEST(Sweep, TopRowsRankByThroughputAndEfficiency) {
   const SweepSpec spec = parse_sweep_spec(kSpec, "spec.yaml");
   const SweepResult r = run_sweep(spec);
@@ -951,6 +1016,90 @@ TEST(PlanCli, NothingFitsExitsNonZero) {
   EXPECT_THAT(r.out, HasSubstr("no configuration fits the GPU's memory"));
   EXPECT_THAT(r.err, HasSubstr("none of the"));
   EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+}
+
+// plan and plan --parallel take --fp8-scaling (eq. K15) for every configuration they try; they had no such option.
+// The reference is predict's step for the plan's one configuration (one framework, micro-batch, accumulation).
+TEST(PlanCli, Fp8ScalingReachesEveryConfiguration) {
+  const std::string args =
+      "--cluster dgx-h100 --model gpt3-125m --gpus 8 --precision fp8 --frameworks pytorch-ddp --micro-batches 8 "
+      "--accumulations 1 --top 1";
+  const auto iteration = [](const std::string& out) {  // the top row's iteration time, as plan prints it
+    const auto at = out.find("\n   1  ");
+    EXPECT_NE(at, std::string::npos) << out;
+    std::istringstream in(out.substr(at + 1));
+    std::string rank, name, micro, accum, ckpt, iter;
+    in >> rank >> name >> micro >> accum >> ckpt >> iter;
+    return iter;
+  };
+  const auto predicted = [](const std::string& scaling) {  // predict's iteration time, at plan's four decimals
+    const auto r = test::run_cli(
+        "predict --cluster dgx-h100 --model gpt3-125m --framework pytorch-ddp --batch 8 --gpus 8 --precision fp8 "
+        "--fp8-scaling " +
+        scaling + " --format json");
+    EXPECT_EQ(r.status, 0) << r.err;
+    const auto j = nlohmann::json::parse(r.out);
+    EXPECT_EQ(j["inputs"]["precision"], scaling == "rowwise" ? "fp8-rowwise" : "fp8");
+    return fmt::format("{:.4f}", j["predictions"][0]["iteration_time_s"].get<double>());
+  };
+  const auto tensorwise = test::run_cli("plan " + args);
+  const auto rowwise = test::run_cli("plan " + args + " --fp8-scaling rowwise");
+  ASSERT_EQ(tensorwise.status, 0) << tensorwise.err;
+  ASSERT_EQ(rowwise.status, 0) << rowwise.err;
+  EXPECT_THAT(tensorwise.out, HasSubstr("gpt3-125m on 8 GPUs of dgx-h100 (fp8, adamw)"));
+  EXPECT_THAT(rowwise.out, HasSubstr("gpt3-125m on 8 GPUs of dgx-h100 (fp8-rowwise, adamw)"));
+  EXPECT_EQ(iteration(tensorwise.out), predicted("tensorwise"));
+  EXPECT_EQ(iteration(rowwise.out), predicted("rowwise"));
+  EXPECT_NE(iteration(rowwise.out), iteration(tensorwise.out));
+
+  const std::string parallel =
+      "plan --parallel --cluster dgx-h100 --model gpt3-125m --gpus 8 --precision fp8 --tp 1 --pp 1 "
+      "--cp 1 --micro-batch 8 --recompute none --zero 0 --top 1";  // at micro-batch 1 the host's issue bounds both (K20)
+  const auto tokens = [](const std::string& out) {                 // the one layout's tokens/s
+    const auto at = out.find("\n   1 ");
+    EXPECT_NE(at, std::string::npos) << out;
+    std::istringstream in(out.substr(at + 1));
+    std::string cell;
+    for (int i = 0; i < 11; ++i) in >> cell;  // rank tp pp vp cp dp mb m sp recompute zero
+    double t = 0.0;
+    in >> t;
+    return t;
+  };
+  const auto p_tensor = test::run_cli(parallel);
+  const auto p_row = test::run_cli(parallel + " --fp8-scaling rowwise");
+  ASSERT_EQ(p_tensor.status, 0) << p_tensor.err;
+  ASSERT_EQ(p_row.status, 0) << p_row.err;
+  EXPECT_THAT(p_tensor.out, HasSubstr(", fp8, global batch"));
+  EXPECT_THAT(p_row.out, HasSubstr(", fp8-rowwise, global batch"));
+  EXPECT_LT(tokens(p_row.out), tokens(p_tensor.out));  // the backward's re-casts (fp8_recast_elements)
+}
+
+// plan takes --compile as predict does (every framework tried compiles the step; eq. K14): it had no such option.
+TEST(PlanCli, CompileReachesEveryConfiguration) {
+  const std::string args =
+      "plan --cluster dgx-h100 --model llama2-7b --gpus 8 --frameworks fsdp --micro-batches 2 --accumulations 1 --top 1";
+  const auto iteration = [](const std::string& out) {  // the top row's iteration time, as plan prints it
+    const auto at = out.find("\n   1  ");
+    EXPECT_NE(at, std::string::npos) << out;
+    std::istringstream in(out.substr(at + 1));
+    std::string rank, name, group, micro, accum, ckpt, iter;
+    in >> rank >> name >> group >> micro >> accum >> ckpt >> iter;
+    if (group.front() != '(') iter = ckpt, ckpt = accum;  // no shard group printed
+    return iter;
+  };
+  const auto eager = test::run_cli(args);
+  const auto compiled = test::run_cli(args + " --compile");
+  ASSERT_EQ(eager.status, 0) << eager.err;
+  ASSERT_EQ(compiled.status, 0) << compiled.err;
+  EXPECT_NE(iteration(compiled.out), iteration(eager.out));
+  // the reference: predict's step for the choice (its row says which checkpointing it took)
+  const bool ckpt = compiled.out.find("micro-batch 2, accumulate 1, checkpointing —") != std::string::npos;
+  const auto r = test::run_cli(std::string("predict --cluster dgx-h100 --model llama2-7b --framework fsdp --batch 2 --gpus 8 "
+                                           "--precision bf16 --compile --format json") +
+                               (ckpt ? " --checkpointing" : ""));
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(iteration(compiled.out),
+            fmt::format("{:.4f}", nlohmann::json::parse(r.out)["predictions"][0]["iteration_time_s"].get<double>()));
 }
 
 TEST(PlanCli, BadInputIsOneLineExitTwo) {

@@ -10,6 +10,9 @@
 #include <filesystem>
 #include <string>
 
+#include <fmt/format.h>
+
+#include "dlscale/compute.hpp"
 #include "dlscale/error.hpp"
 #include "dlscale/io.hpp"
 #include "dlscale/zoo.hpp"
@@ -511,6 +514,35 @@ TEST(ModelCli, ShowWithAFrameworkSizesTheStepAsPredictDoes) {
   ASSERT_EQ(pred.status, 0) << pred.err;
   EXPECT_DOUBLE_EQ(t.at("memory").at("total_bytes").get<double>(),
                    nlohmann::json::parse(pred.out).at("predictions")[0].at("memory").at("per_gpu_bytes").get<double>());
+}
+
+// model show takes --compile and --optimizer-impl as predict does (before, it had neither option, so it could not time
+// the step of a compiled run or of torch.optim's foreach kernels): its totals are the kernel model's for those options.
+TEST(ModelCli, ShowTimesTheCompiledStepAndTheOptimiserKernelsAsAsked) {
+  const Network net = load_network(resolve(DataKind::network, "gpt3-125m", "model"));
+  const GpuSpec gpu = load_gpu("h100-sxm");
+  const auto totals = [](const std::string& extra) {
+    const auto r = test::run_cli("model show gpt3-125m --gpu h100-sxm --batch 8 --precision bf16 --format json" + extra);
+    EXPECT_EQ(r.status, 0) << r.err;
+    return nlohmann::json::parse(r.out).at("totals");
+  };
+  for (const bool compiled : {false, true})
+    for (const OptimizerImpl impl : {OptimizerImpl::fused, OptimizerImpl::foreach}) {
+      ComputeOptions o;
+      o.precision = Precision::bf16;
+      o.optimizer = default_optimizer(net);
+      o.compiled = compiled;
+      o.optimizer_impl = impl;
+      const LayerTimes want = estimate_layer_times(net, gpu, 8, o);
+      const auto got = totals(std::string(compiled ? " --compile" : "") + " --optimizer-impl " + std::string(to_string(impl)));
+      SCOPED_TRACE(fmt::format("compiled {} {}", compiled, to_string(impl)));
+      EXPECT_DOUBLE_EQ(got.at("forward_s").get<double>(), in_seconds(want.total_forward()));
+      EXPECT_DOUBLE_EQ(got.at("backward_s").get<double>(), in_seconds(want.total_backward()));
+      EXPECT_DOUBLE_EQ(got.at("update_s").get<double>(), in_seconds(want.total_update()));
+    }
+  // the options change the times: compiled, the element-wise chains are fused (eq. K14); foreach runs more passes
+  EXPECT_LT(totals(" --compile").at("forward_s").get<double>(), totals("").at("forward_s").get<double>());
+  EXPECT_GT(totals(" --optimizer-impl foreach").at("update_s").get<double>(), totals("").at("update_s").get<double>());
 }
 
 /// `model show ARGS --format json`: the printed layer named `name` (its MACs), and the totals' parameters.

@@ -121,6 +121,10 @@ std::string_view to_string(Fp8Scaling s) noexcept;
 /// "tensorwise" or "rowwise"; std::invalid_argument otherwise.
 Fp8Scaling fp8_scaling_from_string(std::string_view name);
 inline constexpr std::string_view kFp8ScalingNames = "tensorwise, rowwise";
+/// The precision as the outputs name it (predict's and report's inputs, sweep rows, plan and explain headers):
+/// `to_string(p)`, and "fp8-rowwise" for fp8 with row-wise scaling (fp8 alone is tensor-wise, the default), so
+/// that two runs that differ only in their scaling never print the same label.
+std::string_view precision_label(Precision p, Fp8Scaling s) noexcept;
 
 /// How a framework runs the memory-bound work around its convolutions and matrix products, and issues its
 /// kernels (a framework file's `kernels:` block; docs/compute-model.md, eqs. K18-K20). The defaults are the

@@ -1,5 +1,5 @@
 // Sweeps: many configurations (clusters × models × frameworks × GPU counts × batch sizes × precisions
-// × bucket sizes × link overrides) evaluated in parallel, in a deterministic order, ranked and written
+// × fp8 scalings × bucket sizes × link overrides) evaluated in parallel, in a deterministic order, ranked and written
 // as CSV or JSON lines. The spec format is in docs/planning.md; `dlscale sweep --spec FILE` is the front
 // end.
 #pragma once
@@ -43,7 +43,8 @@ struct SweepGroup {
   std::size_t cluster = 0, model = 0, framework = 0, links = 0;
   int batch = 32;
   Precision precision = Precision::fp32;
-  std::optional<Bytes> bucket;  // nullopt: the framework's own buckets
+  Fp8Scaling fp8_scaling = Fp8Scaling::tensorwise;  // the `fp8_scaling` axis (eq. K15); tensorwise unless fp8
+  std::optional<Bytes> bucket;                      // nullopt: the framework's own buckets
   std::vector<int> gpus;
 };
 

@@ -82,6 +82,8 @@ struct ShowOptions {
   std::string output;
   bool kernels = false;  // --kernels: every kernel of every layer, with the algorithm the model chose
   std::string optimizer;
+  std::string optimizer_impl;  // --optimizer-impl fused|foreach|for_loop (default: the framework's, else fused)
+  bool compiled = false;       // --compile: element-wise chains fused (torch.compile; eq. K14)
   std::string attention;       // --attention eager|flash (default: the framework's, else eager)
   std::string compute_params;  // --compute-params FILE (default: topologies/compute-params.yaml)
   std::string memory_format;   // --memory-format nchw|nhwc (default: the framework's, else nhwc)
@@ -100,6 +102,14 @@ ComputeOptions base_compute(const ShowOptions& o, const Network& net) {
       throw UsageError("--fp8-scaling",
                        fmt::format("{} scaling is a recipe of fp8 training; the precision is {}", to_string(copt.fp8_scaling),
                                    to_string(copt.precision)));
+  }
+  copt.compiled = o.compiled;  // step_compute keeps it (or the framework's)
+  if (!o.optimizer_impl.empty()) {
+    try {
+      copt.optimizer_impl = optimizer_impl_from_string(o.optimizer_impl);
+    } catch (const std::invalid_argument& e) {
+      throw UsageError("--optimizer-impl", e.what());
+    }
   }
   if (!o.compute_params.empty())
     copt.kernel_params = std::make_shared<const KernelParamSet>(load_kernel_params(o.compute_params));
@@ -178,7 +188,7 @@ std::string show_json(const ShowOptions& o, const Shown& d) {
   j["description"] = net.description;
   j["input"] = {{"kind", net.input_kind}, {"shape", net.input_shape}, {"bytes_per_sample", in_bytes(net.input_bytes_per_sample)}};
   j["batch"] = o.batch;
-  j["precision"] = o.precision;
+  j["precision"] = precision_label(copt.precision, copt.fp8_scaling);  // "fp8-rowwise" for row-wise fp8
   j["gpu"] = gpu ? nlohmann::ordered_json(gpu->name) : nlohmann::ordered_json(nullptr);
   j["totals"] = json_totals(d);
   auto layers = nlohmann::ordered_json::array();
@@ -320,6 +330,10 @@ void setup_model(CLI::App& app) {
   show->add_option("--fp8-scaling", so->fp8_scaling, "With --precision fp8: tensorwise (the default) or rowwise")
       ->type_name("SCALING");
   show->add_option("--optimizer", so->optimizer, "sgd, momentum, adam, adamw or lamb (default: by the model's input)");
+  show->add_option("--optimizer-impl", so->optimizer_impl,
+                   "fused, foreach or for_loop: the optimiser's kernels (default: the framework's, else fused)")
+      ->type_name("NAME");
+  show->add_flag("--compile", so->compiled, "The step is compiled (torch.compile): element-wise chains fused (eq. K14)");
   show->add_option("--compute-params", so->compute_params, "Kernel-model parameters (what `dlscale calibrate fit` writes)")
       ->type_name("FILE");
   show->add_option("--memory-format", so->memory_format, kMemoryFormatHelp)->type_name("LAYOUT");

@@ -107,7 +107,14 @@ void setup_plan(CLI::App& app) {
       ->required();
   cmd->add_option("--gpus", opt->scenario.gpus, "One GPU count")->type_name("N")->required();
   cmd->add_option("--precision", opt->scenario.precision,
-                  "fp32, tf32, bf16 or fp16 (default: bf16, or fp16 on a GPU without bf16 such as the V100)");
+                  "fp32, tf32, bf16, fp16 or fp8 (Hopper and newer) (default: bf16, or fp16 on a GPU without bf16 such as "
+                  "the V100)");
+  cmd->add_option("--fp8-scaling", opt->scenario.fp8_scaling,
+                  "With --precision fp8: tensorwise (one scale a tensor, the default) or rowwise (torchao's rowwise recipe), "
+                  "for every configuration tried")
+      ->type_name("SCALING");
+  cmd->add_flag("--compile", opt->scenario.compiled,
+                "Every framework tried compiles the step (torch.compile): element-wise chains fused (eq. K14)");
   cmd->add_option("--optimizer", opt->scenario.optimizer, "sgd, momentum, adam, adamw or lamb (default: adamw for token models)");
   cmd->add_option("--optimizer-impl", opt->scenario.optimizer_impl,
                   "fused, foreach or for_loop: the optimiser's kernels for every framework tried (default: each framework's)")

@@ -450,7 +450,7 @@ void describe_run(const ScenarioOptions& o, const Scenario& sc, RunInfo& info) {
   info.framework = sc.strategy.name;
   info.batch_per_gpu = sc.batch_per_gpu;
   if (sc.parallel) info.layout = layout_text(*sc.parallel);
-  info.precision = std::string(to_string(sc.compute.precision));
+  info.precision = std::string(precision_label(sc.compute.precision, sc.compute.fp8_scaling));  // "fp8-rowwise" too
 }
 }  // namespace
 

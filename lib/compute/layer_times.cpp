@@ -1179,6 +1179,10 @@ Fp8Scaling fp8_scaling_from_string(std::string_view name) {
   throw std::invalid_argument("unknown fp8 scaling '" + std::string(name) + "' (expected " + std::string(kFp8ScalingNames) + ")");
 }
 
+std::string_view precision_label(Precision p, Fp8Scaling s) noexcept {
+  return p == Precision::fp8 && s == Fp8Scaling::rowwise ? "fp8-rowwise" : to_string(p);
+}
+
 Optimizer optimizer_from_string(std::string_view name) {
   for (auto o : {Optimizer::sgd, Optimizer::momentum, Optimizer::adam, Optimizer::adamw, Optimizer::lamb})
     if (to_string(o) == name) return o;

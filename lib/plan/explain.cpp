@@ -262,8 +262,9 @@ void print_headline(std::ostream& out, const Explanation& e, const Scenario& sc)
   const double t_ms = in_ms(p.iteration_time);
   fmt::print(out, "# dlscale explain: {} on {} ({}), {} ({}), batch {} per GPU, {} GPUs on {} node{}\n", sc.network.name,
              sc.cluster.name, sc.cluster.gpu.name, sc.strategy.name,
-             is_mixed(sc.compute.precision) ? fmt::format("mixed {}", to_string(sc.compute.precision))
-                                            : std::string(to_string(sc.compute.precision)),
+             is_mixed(sc.compute.precision)
+                 ? fmt::format("mixed {}", precision_label(sc.compute.precision, sc.compute.fp8_scaling))
+                 : std::string(to_string(sc.compute.precision)),
              p.batch_per_gpu, p.gpus, p.nodes, p.nodes > 1 ? "s" : "");
   fmt::print(out, "# communication: {}\n\n", e.collective_model);
   fmt::print(out, "iteration {:.3f} ms, {:.1f} samples/s, speedup {:.3f}, efficiency {:.1f}%\n", t_ms, p.throughput_samples_per_s,

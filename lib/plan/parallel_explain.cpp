@@ -36,7 +36,7 @@ std::string explain_parallel(const Scenario& sc, int gpus) {
   const auto& par = *b.parallel;
   std::string out;
   out += fmt::format("# dlscale explain: {} on {} × {} ({}), {}, {}\n", sc.network.name, gpus, sc.cluster.gpu.name,
-                     sc.cluster.name, sc.strategy.name, to_string(sc.compute.precision));
+                     sc.cluster.name, sc.strategy.name, precision_label(sc.compute.precision, sc.compute.fp8_scaling));
   out += fmt::format(
       "# layout: tp {}{} × pp {}{} × cp {}{} × dp {}; micro-batch {}, {} micro-batches, global batch {} "
       "({:.4g} M tokens); recompute {}; rank order {}\n",

@@ -235,8 +235,9 @@ std::string format_parallel_plan(const ParallelPlanResult& r, const Scenario& ba
   const Cluster& cl = base.cluster;
   const TransformerShape shape = transformer_shape(base.network);
   out += fmt::format("# dlscale plan --parallel: {} on {} × {} ({}), {}, {}, global batch {} ({:.4g} M tokens a step)\n",
-                     base.network.name, gpus, cl.gpu.name, cl.name, base.strategy.name, to_string(base.compute.precision),
-                     r.global_batch, static_cast<double>(r.global_batch * shape.seq) / 1e6);
+                     base.network.name, gpus, cl.gpu.name, cl.name, base.strategy.name,
+                     precision_label(base.compute.precision, base.compute.fp8_scaling), r.global_batch,
+                     static_cast<double>(r.global_batch * shape.seq) / 1e6);
   out += fmt::format(
       "# {} layouts checked, {} do not fit the {:.3g} GB of a GPU, {} combinations the model or the GPU "
       "count does not take\n",

@@ -187,9 +187,10 @@ PlanResult plan(const Scenario& base, int gpus, const PlanSpace& space) {
 }
 
 std::string format_plan(const PlanResult& r, const Scenario& base, int gpus, int top) {
-  std::string o = fmt::format("# dlscale plan: {} on {} GPUs of {} ({}, {}): {} configurations, {} out of memory\n",
-                              base.network.name, gpus, base.cluster.name, to_string(base.compute.precision),
-                              to_string(base.compute.optimizer), r.evaluated, r.out_of_memory);
+  std::string o =
+      fmt::format("# dlscale plan: {} on {} GPUs of {} ({}, {}): {} configurations, {} out of memory\n", base.network.name, gpus,
+                  base.cluster.name, precision_label(base.compute.precision, base.compute.fp8_scaling),
+                  to_string(base.compute.optimizer), r.evaluated, r.out_of_memory);
   if (r.ranked.empty()) {
     o += "no configuration fits the GPU's memory\n";
   } else {

@@ -114,12 +114,20 @@ LayerTimesMemo& layer_times_memo() {
 /// The rest of what the kernel model reads from a step's options (estimate_layer_times): the optimiser's
 /// kernels, compilation, the sharded rate (eq. K16) and FSDP2's copies, the pooling index, the framework's own
 /// update kernels, recompute and accumulation. Two frameworks that differ in any of these time a network differently.
+/// fp8's scaling recipe (eq. K15) too: a row-wise step casts again in the backward.
 std::string step_key(const ComputeOptions& c) {
+  // The sizes of the options as this key and LayerTimesTables::times know them (libstdc++ on 64-bit targets, as
+  // network_fingerprint's): a new field changes them and stops the build here, until it is keyed.
+  constexpr bool known_abi = sizeof(std::string) == 32 && sizeof(void*) == 8;
+  static_assert(!known_abi || sizeof(ComputeOptions) == 176, "ComputeOptions changed: key it in step_key");
+  static_assert(!known_abi || sizeof(KernelExecution) == 24, "KernelExecution changed: key it in LayerTimesTables::times");
+  static_assert(!known_abi || sizeof(ConvAlgorithmPolicy) == 24, "ConvAlgorithmPolicy changed: key it in policy_key");
   const auto& u = c.update_kernels;
-  return fmt::format("{}|{}{}{}|{}{}|{}|{}|{}|{}|{}|{}|{}|{}", static_cast<int>(c.optimizer_impl.value_or(OptimizerImpl::fused)),
-                     c.compiled, c.compiled_loss, c.sharded, c.shard_copies.per_parameter, c.shard_copies.regather,
-                     c.shard_copies.reduce_bytes, c.pool_index_bytes, u ? u->traffic : -1.0, u ? u->per_tensor.base() : -1.0,
-                     static_cast<int>(c.recompute), c.recompute_blocks, c.checkpointing, c.accumulate);
+  return fmt::format("{}|{}{}{}|{}{}|{}|{}|{}|{}|{}|{}|{}|{}|{}",
+                     static_cast<int>(c.optimizer_impl.value_or(OptimizerImpl::fused)), c.compiled, c.compiled_loss, c.sharded,
+                     c.shard_copies.per_parameter, c.shard_copies.regather, c.shard_copies.reduce_bytes, c.pool_index_bytes,
+                     u ? u->traffic : -1.0, u ? u->per_tensor.base() : -1.0, static_cast<int>(c.recompute), c.recompute_blocks,
+                     c.checkpointing, c.accumulate, to_string(c.fp8_scaling));
 }
 
 /// One run's tables for keying layer times: each network's memo id, each cluster's GPU doubled, and
@@ -138,14 +146,18 @@ class LayerTimesTables {
     const Strategy& st = spec_.strategies[g.framework];
     ComputeOptions base;
     base.precision = g.precision;
+    base.fp8_scaling = g.fp8_scaling;
     base.optimizer = default_optimizer(spec_.networks[g.model], st);
     const ComputeOptions c = step_compute(base, st, gpu);
     const KernelExecution& x = c.execution;  // eqs. K18-K20
+    // step_key appended, not formatted: fmt ignores an argument past the last placeholder, and so once dropped it
+    // (frameworks that differ only in what it holds shared their layer times)
     const std::string key =
-        fmt::format("{}|{}|{}|{}|{}|{}|{}|{}|{}|{}{}{}{}{}|{}|{}|{}", network_id(g.model), gpu_key(g.cluster, gpu, twice),
+        fmt::format("{}|{}|{}|{}|{}|{}|{}|{}|{}|{}{}{}{}{}|{}|{}|{}|", network_id(g.model), gpu_key(g.cluster, gpu, twice),
                     g.batch, to_string(g.precision), policy_key(g.framework), to_string(c.attention), c.fp32_gradients, c.lrn,
                     to_string(c.optimizer), x.streaming, x.bn_relu, x.bn_add_relu, x.by_class, x.transformers_gpt2,
-                    x.cudnn_attention, x.host_issue.base(), x.launch_gap.base(), step_key(c));
+                    x.cudnn_attention, x.host_issue.base(), x.launch_gap.base()) +
+        step_key(c);
     auto& slot = seen_[key];
     if (!slot) slot = memo_or_model(key, g, gpu, c);
     return slot;
@@ -209,11 +221,11 @@ GroupLayerTimes shared_layer_times(const SweepSpec& spec, const std::vector<std:
                       std::vector<std::shared_ptr<const LayerTimes>>(spec.groups.size())};
   LayerTimesTables tables(spec);
   // Groups that differ only in links or buckets have the same times: their key is not formatted again.
-  std::map<std::tuple<std::size_t, std::size_t, std::size_t, int, Precision>, std::size_t> same;
+  std::map<std::tuple<std::size_t, std::size_t, std::size_t, int, Precision, Fp8Scaling>, std::size_t> same;
   for (std::size_t i = 0; i < spec.groups.size(); ++i) {
     if (counts[i].empty()) continue;
     const auto& g = spec.groups[i];
-    if (auto [it, fresh] = same.try_emplace({g.cluster, g.model, g.framework, g.batch, g.precision}, i); !fresh) {
+    if (auto [it, fresh] = same.try_emplace({g.cluster, g.model, g.framework, g.batch, g.precision, g.fp8_scaling}, i); !fresh) {
       out.gpu[i] = out.gpu[it->second];
       out.doubled_gpu[i] = out.doubled_gpu[it->second];
       continue;

@@ -17,7 +17,8 @@ struct GroupLayerTimes {
 };
 
 /// The compute model's layer times per group (groups with no GPU count in `counts` get none), shared
-/// between groups with the same network, GPU, batch, precision and convolution algorithms (the kernel
+/// between groups with the same network, GPU, batch, precision, fp8 scaling, convolution algorithms and other
+/// options of the step (step_compute's) (the kernel
 /// model is the costly part of a new Predictor), and between runs in this process; the same for the GPU
 /// doubled, except for sharded steps, whose one-GPU scenario (eq. K16) models its own times from the
 /// doubled GPU.

@@ -45,6 +45,7 @@ Scenario make_group_scenario(const SweepSpec& spec, const SweepGroup& g,
   }
   sc.batch_per_gpu = g.batch;
   sc.compute.precision = g.precision;
+  sc.compute.fp8_scaling = g.fp8_scaling;
   sc.compute.optimizer = default_optimizer(sc.network, sc.strategy);
   sc.modelled_layers = std::move(modelled);
   sc.modelled_layers_doubled_gpu = std::move(modelled_doubled_gpu);

@@ -2,6 +2,7 @@
 // and the link overrides a group applies to its cluster.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <iterator>
 #include <map>
 
@@ -139,7 +140,9 @@ struct Tables {
   }
 };
 
-Precision read_precision(const Node& n) { return precision_from_string(n.choice({"fp32", "tf32", "bf16", "fp16"})); }
+Precision read_precision(const Node& n) { return precision_from_string(n.choice({"fp32", "tf32", "bf16", "fp16", "fp8"})); }
+
+Fp8Scaling read_fp8_scaling(const Node& n) { return fp8_scaling_from_string(n.choice({"tensorwise", "rowwise"})); }
 
 int read_batch(const Node& n) {
   const auto b = n.integer();
@@ -224,6 +227,7 @@ struct Axes {
   std::vector<std::size_t> clusters, models, frameworks, links;
   std::vector<int> gpus, batches;
   std::vector<Precision> precisions;
+  std::vector<Fp8Scaling> fp8_scalings;
   std::vector<std::optional<Bytes>> buckets;
 };
 
@@ -250,6 +254,17 @@ Axes read_axes(MapReader& m, Tables& t) {
   } else {
     a.precisions = {Precision::fp32};
   }
+  // fp8's scaling recipe (eq. K15): an axis of the fp8 precision only, as `validate` refuses row-wise without fp8
+  if (auto n = m.optional("fp8_scaling")) {
+    for (const auto& s : one_or_many(*n)) {
+      a.fp8_scalings.push_back(read_fp8_scaling(s));
+      if (a.fp8_scalings.back() != Fp8Scaling::tensorwise &&
+          std::find(a.precisions.begin(), a.precisions.end(), Precision::fp8) == a.precisions.end())
+        s.fail(fmt::format("{} scaling is a recipe of fp8 training; no precision here is fp8", s.scalar()));
+    }
+  } else {
+    a.fp8_scalings = {Fp8Scaling::tensorwise};
+  }
   if (auto n = m.optional("bucket_size")) {
     for (const auto& b : one_or_many(*n)) a.buckets.push_back(read_bucket(b));
   } else {
@@ -271,33 +286,36 @@ Axes read_axes(MapReader& m, Tables& t) {
   return a;
 }
 
-/// Every combination, axes in a fixed order (cluster, model, framework, batch, precision, bucket,
-/// links), GPU counts innermost. A bucket size only matters to frameworks that overlap aggregation with
-/// backward: for the others the bucket axis collapses to "default".
+/// Every combination, axes in a fixed order (cluster, model, framework, batch, precision, fp8 scaling,
+/// bucket, links), GPU counts innermost. A bucket size only matters to frameworks that overlap aggregation
+/// with backward: for the others the bucket axis collapses to "default". The fp8 scaling only matters to
+/// the fp8 precision: for the others it collapses to tensorwise (which no step reads).
 void expand(const Axes& a, SweepSpec& spec) {
   for (auto c : a.clusters)
     for (auto m : a.models)
       for (auto f : a.frameworks)
         for (int b : a.batches)
-          for (auto p : a.precisions) {
-            const bool overlaps =
-                spec.strategies[f].overlap != Overlap::none && spec.strategies[f].aggregation != Aggregation::broadcast_reduce;
-            std::vector<std::optional<Bytes>> buckets = a.buckets;
-            if (!overlaps) buckets = {std::nullopt};
-            for (const auto& bucket : buckets)
-              for (auto l : a.links) {
-                SweepGroup g;
-                g.cluster = c;
-                g.model = m;
-                g.framework = f;
-                g.links = l;
-                g.batch = b;
-                g.precision = p;
-                g.bucket = bucket;
-                g.gpus = a.gpus;
-                spec.groups.push_back(std::move(g));
-              }
-          }
+          for (auto p : a.precisions)
+            for (auto scaling : p == Precision::fp8 ? a.fp8_scalings : std::vector<Fp8Scaling>{Fp8Scaling::tensorwise}) {
+              const bool overlaps =
+                  spec.strategies[f].overlap != Overlap::none && spec.strategies[f].aggregation != Aggregation::broadcast_reduce;
+              std::vector<std::optional<Bytes>> buckets = a.buckets;
+              if (!overlaps) buckets = {std::nullopt};
+              for (const auto& bucket : buckets)
+                for (auto l : a.links) {
+                  SweepGroup g;
+                  g.cluster = c;
+                  g.model = m;
+                  g.framework = f;
+                  g.links = l;
+                  g.batch = b;
+                  g.precision = p;
+                  g.fp8_scaling = scaling;
+                  g.bucket = bucket;
+                  g.gpus = a.gpus;
+                  spec.groups.push_back(std::move(g));
+                }
+            }
 }
 
 SweepSpec parse(const Node& root, const std::string& file) {
