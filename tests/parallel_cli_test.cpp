@@ -163,5 +163,39 @@ TEST(ParallelCli, ExplainAndPlanShowTheMoeImbalance) {
   EXPECT_NE(p.out.find("# routing imbalance 1.5: at every ep > 1"), std::string::npos) << p.out;
 }
 
+// Eq. P24 on the command line: padded to 1.25 the step is the one P23 charges at f 1.25 (the same load on every
+// part), dropping at 1.25 leaves balanced routing as it is and holds f 1.5 to 1.25; a framework file's keys are the
+// options'; explain says the load it charges; a spread of 0.3 at ep 4 charges 1 + 0.3·m_4·√(4/8) (m_4 = 1.0294).
+TEST(ParallelCli, CapacityFactorAndSpreadAsTheirLoads) {
+  const auto step = [](const std::string& args) {
+    const auto r = run_cli("explain " + kMixtral + kMixtralLayout + args);
+    EXPECT_EQ(r.status, 0) << args << ": " << r.err;
+    return r.out.substr(r.out.find("step "), r.out.find('\n', r.out.find("step ")) - r.out.find("step "));
+  };
+  const std::string balanced = step("");
+  EXPECT_EQ(step("--moe-expert-capacity-factor 1.25 --moe-pad-expert-input-to-capacity"), step("--moe-imbalance 1.25"));
+  EXPECT_EQ(step("--moe-expert-capacity-factor 1.25"), balanced);
+  EXPECT_EQ(step("--moe-expert-capacity-factor 1.25 --moe-imbalance 1.5"), step("--moe-imbalance 1.25"));
+  // a framework file's keys act as the options do (one minimal file both ways)
+  const std::string minimal =
+      "name: minimal\nio: {prefetch: true, memory: pinned}\naggregation: allreduce\n"
+      "overlap: layerwise\nupdate: after_aggregation\n";
+  const auto padded = test::temp_file("capacity.yaml",
+                                      minimal +
+                                          "parallel:\n  moe_expert_capacity_factor: 1.25\n"
+                                          "  moe_pad_expert_input_to_capacity: true\n");
+  const auto plain = test::temp_file("plain.yaml", minimal);
+  const auto file_step = [](const std::string& args) {
+    const auto r = run_cli("explain " + kMixtralOn + kMixtralLayout + args);
+    EXPECT_EQ(r.status, 0) << args << ": " << r.err;
+    return r.out.substr(r.out.find("step "), r.out.find('\n', r.out.find("step ")) - r.out.find("step "));
+  };
+  EXPECT_EQ(file_step("--framework " + padded.string()), file_step("--framework " + plain.string() + " --moe-imbalance 1.25"));
+  EXPECT_NE(file_step("--framework " + padded.string()), file_step("--framework " + plain.string()));
+  const auto e = run_cli("explain " + kMixtral + kMixtralLayout + "--moe-expert-load-cv 0.3");
+  ASSERT_EQ(e.status, 0) << e.err;
+  EXPECT_NE(e.out.find("expert load spread 0.3: imbalance 1.218 at ep 4"), std::string::npos) << e.out;
+}
+
 }  // namespace
 }  // namespace dlscale
