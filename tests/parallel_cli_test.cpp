@@ -1,9 +1,12 @@
 // The model-parallel options on the command line (issue 37): bad layouts are one line naming the option, exit
 // 2, nothing written; a framework file's `parallel:` section is a layout; the simulator refuses one.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
+#include <numbers>
 #include <ostream>
 #include <string>
 
@@ -195,6 +198,28 @@ TEST(ParallelCli, CapacityFactorAndSpreadAsTheirLoads) {
   const auto e = run_cli("explain " + kMixtral + kMixtralLayout + "--moe-expert-load-cv 0.3");
   ASSERT_EQ(e.status, 0) << e.err;
   EXPECT_NE(e.out.find("expert load spread 0.3: imbalance 1.218 at ep 4"), std::string::npos) << e.out;
+}
+
+
+// plan --parallel charges each ep its own f from the spread: at v 0.3 the layout at ep 2 ranks as at imbalance
+// 1 + 0.3·m_2·√(2/8) (m_2 = 1/√π) and at ep 4 as at 1 + 0.3·m_4·√(4/8) (m_4 = (3/(2√π))·(1 + (2/π)·asin(1/3))).
+TEST(ParallelCli, PlanChargesEachEpItsOwnImbalanceFromTheSpread) {
+  const auto best = [](const std::string& args) {
+    const auto r = run_cli("plan --parallel " + kMixtralOn +
+                           "--frameworks megatron-core --gpus 32 --global-batch 256 --tp 2 --pp 4 --vp 1 --cp 1 "
+                           "--micro-batch 1 --recompute none --zero 1 --top 1 " + args);
+    EXPECT_EQ(r.status, 0) << args << ": " << r.err;
+    const auto row = r.out.find("\n   1 ");
+    return row == std::string::npos ? std::string() : r.out.substr(row, r.out.find('\n', row + 1) - row);
+  };
+  const double rpi = std::sqrt(std::numbers::pi);
+  const double f2 = 1.0 + 0.3 / rpi * std::sqrt(2.0 / 8.0);
+  const double f4 = 1.0 + 0.3 * 1.5 / rpi * (1.0 + 2.0 / std::numbers::pi * std::asin(1.0 / 3.0)) * std::sqrt(4.0 / 8.0);
+  const std::string at2 = best("--ep 2 --moe-expert-load-cv 0.3"), at4 = best("--ep 4 --moe-expert-load-cv 0.3");
+  EXPECT_FALSE(at2.empty());
+  EXPECT_EQ(at2, best(fmt::format("--ep 2 --moe-imbalance {:.17g}", f2)));
+  EXPECT_EQ(at4, best(fmt::format("--ep 4 --moe-imbalance {:.17g}", f4)));
+  EXPECT_NE(at4, best("--ep 4 --moe-imbalance 1.0846"));
 }
 
 }  // namespace
