@@ -85,7 +85,7 @@ struct ParallelLayout {
   double moe_expert_load_cv = 0.0;
   /// Megatron-Core's moe_expert_capacity_factor C (eq. P24): each expert takes at most C × the mean's copies of a
   /// rank's tokens and drops the rest, so the busiest rank runs at most C × the mean. Absent: dropless.
-  std::optional<double> moe_expert_capacity_factor;
+  std::optional<double> moe_expert_capacity_factor{};
   /// Megatron-Core's moe_pad_expert_input_to_capacity (eq. P24): every expert runs exactly C × the mean's copies,
   /// padded; needs the capacity factor.
   bool moe_pad_expert_input_to_capacity = false;
