@@ -200,14 +200,14 @@ TEST(ParallelCli, CapacityFactorAndSpreadAsTheirLoads) {
   EXPECT_NE(e.out.find("expert load spread 0.3: imbalance 1.218 at ep 4"), std::string::npos) << e.out;
 }
 
-
 // plan --parallel charges each ep its own f from the spread: at v 0.3 the layout at ep 2 ranks as at imbalance
 // 1 + 0.3·m_2·√(2/8) (m_2 = 1/√π) and at ep 4 as at 1 + 0.3·m_4·√(4/8) (m_4 = (3/(2√π))·(1 + (2/π)·asin(1/3))).
 TEST(ParallelCli, PlanChargesEachEpItsOwnImbalanceFromTheSpread) {
   const auto best = [](const std::string& args) {
     const auto r = run_cli("plan --parallel " + kMixtralOn +
                            "--frameworks megatron-core --gpus 32 --global-batch 256 --tp 2 --pp 4 --vp 1 --cp 1 "
-                           "--micro-batch 1 --recompute none --zero 1 --top 1 " + args);
+                           "--micro-batch 1 --recompute none --zero 1 --top 1 " +
+                           args);
     EXPECT_EQ(r.status, 0) << args << ": " << r.err;
     const auto row = r.out.find("\n   1 ");
     return row == std::string::npos ? std::string() : r.out.substr(row, r.out.find('\n', row + 1) - row);
