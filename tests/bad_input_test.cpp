@@ -980,6 +980,33 @@ std::vector<Row> catalogue() {
        "predict --cluster dgx-h100-ndr --nodes 1 --model decoder:layers=2,hidden=64,heads=4,ffn=128,vocab=100,seq=16,experts=8,"
        "top_k=2 --tp 2 --ep 8 --gpus 8 -o {out}",
        E + "'--ep': ep 8 does not divide dp 4 × cp 1 = 4 ranks\n"},
+      // eq. P24: a capacity factor, padding to it, a per-expert load spread
+      {"framework_moe_capacity_factor_zero", {{"f.yaml", std::string(kFramework) + "parallel: {moe_expert_capacity_factor: 0}\n"}},
+       kCmdFramework, E + "{dir}/f.yaml:7:40: 'parallel.moe_expert_capacity_factor': must be a finite number above 0, got 0\n"},
+      {"framework_moe_pad_without_capacity", {{"f.yaml", std::string(kFramework) + "parallel: {moe_pad_expert_input_to_capacity: true}\n"}},
+       kCmdFramework,
+       E + "{dir}/f.yaml:7:46: 'parallel.moe_pad_expert_input_to_capacity': padding to capacity needs a capacity factor "
+           "(moe_expert_capacity_factor)\n"},
+      {"framework_moe_load_cv_negative", {{"f.yaml", std::string(kFramework) + "parallel: {moe_expert_load_cv: -0.2}\n"}},
+       kCmdFramework,
+       E + "{dir}/f.yaml:7:32: 'parallel.moe_expert_load_cv': the per-expert load spread must be a finite number of at least 0, "
+           "got -0.2\n"},
+      {"option_moe_capacity_factor_zero", {},
+       "predict --cluster dgx-h100-ndr --nodes 1 --model decoder:layers=2,hidden=64,heads=4,ffn=128,vocab=100,seq=16,experts=8,"
+       "top_k=2 --ep 8 --gpus 8 --moe-expert-capacity-factor 0 -o {out}",
+       E + "'--moe-expert-capacity-factor': must be a finite number above 0, got 0\n"},
+      {"option_moe_pad_without_capacity", {},
+       "predict --cluster dgx-h100-ndr --nodes 1 --model decoder:layers=2,hidden=64,heads=4,ffn=128,vocab=100,seq=16,experts=8,"
+       "top_k=2 --ep 8 --gpus 8 --moe-pad-expert-input-to-capacity -o {out}",
+       E + "'--moe-pad-expert-input-to-capacity': padding to capacity needs a capacity factor (moe_expert_capacity_factor)\n"},
+      {"option_moe_load_cv_beside_imbalance", {},
+       "predict --cluster dgx-h100-ndr --nodes 1 --model decoder:layers=2,hidden=64,heads=4,ffn=128,vocab=100,seq=16,experts=8,"
+       "top_k=2 --ep 8 --gpus 8 --moe-expert-load-cv 0.3 --moe-imbalance 1.2 -o {out}",
+       E + "'--moe-expert-load-cv': give the per-expert load spread (0.3) or the routing imbalance (1.2), not both\n"},
+      {"option_moe_capacity_factor_not_a_number", {},
+       "predict --cluster dgx-h100-ndr --nodes 1 --model decoder:layers=2,hidden=64,heads=4,ffn=128,vocab=100,seq=16,experts=8,"
+       "top_k=2 --ep 8 --gpus 8 --moe-expert-capacity-factor lots -o {out}",
+       E + "'--moe-expert-capacity-factor': 'lots' is not a number\n"},
       {"option_checkpointing_mode", {}, "predict --checkpointing=everything -o {out}",
        E + "'--checkpointing': unknown mode 'everything' (expected sqrt, none, full, selective, op, or full:FRACTION)\n"},
       {"option_checkpointing_fraction", {}, "predict --checkpointing=full:0 -o {out}",

@@ -1,10 +1,14 @@
 // Mixture-of-experts decoders and expert parallelism (issue 37; docs/model.md, eq. P16-P18): the experts' parameters
 // and active work, the layout's expert-parallel groups, the all-to-all's bytes and time, the gradient reduction and
 // the memory of the experts, and the checks, each against values worked by hand.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
 #include <memory>
+#include <numbers>
+#include <random>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -397,10 +401,10 @@ TEST(MoeImbalance, AllToAllBytesOfTheBusiestRankByHand) {
   l.ep = 8;
   l.moe_imbalance = 1.5;
   EXPECT_DOUBLE_EQ(in_bytes(moe_alltoall_bytes(l, m, 2.0)), 88'080'384.0);
-  EXPECT_DOUBLE_EQ(moe_rank_load(l), 1.5);
+  EXPECT_DOUBLE_EQ(moe_rank_load(l, m.experts, m.top_k), 1.5);
   l.ep = 1;
   EXPECT_EQ(moe_alltoall_bytes(l, m, 2.0), Bytes{});
-  EXPECT_DOUBLE_EQ(moe_rank_load(l), 1.0);
+  EXPECT_DOUBLE_EQ(moe_rank_load(l, m.experts, m.top_k), 1.0);
 }
 
 // ExpertParallelStepByHand at imbalance 1.5: every rank waits for the busiest, whose 4 MoE layers (measured whole:
@@ -462,6 +466,160 @@ TEST(MoeImbalance, ChecksNameMoeImbalance) {
   l.ep = 1;  // not charged at ep 1, but still a load over the mean
   l.moe_imbalance = 3.0;
   EXPECT_EQ(field_of(l, 8, dense), "");
+}
+
+// ---- eq. P24: capacity factor, padding, and the spread of the experts' loads ---------------------------------------
+// One Mixtral-8x7B MoE layer (b 1, s 4096, top-2, D 4096, F 14336) on ep 8 (one expert a rank): balanced, an expert
+// runs 4096·2 = 8,192 copies and each rank sends 58,720,256 B in an all-to-all (MoeAllToAll.BytesOfOneDispatchByHand).
+// Padded to capacity C 1.25, every expert runs ⌈8,192·1.25⌉ = 10,240 copies whatever the router does: up forward
+// 2·10,240·28,672·4,096 FLOPs, every rank sends 1.25·58,720,256 = 73,400,320 B. Dropping at 1.25, the busiest rank
+// runs min(f, 1.25): at f 1.5, 10,240 copies and 73,400,320 B; at f 1.1, ⌈9,011.2⌉ = 9,012 copies and
+// 1.1·58,720,256 = 64,592,281.6 B (under the cap: nothing dropped).
+TEST(MoeCapacity, Mixtral8x7bExpertGemmsAndAllToAllPaddedAndDroppedByHand) {
+  const Network net = build_decoder(mixtral_8x7b(), "mixtral-8x7b");
+  const TransformerShape m = transformer_shape(net);
+  const Toy toy;
+  const auto up_flops = [&](const ParallelLayout& l) {
+    const Layer x = first_moe(tp_rank_network(net, l));
+    return in_flops(kernel_named(layer_kernels(x, false, false, toy.gpu, 1, toy.opt), ".experts.up fwd").flops);
+  };
+  ParallelLayout l;
+  l.ep = 8;
+  l.moe_expert_capacity_factor = 1.25;
+  l.moe_pad_expert_input_to_capacity = true;
+  for (const double f : {1.0, 1.5}) {  // padded: the router's spread does not matter
+    l.moe_imbalance = f;
+    EXPECT_DOUBLE_EQ(moe_rank_load(l, m.experts, m.top_k), 1.25);
+    EXPECT_DOUBLE_EQ(up_flops(l), 2.0 * 10'240 * 28'672 * 4'096);
+    EXPECT_DOUBLE_EQ(in_bytes(moe_alltoall_bytes(l, m, 2.0)), 73'400'320.0);
+  }
+  l.moe_pad_expert_input_to_capacity = false;  // dropping
+  l.moe_imbalance = 1.5;
+  EXPECT_DOUBLE_EQ(up_flops(l), 2.0 * 10'240 * 28'672 * 4'096);
+  EXPECT_DOUBLE_EQ(in_bytes(moe_alltoall_bytes(l, m, 2.0)), 73'400'320.0);
+  l.moe_imbalance = 1.1;
+  EXPECT_DOUBLE_EQ(up_flops(l), 2.0 * 9'012 * 28'672 * 4'096);
+  EXPECT_NEAR(in_bytes(moe_alltoall_bytes(l, m, 2.0)), 64'592'281.6, 1e-6);
+  // below 1 the cap drops even balanced copies: C 0.5 leaves 4,096 of the 8,192
+  l.moe_imbalance = 1.0;
+  l.moe_expert_capacity_factor = 0.5;
+  EXPECT_DOUBLE_EQ(up_flops(l), 2.0 * 4'096 * 28'672 * 4'096);
+  // one rank of all 8 experts (ep 1), padded to 1.25: each expert 10,240/8 = 1,280 copies, no all-to-all
+  l.ep = 1;
+  l.moe_expert_capacity_factor = 1.25;
+  l.moe_pad_expert_input_to_capacity = true;
+  EXPECT_DOUBLE_EQ(up_flops(l), 8.0 * 2.0 * 1'280 * 28'672 * 4'096);
+  EXPECT_EQ(moe_alltoall_bytes(l, m, 2.0), Bytes{});
+}
+
+// Padded, the busiest rank keeps C times the copies (BusiestRankKeepsItsCopiesFTimes' figures): tiny_moe at C 1.25
+// keeps a quarter of 128·2·(1536 + 512)·4 B more; dropping at 0.5 half of them less.
+TEST(MoeCapacity, KeptCopiesFollowTheCapacity) {
+  const Network net = tiny_moe();
+  const Layer& moe = net.layers[4];
+  const ComputeOptions opt;
+  ParallelLayout l;
+  l.ep = 2;
+  const double balanced = in_bytes(layer_activation_bytes(moe, l, opt, false));
+  const double copies = 128.0 * 2 * (1536 + 512) * 4;
+  l.moe_expert_capacity_factor = 1.25;
+  l.moe_pad_expert_input_to_capacity = true;
+  EXPECT_DOUBLE_EQ(in_bytes(layer_activation_bytes(moe, l, opt, false)), balanced + 0.25 * copies);
+  l.moe_pad_expert_input_to_capacity = false;
+  l.moe_expert_capacity_factor = 0.5;
+  EXPECT_DOUBLE_EQ(in_bytes(layer_activation_bytes(moe, l, opt, false)), balanced - 0.5 * copies);
+}
+
+// The expected maximum of n standard normals: 1/√π at 2 and 3/(2√π) at 3 (exact: E|Z1 − Z2|/2 and its order-statistic
+// form), 3/(2√π)·(1 + (2/π)·asin(1/3)) at 4 and 5/(4√π)·(1 + (6/π)·asin(1/3)) at 5 (the closed forms for n ≤ 5,
+// recalled from the order-statistics literature, David & Nagaraja, "Order Statistics", 3rd ed., §4.9; not read here).
+TEST(MoeSpread, ExpectedMaximumOfStandardNormalsClosedForms) {
+  const double rpi = std::sqrt(std::numbers::pi), a = std::asin(1.0 / 3.0) / std::numbers::pi;
+  EXPECT_EQ(expected_max_standard_normal(1), 0.0);
+  EXPECT_NEAR(expected_max_standard_normal(2), 1.0 / rpi, 1e-9);
+  EXPECT_NEAR(expected_max_standard_normal(3), 1.5 / rpi, 1e-9);
+  EXPECT_NEAR(expected_max_standard_normal(4), 1.5 / rpi * (1.0 + 2.0 * a), 1e-9);
+  EXPECT_NEAR(expected_max_standard_normal(5), 1.25 / rpi * (1.0 + 6.0 * a), 1e-9);
+}
+
+// Eq. P24 against a Monte Carlo: E experts' loads 1 + v·(W_i − W̄) (W standard normal: the loads' spread v about
+// their fixed total), summed over ep ranks of E/ep consecutive experts; the busiest rank's sum over the mean rank's,
+// averaged over 20,000 draws (fixed seed), within 4 standard errors of 1 + v·m_ep·√(ep/E). Mixtral's 8 experts and a
+// 64-expert layer, v 0.3; the busiest rank's factor shrinks as ep falls.
+TEST(MoeSpread, BusiestRankOfSummedExpertLoadsMatchesAMonteCarlo) {
+  std::mt19937_64 rng(20261128);
+  std::normal_distribution<double> z;
+  const double v = 0.3;
+  for (const int experts : {8, 64}) {
+    double last = 0.0;
+    for (int ep = 1; ep <= experts; ep *= 2) {
+      const int n = experts / ep;
+      constexpr int kDraws = 20'000;
+      double sum = 0.0, sum2 = 0.0;
+      std::vector<double> w(static_cast<std::size_t>(experts));
+      for (int d = 0; d < kDraws; ++d) {
+        double mean = 0.0;
+        for (double& x : w) mean += (x = z(rng)) / experts;
+        double most = -1e300;
+        for (int r = 0; r < ep; ++r) {
+          double rank = 0.0;
+          for (int i = r * n; i < (r + 1) * n; ++i) rank += 1.0 + v * (w[static_cast<std::size_t>(i)] - mean);
+          most = std::max(most, rank / n);
+        }
+        sum += most;
+        sum2 += most * most;
+      }
+      const double mc = sum / kDraws, se = std::sqrt(std::max(sum2 / kDraws - mc * mc, 0.0) / kDraws);
+      const double f = moe_imbalance_from_spread(ep, experts, v);
+      EXPECT_NEAR(f, mc, 4.0 * se + 1e-12) << experts << " experts, ep " << ep;
+      EXPECT_GE(f, last) << experts << " experts, ep " << ep;
+      last = f;
+    }
+  }
+}
+
+// The layout's load from the spread: Mixtral (8 experts, top-2) at v 0.3: ep 2, 1 + 0.3·(1/√π)·√(2/8) = 1.0846; ep 8,
+// 1 + 0.3·m_8 (1.4236, tabulated; recalled) = 1.427; at v 5 ep 8 reaches P23's limit 4; a dropping cap of 1.25 holds
+// ep 8 to 1.25.
+TEST(MoeSpread, RankLoadFollowsEpAndItsLimits) {
+  const TransformerShape m = with_mixtral_routing(llama3_8b_shape());
+  ParallelLayout l;
+  l.moe_expert_load_cv = 0.3;
+  EXPECT_DOUBLE_EQ(moe_rank_load(l, m.experts, m.top_k), 1.0);  // ep 1
+  l.ep = 2;
+  EXPECT_NEAR(moe_rank_load(l, m.experts, m.top_k), 1.0 + 0.3 / std::sqrt(std::numbers::pi) * 0.5, 1e-9);
+  l.ep = 8;
+  EXPECT_NEAR(moe_rank_load(l, m.experts, m.top_k), 1.0 + 0.3 * 1.4236, 1e-4);
+  l.moe_expert_capacity_factor = 1.25;
+  EXPECT_DOUBLE_EQ(moe_rank_load(l, m.experts, m.top_k), 1.25);
+  l.moe_expert_capacity_factor.reset();
+  l.moe_expert_load_cv = 5.0;
+  EXPECT_DOUBLE_EQ(moe_rank_load(l, m.experts, m.top_k), 4.0);
+}
+
+// The checks: a capacity factor finite and above 0, padding only with one, a spread finite and ≥ 0 and not beside an
+// imbalance; at ep 1 too (they act on one rank's experts as well).
+TEST(MoeCapacity, ChecksNameTheirFields) {
+  const TransformerShape moe = with_mixtral_routing(llama3_8b_shape());
+  ParallelLayout l;
+  l.moe_expert_capacity_factor = 1.0;
+  EXPECT_EQ(field_of(l, 8, moe), "");
+  for (const double c : {0.0, -1.0, std::nan(""), std::numeric_limits<double>::infinity()}) {
+    l.moe_expert_capacity_factor = c;
+    EXPECT_EQ(field_of(l, 8, moe), fmt::format("moe_expert_capacity_factor: must be a finite number above 0, got {}", c));
+  }
+  l.moe_expert_capacity_factor.reset();
+  l.moe_pad_expert_input_to_capacity = true;
+  EXPECT_EQ(field_of(l, 8, moe),
+            "moe_pad_expert_input_to_capacity: padding to capacity needs a capacity factor (moe_expert_capacity_factor)");
+  l.moe_pad_expert_input_to_capacity = false;
+  l.moe_expert_load_cv = -0.1;
+  EXPECT_EQ(field_of(l, 8, moe),
+            "moe_expert_load_cv: the per-expert load spread must be a finite number of at least 0, got -0.1");
+  l.moe_expert_load_cv = 0.3;
+  l.moe_imbalance = 1.2;
+  EXPECT_EQ(field_of(l, 8, moe),
+            "moe_expert_load_cv: give the per-expert load spread (0.3) or the routing imbalance (1.2), not both");
 }
 
 }  // namespace

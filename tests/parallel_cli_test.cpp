@@ -1,9 +1,12 @@
 // The model-parallel options on the command line (issue 37): bad layouts are one line naming the option, exit
 // 2, nothing written; a framework file's `parallel:` section is a layout; the simulator refuses one.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
+#include <numbers>
 #include <ostream>
 #include <string>
 
@@ -161,6 +164,62 @@ TEST(ParallelCli, ExplainAndPlanShowTheMoeImbalance) {
                          "--micro-batch 1 --recompute none --zero 1 --moe-imbalance 1.5");
   ASSERT_EQ(p.status, 0) << p.err;
   EXPECT_NE(p.out.find("# routing imbalance 1.5: at every ep > 1"), std::string::npos) << p.out;
+}
+
+// Eq. P24 on the command line: padded to 1.25 the step is the one P23 charges at f 1.25 (the same load on every
+// part), dropping at 1.25 leaves balanced routing as it is and holds f 1.5 to 1.25; a framework file's keys are the
+// options'; explain says the load it charges; a spread of 0.3 at ep 4 charges 1 + 0.3·m_4·√(4/8) (m_4 = 1.0294).
+TEST(ParallelCli, CapacityFactorAndSpreadAsTheirLoads) {
+  const auto step = [](const std::string& args) {
+    const auto r = run_cli("explain " + kMixtral + kMixtralLayout + args);
+    EXPECT_EQ(r.status, 0) << args << ": " << r.err;
+    return r.out.substr(r.out.find("step "), r.out.find('\n', r.out.find("step ")) - r.out.find("step "));
+  };
+  const std::string balanced = step("");
+  EXPECT_EQ(step("--moe-expert-capacity-factor 1.25 --moe-pad-expert-input-to-capacity"), step("--moe-imbalance 1.25"));
+  EXPECT_EQ(step("--moe-expert-capacity-factor 1.25"), balanced);
+  EXPECT_EQ(step("--moe-expert-capacity-factor 1.25 --moe-imbalance 1.5"), step("--moe-imbalance 1.25"));
+  // a framework file's keys act as the options do (one minimal file both ways)
+  const std::string minimal =
+      "name: minimal\nio: {prefetch: true, memory: pinned}\naggregation: allreduce\n"
+      "overlap: layerwise\nupdate: after_aggregation\n";
+  const auto padded = test::temp_file("capacity.yaml",
+                                      minimal +
+                                          "parallel:\n  moe_expert_capacity_factor: 1.25\n"
+                                          "  moe_pad_expert_input_to_capacity: true\n");
+  const auto plain = test::temp_file("plain.yaml", minimal);
+  const auto file_step = [](const std::string& args) {
+    const auto r = run_cli("explain " + kMixtralOn + kMixtralLayout + args);
+    EXPECT_EQ(r.status, 0) << args << ": " << r.err;
+    return r.out.substr(r.out.find("step "), r.out.find('\n', r.out.find("step ")) - r.out.find("step "));
+  };
+  EXPECT_EQ(file_step("--framework " + padded.string()), file_step("--framework " + plain.string() + " --moe-imbalance 1.25"));
+  EXPECT_NE(file_step("--framework " + padded.string()), file_step("--framework " + plain.string()));
+  const auto e = run_cli("explain " + kMixtral + kMixtralLayout + "--moe-expert-load-cv 0.3");
+  ASSERT_EQ(e.status, 0) << e.err;
+  EXPECT_NE(e.out.find("expert load spread 0.3: imbalance 1.218 at ep 4"), std::string::npos) << e.out;
+}
+
+// plan --parallel charges each ep its own f from the spread: at v 0.3 the layout at ep 2 ranks as at imbalance
+// 1 + 0.3·m_2·√(2/8) (m_2 = 1/√π) and at ep 4 as at 1 + 0.3·m_4·√(4/8) (m_4 = (3/(2√π))·(1 + (2/π)·asin(1/3))).
+TEST(ParallelCli, PlanChargesEachEpItsOwnImbalanceFromTheSpread) {
+  const auto best = [](const std::string& args) {
+    const auto r = run_cli("plan --parallel " + kMixtralOn +
+                           "--frameworks megatron-core --gpus 32 --global-batch 256 --tp 2 --pp 4 --vp 1 --cp 1 "
+                           "--micro-batch 1 --recompute none --zero 1 --top 1 " +
+                           args);
+    EXPECT_EQ(r.status, 0) << args << ": " << r.err;
+    const auto row = r.out.find("\n   1 ");
+    return row == std::string::npos ? std::string() : r.out.substr(row, r.out.find('\n', row + 1) - row);
+  };
+  const double rpi = std::sqrt(std::numbers::pi);
+  const double f2 = 1.0 + 0.3 / rpi * std::sqrt(2.0 / 8.0);
+  const double f4 = 1.0 + 0.3 * 1.5 / rpi * (1.0 + 2.0 / std::numbers::pi * std::asin(1.0 / 3.0)) * std::sqrt(4.0 / 8.0);
+  const std::string at2 = best("--ep 2 --moe-expert-load-cv 0.3"), at4 = best("--ep 4 --moe-expert-load-cv 0.3");
+  EXPECT_FALSE(at2.empty());
+  EXPECT_EQ(at2, best(fmt::format("--ep 2 --moe-imbalance {:.17g}", f2)));
+  EXPECT_EQ(at4, best(fmt::format("--ep 4 --moe-imbalance {:.17g}", f4)));
+  EXPECT_NE(at4, best("--ep 4 --moe-imbalance 1.0846"));
 }
 
 }  // namespace

@@ -109,7 +109,8 @@ struct Layer {
   int top_k = 0;          // mlp with experts: the experts each token runs, K
   int local_experts = 0;  // mlp with experts: the experts one rank holds and runs (E/ep, eq. P17); 0: all E
   /// mlp with experts: the token copies the rank's experts run over the balanced rows·K (eq. P23): the busiest
-  /// expert-parallel rank's load under routing imbalance; 1: balanced.
+  /// expert-parallel rank's load under routing imbalance, or a capacity factor's (eq. P24; below 1 where tokens are
+  /// dropped at a capacity factor below 1); 1: balanced.
   double expert_load = 1.0;
   /// The parameter-free operators that follow this layer up to the next learnable one.
   std::vector<Operator> ops;

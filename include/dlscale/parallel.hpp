@@ -122,11 +122,24 @@ StepTraffic dp_step_traffic(std::int64_t params, const Sharding& s, Precision p,
 /// combine, and the collective ends with it). T = b·s/c, over t with SP (each TP rank routes its sequence shard).
 /// Zero for ep = 1 or a dense model.
 Bytes moe_alltoall_bytes(const ParallelLayout& l, const TransformerShape& m, double element_bytes) noexcept;
-/// Eq. P23: the load of the busiest expert-parallel rank over the mean rank's that a layout charges: moe_imbalance
-/// where ep > 1; 1 otherwise (one rank holds every expert and runs all rows·K copies, however the router spreads them).
 /// Eq. P23: a routing imbalance is a finite number of at least 1; InputError, key "moe_imbalance", otherwise.
 void validate_moe_imbalance(double f);
-double moe_rank_load(const ParallelLayout& l) noexcept;
+/// Eq. P24: the routing settings of eq. P24 on their own: a capacity factor finite and above 0 (key
+/// "moe_expert_capacity_factor"), padding only with one ("moe_pad_expert_input_to_capacity"), a per-expert load
+/// spread finite and at least 0, not beside a moe_imbalance other than 1 ("moe_expert_load_cv").
+void validate_moe_routing(const ParallelLayout& l);
+/// Eq. P24: E[max of n independent standard normals], m_n = ∫ x·n·φ(x)·Φ(x)^(n−1) dx (numerically; 0 for n ≤ 1).
+double expected_max_standard_normal(int n) noexcept;
+/// Eq. P24: the busiest of e ranks, each summing E/e experts' loads of per-expert spread v (normal loads conditioned
+/// on their total): f(e) = 1 + v·m_e·√(e/E). 1 for e ≤ 1.
+double moe_imbalance_from_spread(int ep, std::int64_t experts, double cv) noexcept;
+/// Eq. P23: the routing imbalance f of the layout's busiest expert-parallel rank: moe_imbalance, or eq. P24's
+/// f(e) from moe_expert_load_cv (at most moe_imbalance_limit), where ep > 1; 1 otherwise.
+double moe_routing_imbalance(const ParallelLayout& l, std::int64_t experts, std::int64_t top_k) noexcept;
+/// Eqs. P23-P24: the token copies the busiest expert-parallel rank's experts run over the balanced rows·K that a
+/// layout charges: padded to capacity C, C (every expert, every rank, whatever ep); dropping at C, min(f, C) with f
+/// as moe_routing_imbalance (1 at ep 1: one rank holds every expert and runs all rows·K copies); dropless, f.
+double moe_rank_load(const ParallelLayout& l, std::int64_t experts, std::int64_t top_k) noexcept;
 /// Eq. P23: the most imbalanced e ranks can be: a token sends at most min(K, E/e) of its K copies to one rank, so
 /// the busiest rank receives at most e·T·min(K, E/e) copies of the e·T·K, over the mean T·K: e·min(K, E/e)/K.
 /// 1 for e ≤ 1 or a dense model.

@@ -6,6 +6,7 @@
 
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -78,6 +79,16 @@ struct ParallelLayout {
   /// (≥ 1; 1.0 balanced routing). Its expert GEMMs and their element-wise kernels, its all-to-all bytes and its
   /// experts' kept activations are f times the balanced ones, and every rank waits for it. Acts only where ep > 1.
   double moe_imbalance = 1.0;
+  /// Per-expert load spread v (eq. P24): the coefficient of variation of the token copies the E experts receive
+  /// (their standard deviation over the mean, E−1 denominator). 0: not given, `moe_imbalance` stands. Given (> 0),
+  /// the busiest rank's load follows ep: f(e) = 1 + v·m_e·√(e/E), m_e the expected maximum of e standard normals.
+  double moe_expert_load_cv = 0.0;
+  /// Megatron-Core's moe_expert_capacity_factor C (eq. P24): each expert takes at most C × the mean's copies of a
+  /// rank's tokens and drops the rest, so the busiest rank runs at most C × the mean. Absent: dropless.
+  std::optional<double> moe_expert_capacity_factor{};
+  /// Megatron-Core's moe_pad_expert_input_to_capacity (eq. P24): every expert runs exactly C × the mean's copies,
+  /// padded; needs the capacity factor.
+  bool moe_pad_expert_input_to_capacity = false;
   int micro_batch = 1;    // samples per micro-batch b
   int micro_batches = 1;  // micro-batches per step and pipeline m (global batch = b·m·dp)
   /// Samples per step over the job when given instead of m (0: m given): m = global_batch_target / (b·dp),

@@ -53,6 +53,7 @@ void add_parallel_options(CLI::App& cmd, ParallelOptions& o) {
                  "the framework's, else 1.0, balanced)")
       ->type_name("F")
       ->group(g);
+  add_moe_routing_options(cmd, o.moe, g);
   cmd.add_option("--micro-batches", o.micro_batches, "Micro-batches per step and pipeline (--batch is the micro-batch)")
       ->type_name("M")
       ->group(g);
@@ -62,6 +63,36 @@ void add_parallel_options(CLI::App& cmd, ParallelOptions& o) {
   cmd.add_option("--rank-order", o.rank_order, "Rank order, fastest first (default: the framework's, else tp-cp-ep-dp-pp)")
       ->type_name("ORDER")
       ->group(g);
+}
+
+void add_moe_routing_options(CLI::App& cmd, MoeRoutingOptions& o, const std::string& group) {
+  cmd.add_option("--moe-expert-capacity-factor", o.capacity_factor,
+                 "Megatron-Core's expert capacity factor: each expert takes at most C x the mean's token copies, the "
+                 "rest dropped (eq. P24; default: the framework's, else dropless)")
+      ->type_name("C")
+      ->group(group);
+  cmd.add_flag("--moe-pad-expert-input-to-capacity", o.pad,
+               "Every expert runs exactly C x the mean's copies, padded (eq. P24; needs --moe-expert-capacity-factor)")
+      ->group(group);
+  cmd.add_option("--moe-expert-load-cv", o.load_cv,
+                 "Per-expert load spread (coefficient of variation): the busiest EP rank's imbalance follows ep, "
+                 "instead of --moe-imbalance (eq. P24)")
+      ->type_name("V")
+      ->group(group);
+}
+
+void apply_moe_routing_options(const MoeRoutingOptions& o, ParallelLayout& l) {
+  if (!o.capacity_factor.empty()) {
+    const auto v = finite_number(o.capacity_factor);
+    if (!v) throw UsageError("--moe-expert-capacity-factor", fmt::format("'{}' is not a number", o.capacity_factor));
+    l.moe_expert_capacity_factor = *v;
+  }
+  if (o.pad) l.moe_pad_expert_input_to_capacity = true;
+  if (!o.load_cv.empty()) {
+    const auto v = finite_number(o.load_cv);
+    if (!v) throw UsageError("--moe-expert-load-cv", fmt::format("'{}' is not a number", o.load_cv));
+    l.moe_expert_load_cv = *v;
+  }
 }
 
 double moe_imbalance_option(const std::string& text) {
@@ -74,6 +105,11 @@ void apply_parallel_options(const ParallelOptions& o, const ScenarioOptions& so,
   if (!o.any() && !sc.strategy.parallel_degrees) {
     if (!o.moe_imbalance.empty())
       throw UsageError("--moe-imbalance", "routing imbalance needs a model-parallel layout with experts over ranks (--ep)");
+    if (o.moe.any())
+      throw UsageError(!o.moe.capacity_factor.empty() ? "--moe-expert-capacity-factor"
+                           : o.moe.pad                ? "--moe-pad-expert-input-to-capacity"
+                                                      : "--moe-expert-load-cv",
+                       "needs a model-parallel layout (--ep, --tp, ...)");
     return;
   }
   ParallelLayout l = sc.strategy.parallel.value_or(ParallelLayout{});
@@ -91,7 +127,11 @@ void apply_parallel_options(const ParallelOptions& o, const ScenarioOptions& so,
   if (o.pp > 0) l.pp = o.pp;
   if (o.cp > 0) l.cp = o.cp;
   if (o.ep > 0) l.ep = o.ep;
+  // eqs. P23-P24: either option over the framework's other (both on the line: validate's error)
+  if (!o.moe.load_cv.empty()) l.moe_imbalance = 1.0;
+  if (!o.moe_imbalance.empty()) l.moe_expert_load_cv = 0.0;
   if (!o.moe_imbalance.empty()) l.moe_imbalance = moe_imbalance_option(o.moe_imbalance);
+  apply_moe_routing_options(o.moe, l);
   if (o.sp >= 0) l.sp = o.sp == 1;
   if (o.tp_comm_overlap >= 0) l.tp_comm_overlap = o.tp_comm_overlap == 1;
   if (o.dp_comm_overlap >= 0) l.dp_comm_overlap = o.dp_comm_overlap == 1;
@@ -132,7 +172,10 @@ std::string_view parallel_option_for_field(std::string_view field) noexcept {
       {"parallel.global_batch", "--global-batch"},
       {"parallel.micro_batch", "--batch"},
       {"parallel.micro_batches", "--micro-batches"},
+      {"parallel.moe_expert_capacity_factor", "--moe-expert-capacity-factor"},
+      {"parallel.moe_expert_load_cv", "--moe-expert-load-cv"},
       {"parallel.moe_imbalance", "--moe-imbalance"},
+      {"parallel.moe_pad_expert_input_to_capacity", "--moe-pad-expert-input-to-capacity"},
       {"parallel.pp", "--pp"},
       {"parallel.rank_order", "--rank-order"},
       {"parallel.schedule", "--schedule"},
@@ -144,6 +187,18 @@ std::string_view parallel_option_for_field(std::string_view field) noexcept {
   return it != std::end(kOptions) ? it->second : std::string_view{};
 }
 
+namespace {
+/// Eq. P24's settings as the headers say them; empty where none is given.
+std::string moe_routing_text(const ParallelLayout& l) {
+  std::string out;
+  if (l.moe_expert_load_cv > 0.0) out += fmt::format(", expert load spread {:g}", l.moe_expert_load_cv);
+  if (l.moe_expert_capacity_factor)
+    out += fmt::format(", capacity factor {:g} ({})", *l.moe_expert_capacity_factor,
+                       l.moe_pad_expert_input_to_capacity ? "padded" : "dropping");
+  return out;
+}
+}  // namespace
+
 std::string layout_text(const ParallelLayout& l) {
   std::string pp = fmt::format("pp {}", l.pp);
   if (l.pp > 1)
@@ -152,11 +207,11 @@ std::string layout_text(const ParallelLayout& l) {
   const std::string batches = l.global_batch_target > 0 ? fmt::format("global batch {}", l.global_batch_target)
                                                         : fmt::format("{} micro-batches", l.micro_batches);
   return fmt::format(
-      "tp {}{} × {} × cp {}{}, micro-batch {}, {}, rank order {}{}", l.tp,
+      "tp {}{} × {} × cp {}{}{}, micro-batch {}, {}, rank order {}{}", l.tp,
       l.sp ? (l.tp_comm_overlap ? " (sp, overlapped)" : " (sp)") : "", pp, l.cp,
       l.ep > 1 ? fmt::format(" × ep {}{}", l.ep, l.moe_imbalance != 1.0 ? fmt::format(" (imbalance {:g})", l.moe_imbalance) : "")
                : std::string(),
-      l.micro_batch, batches, to_string(l.order), l.dp_comm_overlap ? ", DP communication overlapped" : "");
+      moe_routing_text(l), l.micro_batch, batches, to_string(l.order), l.dp_comm_overlap ? ", DP communication overlapped" : "");
 }
 
 }  // namespace dlscale::cli

@@ -15,6 +15,18 @@ namespace dlscale::cli {
 
 struct ScenarioOptions;
 
+/// Eq. P24's options, on the scenario commands and plan --parallel: --moe-expert-capacity-factor C,
+/// --moe-pad-expert-input-to-capacity, --moe-expert-load-cv V (empty, false: the framework's).
+struct MoeRoutingOptions {
+  std::string capacity_factor, load_cv;
+  bool pad = false;
+  [[nodiscard]] bool any() const noexcept { return !capacity_factor.empty() || !load_cv.empty() || pad; }
+};
+void add_moe_routing_options(CLI::App& cmd, MoeRoutingOptions& o, const std::string& group);
+/// The options over the layout's fields (numbers parsed; their ranges are validate's): UsageError naming the option
+/// where a value is not a number.
+void apply_moe_routing_options(const MoeRoutingOptions& o, ParallelLayout& l);
+
 struct ParallelOptions {
   int tp = 0, pp = 0, vp = 0, cp = 0, ep = 0, micro_batches = 0;  // 0: not given
   std::int64_t global_batch = 0;                                  // 0: not given
@@ -23,6 +35,7 @@ struct ParallelOptions {
   int dp_comm_overlap = -1;                                       // --dp-comm-overlap 1, --no-dp-comm-overlap 0, -1 not given
   std::string schedule, rank_order;                               // empty: the framework's, else 1f1b and tp-cp-ep-dp-pp
   std::string moe_imbalance;                                      // --moe-imbalance F (eq. P23); empty: the framework's
+  MoeRoutingOptions moe;                                          // eq. P24's options
   [[nodiscard]] bool any() const noexcept {
     return tp > 0 || pp > 0 || vp > 0 || cp > 0 || ep > 0 || micro_batches > 0 || global_batch > 0 || sp >= 0 ||
         tp_comm_overlap >= 0 || dp_comm_overlap >= 0 || !schedule.empty() || !rank_order.empty();
@@ -56,6 +69,7 @@ struct ParallelPlanOptions {
   std::int64_t global_batch = 0;                                 // --global-batch; 0: 4 Mi tokens' worth
   std::string tp, pp, vp, cp, ep, micro_batch, recompute, zero;  // LISTs; empty: ParallelPlanSpace's
   std::string moe_imbalance;  // --moe-imbalance F for every layout with ep > 1 (eq. P23); empty: the framework's
+  MoeRoutingOptions moe;      // eq. P24's for every layout
 };
 void add_parallel_plan_options(CLI::App& cmd, ParallelPlanOptions& o);
 /// --moe-imbalance's value: a finite number (its range is validate's); UsageError otherwise.

@@ -69,6 +69,7 @@ void add_parallel_plan_options(CLI::App& cmd, ParallelPlanOptions& o) {
                  ">= 1 (eq. P23; default: the framework's, else 1.0)")
       ->type_name("F")
       ->group(g);
+  add_moe_routing_options(cmd, o.moe, g);
 }
 
 void run_parallel_plan(const ScenarioOptions& so_in, const ParallelPlanOptions& o, const std::string& framework, int top,
@@ -94,6 +95,19 @@ void run_parallel_plan(const ScenarioOptions& so_in, const ParallelPlanOptions& 
     }
     ParallelLayout l = sc.strategy.parallel.value_or(ParallelLayout{});
     l.moe_imbalance = f;
+    if (o.moe.load_cv.empty()) l.moe_expert_load_cv = 0.0;  // over the framework's spread
+    sc.strategy.parallel = l;
+  }
+  if (o.moe.any()) {  // eq. P24: over the framework's
+    ParallelLayout l = sc.strategy.parallel.value_or(ParallelLayout{});
+    if (!o.moe.load_cv.empty() && o.moe_imbalance.empty()) l.moe_imbalance = 1.0;
+    apply_moe_routing_options(o.moe, l);
+    try {
+      validate_moe_routing(l);
+    } catch (const InputError& e) {
+      const std::string_view option = parallel_option_for_field("parallel." + e.key());
+      throw UsageError(std::string(option.empty() ? "--moe-expert-load-cv" : option), e.message());
+    }
     sc.strategy.parallel = l;
   }
   const auto gpus = parse_gpu_list(so.gpus);

@@ -454,12 +454,13 @@ void mlp_activation(Kernels& k, const std::string& base, double h, bool gated, d
 /// runs its memory-bound kernels by class (eq. K21), the experts' SwiGLU or GELU as the dense MLP's (vectorized); the
 /// router's top-k and the permutations stay at the fitted memory-bound rate (no profile of them). Eq. P23: under routing
 /// imbalance the busiest expert-parallel rank's experts run ⌈rows·K·f⌉ copies (`expert_load` f), their GEMMs and
-/// activation stretched; the router and the permutations stay on the rank's own rows·K.
+/// activation stretched; the router and the permutations stay on the rank's own rows·K. Eq. P24: a capacity factor
+/// sets f (padded: C; dropping: at most C, below 1 where C is).
 void time_experts(Kernels& k, const LayerWork& w, std::int64_t rows, std::int64_t d) {
   const Layer& l = w.l;
   const std::int64_t local = l.local_experts > 0 ? l.local_experts : l.experts;
   const std::int64_t own = rows * l.top_k;
-  const auto routed = static_cast<std::int64_t>(std::ceil(static_cast<double>(own) * std::max(l.expert_load, 1.0)));
+  const auto routed = static_cast<std::int64_t>(std::ceil(static_cast<double>(own) * std::max(l.expert_load, 0.0)));
   const std::int64_t per_expert = (routed + local - 1) / local;
   const double logits = static_cast<double>(rows) * l.experts, copies = static_cast<double>(own) * static_cast<double>(d);
   const double tokens = static_cast<double>(rows) * static_cast<double>(d);

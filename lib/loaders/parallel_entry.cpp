@@ -4,6 +4,8 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
+
 #include "dlscale/error.hpp"
 
 namespace dlscale {
@@ -42,6 +44,25 @@ void read_parallel_entry(const yamlio::Node& node, Strategy& s) {
     const double f = n->number();
     if (!(f >= 1.0)) n->fail(fmt::format("the busiest expert-parallel rank's load over the mean must be at least 1, got {}", f));
     l.moe_imbalance = f;
+  }
+  // eq. P24: Megatron-Core's capacity factor and padding, and a per-expert load spread
+  if (auto n = m.optional("moe_expert_capacity_factor")) {
+    const double c = n->number();
+    if (!std::isfinite(c) || !(c > 0.0)) n->fail(fmt::format("must be a finite number above 0, got {}", c));
+    l.moe_expert_capacity_factor = c;
+  }
+  if (auto n = m.optional("moe_pad_expert_input_to_capacity")) {
+    l.moe_pad_expert_input_to_capacity = n->boolean();
+    if (l.moe_pad_expert_input_to_capacity && !l.moe_expert_capacity_factor)
+      n->fail("padding to capacity needs a capacity factor (moe_expert_capacity_factor)");
+  }
+  if (auto n = m.optional("moe_expert_load_cv")) {
+    const double v = n->number();
+    if (!std::isfinite(v) || !(v >= 0.0))
+      n->fail(fmt::format("the per-expert load spread must be a finite number of at least 0, got {}", v));
+    if (v > 0.0 && l.moe_imbalance != 1.0)
+      n->fail(fmt::format("give the per-expert load spread ({}) or moe_imbalance ({}), not both", v, l.moe_imbalance));
+    l.moe_expert_load_cv = v;
   }
   if (auto n = m.optional("sp")) l.sp = n->boolean();
   if (auto n = m.optional("tp_comm_overlap")) l.tp_comm_overlap = n->boolean();

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <numbers>
 
 #include "dlscale/cluster.hpp"
 #include "dlscale/equations.hpp"
@@ -110,6 +111,7 @@ namespace {
 void validate_experts(const ParallelLayout& l, int dp, const TransformerShape& m) {
   if (l.ep < 1) throw field_error("ep", fmt::format("must be at least 1, got {}", l.ep));
   validate_moe_imbalance(l.moe_imbalance);
+  validate_moe_routing(l);
   if (l.ep == 1) return;
   if (m.experts == 0) throw field_error("ep", fmt::format("ep {} needs a model with experts (a mixture of experts)", l.ep));
   if (m.experts % l.ep != 0) throw field_error("ep", fmt::format("ep {} does not divide the {} experts", l.ep, m.experts));
@@ -131,7 +133,59 @@ void validate_moe_imbalance(double f) {
                       fmt::format("the busiest expert-parallel rank's load over the mean must be at least 1, got {}", f));
 }
 
-double moe_rank_load(const ParallelLayout& l) noexcept { return l.ep > 1 ? l.moe_imbalance : 1.0; }  // eq. P23
+void validate_moe_routing(const ParallelLayout& l) {
+  // eq. P24: a capacity factor scales the mean expert's copies; padding pads to it
+  if (const auto& c = l.moe_expert_capacity_factor; c && (!std::isfinite(*c) || !(*c > 0.0)))
+    throw field_error("moe_expert_capacity_factor", fmt::format("must be a finite number above 0, got {}", *c));
+  if (l.moe_pad_expert_input_to_capacity && !l.moe_expert_capacity_factor)
+    throw field_error("moe_pad_expert_input_to_capacity",
+                      "padding to capacity needs a capacity factor (moe_expert_capacity_factor)");
+  if (!std::isfinite(l.moe_expert_load_cv) || l.moe_expert_load_cv < 0.0)
+    throw field_error(
+        "moe_expert_load_cv",
+        fmt::format("the per-expert load spread must be a finite number of at least 0, got {}", l.moe_expert_load_cv));
+  if (l.moe_expert_load_cv > 0.0 && l.moe_imbalance != 1.0)
+    throw field_error("moe_expert_load_cv",
+                      fmt::format("give the per-expert load spread ({}) or the routing imbalance ({}), not both",
+                                  l.moe_expert_load_cv, l.moe_imbalance));
+}
+
+double expected_max_standard_normal(int n) noexcept {
+  if (n <= 1) return 0.0;
+  // eq. P24: E[max] = ∫ x·n·φ(x)·Φ(x)^(n−1) dx, Simpson's rule on [−12, 12] (the tails beyond are below 1e−30)
+  constexpr int kSteps = 4800;
+  constexpr double kLo = -12.0, kHi = 12.0, kH = (kHi - kLo) / kSteps;
+  const double inv_sqrt_2pi = 1.0 / std::sqrt(2.0 * std::numbers::pi);
+  double sum = 0.0;
+  for (int i = 0; i <= kSteps; ++i) {
+    const double x = kLo + kH * i;
+    const double pdf = inv_sqrt_2pi * std::exp(-0.5 * x * x), cdf = 0.5 * std::erfc(-x / std::numbers::sqrt2);
+    const double w = i == 0 || i == kSteps ? 1.0 : (i % 2 == 1 ? 4.0 : 2.0);
+    sum += w * x * n * pdf * std::pow(cdf, n - 1);
+  }
+  return sum * kH / 3.0;
+}
+
+double moe_imbalance_from_spread(int ep, std::int64_t experts, double cv) noexcept {
+  if (ep <= 1 || experts <= 0) return 1.0;
+  // eq. P24: a rank's E/e experts' loads summed: its excess over the mean is v·√(E/e)·(Z_j − Z̄) of the mean expert's,
+  // the busiest's m_e of them, over the mean rank's E/e
+  return 1.0 + cv * expected_max_standard_normal(ep) * std::sqrt(static_cast<double>(ep) / static_cast<double>(experts));
+}
+
+double moe_routing_imbalance(const ParallelLayout& l, std::int64_t experts, std::int64_t top_k) noexcept {
+  if (l.ep <= 1) return 1.0;
+  if (!(l.moe_expert_load_cv > 0.0)) return l.moe_imbalance;  // eq. P23
+  const TransformerShape m{.experts = experts, .top_k = top_k};
+  return std::min(moe_imbalance_from_spread(l.ep, experts, l.moe_expert_load_cv), moe_imbalance_limit(l.ep, m));  // eq. P24
+}
+
+double moe_rank_load(const ParallelLayout& l, std::int64_t experts, std::int64_t top_k) noexcept {
+  const auto& c = l.moe_expert_capacity_factor;
+  if (c && l.moe_pad_expert_input_to_capacity) return *c;     // eq. P24: every expert at C, padded
+  const double f = moe_routing_imbalance(l, experts, top_k);  // eq. P23
+  return c ? std::min(f, *c) : f;                             // eq. P24: dropped beyond C
+}
 
 double moe_imbalance_limit(int ep, const TransformerShape& m) noexcept {
   if (ep <= 1 || m.experts == 0 || m.top_k == 0) return 1.0;
@@ -260,7 +314,8 @@ Bytes moe_alltoall_bytes(const ParallelLayout& l, const TransformerShape& m, dou
   // eq. P18: T = b·s/c tokens (over t with SP), K copies of h elements, (e−1)/e of them to other ranks
   const double tokens = static_cast<double>(l.micro_batch) * static_cast<double>(m.seq / l.cp) / (l.sp ? l.tp : 1);
   // eq. P23: the busiest rank receives f times the mean (dispatch) and sends it back (combine); the group waits for it
-  return bytes(tokens * static_cast<double>(m.top_k) * static_cast<double>(m.hidden) * e * (l.ep - 1) / l.ep * moe_rank_load(l));
+  return bytes(tokens * static_cast<double>(m.top_k) * static_cast<double>(m.hidden) * e * (l.ep - 1) / l.ep *
+               moe_rank_load(l, m.experts, m.top_k));
 }
 
 Bytes pp_p2p_bytes(const ParallelLayout& l, const TransformerShape& m, double e) noexcept {
@@ -326,8 +381,8 @@ void narrow_to_rank(Layer& x, const ParallelLayout& l) {
   const std::int64_t t = std::max(l.tp, 1);
   x.params = rank_layer_params(x, l);
   if (x.experts > 0) {
-    x.local_experts = x.experts / std::max(l.ep, 1);  // eq. P17: E/ep experts, their hidden over t
-    x.expert_load = moe_rank_load(l);                 // eq. P23: the busiest rank's copies
+    x.local_experts = x.experts / std::max(l.ep, 1);       // eq. P17: E/ep experts, their hidden over t
+    x.expert_load = moe_rank_load(l, x.experts, x.top_k);  // eqs. P23-P24: the busiest rank's copies
   }
   if (x.kind == LayerKind::attention && x.heads > 0 && x.input_shape.size() >= 2) {
     const std::int64_t kv = x.kv_heads > 0 ? x.kv_heads : x.heads;
@@ -364,7 +419,7 @@ Network tp_rank_network(const Network& net, const ParallelLayout& l) {
   const std::int64_t t = std::max(l.tp, 1), c = std::max(l.cp, 1);
   if (c > 1)  // eq. P6: a CP rank runs its s/c tokens through every layer (its attention core: shard_layer_times)
     for (Layer& x : r.layers) shard_layer_tokens(x, c, true);
-  if (t == 1 && l.ep == 1) return r;
+  if (t == 1 && l.ep == 1 && !l.moe_expert_capacity_factor) return r;  // eq. P24: a capacity acts at ep 1 too
   for (Layer& x : r.layers) {
     narrow_to_rank(x, l);
     if (l.sp) shard_layer_tokens(x, t, x.kind == LayerKind::layernorm);
@@ -403,7 +458,9 @@ LayerTimes shard_layer_times(const LayerTimes& times, const Network& net, const 
                                                      : 1.0 / cp;
     // eq. P23: a measured MoE layer has no split between its router and its experts: the busiest rank's whole layer
     // f times (an upper bound by the router's and the permutations' share); a rank's own times carry it in their shapes
-    const double load = of == LayerTimesOf::whole_layers && net.layers[i].experts > 0 ? moe_rank_load(l) : 1.0;
+    const double load = of == LayerTimesOf::whole_layers && net.layers[i].experts > 0
+        ? moe_rank_load(l, net.layers[i].experts, net.layers[i].top_k)
+        : 1.0;
     const double f = share * load;
     t.forward[i] = t.forward[i] * f;
     t.backward[i] = t.backward[i] * f;
@@ -509,8 +566,8 @@ namespace {
 /// router probabilities, the K permuted copies' inputs (D), hidden activations (m·F, m = 3 gated, 2 not) and outputs
 /// (D)) with the copies' part, rows·K·(m·F + 2D) elements of 4 B, f times: its experts run f times the mean's copies.
 double busiest_rank_kept(const Layer& x, const ParallelLayout& l, double kept) {
-  const double f = moe_rank_load(l);
-  if (x.experts <= 0 || !(f > 1.0) || x.input_shape.empty() || x.input_shape.back() <= 0) return kept;
+  const double f = moe_rank_load(l, x.experts, x.top_k);
+  if (x.experts <= 0 || f == 1.0 || x.input_shape.empty() || x.input_shape.back() <= 0) return kept;
   double elements = 1.0;
   for (const std::int64_t n : x.input_shape) elements *= static_cast<double>(n);
   const double d = static_cast<double>(x.input_shape.back()), matrices = x.gated ? 3.0 : 2.0;

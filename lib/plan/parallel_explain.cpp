@@ -25,6 +25,19 @@ std::string moe_imbalance_text(const ParallelLayout& l) {
                   : fmt::format(", routing imbalance {:g} not charged: one EP rank runs every copy", l.moe_imbalance);
 }
 
+/// Eq. P24: the per-expert spread, the capacity factor and the load they charge the busiest EP rank; empty without.
+std::string moe_routing_text(const ParallelLayout& l, const TransformerShape& m) {
+  if (!(l.moe_expert_load_cv > 0.0) && !l.moe_expert_capacity_factor) return {};
+  std::string out;
+  if (l.moe_expert_load_cv > 0.0)
+    out += fmt::format(", expert load spread {:g}: imbalance {:.4g} at ep {}", l.moe_expert_load_cv,
+                       moe_routing_imbalance(l, m.experts, m.top_k), l.ep);
+  if (l.moe_expert_capacity_factor)
+    out += fmt::format(", capacity factor {:g} {}", *l.moe_expert_capacity_factor,
+                       l.moe_pad_expert_input_to_capacity ? "padded" : "dropping");
+  return out + fmt::format(": the busiest EP rank runs {:.4g} × the mean's copies", moe_rank_load(l, m.experts, m.top_k));
+}
+
 }  // namespace
 
 std::string explain_parallel(const Scenario& sc, int gpus) {
@@ -45,8 +58,8 @@ std::string explain_parallel(const Scenario& sc, int gpus) {
                                                               : fmt::format(" ({})", to_string(l.schedule)))
                : std::string(),
       l.cp,
-      shape.experts > 0 ? fmt::format(" (ep {} of {} experts, top-{}{})", l.ep, shape.experts, shape.top_k,
-                                      l.moe_imbalance != 1.0 ? moe_imbalance_text(l) : std::string())
+      shape.experts > 0 ? fmt::format(" (ep {} of {} experts, top-{}{}{})", l.ep, shape.experts, shape.top_k,
+                                      l.moe_imbalance != 1.0 ? moe_imbalance_text(l) : std::string(), moe_routing_text(l, shape))
                         : std::string(),
       l.dp(gpus), l.micro_batch, l.micro_batches, l.global_batch(gpus),
       static_cast<double>(l.global_batch(gpus) * shape.seq) / 1e6, to_string(sc.compute.recompute), to_string(l.order));

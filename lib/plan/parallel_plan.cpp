@@ -41,6 +41,7 @@ struct PlanContext {
   Bytes capacity;
   Bytes reserve;               // ParallelPlanSpace::memory_reserve, each stage's MemoryEstimate::reserved
   double moe_imbalance = 1.0;  // the framework's (or --moe-imbalance): every layout with ep > 1 (eq. P23)
+  ParallelLayout routing;      // its eq. P24 fields: capacity factor, padding, per-expert load spread, every layout
 };
 
 /// The layout of one point of the grid, its micro-batches set by the global batch; nullopt where the model or
@@ -61,6 +62,10 @@ std::optional<ParallelLayout> grid_layout(const PlanContext& c, int tp, int pp, 
   // eq. P23: the stated imbalance, at most what ep ranks can reach (the router's imbalance over fewer, larger ranks
   // cannot exceed it; the same factor at every ep > 1 is the plan's assumption)
   l.moe_imbalance = std::min(c.moe_imbalance, moe_imbalance_limit(ep, c.shape));
+  // eq. P24: the given capacity factor (and padding) and per-expert spread, f following each ep from the spread
+  l.moe_expert_capacity_factor = c.routing.moe_expert_capacity_factor;
+  l.moe_pad_expert_input_to_capacity = c.routing.moe_pad_expert_input_to_capacity;
+  l.moe_expert_load_cv = c.routing.moe_expert_load_cv;
   l.micro_batch = b;
   l.global_batch_target = global;
   l.order = c.order;
@@ -149,7 +154,9 @@ ParallelPlanResult plan_parallel(const Scenario& base, int gpus, const ParallelP
                 false,
                 false,
                 cl.gpu.memory_size,
-                space.memory_reserve};
+                space.memory_reserve,
+                1.0,
+                ParallelLayout{}};
   if (space.memory_reserve < Bytes{})
     throw InputError(SourceLocation{}, "memory_reserve", "the memory kept free on a GPU cannot be negative");
   c.shape = transformer_shape(base.network, c.blocks);  // InputError("network") without blocks
@@ -168,8 +175,10 @@ ParallelPlanResult plan_parallel(const Scenario& base, int gpus, const ParallelP
     c.tp_comm_overlap = base.strategy.parallel->tp_comm_overlap;
     c.dp_comm_overlap = base.strategy.parallel->dp_comm_overlap;
     c.moe_imbalance = base.strategy.parallel->moe_imbalance;
+    c.routing = *base.strategy.parallel;
   }
   validate_moe_imbalance(c.moe_imbalance);
+  validate_moe_routing(c.routing);
   r.moe_imbalance = c.moe_imbalance;
   const ComputeOptions step_opt = step_compute(base);
   Scenario times_of = base;  // for parallel_whole_times: the framework's efficiency, no measured layers
@@ -251,6 +260,18 @@ std::string format_parallel_plan(const ParallelPlanResult& r, const Scenario& ba
         "# routing imbalance {:g}: at every ep > 1 the busiest expert-parallel rank runs {:g} × the mean's token copies "
         "(its expert GEMMs, all-to-alls and activations; at most what ep ranks can reach; eq. P23)\n",
         r.moe_imbalance, r.moe_imbalance);
+  if (shape.experts > 0 && base.strategy.parallel) {  // eq. P24
+    const ParallelLayout& p = *base.strategy.parallel;
+    if (p.moe_expert_load_cv > 0.0)
+      out += fmt::format(
+          "# per-expert load spread {:g}: the busiest expert-parallel rank runs 1 + {:g}·m_ep·√(ep/{}) × the mean's "
+          "copies (eq. P24)\n",
+          p.moe_expert_load_cv, p.moe_expert_load_cv, shape.experts);
+    if (p.moe_expert_capacity_factor)
+      out += fmt::format("# expert capacity factor {:g}, {} (eq. P24)\n", *p.moe_expert_capacity_factor,
+                         p.moe_pad_expert_input_to_capacity ? "every expert padded to it"
+                                                            : "copies beyond it dropped: the busiest rank at most that");
+  }
   if (r.ranked.empty()) {
     out += "# no layout fits\n";
     return out;
