@@ -384,10 +384,15 @@ TEST(LlmSharded, TokensPerGpuInSampleAndLeavingOneSourceOut) {
     std::printf("%s rows (%zu): mean |error| in-sample %.1f %%, leaving one source out %.1f %%\n", grp.c_str(), v.size(),
                 100 * mean(v), 100 * mean(err_out[grp]));
   // The FSDP rows of the fitted architectures (A100, H100, H200: fms-fsdp, torchtitan, torchao): in-sample
-  // within 8 % and leaving one source out within 12 % on average. The B200 and the DeepSpeed rows are printed,
-  // not held to it (docs/compute-model.md, "Language-model training": what the model lacks there).
+  // within 8 % and leaving one source out within 12 % on average (issue 33). Where it stands: 5.5 % and 7.1 %
+  // (5.7 % and 7.2 % before eq. S7b shared the node's NICs among fms-fsdp's HSDP replica all-reduces); held a
+  // little above that so that a change which loses ground shows. The B200 and the DeepSpeed rows are printed,
+  // not held to it (docs/compute-model.md, "Language-model training": what the model lacks there, and what was
+  // tried on fms-fsdp's 13B rows).
   EXPECT_LT(mean(err_in["fsdp"]), 0.08);
   EXPECT_LT(mean(err_out["fsdp"]), 0.12);
+  EXPECT_LT(mean(err_in["fsdp"]), 0.056);
+  EXPECT_LT(mean(err_out["fsdp"]), 0.072);
 }
 
 }  // namespace

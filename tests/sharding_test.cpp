@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "dlscale/cluster.hpp"
 #include "dlscale/error.hpp"
 #include "dlscale/io.hpp"
 #include "dlscale/memory.hpp"
@@ -62,6 +63,35 @@ TEST(ShardingTraffic, Llama7bOnTwoNodesOfEightByHand) {
   EXPECT_DOUBLE_EQ(in_bytes(h.reducescatter), 11'792'227'328.0);
   EXPECT_DOUBLE_EQ(in_bytes(h.allreduce_replicas), 1'684'603'904.0);
   EXPECT_DOUBLE_EQ(in_bytes(h.total()), 37'061'285'888.0);
+}
+
+// Eq. S7b (P11's share): every shard position's replica group all-reduces at once, so the groups with ranks on a
+// node ask for its N NICs k·min(ranks, N)/N times over (at least once).
+TEST(ShardingGroups, ReplicaGroupsShareTheNodesNics) {
+  auto cluster = [](const char* fabric) {
+    ClusterOverrides ov;
+    ov.nodes = 16;
+    if (fabric != nullptr) ov.fabric = parse_fabric_spec(fabric);
+    return load_cluster(resolve(DataKind::cluster, "dgx-a100-hdr", "--cluster"), ov);
+  };
+  const Cluster two_nics = cluster("ib:200Gb/s:2"), rails = cluster(nullptr);  // fms-fsdp's 400 Gb/s a node; 8 HDR rails
+  Sharding s;
+  s.stage = 3;
+  s.group = Sharding::kGroupNode;  // HSDP: 8 replica groups of 16, one rank on each node: 8 · 1/2 = 4, 8 · 1/8 = 1
+  const ShardGroups node = shard_groups(s, GpuPlacement{128, 16, 8});
+  EXPECT_DOUBLE_EQ(replica_nic_share(node, two_nics), 4.0);
+  EXPECT_DOUBLE_EQ(replica_nic_share(node, rails), 1.0);
+  s.group = 4;  // 4 replica groups of 32, two ranks on each node: 4 · min(2, 2)/2 = 4, 4 · 2/8 = 1
+  const ShardGroups four = shard_groups(s, GpuPlacement{128, 16, 8});
+  EXPECT_DOUBLE_EQ(replica_nic_share(four, two_nics), 4.0);
+  EXPECT_DOUBLE_EQ(replica_nic_share(four, rails), 1.0);
+  s.group = 16;  // shard groups of two nodes: 8 replica groups of 8 on a node, one rank each: 8 · 1/2 = 4
+  EXPECT_DOUBLE_EQ(replica_nic_share(shard_groups(s, GpuPlacement{128, 16, 8}), two_nics), 4.0);
+  s.group = Sharding::kGroupAll;  // no replicas
+  EXPECT_DOUBLE_EQ(replica_nic_share(shard_groups(s, GpuPlacement{128, 16, 8}), two_nics), 1.0);
+  Cluster simple;  // the simple form: one link a node, 8 groups on it
+  simple.gpus_per_node = 8;
+  EXPECT_DOUBLE_EQ(replica_nic_share(node, simple), 8.0);
 }
 
 TEST(ShardingGroups, PlacementsOfShardAndReplicaGroups) {

@@ -238,6 +238,15 @@ constexpr Seconds ring_forward_exposed(Seconds kv_send, Seconds step, int c) noe
   return c > 1 ? max(Seconds{}, kv_send - step) * static_cast<double>(c - 1) : Seconds{};
 }
 
+/// Eq. P11, the node's NICs shared: `groups` groups that leave the node run their collectives at once, each
+/// with `ranks` ranks on it, and a group drives min(ranks, N) of the node's N NICs (NCCL's rail-local rings),
+/// so the NICs are asked max(1, groups·min(ranks, N)/N) times over (N = 1 for the simple form's one link).
+constexpr double nic_share(int groups, int ranks, int nics) noexcept {
+  const int n = nics > 0 ? nics : 1;
+  const double share = static_cast<double>(groups) * static_cast<double>(ranks < n ? ranks : n) / n;
+  return share > 1.0 ? share : 1.0;
+}
+
 /// Eq. P15b backward: step 0 sends the K/V on, the middle c−2 steps the K/V and the dK/dV accumulated on the
 /// block before (one batched send of twice the bytes), the last step the dK/dV only (TE's p2p buffers hold both,
 /// the dK/dV a step behind its K/V; recalled, not checked against its source here): 2(c−1) K/V blocks in all,

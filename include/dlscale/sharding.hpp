@@ -13,6 +13,7 @@
 
 namespace dlscale {
 
+struct Cluster;
 struct Network;
 
 /// A strategy's sharding (models/frameworks/*.yaml, key `sharding`). Stage 0 = full replicas (DDP).
@@ -59,6 +60,13 @@ struct ShardGroups {
 /// Throws InputError("gpus", …) when the group does not divide the GPUs, or neither divides nor is a
 /// multiple of the GPUs per node.
 ShardGroups shard_groups(const Sharding& s, const GpuPlacement& at);
+
+/// Eq. S7b: how many times over the replicas' all-reduces of a hybrid (HSDP) step ask for a node's NICs. Every
+/// position of the shard group has its replica group, and all of them all-reduce at once (each unit's shard right
+/// after its reduce-scatter): a node holds gpus_per_node / (the replica group's ranks on it) of them, which share
+/// its NICs as eq. P11 shares them (the topology's NICs per node; the simple form's one link). 1 when the replica
+/// groups stay inside a node.
+double replica_nic_share(const ShardGroups& g, const Cluster& c) noexcept;
 
 /// Consecutive learnable layers gathered as one unit (FSDP's size-based wrap, eq. S4): from the input
 /// side, layers join the open unit until it holds at least `unit_params` parameters.

@@ -759,7 +759,7 @@ LayoutPlacement place_layout(const ParallelLayout& l, const Cluster& c, int gpus
     p.inside_node = p.nodes == 1;
     p.groups_per_node = crossing.empty() ? 0 : *std::max_element(crossing.begin(), crossing.end());
     // eq. P11: each crossing group drives min(its ranks on the node, NICs) of the node's NICs at once
-    if (!p.inside_node) p.nic_share = std::max(1.0, static_cast<double>(p.groups_per_node) * std::min(p.per_node, nics) / nics);
+    if (!p.inside_node) p.nic_share = eq::nic_share(p.groups_per_node, p.per_node, nics);
     p.at = GpuPlacement{p.nodes * p.per_node, p.nodes, p.per_node};
     if (p.size > 1) {
       if (!p.inside_node) {

@@ -6,8 +6,11 @@
 
 #include <algorithm>
 
+#include "dlscale/cluster.hpp"
+#include "dlscale/equations.hpp"
 #include "dlscale/error.hpp"
 #include "dlscale/network.hpp"
+#include "dlscale/topology.hpp"
 
 namespace dlscale {
 
@@ -60,6 +63,14 @@ ShardGroups shard_groups(const Sharding& s, const GpuPlacement& at) {
     g.replica_at = GpuPlacement{g.replicas, g.replicas, 1};
   }
   return g;
+}
+
+double replica_nic_share(const ShardGroups& g, const Cluster& c) noexcept {
+  if (g.replicas <= 1 || g.replica_at.nodes <= 1) return 1.0;
+  int nics = 1;  // the simple form: one NIC per node (Cluster::inter_node)
+  if (c.topology && c.topology->fabric().nics_per_node > 0) nics = c.topology->fabric().nics_per_node;
+  const int ranks = std::max(1, g.replica_at.gpus_per_node);                // the replica group's ranks on a node
+  return eq::nic_share(std::max(1, c.gpus_per_node / ranks), ranks, nics);  // eq. S7b (P11)
 }
 
 std::vector<GatherUnit> gather_units(const Network& net, std::int64_t unit_params) {

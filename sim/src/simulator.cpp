@@ -183,7 +183,10 @@ struct Simulator::Impl {
       const ShardGroups g = shard_groups(st.sharding, at);
       Seconds t{};
       if (g.shard > 1) t += coll->time(CollectiveOp::reducescatter, s, g.shard_at);
-      if (g.replicas > 1) t += coll->time(CollectiveOp::allreduce, s / static_cast<double>(g.shard), g.replica_at);
+      if (g.replicas > 1) {  // eq. S7b: every shard position's replica group at once, sharing the node's NICs
+        const double share = replica_nic_share(g, sc.cluster);
+        t += coll->time(CollectiveOp::allreduce, s / static_cast<double>(g.shard) * share, g.replica_at);
+      }
       return in_seconds(t);
     }
     switch (st.aggregation) {
