@@ -141,11 +141,11 @@ class LayerTimesTables {
     base.optimizer = default_optimizer(spec_.networks[g.model], st);
     const ComputeOptions c = step_compute(base, st, gpu);
     const KernelExecution& x = c.execution;  // eqs. K18-K20
-    const std::string key =
-        fmt::format("{}|{}|{}|{}|{}|{}|{}|{}|{}|{}{}{}{}{}|{}|{}|{}", network_id(g.model), gpu_key(g.cluster, gpu, twice),
-                    g.batch, to_string(g.precision), policy_key(g.framework), to_string(c.attention), c.fp32_gradients, c.lrn,
-                    to_string(c.optimizer), x.streaming, x.bn_relu, x.bn_add_relu, x.by_class, x.transformers_gpt2,
-                    x.cudnn_attention, x.host_issue.base(), x.launch_gap.base(), step_key(c));
+    const std::string key = fmt::format(
+        "{}|{}|{}|{}|{}|{}|{}|{}|{}|{}{}{}{}{}{}|{}|{}|{}|{}|{}", network_id(g.model), gpu_key(g.cluster, gpu, twice), g.batch,
+        to_string(g.precision), policy_key(g.framework), to_string(c.attention), c.fp32_gradients, c.lrn, to_string(c.optimizer),
+        x.streaming, x.bn_relu, x.bn_add_relu, x.by_class, x.transformers_gpt2, x.transformers_bert, x.cudnn_attention,
+        x.host_issue.base(), (x.launch_gap ? x.launch_gap->base() : -1.0), x.issued_per_kernel, step_key(c));
     auto& slot = seen_[key];
     if (!slot) slot = memo_or_model(key, g, gpu, c);
     return slot;
