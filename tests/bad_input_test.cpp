@@ -622,10 +622,14 @@ std::vector<Row> catalogue() {
        E + "{dir}/f.yaml:7:19: 'kernels.fused[0]': unknown value 'conv_bn' (expected one of: bn_relu, bn_add_relu)\n"},
       {"framework_unknown_attention_kernel", {{"f.yaml", std::string(kFramework) + "kernels: {attention: xformers}\n"}},
        kCmdFramework, E + "{dir}/f.yaml:7:22: 'kernels.attention': unknown value 'xformers' (expected one of: flash, cudnn)\n"},
-      {"framework_host_issue_without_gap", {{"f.yaml", std::string(kFramework) + "kernels: {host_issue: \"16 us\"}\n"}},
+      {"framework_gap_without_host_issue", {{"f.yaml", std::string(kFramework) + "kernels: {launch_gap: \"2 us\"}\n"}},
        kCmdFramework,
-       E + "{dir}/f.yaml:7:23: 'kernels.host_issue': host_issue and launch_gap go together: the host's cost per kernel "
-           "and the GPU's\n"},
+       E + "{dir}/f.yaml:7:23: 'kernels.launch_gap': launch_gap replaces the fitted kernel_overhead under the host's issue "
+           "floor: it needs host_issue\n"},
+      {"framework_issued_without_host_issue", {{"f.yaml", std::string(kFramework) + "kernels: {issued_per_kernel: 3}\n"}},
+       kCmdFramework,
+       E + "{dir}/f.yaml:7:30: 'kernels.issued_per_kernel': issued_per_kernel scales the host's issue floor: it needs "
+           "host_issue\n"},
       {"framework_unknown_optimizer_impl", {{"f.yaml", std::string(kFramework) + "optimizer_impl: apex\n"}}, kCmdFramework,
        E + "{dir}/f.yaml:7:17: 'optimizer_impl': unknown value 'apex' (expected one of: fused, foreach, for_loop)\n"},
       {"framework_per_parameter_below_stage_3", {{"f.yaml", std::string(kFramework) + "sharding: {stage: 2, params: per_parameter}\n"}},

@@ -1215,6 +1215,29 @@ TEST(Compute, TheHostsIssueCostIsAFloorPerPhase) {
   EXPECT_NEAR(in_seconds(large.backward[0]), (5 * e * 2 + 18 * e) / 400e9 + 4e-6, 1e-12);
 }
 
+// Eq. K20 with the code's kernels: issued_per_kernel scales the forward's and backward's floors (the kernels the
+// network's code issues per kernel the model counts), not the update's (torch.optim's launches, counted as made):
+// the toy above at batch 1 with 2 issued a kernel, 5 forward kernels x 2 x 20 us = 200 us, 4 backward 160 us, the
+// update's one 20 us. Measured on transformers' BERT (model_code: transformers-bert), the floor binds on encoders
+// only: the batch-norm network keeps its GPU time, 17.04 us forward (the test above) with the 1 us gaps.
+TEST(Compute, TheIssueFloorCountsTheCodesKernelsAndBindsOnItsCode) {
+  Network n;
+  n.name = "bn";
+  n.layers = {toy_batchnorm({})};
+  ComputeOptions o = toy_options(Precision::fp16);
+  o.execution.host_issue = microseconds(20);
+  o.execution.launch_gap = microseconds(1);
+  o.execution.issued_per_kernel = 2.0;
+  const auto t = estimate_layer_times(n, toy_gpu(), 1, o);
+  EXPECT_NEAR(in_seconds(t.forward[0]), 200e-6, 1e-12);
+  EXPECT_NEAR(in_seconds(t.backward[0]), 160e-6, 1e-12);
+  EXPECT_NEAR(in_seconds(t.update[0]), 20e-6, 1e-12);
+  o.execution.transformers_bert = true;
+  const auto image = estimate_layer_times(n, toy_gpu(), 1, o);
+  const double e = 64.0 * 56 * 56;
+  EXPECT_NEAR(in_seconds(image.forward[0]), (3 * e * 2 + 18 * e) / 400e9 + 5e-6, 1e-12);
+}
+
 // Cross-channel LRN as Caffe's lrn_layer.cu runs it: forward fills the scale (read x, write scale) and writes
 // y = x·scale^−β (read x and scale, write y): 5 passes in 2 kernels; backward reads x, y, scale and dy and
 // writes dx: 5 passes in one. GoogLeNet's second LRN at batch 2: 192×56×56 floats per sample.

@@ -144,6 +144,10 @@ struct KernelExecution {
   /// the additive padding mask, softmax and dropout each a pass, Conv1D's addmm copying its bias into the output, the
   /// embedding's and the residual branches' dropouts (docs/compute-model.md, K24).
   bool transformers_gpt2 = false;
+  /// K20 (`model_code: transformers-bert`): the host's floor was measured on Hugging Face transformers' BERT code and
+  /// binds on encoders only (networks whose attention has no causal mask); the framework's other networks keep the
+  /// fitted per-kernel charge and no floor. The encoder's GPU kernels are the model's own (docs/compute-model.md, K20).
+  bool transformers_bert = false;
   /// K19 (`fused: [bn_relu]`): a batch norm's kernels apply the ReLU after it (cuDNN's batch norm with its
   /// activation, XLA's fusions): the ReLU's passes are not run; its backward reads the output for the mask.
   bool bn_relu = false;
@@ -153,10 +157,15 @@ struct KernelExecution {
   /// K9 (`attention: cudnn`): the fused attention kernel is cuDNN's (Transformer Engine, SDPA's cudnn backend), at
   /// KernelParams::cudnn_forward_efficiency and _backward where the architecture has them, not FlashAttention-2's.
   bool cudnn_attention = false;
-  /// K20 (`host_issue`): the host's cost of issuing one kernel. Set, each kernel costs the GPU `launch_gap`
-  /// and each phase takes at least its kernels × host_issue; zero, each kernel is charged kernel_overhead.
+  /// K20 (`host_issue`): the host's cost of issuing one kernel. Set, each phase takes at least its kernels × host_issue
+  /// and each kernel costs the GPU `launch_gap`, or the fitted kernel_overhead where no gap is given; zero, each
+  /// kernel is charged kernel_overhead and there is no floor.
   Seconds host_issue{};
-  Seconds launch_gap{};
+  std::optional<Seconds> launch_gap;
+  /// K20 (`issued_per_kernel`): the kernels the network's code issues in its forward and backward per kernel the model
+  /// counts there; the forward's and backward's floors are their kernels × this × host_issue, the update's (torch.optim's
+  /// launches, counted as it makes them) its kernels × host_issue. 1: host_issue is per kernel the model counts.
+  double issued_per_kernel = 1.0;
 };
 
 struct ComputeOptions {

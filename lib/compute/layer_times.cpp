@@ -941,6 +941,16 @@ void issue_floor(std::vector<Seconds>& phase, double kernels, Seconds issue, std
     for (Seconds& x : *part) x = x * scale;
 }
 
+/// Eq. K20: whether the framework's issue floor binds on `net`: wherever it sets one, unless it was measured on
+/// transformers' BERT code (`model_code: transformers-bert`), whose floor binds on encoders only, networks whose
+/// attention has no causal mask (an image network's or a decoder's kernels are issued in other numbers).
+[[nodiscard]] bool issue_floor_binds(const Network& net, const KernelExecution& x) noexcept {
+  if (!(x.host_issue > Seconds{})) return false;
+  if (!x.transformers_bert) return true;
+  return std::any_of(net.layers.begin(), net.layers.end(),
+                     [](const Layer& l) { return l.kind == LayerKind::attention && !l.causal; });
+}
+
 /// Eq. S10, FSDP2's copies on the compute stream around a layer's collectives (torch.distributed.fsdp's
 /// _fully_shard: foreach_all_gather_copy_out after each all-gather, split_with_sizes_copy of the gathered buffer
 /// into the parameters, read and written at the working width; foreach_reduce_scatter_copy_in before each
@@ -968,7 +978,7 @@ void time_all(Kernels& k, const Layer& l, bool first, bool last, int batch, cons
 KernelParams executed_params(const KernelParams& kp, const KernelExecution& x) {
   KernelParams e = kp;
   if (x.streaming) e.memory_efficiency = kp.copy_efficiency;
-  if (x.host_issue > Seconds{}) e.kernel_overhead = x.launch_gap;
+  if (x.host_issue > Seconds{} && x.launch_gap) e.kernel_overhead = *x.launch_gap;
   if (x.cudnn_attention && kp.cudnn_forward_efficiency > 0.0) e.flash_forward_efficiency = kp.cudnn_forward_efficiency;
   if (x.cudnn_attention && kp.cudnn_backward_efficiency > 0.0) e.flash_backward_efficiency = kp.cudnn_backward_efficiency;
   return e;
@@ -1067,9 +1077,10 @@ LayerTimes estimate_layer_times(const Network& net, const GpuSpec& gpu, int batc
   t.forward_kernels = kernels_forward;
   t.backward_kernels = kernels_backward;
   t.update_kernels = kernels_update;
-  if (const Seconds issue = opt.execution.host_issue; issue > Seconds{}) {  // eq. K20
-    issue_floor(t.forward, kernels_forward, issue, {&t.forward_gemm, &t.forward_attention, &t.forward_copies});
-    issue_floor(t.backward, kernels_backward, issue, {&t.backward_attention});
+  if (issue_floor_binds(net, opt.execution)) {  // eq. K20
+    const Seconds issue = opt.execution.host_issue, code = issue * opt.execution.issued_per_kernel;
+    issue_floor(t.forward, kernels_forward, code, {&t.forward_gemm, &t.forward_attention, &t.forward_copies});
+    issue_floor(t.backward, kernels_backward, code, {&t.backward_attention});
     issue_floor(t.update, kernels_update, issue, {});
   }
   return t;

@@ -175,7 +175,7 @@ void read_kernel_choices(MapReader& m, Strategy& s) {
   }
 }
 
-/// `kernels: {memory_bound, attention, model_code, fused, host_issue, launch_gap}`: how the framework runs its
+/// `kernels: {memory_bound, attention, model_code, fused, host_issue, launch_gap, issued_per_kernel}`: how the framework runs its
 /// memory-bound kernels, whose fused attention kernel it runs (flash or cudnn, eq. K9) and how it issues its kernels
 /// (docs/compute-model.md, eqs. K18-K21, K24).
 void read_kernel_execution(const Node& node, KernelExecution& x) {
@@ -185,7 +185,12 @@ void read_kernel_execution(const Node& node, KernelExecution& x) {
     x.streaming = how == "streaming";
     x.by_class = how == "by_class";
   }
-  if (auto n = k.optional("model_code")) x.transformers_gpt2 = n->choice({"native", "transformers-gpt2"}) != "native";  // K24
+  std::optional<Node> code;
+  if ((code = k.optional("model_code"))) {
+    const std::string which = code->choice({"native", "transformers-gpt2", "transformers-bert"});
+    x.transformers_gpt2 = which == "transformers-gpt2";  // K24
+    x.transformers_bert = which == "transformers-bert";  // K20: the code the floor was measured on
+  }
   if (auto n = k.optional("attention")) x.cudnn_attention = n->choice({"flash", "cudnn"}) == "cudnn";
   if (auto n = k.optional("fused")) {
     for (const Node& item : n->items()) {
@@ -193,14 +198,18 @@ void read_kernel_execution(const Node& node, KernelExecution& x) {
       (chain == "bn_relu" ? x.bn_relu : x.bn_add_relu) = true;
     }
   }
-  std::optional<Node> issue, gap;
+  std::optional<Node> issue, gap, issued;
   if ((issue = k.optional("host_issue"))) x.host_issue = issue->seconds();
   if ((gap = k.optional("launch_gap"))) x.launch_gap = gap->seconds();
+  if ((issued = k.optional("issued_per_kernel"))) x.issued_per_kernel = issued->positive_number();
   k.finish();
+  if (issued && !issue) issued->fail("issued_per_kernel scales the host's issue floor: it needs host_issue");
+  if (x.transformers_bert && !issue)
+    code->fail("model_code: transformers-bert says which code the host's floor binds on: it needs host_issue");
   if (issue && !(x.host_issue > Seconds{})) issue->fail("a host's issue cost per kernel is more than zero");
-  if (gap && x.launch_gap < Seconds{}) gap->fail("a launch gap cannot be negative");
-  if (issue.has_value() != gap.has_value())
-    (issue ? *issue : *gap).fail("host_issue and launch_gap go together: the host's cost per kernel and the GPU's");
+  if (gap && *x.launch_gap < Seconds{}) gap->fail("a launch gap cannot be negative");
+  if (gap && !issue)
+    gap->fail("launch_gap replaces the fitted kernel_overhead under the host's issue floor: it needs host_issue");
 }
 
 /// `update_kernels: {traffic: B, per_tensor: T}`: the framework's own update kernels (UpdateKernelCost).

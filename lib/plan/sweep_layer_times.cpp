@@ -119,8 +119,8 @@ std::string step_key(const ComputeOptions& c) {
   // The sizes of the options as this key and LayerTimesTables::times know them (libstdc++ on 64-bit targets, as
   // network_fingerprint's): a new field changes them and stops the build here, until it is keyed.
   constexpr bool known_abi = sizeof(std::string) == 32 && sizeof(void*) == 8;
-  static_assert(!known_abi || sizeof(ComputeOptions) == 176, "ComputeOptions changed: key it in step_key");
-  static_assert(!known_abi || sizeof(KernelExecution) == 24, "KernelExecution changed: key it in LayerTimesTables::times");
+  static_assert(!known_abi || sizeof(ComputeOptions) == 192, "ComputeOptions changed: key it in step_key");
+  static_assert(!known_abi || sizeof(KernelExecution) == 40, "KernelExecution changed: key it in LayerTimesTables::times");
   static_assert(!known_abi || sizeof(ConvAlgorithmPolicy) == 24, "ConvAlgorithmPolicy changed: key it in policy_key");
   const auto& u = c.update_kernels;
   return fmt::format("{}|{}{}{}|{}{}|{}|{}|{}|{}|{}|{}|{}|{}|{}",
@@ -153,10 +153,11 @@ class LayerTimesTables {
     // step_key appended, not formatted: fmt ignores an argument past the last placeholder, and so once dropped it
     // (frameworks that differ only in what it holds shared their layer times)
     const std::string key =
-        fmt::format("{}|{}|{}|{}|{}|{}|{}|{}|{}|{}{}{}{}{}|{}|{}|{}|", network_id(g.model), gpu_key(g.cluster, gpu, twice),
+        fmt::format("{}|{}|{}|{}|{}|{}|{}|{}|{}|{}{}{}{}{}{}|{}|{}|{}|{}|", network_id(g.model), gpu_key(g.cluster, gpu, twice),
                     g.batch, to_string(g.precision), policy_key(g.framework), to_string(c.attention), c.fp32_gradients, c.lrn,
                     to_string(c.optimizer), x.streaming, x.bn_relu, x.bn_add_relu, x.by_class, x.transformers_gpt2,
-                    x.cudnn_attention, x.host_issue.base(), x.launch_gap.base()) +
+                    x.transformers_bert, x.cudnn_attention, x.host_issue.base(), (x.launch_gap ? x.launch_gap->base() : -1.0),
+                    x.issued_per_kernel) +
         step_key(c);
     auto& slot = seen_[key];
     if (!slot) slot = memo_or_model(key, g, gpu, c);
