@@ -257,7 +257,7 @@ TEST(ShardingPredict, ThePredictorRunsTheHandTimeline) {
     l.params = params;
     sc.network.layers.push_back(l);
   }
-  sc.measured_layers = LayerTimes{kF, kB, {Seconds{}, Seconds{}, Seconds{}}, {}, {}, {}};
+  sc.measured_layers = LayerTimes{kF, kB, {Seconds{}, Seconds{}, Seconds{}}, {}, {}, {}, {}};
   sc.strategy = framework("fsdp");
   sc.strategy.sharding.unit_params = 1;
   sc.strategy.jitter_cv = 0.0;  // the timeline alone: no wait for the slowest GPU (fsdp.yaml carries PyTorch's 0.0055)

@@ -151,7 +151,7 @@ TEST(Transport, PredictorAppliesTheFrameworksTransport) {
   l.params = 75'000'000;  // 0.3 GB of fp32 gradients
   l.forward_flops_per_sample = 1e6;
   sc.network.layers.push_back(l);
-  sc.measured_layers = LayerTimes{{seconds(0.1)}, {seconds(0.2)}, {seconds(0.01)}, {}, {}, {}};
+  sc.measured_layers = LayerTimes{{seconds(0.1)}, {seconds(0.2)}, {seconds(0.01)}, {}, {}, {}, {}};
   sc.batch_per_gpu = 10;
   sc.strategy.aggregation = Aggregation::parameter_server;
   sc.strategy.overlap = Overlap::none;
