@@ -650,7 +650,13 @@ Prediction Predictor::predict(int gpus) const {
   return impl_for(gpus).run(gpus, at, &d, given, r);
 }
 
-DoubledTimes Predictor::doubled(int gpus) const { return impl_->doubled_times(gpus, place(gpus), {}, nullptr); }
+DoubledTimes Predictor::doubled(int gpus) const {
+  const GpuPlacement at = place(gpus);
+  DoubledTimes d = impl_->doubled_times(gpus, at, {}, nullptr);
+  for (std::size_t i = 0; i < kResourceCount; ++i)  // a scenario left as it is (doubled_times): this one's time
+    if (!impl_->doubled_predictors[i]) d[i] = impl_for(gpus).run(gpus, at).iteration_time;
+  return d;
+}
 
 Predictor::Impl::Recurrence Predictor::Impl::recur(std::span<const Seconds> comm) const {
   // in locals: the compiler cannot tell the result from `comm`, and would store `done` every step
@@ -680,10 +686,10 @@ DoubledTimes Predictor::Impl::doubled_times(int gpus, const GpuPlacement& at, st
     for (std::size_t i = 0; i < kResourceCount; ++i) {
       const Resource r = kAllResources[i];
       // the host's issue rate doubled changes the layer times only where its floor binds (eq. K20); elsewhere the
-      // scenario is this one's
-      const bool host = r == Resource::host_issue, relayered = r == Resource::gpu || (host && m.host_floor_binds());
+      // scenario is this one's, whose time run() has: no predictor (doubled_times leaves its slot zero, a gain of 0)
+      if (r == Resource::host_issue && !m.host_floor_binds()) continue;
       m.doubled_predictors[i].reset(
-          new Predictor(host && !relayered ? base : with_doubled(base, r), TimesOnly{}, false, &m, !relayered));
+          new Predictor(with_doubled(base, r), TimesOnly{}, false, &m, r != Resource::gpu && r != Resource::host_issue));
       const Impl& d = *m.doubled_predictors[i]->impl_;
       m.doubled_same_comm[i] =
           d.coll == m.coll && std::ranges::equal(d.unit_bytes, m.unit_bytes) && !m.sc.strategy.sharding.sharded();
@@ -694,6 +700,7 @@ DoubledTimes Predictor::Impl::doubled_times(int gpus, const GpuPlacement& at, st
   const bool aggregating = aggregates(gpus, m.sc.strategy);
   DoubledTimes d{};
   for (std::size_t i = 0; i < kResourceCount; ++i) {
+    if (!m.doubled_predictors[i]) continue;  // the host's issue where its floor does not bind: this scenario
     const Impl& di = m.doubled_predictors[i]->impl_for(gpus);
     const std::span<const Seconds> given = m.doubled_same_comm[i] ? comm : std::span<const Seconds>{};
     const bool same = rec && di.takes_recurrence() && m.doubled_same_units[i] && (m.doubled_same_comm[i] || !aggregating);
