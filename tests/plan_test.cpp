@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "dlscale/compute.hpp"
 #include "dlscale/error.hpp"
 #include "dlscale/io.hpp"
 #include "dlscale/plan.hpp"
@@ -225,6 +226,85 @@ INSTANTIATE_TEST_SUITE_P(
     Issue35, BottleneckCase,
     ::testing::Values(IssueCase{"rtx4090-pcie", 2, "infiniband:400Gb/s:8", "vgg16", Precision::fp16, Resource::intra_node},
                       IssueCase{"dgx-a100", 2, "infiniband:100Gb/s:1", "bert-large", Precision::tf32, Resource::inter_node}));
+
+// The host's kernel issue (eq. K20) as a resource. BERT-large in fp16 with pytorch-ddp (transformers' BERT code: its
+// floor binds on encoders) on one H100, so that the iteration is h2d + forward + backward + update. The reference:
+// each phase's GPU time G and kernel count n from the kernel model with a host too fast to bind (1 ps a kernel, the
+// launch gap kept), and K20 by hand: a phase takes max(G, n × issue) over the framework's efficiency, n × issued per
+// kernel for forward and backward. Doubling the host halves issue; the rest of the iteration is unchanged, so
+// t2 = t1 − Σ [max(G, F) − max(G, F/2)] / eff; the share is the floor's excess, Σ [max(G, F) − G] / eff, over t1.
+struct HostFloorByHand {
+  Seconds phase[3], gpu[3], halved[3];
+};
+HostFloorByHand host_floor_by_hand(const Scenario& sc) {
+  ComputeOptions o = step_compute(sc);
+  const Seconds issue = o.execution.host_issue;
+  const double ipk = o.execution.issued_per_kernel, eff = sc.strategy.compute_efficiency;
+  o.execution.host_issue = seconds(1e-12);
+  const LayerTimes t = estimate_layer_times(sc.network, sc.cluster.gpu, sc.batch_per_gpu, o);
+  const Seconds g[3] = {t.total_forward(), t.total_backward(), t.total_update()};
+  const double n[3] = {t.forward_kernels * ipk, t.backward_kernels * ipk, t.update_kernels};
+  HostFloorByHand h;
+  for (int i = 0; i < 3; ++i) {
+    h.gpu[i] = g[i] / eff;
+    h.phase[i] = max(g[i], issue * n[i]) / eff;
+    h.halved[i] = max(g[i], issue * 0.5 * n[i]) / eff;
+  }
+  return h;
+}
+
+TEST(Bottleneck, TheHostsIssueWhereItsFloorBindsByHand) {
+  Scenario sc = shipped("dgx-h100", "bert-large", "pytorch-ddp", 2);
+  sc.compute.precision = Precision::fp16;
+  const HostFloorByHand h = host_floor_by_hand(sc);
+  ASSERT_GT(h.phase[0], h.gpu[0] * 2.0);  // the floor binds: it more than halves (else doubling would gain less)
+  ASSERT_GT(h.phase[1], h.gpu[1] * 2.0);
+  const Predictor pred(sc);
+  const Prediction p = pred.predict(1);
+  const Breakdown& b = p.breakdown;
+  EXPECT_NEAR(in_ms(b.forward), in_ms(h.phase[0]), 1e-9);
+  EXPECT_NEAR(in_ms(b.backward), in_ms(h.phase[1]), 1e-9);
+  EXPECT_NEAR(in_ms(b.update), in_ms(h.phase[2]), 1e-9);
+  EXPECT_NEAR(in_ms(b.forward_host), in_ms(h.phase[0] - h.gpu[0]), 1e-9);
+  EXPECT_NEAR(in_ms(b.backward_host), in_ms(h.phase[1] - h.gpu[1]), 1e-9);
+  EXPECT_NEAR(in_ms(b.update_host), in_ms(h.phase[2] - h.gpu[2]), 1e-9);
+  Seconds saved{}, excess{};
+  for (int i = 0; i < 3; ++i) {
+    saved += h.phase[i] - h.halved[i];
+    excess += h.phase[i] - h.gpu[i];
+  }
+  const double gain = p.iteration_time / (p.iteration_time - saved) - 1.0;
+  EXPECT_NEAR(pred.doubled(1)[kResourceCount - 1] / (p.iteration_time - saved), 1.0, 1e-9);
+  EXPECT_EQ(p.bottleneck, Bottleneck::compute);
+  EXPECT_THAT(p.bottleneck_resource.str(), HasSubstr("host's kernel issue (pytorch-ddp"));
+  EXPECT_NEAR(p.bottleneck_gain, gain, 1e-9);
+  EXPECT_NEAR(p.bottleneck_share, excess / p.iteration_time, 1e-9);
+  // explain lists it with the same gain, and its issue cost before and after
+  const Explanation e = explain(sc, 1, {});
+  ASSERT_EQ(e.doubling.back().resource, Resource::host_issue);
+  EXPECT_NEAR(e.doubling.back().throughput_gain, gain, 1e-9);
+  const double us = in_us(sc.strategy.execution.host_issue);
+  EXPECT_THAT(e.doubling.back().what, HasSubstr(fmt::format("{:.3g} us -> {:.3g} us a kernel", us, us / 2)));
+  EXPECT_THAT(format_explanation(e, sc), HasSubstr("host's kernel issue (eq. K20): forward"));
+}
+
+// Where the floor does not bind (BERT-large at 256 sequences a GPU: every phase's GPU time is above its floor), the
+// host holds no time, doubling it changes nothing, explain does not list it, and the bottleneck is the GPU's.
+TEST(Bottleneck, TheHostsIssueWhereItsFloorDoesNotBindIsNotTheBottleneck) {
+  Scenario sc = shipped("dgx-h100", "bert-large", "pytorch-ddp", 256);
+  sc.compute.precision = Precision::fp16;
+  const HostFloorByHand h = host_floor_by_hand(sc);
+  for (int i = 0; i < 3; ++i) ASSERT_EQ(h.phase[i], h.gpu[i]) << i;
+  const Predictor pred(sc);
+  const Prediction p = pred.predict(8);
+  EXPECT_EQ(host_floor(p.breakdown), Seconds{});
+  EXPECT_EQ(pred.doubled(8)[kResourceCount - 1], p.iteration_time);
+  EXPECT_EQ(p.bottleneck, Bottleneck::compute);
+  EXPECT_THAT(p.bottleneck_resource.str(), HasSubstr("GPU compute"));
+  const Explanation e = explain(sc, 8, {});
+  for (const auto& g : e.doubling) EXPECT_NE(g.resource, Resource::host_issue);
+  EXPECT_THAT(format_explanation(e, sc), ::testing::Not(HasSubstr("host's kernel issue")));
+}
 
 // A doubled GPU is twice as fast at every precision: on H100, whose bf16 and fp16 peaks are equal, a bf16
 // run gains exactly what the fp16 run gains (bf16's peak was once left undoubled: +9 % against +64 %), and a

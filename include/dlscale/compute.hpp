@@ -32,6 +32,9 @@ struct LayerTimes {
   /// The kernels each phase issues over all layers, as the kernel model counts them (the host's issue floor, eq.
   /// K20, charges each its host cost); zero where the times are measured or profiled.
   double forward_kernels = 0.0, backward_kernels = 0.0, update_kernels = 0.0;
+  /// Eq. K20: how much of each phase's total is the host's issue floor beyond the GPU's own work (floor − the
+  /// GPU's time where the floor binds, else zero); part of forward, backward and update, not beside them.
+  Seconds forward_floor{}, backward_floor{}, update_floor{};
 
   [[nodiscard]] Seconds total_forward() const noexcept;
   [[nodiscard]] Seconds total_backward() const noexcept;

@@ -95,6 +95,10 @@ struct Breakdown {
   Seconds io_decode{};    // decoding them on the node's CPU loader workers
   Seconds gpu_decode{};   // GPU time decoding one GPU's batch (DALI), on the GPU side
   Seconds reader_loss{};  // how much longer the iteration is than its GPU side: the reader-bound loss
+  // Eq. K20, the host's issue floor: the part of forward, backward and update that the phase waits for the host
+  // to issue its kernels beyond the GPU's own work in it (zero where the floor does not bind, and for measured
+  // or profiled times). Part of forward, backward and update, not beside them.
+  Seconds forward_host{}, backward_host{}, update_host{};
   // CPU offload of the optimiser state (docs/model.md, eq. S9; zero without it). `update` is then
   // offload_cpu + offload_h2d, the step on the critical path.
   Seconds offload_d2h{};          // the gradient shard to the host, as if nothing overlapped it (S9a)
@@ -122,7 +126,19 @@ struct Breakdown {
 class ResourceName {
  public:
   struct Table;  // a Predictor's resources (predict.cpp)
-  enum class Which : std::uint8_t { none, io, h2d, compute, comm_intra, comm_inter, update, fixed, io_storage, io_decode };
+  enum class Which : std::uint8_t {
+    none,
+    io,
+    h2d,
+    compute,
+    comm_intra,
+    comm_inter,
+    update,
+    fixed,
+    io_storage,
+    io_decode,
+    host_issue
+  };
 
   ResourceName() = default;
   /// A fixed text (the simulator names the busiest link it saw).

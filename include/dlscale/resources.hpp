@@ -19,6 +19,8 @@ namespace dlscale {
 ///   intra_node   the intra-node link bandwidth ×2 (see with_links)
 ///   inter_node   the inter-node link bandwidth ×2 (see with_links)
 ///   storage      disk and page-cache bandwidth ×2; a profile's io ×½
+///   host_issue   the framework's host_issue ×½ (eq. K20: the host issues kernels twice as fast); measured or
+///                profiled times are unchanged (no floor is charged on them)
 /// Predictor::doubled predicts the iteration with each of them; explain and the bottleneck read it.
 Scenario with_doubled(const Scenario& sc, Resource r);
 

@@ -932,13 +932,16 @@ Seconds update_time(const Layer& l, const GpuSpec& gpu, const ComputeOptions& op
 
 /// Eq. K20: a phase takes at least its kernels × the host's cost of issuing one. Where the GPU's kernels are
 /// shorter than that, it waits for the host: every layer's time in the phase (and its parts) grows by one factor.
-void issue_floor(std::vector<Seconds>& phase, double kernels, Seconds issue, std::initializer_list<std::vector<Seconds>*> parts) {
+/// Returns the floor's excess over the GPU's time (zero where it does not bind).
+Seconds issue_floor(std::vector<Seconds>& phase, double kernels, Seconds issue,
+                    std::initializer_list<std::vector<Seconds>*> parts) {
   const Seconds total = sum(phase), floor = issue * kernels;
-  if (!(floor > total) || !(total > Seconds{})) return;
+  if (!(floor > total) || !(total > Seconds{})) return Seconds{};
   const double scale = floor / total;
   for (Seconds& x : phase) x = x * scale;
   for (std::vector<Seconds>* part : parts)
     for (Seconds& x : *part) x = x * scale;
+  return floor - total;
 }
 
 /// Eq. K20: whether the framework's issue floor binds on `net`: wherever it sets one, unless it was measured on
@@ -1079,9 +1082,9 @@ LayerTimes estimate_layer_times(const Network& net, const GpuSpec& gpu, int batc
   t.update_kernels = kernels_update;
   if (issue_floor_binds(net, opt.execution)) {  // eq. K20
     const Seconds issue = opt.execution.host_issue, code = issue * opt.execution.issued_per_kernel;
-    issue_floor(t.forward, kernels_forward, code, {&t.forward_gemm, &t.forward_attention, &t.forward_copies});
-    issue_floor(t.backward, kernels_backward, code, {&t.backward_attention});
-    issue_floor(t.update, kernels_update, issue, {});
+    t.forward_floor = issue_floor(t.forward, kernels_forward, code, {&t.forward_gemm, &t.forward_attention, &t.forward_copies});
+    t.backward_floor = issue_floor(t.backward, kernels_backward, code, {&t.backward_attention});
+    t.update_floor = issue_floor(t.update, kernels_update, issue, {});
   }
   return t;
 }

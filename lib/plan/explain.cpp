@@ -202,6 +202,8 @@ Explanation explain(const Scenario& sc, int gpus, const ExplainOptions& o) {
   const DoubledTimes doubled = p.doubled(gpus);
   for (std::size_t i = 0; i < kResourceCount; ++i) {
     const Resource r = kAllResources[i];
+    // the host's issue (eq. K20) is listed where the step waits at its floor
+    if (r == Resource::host_issue && !(host_floor(e.prediction.breakdown) > Seconds{})) continue;
     ResourceGain g;
     g.resource = r;
     const bool links = r == Resource::intra_node || r == Resource::inter_node;
@@ -224,6 +226,10 @@ Explanation explain(const Scenario& sc, int gpus, const ExplainOptions& o) {
       case Resource::inter_node:
         g.what = e.prediction.nodes > 1 ? fmt::format("{} -> {}", c.inter_node.bandwidth, c.inter_node.bandwidth * 2.0)
                                         : std::string("not used on one node");
+        break;
+      case Resource::host_issue:
+        g.what = fmt::format("{}: {:.3g} us -> {:.3g} us a kernel (eq. K20)", sc.strategy.name,
+                             in_us(sc.strategy.execution.host_issue), in_us(sc.strategy.execution.host_issue) * 0.5);
         break;
       case Resource::storage:
         g.what =
@@ -282,6 +288,12 @@ void print_critical_path(std::ostream& out, const Explanation& e, const Scenario
     fmt::print(out, "  {:<26} {:>10.3f} ms {:>6.1f}%\n", s.name, in_ms(s.time), t_ms > 0 ? 100.0 * in_ms(s.time) / t_ms : 0.0);
   fmt::print(out, "  {:<26} {:>10.3f} ms   (communication in all {:.3f} ms, {:.3f} ms hidden behind backward)\n", "total", t_ms,
              in_ms(p.breakdown.comm), in_ms(p.breakdown.comm - p.breakdown.comm_exposed));
+  if (const Breakdown& b = p.breakdown; host_floor(b) > Seconds{})  // eq. K20
+    fmt::print(out,
+               "  host's kernel issue (eq. K20): forward {:.3f} of its {:.3f} ms, backward {:.3f} of {:.3f} ms, update "
+               "{:.3f} of {:.3f} ms wait for the host beyond the GPU's own work\n",
+               in_ms(b.forward_host), in_ms(b.forward), in_ms(b.backward_host), in_ms(b.backward), in_ms(b.update_host),
+               in_ms(b.update));
   if (reader_prefetches(sc))
     fmt::print(out, "  input read {:.3f} ms per iteration, prefetched in parallel (eq. 4)\n", in_ms(p.breakdown.io));
   else if (sc.strategy.io_prefetch)  // the framework prefetches, but not a batch this large

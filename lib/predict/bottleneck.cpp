@@ -13,6 +13,7 @@ double doubling_gain(Seconds baseline, Seconds doubled) noexcept { return double
 Bottleneck phase_of(Resource r) noexcept {
   switch (r) {
     case Resource::gpu:
+    case Resource::host_issue:
       return Bottleneck::compute;
     case Resource::host_to_gpu:
       return Bottleneck::h2d;
@@ -25,6 +26,8 @@ Bottleneck phase_of(Resource r) noexcept {
   return Bottleneck::compute;
 }
 
+Seconds host_floor(const Breakdown& b) noexcept { return b.forward_host + b.backward_host + b.update_host; }
+
 Seconds time_on_path(Resource r, const Prediction& p) noexcept {
   const Breakdown& b = p.breakdown;
   switch (r) {
@@ -35,11 +38,14 @@ Seconds time_on_path(Resource r, const Prediction& p) noexcept {
     case Resource::intra_node:
     case Resource::inter_node:
       return b.comm_exposed;
+    case Resource::host_issue:
+      return host_floor(b);
     case Resource::gpu: {
       // The critical path adds up to t_iter (plan.hpp, critical_path): what is left once the other
-      // resources' segments, the fixed overhead and the CPU offload's steps are taken out is the GPU's.
+      // resources' segments, the fixed overhead, the CPU offload's steps and the host's issue floor are
+      // taken out is the GPU's.
       const Seconds offload = b.offload_d2h_exposed + b.offload_cpu + b.offload_h2d;
-      return max(p.iteration_time - b.reader_loss - b.h2d - b.comm_exposed - b.overhead - offload, Seconds{});
+      return max(p.iteration_time - b.reader_loss - b.h2d - b.comm_exposed - b.overhead - offload - host_floor(b), Seconds{});
     }
   }
   return {};

@@ -109,6 +109,9 @@ struct ResourceName::Table {
   std::string fixed;
   std::optional<InputPipeline> pipeline;  // the cluster's input pipeline, when it has one
   double cpu_adam = 0.0;                  // CPU offload of the optimiser (eq. S9): params/s per node; 0 = none
+  std::string framework;                  // the framework whose host issues the kernels (eq. K20)
+  Seconds host_issue{};                   // its host's cost of issuing a kernel
+  double issued_per_kernel = 1.0;         // the kernels its code issues per kernel the model counts
 };
 
 ResourceName::ResourceName(std::string text) : which_(Which::fixed) {
@@ -148,6 +151,12 @@ std::string ResourceName::str() const {
       s = t.cpu_adam > 0.0 ? fmt::format("optimiser step offloaded to the CPU (CPU Adam {:.3g} params/s per node)", t.cpu_adam)
                            : fmt::format("parameter update (GPU memory {})", t.memory);
       break;
+    case Which::host_issue:
+      s = t.issued_per_kernel != 1.0
+          ? fmt::format("host's kernel issue ({}: {:.3g} us a kernel, {:g} issued per kernel counted; eq. K20)", t.framework,
+                        in_us(t.host_issue), t.issued_per_kernel)
+          : fmt::format("host's kernel issue ({}: {:.3g} us a kernel; eq. K20)", t.framework, in_us(t.host_issue));
+      break;
     case Which::fixed:
       s = t.fixed;
       break;
@@ -186,6 +195,10 @@ struct Predictor::Impl {
   std::shared_ptr<const UnitWork> work;
   std::span<const Unit> units;  // work->units
   Seconds f{}, b{}, u{}, u_first{};
+  /// Eq. K20: the parts of f, b and u that wait at the host's issue floor beyond the GPU's work (modelled times only).
+  Seconds f_host{}, b_host{}, u_host{};
+  /// Whether the floor binds in some phase: doubling the host's issue rate then changes the layer times.
+  [[nodiscard]] bool host_floor_binds() const noexcept { return f_host + b_host + u_host > Seconds{}; }
   Seconds h2d{}, io_one{};
   bool reader_modelled = false;  // profile_reader_modelled(sc): the profile's h2d and phases, the model's reader
   Bytes input_per_gpu{};
@@ -419,6 +432,7 @@ Predictor::Predictor(Scenario scenario, TimesOnly, bool alone, const Impl* doubl
 void Predictor::Impl::share_layer_work(const Impl& same) {
   std::tie(modelled_times, f, b, u, u_first, work, total_gradient) =
       std::tie(same.modelled_times, same.f, same.b, same.u, same.u_first, same.work, same.total_gradient);
+  std::tie(f_host, b_host, u_host) = std::tie(same.f_host, same.b_host, same.u_host);
 }
 
 /// The layer times: measured, spread from a profile's totals, or the model's over the framework's
@@ -440,6 +454,9 @@ void Predictor::Impl::model_layer_times(bool one_gpu_alone) {
   } else {
     layers = std::move(modelled);
   }
+  const bool floored = !sc.measured_layers && !sc.profile;  // eq. K20: the model's times only
+  const Seconds b_plain =
+      floored && (sc.compute.checkpointing || sc.compute.recompute != Recompute::none) ? layers.total_backward() : Seconds{};
   if (sc.compute.checkpointing) {  // every segment but the last runs its forward again before its backward
     const std::vector<int> first = checkpoint_segments(*net);  // validate: at least two segments
     for (std::size_t i = 0; i < static_cast<std::size_t>(first.back()); ++i) layers.backward[i] += layers.forward[i];
@@ -451,6 +468,14 @@ void Predictor::Impl::model_layer_times(bool one_gpu_alone) {
   b = layers.total_backward();
   u = layers.total_update();
   u_first = layers.update.empty() ? Seconds{} : layers.update.front();
+  if (floored) {  // eq. K20's excess over the GPU's work, over the framework's efficiency as the layers are
+    f_host = modelled_times->forward_floor / eff;
+    b_host = modelled_times->backward_floor / eff;
+    u_host = modelled_times->update_floor / eff;
+    // a recomputed forward in backward: K20 scaled every layer of the forward by one factor, so its share of
+    // the floor is the forward's
+    if (b_plain > Seconds{} && f > Seconds{}) b_host += f_host * ((b - b_plain) / f);
+  }
 }
 
 /// The units of aggregation (layers, or buckets) and their times and bytes, contiguous.
@@ -566,6 +591,9 @@ void Predictor::Impl::describe_resources() {
   t->memory = cl.gpu.memory_bandwidth;
   if (pipeline) t->pipeline = *pipeline;
   if (st.sharding.offload_optimizer) t->cpu_adam = st.sharding.cpu_adam_params_per_s;
+  t->framework = st.name;
+  t->host_issue = st.execution.host_issue;
+  t->issued_per_kernel = st.execution.issued_per_kernel;
   resources = std::move(t);
 }
 
@@ -622,7 +650,13 @@ Prediction Predictor::predict(int gpus) const {
   return impl_for(gpus).run(gpus, at, &d, given, r);
 }
 
-DoubledTimes Predictor::doubled(int gpus) const { return impl_->doubled_times(gpus, place(gpus), {}, nullptr); }
+DoubledTimes Predictor::doubled(int gpus) const {
+  const GpuPlacement at = place(gpus);
+  DoubledTimes d = impl_->doubled_times(gpus, at, {}, nullptr);
+  for (std::size_t i = 0; i < kResourceCount; ++i)  // a scenario left as it is (doubled_times): this one's time
+    if (!impl_->doubled_predictors[i]) d[i] = impl_for(gpus).run(gpus, at).iteration_time;
+  return d;
+}
 
 Predictor::Impl::Recurrence Predictor::Impl::recur(std::span<const Seconds> comm) const {
   // in locals: the compiler cannot tell the result from `comm`, and would store `done` every step
@@ -651,7 +685,11 @@ DoubledTimes Predictor::Impl::doubled_times(int gpus, const GpuPlacement& at, st
     if (!m.alone) base.modelled_layers = m.modelled_times;
     for (std::size_t i = 0; i < kResourceCount; ++i) {
       const Resource r = kAllResources[i];
-      m.doubled_predictors[i].reset(new Predictor(with_doubled(base, r), TimesOnly{}, false, &m, r != Resource::gpu));
+      // the host's issue rate doubled changes the layer times only where its floor binds (eq. K20); elsewhere the
+      // scenario is this one's, whose time run() has: no predictor (doubled_times leaves its slot zero, a gain of 0)
+      if (r == Resource::host_issue && !m.host_floor_binds()) continue;
+      m.doubled_predictors[i].reset(
+          new Predictor(with_doubled(base, r), TimesOnly{}, false, &m, r != Resource::gpu && r != Resource::host_issue));
       const Impl& d = *m.doubled_predictors[i]->impl_;
       m.doubled_same_comm[i] =
           d.coll == m.coll && std::ranges::equal(d.unit_bytes, m.unit_bytes) && !m.sc.strategy.sharding.sharded();
@@ -662,6 +700,7 @@ DoubledTimes Predictor::Impl::doubled_times(int gpus, const GpuPlacement& at, st
   const bool aggregating = aggregates(gpus, m.sc.strategy);
   DoubledTimes d{};
   for (std::size_t i = 0; i < kResourceCount; ++i) {
+    if (!m.doubled_predictors[i]) continue;  // the host's issue where its floor does not bind: this scenario
     const Impl& di = m.doubled_predictors[i]->impl_for(gpus);
     const std::span<const Seconds> given = m.doubled_same_comm[i] ? comm : std::span<const Seconds>{};
     const bool same = rec && di.takes_recurrence() && m.doubled_same_units[i] && (m.doubled_same_comm[i] || !aggregating);
@@ -826,6 +865,14 @@ Prediction Predictor::Impl::combine(int gpus, const GpuPlacement& at, const Inpu
   p.breakdown.io_decode = reader.decode * K;
   p.breakdown.gpu_decode = reader.gpu_decode * K;
   p.breakdown.reader_loss = st.io_prefetch ? max(io - gpu_side, Seconds{}) : io;
+  if (host_floor_binds()) {  // eq. K20: the part of each phase at the host's issue floor
+    p.breakdown.forward_host = f_host * K;
+    p.breakdown.backward_host = b_host * K;
+    // a sharded step updates 1/n of the parameters on the GPU (offload: on the CPU, no floor)
+    p.breakdown.update_host = !sharded                      ? u_host
+        : st.sharding.offload_optimizer || !(u > Seconds{}) ? Seconds{}
+                                                            : u_host * (sharded->update / u);
+  }
   if (sharded && st.sharding.offload_optimizer) {
     p.breakdown.offload_d2h = sharded->d2h;
     p.breakdown.offload_d2h_exposed = sharded->d2h_exposed;
@@ -861,6 +908,9 @@ void Predictor::Impl::name_bottleneck(Prediction& p, const DoubledTimes& doubled
       break;
     case Resource::gpu:
       which = W::compute;
+      break;
+    case Resource::host_issue:
+      which = W::host_issue;
       break;
     case Resource::intra_node:
       which = W::comm_intra;

@@ -127,6 +127,14 @@ Scenario with_doubled(const Scenario& sc, Resource r) {
     case Resource::intra_node:
     case Resource::inter_node:
       break;  // above
+    case Resource::host_issue:
+      // eq. K20: the host issues twice as fast; the layer times are the model's again (a caller's were at the old rate)
+      if (out.strategy.execution.host_issue > Seconds{}) {
+        out.strategy.execution.host_issue = out.strategy.execution.host_issue * 0.5;
+        out.modelled_layers.reset();
+        out.modelled_layers_doubled_gpu.reset();
+      }
+      break;
     case Resource::storage:
       out.cluster.disk = out.cluster.disk * 2.0;
       out.cluster.page_cache = out.cluster.page_cache * 2.0;

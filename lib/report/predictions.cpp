@@ -59,7 +59,11 @@ nlohmann::ordered_json prediction_json(const Prediction& p, const TrainingCost* 
                     {"comm_exposed_s", in_seconds(b.comm_exposed)},
                     {"sync_wait_s", in_seconds(b.sync_wait)},  // the wait for the slowest GPU (jitter_cv)
                     {"overhead_s", in_seconds(b.overhead)}};   // the framework's fixed cost per iteration
-  add_parallel_json(e, p);                                     // model parallelism (parallel_report.cpp); absent otherwise
+  if (host_floor(b) > Seconds{})  // eq. K20: the parts of forward, backward and update at the host's issue floor
+    e["breakdown"]["host_issue"] = {{"forward_s", in_seconds(b.forward_host)},
+                                    {"backward_s", in_seconds(b.backward_host)},
+                                    {"update_s", in_seconds(b.update_host)}};
+  add_parallel_json(e, p);  // model parallelism (parallel_report.cpp); absent otherwise
   if (train) {
     const TrainingCost& c = *train;
     e["time_to_train"] = {{"iterations", c.iterations},

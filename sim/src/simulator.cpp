@@ -787,6 +787,9 @@ struct Simulator::Impl {
     p.bottleneck_gain = closed.bottleneck_gain;
     Prediction on_path = p;  // the framework's fixed overhead sits in the simulated update: not the GPU's
     on_path.breakdown.overhead = closed.breakdown.overhead;
+    on_path.breakdown.forward_host = closed.breakdown.forward_host;  // eq. K20: the closed form's floor
+    on_path.breakdown.backward_host = closed.breakdown.backward_host;
+    on_path.breakdown.update_host = closed.breakdown.update_host;
     p.bottleneck_share = p.iteration_time > Seconds{} ? time_on_path(bound.resource, on_path) / p.iteration_time : 0.0;
     std::string name = closed.bottleneck_resource.str();
     if (opt.contention && p.bottleneck == Bottleneck::communication && !o.busiest_link.empty())
