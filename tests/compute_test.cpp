@@ -716,8 +716,11 @@ TEST(KernelModel, RowWiseFp8RecastsWhatItsBackwardReads) {
   for (const char* map : {"mlp.up", "mlp.down"}) {
     const std::string name = std::string(map) + " fp8 row-wise re-casts bwd";
     EXPECT_NEAR(kernel_time(rowwise, name), 382.4544e-6, 1e-12) << map;
-    for (const auto& k : rowwise)
-      if (k.name == name) EXPECT_DOUBLE_EQ(in_bytes(k.traffic), 116981760.0) << map;
+    for (const auto& k : rowwise) {
+      if (k.name == name) {
+        EXPECT_DOUBLE_EQ(in_bytes(k.traffic), 116981760.0) << map;
+      }
+    }
   }
   // everything else is tensor-wise scaling's, kernel for kernel
   ASSERT_EQ(rowwise.size(), tensorwise.size() + 2);

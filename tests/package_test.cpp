@@ -123,7 +123,9 @@ TEST(Package, InstalledTreeBuildsAndRunsThePlanningExample) {
     double rate = 0.0, eff = 0.0;
     if (std::sscanf(line.c_str(), "%d %lf %lf%%", &g, &rate, &eff) == 3) {
       rows.push_back(g);
-      if (g == 1) EXPECT_DOUBLE_EQ(eff, 100.0) << line;
+      if (g == 1) {
+        EXPECT_DOUBLE_EQ(eff, 100.0) << line;
+      }
     }
   }
   EXPECT_EQ(rows, (std::vector<int>{1, 2, 4, 8, 16, 24, 32})) << memory;

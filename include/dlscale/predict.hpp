@@ -42,7 +42,7 @@ struct Scenario {
   /// Model parallelism (issue 37; docs/model.md, "Model parallelism"): each data-parallel replica a grid of
   /// tp·pp·cp GPUs, the step eq. P13's. Absent: data parallelism alone, as before. With it batch_per_gpu is
   /// the layout's micro-batch (the Predictor sets it) and the prediction's batch is the global b·m·dp.
-  std::optional<ParallelLayout> parallel;
+  std::optional<ParallelLayout> parallel{};
 };
 
 /// Checks the values of a scenario that no type rules out: at least one node, GPU per node and sample per GPU,
@@ -117,7 +117,7 @@ struct Breakdown {
     int slowest_stage = 0;
     std::vector<Bytes> stage_memory;  // per pipeline stage, one rank's (eq. P10)
   };
-  std::optional<Parallel> parallel;
+  std::optional<Parallel> parallel{};
 };
 
 /// Names the resource that bounds an iteration, for people: "inter-node network (56 Gb/s)". The text is

@@ -975,7 +975,7 @@ void Predictor::Impl::shard_collectives(const ShardGroups& g, std::span<Seconds>
     // eq. S7b: the replica groups of every shard position all-reduce at once over the node's NICs, each timed
     // alone at its placement with its bytes times their share (as eq. P12 times a layout's groups)
     const double share = replica_nic_share(g, sc.cluster);
-    for (Bytes& b : shard_bytes) b = b * share;
+    for (Bytes& unit : shard_bytes) unit = unit * share;
     coll->times(CollectiveOp::allreduce, shard_bytes, g.replica_at, extra_buf);
     for (std::size_t i = 0; i < U; ++i) comm[i] += extra_buf[i];
   }
