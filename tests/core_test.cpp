@@ -48,7 +48,7 @@ TEST(EnumNames, EveryTableNamesEachValueOnceAndReadsItBack) {
   expect_names_round_trip(UpdatePlacement::on_root);
   expect_names_round_trip(CollectiveOp::reduce);
   expect_names_round_trip(Bottleneck::update);
-  expect_names_round_trip(Resource::storage);
+  expect_names_round_trip(Resource::host_issue);
   expect_names_round_trip(PathType::dis);
   expect_names_round_trip(VertexKind::storage);
   expect_names_round_trip(LinkKind::ethernet);
