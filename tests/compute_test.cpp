@@ -1195,6 +1195,20 @@ TEST(Compute, StreamingKernelsMoveTheirBytesAtTheCopyRate) {
   EXPECT_EQ(batch_norm_kernels(Precision::bf16, TensorLayout::nhwc, true), 2);
 }
 
+/// The batch-norm network of the two K20 tests below, and fp16 options issuing at 20 us a kernel with 1 us gaps.
+Network toy_batchnorm_network() {
+  Network n;
+  n.name = "bn";
+  n.layers = {toy_batchnorm({})};
+  return n;
+}
+ComputeOptions toy_issue_options() {
+  ComputeOptions o = toy_options(Precision::fp16);
+  o.execution.host_issue = microseconds(20);
+  o.execution.launch_gap = microseconds(1);
+  return o;
+}
+
 // Eq. K20: with the host's issue cost counted apart, each kernel costs the GPU the launch gap (here 1 us) and each
 // phase takes at least its kernels × the issue cost (here 20 us). A network of the batch norm above, with the loss
 // on its output (fp16 eager: fp32 log-softmax, 18 B an element, 3 kernels forward and 2 backward). At batch 1
@@ -1202,12 +1216,8 @@ TEST(Compute, StreamingKernelsMoveTheirBytesAtTheCopyRate) {
 // floor, 100 us; backward 4 kernels, 80 us; the update (fused momentum SGD, one kernel) 20 us. At batch 64 the
 // forward is above its floor: 3 passes of 25,690,112 B and 18 B × 12,845,056 at 400 GB/s + 5 gaps.
 TEST(Compute, TheHostsIssueCostIsAFloorPerPhase) {
-  Network n;
-  n.name = "bn";
-  n.layers = {toy_batchnorm({})};
-  ComputeOptions o = toy_options(Precision::fp16);
-  o.execution.host_issue = microseconds(20);
-  o.execution.launch_gap = microseconds(1);
+  const Network n = toy_batchnorm_network();
+  const ComputeOptions o = toy_issue_options();
   const auto small = estimate_layer_times(n, toy_gpu(), 1, o);
   EXPECT_NEAR(in_seconds(small.forward[0]), 100e-6, 1e-12);
   EXPECT_NEAR(in_seconds(small.backward[0]), 80e-6, 1e-12);
@@ -1224,12 +1234,8 @@ TEST(Compute, TheHostsIssueCostIsAFloorPerPhase) {
 // update's one 20 us. Measured on transformers' BERT (model_code: transformers-bert), the floor binds on encoders
 // only: the batch-norm network keeps its GPU time, 17.04 us forward (the test above) with the 1 us gaps.
 TEST(Compute, TheIssueFloorCountsTheCodesKernelsAndBindsOnItsCode) {
-  Network n;
-  n.name = "bn";
-  n.layers = {toy_batchnorm({})};
-  ComputeOptions o = toy_options(Precision::fp16);
-  o.execution.host_issue = microseconds(20);
-  o.execution.launch_gap = microseconds(1);
+  const Network n = toy_batchnorm_network();
+  ComputeOptions o = toy_issue_options();
   o.execution.issued_per_kernel = 2.0;
   const auto t = estimate_layer_times(n, toy_gpu(), 1, o);
   EXPECT_NEAR(in_seconds(t.forward[0]), 200e-6, 1e-12);
