@@ -122,12 +122,6 @@ StepTraffic dp_step_traffic(std::int64_t params, const Sharding& s, Precision p,
 /// combine, and the collective ends with it). T = b·s/c, over t with SP (each TP rank routes its sequence shard).
 /// Zero for ep = 1 or a dense model.
 Bytes moe_alltoall_bytes(const ParallelLayout& l, const TransformerShape& m, double element_bytes) noexcept;
-/// Eq. P23: a routing imbalance is a finite number of at least 1; InputError, key "moe_imbalance", otherwise.
-void validate_moe_imbalance(double f);
-/// Eq. P24: the routing settings of eq. P24 on their own: a capacity factor finite and above 0 (key
-/// "moe_expert_capacity_factor"), padding only with one ("moe_pad_expert_input_to_capacity"), a per-expert load
-/// spread finite and at least 0, not beside a moe_imbalance other than 1 ("moe_expert_load_cv").
-void validate_moe_routing(const ParallelLayout& l);
 /// Eq. P24: E[max of n independent standard normals], m_n = ∫ x·n·φ(x)·Φ(x)^(n−1) dx (numerically; 0 for n ≤ 1).
 double expected_max_standard_normal(int n) noexcept;
 /// Eq. P24: the busiest of e ranks, each summing E/e experts' loads of per-expert spread v (normal loads conditioned

@@ -121,4 +121,13 @@ struct ParallelLayout {
   }
 };
 
+/// The routing fields checked on their own (the framework loader and the parallel layer call them; field names as
+/// keys, lib/core/parallel_layout.cpp).
+/// Eq. P23: a routing imbalance is a finite number of at least 1; InputError, key "moe_imbalance", otherwise.
+void validate_moe_imbalance(double f);
+/// Eq. P24: the routing settings of eq. P24 on their own: a capacity factor finite and above 0 (key
+/// "moe_expert_capacity_factor"), padding only with one ("moe_pad_expert_input_to_capacity"), a per-expert load
+/// spread finite and at least 0, not beside a moe_imbalance other than 1 ("moe_expert_load_cv").
+void validate_moe_routing(const ParallelLayout& l);
+
 }  // namespace dlscale

@@ -3,6 +3,8 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
+
 #include "dlscale/error.hpp"
 
 namespace dlscale {
@@ -42,6 +44,30 @@ RankOrder parse_rank_order(std::string_view text, std::string_view field) {
 
 std::string to_string(const RankOrder& order) {
   return fmt::format("{}-{}-{}-{}", to_string(order[0]), to_string(order[1]), to_string(order[2]), to_string(order[3]));
+}
+
+void validate_moe_imbalance(double f) {
+  // eq. P23: the busiest rank's load over the mean's, at least the mean's
+  if (!std::isfinite(f) || f < 1.0)
+    throw field_error("moe_imbalance",
+                      fmt::format("the busiest expert-parallel rank's load over the mean must be at least 1, got {}", f));
+}
+
+void validate_moe_routing(const ParallelLayout& l) {
+  // eq. P24: a capacity factor scales the mean expert's copies; padding pads to it
+  if (const auto& c = l.moe_expert_capacity_factor; c && (!std::isfinite(*c) || !(*c > 0.0)))
+    throw field_error("moe_expert_capacity_factor", fmt::format("must be a finite number above 0, got {}", *c));
+  if (l.moe_pad_expert_input_to_capacity && !l.moe_expert_capacity_factor)
+    throw field_error("moe_pad_expert_input_to_capacity",
+                      "padding to capacity needs a capacity factor (moe_expert_capacity_factor)");
+  if (!std::isfinite(l.moe_expert_load_cv) || l.moe_expert_load_cv < 0.0)
+    throw field_error(
+        "moe_expert_load_cv",
+        fmt::format("the per-expert load spread must be a finite number of at least 0, got {}", l.moe_expert_load_cv));
+  if (l.moe_expert_load_cv > 0.0 && l.moe_imbalance != 1.0)
+    throw field_error("moe_expert_load_cv",
+                      fmt::format("give the per-expert load spread ({}) or the routing imbalance ({}), not both",
+                                  l.moe_expert_load_cv, l.moe_imbalance));
 }
 
 }  // namespace dlscale

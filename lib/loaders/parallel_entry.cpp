@@ -4,9 +4,8 @@
 
 #include <fmt/format.h>
 
-#include <cmath>
-
 #include "dlscale/error.hpp"
+#include "dlscale/parallel_layout.hpp"
 
 namespace dlscale {
 namespace {
@@ -40,29 +39,25 @@ void read_parallel_entry(const yamlio::Node& node, Strategy& s) {
     l.global_batch_target = at_least_one(*n);
     degrees = true;
   }
-  if (auto n = m.optional("moe_imbalance")) {  // eq. P23: the busiest EP rank's load over the mean's
-    const double f = n->number();
-    if (!(f >= 1.0)) n->fail(fmt::format("the busiest expert-parallel rank's load over the mean must be at least 1, got {}", f));
-    l.moe_imbalance = f;
-  }
-  // eq. P24: Megatron-Core's capacity factor and padding, and a per-expert load spread
-  if (auto n = m.optional("moe_expert_capacity_factor")) {
-    const double c = n->number();
-    if (!std::isfinite(c) || !(c > 0.0)) n->fail(fmt::format("must be a finite number above 0, got {}", c));
-    l.moe_expert_capacity_factor = c;
-  }
-  if (auto n = m.optional("moe_pad_expert_input_to_capacity")) {
-    l.moe_pad_expert_input_to_capacity = n->boolean();
-    if (l.moe_pad_expert_input_to_capacity && !l.moe_expert_capacity_factor)
-      n->fail("padding to capacity needs a capacity factor (moe_expert_capacity_factor)");
-  }
-  if (auto n = m.optional("moe_expert_load_cv")) {
-    const double v = n->number();
-    if (!std::isfinite(v) || !(v >= 0.0))
-      n->fail(fmt::format("the per-expert load spread must be a finite number of at least 0, got {}", v));
-    if (v > 0.0 && l.moe_imbalance != 1.0)
-      n->fail(fmt::format("give the per-expert load spread ({}) or moe_imbalance ({}), not both", v, l.moe_imbalance));
-    l.moe_expert_load_cv = v;
+  // eqs. P23-P24: the routing imbalance, Megatron-Core's capacity factor and padding, a per-expert load spread, checked
+  // as the layout checks them, each refusal at its own key
+  const std::optional<yamlio::Node> imbalance = m.optional("moe_imbalance"), capacity = m.optional("moe_expert_capacity_factor"),
+                                    pad = m.optional("moe_pad_expert_input_to_capacity"),
+                                    spread = m.optional("moe_expert_load_cv");
+  if (imbalance) l.moe_imbalance = imbalance->number();
+  if (capacity) l.moe_expert_capacity_factor = capacity->number();
+  if (pad) l.moe_pad_expert_input_to_capacity = pad->boolean();
+  if (spread) l.moe_expert_load_cv = spread->number();
+  try {
+    validate_moe_imbalance(l.moe_imbalance);
+    validate_moe_routing(l);
+  } catch (const InputError& e) {
+    const std::optional<yamlio::Node>& at = e.key() == "moe_imbalance" ? imbalance
+        : e.key() == "moe_expert_capacity_factor"                      ? capacity
+        : e.key() == "moe_pad_expert_input_to_capacity"                ? pad
+                                                                       : spread;
+    if (!at) throw;  // a default the file did not set: every default passes, so not reached
+    at->fail(e.message());
   }
   if (auto n = m.optional("sp")) l.sp = n->boolean();
   if (auto n = m.optional("tp_comm_overlap")) l.tp_comm_overlap = n->boolean();

@@ -128,30 +128,6 @@ void validate_experts(const ParallelLayout& l, int dp, const TransformerShape& m
 }
 }  // namespace
 
-void validate_moe_imbalance(double f) {
-  // eq. P23: the busiest rank's load over the mean's, at least the mean's
-  if (!std::isfinite(f) || f < 1.0)
-    throw field_error("moe_imbalance",
-                      fmt::format("the busiest expert-parallel rank's load over the mean must be at least 1, got {}", f));
-}
-
-void validate_moe_routing(const ParallelLayout& l) {
-  // eq. P24: a capacity factor scales the mean expert's copies; padding pads to it
-  if (const auto& c = l.moe_expert_capacity_factor; c && (!std::isfinite(*c) || !(*c > 0.0)))
-    throw field_error("moe_expert_capacity_factor", fmt::format("must be a finite number above 0, got {}", *c));
-  if (l.moe_pad_expert_input_to_capacity && !l.moe_expert_capacity_factor)
-    throw field_error("moe_pad_expert_input_to_capacity",
-                      "padding to capacity needs a capacity factor (moe_expert_capacity_factor)");
-  if (!std::isfinite(l.moe_expert_load_cv) || l.moe_expert_load_cv < 0.0)
-    throw field_error(
-        "moe_expert_load_cv",
-        fmt::format("the per-expert load spread must be a finite number of at least 0, got {}", l.moe_expert_load_cv));
-  if (l.moe_expert_load_cv > 0.0 && l.moe_imbalance != 1.0)
-    throw field_error("moe_expert_load_cv",
-                      fmt::format("give the per-expert load spread ({}) or the routing imbalance ({}), not both",
-                                  l.moe_expert_load_cv, l.moe_imbalance));
-}
-
 namespace {
 /// Eq. P24's integral, E[max] = ∫ x·n·φ(x)·Φ(x)^(n−1) dx, by Simpson's rule on [−12, 12] (the tails beyond are below
 /// 1e−30): 4,801 evaluations of φ, Φ and a power.
