@@ -42,6 +42,18 @@ TEST(AlphaBetaRing, AllgatherAndReduceScatterAcrossNodesUseTheSlowerLink) {
 }
 
 // A broadcast (or reduce) pipelines S once over the chain: 3 hops · 2 us + 10e6 / 10e9 = 6e-6 + 1e-3 s.
+// One rank a node: the ring crosses no link inside a node, so only the network sets β and α. With the inside
+// link the slower one (1 GB/s, 50 us against 5 GB/s, 10 us), 4 GPUs on 4 nodes all-reduce S = 100 MB in
+// 2·3 · 10 us + 2·3/4 · 100e6 / 5e9 = 60e-6 + 0.03 s; 8 GPUs on 2 nodes cross both and take the slower.
+TEST(AlphaBetaRing, OneRankANodeCrossesOnlyTheNetwork) {
+  Cluster c = hand_cluster();
+  c.intra_node = {gigabytes_per_second(1), microseconds(50)};
+  const auto model = make_alpha_beta_model(c);
+  EXPECT_NEAR(in_seconds(model->time(CollectiveOp::allreduce, megabytes(100), {4, 4, 1})), 0.03006, 1e-12);
+  // 2·7 · 50 us + 2·7/8 · 100e6 / 1e9 = 700e-6 + 0.175 s
+  EXPECT_NEAR(in_seconds(model->time(CollectiveOp::allreduce, megabytes(100), {8, 2, 4})), 0.1757, 1e-12);
+}
+
 TEST(AlphaBetaRing, BroadcastAndReduceSendTheArrayOnce) {
   EXPECT_NEAR(time_s(CollectiveOp::broadcast, megabytes(10), {4, 1, 4}), 0.001006, 1e-12);
   EXPECT_NEAR(time_s(CollectiveOp::reduce, megabytes(10), {4, 1, 4}), 0.001006, 1e-12);

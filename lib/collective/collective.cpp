@@ -42,8 +42,10 @@ class AlphaBetaRing final : public CollectiveModel {
     const int n = where.gpus;
     if (n <= 1) return {};
     const bool multi = where.nodes > 1;
-    const BytesPerSecond beta = multi ? min(inter_.bandwidth, intra_.bandwidth) : intra_.bandwidth;
-    const Seconds alpha = multi ? max(inter_.latency, intra_.latency) : intra_.latency;
+    // the slowest link the ring crosses: with one rank a node it crosses none inside a node
+    const bool intra = where.gpus_per_node > 1 || !multi;
+    const BytesPerSecond beta = !multi ? intra_.bandwidth : intra ? min(inter_.bandwidth, intra_.bandwidth) : inter_.bandwidth;
+    const Seconds alpha = !multi ? intra_.latency : intra ? max(inter_.latency, intra_.latency) : inter_.latency;
     const double nm1 = n - 1;
     const double inv_beta = 1.0 / in_bytes_per_second(beta);
     switch (op) {
