@@ -2,11 +2,15 @@
 // its checks with fields "parallel.*", and what stays as before without it.
 #include <gtest/gtest.h>
 
+#include <array>
 #include <string>
+#include <tuple>
 
 #include "dlscale/error.hpp"
 #include "dlscale/io.hpp"
+#include "dlscale/parallel.hpp"
 #include "dlscale/predict.hpp"
+#include "dlscale/resources.hpp"
 #include "dlscale/zoo.hpp"
 
 namespace dlscale {
@@ -120,6 +124,56 @@ TEST(ParallelPredict, MixtureOfExpertsSpeedupWithinItsGpus) {
   const Prediction r = Predictor(sc).predict(32);
   EXPECT_GT(r.speedup, 1.0);
   EXPECT_LE(r.speedup, 32.0);
+}
+
+// Issue 35, item 1, for a layout: the bottleneck is the resource whose doubling gains the most, each doubling the
+// layout's step again (Predictor::doubled, as explain lists it); a layout reads no input and copies none, so
+// doubling storage or the host-to-GPU copies gains nothing. Its share is the time the resource holds on the step.
+TEST(ParallelPredict, TheBottleneckIsTheResourceWhoseDoublingGainsTheMost) {
+  for (const auto& [tp, pp, m] : {std::array{8, 2, 32}, std::array{2, 8, 16}}) {
+    const Scenario sc = llama70b_on_64(tp, pp, m);
+    const Predictor p(sc);
+    const Prediction r = p.predict(64);
+    const DoubledTimes d = p.doubled(64);
+    std::size_t best = 0;
+    for (std::size_t i = 0; i < kResourceCount; ++i) {
+      // each slot is the scenario with that resource doubled, predicted on its own
+      const Seconds alone = Predictor(with_doubled(sc, kAllResources[i]), Predictor::TimesOnly{}).predict(64).iteration_time;
+      EXPECT_NEAR(in_seconds(d[i]), in_seconds(alone), 1e-12 * in_seconds(alone)) << to_string(kAllResources[i]);
+      if (d[i] < d[best]) best = i;
+    }
+    EXPECT_EQ(d[1], r.iteration_time);  // host_to_gpu
+    EXPECT_EQ(d[4], r.iteration_time);  // storage
+    EXPECT_LT(d[0], r.iteration_time);  // a faster GPU shortens every stage
+    EXPECT_LT(d[2], r.iteration_time);  // TP's collectives run on the NVLink inside a node
+    EXPECT_LT(d[3], r.iteration_time);  // the pipeline's sends and the DP reduction cross nodes
+    EXPECT_EQ(r.bottleneck, phase_of(kAllResources[best]));
+    EXPECT_NEAR(r.bottleneck_gain, r.iteration_time / d[best] - 1.0, 1e-12);
+    EXPECT_NEAR(r.bottleneck_share, time_on_path(kAllResources[best], r) / r.iteration_time, 1e-12);
+  }
+}
+
+// With resources doubled on the topology graph, a point-to-point send (eq. P12) moves its bytes twice as fast and
+// keeps its latency: a send of S with the network doubled takes what a send of S/2 took, across nodes; inside a
+// node the same with the NVLink doubled; neither changes the other's sends.
+TEST(ParallelPredict, DoubledLinksSpeedThePipelinesSendsOnTheGraph) {
+  const Scenario sc = llama70b_on_64(8, 2, 32);
+  ASSERT_TRUE(sc.cluster.topology);
+  ParallelLayout inside = *sc.parallel;  // TP 4 × PP 2 on one node's 8 GPUs: the stages' pairs inside it
+  inside.tp = 4;
+  const Bytes s = megabytes(64);
+  // TP 8 × PP 2 on 64 GPUs: the two stages on two nodes
+  for (const auto& [l, gpus, r] :
+       {std::tuple{*sc.parallel, 64, Resource::inter_node}, std::tuple{inside, 8, Resource::intra_node}}) {
+    const LayoutPlacement at = place_layout(l, sc.cluster, gpus);
+    const GroupPlacement& pp = at[ParallelGroup::pp];
+    ASSERT_EQ(pp.nodes > 1, r == Resource::inter_node);
+    const Cluster doubled = with_doubled(sc, r).cluster;
+    const Resource other = r == Resource::inter_node ? Resource::intra_node : Resource::inter_node;
+    EXPECT_NEAR(in_seconds(pipeline_p2p_time(doubled, pp, s)), in_seconds(pipeline_p2p_time(sc.cluster, pp, s * 0.5)), 1e-15);
+    EXPECT_LT(pipeline_p2p_time(doubled, pp, s), pipeline_p2p_time(sc.cluster, pp, s));
+    EXPECT_EQ(pipeline_p2p_time(with_doubled(sc, other).cluster, pp, s), pipeline_p2p_time(sc.cluster, pp, s));
+  }
 }
 
 TEST(ParallelPredict, FieldsNamedParallel) {

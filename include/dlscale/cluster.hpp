@@ -48,6 +48,11 @@ struct Cluster {
   /// (docs/model.md, eq. S9d); 0: not given (kDefaultHostMemoryBytes is assumed).
   Bytes host_memory_size{};
   std::shared_ptr<const Topology> topology;  // null for the simple form
+  /// What-if scales of the graph's links (with_doubled, resources.hpp): a point-to-point path on `topology` inside a
+  /// node (intra) or between nodes (inter) runs its bytes this many times faster, its latency as it was (eq. P12's
+  /// sends of a layout). 1: as the graph says. The collectives' graph model is rescaled on its own (rescale_links).
+  double topology_intra_scale = 1.0;
+  double topology_inter_scale = 1.0;
   /// The framework a prediction on this cluster takes when no `--framework` names one (`framework: NAME`, a
   /// name in models/frameworks/); empty: the tools' default (caffe-mpi, the Shi & Chu runs).
   std::string framework;

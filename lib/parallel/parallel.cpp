@@ -783,7 +783,13 @@ Seconds pair_p2p_time(const Cluster& c, const GroupPlacement& g, int a, int b, B
   const int gpn = std::max(1, c.gpus_per_node);
   const bool across = a / gpn != b / gpn;
   const Bytes sent = across ? size * g.nic_share : size;  // eq. P12
-  if (c.topology) return p2p_copy_time(*c.topology, a, b, sent);
+  if (c.topology) {
+    const Seconds t = p2p_copy_time(*c.topology, a, b, sent);
+    const double scale = across ? c.topology_inter_scale : c.topology_intra_scale;  // a what-if's links (resources.hpp)
+    if (scale == 1.0) return t;
+    const Seconds latency = p2p_copy_time(*c.topology, a, b, Bytes{});
+    return latency + (t - latency) / scale;
+  }
   const LinkSpec& link = across ? c.inter_node : c.intra_node;
   if (!(in_bytes_per_second(link.bandwidth) > 0.0)) return link.latency;
   return link.latency + sent / link.bandwidth;

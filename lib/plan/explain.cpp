@@ -11,6 +11,7 @@
 #include "dlscale/format.hpp"
 #include "dlscale/memory.hpp"
 #include "dlscale/plan.hpp"
+#include "plan/doubling.hpp"
 
 namespace dlscale {
 namespace {
@@ -187,28 +188,19 @@ TargetAdvice reach_efficiency(const Scenario& sc, int gpus, double target) {
   return t;
 }
 
-Explanation explain(const Scenario& sc, int gpus, const ExplainOptions& o) {
-  Explanation e;
-  const Predictor p(sc);
-  e.prediction = p.predict(gpus);
-  e.collective_model =
-      with_transport(sc.collectives ? sc.collectives : make_collective_model(sc.cluster), sc.strategy.transport, sc.cluster)
-          ->describe();
-  const Seconds first_update = first_unit_update(sc, p.layer_times());
-  e.path = critical_path(e.prediction, p.scenario().strategy, first_update);  // prefetching resolved for the batch
-
-  // Doubling each resource, re-predicted (Predictor::doubled, which also names the bottleneck). Links: the
-  // simple form doubled, a graph or calibrated model rescaled (rescale_links).
-  const DoubledTimes doubled = p.doubled(gpus);
+std::vector<ResourceGain> resource_gains(const Scenario& sc, const Prediction& p, const DoubledTimes& doubled) {
+  std::vector<ResourceGain> out;
   for (std::size_t i = 0; i < kResourceCount; ++i) {
     const Resource r = kAllResources[i];
     // the host's issue (eq. K20) is listed where the step waits at its floor
-    if (r == Resource::host_issue && !(host_floor(e.prediction.breakdown) > Seconds{})) continue;
+    if (r == Resource::host_issue && !(host_floor(p.breakdown) > Seconds{})) continue;
+    // a layout's step (eq. P13) reads no input and copies none: nothing to double there
+    if (p.breakdown.parallel && (r == Resource::storage || r == Resource::host_to_gpu)) continue;
     ResourceGain g;
     g.resource = r;
     const bool links = r == Resource::intra_node || r == Resource::inter_node;
     g.rescaled = links && !uses_simple_links(sc);
-    g.baseline = e.prediction.iteration_time;
+    g.baseline = p.iteration_time;
     g.doubled = doubled[i];
     g.throughput_gain = doubling_gain(g.baseline, g.doubled);
     const Cluster& c = sc.cluster;
@@ -224,8 +216,8 @@ Explanation explain(const Scenario& sc, int gpus, const ExplainOptions& o) {
         g.what = fmt::format("{} -> {}", c.intra_node.bandwidth, c.intra_node.bandwidth * 2.0);
         break;
       case Resource::inter_node:
-        g.what = e.prediction.nodes > 1 ? fmt::format("{} -> {}", c.inter_node.bandwidth, c.inter_node.bandwidth * 2.0)
-                                        : std::string("not used on one node");
+        g.what = p.nodes > 1 ? fmt::format("{} -> {}", c.inter_node.bandwidth, c.inter_node.bandwidth * 2.0)
+                             : std::string("not used on one node");
         break;
       case Resource::host_issue:
         g.what = fmt::format("{}: {:.3g} us -> {:.3g} us a kernel (eq. K20)", sc.strategy.name,
@@ -244,8 +236,32 @@ Explanation explain(const Scenario& sc, int gpus, const ExplainOptions& o) {
         }
         break;
     }
-    e.doubling.push_back(g);
+    out.push_back(g);
   }
+  return out;
+}
+
+std::string doubling_text(const std::vector<ResourceGain>& gains) {
+  std::string out = "gain from doubling one resource:\n";
+  for (const auto& g : gains)
+    out += fmt::format("  {:<40} {:>+7.1f}% samples/s   {}{}\n", to_string(g.resource), 100.0 * g.throughput_gain, g.what,
+                       g.rescaled ? " [graph model rescaled by the alpha-beta ratio]" : "");
+  return out;
+}
+
+Explanation explain(const Scenario& sc, int gpus, const ExplainOptions& o) {
+  Explanation e;
+  const Predictor p(sc);
+  e.prediction = p.predict(gpus);
+  e.collective_model =
+      with_transport(sc.collectives ? sc.collectives : make_collective_model(sc.cluster), sc.strategy.transport, sc.cluster)
+          ->describe();
+  const Seconds first_update = first_unit_update(sc, p.layer_times());
+  e.path = critical_path(e.prediction, p.scenario().strategy, first_update);  // prefetching resolved for the batch
+
+  // Doubling each resource, re-predicted (Predictor::doubled, which also names the bottleneck). Links: the
+  // simple form doubled, a graph or calibrated model rescaled (rescale_links).
+  e.doubling = resource_gains(sc, e.prediction, p.doubled(gpus));
   e.buckets = best_buckets(sc, gpus);
   if (o.target_efficiency) e.target = reach_efficiency(sc, gpus, *o.target_efficiency);
   e.workload = o.workload;
@@ -349,12 +365,7 @@ void print_losses(std::ostream& out, const Explanation& e, const Scenario& sc) {
 }
 
 /// The gain from doubling each resource.
-void print_doubling(std::ostream& out, const Explanation& e) {
-  fmt::print(out, "\ngain from doubling one resource:\n");
-  for (const auto& g : e.doubling)
-    fmt::print(out, "  {:<40} {:>+7.1f}% samples/s   {}{}\n", to_string(g.resource), 100.0 * g.throughput_gain, g.what,
-               g.rescaled ? " [graph model rescaled by the alpha-beta ratio]" : "");
-}
+void print_doubling(std::ostream& out, const Explanation& e) { fmt::print(out, "\n{}", doubling_text(e.doubling)); }
 
 /// The bucket sizes tried, the current and the best.
 void print_buckets(std::ostream& out, const Explanation& e) {

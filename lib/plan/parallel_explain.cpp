@@ -6,6 +6,7 @@
 
 #include "dlscale/parallel.hpp"
 #include "dlscale/parallel_plan.hpp"
+#include "plan/doubling.hpp"
 
 namespace dlscale {
 namespace {
@@ -63,8 +64,10 @@ std::string explain_parallel(const Scenario& sc, int gpus) {
                         : std::string(),
       l.dp(gpus), l.micro_batch, l.micro_batches, l.global_batch(gpus),
       static_cast<double>(l.global_batch(gpus) * shape.seq) / 1e6, to_string(sc.compute.recompute), to_string(l.order));
-  out += fmt::format("step {:.4f} s: {:.4g} tokens/s ({:.1f} per GPU), MFU {:.1f} %\n\n", in_seconds(p.iteration_time),
+  out += fmt::format("step {:.4f} s: {:.4g} tokens/s ({:.1f} per GPU), MFU {:.1f} %\n", in_seconds(p.iteration_time),
                      p.throughput_tokens_per_s, p.throughput_tokens_per_s / gpus, 100.0 * p.mfu);
+  out += fmt::format("bound by: {} ({}): {:.1f}% of the step, doubling it gains {:+.1f}% tokens/s\n\n", to_string(p.bottleneck),
+                     p.bottleneck_resource.str(), 100.0 * p.bottleneck_share, 100.0 * p.bottleneck_gain);
   out += fmt::format("{:<34} {:>10} {:>7}\n", "part of the step (slowest stage)", "time (s)", "share");
   const auto row = [&](const char* what, Seconds t) {
     out += fmt::format("{:<34} {:>10.4f} {:>6.1f}%\n", what, in_seconds(t), 100.0 * (t / p.iteration_time));
@@ -85,6 +88,8 @@ std::string explain_parallel(const Scenario& sc, int gpus) {
                        p.memory.capacity > Bytes{} && par.stage_memory[s] > p.memory.capacity ? "  does not fit" : "");
   out += fmt::format("  (a GPU holds {:.1f} GB: {})\n\n", in_bytes(p.memory.capacity) / 1e9,
                      p.memory.fits ? "every stage fits" : "a stage does not fit");
+  // what doubling each resource buys: the same rows as data parallelism's (Predictor::doubled, bottleneck.hpp)
+  out += doubling_text(resource_gains(sc, p, predictor.doubled(gpus))) + "\n";
   const LayoutPlacement at = place_layout(l, sc.cluster, gpus);
   out += "groups (where their ranks sit):\n";
   out += group_row("TP", at[ParallelGroup::tp]);

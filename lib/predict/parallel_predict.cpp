@@ -5,7 +5,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <iterator>
 #include <utility>
 
 #include "dlscale/error.hpp"
@@ -128,21 +127,7 @@ Prediction parallel_prediction(const Scenario& sc, const ParallelLayout& layout,
     par.stage_memory.push_back(m.total());
     worst = max(worst, m.total());
   }
-  // what bounds it: the largest part of the step (named; doubling is not modelled for a layout)
-  const std::pair<Seconds, std::pair<Bottleneck, const char*>> parts[] = {
-      {b.forward + b.backward, {Bottleneck::compute, "GPU compute"}},
-      {par.tp_comm, {Bottleneck::communication, "TP communication (exposed)"}},
-      {par.cp_comm, {Bottleneck::communication, "CP ring (exposed)"}},
-      {par.ep_comm, {Bottleneck::communication, "EP all-to-all"}},
-      {par.pp_p2p, {Bottleneck::communication, "pipeline sends"}},
-      {par.bubble, {Bottleneck::compute, "pipeline bubble"}},
-      {par.dp_comm, {Bottleneck::communication, "DP gradient reduction"}},
-      {b.update, {Bottleneck::update, "optimiser step"}}};
-  const auto* top =
-      std::max_element(std::begin(parts), std::end(parts), [](const auto& x, const auto& y) { return x.first < y.first; });
-  p.bottleneck = top->second.first;
-  p.bottleneck_resource = ResourceName(top->second.second);
-  p.bottleneck_share = top->first / s.step;
+  // the bottleneck: named by the Predictor (Predictor::predict), as for data parallelism, from the doubled layouts
   b.parallel = std::move(par);
   p.memory.per_gpu = worst;
   p.memory.capacity = sc.cluster.gpu.memory_size;

@@ -259,6 +259,11 @@ struct Predictor::Impl {
   /// Predictor::doubled, with this scenario's unit_comm and recurrence where a caller has them (empty, null: none).
   [[nodiscard]] DoubledTimes doubled_times(int gpus, const GpuPlacement& at, std::span<const Seconds> comm,
                                            const Recurrence* rec) const;
+  /// A layout's step (eq. P13, parallel_predict.cpp), its bottleneck left unnamed.
+  [[nodiscard]] Prediction layout_run(int gpus, const GpuPlacement& at) const;
+  /// Predictor::doubled for a layout: each resource doubled, the layout's step again. `base`: this scenario's
+  /// step time, the time of a resource a layout does not use (its input read and copies are not modelled).
+  [[nodiscard]] DoubledTimes layout_doubled(int gpus, const GpuPlacement& at, Seconds base) const;
 
   /// A sharded strategy's step (docs/model.md, eq. S5-S8): what replaces the all-reduce recurrence.
   struct ShardedStep {
@@ -629,9 +634,12 @@ bool aggregates(int gpus, const Strategy& st) noexcept { return gpus > 1 && !st.
 
 Prediction Predictor::predict(int gpus) const {
   const GpuPlacement at = place(gpus);
-  if (impl_->sc.parallel)  // model parallelism: eq. P13 (parallel_predict.cpp)
-    return parallel_prediction(impl_->sc, parallel_whole_times(impl_->sc, *impl_->modelled_times), *impl_->coll, gpus, at,
-                               OneGpuStep{impl_->iter_one, impl_->update_one});
+  if (impl_->sc.parallel) {  // model parallelism: eq. P13 (parallel_predict.cpp)
+    Prediction p = impl_->layout_run(gpus, at);
+    if (impl_->names_bottleneck)  // the same definition as below: the resource whose doubling gains the most
+      impl_->name_bottleneck(p, impl_->layout_doubled(gpus, at, p.iteration_time), ReaderTime{}, false);
+    return p;
+  }
   if (!impl_->names_bottleneck) return impl_for(gpus).run(gpus, at);
   // The aggregation times, and the recurrence over them, once for this scenario and the doubled ones that
   // keep them (doubled_same_comm, doubled_same_units).
@@ -652,6 +660,7 @@ Prediction Predictor::predict(int gpus) const {
 
 DoubledTimes Predictor::doubled(int gpus) const {
   const GpuPlacement at = place(gpus);
+  if (impl_->sc.parallel) return impl_->layout_doubled(gpus, at, impl_->layout_run(gpus, at).iteration_time);
   DoubledTimes d = impl_->doubled_times(gpus, at, {}, nullptr);
   for (std::size_t i = 0; i < kResourceCount; ++i)  // a scenario left as it is (doubled_times): this one's time
     if (!impl_->doubled_predictors[i]) d[i] = impl_for(gpus).run(gpus, at).iteration_time;
@@ -706,6 +715,30 @@ DoubledTimes Predictor::Impl::doubled_times(int gpus, const GpuPlacement& at, st
     const bool same = rec && di.takes_recurrence() && m.doubled_same_units[i] && (m.doubled_same_comm[i] || !aggregating);
     d[i] = di.run(gpus, at, nullptr, given, same ? rec : nullptr).iteration_time;
   }
+  return d;
+}
+
+Prediction Predictor::Impl::layout_run(int gpus, const GpuPlacement& at) const {
+  return parallel_prediction(sc, parallel_whole_times(sc, *modelled_times), *coll, gpus, at, OneGpuStep{iter_one, update_one});
+}
+
+DoubledTimes Predictor::Impl::layout_doubled(int gpus, const GpuPlacement& at, Seconds base) const {
+  const Impl& m = *this;
+  std::call_once(m.doubled_once, [&m] {
+    for (std::size_t i = 0; i < kResourceCount; ++i) {
+      const Resource r = kAllResources[i];
+      // a layout's step reads no input and copies none to the GPU (eq. P13): doubling either changes nothing
+      if (r == Resource::storage || r == Resource::host_to_gpu) continue;
+      if (r == Resource::host_issue && !m.host_floor_binds()) continue;  // as doubled_times: eq. K20's floor
+      // the whole scenario (a layout's step reads its network's layers), with this one's layer work where the GPU
+      // and the host stay: the links alone change
+      const bool same_layers = r != Resource::gpu && r != Resource::host_issue;
+      m.doubled_predictors[i].reset(new Predictor(with_doubled(m.sc, r), TimesOnly{}, false, &m, same_layers));
+    }
+  });
+  DoubledTimes d{};
+  for (std::size_t i = 0; i < kResourceCount; ++i)
+    d[i] = m.doubled_predictors[i] ? m.doubled_predictors[i]->impl_->layout_run(gpus, at).iteration_time : base;
   return d;
 }
 

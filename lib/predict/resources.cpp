@@ -86,6 +86,7 @@ Scenario with_doubled(const Scenario& sc, Resource r) {
     Cluster c = sc.cluster;
     auto& link = r == Resource::intra_node ? c.intra_node : c.inter_node;
     link.bandwidth = link.bandwidth * 2.0;
+    (r == Resource::intra_node ? c.topology_intra_scale : c.topology_inter_scale) *= 2.0;  // the graph's point-to-point paths
     return with_links(sc, c);
   }
   Scenario out = sc;
