@@ -1114,6 +1114,10 @@ std::vector<Row> catalogue() {
        E + "'--nodes': 'dgx2' is one node with no network between nodes: say which with --fabric KIND:SPEED[:COUNT] (e.g. "
            "infiniband:100Gb/s:8)\n"},
       {"option_zero_nodes", {}, "predict --cluster dgx2 --nodes 0 -o {out}", E + "'--nodes': a cluster needs at least one node, got 0\n"},
+      {"option_zero_gpus_per_node", {}, "predict --cluster dgx2 --gpus-per-node 0 -o {out}",
+       E + "'--gpus-per-node': a job uses at least one GPU of each node\n"},
+      {"option_gpus_per_node_beyond_the_node", {}, "predict --cluster gb200-nvl72 --gpus-per-node 80 -o {out}",
+       E + "'--gpus-per-node': 'gb200-nvl72' has 72 GPUs a node; a job cannot use 80 of them\n"},
       {"option_import_gpu", {{"smi.txt", kSmi}}, "topo import nvidia-smi {dir}/smi.txt --gpu gtx9090 -o {out}",
        E + "'--gpu': unknown GPU 'gtx9090' (known: p40, v100-sxm2)\n", "{mini}"},
       {"option_import_cpu", {{"smi.txt", kSmi}}, "topo import nvidia-smi {dir}/smi.txt --cpu via -o {out}",

@@ -176,6 +176,25 @@ TEST(ParallelPredict, DoubledLinksSpeedThePipelinesSendsOnTheGraph) {
   }
 }
 
+// GB200 NVL72 racks hold 72 GPUs; jobs take 64 of each (--gpus-per-node): 128 GPUs are two racks of 64, which a
+// whole-rack placement cannot give (128 is not a multiple of 72). TP 8 × PP 2 × DP 8 then keeps each TP group in a
+// rack, and its step is predicted; on the whole racks the same count is refused.
+TEST(ParallelPredict, AJobOnSixtyFourGpusOfEachNvl72Rack) {
+  Scenario sc = llama70b_on_64(8, 2, 32);
+  ClusterOverrides ov;
+  ov.nodes = 2;
+  ov.fabric = FabricSpec{"infiniband", gigabytes_per_second(50), 0};
+  ov.gpus_per_node = 64;
+  sc.cluster = load_cluster(resolve(DataKind::cluster, "gb200-nvl72", "--cluster"), ov);
+  const Prediction r = Predictor(sc).predict(128);
+  EXPECT_EQ(r.nodes, 2);
+  EXPECT_TRUE(place_layout(*sc.parallel, sc.cluster, 128)[ParallelGroup::tp].inside_node);
+  EXPECT_GT(r.throughput_tokens_per_s, 0.0);
+  ov.gpus_per_node = 0;
+  sc.cluster = load_cluster(resolve(DataKind::cluster, "gb200-nvl72", "--cluster"), ov);
+  EXPECT_THROW((void)Predictor(sc).predict(128), InputError);
+}
+
 TEST(ParallelPredict, FieldsNamedParallel) {
   const auto key_of = [](Scenario sc, int gpus) {
     try {

@@ -9,6 +9,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "dlscale/cluster.hpp"
 #include "dlscale/error.hpp"
 #include "dlscale/io.hpp"
 #include "dlscale/topology.hpp"
@@ -211,6 +212,44 @@ TEST(TopologyValidation, AsymmetricDuplicateIsAnError) {
   EXPECT_NE(msg.find("dup.yaml:9:"), std::string::npos) << msg;
   EXPECT_NE(msg.find("asymmetric duplicate"), std::string::npos) << msg;
   EXPECT_NE(msg.find("line 8"), std::string::npos) << msg;
+}
+
+// A job on the first K GPUs of each node (--gpus-per-node): the graph keeps those GPUs and what their links still
+// reach. GB200 NVL72 at 64: GPUs 64-71 go, and with them Graces 32-35 (each joined only to its two GPUs and its two
+// NICs) and NICs mlx5_64-71: 64 NICs, one beside each GPU, as the file has them. A DGX H100 at 4: GPUs 4-7 go, but
+// the second socket's PCIe switches and their NICs stay, reached over the sockets' UPI link: 8 NICs.
+TEST(Topology, AJobOnPartOfEachNodeKeepsWhatItsGpusReach) {
+  ClusterOverrides ov;
+  ov.nodes = 2;
+  ov.fabric = FabricSpec{"infiniband", gigabytes_per_second(50), 0};
+  ov.gpus_per_node = 64;
+  const Cluster gb = load_cluster(resolve(DataKind::cluster, "gb200-nvl72", "--cluster"), ov);
+  EXPECT_EQ(gb.gpus_per_node, 64);
+  ASSERT_TRUE(gb.topology);
+  EXPECT_EQ(gb.topology->gpus_per_node(), 64);
+  EXPECT_EQ(gb.topology->fabric().nics_per_node, 64);
+  EXPECT_EQ(gb.max_gpus(), 128);
+  // the NVSwitch path between two kept GPUs is the file's
+  const Cluster whole =
+      load_cluster(resolve(DataKind::cluster, "gb200-nvl72", "--cluster"), ClusterOverrides{.nodes = 2, .fabric = ov.fabric});
+  EXPECT_EQ(gbs(gb.topology->path(0, 63).bandwidth), gbs(whole.topology->path(0, 63).bandwidth));
+  EXPECT_EQ(whole.topology->fabric().nics_per_node, 72);
+
+  ClusterOverrides half;
+  half.gpus_per_node = 4;
+  const Cluster dgx = load_cluster(resolve(DataKind::cluster, "dgx-h100-ndr", "--cluster"), half);
+  EXPECT_EQ(dgx.gpus_per_node, 4);
+  EXPECT_EQ(dgx.topology->gpus_per_node(), 4);
+  EXPECT_EQ(dgx.topology->fabric().nics_per_node, 8);
+
+  // all of a node's GPUs: the cluster as the file gives it
+  ClusterOverrides all;
+  all.gpus_per_node = 8;
+  const Cluster same = load_cluster(resolve(DataKind::cluster, "dgx-h100-ndr", "--cluster"), all);
+  const Cluster file = load_cluster(resolve(DataKind::cluster, "dgx-h100-ndr", "--cluster"));
+  EXPECT_EQ(same.gpus_per_node, 8);
+  EXPECT_EQ(same.topology->fabric().nics_per_node, file.topology->fabric().nics_per_node);
+  EXPECT_EQ(gbs(same.intra_node.bandwidth), gbs(file.intra_node.bandwidth));
 }
 
 TEST(TopologyValidation, ImpossibleLinksAreRejected) {

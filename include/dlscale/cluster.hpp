@@ -84,11 +84,14 @@ struct ClusterOverrides {
   int nodes = 0;
   std::optional<FabricSpec> fabric;
   std::optional<GpuSpec> gpu;  // every GPU of the cluster, as if its file's `gpu:` named this one
+  /// A job on the first K GPUs of each node (--gpus-per-node; 0: all): 64 of an NVL72 rack's 72, half a DGX. The
+  /// cluster becomes one of K-GPU nodes; its graph keeps what those GPUs reach (topo::read_topology's job_gpus).
+  int gpus_per_node = 0;
   /// Read only what a question about the graph needs (`dlscale collective`): the input pipeline (and the
   /// catalogues it names), the framework's check against models/frameworks/ and the intra-node link
   /// derived by a channel search are skipped, left at their defaults. Not a change to the cluster's values.
   bool graph_only = false;
-  [[nodiscard]] bool empty() const noexcept { return nodes == 0 && !fabric && !gpu; }
+  [[nodiscard]] bool empty() const noexcept { return nodes == 0 && !fabric && !gpu && gpus_per_node == 0; }
 };
 
 }  // namespace dlscale

@@ -53,6 +53,7 @@ constexpr std::pair<std::string_view, std::string_view> kFieldOptions[] = {
     {"gpu", "--gpu"},
     {"image_size", "--image-size"},
     {"nodes", "--nodes"},
+    {"gpus_per_node", "--gpus-per-node"},
     {"seq_len", "--seq-len"},
     // plan, explain, sweep, report, reproduce
     {"epochs", "--epochs"},

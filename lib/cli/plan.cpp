@@ -97,7 +97,7 @@ void setup_plan(CLI::App& app) {
   auto* cmd = app.add_subcommand("plan",
                                  "Search framework x shard group x micro-batch x accumulation for the fastest "
                                  "configuration that fits in memory, and say why the others lose");
-  add_scale_options(*cmd, opt->scenario.scale);
+  add_scale_options(*cmd, opt->scenario.scale, true, true);
   add_gpu_option(*cmd, opt->scenario.scale);
   cmd->add_option("--cluster", opt->scenario.cluster, "Cluster: a name in topologies/ or a YAML file")
       ->type_name("NAME|FILE")

@@ -18,12 +18,18 @@
 
 namespace dlscale::cli {
 
-void add_scale_options(CLI::App& cmd, ScaleOptions& o, bool with_nodes) {
+void add_scale_options(CLI::App& cmd, ScaleOptions& o, bool with_nodes, bool with_job_gpus) {
   if (with_nodes)
     cmd.add_option_function<int>(
            "--nodes", [&o](const int& v) { o.nodes = v == 0 ? -1 : v; },
            "Make the cluster N nodes (with --fabric for a single-node file)")
         ->type_name("N");
+  if (with_job_gpus)
+    cmd.add_option_function<int>(
+           "--gpus-per-node", [&o](const int& v) { o.gpus_per_node = v < 1 ? -1 : v; },
+           "A job on the first K GPUs of each node (64 of an NVL72 rack's 72): nodes of K GPUs, the graph what they "
+           "reach")
+        ->type_name("K");
   cmd.add_option("--fabric", o.fabric,
                  "The network between nodes, KIND:SPEED[:COUNT] NICs per node (e.g. infiniband:200Gb/s:8); "
                  "replaces the file's")
@@ -61,6 +67,8 @@ ClusterOverrides cluster_overrides(const ScaleOptions& o) {
   if (o.nodes < 0)
     throw UsageError("--nodes", fmt::format("a cluster needs at least one node, got {}", o.nodes == -1 ? 0 : o.nodes));
   ov.nodes = o.nodes;
+  if (o.gpus_per_node < 0) throw UsageError("--gpus-per-node", "a job uses at least one GPU of each node");
+  ov.gpus_per_node = o.gpus_per_node;
   if (!o.fabric.empty()) ov.fabric = fabric_option(o.fabric);
   if (!o.gpu.empty()) ov.gpu = gpu_option(o.gpu);
   return ov;
@@ -93,7 +101,7 @@ void add_size_option(CLI::App& cmd, const std::string& name, int& target, const 
 }
 
 void add_scenario_options(CLI::App& cmd, ScenarioOptions& o) {
-  add_scale_options(cmd, o.scale);
+  add_scale_options(cmd, o.scale, true, true);
   cmd.add_option("--cluster", o.cluster, "Cluster: a name in topologies/ or a YAML file")->type_name("NAME|FILE");
   add_gpu_option(cmd, o.scale);
   cmd.add_option("--model", o.model, "Network: a name in models/ or a YAML file")->type_name("NAME|FILE");

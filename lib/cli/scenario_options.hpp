@@ -17,11 +17,13 @@ namespace dlscale::cli {
 /// --nodes N and --fabric KIND:SPEED[:COUNT]: any single-node cluster file (shipped or imported) made
 /// into N nodes on that network (docs/topology.md, "Composing clusters on the command line").
 struct ScaleOptions {
-  int nodes = 0;       // 0: the file's
-  std::string fabric;  // empty: the file's
-  std::string gpu;     // --gpu ID|FILE; empty: the file's
+  int nodes = 0;          // 0: the file's
+  std::string fabric;     // empty: the file's
+  std::string gpu;        // --gpu ID|FILE; empty: the file's
+  int gpus_per_node = 0;  // --gpus-per-node K: a job on K GPUs of each node; 0: all of them
 };
-void add_scale_options(CLI::App& cmd, ScaleOptions& o, bool with_nodes = true);
+/// --nodes (with_nodes), --fabric, and --gpus-per-node (with_job_gpus: the commands that predict a job on them).
+void add_scale_options(CLI::App& cmd, ScaleOptions& o, bool with_nodes = true, bool with_job_gpus = false);
 /// --gpu ID|FILE: every GPU of the cluster replaced (a catalogue id or a YAML file with one GPU's keys).
 void add_gpu_option(CLI::App& cmd, ScaleOptions& o);
 /// The GPU a --gpu value names (load_gpu); an unknown name or missing file is a UsageError naming --gpu,

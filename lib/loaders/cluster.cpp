@@ -79,6 +79,10 @@ void read_size(MapReader& m, Cluster& c, const ClusterOverrides& ov, const fs::p
     const Node n = m.required("gpus_per_node");
     c.gpus_per_node = n.int_at_most(1024);
     if (c.gpus_per_node < 1) n.fail("a node needs at least one GPU");
+    if (ov.gpus_per_node > c.gpus_per_node)
+      throw InputError(
+          SourceLocation{}, "gpus_per_node",
+          fmt::format("'{}' has {} GPUs a node; a job cannot use {} of them", c.name, c.gpus_per_node, ov.gpus_per_node));
   }
   c.gpu = read_gpu_node(m.required("gpu"), data);
   if (ov.gpu) c.gpu = *ov.gpu;  // --gpu: the whole cluster as if its `gpu:` named this one
@@ -102,7 +106,8 @@ void read_graph(MapReader& m, Cluster& c, const ClusterOverrides& ov) {
                                  ov.gpu->name, c.name));
   if (node_section)
     c.topology = topo::read_topology(*node_section, fabric_section, c.gpus_per_node, c.max_nodes, c.gpu.sm_version,
-                                     ov.fabric ? &*ov.fabric : nullptr);
+                                     ov.fabric ? &*ov.fabric : nullptr, ov.gpus_per_node);
+  if (ov.gpus_per_node > 0) c.gpus_per_node = ov.gpus_per_node;  // the job's nodes: its GPUs on each
 }
 
 /// `host_to_gpu: {pinned, pageable}`, or with a graph gpu0's own PCIe link as NCCL rates it.
@@ -237,6 +242,7 @@ Cluster load_cluster(const fs::path& file) { return read_cluster(yamlio::load_fi
 Cluster load_cluster(const fs::path& file, const ClusterOverrides& overrides) {
   Cluster c = read_cluster(yamlio::load_file(file), file.string(), data_folder_of(file), overrides);
   if (overrides.gpu) c.description += fmt::format(" [GPU: {}]", c.gpu.name);
+  if (overrides.gpus_per_node > 0) c.description += fmt::format(" [a job on {} GPUs of each node]", c.gpus_per_node);
   if (overrides.nodes > 0 || overrides.fabric) {
     if (overrides.nodes > 0) c.description += fmt::format(" [{} nodes", c.max_nodes);
     if (overrides.fabric)

@@ -7,6 +7,9 @@
 #include <algorithm>
 #include <map>
 #include <set>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "topology/graph.hpp"
 
@@ -82,12 +85,13 @@ double read_fabric(const Node& node, const std::optional<Node>& fabric, int max_
 }
 
 /// `cpus:` the sockets, with their architecture, vendor and model.
-void read_cpus(const Node& list, Builder& b) {
+void read_cpus(const Node& list, Builder& b, const std::set<std::string>& off) {
   for (const auto& item : list.items()) {
     MapReader c(item);
     VertexProps p;
     p.kind = VertexKind::cpu;
     p.name = c.required("name").scalar();
+    if (off.count(p.name)) continue;  // beyond the job's GPUs (off_job)
     p.arch = read_arch(c.required("arch"));
     p.vendor = p.arch == CpuArch::power ? CpuVendor::ibm : CpuVendor::intel;
     if (auto v = c.optional("vendor")) p.vendor = read_vendor(*v);
@@ -98,26 +102,29 @@ void read_cpus(const Node& list, Builder& b) {
 }
 
 /// Vertices that are only a name: `pcie_switches`, `nvswitches`, `drives`.
-void read_named(MapReader& m, std::string_view key, VertexKind kind, Builder& b) {
+void read_named(MapReader& m, std::string_view key, VertexKind kind, Builder& b, const std::set<std::string>& off) {
   if (auto list = m.optional(key)) {
     for (const auto& item : list->items()) {
       VertexProps p;
       p.kind = kind;
       p.name = item.scalar();
+      if (off.count(p.name)) continue;  // beyond the job's GPUs (off_job)
       b.add(item, p);
     }
   }
 }
 
 /// `nics:` with their speeds (the fabric's by default; --fabric's always). Returns the NICs beyond
-/// --fabric's COUNT, left out with their links.
-std::set<std::string> read_nics(const Node& list, Builder& b, Topology::Impl& impl, double fabric_gbs, const FabricSpec* over) {
+/// --fabric's COUNT, left out with their links. NICs in `off` (beyond the job's GPUs) are left out first.
+std::set<std::string> read_nics(const Node& list, Builder& b, Topology::Impl& impl, double fabric_gbs, const FabricSpec* over,
+                                const std::set<std::string>& off) {
   std::set<std::string> dropped_nics;  // beyond --fabric's COUNT
   for (const auto& item : list.items()) {
     MapReader c(item);
     VertexProps p;
     p.kind = VertexKind::nic;
     p.name = c.required("name").scalar();
+    if (off.count(p.name)) continue;
     if (over && over->nics > 0 && static_cast<int>(impl.nics.size()) >= over->nics) {
       dropped_nics.insert(p.name);
       continue;
@@ -204,6 +211,34 @@ void check_link_kind(const Node& item, const Node& kind_node, const VertexProps&
   }
 }
 
+/// A job on the first `job` of the node's `gpus` GPUs: the names its graph leaves out. The other GPUs (gpuJ,
+/// J ≥ job), and every vertex the links reach only through them: what a search from the job's GPUs over the links,
+/// not passing the other GPUs, does not find (an NVL72 rack's Graces and NICs beside its unused GPUs; a DGX's
+/// second socket stays, reached over the CPUs' link).
+std::set<std::string> off_job(const Node& links, int gpus, int job) {
+  std::set<std::string> off;
+  for (int j = job; j < gpus; ++j) off.insert(fmt::format("gpu{}", j));
+  std::map<std::string, std::vector<std::string>> next;
+  for (const auto& item : links.items()) {
+    MapReader l(item);
+    const std::string a = l.required("a").scalar(), bname = l.required("b").scalar();
+    next[a].push_back(bname);
+    next[bname].push_back(a);
+  }
+  std::set<std::string> reached;
+  std::vector<std::string> todo;
+  for (int j = 0; j < job; ++j) todo.push_back(fmt::format("gpu{}", j));
+  while (!todo.empty()) {
+    const std::string v = std::move(todo.back());
+    todo.pop_back();
+    if (off.count(v) || !reached.insert(v).second) continue;
+    for (const auto& w : next[v]) todo.push_back(w);
+  }
+  for (const auto& [v, ends] : next)
+    if (!reached.count(v)) off.insert(v);
+  return off;
+}
+
 /// `links:` between the vertices; a link declared twice fails at the second, naming the first's line.
 void read_links(const Node& links, Builder& b, int sm, const std::set<std::string>& dropped_nics) {
   struct Seen {
@@ -216,7 +251,7 @@ void read_links(const Node& links, Builder& b, int sm, const std::set<std::strin
     const Node na = l.required("a");
     const Node nb = l.required("b");
     const std::string a = na.scalar(), bname = nb.scalar();
-    if (dropped_nics.count(a) || dropped_nics.count(bname)) continue;  // a NIC --fabric's COUNT leaves out
+    if (dropped_nics.count(a) || dropped_nics.count(bname)) continue;  // a NIC --fabric's COUNT leaves out, or off_job
     const Vertex va = vertex_named(b, na, a), vb = vertex_named(b, nb, bname);
     if (va == vb) item.fail(fmt::format("a link joins '{}' to itself", a));
     EdgeProps e;
@@ -243,13 +278,14 @@ void read_links(const Node& links, Builder& b, int sm, const std::set<std::strin
 }
 
 /// `p2p_bandwidth:` measured GPU-to-GPU bandwidths that replace the path's.
-void read_p2p_overrides(const Node& list, int gpus_per_node, Topology::Impl& impl) {
+void read_p2p_overrides(const Node& list, int gpus_per_node, int job_gpus, Topology::Impl& impl) {
   for (const auto& item : list.items()) {
     MapReader p(item);
     const Node gn = p.required("gpus");
     const auto gs = gn.integer_list();
     if (gs.size() != 2 || gs[0] == gs[1] || gs[0] < 0 || gs[1] < 0 || gs[0] >= gpus_per_node || gs[1] >= gpus_per_node)
       gn.fail(fmt::format("expected two different local GPU indices below {}", gpus_per_node));
+    if (gs[0] >= job_gpus || gs[1] >= job_gpus) continue;  // a pair beyond the job's GPUs
     impl.p2p_overrides.push_back(
         P2pOverride{static_cast<int>(gs[0]), static_cast<int>(gs[1]), p.required("bandwidth").bandwidth()});
     p.finish();
@@ -291,13 +327,18 @@ void add_fabric_nics(const Node& node, const FabricSpec& over, int gpus_per_node
 }  // namespace
 
 std::shared_ptr<const Topology> read_topology(const Node& node, const std::optional<Node>& fabric, int gpus_per_node,
-                                              int max_nodes, int sm, const FabricSpec* over) {
+                                              int max_nodes, int sm, const FabricSpec* over, int job_gpus) {
+  const int file_gpus = gpus_per_node;  // the node's GPUs as the file gives them; the graph holds the job's
+  if (job_gpus > 0 && job_gpus < file_gpus) gpus_per_node = job_gpus;
   auto impl = std::make_unique<Topology::Impl>();
   impl->sm = sm;
   impl->nodes = max_nodes;
   impl->gpus_per_node = gpus_per_node;
   Builder b;
   MapReader m(node);
+  // a job on part of each node: the vertices its GPUs do not reach (off_job), left out with their links
+  const std::set<std::string> off =
+      gpus_per_node < file_gpus ? off_job(m.required("links"), file_gpus, gpus_per_node) : std::set<std::string>{};
   if (sm <= 0) node.fail("the GPU needs an 'sm' (compute capability) for the topology model: NVLink bandwidth depends on it");
   // the fabric first: NICs take its speed by default
   const double fabric_gbs = read_fabric(node, fabric, max_nodes, over, *impl);
@@ -311,16 +352,16 @@ std::shared_ptr<const Topology> read_topology(const Node& node, const std::optio
     impl->gpus.push_back(b.add(node, p));
   }
   if (auto n = m.optional("pcie_p2p")) impl->pcie_p2p = n->boolean();
-  if (auto list = m.optional("cpus")) read_cpus(*list, b);
-  read_named(m, "pcie_switches", VertexKind::pcie_switch, b);
-  read_named(m, "nvswitches", VertexKind::nvswitch, b);
-  std::set<std::string> dropped_nics;  // beyond --fabric's COUNT
-  if (auto list = m.optional("nics")) dropped_nics = read_nics(*list, b, *impl, fabric_gbs, over);
-  read_named(m, "drives", VertexKind::storage, b);
+  if (auto list = m.optional("cpus")) read_cpus(*list, b, off);
+  read_named(m, "pcie_switches", VertexKind::pcie_switch, b, off);
+  read_named(m, "nvswitches", VertexKind::nvswitch, b, off);
+  std::set<std::string> dropped = off;  // beyond the job's GPUs, and the NICs beyond --fabric's COUNT
+  if (auto list = m.optional("nics")) dropped.merge(read_nics(*list, b, *impl, fabric_gbs, over, off));
+  read_named(m, "drives", VertexKind::storage, b, off);
 
   // ---- links -------------------------------------------------------------------------------------
-  read_links(m.required("links"), b, sm, dropped_nics);
-  if (auto list = m.optional("p2p_bandwidth")) read_p2p_overrides(*list, gpus_per_node, *impl);
+  read_links(m.required("links"), b, sm, dropped);
+  if (auto list = m.optional("p2p_bandwidth")) read_p2p_overrides(*list, file_gpus, gpus_per_node, *impl);
   m.finish();
 
   // Every GPU must hang somewhere, and a multi-node cluster needs NICs.
