@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 
 #include "dlscale/compute.hpp"
+#include "dlscale/equations.hpp"
 #include "dlscale/error.hpp"
 #include "dlscale/io.hpp"
 #include "dlscale/zoo.hpp"
@@ -161,6 +162,96 @@ TEST(PublishedCounts, DecoderSizesByHand) {
   EXPECT_EQ(arch("llama2-13b").total_params(), 13'015'864'320);
   // GPT-3 Small is GPT-2 small with a 2048-position table: 124,439,808 + 1024 × 768 = 125,226,240.
   EXPECT_EQ(arch("gpt3-125m").total_params(), 124'439'808 + 1024 * 768);
+}
+
+// ---- sliding-window attention (eq. K25) --------------------------------------------------------------------------
+// The (query, key) pairs causal attention with a window of w lets through, by a double loop: query i (1 … s) sees key
+// j when j ≤ i and i − j < w (w = 0: no window).
+std::int64_t visible_pairs(std::int64_t s, std::int64_t w) {
+  std::int64_t n = 0;
+  for (std::int64_t i = 1; i <= s; ++i)
+    for (std::int64_t j = 1; j <= s; ++j)
+      if (j <= i && (w == 0 || i - j < w)) ++n;
+  return n;
+}
+// The model's convention counts the full square for a causal mask; with a window, the band |i − j| < w, again by a
+// double loop.
+std::int64_t band_pairs(std::int64_t s, std::int64_t w) {
+  std::int64_t n = 0;
+  for (std::int64_t i = 1; i <= s; ++i)
+    for (std::int64_t j = 1; j <= s; ++j)
+      if (w == 0 || std::abs(i - j) < w) ++n;
+  return n;
+}
+
+TEST(SlidingWindow, CountsTheVisiblePairs) {
+  for (std::int64_t s : {1, 2, 3, 7, 16, 33})
+    for (std::int64_t w : {0, 1, 2, 3, 5, 16, 40}) {
+      SCOPED_TRACE(fmt::format("s {} w {}", s, w));
+      EXPECT_EQ(eq::causal_window_pairs(s, w), visible_pairs(s, w));
+      EXPECT_EQ(eq::attention_band_pairs(s, w), band_pairs(s, w));
+      EXPECT_EQ(band_pairs(s, w), 2 * visible_pairs(s, w) - s);  // the relation docs/models.md derives
+    }
+  EXPECT_EQ(visible_pairs(16, 5), 1 + 2 + 3 + 4 + 5 + 11 * 5);  // 70
+}
+
+// The attention layer's products (zoo) and FlashAttention's work (K9) with a window, against the double loops: a
+// 1-layer decoder of width 64 (4 heads of 16) over 16 tokens, window 5.
+TEST(SlidingWindow, TheLayerAndTheFlashKernelCountTheBand) {
+  const std::string base = "decoder:layers=1,hidden=64,heads=4,ffn=128,vocab=100,seq=16";
+  const Network none = build_decoder(parse_decoder_spec(base, "--model"), "d");
+  const Network win = build_decoder(parse_decoder_spec(base + ",window=5", "--model"), "d");
+  const Layer& a0 = layer(none, "model.layers.0.self_attn");
+  const Layer& a5 = layer(win, "model.layers.0.self_attn");
+  EXPECT_EQ(a5.window, 5);
+  EXPECT_TRUE(a5.causal);
+  // projections 16 tokens × 4·64 outputs × 64 inputs, no bias; scores and context 64 multiply-adds a counted pair
+  const double proj = 16.0 * 4 * 64 * 64;
+  EXPECT_DOUBLE_EQ(a0.macs_per_sample, proj + 2.0 * 64 * band_pairs(16, 0));
+  EXPECT_DOUBLE_EQ(a5.macs_per_sample, proj + 2.0 * 64 * band_pairs(16, 5));
+  EXPECT_DOUBLE_EQ(a0.macs_per_sample - a5.macs_per_sample, 2.0 * 64 * (256 - 124));
+  // FlashAttention-2 forward: its FLOPs are the causal half's share of the band, 4·heads·dh·band/2
+  ComputeOptions o;
+  o.precision = Precision::bf16;
+  o.attention = AttentionKernel::flash;
+  const GpuSpec gpu = find_gpu("h100-sxm");
+  auto flash_flops = [&](const Layer& l, bool bwd) {
+    for (const auto& k : layer_kernels(l, false, false, gpu, 1, o))
+      if (k.name == std::string("model.layers.0.self_attn.attention ") + (bwd ? "bwd" : "fwd") + " (flash)")
+        return in_flops(k.flops);
+    return -1.0;
+  };
+  for (bool bwd : {false, true}) {
+    const double f = bwd ? 2.5 : 1.0;  // K9: backward five products to the forward's two
+    EXPECT_NEAR(flash_flops(a0, bwd), f * 2.0 * 64 * 256, 1e-9);
+    EXPECT_NEAR(flash_flops(a5, bwd), f * 2.0 * 64 * band_pairs(16, 5), 1e-9);
+  }
+}
+
+// A window as long as the sequence (or longer) hides nothing: the network and every predicted time are those of no
+// window, to the bit.
+TEST(SlidingWindow, AWindowOfTheWholeSequenceChangesNothing) {
+  const std::string base = "decoder:layers=2,hidden=256,heads=8,kv_heads=2,ffn=512,vocab=1000,seq=512";
+  const Network none = build_decoder(parse_decoder_spec(base, "--model"), "d");
+  ComputeOptions o;
+  o.precision = Precision::bf16;
+  o.attention = AttentionKernel::flash;
+  const GpuSpec gpu = find_gpu("h100-sxm");
+  const LayerTimes t0 = estimate_layer_times(none, gpu, 4, o);
+  for (const char* w : {",window=512", ",window=513", ",window=100000"}) {
+    SCOPED_TRACE(w);
+    const Network n = build_decoder(parse_decoder_spec(base + w, "--model"), "d");
+    EXPECT_EQ(network_to_yaml(n, "d"), network_to_yaml(none, "d"));
+    const LayerTimes t = estimate_layer_times(n, gpu, 4, o);
+    ASSERT_EQ(t.forward.size(), t0.forward.size());
+    for (std::size_t i = 0; i < t.forward.size(); ++i) {
+      EXPECT_EQ(in_seconds(t.forward[i]), in_seconds(t0.forward[i])) << i;
+      EXPECT_EQ(in_seconds(t.backward[i]), in_seconds(t0.backward[i])) << i;
+    }
+  }
+  // one token short of the sequence is a window: less work
+  const Network short_window = build_decoder(parse_decoder_spec(base + ",window=511", "--model"), "d");
+  EXPECT_LT(short_window.total_macs_per_sample(), none.total_macs_per_sample());
 }
 
 TEST(Generator, DecoderWritesWhatTheHandWrittenLlamaListDid) {
@@ -389,6 +480,8 @@ TEST_P(GeneratedFile, LoadsBackToTheSameNumbers) {
   EXPECT_DOUBLE_EQ(loaded.total_macs_per_sample(), built.total_macs_per_sample());
   EXPECT_DOUBLE_EQ(loaded.total_forward_flops_per_sample(), 2 * built.total_macs_per_sample());
   EXPECT_DOUBLE_EQ(loaded.total_activation_bytes_per_sample(), built.total_activation_bytes_per_sample());
+  for (std::size_t i = 0; i < built.layers.size(); ++i)  // a sliding window (eq. K25) survives the file
+    EXPECT_EQ(loaded.layers[i].window, built.layers[i].window) << built.layers[i].name;
 }
 
 INSTANTIATE_TEST_SUITE_P(Zoo, GeneratedFile, ::testing::ValuesIn(kZoo), [](const auto& param_info) {
