@@ -24,11 +24,11 @@ namespace {
 namespace fs = std::filesystem;
 
 const std::vector<std::string> kZoo = {
-    "alexnet",          "googlenet", "vgg16",        "vgg19",        "resnet18",   "resnet34",   "resnet50",  "resnet50-v1",
-    "resnet101",        "resnet152", "inception-v3", "inception-bn", "bert-base",  "bert-large", "bert-swag", "bert-squad",
-    "bert-large-squad", "gpt2",      "gpt2-xl",      "llama2-7b",    "llama2-13b", "llama2-70b", "llama3-8b", "gpt3-125m",
-    "gpt3-350m",        "gpt3-760m", "gpt3-1.3b",    "gpt3-2.7b",    "gpt3-6.7b",  "gpt3-13b",   "gpt3-175b", "mixtral-8x7b",
-    "mixtral-8x22b"};
+    "alexnet",          "googlenet",  "vgg16",         "vgg19",        "resnet18",   "resnet34",   "resnet50",  "resnet50-v1",
+    "resnet101",        "resnet152",  "inception-v3",  "inception-bn", "bert-base",  "bert-large", "bert-swag", "bert-squad",
+    "bert-large-squad", "gpt2",       "gpt2-xl",       "llama2-7b",    "llama2-13b", "llama2-70b", "llama3-8b", "gpt3-125m",
+    "gpt3-350m",        "gpt3-760m",  "gpt3-1.3b",     "gpt3-2.7b",    "gpt3-6.7b",  "gpt3-13b",   "gpt3-175b", "mixtral-8x7b",
+    "mixtral-8x22b",    "llama3-70b", "llama3.1-405b", "mistral-7b",   "mpt-7b",     "mpt-30b"};
 
 Network arch(const std::string& name) { return build_network(resolve_architecture(name, "NAME")); }
 
@@ -128,6 +128,11 @@ INSTANTIATE_TEST_SUITE_P(
         // Mixtral-8x7B: 46.7 B on its Hugging Face model card; Mixtral-8x22B: 141 B in Mistral AI's release (both
         // recalled, not read here). Every expert counts; the active parameters are tests/moe_test.cpp's.
         Published{"mixtral-8x7b", 46.7e9, 0, 0.001}, Published{"mixtral-8x22b", 141e9, 0, 0.01},
+        // Llama-3-70B 70.6 B and Llama-3.1-405B 405.9 B (Meta's model card; Hugging Face), Mistral-7B 7.24 B (Mistral
+        // AI), MPT-7B "6.7B" and MPT-30B 29.96 B (MosaicML): all recalled, not read here. MPT-7B's 6.649 B by hand
+        // (below) rounds to 6.6, not 6.7: 0.76 % from the card's figure.
+        Published{"llama3-70b", 70.6e9, 0, 0.001}, Published{"llama3.1-405b", 405.9e9, 0, 0.001},
+        Published{"mistral-7b", 7.24e9, 0, 0.001}, Published{"mpt-7b", 6.7e9, 0, 0.01}, Published{"mpt-30b", 29.96e9, 0, 0.001},
         // GPT-3, Brown et al. 2020 Table 2.1 "n_params", rounded there to two or three digits: 125M, 350M,
         // 760M, 1.3B, 2.7B, 6.7B, 13.0B, 175.0B (our 355.9 M, 2.652 B and 1.316 B are the farthest, < 2 %).
         Published{"gpt3-125m", 125e6, 0, 0.02}, Published{"gpt3-350m", 350e6, 0, 0.02}, Published{"gpt3-760m", 760e6, 0, 0.02},
@@ -162,6 +167,49 @@ TEST(PublishedCounts, DecoderSizesByHand) {
   EXPECT_EQ(arch("llama2-13b").total_params(), 13'015'864'320);
   // GPT-3 Small is GPT-2 small with a 2048-position table: 124,439,808 + 1024 × 768 = 125,226,240.
   EXPECT_EQ(arch("gpt3-125m").total_params(), 124'439'808 + 1024 * 768);
+}
+
+// The published config formula, written out: a Llama/Mistral decoder of L layers, width D, H heads of which K hold
+// keys and values, SwiGLU F, vocabulary V, untied: embedding V·D + L·(q and o 2·D² + k and v 2·D·(D·K/H) + 3·D·F +
+// two RMSNorms 2·D) + final norm D + head V·D. An MPT one (no biases, LayerNorm without a bias, GELU MLP of F, tied
+// head): V·D + L·(Wqkv 3·D² + out_proj D² + up and down 2·D·F + norm_1, norm_2 2·D) + norm_f D.
+std::int64_t llama_params(std::int64_t L, std::int64_t D, std::int64_t H, std::int64_t K, std::int64_t F, std::int64_t V) {
+  return V * D + L * (2 * D * D + 2 * D * (D * K / H) + 3 * D * F + 2 * D) + D + V * D;
+}
+std::int64_t mpt_params(std::int64_t L, std::int64_t D, std::int64_t F, std::int64_t V) {
+  return V * D + L * (3 * D * D + D * D + 2 * D * F + 2 * D) + D;
+}
+
+TEST(PublishedCounts, NewDecoderShapesByTheConfigFormula) {
+  // Llama-3-70B: 128256·8192·2 + 80·(2·8192² + 2·8192·1024 + 3·8192·28672 + 2·8192) + 8192 = 70,553,706,496
+  EXPECT_EQ(arch("llama3-70b").total_params(), llama_params(80, 8192, 64, 8, 28672, 128256));
+  EXPECT_EQ(llama_params(80, 8192, 64, 8, 28672, 128256), 70'553'706'496);
+  // Llama-3.1-405B: 126 layers of 16384, 128 heads (8 key/value), SwiGLU 53248 = 405,853,388,800
+  EXPECT_EQ(arch("llama3.1-405b").total_params(), llama_params(126, 16384, 128, 8, 53248, 128256));
+  EXPECT_EQ(llama_params(126, 16384, 128, 8, 53248, 128256), 405'853'388'800);
+  // Mistral-7B: Llama-3-8B's blocks with a 32000 vocabulary = 7,241,732,096
+  EXPECT_EQ(arch("mistral-7b").total_params(), llama_params(32, 4096, 32, 8, 14336, 32000));
+  EXPECT_EQ(llama_params(32, 4096, 32, 8, 14336, 32000), 7'241'732'096);
+  // MPT-7B and MPT-30B: 6,649,286,656 and 29,957,200,896
+  EXPECT_EQ(arch("mpt-7b").total_params(), mpt_params(32, 4096, 16384, 50432));
+  EXPECT_EQ(mpt_params(32, 4096, 16384, 50432), 6'649'286'656);
+  EXPECT_EQ(arch("mpt-30b").total_params(), mpt_params(48, 7168, 28672, 50432));
+  EXPECT_EQ(mpt_params(48, 7168, 28672, 50432), 29'957'200'896);
+  // MPT's norms are LayerNorms without a bias (D parameters, not an RMSNorm: no `rms` for K14's eager chain), its
+  // attention has no rotary embedding (ALiBi) and its MLP two matrices; the head is tied (no parameters of its own)
+  const Network mpt = arch("mpt-7b");
+  const Layer& norm = layer(mpt, "model.layers.0.input_layernorm");
+  EXPECT_EQ(norm.params, 4096);
+  EXPECT_FALSE(norm.rms);
+  EXPECT_FALSE(layer(mpt, "model.layers.0.self_attn").rotary);
+  EXPECT_FALSE(layer(mpt, "model.layers.0.mlp").gated);
+  EXPECT_EQ(layer(mpt, "lm_head").params, 0);
+  EXPECT_EQ(mpt.input_shape, (std::vector<std::int64_t>{2048}));
+  EXPECT_EQ(arch("mpt-30b").input_shape, (std::vector<std::int64_t>{8192}));
+  // Mistral's window: 4096 at 8192 tokens, on every block's attention
+  const Network mistral = arch("mistral-7b");
+  EXPECT_EQ(layer(mistral, "model.layers.31.self_attn").window, 4096);
+  EXPECT_EQ(mistral.input_shape, (std::vector<std::int64_t>{8192}));
 }
 
 // ---- sliding-window attention (eq. K25) --------------------------------------------------------------------------
