@@ -526,7 +526,7 @@ std::vector<Row> catalogue() {
        "model show {dir}/m.yaml -o {out}",
        E + "{dir}/m.yaml:5:67: 'layers[1].weights': unknown key (known keys here: activation_bytes, branches, causal, experts, forward_flops, gated, groups, heads, "
            "hidden, input_shape, kernel, kind, kv_heads, macs, name, output_shape, params, probs_dropout, rms, rotary, stride, "
-           "top_k)\n"},
+           "top_k, window)\n"},
       {"net_unknown_name", {}, "model show resnet51 -o {out}", E + "'NAME': unknown model 'resnet51' (known: alexnet)\n", "{mini}"},
 
       // ---- architecture descriptions (models/arch) -----------------------------------------------------------
@@ -536,6 +536,9 @@ std::vector<Row> catalogue() {
            "tanh, dropout, lrn, residual, concat, block, repeat, decoder)\n"},
       {"arch_kernel_larger_than_input", {{"small.yaml", edit(kArch, 5, "  - conv: {name: conv1, out: 16, kernel: 35}")}}, kCmdArch,
        E + "{dir}/small.yaml:5:42: 'layers[0].conv.kernel': a 35x35 kernel does not fit the 32x32 input (padding 0x0)\n"},
+      {"arch_decoder_window_zero",
+       {{"small.yaml", edit(edit(kArch, 3, "input: {tokens: 16}"), 5, "  - decoder: {layers: 1, width: 8, heads: 2, ffn: 16, ffn_kind: swiglu, vocab: 10, positions: rotary, window: 0}")}},
+       kCmdArch, E + "{dir}/small.yaml:5:111: 'layers[0].decoder.window': must be a positive whole number, got 0\n"},
       {"arch_zero_channels", {{"small.yaml", edit(kArch, 5, "  - conv: {name: conv1, out: 0, kernel: 3, pad: 1}")}}, kCmdArch,
        E + "{dir}/small.yaml:5:30: 'layers[0].conv.out': must be a positive whole number, got 0\n"},
       {"arch_name_is_not_the_file_name", {{"small.yaml", edit(kArch, 1, "name: big")}}, kCmdArch,
@@ -961,10 +964,26 @@ std::vector<Row> catalogue() {
        E + "'--model': decoder key 'seq': 16 tokens do not fit the 8 learned positions ('context')\n"},
       {"option_decoder_unknown_key", {}, "predict --model decoder:layers=2,width=64 -o {out}",
        E + "'--model': unknown decoder key 'width' (keys: layers, hidden, heads, kv_heads, ffn, vocab, seq, ffn_kind, positions, "
-           "context, tied, bias, experts, top_k, expert_ffn, shared_experts, first_dense)\n"},
+           "context, tied, bias, norm, window, experts, top_k, expert_ffn, shared_experts, first_dense)\n"},
+      // a sliding window (eq. K25): a whole number of positions, at least 1
+      {"option_decoder_window_zero", {}, "predict --model decoder:layers=2,hidden=64,heads=4,ffn=128,vocab=100,seq=16,window=0 -o {out}",
+       E + "'--model': decoder key 'window': '0' is not a whole number ≥ 1\n"},
+      {"option_decoder_window_negative", {},
+       "predict --model decoder:layers=2,hidden=64,heads=4,ffn=128,vocab=100,seq=16,window=-4 -o {out}",
+       E + "'--model': decoder key 'window': '-4' is not a whole number ≥ 1\n"},
+      {"option_decoder_window_fraction", {},
+       "predict --model decoder:layers=2,hidden=64,heads=4,ffn=128,vocab=100,seq=16,window=2.5 -o {out}",
+       E + "'--model': decoder key 'window': '2.5' is not a whole number ≥ 1\n"},
+      {"option_decoder_norm_unknown", {},
+       "predict --model decoder:layers=2,hidden=64,heads=4,ffn=128,vocab=100,seq=16,norm=batchnorm -o {out}",
+       E + "'--model': decoder key 'norm': 'batchnorm' is not one of rmsnorm, layernorm\n"},
+      {"option_decoder_window_with_cp", {},
+       "predict --cluster dgx-h100-ndr --nodes 1 --model decoder:layers=2,hidden=64,heads=4,ffn=128,vocab=100,seq=16,window=4 "
+       "--cp 2 --gpus 8 -o {out}",
+       E + "'--cp': cp 2: context parallelism over a sliding window of 4 tokens is not modelled\n"},
       {"option_decoder_missing_key", {}, "predict --model decoder:layers=2,hidden=64,heads=4,ffn=128,vocab=100 -o {out}",
        E + "'--model': decoder spec needs 'seq' (keys: layers, hidden, heads, kv_heads, ffn, vocab, seq, ffn_kind, positions, "
-           "context, tied, bias, experts, top_k, expert_ffn, shared_experts, first_dense)\n"},
+           "context, tied, bias, norm, window, experts, top_k, expert_ffn, shared_experts, first_dense)\n"},
       // a mixture of experts and expert parallelism (docs/model.md, P16-P17)
       {"option_decoder_top_k_above_experts", {},
        "predict --model decoder:layers=2,hidden=64,heads=4,ffn=128,vocab=100,seq=16,experts=4,top_k=5 -o {out}",

@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 
 #include "dlscale/compute.hpp"
+#include "dlscale/equations.hpp"
 #include "dlscale/error.hpp"
 #include "dlscale/io.hpp"
 #include "dlscale/zoo.hpp"
@@ -23,11 +24,11 @@ namespace {
 namespace fs = std::filesystem;
 
 const std::vector<std::string> kZoo = {
-    "alexnet",          "googlenet", "vgg16",        "vgg19",        "resnet18",   "resnet34",   "resnet50",  "resnet50-v1",
-    "resnet101",        "resnet152", "inception-v3", "inception-bn", "bert-base",  "bert-large", "bert-swag", "bert-squad",
-    "bert-large-squad", "gpt2",      "gpt2-xl",      "llama2-7b",    "llama2-13b", "llama2-70b", "llama3-8b", "gpt3-125m",
-    "gpt3-350m",        "gpt3-760m", "gpt3-1.3b",    "gpt3-2.7b",    "gpt3-6.7b",  "gpt3-13b",   "gpt3-175b", "mixtral-8x7b",
-    "mixtral-8x22b"};
+    "alexnet",          "googlenet",  "vgg16",         "vgg19",        "resnet18",   "resnet34",   "resnet50",  "resnet50-v1",
+    "resnet101",        "resnet152",  "inception-v3",  "inception-bn", "bert-base",  "bert-large", "bert-swag", "bert-squad",
+    "bert-large-squad", "gpt2",       "gpt2-xl",       "llama2-7b",    "llama2-13b", "llama2-70b", "llama3-8b", "gpt3-125m",
+    "gpt3-350m",        "gpt3-760m",  "gpt3-1.3b",     "gpt3-2.7b",    "gpt3-6.7b",  "gpt3-13b",   "gpt3-175b", "mixtral-8x7b",
+    "mixtral-8x22b",    "llama3-70b", "llama3.1-405b", "mistral-7b",   "mpt-7b",     "mpt-30b"};
 
 Network arch(const std::string& name) { return build_network(resolve_architecture(name, "NAME")); }
 
@@ -127,6 +128,11 @@ INSTANTIATE_TEST_SUITE_P(
         // Mixtral-8x7B: 46.7 B on its Hugging Face model card; Mixtral-8x22B: 141 B in Mistral AI's release (both
         // recalled, not read here). Every expert counts; the active parameters are tests/moe_test.cpp's.
         Published{"mixtral-8x7b", 46.7e9, 0, 0.001}, Published{"mixtral-8x22b", 141e9, 0, 0.01},
+        // Llama-3-70B 70.6 B and Llama-3.1-405B 405.9 B (Meta's model card; Hugging Face), Mistral-7B 7.24 B (Mistral
+        // AI), MPT-7B "6.7B" and MPT-30B 29.96 B (MosaicML): all recalled, not read here. MPT-7B's 6.649 B by hand
+        // (below) rounds to 6.6, not 6.7: 0.76 % from the card's figure.
+        Published{"llama3-70b", 70.6e9, 0, 0.001}, Published{"llama3.1-405b", 405.9e9, 0, 0.001},
+        Published{"mistral-7b", 7.24e9, 0, 0.001}, Published{"mpt-7b", 6.7e9, 0, 0.01}, Published{"mpt-30b", 29.96e9, 0, 0.001},
         // GPT-3, Brown et al. 2020 Table 2.1 "n_params", rounded there to two or three digits: 125M, 350M,
         // 760M, 1.3B, 2.7B, 6.7B, 13.0B, 175.0B (our 355.9 M, 2.652 B and 1.316 B are the farthest, < 2 %).
         Published{"gpt3-125m", 125e6, 0, 0.02}, Published{"gpt3-350m", 350e6, 0, 0.02}, Published{"gpt3-760m", 760e6, 0, 0.02},
@@ -161,6 +167,139 @@ TEST(PublishedCounts, DecoderSizesByHand) {
   EXPECT_EQ(arch("llama2-13b").total_params(), 13'015'864'320);
   // GPT-3 Small is GPT-2 small with a 2048-position table: 124,439,808 + 1024 × 768 = 125,226,240.
   EXPECT_EQ(arch("gpt3-125m").total_params(), 124'439'808 + 1024 * 768);
+}
+
+// The published config formula, written out: a Llama/Mistral decoder of L layers, width D, H heads of which K hold
+// keys and values, SwiGLU F, vocabulary V, untied: embedding V·D + L·(q and o 2·D² + k and v 2·D·(D·K/H) + 3·D·F +
+// two RMSNorms 2·D) + final norm D + head V·D. An MPT one (no biases, LayerNorm without a bias, GELU MLP of F, tied
+// head): V·D + L·(Wqkv 3·D² + out_proj D² + up and down 2·D·F + norm_1, norm_2 2·D) + norm_f D.
+std::int64_t llama_params(std::int64_t L, std::int64_t D, std::int64_t H, std::int64_t K, std::int64_t F, std::int64_t V) {
+  return V * D + L * (2 * D * D + 2 * D * (D * K / H) + 3 * D * F + 2 * D) + D + V * D;
+}
+std::int64_t mpt_params(std::int64_t L, std::int64_t D, std::int64_t F, std::int64_t V) {
+  return V * D + L * (3 * D * D + D * D + 2 * D * F + 2 * D) + D;
+}
+
+TEST(PublishedCounts, NewDecoderShapesByTheConfigFormula) {
+  // Llama-3-70B: 128256·8192·2 + 80·(2·8192² + 2·8192·1024 + 3·8192·28672 + 2·8192) + 8192 = 70,553,706,496
+  EXPECT_EQ(arch("llama3-70b").total_params(), llama_params(80, 8192, 64, 8, 28672, 128256));
+  EXPECT_EQ(llama_params(80, 8192, 64, 8, 28672, 128256), 70'553'706'496);
+  // Llama-3.1-405B: 126 layers of 16384, 128 heads (8 key/value), SwiGLU 53248 = 405,853,388,800
+  EXPECT_EQ(arch("llama3.1-405b").total_params(), llama_params(126, 16384, 128, 8, 53248, 128256));
+  EXPECT_EQ(llama_params(126, 16384, 128, 8, 53248, 128256), 405'853'388'800);
+  // Mistral-7B: Llama-3-8B's blocks with a 32000 vocabulary = 7,241,732,096
+  EXPECT_EQ(arch("mistral-7b").total_params(), llama_params(32, 4096, 32, 8, 14336, 32000));
+  EXPECT_EQ(llama_params(32, 4096, 32, 8, 14336, 32000), 7'241'732'096);
+  // MPT-7B and MPT-30B: 6,649,286,656 and 29,957,200,896
+  EXPECT_EQ(arch("mpt-7b").total_params(), mpt_params(32, 4096, 16384, 50432));
+  EXPECT_EQ(mpt_params(32, 4096, 16384, 50432), 6'649'286'656);
+  EXPECT_EQ(arch("mpt-30b").total_params(), mpt_params(48, 7168, 28672, 50432));
+  EXPECT_EQ(mpt_params(48, 7168, 28672, 50432), 29'957'200'896);
+  // MPT's norms are LayerNorms without a bias (D parameters, not an RMSNorm: no `rms` for K14's eager chain), its
+  // attention has no rotary embedding (ALiBi) and its MLP two matrices; the head is tied (no parameters of its own)
+  const Network mpt = arch("mpt-7b");
+  const Layer& norm = layer(mpt, "model.layers.0.input_layernorm");
+  EXPECT_EQ(norm.params, 4096);
+  EXPECT_FALSE(norm.rms);
+  EXPECT_FALSE(layer(mpt, "model.layers.0.self_attn").rotary);
+  EXPECT_FALSE(layer(mpt, "model.layers.0.mlp").gated);
+  EXPECT_EQ(layer(mpt, "lm_head").params, 0);
+  EXPECT_EQ(mpt.input_shape, (std::vector<std::int64_t>{2048}));
+  EXPECT_EQ(arch("mpt-30b").input_shape, (std::vector<std::int64_t>{8192}));
+  // Mistral's window: 4096 at 8192 tokens, on every block's attention
+  const Network mistral = arch("mistral-7b");
+  EXPECT_EQ(layer(mistral, "model.layers.31.self_attn").window, 4096);
+  EXPECT_EQ(mistral.input_shape, (std::vector<std::int64_t>{8192}));
+}
+
+// ---- sliding-window attention (eq. K25) --------------------------------------------------------------------------
+// The (query, key) pairs causal attention with a window of w lets through, by a double loop: query i (1 … s) sees key
+// j when j ≤ i and i − j < w (w = 0: no window).
+std::int64_t visible_pairs(std::int64_t s, std::int64_t w) {
+  std::int64_t n = 0;
+  for (std::int64_t i = 1; i <= s; ++i)
+    for (std::int64_t j = 1; j <= s; ++j)
+      if (j <= i && (w == 0 || i - j < w)) ++n;
+  return n;
+}
+// The model's convention counts the full square for a causal mask; with a window, the band |i − j| < w, again by a
+// double loop.
+std::int64_t band_pairs(std::int64_t s, std::int64_t w) {
+  std::int64_t n = 0;
+  for (std::int64_t i = 1; i <= s; ++i)
+    for (std::int64_t j = 1; j <= s; ++j)
+      if (w == 0 || std::abs(i - j) < w) ++n;
+  return n;
+}
+
+TEST(SlidingWindow, CountsTheVisiblePairs) {
+  for (std::int64_t s : {1, 2, 3, 7, 16, 33})
+    for (std::int64_t w : {0, 1, 2, 3, 5, 16, 40}) {
+      SCOPED_TRACE(fmt::format("s {} w {}", s, w));
+      EXPECT_EQ(eq::causal_window_pairs(s, w), visible_pairs(s, w));
+      EXPECT_EQ(eq::attention_band_pairs(s, w), band_pairs(s, w));
+      EXPECT_EQ(band_pairs(s, w), 2 * visible_pairs(s, w) - s);  // the relation docs/models.md derives
+    }
+  EXPECT_EQ(visible_pairs(16, 5), 1 + 2 + 3 + 4 + 5 + 11 * 5);  // 70
+}
+
+// The attention layer's products (zoo) and FlashAttention's work (K9) with a window, against the double loops: a
+// 1-layer decoder of width 64 (4 heads of 16) over 16 tokens, window 5.
+TEST(SlidingWindow, TheLayerAndTheFlashKernelCountTheBand) {
+  const std::string base = "decoder:layers=1,hidden=64,heads=4,ffn=128,vocab=100,seq=16";
+  const Network none = build_decoder(parse_decoder_spec(base, "--model"), "d");
+  const Network win = build_decoder(parse_decoder_spec(base + ",window=5", "--model"), "d");
+  const Layer& a0 = layer(none, "model.layers.0.self_attn");
+  const Layer& a5 = layer(win, "model.layers.0.self_attn");
+  EXPECT_EQ(a5.window, 5);
+  EXPECT_TRUE(a5.causal);
+  // projections 16 tokens × 4·64 outputs × 64 inputs, no bias; scores and context 64 multiply-adds a counted pair
+  const double proj = 16.0 * 4 * 64 * 64;
+  EXPECT_DOUBLE_EQ(a0.macs_per_sample, proj + 2.0 * 64 * band_pairs(16, 0));
+  EXPECT_DOUBLE_EQ(a5.macs_per_sample, proj + 2.0 * 64 * band_pairs(16, 5));
+  EXPECT_DOUBLE_EQ(a0.macs_per_sample - a5.macs_per_sample, 2.0 * 64 * (256 - 124));
+  // FlashAttention-2 forward: its FLOPs are the causal half's share of the band, 4·heads·dh·band/2
+  ComputeOptions o;
+  o.precision = Precision::bf16;
+  o.attention = AttentionKernel::flash;
+  const GpuSpec gpu = find_gpu("h100-sxm");
+  auto flash_flops = [&](const Layer& l, bool bwd) {
+    for (const auto& k : layer_kernels(l, false, false, gpu, 1, o))
+      if (k.name == std::string("model.layers.0.self_attn.attention ") + (bwd ? "bwd" : "fwd") + " (flash)")
+        return in_flops(k.flops);
+    return -1.0;
+  };
+  for (bool bwd : {false, true}) {
+    const double f = bwd ? 2.5 : 1.0;  // K9: backward five products to the forward's two
+    EXPECT_NEAR(flash_flops(a0, bwd), f * 2.0 * 64 * 256, 1e-9);
+    EXPECT_NEAR(flash_flops(a5, bwd), f * 2.0 * 64 * band_pairs(16, 5), 1e-9);
+  }
+}
+
+// A window as long as the sequence (or longer) hides nothing: the network and every predicted time are those of no
+// window, to the bit.
+TEST(SlidingWindow, AWindowOfTheWholeSequenceChangesNothing) {
+  const std::string base = "decoder:layers=2,hidden=256,heads=8,kv_heads=2,ffn=512,vocab=1000,seq=512";
+  const Network none = build_decoder(parse_decoder_spec(base, "--model"), "d");
+  ComputeOptions o;
+  o.precision = Precision::bf16;
+  o.attention = AttentionKernel::flash;
+  const GpuSpec gpu = find_gpu("h100-sxm");
+  const LayerTimes t0 = estimate_layer_times(none, gpu, 4, o);
+  for (const char* w : {",window=512", ",window=513", ",window=100000"}) {
+    SCOPED_TRACE(w);
+    const Network n = build_decoder(parse_decoder_spec(base + w, "--model"), "d");
+    EXPECT_EQ(network_to_yaml(n, "d"), network_to_yaml(none, "d"));
+    const LayerTimes t = estimate_layer_times(n, gpu, 4, o);
+    ASSERT_EQ(t.forward.size(), t0.forward.size());
+    for (std::size_t i = 0; i < t.forward.size(); ++i) {
+      EXPECT_EQ(in_seconds(t.forward[i]), in_seconds(t0.forward[i])) << i;
+      EXPECT_EQ(in_seconds(t.backward[i]), in_seconds(t0.backward[i])) << i;
+    }
+  }
+  // one token short of the sequence is a window: less work
+  const Network short_window = build_decoder(parse_decoder_spec(base + ",window=511", "--model"), "d");
+  EXPECT_LT(short_window.total_macs_per_sample(), none.total_macs_per_sample());
 }
 
 TEST(Generator, DecoderWritesWhatTheHandWrittenLlamaListDid) {
@@ -389,6 +528,8 @@ TEST_P(GeneratedFile, LoadsBackToTheSameNumbers) {
   EXPECT_DOUBLE_EQ(loaded.total_macs_per_sample(), built.total_macs_per_sample());
   EXPECT_DOUBLE_EQ(loaded.total_forward_flops_per_sample(), 2 * built.total_macs_per_sample());
   EXPECT_DOUBLE_EQ(loaded.total_activation_bytes_per_sample(), built.total_activation_bytes_per_sample());
+  for (std::size_t i = 0; i < built.layers.size(); ++i)  // a sliding window (eq. K25) survives the file
+    EXPECT_EQ(loaded.layers[i].window, built.layers[i].window) << built.layers[i].name;
 }
 
 INSTANTIATE_TEST_SUITE_P(Zoo, GeneratedFile, ::testing::ValuesIn(kZoo), [](const auto& param_info) {

@@ -13,6 +13,7 @@
 #include <cassert>
 #include <cmath>
 #include <cstddef>
+#include <cstdint>
 #include <span>
 
 #include "dlscale/units.hpp"
@@ -194,6 +195,24 @@ constexpr double allreduce_efficiency(Bytes aggregated, Seconds comm, BytesPerSe
 
 /// r_u2g = t_u / (t_h2d + t_f + t_b): the share of update in GPU time (Section VI-B).
 constexpr double update_to_gpu_ratio(Seconds u, Seconds h2d, Seconds f, Seconds b) noexcept { return u / (h2d + f + b); }
+
+// ---- sliding-window attention (docs/models.md, "Decoder-only transformers"; docs/compute-model.md, K25) -------------
+
+/// Eq. K25a: the (query, key) pairs causal attention lets through when each query sees at most the `w` positions up
+/// to and including its own (a sliding window; w = 0: none): query i (1 … s) sees min(i, w) keys, and the sum is
+/// Σ_{i=1..s} min(i, w) = w·(w+1)/2 + (s − w)·w for w ≤ s (the first w queries see all before them, the rest w
+/// each), s·(s+1)/2 without a window or with w ≥ s.
+constexpr std::int64_t causal_window_pairs(std::int64_t s, std::int64_t w) noexcept {
+  const std::int64_t v = w > 0 && w < s ? w : s;
+  return v * (v + 1) / 2 + (s - v) * v;
+}
+
+/// Eq. K25b: the pairs the model counts for causal attention with a window, in its own convention for a causal mask,
+/// which counts the full s×s square (the zoo's products, docs/models.md) and half of it in FlashAttention's skip
+/// (K9). The full square is twice the visible pairs less the diagonal, 2·s(s+1)/2 − s = s²: the pairs |i − j| < s.
+/// With a window the same form gives the band |i − j| < w: 2·K25a − s = s·(2w − 1) − w·(w − 1), and s² exactly when
+/// w ≥ s or there is no window, so a window as long as the sequence changes nothing.
+constexpr std::int64_t attention_band_pairs(std::int64_t s, std::int64_t w) noexcept { return 2 * causal_window_pairs(s, w) - s; }
 
 // ---- context parallelism: ring attention step by step (docs/model.md, P15) -----------------------------------
 

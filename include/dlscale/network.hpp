@@ -93,11 +93,14 @@ struct Layer {
   std::vector<std::int64_t> input_shape;  // per sample
   int kernel_h = 1, kernel_w = 1;         // conv, pooling
   int stride_h = 1, stride_w = 1;
-  int groups = 1;              // conv
-  int heads = 0;               // attention
-  int kv_heads = 0;            // attention: key/value heads (grouped-query attention); 0 = heads
-  int head_dim = 0;            // attention: features per head; 0 = width/heads (a TP rank's heads/t keep the model's)
-  std::int64_t hidden = 0;     // mlp (a linear layer of two or three matrices)
+  int groups = 1;           // conv
+  int heads = 0;            // attention
+  int kv_heads = 0;         // attention: key/value heads (grouped-query attention); 0 = heads
+  int head_dim = 0;         // attention: features per head; 0 = width/heads (a TP rank's heads/t keep the model's)
+  std::int64_t hidden = 0;  // mlp (a linear layer of two or three matrices)
+  /// attention, causal: a sliding window, each query sees at most the `window` positions up to its own (Mistral's
+  /// sliding_window; eq. K25); 0: none, and a window as long as the sequence is stored as none
+  std::int64_t window = 0;
   bool gated = false;          // mlp: SwiGLU (gate, up, down)
   bool causal = false;         // attention: a causal mask (decoders); fused kernels skip its masked half
   bool probs_dropout = false;  // attention: dropout on the probabilities (unfused attention keeps its output and mask)

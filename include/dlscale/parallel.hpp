@@ -36,6 +36,7 @@ struct TransformerShape {
   std::int64_t ffn = 0;         // the MLP's hidden width (0: none found)
   std::int64_t vocab = 0;       // the output projection's width (0: none found)
   std::int64_t seq = 0;         // s, tokens per sample
+  std::int64_t window = 0;      // the attention's sliding window (eq. K25; 0: none or ≥ s)
   std::int64_t experts = 0;     // E routed experts of each MoE block's MLP (0: dense; eq. P16)
   std::int64_t top_k = 0;       // K experts a token runs
   std::int64_t moe_layers = 0;  // blocks whose MLP is a mixture of experts

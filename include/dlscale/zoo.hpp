@@ -47,14 +47,16 @@ struct DecoderShape {
   std::int64_t context = 0;          // learned positions: the table's size (0: seq)
   bool tied = false;                 // output projection shares the token embedding's weights
   bool bias = false;                 // biases in the linear maps and norms (GPT-2 style)
+  std::string norm;                  // rmsnorm | layernorm ("": rmsnorm, or layernorm with learned positions)
+  std::int64_t window = 0;           // a sliding window over the causal mask (eq. K25; 0: none)
   // mixture of experts (docs/model.md, eq. P16): each block's MLP is a router and `experts` SwiGLU experts of
   // `expert_ffn` (0: ffn), `top_k` of them run per token, beside `shared_experts` always-on experts of the same width
   std::int64_t experts = 0, top_k = 0, expert_ffn = 0, shared_experts = 0;
   std::int64_t first_dense = 0;  // blocks with the dense MLP of `ffn` before the first MoE one
 };
 /// Parses "decoder:key=value,..." (keys: layers, hidden, heads, kv_heads, ffn, vocab, seq, ffn_kind,
-/// positions, context, tied, bias, experts, top_k, expert_ffn, shared_experts, first_dense). Errors are InputError(option, …)
-/// (key `option`) naming the decoder key.
+/// positions, context, tied, bias, norm, window, experts, top_k, expert_ffn, shared_experts, first_dense). Errors are
+/// InputError(option, …) (key `option`) naming the decoder key.
 DecoderShape parse_decoder_spec(std::string_view text, std::string_view option);
 /// Whether a --model value is such a spec (starts with "decoder:").
 bool is_decoder_spec(std::string_view text) noexcept;

@@ -14,6 +14,7 @@
 
 #include "compute/executed_params.hpp"
 #include "dlscale/compute.hpp"
+#include "dlscale/equations.hpp"
 #include "dlscale/sharding.hpp"
 
 namespace dlscale {
@@ -306,12 +307,16 @@ class Kernels {
   /// FlashAttention-3 paper notes), after the products rather than overlapped with them in
   /// FlashAttention-2. The heads·S² scores never reach memory. Backward: S recomputed, then dV = Pᵀ·dO,
   /// dP = dO·Vᵀ, dQ = dS·K and dK = dSᵀ·Q (five products) and the exponentials again. A causal mask skips
-  /// the tiles above the diagonal: half of the products and exponentials. Memory: Q, K, V read, O and the
+  /// the tiles above the diagonal: half of the products and exponentials; a sliding window of `window` < s positions
+  /// the tiles outside its band as well, which leaves the band's share of them, eq. K25b over s² (FlashAttention-2's
+  /// window_size). Memory: Q, K, V read, O and the
   /// per-row log-sum-exp (fp32) written forward; Q, K, V, O, dO and the log-sum-exp read, dQ (fp32
   /// accumulator), dK and dV written backward. Time = max(math, memory) + one kernel's overhead.
   void flash_attention(const std::string& name, std::int64_t seqs, std::int64_t s, std::int64_t heads, std::int64_t dh,
-                       std::int64_t dkv, bool causal, std::string_view kernel) {
-    const double frac = causal ? 0.5 : 1.0;
+                       std::int64_t dkv, bool causal, std::int64_t window, std::string_view kernel) {
+    double frac = causal ? 0.5 : 1.0;
+    if (causal && window > 0 && window < s)  // eq. K25b: the band |i − j| < W of the square the causal half counts
+      frac *= static_cast<double>(eq::attention_band_pairs(s, window)) / (static_cast<double>(s) * static_cast<double>(s));
     const std::int64_t bh = seqs * heads;
     const GemmShape qk{s, s, dh, bh};
     // The kernel keeps its Q tile in shared memory over the whole key loop, so a head dimension below 128
@@ -613,7 +618,7 @@ bool time_attention(Kernels& k, const LayerWork& w) {
   if (fused_attention(w.opt.attention)) {
     // the kernel's label: cuDNN's where the framework runs it in place of FlashAttention (eq. K9, `attention: cudnn`)
     const bool cudnn = w.opt.execution.cudnn_attention && w.opt.attention == AttentionKernel::flash;
-    k.flash_attention(k.name(l.name, ".attention"), seqs, s, l.heads, dh, dkv, l.causal,
+    k.flash_attention(k.name(l.name, ".attention"), seqs, s, l.heads, dh, dkv, l.causal, l.window,
                       cudnn ? std::string_view("cudnn") : to_string(w.opt.attention));
   } else time_unfused_core(k, w, s, dh, bh);
   if (k.by_class()) {  // eq. K21: copies of transposed heads, strided

@@ -9,6 +9,7 @@
 #include <stdexcept>
 #include <string_view>
 
+#include "dlscale/equations.hpp"
 #include "dlscale/format.hpp"
 
 namespace dlscale {
@@ -83,13 +84,17 @@ Seconds recompute_time(const LayerTimes& t, std::size_t i, int block, const Comp
 }
 
 namespace {
-/// The attention core's FLOPs of one sample: Q·Kᵀ and P·V, 2·S²·D multiply-adds a sequence, counted in full.
+/// The attention core's FLOPs of one sample: Q·Kᵀ and P·V, 2·S²·D multiply-adds a sequence, counted in full (with a
+/// sliding window, the band of eq. K25b in place of S², as the zoo counts the layer).
 double attention_core_flops_per_sample(const Layer& l) noexcept {
   if (l.kind != LayerKind::attention || l.input_shape.size() < 2) return 0.0;
-  const double s = static_cast<double>(l.input_shape[l.input_shape.size() - 2]);
+  const std::int64_t seq = l.input_shape[l.input_shape.size() - 2];
+  const double s = static_cast<double>(seq);
   const double d = static_cast<double>(l.input_shape.back());
   double elements = 1.0;
   for (auto v : l.input_shape) elements *= static_cast<double>(v);
+  if (l.causal && l.window > 0 && l.window < seq)
+    return 4.0 * (elements / (s * d)) * static_cast<double>(eq::attention_band_pairs(seq, l.window)) * d;
   return 4.0 * (elements / (s * d)) * s * s * d;
 }
 }  // namespace

@@ -120,6 +120,11 @@ int read_layer_flags(MapReader& l, Layer& layer) {
     if (layer.kind != LayerKind::attention) n->fail("only an attention layer has a causal mask");
     layer.causal = n->boolean();
   }
+  if (auto n = l.optional("window")) {  // eq. K25: a sliding window over a causal mask
+    if (layer.kind != LayerKind::attention || !layer.causal) n->fail("only a causal attention layer has a sliding window");
+    layer.window = n->non_negative_integer();
+    if (layer.window < 1) n->fail("must be a positive whole number");
+  }
   if (auto n = l.optional("rotary")) {
     if (layer.kind != LayerKind::attention) n->fail("only an attention layer rotates its queries and keys");
     layer.rotary = n->boolean();

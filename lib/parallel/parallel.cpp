@@ -80,6 +80,7 @@ TransformerShape transformer_shape(const Network& net, const std::vector<int>& b
       m.seq = l.input_shape[l.input_shape.size() - 2];
       m.heads = l.heads;
       m.kv_heads = l.kv_heads > 0 ? l.kv_heads : l.heads;
+      m.window = l.window;
     }
     if (l.kind == LayerKind::linear && l.hidden > 0 && m.ffn == 0) m.ffn = l.hidden;
     if (l.experts > 0) {  // eq. P16
@@ -221,6 +222,11 @@ void validate(const ParallelLayout& l, int gpus, const TransformerShape& m) {
   if (l.cp > 1 && m.seq % (2 * l.cp) != 0)
     throw field_error(
         "cp", fmt::format("cp {}: the sequence of {} tokens does not split into 2·cp = {} chunks", l.cp, m.seq, 2 * l.cp));
+  // eq. P15a's ring steps are blocks of the causal mask; a sliding window (eq. K25) leaves some of them empty, which
+  // the CP model does not know
+  if (l.cp > 1 && m.window > 0 && m.window < m.seq)
+    throw field_error(
+        "cp", fmt::format("cp {}: context parallelism over a sliding window of {} tokens is not modelled", l.cp, m.window));
   validate_experts(l, gpus / l.model_parallel(), m);
 }
 

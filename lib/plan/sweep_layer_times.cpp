@@ -38,7 +38,7 @@ std::string network_fingerprint(const Network& net) {
   // check is skipped): a new field changes them and stops the build here.
   constexpr bool known_abi = sizeof(std::string) == 32 && sizeof(void*) == 8;
   static_assert(!known_abi || sizeof(Operator) == 120, "Operator changed: update network_fingerprint");
-  static_assert(!known_abi || sizeof(Layer) == 216, "Layer changed: update network_fingerprint");
+  static_assert(!known_abi || sizeof(Layer) == 224, "Layer changed: update network_fingerprint");
   static_assert(!known_abi || sizeof(Network) == 152, "Network changed: update network_fingerprint");
   std::string out;
   put(out, net.name);
@@ -59,6 +59,7 @@ std::string network_fingerprint(const Network& net) {
     for (int v : {l.kernel_h, l.kernel_w, l.stride_h, l.stride_w, l.groups, l.heads, l.kv_heads}) put(out, v);
     put(out, l.hidden);
     put(out, l.head_dim);
+    put(out, l.window);
     for (bool b : {l.gated, l.causal, l.probs_dropout, l.rotary, l.rms}) put(out, b);
     for (int v : {l.experts, l.top_k, l.local_experts}) put(out, v);
     put(out, l.expert_load);

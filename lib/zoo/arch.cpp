@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "dlscale/equations.hpp"
 #include "dlscale/error.hpp"
 #include "dlscale/io.hpp"
 #include "dlscale/zoo.hpp"
@@ -343,7 +344,10 @@ class Generator {
   // branch ending here drops the output, drop_branch_output) and the attention probabilities (heads·S·S)
   // per sequence, with `dropout` on them the dropout's output and mask too. With kv_heads < heads
   // (grouped-query attention) k and v have width D_kv = D·kv_heads/heads: projections 2·D·D + 2·D·D_kv
-  // weights (2·D + 2·D_kv biases), kept 3·S·D + 2·S·D_kv.
+  // weights (2·D + 2·D_kv biases), kept 3·S·D + 2·S·D_kv. `window: W` (causal only; Mistral's sliding window):
+  // each query sees at most the W positions up to its own, and the two products count the band of eq. K25b,
+  // s·(2W − 1) − W·(W − 1) pairs of D multiply-adds each in place of S·S (the same for W ≥ S); the probabilities
+  // kept stay S·S (an unfused kernel computes the whole square and masks it).
   Tensor attention(const Node& args, Tensor in, const std::string& prefix) {
     MapReader m(args);
     const Node name = m.required("name");
@@ -364,7 +368,11 @@ class Generator {
     if (kv_node) kv_heads = positive(*kv_node);
     bool rotary = false;  // rotary position embedding of q and k (no parameters; Su et al. 2021)
     if (auto n = m.optional("rotary")) rotary = n->boolean();
+    std::int64_t window = 0;
+    const std::optional<Node> window_node = m.optional("window");
+    if (window_node) window = positive(*window_node);
     m.finish();
+    if (window_node && !causal) window_node->fail("a sliding window needs a causal mask ('causal: true')");
     need_activations(args, in, "attention");
     if (in.shape.size() < 2) args.fail(fmt::format("attention needs a [sequence, width] input, got {}", shape_str(in.shape)));
     const std::int64_t d = in.shape.back(), s = in.shape[in.shape.size() - 2];
@@ -374,7 +382,9 @@ class Generator {
     const std::int64_t dkv = d / heads * kv_heads;
     const std::int64_t proj = 2 * d + 2 * dkv;  // outputs of the q, k, v and output projections
     const std::int64_t params = mul(args, proj, d) + (bias ? proj : 0);
-    const std::int64_t macs = mul(args, {seqs, s, proj, d + (bias ? 1 : 0)}) + mul(args, {2, seqs, s, s, d});
+    if (window >= s) window = 0;  // a window as long as the sequence hides nothing (eq. K25b: the full square)
+    const std::int64_t pairs = window > 0 ? eq::attention_band_pairs(s, window) : mul(args, s, s);
+    const std::int64_t macs = mul(args, {seqs, s, proj, d + (bias ? 1 : 0)}) + mul(args, {2, seqs, pairs, d});
     const std::int64_t kept = mul(args, seqs, mul(args, {3, s, d}) + mul(args, {2, s, dkv}) + mul(args, {heads, s, s}));
     Layer& l = add(name, prefix, LayerKind::attention, params, macs, kept, in.shape, in.shape);
     // Unfused, a dropout on the probabilities keeps its output (the weighted sum's operand) beside the
@@ -385,6 +395,7 @@ class Generator {
     l.heads = static_cast<int>(heads);
     if (kv_heads != heads) l.kv_heads = static_cast<int>(kv_heads);
     l.causal = causal;
+    l.window = window;
     l.rotary = rotary;
     return in;
   }
@@ -681,6 +692,10 @@ class Generator {
     std::optional<Node> ctx_node = m.optional("context");
     if (ctx_node) context = positive(*ctx_node);
     const DecoderMoe moe = decoder_moe(m, ffn, layers_n);
+    std::int64_t window = 0;  // eq. K25: a sliding window over the causal mask (Mistral's sliding_window)
+    if (auto n = m.optional("window")) window = positive(*n);
+    std::optional<std::string> norm;  // the blocks' norm: rmsnorm (rotary, alibi) or layernorm (learned) by default
+    if (auto n = m.optional("norm")) norm = n->choice({"rmsnorm", "layernorm"});
     m.finish();
     if (!in.token_ids) args.fail("a decoder takes token ids: put it first, after the input");
     if (width % heads != 0) heads_node.fail(fmt::format("{} heads do not divide the width {}", heads, width));
@@ -690,26 +705,32 @@ class Generator {
     const std::int64_t seq = in.shape.empty() ? 1 : in.shape.back();
     if (gpt && seq > context) ctx_node->fail(fmt::format("a sequence of {} tokens does not fit a context of {}", seq, context));
     const std::string b = bias ? "true" : "false";
+    const std::string win = window > 0 ? fmt::format(", window: {}", window) : "";
+    // a norm by name: RMSNorm (scale only) or LayerNorm (its bias with the linear maps' `bias`)
+    auto norm_item = [&](const char* name, bool layer_norm) {
+      return layer_norm ? fmt::format("{{layernorm: {{name: {}, bias: {}}}}}", name, b) : fmt::format("{{rmsnorm: {}}}", name);
+    };
     std::string y;
     if (gpt) {
       y += fmt::format("- embedding: {{name: wte, vocab: {}, dim: {}}}\n", vocab, width);
       y += fmt::format("- embedding: {{name: wpe, vocab: {}, dim: {}, positions: true}}\n", context, width);
       const std::string attention = fmt::format(
-          "{{residual: {{body: [{{layernorm: {{name: ln_1, bias: {}}}}}, {{attention: {{name: attn, heads: {}, kv_heads: {}, "
-          "bias: {}, causal: true}}}}]}}}}",
-          b, heads, kv_heads, b);
-      y += decoder_blocks("h", layers_n, attention, fmt::format("{{layernorm: {{name: ln_2, bias: {}}}}}", b), "mlp", ffn, swiglu,
-                          b, moe);
-      y += fmt::format("- layernorm: {{name: ln_f, bias: {}}}\n", b);
+          "{{residual: {{body: [{}, {{attention: {{name: attn, heads: {}, kv_heads: {}, bias: {}, causal: true{}}}}}]}}}}",
+          norm_item("ln_1", norm != "rmsnorm"), heads, kv_heads, b, win);
+      y += decoder_blocks("h", layers_n, attention, norm_item("ln_2", norm != "rmsnorm"), "mlp", ffn, swiglu, b, moe);
+      y += "- " + norm_item("ln_f", norm != "rmsnorm").substr(1);
+      y.back() = '\n';
       y += fmt::format("- linear: {{name: lm_head, out: {}, bias: false{}}}\n", vocab, tied ? ", tied: wte" : "");
     } else {
       y += fmt::format("- embedding: {{name: model.embed_tokens, vocab: {}, dim: {}}}\n", vocab, width);
       const std::string attention = fmt::format(
-          "{{residual: {{body: [{{rmsnorm: input_layernorm}}, {{attention: {{name: self_attn, heads: {}, kv_heads: {}, bias: {}, "
-          "causal: true, rotary: {}}}}}]}}}}",
-          heads, kv_heads, b, positions == "rotary" ? "true" : "false");
-      y += decoder_blocks("model.layers", layers_n, attention, "{rmsnorm: post_attention_layernorm}", "mlp", ffn, swiglu, b, moe);
-      y += "- rmsnorm: model.norm\n";
+          "{{residual: {{body: [{}, {{attention: {{name: self_attn, heads: {}, kv_heads: {}, bias: {}, "
+          "causal: true, rotary: {}{}}}}}]}}}}",
+          norm_item("input_layernorm", norm == "layernorm"), heads, kv_heads, b, positions == "rotary" ? "true" : "false", win);
+      y += decoder_blocks("model.layers", layers_n, attention, norm_item("post_attention_layernorm", norm == "layernorm"), "mlp",
+                          ffn, swiglu, b, moe);
+      y += "- " + norm_item("model.norm", norm == "layernorm").substr(1);
+      y.back() = '\n';
       y += fmt::format("- linear: {{name: lm_head, out: {}, bias: false{}}}\n", vocab, tied ? ", tied: model.embed_tokens" : "");
     }
     // The generated operations report errors at the decoder's own line.

@@ -12,8 +12,8 @@ namespace dlscale {
 namespace {
 constexpr std::string_view kPrefix = "decoder:";
 constexpr std::string_view kKeys =
-    "layers, hidden, heads, kv_heads, ffn, vocab, seq, ffn_kind, positions, context, tied, bias, experts, top_k, expert_ffn, "
-    "shared_experts, first_dense";
+    "layers, hidden, heads, kv_heads, ffn, vocab, seq, ffn_kind, positions, context, tied, bias, norm, window, experts, top_k, "
+    "expert_ffn, shared_experts, first_dense";
 
 std::int64_t positive_value(std::string_view key, std::string_view value, std::string_view option) {
   std::int64_t v = 0;
@@ -84,6 +84,8 @@ DecoderShape parse_decoder_spec(std::string_view text, std::string_view option) 
     else if (key == "positions") d.positions = choice_value(key, value, {"rotary", "alibi", "learned"}, option);
     else if (key == "tied") d.tied = boolean_value(key, value, option);
     else if (key == "bias") d.bias = boolean_value(key, value, option);
+    else if (key == "norm") d.norm = choice_value(key, value, {"rmsnorm", "layernorm"}, option);
+    else if (key == "window") d.window = positive_value(key, value, option);
     else if (key == "experts") d.experts = positive_value(key, value, option);
     else if (key == "top_k") d.top_k = positive_value(key, value, option);
     else if (key == "expert_ffn") d.expert_ffn = positive_value(key, value, option);
@@ -132,9 +134,10 @@ Network build_decoder(const DecoderShape& d, const std::string& name) {
       "input: {{tokens: {8}}}\n"
       "layers:\n"
       "  - decoder: {{layers: {1}, width: {2}, heads: {3}, kv_heads: {4}, ffn: {6}, ffn_kind: {5}, vocab: {7}, "
-      "positions: {9}, tied: {10}, bias: {11}{12}{13}}}\n",
+      "positions: {9}, tied: {10}, bias: {11}{12}{13}{14}{15}}}\n",
       name, d.layers, d.hidden, d.heads, d.kv_heads > 0 ? d.kv_heads : d.heads, d.ffn_kind, d.ffn, d.vocab, d.seq, d.positions,
-      d.tied, d.bias, learned ? fmt::format(", context: {}", d.context > 0 ? d.context : d.seq) : "", experts_yaml(d));
+      d.tied, d.bias, learned ? fmt::format(", context: {}", d.context > 0 ? d.context : d.seq) : "", experts_yaml(d),
+      d.norm.empty() ? "" : fmt::format(", norm: {}", d.norm), d.window > 0 ? fmt::format(", window: {}", d.window) : "");
   Network net = build_network_from_string(text, name);
   net.name = name;
   return net;

@@ -53,6 +53,7 @@ void add_shape(yamlio::FlowMap& m, const Layer& l) {
   if (l.heads > 0) m.add("heads", std::to_string(l.heads));
   if (l.kv_heads > 0 && l.kv_heads != l.heads) m.add("kv_heads", std::to_string(l.kv_heads));
   if (l.causal) m.add("causal", "true");
+  if (l.window > 0) m.add("window", std::to_string(l.window));  // eq. K25
   if (l.probs_dropout) m.add("probs_dropout", "true");
   if (l.rotary) m.add("rotary", "true");
   if (l.rms) m.add("rms", "true");
