@@ -460,6 +460,28 @@ TEST(ParallelPipeline, AccountedEmbeddingAndLossEvenThe405bStages) {
   EXPECT_NO_THROW(validate(flat, 64, transformer_shape(net)));
 }
 
+// Eq. P27 on Llama-2-7B (h 4096, s 4096, b 1, bf16) at TP 8: S = 33,554,432 B. The embedding's all-reduce puts
+// 2·(7/8)·S = 58,720,256 B on a GPU's wire forward; with SP its reduce-scatter (7/8)·S = 29,360,128 B forward and the
+// all-gather of its gradient the same backward. The cross entropy: 3 all-reduces of 4096 fp32 = 16,384 B,
+// 3·2·(7/8)·16,384 = 86,016 B forward, nothing backward. CP 2 halves every one of them; TP 1: none.
+TEST(ParallelTraffic, EmbeddingAndCrossEntropyCollectivesOfTheEdgeStages) {
+  const TransformerShape m = transformer_shape(arch("llama2-7b"));
+  ParallelLayout l;
+  l.tp = 8;
+  EXPECT_DOUBLE_EQ(sum(tp_edge_collectives(l, m, kBf16, true, false), 8, false), 58'720'256.0);
+  EXPECT_DOUBLE_EQ(sum(tp_edge_collectives(l, m, kBf16, true, false), 8, true), 0.0);
+  EXPECT_DOUBLE_EQ(sum(tp_edge_collectives(l, m, kBf16, false, true), 8, false), 86'016.0);
+  EXPECT_DOUBLE_EQ(sum(tp_edge_collectives(l, m, kBf16, false, true), 8, true), 0.0);
+  l.sp = true;
+  EXPECT_DOUBLE_EQ(sum(tp_edge_collectives(l, m, kBf16, true, false), 8, false), 29'360'128.0);
+  EXPECT_DOUBLE_EQ(sum(tp_edge_collectives(l, m, kBf16, true, false), 8, true), 29'360'128.0);
+  EXPECT_DOUBLE_EQ(sum(tp_edge_collectives(l, m, kBf16, true, true), 8, false), 29'360'128.0 + 86'016.0);
+  l.cp = 2;
+  EXPECT_DOUBLE_EQ(sum(tp_edge_collectives(l, m, kBf16, true, true), 8, false), (29'360'128.0 + 86'016.0) / 2);
+  l.tp = 1;
+  EXPECT_TRUE(tp_edge_collectives(l, m, kBf16, true, true).empty());
+}
+
 // ---- eq. P9: a GPT-3 175B layer against Korthikanti et al. 2022 (Table 2) ------------------------------------
 // Korthikanti et al.'s bytes per layer (16-bit activations, 1-byte dropout masks), the reference: s·b·h·(34 +
 // 5·a·s/h) unsplit, s·b·h·(10 + 24/t + 5·a·s/(h·t)) with TP, /t of the unsplit with TP + SP, selective without

@@ -3,7 +3,7 @@
 // layout and its checks, the bytes each split moves per block, the pipeline's bubble and in-flight
 // micro-batches, activation memory per layer (the network's own, eq. P9), the ranks of each group on the
 // cluster and the time of their collectives on the existing collective model. Derivations: docs/model.md,
-// "Model parallelism" (eq. P1-P26); Scenario::parallel predicts through parallel_step (lib/predict/parallel_predict.cpp).
+// "Model parallelism" (eq. P1-P27); Scenario::parallel predicts through parallel_step (lib/predict/parallel_predict.cpp).
 #pragma once
 
 #include <array>
@@ -89,6 +89,14 @@ Bytes tp_activation_bytes(const ParallelLayout& l, const TransformerShape& m, do
 /// all-gather of each column-parallel linear's input again for its weight gradient (Megatron-LM), overlapped.
 /// Empty for tp = 1.
 std::vector<CollectiveCall> tp_block_collectives(const ParallelLayout& l, const TransformerShape& m, double element_bytes);
+/// Eq. P27: the TP (or SP) collectives of the first and last stages beside their blocks', one micro-batch (empty for
+/// tp = 1), S = tp_activation_bytes. `embedding` (stage 0 holds a vocabulary-parallel embedding): its partial lookups
+/// summed, an all-reduce of S forward (a reduce-scatter with SP, and in backward its conjugate, an all-gather).
+/// `head` (stage p−1 holds the output layer): the vocabulary-parallel cross entropy's three all-reduces of b·(s/c) fp32
+/// numbers forward (the logits' maximum, the target's logit, the sum of the exponentials; Megatron-Core, recalled).
+/// The output layer's own input collective (SP's all-gather, the input gradient's reduction) is left out.
+std::vector<CollectiveCall> tp_edge_collectives(const ParallelLayout& l, const TransformerShape& m, double element_bytes,
+                                                bool embedding, bool head);
 /// Eq. P3: the K and V one CP rank holds of one layer, 2·b·(s/c)·kv_local·d_head elements (kv_local =
 /// kv_heads/t, at least 1: replicated when t > kv_heads): what each forward step of its ring sends (eq. P15b).
 Bytes cp_kv_chunk_bytes(const ParallelLayout& l, const TransformerShape& m, double element_bytes) noexcept;

@@ -282,6 +282,28 @@ std::vector<CollectiveCall> tp_block_collectives(const ParallelLayout& l, const 
           {"SP input re-gather (backward)", G::tp, Op::allgather, S, 2, true, true}};
 }
 
+std::vector<CollectiveCall> tp_edge_collectives(const ParallelLayout& l, const TransformerShape& m, double e, bool embedding,
+                                                bool head) {
+  std::vector<CollectiveCall> calls;
+  if (l.tp <= 1) return calls;
+  const Bytes S = tp_activation_bytes(l, m, e);
+  using G = ParallelGroup;
+  using Op = CollectiveOp;
+  if (embedding) {  // eq. P27: the vocabulary-parallel lookups' partial sums
+    if (l.sp) {
+      calls.push_back({"embedding reduce-scatter (forward)", G::tp, Op::reducescatter, S, 1, false, false});
+      calls.push_back({"embedding all-gather (backward)", G::tp, Op::allgather, S, 1, true, false});
+    } else {
+      calls.push_back({"embedding all-reduce (forward)", G::tp, Op::allreduce, S, 1, false, false});
+    }
+  }
+  if (head) {  // eq. P27: the vocabulary-parallel cross entropy (the output layer's own input collective left out)
+    const Bytes tokens_fp32 = bytes(static_cast<double>(l.micro_batch) * static_cast<double>(m.seq / l.cp) * 4.0);
+    calls.push_back({"cross-entropy all-reduces (forward)", G::tp, Op::allreduce, tokens_fp32, 3, false, false});
+  }
+  return calls;
+}
+
 Bytes cp_kv_chunk_bytes(const ParallelLayout& l, const TransformerShape& m, double e) noexcept {
   // eq. P3: K and V of the rank's s/c tokens and its kv_heads/t heads (one, replicated, when t > kv_heads)
   const std::int64_t kv_local = std::max<std::int64_t>(1, m.kv_heads / l.tp);

@@ -81,17 +81,27 @@ Seconds memory_passes(Bytes traffic, int kernels, const GpuSpec& gpu, const Comp
 struct BlockComm {
   Seconds tp_fwd{}, tp_bwd{}, tp_regather{}, p2p{};
   Seconds send{};                          // eq. P4: one of the pipeline's sends (p2p is 2·v of them)
+  Seconds first_stage{}, last_stage{};     // eq. P27: the embedding's and the cross entropy's TP collectives
   Seconds cp_kv{}, cp_kv_dkv{};            // eq. P15d: a ring step sending the K/V block, and the K/V with a dK/dV
   Seconds cp_merge_fwd{}, cp_merge_bwd{};  // eq. P15c: the slowest rank's merges
   Seconds ep_alltoall{};                   // eq. P18: one all-to-all of a MoE block (dispatch or combine)
 };
 
+Seconds sum_all(const CollectiveModel& coll, const std::vector<CollectiveCall>& calls, const GroupPlacement& g) {
+  Seconds t{};
+  for (const auto& c : calls) t += group_collective_time(coll, c, g);
+  return t;
+}
+
 BlockComm block_comm(const CollectiveModel& coll, const Cluster& cluster, const LayoutPlacement& at, const ParallelLayout& l,
-                     const TransformerShape& m, const ComputeOptions& opt) {
+                     const TransformerShape& m, const ComputeOptions& opt, bool embedding) {
   const double e = activation_bytes_per_element(opt.precision);
   const auto tp_calls = tp_block_collectives(l, m, e);
   const GroupPlacement& tpg = at[ParallelGroup::tp];
   BlockComm c;
+  // eq. P27: exposed whole, forward and backward, on the stage that holds the layer
+  c.first_stage = sum_all(coll, tp_edge_collectives(l, m, e, embedding, false), tpg);
+  c.last_stage = sum_all(coll, tp_edge_collectives(l, m, e, false, m.vocab > 0), tpg);
   c.tp_fwd = sum_calls(coll, tp_calls, tpg, false, false);
   c.tp_bwd = sum_calls(coll, tp_calls, tpg, true, false);
   c.tp_regather = sum_calls(coll, tp_calls, tpg, true, true);
@@ -178,6 +188,8 @@ StageTimes stage_times(const Network& net, const LayerTimes& t, const std::vecto
     if (i < t.backward_attention.size()) b.core_bwd += t.backward_attention[i];
     if (i < t.forward_gemm.size()) b.gemm += t.forward_gemm[i];
   }
+  if (s == 0) st.tp += comm.first_stage;
+  if (s == l.pp - 1) st.tp += comm.last_stage;
   for (const BlockParts& b : parts) {
     // the re-gather overlaps the data-gradient GEMMs, about half the block's backward
     st.tp += max(Seconds{}, comm.tp_regather - b.bwd * 0.5);
@@ -287,7 +299,9 @@ ParallelStep parallel_step(const Network& net, const LayerTimes& times, const Cl
   const LayoutPlacement at = place_layout(l, cluster, gpus);
   const LayerTimes t = shard_layer_times(times, net, l, of);
   const std::vector<int> stage = layer_stages(block, l);
-  const BlockComm comm = block_comm(coll, cluster, at, l, m, opt);
+  const bool embedding =
+      std::any_of(net.layers.begin(), net.layers.end(), [](const Layer& x) { return x.kind == LayerKind::embedding; });
+  const BlockComm comm = block_comm(coll, cluster, at, l, m, opt, embedding);
 
   ParallelStep r;
   r.memory.reserve(static_cast<std::size_t>(l.pp));
