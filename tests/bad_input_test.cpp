@@ -640,6 +640,20 @@ std::vector<Row> catalogue() {
       // eq. P20: whether stage-3 sharding reshards after each micro-batch's forward under a pipeline
       {"framework_pp_reshard_not_boolean", {{"f.yaml", std::string(kFramework) + "parallel: {pp_reshard_after_forward: often}\n"}},
        kCmdFramework, E + "{dir}/f.yaml:7:38: 'parallel.pp_reshard_after_forward': 'often' is not true or false\n"},
+      // eq. P25: the pipeline's sends overlapped with the next chunk
+      {"framework_pp_comm_overlap_not_boolean", {{"f.yaml", std::string(kFramework) + "parallel: {pp_comm_overlap: 2}\n"}},
+       kCmdFramework, E + "{dir}/f.yaml:7:29: 'parallel.pp_comm_overlap': '2' is not true or false\n"},
+      // eq. P26: the embedding and the loss counted as layers need the units to split evenly over the chunks
+      {"option_account_embedding_uneven", {},
+       "predict --cluster dgx-h100-ndr --nodes 1 --model decoder:layers=8,hidden=64,heads=4,ffn=128,vocab=100,seq=16 --pp 4 "
+       "--vp 2 --micro-batches 4 --account-for-embedding-in-pipeline-split --gpus 8 -o {out}",
+       E + "'--account-for-embedding-in-pipeline-split': 8 blocks and 1 accounted layer do not split evenly over pp 4 × vp 2 = 8 "
+           "chunks\n"},
+      {"option_account_loss_uneven", {},
+       "predict --cluster dgx-h100-ndr --nodes 1 --model decoder:layers=8,hidden=64,heads=4,ffn=128,vocab=100,seq=16 --pp 4 "
+       "--account-for-loss-in-pipeline-split --gpus 8 -o {out}",
+       E + "'--account-for-loss-in-pipeline-split': 8 blocks and 1 accounted layer do not split evenly over pp 4 × vp 1 = 4 "
+           "chunks\n"},
       {"option_optimizer_impl", {}, "predict --optimizer-impl multi_tensor -o {out}",
        E + "'--optimizer-impl': unknown optimizer implementation 'multi_tensor' (expected fused, foreach, for_loop)\n"},
       {"framework_servers_out_of_range", {{"f.yaml", std::string(kFramework) + "parameter_servers: 99999999999\n"}}, kCmdFramework,

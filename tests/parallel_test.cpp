@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -375,6 +376,112 @@ TEST(ParallelPipeline, InterleavedChunksGoRoundTheStages) {
   EXPECT_EQ(stage.back(), 3);   // the output projection
 }
 
+// Eq. P26: Llama-3.1-405B's 126 blocks on p 8 × v 8 with the embedding and the loss each counted as a layer:
+// (126 + 2)/64 = 2 units a chunk. Chunk 0 is the embedding and block 0, chunk k (1 ≤ k ≤ 62) blocks 2k − 1 and 2k, chunk
+// 63 block 125 and the output layer; chunk k on stage k mod 8. Stage 0: 1 + 7·2 = 15 blocks, stages 1-6: 16, stage 7:
+// 7·2 + 1 = 15. Without the accounts (⌊64·b/126⌋) chunks 31 and 63 hold one block each: stage 7 has 14, the others 16.
+TEST(ParallelPipeline, AccountedEmbeddingAndLossEvenThe405bStages) {
+  DecoderShape d;
+  d.layers = 126;
+  d.hidden = 16384;
+  d.heads = 128;
+  d.kv_heads = 8;
+  d.ffn = 53248;
+  d.vocab = 128256;
+  d.seq = 8192;
+  const Network net = build_decoder(d, "llama3-405b-shape");
+  ParallelLayout l;
+  l.pp = 8;
+  l.vp = 8;
+  l.schedule = PipelineSchedule::interleaved;
+  l.micro_batches = 8;
+  l.account_for_embedding_in_pipeline_split = true;
+  l.account_for_loss_in_pipeline_split = true;
+  const auto block = transformer_blocks(net);
+  const auto count_blocks = [&](const std::vector<int>& stage) {
+    std::vector<std::set<int>> per(8);
+    for (std::size_t i = 0; i < stage.size(); ++i)
+      if (block[i] >= 0) per[static_cast<std::size_t>(stage[i])].insert(block[i]);
+    std::vector<std::size_t> n;
+    for (const auto& p : per) n.push_back(p.size());
+    return n;
+  };
+  const auto stage = layer_stages(net, l);
+  EXPECT_EQ(count_blocks(stage), (std::vector<std::size_t>{15, 16, 16, 16, 16, 16, 16, 15}));
+  for (std::size_t i = 0; i < stage.size(); ++i) {
+    if (block[i] == 0) EXPECT_EQ(stage[i], 0);    // chunk 0, beside the embedding
+    if (block[i] == 1) EXPECT_EQ(stage[i], 1);    // chunk 1
+    if (block[i] == 124) EXPECT_EQ(stage[i], 6);  // chunk 62
+    if (block[i] == 125) EXPECT_EQ(stage[i], 7);  // chunk 63, beside the output layer
+  }
+  ParallelLayout even = l;
+  even.account_for_embedding_in_pipeline_split = even.account_for_loss_in_pipeline_split = false;
+  EXPECT_EQ(count_blocks(layer_stages(net, even)), (std::vector<std::size_t>{16, 16, 16, 16, 16, 16, 16, 14}));
+
+  // The slowest stage by hand from the kernel model's own layer times (H100, b 1, bf16): one block's forward and
+  // backward f_B, b_B (block 1's layers; every block has the same shapes), the embedding's e and the final norm's and
+  // output layer's (and loss's) o. Stage 0 runs e + 15 blocks, stages 1-6 16 blocks, stage 7 15 blocks + o.
+  const Cluster h100 = cluster("dgx-h100-ndr");
+  ComputeOptions opt;
+  opt.precision = Precision::bf16;
+  const LayerTimes t = estimate_layer_times(net, h100.gpu, 1, opt);
+  double blk = 0, emb = 0, out = 0;
+  for (std::size_t i = 0; i < block.size(); ++i) {
+    const double x = in_seconds(t.forward[i] + t.backward[i]);
+    if (block[i] == 1) blk += x;
+    else if (block[i] < 0 && i == 0) emb += x;
+    else if (block[i] < 0) out += x;
+  }
+  const double stage0 = emb + 15 * blk, middle = 16 * blk, stage7 = 15 * blk + out;
+  ASSERT_GT(middle, stage0);  // the embedding is a lookup, the output layer smaller than a block (2.1 G of 3.2 G weights)
+  ASSERT_GT(middle, stage7);
+  const ParallelStep st = parallel_step(net, t, h100, *make_collective_model(h100), l, 64, opt, Sharding{});
+  EXPECT_GE(st.slowest_stage, 1);
+  EXPECT_LE(st.slowest_stage, 6);
+  EXPECT_NEAR(in_seconds(st.forward + st.backward), middle, 1e-9 * middle);
+  // the even split's slowest is stage 0: the embedding beside 16 blocks
+  const ParallelStep st_even = parallel_step(net, t, h100, *make_collective_model(h100), even, 64, opt, Sharding{});
+  EXPECT_EQ(st_even.slowest_stage, 0);
+  EXPECT_NEAR(in_seconds(st_even.forward + st_even.backward), emb + 16 * blk, 1e-9 * middle);
+
+  // Megatron-Core asks the units to divide: 126 + 1 over 64 chunks does not
+  ParallelLayout one = l;
+  one.account_for_loss_in_pipeline_split = false;
+  try {
+    validate(one, 64, transformer_shape(net));
+    ADD_FAILURE() << "127 units over 64 chunks accepted";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.key(), "account_for_embedding_in_pipeline_split");
+  }
+  // without virtual stages, (126 + 2) over 8 stages: 16 units each
+  ParallelLayout flat = l;
+  flat.vp = 1;
+  flat.schedule = PipelineSchedule::one_f_one_b;
+  EXPECT_NO_THROW(validate(flat, 64, transformer_shape(net)));
+}
+
+// Eq. P27 on Llama-2-7B (h 4096, s 4096, b 1, bf16) at TP 8: S = 33,554,432 B. The embedding's all-reduce puts
+// 2·(7/8)·S = 58,720,256 B on a GPU's wire forward; with SP its reduce-scatter (7/8)·S = 29,360,128 B forward and the
+// all-gather of its gradient the same backward. The cross entropy: 3 all-reduces of 4096 fp32 = 16,384 B,
+// 3·2·(7/8)·16,384 = 86,016 B forward, nothing backward. CP 2 halves every one of them; TP 1: none.
+TEST(ParallelTraffic, EmbeddingAndCrossEntropyCollectivesOfTheEdgeStages) {
+  const TransformerShape m = transformer_shape(arch("llama2-7b"));
+  ParallelLayout l;
+  l.tp = 8;
+  EXPECT_DOUBLE_EQ(sum(tp_edge_collectives(l, m, kBf16, true, false), 8, false), 58'720'256.0);
+  EXPECT_DOUBLE_EQ(sum(tp_edge_collectives(l, m, kBf16, true, false), 8, true), 0.0);
+  EXPECT_DOUBLE_EQ(sum(tp_edge_collectives(l, m, kBf16, false, true), 8, false), 86'016.0);
+  EXPECT_DOUBLE_EQ(sum(tp_edge_collectives(l, m, kBf16, false, true), 8, true), 0.0);
+  l.sp = true;
+  EXPECT_DOUBLE_EQ(sum(tp_edge_collectives(l, m, kBf16, true, false), 8, false), 29'360'128.0);
+  EXPECT_DOUBLE_EQ(sum(tp_edge_collectives(l, m, kBf16, true, false), 8, true), 29'360'128.0);
+  EXPECT_DOUBLE_EQ(sum(tp_edge_collectives(l, m, kBf16, true, true), 8, false), 29'360'128.0 + 86'016.0);
+  l.cp = 2;
+  EXPECT_DOUBLE_EQ(sum(tp_edge_collectives(l, m, kBf16, true, true), 8, false), (29'360'128.0 + 86'016.0) / 2);
+  l.tp = 1;
+  EXPECT_TRUE(tp_edge_collectives(l, m, kBf16, true, true).empty());
+}
+
 // ---- eq. P9: a GPT-3 175B layer against Korthikanti et al. 2022 (Table 2) ------------------------------------
 // Korthikanti et al.'s bytes per layer (16-bit activations, 1-byte dropout masks), the reference: s·b·h·(34 +
 // 5·a·s/h) unsplit, s·b·h·(10 + 24/t + 5·a·s/(h·t)) with TP, /t of the unsplit with TP + SP, selective without
@@ -631,6 +738,64 @@ TEST(ParallelStep, PipelineOfTwoStagesByHand) {
   EXPECT_EQ(st.global_batch, 8);
   EXPECT_NEAR(st.tokens_per_s, 8 * 128 / in_seconds(st.step), 1e-9);
   ASSERT_EQ(st.memory.size(), 2u);
+}
+
+// Eq. P25 by hand. The equation: 16 chunks each way, sends of 3 µs beside 1 µs forward and 2 µs backward chunks:
+// 15·2 + 16·1 + 3 = 49 µs; chunks of no compute leave all 32 sends; chunks longer than the send leave the last one.
+TEST(ParallelStep, OverlappedSendsLeaveWhatTheNextChunkCannotCover) {
+  EXPECT_NEAR(in_seconds(pp_overlap_exposed_sends(microseconds(3.0), microseconds(1.0), microseconds(2.0), 8, 2)), 49e-6, 1e-18);
+  EXPECT_NEAR(in_seconds(pp_overlap_exposed_sends(microseconds(3.0), Seconds{}, Seconds{}, 8, 2)), 32 * 3e-6, 1e-18);
+  EXPECT_NEAR(in_seconds(pp_overlap_exposed_sends(microseconds(3.0), microseconds(4.0), microseconds(8.0), 8, 2)), 3e-6, 1e-18);
+  // the pipeline: (m + (p−1)/v)·t_c + E + 2·(p−1)·t_s; p 4, m 8, v 2, t_c 10 µs: 95 + 49 + 18 µs
+  EXPECT_NEAR(in_seconds(pipeline_time_overlapped(4, 8, 2, microseconds(10.0), microseconds(49.0), microseconds(3.0))), 162e-6,
+              1e-18);
+}
+
+// Eq. P25 in a step: the 8-block decoder (35 layers) on PP 4 × VP 2 (interleaved, m 8, fp32, 4 GPUs of one node), every
+// layer 0.2 µs forward and 0.4 µs backward. Chunks of one block: stage 0 holds the embedding and blocks 0, 4 (9 layers),
+// stages 1-2 8 layers, stage 3 blocks 3, 7, the final norm and the output (10 layers). A send (P4): b·s·h·4 = 131,072 B
+// at 1 µs + 1.31072 µs = t_s = 2.31072 µs.
+// Unoverlapped (P7): stage 3's t_mb = 2 + 4 + 2·2·t_s = 15.24288 µs, the pipeline (8 + 3/2)·t_mb = 144.80736 µs.
+// Overlapped: stage 3's chunks are 1 µs forward and 2 µs backward; m·v = 16 chunks each way:
+//   E = 15·(t_s − 1) + 16·(t_s − 2) + t_s = 19.6608 + 4.97152 + 2.31072 = 26.94304 µs,
+//   t_pipe = 9.5·6 + E + 2·3·t_s = 57 + 26.94304 + 13.86432 = 97.80736 µs.
+// Stage 0 (chunks 0.9 and 1.8 µs): E = 15·1.41072 + 16·0.51072 + t_s = 31.64304, t_pipe = 9.5·5.4 + 31.64304 + 13.86432 =
+// 96.80736 µs; stages 1-2: 9.5·4.8 + 36.34304 + 13.86432 = 95.80736 µs: stage 3 is the slowest.
+TEST(ParallelStep, OverlappedSendsOfAnInterleavedPipelineByHand) {
+  const Network net = tiny_decoder(8);
+  ASSERT_EQ(net.layers.size(), 35u);
+  LayerTimes t = uniform_times(net.layers.size());
+  for (auto* v : {&t.forward, &t.backward, &t.update})
+    for (auto& x : *v) x = x / 5000.0;  // 0.2 µs, 0.4 µs, 0.1 µs
+  Cluster c = hand_cluster(1);
+  ParallelLayout l;
+  l.pp = 4;
+  l.vp = 2;
+  l.schedule = PipelineSchedule::interleaved;
+  l.micro_batches = 8;
+  const ComputeOptions opt;
+  const double ts = 1e-6 + 1.31072e-6;
+  const ParallelStep plain = parallel_step(net, t, c, *make_alpha_beta_model(c), l, 4, opt, Sharding{});
+  EXPECT_EQ(plain.slowest_stage, 3);
+  EXPECT_NEAR(in_seconds(plain.pipeline), 9.5 * (6e-6 + 4 * ts), 1e-15);
+  l.pp_comm_overlap = true;
+  const ParallelStep over = parallel_step(net, t, c, *make_alpha_beta_model(c), l, 4, opt, Sharding{});
+  EXPECT_EQ(over.slowest_stage, 3);
+  const double exposed = 15 * (ts - 1e-6) + 16 * (ts - 2e-6) + ts;
+  EXPECT_NEAR(exposed, 26.94304e-6, 1e-15);
+  EXPECT_NEAR(in_seconds(over.p2p), exposed / 8, 1e-15);
+  EXPECT_NEAR(in_seconds(over.pipeline), 97.80736e-6, 1e-15);
+  EXPECT_NEAR(in_seconds(over.bubble), 1.5 * 6e-6 + 6 * ts, 1e-15);
+  EXPECT_NEAR(in_seconds(plain.step - over.step), 2 * 16 * ts - exposed, 1e-15);
+  // 1F1B without virtual stages: Megatron does not overlap, nor does the model
+  ParallelLayout flat = l;
+  flat.vp = 1;
+  flat.schedule = PipelineSchedule::one_f_one_b;
+  const ParallelStep a = parallel_step(net, t, c, *make_alpha_beta_model(c), flat, 4, opt, Sharding{});
+  flat.pp_comm_overlap = false;
+  const ParallelStep b = parallel_step(net, t, c, *make_alpha_beta_model(c), flat, 4, opt, Sharding{});
+  EXPECT_EQ(a.step, b.step);
+  EXPECT_EQ(a.p2p, b.p2p);
 }
 
 // Eq. P19 by hand: a collective of 10 ms beside 4 ms of compute leaves 6 ms; beside 20 ms, the quarter that cannot

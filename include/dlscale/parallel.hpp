@@ -3,7 +3,7 @@
 // layout and its checks, the bytes each split moves per block, the pipeline's bubble and in-flight
 // micro-batches, activation memory per layer (the network's own, eq. P9), the ranks of each group on the
 // cluster and the time of their collectives on the existing collective model. Derivations: docs/model.md,
-// "Model parallelism" (eq. P1-P21); Scenario::parallel predicts through parallel_step (lib/predict/parallel_predict.cpp).
+// "Model parallelism" (eq. P1-P27); Scenario::parallel predicts through parallel_step (lib/predict/parallel_predict.cpp).
 #pragma once
 
 #include <array>
@@ -54,7 +54,9 @@ TransformerShape transformer_shape(const Network& net);
 /// them, eq. P3); pp·vp exceeds the blocks (uneven chunks are allowed: layer_stages); the sequence does
 /// not split into 2·cp chunks; vp > 1 without the interleaved schedule; interleaved with m not a multiple of pp; "ep"
 /// when ep > 1 on a dense model, ep not dividing dp·cp or the experts (eq. P17); "moe_imbalance" when below 1 or not
-/// a finite number, or, at ep > 1, above what ep ranks can reach (moe_imbalance_limit, eq. P23).
+/// a finite number, or, at ep > 1, above what ep ranks can reach (moe_imbalance_limit, eq. P23);
+/// "account_for_embedding_in_pipeline_split" (or "account_for_loss_in_pipeline_split" where only that one is on)
+/// when the blocks and the accounted layers do not split evenly over the p·v chunks (eq. P26).
 void validate(const ParallelLayout& layout, int gpus, const TransformerShape& shape);
 
 /// The layout for `gpus` GPUs with its micro-batches from global_batch_target (m = target / (b·dp)); as it is
@@ -88,6 +90,14 @@ Bytes tp_activation_bytes(const ParallelLayout& l, const TransformerShape& m, do
 /// all-gather of each column-parallel linear's input again for its weight gradient (Megatron-LM), overlapped.
 /// Empty for tp = 1.
 std::vector<CollectiveCall> tp_block_collectives(const ParallelLayout& l, const TransformerShape& m, double element_bytes);
+/// Eq. P27: the TP (or SP) collectives of the first and last stages beside their blocks', one micro-batch (empty for
+/// tp = 1), S = tp_activation_bytes. `embedding` (stage 0 holds a vocabulary-parallel embedding): its partial lookups
+/// summed, an all-reduce of S forward (a reduce-scatter with SP, and in backward its conjugate, an all-gather).
+/// `head` (stage p−1 holds the output layer): the vocabulary-parallel cross entropy's three all-reduces of b·(s/c) fp32
+/// numbers forward (the logits' maximum, the target's logit, the sum of the exponentials; Megatron-Core, recalled).
+/// The output layer's own input collective (SP's all-gather, the input gradient's reduction) is left out.
+std::vector<CollectiveCall> tp_edge_collectives(const ParallelLayout& l, const TransformerShape& m, double element_bytes,
+                                                bool embedding, bool head);
 /// Eq. P3: the K and V one CP rank holds of one layer, 2·b·(s/c)·kv_local·d_head elements (kv_local =
 /// kv_heads/t, at least 1: replicated when t > kv_heads): what each forward step of its ring sends (eq. P15b).
 Bytes cp_kv_chunk_bytes(const ParallelLayout& l, const TransformerShape& m, double element_bytes) noexcept;
@@ -148,7 +158,8 @@ Seconds alltoall_time(const Cluster& cluster, const GroupPlacement& ep, Bytes pe
 // ---- compute (eq. P6) ------------------------------------------------------------------------------------
 
 /// The pipeline stage each learnable layer runs on: blocks in p·v chunks of ⌊L/(p·v)⌋ or ⌈L/(p·v)⌉ (block b in chunk
-/// ⌊b·p·v/L⌋), chunk k on stage k mod p; the
+/// ⌊b·p·v/L⌋; eq. P26 with the embedding or the loss accounted: u = (L + a)/(p·v) units a chunk, block b in chunk
+/// ⌊(b + a_e)/u⌋), chunk k on stage k mod p; the
 /// layers before the first block (embeddings) on stage 0, those after the last (final norm, output
 /// projection) on stage p−1.
 std::vector<int> layer_stages(const Network& net, const ParallelLayout& l);
@@ -179,6 +190,17 @@ double bubble_fraction(PipelineSchedule s, int p, int m, int v) noexcept;
 /// Eq. P7: the step of one pipeline, (m + (p−1)/v)·t_mb, t_mb a micro-batch's forward and backward on the
 /// slowest stage (v = 1 but interleaved).
 Seconds pipeline_time(PipelineSchedule s, int p, int m, int v, Seconds per_microbatch) noexcept;
+
+/// Eq. P25: what a rank's pipeline sends leave exposed in one step when each is overlapped with the next chunk the
+/// rank computes (ParallelLayout::pp_comm_overlap, the interleaved schedule): its m·v forward chunks of `forward_chunk`
+/// and m·v backward chunks of `backward_chunk` each send `send` once; every chunk but the first forward follows one
+/// other, so the sends hide behind m·v − 1 forward and m·v backward chunks, max(0, send − chunk) each left, and the
+/// last backward's send has nothing after it: (m·v − 1)·max(0, t_s − t_f/v) + m·v·max(0, t_s − t_b/v) + t_s.
+Seconds pp_overlap_exposed_sends(Seconds send, Seconds forward_chunk, Seconds backward_chunk, int m, int v) noexcept;
+/// Eq. P25: the step of one interleaved pipeline whose sends are overlapped: (m + (p−1)/v)·compute + `exposed` (the
+/// rank's, pp_overlap_exposed_sends) + the 2·(p−1) sends of the fill and the drain, whole (the receiver waits for
+/// them with nothing to run). `compute` is a micro-batch's on the stage without its sends.
+Seconds pipeline_time_overlapped(int p, int m, int v, Seconds compute, Seconds exposed, Seconds send) noexcept;
 
 /// Eq. P14: what a block's TP collectives (`comm`) cost beside the GEMMs they feed or drain (`gemm`) when overlapped
 /// (ParallelLayout::tp_comm_overlap): the part the GEMMs cannot cover, the one chunk of t the pipeline cannot hide,
@@ -283,7 +305,7 @@ struct ParallelStep {
   Seconds tp_exposed{};           // its blocks' TP/SP collectives (the overlapped re-gather only past half the backward)
   Seconds cp_exposed{};           // its blocks' ring sends past each step's attention (eq. P15b; again where recomputed)
   Seconds ep_comm{};              // its MoE blocks' all-to-alls (eq. P18; again where recomputed), not overlapped
-  Seconds p2p{};                  // its sends to the neighbouring stages, 2·v a micro-batch
+  Seconds p2p{};                  // its sends to the neighbouring stages, 2·v a micro-batch (eq. P25: exposed, over m)
   Seconds per_microbatch{};       // t_mb = the sum of the above
   Seconds pipeline{};             // eq. P7: (m + (p−1)/v)·t_mb
   Seconds bubble{};               // pipeline − m·t_mb

@@ -68,6 +68,14 @@ struct ParallelLayout {
   /// gathers run per micro-batch) or they stay gathered for the whole step (torchtitan's fully_shard with
   /// reshard_after_forward=False when PP is on). Ignored without PP (the sharding's reshard_after_forward rules).
   bool pp_reshard_after_forward = true;
+  /// The pipeline's sends overlapped with the next chunk the rank computes (Megatron's overlap_p2p_comm): eq. P25.
+  /// Acts with the interleaved schedule only (Megatron turns it off without virtual stages); ignored elsewhere.
+  bool pp_comm_overlap = false;
+  /// Megatron-Core's account_for_embedding_in_pipeline_split and account_for_loss_in_pipeline_split (eq. P26): the
+  /// embedding, resp. the output layer and loss, counted as one transformer layer when the blocks are split over the
+  /// p·v chunks, so the first chunk holds one block fewer, resp. the last; the units must divide evenly.
+  bool account_for_embedding_in_pipeline_split = false;
+  bool account_for_loss_in_pipeline_split = false;
   int pp = 1;  // pipeline stages p
   int vp = 1;  // virtual stages (model chunks) per pipeline rank v; > 1 only with `interleaved`
   PipelineSchedule schedule = PipelineSchedule::one_f_one_b;

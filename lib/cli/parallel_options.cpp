@@ -37,6 +37,19 @@ void add_parallel_options(CLI::App& cmd, ParallelOptions& o) {
   cmd.add_flag_callback(
          "--no-dp-comm-overlap", [&o] { o.dp_comm_overlap = 0; }, "No DP communication overlap (over a framework file's)")
       ->group(g);
+  cmd.add_flag_callback(
+         "--pp-comm-overlap", [&o] { o.pp_comm_overlap = 1; },
+         "Pipeline sends overlapped with the next chunk's compute (Megatron's overlap_p2p_comm; interleaved only; eq. P25)")
+      ->group(g);
+  cmd.add_flag_callback(
+         "--no-pp-comm-overlap", [&o] { o.pp_comm_overlap = 0; }, "No pipeline send overlap (over a framework file's)")
+      ->group(g);
+  cmd.add_flag("--account-for-embedding-in-pipeline-split", o.account_embedding,
+               "Count the embedding as a layer when splitting the blocks over the chunks: the first holds one fewer (eq. P26)")
+      ->group(g);
+  cmd.add_flag("--account-for-loss-in-pipeline-split", o.account_loss,
+               "Count the output layer and loss as a layer when splitting the blocks: the last chunk holds one fewer (eq. P26)")
+      ->group(g);
   cmd.add_option("--pp", o.pp, "Pipeline stages")->type_name("N")->group(g);
   cmd.add_option("--vp", o.vp, "Virtual stages per pipeline rank (interleaved 1F1B)")->type_name("N")->group(g);
   cmd.add_option("--schedule", o.schedule,
@@ -135,6 +148,9 @@ void apply_parallel_options(const ParallelOptions& o, const ScenarioOptions& so,
   if (o.sp >= 0) l.sp = o.sp == 1;
   if (o.tp_comm_overlap >= 0) l.tp_comm_overlap = o.tp_comm_overlap == 1;
   if (o.dp_comm_overlap >= 0) l.dp_comm_overlap = o.dp_comm_overlap == 1;
+  if (o.pp_comm_overlap >= 0) l.pp_comm_overlap = o.pp_comm_overlap == 1;
+  if (o.account_embedding) l.account_for_embedding_in_pipeline_split = true;
+  if (o.account_loss) l.account_for_loss_in_pipeline_split = true;
   if (o.vp > 0) {
     l.vp = o.vp;
     if (o.vp > 1 && o.schedule.empty()) l.schedule = PipelineSchedule::interleaved;
@@ -166,6 +182,8 @@ std::vector<int> parallel_gpu_counts(const Scenario& sc) { return {sc.cluster.ma
 
 std::string_view parallel_option_for_field(std::string_view field) noexcept {
   static constexpr std::pair<std::string_view, std::string_view> kOptions[] = {
+      {"parallel.account_for_embedding_in_pipeline_split", "--account-for-embedding-in-pipeline-split"},
+      {"parallel.account_for_loss_in_pipeline_split", "--account-for-loss-in-pipeline-split"},
       {"parallel.cp", "--cp"},
       {"parallel.dp_comm_overlap", "--dp-comm-overlap"},
       {"parallel.ep", "--ep"},
@@ -177,6 +195,7 @@ std::string_view parallel_option_for_field(std::string_view field) noexcept {
       {"parallel.moe_imbalance", "--moe-imbalance"},
       {"parallel.moe_pad_expert_input_to_capacity", "--moe-pad-expert-input-to-capacity"},
       {"parallel.pp", "--pp"},
+      {"parallel.pp_comm_overlap", "--pp-comm-overlap"},
       {"parallel.rank_order", "--rank-order"},
       {"parallel.schedule", "--schedule"},
       {"parallel.tp", "--tp"},
@@ -197,6 +216,14 @@ std::string moe_routing_text(const ParallelLayout& l) {
                        l.moe_pad_expert_input_to_capacity ? "padded" : "dropping");
   return out;
 }
+
+/// Eq. P26's accounts as the headers say them; empty where neither is on.
+std::string pipeline_split_text(const ParallelLayout& l) {
+  if (l.account_for_embedding_in_pipeline_split && l.account_for_loss_in_pipeline_split)
+    return ", embedding and loss counted as layers";
+  if (l.account_for_embedding_in_pipeline_split) return ", embedding counted as a layer";
+  return l.account_for_loss_in_pipeline_split ? ", loss counted as a layer" : "";
+}
 }  // namespace
 
 std::string layout_text(const ParallelLayout& l) {
@@ -207,11 +234,13 @@ std::string layout_text(const ParallelLayout& l) {
   const std::string batches = l.global_batch_target > 0 ? fmt::format("global batch {}", l.global_batch_target)
                                                         : fmt::format("{} micro-batches", l.micro_batches);
   return fmt::format(
-      "tp {}{} × {} × cp {}{}{}, micro-batch {}, {}, rank order {}{}", l.tp,
+      "tp {}{} × {} × cp {}{}{}, micro-batch {}, {}, rank order {}{}{}{}", l.tp,
       l.sp ? (l.tp_comm_overlap ? " (sp, overlapped)" : " (sp)") : "", pp, l.cp,
       l.ep > 1 ? fmt::format(" × ep {}{}", l.ep, l.moe_imbalance != 1.0 ? fmt::format(" (imbalance {:g})", l.moe_imbalance) : "")
                : std::string(),
-      moe_routing_text(l), l.micro_batch, batches, to_string(l.order), l.dp_comm_overlap ? ", DP communication overlapped" : "");
+      moe_routing_text(l), l.micro_batch, batches, to_string(l.order), l.dp_comm_overlap ? ", DP communication overlapped" : "",
+      l.pp_comm_overlap && l.pp > 1 && l.schedule == PipelineSchedule::interleaved ? ", pipeline sends overlapped" : "",
+      pipeline_split_text(l));
 }
 
 }  // namespace dlscale::cli

@@ -63,6 +63,10 @@ void read_parallel_entry(const yamlio::Node& node, Strategy& s) {
   if (auto n = m.optional("tp_comm_overlap")) l.tp_comm_overlap = n->boolean();
   if (auto n = m.optional("dp_comm_overlap")) l.dp_comm_overlap = n->boolean();
   if (auto n = m.optional("pp_reshard_after_forward")) l.pp_reshard_after_forward = n->boolean();
+  if (auto n = m.optional("pp_comm_overlap")) l.pp_comm_overlap = n->boolean();  // eq. P25
+  // eq. P26: the embedding and the loss counted as layers of the split (the blocks' divisibility is validate's)
+  if (auto n = m.optional("account_for_embedding_in_pipeline_split")) l.account_for_embedding_in_pipeline_split = n->boolean();
+  if (auto n = m.optional("account_for_loss_in_pipeline_split")) l.account_for_loss_in_pipeline_split = n->boolean();
   if (auto n = m.optional("schedule")) {
     try {
       l.schedule = pipeline_schedule_from_string(n->scalar());

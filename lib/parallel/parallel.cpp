@@ -25,6 +25,11 @@ InputError field_error(std::string_view field, std::string message) {
   return InputError(SourceLocation{}, std::string(field), std::move(message));
 }
 
+/// Eq. P26: the layers besides the blocks that count as units of the pipeline split (the embedding, the loss).
+int accounted_layers(const ParallelLayout& l) noexcept {
+  return (l.account_for_embedding_in_pipeline_split ? 1 : 0) + (l.account_for_loss_in_pipeline_split ? 1 : 0);
+}
+
 /// The layers whose weights Megatron splits over the TP group (column/row-parallel linears, the
 /// vocabulary-parallel embedding and output projection); norms stay whole on every TP rank.
 bool tp_split(LayerKind k) noexcept { return k == LayerKind::attention || k == LayerKind::linear || k == LayerKind::embedding; }
@@ -210,7 +215,16 @@ void validate(const ParallelLayout& l, int gpus, const TransformerShape& m) {
   if (l.schedule == PipelineSchedule::interleaved && l.pp < 2)
     throw field_error("schedule", "the interleaved schedule needs at least two pipeline stages");
   // uneven chunks are allowed (Megatron-Core's --decoder-first/last-pipeline-num-layers): layer_stages gives
-  // each ⌊L/(p·v)⌋ or ⌈L/(p·v)⌉ blocks, and the slowest stage sets the pipeline's pace (eq. P7)
+  // each ⌊L/(p·v)⌋ or ⌈L/(p·v)⌉ blocks, and the slowest stage sets the pipeline's pace (eq. P7); with the embedding
+  // or the loss accounted as a layer (eq. P26) Megatron-Core asks the units to divide evenly
+  if (const int a = accounted_layers(l); a > 0) {
+    const std::int64_t chunks = static_cast<std::int64_t>(l.pp) * l.vp;
+    if ((m.layers + a) % chunks != 0)
+      throw field_error(l.account_for_embedding_in_pipeline_split ? "account_for_embedding_in_pipeline_split"
+                                                                  : "account_for_loss_in_pipeline_split",
+                        fmt::format("{} blocks and {} accounted layer{} do not split evenly over pp {} × vp {} = {} chunks",
+                                    m.layers, a, a > 1 ? "s" : "", l.pp, l.vp, chunks));
+  }
   if (m.layers < static_cast<std::int64_t>(l.pp) * l.vp)
     throw field_error(l.vp > 1 ? "vp" : "pp",
                       fmt::format("pp {} × vp {} is more model chunks than the {} transformer blocks", l.pp, l.vp, m.layers));
@@ -274,6 +288,28 @@ std::vector<CollectiveCall> tp_block_collectives(const ParallelLayout& l, const 
           {"SP input re-gather (backward)", G::tp, Op::allgather, S, 2, true, true}};
 }
 
+std::vector<CollectiveCall> tp_edge_collectives(const ParallelLayout& l, const TransformerShape& m, double e, bool embedding,
+                                                bool head) {
+  std::vector<CollectiveCall> calls;
+  if (l.tp <= 1) return calls;
+  const Bytes S = tp_activation_bytes(l, m, e);
+  using G = ParallelGroup;
+  using Op = CollectiveOp;
+  if (embedding) {  // eq. P27: the vocabulary-parallel lookups' partial sums
+    if (l.sp) {
+      calls.push_back({"embedding reduce-scatter (forward)", G::tp, Op::reducescatter, S, 1, false, false});
+      calls.push_back({"embedding all-gather (backward)", G::tp, Op::allgather, S, 1, true, false});
+    } else {
+      calls.push_back({"embedding all-reduce (forward)", G::tp, Op::allreduce, S, 1, false, false});
+    }
+  }
+  if (head) {  // eq. P27: the vocabulary-parallel cross entropy (the output layer's own input collective left out)
+    const Bytes tokens_fp32 = bytes(static_cast<double>(l.micro_batch) * static_cast<double>(m.seq / l.cp) * 4.0);
+    calls.push_back({"cross-entropy all-reduces (forward)", G::tp, Op::allreduce, tokens_fp32, 3, false, false});
+  }
+  return calls;
+}
+
 Bytes cp_kv_chunk_bytes(const ParallelLayout& l, const TransformerShape& m, double e) noexcept {
   // eq. P3: K and V of the rank's s/c tokens and its kv_heads/t heads (one, replicated, when t > kv_heads)
   const std::int64_t kv_local = std::max<std::int64_t>(1, m.kv_heads / l.tp);
@@ -325,12 +361,16 @@ std::vector<int> layer_stages(const std::vector<int>& block, const ParallelLayou
   int blocks = 0;
   for (int b : block) blocks = std::max(blocks, b + 1);
   const int chunks = std::max(1, l.pp * std::max(1, l.vp));
+  // eq. P26: the embedding (first) and the loss (last) counted as layers, u units a chunk; validate checks they divide
+  const int accounted = accounted_layers(l), first = l.account_for_embedding_in_pipeline_split ? 1 : 0;
+  const std::int64_t units = std::max<std::int64_t>(1, (static_cast<std::int64_t>(blocks) + accounted) / chunks);
   std::vector<int> stage(block.size(), 0);
   bool seen_block = false;
   for (std::size_t i = 0; i < block.size(); ++i) {
     if (block[i] >= 0) {
       seen_block = true;
-      const int chunk = static_cast<int>(static_cast<std::int64_t>(block[i]) * chunks / std::max(blocks, 1));
+      const int chunk = accounted > 0 ? static_cast<int>(std::min<std::int64_t>((block[i] + first) / units, chunks - 1))
+                                      : static_cast<int>(static_cast<std::int64_t>(block[i]) * chunks / std::max(blocks, 1));
       stage[i] = chunk % std::max(1, l.pp);
     } else {
       stage[i] = seen_block ? l.pp - 1 : 0;

@@ -46,6 +46,20 @@ Seconds dp_overlap_exposed(Seconds comm, Seconds chunk_window, double last_share
   return dp_overlap_exposed(per_chunk, chunk_window, last_share) + behind * (v - 1.0);
 }
 
+Seconds pp_overlap_exposed_sends(Seconds send, Seconds forward_chunk, Seconds backward_chunk, int m, int v) noexcept {
+  if (!(send > Seconds{})) return Seconds{};
+  // eq. P25: N = m·v chunks each way; the sends hide behind N − 1 forward and N backward chunks, the last one behind none
+  const double n = static_cast<double>(std::max(m, 1)) * static_cast<double>(std::max(v, 1));
+  return max(Seconds{}, send - forward_chunk) * (n - 1.0) + max(Seconds{}, send - backward_chunk) * n + send;
+}
+
+Seconds pipeline_time_overlapped(int p, int m, int v, Seconds compute, Seconds exposed, Seconds send) noexcept {
+  // eq. P25: the bubble's (p−1)/v of the compute and the fill's and the drain's p−1 sends each, whole
+  const double fill = static_cast<double>(std::max(p, 1) - 1);
+  return compute * (static_cast<double>(std::max(m, 1)) + fill / static_cast<double>(std::max(v, 1))) + exposed +
+      send * (2.0 * fill);
+}
+
 namespace {
 Seconds sum_calls(const CollectiveModel& coll, const std::vector<CollectiveCall>& calls, const GroupPlacement& g, bool backward,
                   bool overlapped) {
@@ -66,17 +80,28 @@ Seconds memory_passes(Bytes traffic, int kernels, const GpuSpec& gpu, const Comp
 /// micro-batch's pipeline sends on each stage (P4).
 struct BlockComm {
   Seconds tp_fwd{}, tp_bwd{}, tp_regather{}, p2p{};
+  Seconds send{};                          // eq. P4: one of the pipeline's sends (p2p is 2·v of them)
+  Seconds first_stage{}, last_stage{};     // eq. P27: the embedding's and the cross entropy's TP collectives
   Seconds cp_kv{}, cp_kv_dkv{};            // eq. P15d: a ring step sending the K/V block, and the K/V with a dK/dV
   Seconds cp_merge_fwd{}, cp_merge_bwd{};  // eq. P15c: the slowest rank's merges
   Seconds ep_alltoall{};                   // eq. P18: one all-to-all of a MoE block (dispatch or combine)
 };
 
+Seconds sum_all(const CollectiveModel& coll, const std::vector<CollectiveCall>& calls, const GroupPlacement& g) {
+  Seconds t{};
+  for (const auto& c : calls) t += group_collective_time(coll, c, g);
+  return t;
+}
+
 BlockComm block_comm(const CollectiveModel& coll, const Cluster& cluster, const LayoutPlacement& at, const ParallelLayout& l,
-                     const TransformerShape& m, const ComputeOptions& opt) {
+                     const TransformerShape& m, const ComputeOptions& opt, bool embedding) {
   const double e = activation_bytes_per_element(opt.precision);
   const auto tp_calls = tp_block_collectives(l, m, e);
   const GroupPlacement& tpg = at[ParallelGroup::tp];
   BlockComm c;
+  // eq. P27: exposed whole, forward and backward, on the stage that holds the layer
+  c.first_stage = sum_all(coll, tp_edge_collectives(l, m, e, embedding, false), tpg);
+  c.last_stage = sum_all(coll, tp_edge_collectives(l, m, e, false, m.vocab > 0), tpg);
   c.tp_fwd = sum_calls(coll, tp_calls, tpg, false, false);
   c.tp_bwd = sum_calls(coll, tp_calls, tpg, true, false);
   c.tp_regather = sum_calls(coll, tp_calls, tpg, true, true);
@@ -91,7 +116,10 @@ BlockComm block_comm(const CollectiveModel& coll, const Cluster& cluster, const 
   if (l.ep > 1) c.ep_alltoall = alltoall_time(cluster, at[ParallelGroup::ep], moe_alltoall_bytes(l, m, e));
   // P4: 2·v sends a micro-batch on each stage (forward activation, backward gradient, per chunk)
   const int v = l.schedule == PipelineSchedule::interleaved ? std::max(l.vp, 1) : 1;
-  if (l.pp > 1) c.p2p = pipeline_p2p_time(cluster, at[ParallelGroup::pp], pp_p2p_bytes(l, m, e)) * (2.0 * v);
+  if (l.pp > 1) {
+    c.send = pipeline_p2p_time(cluster, at[ParallelGroup::pp], pp_p2p_bytes(l, m, e));
+    c.p2p = c.send * (2.0 * v);
+  }
   return c;
 }
 
@@ -160,6 +188,8 @@ StageTimes stage_times(const Network& net, const LayerTimes& t, const std::vecto
     if (i < t.backward_attention.size()) b.core_bwd += t.backward_attention[i];
     if (i < t.forward_gemm.size()) b.gemm += t.forward_gemm[i];
   }
+  if (s == 0) st.tp += comm.first_stage;
+  if (s == l.pp - 1) st.tp += comm.last_stage;
   for (const BlockParts& b : parts) {
     // the re-gather overlaps the data-gradient GEMMs, about half the block's backward
     st.tp += max(Seconds{}, comm.tp_regather - b.bwd * 0.5);
@@ -269,7 +299,9 @@ ParallelStep parallel_step(const Network& net, const LayerTimes& times, const Cl
   const LayoutPlacement at = place_layout(l, cluster, gpus);
   const LayerTimes t = shard_layer_times(times, net, l, of);
   const std::vector<int> stage = layer_stages(block, l);
-  const BlockComm comm = block_comm(coll, cluster, at, l, m, opt);
+  const bool embedding =
+      std::any_of(net.layers.begin(), net.layers.end(), [](const Layer& x) { return x.kind == LayerKind::embedding; });
+  const BlockComm comm = block_comm(coll, cluster, at, l, m, opt, embedding);
 
   ParallelStep r;
   r.memory.reserve(static_cast<std::size_t>(l.pp));
@@ -277,25 +309,36 @@ ParallelStep parallel_step(const Network& net, const LayerTimes& times, const Cl
   const ActivationRecompute ar = activation_recompute(opt.recompute);
   std::int64_t most_params = 0, most_experts = 0;
   Seconds most_update{};
+  // eq. P25: the sends overlapped with the next chunk, under the interleaved schedule only (as Megatron's)
+  const bool overlap_sends = l.pp_comm_overlap && l.pp > 1 && l.schedule == PipelineSchedule::interleaved;
+  const double v = static_cast<double>(std::max(l.vp, 1)), mbs = static_cast<double>(std::max(l.micro_batches, 1));
   for (int s = 0; s < l.pp; ++s) {
     const StageTimes st = stage_times(net, t, block, stage, s, opt, comm, l, cluster.gpu.sm_count);
-    const Seconds mb = st.forward + st.backward + st.tp + st.cp + st.ep + comm.p2p;
-    if (s == 0 || mb > r.per_microbatch) {
+    const Seconds compute = st.forward + st.backward + st.tp + st.cp + st.ep;
+    Seconds p2p = comm.p2p, pipe{};
+    if (overlap_sends) {
+      const Seconds exposed = pp_overlap_exposed_sends(comm.send, st.forward / v, st.backward / v, l.micro_batches, l.vp);
+      p2p = exposed / mbs;
+      pipe = pipeline_time_overlapped(l.pp, l.micro_batches, l.vp, compute, exposed, comm.send);
+    }
+    const Seconds mb = compute + p2p;
+    if (s == 0 || (overlap_sends ? pipe > r.pipeline : mb > r.per_microbatch)) {
       r.slowest_stage = s;
       r.per_microbatch = mb;
+      r.pipeline = pipe;
       r.forward = st.forward;
       r.backward = st.backward;
       r.tp_exposed = st.tp;
       r.cp_exposed = st.cp;
       r.ep_comm = st.ep;
-      r.p2p = comm.p2p;
+      r.p2p = p2p;
     }
     most_update = max(most_update, st.update);
     most_params = std::max(most_params, rank_params(net, stage, l, s));
     most_experts = std::max(most_experts, rank_expert_params(net, stage, l, s));
     r.memory.push_back(rank_memory(net, block, m, stage, l, s, opt, sh, dp_cp, ar, reserved));
   }
-  r.pipeline = pipeline_time(l.schedule, l.pp, l.micro_batches, l.vp, r.per_microbatch);
+  if (!overlap_sends) r.pipeline = pipeline_time(l.schedule, l.pp, l.micro_batches, l.vp, r.per_microbatch);
   r.bubble = r.pipeline - r.per_microbatch * static_cast<double>(l.micro_batches);
   const DpComm dense = dp_reduction(coll, at[ParallelGroup::dp_cp], static_cast<double>(most_params - most_experts), sh, opt),
                experts = dp_reduction(coll, at[ParallelGroup::edp], static_cast<double>(most_experts), sh, opt);

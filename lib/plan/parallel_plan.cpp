@@ -38,6 +38,7 @@ struct PlanContext {
   RankOrder order;
   bool tp_comm_overlap = false;  // the framework's (nemo.yaml): every layout with SP overlaps its TP collectives
   bool dp_comm_overlap = false;  // the framework's (nemo.yaml): every layout overlaps its DP collectives (eq. P19)
+  bool pp_comm_overlap = false;  // the framework's: every interleaved layout overlaps its pipeline sends (eq. P25)
   Bytes capacity;
   Bytes reserve;               // ParallelPlanSpace::memory_reserve, each stage's MemoryEstimate::reserved
   double moe_imbalance = 1.0;  // the framework's (or --moe-imbalance): every layout with ep > 1 (eq. P23)
@@ -54,6 +55,7 @@ std::optional<ParallelLayout> grid_layout(const PlanContext& c, int tp, int pp, 
   l.sp = tp > 1;  // Megatron's practice with TP: the same traffic, a t-th of the norms' activations
   l.tp_comm_overlap = c.tp_comm_overlap && l.sp;
   l.dp_comm_overlap = c.dp_comm_overlap;
+  l.pp_comm_overlap = c.pp_comm_overlap;
   l.pp = pp;
   l.vp = vp;
   l.schedule = vp > 1 ? PipelineSchedule::interleaved : PipelineSchedule::one_f_one_b;
@@ -153,6 +155,7 @@ ParallelPlanResult plan_parallel(const Scenario& base, int gpus, const ParallelP
                 kMegatronRankOrder,
                 false,
                 false,
+                false,
                 cl.gpu.memory_size,
                 space.memory_reserve,
                 1.0,
@@ -174,6 +177,7 @@ ParallelPlanResult plan_parallel(const Scenario& base, int gpus, const ParallelP
     c.order = base.strategy.parallel->order;
     c.tp_comm_overlap = base.strategy.parallel->tp_comm_overlap;
     c.dp_comm_overlap = base.strategy.parallel->dp_comm_overlap;
+    c.pp_comm_overlap = base.strategy.parallel->pp_comm_overlap;
     c.moe_imbalance = base.strategy.parallel->moe_imbalance;
     c.routing = *base.strategy.parallel;
   }
