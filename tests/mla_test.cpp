@@ -74,8 +74,8 @@ TEST(Mla, DeepSeekV3ParametersByHandAndPublished) {
   EXPECT_EQ(attn, 187'107'328);
   EXPECT_EQ(layer(net, "model.layers.0.self_attn").params, attn);
   const std::int64_t expert = 3LL * 7168 * 2048;
-  const std::int64_t total = 2LL * 129280 * 7168 + 61 * (attn + 2 * 7168) + 3 * (3LL * 7168 * 18432) +
-      58 * (expert + 256 * expert + 7168 * 256) + 7168;
+  const std::int64_t total =
+      2LL * 129280 * 7168 + 61 * (attn + 2 * 7168) + 3 * (3LL * 7168 * 18432) + 58 * (expert + 256 * expert + 7168 * 256) + 7168;
   EXPECT_EQ(net.total_params(), total);
   // the published 671 B: ours is 671,026,404,352, 0.004 % above
   EXPECT_NEAR(static_cast<double>(net.total_params()) / 671e9, 1.0, 1e-4);
@@ -95,8 +95,8 @@ TEST(Mla, DeepSeekV2LiteParametersByHandAndPublished) {
   const std::int64_t attn = mla_by_hand(2048, 16, 0, 512, 128, 64, 128);
   EXPECT_EQ(attn, 2048LL * 16 * 192 + 2048 * 576 + 512 + 512LL * 16 * 256 + 16LL * 128 * 2048);
   const std::int64_t expert = 3LL * 2048 * 1408;
-  const std::int64_t total = 2LL * 102400 * 2048 + 27 * (attn + 2 * 2048) + 3LL * 2048 * 10944 +
-      26 * (2 * expert + 64 * expert + 2048 * 64) + 2048;
+  const std::int64_t total =
+      2LL * 102400 * 2048 + 27 * (attn + 2 * 2048) + 3LL * 2048 * 10944 + 26 * (2 * expert + 64 * expert + 2048 * 64) + 2048;
   EXPECT_EQ(net.total_params(), total);
   EXPECT_EQ(net.total_params(), 15'706'484'224);  // 0.04 % above the published 15.7 B
 }
@@ -122,7 +122,8 @@ TEST(Mla, SmallLayerMacsAndKeptByHand) {
   EXPECT_EQ(a.activation_bytes_per_sample, 4.0 * (16 * token + 4 * 16 * 16));
   // the same layer from the command line's spec
   const DecoderShape p = parse_decoder_spec(
-      "decoder:layers=1,hidden=64,heads=4,ffn=128,vocab=100,seq=16,attention=mla,q_lora=24,kv_lora=16,qk_nope=8,qk_rope=4,v_head=6",
+      "decoder:layers=1,hidden=64,heads=4,ffn=128,vocab=100,seq=16,attention=mla,q_lora=24,kv_lora=16,qk_nope=8,qk_rope=4,v_head="
+      "6",
       "--model");
   EXPECT_EQ(layer(build_decoder(p, "spec"), "model.layers.0.self_attn").params, params);
 }
@@ -161,12 +162,11 @@ TEST(Mla, TpRankParametersAndForwardFlopsByHand) {
   EXPECT_EQ(a.heads, 16);
   EXPECT_EQ(a.head_dim, 192);
   EXPECT_EQ(a.v_head_dim, 128);
-  EXPECT_EQ(rank_params(net, l, 0),
-            [&] {
-              std::int64_t p = 0;
-              for (const Layer& x : rank.layers) p += x.params;
-              return p;
-            }());
+  EXPECT_EQ(rank_params(net, l, 0), [&] {
+    std::int64_t p = 0;
+    for (const Layer& x : rank.layers) p += x.params;
+    return p;
+  }());
   const double s = 4096;
   const double gemms = 2.0 * s * (7168.0 * 1536 + 1536.0 * 16 * 192 + 7168.0 * 576 + 512.0 * 16 * 256 + 16.0 * 128 * 7168);
   const double core = 0.5 * 2.0 * s * s * 16 * (192 + 128);

@@ -23,11 +23,11 @@ namespace {
 namespace fs = std::filesystem;
 
 const std::vector<std::string> kZoo = {
-    "alexnet",          "googlenet", "vgg16",        "vgg19",        "resnet18",   "resnet34",   "resnet50",  "resnet50-v1",
-    "resnet101",        "resnet152", "inception-v3", "inception-bn", "bert-base",  "bert-large", "bert-swag", "bert-squad",
-    "bert-large-squad", "gpt2",      "gpt2-xl",      "llama2-7b",    "llama2-13b", "llama2-70b", "llama3-8b", "gpt3-125m",
-    "gpt3-350m",        "gpt3-760m", "gpt3-1.3b",    "gpt3-2.7b",    "gpt3-6.7b",  "gpt3-13b",   "gpt3-175b", "mixtral-8x7b",
-    "mixtral-8x22b"};
+    "alexnet",          "googlenet",   "vgg16",           "vgg19",        "resnet18",   "resnet34",   "resnet50",  "resnet50-v1",
+    "resnet101",        "resnet152",   "inception-v3",    "inception-bn", "bert-base",  "bert-large", "bert-swag", "bert-squad",
+    "bert-large-squad", "gpt2",        "gpt2-xl",         "llama2-7b",    "llama2-13b", "llama2-70b", "llama3-8b", "gpt3-125m",
+    "gpt3-350m",        "gpt3-760m",   "gpt3-1.3b",       "gpt3-2.7b",    "gpt3-6.7b",  "gpt3-13b",   "gpt3-175b", "mixtral-8x7b",
+    "mixtral-8x22b",    "deepseek-v3", "deepseek-v2-lite"};
 
 Network arch(const std::string& name) { return build_network(resolve_architecture(name, "NAME")); }
 
@@ -127,6 +127,9 @@ INSTANTIATE_TEST_SUITE_P(
         // Mixtral-8x7B: 46.7 B on its Hugging Face model card; Mixtral-8x22B: 141 B in Mistral AI's release (both
         // recalled, not read here). Every expert counts; the active parameters are tests/moe_test.cpp's.
         Published{"mixtral-8x7b", 46.7e9, 0, 0.001}, Published{"mixtral-8x22b", 141e9, 0, 0.01},
+        // DeepSeek-V3: 671 B without its multi-token-prediction module; DeepSeek-V2-Lite 15.7 B (both recalled, not read
+        // here; the counts by hand are tests/mla_test.cpp's).
+        Published{"deepseek-v3", 671e9, 0, 0.001}, Published{"deepseek-v2-lite", 15.7e9, 0, 0.001},
         // GPT-3, Brown et al. 2020 Table 2.1 "n_params", rounded there to two or three digits: 125M, 350M,
         // 760M, 1.3B, 2.7B, 6.7B, 13.0B, 175.0B (our 355.9 M, 2.652 B and 1.316 B are the farthest, < 2 %).
         Published{"gpt3-125m", 125e6, 0, 0.02}, Published{"gpt3-350m", 350e6, 0, 0.02}, Published{"gpt3-760m", 760e6, 0, 0.02},

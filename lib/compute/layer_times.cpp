@@ -701,8 +701,7 @@ void time_norm(Kernels& k, const LayerWork& w, const std::string& name, double e
   }
   if (rms && !w.opt.compiled) {  // eq. K14: eager RMSNorm, an operator a kernel
     k.pass(k.name(name, " fwd (eager)"), elements, kEagerRmsNorm.forward_bytes(w.eb), false, 0.0, kEagerRmsNorm.forward_kernels);
-    k.pass(k.name(name, " bwd (eager)"), elements, kEagerRmsNorm.backward_bytes(w.eb), true, 0.0,
-           kEagerRmsNorm.backward_kernels);
+    k.pass(k.name(name, " bwd (eager)"), elements, kEagerRmsNorm.backward_bytes(w.eb), true, 0.0, kEagerRmsNorm.backward_kernels);
     return;
   }
   k.pass(k.name(name, " fwd"), 2.0 * elements, w.eb, false);

@@ -608,7 +608,8 @@ Bytes layer_activation_bytes(const Layer& x, const ParallelLayout& l, const Comp
   const double sp = l.sp ? l.tp : 1.0;
   const double split = tp_splits_kept(x.kind) ? l.tp : sp;
   const double width = activation_bytes_per_element(opt.precision) / 4.0;
-  const double whole = mla_whole_kept(x);  // eq. P9a
+  // eq. P9a: multi-head latent attention's latents whole
+  const double whole = mla_whole_kept(x);
   return bytes(((own - whole) / split + whole + ops / sp) * width * l.micro_batch / l.cp);  // eq. P9
 }
 

@@ -371,8 +371,8 @@ class Generator {
     const std::int64_t d = in.shape.back(), s = in.shape[in.shape.size() - 2];
     const std::int64_t seqs = elements(args, in.shape) / mul(args, s, d);
     if (mla.kv_lora > 0) {
-      Layer& l = add(name, prefix, LayerKind::attention, mla_params(args, mla, d, heads),
-                     mla_macs(args, mla, d, heads, seqs, s), mla_kept(args, mla, d, heads, seqs, s), in.shape, in.shape);
+      Layer& l = add(name, prefix, LayerKind::attention, mla_params(args, mla, d, heads), mla_macs(args, mla, d, heads, seqs, s),
+                     mla_kept(args, mla, d, heads, seqs, s), in.shape, in.shape);
       if (probs_dropout)
         l.activation_bytes_per_sample += static_cast<double>(mul(args, {seqs, heads, s, s})) * (kBytesPerElement + 1);
       l.probs_dropout = probs_dropout;
@@ -437,7 +437,8 @@ class Generator {
   /// MLA's weights per token: the q path (q_a, its norm, q_b; or q_proj), the kv path (kv_a, its norm, kv_b), o_proj.
   static std::int64_t mla_params(const Node& at, const Mla& a, std::int64_t d, std::int64_t heads) {
     const std::int64_t dqk = a.qk_nope + a.qk_rope;
-    const std::int64_t q = a.q_lora > 0 ? mul(at, d, a.q_lora) + a.q_lora + mul(at, {a.q_lora, heads, dqk}) : mul(at, {d, heads, dqk});
+    const std::int64_t q =
+        a.q_lora > 0 ? mul(at, d, a.q_lora) + a.q_lora + mul(at, {a.q_lora, heads, dqk}) : mul(at, {d, heads, dqk});
     const std::int64_t kv = mul(at, d, a.kv_lora + a.qk_rope) + a.kv_lora + mul(at, {a.kv_lora, heads, a.qk_nope + a.v_head});
     return q + kv + mul(at, {heads, a.v_head, d});
   }
@@ -445,8 +446,7 @@ class Generator {
   /// score product Q·Kᵀ (S·S·a·d_qk) and the weighted sum A·V (S·S·a·d_v) per sequence, in full even when causal.
   static std::int64_t mla_macs(const Node& at, const Mla& a, std::int64_t d, std::int64_t heads, std::int64_t seqs,
                                std::int64_t s) {
-    return mul(at, {seqs, s, mla_params(at, a, d, heads)}) +
-        mul(at, {seqs, s, s, heads, a.qk_nope + a.qk_rope + a.v_head});
+    return mul(at, {seqs, s, mla_params(at, a, d, heads)}) + mul(at, {seqs, s, s, heads, a.qk_nope + a.qk_rope + a.v_head});
   }
   /// Kept for backward, as for the other attention: the latent tensors (c_q and its norm, 2·r_q; kv_a's output and
   /// the norm of its r_kv part, 2·r_kv + d_rope) and q, k (a·d_qk each), v and the context (a·d_v each), the output (D;
