@@ -181,6 +181,45 @@ TEST(Mla, TpRankParametersAndForwardFlopsByHand) {
                        0.5 * 2.0 * s * s * 128 * (192 + 128));
 }
 
+// Eq. K9 with d_qk ≠ d_v: the fused kernel reads Q (a·d_qk), K (a·d_qk) and V (a·d_v) and writes O (a·d_v) and the fp32
+// log-sum-exp (a a token) forward; backward reads Q, K, V, O, dO and the log-sum-exp and writes dQ (fp32), dK and dV.
+// The small layer above (a 4, d_qk 12, d_v 6, S 16) in bf16: Q 768, K 768, V 384, O 384 elements, 256 B of log-sum-exp.
+TEST(Mla, FusedAttentionTrafficWithDistinctHeadDimensionsByHand) {
+  DecoderShape d{.layers = 1, .hidden = 64, .heads = 4, .ffn = 128, .vocab = 100, .seq = 16};
+  d.attention = "mla";
+  d.q_lora = 24;
+  d.kv_lora = 16;
+  d.qk_nope = 8;
+  d.qk_rope = 4;
+  d.v_head = 6;
+  const Network net = build_decoder(d, "small-mla");
+  const Layer& a = layer(net, "model.layers.0.self_attn");
+  GpuSpec gpu;
+  gpu.name = gpu.architecture = "toy";
+  gpu.sm_version = 90;
+  gpu.sm_count = 132;
+  gpu.peak_fp32 = teraflops_per_second(60);
+  gpu.peak_bf16 = gpu.peak_fp16 = teraflops_per_second(900);
+  gpu.memory_bandwidth = gigabytes_per_second(3000);
+  gpu.boost_clock = megahertz(1980);
+  ComputeOptions opt;
+  opt.precision = Precision::bf16;
+  opt.attention = AttentionKernel::flash;
+  int found = 0;
+  for (const KernelTiming& k : layer_kernels(a, false, false, gpu, 1, opt)) {
+    if (k.name == "model.layers.0.self_attn.attention fwd (flash)") {
+      EXPECT_DOUBLE_EQ(in_bytes(k.traffic), (768 + 768 + 384 + 384) * 2.0 + 256);
+      EXPECT_DOUBLE_EQ(in_flops(k.flops), 0.5 * 2.0 * 16 * 16 * 4 * (12 + 6));  // causal: half
+      ++found;
+    }
+    if (k.name == "model.layers.0.self_attn.attention bwd (flash)") {
+      EXPECT_DOUBLE_EQ(in_bytes(k.traffic), (768 + 768 + 384 + 384 + 384) * 2.0 + 256 + 768 * 4.0 + (768 + 384) * 2.0);
+      ++found;
+    }
+  }
+  EXPECT_EQ(found, 2);
+}
+
 // Eq. P9a: at t = 8 a rank keeps the latents (2·1536 + 2·512 + 64 a token) whole and 1/8 of the rest of the layer's
 // kept tensors (q, k 128·192, v, context 128·128 a token; the probabilities dropped by the fused kernel); the
 // residual addition after it keeps its output (7168 a token) whole without sequence parallelism.

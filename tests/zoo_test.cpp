@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <filesystem>
 #include <string>
@@ -392,6 +393,13 @@ TEST_P(GeneratedFile, LoadsBackToTheSameNumbers) {
   EXPECT_DOUBLE_EQ(loaded.total_macs_per_sample(), built.total_macs_per_sample());
   EXPECT_DOUBLE_EQ(loaded.total_forward_flops_per_sample(), 2 * built.total_macs_per_sample());
   EXPECT_DOUBLE_EQ(loaded.total_activation_bytes_per_sample(), built.total_activation_bytes_per_sample());
+  // the attention's shape for the kernel model, multi-head latent attention's sizes too
+  for (std::size_t i = 0; i < built.layers.size(); ++i) {
+    const Layer &a = loaded.layers[i], &b = built.layers[i];
+    EXPECT_EQ((std::array{a.heads, a.kv_heads, a.head_dim, a.v_head_dim, a.q_lora, a.kv_lora, a.qk_rope}),
+              (std::array{b.heads, b.kv_heads, b.head_dim, b.v_head_dim, b.q_lora, b.kv_lora, b.qk_rope}))
+        << b.name;
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Zoo, GeneratedFile, ::testing::ValuesIn(kZoo), [](const auto& param_info) {
