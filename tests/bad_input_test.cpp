@@ -95,6 +95,14 @@ constexpr const char* kArch =
     "  - flatten\n"                                          // 8
     "  - linear: {name: fc, out: 10}\n";                     // 9
 
+// A small decoder's description up to its last settings (multi-head latent attention's cases complete line 5).
+constexpr const char* kArchDecoder =
+    "name: small\n"
+    "description: \"a small decoder\"\n"
+    "input: {tokens: 16}\n"
+    "layers:\n"
+    "  - decoder: {layers: 2, width: 64, heads: 4, ffn: 128, ffn_kind: swiglu, vocab: 100, positions: rotary, ";  // 5
+
 // A framework strategy (models/frameworks/NAME.yaml).
 constexpr const char* kFramework =
     "name: ddp\n"                                       // 1
@@ -524,9 +532,9 @@ std::vector<Row> catalogue() {
        "model show {dir}/m.yaml -o {out}", E + "{dir}/m.yaml:5:45: 'layers[1].params': duplicate key\n"},
       {"net_unknown_key", {{"m.yaml", edit(kNet, 5, "  - {name: fc, kind: linear, params: 10250, forward_flops: 20480, weights: 3}")}},
        "model show {dir}/m.yaml -o {out}",
-       E + "{dir}/m.yaml:5:67: 'layers[1].weights': unknown key (known keys here: activation_bytes, branches, causal, experts, forward_flops, gated, groups, heads, "
-           "hidden, input_shape, kernel, kind, kv_heads, macs, name, output_shape, params, probs_dropout, rms, rotary, stride, "
-           "top_k, window)\n"},
+       E + "{dir}/m.yaml:5:67: 'layers[1].weights': unknown key (known keys here: activation_bytes, branches, causal, experts, forward_flops, gated, groups, "
+           "head_dim, heads, hidden, input_shape, kernel, kind, kv_heads, kv_lora, macs, name, output_shape, params, probs_dropout, "
+           "q_lora, qk_rope, rms, rotary, stride, top_k, v_head_dim, window)\n"},
       {"net_unknown_name", {}, "model show resnet51 -o {out}", E + "'NAME': unknown model 'resnet51' (known: alexnet)\n", "{mini}"},
 
       // ---- architecture descriptions (models/arch) -----------------------------------------------------------
@@ -551,6 +559,27 @@ std::vector<Row> catalogue() {
        {{"small.yaml", "name: small\ndescription: \"a small encoder\"\ninput: {tokens: 16}\nlayers:\n"
                        "  - embedding: {name: emb, vocab: 100, dim: 32}\n  - attention: {name: attn, heads: 4, dropout: 1.5}\n"}},
        kCmdArch, E + "{dir}/small.yaml:6:48: 'layers[1].attention.dropout': a dropout probability lies in [0, 1)\n"},
+      // multi-head latent attention: its keys need `attention: mla`, which has no kv_heads; ranks and head sizes ≥ 1
+      {"arch_decoder_mla_key_without_mla", {{"small.yaml", std::string(kArchDecoder) + "kv_lora: 16, qk_nope: 8, qk_rope: 8, v_head: 8}\n"}},
+       kCmdArch,
+       E + "{dir}/small.yaml:5:115: 'layers[0].decoder.kv_lora': 'kv_lora' is a setting of multi-head latent attention: add "
+           "'attention: mla'\n"},
+      {"arch_decoder_mla_with_kv_heads",
+       {{"small.yaml", std::string(kArchDecoder) + "attention: mla, kv_heads: 2, kv_lora: 16, qk_nope: 8, qk_rope: 8, v_head: 8}\n"}},
+       kCmdArch,
+       E + "{dir}/small.yaml:5:132: 'layers[0].decoder.kv_heads': multi-head latent attention has no key/value heads of its own: "
+           "drop 'kv_heads'\n"},
+      {"arch_decoder_mla_zero_rank",
+       {{"small.yaml", std::string(kArchDecoder) + "attention: mla, q_lora: 0, kv_lora: 16, qk_nope: 8, qk_rope: 8, v_head: 8}\n"}},
+       kCmdArch, E + "{dir}/small.yaml:5:130: 'layers[0].decoder.q_lora': must be a positive whole number, got 0\n"},
+      {"arch_decoder_mla_without_v_head",
+       {{"small.yaml", std::string(kArchDecoder) + "attention: mla, kv_lora: 16, qk_nope: 8, qk_rope: 8}\n"}}, kCmdArch,
+       E + "{dir}/small.yaml:5:117: 'layers[0].decoder.attention': multi-head latent attention needs 'v_head'\n"},
+      {"arch_attention_mla_with_bias",
+       {{"small.yaml", "name: small\ndescription: \"a small decoder\"\ninput: {tokens: 16}\nlayers:\n"
+                       "  - embedding: {name: emb, vocab: 100, dim: 32}\n"
+                       "  - attention: {name: attn, heads: 4, kv_lora: 16, qk_nope: 8, qk_rope: 8, v_head: 8}\n"}},
+       kCmdArch, E + "{dir}/small.yaml:6:48: 'layers[1].attention.kv_lora': multi-head latent attention has no biases: add 'bias: false'\n"},
       {"arch_layer_name_twice", {{"small.yaml", edit(kArch, 9, "  - linear: {name: conv1, out: 10}")}}, kCmdArch,
        E + "{dir}/small.yaml:9:20: 'layers[4].linear.name': layer name 'conv1' is used twice\n"},
       {"arch_unknown_name", {}, "model export vgg11 --dir {outdir}", E + "'NAME': unknown model architecture 'vgg11' (known: alexnet)\n",
@@ -978,7 +1007,8 @@ std::vector<Row> catalogue() {
        E + "'--model': decoder key 'seq': 16 tokens do not fit the 8 learned positions ('context')\n"},
       {"option_decoder_unknown_key", {}, "predict --model decoder:layers=2,width=64 -o {out}",
        E + "'--model': unknown decoder key 'width' (keys: layers, hidden, heads, kv_heads, ffn, vocab, seq, ffn_kind, positions, "
-           "context, tied, bias, norm, window, experts, top_k, expert_ffn, shared_experts, first_dense)\n"},
+           "context, tied, bias, norm, window, experts, top_k, expert_ffn, shared_experts, first_dense, attention, q_lora, kv_lora, "
+           "qk_nope, qk_rope, v_head)\n"},
       // a sliding window (eq. K25): a whole number of positions, at least 1
       {"option_decoder_window_zero", {}, "predict --model decoder:layers=2,hidden=64,heads=4,ffn=128,vocab=100,seq=16,window=0 -o {out}",
        E + "'--model': decoder key 'window': '0' is not a whole number ≥ 1\n"},
@@ -997,7 +1027,24 @@ std::vector<Row> catalogue() {
        E + "'--cp': cp 2: context parallelism over a sliding window of 4 tokens is not modelled\n"},
       {"option_decoder_missing_key", {}, "predict --model decoder:layers=2,hidden=64,heads=4,ffn=128,vocab=100 -o {out}",
        E + "'--model': decoder spec needs 'seq' (keys: layers, hidden, heads, kv_heads, ffn, vocab, seq, ffn_kind, positions, "
-           "context, tied, bias, norm, window, experts, top_k, expert_ffn, shared_experts, first_dense)\n"},
+           "context, tied, bias, norm, window, experts, top_k, expert_ffn, shared_experts, first_dense, attention, q_lora, kv_lora, "
+           "qk_nope, qk_rope, v_head)\n"},
+      // multi-head latent attention (docs/models.md, "Decoder-only transformers")
+      {"option_decoder_mla_key_without_mla", {}, "predict --model decoder:layers=2,hidden=64,heads=4,ffn=128,vocab=100,seq=16,qk_rope=8 -o {out}",
+       E + "'--model': decoder key 'qk_rope' needs 'attention=mla' (multi-head latent attention)\n"},
+      {"option_decoder_mla_with_kv_heads", {},
+       "predict --model decoder:layers=2,hidden=64,heads=4,ffn=128,vocab=100,seq=16,attention=mla,kv_heads=2,kv_lora=16,qk_nope=8,"
+       "qk_rope=8,v_head=8 -o {out}",
+       E + "'--model': decoder key 'kv_heads': multi-head latent attention has no key/value heads of its own\n"},
+      {"option_decoder_mla_without_kv_lora", {},
+       "predict --model decoder:layers=2,hidden=64,heads=4,ffn=128,vocab=100,seq=16,attention=mla,qk_nope=8,qk_rope=8,v_head=8 -o {out}",
+       E + "'--model': decoder key 'attention': multi-head latent attention needs 'kv_lora'\n"},
+      {"option_decoder_mla_zero_head_dim", {},
+       "predict --model decoder:layers=2,hidden=64,heads=4,ffn=128,vocab=100,seq=16,attention=mla,kv_lora=16,qk_nope=8,qk_rope=8,"
+       "v_head=0 -o {out}",
+       E + "'--model': decoder key 'v_head': '0' is not a whole number ≥ 1\n"},
+      {"option_decoder_attention_unknown", {}, "predict --model decoder:layers=2,hidden=64,heads=4,ffn=128,vocab=100,seq=16,attention=mha -o {out}",
+       E + "'--model': decoder key 'attention': 'mha' is not one of gqa, mla\n"},
       // a mixture of experts and expert parallelism (docs/model.md, P16-P17)
       {"option_decoder_top_k_above_experts", {},
        "predict --model decoder:layers=2,hidden=64,heads=4,ffn=128,vocab=100,seq=16,experts=4,top_k=5 -o {out}",

@@ -62,6 +62,20 @@ TEST(ParallelCli, PredictsALayoutWithItsPartsAndMemory) {
   EXPECT_NE(r.out.find("# parallel, 64 GPUs: TP "), std::string::npos) << r.out;
 }
 
+// DeepSeek-V3 (multi-head latent attention, 256 experts) under Megatron-Core's TP 8 × PP 8 × EP 8 on 128 DGX H100
+// nodes; TP must divide its 128 heads.
+TEST(ParallelCli, DeepSeekV3PredictsUnderTpPpEp) {
+  const std::string on =
+      "predict --cluster dgx-h100-ndr --nodes 128 --model deepseek-v3 --framework megatron-core --precision bf16 ";
+  const auto r = run_cli(on + "--tp 8 --sp --pp 8 --ep 8 --global-batch 1024 --no-train");
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("# layout: tp 8 (sp) × pp 8 (1f1b) × cp 1 × ep 8, micro-batch 1, global batch 1024"), std::string::npos)
+      << r.out;
+  const auto bad = run_cli(on + "--tp 3 --pp 8 --ep 8 --gpus 960 --no-train");
+  EXPECT_EQ(bad.status, 2);
+  EXPECT_EQ(bad.err, "dlscale: '--tp': tp 3 does not divide the 128 attention heads\n");
+}
+
 TEST(ParallelCli, FrameworkFileGivesTheLayout) {
   const auto fw =
       test::temp_file("megatron-tp8.yaml",

@@ -381,15 +381,9 @@ TEST(ParallelPipeline, InterleavedChunksGoRoundTheStages) {
 // 63 block 125 and the output layer; chunk k on stage k mod 8. Stage 0: 1 + 7·2 = 15 blocks, stages 1-6: 16, stage 7:
 // 7·2 + 1 = 15. Without the accounts (⌊64·b/126⌋) chunks 31 and 63 hold one block each: stage 7 has 14, the others 16.
 TEST(ParallelPipeline, AccountedEmbeddingAndLossEvenThe405bStages) {
-  DecoderShape d;
-  d.layers = 126;
-  d.hidden = 16384;
-  d.heads = 128;
-  d.kv_heads = 8;
-  d.ffn = 53248;
-  d.vocab = 128256;
-  d.seq = 8192;
-  const Network net = build_decoder(d, "llama3-405b-shape");
+  const Network net = build_decoder(
+      DecoderShape{.layers = 126, .hidden = 16384, .heads = 128, .kv_heads = 8, .ffn = 53248, .vocab = 128256, .seq = 8192},
+      "llama3-405b-shape");
   ParallelLayout l;
   l.pp = 8;
   l.vp = 8;

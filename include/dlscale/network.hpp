@@ -117,7 +117,16 @@ struct Layer {
   double expert_load = 1.0;
   /// The parameter-free operators that follow this layer up to the next learnable one.
   std::vector<Operator> ops;
+  /// attention: multi-head latent attention (DeepSeek-V2/V3; docs/models.md, "Decoder-only transformers") when
+  /// kv_lora > 0: the query's low-rank down projection D→q_lora (0: a direct query projection), the keys' and values'
+  /// D→kv_lora (+ qk_rope), each with its RMSNorm, whole on every TP rank; head_dim is then the query/key head
+  /// dimension (qk_nope + qk_rope) and v_head_dim the value head dimension.
+  int q_lora = 0, kv_lora = 0, qk_rope = 0;
+  int v_head_dim = 0;  // attention: the values' features per head; 0 = head_dim
 };
+
+/// Whether an attention layer is multi-head latent attention (Layer::kv_lora).
+[[nodiscard]] inline bool is_mla(const Layer& l) noexcept { return l.kv_lora > 0; }
 
 struct Network {
   std::string name;

@@ -41,6 +41,8 @@ struct TransformerShape {
   std::int64_t top_k = 0;       // K experts a token runs
   std::int64_t moe_layers = 0;  // blocks whose MLP is a mixture of experts
   [[nodiscard]] std::int64_t head_dim() const noexcept { return heads > 0 ? hidden / heads : 0; }
+  std::int64_t qk_head_dim = 0;  // multi-head latent attention: the query/key head dimension (0: head_dim())
+  std::int64_t v_head_dim = 0;   // multi-head latent attention: the value head dimension (0: head_dim())
 };
 /// From the first attention layer (width, heads, key/value heads, sequence), the first MLP (and the experts of the
 /// MoE ones), the last linear

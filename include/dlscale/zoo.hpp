@@ -53,10 +53,15 @@ struct DecoderShape {
   // `expert_ffn` (0: ffn), `top_k` of them run per token, beside `shared_experts` always-on experts of the same width
   std::int64_t experts = 0, top_k = 0, expert_ffn = 0, shared_experts = 0;
   std::int64_t first_dense = 0;  // blocks with the dense MLP of `ffn` before the first MoE one
+  // multi-head latent attention (attention "mla"; docs/models.md): the query's down-projection rank (0: a direct
+  // query projection), the keys' and values', the query/key head dimension's parts without and with rotary
+  // positions, and the value head dimension; 0 for grouped-query attention ("gqa")
+  std::string attention = "gqa";
+  std::int64_t q_lora = 0, kv_lora = 0, qk_nope = 0, qk_rope = 0, v_head = 0;
 };
 /// Parses "decoder:key=value,..." (keys: layers, hidden, heads, kv_heads, ffn, vocab, seq, ffn_kind,
-/// positions, context, tied, bias, norm, window, experts, top_k, expert_ffn, shared_experts, first_dense). Errors are
-/// InputError(option, …) (key `option`) naming the decoder key.
+/// positions, context, tied, bias, norm, window, experts, top_k, expert_ffn, shared_experts, first_dense; attention,
+/// q_lora, kv_lora, qk_nope, qk_rope, v_head). Errors are InputError(option, …) (key `option`) naming the decoder key.
 DecoderShape parse_decoder_spec(std::string_view text, std::string_view option);
 /// Whether a --model value is such a spec (starts with "decoder:").
 bool is_decoder_spec(std::string_view text) noexcept;

@@ -312,20 +312,23 @@ class Kernels {
   /// window_size). Memory: Q, K, V read, O and the
   /// per-row log-sum-exp (fp32) written forward; Q, K, V, O, dO and the log-sum-exp read, dQ (fp32
   /// accumulator), dK and dV written backward. Time = max(math, memory) + one kernel's overhead.
+  /// `dh`: the query/key head dimension (Q·Kᵀ's depth); `dv` the value head dimension (P·V's width, the output's;
+  /// 0: dh), distinct in multi-head latent attention; `dkv` the keys' width a token, the values' dkv/dh·dv.
   void flash_attention(const std::string& name, std::int64_t seqs, std::int64_t s, std::int64_t heads, std::int64_t dh,
-                       std::int64_t dkv, bool causal, std::int64_t window, std::string_view kernel) {
+                       std::int64_t dkv, bool causal, std::int64_t window, std::string_view kernel, std::int64_t dv = 0) {
     double frac = causal ? 0.5 : 1.0;
     if (causal && window > 0 && window < s)  // eq. K25b: the band |i − j| < W of the square the causal half counts
       frac *= static_cast<double>(eq::attention_band_pairs(s, window)) / (static_cast<double>(s) * static_cast<double>(s));
-    const std::int64_t bh = seqs * heads;
-    const GemmShape qk{s, s, dh, bh};
+    const std::int64_t bh = seqs * heads, dvh = dv > 0 ? dv : dh;
+    const GemmShape qk{s, s, dh, bh}, pv{s, dvh, s, bh};
     // The kernel keeps its Q tile in shared memory over the whole key loop, so a head dimension below 128
     // does not pay a stand-alone product's short-K tile feeding: its products run at head dimension 128's
     // rate per FLOP (measured on an H200, PyTorch 2.11's flash kernels: 258 and 286 TFLOP/s forward at head
     // dimensions 64 and 128, 241 and 238 backward; tests/data/h200-pytorch/decoder/call3-profile-*.txt).
-    const std::int64_t dr = std::max<std::int64_t>(dh, 128);
+    const std::int64_t dr = std::max<std::int64_t>(dh, 128), dvr = std::max<std::int64_t>(dvh, 128);
     const double per_flop = static_cast<double>(dh) / static_cast<double>(dr);
-    const GemmShape qk_rate{s, s, dr, bh}, pv_rate{s, dr, s, bh};
+    const double per_flop_v = static_cast<double>(dvh) / static_cast<double>(dvr);
+    const GemmShape qk_rate{s, s, dr, bh}, pv_rate{s, dvr, s, bh};
     // The memory-efficient kernel on fp32 data (PyTorch's, from xformers' CUTLASS kernels) multiplies on
     // the tensor cores from Ampere on as three TF32 products per fp32 product (CUTLASS's
     // OpMultiplyAddFastF32), whether or not TF32 is allowed; before Ampere on the fp32 units.
@@ -336,18 +339,19 @@ class Kernels {
                                             : opt_.precision;
     const double passes = fast_f32 ? 3.0 : 1.0;
     const Seconds t_qk = planned(qk_rate, math).compute * frac * passes * per_flop;
-    const Seconds t_pv = planned(pv_rate, math).compute * frac * passes * per_flop;
+    const Seconds t_pv = planned(pv_rate, math).compute * frac * passes * per_flop_v;
     const double scores = static_cast<double>(bh) * static_cast<double>(s) * static_cast<double>(s) * frac;
     const double exp_rate = 16.0 * gpu_.sm_count * gpu_.boost_clock.base();  // exponentials per second
     const Seconds t_exp = exp_rate > 0.0 ? seconds(scores / exp_rate) : Seconds{};
     const double eb = element_bytes(opt_.precision);
     const double rows = static_cast<double>(seqs) * static_cast<double>(s);
-    const double q = rows * static_cast<double>(heads * dh), kv = 2.0 * rows * static_cast<double>(dkv);
+    const double q = rows * static_cast<double>(heads * dh), o = rows * static_cast<double>(heads * dvh);
+    const double kv = rows * static_cast<double>(dkv + dkv / dh * dvh);  // K and V
     const double lse = static_cast<double>(bh) * static_cast<double>(s) * 4.0;
     const BytesPerSecond bw = gpu_.memory_bandwidth * kp_.memory_efficiency;
-    const Bytes fwd_traffic = bytes((q + kv + q) * eb + lse);
-    const Bytes bwd_traffic = bytes((q + kv + q + q) * eb + lse + q * 4.0 + kv * eb);
-    const double fwd_flops = 2.0 * qk.flops() * frac;  // the two products (Q·Kᵀ and P·V have equal FLOPs)
+    const Bytes fwd_traffic = bytes((q + kv + o) * eb + lse);
+    const Bytes bwd_traffic = bytes((q + kv + o + o) * eb + lse + q * 4.0 + kv * eb);
+    const double fwd_flops = (qk.flops() + pv.flops()) * frac;  // the two products (Q·Kᵀ, P·V)
     // FlashAttention-2's products run at its published share of the GEMM rate on this architecture
     const double fe = kp_.flash_forward_efficiency * sharded_rate(), be = kp_.flash_backward_efficiency * sharded_rate();
     const Seconds t_fwd = max((t_qk + t_pv) / fe + t_exp, fwd_traffic / bw) + kp_.kernel_overhead;
@@ -553,14 +557,15 @@ void time_rotary(Kernels& k, const LayerWork& w, double qk) {
 }
 
 /// The attention core without a fused kernel, `bh` sequences × heads of `s` positions and `dh` features.
-void time_unfused_core(Kernels& k, const LayerWork& w, std::int64_t s, std::int64_t dh, std::int64_t bh) {
+void time_unfused_core(Kernels& k, const LayerWork& w, std::int64_t s, std::int64_t dh, std::int64_t bh, std::int64_t dv = 0) {
   const std::string& name = w.l.name;
+  if (dv == 0) dv = dh;  // the value head dimension (multi-head latent attention's differs)
   // Scores Q·Kᵀ and the weighted sum P·V, one small GEMM per sequence and head; backward: two each.
   k.in_attention_core = true;
   k.gemm(k.name(name, ".scores fwd"), GemmShape{s, s, dh, bh}, false);
-  k.gemm(k.name(name, ".context fwd"), GemmShape{s, dh, s, bh}, false);
-  k.gemm(k.name(name, ".context dgrad"), GemmShape{s, s, dh, bh}, true);  // dP = dC·Vᵀ
-  k.gemm(k.name(name, ".context wgrad"), GemmShape{s, dh, s, bh}, true);  // dV = Pᵀ·dC
+  k.gemm(k.name(name, ".context fwd"), GemmShape{s, dv, s, bh}, false);
+  k.gemm(k.name(name, ".context dgrad"), GemmShape{s, s, dv, bh}, true);  // dP = dC·Vᵀ
+  k.gemm(k.name(name, ".context wgrad"), GemmShape{s, dv, s, bh}, true);  // dV = Pᵀ·dC
   k.gemm(k.name(name, ".scores dgrad"), GemmShape{s, dh, s, bh}, true);   // dQ = dS·K
   k.gemm(k.name(name, ".scores wgrad"), GemmShape{s, dh, s, bh}, true);   // dK = dSᵀ·Q
   const double probs = static_cast<double>(bh) * static_cast<double>(s) * static_cast<double>(s);
@@ -598,12 +603,63 @@ void transformers_attention(Kernels& k, const LayerWork& w, double rows, std::in
   chain(k, k.name(l.name, ".dropout"), rows * width, kDropout, w.eb);
 }
 
+void time_norm_elements(Kernels& k, const LayerWork& w, const std::string& name, double elements);
+
+/// The attention core (eq. K9 fused, or the unfused products and softmax) and the heads' copies of `act` elements.
+void time_attention_core(Kernels& k, const LayerWork& w, std::int64_t seqs, std::int64_t s, std::int64_t dh, std::int64_t dkv,
+                         double act, std::int64_t dv = 0) {
+  const Layer& l = w.l;
+  const double eb = w.eb;
+  if (fused_attention(w.opt.attention)) {
+    // the kernel's label: cuDNN's where the framework runs it in place of FlashAttention (eq. K9, `attention: cudnn`)
+    const bool cudnn = w.opt.execution.cudnn_attention && w.opt.attention == AttentionKernel::flash;
+    k.flash_attention(k.name(l.name, ".attention"), seqs, s, l.heads, dh, dkv, l.causal, l.window,
+                      cudnn ? std::string_view("cudnn") : to_string(w.opt.attention), dv);
+  } else time_unfused_core(k, w, s, dh, seqs * l.heads, dv);
+  if (k.by_class()) {  // eq. K21: copies of transposed heads, strided
+    k.classed(k.name(l.name, ".heads fwd"), act, {{kStrided, 8.0 * eb}}, false, 2);
+    k.classed(k.name(l.name, ".heads bwd"), act, {{kStrided, 8.0 * eb}}, true, 2);
+  } else {
+    k.pass(k.name(l.name, ".heads fwd"), 2.0 * 4.0 * act, eb, false, 0.0, 2);
+    k.pass(k.name(l.name, ".heads bwd"), 2.0 * 4.0 * act, eb, true, 0.0, 2);
+  }
+}
+
+/// Multi-head latent attention (Layer::kv_lora; docs/compute-model.md, K9): its projections ordinary linear maps —
+/// q_a D→r_q, its RMSNorm, q_b r_q→a·d_qk (or q_proj D→a·d_qk); kv_a D→r_kv+d_rope, its RMSNorm, kv_b
+/// r_kv→a·(d_nope+d_v); o_proj a·d_v→D — rotary on the a·d_rope query and the d_rope key features, and the core over
+/// a heads of d_qk (scores) and d_v (values). On a TP rank a is its a/t heads; the down projections stay whole.
+bool time_mla(Kernels& k, const LayerWork& w, std::int64_t seqs, std::int64_t s, std::int64_t d) {
+  const Layer& l = w.l;
+  const std::int64_t rows = seqs * s, a = l.heads, dqk = l.head_dim, dv = l.v_head_dim > 0 ? l.v_head_dim : dqk;
+  const std::int64_t nope = dqk - l.qk_rope;
+  const double r = static_cast<double>(rows);
+  if (l.q_lora > 0) {
+    linear_gemms(k, k.name(l.name, ".q_a_proj"), rows, d, l.q_lora, w.input_grad);
+    time_norm_elements(k, w, k.name(l.name, ".q_a_layernorm"), r * l.q_lora);
+    linear_gemms(k, k.name(l.name, ".q_b_proj"), rows, l.q_lora, a * dqk, true);
+  } else {
+    linear_gemms(k, k.name(l.name, ".q_proj"), rows, d, a * dqk, w.input_grad);
+  }
+  linear_gemms(k, k.name(l.name, ".kv_a_proj_with_mqa"), rows, d, l.kv_lora + l.qk_rope, w.input_grad);
+  time_norm_elements(k, w, k.name(l.name, ".kv_a_layernorm"), r * l.kv_lora);
+  linear_gemms(k, k.name(l.name, ".kv_b_proj"), rows, l.kv_lora, a * (nope + dv), true);
+  if (l.rotary) time_rotary(k, w, r * static_cast<double>((a + 1) * l.qk_rope));
+  time_attention_core(k, w, seqs, s, dqk, a * dqk, r * static_cast<double>(a * dqk), dv);
+  linear_gemms(k, k.name(l.name, ".o_proj"), rows, a * dv, d, true);
+  return true;
+}
+
 /// Attention with a known input shape: the q/k/v projection, rotary, the core (fused or not), the
 /// heads' copies and the output projection.
 bool time_attention(Kernels& k, const LayerWork& w) {
   const Layer& l = w.l;
   const auto& in = l.input_shape;
   if (in.size() < 2 || l.heads <= 0) return false;
+  if (is_mla(l)) {
+    const std::int64_t d = in.back(), s = in[in.size() - 2];
+    return time_mla(k, w, static_cast<std::int64_t>(elements(in) / static_cast<double>(s * d) * w.B), s, d);
+  }
   const double eb = w.eb;
   const std::int64_t d = in.back(), s = in[in.size() - 2];
   const std::int64_t seqs = static_cast<std::int64_t>(elements(in) / static_cast<double>(s * d) * w.B);
@@ -615,19 +671,7 @@ bool time_attention(Kernels& k, const LayerWork& w) {
   linear_gemms(k, k.name(l.name, ".qkv"), rows, d, dq + 2 * dkv, w.input_grad, 3);
   if (l.rotary) time_rotary(k, w, static_cast<double>(rows) * static_cast<double>(dq + dkv));
   const double act = static_cast<double>(rows) * static_cast<double>(dq);
-  if (fused_attention(w.opt.attention)) {
-    // the kernel's label: cuDNN's where the framework runs it in place of FlashAttention (eq. K9, `attention: cudnn`)
-    const bool cudnn = w.opt.execution.cudnn_attention && w.opt.attention == AttentionKernel::flash;
-    k.flash_attention(k.name(l.name, ".attention"), seqs, s, l.heads, dh, dkv, l.causal, l.window,
-                      cudnn ? std::string_view("cudnn") : to_string(w.opt.attention));
-  } else time_unfused_core(k, w, s, dh, bh);
-  if (k.by_class()) {  // eq. K21: copies of transposed heads, strided
-    k.classed(k.name(l.name, ".heads fwd"), act, {{kStrided, 8.0 * eb}}, false, 2);
-    k.classed(k.name(l.name, ".heads bwd"), act, {{kStrided, 8.0 * eb}}, true, 2);
-  } else {
-    k.pass(k.name(l.name, ".heads fwd"), 2.0 * 4.0 * act, eb, false, 0.0, 2);
-    k.pass(k.name(l.name, ".heads bwd"), 2.0 * 4.0 * act, eb, true, 0.0, 2);
-  }
+  time_attention_core(k, w, seqs, s, dh, dkv, act);
   linear_gemms(k, k.name(l.name, ".out"), rows, dq, d, true);
   if (transformers_gpt2(w)) transformers_attention(k, w, static_cast<double>(rows), d, dq, dkv);
   return true;
@@ -639,38 +683,43 @@ bool time_attention(Kernels& k, const LayerWork& w) {
 /// downcast's gradient an upcast (eb + 4); the weight gradient's product (eb), grad·x (8), the sum of the two paths
 /// (12) and the upcast's gradient (4 + eb) vectorized; the weight gradient's column sum (eb) and the row sum (4)
 /// reductions. A fused norm (compiled, or PyTorch's layer norm kernels): vectorized.
-void time_layernorm_by_class(Kernels& k, const LayerWork& w) {
-  const Layer& l = w.l;
+void time_layernorm_by_class(Kernels& k, const LayerWork& w, const std::string& name, double elements, bool rms) {
   const double eb = w.eb;
-  if (l.rms && !w.opt.compiled) {
-    k.classed(k.name(l.name, " fwd (eager)"), w.out_e,
+  if (rms && !w.opt.compiled) {
+    k.classed(k.name(name, " fwd (eager)"), elements,
               {{kUpcast, 4.0 + eb}, {kStrided, 8.0 + 2.0 * eb}, {kVec, 12.0 + eb}, {kReduce, 4.0}}, false,
               kEagerRmsNorm.forward_kernels);
-    k.classed(k.name(l.name, " bwd (eager)"), w.out_e,
+    k.classed(k.name(name, " bwd (eager)"), elements,
               {{kUpcast, 4.0 + eb}, {kStrided, 12.0 + 2.0 * eb}, {kVec, 24.0 + 2.0 * eb}, {kReduce, 4.0 + eb}}, true,
               kEagerRmsNorm.backward_kernels);
     return;
   }
-  k.classed(k.name(l.name, " fwd"), w.out_e, {{kVec, 2.0 * eb}}, false);
-  k.classed(k.name(l.name, " bwd"), w.out_e, {{kVec, 4.0 * eb}}, true, 2);
+  k.classed(k.name(name, " fwd"), elements, {{kVec, 2.0 * eb}}, false);
+  k.classed(k.name(name, " bwd"), elements, {{kVec, 4.0 * eb}}, true, 2);
+}
+
+/// A norm named `name` over `elements` elements: one pass forward; dx and the parameter gradients backward.
+void time_norm(Kernels& k, const LayerWork& w, const std::string& name, double elements, bool rms) {
+  if (k.by_class()) {
+    time_layernorm_by_class(k, w, name, elements, rms);
+    return;
+  }
+  if (rms && !w.opt.compiled) {  // eq. K14: eager RMSNorm, an operator a kernel
+    k.pass(k.name(name, " fwd (eager)"), elements, kEagerRmsNorm.forward_bytes(w.eb), false, 0.0, kEagerRmsNorm.forward_kernels);
+    k.pass(k.name(name, " bwd (eager)"), elements, kEagerRmsNorm.backward_bytes(w.eb), true, 0.0, kEagerRmsNorm.backward_kernels);
+    return;
+  }
+  k.pass(k.name(name, " fwd"), 2.0 * elements, w.eb, false);
+  k.pass(k.name(name, " bwd"), 4.0 * elements, w.eb, true, 0.0, 2);
+}
+
+/// An RMSNorm inside a layer (multi-head latent attention's two) over `elements` elements.
+void time_norm_elements(Kernels& k, const LayerWork& w, const std::string& name, double elements) {
+  time_norm(k, w, name, elements, true);
 }
 
 /// Layer norm or RMSNorm: one pass forward; dx and the parameter gradients backward.
-void time_layernorm(Kernels& k, const LayerWork& w) {
-  const Layer& l = w.l;
-  if (k.by_class()) {
-    time_layernorm_by_class(k, w);
-    return;
-  }
-  if (l.rms && !w.opt.compiled) {  // eq. K14: eager RMSNorm, an operator a kernel
-    k.pass(k.name(l.name, " fwd (eager)"), w.out_e, kEagerRmsNorm.forward_bytes(w.eb), false, 0.0, kEagerRmsNorm.forward_kernels);
-    k.pass(k.name(l.name, " bwd (eager)"), w.out_e, kEagerRmsNorm.backward_bytes(w.eb), true, 0.0,
-           kEagerRmsNorm.backward_kernels);
-    return;
-  }
-  k.pass(k.name(l.name, " fwd"), 2.0 * w.out_e, w.eb, false);
-  k.pass(k.name(l.name, " bwd"), 4.0 * w.out_e, w.eb, true, 0.0, 2);
-}
+void time_layernorm(Kernels& k, const LayerWork& w) { time_norm(k, w, w.l.name, w.out_e, w.l.rms); }
 
 /// No shape of the work: the roofline of its FLOPs and of reading its input and writing its output.
 void time_roofline(Kernels& k, const LayerWork& w) {

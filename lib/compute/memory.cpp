@@ -85,7 +85,8 @@ Seconds recompute_time(const LayerTimes& t, std::size_t i, int block, const Comp
 
 namespace {
 /// The attention core's FLOPs of one sample: Q·Kᵀ and P·V, 2·S²·D multiply-adds a sequence, counted in full (with a
-/// sliding window, the band of eq. K25b in place of S², as the zoo counts the layer).
+/// sliding window, the band of eq. K25b in place of S², as the zoo counts the layer); multi-head latent attention's
+/// S²·a·(d_qk + d_v).
 double attention_core_flops_per_sample(const Layer& l) noexcept {
   if (l.kind != LayerKind::attention || l.input_shape.size() < 2) return 0.0;
   const std::int64_t seq = l.input_shape[l.input_shape.size() - 2];
@@ -93,8 +94,13 @@ double attention_core_flops_per_sample(const Layer& l) noexcept {
   const double d = static_cast<double>(l.input_shape.back());
   double elements = 1.0;
   for (auto v : l.input_shape) elements *= static_cast<double>(v);
-  if (l.causal && l.window > 0 && l.window < seq)
-    return 4.0 * (elements / (s * d)) * static_cast<double>(eq::attention_band_pairs(seq, l.window)) * d;
+  const bool band = l.causal && l.window > 0 && l.window < seq;
+  if (is_mla(l)) {
+    const double heads_dims = static_cast<double>(l.heads) * static_cast<double>(l.head_dim + l.v_head_dim);
+    if (band) return 2.0 * (elements / (s * d)) * static_cast<double>(eq::attention_band_pairs(seq, l.window)) * heads_dims;
+    return 2.0 * (elements / (s * d)) * s * s * static_cast<double>(l.heads) * static_cast<double>(l.head_dim + l.v_head_dim);
+  }
+  if (band) return 4.0 * (elements / (s * d)) * static_cast<double>(eq::attention_band_pairs(seq, l.window)) * d;
   return 4.0 * (elements / (s * d)) * s * s * d;
 }
 }  // namespace
@@ -204,7 +210,15 @@ double op_sac_saved_bytes_per_sample(const Layer& l, int& matmuls) noexcept {
   auto product = [&](double out_width) {  // the block's n-th product: its output kept when n is odd
     if (++matmuls % 2 == 1) saved += 4.0 * tokens * out_width;
   };
-  if (l.kind == LayerKind::attention) {
+  if (l.kind == LayerKind::attention && is_mla(l)) {  // q_a, q_b (or q_proj), kv_a, kv_b; the kernel's output; o_proj
+    const double a = l.heads, dqk = l.head_dim, dv = l.v_head_dim > 0 ? l.v_head_dim : dqk;
+    if (l.q_lora > 0) product(l.q_lora);
+    product(a * dqk);
+    product(l.kv_lora + l.qk_rope);
+    product(a * (dqk - l.qk_rope + dv));
+    saved += 4.0 * tokens * a * dv;
+    product(width);
+  } else if (l.kind == LayerKind::attention) {
     const double hd = l.head_dim > 0 ? l.head_dim : width / std::max(l.heads, 1);
     const double kv = (l.kv_heads > 0 ? l.kv_heads : l.heads) * hd;
     for (double w : {l.heads * hd, kv, kv}) product(w);  // q, k, v

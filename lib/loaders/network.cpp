@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 
 #include <cstdint>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -77,6 +78,26 @@ void read_layer_costs(MapReader& l, Layer& layer) {
   }
 }
 
+/// Multi-head latent attention's sizes (Layer::kv_lora): head_dim, v_head_dim, q_lora, kv_lora, qk_rope, all on an
+/// attention layer, kv_lora with the others but q_lora (0: a direct query projection).
+void read_mla(MapReader& l, Layer& layer) {
+  auto size = [&](const char* key, int& to) {
+    auto n = l.optional(key);
+    if (!n) return std::optional<Node>{};
+    if (layer.kind != LayerKind::attention) n->fail(fmt::format("only an attention layer has '{}'", key));
+    to = n->int_at_most(1 << 20);
+    if (to < 1) n->fail("must be a positive whole number");
+    return n;
+  };
+  size("head_dim", layer.head_dim);
+  size("v_head_dim", layer.v_head_dim);
+  const auto q = size("q_lora", layer.q_lora), rope = size("qk_rope", layer.qk_rope);
+  const auto kv = size("kv_lora", layer.kv_lora);
+  if ((q || rope) && !kv) (q ? *q : *rope).fail("multi-head latent attention needs 'kv_lora'");
+  if (kv && (!rope || layer.head_dim <= layer.qk_rope))
+    kv->fail("multi-head latent attention needs 'qk_rope' and a 'head_dim' larger than it");
+}
+
 /// A layer's geometry: its shapes, kernel, stride, groups, heads, kv_heads, hidden.
 void read_layer_geometry(MapReader& l, Layer& layer) {
   if (auto n = l.optional("output_shape")) layer.output_shape = positive_shape(*n);
@@ -101,6 +122,7 @@ void read_layer_geometry(MapReader& l, Layer& layer) {
     layer.hidden = n->non_negative_integer();
     if (layer.hidden < 1) n->fail("must be a positive whole number");
   }
+  read_mla(l, layer);
   const auto experts = l.optional("experts"), top_k = l.optional("top_k");  // a mixture of experts (docs/model.md, P16)
   if (top_k && !experts) top_k->fail("top_k needs 'experts' (a mixture of experts)");
   if (experts) {

@@ -47,10 +47,20 @@ std::int64_t rank_expert_part(const Layer& x, const ParallelLayout& l) noexcept 
   return (x.params - router_params(x) + split - 1) / split;
 }
 
-/// Eq. P5/P17: the parameters one rank holds of layer x: its 1/t of a TP-split layer (the experts' part also 1/ep,
-/// the router whole), a norm whole.
+/// Eq. P5a: multi-head latent attention's down projections and their norms, D·r_q + r_q + D·(r_kv + d_rope) + r_kv,
+/// which Megatron-Core keeps whole on every TP rank (its linear_q_down_proj and linear_kv_down_proj, recalled); 0
+/// for any other layer.
+std::int64_t mla_whole_params(const Layer& x) noexcept {
+  if (!is_mla(x) || x.input_shape.empty()) return 0;
+  const std::int64_t d = x.input_shape.back();
+  return (x.q_lora > 0 ? d * x.q_lora + x.q_lora : 0) + d * (x.kv_lora + x.qk_rope) + x.kv_lora;
+}
+
+/// Eq. P5/P5a/P17: the parameters one rank holds of layer x: its 1/t of a TP-split layer (the experts' part also 1/ep,
+/// the router whole; MLA's down projections whole), a norm whole.
 std::int64_t rank_layer_params(const Layer& x, const ParallelLayout& l) noexcept {
   if (x.experts > 0) return router_params(x) + rank_expert_part(x, l);
+  if (is_mla(x)) return mla_whole_params(x) + (x.params - mla_whole_params(x) + l.tp - 1) / l.tp;
   return tp_split(x.kind) ? (x.params + l.tp - 1) / l.tp : x.params;
 }
 
@@ -86,6 +96,10 @@ TransformerShape transformer_shape(const Network& net, const std::vector<int>& b
       m.heads = l.heads;
       m.kv_heads = l.kv_heads > 0 ? l.kv_heads : l.heads;
       m.window = l.window;
+      if (is_mla(l)) {  // multi-head latent attention's head dimensions (eq. P3)
+        m.qk_head_dim = l.head_dim;
+        m.v_head_dim = l.v_head_dim > 0 ? l.v_head_dim : l.head_dim;
+      }
     }
     if (l.kind == LayerKind::linear && l.hidden > 0 && m.ffn == 0) m.ffn = l.hidden;
     if (l.experts > 0) {  // eq. P16
@@ -311,8 +325,12 @@ std::vector<CollectiveCall> tp_edge_collectives(const ParallelLayout& l, const T
 }
 
 Bytes cp_kv_chunk_bytes(const ParallelLayout& l, const TransformerShape& m, double e) noexcept {
-  // eq. P3: K and V of the rank's s/c tokens and its kv_heads/t heads (one, replicated, when t > kv_heads)
+  // eq. P3: K and V of the rank's s/c tokens and its kv_heads/t heads (one, replicated, when t > kv_heads); with
+  // multi-head latent attention K of d_qk and V of d_v a head
   const std::int64_t kv_local = std::max<std::int64_t>(1, m.kv_heads / l.tp);
+  if (m.qk_head_dim > 0)
+    return bytes(l.micro_batch * static_cast<double>(m.seq / l.cp) * static_cast<double>(kv_local) *
+                 static_cast<double>(m.qk_head_dim + m.v_head_dim) * e);
   return bytes(2.0 * l.micro_batch * static_cast<double>(m.seq / l.cp) * static_cast<double>(kv_local) *
                static_cast<double>(m.head_dim()) * e);
 }
@@ -325,8 +343,13 @@ CpMergeTraffic cp_merge_traffic(const ParallelLayout& l, const TransformerShape&
   // dK and dV 2·T·max(1, a_kv/t)·d_h elements
   const double tokens = static_cast<double>(l.micro_batch) * static_cast<double>(m.seq / c);
   const double heads = static_cast<double>(m.heads / l.tp), d = static_cast<double>(m.head_dim());
-  const double out = tokens * heads * d, rows = tokens * heads;
-  const double kv = 2.0 * tokens * static_cast<double>(std::max<std::int64_t>(1, m.kv_heads / l.tp)) * d;
+  double out = tokens * heads * d, rows = tokens * heads;
+  double kv = 2.0 * tokens * static_cast<double>(std::max<std::int64_t>(1, m.kv_heads / l.tp)) * d;
+  if (m.qk_head_dim > 0) {  // multi-head latent attention: the output of d_v a head, K of d_qk and V of d_v
+    out = tokens * heads * static_cast<double>(m.v_head_dim);
+    kv = tokens * static_cast<double>(std::max<std::int64_t>(1, m.kv_heads / l.tp)) *
+        static_cast<double>(m.qk_head_dim + m.v_head_dim);
+  }
   for (int rank = 0; rank < c; ++rank) {  // the slowest rank sets the ring's pace
     Bytes fwd = eq::ring_output_cast_bytes(out, e), bwd{};
     for (int step = 0; step < c; ++step) {
@@ -423,7 +446,7 @@ void narrow_to_rank(Layer& x, const ParallelLayout& l) {
   }
   if (x.kind == LayerKind::attention && x.heads > 0 && x.input_shape.size() >= 2) {
     const std::int64_t kv = x.kv_heads > 0 ? x.kv_heads : x.heads;
-    x.head_dim = static_cast<int>(x.input_shape.back() / x.heads);
+    if (x.head_dim == 0) x.head_dim = static_cast<int>(x.input_shape.back() / x.heads);  // MLA's is its own
     x.heads = static_cast<int>(over(x.heads, t));
     x.kv_heads = static_cast<int>(std::max<std::int64_t>(1, kv / t));  // replicated when t > a_kv (eq. P3)
   } else if (x.kind == LayerKind::linear && x.hidden > 0) {
@@ -611,6 +634,16 @@ double busiest_rank_kept(const Layer& x, const ParallelLayout& l, double kept) {
   const double copies = elements / d * static_cast<double>(x.top_k) * (matrices * static_cast<double>(x.hidden) + 2.0 * d);
   return kept + (f - 1.0) * 4.0 * copies;
 }
+
+/// Eq. P9a: what multi-head latent attention keeps whole on every TP rank, its down projections' outputs and their
+/// norms' (2·r_q + 2·r_kv + d_rope a token, fp32 figure), as the generator counts them (lib/zoo/arch.cpp, mla_kept).
+double mla_whole_kept(const Layer& x) noexcept {
+  if (!is_mla(x) || x.input_shape.empty()) return 0.0;
+  double tokens = 1.0;
+  for (const std::int64_t n : x.input_shape) tokens *= static_cast<double>(n);
+  tokens /= static_cast<double>(x.input_shape.back());
+  return 4.0 * tokens * static_cast<double>(2 * x.q_lora + 2 * x.kv_lora + x.qk_rope);
+}
 }  // namespace
 
 Bytes layer_activation_bytes(const Layer& x, const ParallelLayout& l, const ComputeOptions& opt, bool drop_probabilities) {
@@ -621,7 +654,9 @@ Bytes layer_activation_bytes(const Layer& x, const ParallelLayout& l, const Comp
   const double sp = l.sp ? l.tp : 1.0;
   const double split = tp_splits_kept(x.kind) ? l.tp : sp;
   const double width = activation_bytes_per_element(opt.precision) / 4.0;
-  return bytes((own / split + ops / sp) * width * l.micro_batch / l.cp);  // eq. P9
+  // eq. P9a: multi-head latent attention's latents whole
+  const double whole = mla_whole_kept(x);
+  return bytes(((own - whole) / split + whole + ops / sp) * width * l.micro_batch / l.cp);  // eq. P9
 }
 
 Bytes block_activation_bytes(const Network& net, int b, const ParallelLayout& l, const ComputeOptions& opt,

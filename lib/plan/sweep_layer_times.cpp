@@ -38,7 +38,7 @@ std::string network_fingerprint(const Network& net) {
   // check is skipped): a new field changes them and stops the build here.
   constexpr bool known_abi = sizeof(std::string) == 32 && sizeof(void*) == 8;
   static_assert(!known_abi || sizeof(Operator) == 120, "Operator changed: update network_fingerprint");
-  static_assert(!known_abi || sizeof(Layer) == 224, "Layer changed: update network_fingerprint");
+  static_assert(!known_abi || sizeof(Layer) == 240, "Layer changed: update network_fingerprint");
   static_assert(!known_abi || sizeof(Network) == 152, "Network changed: update network_fingerprint");
   std::string out;
   put(out, net.name);
@@ -72,6 +72,7 @@ std::string network_fingerprint(const Network& net) {
       put(out, o.activation_bytes_per_sample);
       for (int v : {o.kernel_h, o.kernel_w, o.stride_h, o.stride_w, o.branches}) put(out, v);
     }
+    for (int v : {l.q_lora, l.kv_lora, l.qk_rope, l.v_head_dim}) put(out, v);
   }
   return out;
 }

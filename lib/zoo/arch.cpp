@@ -371,12 +371,30 @@ class Generator {
     std::int64_t window = 0;
     const std::optional<Node> window_node = m.optional("window");
     if (window_node) window = positive(*window_node);
+    const Mla mla = attention_mla(m, kv_node, bias);
     m.finish();
     if (window_node && !causal) window_node->fail("a sliding window needs a causal mask ('causal: true')");
     need_activations(args, in, "attention");
     if (in.shape.size() < 2) args.fail(fmt::format("attention needs a [sequence, width] input, got {}", shape_str(in.shape)));
     const std::int64_t d = in.shape.back(), s = in.shape[in.shape.size() - 2];
     const std::int64_t seqs = elements(args, in.shape) / mul(args, s, d);
+    if (mla.kv_lora > 0 && window_node) window_node->fail("a sliding window over multi-head latent attention is not modelled");
+    if (mla.kv_lora > 0) {
+      Layer& l = add(name, prefix, LayerKind::attention, mla_params(args, mla, d, heads), mla_macs(args, mla, d, heads, seqs, s),
+                     mla_kept(args, mla, d, heads, seqs, s), in.shape, in.shape);
+      if (probs_dropout)
+        l.activation_bytes_per_sample += static_cast<double>(mul(args, {seqs, heads, s, s})) * (kBytesPerElement + 1);
+      l.probs_dropout = probs_dropout;
+      l.heads = static_cast<int>(heads);
+      l.head_dim = static_cast<int>(mla.qk_nope + mla.qk_rope);
+      l.v_head_dim = static_cast<int>(mla.v_head);
+      l.q_lora = static_cast<int>(mla.q_lora);
+      l.kv_lora = static_cast<int>(mla.kv_lora);
+      l.qk_rope = static_cast<int>(mla.qk_rope);
+      l.causal = causal;
+      l.rotary = rotary;
+      return in;
+    }
     if (d % heads != 0) heads_node.fail(fmt::format("{} heads do not divide the width {}", heads, d));
     if (heads % kv_heads != 0) kv_node->fail(fmt::format("{} key/value heads do not divide {} heads", kv_heads, heads));
     const std::int64_t dkv = d / heads * kv_heads;
@@ -398,6 +416,58 @@ class Generator {
     l.window = window;
     l.rotary = rotary;
     return in;
+  }
+
+  // Multi-head latent attention (DeepSeek-V2, Liu et al. 2024; DeepSeek-V3's config.json, recalled): `q_lora` r_q (0: a
+  // direct query projection), `kv_lora` r_kv, `qk_nope` and `qk_rope` (the query/key head dimension d_qk is their
+  // sum), `v_head` d_v. Its layers: q_a_proj D→r_q, q_a_layernorm (RMSNorm r_q), q_b_proj r_q→a·d_qk (or q_proj
+  // D→a·d_qk); kv_a_proj_with_mqa D→r_kv+d_rope, kv_a_layernorm (RMSNorm r_kv), kv_b_proj r_kv→a·(d_nope+d_v); the
+  // attention over a heads of d_qk (scores) and d_v (values); o_proj a·d_v→D. No biases.
+  struct Mla {
+    std::int64_t q_lora = 0, kv_lora = 0, qk_nope = 0, qk_rope = 0, v_head = 0;
+  };
+  static Mla attention_mla(MapReader& m, const std::optional<Node>& kv_heads, bool bias) {
+    Mla a;
+    const std::optional<Node> q = m.optional("q_lora"), kv = m.optional("kv_lora"), nope = m.optional("qk_nope"),
+                              rope = m.optional("qk_rope"), v = m.optional("v_head");
+    if (!kv) {
+      for (const auto* n : {&q, &nope, &rope, &v})
+        if (*n) n->value().fail("a setting of multi-head latent attention needs 'kv_lora'");
+      return a;
+    }
+    if (kv_heads) kv_heads->fail("multi-head latent attention has no key/value heads of its own: drop 'kv_heads'");
+    if (bias) kv->fail("multi-head latent attention has no biases: add 'bias: false'");
+    for (const auto* n : {&nope, &rope, &v})
+      if (!*n) kv->fail("multi-head latent attention needs 'qk_nope', 'qk_rope' and 'v_head'");
+    a.q_lora = q ? positive(*q) : 0;
+    a.kv_lora = positive(*kv);
+    a.qk_nope = positive(*nope);
+    a.qk_rope = positive(*rope);
+    a.v_head = positive(*v);
+    return a;
+  }
+  /// MLA's weights per token: the q path (q_a, its norm, q_b; or q_proj), the kv path (kv_a, its norm, kv_b), o_proj.
+  static std::int64_t mla_params(const Node& at, const Mla& a, std::int64_t d, std::int64_t heads) {
+    const std::int64_t dqk = a.qk_nope + a.qk_rope;
+    const std::int64_t q =
+        a.q_lora > 0 ? mul(at, d, a.q_lora) + a.q_lora + mul(at, {a.q_lora, heads, dqk}) : mul(at, {d, heads, dqk});
+    const std::int64_t kv = mul(at, d, a.kv_lora + a.qk_rope) + a.kv_lora + mul(at, {a.kv_lora, heads, a.qk_nope + a.v_head});
+    return q + kv + mul(at, {heads, a.v_head, d});
+  }
+  /// Every weight once per token (a norm's scale as one multiply-add per element, as a norm layer counts it), and the
+  /// score product Q·Kᵀ (S·S·a·d_qk) and the weighted sum A·V (S·S·a·d_v) per sequence, in full even when causal.
+  static std::int64_t mla_macs(const Node& at, const Mla& a, std::int64_t d, std::int64_t heads, std::int64_t seqs,
+                               std::int64_t s) {
+    return mul(at, {seqs, s, mla_params(at, a, d, heads)}) + mul(at, {seqs, s, s, heads, a.qk_nope + a.qk_rope + a.v_head});
+  }
+  /// Kept for backward, as for the other attention: the latent tensors (c_q and its norm, 2·r_q; kv_a's output and
+  /// the norm of its r_kv part, 2·r_kv + d_rope) and q, k (a·d_qk each), v and the context (a·d_v each), the output (D;
+  /// a residual branch ending here drops it), per token; the probabilities (a·S·S) per sequence.
+  static std::int64_t mla_kept(const Node& at, const Mla& a, std::int64_t d, std::int64_t heads, std::int64_t seqs,
+                               std::int64_t s) {
+    const std::int64_t latent = 2 * a.q_lora + 2 * a.kv_lora + a.qk_rope;
+    const std::int64_t token = latent + mul(at, {2, heads, a.qk_nope + a.qk_rope}) + mul(at, {2, heads, a.v_head}) + d;
+    return mul(at, seqs, mul(at, s, token) + mul(at, {heads, s, s}));
   }
 
   // mlp: two linear maps D→H→D (or the gated three, SwiGLU: gate and up D→H, down H→D) as one layer of
@@ -666,6 +736,26 @@ class Generator {
         blocks(moe.first_dense, layers_n - moe.first_dense, true);
   }
 
+  // A decoder's attention (`attention: gqa`, the default, or `mla`): multi-head latent attention's settings for the
+  // attention operation (attention_mla), "" for grouped-query attention. Its keys need `attention: mla`, which has
+  // no `kv_heads`.
+  static std::string decoder_mla(MapReader& m, const std::optional<Node>& kv_heads) {
+    const std::optional<Node> kind = m.optional("attention");
+    const bool mla = kind && kind->choice({"gqa", "mla"}) == "mla";
+    std::string y;
+    for (const char* key : {"q_lora", "kv_lora", "qk_nope", "qk_rope", "v_head"}) {
+      const std::optional<Node> n = m.optional(key);
+      if (n && !mla) n->fail(fmt::format("'{}' is a setting of multi-head latent attention: add 'attention: mla'", key));
+      if (n) y += fmt::format(", {}: {}", key, positive(*n));
+    }
+    if (!mla) return y;
+    if (kv_heads) kv_heads->fail("multi-head latent attention has no key/value heads of its own: drop 'kv_heads'");
+    for (const char* key : {"kv_lora", "qk_nope", "qk_rope", "v_head"})
+      if (y.find(fmt::format(", {}:", key)) == std::string::npos)
+        kind->fail(fmt::format("multi-head latent attention needs '{}'", key));
+    return y;
+  }
+
   // decoder: a decoder-only transformer from its sizes (docs/models.md, "Decoder-only transformers"):
   // token embedding (+ learned positions), `layers` pre-norm blocks — norm, causal attention (kv_heads),
   // add; norm, MLP (gelu: D→F→D with biases; swiglu: gate and up D→F, down F→D; or a mixture of experts of
@@ -696,9 +786,10 @@ class Generator {
     if (auto n = m.optional("window")) window = positive(*n);
     std::optional<std::string> norm;  // the blocks' norm: rmsnorm (rotary, alibi) or layernorm (learned) by default
     if (auto n = m.optional("norm")) norm = n->choice({"rmsnorm", "layernorm"});
+    const std::string mla = decoder_mla(m, kv_node);
     m.finish();
     if (!in.token_ids) args.fail("a decoder takes token ids: put it first, after the input");
-    if (width % heads != 0) heads_node.fail(fmt::format("{} heads do not divide the width {}", heads, width));
+    if (mla.empty() && width % heads != 0) heads_node.fail(fmt::format("{} heads do not divide the width {}", heads, width));
     if (heads % kv_heads != 0) kv_node->fail(fmt::format("{} key/value heads do not divide {} heads", kv_heads, heads));
     const bool gpt = positions == "learned";
     if (gpt && !ctx_node) args.fail("learned positions need 'context' (the size of the position table)");
@@ -715,8 +806,8 @@ class Generator {
       y += fmt::format("- embedding: {{name: wte, vocab: {}, dim: {}}}\n", vocab, width);
       y += fmt::format("- embedding: {{name: wpe, vocab: {}, dim: {}, positions: true}}\n", context, width);
       const std::string attention = fmt::format(
-          "{{residual: {{body: [{}, {{attention: {{name: attn, heads: {}, kv_heads: {}, bias: {}, causal: true{}}}}}]}}}}",
-          norm_item("ln_1", norm != "rmsnorm"), heads, kv_heads, b, win);
+          "{{residual: {{body: [{}, {{attention: {{name: attn, heads: {}{}, bias: {}, causal: true{}}}}}]}}}}",
+          norm_item("ln_1", norm != "rmsnorm"), heads, mla.empty() ? fmt::format(", kv_heads: {}", kv_heads) : mla, b, win);
       y += decoder_blocks("h", layers_n, attention, norm_item("ln_2", norm != "rmsnorm"), "mlp", ffn, swiglu, b, moe);
       y += "- " + norm_item("ln_f", norm != "rmsnorm").substr(1);
       y.back() = '\n';
@@ -724,9 +815,10 @@ class Generator {
     } else {
       y += fmt::format("- embedding: {{name: model.embed_tokens, vocab: {}, dim: {}}}\n", vocab, width);
       const std::string attention = fmt::format(
-          "{{residual: {{body: [{}, {{attention: {{name: self_attn, heads: {}, kv_heads: {}, bias: {}, "
+          "{{residual: {{body: [{}, {{attention: {{name: self_attn, heads: {}{}, bias: {}, "
           "causal: true, rotary: {}{}}}}}]}}}}",
-          norm_item("input_layernorm", norm == "layernorm"), heads, kv_heads, b, positions == "rotary" ? "true" : "false", win);
+          norm_item("input_layernorm", norm == "layernorm"), heads, mla.empty() ? fmt::format(", kv_heads: {}", kv_heads) : mla, b,
+          positions == "rotary" ? "true" : "false", win);
       y += decoder_blocks("model.layers", layers_n, attention, norm_item("post_attention_layernorm", norm == "layernorm"), "mlp",
                           ffn, swiglu, b, moe);
       y += "- " + norm_item("model.norm", norm == "layernorm").substr(1);

@@ -13,7 +13,7 @@ namespace {
 constexpr std::string_view kPrefix = "decoder:";
 constexpr std::string_view kKeys =
     "layers, hidden, heads, kv_heads, ffn, vocab, seq, ffn_kind, positions, context, tied, bias, norm, window, experts, top_k, "
-    "expert_ffn, shared_experts, first_dense";
+    "expert_ffn, shared_experts, first_dense, attention, q_lora, kv_lora, qk_nope, qk_rope, v_head";
 
 std::int64_t positive_value(std::string_view key, std::string_view value, std::string_view option) {
   std::int64_t v = 0;
@@ -53,6 +53,34 @@ void check_experts(const DecoderShape& d, std::string_view option) {
   if (d.first_dense >= d.layers)
     fail(fmt::format("decoder key 'first_dense': {} leaves none of the {} layers a mixture of experts", d.first_dense, d.layers));
 }
+
+/// Multi-head latent attention's keys (attention=mla): whether `key` is one of them, read into d.
+bool mla_key(DecoderShape& d, std::string_view key, std::string_view value, std::string_view option) {
+  if (key == "attention") d.attention = choice_value(key, value, {"gqa", "mla"}, option);
+  else if (key == "q_lora") d.q_lora = positive_value(key, value, option);
+  else if (key == "kv_lora") d.kv_lora = positive_value(key, value, option);
+  else if (key == "qk_nope") d.qk_nope = positive_value(key, value, option);
+  else if (key == "qk_rope") d.qk_rope = positive_value(key, value, option);
+  else if (key == "v_head") d.v_head = positive_value(key, value, option);
+  else return false;
+  return true;
+}
+
+/// attention=mla needs kv_lora, qk_nope, qk_rope and v_head and has no kv_heads; its keys need it.
+void check_mla(const DecoderShape& d, std::string_view option) {
+  auto fail = [&](std::string message) { throw InputError(SourceLocation{}, std::string(option), std::move(message)); };
+  const std::pair<const char*, std::int64_t> keys[] = {
+      {"q_lora", d.q_lora}, {"kv_lora", d.kv_lora}, {"qk_nope", d.qk_nope}, {"qk_rope", d.qk_rope}, {"v_head", d.v_head}};
+  if (d.attention != "mla") {
+    for (auto [key, v] : keys)
+      if (v > 0) fail(fmt::format("decoder key '{}' needs 'attention=mla' (multi-head latent attention)", key));
+    return;
+  }
+  if (d.kv_heads > 0) fail("decoder key 'kv_heads': multi-head latent attention has no key/value heads of its own");
+  for (auto [key, v] : keys)
+    if (v == 0 && std::string_view(key) != "q_lora")
+      fail(fmt::format("decoder key 'attention': multi-head latent attention needs '{}'", key));
+}
 }  // namespace
 
 bool is_decoder_spec(std::string_view text) noexcept { return text.substr(0, kPrefix.size()) == kPrefix; }
@@ -91,6 +119,7 @@ DecoderShape parse_decoder_spec(std::string_view text, std::string_view option) 
     else if (key == "expert_ffn") d.expert_ffn = positive_value(key, value, option);
     else if (key == "shared_experts") d.shared_experts = positive_value(key, value, option);
     else if (key == "first_dense") d.first_dense = positive_value(key, value, option);
+    else if (mla_key(d, key, value, option)) continue;
     else throw InputError(SourceLocation{}, std::string(option), fmt::format("unknown decoder key '{}' (keys: {})", key, kKeys));
   }
   for (auto [key, v] : {std::pair{"layers", d.layers},
@@ -104,7 +133,8 @@ DecoderShape parse_decoder_spec(std::string_view text, std::string_view option) 
   if (d.heads % (d.kv_heads > 0 ? d.kv_heads : d.heads) != 0)
     throw InputError(SourceLocation{}, std::string(option),
                      fmt::format("decoder key 'kv_heads': {} key/value heads do not divide {} heads", d.kv_heads, d.heads));
-  if (d.hidden % d.heads != 0)
+  check_mla(d, option);
+  if (d.attention != "mla" && d.hidden % d.heads != 0)
     throw InputError(SourceLocation{}, std::string(option),
                      fmt::format("decoder key 'heads': {} heads do not divide the hidden width {}", d.heads, d.hidden));
   check_experts(d, option);
@@ -123,6 +153,12 @@ std::string experts_yaml(const DecoderShape& d) {
   return fmt::format(", experts: {}, top_k: {}, expert_ffn: {}, shared_experts: {}, first_dense: {}", d.experts, d.top_k,
                      d.expert_ffn > 0 ? d.expert_ffn : d.ffn, d.shared_experts, d.first_dense);
 }
+/// The decoder operation's attention settings: kv_heads, or multi-head latent attention's.
+std::string attention_yaml(const DecoderShape& d) {
+  if (d.attention != "mla") return fmt::format("kv_heads: {}", d.kv_heads > 0 ? d.kv_heads : d.heads);
+  return fmt::format("attention: mla, {}kv_lora: {}, qk_nope: {}, qk_rope: {}, v_head: {}",
+                     d.q_lora > 0 ? fmt::format("q_lora: {}, ", d.q_lora) : "", d.kv_lora, d.qk_nope, d.qk_rope, d.v_head);
+}
 }  // namespace
 
 Network build_decoder(const DecoderShape& d, const std::string& name) {
@@ -133,11 +169,12 @@ Network build_decoder(const DecoderShape& d, const std::string& name) {
       "sequence length {8}\"\n"
       "input: {{tokens: {8}}}\n"
       "layers:\n"
-      "  - decoder: {{layers: {1}, width: {2}, heads: {3}, kv_heads: {4}, ffn: {6}, ffn_kind: {5}, vocab: {7}, "
+      "  - decoder: {{layers: {1}, width: {2}, heads: {3}, {16}, ffn: {6}, ffn_kind: {5}, vocab: {7}, "
       "positions: {9}, tied: {10}, bias: {11}{12}{13}{14}{15}}}\n",
       name, d.layers, d.hidden, d.heads, d.kv_heads > 0 ? d.kv_heads : d.heads, d.ffn_kind, d.ffn, d.vocab, d.seq, d.positions,
       d.tied, d.bias, learned ? fmt::format(", context: {}", d.context > 0 ? d.context : d.seq) : "", experts_yaml(d),
-      d.norm.empty() ? "" : fmt::format(", norm: {}", d.norm), d.window > 0 ? fmt::format(", window: {}", d.window) : "");
+      d.norm.empty() ? "" : fmt::format(", norm: {}", d.norm), d.window > 0 ? fmt::format(", window: {}", d.window) : "",
+      attention_yaml(d));
   Network net = build_network_from_string(text, name);
   net.name = name;
   return net;

@@ -57,6 +57,12 @@ void add_shape(yamlio::FlowMap& m, const Layer& l) {
   if (l.probs_dropout) m.add("probs_dropout", "true");
   if (l.rotary) m.add("rotary", "true");
   if (l.rms) m.add("rms", "true");
+  if (l.head_dim > 0) m.add("head_dim", std::to_string(l.head_dim));
+  if (l.v_head_dim > 0) m.add("v_head_dim", std::to_string(l.v_head_dim));
+  if (is_mla(l)) {  // multi-head latent attention
+    if (l.q_lora > 0) m.add("q_lora", std::to_string(l.q_lora));
+    m.add("kv_lora", std::to_string(l.kv_lora)).add("qk_rope", std::to_string(l.qk_rope));
+  }
   if (l.hidden > 0) {
     m.add("hidden", std::to_string(l.hidden));
     if (l.gated) m.add("gated", "true");
