@@ -10,9 +10,11 @@
 #include <memory>
 #include <sstream>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "dlscale/compute.hpp"
+#include "dlscale/equations.hpp"
 #include "dlscale/io.hpp"
 #include "dlscale/kernels.hpp"
 #include "dlscale/memory.hpp"
@@ -798,6 +800,39 @@ TEST(KernelModel, MxFp8CastsAsRowWiseWithItsBlockScales) {
   set->defaults.memory_classes.strided = 0.25;
   o.kernel_params = set;
   EXPECT_NEAR(kernel_time(layer_kernels(mlp, false, false, toy_gpu(), 2, o), "mlp.down fp8 mx re-casts bwd"), 772.254336e-6, 1e-12);
+}
+
+// Eq. K15c's worked example (docs/compute-model.md): Llama-3-8B's down projection, 14,336 -> 4,096 over 8,192 tokens,
+// compiled, on the toy GPU (400 GB/s attainable, 5 us a kernel). Forward, the input (8,192 x 14,336 = 117,440,512) and
+// the weight (14,336 x 4,096 = 58,720,256): 176,160,768 elements x 3.03125 B = 533,987,328 B in 2 kernels, 1,334.96832
+// + 10 us; backward, the output gradient along its outputs (8,192 x 4,096 = 33,554,432): 101,711,872 B in 1 kernel,
+// 254.27968 + 5 us; along the other axis the input, the output gradient and the weight again (209,715,200 elements):
+// 635,699,200 B in 3 kernels, 1,589.248 + 15 us. In all 419,430,400 elements cast in 6 kernels, 1,271,398,400 B, of
+// which 13,107,200 B are the scales.
+TEST(KernelModel, MxFp8WorkedExampleLlama3DownProjection) {
+  Layer mlp;
+  mlp.name = "mlp";
+  mlp.kind = LayerKind::linear;
+  mlp.hidden = 14336;
+  mlp.input_shape = mlp.output_shape = {8192, 4096};
+  mlp.params = 2 * 4096 * 14336;
+  ComputeOptions o = toy_options(Precision::fp8);
+  o.fp8_scaling = Fp8Scaling::mxfp8;
+  o.compiled = true;
+  const auto k = layer_kernels(mlp, false, false, toy_gpu(), 1, o);
+  double total = 0.0;
+  for (const auto& [name, bytes, us] : {std::tuple{"mlp.down fp8 cast fwd", 533987328.0, 1344.96832},
+                                        std::tuple{"mlp.down fp8 cast bwd", 101711872.0, 259.27968},
+                                        std::tuple{"mlp.down fp8 mx re-casts bwd", 635699200.0, 1604.248}}) {
+    for (const auto& kt : k)
+      if (kt.name == name) {
+        EXPECT_DOUBLE_EQ(in_bytes(kt.traffic), bytes) << name;
+        total += in_bytes(kt.traffic);
+      }
+    EXPECT_NEAR(kernel_time(k, name), us * 1e-6, 1e-12) << name;
+  }
+  EXPECT_DOUBLE_EQ(total, 419430400.0 * (3.0 + 1.0 / 32.0));
+  EXPECT_DOUBLE_EQ(eq::mx_scale_bytes(419430400.0), 13107200.0);
 }
 
 // Eq. K15c's names and where it runs: "mxfp8", labelled "fp8-mxfp8" (unique beside "fp8" and "fp8-rowwise"), on the
