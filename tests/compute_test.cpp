@@ -799,7 +799,8 @@ TEST(KernelModel, MxFp8CastsAsRowWiseWithItsBlockScales) {
   set->defaults.memory_classes.vectorized = 0.5;
   set->defaults.memory_classes.strided = 0.25;
   o.kernel_params = set;
-  EXPECT_NEAR(kernel_time(layer_kernels(mlp, false, false, toy_gpu(), 2, o), "mlp.down fp8 mx re-casts bwd"), 772.254336e-6, 1e-12);
+  EXPECT_NEAR(kernel_time(layer_kernels(mlp, false, false, toy_gpu(), 2, o), "mlp.down fp8 mx re-casts bwd"), 772.254336e-6,
+              1e-12);
 }
 
 // Eq. K15c's worked example (docs/compute-model.md): Llama-3-8B's down projection, 14,336 -> 4,096 over 8,192 tokens,
@@ -821,9 +822,9 @@ TEST(KernelModel, MxFp8WorkedExampleLlama3DownProjection) {
   o.compiled = true;
   const auto k = layer_kernels(mlp, false, false, toy_gpu(), 1, o);
   double total = 0.0;
-  for (const auto& [name, bytes, us] : {std::tuple{"mlp.down fp8 cast fwd", 533987328.0, 1344.96832},
-                                        std::tuple{"mlp.down fp8 cast bwd", 101711872.0, 259.27968},
-                                        std::tuple{"mlp.down fp8 mx re-casts bwd", 635699200.0, 1604.248}}) {
+  for (const auto& [name, bytes, us] :
+       {std::tuple{"mlp.down fp8 cast fwd", 533987328.0, 1344.96832}, std::tuple{"mlp.down fp8 cast bwd", 101711872.0, 259.27968},
+        std::tuple{"mlp.down fp8 mx re-casts bwd", 635699200.0, 1604.248}}) {
     for (const auto& kt : k)
       if (kt.name == name) {
         EXPECT_DOUBLE_EQ(in_bytes(kt.traffic), bytes) << name;
@@ -845,7 +846,8 @@ TEST(KernelModel, MxFp8IsNamedAndRunsOnBlackwellOnly) {
   EXPECT_EQ(precision_label(Precision::fp8, Fp8Scaling::tensorwise), "fp8");
   EXPECT_EQ(precision_label(Precision::bf16, Fp8Scaling::mxfp8), "bf16");
   EXPECT_THROW(fp8_scaling_from_string("mx"), std::invalid_argument);
-  for (const char* id : {"b200", "gb200", "b300", "gb300"}) EXPECT_TRUE(supports_fp8_scaling(find_gpu(id), Fp8Scaling::mxfp8)) << id;
+  for (const char* id : {"b200", "gb200", "b300", "gb300"})
+    EXPECT_TRUE(supports_fp8_scaling(find_gpu(id), Fp8Scaling::mxfp8)) << id;
   for (const char* id : {"h100-sxm", "h200", "l40s"}) {
     EXPECT_FALSE(supports_fp8_scaling(find_gpu(id), Fp8Scaling::mxfp8)) << id;
     EXPECT_TRUE(supports_fp8_scaling(find_gpu(id), Fp8Scaling::rowwise)) << id;

@@ -329,7 +329,8 @@ void setup_model(CLI::App& app) {
                    "with one GPU's keys")
       ->type_name("ID|FILE");
   show->add_option("--precision", so->precision, "fp32, tf32, bf16, fp16 (mixed precision) or fp8")->capture_default_str();
-  show->add_option("--fp8-scaling", so->fp8_scaling, "With --precision fp8: tensorwise (the default), rowwise or mxfp8 (Blackwell only)")
+  show->add_option("--fp8-scaling", so->fp8_scaling,
+                   "With --precision fp8: tensorwise (the default), rowwise or mxfp8 (Blackwell only)")
       ->type_name("SCALING");
   show->add_option("--optimizer", so->optimizer, "sgd, momentum, adam, adamw or lamb (default: by the model's input)");
   show->add_option("--optimizer-impl", so->optimizer_impl,
