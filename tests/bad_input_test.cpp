@@ -767,7 +767,7 @@ std::vector<Row> catalogue() {
       // the fp8_scaling axis (eq. K15): a recipe of the fp8 precision only
       {"sweep_fp8_scaling_unknown", {{"s.yaml", edit(kSweep, 6, "  gpus: [1, 4]\n  precision: fp8\n  fp8_scaling: [tensorwise, colwise]")}},
        kCmdSweep,
-       E + "{dir}/s.yaml:8:29: 'grid.fp8_scaling[1]': unknown value 'colwise' (expected one of: tensorwise, rowwise)\n"},
+       E + "{dir}/s.yaml:8:29: 'grid.fp8_scaling[1]': unknown value 'colwise' (expected one of: tensorwise, rowwise, mxfp8)\n"},
       {"sweep_fp8_rowwise_without_fp8", {{"s.yaml", edit(kSweep, 6, "  gpus: [1, 4]\n  precision: [fp32, bf16]\n  fp8_scaling: rowwise")}},
        kCmdSweep,
        E + "{dir}/s.yaml:8:16: 'grid.fp8_scaling': rowwise scaling is a recipe of fp8 training; no precision here is fp8\n"},
@@ -983,11 +983,28 @@ std::vector<Row> catalogue() {
        "predict --cluster tiny --model alexnet --precision fp8 --fp8-scaling rowwise -o {out}",
        E + "'--precision': the Tesla P40 of cluster 'tiny' has no fp8 mode (it needs fp8 tensor cores, Hopper or newer)\n", "{mini}"},
       {"option_fp8_scaling_unknown", {}, "predict --precision fp8 --fp8-scaling blockwise -o {out}",
-       E + "'--fp8-scaling': unknown fp8 scaling 'blockwise' (expected tensorwise, rowwise)\n"},
+       E + "'--fp8-scaling': unknown fp8 scaling 'blockwise' (expected tensorwise, rowwise, mxfp8)\n"},
       {"option_fp8_rowwise_without_fp8", {}, "predict --cluster tiny --model alexnet --precision fp32 --fp8-scaling rowwise -o {out}",
        E + "'--fp8-scaling': rowwise scaling is a recipe of fp8 training; the precision is fp32\n", "{mini}"},
+      // MX block scaling (eq. K15c) only on Blackwell: refused as a precision the GPU lacks is, naming the option
+      {"option_fp8_mxfp8_the_gpu_lacks", {}, "predict --cluster dgx-h100 --model gpt3-125m --precision fp8 --fp8-scaling mxfp8 -o {out}",
+       E + "'--fp8-scaling': the H100 SXM5 80 GB of cluster 'dgx-h100' (hopper) has no mxfp8 scaling (it needs Blackwell's "
+           "block-scaled tensor cores)\n"},
+      {"option_fp8_mxfp8_without_fp8", {}, "predict --cluster dgx-b200 --model gpt3-125m --precision bf16 --fp8-scaling mxfp8 -o {out}",
+       E + "'--fp8-scaling': mxfp8 scaling is a recipe of fp8 training; the precision is bf16\n"},
+      {"option_model_show_fp8_mxfp8_the_gpu_lacks", {},
+       "model show gpt3-125m --gpu h200 --batch 1 --precision fp8 --fp8-scaling mxfp8 -o {out}",
+       E + "'--fp8-scaling': the H200 SXM 141 GB (hopper) has no mxfp8 scaling (it needs Blackwell's block-scaled tensor cores)\n"},
+      {"option_plan_fp8_mxfp8_the_gpu_lacks", {},
+       "plan --cluster dgx-h100 --model gpt3-125m --gpus 8 --precision fp8 --fp8-scaling mxfp8 -o {out}",
+       E + "'--fp8-scaling': the H100 SXM5 80 GB of cluster 'dgx-h100' (hopper) has no mxfp8 scaling (it needs Blackwell's "
+           "block-scaled tensor cores)\n"},
+      {"option_plan_parallel_fp8_mxfp8_the_gpu_lacks", {},
+       "plan --parallel --cluster dgx-h100 --model gpt3-125m --gpus 8 --precision fp8 --fp8-scaling mxfp8 -o {out}",
+       E + "'--fp8-scaling': the H100 SXM5 80 GB of cluster 'dgx-h100' (hopper) has no mxfp8 scaling (it needs Blackwell's "
+           "block-scaled tensor cores)\n"},
       {"option_model_show_fp8_scaling_unknown", {}, "model show alexnet --precision fp8 --fp8-scaling colwise -o {out}",
-       E + "'--fp8-scaling': unknown fp8 scaling 'colwise' (expected tensorwise, rowwise)\n"},
+       E + "'--fp8-scaling': unknown fp8 scaling 'colwise' (expected tensorwise, rowwise, mxfp8)\n"},
       {"option_model_show_optimizer_impl_unknown", {}, "model show alexnet --optimizer-impl turbo -o {out}",
        E + "'--optimizer-impl': unknown optimizer implementation 'turbo' (expected fused, foreach, for_loop)\n"},
       // plan and plan --parallel take --fp8-scaling as the scenario commands do (every configuration they try)
@@ -996,7 +1013,7 @@ std::vector<Row> catalogue() {
        E + "'--fp8-scaling': rowwise scaling is a recipe of fp8 training; the precision is bf16\n"},
       {"option_plan_fp8_scaling_unknown", {},
        "plan --cluster dgx-h100 --model gpt3-125m --gpus 8 --precision fp8 --fp8-scaling blockwise -o {out}",
-       E + "'--fp8-scaling': unknown fp8 scaling 'blockwise' (expected tensorwise, rowwise)\n"},
+       E + "'--fp8-scaling': unknown fp8 scaling 'blockwise' (expected tensorwise, rowwise, mxfp8)\n"},
       {"option_plan_parallel_fp8_rowwise_without_fp8", {},
        "plan --parallel --cluster dgx-h100 --model gpt3-125m --gpus 8 --fp8-scaling rowwise -o {out}",
        E + "'--fp8-scaling': rowwise scaling is a recipe of fp8 training; the precision is bf16\n"},

@@ -10,9 +10,11 @@
 #include <memory>
 #include <sstream>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "dlscale/compute.hpp"
+#include "dlscale/equations.hpp"
 #include "dlscale/io.hpp"
 #include "dlscale/kernels.hpp"
 #include "dlscale/memory.hpp"
@@ -747,6 +749,111 @@ TEST(KernelModel, RowWiseFp8RecastsWhatItsBackwardReads) {
   // a bf16 step has no fp8 casts whatever its scaling field says (validate refuses row-wise there)
   o.precision = Precision::bf16;
   EXPECT_EQ(kernel_time(layer_kernels(mlp, false, false, toy_gpu(), 2, o), "mlp.up fp8 row-wise re-casts bwd"), -1.0);
+}
+
+// Eq. K15c, MX block scaling, by hand on the toy GPU (400 GB/s attainable, 5 us a kernel), the MLP of the row-wise test
+// (768 -> 3,072 -> 768, batch 2 of 128 tokens, eb = 2): it casts what row-wise scaling casts, and every cast also writes
+// its blocks' E8M0 scales, 1 B per 32 elements. The up projection's casts along the other axis, 3,342,336 elements
+// (the output gradient 786,432, the weight 2,359,296, the saved input 196,608): eager through torchao's chain,
+// 5·eb + 25 + 1/32 = 35.03125 B an element, 117,086,208 B in 292.71552 us + 18 kernels (90 us) = 382.71552 us (row-wise:
+// 116,981,760 B, 382.4544 us); compiled, eb + 1 + 1/32 = 3.03125 B, 10,131,456 B in 25.32864 us + 3 kernels = 40.32864
+// us. The forward casts of the input and the weight, 196,608 + 2,359,296 = 2,555,904 elements: 89,536,512 B eager
+// (row-wise's 89,456,640 and 2,555,904 / 32 = 79,872 B of scales; the down projection's 3,145,728 elements 110,198,784 B,
+// row-wise's 110,100,480 and 98,304 of scales). Compiled, the output gradient's cast 786,432 x
+// 3.03125 = 2,383,872 B, 5.95968 + 5 us. By class (toy rates vectorized 0.5 and strided 0.25 of 500 GB/s, reductions at
+// memory_efficiency 0.8): the block maximum is no reduction pass, its eb read vectorized: 2·eb + 13 + eb + 1/32 =
+// 19.03125 B vectorized and 16 strided an element, 3,342,336 x (19.03125 / 250 + 16 / 125) ns = 682.254336 us + 90 us.
+// The products are the same fp8 kernels.
+TEST(KernelModel, MxFp8CastsAsRowWiseWithItsBlockScales) {
+  const Layer mlp = gpt2_small_mlp(2 * 768 * 3072);
+  ComputeOptions o = toy_options(Precision::fp8);
+  o.fp8_scaling = Fp8Scaling::rowwise;
+  const auto rowwise = layer_kernels(mlp, false, false, toy_gpu(), 2, o);
+  o.fp8_scaling = Fp8Scaling::mxfp8;
+  const auto mx = layer_kernels(mlp, false, false, toy_gpu(), 2, o);
+  ASSERT_EQ(mx.size(), rowwise.size());
+  const auto traffic = [](const std::vector<KernelTiming>& ks, const std::string& name) {
+    for (const auto& k : ks)
+      if (k.name == name) return in_bytes(k.traffic);
+    return -1.0;
+  };
+  EXPECT_EQ(kernel_time(mx, "mlp.up fp8 row-wise re-casts bwd"), -1.0);
+  for (const char* map : {"mlp.up", "mlp.down"}) {
+    const std::string m = map;
+    EXPECT_NEAR(kernel_time(mx, m + " fp8 mx re-casts bwd"), 382.71552e-6, 1e-12) << map;
+    EXPECT_DOUBLE_EQ(traffic(mx, m + " fp8 mx re-casts bwd"), 117086208.0) << map;
+    const bool up = m == "mlp.up";  // the down projection casts 256 x 3,072 + 3,072 x 768 = 3,145,728 elements forward
+    EXPECT_DOUBLE_EQ(traffic(mx, m + " fp8 cast fwd"), up ? 89536512.0 : 110198784.0) << map;
+    EXPECT_DOUBLE_EQ(traffic(rowwise, m + " fp8 cast fwd"), up ? 89456640.0 : 110100480.0) << map;
+    for (const char* product : {" fwd", " dgrad", " wgrad"})  // the same fp8 products
+      EXPECT_EQ(kernel_time(mx, m + product), kernel_time(rowwise, m + product)) << map << product;
+  }
+  o.compiled = true;
+  const auto compiled = layer_kernels(mlp, false, false, toy_gpu(), 2, o);
+  EXPECT_NEAR(kernel_time(compiled, "mlp.up fp8 mx re-casts bwd"), 40.32864e-6, 1e-12);
+  EXPECT_NEAR(kernel_time(compiled, "mlp.up fp8 cast bwd"), 10.95968e-6, 1e-12);  // no transposed copies, as row-wise
+  o.compiled = false;
+  o.execution.by_class = true;
+  auto set = std::make_shared<KernelParamSet>();
+  set->defaults = toy_params();
+  set->defaults.memory_classes.vectorized = 0.5;
+  set->defaults.memory_classes.strided = 0.25;
+  o.kernel_params = set;
+  EXPECT_NEAR(kernel_time(layer_kernels(mlp, false, false, toy_gpu(), 2, o), "mlp.down fp8 mx re-casts bwd"), 772.254336e-6,
+              1e-12);
+}
+
+// Eq. K15c's worked example (docs/compute-model.md): Llama-3-8B's down projection, 14,336 -> 4,096 over 8,192 tokens,
+// compiled, on the toy GPU (400 GB/s attainable, 5 us a kernel). Forward, the input (8,192 x 14,336 = 117,440,512) and
+// the weight (14,336 x 4,096 = 58,720,256): 176,160,768 elements x 3.03125 B = 533,987,328 B in 2 kernels, 1,334.96832
+// + 10 us; backward, the output gradient along its outputs (8,192 x 4,096 = 33,554,432): 101,711,872 B in 1 kernel,
+// 254.27968 + 5 us; along the other axis the input, the output gradient and the weight again (209,715,200 elements):
+// 635,699,200 B in 3 kernels, 1,589.248 + 15 us. In all 419,430,400 elements cast in 6 kernels, 1,271,398,400 B, of
+// which 13,107,200 B are the scales.
+TEST(KernelModel, MxFp8WorkedExampleLlama3DownProjection) {
+  Layer mlp;
+  mlp.name = "mlp";
+  mlp.kind = LayerKind::linear;
+  mlp.hidden = 14336;
+  mlp.input_shape = mlp.output_shape = {8192, 4096};
+  mlp.params = 2 * 4096 * 14336;
+  ComputeOptions o = toy_options(Precision::fp8);
+  o.fp8_scaling = Fp8Scaling::mxfp8;
+  o.compiled = true;
+  const auto k = layer_kernels(mlp, false, false, toy_gpu(), 1, o);
+  double total = 0.0;
+  for (const auto& [name, bytes, us] :
+       {std::tuple{"mlp.down fp8 cast fwd", 533987328.0, 1344.96832}, std::tuple{"mlp.down fp8 cast bwd", 101711872.0, 259.27968},
+        std::tuple{"mlp.down fp8 mx re-casts bwd", 635699200.0, 1604.248}}) {
+    for (const auto& kt : k)
+      if (kt.name == name) {
+        EXPECT_DOUBLE_EQ(in_bytes(kt.traffic), bytes) << name;
+        total += in_bytes(kt.traffic);
+      }
+    EXPECT_NEAR(kernel_time(k, name), us * 1e-6, 1e-12) << name;
+  }
+  EXPECT_DOUBLE_EQ(total, 419430400.0 * (3.0 + 1.0 / 32.0));
+  EXPECT_DOUBLE_EQ(eq::mx_scale_bytes(419430400.0), 13107200.0);
+}
+
+// Eq. K15c's names and where it runs: "mxfp8", labelled "fp8-mxfp8" (unique beside "fp8" and "fp8-rowwise"), on the
+// catalogue's Blackwell GPUs only; a bf16 step's label ignores the field.
+TEST(KernelModel, MxFp8IsNamedAndRunsOnBlackwellOnly) {
+  EXPECT_EQ(fp8_scaling_from_string("mxfp8"), Fp8Scaling::mxfp8);
+  EXPECT_EQ(to_string(Fp8Scaling::mxfp8), "mxfp8");
+  EXPECT_EQ(precision_label(Precision::fp8, Fp8Scaling::mxfp8), "fp8-mxfp8");
+  EXPECT_EQ(precision_label(Precision::fp8, Fp8Scaling::rowwise), "fp8-rowwise");
+  EXPECT_EQ(precision_label(Precision::fp8, Fp8Scaling::tensorwise), "fp8");
+  EXPECT_EQ(precision_label(Precision::bf16, Fp8Scaling::mxfp8), "bf16");
+  EXPECT_THROW(fp8_scaling_from_string("mx"), std::invalid_argument);
+  for (const char* id : {"b200", "gb200", "b300", "gb300"})
+    EXPECT_TRUE(supports_fp8_scaling(find_gpu(id), Fp8Scaling::mxfp8)) << id;
+  for (const char* id : {"h100-sxm", "h200", "l40s"}) {
+    EXPECT_FALSE(supports_fp8_scaling(find_gpu(id), Fp8Scaling::mxfp8)) << id;
+    EXPECT_TRUE(supports_fp8_scaling(find_gpu(id), Fp8Scaling::rowwise)) << id;
+  }
+  EXPECT_EQ(missing_fp8_scaling(find_gpu("h100-sxm"), Fp8Scaling::mxfp8, "c"),
+            "the H100 SXM5 80 GB of cluster 'c' (hopper) has no mxfp8 scaling (it needs Blackwell's block-scaled tensor cores)");
 }
 
 // Eq. K24, GPT-2 small's attention (12 heads, width 768, biases) at batch 2 of 128 tokens, fp16, eager: 2 x 12 x

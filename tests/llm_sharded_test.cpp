@@ -178,6 +178,9 @@ std::optional<LlmRun> run_of(const YAML::Node& row, std::string& why) {
   // model does not express (its rows ran on MI300X, not in the catalogue, and are skipped above)
   if (contains(float8, "rowwise_with_gw_hp")) return why = "fp8 recipe rowwise_with_gw_hp not modelled", std::nullopt;
   if (contains(float8, "rowwise")) sc.compute.fp8_scaling = Fp8Scaling::rowwise;
+  // torchao's mxfp8_cublas recipes (MX block scaling, eq. K15c; "_rceil" rounds the scales' exponents up, which the
+  // model does not tell apart: the same casts, scales and products)
+  if (contains(float8, "mxfp8")) sc.compute.fp8_scaling = Fp8Scaling::mxfp8;
   sc.compute.optimizer = Optimizer::adamw;
   sc.compute.compiled = row["compile"] && row["compile"].IsScalar() && row["compile"].as<std::string>() == "true";
   set_recompute(row, sc.compute);

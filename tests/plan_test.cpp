@@ -626,6 +626,50 @@ TEST(Sweep, Fp8ScalingIsAnAxisOfFp8AndKeysTheSharedLayerTimes) {
   expect_rows(rowwise, run_sweep(rowwise, SweepOptions{1, nullptr, {}}), {{Precision::fp8, Fp8Scaling::rowwise}});
 }
 
+// MX block scaling (eq. K15c) on the same axis: a GPU other than Blackwell has none, so a grid that crosses an H100 and
+// a B200 cluster leaves the H100's mxfp8 configurations out (counted, with the reason) and keeps the B200's, each row
+// predict's for a scenario written by hand; the shared layer times tell mxfp8 from row-wise (run after it, in one process).
+TEST(Sweep, MxFp8RunsOnBlackwellOnlyAndKeysTheSharedLayerTimes) {
+  const auto hand = [](Fp8Scaling s) {
+    Scenario sc;
+    sc.cluster = load_cluster(resolve(DataKind::cluster, "dgx-b200", "cluster"));
+    sc.network = load_network(resolve(DataKind::network, "gpt3-125m", "model"));
+    sc.strategy = load_strategy(resolve(DataKind::framework, "pytorch-ddp", "framework"));
+    sc.batch_per_gpu = 8;
+    sc.compute.precision = Precision::fp8;
+    sc.compute.fp8_scaling = s;
+    sc.compute.optimizer = default_optimizer(sc.network, sc.strategy);
+    return Predictor(sc);
+  };
+  const SweepSpec rowwise = parse_sweep_spec(
+      "grid: {cluster: dgx-b200, model: gpt3-125m, framework: pytorch-ddp, batch: 8, gpus: [8], precision: fp8,\n"
+      "       fp8_scaling: rowwise}\n",
+      "s.yaml");
+  const SweepResult rw = run_sweep(rowwise, SweepOptions{1, nullptr, {}});
+  ASSERT_EQ(rw.rows.size(), 1U);
+  const SweepSpec spec = parse_sweep_spec(
+      "grid: {cluster: [dgx-h100, dgx-b200], model: gpt3-125m, framework: pytorch-ddp, batch: 8, gpus: [1, 8],\n"
+      "       precision: fp8, fp8_scaling: mxfp8}\n",
+      "s.yaml");
+  const SweepResult r = run_sweep(spec, SweepOptions{1, nullptr, {}});
+  EXPECT_EQ(r.unsupported, 2U);
+  ASSERT_FALSE(r.unsupported_examples.empty());
+  EXPECT_EQ(r.unsupported_examples.front(),
+            "the H100 SXM5 80 GB of cluster 'dgx-h100' (hopper) has no mxfp8 scaling (it needs Blackwell's block-scaled tensor "
+            "cores)");
+  ASSERT_EQ(r.rows.size(), 2U);
+  const Predictor mx = hand(Fp8Scaling::mxfp8);
+  for (const auto& row : r.rows) {
+    EXPECT_EQ(spec.clusters[spec.groups[row.group].cluster].name, "dgx-b200");
+    EXPECT_EQ(row.prediction.iteration_time, mx.predict(row.prediction.gpus).iteration_time) << row.prediction.gpus;
+  }
+  EXPECT_EQ(rw.rows[0].prediction.iteration_time, hand(Fp8Scaling::rowwise).predict(8).iteration_time);
+  EXPECT_NE(r.rows[1].prediction.iteration_time, rw.rows[0].prediction.iteration_time);
+  std::ostringstream csv;
+  write_sweep(csv, SweepFormat::csv, spec, r);
+  EXPECT_THAT(csv.str(), HasSubstr(",gpt3-125m,pytorch-ddp,fp8-mxfp8,8,"));
+}
+
 TEST(Sweep, TopRowsRankByThroughputAndEfficiency) {
   const SweepSpec spec = parse_sweep_spec(kSpec, "spec.yaml");
   const SweepResult r = run_sweep(spec);
@@ -1152,6 +1196,17 @@ TEST(PlanCli, Fp8ScalingReachesEveryConfiguration) {
   EXPECT_THAT(p_tensor.out, HasSubstr(", fp8, global batch"));
   EXPECT_THAT(p_row.out, HasSubstr(", fp8-rowwise, global batch"));
   EXPECT_LT(tokens(p_row.out), tokens(p_tensor.out));  // the backward's re-casts (fp8_recast_elements)
+  // MX block scaling (eq. K15c) on Blackwell, named in both headers
+  const auto mx = test::run_cli(
+      "plan --cluster dgx-b200 --model gpt3-125m --gpus 8 --precision fp8 --frameworks pytorch-ddp --micro-batches 8 "
+      "--accumulations 1 --top 1 --fp8-scaling mxfp8");
+  ASSERT_EQ(mx.status, 0) << mx.err;
+  EXPECT_THAT(mx.out, HasSubstr("gpt3-125m on 8 GPUs of dgx-b200 (fp8-mxfp8, adamw)"));
+  const auto p_mx = test::run_cli(
+      "plan --parallel --cluster dgx-b200 --model gpt3-125m --gpus 8 --precision fp8 --tp 1 --pp 1 --cp 1 --micro-batch 8 "
+      "--recompute none --zero 0 --top 1 --fp8-scaling mxfp8");
+  ASSERT_EQ(p_mx.status, 0) << p_mx.err;
+  EXPECT_THAT(p_mx.out, HasSubstr(", fp8-mxfp8, global batch"));
 }
 
 // plan takes --compile as predict does (every framework tried compiles the step; eq. K14): it had no such option.

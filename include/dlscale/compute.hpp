@@ -118,16 +118,28 @@ inline constexpr std::string_view kRecomputeNames = "none, full, selective, op";
 /// `tensorwise`, one scale per tensor, each operand cast to fp8 once and its fp8 copy transposed for the backward
 /// (torchao's "tensorwise", Transformer Engine's delayed or current scaling); `rowwise`, one scale per row of each
 /// operand along its product's reduction dimension (torchao's "rowwise": e4m3 everywhere), so the backward casts
-/// the output gradient along both axes and the saved bf16 input and weight again along the other axis.
-enum class Fp8Scaling { tensorwise, rowwise };
+/// the output gradient along both axes and the saved bf16 input and weight again along the other axis; `mxfp8`, MX
+/// block scaling (Transformer Engine's MXFP8BlockScaling, torchao's mxfp8 recipes; eq. K15c): one power-of-two (E8M0)
+/// scale per 32 consecutive elements along the reduction dimension, cast along both axes as row-wise scaling is, each
+/// block's scale its own maximum (no amax over a tensor or a row), 1 B of scales per 32 elements. Blackwell only
+/// (`supports_fp8_scaling`): the block-scaled products run on its tensor cores at the fp8 rate.
+enum class Fp8Scaling { tensorwise, rowwise, mxfp8 };
 std::string_view to_string(Fp8Scaling s) noexcept;
-/// "tensorwise" or "rowwise"; std::invalid_argument otherwise.
+/// "tensorwise", "rowwise" or "mxfp8"; std::invalid_argument otherwise.
 Fp8Scaling fp8_scaling_from_string(std::string_view name);
-inline constexpr std::string_view kFp8ScalingNames = "tensorwise, rowwise";
+inline constexpr std::string_view kFp8ScalingNames = "tensorwise, rowwise, mxfp8";
 /// The precision as the outputs name it (predict's and report's inputs, sweep rows, plan and explain headers):
-/// `to_string(p)`, and "fp8-rowwise" for fp8 with row-wise scaling (fp8 alone is tensor-wise, the default), so
-/// that two runs that differ only in their scaling never print the same label.
+/// `to_string(p)`, and "fp8-rowwise" or "fp8-mxfp8" for fp8 with row-wise or MX scaling (fp8 alone is tensor-wise,
+/// the default), so that two runs that differ only in their scaling never print the same label.
 std::string_view precision_label(Precision p, Fp8Scaling s) noexcept;
+/// Whether the GPU runs the recipe's products: MX block scaling needs Blackwell's block-scaled tensor cores (the
+/// catalogue's architecture "blackwell"; Hopper has no block-scaled MMA); tensor- and row-wise scaling run wherever
+/// fp8 does (GpuSpec::supports).
+[[nodiscard]] bool supports_fp8_scaling(const GpuSpec& gpu, Fp8Scaling s) noexcept;
+/// Why `supports_fp8_scaling` refuses, as one sentence for the error or note that says so: "the H100 SXM5 80 GB of
+/// cluster 'c' (hopper) has no mxfp8 scaling (it needs Blackwell's block-scaled tensor cores)"; an empty `cluster`
+/// leaves the cluster out (`model show --gpu`).
+[[nodiscard]] std::string missing_fp8_scaling(const GpuSpec& gpu, Fp8Scaling s, std::string_view cluster);
 
 /// How a framework runs the memory-bound work around its convolutions and matrix products, and issues its
 /// kernels (a framework file's `kernels:` block; docs/compute-model.md, eqs. K18-K20). The defaults are the
@@ -173,7 +185,7 @@ struct KernelExecution {
 
 struct ComputeOptions {
   Precision precision = Precision::fp32;
-  /// fp8's scaling recipe (eq. K15); read only when `precision` is fp8 (validate refuses row-wise otherwise).
+  /// fp8's scaling recipe (eq. K15, K15c); read only when `precision` is fp8 (validate refuses the others otherwise).
   Fp8Scaling fp8_scaling = Fp8Scaling::tensorwise;
   Optimizer optimizer = Optimizer::momentum;
   /// The optimiser's kernels (OptimizerImpl); unset: the framework's (`optimizer_impl:`), else fused.

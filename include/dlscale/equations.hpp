@@ -196,6 +196,18 @@ constexpr double allreduce_efficiency(Bytes aggregated, Seconds comm, BytesPerSe
 /// r_u2g = t_u / (t_h2d + t_f + t_b): the share of update in GPU time (Section VI-B).
 constexpr double update_to_gpu_ratio(Seconds u, Seconds h2d, Seconds f, Seconds b) noexcept { return u / (h2d + f + b); }
 
+// ---- fp8 scaling recipes (docs/compute-model.md, K15) -------------------------------------------------------------
+
+/// Eq. K15c: MX block scaling's block, the consecutive elements along a product's reduction dimension that share one
+/// E8M0 scale (the OCP Microscaling format's MXFP8, as Transformer Engine and torchao run it; recalled).
+inline constexpr double kMxBlockElements = 32.0;
+/// Eq. K15c: the bytes one fp8 element cast with MX block scaling moves: `eb` read at the working width, 1 B of e4m3
+/// written, and its share of the block's 1-byte scale (1/32 B). Row-wise and tensor-wise scaling write no such bytes
+/// per element (a scale a row or a tensor, negligible beside the data).
+constexpr double mx_cast_bytes_per_element(double eb) noexcept { return eb + 1.0 + 1.0 / kMxBlockElements; }
+/// Eq. K15c: the scales of `elements` fp8 elements with MX block scaling, 1 B per block of 32.
+constexpr double mx_scale_bytes(double elements) noexcept { return elements / kMxBlockElements; }
+
 // ---- sliding-window attention (docs/models.md, "Decoder-only transformers"; docs/compute-model.md, K25) -------------
 
 /// Eq. K25a: the (query, key) pairs causal attention lets through when each query sees at most the `w` positions up

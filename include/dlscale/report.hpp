@@ -2,7 +2,7 @@
 // by one writer (lib/report/prediction_json.hpp) for predict and simulate:
 //   {"schema": 1,
 //    "inputs": {"cluster", "gpu", "model", "framework", "batch_per_gpu", "precision" (precision_label: "fp8-rowwise"
-//               for fp8 with row-wise scaling), "profile" (null without),
+//               for fp8 with row-wise scaling, "fp8-mxfp8" with MX block scaling), "profile" (null without),
 //               "collective_model", "workload" (with time to train), "assumed" (when the cluster file assumed)},
 //    "predictions": [a Prediction: {"gpus", "nodes", "batch_per_gpu", "iteration_time_s",
 //      "throughput_samples_per_s", "throughput_tokens_per_s" (null for images), "mfu", "speedup", "efficiency",

@@ -43,7 +43,7 @@ struct SweepGroup {
   std::size_t cluster = 0, model = 0, framework = 0, links = 0;
   int batch = 32;
   Precision precision = Precision::fp32;
-  Fp8Scaling fp8_scaling = Fp8Scaling::tensorwise;  // the `fp8_scaling` axis (eq. K15); tensorwise unless fp8
+  Fp8Scaling fp8_scaling = Fp8Scaling::tensorwise;  // the `fp8_scaling` axis (eq. K15, K15c); tensorwise unless fp8
   std::optional<Bytes> bucket;                      // nullopt: the framework's own buckets
   std::vector<int> gpus;
 };
@@ -89,7 +89,8 @@ struct SweepResult {
   std::vector<SweepRow> rows;                 // in spec order, whatever the thread count
   std::size_t skipped = 0;                    // GPU counts a cluster cannot hold (left out)
   std::vector<std::string> skipped_examples;  // up to 3 reasons, for a note on stderr
-  std::size_t unsupported = 0;  // configurations whose GPU has no such precision mode (left out: `predict` refuses them)
+  std::size_t unsupported = 0;  // configurations whose GPU has no such precision mode or fp8 scaling (MX before Blackwell;
+                                // left out: `predict` refuses them)
   std::vector<std::string> unsupported_examples;  // up to 3 reasons, for a note on stderr
   std::string evaluator;
 };

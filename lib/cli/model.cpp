@@ -77,7 +77,7 @@ struct ShowOptions {
   int batch = 32;
   std::string gpu;
   std::string precision = "fp32";
-  std::string fp8_scaling;  // --fp8-scaling tensorwise|rowwise (with --precision fp8)
+  std::string fp8_scaling;  // --fp8-scaling tensorwise|rowwise|mxfp8 (with --precision fp8)
   std::string format = "table";
   std::string output;
   bool kernels = false;  // --kernels: every kernel of every layer, with the algorithm the model chose
@@ -124,6 +124,8 @@ ComputeOptions base_compute(const ShowOptions& o, const Network& net) {
 // --framework, --attention and --memory-format on top, checked against the GPU (if any).
 void step_options(const ShowOptions& o, const std::optional<GpuSpec>& gpu, ComputeOptions& copt) {
   if (gpu && !gpu->supports(copt.precision)) throw UsageError("--precision", gpu->missing_mode(copt.precision, ""));
+  if (gpu && copt.precision == Precision::fp8 && !supports_fp8_scaling(*gpu, copt.fp8_scaling))  // eq. K15c
+    throw UsageError("--fp8-scaling", missing_fp8_scaling(*gpu, copt.fp8_scaling, ""));
   if (o.kernels && !gpu) throw UsageError("--kernels", "needs --gpu");
   if (!o.framework.empty()) {  // the step as that framework runs it (predict's step_compute)
     // without a GPU nothing is timed: the attention kernel (eager on an unknown GPU) does not matter
@@ -188,7 +190,7 @@ std::string show_json(const ShowOptions& o, const Shown& d) {
   j["description"] = net.description;
   j["input"] = {{"kind", net.input_kind}, {"shape", net.input_shape}, {"bytes_per_sample", in_bytes(net.input_bytes_per_sample)}};
   j["batch"] = o.batch;
-  j["precision"] = precision_label(copt.precision, copt.fp8_scaling);  // "fp8-rowwise" for row-wise fp8
+  j["precision"] = precision_label(copt.precision, copt.fp8_scaling);  // "fp8-rowwise", "fp8-mxfp8" (eq. K15c)
   j["gpu"] = gpu ? nlohmann::ordered_json(gpu->name) : nlohmann::ordered_json(nullptr);
   j["totals"] = json_totals(d);
   auto layers = nlohmann::ordered_json::array();
@@ -327,7 +329,8 @@ void setup_model(CLI::App& app) {
                    "with one GPU's keys")
       ->type_name("ID|FILE");
   show->add_option("--precision", so->precision, "fp32, tf32, bf16, fp16 (mixed precision) or fp8")->capture_default_str();
-  show->add_option("--fp8-scaling", so->fp8_scaling, "With --precision fp8: tensorwise (the default) or rowwise")
+  show->add_option("--fp8-scaling", so->fp8_scaling,
+                   "With --precision fp8: tensorwise (the default), rowwise or mxfp8 (Blackwell only)")
       ->type_name("SCALING");
   show->add_option("--optimizer", so->optimizer, "sgd, momentum, adam, adamw or lamb (default: by the model's input)");
   show->add_option("--optimizer-impl", so->optimizer_impl,

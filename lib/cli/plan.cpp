@@ -110,8 +110,8 @@ void setup_plan(CLI::App& app) {
                   "fp32, tf32, bf16, fp16 or fp8 (Hopper and newer) (default: bf16, or fp16 on a GPU without bf16 such as "
                   "the V100)");
   cmd->add_option("--fp8-scaling", opt->scenario.fp8_scaling,
-                  "With --precision fp8: tensorwise (one scale a tensor, the default) or rowwise (torchao's rowwise recipe), "
-                  "for every configuration tried")
+                  "With --precision fp8: tensorwise (one scale a tensor, the default), rowwise (torchao's rowwise recipe) "
+                  "or mxfp8 (MX block scaling, Blackwell only), for every configuration tried")
       ->type_name("SCALING");
   cmd->add_flag("--compile", opt->scenario.compiled,
                 "Every framework tried compiles the step (torch.compile): element-wise chains fused (eq. K14)");

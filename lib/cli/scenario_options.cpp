@@ -131,8 +131,9 @@ void add_scenario_options(CLI::App& cmd, ScenarioOptions& o) {
                  "with the transformer blocks' linear maps in fp8)")
       ->capture_default_str();
   cmd.add_option("--fp8-scaling", o.fp8_scaling,
-                 "With --precision fp8: tensorwise (one scale a tensor, the default) or rowwise (one scale a row, torchao's "
-                 "rowwise recipe: the backward casts its operands again along the other axis)")
+                 "With --precision fp8: tensorwise (one scale a tensor, the default), rowwise (one scale a row, torchao's "
+                 "rowwise recipe: the backward casts its operands again along the other axis) or mxfp8 (MX block scaling, "
+                 "Blackwell only: one scale per 32 elements, cast along both axes as rowwise)")
       ->type_name("SCALING");
   cmd.add_option("--optimizer", o.optimizer,
                  "sgd, momentum, adam, adamw or lamb (default: momentum for image models, adamw for token models)")
@@ -409,6 +410,9 @@ void load_scenario_cluster(const ScenarioOptions& o, const std::string& cluster,
   // The library runs a mode the GPU lacks at the fp32 rate (GpuSpec::peak); the command refuses it.
   if (!sc.cluster.gpu.supports(sc.compute.precision))
     throw UsageError("--precision", sc.cluster.gpu.missing_mode(sc.compute.precision, sc.cluster.name));
+  // MX block scaling (eq. K15c) needs Blackwell's block-scaled tensor cores: refused as a precision the GPU lacks is
+  if (sc.compute.precision == Precision::fp8 && !supports_fp8_scaling(sc.cluster.gpu, sc.compute.fp8_scaling))
+    throw UsageError("--fp8-scaling", missing_fp8_scaling(sc.cluster.gpu, sc.compute.fp8_scaling, sc.cluster.name));
   // "fp32" on a GPU with TF32 is strict FP32 here, which is not what frameworks run by default there.
   if (sc.compute.precision == Precision::fp32 && sc.cluster.gpu.supports(Precision::tf32) && o.profile.empty() &&
       o.calibration.empty())
@@ -458,7 +462,7 @@ void describe_run(const ScenarioOptions& o, const Scenario& sc, RunInfo& info) {
   info.framework = sc.strategy.name;
   info.batch_per_gpu = sc.batch_per_gpu;
   if (sc.parallel) info.layout = layout_text(*sc.parallel);
-  info.precision = std::string(precision_label(sc.compute.precision, sc.compute.fp8_scaling));  // "fp8-rowwise" too
+  info.precision = std::string(precision_label(sc.compute.precision, sc.compute.fp8_scaling));  // "fp8-rowwise", "fp8-mxfp8" too
 }
 }  // namespace
 

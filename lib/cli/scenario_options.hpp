@@ -41,7 +41,7 @@ struct ScenarioOptions {
   bool batch_given = false;  // --batch was on the command line (so that --batch 0 is an error, not the default)
   std::string gpus;          // --gpus; empty: default_gpu_counts(cluster)
   std::string precision = "fp32";
-  std::string fp8_scaling;         // --fp8-scaling tensorwise|rowwise; empty: tensorwise
+  std::string fp8_scaling;         // --fp8-scaling tensorwise|rowwise|mxfp8; empty: tensorwise
   std::string optimizer;           // --optimizer; empty: momentum for image models, adamw for token models
   bool unfused_optimizer = false;  // --unfused-optimizer: --optimizer-impl for_loop
   std::string optimizer_impl;      // --optimizer-impl; empty: the framework's, else fused
@@ -84,7 +84,7 @@ inline constexpr const char* kSeqLenHelp = "Rebuild a token model from models/ar
 inline constexpr const char* kImageSizeHelp = "Rebuild an image model from models/arch/ at this height and width";
 void add_size_option(CLI::App& cmd, const std::string& name, int& target, const std::string& help, const std::string& type);
 void add_scenario_options(CLI::App& cmd, ScenarioOptions& o);
-/// --fp8-scaling's value (tensorwise or rowwise); a UsageError naming the option otherwise.
+/// --fp8-scaling's value (tensorwise, rowwise or mxfp8); a UsageError naming the option otherwise.
 Fp8Scaling fp8_scaling_option(const std::string& text);
 /// Loads every input named by the options; all errors are InputError/UsageError.
 Scenario build_scenario(const ScenarioOptions& o, RunInfo& info);

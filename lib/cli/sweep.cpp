@@ -73,7 +73,8 @@ void run_sweep_cli(const SweepCliOptions& o) {
                r.skipped > 1 ? "s" : "", r.skipped_examples.front());
   }
   if (r.unsupported) {
-    fmt::print(stderr, "dlscale sweep: {} configuration{} left out (the GPU has no such precision mode), e.g. {}\n",
+    fmt::print(stderr,
+               "dlscale sweep: {} configuration{} left out (the GPU has no such precision mode or fp8 scaling), e.g. {}\n",
                r.unsupported, r.unsupported > 1 ? "s" : "", r.unsupported_examples.front());
   }
   std::vector<std::size_t> rows;

@@ -147,26 +147,37 @@ class Kernels {
   /// Row-wise scaling (Fp8Scaling::rowwise) adds the backward's re-casts (fp8_recast_elements); compiled, those
   /// and the output gradient's cast all run in the backward graph, where torch.compile writes each fp8 operand in
   /// the layout its product takes (the transpose fused into the cast), so no transposed copy is charged.
+  /// MX block scaling (Fp8Scaling::mxfp8, eq. K15c) casts what row-wise scaling casts, each cast also writing its
+  /// blocks' E8M0 scales (1 B per 32 elements, eq::mx_scale_bytes); its products run at the fp8 rate as the others'.
   void fp8_casts(const std::string& what, std::int64_t rows, std::int64_t in, std::int64_t out, bool input_grad,
                  int readers = 1) {
     if (opt_.precision != Precision::fp8 || !fp8_layer) return;
     const double eb = activation_bytes_per_element(opt_.precision);
-    const double cast = opt_.compiled ? eb + 1.0 : 5.0 * eb + 25.0;
+    const double cast = (opt_.compiled ? eb + 1.0 : 5.0 * eb + 25.0) + scale_bytes();
     const int chain = opt_.compiled ? 1 : 6;  // kernels a cast takes
     const double r = static_cast<double>(rows), i = static_cast<double>(in), o = static_cast<double>(out);
     if (by_class()) {
       fp8_casts_by_class(what, r, i, o, input_grad, readers);
       return;
     }
-    // compiled row-wise, every backward cast writes the layout its product takes: no transposed copies of their own
-    const bool copies = !(opt_.compiled && opt_.fp8_scaling == Fp8Scaling::rowwise);
+    // compiled row-wise or MX, every backward cast writes the layout its product takes: no transposed copies of their own
+    const bool copies = !(opt_.compiled && both_axes());
     pass(name(what, " fp8 cast fwd"), r * i + i * o, cast, false, 0.0, 2 * chain);
     pass(name(what, " fp8 cast bwd"), r * o, cast, true, copies ? (r * i + r * o + (input_grad ? i * o : 0.0)) * 2.0 : 0.0,
          copies ? chain + 3 : chain);
-    if (opt_.fp8_scaling == Fp8Scaling::rowwise) {
+    if (both_axes()) {
       const Fp8Recast re = fp8_recast_elements(r, i, o, input_grad, 1);
-      pass(name(what, " fp8 row-wise re-casts bwd"), re.elements, cast, true, 0.0, re.casts * chain);
+      pass(name(what, recast_name()), re.elements, cast, true, 0.0, re.casts * chain);
     }
+  }
+  /// Eq. K15/K15c: whether the recipe casts every operand along both axes (row-wise and MX block scaling).
+  [[nodiscard]] bool both_axes() const noexcept { return opt_.fp8_scaling != Fp8Scaling::tensorwise; }
+  /// Eq. K15c: the scale bytes a cast writes per element, MX's 1/32 B (0 for the other recipes).
+  [[nodiscard]] double scale_bytes() const noexcept {
+    return opt_.fp8_scaling == Fp8Scaling::mxfp8 ? eq::mx_scale_bytes(1.0) : 0.0;
+  }
+  [[nodiscard]] std::string_view recast_name() const noexcept {
+    return opt_.fp8_scaling == Fp8Scaling::mxfp8 ? " fp8 mx re-casts bwd" : " fp8 row-wise re-casts bwd";
   }
 
   /// Eq. K21, the casts above by class. Eager torchao's chain: abs, the cast to fp8 and the clamp vectorized
@@ -176,27 +187,33 @@ class Kernels {
   /// Float8Linear per nn.Linear: torchtitan's wq, wk, wv read one input, w1 and w3 another; its H200 profile shows
   /// 84 casts a step for 4 blocks, 3 a linear map of 7). Row-wise, the backward's re-casts run the same chain (the
   /// multiply by a per-row scale broadcasts, strided as the 0-d one), or compiled the same one kernel.
+  /// MX block scaling (eq. K15c) as row-wise, each cast writing its scales (vectorized, 1/32 B an element); eager, its
+  /// block maximum (torch.amax over blocks of 32 in torchao's eager to_mx, recalled) reads each element as the
+  /// tensor's or row's amax does but reduces within a block, so its eb is counted vectorized, not as a reduction pass
+  /// (an assumption: no block maximum is measured here).
   void fp8_casts_by_class(const std::string& what, double r, double i, double o, bool input_grad, int readers) {
     const double eb = activation_bytes_per_element(opt_.precision);
     const double inputs = static_cast<double>(readers) * r * i;
     const double transposed = inputs + r * o + (input_grad ? i * o : 0.0);
-    const bool rowwise = opt_.fp8_scaling == Fp8Scaling::rowwise;
-    const Fp8Recast re = rowwise ? fp8_recast_elements(r, i, o, input_grad, readers) : Fp8Recast{};
+    const bool recast = both_axes(), mx = opt_.fp8_scaling == Fp8Scaling::mxfp8;
+    const Fp8Recast re = recast ? fp8_recast_elements(r, i, o, input_grad, readers) : Fp8Recast{};
+    const double one = eb + 1.0 + scale_bytes();  // a compiled cast's bytes an element
     if (opt_.compiled) {
-      classed(name(what, " fp8 cast fwd"), inputs + i * o, {{kVec, eb + 1.0}}, false, 1 + readers);
-      if (rowwise) {  // every operand cast in the backward graph, its transposed copy fused into its cast (K15)
-        classed(name(what, " fp8 cast bwd"), r * o, {{kVec, eb + 1.0}}, true, 1);
-        classed(name(what, " fp8 row-wise re-casts bwd"), re.elements, {{kVec, eb + 1.0}}, true, re.casts);
+      classed(name(what, " fp8 cast fwd"), inputs + i * o, {{kVec, one}}, false, 1 + readers);
+      if (recast) {  // every operand cast in the backward graph, its transposed copy fused into its cast (K15)
+        classed(name(what, " fp8 cast bwd"), r * o, {{kVec, one}}, true, 1);
+        classed(name(what, recast_name()), re.elements, {{kVec, one}}, true, re.casts);
         return;
       }
-      classed(name(what, " fp8 cast bwd"), 1.0, {{kVec, r * o * (eb + 1.0)}, {kStrided, transposed * 2.0}}, true, 4);
+      classed(name(what, " fp8 cast bwd"), 1.0, {{kVec, r * o * one}, {kStrided, transposed * 2.0}}, true, 4);
       return;
     }
-    const std::initializer_list<ClassBytes> chain{{kVec, 2.0 * eb + 13.0}, {kReduce, eb}, {kStrided, 2.0 * eb + 12.0}};
+    const std::initializer_list<ClassBytes> chain{
+        {kVec, 2.0 * eb + 13.0 + (mx ? eb + scale_bytes() : 0.0)}, {kReduce, mx ? 0.0 : eb}, {kStrided, 2.0 * eb + 12.0}};
     classed(name(what, " fp8 cast fwd"), inputs + i * o, chain, false, 6 * (1 + readers));
     classed(name(what, " fp8 cast bwd"), r * o, chain, true, 6);
     classed(name(what, " fp8 transposes bwd"), transposed * 2.0, {{kStrided, 1.0}}, true, 3);
-    if (rowwise) classed(name(what, " fp8 row-wise re-casts bwd"), re.elements, chain, true, 6 * re.casts);
+    if (recast) classed(name(what, recast_name()), re.elements, chain, true, 6 * re.casts);
   }
 
   /// plan_gemm on this GPU, remembered by shape across the network's layers where a memo is given.
@@ -1240,16 +1257,29 @@ AttentionKernel effective_attention(AttentionKernel wanted, const GpuSpec& gpu, 
   }
 }
 
-std::string_view to_string(Fp8Scaling s) noexcept { return s == Fp8Scaling::rowwise ? "rowwise" : "tensorwise"; }
+std::string_view to_string(Fp8Scaling s) noexcept {
+  return s == Fp8Scaling::rowwise ? "rowwise" : s == Fp8Scaling::mxfp8 ? "mxfp8" : "tensorwise";
+}
 
 Fp8Scaling fp8_scaling_from_string(std::string_view name) {
-  for (auto s : {Fp8Scaling::tensorwise, Fp8Scaling::rowwise})
+  for (auto s : {Fp8Scaling::tensorwise, Fp8Scaling::rowwise, Fp8Scaling::mxfp8})
     if (to_string(s) == name) return s;
   throw std::invalid_argument("unknown fp8 scaling '" + std::string(name) + "' (expected " + std::string(kFp8ScalingNames) + ")");
 }
 
 std::string_view precision_label(Precision p, Fp8Scaling s) noexcept {
-  return p == Precision::fp8 && s == Fp8Scaling::rowwise ? "fp8-rowwise" : to_string(p);
+  if (p != Precision::fp8) return to_string(p);
+  return s == Fp8Scaling::rowwise ? "fp8-rowwise" : s == Fp8Scaling::mxfp8 ? "fp8-mxfp8" : "fp8";
+}
+
+bool supports_fp8_scaling(const GpuSpec& gpu, Fp8Scaling s) noexcept {
+  return s != Fp8Scaling::mxfp8 || gpu.architecture == "blackwell";  // eq. K15c: block-scaled MMA is sm_100's
+}
+
+std::string missing_fp8_scaling(const GpuSpec& gpu, Fp8Scaling s, std::string_view cluster) {
+  const std::string where = cluster.empty() ? gpu.name : fmt::format("{} of cluster '{}'", gpu.name, cluster);
+  return fmt::format("the {} ({}) has no {} scaling (it needs Blackwell's block-scaled tensor cores)", where,
+                     gpu.architecture.empty() ? "architecture unknown" : gpu.architecture, to_string(s));
 }
 
 Optimizer optimizer_from_string(std::string_view name) {

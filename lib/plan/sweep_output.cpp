@@ -105,7 +105,7 @@ void write_sweep(std::ostream& out, SweepFormat f, const SweepSpec& spec, const 
     const SweepGroup& g = spec.groups[row.group];
     const Prediction& p = row.prediction;
     const Cluster& cl = spec.clusters[g.cluster];
-    const std::string_view prec = precision_label(g.precision, g.fp8_scaling);  // "fp8-rowwise" for row-wise fp8
+    const std::string_view prec = precision_label(g.precision, g.fp8_scaling);  // "fp8-rowwise", "fp8-mxfp8" (eq. K15c)
     if (f == SweepFormat::csv) {
       std::string& pre = prefix[row.group];
       if (pre.empty())

@@ -92,12 +92,16 @@ GroupRows place_groups(const SweepSpec& spec, SweepResult& r) {
   GroupRows out{std::vector<std::vector<int>>(spec.groups.size()), std::vector<std::size_t>(spec.groups.size() + 1, 0)};
   for (std::size_t i = 0; i < spec.groups.size(); ++i) {
     const auto& g = spec.groups[i];
-    // A precision the group's GPU has no mode for (TF32 or bf16 before Ampere): `predict` refuses it, so a
-    // grid that crosses GPUs with precisions leaves those configurations out and says so.
-    if (const GpuSpec& gpu = spec.clusters[g.cluster].gpu; !gpu.supports(g.precision)) {
+    // A precision the group's GPU has no mode for (TF32 or bf16 before Ampere), or an fp8 recipe it cannot run (MX
+    // block scaling before Blackwell, eq. K15c): `predict` refuses it, so a grid that crosses GPUs with precisions
+    // leaves those configurations out and says so.
+    const GpuSpec& gpu = spec.clusters[g.cluster].gpu;
+    const bool mode = gpu.supports(g.precision);
+    if (!mode || (g.precision == Precision::fp8 && !supports_fp8_scaling(gpu, g.fp8_scaling))) {
       r.unsupported += g.gpus.size();
       if (r.unsupported_examples.size() < 3)
-        r.unsupported_examples.push_back(gpu.missing_mode(g.precision, spec.clusters[g.cluster].name));
+        r.unsupported_examples.push_back(mode ? missing_fp8_scaling(gpu, g.fp8_scaling, spec.clusters[g.cluster].name)
+                                              : gpu.missing_mode(g.precision, spec.clusters[g.cluster].name));
       out.first[i + 1] = out.first[i];
       continue;
     }

@@ -142,7 +142,7 @@ struct Tables {
 
 Precision read_precision(const Node& n) { return precision_from_string(n.choice({"fp32", "tf32", "bf16", "fp16", "fp8"})); }
 
-Fp8Scaling read_fp8_scaling(const Node& n) { return fp8_scaling_from_string(n.choice({"tensorwise", "rowwise"})); }
+Fp8Scaling read_fp8_scaling(const Node& n) { return fp8_scaling_from_string(n.choice({"tensorwise", "rowwise", "mxfp8"})); }
 
 int read_batch(const Node& n) {
   const auto b = n.integer();
@@ -254,7 +254,8 @@ Axes read_axes(MapReader& m, Tables& t) {
   } else {
     a.precisions = {Precision::fp32};
   }
-  // fp8's scaling recipe (eq. K15): an axis of the fp8 precision only, as `validate` refuses row-wise without fp8
+  // fp8's scaling recipe (eq. K15, K15c): an axis of the fp8 precision only, as `validate` refuses row-wise or MX
+  // scaling without fp8
   if (auto n = m.optional("fp8_scaling")) {
     for (const auto& s : one_or_many(*n)) {
       a.fp8_scalings.push_back(read_fp8_scaling(s));

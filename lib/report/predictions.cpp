@@ -148,7 +148,7 @@ void write_table(std::ostream& out, const RunInfo& info, std::span<const Predict
   fmt::print(out,
              "# bottleneck: the resource whose doubling gains the most samples/s (as explain doubles it), "
              "with its share of the iteration\n");
-  const bool fp8 = info.precision.starts_with("fp8");  // "fp8" or "fp8-rowwise" (precision_label)
+  const bool fp8 = info.precision.starts_with("fp8");  // "fp8", "fp8-rowwise" or "fp8-mxfp8" (precision_label)
   if (tokens)  // fp8 against bf16's peak, as GpuSpec::mfu_peak reckons it (torchtitan's and Transformer Engine's reports)
     fmt::print(out, "# MFU = 3 × forward FLOPs per sample × samples/s / (GPUs × the GPU's dense {} peak){}\n",
                fp8 ? "bf16" : info.precision, fp8 ? "; fp8 runs are reported against bf16's" : "");
