@@ -672,6 +672,9 @@ std::vector<Row> catalogue() {
       // eq. P25: the pipeline's sends overlapped with the next chunk
       {"framework_pp_comm_overlap_not_boolean", {{"f.yaml", std::string(kFramework) + "parallel: {pp_comm_overlap: 2}\n"}},
        kCmdFramework, E + "{dir}/f.yaml:7:29: 'parallel.pp_comm_overlap': '2' is not true or false\n"},
+      // eq. P28: the column-parallel input gradients beside their weight gradients
+      {"framework_tp_async_backward_not_boolean", {{"f.yaml", std::string(kFramework) + "parallel: {tp_async_backward: yes please}\n"}},
+       kCmdFramework, E + "{dir}/f.yaml:7:31: 'parallel.tp_async_backward': 'yes please' is not true or false\n"},
       // eq. P26: the embedding and the loss counted as layers need the units to split evenly over the chunks
       {"option_account_embedding_uneven", {},
        "predict --cluster dgx-h100-ndr --nodes 1 --model decoder:layers=8,hidden=64,heads=4,ffn=128,vocab=100,seq=16 --pp 4 "

@@ -58,7 +58,9 @@ INSTANTIATE_TEST_SUITE_P(
 TEST(ParallelCli, PredictsALayoutWithItsPartsAndMemory) {
   const auto r = run_cli(kBase + "--tp 8 --sp --pp 2 --micro-batches 32 --gpus 64 --no-train");
   ASSERT_EQ(r.status, 0) << r.err;
-  EXPECT_NE(r.out.find("# layout: tp 8 (sp) × pp 2 (1f1b) × cp 1, micro-batch 1, 32 micro-batches"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("# layout: tp 8 (sp, async backward) × pp 2 (1f1b) × cp 1, micro-batch 1, 32 micro-batches"),
+            std::string::npos)
+      << r.out;
   EXPECT_NE(r.out.find("# parallel, 64 GPUs: TP "), std::string::npos) << r.out;
 }
 
@@ -89,7 +91,7 @@ TEST(ParallelCli, FrameworkFileGivesTheLayout) {
                       "buckets: {size: \"80 MB\", first: \"80 MB\"}\n"
                       "sharding: {stage: 1, group: all}\n"
                       "kernels: {host_issue: \"16.4 us\", launch_gap: \"2.1 us\", attention: cudnn}\n"  // as megatron-core.yaml
-                      "parallel: {tp: 8, sp: true, pp: 2, micro_batches: 32}\n");
+                      "parallel: {tp: 8, sp: true, tp_async_backward: true, pp: 2, micro_batches: 32}\n");
   const auto a = run_cli(kCommon + "--format json --no-train --framework " + fw.string());
   ASSERT_EQ(a.status, 0) << a.err;
   const auto b = run_cli(kBase + "--format json --no-train --tp 8 --sp --pp 2 --micro-batches 32");

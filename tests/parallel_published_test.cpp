@@ -68,7 +68,7 @@ std::vector<PublishedRun> load_runs() {
     sc.compute.precision = Precision::bf16;
     sc.compute.optimizer = Optimizer::adamw;
     sc.compute.recompute = recompute_from_string(row["recompute"].as<std::string>());
-    ParallelLayout l;
+    ParallelLayout l = sc.strategy.parallel.value_or(ParallelLayout{});  // megatron-core's: eq. P28's async backward
     l.tp = row["tp"].as<int>();
     l.sp = row["sp"].as<bool>();
     l.pp = row["pp"].as<int>();

@@ -465,13 +465,17 @@ TEST(ParallelTraffic, EmbeddingAndCrossEntropyCollectivesOfTheEdgeStages) {
   EXPECT_DOUBLE_EQ(sum(tp_edge_collectives(l, m, kBf16, true, false), 8, false), 58'720'256.0);
   EXPECT_DOUBLE_EQ(sum(tp_edge_collectives(l, m, kBf16, true, false), 8, true), 0.0);
   EXPECT_DOUBLE_EQ(sum(tp_edge_collectives(l, m, kBf16, false, true), 8, false), 86'016.0);
-  EXPECT_DOUBLE_EQ(sum(tp_edge_collectives(l, m, kBf16, false, true), 8, true), 0.0);
+  // eq. P27b: the output layer's input gradient, an all-reduce of S backward
+  EXPECT_DOUBLE_EQ(sum(tp_edge_collectives(l, m, kBf16, false, true), 8, true), 58'720'256.0);
   l.sp = true;
   EXPECT_DOUBLE_EQ(sum(tp_edge_collectives(l, m, kBf16, true, false), 8, false), 29'360'128.0);
   EXPECT_DOUBLE_EQ(sum(tp_edge_collectives(l, m, kBf16, true, false), 8, true), 29'360'128.0);
-  EXPECT_DOUBLE_EQ(sum(tp_edge_collectives(l, m, kBf16, true, true), 8, false), 29'360'128.0 + 86'016.0);
+  // with SP the output layer's all-gather forward; backward its input gradient's reduce-scatter and its input again
+  EXPECT_DOUBLE_EQ(sum(tp_edge_collectives(l, m, kBf16, false, true), 8, false), 29'360'128.0 + 86'016.0);
+  EXPECT_DOUBLE_EQ(sum(tp_edge_collectives(l, m, kBf16, false, true), 8, true), 2 * 29'360'128.0);
+  EXPECT_DOUBLE_EQ(sum(tp_edge_collectives(l, m, kBf16, true, true), 8, false), 2 * 29'360'128.0 + 86'016.0);
   l.cp = 2;
-  EXPECT_DOUBLE_EQ(sum(tp_edge_collectives(l, m, kBf16, true, true), 8, false), (29'360'128.0 + 86'016.0) / 2);
+  EXPECT_DOUBLE_EQ(sum(tp_edge_collectives(l, m, kBf16, true, true), 8, false), (2 * 29'360'128.0 + 86'016.0) / 2);
   l.tp = 1;
   EXPECT_TRUE(tp_edge_collectives(l, m, kBf16, true, true).empty());
 }
@@ -938,6 +942,66 @@ TEST(ParallelStep, ContextParallelRingByHand) {
   const ParallelStep again = parallel_step(net, own, c, *make_alpha_beta_model(c), l, 2, sel, Sharding{}, LayerTimesOf::tp_rank);
   EXPECT_NEAR(in_seconds(again.cp_exposed), 4 * (2 * 1.31072e-6 + 2 * 0.31072e-6), 1e-15);
   EXPECT_NEAR(in_seconds(again.backward), 38e-3 + 4 * 2e-6 + 4 * 2e-6 + 4 * (1'081'344.0 / bw + k + 530'432.0 / bw + k), 1e-14);
+}
+
+// ---- eq. P28: the column-parallel backward's input gradients beside their weight gradients -------------------
+// One Llama-3-70B block (h 8192, 64 heads, 8 key/value heads, ffn 28672, vocabulary 128256, s 8192, b 1, bf16) at TP 8
+// on one hand-timed node: S = 8192·8192·2 = 134,217,728 B. Without SP the backward's two all-reduces of S are the
+// input gradients of q/k/v and of up-and-gate, 2·(7/8)·S = 234,881,024 B on a GPU's wire each, and the output layer's
+// input gradient one more; with SP the two reduce-scatters, (7/8)·S = 117,440,512 B each (and the output layer's).
+// The weight-gradient GEMMs the rank runs beside them, from the GEMM model at the hand shapes (out, in, rows): q/k/v
+// (1280, 8192, 8192) with 1280 = 8·128 + 2·1·128, up and gate (7168, 8192, 8192), the output layer (16032, 8192, 8192).
+TEST(ParallelStep, AsyncColumnParallelBackwardOfOneLlamaBlockByHand) {
+  const Network net = build_decoder(
+      DecoderShape{.layers = 1, .hidden = 8192, .heads = 64, .kv_heads = 8, .ffn = 28672, .vocab = 128256, .seq = 8192}, "l70x1");
+  const TransformerShape m = transformer_shape(net);
+  Cluster c = hand_cluster(1);
+  c.gpu = cluster("dgx-h100-ndr").gpu;
+  ComputeOptions opt;
+  opt.precision = Precision::bf16;
+  opt.attention = AttentionKernel::flash;
+  ParallelLayout l;
+  l.tp = 8;
+  const auto calls = tp_block_collectives(l, m, kBf16);
+  double grads = 0;
+  for (const auto& x : calls)
+    if (x.input_grad) grads += in_bytes(wire_bytes(x, 8));
+  EXPECT_DOUBLE_EQ(grads, 2 * 234'881'024.0);
+  const auto head = tp_edge_collectives(l, m, kBf16, false, true);
+  EXPECT_DOUBLE_EQ(sum(head, 8, true), 234'881'024.0);                    // the output layer's input gradient
+  EXPECT_DOUBLE_EQ(sum(head, 8, false), 3 * 2 * (7.0 / 8.0) * 8192 * 4);  // the cross entropy's, fp32 a token
+
+  const KernelParams& kp = opt.kernel(c.gpu);
+  const auto planned = [&](std::int64_t n, std::int64_t k, std::int64_t rows) {
+    return in_seconds(plan_gemm(GemmShape{n, k, rows}, c.gpu, Precision::bf16, kp).time);
+  };
+  const double w_qkv = planned(1280, 8192, 8192), w_up = planned(7168, 8192, 8192), w_head = planned(16032, 8192, 8192);
+  // the alpha-beta model in a node (100 GB/s, 1 us a step): an all-reduce of S 14 us + 2·(7/8)·S / 100 GB/s, a
+  // reduce-scatter or all-gather 7 us + (7/8)·S / 100 GB/s; the cross entropy's all-reduces of 8192·4 B
+  const double S = 134'217'728.0, ar = 14e-6 + 1.75 * S / 1e11, rs = 7e-6 + 0.875 * S / 1e11;
+  const double ce = 14e-6 + 1.75 * 32768.0 / 1e11;
+  const LayerTimes t = estimate_layer_times(tp_rank_network(net, l), c.gpu, 1, opt);
+  const auto coll = make_alpha_beta_model(c);
+  const auto step = [&](const ParallelLayout& x) {
+    return in_seconds(parallel_step(net, t, c, *coll, x, 8, opt, Sharding{}, LayerTimesOf::tp_rank).tp_exposed);
+  };
+  // without SP, synchronous: the block's 2 + 2, the embedding's and the output layer's all-reduces and the cross
+  // entropy's, whole; asynchronous: each input gradient only past its own weight gradient
+  const double sync = 6 * ar + 3 * ce;
+  EXPECT_NEAR(step(l), sync, 1e-12);
+  l.tp_async_backward = true;
+  EXPECT_NEAR(step(l), sync - std::min(ar, w_qkv) - std::min(ar, w_up) - std::min(ar, w_head), 1e-12);
+  // with SP the reduce-scatters: what the async backward saves is each one's overlap with its weight gradient (the
+  // re-gathers, the forward's and the row-parallel outputs' all-gathers as they were)
+  l.sp = true;
+  const double async_sp = step(l);
+  l.tp_async_backward = false;
+  EXPECT_NEAR(step(l) - async_sp, std::min(rs, w_qkv) + std::min(rs, w_up) + std::min(rs, w_head), 1e-12);
+  // under P14 (userbuffers) the blocks' collectives are P14's; only the output layer's input gradient changes
+  l.tp_comm_overlap = true;
+  const double p14 = step(l);
+  l.tp_async_backward = true;
+  EXPECT_NEAR(p14 - step(l), std::min(rs, w_head), 1e-12);
 }
 
 // ---- validation: each error names its field -------------------------------------------------------------------

@@ -29,6 +29,10 @@ struct LayerTimes {
   /// Per layer, the part of `backward` that is the attention core's (the kernel model fills it): what a
   /// context-parallel rank runs c times over, one block of its ring at a time (eq. P6).
   std::vector<Seconds> backward_attention;
+  /// Per layer, the part of `backward` that is the weight-gradient GEMM of its first linear map, the one that reads
+  /// the layer's input (attention's q/k/v, an MLP's up and gate, a linear layer's own; the kernel model fills it):
+  /// what Megatron's column-parallel backward runs beside its input gradient's collective (eq. P28).
+  std::vector<Seconds> input_wgrad{};
   /// The kernels each phase issues over all layers, as the kernel model counts them (the host's issue floor, eq.
   /// K20, charges each its host cost); zero where the times are measured or profiled.
   double forward_kernels = 0.0, backward_kernels = 0.0, update_kernels = 0.0;

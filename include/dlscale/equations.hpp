@@ -269,6 +269,11 @@ constexpr Seconds ring_forward_exposed(Seconds kv_send, Seconds step, int c) noe
   return c > 1 ? max(Seconds{}, kv_send - step) * static_cast<double>(c - 1) : Seconds{};
 }
 
+/// Eq. P28, Megatron-LM's asynchronous column-parallel backward: the input gradient's collective (the all-reduce, or
+/// with SP the reduce-scatter) is launched as soon as the data-gradient GEMM ends and runs beside that linear's own
+/// weight-gradient GEMM, which the backward waits for it after: exposed max(0, t_comm − t_wgrad).
+constexpr Seconds async_input_grad_exposed(Seconds comm, Seconds wgrad) noexcept { return max(Seconds{}, comm - wgrad); }
+
 /// Eq. P11, the node's NICs shared: `groups` groups that leave the node run their collectives at once, each
 /// with `ranks` ranks on it, and a group drives min(ranks, N) of the node's N NICs (NCCL's rail-local rings),
 /// so the NICs are asked max(1, groups·min(ranks, N)/N) times over (N = 1 for the simple form's one link).

@@ -3,7 +3,7 @@
 // layout and its checks, the bytes each split moves per block, the pipeline's bubble and in-flight
 // micro-batches, activation memory per layer (the network's own, eq. P9), the ranks of each group on the
 // cluster and the time of their collectives on the existing collective model. Derivations: docs/model.md,
-// "Model parallelism" (eq. P1-P27); Scenario::parallel predicts through parallel_step (lib/predict/parallel_predict.cpp).
+// "Model parallelism" (eq. P1-P28); Scenario::parallel predicts through parallel_step (lib/predict/parallel_predict.cpp).
 #pragma once
 
 #include <array>
@@ -81,6 +81,9 @@ struct CollectiveCall {
   int count = 0;
   bool backward = false;
   bool overlapped = false;  // runs beside compute (CP's K/V ring, SP's backward re-gather): exposed only past it
+  /// A column-parallel linear's input gradient (the backward all-reduce without SP, the reduce-scatter with it): each
+  /// call runs beside that linear's weight-gradient GEMM under ParallelLayout::tp_async_backward (eq. P28).
+  bool input_grad = false;
 };
 /// Bytes a GPU puts on the wire for `call` in a group of n (nccl-tests' bus bytes × count; eq. S2's factors).
 Bytes wire_bytes(const CollectiveCall& call, int n) noexcept;
@@ -89,15 +92,18 @@ Bytes wire_bytes(const CollectiveCall& call, int n) noexcept;
 Bytes tp_activation_bytes(const ParallelLayout& l, const TransformerShape& m, double element_bytes) noexcept;
 /// Eq. P1/P2: the TP (or SP) collectives of one block and micro-batch: without SP two all-reduces forward and
 /// two backward; with SP an all-gather and a reduce-scatter in place of each all-reduce, and in backward the
-/// all-gather of each column-parallel linear's input again for its weight gradient (Megatron-LM), overlapped.
-/// Empty for tp = 1.
+/// all-gather of each column-parallel linear's input again for its weight gradient (Megatron-LM), overlapped. The
+/// backward collectives of the two column-parallel linears' input gradients (q/k/v and the MLP's up and gate, one call
+/// each) are marked `input_grad` (eq. P28). Empty for tp = 1.
 std::vector<CollectiveCall> tp_block_collectives(const ParallelLayout& l, const TransformerShape& m, double element_bytes);
 /// Eq. P27: the TP (or SP) collectives of the first and last stages beside their blocks', one micro-batch (empty for
 /// tp = 1), S = tp_activation_bytes. `embedding` (stage 0 holds a vocabulary-parallel embedding): its partial lookups
 /// summed, an all-reduce of S forward (a reduce-scatter with SP, and in backward its conjugate, an all-gather).
 /// `head` (stage p−1 holds the output layer): the vocabulary-parallel cross entropy's three all-reduces of b·(s/c) fp32
-/// numbers forward (the logits' maximum, the target's logit, the sum of the exponentials; Megatron-Core, recalled).
-/// The output layer's own input collective (SP's all-gather, the input gradient's reduction) is left out.
+/// numbers forward (the logits' maximum, the target's logit, the sum of the exponentials; Megatron-Core, recalled),
+/// and the output layer's own as a column-parallel linear (eq. P27b): without SP its input gradient's all-reduce of S
+/// backward; with SP the all-gather of S forward, the reduce-scatter of its input gradient backward, and the
+/// all-gather of its input again for its weight gradient (overlapped). The input gradient's call is `input_grad`.
 std::vector<CollectiveCall> tp_edge_collectives(const ParallelLayout& l, const TransformerShape& m, double element_bytes,
                                                 bool embedding, bool head);
 /// Eq. P3: the K and V one CP rank holds of one layer, 2·b·(s/c)·kv_local·d_head elements (kv_local =

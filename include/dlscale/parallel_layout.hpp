@@ -60,6 +60,11 @@ struct ParallelLayout {
   /// TP communication overlapped with the GEMMs it feeds and drains (Transformer Engine's userbuffers,
   /// Megatron-Core/NeMo `tp_comm_overlap`; needs sp): eq. P14.
   bool tp_comm_overlap = false;
+  /// Each column-parallel linear's backward launches its input gradient's collective (the all-reduce, or with sp the
+  /// reduce-scatter) asynchronously and computes its weight gradient meanwhile (Megatron-LM's
+  /// LinearWithGradAccumulationAndAsyncCommunication, CUDA_DEVICE_MAX_CONNECTIONS=1): eq. P28. Under tp_comm_overlap
+  /// eq. P14 charges the blocks' collectives instead.
+  bool tp_async_backward = false;
   /// The data-parallel gradient reduction overlapped with the last micro-batch's backward and the parameter
   /// all-gather with the first micro-batch's forward (Megatron-Core's overlap_grad_reduce and overlap_param_gather,
   /// NeMo's recipes): eq. P19.

@@ -31,6 +31,14 @@ void add_parallel_options(CLI::App& cmd, ParallelOptions& o) {
          "--no-tp-comm-overlap", [&o] { o.tp_comm_overlap = 0; }, "No TP communication overlap (over a framework file's)")
       ->group(g);
   cmd.add_flag_callback(
+         "--tp-async-backward", [&o] { o.tp_async_backward = 1; },
+         "Each column-parallel linear's input-gradient collective beside its weight-gradient GEMM (Megatron-LM; eq. P28)")
+      ->group(g);
+  cmd.add_flag_callback(
+         "--no-tp-async-backward", [&o] { o.tp_async_backward = 0; },
+         "Input-gradient collectives exposed whole (over a framework file's tp_async_backward)")
+      ->group(g);
+  cmd.add_flag_callback(
          "--dp-comm-overlap", [&o] { o.dp_comm_overlap = 1; },
          "DP gradient reduction and parameter gather overlapped with the last backward and first forward (eq. P19)")
       ->group(g);
@@ -147,6 +155,7 @@ void apply_parallel_options(const ParallelOptions& o, const ScenarioOptions& so,
   apply_moe_routing_options(o.moe, l);
   if (o.sp >= 0) l.sp = o.sp == 1;
   if (o.tp_comm_overlap >= 0) l.tp_comm_overlap = o.tp_comm_overlap == 1;
+  if (o.tp_async_backward >= 0) l.tp_async_backward = o.tp_async_backward == 1;
   if (o.dp_comm_overlap >= 0) l.dp_comm_overlap = o.dp_comm_overlap == 1;
   if (o.pp_comm_overlap >= 0) l.pp_comm_overlap = o.pp_comm_overlap == 1;
   if (o.account_embedding) l.account_for_embedding_in_pipeline_split = true;
@@ -199,6 +208,7 @@ std::string_view parallel_option_for_field(std::string_view field) noexcept {
       {"parallel.rank_order", "--rank-order"},
       {"parallel.schedule", "--schedule"},
       {"parallel.tp", "--tp"},
+      {"parallel.tp_async_backward", "--tp-async-backward"},
       {"parallel.tp_comm_overlap", "--tp-comm-overlap"},
       {"parallel.vp", "--vp"},
   };
@@ -215,6 +225,14 @@ std::string moe_routing_text(const ParallelLayout& l) {
     out += fmt::format(", capacity factor {:g} ({})", *l.moe_expert_capacity_factor,
                        l.moe_pad_expert_input_to_capacity ? "padded" : "dropping");
   return out;
+}
+
+/// The TP group's settings as the headers say them: " (sp, overlapped)" (eq. P14), " (sp, async backward)" (eq. P28).
+std::string tp_text(const ParallelLayout& l) {
+  std::string out = l.sp ? "sp" : "";
+  const char* how = l.tp_comm_overlap ? "overlapped" : l.tp > 1 && l.tp_async_backward ? "async backward" : "";
+  if (*how != '\0') out += (out.empty() ? "" : ", ") + std::string(how);
+  return out.empty() ? out : " (" + out + ")";
 }
 
 /// Eq. P26's accounts as the headers say them; empty where neither is on.
@@ -234,8 +252,7 @@ std::string layout_text(const ParallelLayout& l) {
   const std::string batches = l.global_batch_target > 0 ? fmt::format("global batch {}", l.global_batch_target)
                                                         : fmt::format("{} micro-batches", l.micro_batches);
   return fmt::format(
-      "tp {}{} × {} × cp {}{}{}, micro-batch {}, {}, rank order {}{}{}{}", l.tp,
-      l.sp ? (l.tp_comm_overlap ? " (sp, overlapped)" : " (sp)") : "", pp, l.cp,
+      "tp {}{} × {} × cp {}{}{}, micro-batch {}, {}, rank order {}{}{}{}", l.tp, tp_text(l), pp, l.cp,
       l.ep > 1 ? fmt::format(" × ep {}{}", l.ep, l.moe_imbalance != 1.0 ? fmt::format(" (imbalance {:g})", l.moe_imbalance) : "")
                : std::string(),
       moe_routing_text(l), l.micro_batch, batches, to_string(l.order), l.dp_comm_overlap ? ", DP communication overlapped" : "",

@@ -31,6 +31,7 @@ struct ParallelOptions {
   int tp = 0, pp = 0, vp = 0, cp = 0, ep = 0, micro_batches = 0;  // 0: not given
   std::int64_t global_batch = 0;                                  // 0: not given
   int sp = -1;                                                    // --sp 1, --no-sp 0, -1 not given
+  int tp_async_backward = -1;                                     // --tp-async-backward 1, --no-tp-async-backward 0, -1 not given
   int tp_comm_overlap = -1;                                       // --tp-comm-overlap 1, --no-tp-comm-overlap 0, -1 not given
   int dp_comm_overlap = -1;                                       // --dp-comm-overlap 1, --no-dp-comm-overlap 0, -1 not given
   int pp_comm_overlap = -1;                                       // --pp-comm-overlap 1, --no-pp-comm-overlap 0, -1 not given
@@ -40,8 +41,8 @@ struct ParallelOptions {
   MoeRoutingOptions moe;                                          // eq. P24's options
   [[nodiscard]] bool any() const noexcept {
     return tp > 0 || pp > 0 || vp > 0 || cp > 0 || ep > 0 || micro_batches > 0 || global_batch > 0 || sp >= 0 ||
-        tp_comm_overlap >= 0 || dp_comm_overlap >= 0 || pp_comm_overlap >= 0 || account_embedding || account_loss ||
-        !schedule.empty() || !rank_order.empty();
+        tp_comm_overlap >= 0 || tp_async_backward >= 0 || dp_comm_overlap >= 0 || pp_comm_overlap >= 0 || account_embedding ||
+        account_loss || !schedule.empty() || !rank_order.empty();
   }
 };
 void add_parallel_options(CLI::App& cmd, ParallelOptions& o);

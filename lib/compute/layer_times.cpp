@@ -124,6 +124,8 @@ class Kernels {
   Seconds forward_gemm{}, forward_attention{};
   Seconds forward_copies{};        // FSDP2's copy-out before the forward (eq. S10): not run again by a recompute
   Seconds backward_attention{};    // the attention core's backward
+  Seconds input_wgrad{};           // the weight gradient of the layer's first linear map (eq. P28)
+  bool input_linear_seen = false;  // set once the layer's first linear map is added
   bool in_attention_core = false;  // set while the unfused attention core's kernels are added
   bool fp8_layer = false;          // the layer's GEMMs multiply in fp8 when the step's precision is fp8 (eq. K15)
 
@@ -227,12 +229,14 @@ class Kernels {
     return named_ ? base + std::string(suffix) : std::string();
   }
 
-  void gemm(const std::string& what, const GemmShape& g, bool bwd) {
-    if (g.m <= 0 || g.n <= 0 || g.k <= 0) return;
+  /// Adds the GEMM and returns its time.
+  Seconds gemm(const std::string& what, const GemmShape& g, bool bwd) {
+    if (g.m <= 0 || g.n <= 0 || g.k <= 0) return Seconds{};
     const GemmPlan plan = planned(g, gemm_precision());
     const Seconds t = gpu_.on_tensor_cores(gemm_precision()) ? plan.time / sharded_rate() : plan.time;
     add(what, t, flops(g.flops()), bytes(0), bwd);
     if (!bwd && !in_attention_core) forward_gemm += t;
+    return t;
   }
   void conv(const std::string& what, const ConvGeometry& c, ConvPass pass, bool bwd) {
     const ConvPlan plan = plan_conv(c, pass, gpu_, gemm_precision(), kp_, opt_.conv_algorithms);
@@ -406,7 +410,11 @@ void linear_gemms(Kernels& k, const std::string& name, std::int64_t rows, std::i
                   int readers = 1) {
   k.gemm(k.name(name, " fwd"), GemmShape{rows, out, in}, false);
   if (input_grad) k.gemm(k.name(name, " dgrad"), GemmShape{rows, in, out}, true);
-  k.gemm(k.name(name, " wgrad"), GemmShape{out, in, rows}, true);
+  const Seconds wgrad = k.gemm(k.name(name, " wgrad"), GemmShape{out, in, rows}, true);
+  if (!k.input_linear_seen) {  // eq. P28: the first linear map reads the layer's input
+    k.input_wgrad = wgrad;
+    k.input_linear_seen = true;
+  }
   k.fp8_casts(name, rows, in, out, input_grad, readers);
 }
 
@@ -1126,6 +1134,7 @@ LayerTimes estimate_layer_times(const Network& net, const GpuSpec& gpu, int batc
   t.forward_attention.resize(L);
   t.forward_copies.resize(L);
   t.backward_attention.resize(L);
+  t.input_wgrad.resize(L);
   const KernelParams& fitted = opt.kernel(gpu);
   const bool executed = executed_differently(opt.execution);
   const KernelParams adjusted = executed ? executed_params(fitted, opt.execution) : KernelParams{};
@@ -1143,6 +1152,7 @@ LayerTimes estimate_layer_times(const Network& net, const GpuSpec& gpu, int batc
     t.forward_attention[i] = k.forward_attention;
     t.forward_copies[i] = k.forward_copies;
     t.backward_attention[i] = k.backward_attention;
+    t.input_wgrad[i] = k.input_wgrad;
     t.update[i] = update_time(net.layers[i], gpu, opt, kp, param_layers);
     kernels_forward += k.forward_kernels;
     kernels_backward += k.backward_kernels;
@@ -1154,7 +1164,7 @@ LayerTimes estimate_layer_times(const Network& net, const GpuSpec& gpu, int batc
   if (issue_floor_binds(net, opt.execution)) {  // eq. K20
     const Seconds issue = opt.execution.host_issue, code = issue * opt.execution.issued_per_kernel;
     t.forward_floor = issue_floor(t.forward, kernels_forward, code, {&t.forward_gemm, &t.forward_attention, &t.forward_copies});
-    t.backward_floor = issue_floor(t.backward, kernels_backward, code, {&t.backward_attention});
+    t.backward_floor = issue_floor(t.backward, kernels_backward, code, {&t.backward_attention, &t.input_wgrad});
     t.update_floor = issue_floor(t.update, kernels_update, issue, {});
   }
   return t;
@@ -1178,7 +1188,9 @@ LayerTimes spread_phase_totals(const LayerTimes& modelled, Seconds forward, Seco
         std::pair{&modelled.forward_copies, &t.forward_copies}})
     for (const Seconds x : *part) out->push_back(x * scale);
   const Seconds sb = sum(modelled.backward);
-  for (const Seconds x : modelled.backward_attention) t.backward_attention.push_back(sb > Seconds{} ? x * (backward / sb) : x);
+  for (const auto& [part, out] :
+       {std::pair{&modelled.backward_attention, &t.backward_attention}, std::pair{&modelled.input_wgrad, &t.input_wgrad}})
+    for (const Seconds x : *part) out->push_back(sb > Seconds{} ? x * (backward / sb) : x);
   return t;
 }
 

@@ -61,6 +61,7 @@ void read_parallel_entry(const yamlio::Node& node, Strategy& s) {
   }
   if (auto n = m.optional("sp")) l.sp = n->boolean();
   if (auto n = m.optional("tp_comm_overlap")) l.tp_comm_overlap = n->boolean();
+  if (auto n = m.optional("tp_async_backward")) l.tp_async_backward = n->boolean();  // eq. P28
   if (auto n = m.optional("dp_comm_overlap")) l.dp_comm_overlap = n->boolean();
   if (auto n = m.optional("pp_reshard_after_forward")) l.pp_reshard_after_forward = n->boolean();
   if (auto n = m.optional("pp_comm_overlap")) l.pp_comm_overlap = n->boolean();  // eq. P25

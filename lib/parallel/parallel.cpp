@@ -292,12 +292,13 @@ std::vector<CollectiveCall> tp_block_collectives(const ParallelLayout& l, const 
   using Op = CollectiveOp;
   if (!l.sp)  // eq. P1: after the row-parallel attention output and MLP down projection; their conjugates backward
     return {{"TP all-reduce (forward)", G::tp, Op::allreduce, S, 2, false, false},
-            {"TP all-reduce (backward)", G::tp, Op::allreduce, S, 2, true, false}};
+            {"TP all-reduce (backward)", G::tp, Op::allreduce, S, 2, true, false, true}};
   // eq. P2: g = all-gather before each column-parallel linear, ḡ = reduce-scatter after each row-parallel one;
-  // backward swaps them, and gathers each column-parallel input again for its weight gradient (overlapped)
+  // backward swaps them (the reduce-scatters the column-parallel inputs' gradients, eq. P28; the all-gathers the
+  // row-parallel outputs' gradients), and gathers each column-parallel input again for its weight gradient (overlapped)
   return {{"SP all-gather (forward)", G::tp, Op::allgather, S, 2, false, false},
           {"SP reduce-scatter (forward)", G::tp, Op::reducescatter, S, 2, false, false},
-          {"SP reduce-scatter (backward)", G::tp, Op::reducescatter, S, 2, true, false},
+          {"SP reduce-scatter (backward)", G::tp, Op::reducescatter, S, 2, true, false, true},
           {"SP all-gather (backward)", G::tp, Op::allgather, S, 2, true, false},
           {"SP input re-gather (backward)", G::tp, Op::allgather, S, 2, true, true}};
 }
@@ -317,9 +318,17 @@ std::vector<CollectiveCall> tp_edge_collectives(const ParallelLayout& l, const T
       calls.push_back({"embedding all-reduce (forward)", G::tp, Op::allreduce, S, 1, false, false});
     }
   }
-  if (head) {  // eq. P27: the vocabulary-parallel cross entropy (the output layer's own input collective left out)
+  if (head) {  // eq. P27: the vocabulary-parallel cross entropy
     const Bytes tokens_fp32 = bytes(static_cast<double>(l.micro_batch) * static_cast<double>(m.seq / l.cp) * 4.0);
     calls.push_back({"cross-entropy all-reduces (forward)", G::tp, Op::allreduce, tokens_fp32, 3, false, false});
+    // eq. P27b: the output layer, a column-parallel linear: its input's collectives as a block's q/k/v's (P1-P2)
+    if (l.sp) {
+      calls.push_back({"output layer all-gather (forward)", G::tp, Op::allgather, S, 1, false, false});
+      calls.push_back({"output layer reduce-scatter (backward)", G::tp, Op::reducescatter, S, 1, true, false, true});
+      calls.push_back({"output layer input re-gather (backward)", G::tp, Op::allgather, S, 1, true, true});
+    } else {
+      calls.push_back({"output layer all-reduce (backward)", G::tp, Op::allreduce, S, 1, true, false, true});
+    }
   }
   return calls;
 }
@@ -528,6 +537,7 @@ LayerTimes shard_layer_times(const LayerTimes& times, const Network& net, const 
     if (i < t.forward_attention.size()) t.forward_attention[i] = t.forward_attention[i] * f;
     if (i < t.forward_copies.size()) t.forward_copies[i] = t.forward_copies[i] * f;
     if (i < t.backward_attention.size()) t.backward_attention[i] = t.backward_attention[i] * f;
+    if (i < t.input_wgrad.size()) t.input_wgrad[i] = t.input_wgrad[i] * f;
     if (of == LayerTimesOf::tp_rank && cp > 1) cp_rank_core(t, i, cp);
     // each rank steps its 1/t (a TP rank's own update already is)
     if (i < t.update.size() && tp_split(k) && of == LayerTimesOf::whole_layers)  // the experts' 1/ep too (eq. P17)

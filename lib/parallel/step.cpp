@@ -2,6 +2,8 @@
 // stage's micro-batch with its exposed TP, CP (eq. P15: the ring step by step, its merges) and pipeline
 // communication, the pipeline, the data-parallel reduction and the update.
 #include <algorithm>
+#include <array>
+#include <vector>
 
 #include "compute/executed_params.hpp"
 #include "dlscale/cluster.hpp"
@@ -69,6 +71,22 @@ Seconds sum_calls(const CollectiveModel& coll, const std::vector<CollectiveCall>
   return t;
 }
 
+/// Eq. P28: one call of the column-parallel input gradients' collective among `calls` (all of one size), and how many.
+struct InputGrads {
+  Seconds one{};
+  int count = 0;
+};
+InputGrads input_grads(const CollectiveModel& coll, const std::vector<CollectiveCall>& calls, const GroupPlacement& g) {
+  InputGrads r;
+  for (CollectiveCall c : calls)
+    if (c.input_grad) {
+      r.count += c.count;
+      c.count = 1;
+      r.one = group_collective_time(coll, c, g);
+    }
+  return r;
+}
+
 /// A memory-bound pass of `traffic` in `kernels` (at least one) kernels on the GPU, as the kernel model times one
 /// (eq. K5 with the framework's K18-K20 parameters).
 Seconds memory_passes(Bytes traffic, int kernels, const GpuSpec& gpu, const ComputeOptions& opt) {
@@ -80,8 +98,11 @@ Seconds memory_passes(Bytes traffic, int kernels, const GpuSpec& gpu, const Comp
 /// micro-batch's pipeline sends on each stage (P4).
 struct BlockComm {
   Seconds tp_fwd{}, tp_bwd{}, tp_regather{}, p2p{};
+  InputGrads tp_input_grad;                // eq. P28: the column-parallel inputs' gradients, part of tp_bwd
   Seconds send{};                          // eq. P4: one of the pipeline's sends (p2p is 2·v of them)
   Seconds first_stage{}, last_stage{};     // eq. P27: the embedding's and the cross entropy's TP collectives
+  Seconds head_bwd{}, head_regather{};     // eq. P27b: the output layer's backward collectives (in neither above)
+  InputGrads head_input_grad;              // eq. P28: its input gradient's, part of head_bwd
   Seconds cp_kv{}, cp_kv_dkv{};            // eq. P15d: a ring step sending the K/V block, and the K/V with a dK/dV
   Seconds cp_merge_fwd{}, cp_merge_bwd{};  // eq. P15c: the slowest rank's merges
   Seconds ep_alltoall{};                   // eq. P18: one all-to-all of a MoE block (dispatch or combine)
@@ -99,12 +120,18 @@ BlockComm block_comm(const CollectiveModel& coll, const Cluster& cluster, const 
   const auto tp_calls = tp_block_collectives(l, m, e);
   const GroupPlacement& tpg = at[ParallelGroup::tp];
   BlockComm c;
-  // eq. P27: exposed whole, forward and backward, on the stage that holds the layer
+  // eq. P27: exposed whole, forward and backward, on the stage that holds the layer; the output layer's backward as a
+  // block's column-parallel linear's (P27b)
   c.first_stage = sum_all(coll, tp_edge_collectives(l, m, e, embedding, false), tpg);
-  c.last_stage = sum_all(coll, tp_edge_collectives(l, m, e, false, m.vocab > 0), tpg);
+  const auto head = tp_edge_collectives(l, m, e, false, m.vocab > 0);
+  c.last_stage = sum_calls(coll, head, tpg, false, false);
+  c.head_bwd = sum_calls(coll, head, tpg, true, false);
+  c.head_regather = sum_calls(coll, head, tpg, true, true);
+  c.head_input_grad = input_grads(coll, head, tpg);
   c.tp_fwd = sum_calls(coll, tp_calls, tpg, false, false);
   c.tp_bwd = sum_calls(coll, tp_calls, tpg, true, false);
   c.tp_regather = sum_calls(coll, tp_calls, tpg, true, true);
+  c.tp_input_grad = input_grads(coll, tp_calls, tpg);
   if (l.cp > 1) {
     const Bytes kv = cp_kv_chunk_bytes(l, m, e);
     c.cp_kv = cp_ring_step_time(cluster, at[ParallelGroup::cp], kv);
@@ -133,6 +160,9 @@ struct StageTimes {
 /// forward GEMMs, its backward, and whether the recompute runs its core again (R1 on a checkpointed block, R2).
 struct BlockParts {
   Seconds core{}, core_bwd{}, gemm{}, bwd{};
+  /// Eq. P28: its first two linear layers' input weight gradients, in order (q/k/v, then up and gate), `linears` of them.
+  std::array<Seconds, 2> wgrads{};
+  int linears = 0;
   bool core_again = false;
   bool moe = false;           // its MLP is a mixture of experts (eq. P16)
   bool checkpointed = false;  // full recompute runs the whole block again
@@ -153,6 +183,17 @@ void cp_block(StageTimes& st, const BlockParts& b, const BlockComm& comm, int c)
   st.backward += comm.cp_merge_bwd + comm.cp_merge_fwd * again;
 }
 
+/// Eq. P28: backward collectives `bwd` of which `grads` are column-parallel input gradients; under the asynchronous
+/// backward the j-th of them runs beside the j-th linear's weight gradient of `b` (none there: exposed whole), the rest
+/// whole.
+Seconds backward_exposed(Seconds bwd, const InputGrads& grads, const BlockParts& b, bool async) {
+  if (!async || grads.count <= 0) return bwd;
+  Seconds t = bwd - grads.one * static_cast<double>(grads.count);
+  for (int j = 0; j < grads.count; ++j)
+    t += eq::async_input_grad_exposed(grads.one, j < b.linears ? b.wgrads[static_cast<std::size_t>(j)] : Seconds{});
+  return t;
+}
+
 bool core_again(const ComputeOptions& opt, int block) noexcept {
   return opt.recompute == Recompute::selective ||
       (opt.recompute == Recompute::full && block_checkpointed(block, opt.recompute_blocks));
@@ -169,13 +210,19 @@ StageTimes stage_times(const Network& net, const LayerTimes& t, const std::vecto
                        int s, const ComputeOptions& opt, const BlockComm& comm, const ParallelLayout& l, int sm_count) {
   StageTimes st;
   std::vector<BlockParts> parts;  // per block of the stage
+  BlockParts head;                // eq. P27b: the output layer (a linear map outside the blocks)
   int last = -1;
   for (std::size_t i = 0; i < t.forward.size(); ++i) {
     if (stage[i] != s) continue;
     st.forward += t.forward[i];
     st.backward += t.backward[i] + recompute_time(t, i, block[i], opt);
     st.update += t.update[i];
-    if (block[i] < 0) continue;
+    const Seconds wgrad = i < t.input_wgrad.size() ? t.input_wgrad[i] : Seconds{};
+    if (block[i] < 0) {
+      if (i < net.layers.size() && net.layers[i].kind == LayerKind::linear)
+        head = {.bwd = t.backward[i], .wgrads = {wgrad}, .linears = 1};
+      continue;
+    }
     if (block[i] != last) {
       parts.push_back({.core_again = core_again(opt, block[i]),
                        .checkpointed = opt.recompute == Recompute::full && block_checkpointed(block[i], opt.recompute_blocks)});
@@ -187,16 +234,22 @@ StageTimes stage_times(const Network& net, const LayerTimes& t, const std::vecto
     if (i < t.forward_attention.size()) b.core += t.forward_attention[i];
     if (i < t.backward_attention.size()) b.core_bwd += t.backward_attention[i];
     if (i < t.forward_gemm.size()) b.gemm += t.forward_gemm[i];
+    if (wgrad > Seconds{} && b.linears < 2 && i < net.layers.size() &&
+        (net.layers[i].kind == LayerKind::attention || net.layers[i].kind == LayerKind::linear))
+      b.wgrads[static_cast<std::size_t>(b.linears++)] = wgrad;
   }
   if (s == 0) st.tp += comm.first_stage;
-  if (s == l.pp - 1) st.tp += comm.last_stage;
+  if (s == l.pp - 1)  // eq. P27b: the output layer's re-gather beside its data gradient, about half its backward
+    st.tp += comm.last_stage + max(Seconds{}, comm.head_regather - head.bwd * 0.5) +
+        backward_exposed(comm.head_bwd, comm.head_input_grad, head, l.tp_async_backward);
   for (const BlockParts& b : parts) {
     // the re-gather overlaps the data-gradient GEMMs, about half the block's backward
     st.tp += max(Seconds{}, comm.tp_regather - b.bwd * 0.5);
     if (l.tp_comm_overlap)  // eq. P14: forward beside the block's GEMMs, backward beside their two gradients
       st.tp +=
           tp_overlap_exposed(comm.tp_fwd, b.gemm, l.tp, sm_count) + tp_overlap_exposed(comm.tp_bwd, b.gemm * 2.0, l.tp, sm_count);
-    else st.tp += comm.tp_fwd + comm.tp_bwd;
+    else  // eq. P28: the column-parallel inputs' gradients beside their weight gradients, asynchronously
+      st.tp += comm.tp_fwd + backward_exposed(comm.tp_bwd, comm.tp_input_grad, b, l.tp_async_backward);
     cp_block(st, b, comm, l.cp);
     st.ep += ep_block(b, comm);
   }

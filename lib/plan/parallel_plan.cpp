@@ -36,9 +36,10 @@ struct PlanContext {
   std::shared_ptr<const CollectiveModel> coll;
   GpuPlacement at;
   RankOrder order;
-  bool tp_comm_overlap = false;  // the framework's (nemo.yaml): every layout with SP overlaps its TP collectives
-  bool dp_comm_overlap = false;  // the framework's (nemo.yaml): every layout overlaps its DP collectives (eq. P19)
-  bool pp_comm_overlap = false;  // the framework's: every interleaved layout overlaps its pipeline sends (eq. P25)
+  bool tp_comm_overlap = false;    // the framework's (nemo.yaml): every layout with SP overlaps its TP collectives
+  bool dp_comm_overlap = false;    // the framework's (nemo.yaml): every layout overlaps its DP collectives (eq. P19)
+  bool pp_comm_overlap = false;    // the framework's: every interleaved layout overlaps its pipeline sends (eq. P25)
+  bool tp_async_backward = false;  // the framework's (megatron-core.yaml, nemo.yaml): every layout, eq. P28
   Bytes capacity;
   Bytes reserve;               // ParallelPlanSpace::memory_reserve, each stage's MemoryEstimate::reserved
   double moe_imbalance = 1.0;  // the framework's (or --moe-imbalance): every layout with ep > 1 (eq. P23)
@@ -56,6 +57,7 @@ std::optional<ParallelLayout> grid_layout(const PlanContext& c, int tp, int pp, 
   l.tp_comm_overlap = c.tp_comm_overlap && l.sp;
   l.dp_comm_overlap = c.dp_comm_overlap;
   l.pp_comm_overlap = c.pp_comm_overlap;
+  l.tp_async_backward = c.tp_async_backward;
   l.pp = pp;
   l.vp = vp;
   l.schedule = vp > 1 ? PipelineSchedule::interleaved : PipelineSchedule::one_f_one_b;
@@ -156,6 +158,7 @@ ParallelPlanResult plan_parallel(const Scenario& base, int gpus, const ParallelP
                 false,
                 false,
                 false,
+                false,
                 cl.gpu.memory_size,
                 space.memory_reserve,
                 1.0,
@@ -178,6 +181,7 @@ ParallelPlanResult plan_parallel(const Scenario& base, int gpus, const ParallelP
     c.tp_comm_overlap = base.strategy.parallel->tp_comm_overlap;
     c.dp_comm_overlap = base.strategy.parallel->dp_comm_overlap;
     c.pp_comm_overlap = base.strategy.parallel->pp_comm_overlap;
+    c.tp_async_backward = base.strategy.parallel->tp_async_backward;
     c.moe_imbalance = base.strategy.parallel->moe_imbalance;
     c.routing = *base.strategy.parallel;
   }
