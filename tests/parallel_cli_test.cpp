@@ -71,7 +71,8 @@ TEST(ParallelCli, DeepSeekV3PredictsUnderTpPpEp) {
       "predict --cluster dgx-h100-ndr --nodes 128 --model deepseek-v3 --framework megatron-core --precision bf16 ";
   const auto r = run_cli(on + "--tp 8 --sp --pp 8 --ep 8 --global-batch 1024 --no-train");
   ASSERT_EQ(r.status, 0) << r.err;
-  EXPECT_NE(r.out.find("# layout: tp 8 (sp) × pp 8 (1f1b) × cp 1 × ep 8, micro-batch 1, global batch 1024"), std::string::npos)
+  EXPECT_NE(r.out.find("# layout: tp 8 (sp, async backward) × pp 8 (1f1b) × cp 1 × ep 8, micro-batch 1, global batch 1024"),
+            std::string::npos)
       << r.out;
   const auto bad = run_cli(on + "--tp 3 --pp 8 --ep 8 --gpus 960 --no-train");
   EXPECT_EQ(bad.status, 2);

@@ -24,12 +24,14 @@ namespace dlscale {
 namespace {
 namespace fs = std::filesystem;
 
-const std::vector<std::string> kZoo = {
-    "alexnet",          "googlenet",  "vgg16",         "vgg19",        "resnet18",   "resnet34",   "resnet50",  "resnet50-v1",
-    "resnet101",        "resnet152",  "inception-v3",  "inception-bn", "bert-base",  "bert-large", "bert-swag", "bert-squad",
-    "bert-large-squad", "gpt2",       "gpt2-xl",       "llama2-7b",    "llama2-13b", "llama2-70b", "llama3-8b", "gpt3-125m",
-    "gpt3-350m",        "gpt3-760m",  "gpt3-1.3b",     "gpt3-2.7b",    "gpt3-6.7b",  "gpt3-13b",   "gpt3-175b", "mixtral-8x7b",
-    "mixtral-8x22b",    "llama3-70b", "llama3.1-405b", "mistral-7b",   "mpt-7b",     "mpt-30b",    "deepseek-v3", "deepseek-v2-lite"};
+const std::vector<std::string> kZoo = {"alexnet",      "googlenet",        "vgg16",         "vgg19",       "resnet18",
+                                       "resnet34",     "resnet50",         "resnet50-v1",   "resnet101",   "resnet152",
+                                       "inception-v3", "inception-bn",     "bert-base",     "bert-large",  "bert-swag",
+                                       "bert-squad",   "bert-large-squad", "gpt2",          "gpt2-xl",     "llama2-7b",
+                                       "llama2-13b",   "llama2-70b",       "llama3-8b",     "gpt3-125m",   "gpt3-350m",
+                                       "gpt3-760m",    "gpt3-1.3b",        "gpt3-2.7b",     "gpt3-6.7b",   "gpt3-13b",
+                                       "gpt3-175b",    "mixtral-8x7b",     "mixtral-8x22b", "llama3-70b",  "llama3.1-405b",
+                                       "mistral-7b",   "mpt-7b",           "mpt-30b",       "deepseek-v3", "deepseek-v2-lite"};
 
 Network arch(const std::string& name) { return build_network(resolve_architecture(name, "NAME")); }
 

@@ -817,8 +817,8 @@ class Generator {
       const std::string attention = fmt::format(
           "{{residual: {{body: [{}, {{attention: {{name: self_attn, heads: {}{}, bias: {}, "
           "causal: true, rotary: {}{}}}}}]}}}}",
-          norm_item("input_layernorm", norm == "layernorm"), heads, mla.empty() ? fmt::format(", kv_heads: {}", kv_heads) : mla, b,
-          positions == "rotary" ? "true" : "false", win);
+          norm_item("input_layernorm", norm == "layernorm"), heads, mla.empty() ? fmt::format(", kv_heads: {}", kv_heads) : mla,
+          b, positions == "rotary" ? "true" : "false", win);
       y += decoder_blocks("model.layers", layers_n, attention, norm_item("post_attention_layernorm", norm == "layernorm"), "mlp",
                           ffn, swiglu, b, moe);
       y += "- " + norm_item("model.norm", norm == "layernorm").substr(1);
