@@ -699,6 +699,17 @@ TEST(KernelModel, TransformersGpt2MlpRunsItsEagerOperators) {
   EXPECT_EQ(kernel_time(layer_kernels(mlp, false, false, toy_gpu(), 2, o), "mlp.up bias copy fwd (addmm)"), -1.0);
 }
 
+/// Eager, with the toy's memory rates by class (eq. K21): vectorized 0.5 and strided 0.25 of the toy's bandwidth.
+void by_class_toy_rates(ComputeOptions& o) {
+  o.compiled = false;
+  o.execution.by_class = true;
+  auto set = std::make_shared<KernelParamSet>();
+  set->defaults = toy_params();
+  set->defaults.memory_classes.vectorized = 0.5;
+  set->defaults.memory_classes.strided = 0.25;
+  o.kernel_params = set;
+}
+
 // Eq. K15, row-wise fp8 scaling, by hand on the toy GPU (400 GB/s attainable, 5 us a kernel): an MLP 768 -> 3,072 ->
 // 768 at batch 2 of 128 tokens, fp8 (eb = 2). The up projection's backward casts, beyond tensor-wise scaling's one cast
 // of the output gradient: the output gradient again along the other axis (256 x 3,072 = 786,432), the weight re-cast
@@ -737,13 +748,7 @@ TEST(KernelModel, RowWiseFp8RecastsWhatItsBackwardReads) {
   o.fp8_scaling = Fp8Scaling::tensorwise;
   EXPECT_NEAR(kernel_time(layer_kernels(mlp, false, false, toy_gpu(), 2, o), "mlp.up fp8 cast bwd"), 42.60992e-6, 1e-12);
   o.fp8_scaling = Fp8Scaling::rowwise;
-  o.compiled = false;
-  o.execution.by_class = true;
-  auto set = std::make_shared<KernelParamSet>();
-  set->defaults = toy_params();
-  set->defaults.memory_classes.vectorized = 0.5;
-  set->defaults.memory_classes.strided = 0.25;
-  o.kernel_params = set;
+  by_class_toy_rates(o);
   EXPECT_NEAR(kernel_time(layer_kernels(mlp, false, false, toy_gpu(), 2, o), "mlp.down fp8 row-wise re-casts bwd"), 761.809536e-6,
               1e-12);
   // a bf16 step has no fp8 casts whatever its scaling field says (validate refuses row-wise there)
@@ -792,13 +797,7 @@ TEST(KernelModel, MxFp8CastsAsRowWiseWithItsBlockScales) {
   const auto compiled = layer_kernels(mlp, false, false, toy_gpu(), 2, o);
   EXPECT_NEAR(kernel_time(compiled, "mlp.up fp8 mx re-casts bwd"), 40.32864e-6, 1e-12);
   EXPECT_NEAR(kernel_time(compiled, "mlp.up fp8 cast bwd"), 10.95968e-6, 1e-12);  // no transposed copies, as row-wise
-  o.compiled = false;
-  o.execution.by_class = true;
-  auto set = std::make_shared<KernelParamSet>();
-  set->defaults = toy_params();
-  set->defaults.memory_classes.vectorized = 0.5;
-  set->defaults.memory_classes.strided = 0.25;
-  o.kernel_params = set;
+  by_class_toy_rates(o);
   EXPECT_NEAR(kernel_time(layer_kernels(mlp, false, false, toy_gpu(), 2, o), "mlp.down fp8 mx re-casts bwd"), 772.254336e-6,
               1e-12);
 }

@@ -19,36 +19,44 @@ namespace {
 /// kv_lora_rank 512, qk_nope_head_dim 128, qk_rope_head_dim 64, v_head_dim 128, the first 3 blocks dense (18432),
 /// 256 routed experts of 2048, 8 a token, 1 shared, vocabulary 129280.
 DecoderShape deepseek_v3() {
-  DecoderShape d{.layers = 61, .hidden = 7168, .heads = 128, .ffn = 18432, .vocab = 129280, .seq = 4096};
-  d.experts = 256;
-  d.top_k = 8;
-  d.expert_ffn = 2048;
-  d.shared_experts = 1;
-  d.first_dense = 3;
-  d.attention = "mla";
-  d.q_lora = 1536;
-  d.kv_lora = 512;
-  d.qk_nope = 128;
-  d.qk_rope = 64;
-  d.v_head = 128;
-  return d;
+  return DecoderShape{.layers = 61,
+                      .hidden = 7168,
+                      .heads = 128,
+                      .ffn = 18432,
+                      .vocab = 129280,
+                      .seq = 4096,
+                      .experts = 256,
+                      .top_k = 8,
+                      .expert_ffn = 2048,
+                      .shared_experts = 1,
+                      .first_dense = 3,
+                      .attention = "mla",
+                      .q_lora = 1536,
+                      .kv_lora = 512,
+                      .qk_nope = 128,
+                      .qk_rope = 64,
+                      .v_head = 128};
 }
 
 /// DeepSeek-V2-Lite's (recalled): 27 layers, hidden 2048, 16 heads, no q_lora, kv_lora 512, the same head
 /// dimensions, the first block dense (10944), 64 experts of 1408, 6 a token, 2 shared, vocabulary 102400.
 DecoderShape deepseek_v2_lite() {
-  DecoderShape d{.layers = 27, .hidden = 2048, .heads = 16, .ffn = 10944, .vocab = 102400, .seq = 4096};
-  d.experts = 64;
-  d.top_k = 6;
-  d.expert_ffn = 1408;
-  d.shared_experts = 2;
-  d.first_dense = 1;
-  d.attention = "mla";
-  d.kv_lora = 512;
-  d.qk_nope = 128;
-  d.qk_rope = 64;
-  d.v_head = 128;
-  return d;
+  return DecoderShape{.layers = 27,
+                      .hidden = 2048,
+                      .heads = 16,
+                      .ffn = 10944,
+                      .vocab = 102400,
+                      .seq = 4096,
+                      .experts = 64,
+                      .top_k = 6,
+                      .expert_ffn = 1408,
+                      .shared_experts = 2,
+                      .first_dense = 1,
+                      .attention = "mla",
+                      .kv_lora = 512,
+                      .qk_nope = 128,
+                      .qk_rope = 64,
+                      .v_head = 128};
 }
 
 /// One MLA's parameters by hand: q_a D·r_q, its norm r_q, q_b r_q·a·(n + r) (or q_proj D·a·(n + r)); kv_a

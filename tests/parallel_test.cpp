@@ -403,10 +403,15 @@ TEST(ParallelPipeline, AccountedEmbeddingAndLossEvenThe405bStages) {
   const auto stage = layer_stages(net, l);
   EXPECT_EQ(count_blocks(stage), (std::vector<std::size_t>{15, 16, 16, 16, 16, 16, 16, 15}));
   for (std::size_t i = 0; i < stage.size(); ++i) {
-    if (block[i] == 0) EXPECT_EQ(stage[i], 0);    // chunk 0, beside the embedding
-    if (block[i] == 1) EXPECT_EQ(stage[i], 1);    // chunk 1
-    if (block[i] == 124) EXPECT_EQ(stage[i], 6);  // chunk 62
-    if (block[i] == 125) EXPECT_EQ(stage[i], 7);  // chunk 63, beside the output layer
+    if (block[i] == 0) {
+      EXPECT_EQ(stage[i], 0);  // chunk 0, beside the embedding
+    } else if (block[i] == 1) {
+      EXPECT_EQ(stage[i], 1);  // chunk 1
+    } else if (block[i] == 124) {
+      EXPECT_EQ(stage[i], 6);  // chunk 62
+    } else if (block[i] == 125) {
+      EXPECT_EQ(stage[i], 7);  // chunk 63, beside the output layer
+    }
   }
   ParallelLayout even = l;
   even.account_for_embedding_in_pipeline_split = even.account_for_loss_in_pipeline_split = false;

@@ -261,8 +261,8 @@ TEST(SlidingWindow, TheLayerAndTheFlashKernelCountTheBand) {
   EXPECT_TRUE(a5.causal);
   // projections 16 tokens × 4·64 outputs × 64 inputs, no bias; scores and context 64 multiply-adds a counted pair
   const double proj = 16.0 * 4 * 64 * 64;
-  EXPECT_DOUBLE_EQ(a0.macs_per_sample, proj + 2.0 * 64 * band_pairs(16, 0));
-  EXPECT_DOUBLE_EQ(a5.macs_per_sample, proj + 2.0 * 64 * band_pairs(16, 5));
+  EXPECT_DOUBLE_EQ(a0.macs_per_sample, proj + 2.0 * 64 * static_cast<double>(band_pairs(16, 0)));
+  EXPECT_DOUBLE_EQ(a5.macs_per_sample, proj + 2.0 * 64 * static_cast<double>(band_pairs(16, 5)));
   EXPECT_DOUBLE_EQ(a0.macs_per_sample - a5.macs_per_sample, 2.0 * 64 * (256 - 124));
   // FlashAttention-2 forward: its FLOPs are the causal half's share of the band, 4·heads·dh·band/2
   ComputeOptions o;
@@ -278,7 +278,7 @@ TEST(SlidingWindow, TheLayerAndTheFlashKernelCountTheBand) {
   for (bool bwd : {false, true}) {
     const double f = bwd ? 2.5 : 1.0;  // K9: backward five products to the forward's two
     EXPECT_NEAR(flash_flops(a0, bwd), f * 2.0 * 64 * 256, 1e-9);
-    EXPECT_NEAR(flash_flops(a5, bwd), f * 2.0 * 64 * band_pairs(16, 5), 1e-9);
+    EXPECT_NEAR(flash_flops(a5, bwd), f * 2.0 * 64 * static_cast<double>(band_pairs(16, 5)), 1e-9);
   }
 }
 

@@ -47,7 +47,7 @@ struct DecoderShape {
   std::int64_t context = 0;          // learned positions: the table's size (0: seq)
   bool tied = false;                 // output projection shares the token embedding's weights
   bool bias = false;                 // biases in the linear maps and norms (GPT-2 style)
-  std::string norm;                  // rmsnorm | layernorm ("": rmsnorm, or layernorm with learned positions)
+  std::string norm{};                // rmsnorm | layernorm ("": rmsnorm, or layernorm with learned positions)
   std::int64_t window = 0;           // a sliding window over the causal mask (eq. K25; 0: none)
   // mixture of experts (docs/model.md, eq. P16): each block's MLP is a router and `experts` SwiGLU experts of
   // `expert_ffn` (0: ffn), `top_k` of them run per token, beside `shared_experts` always-on experts of the same width
