@@ -168,8 +168,8 @@ INSTANTIATE_TEST_SUITE_P(Files, ShippedTopology,
                                            "aws-p3dn", "dgx2", "ac922", "exxact-ts4-rtx2080ti", "dgx-a100", "dgx-a100-hdr",
                                            "dgx-h100", "dgx-h100-ndr", "rtx4090-pcie", "dgx-b200", "gb200-nvl72", "dgx-b300",
                                            "gb300-nvl72"),
-                         [](const auto& info) {
-                           std::string s = info.param;
+                         [](const auto& param_info) {
+                           std::string s = param_info.param;
                            for (auto& c : s)
                              if (c == '-') c = '_';
                            return s;
