@@ -230,8 +230,9 @@ TEST(Topology, AJobOnPartOfEachNodeKeepsWhatItsGpusReach) {
   EXPECT_EQ(gb.topology->fabric().nics_per_node, 64);
   EXPECT_EQ(gb.max_gpus(), 128);
   // the NVSwitch path between two kept GPUs is the file's
-  const Cluster whole =
-      load_cluster(resolve(DataKind::cluster, "gb200-nvl72", "--cluster"), ClusterOverrides{.nodes = 2, .fabric = ov.fabric});
+  ClusterOverrides racks = ov;
+  racks.gpus_per_node = 0;  // the whole racks
+  const Cluster whole = load_cluster(resolve(DataKind::cluster, "gb200-nvl72", "--cluster"), racks);
   EXPECT_EQ(gbs(gb.topology->path(0, 63).bandwidth), gbs(whole.topology->path(0, 63).bandwidth));
   EXPECT_EQ(whole.topology->fabric().nics_per_node, 72);
 
