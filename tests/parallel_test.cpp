@@ -1160,7 +1160,8 @@ TEST(ParallelCpComm, BytesOfALlama3_8bBlockAtSeq32kOnCp4ByHand) {
   EXPECT_DOUBLE_EQ(in_bytes(p.backward), 201'326'592.0);
   EXPECT_DOUBLE_EQ(in_bytes(cp_exchange_buffer_bytes(l, m, kBf16)), 201'326'592.0);
   // a2a: 3/4 of Q, K, V and the output leave the rank forward, of their gradients backward: 3/4·167,772,160 B, more
-  // than the ring under GQA (Q and the output have 4 times K's heads). It holds a second Q, K and V: 100,663,296 B.
+  // than the ring's forward under GQA (Q and the output have 4 times K's heads), less than its backward. It holds a
+  // second Q, K and V: 100,663,296 B.
   l.cp_comm = CpComm::a2a;
   p = cp_block_traffic(l, m, kBf16);
   EXPECT_DOUBLE_EQ(in_bytes(p.forward), 125'829'120.0);

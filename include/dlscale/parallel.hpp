@@ -3,7 +3,7 @@
 // layout and its checks, the bytes each split moves per block, the pipeline's bubble and in-flight
 // micro-batches, activation memory per layer (the network's own, eq. P9), the ranks of each group on the
 // cluster and the time of their collectives on the existing collective model. Derivations: docs/model.md,
-// "Model parallelism" (eq. P1-P28); Scenario::parallel predicts through parallel_step (lib/predict/parallel_predict.cpp).
+// "Model parallelism" (eq. P1-P29); Scenario::parallel predicts through parallel_step (lib/predict/parallel_predict.cpp).
 #pragma once
 
 #include <array>
