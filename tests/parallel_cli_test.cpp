@@ -54,8 +54,8 @@ INSTANTIATE_TEST_SUITE_P(
                       Bad{"--tp 8 --micro-batches 4 --global-batch 64", "--global-batch"},
                       Bad{"--tp 8 --tp-comm-overlap --gpus 64", "--tp-comm-overlap"},  // TE's overlap needs SP
                       Bad{"--tp 8 --ep 2 --gpus 64", "--ep"},                          // experts on a dense model
-                      Bad{"--tp 8 --cp 2 --cp-comm a2a --gpus 64", "--cp-comm"},  // Ulysses: 1 key/value head a TP rank
-                      Bad{"--cp 2 --cp-comm ring --gpus 64", "--cp-comm"}));      // not one of Megatron's names
+                      Bad{"--tp 8 --cp 2 --cp-comm a2a --gpus 64", "--cp-comm"},       // Ulysses: 1 key/value head a TP rank
+                      Bad{"--cp 2 --cp-comm ring --gpus 64", "--cp-comm"}));           // not one of Megatron's names
 
 TEST(ParallelCli, PredictsALayoutWithItsPartsAndMemory) {
   const auto r = run_cli(kBase + "--tp 8 --sp --pp 2 --micro-batches 32 --gpus 64 --no-train");

@@ -64,8 +64,8 @@ std::vector<int> parallel_gpu_counts(const Scenario& sc);
 /// The option that sets a "parallel.*" field ("parallel.tp" → "--tp"); empty for another field.
 std::string_view parallel_option_for_field(std::string_view field) noexcept;
 
-/// "tp 8 (sp) × pp 2 (1f1b) × cp 1 (a cp_comm other than p2p named beside cp > 1), micro-batch 1 × 32, rank order tp-cp-dp-pp": the layout as the
-/// outputs' headers say it.
+/// "tp 8 (sp) × pp 2 (1f1b) × cp 1, micro-batch 1 × 32, rank order tp-cp-dp-pp": the layout as the
+/// outputs' headers say it ("cp 4 (a2a)": a cp_comm other than p2p beside cp > 1, eq. P29).
 std::string layout_text(const ParallelLayout& l);
 
 }  // namespace dlscale::cli

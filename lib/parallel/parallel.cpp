@@ -776,9 +776,9 @@ Stage3State stage3_state(const ComputeOptions& opt, const Sharding& sh, const Pa
 }
 }  // namespace
 
-MemoryEstimate rank_memory(const Network& net, const std::vector<int>& block, const TransformerShape& shape, const std::vector<int>& st,
-                           const ParallelLayout& l, int stage, const ComputeOptions& opt, const Sharding& sharding, int dp_cp,
-                           ActivationRecompute r, Bytes reserved) {
+MemoryEstimate rank_memory(const Network& net, const std::vector<int>& block, const TransformerShape& shape,
+                           const std::vector<int>& st, const ParallelLayout& l, int stage, const ComputeOptions& opt,
+                           const Sharding& sharding, int dp_cp, ActivationRecompute r, Bytes reserved) {
   Network rank;
   rank.name = net.name;
   rank.input_kind = net.input_kind;
