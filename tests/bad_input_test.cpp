@@ -675,6 +675,18 @@ std::vector<Row> catalogue() {
       // eq. P28: the column-parallel input gradients beside their weight gradients
       {"framework_tp_async_backward_not_boolean", {{"f.yaml", std::string(kFramework) + "parallel: {tp_async_backward: yes please}\n"}},
        kCmdFramework, E + "{dir}/f.yaml:7:31: 'parallel.tp_async_backward': 'yes please' is not true or false\n"},
+      // eq. P29: the CP exchange's names, and Ulysses' heads split over the CP ranks
+      {"framework_cp_comm_unknown", {{"f.yaml", std::string(kFramework) + "parallel: {cp_comm: ring}\n"}}, kCmdFramework,
+       E + "{dir}/f.yaml:7:21: 'parallel.cp_comm': unknown context-parallel exchange 'ring' (p2p, all_gather, a2a)\n"},
+      {"option_cp_comm_unknown", {},
+       "predict --cluster dgx-h100-ndr --nodes 1 --model decoder:layers=2,hidden=64,heads=4,ffn=128,vocab=100,seq=16 --cp 2 "
+       "--cp-comm ulysses --gpus 8 -o {out}",
+       E + "'--cp-comm': unknown context-parallel exchange 'ulysses' (p2p, all_gather, a2a)\n"},
+      {"option_cp_comm_a2a_kv_heads", {},
+       "predict --cluster dgx-h100-ndr --nodes 1 --model decoder:layers=2,hidden=64,heads=4,kv_heads=2,ffn=128,vocab=100,seq=16 "
+       "--cp 4 --cp-comm a2a --gpus 8 -o {out}",
+       E + "'--cp-comm': cp_comm a2a over cp 4 needs the heads of a TP rank divisible by cp: 4 attention and 2 key/value heads "
+           "(heads 4 and kv_heads 2 over tp 1)\n"},
       // eq. P26: the embedding and the loss counted as layers need the units to split evenly over the chunks
       {"option_account_embedding_uneven", {},
        "predict --cluster dgx-h100-ndr --nodes 1 --model decoder:layers=8,hidden=64,heads=4,ffn=128,vocab=100,seq=16 --pp 4 "

@@ -53,7 +53,9 @@ INSTANTIATE_TEST_SUITE_P(
                       Bad{"--tp 8 --schedule zigzag", "--schedule"}, Bad{"--tp 8 --rank-order tp-dp-pp", "--rank-order"},
                       Bad{"--tp 8 --micro-batches 4 --global-batch 64", "--global-batch"},
                       Bad{"--tp 8 --tp-comm-overlap --gpus 64", "--tp-comm-overlap"},  // TE's overlap needs SP
-                      Bad{"--tp 8 --ep 2 --gpus 64", "--ep"}));                        // experts on a dense model
+                      Bad{"--tp 8 --ep 2 --gpus 64", "--ep"},                          // experts on a dense model
+                      Bad{"--tp 8 --cp 2 --cp-comm a2a --gpus 64", "--cp-comm"},       // Ulysses: 1 key/value head a TP rank
+                      Bad{"--cp 2 --cp-comm ring --gpus 64", "--cp-comm"}));           // not one of Megatron's names
 
 TEST(ParallelCli, PredictsALayoutWithItsPartsAndMemory) {
   const auto r = run_cli(kBase + "--tp 8 --sp --pp 2 --micro-batches 32 --gpus 64 --no-train");
@@ -62,6 +64,34 @@ TEST(ParallelCli, PredictsALayoutWithItsPartsAndMemory) {
             std::string::npos)
       << r.out;
   EXPECT_NE(r.out.find("# parallel, 64 GPUs: TP "), std::string::npos) << r.out;
+}
+
+// Eq. P29: the layout line names a CP exchange other than the ring; torchtitan's is all_gather (its default rotate
+// method), megatron-core's the ring; --cp-comm over either. The ring's CP part is what its sends leave past the
+// attention; all_gather's gather and reduce-scatter, whole, are more here (TP 8, CP 2 inside a node).
+TEST(ParallelCli, CpCommInTheLayoutAndTheFrameworks) {
+  const std::string layout = "--tp 8 --sp --pp 2 --cp 2 --micro-batches 8 --gpus 64 --no-train";
+  const auto part = [](const std::string& out) {
+    const auto at = out.find(", CP ");
+    return at == std::string::npos ? -1.0 : std::stod(out.substr(at + 5));
+  };
+  const auto ring = run_cli(kBase + layout);
+  ASSERT_EQ(ring.status, 0) << ring.err;
+  EXPECT_NE(ring.out.find("× cp 2, micro-batch"), std::string::npos) << ring.out;
+  const auto gather = run_cli(kBase + layout + " --cp-comm all_gather");
+  ASSERT_EQ(gather.status, 0) << gather.err;
+  EXPECT_NE(gather.out.find("× cp 2 (all_gather), micro-batch"), std::string::npos) << gather.out;
+  EXPECT_GT(part(gather.out), part(ring.out));
+  const auto titan = run_cli(kCommon + "--framework torchtitan " + layout);
+  ASSERT_EQ(titan.status, 0) << titan.err;
+  EXPECT_NE(titan.out.find("× cp 2 (all_gather), micro-batch"), std::string::npos) << titan.out;
+  const auto titan_ring = run_cli(kCommon + "--framework torchtitan " + layout + " --cp-comm p2p");
+  ASSERT_EQ(titan_ring.status, 0) << titan_ring.err;
+  EXPECT_NE(titan_ring.out.find("× cp 2, micro-batch"), std::string::npos) << titan_ring.out;
+  const auto ex = run_cli("explain " + kCommon.substr(8) +
+                          "--framework megatron-core --tp 4 --sp --pp 2 --cp 2 --micro-batches 8 --gpus 64 --cp-comm a2a");
+  EXPECT_EQ(ex.status, 0) << ex.err;
+  EXPECT_NE(ex.out.find("cp 2 (a2a)"), std::string::npos) << ex.out;
 }
 
 // DeepSeek-V3 (multi-head latent attention, 256 experts) under Megatron-Core's TP 8 × PP 8 × EP 8 on 128 DGX H100

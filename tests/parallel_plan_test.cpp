@@ -63,6 +63,34 @@ TEST(ParallelPlan, TheFrameworksTpOverlapGoesIntoEveryLayout) {
   EXPECT_GE(over.ranked.front().prediction.throughput_tokens_per_s, plain.ranked.front().prediction.throughput_tokens_per_s);
 }
 
+// Eq. P29: the plan keeps the framework's CP exchange in every layout (no grid over it). Under a2a (Ulysses) a layout
+// is planned only where cp divides a TP rank's key/value heads (8/t of Llama-3-70B's), the others left out as
+// validate refuses them.
+TEST(ParallelPlan, KeepsTheFrameworksCpExchange) {
+  Scenario sc = llama3_70b_on(8);
+  ParallelPlanSpace space;
+  space.tp = {2, 4, 8};
+  space.pp = {4, 8};
+  space.vp = {1};
+  space.cp = {1, 2, 4};
+  space.micro_batch = {1};
+  space.recompute = {Recompute::selective};
+  space.sharding_stage = {1};
+  const ParallelPlanResult ring = plan_parallel(sc, 64, space);
+  ASSERT_FALSE(ring.ranked.empty());
+  for (const auto& e : ring.ranked) EXPECT_EQ(e.layout.cp_comm, CpComm::p2p);
+  sc.strategy.parallel->cp_comm = CpComm::a2a;
+  const ParallelPlanResult ulysses = plan_parallel(sc, 64, space);
+  ASSERT_FALSE(ulysses.ranked.empty());
+  bool tp8_cp2 = false;
+  for (const auto& e : ulysses.ranked) {
+    EXPECT_EQ(e.layout.cp_comm, CpComm::a2a);
+    EXPECT_EQ((8 / e.layout.tp) % e.layout.cp, 0) << "tp " << e.layout.tp << " cp " << e.layout.cp;
+  }
+  for (const auto& e : ring.ranked) tp8_cp2 = tp8_cp2 || (e.layout.tp == 8 && e.layout.cp == 2);
+  EXPECT_TRUE(tp8_cp2);  // the ring takes TP 8 × CP 2, which a2a cannot (one key/value head a TP rank)
+}
+
 // The plan's memory reserve (ParallelPlanSpace::memory_reserve, default 5 GB: CUDA context and workspaces 1 GB,
 // NCCL's buffers 2 GB, fragmentation 2 GB) takes the place of the estimate's 1 GB in every stage's memory, so a
 // layout's mem/GPU in the plan is the predictor's plus 4 GB, and a layout fits only where that stays within the

@@ -1125,5 +1125,169 @@ TEST(ParallelOverlap, OverlappedTpIsExposedLessButNotFree) {
   EXPECT_LT(over.step, plain.step);
 }
 
+// ---- eq. P29: the CP exchange's other forms, all_gather and a2a (Megatron-Core's cp_comm_type) ------------------
+// One Llama-3-8B block (h 4096, 32 heads, 8 key/value heads, d_h 128) at s 32,768, b 1, bf16, TP 1 × CP 4: a rank holds
+// T = 8,192 tokens. C_KV = 2·8192·8·128·2 = 33,554,432 B (P3). Its Q and output 8192·32·128·2 = 67,108,864 B each,
+// K and V 8192·8·128·2 = 16,777,216 B each.
+TransformerShape llama3_8b_at_32k() {
+  TransformerShape m = transformer_shape(arch("llama3-8b"));
+  m.seq = 32768;
+  return m;
+}
+
+TEST(ParallelCpComm, BytesOfALlama3_8bBlockAtSeq32kOnCp4ByHand) {
+  const TransformerShape m = llama3_8b_at_32k();
+  ASSERT_EQ(m.heads, 32);
+  ASSERT_EQ(m.kv_heads, 8);
+  ASSERT_EQ(m.head_dim(), 128);
+  ParallelLayout l;
+  l.cp = 4;
+  const CpLocalTensors t = cp_local_tensors(l, m, kBf16);
+  EXPECT_DOUBLE_EQ(in_bytes(t.q), 67'108'864.0);
+  EXPECT_DOUBLE_EQ(in_bytes(t.k), 16'777'216.0);
+  EXPECT_DOUBLE_EQ(in_bytes(t.v), 16'777'216.0);
+  EXPECT_DOUBLE_EQ(in_bytes(t.o), 67'108'864.0);
+  // p2p (P15b): 3 ring steps of C_KV forward, 3 of K/V and 3 of dK/dV backward
+  CpTraffic p = cp_block_traffic(l, m, kBf16);
+  EXPECT_DOUBLE_EQ(in_bytes(p.forward), 3 * 33'554'432.0);
+  EXPECT_DOUBLE_EQ(in_bytes(p.backward), 6 * 33'554'432.0);
+  EXPECT_EQ(cp_exchange_buffer_bytes(l, m, kBf16), Bytes{});
+  // all_gather: the gather of 4·C_KV brings the other 3 ranks' C_KV; backward that again and the reduce-scatter of
+  // dK/dV sends 3 of the 4 parts: the same bytes as the ring. It holds the other ranks' K/V and dK/dV: 2·3·C_KV.
+  l.cp_comm = CpComm::all_gather;
+  p = cp_block_traffic(l, m, kBf16);
+  EXPECT_DOUBLE_EQ(in_bytes(p.forward), 100'663'296.0);
+  EXPECT_DOUBLE_EQ(in_bytes(p.backward), 201'326'592.0);
+  EXPECT_DOUBLE_EQ(in_bytes(cp_exchange_buffer_bytes(l, m, kBf16)), 201'326'592.0);
+  // a2a: 3/4 of Q, K, V and the output leave the rank forward, of their gradients backward: 3/4·167,772,160 B, more
+  // than the ring's forward under GQA (Q and the output have 4 times K's heads), less than its backward. It holds a
+  // second Q, K and V: 100,663,296 B.
+  l.cp_comm = CpComm::a2a;
+  p = cp_block_traffic(l, m, kBf16);
+  EXPECT_DOUBLE_EQ(in_bytes(p.forward), 125'829'120.0);
+  EXPECT_DOUBLE_EQ(in_bytes(p.backward), 125'829'120.0);
+  EXPECT_DOUBLE_EQ(in_bytes(cp_exchange_buffer_bytes(l, m, kBf16)), 100'663'296.0);
+  l.cp = 1;
+  EXPECT_EQ(cp_block_traffic(l, m, kBf16).forward, Bytes{});
+  EXPECT_EQ(cp_exchange_buffer_bytes(l, m, kBf16), Bytes{});
+}
+
+// The same block on one DGX H100 (8 GPUs, 4 NVSwitches), TP 1 × CP 4 × DP 2: the CP groups {0, 1, 2, 3} and
+// {4, 5, 6, 7}, each inside the node. Every GPU pair's path is NVLink through the switches: a send of S takes
+// L + S/B (p2p_copy_time: L NCCL's NVLink Simple step latency, B the path's bandwidth, both read from the graph).
+// p2p: a ring step L + C_KV/B. a2a: each all-to-all sends 3 equal parts to the 3 peers over the GPU's NVLink,
+// L + (3/4)·x/B and a latency for each peer beyond the first: 3L + (3/4)·x/B, four of them 12·L + 125,829,120 B / B each
+// way. all_gather on the alpha-beta ring of the node's link (α, β the cluster's intra_node): 3·α + (3/4)·4·C_KV/β
+// forward, and the reduce-scatter of the same again backward.
+TEST(ParallelCpComm, TimesOfALlama3_8bBlockOnOneDgxH100ByHand) {
+  const Cluster c = cluster("dgx-h100");
+  ASSERT_TRUE(c.topology);
+  const TransformerShape m = llama3_8b_at_32k();
+  ParallelLayout l;
+  l.cp = 4;
+  const LayoutPlacement at = place_layout(l, c, 8);
+  const GroupPlacement& cpg = at[ParallelGroup::cp];
+  EXPECT_EQ(cpg.first, (std::vector<int>{0, 1, 2, 3}));
+  EXPECT_TRUE(cpg.inside_node);
+  const GpuPath path = c.topology->path(0, 1);
+  const double B = in_bytes_per_second(path.bandwidth);
+  const double L = in_seconds(p2p_copy_time(*c.topology, 0, 1, Bytes{}));
+  ASSERT_GT(B, 0.0);
+  for (int a = 0; a < 4; ++a) {
+    for (int b = 0; b < 4; ++b) {
+      if (a != b) {
+        ASSERT_EQ(c.topology->path(a, b).bandwidth, path.bandwidth);
+      }
+    }
+  }
+  const auto coll = make_alpha_beta_model(c);
+  // p2p: the ring's steps (P15d); all_gather and a2a charge nothing of theirs there
+  EXPECT_NEAR(in_seconds(cp_ring_step_time(c, cpg, bytes(33'554'432.0))), L + 33'554'432.0 / B, 1e-12);
+  EXPECT_EQ(cp_collective_times(*coll, c, cpg, l, m, kBf16).forward, Seconds{});
+  l.cp_comm = CpComm::a2a;
+  CpCollectiveTimes t = cp_collective_times(*coll, c, cpg, l, m, kBf16);
+  EXPECT_NEAR(in_seconds(t.forward), 12 * L + 125'829'120.0 / B, 1e-12);
+  EXPECT_NEAR(in_seconds(t.backward), 12 * L + 125'829'120.0 / B, 1e-12);
+  l.cp_comm = CpComm::all_gather;
+  t = cp_collective_times(*coll, c, cpg, l, m, kBf16);
+  const double alpha = in_seconds(c.intra_node.latency), beta = in_bytes_per_second(c.intra_node.bandwidth);
+  EXPECT_NEAR(in_seconds(t.forward), 3 * alpha + 0.75 * 134'217'728.0 / beta, 1e-12);
+  EXPECT_NEAR(in_seconds(t.backward), 2 * (3 * alpha + 0.75 * 134'217'728.0 / beta), 1e-12);
+}
+
+// Eq. P29b in a step: the 4-block decoder of ContextParallelRingByHand (h 256, 4 heads, s 128, fp32) on CP 2 of the
+// hand node (100 GB/s, 1 µs), 1 µs cores. C_KV = 2·64·4·64·4 = 131,072 B. all_gather: the gather of 2·C_KV, 1 µs +
+// (1/2)·262,144 B / 100 GB/s = 2.31072 µs forward, with the reduce-scatter 4.62144 µs backward, whole: 6.93216 µs a
+// block. a2a: Q, K, V and the output 64·4·64·4 = 65,536 B each, half of each to the one peer, 1 µs + 32,768 B / 100 GB/s
+// = 1.32768 µs, four each way: 10.62144 µs a block. Neither merges partial outputs (P15c): the forward and backward are
+// the cores' c-fold work alone (P6).
+TEST(ParallelCpComm, AllGatherAndA2aInAStepByHand) {
+  const Network net = tiny_decoder();
+  LayerTimes own = uniform_times(19);
+  own.forward_attention.assign(19, Seconds{});
+  own.backward_attention.assign(19, Seconds{});
+  for (std::size_t i = 0; i < net.layers.size(); ++i)
+    if (net.layers[i].kind == LayerKind::attention) {
+      own.forward_attention[i] = microseconds(1.0);
+      own.backward_attention[i] = microseconds(2.0);
+    }
+  const Cluster c = hand_cluster(1);
+  ParallelLayout l;
+  l.cp = 2;
+  l.cp_comm = CpComm::all_gather;
+  const ComputeOptions opt;  // fp32
+  const auto coll = make_alpha_beta_model(c);
+  ParallelStep st = parallel_step(net, own, c, *coll, l, 2, opt, Sharding{}, LayerTimesOf::tp_rank);
+  EXPECT_NEAR(in_seconds(st.cp_exposed), 4 * (2.31072e-6 + 4.62144e-6), 1e-15);
+  EXPECT_NEAR(in_seconds(st.forward), 19e-3 + 4 * 1e-6, 1e-14);
+  EXPECT_NEAR(in_seconds(st.backward), 38e-3 + 4 * 2e-6, 1e-14);
+  l.cp_comm = CpComm::a2a;
+  st = parallel_step(net, own, c, *coll, l, 2, opt, Sharding{}, LayerTimesOf::tp_rank);
+  EXPECT_NEAR(in_seconds(st.cp_exposed), 4 * 8 * 1.32768e-6, 1e-15);
+  EXPECT_NEAR(in_seconds(st.forward), 19e-3 + 4 * 1e-6, 1e-14);
+  // selective recompute runs the core again, its four forward all-to-alls with it
+  ComputeOptions sel = opt;
+  sel.recompute = Recompute::selective;
+  st = parallel_step(net, own, c, *coll, l, 2, sel, Sharding{}, LayerTimesOf::tp_rank);
+  EXPECT_NEAR(in_seconds(st.cp_exposed), 4 * 12 * 1.32768e-6, 1e-15);
+  // eq. P29c: all_gather's stage holds 2·(c−1)·C_KV = 262,144 B more than the ring's, once (not per micro-batch)
+  l.micro_batches = 4;
+  l.cp_comm = CpComm::p2p;
+  const MemoryEstimate ring = rank_memory(net, l, 0, opt, Sharding{}, 2, ActivationRecompute::none);
+  l.cp_comm = CpComm::all_gather;
+  const MemoryEstimate gathered = rank_memory(net, l, 0, opt, Sharding{}, 2, ActivationRecompute::none);
+  EXPECT_DOUBLE_EQ(in_bytes(gathered.activations - ring.activations), 262'144.0);
+}
+
+// Eq. P29: Ulysses splits a TP rank's heads and its key/value heads over the CP ranks; validate refuses a2a where cp
+// does not divide them, naming the field cp_comm.
+TEST(ParallelCpComm, A2aNeedsTheHeadsOfATpRankDivisibleByCp) {
+  TransformerShape m = llama3_8b_at_32k();  // 32 heads, 8 key/value heads
+  ParallelLayout l;
+  l.cp = 8;
+  l.cp_comm = CpComm::a2a;
+  EXPECT_EQ(field_of(l, 8, m), "");  // 32/8 and 8/8
+  l.cp = 16;
+  EXPECT_EQ(field_of(l, 16, m), "cp_comm");  // 8 key/value heads over 16
+  l.cp = 8;
+  l.tp = 2;
+  EXPECT_EQ(field_of(l, 16, m), "cp_comm");  // a TP rank's 4 key/value heads over 8
+  l.cp_comm = CpComm::all_gather;
+  EXPECT_EQ(field_of(l, 16, m), "");  // the gather and the ring split no heads
+  l.cp_comm = CpComm::a2a;
+  try {
+    validate(l, 16, m);
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.key(), "cp_comm");
+    EXPECT_NE(std::string(e.what()).find("cp_comm a2a over cp 8 needs the heads of a TP rank divisible by cp: 16 attention and "
+                                         "4 key/value heads (heads 32 and kv_heads 8 over tp 2)"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_EQ(cp_comm_from_string("allgather"), CpComm::all_gather);  // torchtitan's spelling
+  EXPECT_THROW(cp_comm_from_string("alltoall"), InputError);        // torchtitan's ring rotation, not Ulysses
+}
+
 }  // namespace
 }  // namespace dlscale

@@ -3,7 +3,7 @@
 // layout and its checks, the bytes each split moves per block, the pipeline's bubble and in-flight
 // micro-batches, activation memory per layer (the network's own, eq. P9), the ranks of each group on the
 // cluster and the time of their collectives on the existing collective model. Derivations: docs/model.md,
-// "Model parallelism" (eq. P1-P28); Scenario::parallel predicts through parallel_step (lib/predict/parallel_predict.cpp).
+// "Model parallelism" (eq. P1-P29); Scenario::parallel predicts through parallel_step (lib/predict/parallel_predict.cpp).
 #pragma once
 
 #include <array>
@@ -54,7 +54,8 @@ TransformerShape transformer_shape(const Network& net);
 /// "schedule", "gpus") when: a degree or batch is below 1; tp·pp·cp does not divide the GPUs; tp does not
 /// divide the heads, or neither divides nor is a multiple of the key/value heads (tp > kv_heads replicates
 /// them, eq. P3); pp·vp exceeds the blocks (uneven chunks are allowed: layer_stages); the sequence does
-/// not split into 2·cp chunks; vp > 1 without the interleaved schedule; interleaved with m not a multiple of pp; "ep"
+/// not split into 2·cp chunks; "cp_comm" when a2a and cp does not divide a TP rank's heads or key/value heads (eq.
+/// P29); vp > 1 without the interleaved schedule; interleaved with m not a multiple of pp; "ep"
 /// when ep > 1 on a dense model, ep not dividing dp·cp or the experts (eq. P17); "moe_imbalance" when below 1 or not
 /// a finite number, or, at ep > 1, above what ep ranks can reach (moe_imbalance_limit, eq. P23);
 /// "account_for_embedding_in_pipeline_split" (or "account_for_loss_in_pipeline_split" where only that one is on)
@@ -120,6 +121,26 @@ struct CpMergeTraffic {
 /// output (c output and c−1 log-sum-exp corrections and the cast: 2c kernels); backward each step's dQ over its
 /// queries and dK/dV over its keys added to the accumulators (2c kernels). Zero for c = 1.
 CpMergeTraffic cp_merge_traffic(const ParallelLayout& l, const TransformerShape& m, double element_bytes) noexcept;
+/// Eq. P29a: a CP rank's own attention inputs and output in one block and micro-batch, its T = b·s/c tokens: Q and the
+/// output T·(a/t)·d_h elements (d_qk and d_v a head under multi-head latent attention), K and V T·max(1, a_kv/t)·d_h each.
+struct CpLocalTensors {
+  Bytes q{}, k{}, v{}, o{};
+};
+CpLocalTensors cp_local_tensors(const ParallelLayout& l, const TransformerShape& m, double element_bytes) noexcept;
+/// Eq. P29a: what one CP rank receives from the others for one block's attention, per micro-batch, under the layout's
+/// cp_comm: p2p the ring's (c−1)·C_KV forward and 2(c−1)·C_KV backward (K/V, then K/V and dK/dV; P15b); all_gather
+/// the gather of the sequence's K/V, (c−1)·C_KV, and backward the gather again and the reduce-scatter of dK/dV,
+/// 2(c−1)·C_KV; a2a four all-to-alls forward (Q, K, V, the output) and four backward (their gradients), each
+/// (c−1)/c of the local tensor. Zero for c = 1.
+struct CpTraffic {
+  Bytes forward{}, backward{};
+};
+CpTraffic cp_block_traffic(const ParallelLayout& l, const TransformerShape& m, double element_bytes) noexcept;
+/// Eq. P29c: what a rank holds beside its kept activations while one block's attention runs, beyond the ring's (whose
+/// two K/V blocks in hand and in flight are not charged): all_gather the other ranks' K/V and, backward, their dK/dV
+/// before the reduce-scatter, 2(c−1)·C_KV; a2a the all-to-alls' outputs beside their inputs, one more Q, K and V
+/// (the whole sequence for a/(t·c) heads: as many elements as the rank's own); p2p and c = 1 nothing.
+Bytes cp_exchange_buffer_bytes(const ParallelLayout& l, const TransformerShape& m, double element_bytes) noexcept;
 /// Eq. P4: the activation a stage sends its neighbour per micro-batch (forward; the same gradient back):
 /// b·(s/c)·h elements, divided by t with SP (Megatron-Core's p2p tensor shape).
 Bytes pp_p2p_bytes(const ParallelLayout& l, const TransformerShape& m, double element_bytes) noexcept;
@@ -299,6 +320,17 @@ Seconds pipeline_p2p_time(const Cluster& cluster, const GroupPlacement& pp, Byte
 /// included), each as pipeline_p2p_time times a pair (p2p_copy_time on the topology, else α + size/β of the
 /// node's or the network's link; × the NIC share across nodes). Zero for a group of one.
 Seconds cp_ring_step_time(const Cluster& cluster, const GroupPlacement& cp, Bytes size);
+/// Eq. P29b: one block's exchange where it is not the ring (cp_comm all_gather or a2a), forward and backward, on the
+/// CP group's placement, every group at once, none of it overlapped with the attention (Megatron-Core's all_gather and
+/// a2a run before and after the attention kernels): all_gather one all-gather of c·C_KV forward (group_collective_time
+/// on the collective model), backward the all-gather again and a reduce-scatter of c·C_KV; a2a the all-to-alls of
+/// Q, K, V and the output forward and of their gradients backward, each alltoall_time of (c−1)/c of the rank's tensor.
+/// Zero for p2p (P15's ring) and c = 1.
+struct CpCollectiveTimes {
+  Seconds forward{}, backward{};
+};
+CpCollectiveTimes cp_collective_times(const CollectiveModel& model, const Cluster& cluster, const GroupPlacement& cp,
+                                      const ParallelLayout& l, const TransformerShape& m, double element_bytes);
 
 // ---- one step (eq. P13) -----------------------------------------------------------------------------------
 
@@ -311,7 +343,8 @@ struct ParallelStep {
   int slowest_stage = 0;
   Seconds forward{}, backward{};  // compute of one micro-batch on the slowest stage (recompute in backward, CP merges P15c)
   Seconds tp_exposed{};           // its blocks' TP/SP collectives (the overlapped re-gather only past half the backward)
-  Seconds cp_exposed{};           // its blocks' ring sends past each step's attention (eq. P15b; again where recomputed)
+  Seconds cp_exposed{};           // its blocks' ring sends past each step's attention (eq. P15b; again where recomputed),
+                                  // or their all_gather/a2a collectives whole (eq. P29b)
   Seconds ep_comm{};              // its MoE blocks' all-to-alls (eq. P18; again where recomputed), not overlapped
   Seconds p2p{};                  // its sends to the neighbouring stages, 2·v a micro-batch (eq. P25: exposed, over m)
   Seconds per_microbatch{};       // t_mb = the sum of the above

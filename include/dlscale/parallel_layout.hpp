@@ -30,6 +30,26 @@ struct EnumNames<PipelineSchedule> {
 /// "gpipe", "1f1b" or "interleaved"; InputError(field, …) otherwise.
 PipelineSchedule pipeline_schedule_from_string(std::string_view name, std::string_view field = "schedule");
 
+/// How the CP ranks exchange the attention's inputs (eq. P29; Megatron-Core's `cp_comm_type`, its names): p2p the ring
+/// of K/V blocks overlapped with the attention (P15), all_gather the whole sequence's K/V gathered before it, a2a
+/// DeepSpeed-Ulysses' all-to-alls of Q, K, V and the output (the whole sequence for heads/cp of the heads).
+enum class CpComm { p2p, all_gather, a2a };
+template <>
+struct EnumNames<CpComm> {
+  static constexpr std::array<EnumName<CpComm>, 3> names{{
+      {CpComm::p2p, "p2p"},
+      {CpComm::all_gather, "all_gather"},
+      {CpComm::a2a, "a2a"},
+  }};
+  /// torchtitan's context_parallel_rotate_method spelling of the gather; its "alltoall" rotates the ring's K/V by
+  /// all-to-all (p2p's pattern), not Ulysses', so it is no alias of a2a.
+  static constexpr std::array<EnumName<CpComm>, 1> aliases{{
+      {CpComm::all_gather, "allgather"},
+  }};
+};
+/// "p2p", "all_gather" (or "allgather") or "a2a"; InputError(field, …) otherwise.
+CpComm cp_comm_from_string(std::string_view name, std::string_view field = "cp_comm");
+
 /// The four dimensions a rank has a coordinate in. Expert parallelism (ep) takes no place of its own: its groups are
 /// carved from the dp·cp ranks (eq. P17, group_members).
 enum class ParallelDim { tp, cp, dp, pp };
@@ -85,6 +105,9 @@ struct ParallelLayout {
   int vp = 1;  // virtual stages (model chunks) per pipeline rank v; > 1 only with `interleaved`
   PipelineSchedule schedule = PipelineSchedule::one_f_one_b;
   int cp = 1;  // context-parallel degree c (ring attention over c ranks, 2·c load-balanced chunks)
+  /// How the CP ranks exchange K/V (eq. P29): the ring (p2p, P15), a gather of the whole sequence's K/V (all_gather)
+  /// or Ulysses' all-to-alls (a2a; needs the heads and key/value heads of a TP rank divisible by cp).
+  CpComm cp_comm = CpComm::p2p;
   /// Expert-parallel degree e (eq. P17): the MoE experts split over e ranks carved from the dp·cp ranks
   /// (Megatron-Core's expert_model_parallel_size); 1 for a dense model.
   int ep = 1;

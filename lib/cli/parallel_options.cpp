@@ -66,6 +66,7 @@ void add_parallel_options(CLI::App& cmd, ParallelOptions& o) {
       ->type_name("NAME")
       ->group(g);
   cmd.add_option("--cp", o.cp, "Context-parallel degree (ring attention over the sequence)")->type_name("N")->group(g);
+  add_cp_comm_option(cmd, o.cp_comm, g);
   cmd.add_option("--ep", o.ep, "Expert-parallel degree (a mixture of experts' experts over ranks of dp·cp)")
       ->type_name("N")
       ->group(g);
@@ -84,6 +85,22 @@ void add_parallel_options(CLI::App& cmd, ParallelOptions& o) {
   cmd.add_option("--rank-order", o.rank_order, "Rank order, fastest first (default: the framework's, else tp-cp-ep-dp-pp)")
       ->type_name("ORDER")
       ->group(g);
+}
+
+void add_cp_comm_option(CLI::App& cmd, std::string& cp_comm, const std::string& group) {
+  cmd.add_option("--cp-comm", cp_comm,
+                 "How the CP ranks exchange K/V: p2p (the ring, overlapped), all_gather (the sequence's K/V gathered "
+                 "first) or a2a (Ulysses' all-to-alls of Q, K, V and the output); eq. P29 (default: the framework's, else p2p)")
+      ->type_name("NAME")
+      ->group(group);
+}
+
+CpComm cp_comm_option(const std::string& text) {
+  try {
+    return cp_comm_from_string(text);
+  } catch (const InputError& e) {
+    throw UsageError("--cp-comm", e.message());
+  }
 }
 
 void add_moe_routing_options(CLI::App& cmd, MoeRoutingOptions& o, const std::string& group) {
@@ -147,6 +164,7 @@ void apply_parallel_options(const ParallelOptions& o, const ScenarioOptions& so,
   if (o.tp > 0) l.tp = o.tp;
   if (o.pp > 0) l.pp = o.pp;
   if (o.cp > 0) l.cp = o.cp;
+  if (!o.cp_comm.empty()) l.cp_comm = cp_comm_option(o.cp_comm);
   if (o.ep > 0) l.ep = o.ep;
   // eqs. P23-P24: either option over the framework's other (both on the line: validate's error)
   if (!o.moe.load_cv.empty()) l.moe_imbalance = 1.0;
@@ -194,6 +212,7 @@ std::string_view parallel_option_for_field(std::string_view field) noexcept {
       {"parallel.account_for_embedding_in_pipeline_split", "--account-for-embedding-in-pipeline-split"},
       {"parallel.account_for_loss_in_pipeline_split", "--account-for-loss-in-pipeline-split"},
       {"parallel.cp", "--cp"},
+      {"parallel.cp_comm", "--cp-comm"},
       {"parallel.dp_comm_overlap", "--dp-comm-overlap"},
       {"parallel.ep", "--ep"},
       {"parallel.global_batch", "--global-batch"},
@@ -252,7 +271,8 @@ std::string layout_text(const ParallelLayout& l) {
   const std::string batches = l.global_batch_target > 0 ? fmt::format("global batch {}", l.global_batch_target)
                                                         : fmt::format("{} micro-batches", l.micro_batches);
   return fmt::format(
-      "tp {}{} × {} × cp {}{}{}, micro-batch {}, {}, rank order {}{}{}{}", l.tp, tp_text(l), pp, l.cp,
+      "tp {}{} × {} × cp {}{}{}{}, micro-batch {}, {}, rank order {}{}{}{}", l.tp, tp_text(l), pp, l.cp,
+      l.cp > 1 && l.cp_comm != CpComm::p2p ? fmt::format(" ({})", to_string(l.cp_comm)) : std::string(),
       l.ep > 1 ? fmt::format(" × ep {}{}", l.ep, l.moe_imbalance != 1.0 ? fmt::format(" (imbalance {:g})", l.moe_imbalance) : "")
                : std::string(),
       moe_routing_text(l), l.micro_batch, batches, to_string(l.order), l.dp_comm_overlap ? ", DP communication overlapped" : "",

@@ -37,15 +37,20 @@ struct ParallelOptions {
   int pp_comm_overlap = -1;                                       // --pp-comm-overlap 1, --no-pp-comm-overlap 0, -1 not given
   bool account_embedding = false, account_loss = false;           // --account-for-{embedding,loss}-in-pipeline-split
   std::string schedule, rank_order;                               // empty: the framework's, else 1f1b and tp-cp-ep-dp-pp
+  std::string cp_comm;                                            // --cp-comm (eq. P29); empty: the framework's, else p2p
   std::string moe_imbalance;                                      // --moe-imbalance F (eq. P23); empty: the framework's
   MoeRoutingOptions moe;                                          // eq. P24's options
   [[nodiscard]] bool any() const noexcept {
     return tp > 0 || pp > 0 || vp > 0 || cp > 0 || ep > 0 || micro_batches > 0 || global_batch > 0 || sp >= 0 ||
         tp_comm_overlap >= 0 || tp_async_backward >= 0 || dp_comm_overlap >= 0 || pp_comm_overlap >= 0 || account_embedding ||
-        account_loss || !schedule.empty() || !rank_order.empty();
+        account_loss || !schedule.empty() || !rank_order.empty() || !cp_comm.empty();
   }
 };
 void add_parallel_options(CLI::App& cmd, ParallelOptions& o);
+/// --cp-comm NAME (eq. P29), on the scenario commands and plan --parallel.
+void add_cp_comm_option(CLI::App& cmd, std::string& cp_comm, const std::string& group);
+/// --cp-comm's value: p2p, all_gather (allgather) or a2a; UsageError naming the option otherwise.
+CpComm cp_comm_option(const std::string& text);
 
 /// The layout into `sc` (after its framework is read): the framework file's `parallel:` with the options over
 /// it; --batch is the micro-batch (default 1). None given and no degrees in the file: sc stays data-parallel.
@@ -60,7 +65,7 @@ std::vector<int> parallel_gpu_counts(const Scenario& sc);
 std::string_view parallel_option_for_field(std::string_view field) noexcept;
 
 /// "tp 8 (sp) × pp 2 (1f1b) × cp 1, micro-batch 1 × 32, rank order tp-cp-dp-pp": the layout as the
-/// outputs' headers say it.
+/// outputs' headers say it ("cp 4 (a2a)": a cp_comm other than p2p beside cp > 1, eq. P29).
 std::string layout_text(const ParallelLayout& l);
 
 }  // namespace dlscale::cli
@@ -74,6 +79,7 @@ struct ParallelPlanOptions {
   std::string tp, pp, vp, cp, ep, micro_batch, recompute, zero;  // LISTs; empty: ParallelPlanSpace's
   std::string moe_imbalance;  // --moe-imbalance F for every layout with ep > 1 (eq. P23); empty: the framework's
   MoeRoutingOptions moe;      // eq. P24's for every layout
+  std::string cp_comm;        // --cp-comm NAME for every layout with cp > 1 (eq. P29); empty: the framework's
 };
 void add_parallel_plan_options(CLI::App& cmd, ParallelPlanOptions& o);
 /// --moe-imbalance's value: a finite number (its range is validate's); UsageError otherwise.

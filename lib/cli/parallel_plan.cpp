@@ -70,6 +70,7 @@ void add_parallel_plan_options(CLI::App& cmd, ParallelPlanOptions& o) {
       ->type_name("F")
       ->group(g);
   add_moe_routing_options(cmd, o.moe, g);
+  add_cp_comm_option(cmd, o.cp_comm, g);  // eq. P29: one exchange for every layout, not a dimension of the grid
 }
 
 void run_parallel_plan(const ScenarioOptions& so_in, const ParallelPlanOptions& o, const std::string& framework, int top,
@@ -108,6 +109,11 @@ void run_parallel_plan(const ScenarioOptions& so_in, const ParallelPlanOptions& 
       const std::string_view option = parallel_option_for_field("parallel." + e.key());
       throw UsageError(std::string(option.empty() ? "--moe-expert-load-cv" : option), e.message());
     }
+    sc.strategy.parallel = l;
+  }
+  if (!o.cp_comm.empty()) {  // eq. P29: over the framework's
+    ParallelLayout l = sc.strategy.parallel.value_or(ParallelLayout{});
+    l.cp_comm = cp_comm_option(o.cp_comm);
     sc.strategy.parallel = l;
   }
   const auto gpus = parse_gpu_list(so.gpus);

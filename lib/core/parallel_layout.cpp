@@ -21,6 +21,11 @@ PipelineSchedule pipeline_schedule_from_string(std::string_view name, std::strin
   throw field_error(field, fmt::format("unknown pipeline schedule '{}' (gpipe, 1f1b, interleaved)", name));
 }
 
+CpComm cp_comm_from_string(std::string_view name, std::string_view field) {
+  if (auto c = enum_from_string<CpComm>(name)) return *c;
+  throw field_error(field, fmt::format("unknown context-parallel exchange '{}' (p2p, all_gather, a2a)", name));
+}
+
 RankOrder parse_rank_order(std::string_view text, std::string_view field) {
   RankOrder order{};
   std::size_t n = 0;

@@ -75,6 +75,13 @@ void read_parallel_entry(const yamlio::Node& node, Strategy& s) {
       n->fail(e.message());
     }
   }
+  if (auto n = m.optional("cp_comm")) {  // eq. P29
+    try {
+      l.cp_comm = cp_comm_from_string(n->scalar());
+    } catch (const InputError& e) {
+      n->fail(e.message());
+    }
+  }
   if (auto n = m.optional("rank_order")) {
     try {
       l.order = parse_rank_order(n->scalar());

@@ -247,6 +247,16 @@ void validate(const ParallelLayout& l, int gpus, const TransformerShape& m) {
     throw field_error(
         "micro_batches",
         fmt::format("the interleaved schedule needs micro-batches in groups of pp {}, got {}", l.pp, l.micro_batches));
+  // eq. P29: Ulysses gives each CP rank a/(t·c) of the heads and their key/value heads, whole
+  if (l.cp > 1 && l.cp_comm == CpComm::a2a) {
+    const std::int64_t heads = m.heads / l.tp, kv = std::max<std::int64_t>(1, m.kv_heads / l.tp);
+    if (heads % l.cp != 0 || kv % l.cp != 0)
+      throw field_error(
+          "cp_comm",
+          fmt::format("cp_comm a2a over cp {} needs the heads of a TP rank divisible by cp: {} attention and {} key/value "
+                      "heads (heads {} and kv_heads {} over tp {})",
+                      l.cp, heads, kv, m.heads, m.kv_heads, l.tp));
+  }
   if (l.cp > 1 && m.seq % (2 * l.cp) != 0)
     throw field_error(
         "cp", fmt::format("cp {}: the sequence of {} tokens does not split into 2·cp = {} chunks", l.cp, m.seq, 2 * l.cp));
@@ -372,6 +382,46 @@ CpMergeTraffic cp_merge_traffic(const ParallelLayout& l, const TransformerShape&
   r.forward_kernels = 2 * c;   // c output corrections, c−1 log-sum-exp corrections, the cast
   r.backward_kernels = 2 * c;  // each step's dQ and dK/dV additions
   return r;
+}
+
+CpLocalTensors cp_local_tensors(const ParallelLayout& l, const TransformerShape& m, double e) noexcept {
+  // eq. P29a: T = b·s/c tokens, a/t heads of Q and the output, max(1, a_kv/t) of K and V (eq. P3)
+  const double tokens = static_cast<double>(l.micro_batch) * static_cast<double>(m.seq / std::max(l.cp, 1));
+  const double heads = static_cast<double>(m.heads / std::max(l.tp, 1));
+  const double kv = static_cast<double>(std::max<std::int64_t>(1, m.kv_heads / std::max(l.tp, 1)));
+  const double d_qk = static_cast<double>(m.qk_head_dim > 0 ? m.qk_head_dim : m.head_dim());
+  const double d_v = static_cast<double>(m.qk_head_dim > 0 ? m.v_head_dim : m.head_dim());
+  return {bytes(tokens * heads * d_qk * e), bytes(tokens * kv * d_qk * e), bytes(tokens * kv * d_v * e),
+          bytes(tokens * heads * d_v * e)};
+}
+
+CpTraffic cp_block_traffic(const ParallelLayout& l, const TransformerShape& m, double e) noexcept {
+  const int c = l.cp;
+  if (c <= 1) return {};
+  if (l.cp_comm == CpComm::a2a) {  // eq. P29a: (c−1)/c of each local tensor leaves the rank, 4 forward, 4 backward
+    const CpLocalTensors t = cp_local_tensors(l, m, e);
+    const Bytes each = (t.q + t.k + t.v + t.o) * (static_cast<double>(c - 1) / c);
+    return {each, each};
+  }
+  // eq. P29a: p2p (P15b) and all_gather move the same K/V: (c−1)·C_KV forward, twice that backward
+  const Bytes kv = cp_kv_chunk_bytes(l, m, e) * static_cast<double>(c - 1);
+  return {kv, kv * 2.0};
+}
+
+Bytes cp_exchange_buffer_bytes(const ParallelLayout& l, const TransformerShape& m, double e) noexcept {
+  const int c = l.cp;
+  if (c <= 1) return Bytes{};
+  switch (l.cp_comm) {
+    case CpComm::p2p:
+      return Bytes{};
+    case CpComm::all_gather:  // eq. P29c: the other ranks' K/V and, backward, dK/dV of the whole sequence
+      return cp_kv_chunk_bytes(l, m, e) * (2.0 * (c - 1));
+    case CpComm::a2a: {  // eq. P29c: the all-to-alls' Q, K, V beside the rank's own
+      const CpLocalTensors t = cp_local_tensors(l, m, e);
+      return t.q + t.k + t.v;
+    }
+  }
+  return Bytes{};
 }
 
 Bytes moe_alltoall_bytes(const ParallelLayout& l, const TransformerShape& m, double e) noexcept {
@@ -604,12 +654,15 @@ struct StageActivations {
 };
 
 StageActivations stage_activations(const Network& net, const std::vector<int>& block, const std::vector<int>& st,
-                                   const ParallelLayout& l, int stage, const ComputeOptions& opt, ActivationRecompute r) {
+                                   const TransformerShape& m, const ParallelLayout& l, int stage, const ComputeOptions& opt,
+                                   ActivationRecompute r) {
   StageActivations a;
   const bool drop = drops_probabilities(opt, r);
   Bytes this_block{};
+  bool attention = false;
   for (std::size_t i = 0; i < net.layers.size(); ++i) {
     if (st[i] != stage) continue;
+    attention = attention || net.layers[i].kind == LayerKind::attention;
     const Bytes kept = layer_activation_bytes(net.layers[i], l, opt, drop);
     const bool starts = block[i] >= 0 && (i == 0 || block[i - 1] != block[i]);
     if (r != ActivationRecompute::full || block[i] < 0) {
@@ -623,6 +676,8 @@ StageActivations stage_activations(const Network& net, const std::vector<int>& b
     this_block += layer_activation_bytes(net.layers[i], l, opt, fused_attention(opt.attention));
     a.once = max(a.once, this_block);
   }
+  // eq. P29c: one block's attention at a time holds the exchange's buffers (all_gather, a2a) beside what is kept
+  if (attention) a.once += cp_exchange_buffer_bytes(l, m, activation_bytes_per_element(opt.precision));
   // the last stage's loss: eager mixed precision's fp32 logits and log-softmax (eq. K14, 8 B a logit), which the
   // vocabulary-parallel cross entropy holds over t
   if (!st.empty() && st.back() == stage)
@@ -721,9 +776,9 @@ Stage3State stage3_state(const ComputeOptions& opt, const Sharding& sh, const Pa
 }
 }  // namespace
 
-MemoryEstimate rank_memory(const Network& net, const std::vector<int>& block, const TransformerShape&, const std::vector<int>& st,
-                           const ParallelLayout& l, int stage, const ComputeOptions& opt, const Sharding& sharding, int dp_cp,
-                           ActivationRecompute r, Bytes reserved) {
+MemoryEstimate rank_memory(const Network& net, const std::vector<int>& block, const TransformerShape& shape,
+                           const std::vector<int>& st, const ParallelLayout& l, int stage, const ComputeOptions& opt,
+                           const Sharding& sharding, int dp_cp, ActivationRecompute r, Bytes reserved) {
   Network rank;
   rank.name = net.name;
   rank.input_kind = net.input_kind;
@@ -743,7 +798,7 @@ MemoryEstimate rank_memory(const Network& net, const std::vector<int>& block, co
   }
   const double in_flight = in_flight_microbatches(l.schedule, l.pp, l.micro_batches, l.vp, stage);
   // eq. P10: in-flight micro-batches × what the stage keeps of one (eq. P9), per sample of the micro-batch
-  const StageActivations a = stage_activations(net, block, st, l, stage, opt, r);
+  const StageActivations a = stage_activations(net, block, st, shape, l, stage, opt, r);
   const Bytes per_sample = (a.per_microbatch * in_flight + a.once) / static_cast<double>(l.micro_batch);
   if (sharding.stage < 3) return rank_state_memory(rank, experts, l, opt, sharding, dp_cp, reserved, per_sample);
   const Stage3State s3 = stage3_state(opt, sharding, l);
@@ -916,6 +971,32 @@ Seconds alltoall_time(const Cluster& c, const GroupPlacement& ep, Bytes per_rank
     slowest = max(slowest, max(leg(near, n_near), leg(far, n_far)));
   }
   return slowest;
+}
+
+CpCollectiveTimes cp_collective_times(const CollectiveModel& coll, const Cluster& c, const GroupPlacement& cp,
+                                      const ParallelLayout& l, const TransformerShape& m, double e) {
+  if (l.cp <= 1 || cp.size <= 1) return {};
+  using G = ParallelGroup;
+  switch (l.cp_comm) {
+    case CpComm::p2p:
+      return {};
+    case CpComm::all_gather: {  // eq. P29b: the sequence's K/V gathered, c·C_KV, and backward its dK/dV reduce-scattered
+      const Bytes whole = cp_kv_chunk_bytes(l, m, e) * static_cast<double>(l.cp);
+      const Seconds gather =
+          group_collective_time(coll, {"CP K/V all-gather", G::cp, CollectiveOp::allgather, whole, 1, false, false}, cp);
+      const Seconds scatter =
+          group_collective_time(coll, {"CP dK/dV reduce-scatter", G::cp, CollectiveOp::reducescatter, whole, 1, true, false}, cp);
+      return {gather, gather + scatter};
+    }
+    case CpComm::a2a: {  // eq. P29b: each tensor's (c−1)/c to the other ranks, one all-to-all each, both ways
+      const CpLocalTensors t = cp_local_tensors(l, m, e);
+      const double out = static_cast<double>(l.cp - 1) / l.cp;
+      Seconds sum{};
+      for (Bytes x : {t.q, t.k, t.v, t.o}) sum += alltoall_time(c, cp, x * out);
+      return {sum, sum};
+    }
+  }
+  return {};
 }
 
 Seconds cp_ring_step_time(const Cluster& c, const GroupPlacement& cp, Bytes size) {

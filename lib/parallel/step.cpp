@@ -105,6 +105,7 @@ struct BlockComm {
   InputGrads head_input_grad;              // eq. P28: its input gradient's, part of head_bwd
   Seconds cp_kv{}, cp_kv_dkv{};            // eq. P15d: a ring step sending the K/V block, and the K/V with a dK/dV
   Seconds cp_merge_fwd{}, cp_merge_bwd{};  // eq. P15c: the slowest rank's merges
+  CpCollectiveTimes cp_exchange{};         // eq. P29b: all_gather's or a2a's collectives, not overlapped
   Seconds ep_alltoall{};                   // eq. P18: one all-to-all of a MoE block (dispatch or combine)
 };
 
@@ -132,7 +133,9 @@ BlockComm block_comm(const CollectiveModel& coll, const Cluster& cluster, const 
   c.tp_bwd = sum_calls(coll, tp_calls, tpg, true, false);
   c.tp_regather = sum_calls(coll, tp_calls, tpg, true, true);
   c.tp_input_grad = input_grads(coll, tp_calls, tpg);
-  if (l.cp > 1) {
+  if (l.cp > 1 && l.cp_comm != CpComm::p2p) {
+    c.cp_exchange = cp_collective_times(coll, cluster, at[ParallelGroup::cp], l, m, e);
+  } else if (l.cp > 1) {
     const Bytes kv = cp_kv_chunk_bytes(l, m, e);
     c.cp_kv = cp_ring_step_time(cluster, at[ParallelGroup::cp], kv);
     c.cp_kv_dkv = cp_ring_step_time(cluster, at[ParallelGroup::cp], kv * 2.0);
@@ -169,9 +172,16 @@ struct BlockParts {
 };
 
 /// Eq. P15: a block's CP ring on one rank: the sends past each step's attention forward and backward (again in
-/// backward where the recompute runs the core again) into `st.cp`, the merges into its forward and backward.
-void cp_block(StageTimes& st, const BlockParts& b, const BlockComm& comm, int c) {
+/// backward where the recompute runs the core again) into `st.cp`, the merges into its forward and backward. Eq. P29b:
+/// all_gather's and a2a's collectives whole, the forward's again where the core runs again, no merges (each rank's
+/// attention is whole: its queries against the gathered keys, or the whole sequence for its heads).
+void cp_block(StageTimes& st, const BlockParts& b, const BlockComm& comm, const ParallelLayout& l) {
+  const int c = l.cp;
   if (c <= 1) return;
+  if (l.cp_comm != CpComm::p2p) {
+    st.cp += comm.cp_exchange.forward * (b.core_again ? 2.0 : 1.0) + comm.cp_exchange.backward;
+    return;
+  }
   // the rank's core is its c steps' (eq. P6), equal work each (eq. P15a); measured layers without a split core:
   // its backward twice its forward (FlashAttention-2's backward: 2.5 GEMM passes to 1)
   const Seconds step = b.core / static_cast<double>(c);
@@ -250,7 +260,7 @@ StageTimes stage_times(const Network& net, const LayerTimes& t, const std::vecto
           tp_overlap_exposed(comm.tp_fwd, b.gemm, l.tp, sm_count) + tp_overlap_exposed(comm.tp_bwd, b.gemm * 2.0, l.tp, sm_count);
     else  // eq. P28: the column-parallel inputs' gradients beside their weight gradients, asynchronously
       st.tp += comm.tp_fwd + backward_exposed(comm.tp_bwd, comm.tp_input_grad, b, l.tp_async_backward);
-    cp_block(st, b, comm, l.cp);
+    cp_block(st, b, comm, l);
     st.ep += ep_block(b, comm);
   }
   return st;

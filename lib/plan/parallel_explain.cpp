@@ -52,13 +52,13 @@ std::string explain_parallel(const Scenario& sc, int gpus) {
   out += fmt::format("# dlscale explain: {} on {} × {} ({}), {}, {}\n", sc.network.name, gpus, sc.cluster.gpu.name,
                      sc.cluster.name, sc.strategy.name, precision_label(sc.compute.precision, sc.compute.fp8_scaling));
   out += fmt::format(
-      "# layout: tp {}{} × pp {}{} × cp {}{} × dp {}; micro-batch {}, {} micro-batches, global batch {} "
+      "# layout: tp {}{} × pp {}{} × cp {}{}{} × dp {}; micro-batch {}, {} micro-batches, global batch {} "
       "({:.4g} M tokens); recompute {}; rank order {}\n",
       l.tp, l.sp ? " (sp)" : "", l.pp,
       l.pp > 1 ? (l.schedule == PipelineSchedule::interleaved ? fmt::format(" (interleaved, vp {})", l.vp)
                                                               : fmt::format(" ({})", to_string(l.schedule)))
                : std::string(),
-      l.cp,
+      l.cp, l.cp > 1 && l.cp_comm != CpComm::p2p ? fmt::format(" ({})", to_string(l.cp_comm)) : std::string(),  // eq. P29
       shape.experts > 0 ? fmt::format(" (ep {} of {} experts, top-{}{}{})", l.ep, shape.experts, shape.top_k,
                                       l.moe_imbalance != 1.0 ? moe_imbalance_text(l) : std::string(), moe_routing_text(l, shape))
                         : std::string(),

@@ -40,6 +40,7 @@ struct PlanContext {
   bool dp_comm_overlap = false;    // the framework's (nemo.yaml): every layout overlaps its DP collectives (eq. P19)
   bool pp_comm_overlap = false;    // the framework's: every interleaved layout overlaps its pipeline sends (eq. P25)
   bool tp_async_backward = false;  // the framework's (megatron-core.yaml, nemo.yaml): every layout, eq. P28
+  CpComm cp_comm = CpComm::p2p;    // the framework's (or --cp-comm): every layout with cp > 1, eq. P29
   Bytes capacity;
   Bytes reserve;               // ParallelPlanSpace::memory_reserve, each stage's MemoryEstimate::reserved
   double moe_imbalance = 1.0;  // the framework's (or --moe-imbalance): every layout with ep > 1 (eq. P23)
@@ -62,6 +63,7 @@ std::optional<ParallelLayout> grid_layout(const PlanContext& c, int tp, int pp, 
   l.vp = vp;
   l.schedule = vp > 1 ? PipelineSchedule::interleaved : PipelineSchedule::one_f_one_b;
   l.cp = cp;
+  l.cp_comm = c.cp_comm;  // eq. P29: a2a where cp does not divide the heads leaves the layout out (validate)
   l.ep = ep;
   // eq. P23: the stated imbalance, at most what ep ranks can reach (the router's imbalance over fewer, larger ranks
   // cannot exceed it; the same factor at every ep > 1 is the plan's assumption)
@@ -159,6 +161,7 @@ ParallelPlanResult plan_parallel(const Scenario& base, int gpus, const ParallelP
                 false,
                 false,
                 false,
+                CpComm::p2p,
                 cl.gpu.memory_size,
                 space.memory_reserve,
                 1.0,
@@ -182,6 +185,7 @@ ParallelPlanResult plan_parallel(const Scenario& base, int gpus, const ParallelP
     c.dp_comm_overlap = base.strategy.parallel->dp_comm_overlap;
     c.pp_comm_overlap = base.strategy.parallel->pp_comm_overlap;
     c.tp_async_backward = base.strategy.parallel->tp_async_backward;
+    c.cp_comm = base.strategy.parallel->cp_comm;
     c.moe_imbalance = base.strategy.parallel->moe_imbalance;
     c.routing = *base.strategy.parallel;
   }
