@@ -30,6 +30,21 @@ struct EnumNames<PipelineSchedule> {
 /// "gpipe", "1f1b" or "interleaved"; InputError(field, …) otherwise.
 PipelineSchedule pipeline_schedule_from_string(std::string_view name, std::string_view field = "schedule");
 
+/// Megatron-Core's recompute_method under full recompute (eq. P30): `uniform` groups a model chunk's blocks
+/// recompute_num_layers at a time and keeps each group's input alone, every block recomputed; `block` recomputes the
+/// first recompute_num_layers blocks of each model chunk (each keeping its input) and the rest keep their activations.
+enum class RecomputeMethod { uniform, block };
+template <>
+struct EnumNames<RecomputeMethod> {
+  static constexpr std::array<EnumName<RecomputeMethod>, 2> names{{
+      {RecomputeMethod::uniform, "uniform"},
+      {RecomputeMethod::block, "block"},
+  }};
+  static constexpr std::array<EnumName<RecomputeMethod>, 0> aliases{};
+};
+/// "uniform" or "block"; InputError(field, …) otherwise.
+RecomputeMethod recompute_method_from_string(std::string_view name, std::string_view field = "recompute_method");
+
 /// The four dimensions a rank has a coordinate in. Expert parallelism (ep) takes no place of its own: its groups are
 /// carved from the dp·cp ranks (eq. P17, group_members).
 enum class ParallelDim { tp, cp, dp, pp };
@@ -81,6 +96,10 @@ struct ParallelLayout {
   /// p·v chunks, so the first chunk holds one block fewer, resp. the last; the units must divide evenly.
   bool account_for_embedding_in_pipeline_split = false;
   bool account_for_loss_in_pipeline_split = false;
+  /// Eq. P30, acting under full recompute only: Megatron-Core's recompute_method and recompute_num_layers N (NeMo's
+  /// recipes' recompute_num_layers). The default, uniform with N = 1, checkpoints every block alone.
+  RecomputeMethod recompute_method = RecomputeMethod::uniform;
+  int recompute_num_layers = 1;
   int pp = 1;  // pipeline stages p
   int vp = 1;  // virtual stages (model chunks) per pipeline rank v; > 1 only with `interleaved`
   PipelineSchedule schedule = PipelineSchedule::one_f_one_b;

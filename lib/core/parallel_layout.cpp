@@ -21,6 +21,11 @@ PipelineSchedule pipeline_schedule_from_string(std::string_view name, std::strin
   throw field_error(field, fmt::format("unknown pipeline schedule '{}' (gpipe, 1f1b, interleaved)", name));
 }
 
+RecomputeMethod recompute_method_from_string(std::string_view name, std::string_view field) {
+  if (auto m = enum_from_string<RecomputeMethod>(name)) return *m;
+  throw field_error(field, fmt::format("unknown recompute method '{}' (uniform, block)", name));
+}
+
 RankOrder parse_rank_order(std::string_view text, std::string_view field) {
   RankOrder order{};
   std::size_t n = 0;
