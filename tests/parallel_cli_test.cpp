@@ -88,6 +88,12 @@ TEST(ParallelCli, PartialFullRecomputeFromTheOptionsAndTheFile) {
                             "--recompute-method block --recompute-num-layers 5");
   ASSERT_EQ(text.status, 0) << text.err;
   EXPECT_NE(text.out.find(", full recompute block 5"), std::string::npos) << text.out;
+  const auto explain = run_cli(
+      "explain --cluster dgx-h100-ndr --nodes 8 --model llama2-70b --precision bf16 --framework "
+      "megatron-core --tp 8 --sp --pp 8 --micro-batches 32 --gpus 64 --checkpointing full "
+      "--recompute-method block --recompute-num-layers 5");
+  ASSERT_EQ(explain.status, 0) << explain.err;
+  EXPECT_NE(explain.out.find("; recompute full (block 5);"), std::string::npos) << explain.out;
   const auto fw = test::temp_file("megatron-block5.yaml",
                                   "name: megatron-block5\n"
                                   "io: {prefetch: true, memory: pinned}\n"
