@@ -686,7 +686,7 @@ std::vector<Row> catalogue() {
        "--account-for-loss-in-pipeline-split --gpus 8 -o {out}",
        E + "'--account-for-loss-in-pipeline-split': 8 blocks and 1 accounted layer do not split evenly over pp 4 × vp 1 = 4 "
            "chunks\n"},
-      // eq. P30: Megatron-Core's partial full recompute
+      // eq. P31: Megatron-Core's partial full recompute
       {"framework_unknown_recompute_method", {{"f.yaml", std::string(kFramework) + "parallel: {recompute_method: sideways}\n"}},
        kCmdFramework, E + "{dir}/f.yaml:7:30: 'parallel.recompute_method': unknown recompute method 'sideways' (uniform, block)\n"},
       {"framework_recompute_num_layers_zero", {{"f.yaml", std::string(kFramework) + "parallel: {recompute_num_layers: 0}\n"}},

@@ -54,7 +54,7 @@ INSTANTIATE_TEST_SUITE_P(
                       Bad{"--tp 8 --micro-batches 4 --global-batch 64", "--global-batch"},
                       Bad{"--tp 8 --tp-comm-overlap --gpus 64", "--tp-comm-overlap"},  // TE's overlap needs SP
                       Bad{"--tp 8 --ep 2 --gpus 64", "--ep"},                          // experts on a dense model
-                      // eq. P30: 80 blocks on pp 8, 10 a chunk; a method Megatron does not have
+                      // eq. P31: 80 blocks on pp 8, 10 a chunk; a method Megatron does not have
                       Bad{"--tp 8 --pp 8 --checkpointing full --recompute-num-layers 11 --gpus 64", "--recompute-num-layers"},
                       Bad{"--tp 8 --checkpointing full --recompute-method diagonal", "--recompute-method"}));
 
@@ -67,7 +67,7 @@ TEST(ParallelCli, PredictsALayoutWithItsPartsAndMemory) {
   EXPECT_NE(r.out.find("# parallel, 64 GPUs: TP "), std::string::npos) << r.out;
 }
 
-// Eq. P30 on the command line and in a framework file: the first 5 of each stage's 10 blocks recomputed run fewer
+// Eq. P31 on the command line and in a framework file: the first 5 of each stage's 10 blocks recomputed run fewer
 // forwards again than every block (and more than none), and the file's keys are the options.
 TEST(ParallelCli, PartialFullRecomputeFromTheOptionsAndTheFile) {
   const std::string layout = "--tp 8 --sp --pp 8 --micro-batches 32 --gpus 64 --no-train --format json ";

@@ -1009,7 +1009,7 @@ TEST(ParallelStep, AsyncColumnParallelBackwardOfOneLlamaBlockByHand) {
   EXPECT_NEAR(p14 - step(l), std::min(rs, w_head), 1e-12);
 }
 
-// Eq. P29 by hand: full recompute reruns a block's forward in its backward, and with it the forward's TP collectives.
+// Eq. P30 by hand: full recompute reruns a block's forward in its backward, and with it the forward's TP collectives.
 // One Llama-3-70B block at t 8 on the hand cluster (100 GB/s, 1 µs in a node), S = b·s·h·2 = 134,217,728 B. Without SP
 // the forward's two all-reduces again: 2 × 2·(7/8)·S = 469,762,048 B on a GPU's wire, 2 × (14 µs + 1.75·S/100 GB/s)
 // more exposed; with SP two all-gathers and two reduce-scatters, 4 × (7/8)·S, the same bytes, 4 × (7 µs +
@@ -1054,7 +1054,7 @@ TEST(ParallelStep, FullRecomputeRunsTheForwardTpCollectivesAgainByHand) {
   EXPECT_NEAR(exposed(l, Recompute::full) - exposed(l, Recompute::none), p14, 1e-12);
 }
 
-// Eq. P30 by hand on the 4-block decoder of PipelineOfTwoStagesByHand (stage 1: blocks 2-3, 4 layers of 1 ms forward
+// Eq. P31 by hand on the 4-block decoder of PipelineOfTwoStagesByHand (stage 1: blocks 2-3, 4 layers of 1 ms forward
 // each, and the final norm and output): full recompute adds the blocks' forward, 8 ms, to the backward; block N = 1
 // only the chunk's first block, 4 ms; uniform N = 2 every block (time as full).
 TEST(ParallelStep, PartialFullRecomputeRerunsTheFirstBlocksOfEachChunk) {
@@ -1076,7 +1076,7 @@ TEST(ParallelStep, PartialFullRecomputeRerunsTheFirstBlocksOfEachChunk) {
   EXPECT_NEAR(backward(l), 28e-3, 1e-15);
 }
 
-// Eq. P30's blocks: 96 blocks on PP 8 × VP 2 (16 chunks of 6, block b in chunk ⌊b/6⌋): block N = 2 reruns the two
+// Eq. P31's blocks: 96 blocks on PP 8 × VP 2 (16 chunks of 6, block b in chunk ⌊b/6⌋): block N = 2 reruns the two
 // first of each chunk (32 blocks), each keeping its input; uniform N = 4 reruns all 96, a checkpoint at each chunk's
 // blocks 0 and 4 (the chunk's 6 blocks in groups of 4 and 2).
 TEST(ParallelActivations, PartialFullRecomputeBlocksByChunk) {
@@ -1104,7 +1104,7 @@ TEST(ParallelActivations, PartialFullRecomputeBlocksByChunk) {
   }
 }
 
-// Eq. P30's memory against Korthikanti's per-layer counts: GPT-3 175B as FirstStageHoldsPMicroBatchesOfItsBlocks (TP 8
+// Eq. P31's memory against Korthikanti's per-layer counts: GPT-3 175B as FirstStageHoldsPMicroBatchesOfItsBlocks (TP 8
 // + SP, PP 8, 12 blocks on stage 0, 8 micro-batches in flight): a kept block 201,326,592 B, a recomputed one its input
 // 2·sbh/8 = 6,291,456 B, the embeddings' outputs 12,582,912 B a micro-batch.
 //   block N = 4: 4 inputs + 8 kept blocks + embeddings = 1,648,361,472 B, × 8 = 13,186,891,776 B, and one block
@@ -1168,7 +1168,7 @@ TEST(ParallelValidate, ErrorsNameTheField) {
   EXPECT_EQ(field_of(l, 32, m), "");
   l.vp = 3;
   EXPECT_EQ(field_of(l, 32, m), "");  // 4 × 3 chunks of 32 blocks: uneven, 2 or 3 blocks each
-  l.vp = 2;                           // eq. P30: 4 × 2 chunks of 4 blocks
+  l.vp = 2;                           // eq. P31: 4 × 2 chunks of 4 blocks
   l.recompute_num_layers = 4;
   EXPECT_EQ(field_of(l, 32, m), "");
   l.recompute_num_layers = 5;

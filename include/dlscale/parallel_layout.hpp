@@ -30,7 +30,7 @@ struct EnumNames<PipelineSchedule> {
 /// "gpipe", "1f1b" or "interleaved"; InputError(field, …) otherwise.
 PipelineSchedule pipeline_schedule_from_string(std::string_view name, std::string_view field = "schedule");
 
-/// Megatron-Core's recompute_method under full recompute (eq. P30): `uniform` groups a model chunk's blocks
+/// Megatron-Core's recompute_method under full recompute (eq. P31): `uniform` groups a model chunk's blocks
 /// recompute_num_layers at a time and keeps each group's input alone, every block recomputed; `block` recomputes the
 /// first recompute_num_layers blocks of each model chunk (each keeping its input) and the rest keep their activations.
 enum class RecomputeMethod { uniform, block };
@@ -96,7 +96,7 @@ struct ParallelLayout {
   /// p·v chunks, so the first chunk holds one block fewer, resp. the last; the units must divide evenly.
   bool account_for_embedding_in_pipeline_split = false;
   bool account_for_loss_in_pipeline_split = false;
-  /// Eq. P30, acting under full recompute only: Megatron-Core's recompute_method and recompute_num_layers N (NeMo's
+  /// Eq. P31, acting under full recompute only: Megatron-Core's recompute_method and recompute_num_layers N (NeMo's
   /// recipes' recompute_num_layers). The default, uniform with N = 1, checkpoints every block alone.
   RecomputeMethod recompute_method = RecomputeMethod::uniform;
   int recompute_num_layers = 1;

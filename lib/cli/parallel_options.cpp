@@ -60,11 +60,11 @@ void add_parallel_options(CLI::App& cmd, ParallelOptions& o) {
       ->group(g);
   cmd.add_option("--recompute-method", o.recompute_method,
                  "Under --checkpointing full: uniform (blocks checkpointed N at a time, every block recomputed) or block "
-                 "(the first N blocks of each model chunk recomputed, the rest kept; Megatron-Core's; eq. P30)")
+                 "(the first N blocks of each model chunk recomputed, the rest kept; Megatron-Core's; eq. P31)")
       ->type_name("NAME")
       ->group(g);
   cmd.add_option("--recompute-num-layers", o.recompute_num_layers,
-                 "Under --checkpointing full: N of --recompute-method, blocks of one model chunk (default 1; eq. P30)")
+                 "Under --checkpointing full: N of --recompute-method, blocks of one model chunk (default 1; eq. P31)")
       ->type_name("N")
       ->group(g);
   cmd.add_option("--pp", o.pp, "Pipeline stages")->type_name("N")->group(g);
@@ -252,7 +252,7 @@ std::string tp_text(const ParallelLayout& l) {
   return out.empty() ? out : " (" + out + ")";
 }
 
-/// Eq. P30's partial full recompute as the headers say it; empty at the default (every block checkpointed alone).
+/// Eq. P31's partial full recompute as the headers say it; empty at the default (every block checkpointed alone).
 std::string recompute_text(const ParallelLayout& l) {
   if (l.recompute_method == RecomputeMethod::uniform && l.recompute_num_layers == 1) return "";
   return fmt::format(", full recompute {} {}", to_string(l.recompute_method), l.recompute_num_layers);

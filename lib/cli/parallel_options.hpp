@@ -36,8 +36,8 @@ struct ParallelOptions {
   int dp_comm_overlap = -1;                                       // --dp-comm-overlap 1, --no-dp-comm-overlap 0, -1 not given
   int pp_comm_overlap = -1;                                       // --pp-comm-overlap 1, --no-pp-comm-overlap 0, -1 not given
   bool account_embedding = false, account_loss = false;           // --account-for-{embedding,loss}-in-pipeline-split
-  std::string recompute_method;                                   // --recompute-method (eq. P30); empty: the framework's
-  int recompute_num_layers = -1;                                  // --recompute-num-layers (eq. P30); -1: not given
+  std::string recompute_method;                                   // --recompute-method (eq. P31); empty: the framework's
+  int recompute_num_layers = -1;                                  // --recompute-num-layers (eq. P31); -1: not given
   std::string schedule, rank_order;                               // empty: the framework's, else 1f1b and tp-cp-ep-dp-pp
   std::string moe_imbalance;                                      // --moe-imbalance F (eq. P23); empty: the framework's
   MoeRoutingOptions moe;                                          // eq. P24's options

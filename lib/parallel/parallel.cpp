@@ -42,7 +42,7 @@ int block_chunk(std::int64_t b, std::int64_t blocks, const ParallelLayout& l) no
   return static_cast<int>(b * chunks / std::max<std::int64_t>(blocks, 1));
 }
 
-/// Eq. P30: the most blocks one model chunk holds.
+/// Eq. P31: the most blocks one model chunk holds.
 std::int64_t most_blocks_in_a_chunk(std::int64_t blocks, const ParallelLayout& l) {
   std::map<int, std::int64_t> per_chunk;
   for (std::int64_t b = 0; b < blocks; ++b) ++per_chunk[block_chunk(b, blocks, l)];
@@ -263,7 +263,7 @@ void validate(const ParallelLayout& l, int gpus, const TransformerShape& m) {
   if (m.layers < static_cast<std::int64_t>(l.pp) * l.vp)
     throw field_error(l.vp > 1 ? "vp" : "pp",
                       fmt::format("pp {} × vp {} is more model chunks than the {} transformer blocks", l.pp, l.vp, m.layers));
-  // eq. P30: Megatron-Core's recompute_num_layers counts blocks of one model chunk
+  // eq. P31: Megatron-Core's recompute_num_layers counts blocks of one model chunk
   if (l.recompute_num_layers < 1)
     throw field_error("recompute_num_layers", fmt::format("must be at least 1, got {}", l.recompute_num_layers));
   if (const std::int64_t most = most_blocks_in_a_chunk(m.layers, l); l.recompute_num_layers > most)
@@ -336,7 +336,7 @@ std::vector<CollectiveCall> tp_recompute_collectives(const ParallelLayout& l, co
   std::vector<CollectiveCall> calls;
   for (CollectiveCall c : tp_block_collectives(l, m, e)) {
     if (c.backward) continue;
-    // eq. P29: the forward's, again in the block's backward
+    // eq. P30: the forward's, again in the block's backward
     if (const auto at = c.what.find("(forward)"); at != std::string::npos) c.what.replace(at, 9, "(recomputed forward)");
     c.backward = true;
     calls.push_back(std::move(c));
@@ -464,7 +464,7 @@ std::vector<BlockRecompute> full_recompute_blocks(const std::vector<int>& block,
     j = k == chunk ? j + 1 : 0;
     if (j == 0) before = false;
     chunk = k;
-    // eq. P30: uniform, every block, a checkpoint every N; block, the chunk's first N, a checkpoint each
+    // eq. P31: uniform, every block, a checkpoint every N; block, the chunk's first N, a checkpoint each
     const bool again = (uniform || j < n) && block_checkpointed(b, fraction);
     out[static_cast<std::size_t>(b)] = {again, again && (!uniform || j % n == 0 || !before)};
     before = again;
@@ -670,13 +670,13 @@ StageActivations stage_activations(const Network& net, const std::vector<int>& b
   const bool drop = drops_probabilities(opt, r);
   const std::vector<BlockRecompute> again =
       r == ActivationRecompute::full ? full_recompute_blocks(block, l, opt.recompute_blocks) : std::vector<BlockRecompute>{};
-  Bytes this_checkpoint{};  // the blocks one checkpoint rebuilds (eq. P30: N of them under uniform)
+  Bytes this_checkpoint{};  // the blocks one checkpoint rebuilds (eq. P31: N of them under uniform)
   for (std::size_t i = 0; i < net.layers.size(); ++i) {
     if (st[i] != stage) continue;
     const Bytes kept = layer_activation_bytes(net.layers[i], l, opt, drop);
     const bool starts = block[i] >= 0 && (i == 0 || block[i - 1] != block[i]);
     if (r != ActivationRecompute::full || block[i] < 0 || !again[static_cast<std::size_t>(block[i])].again) {
-      a.per_microbatch += kept;  // eq. P30: a block full recompute leaves alone keeps its activations
+      a.per_microbatch += kept;  // eq. P31: a block full recompute leaves alone keeps its activations
       continue;
     }
     if (starts && again[static_cast<std::size_t>(block[i])].keeps_input) {

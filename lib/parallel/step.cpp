@@ -98,7 +98,7 @@ Seconds memory_passes(Bytes traffic, int kernels, const GpuSpec& gpu, const Comp
 /// micro-batch's pipeline sends on each stage (P4).
 struct BlockComm {
   Seconds tp_fwd{}, tp_bwd{}, tp_regather{}, p2p{};
-  Seconds tp_recompute{};                  // eq. P29: the forward's again, where full recompute reruns the block
+  Seconds tp_recompute{};                  // eq. P30: the forward's again, where full recompute reruns the block
   InputGrads tp_input_grad;                // eq. P28: the column-parallel inputs' gradients, part of tp_bwd
   Seconds send{};                          // eq. P4: one of the pipeline's sends (p2p is 2·v of them)
   Seconds first_stage{}, last_stage{};     // eq. P27: the embedding's and the cross entropy's TP collectives
@@ -196,7 +196,7 @@ Seconds backward_exposed(Seconds bwd, const InputGrads& grads, const BlockParts&
   return t;
 }
 
-/// Whether full recompute runs block `block` again (eq. P30's choice; false under another mode).
+/// Whether full recompute runs block `block` again (eq. P31's choice; false under another mode).
 bool rerun(const ComputeOptions& opt, const std::vector<BlockRecompute>& full, int block) noexcept {
   return opt.recompute == Recompute::full && block >= 0 && static_cast<std::size_t>(block) < full.size() &&
       full[static_cast<std::size_t>(block)].again;
@@ -213,7 +213,7 @@ StageTimes stage_times(const Network& net, const LayerTimes& t, const std::vecto
                        int s, const ComputeOptions& opt, const BlockComm& comm, const ParallelLayout& l, int sm_count,
                        const std::vector<BlockRecompute>& full) {
   StageTimes st;
-  ComputeOptions every = opt;  // eq. R1 on a block eq. P30 reruns
+  ComputeOptions every = opt;  // eq. R1 on a block eq. P31 reruns
   every.recompute_blocks = 1.0;
   std::vector<BlockParts> parts;  // per block of the stage
   BlockParts head;                // eq. P27b: the output layer (a linear map outside the blocks)
@@ -254,7 +254,7 @@ StageTimes stage_times(const Network& net, const LayerTimes& t, const std::vecto
   for (const BlockParts& b : parts) {
     // the re-gather overlaps the data-gradient GEMMs, about half the block's backward
     st.tp += max(Seconds{}, comm.tp_regather - b.bwd * 0.5);
-    // eq. P29: a block full recompute reruns runs its forward's collectives again, exposed as the forward's are
+    // eq. P30: a block full recompute reruns runs its forward's collectives again, exposed as the forward's are
     if (l.tp_comm_overlap)  // eq. P14: forward beside the block's GEMMs, backward beside their two gradients
       st.tp += tp_overlap_exposed(comm.tp_fwd, b.gemm, l.tp, sm_count) +
           tp_overlap_exposed(comm.tp_bwd, b.gemm * 2.0, l.tp, sm_count) +
@@ -369,7 +369,7 @@ ParallelStep parallel_step(const Network& net, const LayerTimes& times, const Cl
   const BlockComm comm = block_comm(coll, cluster, at, l, m, opt, embedding);
   const std::vector<BlockRecompute> full = opt.recompute == Recompute::full
       ? full_recompute_blocks(block, l, opt.recompute_blocks)
-      : std::vector<BlockRecompute>{};  // eq. P30
+      : std::vector<BlockRecompute>{};  // eq. P31
 
   ParallelStep r;
   r.memory.reserve(static_cast<std::size_t>(l.pp));

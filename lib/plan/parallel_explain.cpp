@@ -64,7 +64,7 @@ std::string explain_parallel(const Scenario& sc, int gpus) {
                         : std::string(),
       l.dp(gpus), l.micro_batch, l.micro_batches, l.global_batch(gpus),
       static_cast<double>(l.global_batch(gpus) * shape.seq) / 1e6,
-      // eq. P30: Megatron-Core's method and count where they are not every block alone
+      // eq. P31: Megatron-Core's method and count where they are not every block alone
       sc.compute.recompute == Recompute::full && (l.recompute_method != RecomputeMethod::uniform || l.recompute_num_layers != 1)
           ? fmt::format("full ({} {})", to_string(l.recompute_method), l.recompute_num_layers)
           : std::string(to_string(sc.compute.recompute)),

@@ -28,7 +28,7 @@ void validate_parallel(const Scenario& sc) {
     throw InputError(SourceLocation{}, "compute.checkpointing",
                      "a parallel layout recomputes per block (full, selective), not in checkpoint segments");
   ParallelLayout l = *sc.parallel;
-  // eq. P30: Megatron-Core's recompute_method and recompute_num_layers belong to full recompute (it refuses
+  // eq. P31: Megatron-Core's recompute_method and recompute_num_layers belong to full recompute (it refuses
   // recompute_num_layers beside selective)
   if ((l.recompute_method != RecomputeMethod::uniform || l.recompute_num_layers != 1) && sc.compute.recompute != Recompute::full)
     throw InputError(SourceLocation{},
@@ -68,7 +68,7 @@ ParallelTimes parallel_layer_times(const Scenario& sc, const ParallelLayout& l, 
 
 namespace {
 /// The FLOPs a sample recomputes (what HFU counts beyond MFU): under full recompute the forward FLOPs of the blocks
-/// eq. P30 reruns, otherwise recompute_flops_per_sample's.
+/// eq. P31 reruns, otherwise recompute_flops_per_sample's.
 double layout_recompute_flops(const Network& net, const ParallelLayout& l, const ComputeOptions& opt) {
   if (opt.recompute != Recompute::full) return recompute_flops_per_sample(net, opt);
   const std::vector<int> block = transformer_blocks(net);
