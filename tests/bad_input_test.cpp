@@ -698,6 +698,20 @@ std::vector<Row> catalogue() {
        "--account-for-loss-in-pipeline-split --gpus 8 -o {out}",
        E + "'--account-for-loss-in-pipeline-split': 8 blocks and 1 accounted layer do not split evenly over pp 4 × vp 1 = 4 "
            "chunks\n"},
+      // eq. P31: Megatron-Core's partial full recompute
+      {"framework_unknown_recompute_method", {{"f.yaml", std::string(kFramework) + "parallel: {recompute_method: sideways}\n"}},
+       kCmdFramework, E + "{dir}/f.yaml:7:30: 'parallel.recompute_method': unknown recompute method 'sideways' (uniform, block)\n"},
+      {"framework_recompute_num_layers_zero", {{"f.yaml", std::string(kFramework) + "parallel: {recompute_num_layers: 0}\n"}},
+       kCmdFramework, E + "{dir}/f.yaml:7:34: 'parallel.recompute_num_layers': must be at least 1, got 0\n"},
+      {"option_recompute_num_layers_beyond_a_chunk", {},
+       "predict --cluster dgx-h100-ndr --nodes 1 --model decoder:layers=8,hidden=64,heads=4,ffn=128,vocab=100,seq=16 --pp 4 "
+       "--checkpointing full --recompute-method block --recompute-num-layers 3 --gpus 8 -o {out}",
+       E + "'--recompute-num-layers': 3 is more blocks than a model chunk holds: 8 blocks over pp 4 × vp 1 chunks, at most 2 a "
+           "chunk\n"},
+      {"option_recompute_method_without_full", {},
+       "predict --cluster dgx-h100-ndr --nodes 1 --model decoder:layers=8,hidden=64,heads=4,ffn=128,vocab=100,seq=16 --pp 4 "
+       "--recompute-method block --gpus 8 -o {out}",
+       E + "'--recompute-method': recompute_method block with recompute_num_layers 1 needs full recompute, not none\n"},
       {"option_optimizer_impl", {}, "predict --optimizer-impl multi_tensor -o {out}",
        E + "'--optimizer-impl': unknown optimizer implementation 'multi_tensor' (expected fused, foreach, for_loop)\n"},
       {"framework_servers_out_of_range", {{"f.yaml", std::string(kFramework) + "parameter_servers: 99999999999\n"}}, kCmdFramework,

@@ -55,7 +55,10 @@ INSTANTIATE_TEST_SUITE_P(
                       Bad{"--tp 8 --tp-comm-overlap --gpus 64", "--tp-comm-overlap"},  // TE's overlap needs SP
                       Bad{"--tp 8 --ep 2 --gpus 64", "--ep"},                          // experts on a dense model
                       Bad{"--tp 8 --cp 2 --cp-comm a2a --gpus 64", "--cp-comm"},       // Ulysses: 1 key/value head a TP rank
-                      Bad{"--cp 2 --cp-comm ring --gpus 64", "--cp-comm"}));           // not one of Megatron's names
+                      Bad{"--cp 2 --cp-comm ring --gpus 64", "--cp-comm"},           // not one of Megatron's names
+                      // eq. P31: 80 blocks on pp 8, 10 a chunk; a method Megatron does not have
+                      Bad{"--tp 8 --pp 8 --checkpointing full --recompute-num-layers 11 --gpus 64", "--recompute-num-layers"},
+                      Bad{"--tp 8 --checkpointing full --recompute-method diagonal", "--recompute-method"}));
 
 TEST(ParallelCli, PredictsALayoutWithItsPartsAndMemory) {
   const auto r = run_cli(kBase + "--tp 8 --sp --pp 2 --micro-batches 32 --gpus 64 --no-train");
@@ -92,6 +95,55 @@ TEST(ParallelCli, CpCommInTheLayoutAndTheFrameworks) {
                           "--framework megatron-core --tp 4 --sp --pp 2 --cp 2 --micro-batches 8 --gpus 64 --cp-comm a2a");
   EXPECT_EQ(ex.status, 0) << ex.err;
   EXPECT_NE(ex.out.find("cp 2 (a2a)"), std::string::npos) << ex.out;
+}
+
+// Eq. P31 on the command line and in a framework file: the first 5 of each stage's 10 blocks recomputed run fewer
+// forwards again than every block (and more than none), and the file's keys are the options.
+TEST(ParallelCli, PartialFullRecomputeFromTheOptionsAndTheFile) {
+  const std::string layout = "--tp 8 --sp --pp 8 --micro-batches 32 --gpus 64 --no-train --format json ";
+  const auto step = [](const std::string& json) {
+    const auto at = json.find("\"iteration_time_s\"");
+    return std::stod(json.substr(json.find(':', at) + 1));
+  };
+  const auto full = run_cli(kBase + layout + "--checkpointing full");
+  ASSERT_EQ(full.status, 0) << full.err;
+  const auto half = run_cli(kBase + layout + "--checkpointing full --recompute-method block --recompute-num-layers 5");
+  ASSERT_EQ(half.status, 0) << half.err;
+  const auto none = run_cli(kBase + layout);
+  ASSERT_EQ(none.status, 0) << none.err;
+  EXPECT_LT(step(half.out), step(full.out));
+  EXPECT_GT(step(half.out), step(none.out));
+  const auto text = run_cli(kBase +
+                            "--tp 8 --sp --pp 8 --micro-batches 32 --gpus 64 --no-train --checkpointing full "
+                            "--recompute-method block --recompute-num-layers 5");
+  ASSERT_EQ(text.status, 0) << text.err;
+  EXPECT_NE(text.out.find(", full recompute block 5"), std::string::npos) << text.out;
+  const auto explain = run_cli(
+      "explain --cluster dgx-h100-ndr --nodes 8 --model llama2-70b --precision bf16 --framework "
+      "megatron-core --tp 8 --sp --pp 8 --micro-batches 32 --gpus 64 --checkpointing full "
+      "--recompute-method block --recompute-num-layers 5");
+  ASSERT_EQ(explain.status, 0) << explain.err;
+  EXPECT_NE(explain.out.find("; recompute full (block 5);"), std::string::npos) << explain.out;
+  const auto fw = test::temp_file("megatron-block5.yaml",
+                                  "name: megatron-block5\n"
+                                  "io: {prefetch: true, memory: pinned}\n"
+                                  "aggregation: allreduce\n"
+                                  "overlap: bucketed\n"
+                                  "update: after_aggregation\n"
+                                  "attention: flash\n"
+                                  "compile: true\n"
+                                  "buckets: {size: \"80 MB\", first: \"80 MB\"}\n"
+                                  "sharding: {stage: 1, group: all}\n"
+                                  "kernels: {host_issue: \"16.4 us\", launch_gap: \"2.1 us\", attention: cudnn}\n"
+                                  "parallel: {tp: 8, sp: true, tp_async_backward: true, pp: 8, micro_batches: 32, "
+                                  "recompute_method: block, recompute_num_layers: 5}\n");
+  const auto file = run_cli(kCommon + "--format json --no-train --checkpointing full --gpus 64 --framework " + fw.string());
+  ASSERT_EQ(file.status, 0) << file.err;
+  const auto opts = run_cli(kBase +
+                            "--format json --no-train --tp 8 --sp --pp 8 --micro-batches 32 --gpus 64 "
+                            "--checkpointing full --recompute-method block --recompute-num-layers 5");
+  ASSERT_EQ(opts.status, 0) << opts.err;
+  EXPECT_DOUBLE_EQ(step(file.out), step(opts.out));
 }
 
 // DeepSeek-V3 (multi-head latent attention, 256 experts) under Megatron-Core's TP 8 × PP 8 × EP 8 on 128 DGX H100

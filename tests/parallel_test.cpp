@@ -1009,6 +1009,128 @@ TEST(ParallelStep, AsyncColumnParallelBackwardOfOneLlamaBlockByHand) {
   EXPECT_NEAR(p14 - step(l), std::min(rs, w_head), 1e-12);
 }
 
+// Eq. P30 by hand: full recompute reruns a block's forward in its backward, and with it the forward's TP collectives.
+// One Llama-3-70B block at t 8 on the hand cluster (100 GB/s, 1 µs in a node), S = b·s·h·2 = 134,217,728 B. Without SP
+// the forward's two all-reduces again: 2 × 2·(7/8)·S = 469,762,048 B on a GPU's wire, 2 × (14 µs + 1.75·S/100 GB/s)
+// more exposed; with SP two all-gathers and two reduce-scatters, 4 × (7/8)·S, the same bytes, 4 × (7 µs +
+// 0.875·S/100 GB/s). Under P14 (userbuffers) as the forward's: max(0, c − g) + c/8 + min(c, g)·16/(132 − 16), g the
+// block's forward GEMMs. Selective recompute reruns no collective.
+TEST(ParallelStep, FullRecomputeRunsTheForwardTpCollectivesAgainByHand) {
+  const Network net = build_decoder(
+      DecoderShape{.layers = 1, .hidden = 8192, .heads = 64, .kv_heads = 8, .ffn = 28672, .vocab = 128256, .seq = 8192}, "l70x1");
+  const TransformerShape m = transformer_shape(net);
+  Cluster c = hand_cluster(1);
+  c.gpu = cluster("dgx-h100-ndr").gpu;
+  ComputeOptions opt;
+  opt.precision = Precision::bf16;
+  opt.attention = AttentionKernel::flash;
+  ParallelLayout l;
+  l.tp = 8;
+  const double S = 134'217'728.0, ar = 14e-6 + 1.75 * S / 1e11, rs = 7e-6 + 0.875 * S / 1e11;
+  const auto again = tp_recompute_collectives(l, m, kBf16);
+  ASSERT_EQ(again.size(), 1u);
+  EXPECT_EQ(again[0].what, "TP all-reduce (recomputed forward)");
+  EXPECT_DOUBLE_EQ(sum(again, 8, true), 2 * 2 * (7.0 / 8.0) * S);
+  const auto coll = make_alpha_beta_model(c);
+  const auto exposed = [&](const ParallelLayout& x, Recompute r) {
+    ComputeOptions o = opt;
+    o.recompute = r;
+    const LayerTimes tx = estimate_layer_times(tp_rank_network(net, x), c.gpu, 1, o);
+    return in_seconds(parallel_step(net, tx, c, *coll, x, 8, o, Sharding{}, LayerTimesOf::tp_rank).tp_exposed);
+  };
+  EXPECT_NEAR(exposed(l, Recompute::full) - exposed(l, Recompute::none), 2 * ar, 1e-12);
+  EXPECT_NEAR(exposed(l, Recompute::selective) - exposed(l, Recompute::none), 0.0, 1e-12);
+  l.sp = true;
+  EXPECT_DOUBLE_EQ(sum(tp_recompute_collectives(l, m, kBf16), 8, true), 4 * (7.0 / 8.0) * S);
+  EXPECT_NEAR(exposed(l, Recompute::full) - exposed(l, Recompute::none), 4 * rs, 1e-12);
+  // P14: the recomputed forward's collectives beside its GEMMs, as the forward's
+  l.tp_comm_overlap = true;
+  const LayerTimes t = estimate_layer_times(tp_rank_network(net, l), c.gpu, 1, opt);
+  const std::vector<int> block = transformer_blocks(net);
+  double g = 0;
+  for (std::size_t i = 0; i < block.size(); ++i)
+    if (block[i] == 0) g += in_seconds(t.forward_gemm[i]);
+  const double cc = 4 * rs, p14 = std::max(0.0, cc - g) + cc / 8 + std::min(cc, g) * 16.0 / 116.0;
+  EXPECT_NEAR(exposed(l, Recompute::full) - exposed(l, Recompute::none), p14, 1e-12);
+}
+
+// Eq. P31 by hand on the 4-block decoder of PipelineOfTwoStagesByHand (stage 1: blocks 2-3, 4 layers of 1 ms forward
+// each, and the final norm and output): full recompute adds the blocks' forward, 8 ms, to the backward; block N = 1
+// only the chunk's first block, 4 ms; uniform N = 2 every block (time as full).
+TEST(ParallelStep, PartialFullRecomputeRerunsTheFirstBlocksOfEachChunk) {
+  const Network net = tiny_decoder();
+  const LayerTimes whole = uniform_times(19);
+  Cluster c = hand_cluster(1);
+  ParallelLayout l = two_stages_of_four();
+  ComputeOptions opt;
+  opt.recompute = Recompute::full;
+  const auto backward = [&](const ParallelLayout& x) {
+    return in_seconds(parallel_step(net, whole, c, *make_alpha_beta_model(c), x, 4, opt, Sharding{}).backward);
+  };
+  EXPECT_NEAR(backward(l), 28e-3, 1e-15);
+  l.recompute_method = RecomputeMethod::block;
+  EXPECT_NEAR(backward(l), 24e-3, 1e-15);
+  l.recompute_num_layers = 2;
+  EXPECT_NEAR(backward(l), 28e-3, 1e-15);
+  l.recompute_method = RecomputeMethod::uniform;
+  EXPECT_NEAR(backward(l), 28e-3, 1e-15);
+}
+
+// Eq. P31's blocks: 96 blocks on PP 8 × VP 2 (16 chunks of 6, block b in chunk ⌊b/6⌋): block N = 2 reruns the two
+// first of each chunk (32 blocks), each keeping its input; uniform N = 4 reruns all 96, a checkpoint at each chunk's
+// blocks 0 and 4 (the chunk's 6 blocks in groups of 4 and 2).
+TEST(ParallelActivations, PartialFullRecomputeBlocksByChunk) {
+  const Network net = arch("gpt3-175b");
+  ParallelLayout l = gpt3_tp8_sp_pp8();
+  l.vp = 2;
+  l.schedule = PipelineSchedule::interleaved;
+  l.recompute_method = RecomputeMethod::block;
+  l.recompute_num_layers = 2;
+  auto r = full_recompute_blocks(net, l);
+  ASSERT_EQ(r.size(), 96u);
+  int again = 0;
+  for (int b = 0; b < 96; ++b) {
+    EXPECT_EQ(r[static_cast<std::size_t>(b)].again, b % 6 < 2) << b;
+    EXPECT_EQ(r[static_cast<std::size_t>(b)].keeps_input, b % 6 < 2) << b;
+    again += r[static_cast<std::size_t>(b)].again ? 1 : 0;
+  }
+  EXPECT_EQ(again, 32);
+  l.recompute_method = RecomputeMethod::uniform;
+  l.recompute_num_layers = 4;
+  r = full_recompute_blocks(net, l);
+  for (int b = 0; b < 96; ++b) {
+    EXPECT_TRUE(r[static_cast<std::size_t>(b)].again) << b;
+    EXPECT_EQ(r[static_cast<std::size_t>(b)].keeps_input, b % 6 == 0 || b % 6 == 4) << b;
+  }
+}
+
+// Eq. P31's memory against Korthikanti's per-layer counts: GPT-3 175B as FirstStageHoldsPMicroBatchesOfItsBlocks (TP 8
+// + SP, PP 8, 12 blocks on stage 0, 8 micro-batches in flight): a kept block 201,326,592 B, a recomputed one its input
+// 2·sbh/8 = 6,291,456 B, the embeddings' outputs 12,582,912 B a micro-batch.
+//   block N = 4: 4 inputs + 8 kept blocks + embeddings = 1,648,361,472 B, × 8 = 13,186,891,776 B, and one block
+//     rebuilt at a time, 201,326,592 B;
+//   uniform N = 4: 3 inputs + embeddings = 31,457,280 B, × 8 = 251,658,240 B, and a checkpoint of 4 blocks rebuilt,
+//     805,306,368 B.
+TEST(ParallelActivations, PartialFullRecomputeKeepsTheOtherBlocks) {
+  const Network net = arch("gpt3-175b");
+  ParallelLayout l = gpt3_tp8_sp_pp8();
+  ComputeOptions opt;
+  opt.precision = Precision::bf16;
+  const double kept = 201'326'592.0, input = 6'291'456.0, embeddings = 12'582'912.0;
+  const auto activations = [&](const ParallelLayout& x) {
+    return in_bytes(rank_memory(net, x, 0, opt, Sharding{}, 1, ActivationRecompute::full).activations);
+  };
+  EXPECT_DOUBLE_EQ(activations(l), 8 * (12 * input + embeddings) + kept);
+  l.recompute_method = RecomputeMethod::block;
+  l.recompute_num_layers = 4;
+  EXPECT_DOUBLE_EQ(activations(l), 8 * (4 * input + 8 * kept + embeddings) + kept);
+  l.recompute_num_layers = 12;  // every block: full recompute's
+  EXPECT_DOUBLE_EQ(activations(l), 8 * (12 * input + embeddings) + kept);
+  l.recompute_method = RecomputeMethod::uniform;
+  l.recompute_num_layers = 4;
+  EXPECT_DOUBLE_EQ(activations(l), 8 * (3 * input + embeddings) + 4 * kept);
+}
+
 // ---- validation: each error names its field -------------------------------------------------------------------
 std::string field_of(const ParallelLayout& l, int gpus, const TransformerShape& m) {
   try {
@@ -1046,6 +1168,14 @@ TEST(ParallelValidate, ErrorsNameTheField) {
   EXPECT_EQ(field_of(l, 32, m), "");
   l.vp = 3;
   EXPECT_EQ(field_of(l, 32, m), "");  // 4 × 3 chunks of 32 blocks: uneven, 2 or 3 blocks each
+  l.vp = 2;                           // eq. P31: 4 × 2 chunks of 4 blocks
+  l.recompute_num_layers = 4;
+  EXPECT_EQ(field_of(l, 32, m), "");
+  l.recompute_num_layers = 5;
+  EXPECT_EQ(field_of(l, 32, m), "recompute_num_layers");
+  l.recompute_num_layers = 0;
+  EXPECT_EQ(field_of(l, 32, m), "recompute_num_layers");
+  l.recompute_num_layers = 1;
   l.vp = 9;
   EXPECT_EQ(field_of(l, 32, m), "vp");  // 4 × 9 = 36 chunks for 32 blocks
   l.vp = 2;

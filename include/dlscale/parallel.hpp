@@ -3,7 +3,7 @@
 // layout and its checks, the bytes each split moves per block, the pipeline's bubble and in-flight
 // micro-batches, activation memory per layer (the network's own, eq. P9), the ranks of each group on the
 // cluster and the time of their collectives on the existing collective model. Derivations: docs/model.md,
-// "Model parallelism" (eq. P1-P29); Scenario::parallel predicts through parallel_step (lib/predict/parallel_predict.cpp).
+// "Model parallelism" (eq. P1-P31); Scenario::parallel predicts through parallel_step (lib/predict/parallel_predict.cpp).
 #pragma once
 
 #include <array>
@@ -97,6 +97,10 @@ Bytes tp_activation_bytes(const ParallelLayout& l, const TransformerShape& m, do
 /// backward collectives of the two column-parallel linears' input gradients (q/k/v and the MLP's up and gate, one call
 /// each) are marked `input_grad` (eq. P28). Empty for tp = 1.
 std::vector<CollectiveCall> tp_block_collectives(const ParallelLayout& l, const TransformerShape& m, double element_bytes);
+/// Eq. P30: the collectives full recompute's second forward of a checkpointed block runs in that block's backward:
+/// its forward's (P1-P2: two all-reduces of S, or with SP two all-gathers and two reduce-scatters) again, marked
+/// backward, named "(recomputed forward)". Empty for tp = 1.
+std::vector<CollectiveCall> tp_recompute_collectives(const ParallelLayout& l, const TransformerShape& m, double element_bytes);
 /// Eq. P27: the TP (or SP) collectives of the first and last stages beside their blocks', one micro-batch (empty for
 /// tp = 1), S = tp_activation_bytes. `embedding` (stage 0 holds a vocabulary-parallel embedding): its partial lookups
 /// summed, an all-reduce of S forward (a reduce-scatter with SP, and in backward its conjugate, an all-gather).
@@ -271,10 +275,23 @@ Bytes layer_activation_bytes(const Layer& x, const ParallelLayout& l, const Comp
 Bytes block_activation_bytes(const Network& net, int block, const ParallelLayout& l, const ComputeOptions& opt,
                              ActivationRecompute r);
 
+/// Eq. P31: what full recompute does with one transformer block (Megatron-Core's recompute_method and
+/// recompute_num_layers N, per model chunk: the blocks of one of the p·v chunks, layer_stages).
+struct BlockRecompute {
+  bool again = false;        // its forward runs again in backward (R1), with its collectives (eqs. P15, P18, P30)
+  bool keeps_input = false;  // a checkpoint starts at it: it keeps its input; one not run again keeps its activations
+};
+/// Eq. P31: per block (transformer_blocks' numbering), under full recompute: `uniform` every block again, the first
+/// of each N consecutive blocks of a chunk keeping its input; `block` the first N blocks of each chunk again, each
+/// keeping its input, the rest not. `fraction` < 1 (ComputeOptions::recompute_blocks, eq. R1) checkpoints only the
+/// blocks block_checkpointed picks of those.
+std::vector<BlockRecompute> full_recompute_blocks(const Network& net, const ParallelLayout& l, double fraction = 1.0);
+
 /// Eq. P10: one rank's memory on pipeline stage `stage`: weights, gradients and optimiser state of its
 /// rank_params under the DP sharding over `dp_cp` GPUs (estimate_training_memory's eq. S3), and activations:
 /// in_flight_microbatches × what the stage's layers keep of a micro-batch (eq. P9), plus under full recompute
-/// the largest of its blocks as it runs again (one at a time).
+/// the largest of its checkpoints' blocks as they run again (one checkpoint at a time; eq. P31: the blocks not
+/// recomputed keep their activations, a checkpoint of N blocks keeps one input and rebuilds N blocks).
 MemoryEstimate rank_memory(const Network& net, const ParallelLayout& l, int stage, const ComputeOptions& opt,
                            const Sharding& sharding, int dp_cp, ActivationRecompute r,
                            Bytes reserved = bytes(kDefaultReservedBytes));

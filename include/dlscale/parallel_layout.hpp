@@ -50,6 +50,21 @@ struct EnumNames<CpComm> {
 /// "p2p", "all_gather" (or "allgather") or "a2a"; InputError(field, …) otherwise.
 CpComm cp_comm_from_string(std::string_view name, std::string_view field = "cp_comm");
 
+/// Megatron-Core's recompute_method under full recompute (eq. P31): `uniform` groups a model chunk's blocks
+/// recompute_num_layers at a time and keeps each group's input alone, every block recomputed; `block` recomputes the
+/// first recompute_num_layers blocks of each model chunk (each keeping its input) and the rest keep their activations.
+enum class RecomputeMethod { uniform, block };
+template <>
+struct EnumNames<RecomputeMethod> {
+  static constexpr std::array<EnumName<RecomputeMethod>, 2> names{{
+      {RecomputeMethod::uniform, "uniform"},
+      {RecomputeMethod::block, "block"},
+  }};
+  static constexpr std::array<EnumName<RecomputeMethod>, 0> aliases{};
+};
+/// "uniform" or "block"; InputError(field, …) otherwise.
+RecomputeMethod recompute_method_from_string(std::string_view name, std::string_view field = "recompute_method");
+
 /// The four dimensions a rank has a coordinate in. Expert parallelism (ep) takes no place of its own: its groups are
 /// carved from the dp·cp ranks (eq. P17, group_members).
 enum class ParallelDim { tp, cp, dp, pp };
@@ -101,6 +116,10 @@ struct ParallelLayout {
   /// p·v chunks, so the first chunk holds one block fewer, resp. the last; the units must divide evenly.
   bool account_for_embedding_in_pipeline_split = false;
   bool account_for_loss_in_pipeline_split = false;
+  /// Eq. P31, acting under full recompute only: Megatron-Core's recompute_method and recompute_num_layers N (NeMo's
+  /// recipes' recompute_num_layers). The default, uniform with N = 1, checkpoints every block alone.
+  RecomputeMethod recompute_method = RecomputeMethod::uniform;
+  int recompute_num_layers = 1;
   int pp = 1;  // pipeline stages p
   int vp = 1;  // virtual stages (model chunks) per pipeline rank v; > 1 only with `interleaved`
   PipelineSchedule schedule = PipelineSchedule::one_f_one_b;

@@ -58,6 +58,15 @@ void add_parallel_options(CLI::App& cmd, ParallelOptions& o) {
   cmd.add_flag("--account-for-loss-in-pipeline-split", o.account_loss,
                "Count the output layer and loss as a layer when splitting the blocks: the last chunk holds one fewer (eq. P26)")
       ->group(g);
+  cmd.add_option("--recompute-method", o.recompute_method,
+                 "Under --checkpointing full: uniform (blocks checkpointed N at a time, every block recomputed) or block "
+                 "(the first N blocks of each model chunk recomputed, the rest kept; Megatron-Core's; eq. P31)")
+      ->type_name("NAME")
+      ->group(g);
+  cmd.add_option("--recompute-num-layers", o.recompute_num_layers,
+                 "Under --checkpointing full: N of --recompute-method, blocks of one model chunk (default 1; eq. P31)")
+      ->type_name("N")
+      ->group(g);
   cmd.add_option("--pp", o.pp, "Pipeline stages")->type_name("N")->group(g);
   cmd.add_option("--vp", o.vp, "Virtual stages per pipeline rank (interleaved 1F1B)")->type_name("N")->group(g);
   cmd.add_option("--schedule", o.schedule,
@@ -177,6 +186,12 @@ void apply_parallel_options(const ParallelOptions& o, const ScenarioOptions& so,
   if (o.dp_comm_overlap >= 0) l.dp_comm_overlap = o.dp_comm_overlap == 1;
   if (o.pp_comm_overlap >= 0) l.pp_comm_overlap = o.pp_comm_overlap == 1;
   if (o.account_embedding) l.account_for_embedding_in_pipeline_split = true;
+  if (o.recompute_num_layers != -1) l.recompute_num_layers = o.recompute_num_layers;  // below 1: validate's
+  try {
+    if (!o.recompute_method.empty()) l.recompute_method = recompute_method_from_string(o.recompute_method);
+  } catch (const InputError& e) {
+    throw UsageError("--recompute-method", e.message());
+  }
   if (o.account_loss) l.account_for_loss_in_pipeline_split = true;
   if (o.vp > 0) {
     l.vp = o.vp;
@@ -225,6 +240,8 @@ std::string_view parallel_option_for_field(std::string_view field) noexcept {
       {"parallel.pp", "--pp"},
       {"parallel.pp_comm_overlap", "--pp-comm-overlap"},
       {"parallel.rank_order", "--rank-order"},
+      {"parallel.recompute_method", "--recompute-method"},
+      {"parallel.recompute_num_layers", "--recompute-num-layers"},
       {"parallel.schedule", "--schedule"},
       {"parallel.tp", "--tp"},
       {"parallel.tp_async_backward", "--tp-async-backward"},
@@ -254,6 +271,12 @@ std::string tp_text(const ParallelLayout& l) {
   return out.empty() ? out : " (" + out + ")";
 }
 
+/// Eq. P31's partial full recompute as the headers say it; empty at the default (every block checkpointed alone).
+std::string recompute_text(const ParallelLayout& l) {
+  if (l.recompute_method == RecomputeMethod::uniform && l.recompute_num_layers == 1) return "";
+  return fmt::format(", full recompute {} {}", to_string(l.recompute_method), l.recompute_num_layers);
+}
+
 /// Eq. P26's accounts as the headers say them; empty where neither is on.
 std::string pipeline_split_text(const ParallelLayout& l) {
   if (l.account_for_embedding_in_pipeline_split && l.account_for_loss_in_pipeline_split)
@@ -271,13 +294,13 @@ std::string layout_text(const ParallelLayout& l) {
   const std::string batches = l.global_batch_target > 0 ? fmt::format("global batch {}", l.global_batch_target)
                                                         : fmt::format("{} micro-batches", l.micro_batches);
   return fmt::format(
-      "tp {}{} × {} × cp {}{}{}{}, micro-batch {}, {}, rank order {}{}{}{}", l.tp, tp_text(l), pp, l.cp,
+      "tp {}{} × {} × cp {}{}{}{}, micro-batch {}, {}, rank order {}{}{}{}{}", l.tp, tp_text(l), pp, l.cp,
       l.cp > 1 && l.cp_comm != CpComm::p2p ? fmt::format(" ({})", to_string(l.cp_comm)) : std::string(),
       l.ep > 1 ? fmt::format(" × ep {}{}", l.ep, l.moe_imbalance != 1.0 ? fmt::format(" (imbalance {:g})", l.moe_imbalance) : "")
                : std::string(),
       moe_routing_text(l), l.micro_batch, batches, to_string(l.order), l.dp_comm_overlap ? ", DP communication overlapped" : "",
       l.pp_comm_overlap && l.pp > 1 && l.schedule == PipelineSchedule::interleaved ? ", pipeline sends overlapped" : "",
-      pipeline_split_text(l));
+      pipeline_split_text(l), recompute_text(l));
 }
 
 }  // namespace dlscale::cli

@@ -26,6 +26,11 @@ CpComm cp_comm_from_string(std::string_view name, std::string_view field) {
   throw field_error(field, fmt::format("unknown context-parallel exchange '{}' (p2p, all_gather, a2a)", name));
 }
 
+RecomputeMethod recompute_method_from_string(std::string_view name, std::string_view field) {
+  if (auto m = enum_from_string<RecomputeMethod>(name)) return *m;
+  throw field_error(field, fmt::format("unknown recompute method '{}' (uniform, block)", name));
+}
+
 RankOrder parse_rank_order(std::string_view text, std::string_view field) {
   RankOrder order{};
   std::size_t n = 0;

@@ -68,6 +68,15 @@ void read_parallel_entry(const yamlio::Node& node, Strategy& s) {
   // eq. P26: the embedding and the loss counted as layers of the split (the blocks' divisibility is validate's)
   if (auto n = m.optional("account_for_embedding_in_pipeline_split")) l.account_for_embedding_in_pipeline_split = n->boolean();
   if (auto n = m.optional("account_for_loss_in_pipeline_split")) l.account_for_loss_in_pipeline_split = n->boolean();
+  // eq. P31: Megatron-Core's partial full recompute (its bound by the blocks of a chunk is validate's)
+  if (auto n = m.optional("recompute_num_layers")) l.recompute_num_layers = at_least_one(*n);
+  if (auto n = m.optional("recompute_method")) {
+    try {
+      l.recompute_method = recompute_method_from_string(n->scalar());
+    } catch (const InputError& e) {
+      n->fail(e.message());
+    }
+  }
   if (auto n = m.optional("schedule")) {
     try {
       l.schedule = pipeline_schedule_from_string(n->scalar());

@@ -30,6 +30,27 @@ int accounted_layers(const ParallelLayout& l) noexcept {
   return (l.account_for_embedding_in_pipeline_split ? 1 : 0) + (l.account_for_loss_in_pipeline_split ? 1 : 0);
 }
 
+/// Eq. P6/P26: the model chunk (0 … p·v − 1) block b of `blocks` falls in: ⌊b·p·v/L⌋, or with the embedding or the
+/// loss accounted ⌊(b + a_e)/u⌋, u = (L + a)/(p·v) units a chunk.
+int block_chunk(std::int64_t b, std::int64_t blocks, const ParallelLayout& l) noexcept {
+  const std::int64_t chunks = std::max(1, l.pp * std::max(1, l.vp));
+  const int accounted = accounted_layers(l), first = l.account_for_embedding_in_pipeline_split ? 1 : 0;
+  if (accounted > 0) {
+    const std::int64_t units = std::max<std::int64_t>(1, (blocks + accounted) / chunks);
+    return static_cast<int>(std::min<std::int64_t>((b + first) / units, chunks - 1));
+  }
+  return static_cast<int>(b * chunks / std::max<std::int64_t>(blocks, 1));
+}
+
+/// Eq. P31: the most blocks one model chunk holds.
+std::int64_t most_blocks_in_a_chunk(std::int64_t blocks, const ParallelLayout& l) {
+  std::map<int, std::int64_t> per_chunk;
+  for (std::int64_t b = 0; b < blocks; ++b) ++per_chunk[block_chunk(b, blocks, l)];
+  std::int64_t most = 0;
+  for (auto [chunk, n] : per_chunk) most = std::max(most, n);
+  return most;
+}
+
 /// The layers whose weights Megatron splits over the TP group (column/row-parallel linears, the
 /// vocabulary-parallel embedding and output projection); norms stay whole on every TP rank.
 bool tp_split(LayerKind k) noexcept { return k == LayerKind::attention || k == LayerKind::linear || k == LayerKind::embedding; }
@@ -242,6 +263,14 @@ void validate(const ParallelLayout& l, int gpus, const TransformerShape& m) {
   if (m.layers < static_cast<std::int64_t>(l.pp) * l.vp)
     throw field_error(l.vp > 1 ? "vp" : "pp",
                       fmt::format("pp {} × vp {} is more model chunks than the {} transformer blocks", l.pp, l.vp, m.layers));
+  // eq. P31: Megatron-Core's recompute_num_layers counts blocks of one model chunk
+  if (l.recompute_num_layers < 1)
+    throw field_error("recompute_num_layers", fmt::format("must be at least 1, got {}", l.recompute_num_layers));
+  if (const std::int64_t most = most_blocks_in_a_chunk(m.layers, l); l.recompute_num_layers > most)
+    throw field_error(
+        "recompute_num_layers",
+        fmt::format("{} is more blocks than a model chunk holds: {} blocks over pp {} × vp {} chunks, at most {} a chunk",
+                    l.recompute_num_layers, m.layers, l.pp, l.vp, most));
   // Megatron-LM's interleaved schedule: the micro-batches go round the stages in groups of p
   if (l.schedule == PipelineSchedule::interleaved && l.micro_batches % l.pp != 0)
     throw field_error(
@@ -311,6 +340,18 @@ std::vector<CollectiveCall> tp_block_collectives(const ParallelLayout& l, const 
           {"SP reduce-scatter (backward)", G::tp, Op::reducescatter, S, 2, true, false, true},
           {"SP all-gather (backward)", G::tp, Op::allgather, S, 2, true, false},
           {"SP input re-gather (backward)", G::tp, Op::allgather, S, 2, true, true}};
+}
+
+std::vector<CollectiveCall> tp_recompute_collectives(const ParallelLayout& l, const TransformerShape& m, double e) {
+  std::vector<CollectiveCall> calls;
+  for (CollectiveCall c : tp_block_collectives(l, m, e)) {
+    if (c.backward) continue;
+    // eq. P30: the forward's, again in the block's backward
+    if (const auto at = c.what.find("(forward)"); at != std::string::npos) c.what.replace(at, 9, "(recomputed forward)");
+    c.backward = true;
+    calls.push_back(std::move(c));
+  }
+  return calls;
 }
 
 std::vector<CollectiveCall> tp_edge_collectives(const ParallelLayout& l, const TransformerShape& m, double e, bool embedding,
@@ -442,23 +483,43 @@ std::vector<int> layer_stages(const Network& net, const ParallelLayout& l) { ret
 std::vector<int> layer_stages(const std::vector<int>& block, const ParallelLayout& l) {
   int blocks = 0;
   for (int b : block) blocks = std::max(blocks, b + 1);
-  const int chunks = std::max(1, l.pp * std::max(1, l.vp));
   // eq. P26: the embedding (first) and the loss (last) counted as layers, u units a chunk; validate checks they divide
-  const int accounted = accounted_layers(l), first = l.account_for_embedding_in_pipeline_split ? 1 : 0;
-  const std::int64_t units = std::max<std::int64_t>(1, (static_cast<std::int64_t>(blocks) + accounted) / chunks);
   std::vector<int> stage(block.size(), 0);
   bool seen_block = false;
   for (std::size_t i = 0; i < block.size(); ++i) {
     if (block[i] >= 0) {
       seen_block = true;
-      const int chunk = accounted > 0 ? static_cast<int>(std::min<std::int64_t>((block[i] + first) / units, chunks - 1))
-                                      : static_cast<int>(static_cast<std::int64_t>(block[i]) * chunks / std::max(blocks, 1));
-      stage[i] = chunk % std::max(1, l.pp);
+      stage[i] = block_chunk(block[i], blocks, l) % std::max(1, l.pp);
     } else {
       stage[i] = seen_block ? l.pp - 1 : 0;
     }
   }
   return stage;
+}
+
+std::vector<BlockRecompute> full_recompute_blocks(const Network& net, const ParallelLayout& l, double fraction) {
+  return full_recompute_blocks(transformer_blocks(net), l, fraction);
+}
+
+std::vector<BlockRecompute> full_recompute_blocks(const std::vector<int>& block, const ParallelLayout& l, double fraction) {
+  int blocks = 0;
+  for (int b : block) blocks = std::max(blocks, b + 1);
+  std::vector<BlockRecompute> out(static_cast<std::size_t>(blocks));
+  const int n = std::max(l.recompute_num_layers, 1);
+  const bool uniform = l.recompute_method == RecomputeMethod::uniform;
+  int chunk = -1, j = 0;  // j: the block's place in its chunk
+  bool before = false;    // the block before it in the chunk runs again
+  for (int b = 0; b < blocks; ++b) {
+    const int k = block_chunk(b, blocks, l);
+    j = k == chunk ? j + 1 : 0;
+    if (j == 0) before = false;
+    chunk = k;
+    // eq. P31: uniform, every block, a checkpoint every N; block, the chunk's first N, a checkpoint each
+    const bool again = (uniform || j < n) && block_checkpointed(b, fraction);
+    out[static_cast<std::size_t>(b)] = {again, again && (!uniform || j % n == 0 || !before)};
+    before = again;
+  }
+  return out;
 }
 
 std::int64_t rank_params(const Network& net, const ParallelLayout& l, int stage) {
@@ -658,23 +719,25 @@ StageActivations stage_activations(const Network& net, const std::vector<int>& b
                                    ActivationRecompute r) {
   StageActivations a;
   const bool drop = drops_probabilities(opt, r);
-  Bytes this_block{};
+  const std::vector<BlockRecompute> again =
+      r == ActivationRecompute::full ? full_recompute_blocks(block, l, opt.recompute_blocks) : std::vector<BlockRecompute>{};
+  Bytes this_checkpoint{};  // the blocks one checkpoint rebuilds (eq. P31: N of them under uniform)
   bool attention = false;
   for (std::size_t i = 0; i < net.layers.size(); ++i) {
     if (st[i] != stage) continue;
     attention = attention || net.layers[i].kind == LayerKind::attention;
     const Bytes kept = layer_activation_bytes(net.layers[i], l, opt, drop);
     const bool starts = block[i] >= 0 && (i == 0 || block[i - 1] != block[i]);
-    if (r != ActivationRecompute::full || block[i] < 0) {
-      a.per_microbatch += kept;
+    if (r != ActivationRecompute::full || block[i] < 0 || !again[static_cast<std::size_t>(block[i])].again) {
+      a.per_microbatch += kept;  // eq. P31: a block full recompute leaves alone keeps its activations
       continue;
     }
-    if (starts) {
+    if (starts && again[static_cast<std::size_t>(block[i])].keeps_input) {
       a.per_microbatch += bytes(block_input_bytes(net.layers[i], l, opt));
-      this_block = Bytes{};
+      this_checkpoint = Bytes{};
     }
-    this_block += layer_activation_bytes(net.layers[i], l, opt, fused_attention(opt.attention));
-    a.once = max(a.once, this_block);
+    this_checkpoint += layer_activation_bytes(net.layers[i], l, opt, fused_attention(opt.attention));
+    a.once = max(a.once, this_checkpoint);
   }
   // eq. P29c: one block's attention at a time holds the exchange's buffers (all_gather, a2a) beside what is kept
   if (attention) a.once += cp_exchange_buffer_bytes(l, m, activation_bytes_per_element(opt.precision));

@@ -13,6 +13,8 @@ namespace dlscale {
 TransformerShape transformer_shape(const Network& net, const std::vector<int>& block);
 /// layer_stages with transformer_blocks(net) given.
 std::vector<int> layer_stages(const std::vector<int>& block, const ParallelLayout& l);
+/// full_recompute_blocks with transformer_blocks(net) given.
+std::vector<BlockRecompute> full_recompute_blocks(const std::vector<int>& block, const ParallelLayout& l, double fraction);
 /// rank_params with layer_stages(net, l) given.
 std::int64_t rank_params(const Network& net, const std::vector<int>& stages, const ParallelLayout& l, int stage);
 /// rank_expert_params with layer_stages(net, l) given.

@@ -98,6 +98,7 @@ Seconds memory_passes(Bytes traffic, int kernels, const GpuSpec& gpu, const Comp
 /// micro-batch's pipeline sends on each stage (P4).
 struct BlockComm {
   Seconds tp_fwd{}, tp_bwd{}, tp_regather{}, p2p{};
+  Seconds tp_recompute{};                  // eq. P30: the forward's again, where full recompute reruns the block
   InputGrads tp_input_grad;                // eq. P28: the column-parallel inputs' gradients, part of tp_bwd
   Seconds send{};                          // eq. P4: one of the pipeline's sends (p2p is 2·v of them)
   Seconds first_stage{}, last_stage{};     // eq. P27: the embedding's and the cross entropy's TP collectives
@@ -133,6 +134,7 @@ BlockComm block_comm(const CollectiveModel& coll, const Cluster& cluster, const 
   c.tp_bwd = sum_calls(coll, tp_calls, tpg, true, false);
   c.tp_regather = sum_calls(coll, tp_calls, tpg, true, true);
   c.tp_input_grad = input_grads(coll, tp_calls, tpg);
+  c.tp_recompute = sum_all(coll, tp_recompute_collectives(l, m, e), tpg);
   if (l.cp > 1 && l.cp_comm != CpComm::p2p) {
     c.cp_exchange = cp_collective_times(coll, cluster, at[ParallelGroup::cp], l, m, e);
   } else if (l.cp > 1) {
@@ -204,9 +206,10 @@ Seconds backward_exposed(Seconds bwd, const InputGrads& grads, const BlockParts&
   return t;
 }
 
-bool core_again(const ComputeOptions& opt, int block) noexcept {
-  return opt.recompute == Recompute::selective ||
-      (opt.recompute == Recompute::full && block_checkpointed(block, opt.recompute_blocks));
+/// Whether full recompute runs block `block` again (eq. P31's choice; false under another mode).
+bool rerun(const ComputeOptions& opt, const std::vector<BlockRecompute>& full, int block) noexcept {
+  return opt.recompute == Recompute::full && block >= 0 && static_cast<std::size_t>(block) < full.size() &&
+      full[static_cast<std::size_t>(block)].again;
 }
 
 /// Eq. P18: a MoE block's all-to-alls, dispatch and combine forward and both again backward (and the forward's
@@ -217,15 +220,22 @@ Seconds ep_block(const BlockParts& b, const BlockComm& comm) {
 }
 
 StageTimes stage_times(const Network& net, const LayerTimes& t, const std::vector<int>& block, const std::vector<int>& stage,
-                       int s, const ComputeOptions& opt, const BlockComm& comm, const ParallelLayout& l, int sm_count) {
+                       int s, const ComputeOptions& opt, const BlockComm& comm, const ParallelLayout& l, int sm_count,
+                       const std::vector<BlockRecompute>& full) {
   StageTimes st;
+  ComputeOptions every = opt;  // eq. R1 on a block eq. P31 reruns
+  every.recompute_blocks = 1.0;
   std::vector<BlockParts> parts;  // per block of the stage
   BlockParts head;                // eq. P27b: the output layer (a linear map outside the blocks)
   int last = -1;
   for (std::size_t i = 0; i < t.forward.size(); ++i) {
     if (stage[i] != s) continue;
     st.forward += t.forward[i];
-    st.backward += t.backward[i] + recompute_time(t, i, block[i], opt);
+    const bool again = rerun(opt, full, block[i]);
+    st.backward += t.backward[i] +
+        (opt.recompute != Recompute::full ? recompute_time(t, i, block[i], opt)
+             : again                      ? recompute_time(t, i, block[i], every)
+                                          : Seconds{});
     st.update += t.update[i];
     const Seconds wgrad = i < t.input_wgrad.size() ? t.input_wgrad[i] : Seconds{};
     if (block[i] < 0) {
@@ -234,8 +244,7 @@ StageTimes stage_times(const Network& net, const LayerTimes& t, const std::vecto
       continue;
     }
     if (block[i] != last) {
-      parts.push_back({.core_again = core_again(opt, block[i]),
-                       .checkpointed = opt.recompute == Recompute::full && block_checkpointed(block[i], opt.recompute_blocks)});
+      parts.push_back({.core_again = opt.recompute == Recompute::selective || again, .checkpointed = again});
       last = block[i];
     }
     BlockParts& b = parts.back();
@@ -255,11 +264,14 @@ StageTimes stage_times(const Network& net, const LayerTimes& t, const std::vecto
   for (const BlockParts& b : parts) {
     // the re-gather overlaps the data-gradient GEMMs, about half the block's backward
     st.tp += max(Seconds{}, comm.tp_regather - b.bwd * 0.5);
+    // eq. P30: a block full recompute reruns runs its forward's collectives again, exposed as the forward's are
     if (l.tp_comm_overlap)  // eq. P14: forward beside the block's GEMMs, backward beside their two gradients
-      st.tp +=
-          tp_overlap_exposed(comm.tp_fwd, b.gemm, l.tp, sm_count) + tp_overlap_exposed(comm.tp_bwd, b.gemm * 2.0, l.tp, sm_count);
+      st.tp += tp_overlap_exposed(comm.tp_fwd, b.gemm, l.tp, sm_count) +
+          tp_overlap_exposed(comm.tp_bwd, b.gemm * 2.0, l.tp, sm_count) +
+          (b.checkpointed ? tp_overlap_exposed(comm.tp_recompute, b.gemm, l.tp, sm_count) : Seconds{});
     else  // eq. P28: the column-parallel inputs' gradients beside their weight gradients, asynchronously
-      st.tp += comm.tp_fwd + backward_exposed(comm.tp_bwd, comm.tp_input_grad, b, l.tp_async_backward);
+      st.tp += comm.tp_fwd + backward_exposed(comm.tp_bwd, comm.tp_input_grad, b, l.tp_async_backward) +
+          (b.checkpointed ? comm.tp_recompute : Seconds{});
     cp_block(st, b, comm, l);
     st.ep += ep_block(b, comm);
   }
@@ -365,6 +377,9 @@ ParallelStep parallel_step(const Network& net, const LayerTimes& times, const Cl
   const bool embedding =
       std::any_of(net.layers.begin(), net.layers.end(), [](const Layer& x) { return x.kind == LayerKind::embedding; });
   const BlockComm comm = block_comm(coll, cluster, at, l, m, opt, embedding);
+  const std::vector<BlockRecompute> full = opt.recompute == Recompute::full
+      ? full_recompute_blocks(block, l, opt.recompute_blocks)
+      : std::vector<BlockRecompute>{};  // eq. P31
 
   ParallelStep r;
   r.memory.reserve(static_cast<std::size_t>(l.pp));
@@ -376,7 +391,7 @@ ParallelStep parallel_step(const Network& net, const LayerTimes& times, const Cl
   const bool overlap_sends = l.pp_comm_overlap && l.pp > 1 && l.schedule == PipelineSchedule::interleaved;
   const double v = static_cast<double>(std::max(l.vp, 1)), mbs = static_cast<double>(std::max(l.micro_batches, 1));
   for (int s = 0; s < l.pp; ++s) {
-    const StageTimes st = stage_times(net, t, block, stage, s, opt, comm, l, cluster.gpu.sm_count);
+    const StageTimes st = stage_times(net, t, block, stage, s, opt, comm, l, cluster.gpu.sm_count, full);
     const Seconds compute = st.forward + st.backward + st.tp + st.cp + st.ep;
     Seconds p2p = comm.p2p, pipe{};
     if (overlap_sends) {

@@ -63,7 +63,12 @@ std::string explain_parallel(const Scenario& sc, int gpus) {
                                       l.moe_imbalance != 1.0 ? moe_imbalance_text(l) : std::string(), moe_routing_text(l, shape))
                         : std::string(),
       l.dp(gpus), l.micro_batch, l.micro_batches, l.global_batch(gpus),
-      static_cast<double>(l.global_batch(gpus) * shape.seq) / 1e6, to_string(sc.compute.recompute), to_string(l.order));
+      static_cast<double>(l.global_batch(gpus) * shape.seq) / 1e6,
+      // eq. P31: Megatron-Core's method and count where they are not every block alone
+      sc.compute.recompute == Recompute::full && (l.recompute_method != RecomputeMethod::uniform || l.recompute_num_layers != 1)
+          ? fmt::format("full ({} {})", to_string(l.recompute_method), l.recompute_num_layers)
+          : std::string(to_string(sc.compute.recompute)),
+      to_string(l.order));
   out += fmt::format("step {:.4f} s: {:.4g} tokens/s ({:.1f} per GPU), MFU {:.1f} %\n", in_seconds(p.iteration_time),
                      p.throughput_tokens_per_s, p.throughput_tokens_per_s / gpus, 100.0 * p.mfu);
   out += fmt::format("bound by: {} ({}): {:.1f}% of the step, doubling it gains {:+.1f}% tokens/s\n\n", to_string(p.bottleneck),

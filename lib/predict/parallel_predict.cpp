@@ -28,6 +28,13 @@ void validate_parallel(const Scenario& sc) {
     throw InputError(SourceLocation{}, "compute.checkpointing",
                      "a parallel layout recomputes per block (full, selective), not in checkpoint segments");
   ParallelLayout l = *sc.parallel;
+  // eq. P31: Megatron-Core's recompute_method and recompute_num_layers belong to full recompute (it refuses
+  // recompute_num_layers beside selective)
+  if ((l.recompute_method != RecomputeMethod::uniform || l.recompute_num_layers != 1) && sc.compute.recompute != Recompute::full)
+    throw InputError(SourceLocation{},
+                     l.recompute_num_layers != 1 ? "parallel.recompute_num_layers" : "parallel.recompute_method",
+                     fmt::format("recompute_method {} with recompute_num_layers {} needs full recompute, not {}",
+                                 to_string(l.recompute_method), l.recompute_num_layers, to_string(sc.compute.recompute)));
   // m from a global batch is the GPU count's (with_global_batch): checked by each prediction
   if (l.global_batch_target > 0) l.micro_batches = std::max(l.pp, 1);
   try {
@@ -58,6 +65,20 @@ ParallelTimes parallel_layer_times(const Scenario& sc, const ParallelLayout& l, 
     for (auto& x : *v) x = x / eff;
   return {std::move(t), LayerTimesOf::tp_rank};
 }
+
+namespace {
+/// The FLOPs a sample recomputes (what HFU counts beyond MFU): under full recompute the forward FLOPs of the blocks
+/// eq. P31 reruns, otherwise recompute_flops_per_sample's.
+double layout_recompute_flops(const Network& net, const ParallelLayout& l, const ComputeOptions& opt) {
+  if (opt.recompute != Recompute::full) return recompute_flops_per_sample(net, opt);
+  const std::vector<int> block = transformer_blocks(net);
+  const std::vector<BlockRecompute> full = full_recompute_blocks(net, l, opt.recompute_blocks);
+  double f = 0.0;
+  for (std::size_t i = 0; i < net.layers.size(); ++i)
+    if (block[i] >= 0 && full[static_cast<std::size_t>(block[i])].again) f += net.layers[i].forward_flops_per_sample;
+  return f;
+}
+}  // namespace
 
 double layout_speedup(OneGpuStep one, std::int64_t global_batch, int micro_batch, Seconds step) noexcept {
   if (!(step > Seconds{}) || micro_batch < 1) return 0.0;
@@ -101,7 +122,7 @@ Prediction parallel_prediction(const Scenario& sc, const ParallelLayout& layout,
   const double peak = in_teraflops_per_second(sc.cluster.gpu.mfu_peak(opt.precision)) * 1e12;
   const double flops = 3.0 * sc.network.total_forward_flops_per_sample();
   p.mfu = flops_utilisation(samples, flops, gpus, peak);
-  p.hfu = flops_utilisation(samples, flops + recompute_flops_per_sample(sc.network, opt), gpus, peak);
+  p.hfu = flops_utilisation(samples, flops + layout_recompute_flops(sc.network, l, opt), gpus, peak);
   if (one.iteration > Seconds{}) {
     p.speedup = layout_speedup(one, s.global_batch, l.micro_batch, s.step);
     p.efficiency = p.speedup / static_cast<double>(gpus);
