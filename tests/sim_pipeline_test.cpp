@@ -377,20 +377,38 @@ TEST(SimPipeline, OptionsOfDataParallelismAloneAreRefused) {
   }
 }
 
+// The command: the record's step is the simulated one, the closed form beside it predict's own; the whole model's
+// stages differ, and with the jitter off (--jitter-cv 0) the step is below predict's (P29's bounds). Bad input: one
+// line, exit 2, nothing on stdout.
 TEST(SimPipeline, CommandPrintsTheSimulatedStepAndBubble) {
-  const auto r = test::run_cli(
-      "simulate --cluster dgx-h100-ndr --nodes 8 --model llama3-70b --framework megatron-core --gpus 64 --tp 8 --pp 4 "
-      "--micro-batches 8 --iterations 3 --format json");
+  const std::string args =
+      "--cluster dgx-h100-ndr --nodes 8 --model llama3-70b --framework megatron-core --precision bf16 --gpus 64 --tp 8 "
+      "--pp 4 --micro-batches 8 --format json";
+  const auto r = test::run_cli("simulate " + args + " --iterations 3 --jitter-cv 0");
+  const auto closed = test::run_cli("predict " + args + " --jitter-cv 0");
   ASSERT_EQ(r.status, 0) << r.err;
+  ASSERT_EQ(closed.status, 0) << closed.err;
   const auto j = nlohmann::json::parse(r.out);
+  const auto c = nlohmann::json::parse(closed.out);
   const auto& s = j["simulation"][0];
-  EXPECT_GT(s["pipeline"]["bubble_s"].get<double>(), 0.0);
-  EXPECT_NEAR(s["mean_s"].get<double>(), j["predictions"][0]["iteration_time_s"].get<double>(), 1e-9);
-  const auto bad = test::run_cli(
-      "simulate --cluster dgx-h100-ndr --nodes 8 --model llama3-70b --framework megatron-core --gpus 64 --tp 8 --pp 4 "
-      "--micro-batches 8 --contention");
+  const auto& pipe = s["pipeline"];
+  const double predicted = c["predictions"][0]["iteration_time_s"].get<double>();
+  EXPECT_NEAR(pipe["closed_form_s"].get<double>(), predicted, 1e-12 * predicted);
+  EXPECT_NEAR(s["mean_s"].get<double>(), j["predictions"][0]["iteration_time_s"].get<double>(), 1e-12 * predicted);
+  EXPECT_NEAR(s["mean_s"].get<double>(),
+              pipe["pipeline_s"].get<double>() + pipe["dp_comm_s"].get<double>() + pipe["update_s"].get<double>(),
+              1e-9 * predicted);
+  EXPECT_LE(s["mean_s"].get<double>(), predicted * (1 + 1e-12));
+  EXPECT_GT(pipe["bubble_s"].get<double>(), 0.0);
+  EXPECT_EQ(pipe["stage_busy"].size(), 4u);
+  // tokens/s scale with 1/step: the simulated record's against predict's
+  const double tokens = c["predictions"][0]["throughput_tokens_per_s"].get<double>() * predicted;  // a step's: b·m·dp·s
+  EXPECT_NEAR(tokens, 1.0 * 8 * 2 * 8192, 1e-6);
+  EXPECT_NEAR(j["predictions"][0]["throughput_tokens_per_s"].get<double>() * s["mean_s"].get<double>(), tokens, 1e-6);
+  const auto bad = test::run_cli("simulate " + args + " --contention");
   EXPECT_EQ(bad.status, 2);
   EXPECT_EQ(std::count(bad.err.begin(), bad.err.end(), '\n'), 1) << bad.err;
+  EXPECT_NE(bad.err.find("--contention"), std::string::npos) << bad.err;
   EXPECT_TRUE(bad.out.empty());
 }
 
