@@ -1,6 +1,6 @@
 // plan over model-parallel layouts (issue 37's targets): Llama-3-70B on 64 H100s (8 DGX H100 nodes, NDR) under
 // 1 s, Llama-3.1-405B on 1,024 H100s under 5 s; one prediction of a layout; the simulator's pipeline of a layout (eq.
-// P29): 70B's TP 8 × PP 4 on 64 H100s and 405B's TP 8 × PP 8 × CP 2 × DP 8 on 1,024 (issue 37's layout) well under 1 s.
+// P32): 70B's TP 8 × PP 4 on 64 H100s and 405B's TP 8 × PP 8 × CP 2 × DP 8 on 1,024 (issue 37's layout) well under 1 s.
 #include <benchmark/benchmark.h>
 
 #include <cstdlib>

@@ -117,14 +117,14 @@ TEST(ParallelCli, BadFrameworkSectionFailsAtItsLine) {
   EXPECT_NE(r.err.find("unknown pipeline schedule 'zigzag'"), std::string::npos) << r.err;
 }
 
-// Eq. P29: simulate runs a layout's pipeline; what acts on data parallelism's links and tasks alone is refused.
+// Eq. P32: simulate runs a layout's pipeline; what acts on data parallelism's links and tasks alone is refused.
 TEST(ParallelCli, SimulatorRunsALayoutAndRefusesTheDataParallelOptions) {
   const std::string layout =
       "simulate --cluster dgx-h100-ndr --nodes 8 --model llama2-70b --framework megatron-core "
       "--precision bf16 --tp 8 --pp 2 --gpus 64 --iterations 2";
   const auto ok = run_cli(layout);
   EXPECT_EQ(ok.status, 0) << ok.err;
-  EXPECT_NE(ok.out.find("pipeline (eq. P29): 2 stages"), std::string::npos) << ok.out;
+  EXPECT_NE(ok.out.find("pipeline (eq. P32): 2 stages"), std::string::npos) << ok.out;
   const auto trace = std::filesystem::temp_directory_path() / "dlscale-parallel-cli-trace.json";
   std::filesystem::remove(trace);
   const auto r = run_cli(layout + " --trace " + trace.string());

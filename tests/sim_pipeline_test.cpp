@@ -1,4 +1,4 @@
-// The simulator's pipeline (eq. P29; issue 37): the schedules as events against a brute-force reference written
+// The simulator's pipeline (eq. P32; issue 37): the schedules as events against a brute-force reference written
 // here, a straggler against its hand-derived step, and the Simulator on layouts against the closed form (its
 // reference) where the stages are alike, within the bounds docs/model.md derives where they are not.
 #include <gtest/gtest.h>
@@ -280,7 +280,7 @@ TEST(SimPipeline, SimulatedStepEqualsTheClosedFormWhereStagesAreAlike) {
 }
 
 // Stages unlike (the embedding on the first, the output layer on the last): the closed form runs every stage at the
-// slowest one's t_mb (eq. P7), an approximation. What bounds the simulated pipeline (docs/model.md, eq. P29): the
+// slowest one's t_mb (eq. P7), an approximation. What bounds the simulated pipeline (docs/model.md, eq. P32): the
 // busiest stage runs its m·t_mb without a break at best; at worst every stage is as slow as the slowest forward and
 // the slowest backward, (m + (p−1)/v)·(F_max + B_max + 2·v·send) (the longest path grows with every op's time, and
 // alike stages give eq. P7 exactly).
@@ -378,7 +378,7 @@ TEST(SimPipeline, OptionsOfDataParallelismAloneAreRefused) {
 }
 
 // The command: the record's step is the simulated one, the closed form beside it predict's own; the whole model's
-// stages differ, and with the jitter off (--jitter-cv 0) the step is below predict's (P29's bounds). Bad input: one
+// stages differ, and with the jitter off (--jitter-cv 0) the step is below predict's (P32's bounds). Bad input: one
 // line, exit 2, nothing on stdout.
 TEST(SimPipeline, CommandPrintsTheSimulatedStepAndBubble) {
   const std::string args =

@@ -329,7 +329,7 @@ struct ParallelStep {
   std::int64_t global_batch = 0;  // samples
   double tokens_per_s = 0.0;
   std::vector<MemoryEstimate> memory;  // per stage (eq. P10)
-  /// Eq. P29 (the simulator's pipeline): one micro-batch's forward and backward on each stage, its exposed TP, CP and
+  /// Eq. P32 (the simulator's pipeline): one micro-batch's forward and backward on each stage, its exposed TP, CP and
   /// EP communication with the pass that runs it (the forward's collectives, ring sends and all-to-alls in forward,
   /// the rest in backward), its sends aside; forward + backward is the stage's t_mb less its p2p.
   struct StagePasses {

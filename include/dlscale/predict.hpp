@@ -218,7 +218,7 @@ class Predictor {
   [[nodiscard]] DoubledTimes doubled(int gpus) const;
   [[nodiscard]] std::vector<Prediction> predict(std::span<const int> gpu_counts) const;
   /// A model-parallel scenario's step on `gpus` stage by stage, what predict(gpus) reports of it (the simulator's
-  /// pipeline, eq. P29, reads it). InputError("parallel") without Scenario::parallel; predict's errors otherwise.
+  /// pipeline, eq. P32, reads it). InputError("parallel") without Scenario::parallel; predict's errors otherwise.
   [[nodiscard]] LayoutStep layout_step(int gpus) const;
   /// The scenario as predicted: its compute options are step_compute's and its `strategy.io_prefetch` is
   /// reader_prefetches' (false for a batch larger than the framework's prefetch buffer).

@@ -148,7 +148,7 @@ nlohmann::ordered_json simulation_json(const sim::SimResult& r) {
   j["utilisation"] = std::move(util);
   j["events"] = r.events;
   j["simulated_s"] = r.simulated_seconds;
-  if (r.pipeline) {  // eq. P29: a layout's pipeline as simulated, beside the closed form's step it is checked against
+  if (r.pipeline) {  // eq. P32: a layout's pipeline as simulated, beside the closed form's step it is checked against
     const sim::PipelineStats& ps = *r.pipeline;
     auto busy = nlohmann::ordered_json::array();
     for (double b : ps.stage_busy) busy.push_back(b);
@@ -207,7 +207,7 @@ void run_simulate(const SimulateOptions& o) {
         if (r.pipeline) {
           const sim::PipelineStats& ps = *r.pipeline;
           fmt::print(out,
-                     "#   pipeline (eq. P29): {} stages × {} chunk(s), {} micro-batches, {} replica(s) simulated: {:.6f} s, "
+                     "#   pipeline (eq. P32): {} stages × {} chunk(s), {} micro-batches, {} replica(s) simulated: {:.6f} s, "
                      "bubble {:.6f} s ({:.1f}%), then DP {:.6f} s + update {:.6f} s; closed form {:.6f} s\n",
                      ps.stages, ps.chunks, ps.micro_batches, ps.replicas, in_seconds(ps.pipeline), in_seconds(ps.bubble),
                      ps.pipeline > Seconds{} ? 100.0 * (ps.bubble / ps.pipeline) : 0.0, in_seconds(ps.dp_comm),

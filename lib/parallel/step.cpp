@@ -101,7 +101,7 @@ struct BlockComm {
   InputGrads tp_input_grad;                // eq. P28: the column-parallel inputs' gradients, part of tp_bwd
   Seconds send{};                          // eq. P4: one of the pipeline's sends (p2p is 2·v of them)
   Seconds first_stage{}, last_stage{};     // eq. P27: the embedding's and the cross entropy's TP collectives
-  Seconds first_stage_fwd{};               // of first_stage, the forward's (eq. P29 splits the passes)
+  Seconds first_stage_fwd{};               // of first_stage, the forward's (eq. P32 splits the passes)
   Seconds head_bwd{}, head_regather{};     // eq. P27b: the output layer's backward collectives (in neither above)
   InputGrads head_input_grad;              // eq. P28: its input gradient's, part of head_bwd
   Seconds cp_kv{}, cp_kv_dkv{};            // eq. P15d: a ring step sending the K/V block, and the K/V with a dK/dV
@@ -157,7 +157,7 @@ BlockComm block_comm(const CollectiveModel& coll, const Cluster& cluster, const 
 /// and the TP and CP communication its blocks do not hide.
 struct StageTimes {
   Seconds forward{}, backward{}, update{}, tp{}, cp{}, ep{};
-  Seconds comm_fwd{};  // of tp + cp + ep, what the forward pass runs (eq. P29)
+  Seconds comm_fwd{};  // of tp + cp + ep, what the forward pass runs (eq. P32)
 };
 
 /// What one block of a stage runs, for the communication beside it: its attention core forward and backward, its

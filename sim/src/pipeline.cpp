@@ -1,4 +1,4 @@
-// The simulator's pipeline (eq. P29; pipeline.hpp): the schedules' op orders and one pass that times them.
+// The simulator's pipeline (eq. P32; pipeline.hpp): the schedules' op orders and one pass that times them.
 #include "dlscale/sim/pipeline.hpp"
 
 #include <fmt/format.h>

@@ -98,7 +98,7 @@ struct PlanChoice {
 
 /// The options' values that no type rules out, and what the simulator does not model for this scenario.
 void validate(const SimOptions& opt, const Scenario& sc) {
-  if (sc.parallel) {  // eq. P29: the pipeline of passes; what acts on data parallelism's tasks and links only is refused
+  if (sc.parallel) {  // eq. P32: the pipeline of passes; what acts on data parallelism's tasks and links only is refused
     const SimOptions plain;
     for (auto [field, off] :
          {std::pair{"contention", !opt.contention}, std::pair{"merge", opt.merge == plain.merge},
@@ -110,7 +110,7 @@ void validate(const SimOptions& opt, const Scenario& sc) {
           std::pair{"gpus_per_pcie_switch", opt.gpus_per_pcie_switch == plain.gpus_per_pcie_switch}})
       if (!off)
         throw InputError(SourceLocation{}, field,
-                         "a model-parallel layout is simulated as its pipeline (eq. P29), without links, buckets, the input "
+                         "a model-parallel layout is simulated as its pipeline (eq. P32), without links, buckets, the input "
                          "pipeline or a trace; leave this option out");
   }
   if (opt.iterations < 1) throw InputError(SourceLocation{}, "iterations", "at least one iteration must be simulated");
@@ -160,7 +160,7 @@ struct Simulator::Impl {
   Impl(Scenario s, SimOptions o) : sc(s), opt(std::move(o)), pred(std::move(s)) {
     sc.strategy.io_prefetch = pred.scenario().strategy.io_prefetch;  // reader_prefetches: the batch fits the buffer
     validate(opt, sc);
-    if (sc.parallel) return;  // eq. P29: the layout's passes come from the predictor's step (run_layout)
+    if (sc.parallel) return;  // eq. P32: the layout's passes come from the predictor's step (run_layout)
     coll = with_transport(sc.collectives ? sc.collectives : make_collective_model(sc.cluster), sc.strategy.transport, sc.cluster);
     const double bpe = gradient_bytes_per_element(pred.scenario().compute);  // the predictor's step_compute
     for (const auto& l : sc.network.layers) {
@@ -812,14 +812,14 @@ struct Simulator::Impl {
     p.bottleneck_resource = ResourceName(std::move(name));
   }
 
-  /// Eq. P29: what the iterations of a layout's pipelines gave (seconds), and its busy shares summed.
+  /// Eq. P32: what the iterations of a layout's pipelines gave (seconds), and its busy shares summed.
   struct LayoutRuns {
     std::vector<double> steps, pipes, bubbles, busy;
     int replicas = 1, from = 0;
     std::uint64_t events = 0;
   };
 
-  /// Eq. P29's passes of a layout's step (ParallelStep::stage_passes, its sends) for run_pipeline.
+  /// Eq. P32's passes of a layout's step (ParallelStep::stage_passes, its sends) for run_pipeline.
   static PipelineTimes pipeline_times(const ParallelStep& st) {
     PipelineTimes times;
     for (const auto& x : st.stage_passes) {
@@ -831,7 +831,7 @@ struct Simulator::Impl {
     return times;
   }
 
-  /// Eq. P29: a --speed slows the stage of its replica, the slowest of the stage's ranks setting its passes: per
+  /// Eq. P32: a --speed slows the stage of its replica, the slowest of the stage's ranks setting its passes: per
   /// replica d and stage s (d·p + s), the factor on its passes' time.
   [[nodiscard]] std::vector<double> stage_slowdowns(const ParallelLayout& l, int gpus) const {
     const int p = l.pp;
@@ -845,7 +845,7 @@ struct Simulator::Impl {
     return slow;
   }
 
-  /// Eq. P29: opt.iterations steps, each the slowest replica's pipeline, then the DP collectives and the update.
+  /// Eq. P32: opt.iterations steps, each the slowest replica's pipeline, then the DP collectives and the update.
   [[nodiscard]] LayoutRuns layout_runs(const LayoutStep& ls, int gpus) const {
     const ParallelLayout& l = ls.layout;
     const ParallelStep& st = ls.step;
@@ -891,7 +891,7 @@ struct Simulator::Impl {
     return out;
   }
 
-  /// Eq. P29: a model-parallel layout's steps, one pipeline per data-parallel replica (simulator.hpp).
+  /// Eq. P32: a model-parallel layout's steps, one pipeline per data-parallel replica (simulator.hpp).
   [[nodiscard]] SimResult run_layout(int gpus) const {
     const Prediction closed = pred.predict(gpus);
     const LayoutStep ls = pred.layout_step(gpus);

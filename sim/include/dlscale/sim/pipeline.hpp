@@ -1,4 +1,4 @@
-// The simulator's pipeline (issue 37; docs/model.md, eq. P29): one data-parallel replica of a model-parallel
+// The simulator's pipeline (issue 37; docs/model.md, eq. P32): one data-parallel replica of a model-parallel
 // layout as events, a stage's forward and backward passes of every micro-batch (and model chunk) in the order its
 // schedule runs them, each after the pass it depends on. With every stage's passes as eq. P13 times them, no
 // jitter and no straggler, its step is the closed form's (m + (p−1)/v)·t_mb wherever the stages are alike; the
@@ -24,7 +24,7 @@ struct PipelineOp {
   int after = -1;       // the op of another stage (or its own forward) whose output it takes, -1 for none
 };
 
-/// Eq. P29: every op of a schedule in an order that puts each after both ops it waits for (before, after), so one
+/// Eq. P32: every op of a schedule in an order that puts each after both ops it waits for (before, after), so one
 /// pass over it times them all. GPipe: every forward, then every backward. 1F1B (Megatron's
 /// forward_backward_pipelining_without_interleaving): stage s runs min(p−s−1, m) forwards, then a forward and a
 /// backward by turns, then the backwards left. Interleaved (Megatron's forward_backward_pipelining_with_interleaving,
@@ -56,7 +56,7 @@ struct PipelineRun {
   std::vector<double> busy;  // per stage: its ops' own durations (their sends in them, blocking), the stage's t_mb·m
 };
 
-/// Eq. P29: times one replica's ops in `order` with `times`, each stage's pass durations scaled by
+/// Eq. P32: times one replica's ops in `order` with `times`, each stage's pass durations scaled by
 /// `factor(stage)` (called once an op, in the order's order: the jitter and straggler draws); null: 1.
 PipelineRun run_pipeline(const PipelineOrder& order, const PipelineTimes& times,
                          const std::function<double(int stage)>& factor = nullptr);

@@ -79,7 +79,7 @@ struct SimOptions {
   int trace_max_gpus = 64;  // GPUs whose streams are traced (links and the channel always are)
 };
 
-/// A model-parallel scenario (Scenario::parallel) runs as eq. P29's pipeline, one per data-parallel replica, each
+/// A model-parallel scenario (Scenario::parallel) runs as eq. P32's pipeline, one per data-parallel replica, each
 /// pass as eq. P13 times it on its stage: the framework's jitter_cv draws a factor per GPU and iteration (1 + cv·z,
 /// as for data parallelism) and compute_jitter one per pass (log-normal), the tp·cp ranks of a stage taking the
 /// largest of theirs (they meet in every block's collectives); `speed` slows the passes of the stage and replica the
@@ -115,7 +115,7 @@ struct PlanCandidate {
   std::size_t buckets = 0;
 };
 
-/// A model-parallel layout's pipeline as simulated (eq. P29), means over the iterations after the warm-up.
+/// A model-parallel layout's pipeline as simulated (eq. P32), means over the iterations after the warm-up.
 struct PipelineStats {
   int stages = 1, micro_batches = 1, chunks = 1, replicas = 1;
   Seconds closed_form{};           // the closed form's step (eq. P13): the reference
