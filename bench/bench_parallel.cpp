@@ -1,5 +1,6 @@
 // plan over model-parallel layouts (issue 37's targets): Llama-3-70B on 64 H100s (8 DGX H100 nodes, NDR) under
-// 1 s, Llama-3.1-405B on 1,024 H100s under 5 s; one prediction of a layout.
+// 1 s, Llama-3.1-405B on 1,024 H100s under 5 s; one prediction of a layout; the simulator's pipeline of a layout (eq.
+// P32): 70B's TP 8 × PP 4 on 64 H100s and 405B's TP 8 × PP 8 × CP 2 × DP 8 on 1,024 (issue 37's layout) well under 1 s.
 #include <benchmark/benchmark.h>
 
 #include <cstdlib>
@@ -7,6 +8,7 @@
 #include "dlscale/io.hpp"
 #include "dlscale/parallel_plan.hpp"
 #include "dlscale/predict.hpp"
+#include "dlscale/sim/simulator.hpp"
 #include "dlscale/zoo.hpp"
 
 namespace {
@@ -68,5 +70,38 @@ void BM_PredictParallel70b(benchmark::State& state) {
   }
 }
 BENCHMARK(BM_PredictParallel70b)->Unit(benchmark::kMicrosecond);
+
+/// Ten simulated steps of a layout with the framework's jitter on (megatron-core's jitter_cv: every replica's pipeline
+/// drawn), the Simulator prepared once.
+void run_simulate_parallel(benchmark::State& state, dlscale::Scenario sc, const dlscale::ParallelLayout& l, int gpus) {
+  sc.parallel = l;
+  const dlscale::sim::Simulator sim(sc, dlscale::sim::SimOptions{});
+  for (auto _ : state) {
+    auto r = sim.run(gpus);
+    state.counters["events"] = static_cast<double>(r.events);
+    benchmark::DoNotOptimize(r);
+  }
+}
+
+void BM_SimulateParallel70b(benchmark::State& state) {
+  dlscale::ParallelLayout l;
+  l.tp = 8;
+  l.sp = true;
+  l.pp = 4;
+  l.micro_batches = 32;
+  run_simulate_parallel(state, llama3_70b(), l, 64);
+}
+BENCHMARK(BM_SimulateParallel70b)->Unit(benchmark::kMillisecond);
+
+void BM_SimulateParallel405b(benchmark::State& state) {
+  dlscale::ParallelLayout l;
+  l.tp = 8;
+  l.sp = true;
+  l.pp = 8;
+  l.cp = 2;
+  l.micro_batches = 64;
+  run_simulate_parallel(state, llama31_405b(), l, 1024);
+}
+BENCHMARK(BM_SimulateParallel405b)->Unit(benchmark::kMillisecond);
 
 }  // namespace

@@ -199,14 +199,22 @@ TEST(ParallelCli, BadFrameworkSectionFailsAtItsLine) {
   EXPECT_NE(r.err.find("unknown pipeline schedule 'zigzag'"), std::string::npos) << r.err;
 }
 
-TEST(ParallelCli, SimulatorRefusesALayout) {
-  const auto r = run_cli(
+// Eq. P32: simulate runs a layout's pipeline; what acts on data parallelism's links and tasks alone is refused.
+TEST(ParallelCli, SimulatorRunsALayoutAndRefusesTheDataParallelOptions) {
+  const std::string layout =
       "simulate --cluster dgx-h100-ndr --nodes 8 --model llama2-70b --framework megatron-core "
-      "--precision bf16 --tp 8 --pp 2 --gpus 64");
-  EXPECT_NE(r.status, 0);
+      "--precision bf16 --tp 8 --pp 2 --gpus 64 --iterations 2";
+  const auto ok = run_cli(layout);
+  EXPECT_EQ(ok.status, 0) << ok.err;
+  EXPECT_NE(ok.out.find("pipeline (eq. P32): 2 stages"), std::string::npos) << ok.out;
+  const auto trace = std::filesystem::temp_directory_path() / "dlscale-parallel-cli-trace.json";
+  std::filesystem::remove(trace);
+  const auto r = run_cli(layout + " --trace " + trace.string());
+  EXPECT_EQ(r.status, 2);
   EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
-  EXPECT_NE(r.err.find("parallel"), std::string::npos) << r.err;
-  EXPECT_NE(r.err.find("pipeline schedule"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("--trace"), std::string::npos) << r.err;
+  EXPECT_TRUE(r.out.empty());
+  EXPECT_FALSE(std::filesystem::exists(trace));
 }
 
 // Eq. P23 on the command line: Mixtral-8x7B as the README predicts it (TP 2 × PP 4 × EP 4 on 4 DGX H100 nodes).

@@ -322,6 +322,12 @@ struct LayoutPlacement {
   std::array<GroupPlacement, 7> groups;  // indexed by ParallelGroup
   [[nodiscard]] const GroupPlacement& operator[](ParallelGroup g) const noexcept { return groups[static_cast<std::size_t>(g)]; }
 };
+/// A rank's coordinate in each dimension, in the layout's rank order (group_members' numbering: the order's first
+/// dimension varies fastest).
+struct RankCoordinates {
+  int tp = 0, cp = 0, dp = 0, pp = 0;
+};
+RankCoordinates rank_coordinates(const ParallelLayout& l, int gpus, int rank);
 /// Places a layout's groups on `gpus` GPUs of the cluster (InputError("gpus") when it cannot hold them).
 LayoutPlacement place_layout(const ParallelLayout& l, const Cluster& cluster, int gpus);
 
@@ -373,6 +379,15 @@ struct ParallelStep {
   std::int64_t global_batch = 0;  // samples
   double tokens_per_s = 0.0;
   std::vector<MemoryEstimate> memory;  // per stage (eq. P10)
+  /// Eq. P32 (the simulator's pipeline): one micro-batch's forward and backward on each stage, its exposed TP, CP and
+  /// EP communication with the pass that runs it (the forward's collectives, ring sends and all-to-alls in forward,
+  /// the rest in backward), its sends aside; forward + backward is the stage's t_mb less its p2p.
+  struct StagePasses {
+    Seconds forward{}, backward{};
+  };
+  std::vector<StagePasses> stage_passes;  // per stage
+  Seconds send{};                         // eq. P4: one send between neighbouring stages (0 without a pipeline)
+  bool sends_overlapped = false;          // eq. P25: the interleaved schedule's sends overlapped with the next chunk
 };
 /// `times`: every layer of `net` at the layout's micro-batch on one GPU, whole (the kernel model's or a
 /// measurement's) or one TP rank's (`of`, shard_layer_times); `collectives`: the cluster's collective model.

@@ -192,6 +192,12 @@ struct Prediction {
   MemoryUse memory;
 };
 
+/// A model-parallel scenario's layout as run on a GPU count (m resolved from a global batch) and its step (eq. P13).
+struct LayoutStep {
+  ParallelLayout layout;
+  ParallelStep step;
+};
+
 /// Prepares the per-layer times of a scenario once, then predicts any GPU count cheaply.
 class Predictor {
  public:
@@ -211,6 +217,9 @@ class Predictor {
   /// scenarios are prepared on the first call): what `explain` prints and the bottleneck is chosen by.
   [[nodiscard]] DoubledTimes doubled(int gpus) const;
   [[nodiscard]] std::vector<Prediction> predict(std::span<const int> gpu_counts) const;
+  /// A model-parallel scenario's step on `gpus` stage by stage, what predict(gpus) reports of it (the simulator's
+  /// pipeline, eq. P32, reads it). InputError("parallel") without Scenario::parallel; predict's errors otherwise.
+  [[nodiscard]] LayoutStep layout_step(int gpus) const;
   /// The scenario as predicted: its compute options are step_compute's and its `strategy.io_prefetch` is
   /// reader_prefetches' (false for a batch larger than the framework's prefetch buffer).
   [[nodiscard]] const Scenario& scenario() const noexcept;

@@ -42,6 +42,7 @@ constexpr std::pair<std::string_view, std::string_view> kFieldOptions[] = {
     {"prefetch_depth", "--prefetch-depth"},
     {"readers_per_node", "--readers"},
     {"speed", "--speed"},
+    {"trace", "--trace"},
     {"warmup", "--warmup"},
     // resolve's fields: the names of inputs in the data folder
     {"cluster", "--cluster"},

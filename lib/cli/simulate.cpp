@@ -148,6 +148,21 @@ nlohmann::ordered_json simulation_json(const sim::SimResult& r) {
   j["utilisation"] = std::move(util);
   j["events"] = r.events;
   j["simulated_s"] = r.simulated_seconds;
+  if (r.pipeline) {  // eq. P32: a layout's pipeline as simulated, beside the closed form's step it is checked against
+    const sim::PipelineStats& ps = *r.pipeline;
+    auto busy = nlohmann::ordered_json::array();
+    for (double b : ps.stage_busy) busy.push_back(b);
+    j["pipeline"] = {{"stages", ps.stages},
+                     {"micro_batches", ps.micro_batches},
+                     {"chunks", ps.chunks},
+                     {"replicas", ps.replicas},
+                     {"closed_form_s", in_seconds(ps.closed_form)},
+                     {"pipeline_s", in_seconds(ps.pipeline)},
+                     {"bubble_s", in_seconds(ps.bubble)},
+                     {"dp_comm_s", in_seconds(ps.dp_comm)},
+                     {"update_s", in_seconds(ps.update)},
+                     {"stage_busy", std::move(busy)}};
+  }
   return j;
 }
 
@@ -160,6 +175,8 @@ void run_simulate(const SimulateOptions& o) {
   info.command = "simulate";
   info.command_line = command_line();
   sim::Simulator simulator(build_scenario(o.scenario, info), sopt);
+  if (gpus.empty() && simulator.predictor().scenario().parallel)  // a layout: the whole cluster, as predict runs it
+    gpus = parallel_gpu_counts(simulator.predictor().scenario());
   gpus = gpus.empty() ? default_gpu_counts(simulator.predictor().scenario().cluster)
                       : placeable_gpu_counts(simulator.predictor(), gpus);
   const auto results = simulator.run(gpus);  // everything computed before anything is printed
@@ -187,7 +204,17 @@ void run_simulate(const SimulateOptions& o) {
         fmt::print(out, "# {} GPUs: iteration mean {:.6f} s, p50 {:.6f} s, p99 {:.6f} s over {} iterations; {} events\n",
                    r.prediction.gpus, in_seconds(r.iterations.mean), in_seconds(r.iterations.p50), in_seconds(r.iterations.p99),
                    r.iterations.samples.size(), r.events);
-        fmt::print(out, "#   merge: {}; {} bucket(s): {}\n", r.merge, r.buckets.size(), plan_text(r.buckets));
+        if (r.pipeline) {
+          const sim::PipelineStats& ps = *r.pipeline;
+          fmt::print(out,
+                     "#   pipeline (eq. P32): {} stages × {} chunk(s), {} micro-batches, {} replica(s) simulated: {:.6f} s, "
+                     "bubble {:.6f} s ({:.1f}%), then DP {:.6f} s + update {:.6f} s; closed form {:.6f} s\n",
+                     ps.stages, ps.chunks, ps.micro_batches, ps.replicas, in_seconds(ps.pipeline), in_seconds(ps.bubble),
+                     ps.pipeline > Seconds{} ? 100.0 * (ps.bubble / ps.pipeline) : 0.0, in_seconds(ps.dp_comm),
+                     in_seconds(ps.update), in_seconds(ps.closed_form));
+        } else {
+          fmt::print(out, "#   merge: {}; {} bucket(s): {}\n", r.merge, r.buckets.size(), plan_text(r.buckets));
+        }
         for (const auto& c : r.candidates)
           fmt::print(out, "#   candidate {:<45} {:.6f} s ({} buckets)\n", c.policy, in_seconds(c.iteration), c.buckets);
         for (const auto& u : r.utilisation)

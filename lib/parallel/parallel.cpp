@@ -913,6 +913,20 @@ std::vector<std::vector<int>> group_members(const ParallelLayout& l, int gpus, P
   return out;
 }
 
+RankCoordinates rank_coordinates(const ParallelLayout& l, int gpus, int rank) {
+  std::array<int, 4> coord{};
+  int rest = rank;
+  for (ParallelDim d : l.order) {
+    const auto i = static_cast<std::size_t>(d);
+    const int deg = std::max(1, l.degree(d, gpus));
+    coord[i] = rest % deg;
+    rest /= deg;
+  }
+  using D = ParallelDim;
+  auto at = [&coord](D d) { return coord[static_cast<std::size_t>(d)]; };
+  return {at(D::tp), at(D::cp), at(D::dp), at(D::pp)};
+}
+
 LayoutPlacement place_layout(const ParallelLayout& l, const Cluster& c, int gpus) {
   const int gpn = std::max(1, c.gpus_per_node);
   if (gpus > c.max_gpus())

@@ -102,6 +102,7 @@ struct BlockComm {
   InputGrads tp_input_grad;                // eq. P28: the column-parallel inputs' gradients, part of tp_bwd
   Seconds send{};                          // eq. P4: one of the pipeline's sends (p2p is 2·v of them)
   Seconds first_stage{}, last_stage{};     // eq. P27: the embedding's and the cross entropy's TP collectives
+  Seconds first_stage_fwd{};               // of first_stage, the forward's (eq. P32 splits the passes)
   Seconds head_bwd{}, head_regather{};     // eq. P27b: the output layer's backward collectives (in neither above)
   InputGrads head_input_grad;              // eq. P28: its input gradient's, part of head_bwd
   Seconds cp_kv{}, cp_kv_dkv{};            // eq. P15d: a ring step sending the K/V block, and the K/V with a dK/dV
@@ -124,7 +125,9 @@ BlockComm block_comm(const CollectiveModel& coll, const Cluster& cluster, const 
   BlockComm c;
   // eq. P27: exposed whole, forward and backward, on the stage that holds the layer; the output layer's backward as a
   // block's column-parallel linear's (P27b)
-  c.first_stage = sum_all(coll, tp_edge_collectives(l, m, e, embedding, false), tpg);
+  const auto first = tp_edge_collectives(l, m, e, embedding, false);
+  c.first_stage = sum_all(coll, first, tpg);
+  c.first_stage_fwd = sum_calls(coll, first, tpg, false, false) + sum_calls(coll, first, tpg, false, true);
   const auto head = tp_edge_collectives(l, m, e, false, m.vocab > 0);
   c.last_stage = sum_calls(coll, head, tpg, false, false);
   c.head_bwd = sum_calls(coll, head, tpg, true, false);
@@ -159,6 +162,7 @@ BlockComm block_comm(const CollectiveModel& coll, const Cluster& cluster, const 
 /// and the TP and CP communication its blocks do not hide.
 struct StageTimes {
   Seconds forward{}, backward{}, update{}, tp{}, cp{}, ep{};
+  Seconds comm_fwd{};  // of tp + cp + ep, what the forward pass runs (eq. P32)
 };
 
 /// What one block of a stage runs, for the communication beside it: its attention core forward and backward, its
@@ -182,6 +186,7 @@ void cp_block(StageTimes& st, const BlockParts& b, const BlockComm& comm, const 
   if (c <= 1) return;
   if (l.cp_comm != CpComm::p2p) {
     st.cp += comm.cp_exchange.forward * (b.core_again ? 2.0 : 1.0) + comm.cp_exchange.backward;
+    st.comm_fwd += comm.cp_exchange.forward;  // eq. P32: the forward pass runs the forward's exchange
     return;
   }
   // the rank's core is its c steps' (eq. P6), equal work each (eq. P15a); measured layers without a split core:
@@ -191,6 +196,7 @@ void cp_block(StageTimes& st, const BlockParts& b, const BlockComm& comm, const 
   const Seconds fwd = eq::ring_forward_exposed(comm.cp_kv, step, c);
   const double again = b.core_again ? 1.0 : 0.0;
   st.cp += fwd * (1.0 + again) + eq::ring_backward_exposed(comm.cp_kv, comm.cp_kv_dkv, step_bwd, c);
+  st.comm_fwd += fwd;
   st.forward += comm.cp_merge_fwd;
   st.backward += comm.cp_merge_bwd + comm.cp_merge_fwd * again;
 }
@@ -257,23 +263,30 @@ StageTimes stage_times(const Network& net, const LayerTimes& t, const std::vecto
         (net.layers[i].kind == LayerKind::attention || net.layers[i].kind == LayerKind::linear))
       b.wgrads[static_cast<std::size_t>(b.linears++)] = wgrad;
   }
-  if (s == 0) st.tp += comm.first_stage;
+  if (s == 0) {
+    st.tp += comm.first_stage;
+    st.comm_fwd += comm.first_stage_fwd;
+  }
+  if (s == l.pp - 1) st.comm_fwd += comm.last_stage;
   if (s == l.pp - 1)  // eq. P27b: the output layer's re-gather beside its data gradient, about half its backward
     st.tp += comm.last_stage + max(Seconds{}, comm.head_regather - head.bwd * 0.5) +
         backward_exposed(comm.head_bwd, comm.head_input_grad, head, l.tp_async_backward);
   for (const BlockParts& b : parts) {
     // the re-gather overlaps the data-gradient GEMMs, about half the block's backward
     st.tp += max(Seconds{}, comm.tp_regather - b.bwd * 0.5);
-    // eq. P30: a block full recompute reruns runs its forward's collectives again, exposed as the forward's are
+    const Seconds tp_fwd = l.tp_comm_overlap ? tp_overlap_exposed(comm.tp_fwd, b.gemm, l.tp, sm_count) : comm.tp_fwd;
+    // eq. P30: a block that full recompute reruns runs its forward's collectives again, exposed as the forward's are
+    const Seconds tp_again = !b.checkpointed      ? Seconds{}
+                             : l.tp_comm_overlap ? tp_overlap_exposed(comm.tp_recompute, b.gemm, l.tp, sm_count)
+                                                 : comm.tp_recompute;
     if (l.tp_comm_overlap)  // eq. P14: forward beside the block's GEMMs, backward beside their two gradients
-      st.tp += tp_overlap_exposed(comm.tp_fwd, b.gemm, l.tp, sm_count) +
-          tp_overlap_exposed(comm.tp_bwd, b.gemm * 2.0, l.tp, sm_count) +
-          (b.checkpointed ? tp_overlap_exposed(comm.tp_recompute, b.gemm, l.tp, sm_count) : Seconds{});
+      st.tp += tp_fwd + tp_overlap_exposed(comm.tp_bwd, b.gemm * 2.0, l.tp, sm_count) + tp_again;
     else  // eq. P28: the column-parallel inputs' gradients beside their weight gradients, asynchronously
-      st.tp += comm.tp_fwd + backward_exposed(comm.tp_bwd, comm.tp_input_grad, b, l.tp_async_backward) +
-          (b.checkpointed ? comm.tp_recompute : Seconds{});
+      st.tp += tp_fwd + backward_exposed(comm.tp_bwd, comm.tp_input_grad, b, l.tp_async_backward) + tp_again;
+    st.comm_fwd += tp_fwd;  // eq. P32: the forward pass runs the forward's collectives
     cp_block(st, b, comm, l);
     st.ep += ep_block(b, comm);
+    if (b.moe) st.comm_fwd += comm.ep_alltoall * 2.0;  // dispatch and combine
   }
   return st;
 }
@@ -411,11 +424,14 @@ ParallelStep parallel_step(const Network& net, const LayerTimes& times, const Cl
       r.ep_comm = st.ep;
       r.p2p = p2p;
     }
+    r.stage_passes.push_back({st.forward + st.comm_fwd, st.backward + (st.tp + st.cp + st.ep - st.comm_fwd)});
     most_update = max(most_update, st.update);
     most_params = std::max(most_params, rank_params(net, stage, l, s));
     most_experts = std::max(most_experts, rank_expert_params(net, stage, l, s));
     r.memory.push_back(rank_memory(net, block, m, stage, l, s, opt, sh, dp_cp, ar, reserved));
   }
+  r.send = comm.send;
+  r.sends_overlapped = overlap_sends;
   if (!overlap_sends) r.pipeline = pipeline_time(l.schedule, l.pp, l.micro_batches, l.vp, r.per_microbatch);
   r.bubble = r.pipeline - r.per_microbatch * static_cast<double>(l.micro_batches);
   const DpComm dense = dp_reduction(coll, at[ParallelGroup::dp_cp], static_cast<double>(most_params - most_experts), sh, opt),

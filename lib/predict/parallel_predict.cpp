@@ -94,9 +94,9 @@ Prediction parallel_prediction(const Scenario& sc, const LayerTimes& whole, cons
                              parallel_layer_times(sc, *sc.parallel, sc.compute, whole), coll, gpus, at, one);
 }
 
-Prediction parallel_prediction(const Scenario& sc, const ParallelLayout& layout, const ComputeOptions& opt,
-                               const Sharding& sharding, const ParallelTimes& times, const CollectiveModel& coll, int gpus,
-                               const GpuPlacement& at, OneGpuStep one, Bytes reserved) {
+LayoutStep parallel_layout_step(const Scenario& sc, const ParallelLayout& layout, const ComputeOptions& opt,
+                                const Sharding& sharding, const ParallelTimes& times, const CollectiveModel& coll, int gpus,
+                                Bytes reserved) {
   ParallelLayout l;
   ParallelStep s;
   try {
@@ -110,6 +110,13 @@ Prediction parallel_prediction(const Scenario& sc, const ParallelLayout& layout,
                                    l.micro_batches, gpus, e.message()));
     rethrow_parallel_field(e);
   }
+  return {l, std::move(s)};
+}
+
+Prediction parallel_prediction(const Scenario& sc, const ParallelLayout& layout, const ComputeOptions& opt,
+                               const Sharding& sharding, const ParallelTimes& times, const CollectiveModel& coll, int gpus,
+                               const GpuPlacement& at, OneGpuStep one, Bytes reserved) {
+  const auto [l, s] = parallel_layout_step(sc, layout, opt, sharding, times, coll, gpus, reserved);
   const double mb = static_cast<double>(l.micro_batches);
   Prediction p;
   p.gpus = gpus;

@@ -54,6 +54,13 @@ Prediction parallel_prediction(const Scenario& sc, const ParallelLayout& layout,
                                const Sharding& sharding, const ParallelTimes& times, const CollectiveModel& coll, int gpus,
                                const GpuPlacement& at, OneGpuStep one, Bytes reserved = bytes(kDefaultReservedBytes));
 
+/// The layout resolved for a GPU count (m from a global batch, with_global_batch) and its step (eq. P13), with
+/// parallel_prediction's errors: what parallel_prediction turns into a Prediction, and the simulator's pipeline
+/// (eq. P32) reads stage by stage.
+LayoutStep parallel_layout_step(const Scenario& sc, const ParallelLayout& layout, const ComputeOptions& opt,
+                                const Sharding& sharding, const ParallelTimes& times, const CollectiveModel& coll, int gpus,
+                                Bytes reserved = bytes(kDefaultReservedBytes));
+
 /// The prefix "parallel." on an InputError's key from the parallel layer ("gpus" and "network" kept).
 [[noreturn]] void rethrow_parallel_field(const InputError& e);
 

@@ -658,6 +658,15 @@ Prediction Predictor::predict(int gpus) const {
   return impl_for(gpus).run(gpus, at, &d, given, r);
 }
 
+LayoutStep Predictor::layout_step(int gpus) const {
+  const Scenario& sc = impl_->sc;
+  if (!sc.parallel) throw InputError(SourceLocation{}, "parallel", "the scenario has no model-parallel layout");
+  (void)place(gpus);  // the cluster holds the count, as predict checks
+  return parallel_layout_step(
+      sc, *sc.parallel, sc.compute, sc.strategy.sharding,
+      parallel_layer_times(sc, *sc.parallel, sc.compute, parallel_whole_times(sc, *impl_->modelled_times)), *impl_->coll, gpus);
+}
+
 DoubledTimes Predictor::doubled(int gpus) const {
   const GpuPlacement at = place(gpus);
   if (impl_->sc.parallel) return impl_->layout_doubled(gpus, at, impl_->layout_run(gpus, at).iteration_time);

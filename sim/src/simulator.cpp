@@ -13,8 +13,10 @@
 #include "dlscale/error.hpp"
 #include "dlscale/format.hpp"
 #include "dlscale/sharding.hpp"
+#include "dlscale/sim/pipeline.hpp"
 #include "dlscale/topology.hpp"
 #include "model.hpp"
+#include "random.hpp"
 
 namespace dlscale::sim {
 
@@ -96,9 +98,21 @@ struct PlanChoice {
 
 /// The options' values that no type rules out, and what the simulator does not model for this scenario.
 void validate(const SimOptions& opt, const Scenario& sc) {
-  if (sc.parallel)  // issue 37: no pipeline schedule in the event model yet
-    throw InputError(SourceLocation{}, "parallel",
-                     "the simulator has no pipeline schedule or tensor/context-parallel groups yet; use predict");
+  if (sc.parallel) {  // eq. P32: the pipeline of passes; what acts on data parallelism's tasks and links only is refused
+    const SimOptions plain;
+    for (auto [field, off] :
+         {std::pair{"contention", !opt.contention}, std::pair{"merge", opt.merge == plain.merge},
+          std::pair{"allreduce", opt.allreduce == plain.allreduce}, std::pair{"node_gpu", opt.node_gpu.empty()},
+          std::pair{"trace", !opt.trace}, std::pair{"channels", opt.channels == plain.channels},
+          std::pair{"decode_per_sample", opt.decode_per_sample == plain.decode_per_sample},
+          std::pair{"readers_per_node", opt.readers_per_node == plain.readers_per_node},
+          std::pair{"prefetch_depth", opt.prefetch_depth == plain.prefetch_depth},
+          std::pair{"gpus_per_pcie_switch", opt.gpus_per_pcie_switch == plain.gpus_per_pcie_switch}})
+      if (!off)
+        throw InputError(SourceLocation{}, field,
+                         "a model-parallel layout is simulated as its pipeline (eq. P32), without links, buckets, the input "
+                         "pipeline or a trace; leave this option out");
+  }
   if (opt.iterations < 1) throw InputError(SourceLocation{}, "iterations", "at least one iteration must be simulated");
   if (sc.compute.accumulate != 1)
     throw InputError(SourceLocation{}, "compute.accumulate", "the simulator does not model gradient accumulation; use predict");
@@ -146,6 +160,7 @@ struct Simulator::Impl {
   Impl(Scenario s, SimOptions o) : sc(s), opt(std::move(o)), pred(std::move(s)) {
     sc.strategy.io_prefetch = pred.scenario().strategy.io_prefetch;  // reader_prefetches: the batch fits the buffer
     validate(opt, sc);
+    if (sc.parallel) return;  // eq. P32: the layout's passes come from the predictor's step (run_layout)
     coll = with_transport(sc.collectives ? sc.collectives : make_collective_model(sc.cluster), sc.strategy.transport, sc.cluster);
     const double bpe = gradient_bytes_per_element(pred.scenario().compute);  // the predictor's step_compute
     for (const auto& l : sc.network.layers) {
@@ -797,7 +812,141 @@ struct Simulator::Impl {
     p.bottleneck_resource = ResourceName(std::move(name));
   }
 
+  /// Eq. P32: what the iterations of a layout's pipelines gave (seconds), and its busy shares summed.
+  struct LayoutRuns {
+    std::vector<double> steps, pipes, bubbles, busy;
+    int replicas = 1, from = 0;
+    std::uint64_t events = 0;
+  };
+
+  /// Eq. P32's passes of a layout's step (ParallelStep::stage_passes, its sends) for run_pipeline.
+  static PipelineTimes pipeline_times(const ParallelStep& st) {
+    PipelineTimes times;
+    for (const auto& x : st.stage_passes) {
+      times.forward.push_back(in_seconds(x.forward));
+      times.backward.push_back(in_seconds(x.backward));
+    }
+    times.send = in_seconds(st.send);
+    times.sends_overlapped = st.sends_overlapped;
+    return times;
+  }
+
+  /// Eq. P32: a --speed slows the stage of its replica, the slowest of the stage's ranks setting its passes: per
+  /// replica d and stage s (d·p + s), the factor on its passes' time.
+  [[nodiscard]] std::vector<double> stage_slowdowns(const ParallelLayout& l, int gpus) const {
+    const int p = l.pp;
+    std::vector<double> slow(static_cast<std::size_t>(l.dp(gpus)) * static_cast<std::size_t>(p), 1.0);
+    for (const auto& [g, f] : opt.speed) {
+      if (g >= gpus) throw InputError(SourceLocation{}, "speed", fmt::format("GPU {} is not among the {} GPUs", g, gpus));
+      const RankCoordinates c = rank_coordinates(l, gpus, g);
+      double& x = slow[static_cast<std::size_t>(c.dp) * static_cast<std::size_t>(p) + static_cast<std::size_t>(c.pp)];
+      x = std::max(x, 1.0 / f);
+    }
+    return slow;
+  }
+
+  /// Eq. P32: opt.iterations steps, each the slowest replica's pipeline, then the DP collectives and the update.
+  [[nodiscard]] LayoutRuns layout_runs(const LayoutStep& ls, int gpus) const {
+    const ParallelLayout& l = ls.layout;
+    const ParallelStep& st = ls.step;
+    const int p = l.pp, ranks = l.tp * l.cp;  // ranks: the GPUs that run each pass of a stage together
+    const PipelineOrder order = pipeline_order(l.schedule, p, l.micro_batches, l.vp);
+    const PipelineTimes times = pipeline_times(st);
+    const std::vector<double> slow = stage_slowdowns(l, gpus);
+    const double cv = sc.strategy.jitter_cv, sigma = opt.compute_jitter;
+    LayoutRuns out;
+    out.replicas = cv == 0.0 && sigma == 0.0 && opt.speed.empty() ? 1 : l.dp(gpus);  // alike: one replica for all
+    out.from = std::min(opt.warmup, opt.iterations - 1);                             // iteration_statistics' first
+    out.busy.assign(static_cast<std::size_t>(p), 0.0);
+    Rng pass_rng(splitmix64(opt.seed ^ 0x70617373ull)), iter_rng(splitmix64(opt.seed ^ 0x736C6F77ull)),
+        link_rng(splitmix64(opt.seed ^ 0x6C696E6Bull));
+    std::vector<double> factor(static_cast<std::size_t>(p), 1.0);
+    const auto draw = [&](int s) {  // --jitter: a log-normal factor per pass, the largest of the stage's ranks
+      const double f = factor[static_cast<std::size_t>(s)];
+      if (!(sigma > 0.0)) return f;
+      return f * std::exp(sigma * draw_slowest(pass_rng, ranks).z - 0.5 * sigma * sigma);
+    };
+    for (int it = 0; it < opt.iterations; ++it) {
+      double pipe = 0.0, bubble = 0.0;
+      for (int d = 0; d < out.replicas; ++d) {
+        for (int s = 0; s < p; ++s) {  // the framework's jitter: a factor per GPU and iteration, the stage's slowest
+          double f = slow[static_cast<std::size_t>(d) * static_cast<std::size_t>(p) + static_cast<std::size_t>(s)];
+          if (cv > 0.0) f *= std::max(0.0, 1.0 + cv * draw_slowest(iter_rng, ranks).z);
+          factor[static_cast<std::size_t>(s)] = f;
+        }
+        const PipelineRun run = run_pipeline(order, times, draw);
+        out.events += order.ops.size();
+        if (d == 0 || run.makespan > pipe) {
+          pipe = run.makespan;
+          bubble = run.makespan - *std::max_element(run.busy.begin(), run.busy.end());
+        }
+        if (it >= out.from && run.makespan > 0.0)
+          for (std::size_t s = 0; s < out.busy.size(); ++s) out.busy[s] += run.busy[s] / run.makespan;
+      }
+      const double link = opt.link_jitter > 0.0 ? link_rng.jitter(opt.link_jitter) : 1.0;
+      out.steps.push_back(pipe + in_seconds(st.dp_comm) * link + in_seconds(st.update));
+      out.pipes.push_back(pipe);
+      out.bubbles.push_back(bubble);
+    }
+    return out;
+  }
+
+  /// Eq. P32: a model-parallel layout's steps, one pipeline per data-parallel replica (simulator.hpp).
+  [[nodiscard]] SimResult run_layout(int gpus) const {
+    const Prediction closed = pred.predict(gpus);
+    const LayoutStep ls = pred.layout_step(gpus);
+    const LayoutRuns runs = layout_runs(ls, gpus);
+    SimResult r;
+    r.iterations = statistics(runs.steps);
+    const auto tail_mean = [&runs](const std::vector<double>& v) {
+      return std::accumulate(v.begin() + runs.from, v.end(), 0.0) /
+          static_cast<double>(v.size() - static_cast<std::size_t>(runs.from));
+    };
+    PipelineStats ps;
+    ps.stages = ls.layout.pp;
+    ps.micro_batches = ls.layout.micro_batches;
+    ps.chunks = ls.layout.schedule == PipelineSchedule::interleaved ? std::max(ls.layout.vp, 1) : 1;
+    ps.replicas = runs.replicas;
+    ps.closed_form = closed.iteration_time;
+    ps.pipeline = seconds(tail_mean(runs.pipes));
+    ps.bubble = seconds(tail_mean(runs.bubbles));
+    ps.dp_comm = ls.step.dp_comm;
+    ps.update = ls.step.update;
+    const double n = static_cast<double>(runs.replicas) * static_cast<double>(opt.iterations - runs.from);
+    for (double b : runs.busy) ps.stage_busy.push_back(b / n);
+    // the closed form's record with the simulated step: throughput, tokens/s, MFU and speedup scale with 1/step
+    Prediction pr = closed;
+    const double ratio = in_seconds(closed.iteration_time) / in_seconds(r.iterations.mean);
+    pr.iteration_time = r.iterations.mean;
+    for (double* x : {&pr.throughput_samples_per_s, &pr.throughput_tokens_per_s, &pr.mfu, &pr.hfu, &pr.speedup, &pr.efficiency})
+      *x *= ratio;
+    if (pr.breakdown.parallel) pr.breakdown.parallel->bubble = ps.bubble;
+    r.prediction = std::move(pr);
+    r.merge = "pipeline";
+    r.events = runs.events;
+    r.simulated_seconds = std::accumulate(runs.steps.begin(), runs.steps.end(), 0.0);
+    const int gpus_per_stage = ls.layout.tp * ls.layout.cp * ls.layout.dp(gpus);
+    for (std::size_t s = 0; s < ps.stage_busy.size(); ++s) {
+      const double b = ps.stage_busy[s];
+      r.utilisation.push_back(
+          {fmt::format("stage {} compute", s), "compute", gpus_per_stage, b, b, fmt::format("stage {}", s), Bytes{}});
+    }
+    r.pipeline = std::move(ps);
+    return r;
+  }
+
+  /// Iteration statistics of `steps` (seconds each) after the warm-up.
+  [[nodiscard]] IterationStats statistics(const std::vector<double>& steps) const {
+    detail::Outcome o;
+    double t = 0.0;
+    for (double x : steps) o.iteration_end.push_back(t += x);
+    IterationStats it;
+    (void)iteration_statistics(o, it);
+    return it;
+  }
+
   SimResult run(int gpus) const {
+    if (sc.parallel) return run_layout(gpus);
     const GpuPlacement at = pred.place(gpus);
     if (opt.contention && at.nodes > 1 && !sc.strategy.transport.is_default())
       throw InputError(SourceLocation{}, "contention",

@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <utility>
@@ -78,6 +79,14 @@ struct SimOptions {
   int trace_max_gpus = 64;  // GPUs whose streams are traced (links and the channel always are)
 };
 
+/// A model-parallel scenario (Scenario::parallel) runs as eq. P32's pipeline, one per data-parallel replica, each
+/// pass as eq. P13 times it on its stage: the framework's jitter_cv draws a factor per GPU and iteration (1 + cv·z,
+/// as for data parallelism) and compute_jitter one per pass (log-normal), the tp·cp ranks of a stage taking the
+/// largest of theirs (they meet in every block's collectives); `speed` slows the passes of the stage and replica the
+/// GPU is in (the slowest of its ranks); link_jitter scales the data-parallel collectives after the pipeline.
+/// Contention, merge policies, another all-reduce, node_gpu, the input pipeline's options and the trace are
+/// data-parallel only, and refused.
+///
 /// Checks the options' values that no type rules out (at least one iteration, channel, reader; jitters, sizes
 /// and times finite and ≥ 0; speed factors > 0) and what the simulator does not model for `scenario`
 /// (gradient accumulation; contention or another merge policy with a sharded strategy). Simulator calls it
@@ -106,6 +115,16 @@ struct PlanCandidate {
   std::size_t buckets = 0;
 };
 
+/// A model-parallel layout's pipeline as simulated (eq. P32), means over the iterations after the warm-up.
+struct PipelineStats {
+  int stages = 1, micro_batches = 1, chunks = 1, replicas = 1;
+  Seconds closed_form{};           // the closed form's step (eq. P13): the reference
+  Seconds pipeline{};              // the slowest replica's pipeline, first forward to last backward
+  Seconds bubble{};                // pipeline − the busiest stage's own time (eq. P7's bubble where stages are alike)
+  Seconds dp_comm{}, update{};     // after the pipeline, as eq. P13 has them
+  std::vector<double> stage_busy;  // per stage, its busy share of the pipeline (mean over replicas and iterations)
+};
+
 struct SimResult {
   Prediction prediction;  // the record `predict` prints; iteration_time = mean steady-state iteration
   IterationStats iterations;
@@ -115,7 +134,8 @@ struct SimResult {
   std::vector<ResourceUse> utilisation;
   std::uint64_t events = 0;
   double simulated_seconds = 0.0;
-  std::string trace_json;  // Chrome/Perfetto trace-event JSON when options.trace
+  std::string trace_json;                 // Chrome/Perfetto trace-event JSON when options.trace
+  std::optional<PipelineStats> pipeline;  // Scenario::parallel only
 };
 
 class Simulator {
