@@ -276,9 +276,9 @@ StageTimes stage_times(const Network& net, const LayerTimes& t, const std::vecto
     st.tp += max(Seconds{}, comm.tp_regather - b.bwd * 0.5);
     const Seconds tp_fwd = l.tp_comm_overlap ? tp_overlap_exposed(comm.tp_fwd, b.gemm, l.tp, sm_count) : comm.tp_fwd;
     // eq. P30: a block that full recompute reruns runs its forward's collectives again, exposed as the forward's are
-    const Seconds tp_again = !b.checkpointed      ? Seconds{}
-                             : l.tp_comm_overlap ? tp_overlap_exposed(comm.tp_recompute, b.gemm, l.tp, sm_count)
-                                                 : comm.tp_recompute;
+    const Seconds tp_again = !b.checkpointed ? Seconds{}
+        : l.tp_comm_overlap                  ? tp_overlap_exposed(comm.tp_recompute, b.gemm, l.tp, sm_count)
+                                             : comm.tp_recompute;
     if (l.tp_comm_overlap)  // eq. P14: forward beside the block's GEMMs, backward beside their two gradients
       st.tp += tp_fwd + tp_overlap_exposed(comm.tp_bwd, b.gemm * 2.0, l.tp, sm_count) + tp_again;
     else  // eq. P28: the column-parallel inputs' gradients beside their weight gradients, asynchronously
