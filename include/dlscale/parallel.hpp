@@ -58,7 +58,10 @@ TransformerShape transformer_shape(const Network& net);
 /// when ep > 1 on a dense model, ep not dividing dp·cp or the experts (eq. P17); "moe_imbalance" when below 1 or not
 /// a finite number, or, at ep > 1, above what ep ranks can reach (moe_imbalance_limit, eq. P23);
 /// "account_for_embedding_in_pipeline_split" (or "account_for_loss_in_pipeline_split" where only that one is on)
-/// when the blocks and the accounted layers do not split evenly over the p·v chunks (eq. P26).
+/// when the blocks and the accounted layers do not split evenly over the p·v chunks (eq. P26);
+/// "num_layers_in_first_pipeline_stage" (or "num_layers_in_last_pipeline_stage" where only that one is given) when a
+/// count is below 1, pp < 2, the accounts are on too, the rest does not split evenly over the other stages, or with
+/// vp > 1 a stage's blocks are not a multiple of vp (eq. P26b).
 void validate(const ParallelLayout& layout, int gpus, const TransformerShape& shape);
 
 /// The layout for `gpus` GPUs with its micro-batches from global_batch_target (m = target / (b·dp)); as it is
@@ -167,7 +170,8 @@ Seconds alltoall_time(const Cluster& cluster, const GroupPlacement& ep, Bytes pe
 
 /// The pipeline stage each learnable layer runs on: blocks in p·v chunks of ⌊L/(p·v)⌋ or ⌈L/(p·v)⌉ (block b in chunk
 /// ⌊b·p·v/L⌋; eq. P26 with the embedding or the loss accounted: u = (L + a)/(p·v) units a chunk, block b in chunk
-/// ⌊(b + a_e)/u⌋), chunk k on stage k mod p; the
+/// ⌊(b + a_e)/u⌋), chunk k on stage k mod p; eq. P26b with the first or last stage's blocks given: each stage's blocks in v
+/// equal chunks, chunk j of stage s the (j·p + s)-th in block order; the
 /// layers before the first block (embeddings) on stage 0, those after the last (final norm, output
 /// projection) on stage p−1.
 std::vector<int> layer_stages(const Network& net, const ParallelLayout& l);

@@ -36,13 +36,14 @@ struct ParallelOptions {
   int dp_comm_overlap = -1;                                       // --dp-comm-overlap 1, --no-dp-comm-overlap 0, -1 not given
   int pp_comm_overlap = -1;                                       // --pp-comm-overlap 1, --no-pp-comm-overlap 0, -1 not given
   bool account_embedding = false, account_loss = false;           // --account-for-{embedding,loss}-in-pipeline-split
+  int first_stage_layers = 0, last_stage_layers = 0;              // --num-layers-in-{first,last}-pipeline-stage; 0: not given
   std::string schedule, rank_order;                               // empty: the framework's, else 1f1b and tp-cp-ep-dp-pp
   std::string moe_imbalance;                                      // --moe-imbalance F (eq. P23); empty: the framework's
   MoeRoutingOptions moe;                                          // eq. P24's options
   [[nodiscard]] bool any() const noexcept {
     return tp > 0 || pp > 0 || vp > 0 || cp > 0 || ep > 0 || micro_batches > 0 || global_batch > 0 || sp >= 0 ||
         tp_comm_overlap >= 0 || tp_async_backward >= 0 || dp_comm_overlap >= 0 || pp_comm_overlap >= 0 || account_embedding ||
-        account_loss || !schedule.empty() || !rank_order.empty();
+        account_loss || first_stage_layers != 0 || last_stage_layers != 0 || !schedule.empty() || !rank_order.empty();
   }
 };
 void add_parallel_options(CLI::App& cmd, ParallelOptions& o);

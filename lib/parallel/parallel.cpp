@@ -30,6 +30,23 @@ int accounted_layers(const ParallelLayout& l) noexcept {
   return (l.account_for_embedding_in_pipeline_split ? 1 : 0) + (l.account_for_loss_in_pipeline_split ? 1 : 0);
 }
 
+/// Eq. P26b: whether the first or the last stage's block count is given explicitly.
+bool explicit_stage_counts(const ParallelLayout& l) noexcept {
+  return l.num_layers_in_first_pipeline_stage > 0 || l.num_layers_in_last_pipeline_stage > 0;
+}
+
+/// Eq. P26b: the blocks each of the p stages holds, the first's and the last's as given, the other stages an equal
+/// share of the rest, L − n_first − n_last over the stages left (validate checks that it divides).
+std::vector<std::int64_t> explicit_stage_blocks(const ParallelLayout& l, std::int64_t blocks) {
+  const int first = l.num_layers_in_first_pipeline_stage, last = l.num_layers_in_last_pipeline_stage;
+  const int middle = l.pp - (first > 0 ? 1 : 0) - (last > 0 ? 1 : 0);
+  const std::int64_t rest = blocks - first - last;
+  std::vector<std::int64_t> n(static_cast<std::size_t>(std::max(l.pp, 1)), middle > 0 ? rest / middle : 0);
+  if (first > 0) n.front() = first;
+  if (last > 0) n.back() = last;
+  return n;
+}
+
 /// The layers whose weights Megatron splits over the TP group (column/row-parallel linears, the
 /// vocabulary-parallel embedding and output projection); norms stay whole on every TP rank.
 bool tp_split(LayerKind k) noexcept { return k == LayerKind::attention || k == LayerKind::linear || k == LayerKind::embedding; }
@@ -205,6 +222,41 @@ double moe_imbalance_limit(int ep, const TransformerShape& m) noexcept {
   return static_cast<double>(ep) * static_cast<double>(most) / static_cast<double>(m.top_k);
 }
 
+namespace {
+/// Eq. P26b's checks, as Megatron-Core's TransformerConfig makes them (recalled, not read here): each count at least
+/// 1, a pipeline of two stages or more, neither beside the accounts of eq. P26 (Megatron asserts that an uneven split
+/// and the accounts are not combined), the rest dividing evenly over the other stages (all of it on the first and
+/// last when there are no others), and with virtual stages every stage's blocks a multiple of vp.
+void validate_explicit_stages(const ParallelLayout& l, std::int64_t blocks) {
+  const int first = l.num_layers_in_first_pipeline_stage, last = l.num_layers_in_last_pipeline_stage;
+  for (auto [field, v] : {std::pair{"num_layers_in_first_pipeline_stage", first}, {"num_layers_in_last_pipeline_stage", last}})
+    if (v < 0) throw field_error(field, fmt::format("must be at least 1, got {}", v));
+  if (!explicit_stage_counts(l)) return;
+  const char* field = first > 0 ? "num_layers_in_first_pipeline_stage" : "num_layers_in_last_pipeline_stage";
+  if (l.pp < 2) throw field_error(field, fmt::format("needs a pipeline of at least two stages, got pp {}", l.pp));
+  if (l.account_for_embedding_in_pipeline_split || l.account_for_loss_in_pipeline_split)
+    throw field_error(field,
+                      "the first or last stage's blocks given explicitly cannot be combined with "
+                      "account_for_embedding_in_pipeline_split or account_for_loss_in_pipeline_split");
+  const int middle = l.pp - (first > 0 ? 1 : 0) - (last > 0 ? 1 : 0);
+  const std::int64_t rest = blocks - first - last;
+  const int v = l.schedule == PipelineSchedule::interleaved ? std::max(l.vp, 1) : 1;
+  if (middle == 0 && rest != 0)
+    throw field_error(field,
+                      fmt::format("with pp {} the first and last stages hold every block: {} + {} is not the {} blocks", l.pp,
+                                  first, last, blocks));
+  if (middle > 0 && (rest < static_cast<std::int64_t>(middle) * v || rest % middle != 0))
+    throw field_error(
+        field,
+        fmt::format("the {} blocks left of {} do not split evenly over the other {} stage{}{}", rest, blocks, middle,
+                    middle > 1 ? "s" : "", v > 1 ? fmt::format(" with vp {} chunks each", v) : std::string()));
+  for (auto [f, n] : {std::pair{"num_layers_in_first_pipeline_stage", static_cast<std::int64_t>(first)},
+                      {"num_layers_in_last_pipeline_stage", static_cast<std::int64_t>(last)},
+                      {field, middle > 0 ? rest / middle : 0}})
+    if (n % v != 0) throw field_error(f, fmt::format("{} blocks on a stage do not split evenly over its vp {} chunks", n, v));
+}
+}  // namespace
+
 void validate(const ParallelLayout& l, int gpus, const TransformerShape& m) {
   for (auto [field, v] : {std::pair{"tp", l.tp},
                           {"pp", l.pp},
@@ -228,9 +280,10 @@ void validate(const ParallelLayout& l, int gpus, const TransformerShape& m) {
     throw field_error("vp", fmt::format("vp {} needs the interleaved schedule, not {}", l.vp, to_string(l.schedule)));
   if (l.schedule == PipelineSchedule::interleaved && l.pp < 2)
     throw field_error("schedule", "the interleaved schedule needs at least two pipeline stages");
-  // uneven chunks are allowed (Megatron-Core's --decoder-first/last-pipeline-num-layers): layer_stages gives
-  // each ⌊L/(p·v)⌋ or ⌈L/(p·v)⌉ blocks, and the slowest stage sets the pipeline's pace (eq. P7); with the embedding
-  // or the loss accounted as a layer (eq. P26) Megatron-Core asks the units to divide evenly
+  // uneven chunks are allowed: layer_stages gives each ⌊L/(p·v)⌋ or ⌈L/(p·v)⌉ blocks, and the slowest stage sets the
+  // pipeline's pace (eq. P7); with the embedding or the loss accounted as a layer (eq. P26) Megatron-Core asks the
+  // units to divide evenly, and with the first or the last stage's blocks given (eq. P26b) the rest to divide evenly
+  validate_explicit_stages(l, m.layers);
   if (const int a = accounted_layers(l); a > 0) {
     const std::int64_t chunks = static_cast<std::int64_t>(l.pp) * l.vp;
     if ((m.layers + a) % chunks != 0)
@@ -393,6 +446,24 @@ std::vector<int> layer_stages(const std::vector<int>& block, const ParallelLayou
   int blocks = 0;
   for (int b : block) blocks = std::max(blocks, b + 1);
   const int chunks = std::max(1, l.pp * std::max(1, l.vp));
+  if (explicit_stage_counts(l)) {
+    // eq. P26b: chunk j of stage s is the (j·p + s)-th, of n_s/v blocks (validate checks that they divide)
+    const std::vector<std::int64_t> n = explicit_stage_blocks(l, blocks);
+    const int v = std::max(1, l.vp);
+    std::vector<int> of_block;  // the stage of block b
+    of_block.reserve(static_cast<std::size_t>(blocks));
+    for (int j = 0; j < v; ++j)
+      for (int s = 0; s < l.pp; ++s)
+        for (std::int64_t k = 0; k < n[static_cast<std::size_t>(s)] / v; ++k) of_block.push_back(s);
+    std::vector<int> stage(block.size(), 0);
+    bool seen_block = false;
+    for (std::size_t i = 0; i < block.size(); ++i) {
+      if (block[i] >= 0) seen_block = true;
+      const auto b = static_cast<std::size_t>(std::max(block[i], 0));
+      stage[i] = block[i] >= 0 ? (b < of_block.size() ? of_block[b] : l.pp - 1) : (seen_block ? l.pp - 1 : 0);
+    }
+    return stage;
+  }
   // eq. P26: the embedding (first) and the loss (last) counted as layers, u units a chunk; validate checks they divide
   const int accounted = accounted_layers(l), first = l.account_for_embedding_in_pipeline_split ? 1 : 0;
   const std::int64_t units = std::max<std::int64_t>(1, (static_cast<std::int64_t>(blocks) + accounted) / chunks);
