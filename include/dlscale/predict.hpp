@@ -48,8 +48,9 @@ struct Scenario {
 /// Checks the values of a scenario that no type rules out: at least one node, GPU per node and sample per GPU,
 /// bandwidths and latencies finite and ≥ 0, at least one pass per update, a recompute fraction in (0, 1], a
 /// checkpointing mode the network can take, a jitter CV in [0, 1), offload only with a sharded optimiser
-/// state, measured layer times of the network's length. A precision the GPU lacks is not an error here (it
-/// runs at the fp32 rate, GpuSpec::peak). Predictor and the simulator call it; a front end may call it first.
+/// state, measured layer times of the network's length, an fp8 scaling the GPU runs (MX block scaling on Blackwell
+/// only, key "compute.fp8_scaling"; eq. K15c). A precision the GPU lacks is not an error here (it runs at the fp32
+/// rate, GpuSpec::peak). Predictor and the simulator call it; a front end may call it first.
 /// Throws InputError whose key() is the field as Scenario names it ("batch_per_gpu", "compute.accumulate",
 /// "cluster.inter_node.bandwidth", ...), with no file: a front end that read the value from somewhere says
 /// where (the command line maps fields to its options).
