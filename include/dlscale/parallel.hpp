@@ -55,7 +55,8 @@ TransformerShape transformer_shape(const Network& net);
 /// divide the heads, or neither divides nor is a multiple of the key/value heads (tp > kv_heads replicates
 /// them, eq. P3); pp·vp exceeds the blocks (uneven chunks are allowed: layer_stages); the sequence does
 /// not split into 2·cp chunks; vp > 1 without the interleaved schedule; interleaved with m not a multiple of pp; "ep"
-/// when ep > 1 on a dense model, ep not dividing dp·cp or the experts (eq. P17); "moe_imbalance" when below 1 or not
+/// when ep > 1 on a dense model, ep not dividing dp·cp or the experts (eq. P17); "sp" when ep > 1 and tp > 1 without
+/// sequence parallelism (Megatron-Core's rule for a mixture of experts under TP); "moe_imbalance" when below 1 or not
 /// a finite number, or, at ep > 1, above what ep ranks can reach (moe_imbalance_limit, eq. P23);
 /// "account_for_embedding_in_pipeline_split" (or "account_for_loss_in_pipeline_split" where only that one is on)
 /// when the blocks and the accounted layers do not split evenly over the p·v chunks (eq. P26);

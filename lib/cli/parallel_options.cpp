@@ -221,6 +221,7 @@ std::string_view parallel_option_for_field(std::string_view field) noexcept {
       {"parallel.pp_comm_overlap", "--pp-comm-overlap"},
       {"parallel.rank_order", "--rank-order"},
       {"parallel.schedule", "--schedule"},
+      {"parallel.sp", "--sp"},
       {"parallel.tp", "--tp"},
       {"parallel.tp_async_backward", "--tp-async-backward"},
       {"parallel.tp_comm_overlap", "--tp-comm-overlap"},

@@ -157,6 +157,14 @@ void validate_experts(const ParallelLayout& l, int dp, const TransformerShape& m
   // eq. P17: the EP groups are carved from the dp·cp ranks
   if ((dp * l.cp) % l.ep != 0)
     throw field_error("ep", fmt::format("ep {} does not divide dp {} × cp {} = {} ranks", l.ep, dp, l.cp, dp * l.cp));
+  // Megatron-Core asserts "When using MoE and tensor parallelism, sequence parallelism must be used" (recalled from
+  // megatron/training/arguments.py, not read here): without SP every TP rank would hold all b·s/c tokens and the
+  // all-to-alls move t times what they do (eq. P18); torchtitan's TP plan always shards the norms (sp: true)
+  if (l.tp > 1 && !l.sp)
+    throw field_error("sp",
+                      fmt::format("ep {} with tp {} needs sequence parallelism (sp), as Megatron-Core requires of a "
+                                  "mixture of experts under tensor parallelism",
+                                  l.ep, l.tp));
   if (const double limit = moe_imbalance_limit(l.ep, m); l.moe_imbalance > limit)
     throw field_error("moe_imbalance",
                       fmt::format("{} is more than {} expert-parallel ranks can reach: a token sends at most min(K {}, E/ep {}) "
