@@ -743,6 +743,42 @@ TEST(ParallelStep, PipelineOfTwoStagesByHand) {
   ASSERT_EQ(st.memory.size(), 2u);
 }
 
+// Eq. P29 by hand: the 4-block decoder of PipelineOfTwoStagesByHand with its output layer tied to the embedding. PP 2 ×
+// DP 2 on 4 GPUs of one node (fp32 gradients): the word embedding's gradient, 1,000 × 256 × 4 B = 1,024,000 B,
+// all-reduced between ranks 0 and 2 (stage 0 and stage 1 of the first pipeline) as a ring of two: two steps of
+// 512,000 B at 100 GB/s after 1 µs, 2·(1 + 5.12) µs = 12.24 µs, after the DP reduction and before the update. TP 4 ×
+// PP 2 × DP 2 on two nodes (tp-cp-dp-pp: stage 0 on node 0, stage 1 on node 1): (1,000/4)·256·4 = 256,000 B, two
+// steps of 128,000 B across the nodes, where the node's 8 pipelines share its one NIC (P11): 2·(5 µs + 8·128,000 B /
+// 10 GB/s) = 214.8 µs. Untied, or without a pipeline: nothing.
+TEST(ParallelStep, TiedEmbeddingGradientBetweenFirstAndLastStageByHand) {
+  DecoderShape d{.layers = 4, .hidden = 256, .heads = 4, .ffn = 512, .vocab = 1000, .seq = 128};
+  d.tied = true;
+  const Network tied = build_decoder(d, "tiny-tied");
+  ASSERT_EQ(tied.layers.size(), 19u);
+  EXPECT_TRUE(tied_output_embedding(tied));
+  EXPECT_FALSE(tied_output_embedding(tiny_decoder()));
+  const LayerTimes whole = uniform_times(19);
+  const ComputeOptions opt;  // fp32
+  Cluster c = hand_cluster(1);
+  ParallelLayout l = two_stages_of_four();
+  const ParallelStep st = parallel_step(tied, whole, c, *make_alpha_beta_model(c), l, 4, opt, Sharding{});
+  EXPECT_NEAR(in_seconds(st.embedding_grads), 2 * (1e-6 + 5.12e-6), 1e-15);
+  EXPECT_NEAR(in_seconds(st.step), in_seconds(st.pipeline + st.dp_comm + st.update) + 12.24e-6, 1e-14);
+  const ParallelStep untied = parallel_step(tiny_decoder(), whole, c, *make_alpha_beta_model(c), l, 4, opt, Sharding{});
+  EXPECT_EQ(untied.embedding_grads, Seconds{});
+  ParallelLayout flat = l;
+  flat.pp = 1;
+  EXPECT_EQ(parallel_step(tied, whole, c, *make_alpha_beta_model(c), flat, 4, opt, Sharding{}).embedding_grads, Seconds{});
+
+  Cluster two = hand_cluster(2);
+  ParallelLayout across = l;
+  across.tp = 4;
+  const TransformerShape m = transformer_shape(tied);
+  EXPECT_DOUBLE_EQ(in_bytes(tied_embedding_grad_bytes(across, m, 4.0)), 256'000.0);
+  const ParallelStep x = parallel_step(tied, whole, two, *make_alpha_beta_model(two), across, 16, opt, Sharding{});
+  EXPECT_NEAR(in_seconds(x.embedding_grads), 2 * (5e-6 + 8 * 128'000.0 / 10e9), 1e-15);
+}
+
 // Eq. P26b: a Llama-2-7B shape (32 blocks, h 4096, s 4096) on PP 4 with 6 blocks given to the first stage and 6 to the
 // last: the other two stages hold (32 − 6 − 6)/2 = 10 each. Layers of a block: norm, attention, norm, MLP (4), so
 // stage 0 runs the embedding and 24 layers, stages 1-2 40 layers, stage 3 24 layers, the final norm and the output (26).

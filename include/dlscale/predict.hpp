@@ -109,12 +109,13 @@ struct Breakdown {
   Bytes offload_bytes{};          // bytes over PCIe per GPU and step, both ways (S9a + S9c)
   /// A model-parallel step's parts (eq. P13; absent without Scenario::parallel): per step, on the slowest stage.
   struct Parallel {
-    Seconds tp_comm{};  // TP/SP collectives exposed, all micro-batches
-    Seconds cp_comm{};  // CP's K/V ring past the attention cores
-    Seconds ep_comm{};  // the MoE blocks' expert-parallel all-to-alls (eq. P18)
-    Seconds pp_p2p{};   // the sends between stages
-    Seconds bubble{};   // the pipeline's fill and drain
-    Seconds dp_comm{};  // the gradients over the dp·cp group
+    Seconds tp_comm{};          // TP/SP collectives exposed, all micro-batches
+    Seconds cp_comm{};          // CP's K/V ring past the attention cores
+    Seconds ep_comm{};          // the MoE blocks' expert-parallel all-to-alls (eq. P18)
+    Seconds pp_p2p{};           // the sends between stages
+    Seconds bubble{};           // the pipeline's fill and drain
+    Seconds dp_comm{};          // the gradients over the dp·cp group
+    Seconds embedding_grads{};  // eq. P29: a tied word embedding's gradient between the first and last stage
     int slowest_stage = 0;
     std::vector<Bytes> stage_memory;  // per pipeline stage, one rank's (eq. P10)
   };

@@ -997,6 +997,27 @@ Seconds alltoall_time(const Cluster& c, const GroupPlacement& ep, Bytes per_rank
   return slowest;
 }
 
+bool tied_output_embedding(const Network& net) noexcept {
+  if (net.layers.empty()) return false;
+  const Layer& out = net.layers.back();
+  const bool embedding = std::any_of(net.layers.begin(), net.layers.end(),
+                                     [](const Layer& x) { return x.kind == LayerKind::embedding && x.params > 0; });
+  return embedding && out.kind == LayerKind::linear && out.params == 0 && out.macs_per_sample > 0.0;
+}
+
+Bytes tied_embedding_grad_bytes(const ParallelLayout& l, const TransformerShape& m, double grad_bytes) noexcept {
+  if (l.pp <= 1) return Bytes{};
+  // eq. P29: the vocabulary-parallel embedding's rows on a TP rank, (V/t)·h elements
+  const std::int64_t rows = (m.vocab + l.tp - 1) / std::max(l.tp, 1);
+  return bytes(static_cast<double>(rows) * static_cast<double>(m.hidden) * grad_bytes);
+}
+
+Seconds tied_embedding_allreduce_time(const Cluster& c, const GroupPlacement& pp, Bytes size) {
+  if (pp.size <= 1 || pp.first.size() < 2 || !(size > Bytes{})) return Seconds{};
+  // eq. P29: a ring all-reduce of two ranks, two steps of size/2 each way
+  return pair_p2p_time(c, pp, pp.first.front(), pp.first.back(), size / 2.0) * 2.0;
+}
+
 Seconds cp_ring_step_time(const Cluster& c, const GroupPlacement& cp, Bytes size) {
   if (cp.size <= 1 || cp.first.size() < 2) return Seconds{};
   Seconds slowest{};  // eq. P15d: every rank sends to the next at once; the step ends with the slowest pair
