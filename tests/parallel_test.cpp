@@ -743,7 +743,7 @@ TEST(ParallelStep, PipelineOfTwoStagesByHand) {
   ASSERT_EQ(st.memory.size(), 2u);
 }
 
-// Eq. P29 by hand: the 4-block decoder of PipelineOfTwoStagesByHand with its output layer tied to the embedding. PP 2 ×
+// Eq. P33 by hand: the 4-block decoder of PipelineOfTwoStagesByHand with its output layer tied to the embedding. PP 2 ×
 // DP 2 on 4 GPUs of one node (fp32 gradients): the word embedding's gradient, 1,000 × 256 × 4 B = 1,024,000 B,
 // all-reduced between ranks 0 and 2 (stage 0 and stage 1 of the first pipeline) as a ring of two: two steps of
 // 512,000 B at 100 GB/s after 1 µs, 2·(1 + 5.12) µs = 12.24 µs, after the DP reduction and before the update. TP 4 ×

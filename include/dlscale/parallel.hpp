@@ -299,13 +299,13 @@ Seconds group_collective_time(const CollectiveModel& model, const CollectiveCall
 /// cluster's topology (between the first group's first two ranks), else one step on the node's or the
 /// network's link (Cluster::intra_node / inter_node), the bytes scaled by the NIC share across nodes.
 Seconds pipeline_p2p_time(const Cluster& cluster, const GroupPlacement& pp, Bytes size);
-/// Eq. P29: whether the network's output layer shares the token embedding's weights (arch's `tied`: the last layer a
+/// Eq. P33: whether the network's output layer shares the token embedding's weights (arch's `tied`: the last layer a
 /// linear map of no parameters of its own, beside an embedding that has them; GPT-2/3's head).
 [[nodiscard]] bool tied_output_embedding(const Network& net) noexcept;
-/// Eq. P29: what the first and the last pipeline stage all-reduce of a tied word embedding's gradient after the
+/// Eq. P33: what the first and the last pipeline stage all-reduce of a tied word embedding's gradient after the
 /// backward, the vocabulary-parallel (V/t)·h elements of `grad_bytes` each; nothing without a pipeline.
 [[nodiscard]] Bytes tied_embedding_grad_bytes(const ParallelLayout& l, const TransformerShape& m, double grad_bytes) noexcept;
-/// Eq. P29: that all-reduce between the first group's first and last stage (Megatron's embedding group of two ranks),
+/// Eq. P33: that all-reduce between the first group's first and last stage (Megatron's embedding group of two ranks),
 /// every pipeline at once: a ring of two, a reduce-scatter step and an all-gather step of size/2 each way, each timed
 /// as a pipeline send between the two GPUs (pipeline_p2p_time's link and NIC share). Zero without a pipeline.
 Seconds tied_embedding_allreduce_time(const Cluster& cluster, const GroupPlacement& pp, Bytes size);
@@ -333,7 +333,7 @@ struct ParallelStep {
   Seconds pipeline{};             // eq. P7: (m + (p−1)/v)·t_mb
   Seconds bubble{};               // pipeline − m·t_mb
   Seconds dp_comm{};              // the gradients over the dp·cp group (the experts' over dp·cp/ep), after the last backward
-  Seconds embedding_grads{};      // eq. P29: a tied word embedding's gradient all-reduced between the first and last stage
+  Seconds embedding_grads{};      // eq. P33: a tied word embedding's gradient all-reduced between the first and last stage
   Seconds update{};               // the optimiser step of the rank's parameters (1/n of them when sharded)
   Seconds step{};                 // pipeline + dp_comm + embedding_grads + update
   std::int64_t global_batch = 0;  // samples

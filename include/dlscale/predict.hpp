@@ -115,7 +115,7 @@ struct Breakdown {
     Seconds pp_p2p{};           // the sends between stages
     Seconds bubble{};           // the pipeline's fill and drain
     Seconds dp_comm{};          // the gradients over the dp·cp group
-    Seconds embedding_grads{};  // eq. P29: a tied word embedding's gradient between the first and last stage
+    Seconds embedding_grads{};  // eq. P33: a tied word embedding's gradient between the first and last stage
     int slowest_stage = 0;
     std::vector<Bytes> stage_memory;  // per pipeline stage, one rank's (eq. P10)
   };

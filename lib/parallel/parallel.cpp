@@ -1007,14 +1007,14 @@ bool tied_output_embedding(const Network& net) noexcept {
 
 Bytes tied_embedding_grad_bytes(const ParallelLayout& l, const TransformerShape& m, double grad_bytes) noexcept {
   if (l.pp <= 1) return Bytes{};
-  // eq. P29: the vocabulary-parallel embedding's rows on a TP rank, (V/t)·h elements
+  // eq. P33: the vocabulary-parallel embedding's rows on a TP rank, (V/t)·h elements
   const std::int64_t rows = (m.vocab + l.tp - 1) / std::max(l.tp, 1);
   return bytes(static_cast<double>(rows) * static_cast<double>(m.hidden) * grad_bytes);
 }
 
 Seconds tied_embedding_allreduce_time(const Cluster& c, const GroupPlacement& pp, Bytes size) {
   if (pp.size <= 1 || pp.first.size() < 2 || !(size > Bytes{})) return Seconds{};
-  // eq. P29: a ring all-reduce of two ranks, two steps of size/2 each way
+  // eq. P33: a ring all-reduce of two ranks, two steps of size/2 each way
   return pair_p2p_time(c, pp, pp.first.front(), pp.first.back(), size / 2.0) * 2.0;
 }
 

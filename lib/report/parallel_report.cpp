@@ -38,7 +38,7 @@ void add_parallel_json(nlohmann::ordered_json& e, const Prediction& p) {
                    {"dp_comm_s", in_seconds(par.dp_comm)}, {"slowest_stage", par.slowest_stage},
                    {"stage_memory_bytes", std::move(mem)}};
   if (par.ep_comm > Seconds{}) e["parallel"]["ep_comm_s"] = in_seconds(par.ep_comm);  // a mixture of experts (eq. P18)
-  if (par.embedding_grads > Seconds{}) e["parallel"]["embedding_grads_s"] = in_seconds(par.embedding_grads);  // eq. P29
+  if (par.embedding_grads > Seconds{}) e["parallel"]["embedding_grads_s"] = in_seconds(par.embedding_grads);  // eq. P33
 }
 
 }  // namespace dlscale
