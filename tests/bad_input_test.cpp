@@ -1108,8 +1108,20 @@ std::vector<Row> catalogue() {
        E + "'--ep': ep 3 does not divide the 4 experts\n"},
       {"option_ep_not_dividing_dp_cp", {},
        "predict --cluster dgx-h100-ndr --nodes 1 --model decoder:layers=2,hidden=64,heads=4,ffn=128,vocab=100,seq=16,experts=8,"
-       "top_k=2 --tp 2 --ep 8 --gpus 8 -o {out}",
+       "top_k=2 --tp 2 --sp --ep 8 --gpus 8 -o {out}",
        E + "'--ep': ep 8 does not divide dp 4 × cp 1 = 4 ranks\n"},
+      {"option_ep_with_tp_without_sp", {},
+       "predict --cluster dgx-h100-ndr --nodes 1 --model decoder:layers=2,hidden=64,heads=4,ffn=128,vocab=100,seq=16,experts=8,"
+       "top_k=2 --tp 2 --ep 4 --gpus 8 -o {out}",
+       E + "'--sp': ep 4 with tp 2 needs sequence parallelism (sp), as Megatron-Core requires of a mixture of experts under "
+           "tensor parallelism\n"},
+      // eq. P26b: the first and last stages' blocks
+      {"option_first_stage_blocks_not_dividing", {},
+       "predict --cluster dgx-h100-ndr --nodes 1 --model decoder:layers=8,hidden=64,heads=4,ffn=128,vocab=100,seq=16 --pp 4 "
+       "--num-layers-in-first-pipeline-stage 3 --gpus 8 -o {out}",
+       E + "'--num-layers-in-first-pipeline-stage': the 5 blocks left of 8 do not split evenly over the other 3 stages\n"},
+      {"framework_last_stage_blocks_zero", {{"f.yaml", std::string(kFramework) + "parallel: {num_layers_in_last_pipeline_stage: 0}\n"}},
+       kCmdFramework, E + "{dir}/f.yaml:7:47: 'parallel.num_layers_in_last_pipeline_stage': must be at least 1, got 0\n"},
       // eq. P24: a capacity factor, padding to it, a per-expert load spread
       {"framework_moe_capacity_factor_zero", {{"f.yaml", std::string(kFramework) + "parallel: {moe_expert_capacity_factor: 0}\n"}},
        kCmdFramework, E + "{dir}/f.yaml:7:40: 'parallel.moe_expert_capacity_factor': must be a finite number above 0, got 0\n"},

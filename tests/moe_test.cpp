@@ -226,6 +226,7 @@ TEST(MoeGroups, ExpertParallelChecksNameEp) {
   const TransformerShape moe = with_mixtral_routing(dense);
   ParallelLayout l;
   l.tp = 8;
+  l.sp = true;  // Megatron-Core asks a mixture of experts under TP for sequence parallelism
   l.ep = 2;
   EXPECT_EQ(field_of(l, 16, moe), "");
   EXPECT_EQ(field_of(l, 16, dense), "ep: ep 2 needs a model with experts (a mixture of experts)");
@@ -235,6 +236,13 @@ TEST(MoeGroups, ExpertParallelChecksNameEp) {
   EXPECT_EQ(field_of(l, 16, moe), "ep: ep 4 does not divide dp 2 × cp 1 = 2 ranks");
   l.cp = 2;
   EXPECT_EQ(field_of(l, 32, moe), "");  // dp 2 × cp 2
+  // without SP every TP rank would route all its tokens (eq. P18 t times over): refused at the field
+  l.sp = false;
+  EXPECT_EQ(field_of(l, 32, moe),
+            "sp: ep 4 with tp 8 needs sequence parallelism (sp), as Megatron-Core requires of a "
+            "mixture of experts under tensor parallelism");
+  l.ep = 1;  // no expert parallelism: no all-to-all to miscount, accepted
+  EXPECT_EQ(field_of(l, 32, moe), "");
 }
 
 // ---- eq. P18: the all-to-all -----------------------------------------------------------------------------------

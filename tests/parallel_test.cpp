@@ -743,6 +743,182 @@ TEST(ParallelStep, PipelineOfTwoStagesByHand) {
   ASSERT_EQ(st.memory.size(), 2u);
 }
 
+// Eq. P33 by hand: the 4-block decoder of PipelineOfTwoStagesByHand with its output layer tied to the embedding. PP 2 ×
+// DP 2 on 4 GPUs of one node (fp32 gradients): the word embedding's gradient, 1,000 × 256 × 4 B = 1,024,000 B,
+// all-reduced between ranks 0 and 2 (stage 0 and stage 1 of the first pipeline) as a ring of two: two steps of
+// 512,000 B at 100 GB/s after 1 µs, 2·(1 + 5.12) µs = 12.24 µs, after the DP reduction and before the update. TP 4 ×
+// PP 2 × DP 2 on two nodes (tp-cp-dp-pp: stage 0 on node 0, stage 1 on node 1): (1,000/4)·256·4 = 256,000 B, two
+// steps of 128,000 B across the nodes, where the node's 8 pipelines share its one NIC (P11): 2·(5 µs + 8·128,000 B /
+// 10 GB/s) = 214.8 µs. Untied, or without a pipeline: nothing.
+TEST(ParallelStep, TiedEmbeddingGradientBetweenFirstAndLastStageByHand) {
+  DecoderShape d{.layers = 4, .hidden = 256, .heads = 4, .ffn = 512, .vocab = 1000, .seq = 128};
+  d.tied = true;
+  const Network tied = build_decoder(d, "tiny-tied");
+  ASSERT_EQ(tied.layers.size(), 19u);
+  EXPECT_TRUE(tied_output_embedding(tied));
+  EXPECT_FALSE(tied_output_embedding(tiny_decoder()));
+  const LayerTimes whole = uniform_times(19);
+  const ComputeOptions opt;  // fp32
+  Cluster c = hand_cluster(1);
+  ParallelLayout l = two_stages_of_four();
+  const ParallelStep st = parallel_step(tied, whole, c, *make_alpha_beta_model(c), l, 4, opt, Sharding{});
+  EXPECT_NEAR(in_seconds(st.embedding_grads), 2 * (1e-6 + 5.12e-6), 1e-15);
+  EXPECT_NEAR(in_seconds(st.step), in_seconds(st.pipeline + st.dp_comm + st.update) + 12.24e-6, 1e-14);
+  const ParallelStep untied = parallel_step(tiny_decoder(), whole, c, *make_alpha_beta_model(c), l, 4, opt, Sharding{});
+  EXPECT_EQ(untied.embedding_grads, Seconds{});
+  ParallelLayout flat = l;
+  flat.pp = 1;
+  EXPECT_EQ(parallel_step(tied, whole, c, *make_alpha_beta_model(c), flat, 4, opt, Sharding{}).embedding_grads, Seconds{});
+
+  Cluster two = hand_cluster(2);
+  ParallelLayout across = l;
+  across.tp = 4;
+  const TransformerShape m = transformer_shape(tied);
+  EXPECT_DOUBLE_EQ(in_bytes(tied_embedding_grad_bytes(across, m, 4.0)), 256'000.0);
+  const ParallelStep x = parallel_step(tied, whole, two, *make_alpha_beta_model(two), across, 16, opt, Sharding{});
+  EXPECT_NEAR(in_seconds(x.embedding_grads), 2 * (5e-6 + 8 * 128'000.0 / 10e9), 1e-15);
+}
+
+// Eq. P26b: a Llama-2-7B shape (32 blocks, h 4096, s 4096) on PP 4 with 6 blocks given to the first stage and 6 to the
+// last: the other two stages hold (32 − 6 − 6)/2 = 10 each. Layers of a block: norm, attention, norm, MLP (4), so
+// stage 0 runs the embedding and 24 layers, stages 1-2 40 layers, stage 3 24 layers, the final norm and the output (26).
+// Every layer 1 ms forward, 2 ms backward, 0.5 ms update (fp32, 4 GPUs of the hand cluster's node, m 8, 1F1B): the
+// slowest is stage 1, 40 ms + 80 ms; the even split (8 blocks a stage) has stage 3 slowest at 34 layers.
+TEST(ParallelStep, ExplicitFirstAndLastStageBlocksByHand) {
+  const Network net = build_decoder(
+      DecoderShape{.layers = 32, .hidden = 4096, .heads = 32, .kv_heads = 32, .ffn = 11008, .vocab = 32000, .seq = 4096},
+      "llama2-7b-shape");
+  ASSERT_EQ(net.layers.size(), 131u);
+  ParallelLayout l;
+  l.pp = 4;
+  l.micro_batches = 8;
+  l.num_layers_in_first_pipeline_stage = 6;
+  l.num_layers_in_last_pipeline_stage = 6;
+  const auto block = transformer_blocks(net);
+  const auto count_blocks = [&](const std::vector<int>& stage) {
+    std::vector<std::set<int>> per(4);
+    for (std::size_t i = 0; i < stage.size(); ++i)
+      if (block[i] >= 0) per[static_cast<std::size_t>(stage[i])].insert(block[i]);
+    std::vector<std::size_t> n;
+    for (const auto& p : per) n.push_back(p.size());
+    return n;
+  };
+  const auto stage = layer_stages(net, l);
+  EXPECT_EQ(count_blocks(stage), (std::vector<std::size_t>{6, 10, 10, 6}));
+  EXPECT_EQ(stage.front(), 0);  // the embedding
+  EXPECT_EQ(stage.back(), 3);   // the output layer
+  // blocks in order: 0-5 on stage 0, 6-15 on 1, 16-25 on 2, 26-31 on 3
+  for (std::size_t i = 0; i < stage.size(); ++i)
+    if (block[i] >= 0) {
+      EXPECT_EQ(stage[i], block[i] < 6 ? 0 : block[i] < 16 ? 1 : block[i] < 26 ? 2 : 3) << i;
+    }
+
+  // the step by hand (P7, P13)
+  const LayerTimes whole = uniform_times(131);
+  Cluster c = hand_cluster(1);
+  const ComputeOptions opt;  // fp32
+  const ParallelStep st = parallel_step(net, whole, c, *make_alpha_beta_model(c), l, 4, opt, Sharding{});
+  EXPECT_EQ(st.slowest_stage, 1);
+  EXPECT_NEAR(in_seconds(st.forward), 40e-3, 1e-15);
+  EXPECT_NEAR(in_seconds(st.backward), 80e-3, 1e-15);
+  // P4: b·s·h·4 = 67,108,864 B between neighbouring ranks of the node: 1 µs + 671.08864 µs, twice a micro-batch
+  const double send = 1e-6 + 671.08864e-6;
+  EXPECT_NEAR(in_seconds(st.p2p), 2 * send, 1e-12);
+  const double mb = 120e-3 + 2 * send;
+  EXPECT_NEAR(in_seconds(st.pipeline), (8 + 3) * mb, 1e-12);  // (m + p − 1)·t_mb
+  EXPECT_NEAR(in_seconds(st.bubble), 3 * mb, 1e-12);
+  EXPECT_NEAR(in_seconds(st.dp_comm), 0.0, 1e-15);  // dp 1
+  EXPECT_NEAR(in_seconds(st.update), 40 * 0.5e-3, 1e-15);
+  EXPECT_NEAR(in_seconds(st.step), 11 * mb + 20e-3, 1e-12);
+  // the even split: stage 3 of 34 layers sets the pace, 34 + 68 ms
+  ParallelLayout even = l;
+  even.num_layers_in_first_pipeline_stage = even.num_layers_in_last_pipeline_stage = 0;
+  const ParallelStep st_even = parallel_step(net, whole, c, *make_alpha_beta_model(c), even, 4, opt, Sharding{});
+  EXPECT_EQ(st_even.slowest_stage, 3);
+  EXPECT_NEAR(in_seconds(st_even.per_microbatch), 102e-3 + 2 * send, 1e-12);
+
+  // memory per stage follows the split (P10): stage 0 holds the embedding and 6 blocks' weights, stage 1 10 blocks'
+  std::int64_t embedding = 0, one_block = 0;
+  for (std::size_t i = 0; i < block.size(); ++i) {
+    if (net.layers[i].kind == LayerKind::embedding) embedding += net.layers[i].params;
+    if (block[i] == 0) one_block += net.layers[i].params;
+  }
+  EXPECT_EQ(rank_params(net, l, 0), embedding + 6 * one_block);
+  EXPECT_EQ(rank_params(net, l, 1), 10 * one_block);
+  ASSERT_EQ(st.memory.size(), 4u);
+  EXPECT_GT(st.memory[1].weights, st.memory[0].weights);
+
+  // interleaved, vp 2: each stage's blocks in two chunks, chunk j of stage s the (4j + s)-th: 3, 5, 5, 3, 3, 5, 5, 3 blocks
+  ParallelLayout vl = l;
+  vl.vp = 2;
+  vl.schedule = PipelineSchedule::interleaved;
+  vl.micro_batches = 8;
+  const auto vs = layer_stages(net, vl);
+  EXPECT_EQ(count_blocks(vs), (std::vector<std::size_t>{6, 10, 10, 6}));
+  for (std::size_t i = 0; i < vs.size(); ++i) {
+    if (block[i] < 0) continue;
+    const int b = block[i] % 16;  // the second round of chunks repeats the first's pattern
+    EXPECT_EQ(vs[i], b < 3 ? 0 : b < 8 ? 1 : b < 13 ? 2 : 3) << i;
+  }
+  EXPECT_NO_THROW(validate(vl, 4, transformer_shape(net)));
+}
+
+TEST(ParallelValidate, ExplicitStageBlocksAsMegatronChecksThem) {
+  const Network net = build_decoder(
+      DecoderShape{.layers = 32, .hidden = 4096, .heads = 32, .kv_heads = 32, .ffn = 11008, .vocab = 32000, .seq = 4096},
+      "llama2-7b-shape");
+  const TransformerShape m = transformer_shape(net);
+  const auto key_of = [&](const ParallelLayout& l) -> std::string {
+    try {
+      validate(l, 8, m);
+    } catch (const InputError& e) {
+      return e.key();
+    }
+    return "";
+  };
+  ParallelLayout l;
+  l.pp = 4;
+  l.micro_batches = 8;
+  l.num_layers_in_first_pipeline_stage = 7;  // 25 left over 3 stages
+  EXPECT_EQ(key_of(l), "num_layers_in_first_pipeline_stage");
+  l.num_layers_in_first_pipeline_stage = 5;  // 27 over 3: 9 each
+  EXPECT_EQ(key_of(l), "");
+  l.num_layers_in_last_pipeline_stage = 6;  // 21 over 2
+  EXPECT_EQ(key_of(l), "num_layers_in_first_pipeline_stage");
+  l.num_layers_in_first_pipeline_stage = 0;  // the last alone: 26 over 3
+  EXPECT_EQ(key_of(l), "num_layers_in_last_pipeline_stage");
+  l.num_layers_in_last_pipeline_stage = -1;
+  EXPECT_EQ(key_of(l), "num_layers_in_last_pipeline_stage");
+  // pp 2: the two given stages hold every block
+  ParallelLayout two;
+  two.pp = 2;
+  two.num_layers_in_first_pipeline_stage = 10;
+  two.num_layers_in_last_pipeline_stage = 20;
+  EXPECT_EQ(key_of(two), "num_layers_in_first_pipeline_stage");
+  two.num_layers_in_last_pipeline_stage = 22;
+  EXPECT_EQ(key_of(two), "");
+  // no pipeline; beside eq. P26's accounts (Megatron refuses the combination)
+  ParallelLayout one;
+  one.num_layers_in_last_pipeline_stage = 4;
+  EXPECT_EQ(key_of(one), "num_layers_in_last_pipeline_stage");
+  two.account_for_loss_in_pipeline_split = true;
+  EXPECT_EQ(key_of(two), "num_layers_in_first_pipeline_stage");
+  // virtual stages: every stage's blocks a multiple of vp (6 + 10 + 10 + 6 over vp 2 passes, 5 + 9 + 9 + 9 does not)
+  ParallelLayout v;
+  v.pp = 4;
+  v.vp = 2;
+  v.schedule = PipelineSchedule::interleaved;
+  v.micro_batches = 8;
+  v.num_layers_in_first_pipeline_stage = 5;
+  EXPECT_EQ(key_of(v), "num_layers_in_first_pipeline_stage");
+  v.num_layers_in_first_pipeline_stage = 6;
+  v.num_layers_in_last_pipeline_stage = 6;
+  EXPECT_EQ(key_of(v), "");
+  v.num_layers_in_first_pipeline_stage = 8;  // 18 left, 9 a middle stage: not a multiple of 2
+  v.num_layers_in_last_pipeline_stage = 6;
+  EXPECT_EQ(key_of(v), "num_layers_in_first_pipeline_stage");
+}
+
 // Eq. P25 by hand. The equation: 16 chunks each way, sends of 3 µs beside 1 µs forward and 2 µs backward chunks:
 // 15·2 + 16·1 + 3 = 49 µs; chunks of no compute leave all 32 sends; chunks longer than the send leave the last one.
 TEST(ParallelStep, OverlappedSendsLeaveWhatTheNextChunkCannotCover) {

@@ -102,6 +102,27 @@ TEST(Validate, NamesTheComputeOptionsField) {
   EXPECT_EQ(refusal(sc).key, "");
 }
 
+// Eq. K15c: MX block scaling needs Blackwell's block-scaled tensor cores. The library refuses it elsewhere (a Hopper,
+// a GPU of no known architecture), at the field; tensor- and row-wise scaling stay wherever fp8 is asked for.
+TEST(Validate, RefusesMxfp8ScalingOffBlackwell) {
+  Scenario sc = good_scenario();
+  sc.compute.precision = Precision::fp8;
+  sc.compute.fp8_scaling = Fp8Scaling::mxfp8;
+  sc.cluster.gpu.architecture = "hopper";
+  const Refusal r = refusal(sc);
+  EXPECT_EQ(r.what,
+            "'compute.fp8_scaling': the hand GPU of cluster 'hand' (hopper) has no mxfp8 scaling (it needs Blackwell's "
+            "block-scaled tensor cores)");
+  EXPECT_FALSE(r.has_file);
+  sc.cluster.gpu.architecture.clear();
+  EXPECT_EQ(refusal(sc).key, "compute.fp8_scaling");
+  sc.cluster.gpu.architecture = "blackwell";
+  EXPECT_EQ(refusal(sc).key, "");
+  sc.cluster.gpu.architecture = "hopper";
+  sc.compute.fp8_scaling = Fp8Scaling::rowwise;
+  EXPECT_EQ(refusal(sc).key, "");
+}
+
 TEST(Validate, RefusesACheckpointingModeTheNetworkCannotTake) {
   Scenario sc = good_scenario();
   sc.network.layers.resize(1);

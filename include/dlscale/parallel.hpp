@@ -56,10 +56,14 @@ TransformerShape transformer_shape(const Network& net);
 /// them, eq. P3); pp·vp exceeds the blocks (uneven chunks are allowed: layer_stages); the sequence does
 /// not split into 2·cp chunks; "cp_comm" when a2a and cp does not divide a TP rank's heads or key/value heads (eq.
 /// P29); vp > 1 without the interleaved schedule; interleaved with m not a multiple of pp; "ep"
-/// when ep > 1 on a dense model, ep not dividing dp·cp or the experts (eq. P17); "moe_imbalance" when below 1 or not
+/// when ep > 1 on a dense model, ep not dividing dp·cp or the experts (eq. P17); "sp" when ep > 1 and tp > 1 without
+/// sequence parallelism (Megatron-Core's rule for a mixture of experts under TP); "moe_imbalance" when below 1 or not
 /// a finite number, or, at ep > 1, above what ep ranks can reach (moe_imbalance_limit, eq. P23);
 /// "account_for_embedding_in_pipeline_split" (or "account_for_loss_in_pipeline_split" where only that one is on)
-/// when the blocks and the accounted layers do not split evenly over the p·v chunks (eq. P26).
+/// when the blocks and the accounted layers do not split evenly over the p·v chunks (eq. P26);
+/// "num_layers_in_first_pipeline_stage" (or "num_layers_in_last_pipeline_stage" where only that one is given) when a
+/// count is below 1, pp < 2, the accounts are on too, the rest does not split evenly over the other stages, or with
+/// vp > 1 a stage's blocks are not a multiple of vp (eq. P26b).
 void validate(const ParallelLayout& layout, int gpus, const TransformerShape& shape);
 
 /// The layout for `gpus` GPUs with its micro-batches from global_batch_target (m = target / (b·dp)); as it is
@@ -192,7 +196,8 @@ Seconds alltoall_time(const Cluster& cluster, const GroupPlacement& ep, Bytes pe
 
 /// The pipeline stage each learnable layer runs on: blocks in p·v chunks of ⌊L/(p·v)⌋ or ⌈L/(p·v)⌉ (block b in chunk
 /// ⌊b·p·v/L⌋; eq. P26 with the embedding or the loss accounted: u = (L + a)/(p·v) units a chunk, block b in chunk
-/// ⌊(b + a_e)/u⌋), chunk k on stage k mod p; the
+/// ⌊(b + a_e)/u⌋), chunk k on stage k mod p; eq. P26b with the first or last stage's blocks given: each stage's blocks in v
+/// equal chunks, chunk j of stage s the (j·p + s)-th in block order; the
 /// layers before the first block (embeddings) on stage 0, those after the last (final norm, output
 /// projection) on stage p−1.
 std::vector<int> layer_stages(const Network& net, const ParallelLayout& l);
@@ -338,6 +343,16 @@ Seconds group_collective_time(const CollectiveModel& model, const CollectiveCall
 /// cluster's topology (between the first group's first two ranks), else one step on the node's or the
 /// network's link (Cluster::intra_node / inter_node), the bytes scaled by the NIC share across nodes.
 Seconds pipeline_p2p_time(const Cluster& cluster, const GroupPlacement& pp, Bytes size);
+/// Eq. P33: whether the network's output layer shares the token embedding's weights (arch's `tied`: the last layer a
+/// linear map of no parameters of its own, beside an embedding that has them; GPT-2/3's head).
+[[nodiscard]] bool tied_output_embedding(const Network& net) noexcept;
+/// Eq. P33: what the first and the last pipeline stage all-reduce of a tied word embedding's gradient after the
+/// backward, the vocabulary-parallel (V/t)·h elements of `grad_bytes` each; nothing without a pipeline.
+[[nodiscard]] Bytes tied_embedding_grad_bytes(const ParallelLayout& l, const TransformerShape& m, double grad_bytes) noexcept;
+/// Eq. P33: that all-reduce between the first group's first and last stage (Megatron's embedding group of two ranks),
+/// every pipeline at once: a ring of two, a reduce-scatter step and an all-gather step of size/2 each way, each timed
+/// as a pipeline send between the two GPUs (pipeline_p2p_time's link and NIC share). Zero without a pipeline.
+Seconds tied_embedding_allreduce_time(const Cluster& cluster, const GroupPlacement& pp, Bytes size);
 /// Eq. P15d: one step of CP's ring, every rank of every CP group sending `size` to the next and receiving from the
 /// one before at once: the slowest neighbour pair of the first group (its last rank's send to its first
 /// included), each as pipeline_p2p_time times a pair (p2p_copy_time on the topology, else α + size/β of the
@@ -374,8 +389,9 @@ struct ParallelStep {
   Seconds pipeline{};             // eq. P7: (m + (p−1)/v)·t_mb
   Seconds bubble{};               // pipeline − m·t_mb
   Seconds dp_comm{};              // the gradients over the dp·cp group (the experts' over dp·cp/ep), after the last backward
+  Seconds embedding_grads{};      // eq. P33: a tied word embedding's gradient all-reduced between the first and last stage
   Seconds update{};               // the optimiser step of the rank's parameters (1/n of them when sharded)
-  Seconds step{};                 // pipeline + dp_comm + update
+  Seconds step{};                 // pipeline + dp_comm + embedding_grads + update
   std::int64_t global_batch = 0;  // samples
   double tokens_per_s = 0.0;
   std::vector<MemoryEstimate> memory;  // per stage (eq. P10)

@@ -120,6 +120,11 @@ struct ParallelLayout {
   /// recipes' recompute_num_layers). The default, uniform with N = 1, checkpoints every block alone.
   RecomputeMethod recompute_method = RecomputeMethod::uniform;
   int recompute_num_layers = 1;
+  /// Megatron-Core's num_layers_in_first_pipeline_stage and num_layers_in_last_pipeline_stage (eq. P26b): the blocks
+  /// of the first, resp. the last pipeline stage given explicitly, the rest split evenly over the other stages (which
+  /// must divide them); with virtual stages each stage's blocks split evenly over its vp chunks. 0: not given.
+  int num_layers_in_first_pipeline_stage = 0;
+  int num_layers_in_last_pipeline_stage = 0;
   int pp = 1;  // pipeline stages p
   int vp = 1;  // virtual stages (model chunks) per pipeline rank v; > 1 only with `interleaved`
   PipelineSchedule schedule = PipelineSchedule::one_f_one_b;

@@ -48,8 +48,9 @@ struct Scenario {
 /// Checks the values of a scenario that no type rules out: at least one node, GPU per node and sample per GPU,
 /// bandwidths and latencies finite and ≥ 0, at least one pass per update, a recompute fraction in (0, 1], a
 /// checkpointing mode the network can take, a jitter CV in [0, 1), offload only with a sharded optimiser
-/// state, measured layer times of the network's length. A precision the GPU lacks is not an error here (it
-/// runs at the fp32 rate, GpuSpec::peak). Predictor and the simulator call it; a front end may call it first.
+/// state, measured layer times of the network's length, an fp8 scaling the GPU runs (MX block scaling on Blackwell
+/// only, key "compute.fp8_scaling"; eq. K15c). A precision the GPU lacks is not an error here (it runs at the fp32
+/// rate, GpuSpec::peak). Predictor and the simulator call it; a front end may call it first.
 /// Throws InputError whose key() is the field as Scenario names it ("batch_per_gpu", "compute.accumulate",
 /// "cluster.inter_node.bandwidth", ...), with no file: a front end that read the value from somewhere says
 /// where (the command line maps fields to its options).
@@ -108,12 +109,13 @@ struct Breakdown {
   Bytes offload_bytes{};          // bytes over PCIe per GPU and step, both ways (S9a + S9c)
   /// A model-parallel step's parts (eq. P13; absent without Scenario::parallel): per step, on the slowest stage.
   struct Parallel {
-    Seconds tp_comm{};  // TP/SP collectives exposed, all micro-batches
-    Seconds cp_comm{};  // CP's K/V ring past the attention cores
-    Seconds ep_comm{};  // the MoE blocks' expert-parallel all-to-alls (eq. P18)
-    Seconds pp_p2p{};   // the sends between stages
-    Seconds bubble{};   // the pipeline's fill and drain
-    Seconds dp_comm{};  // the gradients over the dp·cp group
+    Seconds tp_comm{};          // TP/SP collectives exposed, all micro-batches
+    Seconds cp_comm{};          // CP's K/V ring past the attention cores
+    Seconds ep_comm{};          // the MoE blocks' expert-parallel all-to-alls (eq. P18)
+    Seconds pp_p2p{};           // the sends between stages
+    Seconds bubble{};           // the pipeline's fill and drain
+    Seconds dp_comm{};          // the gradients over the dp·cp group
+    Seconds embedding_grads{};  // eq. P33: a tied word embedding's gradient between the first and last stage
     int slowest_stage = 0;
     std::vector<Bytes> stage_memory;  // per pipeline stage, one rank's (eq. P10)
   };

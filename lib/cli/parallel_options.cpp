@@ -64,7 +64,13 @@ void add_parallel_options(CLI::App& cmd, ParallelOptions& o) {
       ->type_name("NAME")
       ->group(g);
   cmd.add_option("--recompute-num-layers", o.recompute_num_layers,
-                 "Under --checkpointing full: N of --recompute-method, blocks of one model chunk (default 1; eq. P31)")
+                 "Under --checkpointing full: N of --recompute-method, blocks of one model chunk (default 1; eq. P31)") cmd
+      .add_option("--num-layers-in-first-pipeline-stage", o.first_stage_layers,
+                  "Blocks on the first pipeline stage, the rest split evenly over the stages after it (Megatron-Core; eq. P26b)")
+      ->type_name("N")
+      ->group(g);
+  cmd.add_option("--num-layers-in-last-pipeline-stage", o.last_stage_layers,
+                 "Blocks on the last pipeline stage, the rest split evenly over the stages before it (Megatron-Core; eq. P26b)")
       ->type_name("N")
       ->group(g);
   cmd.add_option("--pp", o.pp, "Pipeline stages")->type_name("N")->group(g);
@@ -167,7 +173,9 @@ void apply_parallel_options(const ParallelOptions& o, const ScenarioOptions& so,
                            {o.vp, "--vp"},
                            {o.cp, "--cp"},
                            {o.ep, "--ep"},
-                           {o.micro_batches, "--micro-batches"}})
+                           {o.micro_batches, "--micro-batches"},
+                           {o.first_stage_layers, "--num-layers-in-first-pipeline-stage"},
+                           {o.last_stage_layers, "--num-layers-in-last-pipeline-stage"}})
     if (v < 0) throw UsageError(option, fmt::format("must be at least 1, got {}", v));
   if (o.global_batch < 0) throw UsageError("--global-batch", fmt::format("must be at least 1, got {}", o.global_batch));
   if (o.tp > 0) l.tp = o.tp;
@@ -193,6 +201,8 @@ void apply_parallel_options(const ParallelOptions& o, const ScenarioOptions& so,
     throw UsageError("--recompute-method", e.message());
   }
   if (o.account_loss) l.account_for_loss_in_pipeline_split = true;
+  if (o.first_stage_layers > 0) l.num_layers_in_first_pipeline_stage = o.first_stage_layers;
+  if (o.last_stage_layers > 0) l.num_layers_in_last_pipeline_stage = o.last_stage_layers;
   if (o.vp > 0) {
     l.vp = o.vp;
     if (o.vp > 1 && o.schedule.empty()) l.schedule = PipelineSchedule::interleaved;
@@ -237,12 +247,15 @@ std::string_view parallel_option_for_field(std::string_view field) noexcept {
       {"parallel.moe_expert_load_cv", "--moe-expert-load-cv"},
       {"parallel.moe_imbalance", "--moe-imbalance"},
       {"parallel.moe_pad_expert_input_to_capacity", "--moe-pad-expert-input-to-capacity"},
+      {"parallel.num_layers_in_first_pipeline_stage", "--num-layers-in-first-pipeline-stage"},
+      {"parallel.num_layers_in_last_pipeline_stage", "--num-layers-in-last-pipeline-stage"},
       {"parallel.pp", "--pp"},
       {"parallel.pp_comm_overlap", "--pp-comm-overlap"},
       {"parallel.rank_order", "--rank-order"},
       {"parallel.recompute_method", "--recompute-method"},
       {"parallel.recompute_num_layers", "--recompute-num-layers"},
       {"parallel.schedule", "--schedule"},
+      {"parallel.sp", "--sp"},
       {"parallel.tp", "--tp"},
       {"parallel.tp_async_backward", "--tp-async-backward"},
       {"parallel.tp_comm_overlap", "--tp-comm-overlap"},
@@ -277,8 +290,12 @@ std::string recompute_text(const ParallelLayout& l) {
   return fmt::format(", full recompute {} {}", to_string(l.recompute_method), l.recompute_num_layers);
 }
 
-/// Eq. P26's accounts as the headers say them; empty where neither is on.
+/// Eq. P26's accounts (P26b's explicit counts) as the headers say them; empty where none is on.
 std::string pipeline_split_text(const ParallelLayout& l) {
+  const int first = l.num_layers_in_first_pipeline_stage, last = l.num_layers_in_last_pipeline_stage;
+  if (first > 0 && last > 0) return fmt::format(", {} blocks on the first stage and {} on the last", first, last);
+  if (first > 0) return fmt::format(", {} blocks on the first stage", first);
+  if (last > 0) return fmt::format(", {} blocks on the last stage", last);
   if (l.account_for_embedding_in_pipeline_split && l.account_for_loss_in_pipeline_split)
     return ", embedding and loss counted as layers";
   if (l.account_for_embedding_in_pipeline_split) return ", embedding counted as a layer";

@@ -77,6 +77,9 @@ void read_parallel_entry(const yamlio::Node& node, Strategy& s) {
       n->fail(e.message());
     }
   }
+  // eq. P26b: the first and the last stage's blocks (their fit to the model and the pipeline is validate's)
+  if (auto n = m.optional("num_layers_in_first_pipeline_stage")) l.num_layers_in_first_pipeline_stage = at_least_one(*n);
+  if (auto n = m.optional("num_layers_in_last_pipeline_stage")) l.num_layers_in_last_pipeline_stage = at_least_one(*n);
   if (auto n = m.optional("schedule")) {
     try {
       l.schedule = pipeline_schedule_from_string(n->scalar());

@@ -30,10 +30,36 @@ int accounted_layers(const ParallelLayout& l) noexcept {
   return (l.account_for_embedding_in_pipeline_split ? 1 : 0) + (l.account_for_loss_in_pipeline_split ? 1 : 0);
 }
 
+/// Eq. P26b: whether the first or the last stage's block count is given explicitly.
+bool explicit_stage_counts(const ParallelLayout& l) noexcept {
+  return l.num_layers_in_first_pipeline_stage > 0 || l.num_layers_in_last_pipeline_stage > 0;
+}
+
+/// Eq. P26b: the blocks stage s of the p holds, the first's and the last's as given, the other stages an equal share
+/// of the rest, L − n_first − n_last over the stages left (validate checks that it divides).
+std::int64_t explicit_stage_blocks(const ParallelLayout& l, std::int64_t blocks, int s) noexcept {
+  const int first = l.num_layers_in_first_pipeline_stage, last = l.num_layers_in_last_pipeline_stage;
+  if (s == 0 && first > 0) return first;
+  if (s == l.pp - 1 && last > 0) return last;
+  const int middle = l.pp - (first > 0 ? 1 : 0) - (last > 0 ? 1 : 0);
+  return middle > 0 ? (blocks - first - last) / middle : 0;
+}
+
 /// Eq. P6/P26: the model chunk (0 … p·v − 1) block b of `blocks` falls in: ⌊b·p·v/L⌋, or with the embedding or the
-/// loss accounted ⌊(b + a_e)/u⌋, u = (L + a)/(p·v) units a chunk.
+/// loss accounted ⌊(b + a_e)/u⌋, u = (L + a)/(p·v) units a chunk. Eq. P26b, with the first or the last stage's
+/// blocks given: chunk j·p + s of stage s holds n_s/v blocks, the chunks in that order along the blocks.
 int block_chunk(std::int64_t b, std::int64_t blocks, const ParallelLayout& l) noexcept {
   const std::int64_t chunks = std::max(1, l.pp * std::max(1, l.vp));
+  if (explicit_stage_counts(l)) {
+    const int v = std::max(1, l.vp);
+    std::int64_t end = 0;
+    for (int j = 0; j < v; ++j)
+      for (int s = 0; s < l.pp; ++s) {
+        end += explicit_stage_blocks(l, blocks, s) / v;
+        if (b < end) return j * l.pp + s;
+      }
+    return static_cast<int>(chunks - 1);
+  }
   const int accounted = accounted_layers(l), first = l.account_for_embedding_in_pipeline_split ? 1 : 0;
   if (accounted > 0) {
     const std::int64_t units = std::max<std::int64_t>(1, (blocks + accounted) / chunks);
@@ -161,6 +187,14 @@ void validate_experts(const ParallelLayout& l, int dp, const TransformerShape& m
   // eq. P17: the EP groups are carved from the dp·cp ranks
   if ((dp * l.cp) % l.ep != 0)
     throw field_error("ep", fmt::format("ep {} does not divide dp {} × cp {} = {} ranks", l.ep, dp, l.cp, dp * l.cp));
+  // Megatron-Core asserts "When using MoE and tensor parallelism, sequence parallelism must be used" (recalled from
+  // megatron/training/arguments.py, not read here): without SP every TP rank would hold all b·s/c tokens and the
+  // all-to-alls move t times what they do (eq. P18); torchtitan's TP plan always shards the norms (sp: true)
+  if (l.tp > 1 && !l.sp)
+    throw field_error("sp",
+                      fmt::format("ep {} with tp {} needs sequence parallelism (sp), as Megatron-Core requires of a "
+                                  "mixture of experts under tensor parallelism",
+                                  l.ep, l.tp));
   if (const double limit = moe_imbalance_limit(l.ep, m); l.moe_imbalance > limit)
     throw field_error("moe_imbalance",
                       fmt::format("{} is more than {} expert-parallel ranks can reach: a token sends at most min(K {}, E/ep {}) "
@@ -226,6 +260,41 @@ double moe_imbalance_limit(int ep, const TransformerShape& m) noexcept {
   return static_cast<double>(ep) * static_cast<double>(most) / static_cast<double>(m.top_k);
 }
 
+namespace {
+/// Eq. P26b's checks, as Megatron-Core's TransformerConfig makes them (recalled, not read here): each count at least
+/// 1, a pipeline of two stages or more, neither beside the accounts of eq. P26 (Megatron asserts that an uneven split
+/// and the accounts are not combined), the rest dividing evenly over the other stages (all of it on the first and
+/// last when there are no others), and with virtual stages every stage's blocks a multiple of vp.
+void validate_explicit_stages(const ParallelLayout& l, std::int64_t blocks) {
+  const int first = l.num_layers_in_first_pipeline_stage, last = l.num_layers_in_last_pipeline_stage;
+  for (auto [field, v] : {std::pair{"num_layers_in_first_pipeline_stage", first}, {"num_layers_in_last_pipeline_stage", last}})
+    if (v < 0) throw field_error(field, fmt::format("must be at least 1, got {}", v));
+  if (!explicit_stage_counts(l)) return;
+  const char* field = first > 0 ? "num_layers_in_first_pipeline_stage" : "num_layers_in_last_pipeline_stage";
+  if (l.pp < 2) throw field_error(field, fmt::format("needs a pipeline of at least two stages, got pp {}", l.pp));
+  if (l.account_for_embedding_in_pipeline_split || l.account_for_loss_in_pipeline_split)
+    throw field_error(field,
+                      "the first or last stage's blocks given explicitly cannot be combined with "
+                      "account_for_embedding_in_pipeline_split or account_for_loss_in_pipeline_split");
+  const int middle = l.pp - (first > 0 ? 1 : 0) - (last > 0 ? 1 : 0);
+  const std::int64_t rest = blocks - first - last;
+  const int v = l.schedule == PipelineSchedule::interleaved ? std::max(l.vp, 1) : 1;
+  if (middle == 0 && rest != 0)
+    throw field_error(field,
+                      fmt::format("with pp {} the first and last stages hold every block: {} + {} is not the {} blocks", l.pp,
+                                  first, last, blocks));
+  if (middle > 0 && (rest < static_cast<std::int64_t>(middle) * v || rest % middle != 0))
+    throw field_error(
+        field,
+        fmt::format("the {} blocks left of {} do not split evenly over the other {} stage{}{}", rest, blocks, middle,
+                    middle > 1 ? "s" : "", v > 1 ? fmt::format(" with vp {} chunks each", v) : std::string()));
+  for (auto [f, n] : {std::pair{"num_layers_in_first_pipeline_stage", static_cast<std::int64_t>(first)},
+                      {"num_layers_in_last_pipeline_stage", static_cast<std::int64_t>(last)},
+                      {field, middle > 0 ? rest / middle : 0}})
+    if (n % v != 0) throw field_error(f, fmt::format("{} blocks on a stage do not split evenly over its vp {} chunks", n, v));
+}
+}  // namespace
+
 void validate(const ParallelLayout& l, int gpus, const TransformerShape& m) {
   for (auto [field, v] : {std::pair{"tp", l.tp},
                           {"pp", l.pp},
@@ -249,9 +318,10 @@ void validate(const ParallelLayout& l, int gpus, const TransformerShape& m) {
     throw field_error("vp", fmt::format("vp {} needs the interleaved schedule, not {}", l.vp, to_string(l.schedule)));
   if (l.schedule == PipelineSchedule::interleaved && l.pp < 2)
     throw field_error("schedule", "the interleaved schedule needs at least two pipeline stages");
-  // uneven chunks are allowed (Megatron-Core's --decoder-first/last-pipeline-num-layers): layer_stages gives
-  // each ⌊L/(p·v)⌋ or ⌈L/(p·v)⌉ blocks, and the slowest stage sets the pipeline's pace (eq. P7); with the embedding
-  // or the loss accounted as a layer (eq. P26) Megatron-Core asks the units to divide evenly
+  // uneven chunks are allowed: layer_stages gives each ⌊L/(p·v)⌋ or ⌈L/(p·v)⌉ blocks, and the slowest stage sets the
+  // pipeline's pace (eq. P7); with the embedding or the loss accounted as a layer (eq. P26) Megatron-Core asks the
+  // units to divide evenly, and with the first or the last stage's blocks given (eq. P26b) the rest to divide evenly
+  validate_explicit_stages(l, m.layers);
   if (const int a = accounted_layers(l); a > 0) {
     const std::int64_t chunks = static_cast<std::int64_t>(l.pp) * l.vp;
     if ((m.layers + a) % chunks != 0)
@@ -483,7 +553,7 @@ std::vector<int> layer_stages(const Network& net, const ParallelLayout& l) { ret
 std::vector<int> layer_stages(const std::vector<int>& block, const ParallelLayout& l) {
   int blocks = 0;
   for (int b : block) blocks = std::max(blocks, b + 1);
-  // eq. P26: the embedding (first) and the loss (last) counted as layers, u units a chunk; validate checks they divide
+  // eq. P6/P26/P26b (block_chunk): a block on its chunk's stage; the layers before the first block on the first stage
   std::vector<int> stage(block.size(), 0);
   bool seen_block = false;
   for (std::size_t i = 0; i < block.size(); ++i) {
@@ -1074,6 +1144,27 @@ CpCollectiveTimes cp_collective_times(const CollectiveModel& coll, const Cluster
     }
   }
   return {};
+}
+
+bool tied_output_embedding(const Network& net) noexcept {
+  if (net.layers.empty()) return false;
+  const Layer& out = net.layers.back();
+  const bool embedding = std::any_of(net.layers.begin(), net.layers.end(),
+                                     [](const Layer& x) { return x.kind == LayerKind::embedding && x.params > 0; });
+  return embedding && out.kind == LayerKind::linear && out.params == 0 && out.macs_per_sample > 0.0;
+}
+
+Bytes tied_embedding_grad_bytes(const ParallelLayout& l, const TransformerShape& m, double grad_bytes) noexcept {
+  if (l.pp <= 1) return Bytes{};
+  // eq. P33: the vocabulary-parallel embedding's rows on a TP rank, (V/t)·h elements
+  const std::int64_t rows = (m.vocab + l.tp - 1) / std::max(l.tp, 1);
+  return bytes(static_cast<double>(rows) * static_cast<double>(m.hidden) * grad_bytes);
+}
+
+Seconds tied_embedding_allreduce_time(const Cluster& c, const GroupPlacement& pp, Bytes size) {
+  if (pp.size <= 1 || pp.first.size() < 2 || !(size > Bytes{})) return Seconds{};
+  // eq. P33: a ring all-reduce of two ranks, two steps of size/2 each way
+  return pair_p2p_time(c, pp, pp.first.front(), pp.first.back(), size / 2.0) * 2.0;
 }
 
 Seconds cp_ring_step_time(const Cluster& c, const GroupPlacement& cp, Bytes size) {

@@ -438,7 +438,12 @@ ParallelStep parallel_step(const Network& net, const LayerTimes& times, const Cl
                experts = dp_reduction(coll, at[ParallelGroup::edp], static_cast<double>(most_experts), sh, opt);
   r.dp_comm = dp_exposed({dense.reduce + experts.reduce, dense.gather + experts.gather}, l, sh, r, m.layers);
   r.update = sh.sharded() ? most_update / static_cast<double>(std::max(dp_cp, 1)) : most_update;
-  r.step = r.pipeline + r.dp_comm + r.update;
+  // eq. P33: Megatron's embedding group all-reduces a tied word embedding's gradient between the first and the last stage
+  // after the DP reduction, before the update, not overlapped
+  if (l.pp > 1 && tied_output_embedding(net))
+    r.embedding_grads = tied_embedding_allreduce_time(
+        cluster, at[ParallelGroup::pp], tied_embedding_grad_bytes(l, m, reduce_bytes_per_element(sh, opt.precision)));
+  r.step = r.pipeline + r.dp_comm + r.embedding_grads + r.update;
   r.global_batch = l.global_batch(gpus);
   r.tokens_per_s = static_cast<double>(r.global_batch) * static_cast<double>(m.seq) / in_seconds(r.step);
   return r;

@@ -84,6 +84,7 @@ std::string explain_parallel(const Scenario& sc, int gpus) {
   row("PP sends", par.pp_p2p);
   row("bubble", par.bubble);
   row("DP exposed", par.dp_comm);
+  if (par.embedding_grads > Seconds{}) row("tied embedding all-reduce", par.embedding_grads);  // eq. P33
   row("update", b.update);
   out += fmt::format("# slowest stage: {} of {}; TP, CP and PP sends are per micro-batch × {}\n\n", par.slowest_stage, l.pp,
                      l.micro_batches);

@@ -235,9 +235,15 @@ std::string where(const GroupPlacement& g) {
 std::vector<std::pair<const char*, Seconds>> parts(const Prediction& p) {
   const auto& b = p.breakdown;
   const auto& par = *b.parallel;
-  return {{"compute", b.forward + b.backward}, {"TP exposed", par.tp_comm}, {"CP exposed", par.cp_comm},
-          {"EP all-to-all", par.ep_comm},      {"PP sends", par.pp_p2p},    {"bubble", par.bubble},
-          {"DP exposed", par.dp_comm},         {"update", b.update}};
+  return {{"compute", b.forward + b.backward},
+          {"TP exposed", par.tp_comm},
+          {"CP exposed", par.cp_comm},
+          {"EP all-to-all", par.ep_comm},
+          {"PP sends", par.pp_p2p},
+          {"bubble", par.bubble},
+          {"DP exposed", par.dp_comm},
+          {"tied embedding all-reduce", par.embedding_grads},
+          {"update", b.update}};
 }
 
 /// A layout's columns; `moe`: with the expert-parallel degree after cp.

@@ -147,8 +147,9 @@ Prediction parallel_prediction(const Scenario& sc, const ParallelLayout& layout,
   par.pp_p2p = s.p2p * mb;
   par.bubble = s.bubble;
   par.dp_comm = s.dp_comm;
+  par.embedding_grads = s.embedding_grads;
   par.slowest_stage = s.slowest_stage;
-  b.comm = par.tp_comm + par.cp_comm + par.ep_comm + par.pp_p2p + par.dp_comm;
+  b.comm = par.tp_comm + par.cp_comm + par.ep_comm + par.pp_p2p + par.dp_comm + par.embedding_grads;
   b.comm_exposed = b.comm;
   Bytes worst{};
   for (const auto& m : s.memory) {

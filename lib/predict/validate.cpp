@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "dlscale/compute.hpp"
 #include "dlscale/error.hpp"
 #include "dlscale/format.hpp"
 #include "dlscale/memory.hpp"
@@ -62,6 +63,10 @@ void validate_compute(const Scenario& sc) {
     fail("compute.fp8_scaling",
          fmt::format("{} scaling is a recipe of fp8 training; the precision is {}", to_string(c.fp8_scaling),
                      to_string(c.precision)));
+  // eq. K15c: MX block scaling runs on Blackwell's block-scaled tensor cores alone; unlike a precision the GPU lacks (run
+  // at the fp32 rate above), no rate of the GPU stands for it
+  if (c.precision == Precision::fp8 && !supports_fp8_scaling(sc.cluster.gpu, c.fp8_scaling))
+    fail("compute.fp8_scaling", missing_fp8_scaling(sc.cluster.gpu, c.fp8_scaling, sc.cluster.name));
   const Network& net = sc.network;
   if (c.checkpointing) {  // every segment but the last runs its forward again before its backward
     if (checkpoint_segments(net).size() < 2)

@@ -16,11 +16,15 @@ void write_parallel_rows(std::ostream& out, std::span<const Prediction> preds) {
     for (std::size_t i = 0; i < par.stage_memory.size(); ++i)
       stages += fmt::format("{}{:.3g}", i ? " " : "", in_bytes(par.stage_memory[i]) / 1e9);
     fmt::print(out,
-               "# parallel, {} GPUs: TP {:.4f} s, CP {:.4f} s, {}PP sends {:.4f} s, bubble {:.4f} s, DP {:.4f} s "
+               "# parallel, {} GPUs: TP {:.4f} s, CP {:.4f} s, {}PP sends {:.4f} s, bubble {:.4f} s, DP {:.4f} s{} "
                "exposed; slowest stage {}; memory per stage (GB): {}\n",
                p.gpus, in_seconds(par.tp_comm), in_seconds(par.cp_comm),
                par.ep_comm > Seconds{} ? fmt::format("EP all-to-all {:.4f} s, ", in_seconds(par.ep_comm)) : std::string(),
-               in_seconds(par.pp_p2p), in_seconds(par.bubble), in_seconds(par.dp_comm), par.slowest_stage, stages);
+               in_seconds(par.pp_p2p), in_seconds(par.bubble), in_seconds(par.dp_comm),
+               par.embedding_grads > Seconds{}
+                   ? fmt::format(", tied embedding all-reduce {:.4f} s", in_seconds(par.embedding_grads))
+                   : std::string(),
+               par.slowest_stage, stages);
   }
 }
 
@@ -34,6 +38,7 @@ void add_parallel_json(nlohmann::ordered_json& e, const Prediction& p) {
                    {"dp_comm_s", in_seconds(par.dp_comm)}, {"slowest_stage", par.slowest_stage},
                    {"stage_memory_bytes", std::move(mem)}};
   if (par.ep_comm > Seconds{}) e["parallel"]["ep_comm_s"] = in_seconds(par.ep_comm);  // a mixture of experts (eq. P18)
+  if (par.embedding_grads > Seconds{}) e["parallel"]["embedding_grads_s"] = in_seconds(par.embedding_grads);  // eq. P33
 }
 
 }  // namespace dlscale
