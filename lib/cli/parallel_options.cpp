@@ -64,9 +64,11 @@ void add_parallel_options(CLI::App& cmd, ParallelOptions& o) {
       ->type_name("NAME")
       ->group(g);
   cmd.add_option("--recompute-num-layers", o.recompute_num_layers,
-                 "Under --checkpointing full: N of --recompute-method, blocks of one model chunk (default 1; eq. P31)") cmd
-      .add_option("--num-layers-in-first-pipeline-stage", o.first_stage_layers,
-                  "Blocks on the first pipeline stage, the rest split evenly over the stages after it (Megatron-Core; eq. P26b)")
+                 "Under --checkpointing full: N of --recompute-method, blocks of one model chunk (default 1; eq. P31)")
+      ->type_name("N")
+      ->group(g);
+  cmd.add_option("--num-layers-in-first-pipeline-stage", o.first_stage_layers,
+                 "Blocks on the first pipeline stage, the rest split evenly over the stages after it (Megatron-Core; eq. P26b)")
       ->type_name("N")
       ->group(g);
   cmd.add_option("--num-layers-in-last-pipeline-stage", o.last_stage_layers,
