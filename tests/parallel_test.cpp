@@ -919,6 +919,51 @@ TEST(ParallelValidate, ExplicitStageBlocksAsMegatronChecksThem) {
   EXPECT_EQ(key_of(v), "num_layers_in_first_pipeline_stage");
 }
 
+// Eq. P26b beside P31: partial full recompute counts the blocks of the chunks P26b makes. 32 blocks on PP 4 with 6
+// on the first and the last stage: 6/10/10/6, so N may reach 10 (not 8, the even split's) and no more; block N = 7
+// reruns the first 7 of each chunk: blocks 0-5 (all 6 of stage 0), 6-12, 16-22 and 26-31 (all 6 of the last), 26.
+// Under VP 2 each stage's blocks split in two chunks (3/5/5/3 twice): N at most 5.
+TEST(ParallelValidate, PartialRecomputeCountsTheExplicitStagesBlocks) {
+  const Network net = build_decoder(
+      DecoderShape{.layers = 32, .hidden = 4096, .heads = 32, .kv_heads = 32, .ffn = 11008, .vocab = 32000, .seq = 4096},
+      "llama2-7b-shape");
+  const TransformerShape m = transformer_shape(net);
+  const auto key_of = [&](const ParallelLayout& l) -> std::string {
+    try {
+      validate(l, 8, m);
+    } catch (const InputError& e) {
+      return e.key();
+    }
+    return "";
+  };
+  ParallelLayout l;
+  l.pp = 4;
+  l.micro_batches = 8;
+  l.num_layers_in_first_pipeline_stage = 6;
+  l.num_layers_in_last_pipeline_stage = 6;
+  l.recompute_method = RecomputeMethod::block;
+  l.recompute_num_layers = 10;
+  EXPECT_EQ(key_of(l), "");
+  l.recompute_num_layers = 11;
+  EXPECT_EQ(key_of(l), "recompute_num_layers");
+  l.recompute_num_layers = 7;
+  const std::vector<BlockRecompute> again = full_recompute_blocks(net, l);
+  ASSERT_EQ(again.size(), 32U);
+  int rerun = 0;
+  for (int b = 0; b < 32; ++b) {
+    const bool want = b < 6 || (b >= 6 && b < 13) || (b >= 16 && b < 23) || b >= 26;
+    EXPECT_EQ(again[static_cast<std::size_t>(b)].again, want) << "block " << b;
+    rerun += again[static_cast<std::size_t>(b)].again ? 1 : 0;
+  }
+  EXPECT_EQ(rerun, 26);
+  l.vp = 2;
+  l.schedule = PipelineSchedule::interleaved;
+  l.recompute_num_layers = 5;
+  EXPECT_EQ(key_of(l), "");
+  l.recompute_num_layers = 6;
+  EXPECT_EQ(key_of(l), "recompute_num_layers");
+}
+
 // Eq. P25 by hand. The equation: 16 chunks each way, sends of 3 µs beside 1 µs forward and 2 µs backward chunks:
 // 15·2 + 16·1 + 3 = 49 µs; chunks of no compute leave all 32 sends; chunks longer than the send leave the last one.
 TEST(ParallelStep, OverlappedSendsLeaveWhatTheNextChunkCannotCover) {
