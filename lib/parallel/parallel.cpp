@@ -536,6 +536,7 @@ LayerTimes shard_layer_times(const LayerTimes& times, const Network& net, const 
     if (i < t.forward_gemm.size()) t.forward_gemm[i] = t.forward_gemm[i] * f;
     if (i < t.forward_attention.size()) t.forward_attention[i] = t.forward_attention[i] * f;
     if (i < t.forward_copies.size()) t.forward_copies[i] = t.forward_copies[i] * f;
+    if (i < t.forward_unsaved.size()) t.forward_unsaved[i] = t.forward_unsaved[i] * f;
     if (i < t.backward_attention.size()) t.backward_attention[i] = t.backward_attention[i] * f;
     if (i < t.input_wgrad.size()) t.input_wgrad[i] = t.input_wgrad[i] * f;
     if (of == LayerTimesOf::tp_rank && cp > 1) cp_rank_core(t, i, cp);

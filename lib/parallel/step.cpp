@@ -215,7 +215,7 @@ StageTimes stage_times(const Network& net, const LayerTimes& t, const std::vecto
   for (std::size_t i = 0; i < t.forward.size(); ++i) {
     if (stage[i] != s) continue;
     st.forward += t.forward[i];
-    st.backward += t.backward[i] + recompute_time(t, i, block[i], opt);
+    st.backward += t.backward[i] + recompute_time(t, i, block[i], opt, block_ends(block, i));
     st.update += t.update[i];
     const Seconds wgrad = i < t.input_wgrad.size() ? t.input_wgrad[i] : Seconds{};
     if (block[i] < 0) {
