@@ -1273,6 +1273,16 @@ TEST(ParallelStep, FullRecomputeRunsTheForwardTpCollectivesAgainByHand) {
     if (block[i] == 0) g += in_seconds(t.forward_gemm[i]);
   const double cc = 4 * rs, p14 = std::max(0.0, cc - g) + cc / 8 + std::min(cc, g) * 16.0 / 116.0;
   EXPECT_NEAR(exposed(l, Recompute::full) - exposed(l, Recompute::none), p14, 1e-12);
+  // eq. R1b: under the non-reentrant checkpoint's early stop the down projection is not recomputed, nor its collective:
+  // without SP one all-reduce again, not two; with SP two all-gathers and one reduce-scatter
+  ParallelLayout plain;
+  plain.tp = 8;
+  EXPECT_DOUBLE_EQ(sum(tp_recompute_collectives(plain, m, kBf16, true), 8, true), 2 * (7.0 / 8.0) * S);
+  opt.recompute_early_stop = true;
+  EXPECT_NEAR(exposed(plain, Recompute::full) - exposed(plain, Recompute::none), ar, 1e-12);
+  plain.sp = true;
+  EXPECT_DOUBLE_EQ(sum(tp_recompute_collectives(plain, m, kBf16, true), 8, true), 3 * (7.0 / 8.0) * S);
+  EXPECT_NEAR(exposed(plain, Recompute::full) - exposed(plain, Recompute::none), 3 * rs, 1e-12);
 }
 
 // Eq. P31 by hand on the 4-block decoder of PipelineOfTwoStagesByHand (stage 1: blocks 2-3, 4 layers of 1 ms forward

@@ -26,6 +26,11 @@ struct LayerTimes {
   /// Per layer, the part of `forward` that a recompute does not run again: FSDP2's copy-out of the gathered
   /// parameters (eq. S10; the backward's own gather brings its own copy-out).
   std::vector<Seconds> forward_copies;
+  /// Per layer, the part of `forward` after the last tensor its backward keeps (eq. R1b; the kernel model fills it for
+  /// an MLP whose operators are residual additions): the down projection's product, whose output only the addition
+  /// reads, and the addition. PyTorch's non-reentrant checkpoint stops its recompute once every kept tensor of the block
+  /// is rebuilt, so where a block ends with this layer its recompute does not run this part.
+  std::vector<Seconds> forward_unsaved;
   /// Per layer, the part of `backward` that is the attention core's (the kernel model fills it): what a
   /// context-parallel rank runs c times over, one block of its ring at a time (eq. P6).
   std::vector<Seconds> backward_attention;
@@ -196,9 +201,12 @@ struct ComputeOptions {
   std::optional<OptimizerImpl> optimizer_impl;
   /// The framework's own update kernels (Strategy::update_kernels); unset: the optimiser's traffic and kernels.
   std::optional<UpdateKernelCost> update_kernels;
-  int accumulate = 1;                     // forward/backward passes per gradient exchange and update (≥ 1)
-  bool checkpointing = false;             // activation checkpointing: ⌈√L⌉ segments, forward recomputed in backward
-                                          // (include/dlscale/memory.hpp, checkpoint_segments)
+  int accumulate = 1;          // forward/backward passes per gradient exchange and update (≥ 1)
+  bool checkpointing = false;  // activation checkpointing: ⌈√L⌉ segments, forward recomputed in backward
+                               // (include/dlscale/memory.hpp, checkpoint_segments)
+  /// Full recompute stops at the block's last kept tensor (Strategy::checkpoint_early_stop, eq. R1b): the block's trailing
+  /// product and residual addition (LayerTimes::forward_unsaved) are not run again.
+  bool recompute_early_stop = false;
   Recompute recompute = Recompute::none;  // per transformer block (eq. R1-R3)
   double recompute_blocks = 1.0;          // full: the fraction of blocks checkpointed (fms-fsdp's selective_checkpointing)
   ConvAlgorithmPolicy conv_algorithms;    // which cuDNN algorithms the framework reaches

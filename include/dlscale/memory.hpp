@@ -79,8 +79,13 @@ std::vector<int> transformer_blocks(const Network& net);
 bool block_checkpointed(int block, double fraction) noexcept;
 /// Eq. R1-R3: the forward time layer i runs again in backward under the options' recompute mode (zero outside a
 /// checkpointed block): R1 all of its forward; R2 its attention core; R3 all but its GEMMs and attention core,
-/// plus every second GEMM (half its GEMM time).
-Seconds recompute_time(const LayerTimes& t, std::size_t i, int block, const ComputeOptions& opt) noexcept;
+/// plus every second GEMM (half its GEMM time). `block_end`: layer i is its block's last; under a non-reentrant
+/// checkpoint's early stop (ComputeOptions::recompute_early_stop, eq. R1b) R1 leaves out its forward_unsaved.
+Seconds recompute_time(const LayerTimes& t, std::size_t i, int block, const ComputeOptions& opt, bool block_end = false) noexcept;
+/// Whether layer i is the last of its transformer block (`block` as transformer_blocks gives it).
+[[nodiscard]] inline bool block_ends(const std::vector<int>& block, std::size_t i) noexcept {
+  return i < block.size() && block[i] >= 0 && (i + 1 == block.size() || block[i + 1] != block[i]);
+}
 /// The FLOPs per sample that the options recompute (what HFU counts beyond MFU): ⌈√L⌉ checkpointing every
 /// segment's forward but the last's; R1 the checkpointed blocks' forward FLOPs, R2 the attention cores' score
 /// products (4·S²·D a sequence), R3 half the blocks' GEMM FLOPs.

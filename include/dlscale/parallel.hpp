@@ -103,8 +103,11 @@ Bytes tp_activation_bytes(const ParallelLayout& l, const TransformerShape& m, do
 std::vector<CollectiveCall> tp_block_collectives(const ParallelLayout& l, const TransformerShape& m, double element_bytes);
 /// Eq. P30: the collectives full recompute's second forward of a checkpointed block runs in that block's backward:
 /// its forward's (P1-P2: two all-reduces of S, or with SP two all-gathers and two reduce-scatters) again, marked
-/// backward, named "(recomputed forward)". Empty for tp = 1.
-std::vector<CollectiveCall> tp_recompute_collectives(const ParallelLayout& l, const TransformerShape& m, double element_bytes);
+/// backward, named "(recomputed forward)". `early_stop` (eq. R1b, PyTorch's non-reentrant checkpoint): the block's
+/// last row-parallel output, the MLP's down projection, is not recomputed, nor its all-reduce (reduce-scatter with
+/// SP): one call fewer. Empty for tp = 1.
+std::vector<CollectiveCall> tp_recompute_collectives(const ParallelLayout& l, const TransformerShape& m, double element_bytes,
+                                                     bool early_stop = false);
 /// Eq. P27: the TP (or SP) collectives of the first and last stages beside their blocks', one micro-batch (empty for
 /// tp = 1), S = tp_activation_bytes. `embedding` (stage 0 holds a vocabulary-parallel embedding): its partial lookups
 /// summed, an all-reduce of S forward (a reduce-scatter with SP, and in backward its conjugate, an all-gather).

@@ -109,6 +109,11 @@ struct Strategy {
   /// `compile_loss: false`: compiling leaves the loss eager (the model's blocks compiled, the cross-entropy on
   /// fp32 logits outside; ComputeOptions::compiled_loss). Default true: the loss is compiled with the step.
   bool compile_loss = true;
+  /// `checkpoint_early_stop: true`: the framework's full recompute is PyTorch's non-reentrant checkpoint, which stops
+  /// recomputing a block once every tensor its backward keeps is rebuilt (torch.utils.checkpoint's early stop, on by
+  /// default), so the block's trailing product and residual addition are not run again (eq. R1b). False: the whole
+  /// forward of each checkpointed block runs again (a reentrant checkpoint, Megatron-LM's CheckpointFunction).
+  bool checkpoint_early_stop = false;
   /// `optimizer: sgd`: the optimiser the framework's benchmark runs take when a run names none (TensorFlow 1.x's
   /// tf_cnn_benchmarks: plain SGD); unset: the network's default (momentum for images, AdamW for tokens).
   std::optional<Optimizer> optimizer;

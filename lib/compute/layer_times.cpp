@@ -123,6 +123,8 @@ class Kernels {
   // convolutions) and the attention core (the fused kernel, or the unfused scores, softmax and weighted sum).
   Seconds forward_gemm{}, forward_attention{};
   Seconds forward_copies{};        // FSDP2's copy-out before the forward (eq. S10): not run again by a recompute
+  Seconds trailing_product{};      // an MLP's down projection's forward product, whose output only what follows reads
+  Seconds forward_unsaved{};       // that product and the residual additions after it (eq. R1b)
   Seconds backward_attention{};    // the attention core's backward
   Seconds input_wgrad{};           // the weight gradient of the layer's first linear map (eq. P28)
   bool input_linear_seen = false;  // set once the layer's first linear map is added
@@ -548,7 +550,11 @@ bool time_linear(Kernels& k, const LayerWork& w) {
     } else {
       mlp_activation(k, l.name, h, l.gated, eb);  // GELU or SwiGLU
     }
+    const Seconds before = k.forward_gemm;
     linear_gemms(k, k.name(l.name, ".down"), rows, l.hidden, l.output_shape.empty() ? d : l.output_shape.back(), true);
+    // eq. R1b: the down product's output is read by the operators after the layer only (K24's GPT-2 code drops it out
+    // first, and dropout keeps its mask: there the product must run again)
+    if (!transformers_gpt2(w) || l.gated || w.opt.compiled) k.trailing_product = k.forward_gemm - before;
   } else {
     const std::int64_t out = l.output_shape.empty() ? d : l.output_shape.back();
     linear_gemms(k, l.name, rows, d, out, w.input_grad);
@@ -1052,7 +1058,13 @@ void shard_copies(Kernels& k, const Layer& l, const ComputeOptions& opt) {
 void time_all(Kernels& k, const Layer& l, bool first, bool last, int batch, const ComputeOptions& opt) {
   shard_copies(k, l, opt);
   time_layer(k, l, first, batch, opt);
+  const Seconds before_ops = k.forward;
   for (std::size_t i = fused_after_norm(l, opt.execution); i < l.ops.size(); ++i) time_operator(k, l.ops[i], batch, opt);
+  // eq. R1b: an MLP's down product and the residual additions after it produce no tensor the backward keeps (the
+  // product keeps its input, an addition nothing)
+  const bool additions = std::all_of(l.ops.begin(), l.ops.end(), [](const Operator& o) { return o.kind == LayerKind::add; });
+  if (k.trailing_product > Seconds{} && !l.ops.empty() && additions && !last)
+    k.forward_unsaved = k.trailing_product + (k.forward - before_ops);
   if (last) time_loss(k, l, batch, opt);
 }
 }  // namespace
@@ -1133,6 +1145,7 @@ LayerTimes estimate_layer_times(const Network& net, const GpuSpec& gpu, int batc
   t.forward_gemm.resize(L);
   t.forward_attention.resize(L);
   t.forward_copies.resize(L);
+  t.forward_unsaved.resize(L);
   t.backward_attention.resize(L);
   t.input_wgrad.resize(L);
   const KernelParams& fitted = opt.kernel(gpu);
@@ -1151,6 +1164,7 @@ LayerTimes estimate_layer_times(const Network& net, const GpuSpec& gpu, int batc
     t.forward_gemm[i] = k.forward_gemm;
     t.forward_attention[i] = k.forward_attention;
     t.forward_copies[i] = k.forward_copies;
+    t.forward_unsaved[i] = k.forward_unsaved;
     t.backward_attention[i] = k.backward_attention;
     t.input_wgrad[i] = k.input_wgrad;
     t.update[i] = update_time(net.layers[i], gpu, opt, kp, param_layers);
@@ -1163,7 +1177,8 @@ LayerTimes estimate_layer_times(const Network& net, const GpuSpec& gpu, int batc
   t.update_kernels = kernels_update;
   if (issue_floor_binds(net, opt.execution)) {  // eq. K20
     const Seconds issue = opt.execution.host_issue, code = issue * opt.execution.issued_per_kernel;
-    t.forward_floor = issue_floor(t.forward, kernels_forward, code, {&t.forward_gemm, &t.forward_attention, &t.forward_copies});
+    t.forward_floor = issue_floor(t.forward, kernels_forward, code,
+                                  {&t.forward_gemm, &t.forward_attention, &t.forward_copies, &t.forward_unsaved});
     t.backward_floor = issue_floor(t.backward, kernels_backward, code, {&t.backward_attention, &t.input_wgrad});
     t.update_floor = issue_floor(t.update, kernels_update, issue, {});
   }
@@ -1185,7 +1200,7 @@ LayerTimes spread_phase_totals(const LayerTimes& modelled, Seconds forward, Seco
   const double scale = s > Seconds{} ? forward / s : 0.0;
   for (const auto& [part, out] :
        {std::pair{&modelled.forward_gemm, &t.forward_gemm}, std::pair{&modelled.forward_attention, &t.forward_attention},
-        std::pair{&modelled.forward_copies, &t.forward_copies}})
+        std::pair{&modelled.forward_copies, &t.forward_copies}, std::pair{&modelled.forward_unsaved, &t.forward_unsaved}})
     for (const Seconds x : *part) out->push_back(x * scale);
   const Seconds sb = sum(modelled.backward);
   for (const auto& [part, out] :

@@ -64,17 +64,20 @@ bool block_checkpointed(int block, double fraction) noexcept {
   return std::floor((block + 1) * fraction) > std::floor(block * fraction);
 }
 
-Seconds recompute_time(const LayerTimes& t, std::size_t i, int block, const ComputeOptions& opt) noexcept {
+Seconds recompute_time(const LayerTimes& t, std::size_t i, int block, const ComputeOptions& opt, bool block_end) noexcept {
   if (block < 0 || i >= t.forward.size()) return Seconds{};
   const Seconds gemm = i < t.forward_gemm.size() ? t.forward_gemm[i] : Seconds{};
   const Seconds core = i < t.forward_attention.size() ? t.forward_attention[i] : Seconds{};
   // FSDP2's copy-out (eq. S10) belongs to the gather, not to the forward that a recompute runs again
   const Seconds forward = t.forward[i] - (i < t.forward_copies.size() ? t.forward_copies[i] : Seconds{});
+  // eq. R1b: a non-reentrant checkpoint stops at the block's last kept tensor; what follows it is not run again
+  const Seconds unsaved =
+      opt.recompute_early_stop && block_end && i < t.forward_unsaved.size() ? t.forward_unsaved[i] : Seconds{};
   switch (opt.recompute) {
     case Recompute::none:
       return Seconds{};
     case Recompute::full:
-      return block_checkpointed(block, opt.recompute_blocks) ? forward : Seconds{};  // R1
+      return block_checkpointed(block, opt.recompute_blocks) ? forward - unsaved : Seconds{};  // R1, R1b
     case Recompute::selective:
       return core;  // R2
     case Recompute::op:

@@ -412,10 +412,13 @@ std::vector<CollectiveCall> tp_block_collectives(const ParallelLayout& l, const 
           {"SP input re-gather (backward)", G::tp, Op::allgather, S, 2, true, true}};
 }
 
-std::vector<CollectiveCall> tp_recompute_collectives(const ParallelLayout& l, const TransformerShape& m, double e) {
+std::vector<CollectiveCall> tp_recompute_collectives(const ParallelLayout& l, const TransformerShape& m, double e,
+                                                     bool early_stop) {
   std::vector<CollectiveCall> calls;
   for (CollectiveCall c : tp_block_collectives(l, m, e)) {
     if (c.backward) continue;
+    // eq. R1b: the early stop leaves out the down projection, so its row-parallel output's collective too
+    if (early_stop && c.op == (l.sp ? CollectiveOp::reducescatter : CollectiveOp::allreduce)) --c.count;
     // eq. P30: the forward's, again in the block's backward
     if (const auto at = c.what.find("(forward)"); at != std::string::npos) c.what.replace(at, 9, "(recomputed forward)");
     c.backward = true;
@@ -717,6 +720,7 @@ LayerTimes shard_layer_times(const LayerTimes& times, const Network& net, const 
     if (i < t.forward_gemm.size()) t.forward_gemm[i] = t.forward_gemm[i] * f;
     if (i < t.forward_attention.size()) t.forward_attention[i] = t.forward_attention[i] * f;
     if (i < t.forward_copies.size()) t.forward_copies[i] = t.forward_copies[i] * f;
+    if (i < t.forward_unsaved.size()) t.forward_unsaved[i] = t.forward_unsaved[i] * f;
     if (i < t.backward_attention.size()) t.backward_attention[i] = t.backward_attention[i] * f;
     if (i < t.input_wgrad.size()) t.input_wgrad[i] = t.input_wgrad[i] * f;
     if (of == LayerTimesOf::tp_rank && cp > 1) cp_rank_core(t, i, cp);

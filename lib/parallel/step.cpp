@@ -137,7 +137,7 @@ BlockComm block_comm(const CollectiveModel& coll, const Cluster& cluster, const 
   c.tp_bwd = sum_calls(coll, tp_calls, tpg, true, false);
   c.tp_regather = sum_calls(coll, tp_calls, tpg, true, true);
   c.tp_input_grad = input_grads(coll, tp_calls, tpg);
-  c.tp_recompute = sum_all(coll, tp_recompute_collectives(l, m, e), tpg);
+  c.tp_recompute = sum_all(coll, tp_recompute_collectives(l, m, e, opt.recompute_early_stop), tpg);
   if (l.cp > 1 && l.cp_comm != CpComm::p2p) {
     c.cp_exchange = cp_collective_times(coll, cluster, at[ParallelGroup::cp], l, m, e);
   } else if (l.cp > 1) {
@@ -237,10 +237,10 @@ StageTimes stage_times(const Network& net, const LayerTimes& t, const std::vecto
   for (std::size_t i = 0; i < t.forward.size(); ++i) {
     if (stage[i] != s) continue;
     st.forward += t.forward[i];
-    const bool again = rerun(opt, full, block[i]);
+    const bool again = rerun(opt, full, block[i]), end = block_ends(block, i);
     st.backward += t.backward[i] +
-        (opt.recompute != Recompute::full ? recompute_time(t, i, block[i], opt)
-             : again                      ? recompute_time(t, i, block[i], every)
+        (opt.recompute != Recompute::full ? recompute_time(t, i, block[i], opt, end)
+             : again                      ? recompute_time(t, i, block[i], every, end)
                                           : Seconds{});
     st.update += t.update[i];
     const Seconds wgrad = i < t.input_wgrad.size() ? t.input_wgrad[i] : Seconds{};

@@ -125,11 +125,11 @@ std::string step_key(const ComputeOptions& c) {
   static_assert(!known_abi || sizeof(KernelExecution) == 40, "KernelExecution changed: key it in LayerTimesTables::times");
   static_assert(!known_abi || sizeof(ConvAlgorithmPolicy) == 24, "ConvAlgorithmPolicy changed: key it in policy_key");
   const auto& u = c.update_kernels;
-  return fmt::format("{}|{}{}{}|{}{}|{}|{}|{}|{}|{}|{}|{}|{}|{}",
+  return fmt::format("{}|{}{}{}|{}{}|{}|{}|{}|{}|{}|{}{}|{}|{}|{}",
                      static_cast<int>(c.optimizer_impl.value_or(OptimizerImpl::fused)), c.compiled, c.compiled_loss, c.sharded,
                      c.shard_copies.per_parameter, c.shard_copies.regather, c.shard_copies.reduce_bytes, c.pool_index_bytes,
-                     u ? u->traffic : -1.0, u ? u->per_tensor.base() : -1.0, static_cast<int>(c.recompute), c.recompute_blocks,
-                     c.checkpointing, c.accumulate, to_string(c.fp8_scaling));
+                     u ? u->traffic : -1.0, u ? u->per_tensor.base() : -1.0, static_cast<int>(c.recompute),
+                     c.recompute_early_stop, c.recompute_blocks, c.checkpointing, c.accumulate, to_string(c.fp8_scaling));
 }
 
 /// One run's tables for keying layer times: each network's memo id, each cluster's GPU doubled, and

@@ -327,6 +327,7 @@ ComputeOptions step_compute(ComputeOptions c, const Strategy& framework, const G
   c.pool_index_bytes = framework.pool_index_bytes;
   c.compiled = c.compiled || framework.compiled;
   c.compiled_loss = framework.compile_loss;
+  c.recompute_early_stop = framework.checkpoint_early_stop;
   c.execution = framework.execution;  // eqs. K18-K20
   c.sharded = framework.sharding.sharded();
   if (!c.optimizer_impl) c.optimizer_impl = framework.optimizer_impl.value_or(OptimizerImpl::fused);
@@ -467,7 +468,8 @@ void Predictor::Impl::model_layer_times(bool one_gpu_alone) {
     for (std::size_t i = 0; i < static_cast<std::size_t>(first.back()); ++i) layers.backward[i] += layers.forward[i];
   } else if (sc.compute.recompute != Recompute::none) {       // eq. R1-R3: per transformer block
     const std::vector<int> block = transformer_blocks(*net);  // validate: at least one block
-    for (std::size_t i = 0; i < block.size(); ++i) layers.backward[i] += recompute_time(layers, i, block[i], sc.compute);
+    for (std::size_t i = 0; i < block.size(); ++i)
+      layers.backward[i] += recompute_time(layers, i, block[i], sc.compute, block_ends(block, i));
   }
   f = layers.total_forward();
   b = layers.total_backward();
