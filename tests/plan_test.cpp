@@ -809,6 +809,31 @@ TEST(Sweep, LayoutRowsArePredictOfTheSameScenario) {
   }
 }
 
+// A layout the model cannot take (tp 3 does not divide Llama-3-8B's 32 heads) is each of its rows' error, with
+// predict's own message; the layout beside it runs.
+TEST(Sweep, LayoutTheModelCannotTakeIsItsRowsError) {
+  const SweepSpec spec = parse_sweep_spec(
+      "grid:\n  cluster: dgx-h100\n  model: llama3-8b\n  framework: megatron-core\n  gpus: [3, 6]\n  precision: bf16\n"
+      "  layout: [{tp: 3}, {tp: 1}]\n",
+      "heads.yaml");
+  const SweepResult r = run_sweep(spec, SweepOptions{1, nullptr, {}});
+  ASSERT_EQ(r.rows.size(), 4u);
+  Scenario sc = group_scenario(spec, spec.groups[0]);
+  std::string want;
+  try {
+    (void)Predictor(std::move(sc)).predict(3);
+    ADD_FAILURE() << "predict took tp 3 on 32 heads";
+  } catch (const InputError& e) {
+    want = fmt::format("'{}': {}", e.key().substr(e.key().rfind('.') + 1), e.message());
+  }
+  EXPECT_THAT(want, HasSubstr("32 attention heads"));
+  EXPECT_EQ(r.rows[0].error, want);
+  EXPECT_EQ(r.rows[1].error, want);
+  EXPECT_EQ(r.rows[2].error, "");
+  EXPECT_EQ(r.rows[3].error, "");
+  EXPECT_GT(r.rows[3].prediction.throughput_tokens_per_s, 0.0);
+}
+
 // The layout columns: the degrees, m and b·m·dp for the row's GPU count, tokens/s per GPU and MFU; the error row's
 // numbers empty; the data-parallel rows what a spec without the axis writes, with the columns after.
 TEST(Sweep, LayoutColumnsAndUnchangedDataParallelRows) {
