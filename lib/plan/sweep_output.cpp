@@ -158,6 +158,73 @@ void add_layout_json(nlohmann::ordered_json& j, const SweepSpec& spec, const Swe
   j["mfu"] = tokens ? nlohmann::ordered_json(p.mfu) : null;
   j["error"] = row.error.empty() ? null : nlohmann::ordered_json(row.error);
 }
+
+/// One CSV row: the group's labels (`pre`, formatted once per group), the prediction's numbers (empty for a row
+/// whose layout cannot run) and, with a layout axis, the layout columns.
+void append_csv_row(fmt::memory_buffer& buf, const std::string& pre, const SweepSpec& spec, const SweepRow& row) {
+  const Prediction& p = row.prediction;
+  auto out = std::back_inserter(buf);
+  if (!row.error.empty()) {  // a layout that cannot run: its GPU count, nodes and why (the numbers empty)
+    fmt::format_to(out, "{},{},{},,,,,,,,,,,false,,,,", pre, p.gpus, p.nodes);
+    append_layout_csv(buf, spec, row);
+    return;
+  }
+  fmt::format_to(out, "{},{},{},{:.6g},{:.6g},{:.6g},{:.6g},{},{},{:.4g},{:.6g},{:.6g},{:.6g},{},", pre, p.gpus, p.nodes,
+                 in_seconds(p.iteration_time), p.throughput_samples_per_s, p.speedup, p.efficiency, p.hiding_case,
+                 to_string(p.bottleneck), p.bottleneck_share, in_seconds(p.breakdown.comm), in_seconds(p.breakdown.comm_exposed),
+                 in_bytes(p.memory.per_gpu), fits_in_memory(p) ? "true" : "false");
+  if (row.gpu_hours > 0.0) fmt::format_to(out, "{:.6g},{:.6g},", row.train_hours, row.gpu_hours);
+  else fmt::format_to(out, ",,");
+  if (row.cost) fmt::format_to(out, "{:.2f},{}", *row.cost, spec.clusters[spec.groups[row.group].cluster].currency);
+  else fmt::format_to(out, ",");
+  if (spec.layout_columns) append_layout_csv(buf, spec, row);
+  else buf.push_back('\n');
+}
+
+/// One JSON line (write_sweep's members; null numbers for a row whose layout cannot run).
+void append_json_row(fmt::memory_buffer& buf, const SweepSpec& spec, const SweepRow& row) {
+  const SweepGroup& g = spec.groups[row.group];
+  const Prediction& p = row.prediction;
+  const Cluster& cl = spec.clusters[g.cluster];
+  const nlohmann::ordered_json null(nullptr);
+  nlohmann::ordered_json j;
+  j["cluster"] = cl.name;
+  j["model"] = spec.networks[g.model].name;
+  j["framework"] = spec.strategies[g.framework].name;
+  j["precision"] = precision_label(g.precision, g.fp8_scaling);
+  j["batch_per_gpu"] = g.batch;
+  j["bucket"] = bucket_label(spec, g);
+  j["links"] = spec.links[g.links].label;
+  j["gpus"] = p.gpus;
+  j["nodes"] = p.nodes;
+  if (!row.error.empty()) {  // a layout that cannot run: the numbers null, the error says why
+    for (const char* k :
+         {"iteration_time_s", "throughput_samples_per_s", "speedup", "efficiency", "hiding_case", "bottleneck",
+          "bottleneck_resource", "bottleneck_share", "bottleneck_gain", "comm_s", "comm_exposed_s", "memory_per_gpu_bytes"})
+      j[k] = null;
+    j["memory_fits"] = false;
+    for (const char* k : {"train_hours", "gpu_hours", "cost", "currency"}) j[k] = null;
+  } else {
+    j["iteration_time_s"] = in_seconds(p.iteration_time);
+    j["throughput_samples_per_s"] = p.throughput_samples_per_s;
+    j["speedup"] = p.speedup;
+    j["efficiency"] = p.efficiency;
+    j["hiding_case"] = p.hiding_case;
+    add_bottleneck_json(j, p);
+    j["comm_s"] = in_seconds(p.breakdown.comm);
+    j["comm_exposed_s"] = in_seconds(p.breakdown.comm_exposed);
+    j["memory_per_gpu_bytes"] = in_bytes(p.memory.per_gpu);
+    j["memory_fits"] = fits_in_memory(p);
+    j["train_hours"] = row.gpu_hours > 0.0 ? nlohmann::ordered_json(row.train_hours) : null;
+    j["gpu_hours"] = row.gpu_hours > 0.0 ? nlohmann::ordered_json(row.gpu_hours) : null;
+    j["cost"] = row.cost ? nlohmann::ordered_json(*row.cost) : null;
+    j["currency"] = row.cost ? nlohmann::ordered_json(cl.currency) : null;
+  }
+  if (spec.layout_columns) add_layout_json(j, spec, row);
+  const std::string line = j.dump();
+  buf.append(line.data(), line.data() + line.size());
+  buf.push_back('\n');
+}
 }  // namespace
 
 void write_sweep(std::ostream& out, SweepFormat f, const SweepSpec& spec, const SweepResult& r,
@@ -175,73 +242,17 @@ void write_sweep(std::ostream& out, SweepFormat f, const SweepSpec& spec, const 
   if (f == SweepFormat::csv) buf.append(header.data(), header.data() + header.size());
   for (std::size_t ri : rows) {
     const SweepRow& row = r.rows[ri];
-    const SweepGroup& g = spec.groups[row.group];
-    const Prediction& p = row.prediction;
-    const Cluster& cl = spec.clusters[g.cluster];
-    const std::string_view prec = precision_label(g.precision, g.fp8_scaling);  // "fp8-rowwise", "fp8-mxfp8" (eq. K15c)
     if (f == SweepFormat::csv) {
+      const SweepGroup& g = spec.groups[row.group];
       std::string& pre = prefix[row.group];
       if (pre.empty())
-        pre = fmt::format("{},{},{},{},{},{},{}", csv_field(cl.name), csv_field(spec.networks[g.model].name),
-                          csv_field(spec.strategies[g.framework].name), prec, g.batch, csv_field(bucket_label(spec, g)),
-                          csv_field(spec.links[g.links].label));
-      if (!row.error.empty()) {  // a layout that cannot run: its GPU count, nodes and why (the numbers empty)
-        fmt::format_to(std::back_inserter(buf), "{},{},{},,,,,,,,,,,false,,,,", pre, p.gpus, p.nodes);
-        append_layout_csv(buf, spec, row);
-      } else {
-        fmt::format_to(std::back_inserter(buf), "{},{},{},{:.6g},{:.6g},{:.6g},{:.6g},{},{},{:.4g},{:.6g},{:.6g},{:.6g},{},", pre,
-                       p.gpus, p.nodes, in_seconds(p.iteration_time), p.throughput_samples_per_s, p.speedup, p.efficiency,
-                       p.hiding_case, to_string(p.bottleneck), p.bottleneck_share, in_seconds(p.breakdown.comm),
-                       in_seconds(p.breakdown.comm_exposed), in_bytes(p.memory.per_gpu), fits_in_memory(p) ? "true" : "false");
-        if (row.gpu_hours > 0.0) fmt::format_to(std::back_inserter(buf), "{:.6g},{:.6g},", row.train_hours, row.gpu_hours);
-        else fmt::format_to(std::back_inserter(buf), ",,");
-        if (row.cost) fmt::format_to(std::back_inserter(buf), "{:.2f},{}", *row.cost, cl.currency);
-        else fmt::format_to(std::back_inserter(buf), ",");
-        if (spec.layout_columns) append_layout_csv(buf, spec, row);
-        else buf.push_back('\n');
-      }
+        pre = fmt::format("{},{},{},{},{},{},{}", csv_field(spec.clusters[g.cluster].name),
+                          csv_field(spec.networks[g.model].name), csv_field(spec.strategies[g.framework].name),
+                          precision_label(g.precision, g.fp8_scaling),  // "fp8-rowwise", "fp8-mxfp8" (eq. K15c)
+                          g.batch, csv_field(bucket_label(spec, g)), csv_field(spec.links[g.links].label));
+      append_csv_row(buf, pre, spec, row);
     } else {
-      nlohmann::ordered_json j;
-      j["cluster"] = cl.name;
-      j["model"] = spec.networks[g.model].name;
-      j["framework"] = spec.strategies[g.framework].name;
-      j["precision"] = prec;
-      j["batch_per_gpu"] = g.batch;
-      j["bucket"] = bucket_label(spec, g);
-      j["links"] = spec.links[g.links].label;
-      j["gpus"] = p.gpus;
-      j["nodes"] = p.nodes;
-      if (!row.error.empty()) {  // a layout that cannot run: the numbers null, the error says why
-        for (const char* k :
-             {"iteration_time_s", "throughput_samples_per_s", "speedup", "efficiency", "hiding_case", "bottleneck",
-              "bottleneck_resource", "bottleneck_share", "bottleneck_gain", "comm_s", "comm_exposed_s", "memory_per_gpu_bytes"})
-          j[k] = nullptr;
-        j["memory_fits"] = false;
-        for (const char* k : {"train_hours", "gpu_hours", "cost", "currency"}) j[k] = nullptr;
-        add_layout_json(j, spec, row);
-        const std::string line = j.dump();
-        buf.append(line.data(), line.data() + line.size());
-        buf.push_back('\n');
-        continue;
-      }
-      j["iteration_time_s"] = in_seconds(p.iteration_time);
-      j["throughput_samples_per_s"] = p.throughput_samples_per_s;
-      j["speedup"] = p.speedup;
-      j["efficiency"] = p.efficiency;
-      j["hiding_case"] = p.hiding_case;
-      add_bottleneck_json(j, p);
-      j["comm_s"] = in_seconds(p.breakdown.comm);
-      j["comm_exposed_s"] = in_seconds(p.breakdown.comm_exposed);
-      j["memory_per_gpu_bytes"] = in_bytes(p.memory.per_gpu);
-      j["memory_fits"] = fits_in_memory(p);
-      j["train_hours"] = row.gpu_hours > 0.0 ? nlohmann::ordered_json(row.train_hours) : nlohmann::ordered_json(nullptr);
-      j["gpu_hours"] = row.gpu_hours > 0.0 ? nlohmann::ordered_json(row.gpu_hours) : nlohmann::ordered_json(nullptr);
-      j["cost"] = row.cost ? nlohmann::ordered_json(*row.cost) : nlohmann::ordered_json(nullptr);
-      j["currency"] = row.cost ? nlohmann::ordered_json(cl.currency) : nlohmann::ordered_json(nullptr);
-      if (spec.layout_columns) add_layout_json(j, spec, row);
-      const std::string line = j.dump();
-      buf.append(line.data(), line.data() + line.size());
-      buf.push_back('\n');
+      append_json_row(buf, spec, row);
     }
     if (buf.size() > (1u << 20)) {
       out.write(buf.data(), static_cast<std::streamsize>(buf.size()));
