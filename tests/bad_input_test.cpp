@@ -789,8 +789,17 @@ std::vector<Row> catalogue() {
       {"sweep_bandwidth_for_a_bucket", {{"s.yaml", edit(kSweep, 6, "  gpus: [1, 4]\n  bucket_size: \"8 MiB/s\"")}}, kCmdSweep,
        E + "{dir}/s.yaml:7:16: 'grid.bucket_size': unknown size unit 'MiB/s' in '8 MiB/s' (use B, kB, MB, GB, KiB, MiB, GiB)\n"},
       {"sweep_unknown_key", {{"s.yaml", edit(kSweep, 6, "  gpus: [1, 4]\n  colour: red")}}, kCmdSweep,
-       E + "{dir}/s.yaml:7:3: 'grid.colour': unknown key (known keys here: batch, bucket_size, cluster, fp8_scaling, framework, gpu, gpus, links, "
+       E + "{dir}/s.yaml:7:3: 'grid.colour': unknown key (known keys here: batch, bucket_size, cluster, fp8_scaling, framework, gpu, gpus, layout, links, "
            "model, precision)\n"},
+      // the layout axis (issue 37): its maps read by the framework file's parallel: reader, its keys
+      {"sweep_layout_unknown_key", {{"s.yaml", edit(kSweep, 6, "  gpus: [1, 4]\n  layout: [{tp: 2}, {tp: 2, tq: 4}]")}}, kCmdSweep,
+       E + "{dir}/s.yaml:7:29: 'grid.layout[1].tq': unknown key (known keys here: account_for_embedding_in_pipeline_split, "
+           "account_for_loss_in_pipeline_split, cp, cp_comm, dp_comm_overlap, ep, global_batch, micro_batch, micro_batches, "
+           "moe_expert_capacity_factor, moe_expert_load_cv, moe_imbalance, moe_pad_expert_input_to_capacity, pp, pp_comm_overlap, "
+           "pp_reshard_after_forward, rank_order, schedule, sp, tp, tp_async_backward, tp_comm_overlap, vp)\n"},
+      {"sweep_layout_micro_batch_beside_batch",
+       {{"s.yaml", edit(kSweep, 6, "  gpus: [1, 4]\n  batch: 2\n  layout: {tp: 2, micro_batch: 4}")}}, kCmdSweep,
+       E + "{dir}/s.yaml:8:32: 'grid.layout.micro_batch': the batch axis is the layouts' micro-batch: give it in one place\n"},
       {"sweep_precision", {{"s.yaml", edit(kSweep, 6, "  gpus: [1, 4]\n  precision: fp4")}}, kCmdSweep,
        E + "{dir}/s.yaml:7:14: 'grid.precision': unknown value 'fp4' (expected one of: fp32, tf32, bf16, fp16, fp8)\n"},
       // the fp8_scaling axis (eq. K15): a recipe of the fp8 precision only

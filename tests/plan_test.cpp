@@ -7,9 +7,11 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <fstream>
 #include <functional>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <tuple>
 
 #include "dlscale/compute.hpp"
 #include "dlscale/error.hpp"
@@ -719,6 +721,223 @@ TEST(Sweep, TopRanksOnlyConfigurationsThatFitInMemory) {
   EXPECT_THAT(csv.str(), HasSubstr(",false,"));
   EXPECT_THAT(jsonl.str(), HasSubstr("\"memory_fits\":false"));
   EXPECT_THAT(jsonl.str(), HasSubstr("\"memory_fits\":true"));
+}
+
+// ---- the layout axis (issue 37) ----------------------------------------------------------------------------
+// Llama-3-8B on two DGX H100 nodes under Megatron-Core: two layouts × 8 and 16 GPUs, and fsdp's data parallelism in a
+// list entry. TP 4 × PP 4 = 16 does not divide 8 GPUs: that row says so and the others run.
+/// tests/data/plan/sweep-layouts.yaml (the spec docs/planning.md shows).
+SweepSpec layout_spec() {
+  return load_sweep_spec(std::filesystem::path(DLSCALE_SOURCE_DIR) / "tests" / "data" / "plan" / "sweep-layouts.yaml");
+}
+
+/// The CSV's lines split at commas (no field here is quoted), header first.
+std::vector<std::vector<std::string>> csv_cells(const std::string& text) {
+  std::vector<std::vector<std::string>> out;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) {
+    std::vector<std::string> cells(1);
+    for (char c : line) {
+      if (c == ',') cells.emplace_back();
+      else cells.back() += c;
+    }
+    out.push_back(std::move(cells));
+  }
+  return out;
+}
+
+TEST(Sweep, LayoutRowsArePredictOfTheSameScenario) {
+  const SweepSpec spec = layout_spec();
+  ASSERT_EQ(spec.groups.size(), 3u);  // two layouts, then fsdp's data parallelism
+  const SweepResult r = run_sweep(spec, SweepOptions{2, nullptr, {}});
+  ASSERT_EQ(r.rows.size(), 6u);
+  // Each layout's scenario as predict builds it for `--framework megatron-core --tp ... --batch 1`, by hand: the
+  // framework file's layout with the degrees over it, micro-batch 1.
+  const Network net = load_network(resolve(DataKind::network, "llama3-8b", "model"));
+  const Strategy mcore = load_strategy(resolve(DataKind::framework, "megatron-core", "framework"));
+  ParallelLayout tp8 = mcore.parallel.value_or(ParallelLayout{});
+  tp8.tp = 8;
+  tp8.sp = true;
+  tp8.micro_batches = 4;
+  ParallelLayout tp4pp4 = mcore.parallel.value_or(ParallelLayout{});
+  tp4pp4.tp = 4;
+  tp4pp4.pp = 4;
+  tp4pp4.vp = 2;
+  tp4pp4.schedule = PipelineSchedule::interleaved;
+  tp4pp4.micro_batches = 8;
+  auto scenario = [&](const ParallelLayout& l) {
+    Scenario sc;
+    sc.cluster = spec.clusters.front();
+    sc.network = net;
+    sc.strategy = mcore;
+    sc.batch_per_gpu = 1;
+    sc.compute.precision = Precision::bf16;
+    sc.compute.optimizer = default_optimizer(net, mcore);
+    sc.parallel = l;
+    return sc;
+  };
+  const ParallelLayout* layouts[] = {&tp8, &tp8, &tp4pp4, &tp4pp4};
+  for (std::size_t i = 0; i < 4; ++i) {
+    const SweepRow& row = r.rows[i];
+    const int gpus = i % 2 == 0 ? 8 : 16;
+    ASSERT_EQ(row.prediction.gpus, gpus) << i;
+    const Predictor predictor(scenario(*layouts[i]));
+    if (i == 2) {  // 16 GPUs of model parallelism on 8: predict refuses it, the row says why
+      EXPECT_THAT(row.error, HasSubstr("'gpus': tp 4 × pp 4 × cp 1 = 16 does not divide 8 GPUs"));
+      try {
+        (void)predictor.predict(gpus);
+        ADD_FAILURE() << "predict took a layout that does not divide the GPUs";
+      } catch (const InputError& e) {
+        EXPECT_EQ(row.error, fmt::format("'{}': {}", e.key(), e.message()));
+      }
+      continue;
+    }
+    EXPECT_EQ(row.error, "") << i;
+    const Prediction want = predictor.predict(gpus);
+    const Prediction& got = row.prediction;
+    EXPECT_EQ(got.iteration_time, want.iteration_time) << i;
+    EXPECT_EQ(got.throughput_tokens_per_s, want.throughput_tokens_per_s) << i;
+    EXPECT_EQ(got.mfu, want.mfu) << i;
+    EXPECT_EQ(got.memory.per_gpu, want.memory.per_gpu) << i;  // the worst stage's
+    EXPECT_EQ(got.memory.fits, want.memory.fits) << i;
+    EXPECT_EQ(got.bottleneck, want.bottleneck) << i;
+    EXPECT_EQ(got.bottleneck_share, want.bottleneck_share) << i;
+    ASSERT_TRUE(want.breakdown.parallel.has_value());
+    Bytes worst{};
+    for (Bytes b : want.breakdown.parallel->stage_memory) worst = max(worst, b);
+    EXPECT_EQ(got.memory.per_gpu, worst) << i;
+  }
+}
+
+// A layout the model cannot take (tp 3 does not divide Llama-3-8B's 32 heads) is each of its rows' error, with
+// predict's own message; the layout beside it runs.
+TEST(Sweep, LayoutTheModelCannotTakeIsItsRowsError) {
+  const SweepSpec spec = parse_sweep_spec(
+      "grid:\n  cluster: dgx-h100\n  model: llama3-8b\n  framework: megatron-core\n  gpus: [3, 6]\n  precision: bf16\n"
+      "  layout: [{tp: 3}, {tp: 1}]\n",
+      "heads.yaml");
+  const SweepResult r = run_sweep(spec, SweepOptions{1, nullptr, {}});
+  ASSERT_EQ(r.rows.size(), 4u);
+  Scenario sc = group_scenario(spec, spec.groups[0]);
+  std::string want;
+  try {
+    (void)Predictor(std::move(sc)).predict(3);
+    ADD_FAILURE() << "predict took tp 3 on 32 heads";
+  } catch (const InputError& e) {
+    want = fmt::format("'{}': {}", e.key().substr(e.key().rfind('.') + 1), e.message());
+  }
+  EXPECT_THAT(want, HasSubstr("32 attention heads"));
+  EXPECT_EQ(r.rows[0].error, want);
+  EXPECT_EQ(r.rows[1].error, want);
+  EXPECT_EQ(r.rows[2].error, "");
+  EXPECT_EQ(r.rows[3].error, "");
+  EXPECT_GT(r.rows[3].prediction.throughput_tokens_per_s, 0.0);
+}
+
+// The layout columns: the degrees, m and b·m·dp for the row's GPU count, tokens/s per GPU and MFU; the error row's
+// numbers empty; the data-parallel rows what a spec without the axis writes, with the columns after.
+TEST(Sweep, LayoutColumnsAndUnchangedDataParallelRows) {
+  const SweepSpec spec = layout_spec();
+  const SweepResult r = run_sweep(spec, SweepOptions{1, nullptr, {}});
+  std::ostringstream csv;
+  write_sweep(csv, SweepFormat::csv, spec, r);
+  const auto cells = csv_cells(csv.str());
+  ASSERT_EQ(cells.size(), 7u);
+  const std::vector<std::string> added{
+      "tp", "pp", "vp", "cp", "ep", "sp", "schedule", "micro_batches", "global_batch", "tokens_per_s_per_gpu", "mfu", "error"};
+  // the spec without the axis: fsdp's list entry alone
+  const SweepSpec dp = parse_sweep_spec(
+      "list:\n  - {cluster: {name: dgx-h100, nodes: 2, fabric: \"infiniband:400Gb/s:8\"}, model: llama3-8b, framework: fsdp,\n"
+      "     gpus: [8, 16], batch: 1, precision: bf16}\n",
+      "dp.yaml");
+  EXPECT_FALSE(dp.layout_columns);
+  std::ostringstream dp_csv;
+  write_sweep(dp_csv, SweepFormat::csv, dp, run_sweep(dp, SweepOptions{1, nullptr, {}}));
+  const auto dp_cells = csv_cells(dp_csv.str());
+  ASSERT_EQ(dp_cells.size(), 3u);
+  const std::size_t base = dp_cells[0].size();
+  ASSERT_EQ(cells[0].size(), base + added.size());
+  for (std::size_t c = 0; c < base; ++c) EXPECT_EQ(cells[0][c], dp_cells[0][c]);
+  for (std::size_t c = 0; c < added.size(); ++c) EXPECT_EQ(cells[0][base + c], added[c]);
+  auto at = [&](std::size_t line, const std::string& column) {
+    const auto it = std::find(cells[0].begin(), cells[0].end(), column);
+    return cells[line][static_cast<std::size_t>(it - cells[0].begin())];
+  };
+  for (std::size_t line = 1; line < cells.size(); ++line) ASSERT_EQ(cells[line].size(), cells[0].size()) << line;
+  for (std::size_t k = 1; k <= 2; ++k) {  // fsdp on 8 and 16 GPUs: lines 5 and 6
+    const auto& row = cells[4 + k];
+    for (std::size_t c = 0; c < base; ++c) EXPECT_EQ(row[c], dp_cells[k][c]) << c;
+    for (const char* column : {"tp", "pp", "vp", "cp", "ep", "sp", "schedule", "micro_batches", "global_batch", "error"})
+      EXPECT_EQ(at(4 + k, column), "") << column;
+    const Prediction& p = r.rows[3 + k].prediction;
+    EXPECT_EQ(at(4 + k, "tokens_per_s_per_gpu"), fmt::format("{:.6g}", p.throughput_tokens_per_s / p.gpus));
+    EXPECT_EQ(at(4 + k, "mfu"), fmt::format("{:.4g}", p.mfu));
+  }
+  // tp 8 (sp) with 4 micro-batches of 1: dp 1 on 8 GPUs, 2 on 16, so b·m·dp = 4 and 8
+  for (const auto& [line, gpus, global] : {std::tuple{std::size_t{1}, "8", "4"}, {std::size_t{2}, "16", "8"}}) {
+    EXPECT_EQ(at(line, "gpus"), gpus);
+    EXPECT_EQ(at(line, "tp"), "8");
+    EXPECT_EQ(at(line, "pp"), "1");
+    EXPECT_EQ(at(line, "sp"), "true");
+    EXPECT_EQ(at(line, "schedule"), "1f1b");
+    EXPECT_EQ(at(line, "micro_batches"), "4");
+    EXPECT_EQ(at(line, "global_batch"), global);
+    EXPECT_EQ(at(line, "batch_per_gpu"), "1");  // the micro-batch
+    EXPECT_EQ(at(line, "error"), "");
+  }
+  // tp 4 × pp 4 (interleaved, vp 2) on 16 GPUs: dp 1, b·m·dp = 8; on 8 GPUs the error, the numbers empty
+  EXPECT_EQ(at(4, "vp"), "2");
+  EXPECT_EQ(at(4, "schedule"), "interleaved");
+  EXPECT_EQ(at(4, "global_batch"), "8");
+  EXPECT_EQ(at(3, "gpus"), "8");
+  EXPECT_EQ(at(3, "nodes"), "1");
+  EXPECT_EQ(at(3, "iteration_time_s"), "");
+  EXPECT_EQ(at(3, "micro_batches"), "");
+  EXPECT_EQ(at(3, "memory_fits"), "false");
+  EXPECT_EQ(at(3, "error"), r.rows[2].error);
+  EXPECT_THAT(at(3, "error"), HasSubstr("does not divide 8 GPUs"));
+  // --top ranks what runs and fits, and says what it left out
+  std::string note;
+  const auto top = top_rows(spec, r, 10, SweepRank::throughput, &note);
+  for (std::size_t i : top) EXPECT_TRUE(r.rows[i].error.empty() && fits_in_memory(r.rows[i].prediction));
+  EXPECT_EQ(std::count(top.begin(), top.end(), 2u), 0);
+  EXPECT_THAT(note, HasSubstr("1 of 6 configurations have a layout that cannot run"));
+  // JSON lines carry the same members
+  std::ostringstream jsonl;
+  write_sweep(jsonl, SweepFormat::jsonl, spec, r);
+  std::istringstream lines(jsonl.str());
+  std::vector<nlohmann::json> js;
+  for (std::string line; std::getline(lines, line);) js.push_back(nlohmann::json::parse(line));
+  ASSERT_EQ(js.size(), 6u);
+  EXPECT_EQ(js[0]["tp"], 8);
+  EXPECT_EQ(js[0]["global_batch"], 4);
+  EXPECT_EQ(js[2]["error"], r.rows[2].error);
+  EXPECT_TRUE(js[2]["iteration_time_s"].is_null());
+  EXPECT_TRUE(js[4]["tp"].is_null());
+  EXPECT_TRUE(js[4]["error"].is_null());
+  EXPECT_DOUBLE_EQ(js[4]["tokens_per_s_per_gpu"].get<double>(),
+                   r.rows[4].prediction.throughput_tokens_per_s / r.rows[4].prediction.gpus);
+  // the shards of a layout sweep merge back to the whole (the header with the layout columns, once)
+  const auto dir = std::filesystem::path(::testing::TempDir()) / "dlscale-sweep-layout";
+  std::filesystem::create_directories(dir);
+  std::vector<std::filesystem::path> parts;
+  for (std::size_t i = 1; i <= 3; ++i) {
+    const SweepSpec part = shard_sweep_spec(spec, SweepShard{i, 3});
+    std::ostringstream out;
+    write_sweep(out, SweepFormat::csv, part, run_sweep(part, SweepOptions{1, nullptr, {}}));
+    parts.push_back(dir / fmt::format("p{}.csv", i));
+    std::ofstream(parts.back()) << out.str();
+  }
+  EXPECT_EQ(merge_sweep_parts(parts), csv.str());
+  // a part of a sweep without the axis among them: another header, refused
+  std::ofstream(parts[1]) << dp_csv.str();
+  try {
+    (void)merge_sweep_parts(parts);
+    ADD_FAILURE() << "parts with different headers were merged";
+  } catch (const InputError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("the first line is not the header of"));
+  }
+  std::filesystem::remove_all(dir);
 }
 
 // --shard I/N: the parts' rows, in order, are the whole sweep's, for every N from 1 to the number of

@@ -1,7 +1,6 @@
 // Sweeps: many configurations (clusters × models × frameworks × GPU counts × batch sizes × precisions
-// × fp8 scalings × bucket sizes × link overrides) evaluated in parallel, in a deterministic order, ranked and written
-// as CSV or JSON lines. The spec format is in docs/planning.md; `dlscale sweep --spec FILE` is the front
-// end.
+// × fp8 scalings × bucket sizes × link overrides × model-parallel layouts) evaluated in parallel, in a deterministic order,
+// ranked and written as CSV or JSON lines. The spec format is in docs/planning.md; `dlscale sweep --spec FILE` is the front end.
 #pragma once
 
 #include <cstddef>
@@ -45,6 +44,9 @@ struct SweepGroup {
   Precision precision = Precision::fp32;
   Fp8Scaling fp8_scaling = Fp8Scaling::tensorwise;  // the `fp8_scaling` axis (eq. K15, K15c); tensorwise unless fp8
   std::optional<Bytes> bucket;                      // nullopt: the framework's own buckets
+  /// The `layout` axis (issue 37): an index into SweepSpec::layouts, the group's Scenario::parallel; `batch` is then
+  /// its micro-batch. nullopt: data parallelism.
+  std::optional<std::size_t> layout;
   std::vector<int> gpus;
 };
 
@@ -54,6 +56,12 @@ struct SweepSpec {
   std::vector<Network> networks;
   std::vector<Strategy> strategies;
   std::vector<LinkOverrides> links;
+  /// The `layout` axis's layouts, each read over its group's framework's `parallel:` section (as predict's --tp, --pp,
+  /// ... go over it), its micro-batch the `batch` axis's where given.
+  std::vector<ParallelLayout> layouts;
+  /// Whether some entry has a `layout` axis: the output then carries the layout columns (write_sweep). Without one
+  /// it is what it was before the axis, byte for byte.
+  bool layout_columns = false;
   std::vector<SweepGroup> groups;  // in spec order: the grid (axes in file order, GPU counts innermost), then the list
   std::optional<std::int64_t> dataset_samples;  // `dataset: {samples, epochs}`; defaults: default_workload
   std::optional<double> dataset_epochs;
@@ -83,6 +91,10 @@ struct SweepRow {
   double train_hours = 0.0;  // 0 when no workload applies (token model without dataset samples)
   double gpu_hours = 0.0;
   std::optional<double> cost;  // gpu_hours × price, when the cluster has a price
+  /// Why a model-parallel row cannot run (its layout invalid for the GPU count or the model: tp·pp·cp not dividing
+  /// the GPUs, tp not dividing the heads, ...): the InputError's field and message; `prediction` then holds only
+  /// gpus and nodes. Empty for a row that ran.
+  std::string error;
 };
 
 struct SweepResult {
@@ -134,8 +146,10 @@ SweepRank sweep_rank_from_string(std::string_view s);  // throws InputError("ran
 
 /// Whether a configuration can run: its memory fits the GPU (and, offloading, the host).
 bool fits_in_memory(const Prediction& p) noexcept;
+/// Whether a row ran (no error) and fits in memory.
+bool fits_in_memory(const SweepRow& row) noexcept;
 
-/// Row indices of the best `k` rows among those that fit in memory (`fits_in_memory`): highest throughput, highest
+/// Row indices of the best `k` rows among those that ran and fit in memory (`fits_in_memory`): highest throughput, highest
 /// efficiency, or lowest cost (GPU-hours when some cluster has no price). `note` says what was left out of
 /// the ranking and why. Ties keep spec order.
 std::vector<std::size_t> top_rows(const SweepSpec& spec, const SweepResult& r, std::size_t k, SweepRank by,
@@ -149,6 +163,10 @@ std::vector<std::size_t> top_rows(const SweepSpec& spec, const SweepResult& r, s
 ///    "bottleneck_share", "bottleneck_gain"), its breakdown's "comm_s" and "comm_exposed_s", its memory's
 ///    per_gpu_bytes as "memory_per_gpu_bytes", "memory_fits" (fits_in_memory: GPU and host), "train_hours",
 ///    "gpu_hours", "cost", "currency" (null where they do not apply)}
+/// With a `layout` axis in the spec (SweepSpec::layout_columns), CSV and JSON lines alike append "tp", "pp", "vp",
+/// "cp", "ep", "sp", "schedule", "micro_batches" (m for the row's GPU count), "global_batch" (b·m·dp samples) (empty,
+/// null, for a data-parallel row), "tokens_per_s_per_gpu" and "mfu" (empty, null, for other than token models), and
+/// "error" (SweepRow::error; empty, null, for a row that ran, whose other fields are then empty, null).
 void write_sweep(std::ostream& out, SweepFormat f, const SweepSpec& spec, const SweepResult& r,
                  std::span<const std::size_t> rows = {});
 

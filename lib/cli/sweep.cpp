@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <optional>
@@ -76,6 +77,14 @@ void run_sweep_cli(const SweepCliOptions& o) {
     fmt::print(stderr,
                "dlscale sweep: {} configuration{} left out (the GPU has no such precision mode or fp8 scaling), e.g. {}\n",
                r.unsupported, r.unsupported > 1 ? "s" : "", r.unsupported_examples.front());
+  }
+  if (const auto invalid = static_cast<std::size_t>(
+          std::count_if(r.rows.begin(), r.rows.end(), [](const SweepRow& row) { return !row.error.empty(); }))) {
+    const auto first = std::find_if(r.rows.begin(), r.rows.end(), [](const SweepRow& row) { return !row.error.empty(); });
+    fmt::print(
+        stderr,
+        "dlscale sweep: {} configuration{} with a layout that cannot run (the 'error' column says why), e.g. {} GPUs: {}\n",
+        invalid, invalid > 1 ? "s" : "", first->prediction.gpus, first->error);
   }
   std::vector<std::size_t> rows;
   if (o.top > 0) {

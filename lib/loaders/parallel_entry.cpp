@@ -21,8 +21,9 @@ int at_least_one(const yamlio::Node& n) {
 
 void read_parallel_entry(const yamlio::Node& node, Strategy& s) {
   yamlio::MapReader m(node);
-  ParallelLayout l;
-  bool degrees = false;
+  // over what `s` already holds: nothing for a framework file, the framework's layout for a sweep's `layout` axis
+  ParallelLayout l = s.parallel.value_or(ParallelLayout{});
+  bool degrees = s.parallel_degrees;
   for (auto [key, target] : {std::pair{"tp", &l.tp},
                              {"pp", &l.pp},
                              {"vp", &l.vp},
@@ -34,6 +35,7 @@ void read_parallel_entry(const yamlio::Node& node, Strategy& s) {
       *target = at_least_one(*n);
       degrees = true;
     }
+  if (m.has("micro_batches")) l.global_batch_target = 0;  // over a base's global batch, as --micro-batches is
   if (auto n = m.optional("global_batch")) {
     if (m.has("micro_batches")) n->fail("give micro_batches or global_batch, not both");
     l.global_batch_target = at_least_one(*n);

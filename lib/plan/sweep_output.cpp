@@ -16,6 +16,7 @@
 
 namespace dlscale {
 using sweep_detail::kCsvHeader;
+using sweep_detail::kCsvLayoutHeader;
 
 SweepFormat sweep_format_from_string(std::string_view s) {
   if (s == "csv") return SweepFormat::csv;
@@ -31,14 +32,18 @@ SweepRank sweep_rank_from_string(std::string_view s) {
 }
 
 bool fits_in_memory(const Prediction& p) noexcept { return p.memory.fits && p.memory.host_fits; }
+bool fits_in_memory(const SweepRow& row) noexcept { return row.error.empty() && fits_in_memory(row.prediction); }
 
 std::vector<std::size_t> top_rows(const SweepSpec& spec, const SweepResult& r, std::size_t k, SweepRank by, std::string* note) {
-  // Only configurations that fit in memory are ranked: one that cannot run is no candidate.
+  // Only configurations that run and fit in memory are ranked: one that cannot run is no candidate.
   std::vector<std::size_t> idx;
   idx.reserve(r.rows.size());
-  for (std::size_t i = 0; i < r.rows.size(); ++i)
-    if (fits_in_memory(r.rows[i].prediction)) idx.push_back(i);
-  const std::size_t left_out = r.rows.size() - idx.size();
+  std::size_t invalid = 0;
+  for (std::size_t i = 0; i < r.rows.size(); ++i) {
+    if (fits_in_memory(r.rows[i])) idx.push_back(i);
+    invalid += r.rows[i].error.empty() ? 0 : 1;
+  }
+  const std::size_t left_out = r.rows.size() - idx.size() - invalid;
   bool all_priced = true;
   for (const auto& row : r.rows) all_priced = all_priced && row.cost.has_value();
   if (by == SweepRank::cost && !all_priced && note) {
@@ -69,6 +74,13 @@ std::vector<std::size_t> top_rows(const SweepSpec& spec, const SweepResult& r, s
         fmt::format("{} of {} configurations do not fit in GPU (or host) memory and are not ranked", left_out, r.rows.size());
     *note = note->empty() ? oom : *note + "; " + oom;
   }
+  if (invalid > 0 && note) {
+    const std::string bad = fmt::format(
+        "{} of {} configurations have a layout that cannot run (their 'error' column says why) "
+        "and are not ranked",
+        invalid, r.rows.size());
+    *note = note->empty() ? bad : *note + "; " + bad;
+  }
   return idx;
 }
 
@@ -86,6 +98,133 @@ std::string csv_field(const std::string& s) {
   for (char c : s) out += c == '"' ? std::string("\"\"") : std::string(1, c);
   return out + "\"";
 }
+
+/// A row's layout columns (SweepSpec::layout_columns): its degrees, m and b·m·dp for its GPU count (with_global_batch,
+/// as the prediction resolved them), nothing for data parallelism.
+struct LayoutColumns {
+  const ParallelLayout* layout = nullptr;
+  std::int64_t micro_batches = 0, global_batch = 0;  // 0: not resolved (an error row)
+};
+LayoutColumns layout_columns(const SweepSpec& spec, const SweepRow& row) {
+  const SweepGroup& g = spec.groups[row.group];
+  LayoutColumns c;
+  if (!g.layout) return c;
+  c.layout = &spec.layouts[*g.layout];
+  if (!row.error.empty()) return c;
+  const ParallelLayout l = with_global_batch(*c.layout, row.prediction.gpus);  // ran: it resolved
+  c.micro_batches = l.micro_batches;
+  c.global_batch = l.global_batch(row.prediction.gpus);
+  return c;
+}
+
+/// tokens/s per GPU (token models; 0 otherwise)
+double tokens_per_gpu(const Prediction& p) noexcept {
+  return p.gpus > 0 ? p.throughput_tokens_per_s / static_cast<double>(p.gpus) : 0.0;
+}
+
+void append_layout_csv(fmt::memory_buffer& buf, const SweepSpec& spec, const SweepRow& row) {
+  const LayoutColumns c = layout_columns(spec, row);
+  auto out = std::back_inserter(buf);
+  if (const ParallelLayout* l = c.layout) {
+    fmt::format_to(out, ",{},{},{},{},{},{},{},", l->tp, l->pp, l->vp, l->cp, l->ep, l->sp ? "true" : "false",
+                   to_string(l->schedule));
+    if (c.micro_batches > 0) fmt::format_to(out, "{},{}", c.micro_batches, c.global_batch);
+    else fmt::format_to(out, ",");
+  } else {
+    fmt::format_to(out, ",,,,,,,,,");
+  }
+  const Prediction& p = row.prediction;
+  if (row.error.empty() && p.throughput_tokens_per_s > 0.0) fmt::format_to(out, ",{:.6g},{:.4g}", tokens_per_gpu(p), p.mfu);
+  else fmt::format_to(out, ",,");
+  fmt::format_to(out, ",{}\n", csv_field(row.error));
+}
+
+void add_layout_json(nlohmann::ordered_json& j, const SweepSpec& spec, const SweepRow& row) {
+  const LayoutColumns c = layout_columns(spec, row);
+  const nlohmann::ordered_json null(nullptr);
+  const ParallelLayout* l = c.layout;
+  j["tp"] = l ? nlohmann::ordered_json(l->tp) : null;
+  j["pp"] = l ? nlohmann::ordered_json(l->pp) : null;
+  j["vp"] = l ? nlohmann::ordered_json(l->vp) : null;
+  j["cp"] = l ? nlohmann::ordered_json(l->cp) : null;
+  j["ep"] = l ? nlohmann::ordered_json(l->ep) : null;
+  j["sp"] = l ? nlohmann::ordered_json(l->sp) : null;
+  j["schedule"] = l ? nlohmann::ordered_json(to_string(l->schedule)) : null;
+  j["micro_batches"] = c.micro_batches > 0 ? nlohmann::ordered_json(c.micro_batches) : null;
+  j["global_batch"] = c.micro_batches > 0 ? nlohmann::ordered_json(c.global_batch) : null;
+  const Prediction& p = row.prediction;
+  const bool tokens = row.error.empty() && p.throughput_tokens_per_s > 0.0;
+  j["tokens_per_s_per_gpu"] = tokens ? nlohmann::ordered_json(tokens_per_gpu(p)) : null;
+  j["mfu"] = tokens ? nlohmann::ordered_json(p.mfu) : null;
+  j["error"] = row.error.empty() ? null : nlohmann::ordered_json(row.error);
+}
+
+/// One CSV row: the group's labels (`pre`, formatted once per group), the prediction's numbers (empty for a row
+/// whose layout cannot run) and, with a layout axis, the layout columns.
+void append_csv_row(fmt::memory_buffer& buf, const std::string& pre, const SweepSpec& spec, const SweepRow& row) {
+  const Prediction& p = row.prediction;
+  auto out = std::back_inserter(buf);
+  if (!row.error.empty()) {  // a layout that cannot run: its GPU count, nodes and why (the numbers empty)
+    fmt::format_to(out, "{},{},{},,,,,,,,,,,false,,,,", pre, p.gpus, p.nodes);
+    append_layout_csv(buf, spec, row);
+    return;
+  }
+  fmt::format_to(out, "{},{},{},{:.6g},{:.6g},{:.6g},{:.6g},{},{},{:.4g},{:.6g},{:.6g},{:.6g},{},", pre, p.gpus, p.nodes,
+                 in_seconds(p.iteration_time), p.throughput_samples_per_s, p.speedup, p.efficiency, p.hiding_case,
+                 to_string(p.bottleneck), p.bottleneck_share, in_seconds(p.breakdown.comm), in_seconds(p.breakdown.comm_exposed),
+                 in_bytes(p.memory.per_gpu), fits_in_memory(p) ? "true" : "false");
+  if (row.gpu_hours > 0.0) fmt::format_to(out, "{:.6g},{:.6g},", row.train_hours, row.gpu_hours);
+  else fmt::format_to(out, ",,");
+  if (row.cost) fmt::format_to(out, "{:.2f},{}", *row.cost, spec.clusters[spec.groups[row.group].cluster].currency);
+  else fmt::format_to(out, ",");
+  if (spec.layout_columns) append_layout_csv(buf, spec, row);
+  else buf.push_back('\n');
+}
+
+/// One JSON line (write_sweep's members; null numbers for a row whose layout cannot run).
+void append_json_row(fmt::memory_buffer& buf, const SweepSpec& spec, const SweepRow& row) {
+  const SweepGroup& g = spec.groups[row.group];
+  const Prediction& p = row.prediction;
+  const Cluster& cl = spec.clusters[g.cluster];
+  const nlohmann::ordered_json null(nullptr);
+  nlohmann::ordered_json j;
+  j["cluster"] = cl.name;
+  j["model"] = spec.networks[g.model].name;
+  j["framework"] = spec.strategies[g.framework].name;
+  j["precision"] = precision_label(g.precision, g.fp8_scaling);
+  j["batch_per_gpu"] = g.batch;
+  j["bucket"] = bucket_label(spec, g);
+  j["links"] = spec.links[g.links].label;
+  j["gpus"] = p.gpus;
+  j["nodes"] = p.nodes;
+  if (!row.error.empty()) {  // a layout that cannot run: the numbers null, the error says why
+    for (const char* k :
+         {"iteration_time_s", "throughput_samples_per_s", "speedup", "efficiency", "hiding_case", "bottleneck",
+          "bottleneck_resource", "bottleneck_share", "bottleneck_gain", "comm_s", "comm_exposed_s", "memory_per_gpu_bytes"})
+      j[k] = null;
+    j["memory_fits"] = false;
+    for (const char* k : {"train_hours", "gpu_hours", "cost", "currency"}) j[k] = null;
+  } else {
+    j["iteration_time_s"] = in_seconds(p.iteration_time);
+    j["throughput_samples_per_s"] = p.throughput_samples_per_s;
+    j["speedup"] = p.speedup;
+    j["efficiency"] = p.efficiency;
+    j["hiding_case"] = p.hiding_case;
+    add_bottleneck_json(j, p);
+    j["comm_s"] = in_seconds(p.breakdown.comm);
+    j["comm_exposed_s"] = in_seconds(p.breakdown.comm_exposed);
+    j["memory_per_gpu_bytes"] = in_bytes(p.memory.per_gpu);
+    j["memory_fits"] = fits_in_memory(p);
+    j["train_hours"] = row.gpu_hours > 0.0 ? nlohmann::ordered_json(row.train_hours) : null;
+    j["gpu_hours"] = row.gpu_hours > 0.0 ? nlohmann::ordered_json(row.gpu_hours) : null;
+    j["cost"] = row.cost ? nlohmann::ordered_json(*row.cost) : null;
+    j["currency"] = row.cost ? nlohmann::ordered_json(cl.currency) : null;
+  }
+  if (spec.layout_columns) add_layout_json(j, spec, row);
+  const std::string line = j.dump();
+  buf.append(line.data(), line.data() + line.size());
+  buf.push_back('\n');
+}
 }  // namespace
 
 void write_sweep(std::ostream& out, SweepFormat f, const SweepSpec& spec, const SweepResult& r,
@@ -99,55 +238,21 @@ void write_sweep(std::ostream& out, SweepFormat f, const SweepSpec& spec, const 
   // Labels per group, formatted once.
   std::vector<std::string> prefix(spec.groups.size());
   fmt::memory_buffer buf;
-  if (f == SweepFormat::csv) buf.append(kCsvHeader.data(), kCsvHeader.data() + kCsvHeader.size());
+  const std::string_view header = spec.layout_columns ? kCsvLayoutHeader : kCsvHeader;
+  if (f == SweepFormat::csv) buf.append(header.data(), header.data() + header.size());
   for (std::size_t ri : rows) {
     const SweepRow& row = r.rows[ri];
-    const SweepGroup& g = spec.groups[row.group];
-    const Prediction& p = row.prediction;
-    const Cluster& cl = spec.clusters[g.cluster];
-    const std::string_view prec = precision_label(g.precision, g.fp8_scaling);  // "fp8-rowwise", "fp8-mxfp8" (eq. K15c)
     if (f == SweepFormat::csv) {
+      const SweepGroup& g = spec.groups[row.group];
       std::string& pre = prefix[row.group];
       if (pre.empty())
-        pre = fmt::format("{},{},{},{},{},{},{}", csv_field(cl.name), csv_field(spec.networks[g.model].name),
-                          csv_field(spec.strategies[g.framework].name), prec, g.batch, csv_field(bucket_label(spec, g)),
-                          csv_field(spec.links[g.links].label));
-      fmt::format_to(std::back_inserter(buf), "{},{},{},{:.6g},{:.6g},{:.6g},{:.6g},{},{},{:.4g},{:.6g},{:.6g},{:.6g},{},", pre,
-                     p.gpus, p.nodes, in_seconds(p.iteration_time), p.throughput_samples_per_s, p.speedup, p.efficiency,
-                     p.hiding_case, to_string(p.bottleneck), p.bottleneck_share, in_seconds(p.breakdown.comm),
-                     in_seconds(p.breakdown.comm_exposed), in_bytes(p.memory.per_gpu), fits_in_memory(p) ? "true" : "false");
-      if (row.gpu_hours > 0.0) fmt::format_to(std::back_inserter(buf), "{:.6g},{:.6g},", row.train_hours, row.gpu_hours);
-      else fmt::format_to(std::back_inserter(buf), ",,");
-      if (row.cost) fmt::format_to(std::back_inserter(buf), "{:.2f},{}\n", *row.cost, cl.currency);
-      else fmt::format_to(std::back_inserter(buf), ",\n");
+        pre = fmt::format("{},{},{},{},{},{},{}", csv_field(spec.clusters[g.cluster].name),
+                          csv_field(spec.networks[g.model].name), csv_field(spec.strategies[g.framework].name),
+                          precision_label(g.precision, g.fp8_scaling),  // "fp8-rowwise", "fp8-mxfp8" (eq. K15c)
+                          g.batch, csv_field(bucket_label(spec, g)), csv_field(spec.links[g.links].label));
+      append_csv_row(buf, pre, spec, row);
     } else {
-      nlohmann::ordered_json j;
-      j["cluster"] = cl.name;
-      j["model"] = spec.networks[g.model].name;
-      j["framework"] = spec.strategies[g.framework].name;
-      j["precision"] = prec;
-      j["batch_per_gpu"] = g.batch;
-      j["bucket"] = bucket_label(spec, g);
-      j["links"] = spec.links[g.links].label;
-      j["gpus"] = p.gpus;
-      j["nodes"] = p.nodes;
-      j["iteration_time_s"] = in_seconds(p.iteration_time);
-      j["throughput_samples_per_s"] = p.throughput_samples_per_s;
-      j["speedup"] = p.speedup;
-      j["efficiency"] = p.efficiency;
-      j["hiding_case"] = p.hiding_case;
-      add_bottleneck_json(j, p);
-      j["comm_s"] = in_seconds(p.breakdown.comm);
-      j["comm_exposed_s"] = in_seconds(p.breakdown.comm_exposed);
-      j["memory_per_gpu_bytes"] = in_bytes(p.memory.per_gpu);
-      j["memory_fits"] = fits_in_memory(p);
-      j["train_hours"] = row.gpu_hours > 0.0 ? nlohmann::ordered_json(row.train_hours) : nlohmann::ordered_json(nullptr);
-      j["gpu_hours"] = row.gpu_hours > 0.0 ? nlohmann::ordered_json(row.gpu_hours) : nlohmann::ordered_json(nullptr);
-      j["cost"] = row.cost ? nlohmann::ordered_json(*row.cost) : nlohmann::ordered_json(nullptr);
-      j["currency"] = row.cost ? nlohmann::ordered_json(cl.currency) : nlohmann::ordered_json(nullptr);
-      const std::string line = j.dump();
-      buf.append(line.data(), line.data() + line.size());
-      buf.push_back('\n');
+      append_json_row(buf, spec, row);
     }
     if (buf.size() > (1u << 20)) {
       out.write(buf.data(), static_cast<std::streamsize>(buf.size()));

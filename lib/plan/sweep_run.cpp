@@ -11,6 +11,7 @@
 #include <mutex>
 #include <thread>
 
+#include "dlscale/error.hpp"
 #include "dlscale/resources.hpp"
 #include "dlscale/sweep.hpp"
 #include "plan/sweep_layer_times.hpp"
@@ -36,7 +37,8 @@ Scenario make_group_scenario(const SweepSpec& spec, const SweepGroup& g,
     sc = with_links(sc, apply_overrides(spec.clusters[g.cluster], lo));
     if (cached) sc.collectives = cached;
   }
-  sc.network = networks ? (*networks)[g.model] : spec.networks[g.model];
+  // a layout's step reads the network's shapes and names (eq. P6, P9): the slimmed copies are data parallelism's
+  sc.network = networks && !g.layout ? (*networks)[g.model] : spec.networks[g.model];
   sc.strategy = spec.strategies[g.framework];
   if (g.bucket) {
     sc.strategy.overlap = Overlap::bucketed;
@@ -47,6 +49,7 @@ Scenario make_group_scenario(const SweepSpec& spec, const SweepGroup& g,
   sc.compute.precision = g.precision;
   sc.compute.fp8_scaling = g.fp8_scaling;
   sc.compute.optimizer = default_optimizer(sc.network, sc.strategy);
+  if (g.layout) sc.parallel = spec.layouts[*g.layout];  // batch_per_gpu is its micro-batch (expand)
   sc.modelled_layers = std::move(modelled);
   sc.modelled_layers_doubled_gpu = std::move(modelled_doubled_gpu);
   return sc;
@@ -80,6 +83,13 @@ const GroupEvaluator& closed_form_evaluator() {
 }
 
 namespace {
+/// A layout's row error: the layout's key and the message ("'tp': ..."), as the spec names the key.
+std::string layout_error(const InputError& e) {
+  std::string key = e.key();
+  if (key.rfind("parallel.", 0) == 0) key.erase(0, 9);
+  return key.empty() ? e.message() : fmt::format("'{}': {}", key, e.message());
+}
+
 /// The GPU counts each group's cluster can hold, and each group's first row: the output order is fixed
 /// before any thread starts.
 struct GroupRows {
@@ -210,11 +220,12 @@ class GroupPool {
   }
   void worker() {
     std::vector<Prediction> preds;
+    std::vector<std::string> errors;
     for (;;) {
       const std::size_t i = next_.fetch_add(1, std::memory_order_relaxed);
       if (i >= spec_.groups.size()) return;
       try {
-        evaluate_group(i, preds);
+        evaluate_group(i, preds, errors);
       } catch (...) {
         fail(i);
         return;
@@ -222,17 +233,46 @@ class GroupPool {
     }
   }
   /// Group i's predictions, then its rows (with time and cost to train where a workload applies).
-  void evaluate_group(std::size_t i, std::vector<Prediction>& preds) {
+  void evaluate_group(std::size_t i, std::vector<Prediction>& preds, std::vector<std::string>& errors) {
     const auto& g = spec_.groups[i];
     const auto& counts = rows_.counts[i];
     preds.assign(counts.size(), Prediction{});
-    if (!counts.empty())
-      ev_.evaluate(make_group_scenario(spec_, g, &models_, &slim_, layer_times_.gpu[i], layer_times_.doubled_gpu[i]), counts,
-                   preds);
+    errors.assign(counts.size(), std::string());
+    if (!counts.empty()) {
+      auto scenario = [&] {
+        return make_group_scenario(spec_, g, &models_, &slim_, layer_times_.gpu[i], layer_times_.doubled_gpu[i]);
+      };
+      if (!g.layout) {
+        ev_.evaluate(scenario(), counts, preds);
+      } else {
+        try {
+          ev_.evaluate(scenario(), counts, preds);
+        } catch (const InputError&) {
+          // A layout invalid for some GPU count or for the model is that row's error, not the sweep's: each count
+          // again on its own, to say which
+          for (std::size_t k = 0; k < counts.size(); ++k) {
+            try {
+              ev_.evaluate(scenario(), std::span<const int>(counts).subspan(k, 1), std::span(preds).subspan(k, 1));
+            } catch (const InputError& e) {
+              errors[k] = layout_error(e);
+              preds[k] = Prediction{};
+              preds[k].gpus = counts[k];
+              const int per_node = spec_.clusters[g.cluster].gpus_per_node;
+              preds[k].nodes = counts[k] > per_node ? counts[k] / per_node : 1;  // whole nodes (place_groups)
+            }
+          }
+        }
+      }
+    }
     const Cluster& cl = spec_.clusters[g.cluster];
     for (std::size_t k = 0; k < preds.size(); ++k) {
       SweepRow& row = r_.rows[rows_.first[i] + k];
       row.group = i;
+      row.error = std::move(errors[k]);
+      if (!row.error.empty()) {
+        row.prediction = std::move(preds[k]);
+        continue;
+      }
       if (const auto& w = workloads_[g.model]) {
         const TrainingCost tc = time_to_train(preds[k], *w, cl);
         row.train_hours = in_seconds(tc.wall_time) / 3600.0;

@@ -14,6 +14,7 @@
 namespace dlscale {
 namespace fs = std::filesystem;
 using sweep_detail::kCsvHeader;
+using sweep_detail::kCsvLayoutHeader;
 
 SweepShard sweep_shard_from_string(std::string_view s) {
   auto number = [&](std::string_view part, std::size_t& out) {
@@ -67,6 +68,7 @@ std::string merge_sweep_parts(std::span<const fs::path> parts) {
   if (parts.empty()) throw InputError(SourceLocation{}, "parts", "give the parts of a sharded sweep, in order");
   std::string out;
   bool csv = false;
+  std::string_view header = kCsvHeader;  // the first part's: a sweep with a layout axis has the layout columns
   std::vector<std::string> texts;
   for (std::size_t i = 0; i < parts.size(); ++i) {
     const std::string name = parts[i].string();
@@ -76,13 +78,16 @@ std::string merge_sweep_parts(std::span<const fs::path> parts) {
     // without rows are the same harmlessly.
     for (std::size_t j = 0; j < i; ++j) {
       std::error_code ec;
-      if (fs::equivalent(parts[i], parts[j], ec) || (text == texts[j] && !text.empty() && text != kCsvHeader))
+      if (fs::equivalent(parts[i], parts[j], ec) || (text == texts[j] && !text.empty() && text != header))
         fail(0, 0,
              fmt::format("the same part as {} (part {} of the list, given again as part {}): each part once", parts[j].string(),
                          j + 1, i + 1));
     }
     texts.push_back(text);
-    if (i == 0) csv = text.starts_with(kCsvHeader.substr(0, kCsvHeader.find(',') + 1));
+    if (i == 0) {
+      csv = text.starts_with(kCsvHeader.substr(0, kCsvHeader.find(',') + 1));
+      if (text.starts_with(kCsvLayoutHeader)) header = kCsvLayoutHeader;
+    }
     if (!text.empty() && text.back() != '\n') {
       const int line = static_cast<int>(std::count(text.begin(), text.end(), '\n')) + 1;
       const auto col = text.size() - (text.rfind('\n') == std::string::npos ? 0 : text.rfind('\n') + 1) + 1;
@@ -90,10 +95,10 @@ std::string merge_sweep_parts(std::span<const fs::path> parts) {
     }
     std::size_t body = 0;
     if (csv) {
-      if (!text.starts_with(kCsvHeader))
+      if (!text.starts_with(header))
         fail(1, 1, fmt::format("not a CSV part of a dlscale sweep (the first line is not the header of {})", parts[0].string()));
-      body = kCsvHeader.size();
-      if (i == 0) out.append(kCsvHeader);
+      body = header.size();
+      if (i == 0) out.append(header);
     }
     // Every row: CSV rows begin with a cluster name, JSON lines are objects; a header in the middle or
     // a part of the other format is refused.
@@ -102,7 +107,7 @@ std::string merge_sweep_parts(std::span<const fs::path> parts) {
       const std::size_t eol = text.find('\n', pos);
       const std::string_view row(text.data() + pos, eol - pos);
       const bool object = row.starts_with('{') && row.ends_with('}');
-      if (csv ? (object || row.empty() || row == kCsvHeader.substr(0, kCsvHeader.size() - 1)) : !object)
+      if (csv ? (object || row.empty() || row == header.substr(0, header.size() - 1)) : !object)
         fail(line, 1,
              csv ? fmt::format("not a CSV row of a dlscale sweep (the parts are CSV, as {} is)", parts[0].string())
                  : fmt::format("not a JSON object (the parts are JSON lines, as {} is)", parts[0].string()));

@@ -11,6 +11,7 @@
 #include "dlscale/sweep.hpp"
 #include "io/yaml_reader.hpp"
 #include "loaders/gpu_entry.hpp"
+#include "loaders/parallel_entry.hpp"
 
 namespace dlscale {
 namespace fs = std::filesystem;
@@ -226,6 +227,10 @@ LinkOverrides read_links(const Node& n) {
 struct Axes {
   std::vector<std::size_t> clusters, models, frameworks, links;
   std::vector<int> gpus, batches;
+  bool batch_given = false;  // the `batch` axis is then the layouts' micro-batch
+  /// The `layout` axis: each a map of a framework file's `parallel:` keys, read over each framework's layout in
+  /// expand; nullopt ('none') data parallelism. Without the axis one nullopt.
+  std::vector<std::optional<Node>> layouts{std::nullopt};
   std::vector<Precision> precisions;
   std::vector<Fp8Scaling> fp8_scalings;
   std::vector<std::optional<Bytes>> buckets;
@@ -246,6 +251,7 @@ Axes read_axes(MapReader& m, Tables& t) {
   a.gpus = read_gpus(m.required("gpus"));
   if (auto n = m.optional("batch")) {
     for (const auto& b : one_or_many(*n)) a.batches.push_back(read_batch(b));
+    a.batch_given = true;
   } else {
     a.batches = {32};
   }
@@ -284,18 +290,57 @@ Axes read_axes(MapReader& m, Tables& t) {
   } else {
     a.links = {0};  // the spec's "no override" entry
   }
+  // The layout axis (issue 37): the maps are read per framework in expand (read_parallel_entry, over the
+  // framework's `parallel:`); here their form and the one micro-batch.
+  if (auto n = m.optional("layout")) {
+    t.spec.layout_columns = true;
+    a.layouts.clear();
+    for (const auto& one : one_or_many(*n)) {
+      if (one.is_scalar() && one.scalar() == "none") {
+        a.layouts.emplace_back(std::nullopt);
+        continue;
+      }
+      if (!one.is_map())
+        one.fail("a layout is a map of a framework file's parallel: keys ({tp: 8, pp: 2, ...}), or 'none' for data parallelism");
+      if (a.batch_given)
+        for (const auto& [key, v] : MapReader(one).entries())
+          if (key == "micro_batch") v.fail("the batch axis is the layouts' micro-batch: give it in one place");
+      a.layouts.emplace_back(one);
+    }
+  }
   return a;
 }
 
+/// A layout of the axis read over framework `f`'s `parallel:` (as predict's options go over it), its micro-batch the
+/// batch axis's where given (predict's --batch), else the map's or the framework's (1 by default).
+ParallelLayout read_layout(const Node& n, const Strategy& framework, const Axes& a, int batch) {
+  Strategy s = framework;
+  read_parallel_entry(n, s);  // parallel_entry.cpp: the one reader of a layout's keys
+  ParallelLayout l = *s.parallel;
+  if (a.batch_given) l.micro_batch = batch;
+  return l;
+}
+
 /// Every combination, axes in a fixed order (cluster, model, framework, batch, precision, fp8 scaling,
-/// bucket, links), GPU counts innermost. A bucket size only matters to frameworks that overlap aggregation
-/// with backward: for the others the bucket axis collapses to "default". The fp8 scaling only matters to
-/// the fp8 precision: for the others it collapses to tensorwise (which no step reads).
+/// bucket, links, layout), GPU counts innermost. A layout's group takes its micro-batch as its batch: without a
+/// batch axis the batch's default (32) is data parallelism's only. A bucket size only matters to frameworks that overlap
+/// aggregation with backward: for the others the bucket axis collapses to "default". The fp8 scaling only matters to the fp8
+/// precision: for the others it collapses to tensorwise (which no step reads).
 void expand(const Axes& a, SweepSpec& spec) {
   for (auto c : a.clusters)
     for (auto m : a.models)
       for (auto f : a.frameworks)
-        for (int b : a.batches)
+        for (int b : a.batches) {
+          // the layouts of this framework and batch, read once for the groups below
+          std::vector<std::optional<std::size_t>> layouts;
+          for (const auto& n : a.layouts) {
+            if (!n) {
+              layouts.emplace_back(std::nullopt);
+              continue;
+            }
+            spec.layouts.push_back(read_layout(*n, spec.strategies[f], a, b));
+            layouts.emplace_back(spec.layouts.size() - 1);
+          }
           for (auto p : a.precisions)
             for (auto scaling : p == Precision::fp8 ? a.fp8_scalings : std::vector<Fp8Scaling>{Fp8Scaling::tensorwise}) {
               const bool overlaps =
@@ -303,20 +348,23 @@ void expand(const Axes& a, SweepSpec& spec) {
               std::vector<std::optional<Bytes>> buckets = a.buckets;
               if (!overlaps) buckets = {std::nullopt};
               for (const auto& bucket : buckets)
-                for (auto l : a.links) {
-                  SweepGroup g;
-                  g.cluster = c;
-                  g.model = m;
-                  g.framework = f;
-                  g.links = l;
-                  g.batch = b;
-                  g.precision = p;
-                  g.fp8_scaling = scaling;
-                  g.bucket = bucket;
-                  g.gpus = a.gpus;
-                  spec.groups.push_back(std::move(g));
-                }
+                for (auto l : a.links)
+                  for (const auto& layout : layouts) {
+                    SweepGroup g;
+                    g.cluster = c;
+                    g.model = m;
+                    g.framework = f;
+                    g.links = l;
+                    g.batch = layout ? spec.layouts[*layout].micro_batch : b;
+                    g.precision = p;
+                    g.fp8_scaling = scaling;
+                    g.bucket = bucket;
+                    g.layout = layout;
+                    g.gpus = a.gpus;
+                    spec.groups.push_back(std::move(g));
+                  }
             }
+        }
 }
 
 SweepSpec parse(const Node& root, const std::string& file) {
