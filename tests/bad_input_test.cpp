@@ -795,8 +795,10 @@ std::vector<Row> catalogue() {
       {"sweep_layout_unknown_key", {{"s.yaml", edit(kSweep, 6, "  gpus: [1, 4]\n  layout: [{tp: 2}, {tp: 2, tq: 4}]")}}, kCmdSweep,
        E + "{dir}/s.yaml:7:29: 'grid.layout[1].tq': unknown key (known keys here: account_for_embedding_in_pipeline_split, "
            "account_for_loss_in_pipeline_split, cp, cp_comm, dp_comm_overlap, ep, global_batch, micro_batch, micro_batches, "
-           "moe_expert_capacity_factor, moe_expert_load_cv, moe_imbalance, moe_pad_expert_input_to_capacity, pp, pp_comm_overlap, "
-           "pp_reshard_after_forward, rank_order, schedule, sp, tp, tp_async_backward, tp_comm_overlap, vp)\n"},
+           "moe_expert_capacity_factor, moe_expert_load_cv, moe_imbalance, moe_pad_expert_input_to_capacity, "
+           "num_layers_in_first_pipeline_stage, num_layers_in_last_pipeline_stage, pp, pp_comm_overlap, "
+           "pp_reshard_after_forward, rank_order, recompute_method, recompute_num_layers, schedule, sp, tp, tp_async_backward, "
+           "tp_comm_overlap, vp)\n"},
       {"sweep_layout_micro_batch_beside_batch",
        {{"s.yaml", edit(kSweep, 6, "  gpus: [1, 4]\n  batch: 2\n  layout: {tp: 2, micro_batch: 4}")}}, kCmdSweep,
        E + "{dir}/s.yaml:8:32: 'grid.layout.micro_batch': the batch axis is the layouts' micro-batch: give it in one place\n"},
