@@ -55,7 +55,7 @@ INSTANTIATE_TEST_SUITE_P(
                       Bad{"--tp 8 --tp-comm-overlap --gpus 64", "--tp-comm-overlap"},  // TE's overlap needs SP
                       Bad{"--tp 8 --ep 2 --gpus 64", "--ep"},                          // experts on a dense model
                       Bad{"--tp 8 --cp 2 --cp-comm a2a --gpus 64", "--cp-comm"},       // Ulysses: 1 key/value head a TP rank
-                      Bad{"--cp 2 --cp-comm ring --gpus 64", "--cp-comm"},           // not one of Megatron's names
+                      Bad{"--cp 2 --cp-comm ring --gpus 64", "--cp-comm"},             // not one of Megatron's names
                       // eq. P31: 80 blocks on pp 8, 10 a chunk; a method Megatron does not have
                       Bad{"--tp 8 --pp 8 --checkpointing full --recompute-num-layers 11 --gpus 64", "--recompute-num-layers"},
                       Bad{"--tp 8 --checkpointing full --recompute-method diagonal", "--recompute-method"}));
@@ -327,6 +327,36 @@ TEST(ParallelCli, PlanChargesEachEpItsOwnImbalanceFromTheSpread) {
   EXPECT_EQ(at2, best(fmt::format("--ep 2 --moe-imbalance {:.17g}", f2)));
   EXPECT_EQ(at4, best(fmt::format("--ep 4 --moe-imbalance {:.17g}", f4)));
   EXPECT_NE(at4, best("--ep 4 --moe-imbalance 1.0846"));
+}
+
+// `sweep --simulate` times a layout row with the simulator's pipeline (eq. P32), as `simulate` does for the same
+// scenario: the row's iteration time is simulate's, and (its framework's jitter on) not predict's closed form.
+TEST(ParallelCli, SweepSimulatesALayoutAsSimulateDoes) {
+  const auto spec = test::temp_file("layout-sim.yaml",
+                                    "name: layout-sim\n"
+                                    "grid:\n"
+                                    "  cluster: {name: dgx-h100, nodes: 2, fabric: \"infiniband:400Gb/s:8\"}\n"
+                                    "  model: llama3-8b\n"
+                                    "  framework: megatron-core\n"
+                                    "  gpus: 16\n"
+                                    "  precision: bf16\n"
+                                    "  layout: {tp: 4, pp: 2, sp: true, micro_batches: 8}\n");
+  const auto sweep = run_cli("sweep --spec " + spec.string() + " --simulate --threads 1 --format jsonl");
+  ASSERT_EQ(sweep.status, 0) << sweep.err;
+  const auto step = [](const std::string& json) {
+    const auto at = json.find("\"iteration_time_s\"");
+    return at == std::string::npos ? -1.0 : std::stod(json.substr(json.find(':', at) + 1));
+  };
+  const std::string scenario =
+      "--cluster dgx-h100 --nodes 2 --fabric infiniband:400Gb/s:8 --model llama3-8b --framework megatron-core "
+      "--precision bf16 --batch 1 --tp 4 --pp 2 --sp --micro-batches 8 --gpus 16 --format json";
+  const auto sim = run_cli("simulate " + scenario);
+  ASSERT_EQ(sim.status, 0) << sim.err;
+  const auto closed = run_cli("predict " + scenario + " --no-train");
+  ASSERT_EQ(closed.status, 0) << closed.err;
+  EXPECT_GT(step(sweep.out), 0.0) << sweep.out;
+  EXPECT_NEAR(step(sweep.out), step(sim.out), 1e-6 * step(sim.out));
+  EXPECT_NE(step(sweep.out), step(closed.out));
 }
 
 }  // namespace
