@@ -779,6 +779,43 @@ TEST(ParallelStep, TiedEmbeddingGradientBetweenFirstAndLastStageByHand) {
   EXPECT_NEAR(in_seconds(x.embedding_grads), 2 * (5e-6 + 8 * 128'000.0 / 10e9), 1e-15);
 }
 
+// Eq. P34 by hand: GPT-3 175B (zoo: h 12288, V 50257, biases, learned positions, tied) on TP 8 × PP 8: 12 blocks a
+// stage. A block on one TP rank: the attention's 4h² + 4h = 604,028,928 over 8 = 75,503,616; the MLP's up projection
+// 4h² + 4h, 75,503,616, and down 4h² + h = 603,992,064 over 8 = 75,499,008; two LayerNorms of 2h whole, 49,152:
+// 226,555,392. The last stage: 12 blocks, the final LayerNorm (24,576) and its copy of the word embedding,
+// ⌈50257/8⌉ = 6,283 rows of 12,288 = 77,205,504, in all 2,795,894,784 (before P34: 2,718,689,280). In fp32 with no
+// sharding its weights and gradients are 4 B each of them; under the distributed optimiser over dp 8 (stage 1) the
+// Adam state (8 B a parameter) is an eighth, P bytes. Its DP all-reduce over 2 ranks (TP 8 × PP 8 × DP 2 on 128)
+// carries 2·(1/2)·4·P = 4P bytes. Without a pipeline, or untied: no copy.
+TEST(ParallelMemory, LastStageHoldsItsCopyOfATiedEmbeddingByHand) {
+  const Network net = arch("gpt3-175b");
+  ParallelLayout l;
+  l.tp = 8;
+  l.pp = 8;
+  l.micro_batches = 8;
+  EXPECT_EQ(tied_output_copy_params(net, l), 77'205'504);
+  const std::int64_t block = 75'503'616 + 75'503'616 + 75'499'008 + 49'152;
+  const std::int64_t last = 12 * block + 24'576 + 77'205'504;
+  EXPECT_EQ(last, 2'795'894'784);
+  EXPECT_EQ(rank_params(net, l, 7), last);
+  EXPECT_EQ(rank_params(net, l, 3), 12 * block);  // a middle stage: no copy
+  ComputeOptions opt;                             // fp32
+  opt.optimizer = Optimizer::adam;
+  const MemoryEstimate m = rank_memory(net, l, 7, opt, Sharding{}, 1, ActivationRecompute::full);
+  EXPECT_DOUBLE_EQ(in_bytes(m.weights), 4.0 * 2'795'894'784.0);
+  EXPECT_DOUBLE_EQ(in_bytes(m.gradients), 4.0 * 2'795'894'784.0);
+  Sharding distributed;
+  distributed.stage = 1;
+  const MemoryEstimate d = rank_memory(net, l, 7, opt, distributed, 8, ActivationRecompute::full);
+  EXPECT_DOUBLE_EQ(in_bytes(d.optimizer_state), 2'795'894'784.0);
+  EXPECT_DOUBLE_EQ(in_bytes(dp_step_traffic(rank_params(net, l, 7), Sharding{}, Precision::fp32, 2).allreduce),
+                   4.0 * 2'795'894'784.0);
+  ParallelLayout flat = l;
+  flat.pp = 1;
+  EXPECT_EQ(tied_output_copy_params(net, flat), 0);
+  EXPECT_EQ(tied_output_copy_params(arch("llama2-7b"), l), 0);
+}
+
 // Eq. P26b: a Llama-2-7B shape (32 blocks, h 4096, s 4096) on PP 4 with 6 blocks given to the first stage and 6 to the
 // last: the other two stages hold (32 − 6 − 6)/2 = 10 each. Layers of a block: norm, attention, norm, MLP (4), so
 // stage 0 runs the embedding and 24 layers, stages 1-2 40 layers, stage 3 24 layers, the final norm and the output (26).

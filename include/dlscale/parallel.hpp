@@ -349,6 +349,11 @@ Seconds pipeline_p2p_time(const Cluster& cluster, const GroupPlacement& pp, Byte
 /// Eq. P33: whether the network's output layer shares the token embedding's weights (arch's `tied`: the last layer a
 /// linear map of no parameters of its own, beside an embedding that has them; GPT-2/3's head).
 [[nodiscard]] bool tied_output_embedding(const Network& net) noexcept;
+/// Eq. P34: the parameters of the last pipeline stage's own copy of a tied word embedding on each of its TP ranks
+/// (Megatron-Core's output layer weight when p > 1): ⌈V/t⌉·h, V the output layer's width and h its input's. Counted
+/// in rank_params and rank_memory of the stage holding the output layer (its gradients and optimiser state sharded
+/// over dp·cp like the stage's others) and so in its DP reduction. 0 untied or without a pipeline.
+[[nodiscard]] std::int64_t tied_output_copy_params(const Network& net, const ParallelLayout& l) noexcept;
 /// Eq. P33: what the first and the last pipeline stage all-reduce of a tied word embedding's gradient after the
 /// backward, the vocabulary-parallel (V/t)·h elements of `grad_bytes` each; nothing without a pipeline.
 [[nodiscard]] Bytes tied_embedding_grad_bytes(const ParallelLayout& l, const TransformerShape& m, double grad_bytes) noexcept;

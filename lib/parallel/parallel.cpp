@@ -603,7 +603,8 @@ std::int64_t rank_params(const Network& net, const std::vector<int>& st, const P
   std::int64_t p = 0;
   for (std::size_t i = 0; i < net.layers.size(); ++i) {
     if (st[i] != stage) continue;
-    p += rank_layer_params(net.layers[i], l);  // eq. P5, P17
+    p += rank_layer_params(net.layers[i], l);                              // eq. P5, P17
+    if (i + 1 == net.layers.size()) p += tied_output_copy_params(net, l);  // eq. P34: the last stage's copy
   }
   return p;
 }
@@ -928,7 +929,8 @@ MemoryEstimate rank_memory(const Network& net, const std::vector<int>& block, co
     if (st[i] != stage) continue;
     Layer x = net.layers[i];
     const std::int64_t expert = rank_expert_part(x, l);
-    x.params = rank_layer_params(x, l) - expert;  // eq. P5 (a MoE layer's router)
+    x.params = rank_layer_params(x, l) - expert;                                  // eq. P5 (a MoE layer's router)
+    if (i + 1 == net.layers.size()) x.params += tied_output_copy_params(net, l);  // eq. P34: the last stage's copy
     experts.layers.front().params += expert;
     x.ops.clear();
     rank.layers.push_back(std::move(x));
@@ -1156,6 +1158,15 @@ bool tied_output_embedding(const Network& net) noexcept {
   const bool embedding = std::any_of(net.layers.begin(), net.layers.end(),
                                      [](const Layer& x) { return x.kind == LayerKind::embedding && x.params > 0; });
   return embedding && out.kind == LayerKind::linear && out.params == 0 && out.macs_per_sample > 0.0;
+}
+
+std::int64_t tied_output_copy_params(const Network& net, const ParallelLayout& l) noexcept {
+  if (l.pp <= 1 || !tied_output_embedding(net)) return 0;
+  const Layer& out = net.layers.back();
+  if (out.input_shape.empty() || out.output_shape.empty()) return 0;
+  // eq. P34: the output layer's own copy of the word embedding, its vocabulary-parallel ⌈V/t⌉ rows of h
+  const std::int64_t rows = (out.output_shape.back() + l.tp - 1) / std::max(l.tp, 1);
+  return rows * out.input_shape.back();
 }
 
 Bytes tied_embedding_grad_bytes(const ParallelLayout& l, const TransformerShape& m, double grad_bytes) noexcept {
