@@ -1687,5 +1687,49 @@ TEST(ParallelCpComm, A2aNeedsTheHeadsOfATpRankDivisibleByCp) {
   EXPECT_THROW(cp_comm_from_string("alltoall"), InputError);        // torchtitan's ring rotation, not Ulysses
 }
 
+// Eq. P35 by hand: Megatron-Core's distribute_saved_activations on a Llama-3-70B-shaped pair of blocks (h 8192, s 8192,
+// bf16, b 1), TP 8 without SP in one node of the hand cluster (α 1 µs, β 100 GB/s). A checkpoint's input, b·s·h·2 B =
+// S = 134,217,728 B whole on each rank, is S/8 = 16,777,216 B split; before its recompute the block gathers it again:
+// one all-gather of S, 7·α + (7/8)·S/β = 1,181.4 µs, exposed. Every block a checkpoint: two gathers; recompute_num_layers
+// 2 (uniform): one checkpoint for both blocks, one gather. Beside SP, refused (key distribute_saved_activations).
+TEST(ParallelStep, DistributedCheckpointInputsSplitOverTpAndGatheredBeforeRecomputeByHand) {
+  const Network net = build_decoder(
+      DecoderShape{.layers = 2, .hidden = 8192, .heads = 64, .kv_heads = 8, .ffn = 28672, .vocab = 128256, .seq = 8192}, "l70x2");
+  const TransformerShape m = transformer_shape(net);
+  Cluster c = hand_cluster(1);
+  c.gpu = cluster("dgx-h100-ndr").gpu;
+  ComputeOptions opt;
+  opt.precision = Precision::bf16;
+  opt.attention = AttentionKernel::flash;
+  opt.recompute = Recompute::full;
+  ParallelLayout l;
+  l.tp = 8;
+  const double S = 134'217'728.0, ag = 7e-6 + 0.875 * S / 1e11;
+  EXPECT_TRUE(checkpoint_input_collectives(l, m, kBf16).empty());
+  EXPECT_DOUBLE_EQ(in_bytes(block_activation_bytes(net, 0, l, opt, ActivationRecompute::full)), S);
+  ParallelLayout d = l;
+  d.distribute_saved_activations = true;
+  const auto calls = checkpoint_input_collectives(d, m, kBf16);
+  ASSERT_EQ(calls.size(), 1u);
+  EXPECT_EQ(calls[0].op, CollectiveOp::allgather);
+  EXPECT_DOUBLE_EQ(sum(calls, 8, true), (7.0 / 8.0) * S);
+  EXPECT_DOUBLE_EQ(in_bytes(block_activation_bytes(net, 0, d, opt, ActivationRecompute::full)), S / 8);
+  const auto coll = make_alpha_beta_model(c);
+  const auto exposed = [&](const ParallelLayout& x) {
+    const LayerTimes tx = estimate_layer_times(tp_rank_network(net, x), c.gpu, 1, opt);
+    return in_seconds(parallel_step(net, tx, c, *coll, x, 8, opt, Sharding{}, LayerTimesOf::tp_rank).tp_exposed);
+  };
+  EXPECT_NEAR(exposed(d) - exposed(l), 2 * ag, 1e-12);
+  l.recompute_num_layers = 2;
+  d.recompute_num_layers = 2;
+  EXPECT_NEAR(exposed(d) - exposed(l), ag, 1e-12);
+  // the stage keeps one checkpoint input (b·s·h, an eighth of it distributed) per micro-batch, not two
+  const double kept = in_bytes(rank_memory(net, l, 0, opt, Sharding{}, 1, ActivationRecompute::full).activations);
+  const double split = in_bytes(rank_memory(net, d, 0, opt, Sharding{}, 1, ActivationRecompute::full).activations);
+  EXPECT_NEAR(kept - split, S * 7.0 / 8.0, 1.0);
+  d.sp = true;
+  EXPECT_EQ(field_of(d, 8, m), "distribute_saved_activations");
+}
+
 }  // namespace
 }  // namespace dlscale

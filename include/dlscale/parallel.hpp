@@ -108,6 +108,11 @@ std::vector<CollectiveCall> tp_block_collectives(const ParallelLayout& l, const 
 /// SP): one call fewer. Empty for tp = 1.
 std::vector<CollectiveCall> tp_recompute_collectives(const ParallelLayout& l, const TransformerShape& m, double element_bytes,
                                                      bool early_stop = false);
+/// Eq. P35: under ParallelLayout::distribute_saved_activations, the all-gather over the TP group of a checkpoint's
+/// saved input (b·(s/c)·h elements, S = tp_activation_bytes) before its recompute, one a checkpoint in the backward,
+/// not overlapped. Empty for tp = 1 or with the field off.
+std::vector<CollectiveCall> checkpoint_input_collectives(const ParallelLayout& l, const TransformerShape& m,
+                                                         double element_bytes);
 /// Eq. P27: the TP (or SP) collectives of the first and last stages beside their blocks', one micro-batch (empty for
 /// tp = 1), S = tp_activation_bytes. `embedding` (stage 0 holds a vocabulary-parallel embedding): its partial lookups
 /// summed, an all-reduce of S forward (a reduce-scatter with SP, and in backward its conjugate, an all-gather).

@@ -120,6 +120,9 @@ struct ParallelLayout {
   /// recipes' recompute_num_layers). The default, uniform with N = 1, checkpoints every block alone.
   RecomputeMethod recompute_method = RecomputeMethod::uniform;
   int recompute_num_layers = 1;
+  /// Eq. P35, under full recompute with TP and without sp: Megatron-Core's distribute_saved_activations, each
+  /// checkpoint's saved input split over the TP group (1/t of it on a rank) and all-gathered before its recompute.
+  bool distribute_saved_activations = false;
   /// Megatron-Core's num_layers_in_first_pipeline_stage and num_layers_in_last_pipeline_stage (eq. P26b): the blocks
   /// of the first, resp. the last pipeline stage given explicitly, the rest split evenly over the other stages (which
   /// must divide them); with virtual stages each stage's blocks split evenly over its vp chunks. 0: not given.

@@ -67,6 +67,15 @@ void add_parallel_options(CLI::App& cmd, ParallelOptions& o) {
                  "Under --checkpointing full: N of --recompute-method, blocks of one model chunk (default 1; eq. P31)")
       ->type_name("N")
       ->group(g);
+  cmd.add_flag_callback(
+         "--distribute-saved-activations", [&o] { o.distribute_saved_activations = 1; },
+         "Under --checkpointing full with TP and without --sp: each checkpoint's input split over the TP group, "
+         "all-gathered before its recompute (Megatron-Core's; eq. P35)")
+      ->group(g);
+  cmd.add_flag_callback(
+         "--no-distribute-saved-activations", [&o] { o.distribute_saved_activations = 0; },
+         "Checkpoint inputs whole on every TP rank (over a framework file's distribute_saved_activations)")
+      ->group(g);
   cmd.add_option("--num-layers-in-first-pipeline-stage", o.first_stage_layers,
                  "Blocks on the first pipeline stage, the rest split evenly over the stages after it (Megatron-Core; eq. P26b)")
       ->type_name("N")
@@ -197,6 +206,7 @@ void apply_parallel_options(const ParallelOptions& o, const ScenarioOptions& so,
   if (o.pp_comm_overlap >= 0) l.pp_comm_overlap = o.pp_comm_overlap == 1;
   if (o.account_embedding) l.account_for_embedding_in_pipeline_split = true;
   if (o.recompute_num_layers != -1) l.recompute_num_layers = o.recompute_num_layers;  // below 1: validate's
+  if (o.distribute_saved_activations >= 0) l.distribute_saved_activations = o.distribute_saved_activations == 1;
   try {
     if (!o.recompute_method.empty()) l.recompute_method = recompute_method_from_string(o.recompute_method);
   } catch (const InputError& e) {
@@ -240,6 +250,7 @@ std::string_view parallel_option_for_field(std::string_view field) noexcept {
       {"parallel.account_for_loss_in_pipeline_split", "--account-for-loss-in-pipeline-split"},
       {"parallel.cp", "--cp"},
       {"parallel.cp_comm", "--cp-comm"},
+      {"parallel.distribute_saved_activations", "--distribute-saved-activations"},
       {"parallel.dp_comm_overlap", "--dp-comm-overlap"},
       {"parallel.ep", "--ep"},
       {"parallel.global_batch", "--global-batch"},
@@ -287,9 +298,11 @@ std::string tp_text(const ParallelLayout& l) {
 }
 
 /// Eq. P31's partial full recompute as the headers say it; empty at the default (every block checkpointed alone).
+/// Eq. P35's distributed checkpoints after it.
 std::string recompute_text(const ParallelLayout& l) {
-  if (l.recompute_method == RecomputeMethod::uniform && l.recompute_num_layers == 1) return "";
-  return fmt::format(", full recompute {} {}", to_string(l.recompute_method), l.recompute_num_layers);
+  const std::string distributed = l.distribute_saved_activations ? ", saved activations distributed" : "";
+  if (l.recompute_method == RecomputeMethod::uniform && l.recompute_num_layers == 1) return distributed;
+  return fmt::format(", full recompute {} {}", to_string(l.recompute_method), l.recompute_num_layers) + distributed;
 }
 
 /// Eq. P26's accounts (P26b's explicit counts) as the headers say them; empty where none is on.

@@ -341,6 +341,10 @@ void validate(const ParallelLayout& l, int gpus, const TransformerShape& m) {
         "recompute_num_layers",
         fmt::format("{} is more blocks than a model chunk holds: {} blocks over pp {} × vp {} chunks, at most {} a chunk",
                     l.recompute_num_layers, m.layers, l.pp, l.vp, most));
+  // eq. P35: Megatron-Core asserts distribute_saved_activations without sequence parallelism (recalled)
+  if (l.distribute_saved_activations && l.sp)
+    throw field_error("distribute_saved_activations",
+                      "distribute_saved_activations splits the checkpoints over the TP group without sp; sp is on");
   // Megatron-LM's interleaved schedule: the micro-batches go round the stages in groups of p
   if (l.schedule == PipelineSchedule::interleaved && l.micro_batches % l.pp != 0)
     throw field_error(
@@ -425,6 +429,13 @@ std::vector<CollectiveCall> tp_recompute_collectives(const ParallelLayout& l, co
     calls.push_back(std::move(c));
   }
   return calls;
+}
+
+std::vector<CollectiveCall> checkpoint_input_collectives(const ParallelLayout& l, const TransformerShape& m, double e) {
+  if (l.tp <= 1 || !l.distribute_saved_activations) return {};
+  // eq. P35: the checkpoint's input gathered whole again before the block runs its forward a second time
+  return {{"checkpoint input all-gather (recompute)", ParallelGroup::tp, CollectiveOp::allgather, tp_activation_bytes(l, m, e), 1,
+           true, false}};
 }
 
 std::vector<CollectiveCall> tp_edge_collectives(const ParallelLayout& l, const TransformerShape& m, double e, bool embedding,
@@ -774,7 +785,8 @@ bool tp_splits_kept(LayerKind k) noexcept { return k == LayerKind::attention || 
 double block_input_bytes(const Layer& first, const ParallelLayout& l, const ComputeOptions& opt) {
   double e = first.input_shape.empty() ? 0.0 : 1.0;
   for (auto d : first.input_shape) e *= static_cast<double>(d);
-  const double sp = l.sp ? l.tp : 1.0;
+  // eq. P35: distribute_saved_activations splits the saved input over the TP group as SP's shards do
+  const double sp = l.sp || l.distribute_saved_activations ? l.tp : 1.0;
   return e * activation_bytes_per_element(opt.precision) * l.micro_batch / (sp * l.cp);
 }
 

@@ -99,6 +99,7 @@ Seconds memory_passes(Bytes traffic, int kernels, const GpuSpec& gpu, const Comp
 struct BlockComm {
   Seconds tp_fwd{}, tp_bwd{}, tp_regather{}, p2p{};
   Seconds tp_recompute{};                  // eq. P30: the forward's again, where full recompute reruns the block
+  Seconds checkpoint_gather{};             // eq. P35: a checkpoint's distributed input gathered before its recompute
   InputGrads tp_input_grad;                // eq. P28: the column-parallel inputs' gradients, part of tp_bwd
   Seconds send{};                          // eq. P4: one of the pipeline's sends (p2p is 2·v of them)
   Seconds first_stage{}, last_stage{};     // eq. P27: the embedding's and the cross entropy's TP collectives
@@ -138,6 +139,7 @@ BlockComm block_comm(const CollectiveModel& coll, const Cluster& cluster, const 
   c.tp_regather = sum_calls(coll, tp_calls, tpg, true, true);
   c.tp_input_grad = input_grads(coll, tp_calls, tpg);
   c.tp_recompute = sum_all(coll, tp_recompute_collectives(l, m, e, opt.recompute_early_stop), tpg);
+  c.checkpoint_gather = sum_all(coll, checkpoint_input_collectives(l, m, e), tpg);
   if (l.cp > 1 && l.cp_comm != CpComm::p2p) {
     c.cp_exchange = cp_collective_times(coll, cluster, at[ParallelGroup::cp], l, m, e);
   } else if (l.cp > 1) {
@@ -175,6 +177,7 @@ struct BlockParts {
   bool core_again = false;
   bool moe = false;           // its MLP is a mixture of experts (eq. P16)
   bool checkpointed = false;  // full recompute runs the whole block again
+  bool keeps_input = false;   // full recompute: the block starts a checkpoint (eq. P31), whose input it keeps
 };
 
 /// Eq. P15: a block's CP ring on one rank: the sends past each step's attention forward and backward (again in
@@ -250,7 +253,9 @@ StageTimes stage_times(const Network& net, const LayerTimes& t, const std::vecto
       continue;
     }
     if (block[i] != last) {
-      parts.push_back({.core_again = opt.recompute == Recompute::selective || again, .checkpointed = again});
+      parts.push_back({.core_again = opt.recompute == Recompute::selective || again,
+                       .checkpointed = again,
+                       .keeps_input = again && full[static_cast<std::size_t>(block[i])].keeps_input});
       last = block[i];
     }
     BlockParts& b = parts.back();
@@ -283,7 +288,8 @@ StageTimes stage_times(const Network& net, const LayerTimes& t, const std::vecto
       st.tp += tp_fwd + tp_overlap_exposed(comm.tp_bwd, b.gemm * 2.0, l.tp, sm_count) + tp_again;
     else  // eq. P28: the column-parallel inputs' gradients beside their weight gradients, asynchronously
       st.tp += tp_fwd + backward_exposed(comm.tp_bwd, comm.tp_input_grad, b, l.tp_async_backward) + tp_again;
-    st.comm_fwd += tp_fwd;  // eq. P32: the forward pass runs the forward's collectives
+    st.comm_fwd += tp_fwd;                               // eq. P32: the forward pass runs the forward's collectives
+    if (b.keeps_input) st.tp += comm.checkpoint_gather;  // eq. P35: before the checkpoint's recompute, exposed
     cp_block(st, b, comm, l);
     st.ep += ep_block(b, comm);
     if (b.moe) st.comm_fwd += comm.ep_alltoall * 2.0;  // dispatch and combine
