@@ -62,7 +62,10 @@ INSTANTIATE_TEST_SUITE_P(
                       // eq. P35: Megatron asserts it off with SP, and it acts on full recompute's checkpoints
                       Bad{"--tp 8 --sp --checkpointing full --distribute-saved-activations --gpus 64",
                           "--distribute-saved-activations"},
-                      Bad{"--tp 8 --no-sp --distribute-saved-activations --gpus 64", "--distribute-saved-activations"}));
+                      Bad{"--tp 8 --no-sp --distribute-saved-activations --gpus 64", "--distribute-saved-activations"},
+                      // eq. P36: a2a+p2p's inner size divides cp; given only with a2a+p2p
+                      Bad{"--tp 8 --cp 4 --cp-comm a2a+p2p --hierarchical-cp 3 --gpus 64", "--hierarchical-cp"},
+                      Bad{"--tp 8 --cp 4 --hierarchical-cp 2 --gpus 64", "--hierarchical-cp"}));
 
 TEST(ParallelCli, PredictsALayoutWithItsPartsAndMemory) {
   const auto r = run_cli(kBase + "--tp 8 --sp --pp 2 --micro-batches 32 --gpus 64 --no-train");
@@ -185,6 +188,39 @@ TEST(ParallelCli, DistributedSavedActivationsFromTheOptionAndTheFile) {
   const auto file = run_cli(kCommon + "--format json --no-train --checkpointing full --gpus 64 --framework " + fw.string());
   ASSERT_EQ(file.status, 0) << file.err;
   EXPECT_DOUBLE_EQ(number(file.out, "iteration_time_s"), number(split.out, "iteration_time_s"));
+}
+
+// Eq. P36 on the command line and in a framework file: Llama-2-70B at CP 4 as 2×2 (8 key/value heads over TP 2, 4 a
+// rank, divisible by 2); the header names the groups, and the file's keys are the options.
+TEST(ParallelCli, HierarchicalCpFromTheOptionsAndTheFile) {
+  const std::string layout = "--tp 2 --cp 4 --pp 8 --micro-batches 8 --gpus 64 --no-train --format json ";
+  const auto step = [](const std::string& json) {
+    const auto at = json.find("\"iteration_time_s\"");
+    return std::stod(json.substr(json.find(':', at) + 1));
+  };
+  const auto opts = run_cli(kBase + layout + "--cp-comm a2a+p2p --hierarchical-cp 2");
+  ASSERT_EQ(opts.status, 0) << opts.err;
+  const auto text = run_cli(kBase +
+                            "--tp 2 --cp 4 --pp 8 --micro-batches 8 --gpus 64 --no-train --cp-comm a2a+p2p "
+                            "--hierarchical-cp 2");
+  ASSERT_EQ(text.status, 0) << text.err;
+  EXPECT_NE(text.out.find("cp 4 (a2a+p2p 2×2)"), std::string::npos) << text.out;
+  const auto fw = test::temp_file("megatron-hcp.yaml",
+                                  "name: megatron-hcp\n"
+                                  "io: {prefetch: true, memory: pinned}\n"
+                                  "aggregation: allreduce\n"
+                                  "overlap: bucketed\n"
+                                  "update: after_aggregation\n"
+                                  "attention: flash\n"
+                                  "compile: true\n"
+                                  "buckets: {size: \"80 MB\", first: \"80 MB\"}\n"
+                                  "sharding: {stage: 1, group: all}\n"
+                                  "kernels: {host_issue: \"16.4 us\", launch_gap: \"2.1 us\", attention: cudnn}\n"
+                                  "parallel: {tp: 2, sp: false, tp_async_backward: true, cp: 4, pp: 8, micro_batches: 8, "
+                                  "cp_comm: a2a+p2p, hierarchical_cp: 2}\n");
+  const auto file = run_cli(kCommon + "--format json --no-train --gpus 64 --framework " + fw.string());
+  ASSERT_EQ(file.status, 0) << file.err;
+  EXPECT_DOUBLE_EQ(step(file.out), step(opts.out));
 }
 
 // DeepSeek-V3 (multi-head latent attention, 256 experts) under Megatron-Core's TP 8 × PP 8 × EP 8 on 128 DGX H100

@@ -1731,5 +1731,85 @@ TEST(ParallelStep, DistributedCheckpointInputsSplitOverTpAndGatheredBeforeRecomp
   EXPECT_EQ(field_of(d, 8, m), "distribute_saved_activations");
 }
 
+// Eq. P36 by hand: the Llama-3-8B block at s 32,768 (b 1, bf16, TP 1) on CP 4 as 2×2 (cp_comm a2a+p2p,
+// hierarchical_cp 2). The rank's own T = 8,192 tokens: Q = O = 67,108,864 B, K = V = 16,777,216 B. The all-to-alls
+// inside each pair send half of each: 1/2·167,772,160 = 83,886,080 B each way; then the rank holds 16,384 tokens of
+// 16 heads (4 key/value heads) and runs P15's ring between the 2 pairs: C_KV = 2·16,384·4·128·2 = 33,554,432 B (as
+// p2p's 2·8,192·8·128·2), one step forward, K/V and dK/dV backward. Forward 83,886,080 + 33,554,432 = 117,440,512 B,
+// backward 83,886,080 + 67,108,864 = 150,994,944 B (the ring's 100,663,296 and 201,326,592; Ulysses' 125,829,120 each
+// way). It holds a second Q, K and V (100,663,296 B), as a2a does.
+TEST(ParallelCpComm, HierarchicalA2aP2pBytesOfALlama3_8bBlockAtSeq32kOnCp4As2x2ByHand) {
+  const TransformerShape m = llama3_8b_at_32k();
+  ParallelLayout l;
+  l.cp = 4;
+  l.cp_comm = CpComm::a2a_p2p;
+  l.hierarchical_cp = 2;
+  EXPECT_EQ(cp_ring_ranks(l), 2);
+  EXPECT_DOUBLE_EQ(in_bytes(cp_kv_chunk_bytes(l, m, kBf16)), 33'554'432.0);
+  const CpTraffic p = cp_block_traffic(l, m, kBf16);
+  EXPECT_DOUBLE_EQ(in_bytes(p.forward), 117'440'512.0);
+  EXPECT_DOUBLE_EQ(in_bytes(p.backward), 150'994'944.0);
+  EXPECT_DOUBLE_EQ(in_bytes(cp_exchange_buffer_bytes(l, m, kBf16)), 100'663'296.0);
+  // the ring's merges are P15c's on a ring of 2 ranks each holding 16,384 tokens of 16 heads (4 key/value heads)
+  ParallelLayout ring;
+  ring.cp = 2;
+  TransformerShape half = m;
+  half.heads = 16;
+  half.kv_heads = 4;
+  half.hidden = 2048;
+  EXPECT_EQ(cp_merge_traffic(l, m, kBf16).forward, cp_merge_traffic(ring, half, kBf16).forward);
+  EXPECT_EQ(cp_merge_traffic(l, m, kBf16).backward, cp_merge_traffic(ring, half, kBf16).backward);
+  // the names, and the checks (key hierarchical_cp): a divides cp, a TP rank's key/value heads divisible by a, given
+  // only with a2a+p2p
+  EXPECT_EQ(cp_comm_from_string("a2a+p2p"), CpComm::a2a_p2p);
+  EXPECT_EQ(field_of(l, 4, m), "");
+  l.hierarchical_cp = 3;
+  EXPECT_EQ(field_of(l, 4, m), "hierarchical_cp");
+  l.hierarchical_cp = 0;
+  EXPECT_EQ(field_of(l, 4, m), "hierarchical_cp");
+  l.cp = 8;
+  l.tp = 2;
+  l.hierarchical_cp = 8;  // 4 key/value heads a TP rank
+  EXPECT_EQ(field_of(l, 16, m), "hierarchical_cp");
+  l.hierarchical_cp = 4;
+  EXPECT_EQ(field_of(l, 16, m), "");
+  ParallelLayout ring_only;
+  ring_only.cp = 4;
+  ring_only.hierarchical_cp = 2;
+  EXPECT_EQ(field_of(ring_only, 4, m), "hierarchical_cp");
+}
+
+// Eq. P36's groups and times on one DGX H100 (TP 1 × CP 4 × DP 2, tp-cp-ep-dp-pp): the CP group {0, 1, 2, 3} splits
+// into the all-to-all pairs {0, 1} and {2, 3} and the rings {0, 2} and {1, 3}, all inside the node, every pair NVLink
+// through the switches (B, L as TimesOfALlama3_8bBlockOnOneDgxH100ByHand). The all-to-alls: one peer each, L + half
+// the tensor / B, four each way: 4·L + 83,886,080 B / B; a ring step L + C_KV/B.
+TEST(ParallelCpComm, HierarchicalA2aP2pGroupsAndTimesOnOneDgxH100ByHand) {
+  const Cluster c = cluster("dgx-h100");
+  ASSERT_TRUE(c.topology);
+  const TransformerShape m = llama3_8b_at_32k();
+  ParallelLayout l;
+  l.cp = 4;
+  l.cp_comm = CpComm::a2a_p2p;
+  l.hierarchical_cp = 2;
+  const LayoutPlacement at = place_layout(l, c, 8);
+  EXPECT_EQ(at.cp_inner.first, (std::vector<int>{0, 1}));
+  EXPECT_EQ(at.cp_inner.groups, 4);
+  EXPECT_EQ(at.cp_outer.first, (std::vector<int>{0, 2}));
+  EXPECT_EQ(at.cp_outer.groups, 4);
+  EXPECT_TRUE(at.cp_inner.inside_node);
+  const double B = in_bytes_per_second(c.topology->path(0, 1).bandwidth);
+  const double L = in_seconds(p2p_copy_time(*c.topology, 0, 1, Bytes{}));
+  ASSERT_EQ(c.topology->path(0, 2).bandwidth, c.topology->path(0, 1).bandwidth);
+  const auto coll = make_alpha_beta_model(c);
+  const CpCollectiveTimes t = cp_collective_times(*coll, c, at.cp_inner, l, m, kBf16);
+  EXPECT_NEAR(in_seconds(t.forward), 4 * L + 83'886'080.0 / B, 1e-12);
+  EXPECT_NEAR(in_seconds(t.backward), 4 * L + 83'886'080.0 / B, 1e-12);
+  EXPECT_NEAR(in_seconds(cp_ring_step_time(c, at.cp_outer, bytes(33'554'432.0))), L + 33'554'432.0 / B, 1e-12);
+  // without a2a+p2p: groups of one
+  l.cp_comm = CpComm::p2p;
+  l.hierarchical_cp = 0;
+  EXPECT_EQ(place_layout(l, c, 8).cp_inner.size, 1);
+}
+
 }  // namespace
 }  // namespace dlscale

@@ -151,7 +151,12 @@ CpLocalTensors cp_local_tensors(const ParallelLayout& l, const TransformerShape&
 struct CpTraffic {
   Bytes forward{}, backward{};
 };
+/// Eq. P36, a2a+p2p over cp = a·b: the all-to-alls of P29a over the inner a ranks, forward and backward each
+/// (a−1)/a·(Q + K + V + O), and P15b's ring over the b groups, (b−1)·C_KV forward and 2·(b−1)·C_KV backward (C_KV as
+/// p2p's: s/b tokens of a_kv/(t·a) heads are as many as s/c of a_kv/t).
 CpTraffic cp_block_traffic(const ParallelLayout& l, const TransformerShape& m, double element_bytes) noexcept;
+/// The ranks of the CP ring (eq. P15): cp, or under a2a+p2p the cp/a groups of the outer ring (eq. P36).
+[[nodiscard]] int cp_ring_ranks(const ParallelLayout& l) noexcept;
 /// Eq. P29c: what a rank holds beside its kept activations while one block's attention runs, beyond the ring's (whose
 /// two K/V blocks in hand and in flight are not charged): all_gather the other ranks' K/V and, backward, their dK/dV
 /// before the reduce-scatter, 2(c−1)·C_KV; a2a the all-to-alls' outputs beside their inputs, one more Q, K and V
@@ -333,6 +338,9 @@ struct GroupPlacement {
 };
 struct LayoutPlacement {
   std::array<GroupPlacement, 7> groups;  // indexed by ParallelGroup
+  /// Eq. P36, cp_comm a2a+p2p only (else groups of one): each CP group's consecutive runs of a ranks (the all-to-alls)
+  /// and its ranks a apart (the ring between the runs), placed as the groups are.
+  GroupPlacement cp_inner, cp_outer;
   [[nodiscard]] const GroupPlacement& operator[](ParallelGroup g) const noexcept { return groups[static_cast<std::size_t>(g)]; }
 };
 /// A rank's coordinate in each dimension, in the layout's rank order (group_members' numbering: the order's first

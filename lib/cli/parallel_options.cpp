@@ -93,6 +93,11 @@ void add_parallel_options(CLI::App& cmd, ParallelOptions& o) {
       ->group(g);
   cmd.add_option("--cp", o.cp, "Context-parallel degree (ring attention over the sequence)")->type_name("N")->group(g);
   add_cp_comm_option(cmd, o.cp_comm, g);
+  cmd.add_option("--hierarchical-cp", o.hierarchical_cp,
+                 "With --cp-comm a2a+p2p: the all-to-all group's size A, a divisor of --cp (Megatron-Core's "
+                 "hierarchical_context_parallel_sizes [A, cp/A]; eq. P36)")
+      ->type_name("A")
+      ->group(g);
   cmd.add_option("--ep", o.ep, "Expert-parallel degree (a mixture of experts' experts over ranks of dp·cp)")
       ->type_name("N")
       ->group(g);
@@ -116,7 +121,8 @@ void add_parallel_options(CLI::App& cmd, ParallelOptions& o) {
 void add_cp_comm_option(CLI::App& cmd, std::string& cp_comm, const std::string& group) {
   cmd.add_option("--cp-comm", cp_comm,
                  "How the CP ranks exchange K/V: p2p (the ring, overlapped), all_gather (the sequence's K/V gathered "
-                 "first) or a2a (Ulysses' all-to-alls of Q, K, V and the output); eq. P29 (default: the framework's, else p2p)")
+                 "first), a2a (Ulysses' all-to-alls of Q, K, V and the output) or a2a+p2p (a2a inside groups of "
+                 "--hierarchical-cp, the ring between them); eqs. P29, P36 (default: the framework's, else p2p)")
       ->type_name("NAME")
       ->group(group);
 }
@@ -193,6 +199,7 @@ void apply_parallel_options(const ParallelOptions& o, const ScenarioOptions& so,
   if (o.pp > 0) l.pp = o.pp;
   if (o.cp > 0) l.cp = o.cp;
   if (!o.cp_comm.empty()) l.cp_comm = cp_comm_option(o.cp_comm);
+  if (o.hierarchical_cp != 0) l.hierarchical_cp = o.hierarchical_cp;  // below 1, or not dividing cp: validate's
   if (o.ep > 0) l.ep = o.ep;
   // eqs. P23-P24: either option over the framework's other (both on the line: validate's error)
   if (!o.moe.load_cv.empty()) l.moe_imbalance = 1.0;
@@ -254,6 +261,7 @@ std::string_view parallel_option_for_field(std::string_view field) noexcept {
       {"parallel.dp_comm_overlap", "--dp-comm-overlap"},
       {"parallel.ep", "--ep"},
       {"parallel.global_batch", "--global-batch"},
+      {"parallel.hierarchical_cp", "--hierarchical-cp"},
       {"parallel.micro_batch", "--batch"},
       {"parallel.micro_batches", "--micro-batches"},
       {"parallel.moe_expert_capacity_factor", "--moe-expert-capacity-factor"},
@@ -297,6 +305,12 @@ std::string tp_text(const ParallelLayout& l) {
   return out.empty() ? out : " (" + out + ")";
 }
 
+/// Eq. P29's exchange as the headers say it; eq. P36's with its groups, "a2a+p2p 2×2".
+std::string cp_comm_text(const ParallelLayout& l) {
+  if (l.cp_comm != CpComm::a2a_p2p || l.hierarchical_cp < 1) return std::string(to_string(l.cp_comm));
+  return fmt::format("a2a+p2p {}×{}", l.hierarchical_cp, l.cp / l.hierarchical_cp);
+}
+
 /// Eq. P31's partial full recompute as the headers say it; empty at the default (every block checkpointed alone).
 /// Eq. P35's distributed checkpoints after it.
 std::string recompute_text(const ParallelLayout& l) {
@@ -327,7 +341,7 @@ std::string layout_text(const ParallelLayout& l) {
                                                         : fmt::format("{} micro-batches", l.micro_batches);
   return fmt::format(
       "tp {}{} × {} × cp {}{}{}{}, micro-batch {}, {}, rank order {}{}{}{}{}", l.tp, tp_text(l), pp, l.cp,
-      l.cp > 1 && l.cp_comm != CpComm::p2p ? fmt::format(" ({})", to_string(l.cp_comm)) : std::string(),
+      l.cp > 1 && l.cp_comm != CpComm::p2p ? fmt::format(" ({})", cp_comm_text(l)) : std::string(),
       l.ep > 1 ? fmt::format(" × ep {}{}", l.ep, l.moe_imbalance != 1.0 ? fmt::format(" (imbalance {:g})", l.moe_imbalance) : "")
                : std::string(),
       moe_routing_text(l), l.micro_batch, batches, to_string(l.order), l.dp_comm_overlap ? ", DP communication overlapped" : "",

@@ -98,6 +98,7 @@ void read_parallel_entry(const yamlio::Node& node, Strategy& s) {
       n->fail(e.message());
     }
   }
+  if (auto n = m.optional("hierarchical_cp")) l.hierarchical_cp = at_least_one(*n);  // eq. P36 (its fit is validate's)
   if (auto n = m.optional("rank_order")) {
     try {
       l.order = parse_rank_order(n->scalar());

@@ -140,12 +140,15 @@ BlockComm block_comm(const CollectiveModel& coll, const Cluster& cluster, const 
   c.tp_input_grad = input_grads(coll, tp_calls, tpg);
   c.tp_recompute = sum_all(coll, tp_recompute_collectives(l, m, e, opt.recompute_early_stop), tpg);
   c.checkpoint_gather = sum_all(coll, checkpoint_input_collectives(l, m, e), tpg);
-  if (l.cp > 1 && l.cp_comm != CpComm::p2p) {
-    c.cp_exchange = cp_collective_times(coll, cluster, at[ParallelGroup::cp], l, m, e);
-  } else if (l.cp > 1) {
+  // eq. P36: a2a+p2p's all-to-alls on the inner groups' placement, its ring on the outer groups'
+  const bool hierarchical = l.cp_comm == CpComm::a2a_p2p;
+  if (l.cp > 1 && l.cp_comm != CpComm::p2p)
+    c.cp_exchange = cp_collective_times(coll, cluster, hierarchical ? at.cp_inner : at[ParallelGroup::cp], l, m, e);
+  if (l.cp > 1 && (l.cp_comm == CpComm::p2p || hierarchical)) {
+    const GroupPlacement& ring = hierarchical ? at.cp_outer : at[ParallelGroup::cp];
     const Bytes kv = cp_kv_chunk_bytes(l, m, e);
-    c.cp_kv = cp_ring_step_time(cluster, at[ParallelGroup::cp], kv);
-    c.cp_kv_dkv = cp_ring_step_time(cluster, at[ParallelGroup::cp], kv * 2.0);
+    c.cp_kv = cp_ring_step_time(cluster, ring, kv);
+    c.cp_kv_dkv = cp_ring_step_time(cluster, ring, kv * 2.0);
     const CpMergeTraffic merge = cp_merge_traffic(l, m, e);
     c.cp_merge_fwd = memory_passes(merge.forward, merge.forward_kernels, cluster.gpu, opt);
     c.cp_merge_bwd = memory_passes(merge.backward, merge.backward_kernels, cluster.gpu, opt);
@@ -185,13 +188,14 @@ struct BlockParts {
 /// all_gather's and a2a's collectives whole, the forward's again where the core runs again, no merges (each rank's
 /// attention is whole: its queries against the gathered keys, or the whole sequence for its heads).
 void cp_block(StageTimes& st, const BlockParts& b, const BlockComm& comm, const ParallelLayout& l) {
-  const int c = l.cp;
-  if (c <= 1) return;
+  if (l.cp <= 1) return;
   if (l.cp_comm != CpComm::p2p) {
     st.cp += comm.cp_exchange.forward * (b.core_again ? 2.0 : 1.0) + comm.cp_exchange.backward;
     st.comm_fwd += comm.cp_exchange.forward;  // eq. P32: the forward pass runs the forward's exchange
-    return;
+    if (l.cp_comm != CpComm::a2a_p2p) return;
   }
+  const int c = cp_ring_ranks(l);  // eq. P36: a2a+p2p's ring runs over the cp/a groups
+  if (c <= 1) return;
   // the rank's core is its c steps' (eq. P6), equal work each (eq. P15a); measured layers without a split core:
   // its backward twice its forward (FlashAttention-2's backward: 2.5 GEMM passes to 1)
   const Seconds step = b.core / static_cast<double>(c);
