@@ -712,6 +712,39 @@ std::vector<Row> catalogue() {
        "predict --cluster dgx-h100-ndr --nodes 1 --model decoder:layers=8,hidden=64,heads=4,ffn=128,vocab=100,seq=16 --pp 4 "
        "--recompute-method block --gpus 8 -o {out}",
        E + "'--recompute-method': recompute_method block with recompute_num_layers 1 needs full recompute, not none\n"},
+      // eq. P35: Megatron-Core's distribute_saved_activations: not with SP (Megatron asserts it), only under full recompute
+      {"framework_distribute_saved_activations_not_boolean",
+       {{"f.yaml", std::string(kFramework) + "parallel: {distribute_saved_activations: sometimes}\n"}}, kCmdFramework,
+       E + "{dir}/f.yaml:7:42: 'parallel.distribute_saved_activations': 'sometimes' is not true or false\n"},
+      {"option_distribute_saved_activations_with_sp", {},
+       "predict --cluster dgx-h100-ndr --nodes 1 --model decoder:layers=8,hidden=64,heads=4,ffn=128,vocab=100,seq=16 --tp 2 "
+       "--sp --checkpointing full --distribute-saved-activations --gpus 8 -o {out}",
+       E + "'--distribute-saved-activations': distribute_saved_activations splits the checkpoints over the TP group without "
+           "sp; sp is on\n"},
+      {"option_distribute_saved_activations_without_full", {},
+       "predict --cluster dgx-h100-ndr --nodes 1 --model decoder:layers=8,hidden=64,heads=4,ffn=128,vocab=100,seq=16 --tp 2 "
+       "--distribute-saved-activations --gpus 8 -o {out}",
+       E + "'--distribute-saved-activations': distribute_saved_activations needs full recompute, not none\n"},
+      // eq. P36: hierarchical CP's inner size
+      {"framework_hierarchical_cp_zero", {{"f.yaml", std::string(kFramework) + "parallel: {hierarchical_cp: 0}\n"}},
+       kCmdFramework, E + "{dir}/f.yaml:7:29: 'parallel.hierarchical_cp': must be at least 1, got 0\n"},
+      {"option_hierarchical_cp_not_dividing_cp", {},
+       "predict --cluster dgx-h100-ndr --nodes 1 --model decoder:layers=8,hidden=64,heads=4,ffn=128,vocab=100,seq=16 --cp 4 "
+       "--cp-comm a2a+p2p --hierarchical-cp 3 --gpus 8 -o {out}",
+       E + "'--hierarchical-cp': hierarchical_cp 3 does not divide cp 4\n"},
+      {"option_a2a_p2p_without_hierarchical_cp", {},
+       "predict --cluster dgx-h100-ndr --nodes 1 --model decoder:layers=8,hidden=64,heads=4,ffn=128,vocab=100,seq=16 --cp 4 "
+       "--cp-comm a2a+p2p --gpus 8 -o {out}",
+       E + "'--hierarchical-cp': cp_comm a2a+p2p needs hierarchical_cp, the all-to-all group's size (a divisor of cp 4)\n"},
+      {"option_hierarchical_cp_without_a2a_p2p", {},
+       "predict --cluster dgx-h100-ndr --nodes 1 --model decoder:layers=8,hidden=64,heads=4,ffn=128,vocab=100,seq=16 --cp 2 "
+       "--hierarchical-cp 2 --gpus 8 -o {out}",
+       E + "'--hierarchical-cp': hierarchical_cp 2 needs cp_comm a2a+p2p, not p2p\n"},
+      {"option_hierarchical_cp_beyond_the_heads", {},
+       "predict --cluster dgx-h100-ndr --nodes 1 --model decoder:layers=8,hidden=64,heads=4,ffn=128,vocab=100,seq=16 --tp 2 "
+       "--cp 4 --cp-comm a2a+p2p --hierarchical-cp 4 --gpus 8 -o {out}",
+       E + "'--hierarchical-cp': cp_comm a2a+p2p over hierarchical_cp 4 needs the heads of a TP rank divisible by "
+           "hierarchical_cp: 2 attention and 2 key/value heads (heads 4 and kv_heads 4 over tp 2)\n"},
       {"option_optimizer_impl", {}, "predict --optimizer-impl multi_tensor -o {out}",
        E + "'--optimizer-impl': unknown optimizer implementation 'multi_tensor' (expected fused, foreach, for_loop)\n"},
       {"framework_servers_out_of_range", {{"f.yaml", std::string(kFramework) + "parameter_servers: 99999999999\n"}}, kCmdFramework,
@@ -794,7 +827,8 @@ std::vector<Row> catalogue() {
       // the layout axis (issue 37): its maps read by the framework file's parallel: reader, its keys
       {"sweep_layout_unknown_key", {{"s.yaml", edit(kSweep, 6, "  gpus: [1, 4]\n  layout: [{tp: 2}, {tp: 2, tq: 4}]")}}, kCmdSweep,
        E + "{dir}/s.yaml:7:29: 'grid.layout[1].tq': unknown key (known keys here: account_for_embedding_in_pipeline_split, "
-           "account_for_loss_in_pipeline_split, cp, cp_comm, dp_comm_overlap, ep, global_batch, micro_batch, micro_batches, "
+           "account_for_loss_in_pipeline_split, cp, cp_comm, distribute_saved_activations, dp_comm_overlap, ep, global_batch, "
+           "hierarchical_cp, micro_batch, micro_batches, "
            "moe_expert_capacity_factor, moe_expert_load_cv, moe_imbalance, moe_pad_expert_input_to_capacity, "
            "num_layers_in_first_pipeline_stage, num_layers_in_last_pipeline_stage, pp, pp_comm_overlap, "
            "pp_reshard_after_forward, rank_order, recompute_method, recompute_num_layers, schedule, sp, tp, tp_async_backward, "

@@ -58,7 +58,14 @@ INSTANTIATE_TEST_SUITE_P(
                       Bad{"--cp 2 --cp-comm ring --gpus 64", "--cp-comm"},             // not one of Megatron's names
                       // eq. P31: 80 blocks on pp 8, 10 a chunk; a method Megatron does not have
                       Bad{"--tp 8 --pp 8 --checkpointing full --recompute-num-layers 11 --gpus 64", "--recompute-num-layers"},
-                      Bad{"--tp 8 --checkpointing full --recompute-method diagonal", "--recompute-method"}));
+                      Bad{"--tp 8 --checkpointing full --recompute-method diagonal", "--recompute-method"},
+                      // eq. P35: Megatron asserts it off with SP, and it acts on full recompute's checkpoints
+                      Bad{"--tp 8 --sp --checkpointing full --distribute-saved-activations --gpus 64",
+                          "--distribute-saved-activations"},
+                      Bad{"--tp 8 --no-sp --distribute-saved-activations --gpus 64", "--distribute-saved-activations"},
+                      // eq. P36: a2a+p2p's inner size divides cp; given only with a2a+p2p
+                      Bad{"--tp 8 --cp 4 --cp-comm a2a+p2p --hierarchical-cp 3 --gpus 64", "--hierarchical-cp"},
+                      Bad{"--tp 8 --cp 4 --hierarchical-cp 2 --gpus 64", "--hierarchical-cp"}));
 
 TEST(ParallelCli, PredictsALayoutWithItsPartsAndMemory) {
   const auto r = run_cli(kBase + "--tp 8 --sp --pp 2 --micro-batches 32 --gpus 64 --no-train");
@@ -143,6 +150,76 @@ TEST(ParallelCli, PartialFullRecomputeFromTheOptionsAndTheFile) {
                             "--format json --no-train --tp 8 --sp --pp 8 --micro-batches 32 --gpus 64 "
                             "--checkpointing full --recompute-method block --recompute-num-layers 5");
   ASSERT_EQ(opts.status, 0) << opts.err;
+  EXPECT_DOUBLE_EQ(step(file.out), step(opts.out));
+}
+
+// Eq. P35 on the command line and in a framework file: distributing the checkpoints' inputs over TP 8 (no SP) keeps
+// an eighth of them and gathers each before its recompute: a slower step, less memory; the file's key is the option.
+TEST(ParallelCli, DistributedSavedActivationsFromTheOptionAndTheFile) {
+  const std::string layout = "--tp 8 --no-sp --pp 8 --micro-batches 32 --gpus 64 --no-train --checkpointing full --format json ";
+  const auto number = [](const std::string& json, const std::string& key) {
+    const auto at = json.find("\"" + key + "\"");
+    return std::stod(json.substr(json.find(':', at) + 1));
+  };
+  const auto whole = run_cli(kBase + layout);
+  ASSERT_EQ(whole.status, 0) << whole.err;
+  const auto split = run_cli(kBase + layout + "--distribute-saved-activations");
+  ASSERT_EQ(split.status, 0) << split.err;
+  EXPECT_GT(number(split.out, "iteration_time_s"), number(whole.out, "iteration_time_s"));
+  EXPECT_GT(number(split.out, "tp_comm_s"), number(whole.out, "tp_comm_s"));
+  const auto text = run_cli(kBase +
+                            "--tp 8 --no-sp --pp 8 --micro-batches 32 --gpus 64 --no-train --checkpointing full "
+                            "--distribute-saved-activations");
+  ASSERT_EQ(text.status, 0) << text.err;
+  EXPECT_NE(text.out.find(", saved activations distributed"), std::string::npos) << text.out;
+  const auto fw = test::temp_file("megatron-distributed.yaml",
+                                  "name: megatron-distributed\n"
+                                  "io: {prefetch: true, memory: pinned}\n"
+                                  "aggregation: allreduce\n"
+                                  "overlap: bucketed\n"
+                                  "update: after_aggregation\n"
+                                  "attention: flash\n"
+                                  "compile: true\n"
+                                  "buckets: {size: \"80 MB\", first: \"80 MB\"}\n"
+                                  "sharding: {stage: 1, group: all}\n"
+                                  "kernels: {host_issue: \"16.4 us\", launch_gap: \"2.1 us\", attention: cudnn}\n"
+                                  "parallel: {tp: 8, sp: false, tp_async_backward: true, pp: 8, micro_batches: 32, "
+                                  "distribute_saved_activations: true}\n");
+  const auto file = run_cli(kCommon + "--format json --no-train --checkpointing full --gpus 64 --framework " + fw.string());
+  ASSERT_EQ(file.status, 0) << file.err;
+  EXPECT_DOUBLE_EQ(number(file.out, "iteration_time_s"), number(split.out, "iteration_time_s"));
+}
+
+// Eq. P36 on the command line and in a framework file: Llama-2-70B at CP 4 as 2×2 (8 key/value heads over TP 2, 4 a
+// rank, divisible by 2); the header names the groups, and the file's keys are the options.
+TEST(ParallelCli, HierarchicalCpFromTheOptionsAndTheFile) {
+  const std::string layout = "--tp 2 --cp 4 --pp 8 --micro-batches 8 --gpus 64 --no-train --format json ";
+  const auto step = [](const std::string& json) {
+    const auto at = json.find("\"iteration_time_s\"");
+    return std::stod(json.substr(json.find(':', at) + 1));
+  };
+  const auto opts = run_cli(kBase + layout + "--cp-comm a2a+p2p --hierarchical-cp 2");
+  ASSERT_EQ(opts.status, 0) << opts.err;
+  const auto text = run_cli(kBase +
+                            "--tp 2 --cp 4 --pp 8 --micro-batches 8 --gpus 64 --no-train --cp-comm a2a+p2p "
+                            "--hierarchical-cp 2");
+  ASSERT_EQ(text.status, 0) << text.err;
+  EXPECT_NE(text.out.find("cp 4 (a2a+p2p 2×2)"), std::string::npos) << text.out;
+  const auto fw = test::temp_file("megatron-hcp.yaml",
+                                  "name: megatron-hcp\n"
+                                  "io: {prefetch: true, memory: pinned}\n"
+                                  "aggregation: allreduce\n"
+                                  "overlap: bucketed\n"
+                                  "update: after_aggregation\n"
+                                  "attention: flash\n"
+                                  "compile: true\n"
+                                  "buckets: {size: \"80 MB\", first: \"80 MB\"}\n"
+                                  "sharding: {stage: 1, group: all}\n"
+                                  "kernels: {host_issue: \"16.4 us\", launch_gap: \"2.1 us\", attention: cudnn}\n"
+                                  "parallel: {tp: 2, sp: false, tp_async_backward: true, cp: 4, pp: 8, micro_batches: 8, "
+                                  "cp_comm: a2a+p2p, hierarchical_cp: 2}\n");
+  const auto file = run_cli(kCommon + "--format json --no-train --gpus 64 --framework " + fw.string());
+  ASSERT_EQ(file.status, 0) << file.err;
   EXPECT_DOUBLE_EQ(step(file.out), step(opts.out));
 }
 

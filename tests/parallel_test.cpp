@@ -779,6 +779,43 @@ TEST(ParallelStep, TiedEmbeddingGradientBetweenFirstAndLastStageByHand) {
   EXPECT_NEAR(in_seconds(x.embedding_grads), 2 * (5e-6 + 8 * 128'000.0 / 10e9), 1e-15);
 }
 
+// Eq. P34 by hand: GPT-3 175B (zoo: h 12288, V 50257, biases, learned positions, tied) on TP 8 × PP 8: 12 blocks a
+// stage. A block on one TP rank: the attention's 4h² + 4h = 604,028,928 over 8 = 75,503,616; the MLP's up projection
+// 4h² + 4h, 75,503,616, and down 4h² + h = 603,992,064 over 8 = 75,499,008; two LayerNorms of 2h whole, 49,152:
+// 226,555,392. The last stage: 12 blocks, the final LayerNorm (24,576) and its copy of the word embedding,
+// ⌈50257/8⌉ = 6,283 rows of 12,288 = 77,205,504, in all 2,795,894,784 (before P34: 2,718,689,280). In fp32 with no
+// sharding its weights and gradients are 4 B each of them; under the distributed optimiser over dp 8 (stage 1) the
+// Adam state (8 B a parameter) is an eighth, P bytes. Its DP all-reduce over 2 ranks (TP 8 × PP 8 × DP 2 on 128)
+// carries 2·(1/2)·4·P = 4P bytes. Without a pipeline, or untied: no copy.
+TEST(ParallelMemory, LastStageHoldsItsCopyOfATiedEmbeddingByHand) {
+  const Network net = arch("gpt3-175b");
+  ParallelLayout l;
+  l.tp = 8;
+  l.pp = 8;
+  l.micro_batches = 8;
+  EXPECT_EQ(tied_output_copy_params(net, l), 77'205'504);
+  const std::int64_t block = 75'503'616 + 75'503'616 + 75'499'008 + 49'152;
+  const std::int64_t last = 12 * block + 24'576 + 77'205'504;
+  EXPECT_EQ(last, 2'795'894'784);
+  EXPECT_EQ(rank_params(net, l, 7), last);
+  EXPECT_EQ(rank_params(net, l, 3), 12 * block);  // a middle stage: no copy
+  ComputeOptions opt;                             // fp32
+  opt.optimizer = Optimizer::adam;
+  const MemoryEstimate m = rank_memory(net, l, 7, opt, Sharding{}, 1, ActivationRecompute::full);
+  EXPECT_DOUBLE_EQ(in_bytes(m.weights), 4.0 * 2'795'894'784.0);
+  EXPECT_DOUBLE_EQ(in_bytes(m.gradients), 4.0 * 2'795'894'784.0);
+  Sharding distributed;
+  distributed.stage = 1;
+  const MemoryEstimate d = rank_memory(net, l, 7, opt, distributed, 8, ActivationRecompute::full);
+  EXPECT_DOUBLE_EQ(in_bytes(d.optimizer_state), 2'795'894'784.0);
+  EXPECT_DOUBLE_EQ(in_bytes(dp_step_traffic(rank_params(net, l, 7), Sharding{}, Precision::fp32, 2).allreduce),
+                   4.0 * 2'795'894'784.0);
+  ParallelLayout flat = l;
+  flat.pp = 1;
+  EXPECT_EQ(tied_output_copy_params(net, flat), 0);
+  EXPECT_EQ(tied_output_copy_params(arch("llama2-7b"), l), 0);
+}
+
 // Eq. P26b: a Llama-2-7B shape (32 blocks, h 4096, s 4096) on PP 4 with 6 blocks given to the first stage and 6 to the
 // last: the other two stages hold (32 − 6 − 6)/2 = 10 each. Layers of a block: norm, attention, norm, MLP (4), so
 // stage 0 runs the embedding and 24 layers, stages 1-2 40 layers, stage 3 24 layers, the final norm and the output (26).
@@ -1648,6 +1685,130 @@ TEST(ParallelCpComm, A2aNeedsTheHeadsOfATpRankDivisibleByCp) {
   }
   EXPECT_EQ(cp_comm_from_string("allgather"), CpComm::all_gather);  // torchtitan's spelling
   EXPECT_THROW(cp_comm_from_string("alltoall"), InputError);        // torchtitan's ring rotation, not Ulysses
+}
+
+// Eq. P35 by hand: Megatron-Core's distribute_saved_activations on a Llama-3-70B-shaped pair of blocks (h 8192, s 8192,
+// bf16, b 1), TP 8 without SP in one node of the hand cluster (α 1 µs, β 100 GB/s). A checkpoint's input, b·s·h·2 B =
+// S = 134,217,728 B whole on each rank, is S/8 = 16,777,216 B split; before its recompute the block gathers it again:
+// one all-gather of S, 7·α + (7/8)·S/β = 1,181.4 µs, exposed. Every block a checkpoint: two gathers; recompute_num_layers
+// 2 (uniform): one checkpoint for both blocks, one gather. Beside SP, refused (key distribute_saved_activations).
+TEST(ParallelStep, DistributedCheckpointInputsSplitOverTpAndGatheredBeforeRecomputeByHand) {
+  const Network net = build_decoder(
+      DecoderShape{.layers = 2, .hidden = 8192, .heads = 64, .kv_heads = 8, .ffn = 28672, .vocab = 128256, .seq = 8192}, "l70x2");
+  const TransformerShape m = transformer_shape(net);
+  Cluster c = hand_cluster(1);
+  c.gpu = cluster("dgx-h100-ndr").gpu;
+  ComputeOptions opt;
+  opt.precision = Precision::bf16;
+  opt.attention = AttentionKernel::flash;
+  opt.recompute = Recompute::full;
+  ParallelLayout l;
+  l.tp = 8;
+  const double S = 134'217'728.0, ag = 7e-6 + 0.875 * S / 1e11;
+  EXPECT_TRUE(checkpoint_input_collectives(l, m, kBf16).empty());
+  EXPECT_DOUBLE_EQ(in_bytes(block_activation_bytes(net, 0, l, opt, ActivationRecompute::full)), S);
+  ParallelLayout d = l;
+  d.distribute_saved_activations = true;
+  const auto calls = checkpoint_input_collectives(d, m, kBf16);
+  ASSERT_EQ(calls.size(), 1u);
+  EXPECT_EQ(calls[0].op, CollectiveOp::allgather);
+  EXPECT_DOUBLE_EQ(sum(calls, 8, true), (7.0 / 8.0) * S);
+  EXPECT_DOUBLE_EQ(in_bytes(block_activation_bytes(net, 0, d, opt, ActivationRecompute::full)), S / 8);
+  const auto coll = make_alpha_beta_model(c);
+  const auto exposed = [&](const ParallelLayout& x) {
+    const LayerTimes tx = estimate_layer_times(tp_rank_network(net, x), c.gpu, 1, opt);
+    return in_seconds(parallel_step(net, tx, c, *coll, x, 8, opt, Sharding{}, LayerTimesOf::tp_rank).tp_exposed);
+  };
+  EXPECT_NEAR(exposed(d) - exposed(l), 2 * ag, 1e-12);
+  l.recompute_num_layers = 2;
+  d.recompute_num_layers = 2;
+  EXPECT_NEAR(exposed(d) - exposed(l), ag, 1e-12);
+  // the stage keeps one checkpoint input (b·s·h, an eighth of it distributed) per micro-batch, not two
+  const double kept = in_bytes(rank_memory(net, l, 0, opt, Sharding{}, 1, ActivationRecompute::full).activations);
+  const double split = in_bytes(rank_memory(net, d, 0, opt, Sharding{}, 1, ActivationRecompute::full).activations);
+  EXPECT_NEAR(kept - split, S * 7.0 / 8.0, 1.0);
+  d.sp = true;
+  EXPECT_EQ(field_of(d, 8, m), "distribute_saved_activations");
+}
+
+// Eq. P36 by hand: the Llama-3-8B block at s 32,768 (b 1, bf16, TP 1) on CP 4 as 2×2 (cp_comm a2a+p2p,
+// hierarchical_cp 2). The rank's own T = 8,192 tokens: Q = O = 67,108,864 B, K = V = 16,777,216 B. The all-to-alls
+// inside each pair send half of each: 1/2·167,772,160 = 83,886,080 B each way; then the rank holds 16,384 tokens of
+// 16 heads (4 key/value heads) and runs P15's ring between the 2 pairs: C_KV = 2·16,384·4·128·2 = 33,554,432 B (as
+// p2p's 2·8,192·8·128·2), one step forward, K/V and dK/dV backward. Forward 83,886,080 + 33,554,432 = 117,440,512 B,
+// backward 83,886,080 + 67,108,864 = 150,994,944 B (the ring's 100,663,296 and 201,326,592; Ulysses' 125,829,120 each
+// way). It holds a second Q, K and V (100,663,296 B), as a2a does.
+TEST(ParallelCpComm, HierarchicalA2aP2pBytesOfALlama3_8bBlockAtSeq32kOnCp4As2x2ByHand) {
+  const TransformerShape m = llama3_8b_at_32k();
+  ParallelLayout l;
+  l.cp = 4;
+  l.cp_comm = CpComm::a2a_p2p;
+  l.hierarchical_cp = 2;
+  EXPECT_EQ(cp_ring_ranks(l), 2);
+  EXPECT_DOUBLE_EQ(in_bytes(cp_kv_chunk_bytes(l, m, kBf16)), 33'554'432.0);
+  const CpTraffic p = cp_block_traffic(l, m, kBf16);
+  EXPECT_DOUBLE_EQ(in_bytes(p.forward), 117'440'512.0);
+  EXPECT_DOUBLE_EQ(in_bytes(p.backward), 150'994'944.0);
+  EXPECT_DOUBLE_EQ(in_bytes(cp_exchange_buffer_bytes(l, m, kBf16)), 100'663'296.0);
+  // the ring's merges are P15c's on a ring of 2 ranks each holding 16,384 tokens of 16 heads (4 key/value heads)
+  ParallelLayout ring;
+  ring.cp = 2;
+  TransformerShape half = m;
+  half.heads = 16;
+  half.kv_heads = 4;
+  half.hidden = 2048;
+  EXPECT_EQ(cp_merge_traffic(l, m, kBf16).forward, cp_merge_traffic(ring, half, kBf16).forward);
+  EXPECT_EQ(cp_merge_traffic(l, m, kBf16).backward, cp_merge_traffic(ring, half, kBf16).backward);
+  // the names, and the checks (key hierarchical_cp): a divides cp, a TP rank's key/value heads divisible by a, given
+  // only with a2a+p2p
+  EXPECT_EQ(cp_comm_from_string("a2a+p2p"), CpComm::a2a_p2p);
+  EXPECT_EQ(field_of(l, 4, m), "");
+  l.hierarchical_cp = 3;
+  EXPECT_EQ(field_of(l, 4, m), "hierarchical_cp");
+  l.hierarchical_cp = 0;
+  EXPECT_EQ(field_of(l, 4, m), "hierarchical_cp");
+  l.cp = 8;
+  l.tp = 2;
+  l.hierarchical_cp = 8;  // 4 key/value heads a TP rank
+  EXPECT_EQ(field_of(l, 16, m), "hierarchical_cp");
+  l.hierarchical_cp = 4;
+  EXPECT_EQ(field_of(l, 16, m), "");
+  ParallelLayout ring_only;
+  ring_only.cp = 4;
+  ring_only.hierarchical_cp = 2;
+  EXPECT_EQ(field_of(ring_only, 4, m), "hierarchical_cp");
+}
+
+// Eq. P36's groups and times on one DGX H100 (TP 1 × CP 4 × DP 2, tp-cp-ep-dp-pp): the CP group {0, 1, 2, 3} splits
+// into the all-to-all pairs {0, 1} and {2, 3} and the rings {0, 2} and {1, 3}, all inside the node, every pair NVLink
+// through the switches (B, L as TimesOfALlama3_8bBlockOnOneDgxH100ByHand). The all-to-alls: one peer each, L + half
+// the tensor / B, four each way: 4·L + 83,886,080 B / B; a ring step L + C_KV/B.
+TEST(ParallelCpComm, HierarchicalA2aP2pGroupsAndTimesOnOneDgxH100ByHand) {
+  const Cluster c = cluster("dgx-h100");
+  ASSERT_TRUE(c.topology);
+  const TransformerShape m = llama3_8b_at_32k();
+  ParallelLayout l;
+  l.cp = 4;
+  l.cp_comm = CpComm::a2a_p2p;
+  l.hierarchical_cp = 2;
+  const LayoutPlacement at = place_layout(l, c, 8);
+  EXPECT_EQ(at.cp_inner.first, (std::vector<int>{0, 1}));
+  EXPECT_EQ(at.cp_inner.groups, 4);
+  EXPECT_EQ(at.cp_outer.first, (std::vector<int>{0, 2}));
+  EXPECT_EQ(at.cp_outer.groups, 4);
+  EXPECT_TRUE(at.cp_inner.inside_node);
+  const double B = in_bytes_per_second(c.topology->path(0, 1).bandwidth);
+  const double L = in_seconds(p2p_copy_time(*c.topology, 0, 1, Bytes{}));
+  ASSERT_EQ(c.topology->path(0, 2).bandwidth, c.topology->path(0, 1).bandwidth);
+  const auto coll = make_alpha_beta_model(c);
+  const CpCollectiveTimes t = cp_collective_times(*coll, c, at.cp_inner, l, m, kBf16);
+  EXPECT_NEAR(in_seconds(t.forward), 4 * L + 83'886'080.0 / B, 1e-12);
+  EXPECT_NEAR(in_seconds(t.backward), 4 * L + 83'886'080.0 / B, 1e-12);
+  EXPECT_NEAR(in_seconds(cp_ring_step_time(c, at.cp_outer, bytes(33'554'432.0))), L + 33'554'432.0 / B, 1e-12);
+  // without a2a+p2p: groups of one
+  l.cp_comm = CpComm::p2p;
+  l.hierarchical_cp = 0;
+  EXPECT_EQ(place_layout(l, c, 8).cp_inner.size, 1);
 }
 
 }  // namespace

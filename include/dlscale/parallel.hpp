@@ -108,6 +108,11 @@ std::vector<CollectiveCall> tp_block_collectives(const ParallelLayout& l, const 
 /// SP): one call fewer. Empty for tp = 1.
 std::vector<CollectiveCall> tp_recompute_collectives(const ParallelLayout& l, const TransformerShape& m, double element_bytes,
                                                      bool early_stop = false);
+/// Eq. P35: under ParallelLayout::distribute_saved_activations, the all-gather over the TP group of a checkpoint's
+/// saved input (b·(s/c)·h elements, S = tp_activation_bytes) before its recompute, one a checkpoint in the backward,
+/// not overlapped. Empty for tp = 1 or with the field off.
+std::vector<CollectiveCall> checkpoint_input_collectives(const ParallelLayout& l, const TransformerShape& m,
+                                                         double element_bytes);
 /// Eq. P27: the TP (or SP) collectives of the first and last stages beside their blocks', one micro-batch (empty for
 /// tp = 1), S = tp_activation_bytes. `embedding` (stage 0 holds a vocabulary-parallel embedding): its partial lookups
 /// summed, an all-reduce of S forward (a reduce-scatter with SP, and in backward its conjugate, an all-gather).
@@ -146,7 +151,12 @@ CpLocalTensors cp_local_tensors(const ParallelLayout& l, const TransformerShape&
 struct CpTraffic {
   Bytes forward{}, backward{};
 };
+/// Eq. P36, a2a+p2p over cp = a·b: the all-to-alls of P29a over the inner a ranks, forward and backward each
+/// (a−1)/a·(Q + K + V + O), and P15b's ring over the b groups, (b−1)·C_KV forward and 2·(b−1)·C_KV backward (C_KV as
+/// p2p's: s/b tokens of a_kv/(t·a) heads are as many as s/c of a_kv/t).
 CpTraffic cp_block_traffic(const ParallelLayout& l, const TransformerShape& m, double element_bytes) noexcept;
+/// The ranks of the CP ring (eq. P15): cp, or under a2a+p2p the cp/a groups of the outer ring (eq. P36).
+[[nodiscard]] int cp_ring_ranks(const ParallelLayout& l) noexcept;
 /// Eq. P29c: what a rank holds beside its kept activations while one block's attention runs, beyond the ring's (whose
 /// two K/V blocks in hand and in flight are not charged): all_gather the other ranks' K/V and, backward, their dK/dV
 /// before the reduce-scatter, 2(c−1)·C_KV; a2a the all-to-alls' outputs beside their inputs, one more Q, K and V
@@ -328,6 +338,9 @@ struct GroupPlacement {
 };
 struct LayoutPlacement {
   std::array<GroupPlacement, 7> groups;  // indexed by ParallelGroup
+  /// Eq. P36, cp_comm a2a+p2p only (else groups of one): each CP group's consecutive runs of a ranks (the all-to-alls)
+  /// and its ranks a apart (the ring between the runs), placed as the groups are.
+  GroupPlacement cp_inner, cp_outer;
   [[nodiscard]] const GroupPlacement& operator[](ParallelGroup g) const noexcept { return groups[static_cast<std::size_t>(g)]; }
 };
 /// A rank's coordinate in each dimension, in the layout's rank order (group_members' numbering: the order's first
@@ -349,6 +362,11 @@ Seconds pipeline_p2p_time(const Cluster& cluster, const GroupPlacement& pp, Byte
 /// Eq. P33: whether the network's output layer shares the token embedding's weights (arch's `tied`: the last layer a
 /// linear map of no parameters of its own, beside an embedding that has them; GPT-2/3's head).
 [[nodiscard]] bool tied_output_embedding(const Network& net) noexcept;
+/// Eq. P34: the parameters of the last pipeline stage's own copy of a tied word embedding on each of its TP ranks
+/// (Megatron-Core's output layer weight when p > 1): ⌈V/t⌉·h, V the output layer's width and h its input's. Counted
+/// in rank_params and rank_memory of the stage holding the output layer (its gradients and optimiser state sharded
+/// over dp·cp like the stage's others) and so in its DP reduction. 0 untied or without a pipeline.
+[[nodiscard]] std::int64_t tied_output_copy_params(const Network& net, const ParallelLayout& l) noexcept;
 /// Eq. P33: what the first and the last pipeline stage all-reduce of a tied word embedding's gradient after the
 /// backward, the vocabulary-parallel (V/t)·h elements of `grad_bytes` each; nothing without a pipeline.
 [[nodiscard]] Bytes tied_embedding_grad_bytes(const ParallelLayout& l, const TransformerShape& m, double grad_bytes) noexcept;

@@ -32,14 +32,16 @@ PipelineSchedule pipeline_schedule_from_string(std::string_view name, std::strin
 
 /// How the CP ranks exchange the attention's inputs (eq. P29; Megatron-Core's `cp_comm_type`, its names): p2p the ring
 /// of K/V blocks overlapped with the attention (P15), all_gather the whole sequence's K/V gathered before it, a2a
-/// DeepSpeed-Ulysses' all-to-alls of Q, K, V and the output (the whole sequence for heads/cp of the heads).
-enum class CpComm { p2p, all_gather, a2a };
+/// DeepSpeed-Ulysses' all-to-alls of Q, K, V and the output (the whole sequence for heads/cp of the heads), a2a+p2p
+/// (eq. P36) Ulysses inside groups of ParallelLayout::hierarchical_cp ranks and the ring between the groups.
+enum class CpComm { p2p, all_gather, a2a, a2a_p2p };
 template <>
 struct EnumNames<CpComm> {
-  static constexpr std::array<EnumName<CpComm>, 3> names{{
+  static constexpr std::array<EnumName<CpComm>, 4> names{{
       {CpComm::p2p, "p2p"},
       {CpComm::all_gather, "all_gather"},
       {CpComm::a2a, "a2a"},
+      {CpComm::a2a_p2p, "a2a+p2p"},
   }};
   /// torchtitan's context_parallel_rotate_method spelling of the gather; its "alltoall" rotates the ring's K/V by
   /// all-to-all (p2p's pattern), not Ulysses', so it is no alias of a2a.
@@ -47,7 +49,7 @@ struct EnumNames<CpComm> {
       {CpComm::all_gather, "allgather"},
   }};
 };
-/// "p2p", "all_gather" (or "allgather") or "a2a"; InputError(field, …) otherwise.
+/// "p2p", "all_gather" (or "allgather"), "a2a" or "a2a+p2p"; InputError(field, …) otherwise.
 CpComm cp_comm_from_string(std::string_view name, std::string_view field = "cp_comm");
 
 /// Megatron-Core's recompute_method under full recompute (eq. P31): `uniform` groups a model chunk's blocks
@@ -120,6 +122,9 @@ struct ParallelLayout {
   /// recipes' recompute_num_layers). The default, uniform with N = 1, checkpoints every block alone.
   RecomputeMethod recompute_method = RecomputeMethod::uniform;
   int recompute_num_layers = 1;
+  /// Eq. P35, under full recompute with TP and without sp: Megatron-Core's distribute_saved_activations, each
+  /// checkpoint's saved input split over the TP group (1/t of it on a rank) and all-gathered before its recompute.
+  bool distribute_saved_activations = false;
   /// Megatron-Core's num_layers_in_first_pipeline_stage and num_layers_in_last_pipeline_stage (eq. P26b): the blocks
   /// of the first, resp. the last pipeline stage given explicitly, the rest split evenly over the other stages (which
   /// must divide them); with virtual stages each stage's blocks split evenly over its vp chunks. 0: not given.
@@ -132,6 +137,9 @@ struct ParallelLayout {
   /// How the CP ranks exchange K/V (eq. P29): the ring (p2p, P15), a gather of the whole sequence's K/V (all_gather)
   /// or Ulysses' all-to-alls (a2a; needs the heads and key/value heads of a TP rank divisible by cp).
   CpComm cp_comm = CpComm::p2p;
+  /// Eq. P36, with cp_comm a2a+p2p: the inner (all-to-all) group's size a, Megatron-Core's
+  /// hierarchical_context_parallel_sizes [a, cp/a]; a divides cp and a TP rank's heads and key/value heads. 0: not given.
+  int hierarchical_cp = 0;
   /// Expert-parallel degree e (eq. P17): the MoE experts split over e ranks carved from the dp·cp ranks
   /// (Megatron-Core's expert_model_parallel_size); 1 for a dense model.
   int ep = 1;

@@ -67,6 +67,15 @@ void add_parallel_options(CLI::App& cmd, ParallelOptions& o) {
                  "Under --checkpointing full: N of --recompute-method, blocks of one model chunk (default 1; eq. P31)")
       ->type_name("N")
       ->group(g);
+  cmd.add_flag_callback(
+         "--distribute-saved-activations", [&o] { o.distribute_saved_activations = 1; },
+         "Under --checkpointing full with TP and without --sp: each checkpoint's input split over the TP group, "
+         "all-gathered before its recompute (Megatron-Core's; eq. P35)")
+      ->group(g);
+  cmd.add_flag_callback(
+         "--no-distribute-saved-activations", [&o] { o.distribute_saved_activations = 0; },
+         "Checkpoint inputs whole on every TP rank (over a framework file's distribute_saved_activations)")
+      ->group(g);
   cmd.add_option("--num-layers-in-first-pipeline-stage", o.first_stage_layers,
                  "Blocks on the first pipeline stage, the rest split evenly over the stages after it (Megatron-Core; eq. P26b)")
       ->type_name("N")
@@ -84,6 +93,11 @@ void add_parallel_options(CLI::App& cmd, ParallelOptions& o) {
       ->group(g);
   cmd.add_option("--cp", o.cp, "Context-parallel degree (ring attention over the sequence)")->type_name("N")->group(g);
   add_cp_comm_option(cmd, o.cp_comm, g);
+  cmd.add_option("--hierarchical-cp", o.hierarchical_cp,
+                 "With --cp-comm a2a+p2p: the all-to-all group's size A, a divisor of --cp (Megatron-Core's "
+                 "hierarchical_context_parallel_sizes [A, cp/A]; eq. P36)")
+      ->type_name("A")
+      ->group(g);
   cmd.add_option("--ep", o.ep, "Expert-parallel degree (a mixture of experts' experts over ranks of dp·cp)")
       ->type_name("N")
       ->group(g);
@@ -107,7 +121,8 @@ void add_parallel_options(CLI::App& cmd, ParallelOptions& o) {
 void add_cp_comm_option(CLI::App& cmd, std::string& cp_comm, const std::string& group) {
   cmd.add_option("--cp-comm", cp_comm,
                  "How the CP ranks exchange K/V: p2p (the ring, overlapped), all_gather (the sequence's K/V gathered "
-                 "first) or a2a (Ulysses' all-to-alls of Q, K, V and the output); eq. P29 (default: the framework's, else p2p)")
+                 "first), a2a (Ulysses' all-to-alls of Q, K, V and the output) or a2a+p2p (a2a inside groups of "
+                 "--hierarchical-cp, the ring between them); eqs. P29, P36 (default: the framework's, else p2p)")
       ->type_name("NAME")
       ->group(group);
 }
@@ -184,6 +199,7 @@ void apply_parallel_options(const ParallelOptions& o, const ScenarioOptions& so,
   if (o.pp > 0) l.pp = o.pp;
   if (o.cp > 0) l.cp = o.cp;
   if (!o.cp_comm.empty()) l.cp_comm = cp_comm_option(o.cp_comm);
+  if (o.hierarchical_cp != 0) l.hierarchical_cp = o.hierarchical_cp;  // below 1, or not dividing cp: validate's
   if (o.ep > 0) l.ep = o.ep;
   // eqs. P23-P24: either option over the framework's other (both on the line: validate's error)
   if (!o.moe.load_cv.empty()) l.moe_imbalance = 1.0;
@@ -197,6 +213,7 @@ void apply_parallel_options(const ParallelOptions& o, const ScenarioOptions& so,
   if (o.pp_comm_overlap >= 0) l.pp_comm_overlap = o.pp_comm_overlap == 1;
   if (o.account_embedding) l.account_for_embedding_in_pipeline_split = true;
   if (o.recompute_num_layers != -1) l.recompute_num_layers = o.recompute_num_layers;  // below 1: validate's
+  if (o.distribute_saved_activations >= 0) l.distribute_saved_activations = o.distribute_saved_activations == 1;
   try {
     if (!o.recompute_method.empty()) l.recompute_method = recompute_method_from_string(o.recompute_method);
   } catch (const InputError& e) {
@@ -240,9 +257,11 @@ std::string_view parallel_option_for_field(std::string_view field) noexcept {
       {"parallel.account_for_loss_in_pipeline_split", "--account-for-loss-in-pipeline-split"},
       {"parallel.cp", "--cp"},
       {"parallel.cp_comm", "--cp-comm"},
+      {"parallel.distribute_saved_activations", "--distribute-saved-activations"},
       {"parallel.dp_comm_overlap", "--dp-comm-overlap"},
       {"parallel.ep", "--ep"},
       {"parallel.global_batch", "--global-batch"},
+      {"parallel.hierarchical_cp", "--hierarchical-cp"},
       {"parallel.micro_batch", "--batch"},
       {"parallel.micro_batches", "--micro-batches"},
       {"parallel.moe_expert_capacity_factor", "--moe-expert-capacity-factor"},
@@ -286,10 +305,18 @@ std::string tp_text(const ParallelLayout& l) {
   return out.empty() ? out : " (" + out + ")";
 }
 
+/// Eq. P29's exchange as the headers say it; eq. P36's with its groups, "a2a+p2p 2×2".
+std::string cp_comm_text(const ParallelLayout& l) {
+  if (l.cp_comm != CpComm::a2a_p2p || l.hierarchical_cp < 1) return std::string(to_string(l.cp_comm));
+  return fmt::format("a2a+p2p {}×{}", l.hierarchical_cp, l.cp / l.hierarchical_cp);
+}
+
 /// Eq. P31's partial full recompute as the headers say it; empty at the default (every block checkpointed alone).
+/// Eq. P35's distributed checkpoints after it.
 std::string recompute_text(const ParallelLayout& l) {
-  if (l.recompute_method == RecomputeMethod::uniform && l.recompute_num_layers == 1) return "";
-  return fmt::format(", full recompute {} {}", to_string(l.recompute_method), l.recompute_num_layers);
+  const std::string distributed = l.distribute_saved_activations ? ", saved activations distributed" : "";
+  if (l.recompute_method == RecomputeMethod::uniform && l.recompute_num_layers == 1) return distributed;
+  return fmt::format(", full recompute {} {}", to_string(l.recompute_method), l.recompute_num_layers) + distributed;
 }
 
 /// Eq. P26's accounts (P26b's explicit counts) as the headers say them; empty where none is on.
@@ -314,7 +341,7 @@ std::string layout_text(const ParallelLayout& l) {
                                                         : fmt::format("{} micro-batches", l.micro_batches);
   return fmt::format(
       "tp {}{} × {} × cp {}{}{}{}, micro-batch {}, {}, rank order {}{}{}{}{}", l.tp, tp_text(l), pp, l.cp,
-      l.cp > 1 && l.cp_comm != CpComm::p2p ? fmt::format(" ({})", to_string(l.cp_comm)) : std::string(),
+      l.cp > 1 && l.cp_comm != CpComm::p2p ? fmt::format(" ({})", cp_comm_text(l)) : std::string(),
       l.ep > 1 ? fmt::format(" × ep {}{}", l.ep, l.moe_imbalance != 1.0 ? fmt::format(" (imbalance {:g})", l.moe_imbalance) : "")
                : std::string(),
       moe_routing_text(l), l.micro_batch, batches, to_string(l.order), l.dp_comm_overlap ? ", DP communication overlapped" : "",

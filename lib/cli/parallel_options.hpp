@@ -38,16 +38,19 @@ struct ParallelOptions {
   bool account_embedding = false, account_loss = false;           // --account-for-{embedding,loss}-in-pipeline-split
   std::string recompute_method;                                   // --recompute-method (eq. P31); empty: the framework's
   int recompute_num_layers = -1;                                  // --recompute-num-layers (eq. P31); -1: not given
+  int distribute_saved_activations = -1;                          // --[no-]distribute-saved-activations (eq. P35); -1: not given
   int first_stage_layers = 0, last_stage_layers = 0;              // --num-layers-in-{first,last}-pipeline-stage; 0: not given
   std::string schedule, rank_order;                               // empty: the framework's, else 1f1b and tp-cp-ep-dp-pp
   std::string cp_comm;                                            // --cp-comm (eq. P29); empty: the framework's, else p2p
+  int hierarchical_cp = 0;                                        // --hierarchical-cp A (eq. P36); 0: not given
   std::string moe_imbalance;                                      // --moe-imbalance F (eq. P23); empty: the framework's
   MoeRoutingOptions moe;                                          // eq. P24's options
   [[nodiscard]] bool any() const noexcept {
     return tp > 0 || pp > 0 || vp > 0 || cp > 0 || ep > 0 || micro_batches > 0 || global_batch > 0 || sp >= 0 ||
         tp_comm_overlap >= 0 || tp_async_backward >= 0 || dp_comm_overlap >= 0 || pp_comm_overlap >= 0 || account_embedding ||
         account_loss || first_stage_layers != 0 || last_stage_layers != 0 || !schedule.empty() || !rank_order.empty() ||
-        !cp_comm.empty() || !recompute_method.empty() || recompute_num_layers != -1;
+        !cp_comm.empty() || !recompute_method.empty() || recompute_num_layers != -1 || distribute_saved_activations >= 0 ||
+        hierarchical_cp != 0;
   }
 };
 void add_parallel_options(CLI::App& cmd, ParallelOptions& o);

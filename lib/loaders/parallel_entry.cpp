@@ -72,6 +72,8 @@ void read_parallel_entry(const yamlio::Node& node, Strategy& s) {
   if (auto n = m.optional("account_for_loss_in_pipeline_split")) l.account_for_loss_in_pipeline_split = n->boolean();
   // eq. P31: Megatron-Core's partial full recompute (its bound by the blocks of a chunk is validate's)
   if (auto n = m.optional("recompute_num_layers")) l.recompute_num_layers = at_least_one(*n);
+  // eq. P35 (its need of full recompute and refusal of sp are the scenario's and validate's)
+  if (auto n = m.optional("distribute_saved_activations")) l.distribute_saved_activations = n->boolean();
   if (auto n = m.optional("recompute_method")) {
     try {
       l.recompute_method = recompute_method_from_string(n->scalar());
@@ -96,6 +98,7 @@ void read_parallel_entry(const yamlio::Node& node, Strategy& s) {
       n->fail(e.message());
     }
   }
+  if (auto n = m.optional("hierarchical_cp")) l.hierarchical_cp = at_least_one(*n);  // eq. P36 (its fit is validate's)
   if (auto n = m.optional("rank_order")) {
     try {
       l.order = parse_rank_order(n->scalar());

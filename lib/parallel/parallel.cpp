@@ -295,6 +295,35 @@ void validate_explicit_stages(const ParallelLayout& l, std::int64_t blocks) {
 }
 }  // namespace
 
+namespace {
+/// Eqs. P29 and P36: the CP exchange's fit to the heads, and a2a+p2p's inner size.
+void validate_cp_comm(const ParallelLayout& l, const TransformerShape& m) {
+  // eq. P36: Megatron-Core's hierarchical_context_parallel_sizes [a, cp/a] belong to a2a+p2p
+  if (l.hierarchical_cp != 0 && l.cp_comm != CpComm::a2a_p2p)
+    throw field_error("hierarchical_cp",
+                      fmt::format("hierarchical_cp {} needs cp_comm a2a+p2p, not {}", l.hierarchical_cp, to_string(l.cp_comm)));
+  if (l.cp > 1 && l.cp_comm == CpComm::a2a_p2p && (l.hierarchical_cp < 1 || l.cp % l.hierarchical_cp != 0))
+    throw field_error(
+        "hierarchical_cp",
+        l.hierarchical_cp < 1
+            ? fmt::format("cp_comm a2a+p2p needs hierarchical_cp, the all-to-all group's size (a divisor of cp {})", l.cp)
+            : fmt::format("hierarchical_cp {} does not divide cp {}", l.hierarchical_cp, l.cp));
+  // eq. P29: Ulysses gives each CP rank a/(t·c) of the heads and their key/value heads, whole (eq. P36: a/(t·a) over
+  // the inner group)
+  if (l.cp > 1 && (l.cp_comm == CpComm::a2a || l.cp_comm == CpComm::a2a_p2p)) {
+    const std::int64_t heads = m.heads / l.tp, kv = std::max<std::int64_t>(1, m.kv_heads / l.tp);
+    const int n = l.cp_comm == CpComm::a2a ? l.cp : l.hierarchical_cp;
+    const char* what = l.cp_comm == CpComm::a2a ? "cp" : "hierarchical_cp";
+    if (heads % n != 0 || kv % n != 0)
+      throw field_error(
+          l.cp_comm == CpComm::a2a ? "cp_comm" : "hierarchical_cp",
+          fmt::format("cp_comm {} over {} {} needs the heads of a TP rank divisible by {}: {} attention and {} key/value "
+                      "heads (heads {} and kv_heads {} over tp {})",
+                      to_string(l.cp_comm), what, n, what, heads, kv, m.heads, m.kv_heads, l.tp));
+  }
+}
+}  // namespace
+
 void validate(const ParallelLayout& l, int gpus, const TransformerShape& m) {
   for (auto [field, v] : {std::pair{"tp", l.tp},
                           {"pp", l.pp},
@@ -341,21 +370,16 @@ void validate(const ParallelLayout& l, int gpus, const TransformerShape& m) {
         "recompute_num_layers",
         fmt::format("{} is more blocks than a model chunk holds: {} blocks over pp {} × vp {} chunks, at most {} a chunk",
                     l.recompute_num_layers, m.layers, l.pp, l.vp, most));
+  // eq. P35: Megatron-Core asserts distribute_saved_activations without sequence parallelism (recalled)
+  if (l.distribute_saved_activations && l.sp)
+    throw field_error("distribute_saved_activations",
+                      "distribute_saved_activations splits the checkpoints over the TP group without sp; sp is on");
   // Megatron-LM's interleaved schedule: the micro-batches go round the stages in groups of p
   if (l.schedule == PipelineSchedule::interleaved && l.micro_batches % l.pp != 0)
     throw field_error(
         "micro_batches",
         fmt::format("the interleaved schedule needs micro-batches in groups of pp {}, got {}", l.pp, l.micro_batches));
-  // eq. P29: Ulysses gives each CP rank a/(t·c) of the heads and their key/value heads, whole
-  if (l.cp > 1 && l.cp_comm == CpComm::a2a) {
-    const std::int64_t heads = m.heads / l.tp, kv = std::max<std::int64_t>(1, m.kv_heads / l.tp);
-    if (heads % l.cp != 0 || kv % l.cp != 0)
-      throw field_error(
-          "cp_comm",
-          fmt::format("cp_comm a2a over cp {} needs the heads of a TP rank divisible by cp: {} attention and {} key/value "
-                      "heads (heads {} and kv_heads {} over tp {})",
-                      l.cp, heads, kv, m.heads, m.kv_heads, l.tp));
-  }
+  validate_cp_comm(l, m);  // eqs. P29, P36
   if (l.cp > 1 && m.seq % (2 * l.cp) != 0)
     throw field_error(
         "cp", fmt::format("cp {}: the sequence of {} tokens does not split into 2·cp = {} chunks", l.cp, m.seq, 2 * l.cp));
@@ -427,6 +451,13 @@ std::vector<CollectiveCall> tp_recompute_collectives(const ParallelLayout& l, co
   return calls;
 }
 
+std::vector<CollectiveCall> checkpoint_input_collectives(const ParallelLayout& l, const TransformerShape& m, double e) {
+  if (l.tp <= 1 || !l.distribute_saved_activations) return {};
+  // eq. P35: the checkpoint's input gathered whole again before the block runs its forward a second time
+  return {{"checkpoint input all-gather (recompute)", ParallelGroup::tp, CollectiveOp::allgather, tp_activation_bytes(l, m, e), 1,
+           true, false}};
+}
+
 std::vector<CollectiveCall> tp_edge_collectives(const ParallelLayout& l, const TransformerShape& m, double e, bool embedding,
                                                 bool head) {
   std::vector<CollectiveCall> calls;
@@ -468,7 +499,25 @@ Bytes cp_kv_chunk_bytes(const ParallelLayout& l, const TransformerShape& m, doub
                static_cast<double>(m.head_dim()) * e);
 }
 
+int cp_ring_ranks(const ParallelLayout& l) noexcept {
+  if (l.cp_comm == CpComm::a2a_p2p && l.hierarchical_cp > 1) return l.cp / l.hierarchical_cp;  // eq. P36
+  return l.cp;
+}
+
 CpMergeTraffic cp_merge_traffic(const ParallelLayout& l, const TransformerShape& m, double e) noexcept {
+  if (l.cp_comm == CpComm::a2a_p2p && l.hierarchical_cp > 1) {
+    // eq. P36: after the inner all-to-alls a rank holds s/b tokens of a/(t·a) heads: P15c's ring of b ranks on them
+    ParallelLayout ring = l;
+    ring.cp = cp_ring_ranks(l);
+    ring.cp_comm = CpComm::p2p;
+    ring.hierarchical_cp = 0;
+    TransformerShape inner = m;
+    const std::int64_t a = l.hierarchical_cp;
+    inner.heads = m.heads / a;
+    inner.kv_heads = std::max<std::int64_t>(1, m.kv_heads / a);
+    inner.hidden = m.hidden / a;  // d_h kept
+    return cp_merge_traffic(ring, inner, e);
+  }
   CpMergeTraffic r;
   const int c = l.cp;
   if (c <= 1) return r;
@@ -517,6 +566,13 @@ CpTraffic cp_block_traffic(const ParallelLayout& l, const TransformerShape& m, d
     const Bytes each = (t.q + t.k + t.v + t.o) * (static_cast<double>(c - 1) / c);
     return {each, each};
   }
+  if (l.cp_comm == CpComm::a2a_p2p) {  // eq. P36: the all-to-alls over a, the ring over b = c/a
+    const CpLocalTensors t = cp_local_tensors(l, m, e);
+    const double a = std::max(l.hierarchical_cp, 1);
+    const Bytes each = (t.q + t.k + t.v + t.o) * ((a - 1.0) / a);
+    const Bytes kv = cp_kv_chunk_bytes(l, m, e) * static_cast<double>(cp_ring_ranks(l) - 1);
+    return {each + kv, each + kv * 2.0};
+  }
   // eq. P29a: p2p (P15b) and all_gather move the same K/V: (c−1)·C_KV forward, twice that backward
   const Bytes kv = cp_kv_chunk_bytes(l, m, e) * static_cast<double>(c - 1);
   return {kv, kv * 2.0};
@@ -531,6 +587,11 @@ Bytes cp_exchange_buffer_bytes(const ParallelLayout& l, const TransformerShape& 
     case CpComm::all_gather:  // eq. P29c: the other ranks' K/V and, backward, dK/dV of the whole sequence
       return cp_kv_chunk_bytes(l, m, e) * (2.0 * (c - 1));
     case CpComm::a2a: {  // eq. P29c: the all-to-alls' Q, K, V beside the rank's own
+      const CpLocalTensors t = cp_local_tensors(l, m, e);
+      return t.q + t.k + t.v;
+    }
+    case CpComm::a2a_p2p: {  // eq. P36: the inner all-to-alls' as a2a's (the ring's own blocks not charged)
+      if (l.hierarchical_cp <= 1) return Bytes{};
       const CpLocalTensors t = cp_local_tensors(l, m, e);
       return t.q + t.k + t.v;
     }
@@ -603,7 +664,8 @@ std::int64_t rank_params(const Network& net, const std::vector<int>& st, const P
   std::int64_t p = 0;
   for (std::size_t i = 0; i < net.layers.size(); ++i) {
     if (st[i] != stage) continue;
-    p += rank_layer_params(net.layers[i], l);  // eq. P5, P17
+    p += rank_layer_params(net.layers[i], l);                              // eq. P5, P17
+    if (i + 1 == net.layers.size()) p += tied_output_copy_params(net, l);  // eq. P34: the last stage's copy
   }
   return p;
 }
@@ -773,7 +835,8 @@ bool tp_splits_kept(LayerKind k) noexcept { return k == LayerKind::attention || 
 double block_input_bytes(const Layer& first, const ParallelLayout& l, const ComputeOptions& opt) {
   double e = first.input_shape.empty() ? 0.0 : 1.0;
   for (auto d : first.input_shape) e *= static_cast<double>(d);
-  const double sp = l.sp ? l.tp : 1.0;
+  // eq. P35: distribute_saved_activations splits the saved input over the TP group as SP's shards do
+  const double sp = l.sp || l.distribute_saved_activations ? l.tp : 1.0;
   return e * activation_bytes_per_element(opt.precision) * l.micro_batch / (sp * l.cp);
 }
 
@@ -928,7 +991,8 @@ MemoryEstimate rank_memory(const Network& net, const std::vector<int>& block, co
     if (st[i] != stage) continue;
     Layer x = net.layers[i];
     const std::int64_t expert = rank_expert_part(x, l);
-    x.params = rank_layer_params(x, l) - expert;  // eq. P5 (a MoE layer's router)
+    x.params = rank_layer_params(x, l) - expert;                                  // eq. P5 (a MoE layer's router)
+    if (i + 1 == net.layers.size()) x.params += tied_output_copy_params(net, l);  // eq. P34: the last stage's copy
     experts.layers.front().params += expert;
     x.ops.clear();
     rank.layers.push_back(std::move(x));
@@ -1001,6 +1065,11 @@ RankCoordinates rank_coordinates(const ParallelLayout& l, int gpus, int rank) {
   return {at(D::tp), at(D::cp), at(D::dp), at(D::pp)};
 }
 
+namespace {
+GroupPlacement place_members(ParallelGroup g, const std::vector<std::vector<int>>& members, const Cluster& c, int gpus, int gpn,
+                             int nodes_total, int nics);
+}  // namespace
+
 LayoutPlacement place_layout(const ParallelLayout& l, const Cluster& c, int gpus) {
   const int gpn = std::max(1, c.gpus_per_node);
   if (gpus > c.max_gpus())
@@ -1022,8 +1091,34 @@ LayoutPlacement place_layout(const ParallelLayout& l, const Cluster& c, int gpus
       p.group = g;
       continue;
     }
+    p = place_members(g, group_members(l, gpus, g), c, gpus, gpn, nodes_total, nics);
+  }
+  if (l.cp > 1 && l.cp_comm == CpComm::a2a_p2p && l.hierarchical_cp > 0 && l.cp % l.hierarchical_cp == 0) {
+    // eq. P36: Megatron-Core's hierarchical CP groups (recalled): runs of a consecutive ranks of each CP group, and
+    // the ranks a apart
+    const auto a = static_cast<std::size_t>(l.hierarchical_cp);
+    std::vector<std::vector<int>> inner, outer;
+    for (const auto& grp : group_members(l, gpus, G::cp)) {
+      for (std::size_t k = 0; k + a <= grp.size(); k += a)
+        inner.emplace_back(grp.begin() + static_cast<std::ptrdiff_t>(k), grp.begin() + static_cast<std::ptrdiff_t>(k + a));
+      for (std::size_t j = 0; j < a; ++j) {
+        std::vector<int>& o = outer.emplace_back();
+        for (std::size_t k = j; k < grp.size(); k += a) o.push_back(grp[k]);
+      }
+    }
+    out.cp_inner = place_members(G::cp, inner, c, gpus, gpn, nodes_total, nics);
+    out.cp_outer = place_members(G::cp, outer, c, gpus, gpn, nodes_total, nics);
+  }
+  return out;
+}
+
+namespace {
+/// Eq. P11-P12: where groups of kind `g` (`members`, each a list of ranks) fall on the cluster's nodes.
+GroupPlacement place_members(ParallelGroup g, const std::vector<std::vector<int>>& members, const Cluster& c, int gpus, int gpn,
+                             int nodes_total, int nics) {
+  GroupPlacement p;
+  {
     p.group = g;
-    const auto members = group_members(l, gpus, g);
     p.groups = static_cast<int>(members.size());
     p.size = members.empty() ? 1 : static_cast<int>(members.front().size());
     p.first = members.empty() ? std::vector<int>{} : members.front();
@@ -1065,8 +1160,9 @@ LayoutPlacement place_layout(const ParallelLayout& l, const Cluster& c, int gpus
       }
     }
   }
-  return out;
+  return p;
 }
+}  // namespace
 
 Seconds group_collective_time(const CollectiveModel& model, const CollectiveCall& call, const GroupPlacement& g) {
   if (g.size <= 1 || call.count <= 0) return Seconds{};
@@ -1139,9 +1235,12 @@ CpCollectiveTimes cp_collective_times(const CollectiveModel& coll, const Cluster
           group_collective_time(coll, {"CP dK/dV reduce-scatter", G::cp, CollectiveOp::reducescatter, whole, 1, true, false}, cp);
       return {gather, gather + scatter};
     }
-    case CpComm::a2a: {  // eq. P29b: each tensor's (c−1)/c to the other ranks, one all-to-all each, both ways
+    case CpComm::a2a:
+    case CpComm::a2a_p2p: {  // eq. P29b: each tensor's (n−1)/n to the other ranks, one all-to-all each, both ways; eq.
+                             // P36: over the inner group of a (`cp` its placement), the ring's part is P15's
       const CpLocalTensors t = cp_local_tensors(l, m, e);
-      const double out = static_cast<double>(l.cp - 1) / l.cp;
+      const double n = l.cp_comm == CpComm::a2a ? l.cp : std::max(l.hierarchical_cp, 1);
+      const double out = (n - 1.0) / n;
       Seconds sum{};
       for (Bytes x : {t.q, t.k, t.v, t.o}) sum += alltoall_time(c, cp, x * out);
       return {sum, sum};
@@ -1156,6 +1255,15 @@ bool tied_output_embedding(const Network& net) noexcept {
   const bool embedding = std::any_of(net.layers.begin(), net.layers.end(),
                                      [](const Layer& x) { return x.kind == LayerKind::embedding && x.params > 0; });
   return embedding && out.kind == LayerKind::linear && out.params == 0 && out.macs_per_sample > 0.0;
+}
+
+std::int64_t tied_output_copy_params(const Network& net, const ParallelLayout& l) noexcept {
+  if (l.pp <= 1 || !tied_output_embedding(net)) return 0;
+  const Layer& out = net.layers.back();
+  if (out.input_shape.empty() || out.output_shape.empty()) return 0;
+  // eq. P34: the output layer's own copy of the word embedding, its vocabulary-parallel ⌈V/t⌉ rows of h
+  const std::int64_t rows = (out.output_shape.back() + l.tp - 1) / std::max(l.tp, 1);
+  return rows * out.input_shape.back();
 }
 
 Bytes tied_embedding_grad_bytes(const ParallelLayout& l, const TransformerShape& m, double grad_bytes) noexcept {

@@ -99,6 +99,7 @@ Seconds memory_passes(Bytes traffic, int kernels, const GpuSpec& gpu, const Comp
 struct BlockComm {
   Seconds tp_fwd{}, tp_bwd{}, tp_regather{}, p2p{};
   Seconds tp_recompute{};                  // eq. P30: the forward's again, where full recompute reruns the block
+  Seconds checkpoint_gather{};             // eq. P35: a checkpoint's distributed input gathered before its recompute
   InputGrads tp_input_grad;                // eq. P28: the column-parallel inputs' gradients, part of tp_bwd
   Seconds send{};                          // eq. P4: one of the pipeline's sends (p2p is 2·v of them)
   Seconds first_stage{}, last_stage{};     // eq. P27: the embedding's and the cross entropy's TP collectives
@@ -138,12 +139,16 @@ BlockComm block_comm(const CollectiveModel& coll, const Cluster& cluster, const 
   c.tp_regather = sum_calls(coll, tp_calls, tpg, true, true);
   c.tp_input_grad = input_grads(coll, tp_calls, tpg);
   c.tp_recompute = sum_all(coll, tp_recompute_collectives(l, m, e, opt.recompute_early_stop), tpg);
-  if (l.cp > 1 && l.cp_comm != CpComm::p2p) {
-    c.cp_exchange = cp_collective_times(coll, cluster, at[ParallelGroup::cp], l, m, e);
-  } else if (l.cp > 1) {
+  c.checkpoint_gather = sum_all(coll, checkpoint_input_collectives(l, m, e), tpg);
+  // eq. P36: a2a+p2p's all-to-alls on the inner groups' placement, its ring on the outer groups'
+  const bool hierarchical = l.cp_comm == CpComm::a2a_p2p;
+  if (l.cp > 1 && l.cp_comm != CpComm::p2p)
+    c.cp_exchange = cp_collective_times(coll, cluster, hierarchical ? at.cp_inner : at[ParallelGroup::cp], l, m, e);
+  if (l.cp > 1 && (l.cp_comm == CpComm::p2p || hierarchical)) {
+    const GroupPlacement& ring = hierarchical ? at.cp_outer : at[ParallelGroup::cp];
     const Bytes kv = cp_kv_chunk_bytes(l, m, e);
-    c.cp_kv = cp_ring_step_time(cluster, at[ParallelGroup::cp], kv);
-    c.cp_kv_dkv = cp_ring_step_time(cluster, at[ParallelGroup::cp], kv * 2.0);
+    c.cp_kv = cp_ring_step_time(cluster, ring, kv);
+    c.cp_kv_dkv = cp_ring_step_time(cluster, ring, kv * 2.0);
     const CpMergeTraffic merge = cp_merge_traffic(l, m, e);
     c.cp_merge_fwd = memory_passes(merge.forward, merge.forward_kernels, cluster.gpu, opt);
     c.cp_merge_bwd = memory_passes(merge.backward, merge.backward_kernels, cluster.gpu, opt);
@@ -175,6 +180,7 @@ struct BlockParts {
   bool core_again = false;
   bool moe = false;           // its MLP is a mixture of experts (eq. P16)
   bool checkpointed = false;  // full recompute runs the whole block again
+  bool keeps_input = false;   // full recompute: the block starts a checkpoint (eq. P31), whose input it keeps
 };
 
 /// Eq. P15: a block's CP ring on one rank: the sends past each step's attention forward and backward (again in
@@ -182,13 +188,14 @@ struct BlockParts {
 /// all_gather's and a2a's collectives whole, the forward's again where the core runs again, no merges (each rank's
 /// attention is whole: its queries against the gathered keys, or the whole sequence for its heads).
 void cp_block(StageTimes& st, const BlockParts& b, const BlockComm& comm, const ParallelLayout& l) {
-  const int c = l.cp;
-  if (c <= 1) return;
+  if (l.cp <= 1) return;
   if (l.cp_comm != CpComm::p2p) {
     st.cp += comm.cp_exchange.forward * (b.core_again ? 2.0 : 1.0) + comm.cp_exchange.backward;
     st.comm_fwd += comm.cp_exchange.forward;  // eq. P32: the forward pass runs the forward's exchange
-    return;
+    if (l.cp_comm != CpComm::a2a_p2p) return;
   }
+  const int c = cp_ring_ranks(l);  // eq. P36: a2a+p2p's ring runs over the cp/a groups
+  if (c <= 1) return;
   // the rank's core is its c steps' (eq. P6), equal work each (eq. P15a); measured layers without a split core:
   // its backward twice its forward (FlashAttention-2's backward: 2.5 GEMM passes to 1)
   const Seconds step = b.core / static_cast<double>(c);
@@ -250,7 +257,9 @@ StageTimes stage_times(const Network& net, const LayerTimes& t, const std::vecto
       continue;
     }
     if (block[i] != last) {
-      parts.push_back({.core_again = opt.recompute == Recompute::selective || again, .checkpointed = again});
+      parts.push_back({.core_again = opt.recompute == Recompute::selective || again,
+                       .checkpointed = again,
+                       .keeps_input = again && full[static_cast<std::size_t>(block[i])].keeps_input});
       last = block[i];
     }
     BlockParts& b = parts.back();
@@ -283,7 +292,8 @@ StageTimes stage_times(const Network& net, const LayerTimes& t, const std::vecto
       st.tp += tp_fwd + tp_overlap_exposed(comm.tp_bwd, b.gemm * 2.0, l.tp, sm_count) + tp_again;
     else  // eq. P28: the column-parallel inputs' gradients beside their weight gradients, asynchronously
       st.tp += tp_fwd + backward_exposed(comm.tp_bwd, comm.tp_input_grad, b, l.tp_async_backward) + tp_again;
-    st.comm_fwd += tp_fwd;  // eq. P32: the forward pass runs the forward's collectives
+    st.comm_fwd += tp_fwd;                               // eq. P32: the forward pass runs the forward's collectives
+    if (b.keeps_input) st.tp += comm.checkpoint_gather;  // eq. P35: before the checkpoint's recompute, exposed
     cp_block(st, b, comm, l);
     st.ep += ep_block(b, comm);
     if (b.moe) st.comm_fwd += comm.ep_alltoall * 2.0;  // dispatch and combine

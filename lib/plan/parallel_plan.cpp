@@ -64,6 +64,8 @@ std::optional<ParallelLayout> grid_layout(const PlanContext& c, int tp, int pp, 
   l.schedule = vp > 1 ? PipelineSchedule::interleaved : PipelineSchedule::one_f_one_b;
   l.cp = cp;
   l.cp_comm = c.cp_comm;  // eq. P29: a2a where cp does not divide the heads leaves the layout out (validate)
+  // eq. P36: a2a+p2p's inner size from the framework, a layout whose cp it does not divide left out (validate)
+  if (c.cp_comm == CpComm::a2a_p2p) l.hierarchical_cp = c.routing.hierarchical_cp;
   l.ep = ep;
   // eq. P23: the stated imbalance, at most what ep ranks can reach (the router's imbalance over fewer, larger ranks
   // cannot exceed it; the same factor at every ep > 1 is the plan's assumption)

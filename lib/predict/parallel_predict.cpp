@@ -30,6 +30,10 @@ void validate_parallel(const Scenario& sc) {
   ParallelLayout l = *sc.parallel;
   // eq. P31: Megatron-Core's recompute_method and recompute_num_layers belong to full recompute (it refuses
   // recompute_num_layers beside selective)
+  // eq. P35: Megatron-Core's distribute_saved_activations acts on full recompute's checkpoints (recalled)
+  if (l.distribute_saved_activations && sc.compute.recompute != Recompute::full)
+    throw InputError(SourceLocation{}, "parallel.distribute_saved_activations",
+                     fmt::format("distribute_saved_activations needs full recompute, not {}", to_string(sc.compute.recompute)));
   if ((l.recompute_method != RecomputeMethod::uniform || l.recompute_num_layers != 1) && sc.compute.recompute != Recompute::full)
     throw InputError(SourceLocation{},
                      l.recompute_num_layers != 1 ? "parallel.recompute_num_layers" : "parallel.recompute_method",
