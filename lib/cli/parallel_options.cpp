@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <iterator>
+#include <string>
 #include <utility>
 
 #include "cli/scenario_options.hpp"
@@ -14,67 +15,36 @@
 
 namespace dlscale::cli {
 
-void add_parallel_options(CLI::App& cmd, ParallelOptions& o) {
-  const char* g = "Model parallelism";
-  cmd.add_option("--tp", o.tp, "Tensor-parallel degree (Megatron's column/row split of each block)")->type_name("N")->group(g);
+namespace {
+/// A setting a framework file may also give: `--NAME` sets it (1), `--no-NAME` clears it (0); neither leaves the -1
+/// that keeps the file's.
+void add_switch(CLI::App& cmd, const std::string& name, int& target, const std::string& on, const std::string& off,
+                const std::string& group) {
   cmd.add_flag_callback(
-         "--sp", [&o] { o.sp = 1; }, "Sequence parallelism over the TP group (norms and dropout sharded)")
-      ->group(g);
+         "--" + name, [&target] { target = 1; }, on)
+      ->group(group);
   cmd.add_flag_callback(
-         "--no-sp", [&o] { o.sp = 0; }, "No sequence parallelism (over a framework file's sp: true)")
+         "--no-" + name, [&target] { target = 0; }, off)
+      ->group(group);
+}
+
+/// The pipeline's options: stages, virtual stages, schedule, the split of the blocks and the sends' overlap.
+void add_pipeline_options(CLI::App& cmd, ParallelOptions& o, const char* g) {
+  cmd.add_option("--pp", o.pp, "Pipeline stages")->type_name("N")->group(g);
+  cmd.add_option("--vp", o.vp, "Virtual stages per pipeline rank (interleaved 1F1B)")->type_name("N")->group(g);
+  cmd.add_option("--schedule", o.schedule,
+                 "Pipeline schedule: gpipe, 1f1b or interleaved (default: the framework's, else "
+                 "1f1b; interleaved with --vp > 1)")
+      ->type_name("NAME")
       ->group(g);
-  cmd.add_flag_callback(
-         "--tp-comm-overlap", [&o] { o.tp_comm_overlap = 1; },
-         "TP communication overlapped with the GEMMs (Transformer Engine's userbuffers; needs --sp; eq. P14)")
-      ->group(g);
-  cmd.add_flag_callback(
-         "--no-tp-comm-overlap", [&o] { o.tp_comm_overlap = 0; }, "No TP communication overlap (over a framework file's)")
-      ->group(g);
-  cmd.add_flag_callback(
-         "--tp-async-backward", [&o] { o.tp_async_backward = 1; },
-         "Each column-parallel linear's input-gradient collective beside its weight-gradient GEMM (Megatron-LM; eq. P28)")
-      ->group(g);
-  cmd.add_flag_callback(
-         "--no-tp-async-backward", [&o] { o.tp_async_backward = 0; },
-         "Input-gradient collectives exposed whole (over a framework file's tp_async_backward)")
-      ->group(g);
-  cmd.add_flag_callback(
-         "--dp-comm-overlap", [&o] { o.dp_comm_overlap = 1; },
-         "DP gradient reduction and parameter gather overlapped with the last backward and first forward (eq. P19)")
-      ->group(g);
-  cmd.add_flag_callback(
-         "--no-dp-comm-overlap", [&o] { o.dp_comm_overlap = 0; }, "No DP communication overlap (over a framework file's)")
-      ->group(g);
-  cmd.add_flag_callback(
-         "--pp-comm-overlap", [&o] { o.pp_comm_overlap = 1; },
-         "Pipeline sends overlapped with the next chunk's compute (Megatron's overlap_p2p_comm; interleaved only; eq. P25)")
-      ->group(g);
-  cmd.add_flag_callback(
-         "--no-pp-comm-overlap", [&o] { o.pp_comm_overlap = 0; }, "No pipeline send overlap (over a framework file's)")
-      ->group(g);
+  add_switch(cmd, "pp-comm-overlap", o.pp_comm_overlap,
+             "Pipeline sends overlapped with the next chunk's compute (Megatron's overlap_p2p_comm; interleaved only; eq. P25)",
+             "No pipeline send overlap (over a framework file's)", g);
   cmd.add_flag("--account-for-embedding-in-pipeline-split", o.account_embedding,
                "Count the embedding as a layer when splitting the blocks over the chunks: the first holds one fewer (eq. P26)")
       ->group(g);
   cmd.add_flag("--account-for-loss-in-pipeline-split", o.account_loss,
                "Count the output layer and loss as a layer when splitting the blocks: the last chunk holds one fewer (eq. P26)")
-      ->group(g);
-  cmd.add_option("--recompute-method", o.recompute_method,
-                 "Under --checkpointing full: uniform (blocks checkpointed N at a time, every block recomputed) or block "
-                 "(the first N blocks of each model chunk recomputed, the rest kept; Megatron-Core's; eq. P31)")
-      ->type_name("NAME")
-      ->group(g);
-  cmd.add_option("--recompute-num-layers", o.recompute_num_layers,
-                 "Under --checkpointing full: N of --recompute-method, blocks of one model chunk (default 1; eq. P31)")
-      ->type_name("N")
-      ->group(g);
-  cmd.add_flag_callback(
-         "--distribute-saved-activations", [&o] { o.distribute_saved_activations = 1; },
-         "Under --checkpointing full with TP and without --sp: each checkpoint's input split over the TP group, "
-         "all-gathered before its recompute (Megatron-Core's; eq. P35)")
-      ->group(g);
-  cmd.add_flag_callback(
-         "--no-distribute-saved-activations", [&o] { o.distribute_saved_activations = 0; },
-         "Checkpoint inputs whole on every TP rank (over a framework file's distribute_saved_activations)")
       ->group(g);
   cmd.add_option("--num-layers-in-first-pipeline-stage", o.first_stage_layers,
                  "Blocks on the first pipeline stage, the rest split evenly over the stages after it (Megatron-Core; eq. P26b)")
@@ -84,13 +54,42 @@ void add_parallel_options(CLI::App& cmd, ParallelOptions& o) {
                  "Blocks on the last pipeline stage, the rest split evenly over the stages before it (Megatron-Core; eq. P26b)")
       ->type_name("N")
       ->group(g);
-  cmd.add_option("--pp", o.pp, "Pipeline stages")->type_name("N")->group(g);
-  cmd.add_option("--vp", o.vp, "Virtual stages per pipeline rank (interleaved 1F1B)")->type_name("N")->group(g);
-  cmd.add_option("--schedule", o.schedule,
-                 "Pipeline schedule: gpipe, 1f1b or interleaved (default: the framework's, else "
-                 "1f1b; interleaved with --vp > 1)")
+}
+
+/// Megatron-Core's partial full recompute and its distributed checkpoint inputs.
+void add_recompute_options(CLI::App& cmd, ParallelOptions& o, const char* g) {
+  cmd.add_option("--recompute-method", o.recompute_method,
+                 "Under --checkpointing full: uniform (blocks checkpointed N at a time, every block recomputed) or block "
+                 "(the first N blocks of each model chunk recomputed, the rest kept; Megatron-Core's; eq. P31)")
       ->type_name("NAME")
       ->group(g);
+  cmd.add_option("--recompute-num-layers", o.recompute_num_layers,
+                 "Under --checkpointing full: N of --recompute-method, blocks of one model chunk (default 1; eq. P31)")
+      ->type_name("N")
+      ->group(g);
+  add_switch(cmd, "distribute-saved-activations", o.distribute_saved_activations,
+             "Under --checkpointing full with TP and without --sp: each checkpoint's input split over the TP group, "
+             "all-gathered before its recompute (Megatron-Core's; eq. P35)",
+             "Checkpoint inputs whole on every TP rank (over a framework file's distribute_saved_activations)", g);
+}
+}  // namespace
+
+void add_parallel_options(CLI::App& cmd, ParallelOptions& o) {
+  const char* g = "Model parallelism";
+  cmd.add_option("--tp", o.tp, "Tensor-parallel degree (Megatron's column/row split of each block)")->type_name("N")->group(g);
+  add_switch(cmd, "sp", o.sp, "Sequence parallelism over the TP group (norms and dropout sharded)",
+             "No sequence parallelism (over a framework file's sp: true)", g);
+  add_switch(cmd, "tp-comm-overlap", o.tp_comm_overlap,
+             "TP communication overlapped with the GEMMs (Transformer Engine's userbuffers; needs --sp; eq. P14)",
+             "No TP communication overlap (over a framework file's)", g);
+  add_switch(cmd, "tp-async-backward", o.tp_async_backward,
+             "Each column-parallel linear's input-gradient collective beside its weight-gradient GEMM (Megatron-LM; eq. P28)",
+             "Input-gradient collectives exposed whole (over a framework file's tp_async_backward)", g);
+  add_switch(cmd, "dp-comm-overlap", o.dp_comm_overlap,
+             "DP gradient reduction and parameter gather overlapped with the last backward and first forward (eq. P19)",
+             "No DP communication overlap (over a framework file's)", g);
+  add_recompute_options(cmd, o, g);
+  add_pipeline_options(cmd, o, g);
   cmd.add_option("--cp", o.cp, "Context-parallel degree (ring attention over the sequence)")->type_name("N")->group(g);
   add_cp_comm_option(cmd, o.cp_comm, g);
   cmd.add_option("--hierarchical-cp", o.hierarchical_cp,

@@ -4,6 +4,9 @@
 
 #include <fmt/format.h>
 
+#include <string_view>
+#include <utility>
+
 #include "dlscale/error.hpp"
 #include "dlscale/parallel_layout.hpp"
 
@@ -15,6 +18,18 @@ int at_least_one(const yamlio::Node& n) {
   const int v = n.int_at_most(1'000'000);
   if (v < 1) n.fail(fmt::format("must be at least 1, got {}", v));
   return v;
+}
+
+/// A key whose text `parse` reads (a name, a rank order), refused at the key's line with the parser's message.
+template <typename T, typename Parse>
+void read_named(yamlio::MapReader& m, const char* key, T& target, Parse parse) {
+  if (auto n = m.optional(key)) {
+    try {
+      target = parse(n->scalar());
+    } catch (const InputError& e) {
+      n->fail(e.message());
+    }
+  }
 }
 
 }  // namespace
@@ -61,51 +76,28 @@ void read_parallel_entry(const yamlio::Node& node, Strategy& s) {
     if (!at) throw;  // a default the file did not set: every default passes, so not reached
     at->fail(e.message());
   }
-  if (auto n = m.optional("sp")) l.sp = n->boolean();
-  if (auto n = m.optional("tp_comm_overlap")) l.tp_comm_overlap = n->boolean();
-  if (auto n = m.optional("tp_async_backward")) l.tp_async_backward = n->boolean();  // eq. P28
-  if (auto n = m.optional("dp_comm_overlap")) l.dp_comm_overlap = n->boolean();
-  if (auto n = m.optional("pp_reshard_after_forward")) l.pp_reshard_after_forward = n->boolean();
-  if (auto n = m.optional("pp_comm_overlap")) l.pp_comm_overlap = n->boolean();  // eq. P25
-  // eq. P26: the embedding and the loss counted as layers of the split (the blocks' divisibility is validate's)
-  if (auto n = m.optional("account_for_embedding_in_pipeline_split")) l.account_for_embedding_in_pipeline_split = n->boolean();
-  if (auto n = m.optional("account_for_loss_in_pipeline_split")) l.account_for_loss_in_pipeline_split = n->boolean();
-  // eq. P31: Megatron-Core's partial full recompute (its bound by the blocks of a chunk is validate's)
-  if (auto n = m.optional("recompute_num_layers")) l.recompute_num_layers = at_least_one(*n);
-  // eq. P35 (its need of full recompute and refusal of sp are the scenario's and validate's)
-  if (auto n = m.optional("distribute_saved_activations")) l.distribute_saved_activations = n->boolean();
-  if (auto n = m.optional("recompute_method")) {
-    try {
-      l.recompute_method = recompute_method_from_string(n->scalar());
-    } catch (const InputError& e) {
-      n->fail(e.message());
-    }
-  }
-  // eq. P26b: the first and the last stage's blocks (their fit to the model and the pipeline is validate's)
-  if (auto n = m.optional("num_layers_in_first_pipeline_stage")) l.num_layers_in_first_pipeline_stage = at_least_one(*n);
-  if (auto n = m.optional("num_layers_in_last_pipeline_stage")) l.num_layers_in_last_pipeline_stage = at_least_one(*n);
-  if (auto n = m.optional("schedule")) {
-    try {
-      l.schedule = pipeline_schedule_from_string(n->scalar());
-    } catch (const InputError& e) {
-      n->fail(e.message());
-    }
-  }
-  if (auto n = m.optional("cp_comm")) {  // eq. P29
-    try {
-      l.cp_comm = cp_comm_from_string(n->scalar());
-    } catch (const InputError& e) {
-      n->fail(e.message());
-    }
-  }
-  if (auto n = m.optional("hierarchical_cp")) l.hierarchical_cp = at_least_one(*n);  // eq. P36 (its fit is validate's)
-  if (auto n = m.optional("rank_order")) {
-    try {
-      l.order = parse_rank_order(n->scalar());
-    } catch (const InputError& e) {
-      n->fail(e.message());
-    }
-  }
+  // eq. P25 (pp_comm_overlap), P26 (the embedding and the loss counted as layers of the split), P28 (tp_async_backward),
+  // P35 (distribute_saved_activations: its need of full recompute and refusal of sp are the scenario's and validate's)
+  for (auto [key, target] : {std::pair{"sp", &l.sp},
+                             {"tp_comm_overlap", &l.tp_comm_overlap},
+                             {"tp_async_backward", &l.tp_async_backward},
+                             {"dp_comm_overlap", &l.dp_comm_overlap},
+                             {"pp_reshard_after_forward", &l.pp_reshard_after_forward},
+                             {"pp_comm_overlap", &l.pp_comm_overlap},
+                             {"account_for_embedding_in_pipeline_split", &l.account_for_embedding_in_pipeline_split},
+                             {"account_for_loss_in_pipeline_split", &l.account_for_loss_in_pipeline_split},
+                             {"distribute_saved_activations", &l.distribute_saved_activations}})
+    if (auto n = m.optional(key)) *target = n->boolean();
+  // eq. P31's N, P26b's first and last stage's blocks, P36's all-to-all group (their fit is validate's)
+  for (auto [key, target] : {std::pair{"recompute_num_layers", &l.recompute_num_layers},
+                             {"num_layers_in_first_pipeline_stage", &l.num_layers_in_first_pipeline_stage},
+                             {"num_layers_in_last_pipeline_stage", &l.num_layers_in_last_pipeline_stage},
+                             {"hierarchical_cp", &l.hierarchical_cp}})
+    if (auto n = m.optional(key)) *target = at_least_one(*n);
+  read_named(m, "recompute_method", l.recompute_method, [](std::string_view t) { return recompute_method_from_string(t); });
+  read_named(m, "schedule", l.schedule, [](std::string_view t) { return pipeline_schedule_from_string(t); });
+  read_named(m, "cp_comm", l.cp_comm, [](std::string_view t) { return cp_comm_from_string(t); });  // eq. P29
+  read_named(m, "rank_order", l.order, [](std::string_view t) { return parse_rank_order(t); });
   if (l.vp > 1 && l.schedule != PipelineSchedule::interleaved)
     node.fail(fmt::format("vp {} needs 'schedule: interleaved'", l.vp));
   m.finish();
