@@ -111,6 +111,12 @@ double fp32_loss_bytes_per_sample(const Network& net, const ComputeOptions& opt)
 /// loss's forward); compiled with the step (loss_fused), the half logits the fused loss keeps and their half
 /// gradient, 2 + 2 B. Zero in fp32 (not counted there: its logits are a small share of an fp32 network's).
 double loss_backward_bytes_per_sample(const Network& net, const ComputeOptions& opt) noexcept;
+/// Eq. M1: what eager PyTorch's decoder code (torchtitan's and Hugging Face's Llama as written; not compiled) makes
+/// autograd save beyond the layer's own count, per sample, in bytes: an RMSNorm (`_norm(x.float()).type_as(x) *
+/// weight`) its fp32 input and its normalized tensor, 4 B an element in every precision (M1a); a SwiGLU MLP silu's
+/// output, the fourth tensor of F (M1b); grouped-query attention through repeat_kv its key and value at the query's
+/// width (M1c). Zero compiled, and for every other layer.
+double eager_decoder_saved_bytes_per_sample(const Layer& layer, const ComputeOptions& opt) noexcept;
 /// Eq. R1's peak during a recompute: the largest checkpointed block's own tensors, rebuilt while the checkpoints
 /// are kept (fp32 figure); zero under the other modes. The loss's backward comes before any recompute, so a step
 /// holds the larger of the two beside what it keeps (activation_bytes_per_sample), not both.
