@@ -314,6 +314,26 @@ TEST(Memory, EagerDecoderCodeSavesItsUpcastsSiluAndRepeatedKeysByHand) {
   EXPECT_DOUBLE_EQ(in_bytes(activation_bytes_per_sample(net, composite)), layers + m1 - 10 * 1000 * 2.0 + 12.0 * 10 * 1000);
 }
 
+// Eq. M3 by hand: FSDP2 on 4 GPUs, the tiny decoder of the test above at batch 1. Its root unit (the embedding and the
+// head, 64,000 parameters each, and the final norm's 64) reduce-scatters last: the weights and AdamW's state (fp32
+// shards, 12 B a parameter / 4), the blocks' fp32 gradient shards (4 B / 4), and the root's bf16 parameters and
+// gradients and fp32 reduce-scatter input, unsharded (2 + 2 + 4 B a parameter).
+TEST(Memory, Fsdp2RootReduceScatterEndsTheBackward) {
+  const Network net = build_decoder(
+      DecoderShape{.layers = 1, .hidden = 64, .heads = 4, .kv_heads = 2, .ffn = 128, .vocab = 1000, .seq = 10}, "tiny");
+  const Strategy fsdp2 = load_strategy(resolve(DataKind::framework, "torchtitan", "--framework"));
+  ComputeOptions o;
+  o.precision = Precision::bf16;
+  o.optimizer = Optimizer::adamw;
+  const double p = static_cast<double>(net.total_params()), root = 2 * 64'000.0 + 64;
+  const MemoryEstimate m = estimate_training_memory(net, 1, o, fsdp2.sharding, 4, bytes(0));
+  EXPECT_DOUBLE_EQ(in_bytes(m.backward_end), 12.0 * p / 4 + 4.0 * (p - root) / 4 + 8.0 * root);
+  EXPECT_GE(in_bytes(m.allocated()), in_bytes(m.backward_end));
+  // not without transformer blocks, nor under a flat FSDP (its gradients are not made in backward)
+  const Strategy fsdp1 = load_strategy(resolve(DataKind::framework, "fsdp", "--framework"));
+  EXPECT_DOUBLE_EQ(in_bytes(estimate_training_memory(net, 1, o, fsdp1.sharding, 4, bytes(0)).backward_end), 0.0);
+}
+
 TEST(Memory, Fsdp2KeepsNoHalfCopyAndItsGradientsComeAfterTheActivations) {
   // toy(): 1e6 parameters in two layers (one gather unit of 1e6 at unit_params 1e8), 1e6 B kept a sample, 1e5 B in.
   ComputeOptions o;

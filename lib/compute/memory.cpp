@@ -391,6 +391,27 @@ Bytes gathered_bytes(const Network& net, const ComputeOptions& opt, const Shardi
 }
 }  // namespace
 
+namespace {
+/// Eq. M3: FSDP2's root unit reduce-scatters at the end of the backward (MemoryEstimate::backward_end): the weights
+/// and state, the blocks' gradient shards, and the root's gathered parameters (working width), its unsharded gradients
+/// (working width) and the reduce-scatter input they are copied into (the reduce width, fp32 under reduce_fp32), all
+/// unsharded. Zero for a network without transformer blocks (no root apart from them).
+Bytes root_reduce_peak(const Network& net, const ComputeOptions& opt, const Sharding& sh, const MemoryEstimate& m) {
+  const std::vector<int> block = transformer_blocks(net);
+  double root = 0.0, all = 0.0;
+  bool blocks = false;
+  for (std::size_t i = 0; i < net.layers.size(); ++i) {
+    all += static_cast<double>(net.layers[i].params);
+    if (block[i] < 0) root += static_cast<double>(net.layers[i].params);
+    else blocks = true;
+  }
+  if (!blocks || all <= 0.0) return Bytes{};
+  const double w = working_bytes_per_element(opt.precision);
+  return m.weights + m.optimizer_state + m.gradients * ((all - root) / all) +
+      bytes(root * (2.0 * w + reduce_bytes_per_element(sh, opt.precision)));
+}
+}  // namespace
+
 bool fsdp2_gradients_after_activations(const Sharding& sh, const ComputeOptions& opt) noexcept {
   return sh.per_parameter && sh.stage >= 2 && opt.accumulate == 1;
 }
@@ -430,6 +451,7 @@ MemoryEstimate estimate_training_memory(const Network& net, int batch, const Com
     if (sh.stage >= 2 && opt.accumulate == 1) m.gradients = m.gradients / n;
     m.gradients_after_activations = fsdp2_gradients_after_activations(sh, opt);
     m.gathered = gathered_bytes(net, opt, sh, shard);
+    if (m.gradients_after_activations && sh.stage >= 3) m.backward_end = root_reduce_peak(net, opt, sh, m);
   }
   // The caching allocator rounds blocks up and cannot reuse freed blocks of other sizes: slack grows with
   // what is allocated and freed every step (activations and gradients). docs/compute-model.md.
