@@ -650,6 +650,8 @@ std::vector<Row> catalogue() {
        E + "{dir}/f.yaml:7:12: 'optimizer': unknown value 'nesterov' (expected one of: sgd, momentum, adam, adamw, lamb)\n"},
       {"framework_unknown_pool_indices", {{"f.yaml", std::string(kFramework) + "pool_indices: int16\n"}}, kCmdFramework,
        E + "{dir}/f.yaml:7:15: 'pool_indices': unknown value 'int16' (expected one of: int64, int32, none)\n"},
+      {"framework_unknown_rmsnorm", {{"f.yaml", std::string(kFramework) + "rmsnorm: eager\n"}}, kCmdFramework,
+       E + "{dir}/f.yaml:7:10: 'rmsnorm': unknown value 'eager' (expected one of: composite, fused)\n"},
       {"framework_unknown_fused_chain", {{"f.yaml", std::string(kFramework) + "kernels: {fused: [conv_bn]}\n"}}, kCmdFramework,
        E + "{dir}/f.yaml:7:19: 'kernels.fused[0]': unknown value 'conv_bn' (expected one of: bn_relu, bn_add_relu)\n"},
       {"framework_unknown_attention_kernel", {{"f.yaml", std::string(kFramework) + "kernels: {attention: xformers}\n"}},

@@ -7,6 +7,7 @@
 #include "dlscale/io.hpp"
 #include "dlscale/memory.hpp"
 #include "dlscale/predict.hpp"
+#include "dlscale/zoo.hpp"
 #include "support/run.hpp"
 #include "support/three_layer.hpp"
 
@@ -276,6 +277,61 @@ TEST(Memory, PerOpSacKeepsEverySecondProductAndTheAttentionOutput) {
   ComputeOptions o;
   o.recompute = Recompute::op;
   EXPECT_DOUBLE_EQ(recompute_kept_bytes_per_sample(two_blocks(100), o, true), 2 * (400.0 + 400.0) + 400.0);
+}
+
+// Eq. M1-M2 by hand on a one-block decoder of 10 tokens, width 64, 4 heads of 16 (2 key/value heads), SwiGLU of 128,
+// 1,000 logits a token: what eager PyTorch's Llama code saves beyond the layers' own count, in bf16.
+TEST(Memory, EagerDecoderCodeSavesItsUpcastsSiluAndRepeatedKeysByHand) {
+  const Network net = build_decoder(
+      DecoderShape{.layers = 1, .hidden = 64, .heads = 4, .kv_heads = 2, .ffn = 128, .vocab = 1000, .seq = 10}, "tiny");
+  ComputeOptions o;
+  o.precision = Precision::bf16;
+  o.attention = AttentionKernel::flash;
+  ComputeOptions composite = o;
+  composite.rmsnorm_composite = true;
+  ComputeOptions compiled = composite;
+  compiled.compiled = true;
+  int norms = 0;
+  for (const Layer& l : net.layers) {
+    if (l.kind == LayerKind::layernorm) {
+      ++norms;  // M1a: the fp32 input (4 B where the addition's output counted 2) and the normalized tensor (2 B)
+      EXPECT_DOUBLE_EQ(eager_decoder_saved_bytes_per_sample(l, composite), 10 * 64 * (2.0 + 2.0)) << l.name;
+      EXPECT_DOUBLE_EQ(eager_decoder_saved_bytes_per_sample(l, o), 0.0) << l.name;  // a fused norm's count
+    } else if (l.kind == LayerKind::linear && l.gated) {                            // M1b: silu's output, 128 a token at 2 B
+      EXPECT_DOUBLE_EQ(eager_decoder_saved_bytes_per_sample(l, o), 10 * 128 * 2.0);
+    } else if (l.kind == LayerKind::attention) {  // M1c: k and v repeated from 2 heads to 4, 2 × 2 × 16 more at 2 B
+      EXPECT_DOUBLE_EQ(eager_decoder_saved_bytes_per_sample(l, o), 10 * 2 * 2 * 16 * 2.0);
+    } else {
+      EXPECT_DOUBLE_EQ(eager_decoder_saved_bytes_per_sample(l, composite), 0.0) << l.name;
+    }
+    EXPECT_DOUBLE_EQ(eager_decoder_saved_bytes_per_sample(l, compiled), 0.0) << l.name;  // compiled: none of it
+  }
+  EXPECT_EQ(norms, 3);  // two in the block and the final one
+  // The step: the layers' count halved, less the probabilities flash keeps none of (4 heads × 10² at 4 B, halved),
+  // plus M1, less the head's half logits (M2: 10 × 1,000 at 2 B), plus the eager loss's 12 B a logit.
+  const double layers = net.total_kept_bytes_per_sample() / 2 - 4 * 100 * 4.0 / 2;
+  const double m1 = 3 * 10 * 64 * 4.0 + 10 * 128 * 2.0 + 10 * 2 * 2 * 16 * 2.0;
+  EXPECT_DOUBLE_EQ(in_bytes(activation_bytes_per_sample(net, composite)), layers + m1 - 10 * 1000 * 2.0 + 12.0 * 10 * 1000);
+}
+
+// Eq. M3 by hand: FSDP2 on 4 GPUs, the tiny decoder of the test above at batch 1. Its root unit (the embedding and the
+// head, 64,000 parameters each, and the final norm's 64) reduce-scatters last: the weights and AdamW's state (fp32
+// shards, 12 B a parameter / 4), the blocks' fp32 gradient shards (4 B / 4), and the root's bf16 parameters and
+// gradients and fp32 reduce-scatter input, unsharded (2 + 2 + 4 B a parameter).
+TEST(Memory, Fsdp2RootReduceScatterEndsTheBackward) {
+  const Network net = build_decoder(
+      DecoderShape{.layers = 1, .hidden = 64, .heads = 4, .kv_heads = 2, .ffn = 128, .vocab = 1000, .seq = 10}, "tiny");
+  const Strategy fsdp2 = load_strategy(resolve(DataKind::framework, "torchtitan", "--framework"));
+  ComputeOptions o;
+  o.precision = Precision::bf16;
+  o.optimizer = Optimizer::adamw;
+  const double p = static_cast<double>(net.total_params()), root = 2 * 64'000.0 + 64;
+  const MemoryEstimate m = estimate_training_memory(net, 1, o, fsdp2.sharding, 4, bytes(0));
+  EXPECT_DOUBLE_EQ(in_bytes(m.backward_end), 12.0 * p / 4 + 4.0 * (p - root) / 4 + 8.0 * root);
+  EXPECT_GE(in_bytes(m.allocated()), in_bytes(m.backward_end));
+  // not without transformer blocks, nor under a flat FSDP (its gradients are not made in backward)
+  const Strategy fsdp1 = load_strategy(resolve(DataKind::framework, "fsdp", "--framework"));
+  EXPECT_DOUBLE_EQ(in_bytes(estimate_training_memory(net, 1, o, fsdp1.sharding, 4, bytes(0)).backward_end), 0.0);
 }
 
 TEST(Memory, Fsdp2KeepsNoHalfCopyAndItsGradientsComeAfterTheActivations) {

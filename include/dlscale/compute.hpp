@@ -207,6 +207,9 @@ struct ComputeOptions {
   /// Full recompute stops at the block's last kept tensor (Strategy::checkpoint_early_stop, eq. R1b): the block's trailing
   /// product and residual addition (LayerTimes::forward_unsaved) are not run again.
   bool recompute_early_stop = false;
+  /// Eq. M1a (Strategy::rmsnorm_composite): eager RMSNorm as composite operators saves its fp32 input and its
+  /// normalized tensor, 4 B an element beyond the layer's count; false: a fused kernel's input and row statistics.
+  bool rmsnorm_composite = false;
   Recompute recompute = Recompute::none;  // per transformer block (eq. R1-R3)
   double recompute_blocks = 1.0;          // full: the fraction of blocks checkpointed (fms-fsdp's selective_checkpointing)
   ConvAlgorithmPolicy conv_algorithms;    // which cuDNN algorithms the framework reaches

@@ -29,6 +29,11 @@ struct MemoryEstimate {
   // as the activations are freed, so the step's tensors at their peak are the larger of the two, not both
   // (allocated); the allocator still holds both (allocator_reserved).
   bool gradients_after_activations = false;
+  // Eq. M3, FSDP2 at stage 3 (one micro-batch): the end of the backward, when the root unit (the layers outside every
+  // transformer block: embedding, final norm, head), never resharded after its forward, reduce-scatters last: the
+  // weights and state, the blocks' gradient shards, and the root's gathered parameters, unsharded gradients and the
+  // reduce-scatter input they are copied into. Zero elsewhere.
+  Bytes backward_end{};
   /// The gradients and activations live at the step's peak (with the input batch).
   [[nodiscard]] Bytes live_gradients_and_activations() const noexcept {
     return gradients_after_activations ? max(gradients, activations + input) : gradients + activations + input;
@@ -36,13 +41,13 @@ struct MemoryEstimate {
   /// What the step's tensors hold at its peak: what PyTorch's torch.cuda.max_memory_allocated counts (neither the
   /// reserve nor the allocator's slack).
   [[nodiscard]] Bytes allocated() const noexcept {
-    return weights + optimizer_state + live_gradients_and_activations() + gathered;
+    return max(weights + optimizer_state + live_gradients_and_activations() + gathered, backward_end);
   }
   /// What the caching allocator holds (torch.cuda.max_memory_reserved): every tensor at once, the gradients too,
   /// since FSDP2 makes its gradient shards on its reduce-scatter stream, whose pool does not take the blocks the
   /// activations free on the compute stream; and the slack.
   [[nodiscard]] Bytes allocator_reserved() const noexcept {
-    return weights + gradients + optimizer_state + activations + input + gathered + allocator_slack;
+    return max(weights + gradients + optimizer_state + activations + input + gathered + allocator_slack, backward_end);
   }
   [[nodiscard]] Bytes total() const noexcept { return allocator_reserved() + reserved; }
 };
@@ -111,6 +116,12 @@ double fp32_loss_bytes_per_sample(const Network& net, const ComputeOptions& opt)
 /// loss's forward); compiled with the step (loss_fused), the half logits the fused loss keeps and their half
 /// gradient, 2 + 2 B. Zero in fp32 (not counted there: its logits are a small share of an fp32 network's).
 double loss_backward_bytes_per_sample(const Network& net, const ComputeOptions& opt) noexcept;
+/// Eq. M1: what eager PyTorch's decoder code (torchtitan's and Hugging Face's Llama as written; not compiled) makes
+/// autograd save beyond the layer's own count, per sample, in bytes: an RMSNorm (`_norm(x.float()).type_as(x) *
+/// weight`) its fp32 input and its normalized tensor, 4 B an element in every precision (M1a); a SwiGLU MLP silu's
+/// output, the fourth tensor of F (M1b); grouped-query attention through repeat_kv its key and value at the query's
+/// width (M1c). Zero compiled, and for every other layer.
+double eager_decoder_saved_bytes_per_sample(const Layer& layer, const ComputeOptions& opt) noexcept;
 /// Eq. R1's peak during a recompute: the largest checkpointed block's own tensors, rebuilt while the checkpoints
 /// are kept (fp32 figure); zero under the other modes. The loss's backward comes before any recompute, so a step
 /// holds the larger of the two beside what it keeps (activation_bytes_per_sample), not both.

@@ -114,6 +114,11 @@ struct Strategy {
   /// default), so the block's trailing product and residual addition are not run again (eq. R1b). False: the whole
   /// forward of each checkpointed block runs again (a reentrant checkpoint, Megatron-LM's CheckpointFunction).
   bool checkpoint_early_stop = false;
+  /// `rmsnorm: composite`: the model's RMSNorm runs as the composite operators Llama's code writes
+  /// (`_norm(x.float()).type_as(x) * weight`), which save its fp32 input and its normalized tensor (eq. M1a,
+  /// ComputeOptions::rmsnorm_composite). `fused` (the default): a fused kernel that saves its input and the row
+  /// statistics, as the layer's own count has it.
+  bool rmsnorm_composite = false;
   /// `optimizer: sgd`: the optimiser the framework's benchmark runs take when a run names none (TensorFlow 1.x's
   /// tf_cnn_benchmarks: plain SGD); unset: the network's default (momentum for images, AdamW for tokens).
   std::optional<Optimizer> optimizer;

@@ -192,10 +192,36 @@ double autocast_softmax_bytes_per_sample(const Network& net, const ComputeOption
   return probs * (4.0 - activation_bytes_per_element(opt.precision));
 }
 
+double eager_decoder_saved_bytes_per_sample(const Layer& l, const ComputeOptions& opt) noexcept {
+  if (opt.compiled || l.input_shape.empty()) return 0.0;
+  const double width = static_cast<double>(l.input_shape.back());
+  double tokens = 1.0;
+  for (auto d : l.input_shape) tokens *= static_cast<double>(d);
+  tokens /= width;
+  const double act = activation_bytes_per_element(opt.precision);
+  // M1a: `_norm(x.float()).type_as(x) * weight`: pow and mul save the fp32 x (in mixed precision a copy; the
+  // residual addition that made x saves nothing, so its output, counted as the norm's input, is that copy at 4 B);
+  // the weight's mul saves the normalized tensor (act B) beside the output the next product saves
+  if (opt.rmsnorm_composite && l.kind == LayerKind::layernorm && l.rms) return tokens * width * ((4.0 - act) + act);
+  // M1b: SwiGLU `w2(silu(w1 x) * w3 x)`: silu saves w1's output, the product silu's output and w3's, w2 the
+  // product: four tensors of F where the layer counts three
+  if (l.kind == LayerKind::linear && l.gated && l.hidden > 0 && l.experts == 0)
+    return tokens * static_cast<double>(l.hidden) * act;
+  // M1c: grouped-query attention through repeat_kv: SDPA saves the key and value it is given, expanded to the
+  // query's heads (expand + reshape copies them), where the layer counts them at kv_heads
+  if (l.kind == LayerKind::attention && !is_mla(l) && l.kv_heads > 0 && l.kv_heads < l.heads) {
+    const double hd = l.head_dim > 0 ? l.head_dim : width / std::max(l.heads, 1);
+    return tokens * 2.0 * static_cast<double>(l.heads - l.kv_heads) * hd * act;
+  }
+  return 0.0;
+}
+
 namespace {
-/// What layer i keeps for backward under the options' recompute mode, with its operators (fp32 figure).
+/// What layer i keeps for backward under the options' recompute mode, with its operators (fp32 figure; eq. M1's
+/// eager saves, real bytes, are brought to that figure).
 double layer_kept_bytes(const Layer& l, const ComputeOptions& opt, bool flash_attention) noexcept {
-  double s = l.activation_bytes_per_sample;
+  double s = l.activation_bytes_per_sample +
+      eager_decoder_saved_bytes_per_sample(l, opt) * 4.0 / activation_bytes_per_element(opt.precision);
   if (flash_attention || opt.recompute == Recompute::selective) s -= flash_attention_saving_per_sample(l);
   for (const auto& o : l.ops)
     if (opt.lrn || o.kind != LayerKind::lrn) s += o.activation_bytes_per_sample;
@@ -322,13 +348,24 @@ Bytes activation_bytes_per_sample(const Network& net, const ComputeOptions& opt)
                                   : net.total_kept_bytes_per_sample();
   if (flash && !opt.checkpointing && !per_block)
     for (const auto& l : net.layers) kept -= flash_attention_saving_per_sample(l);
+  double eager = 0.0;  // eq. M1, real bytes
+  if (!opt.checkpointing && !per_block)
+    for (const auto& l : net.layers) eager += eager_decoder_saved_bytes_per_sample(l, opt);
   if (!opt.lrn && !opt.checkpointing && !per_block)  // a framework without LRN does not run the network's
     for (const auto& l : net.layers)
       for (const auto& o : l.ops)
         if (o.kind == LayerKind::lrn) kept -= o.activation_bytes_per_sample;
   const double half = activation_bytes_per_element(opt.precision) / 4.0;
-  double a = kept * half;
+  double a = kept * half + eager;
   if (!opt.checkpointing) a += autocast_softmax_bytes_per_sample(net, opt);
+  // eq. M2: in mixed precision the loss's term holds its logits (compiled: the half logits the fused loss keeps;
+  // eager: the fp32 copy and log-softmax that replace them), so a language model's head (a last linear layer with
+  // a logit per token, which counts its output as kept) does not count them again. An image classifier's thousand
+  // logits a sample are left as they were counted (a few kB; reproduce's figures stay).
+  const Layer* head = net.layers.empty() ? nullptr : &net.layers.back();
+  if (head != nullptr && is_mixed(opt.precision) && head->kind == LayerKind::linear && head->ops.empty() &&
+      head->output_shape.size() >= 2)
+    a -= std::min(head->activation_bytes_per_sample, 4.0 * logits_per_sample(net)) * half;
   // the peak: the loss's backward, with everything kept, or later a block's recompute (eq. R1), not both
   const double rebuilt = per_block ? recomputed_block_bytes_per_sample(net, opt, flash) * half : 0.0;
   return bytes(a + std::max(loss_backward_bytes_per_sample(net, opt), rebuilt));
@@ -351,6 +388,27 @@ Bytes gathered_bytes(const Network& net, const ComputeOptions& opt, const Shardi
   const bool params_sharded = sh.reshard_after_forward;
   return bytes(L * gradient_bytes_per_element(opt.precision)) +
       (params_sharded ? bytes(L * working_bytes_per_element(opt.precision) * std::max(sh.in_flight, 1)) : Bytes{});
+}
+}  // namespace
+
+namespace {
+/// Eq. M3: FSDP2's root unit reduce-scatters at the end of the backward (MemoryEstimate::backward_end): the weights
+/// and state, the blocks' gradient shards, and the root's gathered parameters (working width), its unsharded gradients
+/// (working width) and the reduce-scatter input they are copied into (the reduce width, fp32 under reduce_fp32), all
+/// unsharded. Zero for a network without transformer blocks (no root apart from them).
+Bytes root_reduce_peak(const Network& net, const ComputeOptions& opt, const Sharding& sh, const MemoryEstimate& m) {
+  const std::vector<int> block = transformer_blocks(net);
+  double root = 0.0, all = 0.0;
+  bool blocks = false;
+  for (std::size_t i = 0; i < net.layers.size(); ++i) {
+    all += static_cast<double>(net.layers[i].params);
+    if (block[i] < 0) root += static_cast<double>(net.layers[i].params);
+    else blocks = true;
+  }
+  if (!blocks || all <= 0.0) return Bytes{};
+  const double w = working_bytes_per_element(opt.precision);
+  return m.weights + m.optimizer_state + m.gradients * ((all - root) / all) +
+      bytes(root * (2.0 * w + reduce_bytes_per_element(sh, opt.precision)));
 }
 }  // namespace
 
@@ -393,6 +451,7 @@ MemoryEstimate estimate_training_memory(const Network& net, int batch, const Com
     if (sh.stage >= 2 && opt.accumulate == 1) m.gradients = m.gradients / n;
     m.gradients_after_activations = fsdp2_gradients_after_activations(sh, opt);
     m.gathered = gathered_bytes(net, opt, sh, shard);
+    if (m.gradients_after_activations && sh.stage >= 3) m.backward_end = root_reduce_peak(net, opt, sh, m);
   }
   // The caching allocator rounds blocks up and cannot reuse freed blocks of other sizes: slack grows with
   // what is allocated and freed every step (activations and gradients). docs/compute-model.md.

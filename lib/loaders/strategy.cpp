@@ -248,6 +248,7 @@ Strategy read_strategy(const Node& root, const fs::path& data) {
   if (auto n = m.optional("compile")) s.compiled = n->boolean();
   if (auto n = m.optional("compile_loss")) s.compile_loss = n->boolean();
   if (auto n = m.optional("checkpoint_early_stop")) s.checkpoint_early_stop = n->boolean();
+  if (auto n = m.optional("rmsnorm")) s.rmsnorm_composite = n->choice({"composite", "fused"}) == "composite";
   if (auto n = m.optional("lrn")) s.lrn = n->boolean();
   if (auto n = m.optional("pool_indices")) {
     const std::string v = n->choice({"int64", "int32", "none"});

@@ -328,6 +328,7 @@ ComputeOptions step_compute(ComputeOptions c, const Strategy& framework, const G
   c.compiled = c.compiled || framework.compiled;
   c.compiled_loss = framework.compile_loss;
   c.recompute_early_stop = framework.checkpoint_early_stop;
+  c.rmsnorm_composite = framework.rmsnorm_composite;
   c.execution = framework.execution;  // eqs. K18-K20
   c.sharded = framework.sharding.sharded();
   if (!c.optimizer_impl) c.optimizer_impl = framework.optimizer_impl.value_or(OptimizerImpl::fused);
