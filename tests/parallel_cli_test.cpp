@@ -21,6 +21,24 @@ using test::run_cli;
 const std::string kCommon = "predict --cluster dgx-h100-ndr --nodes 8 --model llama2-70b --precision bf16 ";
 const std::string kBase = kCommon + "--framework megatron-core ";
 
+/// A framework file as megatron-core.yaml but for its `parallel:` section, `parallel` (the map's inside).
+std::filesystem::path megatron_file(const std::string& name, const std::string& parallel) {
+  return test::temp_file(name + ".yaml",
+                         "name: " + name +
+                             "\n"
+                             "io: {prefetch: true, memory: pinned}\n"
+                             "aggregation: allreduce\n"
+                             "overlap: bucketed\n"
+                             "update: after_aggregation\n"
+                             "attention: flash\n"
+                             "compile: true\n"
+                             "buckets: {size: \"80 MB\", first: \"80 MB\"}\n"
+                             "sharding: {stage: 1, group: all}\n"
+                             "kernels: {host_issue: \"16.4 us\", launch_gap: \"2.1 us\", attention: cudnn}\n"
+                             "parallel: {" +
+                             parallel + "}\n");
+}
+
 struct Bad {
   std::string args, option;
 };
@@ -131,19 +149,9 @@ TEST(ParallelCli, PartialFullRecomputeFromTheOptionsAndTheFile) {
       "--recompute-method block --recompute-num-layers 5");
   ASSERT_EQ(explain.status, 0) << explain.err;
   EXPECT_NE(explain.out.find("; recompute full (block 5);"), std::string::npos) << explain.out;
-  const auto fw = test::temp_file("megatron-block5.yaml",
-                                  "name: megatron-block5\n"
-                                  "io: {prefetch: true, memory: pinned}\n"
-                                  "aggregation: allreduce\n"
-                                  "overlap: bucketed\n"
-                                  "update: after_aggregation\n"
-                                  "attention: flash\n"
-                                  "compile: true\n"
-                                  "buckets: {size: \"80 MB\", first: \"80 MB\"}\n"
-                                  "sharding: {stage: 1, group: all}\n"
-                                  "kernels: {host_issue: \"16.4 us\", launch_gap: \"2.1 us\", attention: cudnn}\n"
-                                  "parallel: {tp: 8, sp: true, tp_async_backward: true, pp: 8, micro_batches: 32, "
-                                  "recompute_method: block, recompute_num_layers: 5}\n");
+  const auto fw = megatron_file(
+      "megatron-block5",
+      "tp: 8, sp: true, tp_async_backward: true, pp: 8, micro_batches: 32, recompute_method: block, recompute_num_layers: 5");
   const auto file = run_cli(kCommon + "--format json --no-train --checkpointing full --gpus 64 --framework " + fw.string());
   ASSERT_EQ(file.status, 0) << file.err;
   const auto opts = run_cli(kBase +
@@ -172,19 +180,9 @@ TEST(ParallelCli, DistributedSavedActivationsFromTheOptionAndTheFile) {
                             "--distribute-saved-activations");
   ASSERT_EQ(text.status, 0) << text.err;
   EXPECT_NE(text.out.find(", saved activations distributed"), std::string::npos) << text.out;
-  const auto fw = test::temp_file("megatron-distributed.yaml",
-                                  "name: megatron-distributed\n"
-                                  "io: {prefetch: true, memory: pinned}\n"
-                                  "aggregation: allreduce\n"
-                                  "overlap: bucketed\n"
-                                  "update: after_aggregation\n"
-                                  "attention: flash\n"
-                                  "compile: true\n"
-                                  "buckets: {size: \"80 MB\", first: \"80 MB\"}\n"
-                                  "sharding: {stage: 1, group: all}\n"
-                                  "kernels: {host_issue: \"16.4 us\", launch_gap: \"2.1 us\", attention: cudnn}\n"
-                                  "parallel: {tp: 8, sp: false, tp_async_backward: true, pp: 8, micro_batches: 32, "
-                                  "distribute_saved_activations: true}\n");
+  const auto fw =
+      megatron_file("megatron-distributed",
+                    "tp: 8, sp: false, tp_async_backward: true, pp: 8, micro_batches: 32, distribute_saved_activations: true");
   const auto file = run_cli(kCommon + "--format json --no-train --checkpointing full --gpus 64 --framework " + fw.string());
   ASSERT_EQ(file.status, 0) << file.err;
   EXPECT_DOUBLE_EQ(number(file.out, "iteration_time_s"), number(split.out, "iteration_time_s"));
@@ -205,19 +203,9 @@ TEST(ParallelCli, HierarchicalCpFromTheOptionsAndTheFile) {
                             "--hierarchical-cp 2");
   ASSERT_EQ(text.status, 0) << text.err;
   EXPECT_NE(text.out.find("cp 4 (a2a+p2p 2×2)"), std::string::npos) << text.out;
-  const auto fw = test::temp_file("megatron-hcp.yaml",
-                                  "name: megatron-hcp\n"
-                                  "io: {prefetch: true, memory: pinned}\n"
-                                  "aggregation: allreduce\n"
-                                  "overlap: bucketed\n"
-                                  "update: after_aggregation\n"
-                                  "attention: flash\n"
-                                  "compile: true\n"
-                                  "buckets: {size: \"80 MB\", first: \"80 MB\"}\n"
-                                  "sharding: {stage: 1, group: all}\n"
-                                  "kernels: {host_issue: \"16.4 us\", launch_gap: \"2.1 us\", attention: cudnn}\n"
-                                  "parallel: {tp: 2, sp: false, tp_async_backward: true, cp: 4, pp: 8, micro_batches: 8, "
-                                  "cp_comm: a2a+p2p, hierarchical_cp: 2}\n");
+  const auto fw = megatron_file(
+      "megatron-hcp",
+      "tp: 2, sp: false, tp_async_backward: true, cp: 4, pp: 8, micro_batches: 8, cp_comm: a2a+p2p, hierarchical_cp: 2");
   const auto file = run_cli(kCommon + "--format json --no-train --gpus 64 --framework " + fw.string());
   ASSERT_EQ(file.status, 0) << file.err;
   EXPECT_DOUBLE_EQ(step(file.out), step(opts.out));
@@ -239,19 +227,7 @@ TEST(ParallelCli, DeepSeekV3PredictsUnderTpPpEp) {
 }
 
 TEST(ParallelCli, FrameworkFileGivesTheLayout) {
-  const auto fw =
-      test::temp_file("megatron-tp8.yaml",
-                      "name: megatron-tp8\n"
-                      "io: {prefetch: true, memory: pinned}\n"
-                      "aggregation: allreduce\n"
-                      "overlap: bucketed\n"
-                      "update: after_aggregation\n"
-                      "attention: flash\n"
-                      "compile: true\n"
-                      "buckets: {size: \"80 MB\", first: \"80 MB\"}\n"
-                      "sharding: {stage: 1, group: all}\n"
-                      "kernels: {host_issue: \"16.4 us\", launch_gap: \"2.1 us\", attention: cudnn}\n"  // as megatron-core.yaml
-                      "parallel: {tp: 8, sp: true, tp_async_backward: true, pp: 2, micro_batches: 32}\n");
+  const auto fw = megatron_file("megatron-tp8", "tp: 8, sp: true, tp_async_backward: true, pp: 2, micro_batches: 32");
   const auto a = run_cli(kCommon + "--format json --no-train --framework " + fw.string());
   ASSERT_EQ(a.status, 0) << a.err;
   const auto b = run_cli(kBase + "--format json --no-train --tp 8 --sp --pp 2 --micro-batches 32");
