@@ -816,15 +816,30 @@ TEST(ParallelMemory, LastStageHoldsItsCopyOfATiedEmbeddingByHand) {
   EXPECT_EQ(tied_output_copy_params(arch("llama2-7b"), l), 0);
 }
 
+/// Llama-2-7B's shape (32 blocks), the network of the explicit-stage checks below.
+Network llama2_7b_shape() {
+  return build_decoder(
+      DecoderShape{.layers = 32, .hidden = 4096, .heads = 32, .kv_heads = 32, .ffn = 11008, .vocab = 32000, .seq = 4096},
+      "llama2-7b-shape");
+}
+
+/// The key `validate` refuses layout `l` at on 8 GPUs with model `m`; empty where it accepts it.
+std::string refused_key(const ParallelLayout& l, const TransformerShape& m) {
+  try {
+    validate(l, 8, m);
+  } catch (const InputError& e) {
+    return e.key();
+  }
+  return "";
+}
+
 // Eq. P26b: a Llama-2-7B shape (32 blocks, h 4096, s 4096) on PP 4 with 6 blocks given to the first stage and 6 to the
 // last: the other two stages hold (32 − 6 − 6)/2 = 10 each. Layers of a block: norm, attention, norm, MLP (4), so
 // stage 0 runs the embedding and 24 layers, stages 1-2 40 layers, stage 3 24 layers, the final norm and the output (26).
 // Every layer 1 ms forward, 2 ms backward, 0.5 ms update (fp32, 4 GPUs of the hand cluster's node, m 8, 1F1B): the
 // slowest is stage 1, 40 ms + 80 ms; the even split (8 blocks a stage) has stage 3 slowest at 34 layers.
 TEST(ParallelStep, ExplicitFirstAndLastStageBlocksByHand) {
-  const Network net = build_decoder(
-      DecoderShape{.layers = 32, .hidden = 4096, .heads = 32, .kv_heads = 32, .ffn = 11008, .vocab = 32000, .seq = 4096},
-      "llama2-7b-shape");
+  const Network net = llama2_7b_shape();
   ASSERT_EQ(net.layers.size(), 131u);
   ParallelLayout l;
   l.pp = 4;
@@ -901,18 +916,9 @@ TEST(ParallelStep, ExplicitFirstAndLastStageBlocksByHand) {
 }
 
 TEST(ParallelValidate, ExplicitStageBlocksAsMegatronChecksThem) {
-  const Network net = build_decoder(
-      DecoderShape{.layers = 32, .hidden = 4096, .heads = 32, .kv_heads = 32, .ffn = 11008, .vocab = 32000, .seq = 4096},
-      "llama2-7b-shape");
+  const Network net = llama2_7b_shape();
   const TransformerShape m = transformer_shape(net);
-  const auto key_of = [&](const ParallelLayout& l) -> std::string {
-    try {
-      validate(l, 8, m);
-    } catch (const InputError& e) {
-      return e.key();
-    }
-    return "";
-  };
+  const auto key_of = [&](const ParallelLayout& l) { return refused_key(l, m); };
   ParallelLayout l;
   l.pp = 4;
   l.micro_batches = 8;
@@ -961,18 +967,9 @@ TEST(ParallelValidate, ExplicitStageBlocksAsMegatronChecksThem) {
 // reruns the first 7 of each chunk: blocks 0-5 (all 6 of stage 0), 6-12, 16-22 and 26-31 (all 6 of the last), 26.
 // Under VP 2 each stage's blocks split in two chunks (3/5/5/3 twice): N at most 5.
 TEST(ParallelValidate, PartialRecomputeCountsTheExplicitStagesBlocks) {
-  const Network net = build_decoder(
-      DecoderShape{.layers = 32, .hidden = 4096, .heads = 32, .kv_heads = 32, .ffn = 11008, .vocab = 32000, .seq = 4096},
-      "llama2-7b-shape");
+  const Network net = llama2_7b_shape();
   const TransformerShape m = transformer_shape(net);
-  const auto key_of = [&](const ParallelLayout& l) -> std::string {
-    try {
-      validate(l, 8, m);
-    } catch (const InputError& e) {
-      return e.key();
-    }
-    return "";
-  };
+  const auto key_of = [&](const ParallelLayout& l) { return refused_key(l, m); };
   ParallelLayout l;
   l.pp = 4;
   l.micro_batches = 8;
