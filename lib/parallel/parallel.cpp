@@ -365,7 +365,10 @@ void validate(const ParallelLayout& l, int gpus, const TransformerShape& m) {
   // eq. P31: Megatron-Core's recompute_num_layers counts blocks of one model chunk
   if (l.recompute_num_layers < 1)
     throw field_error("recompute_num_layers", fmt::format("must be at least 1, got {}", l.recompute_num_layers));
-  if (const std::int64_t most = most_blocks_in_a_chunk(m.layers, l); l.recompute_num_layers > most)
+  // every chunk holds a block (pp·vp at most the blocks), so N = 1, the default, needs no count: plan validates
+  // thousands of layouts
+  if (const std::int64_t most = l.recompute_num_layers > 1 ? most_blocks_in_a_chunk(m.layers, l) : 1;
+      l.recompute_num_layers > most)
     throw field_error(
         "recompute_num_layers",
         fmt::format("{} is more blocks than a model chunk holds: {} blocks over pp {} × vp {} chunks, at most {} a chunk",
