@@ -168,6 +168,12 @@ std::optional<LlmRun> run_of(const YAML::Node& row, std::string& why) {
                                                       : "fsdp";
   sc.strategy = load_strategy(resolve(DataKind::framework, fw, "--framework"));
   sc.strategy.jitter_cv = 0.0;  // a published mean over steps
+  // torchao's H100 rows name "torchtitan 0.0.2", a version string torchtitan's source kept until 0.1.0, so the commit is
+  // not known: before 9dec370's "TODO: compiling loss function causes CUDA errors" was lifted (the loss eager under
+  // --compile, as torchtitan-2024.yaml) or after (compiled, as torchtitan.yaml). Their published peak decides it: 51.2
+  // GB, the eager loss 50.4 (-1.7 %), the compiled one 41.6 (-18.9 %); so these rows take the eager loss. That makes
+  // their memory check no independent test; their tokens/s are one (+6.1/+3.9/+17.6 % -> +5.0/+2.5/+16.1 %).
+  if (contains(framework, "torchtitan 0.0.2")) sc.strategy.compile_loss = false;
   sc.batch_per_gpu = row["micro_batch_per_gpu"].as<int>();
   if (row["grad_accum"] && row["grad_accum"].IsScalar()) sc.compute.accumulate = row["grad_accum"].as<int>();
   const std::string precision = lower(row["precision"].as<std::string>());
@@ -313,14 +319,14 @@ TEST(LlmSharded, PeakMemoryBesideWhatTheRunsPublish) {
               100 * *std::max_element(errors.begin(), errors.end()),
               std::count_if(errors.begin(), errors.end(), [](double e) { return e <= 0.15; }));
   // 17 rows publish a peak (torchtitan's H100 and H200 benchmarks, torchao's H100 and B200 tables), torchtitan's
-  // max_reserved in GiB, set beside the allocator's reserved figure. Where it stands: mean 9.6 %, 13 within 15 %,
-  // worst 18.9 % (11.1 %, 12 and 22.2 % before eq. M2 stopped counting the head's half logits beside the loss's; 16.6 %,
-  // 12 and 42.2 % before the loss's backward, FSDP2's fp32 shards, its gradients' own pool and per-op SAC's saved
-  // products were counted); the misses, torchao's three H100 rows (-19 %) and one B200 row (+16 %), are discussed in
-  // docs/compute-model.md ("Memory").
+  // max_reserved in GiB, set beside the allocator's reserved figure. Where it stands: mean 6.5 %, 16 within 15 %,
+  // worst 16.1 % (9.6 %, 13 and 18.9 % before torchao's H100 rows took the eager loss their peak shows, run_of; 11.1 %,
+  // 12 and 22.2 % before eq. M2 stopped counting the head's half logits beside the loss's; 16.6 %, 12 and 42.2 % before
+  // the loss's backward, FSDP2's fp32 shards, its gradients' own pool and per-op SAC's saved products were counted);
+  // the miss, one of torchao's B200 rows (+16 %), is discussed in docs/compute-model.md ("Memory").
   EXPECT_EQ(errors.size(), 17u);
-  EXPECT_LT(mean, 0.10);
-  EXPECT_GE(std::count_if(errors.begin(), errors.end(), [](double e) { return e <= 0.15; }), 13);
+  EXPECT_LT(mean, 0.08);
+  EXPECT_GE(std::count_if(errors.begin(), errors.end(), [](double e) { return e <= 0.15; }), 16);
 }
 
 // The framework the DeepSpeedExamples GPT-2 rows run under (models/frameworks/hf-deepspeed-zero1.yaml): transformers
@@ -388,10 +394,11 @@ TEST(LlmSharded, TokensPerGpuInSampleAndLeavingOneSourceOut) {
     std::printf("%s rows (%zu): mean |error| in-sample %.1f %%, leaving one source out %.1f %%\n", grp.c_str(), v.size(),
                 100 * mean(v), 100 * mean(err_out[grp]));
   // The FSDP rows of the fitted architectures (A100, H100, H200: fms-fsdp, torchtitan, torchao): in-sample
-  // within 8 % and leaving one source out within 12 % on average (issue 33). Where it stands: 5.1 % and 7.1 % (5.5 % in-sample
-  // before R1b) (5.7 % and 7.2 % before eq. S7b shared the node's NICs among fms-fsdp's HSDP replica all-reduces); held a little
-  // above that so that a change which loses ground shows. The B200 and the DeepSpeed rows are printed, not held to it
-  // (docs/compute-model.md, "Language-model training": what the model lacks there, and what was tried on fms-fsdp's 13B rows).
+  // within 8 % and leaving one source out within 12 % on average (issue 33). Where it stands: 5.0 % and 7.0 % (5.1 % and 7.1 %
+  // before torchao's H100 rows took the eager loss, run_of; 5.5 % in-sample before R1b) (5.7 % and 7.2 % before eq. S7b shared
+  // the node's NICs among fms-fsdp's HSDP replica all-reduces); held a little above that so that a change which loses ground
+  // shows. The B200 and the DeepSpeed rows are printed, not held to it (docs/compute-model.md, "Language-model training": what
+  // the model lacks there, and what was tried on fms-fsdp's 13B rows).
   EXPECT_LT(mean(err_in["fsdp"]), 0.08);
   EXPECT_LT(mean(err_out["fsdp"]), 0.12);
   EXPECT_LT(mean(err_in["fsdp"]), 0.053);
