@@ -643,6 +643,14 @@ std::vector<Row> catalogue() {
        E + "{dir}/f.yaml:2:46: 'io.buffer': '256' has no unit (size needs one, e.g. \"25 MiB\")\n"},
       {"framework_unknown_reduce_dtype", {{"f.yaml", std::string(kFramework) + "sharding: {stage: 3, reduce_dtype: fp64}\n"}},
        kCmdFramework, E + "{dir}/f.yaml:7:36: 'sharding.reduce_dtype': unknown value 'fp64' (expected one of: fp32, half)\n"},
+      // Composer's fsdp_config names are not keys here: limit_all_gathers is `in_flight` (models/frameworks/llm-foundry.yaml),
+      // and llm-foundry's DecoupledLionW has no optimiser of the model to stand for it
+      {"framework_composer_limit_all_gathers", {{"f.yaml", std::string(kFramework) + "sharding: {stage: 3, limit_all_gathers: true}\n"}},
+       kCmdFramework,
+       E + "{dir}/f.yaml:7:22: 'sharding.limit_all_gathers': unknown key (known keys here: cpu_adam, group, in_flight, offload_optimizer, "
+           "params, reduce_dtype, reshard_after_forward, stage, unit_params)\n"},
+      {"framework_lion_optimizer", {{"f.yaml", std::string(kFramework) + "optimizer: lion\n"}}, kCmdFramework,
+       E + "{dir}/f.yaml:7:12: 'optimizer': unknown value 'lion' (expected one of: sgd, momentum, adam, adamw, lamb)\n"},
       {"framework_shard_group_does_not_divide", {{"f.yaml", std::string(kFramework) + "sharding: {stage: 3, group: 3}\n"}},
        "predict --framework {dir}/f.yaml --gpus 4 -o {out}",
        E + "'--gpus': the framework shards over groups of 3 GPUs; 4 GPUs do not divide into them\n"},

@@ -81,6 +81,36 @@ TEST(Cli, Fp8MfuIsAgainstTheBf16Peak) {
   EXPECT_THAT(text.out, HasSubstr("(GPUs × the GPU's dense bf16 peak); fp8 runs are reported against bf16's\n"));
 }
 
+// llm-foundry's framework files run an MPT model of its recipes: the table prints tokens/s and MFU, and the JSON's
+// agree with the model's size by hand. mpt-125m (L = 12, D = 768, S = 2048, V = 50368), multiply-adds a sequence as
+// the zoo counts them: per block two norms 2·S·D, q/k/v and output 4·S·D², scores and context 2·S²·D, the MLP 8·S·D²;
+// the final norm S·D and the tied head S·V·D. MFU = 3 × 2 × MACs × samples/s / (8 × the H100's dense bf16 989 TFLOPS);
+// tokens/s = 2048 × samples/s.
+TEST(Cli, LlmFoundryPredictsAnMptRecipeModel) {
+  const std::string cmd =
+      "predict --model mpt-125m --framework llm-foundry --cluster dgx-h100 --gpus 8 --batch 8 --precision bf16";
+  const auto text = run_cli(cmd);
+  ASSERT_EQ(text.status, 0) << text.err;
+  EXPECT_THAT(text.out, HasSubstr("# dlscale predict: mpt-125m on dgx-h100, llm-foundry (bf16), batch 8 per GPU\n"));
+  EXPECT_THAT(text.out, HasSubstr("tokens/s"));
+  EXPECT_THAT(text.out, HasSubstr("MFU"));
+  const auto json = run_cli(cmd + " --format json");
+  ASSERT_EQ(json.status, 0) << json.err;
+  const auto p = nlohmann::json::parse(json.out).at("predictions").at(0);
+  const double S = 2048, D = 768, L = 12, V = 50368;
+  const double macs = L * (2 * S * D + 4 * S * D * D + 2 * S * S * D + 8 * S * D * D) + S * D + S * V * D;
+  const double samples = p.at("throughput_samples_per_s").get<double>();
+  ASSERT_GT(samples, 0.0);
+  EXPECT_NEAR(p.at("throughput_tokens_per_s").get<double>(), S * samples, 1e-6 * S * samples);
+  EXPECT_NEAR(p.at("mfu").get<double>(), 6.0 * macs * samples / (8 * 989e12), 1e-9);
+  // the pure-bf16 file runs the same model; its reduce-scatters move half the bytes, so its step is no slower
+  const auto pure = run_cli(
+      "predict --model mpt-125m --framework llm-foundry-pure --cluster dgx-h100 --gpus 8 --batch 8 "
+      "--precision bf16 --format json");
+  ASSERT_EQ(pure.status, 0) << pure.err;
+  EXPECT_GE(nlohmann::json::parse(pure.out).at("predictions").at(0).at("throughput_samples_per_s").get<double>(), samples);
+}
+
 // Row-wise fp8 (eq. K15) is named where the precision is: predict's header and JSON inputs, explain's header and
 // model show's JSON say "fp8-rowwise" (they said "fp8", as for tensor-wise, before), and MFU stays against bf16.
 TEST(Cli, RowWiseFp8IsNamedInEveryOutput) {

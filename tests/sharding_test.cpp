@@ -172,6 +172,68 @@ TEST(ShardingMemory, Llama7bUnderEachStrategyByHand) {
   EXPECT_DOUBLE_EQ(in_bytes(fsdp.input + fsdp.reserved), in_bytes(ddp.input + ddp.reserved));
 }
 
+// ---- llm-foundry (Composer's FSDP1) under mixed_precision DEFAULT and PURE: the reduce dtype --------------------------
+// MPT-1B of llm-foundry's recipe (models/mpt-1b.yaml): P = 50368 · 2048 + 24 · (12 · 2048² + 2 · 2048) + 2048
+// = 1,311,213,568 parameters, bf16, one node of 8 GPUs, full shard (n = 8, (n − 1)/n = 7/8).
+TEST(ShardingReduceDtype, LlmFoundryDefaultReduceScattersTwicePuresBytes) {
+  const Strategy def = framework("llm-foundry"), pure = framework("llm-foundry-pure");
+  EXPECT_TRUE(def.sharding.reduce_fp32);
+  EXPECT_FALSE(pure.sharding.reduce_fp32);
+  const Network net = zoo("mpt-1b");
+  const std::int64_t P = net.total_params();
+  ASSERT_EQ(P, 1'311'213'568);
+  const GpuPlacement at{8, 1, 8};
+  const StepTraffic d = step_traffic(P, def.sharding, Precision::bf16, at),
+                    p = step_traffic(P, pure.sharding, Precision::bf16, at);
+  // DEFAULT (reduce_dtype fp32): P · 4 B · 7/8 = 4,589,247,488 B a step; PURE (bf16): P · 2 B · 7/8 = 2,294,623,744 B.
+  EXPECT_DOUBLE_EQ(in_bytes(d.reducescatter), 4'589'247'488.0);
+  EXPECT_DOUBLE_EQ(in_bytes(p.reducescatter), 2'294'623'744.0);
+  EXPECT_DOUBLE_EQ(in_bytes(d.reducescatter), 2.0 * in_bytes(p.reducescatter));
+  // The gathers are the bf16 working copy under both (param_dtype bf16): P · 2 B · 7/8 = 2,294,623,744 B before each
+  // unit's forward and again before its backward; no all-reduce (one shard group).
+  for (const StepTraffic* t : {&d, &p}) {
+    EXPECT_DOUBLE_EQ(in_bytes(t->allgather_forward), 2'294'623'744.0);
+    EXPECT_DOUBLE_EQ(in_bytes(t->allgather_backward), 2'294'623'744.0);
+    EXPECT_DOUBLE_EQ(in_bytes(t->allreduce) + in_bytes(t->allreduce_replicas), 0.0);
+  }
+  // Memory per GPU (eq. S3), AdamW, batch 1: the gradient shards are fp32 under DEFAULT, P · 4 / 8 = 655,606,784 B,
+  // and bf16 under PURE, P · 2 / 8 = 327,803,392 B (FSDP1 itself casts the reduced shard back to fp32, recalled: the
+  // model keeps it at the reduce width; models/frameworks/llm-foundry-pure.yaml). The allocator's slack takes 5 % of
+  // the difference; weights (P · 2 / 8 + P · 4 / 8 = 983,410,176 B), AdamW's state (P · 8 / 8 = 1,311,213,568 B) and
+  // the gathered units are the same: the largest unit is the embedding, 50368 · 2048 = 103,153,664 parameters (two
+  // blocks are 100,671,488), two in flight at 2 B and its gradient at 2 B: 6 · 103,153,664 = 618,921,984 B.
+  ComputeOptions o;
+  o.precision = Precision::bf16;
+  o.optimizer = Optimizer::adamw;
+  const MemoryEstimate md = estimate_training_memory(net, 1, o, def.sharding, 8);
+  const MemoryEstimate mp = estimate_training_memory(net, 1, o, pure.sharding, 8);
+  EXPECT_DOUBLE_EQ(in_bytes(md.gradients), 655'606'784.0);
+  EXPECT_DOUBLE_EQ(in_bytes(mp.gradients), 327'803'392.0);
+  for (const MemoryEstimate* m : {&md, &mp}) {
+    EXPECT_DOUBLE_EQ(in_bytes(m->weights), 983'410'176.0);
+    EXPECT_DOUBLE_EQ(in_bytes(m->optimizer_state), 1'311'213'568.0);
+    EXPECT_DOUBLE_EQ(in_bytes(m->gathered), 618'921'984.0);
+  }
+  EXPECT_DOUBLE_EQ(in_bytes(md.activations), in_bytes(mp.activations));
+  EXPECT_NEAR(in_bytes(md.total()) - in_bytes(mp.total()), 1.05 * 327'803'392.0, 1.0);
+  // The rest of the two files is the same: FSDP1's flat parameters, full shard over every GPU, two gathers in flight,
+  // flash attention, eager, Composer's DecoupledAdamW as a per-parameter loop (optimizer_impl for_loop).
+  for (const Strategy* s : {&def, &pure}) {
+    EXPECT_EQ(s->sharding.stage, 3);
+    EXPECT_TRUE(s->sharding.reshard_after_forward);
+    EXPECT_FALSE(s->sharding.per_parameter);
+    EXPECT_EQ(s->sharding.group, Sharding::kGroupAll);
+    EXPECT_EQ(s->sharding.in_flight, 2);
+    EXPECT_EQ(s->sharding.unit_params, 100'000'000);
+    EXPECT_EQ(s->attention, AttentionKernel::flash);
+    EXPECT_FALSE(s->compiled);
+    EXPECT_EQ(s->optimizer, Optimizer::adamw);
+    EXPECT_EQ(s->optimizer_impl, OptimizerImpl::for_loop);
+  }
+  // fsdp.yaml, FSDP1 as Hugging Face runs it, reduces in bf16 (unchanged)
+  EXPECT_FALSE(framework("fsdp").sharding.reduce_fp32);
+}
+
 TEST(ShardingUnits, SizeBasedWrapGroupsEachDecoderBlock) {
   // 1e8 parameters: the embedding (131,072,000) alone, then each block from its input RMSNorm to its MLP
   // (202,383,360), then the final norm and the output projection (4096 + 131,072,000): 1 + 32 + 1 units.

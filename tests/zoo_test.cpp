@@ -31,7 +31,9 @@ const std::vector<std::string> kZoo = {"alexnet",      "googlenet",        "vgg1
                                        "llama2-13b",   "llama2-70b",       "llama3-8b",     "gpt3-125m",   "gpt3-350m",
                                        "gpt3-760m",    "gpt3-1.3b",        "gpt3-2.7b",     "gpt3-6.7b",   "gpt3-13b",
                                        "gpt3-175b",    "mixtral-8x7b",     "mixtral-8x22b", "llama3-70b",  "llama3.1-405b",
-                                       "mistral-7b",   "mpt-7b",           "mpt-30b",       "deepseek-v3", "deepseek-v2-lite"};
+                                       "mistral-7b",   "mpt-7b",           "mpt-30b",       "deepseek-v3", "deepseek-v2-lite",
+                                       "mpt-125m",     "mpt-350m",         "mpt-760m",      "mpt-1b",      "mpt-3b",
+                                       "mpt-13b",      "mpt-70b"};
 
 Network arch(const std::string& name) { return build_network(resolve_architecture(name, "NAME")); }
 
@@ -212,6 +214,38 @@ TEST(PublishedCounts, NewDecoderShapesByTheConfigFormula) {
   EXPECT_EQ(layer(mpt, "lm_head").params, 0);
   EXPECT_EQ(mpt.input_shape, (std::vector<std::int64_t>{2048}));
   EXPECT_EQ(arch("mpt-30b").input_shape, (std::vector<std::int64_t>{8192}));
+  // llm-foundry's pretraining recipes (scripts/train/yamls/pretrain/mpt-*.yaml, recalled): d_model, n_heads, n_layers,
+  // expansion_ratio 4, vocabulary 50368, 2048 tokens. By the formula above with F = 4·D, V = 50368 (a block is
+  // 12·D² + 2·D; embedding 50368·D; final norm D):
+  //   125m 12 × 768:  38,682,624 + 12 × 7,079,424 + 768          =    123,636,480
+  //   350m 24 × 1024: 51,576,832 + 24 × 12,584,960 + 1024        =    353,616,896
+  //   760m 24 × 1536: 77,365,248 + 24 × 28,314,624 + 1536        =    756,917,760
+  //   1b   24 × 2048: 103,153,664 + 24 × 50,335,744 + 2048       =  1,311,213,568
+  //   3b   32 × 2560: 128,942,080 + 32 × 78,648,320 + 2560       =  2,645,690,880
+  //   13b  40 × 5120: 257,884,160 + 40 × 314,583,040 + 5120      = 12,841,210,880
+  //   70b  80 × 8192: 412,614,656 + 80 × 805,322,752 + 8192      = 64,838,443,008
+  struct Recipe {
+    const char* name;
+    std::int64_t L, D, H, params;
+  };
+  for (const Recipe& r : {Recipe{"mpt-125m", 12, 768, 12, 123'636'480}, Recipe{"mpt-350m", 24, 1024, 16, 353'616'896},
+                          Recipe{"mpt-760m", 24, 1536, 12, 756'917'760}, Recipe{"mpt-1b", 24, 2048, 16, 1'311'213'568},
+                          Recipe{"mpt-3b", 32, 2560, 20, 2'645'690'880}, Recipe{"mpt-13b", 40, 5120, 40, 12'841'210'880},
+                          Recipe{"mpt-70b", 80, 8192, 64, 64'838'443'008}}) {
+    SCOPED_TRACE(r.name);
+    EXPECT_EQ(mpt_params(r.L, r.D, 4 * r.D, 50368), r.params);
+    const Network n = arch(r.name);
+    EXPECT_EQ(n.total_params(), r.params);
+    EXPECT_EQ(n.input_shape, (std::vector<std::int64_t>{2048}));
+    const Layer& attn = layer(n, "model.layers.0.self_attn");
+    EXPECT_EQ(attn.heads, r.H);
+    EXPECT_FALSE(attn.rotary);  // ALiBi: no rotary pass, no position table
+    EXPECT_EQ(layer(n, fmt::format("model.layers.{}.mlp", r.L - 1)).params, 8 * r.D * r.D);  // GELU, no biases
+    EXPECT_EQ(layer(n, "model.norm").params, r.D);                                           // LayerNorm, no bias
+    EXPECT_FALSE(layer(n, "model.norm").rms);
+    EXPECT_EQ(layer(n, "lm_head").params, 0);  // tied
+  }
+
   // Mistral's window: 4096 at 8192 tokens, on every block's attention
   const Network mistral = arch("mistral-7b");
   EXPECT_EQ(layer(mistral, "model.layers.31.self_attn").window, 4096);
