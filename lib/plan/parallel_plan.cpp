@@ -174,6 +174,45 @@ void plan_layouts(const PlanContext& c, const ParallelPlanSpace& space, MicroBat
           }
 }
 
+/// The compute options of the grid's layouts under recompute mode `rc` (per block: no segment checkpointing).
+ComputeOptions grid_options(const ComputeOptions& step_opt, Recompute rc) {
+  ComputeOptions opt = step_opt;
+  opt.recompute = rc;
+  opt.checkpointing = false;
+  return opt;
+}
+
+/// The framework's sharding at optimiser-sharding stage `stage`, over every data-parallel rank, nothing offloaded.
+Sharding grid_sharding(const Scenario& base, int stage) {
+  Sharding sh = base.strategy.sharding;
+  sh.stage = stage;
+  sh.group = Sharding::kGroupAll;
+  sh.offload_optimizer = false;
+  return sh;
+}
+
+/// Every micro-batch × recompute × sharding stage of the space into the result (plan_layouts), each micro-batch's
+/// layer times kept in `times`, the near-misses in `near`.
+void plan_grid(const PlanContext& c, const ParallelPlanSpace& space, const Scenario& times_of, const ComputeOptions& step_opt,
+               std::map<int, MicroBatchTimes>& times, std::vector<NearMiss>& near, ParallelPlanResult& r) {
+  for (int b : space.micro_batch) {
+    if (b < 1 || r.global_batch % b != 0 || times.contains(b)) continue;
+    const LayerTimes whole =
+        parallel_whole_times(times_of, estimate_layer_times(c.base.network, c.base.cluster.gpu, b, step_opt));
+    MicroBatchTimes& t = times.try_emplace(b, MicroBatchTimes{times_of, whole, {}}).first->second;
+    for (Recompute rc : space.recompute)
+      for (int stage : space.sharding_stage)
+        plan_layouts(c, space, t, grid_options(step_opt, rc), grid_sharding(c.base, stage), b, stage, r, near);
+  }
+}
+
+/// The ranking: tokens/s, ties to the less memory.
+bool faster_first(const ParallelPlanEntry& a, const ParallelPlanEntry& b) {
+  const double ra = rate(a.prediction), rb = rate(b.prediction);
+  if (ra != rb) return ra > rb;
+  return a.prediction.memory.per_gpu < b.prediction.memory.per_gpu;
+}
+
 /// Eq. P38: the refinement of the grid's leaders, variant by variant (greedy: each kept only when the layout is then
 /// faster and fits, the next tried on what was kept).
 class Refiner {
@@ -181,20 +220,9 @@ class Refiner {
   Refiner(const PlanContext& c, std::map<int, MicroBatchTimes>& times, const ComputeOptions& step_opt, ParallelPlanResult& r)
       : c_(c), times_(times), step_opt_(step_opt), r_(r) {}
 
-  /// The options and sharding the grid predicted a layout with (plan_parallel's loop).
-  [[nodiscard]] ComputeOptions options(Recompute rc) const {
-    ComputeOptions opt = step_opt_;
-    opt.recompute = rc;
-    opt.checkpointing = false;
-    return opt;
-  }
-  [[nodiscard]] Sharding sharding(int stage) const {
-    Sharding sh = c_.base.strategy.sharding;
-    sh.stage = stage;
-    sh.group = Sharding::kGroupAll;
-    sh.offload_optimizer = false;
-    return sh;
-  }
+  /// The options and sharding the grid predicted a layout with (plan_grid).
+  [[nodiscard]] ComputeOptions options(Recompute rc) const { return grid_options(step_opt_, rc); }
+  [[nodiscard]] Sharding sharding(int stage) const { return grid_sharding(c_.base, stage); }
 
   /// A leader (it fits): its variants, the best kept in place. Whether one was kept.
   bool refine(ParallelPlanEntry& e) {
@@ -446,36 +474,10 @@ ParallelPlanResult plan_parallel(const Scenario& base, int gpus, const ParallelP
 
   std::map<int, MicroBatchTimes> times;  // by micro-batch, for the refinement too
   std::vector<NearMiss> near;
-  for (int b : space.micro_batch) {
-    if (b < 1 || r.global_batch % b != 0 || times.contains(b)) continue;
-    MicroBatchTimes& t =
-        times
-            .try_emplace(
-                b,
-                MicroBatchTimes{
-                    times_of, parallel_whole_times(times_of, estimate_layer_times(base.network, cl.gpu, b, step_opt)), {}})
-            .first->second;
-    for (Recompute rc : space.recompute) {
-      ComputeOptions opt = step_opt;
-      opt.recompute = rc;
-      opt.checkpointing = false;
-      for (int stage : space.sharding_stage) {
-        Sharding sh = base.strategy.sharding;
-        sh.stage = stage;
-        sh.group = Sharding::kGroupAll;
-        sh.offload_optimizer = false;
-        plan_layouts(c, space, t, opt, sh, b, stage, r, near);
-      }
-    }
-  }
-  const auto by_rate = [](const ParallelPlanEntry& a, const ParallelPlanEntry& b) {
-    const double ra = rate(a.prediction), rb = rate(b.prediction);
-    if (ra != rb) return ra > rb;
-    return a.prediction.memory.per_gpu < b.prediction.memory.per_gpu;
-  };
-  std::stable_sort(r.ranked.begin(), r.ranked.end(), by_rate);
+  plan_grid(c, space, times_of, step_opt, times, near, r);
+  std::stable_sort(r.ranked.begin(), r.ranked.end(), faster_first);
   refine(c, space, times, step_opt, near, r);  // eq. P38
-  std::stable_sort(r.ranked.begin(), r.ranked.end(), by_rate);
+  std::stable_sort(r.ranked.begin(), r.ranked.end(), faster_first);
   // where the TP groups of the leaders sit (the rest are not printed)
   for (std::size_t i = 0; i < r.ranked.size() && i < 32; ++i)
     r.ranked[i].tp_inside_node = place_layout(r.ranked[i].layout, cl, gpus)[ParallelGroup::tp].inside_node;
@@ -512,6 +514,23 @@ std::string layout_cells(const ParallelPlanEntry& e, int gpus, bool moe) {
                      moe ? fmt::format("{:>3} ", l.ep) : std::string(), l.dp(gpus), l.micro_batch, l.micro_batches,
                      l.sp ? "sp" : "-", to_string(e.recompute),
                      e.sharding_stage > 0 ? fmt::format("z{}", e.sharding_stage) : std::string("-"));
+}
+
+/// "# the next best, #2, is X % slower: ..." by the parts of the step it loses most on, with both memories.
+std::string why_the_next_loses(const ParallelPlanEntry& best, const ParallelPlanEntry& next) {
+  const auto a = parts(best.prediction), b = parts(next.prediction);
+  std::vector<std::pair<double, std::string>> worse;
+  for (std::size_t k = 0; k < a.size(); ++k) {
+    const double d = in_seconds(b[k].second - a[k].second);
+    if (std::abs(d) > 1e-6) worse.emplace_back(d, fmt::format("{} {:+.3f} s", a[k].first, d));
+  }
+  std::sort(worse.begin(), worse.end(), [](const auto& x, const auto& y) { return x.first > y.first; });
+  std::string why;
+  for (std::size_t k = 0; k < worse.size() && k < 3; ++k) why += (k ? ", " : "") + worse[k].second;
+  const double slower = 1.0 - rate(next.prediction) / rate(best.prediction);
+  return fmt::format("# the next best, #2, is {:.1f} % slower: {}{}\n", 100.0 * slower, why.empty() ? "the same parts" : why,
+                     fmt::format(" (memory {:.1f} GB against {:.1f} GB)", in_bytes(next.prediction.memory.per_gpu) / 1e9,
+                                 in_bytes(best.prediction.memory.per_gpu) / 1e9));
 }
 
 /// Eq. P38: the keys the refinement set, short ("a2a", "block:3", "first:19", "last:19", "dsa"); "-" for none.
@@ -615,22 +634,7 @@ std::string format_parallel_plan(const ParallelPlanResult& r, const Scenario& ba
   out += fmt::format("# the best, {}: TP {}, CP {}, PP {}, DP {}{}\n", fmt::format("#1"), where(at[ParallelGroup::tp]),
                      where(at[ParallelGroup::cp]), where(at[ParallelGroup::pp]), where(at[ParallelGroup::dp]),
                      moe ? fmt::format(", EP {}", where(at[ParallelGroup::ep])) : std::string());
-  if (r.ranked.size() > 1) {
-    const auto& next = r.ranked[1];
-    const auto a = parts(best.prediction), b = parts(next.prediction);
-    std::vector<std::pair<double, std::string>> worse;
-    for (std::size_t k = 0; k < a.size(); ++k) {
-      const double d = in_seconds(b[k].second - a[k].second);
-      if (std::abs(d) > 1e-6) worse.emplace_back(d, fmt::format("{} {:+.3f} s", a[k].first, d));
-    }
-    std::sort(worse.begin(), worse.end(), [](const auto& x, const auto& y) { return x.first > y.first; });
-    std::string why;
-    for (std::size_t k = 0; k < worse.size() && k < 3; ++k) why += (k ? ", " : "") + worse[k].second;
-    const double slower = 1.0 - rate(next.prediction) / rate(best.prediction);
-    out += fmt::format("# the next best, #2, is {:.1f} % slower: {}{}\n", 100.0 * slower, why.empty() ? "the same parts" : why,
-                       fmt::format(" (memory {:.1f} GB against {:.1f} GB)", in_bytes(next.prediction.memory.per_gpu) / 1e9,
-                                   in_bytes(best.prediction.memory.per_gpu) / 1e9));
-  }
+  if (r.ranked.size() > 1) out += why_the_next_loses(r.ranked[0], r.ranked[1]);
   out += fmt::format("# #1 as predict takes it: {}\n", predict_options(best, base, gpus));
   out += fmt::format(
       "# tp, pp, vp, cp, {}dp: the degrees; mb: micro-batch; m: micro-batches a step; zero z1: distributed optimiser; "
