@@ -428,6 +428,23 @@ TEST(ParallelCli, PlanBestAsPredictTakesItPredictsItsRow) {
   }
 }
 
+// --no-refine plans the grid alone (eq. P38 off): the same TP 2 × CP 2 layout under the framework's ring, no variant,
+// no refinement line, and slower than the refined plan's all_gather.
+TEST(ParallelCli, PlanNoRefineKeepsTheGridsLayout) {
+  const std::string args =
+      "plan --parallel --cluster dgx-h100-ndr --nodes 1 --model llama3-8b --precision bf16 "
+      "--frameworks megatron-core --gpus 8 --top 1 --tp 2 --pp 1 --vp 1 --cp 2 --micro-batch 1 "
+      "--recompute selective --zero 1";
+  const auto refined = run_cli(args), grid = run_cli(args + " --no-refine");
+  ASSERT_EQ(refined.status, 0) << refined.err;
+  ASSERT_EQ(grid.status, 0) << grid.err;
+  EXPECT_NE(refined.out.find("# refined (eq. P38)"), std::string::npos) << refined.out;
+  EXPECT_EQ(grid.out.find("# refined (eq. P38)"), std::string::npos) << grid.out;
+  EXPECT_NE(grid.out.find(" inside -\n"), std::string::npos) << grid.out;
+  EXPECT_NE(grid.out.find("--cp-comm p2p"), std::string::npos) << grid.out;
+  EXPECT_NE(refined.out.find(" inside all_gather\n"), std::string::npos) << refined.out;
+}
+
 // `sweep --simulate` times a layout row with the simulator's pipeline (eq. P32), as `simulate` does for the same
 // scenario: the row's iteration time is simulate's, and (its framework's jitter on) not predict's closed form.
 TEST(ParallelCli, SweepSimulatesALayoutAsSimulateDoes) {
