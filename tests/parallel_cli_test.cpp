@@ -9,6 +9,7 @@
 #include <numbers>
 #include <ostream>
 #include <string>
+#include <vector>
 
 #include "support/run.hpp"
 
@@ -380,6 +381,68 @@ TEST(ParallelCli, PlanChargesEachEpItsOwnImbalanceFromTheSpread) {
   EXPECT_EQ(at2, best(fmt::format("--ep 2 --moe-imbalance {:.17g}", f2)));
   EXPECT_EQ(at4, best(fmt::format("--ep 4 --moe-imbalance {:.17g}", f4)));
   EXPECT_NE(at4, best("--ep 4 --moe-imbalance 1.0846"));
+}
+
+// Eq. P38's round trip: plan --parallel's "#1 as predict takes it" line, given to predict on the same cluster, model
+// and framework, predicts the row the plan printed (its tokens/s per GPU and step; its memory is the plan's less the
+// 4 GB more the plan keeps free): for a refined CP exchange (TP 2 × CP 2 of Llama-3-8B) and a refined block N (full
+// recompute at micro-batch 4), whose keys the variant column names.
+TEST(ParallelCli, PlanBestAsPredictTakesItPredictsItsRow) {
+  const std::string on = "--cluster dgx-h100-ndr --nodes 1 --model llama3-8b --precision bf16 ";
+  for (const std::string narrow : {"--tp 2 --pp 1 --vp 1 --cp 2 --micro-batch 1 --recompute selective --zero 1",
+                                   "--tp 2 --pp 1 --vp 1 --cp 1 --micro-batch 4 --recompute full --zero 1"}) {
+    const auto plan = run_cli("plan --parallel " + on + "--frameworks megatron-core --gpus 8 --top 1 " + narrow);
+    ASSERT_EQ(plan.status, 0) << plan.err;
+    const std::string tag = "# #1 as predict takes it: ";
+    const auto at = plan.out.find(tag);
+    ASSERT_NE(at, std::string::npos) << plan.out;
+    const std::string options = plan.out.substr(at + tag.size(), plan.out.find('\n', at) - at - tag.size());
+    const auto row = plan.out.find("\n   1 ");
+    ASSERT_NE(row, std::string::npos) << plan.out;
+    const std::string line = plan.out.substr(row + 1, plan.out.find('\n', row + 1) - row - 1);
+    // the row's cells: ... tokens/s tok/s/GPU MFU% mem GB step TP-node variant
+    std::vector<std::string> cells;
+    for (std::size_t i = 0; i < line.size();) {
+      const auto b = line.find_first_not_of(' ', i);
+      if (b == std::string::npos) break;
+      const auto e = line.find(' ', b);
+      cells.push_back(line.substr(b, e == std::string::npos ? std::string::npos : e - b));
+      i = e == std::string::npos ? line.size() : e;
+    }
+    ASSERT_GE(cells.size(), 9U) << line;
+    const std::string variant = cells.back();
+    EXPECT_NE(variant, "-") << line;
+    const double per_gpu = std::stod(cells[cells.size() - 7]), step = std::stod(cells[cells.size() - 3]);
+    const auto predict = run_cli("predict " + on + "--framework megatron-core " + options + " --format json");
+    ASSERT_EQ(predict.status, 0) << options << ": " << predict.err;
+    const auto value = [&](const std::string& key) {
+      const auto k = predict.out.find("\"" + key + "\": ");
+      EXPECT_NE(k, std::string::npos) << key;
+      return std::stod(predict.out.substr(k + key.size() + 4));
+    };
+    EXPECT_NEAR(value("throughput_tokens_per_s") / 8.0, per_gpu, 0.05 + 1e-9) << options;
+    EXPECT_NEAR(value("iteration_time_s"), step, 0.0005 + 1e-9) << options;
+    if (variant.starts_with("block:"))
+      EXPECT_NE(options.find("--recompute-method block --recompute-num-layers " + variant.substr(6)), std::string::npos);
+    else EXPECT_NE(options.find("--cp-comm " + variant), std::string::npos) << options;
+  }
+}
+
+// --no-refine plans the grid alone (eq. P38 off): the same TP 2 × CP 2 layout under the framework's ring, no variant,
+// no refinement line, and slower than the refined plan's all_gather.
+TEST(ParallelCli, PlanNoRefineKeepsTheGridsLayout) {
+  const std::string args =
+      "plan --parallel --cluster dgx-h100-ndr --nodes 1 --model llama3-8b --precision bf16 "
+      "--frameworks megatron-core --gpus 8 --top 1 --tp 2 --pp 1 --vp 1 --cp 2 --micro-batch 1 "
+      "--recompute selective --zero 1";
+  const auto refined = run_cli(args), grid = run_cli(args + " --no-refine");
+  ASSERT_EQ(refined.status, 0) << refined.err;
+  ASSERT_EQ(grid.status, 0) << grid.err;
+  EXPECT_NE(refined.out.find("# refined (eq. P38)"), std::string::npos) << refined.out;
+  EXPECT_EQ(grid.out.find("# refined (eq. P38)"), std::string::npos) << grid.out;
+  EXPECT_NE(grid.out.find(" inside -\n"), std::string::npos) << grid.out;
+  EXPECT_NE(grid.out.find("--cp-comm p2p"), std::string::npos) << grid.out;
+  EXPECT_NE(refined.out.find(" inside all_gather\n"), std::string::npos) << refined.out;
 }
 
 // `sweep --simulate` times a layout row with the simulator's pipeline (eq. P32), as `simulate` does for the same

@@ -1,5 +1,6 @@
 // plan over model-parallel layouts (issue 37): Llama-3-70B on 64 H100s picks a layout whose TP groups stay
 // inside a node, every ranked layout fits, and the ranking is by tokens/s; explain's rows for a layout.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <string>
@@ -63,12 +64,13 @@ TEST(ParallelPlan, TheFrameworksTpOverlapGoesIntoEveryLayout) {
   EXPECT_GE(over.ranked.front().prediction.throughput_tokens_per_s, plain.ranked.front().prediction.throughput_tokens_per_s);
 }
 
-// Eq. P29: the plan keeps the framework's CP exchange in every layout (no grid over it). Under a2a (Ulysses) a layout
-// is planned only where cp divides a TP rank's key/value heads (8/t of Llama-3-70B's), the others left out as
-// validate refuses them.
-TEST(ParallelPlan, KeepsTheFrameworksCpExchange) {
+// Eq. P29: the grid keeps the framework's CP exchange in every layout (no grid over it; the refinement, eq. P38, off
+// here, tries the others on the leaders). Under a2a (Ulysses) a layout is planned only where cp divides a TP rank's
+// key/value heads (8/t of Llama-3-70B's), the others left out as validate refuses them.
+TEST(ParallelPlan, TheGridKeepsTheFrameworksCpExchange) {
   Scenario sc = llama3_70b_on(8);
   ParallelPlanSpace space;
+  space.refine_leaders = space.refine_full_leaders = space.refine_near_misses = 0;
   space.tp = {2, 4, 8};
   space.pp = {4, 8};
   space.vp = {1};
@@ -128,6 +130,130 @@ TEST(ParallelPlan, KeepsAMemoryReserveFree) {
   EXPECT_EQ(none.out_of_memory, none.evaluated);
   space.memory_reserve = Bytes{};
   EXPECT_GE(plan_parallel(sc, 64, space).ranked.size(), r.ranked.size());
+}
+
+/// Llama-3-8B on one DGX H100 (8 GPUs), megatron-core.
+Scenario llama3_8b_on_one_node() {
+  Scenario sc = llama3_70b_on(1);
+  sc.network = build_decoder(
+      DecoderShape{.layers = 32, .hidden = 4096, .heads = 32, .kv_heads = 8, .ffn = 14336, .vocab = 128256, .seq = 8192},
+      "llama3-8b");
+  return sc;
+}
+
+/// One layout with its recompute and optimiser sharding, predicted alone by the Predictor (its 1 GB reserve), and
+/// whether it fits the plan's 5 GB reserve: its memory + 4 GB within the GPU's (KeepsAMemoryReserveFree).
+struct Alone {
+  Prediction p;
+  bool fits_plan = false;
+};
+Alone predict_alone(Scenario sc, const ParallelLayout& l, Recompute rc, int stage, int gpus) {
+  sc.parallel = l;
+  sc.compute.recompute = rc;
+  sc.strategy.sharding.stage = stage;
+  sc.strategy.sharding.group = Sharding::kGroupAll;
+  Alone a{Predictor(sc).predict(gpus)};
+  a.fits_plan = in_bytes(a.p.memory.per_gpu) + 4e9 <= in_bytes(sc.cluster.gpu.memory_size);
+  return a;
+}
+
+ParallelPlanSpace one_layout(int tp, int pp, int cp, int micro_batch, Recompute rc) {
+  ParallelPlanSpace space;
+  space.tp = {tp};
+  space.pp = {pp};
+  space.vp = {1};
+  space.cp = {cp};
+  space.micro_batch = {micro_batch};
+  space.recompute = {rc};
+  space.sharding_stage = {1};
+  return space;
+}
+
+// Eq. P38: the grid's one layout, TP 2 × CP 2 × DP 2 of Llama-3-8B (a TP rank's 4 key/value heads take a2a), under
+// p2p (megatron-core's); the refinement tries all_gather and a2a. Brute force: each exchange predicted alone; the
+// plan's pick is the fastest of them that fits, and it is not the ring (the ring's merges, P15c, cost more than the
+// gather's exposed collectives here).
+TEST(ParallelPlan, RefinementPicksTheFastestCpExchangeAsPredictingEachDoes) {
+  const Scenario sc = llama3_8b_on_one_node();
+  const ParallelPlanResult r = plan_parallel(sc, 8, one_layout(2, 1, 2, 1, Recompute::selective));
+  ASSERT_EQ(r.ranked.size(), 1U);
+  const ParallelPlanEntry& e = r.ranked.front();
+  double best = 0.0;
+  CpComm pick = CpComm::p2p;
+  for (CpComm x : {CpComm::p2p, CpComm::all_gather, CpComm::a2a}) {
+    ParallelLayout l = e.layout;
+    l.cp_comm = x;
+    const Alone a = predict_alone(sc, l, Recompute::selective, 1, 8);
+    if (a.fits_plan && a.p.throughput_tokens_per_s > best) {
+      best = a.p.throughput_tokens_per_s;
+      pick = x;
+    }
+  }
+  EXPECT_NE(pick, CpComm::p2p);
+  EXPECT_EQ(e.layout.cp_comm, pick);
+  EXPECT_TRUE(e.refined);
+  EXPECT_NEAR(e.prediction.throughput_tokens_per_s, best, 1e-9 * best);
+  EXPECT_EQ(r.refine_timed, 2);  // all_gather and a2a: pp 1 has no stage blocks, selective no N
+  const std::string text = format_parallel_plan(r, sc, 8, 1);
+  EXPECT_NE(text.find(fmt::format(" inside {}\n", to_string(pick))), std::string::npos) << text;
+}
+
+// Eq. P38 with P31: full recompute of Llama-3-8B at micro-batch 4 on TP 2 × DP 4; the refinement takes the least N
+// of recompute_method block whose stage fits (bisection on memory). Brute force: every N from 1 to 32 (32: every block,
+// full recompute) predicted alone; the plan's is the fastest that fits.
+TEST(ParallelPlan, RefinementPicksTheFastestBlockNThatFitsAsPredictingEachDoes) {
+  const Scenario sc = llama3_8b_on_one_node();
+  const ParallelPlanResult r = plan_parallel(sc, 8, one_layout(2, 1, 1, 4, Recompute::full));
+  ASSERT_EQ(r.ranked.size(), 1U);
+  const ParallelPlanEntry& e = r.ranked.front();
+  double best = 0.0;
+  int pick = 0, fitting = 0;
+  for (int n = 1; n <= 32; ++n) {
+    ParallelLayout l = e.layout;
+    l.recompute_method = RecomputeMethod::block;
+    l.recompute_num_layers = n;
+    const Alone a = predict_alone(sc, l, Recompute::full, 1, 8);
+    fitting += a.fits_plan ? 1 : 0;
+    if (a.fits_plan && a.p.throughput_tokens_per_s > best) {
+      best = a.p.throughput_tokens_per_s;
+      pick = n;
+    }
+  }
+  ASSERT_GT(pick, 1);  // the stage does not hold every block's activations: N matters
+  EXPECT_LT(fitting, 32);
+  EXPECT_EQ(e.layout.recompute_method, RecomputeMethod::block);
+  EXPECT_EQ(e.layout.recompute_num_layers, pick);
+  EXPECT_NEAR(e.prediction.throughput_tokens_per_s, best, 1e-9 * best);
+  EXPECT_NE(format_parallel_plan(r, sc, 8, 1).find(fmt::format(" block:{}\n", pick)), std::string::npos);
+}
+
+// Eq. P38 where no variant helps: Llama-3-70B's TP 8 × PP 2 at micro-batch 2 without recompute; the refinement tries
+// one stage's blocks fewer (P26b: 39 on the first, or on the last, stage, 41 on the other) and keeps neither, so the
+// plan is the grid's.
+TEST(ParallelPlan, RefinementLeavesThePlanWhereNoVariantIsFaster) {
+  const Scenario sc = llama3_70b_on(8);
+  ParallelPlanSpace space = one_layout(8, 2, 1, 2, Recompute::none);
+  const ParallelPlanResult refined = plan_parallel(sc, 64, space);
+  space.refine_leaders = space.refine_full_leaders = space.refine_near_misses = 0;
+  const ParallelPlanResult grid = plan_parallel(sc, 64, space);
+  ASSERT_EQ(grid.ranked.size(), 1U);
+  ASSERT_EQ(refined.ranked.size(), 1U);
+  EXPECT_GT(refined.refine_timed, 0);
+  EXPECT_EQ(grid.refine_timed, 0);
+  EXPECT_EQ(refined.refine_improved, 0);
+  const ParallelPlanEntry &a = refined.ranked.front(), &b = grid.ranked.front();
+  EXPECT_FALSE(a.refined);
+  EXPECT_EQ(a.layout.num_layers_in_first_pipeline_stage, 0);
+  EXPECT_EQ(a.layout.num_layers_in_last_pipeline_stage, 0);
+  EXPECT_DOUBLE_EQ(a.prediction.throughput_tokens_per_s, b.prediction.throughput_tokens_per_s);
+  // the variants it tried, predicted alone, are slower
+  for (auto [first, last] : {std::pair{39, 0}, std::pair{0, 39}}) {
+    ParallelLayout l = b.layout;
+    l.num_layers_in_first_pipeline_stage = first;
+    l.num_layers_in_last_pipeline_stage = last;
+    EXPECT_LT(predict_alone(sc, l, Recompute::none, 1, 64).p.throughput_tokens_per_s, b.prediction.throughput_tokens_per_s)
+        << first << " " << last;
+  }
 }
 
 TEST(ParallelPlan, ExplainHasARowPerPartAndEachGroup) {

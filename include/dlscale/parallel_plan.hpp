@@ -38,6 +38,14 @@ struct ParallelPlanSpace {
   /// What a layout must leave free on each GPU: it fits when its worst stage's memory with this reserve in place of
   /// the estimate's 1 GB (MemoryEstimate::reserved) stays within the GPU's memory.
   Bytes memory_reserve = bytes(kPlanMemoryReserveBytes);
+  /// The refinement after the grid (docs/model.md, P38): the `refine_leaders` fastest layouts and the
+  /// `refine_full_leaders` fastest under full recompute, each tried with its variants (the other CP exchanges, eq.
+  /// P29; one chunk's blocks fewer on the first and last stages, P26b; distributed checkpoints without SP, P35; full
+  /// recompute of the first N blocks of each chunk, P31's method block) and the `refine_near_misses` layouts pruned by
+  /// the least memory (at most 5 % over) with the P26b variants that may make them fit. 0, 0, 0: the grid alone.
+  int refine_leaders = 16;
+  int refine_full_leaders = 8;
+  int refine_near_misses = 32;
 };
 
 struct ParallelPlanEntry {
@@ -46,21 +54,35 @@ struct ParallelPlanEntry {
   int sharding_stage = 0;
   Prediction prediction;       // tokens/s, MFU, memory per GPU (the worst stage, with the reserve), Breakdown::parallel
   bool tp_inside_node = true;  // every TP group within one node (its NVLink domain)
+  /// The refinement (eq. P38) changed the grid's layout (its cp_comm, recompute_method and recompute_num_layers,
+  /// num_layers_in_first/last_pipeline_stage, or sp off with distribute_saved_activations), or made it fit.
+  bool refined = false;
 };
 
 struct ParallelPlanResult {
   std::vector<ParallelPlanEntry> ranked;  // those that fit, fastest first (tokens/s; ties: less memory)
   std::int64_t global_batch = 0;
-  Bytes memory_reserve{};      // the space's, as the layouts were checked with it
-  double moe_imbalance = 1.0;  // the routing imbalance every layout with ep > 1 was charged (eq. P23), at most its limit
-  int evaluated = 0;           // layouts checked (memory, then the step of those that fit)
-  int invalid = 0;             // combinations the model or the GPU count does not take
-  int out_of_memory = 0;       // checked, pruned by memory
+  Bytes memory_reserve{};        // the space's, as the layouts were checked with it
+  double moe_imbalance = 1.0;    // the routing imbalance every layout with ep > 1 was charged (eq. P23), at most its limit
+  int evaluated = 0;             // layouts checked (memory, then the step of those that fit)
+  int invalid = 0;               // combinations the model or the GPU count does not take
+  int out_of_memory = 0;         // checked, pruned by memory (less those the refinement made fit)
+  CpComm cp_comm = CpComm::p2p;  // the framework's (or --cp-comm's) exchange, every layout of the grid's (eq. P29)
+  int refine_leaders = 0, refine_full_leaders = 0, refine_near_misses = 0;  // the space's (eq. P38)
+  int refine_timed = 0;                                                     // variants the refinement predicted
+  int refine_improved = 0;                                                  // layouts it made faster, or made fit
 };
 
 /// Searches `space` on `gpus` GPUs of `base` (its cluster, decoder network, framework, precision, optimiser).
 /// InputError("network") for a network without transformer blocks, ("global_batch") for none ≥ 1.
 ParallelPlanResult plan_parallel(const Scenario& base, int gpus, const ParallelPlanSpace& space);
+
+/// The options `dlscale predict` takes for an entry's layout on `gpus` of `base` (eq. P38's round trip): the
+/// degrees, --sp or --no-sp, the schedule, the CP exchange, the micro-batch and micro-batches, --checkpointing and
+/// the refinement's keys (--recompute-method, --recompute-num-layers, --num-layers-in-first/last-pipeline-stage,
+/// --distribute-saved-activations, --no-tp-comm-overlap where the framework's overlap needs the SP it turned off).
+/// The optimiser sharding is the framework file's (predict has no option for it).
+std::string predict_options(const ParallelPlanEntry& e, const Scenario& base, int gpus);
 
 /// The text `dlscale plan --parallel` prints: the top `top` layouts with tokens/s, MFU and memory, where
 /// their groups sit, and why the next best loses to the best.

@@ -87,6 +87,7 @@ struct ParallelPlanOptions {
   std::string moe_imbalance;  // --moe-imbalance F for every layout with ep > 1 (eq. P23); empty: the framework's
   MoeRoutingOptions moe;      // eq. P24's for every layout
   std::string cp_comm;        // --cp-comm NAME for every layout with cp > 1 (eq. P29); empty: the framework's
+  bool no_refine = false;     // --no-refine: the grid alone, without eq. P38's variants of the leaders
 };
 void add_parallel_plan_options(CLI::App& cmd, ParallelPlanOptions& o);
 /// --moe-imbalance's value: a finite number (its range is validate's); UsageError otherwise.

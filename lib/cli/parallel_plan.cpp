@@ -71,6 +71,10 @@ void add_parallel_plan_options(CLI::App& cmd, ParallelPlanOptions& o) {
       ->group(g);
   add_moe_routing_options(cmd, o.moe, g);
   add_cp_comm_option(cmd, o.cp_comm, g);  // eq. P29: one exchange for every layout, not a dimension of the grid
+  cmd.add_flag("--no-refine", o.no_refine,
+               "The grid alone: no variants of the leading layouts (other CP exchanges, first/last stage blocks, "
+               "partial full recompute, distributed checkpoints; eq. P38)")
+      ->group(g);
 }
 
 void run_parallel_plan(const ScenarioOptions& so_in, const ParallelPlanOptions& o, const std::string& framework, int top,
@@ -128,6 +132,7 @@ void run_parallel_plan(const ScenarioOptions& so_in, const ParallelPlanOptions& 
   numbers(o.cp, "--cp", space.cp);
   numbers(o.ep, "--ep", space.ep);
   numbers(o.micro_batch, "--micro-batch", space.micro_batch);
+  if (o.no_refine) space.refine_leaders = space.refine_full_leaders = space.refine_near_misses = 0;
   numbers(o.zero, "--zero", space.sharding_stage, true);
   for (int z : space.sharding_stage)
     if (z > 1) throw UsageError("--zero", fmt::format("stage {}: a pipeline takes 0 or 1 (the distributed optimiser)", z));

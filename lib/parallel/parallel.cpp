@@ -68,15 +68,6 @@ int block_chunk(std::int64_t b, std::int64_t blocks, const ParallelLayout& l) no
   return static_cast<int>(b * chunks / std::max<std::int64_t>(blocks, 1));
 }
 
-/// Eq. P31: the most blocks one model chunk holds.
-std::int64_t most_blocks_in_a_chunk(std::int64_t blocks, const ParallelLayout& l) {
-  std::map<int, std::int64_t> per_chunk;
-  for (std::int64_t b = 0; b < blocks; ++b) ++per_chunk[block_chunk(b, blocks, l)];
-  std::int64_t most = 0;
-  for (auto [chunk, n] : per_chunk) most = std::max(most, n);
-  return most;
-}
-
 /// The layers whose weights Megatron splits over the TP group (column/row-parallel linears, the
 /// vocabulary-parallel embedding and output projection); norms stay whole on every TP rank.
 bool tp_split(LayerKind k) noexcept { return k == LayerKind::attention || k == LayerKind::linear || k == LayerKind::embedding; }
@@ -131,6 +122,15 @@ std::vector<ParallelDim> varying(ParallelGroup g) {
 }
 
 }  // namespace
+
+/// Eq. P31: the most blocks one model chunk holds.
+std::int64_t most_blocks_in_a_chunk(std::int64_t blocks, const ParallelLayout& l) {
+  std::map<int, std::int64_t> per_chunk;
+  for (std::int64_t b = 0; b < blocks; ++b) ++per_chunk[block_chunk(b, blocks, l)];
+  std::int64_t most = 0;
+  for (auto [chunk, n] : per_chunk) most = std::max(most, n);
+  return most;
+}
 
 TransformerShape transformer_shape(const Network& net) { return transformer_shape(net, transformer_blocks(net)); }
 

@@ -11,6 +11,8 @@ namespace dlscale {
 
 /// transformer_shape with transformer_blocks(net) given.
 TransformerShape transformer_shape(const Network& net, const std::vector<int>& block);
+/// Eq. P31: the most blocks one model chunk of the layout holds (P6/P26/P26b's chunks), `blocks` the model's.
+std::int64_t most_blocks_in_a_chunk(std::int64_t blocks, const ParallelLayout& l);
 /// layer_stages with transformer_blocks(net) given.
 std::vector<int> layer_stages(const std::vector<int>& block, const ParallelLayout& l);
 /// full_recompute_blocks with transformer_blocks(net) given.

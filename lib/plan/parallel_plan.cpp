@@ -87,16 +87,19 @@ std::optional<ParallelLayout> grid_layout(const PlanContext& c, int tp, int pp, 
 }
 
 /// Pruned by memory (eq. P10) before it is timed: the first stage holds the most in flight, the last the output
-/// projection; the stages between are checked by the prediction (its memory).
-bool first_and_last_stage_fit(const PlanContext& c, const ParallelLayout& l, const ComputeOptions& opt, const Sharding& sh) {
-  if (!(c.capacity > Bytes{})) return true;
+/// projection; the stages between are checked by the prediction (its memory). The larger of the two stages' totals.
+Bytes first_and_last_stage_memory(const PlanContext& c, const ParallelLayout& l, const ComputeOptions& opt, const Sharding& sh) {
   const int dp_cp = l.dp(c.gpus) * l.cp;
   const ActivationRecompute ar = activation_recompute(opt.recompute);
   const std::vector<int> stages = layer_stages(c.blocks, l);
+  Bytes worst{};
   for (int s : {0, l.pp - 1})
-    if (rank_memory(c.base.network, c.blocks, c.shape, stages, l, s, opt, sh, dp_cp, ar, c.reserve).total() > c.capacity)
-      return false;
-  return true;
+    worst = std::max(worst, rank_memory(c.base.network, c.blocks, c.shape, stages, l, s, opt, sh, dp_cp, ar, c.reserve).total());
+  return worst;
+}
+
+bool first_and_last_stage_fit(const PlanContext& c, const ParallelLayout& l, const ComputeOptions& opt, const Sharding& sh) {
+  return !(c.capacity > Bytes{}) || !(first_and_last_stage_memory(c, l, opt, sh) > c.capacity);
 }
 
 /// The layer times of one micro-batch's layouts, one rank's for each t and c (eq. P6), each timed once: the kernel
@@ -104,21 +107,41 @@ bool first_and_last_stage_fit(const PlanContext& c, const ParallelLayout& l, con
 struct MicroBatchTimes {
   const Scenario& times_of;  // the base without measured layers
   LayerTimes whole;
-  std::map<std::array<int, 3>, ParallelTimes> by_tp_cp;  // a rank's times depend on t (and SP, t > 1), c and ep
+  std::map<std::array<int, 4>, ParallelTimes> by_tp_cp;  // a rank's times depend on t, SP (t > 1), c and ep
   const ParallelTimes& of(const ParallelLayout& l, const ComputeOptions& opt) {
-    const std::array key{l.tp, l.cp, l.ep};
+    const std::array key{l.tp, l.cp, l.ep, l.sp ? 1 : 0};
     auto it = by_tp_cp.find(key);
     if (it == by_tp_cp.end()) it = by_tp_cp.emplace(key, parallel_layer_times(times_of, l, opt, whole)).first;
     return it->second;
   }
 };
 
-/// Every layout of the grid at one micro-batch, recompute mode and sharding stage, into the result.
+/// A layout the grid pruned by memory by a little (eq. P38): one that moving blocks off its first or last stage
+/// (P26b) may make fit.
+struct NearMiss {
+  ParallelLayout layout;
+  Recompute recompute = Recompute::none;
+  int stage = 0;
+  double over = 0.0;  // its worst stage's memory over the GPU's
+};
+
+/// Eq. P38: how far over the GPU's memory a pruned layout may be and still be refined: one block of a stage's
+/// share of ~20 moved to the others frees ~5 % of its activations (and its weights' share).
+constexpr double kNearMissOver = 1.05;
+
+/// Every layout of the grid at one micro-batch, recompute mode and sharding stage, into the result; those pruned by
+/// memory by a little with more than one stage into `near`.
 void plan_layouts(const PlanContext& c, const ParallelPlanSpace& space, MicroBatchTimes& times, const ComputeOptions& opt,
-                  const Sharding& sh, int micro_batch, int stage, ParallelPlanResult& r) {
+                  const Sharding& sh, int micro_batch, int stage, ParallelPlanResult& r, std::vector<NearMiss>& near) {
   // eq. P17: expert-parallel degrees for a model with experts only (validate keeps those dividing dp·cp and E)
   const std::vector<int> no_ep{1};
   const std::vector<int>& eps = c.shape.experts > 0 ? space.ep : no_ep;
+  const bool limited = c.capacity > Bytes{};
+  const auto missed = [&](const ParallelLayout& l, Bytes worst) {
+    ++r.out_of_memory;
+    const double over = in_bytes(worst) / in_bytes(c.capacity);
+    if (space.refine_near_misses > 0 && l.pp > 1 && over <= kNearMissOver) near.push_back({l, opt.recompute, stage, over});
+  };
   for (int tp : space.tp)
     for (int pp : space.pp)
       for (int cp : space.cp)
@@ -130,15 +153,18 @@ void plan_layouts(const PlanContext& c, const ParallelPlanSpace& space, MicroBat
               continue;
             }
             ++r.evaluated;
-            if (!first_and_last_stage_fit(c, *l, opt, sh)) {
-              ++r.out_of_memory;
-              continue;
+            if (limited) {
+              const Bytes worst = first_and_last_stage_memory(c, *l, opt, sh);
+              if (worst > c.capacity) {
+                missed(*l, worst);
+                continue;
+              }
             }
             ParallelPlanEntry e;
             e.prediction =
                 parallel_prediction(c.base, *l, opt, sh, times.of(*l, opt), *c.coll, c.gpus, c.at, OneGpuStep{}, c.reserve);
             if (!e.prediction.memory.fits) {
-              ++r.out_of_memory;
+              missed(*l, e.prediction.memory.per_gpu);
               continue;
             }
             e.layout = *l;
@@ -146,6 +172,250 @@ void plan_layouts(const PlanContext& c, const ParallelPlanSpace& space, MicroBat
             e.sharding_stage = stage;
             r.ranked.push_back(std::move(e));
           }
+}
+
+/// The compute options of the grid's layouts under recompute mode `rc` (per block: no segment checkpointing).
+ComputeOptions grid_options(const ComputeOptions& step_opt, Recompute rc) {
+  ComputeOptions opt = step_opt;
+  opt.recompute = rc;
+  opt.checkpointing = false;
+  return opt;
+}
+
+/// The framework's sharding at optimiser-sharding stage `stage`, over every data-parallel rank, nothing offloaded.
+Sharding grid_sharding(const Scenario& base, int stage) {
+  Sharding sh = base.strategy.sharding;
+  sh.stage = stage;
+  sh.group = Sharding::kGroupAll;
+  sh.offload_optimizer = false;
+  return sh;
+}
+
+/// Every micro-batch × recompute × sharding stage of the space into the result (plan_layouts), each micro-batch's
+/// layer times kept in `times`, the near-misses in `near`.
+void plan_grid(const PlanContext& c, const ParallelPlanSpace& space, const Scenario& times_of, const ComputeOptions& step_opt,
+               std::map<int, MicroBatchTimes>& times, std::vector<NearMiss>& near, ParallelPlanResult& r) {
+  for (int b : space.micro_batch) {
+    if (b < 1 || r.global_batch % b != 0 || times.contains(b)) continue;
+    const LayerTimes whole =
+        parallel_whole_times(times_of, estimate_layer_times(c.base.network, c.base.cluster.gpu, b, step_opt));
+    MicroBatchTimes& t = times.try_emplace(b, MicroBatchTimes{times_of, whole, {}}).first->second;
+    for (Recompute rc : space.recompute)
+      for (int stage : space.sharding_stage)
+        plan_layouts(c, space, t, grid_options(step_opt, rc), grid_sharding(c.base, stage), b, stage, r, near);
+  }
+}
+
+/// The ranking: tokens/s, ties to the less memory.
+bool faster_first(const ParallelPlanEntry& a, const ParallelPlanEntry& b) {
+  const double ra = rate(a.prediction), rb = rate(b.prediction);
+  if (ra != rb) return ra > rb;
+  return a.prediction.memory.per_gpu < b.prediction.memory.per_gpu;
+}
+
+/// Eq. P38: the refinement of the grid's leaders, variant by variant (greedy: each kept only when the layout is then
+/// faster and fits, the next tried on what was kept).
+class Refiner {
+ public:
+  Refiner(const PlanContext& c, std::map<int, MicroBatchTimes>& times, const ComputeOptions& step_opt, ParallelPlanResult& r)
+      : c_(c), times_(times), step_opt_(step_opt), r_(r) {}
+
+  /// The options and sharding the grid predicted a layout with (plan_grid).
+  [[nodiscard]] ComputeOptions options(Recompute rc) const { return grid_options(step_opt_, rc); }
+  [[nodiscard]] Sharding sharding(int stage) const { return grid_sharding(c_.base, stage); }
+
+  /// A leader (it fits): its variants, the best kept in place. Whether one was kept.
+  bool refine(ParallelPlanEntry& e) {
+    const bool before = e.refined;
+    cp_exchange(e);
+    stage_blocks(e);
+    distributed_checkpoints(e);
+    recompute_num_layers(e);
+    return e.refined != before;
+  }
+
+  /// A near-miss: the P26b variants that make it fit (the fastest of them), then the other variants on it.
+  std::optional<ParallelPlanEntry> rescue(const NearMiss& m) {
+    ParallelPlanEntry e;
+    e.layout = m.layout;
+    e.recompute = m.recompute;
+    e.sharding_stage = m.stage;
+    e.refined = true;
+    bool fits = false;
+    for (const ParallelLayout& l : stage_block_variants(m.layout)) {
+      auto p = time(l, e.recompute, e.sharding_stage);
+      if (p && (!fits || rate(*p) > rate(e.prediction))) {
+        e.layout = l;
+        e.prediction = std::move(*p);
+        fits = true;
+      }
+    }
+    if (!fits) return std::nullopt;
+    cp_exchange(e);
+    distributed_checkpoints(e);
+    recompute_num_layers(e);
+    return e;
+  }
+
+ private:
+  /// The layout predicted as the grid predicts it; nullopt where validate refuses it or it does not fit.
+  std::optional<Prediction> time(const ParallelLayout& l, Recompute rc, int stage) {
+    const ComputeOptions opt = options(rc);
+    const Sharding sh = sharding(stage);
+    try {
+      validate(l, c_.gpus, c_.shape);
+    } catch (const InputError&) {
+      return std::nullopt;
+    }
+    if (!first_and_last_stage_fit(c_, l, opt, sh)) return std::nullopt;
+    auto it = times_.find(l.micro_batch);
+    if (it == times_.end()) return std::nullopt;
+    ++r_.refine_timed;
+    Prediction p =
+        parallel_prediction(c_.base, l, opt, sh, it->second.of(l, opt), *c_.coll, c_.gpus, c_.at, OneGpuStep{}, c_.reserve);
+    if (!p.memory.fits) return std::nullopt;
+    return p;
+  }
+
+  /// `l` in place of e's layout where it fits and is faster.
+  bool keep_if_faster(ParallelPlanEntry& e, const ParallelLayout& l) {
+    auto p = time(l, e.recompute, e.sharding_stage);
+    if (!p || !(rate(*p) > rate(e.prediction))) return false;
+    e.layout = l;
+    e.prediction = std::move(*p);
+    e.refined = true;
+    return true;
+  }
+
+  /// Eq. P29: the other exchanges where cp > 1 (a2a where cp divides a TP rank's heads: validate).
+  void cp_exchange(ParallelPlanEntry& e) {
+    if (e.layout.cp <= 1) return;
+    for (CpComm x : {CpComm::p2p, CpComm::all_gather, CpComm::a2a}) {
+      if (x == e.layout.cp_comm) continue;
+      ParallelLayout l = e.layout;
+      l.cp_comm = x;
+      l.hierarchical_cp = 0;
+      keep_if_faster(e, l);
+    }
+  }
+
+  /// Eq. P26b: k·v blocks (k a chunk) fewer on the first stage, the last, or both, the rest spread over the stages
+  /// between, at the least k ≤ 3 that validate takes (the rest dividing evenly over them, a stage's blocks a multiple
+  /// of v): the shift that keeps the stages most even.
+  [[nodiscard]] std::vector<ParallelLayout> stage_block_variants(const ParallelLayout& base) const {
+    std::vector<ParallelLayout> out;
+    if (base.pp < 2 || base.account_for_embedding_in_pipeline_split || base.account_for_loss_in_pipeline_split ||
+        base.num_layers_in_first_pipeline_stage > 0 || base.num_layers_in_last_pipeline_stage > 0)
+      return out;
+    const std::vector<int> stages = layer_stages(c_.blocks, base);
+    std::vector<int> stage_of(static_cast<std::size_t>(c_.shape.layers), -1);  // a block's stage (its layers share it)
+    for (std::size_t i = 0; i < stages.size(); ++i)
+      if (c_.blocks[i] >= 0) stage_of[static_cast<std::size_t>(c_.blocks[i])] = stages[i];
+    const auto first = static_cast<int>(std::count(stage_of.begin(), stage_of.end(), 0));
+    const auto last = static_cast<int>(std::count(stage_of.begin(), stage_of.end(), base.pp - 1));
+    for (int k = 1; k <= 3; ++k) {
+      const int n0 = first - k * base.vp, n1 = last - k * base.vp;
+      if (n0 < 1 || n1 < 1) break;
+      for (auto [a, b] : {std::pair{n0, n1}, std::pair{n0, 0}, std::pair{0, n1}}) {
+        ParallelLayout l = base;
+        l.num_layers_in_first_pipeline_stage = a;
+        l.num_layers_in_last_pipeline_stage = b;
+        try {
+          validate(l, c_.gpus, c_.shape);
+        } catch (const InputError&) {
+          continue;
+        }
+        out.push_back(l);
+      }
+      if (!out.empty()) break;  // the least shift the stages take: the most even of them
+    }
+    return out;
+  }
+  void stage_blocks(ParallelPlanEntry& e) {
+    for (const ParallelLayout& l : stage_block_variants(e.layout)) keep_if_faster(e, l);
+  }
+
+  /// Eq. P35: under full recompute with TP, SP off and each checkpoint's input split over the TP group (Megatron
+  /// refuses it beside SP; a model with experts keeps SP under TP).
+  void distributed_checkpoints(ParallelPlanEntry& e) {
+    const ParallelLayout& b = e.layout;
+    if (e.recompute != Recompute::full || b.tp <= 1 || !b.sp || b.ep > 1 || b.distribute_saved_activations) return;
+    ParallelLayout l = b;
+    l.sp = false;
+    l.tp_comm_overlap = false;  // needs SP (eq. P14)
+    l.distribute_saved_activations = true;
+    keep_if_faster(e, l);
+  }
+
+  /// Eq. P31: full recompute of the first N blocks of each chunk only (method block), the others keeping their
+  /// activations. A stage's memory falls as N grows (each block more rerun keeps an input instead of its
+  /// activations) and the step's time rises (one more block's forward again), so the best N is the least whose
+  /// first and last stages fit: found by bisection on [1, n_c − 1] (N = n_c, the largest chunk's blocks, is full
+  /// recompute), then timed; where a stage between does not fit, the next N up (at most two more).
+  void recompute_num_layers(ParallelPlanEntry& e) {
+    if (e.recompute != Recompute::full || e.layout.recompute_method != RecomputeMethod::uniform ||
+        e.layout.recompute_num_layers != 1)
+      return;
+    const int most = static_cast<int>(most_blocks_in_a_chunk(c_.shape.layers, e.layout));
+    if (most < 2) return;
+    const ComputeOptions opt = options(e.recompute);
+    const Sharding sh = sharding(e.sharding_stage);
+    const auto block_n = [&](int n) {
+      ParallelLayout l = e.layout;
+      l.recompute_method = RecomputeMethod::block;
+      l.recompute_num_layers = n;
+      return l;
+    };
+    const auto fits = [&](int n) { return first_and_last_stage_fit(c_, block_n(n), opt, sh); };
+    int lo = 1, hi = most - 1;  // the least N that fits lies in [lo, hi], or none does
+    if (!fits(hi)) return;
+    while (lo < hi) {
+      const int mid = lo + (hi - lo) / 2;
+      if (fits(mid)) hi = mid;
+      else lo = mid + 1;
+    }
+    for (int n = lo; n < most && n <= lo + 2; ++n)
+      if (auto p = time(block_n(n), e.recompute, e.sharding_stage)) {
+        if (rate(*p) > rate(e.prediction)) {
+          e.layout = block_n(n);
+          e.prediction = std::move(*p);
+          e.refined = true;
+        }
+        return;
+      }
+  }
+
+  const PlanContext& c_;
+  std::map<int, MicroBatchTimes>& times_;
+  const ComputeOptions& step_opt_;
+  ParallelPlanResult& r_;
+};
+
+/// Eq. P38 over a ranked result: the space's leaders (the fastest, and the fastest under full recompute) refined in
+/// place, the near-misses that a variant makes fit added.
+void refine(const PlanContext& c, const ParallelPlanSpace& space, std::map<int, MicroBatchTimes>& times,
+            const ComputeOptions& step_opt, std::vector<NearMiss>& near, ParallelPlanResult& r) {
+  Refiner refiner(c, times, step_opt, r);
+  const std::size_t leaders = static_cast<std::size_t>(std::max(space.refine_leaders, 0));
+  int full = 0;
+  for (std::size_t i = 0; i < r.ranked.size(); ++i) {
+    const bool leader = i < leaders;
+    const bool full_leader = r.ranked[i].recompute == Recompute::full && full < space.refine_full_leaders;
+    if (r.ranked[i].recompute == Recompute::full) ++full;
+    if (!leader && !full_leader) {
+      if (i >= leaders && full >= space.refine_full_leaders) break;
+      continue;
+    }
+    if (refiner.refine(r.ranked[i])) ++r.refine_improved;
+  }
+  std::stable_sort(near.begin(), near.end(), [](const NearMiss& a, const NearMiss& b) { return a.over < b.over; });
+  const std::size_t n = std::min(near.size(), static_cast<std::size_t>(std::max(space.refine_near_misses, 0)));
+  for (std::size_t i = 0; i < n; ++i)
+    if (auto e = refiner.rescue(near[i])) {
+      r.ranked.push_back(std::move(*e));
+      ++r.refine_improved;
+      --r.out_of_memory;
+    }
 }
 
 }  // namespace
@@ -176,6 +446,9 @@ ParallelPlanResult plan_parallel(const Scenario& base, int gpus, const ParallelP
                      fmt::format("cluster '{}' cannot hold {} GPUs in whole nodes of {}", cl.name, gpus, cl.gpus_per_node));
   ParallelPlanResult r;
   r.memory_reserve = space.memory_reserve;
+  r.refine_leaders = std::max(space.refine_leaders, 0);
+  r.refine_full_leaders = std::max(space.refine_full_leaders, 0);
+  r.refine_near_misses = std::max(space.refine_near_misses, 0);
   r.global_batch = space.global_batch > 0
       ? space.global_batch
       : std::max<std::int64_t>(1, std::llround(kDefaultTokensPerStep / static_cast<double>(c.shape.seq)));
@@ -194,31 +467,17 @@ ParallelPlanResult plan_parallel(const Scenario& base, int gpus, const ParallelP
   validate_moe_imbalance(c.moe_imbalance);
   validate_moe_routing(c.routing);
   r.moe_imbalance = c.moe_imbalance;
+  r.cp_comm = c.cp_comm;
   const ComputeOptions step_opt = step_compute(base);
   Scenario times_of = base;  // for parallel_whole_times: the framework's efficiency, no measured layers
   times_of.measured_layers.reset();
 
-  for (int b : space.micro_batch) {
-    if (b < 1 || r.global_batch % b != 0) continue;
-    MicroBatchTimes times{times_of, parallel_whole_times(times_of, estimate_layer_times(base.network, cl.gpu, b, step_opt)), {}};
-    for (Recompute rc : space.recompute) {
-      ComputeOptions opt = step_opt;
-      opt.recompute = rc;
-      opt.checkpointing = false;
-      for (int stage : space.sharding_stage) {
-        Sharding sh = base.strategy.sharding;
-        sh.stage = stage;
-        sh.group = Sharding::kGroupAll;
-        sh.offload_optimizer = false;
-        plan_layouts(c, space, times, opt, sh, b, stage, r);
-      }
-    }
-  }
-  std::stable_sort(r.ranked.begin(), r.ranked.end(), [](const ParallelPlanEntry& a, const ParallelPlanEntry& b) {
-    const double ra = rate(a.prediction), rb = rate(b.prediction);
-    if (ra != rb) return ra > rb;
-    return a.prediction.memory.per_gpu < b.prediction.memory.per_gpu;
-  });
+  std::map<int, MicroBatchTimes> times;  // by micro-batch, for the refinement too
+  std::vector<NearMiss> near;
+  plan_grid(c, space, times_of, step_opt, times, near, r);
+  std::stable_sort(r.ranked.begin(), r.ranked.end(), faster_first);
+  refine(c, space, times, step_opt, near, r);  // eq. P38
+  std::stable_sort(r.ranked.begin(), r.ranked.end(), faster_first);
   // where the TP groups of the leaders sit (the rest are not printed)
   for (std::size_t i = 0; i < r.ranked.size() && i < 32; ++i)
     r.ranked[i].tp_inside_node = place_layout(r.ranked[i].layout, cl, gpus)[ParallelGroup::tp].inside_node;
@@ -257,7 +516,62 @@ std::string layout_cells(const ParallelPlanEntry& e, int gpus, bool moe) {
                      e.sharding_stage > 0 ? fmt::format("z{}", e.sharding_stage) : std::string("-"));
 }
 
+/// "# the next best, #2, is X % slower: ..." by the parts of the step it loses most on, with both memories.
+std::string why_the_next_loses(const ParallelPlanEntry& best, const ParallelPlanEntry& next) {
+  const auto a = parts(best.prediction), b = parts(next.prediction);
+  std::vector<std::pair<double, std::string>> worse;
+  for (std::size_t k = 0; k < a.size(); ++k) {
+    const double d = in_seconds(b[k].second - a[k].second);
+    if (std::abs(d) > 1e-6) worse.emplace_back(d, fmt::format("{} {:+.3f} s", a[k].first, d));
+  }
+  std::sort(worse.begin(), worse.end(), [](const auto& x, const auto& y) { return x.first > y.first; });
+  std::string why;
+  for (std::size_t k = 0; k < worse.size() && k < 3; ++k) why += (k ? ", " : "") + worse[k].second;
+  const double slower = 1.0 - rate(next.prediction) / rate(best.prediction);
+  return fmt::format("# the next best, #2, is {:.1f} % slower: {}{}\n", 100.0 * slower, why.empty() ? "the same parts" : why,
+                     fmt::format(" (memory {:.1f} GB against {:.1f} GB)", in_bytes(next.prediction.memory.per_gpu) / 1e9,
+                                 in_bytes(best.prediction.memory.per_gpu) / 1e9));
+}
+
+/// Eq. P38: the keys the refinement set, short ("a2a", "block:3", "first:19", "last:19", "dsa"); "-" for none.
+std::string variant_cells(const ParallelPlanEntry& e, CpComm grid_cp_comm) {
+  const ParallelLayout& l = e.layout;
+  std::vector<std::string> keys;
+  if (l.cp > 1 && l.cp_comm != grid_cp_comm) keys.emplace_back(to_string(l.cp_comm));
+  if (l.num_layers_in_first_pipeline_stage > 0) keys.push_back(fmt::format("first:{}", l.num_layers_in_first_pipeline_stage));
+  if (l.num_layers_in_last_pipeline_stage > 0) keys.push_back(fmt::format("last:{}", l.num_layers_in_last_pipeline_stage));
+  if (l.distribute_saved_activations) keys.emplace_back("dsa");
+  if (l.recompute_method == RecomputeMethod::block) keys.push_back(fmt::format("block:{}", l.recompute_num_layers));
+  std::string out;
+  for (const auto& k : keys) out += (out.empty() ? "" : ",") + k;
+  return out.empty() ? "-" : out;
+}
+
 }  // namespace
+
+std::string predict_options(const ParallelPlanEntry& e, const Scenario& base, int gpus) {
+  const ParallelLayout& l = e.layout;
+  std::string out = fmt::format("--gpus {} --tp {}", gpus, l.tp);
+  if (l.tp > 1) out += l.sp ? " --sp" : " --no-sp";
+  const bool framework_overlap = base.strategy.parallel && base.strategy.parallel->tp_comm_overlap;
+  if (l.tp > 1 && framework_overlap && !l.tp_comm_overlap) out += " --no-tp-comm-overlap";
+  out += fmt::format(" --pp {}", l.pp);
+  if (l.vp > 1) out += fmt::format(" --vp {} --schedule interleaved", l.vp);
+  if (l.num_layers_in_first_pipeline_stage > 0)
+    out += fmt::format(" --num-layers-in-first-pipeline-stage {}", l.num_layers_in_first_pipeline_stage);
+  if (l.num_layers_in_last_pipeline_stage > 0)
+    out += fmt::format(" --num-layers-in-last-pipeline-stage {}", l.num_layers_in_last_pipeline_stage);
+  out += fmt::format(" --cp {}", l.cp);
+  if (l.cp > 1) out += fmt::format(" --cp-comm {}", to_string(l.cp_comm));
+  if (l.cp > 1 && l.cp_comm == CpComm::a2a_p2p) out += fmt::format(" --hierarchical-cp {}", l.hierarchical_cp);
+  if (l.ep > 1) out += fmt::format(" --ep {}", l.ep);
+  out += fmt::format(" --batch {} --micro-batches {}", l.micro_batch, l.micro_batches);
+  if (e.recompute != Recompute::none) out += fmt::format(" --checkpointing {}", to_string(e.recompute));
+  if (l.recompute_method == RecomputeMethod::block)
+    out += fmt::format(" --recompute-method block --recompute-num-layers {}", l.recompute_num_layers);
+  if (l.distribute_saved_activations) out += " --distribute-saved-activations";
+  return out;
+}
 
 std::string format_parallel_plan(const ParallelPlanResult& r, const Scenario& base, int gpus, int top) {
   std::string out;
@@ -271,6 +585,11 @@ std::string format_parallel_plan(const ParallelPlanResult& r, const Scenario& ba
       "# {} layouts checked, {} do not fit the {:.3g} GB of a GPU, {} combinations the model or the GPU "
       "count does not take\n",
       r.evaluated, r.out_of_memory, in_bytes(cl.gpu.memory_size) / 1e9, r.invalid);
+  if (r.refine_leaders + r.refine_full_leaders + r.refine_near_misses > 0)
+    out += fmt::format(
+        "# refined (eq. P38): the {} fastest, the {} fastest under full recompute and up to {} layouts at most 5 % over "
+        "the memory, with their variants: {} timed, {} made faster or made to fit\n",
+        r.refine_leaders, r.refine_full_leaders, r.refine_near_misses, r.refine_timed, r.refine_improved);
   out += fmt::format(
       "# memory reserve {:.3g} GB a GPU (CUDA context and workspaces, NCCL buffers, allocator fragmentation): a layout "
       "fits when its worst stage's tensors stay within {:.3g} GB; mem/GPU includes the reserve\n",
@@ -297,42 +616,32 @@ std::string format_parallel_plan(const ParallelPlanResult& r, const Scenario& ba
     return out;
   }
   const bool moe = shape.experts > 0;
-  out +=
-      fmt::format("{:>4} {:>3} {:>3} {:>3} {:>3} {}{:>3} {:>4} {:>3} {:>4} {:>10} {:>4} {:>11} {:>9} {:>6} {:>8} {:>9} {:>7}\n",
-                  "rank", "tp", "pp", "vp", "cp", moe ? " ep " : "", "dp", "mb", "m", "sp", "recompute", "zero", "tokens/s",
-                  "tok/s/GPU", "MFU", "mem/GPU", "step (s)", "TP node");
+  out += fmt::format(
+      "{:>4} {:>3} {:>3} {:>3} {:>3} {}{:>3} {:>4} {:>3} {:>4} {:>10} {:>4} {:>11} {:>9} {:>6} {:>8} {:>9} {:>7} {}\n", "rank",
+      "tp", "pp", "vp", "cp", moe ? " ep " : "", "dp", "mb", "m", "sp", "recompute", "zero", "tokens/s", "tok/s/GPU", "MFU",
+      "mem/GPU", "step (s)", "TP node", "variant");
   const std::size_t n = std::min<std::size_t>(r.ranked.size(), static_cast<std::size_t>(std::max(top, 1)));
   for (std::size_t i = 0; i < n; ++i) {
     const auto& e = r.ranked[i];
     const Prediction& p = e.prediction;
-    out += fmt::format("{:>4} {} {:>11.4g} {:>9.1f} {:>5.1f}% {:>5.1f} GB {:>9.3f} {:>7}\n", i + 1, layout_cells(e, gpus, moe),
-                       p.throughput_tokens_per_s, p.throughput_tokens_per_s / gpus, 100.0 * p.mfu,
-                       in_bytes(p.memory.per_gpu) / 1e9, in_seconds(p.iteration_time), e.tp_inside_node ? "inside" : "across");
+    out +=
+        fmt::format("{:>4} {} {:>11.4g} {:>9.1f} {:>5.1f}% {:>5.1f} GB {:>9.3f} {:>7} {}\n", i + 1, layout_cells(e, gpus, moe),
+                    p.throughput_tokens_per_s, p.throughput_tokens_per_s / gpus, 100.0 * p.mfu, in_bytes(p.memory.per_gpu) / 1e9,
+                    in_seconds(p.iteration_time), e.tp_inside_node ? "inside" : "across", variant_cells(e, r.cp_comm));
   }
   const auto& best = r.ranked.front();
   const LayoutPlacement at = place_layout(best.layout, cl, gpus);
   out += fmt::format("# the best, {}: TP {}, CP {}, PP {}, DP {}{}\n", fmt::format("#1"), where(at[ParallelGroup::tp]),
                      where(at[ParallelGroup::cp]), where(at[ParallelGroup::pp]), where(at[ParallelGroup::dp]),
                      moe ? fmt::format(", EP {}", where(at[ParallelGroup::ep])) : std::string());
-  if (r.ranked.size() > 1) {
-    const auto& next = r.ranked[1];
-    const auto a = parts(best.prediction), b = parts(next.prediction);
-    std::vector<std::pair<double, std::string>> worse;
-    for (std::size_t k = 0; k < a.size(); ++k) {
-      const double d = in_seconds(b[k].second - a[k].second);
-      if (std::abs(d) > 1e-6) worse.emplace_back(d, fmt::format("{} {:+.3f} s", a[k].first, d));
-    }
-    std::sort(worse.begin(), worse.end(), [](const auto& x, const auto& y) { return x.first > y.first; });
-    std::string why;
-    for (std::size_t k = 0; k < worse.size() && k < 3; ++k) why += (k ? ", " : "") + worse[k].second;
-    const double slower = 1.0 - rate(next.prediction) / rate(best.prediction);
-    out += fmt::format("# the next best, #2, is {:.1f} % slower: {}{}\n", 100.0 * slower, why.empty() ? "the same parts" : why,
-                       fmt::format(" (memory {:.1f} GB against {:.1f} GB)", in_bytes(next.prediction.memory.per_gpu) / 1e9,
-                                   in_bytes(best.prediction.memory.per_gpu) / 1e9));
-  }
+  if (r.ranked.size() > 1) out += why_the_next_loses(r.ranked[0], r.ranked[1]);
+  out += fmt::format("# #1 as predict takes it: {}\n", predict_options(best, base, gpus));
   out += fmt::format(
       "# tp, pp, vp, cp, {}dp: the degrees; mb: micro-batch; m: micro-batches a step; zero z1: distributed optimiser; "
-      "TP node: every TP group inside one node (NVLink domain)\n",
+      "TP node: every TP group inside one node (NVLink domain); variant (eq. P38): the CP exchange (--cp-comm), "
+      "first:N and last:N the first and last stages' blocks (--num-layers-in-first/last-pipeline-stage), dsa "
+      "distributed checkpoints without SP (--distribute-saved-activations), block:N full recompute of each chunk's "
+      "first N blocks (--recompute-method block --recompute-num-layers N)\n",
       moe ? "ep (experts over ranks of dp·cp), " : "");
   return out;
 }
