@@ -688,6 +688,17 @@ std::vector<Row> catalogue() {
       // eq. P29: the CP exchange's names, and Ulysses' heads split over the CP ranks
       {"framework_cp_comm_unknown", {{"f.yaml", std::string(kFramework) + "parallel: {cp_comm: ring}\n"}}, kCmdFramework,
        E + "{dir}/f.yaml:7:21: 'parallel.cp_comm': unknown context-parallel exchange 'ring' (p2p, all_gather, a2a)\n"},
+      {"framework_plan_variants_unknown_exchange",
+       {{"f.yaml", std::string(kFramework) + "parallel: {plan_variants: {cp_comm: [p2p, ring]}}\n"}}, kCmdFramework,
+       E + "{dir}/f.yaml:7:43: 'parallel.plan_variants.cp_comm[1]': unknown context-parallel exchange 'ring' (p2p, "
+           "all_gather, a2a)\n"},
+      {"framework_plan_variants_exchange_twice",
+       {{"f.yaml", std::string(kFramework) + "parallel: {plan_variants: {cp_comm: [a2a, a2a]}}\n"}}, kCmdFramework,
+       E + "{dir}/f.yaml:7:43: 'parallel.plan_variants.cp_comm[1]': named twice\n"},
+      {"framework_plan_variants_unknown_key",
+       {{"f.yaml", std::string(kFramework) + "parallel: {plan_variants: {zero_bubble: true}}\n"}}, kCmdFramework,
+       E + "{dir}/f.yaml:7:28: 'parallel.plan_variants.zero_bubble': unknown key (known keys here: cp_comm, "
+           "distribute_saved_activations, recompute_num_layers, stage_blocks)\n"},
       {"option_cp_comm_unknown", {},
        "predict --cluster dgx-h100-ndr --nodes 1 --model decoder:layers=2,hidden=64,heads=4,ffn=128,vocab=100,seq=16 --cp 2 "
        "--cp-comm ulysses --gpus 8 -o {out}",

@@ -198,6 +198,55 @@ TEST(ParallelPlan, RefinementPicksTheFastestCpExchangeAsPredictingEachDoes) {
   EXPECT_NE(text.find(fmt::format(" inside {}\n", to_string(pick))), std::string::npos) << text;
 }
 
+// Eq. P38 tries only what the framework runs (its file's plan_variants). The layout above under a framework that offers
+// the ring and the gather (torchtitan's two rotate methods) but not Ulysses' all-to-all: the plan's pick is the faster
+// of those two predicted alone, a2a never timed; under one that names no variants, the grid's layout untouched.
+TEST(ParallelPlan, RefinementTriesOnlyTheVariantsTheFrameworkRuns) {
+  Scenario sc = llama3_8b_on_one_node();
+  sc.strategy.plan_variants = PlanVariants{.cp_comm = {CpComm::p2p, CpComm::all_gather}};
+  const ParallelPlanResult r = plan_parallel(sc, 8, one_layout(2, 1, 2, 1, Recompute::selective));
+  ASSERT_EQ(r.ranked.size(), 1U);
+  const ParallelPlanEntry& e = r.ranked.front();
+  double best = 0.0;
+  CpComm pick = CpComm::p2p;
+  for (CpComm x : {CpComm::p2p, CpComm::all_gather}) {
+    ParallelLayout l = e.layout;
+    l.cp_comm = x;
+    const Alone a = predict_alone(sc, l, Recompute::selective, 1, 8);
+    if (a.fits_plan && a.p.throughput_tokens_per_s > best) {
+      best = a.p.throughput_tokens_per_s;
+      pick = x;
+    }
+  }
+  EXPECT_EQ(e.layout.cp_comm, pick);
+  EXPECT_NEAR(e.prediction.throughput_tokens_per_s, best, 1e-9 * best);
+  EXPECT_EQ(r.refine_timed, 1);  // all_gather only: the layout's own p2p is not timed again, a2a not offered
+
+  sc.strategy.plan_variants = PlanVariants{};
+  const ParallelPlanResult none = plan_parallel(sc, 8, one_layout(2, 1, 2, 1, Recompute::selective));
+  ASSERT_EQ(none.ranked.size(), 1U);
+  EXPECT_EQ(none.ranked.front().layout.cp_comm, CpComm::p2p);
+  EXPECT_FALSE(none.ranked.front().refined);
+  EXPECT_EQ(none.refine_timed, 0);
+  EXPECT_NE(format_parallel_plan(none, sc, 8, 1).find("# not refined (eq. P38): framework '"), std::string::npos);
+}
+
+// The shipped files: Megatron-Core and NeMo offer every variant, torchtitan the ring and the gather, FSDP none.
+TEST(ParallelPlan, FrameworkFilesNameTheVariantsTheyRun) {
+  const auto variants = [](const char* name) {
+    return load_strategy(resolve(DataKind::framework, name, "--framework")).plan_variants;
+  };
+  for (const char* f : {"megatron-core", "nemo"}) {
+    const PlanVariants v = variants(f);
+    EXPECT_EQ(v.cp_comm, (std::vector<CpComm>{CpComm::p2p, CpComm::all_gather, CpComm::a2a})) << f;
+    EXPECT_TRUE(v.stage_blocks && v.distribute_saved_activations && v.recompute_num_layers) << f;
+  }
+  const PlanVariants t = variants("torchtitan");
+  EXPECT_EQ(t.cp_comm, (std::vector<CpComm>{CpComm::p2p, CpComm::all_gather}));
+  EXPECT_FALSE(t.stage_blocks || t.distribute_saved_activations || t.recompute_num_layers);
+  EXPECT_FALSE(variants("fsdp").any());
+}
+
 // Eq. P38 with P31: full recompute of Llama-3-8B at micro-batch 4 on TP 2 × DP 4; the refinement takes the least N
 // of recompute_method block whose stage fits (bisection on memory). Brute force: every N from 1 to 32 (32: every block,
 // full recompute) predicted alone; the plan's is the fastest that fits.

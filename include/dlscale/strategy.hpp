@@ -5,6 +5,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "dlscale/compute.hpp"
 #include "dlscale/detail/enum_names.hpp"
@@ -62,6 +63,17 @@ struct EnumNames<UpdatePlacement> {
       {UpdatePlacement::on_root, "on_root"},
   }};
   static constexpr std::array<EnumName<UpdatePlacement>, 0> aliases{};
+};
+
+/// The settings beyond the grid that a framework runs and `plan --parallel`'s refinement may choose (eq. P38).
+struct PlanVariants {
+  std::vector<CpComm> cp_comm;                // the CP exchanges it offers (eq. P29); empty: each layout's own only
+  bool stage_blocks = false;                  // explicit first and last stage blocks (eq. P26b)
+  bool distribute_saved_activations = false;  // checkpoint inputs split over TP, SP off (eq. P35)
+  bool recompute_num_layers = false;          // full recompute of the first N blocks of each chunk (eq. P31, block)
+  [[nodiscard]] bool any() const noexcept {
+    return !cp_comm.empty() || stage_blocks || distribute_saved_activations || recompute_num_layers;
+  }
 };
 
 struct Strategy {
@@ -144,6 +156,9 @@ struct Strategy {
   /// Whether `parallel:` gave a degree (tp, pp or cp) or batch: a run of this framework is then model-parallel
   /// without options. Defaults alone (rank_order, sp, schedule) leave it data-parallel until a run names degrees.
   bool parallel_degrees = false;
+  /// `parallel: {plan_variants: ...}`: what `plan --parallel`'s refinement (docs/model.md, eq. P38) may change on this
+  /// framework's layouts, the options the framework itself runs. Empty (the default): the grid's layouts alone.
+  PlanVariants plan_variants;
 };
 
 }  // namespace dlscale

@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <string_view>
 #include <utility>
 
@@ -30,6 +31,30 @@ void read_named(yamlio::MapReader& m, const char* key, T& target, Parse parse) {
       n->fail(e.message());
     }
   }
+}
+
+/// `plan_variants: {cp_comm: [p2p, all_gather, a2a], stage_blocks: true, distribute_saved_activations: true,
+/// recompute_num_layers: true}`: what the framework runs beyond its layout, which plan's refinement may choose (eq. P38).
+PlanVariants read_plan_variants(const yamlio::Node& node) {
+  yamlio::MapReader m(node);
+  PlanVariants v;
+  if (auto n = m.optional("cp_comm"))
+    for (const yamlio::Node& item : n->items()) {
+      CpComm c{};
+      try {
+        c = cp_comm_from_string(item.scalar());
+      } catch (const InputError& e) {
+        item.fail(e.message());
+      }
+      if (std::find(v.cp_comm.begin(), v.cp_comm.end(), c) != v.cp_comm.end()) item.fail("named twice");
+      v.cp_comm.push_back(c);
+    }
+  for (auto [key, target] : {std::pair{"stage_blocks", &v.stage_blocks},
+                             {"distribute_saved_activations", &v.distribute_saved_activations},
+                             {"recompute_num_layers", &v.recompute_num_layers}})
+    if (auto n = m.optional(key)) *target = n->boolean();
+  m.finish();
+  return v;
 }
 
 }  // namespace
@@ -98,6 +123,7 @@ void read_parallel_entry(const yamlio::Node& node, Strategy& s) {
   read_named(m, "schedule", l.schedule, [](std::string_view t) { return pipeline_schedule_from_string(t); });
   read_named(m, "cp_comm", l.cp_comm, [](std::string_view t) { return cp_comm_from_string(t); });  // eq. P29
   read_named(m, "rank_order", l.order, [](std::string_view t) { return parse_rank_order(t); });
+  if (auto n = m.optional("plan_variants")) s.plan_variants = read_plan_variants(*n);
   if (l.vp > 1 && l.schedule != PipelineSchedule::interleaved)
     node.fail(fmt::format("vp {} needs 'schedule: interleaved'", l.vp));
   m.finish();

@@ -140,7 +140,8 @@ void plan_layouts(const PlanContext& c, const ParallelPlanSpace& space, MicroBat
   const auto missed = [&](const ParallelLayout& l, Bytes worst) {
     ++r.out_of_memory;
     const double over = in_bytes(worst) / in_bytes(c.capacity);
-    if (space.refine_near_misses > 0 && l.pp > 1 && over <= kNearMissOver) near.push_back({l, opt.recompute, stage, over});
+    if (space.refine_near_misses > 0 && c.base.strategy.plan_variants.stage_blocks && l.pp > 1 && over <= kNearMissOver)
+      near.push_back({l, opt.recompute, stage, over});
   };
   for (int tp : space.tp)
     for (int pp : space.pp)
@@ -258,6 +259,9 @@ class Refiner {
   }
 
  private:
+  /// What the framework runs beyond its layout (its file's `plan_variants`): only those are tried.
+  [[nodiscard]] const PlanVariants& variants() const noexcept { return c_.base.strategy.plan_variants; }
+
   /// The layout predicted as the grid predicts it; nullopt where validate refuses it or it does not fit.
   std::optional<Prediction> time(const ParallelLayout& l, Recompute rc, int stage) {
     const ComputeOptions opt = options(rc);
@@ -290,7 +294,7 @@ class Refiner {
   /// Eq. P29: the other exchanges where cp > 1 (a2a where cp divides a TP rank's heads: validate).
   void cp_exchange(ParallelPlanEntry& e) {
     if (e.layout.cp <= 1) return;
-    for (CpComm x : {CpComm::p2p, CpComm::all_gather, CpComm::a2a}) {
+    for (CpComm x : variants().cp_comm) {
       if (x == e.layout.cp_comm) continue;
       ParallelLayout l = e.layout;
       l.cp_comm = x;
@@ -332,6 +336,7 @@ class Refiner {
     return out;
   }
   void stage_blocks(ParallelPlanEntry& e) {
+    if (!variants().stage_blocks) return;
     for (const ParallelLayout& l : stage_block_variants(e.layout)) keep_if_faster(e, l);
   }
 
@@ -339,7 +344,9 @@ class Refiner {
   /// refuses it beside SP; a model with experts keeps SP under TP).
   void distributed_checkpoints(ParallelPlanEntry& e) {
     const ParallelLayout& b = e.layout;
-    if (e.recompute != Recompute::full || b.tp <= 1 || !b.sp || b.ep > 1 || b.distribute_saved_activations) return;
+    if (!variants().distribute_saved_activations || e.recompute != Recompute::full || b.tp <= 1 || !b.sp || b.ep > 1 ||
+        b.distribute_saved_activations)
+      return;
     ParallelLayout l = b;
     l.sp = false;
     l.tp_comm_overlap = false;  // needs SP (eq. P14)
@@ -353,8 +360,8 @@ class Refiner {
   /// first and last stages fit: found by bisection on [1, n_c − 1] (N = n_c, the largest chunk's blocks, is full
   /// recompute), then timed; where a stage between does not fit, the next N up (at most two more).
   void recompute_num_layers(ParallelPlanEntry& e) {
-    if (e.recompute != Recompute::full || e.layout.recompute_method != RecomputeMethod::uniform ||
-        e.layout.recompute_num_layers != 1)
+    if (!variants().recompute_num_layers || e.recompute != Recompute::full ||
+        e.layout.recompute_method != RecomputeMethod::uniform || e.layout.recompute_num_layers != 1)
       return;
     const int most = static_cast<int>(most_blocks_in_a_chunk(c_.shape.layers, e.layout));
     if (most < 2) return;
@@ -446,9 +453,11 @@ ParallelPlanResult plan_parallel(const Scenario& base, int gpus, const ParallelP
                      fmt::format("cluster '{}' cannot hold {} GPUs in whole nodes of {}", cl.name, gpus, cl.gpus_per_node));
   ParallelPlanResult r;
   r.memory_reserve = space.memory_reserve;
-  r.refine_leaders = std::max(space.refine_leaders, 0);
-  r.refine_full_leaders = std::max(space.refine_full_leaders, 0);
-  r.refine_near_misses = std::max(space.refine_near_misses, 0);
+  // eq. P38 tries only what the framework runs (its file's plan_variants): none named, the grid alone
+  const bool variants = base.strategy.plan_variants.any();
+  r.refine_leaders = variants ? std::max(space.refine_leaders, 0) : 0;
+  r.refine_full_leaders = variants ? std::max(space.refine_full_leaders, 0) : 0;
+  r.refine_near_misses = variants ? std::max(space.refine_near_misses, 0) : 0;
   r.global_batch = space.global_batch > 0
       ? space.global_batch
       : std::max<std::int64_t>(1, std::llround(kDefaultTokensPerStep / static_cast<double>(c.shape.seq)));
@@ -476,7 +485,7 @@ ParallelPlanResult plan_parallel(const Scenario& base, int gpus, const ParallelP
   std::vector<NearMiss> near;
   plan_grid(c, space, times_of, step_opt, times, near, r);
   std::stable_sort(r.ranked.begin(), r.ranked.end(), faster_first);
-  refine(c, space, times, step_opt, near, r);  // eq. P38
+  if (variants) refine(c, space, times, step_opt, near, r);  // eq. P38
   std::stable_sort(r.ranked.begin(), r.ranked.end(), faster_first);
   // where the TP groups of the leaders sit (the rest are not printed)
   for (std::size_t i = 0; i < r.ranked.size() && i < 32; ++i)
@@ -590,6 +599,8 @@ std::string format_parallel_plan(const ParallelPlanResult& r, const Scenario& ba
         "# refined (eq. P38): the {} fastest, the {} fastest under full recompute and up to {} layouts at most 5 % over "
         "the memory, with their variants: {} timed, {} made faster or made to fit\n",
         r.refine_leaders, r.refine_full_leaders, r.refine_near_misses, r.refine_timed, r.refine_improved);
+  else if (!base.strategy.plan_variants.any())
+    out += fmt::format("# not refined (eq. P38): framework '{}' names no plan_variants it runs\n", base.strategy.name);
   out += fmt::format(
       "# memory reserve {:.3g} GB a GPU (CUDA context and workspaces, NCCL buffers, allocator fragmentation): a layout "
       "fits when its worst stage's tensors stay within {:.3g} GB; mem/GPU includes the reserve\n",
