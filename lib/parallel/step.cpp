@@ -408,7 +408,8 @@ ParallelStep parallel_step(const Network& net, const LayerTimes& times, const Cl
   r.memory.reserve(static_cast<std::size_t>(l.pp));
   const int dp_cp = l.dp(gpus) * l.cp;
   const ActivationRecompute ar = activation_recompute(opt.recompute);
-  std::int64_t most_params = 0, most_experts = 0;
+  std::int64_t most_params = 0, most_experts = 0, own_params = 0, own_experts = 0;
+  DpComm own{};  // eq. P37: the last stage size's DP collectives
   Seconds most_update{};
   // eq. P25: the sends overlapped with the next chunk, under the interleaved schedule only (as Megatron's)
   const bool overlap_sends = l.pp_comm_overlap && l.pp > 1 && l.schedule == PipelineSchedule::interleaved;
@@ -434,10 +435,25 @@ ParallelStep parallel_step(const Network& net, const LayerTimes& times, const Cl
       r.ep_comm = st.ep;
       r.p2p = p2p;
     }
-    r.stage_passes.push_back({st.forward + st.comm_fwd, st.backward + (st.tp + st.cp + st.ep - st.comm_fwd)});
+    const std::int64_t params = rank_params(net, stage, l, s), expert_params = rank_expert_params(net, stage, l, s);
+    // eq. P37: the stage's own DP collectives and update, for the simulator's events (stages of one size timed once)
+    if (s == 0 || params != own_params || expert_params != own_experts) {
+      own_params = params;
+      own_experts = expert_params;
+      const DpComm d = dp_reduction(coll, at[ParallelGroup::dp_cp], static_cast<double>(params - expert_params), sh, opt),
+                   e = dp_reduction(coll, at[ParallelGroup::edp], static_cast<double>(expert_params), sh, opt);
+      own = {d.reduce + e.reduce, d.gather + e.gather};
+    }
+    r.stage_passes.push_back({.forward = st.forward + st.comm_fwd,
+                              .backward = st.backward + (st.tp + st.cp + st.ep - st.comm_fwd),
+                              .forward_compute = st.forward,
+                              .backward_compute = st.backward,
+                              .dp_reduce = own.reduce,
+                              .dp_gather = own.gather,
+                              .update = sh.sharded() ? st.update / static_cast<double>(std::max(dp_cp, 1)) : st.update});
     most_update = max(most_update, st.update);
-    most_params = std::max(most_params, rank_params(net, stage, l, s));
-    most_experts = std::max(most_experts, rank_expert_params(net, stage, l, s));
+    most_params = std::max(most_params, params);
+    most_experts = std::max(most_experts, expert_params);
     r.memory.push_back(rank_memory(net, block, m, stage, l, s, opt, sh, dp_cp, ar, reserved));
   }
   r.send = comm.send;
@@ -446,6 +462,7 @@ ParallelStep parallel_step(const Network& net, const LayerTimes& times, const Cl
   r.bubble = r.pipeline - r.per_microbatch * static_cast<double>(l.micro_batches);
   const DpComm dense = dp_reduction(coll, at[ParallelGroup::dp_cp], static_cast<double>(most_params - most_experts), sh, opt),
                experts = dp_reduction(coll, at[ParallelGroup::edp], static_cast<double>(most_experts), sh, opt);
+  r.dp_first_share = rank_chunks(l, m.layers).first_block;
   r.dp_comm = dp_exposed({dense.reduce + experts.reduce, dense.gather + experts.gather}, l, sh, r, m.layers);
   r.update = sh.sharded() ? most_update / static_cast<double>(std::max(dp_cp, 1)) : most_update;
   // eq. P33: Megatron's embedding group all-reduces a tied word embedding's gradient between the first and the last stage
