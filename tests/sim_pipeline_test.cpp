@@ -540,6 +540,83 @@ TEST(SimPipeline, FrameworkJitterTakesTheSlowestTensorParallelRank) {
   EXPECT_EQ(r.pipeline->replicas, 1);
 }
 
+// Eq. P37's trace (`simulate --trace` with a layout): the last iteration's slowest replica, a track of passes and one of
+// DP collectives per stage. Parsed back: one slice per op (2·m·v a stage), names saying pass, micro-batch and chunk;
+// a stage's passes one after another; each pass after the one it takes its input from (the schedule's edges, docs/
+// model.md P32); each chunk's reduction from within its last backward (overlapped) or after the stage's last pass, and
+// done no sooner than that backward; the step from the first slice's start to the last one's end.
+TEST(SimPipeline, TraceHasEveryPassInOrderAndTheDpCollectives) {
+  for (bool overlap : {false, true}) {
+    ParallelLayout l = layout(4, 4, 8, PipelineSchedule::interleaved, 2);
+    l.dp_comm_overlap = overlap;
+    SimOptions o = quiet();
+    o.trace = true;
+    o.speed = {{40, 0.8}};  // a straggler: the traced replica is the slowest
+    const Simulator sim(layout_scenario(l, false), o);
+    const SimResult r = sim.run(64);
+    ASSERT_FALSE(r.trace_json.empty());
+    const auto j = nlohmann::json::parse(r.trace_json);
+    const int p = 4, m = 8, v = 2;
+    const double eps = 2.5e-9;  // the trace's times: µs to three decimals, start and duration each rounded
+    std::map<std::tuple<int, char, int, int>, std::pair<double, double>> pass;  // (stage, F/B, chunk, mb) → [t0, t1]
+    std::map<int, std::vector<std::pair<double, double>>> track;
+    std::map<std::pair<int, int>, std::pair<double, double>> reduction;  // (stage, chunk) → [t0, t1]
+    double last = 0.0, first = 1e300;
+    for (const auto& e : j["traceEvents"]) {
+      if (e["ph"] != "X") continue;
+      const double t0 = e["ts"].get<double>() * 1e-6, t1 = t0 + e["dur"].get<double>() * 1e-6;
+      const int tid = e["tid"].get<int>();
+      const std::string name = e["name"].get<std::string>();
+      last = std::max(last, t1);
+      first = std::min(first, t0);
+      int mb = 0, chunk = 0;
+      if (std::sscanf(name.c_str(), "forward mb %d chunk %d", &mb, &chunk) == 2 ||
+          std::sscanf(name.c_str(), "backward mb %d chunk %d", &mb, &chunk) == 2) {
+        ASSERT_EQ(tid % 2, 0) << name;
+        pass[{tid / 2, name[0] == 'f' ? 'F' : 'B', chunk, mb}] = {t0, t1};
+        track[tid / 2].emplace_back(t0, t1);
+      } else if (std::sscanf(name.c_str(), "DP reduction chunk %d", &chunk) == 1) {
+        reduction[{tid / 2, chunk}] = {t0, t1};
+      } else if (name == "DP reduction") {
+        reduction[{tid / 2, -1}] = {t0, t1};
+      }
+    }
+    EXPECT_EQ(pass.size(), static_cast<std::size_t>(2 * p * m * v));
+    for (auto& [s, spans] : track) {
+      EXPECT_EQ(spans.size(), static_cast<std::size_t>(2 * m * v));
+      std::sort(spans.begin(), spans.end());
+      for (std::size_t i = 1; i < spans.size(); ++i) EXPECT_GE(spans[i].first, spans[i - 1].second - eps) << "stage " << s;
+    }
+    for (const auto& [k, span] : pass) {
+      const auto [s, x, c, mb] = k;
+      std::tuple<int, char, int, int> input{-1, 'F', 0, 0};
+      if (x == 'F' && s > 0) input = {s - 1, 'F', c, mb};
+      if (x == 'F' && s == 0 && c > 0) input = {p - 1, 'F', c - 1, mb};
+      if (x == 'B' && s < p - 1) input = {s + 1, 'B', c, mb};
+      if (x == 'B' && s == p - 1 && c < v - 1) input = {0, 'B', c + 1, mb};
+      if (x == 'B' && s == p - 1 && c == v - 1) input = {s, 'F', c, mb};
+      if (std::get<0>(input) >= 0) {
+        EXPECT_GE(span.first, pass.at(input).second - eps) << s << x << c << mb;
+      }
+    }
+    for (int s = 0; s < p; ++s) {
+      if (!overlap) {
+        ASSERT_TRUE(reduction.count({s, -1})) << s;
+        EXPECT_GE(reduction.at({s, -1}).first, pass.at({s, 'B', 0, m - 1}).second - eps);
+        continue;
+      }
+      for (int c = 0; c < v; ++c) {
+        ASSERT_TRUE(reduction.count({s, c})) << s << " " << c;
+        const auto& b = pass.at({s, 'B', c, m - 1});
+        EXPECT_GE(reduction.at({s, c}).first, b.first - eps);
+        EXPECT_GE(reduction.at({s, c}).second, b.second - eps);
+      }
+    }
+    const double step = in_seconds(r.iterations.samples.back());
+    EXPECT_NEAR(last - first, step, 1e-6 * step) << overlap;
+  }
+}
+
 TEST(SimPipeline, OptionsOfDataParallelismAloneAreRefused) {
   SimOptions o = quiet();
   o.contention = true;

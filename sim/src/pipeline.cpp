@@ -99,7 +99,7 @@ PipelineOrder pipeline_order(PipelineSchedule schedule, int p, int m, int v) {
 }
 
 PipelineRun run_pipeline(const PipelineOrder& order, const PipelineTimes& t, const std::function<double(int)>& factor,
-                         double link) {
+                         double link, PipelineRecord* record) {
   const auto p = static_cast<std::size_t>(order.stages);
   const double v = static_cast<double>(order.chunks);
   PipelineRun r;
@@ -115,6 +115,11 @@ PipelineRun run_pipeline(const PipelineOrder& order, const PipelineTimes& t, con
   const auto window = [](const std::vector<double>& w, const std::vector<double>& pass, std::size_t s) {
     return w.empty() ? pass[s] : w[s];
   };
+  if (record) {
+    record->start.assign(order.ops.size(), 0.0);
+    record->end.assign(order.ops.size(), 0.0);
+    record->collectives.clear();
+  }
   for (std::size_t i = 0; i < order.ops.size(); ++i) {
     const PipelineOp& op = order.ops[i];
     const auto s = static_cast<std::size_t>(op.stage);
@@ -131,24 +136,31 @@ PipelineRun run_pipeline(const PipelineOrder& order, const PipelineTimes& t, con
       const double c = t.gather[s] * link / v, from = c * static_cast<double>(op.chunk);  // queued from the step's start
       start = std::max(start, from + phi * c);
       floor = from + c + (pass - window(t.forward_window, t.forward, s) / v) * k + blocking;
+      if (record) record->collectives.push_back({op.stage, op.chunk, true, from, from + c});
     }
     double e = std::max(start + d, floor);
     // eq. P25: the previous pass's send hides behind this one; the stage goes on once both are done
     if (op.before >= 0) e = std::max(e, end[static_cast<std::size_t>(op.before)] + wire);
     end[i] = e;
     free[s] = e + wire;
+    if (record) {
+      record->start[i] = start;
+      record->end[i] = e;
+    }
     r.busy[s] += d;
     // eq. P37: the chunk's last backward: its reduction during it (overlapped), queued behind the chunk before it
     if (overlap && op.backward && static_cast<double>(op.micro_batch) == last_mb) {
       const double c = t.reduce[s] * link / v, tau = window(t.backward_window, t.backward, s) / v * k;
       const double from = std::max(r.reduced[s], free[s] - tau);
       r.reduced[s] = std::max(from + c, free[s] + phi * c);
+      if (record) record->collectives.push_back({op.stage, op.chunk, false, from, r.reduced[s]});
     }
   }
   for (std::size_t s = 0; s < p; ++s) {
     r.makespan = std::max(r.makespan, free[s]);
     if (dp && !overlap) {  // after the stage's whole backward
       r.reduced[s] = free[s] + t.reduce[s] * link;
+      if (record) record->collectives.push_back({static_cast<int>(s), -1, false, free[s], r.reduced[s]});
     }
     if (!dp) r.reduced[s] = free[s];
   }

@@ -109,8 +109,8 @@ void validate(const SimOptions& opt, const Scenario& sc) {
                               std::pair{"gpus_per_pcie_switch", opt.gpus_per_pcie_switch == plain.gpus_per_pcie_switch}})
       if (!off)
         throw InputError(SourceLocation{}, field,
-                         "a model-parallel layout is simulated as its pipeline (eq. P32), without links, buckets, the input "
-                         "pipeline or a trace; leave this option out");
+                         "a model-parallel layout is simulated as its pipeline (eq. P32), without links, buckets or the "
+                         "input pipeline; leave this option out");
   }
   if (opt.iterations < 1) throw InputError(SourceLocation{}, "iterations", "at least one iteration must be simulated");
   if (sc.compute.accumulate != 1)
@@ -816,7 +816,67 @@ struct Simulator::Impl {
     std::vector<double> steps, pipes, bubbles, busy;
     int replicas = 1, from = 0;
     std::uint64_t events = 0;
+    std::string trace;  // eq. P37: the last iteration's slowest replica, when opt.trace
   };
+
+  /// Eq. P37: a trace of one replica's step (Chrome/Perfetto trace events, as the data-parallel trace): a process
+  /// for the replica, per stage a track of its passes and the update, and one of its DP collectives; times from
+  /// `offset` (seconds), in µs.
+  static std::string layout_trace(const PipelineOrder& order, const PipelineRecord& rec, const PipelineRun& run,
+                                  const ParallelStep& st, const PipelineTimes& times, bool events, int replica, double offset,
+                                  double link) {
+    std::string out = "{\"displayTimeUnit\":\"ms\",\"otherData\":{\"generator\":\"dlscale simulate\"},\"traceEvents\":[\n";
+    bool first = true;
+    const auto sep = [&] {
+      if (!first) out += ",\n";
+      first = false;
+    };
+    const auto slice = [&](int tid, const std::string& name, double t0, double t1) {
+      sep();
+      out += fmt::format(R"j({{"ph":"X","name":"{}","pid":0,"tid":{},"ts":{:.3f},"dur":{:.3f}}})j", name, tid,
+                         (offset + t0) * 1e6, (t1 - t0) * 1e6);
+    };
+    sep();
+    out += fmt::format(R"j({{"ph":"M","name":"process_name","pid":0,"tid":0,"args":{{"name":"replica {} (the slowest)"}}}})j",
+                       replica);
+    const int p = order.stages;
+    for (int s = 0; s < p; ++s) {
+      sep();
+      out += fmt::format(R"j({{"ph":"M","name":"thread_name","pid":0,"tid":{},"args":{{"name":"stage {} passes"}}}})j", 2 * s, s);
+      sep();
+      out += fmt::format(R"j({{"ph":"M","name":"thread_name","pid":0,"tid":{},"args":{{"name":"stage {} DP collectives"}}}})j",
+                         2 * s + 1, s);
+    }
+    for (std::size_t i = 0; i < order.ops.size(); ++i) {
+      const PipelineOp& op = order.ops[i];
+      slice(2 * op.stage, fmt::format("{} mb {} chunk {}", op.backward ? "backward" : "forward", op.micro_batch, op.chunk),
+            rec.start[i], rec.end[i]);
+    }
+    for (const auto& c : rec.collectives) {
+      const std::string what = c.gather ? "DP all-gather" : "DP reduction";
+      slice(2 * c.stage + 1, c.chunk < 0 ? what : fmt::format("{} chunk {}", what, c.chunk), c.start, c.end);
+    }
+    const double tied = in_seconds(st.embedding_grads);
+    for (int s = 0; s < p; ++s) {
+      const auto z = static_cast<std::size_t>(s);
+      double t = run.reduced[z];
+      if (!events) {  // eq. P20's exposed collectives after the pipeline, as the closed form has them
+        slice(2 * s + 1, "DP collectives (eq. P20)", run.makespan, run.makespan + in_seconds(st.dp_comm) * link);
+        t = run.makespan + in_seconds(st.dp_comm) * link;
+      }
+      if (tied > 0.0 && (s == 0 || s == p - 1)) {
+        const double from = events ? std::max(run.reduced.front(), run.reduced.back()) : t;
+        slice(2 * s + 1, "tied embedding all-reduce", from, from + tied);
+        t = from + tied;
+      }
+      const double u = events ? in_seconds(st.stage_passes[z].update) : in_seconds(st.update);
+      slice(2 * s, "update", t, t + u);
+      if (events && !times.dp_overlap && times.gather[z] > 0.0)
+        slice(2 * s + 1, "DP all-gather", t + u, t + u + times.gather[z] * link);
+    }
+    out += "\n]}\n";
+    return out;
+  }
 
   /// Eq. P32's passes of a layout's step (ParallelStep::stage_passes, its sends) for run_pipeline.
   /// Eq. P37: with `events`, each stage's DP collectives beside its passes (overlapped under the layout's
@@ -893,7 +953,10 @@ struct Simulator::Impl {
       if (!(sigma > 0.0)) return f;
       return f * std::exp(sigma * draw_slowest(pass_rng, ranks).z - 0.5 * sigma * sigma);
     };
+    PipelineRecord rec;
+    double elapsed = 0.0;  // the steps before this one
     for (int it = 0; it < opt.iterations; ++it) {
+      const bool tracing = opt.trace && it + 1 == opt.iterations;
       double pipe = 0.0, bubble = 0.0, step = 0.0;
       const double link = opt.link_jitter > 0.0 ? link_rng.jitter(opt.link_jitter) : 1.0;
       for (int d = 0; d < out.replicas; ++d) {
@@ -902,9 +965,10 @@ struct Simulator::Impl {
           if (cv > 0.0) f *= std::max(0.0, 1.0 + cv * draw_slowest(iter_rng, ranks).z);
           factor[static_cast<std::size_t>(s)] = f;
         }
-        const PipelineRun run = run_pipeline(order, times, draw, link);
+        const PipelineRun run = run_pipeline(order, times, draw, link, tracing ? &rec : nullptr);
         out.events += order.ops.size();
         const double mine = replica_step(run, times, st, events, link);
+        if (tracing && (d == 0 || mine > step)) out.trace = layout_trace(order, rec, run, st, times, events, d, elapsed, link);
         step = std::max(step, mine);
         if (d == 0 || run.makespan > pipe) {
           pipe = run.makespan;
@@ -914,6 +978,7 @@ struct Simulator::Impl {
           for (std::size_t s = 0; s < out.busy.size(); ++s) out.busy[s] += run.busy[s] / run.makespan;
       }
       out.steps.push_back(step);
+      elapsed += step;
       out.pipes.push_back(pipe);
       out.bubbles.push_back(bubble);
     }
@@ -954,6 +1019,7 @@ struct Simulator::Impl {
     r.prediction = std::move(pr);
     r.merge = "pipeline";
     r.events = runs.events;
+    r.trace_json = runs.trace;
     r.simulated_seconds = std::accumulate(runs.steps.begin(), runs.steps.end(), 0.0);
     const int gpus_per_stage = ls.layout.tp * ls.layout.cp * ls.layout.dp(gpus);
     for (std::size_t s = 0; s < ps.stage_busy.size(); ++s) {

@@ -72,10 +72,22 @@ struct PipelineRun {
   std::vector<double> reduced;  // eq. P37, per stage: when its DP reduction is done (its last end without one)
 };
 
+/// What one run did, for a trace: every op's start and end (index of PipelineOrder::ops) and each DP collective.
+struct PipelineRecord {
+  struct Collective {
+    int stage = 0, chunk = 0;  // chunk −1: the stage's whole reduction (not overlapped)
+    bool gather = false;       // the parameters' all-gather, else the gradients' reduction
+    double start = 0.0, end = 0.0;
+  };
+  std::vector<double> start, end;
+  std::vector<Collective> collectives;
+};
+
 /// Eq. P32: times one replica's ops in `order` with `times`, each stage's pass durations scaled by
 /// `factor(stage)` (called once an op, in the order's order: the jitter and straggler draws); null: 1. Eq. P37: the
-/// DP collectives beside them, their times scaled by `link` (the link jitter's draw).
+/// DP collectives beside them, their times scaled by `link` (the link jitter's draw). `record`: filled when given.
 PipelineRun run_pipeline(const PipelineOrder& order, const PipelineTimes& times,
-                         const std::function<double(int stage)>& factor = nullptr, double link = 1.0);
+                         const std::function<double(int stage)>& factor = nullptr, double link = 1.0,
+                         PipelineRecord* record = nullptr);
 
 }  // namespace dlscale::sim
