@@ -326,6 +326,26 @@ DpComm dp_reduction(const CollectiveModel& coll, const GroupPlacement& dpg, doub
       group_collective_time(coll, {"DP all-gather", G::dp_cp, CollectiveOp::allgather, bytes(params * w), 1, false, false}, dpg)};
 }
 
+/// Eq. P37: a stage's own DP collectives (P5 over its parameters, P17's experts' beside them), stages of one size
+/// timed once (the last size's kept).
+class StageDp {
+ public:
+  DpComm operator()(const CollectiveModel& coll, const LayoutPlacement& at, std::int64_t params, std::int64_t experts,
+                    const Sharding& sh, const ComputeOptions& opt) {
+    if (params == params_ && experts == experts_) return comm_;
+    params_ = params;
+    experts_ = experts;
+    const DpComm d = dp_reduction(coll, at[ParallelGroup::dp_cp], static_cast<double>(params - experts), sh, opt),
+                 e = dp_reduction(coll, at[ParallelGroup::edp], static_cast<double>(experts), sh, opt);
+    comm_ = {d.reduce + e.reduce, d.gather + e.gather};
+    return comm_;
+  }
+
+ private:
+  std::int64_t params_ = -1, experts_ = -1;
+  DpComm comm_{};
+};
+
 /// The chunks a rank runs (v interleaved, else 1) and the share of one chunk's collective that is its first block's
 /// (1/blocks of the chunk): what eq. P19-P21 leave after the window.
 struct Chunks {
@@ -408,8 +428,8 @@ ParallelStep parallel_step(const Network& net, const LayerTimes& times, const Cl
   r.memory.reserve(static_cast<std::size_t>(l.pp));
   const int dp_cp = l.dp(gpus) * l.cp;
   const ActivationRecompute ar = activation_recompute(opt.recompute);
-  std::int64_t most_params = 0, most_experts = 0, own_params = 0, own_experts = 0;
-  DpComm own{};  // eq. P37: the last stage size's DP collectives
+  std::int64_t most_params = 0, most_experts = 0;
+  StageDp own_dp;
   Seconds most_update{};
   // eq. P25: the sends overlapped with the next chunk, under the interleaved schedule only (as Megatron's)
   const bool overlap_sends = l.pp_comm_overlap && l.pp > 1 && l.schedule == PipelineSchedule::interleaved;
@@ -436,14 +456,7 @@ ParallelStep parallel_step(const Network& net, const LayerTimes& times, const Cl
       r.p2p = p2p;
     }
     const std::int64_t params = rank_params(net, stage, l, s), expert_params = rank_expert_params(net, stage, l, s);
-    // eq. P37: the stage's own DP collectives and update, for the simulator's events (stages of one size timed once)
-    if (s == 0 || params != own_params || expert_params != own_experts) {
-      own_params = params;
-      own_experts = expert_params;
-      const DpComm d = dp_reduction(coll, at[ParallelGroup::dp_cp], static_cast<double>(params - expert_params), sh, opt),
-                   e = dp_reduction(coll, at[ParallelGroup::edp], static_cast<double>(expert_params), sh, opt);
-      own = {d.reduce + e.reduce, d.gather + e.gather};
-    }
+    const DpComm own = own_dp(coll, at, params, expert_params, sh, opt);  // eq. P37, for the simulator's events
     r.stage_passes.push_back({.forward = st.forward + st.comm_fwd,
                               .backward = st.backward + (st.tp + st.cp + st.ep - st.comm_fwd),
                               .forward_compute = st.forward,
