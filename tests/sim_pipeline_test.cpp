@@ -617,6 +617,36 @@ TEST(SimPipeline, TraceHasEveryPassInOrderAndTheDpCollectives) {
   }
 }
 
+// Eq. P37 through the Simulator: GPU 16 at half speed (stage 1 of replica 0, as AStragglerGpuSlowsItsStageAsDerived),
+// the DP reduction overlapped. In the trace every stage's reduction starts its own last backward's compute before
+// that backward ends: the straggler's twice its stage's window, the others' their own, whatever the pipeline did.
+TEST(SimPipeline, AStragglerMovesOnlyItsOwnStagesReductionWindow) {
+  ParallelLayout l = layout(8, 4, 8);
+  l.dp_comm_overlap = true;
+  SimOptions o = quiet();
+  o.speed = {{16, 0.5}};
+  o.trace = true;
+  const Simulator sim(layout_scenario(l, false), o);
+  const LayoutStep ls = sim.predictor().layout_step(64);
+  const SimResult r = sim.run(64);
+  const auto j = nlohmann::json::parse(r.trace_json);
+  std::map<int, double> last_backward_end, reduction_start;
+  for (const auto& e : j["traceEvents"]) {
+    if (e["ph"] != "X") continue;
+    const std::string name = e["name"].get<std::string>();
+    const int tid = e["tid"].get<int>();
+    const double t0 = e["ts"].get<double>() * 1e-6, t1 = t0 + e["dur"].get<double>() * 1e-6;
+    if (name == "backward mb 7 chunk 0") last_backward_end[tid / 2] = t1;
+    if (name == "DP reduction chunk 0") reduction_start[tid / 2] = t0;
+  }
+  ASSERT_EQ(last_backward_end.size(), 4u);
+  ASSERT_EQ(reduction_start.size(), 4u);
+  for (int s = 0; s < 4; ++s) {
+    const double window = in_seconds(ls.step.stage_passes[static_cast<std::size_t>(s)].backward_compute) * (s == 1 ? 2 : 1);
+    EXPECT_NEAR(last_backward_end[s] - reduction_start[s], window, 3e-9) << "stage " << s;
+  }
+}
+
 TEST(SimPipeline, OptionsOfDataParallelismAloneAreRefused) {
   SimOptions o = quiet();
   o.contention = true;
