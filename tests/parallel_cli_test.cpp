@@ -253,7 +253,8 @@ TEST(ParallelCli, BadFrameworkSectionFailsAtItsLine) {
   EXPECT_NE(r.err.find("unknown pipeline schedule 'zigzag'"), std::string::npos) << r.err;
 }
 
-// Eq. P32: simulate runs a layout's pipeline; what acts on data parallelism's links and tasks alone is refused.
+// Eq. P32: simulate runs a layout's pipeline, and writes its trace (eq. P37: the file written, two tracks a stage);
+// what acts on data parallelism's links and tasks alone is refused, nothing written.
 TEST(ParallelCli, SimulatorRunsALayoutAndRefusesTheDataParallelOptions) {
   const std::string layout =
       "simulate --cluster dgx-h100-ndr --nodes 8 --model llama2-70b --framework megatron-core "
@@ -263,10 +264,17 @@ TEST(ParallelCli, SimulatorRunsALayoutAndRefusesTheDataParallelOptions) {
   EXPECT_NE(ok.out.find("pipeline (eq. P32): 2 stages"), std::string::npos) << ok.out;
   const auto trace = std::filesystem::temp_directory_path() / "dlscale-parallel-cli-trace.json";
   std::filesystem::remove(trace);
-  const auto r = run_cli(layout + " --trace " + trace.string());
+  const auto traced = run_cli(layout + " --trace " + trace.string());
+  EXPECT_EQ(traced.status, 0) << traced.err;
+  ASSERT_TRUE(std::filesystem::exists(trace));
+  const std::string text = test::slurp(trace);
+  EXPECT_NE(text.find("\"stage 1 passes\""), std::string::npos);
+  EXPECT_NE(text.find("\"stage 1 DP collectives\""), std::string::npos);
+  std::filesystem::remove(trace);
+  const auto r = run_cli(layout + " --contention --trace " + trace.string());
   EXPECT_EQ(r.status, 2);
   EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
-  EXPECT_NE(r.err.find("--trace"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("--contention"), std::string::npos) << r.err;
   EXPECT_TRUE(r.out.empty());
   EXPECT_FALSE(std::filesystem::exists(trace));
 }

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <numeric>
@@ -95,7 +96,12 @@ double reference_step(PipelineSchedule sched, int p, int m, int v, Dur dur, doub
 }
 
 PipelineTimes times_of(const std::vector<double>& f, const std::vector<double>& b, double send, bool overlapped) {
-  return PipelineTimes{f, b, send, overlapped};
+  PipelineTimes t;
+  t.forward = f;
+  t.backward = b;
+  t.send = send;
+  t.sends_overlapped = overlapped;
+  return t;
 }
 
 // ---- the schedules against the reference ----------------------------------------------------------------------
@@ -180,6 +186,141 @@ TEST(SimPipeline, OneSlowStageOf1F1BAsDerivedByHand) {
       run_pipeline(pipeline_order(PipelineSchedule::one_f_one_b, p, m, 1), times_of({1, 1, 1, 1}, {2, 2, 2, 2}, 0.0, false),
                    [](int s) { return s == 1 ? 2.0 : 1.0; });
   EXPECT_NEAR(half.makespan, 53.0, 1e-12);
+}
+
+// ---- eq. P37: the DP collectives beside the pipeline ------------------------------------------------------------
+
+/// Every op's end by relaxation (as reference_step), blocking sends in `dur`, no wire.
+template <class Dur>
+std::map<std::tuple<int, char, int, int>, double> reference_ends(PipelineSchedule sched, int p, int m, int v, Dur dur) {
+  const auto lists = reference_lists(sched, p, m, v);
+  std::map<std::tuple<int, char, int, int>, double> end;
+  for (int s = 0; s < p; ++s)
+    for (const RefOp& o : lists[static_cast<std::size_t>(s)]) end[{s, o.kind, o.chunk, o.mb}] = 0.0;
+  for (bool moved = true; moved;) {
+    moved = false;
+    for (int s = 0; s < p; ++s) {
+      double prev = 0.0;
+      for (const RefOp& o : lists[static_cast<std::size_t>(s)]) {
+        double input = 0.0;
+        if (o.kind == 'F' && s > 0) input = end[{s - 1, 'F', o.chunk, o.mb}];
+        if (o.kind == 'F' && s == 0 && o.chunk > 0) input = end[{p - 1, 'F', o.chunk - 1, o.mb}];
+        if (o.kind == 'B' && s < p - 1) input = end[{s + 1, 'B', o.chunk, o.mb}];
+        if (o.kind == 'B' && s == p - 1 && o.chunk < v - 1) input = end[{0, 'B', o.chunk + 1, o.mb}];
+        if (o.kind == 'B' && s == p - 1 && o.chunk == v - 1) input = end[{s, 'F', o.chunk, o.mb}];
+        const double e = std::max(prev, input) + dur(s, o.kind);
+        double& slot = end[{s, o.kind, o.chunk, o.mb}];
+        if (e > slot + 1e-15) {
+          slot = e;
+          moved = true;
+        }
+        prev = slot;
+      }
+    }
+  }
+  return end;
+}
+
+/// A stage's DP stream stepped through time (dt): chunk j's collective (c each) may run from its last backward's
+/// start (end E_j less its pass τ_j) once the chunk before it in backward order is done, one unit of work a unit of
+/// time, but its last φ·c only once E_j has passed (its first block's gradients). The time its last chunk is done.
+double stepped_reduction(std::vector<std::pair<double, double>> chunk_windows /* (E_j, τ_j), in backward order */, double c,
+                         double phi, double dt) {
+  double t = 0.0;
+  for (const auto& [e, tau] : chunk_windows) {
+    t = std::max(t, e - tau);
+    for (double done = 0.0; done < c - 1e-12;) {
+      if (done < (1.0 - phi) * c - 1e-12 || t >= e - 1e-12) done += dt;
+      t += dt;
+    }
+  }
+  return t;
+}
+
+// By hand (tiny numbers): 1F1B, p 2, m 2, every pass F 1, B 2; each stage's reduction c (stage 0: 1, stage 1: 6)
+// overlapped with its last backward (φ ½): done = max(E − τ + c, E + φ·c). Alike, stage 0 runs F0 [0,1] F1 [1,2]
+// B0 [4,6] B1 [7,9], stage 1 F0 [1,2] B0 [2,4] F1 [4,5] B1 [5,7]: stage 1 max(5 + 6, 7 + 3) = 11, stage 0 max(7 + 1,
+// 9 + ½) = 9.5; the step 11. Stage 1 at half speed (F' 2, B' 4): stage 0 F0 [0,1] F1 [1,2] B0 [7,9] B1 [13,15], stage
+// 1 F0 [1,3] B0 [3,7] F1 [7,9] B1 [9,13]: stage 1 starts its reduction at 9 and is done at max(9 + 6, 13 + 3) = 16,
+// stage 0 at max(13 + 1, 15 + ½) = 15.5; the step 16. The straggler moved only its own stage's reduction by its own
+// window; the closed form with the slow stage as every stage's and the largest c: (m + p − 1)·(F' + B') + max(φ·c,
+// c − B') = 18 + 3 = 21.
+TEST(SimPipeline, DpReductionBesideTheLastBackwardByHand) {
+  PipelineTimes t = times_of({1, 1}, {2, 2}, 0.0, false);
+  t.reduce = {1, 6};
+  t.gather = {0, 0};
+  t.first_share = 0.5;
+  t.dp_overlap = true;
+  const PipelineOrder order = pipeline_order(PipelineSchedule::one_f_one_b, 2, 2, 1);
+  const PipelineRun alike = run_pipeline(order, t);
+  EXPECT_NEAR(alike.makespan, 9.0, 1e-12);
+  EXPECT_NEAR(alike.reduced[0], 9.5, 1e-12);
+  EXPECT_NEAR(alike.reduced[1], 11.0, 1e-12);
+  const PipelineRun slow = run_pipeline(order, t, [](int s) { return s == 1 ? 2.0 : 1.0; });
+  EXPECT_NEAR(slow.makespan, 15.0, 1e-12);
+  EXPECT_NEAR(slow.reduced[0], 15.5, 1e-12);
+  EXPECT_NEAR(slow.reduced[1], 16.0, 1e-12);
+  // not overlapped: after the stage's whole backward
+  t.dp_overlap = false;
+  const PipelineRun after = run_pipeline(order, t, [](int s) { return s == 1 ? 2.0 : 1.0; });
+  EXPECT_NEAR(after.reduced[0], 16.0, 1e-12);
+  EXPECT_NEAR(after.reduced[1], 19.0, 1e-12);
+}
+
+// Against the brute force on uneven stages with a straggler: the relaxed pipeline's ends, then each stage's DP stream
+// stepped through time (dt 1e-4), 1F1B and interleaved (the chunks' collectives queued, chunk v−1 first).
+TEST(SimPipeline, DpReductionMatchesTheSteppedStreamOnUnevenStages) {
+  const double dt = 1e-4;
+  for (const Case& c : {Case{PipelineSchedule::one_f_one_b, 3, 4, 1}, Case{PipelineSchedule::interleaved, 2, 4, 2},
+                        Case{PipelineSchedule::gpipe, 3, 3, 1}}) {
+    const std::vector<double> fs = {0.7, 1.1, 0.9}, bs = {1.5, 2.3, 1.8}, red = {2.5, 0.8, 4.1};
+    const int p = c.p;
+    PipelineTimes t = times_of({fs.begin(), fs.begin() + p}, {bs.begin(), bs.begin() + p}, 0.0, false);
+    t.reduce = {red.begin(), red.begin() + p};
+    t.first_share = 0.25;
+    t.dp_overlap = true;
+    const auto kappa = [](int s) { return s == 1 ? 1.6 : 1.0; };
+    const PipelineRun run = run_pipeline(pipeline_order(c.sched, p, c.m, c.v), t, kappa);
+    const auto ends =
+        reference_ends(c.sched, p, c.m, c.v, [&](int s, char x) { return (x == 'F' ? fs[s] : bs[s]) / c.v * kappa(s); });
+    for (int s = 0; s < p; ++s) {
+      std::vector<std::pair<double, double>> w;
+      for (int j = c.v - 1; j >= 0; --j) w.emplace_back(ends.at({s, 'B', j, c.m - 1}), bs[s] / c.v * kappa(s));
+      const double ref = stepped_reduction(w, red[s] / c.v, 0.25, dt);
+      EXPECT_NEAR(run.reduced[s], ref, 3.0 * c.v * dt) << to_string(c.sched) << " stage " << s;
+    }
+  }
+}
+
+// Eq. P37b, where P21 is not exact: interleaved p 2, m 4, v 2, alike stages of F 1 and B 2 of compute a micro-batch
+// (chunk windows ½ and 1) and a blocking send of ¼ after every chunk pass, a reduction of 6 and a gather of 6 (3 a
+// chunk, more than p chunk windows), φ ¼. The closed form (P7's pipeline, P21's reduction and gather, eq. P21's
+// library function) against the events: at most it, at least it less P37b's (v − 1)·(max(0, 3 − 2·1) + max(0, 3 −
+// 2·½)) = 3. P21 spaces the chunks' last backwards p windows apart; the events p passes, sends in them: wider.
+TEST(SimPipeline, InterleavedDpCollectivesWithinP21sBound) {
+  const int p = 2, m = 4, v = 2;
+  const double send = 0.25;
+  PipelineTimes t = times_of({1, 1}, {2, 2}, send, false);
+  t.forward_window = {1, 1};
+  t.backward_window = {2, 2};
+  t.first_share = 0.25;
+  t.dp_overlap = true;
+  const PipelineOrder order = pipeline_order(PipelineSchedule::interleaved, p, m, v);
+  for (const auto& [reduce, gather] : {std::pair{6.0, 0.0}, std::pair{0.0, 6.0}, std::pair{6.0, 6.0}}) {
+    t.reduce = {reduce, reduce};
+    t.gather = {gather, gather};
+    const PipelineRun run = run_pipeline(order, t);
+    const double sim = *std::max_element(run.reduced.begin(), run.reduced.end());
+    const double closed = in_seconds(pipeline_time(PipelineSchedule::interleaved, p, m, v, seconds(3.0 + 2 * v * send)) +
+                                     dp_overlap_exposed(seconds(reduce), seconds(1.0), 0.25, v, p) +
+                                     dp_overlap_exposed(seconds(gather), seconds(0.5), 0.25, v, p));
+    const double bound = (v - 1) *
+        ((reduce > 0 ? std::max(0.0, reduce / v - p * 1.0) : 0.0) + (gather > 0 ? std::max(0.0, gather / v - p * 0.5) : 0.0));
+    EXPECT_LE(sim, closed + 1e-12) << reduce << " " << gather;
+    EXPECT_GE(sim, closed - bound - 1e-12) << reduce << " " << gather;
+    std::printf("interleaved p 2 m 4 v 2, reduce %g, gather %g: closed %.4f, simulated %.4f, bound %.4f\n", reduce, gather,
+                closed, sim, bound);
+  }
 }
 
 // ---- the Simulator on layouts ------------------------------------------------------------------------------------
@@ -279,6 +420,39 @@ TEST(SimPipeline, SimulatedStepEqualsTheClosedFormWhereStagesAreAlike) {
   }
 }
 
+// Eq. P37 with the DP collectives overlapped (dp_comm_overlap: P19's reduce-scatter beside each stage's last backward,
+// the distributed optimiser's all-gather beside its first forward), stages alike, jitter off. Without chunks P19 is the
+// events' schedule: equal to 1e-9. Interleaved, P21 places chunk j's last backward (first forward) j·p chunk passes
+// before (after) chunk 0's, the closest the schedule can put them (stage 0's last p·v backwards run back to back, its
+// warm-up forwards too): the events' gaps are at least that, so the simulated step is at most the closed form's, and
+// at least the pipeline with chunk 0's collectives alone: 0 ≤ closed − simulated ≤ (v − 1)·(max(0, c/v − p·τ_b) +
+// max(0, a/v − p·τ_f)), τ a chunk's compute of one micro-batch.
+TEST(SimPipeline, OverlappedDpCollectivesEqualTheClosedFormWhereItIsExact) {
+  for (Named n : layouts()) {
+    n.l.dp_comm_overlap = true;
+    Scenario sc = layout_scenario(n.l, false);
+    if (n.fsdp) sc.strategy.sharding.stage = 3;
+    const Simulator sim(sc, quiet());
+    const Prediction closed = sim.predictor().predict(64);
+    const LayoutStep ls = sim.predictor().layout_step(64);
+    const SimResult r = sim.run(64);
+    const double want = in_seconds(closed.iteration_time), got = in_seconds(r.prediction.iteration_time);
+    if (n.l.schedule != PipelineSchedule::interleaved) {
+      EXPECT_NEAR(got, want, 1e-9 * want) << n.name;
+      continue;
+    }
+    const auto& x = ls.step.stage_passes[0];
+    const double v = n.l.vp, p = n.l.pp, c = in_seconds(x.dp_reduce) / v, a = in_seconds(x.dp_gather) / v;
+    const double tb = in_seconds(x.backward_compute) / v, tf = in_seconds(x.forward_compute) / v;
+    const double bound = (v - 1) * (std::max(0.0, c - p * tb) + std::max(0.0, a - p * tf));
+    EXPECT_LE(got, want * (1 + 1e-12)) << n.name;
+    EXPECT_GE(got, want - bound - 1e-9 * want) << n.name;
+    std::printf("%s, dp_comm_overlap: closed %.6f s, simulated %.6f s, P37b's bound %.6f s\n", n.name, want, got, bound);
+    // the exposed DP the closed form charges is P19's (P21's) part past the pipeline; the events' is no more
+    EXPECT_GT(in_seconds(ls.step.dp_comm), 0.0) << n.name;
+  }
+}
+
 // Stages unlike (the embedding on the first, the output layer on the last): the closed form runs every stage at the
 // slowest one's t_mb (eq. P7), an approximation. What bounds the simulated pipeline (docs/model.md, eq. P32): the
 // busiest stage runs its m·t_mb without a break at best; at worst every stage is as slow as the slowest forward and
@@ -364,6 +538,113 @@ TEST(SimPipeline, FrameworkJitterTakesTheSlowestTensorParallelRank) {
   EXPECT_NEAR(in_seconds(r.pipeline->pipeline), pipe * (1 + 0.02 * 1.4236), 0.02 * 0.02 * pipe);
   EXPECT_GT(r.iterations.max, r.iterations.min);
   EXPECT_EQ(r.pipeline->replicas, 1);
+}
+
+// Eq. P37's trace (`simulate --trace` with a layout): the last iteration's slowest replica, a track of passes and one of
+// DP collectives per stage. Parsed back: one slice per op (2·m·v a stage), names saying pass, micro-batch and chunk;
+// a stage's passes one after another; each pass after the one it takes its input from (the schedule's edges, docs/
+// model.md P32); each chunk's reduction from within its last backward (overlapped) or after the stage's last pass, and
+// done no sooner than that backward; the step from the first slice's start to the last one's end.
+TEST(SimPipeline, TraceHasEveryPassInOrderAndTheDpCollectives) {
+  for (bool overlap : {false, true}) {
+    ParallelLayout l = layout(4, 4, 8, PipelineSchedule::interleaved, 2);
+    l.dp_comm_overlap = overlap;
+    SimOptions o = quiet();
+    o.trace = true;
+    o.speed = {{40, 0.8}};  // a straggler: the traced replica is the slowest
+    const Simulator sim(layout_scenario(l, false), o);
+    const SimResult r = sim.run(64);
+    ASSERT_FALSE(r.trace_json.empty());
+    const auto j = nlohmann::json::parse(r.trace_json);
+    const int p = 4, m = 8, v = 2;
+    const double eps = 2.5e-9;  // the trace's times: µs to three decimals, start and duration each rounded
+    std::map<std::tuple<int, char, int, int>, std::pair<double, double>> pass;  // (stage, F/B, chunk, mb) → [t0, t1]
+    std::map<int, std::vector<std::pair<double, double>>> track;
+    std::map<std::pair<int, int>, std::pair<double, double>> reduction;  // (stage, chunk) → [t0, t1]
+    double last = 0.0, first = 1e300;
+    for (const auto& e : j["traceEvents"]) {
+      if (e["ph"] != "X") continue;
+      const double t0 = e["ts"].get<double>() * 1e-6, t1 = t0 + e["dur"].get<double>() * 1e-6;
+      const int tid = e["tid"].get<int>();
+      const std::string name = e["name"].get<std::string>();
+      last = std::max(last, t1);
+      first = std::min(first, t0);
+      int mb = 0, chunk = 0;
+      if (std::sscanf(name.c_str(), "forward mb %d chunk %d", &mb, &chunk) == 2 ||
+          std::sscanf(name.c_str(), "backward mb %d chunk %d", &mb, &chunk) == 2) {
+        ASSERT_EQ(tid % 2, 0) << name;
+        pass[{tid / 2, name[0] == 'f' ? 'F' : 'B', chunk, mb}] = {t0, t1};
+        track[tid / 2].emplace_back(t0, t1);
+      } else if (std::sscanf(name.c_str(), "DP reduction chunk %d", &chunk) == 1) {
+        reduction[{tid / 2, chunk}] = {t0, t1};
+      } else if (name == "DP reduction") {
+        reduction[{tid / 2, -1}] = {t0, t1};
+      }
+    }
+    EXPECT_EQ(pass.size(), static_cast<std::size_t>(2 * p * m * v));
+    for (auto& [s, spans] : track) {
+      EXPECT_EQ(spans.size(), static_cast<std::size_t>(2 * m * v));
+      std::sort(spans.begin(), spans.end());
+      for (std::size_t i = 1; i < spans.size(); ++i) EXPECT_GE(spans[i].first, spans[i - 1].second - eps) << "stage " << s;
+    }
+    for (const auto& [k, span] : pass) {
+      const auto [s, x, c, mb] = k;
+      std::tuple<int, char, int, int> input{-1, 'F', 0, 0};
+      if (x == 'F' && s > 0) input = {s - 1, 'F', c, mb};
+      if (x == 'F' && s == 0 && c > 0) input = {p - 1, 'F', c - 1, mb};
+      if (x == 'B' && s < p - 1) input = {s + 1, 'B', c, mb};
+      if (x == 'B' && s == p - 1 && c < v - 1) input = {0, 'B', c + 1, mb};
+      if (x == 'B' && s == p - 1 && c == v - 1) input = {s, 'F', c, mb};
+      if (std::get<0>(input) >= 0) {
+        EXPECT_GE(span.first, pass.at(input).second - eps) << s << x << c << mb;
+      }
+    }
+    for (int s = 0; s < p; ++s) {
+      if (!overlap) {
+        ASSERT_TRUE(reduction.count({s, -1})) << s;
+        EXPECT_GE(reduction.at({s, -1}).first, pass.at({s, 'B', 0, m - 1}).second - eps);
+        continue;
+      }
+      for (int c = 0; c < v; ++c) {
+        ASSERT_TRUE(reduction.count({s, c})) << s << " " << c;
+        const auto& b = pass.at({s, 'B', c, m - 1});
+        EXPECT_GE(reduction.at({s, c}).first, b.first - eps);
+        EXPECT_GE(reduction.at({s, c}).second, b.second - eps);
+      }
+    }
+    const double step = in_seconds(r.iterations.samples.back());
+    EXPECT_NEAR(last - first, step, 1e-6 * step) << overlap;
+  }
+}
+
+// Eq. P37 through the Simulator: GPU 16 at half speed (stage 1 of replica 0, as AStragglerGpuSlowsItsStageAsDerived),
+// the DP reduction overlapped. In the trace every stage's reduction starts its own last backward's compute before
+// that backward ends: the straggler's twice its stage's window, the others' their own, whatever the pipeline did.
+TEST(SimPipeline, AStragglerMovesOnlyItsOwnStagesReductionWindow) {
+  ParallelLayout l = layout(8, 4, 8);
+  l.dp_comm_overlap = true;
+  SimOptions o = quiet();
+  o.speed = {{16, 0.5}};
+  o.trace = true;
+  const Simulator sim(layout_scenario(l, false), o);
+  const LayoutStep ls = sim.predictor().layout_step(64);
+  const SimResult r = sim.run(64);
+  const auto j = nlohmann::json::parse(r.trace_json);
+  std::map<int, double> last_backward_end, reduction_start;
+  for (const auto& e : j["traceEvents"]) {
+    if (e["ph"] != "X") continue;
+    const std::string name = e["name"].get<std::string>();
+    const int tid = e["tid"].get<int>();
+    const double t0 = e["ts"].get<double>() * 1e-6, t1 = t0 + e["dur"].get<double>() * 1e-6;
+    if (name == "backward mb 7 chunk 0") last_backward_end[tid / 2] = t1;
+    if (name == "DP reduction chunk 0") reduction_start[tid / 2] = t0;
+  }
+  ASSERT_EQ(last_backward_end.size(), 4u);
+  ASSERT_EQ(reduction_start.size(), 4u);
+  for (int s = 0; s < 4; ++s) {
+    const double window = in_seconds(ls.step.stage_passes[static_cast<std::size_t>(s)].backward_compute) * (s == 1 ? 2 : 1);
+    EXPECT_NEAR(last_backward_end[s] - reduction_start[s], window, 3e-9) << "stage " << s;
+  }
 }
 
 TEST(SimPipeline, OptionsOfDataParallelismAloneAreRefused) {

@@ -421,8 +421,14 @@ struct ParallelStep {
   /// the rest in backward), its sends aside; forward + backward is the stage's t_mb less its p2p.
   struct StagePasses {
     Seconds forward{}, backward{};
+    /// Eq. P37: of forward and backward, the layers' compute (the windows P19 hides a DP collective behind); the
+    /// stage's own DP collectives (P5 over its parameters: the reduction, and the parameters' all-gather when
+    /// sharded), and its update.
+    Seconds forward_compute{}, backward_compute{};
+    Seconds dp_reduce{}, dp_gather{}, update{};
   };
   std::vector<StagePasses> stage_passes;  // per stage
+  double dp_first_share = 1.0;            // eq. P19: φ, the share of a chunk's DP collective its first block's
   Seconds send{};                         // eq. P4: one send between neighbouring stages (0 without a pipeline)
   bool sends_overlapped = false;          // eq. P25: the interleaved schedule's sends overlapped with the next chunk
 };

@@ -326,6 +326,26 @@ DpComm dp_reduction(const CollectiveModel& coll, const GroupPlacement& dpg, doub
       group_collective_time(coll, {"DP all-gather", G::dp_cp, CollectiveOp::allgather, bytes(params * w), 1, false, false}, dpg)};
 }
 
+/// Eq. P37: a stage's own DP collectives (P5 over its parameters, P17's experts' beside them), stages of one size
+/// timed once (the last size's kept).
+class StageDp {
+ public:
+  DpComm operator()(const CollectiveModel& coll, const LayoutPlacement& at, std::int64_t params, std::int64_t experts,
+                    const Sharding& sh, const ComputeOptions& opt) {
+    if (params == params_ && experts == experts_) return comm_;
+    params_ = params;
+    experts_ = experts;
+    const DpComm d = dp_reduction(coll, at[ParallelGroup::dp_cp], static_cast<double>(params - experts), sh, opt),
+                 e = dp_reduction(coll, at[ParallelGroup::edp], static_cast<double>(experts), sh, opt);
+    comm_ = {d.reduce + e.reduce, d.gather + e.gather};
+    return comm_;
+  }
+
+ private:
+  std::int64_t params_ = -1, experts_ = -1;
+  DpComm comm_{};
+};
+
 /// The chunks a rank runs (v interleaved, else 1) and the share of one chunk's collective that is its first block's
 /// (1/blocks of the chunk): what eq. P19-P21 leave after the window.
 struct Chunks {
@@ -409,6 +429,7 @@ ParallelStep parallel_step(const Network& net, const LayerTimes& times, const Cl
   const int dp_cp = l.dp(gpus) * l.cp;
   const ActivationRecompute ar = activation_recompute(opt.recompute);
   std::int64_t most_params = 0, most_experts = 0;
+  StageDp own_dp;
   Seconds most_update{};
   // eq. P25: the sends overlapped with the next chunk, under the interleaved schedule only (as Megatron's)
   const bool overlap_sends = l.pp_comm_overlap && l.pp > 1 && l.schedule == PipelineSchedule::interleaved;
@@ -434,10 +455,18 @@ ParallelStep parallel_step(const Network& net, const LayerTimes& times, const Cl
       r.ep_comm = st.ep;
       r.p2p = p2p;
     }
-    r.stage_passes.push_back({st.forward + st.comm_fwd, st.backward + (st.tp + st.cp + st.ep - st.comm_fwd)});
+    const std::int64_t params = rank_params(net, stage, l, s), expert_params = rank_expert_params(net, stage, l, s);
+    const DpComm own = own_dp(coll, at, params, expert_params, sh, opt);  // eq. P37, for the simulator's events
+    r.stage_passes.push_back({.forward = st.forward + st.comm_fwd,
+                              .backward = st.backward + (st.tp + st.cp + st.ep - st.comm_fwd),
+                              .forward_compute = st.forward,
+                              .backward_compute = st.backward,
+                              .dp_reduce = own.reduce,
+                              .dp_gather = own.gather,
+                              .update = sh.sharded() ? st.update / static_cast<double>(std::max(dp_cp, 1)) : st.update});
     most_update = max(most_update, st.update);
-    most_params = std::max(most_params, rank_params(net, stage, l, s));
-    most_experts = std::max(most_experts, rank_expert_params(net, stage, l, s));
+    most_params = std::max(most_params, params);
+    most_experts = std::max(most_experts, expert_params);
     r.memory.push_back(rank_memory(net, block, m, stage, l, s, opt, sh, dp_cp, ar, reserved));
   }
   r.send = comm.send;
@@ -446,6 +475,7 @@ ParallelStep parallel_step(const Network& net, const LayerTimes& times, const Cl
   r.bubble = r.pipeline - r.per_microbatch * static_cast<double>(l.micro_batches);
   const DpComm dense = dp_reduction(coll, at[ParallelGroup::dp_cp], static_cast<double>(most_params - most_experts), sh, opt),
                experts = dp_reduction(coll, at[ParallelGroup::edp], static_cast<double>(most_experts), sh, opt);
+  r.dp_first_share = rank_chunks(l, m.layers).first_block;
   r.dp_comm = dp_exposed({dense.reduce + experts.reduce, dense.gather + experts.gather}, l, sh, r, m.layers);
   r.update = sh.sharded() ? most_update / static_cast<double>(std::max(dp_cp, 1)) : most_update;
   // eq. P33: Megatron's embedding group all-reduces a tied word embedding's gradient between the first and the last stage

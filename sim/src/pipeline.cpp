@@ -98,7 +98,8 @@ PipelineOrder pipeline_order(PipelineSchedule schedule, int p, int m, int v) {
   return o;
 }
 
-PipelineRun run_pipeline(const PipelineOrder& order, const PipelineTimes& t, const std::function<double(int)>& factor) {
+PipelineRun run_pipeline(const PipelineOrder& order, const PipelineTimes& t, const std::function<double(int)>& factor,
+                         double link, PipelineRecord* record) {
   const auto p = static_cast<std::size_t>(order.stages);
   const double v = static_cast<double>(order.chunks);
   PipelineRun r;
@@ -106,24 +107,63 @@ PipelineRun run_pipeline(const PipelineOrder& order, const PipelineTimes& t, con
   std::vector<double> end(order.ops.size(), 0.0);
   std::vector<double> free(p, 0.0);  // blocking: the stage's last end; overlapped: also its last send's end
   const double blocking = t.sends_overlapped ? 0.0 : t.send, wire = t.sends_overlapped ? t.send : 0.0;
+  // eq. P37: each stage's DP stream, where its queued reductions end (and, overlapped, its chunks' gathers)
+  const bool dp = !t.reduce.empty(), overlap = dp && t.dp_overlap;
+  const bool gathers = overlap && !t.gather.empty();
+  r.reduced.assign(p, 0.0);
+  const double phi = t.first_share, last_mb = static_cast<double>(order.micro_batches - 1);
+  const auto window = [](const std::vector<double>& w, const std::vector<double>& pass, std::size_t s) {
+    return w.empty() ? pass[s] : w[s];
+  };
+  if (record) {
+    record->start.assign(order.ops.size(), 0.0);
+    record->end.assign(order.ops.size(), 0.0);
+    record->collectives.clear();
+  }
   for (std::size_t i = 0; i < order.ops.size(); ++i) {
     const PipelineOp& op = order.ops[i];
     const auto s = static_cast<std::size_t>(op.stage);
     const double pass = (op.backward ? t.backward[s] : t.forward[s]) / v;
-    const double d = pass * (factor ? factor(op.stage) : 1.0) + blocking;
+    const double k = factor ? factor(op.stage) : 1.0;
+    const double d = pass * k + blocking;
     double start = op.before >= 0 ? end[static_cast<std::size_t>(op.before)] : 0.0;
     if (op.after >= 0) {
       const auto a = static_cast<std::size_t>(op.after);
       start = std::max(start, end[a] + (order.ops[a].stage == op.stage ? 0.0 : wire));
     }
-    double e = start + d;
+    double floor = 0.0;  // eq. P37: the end the chunk's gather allows its first forward
+    if (gathers && !op.backward && op.micro_batch == 0) {
+      const double c = t.gather[s] * link / v, from = c * static_cast<double>(op.chunk);  // queued from the step's start
+      start = std::max(start, from + phi * c);
+      floor = from + c + (pass - window(t.forward_window, t.forward, s) / v) * k + blocking;
+      if (record) record->collectives.push_back({op.stage, op.chunk, true, from, from + c});
+    }
+    double e = std::max(start + d, floor);
     // eq. P25: the previous pass's send hides behind this one; the stage goes on once both are done
     if (op.before >= 0) e = std::max(e, end[static_cast<std::size_t>(op.before)] + wire);
     end[i] = e;
     free[s] = e + wire;
+    if (record) {
+      record->start[i] = start;
+      record->end[i] = e;
+    }
     r.busy[s] += d;
+    // eq. P37: the chunk's last backward: its reduction during it (overlapped), queued behind the chunk before it
+    if (overlap && op.backward && static_cast<double>(op.micro_batch) == last_mb) {
+      const double c = t.reduce[s] * link / v, tau = window(t.backward_window, t.backward, s) / v * k;
+      const double from = std::max(r.reduced[s], free[s] - tau);
+      r.reduced[s] = std::max(from + c, free[s] + phi * c);
+      if (record) record->collectives.push_back({op.stage, op.chunk, false, from, r.reduced[s]});
+    }
   }
-  for (double f : free) r.makespan = std::max(r.makespan, f);
+  for (std::size_t s = 0; s < p; ++s) {
+    r.makespan = std::max(r.makespan, free[s]);
+    if (dp && !overlap) {  // after the stage's whole backward
+      r.reduced[s] = free[s] + t.reduce[s] * link;
+      if (record) record->collectives.push_back({static_cast<int>(s), -1, false, free[s], r.reduced[s]});
+    }
+    if (!dp) r.reduced[s] = free[s];
+  }
   return r;
 }
 

@@ -100,18 +100,17 @@ struct PlanChoice {
 void validate(const SimOptions& opt, const Scenario& sc) {
   if (sc.parallel) {  // eq. P32: the pipeline of passes; what acts on data parallelism's tasks and links only is refused
     const SimOptions plain;
-    for (auto [field, off] :
-         {std::pair{"contention", !opt.contention}, std::pair{"merge", opt.merge == plain.merge},
-          std::pair{"allreduce", opt.allreduce == plain.allreduce}, std::pair{"node_gpu", opt.node_gpu.empty()},
-          std::pair{"trace", !opt.trace}, std::pair{"channels", opt.channels == plain.channels},
-          std::pair{"decode_per_sample", opt.decode_per_sample == plain.decode_per_sample},
-          std::pair{"readers_per_node", opt.readers_per_node == plain.readers_per_node},
-          std::pair{"prefetch_depth", opt.prefetch_depth == plain.prefetch_depth},
-          std::pair{"gpus_per_pcie_switch", opt.gpus_per_pcie_switch == plain.gpus_per_pcie_switch}})
+    for (auto [field, off] : {std::pair{"contention", !opt.contention}, std::pair{"merge", opt.merge == plain.merge},
+                              std::pair{"allreduce", opt.allreduce == plain.allreduce},
+                              std::pair{"node_gpu", opt.node_gpu.empty()}, std::pair{"channels", opt.channels == plain.channels},
+                              std::pair{"decode_per_sample", opt.decode_per_sample == plain.decode_per_sample},
+                              std::pair{"readers_per_node", opt.readers_per_node == plain.readers_per_node},
+                              std::pair{"prefetch_depth", opt.prefetch_depth == plain.prefetch_depth},
+                              std::pair{"gpus_per_pcie_switch", opt.gpus_per_pcie_switch == plain.gpus_per_pcie_switch}})
       if (!off)
         throw InputError(SourceLocation{}, field,
-                         "a model-parallel layout is simulated as its pipeline (eq. P32), without links, buckets, the input "
-                         "pipeline or a trace; leave this option out");
+                         "a model-parallel layout is simulated as its pipeline (eq. P32), without links, buckets or the "
+                         "input pipeline; leave this option out");
   }
   if (opt.iterations < 1) throw InputError(SourceLocation{}, "iterations", "at least one iteration must be simulated");
   if (sc.compute.accumulate != 1)
@@ -817,18 +816,105 @@ struct Simulator::Impl {
     std::vector<double> steps, pipes, bubbles, busy;
     int replicas = 1, from = 0;
     std::uint64_t events = 0;
+    std::string trace;  // eq. P37: the last iteration's slowest replica, when opt.trace
   };
 
+  /// Eq. P37: a trace of one replica's step (Chrome/Perfetto trace events, as the data-parallel trace): a process
+  /// for the replica, per stage a track of its passes and the update, and one of its DP collectives; times from
+  /// `offset` (seconds), in µs.
+  static std::string layout_trace(const PipelineOrder& order, const PipelineRecord& rec, const PipelineRun& run,
+                                  const ParallelStep& st, const PipelineTimes& times, bool events, int replica, double offset,
+                                  double link) {
+    std::string out = "{\"displayTimeUnit\":\"ms\",\"otherData\":{\"generator\":\"dlscale simulate\"},\"traceEvents\":[\n";
+    bool first = true;
+    const auto sep = [&] {
+      if (!first) out += ",\n";
+      first = false;
+    };
+    const auto slice = [&](int tid, const std::string& name, double t0, double t1) {
+      sep();
+      out += fmt::format(R"j({{"ph":"X","name":"{}","pid":0,"tid":{},"ts":{:.3f},"dur":{:.3f}}})j", name, tid,
+                         (offset + t0) * 1e6, (t1 - t0) * 1e6);
+    };
+    sep();
+    out += fmt::format(R"j({{"ph":"M","name":"process_name","pid":0,"tid":0,"args":{{"name":"replica {} (the slowest)"}}}})j",
+                       replica);
+    const int p = order.stages;
+    for (int s = 0; s < p; ++s) {
+      sep();
+      out += fmt::format(R"j({{"ph":"M","name":"thread_name","pid":0,"tid":{},"args":{{"name":"stage {} passes"}}}})j", 2 * s, s);
+      sep();
+      out += fmt::format(R"j({{"ph":"M","name":"thread_name","pid":0,"tid":{},"args":{{"name":"stage {} DP collectives"}}}})j",
+                         2 * s + 1, s);
+    }
+    for (std::size_t i = 0; i < order.ops.size(); ++i) {
+      const PipelineOp& op = order.ops[i];
+      slice(2 * op.stage, fmt::format("{} mb {} chunk {}", op.backward ? "backward" : "forward", op.micro_batch, op.chunk),
+            rec.start[i], rec.end[i]);
+    }
+    for (const auto& c : rec.collectives) {
+      const std::string what = c.gather ? "DP all-gather" : "DP reduction";
+      slice(2 * c.stage + 1, c.chunk < 0 ? what : fmt::format("{} chunk {}", what, c.chunk), c.start, c.end);
+    }
+    const double tied = in_seconds(st.embedding_grads);
+    for (int s = 0; s < p; ++s) {
+      const auto z = static_cast<std::size_t>(s);
+      double t = run.reduced[z];
+      if (!events) {  // eq. P20's exposed collectives after the pipeline, as the closed form has them
+        slice(2 * s + 1, "DP collectives (eq. P20)", run.makespan, run.makespan + in_seconds(st.dp_comm) * link);
+        t = run.makespan + in_seconds(st.dp_comm) * link;
+      }
+      if (tied > 0.0 && (s == 0 || s == p - 1)) {
+        const double from = events ? std::max(run.reduced.front(), run.reduced.back()) : t;
+        slice(2 * s + 1, "tied embedding all-reduce", from, from + tied);
+        t = from + tied;
+      }
+      const double u = events ? in_seconds(st.stage_passes[z].update) : in_seconds(st.update);
+      slice(2 * s, "update", t, t + u);
+      if (events && !times.dp_overlap && times.gather[z] > 0.0)
+        slice(2 * s + 1, "DP all-gather", t + u, t + u + times.gather[z] * link);
+    }
+    out += "\n]}\n";
+    return out;
+  }
+
   /// Eq. P32's passes of a layout's step (ParallelStep::stage_passes, its sends) for run_pipeline.
-  static PipelineTimes pipeline_times(const ParallelStep& st) {
+  /// Eq. P37: with `events`, each stage's DP collectives beside its passes (overlapped under the layout's
+  /// dp_comm_overlap); FSDP (stage 3) keeps eq. P20's closed form after the pipeline.
+  static PipelineTimes pipeline_times(const ParallelStep& st, const ParallelLayout& l, bool events) {
     PipelineTimes times;
     for (const auto& x : st.stage_passes) {
       times.forward.push_back(in_seconds(x.forward));
       times.backward.push_back(in_seconds(x.backward));
+      times.forward_window.push_back(in_seconds(x.forward_compute));
+      times.backward_window.push_back(in_seconds(x.backward_compute));
+      if (!events) continue;
+      times.reduce.push_back(in_seconds(x.dp_reduce));
+      times.gather.push_back(in_seconds(x.dp_gather));
     }
     times.send = in_seconds(st.send);
     times.sends_overlapped = st.sends_overlapped;
+    times.first_share = st.dp_first_share;
+    times.dp_overlap = l.dp_comm_overlap;
     return times;
+  }
+
+  /// Eq. P37: a replica's step from its run: every stage's reduction, the tied embedding's all-reduce between the
+  /// first and the last stage (eq. P33), the stage's update and, not overlapped, its parameters' all-gather after it;
+  /// FSDP (stage 3): the pipeline, then eq. P20's exposed collectives and the update.
+  static double replica_step(const PipelineRun& run, const PipelineTimes& times, const ParallelStep& st, bool events,
+                             double link) {
+    const double tied = in_seconds(st.embedding_grads);
+    if (!events) return run.makespan + in_seconds(st.dp_comm) * link + tied + in_seconds(st.update);
+    const std::size_t p = run.reduced.size();
+    const double ends = tied > 0.0 ? std::max(run.reduced.front(), run.reduced.back()) + tied : 0.0;
+    double step = 0.0;
+    for (std::size_t s = 0; s < p; ++s) {
+      const double done = (tied > 0.0 && (s == 0 || s + 1 == p)) ? ends : run.reduced[s];
+      const double gather = times.dp_overlap ? 0.0 : times.gather[s] * link;
+      step = std::max(step, done + in_seconds(st.stage_passes[s].update) + gather);
+    }
+    return step;
   }
 
   /// Eq. P32: a --speed slows the stage of its replica, the slowest of the stage's ranks setting its passes: per
@@ -851,7 +937,8 @@ struct Simulator::Impl {
     const ParallelStep& st = ls.step;
     const int p = l.pp, ranks = l.tp * l.cp;  // ranks: the GPUs that run each pass of a stage together
     const PipelineOrder order = pipeline_order(l.schedule, p, l.micro_batches, l.vp);
-    const PipelineTimes times = pipeline_times(st);
+    const bool events = sc.strategy.sharding.stage < 3;  // eq. P37; P20's stage 3 after the pipeline
+    const PipelineTimes times = pipeline_times(st, l, events);
     const std::vector<double> slow = stage_slowdowns(l, gpus);
     const double cv = sc.strategy.jitter_cv, sigma = opt.compute_jitter;
     LayoutRuns out;
@@ -866,16 +953,23 @@ struct Simulator::Impl {
       if (!(sigma > 0.0)) return f;
       return f * std::exp(sigma * draw_slowest(pass_rng, ranks).z - 0.5 * sigma * sigma);
     };
+    PipelineRecord rec;
+    double elapsed = 0.0;  // the steps before this one
     for (int it = 0; it < opt.iterations; ++it) {
-      double pipe = 0.0, bubble = 0.0;
+      const bool tracing = opt.trace && it + 1 == opt.iterations;
+      double pipe = 0.0, bubble = 0.0, step = 0.0;
+      const double link = opt.link_jitter > 0.0 ? link_rng.jitter(opt.link_jitter) : 1.0;
       for (int d = 0; d < out.replicas; ++d) {
         for (int s = 0; s < p; ++s) {  // the framework's jitter: a factor per GPU and iteration, the stage's slowest
           double f = slow[static_cast<std::size_t>(d) * static_cast<std::size_t>(p) + static_cast<std::size_t>(s)];
           if (cv > 0.0) f *= std::max(0.0, 1.0 + cv * draw_slowest(iter_rng, ranks).z);
           factor[static_cast<std::size_t>(s)] = f;
         }
-        const PipelineRun run = run_pipeline(order, times, draw);
+        const PipelineRun run = run_pipeline(order, times, draw, link, tracing ? &rec : nullptr);
         out.events += order.ops.size();
+        const double mine = replica_step(run, times, st, events, link);
+        if (tracing && (d == 0 || mine > step)) out.trace = layout_trace(order, rec, run, st, times, events, d, elapsed, link);
+        step = std::max(step, mine);
         if (d == 0 || run.makespan > pipe) {
           pipe = run.makespan;
           bubble = run.makespan - *std::max_element(run.busy.begin(), run.busy.end());
@@ -883,8 +977,8 @@ struct Simulator::Impl {
         if (it >= out.from && run.makespan > 0.0)
           for (std::size_t s = 0; s < out.busy.size(); ++s) out.busy[s] += run.busy[s] / run.makespan;
       }
-      const double link = opt.link_jitter > 0.0 ? link_rng.jitter(opt.link_jitter) : 1.0;
-      out.steps.push_back(pipe + in_seconds(st.dp_comm) * link + in_seconds(st.update));
+      out.steps.push_back(step);
+      elapsed += step;
       out.pipes.push_back(pipe);
       out.bubbles.push_back(bubble);
     }
@@ -910,8 +1004,9 @@ struct Simulator::Impl {
     ps.closed_form = closed.iteration_time;
     ps.pipeline = seconds(tail_mean(runs.pipes));
     ps.bubble = seconds(tail_mean(runs.bubbles));
-    ps.dp_comm = ls.step.dp_comm;
     ps.update = ls.step.update;
+    // eq. P37: what the simulated step has past the pipeline beside the update and the tied embedding's (eq. P33)
+    ps.dp_comm = seconds(tail_mean(runs.steps) - tail_mean(runs.pipes)) - ls.step.update - ls.step.embedding_grads;
     const double n = static_cast<double>(runs.replicas) * static_cast<double>(opt.iterations - runs.from);
     for (double b : runs.busy) ps.stage_busy.push_back(b / n);
     // the closed form's record with the simulated step: throughput, tokens/s, MFU and speedup scale with 1/step
@@ -924,6 +1019,7 @@ struct Simulator::Impl {
     r.prediction = std::move(pr);
     r.merge = "pipeline";
     r.events = runs.events;
+    r.trace_json = runs.trace;
     r.simulated_seconds = std::accumulate(runs.steps.begin(), runs.steps.end(), 0.0);
     const int gpus_per_stage = ls.layout.tp * ls.layout.cp * ls.layout.dp(gpus);
     for (std::size_t s = 0; s < ps.stage_busy.size(); ++s) {

@@ -45,20 +45,49 @@ PipelineOrder pipeline_order(PipelineSchedule schedule, int p, int m, int v);
 /// Blocking sends (eq. P13) take the stage's time after its pass and the receiver's with it; overlapped ones (eq.
 /// P25) leave the stage free: the receiver waits for the pass plus the send, and the stage's next pass ends no
 /// sooner than the send has (the last pass's send after it, whole).
+///
+/// Eq. P37, the data-parallel collectives as events beside the pipeline (each stage on its own DP group, its chunks'
+/// collectives queued on one stream; empty `reduce`: none). A chunk's reduction (reduce/v) with `dp_overlap` (eq.
+/// P19, Megatron's overlap_grad_reduce) starts once the chunk's last backward has `backward_window`/v of compute left
+/// (its buckets fill during it) and ends no sooner than φ·reduce/v after that backward (its first block's gradients,
+/// complete at the end): done = max(max(queue, E − τ) + c, E + φ·c), E the stage's time free after the pass (its send
+/// in it, as P13 and P25 charge every pass one). The parameters' all-gather (gather/v a chunk, queued from the step's
+/// start, chunk 0 first) holds the chunk's first forward: it starts φ·gather/v into its chunk's gather and ends no
+/// sooner than the gather plus the pass's part outside `forward_window` (the window hides the gather, P19's t_w).
+/// Without `dp_overlap` the stage's whole reduction follows its last pass, and the gathers are the caller's (after the
+/// update). Windows are scaled with their pass; empty windows: the passes'.
 struct PipelineTimes {
   std::vector<double> forward, backward;  // seconds, per stage
   double send = 0.0;
   bool sends_overlapped = false;
+  std::vector<double> forward_window, backward_window;  // eq. P37: the passes' compute, per stage
+  std::vector<double> reduce, gather;                   // eq. P37: each stage's DP collectives, whole (seconds)
+  double first_share = 1.0;                             // φ
+  bool dp_overlap = false;
 };
 
 struct PipelineRun {
-  double makespan = 0.0;     // the last op's end (with its send, overlapped), from the first forward's start
-  std::vector<double> busy;  // per stage: its ops' own durations (their sends in them, blocking), the stage's t_mb·m
+  double makespan = 0.0;        // the last op's end (with its send, overlapped), from the first forward's start
+  std::vector<double> busy;     // per stage: its ops' own durations (their sends in them, blocking), the stage's t_mb·m
+  std::vector<double> reduced;  // eq. P37, per stage: when its DP reduction is done (its last end without one)
+};
+
+/// What one run did, for a trace: every op's start and end (index of PipelineOrder::ops) and each DP collective.
+struct PipelineRecord {
+  struct Collective {
+    int stage = 0, chunk = 0;  // chunk −1: the stage's whole reduction (not overlapped)
+    bool gather = false;       // the parameters' all-gather, else the gradients' reduction
+    double start = 0.0, end = 0.0;
+  };
+  std::vector<double> start, end;
+  std::vector<Collective> collectives;
 };
 
 /// Eq. P32: times one replica's ops in `order` with `times`, each stage's pass durations scaled by
-/// `factor(stage)` (called once an op, in the order's order: the jitter and straggler draws); null: 1.
+/// `factor(stage)` (called once an op, in the order's order: the jitter and straggler draws); null: 1. Eq. P37: the
+/// DP collectives beside them, their times scaled by `link` (the link jitter's draw). `record`: filled when given.
 PipelineRun run_pipeline(const PipelineOrder& order, const PipelineTimes& times,
-                         const std::function<double(int stage)>& factor = nullptr);
+                         const std::function<double(int stage)>& factor = nullptr, double link = 1.0,
+                         PipelineRecord* record = nullptr);
 
 }  // namespace dlscale::sim

@@ -121,7 +121,7 @@ struct PipelineStats {
   Seconds closed_form{};           // the closed form's step (eq. P13): the reference
   Seconds pipeline{};              // the slowest replica's pipeline, first forward to last backward
   Seconds bubble{};                // pipeline − the busiest stage's own time (eq. P7's bubble where stages are alike)
-  Seconds dp_comm{}, update{};     // after the pipeline, as eq. P13 has them
+  Seconds dp_comm{}, update{};     // eq. P37: the step past the pipeline, less the update and eq. P33's; the update
   std::vector<double> stage_busy;  // per stage, its busy share of the pipeline (mean over replicas and iterations)
 };
 
