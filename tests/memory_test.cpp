@@ -314,6 +314,65 @@ TEST(Memory, EagerDecoderCodeSavesItsUpcastsSiluAndRepeatedKeysByHand) {
   EXPECT_DOUBLE_EQ(in_bytes(activation_bytes_per_sample(net, composite)), layers + m1 - 10 * 1000 * 2.0 + 12.0 * 10 * 1000);
 }
 
+// Eq. M4 by hand on the tiny decoder above (one block, 10 tokens, D 64, 4 heads of 16 with 2 key/value heads, SwiGLU F
+// 128, V 1,000, untied) under plain autocast: fp32 weights cast by bf16 autocast (`mixed_precision: {gradients: fp32}`),
+// eager Llama code (composite RMSNorm), flash attention, AdamW.
+TEST(Memory, PlainAutocastKeepsFp32NormsHalfCopiesPerProductAndTheWeightsCopiesByHand) {
+  const DecoderShape shape{.layers = 1, .hidden = 64, .heads = 4, .kv_heads = 2, .ffn = 128, .vocab = 1000, .seq = 10};
+  const Network net = build_decoder(shape, "tiny");
+  ComputeOptions o;
+  o.precision = Precision::bf16;
+  o.attention = AttentionKernel::flash;
+  o.optimizer = Optimizer::adamw;
+  o.rmsnorm_composite = true;
+  ComputeOptions autocast = o;
+  autocast.fp32_gradients = true;
+  ComputeOptions compiled = autocast;
+  compiled.compiled = true;
+  // M4a per layer: a norm's normalized tensor fp32 (10 × 64 × (4 − 2) B beyond M1a's half width); q, k and v each cast
+  // the norm's output (10 × 64 at 2 B, two copies beyond the one counted); w1 and w3 (one beyond)
+  for (const Layer& l : net.layers) {
+    double want = 0.0;
+    if (l.kind == LayerKind::layernorm) want = 10 * 64 * 2.0;
+    if (l.kind == LayerKind::attention) want = 2 * 10 * 64 * 2.0;
+    if (l.kind == LayerKind::linear && l.gated) want = 10 * 64 * 2.0;
+    EXPECT_DOUBLE_EQ(autocast_decoder_saved_bytes_per_sample(l, autocast), want) << l.name;
+    EXPECT_DOUBLE_EQ(autocast_decoder_saved_bytes_per_sample(l, o), 0.0) << l.name;         // a half working copy
+    EXPECT_DOUBLE_EQ(autocast_decoder_saved_bytes_per_sample(l, compiled), 0.0) << l.name;  // compiled: not derived
+  }
+  // A sample at the loss's backward, bytes a token: the block's 34D + 8F: each norm its fp32 input (the embedding's
+  // output, then the residual addition's) and its fp32 normalized tensor (2 × 8D), q, k, v their bf16 copies of its
+  // output (6D), flash's q, k, v at the query's 4 heads and its output (8D), w1 and w3 their copies (4D), silu's input
+  // and output, w3's output, w2's input (8F); the final norm's fp32 input (the block's output), normalized tensor and
+  // the head's copy (4D + 4D + 2D); the eager loss's 12 B a logit (the head's half logits not kept, M2). Flash's
+  // log-sum-exp is not counted (docs/compute-model.md, M1).
+  const double per_token = (34 * 64 + 8 * 128) + (4 + 4 + 2) * 64 + 12 * 1000.0;
+  EXPECT_DOUBLE_EQ(in_bytes(activation_bytes_per_sample(net, autocast)), 10 * per_token);
+  // M4b: autocast's bf16 copies of the products' weights: q 64 × 64, k and v 64 × 32 each, o 64 × 64 (12,288), the MLP
+  // 3 × 64 × 128 (24,576), the head 64 × 1,000 (64,000); not the embedding's 64,000 or the norms' 3 × 64
+  const double products = 12'288 + 24'576 + 64'000.0, P = products + 64'000 + 3 * 64;
+  EXPECT_DOUBLE_EQ(autocast_weight_copy_bytes(net, autocast), 2 * products);
+  EXPECT_DOUBLE_EQ(autocast_weight_copy_bytes(net, o), 0.0);
+  DecoderShape tied = shape;  // a tied head casts the embedding's weight for its product all the same
+  tied.tied = true;
+  EXPECT_DOUBLE_EQ(autocast_weight_copy_bytes(build_decoder(tied, "tied"), autocast), 2 * products);
+  // The step at batch 8: fp32 weights and their copies, fp32 gradients, AdamW's two words; the gradients (M4c) come
+  // after the activations (8 × 158,400 B > 4P), so the peak holds the weights, the state and the activations
+  const MemoryEstimate m = estimate_training_memory(net, 8, autocast, bytes(0));
+  EXPECT_DOUBLE_EQ(in_bytes(m.weights), 4 * P + 2 * products);
+  EXPECT_DOUBLE_EQ(in_bytes(m.gradients), 4 * P);
+  EXPECT_DOUBLE_EQ(in_bytes(m.optimizer_state), 8 * P);
+  EXPECT_TRUE(m.gradients_after_activations);
+  EXPECT_DOUBLE_EQ(in_bytes(m.allocated()), 12 * P + 2 * products + 8 * 10 * per_token + in_bytes(m.input));
+  // a half working copy (apex O2, DeepSpeed) keeps 6 B a parameter and its gradients at the peak; accumulation keeps
+  // the gradients across micro-batches
+  const MemoryEstimate h = estimate_training_memory(net, 8, o, bytes(0));
+  EXPECT_DOUBLE_EQ(in_bytes(h.weights), 6 * P);
+  EXPECT_FALSE(h.gradients_after_activations);
+  autocast.accumulate = 2;
+  EXPECT_FALSE(estimate_training_memory(net, 8, autocast, bytes(0)).gradients_after_activations);
+}
+
 // Eq. M3 by hand: FSDP2 on 4 GPUs, the tiny decoder of the test above at batch 1. Its root unit (the embedding and the
 // head, 64,000 parameters each, and the final norm's 64) reduce-scatters last: the weights and AdamW's state (fp32
 // shards, 12 B a parameter / 4), the blocks' fp32 gradient shards (4 B / 4), and the root's bf16 parameters and

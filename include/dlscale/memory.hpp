@@ -17,7 +17,8 @@
 namespace dlscale {
 
 struct MemoryEstimate {
-  Bytes weights{};          // fp32 weights (mixed precision: fp32 master + fp16 working copy)
+  Bytes weights{};          // fp32 weights (mixed precision: fp32 master + fp16 working copy; plain autocast, eq. M4b:
+                            // fp32 weights + the products' half copies)
   Bytes gradients{};        // one gradient per parameter (fp32, or fp16 in mixed precision)
   Bytes optimizer_state{};  // optimizer_state_words fp32 words per parameter
   Bytes activations{};      // every learnable layer's kept tensors × batch (fp16 in mixed precision)
@@ -27,7 +28,7 @@ struct MemoryEstimate {
   Bytes gathered{};         // sharded stage 3: gathered units' parameters and one unit's full gradient
   // FSDP2, one micro-batch (gradients_after_activations): the gradient shards come into being during backward,
   // as the activations are freed, so the step's tensors at their peak are the larger of the two, not both
-  // (allocated); the allocator still holds both (allocator_reserved).
+  // (allocated); the allocator still holds both (allocator_reserved). Also a plain module under autocast (eq. M4c).
   bool gradients_after_activations = false;
   // Eq. M3, FSDP2 at stage 3 (one micro-batch): the end of the backward, when the root unit (the layers outside every
   // transformer block: embedding, final norm, head), never resharded after its forward, reduce-scatters last: the
@@ -122,6 +123,24 @@ double loss_backward_bytes_per_sample(const Network& net, const ComputeOptions& 
 /// output, the fourth tensor of F (M1b); grouped-query attention through repeat_kv its key and value at the query's
 /// width (M1c). Zero compiled, and for every other layer.
 double eager_decoder_saved_bytes_per_sample(const Layer& layer, const ComputeOptions& opt) noexcept;
+/// Plain autocast: mixed precision whose parameters stay fp32 and are cast at each use (torch.autocast without a
+/// sharded MixedPrecision policy; the framework's `mixed_precision: {gradients: fp32}`, ComputeOptions::fp32_gradients).
+bool plain_autocast(const ComputeOptions& opt) noexcept;
+/// Eq. M4a: what eager Llama code (`rmsnorm_composite`, not compiled) saves under plain autocast beyond the layer's count
+/// and M1, per sample, in bytes. The embedding's fp32 output makes the residual stream and the norms fp32: a composite
+/// RMSNorm's normalized tensor is 4 B (M1 counted it at half width), and each product casts the norm's output to half
+/// for itself and saves its copy where the count holds one: attention two more (q, k, v; multi-head latent attention
+/// one more), a dense SwiGLU MLP one more (w1, w3). Zero for every other layer, elsewhere, and compiled.
+double autocast_decoder_saved_bytes_per_sample(const Layer& layer, const ComputeOptions& opt) noexcept;
+/// Eq. M4b: autocast's half copies of the products' weights (linear, attention, convolution layers; a tied head the
+/// embedding's weight again), held from their forward to their backward: 2 B a weight under plain autocast, zero
+/// otherwise. Not the embeddings', the norms' or batch norm's, which autocast does not cast.
+double autocast_weight_copy_bytes(const Network& net, const ComputeOptions& opt) noexcept;
+/// Eq. M4c: a plain module's gradients under plain autocast in eager decoder code (one replica, one micro-batch: not
+/// sharded, `rmsnorm_composite`), set to None by zero_grad, come into being in backward as the activations are freed
+/// (MemoryEstimate::gradients_after_activations). Not with accumulation, not sharded, nor for other networks, whose
+/// peaks were not checked against a run without DDP's buckets.
+bool autocast_gradients_after_activations(const Sharding& sharding, const ComputeOptions& opt) noexcept;
 /// Eq. R1's peak during a recompute: the largest checkpointed block's own tensors, rebuilt while the checkpoints
 /// are kept (fp32 figure); zero under the other modes. The loss's backward comes before any recompute, so a step
 /// holds the larger of the two beside what it keeps (activation_bytes_per_sample), not both.

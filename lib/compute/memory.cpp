@@ -216,12 +216,49 @@ double eager_decoder_saved_bytes_per_sample(const Layer& l, const ComputeOptions
   return 0.0;
 }
 
+bool plain_autocast(const ComputeOptions& opt) noexcept { return is_mixed(opt.precision) && opt.fp32_gradients; }
+
+double autocast_decoder_saved_bytes_per_sample(const Layer& l, const ComputeOptions& opt) noexcept {
+  if (!plain_autocast(opt) || !opt.rmsnorm_composite || opt.compiled || l.input_shape.empty()) return 0.0;
+  const double width = static_cast<double>(l.input_shape.back());
+  double tokens = 1.0;
+  for (auto d : l.input_shape) tokens *= static_cast<double>(d);
+  tokens /= width;
+  const double act = activation_bytes_per_element(opt.precision);
+  // M4a: fp32 weights make `_norm(x.float()).type_as(x) * weight` fp32 throughout: the normalized tensor the weight's
+  // mul saves is 4 B where M1a counted it at act (the fp32 input, the residual stream, is M1a's already)
+  if (l.kind == LayerKind::layernorm && l.rms) return tokens * width * (4.0 - act);
+  // M4a: each product casts the norm's fp32 output to half for itself and saves its copy; the norm's count holds one:
+  // q, k and v two more (multi-head latent attention's q_a or q and kv_a one more); a dense SwiGLU's w1 and w3 one more
+  if (l.kind == LayerKind::attention) return tokens * width * act * (is_mla(l) ? 1.0 : 2.0);
+  if (l.kind == LayerKind::linear && l.gated && l.hidden > 0 && l.experts == 0) return tokens * width * act;
+  return 0.0;
+}
+
+double autocast_weight_copy_bytes(const Network& net, const ComputeOptions& opt) noexcept {
+  if (!plain_autocast(opt)) return 0.0;
+  double weights = 0.0;
+  for (const Layer& l : net.layers) {
+    if (l.kind != LayerKind::linear && l.kind != LayerKind::attention && l.kind != LayerKind::conv) continue;
+    auto w = static_cast<double>(l.params);
+    // a tied head (no parameters of its own) casts the embedding's weight for its product all the same
+    if (w == 0.0 && l.kind == LayerKind::linear && !l.input_shape.empty() && !l.output_shape.empty())
+      w = static_cast<double>(l.input_shape.back()) * static_cast<double>(l.output_shape.back());
+    weights += w;
+  }
+  return weights * activation_bytes_per_element(opt.precision);
+}
+
 namespace {
+/// What eager decoder code saves beyond the layers' count, real bytes: eq. M1, and under plain autocast eq. M4a.
+double decoder_code_saved_bytes(const Layer& l, const ComputeOptions& opt) noexcept {
+  return eager_decoder_saved_bytes_per_sample(l, opt) + autocast_decoder_saved_bytes_per_sample(l, opt);
+}
+
 /// What layer i keeps for backward under the options' recompute mode, with its operators (fp32 figure; eq. M1's
-/// eager saves, real bytes, are brought to that figure).
+/// and M4a's eager saves, real bytes, are brought to that figure).
 double layer_kept_bytes(const Layer& l, const ComputeOptions& opt, bool flash_attention) noexcept {
-  double s = l.activation_bytes_per_sample +
-      eager_decoder_saved_bytes_per_sample(l, opt) * 4.0 / activation_bytes_per_element(opt.precision);
+  double s = l.activation_bytes_per_sample + decoder_code_saved_bytes(l, opt) * 4.0 / activation_bytes_per_element(opt.precision);
   if (flash_attention || opt.recompute == Recompute::selective) s -= flash_attention_saving_per_sample(l);
   for (const auto& o : l.ops)
     if (opt.lrn || o.kind != LayerKind::lrn) s += o.activation_bytes_per_sample;
@@ -348,9 +385,9 @@ Bytes activation_bytes_per_sample(const Network& net, const ComputeOptions& opt)
                                   : net.total_kept_bytes_per_sample();
   if (flash && !opt.checkpointing && !per_block)
     for (const auto& l : net.layers) kept -= flash_attention_saving_per_sample(l);
-  double eager = 0.0;  // eq. M1, real bytes
+  double eager = 0.0;  // eq. M1 and M4a, real bytes
   if (!opt.checkpointing && !per_block)
-    for (const auto& l : net.layers) eager += eager_decoder_saved_bytes_per_sample(l, opt);
+    for (const auto& l : net.layers) eager += decoder_code_saved_bytes(l, opt);
   if (!opt.lrn && !opt.checkpointing && !per_block)  // a framework without LRN does not run the network's
     for (const auto& l : net.layers)
       for (const auto& o : l.ops)
@@ -416,6 +453,10 @@ bool fsdp2_gradients_after_activations(const Sharding& sh, const ComputeOptions&
   return sh.per_parameter && sh.stage >= 2 && opt.accumulate == 1;
 }
 
+bool autocast_gradients_after_activations(const Sharding& sh, const ComputeOptions& opt) noexcept {
+  return !sh.sharded() && opt.accumulate == 1 && plain_autocast(opt) && opt.rmsnorm_composite;
+}
+
 MemoryEstimate estimate_training_memory(const Network& net, int batch, const ComputeOptions& opt, const Sharding& sh, int shard,
                                         Bytes reserved, Bytes activations_per_sample) {
   if (shard < 1) throw std::invalid_argument("estimate_training_memory: a shard group holds at least one GPU");
@@ -424,6 +465,9 @@ MemoryEstimate estimate_training_memory(const Network& net, int batch, const Com
   const bool mixed = is_mixed(opt.precision);
   MemoryEstimate m;
   m.weights = bytes(p * (mixed ? 4.0 + 2.0 : 4.0));
+  // eq. M4b: under plain autocast the parameters stay fp32 and no half working copy is kept; each product's weight is
+  // cast for its use and the copy is held to its backward (autocast's cache within the region, autograd's saves after)
+  if (plain_autocast(opt) && !sh.sharded()) m.weights = bytes(p * 4.0 + autocast_weight_copy_bytes(net, opt));
   m.gradients = bytes(p * gradient_bytes_per_element(opt));
   m.optimizer_state = bytes(p * 4.0 * optimizer_state_words(opt.optimizer));
   m.activations = activations_per_sample * static_cast<double>(batch);
@@ -453,6 +497,9 @@ MemoryEstimate estimate_training_memory(const Network& net, int batch, const Com
     m.gathered = gathered_bytes(net, opt, sh, shard);
     if (m.gradients_after_activations && sh.stage >= 3) m.backward_end = root_reduce_peak(net, opt, sh, m);
   }
+  // eq. M4c: a plain module's fp32 gradients, set to None by zero_grad, come into being in backward as it frees the
+  // activations: the loss's backward holds none of them
+  if (autocast_gradients_after_activations(sh, opt)) m.gradients_after_activations = true;
   // The caching allocator rounds blocks up and cannot reuse freed blocks of other sizes: slack grows with
   // what is allocated and freed every step (activations and gradients). docs/compute-model.md.
   m.allocator_slack = (m.activations + m.gradients + m.gathered) * kAllocatorSlack;
