@@ -519,7 +519,7 @@ struct Simulator::Impl {
   [[nodiscard]] std::vector<Bucket> strategy_plan() const {
     if (sc.strategy.sharding.stage >= 3) {  // the gather units (eq. S4)
       std::vector<Bucket> plan;
-      for (const GatherUnit& u : gather_units(sc.network, sc.strategy.sharding.unit_params)) {
+      for (const GatherUnit& u : gather_units(sc.network, sc.strategy.sharding)) {
         Bytes b{};
         for (int i = u.first; i <= u.last; ++i) b += grads[static_cast<std::size_t>(i)];
         plan.push_back(Bucket{u.first, u.last, b});
@@ -551,7 +551,9 @@ struct Simulator::Impl {
       case MergePolicy::strategy:
         return {PlanChoice{
             sc.strategy.sharding.stage >= 3
-                ? fmt::format("strategy: gather units of {} parameters", sc.strategy.sharding.unit_params)
+                ? (sc.strategy.sharding.wrap == Sharding::Wrap::block
+                       ? std::string("strategy: gather units, one per transformer block")
+                       : fmt::format("strategy: gather units of {} parameters", sc.strategy.sharding.unit_params))
                 : sc.strategy.overlap == Overlap::bucketed
                 ? fmt::format("strategy: ddp buckets (first {}, then {})", sc.strategy.first_bucket, sc.strategy.bucket_size)
                 : std::string("strategy: one bucket per layer"),
