@@ -320,10 +320,11 @@ TEST(LlmSharded, PeakMemoryBesideWhatTheRunsPublish) {
               std::count_if(errors.begin(), errors.end(), [](double e) { return e <= 0.15; }));
   // 17 rows publish a peak (torchtitan's H100 and H200 benchmarks, torchao's H100 and B200 tables), torchtitan's
   // max_reserved in GiB, set beside the allocator's reserved figure. Where it stands: mean 6.6 %, 16 within 15 %,
-  // worst 15.5 % (6.5 %, 16 and 16.1 % before eq. S4b held the root beside a block wrap's units; 9.6 %, 13 and 18.9 % before torchao's H100 rows took the eager loss their peak shows, run_of; 11.1 %,
-  // 12 and 22.2 % before eq. M2 stopped counting the head's half logits beside the loss's; 16.6 %, 12 and 42.2 % before
-  // the loss's backward, FSDP2's fp32 shards, its gradients' own pool and per-op SAC's saved products were counted);
-  // the miss, one of torchao's B200 rows (+15.5 %), is discussed in docs/compute-model.md ("Memory").
+  // worst 15.5 % (6.5 %, 16 and 16.1 % before eq. S4b held the root beside a block wrap's units; 9.6 %, 13 and 18.9 % before
+  // torchao's H100 rows took the eager loss their peak shows, run_of; 11.1 %, 12 and 22.2 % before eq. M2 stopped counting the
+  // head's half logits beside the loss's; 16.6 %, 12 and 42.2 % before the loss's backward, FSDP2's fp32 shards, its gradients'
+  // own pool and per-op SAC's saved products were counted); the miss, one of torchao's B200 rows (+15.5 %), is discussed in
+  // docs/compute-model.md ("Memory").
   EXPECT_EQ(errors.size(), 17u);
   EXPECT_LT(mean, 0.08);
   EXPECT_GE(std::count_if(errors.begin(), errors.end(), [](double e) { return e <= 0.15; }), 16);
@@ -395,10 +396,11 @@ TEST(LlmSharded, TokensPerGpuInSampleAndLeavingOneSourceOut) {
                 100 * mean(v), 100 * mean(err_out[grp]));
   // The FSDP rows of the fitted architectures (A100, H100, H200: fms-fsdp, torchtitan, torchao): in-sample
   // within 8 % and leaving one source out within 12 % on average (issue 33). Where it stands: 4.9 % and 6.9 % (5.0 % and 7.0 %
-  // before eq. S4b's per-block units and S11's operations, Hopper's sharded_tensor 0.79 then; 5.1 % and 7.1 % before torchao's H100 rows took the eager loss, run_of; 5.5 % in-sample before R1b) (5.7 % and 7.2 % before eq. S7b shared
-  // the node's NICs among fms-fsdp's HSDP replica all-reduces); held a little above that so that a change which loses ground
-  // shows. The B200 and the DeepSpeed rows are printed, not held to it (docs/compute-model.md, "Language-model training": what
-  // the model lacks there, and what was tried on fms-fsdp's 13B rows).
+  // before eq. S4b's per-block units and S11's operations, Hopper's sharded_tensor 0.79 then; 5.1 % and 7.1 % before torchao's
+  // H100 rows took the eager loss, run_of; 5.5 % in-sample before R1b) (5.7 % and 7.2 % before eq. S7b shared the node's NICs
+  // among fms-fsdp's HSDP replica all-reduces); held a little above that so that a change which loses ground shows. The B200 and
+  // the DeepSpeed rows are printed, not held to it (docs/compute-model.md, "Language-model training": what the model lacks there,
+  // and what was tried on fms-fsdp's 13B rows).
   EXPECT_LT(mean(err_in["fsdp"]), 0.08);
   EXPECT_LT(mean(err_out["fsdp"]), 0.12);
   EXPECT_LT(mean(err_in["fsdp"]), 0.053);

@@ -1,6 +1,6 @@
 // Sharded data parallelism: ZeRO-1/2/3 (DeepSpeed) and FSDP (PyTorch), full or hybrid. What is sharded,
 // over which GPUs, what each GPU sends per step and the closed-form timeline of per-unit all-gathers with
-// prefetch. Derivations and the hand-worked example: docs/model.md, "Sharded data parallelism" (S1-S8).
+// prefetch. Derivations and the hand-worked example: docs/model.md, "Sharded data parallelism" (S1-S9, S11).
 #pragma once
 
 #include <cstdint>

@@ -57,7 +57,8 @@ void read_sharding(const Node& node, Strategy& s) {
     sh.unit_params = static_cast<std::int64_t>(v);
     if (sh.unit_params < 1) n->fail("a gather unit holds at least one parameter");
   }
-  if (auto n = r.optional("wrap")) sh.wrap = n->choice({"size", "block"}) == "block" ? Sharding::Wrap::block : Sharding::Wrap::size;
+  if (auto n = r.optional("wrap"))
+    sh.wrap = n->choice({"size", "block"}) == "block" ? Sharding::Wrap::block : Sharding::Wrap::size;
   if (auto n = r.optional("unit_ops")) {  // eq. S11
     MapReader ops(*n);
     auto count = [&](const char* key) {

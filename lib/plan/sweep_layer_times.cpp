@@ -129,10 +129,9 @@ std::string step_key(const ComputeOptions& c) {
   return fmt::format("{}|{}{}{}|{}{}|{}|{}{}|{}|{}|{}|{}|{}|{}|{}|{}{}|{}|{}|{}",
                      static_cast<int>(c.optimizer_impl.value_or(OptimizerImpl::fused)), c.compiled, c.compiled_loss, c.sharded,
                      sc.per_parameter, sc.regather, sc.reduce_bytes, sc.block_wrap, sc.unit_params, sc.gather_ops, sc.reduce_ops,
-                     sc.op_issue.base(),
-                     c.pool_index_bytes,
-                     u ? u->traffic : -1.0, u ? u->per_tensor.base() : -1.0, static_cast<int>(c.recompute),
-                     c.recompute_early_stop, c.recompute_blocks, c.checkpointing, c.accumulate, to_string(c.fp8_scaling));
+                     sc.op_issue.base(), c.pool_index_bytes, u ? u->traffic : -1.0, u ? u->per_tensor.base() : -1.0,
+                     static_cast<int>(c.recompute), c.recompute_early_stop, c.recompute_blocks, c.checkpointing, c.accumulate,
+                     to_string(c.fp8_scaling));
 }
 
 /// One run's tables for keying layer times: each network's memo id, each cluster's GPU doubled, and

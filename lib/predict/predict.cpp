@@ -1089,7 +1089,8 @@ Predictor::Impl::ShardedSpan Predictor::Impl::sharded_span(double K, std::span<c
       if (units[i].held) back_buf[i] = Seconds{};
       back_gathers += back_buf[i];
     }
-    const std::span<const Seconds> ag_back = sh.reshard_after_forward ? std::span<const Seconds>(back_buf) : std::span<const Seconds>{};
+    const std::span<const Seconds> ag_back =
+        sh.reshard_after_forward ? std::span<const Seconds>(back_buf) : std::span<const Seconds>{};
     const ShardedTimeline last = sharded_timeline_exact(unit_forward, unit_backward, gather, ag_back, comm, sh.in_flight);
     // Micro-batches before the last: gathers and compute. A flat FSDP under no_sync keeps whole gradients and
     // reduce-scatters once; FSDP2 (per-parameter shards) reduce-scatters every micro-batch, as eq. P20 charges it
