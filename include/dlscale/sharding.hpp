@@ -97,7 +97,8 @@ struct GatherUnit {
 std::vector<GatherUnit> gather_units(const Network& net, std::int64_t unit_params);
 /// The strategy's units: eq. S4 (wrap size), or eq. S4b (wrap block: each transformer block, as transformer_blocks
 /// finds them, its own unit; the layers before the first block the held root, carrying every parameter outside the
-/// blocks; the layers after the last block a unit of no parameters; a network without blocks falls back to S4).
+/// blocks; the layers after the last block a unit of no parameters; a network without blocks, or whose first layer is
+/// a block's while some layer outside the blocks holds parameters, falls back to S4).
 std::vector<GatherUnit> gather_units(const Network& net, const Sharding& s);
 /// Eq. S11: FSDP's own operations a step issues, counted per pass (forward: each unit's all-gather; backward: the
 /// all-gathers of the units resharded after the forward, and each unit's reduce-scatter). Units with no parameters

@@ -106,11 +106,10 @@ std::vector<GatherUnit> gather_units(const Network& net, const Sharding& s) {
     if (first_block < 0) first_block = i;
     last_block = i;
   }
-  if (first_block < 0) return gather_units(net, s.unit_params);  // no blocks: eq. S4
+  // no blocks, or parameters outside them but no layer before the first for the root to be computed with: eq. S4
+  if (first_block < 0 || (first_block == 0 && outside > 0)) return gather_units(net, s.unit_params);
   std::vector<GatherUnit> units;
-  if (first_block > 0 || outside > 0)  // eq. S4b: the root, with the layers before the first block
-    units.push_back(GatherUnit{0, std::max(first_block - 1, 0), outside, true});
-  if (first_block == 0 && outside > 0) units.back().last = -1;  // a root of no layers of its own before the blocks
+  if (first_block > 0) units.push_back(GatherUnit{0, first_block - 1, outside, true});  // eq. S4b: the root
   int open_block = -1;
   for (int i = first_block; i <= last_block; ++i) {
     const std::size_t k = static_cast<std::size_t>(i);
