@@ -648,7 +648,12 @@ std::vector<Row> catalogue() {
       {"framework_composer_limit_all_gathers", {{"f.yaml", std::string(kFramework) + "sharding: {stage: 3, limit_all_gathers: true}\n"}},
        kCmdFramework,
        E + "{dir}/f.yaml:7:22: 'sharding.limit_all_gathers': unknown key (known keys here: cpu_adam, group, in_flight, offload_optimizer, "
-           "params, reduce_dtype, reshard_after_forward, stage, unit_params)\n"},
+           "params, reduce_dtype, reshard_after_forward, stage, unit_ops, unit_params, wrap)\n"},
+      // eq. S4b and S11: a wrap the model has not, an operation count below zero
+      {"framework_unknown_wrap", {{"f.yaml", std::string(kFramework) + "sharding: {stage: 3, wrap: layer}\n"}}, kCmdFramework,
+       E + "{dir}/f.yaml:7:28: 'sharding.wrap': unknown value 'layer' (expected one of: size, block)\n"},
+      {"framework_negative_unit_ops", {{"f.yaml", std::string(kFramework) + "sharding: {stage: 3, unit_ops: {gather: -1, reduce: 3}}\n"}},
+       kCmdFramework, E + "{dir}/f.yaml:7:41: 'sharding.unit_ops.gather': gather operations per unit: a count from 0 to 10^4\n"},
       {"framework_lion_optimizer", {{"f.yaml", std::string(kFramework) + "optimizer: lion\n"}}, kCmdFramework,
        E + "{dir}/f.yaml:7:12: 'optimizer': unknown value 'lion' (expected one of: sgd, momentum, adam, adamw, lamb)\n"},
       {"framework_shard_group_does_not_divide", {{"f.yaml", std::string(kFramework) + "sharding: {stage: 3, group: 3}\n"}},

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <nlohmann/json.hpp>
@@ -1298,7 +1299,9 @@ TEST(Explain, ShardedStrategiesHaveNoBucketsToTune) {
   sc.batch_per_gpu = 1;
   const BucketAdvice b = best_buckets(sc, 16);
   EXPECT_FALSE(b.applicable);
-  EXPECT_THAT(b.note, testing::HasSubstr("per unit of 100000000 parameters"));
+  EXPECT_THAT(b.note, testing::HasSubstr("per transformer block"));  // fsdp.yaml's wrap: block (eq. S4b)
+  sc.strategy.sharding.wrap = Sharding::Wrap::size;
+  EXPECT_THAT(best_buckets(sc, 16).note, testing::HasSubstr("per unit of 100000000 parameters"));
 }
 
 TEST(PlanCli, AnswersTheLlamaQuestionAndExplainsTheLosers) {
@@ -1328,11 +1331,22 @@ TEST(PlanCli, DefaultsToBf16AndToFp16WhereTheGpuHasNoBf16) {
 
 TEST(PlanCli, AStrategyThatTiesTheChoiceIsSaidToTie) {
   // Llama-2-13B on 4 DGX H100s: ZeRO-3 and FSDP's full shard with the same optimiser kernels (DeepSpeed's fused
-  // Adam; FSDP's file says torch.optim's foreach, so the run asks for fused) give the same step in this model (their
-  // top rows print the same iteration time and memory), so FSDP's line says so instead of "0.0 % slower ... costs 0 s".
+  // Adam; FSDP's file says torch.optim's foreach, so the run asks for fused) and the same gather units (fsdp.yaml with
+  // the size-based wrap, eq. S4, as ZeRO-3's: a 13B block and the embedding each exceed both files' unit sizes) give the
+  // same step in this model (their top rows print the same iteration time and memory), so FSDP's line says so instead
+  // of "0.0 % slower ... costs 0 s".
+  const auto dir = std::filesystem::temp_directory_path() / "dlscale-plan-tie";
+  std::filesystem::create_directories(dir);
+  {
+    std::ifstream in(std::filesystem::path(DLSCALE_SOURCE_DIR) / "models" / "frameworks" / "fsdp.yaml");
+    std::ofstream out(dir / "fsdp.yaml");
+    for (std::string line; std::getline(in, line);) out << (line == "  wrap: block" ? std::string("  wrap: size") : line) << '\n';
+  }
   const auto r = test::run_cli(
       "plan --cluster dgx-h100 --nodes 4 --fabric infiniband:400Gb/s:8 --model llama2-13b "
-      "--gpus 32 --frameworks deepspeed-zero3,fsdp --optimizer-impl fused --top 2");
+      "--gpus 32 --frameworks deepspeed-zero3," +
+      (dir / "fsdp.yaml").string() + " --optimizer-impl fused --top 2");
+  std::filesystem::remove_all(dir);
   ASSERT_EQ(r.status, 0) << r.err;
   const auto row = [&](const std::string& rank) {  // iteration time and memory columns of a ranked row
     const auto at = r.out.find("\n   " + rank + "  ");

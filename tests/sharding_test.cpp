@@ -13,6 +13,7 @@
 #include "dlscale/memory.hpp"
 #include "dlscale/predict.hpp"
 #include "dlscale/sharding.hpp"
+#include "dlscale/zoo.hpp"
 #include "support/run.hpp"
 
 namespace dlscale {
@@ -155,12 +156,13 @@ TEST(ShardingMemory, Llama7bUnderEachStrategyByHand) {
   const MemoryEstimate z2 = mem("deepspeed-zero2", 8);
   EXPECT_DOUBLE_EQ(state(z2), 3.75 * P);
   EXPECT_DOUBLE_EQ(in_bytes(z2.gathered), 0.0);
-  // FSDP full shard on 8: 16P/8 = 2P, plus the gathered units: the largest unit is a decoder block
-  // (4096 + 67,108,864 + 4096 + 135,266,304 = 202,383,360 parameters); two in flight × 2 B and one
-  // unit's gradient × 2 B = 6 × 202,383,360 = 1,214,300,160 B.
+  // FSDP full shard on 8, a unit per block (wrap block, eq. S4b): 16P/8 = 2P, plus the gathered units: the root
+  // (embedding 131,072,000 + final norm 4096 + output 131,072,000 = 262,148,096 parameters) held at 2 B, beside it one
+  // more of the two in flight, a decoder block (4096 + 67,108,864 + 4096 + 135,266,304 = 202,383,360 parameters) at 2 B,
+  // and one block's gradient at 2 B: 524,296,192 + 404,766,720 + 404,766,720 = 1,333,829,632 B.
   const MemoryEstimate fsdp = mem("fsdp", 8);
   EXPECT_DOUBLE_EQ(state(fsdp), 2.0 * P);
-  EXPECT_DOUBLE_EQ(in_bytes(fsdp.gathered), 1'214'300'160.0);
+  EXPECT_DOUBLE_EQ(in_bytes(fsdp.gathered), 1'333'829'632.0);
   EXPECT_TRUE(check_memory_fit(net, h100, 1, o, framework("fsdp").sharding, 8).fits);
   // SHARD_GRAD_OP on 8: the whole working copy is held through forward and backward: 2P + 14P/8 = 3.75 P,
   // gathered = one unit's gradient only, 2 × 202,383,360 = 404,766,720 B.
@@ -200,8 +202,9 @@ TEST(ShardingReduceDtype, LlmFoundryDefaultReduceScattersTwicePuresBytes) {
   // and bf16 under PURE, P · 2 / 8 = 327,803,392 B (FSDP1 itself casts the reduced shard back to fp32, recalled: the
   // model keeps it at the reduce width; models/frameworks/llm-foundry-pure.yaml). The allocator's slack takes 5 % of
   // the difference; weights (P · 2 / 8 + P · 4 / 8 = 983,410,176 B), AdamW's state (P · 8 / 8 = 1,311,213,568 B) and
-  // the gathered units are the same: the largest unit is the embedding, 50368 · 2048 = 103,153,664 parameters (two
-  // blocks are 100,671,488), two in flight at 2 B and its gradient at 2 B: 6 · 103,153,664 = 618,921,984 B.
+  // the gathered units are the same: a unit per MPTBlock (wrap block, eq. S4b), the root (the embedding, 50368 · 2048 =
+  // 103,153,664, and norm_f, 2048; the head is tied) held at 2 B, one more block of the two in flight (12 · 2048² + 2 ·
+  // 2048 = 50,335,744) at 2 B and a block's gradient at 2 B: 206,311,424 + 100,671,488 + 100,671,488 = 407,654,400 B.
   ComputeOptions o;
   o.precision = Precision::bf16;
   o.optimizer = Optimizer::adamw;
@@ -212,7 +215,7 @@ TEST(ShardingReduceDtype, LlmFoundryDefaultReduceScattersTwicePuresBytes) {
   for (const MemoryEstimate* m : {&md, &mp}) {
     EXPECT_DOUBLE_EQ(in_bytes(m->weights), 983'410'176.0);
     EXPECT_DOUBLE_EQ(in_bytes(m->optimizer_state), 1'311'213'568.0);
-    EXPECT_DOUBLE_EQ(in_bytes(m->gathered), 618'921'984.0);
+    EXPECT_DOUBLE_EQ(in_bytes(m->gathered), 407'654'400.0);
   }
   EXPECT_DOUBLE_EQ(in_bytes(md.activations), in_bytes(mp.activations));
   EXPECT_NEAR(in_bytes(md.total()) - in_bytes(mp.total()), 1.05 * 327'803'392.0, 1.0);
@@ -242,6 +245,73 @@ TEST(ShardingUnits, SizeBasedWrapGroupsEachDecoderBlock) {
   EXPECT_EQ(units.front().params, 131'072'000);
   EXPECT_EQ(units[1].params, 202'383'360);
   EXPECT_EQ(units.back().params, 131'076'096);
+}
+
+// A two-block decoder (hidden 64, 4 heads, SwiGLU 128, vocabulary 100, untied): layers 0 embedding (100 · 64 = 6,400),
+// 1-4 block 0 (RMSNorm 64, attention 4 · 64² = 16,384, RMSNorm 64, MLP 3 · 64 · 128 = 24,576: 41,088), 5-8 block 1, 9
+// the final RMSNorm (64), 10 the output projection (6,400).
+Network two_block_decoder() {
+  DecoderShape d;
+  d.layers = 2;
+  d.hidden = 64;
+  d.heads = d.kv_heads = 4;
+  d.ffn = 128;
+  d.vocab = 100;
+  d.seq = 16;
+  return build_decoder(d, "tiny");
+}
+
+TEST(ShardingUnits, BlockWrapGivesEachBlockItsUnitAndTheRestTheRoot) {
+  const Network net = two_block_decoder();
+  ASSERT_EQ(net.layers.size(), 11u);
+  ASSERT_EQ(net.total_params(), 6'400 + 2 * 41'088 + 64 + 6'400);
+  Sharding s;
+  s.stage = 3;
+  s.wrap = Sharding::Wrap::block;
+  // eq. S4b: the root (layer 0, holding 6,400 + 64 + 6,400 = 12,864), each block, the final norm and head (nothing)
+  const auto units = gather_units(net, s);
+  ASSERT_EQ(units.size(), 4u);
+  const std::vector<GatherUnit> by_hand{{0, 0, 12'864, true}, {1, 4, 41'088, false}, {5, 8, 41'088, false}, {9, 10, 0, false}};
+  for (std::size_t i = 0; i < units.size(); ++i) {
+    EXPECT_EQ(units[i].first, by_hand[i].first) << i;
+    EXPECT_EQ(units[i].last, by_hand[i].last) << i;
+    EXPECT_EQ(units[i].params, by_hand[i].params) << i;
+    EXPECT_EQ(units[i].held, by_hand[i].held) << i;
+  }
+  // eq. S4 at 50,000: 6,400 + 41,088 = 47,488, + 64 + 16,384 = 63,936 closes layers 0-6; the rest, 64 + 24,576 + 64 +
+  // 6,400 = 31,104, is layers 7-10
+  s.wrap = Sharding::Wrap::size;
+  s.unit_params = 50'000;
+  const auto sized = gather_units(net, s);
+  ASSERT_EQ(sized.size(), 2u);
+  EXPECT_EQ(sized[0].last, 6);
+  EXPECT_EQ(sized[0].params, 63'936);
+  EXPECT_EQ(sized[1].params, 31'104);
+  EXPECT_FALSE(sized[0].held || sized[1].held);
+}
+
+TEST(ShardingUnits, FsdpOpsPerUnitByHand) {
+  // eq. S11 with torchtitan's counts (11 a gather, 3 a reduce-scatter) over the two-block decoder's units: forward, the
+  // root's and two blocks' gathers, 3 · 11 = 33; backward, the two blocks gathered again and three reduce-scatters,
+  // 2 · 11 + 3 · 3 = 31 (the root is held; the final norm and head gather nothing of their own)
+  const Sharding titan = framework("torchtitan").sharding;
+  EXPECT_EQ(titan.wrap, Sharding::Wrap::block);
+  EXPECT_DOUBLE_EQ(titan.gather_ops, 11.0);
+  EXPECT_DOUBLE_EQ(titan.reduce_ops, 3.0);
+  const Network net = two_block_decoder();
+  UnitOps o = unit_ops(gather_units(net, titan), titan);
+  EXPECT_DOUBLE_EQ(o.forward, 33.0);
+  EXPECT_DOUBLE_EQ(o.backward, 31.0);
+  Sharding kept = titan;  // SHARD_GRAD_OP: no gather in the backward, 3 · 3 = 9
+  kept.reshard_after_forward = false;
+  o = unit_ops(gather_units(net, kept), kept);
+  EXPECT_DOUBLE_EQ(o.forward, 33.0);
+  EXPECT_DOUBLE_EQ(o.backward, 9.0);
+  // a file without unit_ops counts none; ZeRO-1/2 gather no units
+  EXPECT_DOUBLE_EQ(unit_ops(gather_units(net, framework("fsdp").sharding), framework("fsdp").sharding).forward, 0.0);
+  Sharding z2 = titan;
+  z2.stage = 2;
+  EXPECT_DOUBLE_EQ(unit_ops(gather_units(net, z2), z2).backward, 0.0);
 }
 
 // ---- the three-unit all-gather timeline of docs/model.md (eq. S5-S7) ----------------------------------------

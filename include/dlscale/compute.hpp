@@ -4,6 +4,7 @@
 // Model, parameters and their sources: docs/compute-model.md.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
@@ -233,10 +234,17 @@ struct ComputeOptions {
   /// layer's gathered parameters copied out of the all-gather's buffer before its forward (and its backward when
   /// `regather`), its gradients concatenated into the reduce-scatter's input (`reduce_bytes` an element) after its
   /// backward (eq. S10).
+  /// Eq. S11 (stage 3; set by step_compute from Sharding::gather_ops, reduce_ops, wrap and unit_params): the
+  /// framework's own operations per gather unit's all-gather (`gather_ops`) and reduce-scatter (`reduce_ops`), counted
+  /// in the host's issue floor (eq. K20) over the units gather_units gives (`block_wrap`: eq. S4b, else S4).
   struct ShardCopies {
     bool per_parameter = false;
     bool regather = true;
+    bool block_wrap = false;
     double reduce_bytes = 2.0;
+    std::int64_t unit_params = 100'000'000;
+    double gather_ops = 0.0, reduce_ops = 0.0;
+    Seconds op_issue{};  // zero: execution.host_issue
   } shard_copies;
   /// How the framework runs its memory-bound kernels and issues its kernels (Strategy::execution, eqs. K18-K20).
   KernelExecution execution;

@@ -1,6 +1,6 @@
 // Sharded data parallelism: ZeRO-1/2/3 (DeepSpeed) and FSDP (PyTorch), full or hybrid. What is sharded,
 // over which GPUs, what each GPU sends per step and the closed-form timeline of per-unit all-gathers with
-// prefetch. Derivations and the hand-worked example: docs/model.md, "Sharded data parallelism" (S1-S8).
+// prefetch. Derivations and the hand-worked example: docs/model.md, "Sharded data parallelism" (S1-S9, S11).
 #pragma once
 
 #include <cstdint>
@@ -25,7 +25,21 @@ struct Sharding {
   bool reshard_after_forward = true;       // stage 3: gather again for backward (FULL_SHARD); false: SHARD_GRAD_OP
   int group = kGroupAll;                   // GPUs per shard group: kGroupAll, kGroupNode or a count
   int in_flight = 2;                       // stage 3: gathered units held at once (FSDP limit_all_gathers: 2; 1 = no prefetch)
-  std::int64_t unit_params = 100'000'000;  // stage 3: consecutive layers gathered together up to this many parameters
+  std::int64_t unit_params = 100'000'000;  // stage 3, wrap size: consecutive layers gathered together up to this many parameters
+  /// Stage 3: how the model is wrapped into gather units (eq. S4, `wrap`). `size`: consecutive layers up to unit_params
+  /// (FSDP1's size_based_auto_wrap_policy); `block`: each transformer block its own unit, however small, and the
+  /// layers outside the blocks (embedding, final norm, head) one root unit (FSDP2's fully_shard per block then the
+  /// root; FSDP1's transformer_auto_wrap_policy, whose outermost FSDP module holds what no block holds), gathered
+  /// before the first forward and held to the end of the backward (eq. S4b).
+  enum class Wrap { size, block };
+  Wrap wrap = Wrap::size;
+  /// Eq. S11 (`unit_ops: {gather, reduce}`): the operations the framework's own code issues per gather unit for each
+  /// all-gather (copy-in, the collective, copy-out, …) and each reduce-scatter (chunk_cat, the collective, the
+  /// gradient's copy, …), as its host issues kernels (eq. K20); zero: none counted.
+  double gather_ops = 0.0, reduce_ops = 0.0;
+  /// Eq. S11 (`unit_ops: {issue}`): the host's cost of one of those operations, hooks included; zero: the framework's
+  /// host_issue (eq. K20).
+  Seconds unit_op_issue{};
   // CPU offload of the optimiser state (DeepSpeed `offload_optimizer: {device: cpu}`, ZeRO-Offload; eq. S9):
   // the fp32 master weights and the optimiser state of each GPU's shard live in host memory, the GPU's
   // gradient shard goes to the host, the CPU runs the optimiser step, the updated shard comes back.
@@ -68,13 +82,31 @@ ShardGroups shard_groups(const Sharding& s, const GpuPlacement& at);
 /// groups stay inside a node.
 double replica_nic_share(const ShardGroups& g, const Cluster& c) noexcept;
 
-/// Consecutive learnable layers gathered as one unit (FSDP's size-based wrap, eq. S4): from the input
-/// side, layers join the open unit until it holds at least `unit_params` parameters.
+/// Consecutive layers computed as one unit of a stage-3 step, and the parameters gathered and reduce-scattered
+/// with it (eq. S4).
 struct GatherUnit {
   int first = 0, last = 0;  // layer indices, inclusive, input side first
-  std::int64_t params = 0;
+  std::int64_t params = 0;  // gathered before its forward, reduce-scattered after its backward
+  /// Eq. S4b, the root of a block wrap: gathered once before the first forward and held (not resharded) to the end of
+  /// the backward; its `params` are every layer outside the blocks. The layers after the last block (final norm,
+  /// head) are a unit of their own that gathers nothing (params 0), their parameters the root's.
+  bool held = false;
 };
+/// Eq. S4, the size-based wrap: from the input side, layers join the open unit until it holds at least
+/// `unit_params` parameters.
 std::vector<GatherUnit> gather_units(const Network& net, std::int64_t unit_params);
+/// The strategy's units: eq. S4 (wrap size), or eq. S4b (wrap block: each transformer block, as transformer_blocks
+/// finds them, its own unit; the layers before the first block the held root, carrying every parameter outside the
+/// blocks; the layers after the last block a unit of no parameters; a network without blocks, or whose first layer is
+/// a block's while some layer outside the blocks holds parameters, falls back to S4).
+std::vector<GatherUnit> gather_units(const Network& net, const Sharding& s);
+/// Eq. S11: FSDP's own operations a step issues, counted per pass (forward: each unit's all-gather; backward: the
+/// all-gathers of the units resharded after the forward, and each unit's reduce-scatter). Units with no parameters
+/// issue none.
+struct UnitOps {
+  double forward = 0.0, backward = 0.0;
+};
+UnitOps unit_ops(std::span<const GatherUnit> units, const Sharding& s) noexcept;
 
 /// Bytes one GPU puts on the wire per optimiser step, by collective (nccl-tests' bus bytes: S·2(n−1)/n for
 /// an all-reduce of S, S·(n−1)/n for an all-gather or reduce-scatter of a total S; eq. S2).

@@ -282,6 +282,7 @@ class Kernels {
     const double efficiency = by_class() ? memory_class_efficiency(kp_, cls) : kp_.memory_efficiency;
     const Seconds t = traffic / (gpu_.memory_bandwidth * efficiency);
     add(what, t, flops(0), traffic, bwd);
+    (bwd ? backward_kernels : forward_kernels) -= 1;  // the unit's kernel is eq. S11's, counted per unit
     if (!bwd) forward_copies += t;
   }
   /// A batch norm pass: streamed at memory speed (K5), or on NCHW activations no faster than its
@@ -1054,6 +1055,25 @@ void shard_copies(Kernels& k, const Layer& l, const ComputeOptions& opt) {
   k.share(k.name(l.name, " fsdp2 chunk_cat bwd"), p, wb + opt.shard_copies.reduce_bytes, true, MemoryClass::chunk_cat);
 }
 
+/// Eq. S11: FSDP's own operations a step issues per pass, over the gather units of the framework's wrap (eq. S4, S4b):
+/// each unit's all-gather before its forward (`gather_ops`), and in the backward its all-gather again where the unit is
+/// resharded after the forward (not a block wrap's held root) and its reduce-scatter (`reduce_ops`). They cost the host
+/// the framework's host_issue each (eq. K20), as issued (not scaled by issued_per_kernel), and the GPU nothing beyond
+/// eq. S10's copies and the collectives (eq. S5-S7): the rest (the casts and copy-in of the all-gather's input, the
+/// gradient's copy into its shard) run on the collectives' streams or move a unit's parameters once, as S10 does not
+/// charge.
+UnitOps fsdp_unit_ops(const Network& net, const ComputeOptions::ShardCopies& c) {
+  if (!(c.gather_ops > 0.0) && !(c.reduce_ops > 0.0)) return {};
+  Sharding s;
+  s.stage = 3;
+  s.reshard_after_forward = c.regather;
+  s.wrap = c.block_wrap ? Sharding::Wrap::block : Sharding::Wrap::size;
+  s.unit_params = c.unit_params;
+  s.gather_ops = c.gather_ops;
+  s.reduce_ops = c.reduce_ops;
+  return unit_ops(gather_units(net, s), s);
+}
+
 /// A layer, the operators after it, and (for the last layer) the loss.
 void time_all(Kernels& k, const Layer& l, bool first, bool last, int batch, const ComputeOptions& opt) {
   shard_copies(k, l, opt);
@@ -1172,14 +1192,19 @@ LayerTimes estimate_layer_times(const Network& net, const GpuSpec& gpu, int batc
     kernels_backward += k.backward_kernels;
     kernels_update += update_kernel_count(net.layers[i], opt);
   }
-  t.forward_kernels = kernels_forward;
-  t.backward_kernels = kernels_backward;
+  const UnitOps fsdp = fsdp_unit_ops(net, opt.shard_copies);  // eq. S11
+  t.forward_kernels = kernels_forward + fsdp.forward;
+  t.backward_kernels = kernels_backward + fsdp.backward;
   t.update_kernels = kernels_update;
-  if (issue_floor_binds(net, opt.execution)) {  // eq. K20
-    const Seconds issue = opt.execution.host_issue, code = issue * opt.execution.issued_per_kernel;
-    t.forward_floor = issue_floor(t.forward, kernels_forward, code,
+  if (issue_floor_binds(net, opt.execution)) {  // eq. K20, with FSDP's own operations (eq. S11) as issued
+    const Seconds issue = opt.execution.host_issue;
+    const double code = opt.execution.issued_per_kernel;
+    const Seconds op = opt.shard_copies.op_issue > Seconds{} ? opt.shard_copies.op_issue : issue;
+    const double op_share = op / issue;  // an FSDP operation in kernels' host time
+    t.forward_floor = issue_floor(t.forward, kernels_forward * code + fsdp.forward * op_share, issue,
                                   {&t.forward_gemm, &t.forward_attention, &t.forward_copies, &t.forward_unsaved});
-    t.backward_floor = issue_floor(t.backward, kernels_backward, code, {&t.backward_attention, &t.input_wgrad});
+    t.backward_floor = issue_floor(t.backward, kernels_backward * code + fsdp.backward * op_share, issue,
+                                   {&t.backward_attention, &t.input_wgrad});
     t.update_floor = issue_floor(t.update, kernels_update, issue, {});
   }
   return t;

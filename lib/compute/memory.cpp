@@ -415,16 +415,20 @@ MemoryEstimate estimate_training_memory(const Network& net, int batch, const Com
 
 namespace {
 /// Eq. S3's gathered buffers of stage 3: the gathered units held at once (FULL_SHARD; SHARD_GRAD_OP holds the
-/// whole working copy in the weights) and one unit's full gradient before its reduce-scatter. One GPU gathers
+/// whole working copy in the weights) and one unit's full gradient before its reduce-scatter; under a block wrap
+/// (eq. S4b) also the root's parameters, gathered for the whole step, beside the blocks in flight. One GPU gathers
 /// nothing, except under FSDP2, whose unsharded parameters are buffers of their own at any world size.
 Bytes gathered_bytes(const Network& net, const ComputeOptions& opt, const Sharding& sh, int shard) {
   if (sh.stage < 3 || (shard < 2 && !sh.per_parameter)) return Bytes{};
-  std::int64_t largest = 0;
-  for (const GatherUnit& u : gather_units(net, sh.unit_params)) largest = std::max(largest, u.params);
-  const double L = static_cast<double>(largest);
+  std::int64_t largest = 0, held = 0;
+  for (const GatherUnit& u : gather_units(net, sh)) {
+    std::int64_t& kind = u.held ? held : largest;
+    kind = std::max(kind, u.params);
+  }
+  const double L = static_cast<double>(largest), w = working_bytes_per_element(opt.precision);
   const bool params_sharded = sh.reshard_after_forward;
   return bytes(L * gradient_bytes_per_element(opt.precision)) +
-      (params_sharded ? bytes(L * working_bytes_per_element(opt.precision) * std::max(sh.in_flight, 1)) : Bytes{});
+      (params_sharded ? bytes((L * std::max(sh.in_flight - (held > 0 ? 1 : 0), 1) + static_cast<double>(held)) * w) : Bytes{});
 }
 }  // namespace
 

@@ -24,7 +24,7 @@ using yamlio::Node;
 
 // ---- frameworks -------------------------------------------------------------------------------------
 namespace {
-/// `sharding: {stage, reshard_after_forward, group, in_flight, unit_params}` (docs/model.md, "Sharded data
+/// `sharding: {stage, reshard_after_forward, group, in_flight, unit_params, wrap, unit_ops}` (docs/model.md, "Sharded data
 /// parallelism"). Sharding needs an all-reduce framework that overlaps and updates after aggregation.
 void read_sharding(const Node& node, Strategy& s) {
   MapReader r(node);
@@ -56,6 +56,24 @@ void read_sharding(const Node& node, Strategy& s) {
     if (v > 1e15) n->fail("a gather unit of more than 10^15 parameters");
     sh.unit_params = static_cast<std::int64_t>(v);
     if (sh.unit_params < 1) n->fail("a gather unit holds at least one parameter");
+  }
+  if (auto n = r.optional("wrap"))
+    sh.wrap = n->choice({"size", "block"}) == "block" ? Sharding::Wrap::block : Sharding::Wrap::size;
+  if (auto n = r.optional("unit_ops")) {  // eq. S11
+    MapReader ops(*n);
+    auto count = [&](const char* key) {
+      const Node c = ops.required(key);
+      const double v = c.number();
+      if (!(v >= 0.0) || v > 1e4) c.fail(fmt::format("{} operations per unit: a count from 0 to 10^4", key));
+      return v;
+    };
+    sh.gather_ops = count("gather");
+    sh.reduce_ops = count("reduce");
+    if (auto c = ops.optional("issue")) {
+      sh.unit_op_issue = c->latency();
+      if (!(sh.unit_op_issue > Seconds{})) c->fail("an operation costs the host more than zero");
+    }
+    ops.finish();
   }
   std::optional<Node> offload;
   if ((offload = r.optional("offload_optimizer"))) {  // docs/model.md, eq. S9

@@ -75,8 +75,11 @@ BucketAdvice best_buckets(const Scenario& sc, int gpus) {
     return a;
   }
   if (sc.strategy.sharding.stage >= 3) {  // its units of aggregation are the gather units (docs/model.md, S4)
-    a.note = fmt::format("framework '{}' gathers and reduce-scatters per unit of {} parameters: bucket sizes change nothing",
-                         sc.strategy.name, sc.strategy.sharding.unit_params);
+    a.note = sc.strategy.sharding.wrap == Sharding::Wrap::block
+        ? fmt::format("framework '{}' gathers and reduce-scatters per transformer block: bucket sizes change nothing",
+                      sc.strategy.name)
+        : fmt::format("framework '{}' gathers and reduce-scatters per unit of {} parameters: bucket sizes change nothing",
+                      sc.strategy.name, sc.strategy.sharding.unit_params);
     a.best = a.current;
     return a;
   }

@@ -121,15 +121,17 @@ std::string step_key(const ComputeOptions& c) {
   // The sizes of the options as this key and LayerTimesTables::times know them (libstdc++ on 64-bit targets, as
   // network_fingerprint's): a new field changes them and stops the build here, until it is keyed.
   constexpr bool known_abi = sizeof(std::string) == 32 && sizeof(void*) == 8;
-  static_assert(!known_abi || sizeof(ComputeOptions) == 192, "ComputeOptions changed: key it in step_key");
+  static_assert(!known_abi || sizeof(ComputeOptions) == 224, "ComputeOptions changed: key it in step_key");
   static_assert(!known_abi || sizeof(KernelExecution) == 40, "KernelExecution changed: key it in LayerTimesTables::times");
   static_assert(!known_abi || sizeof(ConvAlgorithmPolicy) == 24, "ConvAlgorithmPolicy changed: key it in policy_key");
   const auto& u = c.update_kernels;
-  return fmt::format("{}|{}{}{}|{}{}|{}|{}|{}|{}|{}|{}{}|{}|{}|{}",
+  const auto& sc = c.shard_copies;
+  return fmt::format("{}|{}{}{}|{}{}|{}|{}{}|{}|{}|{}|{}|{}|{}|{}|{}{}|{}|{}|{}",
                      static_cast<int>(c.optimizer_impl.value_or(OptimizerImpl::fused)), c.compiled, c.compiled_loss, c.sharded,
-                     c.shard_copies.per_parameter, c.shard_copies.regather, c.shard_copies.reduce_bytes, c.pool_index_bytes,
-                     u ? u->traffic : -1.0, u ? u->per_tensor.base() : -1.0, static_cast<int>(c.recompute),
-                     c.recompute_early_stop, c.recompute_blocks, c.checkpointing, c.accumulate, to_string(c.fp8_scaling));
+                     sc.per_parameter, sc.regather, sc.reduce_bytes, sc.block_wrap, sc.unit_params, sc.gather_ops, sc.reduce_ops,
+                     sc.op_issue.base(), c.pool_index_bytes, u ? u->traffic : -1.0, u ? u->per_tensor.base() : -1.0,
+                     static_cast<int>(c.recompute), c.recompute_early_stop, c.recompute_blocks, c.checkpointing, c.accumulate,
+                     to_string(c.fp8_scaling));
 }
 
 /// One run's tables for keying layer times: each network's memo id, each cluster's GPU doubled, and

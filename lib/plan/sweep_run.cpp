@@ -151,7 +151,8 @@ std::vector<std::shared_ptr<const CollectiveModel>> collective_models(const Swee
 /// memory). Another evaluator (the simulator's, which may re-time layers for other GPUs) keeps them,
 /// and so must a sweep that comes to checkpoint activations (the checkpointed memory reads the
 /// segment inputs' output shapes); sweep groups do not set ComputeOptions::checkpointing.
-/// A sharded step's one GPU (eq. K16) models its own layer times too, from the shapes.
+/// A sharded step's one GPU (eq. K16) models its own layer times too, from the shapes, and its gather units and memory
+/// find the transformer blocks by the layers' names (eq. S4b, M3): a sharded sweep keeps them.
 std::vector<Network> slim_networks(const SweepSpec& spec, const SweepOptions& options) {
   const bool shapes = (options.evaluator != nullptr && options.evaluator != &closed_form_evaluator()) ||
       std::any_of(spec.strategies.begin(), spec.strategies.end(), [](const Strategy& st) { return st.sharding.sharded(); });
@@ -159,8 +160,7 @@ std::vector<Network> slim_networks(const SweepSpec& spec, const SweepOptions& op
   for (auto& net : slim) {
     net.description = {};
     for (auto& l : net.layers) {
-      l.name = {};
-      if (!shapes) l.input_shape = {}, l.output_shape = {};
+      if (!shapes) l.name = {}, l.input_shape = {}, l.output_shape = {};
       for (auto& o : l.ops) {
         o.name = {};
         if (!shapes) o.input_shape = {}, o.output_shape = {};

@@ -47,21 +47,25 @@ struct Unit {
   Seconds backward{};  // backward time of the layers in the unit
   Seconds update{};    // update time of the layers in the unit
   Bytes gradient{};    // gradient bytes the unit aggregates
+  bool held = false;   // sharded stage 3, eq. S4b: the root, gathered once and held to the end of the backward
 };
 
 std::vector<Unit> make_units(const Network& net, const LayerTimes& t, const Strategy& s, double bytes_per_element) {
   const std::size_t L = net.layers.size();
   std::vector<Unit> units;
-  if (s.sharding.stage >= 3) {  // FSDP/ZeRO-3: the gather units (eq. S4) are also the units of aggregation
-    for (const GatherUnit& g : gather_units(net, s.sharding.unit_params)) {
+  if (s.sharding.stage >= 3) {  // FSDP/ZeRO-3: the gather units (eq. S4, S4b) are also the units of aggregation
+    for (const GatherUnit& g : gather_units(net, s.sharding)) {
       Unit u;
       for (int i = g.first; i <= g.last; ++i) {
         const auto k = static_cast<std::size_t>(i);
         u.forward += t.forward[k];
         u.backward += t.backward[k];
         u.update += t.update[k];
-        u.gradient += Network::gradient_bytes(net.layers[k], bytes_per_element);
       }
+      // the parameters gathered and reduce-scattered with the unit (a block wrap's root holds those of every layer
+      // outside the blocks; the layers after the last block gather nothing)
+      u.gradient = bytes(static_cast<double>(g.params) * bytes_per_element);
+      u.held = g.held;
       units.push_back(u);
     }
     return units;
@@ -339,6 +343,11 @@ ComputeOptions step_compute(ComputeOptions c, const Strategy& framework, const G
   c.shard_copies.per_parameter = sh.stage >= 3 && sh.per_parameter;
   c.shard_copies.regather = sh.reshard_after_forward;
   c.shard_copies.reduce_bytes = reduce_bytes_per_element(sh, c.precision);
+  c.shard_copies.block_wrap = sh.wrap == Sharding::Wrap::block;
+  c.shard_copies.unit_params = sh.unit_params;
+  c.shard_copies.gather_ops = sh.stage >= 3 ? sh.gather_ops : 0.0;  // eq. S11
+  c.shard_copies.reduce_ops = sh.stage >= 3 ? sh.reduce_ops : 0.0;
+  c.shard_copies.op_issue = sh.unit_op_issue;
   return c;
 }
 
@@ -1024,6 +1033,8 @@ void Predictor::Impl::shard_collectives(const ShardGroups& g, std::span<Seconds>
     coll->times(CollectiveOp::allreduce, shard_bytes, g.replica_at, extra_buf);
     for (std::size_t i = 0; i < U; ++i) comm[i] += extra_buf[i];
   }
+  for (std::size_t i = 0; i < U; ++i)  // eq. S4b: the layers after the last block gather and reduce nothing of their own
+    if (!(unit_bytes[i] > Bytes{})) comm[i] = gather[i] = Seconds{};
 }
 
 void Predictor::Impl::offload_step(const ShardGroups& g, const GpuPlacement& at, std::vector<Seconds>& copies,
@@ -1070,7 +1081,16 @@ Predictor::Impl::ShardedSpan Predictor::Impl::sharded_span(double K, std::span<c
     s.span = f * K + b * (K - 1.0) + max(done, b) + gathers;
     r.comm = reduces + gathers;
   } else {
-    const std::span<const Seconds> ag_back = sh.reshard_after_forward ? gather : std::span<const Seconds>{};
+    // eq. S4b: a block wrap's root is not resharded after the forward, so the backward gathers it not again
+    thread_local std::vector<Seconds> back_buf;
+    back_buf.assign(gather.begin(), gather.end());
+    Seconds back_gathers{};
+    for (std::size_t i = 0; i < U; ++i) {
+      if (units[i].held) back_buf[i] = Seconds{};
+      back_gathers += back_buf[i];
+    }
+    const std::span<const Seconds> ag_back =
+        sh.reshard_after_forward ? std::span<const Seconds>(back_buf) : std::span<const Seconds>{};
     const ShardedTimeline last = sharded_timeline_exact(unit_forward, unit_backward, gather, ag_back, comm, sh.in_flight);
     // Micro-batches before the last: gathers and compute. A flat FSDP under no_sync keeps whole gradients and
     // reduce-scatters once; FSDP2 (per-parameter shards) reduce-scatters every micro-batch, as eq. P20 charges it
@@ -1084,7 +1104,7 @@ Predictor::Impl::ShardedSpan Predictor::Impl::sharded_span(double K, std::span<c
     if (!copies.empty())
       s.copy_tail =
           sharded_timeline_exact(unit_forward, unit_backward, gather, ag_back, comm, sh.in_flight, copies).end() - last.end();
-    r.comm = gathers * (sh.reshard_after_forward ? 2.0 : 1.0) * K + reduces * (sh.per_parameter ? K : 1.0);
+    r.comm = (gathers + (sh.reshard_after_forward ? back_gathers : Seconds{})) * K + reduces * (sh.per_parameter ? K : 1.0);
   }
   return s;
 }

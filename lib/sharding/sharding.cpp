@@ -9,6 +9,7 @@
 #include "dlscale/cluster.hpp"
 #include "dlscale/equations.hpp"
 #include "dlscale/error.hpp"
+#include "dlscale/memory.hpp"
 #include "dlscale/network.hpp"
 #include "dlscale/topology.hpp"
 
@@ -89,6 +90,50 @@ std::vector<GatherUnit> gather_units(const Network& net, std::int64_t unit_param
   }
   if (any) units.push_back(open);
   return units;
+}
+
+std::vector<GatherUnit> gather_units(const Network& net, const Sharding& s) {
+  if (s.wrap == Sharding::Wrap::size) return gather_units(net, s.unit_params);
+  const std::vector<int> block = transformer_blocks(net);
+  const auto L = static_cast<int>(net.layers.size());
+  int first_block = -1, last_block = -1;
+  std::int64_t outside = 0;
+  for (int i = 0; i < L; ++i) {
+    if (block[static_cast<std::size_t>(i)] < 0) {
+      outside += net.layers[static_cast<std::size_t>(i)].params;
+      continue;
+    }
+    if (first_block < 0) first_block = i;
+    last_block = i;
+  }
+  // no blocks, or parameters outside them but no layer before the first for the root to be computed with: eq. S4
+  if (first_block < 0 || (first_block == 0 && outside > 0)) return gather_units(net, s.unit_params);
+  std::vector<GatherUnit> units;
+  if (first_block > 0) units.push_back(GatherUnit{0, first_block - 1, outside, true});  // eq. S4b: the root
+  int open_block = -1;
+  for (int i = first_block; i <= last_block; ++i) {
+    const std::size_t k = static_cast<std::size_t>(i);
+    if (block[k] >= 0 && block[k] != open_block) {
+      units.push_back(GatherUnit{i, i, 0, false});
+      open_block = block[k];
+    }
+    units.back().last = i;
+    // a layer outside the blocks between two blocks is the root's: computed in the unit before it, gathered with the root
+    if (block[k] >= 0) units.back().params += net.layers[k].params;
+  }
+  if (last_block + 1 < L) units.push_back(GatherUnit{last_block + 1, L - 1, 0, false});
+  return units;
+}
+
+UnitOps unit_ops(std::span<const GatherUnit> units, const Sharding& s) noexcept {
+  UnitOps o;
+  if (s.stage < 3) return o;
+  for (const GatherUnit& u : units) {
+    if (u.params <= 0) continue;
+    o.forward += s.gather_ops;
+    o.backward += s.reduce_ops + (s.reshard_after_forward && !u.held ? s.gather_ops : 0.0);
+  }
+  return o;
 }
 
 StepTraffic step_traffic(std::int64_t params, const Sharding& s, Precision p, const GpuPlacement& at) {

@@ -503,8 +503,8 @@ void Model::try_gather() {
   const std::size_t unit = k < U ? k : 2 * U - 1 - k;
   gather_busy_ = true;
   gather_start_ = eng_.now();
-  eng_.schedule(eng_.now() + s_.gather_time[unit], kGatherDone, static_cast<std::uint32_t>(gather_iter_),
-                static_cast<std::uint64_t>(gather_next_));
+  const double t = k >= U && !s_.gather_time_backward.empty() ? s_.gather_time_backward[unit] : s_.gather_time[unit];
+  eng_.schedule(eng_.now() + t, kGatherDone, static_cast<std::uint32_t>(gather_iter_), static_cast<std::uint64_t>(gather_next_));
 }
 
 void Model::gather_done(int iter, int use) {

@@ -71,7 +71,10 @@ struct Setup {
   bool gather_backward = false;
   int in_flight = 2;
   std::vector<double> gather_time;  // per plan unit, seconds
-  double post_gather = 0.0;         // seconds
+  /// Per plan unit, the backward's gather where it differs from the forward's (eq. S4b: zero for a block wrap's held
+  /// root); empty: the forward's.
+  std::vector<double> gather_time_backward;
+  double post_gather = 0.0;  // seconds
   // CPU offload of the optimiser (eq. S9; offload_pcie 0: none): each aggregated unit's gradient shard
   // (its bytes / offload_shard) copied to the host at offload_pcie B/s, one copy at a time, after its
   // collective; the update (offload_update s: the CPU step and the copy back) waits for the last copy.

@@ -193,7 +193,8 @@ struct Simulator::Impl {
     const GpuPlacement intra{at.gpus_per_node, 1, at.gpus_per_node};
     const GpuPlacement across{at.nodes, at.nodes, 1};
     const Strategy& st = sc.strategy;
-    if (st.sharding.sharded()) {  // eq. S7: reduce-scatter in the shard group, then the shard across replicas
+    if (st.sharding.sharded()) {      // eq. S7: reduce-scatter in the shard group, then the shard across replicas
+      if (!(size > 0.0)) return 0.0;  // eq. S4b: a unit that gathers and reduces nothing of its own
       const ShardGroups g = shard_groups(st.sharding, at);
       Seconds t{};
       if (g.shard > 1) t += coll->time(CollectiveOp::reducescatter, s, g.shard_at);
@@ -518,11 +519,9 @@ struct Simulator::Impl {
   [[nodiscard]] std::vector<Bucket> strategy_plan() const {
     if (sc.strategy.sharding.stage >= 3) {  // the gather units (eq. S4)
       std::vector<Bucket> plan;
-      for (const GatherUnit& u : gather_units(sc.network, sc.strategy.sharding.unit_params)) {
-        Bytes b{};
-        for (int i = u.first; i <= u.last; ++i) b += grads[static_cast<std::size_t>(i)];
-        plan.push_back(Bucket{u.first, u.last, b});
-      }
+      const double bpe = gradient_bytes_per_element(pred.scenario().compute);
+      for (const GatherUnit& u : gather_units(sc.network, sc.strategy.sharding))  // the unit's own parameters (S4b)
+        plan.push_back(Bucket{u.first, u.last, bytes(static_cast<double>(u.params) * bpe)});
       return plan;
     }
     return sc.strategy.overlap == Overlap::bucketed ? ddp_buckets(grads, sc.strategy.first_bucket, sc.strategy.bucket_size)
@@ -550,7 +549,9 @@ struct Simulator::Impl {
       case MergePolicy::strategy:
         return {PlanChoice{
             sc.strategy.sharding.stage >= 3
-                ? fmt::format("strategy: gather units of {} parameters", sc.strategy.sharding.unit_params)
+                ? (sc.strategy.sharding.wrap == Sharding::Wrap::block
+                       ? std::string("strategy: gather units, one per transformer block")
+                       : fmt::format("strategy: gather units of {} parameters", sc.strategy.sharding.unit_params))
                 : sc.strategy.overlap == Overlap::bucketed
                 ? fmt::format("strategy: ddp buckets (first {}, then {})", sc.strategy.first_bucket, sc.strategy.bucket_size)
                 : std::string("strategy: one bucket per layer"),
@@ -629,9 +630,22 @@ struct Simulator::Impl {
     const double w = working_bytes_per_element(sc.compute.precision);
     const double gb = gradient_bytes_per_element(sc.compute.precision);
     for (const Bucket& b : choice.plan) {
-      const double t = g.shard > 1 ? in_seconds(coll->time(CollectiveOp::allgather, b.bytes * (w / gb), g.shard_at)) : 0.0;
+      const double t = g.shard > 1 && b.bytes > Bytes{}
+          ? in_seconds(coll->time(CollectiveOp::allgather, b.bytes * (w / gb), g.shard_at))
+          : 0.0;
       if (sh.stage >= 3) s.gather_time.push_back(t);
       else s.post_gather += t;
+    }
+    if (sh.stage >= 3) {  // eq. S4b: a block wrap's root is held from its forward to the end of the backward
+      const std::vector<GatherUnit> units = gather_units(sc.network, sh);
+      const bool same = units.size() == choice.plan.size() &&
+          std::equal(units.begin(), units.end(), choice.plan.begin(),
+                     [](const GatherUnit& u, const Bucket& b) { return u.first == b.first && u.last == b.last; });
+      if (same && std::any_of(units.begin(), units.end(), [](const GatherUnit& u) { return u.held; })) {
+        s.gather_time_backward = s.gather_time;
+        for (std::size_t i = 0; i < units.size(); ++i)
+          if (units[i].held) s.gather_time_backward[i] = 0.0;
+      }
     }
     if (sh.offload_optimizer) {  // eq. S9: the GPU steps nothing; the CPU step and the copy back instead
       for (auto& c : s.classes) {
