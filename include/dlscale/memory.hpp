@@ -76,10 +76,6 @@ MemoryEstimate estimate_training_memory(const Network& net, int batch, const Com
 /// framework files do not say which keeps persistent gradient buffers).
 bool fsdp2_gradients_after_activations(const Sharding& sharding, const ComputeOptions& opt) noexcept;
 
-/// The transformer block each learnable layer belongs to, numbered from 0 input side first: the copies of the
-/// architecture's `repeat` (names "PREFIX.N.…"); -1 for a layer outside every block (embeddings, the final norm,
-/// the output projection), which no recompute mode checkpoints.
-std::vector<int> transformer_blocks(const Network& net);
 /// Eq. R1 with a fraction f of the blocks checkpointed (fms-fsdp's selective_checkpointing): block b of B is one
 /// of them when ⌊(b+1)·f⌋ > ⌊b·f⌋, every (1/f)-th block.
 bool block_checkpointed(int block, double fraction) noexcept;

@@ -148,4 +148,9 @@ struct Network {
   }
 };
 
+/// The transformer block each learnable layer belongs to, numbered from 0 input side first: the copies of the
+/// architecture's `repeat` (names "PREFIX.N.…"); -1 for a layer outside every block (embeddings, the final norm,
+/// the output projection), which no recompute mode checkpoints.
+std::vector<int> transformer_blocks(const Network& net);
+
 }  // namespace dlscale

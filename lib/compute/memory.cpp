@@ -24,40 +24,6 @@ std::vector<int> checkpoint_segments(const Network& net) {
   return first;
 }
 
-std::vector<int> transformer_blocks(const Network& net) {
-  // A layer of block N is named "PREFIX.N.REST" (the `repeat` operation's naming): the first dot-separated
-  // field that is a whole number and is followed by another field gives N; blocks are renumbered in order.
-  // One pass over each name's characters: a predictor asks for this several times per network, and
-  // find / find_first_not_of's library calls per field were a tenth of plan's time (BM_PlanLlama70b).
-  std::vector<int> out(net.layers.size(), -1);
-  std::string_view last_key;  // a view into the previous block's layer name (the network outlives the loop)
-  int next = -1;
-  for (std::size_t i = 0; i < net.layers.size(); ++i) {
-    const std::string_view name = net.layers[i].name;
-    std::size_t start = 0;  // the current field's first character
-    bool digits = true;     // the current field so far is digits only
-    for (std::size_t p = 0; p < name.size(); ++p) {
-      const char c = name[p];
-      if (c != '.') {
-        digits = digits && c >= '0' && c <= '9';
-        continue;
-      }
-      if (digits && p > start) {
-        const std::string_view key = name.substr(0, p);
-        if (key != last_key) {
-          last_key = key;
-          ++next;
-        }
-        out[i] = next;
-        break;
-      }
-      start = p + 1;
-      digits = true;
-    }
-  }
-  return out;
-}
-
 bool block_checkpointed(int block, double fraction) noexcept {
   if (block < 0) return false;
   if (fraction >= 1.0) return true;

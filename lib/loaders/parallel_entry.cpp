@@ -59,7 +59,7 @@ PlanVariants read_plan_variants(const yamlio::Node& node) {
 
 }  // namespace
 
-void read_parallel_entry(const yamlio::Node& node, Strategy& s) {
+void read_parallel_entry(const yamlio::Node& node, Strategy& s, bool framework_file) {
   yamlio::MapReader m(node);
   // over what `s` already holds: nothing for a framework file, the framework's layout for a sweep's `layout` axis
   ParallelLayout l = s.parallel.value_or(ParallelLayout{});
@@ -123,7 +123,8 @@ void read_parallel_entry(const yamlio::Node& node, Strategy& s) {
   read_named(m, "schedule", l.schedule, [](std::string_view t) { return pipeline_schedule_from_string(t); });
   read_named(m, "cp_comm", l.cp_comm, [](std::string_view t) { return cp_comm_from_string(t); });  // eq. P29
   read_named(m, "rank_order", l.order, [](std::string_view t) { return parse_rank_order(t); });
-  if (auto n = m.optional("plan_variants")) s.plan_variants = read_plan_variants(*n);
+  if (framework_file)
+    if (auto n = m.optional("plan_variants")) s.plan_variants = read_plan_variants(*n);
   if (l.vp > 1 && l.schedule != PipelineSchedule::interleaved)
     node.fail(fmt::format("vp {} needs 'schedule: interleaved'", l.vp));
   m.finish();

@@ -286,7 +286,7 @@ Strategy read_strategy(const Node& root, const fs::path& data) {
   read_kernel_choices(m, s);
   if (auto n = m.optional("kernels")) read_kernel_execution(*n, s.execution);
   if (auto n = m.optional("sharding")) read_sharding(*n, s);
-  if (auto n = m.optional("parallel")) read_parallel_entry(*n, s);  // parallel_entry.cpp
+  if (auto n = m.optional("parallel")) read_parallel_entry(*n, s, true);  // parallel_entry.cpp
   if (auto n = m.optional("mixed_precision")) {                     // docs/input-formats.md, "Framework strategy"
     MapReader mp(*n);
     if (auto g = mp.optional("gradients")) {

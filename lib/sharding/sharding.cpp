@@ -9,7 +9,6 @@
 #include "dlscale/cluster.hpp"
 #include "dlscale/equations.hpp"
 #include "dlscale/error.hpp"
-#include "dlscale/memory.hpp"
 #include "dlscale/network.hpp"
 #include "dlscale/topology.hpp"
 
