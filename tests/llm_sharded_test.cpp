@@ -171,8 +171,9 @@ std::optional<LlmRun> run_of(const YAML::Node& row, std::string& why) {
   // torchao's H100 rows name "torchtitan 0.0.2", a version string torchtitan's source kept until 0.1.0, so the commit is
   // not known: before 9dec370's "TODO: compiling loss function causes CUDA errors" was lifted (the loss eager under
   // --compile, as torchtitan-2024.yaml) or after (compiled, as torchtitan.yaml). Their published peak decides it: 51.2
-  // GB, the eager loss 50.4 (-1.7 %), the compiled one 41.6 (-18.9 %); so these rows take the eager loss. That makes
-  // their memory check no independent test; their tokens/s are one (+6.1/+3.9/+17.6 % -> +5.0/+2.5/+16.1 %).
+  // GB, the eager loss 50.4 (-1.7 %), the compiled one 41.6 (-18.9 %), when this was chosen (50.2 since eq. S4b's block
+  // units); so these rows take the eager loss. That makes their memory check no independent test; their tokens/s are one
+  // (+6.1/+3.9/+17.6 % -> +5.0/+2.5/+16.1 % then).
   if (contains(framework, "torchtitan 0.0.2")) sc.strategy.compile_loss = false;
   sc.batch_per_gpu = row["micro_batch_per_gpu"].as<int>();
   if (row["grad_accum"] && row["grad_accum"].IsScalar()) sc.compute.accumulate = row["grad_accum"].as<int>();

@@ -421,7 +421,9 @@ TEST(ParallelCli, PlanBestAsPredictTakesItPredictsItsRow) {
     const std::string variant = cells.back();
     EXPECT_NE(variant, "-") << line;
     const double per_gpu = std::stod(cells[cells.size() - 7]), step = std::stod(cells[cells.size() - 3]);
-    const auto predict = run_cli("predict " + on + "--framework megatron-core " + options + " --format json");
+    // the line names the framework itself (predict's default is the cluster file's, pytorch-ddp here)
+    EXPECT_EQ(options.rfind("--framework megatron-core ", 0), 0U) << options;
+    const auto predict = run_cli("predict " + on + options + " --format json");
     ASSERT_EQ(predict.status, 0) << options << ": " << predict.err;
     const auto value = [&](const std::string& key) {
       const auto k = predict.out.find("\"" + key + "\": ");

@@ -560,7 +560,8 @@ std::string variant_cells(const ParallelPlanEntry& e, CpComm grid_cp_comm) {
 
 std::string predict_options(const ParallelPlanEntry& e, const Scenario& base, int gpus) {
   const ParallelLayout& l = e.layout;
-  std::string out = fmt::format("--gpus {} --tp {}", gpus, l.tp);
+  // the framework first: predict without it takes the cluster file's (pytorch-ddp on the shipped DGX nodes)
+  std::string out = fmt::format("--framework {} --gpus {} --tp {}", base.strategy.name, gpus, l.tp);
   if (l.tp > 1) out += l.sp ? " --sp" : " --no-sp";
   const bool framework_overlap = base.strategy.parallel && base.strategy.parallel->tp_comm_overlap;
   if (l.tp > 1 && framework_overlap && !l.tp_comm_overlap) out += " --no-tp-comm-overlap";
