@@ -287,7 +287,7 @@ Strategy read_strategy(const Node& root, const fs::path& data) {
   if (auto n = m.optional("kernels")) read_kernel_execution(*n, s.execution);
   if (auto n = m.optional("sharding")) read_sharding(*n, s);
   if (auto n = m.optional("parallel")) read_parallel_entry(*n, s, true);  // parallel_entry.cpp
-  if (auto n = m.optional("mixed_precision")) {                     // docs/input-formats.md, "Framework strategy"
+  if (auto n = m.optional("mixed_precision")) {                           // docs/input-formats.md, "Framework strategy"
     MapReader mp(*n);
     if (auto g = mp.optional("gradients")) {
       s.fp32_gradients = g->choice({"fp32", "half"}) == "fp32";
