@@ -3,7 +3,9 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <initializer_list>
 #include <string>
+#include <utility>
 
 #include "dlscale/io.hpp"
 #include "dlscale/memory.hpp"
@@ -169,6 +171,24 @@ ParallelPlanSpace one_layout(int tp, int pp, int cp, int micro_batch, Recompute 
   return space;
 }
 
+/// The brute force of the CP-exchange tests: `layout` with each of `exchanges` predicted alone (selective recompute,
+/// the distributed optimiser, 8 GPUs); the fastest that fits the plan's reserve and its tokens/s.
+std::pair<CpComm, double> fastest_exchange(const Scenario& sc, const ParallelLayout& layout,
+                                           std::initializer_list<CpComm> exchanges) {
+  double best = 0.0;
+  CpComm pick = CpComm::p2p;
+  for (CpComm x : exchanges) {
+    ParallelLayout l = layout;
+    l.cp_comm = x;
+    const Alone a = predict_alone(sc, l, Recompute::selective, 1, 8);
+    if (a.fits_plan && a.p.throughput_tokens_per_s > best) {
+      best = a.p.throughput_tokens_per_s;
+      pick = x;
+    }
+  }
+  return {pick, best};
+}
+
 // Eq. P38: the grid's one layout, TP 2 × CP 2 × DP 2 of Llama-3-8B (a TP rank's 4 key/value heads take a2a), under
 // p2p (megatron-core's); the refinement tries all_gather and a2a. Brute force: each exchange predicted alone; the
 // plan's pick is the fastest of them that fits, and it is not the ring (the ring's merges, P15c, cost more than the
@@ -178,17 +198,7 @@ TEST(ParallelPlan, RefinementPicksTheFastestCpExchangeAsPredictingEachDoes) {
   const ParallelPlanResult r = plan_parallel(sc, 8, one_layout(2, 1, 2, 1, Recompute::selective));
   ASSERT_EQ(r.ranked.size(), 1U);
   const ParallelPlanEntry& e = r.ranked.front();
-  double best = 0.0;
-  CpComm pick = CpComm::p2p;
-  for (CpComm x : {CpComm::p2p, CpComm::all_gather, CpComm::a2a}) {
-    ParallelLayout l = e.layout;
-    l.cp_comm = x;
-    const Alone a = predict_alone(sc, l, Recompute::selective, 1, 8);
-    if (a.fits_plan && a.p.throughput_tokens_per_s > best) {
-      best = a.p.throughput_tokens_per_s;
-      pick = x;
-    }
-  }
+  const auto [pick, best] = fastest_exchange(sc, e.layout, {CpComm::p2p, CpComm::all_gather, CpComm::a2a});
   EXPECT_NE(pick, CpComm::p2p);
   EXPECT_EQ(e.layout.cp_comm, pick);
   EXPECT_TRUE(e.refined);
@@ -207,17 +217,7 @@ TEST(ParallelPlan, RefinementTriesOnlyTheVariantsTheFrameworkRuns) {
   const ParallelPlanResult r = plan_parallel(sc, 8, one_layout(2, 1, 2, 1, Recompute::selective));
   ASSERT_EQ(r.ranked.size(), 1U);
   const ParallelPlanEntry& e = r.ranked.front();
-  double best = 0.0;
-  CpComm pick = CpComm::p2p;
-  for (CpComm x : {CpComm::p2p, CpComm::all_gather}) {
-    ParallelLayout l = e.layout;
-    l.cp_comm = x;
-    const Alone a = predict_alone(sc, l, Recompute::selective, 1, 8);
-    if (a.fits_plan && a.p.throughput_tokens_per_s > best) {
-      best = a.p.throughput_tokens_per_s;
-      pick = x;
-    }
-  }
+  const auto [pick, best] = fastest_exchange(sc, e.layout, {CpComm::p2p, CpComm::all_gather});
   EXPECT_EQ(e.layout.cp_comm, pick);
   EXPECT_NEAR(e.prediction.throughput_tokens_per_s, best, 1e-9 * best);
   EXPECT_EQ(r.refine_timed, 1);  // all_gather only: the layout's own p2p is not timed again, a2a not offered

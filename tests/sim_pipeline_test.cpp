@@ -58,11 +58,12 @@ std::vector<std::vector<RefOp>> reference_lists(PipelineSchedule sched, int p, i
   return out;
 }
 
-/// The step by relaxation: every op starts when its stage's previous op has ended and its input has arrived, the
-/// sweep repeated until nothing moves (the longest path of the dependency graph). `dur(stage, op)`: the op's time
-/// on its stage; a blocking send is in it, an overlapped one (`wire`) on the way and after the stage's last op.
+/// Every op's end by relaxation: every op starts when its stage's previous op has ended and its input has arrived, the
+/// sweep repeated until nothing moves (the longest path of the dependency graph). `dur(stage, op)`: the op's time on
+/// its stage; a blocking send is in it, an overlapped one (`wire`) on the way and after the stage's last op.
 template <class Dur>
-double reference_step(PipelineSchedule sched, int p, int m, int v, Dur dur, double wire = 0.0) {
+std::map<std::tuple<int, char, int, int>, double> reference_ends(PipelineSchedule sched, int p, int m, int v, Dur dur,
+                                                                 double wire = 0.0) {
   const auto lists = reference_lists(sched, p, m, v);
   std::map<std::tuple<int, char, int, int>, double> end;
   for (int s = 0; s < p; ++s)
@@ -90,8 +91,14 @@ double reference_step(PipelineSchedule sched, int p, int m, int v, Dur dur, doub
       }
     }
   }
+  return end;
+}
+
+/// The step by relaxation (reference_ends): the last op's end and its overlapped send.
+template <class Dur>
+double reference_step(PipelineSchedule sched, int p, int m, int v, Dur dur, double wire = 0.0) {
   double last = 0.0;
-  for (const auto& [k, e] : end) last = std::max(last, e);
+  for (const auto& [k, e] : reference_ends(sched, p, m, v, dur, wire)) last = std::max(last, e);
   return last + wire;
 }
 
@@ -189,37 +196,6 @@ TEST(SimPipeline, OneSlowStageOf1F1BAsDerivedByHand) {
 }
 
 // ---- eq. P37: the DP collectives beside the pipeline ------------------------------------------------------------
-
-/// Every op's end by relaxation (as reference_step), blocking sends in `dur`, no wire.
-template <class Dur>
-std::map<std::tuple<int, char, int, int>, double> reference_ends(PipelineSchedule sched, int p, int m, int v, Dur dur) {
-  const auto lists = reference_lists(sched, p, m, v);
-  std::map<std::tuple<int, char, int, int>, double> end;
-  for (int s = 0; s < p; ++s)
-    for (const RefOp& o : lists[static_cast<std::size_t>(s)]) end[{s, o.kind, o.chunk, o.mb}] = 0.0;
-  for (bool moved = true; moved;) {
-    moved = false;
-    for (int s = 0; s < p; ++s) {
-      double prev = 0.0;
-      for (const RefOp& o : lists[static_cast<std::size_t>(s)]) {
-        double input = 0.0;
-        if (o.kind == 'F' && s > 0) input = end[{s - 1, 'F', o.chunk, o.mb}];
-        if (o.kind == 'F' && s == 0 && o.chunk > 0) input = end[{p - 1, 'F', o.chunk - 1, o.mb}];
-        if (o.kind == 'B' && s < p - 1) input = end[{s + 1, 'B', o.chunk, o.mb}];
-        if (o.kind == 'B' && s == p - 1 && o.chunk < v - 1) input = end[{0, 'B', o.chunk + 1, o.mb}];
-        if (o.kind == 'B' && s == p - 1 && o.chunk == v - 1) input = end[{s, 'F', o.chunk, o.mb}];
-        const double e = std::max(prev, input) + dur(s, o.kind);
-        double& slot = end[{s, o.kind, o.chunk, o.mb}];
-        if (e > slot + 1e-15) {
-          slot = e;
-          moved = true;
-        }
-        prev = slot;
-      }
-    }
-  }
-  return end;
-}
 
 /// A stage's DP stream stepped through time (dt): chunk j's collective (c each) may run from its last backward's
 /// start (end E_j less its pass τ_j) once the chunk before it in backward order is done, one unit of work a unit of
