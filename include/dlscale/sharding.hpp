@@ -100,6 +100,8 @@ std::vector<GatherUnit> gather_units(const Network& net, std::int64_t unit_param
 /// blocks; the layers after the last block a unit of no parameters; a network without blocks, or whose first layer is
 /// a block's while some layer outside the blocks holds parameters, falls back to S4).
 std::vector<GatherUnit> gather_units(const Network& net, const Sharding& s);
+/// The same with the network's transformer_blocks already known (`block`, one entry a layer).
+std::vector<GatherUnit> gather_units(const Network& net, const Sharding& s, std::span<const int> block);
 /// Eq. S11: FSDP's own operations a step issues, counted per pass (forward: each unit's all-gather; backward: the
 /// all-gathers of the units resharded after the forward, and each unit's reduce-scatter). Units with no parameters
 /// issue none.

@@ -6,8 +6,10 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <span>
 #include <stdexcept>
 #include <string_view>
+#include <vector>
 
 #include "dlscale/equations.hpp"
 #include "dlscale/format.hpp"
@@ -384,10 +386,10 @@ namespace {
 /// whole working copy in the weights) and one unit's full gradient before its reduce-scatter; under a block wrap
 /// (eq. S4b) also the root's parameters, gathered for the whole step, beside the blocks in flight. One GPU gathers
 /// nothing, except under FSDP2, whose unsharded parameters are buffers of their own at any world size.
-Bytes gathered_bytes(const Network& net, const ComputeOptions& opt, const Sharding& sh, int shard) {
+Bytes gathered_bytes(const Network& net, std::span<const int> block, const ComputeOptions& opt, const Sharding& sh, int shard) {
   if (sh.stage < 3 || (shard < 2 && !sh.per_parameter)) return Bytes{};
   std::int64_t largest = 0, held = 0;
-  for (const GatherUnit& u : gather_units(net, sh)) {
+  for (const GatherUnit& u : gather_units(net, sh, block)) {
     std::int64_t& kind = u.held ? held : largest;
     kind = std::max(kind, u.params);
   }
@@ -403,8 +405,8 @@ namespace {
 /// and state, the blocks' gradient shards, and the root's gathered parameters (working width), its unsharded gradients
 /// (working width) and the reduce-scatter input they are copied into (the reduce width, fp32 under reduce_fp32), all
 /// unsharded. Zero for a network without transformer blocks (no root apart from them).
-Bytes root_reduce_peak(const Network& net, const ComputeOptions& opt, const Sharding& sh, const MemoryEstimate& m) {
-  const std::vector<int> block = transformer_blocks(net);
+Bytes root_reduce_peak(const Network& net, std::span<const int> block, const ComputeOptions& opt, const Sharding& sh,
+                       const MemoryEstimate& m) {
   double root = 0.0, all = 0.0;
   bool blocks = false;
   for (std::size_t i = 0; i < net.layers.size(); ++i) {
@@ -464,8 +466,11 @@ MemoryEstimate estimate_training_memory(const Network& net, int batch, const Com
     if (sh.reduce_fp32 && is_mixed(opt.precision)) m.gradients = bytes(p * 4.0);  // fp32 gradient shards
     if (sh.stage >= 2 && opt.accumulate == 1) m.gradients = m.gradients / n;
     m.gradients_after_activations = fsdp2_gradients_after_activations(sh, opt);
-    m.gathered = gathered_bytes(net, opt, sh, shard);
-    if (m.gradients_after_activations && sh.stage >= 3) m.backward_end = root_reduce_peak(net, opt, sh, m);
+    // the blocks once for both (a Predictor asks for this estimate at every GPU count)
+    const bool blocks_read = sh.stage >= 3 && (sh.wrap == Sharding::Wrap::block || m.gradients_after_activations);
+    const std::vector<int> block = blocks_read ? transformer_blocks(net) : std::vector<int>{};
+    m.gathered = gathered_bytes(net, block, opt, sh, shard);
+    if (m.gradients_after_activations && sh.stage >= 3) m.backward_end = root_reduce_peak(net, block, opt, sh, m);
   }
   // eq. M4c: a plain module's fp32 gradients, set to None by zero_grad, come into being in backward as it frees the
   // activations: the loss's backward holds none of them
@@ -493,8 +498,12 @@ MemoryFit check_memory_fit(const Network& net, const GpuSpec& gpu, int batch, co
   // A GPU whose memory is not given (an inline GPU may leave `memory` out): nothing to check against.
   if (!(f.available > Bytes{})) return f;
   f.fits = f.need.total() <= f.available;
-  // Memory grows linearly with the batch: fixed + batch × per-sample.
-  const MemoryEstimate one = estimate_training_memory(net, 1, opt, sh, shard, reserved, activations_per_sample);
+  // Memory grows linearly with the batch: fixed + batch × per-sample. Batch 1's estimate differs from the batch's only in
+  // the activations, the input and the slack on them (estimate_training_memory): derived, not estimated again.
+  MemoryEstimate one = f.need;
+  one.activations = activations_per_sample;
+  one.input = net.input_bytes_per_sample;
+  one.allocator_slack = (one.activations + one.gradients + one.gathered) * kAllocatorSlack;
   const Bytes per_sample = one.activations * (1.0 + kAllocatorSlack) + one.input;
   const Bytes fixed = one.total() - per_sample;
   // The quotient can pass what an int holds (80 GB at 1 B per sample: 8·10^10); converting such a double

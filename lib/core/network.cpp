@@ -36,6 +36,12 @@ std::vector<int> transformer_blocks(const Network& net) {
   int next = -1;
   for (std::size_t i = 0; i < net.layers.size(); ++i) {
     const std::string_view name = net.layers[i].name;
+    // A layer of the block before it ("PREFIX.N." again): its first whole-number field is that block's, since the
+    // fields before it in the key hold none (the parse below stopped at the first). Most layers end here.
+    if (!last_key.empty() && name.size() > last_key.size() && name[last_key.size()] == '.' && name.starts_with(last_key)) {
+      out[i] = next;
+      continue;
+    }
     std::size_t start = 0;  // the current field's first character
     bool digits = true;     // the current field so far is digits only
     for (std::size_t p = 0; p < name.size(); ++p) {

@@ -93,7 +93,11 @@ std::vector<GatherUnit> gather_units(const Network& net, std::int64_t unit_param
 
 std::vector<GatherUnit> gather_units(const Network& net, const Sharding& s) {
   if (s.wrap == Sharding::Wrap::size) return gather_units(net, s.unit_params);
-  const std::vector<int> block = transformer_blocks(net);
+  return gather_units(net, s, transformer_blocks(net));
+}
+
+std::vector<GatherUnit> gather_units(const Network& net, const Sharding& s, std::span<const int> block) {
+  if (s.wrap == Sharding::Wrap::size) return gather_units(net, s.unit_params);
   const auto L = static_cast<int>(net.layers.size());
   int first_block = -1, last_block = -1;
   std::int64_t outside = 0;
