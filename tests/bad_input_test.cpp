@@ -606,6 +606,8 @@ std::vector<Row> catalogue() {
        E + "{dir}/f.yaml:7:12: 'attention': unknown attention kernel 'fast' (expected eager, flash, memory_efficient or sdpa)\n"},
       {"framework_unknown_memory_format", {{"f.yaml", std::string(kFramework) + "memory_format: nhcw\n"}}, kCmdFramework,
        E + "{dir}/f.yaml:7:16: 'memory_format': unknown memory format 'nhcw' (nchw or nhwc)\n"},
+      {"framework_unknown_precision", {{"f.yaml", std::string(kFramework) + "precision: fp8\n"}}, kCmdFramework,
+       E + "{dir}/f.yaml:7:12: 'precision': unknown value 'fp8' (expected one of: fp32, tf32, bf16, fp16)\n"},
       {"framework_unknown_gradient_precision", {{"f.yaml", std::string(kFramework) + "mixed_precision: {gradients: fp8}\n"}},
        kCmdFramework, E + "{dir}/f.yaml:7:30: 'mixed_precision.gradients': unknown value 'fp8' (expected one of: fp32, half)\n"},
       {"framework_sharded_fp32_gradients",

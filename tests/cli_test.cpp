@@ -111,6 +111,30 @@ TEST(Cli, LlmFoundryPredictsAnMptRecipeModel) {
   EXPECT_GE(nlohmann::json::parse(pure.out).at("predictions").at(0).at("throughput_samples_per_s").get<double>(), samples);
 }
 
+// Without --precision a run takes its framework's (`precision:` in the framework file, default_precision): torchtitan's
+// bf16 is the same prediction as --precision bf16, and fp16 on a V100, which has no bf16; a framework naming none runs
+// fp32 and, for a language model, says so on stderr. model show takes --framework's the same way.
+TEST(Cli, WithoutAPrecisionTheFrameworksOwn) {
+  const std::string run = "predict --model llama3-8b --seq-len 2048 --batch 1 --gpus 8 --jitter-cv 0 --format json ";
+  const auto own = run_cli(run + "--cluster dgx-h100 --framework torchtitan");
+  const auto given = run_cli(run + "--cluster dgx-h100 --framework torchtitan --precision bf16");
+  ASSERT_EQ(own.status, 0) << own.err;
+  ASSERT_EQ(given.status, 0) << given.err;
+  EXPECT_EQ(own.out, given.out);
+  EXPECT_EQ(nlohmann::json::parse(own.out).at("inputs").at("precision"), "bf16");
+  const auto volta = run_cli(run + "--cluster dgx1v --framework torchtitan");
+  ASSERT_EQ(volta.status, 0) << volta.err;
+  EXPECT_EQ(nlohmann::json::parse(volta.out).at("inputs").at("precision"), "fp16");
+  const auto none = run_cli(run + "--cluster dgx-h100 --framework fsdp");
+  ASSERT_EQ(none.status, 0) << none.err;
+  EXPECT_EQ(nlohmann::json::parse(none.out).at("inputs").at("precision"), "fp32");
+  EXPECT_THAT(none.err, HasSubstr("note: fsdp names no precision, so this is fp32"));
+  EXPECT_THAT(own.err, ::testing::Not(HasSubstr("names no precision")));
+  const auto show = run_cli("model show llama3-8b --framework megatron-core --gpu h100-sxm --format json");
+  ASSERT_EQ(show.status, 0) << show.err;
+  EXPECT_EQ(nlohmann::json::parse(show.out).at("precision"), "bf16");
+}
+
 // Row-wise fp8 (eq. K15) is named where the precision is: predict's header and JSON inputs, explain's header and
 // model show's JSON say "fp8-rowwise" (they said "fp8", as for tensor-wise, before), and MFU stays against bf16.
 TEST(Cli, RowWiseFp8IsNamedInEveryOutput) {

@@ -1,7 +1,10 @@
 // The model-parallel options on the command line (issue 37): bad layouts are one line naming the option, exit
 // 2, nothing written; a framework file's `parallel:` section is a layout; the simulator refuses one.
 #include <fmt/format.h>
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <cmath>
@@ -389,6 +392,30 @@ TEST(ParallelCli, PlanChargesEachEpItsOwnImbalanceFromTheSpread) {
   EXPECT_EQ(at2, best(fmt::format("--ep 2 --moe-imbalance {:.17g}", f2)));
   EXPECT_EQ(at4, best(fmt::format("--ep 4 --moe-imbalance {:.17g}", f4)));
   EXPECT_NE(at4, best("--ep 4 --moe-imbalance 1.0846"));
+}
+
+// The "#1 as predict takes it" line names the precision only where predict would take another: megatron-core's own
+// bf16 goes unnamed (and predict of the line without --precision is the plan's row), fp8 is named.
+TEST(ParallelCli, PlanBestNamesThePrecisionPredictWouldNotTake) {
+  const std::string on = "--cluster dgx-h100-ndr --nodes 1 --model llama3-8b ";
+  const std::string narrow = "--tp 2 --pp 1 --vp 1 --cp 1 --micro-batch 1 --recompute selective --zero 1 --no-refine";
+  const std::string tag = "# #1 as predict takes it: ";
+  const auto line_of = [&](const std::string& out) {
+    const auto at = out.find(tag);
+    EXPECT_NE(at, std::string::npos) << out;
+    return at == std::string::npos ? std::string() : out.substr(at + tag.size(), out.find('\n', at) - at - tag.size());
+  };
+  const auto own = run_cli("plan --parallel " + on + "--frameworks megatron-core --gpus 8 --top 1 " + narrow);
+  ASSERT_EQ(own.status, 0) << own.err;
+  EXPECT_THAT(own.out, ::testing::HasSubstr("megatron-core, bf16,"));
+  const std::string options = line_of(own.out);
+  EXPECT_EQ(options.find("--precision"), std::string::npos) << options;
+  const auto plain = run_cli("predict " + on + options + " --format json");
+  ASSERT_EQ(plain.status, 0) << options << ": " << plain.err;
+  EXPECT_EQ(nlohmann::json::parse(plain.out).at("inputs").at("precision"), "bf16");
+  const auto fp8 = run_cli("plan --parallel " + on + "--frameworks megatron-core --gpus 8 --top 1 --precision fp8 " + narrow);
+  ASSERT_EQ(fp8.status, 0) << fp8.err;
+  EXPECT_THAT(line_of(fp8.out), ::testing::EndsWith(" --precision fp8"));
 }
 
 // Eq. P38's round trip: plan --parallel's "#1 as predict takes it" line, given to predict on the same cluster, model

@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <tuple>
@@ -431,6 +432,40 @@ TEST(Sweep, GridExpandsEveryCombination) {
   EXPECT_EQ(spec.configurations(), 240u);
   EXPECT_EQ(spec.links.size(), 3u);  // "no override" + the two entries
   EXPECT_EQ(spec.links[2].label, "inter_node=200 Gb/s");
+}
+
+// Without a precision axis each framework runs in its own (default_precision): torchtitan's file says bf16, which is
+// fp16 on the V100 (no bf16 there); pytorch-ddp names none, so fp32. A precision axis overrides every framework.
+TEST(Sweep, WithoutAPrecisionEachFrameworkRunsItsOwn) {
+  const SweepSpec spec = parse_sweep_spec(R"(name: own
+grid:
+  cluster: [dgx-h100, dgx1v]
+  model: llama3-8b
+  framework: [torchtitan, pytorch-ddp]
+  gpus: [8]
+  batch: 1
+)",
+                                          "own.yaml");
+  ASSERT_EQ(spec.groups.size(), 4u);
+  std::map<std::pair<std::string, std::string>, Precision> got;
+  for (const auto& g : spec.groups) got[{spec.clusters[g.cluster].gpu.name, spec.strategies[g.framework].name}] = g.precision;
+  const std::string h100 = spec.clusters[spec.groups[0].cluster].gpu.name;
+  const std::string v100 = spec.clusters[spec.groups[2].cluster].gpu.name;
+  EXPECT_EQ((got[{h100, "torchtitan"}]), Precision::bf16);
+  EXPECT_EQ((got[{h100, "pytorch-ddp"}]), Precision::fp32);
+  EXPECT_EQ((got[{v100, "torchtitan"}]), Precision::fp16);
+  EXPECT_EQ((got[{v100, "pytorch-ddp"}]), Precision::fp32);
+  const SweepSpec given = parse_sweep_spec(R"(name: given
+grid:
+  cluster: dgx-h100
+  model: llama3-8b
+  framework: [torchtitan, pytorch-ddp]
+  gpus: [8]
+  batch: 1
+  precision: fp16
+)",
+                                           "given.yaml");
+  for (const auto& g : given.groups) EXPECT_EQ(g.precision, Precision::fp16);
 }
 
 /// Each row of a sweep is what a Predictor of its group says at its GPU count: time, speedup and the

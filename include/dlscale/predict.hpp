@@ -59,6 +59,10 @@ void validate(const Scenario& sc);
 /// The optimiser a run of `net` with `framework` takes when it names none: the framework's (`optimizer:`), else
 /// the network's default (default_optimizer(net)).
 Optimizer default_optimizer(const Network& net, const Strategy& framework) noexcept;
+/// The precision a run with `framework` on `gpu` takes when it names none: the framework's (`precision:`), else
+/// fp32; a framework's bf16 on a GPU without it (Volta, Turing) is automatic mixed precision in fp16, as its
+/// runs there take it.
+Precision default_precision(const Strategy& framework, const GpuSpec& gpu) noexcept;
 
 /// The compute options a step runs with: `base` (precision, optimiser, ...) with the framework's cuDNN
 /// algorithm search, the attention kernel it gets on this GPU and precision, and the precision of its gradients.

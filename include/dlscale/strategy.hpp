@@ -134,6 +134,10 @@ struct Strategy {
   /// `optimizer: sgd`: the optimiser the framework's benchmark runs take when a run names none (TensorFlow 1.x's
   /// tf_cnn_benchmarks: plain SGD); unset: the network's default (momentum for images, AdamW for tokens).
   std::optional<Optimizer> optimizer;
+  /// `precision: bf16`: the precision the framework's runs take when a run names none (torchtitan's default
+  /// MixedPrecisionPolicy, the recipes' bf16 of llm-foundry, Megatron-Core and NeMo); unset: fp32, PyTorch's and
+  /// DeepSpeed's own default. default_precision (predict.hpp) resolves it on a GPU.
+  std::optional<Precision> precision;
   /// `optimizer_impl: foreach`: the optimiser's kernels as the framework's runs make them (fused, foreach or
   /// for_loop; ComputeOptions::optimizer_impl); unset: fused.
   std::optional<OptimizerImpl> optimizer_impl;

@@ -76,7 +76,7 @@ struct ShowOptions {
   std::string model;
   int batch = 32;
   std::string gpu;
-  std::string precision = "fp32";
+  std::string precision;    // --precision; empty: --framework's (default_precision), else fp32
   std::string fp8_scaling;  // --fp8-scaling tensorwise|rowwise|mxfp8 (with --precision fp8)
   std::string format = "table";
   std::string output;
@@ -92,10 +92,14 @@ struct ShowOptions {
   int image_size = 0;
 };
 
-// --precision, --compute-params and --optimizer: the compute options before the GPU is known.
-ComputeOptions base_compute(const ShowOptions& o, const Network& net) {
+// --precision (else --framework's on the GPU), --compute-params and --optimizer: the compute options before the
+// step is the framework's.
+ComputeOptions base_compute(const ShowOptions& o, const Network& net, const std::optional<GpuSpec>& gpu) {
   ComputeOptions copt;
-  copt.precision = precision_from(o.precision);
+  if (!o.precision.empty()) copt.precision = precision_from(o.precision);
+  else if (!o.framework.empty())
+    copt.precision =
+        default_precision(load_strategy(resolve(DataKind::framework, o.framework, "--framework")), gpu ? *gpu : GpuSpec{});
   if (!o.fp8_scaling.empty()) {
     copt.fp8_scaling = fp8_scaling_option(o.fp8_scaling);
     if (copt.fp8_scaling != Fp8Scaling::tensorwise && copt.precision != Precision::fp8)
@@ -221,7 +225,7 @@ std::string show_table(const ShowOptions& o, const Shown& d) {
   std::string out;
   out += fmt::format("{}: {}\n", net.name, net.description);
   out += fmt::format("input {} ({}) = {} per sample; batch {}, {}{}\n\n", shape(net.input_shape), net.input_kind,
-                     net.input_bytes_per_sample, o.batch, o.precision,
+                     net.input_bytes_per_sample, o.batch, to_string(copt.precision),
                      gpu ? fmt::format(", on {} (kernel model, docs/compute-model.md)", gpu->name) : std::string());
   out += fmt::format("{:>4} {:<40} {:<10} {:>10} {:>10} {:>10} {:>14}", "#", "layer", "kind", "params", "MACs", "grad", "output");
   if (times) out += fmt::format(" {:>10} {:>10}", "forward", "backward");
@@ -262,9 +266,9 @@ void run_show(const ShowOptions& o) {
     throw UsageError("--format", fmt::format("unknown format '{}' (expected table or json)", o.format));
   if (o.batch < 1) throw UsageError("--batch", "the batch must be at least 1");
   const Network net = load_model(o.model, o.seq_len, o.image_size, "NAME");
-  ComputeOptions copt = base_compute(o, net);
   std::optional<GpuSpec> gpu;
   if (!o.gpu.empty()) gpu = gpu_option(o.gpu);
+  ComputeOptions copt = base_compute(o, net, gpu);
   step_options(o, gpu, copt);
   std::optional<LayerTimes> times;
   std::optional<MemoryFit> fit;
@@ -328,7 +332,9 @@ void setup_model(CLI::App& app) {
                    "GPU: an id of topologies/gpus.yaml (e.g. p40, v100-sxm2; b200@750W under a power limit) or a YAML file "
                    "with one GPU's keys")
       ->type_name("ID|FILE");
-  show->add_option("--precision", so->precision, "fp32, tf32, bf16, fp16 (mixed precision) or fp8")->capture_default_str();
+  show->add_option("--precision", so->precision,
+                   "fp32, tf32, bf16, fp16 (mixed precision) or fp8 (default: --framework's `precision:`, else fp32)")
+      ->type_name("NAME");
   show->add_option("--fp8-scaling", so->fp8_scaling,
                    "With --precision fp8: tensorwise (the default), rowwise or mxfp8 (Blackwell only)")
       ->type_name("SCALING");

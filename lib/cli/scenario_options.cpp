@@ -128,8 +128,9 @@ void add_scenario_options(CLI::App& cmd, ScenarioOptions& o) {
       ->type_name("FILE");
   cmd.add_option("--precision", o.precision,
                  "fp32, tf32 (Ampere and newer), bf16 or fp16 (automatic mixed precision), fp8 (Hopper and newer: bf16 "
-                 "with the transformer blocks' linear maps in fp8)")
-      ->capture_default_str();
+                 "with the transformer blocks' linear maps in fp8) (default: the framework's `precision:`, bf16 for "
+                 "torchtitan, llm-foundry, megatron-core and nemo, fp16 where the GPU lacks bf16; else fp32)")
+      ->type_name("NAME");
   cmd.add_option("--fp8-scaling", o.fp8_scaling,
                  "With --precision fp8: tensorwise (one scale a tensor, the default), rowwise (one scale a row, torchao's "
                  "rowwise recipe: the backward casts its operands again along the other axis) or mxfp8 (MX block scaling, "
@@ -382,10 +383,11 @@ ScenarioNames apply_profile(const ScenarioOptions& o, Scenario& sc, RunInfo& inf
   return n;
 }
 
-// --precision, --accumulate, --checkpointing, --compiled, --unfused-optimizer and --optimizer-impl.
-void apply_compute_options(const ScenarioOptions& o, ComputeOptions& c) {
+// --precision (else the framework's default on the cluster's GPU), --accumulate, --checkpointing, --compiled,
+// --unfused-optimizer and --optimizer-impl.
+void apply_compute_options(const ScenarioOptions& o, const Scenario& sc, ComputeOptions& c) {
   try {
-    c.precision = precision_from_string(o.precision);
+    c.precision = !o.precision.empty() ? precision_from_string(o.precision) : default_precision(sc.strategy, sc.cluster.gpu);
   } catch (const std::invalid_argument& e) {
     throw UsageError("--precision", e.what());
   }
@@ -403,19 +405,31 @@ void apply_compute_options(const ScenarioOptions& o, ComputeOptions& c) {
   }
 }
 
-// The cluster with the command's input options, its GPU checked against the precision.
+// The cluster with the command's input options.
 void load_scenario_cluster(const ScenarioOptions& o, const std::string& cluster, Scenario& sc) {
   sc.cluster = load_cluster(resolve(DataKind::cluster, cluster, "cluster"), cluster_overrides(o.scale));
   apply_input_options(o, sc.cluster);
+}
+
+// The cluster's GPU checked against the precision.
+void check_precision(const ScenarioOptions& o, const Scenario& sc) {
   // The library runs a mode the GPU lacks at the fp32 rate (GpuSpec::peak); the command refuses it.
   if (!sc.cluster.gpu.supports(sc.compute.precision))
     throw UsageError("--precision", sc.cluster.gpu.missing_mode(sc.compute.precision, sc.cluster.name));
   // MX block scaling (eq. K15c) needs Blackwell's block-scaled tensor cores: refused as a precision the GPU lacks is
   if (sc.compute.precision == Precision::fp8 && !supports_fp8_scaling(sc.cluster.gpu, sc.compute.fp8_scaling))
     throw UsageError("--fp8-scaling", missing_fp8_scaling(sc.cluster.gpu, sc.compute.fp8_scaling, sc.cluster.name));
+  // A language model in fp32 because neither the command nor the framework named a precision: said, since its runs
+  // train in bf16 (or fp16) and fp32 makes them about an order of magnitude slower on tensor-core GPUs.
+  if (sc.compute.precision == Precision::fp32 && o.precision.empty() && sc.network.input_kind == "tokens" && o.profile.empty() &&
+      sc.cluster.gpu.supports(Precision::bf16))
+    defer_note(
+        fmt::format("note: {} names no precision, so this is fp32 (PyTorch's and DeepSpeed's own default); "
+                    "language models train in bf16: --precision bf16 predicts that",
+                    sc.strategy.name));
   // "fp32" on a GPU with TF32 is strict FP32 here, which is not what frameworks run by default there.
-  if (sc.compute.precision == Precision::fp32 && sc.cluster.gpu.supports(Precision::tf32) && o.profile.empty() &&
-      o.calibration.empty())
+  else if (sc.compute.precision == Precision::fp32 && sc.cluster.gpu.supports(Precision::tf32) && o.profile.empty() &&
+           o.calibration.empty())
     defer_note(
         fmt::format("note: fp32 is strict FP32; on the {} PyTorch (convolutions since 1.7, matrix multiplies in "
                     "1.7-1.11) and TensorFlow 2.4+ compute in TF32 unless told not to: --precision tf32 predicts that",
@@ -479,11 +493,12 @@ Scenario build_scenario(const ScenarioOptions& o, RunInfo& info) {
   if (o.batch_given && o.batch < 1)
     throw UsageError("--batch", fmt::format("the batch per GPU must be at least 1, got {}", o.batch));
   ScenarioNames names = apply_profile(o, sc, info);
-  apply_compute_options(o, sc.compute);
   load_scenario_cluster(o, names.cluster, sc);
   if (names.framework.empty()) names.framework = !sc.cluster.framework.empty() ? sc.cluster.framework : kDefaultFramework;
   sc.network = load_model(names.model, o.seq_len, o.image_size);
   sc.strategy = load_strategy(resolve(DataKind::framework, names.framework, "framework"));
+  apply_compute_options(o, sc, sc.compute);
+  check_precision(o, sc);
   apply_strategy_options(o, sc);
   try {
     sc.compute.optimizer = !o.optimizer.empty() ? optimizer_from_string(o.optimizer) : default_optimizer(sc.network, sc.strategy);

@@ -37,10 +37,10 @@ struct ScenarioOptions {
   std::string model;
   std::string framework;
   std::string profile;
-  int batch = 0;             // --batch; not given: from the profile, else the default scenario's
-  bool batch_given = false;  // --batch was on the command line (so that --batch 0 is an error, not the default)
-  std::string gpus;          // --gpus; empty: default_gpu_counts(cluster)
-  std::string precision = "fp32";
+  int batch = 0;                   // --batch; not given: from the profile, else the default scenario's
+  bool batch_given = false;        // --batch was on the command line (so that --batch 0 is an error, not the default)
+  std::string gpus;                // --gpus; empty: default_gpu_counts(cluster)
+  std::string precision;           // --precision; empty: the framework's (default_precision), else fp32
   std::string fp8_scaling;         // --fp8-scaling tensorwise|rowwise|mxfp8; empty: tensorwise
   std::string optimizer;           // --optimizer; empty: momentum for image models, adamw for token models
   bool unfused_optimizer = false;  // --unfused-optimizer: --optimizer-impl for_loop

@@ -274,6 +274,8 @@ Strategy read_strategy(const Node& root, const fs::path& data) {
   }
   if (auto n = m.optional("optimizer"))
     s.optimizer = optimizer_from_string(n->choice({"sgd", "momentum", "adam", "adamw", "lamb"}));
+  if (auto n = m.optional("precision"))  // the runs' precision when the command names none (default_precision)
+    s.precision = precision_from_string(n->choice({"fp32", "tf32", "bf16", "fp16"}));
   if (auto n = m.optional("optimizer_impl"))
     s.optimizer_impl = optimizer_impl_from_string(n->choice({"fused", "foreach", "for_loop"}));
   if (auto n = m.optional("update_kernels")) s.update_kernels = read_update_kernels(*n);

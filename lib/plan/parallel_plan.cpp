@@ -14,6 +14,7 @@
 
 #include "dlscale/error.hpp"
 #include "dlscale/parallel.hpp"
+#include "dlscale/predict.hpp"
 #include "parallel/parallel_blocks.hpp"
 #include "predict/parallel_predict.hpp"
 
@@ -580,6 +581,11 @@ std::string predict_options(const ParallelPlanEntry& e, const Scenario& base, in
   if (l.recompute_method == RecomputeMethod::block)
     out += fmt::format(" --recompute-method block --recompute-num-layers {}", l.recompute_num_layers);
   if (l.distribute_saved_activations) out += " --distribute-saved-activations";
+  // the precision where predict would take another (the framework's, default_precision)
+  if (base.compute.precision != default_precision(base.strategy, base.cluster.gpu))
+    out += fmt::format(" --precision {}", to_string(base.compute.precision));
+  if (base.compute.precision == Precision::fp8 && base.compute.fp8_scaling != Fp8Scaling::tensorwise)
+    out += fmt::format(" --fp8-scaling {}", to_string(base.compute.fp8_scaling));
   return out;
 }
 

@@ -8,6 +8,7 @@
 
 #include "dlscale/error.hpp"
 #include "dlscale/io.hpp"
+#include "dlscale/predict.hpp"
 #include "dlscale/sweep.hpp"
 #include "io/yaml_reader.hpp"
 #include "loaders/gpu_entry.hpp"
@@ -255,10 +256,8 @@ Axes read_axes(MapReader& m, Tables& t) {
   } else {
     a.batches = {32};
   }
-  if (auto n = m.optional("precision")) {
+  if (auto n = m.optional("precision")) {  // without the axis each framework's own (default_precision), else fp32
     for (const auto& p : one_or_many(*n)) a.precisions.push_back(read_precision(p));
-  } else {
-    a.precisions = {Precision::fp32};
   }
   // fp8's scaling recipe (eq. K15, K15c): an axis of the fp8 precision only, as `validate` refuses row-wise or MX
   // scaling without fp8
@@ -341,7 +340,10 @@ void expand(const Axes& a, SweepSpec& spec) {
             spec.layouts.push_back(read_layout(*n, spec.strategies[f], a, b));
             layouts.emplace_back(spec.layouts.size() - 1);
           }
-          for (auto p : a.precisions)
+          const std::vector<Precision> precisions = !a.precisions.empty()
+              ? a.precisions
+              : std::vector<Precision>{default_precision(spec.strategies[f], spec.clusters[c].gpu)};
+          for (auto p : precisions)
             for (auto scaling : p == Precision::fp8 ? a.fp8_scalings : std::vector<Fp8Scaling>{Fp8Scaling::tensorwise}) {
               const bool overlaps =
                   spec.strategies[f].overlap != Overlap::none && spec.strategies[f].aggregation != Aggregation::broadcast_reduce;

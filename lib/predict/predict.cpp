@@ -355,6 +355,11 @@ Optimizer default_optimizer(const Network& net, const Strategy& framework) noexc
   return framework.optimizer ? *framework.optimizer : default_optimizer(net);
 }
 
+Precision default_precision(const Strategy& framework, const GpuSpec& gpu) noexcept {
+  const Precision p = framework.precision.value_or(Precision::fp32);
+  return p == Precision::bf16 && !gpu.supports(Precision::bf16) ? Precision::fp16 : p;
+}
+
 ComputeOptions step_compute(const Scenario& sc) { return step_compute(sc.compute, sc.strategy, sc.cluster.gpu); }
 
 Predictor::Predictor(Scenario scenario) : Predictor(std::move(scenario), TimesOnly{}) { impl_->names_bottleneck = true; }
