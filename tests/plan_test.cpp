@@ -620,6 +620,21 @@ TEST(Sweep, FrameworksThatDifferOnlyInOneShardingFieldKeepTheirOwnLayerTimes) {
   }
 }
 
+// The GPU's fp8 peak keys the layer times a sweep keeps between runs (the key once had every peak but fp8's): a second
+// run on a GPU whose fp8 peak alone is halved must match predict, not the first run's times.
+TEST(Sweep, AGpuThatDiffersOnlyInItsFp8PeakKeepsItsOwnLayerTimes) {
+  SweepSpec spec = parse_sweep_spec(
+      "grid: {cluster: dgx-h100, model: gpt3-125m, framework: pytorch-ddp, batch: 8, gpus: [1], precision: fp8}\n", "s.yaml");
+  const SweepResult first = run_sweep(spec, SweepOptions{1, nullptr, {}});
+  expect_rows_are_predicts(spec, first);
+  spec.clusters[spec.groups[0].cluster].gpu.peak_fp8 = spec.clusters[spec.groups[0].cluster].gpu.peak_fp8 * 0.5;
+  const SweepResult second = run_sweep(spec, SweepOptions{1, nullptr, {}});
+  expect_rows_are_predicts(spec, second);
+  ASSERT_EQ(first.rows.size(), 1u);
+  ASSERT_EQ(second.rows.size(), 1u);
+  EXPECT_GT(second.rows[0].prediction.iteration_time, first.rows[0].prediction.iteration_time);
+}
+
 // fp8's scaling recipe (eq. K15) is an axis of the fp8 precision, and it keys the layer times that a sweep shares
 // between its groups and keeps between runs: a row-wise group must not take a tensor-wise group's times (the key
 // once had no scaling). Each row is predict's for a scenario written here by hand, not by group_scenario.

@@ -198,12 +198,15 @@ class LayerTimesTables {
     if (net_id_[model] < 0) net_id_[model] = layer_times_memo().network_id(network_fingerprint(spec_.networks[model]));
     return net_id_[model];
   }
-  /// Every figure of the GPU that the kernel model reads.
+  /// Every figure of the GPU that the kernel model reads (the memory's size, the links and the source it does not).
   const std::string& gpu_key(std::size_t cluster, const GpuSpec& gpu, bool twice) {
+    // The size of the GPU as this key knows it (libstdc++ on 64-bit targets): a new field stops the build here.
+    constexpr bool known_abi = sizeof(std::string) == 32 && sizeof(void*) == 8;
+    static_assert(!known_abi || sizeof(GpuSpec) == 192, "GpuSpec changed: key it in gpu_key if the kernel model reads it");
     std::string& k = gpu_keys_[cluster][twice ? 1 : 0];
     if (k.empty())
-      k = fmt::format("{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}", gpu.name, gpu.architecture, gpu.sm_version, gpu.sm_count,
-                      gpu.peak_fp32.base(), gpu.peak_fp16.base(), gpu.peak_bf16.base(), gpu.peak_tf32.base(),
+      k = fmt::format("{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}", gpu.name, gpu.architecture, gpu.sm_version, gpu.sm_count,
+                      gpu.peak_fp32.base(), gpu.peak_fp16.base(), gpu.peak_bf16.base(), gpu.peak_tf32.base(), gpu.peak_fp8.base(),
                       gpu.memory_bandwidth.base(), gpu.boost_clock.base(), gpu.base_clock.base());
     return k;
   }
