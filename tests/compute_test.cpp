@@ -1104,7 +1104,9 @@ TEST(Compute, ForeachAdamWMakesEightPassesOverTheTensors) {
 TEST(Compute, Fsdp2CopiesAroundEachLayersCollectives) {
   auto o = toy_options(Precision::bf16);
   const auto plain = estimate_layer_times(one_gemm(), toy_gpu(), 1, o);
-  o.shard_copies = {.per_parameter = true, .regather = true, .reduce_bytes = 4.0};
+  o.sharding.stage = 3;
+  o.sharding.per_parameter = true;
+  o.sharding.reduce_fp32 = true;  // reduce_dtype fp32: chunk_cat writes 4 B an element
   const auto copies = estimate_layer_times(one_gemm(), toy_gpu(), 1, o);
   EXPECT_NEAR(in_seconds(copies.forward[0] - plain.forward[0]), 1048576.0 * 4 / 400e9, 1e-15);
   EXPECT_NEAR(in_seconds(copies.backward[0] - plain.backward[0]), 1048576.0 * (4 + 6) / 400e9, 1e-15);
@@ -1112,7 +1114,7 @@ TEST(Compute, Fsdp2CopiesAroundEachLayersCollectives) {
   ComputeOptions full = o;
   full.recompute = Recompute::full;
   EXPECT_NEAR(in_seconds(recompute_time(copies, 0, 0, full)), in_seconds(plain.forward[0]), 1e-15);
-  o.shard_copies.regather = false;  // SHARD_GRAD_OP: no gather before backward
+  o.sharding.reshard_after_forward = false;  // SHARD_GRAD_OP: no gather before backward
   EXPECT_NEAR(in_seconds(estimate_layer_times(one_gemm(), toy_gpu(), 1, o).backward[0] - plain.backward[0]),
               1048576.0 * 6 / 400e9, 1e-15);
 }

@@ -613,6 +613,63 @@ TEST(Sweep, FrameworksThatDifferOnlyInTheirStepKeepTheirOwnLayerTimes) {
   expect_rows_are_predicts(spec, r);
 }
 
+// Each field of the sharding that the kernel model reads (ComputeOptions::sharding: eq. S10's copies, eq. S11's operations
+// per gather unit) keys the layer times a sweep shares: two torchtitan frameworks that differ in that field alone each
+// get their own. The row the second would get with the first's times (modelled_layers, as the sweep hands them) is not
+// its prediction, so a key without the field fails the rows' check.
+TEST(Sweep, FrameworksThatDifferOnlyInOneShardingFieldKeepTheirOwnLayerTimes) {
+  SweepSpec spec = parse_sweep_spec(
+      "grid: {cluster: dgx-h100, model: gpt3-125m, framework: [torchtitan, fsdp], batch: 1, gpus: [8], precision: bf16}\n",
+      "s.yaml");
+  ASSERT_EQ(spec.groups.size(), 2u);
+  const std::size_t first = spec.groups[0].framework, second = spec.groups[1].framework;
+  Strategy block = spec.strategies[first];
+  ASSERT_EQ(block.sharding.stage, 3);
+  ASSERT_TRUE(block.sharding.per_parameter && block.sharding.reduce_fp32 && block.sharding.reshard_after_forward);
+  ASSERT_EQ(block.sharding.wrap, Sharding::Wrap::block);
+  Strategy size = block;
+  size.sharding.wrap = Sharding::Wrap::size;
+  size.sharding.unit_params = 20'000'000;
+  const std::vector<std::tuple<std::string, const Strategy*, std::function<void(Sharding&)>>> changes{
+      {"reshard_after_forward", &block, [](Sharding& s) { s.reshard_after_forward = false; }},
+      {"params", &block, [](Sharding& s) { s.per_parameter = false; }},
+      {"reduce_dtype", &block, [](Sharding& s) { s.reduce_fp32 = false; }},
+      {"wrap", &block, [](Sharding& s) { s.wrap = Sharding::Wrap::size; }},
+      {"unit_params", &size, [](Sharding& s) { s.unit_params = 50'000'000; }},
+      {"unit_ops gather", &block, [](Sharding& s) { s.gather_ops *= 4.0; }},
+      {"unit_ops reduce", &block, [](Sharding& s) { s.reduce_ops *= 4.0; }},
+      {"unit_ops issue", &block, [](Sharding& s) { s.unit_op_issue = s.unit_op_issue * 4.0; }},
+  };
+  for (const auto& [field, base, change] : changes) {
+    SCOPED_TRACE(field);
+    spec.strategies[first] = spec.strategies[second] = *base;
+    spec.strategies[second].name = "changed";
+    change(spec.strategies[second].sharding);
+    expect_rows_are_predicts(spec, run_sweep(spec, SweepOptions{1, nullptr, {}}));
+    Scenario borrowed = group_scenario(spec, spec.groups[1]);
+    const Scenario lender = group_scenario(spec, spec.groups[0]);
+    borrowed.modelled_layers = std::make_shared<const LayerTimes>(
+        estimate_layer_times(lender.network, lender.cluster.gpu, lender.batch_per_gpu, step_compute(lender)));
+    EXPECT_NE(Predictor(borrowed).predict(8).iteration_time,
+              Predictor(group_scenario(spec, spec.groups[1])).predict(8).iteration_time);
+  }
+}
+
+// The GPU's fp8 peak keys the layer times a sweep keeps between runs (the key once had every peak but fp8's): a second
+// run on a GPU whose fp8 peak alone is halved must match predict, not the first run's times.
+TEST(Sweep, AGpuThatDiffersOnlyInItsFp8PeakKeepsItsOwnLayerTimes) {
+  SweepSpec spec = parse_sweep_spec(
+      "grid: {cluster: dgx-h100, model: gpt3-125m, framework: pytorch-ddp, batch: 8, gpus: [1], precision: fp8}\n", "s.yaml");
+  const SweepResult first = run_sweep(spec, SweepOptions{1, nullptr, {}});
+  expect_rows_are_predicts(spec, first);
+  spec.clusters[spec.groups[0].cluster].gpu.peak_fp8 = spec.clusters[spec.groups[0].cluster].gpu.peak_fp8 * 0.5;
+  const SweepResult second = run_sweep(spec, SweepOptions{1, nullptr, {}});
+  expect_rows_are_predicts(spec, second);
+  ASSERT_EQ(first.rows.size(), 1u);
+  ASSERT_EQ(second.rows.size(), 1u);
+  EXPECT_GT(second.rows[0].prediction.iteration_time, first.rows[0].prediction.iteration_time);
+}
+
 // fp8's scaling recipe (eq. K15) is an axis of the fp8 precision, and it keys the layer times that a sweep shares
 // between its groups and keeps between runs: a row-wise group must not take a tensor-wise group's times (the key
 // once had no scaling). Each row is predict's for a scenario written here by hand, not by group_scenario.

@@ -14,6 +14,7 @@
 #include "dlscale/gpu.hpp"
 #include "dlscale/kernels.hpp"
 #include "dlscale/network.hpp"
+#include "dlscale/sharding.hpp"
 #include "dlscale/units.hpp"
 
 namespace dlscale {
@@ -230,22 +231,14 @@ struct ComputeOptions {
   /// modelled rate (eq. K16; set by step_compute from the framework). The Predictor times one GPU, where no
   /// collective runs beside the kernels, without it.
   bool sharded = false;
-  /// FSDP2's per-parameter sharding (Sharding::per_parameter; set by step_compute from the framework): each
-  /// layer's gathered parameters copied out of the all-gather's buffer before its forward (and its backward when
-  /// `regather`), its gradients concatenated into the reduce-scatter's input (`reduce_bytes` an element) after its
-  /// backward (eq. S10).
-  /// Eq. S11 (stage 3; set by step_compute from Sharding::gather_ops, reduce_ops, wrap and unit_params): the
-  /// framework's own operations per gather unit's all-gather (`gather_ops`) and reduce-scatter (`reduce_ops`), counted
-  /// in the host's issue floor (eq. K20) over the units gather_units gives (`block_wrap`: eq. S4b, else S4).
-  struct ShardCopies {
-    bool per_parameter = false;
-    bool regather = true;
-    bool block_wrap = false;
-    double reduce_bytes = 2.0;
-    std::int64_t unit_params = 100'000'000;
-    double gather_ops = 0.0, reduce_ops = 0.0;
-    Seconds op_issue{};  // zero: execution.host_issue
-  } shard_copies;
+  /// The framework's sharding (Strategy::sharding, whole; set by step_compute). The kernel model reads two things of it
+  /// at stage 3. Eq. S10 (per_parameter_copies): FSDP2's per-parameter sharding copies each layer's gathered
+  /// parameters out of the all-gather's buffer before its forward (and its backward when `reshard_after_forward`), and
+  /// concatenates its gradients into the reduce-scatter's input (reduce_bytes_per_element an element) after its
+  /// backward. Eq. S11: the framework's own operations per gather unit's all-gather (`gather_ops`) and reduce-scatter
+  /// (`reduce_ops`), each at `unit_op_issue` (zero: execution.host_issue), counted in the host's issue floor (eq. K20)
+  /// over the units gather_units gives (`wrap`, `unit_params`: eq. S4b or S4).
+  Sharding sharding;
   /// How the framework runs its memory-bound kernels and issues its kernels (Strategy::execution, eqs. K18-K20).
   KernelExecution execution;
   /// Kernel-model parameters; null: the shipped topologies/compute-params.yaml.

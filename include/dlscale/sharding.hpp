@@ -148,6 +148,9 @@ double working_bytes_per_element(Precision p) noexcept;
 /// Bytes per element of the gradients a step reduces: 4 under `reduce_dtype: fp32` in mixed precision, else the
 /// precision's gradient width.
 double reduce_bytes_per_element(const Sharding& s, Precision p) noexcept;
+/// Eq. S10: whether the step copies each layer's gathered parameters out of the all-gather's buffer and concatenates its
+/// gradients into the reduce-scatter's input on the compute stream: FSDP2's per-parameter sharding, at stage 3.
+[[nodiscard]] constexpr bool per_parameter_copies(const Sharding& s) noexcept { return s.stage >= 3 && s.per_parameter; }
 
 /// The closed form of one micro-batch of a stage-3 strategy (eq. S5-S7): forward and backward compute of
 /// U units, each preceded by the all-gather of its parameters on one all-gather channel that holds at

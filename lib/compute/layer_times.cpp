@@ -1048,11 +1048,13 @@ Seconds issue_floor(std::vector<Seconds>& phase, double kernels, Seconds issue,
 /// 6.0 ms a step for 1.92 G parameters, 0.53 and 0.40 of its bandwidth). A kernel per gather unit, not per layer:
 /// no launch charged. The all-gather's copy-in runs on a stream of its own and is not charged.
 void shard_copies(Kernels& k, const Layer& l, const ComputeOptions& opt) {
-  if (!opt.shard_copies.per_parameter || l.params <= 0) return;
+  const Sharding& s = opt.sharding;
+  if (!per_parameter_copies(s) || l.params <= 0) return;
   const double p = static_cast<double>(l.params), wb = working_bytes_per_element(opt.precision);
   k.share(k.name(l.name, " fsdp2 copy-out fwd"), 2.0 * p, wb, false);
-  if (opt.shard_copies.regather) k.share(k.name(l.name, " fsdp2 copy-out bwd"), 2.0 * p, wb, true);
-  k.share(k.name(l.name, " fsdp2 chunk_cat bwd"), p, wb + opt.shard_copies.reduce_bytes, true, MemoryClass::chunk_cat);
+  if (s.reshard_after_forward) k.share(k.name(l.name, " fsdp2 copy-out bwd"), 2.0 * p, wb, true);
+  k.share(k.name(l.name, " fsdp2 chunk_cat bwd"), p, wb + reduce_bytes_per_element(s, opt.precision), true,
+          MemoryClass::chunk_cat);
 }
 
 /// Eq. S11: FSDP's own operations a step issues per pass, over the gather units of the framework's wrap (eq. S4, S4b):
@@ -1062,15 +1064,8 @@ void shard_copies(Kernels& k, const Layer& l, const ComputeOptions& opt) {
 /// eq. S10's copies and the collectives (eq. S5-S7): the rest (the casts and copy-in of the all-gather's input, the
 /// gradient's copy into its shard) run on the collectives' streams or move a unit's parameters once, as S10 does not
 /// charge.
-UnitOps fsdp_unit_ops(const Network& net, const ComputeOptions::ShardCopies& c) {
-  if (!(c.gather_ops > 0.0) && !(c.reduce_ops > 0.0)) return {};
-  Sharding s;
-  s.stage = 3;
-  s.reshard_after_forward = c.regather;
-  s.wrap = c.block_wrap ? Sharding::Wrap::block : Sharding::Wrap::size;
-  s.unit_params = c.unit_params;
-  s.gather_ops = c.gather_ops;
-  s.reduce_ops = c.reduce_ops;
+UnitOps fsdp_unit_ops(const Network& net, const Sharding& s) {
+  if (s.stage < 3 || (!(s.gather_ops > 0.0) && !(s.reduce_ops > 0.0))) return {};
   return unit_ops(gather_units(net, s), s);
 }
 
@@ -1192,14 +1187,14 @@ LayerTimes estimate_layer_times(const Network& net, const GpuSpec& gpu, int batc
     kernels_backward += k.backward_kernels;
     kernels_update += update_kernel_count(net.layers[i], opt);
   }
-  const UnitOps fsdp = fsdp_unit_ops(net, opt.shard_copies);  // eq. S11
+  const UnitOps fsdp = fsdp_unit_ops(net, opt.sharding);  // eq. S11
   t.forward_kernels = kernels_forward + fsdp.forward;
   t.backward_kernels = kernels_backward + fsdp.backward;
   t.update_kernels = kernels_update;
   if (issue_floor_binds(net, opt.execution)) {  // eq. K20, with FSDP's own operations (eq. S11) as issued
     const Seconds issue = opt.execution.host_issue;
     const double code = opt.execution.issued_per_kernel;
-    const Seconds op = opt.shard_copies.op_issue > Seconds{} ? opt.shard_copies.op_issue : issue;
+    const Seconds op = opt.sharding.unit_op_issue > Seconds{} ? opt.sharding.unit_op_issue : issue;
     const double op_share = op / issue;  // an FSDP operation in kernels' host time
     t.forward_floor = issue_floor(t.forward, kernels_forward * code + fsdp.forward * op_share, issue,
                                   {&t.forward_gemm, &t.forward_attention, &t.forward_copies, &t.forward_unsaved});

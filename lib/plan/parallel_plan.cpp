@@ -36,16 +36,13 @@ struct PlanContext {
   TransformerShape shape;
   std::shared_ptr<const CollectiveModel> coll;
   GpuPlacement at;
-  RankOrder order;
-  bool tp_comm_overlap = false;    // the framework's (nemo.yaml): every layout with SP overlaps its TP collectives
-  bool dp_comm_overlap = false;    // the framework's (nemo.yaml): every layout overlaps its DP collectives (eq. P19)
-  bool pp_comm_overlap = false;    // the framework's: every interleaved layout overlaps its pipeline sends (eq. P25)
-  bool tp_async_backward = false;  // the framework's (megatron-core.yaml, nemo.yaml): every layout, eq. P28
-  CpComm cp_comm = CpComm::p2p;    // the framework's (or --cp-comm): every layout with cp > 1, eq. P29
   Bytes capacity;
-  Bytes reserve;               // ParallelPlanSpace::memory_reserve, each stage's MemoryEstimate::reserved
-  double moe_imbalance = 1.0;  // the framework's (or --moe-imbalance): every layout with ep > 1 (eq. P23)
-  ParallelLayout routing;      // its eq. P24 fields: capacity factor, padding, per-expert load spread, every layout
+  Bytes reserve;  // ParallelPlanSpace::memory_reserve, each stage's MemoryEstimate::reserved
+  /// The framework's layout (Strategy::parallel; none: the defaults), what every layout of the grid takes from it: the
+  /// rank order, the overlaps of its TP (with SP; nemo.yaml), DP (eq. P19) and pipeline (interleaved; eq. P25)
+  /// collectives, the asynchronous TP backward (eq. P28), the CP exchange (or --cp-comm; eq. P29, P36), the routing
+  /// imbalance (or --moe-imbalance; eq. P23) and eq. P24's capacity factor, padding and per-expert load spread.
+  ParallelLayout framework;
 };
 
 /// The layout of one point of the grid, its micro-batches set by the global batch; nullopt where the model or
@@ -56,28 +53,28 @@ std::optional<ParallelLayout> grid_layout(const PlanContext& c, int tp, int pp, 
   ParallelLayout l;
   l.tp = tp;
   l.sp = tp > 1;  // Megatron's practice with TP: the same traffic, a t-th of the norms' activations
-  l.tp_comm_overlap = c.tp_comm_overlap && l.sp;
-  l.dp_comm_overlap = c.dp_comm_overlap;
-  l.pp_comm_overlap = c.pp_comm_overlap;
-  l.tp_async_backward = c.tp_async_backward;
+  l.tp_comm_overlap = c.framework.tp_comm_overlap && l.sp;
+  l.dp_comm_overlap = c.framework.dp_comm_overlap;
+  l.pp_comm_overlap = c.framework.pp_comm_overlap;
+  l.tp_async_backward = c.framework.tp_async_backward;
   l.pp = pp;
   l.vp = vp;
   l.schedule = vp > 1 ? PipelineSchedule::interleaved : PipelineSchedule::one_f_one_b;
   l.cp = cp;
-  l.cp_comm = c.cp_comm;  // eq. P29: a2a where cp does not divide the heads leaves the layout out (validate)
+  l.cp_comm = c.framework.cp_comm;  // eq. P29: a2a where cp does not divide the heads leaves the layout out (validate)
   // eq. P36: a2a+p2p's inner size from the framework, a layout whose cp it does not divide left out (validate)
-  if (c.cp_comm == CpComm::a2a_p2p) l.hierarchical_cp = c.routing.hierarchical_cp;
+  if (l.cp_comm == CpComm::a2a_p2p) l.hierarchical_cp = c.framework.hierarchical_cp;
   l.ep = ep;
   // eq. P23: the stated imbalance, at most what ep ranks can reach (the router's imbalance over fewer, larger ranks
   // cannot exceed it; the same factor at every ep > 1 is the plan's assumption)
-  l.moe_imbalance = std::min(c.moe_imbalance, moe_imbalance_limit(ep, c.shape));
+  l.moe_imbalance = std::min(c.framework.moe_imbalance, moe_imbalance_limit(ep, c.shape));
   // eq. P24: the given capacity factor (and padding) and per-expert spread, f following each ep from the spread
-  l.moe_expert_capacity_factor = c.routing.moe_expert_capacity_factor;
-  l.moe_pad_expert_input_to_capacity = c.routing.moe_pad_expert_input_to_capacity;
-  l.moe_expert_load_cv = c.routing.moe_expert_load_cv;
+  l.moe_expert_capacity_factor = c.framework.moe_expert_capacity_factor;
+  l.moe_pad_expert_input_to_capacity = c.framework.moe_pad_expert_input_to_capacity;
+  l.moe_expert_load_cv = c.framework.moe_expert_load_cv;
   l.micro_batch = b;
   l.global_batch_target = global;
-  l.order = c.order;
+  l.order = c.framework.order;
   try {
     l = with_global_batch(l, c.gpus);
     validate(l, c.gpus, c.shape);
@@ -436,16 +433,9 @@ ParallelPlanResult plan_parallel(const Scenario& base, int gpus, const ParallelP
                 {},
                 {},
                 {},
-                kMegatronRankOrder,
-                false,
-                false,
-                false,
-                false,
-                CpComm::p2p,
                 cl.gpu.memory_size,
                 space.memory_reserve,
-                1.0,
-                ParallelLayout{}};
+                base.strategy.parallel.value_or(ParallelLayout{})};
   if (space.memory_reserve < Bytes{})
     throw InputError(SourceLocation{}, "memory_reserve", "the memory kept free on a GPU cannot be negative");
   c.shape = transformer_shape(base.network, c.blocks);  // InputError("network") without blocks
@@ -464,20 +454,10 @@ ParallelPlanResult plan_parallel(const Scenario& base, int gpus, const ParallelP
       : std::max<std::int64_t>(1, std::llround(kDefaultTokensPerStep / static_cast<double>(c.shape.seq)));
   c.coll = with_transport(base.collectives ? base.collectives : make_collective_model(cl), base.strategy.transport, cl);
   c.at = GpuPlacement{gpus, gpus <= cl.gpus_per_node ? 1 : gpus / cl.gpus_per_node, std::min(gpus, cl.gpus_per_node)};
-  if (base.strategy.parallel) {
-    c.order = base.strategy.parallel->order;
-    c.tp_comm_overlap = base.strategy.parallel->tp_comm_overlap;
-    c.dp_comm_overlap = base.strategy.parallel->dp_comm_overlap;
-    c.pp_comm_overlap = base.strategy.parallel->pp_comm_overlap;
-    c.tp_async_backward = base.strategy.parallel->tp_async_backward;
-    c.cp_comm = base.strategy.parallel->cp_comm;
-    c.moe_imbalance = base.strategy.parallel->moe_imbalance;
-    c.routing = *base.strategy.parallel;
-  }
-  validate_moe_imbalance(c.moe_imbalance);
-  validate_moe_routing(c.routing);
-  r.moe_imbalance = c.moe_imbalance;
-  r.cp_comm = c.cp_comm;
+  validate_moe_imbalance(c.framework.moe_imbalance);
+  validate_moe_routing(c.framework);
+  r.moe_imbalance = c.framework.moe_imbalance;
+  r.cp_comm = c.framework.cp_comm;
   const ComputeOptions step_opt = step_compute(base);
   Scenario times_of = base;  // for parallel_whole_times: the framework's efficiency, no measured layers
   times_of.measured_layers.reset();

@@ -6,6 +6,7 @@
 
 #include <array>
 #include <cstdint>
+#include <iterator>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -113,25 +114,39 @@ LayerTimesMemo& layer_times_memo() {
   return memo;
 }
 
+/// What the kernel model reads of the framework's sharding (ComputeOptions::sharding), appended to `out`: FSDP2's copies
+/// (eq. S10: per_parameter_copies, reshard_after_forward, and reduce_fp32 through reduce_bytes_per_element, the
+/// precision being keyed apart) and FSDP's own operations per gather unit (eq. S11: stage 3, wrap, unit_params,
+/// gather_ops, reduce_ops, unit_op_issue). The shard group, the units in flight and the CPU offload change no layer
+/// time: frameworks that differ only in them share their times.
+void append_sharding_key(std::string& out, const Sharding& s) {
+  // The size of the sharding as this key knows it (libstdc++ on 64-bit targets): a new field stops the build here
+  // until it is keyed, or said to change no layer time.
+  constexpr bool known_abi = sizeof(std::string) == 32 && sizeof(void*) == 8;
+  static_assert(!known_abi || sizeof(Sharding) == 72, "Sharding changed: key what the kernel model reads of it");
+  fmt::format_to(std::back_inserter(out), "|{}{}{}{}{}|{}|{}|{}|{}", s.stage >= 3, s.per_parameter, s.reshard_after_forward,
+                 s.reduce_fp32, static_cast<int>(s.wrap), s.unit_params, s.gather_ops, s.reduce_ops, s.unit_op_issue.base());
+}
+
 /// The rest of what the kernel model reads from a step's options (estimate_layer_times): the optimiser's
-/// kernels, compilation, the sharded rate (eq. K16) and FSDP2's copies, the pooling index, the framework's own
-/// update kernels, recompute and accumulation. Two frameworks that differ in any of these time a network differently.
-/// fp8's scaling recipe (eq. K15) too: a row-wise step casts again in the backward.
+/// kernels, compilation, the sharded rate (eq. K16) and the sharding (append_sharding_key), the pooling index, the
+/// framework's own update kernels, recompute and accumulation. Two frameworks that differ in any of these time a
+/// network differently. fp8's scaling recipe (eq. K15) too: a row-wise step casts again in the backward.
 std::string step_key(const ComputeOptions& c) {
   // The sizes of the options as this key and LayerTimesTables::times know them (libstdc++ on 64-bit targets, as
   // network_fingerprint's): a new field changes them and stops the build here, until it is keyed.
   constexpr bool known_abi = sizeof(std::string) == 32 && sizeof(void*) == 8;
-  static_assert(!known_abi || sizeof(ComputeOptions) == 224, "ComputeOptions changed: key it in step_key");
+  static_assert(!known_abi || sizeof(ComputeOptions) == 248, "ComputeOptions changed: key it in step_key");
   static_assert(!known_abi || sizeof(KernelExecution) == 40, "KernelExecution changed: key it in LayerTimesTables::times");
   static_assert(!known_abi || sizeof(ConvAlgorithmPolicy) == 24, "ConvAlgorithmPolicy changed: key it in policy_key");
   const auto& u = c.update_kernels;
-  const auto& sc = c.shard_copies;
-  return fmt::format("{}|{}{}{}|{}{}|{}|{}{}|{}|{}|{}|{}|{}|{}|{}|{}{}|{}|{}|{}",
-                     static_cast<int>(c.optimizer_impl.value_or(OptimizerImpl::fused)), c.compiled, c.compiled_loss, c.sharded,
-                     sc.per_parameter, sc.regather, sc.reduce_bytes, sc.block_wrap, sc.unit_params, sc.gather_ops, sc.reduce_ops,
-                     sc.op_issue.base(), c.pool_index_bytes, u ? u->traffic : -1.0, u ? u->per_tensor.base() : -1.0,
-                     static_cast<int>(c.recompute), c.recompute_early_stop, c.recompute_blocks, c.checkpointing, c.accumulate,
-                     to_string(c.fp8_scaling));
+  std::string out =
+      fmt::format("{}|{}{}{}|{}|{}|{}|{}{}|{}|{}|{}|{}", static_cast<int>(c.optimizer_impl.value_or(OptimizerImpl::fused)),
+                  c.compiled, c.compiled_loss, c.sharded, c.pool_index_bytes, u ? u->traffic : -1.0,
+                  u ? u->per_tensor.base() : -1.0, static_cast<int>(c.recompute), c.recompute_early_stop, c.recompute_blocks,
+                  c.checkpointing, c.accumulate, to_string(c.fp8_scaling));
+  append_sharding_key(out, c.sharding);
+  return out;
 }
 
 /// One run's tables for keying layer times: each network's memo id, each cluster's GPU doubled, and
@@ -183,12 +198,15 @@ class LayerTimesTables {
     if (net_id_[model] < 0) net_id_[model] = layer_times_memo().network_id(network_fingerprint(spec_.networks[model]));
     return net_id_[model];
   }
-  /// Every figure of the GPU that the kernel model reads.
+  /// Every figure of the GPU that the kernel model reads (the memory's size, the links and the source it does not).
   const std::string& gpu_key(std::size_t cluster, const GpuSpec& gpu, bool twice) {
+    // The size of the GPU as this key knows it (libstdc++ on 64-bit targets): a new field stops the build here.
+    constexpr bool known_abi = sizeof(std::string) == 32 && sizeof(void*) == 8;
+    static_assert(!known_abi || sizeof(GpuSpec) == 192, "GpuSpec changed: key it in gpu_key if the kernel model reads it");
     std::string& k = gpu_keys_[cluster][twice ? 1 : 0];
     if (k.empty())
-      k = fmt::format("{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}", gpu.name, gpu.architecture, gpu.sm_version, gpu.sm_count,
-                      gpu.peak_fp32.base(), gpu.peak_fp16.base(), gpu.peak_bf16.base(), gpu.peak_tf32.base(),
+      k = fmt::format("{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}", gpu.name, gpu.architecture, gpu.sm_version, gpu.sm_count,
+                      gpu.peak_fp32.base(), gpu.peak_fp16.base(), gpu.peak_bf16.base(), gpu.peak_tf32.base(), gpu.peak_fp8.base(),
                       gpu.memory_bandwidth.base(), gpu.boost_clock.base(), gpu.base_clock.base());
     return k;
   }

@@ -339,15 +339,7 @@ ComputeOptions step_compute(ComputeOptions c, const Strategy& framework, const G
   // the framework's own update kernels where the run's optimiser is the one they describe
   if (!c.update_kernels && framework.update_kernels && framework.update_kernels->optimizer == c.optimizer)
     c.update_kernels = framework.update_kernels;
-  const Sharding& sh = framework.sharding;
-  c.shard_copies.per_parameter = sh.stage >= 3 && sh.per_parameter;
-  c.shard_copies.regather = sh.reshard_after_forward;
-  c.shard_copies.reduce_bytes = reduce_bytes_per_element(sh, c.precision);
-  c.shard_copies.block_wrap = sh.wrap == Sharding::Wrap::block;
-  c.shard_copies.unit_params = sh.unit_params;
-  c.shard_copies.gather_ops = sh.stage >= 3 ? sh.gather_ops : 0.0;  // eq. S11
-  c.shard_copies.reduce_ops = sh.stage >= 3 ? sh.reduce_ops : 0.0;
-  c.shard_copies.op_issue = sh.unit_op_issue;
+  c.sharding = framework.sharding;  // eqs. S10, S11
   return c;
 }
 
