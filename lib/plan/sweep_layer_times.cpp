@@ -116,7 +116,7 @@ LayerTimesMemo& layer_times_memo() {
 /// The rest of what the kernel model reads from a step's options (estimate_layer_times): the optimiser's
 /// kernels, compilation, the sharded rate (eq. K16) and FSDP2's copies, the pooling index, the framework's own
 /// update kernels, recompute and accumulation. Two frameworks that differ in any of these time a network differently.
-/// fp8's scaling recipe (eq. K15) too: a row-wise step casts again in the backward.
+/// fp8's scaling recipe (eq. K15) too: a row-wise step casts again in the backward; and fp8 all-gather (eq. S12).
 std::string step_key(const ComputeOptions& c) {
   // The sizes of the options as this key and LayerTimesTables::times know them (libstdc++ on 64-bit targets, as
   // network_fingerprint's): a new field changes them and stops the build here, until it is keyed.
@@ -126,12 +126,12 @@ std::string step_key(const ComputeOptions& c) {
   static_assert(!known_abi || sizeof(ConvAlgorithmPolicy) == 24, "ConvAlgorithmPolicy changed: key it in policy_key");
   const auto& u = c.update_kernels;
   const auto& sc = c.shard_copies;
-  return fmt::format("{}|{}{}{}|{}{}|{}|{}{}|{}|{}|{}|{}|{}|{}|{}|{}{}|{}|{}|{}",
+  return fmt::format("{}|{}{}{}|{}{}|{}|{}{}|{}|{}|{}|{}|{}|{}|{}|{}{}|{}|{}|{}{}",
                      static_cast<int>(c.optimizer_impl.value_or(OptimizerImpl::fused)), c.compiled, c.compiled_loss, c.sharded,
                      sc.per_parameter, sc.regather, sc.reduce_bytes, sc.block_wrap, sc.unit_params, sc.gather_ops, sc.reduce_ops,
                      sc.op_issue.base(), c.pool_index_bytes, u ? u->traffic : -1.0, u ? u->per_tensor.base() : -1.0,
                      static_cast<int>(c.recompute), c.recompute_early_stop, c.recompute_blocks, c.checkpointing, c.accumulate,
-                     to_string(c.fp8_scaling));
+                     to_string(c.fp8_scaling), c.fp8_all_gather ? "+ag" : "");  // eq. S12's casts and copies
 }
 
 /// One run's tables for keying layer times: each network's memo id, each cluster's GPU doubled, and
