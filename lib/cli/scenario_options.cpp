@@ -135,6 +135,10 @@ void add_scenario_options(CLI::App& cmd, ScenarioOptions& o) {
                  "rowwise recipe: the backward casts its operands again along the other axis) or mxfp8 (MX block scaling, "
                  "Blackwell only: one scale per 32 elements, cast along both axes as rowwise)")
       ->type_name("SCALING");
+  cmd.add_flag("--fp8-all-gather", o.fp8_all_gather,
+               "With --precision fp8, tensor-wise scaling and an FSDP (stage-3) framework: the weight shards of the fp8 "
+               "linear maps cast to fp8 before their all-gather, which moves and holds them at 1 B (torchao's "
+               "enable_fsdp_float8_all_gather with precompute_float8_dynamic_scale_for_fsdp)");
   cmd.add_option("--optimizer", o.optimizer,
                  "sgd, momentum, adam, adamw or lamb (default: momentum for image models, adamw for token models)")
       ->type_name("NAME");
@@ -390,6 +394,7 @@ void apply_compute_options(const ScenarioOptions& o, ComputeOptions& c) {
     throw UsageError("--precision", e.what());
   }
   if (!o.fp8_scaling.empty()) c.fp8_scaling = fp8_scaling_option(o.fp8_scaling);
+  c.fp8_all_gather = o.fp8_all_gather;
   c.accumulate = o.accumulate;
   apply_checkpointing_option(o, c);
   c.compiled = o.compiled;
