@@ -1086,6 +1086,20 @@ std::vector<Row> catalogue() {
        E + "'--fp8-scaling': unknown fp8 scaling 'blockwise' (expected tensorwise, rowwise, mxfp8)\n"},
       {"option_fp8_rowwise_without_fp8", {}, "predict --cluster tiny --model alexnet --precision fp32 --fp8-scaling rowwise -o {out}",
        E + "'--fp8-scaling': rowwise scaling is a recipe of fp8 training; the precision is fp32\n", "{mini}"},
+      // eq. S12: fp8 all-gather is tensor-wise fp8 under FSDP (stage 3); the library's refusals name the option
+      {"option_fp8_all_gather_without_fp8", {},
+       "predict --cluster dgx-h100 --model gpt3-125m --framework fsdp --precision bf16 --fp8-all-gather -o {out}",
+       E + "'--fp8-all-gather': fp8 all-gather gathers the fp8 linear maps' weights; the precision is bf16\n"},
+      {"option_fp8_all_gather_rowwise", {},
+       "predict --cluster dgx-h100 --model gpt3-125m --framework fsdp --precision fp8 --fp8-scaling rowwise --fp8-all-gather -o {out}",
+       E + "'--fp8-all-gather': fp8 all-gather needs tensor-wise scaling (row-wise and MX weights are gathered in bf16); the "
+           "scaling is rowwise\n"},
+      {"option_fp8_all_gather_without_fsdp", {},
+       "predict --cluster dgx-h100 --model gpt3-125m --framework pytorch-ddp --precision fp8 --fp8-all-gather -o {out}",
+       E + "'--fp8-all-gather': fp8 all-gather is FSDP's: framework 'pytorch-ddp' does not shard the parameters (stage 0)\n"},
+      {"option_plan_fp8_all_gather_without_fp8", {},
+       "plan --cluster dgx-h100 --model gpt3-125m --gpus 8 --precision bf16 --fp8-all-gather -o {out}",
+       E + "'--fp8-all-gather': fp8 all-gather needs --precision fp8 with tensor-wise scaling; the precision is bf16\n"},
       // MX block scaling (eq. K15c) only on Blackwell: refused as a precision the GPU lacks is, naming the option
       {"option_fp8_mxfp8_the_gpu_lacks", {}, "predict --cluster dgx-h100 --model gpt3-125m --precision fp8 --fp8-scaling mxfp8 -o {out}",
        E + "'--fp8-scaling': the H100 SXM5 80 GB of cluster 'dgx-h100' (hopper) has no mxfp8 scaling (it needs Blackwell's "
