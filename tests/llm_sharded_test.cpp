@@ -188,6 +188,12 @@ std::optional<LlmRun> run_of(const YAML::Node& row, std::string& why) {
   // torchao's mxfp8_cublas recipes (MX block scaling, eq. K15c; "_rceil" rounds the scales' exponents up, which the
   // model does not tell apart: the same casts, scales and products)
   if (contains(float8, "mxfp8")) sc.compute.fp8_scaling = Fp8Scaling::mxfp8;
+  // eq. S12, FSDP's float8 all-gather: torchao's "tensorwise with float8 all-gather" (H100, MI300X) and "float8
+  // tensorwise (f8 all-gather)" (B200), torchtitan's "quantize.linear.float8 with enable_fsdp_float8_all_gather,
+  // precompute_float8_dynamic_scale_for_fsdp, force_recompute_fp8_weight_in_bwd" (H200); not "rowwise with bfloat16
+  // all-gather", nor torchtitan's 2024 "float8 linears", which do not say
+  sc.compute.fp8_all_gather = sc.compute.precision == Precision::fp8 && sc.compute.fp8_scaling == Fp8Scaling::tensorwise &&
+      (contains(float8, "float8 all-gather") || contains(float8, "f8 all-gather") || contains(float8, "float8_all_gather"));
   sc.compute.optimizer = Optimizer::adamw;
   sc.compute.compiled = row["compile"] && row["compile"].IsScalar() && row["compile"].as<std::string>() == "true";
   set_recompute(row, sc.compute);
