@@ -151,6 +151,7 @@ class LayerTimesTables {
     ComputeOptions base;
     base.precision = g.precision;
     base.fp8_scaling = g.fp8_scaling;
+    base.fp8_all_gather = g.fp8_all_gather;  // eq. S12
     base.optimizer = default_optimizer(spec_.networks[g.model], st);
     const ComputeOptions c = step_compute(base, st, gpu);
     const KernelExecution& x = c.execution;  // eqs. K18-K20
@@ -226,11 +227,13 @@ GroupLayerTimes shared_layer_times(const SweepSpec& spec, const std::vector<std:
                       std::vector<std::shared_ptr<const LayerTimes>>(spec.groups.size())};
   LayerTimesTables tables(spec);
   // Groups that differ only in links or buckets have the same times: their key is not formatted again.
-  std::map<std::tuple<std::size_t, std::size_t, std::size_t, int, Precision, Fp8Scaling>, std::size_t> same;
+  std::map<std::tuple<std::size_t, std::size_t, std::size_t, int, Precision, Fp8Scaling, bool>, std::size_t> same;
   for (std::size_t i = 0; i < spec.groups.size(); ++i) {
     if (counts[i].empty()) continue;
     const auto& g = spec.groups[i];
-    if (auto [it, fresh] = same.try_emplace({g.cluster, g.model, g.framework, g.batch, g.precision, g.fp8_scaling}, i); !fresh) {
+    if (auto [it, fresh] =
+            same.try_emplace({g.cluster, g.model, g.framework, g.batch, g.precision, g.fp8_scaling, g.fp8_all_gather}, i);
+        !fresh) {
       out.gpu[i] = out.gpu[it->second];
       out.doubled_gpu[i] = out.doubled_gpu[it->second];
       continue;
