@@ -850,8 +850,8 @@ std::vector<Row> catalogue() {
       {"sweep_bandwidth_for_a_bucket", {{"s.yaml", edit(kSweep, 6, "  gpus: [1, 4]\n  bucket_size: \"8 MiB/s\"")}}, kCmdSweep,
        E + "{dir}/s.yaml:7:16: 'grid.bucket_size': unknown size unit 'MiB/s' in '8 MiB/s' (use B, kB, MB, GB, KiB, MiB, GiB)\n"},
       {"sweep_unknown_key", {{"s.yaml", edit(kSweep, 6, "  gpus: [1, 4]\n  colour: red")}}, kCmdSweep,
-       E + "{dir}/s.yaml:7:3: 'grid.colour': unknown key (known keys here: batch, bucket_size, cluster, fp8_scaling, framework, gpu, gpus, layout, links, "
-           "model, precision)\n"},
+       E + "{dir}/s.yaml:7:3: 'grid.colour': unknown key (known keys here: batch, bucket_size, cluster, fp8_all_gather, fp8_scaling, framework, gpu, gpus, "
+           "layout, links, model, precision)\n"},
       // the layout axis (issue 37): its maps read by the framework file's parallel: reader, its keys
       {"sweep_layout_unknown_key", {{"s.yaml", edit(kSweep, 6, "  gpus: [1, 4]\n  layout: [{tp: 2}, {tp: 2, tq: 4}]")}}, kCmdSweep,
        E + "{dir}/s.yaml:7:29: 'grid.layout[1].tq': unknown key (known keys here: account_for_embedding_in_pipeline_split, "
@@ -873,6 +873,11 @@ std::vector<Row> catalogue() {
       {"sweep_fp8_rowwise_without_fp8", {{"s.yaml", edit(kSweep, 6, "  gpus: [1, 4]\n  precision: [fp32, bf16]\n  fp8_scaling: rowwise")}},
        kCmdSweep,
        E + "{dir}/s.yaml:8:16: 'grid.fp8_scaling': rowwise scaling is a recipe of fp8 training; no precision here is fp8\n"},
+      // eq. S12: fp8 all-gather on tensor-wise fp8 groups only
+      {"sweep_fp8_all_gather_without_fp8", {{"s.yaml", edit(kSweep, 6, "  gpus: [1, 4]\n  precision: bf16\n  fp8_all_gather: true")}},
+       kCmdSweep,
+       E + "{dir}/s.yaml:8:19: 'grid.fp8_all_gather': fp8 all-gather gathers tensor-wise fp8 weights; no group here is fp8 "
+           "with tensor-wise scaling\n"},
       {"sweep_format", {{"s.yaml", kSweep}}, "sweep --spec {dir}/s.yaml --format xml -o {out}",
        E + "'--format': unknown format 'xml' (expected csv or jsonl)\n"},
       // --shard I/N and `sweep merge` (kSweep: 2 frameworks × 2 links × 2 GPU counts = 8 configurations)
@@ -1088,6 +1093,20 @@ std::vector<Row> catalogue() {
        E + "'--fp8-scaling': unknown fp8 scaling 'blockwise' (expected tensorwise, rowwise, mxfp8)\n"},
       {"option_fp8_rowwise_without_fp8", {}, "predict --cluster tiny --model alexnet --precision fp32 --fp8-scaling rowwise -o {out}",
        E + "'--fp8-scaling': rowwise scaling is a recipe of fp8 training; the precision is fp32\n", "{mini}"},
+      // eq. S12: fp8 all-gather is tensor-wise fp8 under FSDP (stage 3); the library's refusals name the option
+      {"option_fp8_all_gather_without_fp8", {},
+       "predict --cluster dgx-h100 --model gpt3-125m --framework fsdp --precision bf16 --fp8-all-gather -o {out}",
+       E + "'--fp8-all-gather': fp8 all-gather gathers the fp8 linear maps' weights; the precision is bf16\n"},
+      {"option_fp8_all_gather_rowwise", {},
+       "predict --cluster dgx-h100 --model gpt3-125m --framework fsdp --precision fp8 --fp8-scaling rowwise --fp8-all-gather -o {out}",
+       E + "'--fp8-all-gather': fp8 all-gather needs tensor-wise scaling (row-wise and MX weights are gathered in bf16); the "
+           "scaling is rowwise\n"},
+      {"option_fp8_all_gather_without_fsdp", {},
+       "predict --cluster dgx-h100 --model gpt3-125m --framework pytorch-ddp --precision fp8 --fp8-all-gather -o {out}",
+       E + "'--fp8-all-gather': fp8 all-gather is FSDP's: framework 'pytorch-ddp' does not shard the parameters (stage 0)\n"},
+      {"option_plan_fp8_all_gather_without_fp8", {},
+       "plan --cluster dgx-h100 --model gpt3-125m --gpus 8 --precision bf16 --fp8-all-gather -o {out}",
+       E + "'--fp8-all-gather': fp8 all-gather needs --precision fp8 with tensor-wise scaling; the precision is bf16\n"},
       // MX block scaling (eq. K15c) only on Blackwell: refused as a precision the GPU lacks is, naming the option
       {"option_fp8_mxfp8_the_gpu_lacks", {}, "predict --cluster dgx-h100 --model gpt3-125m --precision fp8 --fp8-scaling mxfp8 -o {out}",
        E + "'--fp8-scaling': the H100 SXM5 80 GB of cluster 'dgx-h100' (hopper) has no mxfp8 scaling (it needs Blackwell's "

@@ -112,6 +112,25 @@ void set_recompute(const YAML::Node& row, ComputeOptions& c) {
   }
 }
 
+/// The row's fp8 recipe (its `float8` text, lower case) on an fp8 step; false (and `why`) for one the model does not
+/// express.
+bool set_float8(const std::string& float8, ComputeOptions& c, std::string& why) {
+  // torchao's "rowwise" recipe (eq. K15); "rowwise_with_gw_hp" keeps the weight gradient's product in bf16, which the
+  // model does not express (its rows ran on MI300X, not in the catalogue, and are skipped above)
+  if (contains(float8, "rowwise_with_gw_hp")) return why = "fp8 recipe rowwise_with_gw_hp not modelled", false;
+  if (contains(float8, "rowwise")) c.fp8_scaling = Fp8Scaling::rowwise;
+  // torchao's mxfp8_cublas recipes (MX block scaling, eq. K15c; "_rceil" rounds the scales' exponents up, which the
+  // model does not tell apart: the same casts, scales and products)
+  if (contains(float8, "mxfp8")) c.fp8_scaling = Fp8Scaling::mxfp8;
+  // eq. S12, FSDP's float8 all-gather: torchao's "tensorwise with float8 all-gather" (H100, MI300X) and "float8
+  // tensorwise (f8 all-gather)" (B200), torchtitan's "quantize.linear.float8 with enable_fsdp_float8_all_gather,
+  // precompute_float8_dynamic_scale_for_fsdp, force_recompute_fp8_weight_in_bwd" (H200); not "rowwise with bfloat16
+  // all-gather", nor torchtitan's 2024 "float8 linears", which do not say
+  c.fp8_all_gather = c.precision == Precision::fp8 && c.fp8_scaling == Fp8Scaling::tensorwise &&
+      (contains(float8, "float8 all-gather") || contains(float8, "f8 all-gather") || contains(float8, "float8_all_gather"));
+  return true;
+}
+
 /// A row as a scenario; nullopt (with the reason) when the model cannot express it.
 std::optional<LlmRun> run_of(const YAML::Node& row, std::string& why) {
   if (row["completeness"].as<std::string>() != "full") return why = "partial row", std::nullopt;
@@ -181,13 +200,7 @@ std::optional<LlmRun> run_of(const YAML::Node& row, std::string& why) {
   const std::string float8 = row["float8"] && row["float8"].IsScalar() ? lower(row["float8"].as<std::string>()) : "none";
   sc.compute.precision = contains(precision, "fp16") ? Precision::fp16 : Precision::bf16;
   if (float8 != "none" || contains(precision, "float8")) sc.compute.precision = Precision::fp8;
-  // torchao's "rowwise" recipe (eq. K15); "rowwise_with_gw_hp" keeps the weight gradient's product in bf16, which the
-  // model does not express (its rows ran on MI300X, not in the catalogue, and are skipped above)
-  if (contains(float8, "rowwise_with_gw_hp")) return why = "fp8 recipe rowwise_with_gw_hp not modelled", std::nullopt;
-  if (contains(float8, "rowwise")) sc.compute.fp8_scaling = Fp8Scaling::rowwise;
-  // torchao's mxfp8_cublas recipes (MX block scaling, eq. K15c; "_rceil" rounds the scales' exponents up, which the
-  // model does not tell apart: the same casts, scales and products)
-  if (contains(float8, "mxfp8")) sc.compute.fp8_scaling = Fp8Scaling::mxfp8;
+  if (!set_float8(float8, sc.compute, why)) return std::nullopt;
   sc.compute.optimizer = Optimizer::adamw;
   sc.compute.compiled = row["compile"] && row["compile"].IsScalar() && row["compile"].as<std::string>() == "true";
   set_recompute(row, sc.compute);

@@ -721,6 +721,35 @@ TEST(Sweep, Fp8ScalingIsAnAxisOfFp8AndKeysTheSharedLayerTimes) {
   expect_rows(rowwise, run_sweep(rowwise, SweepOptions{1, nullptr, {}}), {{Precision::fp8, Fp8Scaling::rowwise}});
 }
 
+// Eq. S12: a sweep's `fp8_all_gather` applies to the tensor-wise fp8 groups of a stage-3 framework (torchtitan), not to
+// DDP's; each row is predict's for the scenario written by hand, and the shared layer times tell it from the plain fp8.
+TEST(Sweep, Fp8AllGatherAppliesToTheStageThreeGroups) {
+  const auto hand = [](const char* framework, bool all_gather) {
+    Scenario sc;
+    sc.cluster = load_cluster(resolve(DataKind::cluster, "dgx-h100", "cluster"));
+    sc.network = load_network(resolve(DataKind::network, "gpt3-125m", "model"));
+    sc.strategy = load_strategy(resolve(DataKind::framework, framework, "framework"));
+    sc.batch_per_gpu = 8;
+    sc.compute.precision = Precision::fp8;
+    sc.compute.fp8_all_gather = all_gather;
+    sc.compute.optimizer = default_optimizer(sc.network, sc.strategy);
+    return Predictor(sc).predict(8).iteration_time;
+  };
+  const SweepSpec spec = parse_sweep_spec(
+      "grid: {cluster: dgx-h100, model: gpt3-125m, framework: [torchtitan, pytorch-ddp], batch: 8, gpus: [8],\n"
+      "       precision: [bf16, fp8], fp8_all_gather: true}\n",
+      "s.yaml");
+  const SweepResult r = run_sweep(spec, SweepOptions{1, nullptr, {}});
+  ASSERT_EQ(r.rows.size(), 4U);
+  for (const auto& row : r.rows) {
+    const SweepGroup& g = spec.groups[row.group];
+    const std::string& fw = spec.strategies[g.framework].name;
+    EXPECT_EQ(g.fp8_all_gather, fw == "torchtitan" && g.precision == Precision::fp8) << fw;
+    if (g.precision == Precision::fp8) EXPECT_EQ(row.prediction.iteration_time, hand(fw.c_str(), g.fp8_all_gather)) << fw;
+  }
+  EXPECT_NE(hand("torchtitan", true), hand("torchtitan", false));
+}
+
 // MX block scaling (eq. K15c) on the same axis: a GPU other than Blackwell has none, so a grid that crosses an H100 and
 // a B200 cluster leaves the H100's mxfp8 configurations out (counted, with the reason) and keeps the B200's, each row
 // predict's for a scenario written by hand; the shared layer times tell mxfp8 from row-wise (run after it, in one process).

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "dlscale/cluster.hpp"
+#include "dlscale/compute.hpp"
 #include "dlscale/error.hpp"
 #include "dlscale/io.hpp"
 #include "dlscale/memory.hpp"
@@ -448,6 +449,104 @@ TEST(ShardingPredict, ThePredictorRunsTheHandTimeline) {
   EXPECT_NEAR(in_ms(off.breakdown.update), 4.5, 1e-9);                      // the CPU step and the copy back
   EXPECT_NEAR(in_bytes(off.breakdown.offload_bytes), 7e6, 1e-3);            // 3.5 MB each way
   EXPECT_NEAR(in_ms(off.breakdown.comm_exposed), 13.0 - 12.0 + 7.0, 1e-9);  // unchanged by the copies
+}
+
+// ---- eq. S12, FSDP's fp8 all-gather: one Llama-3-8B block (models/llama3-8b.yaml) on 8 GPUs, by hand ---------------
+// Width 4096, 32 heads of 128, 8 key/value heads (1024), SwiGLU 14,336. The weights fp8 training converts: attention
+// q, k, v 4096 · (4096 + 2 · 1024) = 25,165,824 and output 4096 · 4096 = 16,777,216 → 41,943,040; MLP gate and up
+// 4096 · 2 · 14,336 = 117,440,512 and down 14,336 · 4096 = 58,720,256 → 176,160,768; 218,103,808 a block. The block's
+// two RMSNorms (2 · 4096 = 8,192) stay bf16: 218,112,000 parameters.
+constexpr double kBlockFp8 = 218'103'808.0, kBlockParams = 218'112'000.0;
+
+const Layer& first_of(const Network& net, LayerKind kind, bool mlp) {
+  return *std::find_if(net.layers.begin(), net.layers.end(),
+                       [&](const Layer& l) { return l.kind == kind && (!mlp || l.hidden > 0); });
+}
+
+TEST(ShardingFp8AllGather, TheWeightsALlama3BlockConvertsByHand) {
+  const Network net = zoo("llama3-8b");
+  EXPECT_DOUBLE_EQ(fp8_weight_elements(first_of(net, LayerKind::attention, false)), 41'943'040.0);
+  EXPECT_DOUBLE_EQ(fp8_weight_elements(first_of(net, LayerKind::linear, true)), 176'160'768.0);
+  // nothing else converts: the embedding, the norms, the output projection over the vocabulary
+  double all = 0.0;
+  for (const Layer& l : net.layers) all += fp8_weight_elements(l);
+  EXPECT_DOUBLE_EQ(all, 32.0 * kBlockFp8);
+}
+
+TEST(ShardingFp8AllGather, BytesOfABlockOnEightGpusByHand) {
+  // eq. S2 with S12, full shard on 8 (7/8 of the total on each GPU's wire), forward and the backward's gather again.
+  // bf16: 218,112,000 · 2 = 436,224,000 B a gather, 381,696,000 on the wire, 763,392,000 a step. fp8 all-gather:
+  // 8,192 · 2 + 218,103,808 · 1 = 218,120,192 B a gather, 190,855,168 on the wire, 381,710,336 a step: 381,681,664 B
+  // (the converted weights, once per gather, times 7/8 times 2) fewer.
+  const Sharding fsdp = framework("torchtitan").sharding;
+  const GpuPlacement eight{8, 1, 8};
+  const auto P = static_cast<std::int64_t>(kBlockParams);
+  const StepTraffic bf16 = step_traffic(P, fsdp, Precision::fp8, eight);
+  const StepTraffic fp8 = step_traffic(P, fsdp, Precision::fp8, eight, kBlockFp8);
+  EXPECT_DOUBLE_EQ(in_bytes(gathered_param_bytes(kBlockParams, kBlockFp8, Precision::fp8)), 218'120'192.0);
+  EXPECT_DOUBLE_EQ(in_bytes(bf16.allgather_forward + bf16.allgather_backward), 763'392'000.0);
+  EXPECT_DOUBLE_EQ(in_bytes(fp8.allgather_forward), 190'855'168.0);
+  EXPECT_DOUBLE_EQ(in_bytes(fp8.allgather_forward + fp8.allgather_backward), 381'710'336.0);
+  EXPECT_DOUBLE_EQ(in_bytes(fp8.reducescatter), in_bytes(bf16.reducescatter));  // the gradients stay as they were
+}
+
+TEST(ShardingFp8AllGather, ThePredictorGathersEachBlockAtOneByteAWeight) {
+  // The whole model under torchtitan (FSDP2, a unit per block, the root held) on 8 GPUs, all-gathers at 1 GB/s
+  // (FixedCollectives): 32 blocks gathered twice a step, each 218,103,808 B fewer under fp8 all-gather: 64 ·
+  // 0.218103808 s = 13.958643712 s less communication; the root (embedding, norm, head) gathers the same bytes.
+  Scenario sc;
+  sc.cluster = load_cluster(resolve(DataKind::cluster, "dgx-h100", "--cluster"));
+  sc.network = zoo("llama3-8b");
+  sc.strategy = framework("torchtitan");
+  sc.strategy.jitter_cv = 0.0;
+  sc.batch_per_gpu = 1;
+  sc.compute.precision = Precision::fp8;
+  sc.compute.optimizer = Optimizer::adamw;
+  sc.collectives = std::make_shared<FixedCollectives>();
+  const Prediction bf16 = Predictor(sc).predict(8);
+  sc.compute.fp8_all_gather = true;
+  const Prediction fp8 = Predictor(sc).predict(8);
+  EXPECT_NEAR(in_seconds(bf16.breakdown.comm - fp8.breakdown.comm), 64.0 * kBlockFp8 / 1e9, 1e-9);
+  // eq. S3 with S12: one block in flight beside the held root, 218,103,808 B smaller (218,120,192 against 436,224,000)
+  EXPECT_NEAR(in_bytes(bf16.memory.per_gpu - fp8.memory.per_gpu), kBlockFp8 * 1.05, 1.0);  // with the allocator's 5 %
+}
+
+TEST(ShardingFp8AllGather, MemoryOfTheGatheredUnitsByHand) {
+  // eq. S3 under torchtitan's block wrap, 2 in flight, on 8: the root (embedding 128,256 · 4096 = 525,336,576, final
+  // norm 4,096, output 525,336,576: 1,050,677,248 parameters) held at 2 B, one block beside it, and one block's
+  // gradient at 2 B (436,224,000). bf16: 2,101,354,496 + 436,224,000 + 436,224,000 = 2,973,802,496 B; fp8 all-gather:
+  // the block at 218,120,192: 2,755,698,688 B.
+  const Network net = zoo("llama3-8b");
+  ComputeOptions o;
+  o.precision = Precision::fp8;
+  o.optimizer = Optimizer::adamw;
+  const Sharding fsdp = framework("torchtitan").sharding;
+  EXPECT_DOUBLE_EQ(in_bytes(estimate_training_memory(net, 1, o, fsdp, 8).gathered), 2'973'802'496.0);
+  o.fp8_all_gather = true;
+  EXPECT_DOUBLE_EQ(in_bytes(estimate_training_memory(net, 1, o, fsdp, 8).gathered), 2'755'698'688.0);
+}
+
+TEST(ShardingFp8AllGather, TheForwardCastsNoGatheredWeight) {
+  // eq. K15 compiled, not by class: a cast reads 2 B and writes 1 B an element. The attention's forward casts its input
+  // for q/k/v and for the output projection (rows · 4096 each) and, without fp8 all-gather, the two weights,
+  // 41,943,040 elements · 3 B = 125,829,120 B; with it the weights arrive in fp8 (cast on the 1/8 shard, on FSDP's
+  // copy-in stream) and the backward's transposed weight copy stays.
+  const Network net = zoo("llama3-8b");
+  const Layer& attention = first_of(net, LayerKind::attention, false);
+  ComputeOptions o;
+  o.precision = Precision::fp8;
+  o.compiled = true;
+  const GpuSpec h100 = find_gpu("h100-sxm");
+  auto cast_bytes = [&](bool backward) {
+    double sum = 0.0;
+    for (const KernelTiming& k : layer_kernels(attention, false, false, h100, 1, o))
+      if (k.backward == backward && k.name.find(" fp8 ") != std::string::npos) sum += in_bytes(k.traffic);
+    return sum;
+  };
+  const double fwd = cast_bytes(false), bwd = cast_bytes(true);
+  o.fp8_all_gather = true;
+  EXPECT_DOUBLE_EQ(fwd - cast_bytes(false), 41'943'040.0 * 3.0);
+  EXPECT_DOUBLE_EQ(cast_bytes(true), bwd);
 }
 
 // ---- CPU offload of the optimiser: Llama-2-7B, bf16, AdamW on 8 × H100 (dgx-h100), eq. S9 ----------------------

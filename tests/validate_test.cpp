@@ -102,6 +102,29 @@ TEST(Validate, NamesTheComputeOptionsField) {
   EXPECT_EQ(refusal(sc).key, "");
 }
 
+// Eq. S12: fp8 all-gather casts tensor-wise Float8Linear weights on FSDP's shards: refused without fp8, with another
+// scaling, without a stage-3 strategy, and under a parallel layout (not modelled there); taken with all three.
+TEST(Validate, RefusesFp8AllGatherOutsideTensorWiseFsdp) {
+  Scenario sc = good_scenario();
+  sc.compute.fp8_all_gather = true;
+  sc.compute.precision = Precision::bf16;
+  EXPECT_EQ(refusal(sc).what,
+            "'compute.fp8_all_gather': fp8 all-gather gathers the fp8 linear maps' weights; the precision is bf16");
+  sc.compute.precision = Precision::fp8;
+  sc.compute.fp8_scaling = Fp8Scaling::rowwise;
+  EXPECT_EQ(refusal(sc).what,
+            "'compute.fp8_all_gather': fp8 all-gather needs tensor-wise scaling (row-wise and MX weights are gathered in "
+            "bf16); the scaling is rowwise");
+  sc.compute.fp8_scaling = Fp8Scaling::tensorwise;
+  sc.strategy.name = "ddp";
+  sc.strategy.sharding.stage = 2;
+  EXPECT_EQ(refusal(sc).what,
+            "'compute.fp8_all_gather': fp8 all-gather is FSDP's: framework 'ddp' does not shard the "
+            "parameters (stage 2)");
+  sc.strategy.sharding.stage = 3;
+  EXPECT_EQ(refusal(sc).key, "");
+}
+
 // Eq. K15c: MX block scaling needs Blackwell's block-scaled tensor cores. The library refuses it elsewhere (a Hopper,
 // a GPU of no known architecture), at the field; tensor- and row-wise scaling stay wherever fp8 is asked for.
 TEST(Validate, RefusesMxfp8ScalingOffBlackwell) {

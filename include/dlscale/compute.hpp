@@ -198,6 +198,11 @@ struct ComputeOptions {
   Precision precision = Precision::fp32;
   /// fp8's scaling recipe (eq. K15, K15c); read only when `precision` is fp8 (validate refuses the others otherwise).
   Fp8Scaling fp8_scaling = Fp8Scaling::tensorwise;
+  /// Eq. S12 (torchao's enable_fsdp_float8_all_gather with precompute_float8_dynamic_scale_for_fsdp): a stage-3 step
+  /// casts each fp8 linear map's weight shard to fp8 before its all-gather, which moves and holds those weights at 1 B
+  /// an element; the forward casts no gathered weight, and one kernel a step reads the shards for their amax after the
+  /// optimiser. Only with fp8 precision, tensor-wise scaling and a stage-3 strategy (validate refuses it otherwise).
+  bool fp8_all_gather = false;
   Optimizer optimizer = Optimizer::momentum;
   /// The optimiser's kernels (OptimizerImpl); unset: the framework's (`optimizer_impl:`), else fused.
   std::optional<OptimizerImpl> optimizer_impl;
@@ -274,6 +279,11 @@ struct KernelTiming {
 };
 std::vector<KernelTiming> layer_kernels(const Layer& layer, bool first, bool last, const GpuSpec& gpu, int batch,
                                         const ComputeOptions& opt);
+
+/// Eq. S12: the elements of the weights fp8 training converts in `layer` (the in·out of each linear map of the blocks'
+/// attention and MLPs that eq. K15 casts, a mixture's router included, its experts not; no bias, no norm): what an fp8
+/// all-gather moves at 1 B an element. 0 for every other layer (embeddings, norms, the output projection).
+double fp8_weight_elements(const Layer& layer) noexcept;
 
 /// Every layer's forward, backward and update time from the kernel model (one micro-batch of `batch`).
 LayerTimes estimate_layer_times(const Network& net, const GpuSpec& gpu, int batch, const ComputeOptions& opt);

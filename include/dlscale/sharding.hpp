@@ -123,7 +123,15 @@ struct StepTraffic {
     return allreduce + reducescatter + allgather_forward + allgather_backward + allgather_update + allreduce_replicas;
   }
 };
-StepTraffic step_traffic(std::int64_t params, const Sharding& s, Precision p, const GpuPlacement& at);
+/// `fp8_elements` (eq. S12, fp8 all-gather): of the parameters, the fp8 linear maps' weight elements the stage-3
+/// all-gathers move at 1 B (gathered_param_bytes); 0 without it.
+StepTraffic step_traffic(std::int64_t params, const Sharding& s, Precision p, const GpuPlacement& at, double fp8_elements = 0.0);
+
+/// Eq. S12, fp8 all-gather (torchao's enable_fsdp_float8_all_gather, tensor-wise scaling): the bytes of P working
+/// parameters as a stage-3 all-gather moves them and its gathered buffer holds them, E of them (the weights fp8
+/// training converts, fp8_weight_elements) cast to fp8 on the shard before the gather: (P − E)·w + E·1 B, w the
+/// working width. E = 0 (bf16 all-gather, or no fp8 linear map in them): P·w.
+Bytes gathered_param_bytes(double params, double fp8_elements, Precision p) noexcept;
 
 /// CPU offload of the optimiser state (docs/model.md, eq. S9), per GPU and step, with P parameters, a shard
 /// group of n, g and w bytes per gradient and working element:

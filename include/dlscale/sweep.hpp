@@ -43,7 +43,10 @@ struct SweepGroup {
   int batch = 32;
   Precision precision = Precision::fp32;
   Fp8Scaling fp8_scaling = Fp8Scaling::tensorwise;  // the `fp8_scaling` axis (eq. K15, K15c); tensorwise unless fp8
-  std::optional<Bytes> bucket;                      // nullopt: the framework's own buckets
+  /// The `fp8_all_gather` key (eq. S12): set on the groups whose step it applies to (fp8, tensor-wise, a stage-3
+  /// framework, no layout).
+  bool fp8_all_gather = false;
+  std::optional<Bytes> bucket;  // nullopt: the framework's own buckets
   /// The `layout` axis (issue 37): an index into SweepSpec::layouts, the group's Scenario::parallel; `batch` is then
   /// its micro-batch. nullopt: data parallelism.
   std::optional<std::size_t> layout;

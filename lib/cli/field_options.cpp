@@ -18,6 +18,7 @@ constexpr std::pair<std::string_view, std::string_view> kFieldOptions[] = {
     {"batch_per_gpu", "--batch"},
     {"compute.accumulate", "--accumulate"},
     {"compute.checkpointing", "--checkpointing"},
+    {"compute.fp8_all_gather", "--fp8-all-gather"},
     {"compute.fp8_scaling", "--fp8-scaling"},
     {"compute.recompute", "--checkpointing"},
     {"compute.recompute_blocks", "--checkpointing"},

@@ -62,7 +62,16 @@ void run_plan(const PlanCliOptions& o) {
     const Cluster c = load_cluster(resolve(DataKind::cluster, so.cluster, "--cluster"), cluster_overrides(so.scale));
     so.precision = c.gpu.supports(Precision::bf16) ? "bf16" : "fp16";
   }
-  const Scenario sc = build_scenario(so, info);
+  // eq. S12: fp8 all-gather is FSDP's, so it applies to the stage-3 frameworks tried (search.cpp), not to the first alone
+  so.fp8_all_gather = false;
+  Scenario sc = build_scenario(so, info);
+  if (o.scenario.fp8_all_gather) {
+    sc.compute.fp8_all_gather = true;
+    if (sc.compute.precision != Precision::fp8 || sc.compute.fp8_scaling != Fp8Scaling::tensorwise)
+      throw UsageError("--fp8-all-gather",
+                       fmt::format("fp8 all-gather needs --precision fp8 with tensor-wise scaling; the precision is {}",
+                                   precision_label(sc.compute.precision, sc.compute.fp8_scaling)));
+  }
   const auto gpus = parse_gpu_list(o.scenario.gpus);
   if (gpus.size() != 1) throw UsageError("--gpus", "plan takes one GPU count");
   PlanSpace space;
@@ -113,6 +122,9 @@ void setup_plan(CLI::App& app) {
                   "With --precision fp8: tensorwise (one scale a tensor, the default), rowwise (torchao's rowwise recipe) "
                   "or mxfp8 (MX block scaling, Blackwell only), for every configuration tried")
       ->type_name("SCALING");
+  cmd->add_flag("--fp8-all-gather", opt->scenario.fp8_all_gather,
+                "With --precision fp8 (tensor-wise): the FSDP (stage-3) frameworks tried gather the fp8 linear maps' "
+                "weights in fp8 (eq. S12)");
   cmd->add_flag("--compile", opt->scenario.compiled,
                 "Every framework tried compiles the step (torch.compile): element-wise chains fused (eq. K14)");
   cmd->add_option("--optimizer", opt->scenario.optimizer, "sgd, momentum, adam, adamw or lamb (default: adamw for token models)");

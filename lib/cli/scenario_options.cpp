@@ -100,6 +100,26 @@ void add_size_option(CLI::App& cmd, const std::string& name, int& target, const 
       ->type_name(type);
 }
 
+namespace {
+// --precision, --fp8-scaling and --fp8-all-gather (eq. K15, K15c, S12).
+void add_precision_options(CLI::App& cmd, ScenarioOptions& o) {
+  cmd.add_option("--precision", o.precision,
+                 "fp32, tf32 (Ampere and newer), bf16 or fp16 (automatic mixed precision), fp8 (Hopper and newer: bf16 "
+                 "with the transformer blocks' linear maps in fp8) (default: the framework's `precision:`, bf16 for "
+                 "torchtitan, llm-foundry, megatron-core and nemo, fp16 where the GPU lacks bf16; else fp32)")
+      ->type_name("NAME");
+  cmd.add_option("--fp8-scaling", o.fp8_scaling,
+                 "With --precision fp8: tensorwise (one scale a tensor, the default), rowwise (one scale a row, torchao's "
+                 "rowwise recipe: the backward casts its operands again along the other axis) or mxfp8 (MX block scaling, "
+                 "Blackwell only: one scale per 32 elements, cast along both axes as rowwise)")
+      ->type_name("SCALING");
+  cmd.add_flag("--fp8-all-gather", o.fp8_all_gather,
+               "With --precision fp8, tensor-wise scaling and an FSDP (stage-3) framework: the weight shards of the fp8 "
+               "linear maps cast to fp8 before their all-gather, which moves and holds them at 1 B (torchao's "
+               "enable_fsdp_float8_all_gather with precompute_float8_dynamic_scale_for_fsdp)");
+}
+}  // namespace
+
 void add_scenario_options(CLI::App& cmd, ScenarioOptions& o) {
   add_scale_options(cmd, o.scale, true, true);
   cmd.add_option("--cluster", o.cluster, "Cluster: a name in topologies/ or a YAML file")->type_name("NAME|FILE");
@@ -126,16 +146,7 @@ void add_scenario_options(CLI::App& cmd, ScenarioOptions& o) {
       ->type_name("LIST");
   cmd.add_option("--profile", o.profile, "Measured single-GPU phase times (and optional measured values at larger counts)")
       ->type_name("FILE");
-  cmd.add_option("--precision", o.precision,
-                 "fp32, tf32 (Ampere and newer), bf16 or fp16 (automatic mixed precision), fp8 (Hopper and newer: bf16 "
-                 "with the transformer blocks' linear maps in fp8) (default: the framework's `precision:`, bf16 for "
-                 "torchtitan, llm-foundry, megatron-core and nemo, fp16 where the GPU lacks bf16; else fp32)")
-      ->type_name("NAME");
-  cmd.add_option("--fp8-scaling", o.fp8_scaling,
-                 "With --precision fp8: tensorwise (one scale a tensor, the default), rowwise (one scale a row, torchao's "
-                 "rowwise recipe: the backward casts its operands again along the other axis) or mxfp8 (MX block scaling, "
-                 "Blackwell only: one scale per 32 elements, cast along both axes as rowwise)")
-      ->type_name("SCALING");
+  add_precision_options(cmd, o);
   cmd.add_option("--optimizer", o.optimizer,
                  "sgd, momentum, adam, adamw or lamb (default: momentum for image models, adamw for token models)")
       ->type_name("NAME");
@@ -392,6 +403,7 @@ void apply_compute_options(const ScenarioOptions& o, const Scenario& sc, Compute
     throw UsageError("--precision", e.what());
   }
   if (!o.fp8_scaling.empty()) c.fp8_scaling = fp8_scaling_option(o.fp8_scaling);
+  c.fp8_all_gather = o.fp8_all_gather;
   c.accumulate = o.accumulate;
   apply_checkpointing_option(o, c);
   c.compiled = o.compiled;

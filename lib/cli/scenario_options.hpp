@@ -42,6 +42,7 @@ struct ScenarioOptions {
   std::string gpus;                // --gpus; empty: default_gpu_counts(cluster)
   std::string precision;           // --precision; empty: the framework's (default_precision), else fp32
   std::string fp8_scaling;         // --fp8-scaling tensorwise|rowwise|mxfp8; empty: tensorwise
+  bool fp8_all_gather = false;     // --fp8-all-gather: FSDP gathers the fp8 linear maps' weights in fp8 (eq. S12)
   std::string optimizer;           // --optimizer; empty: momentum for image models, adamw for token models
   bool unfused_optimizer = false;  // --unfused-optimizer: --optimizer-impl for_loop
   std::string optimizer_impl;      // --optimizer-impl; empty: the framework's, else fused

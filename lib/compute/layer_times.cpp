@@ -166,7 +166,7 @@ class Kernels {
     }
     // compiled row-wise or MX, every backward cast writes the layout its product takes: no transposed copies of their own
     const bool copies = !(opt_.compiled && both_axes());
-    pass(name(what, " fp8 cast fwd"), r * i + i * o, cast, false, 0.0, 2 * chain);
+    pass(name(what, " fp8 cast fwd"), r * i + weight_cast() * i * o, cast, false, 0.0, (1 + weight_cast()) * chain);
     pass(name(what, " fp8 cast bwd"), r * o, cast, true, copies ? (r * i + r * o + (input_grad ? i * o : 0.0)) * 2.0 : 0.0,
          copies ? chain + 3 : chain);
     if (both_axes()) {
@@ -174,6 +174,10 @@ class Kernels {
       pass(name(what, recast_name()), re.elements, cast, true, 0.0, re.casts * chain);
     }
   }
+  /// Eq. S12: 1 where the forward casts the gathered weight (in·out elements), 0 under fp8 all-gather, whose all-gather
+  /// brings the weight in fp8, cast on the shard before it (in·out/n elements, on FSDP's copy-in stream: not charged
+  /// here, as eq. S11 charges not the shard's cast to the working dtype).
+  [[nodiscard]] int weight_cast() const noexcept { return opt_.fp8_all_gather ? 0 : 1; }
   /// Eq. K15/K15c: whether the recipe casts every operand along both axes (row-wise and MX block scaling).
   [[nodiscard]] bool both_axes() const noexcept { return opt_.fp8_scaling != Fp8Scaling::tensorwise; }
   /// Eq. K15c: the scale bytes a cast writes per element, MX's 1/32 B (0 for the other recipes).
@@ -203,7 +207,7 @@ class Kernels {
     const Fp8Recast re = recast ? fp8_recast_elements(r, i, o, input_grad, readers) : Fp8Recast{};
     const double one = eb + 1.0 + scale_bytes();  // a compiled cast's bytes an element
     if (opt_.compiled) {
-      classed(name(what, " fp8 cast fwd"), inputs + i * o, {{kVec, one}}, false, 1 + readers);
+      classed(name(what, " fp8 cast fwd"), inputs + weight_cast() * i * o, {{kVec, one}}, false, weight_cast() + readers);
       if (recast) {  // every operand cast in the backward graph, its transposed copy fused into its cast (K15)
         classed(name(what, " fp8 cast bwd"), r * o, {{kVec, one}}, true, 1);
         classed(name(what, recast_name()), re.elements, {{kVec, one}}, true, re.casts);
@@ -214,7 +218,7 @@ class Kernels {
     }
     const std::initializer_list<ClassBytes> chain{
         {kVec, 2.0 * eb + 13.0 + (mx ? eb + scale_bytes() : 0.0)}, {kReduce, mx ? 0.0 : eb}, {kStrided, 2.0 * eb + 12.0}};
-    classed(name(what, " fp8 cast fwd"), inputs + i * o, chain, false, 6 * (1 + readers));
+    classed(name(what, " fp8 cast fwd"), inputs + weight_cast() * i * o, chain, false, 6 * (weight_cast() + readers));
     classed(name(what, " fp8 cast bwd"), r * o, chain, true, 6);
     classed(name(what, " fp8 transposes bwd"), transposed * 2.0, {{kStrided, 1.0}}, true, 3);
     if (recast) classed(name(what, recast_name()), re.elements, chain, true, 6 * re.casts);
@@ -709,6 +713,35 @@ bool time_attention(Kernels& k, const LayerWork& w) {
   return true;
 }
 
+}  // namespace
+
+/// Eq. S12: the in·out of the linear maps whose products eq. K15 casts, as time_linear, time_mla and time_attention call
+/// linear_gemms for a layer fp8 training converts (time_layer's fp8_layer); a layer without its input shape runs as a
+/// roofline and casts nothing.
+double fp8_weight_elements(const Layer& l) noexcept {
+  const auto& in = l.input_shape;
+  const auto prod = [](std::int64_t a, std::int64_t b) { return static_cast<double>(a) * static_cast<double>(b); };
+  if (l.kind == LayerKind::linear && l.hidden > 0 && !in.empty()) {
+    const std::int64_t d = in.back();
+    if (l.experts > 0) return prod(d, l.experts);  // the router; the experts' grouped products are not Float8Linear
+    const std::int64_t out = l.output_shape.empty() ? d : l.output_shape.back();
+    return prod(d, l.hidden * (l.gated ? 2 : 1)) + prod(l.hidden, out);
+  }
+  if (l.kind != LayerKind::attention || in.size() < 2 || l.heads <= 0) return 0.0;
+  const std::int64_t d = in.back();
+  if (is_mla(l)) {
+    const std::int64_t a = l.heads, dqk = l.head_dim, dv = l.v_head_dim > 0 ? l.v_head_dim : dqk;
+    const double q = l.q_lora > 0 ? prod(d, l.q_lora) + prod(l.q_lora, a * dqk) : prod(d, a * dqk);
+    return q + prod(d, l.kv_lora + l.qk_rope) + prod(l.kv_lora, a * (dqk - l.qk_rope + dv)) + prod(a * dv, d);
+  }
+  const std::int64_t dh = l.head_dim > 0 ? l.head_dim : d / l.heads;
+  const std::int64_t dq = l.head_dim > 0 ? dh * l.heads : d;
+  const std::int64_t dkv = l.kv_heads > 0 ? dh * l.kv_heads : dq;
+  return prod(d, dq + 2 * dkv) + prod(dq, d);
+}
+
+namespace {
+
 /// Eq. K21, the norm by kernel class. Eager RMSNorm forward: the upcast (eb + 4) its own class; x·rsqrt and ·weight
 /// (8 + 2·eb), both broadcasting, strided; pow and the downcast (8 + 4 + eb) vectorized; the mean (4) a reduction.
 /// Backward: the products with the weight and with rsqrt and the mean's broadcast division (2·eb + 8 + 4) strided, the
@@ -1051,10 +1084,21 @@ void shard_copies(Kernels& k, const Layer& l, const ComputeOptions& opt) {
   const Sharding& s = opt.sharding;
   if (!per_parameter_copies(s) || l.params <= 0) return;
   const double p = static_cast<double>(l.params), wb = working_bytes_per_element(opt.precision);
-  k.share(k.name(l.name, " fsdp2 copy-out fwd"), 2.0 * p, wb, false);
-  if (s.reshard_after_forward) k.share(k.name(l.name, " fsdp2 copy-out bwd"), 2.0 * p, wb, true);
+  // eq. S12: under fp8 all-gather the linear maps' weights are gathered, and copied out, at 1 B an element
+  const double gathered = gathered_param_bytes(p, opt.fp8_all_gather ? fp8_weight_elements(l) : 0.0, opt.precision) / bytes(p);
+  k.share(k.name(l.name, " fsdp2 copy-out fwd"), 2.0 * p, gathered, false);
+  if (s.reshard_after_forward) k.share(k.name(l.name, " fsdp2 copy-out bwd"), 2.0 * p, gathered, true);
   k.share(k.name(l.name, " fsdp2 chunk_cat bwd"), p, wb + reduce_bytes_per_element(s, opt.precision), true,
           MemoryClass::chunk_cat);
+}
+
+/// Eq. S12, precompute_float8_dynamic_scale_for_fsdp: after the optimiser step one fused amax (torch._foreach_norm, inf)
+/// reads every fp8 weight's fp32 shard, 4 B an element, at the memory-bound rate; the layer's share of it, whole here as
+/// the update is (the sharded step divides the update by n). Its launch is charged once a step (estimate_layer_times);
+/// the amaxes' all-reduce and the scales' few kernels over U numbers are left out.
+Seconds fp8_scale_precompute(const Layer& l, const GpuSpec& gpu, const ComputeOptions& opt, const KernelParams& kp) {
+  if (!opt.fp8_all_gather || opt.precision != Precision::fp8) return Seconds{};
+  return bytes(4.0 * fp8_weight_elements(l)) / (gpu.memory_bandwidth * kp.memory_efficiency);
 }
 
 /// Eq. S11: FSDP's own operations a step issues per pass, over the gather units of the framework's wrap (eq. S4, S4b):
@@ -1182,7 +1226,7 @@ LayerTimes estimate_layer_times(const Network& net, const GpuSpec& gpu, int batc
     t.forward_unsaved[i] = k.forward_unsaved;
     t.backward_attention[i] = k.backward_attention;
     t.input_wgrad[i] = k.input_wgrad;
-    t.update[i] = update_time(net.layers[i], gpu, opt, kp, param_layers);
+    t.update[i] = update_time(net.layers[i], gpu, opt, kp, param_layers) + fp8_scale_precompute(net.layers[i], gpu, opt, kp);
     kernels_forward += k.forward_kernels;
     kernels_backward += k.backward_kernels;
     kernels_update += update_kernel_count(net.layers[i], opt);
@@ -1190,6 +1234,12 @@ LayerTimes estimate_layer_times(const Network& net, const GpuSpec& gpu, int batc
   const UnitOps fsdp = fsdp_unit_ops(net, opt.sharding);  // eq. S11
   t.forward_kernels = kernels_forward + fsdp.forward;
   t.backward_kernels = kernels_backward + fsdp.backward;
+  if (opt.fp8_all_gather && opt.precision == Precision::fp8 &&
+      std::any_of(net.layers.begin(), net.layers.end(), [](const Layer& l) { return fp8_weight_elements(l) > 0.0; })) {
+    kernels_update += 1.0;  // eq. S12: precompute's one amax kernel a step over every shard
+    const auto at = std::find_if(t.update.begin(), t.update.end(), [](Seconds u) { return u > Seconds{}; });
+    if (at != t.update.end()) *at += kp.kernel_overhead;
+  }
   t.update_kernels = kernels_update;
   if (issue_floor_binds(net, opt.execution)) {  // eq. K20, with FSDP's own operations (eq. S11) as issued
     const Seconds issue = opt.execution.host_issue;

@@ -388,15 +388,22 @@ namespace {
 /// nothing, except under FSDP2, whose unsharded parameters are buffers of their own at any world size.
 Bytes gathered_bytes(const Network& net, std::span<const int> block, const ComputeOptions& opt, const Sharding& sh, int shard) {
   if (sh.stage < 3 || (shard < 2 && !sh.per_parameter)) return Bytes{};
-  std::int64_t largest = 0, held = 0;
+  // eq. S12: under fp8 all-gather a unit's fp8 linear maps' weights are gathered, and held, at 1 B an element
+  const bool fp8 = opt.fp8_all_gather && opt.precision == Precision::fp8;
+  std::int64_t largest = 0;
+  Bytes unit{}, held{};
   for (const GatherUnit& u : gather_units(net, sh, block)) {
-    std::int64_t& kind = u.held ? held : largest;
-    kind = std::max(kind, u.params);
+    double e = 0.0;
+    for (int i = u.first; fp8 && u.params > 0 && i <= u.last; ++i)
+      e += fp8_weight_elements(net.layers[static_cast<std::size_t>(i)]);
+    const Bytes gathered = gathered_param_bytes(static_cast<double>(u.params), e, opt.precision);
+    (u.held ? held : unit) = max(u.held ? held : unit, gathered);
+    if (!u.held) largest = std::max(largest, u.params);
   }
-  const double L = static_cast<double>(largest), w = working_bytes_per_element(opt.precision);
+  const double L = static_cast<double>(largest);
   const bool params_sharded = sh.reshard_after_forward;
   return bytes(L * gradient_bytes_per_element(opt.precision)) +
-      (params_sharded ? bytes((L * std::max(sh.in_flight - (held > 0 ? 1 : 0), 1) + static_cast<double>(held)) * w) : Bytes{});
+      (params_sharded ? unit * static_cast<double>(std::max(sh.in_flight - (held > Bytes{} ? 1 : 0), 1)) + held : Bytes{});
 }
 }  // namespace
 

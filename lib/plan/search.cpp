@@ -76,12 +76,18 @@ struct PlanSearch {
         if (!lt) {
           ComputeOptions c = step_compute(sc.compute, v, sc.cluster.gpu);
           c.accumulate = 1;
+          c.fp8_all_gather = fp8_all_gather(v);
           lt = std::make_shared<const LayerTimes>(estimate_layer_times(sc.network, sc.cluster.gpu, mb, c));
         }
         for (int k : space.accumulations)
           for (bool ckpt : space.checkpointing) configuration(v, group, mb, k, ckpt, lt);
       }
     }
+  }
+
+  /// Eq. S12: the scenario's fp8 all-gather where the strategy shards the parameters (stage 3); the others gather none.
+  [[nodiscard]] bool fp8_all_gather(const Strategy& v) const noexcept {
+    return sc.compute.fp8_all_gather && v.sharding.stage >= 3;
   }
 
   /// One configuration predicted, counted, and ranked if it fits.
@@ -92,6 +98,7 @@ struct PlanSearch {
     one.batch_per_gpu = mb;
     one.compute.accumulate = k;
     one.compute.checkpointing = ckpt;
+    one.compute.fp8_all_gather = fp8_all_gather(v);
     one.modelled_layers = lt;
     PlanEntry e{v.name, group, mb, k, ckpt, Predictor(std::move(one), Predictor::TimesOnly{}).predict(gpus), std::nullopt};
     ++r.evaluated;
@@ -177,8 +184,10 @@ PlanResult plan(const Scenario& base, int gpus, const PlanSpace& space) {
   sc.measured_layers.reset();
   sc.batch_per_gpu = space.micro_batches.empty() ? 1 : space.micro_batches.front();
   sc.strategy = space.strategies.front();
+  Scenario placed = sc;  // eq. S12: the first framework need not shard the parameters
+  placed.compute.fp8_all_gather = placed.compute.fp8_all_gather && placed.strategy.sharding.stage >= 3;
   const GpuPlacement at =
-      Predictor(sc, Predictor::TimesOnly{}).place(gpus);  // InputError("gpus") when the cluster cannot hold them
+      Predictor(std::move(placed), Predictor::TimesOnly{}).place(gpus);  // InputError("gpus") when the cluster cannot hold them
   PlanSearch search{std::move(sc), gpus, space, at, {}, {}};
   for (const Strategy& st : space.strategies) search.strategy(st);
   rank(search.r.ranked);

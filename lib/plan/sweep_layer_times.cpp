@@ -131,7 +131,8 @@ void append_sharding_key(std::string& out, const Sharding& s) {
 /// The rest of what the kernel model reads from a step's options (estimate_layer_times): the optimiser's
 /// kernels, compilation, the sharded rate (eq. K16) and the sharding (append_sharding_key), the pooling index, the
 /// framework's own update kernels, recompute and accumulation. Two frameworks that differ in any of these time a
-/// network differently. fp8's scaling recipe (eq. K15) too: a row-wise step casts again in the backward.
+/// network differently. fp8's scaling recipe (eq. K15) too: a row-wise step casts again in the backward; and fp8
+/// all-gather (eq. S12).
 std::string step_key(const ComputeOptions& c) {
   // The sizes of the options as this key and LayerTimesTables::times know them (libstdc++ on 64-bit targets, as
   // network_fingerprint's): a new field changes them and stops the build here, until it is keyed.
@@ -141,10 +142,10 @@ std::string step_key(const ComputeOptions& c) {
   static_assert(!known_abi || sizeof(ConvAlgorithmPolicy) == 24, "ConvAlgorithmPolicy changed: key it in policy_key");
   const auto& u = c.update_kernels;
   std::string out =
-      fmt::format("{}|{}{}{}|{}|{}|{}|{}{}|{}|{}|{}|{}", static_cast<int>(c.optimizer_impl.value_or(OptimizerImpl::fused)),
+      fmt::format("{}|{}{}{}|{}|{}|{}|{}{}|{}|{}|{}|{}{}", static_cast<int>(c.optimizer_impl.value_or(OptimizerImpl::fused)),
                   c.compiled, c.compiled_loss, c.sharded, c.pool_index_bytes, u ? u->traffic : -1.0,
                   u ? u->per_tensor.base() : -1.0, static_cast<int>(c.recompute), c.recompute_early_stop, c.recompute_blocks,
-                  c.checkpointing, c.accumulate, to_string(c.fp8_scaling));
+                  c.checkpointing, c.accumulate, to_string(c.fp8_scaling), c.fp8_all_gather ? "+ag" : "");  // eq. S12's casts and copies
   append_sharding_key(out, c.sharding);
   return out;
 }
@@ -166,6 +167,7 @@ class LayerTimesTables {
     ComputeOptions base;
     base.precision = g.precision;
     base.fp8_scaling = g.fp8_scaling;
+    base.fp8_all_gather = g.fp8_all_gather;  // eq. S12
     base.optimizer = default_optimizer(spec_.networks[g.model], st);
     const ComputeOptions c = step_compute(base, st, gpu);
     const KernelExecution& x = c.execution;  // eqs. K18-K20
@@ -244,11 +246,13 @@ GroupLayerTimes shared_layer_times(const SweepSpec& spec, const std::vector<std:
                       std::vector<std::shared_ptr<const LayerTimes>>(spec.groups.size())};
   LayerTimesTables tables(spec);
   // Groups that differ only in links or buckets have the same times: their key is not formatted again.
-  std::map<std::tuple<std::size_t, std::size_t, std::size_t, int, Precision, Fp8Scaling>, std::size_t> same;
+  std::map<std::tuple<std::size_t, std::size_t, std::size_t, int, Precision, Fp8Scaling, bool>, std::size_t> same;
   for (std::size_t i = 0; i < spec.groups.size(); ++i) {
     if (counts[i].empty()) continue;
     const auto& g = spec.groups[i];
-    if (auto [it, fresh] = same.try_emplace({g.cluster, g.model, g.framework, g.batch, g.precision, g.fp8_scaling}, i); !fresh) {
+    if (auto [it, fresh] =
+            same.try_emplace({g.cluster, g.model, g.framework, g.batch, g.precision, g.fp8_scaling, g.fp8_all_gather}, i);
+        !fresh) {
       out.gpu[i] = out.gpu[it->second];
       out.doubled_gpu[i] = out.doubled_gpu[it->second];
       continue;

@@ -48,6 +48,7 @@ Scenario make_group_scenario(const SweepSpec& spec, const SweepGroup& g,
   sc.batch_per_gpu = g.batch;
   sc.compute.precision = g.precision;
   sc.compute.fp8_scaling = g.fp8_scaling;
+  sc.compute.fp8_all_gather = g.fp8_all_gather;  // eq. S12
   sc.compute.optimizer = default_optimizer(sc.network, sc.strategy);
   if (g.layout) sc.parallel = spec.layouts[*g.layout];  // batch_per_gpu is its micro-batch (expand)
   sc.modelled_layers = std::move(modelled);

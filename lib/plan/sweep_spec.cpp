@@ -234,8 +234,34 @@ struct Axes {
   std::vector<std::optional<Node>> layouts{std::nullopt};
   std::vector<Precision> precisions;
   std::vector<Fp8Scaling> fp8_scalings;
+  bool fp8_all_gather = false;  // eq. S12, for the groups it applies to (expand)
   std::vector<std::optional<Bytes>> buckets;
 };
+
+/// The fp8 keys of a grid or list entry: `fp8_scaling` (eq. K15, K15c) and `fp8_all_gather` (eq. S12), read after the
+/// precision axis they depend on.
+void read_fp8_axes(MapReader& m, Axes& a) {
+  // fp8's scaling recipe (eq. K15, K15c): an axis of the fp8 precision only, as `validate` refuses row-wise or MX
+  // scaling without fp8
+  if (auto n = m.optional("fp8_scaling")) {
+    for (const auto& s : one_or_many(*n)) {
+      a.fp8_scalings.push_back(read_fp8_scaling(s));
+      if (a.fp8_scalings.back() != Fp8Scaling::tensorwise &&
+          std::find(a.precisions.begin(), a.precisions.end(), Precision::fp8) == a.precisions.end())
+        s.fail(fmt::format("{} scaling is a recipe of fp8 training; no precision here is fp8", s.scalar()));
+    }
+  } else {
+    a.fp8_scalings = {Fp8Scaling::tensorwise};
+  }
+  // eq. S12: FSDP's fp8 all-gather, on the groups of tensor-wise fp8 and a stage-3 framework (expand)
+  if (auto n = m.optional("fp8_all_gather")) {
+    a.fp8_all_gather = n->boolean();
+    if (a.fp8_all_gather &&
+        (std::find(a.precisions.begin(), a.precisions.end(), Precision::fp8) == a.precisions.end() ||
+         std::find(a.fp8_scalings.begin(), a.fp8_scalings.end(), Fp8Scaling::tensorwise) == a.fp8_scalings.end()))
+      n->fail("fp8 all-gather gathers tensor-wise fp8 weights; no group here is fp8 with tensor-wise scaling");
+  }
+}
 
 Axes read_axes(MapReader& m, Tables& t) {
   Axes a;
@@ -259,18 +285,7 @@ Axes read_axes(MapReader& m, Tables& t) {
   if (auto n = m.optional("precision")) {  // without the axis each framework's own (default_precision), else fp32
     for (const auto& p : one_or_many(*n)) a.precisions.push_back(read_precision(p));
   }
-  // fp8's scaling recipe (eq. K15, K15c): an axis of the fp8 precision only, as `validate` refuses row-wise or MX
-  // scaling without fp8
-  if (auto n = m.optional("fp8_scaling")) {
-    for (const auto& s : one_or_many(*n)) {
-      a.fp8_scalings.push_back(read_fp8_scaling(s));
-      if (a.fp8_scalings.back() != Fp8Scaling::tensorwise &&
-          std::find(a.precisions.begin(), a.precisions.end(), Precision::fp8) == a.precisions.end())
-        s.fail(fmt::format("{} scaling is a recipe of fp8 training; no precision here is fp8", s.scalar()));
-    }
-  } else {
-    a.fp8_scalings = {Fp8Scaling::tensorwise};
-  }
+  read_fp8_axes(m, a);
   if (auto n = m.optional("bucket_size")) {
     for (const auto& b : one_or_many(*n)) a.buckets.push_back(read_bucket(b));
   } else {
@@ -360,6 +375,8 @@ void expand(const Axes& a, SweepSpec& spec) {
                     g.batch = layout ? spec.layouts[*layout].micro_batch : b;
                     g.precision = p;
                     g.fp8_scaling = scaling;
+                    g.fp8_all_gather = a.fp8_all_gather && p == Precision::fp8 && scaling == Fp8Scaling::tensorwise &&
+                        spec.strategies[f].sharding.stage >= 3 && !layout;
                     g.bucket = bucket;
                     g.layout = layout;
                     g.gpus = a.gpus;

@@ -43,11 +43,12 @@ double max_normal(int n) {
 /// A unit of aggregation: one layer (layer-wise), one bucket (bucketed) or one layer (no overlap).
 /// Units are stored input side first, like layers.
 struct Unit {
-  Seconds forward{};   // forward time of the layers in the unit (sharded stage 3: before it, its all-gather)
-  Seconds backward{};  // backward time of the layers in the unit
-  Seconds update{};    // update time of the layers in the unit
-  Bytes gradient{};    // gradient bytes the unit aggregates
-  bool held = false;   // sharded stage 3, eq. S4b: the root, gathered once and held to the end of the backward
+  Seconds forward{};         // forward time of the layers in the unit (sharded stage 3: before it, its all-gather)
+  Seconds backward{};        // backward time of the layers in the unit
+  Seconds update{};          // update time of the layers in the unit
+  Bytes gradient{};          // gradient bytes the unit aggregates
+  bool held = false;         // sharded stage 3, eq. S4b: the root, gathered once and held to the end of the backward
+  double fp8_weights = 0.0;  // sharded stage 3, eq. S12: of its gathered parameters, the fp8 linear maps' weight elements
 };
 
 std::vector<Unit> make_units(const Network& net, const LayerTimes& t, const Strategy& s, double bytes_per_element) {
@@ -61,6 +62,7 @@ std::vector<Unit> make_units(const Network& net, const LayerTimes& t, const Stra
         u.forward += t.forward[k];
         u.backward += t.backward[k];
         u.update += t.update[k];
+        if (g.params > 0) u.fp8_weights += fp8_weight_elements(net.layers[k]);
       }
       // the parameters gathered and reduce-scattered with the unit (a block wrap's root holds those of every layer
       // outside the blocks; the layers after the last block gather nothing)
@@ -1013,8 +1015,11 @@ void Predictor::Impl::shard_collectives(const ShardGroups& g, std::span<Seconds>
   thread_local std::vector<Bytes> reduce_bytes;
   reduce_bytes.resize(U);
   const double reduced = sh.reduce_fp32 ? 4.0 / gb : 1.0;  // reduce_dtype fp32: 4 B a gradient on the wire
+  const bool fp8_gather = sc.compute.fp8_all_gather && sc.compute.precision == Precision::fp8;
   for (std::size_t i = 0; i < U; ++i) {
     param_bytes[i] = unit_bytes[i] * (w / gb);
+    // eq. S12: the unit's fp8 linear maps' weights travel at 1 B (a block wrap's root holds none)
+    if (fp8_gather) param_bytes[i] -= bytes(units[i].fp8_weights * (w - 1.0));
     reduce_bytes[i] = unit_bytes[i] * reduced;
     shard_bytes[i] = reduce_bytes[i] / n;
   }

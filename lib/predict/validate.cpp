@@ -67,6 +67,21 @@ void validate_compute(const Scenario& sc) {
   // at the fp32 rate above), no rate of the GPU stands for it
   if (c.precision == Precision::fp8 && !supports_fp8_scaling(sc.cluster.gpu, c.fp8_scaling))
     fail("compute.fp8_scaling", missing_fp8_scaling(sc.cluster.gpu, c.fp8_scaling, sc.cluster.name));
+  if (c.fp8_all_gather) {  // eq. S12: torchao casts tensor-wise Float8Linear weights on the shard, under FSDP (stage 3)
+    if (c.precision != Precision::fp8)
+      fail("compute.fp8_all_gather",
+           fmt::format("fp8 all-gather gathers the fp8 linear maps' weights; the precision is {}", to_string(c.precision)));
+    if (c.fp8_scaling != Fp8Scaling::tensorwise)
+      fail("compute.fp8_all_gather",
+           fmt::format("fp8 all-gather needs tensor-wise scaling (row-wise and MX weights are gathered in bf16); the "
+                       "scaling is {}",
+                       to_string(c.fp8_scaling)));
+    if (sc.strategy.sharding.stage < 3 || sc.parallel)
+      fail("compute.fp8_all_gather",
+           sc.parallel ? std::string("fp8 all-gather is modelled for FSDP alone, not under a parallel layout")
+                       : fmt::format("fp8 all-gather is FSDP's: framework '{}' does not shard the parameters (stage {})",
+                                     sc.strategy.name, sc.strategy.sharding.stage));
+  }
   const Network& net = sc.network;
   if (c.checkpointing) {  // every segment but the last runs its forward again before its backward
     if (checkpoint_segments(net).size() < 2)

@@ -139,7 +139,11 @@ UnitOps unit_ops(std::span<const GatherUnit> units, const Sharding& s) noexcept 
   return o;
 }
 
-StepTraffic step_traffic(std::int64_t params, const Sharding& s, Precision p, const GpuPlacement& at) {
+Bytes gathered_param_bytes(double params, double fp8_elements, Precision p) noexcept {
+  return bytes((params - fp8_elements) * working_bytes_per_element(p) + fp8_elements * 1.0);  // eq. S12
+}
+
+StepTraffic step_traffic(std::int64_t params, const Sharding& s, Precision p, const GpuPlacement& at, double fp8_elements) {
   StepTraffic t;
   const double P = static_cast<double>(params);
   const double w = working_bytes_per_element(p);
@@ -156,7 +160,7 @@ StepTraffic step_traffic(std::int64_t params, const Sharding& s, Precision p, co
   if (s.stage < 3) {
     t.allgather_update = bytes(P * w * part);
   } else {
-    t.allgather_forward = bytes(P * w * part);
+    t.allgather_forward = gathered_param_bytes(P, fp8_elements, p) * part;  // eq. S2 with S12
     if (s.reshard_after_forward) t.allgather_backward = t.allgather_forward;
   }
   t.allreduce_replicas = bytes(P * g / n * 2.0 * (R - 1.0) / R);  // eq. S2c

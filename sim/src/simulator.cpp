@@ -629,10 +629,13 @@ struct Simulator::Impl {
     s.in_flight = sh.in_flight;
     const double w = working_bytes_per_element(sc.compute.precision);
     const double gb = gradient_bytes_per_element(sc.compute.precision);
+    const bool fp8 = sc.compute.fp8_all_gather && sc.compute.precision == Precision::fp8;
     for (const Bucket& b : choice.plan) {
-      const double t = g.shard > 1 && b.bytes > Bytes{}
-          ? in_seconds(coll->time(CollectiveOp::allgather, b.bytes * (w / gb), g.shard_at))
-          : 0.0;
+      Bytes gathered = b.bytes * (w / gb);
+      for (int i = b.first; fp8 && b.bytes > Bytes{} && i <= b.last; ++i)  // eq. S12: fp8 linear maps' weights at 1 B
+        gathered -= bytes(fp8_weight_elements(sc.network.layers[static_cast<std::size_t>(i)]) * (w - 1.0));
+      const double t =
+          g.shard > 1 && b.bytes > Bytes{} ? in_seconds(coll->time(CollectiveOp::allgather, gathered, g.shard_at)) : 0.0;
       if (sh.stage >= 3) s.gather_time.push_back(t);
       else s.post_gather += t;
     }
