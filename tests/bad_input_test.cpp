@@ -650,7 +650,7 @@ std::vector<Row> catalogue() {
       {"framework_composer_limit_all_gathers", {{"f.yaml", std::string(kFramework) + "sharding: {stage: 3, limit_all_gathers: true}\n"}},
        kCmdFramework,
        E + "{dir}/f.yaml:7:22: 'sharding.limit_all_gathers': unknown key (known keys here: cpu_adam, group, in_flight, offload_optimizer, "
-           "params, reduce_dtype, reshard_after_forward, stage, unit_ops, unit_params, wrap)\n"},
+           "params, reduce_dtype, reshard_after_forward, shard_dtype, stage, unit_ops, unit_params, wrap)\n"},
       // eq. S4b and S11: a wrap the model has not, an operation count below zero
       {"framework_unknown_wrap", {{"f.yaml", std::string(kFramework) + "sharding: {stage: 3, wrap: layer}\n"}}, kCmdFramework,
        E + "{dir}/f.yaml:7:28: 'sharding.wrap': unknown value 'layer' (expected one of: size, block)\n"},

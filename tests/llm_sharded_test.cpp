@@ -559,15 +559,19 @@ TEST(LlmWorkedExample, BytesGatheredAndReduceScatteredPerStep) {
   const double P = 6738415616.0;
   Strategy fsdp = load_strategy(resolve(DataKind::framework, "fsdp", "--framework"));
   const GpuPlacement at{8, 1, 8};
-  const StepTraffic t = step_traffic(net.total_params(), fsdp.sharding, Precision::bf16, at);
-  // bus bytes per GPU: all-gather of the bf16 working copy before forward and again before backward,
-  // P·2·(n−1)/n each; the reduce-scatter of bf16 gradients, the same
-  EXPECT_DOUBLE_EQ(in_bytes(t.allgather_forward), P * 2 * 7 / 8);  // 11,792,227,328 B
-  EXPECT_DOUBLE_EQ(in_bytes(t.allgather_backward), P * 2 * 7 / 8);
+  ASSERT_EQ(fsdp.sharding.wrap, Sharding::Wrap::block);
+  const StepTraffic t = step_traffic(net, fsdp.sharding, Precision::bf16, at);
+  // bus bytes per GPU: all-gather of the bf16 working copy before forward, P·2·(n−1)/n; again before backward, but a
+  // unit per block (eq. S4b) holds the root (2·32000·4096 + 4096 = 262,148,096 parameters: embedding, final norm,
+  // output) from its forward to the end of the backward, so only the blocks, (P − 262,148,096)·2·(n−1)/n; the
+  // reduce-scatter of bf16 gradients, P·2·(n−1)/n
+  const double root = 2.0 * 32000 * 4096 + 4096;
+  EXPECT_DOUBLE_EQ(in_bytes(t.allgather_forward), P * 2 * 7 / 8);            // 11,792,227,328 B
+  EXPECT_DOUBLE_EQ(in_bytes(t.allgather_backward), (P - root) * 2 * 7 / 8);  // 11,333,468,160 B
   EXPECT_DOUBLE_EQ(in_bytes(t.reducescatter), P * 2 * 7 / 8);
   // torchtitan reduces in fp32 (reduce_dtype): twice the reduce-scatter
   Strategy titan = load_strategy(resolve(DataKind::framework, "torchtitan", "--framework"));
-  EXPECT_DOUBLE_EQ(in_bytes(step_traffic(net.total_params(), titan.sharding, Precision::bf16, at).reducescatter), P * 4 * 7 / 8);
+  EXPECT_DOUBLE_EQ(in_bytes(step_traffic(net, titan.sharding, Precision::bf16, at).reducescatter), P * 4 * 7 / 8);
 }
 
 TEST(LlmWorkedExample, RecomputeUnderEachMode) {
@@ -605,9 +609,11 @@ TEST(LlmWorkedExample, MemoryPerGpuUnderFullShardAndFullRecompute) {
   c.attention = AttentionKernel::flash;
   Strategy fsdp = load_strategy(resolve(DataKind::framework, "fsdp", "--framework"));
   const MemoryEstimate m = estimate_training_memory(net, 1, c, fsdp.sharding, 8);
-  EXPECT_DOUBLE_EQ(in_bytes(m.weights), P * 2 / n + P * 4 / n);  // bf16 working shard + fp32 master shard
-  EXPECT_DOUBLE_EQ(in_bytes(m.gradients), P * 2 / n);            // bf16 gradient shard
-  EXPECT_DOUBLE_EQ(in_bytes(m.optimizer_state), P * 8 / n);      // AdamW's two fp32 moments
+  // eq. M5a: FSDP1's shards are the fp32 flat parameters (the bf16 shard each all-gather reads is freed after it) and
+  // each bf16 reduced gradient shard is cast back to fp32
+  EXPECT_DOUBLE_EQ(in_bytes(m.weights), P * 4 / n);          // fp32 parameter shard
+  EXPECT_DOUBLE_EQ(in_bytes(m.gradients), P * 4 / n);        // fp32 gradient shard
+  EXPECT_DOUBLE_EQ(in_bytes(m.optimizer_state), P * 8 / n);  // AdamW's two fp32 moments
   // activations: each of the 32 blocks keeps its input, S·D bf16; the largest block's tensors are live during
   // its recompute; the embedding, final norm and output projection keep theirs (at least the blocks' inputs)
   const double inputs = 32 * 4096.0 * 4096 * 2;

@@ -429,6 +429,46 @@ TEST(Memory, Fsdp2KeepsNoHalfCopyAndItsGradientsComeAfterTheActivations) {
   EXPECT_FALSE(estimate_training_memory(toy(), 10, o, fsdp2, 4, bytes(0)).gradients_after_activations);
 }
 
+// Eq. M5 by hand on toy() (1e6 parameters, one gather unit of 1e6 at unit_params 1e8, 1e6 B kept a sample, halved in
+// bf16; 1e5 B of input), bf16, AdamW, 10 samples on a shard group of n = 4. FSDP1's flat parameter with fp32 shards
+// (shard_dtype fp32, fsdp.yaml): the fp32 shard P·4/n = 1e6 B and no bf16 one (M5a), the bf16 reduced gradient shard
+// cast back to fp32, P·4/n = 1e6 B (M5a), AdamW P·8/n = 2e6 B; gathered: two units in flight at 2 B (4e6), the unit's
+// bf16 gradient (2e6) and, beside its fp32 cast, its bf16 reduced shard P·2/n = 5e5 (M5b): 6.5e6 B.
+TEST(Memory, Fsdp1KeepsFp32ShardsAndCastsEachReducedGradientBackByHand) {
+  ComputeOptions o;
+  o.precision = Precision::bf16;
+  o.optimizer = Optimizer::adamw;
+  Sharding fsdp1;
+  fsdp1.stage = 3;
+  fsdp1.fp32_shards = true;
+  const double P = 1e6, n = 4, a = 1e6 / 2;
+  const MemoryEstimate m = estimate_training_memory(toy(), 10, o, fsdp1, 4, bytes(0));
+  EXPECT_DOUBLE_EQ(in_bytes(m.weights), P * 4 / n);
+  EXPECT_DOUBLE_EQ(in_bytes(m.gradients), P * 4 / n);
+  EXPECT_DOUBLE_EQ(in_bytes(m.optimizer_state), P * 8 / n);
+  EXPECT_DOUBLE_EQ(in_bytes(m.gathered), 2 * P * 2 + P * 2 + P * 2 / n);
+  EXPECT_FALSE(m.gradients_after_activations);  // FSDP1: counted at the peak beside the activations, as before
+  EXPECT_DOUBLE_EQ(in_bytes(m.allocated()), P * 4 / n + P * 8 / n + P * 4 / n + 10 * a + 10 * 1e5 + 6.5 * P);
+  // ZeRO's half partitions (shard_dtype working): a bf16 working shard beside the fp32 master, bf16 gradient shards,
+  // no cast: P·6/n + P·2/n + P·8/n and 6e6 gathered, 5e5 B less in all
+  Sharding zero = fsdp1;
+  zero.fp32_shards = false;
+  const MemoryEstimate z = estimate_training_memory(toy(), 10, o, zero, 4, bytes(0));
+  EXPECT_DOUBLE_EQ(in_bytes(z.weights) + in_bytes(z.gradients), P * 6 / n + P * 2 / n);
+  EXPECT_DOUBLE_EQ(in_bytes(m.allocated()) - in_bytes(z.allocated()), P * 2 / n);
+  // reduce_dtype fp32 (llm-foundry.yaml): the unit's gradient cast to fp32 before the reduce-scatter, P·4 = 4e6 beside
+  // its bf16 original (M5b); the shards fp32 as reduced
+  Sharding fp32_reduce = fsdp1;
+  fp32_reduce.reduce_fp32 = true;
+  const MemoryEstimate r = estimate_training_memory(toy(), 10, o, fp32_reduce, 4, bytes(0));
+  EXPECT_DOUBLE_EQ(in_bytes(r.gradients), P * 4 / n);
+  EXPECT_DOUBLE_EQ(in_bytes(r.gathered), 2 * P * 2 + P * 2 + P * 4);
+  // one GPU casts nothing (no reduce-scatter); with accumulation (no_sync) the whole bf16 gradients, as before
+  EXPECT_DOUBLE_EQ(in_bytes(estimate_training_memory(toy(), 10, o, fsdp1, 1, bytes(0)).gathered), 0.0);
+  o.accumulate = 2;
+  EXPECT_DOUBLE_EQ(in_bytes(estimate_training_memory(toy(), 10, o, fsdp1, 4, bytes(0)).gradients), P * 2);
+}
+
 TEST(Checkpointing, EverySegmentButTheLastRunsItsForwardAgain) {
   // The three-layer hand scenario (forward 0.1 s each, backward 0.3, 0.2, 0.1): ⌈√3⌉ = 2 segments of 2,
   // {l1, l2} and {l3}; l1 and l2 recompute their forward: backward + 0.2 s, and on one GPU (compute-bound,

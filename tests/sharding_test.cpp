@@ -4,7 +4,9 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <stdexcept>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "dlscale/cluster.hpp"
@@ -44,27 +46,39 @@ TEST(ShardingTraffic, Llama7bOnTwoNodesOfEightByHand) {
     EXPECT_DOUBLE_EQ(in_bytes(t.allreduce) + in_bytes(t.allgather_forward) + in_bytes(t.allgather_backward), 0.0);
     EXPECT_DOUBLE_EQ(in_bytes(t.total()), 25'269'058'560.0);
   }
-  // ZeRO-3 / FSDP full shard: gathers for forward and backward and the reduce-scatter: 3 × 12,634,529,280
-  // = 37,903,587,840 B (1.5 × DDP).
-  for (const char* fw : {"fsdp", "deepspeed-zero3"}) {
-    SCOPED_TRACE(fw);
-    const StepTraffic t = step_traffic(P, framework(fw).sharding, Precision::bf16, at);
-    EXPECT_DOUBLE_EQ(in_bytes(t.allgather_forward), 12'634'529'280.0);
-    EXPECT_DOUBLE_EQ(in_bytes(t.allgather_backward), 12'634'529'280.0);
-    EXPECT_DOUBLE_EQ(in_bytes(t.total()), 37'903'587'840.0);
-  }
+  // ZeRO-3 (a unit of 5·10^7 parameters, wrap size): gathers for forward and backward and the reduce-scatter:
+  // 3 × 12,634,529,280 = 37,903,587,840 B (1.5 × DDP).
+  const Network net = zoo("llama2-7b");
+  ASSERT_EQ(net.total_params(), P);
+  const StepTraffic z3 = step_traffic(net, framework("deepspeed-zero3").sharding, Precision::bf16, at);
+  EXPECT_DOUBLE_EQ(in_bytes(z3.allgather_forward), 12'634'529'280.0);
+  EXPECT_DOUBLE_EQ(in_bytes(z3.allgather_backward), 12'634'529'280.0);
+  EXPECT_DOUBLE_EQ(in_bytes(z3.total()), 37'903'587'840.0);
+  EXPECT_DOUBLE_EQ(in_bytes(step_traffic(P, framework("deepspeed-zero3").sharding, Precision::bf16, at).total()),
+                   37'903'587'840.0);
+  // FSDP full shard, a unit per block (wrap block, eq. S4b): the root (embedding 131,072,000 + final norm 4,096 +
+  // output 131,072,000 = 262,148,096 parameters) is gathered before the first forward and held to the end of the
+  // backward, so the backward gathers only the blocks: (P − 262,148,096) · 2 · 15/16 = 12,143,001,600 B; in all
+  // 2 × 12,634,529,280 + 12,143,001,600 = 37,412,060,160 B. The params-only form cannot know the root: it refuses.
+  const StepTraffic f = step_traffic(net, framework("fsdp").sharding, Precision::bf16, at);
+  EXPECT_DOUBLE_EQ(in_bytes(f.allgather_forward), 12'634'529'280.0);
+  EXPECT_DOUBLE_EQ(in_bytes(f.allgather_backward), 12'143'001'600.0);
+  EXPECT_DOUBLE_EQ(in_bytes(f.reducescatter), 12'634'529'280.0);
+  EXPECT_DOUBLE_EQ(in_bytes(f.total()), 37'412'060'160.0);
+  EXPECT_THROW((void)step_traffic(P, framework("fsdp").sharding, Precision::bf16, at), std::invalid_argument);
   // SHARD_GRAD_OP: no second gather: 25,269,058,560 B.
-  EXPECT_DOUBLE_EQ(in_bytes(step_traffic(P, framework("fsdp-shard-grad-op").sharding, Precision::bf16, at).total()),
+  EXPECT_DOUBLE_EQ(in_bytes(step_traffic(net, framework("fsdp-shard-grad-op").sharding, Precision::bf16, at).total()),
                    25'269'058'560.0);
-  // Hybrid: full shard over the 8 GPUs of a node: gathers 2 × 2P · 7/8 = 3.5 P, reduce-scatter 1.75 P =
-  // 11,792,227,328 B; the 2P/8 shard all-reduced across the two nodes: 2P/8 · 2 · 1/2 = 0.25 P =
-  // 1,684,603,904 B (the only inter-node bytes); total 5.5 P = 37,061,285,888 B.
-  const StepTraffic h = step_traffic(P, framework("fsdp-hybrid").sharding, Precision::bf16, at);
+  // Hybrid: full shard over the 8 GPUs of a node: the forward's gather 2P · 7/8 = 11,792,227,328 B, the backward's
+  // without the held root (P − 262,148,096) · 2 · 7/8 = 11,333,468,160 B, the reduce-scatter 11,792,227,328 B; the
+  // 2P/8 shard all-reduced across the two nodes: 2P/8 · 2 · 1/2 = 0.25 P = 1,684,603,904 B (the only inter-node bytes);
+  // in all 36,602,526,720 B.
+  const StepTraffic h = step_traffic(net, framework("fsdp-hybrid").sharding, Precision::bf16, at);
   EXPECT_DOUBLE_EQ(in_bytes(h.allgather_forward), 11'792'227'328.0);
-  EXPECT_DOUBLE_EQ(in_bytes(h.allgather_backward), 11'792'227'328.0);
+  EXPECT_DOUBLE_EQ(in_bytes(h.allgather_backward), 11'333'468'160.0);
   EXPECT_DOUBLE_EQ(in_bytes(h.reducescatter), 11'792'227'328.0);
   EXPECT_DOUBLE_EQ(in_bytes(h.allreduce_replicas), 1'684'603'904.0);
-  EXPECT_DOUBLE_EQ(in_bytes(h.total()), 37'061'285'888.0);
+  EXPECT_DOUBLE_EQ(in_bytes(h.total()), 36'602'526'720.0);
 }
 
 // Eq. S7b (P11's share): every shard position's replica group all-reduces at once, so the groups with ranks on a
@@ -157,19 +171,24 @@ TEST(ShardingMemory, Llama7bUnderEachStrategyByHand) {
   const MemoryEstimate z2 = mem("deepspeed-zero2", 8);
   EXPECT_DOUBLE_EQ(state(z2), 3.75 * P);
   EXPECT_DOUBLE_EQ(in_bytes(z2.gathered), 0.0);
-  // FSDP full shard on 8, a unit per block (wrap block, eq. S4b): 16P/8 = 2P, plus the gathered units: the root
-  // (embedding 131,072,000 + final norm 4096 + output 131,072,000 = 262,148,096 parameters) held at 2 B, beside it one
-  // more of the two in flight, a decoder block (4096 + 67,108,864 + 4096 + 135,266,304 = 202,383,360 parameters) at 2 B,
-  // and one block's gradient at 2 B: 524,296,192 + 404,766,720 + 404,766,720 = 1,333,829,632 B.
+  // FSDP full shard on 8, a unit per block (wrap block, eq. S4b), FSDP1's fp32 shards (shard_dtype fp32, eq. M5a):
+  // the fp32 parameters 4P/8 (no bf16 shard kept), the gradients cast back to fp32 4P/8, AdamW 8P/8: 16P/8 = 2P, plus
+  // the gathered units: the root (embedding 131,072,000 + final norm 4096 + output 131,072,000 = 262,148,096
+  // parameters) held at 2 B, beside it one more of the two in flight, a decoder block (4096 + 67,108,864 + 4096 +
+  // 135,266,304 = 202,383,360 parameters) at 2 B, one block's gradient at 2 B and its bf16 reduced shard beside the fp32
+  // cast (eq. M5b), 202,383,360 · 2 / 8: 524,296,192 + 404,766,720 + 404,766,720 + 50,595,840 = 1,384,425,472 B.
   const MemoryEstimate fsdp = mem("fsdp", 8);
+  EXPECT_DOUBLE_EQ(in_bytes(fsdp.weights), 0.5 * P);
+  EXPECT_DOUBLE_EQ(in_bytes(fsdp.gradients), 0.5 * P);
   EXPECT_DOUBLE_EQ(state(fsdp), 2.0 * P);
-  EXPECT_DOUBLE_EQ(in_bytes(fsdp.gathered), 1'333'829'632.0);
+  EXPECT_DOUBLE_EQ(in_bytes(fsdp.gathered), 1'384'425'472.0);
   EXPECT_TRUE(check_memory_fit(net, h100, 1, o, framework("fsdp").sharding, 8).fits);
-  // SHARD_GRAD_OP on 8: the whole working copy is held through forward and backward: 2P + 14P/8 = 3.75 P,
-  // gathered = one unit's gradient only, 2 × 202,383,360 = 404,766,720 B.
+  // SHARD_GRAD_OP on 8: the whole working copy is held through forward and backward: 2P + 4P/8 (fp32 shards) + 4P/8
+  // (fp32 gradient shards) + 8P/8 = 4 P, gathered = one unit's gradient and its reduced shard, 202,383,360 · (2 + 2/8)
+  // = 455,362,560 B.
   const MemoryEstimate sgo = mem("fsdp-shard-grad-op", 8);
-  EXPECT_DOUBLE_EQ(state(sgo), 3.75 * P);
-  EXPECT_DOUBLE_EQ(in_bytes(sgo.gathered), 404'766'720.0);
+  EXPECT_DOUBLE_EQ(state(sgo), 4.0 * P);
+  EXPECT_DOUBLE_EQ(in_bytes(sgo.gathered), 455'362'560.0);
   // Sharding changes nothing else: activations, input and reserve are DDP's.
   EXPECT_DOUBLE_EQ(in_bytes(fsdp.activations), in_bytes(ddp.activations));
   EXPECT_DOUBLE_EQ(in_bytes(fsdp.input + fsdp.reserved), in_bytes(ddp.input + ddp.reserved));
@@ -186,46 +205,50 @@ TEST(ShardingReduceDtype, LlmFoundryDefaultReduceScattersTwicePuresBytes) {
   const std::int64_t P = net.total_params();
   ASSERT_EQ(P, 1'311'213'568);
   const GpuPlacement at{8, 1, 8};
-  const StepTraffic d = step_traffic(P, def.sharding, Precision::bf16, at),
-                    p = step_traffic(P, pure.sharding, Precision::bf16, at);
+  const StepTraffic d = step_traffic(net, def.sharding, Precision::bf16, at),
+                    p = step_traffic(net, pure.sharding, Precision::bf16, at);
   // DEFAULT (reduce_dtype fp32): P · 4 B · 7/8 = 4,589,247,488 B a step; PURE (bf16): P · 2 B · 7/8 = 2,294,623,744 B.
   EXPECT_DOUBLE_EQ(in_bytes(d.reducescatter), 4'589'247'488.0);
   EXPECT_DOUBLE_EQ(in_bytes(p.reducescatter), 2'294'623'744.0);
   EXPECT_DOUBLE_EQ(in_bytes(d.reducescatter), 2.0 * in_bytes(p.reducescatter));
   // The gathers are the bf16 working copy under both (param_dtype bf16): P · 2 B · 7/8 = 2,294,623,744 B before each
-  // unit's forward and again before its backward; no all-reduce (one shard group).
+  // unit's forward, and before each block's backward again, without the root (a unit per MPTBlock, wrap block, eq. S4b:
+  // the embedding, 50368 · 2048 = 103,153,664, and norm_f, 2048; the head is tied), which is held: (P − 103,155,712)
+  // · 2 B · 7/8 = 2,114,101,248 B; no all-reduce (one shard group).
   for (const StepTraffic* t : {&d, &p}) {
     EXPECT_DOUBLE_EQ(in_bytes(t->allgather_forward), 2'294'623'744.0);
-    EXPECT_DOUBLE_EQ(in_bytes(t->allgather_backward), 2'294'623'744.0);
+    EXPECT_DOUBLE_EQ(in_bytes(t->allgather_backward), 2'114'101'248.0);
     EXPECT_DOUBLE_EQ(in_bytes(t->allreduce) + in_bytes(t->allreduce_replicas), 0.0);
   }
-  // Memory per GPU (eq. S3), AdamW, batch 1: the gradient shards are fp32 under DEFAULT, P · 4 / 8 = 655,606,784 B,
-  // and bf16 under PURE, P · 2 / 8 = 327,803,392 B (FSDP1 itself casts the reduced shard back to fp32, recalled: the
-  // model keeps it at the reduce width; models/frameworks/llm-foundry-pure.yaml). The allocator's slack takes 5 % of
-  // the difference; weights (P · 2 / 8 + P · 4 / 8 = 983,410,176 B), AdamW's state (P · 8 / 8 = 1,311,213,568 B) and
-  // the gathered units are the same: a unit per MPTBlock (wrap block, eq. S4b), the root (the embedding, 50368 · 2048 =
-  // 103,153,664, and norm_f, 2048; the head is tied) held at 2 B, one more block of the two in flight (12 · 2048² + 2 ·
-  // 2048 = 50,335,744) at 2 B and a block's gradient at 2 B: 206,311,424 + 100,671,488 + 100,671,488 = 407,654,400 B.
+  // Memory per GPU (eq. S3 with M5), AdamW, batch 1: FSDP1's shards are the fp32 flat parameters, P · 4 / 8 =
+  // 655,606,784 B (no bf16 shard kept), and the gradient shards are fp32 under both, 655,606,784 B: reduced in fp32
+  // under DEFAULT, cast back after the bf16 reduce-scatter under PURE (eq. M5a). AdamW's state P · 8 / 8 =
+  // 1,311,213,568 B. Gathered: the root held at 2 B (206,311,424), one more block of the two in flight (12 · 2048² +
+  // 2 · 2048 = 50,335,744) at 2 B and a block's gradient at 2 B (100,671,488 each): 407,654,400 B; and what the cast of
+  // that block's gradient holds beside them (eq. M5b): under DEFAULT its fp32 copy before the reduce-scatter,
+  // 50,335,744 · 4 = 201,342,976 B (608,997,376 B in all); under PURE the bf16 reduced shard beside its fp32 cast,
+  // 50,335,744 · 2 / 8 = 12,583,936 B (420,238,336 B). The allocator's slack takes 5 % of the difference.
   ComputeOptions o;
   o.precision = Precision::bf16;
   o.optimizer = Optimizer::adamw;
   const MemoryEstimate md = estimate_training_memory(net, 1, o, def.sharding, 8);
   const MemoryEstimate mp = estimate_training_memory(net, 1, o, pure.sharding, 8);
-  EXPECT_DOUBLE_EQ(in_bytes(md.gradients), 655'606'784.0);
-  EXPECT_DOUBLE_EQ(in_bytes(mp.gradients), 327'803'392.0);
   for (const MemoryEstimate* m : {&md, &mp}) {
-    EXPECT_DOUBLE_EQ(in_bytes(m->weights), 983'410'176.0);
+    EXPECT_DOUBLE_EQ(in_bytes(m->gradients), 655'606'784.0);
+    EXPECT_DOUBLE_EQ(in_bytes(m->weights), 655'606'784.0);
     EXPECT_DOUBLE_EQ(in_bytes(m->optimizer_state), 1'311'213'568.0);
-    EXPECT_DOUBLE_EQ(in_bytes(m->gathered), 407'654'400.0);
   }
+  EXPECT_DOUBLE_EQ(in_bytes(md.gathered), 608'997'376.0);
+  EXPECT_DOUBLE_EQ(in_bytes(mp.gathered), 420'238'336.0);
   EXPECT_DOUBLE_EQ(in_bytes(md.activations), in_bytes(mp.activations));
-  EXPECT_NEAR(in_bytes(md.total()) - in_bytes(mp.total()), 1.05 * 327'803'392.0, 1.0);
+  EXPECT_NEAR(in_bytes(md.total()) - in_bytes(mp.total()), 1.05 * (201'342'976.0 - 12'583'936.0), 1.0);
   // The rest of the two files is the same: FSDP1's flat parameters, full shard over every GPU, two gathers in flight,
   // flash attention, eager, Composer's DecoupledAdamW as a per-parameter loop (optimizer_impl for_loop).
   for (const Strategy* s : {&def, &pure}) {
     EXPECT_EQ(s->sharding.stage, 3);
     EXPECT_TRUE(s->sharding.reshard_after_forward);
     EXPECT_FALSE(s->sharding.per_parameter);
+    EXPECT_TRUE(s->sharding.fp32_shards);
     EXPECT_EQ(s->sharding.group, Sharding::kGroupAll);
     EXPECT_EQ(s->sharding.in_flight, 2);
     EXPECT_EQ(s->sharding.unit_params, 100'000'000);
@@ -234,8 +257,13 @@ TEST(ShardingReduceDtype, LlmFoundryDefaultReduceScattersTwicePuresBytes) {
     EXPECT_EQ(s->optimizer, Optimizer::adamw);
     EXPECT_EQ(s->optimizer_impl, OptimizerImpl::for_loop);
   }
-  // fsdp.yaml, FSDP1 as Hugging Face runs it, reduces in bf16 (unchanged)
+  // fsdp.yaml, FSDP1 as Hugging Face runs it, reduces in bf16 (unchanged); every FSDP file keeps fp32 shards (eq. M5),
+  // DeepSpeed's half partitions do not
   EXPECT_FALSE(framework("fsdp").sharding.reduce_fp32);
+  for (const char* fw : {"fsdp", "fsdp-hybrid", "fsdp-shard-grad-op", "llm-foundry", "llm-foundry-pure", "torchtitan"}) {
+    EXPECT_TRUE(framework(fw).sharding.held_in_fp32()) << fw;
+  }
+  EXPECT_FALSE(framework("deepspeed-zero3").sharding.held_in_fp32());
 }
 
 TEST(ShardingUnits, SizeBasedWrapGroupsEachDecoderBlock) {
@@ -549,6 +577,76 @@ TEST(ShardingFp8AllGather, TheForwardCastsNoGatheredWeight) {
   EXPECT_DOUBLE_EQ(cast_bytes(true), bwd);
 }
 
+/// two_block_decoder() on one node of 4 hand GPUs under fsdp.yaml (wrap block), every layer's time zero: the step is
+/// its collectives (FixedCollectives) and nothing else.
+Scenario two_blocks_on_four(Precision p) {
+  Scenario sc;
+  sc.cluster.name = "hand";
+  sc.cluster.max_nodes = 1;
+  sc.cluster.gpus_per_node = 4;
+  sc.cluster.gpu.name = "hand GPU";
+  sc.cluster.gpu.peak_fp32 = sc.cluster.gpu.peak_fp16 = sc.cluster.gpu.peak_bf16 = teraflops_per_second(10);
+  sc.cluster.gpu.memory_bandwidth = gigabytes_per_second(300);
+  sc.cluster.gpu.memory_size = bytes(1e12);
+  sc.cluster.h2d_pinned = sc.cluster.h2d_pageable = gigabytes_per_second(1);
+  sc.cluster.page_cache = sc.cluster.disk = gigabytes_per_second(1);
+  sc.network = two_block_decoder();
+  const std::vector<Seconds> zero(sc.network.layers.size(), Seconds{});
+  LayerTimes times;
+  times.forward = times.backward = times.update = zero;
+  sc.measured_layers = times;
+  sc.strategy = framework("fsdp");
+  sc.strategy.jitter_cv = 0.0;
+  sc.compute.precision = p;
+  sc.collectives = std::make_shared<FixedCollectives>();
+  return sc;
+}
+
+// Eq. S2 over eq. S4b's units: the two-block decoder (root 12,864 parameters, held; blocks 41,088 each; the tail
+// unit nothing) in fp32 on 4 GPUs, bus bytes (n − 1)/n = 3/4 of each array: the forward gathers 95,040 · 4 · 3/4 =
+// 285,120 B, the backward only the blocks, 82,176 · 4 · 3/4 = 246,528 B, the reduce-scatters 285,120 B. The timing
+// charges the same arrays: at FixedCollectives' 1 GB/s of the gathered array, (95,040 + 82,176) · 4 B = 708,864 B
+// of all-gathers, 708.864 µs, beside a 1 ms reduce-scatter for each of the three units that hold parameters.
+TEST(ShardingTraffic, BlockWrapHoldsItsRootAsTheTimingDoes) {
+  const Scenario sc = two_blocks_on_four(Precision::fp32);
+  const StepTraffic t = step_traffic(sc.network, sc.strategy.sharding, Precision::fp32, GpuPlacement{4, 1, 4});
+  EXPECT_DOUBLE_EQ(in_bytes(t.allgather_forward), 285'120.0);
+  EXPECT_DOUBLE_EQ(in_bytes(t.allgather_backward), 246'528.0);
+  EXPECT_DOUBLE_EQ(in_bytes(t.reducescatter), 285'120.0);
+  EXPECT_DOUBLE_EQ(in_bytes(t.total()), 816'768.0);
+  const Prediction p = Predictor(sc).predict(4);
+  EXPECT_NEAR(in_seconds(p.breakdown.comm), 708.864e-6 + 3e-3, 1e-15);
+  // the same arrays, one source: what the timing gathers is the traffic's all-gather bytes over (n − 1)/n
+  EXPECT_NEAR(in_seconds(p.breakdown.comm) - 3e-3, in_bytes(t.allgather_forward + t.allgather_backward) * 4.0 / 3.0 / 1e9, 1e-15);
+}
+
+// Eq. M5c: in bf16, fsdp.yaml's shards are fp32 (shard_dtype), so FSDP1 casts each unit's reduced bf16 shard to fp32
+// on the reduce-scatter's stream, a memory-bound pass over P_u/4 elements reading 2 B and writing 4 B, after the
+// unit's reduce-scatter: root 12,864 / 4 · 6 = 19,296 B, each block 41,088 / 4 · 6 = 61,632 B, each at the kernel
+// model's memory rate with one kernel's overhead (eq. K5). ZeRO's half shards (shard_dtype working) cast nothing.
+TEST(ShardingPredict, Fsdp1CastsEachReducedShardToFp32OnTheReduceStream) {
+  const Scenario sc = two_blocks_on_four(Precision::bf16);
+  Scenario half = sc;
+  half.strategy.sharding.fp32_shards = false;
+  const Seconds with = Predictor(sc).predict(4).breakdown.comm, without = Predictor(half).predict(4).breakdown.comm;
+  const KernelParams& kp = sc.compute.kernel(sc.cluster.gpu);
+  const double rate = 300e9 * kp.memory_efficiency, overhead = in_seconds(kp.kernel_overhead);
+  const double casts = 19'296.0 / rate + 2 * 61'632.0 / rate + 3 * overhead;
+  EXPECT_NEAR(in_seconds(with - without), casts, 1e-15);
+  EXPECT_DOUBLE_EQ(in_bytes(shard_cast_bytes(41'088.0, sc.strategy.sharding, Precision::bf16, 4)), 61'632.0);
+  // under reduce_dtype fp32 the unit's whole bf16 gradient is cast before the reduce-scatter: 41,088 · 6 B
+  Sharding fp32_reduce = sc.strategy.sharding;
+  fp32_reduce.reduce_fp32 = true;
+  EXPECT_DOUBLE_EQ(in_bytes(shard_cast_bytes(41'088.0, fp32_reduce, Precision::bf16, 4)), 246'528.0);
+  // nothing on one GPU, in fp32, under FSDP2 (its cast is eq. S10's chunk_cat) or for ZeRO's half shards
+  EXPECT_DOUBLE_EQ(in_bytes(shard_cast_bytes(41'088.0, sc.strategy.sharding, Precision::bf16, 1)), 0.0);
+  EXPECT_DOUBLE_EQ(in_bytes(shard_cast_bytes(41'088.0, sc.strategy.sharding, Precision::fp32, 4)), 0.0);
+  Sharding fsdp2 = sc.strategy.sharding;
+  fsdp2.per_parameter = true;
+  EXPECT_DOUBLE_EQ(in_bytes(shard_cast_bytes(41'088.0, fsdp2, Precision::bf16, 4)), 0.0);
+  EXPECT_DOUBLE_EQ(in_bytes(shard_cast_bytes(41'088.0, half.strategy.sharding, Precision::bf16, 4)), 0.0);
+}
+
 // ---- CPU offload of the optimiser: Llama-2-7B, bf16, AdamW on 8 × H100 (dgx-h100), eq. S9 ----------------------
 TEST(ShardingOffload, Llama7bOnEightH100ByHand) {
   const auto P = static_cast<std::int64_t>(kLlamaParams);
@@ -639,6 +737,24 @@ TEST(ShardingBadInput, ZeroStageFourAndShardingWithoutAllReduceNameTheLine) {
   const auto q = test::run_cli("predict --cluster dgx-h100-ndr --model gpt2 --framework " + ps.string() + " --gpus 8");
   EXPECT_EQ(q.status, 2);
   EXPECT_NE(q.err.find("sharding needs 'aggregation: allreduce'"), std::string::npos) << q.err;
+}
+
+// Eq. M5's key: fp32 shards are FSDP's (stage 3), and FSDP2's per-parameter shards have no other dtype.
+TEST(ShardingBadInput, ShardDtypeOutsideFsdpNamesTheLine) {
+  for (const auto& [file, sharding, says] :
+       {std::tuple<std::string, std::string, std::string>{"sd2.yaml", "{stage: 2, shard_dtype: fp32}", "stage 3"},
+        {"sdw.yaml", "{stage: 3, params: per_parameter, shard_dtype: working}", "shard_dtype is fp32"},
+        {"sdx.yaml", "{stage: 3, shard_dtype: bf16}", "bf16"}}) {
+    SCOPED_TRACE(file);
+    const auto fw = test::temp_file(file, fsdp_with(sharding));
+    const auto r = test::run_cli("predict --cluster dgx-h100-ndr --model gpt2 --framework " + fw.string() + " --gpus 8");
+    EXPECT_EQ(r.status, 2);
+    EXPECT_TRUE(r.out.empty());
+    EXPECT_NE(r.err.find(file + ":6:"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("shard_dtype"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find(says), std::string::npos) << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  }
 }
 
 TEST(ShardingPredict, Llama7bFsdpOnDgxH100FitsAndScales) {

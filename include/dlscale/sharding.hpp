@@ -52,6 +52,12 @@ struct Sharding {
   // reduce-scatter's input (chunk_cat), on the compute stream (eq. S10; docs/compute-model.md, "FSDP2's copies").
   // `flat` (FSDP1's FlatParameter, ZeRO's partitions; the default): the gathered buffer is the parameters.
   bool per_parameter = false;
+  /// `shard_dtype: fp32` (PyTorch FSDP's MixedPrecision, FSDP1 and FSDP2; eq. M5): the shards are the model's fp32
+  /// parameters (param_dtype casts each unit as it is gathered; no half copy is kept) and each gradient shard is cast
+  /// back to the parameter's dtype (fp32) after its reduce-scatter. `working` (the default; DeepSpeed ZeRO's
+  /// partitions): the half working copy is sharded beside the fp32 master and the gradient shards keep the reduce
+  /// width. FSDP2 (per_parameter) has no other form: held_in_fp32() says it for both.
+  bool fp32_shards = false;
   double cpu_adam_params_per_s = kDefaultCpuAdamParamsPerSecond;  // per node, all its cores (`cpu_adam`)
 
   /// CPU-Adam throughput of one node when the framework file gives none: DeepSpeed's CPU-Adam updates
@@ -61,6 +67,8 @@ struct Sharding {
   static constexpr double kDefaultCpuAdamParamsPerSecond = 3.9e9;
 
   [[nodiscard]] bool sharded() const noexcept { return stage > 0; }
+  /// Eq. M5: the shards are the fp32 parameters and gradients (`shard_dtype: fp32`, or FSDP2's per-parameter shards).
+  [[nodiscard]] bool held_in_fp32() const noexcept { return fp32_shards || per_parameter; }
 };
 
 /// The shard group and the replica group of one GPU at a placement (eq. S1): the job's G GPUs form
@@ -123,15 +131,40 @@ struct StepTraffic {
     return allreduce + reducescatter + allgather_forward + allgather_backward + allgather_update + allreduce_replicas;
   }
 };
+/// Eq. S2 over the gather units a step runs (eq. S4, S4b), the units the step's timing gathers and reduce-scatters
+/// (gather_units): every unit's parameters gathered before its forward and reduce-scattered after its backward, and
+/// gathered again before its backward when resharded after the forward, except a block wrap's held root (eq. S4b).
 /// `fp8_elements` (eq. S12, fp8 all-gather): of the parameters, the fp8 linear maps' weight elements the stage-3
-/// all-gathers move at 1 B (gathered_param_bytes); 0 without it.
-StepTraffic step_traffic(std::int64_t params, const Sharding& s, Precision p, const GpuPlacement& at, double fp8_elements = 0.0);
+/// all-gathers move at 1 B (gathered_param_bytes), all of them in resharded units (the blocks'); 0 without it.
+StepTraffic step_traffic(std::span<const GatherUnit> units, const Sharding& s, Precision p, const GpuPlacement& at,
+                         double fp8_elements = 0.0);
+/// The same over the network's units under the strategy (stage 3), or its parameters (stages 0-2).
+StepTraffic step_traffic(const Network& net, const Sharding& s, Precision p, const GpuPlacement& at,
+                         double fp8_elements = 0.0);
+/// The same for `params` parameters in units none of which is held: stages 0-2, and stage 3 under a size wrap (eq. S4).
+/// Throws std::invalid_argument for a block wrap at stage 3, whose held root only the network's units know.
+StepTraffic step_traffic(std::int64_t params, const Sharding& s, Precision p, const GpuPlacement& at,
+                         double fp8_elements = 0.0);
 
 /// Eq. S12, fp8 all-gather (torchao's enable_fsdp_float8_all_gather, tensor-wise scaling): the bytes of P working
 /// parameters as a stage-3 all-gather moves them and its gathered buffer holds them, E of them (the weights fp8
 /// training converts, fp8_weight_elements) cast to fp8 on the shard before the gather: (P − E)·w + E·1 B, w the
 /// working width. E = 0 (bf16 all-gather, or no fp8 linear map in them): P·w.
 Bytes gathered_param_bytes(double params, double fp8_elements, Precision p) noexcept;
+
+/// Eq. M5, FSDP1's dtype casts around a unit's reduce-scatter (flat parameters with `shard_dtype: fp32`, mixed
+/// precision, a shard group of n ≥ 2; torch.distributed.fsdp's _post_backward_hook, recalled): under a half
+/// reduce_dtype the reduce-scatter's half output, P_u/n elements, is cast to fp32 into the flat parameter's gradient
+/// shard (_cast_grad_to_param_dtype); under reduce_dtype fp32 the unit's unsharded half gradient, P_u elements, is cast
+/// to fp32 before the reduce-scatter. Both run on the reduce-scatter's stream (FSDP1's post-backward stream), after or
+/// before the collective.
+///   M5c  bytes the cast moves, a memory-bound pass reading 2 B and writing 4 B an element: P_u/n · 6 (half reduce),
+///        P_u · 6 (fp32 reduce)
+///   M5b  what it holds beside what eq. S3 counts (the unit's half gradient, its kept fp32 shard): the half reduced
+///        shard P_u·2/n (half reduce) or the fp32 copy of the unsharded gradient P_u·4 (fp32 reduce)
+/// Zero for anything else: FSDP2 casts inside eq. S10's chunk_cat, ZeRO keeps half shards, one GPU reduces nothing.
+Bytes shard_cast_bytes(double unit_params, const Sharding& s, Precision p, int shard) noexcept;            // M5c
+Bytes shard_cast_transient_bytes(double unit_params, const Sharding& s, Precision p, int shard) noexcept;  // M5b
 
 /// CPU offload of the optimiser state (docs/model.md, eq. S9), per GPU and step, with P parameters, a shard
 /// group of n, g and w bytes per gradient and working element:

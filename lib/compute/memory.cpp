@@ -385,7 +385,8 @@ namespace {
 /// Eq. S3's gathered buffers of stage 3: the gathered units held at once (FULL_SHARD; SHARD_GRAD_OP holds the
 /// whole working copy in the weights) and one unit's full gradient before its reduce-scatter; under a block wrap
 /// (eq. S4b) also the root's parameters, gathered for the whole step, beside the blocks in flight. One GPU gathers
-/// nothing, except under FSDP2, whose unsharded parameters are buffers of their own at any world size.
+/// nothing, except under FSDP2, whose unsharded parameters are buffers of their own at any world size. FSDP1 adds its
+/// cast of the unit's gradient (eq. M5b).
 Bytes gathered_bytes(const Network& net, std::span<const int> block, const ComputeOptions& opt, const Sharding& sh, int shard) {
   if (sh.stage < 3 || (shard < 2 && !sh.per_parameter)) return Bytes{};
   // eq. S12: under fp8 all-gather a unit's fp8 linear maps' weights are gathered, and held, at 1 B an element
@@ -402,7 +403,8 @@ Bytes gathered_bytes(const Network& net, std::span<const int> block, const Compu
   }
   const double L = static_cast<double>(largest);
   const bool params_sharded = sh.reshard_after_forward;
-  return bytes(L * gradient_bytes_per_element(opt.precision)) +
+  // eq. M5b: FSDP1's cast of that unit's gradient around its reduce-scatter, beside it
+  return bytes(L * gradient_bytes_per_element(opt.precision)) + shard_cast_transient_bytes(L, sh, opt.precision, shard) +
       (params_sharded ? unit * static_cast<double>(std::max(sh.in_flight - (held > Bytes{} ? 1 : 0), 1)) + held : Bytes{});
 }
 }  // namespace
@@ -462,16 +464,21 @@ MemoryEstimate estimate_training_memory(const Network& net, int batch, const Com
     const Bytes master = m.weights - working;  // 4 B in mixed precision, none in fp32
     m.optimizer_state = m.optimizer_state / n;
     const bool params_sharded = sh.stage >= 3 && sh.reshard_after_forward;
-    // FSDP2 (per-parameter shards) keeps no half working copy beside the fp32 shards: its MixedPrecisionPolicy
-    // casts each unit's parameters as it gathers them (the gathered buffers below)
-    const Bytes working_kept = sh.per_parameter && is_mixed(opt.precision) ? Bytes{} : working;
+    // eq. M5a: FSDP (fp32 shards: FSDP2, and FSDP1's flat parameter, which frees its half shard, _mp_shard, once the
+    // all-gather has read it; recalled) keeps no half working copy beside the fp32 shards: its mixed precision casts
+    // each unit's parameters as it gathers them (the gathered buffers below)
+    const Bytes working_kept = sh.held_in_fp32() && is_mixed(opt.precision) ? Bytes{} : working;
     m.weights = (params_sharded ? working_kept / n : working) + master / n;
     if (sh.offload_optimizer) {  // eq. S9: the fp32 master and the optimiser state live in host memory
       m.weights = params_sharded ? working / n : working;
       m.optimizer_state = Bytes{};
     }
-    if (sh.reduce_fp32 && is_mixed(opt.precision)) m.gradients = bytes(p * 4.0);  // fp32 gradient shards
-    if (sh.stage >= 2 && opt.accumulate == 1) m.gradients = m.gradients / n;
+    const bool gradients_sharded = sh.stage >= 2 && opt.accumulate == 1;
+    // fp32 gradient shards: reduced in fp32, or (eq. M5a) FSDP's shards cast back to the fp32 parameters' dtype after
+    // a half reduce-scatter (FSDP1's _cast_grad_to_param_dtype; a parameter's .grad has its dtype). Under FSDP1's
+    // no_sync the unsharded half gradients are counted as before.
+    if (is_mixed(opt.precision) && (sh.reduce_fp32 || (sh.held_in_fp32() && gradients_sharded))) m.gradients = bytes(p * 4.0);
+    if (gradients_sharded) m.gradients = m.gradients / n;
     m.gradients_after_activations = fsdp2_gradients_after_activations(sh, opt);
     // the blocks once for both (a Predictor asks for this estimate at every GPU count)
     const bool blocks_read = sh.stage >= 3 && (sh.wrap == Sharding::Wrap::block || m.gradients_after_activations);

@@ -24,8 +24,25 @@ using yamlio::Node;
 
 // ---- frameworks -------------------------------------------------------------------------------------
 namespace {
-/// `sharding: {stage, reshard_after_forward, group, in_flight, unit_params, wrap, unit_ops}` (docs/model.md, "Sharded data
-/// parallelism"). Sharding needs an all-reduce framework that overlaps and updates after aggregation.
+/// `sharding: {reduce_dtype, params, shard_dtype}`, after `stage`: the dtypes and layout of the shards (FSDP's
+/// reduce_dtype, FSDP2's per-parameter shards, eq. M5's fp32 shards).
+void read_shard_layout(MapReader& r, Sharding& sh) {
+  if (auto n = r.optional("reduce_dtype")) sh.reduce_fp32 = n->choice({"fp32", "half"}) == "fp32";
+  if (auto n = r.optional("params")) {
+    sh.per_parameter = n->choice({"flat", "per_parameter"}) == "per_parameter";
+    if (sh.per_parameter && sh.stage < 3) n->fail("params: per_parameter is FSDP2's full sharding (stage 3)");
+  }
+  if (auto n = r.optional("shard_dtype")) {
+    sh.fp32_shards = n->choice({"fp32", "working"}) == "fp32";
+    if (sh.per_parameter && !sh.fp32_shards)
+      n->fail("FSDP2 (params: per_parameter) shards the fp32 parameters: shard_dtype is fp32");
+    if (sh.fp32_shards && sh.stage < 3) n->fail("shard_dtype: fp32 is PyTorch FSDP's, whose sharding is stage 3");
+  }
+}
+
+/// `sharding: {stage, reshard_after_forward, reduce_dtype, params, shard_dtype, group, in_flight, unit_params, wrap, unit_ops}`
+/// (docs/model.md, "Sharded data parallelism"). Sharding needs an all-reduce framework that overlaps and updates after
+/// aggregation.
 void read_sharding(const Node& node, Strategy& s) {
   MapReader r(node);
   Sharding& sh = s.sharding;
@@ -36,9 +53,7 @@ void read_sharding(const Node& node, Strategy& s) {
     sh.stage = static_cast<int>(v);
   }
   if (auto n = r.optional("reshard_after_forward")) sh.reshard_after_forward = n->boolean();
-  if (auto n = r.optional("reduce_dtype")) sh.reduce_fp32 = n->choice({"fp32", "half"}) == "fp32";
-  std::optional<Node> params;
-  if ((params = r.optional("params"))) sh.per_parameter = params->choice({"flat", "per_parameter"}) == "per_parameter";
+  read_shard_layout(r, sh);
   if (auto n = r.optional("group")) {
     if (n->is_scalar() && (n->scalar() == "all" || n->scalar() == "node")) {
       sh.group = n->scalar() == "all" ? Sharding::kGroupAll : Sharding::kGroupNode;
@@ -99,7 +114,6 @@ void read_sharding(const Node& node, Strategy& s) {
   r.finish();
   if (sh.offload_optimizer && !sh.sharded())
     offload->fail("offload_optimizer needs a sharded optimiser state (sharding stage 1, 2 or 3)");
-  if (sh.per_parameter && sh.stage < 3) params->fail("params: per_parameter is FSDP2's full sharding (stage 3)");
   if (sh.sharded()) {
     if (s.aggregation != Aggregation::allreduce) node.fail("sharding needs 'aggregation: allreduce'");
     if (s.update != UpdatePlacement::after_aggregation) node.fail("sharding needs 'update: after_aggregation'");

@@ -21,6 +21,7 @@
 #include "dlscale/error.hpp"
 #include "dlscale/format.hpp"
 #include "dlscale/input_pipeline.hpp"
+#include "dlscale/kernels.hpp"
 #include "dlscale/memory.hpp"
 #include "dlscale/resources.hpp"
 #include "dlscale/sharding.hpp"
@@ -1035,6 +1036,13 @@ void Predictor::Impl::shard_collectives(const ShardGroups& g, std::span<Seconds>
     coll->times(CollectiveOp::allreduce, shard_bytes, g.replica_at, extra_buf);
     for (std::size_t i = 0; i < U; ++i) comm[i] += extra_buf[i];
   }
+  // eq. M5c: FSDP1's cast of each unit's gradient to fp32, a memory-bound kernel on the reduce-scatter's stream
+  const GpuSpec& gpu = sc.cluster.gpu;
+  const Bytes cast_one = shard_cast_bytes(1.0, sh, sc.compute.precision, g.shard);
+  if (cast_one > Bytes{})
+    for (std::size_t i = 0; i < U; ++i)
+      if (unit_bytes[i] > Bytes{})
+        comm[i] += memory_kernel_time(cast_one * (in_bytes(unit_bytes[i]) / gb), gpu, sc.compute.kernel(gpu));
   for (std::size_t i = 0; i < U; ++i)  // eq. S4b: the layers after the last block gather and reduce nothing of their own
     if (!(unit_bytes[i] > Bytes{})) comm[i] = gather[i] = Seconds{};
 }

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <stdexcept>
 
 #include "dlscale/cluster.hpp"
 #include "dlscale/equations.hpp"
@@ -143,9 +144,14 @@ Bytes gathered_param_bytes(double params, double fp8_elements, Precision p) noex
   return bytes((params - fp8_elements) * working_bytes_per_element(p) + fp8_elements * 1.0);  // eq. S12
 }
 
-StepTraffic step_traffic(std::int64_t params, const Sharding& s, Precision p, const GpuPlacement& at, double fp8_elements) {
+StepTraffic step_traffic(std::span<const GatherUnit> units, const Sharding& s, Precision p, const GpuPlacement& at,
+                         double fp8_elements) {
   StepTraffic t;
-  const double P = static_cast<double>(params);
+  double P = 0.0, resharded = 0.0;  // every unit's parameters; those gathered again for the backward (eq. S4b)
+  for (const GatherUnit& u : units) {
+    P += static_cast<double>(u.params);
+    if (!u.held) resharded += static_cast<double>(u.params);
+  }
   const double w = working_bytes_per_element(p);
   const double g = reduce_bytes_per_element(s, p);
   const double G = at.gpus;
@@ -161,10 +167,43 @@ StepTraffic step_traffic(std::int64_t params, const Sharding& s, Precision p, co
     t.allgather_update = bytes(P * w * part);
   } else {
     t.allgather_forward = gathered_param_bytes(P, fp8_elements, p) * part;  // eq. S2 with S12
-    if (s.reshard_after_forward) t.allgather_backward = t.allgather_forward;
+    if (s.reshard_after_forward)  // a block wrap's root held (S4b)
+      t.allgather_backward = gathered_param_bytes(resharded, fp8_elements, p) * part;
   }
   t.allreduce_replicas = bytes(P * g / n * 2.0 * (R - 1.0) / R);  // eq. S2c
   return t;
+}
+
+StepTraffic step_traffic(const Network& net, const Sharding& s, Precision p, const GpuPlacement& at, double fp8_elements) {
+  if (s.stage < 3) return step_traffic(net.total_params(), s, p, at, fp8_elements);
+  const std::vector<GatherUnit> units = gather_units(net, s);
+  return step_traffic(units, s, p, at, fp8_elements);
+}
+
+StepTraffic step_traffic(std::int64_t params, const Sharding& s, Precision p, const GpuPlacement& at, double fp8_elements) {
+  if (s.stage >= 3 && s.wrap == Sharding::Wrap::block)
+    throw std::invalid_argument("step_traffic: a block wrap holds its root (eq. S4b); give the network's units");
+  const GatherUnit all{0, 0, params, false};
+  return step_traffic(std::span<const GatherUnit>(&all, 1), s, p, at, fp8_elements);
+}
+
+namespace {
+/// Eq. M5's cast happens: FSDP1's flat fp32 shards in mixed precision over a shard group of two or more.
+bool fsdp1_casts(const Sharding& s, Precision p, int shard) noexcept {
+  return s.stage >= 3 && s.fp32_shards && !s.per_parameter && is_mixed(p) && shard >= 2;
+}
+}  // namespace
+
+Bytes shard_cast_bytes(double unit_params, const Sharding& s, Precision p, int shard) noexcept {
+  if (!fsdp1_casts(s, p, shard)) return Bytes{};
+  const double elements = s.reduce_fp32 ? unit_params : unit_params / shard;
+  return bytes(elements * (gradient_bytes_per_element(p) + 4.0));  // eq. M5c: read half, write fp32
+}
+
+Bytes shard_cast_transient_bytes(double unit_params, const Sharding& s, Precision p, int shard) noexcept {
+  if (!fsdp1_casts(s, p, shard)) return Bytes{};
+  // eq. M5b: the fp32 copy of the unit's gradient beside its half original, or the half shard beside its fp32 copy
+  return bytes(s.reduce_fp32 ? unit_params * 4.0 : unit_params * gradient_bytes_per_element(p) / shard);
 }
 
 ShardedTimeline sharded_timeline_exact(std::span<const Seconds> forward, std::span<const Seconds> backward,

@@ -12,6 +12,7 @@
 #include "dlscale/equations.hpp"
 #include "dlscale/error.hpp"
 #include "dlscale/format.hpp"
+#include "dlscale/kernels.hpp"
 #include "dlscale/sharding.hpp"
 #include "dlscale/sim/pipeline.hpp"
 #include "dlscale/topology.hpp"
@@ -202,6 +203,10 @@ struct Simulator::Impl {
         const double share = replica_nic_share(g, sc.cluster);
         t += coll->time(CollectiveOp::allreduce, s / static_cast<double>(g.shard) * share, g.replica_at);
       }
+      // eq. M5c: FSDP1's cast of the unit's gradient to fp32 on the same stream, as the closed form charges it
+      const double gb = gradient_bytes_per_element(sc.compute.precision);
+      const Bytes cast = shard_cast_bytes(size / gb, st.sharding, sc.compute.precision, g.shard);
+      if (cast > Bytes{}) t += memory_kernel_time(cast, sc.cluster.gpu, sc.compute.kernel(sc.cluster.gpu));
       return in_seconds(t);
     }
     switch (st.aggregation) {
