@@ -1117,6 +1117,20 @@ std::vector<Row> catalogue() {
       {"option_plan_parallel_fp8_rowwise_without_fp8", {},
        "plan --parallel --cluster dgx-h100 --model gpt3-125m --gpus 8 --fp8-scaling rowwise -o {out}",
        E + "'--fp8-scaling': rowwise scaling is a recipe of fp8 training; the precision is bf16\n"},
+      // plan's two searches take their own options: one of the other search is refused, not dropped (issue 35)
+      {"option_plan_tp_without_parallel", {}, "plan --cluster dgx-h100 --model gpt3-125m --gpus 8 --tp 2,4 -o {out}",
+       E + "'--tp': is an option of the model-parallel search: give it with --parallel\n"},
+      {"option_plan_global_batch_without_parallel", {},
+       "plan --cluster dgx-h100 --model gpt3-125m --gpus 8 --global-batch 64 -o {out}",
+       E + "'--global-batch': is an option of the model-parallel search: give it with --parallel\n"},
+      {"option_plan_parallel_accumulations", {},
+       "plan --parallel --cluster dgx-h100 --model gpt3-125m --gpus 8 --accumulations 4 -o {out}",
+       E + "'--accumulations': belongs to the data-parallel search, not to --parallel's layouts (--micro-batch and "
+           "--global-batch size a layout's step)\n"},
+      {"option_plan_parallel_target_tokens", {},
+       "plan --parallel --cluster dgx-h100 --model gpt3-125m --gpus 8 --target-tokens 1e9 -o {out}",
+       E + "'--target-tokens': belongs to the data-parallel search, not to --parallel's layouts (--micro-batch and "
+           "--global-batch size a layout's step)\n"},
       {"option_decoder_kv_heads", {}, "predict --model decoder:layers=2,hidden=64,heads=4,kv_heads=3,ffn=128,vocab=100,seq=16 -o {out}",
        E + "'--model': decoder key 'kv_heads': 3 key/value heads do not divide 4 heads\n"},
       {"option_decoder_beyond_learned_positions", {},
