@@ -47,8 +47,10 @@ struct TrainingCost {
 };
 
 /// Time to train a workload at one prediction's iteration time, and its cost on the cluster.
-///   iterations = epochs · ⌈samples / (N_g · M)⌉,  T = iterations · t_iter,
-///   GPU-hours = T[h] · N_g,  cost = GPU-hours · price per GPU-hour.
+///   iterations = epochs · ⌈samples / B⌉,  T = iterations · t_iter,
+///   GPU-hours = T[h] · N_g,  cost = GPU-hours · price per GPU-hour,
+/// with B the samples one iteration trains, throughput × t_iter: N_g · M · K with K accumulated passes, and a
+/// model-parallel layout's global batch b · m · dp (not N_g · M, which counts every TP, PP and CP rank's batch).
 TrainingCost time_to_train(const Prediction& p, const TrainingWorkload& w, const Cluster& cluster);
 
 // ---- explain --------------------------------------------------------------------------------------
