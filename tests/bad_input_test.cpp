@@ -1321,6 +1321,11 @@ std::vector<Row> catalogue() {
       {"option_explain_target", {}, "explain --gpus 8 --target 150% -o {out}",
        E + "'--target': '150%' is not an efficiency in (0, 100%]\n"},
       {"option_explain_two_counts", {}, "explain --gpus 4,8 -o {out}", E + "'--gpus': explain takes one GPU count\n"},
+      {"option_explain_target_of_a_layout", {},
+       "explain --cluster dgx-h100-ndr --nodes 1 --model decoder:layers=8,hidden=64,heads=4,ffn=128,vocab=100,seq=16 --tp 2 "
+       "--gpus 8 --target 0.9 -o {out}",
+       E + "'--target': searches data-parallel changes (links, buckets, GPU counts); a model-parallel layout's alternatives "
+           "are what plan --parallel ranks\n"},
       {"option_report_gpus", {}, "report --gpus 1,x -o {out}", E + "'--gpus': '1,x' is not a list of GPU counts ≥ 1 (e.g. 1,2,4,8)\n"},
       {"option_model_show_batch", {}, "model show alexnet --batch 0 -o {out}", E + "'--batch': the batch must be at least 1\n"},
       {"option_node_gpu", {}, "simulate --cluster tiny --model alexnet --framework cntk --gpus 2 --node-gpu 1=gtx9090 -o {out}",

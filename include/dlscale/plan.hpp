@@ -141,6 +141,8 @@ Explanation explain(const Scenario& sc, int gpus, const ExplainOptions& options)
 
 /// The text `dlscale explain` prints.
 std::string format_explanation(const Explanation& e, const Scenario& sc);
+/// Explain's "time to train" section for a prediction (time_to_train of the workload; without one, what to give).
+std::string format_time_to_train(const Prediction& p, const std::optional<TrainingWorkload>& w, const Scenario& sc);
 
 // ---- plan: which strategy, micro-batch, accumulation and shard group ---------------------------------
 
