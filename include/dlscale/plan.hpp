@@ -63,7 +63,9 @@ struct PathSegment {
 
 /// The critical path of a prediction: io not hidden by prefetching, h2d, forward, backward,
 /// communication not hidden behind backward, the update on the path (all of it after aggregation;
-/// `first_update`, the input-side layer's, with per-layer updates).
+/// `first_update`, the input-side layer's, with per-layer updates). A model-parallel prediction's path is eq. P13's
+/// parts on its slowest stage: forward, backward, TP, CP and EP exposed, PP sends, bubble, DP exposed, the tied
+/// embedding's all-reduce, update (the same ten at every GPU count, so that plots stack alike).
 std::vector<PathSegment> critical_path(const Prediction& p, const Strategy& s, Seconds first_update);
 
 // The resources `explain` doubles (Resource, kAllResources) are in bottleneck.hpp, with the bottleneck they define;
