@@ -1321,6 +1321,15 @@ std::vector<Row> catalogue() {
       {"option_explain_target", {}, "explain --gpus 8 --target 150% -o {out}",
        E + "'--target': '150%' is not an efficiency in (0, 100%]\n"},
       {"option_explain_two_counts", {}, "explain --gpus 4,8 -o {out}", E + "'--gpus': explain takes one GPU count\n"},
+      {"option_layout_with_a_parameter_server", {},
+       "predict --cluster dgx-h100-ndr --nodes 1 --model decoder:layers=8,hidden=64,heads=4,ffn=128,vocab=100,seq=16 "
+       "--framework mxnet --tp 2 --gpus 8 -o {out}",
+       E + "'--framework': 'mxnet' aggregates by parameter_server; a model-parallel layout's gradients are all-reduced over "
+           "its data-parallel group (eq. P5), which this framework does not do\n"},
+      {"option_plan_parallel_with_a_parameter_server", {},
+       "plan --parallel --cluster dgx-h100 --model gpt3-125m --gpus 8 --frameworks mxnet -o {out}",
+       E + "'--frameworks': 'mxnet' aggregates by parameter_server; a model-parallel layout's gradients are all-reduced "
+           "over its data-parallel group (eq. P5), which this framework does not do\n"},
       {"option_explain_target_of_a_layout", {},
        "explain --cluster dgx-h100-ndr --nodes 1 --model decoder:layers=8,hidden=64,heads=4,ffn=128,vocab=100,seq=16 --tp 2 "
        "--gpus 8 --target 0.9 -o {out}",
