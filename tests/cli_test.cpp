@@ -43,6 +43,24 @@ TEST(Cli, WorkedExampleProfilePrintsThePapersSpeedups) {
   EXPECT_THAT(r.out, HasSubstr("   2.32 "));
 }
 
+// The help of --checkpointing names only modes the option takes (issue 35: it said "bare (or sqrt)", and
+// --checkpointing bare was refused as an unknown mode).
+TEST(Cli, CheckpointingHelpNamesOnlyModesItTakes) {
+  const auto help = run_cli("predict --help");
+  ASSERT_EQ(help.status, 0);
+  const std::size_t at = help.out.find("--checkpointing [MODE]");
+  ASSERT_NE(at, std::string::npos);
+  const std::string text = help.out.substr(at, help.out.find("\n  --", at + 1) - at);
+  const auto bare = run_cli("predict --checkpointing bare --no-train");
+  EXPECT_EQ(bare.status, 2);
+  EXPECT_EQ(text.find("bare"), std::string::npos) << text;
+  for (const char* mode : {"sqrt", "full", "selective", "op"}) {
+    EXPECT_NE(text.find(mode), std::string::npos) << mode;
+    const auto r = run_cli(std::string("predict --model gpt3-125m --gpus 1 --no-train --checkpointing ") + mode);
+    EXPECT_EQ(r.status, 0) << mode << ": " << r.err;
+  }
+}
+
 TEST(Cli, JsonFollowsTheContract) {
   const auto r = run_cli("predict --profile worked-example-cntk-alexnet --gpus 1,2,4 --format json --jitter-cv 0");
   ASSERT_EQ(r.status, 0) << r.err;
