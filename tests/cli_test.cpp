@@ -61,6 +61,23 @@ TEST(Cli, CheckpointingHelpNamesOnlyModesItTakes) {
   }
 }
 
+// Memory of a terabyte or more reads in TB, not "2.99e+03 GB!" (issue 35): Llama-3-70B under DDP at batch 1 needs
+// about 3 TB a GPU; the table says what JSON's per_gpu_bytes says, to three digits.
+TEST(Cli, TerabytesOfMemoryReadAsTerabytes) {
+  const std::string q =
+      "predict --cluster dgx-h100-ndr --nodes 2 --model llama3-70b --framework pytorch-ddp --precision bf16 "
+      "--batch 1 --gpus 16 --no-train";
+  const auto json = run_cli(q + " --format json");
+  ASSERT_EQ(json.status, 0) << json.err;
+  const auto key = json.out.find("\"per_gpu_bytes\": ");
+  ASSERT_NE(key, std::string::npos);
+  const double bytes = std::stod(json.out.substr(key + 17));
+  ASSERT_GT(bytes, 1e12);
+  const auto table = run_cli(q);
+  EXPECT_EQ(table.out.find("e+03 GB"), std::string::npos) << table.out;
+  EXPECT_NE(table.out.find(fmt::format(" {:.3g} TB!", bytes / 1e12)), std::string::npos) << table.out;
+}
+
 TEST(Cli, JsonFollowsTheContract) {
   const auto r = run_cli("predict --profile worked-example-cntk-alexnet --gpus 1,2,4 --format json --jitter-cv 0");
   ASSERT_EQ(r.status, 0) << r.err;
