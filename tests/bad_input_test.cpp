@@ -1138,6 +1138,20 @@ std::vector<Row> catalogue() {
       {"option_plan_parallel_fp8_rowwise_without_fp8", {},
        "plan --parallel --cluster dgx-h100 --model gpt3-125m --gpus 8 --fp8-scaling rowwise -o {out}",
        E + "'--fp8-scaling': rowwise scaling is a recipe of fp8 training; the precision is bf16\n"},
+      // plan's two searches take their own options: one of the other search is refused, not dropped (issue 35)
+      {"option_plan_tp_without_parallel", {}, "plan --cluster dgx-h100 --model gpt3-125m --gpus 8 --tp 2,4 -o {out}",
+       E + "'--tp': is an option of the model-parallel search: give it with --parallel\n"},
+      {"option_plan_global_batch_without_parallel", {},
+       "plan --cluster dgx-h100 --model gpt3-125m --gpus 8 --global-batch 64 -o {out}",
+       E + "'--global-batch': is an option of the model-parallel search: give it with --parallel\n"},
+      {"option_plan_parallel_accumulations", {},
+       "plan --parallel --cluster dgx-h100 --model gpt3-125m --gpus 8 --accumulations 4 -o {out}",
+       E + "'--accumulations': belongs to the data-parallel search, not to --parallel's layouts (--micro-batch and "
+           "--global-batch size a layout's step)\n"},
+      {"option_plan_parallel_target_tokens", {},
+       "plan --parallel --cluster dgx-h100 --model gpt3-125m --gpus 8 --target-tokens 1e9 -o {out}",
+       E + "'--target-tokens': belongs to the data-parallel search, not to --parallel's layouts (--micro-batch and "
+           "--global-batch size a layout's step)\n"},
       {"option_decoder_kv_heads", {}, "predict --model decoder:layers=2,hidden=64,heads=4,kv_heads=3,ffn=128,vocab=100,seq=16 -o {out}",
        E + "'--model': decoder key 'kv_heads': 3 key/value heads do not divide 4 heads\n"},
       {"option_decoder_beyond_learned_positions", {},
@@ -1328,6 +1342,20 @@ std::vector<Row> catalogue() {
       {"option_explain_target", {}, "explain --gpus 8 --target 150% -o {out}",
        E + "'--target': '150%' is not an efficiency in (0, 100%]\n"},
       {"option_explain_two_counts", {}, "explain --gpus 4,8 -o {out}", E + "'--gpus': explain takes one GPU count\n"},
+      {"option_layout_with_a_parameter_server", {},
+       "predict --cluster dgx-h100-ndr --nodes 1 --model decoder:layers=8,hidden=64,heads=4,ffn=128,vocab=100,seq=16 "
+       "--framework mxnet --tp 2 --gpus 8 -o {out}",
+       E + "'--framework': 'mxnet' aggregates by parameter_server; a model-parallel layout's gradients are all-reduced over "
+           "its data-parallel group (eq. P5), which this framework does not do\n"},
+      {"option_plan_parallel_with_a_parameter_server", {},
+       "plan --parallel --cluster dgx-h100 --model gpt3-125m --gpus 8 --frameworks mxnet -o {out}",
+       E + "'--frameworks': 'mxnet' aggregates by parameter_server; a model-parallel layout's gradients are all-reduced "
+           "over its data-parallel group (eq. P5), which this framework does not do\n"},
+      {"option_explain_target_of_a_layout", {},
+       "explain --cluster dgx-h100-ndr --nodes 1 --model decoder:layers=8,hidden=64,heads=4,ffn=128,vocab=100,seq=16 --tp 2 "
+       "--gpus 8 --target 0.9 -o {out}",
+       E + "'--target': searches data-parallel changes (links, buckets, GPU counts); a model-parallel layout's alternatives "
+           "are what plan --parallel ranks\n"},
       {"option_report_gpus", {}, "report --gpus 1,x -o {out}", E + "'--gpus': '1,x' is not a list of GPU counts ≥ 1 (e.g. 1,2,4,8)\n"},
       {"option_model_show_batch", {}, "model show alexnet --batch 0 -o {out}", E + "'--batch': the batch must be at least 1\n"},
       {"option_node_gpu", {}, "simulate --cluster tiny --model alexnet --framework cntk --gpus 2 --node-gpu 1=gtx9090 -o {out}",

@@ -43,6 +43,41 @@ TEST(Cli, WorkedExampleProfilePrintsThePapersSpeedups) {
   EXPECT_THAT(r.out, HasSubstr("   2.32 "));
 }
 
+// The help of --checkpointing names only modes the option takes (issue 35: it said "bare (or sqrt)", and
+// --checkpointing bare was refused as an unknown mode).
+TEST(Cli, CheckpointingHelpNamesOnlyModesItTakes) {
+  const auto help = run_cli("predict --help");
+  ASSERT_EQ(help.status, 0);
+  const std::size_t at = help.out.find("--checkpointing [MODE]");
+  ASSERT_NE(at, std::string::npos);
+  const std::string text = help.out.substr(at, help.out.find("\n  --", at + 1) - at);
+  const auto bare = run_cli("predict --checkpointing bare --no-train");
+  EXPECT_EQ(bare.status, 2);
+  EXPECT_EQ(text.find("bare"), std::string::npos) << text;
+  for (const char* mode : {"sqrt", "full", "selective", "op"}) {
+    EXPECT_NE(text.find(mode), std::string::npos) << mode;
+    const auto r = run_cli(std::string("predict --model gpt3-125m --gpus 1 --no-train --checkpointing ") + mode);
+    EXPECT_EQ(r.status, 0) << mode << ": " << r.err;
+  }
+}
+
+// Memory of a terabyte or more reads in TB, not "2.99e+03 GB!" (issue 35): Llama-3-70B under DDP at batch 1 needs
+// about 3 TB a GPU; the table says what JSON's per_gpu_bytes says, to three digits.
+TEST(Cli, TerabytesOfMemoryReadAsTerabytes) {
+  const std::string q =
+      "predict --cluster dgx-h100-ndr --nodes 2 --model llama3-70b --framework pytorch-ddp --precision bf16 "
+      "--batch 1 --gpus 16 --no-train";
+  const auto json = run_cli(q + " --format json");
+  ASSERT_EQ(json.status, 0) << json.err;
+  const auto key = json.out.find("\"per_gpu_bytes\": ");
+  ASSERT_NE(key, std::string::npos);
+  const double bytes = std::stod(json.out.substr(key + 17));
+  ASSERT_GT(bytes, 1e12);
+  const auto table = run_cli(q);
+  EXPECT_EQ(table.out.find("e+03 GB"), std::string::npos) << table.out;
+  EXPECT_NE(table.out.find(fmt::format(" {:.3g} TB!", bytes / 1e12)), std::string::npos) << table.out;
+}
+
 TEST(Cli, JsonFollowsTheContract) {
   const auto r = run_cli("predict --profile worked-example-cntk-alexnet --gpus 1,2,4 --format json --jitter-cv 0");
   ASSERT_EQ(r.status, 0) << r.err;

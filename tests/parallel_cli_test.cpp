@@ -282,6 +282,48 @@ TEST(ParallelCli, SimulatorRunsALayoutAndRefusesTheDataParallelOptions) {
   EXPECT_FALSE(std::filesystem::exists(trace));
 }
 
+// explain of a layout prints its time to train (issue 35: --dataset-samples and --epochs were dropped without a word):
+// TP 8 × PP 2 on 64 GPUs leaves dp 4, so 32 micro-batches of 1 train 128 samples a step and 1,280 samples take 10
+// steps of predict's step time.
+TEST(ParallelCli, ExplainOfALayoutGivesItsTimeToTrain) {
+  const std::string layout = "--tp 8 --sp --pp 2 --micro-batches 32 --gpus 64 ";
+  const auto csv = run_cli(kBase + layout + "--no-train --format csv");
+  ASSERT_EQ(csv.status, 0) << csv.err;
+  const std::string row = csv.out.substr(csv.out.find('\n') + 1);
+  std::vector<std::string> fields;
+  for (std::size_t at = 0, next = 0; next != std::string::npos; at = next + 1) {
+    next = row.find(',', at);
+    fields.push_back(row.substr(at, next == std::string::npos ? std::string::npos : next - at));
+  }
+  ASSERT_GT(fields.size(), 3U);
+  const double step = std::stod(fields[3]);  // iteration_time_s
+  const auto ex = run_cli("explain " + kBase.substr(8) + layout + "--dataset-samples 1280 --epochs 1");
+  ASSERT_EQ(ex.status, 0) << ex.err;
+  EXPECT_NE(ex.out.find(fmt::format("  10 iterations, {:.2f} h on 64 GPUs", 10 * step / 3600.0)), std::string::npos) << ex.out;
+}
+
+// report of a layout explains it as explain does (issue 35: its page was data parallelism's, the bubble printed as
+// "io (exposed)" and a bucket table of one number), with the step's parts and its time to train.
+TEST(ParallelCli, ReportOfALayoutExplainsItAsExplainDoes) {
+  const std::string layout = "--tp 8 --sp --pp 2 --micro-batches 32 --gpus 64 --dataset-samples 1280 ";
+  const auto ex = run_cli("explain " + kBase.substr(8) + layout);
+  ASSERT_EQ(ex.status, 0) << ex.err;
+  const auto html = std::filesystem::temp_directory_path() / "dlscale-parallel-cli-report.html";
+  const auto r = run_cli("report " + kBase.substr(8) + layout + "--no-timeline -o " + html.string());
+  ASSERT_EQ(r.status, 0) << r.err;
+  const std::string page = test::slurp(html);
+  std::filesystem::remove(html);
+  for (const char* part : {"bubble", "DP exposed", "time to train:"}) {
+    const std::size_t at = ex.out.find(part);
+    ASSERT_NE(at, std::string::npos) << part;
+    const std::string line = ex.out.substr(at, ex.out.find('\n', at) - at);
+    EXPECT_NE(page.find(line), std::string::npos) << line;
+  }
+  EXPECT_EQ(page.find("io (exposed)"), std::string::npos);  // neither in the explanation nor in the critical path's plot
+  EXPECT_NE(page.find("<title>bubble: "), std::string::npos);
+  EXPECT_EQ(page.find("bucket plan"), std::string::npos);
+}
+
 // Eq. P23 on the command line: Mixtral-8x7B as the README predicts it (TP 2 × PP 4 × EP 4 on 4 DGX H100 nodes).
 const std::string kMixtralOn = "--cluster dgx-h100-ndr --nodes 4 --model mixtral-8x7b --precision bf16 ";
 const std::string kMixtral = kMixtralOn + "--framework megatron-core ";

@@ -54,6 +54,7 @@ TEST(TimeToTrain, ImageNetOnEightGpusByHand) {
   p.gpus = 8;
   p.batch_per_gpu = 32;
   p.iteration_time = seconds(0.5);
+  p.throughput_samples_per_s = 8 * 32 / 0.5;  // 256 samples an iteration
   Cluster c;
   c.price_per_gpu_hour = 2.5;
   c.currency = "USD";
@@ -78,6 +79,48 @@ TEST(TimeToTrain, ImageNetOnEightGpusByHand) {
   EXPECT_EQ(t.currency, "USD");
   c.price_per_gpu_hour = 0;
   EXPECT_FALSE(time_to_train(p, *w, c).cost.has_value());
+}
+
+// An iteration trains what its throughput says, N_g·M·K with K accumulated passes: 8 GPUs × 32 × 4 = 1,024
+// samples a step (issue 35: N_g·M alone counted 4 times the iterations).
+TEST(TimeToTrain, AccumulatedPassesTrainMoreSamplesAnIteration) {
+  Prediction p;
+  p.gpus = 8;
+  p.batch_per_gpu = 32;
+  p.iteration_time = seconds(2.0);
+  p.throughput_samples_per_s = 8 * 32 * 4 / 2.0;
+  TrainingWorkload w;
+  w.samples_per_epoch = 1'281'167;
+  w.epochs = 90;
+  const TrainingCost t = time_to_train(p, w, Cluster{});
+  // ⌈1,281,167 / 1,024⌉ = ⌈1251.14⌉ = 1252 iterations an epoch; × 90 = 112,680; × 2 s = 225,360 s
+  EXPECT_DOUBLE_EQ(t.iterations, 112'680.0);
+  EXPECT_NEAR(in_seconds(t.wall_time), 225'360.0, 1e-6);
+}
+
+// A layout's step trains its global batch b·m·dp (the sweep's own column), not one sample per GPU: Llama-3-8B in
+// TP 8 × DP 2 with 4 micro-batches of 1 on 16 GPUs trains 1 × 4 × 2 = 8 samples a step, so 1,000 samples take
+// ⌈1000 / 8⌉ = 125 steps (issue 35: the 16 GPUs' "batch 1" made it ⌈1000 / 16⌉ = 63).
+TEST(TimeToTrain, LayoutRowTrainsItsGlobalBatchAStep) {
+  const auto dir = std::filesystem::temp_directory_path() / ("dlscale-ttt-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const auto spec = dir / "spec.yaml";
+  std::ofstream(spec) << "dataset: {samples: 1000, epochs: 1}\n"
+                         "grid:\n"
+                         "  cluster: {name: dgx-h100-ndr, nodes: 2}\n"
+                         "  model: llama3-8b\n"
+                         "  framework: megatron-core\n"
+                         "  gpus: [16]\n"
+                         "  precision: bf16\n"
+                         "  layout: [{tp: 8, sp: true, micro_batches: 4}]\n";
+  const auto r = test::run_cli("sweep --spec " + spec.string() + " --format jsonl");
+  std::filesystem::remove_all(dir);
+  ASSERT_EQ(r.status, 0) << r.err;
+  const auto row = nlohmann::json::parse(r.out.substr(0, r.out.find('\n')));
+  ASSERT_EQ(row["global_batch"].get<double>(), 8.0);
+  const double steps = std::ceil(1000.0 / 8.0);
+  EXPECT_NEAR(row["train_hours"].get<double>(), steps * row["iteration_time_s"].get<double>() / 3600.0, 1e-9);
+  EXPECT_NEAR(row["gpu_hours"].get<double>(), 16 * steps * row["iteration_time_s"].get<double>() / 3600.0, 1e-9);
 }
 
 TEST(TimeToTrain, TokenModelsNeedDatasetSamples) {

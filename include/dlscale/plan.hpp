@@ -47,8 +47,10 @@ struct TrainingCost {
 };
 
 /// Time to train a workload at one prediction's iteration time, and its cost on the cluster.
-///   iterations = epochs · ⌈samples / (N_g · M)⌉,  T = iterations · t_iter,
-///   GPU-hours = T[h] · N_g,  cost = GPU-hours · price per GPU-hour.
+///   iterations = epochs · ⌈samples / B⌉,  T = iterations · t_iter,
+///   GPU-hours = T[h] · N_g,  cost = GPU-hours · price per GPU-hour,
+/// with B the samples one iteration trains, throughput × t_iter: N_g · M · K with K accumulated passes, and a
+/// model-parallel layout's global batch b · m · dp (not N_g · M, which counts every TP, PP and CP rank's batch).
 TrainingCost time_to_train(const Prediction& p, const TrainingWorkload& w, const Cluster& cluster);
 
 // ---- explain --------------------------------------------------------------------------------------
@@ -61,7 +63,9 @@ struct PathSegment {
 
 /// The critical path of a prediction: io not hidden by prefetching, h2d, forward, backward,
 /// communication not hidden behind backward, the update on the path (all of it after aggregation;
-/// `first_update`, the input-side layer's, with per-layer updates).
+/// `first_update`, the input-side layer's, with per-layer updates). A model-parallel prediction's path is eq. P13's
+/// parts on its slowest stage: forward, backward, TP, CP and EP exposed, PP sends, bubble, DP exposed, the tied
+/// embedding's all-reduce, update (the same ten at every GPU count, so that plots stack alike).
 std::vector<PathSegment> critical_path(const Prediction& p, const Strategy& s, Seconds first_update);
 
 // The resources `explain` doubles (Resource, kAllResources) are in bottleneck.hpp, with the bottleneck they define;
@@ -139,6 +143,8 @@ Explanation explain(const Scenario& sc, int gpus, const ExplainOptions& options)
 
 /// The text `dlscale explain` prints.
 std::string format_explanation(const Explanation& e, const Scenario& sc);
+/// Explain's "time to train" section for a prediction (time_to_train of the workload; without one, what to give).
+std::string format_time_to_train(const Prediction& p, const std::optional<TrainingWorkload>& w, const Scenario& sc);
 
 // ---- plan: which strategy, micro-batch, accumulation and shard group ---------------------------------
 

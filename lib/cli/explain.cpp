@@ -52,10 +52,16 @@ void run_explain(const ExplainCliOptions& o) {
     if (list.size() != 1) throw UsageError("--gpus", "explain takes one GPU count");
     gpus = list.front();
   }
-  if (sc.parallel) return emit(explain_parallel(sc, gpus), o.output);  // model parallelism (lib/plan/parallel_explain.cpp)
   ExplainOptions eo;
   if (!o.target.empty()) eo.target_efficiency = parse_target(o.target);
   eo.workload = workload_for(sc.network, o.workload);
+  if (sc.parallel) {  // model parallelism (lib/plan/parallel_explain.cpp), with the time to train
+    if (eo.target_efficiency)
+      throw UsageError("--target",
+                       "searches data-parallel changes (links, buckets, GPU counts); a model-parallel layout's "
+                       "alternatives are what plan --parallel ranks");
+    return emit(explain_parallel(sc, gpus) + format_time_to_train(Predictor(sc).predict(gpus), eo.workload, sc), o.output);
+  }
   const Explanation e = explain(sc, gpus, eo);
   emit(format_explanation(e, sc), o.output);
 }

@@ -89,6 +89,8 @@ struct ParallelPlanOptions {
   std::string cp_comm;        // --cp-comm NAME for every layout with cp > 1 (eq. P29); empty: the framework's
   bool no_refine = false;     // --no-refine: the grid alone, without eq. P38's variants of the leaders
 };
+/// The help group of --parallel and the options of its grid (plan refuses them without --parallel).
+inline constexpr const char* kParallelPlanGroup = "Model-parallel layouts (--parallel)";
 void add_parallel_plan_options(CLI::App& cmd, ParallelPlanOptions& o);
 /// --moe-imbalance's value: a finite number (its range is validate's); UsageError otherwise.
 double moe_imbalance_option(const std::string& text);

@@ -40,7 +40,7 @@ void numbers(const std::string& text, const char* option, std::vector<int>& targ
 }  // namespace
 
 void add_parallel_plan_options(CLI::App& cmd, ParallelPlanOptions& o) {
-  const char* g = "Model-parallel layouts (--parallel)";
+  const char* g = kParallelPlanGroup;
   cmd.add_flag("--parallel", o.on,
                "Search model-parallel layouts (tp x pp x vp x cp x micro-batch x recompute x optimiser sharding) for a "
                "decoder at one global batch, with the first of --frameworks (default megatron-core)")

@@ -47,6 +47,23 @@ std::vector<int> counts(const std::string& text, const char* option) {
   return v;
 }
 
+/// The two searches take different options: the data-parallel search's lists (--micro-batches, --accumulations,
+/// --target-tokens) mean nothing to --parallel's grid, and --parallel's (--tp, --pp, ..., --global-batch) nothing to
+/// the data-parallel search. An option of the other search is an error, not silently dropped.
+void refuse_other_search_options(const CLI::App& cmd, bool parallel) {
+  if (parallel) {
+    for (const char* name : {"--micro-batches", "--accumulations", "--target-tokens"})
+      if (cmd.count(name) > 0)
+        throw UsageError(name,
+                         "belongs to the data-parallel search, not to --parallel's layouts (--micro-batch and "
+                         "--global-batch size a layout's step)");
+    return;
+  }
+  for (const CLI::Option* op : cmd.get_options())
+    if (op->get_group() == kParallelPlanGroup && op->get_name() != "--parallel" && op->count() > 0)
+      throw UsageError(op->get_name(), "is an option of the model-parallel search: give it with --parallel");
+}
+
 void run_plan(const PlanCliOptions& o) {
   if (o.parallel.on)  // model-parallel layouts (lib/cli/parallel_plan.cpp)
     return run_parallel_plan(o.scenario, o.parallel, o.frameworks == PlanCliOptions{}.frameworks ? "" : o.frameworks, o.top,
@@ -153,7 +170,10 @@ void setup_plan(CLI::App& app) {
   cmd->add_option("--top", opt->top, "Configurations to show")->capture_default_str();
   cmd->add_option("-o,--output", opt->output, "Write to FILE (atomically) instead of standard output")->type_name("FILE");
   add_parallel_plan_options(*cmd, opt->parallel);
-  cmd->callback([opt] { run_plan(*opt); });
+  cmd->callback([opt, cmd] {
+    refuse_other_search_options(*cmd, opt->parallel.on);
+    run_plan(*opt);
+  });
 }
 
 }  // namespace dlscale::cli

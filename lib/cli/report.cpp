@@ -9,6 +9,7 @@
 #include "cli/workload_options.hpp"
 #include "dlscale/error.hpp"
 #include "dlscale/format.hpp"
+#include "dlscale/parallel_plan.hpp"
 #include "dlscale/plan.hpp"
 #include "dlscale/plot.hpp"
 #include "dlscale/sim/simulator.hpp"
@@ -58,8 +59,13 @@ void run_report(const ReportCliOptions& o) {
   const int largest = *std::max_element(gpus.begin(), gpus.end());
   ExplainOptions eo;
   eo.workload = c.workload;
-  c.explanation = explain(sc, largest, eo);
-  c.explanation_text = format_explanation(*c.explanation, sc);
+  if (sc.parallel) {  // a layout's page, as explain prints it (not the data-parallel path, whose rows it lacks)
+    const auto it = std::find_if(preds.begin(), preds.end(), [&](const Prediction& p) { return p.gpus == largest; });
+    c.explanation_text = explain_parallel(sc, largest) + format_time_to_train(*it, c.workload, sc);
+  } else {
+    c.explanation = explain(sc, largest, eo);
+    c.explanation_text = format_explanation(*c.explanation, sc);
+  }
 
   const Seconds first_update = predictor.layer_times().update.empty() ? Seconds{} : predictor.layer_times().update.front();
   c.plots.emplace_back("Throughput vs GPUs (log-log) with the ideal linear scaling",

@@ -165,7 +165,7 @@ void add_scenario_options(CLI::App& cmd, ScenarioOptions& o) {
            o.checkpointing = true;
            o.checkpointing_mode = v;
          },
-         "Activation checkpointing: bare (or sqrt) keeps sqrt(L) segment inputs and recomputes each segment; per "
+         "Activation checkpointing: the option alone (or sqrt) keeps sqrt(L) segment inputs and recomputes each segment; per "
          "transformer block: full[:FRACTION] (every block, or that fraction of them), selective (the attention core, "
          "Megatron-LM) or op (torchtitan's per-op SAC)")
       ->expected(0, 1)

@@ -407,21 +407,27 @@ void print_target(std::ostream& out, const Explanation& e) {
 
 /// Time and cost to train the workload.
 void print_time_to_train(std::ostream& out, const Explanation& e, const Scenario& sc) {
-  const Prediction& p = e.prediction;
+  out << format_time_to_train(e.prediction, e.workload, sc);
+}
+}  // namespace
+
+std::string format_time_to_train(const Prediction& p, const std::optional<TrainingWorkload>& w, const Scenario& sc) {
+  std::ostringstream out;
   fmt::print(out, "\ntime to train:\n");
-  if (e.cost && e.workload) {
-    fmt::print(out, "  workload: {}\n", e.workload->source);
-    fmt::print(out, "  {:.0f} iterations, {} on {} GPUs, {:.1f} GPU-hours", e.cost->iterations, hours_text(e.cost->wall_time),
-               p.gpus, e.cost->gpu_hours);
-    if (e.cost->cost)
-      fmt::print(out, ", {:.2f} {} at {:g} {} per GPU-hour\n", *e.cost->cost, e.cost->currency, sc.cluster.price_per_gpu_hour,
+  if (w) {
+    const TrainingCost c = time_to_train(p, *w, sc.cluster);
+    fmt::print(out, "  workload: {}\n", w->source);
+    fmt::print(out, "  {:.0f} iterations, {} on {} GPUs, {:.1f} GPU-hours", c.iterations, hours_text(c.wall_time), p.gpus,
+               c.gpu_hours);
+    if (c.cost)
+      fmt::print(out, ", {:.2f} {} at {:g} {} per GPU-hour\n", *c.cost, c.currency, sc.cluster.price_per_gpu_hour,
                  sc.cluster.currency);
     else fmt::print(out, " (no price_per_gpu_hour in the cluster file)\n");
   } else {
     fmt::print(out, "  no default data set for a '{}' model: give --dataset-samples (and --epochs)\n", sc.network.input_kind);
   }
+  return out.str();
 }
-}  // namespace
 
 std::string format_explanation(const Explanation& e, const Scenario& sc) {
   std::ostringstream out;

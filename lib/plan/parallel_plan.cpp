@@ -438,6 +438,11 @@ ParallelPlanResult plan_parallel(const Scenario& base, int gpus, const ParallelP
                 base.strategy.parallel.value_or(ParallelLayout{})};
   if (space.memory_reserve < Bytes{})
     throw InputError(SourceLocation{}, "memory_reserve", "the memory kept free on a GPU cannot be negative");
+  if (base.strategy.aggregation != Aggregation::allreduce)  // as predict refuses it (validate_parallel, eq. P5)
+    throw InputError(SourceLocation{}, "strategies",
+                     fmt::format("'{}' aggregates by {}; a model-parallel layout's gradients are all-reduced over its "
+                                 "data-parallel group (eq. P5), which this framework does not do",
+                                 base.strategy.name, to_string(base.strategy.aggregation)));
   c.shape = transformer_shape(base.network, c.blocks);  // InputError("network") without blocks
   if (gpus < 1 || gpus > cl.max_gpus() || (gpus > cl.gpus_per_node && gpus % cl.gpus_per_node != 0))
     throw InputError(SourceLocation{}, "gpus",

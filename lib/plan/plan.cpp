@@ -2,6 +2,7 @@
 // manipulations `explain` uses are in lib/predict/resources.cpp.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -36,7 +37,8 @@ std::optional<TrainingWorkload> make_workload(const Network& net, std::optional<
 /// Iterations of a run: epochs · ⌈samples / (N_g · M)⌉ (the last, partial batch of an epoch is run).
 TrainingCost time_to_train(const Prediction& p, const TrainingWorkload& w, const Cluster& cluster) {
   TrainingCost c;
-  const double global_batch = static_cast<double>(p.gpus) * p.batch_per_gpu;
+  // the samples a step trains: N_g·M·K for data parallelism, b·m·dp for a layout (throughput's own definition)
+  const double global_batch = std::max(std::round(p.throughput_samples_per_s * in_seconds(p.iteration_time)), 1.0);
   c.iterations = w.epochs * std::ceil(static_cast<double>(w.samples_per_epoch) / global_batch);
   c.wall_time = p.iteration_time * c.iterations;
   c.gpu_hours = in_seconds(c.wall_time) / 3600.0 * p.gpus;
@@ -50,6 +52,12 @@ TrainingCost time_to_train(const Prediction& p, const TrainingWorkload& w, const
 // ---- the critical path ------------------------------------------------------------------------------
 std::vector<PathSegment> critical_path(const Prediction& p, const Strategy& s, Seconds first_update) {
   const Breakdown& b = p.breakdown;
+  if (const auto& par = b.parallel) {  // eq. P13's parts on the slowest stage, as explain's layout page lists them
+    return {{"forward", b.forward},       {"backward", b.backward},        {"TP exposed", par->tp_comm},
+            {"CP exposed", par->cp_comm}, {"EP all-to-all", par->ep_comm}, {"PP sends", par->pp_p2p},
+            {"bubble", par->bubble},      {"DP exposed", par->dp_comm},    {"tied embedding all-reduce", par->embedding_grads},
+            {"update", b.update}};
+  }
   // The update on the path: all of t_u after aggregation (eq. 10), the first layer's (or unit's) with
   // per-layer updates overlapped with aggregation (eq. 6/7).
   const bool overlapped = s.overlap != Overlap::none && s.aggregation != Aggregation::broadcast_reduce;

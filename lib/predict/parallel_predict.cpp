@@ -24,6 +24,13 @@ void validate_parallel(const Scenario& sc) {
     throw InputError(SourceLocation{}, "profile",
                      "a profile measures one GPU's whole model; a parallel layout splits the model's (or measured) "
                      "layer times");
+  // eq. P5/P12: a layout's data-parallel gradients go through NCCL collectives over the dp·cp group; a parameter
+  // server (MXNet), TensorFlow's hybrid or DataParallel's reduce to GPU 0 has no model of it under a layout
+  if (sc.strategy.aggregation != Aggregation::allreduce)
+    throw InputError(SourceLocation{}, "framework",
+                     fmt::format("'{}' aggregates by {}; a model-parallel layout's gradients are all-reduced over its "
+                                 "data-parallel group (eq. P5), which this framework does not do",
+                                 sc.strategy.name, to_string(sc.strategy.aggregation)));
   if (sc.compute.checkpointing)
     throw InputError(SourceLocation{}, "compute.checkpointing",
                      "a parallel layout recomputes per block (full, selective), not in checkpoint segments");

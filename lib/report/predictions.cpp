@@ -106,10 +106,13 @@ std::string hiding(const Prediction& p) {
   return fmt::format("2 (C={})", p.boundary_layer);
 }
 
-/// Memory per GPU, "!" where the GPU cannot hold it.
+/// Memory per GPU, "!" where the GPU cannot hold it; TB from 1,000 GB (three digits never read as 2.99e+03 GB).
 std::string memory_text(const Prediction& p) {
   if (!(p.memory.per_gpu > Bytes{})) return "-";
-  return fmt::format("{:.3g} GB{}", in_bytes(p.memory.per_gpu) / 1e9, p.memory.fits ? "" : "!");
+  const double gb = in_bytes(p.memory.per_gpu) / 1e9;
+  const char* mark = p.memory.fits ? "" : "!";
+  if (fmt::format("{:.3g}", gb).find('e') != std::string::npos) return fmt::format("{:.3g} TB{}", gb / 1e3, mark);
+  return fmt::format("{:.3g} GB{}", gb, mark);
 }
 
 std::string cost_text(const TrainingCost& c) { return c.cost ? fmt::format("{:.2f}", *c.cost) : std::string("-"); }
