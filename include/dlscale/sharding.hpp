@@ -139,12 +139,10 @@ struct StepTraffic {
 StepTraffic step_traffic(std::span<const GatherUnit> units, const Sharding& s, Precision p, const GpuPlacement& at,
                          double fp8_elements = 0.0);
 /// The same over the network's units under the strategy (stage 3), or its parameters (stages 0-2).
-StepTraffic step_traffic(const Network& net, const Sharding& s, Precision p, const GpuPlacement& at,
-                         double fp8_elements = 0.0);
+StepTraffic step_traffic(const Network& net, const Sharding& s, Precision p, const GpuPlacement& at, double fp8_elements = 0.0);
 /// The same for `params` parameters in units none of which is held: stages 0-2, and stage 3 under a size wrap (eq. S4).
 /// Throws std::invalid_argument for a block wrap at stage 3, whose held root only the network's units know.
-StepTraffic step_traffic(std::int64_t params, const Sharding& s, Precision p, const GpuPlacement& at,
-                         double fp8_elements = 0.0);
+StepTraffic step_traffic(std::int64_t params, const Sharding& s, Precision p, const GpuPlacement& at, double fp8_elements = 0.0);
 
 /// Eq. S12, fp8 all-gather (torchao's enable_fsdp_float8_all_gather, tensor-wise scaling): the bytes of P working
 /// parameters as a stage-3 all-gather moves them and its gathered buffer holds them, E of them (the weights fp8

@@ -141,11 +141,11 @@ std::string step_key(const ComputeOptions& c) {
   static_assert(!known_abi || sizeof(KernelExecution) == 40, "KernelExecution changed: key it in LayerTimesTables::times");
   static_assert(!known_abi || sizeof(ConvAlgorithmPolicy) == 24, "ConvAlgorithmPolicy changed: key it in policy_key");
   const auto& u = c.update_kernels;
-  std::string out =
-      fmt::format("{}|{}{}{}|{}|{}|{}|{}{}|{}|{}|{}|{}{}", static_cast<int>(c.optimizer_impl.value_or(OptimizerImpl::fused)),
-                  c.compiled, c.compiled_loss, c.sharded, c.pool_index_bytes, u ? u->traffic : -1.0,
-                  u ? u->per_tensor.base() : -1.0, static_cast<int>(c.recompute), c.recompute_early_stop, c.recompute_blocks,
-                  c.checkpointing, c.accumulate, to_string(c.fp8_scaling), c.fp8_all_gather ? "+ag" : "");  // eq. S12's casts and copies
+  std::string out = fmt::format(
+      "{}|{}{}{}|{}|{}|{}|{}{}|{}|{}|{}|{}{}", static_cast<int>(c.optimizer_impl.value_or(OptimizerImpl::fused)), c.compiled,
+      c.compiled_loss, c.sharded, c.pool_index_bytes, u ? u->traffic : -1.0, u ? u->per_tensor.base() : -1.0,
+      static_cast<int>(c.recompute), c.recompute_early_stop, c.recompute_blocks, c.checkpointing, c.accumulate,
+      to_string(c.fp8_scaling), c.fp8_all_gather ? "+ag" : "");  // eq. S12's casts and copies
   append_sharding_key(out, c.sharding);
   return out;
 }

@@ -167,7 +167,7 @@ StepTraffic step_traffic(std::span<const GatherUnit> units, const Sharding& s, P
     t.allgather_update = bytes(P * w * part);
   } else {
     t.allgather_forward = gathered_param_bytes(P, fp8_elements, p) * part;  // eq. S2 with S12
-    if (s.reshard_after_forward)  // a block wrap's root held (S4b)
+    if (s.reshard_after_forward)                                            // a block wrap's root held (S4b)
       t.allgather_backward = gathered_param_bytes(resharded, fp8_elements, p) * part;
   }
   t.allreduce_replicas = bytes(P * g / n * 2.0 * (R - 1.0) / R);  // eq. S2c
