@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <span>
 #include <stdexcept>
 #include <string>
 #include <tuple>
@@ -508,9 +509,11 @@ TEST(ShardingFp8AllGather, BytesOfABlockOnEightGpusByHand) {
   // (the converted weights, once per gather, times 7/8 times 2) fewer.
   const Sharding fsdp = framework("torchtitan").sharding;
   const GpuPlacement eight{8, 1, 8};
-  const auto P = static_cast<std::int64_t>(kBlockParams);
-  const StepTraffic bf16 = step_traffic(P, fsdp, Precision::fp8, eight);
-  const StepTraffic fp8 = step_traffic(P, fsdp, Precision::fp8, eight, kBlockFp8);
+  // the block as one unit that is resharded (torchtitan wraps per block, eq. S4b; the held root is another unit)
+  const GatherUnit block{0, 0, static_cast<std::int64_t>(kBlockParams), false};
+  const std::span<const GatherUnit> units(&block, 1);
+  const StepTraffic bf16 = step_traffic(units, fsdp, Precision::fp8, eight);
+  const StepTraffic fp8 = step_traffic(units, fsdp, Precision::fp8, eight, kBlockFp8);
   EXPECT_DOUBLE_EQ(in_bytes(gathered_param_bytes(kBlockParams, kBlockFp8, Precision::fp8)), 218'120'192.0);
   EXPECT_DOUBLE_EQ(in_bytes(bf16.allgather_forward + bf16.allgather_backward), 763'392'000.0);
   EXPECT_DOUBLE_EQ(in_bytes(fp8.allgather_forward), 190'855'168.0);
