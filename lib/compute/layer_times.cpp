@@ -696,10 +696,9 @@ bool time_attention(Kernels& k, const LayerWork& w) {
     const std::int64_t d = in.back(), s = in[in.size() - 2];
     return time_mla(k, w, static_cast<std::int64_t>(elements(in) / static_cast<double>(s * d) * w.B), s, d);
   }
-  const double eb = w.eb;
   const std::int64_t d = in.back(), s = in[in.size() - 2];
   const std::int64_t seqs = static_cast<std::int64_t>(elements(in) / static_cast<double>(s * d) * w.B);
-  const std::int64_t rows = seqs * s, dh = l.head_dim > 0 ? l.head_dim : d / l.heads, bh = seqs * l.heads;
+  const std::int64_t rows = seqs * s, dh = l.head_dim > 0 ? l.head_dim : d / l.heads;
   // q (and the context) of `heads` heads: the width d, or a tensor-parallel rank's heads/t × d_h (head_dim set);
   // k and v of kv_heads heads each (grouped-query attention: fewer key/value heads)
   const std::int64_t dq = l.head_dim > 0 ? dh * l.heads : d;
