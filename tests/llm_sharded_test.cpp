@@ -663,8 +663,11 @@ Scenario h200_step(const Cluster& h200, const DecoderShape& d, std::map<std::str
   if (c["precision"] == "fp8-rowwise") sc.compute.fp8_scaling = Fp8Scaling::rowwise;
   sc.compute.optimizer = Optimizer::adamw;
   sc.compute.optimizer_impl = optimizer_impl_from_string(c.at("optimizer"));  // fused or torch.optim's foreach
-  sc.compute.compiled = c["compile"] == "true";
+  // `blocks`: each block compiled, the loss eager (LIST=sac; torchtitan-2024.yaml's compile_loss: false)
+  sc.compute.compiled = c["compile"] == "true" || c["compile"] == "blocks";
+  if (c["compile"] == "blocks") sc.strategy.compile_loss = false;
   if (c["checkpointing"] == "full") sc.compute.recompute = Recompute::full;
+  if (c["checkpointing"] == "op") sc.compute.recompute = Recompute::op;  // torchtitan's per-op SAC (eq. R3)
   return sc;
 }
 
@@ -693,7 +696,9 @@ std::vector<DecoderStep> h200_decoder_steps() {
     DecoderStep s;
     s.label = fmt::format("{}x{}/{} V{} seq {} b{} {} {} {} {} {}{}", d.layers, d.hidden, d.kv_heads, d.vocab, d.seq,
                           num("batch"), c["mode"], c["checkpointing"], c["precision"], c["attention"], c["optimizer"],
-                          c["compile"] == "true" ? " compiled" : "");
+                          c["compile"] == "true"         ? " compiled"
+                              : c["compile"] == "blocks" ? " blocks compiled"
+                                                         : "");
     s.ms = std::stod(c.at("ms_per_iter"));
     if (!c["peak_allocated_bytes"].empty()) s.peak_allocated = std::stod(c["peak_allocated_bytes"]);
     if (!c["peak_reserved_bytes"].empty()) s.peak_reserved = std::stod(c["peak_reserved_bytes"]);
