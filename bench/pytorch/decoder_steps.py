@@ -11,10 +11,11 @@
 # ac=full recomputes each block's forward in the backward (torch.utils.checkpoint, non-reentrant, as
 # torchtitan's checkpoint_wrapper); ac=op is torchtitan's per-op selective checkpointing (selective_ac_option
 # = "op": the same checkpoint with a policy that saves the output of every odd-numbered mm of the block and of
-# SDPA, and recomputes the rest; eq. R3; recalled from torchtitan's parallelize_llama.py, not read here); fp8 = torchao float8's tensor-wise dynamic scaling (e4m3 forward, e5m2
-# gradients) written out here with torch._scaled_mm for the blocks' linear maps (the output head stays bf16),
-# eager; compile = torch.compile of each block and of the loss, as torchtitan; compile="blocks" compiles the
-# blocks only and leaves the loss eager, as torchtitan did at the end of 2024 (models/frameworks/torchtitan-2024.yaml).
+# SDPA, and recomputes the rest; eq. R3; recalled from torchtitan's parallelize_llama.py, not read here);
+# fp8 = torchao float8's tensor-wise dynamic scaling (e4m3 forward, e5m2 gradients) written out here with
+# torch._scaled_mm for the blocks' linear maps (the output head stays bf16), eager; compile = torch.compile of each
+# block and of the loss, as torchtitan; compile="blocks" compiles the blocks only and leaves the loss eager, as
+# torchtitan did at the end of 2024 (models/frameworks/torchtitan-2024.yaml).
 # Synthetic tokens already on the GPU. 3 warm-up steps, then 3 windows of n steps (n so that a window lasts
 # about 0.4 s) timed with CUDA events; ms_per_iter is the median window. Memory: the allocator's peaks over the
 # timed steps. Also times the decoder's GEMM shapes in bf16 and fp8 (torch.mm against torch._scaled_mm).
