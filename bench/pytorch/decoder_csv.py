@@ -11,6 +11,8 @@ for path in sys.argv[2:]:
     for line in open(path):
         r = json.loads(line)
         if "ms_per_iter" not in r: continue
+        if r["compile"] and r.get("compile_loss") is False:
+            r["compile"] = "blocks"  # the blocks compiled, the loss eager
         clean = r.get("allocated_before_bytes", 1 << 40) < 100e6
         old = rows.get(tuple(r[k] for k in KEY))
         r["file"] = path.rsplit("/", 1)[-1]

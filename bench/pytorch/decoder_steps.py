@@ -9,9 +9,13 @@
 #           (world size 1): the all-gathers and reduce-scatters are NCCL copies, so the step is the compute alone.
 #   single: a plain module with fp32 weights under bf16 autocast, AdamW foreach (torch.optim's default).
 # ac=full recomputes each block's forward in the backward (torch.utils.checkpoint, non-reentrant, as
-# torchtitan's checkpoint_wrapper); fp8 = torchao float8's tensor-wise dynamic scaling (e4m3 forward, e5m2
-# gradients) written out here with torch._scaled_mm for the blocks' linear maps (the output head stays bf16),
-# eager; compile = torch.compile of each block and of the loss, as torchtitan.
+# torchtitan's checkpoint_wrapper); ac=op is torchtitan's per-op selective checkpointing (selective_ac_option
+# = "op": the same checkpoint with a policy that saves the output of every odd-numbered mm of the block and of
+# SDPA, and recomputes the rest; eq. R3; recalled from torchtitan's parallelize_llama.py, not read here);
+# fp8 = torchao float8's tensor-wise dynamic scaling (e4m3 forward, e5m2 gradients) written out here with
+# torch._scaled_mm for the blocks' linear maps (the output head stays bf16), eager; compile = torch.compile of each
+# block and of the loss, as torchtitan; compile="blocks" compiles the blocks only and leaves the loss eager, as
+# torchtitan did at the end of 2024 (models/frameworks/torchtitan-2024.yaml).
 # Synthetic tokens already on the GPU. 3 warm-up steps, then 3 windows of n steps (n so that a window lasts
 # about 0.4 s) timed with CUDA events; ms_per_iter is the median window. Memory: the allocator's peaks over the
 # timed steps. Also times the decoder's GEMM shapes in bf16 and fp8 (torch.mm against torch._scaled_mm).
@@ -145,6 +149,24 @@ class FeedForward(nn.Module):
     def forward(self, x):
         return self.w2(F.silu(self.w1(x)) * self.w3(x))
 
+# torchtitan's per-op SAC policy (recalled): MUST_SAVE for the ops of this list, except every second mm of the
+# block, counted separately in the forward and in the recompute; PREFER_RECOMPUTE for every other op.
+_SAC_SAVE = {torch.ops.aten.mm.default, torch.ops.aten._scaled_dot_product_efficient_attention.default,
+             torch.ops.aten._scaled_dot_product_flash_attention.default}
+if hasattr(torch.ops.aten, "_scaled_dot_product_cudnn_attention"):
+    _SAC_SAVE.add(torch.ops.aten._scaled_dot_product_cudnn_attention.default)
+
+def op_sac_context():
+    from torch.utils.checkpoint import CheckpointPolicy, create_selective_checkpoint_contexts
+    count = {"forward": 0, "recompute": 0}
+    def policy(ctx, func, *args, **kwargs):
+        mode = "recompute" if ctx.is_recompute else "forward"
+        if func == torch.ops.aten.mm.default:
+            count[mode] += 1
+        save = func in _SAC_SAVE and not (func == torch.ops.aten.mm.default and count[mode] % 2 == 0)
+        return CheckpointPolicy.MUST_SAVE if save else CheckpointPolicy.PREFER_RECOMPUTE
+    return create_selective_checkpoint_contexts(policy)
+
 class Block(nn.Module):
     def __init__(self, dim, heads, kv, ffn, ac):
         super().__init__()
@@ -154,7 +176,10 @@ class Block(nn.Module):
         h = x + self.attention(self.attention_norm(x), freqs_cis)
         return h + self.feed_forward(self.ffn_norm(h))
     def forward(self, x, freqs_cis):
-        if self.ac:
+        if self.ac == "op":
+            return ckpt.checkpoint(self._forward, x, freqs_cis, use_reentrant=False, preserve_rng_state=False,
+                                   context_fn=op_sac_context)
+        if self.ac == "full":
             return ckpt.checkpoint(self._forward, x, freqs_cis, use_reentrant=False, preserve_rng_state=False)
         return self._forward(x, freqs_cis)
 
@@ -195,7 +220,8 @@ def run(shape, layers, seq, batch, mode="fsdp", ac="none", precision="bf16", sdp
         compile=False, need=0, profile=None):
     left = BUDGET - (time.time() - T0)
     rec = dict(shape=shape, layers=layers, seq=seq, batch=batch, mode=mode, ac=ac, precision=precision, sdpa=sdpa,
-               optimizer=optimizer or ("fused" if mode == "fsdp" else "foreach"), compile=compile)
+               optimizer=optimizer or ("fused" if mode == "fsdp" else "foreach"), compile=bool(compile))
+    if compile == "blocks": rec["compile_loss"] = False  # the blocks compiled, the loss eager
     if left < need + 10:
         rec.update(error=f"skipped: {left:.0f} s of the budget left"); emit(rec); return
     _, dim, heads, kv, ffn, vocab = SHAPES[shape]
@@ -208,12 +234,12 @@ def run(shape, layers, seq, batch, mode="fsdp", ac="none", precision="bf16", sdp
             torch.cuda.empty_cache(); torch.cuda.reset_peak_memory_stats()
             rec["allocated_before_bytes"] = torch.cuda.memory_allocated()  # 0 unless an earlier run leaked
         with torch.device(dev):
-            net = Transformer(layers, dim, heads, kv, ffn, vocab, seq, ac == "full")
+            net = Transformer(layers, dim, heads, kv, ffn, vocab, seq, ac)
         Linear.fp8 = {"fp8": "tensor", "fp8-rowwise": "row"}.get(precision, False)
         if compile:
             for b in net.layers:
                 b.compile(fullgraph=True)
-        loss = torch.compile(loss_fn) if compile else loss_fn
+        loss = torch.compile(loss_fn) if compile and compile != "blocks" else loss_fn
         if mode == "fsdp":
             process_group()
             if dev.type == "cuda": torch.cuda.set_device(0)
@@ -320,6 +346,13 @@ if __name__ == "__main__":
     if LIST == "tiny":  # the local check on a CPU: every path once on a toy shape
         run("tiny", 2, 32, 2, mode="single", sdpa="math"); run("tiny", 2, 32, 2, mode="fsdp", ac="full", sdpa="math")
         run("tiny", 2, 32, 2, mode="fsdp", sdpa="math", optimizer="foreach")
+        run("tiny", 2, 32, 2, mode="fsdp", ac="op", sdpa="math")
+    elif LIST == "sac":  # issue 33 item 6 (eq. M6, not run yet): per-op SAC eager beside compiled, same shapes
+        # compile="blocks" keeps the loss eager in both, so the pair's allocated peaks differ by the blocks' saves only
+        # (the model today: by nothing; the compiled partitioner's drop of the down projection's output: 2·D·T·L B)
+        for c in (False, "blocks", True): run("llama-1.3b", 24, 2048, 8, ac="op", compile=c, need=60)
+        for c in (False, "blocks", True): run("llama3-8b", 4, 4096, 2, ac="op", compile=c, need=60)
+        run("llama3-8b", 4, 4096, 2, compile="blocks", need=60)  # the no-AC pair with the loss eager in both
     elif LIST == "rowwise":  # 2026-11-28: fp8 with row-wise scales beside tensor-wise and bf16 (issue 33)
         run("llama3-8b", 4, 8192, 1, precision="fp8-rowwise")
         gemms_rowwise()
