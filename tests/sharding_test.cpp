@@ -521,6 +521,33 @@ TEST(ShardingFp8AllGather, BytesOfABlockOnEightGpusByHand) {
   EXPECT_DOUBLE_EQ(in_bytes(fp8.reducescatter), in_bytes(bf16.reducescatter));  // the gradients stay as they were
 }
 
+TEST(ShardingUnitBytes, ALlama3BlockOnEightGpusUnderEachFrameworkByHand) {
+  // One Llama-3-8B block, 218,112,000 parameters, on a shard group of 8 (the bytes predict and simulate both time,
+  // shard_unit_bytes). torchtitan (FSDP2, reduce_dtype fp32): gathered at 2 B = 436,224,000 B, reduce-scattered at 4 B
+  // = 872,448,000 B, no cast (FSDP2 casts in its chunk_cat, eq. S10); its shard across 2 replicas at share 1:
+  // 872,448,000 / 8 = 109,056,000 B. fsdp (FSDP1, bf16 reduce): 436,224,000 B reduced, the reduced half shard cast to
+  // fp32 (eq. M5c): 27,264,000 elements x 6 B = 163,584,000 B. llm-foundry (FSDP1, reduce_dtype fp32): the unsharded
+  // gradient cast before the reduce: 218,112,000 x 6 = 1,308,672,000 B. fp8 all-gather: 8,192 x 2 + 218,103,808 x 1
+  // = 218,120,192 B gathered.
+  const double P = kBlockParams;
+  const ShardUnitBytes titan = shard_unit_bytes(P, 0.0, framework("torchtitan").sharding, Precision::bf16, 8, 1.0);
+  EXPECT_DOUBLE_EQ(in_bytes(titan.gather), 436'224'000.0);
+  EXPECT_DOUBLE_EQ(in_bytes(titan.reduce), 872'448'000.0);
+  EXPECT_DOUBLE_EQ(in_bytes(titan.replica), 109'056'000.0);
+  EXPECT_DOUBLE_EQ(in_bytes(titan.cast), 0.0);
+  const ShardUnitBytes fsdp = shard_unit_bytes(P, 0.0, framework("fsdp").sharding, Precision::bf16, 8, 1.0);
+  EXPECT_DOUBLE_EQ(in_bytes(fsdp.reduce), 436'224'000.0);
+  EXPECT_DOUBLE_EQ(in_bytes(fsdp.cast), 163'584'000.0);
+  const ShardUnitBytes foundry = shard_unit_bytes(P, 0.0, framework("llm-foundry").sharding, Precision::bf16, 8, 1.0);
+  EXPECT_DOUBLE_EQ(in_bytes(foundry.reduce), 872'448'000.0);
+  EXPECT_DOUBLE_EQ(in_bytes(foundry.cast), 1'308'672'000.0);
+  const ShardUnitBytes fp8 = shard_unit_bytes(P, kBlockFp8, framework("torchtitan").sharding, Precision::fp8, 8, 1.0);
+  EXPECT_DOUBLE_EQ(in_bytes(fp8.gather), 218'120'192.0);
+  EXPECT_DOUBLE_EQ(in_bytes(fp8.reduce), 872'448'000.0);  // the gradients stay fp32 on the wire
+  const ShardUnitBytes none = shard_unit_bytes(0.0, 0.0, framework("torchtitan").sharding, Precision::bf16, 8, 1.0);
+  EXPECT_DOUBLE_EQ(in_bytes(none.gather + none.reduce + none.replica + none.cast), 0.0);  // eq. S4b's tail unit
+}
+
 TEST(ShardingFp8AllGather, ThePredictorGathersEachBlockAtOneByteAWeight) {
   // The whole model under torchtitan (FSDP2, a unit per block, the root held) on 8 GPUs, all-gathers at 1 GB/s
   // (FixedCollectives): 32 blocks gathered twice a step, each 218,103,808 B fewer under fp8 all-gather: 64 ·

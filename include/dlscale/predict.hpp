@@ -204,6 +204,14 @@ struct LayoutStep {
   ParallelStep step;
 };
 
+/// Each unit's aggregation time in an unsharded step (docs/model.md, eq. 2-10's t_c of every layer or bucket) under the
+/// strategy's aggregation: ring all-reduce, parameter server, hybrid (all-reduce in the node, a parameter server
+/// across nodes) or broadcast + reduce, with the collective model's times() over the units in order, input side first
+/// (a transport's sequence costs, eq. transport-3, charged to its first and last units). The closed form (predict) and
+/// the simulator (a static bucket plan) both take their times from here.
+void aggregation_times(const Strategy& strategy, const CollectiveModel& coll, std::span<const Bytes> unit_bytes,
+                       const GpuPlacement& at, std::span<Seconds> out);
+
 /// Prepares the per-layer times of a scenario once, then predicts any GPU count cheaply.
 class Predictor {
  public:

@@ -390,13 +390,11 @@ namespace {
 Bytes gathered_bytes(const Network& net, std::span<const int> block, const ComputeOptions& opt, const Sharding& sh, int shard) {
   if (sh.stage < 3 || (shard < 2 && !sh.per_parameter)) return Bytes{};
   // eq. S12: under fp8 all-gather a unit's fp8 linear maps' weights are gathered, and held, at 1 B an element
-  const bool fp8 = opt.fp8_all_gather && opt.precision == Precision::fp8;
+  const bool fp8 = fp8_all_gathers(sh, opt);
   std::int64_t largest = 0;
   Bytes unit{}, held{};
   for (const GatherUnit& u : gather_units(net, sh, block)) {
-    double e = 0.0;
-    for (int i = u.first; fp8 && u.params > 0 && i <= u.last; ++i)
-      e += fp8_weight_elements(net.layers[static_cast<std::size_t>(i)]);
+    const double e = fp8 ? unit_fp8_elements(net, u) : 0.0;
     const Bytes gathered = gathered_param_bytes(static_cast<double>(u.params), e, opt.precision);
     (u.held ? held : unit) = max(u.held ? held : unit, gathered);
     if (!u.held) largest = std::max(largest, u.params);

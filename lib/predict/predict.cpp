@@ -48,6 +48,7 @@ struct Unit {
   Seconds backward{};        // backward time of the layers in the unit
   Seconds update{};          // update time of the layers in the unit
   Bytes gradient{};          // gradient bytes the unit aggregates
+  double params = 0.0;       // the parameters whose gradients those are (sharded stage 3: those it gathers, eq. S4b)
   bool held = false;         // sharded stage 3, eq. S4b: the root, gathered once and held to the end of the backward
   double fp8_weights = 0.0;  // sharded stage 3, eq. S12: of its gathered parameters, the fp8 linear maps' weight elements
 };
@@ -63,11 +64,12 @@ std::vector<Unit> make_units(const Network& net, const LayerTimes& t, const Stra
         u.forward += t.forward[k];
         u.backward += t.backward[k];
         u.update += t.update[k];
-        if (g.params > 0) u.fp8_weights += fp8_weight_elements(net.layers[k]);
       }
+      u.fp8_weights = unit_fp8_elements(net, g);
       // the parameters gathered and reduce-scattered with the unit (a block wrap's root holds those of every layer
       // outside the blocks; the layers after the last block gather nothing)
-      u.gradient = bytes(static_cast<double>(g.params) * bytes_per_element);
+      u.params = static_cast<double>(g.params);
+      u.gradient = bytes(u.params * bytes_per_element);
       u.held = g.held;
       units.push_back(u);
     }
@@ -76,7 +78,8 @@ std::vector<Unit> make_units(const Network& net, const LayerTimes& t, const Stra
   if (s.overlap != Overlap::bucketed) {
     units.resize(L);
     for (std::size_t i = 0; i < L; ++i)
-      units[i] = Unit{t.forward[i], t.backward[i], t.update[i], Network::gradient_bytes(net.layers[i], bytes_per_element)};
+      units[i] = Unit{t.forward[i], t.backward[i], t.update[i], Network::gradient_bytes(net.layers[i], bytes_per_element),
+                      static_cast<double>(net.layers[i].params)};
     return units;
   }
   // PyTorch DDP's assignment: walk from the output side, add a gradient to the open bucket, close the
@@ -89,6 +92,7 @@ std::vector<Unit> make_units(const Network& net, const LayerTimes& t, const Stra
     open.backward += t.backward[k];
     open.update += t.update[k];
     open.gradient += Network::gradient_bytes(net.layers[k], bytes_per_element);
+    open.params += static_cast<double>(net.layers[k].params);
     any = true;
     if (open.gradient >= cap) {
       units.push_back(open);
@@ -198,6 +202,7 @@ struct Predictor::Impl {
     std::vector<Unit> units;
     std::vector<Seconds> backward, forward;
     std::vector<Bytes> bytes;
+    std::vector<double> params, fp8_weights;  // units[i].params and .fp8_weights (shard_unit_times)
   };
   std::shared_ptr<const UnitWork> work;
   std::span<const Unit> units;  // work->units
@@ -505,6 +510,8 @@ void Predictor::Impl::model_units() {
     w->backward.push_back(un.backward);
     w->bytes.push_back(un.gradient);
     w->forward.push_back(un.forward);
+    w->params.push_back(un.params);
+    w->fp8_weights.push_back(un.fp8_weights);
   }
   work = std::move(w);
 }
@@ -764,27 +771,31 @@ DoubledTimes Predictor::Impl::layout_doubled(int gpus, const GpuPlacement& at, S
 }
 
 void Predictor::Impl::unit_comm(const GpuPlacement& at, std::span<Seconds> comm) const {
-  const Strategy& st = sc.strategy;
-  const std::size_t U = units.size();
+  aggregation_times(sc.strategy, *coll, unit_bytes, at, comm);
+}
+
+void aggregation_times(const Strategy& st, const CollectiveModel& coll, std::span<const Bytes> unit_bytes, const GpuPlacement& at,
+                       std::span<Seconds> comm) {
+  const std::size_t U = unit_bytes.size();
   thread_local std::vector<Seconds> extra_buf;
   switch (st.aggregation) {
     case Aggregation::allreduce:
-      coll->times(CollectiveOp::allreduce, unit_bytes, at, comm);
+      coll.times(CollectiveOp::allreduce, unit_bytes, at, comm);
       break;
     case Aggregation::parameter_server:
-      for (std::size_t i = 0; i < U; ++i) comm[i] = coll->parameter_server(unit_bytes[i], at, st.parameter_servers);
+      for (std::size_t i = 0; i < U; ++i) comm[i] = coll.parameter_server(unit_bytes[i], at, st.parameter_servers);
       break;
     case Aggregation::hybrid: {  // all-reduce inside the node, then a parameter server across nodes
-      coll->times(CollectiveOp::allreduce, unit_bytes, GpuPlacement{at.gpus_per_node, 1, at.gpus_per_node}, comm);
+      coll.times(CollectiveOp::allreduce, unit_bytes, GpuPlacement{at.gpus_per_node, 1, at.gpus_per_node}, comm);
       if (at.nodes > 1)
         for (std::size_t i = 0; i < U; ++i)
-          comm[i] += coll->parameter_server(unit_bytes[i], GpuPlacement{at.nodes, at.nodes, 1}, st.parameter_servers);
+          comm[i] += coll.parameter_server(unit_bytes[i], GpuPlacement{at.nodes, at.nodes, 1}, st.parameter_servers);
       break;
     }
     case Aggregation::broadcast_reduce: {
       extra_buf.assign(U, Seconds{});
-      coll->times(CollectiveOp::broadcast, unit_bytes, at, comm);
-      coll->times(CollectiveOp::reduce, unit_bytes, at, extra_buf);
+      coll.times(CollectiveOp::broadcast, unit_bytes, at, comm);
+      coll.times(CollectiveOp::reduce, unit_bytes, at, extra_buf);
       for (std::size_t i = 0; i < U; ++i) comm[i] += extra_buf[i];
       break;
     }
@@ -1001,50 +1012,10 @@ Predictor::Impl::ShardedStep Predictor::Impl::sharded_step(const GpuPlacement& a
 }
 
 void Predictor::Impl::shard_collectives(const ShardGroups& g, std::span<Seconds> comm, std::span<Seconds> gather) const {
-  const Sharding& sh = sc.strategy.sharding;
-  const double n = g.shard;
-  const std::size_t U = units.size();
-  const double w = working_bytes_per_element(sc.compute.precision);
-  const double gb = gradient_bytes_per_element(sc.compute.precision);
-  // Per unit: the reduce-scatter of its gradients in the shard group, then (hybrid) the all-reduce of the
-  // shard across the replicas, on one channel (eq. S7); the all-gather of its working parameters (eq. S5).
-  thread_local std::vector<Seconds> extra_buf;
-  thread_local std::vector<Bytes> param_bytes, shard_bytes;
-  extra_buf.assign(U, Seconds{});
-  param_bytes.resize(U);
-  shard_bytes.resize(U);
-  thread_local std::vector<Bytes> reduce_bytes;
-  reduce_bytes.resize(U);
-  const double reduced = sh.reduce_fp32 ? 4.0 / gb : 1.0;  // reduce_dtype fp32: 4 B a gradient on the wire
-  const bool fp8_gather = sc.compute.fp8_all_gather && sc.compute.precision == Precision::fp8;
-  for (std::size_t i = 0; i < U; ++i) {
-    param_bytes[i] = unit_bytes[i] * (w / gb);
-    // eq. S12: the unit's fp8 linear maps' weights travel at 1 B (a block wrap's root holds none)
-    if (fp8_gather) param_bytes[i] -= bytes(units[i].fp8_weights * (w - 1.0));
-    reduce_bytes[i] = unit_bytes[i] * reduced;
-    shard_bytes[i] = reduce_bytes[i] / n;
-  }
-  if (g.shard > 1) {
-    coll->times(CollectiveOp::reducescatter, reduce_bytes, g.shard_at, comm);
-    coll->times(CollectiveOp::allgather, param_bytes, g.shard_at, gather);
-  }
-  if (g.replicas > 1) {
-    // eq. S7b: the replica groups of every shard position all-reduce at once over the node's NICs, each timed
-    // alone at its placement with its bytes times their share (as eq. P12 times a layout's groups)
-    const double share = replica_nic_share(g, sc.cluster);
-    for (Bytes& unit : shard_bytes) unit = unit * share;
-    coll->times(CollectiveOp::allreduce, shard_bytes, g.replica_at, extra_buf);
-    for (std::size_t i = 0; i < U; ++i) comm[i] += extra_buf[i];
-  }
-  // eq. M5c: FSDP1's cast of each unit's gradient to fp32, a memory-bound kernel on the reduce-scatter's stream
-  const GpuSpec& gpu = sc.cluster.gpu;
-  const Bytes cast_one = shard_cast_bytes(1.0, sh, sc.compute.precision, g.shard);
-  if (cast_one > Bytes{})
-    for (std::size_t i = 0; i < U; ++i)
-      if (unit_bytes[i] > Bytes{})
-        comm[i] += memory_kernel_time(cast_one * (in_bytes(unit_bytes[i]) / gb), gpu, sc.compute.kernel(gpu));
-  for (std::size_t i = 0; i < U; ++i)  // eq. S4b: the layers after the last block gather and reduce nothing of their own
-    if (!(unit_bytes[i] > Bytes{})) comm[i] = gather[i] = Seconds{};
+  // Per unit: the reduce-scatter of its gradients in the shard group, then (hybrid) the all-reduce of the shard across
+  // the replicas and FSDP1's cast, on one channel (eq. S7, S7b, M5c); the all-gather of its working parameters (eq. S5,
+  // S12). The simulator takes the same times from the same function (sim/src/simulator.cpp, setup_sharding).
+  shard_unit_times(work->params, work->fp8_weights, sc.strategy.sharding, sc.compute, sc.cluster, g, *coll, comm, gather);
 }
 
 void Predictor::Impl::offload_step(const ShardGroups& g, const GpuPlacement& at, std::vector<Seconds>& copies,

@@ -42,6 +42,7 @@ inline Bytes bytes_from(double b) noexcept { return dlscale::bytes(b); }
 
 struct Collective {
   int first = 0, last = 0, iter = 0;
+  int unit = -1;  // the static plan's unit it aggregates (Setup::plan_time); -1: a fused buffer (Horovod)
   double bytes = 0.0, start = 0.0, jitter = 1.0;
   std::size_t phase = 0;
   int pending = 0;
@@ -110,7 +111,7 @@ class Model final : public EventSink {
   void layer_ready_globally(int layer);
   void iteration_end(int g);
   // communication
-  void collective_ready(int first, int last, double size);
+  void collective_ready(int first, int last, double size, int unit = -1);
   void start_next_collective();
   void start_phase(std::uint32_t id);
   void collective_done(std::uint32_t id);
@@ -332,7 +333,7 @@ void Model::layer_ready_globally(int layer) {
     return;
   }
   const Bucket& u = s_.plan[static_cast<std::size_t>(unit_of_[static_cast<std::size_t>(layer)])];
-  if (layer == u.first) collective_ready(u.first, u.last, in_bytes(u.bytes));
+  if (layer == u.first) collective_ready(u.first, u.last, in_bytes(u.bytes), unit_of_[static_cast<std::size_t>(layer)]);
 }
 
 void Model::hvd_tick() {
@@ -378,10 +379,11 @@ void Model::iteration_end(int g) {
 
 // ---- communication -------------------------------------------------------------------------------------
 
-void Model::collective_ready(int first, int last, double size) {
+void Model::collective_ready(int first, int last, double size, int unit) {
   Collective c;
   c.first = first;
   c.last = last;
+  c.unit = unit;
   c.bytes = size;
   c.iter = gpus_.front().iter;  // every GPU is in this iteration until its aggregation has ended
   c.jitter = s_.link_jitter > 0.0 ? link_rng_.jitter(s_.link_jitter) : 1.0;
@@ -400,7 +402,9 @@ void Model::start_next_collective() {
   if (s_.gpus <= 1) {
     eng_.schedule(eng_.now(), kCommDone, 0, id);
   } else if (!s_.contention) {
-    const double t = s_.reference_time(c.bytes) * s_.comm_factor * c.jitter;
+    const double alone =
+        c.unit >= 0 && !s_.plan_time.empty() ? s_.plan_time[static_cast<std::size_t>(c.unit)] : s_.reference_time(c.bytes);
+    const double t = alone * s_.comm_factor * c.jitter;
     eng_.schedule(eng_.now() + t, kCommDone, 0, id);
   } else {
     c.phases = s_.phases(c.bytes);

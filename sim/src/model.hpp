@@ -51,8 +51,11 @@ struct Setup {
   double t_read = 0.0, decode = 0.0, h2d = 0.0, input_bytes = 0.0;
 
   bool contention = false;
-  double comm_factor = 1.0;                          // measured-total scaling of the collective model's times
-  std::function<double(double)> reference_time;      // seconds for an aggregation of `bytes` (no contention)
+  double comm_factor = 1.0;                      // measured-total scaling of the collective model's times
+  std::function<double(double)> reference_time;  // seconds for an aggregation of `bytes` (no contention)
+  /// Per static plan unit, its aggregation's seconds without contention, as the closed form times that unit
+  /// (aggregation_times, shard_unit_times: the same function); empty: reference_time of its bytes.
+  std::vector<double> plan_time;
   std::function<std::vector<Phase>(double)> phases;  // with contention
   std::vector<std::vector<LinkId>> paths;            // flow paths (contention)
   struct LinkDef {

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cmath>
 #include <numeric>
+#include <stdexcept>
 
 #include "dlscale/equations.hpp"
 #include "dlscale/error.hpp"
@@ -194,21 +195,8 @@ struct Simulator::Impl {
     const GpuPlacement intra{at.gpus_per_node, 1, at.gpus_per_node};
     const GpuPlacement across{at.nodes, at.nodes, 1};
     const Strategy& st = sc.strategy;
-    if (st.sharding.sharded()) {      // eq. S7: reduce-scatter in the shard group, then the shard across replicas
-      if (!(size > 0.0)) return 0.0;  // eq. S4b: a unit that gathers and reduces nothing of its own
-      const ShardGroups g = shard_groups(st.sharding, at);
-      Seconds t{};
-      if (g.shard > 1) t += coll->time(CollectiveOp::reducescatter, s, g.shard_at);
-      if (g.replicas > 1) {  // eq. S7b: every shard position's replica group at once, sharing the node's NICs
-        const double share = replica_nic_share(g, sc.cluster);
-        t += coll->time(CollectiveOp::allreduce, s / static_cast<double>(g.shard) * share, g.replica_at);
-      }
-      // eq. M5c: FSDP1's cast of the unit's gradient to fp32 on the same stream, as the closed form charges it
-      const double gb = gradient_bytes_per_element(sc.compute.precision);
-      const Bytes cast = shard_cast_bytes(size / gb, st.sharding, sc.compute.precision, g.shard);
-      if (cast > Bytes{}) t += memory_kernel_time(cast, sc.cluster.gpu, sc.compute.kernel(sc.cluster.gpu));
-      return in_seconds(t);
-    }
+    if (st.sharding.sharded())  // a sharded step's plan is static: plan_times gives each unit's time (eq. S7)
+      throw std::logic_error("simulator: a sharded strategy's collectives are timed per plan unit (plan_times)");
     switch (st.aggregation) {
       case Aggregation::allreduce:
         switch (opt.allreduce) {
@@ -247,6 +235,53 @@ struct Simulator::Impl {
     const Seconds bw = coll->time(CollectiveOp::broadcast, bytes(size), hop) - coll->time(CollectiveOp::broadcast, Bytes{}, hop);
     const double depth = at.nodes > 1 ? std::ceil(std::log2(static_cast<double>(at.nodes))) : 0.0;
     return 2.0 * (a_intra * static_cast<double>(at.gpus_per_node - 1) + a_inter * depth) + 2.0 * bw;
+  }
+
+  // ---- each static plan unit's time, from the closed form's functions -----------------------------------
+  /// Each unit of a static plan: its parameters and, at stage 3, the fp8 linear maps' weights of those it gathers
+  /// (eq. S12): a stage-3 plan's units are the gather units (eq. S4b: the root holds every parameter outside the
+  /// blocks), a bucket's parameters are its layers'.
+  void plan_params(const std::vector<Bucket>& plan, std::vector<double>& params, std::vector<double>& fp8) const {
+    const Sharding& sh = sc.strategy.sharding;
+    if (sh.stage >= 3) {
+      for (const GatherUnit& u : gather_units(sc.network, sh)) {
+        params.push_back(static_cast<double>(u.params));
+        fp8.push_back(unit_fp8_elements(sc.network, u));
+      }
+      if (params.size() != plan.size())
+        throw std::logic_error("simulator: a stage-3 plan is the strategy's gather units (eq. S4)");
+      return;
+    }
+    for (const Bucket& b : plan) {
+      double p = 0.0;
+      for (int i = b.first; i <= b.last; ++i) p += static_cast<double>(sc.network.layers[static_cast<std::size_t>(i)].params);
+      params.push_back(p);
+    }
+  }
+
+  /// Each unit's time on the aggregation channel without contention, and (sharded) on the gather channel, as the
+  /// closed form times its units: shard_unit_times (eq. S5, S7, S7b, S12, M5c) or aggregation_times, over the whole
+  /// plan in order. Empty where only the simulator models the aggregation (--allreduce tree or hierarchical):
+  /// reference_time then times each collective by its bytes.
+  [[nodiscard]] std::vector<double> plan_times(const std::vector<Bucket>& plan, const GpuPlacement& at,
+                                               std::vector<double>* gather = nullptr) const {
+    const Scenario& ps = pred.scenario();
+    std::vector<Seconds> t(plan.size());
+    if (ps.strategy.sharding.sharded()) {
+      std::vector<double> params, fp8;
+      plan_params(plan, params, fp8);
+      std::vector<Seconds> g(plan.size());
+      shard_unit_times(params, fp8, ps.strategy.sharding, ps.compute, ps.cluster, shard_groups(ps.strategy.sharding, at), *coll,
+                       t, g);
+      if (gather) *gather = to_doubles(g);
+      return to_doubles(t);
+    }
+    if (at.gpus <= 1) return std::vector<double>(plan.size(), 0.0);
+    if (ps.strategy.aggregation == Aggregation::allreduce && opt.allreduce != AllreduceAlgorithm::ring) return {};
+    std::vector<Bytes> sizes;
+    for (const Bucket& b : plan) sizes.push_back(b.bytes);
+    aggregation_times(ps.strategy, *coll, sizes, at, t);
+    return to_doubles(t);
   }
 
   // ---- links and paths for contention -------------------------------------------------------------------
@@ -632,17 +667,11 @@ struct Simulator::Impl {
     s.shard_stage = sh.stage;
     s.gather_backward = sh.stage >= 3 && sh.reshard_after_forward;
     s.in_flight = sh.in_flight;
-    const double w = working_bytes_per_element(sc.compute.precision);
-    const double gb = gradient_bytes_per_element(sc.compute.precision);
-    const bool fp8 = sc.compute.fp8_all_gather && sc.compute.precision == Precision::fp8;
-    for (const Bucket& b : choice.plan) {
-      Bytes gathered = b.bytes * (w / gb);
-      for (int i = b.first; fp8 && b.bytes > Bytes{} && i <= b.last; ++i)  // eq. S12: fp8 linear maps' weights at 1 B
-        gathered -= bytes(fp8_weight_elements(sc.network.layers[static_cast<std::size_t>(i)]) * (w - 1.0));
-      const double t =
-          g.shard > 1 && b.bytes > Bytes{} ? in_seconds(coll->time(CollectiveOp::allgather, gathered, g.shard_at)) : 0.0;
+    std::vector<double> gather;  // eq. S5, S12: each unit's all-gather, as the closed form times it (shard_unit_times)
+    s.plan_time = plan_times(choice.plan, at, &gather);  // eq. S7: each unit's reduce channel
+    for (double t : gather) {
       if (sh.stage >= 3) s.gather_time.push_back(t);
-      else s.post_gather += t;
+      else s.post_gather += t;  // eq. S8: ZeRO-1/2 gather the updated parameters after the step
     }
     if (sh.stage >= 3) {  // eq. S4b: a block wrap's root is held from its forward to the end of the backward
       const std::vector<GatherUnit> units = gather_units(sc.network, sh);
@@ -716,11 +745,16 @@ struct Simulator::Impl {
       auto it = sc.profile->measured.find(gpus);
       if (it != sc.profile->measured.end() && it->second.comm) {
         double modelled = 0.0;
-        for (const auto& b : strategy_plan()) modelled += reference_time(in_bytes(b.bytes), at);
+        const std::vector<Bucket> plan = strategy_plan();
+        const std::vector<double> units = plan_times(plan, at);
+        for (std::size_t i = 0; i < plan.size(); ++i)
+          modelled += units.empty() ? reference_time(in_bytes(plan[i].bytes), at) : units[i];
         if (modelled > 0) s.comm_factor = in_seconds(*it->second.comm) / modelled;
       }
     }
     s.reference_time = [this, at](double size) { return reference_time(size, at); };
+    if (!choice.horovod && !sh.sharded())
+      s.plan_time = plan_times(choice.plan, at);  // a static plan: each unit as the closed form has it
     s.contention = opt.contention;
     auto net = std::make_shared<Net>();
     if (opt.contention) {
@@ -800,7 +834,8 @@ struct Simulator::Impl {
       std::vector<Seconds> b(plan.size()), c(plan.size());
       for (std::size_t u = 0; u < plan.size(); ++u) {
         for (int i = plan[u].first; i <= plan[u].last; ++i) b[u] += pred.layer_times().backward[static_cast<std::size_t>(i)];
-        c[u] = seconds(reference_time(in_bytes(plan[u].bytes), at) * s.comm_factor);
+        const bool planned = s.plan_time.size() == plan.size();  // a static plan (not Horovod's fused buffers)
+        c[u] = seconds((planned ? s.plan_time[u] : reference_time(in_bytes(plan[u].bytes), at)) * s.comm_factor);
       }
       const auto h = eq::classify_hiding(b, c);
       p.hiding_case = h.which;
