@@ -1420,6 +1420,13 @@ std::vector<Row> catalogue() {
                     "which (an id of topologies/gpus.yaml)\n"},
       {"option_reproduce_format", {}, "reproduce shi-chu-2018 --format xml -o {out}",
        E + "'--format': unknown format 'xml' (expected table, json or csv)\n"},
+      // plan, plan --parallel and explain print a table or JSON (issue 35): csv is refused before any work
+      {"option_plan_format", {}, "plan --cluster dgx-h100 --model gpt3-125m --gpus 8 --format xml -o {out}",
+       E + "'--format': unknown format 'xml' (expected table or json)\n"},
+      {"option_plan_parallel_format", {}, "plan --parallel --cluster dgx-h100 --model gpt3-125m --gpus 8 --format csv -o {out}",
+       E + "'--format': unknown format 'csv' (expected table or json)\n"},
+      {"option_explain_format", {}, "explain --cluster dgx1v --model resnet50 --gpus 8 --format jsonl -o {out}",
+       E + "'--format': unknown format 'jsonl' (expected table or json)\n"},
   };
   return rows;
 }

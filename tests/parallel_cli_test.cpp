@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "support/run.hpp"
+#include "support/table_json.hpp"
 
 namespace dlscale {
 namespace {
@@ -552,6 +553,195 @@ TEST(ParallelCli, SweepSimulatesALayoutAsSimulateDoes) {
   EXPECT_GT(step(sweep.out), 0.0) << sweep.out;
   EXPECT_NEAR(step(sweep.out), step(sim.out), 1e-6 * step(sim.out));
   EXPECT_NE(step(sweep.out), step(closed.out));
+}
+
+// ---- plan --parallel and explain of a layout as JSON (issue 35): every number the table shows is a JSON field -------
+using test::find_line;
+using test::shown;
+
+/// Llama-3-8B on one DGX H100 node over a small grid (fast), refined; its JSON is tests/golden/plan-parallel-llama3-8b.json.
+const std::string kPlanJsonArgs =
+    "plan --parallel --cluster dgx-h100-ndr --nodes 1 --model llama3-8b --precision bf16 --frameworks megatron-core "
+    "--gpus 8 --top 3 --tp 1,2 --pp 1,2 --cp 1,2 --micro-batch 1,2 --recompute selective,full --zero 1";
+
+/// Where a group sits, as plan --parallel's "# the best" line says it (its where()).
+std::string where_text(const nlohmann::json& g) {
+  if (g.at("size").get<int>() <= 1) return "none";
+  if (g.at("inside_node").get<bool>()) return fmt::format("{} inside a node", g.at("size").get<int>());
+  return fmt::format("{} across {} nodes ({} a node)", g.at("size").get<int>(), g.at("nodes").get<int>(),
+                     g.at("per_node").get<int>());
+}
+
+TEST(ParallelCli, PlanTableNumbersAreItsJsonFields) {
+  const auto table = run_cli(kPlanJsonArgs), json = run_cli(kPlanJsonArgs + " --format json");
+  ASSERT_EQ(table.status, 0) << table.err;
+  ASSERT_EQ(json.status, 0) << json.err;
+  const auto j = nlohmann::json::parse(json.out);
+  EXPECT_EQ(j.at("command"), "plan --parallel");
+  auto g = find_line(table.out, R"(# dlscale plan --parallel: .*, global batch (\d+) \((\S+) M tokens a step\))");
+  ASSERT_EQ(g.size(), 3U) << table.out;
+  EXPECT_EQ(g[1], std::to_string(j.at("inputs").at("global_batch").get<std::int64_t>()));
+  EXPECT_EQ(g[2], shown("{:.4g}", j.at("inputs").at("tokens_per_step").get<double>() / 1e6));
+  g = find_line(
+      table.out,
+      R"(# (\d+) layouts checked, (\d+) do not fit the (\S+) GB of a GPU, (\d+) combinations the model or the GPU count does not take)");
+  ASSERT_EQ(g.size(), 5U) << table.out;
+  EXPECT_EQ(g[1], std::to_string(j.at("evaluated").get<int>()));
+  EXPECT_EQ(g[2], std::to_string(j.at("out_of_memory").get<int>()));
+  EXPECT_EQ(g[3], shown("{:.3g}", j.at("gpu_memory_bytes").get<double>() / 1e9));
+  EXPECT_EQ(g[4], std::to_string(j.at("invalid").get<int>()));
+  g = find_line(
+      table.out,
+      R"(# refined \(eq. P38\): the (\d+) fastest, the (\d+) fastest under full recompute and up to (\d+) layouts .*: (\d+) timed, (\d+) made faster or made to fit)");
+  ASSERT_EQ(g.size(), 6U) << table.out;
+  const auto& refine = j.at("refinement");
+  EXPECT_EQ(g[1], std::to_string(refine.at("leaders").get<int>()));
+  EXPECT_EQ(g[2], std::to_string(refine.at("full_recompute_leaders").get<int>()));
+  EXPECT_EQ(g[3], std::to_string(refine.at("near_misses").get<int>()));
+  EXPECT_EQ(g[4], std::to_string(refine.at("timed").get<int>()));
+  EXPECT_EQ(g[5], std::to_string(refine.at("improved").get<int>()));
+  g = find_line(table.out, R"(# memory reserve (\S+) GB a GPU .* stay within (\S+) GB; .*)");
+  ASSERT_EQ(g.size(), 3U) << table.out;
+  EXPECT_EQ(g[1], shown("{:.3g}", j.at("memory_reserve_bytes").get<double>() / 1e9));
+  EXPECT_EQ(g[2], shown("{:.3g}", j.at("memory_limit_bytes").get<double>() / 1e9));
+  const auto& rows = j.at("layouts");
+  ASSERT_EQ(rows.size(), 3U);
+  for (const auto& row : rows) {
+    // rank tp pp vp cp dp mb m sp recompute zero tokens/s tok/s/GPU MFU mem GB step TP-node variant (no experts: no ep)
+    g = find_line(
+        table.out,
+        fmt::format(
+            R"( +{} +(\d+) +(\d+) +(\d+) +(\d+) +(\d+) +(\d+) +(\d+) +(sp|-) +(\S+) +(z1|-) +(\S+) +(\S+) +(\S+)% +(\S+) GB +(\S+) +(inside|across) (\S+))",
+            row.at("rank").get<int>()));
+    ASSERT_EQ(g.size(), 18U) << row.at("rank");
+    const auto& p = row.at("prediction");
+    int k = 1;
+    for (const char* key : {"tp", "pp", "vp", "cp", "dp", "micro_batch", "micro_batches"})
+      EXPECT_EQ(g[k++], std::to_string(row.at(key).get<int>())) << key;
+    EXPECT_EQ(g[8] == "sp", row.at("sp").get<bool>());
+    EXPECT_EQ(g[9], row.at("recompute").get<std::string>());
+    EXPECT_EQ(g[10], row.at("zero").get<int>() > 0 ? fmt::format("z{}", row.at("zero").get<int>()) : "-");
+    EXPECT_EQ(g[11], shown("{:.4g}", p.at("throughput_tokens_per_s").get<double>()));
+    EXPECT_EQ(g[12], shown("{:.1f}", row.at("tokens_per_s_per_gpu").get<double>()));
+    EXPECT_EQ(g[13], shown("{:.1f}", 100.0 * p.at("mfu").get<double>()));
+    EXPECT_EQ(g[14], shown("{:.1f}", p.at("memory").at("per_gpu_bytes").get<double>() / 1e9));
+    EXPECT_EQ(g[15], shown("{:.3f}", p.at("iteration_time_s").get<double>()));
+    EXPECT_EQ(g[16] == "inside", row.at("tp_inside_node").get<bool>());
+    std::string variant;
+    for (const auto& v : row.at("variant")) variant += (variant.empty() ? "" : ",") + v.get<std::string>();
+    EXPECT_EQ(g[17], variant.empty() ? "-" : variant);
+    EXPECT_NEAR(row.at("tokens_per_s_per_gpu").get<double>() * 8.0, p.at("throughput_tokens_per_s").get<double>(), 1e-6);
+    EXPECT_TRUE(p.at("memory").at("fits").get<bool>());
+  }
+  const auto& at = j.at("best_placement");
+  EXPECT_THAT(table.out,
+              ::testing::HasSubstr(fmt::format("# the best, #1: TP {}, CP {}, PP {}, DP {}\n", where_text(at.at("tp")),
+                                               where_text(at.at("cp")), where_text(at.at("pp")), where_text(at.at("dp")))));
+  // why the next best loses: its slowdown, the three parts it loses most on, both memories
+  const auto& next = j.at("next_best");
+  std::string why;
+  for (std::size_t i = 0; i < next.at("parts").size() && i < 3; ++i)
+    why += fmt::format("{}{} {:+.3f} s", i ? ", " : "", next.at("parts")[i].at("part").get<std::string>(),
+                       next.at("parts")[i].at("delta_s").get<double>());
+  EXPECT_THAT(table.out,
+              ::testing::HasSubstr(
+                  fmt::format("# the next best, #2, is {:.1f} % slower: {} (memory {:.1f} GB against {:.1f} GB)\n",
+                              100.0 * next.at("slower").get<double>(), why, next.at("memory_per_gpu_bytes").get<double>() / 1e9,
+                              next.at("best_memory_per_gpu_bytes").get<double>() / 1e9)));
+  const double r1 = rows[0].at("prediction").at("throughput_tokens_per_s").get<double>();
+  const double r2 = rows[1].at("prediction").at("throughput_tokens_per_s").get<double>();
+  EXPECT_NEAR(next.at("slower").get<double>(), 1.0 - r2 / r1, 1e-12);
+  EXPECT_THAT(table.out,
+              ::testing::HasSubstr("# #1 as predict takes it: " + rows[0].at("predict_options").get<std::string>() + "\n"));
+}
+
+TEST(ParallelCli, PlanJsonMatchesGolden) {
+  const auto r = run_cli(kPlanJsonArgs + " --format json");
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out, test::slurp(std::filesystem::path(DLSCALE_SOURCE_DIR) / "tests/golden/plan-parallel-llama3-8b.json"))
+      << "refresh on purpose with tests/golden/refresh.sh";
+}
+
+TEST(ParallelCli, ExplainTableNumbersAreItsJsonFields) {
+  const std::string args =
+      "explain " + kBase.substr(8) + "--tp 8 --sp --pp 2 --micro-batches 32 --gpus 64 --dataset-samples 1280 ";
+  const auto table = run_cli(args), json = run_cli(args + "--format json");
+  ASSERT_EQ(table.status, 0) << table.err;
+  ASSERT_EQ(json.status, 0) << json.err;
+  const auto j = nlohmann::json::parse(json.out);
+  const auto& p = j.at("prediction");
+  const auto& l = j.at("layout");
+  auto g = find_line(
+      table.out,
+      R"(# layout: tp (\d+) \(sp\) × pp (\d+) \((\S+)\) × cp (\d+) × dp (\d+); micro-batch (\d+), (\d+) micro-batches, global batch (\d+) \((\S+) M tokens\); recompute (\S+); rank order (\S+))");
+  ASSERT_EQ(g.size(), 12U) << table.out;
+  EXPECT_EQ(g[1], std::to_string(l.at("tp").get<int>()));
+  EXPECT_EQ(g[2], std::to_string(l.at("pp").get<int>()));
+  EXPECT_EQ(g[3], l.at("schedule").get<std::string>());
+  EXPECT_EQ(g[4], std::to_string(l.at("cp").get<int>()));
+  EXPECT_EQ(g[5], std::to_string(l.at("dp").get<int>()));
+  EXPECT_EQ(g[6], std::to_string(l.at("micro_batch").get<int>()));
+  EXPECT_EQ(g[7], std::to_string(l.at("micro_batches").get<int>()));
+  EXPECT_EQ(g[8], std::to_string(l.at("global_batch").get<std::int64_t>()));
+  EXPECT_EQ(g[9], shown("{:.4g}", l.at("tokens_per_step").get<double>() / 1e6));
+  EXPECT_EQ(g[10], l.at("recompute").get<std::string>());
+  EXPECT_EQ(g[11], l.at("rank_order").get<std::string>());
+  g = find_line(table.out, R"(step (\S+) s: (\S+) tokens/s \((\S+) per GPU\), MFU (\S+) %)");
+  ASSERT_EQ(g.size(), 5U) << table.out;
+  EXPECT_EQ(g[1], shown("{:.4f}", p.at("iteration_time_s").get<double>()));
+  EXPECT_EQ(g[2], shown("{:.4g}", p.at("throughput_tokens_per_s").get<double>()));
+  EXPECT_EQ(g[3], shown("{:.1f}", j.at("tokens_per_s_per_gpu").get<double>()));
+  EXPECT_EQ(g[4], shown("{:.1f}", 100.0 * p.at("mfu").get<double>()));
+  g = find_line(table.out, R"(bound by: (\S+) \((.+)\): (\S+)% of the step, doubling it gains (\S+)% tokens/s)");
+  ASSERT_EQ(g.size(), 5U) << table.out;
+  EXPECT_EQ(g[1], p.at("bottleneck").get<std::string>());
+  EXPECT_EQ(g[2], p.at("bottleneck_resource").get<std::string>());
+  EXPECT_EQ(g[3], shown("{:.1f}", 100.0 * p.at("bottleneck_share").get<double>()));
+  EXPECT_EQ(g[4], shown("{:+.1f}", 100.0 * p.at("bottleneck_gain").get<double>()));
+  for (const auto& part : j.at("step_parts")) {
+    g = find_line(table.out, "(" + test::escaped(part.at("part").get<std::string>()) + R"() +(\S+) +(\S+)%)");
+    ASSERT_EQ(g.size(), 4U) << part.at("part");
+    EXPECT_EQ(g[2], shown("{:.4f}", part.at("time_s").get<double>()));
+    EXPECT_EQ(g[3], shown("{:.1f}", 100.0 * part.at("share").get<double>()));
+  }
+  g = find_line(table.out, R"(# slowest stage: (\d+) of (\d+); .*)");
+  ASSERT_EQ(g.size(), 3U) << table.out;
+  EXPECT_EQ(g[1], std::to_string(p.at("parallel").at("slowest_stage").get<int>()));
+  for (const auto& st : j.at("stages")) {
+    g = find_line(table.out, fmt::format(R"(  stage {} +(\S+) GB(  does not fit)?)", st.at("stage").get<int>()));
+    ASSERT_EQ(g.size(), 3U) << st;
+    EXPECT_EQ(g[1], shown("{:.1f}", st.at("memory_bytes").get<double>() / 1e9));
+    EXPECT_EQ(g[2].empty(), st.at("fits").get<bool>());
+  }
+  g = find_line(table.out, R"(  \(a GPU holds (\S+) GB: (every stage fits|a stage does not fit)\))");
+  ASSERT_EQ(g.size(), 3U) << table.out;
+  EXPECT_EQ(g[1], shown("{:.1f}", p.at("memory").at("capacity_bytes").get<double>() / 1e9));
+  EXPECT_EQ(g[2] == "every stage fits", p.at("memory").at("fits").get<bool>());
+  for (const auto& d : j.at("doubling")) {
+    g = find_line(table.out,
+                  "  (" + test::escaped(d.at("resource").get<std::string>()) +
+                      R"() +(\S+)% samples/s   (.*?)( \[graph model rescaled by the alpha-beta ratio\])?)");
+    ASSERT_EQ(g.size(), 5U) << d.at("resource");
+    EXPECT_EQ(g[2], shown("{:+.1f}", 100.0 * d.at("throughput_gain").get<double>()));
+    EXPECT_EQ(g[3], d.at("what").get<std::string>());
+  }
+  for (const auto& [name, key] : {std::pair<std::string, std::string>{"TP", "tp"}, {"CP", "cp"}, {"PP", "pp"}, {"DP", "dp"}}) {
+    const auto& grp = j.at("groups").at(key);
+    g = find_line(table.out, "  " + name + R"( +(\d+) ranks, (\d+) groups: .*)");
+    if (grp.at("size").get<int>() <= 1) {
+      EXPECT_THAT(table.out, ::testing::HasSubstr(fmt::format("  {:<6} 1 rank: no group\n", name)));
+      continue;
+    }
+    ASSERT_EQ(g.size(), 3U) << name;
+    EXPECT_EQ(g[1], std::to_string(grp.at("size").get<int>()));
+    EXPECT_EQ(g[2], std::to_string(grp.at("groups").get<int>()));
+  }
+  const auto& c = p.at("time_to_train");
+  g = find_line(table.out, R"(  (\S+) iterations, (\S+) h on (\d+) GPUs, (\S+) GPU-hours.*)");
+  ASSERT_EQ(g.size(), 5U) << table.out;
+  EXPECT_EQ(g[1], shown("{:.0f}", c.at("iterations").get<double>()));
+  EXPECT_EQ(g[2], shown("{:.2f}", c.at("hours").get<double>()));
+  EXPECT_EQ(g[4], shown("{:.1f}", c.at("gpu_hours").get<double>()));
 }
 
 }  // namespace

@@ -17,12 +17,14 @@
 
 #include "dlscale/compute.hpp"
 #include "dlscale/error.hpp"
+#include "dlscale/format.hpp"
 #include "dlscale/io.hpp"
 #include "dlscale/plan.hpp"
 #include "dlscale/predict.hpp"
 #include "dlscale/sweep.hpp"
 #include "dlscale/topology.hpp"
 #include "support/run.hpp"
+#include "support/table_json.hpp"
 #include "support/three_layer.hpp"
 
 namespace dlscale {
@@ -1650,6 +1652,244 @@ TEST(PlanCli, BadInputIsOneLineExitTwo) {
     EXPECT_TRUE(r.out.empty());
     EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
   }
+}
+
+// ---- plan and explain as JSON (issue 35): every number the table shows is a field of the JSON ---------------------
+using test::find_line;
+using test::groups;
+using test::shown;
+
+/// `explain --format json`'s document beside the table of the same command: each number the table prints equals its
+/// JSON field formatted as the table formats it.
+void expect_explain_table_is_its_json(const std::string& table, const nlohmann::json& j) {
+  const auto& p = j.at("prediction");
+  auto g = find_line(table, R"(iteration (\S+) ms, (\S+) samples/s, speedup (\S+), efficiency (\S+)%)");
+  ASSERT_EQ(g.size(), 5U) << table;
+  EXPECT_EQ(g[1], shown("{:.3f}", 1e3 * p.at("iteration_time_s").get<double>()));
+  EXPECT_EQ(g[2], shown("{:.1f}", p.at("throughput_samples_per_s").get<double>()));
+  EXPECT_EQ(g[3], shown("{:.3f}", p.at("speedup").get<double>()));
+  EXPECT_EQ(g[4], shown("{:.1f}", 100.0 * p.at("efficiency").get<double>()));
+  g = find_line(table, R"(bound by: (\S+) \((.+)\): (\S+)% of the iteration, doubling it gains (\S+)% samples/s)");
+  ASSERT_EQ(g.size(), 5U) << table;
+  EXPECT_EQ(g[1], p.at("bottleneck").get<std::string>());
+  EXPECT_EQ(g[2], p.at("bottleneck_resource").get<std::string>());
+  EXPECT_EQ(g[3], shown("{:.1f}", 100.0 * p.at("bottleneck_share").get<double>()));
+  EXPECT_EQ(g[4], shown("{:+.1f}", 100.0 * p.at("bottleneck_gain").get<double>()));
+  // the critical path, segment by segment, then its total
+  const auto lines = test::lines_of(table);
+  auto at = std::find(lines.begin(), lines.end(), "where the iteration goes (critical path):");
+  ASSERT_NE(at, lines.end());
+  for (const auto& seg : j.at("critical_path")) {
+    g = groups(*++at, R"(  (.+?) +(\S+) ms +(\S+)%)");
+    ASSERT_EQ(g.size(), 4U) << *at;
+    EXPECT_EQ(test::trimmed(g[1]), seg.at("part").get<std::string>());
+    EXPECT_EQ(g[2], shown("{:.3f}", 1e3 * seg.at("time_s").get<double>()));
+    EXPECT_EQ(g[3], shown("{:.1f}", 100.0 * seg.at("share").get<double>()));
+  }
+  g = groups(*++at, R"(  total +(\S+) ms   \(communication in all (\S+) ms, (\S+) ms hidden behind backward\))");
+  ASSERT_EQ(g.size(), 4U) << *at;
+  EXPECT_EQ(g[2], shown("{:.3f}", 1e3 * p.at("breakdown").at("comm_s").get<double>()));
+  EXPECT_EQ(g[3], shown("{:.3f}", 1e3 * j.at("comm_hidden_s").get<double>()));
+  g = find_line(table, R"(  input read (\S+) ms per iteration, (prefetched|not prefetched).*)");
+  ASSERT_EQ(g.size(), 3U) << table;
+  EXPECT_EQ(g[1], shown("{:.3f}", 1e3 * j.at("input_read").at("io_s").get<double>()));
+  EXPECT_EQ(g[2] == "prefetched", j.at("input_read").at("prefetched").get<bool>());
+  if (const auto& ip = j.at("input_pipeline"); !ip.is_null() && ip.at("data") != "synthetic") {
+    g = find_line(table,
+                  R"(  input pipeline: .*: reader (\S+) ms per iteration per node = max\(storage (\S+) ms, .* (\S+) ms\).*)");
+    ASSERT_EQ(g.size(), 4U) << table;
+    EXPECT_EQ(g[1], shown("{:.3f}", 1e3 * ip.at("reader_s").get<double>()));
+    EXPECT_EQ(g[2], shown("{:.3f}", 1e3 * ip.at("storage_s").get<double>()));
+    EXPECT_EQ(g[3], shown("{:.3f}", 1e3 * ip.at("cpu_decode_s").get<double>()));
+    g = find_line(table, R"(  reader-bound loss (\S+) ms per iteration \((\S+)% of it\))");
+    ASSERT_EQ(g.size(), 3U) << table;
+    EXPECT_EQ(g[1], shown("{:.3f}", 1e3 * ip.at("reader_loss_s").get<double>()));
+    EXPECT_EQ(g[2], shown("{:.1f}", 100.0 * ip.at("reader_loss_share").get<double>()));
+  }
+  if (const auto jitter = j.at("inputs").at("jitter_cv").get<double>(); jitter > 0.0) {
+    g = find_line(table, R"(  synchronization loss (\S+) ms: (\d+) GPUs wait for the slowest, compute jitter cv (\S+))");
+    ASSERT_EQ(g.size(), 4U) << table;
+    EXPECT_EQ(g[1], shown("{:.3f}", 1e3 * p.at("breakdown").at("sync_wait_s").get<double>()));
+    EXPECT_EQ(g[2], std::to_string(p.at("gpus").get<int>()));
+    EXPECT_EQ(g[3], shown("{:g}", jitter));
+  }
+  // doubling each resource, row by row
+  at = std::find(lines.begin(), lines.end(), "gain from doubling one resource:");
+  ASSERT_NE(at, lines.end());
+  for (const auto& d : j.at("doubling")) {
+    g = groups(*++at, R"(  (.+?) +(\S+)% samples/s   (.*?)( \[graph model rescaled by the alpha-beta ratio\])?)");
+    ASSERT_EQ(g.size(), 5U) << *at;
+    EXPECT_EQ(test::trimmed(g[1]), d.at("resource").get<std::string>());
+    EXPECT_EQ(g[2], shown("{:+.1f}", 100.0 * d.at("throughput_gain").get<double>()));
+    EXPECT_EQ(g[3], d.at("what").get<std::string>());
+    EXPECT_EQ(!g[4].empty(), d.at("rescaled").get<bool>());
+  }
+  // the buckets tried, the current and the best
+  const auto& b = j.at("buckets");
+  at = std::find(lines.begin(), lines.end(), "bucket plan:");
+  ASSERT_NE(at, lines.end());
+  if (b.at("applicable").get<bool>()) {
+    for (const auto& t : b.at("tried")) {
+      g = groups(*++at, R"(  (.+?) +iteration +(\S+) ms, exposed communication +(\S+) ms)");
+      ASSERT_EQ(g.size(), 4U) << *at;
+      EXPECT_EQ(test::trimmed(g[1]),
+                t.at("layer_wise").get<bool>() ? std::string("layer-wise (no merging)")
+                                               : fmt::format("{:g} MiB", t.at("size_bytes").get<double>() / 1048576.0));
+      EXPECT_EQ(g[2], shown("{:.3f}", 1e3 * t.at("iteration_time_s").get<double>()));
+      EXPECT_EQ(g[3], shown("{:.3f}", 1e3 * t.at("comm_exposed_s").get<double>()));
+    }
+    g = groups(*++at, R"(  now: .* \((\S+) ms\); best: .* \((\S+) ms, (\S+)% samples/s\))");
+    ASSERT_EQ(g.size(), 4U) << *at;
+    EXPECT_EQ(g[1], shown("{:.3f}", 1e3 * b.at("current").at("iteration_time_s").get<double>()));
+    EXPECT_EQ(g[2], shown("{:.3f}", 1e3 * b.at("best").at("iteration_time_s").get<double>()));
+    EXPECT_EQ(g[3], shown("{:+.1f}", 100.0 * b.at("best_gain").get<double>()));
+  } else {
+    EXPECT_EQ(*++at, "  " + b.at("note").get<std::string>());
+  }
+  // the changes tried towards the target
+  if (const auto& t = j.at("target"); !t.is_null()) {
+    g = find_line(table, R"(target efficiency (\S+)%:)");
+    ASSERT_EQ(g.size(), 2U) << table;
+    EXPECT_EQ(g[1], shown("{:.1f}", 100.0 * t.at("efficiency").get<double>()));
+    for (const auto& c : t.at("changes")) {
+      g = find_line(table,
+                    "  " + c.at("kind").get<std::string>() + R"( +(.+?) +efficiency +(\S+)%, (\S+) samples/s(  reaches)?)");
+      ASSERT_EQ(g.size(), 4U + 1U) << c.at("kind");
+      EXPECT_EQ(test::trimmed(g[1]), c.at("description").get<std::string>());
+      EXPECT_EQ(g[2], shown("{:.1f}", 100.0 * c.at("efficiency").get<double>()));
+      EXPECT_EQ(g[3], shown("{:.1f}", c.at("throughput_samples_per_s").get<double>()));
+      EXPECT_EQ(!g[4].empty(), c.at("reaches").get<bool>());
+    }
+    if (!t.at("note").get<std::string>().empty()) {
+      EXPECT_THAT(table, HasSubstr("  note: " + t.at("note").get<std::string>() + "\n"));
+    }
+  }
+  // the time to train
+  if (!j.at("workload").is_null()) {
+    const auto& c = p.at("time_to_train");
+    EXPECT_THAT(table, HasSubstr("  workload: " + j.at("workload").get<std::string>() + "\n"));
+    g = find_line(table, R"(  (\S+) iterations, (.+) on (\d+) GPUs, (\S+) GPU-hours.*)");
+    ASSERT_EQ(g.size(), 5U) << table;
+    EXPECT_EQ(g[1], shown("{:.0f}", c.at("iterations").get<double>()));
+    EXPECT_THAT(g[2], testing::StartsWith(shown("{:.2f} h", c.at("hours").get<double>())));
+    EXPECT_EQ(g[4], shown("{:.1f}", c.at("gpu_hours").get<double>()));
+  }
+}
+
+TEST(ExplainCli, EveryNumberOfTheTableIsAFieldOfTheJson) {
+  // the two golden explanations: a bucketed framework with a target one change nearly reaches, a sequential one
+  for (const auto& [args, table] :
+       {std::pair<std::string, std::string>{"explain --cluster dgx1v --model resnet50 --framework pytorch-ddp --precision fp16 "
+                                            "--batch 64 --gpus 32 --target 0.99",
+                                            golden("explain-resnet50-dgx1v.txt")},
+        {"explain --cluster shi-chu-p40 --model alexnet --framework cntk --batch 1024 --gpus 16 --target 80%",
+         golden("explain-alexnet-cntk.txt")}}) {
+    const auto r = test::run_cli(args + " --format json");
+    ASSERT_EQ(r.status, 0) << r.err;
+    const auto j = nlohmann::json::parse(r.out);
+    EXPECT_EQ(j.at("schema"), 1);
+    EXPECT_EQ(j.at("command"), "explain");
+    SCOPED_TRACE(args);
+    expect_explain_table_is_its_json(table, j);
+  }
+}
+
+TEST(ExplainCli, JsonMatchesGolden) {
+  const auto r = test::run_cli(
+      "explain --cluster dgx1v --model resnet50 --framework pytorch-ddp --precision fp16 --batch 64 --gpus 32 --target 0.99 "
+      "--format json");
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out, golden("explain-resnet50-dgx1v.json")) << "refresh on purpose with tests/golden/refresh.sh";
+}
+
+TEST(ExplainCli, JsonToAFileIsWrittenAtomicallyAndNothingOnStdout) {
+  const auto out = test::temp_file("explain.json", "old");
+  const auto r = test::run_cli("explain --cluster dgx1v --model resnet50 --batch 64 --gpus 8 --format json -o " + out.string());
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out, "");
+  const auto j = nlohmann::json::parse(test::slurp(out));
+  EXPECT_EQ(j.at("prediction").at("gpus"), 8);
+}
+
+/// plan's table beside its JSON: each configuration's cells, the choice line and each loss.
+TEST(PlanCli, EveryNumberOfTheTableIsAFieldOfTheJson) {
+  const std::string args = "plan --cluster dgx-h100-ndr --model llama2-7b --gpus 16 --top 4 --target-tokens 2e12";
+  const auto table = test::run_cli(args), json = test::run_cli(args + " --format json");
+  ASSERT_EQ(table.status, 0) << table.err;
+  ASSERT_EQ(json.status, 0) << json.err;
+  const auto j = nlohmann::json::parse(json.out);
+  EXPECT_EQ(j.at("command"), "plan");
+  auto g = find_line(table.out, R"(# dlscale plan: .*: (\d+) configurations, (\d+) out of memory)");
+  ASSERT_EQ(g.size(), 3U) << table.out;
+  EXPECT_EQ(g[1], std::to_string(j.at("evaluated").get<int>()));
+  EXPECT_EQ(g[2], std::to_string(j.at("out_of_memory").get<int>()));
+  const auto& rows = j.at("configurations");
+  ASSERT_EQ(rows.size(), 4U);
+  for (const auto& row : rows) {
+    const auto& p = row.at("prediction");
+    g = find_line(table.out,
+                  fmt::format(R"( +{}  (.+?) +(\d+) +(\d+) +(yes|no) +(\S+) +(\S+) +(\S+) +(\S+)% +(\S+) GB  (\S+) h)",
+                              row.at("rank").get<int>()));
+    ASSERT_EQ(g.size(), 11U) << row.at("rank");
+    const int group = row.at("shard_group").get<int>();
+    EXPECT_EQ(test::trimmed(g[1]), row.at("framework").get<std::string>() + (group > 1 ? fmt::format(" ({})", group) : ""));
+    EXPECT_EQ(g[2], std::to_string(row.at("micro_batch").get<int>()));
+    EXPECT_EQ(g[3], std::to_string(row.at("accumulate").get<int>()));
+    EXPECT_EQ(g[4] == "yes", row.at("checkpointing").get<bool>());
+    EXPECT_EQ(g[5], shown("{:.4f}", p.at("iteration_time_s").get<double>()));
+    EXPECT_EQ(g[6], shown("{:.1f}", p.at("throughput_samples_per_s").get<double>()));
+    EXPECT_EQ(g[7], shown("{:.4g}", p.at("throughput_tokens_per_s").get<double>()));
+    EXPECT_EQ(g[8], shown("{:.1f}", 100.0 * p.at("mfu").get<double>()));
+    EXPECT_EQ(g[9], shown("{:.3g}", p.at("memory").at("per_gpu_bytes").get<double>() / 1e9));
+    EXPECT_EQ(g[10], shown("{:.4g}", row.at("time_to_train_s").get<double>() / 3600.0));
+    EXPECT_TRUE(p.at("memory").at("fits").get<bool>());
+    EXPECT_TRUE(p.at("bottleneck").is_null());  // the search's predictions name none (Predictor::TimesOnly)
+  }
+  const auto& w = rows.front().at("prediction");
+  g = find_line(table.out,
+                R"(choice: .* — (\S+) samples/s, (\S+) GB of the .*'s (.+) per GPU, communication (.+) exposed of (.+))");
+  ASSERT_EQ(g.size(), 6U) << table.out;
+  EXPECT_EQ(g[1], shown("{:.1f}", w.at("throughput_samples_per_s").get<double>()));
+  EXPECT_EQ(g[2], shown("{:.3g}", w.at("memory").at("per_gpu_bytes").get<double>() / 1e9));
+  EXPECT_EQ(g[3], fmt::format("{}", bytes(j.at("gpu_memory_bytes").get<double>())));
+  EXPECT_EQ(g[4], fmt::format("{}", seconds(w.at("breakdown").at("comm_exposed_s").get<double>())));
+  EXPECT_EQ(g[5], fmt::format("{}", seconds(w.at("breakdown").at("comm_s").get<double>())));
+  // each loss: its sentence, and the fields the sentence is made of
+  int slower = 0, out_of_memory = 0;
+  for (const auto& l : j.at("losses")) {
+    const std::string why = l.at("why").get<std::string>();
+    EXPECT_THAT(table.out, HasSubstr("  " + l.at("framework").get<std::string>() + ": " + why + "\n"));
+    if (l.at("reason") == "slower") {
+      ++slower;
+      EXPECT_THAT(why, testing::StartsWith(shown("{:.1f} % slower", 100.0 * l.at("slower").get<double>())));
+      EXPECT_THAT(why,
+                  testing::EndsWith(fmt::format(": {} costs {} more per sample", l.at("worst_part").get<std::string>(),
+                                                seconds(l.at("worst_part_s_per_sample").get<double>()))));
+      const auto& best = l.at("best");
+      EXPECT_EQ(best.at("framework"), l.at("framework"));
+      const double ratio =
+          best.at("prediction").at("throughput_samples_per_s").get<double>() / w.at("throughput_samples_per_s").get<double>();
+      EXPECT_NEAR(l.at("slower").get<double>(), 1.0 - ratio, 1e-12);
+    } else if (l.at("reason") == "out_of_memory") {
+      ++out_of_memory;
+      EXPECT_THAT(why,
+                  HasSubstr(fmt::format("needs at least {} per GPU", bytes(l.at("least_memory_per_gpu_bytes").get<double>()))));
+      EXPECT_TRUE(l.at("best").is_null());
+    }
+  }
+  EXPECT_GE(slower, 1);
+  EXPECT_GE(out_of_memory, 1);  // pytorch-ddp: 16 B × 6.74e9 parameters of weights, gradients and AdamW > 80 GB
+}
+
+TEST(PlanCli, NothingFitsIsStillJsonAndExitsOne) {
+  const auto r = test::run_cli("plan --cluster dgx-h100 --model llama2-70b --gpus 1 --frameworks pytorch-ddp --format json");
+  EXPECT_EQ(r.status, 1) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j.at("fit"), 0);
+  EXPECT_TRUE(j.at("configurations").empty());
+  ASSERT_EQ(j.at("losses").size(), 1U);  // nothing chosen: the one framework loses to the memory
+  EXPECT_EQ(j.at("losses")[0].at("reason"), "out_of_memory");
+  EXPECT_THAT(r.err, HasSubstr("none of the"));
 }
 
 }  // namespace

@@ -5,10 +5,12 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "dlscale/parallel_layout.hpp"
+#include "dlscale/plan.hpp"  // TrainingWorkload
 #include "dlscale/predict.hpp"
 
 namespace dlscale {
@@ -87,6 +89,8 @@ std::string predict_options(const ParallelPlanEntry& e, const Scenario& base, in
 /// The text `dlscale plan --parallel` prints: the top `top` layouts with tokens/s, MFU and memory, where
 /// their groups sit, and why the next best loses to the best.
 std::string format_parallel_plan(const ParallelPlanResult& r, const Scenario& base, int gpus, int top);
+/// The same as a JSON document (`plan --parallel --format json`; docs/planning.md, "JSON of plan and explain").
+std::string format_parallel_plan_json(const ParallelPlanResult& r, const Scenario& base, int gpus, int top);
 
 }  // namespace dlscale
 
@@ -95,5 +99,7 @@ namespace dlscale {
 /// The text `dlscale explain` prints for a scenario with `parallel` (issue 37): the step's parts (compute, TP
 /// exposed, CP exposed, PP sends, bubble, DP exposed, update), each stage's memory and where each group sits.
 std::string explain_parallel(const Scenario& sc, int gpus);
+/// The same as a JSON document, with the time to train `workload` where one is given (`explain --format json`).
+std::string explain_parallel_json(const Scenario& sc, int gpus, const std::optional<TrainingWorkload>& workload);
 
 }  // namespace dlscale

@@ -143,6 +143,8 @@ Explanation explain(const Scenario& sc, int gpus, const ExplainOptions& options)
 
 /// The text `dlscale explain` prints.
 std::string format_explanation(const Explanation& e, const Scenario& sc);
+/// The same as a JSON document (`explain --format json`; docs/planning.md, "JSON of plan and explain").
+std::string format_explanation_json(const Explanation& e, const Scenario& sc);
 /// Explain's "time to train" section for a prediction (time_to_train of the workload; without one, what to give).
 std::string format_time_to_train(const Prediction& p, const std::optional<TrainingWorkload>& w, const Scenario& sc);
 
@@ -170,10 +172,17 @@ struct PlanEntry {
   std::optional<Seconds> time_to_train;  // target_tokens / tokens per second
 };
 
-/// Why a strategy is not the plan's choice.
+/// Why a strategy is not the plan's choice: the sentence the table prints and the fields it is made of.
 struct PlanLoss {
+  enum class Reason { unplaceable, out_of_memory, tie, slower };
   std::string framework;
   std::string why;  // "out of memory: …" or "12 % slower at its best (…): exposed communication …"
+  Reason reason = Reason::slower;
+  std::optional<PlanEntry> best;    // tie, slower: the strategy's fastest configuration that fits
+  double slower = 0.0;              // tie, slower: 1 − its best's samples/s / the choice's
+  std::string worst_part;           // slower: the part of the iteration that costs it most more per sample
+  Seconds worst_part_per_sample{};  // slower: that part's extra time per sample against the choice (≥ 0)
+  Bytes least_memory{};             // out_of_memory: the least memory per GPU any of its configurations needs
 };
 
 struct PlanResult {
@@ -188,5 +197,8 @@ PlanResult plan(const Scenario& base, int gpus, const PlanSpace& space);
 
 /// The text `dlscale plan` prints: the top `top` configurations and why the other strategies lose.
 std::string format_plan(const PlanResult& r, const Scenario& base, int gpus, int top);
+/// The same as a JSON document (`plan --format json`; the schema in docs/planning.md, "JSON of plan and explain"):
+/// the top `top` configurations, each with its prediction as predict's JSON writes it, and the losses' fields.
+std::string format_plan_json(const PlanResult& r, const Scenario& base, int gpus, int top);
 
 }  // namespace dlscale

@@ -14,7 +14,9 @@
 //                    "sync_wait_s", "overhead_s"},
 //      "time_to_train": {"iterations", "hours", "gpu_hours", "cost", "currency"} (when a workload applies)}],
 //    "simulation": [...] (simulate only: per GPU count its iteration statistics, buckets, utilisation)}
-// A sweep's JSON lines are another record by design: one flat line per configuration (sweep.hpp).
+// A sweep's JSON lines are another record by design: one flat line per configuration (sweep.hpp). plan, plan
+// --parallel and explain write documents of their own around this record (docs/planning.md, "JSON of plan and
+// explain"); a prediction that names no bottleneck (Predictor::TimesOnly, plan's) has the four bottleneck keys null.
 #pragma once
 
 #include <iosfwd>

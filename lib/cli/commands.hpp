@@ -18,6 +18,10 @@ void set_command_line(int argc, char** argv);
 /// Prints `text` to stdout, or to `output` through a temporary file and a rename.
 void emit(const std::string& text, const std::string& output);
 
+/// plan's and explain's --format: true for "json", false for "table"; else UsageError("--format", …), before any
+/// work is done.
+bool json_format(const std::string& format);
+
 /// A line for stderr once the command has succeeded (a warning or a note about the inputs): a command that
 /// then fails prints only its error, one line (docs/compute-model.md, "Precisions").
 void defer_note(std::string line);

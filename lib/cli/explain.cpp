@@ -18,6 +18,7 @@ struct ExplainCliOptions {
   ScenarioOptions scenario;
   std::string target;  // "0.8" or "80%"
   WorkloadOptions workload;
+  std::string format = "table";
   std::string output;
 };
 
@@ -43,6 +44,7 @@ double parse_target(const std::string& text) {
 }
 
 void run_explain(const ExplainCliOptions& o) {
+  const bool json = json_format(o.format);
   RunInfo info;
   info.command_line = command_line();
   const Scenario sc = build_scenario(o.scenario, info);
@@ -60,10 +62,11 @@ void run_explain(const ExplainCliOptions& o) {
       throw UsageError("--target",
                        "searches data-parallel changes (links, buckets, GPU counts); a model-parallel layout's "
                        "alternatives are what plan --parallel ranks");
+    if (json) return emit(explain_parallel_json(sc, gpus, eo.workload), o.output);
     return emit(explain_parallel(sc, gpus) + format_time_to_train(Predictor(sc).predict(gpus), eo.workload, sc), o.output);
   }
   const Explanation e = explain(sc, gpus, eo);
-  emit(format_explanation(e, sc), o.output);
+  emit(json ? format_explanation_json(e, sc) : format_explanation(e, sc), o.output);
 }
 
 }  // namespace
@@ -79,6 +82,7 @@ void setup_explain(CLI::App& app) {
   cmd->add_option("--target", opt->target, "Target efficiency (0.8 or 80%): search the smallest change that reaches it")
       ->type_name("EFF");
   add_workload_options(*cmd, opt->workload);
+  cmd->add_option("--format", opt->format, "table or json")->capture_default_str();
   cmd->add_option("-o,--output", opt->output, "Write to FILE (atomically) instead of standard output")->type_name("FILE");
   cmd->callback([opt] { run_explain(*opt); });
 }

@@ -35,6 +35,11 @@ void emit(const std::string& text, const std::string& output) {
     write_file_atomically(output, text);
   }
 }
+bool json_format(const std::string& format) {
+  if (format == "json") return true;
+  if (format != "table") throw UsageError("--format", fmt::format("unknown format '{}' (expected table or json)", format));
+  return false;
+}
 }  // namespace dlscale::cli
 
 int main(int argc, char** argv) {

@@ -95,8 +95,8 @@ void add_parallel_plan_options(CLI::App& cmd, ParallelPlanOptions& o);
 /// --moe-imbalance's value: a finite number (its range is validate's); UsageError otherwise.
 double moe_imbalance_option(const std::string& text);
 /// Runs the parallel plan with plan's scenario options (`framework`: --frameworks, whose first is planned with;
-/// megatron-core when empty) and prints the top `top` layouts.
+/// megatron-core when empty) and prints the top `top` layouts, as JSON with `json`.
 void run_parallel_plan(const ScenarioOptions& so, const ParallelPlanOptions& o, const std::string& framework, int top,
-                       const std::string& output);
+                       const std::string& output, bool json);
 
 }  // namespace dlscale::cli

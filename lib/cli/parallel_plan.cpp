@@ -78,7 +78,7 @@ void add_parallel_plan_options(CLI::App& cmd, ParallelPlanOptions& o) {
 }
 
 void run_parallel_plan(const ScenarioOptions& so_in, const ParallelPlanOptions& o, const std::string& framework, int top,
-                       const std::string& output) {
+                       const std::string& output, bool json) {
   ScenarioOptions so = so_in;
   if (!framework.empty() && comma_items(framework).empty()) throw UsageError("--frameworks", "give at least one framework");
   so.framework = framework.empty() ? "megatron-core" : comma_items(framework).front();
@@ -153,7 +153,7 @@ void run_parallel_plan(const ScenarioOptions& so_in, const ParallelPlanOptions& 
     if (e.key() == "network") throw UsageError("--model", e.message());
     throw;
   }
-  emit(format_parallel_plan(r, sc, gpus.front(), top), output);
+  emit(json ? format_parallel_plan_json(r, sc, gpus.front(), top) : format_parallel_plan(r, sc, gpus.front(), top), output);
   if (r.ranked.empty())
     throw Error(fmt::format("plan: none of the {} layouts fits the memory of {} GPUs", r.evaluated, gpus.front()));
 }

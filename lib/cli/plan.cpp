@@ -26,6 +26,7 @@ struct PlanCliOptions {
   double target_tokens = 0.0;
   bool target_given = false;
   int top = 5;
+  std::string format = "table";
   std::string output;
   ParallelPlanOptions parallel;  // --parallel and its grid (lib/cli/parallel_plan.cpp)
 };
@@ -65,9 +66,10 @@ void refuse_other_search_options(const CLI::App& cmd, bool parallel) {
 }
 
 void run_plan(const PlanCliOptions& o) {
+  const bool json = json_format(o.format);
   if (o.parallel.on)  // model-parallel layouts (lib/cli/parallel_plan.cpp)
     return run_parallel_plan(o.scenario, o.parallel, o.frameworks == PlanCliOptions{}.frameworks ? "" : o.frameworks, o.top,
-                             o.output);
+                             o.output, json);
   RunInfo info;
   info.command_line = command_line();
   const auto names = comma_items(o.frameworks);
@@ -108,7 +110,7 @@ void run_plan(const PlanCliOptions& o) {
   }
   if (o.top < 1) throw UsageError("--top", "show at least one configuration");
   const PlanResult r = plan(sc, gpus.front(), space);
-  emit(format_plan(r, sc, gpus.front(), o.top), o.output);
+  emit(json ? format_plan_json(r, sc, gpus.front(), o.top) : format_plan(r, sc, gpus.front(), o.top), o.output);
   // The plan says why each framework loses; a search that found nothing to run still fails (exit 1).
   if (r.ranked.empty())
     throw Error(fmt::format("plan: none of the {} configurations fits the memory of {} GPUs", r.evaluated, gpus.front()));
@@ -168,6 +170,7 @@ void setup_plan(CLI::App& app) {
       ->type_name("T");
   add_jitter_option(*cmd, opt->scenario.jitter_cv);
   cmd->add_option("--top", opt->top, "Configurations to show")->capture_default_str();
+  cmd->add_option("--format", opt->format, "table or json")->capture_default_str();
   cmd->add_option("-o,--output", opt->output, "Write to FILE (atomically) instead of standard output")->type_name("FILE");
   add_parallel_plan_options(*cmd, opt->parallel);
   cmd->callback([opt, cmd] {

@@ -12,6 +12,8 @@
 #include "dlscale/memory.hpp"
 #include "dlscale/plan.hpp"
 #include "plan/doubling.hpp"
+#include "plan/plan_json.hpp"
+#include "report/prediction_json.hpp"
 
 namespace dlscale {
 namespace {
@@ -440,6 +442,98 @@ std::string format_explanation(const Explanation& e, const Scenario& sc) {
   print_target(out, e);
   print_time_to_train(out, e, sc);
   return out.str();
+}
+
+namespace {
+
+nlohmann::ordered_json bucket_json(const BucketTry& t) {
+  return {{"size_bytes", in_bytes(t.size)},  // 0: layer-wise, no merging
+          {"layer_wise", !(t.size > Bytes{})},
+          {"iteration_time_s", in_seconds(t.iteration)},
+          {"comm_exposed_s", in_seconds(t.exposed)}};
+}
+
+}  // namespace
+
+std::string format_explanation_json(const Explanation& e, const Scenario& sc) {
+  using json = nlohmann::ordered_json;
+  const Prediction& p = e.prediction;
+  json j = plan_document("explain");
+  j["inputs"] = {{"cluster", sc.cluster.name},
+                 {"gpu", sc.cluster.gpu.name},
+                 {"model", sc.network.name},
+                 {"framework", sc.strategy.name},
+                 {"precision", precision_label(sc.compute.precision, sc.compute.fp8_scaling)},
+                 {"batch_per_gpu", p.batch_per_gpu},
+                 {"gpus", p.gpus},
+                 {"jitter_cv", sc.strategy.jitter_cv},
+                 {"collective_model", e.collective_model}};
+  // the prediction (its bottleneck, memory and breakdown), with the time to train where a workload applies
+  j["prediction"] = prediction_json(p, e.cost ? &*e.cost : nullptr);
+  auto path = json::array();
+  for (const auto& seg : e.path) path.push_back(part_json(seg.name, seg.time, p.iteration_time));
+  j["critical_path"] = std::move(path);
+  j["comm_hidden_s"] = in_seconds(p.breakdown.comm - p.breakdown.comm_exposed);
+  j["input_read"] = {{"io_s", in_seconds(p.breakdown.io)},
+                     {"prefetched", reader_prefetches(sc)},
+                     {"framework_prefetches", sc.strategy.io_prefetch},
+                     {"input_per_gpu_bytes", in_bytes(input_per_gpu(sc))},
+                     {"prefetch_buffer_bytes", in_bytes(sc.strategy.prefetch_buffer)}};
+  if (const InputPipeline* ip = input_pipeline(sc)) {
+    const Breakdown& b = p.breakdown;
+    j["input_pipeline"] = {{"data", to_string(ip->data)},
+                           {"dataset", ip->dataset},
+                           {"first_epoch", ip->first_epoch},
+                           {"cpu", ip->cpu},
+                           {"cores", ip->cores},
+                           {"gpu_decode", ip->gpu_decode_mpix > 0.0},
+                           {"reader_s", in_seconds(b.io)},
+                           {"storage_s", in_seconds(b.io_storage)},
+                           {"cpu_decode_s", in_seconds(b.io_decode)},
+                           {"gpu_decode_s", in_seconds(b.gpu_decode)},
+                           {"reader_loss_s", in_seconds(b.reader_loss)},
+                           {"reader_loss_share", p.iteration_time > Seconds{} ? b.reader_loss / p.iteration_time : 0.0}};
+  } else {
+    j["input_pipeline"] = nullptr;
+  }
+  if (sc.strategy.sharding.offload_optimizer)  // eq. S9: the rest is the prediction's "offload" and "memory"
+    j["offload"] = {{"cpu_adam_params_per_s", sc.strategy.sharding.cpu_adam_params_per_s},
+                    {"host_memory_assumed", !(sc.cluster.host_memory_size > Bytes{})}};
+  auto gains = json::array();
+  for (const auto& g : e.doubling) gains.push_back(resource_gain_json(g));
+  j["doubling"] = std::move(gains);
+  json buckets{
+      {"applicable", e.buckets.applicable},
+      {"note", e.buckets.note},
+      {"current", bucket_json(e.buckets.current)},
+      {"best", bucket_json(e.buckets.best)},
+      {"best_gain", e.buckets.best.iteration > Seconds{} ? e.buckets.current.iteration / e.buckets.best.iteration - 1.0 : 0.0}};
+  auto tried = json::array();
+  for (const auto& t : e.buckets.tried) tried.push_back(bucket_json(t));
+  buckets["tried"] = std::move(tried);
+  j["buckets"] = std::move(buckets);
+  if (e.target) {
+    const TargetAdvice& t = *e.target;
+    auto changes = json::array();
+    for (const auto& c : t.tried)
+      changes.push_back({{"kind", c.kind},
+                         {"description", c.description},
+                         {"steps", c.steps},
+                         {"efficiency", c.prediction.efficiency},
+                         {"throughput_samples_per_s", c.prediction.throughput_samples_per_s},
+                         {"reaches", c.reaches}});
+    j["target"] = {
+        {"efficiency", t.target},
+        {"already", t.already},
+        {"changes", std::move(changes)},
+        {"smallest", t.smallest ? json{{"kind", t.smallest->kind}, {"description", t.smallest->description}} : json(nullptr)},
+        {"note", t.note}};
+  } else {
+    j["target"] = nullptr;
+  }
+  j["workload"] = e.workload ? json(e.workload->source) : json(nullptr);
+  j["price_per_gpu_hour"] = sc.cluster.price_per_gpu_hour > 0.0 ? json(sc.cluster.price_per_gpu_hour) : json(nullptr);
+  return dump_document(j);
 }
 
 }  // namespace dlscale

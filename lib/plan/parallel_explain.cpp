@@ -3,10 +3,14 @@
 #include <fmt/format.h>
 
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "dlscale/parallel.hpp"
 #include "dlscale/parallel_plan.hpp"
 #include "plan/doubling.hpp"
+#include "plan/plan_json.hpp"
+#include "report/prediction_json.hpp"
 
 namespace dlscale {
 namespace {
@@ -39,13 +43,50 @@ std::string moe_routing_text(const ParallelLayout& l, const TransformerShape& m)
   return out + fmt::format(": the busiest EP rank runs {:.4g} × the mean's copies", moe_rank_load(l, m.experts, m.top_k));
 }
 
+/// What the table and the JSON of a layout's explain read: one prediction, its doubling and its placement.
+struct LayoutExplanation {
+  Prediction p;
+  ParallelLayout l;
+  TransformerShape shape;
+  std::vector<ResourceGain> doubling;
+  LayoutPlacement at;
+};
+
+LayoutExplanation explain_layout(const Scenario& sc, int gpus) {
+  const Predictor predictor(sc);
+  LayoutExplanation x;
+  x.p = predictor.predict(gpus);
+  x.l = with_global_batch(*sc.parallel, gpus);
+  x.shape = transformer_shape(sc.network);
+  // what doubling each resource buys: the same rows as data parallelism's (Predictor::doubled, bottleneck.hpp)
+  x.doubling = resource_gains(sc, x.p, predictor.doubled(gpus));
+  x.at = place_layout(x.l, sc.cluster, gpus);
+  return x;
+}
+
+/// The parts of the step (eq. P13) as the table lists them: EP where the model has experts, the tied embedding's
+/// all-reduce where there is one.
+std::vector<std::pair<const char*, Seconds>> step_parts(const LayoutExplanation& x) {
+  const auto& b = x.p.breakdown;
+  const auto& par = *b.parallel;
+  std::vector<std::pair<const char*, Seconds>> rows{
+      {"compute (forward + backward)", b.forward + b.backward}, {"TP exposed", par.tp_comm}, {"CP exposed", par.cp_comm}};
+  if (x.shape.experts > 0) rows.emplace_back("EP all-to-all", par.ep_comm);
+  rows.emplace_back("PP sends", par.pp_p2p);
+  rows.emplace_back("bubble", par.bubble);
+  rows.emplace_back("DP exposed", par.dp_comm);
+  if (par.embedding_grads > Seconds{}) rows.emplace_back("tied embedding all-reduce", par.embedding_grads);  // eq. P33
+  rows.emplace_back("update", b.update);
+  return rows;
+}
+
 }  // namespace
 
 std::string explain_parallel(const Scenario& sc, int gpus) {
-  const Predictor predictor(sc);
-  const Prediction p = predictor.predict(gpus);
-  const ParallelLayout l = with_global_batch(*sc.parallel, gpus);
-  const TransformerShape shape = transformer_shape(sc.network);
+  const LayoutExplanation x = explain_layout(sc, gpus);
+  const Prediction& p = x.p;
+  const ParallelLayout& l = x.l;
+  const TransformerShape& shape = x.shape;
   const auto& b = p.breakdown;
   const auto& par = *b.parallel;
   std::string out;
@@ -77,15 +118,7 @@ std::string explain_parallel(const Scenario& sc, int gpus) {
   const auto row = [&](const char* what, Seconds t) {
     out += fmt::format("{:<34} {:>10.4f} {:>6.1f}%\n", what, in_seconds(t), 100.0 * (t / p.iteration_time));
   };
-  row("compute (forward + backward)", b.forward + b.backward);
-  row("TP exposed", par.tp_comm);
-  row("CP exposed", par.cp_comm);
-  if (shape.experts > 0) row("EP all-to-all", par.ep_comm);
-  row("PP sends", par.pp_p2p);
-  row("bubble", par.bubble);
-  row("DP exposed", par.dp_comm);
-  if (par.embedding_grads > Seconds{}) row("tied embedding all-reduce", par.embedding_grads);  // eq. P33
-  row("update", b.update);
+  for (const auto& [what, t] : step_parts(x)) row(what, t);
   out += fmt::format("# slowest stage: {} of {}; TP, CP and PP sends are per micro-batch × {}\n\n", par.slowest_stage, l.pp,
                      l.micro_batches);
   out += "memory per GPU by stage (weights, gradients, optimiser state, activations in flight):\n";
@@ -94,9 +127,8 @@ std::string explain_parallel(const Scenario& sc, int gpus) {
                        p.memory.capacity > Bytes{} && par.stage_memory[s] > p.memory.capacity ? "  does not fit" : "");
   out += fmt::format("  (a GPU holds {:.1f} GB: {})\n\n", in_bytes(p.memory.capacity) / 1e9,
                      p.memory.fits ? "every stage fits" : "a stage does not fit");
-  // what doubling each resource buys: the same rows as data parallelism's (Predictor::doubled, bottleneck.hpp)
-  out += doubling_text(resource_gains(sc, p, predictor.doubled(gpus))) + "\n";
-  const LayoutPlacement at = place_layout(l, sc.cluster, gpus);
+  out += doubling_text(x.doubling) + "\n";
+  const LayoutPlacement& at = x.at;
   out += "groups (where their ranks sit):\n";
   out += group_row("TP", at[ParallelGroup::tp]);
   out += group_row("CP", at[ParallelGroup::cp]);
@@ -108,6 +140,77 @@ std::string explain_parallel(const Scenario& sc, int gpus) {
     out += group_row("EDP (experts' DP)", at[ParallelGroup::edp]);
   }
   return out;
+}
+
+std::string explain_parallel_json(const Scenario& sc, int gpus, const std::optional<TrainingWorkload>& workload) {
+  using json = nlohmann::ordered_json;
+  const LayoutExplanation x = explain_layout(sc, gpus);
+  const Prediction& p = x.p;
+  const ParallelLayout& l = x.l;
+  json j = plan_document("explain");
+  j["inputs"] = {{"cluster", sc.cluster.name},
+                 {"gpu", sc.cluster.gpu.name},
+                 {"model", sc.network.name},
+                 {"framework", sc.strategy.name},
+                 {"precision", precision_label(sc.compute.precision, sc.compute.fp8_scaling)},
+                 {"gpus", gpus}};
+  j["layout"] = {{"tp", l.tp},
+                 {"sp", l.sp},
+                 {"pp", l.pp},
+                 {"schedule", to_string(l.schedule)},
+                 {"vp", l.vp},
+                 {"cp", l.cp},
+                 {"cp_comm", to_string(l.cp_comm)},
+                 {"ep", l.ep},
+                 {"dp", l.dp(gpus)},
+                 {"micro_batch", l.micro_batch},
+                 {"micro_batches", l.micro_batches},
+                 {"global_batch", l.global_batch(gpus)},
+                 {"tokens_per_step", l.global_batch(gpus) * x.shape.seq},
+                 {"recompute", to_string(sc.compute.recompute)},
+                 {"recompute_method", to_string(l.recompute_method)},
+                 {"recompute_num_layers", l.recompute_num_layers},
+                 {"rank_order", to_string(l.order)}};
+  if (x.shape.experts > 0)  // eq. P23, P24
+    j["layout"]["moe"] = {
+        {"experts", x.shape.experts},
+        {"top_k", x.shape.top_k},
+        {"imbalance", l.moe_imbalance},
+        {"expert_load_cv", l.moe_expert_load_cv},
+        {"expert_capacity_factor", l.moe_expert_capacity_factor ? json(*l.moe_expert_capacity_factor) : json(nullptr)},
+        {"pad_expert_input_to_capacity", l.moe_pad_expert_input_to_capacity},
+        {"rank_load", moe_rank_load(l, x.shape.experts, x.shape.top_k)}};
+  std::optional<TrainingCost> cost;
+  if (workload) cost = time_to_train(p, *workload, sc.cluster);
+  // the prediction: its bottleneck, memory (and each stage's, "parallel") and the step's parts
+  j["prediction"] = prediction_json(p, cost ? &*cost : nullptr);
+  j["tokens_per_s_per_gpu"] = p.throughput_tokens_per_s / gpus;
+  auto parts = json::array();
+  for (const auto& [what, t] : step_parts(x)) parts.push_back(part_json(what, t, p.iteration_time));
+  j["step_parts"] = std::move(parts);
+  auto stages = json::array();
+  const auto& mem = p.breakdown.parallel->stage_memory;
+  for (std::size_t s = 0; s < mem.size(); ++s)
+    stages.push_back({{"stage", s},
+                      {"memory_bytes", in_bytes(mem[s])},
+                      {"fits", !(p.memory.capacity > Bytes{} && mem[s] > p.memory.capacity)}});
+  j["stages"] = std::move(stages);
+  auto gains = json::array();
+  for (const auto& g : x.doubling) gains.push_back(resource_gain_json(g));
+  j["doubling"] = std::move(gains);
+  json groups{{"tp", group_json(x.at[ParallelGroup::tp])},
+              {"cp", group_json(x.at[ParallelGroup::cp])},
+              {"pp", group_json(x.at[ParallelGroup::pp])},
+              {"dp", group_json(x.at[ParallelGroup::dp])},
+              {"dp_cp", group_json(x.at[ParallelGroup::dp_cp])}};
+  if (x.shape.experts > 0) {  // eq. P17
+    groups["ep"] = group_json(x.at[ParallelGroup::ep]);
+    groups["edp"] = group_json(x.at[ParallelGroup::edp]);
+  }
+  j["groups"] = std::move(groups);
+  j["workload"] = workload ? json(workload->source) : json(nullptr);
+  j["price_per_gpu_hour"] = sc.cluster.price_per_gpu_hour > 0.0 ? json(sc.cluster.price_per_gpu_hour) : json(nullptr);
+  return dump_document(j);
 }
 
 }  // namespace dlscale

@@ -16,7 +16,9 @@
 #include "dlscale/parallel.hpp"
 #include "dlscale/predict.hpp"
 #include "parallel/parallel_blocks.hpp"
+#include "plan/plan_json.hpp"
 #include "predict/parallel_predict.hpp"
+#include "report/prediction_json.hpp"
 
 namespace dlscale {
 namespace {
@@ -511,25 +513,39 @@ std::string layout_cells(const ParallelPlanEntry& e, int gpus, bool moe) {
                      e.sharding_stage > 0 ? fmt::format("z{}", e.sharding_stage) : std::string("-"));
 }
 
-/// "# the next best, #2, is X % slower: ..." by the parts of the step it loses most on, with both memories.
-std::string why_the_next_loses(const ParallelPlanEntry& best, const ParallelPlanEntry& next) {
+/// Why the next best loses to the best: how much slower, and the parts of the step that differ by more than 1 us,
+/// the most it loses first (the table names the first three).
+struct NextLoss {
+  double slower = 0.0;                                // 1 − its tokens/s / the best's
+  std::vector<std::pair<const char*, double>> parts;  // (part, its seconds − the best's), largest first
+};
+
+NextLoss next_loss(const ParallelPlanEntry& best, const ParallelPlanEntry& next) {
   const auto a = parts(best.prediction), b = parts(next.prediction);
-  std::vector<std::pair<double, std::string>> worse;
+  NextLoss n;
   for (std::size_t k = 0; k < a.size(); ++k) {
     const double d = in_seconds(b[k].second - a[k].second);
-    if (std::abs(d) > 1e-6) worse.emplace_back(d, fmt::format("{} {:+.3f} s", a[k].first, d));
+    if (std::abs(d) > 1e-6) n.parts.emplace_back(a[k].first, d);
   }
-  std::sort(worse.begin(), worse.end(), [](const auto& x, const auto& y) { return x.first > y.first; });
+  std::stable_sort(n.parts.begin(), n.parts.end(), [](const auto& x, const auto& y) { return x.second > y.second; });
+  n.slower = 1.0 - rate(next.prediction) / rate(best.prediction);
+  return n;
+}
+
+/// "# the next best, #2, is X % slower: ..." by the parts of the step it loses most on, with both memories.
+std::string why_the_next_loses(const ParallelPlanEntry& best, const ParallelPlanEntry& next) {
+  const NextLoss n = next_loss(best, next);
   std::string why;
-  for (std::size_t k = 0; k < worse.size() && k < 3; ++k) why += (k ? ", " : "") + worse[k].second;
-  const double slower = 1.0 - rate(next.prediction) / rate(best.prediction);
+  for (std::size_t k = 0; k < n.parts.size() && k < 3; ++k)
+    why += fmt::format("{}{} {:+.3f} s", k ? ", " : "", n.parts[k].first, n.parts[k].second);
+  const double slower = n.slower;
   return fmt::format("# the next best, #2, is {:.1f} % slower: {}{}\n", 100.0 * slower, why.empty() ? "the same parts" : why,
                      fmt::format(" (memory {:.1f} GB against {:.1f} GB)", in_bytes(next.prediction.memory.per_gpu) / 1e9,
                                  in_bytes(best.prediction.memory.per_gpu) / 1e9));
 }
 
-/// Eq. P38: the keys the refinement set, short ("a2a", "block:3", "first:19", "last:19", "dsa"); "-" for none.
-std::string variant_cells(const ParallelPlanEntry& e, CpComm grid_cp_comm) {
+/// Eq. P38: the keys the refinement set, short ("a2a", "block:3", "first:19", "last:19", "dsa").
+std::vector<std::string> variant_keys(const ParallelPlanEntry& e, CpComm grid_cp_comm) {
   const ParallelLayout& l = e.layout;
   std::vector<std::string> keys;
   if (l.cp > 1 && l.cp_comm != grid_cp_comm) keys.emplace_back(to_string(l.cp_comm));
@@ -537,8 +553,13 @@ std::string variant_cells(const ParallelPlanEntry& e, CpComm grid_cp_comm) {
   if (l.num_layers_in_last_pipeline_stage > 0) keys.push_back(fmt::format("last:{}", l.num_layers_in_last_pipeline_stage));
   if (l.distribute_saved_activations) keys.emplace_back("dsa");
   if (l.recompute_method == RecomputeMethod::block) keys.push_back(fmt::format("block:{}", l.recompute_num_layers));
+  return keys;
+}
+
+/// The variant column: the keys comma-separated, "-" for none.
+std::string variant_cells(const ParallelPlanEntry& e, CpComm grid_cp_comm) {
   std::string out;
-  for (const auto& k : keys) out += (out.empty() ? "" : ",") + k;
+  for (const auto& k : variant_keys(e, grid_cp_comm)) out += (out.empty() ? "" : ",") + k;
   return out.empty() ? "-" : out;
 }
 
@@ -647,6 +668,101 @@ std::string format_parallel_plan(const ParallelPlanResult& r, const Scenario& ba
       "first N blocks (--recompute-method block --recompute-num-layers N)\n",
       moe ? "ep (experts over ranks of dp·cp), " : "");
   return out;
+}
+
+namespace {
+
+/// One row of plan --parallel's JSON: the layout's keys, its placement and variant, and its prediction (predict's).
+nlohmann::ordered_json layout_json(const ParallelPlanEntry& e, std::size_t rank, CpComm grid_cp_comm, const Scenario& base,
+                                   int gpus) {
+  const ParallelLayout& l = e.layout;
+  const Prediction& p = e.prediction;
+  return {{"rank", rank},
+          {"tp", l.tp},
+          {"pp", l.pp},
+          {"vp", l.vp},
+          {"cp", l.cp},
+          {"ep", l.ep},
+          {"dp", l.dp(gpus)},
+          {"micro_batch", l.micro_batch},
+          {"micro_batches", l.micro_batches},
+          {"sp", l.sp},
+          {"recompute", to_string(e.recompute)},
+          {"zero", e.sharding_stage},
+          {"tokens_per_s_per_gpu", p.throughput_tokens_per_s / gpus},
+          {"tp_inside_node", e.tp_inside_node},
+          {"refined", e.refined},
+          {"variant", variant_keys(e, grid_cp_comm)},
+          {"predict_options", predict_options(e, base, gpus)},
+          {"prediction", prediction_json(p)}};
+}
+
+}  // namespace
+
+std::string format_parallel_plan_json(const ParallelPlanResult& r, const Scenario& base, int gpus, int top) {
+  using json = nlohmann::ordered_json;
+  const Cluster& cl = base.cluster;
+  const TransformerShape shape = transformer_shape(base.network);
+  json j = plan_document("plan --parallel");
+  j["inputs"] = {{"cluster", cl.name},
+                 {"gpu", cl.gpu.name},
+                 {"model", base.network.name},
+                 {"framework", base.strategy.name},
+                 {"precision", precision_label(base.compute.precision, base.compute.fp8_scaling)},
+                 {"gpus", gpus},
+                 {"global_batch", r.global_batch},
+                 {"tokens_per_step", r.global_batch * shape.seq}};
+  j["evaluated"] = r.evaluated;
+  j["out_of_memory"] = r.out_of_memory;
+  j["invalid"] = r.invalid;
+  j["fit"] = r.ranked.size();
+  j["gpu_memory_bytes"] = in_bytes(cl.gpu.memory_size);
+  j["memory_reserve_bytes"] = in_bytes(r.memory_reserve);
+  j["memory_limit_bytes"] = in_bytes(cl.gpu.memory_size - r.memory_reserve);  // the worst stage's tensors within it
+  j["cp_comm"] = to_string(r.cp_comm);
+  j["refinement"] = r.refine_leaders + r.refine_full_leaders + r.refine_near_misses > 0
+      ? json{{"leaders", r.refine_leaders},
+             {"full_recompute_leaders", r.refine_full_leaders},
+             {"near_misses", r.refine_near_misses},
+             {"timed", r.refine_timed},
+             {"improved", r.refine_improved}}
+      : json(nullptr);
+  if (shape.experts > 0) {  // eq. P23, P24
+    const ParallelLayout p = base.strategy.parallel.value_or(ParallelLayout{});
+    j["moe"] = {{"experts", shape.experts},
+                {"imbalance", r.moe_imbalance},
+                {"expert_load_cv", p.moe_expert_load_cv},
+                {"expert_capacity_factor", p.moe_expert_capacity_factor ? json(*p.moe_expert_capacity_factor) : json(nullptr)},
+                {"pad_expert_input_to_capacity", p.moe_pad_expert_input_to_capacity}};
+  }
+  auto rows = json::array();
+  const std::size_t n = std::min<std::size_t>(r.ranked.size(), static_cast<std::size_t>(std::max(top, 1)));
+  for (std::size_t i = 0; i < n; ++i) rows.push_back(layout_json(r.ranked[i], i + 1, r.cp_comm, base, gpus));
+  j["layouts"] = std::move(rows);  // the first is the best
+  if (r.ranked.empty()) {
+    j["best_placement"] = nullptr;
+    j["next_best"] = nullptr;
+    return dump_document(j);
+  }
+  const LayoutPlacement at = place_layout(r.ranked.front().layout, cl, gpus);
+  j["best_placement"] = {{"tp", group_json(at[ParallelGroup::tp])},
+                         {"cp", group_json(at[ParallelGroup::cp])},
+                         {"pp", group_json(at[ParallelGroup::pp])},
+                         {"dp", group_json(at[ParallelGroup::dp])}};
+  if (shape.experts > 0) j["best_placement"]["ep"] = group_json(at[ParallelGroup::ep]);
+  if (r.ranked.size() > 1) {
+    const NextLoss nl = next_loss(r.ranked[0], r.ranked[1]);
+    auto diffs = json::array();
+    for (const auto& [part, d] : nl.parts) diffs.push_back({{"part", part}, {"delta_s", d}});
+    j["next_best"] = {{"rank", 2},
+                      {"slower", nl.slower},
+                      {"parts", std::move(diffs)},
+                      {"memory_per_gpu_bytes", in_bytes(r.ranked[1].prediction.memory.per_gpu)},
+                      {"best_memory_per_gpu_bytes", in_bytes(r.ranked[0].prediction.memory.per_gpu)}};
+  } else {
+    j["next_best"] = nullptr;
+  }
+  return dump_document(j);
 }
 
 }  // namespace dlscale

@@ -14,6 +14,8 @@
 #include "dlscale/memory.hpp"
 #include "dlscale/plan.hpp"
 #include "dlscale/sharding.hpp"
+#include "plan/plan_json.hpp"
+#include "report/prediction_json.hpp"
 
 namespace dlscale {
 
@@ -123,8 +125,9 @@ void rank(std::vector<PlanEntry>& ranked) {
   });
 }
 
-/// Why a strategy whose best is `best` loses to the winner: a tie, or how much slower and where.
-std::string slower_than(const PlanEntry& best, const PlanEntry& win) {
+/// Why a strategy whose best is `best` loses to the winner: a tie, or how much slower and where (the fields of
+/// `loss` and its sentence).
+void slower_than(PlanLoss& loss, const PlanEntry& best, const PlanEntry& win) {
   const Breakdown& b = best.prediction.breakdown;
   const Breakdown& w = win.prediction.breakdown;
   struct Part {
@@ -141,14 +144,22 @@ std::string slower_than(const PlanEntry& best, const PlanEntry& win) {
     if (p.loss > worst->loss) worst = &p;
   const double slower = 1.0 - best.prediction.throughput_samples_per_s / win.prediction.throughput_samples_per_s;
   const double more_memory = best.prediction.memory.per_gpu / win.prediction.memory.per_gpu - 1.0;
+  loss.best = best;
+  loss.slower = slower;
   if (slower < 5e-4) {  // a tie; within 0.5 % of the memory too (ZeRO-3 and FSDP's full shard): one step in this model
-    return fmt::format("at its best ({}) within 0.05 % of the choice's samples/s{}", config_text(best),
-                       std::abs(more_memory) < 5e-3 ? std::string(" and 0.5 % of its memory: the same step in this model")
-                                                    : fmt::format(", with {} per GPU against the choice's {}",
-                                                                  best.prediction.memory.per_gpu, win.prediction.memory.per_gpu));
+    loss.reason = PlanLoss::Reason::tie;
+    loss.why =
+        fmt::format("at its best ({}) within 0.05 % of the choice's samples/s{}", config_text(best),
+                    std::abs(more_memory) < 5e-3 ? std::string(" and 0.5 % of its memory: the same step in this model")
+                                                 : fmt::format(", with {} per GPU against the choice's {}",
+                                                               best.prediction.memory.per_gpu, win.prediction.memory.per_gpu));
+    return;
   }
-  return fmt::format("{:.1f} % slower at its best ({}): {} costs {} more per sample", 100.0 * slower, config_text(best),
-                     worst->what, seconds(std::max(worst->loss, 0.0)));
+  loss.reason = PlanLoss::Reason::slower;
+  loss.worst_part = worst->what;
+  loss.worst_part_per_sample = seconds(std::max(worst->loss, 0.0));
+  loss.why = fmt::format("{:.1f} % slower at its best ({}): {} costs {} more per sample", 100.0 * slower, config_text(best),
+                         worst->what, loss.worst_part_per_sample);
 }
 
 /// Why each other strategy loses: nothing fits, or its best is slower, and by what.
@@ -159,15 +170,21 @@ std::vector<PlanLoss> losses(const PlanSearch& s, const Scenario& base) {
   for (const Strategy& st : s.space.strategies) {
     if (win && st.name == win->framework) continue;
     const auto best = std::find_if(ranked.begin(), ranked.end(), [&](const PlanEntry& e) { return e.framework == st.name; });
-    PlanLoss loss{st.name, ""};
+    PlanLoss loss;
+    loss.framework = st.name;
     if (best == ranked.end()) {
       const auto need = s.smallest_need.find(st.name);
-      loss.why = need == s.smallest_need.end()
-          ? std::string("no configuration could be placed on these GPUs")
-          : fmt::format("out of memory: every configuration needs at least {} per GPU, the {} holds {}", need->second,
-                        base.cluster.gpu.name, base.cluster.gpu.memory_size);
+      if (need == s.smallest_need.end()) {
+        loss.reason = PlanLoss::Reason::unplaceable;
+        loss.why = "no configuration could be placed on these GPUs";
+      } else {
+        loss.reason = PlanLoss::Reason::out_of_memory;
+        loss.least_memory = need->second;
+        loss.why = fmt::format("out of memory: every configuration needs at least {} per GPU, the {} holds {}", need->second,
+                               base.cluster.gpu.name, base.cluster.gpu.memory_size);
+      }
     } else {
-      loss.why = slower_than(*best, *win);
+      slower_than(loss, *best, *win);
     }
     out.push_back(std::move(loss));
   }
@@ -226,6 +243,77 @@ std::string format_plan(const PlanResult& r, const Scenario& base, int gpus, int
   }
   for (const PlanLoss& l : r.losses) o += fmt::format("  {}: {}\n", l.framework, l.why);
   return o;
+}
+
+namespace {
+
+const char* reason_name(PlanLoss::Reason r) {
+  switch (r) {
+    case PlanLoss::Reason::unplaceable:
+      return "unplaceable";
+    case PlanLoss::Reason::out_of_memory:
+      return "out_of_memory";
+    case PlanLoss::Reason::tie:
+      return "tie";
+    case PlanLoss::Reason::slower:
+      break;
+  }
+  return "slower";
+}
+
+/// A configuration: its keys, the time to train when asked for, and its prediction (predict's record).
+nlohmann::ordered_json entry_json(const PlanEntry& e) {
+  nlohmann::ordered_json j;
+  j["framework"] = e.framework;
+  j["shard_group"] = e.shard_group;
+  j["micro_batch"] = e.micro_batch;
+  j["accumulate"] = e.accumulate;
+  j["checkpointing"] = e.checkpointing;
+  j["time_to_train_s"] = e.time_to_train ? nlohmann::ordered_json(in_seconds(*e.time_to_train)) : nlohmann::ordered_json(nullptr);
+  j["prediction"] = prediction_json(e.prediction);
+  return j;
+}
+
+}  // namespace
+
+std::string format_plan_json(const PlanResult& r, const Scenario& base, int gpus, int top) {
+  nlohmann::ordered_json j = plan_document("plan");
+  j["inputs"] = {{"cluster", base.cluster.name},
+                 {"gpu", base.cluster.gpu.name},
+                 {"model", base.network.name},
+                 {"precision", precision_label(base.compute.precision, base.compute.fp8_scaling)},
+                 {"optimizer", to_string(base.compute.optimizer)},
+                 {"gpus", gpus}};
+  j["evaluated"] = r.evaluated;
+  j["out_of_memory"] = r.out_of_memory;
+  j["fit"] = r.ranked.size();
+  j["gpu_memory_bytes"] = in_bytes(base.cluster.gpu.memory_size);
+  auto rows = nlohmann::ordered_json::array();
+  const std::size_t n = std::min(r.ranked.size(), static_cast<std::size_t>(std::max(top, 0)));
+  for (std::size_t i = 0; i < n; ++i) {
+    nlohmann::ordered_json row{{"rank", i + 1}};
+    row.update(entry_json(r.ranked[i]));
+    rows.push_back(std::move(row));
+  }
+  j["configurations"] = std::move(rows);  // the first is the choice
+  auto losses = nlohmann::ordered_json::array();
+  for (const PlanLoss& l : r.losses) {
+    nlohmann::ordered_json o{{"framework", l.framework}, {"reason", reason_name(l.reason)}, {"why", l.why}};
+    const bool has_best = l.reason == PlanLoss::Reason::tie || l.reason == PlanLoss::Reason::slower;
+    o["slower"] = has_best ? nlohmann::ordered_json(l.slower) : nlohmann::ordered_json(nullptr);
+    o["worst_part"] =
+        l.reason == PlanLoss::Reason::slower ? nlohmann::ordered_json(l.worst_part) : nlohmann::ordered_json(nullptr);
+    o["worst_part_s_per_sample"] = l.reason == PlanLoss::Reason::slower
+        ? nlohmann::ordered_json(in_seconds(l.worst_part_per_sample))
+        : nlohmann::ordered_json(nullptr);
+    o["least_memory_per_gpu_bytes"] = l.reason == PlanLoss::Reason::out_of_memory
+        ? nlohmann::ordered_json(in_bytes(l.least_memory))
+        : nlohmann::ordered_json(nullptr);
+    o["best"] = l.best ? entry_json(*l.best) : nlohmann::ordered_json(nullptr);
+    losses.push_back(std::move(o));
+  }
+  j["losses"] = std::move(losses);
+  return dump_document(j);
 }
 
 }  // namespace dlscale

@@ -33,8 +33,9 @@ nlohmann::ordered_json prediction_json(const Prediction& p, const TrainingCost* 
   e["throughput_tokens_per_s"] =
       p.throughput_tokens_per_s > 0.0 ? nlohmann::ordered_json(p.throughput_tokens_per_s) : nlohmann::ordered_json(nullptr);
   e["mfu"] = p.mfu;
-  e["speedup"] = p.speedup;
-  e["efficiency"] = p.efficiency;
+  // null where the prediction has no baseline to speed up from (0: plan --parallel's layouts are timed alone)
+  e["speedup"] = p.speedup > 0.0 ? nlohmann::ordered_json(p.speedup) : nlohmann::ordered_json(nullptr);
+  e["efficiency"] = p.speedup > 0.0 ? nlohmann::ordered_json(p.efficiency) : nlohmann::ordered_json(nullptr);
   e["hiding_case"] = p.hiding_case;
   e["boundary_layer"] = p.boundary_layer;
   add_bottleneck_json(e, p);
