@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -18,6 +19,8 @@
 #include "dlscale/units.hpp"
 
 namespace dlscale {
+
+struct Cluster;
 
 /// Per-layer times, indexed like Network::layers (element 0 = layer 1, the input side).
 struct LayerTimes {
@@ -291,5 +294,24 @@ LayerTimes estimate_layer_times(const Network& net, const GpuSpec& gpu, int batc
 /// Spread measured phase totals over the layers in proportion to modelled per-layer times, so that the
 /// totals equal the measurement and the shape follows the model.
 LayerTimes spread_phase_totals(const LayerTimes& modelled, Seconds forward, Seconds backward, Seconds update);
+
+// ---- A sharded step's units as the kernel model sees them (eqs. S5-S7b, S12, M5c; shard_units.cpp) --------------------
+// In the compute layer: they read the fp8 linear maps' weights (fp8_weight_elements) and time FSDP1's cast as a
+// memory-bound kernel; the byte counts are the sharding layer's (shard_unit_bytes).
+
+/// Eq. S12: of a gather unit's gathered parameters, the fp8 linear maps' weight elements (fp8_weight_elements over its
+/// layers); none for a unit that gathers nothing (eq. S4b: the layers after the last block, whose parameters the root
+/// holds). What an fp8 all-gather moves at 1 B, when one applies (fp8_all_gathers).
+double unit_fp8_elements(const Network& net, const GatherUnit& u);
+/// Eq. S12 applies: `--fp8-all-gather` with fp8 precision at stage 3 (Validate refuses it elsewhere).
+bool fp8_all_gathers(const Sharding& s, const ComputeOptions& opt) noexcept;
+
+/// Each unit's time on the reduce channel (its reduce-scatter, the replicas' all-reduce, the M5c cast, in that order,
+/// eq. S7) and on the gather channel (its all-gather, eq. S5), from shard_unit_bytes with the collective model's
+/// times() over the units in order (input side first). A unit of no parameters takes none (eq. S4b). `fp8_elements`:
+/// unit_fp8_elements of each unit, counted where fp8_all_gathers(s, opt); empty: none.
+void shard_unit_times(std::span<const double> params, std::span<const double> fp8_elements, const Sharding& s,
+                      const ComputeOptions& opt, const Cluster& cluster, const ShardGroups& g, const CollectiveModel& coll,
+                      std::span<Seconds> reduce, std::span<Seconds> gather);
 
 }  // namespace dlscale

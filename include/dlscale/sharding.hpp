@@ -14,7 +14,6 @@
 namespace dlscale {
 
 struct Cluster;
-struct ComputeOptions;
 struct Network;
 
 /// A strategy's sharding (models/frameworks/*.yaml, key `sharding`). Stage 0 = full replicas (DDP).
@@ -165,13 +164,6 @@ Bytes gathered_param_bytes(double params, double fp8_elements, Precision p) noex
 Bytes shard_cast_bytes(double unit_params, const Sharding& s, Precision p, int shard) noexcept;            // M5c
 Bytes shard_cast_transient_bytes(double unit_params, const Sharding& s, Precision p, int shard) noexcept;  // M5b
 
-/// Eq. S12: of a gather unit's gathered parameters, the fp8 linear maps' weight elements (fp8_weight_elements over its
-/// layers); none for a unit that gathers nothing (eq. S4b: the layers after the last block, whose parameters the root
-/// holds). What an fp8 all-gather moves at 1 B, when one applies (fp8_all_gathers).
-double unit_fp8_elements(const Network& net, const GatherUnit& u);
-/// Eq. S12 applies: `--fp8-all-gather` with fp8 precision at stage 3 (Validate refuses it elsewhere).
-bool fp8_all_gathers(const Sharding& s, const ComputeOptions& opt) noexcept;
-
 /// One unit's collectives in a sharded step, per GPU (docs/model.md, S5, S7, S7b, S12, M5c): the one place the closed
 /// form (predict) and the simulator take them from.
 struct ShardUnitBytes {
@@ -183,13 +175,6 @@ struct ShardUnitBytes {
 /// `params` parameters, `fp8_elements` of them gathered at 1 B (0 without eq. S12), `nic_share` eq. S7b's.
 ShardUnitBytes shard_unit_bytes(double params, double fp8_elements, const Sharding& s, Precision p, int shard,
                                 double nic_share) noexcept;
-/// Each unit's time on the reduce channel (its reduce-scatter, the replicas' all-reduce, the M5c cast, in that order,
-/// eq. S7) and on the gather channel (its all-gather, eq. S5), from shard_unit_bytes with the collective model's
-/// times() over the units in order (input side first). A unit of no parameters takes none (eq. S4b). `fp8_elements`:
-/// unit_fp8_elements of each unit, counted where fp8_all_gathers(s, opt); empty: none.
-void shard_unit_times(std::span<const double> params, std::span<const double> fp8_elements, const Sharding& s,
-                      const ComputeOptions& opt, const Cluster& cluster, const ShardGroups& g, const CollectiveModel& coll,
-                      std::span<Seconds> reduce, std::span<Seconds> gather);
 
 /// CPU offload of the optimiser state (docs/model.md, eq. S9), per GPU and step, with P parameters, a shard
 /// group of n, g and w bytes per gradient and working element:

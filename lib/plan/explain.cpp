@@ -13,7 +13,7 @@
 #include "dlscale/plan.hpp"
 #include "plan/doubling.hpp"
 #include "plan/plan_json.hpp"
-#include "report/prediction_json.hpp"
+#include "plan/prediction_json.hpp"
 
 namespace dlscale {
 namespace {

@@ -17,8 +17,8 @@
 #include "dlscale/predict.hpp"
 #include "parallel/parallel_blocks.hpp"
 #include "plan/plan_json.hpp"
+#include "plan/prediction_json.hpp"
 #include "predict/parallel_predict.hpp"
-#include "report/prediction_json.hpp"
 
 namespace dlscale {
 namespace {

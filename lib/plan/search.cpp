@@ -15,7 +15,7 @@
 #include "dlscale/plan.hpp"
 #include "dlscale/sharding.hpp"
 #include "plan/plan_json.hpp"
-#include "report/prediction_json.hpp"
+#include "plan/prediction_json.hpp"
 
 namespace dlscale {
 

@@ -28,17 +28,4 @@ void write_parallel_rows(std::ostream& out, std::span<const Prediction> preds) {
   }
 }
 
-void add_parallel_json(nlohmann::ordered_json& e, const Prediction& p) {
-  if (!p.breakdown.parallel) return;
-  const auto& par = *p.breakdown.parallel;
-  auto mem = nlohmann::ordered_json::array();
-  for (const auto& m : par.stage_memory) mem.push_back(in_bytes(m));
-  e["parallel"] = {{"tp_comm_s", in_seconds(par.tp_comm)}, {"cp_comm_s", in_seconds(par.cp_comm)},
-                   {"pp_p2p_s", in_seconds(par.pp_p2p)},   {"bubble_s", in_seconds(par.bubble)},
-                   {"dp_comm_s", in_seconds(par.dp_comm)}, {"slowest_stage", par.slowest_stage},
-                   {"stage_memory_bytes", std::move(mem)}};
-  if (par.ep_comm > Seconds{}) e["parallel"]["ep_comm_s"] = in_seconds(par.ep_comm);  // a mixture of experts (eq. P18)
-  if (par.embedding_grads > Seconds{}) e["parallel"]["embedding_grads_s"] = in_seconds(par.embedding_grads);  // eq. P33
-}
-
 }  // namespace dlscale

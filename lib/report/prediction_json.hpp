@@ -6,11 +6,9 @@
 #include <span>
 
 #include "dlscale/report.hpp"
+#include "plan/prediction_json.hpp"  // prediction_json, one prediction
 
 namespace dlscale {
-
-/// One member of "predictions"; with `train`, its "time_to_train".
-nlohmann::ordered_json prediction_json(const Prediction& p, const TrainingCost* train = nullptr);
 
 /// The whole document: {"schema", "inputs", "predictions"}; `train` empty or one entry per prediction.
 nlohmann::ordered_json predictions_json(const RunInfo& info, std::span<const Prediction> preds,

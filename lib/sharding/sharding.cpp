@@ -8,7 +8,6 @@
 #include <stdexcept>
 
 #include "dlscale/cluster.hpp"
-#include "dlscale/compute.hpp"
 #include "dlscale/equations.hpp"
 #include "dlscale/error.hpp"
 #include "dlscale/network.hpp"
@@ -207,16 +206,6 @@ Bytes shard_cast_transient_bytes(double unit_params, const Sharding& s, Precisio
   return bytes(s.reduce_fp32 ? unit_params * 4.0 : unit_params * gradient_bytes_per_element(p) / shard);
 }
 
-double unit_fp8_elements(const Network& net, const GatherUnit& u) {
-  double e = 0.0;
-  for (int i = u.first; u.params > 0 && i <= u.last; ++i) e += fp8_weight_elements(net.layers[static_cast<std::size_t>(i)]);
-  return e;
-}
-
-bool fp8_all_gathers(const Sharding& s, const ComputeOptions& opt) noexcept {
-  return s.stage >= 3 && opt.fp8_all_gather && opt.precision == Precision::fp8;
-}
-
 ShardUnitBytes shard_unit_bytes(double params, double fp8_elements, const Sharding& s, Precision p, int shard,
                                 double nic_share) noexcept {
   ShardUnitBytes b;
@@ -226,48 +215,6 @@ ShardUnitBytes shard_unit_bytes(double params, double fp8_elements, const Shardi
   b.replica = b.reduce / static_cast<double>(std::max(shard, 1)) * nic_share;  // eq. S7b
   b.cast = shard_cast_bytes(params, s, p, shard);                              // eq. M5c
   return b;
-}
-
-void shard_unit_times(std::span<const double> params, std::span<const double> fp8_elements, const Sharding& s,
-                      const ComputeOptions& opt, const Cluster& cluster, const ShardGroups& g, const CollectiveModel& coll,
-                      std::span<Seconds> reduce, std::span<Seconds> gather) {
-  const std::size_t U = params.size();
-  const bool fp8 = fp8_all_gathers(s, opt) && fp8_elements.size() == U;
-  const double share = g.replicas > 1 ? replica_nic_share(g, cluster) : 1.0;
-  thread_local std::vector<Bytes> gathered, reduced, replica;
-  thread_local std::vector<Seconds> extra;
-  gathered.resize(U);
-  reduced.resize(U);
-  replica.resize(U);
-  Bytes cast_any{};
-  thread_local std::vector<Bytes> cast;
-  cast.resize(U);
-  for (std::size_t i = 0; i < U; ++i) {
-    const ShardUnitBytes b = shard_unit_bytes(params[i], fp8 ? fp8_elements[i] : 0.0, s, opt.precision, g.shard, share);
-    gathered[i] = b.gather;
-    reduced[i] = b.reduce;
-    replica[i] = b.replica;
-    cast[i] = b.cast;
-    cast_any += b.cast;
-  }
-  std::fill(reduce.begin(), reduce.end(), Seconds{});
-  std::fill(gather.begin(), gather.end(), Seconds{});
-  if (g.shard > 1) {
-    coll.times(CollectiveOp::reducescatter, reduced, g.shard_at, reduce);
-    coll.times(CollectiveOp::allgather, gathered, g.shard_at, gather);
-  }
-  if (g.replicas > 1) {  // eq. S7b: every shard position's replica group at once, each timed alone with its share
-    extra.assign(U, Seconds{});
-    coll.times(CollectiveOp::allreduce, replica, g.replica_at, extra);
-    for (std::size_t i = 0; i < U; ++i) reduce[i] += extra[i];
-  }
-  if (cast_any > Bytes{}) {  // eq. M5c: a memory-bound kernel on the reduce-scatter's stream
-    const KernelParams& kp = opt.kernel(cluster.gpu);
-    for (std::size_t i = 0; i < U; ++i)
-      if (cast[i] > Bytes{}) reduce[i] += memory_kernel_time(cast[i], cluster.gpu, kp);
-  }
-  for (std::size_t i = 0; i < U; ++i)  // eq. S4b: the layers after the last block gather and reduce nothing of their own
-    if (!(params[i] > 0.0)) reduce[i] = gather[i] = Seconds{};
 }
 
 ShardedTimeline sharded_timeline_exact(std::span<const Seconds> forward, std::span<const Seconds> backward,
