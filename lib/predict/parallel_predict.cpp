@@ -18,6 +18,21 @@ void rethrow_parallel_field(const InputError& e) {
   throw InputError(e.where(), "parallel." + k, e.message());
 }
 
+bool data_parallel_layout(const ParallelLayout& l) noexcept {
+  return l.tp == 1 && l.pp == 1 && l.cp == 1 && l.ep == 1 && l.global_batch_target == 0;
+}
+
+Scenario data_parallel_form(Scenario sc) {
+  if (!sc.parallel || !data_parallel_layout(*sc.parallel)) return sc;
+  // eq. P39: each GPU a replica of the whole model running m micro-batches of b before one gradient exchange and
+  // update: data parallelism with m-fold accumulation (under an accumulation already given, m times it)
+  const ParallelLayout& l = *sc.parallel;
+  sc.batch_per_gpu = l.micro_batch;
+  sc.compute.accumulate *= std::max(l.micro_batches, 1);
+  sc.parallel.reset();
+  return sc;
+}
+
 void validate_parallel(const Scenario& sc) {
   if (!sc.parallel) return;
   if (sc.profile)
