@@ -9,6 +9,7 @@
 #include <string>
 #include <utility>
 
+#include "cli/commands.hpp"
 #include "cli/scenario_options.hpp"
 #include "dlscale/error.hpp"
 #include "io/numbers.hpp"
@@ -243,6 +244,10 @@ void apply_parallel_options(const ParallelOptions& o, const ScenarioOptions& so,
   if (o.vp > 1 && l.pp < 2)
     throw UsageError("--vp",
                      fmt::format("{} virtual stages need a pipeline of at least two stages (--pp), got pp {}", o.vp, l.pp));
+  // eq. P39: sequence parallelism shards over the TP group; with none (tp 1) it acts on nothing, so it is ignored with a
+  // note rather than refused: a framework file's sp: true stays valid for the layouts without TP
+  if (o.sp == 1 && l.tp == 1)
+    defer_note("note: --sp shards norms and dropout over the TP group; with tp 1 there is none, so it changes nothing");
   l.micro_batch = so.batch_given ? so.batch : (sc.strategy.parallel_degrees ? l.micro_batch : 1);
   sc.batch_per_gpu = l.micro_batch;
   sc.parallel = l;
@@ -298,7 +303,7 @@ std::string moe_routing_text(const ParallelLayout& l) {
 
 /// The TP group's settings as the headers say them: " (sp, overlapped)" (eq. P14), " (sp, async backward)" (eq. P28).
 std::string tp_text(const ParallelLayout& l) {
-  std::string out = l.sp ? "sp" : "";
+  std::string out = l.sp && l.tp > 1 ? "sp" : "";  // eq. P39: over no TP group it acts on nothing
   const char* how = l.tp_comm_overlap ? "overlapped" : l.tp > 1 && l.tp_async_backward ? "async backward" : "";
   if (*how != '\0') out += (out.empty() ? "" : ", ") + std::string(how);
   return out.empty() ? out : " (" + out + ")";
