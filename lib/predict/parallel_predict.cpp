@@ -46,6 +46,13 @@ void validate_parallel(const Scenario& sc) {
                      fmt::format("'{}' aggregates by {}; a model-parallel layout's gradients are all-reduced over its "
                                  "data-parallel group (eq. P5), which this framework does not do",
                                  sc.strategy.name, to_string(sc.strategy.aggregation)));
+  // eq. P39: a layout that is data parallelism is predicted by the data-parallel path, which models offload (S9); the
+  // layout's step (P13) has no CPU step, no PCIe copies and no host memory, so any other layout refuses it
+  if (sc.strategy.sharding.offload_optimizer && !data_parallel_layout(*sc.parallel))
+    throw InputError(SourceLocation{}, "framework",
+                     fmt::format("'{}' offloads its optimiser to the CPU (eq. S9), which a model-parallel layout's step "
+                                 "(eq. P13) does not model: only a layout of tp, pp, cp and ep 1 (data parallelism) takes it",
+                                 sc.strategy.name));
   if (sc.compute.checkpointing)
     throw InputError(SourceLocation{}, "compute.checkpointing",
                      "a parallel layout recomputes per block (full, selective), not in checkpoint segments");
