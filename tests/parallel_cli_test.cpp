@@ -263,6 +263,11 @@ TEST(ParallelCli, ATrivialLayoutIsThePlainPrediction) {
   ASSERT_EQ(m.status, 0) << m.err;
   ASSERT_EQ(k.status, 0) << k.err;
   EXPECT_EQ(predictions(m.out), predictions(k.out));
+  // an option that acts on groups of one rank only: the same step, one note naming it
+  const auto idle = run_cli(cmd + "--tp 1 --no-dp-comm-overlap");
+  ASSERT_EQ(idle.status, 0) << idle.err;
+  EXPECT_EQ(predictions(idle.out), predictions(plain.out));
+  EXPECT_NE(idle.err.find("(eq. P39): --[no-]dp-comm-overlap act on nothing there"), std::string::npos) << idle.err;
   const auto table = run_cli(
       "predict --cluster dgx-h100-ndr --model llama3-8b --framework torchtitan --precision bf16 "
       "--batch 1 --gpus 8 --no-train --tp 1");

@@ -171,6 +171,33 @@ double moe_imbalance_option(const std::string& text) {
   return *v;
 }
 
+namespace {
+/// Eq. P39: the options given on the line that act on nothing once the layout is data parallelism (its groups of one
+/// rank; the data-parallel path's overlap and recompute are the framework's and --checkpointing's), said in one note.
+void note_idle_layout_options(const ParallelOptions& o, const ParallelLayout& l) {
+  if (!data_parallel_layout(l)) return;
+  std::string idle;
+  const auto add = [&idle](bool given, const char* option) {
+    if (given) idle += (idle.empty() ? "" : ", ") + std::string(option);
+  };
+  add(o.tp_comm_overlap >= 0, "--[no-]tp-comm-overlap");
+  add(o.tp_async_backward >= 0, "--[no-]tp-async-backward");
+  add(o.dp_comm_overlap >= 0, "--[no-]dp-comm-overlap");
+  add(o.pp_comm_overlap >= 0, "--[no-]pp-comm-overlap");
+  add(!o.schedule.empty(), "--schedule");
+  add(!o.recompute_method.empty(), "--recompute-method");
+  add(o.recompute_num_layers != -1, "--recompute-num-layers");
+  add(o.distribute_saved_activations >= 0, "--[no-]distribute-saved-activations");
+  add(o.account_embedding || o.account_loss, "--account-for-*-in-pipeline-split");
+  add(!o.cp_comm.empty() || o.hierarchical_cp != 0, "--cp-comm, --hierarchical-cp");
+  if (!idle.empty())
+    defer_note(
+        fmt::format("note: tp, pp, cp and ep 1 is data parallelism, predicted as --accumulate {} (eq. P39): {} "
+                    "act on nothing there",
+                    l.micro_batches, idle));
+}
+}  // namespace
+
 void apply_parallel_options(const ParallelOptions& o, const ScenarioOptions& so, Scenario& sc) {
   if (!o.any() && !sc.strategy.parallel_degrees) {
     if (!o.moe_imbalance.empty())
@@ -251,6 +278,7 @@ void apply_parallel_options(const ParallelOptions& o, const ScenarioOptions& so,
   l.micro_batch = so.batch_given ? so.batch : (sc.strategy.parallel_degrees ? l.micro_batch : 1);
   sc.batch_per_gpu = l.micro_batch;
   sc.parallel = l;
+  note_idle_layout_options(o, l);
 }
 
 std::vector<int> parallel_gpu_counts(const Scenario& sc) { return {sc.cluster.max_gpus()}; }
