@@ -175,6 +175,10 @@ namespace {
 /// Eq. P39: the options given on the line that act on nothing once the layout is data parallelism (its groups of one
 /// rank; the data-parallel path's overlap and recompute are the framework's and --checkpointing's), said in one note.
 void note_idle_layout_options(const ParallelOptions& o, const ParallelLayout& l) {
+  // sequence parallelism shards over the TP group; with none (tp 1) it acts on nothing, so it is ignored with a note
+  // rather than refused: a framework file's sp: true stays valid for the layouts without TP
+  if (o.sp == 1 && l.tp == 1)
+    defer_note("note: --sp shards norms and dropout over the TP group; with tp 1 there is none, so it changes nothing");
   if (!data_parallel_layout(l)) return;
   std::string idle;
   const auto add = [&idle](bool given, const char* option) {
@@ -271,10 +275,6 @@ void apply_parallel_options(const ParallelOptions& o, const ScenarioOptions& so,
   if (o.vp > 1 && l.pp < 2)
     throw UsageError("--vp",
                      fmt::format("{} virtual stages need a pipeline of at least two stages (--pp), got pp {}", o.vp, l.pp));
-  // eq. P39: sequence parallelism shards over the TP group; with none (tp 1) it acts on nothing, so it is ignored with a
-  // note rather than refused: a framework file's sp: true stays valid for the layouts without TP
-  if (o.sp == 1 && l.tp == 1)
-    defer_note("note: --sp shards norms and dropout over the TP group; with tp 1 there is none, so it changes nothing");
   l.micro_batch = so.batch_given ? so.batch : (sc.strategy.parallel_degrees ? l.micro_batch : 1);
   sc.batch_per_gpu = l.micro_batch;
   sc.parallel = l;
