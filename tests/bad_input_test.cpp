@@ -1347,6 +1347,11 @@ std::vector<Row> catalogue() {
        "--framework mxnet --tp 2 --gpus 8 -o {out}",
        E + "'--framework': 'mxnet' aggregates by parameter_server; a model-parallel layout's gradients are all-reduced over "
            "its data-parallel group (eq. P5), which this framework does not do\n"},
+      {"option_layout_with_optimizer_offload", {},
+       "predict --cluster dgx-h100-ndr --nodes 1 --model decoder:layers=8,hidden=64,heads=4,ffn=128,vocab=100,seq=16 "
+       "--framework deepspeed-zero3-offload --tp 2 --gpus 8 -o {out}",
+       E + "'--framework': 'deepspeed-zero3-offload' offloads its optimiser to the CPU (eq. S9), which a model-parallel "
+           "layout's step (eq. P13) does not model: only a layout of tp, pp, cp and ep 1 (data parallelism) takes it\n"},
       {"option_plan_parallel_with_a_parameter_server", {},
        "plan --parallel --cluster dgx-h100 --model gpt3-125m --gpus 8 --frameworks mxnet -o {out}",
        E + "'--frameworks': 'mxnet' aggregates by parameter_server; a model-parallel layout's gradients are all-reduced "

@@ -243,6 +243,40 @@ TEST(ParallelCli, FrameworkFileGivesTheLayout) {
   EXPECT_NE(a.out.find("\"parallel\""), std::string::npos);
 }
 
+// Eq. P39 on the command line: each trivial layout option alone predicts the step without it (the case:
+// torchtitan's Llama-3-8B on 8 H100s read 1.2927 s against 1.3132 s with --tp 1); --sp at tp 1 acts on nothing and says
+// so on stderr; --micro-batches 3 is --accumulate 3; the layout line names it data parallelism, the speedup eq. 8's.
+TEST(ParallelCli, ATrivialLayoutIsThePlainPrediction) {
+  const std::string cmd =
+      "predict --cluster dgx-h100-ndr --model llama3-8b --framework torchtitan --precision bf16 --batch 1 "
+      "--gpus 8 --no-train --format json ";
+  const auto plain = run_cli(cmd);
+  ASSERT_EQ(plain.status, 0) << plain.err;
+  const auto predictions = [](const std::string& out) { return nlohmann::json::parse(out)["predictions"]; };
+  for (const char* o : {"--tp 1", "--pp 1", "--sp", "--micro-batches 1", "--rank-order tp-cp-dp-pp", "--ep 1"}) {
+    const auto r = run_cli(cmd + o);
+    ASSERT_EQ(r.status, 0) << o << ": " << r.err;
+    EXPECT_EQ(predictions(r.out), predictions(plain.out)) << o;
+    EXPECT_NE(r.out.find("data parallelism, 1 micro-batches accumulated (eq. P39)"), std::string::npos) << o;
+    EXPECT_EQ(r.err.find("with tp 1 there is none") != std::string::npos, std::string(o) == "--sp") << o << ": " << r.err;
+  }
+  const auto m = run_cli(cmd + "--micro-batches 3"), k = run_cli(cmd + "--accumulate 3");
+  ASSERT_EQ(m.status, 0) << m.err;
+  ASSERT_EQ(k.status, 0) << k.err;
+  EXPECT_EQ(predictions(m.out), predictions(k.out));
+  // an option that acts on groups of one rank only: the same step, one note naming it
+  const auto idle = run_cli(cmd + "--tp 1 --no-dp-comm-overlap");
+  ASSERT_EQ(idle.status, 0) << idle.err;
+  EXPECT_EQ(predictions(idle.out), predictions(plain.out));
+  EXPECT_NE(idle.err.find("(eq. P39): --[no-]dp-comm-overlap act on nothing there"), std::string::npos) << idle.err;
+  const auto table = run_cli(
+      "predict --cluster dgx-h100-ndr --model llama3-8b --framework torchtitan --precision bf16 "
+      "--batch 1 --gpus 8 --no-train --tp 1");
+  ASSERT_EQ(table.status, 0) << table.err;
+  EXPECT_NE(table.out.find("# layout: tp 1 × pp 1 × cp 1"), std::string::npos) << table.out;  // no "(sp)" at tp 1
+  EXPECT_NE(table.out.find("(eq. 8)"), std::string::npos) << table.out;
+}
+
 TEST(ParallelCli, BadFrameworkSectionFailsAtItsLine) {
   const auto fw = test::temp_file("bad-schedule.yaml",
                                   "name: bad\n"

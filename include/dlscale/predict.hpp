@@ -56,6 +56,18 @@ struct Scenario {
 /// where (the command line maps fields to its options).
 void validate(const Scenario& sc);
 
+/// Eq. P39: whether a layout is data parallelism: TP 1 × PP 1 × CP 1 × EP 1 with its micro-batches a number (not
+/// resolved from a global batch per GPU count). Its sequence parallelism, rank order, schedule and overlaps then act
+/// on nothing.
+bool data_parallel_layout(const ParallelLayout& l) noexcept;
+
+/// Eq. P39: a scenario whose layout is data parallelism (data_parallel_layout) as the data-parallel path takes it:
+/// no layout, the micro-batch as batch_per_gpu and its m micro-batches accumulated (compute.accumulate × m), so that
+/// predict, explain, simulate and the memory estimate read one model (eqs. 2-8, S5-S8, M1-M5) whether the layout was
+/// written or not. Any other scenario is returned as it is. The Predictor and the Simulator call it; a front end calls
+/// it after validate (the layout's refusals, e.g. a parameter server, stand).
+Scenario data_parallel_form(Scenario sc);
+
 /// The optimiser a run of `net` with `framework` takes when it names none: the framework's (`optimizer:`), else
 /// the network's default (default_optimizer(net)).
 Optimizer default_optimizer(const Network& net, const Strategy& framework) noexcept;

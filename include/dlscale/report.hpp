@@ -40,7 +40,9 @@ struct RunInfo {
   std::string cluster, model, framework, precision, profile, collective_model, command_line;
   std::string gpu;  // the cluster's GPU as predicted (its catalogue name; --gpu may have replaced the file's)
   int batch_per_gpu = 0;
-  std::string layout;    // a model-parallel layout as the header says it (empty: data parallelism alone)
+  std::string layout;  // a model-parallel layout as the header says it (empty: data parallelism alone)
+  /// The layout is data parallelism (eq. P39: TP, PP, CP and EP 1), predicted on the data-parallel path: eq. 8's speedup.
+  bool layout_data_parallel = false;
   std::string workload;  // what `train` below was computed for (TrainingWorkload::source); "" without
   /// What the cluster file's writer assumed (Cluster::assumed) and the command line left standing, as
   /// "key: value" items; the table's first line and JSON's inputs.assumed say them.

@@ -9,6 +9,7 @@
 #include <string>
 #include <utility>
 
+#include "cli/commands.hpp"
 #include "cli/scenario_options.hpp"
 #include "dlscale/error.hpp"
 #include "io/numbers.hpp"
@@ -170,6 +171,37 @@ double moe_imbalance_option(const std::string& text) {
   return *v;
 }
 
+namespace {
+/// Eq. P39: the options given on the line that act on nothing once the layout is data parallelism (its groups of one
+/// rank; the data-parallel path's overlap and recompute are the framework's and --checkpointing's), said in one note.
+void note_idle_layout_options(const ParallelOptions& o, const ParallelLayout& l) {
+  // sequence parallelism shards over the TP group; with none (tp 1) it acts on nothing, so it is ignored with a note
+  // rather than refused: a framework file's sp: true stays valid for the layouts without TP
+  if (o.sp == 1 && l.tp == 1)
+    defer_note("note: --sp shards norms and dropout over the TP group; with tp 1 there is none, so it changes nothing");
+  if (!data_parallel_layout(l)) return;
+  std::string idle;
+  const auto add = [&idle](bool given, const char* option) {
+    if (given) idle += (idle.empty() ? "" : ", ") + std::string(option);
+  };
+  add(o.tp_comm_overlap >= 0, "--[no-]tp-comm-overlap");
+  add(o.tp_async_backward >= 0, "--[no-]tp-async-backward");
+  add(o.dp_comm_overlap >= 0, "--[no-]dp-comm-overlap");
+  add(o.pp_comm_overlap >= 0, "--[no-]pp-comm-overlap");
+  add(!o.schedule.empty(), "--schedule");
+  add(!o.recompute_method.empty(), "--recompute-method");
+  add(o.recompute_num_layers != -1, "--recompute-num-layers");
+  add(o.distribute_saved_activations >= 0, "--[no-]distribute-saved-activations");
+  add(o.account_embedding || o.account_loss, "--account-for-*-in-pipeline-split");
+  add(!o.cp_comm.empty() || o.hierarchical_cp != 0, "--cp-comm, --hierarchical-cp");
+  if (!idle.empty())
+    defer_note(
+        fmt::format("note: tp, pp, cp and ep 1 is data parallelism, predicted as --accumulate {} (eq. P39): {} "
+                    "act on nothing there",
+                    l.micro_batches, idle));
+}
+}  // namespace
+
 void apply_parallel_options(const ParallelOptions& o, const ScenarioOptions& so, Scenario& sc) {
   if (!o.any() && !sc.strategy.parallel_degrees) {
     if (!o.moe_imbalance.empty())
@@ -246,6 +278,7 @@ void apply_parallel_options(const ParallelOptions& o, const ScenarioOptions& so,
   l.micro_batch = so.batch_given ? so.batch : (sc.strategy.parallel_degrees ? l.micro_batch : 1);
   sc.batch_per_gpu = l.micro_batch;
   sc.parallel = l;
+  note_idle_layout_options(o, l);
 }
 
 std::vector<int> parallel_gpu_counts(const Scenario& sc) { return {sc.cluster.max_gpus()}; }
@@ -298,7 +331,7 @@ std::string moe_routing_text(const ParallelLayout& l) {
 
 /// The TP group's settings as the headers say them: " (sp, overlapped)" (eq. P14), " (sp, async backward)" (eq. P28).
 std::string tp_text(const ParallelLayout& l) {
-  std::string out = l.sp ? "sp" : "";
+  std::string out = l.sp && l.tp > 1 ? "sp" : "";  // eq. P39: over no TP group it acts on nothing
   const char* how = l.tp_comm_overlap ? "overlapped" : l.tp > 1 && l.tp_async_backward ? "async backward" : "";
   if (*how != '\0') out += (out.empty() ? "" : ", ") + std::string(how);
   return out.empty() ? out : " (" + out + ")";

@@ -487,7 +487,12 @@ void describe_run(const ScenarioOptions& o, const Scenario& sc, RunInfo& info) {
   info.model = sc.network.name;
   info.framework = sc.strategy.name;
   info.batch_per_gpu = sc.batch_per_gpu;
-  if (sc.parallel) info.layout = layout_text(*sc.parallel);
+  if (sc.parallel) {
+    info.layout = layout_text(*sc.parallel);
+    info.layout_data_parallel = data_parallel_layout(*sc.parallel);
+    if (info.layout_data_parallel)
+      info.layout += fmt::format(": data parallelism, {} micro-batches accumulated (eq. P39)", sc.parallel->micro_batches);
+  }
   info.precision = std::string(precision_label(sc.compute.precision, sc.compute.fp8_scaling));  // "fp8-rowwise", "fp8-mxfp8" too
 }
 }  // namespace
@@ -523,7 +528,8 @@ Scenario build_scenario(const ScenarioOptions& o, RunInfo& info) {
   validate(sc);
 
   describe_run(o, sc, info);
-  if (!o.compute_params.empty())  // docs/compute-model.md, "Parameters and where they come from"
+  sc = data_parallel_form(std::move(sc));  // eq. P39: explain, report and simulate take it as predict does
+  if (!o.compute_params.empty())           // docs/compute-model.md, "Parameters and where they come from"
     sc.compute.kernel_params = std::make_shared<const KernelParamSet>(load_kernel_params(o.compute_params));
   if (!o.calibration.empty() || o.explain_sources) apply_calibration(o, sc, info);
   // A step that cannot run says so (docs/compute-model.md, "Memory"); a sharded strategy's memory depends

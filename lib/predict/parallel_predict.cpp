@@ -18,6 +18,21 @@ void rethrow_parallel_field(const InputError& e) {
   throw InputError(e.where(), "parallel." + k, e.message());
 }
 
+bool data_parallel_layout(const ParallelLayout& l) noexcept {
+  return l.tp == 1 && l.pp == 1 && l.cp == 1 && l.ep == 1 && l.global_batch_target == 0;
+}
+
+Scenario data_parallel_form(Scenario sc) {
+  if (!sc.parallel || !data_parallel_layout(*sc.parallel)) return sc;
+  // eq. P39: each GPU a replica of the whole model running m micro-batches of b before one gradient exchange and
+  // update: data parallelism with m-fold accumulation (under an accumulation already given, m times it)
+  const ParallelLayout& l = *sc.parallel;
+  sc.batch_per_gpu = l.micro_batch;
+  sc.compute.accumulate *= std::max(l.micro_batches, 1);
+  sc.parallel.reset();
+  return sc;
+}
+
 void validate_parallel(const Scenario& sc) {
   if (!sc.parallel) return;
   if (sc.profile)
@@ -31,6 +46,13 @@ void validate_parallel(const Scenario& sc) {
                      fmt::format("'{}' aggregates by {}; a model-parallel layout's gradients are all-reduced over its "
                                  "data-parallel group (eq. P5), which this framework does not do",
                                  sc.strategy.name, to_string(sc.strategy.aggregation)));
+  // eq. P39: a layout that is data parallelism is predicted by the data-parallel path, which models offload (S9); the
+  // layout's step (P13) has no CPU step, no PCIe copies and no host memory, so any other layout refuses it
+  if (sc.strategy.sharding.offload_optimizer && !data_parallel_layout(*sc.parallel))
+    throw InputError(SourceLocation{}, "framework",
+                     fmt::format("'{}' offloads its optimiser to the CPU (eq. S9), which a model-parallel layout's step "
+                                 "(eq. P13) does not model: only a layout of tp, pp, cp and ep 1 (data parallelism) takes it",
+                                 sc.strategy.name));
   if (sc.compute.checkpointing)
     throw InputError(SourceLocation{}, "compute.checkpointing",
                      "a parallel layout recomputes per block (full, selective), not in checkpoint segments");

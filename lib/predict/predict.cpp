@@ -367,6 +367,7 @@ Predictor::Predictor(Scenario scenario) : Predictor(std::move(scenario), TimesOn
 namespace {
 Scenario validated(Scenario sc) {
   validate(sc);
+  sc = data_parallel_form(std::move(sc));  // eq. P39: a layout that is data parallelism, on the data-parallel path
   if (sc.parallel) sc.batch_per_gpu = sc.parallel->micro_batch;  // the layer times at the micro-batch (eq. P6)
   return sc;
 }

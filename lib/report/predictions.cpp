@@ -89,7 +89,7 @@ void write_table(std::ostream& out, const RunInfo& info, std::span<const Predict
                hiding(p), memory_text(p), in_seconds(b.io), in_seconds(b.h2d), in_seconds(b.forward), in_seconds(b.backward),
                in_seconds(b.update), in_seconds(b.comm), in_seconds(b.comm_exposed), bottleneck_text(p));
   }
-  if (info.layout.empty())
+  if (info.layout.empty() || info.layout_data_parallel)
     fmt::print(out, "# times in seconds; speedup = N_g·t_iter(1)/t_iter(N_g) (eq. 8); eff = speedup/N_g\n");
   else  // a model-parallel layout's baseline: one GPU on the same global batch (docs/model.md, eq. P22)
     fmt::print(out,

@@ -158,7 +158,8 @@ struct Simulator::Impl {
   std::vector<std::string> names;
   Seconds iter_one{};
 
-  Impl(Scenario s, SimOptions o) : sc(s), opt(std::move(o)), pred(std::move(s)) {
+  // eq. P39: a layout that is data parallelism simulated as the data-parallel step it is (as the Predictor takes it)
+  Impl(Scenario s, SimOptions o) : sc(data_parallel_form(s)), opt(std::move(o)), pred(std::move(s)) {
     sc.strategy.io_prefetch = pred.scenario().strategy.io_prefetch;  // reader_prefetches: the batch fits the buffer
     validate(opt, sc);
     if (sc.parallel) return;  // eq. P32: the layout's passes come from the predictor's step (run_layout)
