@@ -459,15 +459,11 @@ std::string format_explanation_json(const Explanation& e, const Scenario& sc) {
   using json = nlohmann::ordered_json;
   const Prediction& p = e.prediction;
   json j = plan_document("explain");
-  j["inputs"] = {{"cluster", sc.cluster.name},
-                 {"gpu", sc.cluster.gpu.name},
-                 {"model", sc.network.name},
-                 {"framework", sc.strategy.name},
-                 {"precision", precision_label(sc.compute.precision, sc.compute.fp8_scaling)},
-                 {"batch_per_gpu", p.batch_per_gpu},
-                 {"gpus", p.gpus},
-                 {"jitter_cv", sc.strategy.jitter_cv},
-                 {"collective_model", e.collective_model}};
+  j["inputs"] = scenario_inputs_json(sc);
+  j["inputs"].update(json{{"batch_per_gpu", p.batch_per_gpu},
+                          {"gpus", p.gpus},
+                          {"jitter_cv", sc.strategy.jitter_cv},
+                          {"collective_model", e.collective_model}});
   // the prediction (its bottleneck, memory and breakdown), with the time to train where a workload applies
   j["prediction"] = prediction_json(p, e.cost ? &*e.cost : nullptr);
   auto path = json::array();

@@ -148,12 +148,8 @@ std::string explain_parallel_json(const Scenario& sc, int gpus, const std::optio
   const Prediction& p = x.p;
   const ParallelLayout& l = x.l;
   json j = plan_document("explain");
-  j["inputs"] = {{"cluster", sc.cluster.name},
-                 {"gpu", sc.cluster.gpu.name},
-                 {"model", sc.network.name},
-                 {"framework", sc.strategy.name},
-                 {"precision", precision_label(sc.compute.precision, sc.compute.fp8_scaling)},
-                 {"gpus", gpus}};
+  j["inputs"] = scenario_inputs_json(sc);
+  j["inputs"]["gpus"] = gpus;
   j["layout"] = {{"tp", l.tp},
                  {"sp", l.sp},
                  {"pp", l.pp},

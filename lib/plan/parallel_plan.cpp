@@ -704,14 +704,8 @@ std::string format_parallel_plan_json(const ParallelPlanResult& r, const Scenari
   const Cluster& cl = base.cluster;
   const TransformerShape shape = transformer_shape(base.network);
   json j = plan_document("plan --parallel");
-  j["inputs"] = {{"cluster", cl.name},
-                 {"gpu", cl.gpu.name},
-                 {"model", base.network.name},
-                 {"framework", base.strategy.name},
-                 {"precision", precision_label(base.compute.precision, base.compute.fp8_scaling)},
-                 {"gpus", gpus},
-                 {"global_batch", r.global_batch},
-                 {"tokens_per_step", r.global_batch * shape.seq}};
+  j["inputs"] = scenario_inputs_json(base);
+  j["inputs"].update(json{{"gpus", gpus}, {"global_batch", r.global_batch}, {"tokens_per_step", r.global_batch * shape.seq}});
   j["evaluated"] = r.evaluated;
   j["out_of_memory"] = r.out_of_memory;
   j["invalid"] = r.invalid;

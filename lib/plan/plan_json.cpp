@@ -12,6 +12,14 @@ nlohmann::ordered_json plan_document(const char* command) {
   return j;
 }
 
+nlohmann::ordered_json scenario_inputs_json(const Scenario& sc) {
+  return {{"cluster", sc.cluster.name},
+          {"gpu", sc.cluster.gpu.name},
+          {"model", sc.network.name},
+          {"framework", sc.strategy.name},
+          {"precision", precision_label(sc.compute.precision, sc.compute.fp8_scaling)}};
+}
+
 nlohmann::ordered_json group_json(const GroupPlacement& g) {
   return {{"size", g.size},         {"groups", g.groups},        {"inside_node", g.inside_node}, {"nodes", g.nodes},
           {"per_node", g.per_node}, {"path", to_string(g.path)}, {"nic_share", g.nic_share}};

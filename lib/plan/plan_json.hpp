@@ -1,5 +1,5 @@
 // Internal: the JSON records plan, plan --parallel and explain share (docs/planning.md, "JSON of plan and
-// explain"). Each record has one writer; a prediction inside any of them is predict's (report/prediction_json.hpp).
+// explain"). Each record has one writer; a prediction inside any of them is predict's (plan/prediction_json.hpp).
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -12,6 +12,8 @@ namespace dlscale {
 
 /// {"schema": 1, "command": command}: the head of each of the three documents.
 nlohmann::ordered_json plan_document(const char* command);
+/// The "inputs" the three documents open with: {"cluster", "gpu", "model", "framework", "precision"}; each adds its own.
+nlohmann::ordered_json scenario_inputs_json(const Scenario& sc);
 /// A group's placement (eq. P11): {"size", "groups", "inside_node", "nodes", "per_node", "path", "nic_share"}.
 nlohmann::ordered_json group_json(const GroupPlacement& g);
 /// One row of explain's "gain from doubling one resource": {"resource", "what", "baseline_s", "doubled_s",
