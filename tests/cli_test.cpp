@@ -170,6 +170,18 @@ TEST(Cli, WithoutAPrecisionTheFrameworksOwn) {
   EXPECT_EQ(nlohmann::json::parse(show.out).at("precision"), "bf16");
 }
 
+// Without --batch a decoder language model runs one sequence a GPU (32 of Llama-3-8B's would need 1.4 TB), an image
+// model 32 images, as before.
+TEST(Cli, ADecodersDefaultBatchIsOneSequence) {
+  const std::string run = "predict --cluster dgx-h100 --gpus 8 --framework torchtitan --format json --model ";
+  const auto llm = run_cli(run + "llama3-8b");
+  ASSERT_EQ(llm.status, 0) << llm.err;
+  EXPECT_EQ(nlohmann::json::parse(llm.out).at("inputs").at("batch_per_gpu"), 1);
+  const auto image = run_cli("predict --cluster dgx-h100 --gpus 8 --format json --model resnet50");
+  ASSERT_EQ(image.status, 0) << image.err;
+  EXPECT_EQ(nlohmann::json::parse(image.out).at("inputs").at("batch_per_gpu"), 32);
+}
+
 // Row-wise fp8 (eq. K15) is named where the precision is: predict's header and JSON inputs, explain's header and
 // model show's JSON say "fp8-rowwise" (they said "fp8", as for tensor-wise, before), and MFU stays against bf16.
 TEST(Cli, RowWiseFp8IsNamedInEveryOutput) {

@@ -133,7 +133,7 @@ void add_scenario_options(CLI::App& cmd, ScenarioOptions& o) {
            o.batch = v;
            o.batch_given = true;
          },
-         "Samples per GPU per iteration (weak scaling)")
+         "Samples per GPU per iteration (weak scaling; default 32, one sequence for a decoder language model)")
       ->type_name("M");
   cmd.add_option_function<std::string>(
          "--gpus",
@@ -513,6 +513,12 @@ Scenario build_scenario(const ScenarioOptions& o, RunInfo& info) {
   load_scenario_cluster(o, names.cluster, sc);
   if (names.framework.empty()) names.framework = !sc.cluster.framework.empty() ? sc.cluster.framework : kDefaultFramework;
   sc.network = load_model(names.model, o.seq_len, o.image_size);
+  // A decoder language model's default batch is one sequence a GPU (its 2k-8k tokens a sequence make 32 of them hundreds
+  // of GB: Llama-3-8B 1.4 TB); an image model's and an encoder's stays kDefaultBatch.
+  if (!o.batch_given && !sc.profile && std::any_of(sc.network.layers.begin(), sc.network.layers.end(), [](const Layer& l) {
+        return l.kind == LayerKind::attention && l.causal;
+      }))
+    sc.batch_per_gpu = 1;
   sc.strategy = load_strategy(resolve(DataKind::framework, names.framework, "framework"));
   apply_compute_options(o, sc, sc.compute);
   check_precision(o, sc);
