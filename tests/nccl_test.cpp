@@ -8,6 +8,7 @@
 //   - bwIntra ≥ 25 → channels doubled at half speed (not on SM>80 with bw < 50 and > 4 channels);
 //   - trees must find as many channels as the ring (init.cc), reserving both directions.
 // and the tuning: time_us = lat + bytes / (1000 · algbw), ring algbw = busBw · n / nsteps.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
@@ -15,6 +16,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <sstream>
 
 #include <unistd.h>
 
@@ -462,9 +464,9 @@ TEST(CollectiveCli, JsonCarriesTheResults) {
   const auto j = nlohmann::json::parse(r.out);
   ASSERT_EQ(j["results"].size(), 1u);
   const auto& x = j["results"][0];
-  EXPECT_DOUBLE_EQ(x["bytes"].get<double>(), 1073741824.0);
-  EXPECT_NEAR(x["busbw_GBps"].get<double>(), x["algbw_GBps"].get<double>() * 14.0 / 8.0, 1e-9);
-  EXPECT_NEAR(x["algbw_GBps"].get<double>() * x["time_s"].get<double>() * 1e9, 1073741824.0, 1.0);
+  EXPECT_DOUBLE_EQ(x["size_bytes"].get<double>(), 1073741824.0);
+  EXPECT_NEAR(x["busbw_gb_per_s"].get<double>(), x["algbw_gb_per_s"].get<double>() * 14.0 / 8.0, 1e-9);
+  EXPECT_NEAR(x["algbw_gb_per_s"].get<double>() * x["time_s"].get<double>() * 1e9, 1073741824.0, 1.0);
   EXPECT_EQ(x["algorithm"], "ring");
   EXPECT_EQ(x["protocol"], "Simple");
   EXPECT_EQ(x["channels"], 6);
@@ -493,6 +495,95 @@ TEST(CollectiveCli, GpusPerThreadAddsTheHostIssueAsNcclTestsSeesIt) {
   const double t12 = nlohmann::json::parse(twelve.out)["results"][0]["time_s"].get<double>();
   EXPECT_NEAR(t1 * 1e6, 19.8 + 8.0 / (1000.0 * 39.0 * 12.0 / 22.0), 1e-6);
   EXPECT_NEAR(t12 * 1e6, 52.8 + 19.8 + 8.0 / (1000.0 * 39.0 * 12.0 / 22.0), 1e-6);
+}
+
+// collective --format json (README, "collective --format json"): every number of the table a field, the unit in its key,
+// against the hand computation of GpusPerThreadAddsTheHostIssueAsNcclTestsSeesIt: DGX-2, 12 GPUs driven by one thread,
+// 8 B and 16 B all-reduce at 11 × 4.8 + 19.8 µs + S / (39 · 12/22 GB/s).
+TEST(CollectiveCli, JsonCarriesEveryNumberOfTheTable) {
+  const std::string args = "collective --cluster dgx2 --gpus 12 --gpus-per-thread 12 --sweep 8B:16B";
+  const auto r = test::run_cli(args + " --format json");
+  ASSERT_EQ(r.status, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["schema"], 2);
+  EXPECT_EQ(j["command"], "collective");
+  EXPECT_EQ(j["nodes"], 1);
+  EXPECT_EQ(j["gpus_per_node"], 12);
+  EXPECT_EQ(j["gpus_per_thread"], 12);
+  EXPECT_DOUBLE_EQ(j["launch_s_per_gpu"].get<double>(), 4.8e-6);
+  EXPECT_TRUE(j["algo"].is_null());
+  EXPECT_TRUE(j["proto"].is_null());
+  ASSERT_EQ(j["results"].size(), 2u);
+  double sum = 0;
+  for (std::size_t i = 0; i < 2; ++i) {
+    const auto& x = j["results"][i];
+    const double s = 8.0 * static_cast<double>(i + 1);
+    const double t_us = 52.8 + 19.8 + s / (1000.0 * 39.0 * 12.0 / 22.0);
+    const double algbw = s / t_us / 1e3, busbw = algbw * 2.0 * 11.0 / 12.0;  // GB/s; nccl-tests: 2(n-1)/n
+    EXPECT_DOUBLE_EQ(x["size_bytes"].get<double>(), s);
+    EXPECT_EQ(x["count_elements"], static_cast<int>(s / 4));  // floats
+    EXPECT_EQ(x["type"], "float");
+    EXPECT_EQ(x["redop"], "sum");
+    EXPECT_EQ(x["root"], -1);
+    EXPECT_NEAR(x["time_s"].get<double>() * 1e6, t_us, 1e-6);
+    EXPECT_NEAR(x["algbw_gb_per_s"].get<double>(), algbw, 1e-9);
+    EXPECT_NEAR(x["busbw_gb_per_s"].get<double>(), busbw, 1e-9);
+    EXPECT_EQ(x["algorithm"], "ring");
+    EXPECT_EQ(x["protocol"], "LL");
+    sum += busbw;
+  }
+  EXPECT_NEAR(j["avg_busbw_gb_per_s"].get<double>(), sum / 2, 1e-9);
+  // The table prints the same numbers: each data row's columns from the fields, formatted as the table does.
+  const auto table = test::run_cli(args);
+  ASSERT_EQ(table.status, 0) << table.err;
+  std::istringstream in(table.out);
+  std::size_t row = 0;
+  for (std::string line; std::getline(in, line);) {
+    if (line.empty() || line[0] == '#') continue;
+    ASSERT_LT(row, 2u);
+    const auto& x = j["results"][row++];
+    EXPECT_EQ(line,
+              fmt::format("  {:>10.0f} {:>13} {:>9} {:>7} {:>7} {:>10.1f} {:>7.2f} {:>7.2f}  {:<9} {:<8} {:>8}",
+                          x["size_bytes"].get<double>(), x["count_elements"].get<long long>(), x["type"].get<std::string>(),
+                          x["redop"].get<std::string>(), x["root"].get<int>(), x["time_s"].get<double>() * 1e6,
+                          x["algbw_gb_per_s"].get<double>(), x["busbw_gb_per_s"].get<double>(), x["algorithm"].get<std::string>(),
+                          x["protocol"].get<std::string>(), x["channels"].get<int>()));
+  }
+  EXPECT_EQ(row, 2u);
+  EXPECT_NE(table.out.find(fmt::format("# Avg bus bandwidth    : {:.3f}\n", j["avg_busbw_gb_per_s"].get<double>())),
+            std::string::npos);
+}
+
+TEST(CollectiveCli, GoldenJson) {
+  // every member and number as printed (tests/golden/refresh.sh); the command line names the binary, so it is left out
+  const auto r = test::run_cli("collective --cluster dgx2 --gpus 12 --gpus-per-thread 12 --sweep 8B:1GiB --format json");
+  ASSERT_EQ(r.status, 0) << r.err;
+  auto got = nlohmann::ordered_json::parse(r.out);
+  auto want = nlohmann::ordered_json::parse(
+      test::slurp(std::filesystem::path(DLSCALE_SOURCE_DIR) / "tests/golden/collective-dgx2-g12.json"));
+  got.erase("command_line");
+  want.erase("command_line");
+  EXPECT_EQ(got.dump(2), want.dump(2)) << "refresh on purpose with tests/golden/refresh.sh";
+}
+
+// The table's columns by operation (nccl-tests' own): allgather and reducescatter count the elements of one
+// rank's part, S / 4 / n; broadcast and reduce have root 0; allgather and broadcast reduce nothing.
+TEST(CollectiveCli, JsonColumnsFollowTheOperation) {
+  struct Case {
+    const char* op;
+    long long count;
+    const char* redop;
+    int root;
+  };
+  for (const Case& c : {Case{"allgather", 1048576 / 4 / 8, "none", -1}, Case{"reducescatter", 1048576 / 4 / 8, "sum", -1},
+                        Case{"broadcast", 1048576 / 4, "none", 0}, Case{"reduce", 1048576 / 4, "sum", 0}}) {
+    const auto r = test::run_cli(std::string("collective --cluster dgx1v --gpus 8 --bytes 1MiB --format json --op ") + c.op);
+    ASSERT_EQ(r.status, 0) << r.err;
+    const auto x = nlohmann::json::parse(r.out)["results"][0];
+    EXPECT_EQ(x["count_elements"].get<long long>(), c.count) << c.op;
+    EXPECT_EQ(x["redop"], c.redop) << c.op;
+    EXPECT_EQ(x["root"], c.root) << c.op;
+  }
 }
 
 // ---- issue 35: what a V100's NVLink delivers, NCCL_ALGO / NCCL_PROTO, CollNet ----------------------------

@@ -5,6 +5,8 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cmath>
+#include <cstdint>
 #include <sstream>
 
 #include "cli/commands.hpp"
@@ -169,38 +171,66 @@ std::vector<Row> predict_rows(const CollectiveRun& run) {
   return rows;
 }
 
+/// What the table's columns say of a size beyond the prediction (nccl-tests' own columns): the element count of
+/// a float buffer (per rank for allgather and reducescatter), the reduction and the root.
+struct Columns {
+  std::int64_t count = 0;
+  const char* redop = "sum";
+  int root = -1;
+};
+Columns columns(CollectiveOp op, int gpus, double bytes) {
+  const bool reduces = op != CollectiveOp::broadcast && op != CollectiveOp::allgather;
+  const bool rooted = op == CollectiveOp::broadcast || op == CollectiveOp::reduce;
+  const double per_count = (op == CollectiveOp::allgather || op == CollectiveOp::reducescatter) ? gpus : 1;
+  return {static_cast<std::int64_t>(std::floor(bytes / 4 / per_count)), reduces ? "sum" : "none", rooted ? 0 : -1};
+}
+
+double average_busbw(const std::vector<Row>& rows) {
+  double sum = 0;
+  for (const auto& r : rows) sum += r.busbw;
+  return rows.empty() ? 0.0 : sum / static_cast<double>(rows.size());
+}
+
+/// The JSON of the table (README, "collective --format json"): every number the table prints, the unit in its key.
 void write_json(std::ostringstream& out, const CollectiveRun& run, const std::vector<Row>& rows) {
   const auto& [o, op, forced, c, where, table] = run;
-  const int nodes = where.nodes;
-  nlohmann::json j;
-  j["schema"] = 1;
+  nlohmann::ordered_json j;
+  j["schema"] = 2;  // 2: units in the keys (algbw_gb_per_s, size_bytes), the table's columns and average
+  j["command"] = "collective";
   j["cluster"] = c.name;
   j["op"] = o.op;
   j["gpus"] = o.gpus;
-  j["nodes"] = nodes;
+  j["nodes"] = where.nodes;
+  j["gpus_per_node"] = where.gpus_per_node;
   j["gpus_per_thread"] = o.gpus_per_thread;
-  if (forced.algorithm >= 0) j["algo"] = o.algo;
-  if (forced.protocol >= 0) j["proto"] = o.proto;
+  // the host's issue of each further GPU one thread drives (nccl-tests -g K), in the time when gpus_per_thread > 1
+  j["launch_s_per_gpu"] = table.launch_us_per_gpu * 1e-6;
+  j["algo"] = forced.algorithm >= 0 ? nlohmann::ordered_json(o.algo) : nlohmann::ordered_json(nullptr);   // NCCL_ALGO
+  j["proto"] = forced.protocol >= 0 ? nlohmann::ordered_json(o.proto) : nlohmann::ordered_json(nullptr);  // NCCL_PROTO
   j["nccl_version"] = table.version;
   j["command_line"] = command_line();
-  j["results"] = nlohmann::json::array();
-  for (const auto& r : rows)
-    j["results"].push_back({{"bytes", r.bytes},
+  j["results"] = nlohmann::ordered_json::array();
+  for (const auto& r : rows) {
+    const Columns k = columns(op, o.gpus, r.bytes);
+    j["results"].push_back({{"size_bytes", r.bytes},
+                            {"count_elements", k.count},
+                            {"type", "float"},
+                            {"redop", k.redop},
+                            {"root", k.root},
                             {"time_s", in_seconds(r.choice.time)},
-                            {"algbw_GBps", r.algbw},
-                            {"busbw_GBps", r.busbw},
+                            {"algbw_gb_per_s", r.algbw},
+                            {"busbw_gb_per_s", r.busbw},
                             {"algorithm", std::string(nccl::algorithm_name(r.choice.algorithm))},
                             {"protocol", std::string(nccl::protocol_name(r.choice.protocol))},
                             {"channels", r.choice.channels}});
+  }
+  j["avg_busbw_gb_per_s"] = average_busbw(rows);
   out << j.dump(2) << "\n";
 }
 
 void write_table(std::ostringstream& out, const CollectiveRun& run, const std::vector<Row>& rows) {
   const auto& [o, op, forced, c, where, table] = run;
   const int nodes = where.nodes, ppn = where.gpus_per_node;
-  const bool reduces = op != CollectiveOp::broadcast && op != CollectiveOp::allgather;
-  const bool rooted = op == CollectiveOp::broadcast || op == CollectiveOp::reduce;
-  const double per_count = (op == CollectiveOp::allgather || op == CollectiveOp::reducescatter) ? o.gpus : 1;
   out << fmt::format("# dlscale collective: {} on {} ({} GPUs, {} node{} x {}), NCCL {} cost model (predicted)\n", o.op, c.name,
                      o.gpus, nodes, nodes > 1 ? "s" : "", ppn, table.version);
   if (o.gpus_per_thread > 1)
@@ -215,28 +245,25 @@ void write_table(std::ostringstream& out, const CollectiveRun& run, const std::v
                      "redop", "root", "time", "algbw", "busbw", "algorithm", "protocol", "channels");
   out << fmt::format("# {:>10} {:>13} {:>9} {:>7} {:>7} {:>10} {:>7} {:>7}\n", "(B)", "(elements)", "", "", "", "(us)", "(GB/s)",
                      "(GB/s)");
-  double sum = 0;
   for (const auto& r : rows) {
-    out << fmt::format("  {:>10.0f} {:>13.0f} {:>9} {:>7} {:>7} {:>10.1f} {:>7.2f} {:>7.2f}  {:<9} {:<8} {:>8}\n", r.bytes,
-                       std::floor(r.bytes / 4 / per_count), "float", reduces ? "sum" : "none", rooted ? 0 : -1,
-                       in_us(r.choice.time), r.algbw, r.busbw, nccl::algorithm_name(r.choice.algorithm),
+    const Columns k = columns(op, o.gpus, r.bytes);
+    out << fmt::format("  {:>10.0f} {:>13} {:>9} {:>7} {:>7} {:>10.1f} {:>7.2f} {:>7.2f}  {:<9} {:<8} {:>8}\n", r.bytes, k.count,
+                       "float", k.redop, k.root, in_us(r.choice.time), r.algbw, r.busbw, nccl::algorithm_name(r.choice.algorithm),
                        nccl::protocol_name(r.choice.protocol), r.choice.channels);
-    sum += r.busbw;
   }
-  out << fmt::format("# Avg bus bandwidth    : {:.3f}\n", rows.empty() ? 0.0 : sum / static_cast<double>(rows.size()));
+  out << fmt::format("# Avg bus bandwidth    : {:.3f}\n", average_busbw(rows));
 }
 
 void run_collective(const CollectiveOptions& o) {
   const CollectiveOp op = parse_op(o.op);
   const nccl::Forced forced = parse_forced(o);
-  if (o.format != "table" && o.format != "json")
-    throw UsageError("--format", fmt::format("unknown format '{}' (expected table or json)", o.format));
+  const bool json = json_format(o.format);
   const Cluster c = load_collective_cluster(o);
   const CollectiveRun run{o, op, forced, c, placement(o, c), nccl::default_table()};
   check_forced(run);
   const std::vector<Row> rows = predict_rows(run);
   std::ostringstream out;
-  if (o.format == "json") write_json(out, run, rows);
+  if (json) write_json(out, run, rows);
   else write_table(out, run, rows);
   emit(out.str(), o.output);
 }

@@ -18,8 +18,8 @@ void set_command_line(int argc, char** argv);
 /// Prints `text` to stdout, or to `output` through a temporary file and a rename.
 void emit(const std::string& text, const std::string& output);
 
-/// plan's and explain's --format: true for "json", false for "table"; else UsageError("--format", …), before any
-/// work is done.
+/// --format of the commands that print a table or JSON (plan, explain, collective, topo show, model): true for
+/// "json", false for "table"; else UsageError("--format", …), before any work is done.
 bool json_format(const std::string& format);
 
 /// A line for stderr once the command has succeeded (a warning or a note about the inputs): a command that
