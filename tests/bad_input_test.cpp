@@ -1432,6 +1432,11 @@ std::vector<Row> catalogue() {
        E + "'--format': unknown format 'csv' (expected table or json)\n"},
       {"option_explain_format", {}, "explain --cluster dgx1v --model resnet50 --gpus 8 --format jsonl -o {out}",
        E + "'--format': unknown format 'jsonl' (expected table or json)\n"},
+      // collective and topo show print a table or JSON (issue 35, "JSON of every command")
+      {"option_collective_format", {}, "collective --cluster dgx1v --gpus 8 --bytes 1MiB --format csv -o {out}",
+       E + "'--format': unknown format 'csv' (expected table or json)\n"},
+      {"option_topo_show_format", {}, "topo show dgx1v --format yaml -o {out}",
+       E + "'--format': unknown format 'yaml' (expected table or json)\n"},
   };
   return rows;
 }

@@ -2,7 +2,10 @@
 // `topo show` / `topo import` on the command line (the importers themselves: import_test.cpp).
 // Expected values are derived by hand from NCCL's link ratings (shared/docs/nccl-model.md):
 // NVLink 20 GB/s per link on SM70, PCIe Gen3 x16 = 16·60/80 = 12 GB/s, Broadwell QPI 6, POWER9 X-bus 32.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
 
 #include <cstdlib>
 #include <filesystem>
@@ -309,6 +312,117 @@ TEST(TopologyCli, ShowPrintsTheNvidiaSmiStyleMatrix) {
   // the GPU0 row: X, NV1 (1), NV1 (2), NV2 (3), NV2 (4), then NVB to 5, 6, 7; PIX to mlx5_0
   EXPECT_NE(r.out.find("GPU0\t X \tNV1\tNV1\tNV2\tNV2\tNVB\tNVB\tNVB\tPIX\tPHB\tSYS\tSYS"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("nvlink x2"), std::string::npos);
+}
+
+// topo show --format json (docs/topology.md, "topo show --format json"): the figures of topologies/dgx1v.yaml by
+// hand, and every cell of both tables (path types, and GB/s with --bandwidth) a field of the JSON.
+TEST(TopologyCli, ShowJsonCarriesTheFileFiguresAndEveryTableCell) {
+  const auto r = test::run_cli("topo show dgx1v --format json");
+  ASSERT_EQ(r.status, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["schema"], 1);
+  EXPECT_EQ(j["command"], "topo show");
+  EXPECT_EQ(j["nodes"], 4);
+  EXPECT_EQ(j["gpus_per_node"], 8);
+  EXPECT_EQ(j["nics"], nlohmann::json({"mlx5_0", "mlx5_1", "mlx5_2", "mlx5_3"}));
+  ASSERT_EQ(j["gpus"].size(), 8u);
+  const auto& g0 = j["gpus"][0];
+  ASSERT_EQ(g0["peers"].size(), 7u);  // every other GPU of the node
+  const auto peer = [&](int b) {
+    for (const auto& p : g0["peers"])
+      if (p["gpu"] == b) return p;
+    return nlohmann::json();
+  };
+  // gpu0-gpu3: two NVLinks of a V100 (SM70), 2 × 20 GB/s; gpu0-gpu1: one, 20; gpu0-gpu5 has none: through gpu4
+  // (2 + 1 links) or gpu1 (1 + 2), NVB at the narrower hop, 20 GB/s.
+  EXPECT_EQ(peer(3)["path"], "NVL");
+  EXPECT_EQ(peer(3)["nvlinks"], 2);
+  EXPECT_TRUE(peer(3)["p2p"].get<bool>());
+  EXPECT_DOUBLE_EQ(peer(3)["bandwidth_gb_per_s"].get<double>(), 40.0);
+  EXPECT_EQ(peer(1)["nvlinks"], 1);
+  EXPECT_DOUBLE_EQ(peer(1)["bandwidth_gb_per_s"].get<double>(), 20.0);
+  EXPECT_EQ(peer(5)["path"], "NVB");
+  EXPECT_EQ(peer(5)["nvlinks"], 0);
+  EXPECT_DOUBLE_EQ(peer(5)["bandwidth_gb_per_s"].get<double>(), 20.0);
+  // gpu0 and mlx5_0 share plx0: PIX, a Gen3 x16 hop, 16 × 60 / 80 = 12 GB/s; the widest route is that NIC.
+  EXPECT_EQ(g0["nics"][0]["path"], "PIX");
+  EXPECT_DOUBLE_EQ(g0["nics"][0]["bandwidth_gb_per_s"].get<double>(), 12.0);
+  ASSERT_EQ(g0["nic_routes"].size(), 1u);
+  EXPECT_EQ(g0["nic_routes"][0]["nic"], "mlx5_0");
+  EXPECT_FALSE(g0["nic_routes"][0]["pxn"].get<bool>());
+  // 16 NVLink bundles, 16 PCIe links and the QPI of the file; the fabric: 100 Gb/s = 12.5 GB/s a NIC, four a node.
+  ASSERT_EQ(j["links"].size(), 33u);
+  EXPECT_EQ(j["links"][0], nlohmann::json::parse(R"({"a": "gpu0", "b": "gpu3", "kind": "nvlink", "nvlinks": 2,
+      "pcie_generation": null, "pcie_lanes": null, "bandwidth_gb_per_s": 40.0})"));
+  int pcie = 0;
+  for (const auto& l : j["links"])
+    if (l["kind"] == "pcie") {
+      ++pcie;
+      EXPECT_EQ(l["pcie_generation"], 3);
+      EXPECT_EQ(l["pcie_lanes"], 16);
+      EXPECT_DOUBLE_EQ(l["bandwidth_gb_per_s"].get<double>(), 12.0);
+    }
+  EXPECT_EQ(pcie, 16);
+  EXPECT_EQ(j["fabric"]["kind"], "infiniband");
+  EXPECT_EQ(j["fabric"]["nics_per_node"], 4);
+  EXPECT_DOUBLE_EQ(j["fabric"]["nic_bandwidth_gb_per_s"].get<double>(), 12.5);
+  EXPECT_TRUE(j["fabric"]["single_flow_gb_per_s"].is_null());
+
+  // Every cell of the two tables: the row of GPU a, its columns the GPUs then the NICs.
+  const auto types = test::run_cli("topo show dgx1v"), widths = test::run_cli("topo show dgx1v --bandwidth");
+  ASSERT_EQ(types.status, 0);
+  ASSERT_EQ(widths.status, 0);
+  const auto rows = [](const std::string& text) {
+    std::vector<std::vector<std::string>> out;
+    std::istringstream in(text);
+    for (std::string line; std::getline(in, line);) {
+      if (line.rfind("GPU", 0) != 0 || line.find(" (") != std::string::npos) continue;  // not the routes' lines
+      std::vector<std::string> cells;
+      std::istringstream cs(line);
+      for (std::string c; std::getline(cs, c, '\t');) cells.push_back(c);
+      out.push_back(cells);
+    }
+    return out;
+  };
+  const auto t = rows(types.out), w = rows(widths.out);
+  ASSERT_EQ(t.size(), 8u);
+  ASSERT_EQ(w.size(), 8u);
+  for (int a = 0; a < 8; ++a) {
+    const auto& ja = j["gpus"][static_cast<std::size_t>(a)];
+    ASSERT_EQ(t[a].size(), 1u + 8 + 4) << types.out;
+    for (const auto& p : ja["peers"]) {
+      const int b = p["gpu"].get<int>();
+      const std::string type =
+          p["nvlinks"].get<int>() > 0 ? "NV" + std::to_string(p["nvlinks"].get<int>()) : p["path"].get<std::string>();
+      EXPECT_EQ(t[a][1 + b], type + (p["p2p"].get<bool>() ? "" : "*")) << a << "-" << b;
+      EXPECT_EQ(w[a][1 + b], fmt::format("{:g}", p["bandwidth_gb_per_s"].get<double>())) << a << "-" << b;
+    }
+    for (std::size_t k = 0; k < 4; ++k) {
+      EXPECT_EQ(t[a][9 + k], ja["nics"][k]["path"].get<std::string>());
+      EXPECT_EQ(w[a][9 + k], fmt::format("{:g}", ja["nics"][k]["bandwidth_gb_per_s"].get<double>()));
+    }
+  }
+}
+
+TEST(TopologyCli, GoldenJsonOfDgx1v) {
+  const auto r = test::run_cli("topo show dgx1v --format json");
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out, test::slurp(std::filesystem::path(DLSCALE_SOURCE_DIR) / "tests/golden/topo-show-dgx1v.json"))
+      << "refresh on purpose with tests/golden/refresh.sh";
+}
+
+TEST(TopologyCli, ShowJsonOfOneNodeHasNoFabric) {
+  const auto r = test::run_cli("topo show dgx2 --format json");
+  ASSERT_EQ(r.status, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["gpus_per_node"], 16);
+  // DGX-2: every pair through the NVSwitches (six NVLinks a GPU, none between GPUs), P2P
+  for (const auto& p : j["gpus"][0]["peers"]) {
+    EXPECT_EQ(p["path"], "NVL");
+    EXPECT_EQ(p["nvlinks"], 0);
+  }
+  EXPECT_EQ(j["nodes"], 1);  // topologies/dgx2.yaml: one node, so no fabric
+  EXPECT_TRUE(j["fabric"].is_null());
 }
 
 TEST(TopologyCli, ImportWritesAFileAndFailsCleanly) {

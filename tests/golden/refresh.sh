@@ -17,6 +17,8 @@ export DLSCALE_DATA_DIR=$PWD
 "$build/bin/dlscale" explain --cluster dgx1v --model resnet50 --framework pytorch-ddp --precision fp16 --batch 64 --gpus 32 --target 0.99 --format json > tests/golden/explain-resnet50-dgx1v.json
 "$build/bin/dlscale" plan --parallel --cluster dgx-h100-ndr --nodes 1 --model llama3-8b --precision bf16 --frameworks megatron-core \
   --gpus 8 --top 3 --tp 1,2 --pp 1,2 --cp 1,2 --micro-batch 1,2 --recompute selective,full --zero 1 --format json > tests/golden/plan-parallel-llama3-8b.json
+"$build/bin/dlscale" topo show dgx1v --format json > tests/golden/topo-show-dgx1v.json
+"$build/bin/dlscale" collective --cluster dgx2 --gpus 12 --gpus-per-thread 12 --sweep 8B:1GiB --format json > tests/golden/collective-dgx2-g12.json
 echo "refreshed tests/golden/*; review with: git diff tests/golden"
 python3 tests/golden/refresh_readme.py "$build"
 # The figures the README and docs/planning.md show: the report's first plot, and reproduce's DGX-2 figures.
