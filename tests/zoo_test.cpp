@@ -9,6 +9,8 @@
 #include <array>
 #include <cmath>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <string>
 
 #include <fmt/format.h>
@@ -681,6 +683,42 @@ TEST(ModelCli, ShowJsonTotalsMatchTheGenerator) {
   EXPECT_DOUBLE_EQ(t.at("flops_per_sample").get<double>(), 2 * n.total_macs_per_sample());
   EXPECT_DOUBLE_EQ(t.at("gradient_bytes").get<double>(), 25'557'032.0 * 4);  // fp32 gradients
   EXPECT_EQ(j.at("layers").size(), 107u);
+}
+
+// model show --kernels --format json: the table's kernel lines as fields. conv1 of ResNet-50 is the first layer (no
+// dgrad): a forward and a wgrad kernel, each 2 × 118,013,952 MACs × 32 samples of FLOPs (models/resnet50.yaml); each
+// layer's kernels add up to its forward and backward times; and model list -o writes what it prints.
+TEST(ModelCli, ShowJsonCarriesTheKernelLinesAndListWritesAFile) {
+  const auto r = test::run_cli("model show resnet50 --gpu v100-sxm2-16gb --batch 32 --kernels --format json");
+  ASSERT_EQ(r.status, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  const auto& conv1 = j.at("layers").at(0);
+  ASSERT_EQ(conv1.at("kernels").size(), 2u);
+  for (const auto& k : conv1.at("kernels")) {
+    EXPECT_DOUBLE_EQ(k.at("flops").get<double>(), 2.0 * 118'013'952 * 32) << k.at("name");
+    EXPECT_NEAR(k.at("flops_per_s").get<double>(), k.at("flops").get<double>() / k.at("time_s").get<double>(), 1.0);
+  }
+  EXPECT_FALSE(conv1.at("kernels").at(0).at("backward").get<bool>());
+  EXPECT_TRUE(conv1.at("kernels").at(1).at("backward").get<bool>());
+  for (const auto& l : j.at("layers")) {
+    double fwd = 0, bwd = 0;
+    for (const auto& k : l.at("kernels")) {
+      (k.at("backward").get<bool>() ? bwd : fwd) += k.at("time_s").get<double>();
+      if (k.at("flops").get<double>() == 0) EXPECT_TRUE(k.at("flops_per_s").is_null()) << k.at("name");
+    }
+    EXPECT_NEAR(fwd, l.at("forward_s").get<double>(), 1e-12) << l.at("name");
+    EXPECT_NEAR(bwd, l.at("backward_s").get<double>(), 1e-12) << l.at("name");
+  }
+  const auto out = std::filesystem::temp_directory_path() / ("dlscale-model-list-" + std::to_string(::getpid()) + ".json");
+  const auto listed = test::run_cli("model list --format json");
+  const auto written = test::run_cli("model list --format json -o " + out.string());
+  ASSERT_EQ(written.status, 0) << written.err;
+  EXPECT_TRUE(written.out.empty());
+  std::ifstream in(out);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(text, listed.out);
+  EXPECT_EQ(nlohmann::json::parse(text).at("models").size(), 47u);  // docs/models.md: "Networks (47)"
+  std::filesystem::remove(out);
 }
 
 TEST(ModelCli, ShowWithAFrameworkSizesTheStepAsPredictDoes) {

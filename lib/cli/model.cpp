@@ -45,15 +45,15 @@ Precision precision_from(const std::string& p) {
 // ---- list ---------------------------------------------------------------------------------------
 struct ListOptions {
   std::string format = "table";
+  std::string output;
 };
 
 void run_list(const ListOptions& o) {
-  if (o.format != "table" && o.format != "json")
-    throw UsageError("--format", fmt::format("unknown format '{}' (expected table or json)", o.format));
+  const bool json = json_format(o.format);
   std::vector<Network> nets;
   for (const auto& name : list_names(DataKind::network)) nets.push_back(load_network(resolve(DataKind::network, name, "NAME")));
   std::string out;
-  if (o.format == "json") {
+  if (json) {
     auto arr = nlohmann::ordered_json::array();
     for (const auto& n : nets)
       arr.push_back({{"name", n.name},
@@ -68,7 +68,7 @@ void run_list(const ListOptions& o) {
       out += fmt::format("{:<14} {:>10} {:>12} {:<12} {}\n", n.name, count(static_cast<double>(n.total_params())),
                          count(n.total_macs_per_sample()), shape(n.input_shape), n.description);
   }
-  emit(out, "");
+  emit(out, o.output);
 }
 
 // ---- show ---------------------------------------------------------------------------------------
@@ -213,6 +213,20 @@ std::string show_json(const ShowOptions& o, const Shown& d) {
       e["backward_s"] = in_seconds(times->backward[i]);
       e["update_s"] = in_seconds(times->update[i]);
     }
+    if (o.kernels) {  // the table's kernel lines (eq. K1..): time, and FLOPs or the bytes a memory-bound kernel moves
+      auto ks = nlohmann::ordered_json::array();
+      for (const auto& k : layer_kernels(l, i == 0, i + 1 == net.layers.size(), *gpu, o.batch, copt))
+        ks.push_back({{"name", k.name},
+                      {"backward", k.backward},
+                      {"time_s", in_seconds(k.time)},
+                      {"flops", in_flops(k.flops)},
+                      // the table's TFLOP/s (× 1e12), null for a kernel without FLOPs (the table then gives its bytes)
+                      {"flops_per_s",
+                       k.flops > Flops{} ? nlohmann::ordered_json(in_flops(k.flops) / in_seconds(k.time))
+                                         : nlohmann::ordered_json(nullptr)},
+                      {"traffic_bytes", in_bytes(k.traffic)}});
+      e["kernels"] = std::move(ks);
+    }
     layers.push_back(e);
   }
   j["layers"] = layers;
@@ -262,8 +276,7 @@ std::string show_table(const ShowOptions& o, const Shown& d) {
 }
 
 void run_show(const ShowOptions& o) {
-  if (o.format != "table" && o.format != "json")
-    throw UsageError("--format", fmt::format("unknown format '{}' (expected table or json)", o.format));
+  const bool json = json_format(o.format);
   if (o.batch < 1) throw UsageError("--batch", "the batch must be at least 1");
   const Network net = load_model(o.model, o.seq_len, o.image_size, "NAME");
   std::optional<GpuSpec> gpu;
@@ -278,7 +291,7 @@ void run_show(const ShowOptions& o) {
   }
   const double grad_elem = gradient_bytes_per_element(copt);
   const Shown shown{net, gpu, copt, times, fit, grad_elem, static_cast<double>(net.total_params()) * grad_elem};
-  emit(o.format == "json" ? show_json(o, shown) : show_table(o, shown), o.output);
+  emit(json ? show_json(o, shown) : show_table(o, shown), o.output);
   if (fit && !fit->fits) fmt::print(stderr, "dlscale: {}\n", fit->warning);
 }
 
@@ -322,6 +335,7 @@ void setup_model(CLI::App& app) {
   auto lo = std::make_shared<ListOptions>();
   auto* list = cmd->add_subcommand("list", "List the networks in models/ with parameters and MACs per sample");
   list->add_option("--format", lo->format, "table or json")->capture_default_str();
+  list->add_option("-o,--output", lo->output, "Write to FILE (atomically) instead of standard output")->type_name("FILE");
   list->callback([lo] { run_list(*lo); });
 
   auto so = std::make_shared<ShowOptions>();
