@@ -321,6 +321,58 @@ TEST(Cli, FitKeepsTheFixedParametersAtTheirStart) {
   EXPECT_NE(slurp(out).find("memory_efficiency: 0.5,"), std::string::npos) << slurp(out);
 }
 
+TEST(Cli, FitReportJsonCarriesEveryNumberOfTheReport) {
+  // calibrate fit --report FILE: the stderr report as JSON. The rows' measured throughputs are the CSV's, the held
+  // parameters the start file's (7 us, 9), each error 100 (predicted / measured − 1), the MAPE their mean magnitude,
+  // and each table line of the report prints the row's fields.
+  const std::string start = temp_file("start-r.yaml",
+                                      "defaults: {tensor_efficiency: 0.5, vector_efficiency: 0.5, conv_efficiency: 0.5, "
+                                      "memory_efficiency: 0.5, kernel_overhead: \"7 us\", operand_feed: 9}\n");
+  const std::string csv = temp_file("m-r.csv",
+                                    "gpu,gpus,precision,model,global_batch,samples_per_s\n"
+                                    "v100-sxm2,1,fp32,resnet50,64,300\nv100-sxm2,1,fp16,resnet50,128,800\n"
+                                    "a100-sxm4-40gb,1,fp16,resnet50,128,1500\n");
+  const std::string out = temp_file("fitted-r.yaml", ""), report = temp_file("report.json", "");
+  const auto r = run_cli("calibrate fit " + csv + " --start " + start +
+                         " --fixed kernel_overhead,operand_feed --leave-one-out gpu -o " + out + " --report " + report);
+  ASSERT_EQ(r.status, 0) << r.err;
+  const auto j = nlohmann::json::parse(slurp(report));
+  EXPECT_EQ(j.at("command"), "calibrate fit");
+  ASSERT_EQ(j.at("rows").size(), 3u);
+  const double measured[] = {300, 800, 1500};
+  const int batch[] = {64, 128, 128};
+  double sum = 0;
+  for (std::size_t i = 0; i < 3; ++i) {
+    const auto& row = j.at("rows")[i];
+    const double m = row.at("measured_samples_per_s").get<double>(), p = row.at("predicted_samples_per_s").get<double>();
+    EXPECT_DOUBLE_EQ(m, measured[i]);
+    EXPECT_EQ(row.at("batch_per_gpu"), batch[i]);
+    EXPECT_EQ(row.at("layout"), "nhwc");  // ResNet-50 without a memory_format column
+    EXPECT_TRUE(row.at("attention").is_null());
+    EXPECT_NEAR(row.at("error_percent").get<double>(), 100.0 * (p / m - 1.0), 1e-9);
+    sum += std::abs(p / m - 1.0) * 100.0;
+    EXPECT_NE(r.err.find(fmt::format("{:>10.1f} {:>10.1f} {:>+7.1f}%", m, p, 100.0 * (p / m - 1.0))), std::string::npos) << r.err;
+  }
+  EXPECT_NEAR(j.at("mape_percent").get<double>(), sum / 3, 1e-9);
+  EXPECT_NE(r.err.find(fmt::format("in-sample MAPE {:.1f}%", sum / 3)), std::string::npos) << r.err;
+  EXPECT_DOUBLE_EQ(j.at("fitted").at("kernel_overhead_s").get<double>(), 7e-6);
+  EXPECT_DOUBLE_EQ(j.at("fitted").at("operand_feed").get<double>(), 9.0);
+  ASSERT_EQ(j.at("leave_one_out").size(), 1u);
+  const auto& loo = j.at("leave_one_out")[0];
+  EXPECT_EQ(loo.at("by"), "gpu");
+  ASSERT_EQ(loo.at("runs").size(), 2u);  // the two GPUs of the CSV
+  for (const auto& run : loo.at("runs"))
+    EXPECT_NE(r.err.find(fmt::format("leave out gpu {}: MAPE {:.1f}%", run.at("left_out").get<std::string>(),
+                                     run.at("mape_percent").get<double>())),
+              std::string::npos)
+        << r.err;
+  // Both on standard output would mix YAML and JSON: one line, exit 2, nothing printed.
+  const auto both = run_cli("calibrate fit " + csv + " --report -");
+  EXPECT_EQ(both.status, 2);
+  EXPECT_TRUE(both.out.empty());
+  EXPECT_EQ(both.err, "dlscale: '--report': the parameters already go to standard output: give -o FILE or --report FILE\n");
+}
+
 TEST(Cli, DefaultGpuCountsAreThoseTheClusterHolds) {
   // Without --gpus: 1, 2, 4, 8, 16 and one node, those the cluster holds (beyond a node in whole nodes), and
   // the whole cluster when it has 16 GPUs or fewer. A one-server cluster used to fail with "'--gpus': ...

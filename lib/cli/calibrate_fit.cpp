@@ -5,6 +5,8 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <nlohmann/json.hpp>
+
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
@@ -12,6 +14,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <string_view>
 #include <vector>
 
 #include "cli/commands.hpp"
@@ -35,6 +38,7 @@ struct FitCliOptions {
   std::string framework;                       // the runs' framework: its cuDNN search, attention, LRN, layout
   std::vector<std::string> frameworks_in;      // CSV[:LAYOUT]=NAME: one file's (or its LAYOUT rows') framework
   std::vector<std::string> fixed;              // parameters kept at their starting values
+  std::string report;                          // --report FILE: the report as JSON
 };
 
 /// `--fixed NAME,...`: the parameters the fit keeps at their starting values.
@@ -174,39 +178,109 @@ std::vector<ThroughputSample> read_samples(const FitCliOptions& o) {
   return samples;
 }
 
-void run_fit(const FitCliOptions& o) {
-  const std::vector<ThroughputSample> samples = read_samples(o);
-  const std::string files = fmt::format("{}", fmt::join(o.measurements, " "));
-  const KernelParamSet start = o.start.empty() ? *shipped_kernel_params() : load_kernel_params(o.start);
-  const FitOptions fo = fit_options(o.fixed);
-  const FitResult fit = fit_kernel_params(samples, start, fo);
-  std::string report = fmt::format("# dlscale calibrate fit: {} single-GPU rows of {}\n", samples.size(), files);
-  report += table(samples, fit.predicted);
-  report += fmt::format("in-sample MAPE {:.1f}% (rms log error {:.3f})\n", fit.mape, fit.rms_log);
-  const KernelParams& d = fit.params.defaults;
+/// The fit and its leave-one-out refits: what the report prints (stderr) and writes (--report, JSON).
+struct FitReport {
+  const std::vector<ThroughputSample>& samples;
+  const FitResult& fit;
+  struct Refits {
+    const char* by;  // "gpu", "model" or "source"
+    std::vector<LeaveOneOut> runs;
+    double mape = 0;
+  };
+  std::vector<Refits> refits;
+};
+
+std::string report_text(const FitReport& r, const std::string& files) {
+  std::string report = fmt::format("# dlscale calibrate fit: {} single-GPU rows of {}\n", r.samples.size(), files);
+  report += table(r.samples, r.fit.predicted);
+  report += fmt::format("in-sample MAPE {:.1f}% (rms log error {:.3f})\n", r.fit.mape, r.fit.rms_log);
+  const KernelParams& d = r.fit.params.defaults;
   report += fmt::format(
       "fitted: tensor_efficiency {:.3f}, vector_efficiency {:.3f}, conv_efficiency {:.3f}, "
       "memory_efficiency {:.3f}, kernel_overhead {:.2f} us, winograd_gain {:.3f}, operand_feed {:.2f}\n",
       d.tensor_efficiency, d.vector_efficiency, d.conv_efficiency, d.memory_efficiency, in_us(d.kernel_overhead), d.winograd_gain,
       d.operand_feed);
+  for (const auto& f : r.refits) {
+    for (const auto& run : f.runs) report += fmt::format("leave out {} {}: MAPE {:.1f}%\n", f.by, run.left_out, run.mape);
+    report += fmt::format("leave-one-{}-out MAPE {:.1f}%\n", f.by, f.mape);
+  }
+  return report;
+}
+
+/// --report FILE: every number of the stderr report (docs/calibration.md, "The fit's report as JSON").
+std::string report_json(const FitReport& r, const std::vector<std::string>& files) {
+  nlohmann::ordered_json j;
+  j["schema"] = 1;
+  j["command"] = "calibrate fit";
+  j["files"] = files;
+  auto rows = nlohmann::ordered_json::array();
+  const auto name_or_null = [](bool applies, std::string_view v) {
+    return applies ? nlohmann::ordered_json(std::string(v)) : nlohmann::ordered_json(nullptr);
+  };
+  for (std::size_t i = 0; i < r.samples.size(); ++i) {
+    const ThroughputSample& s = r.samples[i];
+    const Network& net = *s.network;
+    rows.push_back({{"gpu", s.gpu_id},
+                    {"model", s.model_id},
+                    {"precision", std::string(to_string(s.precision))},
+                    {"batch_per_gpu", s.batch},
+                    {"layout", name_or_null(has_layer(net, LayerKind::conv), to_string(s.layout))},
+                    {"attention", name_or_null(has_layer(net, LayerKind::attention), to_string(s.attention))},
+                    {"framework", name_or_null(!s.framework.empty(), s.framework)},
+                    {"measured_samples_per_s", s.samples_per_s},
+                    {"predicted_samples_per_s", r.fit.predicted[i]},
+                    {"error_percent", 100.0 * (r.fit.predicted[i] / s.samples_per_s - 1.0)}});
+  }
+  j["rows"] = std::move(rows);
+  j["mape_percent"] = r.fit.mape;
+  j["rms_log_error"] = r.fit.rms_log;
+  const KernelParams& d = r.fit.params.defaults;
+  j["fitted"] = {{"tensor_efficiency", d.tensor_efficiency},
+                 {"vector_efficiency", d.vector_efficiency},
+                 {"conv_efficiency", d.conv_efficiency},
+                 {"memory_efficiency", d.memory_efficiency},
+                 {"kernel_overhead_s", in_seconds(d.kernel_overhead)},
+                 {"winograd_gain", d.winograd_gain},
+                 {"operand_feed", d.operand_feed}};
+  auto refits = nlohmann::ordered_json::array();
+  for (const auto& f : r.refits) {
+    auto runs = nlohmann::ordered_json::array();
+    for (const auto& run : f.runs) runs.push_back({{"left_out", run.left_out}, {"mape_percent", run.mape}});
+    refits.push_back({{"by", f.by}, {"runs", std::move(runs)}, {"mape_percent", f.mape}});
+  }
+  j["leave_one_out"] = std::move(refits);  // empty without --leave-one-out
+  return j.dump(2) + "\n";
+}
+
+void run_fit(const FitCliOptions& o) {
+  if (!o.report.empty() && o.report == "-" && (o.output.empty() || o.output == "-"))
+    throw UsageError("--report", "the parameters already go to standard output: give -o FILE or --report FILE");
+  const std::vector<ThroughputSample> samples = read_samples(o);
+  const std::string files = fmt::format("{}", fmt::join(o.measurements, " "));
+  const KernelParamSet start = o.start.empty() ? *shipped_kernel_params() : load_kernel_params(o.start);
+  const FitOptions fo = fit_options(o.fixed);
+  const FitResult fit = fit_kernel_params(samples, start, fo);
+  FitReport rep{samples, fit, {}};
   for (const auto& [by, what] :
        {std::pair{"gpu", LeaveOut::gpu}, std::pair{"model", LeaveOut::network}, std::pair{"source", LeaveOut::source}}) {
     const bool both = o.leave_one_out == "both" && what != LeaveOut::source;
     if (o.leave_one_out != by && !both && o.leave_one_out != "all") continue;
-    const auto runs = leave_one_out(samples, start, what, fo);
-    for (const auto& r : runs) report += fmt::format("leave out {} {}: MAPE {:.1f}%\n", by, r.left_out, r.mape);
-    report += fmt::format("leave-one-{}-out MAPE {:.1f}%\n", by, leave_one_out_mape(runs, samples));
+    auto runs = leave_one_out(samples, start, what, fo);
+    const double mape = leave_one_out_mape(runs, samples);
+    rep.refits.push_back({by, std::move(runs), mape});
   }
-  fmt::print(stderr, "{}", report);
+  fmt::print(stderr, "{}", report_text(rep, files));
   KernelParamSet out = fit.params;
   const bool fitted = fo.fits_anything();
   out.defaults.source = fmt::format("{} `dlscale calibrate fit` {} {} ({} rows; in-sample MAPE {:.1f}%)",
                                     fitted ? "fitted by" : "the starting set, nothing fitted, evaluated by", fitted ? "to" : "on",
                                     files, samples.size(), fit.mape);
+  const std::string json = o.report.empty() ? std::string() : report_json(rep, o.measurements);
   emit(kernel_params_to_yaml(out,
                              "Kernel-model parameters (docs/compute-model.md), written by dlscale calibrate fit.\n" +
                                  std::string("Command: ") + command_line()),
        o.output);
+  if (!o.report.empty()) emit(json, o.report);
 }
 }  // namespace
 
@@ -218,6 +292,10 @@ void setup_calibrate_fit(CLI::App& calibrate) {
       ->required()
       ->type_name("CSV");
   c->add_option("-o,--output", o->output, "Write the parameters to FILE (atomically) instead of standard output")
+      ->type_name("FILE");
+  c->add_option("--report", o->report,
+                "Also write the report (each row measured and predicted, the MAPEs, the fitted values) as JSON to FILE "
+                "(atomically)")
       ->type_name("FILE");
   c->add_option("--start", o->start, "Starting parameters (default: topologies/compute-params.yaml)")->type_name("FILE");
   // Each of these takes one value per occurrence (repeat the option for more), so that the CSV files after it
