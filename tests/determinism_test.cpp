@@ -173,6 +173,7 @@ TEST(Determinism, TopoShowAndImport) {
   for (const char* c : {"dgx1v", "dgx2", "dgx-h100-ndr", "ac922", "dell-c4140-pcie"}) {
     expect_repeatable(std::string("topo show ") + c);
     expect_repeatable(std::string("topo show ") + c + " --bandwidth -o {out}/t.txt");
+    expect_repeatable(std::string("topo show ") + c + " --format json -o {out}/t.json");
   }
   expect_repeatable("topo import nvidia-smi " + kData + "/topo/dgx1v-nvidia-smi.txt -o {out}/smi.yaml");
   expect_repeatable("topo import nccl-xml " + kData + "/topo/dgx1v-nccl-topo.xml -o {out}/xml.yaml");
@@ -181,6 +182,8 @@ TEST(Determinism, TopoShowAndImport) {
 TEST(Determinism, ModelListShowExport) {
   expect_repeatable("model list");
   expect_repeatable("model list --format json");
+  expect_repeatable("model list --format json -o {out}/list.json");
+  expect_repeatable("model show resnet50 --gpu v100-sxm2 --batch 64 --kernels --format json");
   expect_repeatable("model show resnet50 --gpu v100-sxm2 --batch 64");
   expect_repeatable("model show gpt2 --gpu a100-sxm4-40gb --precision fp16 --format json -o {out}/gpt2.json");
   // every architecture into a fresh folder: the same files, the same bytes
