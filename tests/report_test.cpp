@@ -189,6 +189,34 @@ TEST(Report, PredictionsShowTokensMfuMemoryAndWhatDoesNotFit) {
   EXPECT_THAT(images, Not(HasSubstr("does not fit")));
 }
 
+// CPU offload (eq. S9d): a column of host memory per node, only then. ZeRO-2 offload of Llama-2-7B keeps
+// 14 × 6,738,415,616 B = 94.3 GB on a node (tests/sharding_test.cpp): it fits a 2 TB host, not a 64 GB one.
+TEST(Report, PredictionsShowHostMemoryUnderCpuOffload) {
+  ReportContent c;
+  Prediction p;
+  p.gpus = 8;
+  p.iteration_time = seconds(2.0);
+  p.throughput_samples_per_s = 4.0;
+  p.memory = MemoryUse{gigabytes(60.0), gigabytes(80.0), true};
+  p.memory.host_per_node = bytes(14.0 * 6'738'415'616);
+  p.memory.host_capacity = bytes(2e12);
+  c.predictions = {p};
+  std::string html = html_report(c, Cluster{});
+  EXPECT_THAT(html, HasSubstr("<th>memory/GPU (GB)</th><th>host memory/node (GB)</th><th>comm (ms)</th>"));
+  EXPECT_THAT(html, HasSubstr("<td>60</td><td>94.3</td>"));
+  EXPECT_THAT(html, Not(HasSubstr("does not fit")));
+  p.memory.host_capacity = bytes(64e9);
+  p.memory.host_fits = false;
+  c.predictions = {p};
+  html = html_report(c, Cluster{});
+  EXPECT_THAT(html, HasSubstr("<td>60</td><td><b>94.3 (does not fit)</b></td>"));
+  EXPECT_THAT(html, HasSubstr("more than the node's 64 GB of host memory"));
+  // Without offload, no column.
+  p.memory = MemoryUse{gigabytes(60.0), gigabytes(80.0), true};
+  c.predictions = {p};
+  EXPECT_THAT(html_report(c, Cluster{}), Not(HasSubstr("host memory")));
+}
+
 // to_json is the record write_predictions prints for each GPU count (one writer), and says what only some
 // predictions have: null tokens/s for images, "offload" with a host footprint, "time_to_train" with a workload.
 TEST(Report, ToJsonIsTheRecordOfThePredictionsDocument) {
