@@ -120,12 +120,11 @@ std::string show_table(const Cluster& c, bool bandwidth) {
 }
 
 /// A path of the matrix to `to` (a GPU's index or a NIC's name, under `key`): {key, "path" (NCCL's type: NVL, NVB,
-/// PIX, ...), "nvlinks", "p2p", "hops", "bandwidth_gb_per_s"}.
+/// PIX, ...), "nvlinks", "hops" (links on NCCL's path; to a NIC, counted to its network vertex), "bandwidth_gb_per_s"}.
 nlohmann::ordered_json path_json(const char* key, const nlohmann::ordered_json& to, const GpuPath& p) {
   return {{key, to},
           {"path", std::string(to_string(p.type))},
           {"nvlinks", p.nvlinks},
-          {"p2p", p.p2p},
           {"hops", p.hops},
           {"bandwidth_gb_per_s", in_gigabytes_per_second(p.bandwidth)}};
 }
@@ -150,7 +149,10 @@ std::string show_json(const Cluster& c) {
     auto peers = nlohmann::ordered_json::array();
     for (int b = 0; b < n; ++b) {
       if (b == a) continue;
-      peers.push_back(path_json("gpu", b, t.path(a, b)));
+      const GpuPath p = t.path(a, b);
+      auto e = path_json("gpu", b, p);
+      e["p2p"] = p.p2p;  // false: NCCL goes through host memory (the table's *)
+      peers.push_back(std::move(e));
     }
     auto to_nics = nlohmann::ordered_json::array();
     for (int k = 0; k < static_cast<int>(nics.size()); ++k) {
