@@ -314,6 +314,13 @@ TEST(ParallelCli, HybridShardGroupThatDoesNotDivideTheDataParallelRanksFails) {
   }
   const auto ok = run_cli(kCommon + "--framework fsdp-hybrid --gpus 64 --tp 4");
   EXPECT_EQ(ok.status, 0) << ok.err;
+  // explain names the groups: DP 16 with 2 ranks a node, so 4 TP ranks × 8 nodes = 32 shard groups of 2 inside a node,
+  // and for each of the 4 dp·cp groups 2 replica groups of 8, one rank a node
+  const std::string explain = "explain" + kCommon.substr(std::string("predict").size());
+  const auto x = run_cli(explain + "--framework fsdp-hybrid --gpus 64 --tp 4");
+  ASSERT_EQ(x.status, 0) << x.err;
+  EXPECT_NE(x.out.find("DP shard 2 ranks, 32 groups: inside a node"), std::string::npos) << x.out;
+  EXPECT_NE(x.out.find("DP replicas 8 ranks, 8 groups: across 8 nodes, 1 a node"), std::string::npos) << x.out;
 }
 
 // Eq. P32: simulate runs a layout's pipeline, and writes its trace (eq. P37: the file written, two tracks a stage);
