@@ -291,6 +291,38 @@ TEST(ParallelCli, BadFrameworkSectionFailsAtItsLine) {
   EXPECT_NE(r.err.find("unknown pipeline schedule 'zigzag'"), std::string::npos) << r.err;
 }
 
+// Eq. P40: a hybrid framework whose shard group does not divide the layout's data-parallel ranks (3 of TP 4's DP 16
+// on 64 GPUs), or exceeds them (32): one line naming the key, exit 2, nothing written; fsdp-hybrid's own `node` group
+// (2 of them a node) runs.
+TEST(ParallelCli, HybridShardGroupThatDoesNotDivideTheDataParallelRanksFails) {
+  for (int n : {3, 32}) {
+    const auto fw = test::temp_file(fmt::format("hsdp-{}.yaml", n),
+                                    "name: hsdp\n"
+                                    "io: {prefetch: true, memory: pinned}\n"
+                                    "aggregation: allreduce\n"
+                                    "overlap: layerwise\n"
+                                    "update: after_aggregation\n" +
+                                        fmt::format("sharding: {{stage: 3, group: {}}}\n", n));
+    const fs::path out = fs::temp_directory_path() / ("dlscale-parallel-cli-hsdp-" + std::to_string(::getpid()));
+    fs::remove(out);
+    const auto r = run_cli(kCommon + "--framework " + fw.string() + " --gpus 64 --tp 4 -o " + out.string());
+    EXPECT_EQ(r.status, 2) << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+    EXPECT_NE(r.err.find(fmt::format("groups of {} data-parallel ranks", n)), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("(dp 16 × cp 1)"), std::string::npos) << r.err;
+    EXPECT_FALSE(fs::exists(out));
+  }
+  const auto ok = run_cli(kCommon + "--framework fsdp-hybrid --gpus 64 --tp 4");
+  EXPECT_EQ(ok.status, 0) << ok.err;
+  // explain names the groups: DP 16 with 2 ranks a node, so 4 TP ranks × 8 nodes = 32 shard groups of 2 inside a node,
+  // and for each of the 4 dp·cp groups 2 replica groups of 8, one rank a node
+  const std::string explain = "explain" + kCommon.substr(std::string("predict").size());
+  const auto x = run_cli(explain + "--framework fsdp-hybrid --gpus 64 --tp 4");
+  ASSERT_EQ(x.status, 0) << x.err;
+  EXPECT_NE(x.out.find("DP shard 2 ranks, 32 groups: inside a node"), std::string::npos) << x.out;
+  EXPECT_NE(x.out.find("DP replicas 8 ranks, 8 groups: across 8 nodes, 1 a node"), std::string::npos) << x.out;
+}
+
 // Eq. P32: simulate runs a layout's pipeline, and writes its trace (eq. P37: the file written, two tracks a stage);
 // what acts on data parallelism's links and tasks alone is refused, nothing written.
 TEST(ParallelCli, SimulatorRunsALayoutAndRefusesTheDataParallelOptions) {

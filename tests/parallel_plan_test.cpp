@@ -189,6 +189,39 @@ std::pair<CpComm, double> fastest_exchange(const Scenario& sc, const ParallelLay
   return {pick, best};
 }
 
+// Eq. P41: the plan's TP 1 × PP 1 × CP 1 rows are what predict prints for them: the data-parallel path (eq. P39, m
+// micro-batches as accumulation), against the Predictor on predict's scenario for the row's options (the layout with m
+// as a number, its recompute and ZeRO stage): iteration and tokens/s equal, memory the plan's 5 GB reserve in place
+// of predict's 1 GB. A 1.2B decoder on one DGX H100, 64 sequences a step (8 micro-batches of 1 a GPU). Before P41 the
+// plan scored these rows by eq. P13, which differs from P39 in every term but the layer times.
+TEST(ParallelPlan, DataParallelRowIsWhatPredictPrints) {
+  Scenario sc = llama3_70b_on(1);
+  sc.network = build_decoder(
+      DecoderShape{.layers = 16, .hidden = 2048, .heads = 16, .kv_heads = 8, .ffn = 8192, .vocab = 128256, .seq = 4096},
+      "llama-1b");
+  for (Recompute rc : {Recompute::selective, Recompute::full})
+    for (int stage : {0, 1}) {
+      ParallelPlanSpace space = one_layout(1, 1, 1, 1, rc);
+      space.sharding_stage = {stage};
+      space.global_batch = 64;
+      const ParallelPlanResult r = plan_parallel(sc, 8, space);
+      ASSERT_EQ(r.ranked.size(), 1U) << to_string(rc) << " z" << stage;
+      const ParallelPlanEntry& e = r.ranked.front();
+      EXPECT_EQ(e.layout.micro_batches, 8);
+      ParallelLayout given = e.layout;
+      given.global_batch_target = 0;  // --micro-batches 8, as predict_options prints it
+      const Prediction p = predict_alone(sc, given, rc, stage, 8).p;
+      EXPECT_FALSE(p.breakdown.parallel.has_value());  // eq. P39: the data-parallel path
+      const double it = in_seconds(p.iteration_time);
+      EXPECT_NEAR(in_seconds(e.prediction.iteration_time), it, 1e-12 * it) << to_string(rc) << " z" << stage;
+      EXPECT_NEAR(e.prediction.throughput_tokens_per_s, p.throughput_tokens_per_s, 1e-12 * p.throughput_tokens_per_s);
+      EXPECT_NEAR(e.prediction.mfu, p.mfu, 1e-12);
+      EXPECT_NEAR(in_bytes(e.prediction.memory.per_gpu), in_bytes(p.memory.per_gpu) + 4e9, 1.0);
+      const std::string text = format_parallel_plan(r, sc, 8, 1);
+      EXPECT_NE(text.find("--tp 1 --pp 1 --cp 1 --batch 1 --micro-batches 8"), std::string::npos) << text;
+    }
+}
+
 // Eq. P38: the grid's one layout, TP 2 × CP 2 × DP 2 of Llama-3-8B (a TP rank's 4 key/value heads take a2a), under
 // p2p (megatron-core's); the refinement tries all_gather and a2a. Brute force: each exchange predicted alone; the
 // plan's pick is the fastest of them that fits, and it is not the ring (the ring's merges, P15c, cost more than the

@@ -1164,6 +1164,83 @@ TEST(ParallelStep, Stage3ShardsGatherAsThePipelineRunsThem) {
   EXPECT_NEAR(in_seconds(fsdp2.dp_comm), 8 * a4 / 4 + 4 * a4 / 4, 1e-15);
 }
 
+// Eq. P40 by hand: HSDP (fsdp-hybrid's `group: node`, stage 3, FULL_SHARD, flat) under TP 2 on 2 hand nodes of 8
+// (16 GPUs, DP 8, m 1, fp32), the 4-block decoder. Megatron's order puts rank = tp + 2·dp, so each dp·cp group
+// {j, j+2, …, j+14} has 4 ranks on each node: shard groups of n = 4 inside a node ({0,2,4,6}, …), replica groups of R = 2
+// ({j, j+8}, one rank a node). A rank holds P = 1,569,024 parameters (P5: the embedding's 256,000/2 = 128,000, four
+// blocks of 2·256 + 262,144/2 + 393,216/2 = 328,192, the final norm's 256, the head's 128,000), 4 B each:
+//   bytes per step (S2 with n = 4, R = 2): reduce-scatter 4P·3/4 = 3P, all-gather forward 3P and backward 3P, the
+//   shard's all-reduce (4P/4)·2·(1/2) = P: 10P = 15,690,240 B, where sharding over all 8 moved 3·4P·7/8 = 10.5P =
+//   16,474,752 B and none across replicas;
+//   times (alpha-beta): all-gather or reduce-scatter in the node a = 3·1 µs + (3/4)·4P / 100 GB/s; the replicas'
+//   all-reduce across the 2 nodes, the node's 8 replica groups sharing its one NIC (P11, share 8): 2·5 µs + 8·P/10 GB/s;
+//   the gathers and the reduce-scatter (+ all-reduce) far inside the millisecond passes, so P20 leaves their first
+//   block's quarter: 2 gathers a/4 each, the reduce r/4: dp_comm = a/2 + (a + x)/4;
+//   memory (S3 with n = 4): weights and gradients P·4/4 each, twice what sharding over 8 holds; the update over 4.
+TEST(ParallelStep, HybridShardingShardsInsideTheNodeAndReducesAcrossReplicasByHand) {
+  const Network net = tiny_decoder();
+  const LayerTimes whole = uniform_times(19);
+  const Cluster c = hand_cluster(2);
+  ParallelLayout l;
+  l.tp = 2;
+  const ComputeOptions opt;  // fp32
+  Sharding hsdp;
+  hsdp.stage = 3;
+  hsdp.group = Sharding::kGroupNode;
+  Sharding all = hsdp;
+  all.group = Sharding::kGroupAll;
+  const double P = static_cast<double>(rank_params(net, l, 0));
+  ASSERT_EQ(P, 128'000 + 4 * 328'192 + 256 + 128'000);
+  const LayoutShards sg = layout_shards(l, hsdp, c, 16, place_layout(l, c, 16));
+  EXPECT_EQ(sg.shard, 4);
+  EXPECT_EQ(sg.replicas, 2);
+  EXPECT_TRUE(sg.shard_at.inside_node);
+  EXPECT_EQ(sg.shard_at.first, (std::vector<int>{0, 2, 4, 6}));
+  EXPECT_EQ(sg.replica_at.first, (std::vector<int>{0, 8}));
+  EXPECT_EQ(sg.replica_at.nodes, 2);
+  EXPECT_DOUBLE_EQ(sg.replica_at.nic_share, 8.0);
+  // bytes per step
+  const StepTraffic t = dp_step_traffic(static_cast<std::int64_t>(P), hsdp, Precision::fp32, 8, sg.shard);
+  EXPECT_DOUBLE_EQ(in_bytes(t.reducescatter), 3 * P);
+  EXPECT_DOUBLE_EQ(in_bytes(t.allgather_forward), 3 * P);
+  EXPECT_DOUBLE_EQ(in_bytes(t.allgather_backward), 3 * P);
+  EXPECT_DOUBLE_EQ(in_bytes(t.allreduce_replicas), P);
+  EXPECT_DOUBLE_EQ(in_bytes(t.total()), 10 * P);
+  EXPECT_DOUBLE_EQ(in_bytes(dp_step_traffic(static_cast<std::int64_t>(P), all, Precision::fp32, 8).total()), 10.5 * P);
+  // the step's DP part and memory
+  const ParallelStep h = parallel_step(net, whole, c, *make_alpha_beta_model(c), l, 16, opt, hsdp);
+  const ParallelStep w = parallel_step(net, whole, c, *make_alpha_beta_model(c), l, 16, opt, all);
+  const double a = 3e-6 + 0.75 * 4.0 * P / 1e11, x = 2 * 5e-6 + 8.0 * P / 1e10;
+  EXPECT_NEAR(in_seconds(h.dp_comm), a / 2 + (a + x) / 4, 1e-15);
+  EXPECT_NEAR(in_bytes(h.memory[0].weights), 4.0 * P / 4, 1e-3);
+  EXPECT_NEAR(in_bytes(h.memory[0].gradients), 4.0 * P / 4, 1e-3);
+  EXPECT_NEAR(in_bytes(w.memory[0].weights), 4.0 * P / 8, 1e-3);
+  EXPECT_NEAR(in_seconds(h.update) * 4, in_seconds(w.update) * 8, 1e-15);
+  EXPECT_GT(in_seconds(w.update), 0.0);
+}
+
+// Eq. P40's refusals: a shard group that does not divide the layout's dp·cp ranks, or is larger than them.
+TEST(ParallelStep, HybridShardGroupThatDoesNotDivideTheDataParallelRanksIsRefused) {
+  const Network net = tiny_decoder();
+  const Cluster c = hand_cluster(2);
+  ParallelLayout l;
+  l.tp = 2;  // dp 8 on 16 GPUs
+  Sharding sh;
+  sh.stage = 3;
+  for (int n : {3, 16}) {
+    sh.group = n;
+    try {
+      (void)parallel_step(net, uniform_times(19), c, *make_alpha_beta_model(c), l, 16, ComputeOptions{}, sh);
+      ADD_FAILURE() << "group " << n << " taken";
+    } catch (const InputError& e) {
+      EXPECT_EQ(e.key(), "gpus");
+      EXPECT_NE(e.message().find("groups of " + std::to_string(n) + " data-parallel ranks"), std::string::npos) << e.message();
+    }
+  }
+  sh.group = 2;  // divides: 4 replicas of 2
+  EXPECT_EQ(layout_shards(l, sh, c, 16, place_layout(l, c, 16)).replicas, 4);
+}
+
 // Eq. P13 with P15: the 4-block decoder of PipelineOfTwoStagesByHand on CP 2 (2 GPUs of one node, fp32), a rank's
 // own times: every layer 1 ms forward and 2 ms backward, each attention core 1 µs and 2 µs of it, run c = 2 times
 // (eq. P6): +1 µs and +2 µs a block. The ring: K/V of 64 tokens, 4 heads of 64, 2·64·4·64·4 = 131,072 B a step:

@@ -396,6 +396,37 @@ TEST(SimPipeline, SimulatedStepEqualsTheClosedFormWhereStagesAreAlike) {
   }
 }
 
+// Eq. P40 in the simulator: hybrid sharding (shard groups of a node's DP ranks, replicas across nodes) under a layout,
+// stages alike, jitter off: each stage's DP collectives (P37's events: the shard group's reduce-scatter and the
+// replicas' all-reduce, the all-gather) and update come from the same P40 as the closed form's, so the simulated step
+// equals predict's, with the DP overlap off and on, at ZeRO-1 and at stage 3 (P20 after the pipeline). TP 4 × PP 4 on
+// 64 GPUs (8 nodes of 8: 2 DP ranks a node of the DP 4, so shard groups of 2 and 2 replicas); TP 4 × PP 2 (DP 8:
+// shard groups of 2, 4 replicas). The replicas' all-reduce makes the DP part differ from sharding over all.
+TEST(SimPipeline, HybridShardingEqualsTheClosedForm) {
+  for (const Named& n : {Named{"tp4 pp4 1f1b hsdp", layout(4, 4, 8)}, Named{"tp4 pp2 1f1b hsdp", layout(4, 2, 8)}})
+    for (int stage : {1, 3})
+      for (bool overlap : {false, true}) {
+        ParallelLayout l = n.l;
+        l.dp_comm_overlap = overlap;
+        Scenario sc = layout_scenario(l, false);
+        sc.strategy.sharding.stage = stage;
+        sc.strategy.sharding.group = Sharding::kGroupNode;
+        const Simulator sim(sc, quiet());
+        const LayoutStep ls = sim.predictor().layout_step(64);
+        const Prediction closed = sim.predictor().predict(64);
+        const SimResult r = sim.run(64);
+        const double want = in_seconds(closed.iteration_time);
+        EXPECT_NEAR(in_seconds(r.prediction.iteration_time), want, 1e-9 * want) << n.name << " stage " << stage << overlap;
+        Scenario whole = sc;
+        whole.strategy.sharding.group = Sharding::kGroupAll;
+        const LayoutStep all = Predictor(whole).layout_step(64);
+        // the reduction: the shard group's reduce-scatter and the replicas' all-reduce, not the whole group's
+        EXPECT_NE(in_seconds(ls.step.stage_passes[0].dp_reduce), in_seconds(all.step.stage_passes[0].dp_reduce)) << n.name;
+        // the update over the shard group of 2, not the DP group
+        EXPECT_NEAR(in_seconds(ls.step.update) * 2, in_seconds(all.step.update) * l.dp(64), 1e-12) << n.name;
+      }
+}
+
 // Eq. P37 with the DP collectives overlapped (dp_comm_overlap: P19's reduce-scatter beside each stage's last backward,
 // the distributed optimiser's all-gather beside its first forward), stages alike, jitter off. Without chunks P19 is the
 // events' schedule: equal to 1e-9. Interleaved, P21 places chunk j's last backward (first forward) j·p chunk passes

@@ -172,8 +172,10 @@ std::int64_t rank_params(const Network& net, const ParallelLayout& l, int stage)
 /// routers not counted: they are dense, reduced over dp·cp). Part of rank_params; 0 for a dense model.
 std::int64_t rank_expert_params(const Network& net, const ParallelLayout& l, int stage);
 /// Eq. P5: the gradient traffic of one step on one GPU: the rank's parameters over the dp·cp group (Megatron
-/// reduces over data and context ranks), as eq. S2 gives it for the strategy's sharding.
-StepTraffic dp_step_traffic(std::int64_t params, const Sharding& s, Precision p, int dp_cp);
+/// reduces over data and context ranks), as eq. S2 gives it for the strategy's sharding. Eq. P40: `shard` the ranks
+/// of the dp·cp group the state is sharded over (layout_shards; 0: all of them), the rest replicas: the reduce-scatter
+/// and all-gathers over the shard group and the shard's all-reduce over the dp·cp/shard replicas (eq. S2c).
+StepTraffic dp_step_traffic(std::int64_t params, const Sharding& s, Precision p, int dp_cp, int shard = 0);
 
 // ---- mixture of experts (eq. P16-P18) ---------------------------------------------------------------------
 
@@ -306,7 +308,8 @@ struct BlockRecompute {
 std::vector<BlockRecompute> full_recompute_blocks(const Network& net, const ParallelLayout& l, double fraction = 1.0);
 
 /// Eq. P10: one rank's memory on pipeline stage `stage`: weights, gradients and optimiser state of its
-/// rank_params under the DP sharding over `dp_cp` GPUs (estimate_training_memory's eq. S3), and activations:
+/// rank_params under the DP sharding over `dp_cp` GPUs (estimate_training_memory's eq. S3; a hybrid strategy's shard
+/// group, LayoutShards::shard, eq. P40), and activations:
 /// in_flight_microbatches × what the stage's layers keep of a micro-batch (eq. P9), plus under full recompute
 /// the largest of its checkpoints' blocks as they run again (one checkpoint at a time; eq. P31: the blocks not
 /// recomputed keep their activations, a checkpoint of N blocks keeps one input and rebuilds N blocks).
@@ -351,6 +354,22 @@ struct RankCoordinates {
 RankCoordinates rank_coordinates(const ParallelLayout& l, int gpus, int rank);
 /// Places a layout's groups on `gpus` GPUs of the cluster (InputError("gpus") when it cannot hold them).
 LayoutPlacement place_layout(const ParallelLayout& l, const Cluster& cluster, int gpus);
+
+/// Eq. P40: a sharded strategy's shard and replica groups inside a layout's dp·cp group (HSDP under a layout; eq. S1
+/// within each dp·cp group): the group's ranks in rank order, shard groups of n consecutive ones, and the j-th rank
+/// of every shard group in the j-th replica group of R = dp·cp/n. n is the strategy's group: `all` every rank of the
+/// dp·cp group, `node` its ranks on one node (Sharding::kGroupNode: the node's GPUs less the other dimensions' share
+/// of them), a count that many ranks (torchtitan's dp_shard). Stage 0, or n = dp·cp: one shard group, the dp·cp
+/// group's placement, R = 1.
+struct LayoutShards {
+  int shard = 1;                        // n
+  int replicas = 1;                     // R
+  GroupPlacement shard_at, replica_at;  // eq. P11 for every shard group, every replica group, at once
+};
+/// InputError("gpus") where n does not divide the dp·cp ranks or exceeds them, or `node` finds the dp·cp group's
+/// ranks spread unevenly over nodes; InputError("ep") for n < dp·cp beside expert parallelism (not modelled).
+LayoutShards layout_shards(const ParallelLayout& l, const Sharding& s, const Cluster& cluster, int gpus,
+                           const LayoutPlacement& at);
 
 /// Eq. P12: one collective of `group`'s kind, every group of the kind at once, on the existing collective
 /// model: its time for the group's placement with the bytes scaled by the NIC share when it leaves the node.

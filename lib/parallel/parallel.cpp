@@ -684,8 +684,14 @@ std::int64_t rank_expert_params(const Network& net, const std::vector<int>& st, 
   return p;
 }
 
-StepTraffic dp_step_traffic(std::int64_t params, const Sharding& s, Precision p, int dp_cp) {
-  return step_traffic(params, s, p, GpuPlacement{dp_cp, 1, dp_cp});  // eq. P5 = eq. S2 on the dp·cp group
+StepTraffic dp_step_traffic(std::int64_t params, const Sharding& s, Precision p, int dp_cp, int shard) {
+  if (shard <= 0 || shard >= dp_cp || !s.sharded())
+    return step_traffic(params, s, p, GpuPlacement{dp_cp, 1, dp_cp});  // eq. P5 = eq. S2 on the dp·cp group
+  // eq. P40: eq. S2 with a shard group of n of the dp·cp ranks and dp·cp/n replicas (S2c), as S1 forms them on
+  // dp·cp/n "nodes" of n (only the counts matter to S2)
+  Sharding h = s;
+  h.group = shard;
+  return step_traffic(params, h, p, GpuPlacement{dp_cp, dp_cp / shard, shard});
 }
 
 // ---- compute -----------------------------------------------------------------------------------------------
@@ -1166,6 +1172,53 @@ GroupPlacement place_members(ParallelGroup g, const std::vector<std::vector<int>
   return p;
 }
 }  // namespace
+
+LayoutShards layout_shards(const ParallelLayout& l, const Sharding& s, const Cluster& c, int gpus, const LayoutPlacement& at) {
+  const GroupPlacement& dpg = at[ParallelGroup::dp_cp];
+  const int dp_cp = dpg.size;
+  LayoutShards r{dp_cp, 1, dpg, GroupPlacement{}};
+  r.replica_at.group = ParallelGroup::dp_cp;
+  r.replica_at.groups = gpus;
+  if (!s.sharded() || dp_cp <= 1 || s.group == Sharding::kGroupAll) return r;
+  int n = s.group;
+  if (s.group == Sharding::kGroupNode) {  // eq. P40: the dp·cp group's ranks on one node
+    if (!dpg.uniform)
+      throw field_error("gpus",
+                        fmt::format("the framework shards inside a node, and the layout's {} data-parallel (dp·cp) "
+                                    "ranks are not spread evenly over the nodes (eq. P40)",
+                                    dp_cp));
+    n = dpg.per_node;
+  }
+  if (n > dp_cp || dp_cp % n != 0)
+    throw field_error("gpus",
+                      fmt::format("the framework shards over groups of {} data-parallel ranks; the layout's {} "
+                                  "(dp {} × cp {}) do not divide into them (eq. P40)",
+                                  n, dp_cp, l.dp(gpus), l.cp));
+  if (n == dp_cp) return r;
+  if (l.ep > 1)
+    throw field_error("ep",
+                      fmt::format("hybrid sharding (shard groups of {} of the {} data-parallel ranks) beside expert "
+                                  "parallelism is not modelled (eq. P40)",
+                                  n, dp_cp));
+  // eq. P40: each dp·cp group's ranks in rank order, n consecutive ones a shard group, every n-th a replica group
+  const int gpn = std::max(1, c.gpus_per_node), nodes_total = (gpus + gpn - 1) / gpn;
+  int nics = 1;  // the simple form: one NIC per node (Cluster::inter_node)
+  if (c.topology && c.topology->fabric().nics_per_node > 0) nics = c.topology->fabric().nics_per_node;
+  std::vector<std::vector<int>> shards, replicas;
+  for (const auto& grp : group_members(l, gpus, ParallelGroup::dp_cp)) {
+    for (std::size_t k = 0; k < grp.size(); k += static_cast<std::size_t>(n))
+      shards.emplace_back(grp.begin() + static_cast<std::ptrdiff_t>(k), grp.begin() + static_cast<std::ptrdiff_t>(k + n));
+    for (int j = 0; j < n; ++j) {
+      std::vector<int>& o = replicas.emplace_back();
+      for (std::size_t k = static_cast<std::size_t>(j); k < grp.size(); k += static_cast<std::size_t>(n)) o.push_back(grp[k]);
+    }
+  }
+  r.shard = n;
+  r.replicas = dp_cp / n;
+  r.shard_at = place_members(ParallelGroup::dp_cp, shards, c, gpus, gpn, nodes_total, nics);
+  r.replica_at = place_members(ParallelGroup::dp_cp, replicas, c, gpus, gpn, nodes_total, nics);
+  return r;
+}
 
 Seconds group_collective_time(const CollectiveModel& model, const CollectiveCall& call, const GroupPlacement& g) {
   if (g.size <= 1 || call.count <= 0) return Seconds{};

@@ -307,10 +307,14 @@ struct DpComm {
   Seconds reduce, gather;
 };
 
+/// The shard groups of a group that is sharded whole (P17's expert-data-parallel group): one, R = 1.
+LayoutShards whole_group(const GroupPlacement& g) { return {g.size, 1, g, GroupPlacement{}}; }
+
 /// P5: the gradients of the largest stage (`params` a rank) over the dp·cp group (`dpg`), after the pipeline's last
-/// backward; P17: the experts' over their expert-data-parallel group in the same way.
-DpComm dp_reduction(const CollectiveModel& coll, const GroupPlacement& dpg, double params, const Sharding& sh,
-                    const ComputeOptions& opt) {
+/// backward; P17: the experts' over their expert-data-parallel group in the same way. Sharded, eq. P40: over the
+/// shard groups (`sg`; the whole group but for a hybrid strategy) and the shard all-reduced across the replicas.
+DpComm dp_reduction(const CollectiveModel& coll, const GroupPlacement& dpg, const LayoutShards& sg, double params,
+                    const Sharding& sh, const ComputeOptions& opt) {
   if (!(params > 0.0)) return {};
   const double g = reduce_bytes_per_element(sh, opt.precision), w = working_bytes_per_element(opt.precision);
   using G = ParallelGroup;
@@ -318,25 +322,34 @@ DpComm dp_reduction(const CollectiveModel& coll, const GroupPlacement& dpg, doub
     return {
         group_collective_time(coll, {"DP all-reduce", G::dp_cp, CollectiveOp::allreduce, bytes(params * g), 1, true, false}, dpg),
         Seconds{}};
-  // sharded over the whole dp·cp group: reduce-scatter of the gradients, all-gather of the parameters (after the
-  // update at stages 1-2; at stage 3 before the passes that need them, eq. P20)
-  return {
+  // sharded over the shard group: reduce-scatter of the gradients, all-gather of the parameters (after the update at
+  // stages 1-2; at stage 3 before the passes that need them, eq. P20); hybrid (eq. P40, S7): each rank's reduced shard
+  // all-reduced across its replica group on the same stream, right after the reduce-scatter, every replica group at
+  // once on the links its ranks sit on (P11-P12: the replica groups of a node share its NICs, as S7b)
+  DpComm d{
       group_collective_time(coll, {"DP reduce-scatter", G::dp_cp, CollectiveOp::reducescatter, bytes(params * g), 1, true, false},
-                            dpg),
-      group_collective_time(coll, {"DP all-gather", G::dp_cp, CollectiveOp::allgather, bytes(params * w), 1, false, false}, dpg)};
+                            sg.shard_at),
+      group_collective_time(coll, {"DP all-gather", G::dp_cp, CollectiveOp::allgather, bytes(params * w), 1, false, false},
+                            sg.shard_at)};
+  if (sg.replicas > 1)
+    d.reduce += group_collective_time(
+        coll, {"DP replica all-reduce", G::dp_cp, CollectiveOp::allreduce, bytes(params * g / sg.shard), 1, true, false},
+        sg.replica_at);
+  return d;
 }
 
 /// Eq. P37: a stage's own DP collectives (P5 over its parameters, P17's experts' beside them), stages of one size
 /// timed once (the last size's kept).
 class StageDp {
  public:
-  DpComm operator()(const CollectiveModel& coll, const LayoutPlacement& at, std::int64_t params, std::int64_t experts,
-                    const Sharding& sh, const ComputeOptions& opt) {
+  DpComm operator()(const CollectiveModel& coll, const LayoutPlacement& at, const LayoutShards& sg, std::int64_t params,
+                    std::int64_t experts, const Sharding& sh, const ComputeOptions& opt) {
     if (params == params_ && experts == experts_) return comm_;
     params_ = params;
     experts_ = experts;
-    const DpComm d = dp_reduction(coll, at[ParallelGroup::dp_cp], static_cast<double>(params - experts), sh, opt),
-                 e = dp_reduction(coll, at[ParallelGroup::edp], static_cast<double>(experts), sh, opt);
+    const GroupPlacement& edp = at[ParallelGroup::edp];
+    const DpComm d = dp_reduction(coll, at[ParallelGroup::dp_cp], sg, static_cast<double>(params - experts), sh, opt),
+                 e = dp_reduction(coll, edp, whole_group(edp), static_cast<double>(experts), sh, opt);
     comm_ = {d.reduce + e.reduce, d.gather + e.gather};
     return comm_;
   }
@@ -426,7 +439,9 @@ ParallelStep parallel_step(const Network& net, const LayerTimes& times, const Cl
 
   ParallelStep r;
   r.memory.reserve(static_cast<std::size_t>(l.pp));
-  const int dp_cp = l.dp(gpus) * l.cp;
+  // eq. P40: the state sharded over the strategy's shard groups of the dp·cp ranks (all of them but for HSDP)
+  const LayoutShards sg = layout_shards(l, sh, cluster, gpus, at);
+  const int shard = sg.shard;
   const ActivationRecompute ar = activation_recompute(opt.recompute);
   std::int64_t most_params = 0, most_experts = 0;
   StageDp own_dp;
@@ -456,28 +471,29 @@ ParallelStep parallel_step(const Network& net, const LayerTimes& times, const Cl
       r.p2p = p2p;
     }
     const std::int64_t params = rank_params(net, stage, l, s), expert_params = rank_expert_params(net, stage, l, s);
-    const DpComm own = own_dp(coll, at, params, expert_params, sh, opt);  // eq. P37, for the simulator's events
+    const DpComm own = own_dp(coll, at, sg, params, expert_params, sh, opt);  // eq. P37, for the simulator's events
     r.stage_passes.push_back({.forward = st.forward + st.comm_fwd,
                               .backward = st.backward + (st.tp + st.cp + st.ep - st.comm_fwd),
                               .forward_compute = st.forward,
                               .backward_compute = st.backward,
                               .dp_reduce = own.reduce,
                               .dp_gather = own.gather,
-                              .update = sh.sharded() ? st.update / static_cast<double>(std::max(dp_cp, 1)) : st.update});
+                              .update = sh.sharded() ? st.update / static_cast<double>(std::max(shard, 1)) : st.update});
     most_update = max(most_update, st.update);
     most_params = std::max(most_params, params);
     most_experts = std::max(most_experts, expert_params);
-    r.memory.push_back(rank_memory(net, block, m, stage, l, s, opt, sh, dp_cp, ar, reserved));
+    r.memory.push_back(rank_memory(net, block, m, stage, l, s, opt, sh, shard, ar, reserved));  // eq. P10 with P40
   }
   r.send = comm.send;
   r.sends_overlapped = overlap_sends;
   if (!overlap_sends) r.pipeline = pipeline_time(l.schedule, l.pp, l.micro_batches, l.vp, r.per_microbatch);
   r.bubble = r.pipeline - r.per_microbatch * static_cast<double>(l.micro_batches);
-  const DpComm dense = dp_reduction(coll, at[ParallelGroup::dp_cp], static_cast<double>(most_params - most_experts), sh, opt),
-               experts = dp_reduction(coll, at[ParallelGroup::edp], static_cast<double>(most_experts), sh, opt);
+  const DpComm dense = dp_reduction(coll, at[ParallelGroup::dp_cp], sg, static_cast<double>(most_params - most_experts), sh, opt),
+               experts = dp_reduction(coll, at[ParallelGroup::edp], whole_group(at[ParallelGroup::edp]),
+                                      static_cast<double>(most_experts), sh, opt);
   r.dp_first_share = rank_chunks(l, m.layers).first_block;
   r.dp_comm = dp_exposed({dense.reduce + experts.reduce, dense.gather + experts.gather}, l, sh, r, m.layers);
-  r.update = sh.sharded() ? most_update / static_cast<double>(std::max(dp_cp, 1)) : most_update;
+  r.update = sh.sharded() ? most_update / static_cast<double>(std::max(shard, 1)) : most_update;
   // eq. P33: Megatron's embedding group all-reduces a tied word embedding's gradient between the first and the last stage
   // after the DP reduction, before the update, not overlapped
   if (l.pp > 1 && tied_output_embedding(net))

@@ -135,6 +135,12 @@ std::string explain_parallel(const Scenario& sc, int gpus) {
   out += group_row("PP", at[ParallelGroup::pp]);
   out += group_row("DP", at[ParallelGroup::dp]);
   out += group_row("DP×CP", at[ParallelGroup::dp_cp]);
+  // eq. P40: a hybrid strategy's shard groups of the dp·cp ranks and the replica groups its shards are all-reduced over
+  const LayoutShards sg = layout_shards(l, sc.strategy.sharding, sc.cluster, gpus, at);
+  if (sg.replicas > 1) {
+    out += group_row("DP shard", sg.shard_at);
+    out += group_row("DP replicas", sg.replica_at);
+  }
   if (shape.experts > 0) {  // eq. P17
     out += group_row("EP", at[ParallelGroup::ep]);
     out += group_row("EDP (experts' DP)", at[ParallelGroup::edp]);
@@ -199,6 +205,11 @@ std::string explain_parallel_json(const Scenario& sc, int gpus, const std::optio
               {"pp", group_json(x.at[ParallelGroup::pp])},
               {"dp", group_json(x.at[ParallelGroup::dp])},
               {"dp_cp", group_json(x.at[ParallelGroup::dp_cp])}};
+  const LayoutShards sg = layout_shards(l, sc.strategy.sharding, sc.cluster, gpus, x.at);
+  if (sg.replicas > 1) {  // eq. P40
+    groups["dp_shard"] = group_json(sg.shard_at);
+    groups["dp_replicas"] = group_json(sg.replica_at);
+  }
   if (x.shape.experts > 0) {  // eq. P17
     groups["ep"] = group_json(x.at[ParallelGroup::ep]);
     groups["edp"] = group_json(x.at[ParallelGroup::edp]);

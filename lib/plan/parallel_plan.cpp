@@ -116,6 +116,33 @@ struct MicroBatchTimes {
   }
 };
 
+/// Eq. P39: a grid layout of t = p = c = e = 1, which predict (with the plan's predict_options: m as a number) takes as
+/// data parallelism with m micro-batches accumulated.
+bool data_parallel_point(const ParallelLayout& l) noexcept { return l.tp == 1 && l.pp == 1 && l.cp == 1 && l.ep == 1; }
+
+/// Eq. P39 for the plan (P41): such a layout predicted as predict predicts it, by the data-parallel path (the Predictor
+/// on the base scenario with the layout's micro-batch, m, recompute mode and sharding stage), its memory with the plan's
+/// reserve in place of predict's 1 GB (eq. P10's convention for the other rows); nullopt where the scenario is refused.
+std::optional<Prediction> data_parallel_prediction(const PlanContext& c, const ParallelLayout& l, Recompute rc,
+                                                   const Sharding& sh) {
+  Scenario sc = c.base;
+  ParallelLayout given = l;
+  given.global_batch_target = 0;  // m as predict_options gives it: a number (data_parallel_layout)
+  sc.parallel = given;
+  sc.compute.recompute = rc;
+  sc.compute.checkpointing = false;
+  sc.strategy.sharding = sh;
+  Prediction p;
+  try {
+    p = Predictor(std::move(sc), Predictor::TimesOnly{}).predict(c.gpus);
+  } catch (const InputError&) {
+    return std::nullopt;
+  }
+  p.memory.per_gpu += c.reserve - bytes(kDefaultReservedBytes);
+  p.memory.fits = !(p.memory.capacity > Bytes{}) || p.memory.per_gpu <= p.memory.capacity;
+  return p;
+}
+
 /// A layout the grid pruned by memory by a little (eq. P38): one that moving blocks off its first or last stage
 /// (P26b) may make fit.
 struct NearMiss {
@@ -154,6 +181,25 @@ void plan_layouts(const PlanContext& c, const ParallelPlanSpace& space, MicroBat
               continue;
             }
             ++r.evaluated;
+            if (data_parallel_point(*l)) {  // eq. P39 (P41): predict's data-parallel path, its memory the pruning's
+              auto p = data_parallel_prediction(c, *l, opt.recompute, sh);
+              if (!p) {
+                --r.evaluated;
+                ++r.invalid;
+                continue;
+              }
+              if (!p->memory.fits) {
+                ++r.out_of_memory;
+                continue;
+              }
+              ParallelPlanEntry e;
+              e.prediction = std::move(*p);
+              e.layout = *l;
+              e.recompute = opt.recompute;
+              e.sharding_stage = stage;
+              r.ranked.push_back(std::move(e));
+              continue;
+            }
             if (limited) {
               const Bytes worst = first_and_last_stage_memory(c, *l, opt, sh);
               if (worst > c.capacity) {
@@ -360,7 +406,8 @@ class Refiner {
   /// first and last stages fit: found by bisection on [1, n_c − 1] (N = n_c, the largest chunk's blocks, is full
   /// recompute), then timed; where a stage between does not fit, the next N up (at most two more).
   void recompute_num_layers(ParallelPlanEntry& e) {
-    if (!variants().recompute_num_layers || e.recompute != Recompute::full ||
+    // eq. P39: recompute_method acts on nothing where the layout is data parallelism (predict says so)
+    if (!variants().recompute_num_layers || e.recompute != Recompute::full || data_parallel_point(e.layout) ||
         e.layout.recompute_method != RecomputeMethod::uniform || e.layout.recompute_num_layers != 1)
       return;
     const int most = static_cast<int>(most_blocks_in_a_chunk(c_.shape.layers, e.layout));
@@ -492,7 +539,10 @@ std::string where(const GroupPlacement& g) {
 /// The parts of a step that a layout trades against each other, in the order explain lists them.
 std::vector<std::pair<const char*, Seconds>> parts(const Prediction& p) {
   const auto& b = p.breakdown;
-  const auto& par = *b.parallel;
+  // eq. P39: a data-parallel row's step is the data-parallel path's; its communication exposed is its DP part
+  Breakdown::Parallel par;
+  if (b.parallel) par = *b.parallel;
+  else par.dp_comm = b.comm_exposed;
   return {{"compute", b.forward + b.backward},
           {"TP exposed", par.tp_comm},
           {"CP exposed", par.cp_comm},
