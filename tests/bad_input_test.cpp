@@ -614,6 +614,16 @@ std::vector<Row> catalogue() {
        {{"f.yaml", std::string(kFramework) + "sharding: {stage: 3}\nmixed_precision: {gradients: fp32}\n"}}, kCmdFramework,
        E + "{dir}/f.yaml:8:30: 'mixed_precision.gradients': a sharded framework's gradients are those of its working copy; "
            "'gradients: fp32' is for replicated ones\n"},
+      // eq. F2 (docs/model.md): the input hand-over of a prefetched batch, a time >= 0 and <= 100 ms, with prefetching
+      {"framework_negative_input_handover", {{"f.yaml", std::string(kFramework) + "input_handover: \"-0.2 ms\"\n"}}, kCmdFramework,
+       E + "{dir}/f.yaml:7:17: 'input_handover': '-0.2 ms' is negative\n"},
+      {"framework_input_handover_unknown_unit", {{"f.yaml", std::string(kFramework) + "input_handover: \"0.2 msec\"\n"}},
+       kCmdFramework, E + "{dir}/f.yaml:7:17: 'input_handover': unknown time unit 'msec' in '0.2 msec' (use s, ms, us, ns)\n"},
+      {"framework_input_handover_too_long", {{"f.yaml", std::string(kFramework) + "input_handover: \"0.2 s\"\n"}}, kCmdFramework,
+       E + "{dir}/f.yaml:7:17: 'input_handover': an input hand-over is at most 100 ms a batch\n"},
+      {"framework_input_handover_without_prefetch",
+       {{"f.yaml", edit(kFramework, 2, "io: {prefetch: false, memory: pinned}") + "input_handover: \"0.2 ms\"\n"}}, kCmdFramework,
+       E + "{dir}/f.yaml:7:17: 'input_handover': an input hand-over needs a prefetching reader (io: {prefetch: true})\n"},
       {"framework_overhead_without_unit", {{"f.yaml", std::string(kFramework) + "iteration_overhead: 0.5\n"}}, kCmdFramework,
        E + "{dir}/f.yaml:7:21: 'iteration_overhead': '0.5' has no unit (time needs one, e.g. \"5 us\")\n"},
       // ---- the input pipeline (a cluster's input: section, docs/input-formats.md) ------------------------

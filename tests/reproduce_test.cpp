@@ -5,12 +5,16 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "support/run.hpp"
 
@@ -101,15 +105,16 @@ TEST(Reproduce, TableVRowsPrintWithTheirErrors) {
   EXPECT_NEAR(cntk.at("iteration_time_s").get<double>(), 0.7450, 1e-9);
   EXPECT_DOUBLE_EQ(cntk.at("measured").at("iteration_time_s").get<double>(), 0.7433);
   EXPECT_NEAR(cntk.at("error_percent").at("iteration_time_s").get<double>(), 0.2287, 1e-3);
-  // Caffe-MPI AlexNet prefetches (eq. 4): t_iter = max(0.0526 + 0.1718 + 0.3560 + 0.0062, 0.0002) = 0.5866 s
-  // against 0.5772 s: +1.629 %.
+  // Caffe-MPI AlexNet prefetches (eq. 4 with its 0.2 ms input hand-over on the GPU side, eq. F2b; the profile's
+  // 0.0002 s wait is under 1 % of the iteration, so its reader is the model's, 0.164 s): t_iter =
+  // max(0.0526 + 0.1718 + 0.3560 + 0.0062 + 0.0002, 0.164) = 0.5868 s against 0.5772 s: +1.6632 %.
   const auto& caffe = find_row("table5-single-gpu", "alexnet", "caffe-mpi", "profile", 1);
-  EXPECT_NEAR(caffe.at("iteration_time_s").get<double>(), 0.5866, 1e-9);
-  EXPECT_NEAR(caffe.at("error_percent").at("iteration_time_s").get<double>(), 1.6285, 1e-3);
-  // Table V's t_io is the wait for data: all of the read for CNTK (no prefetching), only what exceeds the
-  // GPU side for Caffe-MPI: max(0, 0.0002 − 0.5866) = 0 against 0.0002 s.
+  EXPECT_NEAR(caffe.at("iteration_time_s").get<double>(), 0.5868, 1e-9);
+  EXPECT_NEAR(caffe.at("error_percent").at("iteration_time_s").get<double>(), 1.6632, 1e-3);
+  // Table V's t_io is the wait for data: all of the read for CNTK (no prefetching), for Caffe-MPI the hand-over or
+  // what exceeds the GPU side if more (eq. F2b): max(0.0002, 0.164 − 0.5866) = 0.0002 against 0.0002 s.
   EXPECT_NEAR(cntk.at("derived").at("io_exposed_s").get<double>(), 0.2233, 1e-12);
-  EXPECT_EQ(caffe.at("derived").at("io_exposed_s").get<double>(), 0.0);
+  EXPECT_NEAR(caffe.at("derived").at("io_exposed_s").get<double>(), 0.0002, 1e-12);
   // The spec rows carry the same measured phases (every phase compared).
   const auto& spec = find_row("table5-single-gpu", "resnet50", "tensorflow", "spec", 1);
   for (const char* k : {"io_exposed_s", "h2d_s", "forward_s", "backward_s", "update_s", "iteration_time_s"})
@@ -118,14 +123,14 @@ TEST(Reproduce, TableVRowsPrintWithTheirErrors) {
   const auto r = run_cli("reproduce shi-chu-2018 --experiment table5-single-gpu");
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_THAT(r.out, HasSubstr("0.7450 (0.7433 +0.2%)"));
-  EXPECT_THAT(r.out, HasSubstr("0.5866 (0.5772 +1.6%)"));
+  EXPECT_THAT(r.out, HasSubstr("0.5868 (0.5772 +1.7%)"));
   EXPECT_THAT(r.out, HasSubstr("from specifications"));
 }
 
 // Issue 34: every phase of Table V from specifications (t_io wait, t_h2d, t_f, t_b, t_u of the 12 cells, 60 in all),
 // each error computed here from the row's predicted and measured seconds, and printed; the goal (all within 15 %,
 // mean at most 6 %) is not reached yet, so the test holds what the model reaches (docs/reproduce.md, "Table V's remaining
-// misses", lists the 23 that miss and the readings tested against them).
+// misses", lists the 14 that miss and the readings tested against them).
 TEST(Reproduce, TableVEveryPhaseFromSpecifications) {
   static const std::pair<const char*, const char*> phases[] = {
       {"io_exposed_s", "t_io wait"}, {"h2d_s", "t_h2d"}, {"forward_s", "t_f"}, {"backward_s", "t_b"}, {"update_s", "t_u"}};
@@ -149,7 +154,63 @@ TEST(Reproduce, TableVEveryPhaseFromSpecifications) {
   std::printf("Table V every phase from specifications: %d of %d within 15%%, mean absolute error %.1f%%\n", within, count,
               100 * sum / count);
   EXPECT_EQ(count, 60);
-  EXPECT_GE(within, 37);  // where the model stands (issue 34's goal: 60)
+  // where the model stands (issue 34's goal: 60): 37 before eq. F2's input hand-over, 46 with it (the nine
+  // hand-over cells of Caffe-MPI, CNTK, MXNet and TensorFlow's AlexNet met; TensorFlow's GoogLeNet and ResNet-50 not)
+  EXPECT_GE(within, 46);
+}
+
+// Eq. F2 (docs/model.md): a prefetching framework's fixed input hand-over, `input_handover` in its framework file,
+// the median of its prefetched networks' Table V t_io cells, by hand:
+//   Caffe-MPI  median(0.0002, 0.0002, 0.0002) = 0.0002 s
+//   CNTK       median(0.0001, 0.0001)         = 0.0001 s (GoogLeNet, ResNet-50; AlexNet's 588 MiB batch passes
+//                                                its 256 MiB buffer: read in the iteration, eq. 2, no hand-over)
+//   MXNet      median(0.0001, 0.0001, 0.0001) = 0.0001 s
+//   TensorFlow median(0.0008, 0.0010, 0.0003) = 0.0008 s
+// From specifications every prefetched read is hidden on one P40, so the predicted wait (eq. F2b, max(h, t_io − t_gpu))
+// is h itself. In-sample: 0 % for Caffe-MPI, CNTK and MXNet; TensorFlow 0.8/0.8 − 1 = 0, 0.8/1.0 − 1 = −20 %,
+// 0.8/0.3 − 1 = +166.7 %: mean absolute error over the 11 cells (20 + 166.667)/11 = 16.97 %. Leave one network out
+// (the median of the framework's other networks; of two, their mean): 0 % for Caffe-MPI, CNTK (each from the other)
+// and MXNet; TensorFlow AlexNet (1.0+0.3)/2 = 0.65, −18.75 %; GoogLeNet (0.8+0.3)/2 = 0.55, −45 %; ResNet-50
+// (0.8+1.0)/2 = 0.9, +200 %: mean (18.75 + 45 + 200)/11 = 23.98 %.
+TEST(Reproduce, TableVInputHandoverFittedAndLeftOut) {
+  const std::map<std::string, double> handover = {
+      {"caffe-mpi", 0.0002}, {"cntk", 0.0001}, {"mxnet", 0.0001}, {"tensorflow", 0.0008}};
+  double in_sample = 0, left_out = 0;
+  int cells = 0;
+  for (const auto& [framework, h] : handover) {
+    std::vector<std::pair<std::string, double>> measured;  // the framework's prefetched networks' cells
+    for (const char* model : {"alexnet", "googlenet", "resnet50"}) {
+      const json& row = find_row("table5-single-gpu", model, framework, "spec", 1);
+      const double wait = row.at("derived").at("io_exposed_s").get<double>();
+      if (framework == "cntk" && std::string(model) == "alexnet") {  // not prefetched: the wait is the whole read
+        EXPECT_DOUBLE_EQ(wait, row.at("breakdown").at("io_s").get<double>());
+        continue;
+      }
+      EXPECT_NEAR(wait, h, 1e-12) << framework << " " << model;
+      measured.emplace_back(model, row.at("measured").at("io_exposed_s").get<double>());
+    }
+    std::string line = fmt::format("F2 {:<11} h {:.4f} s:", framework, h);
+    for (std::size_t i = 0; i < measured.size(); ++i) {
+      std::vector<double> others;
+      for (std::size_t j = 0; j < measured.size(); ++j)
+        if (j != i) others.push_back(measured[j].second);
+      std::sort(others.begin(), others.end());
+      const std::size_t n = others.size();
+      const double median = n % 2 == 1 ? others[n / 2] : (others[n / 2 - 1] + others[n / 2]) / 2;
+      const double m = measured[i].second, in = h / m - 1, out = median / m - 1;
+      line += fmt::format(" {} {:.4f} in-sample {:+.1f}% left out {:.4f} {:+.1f}%;", measured[i].first, m, 100 * in, median,
+                          100 * out);
+      in_sample += std::abs(in);
+      left_out += std::abs(out);
+      ++cells;
+    }
+    std::printf("%s\n", line.c_str());
+  }
+  std::printf("F2 input hand-over, %d cells: in-sample mean %.2f%%, leave-one-network-out mean %.2f%%\n", cells,
+              100 * in_sample / cells, 100 * left_out / cells);
+  EXPECT_EQ(cells, 11);
+  EXPECT_NEAR(100 * in_sample / cells, 100 * (0.2 + 0.8 / 0.3 - 1) / 11, 1e-6);
+  EXPECT_NEAR(100 * left_out / cells, 100 * (0.1875 + 0.45 + 2.0) / 11, 1e-6);
 }
 
 TEST(Reproduce, WorkedExamplesPrintWithTheirErrors) {

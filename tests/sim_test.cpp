@@ -13,6 +13,7 @@
 #include "dlscale/collective.hpp"
 #include "dlscale/equations.hpp"
 #include "dlscale/error.hpp"
+#include "dlscale/input_pipeline.hpp"
 #include "dlscale/io.hpp"
 #include "dlscale/predict.hpp"
 #include "dlscale/sim/engine.hpp"
@@ -602,6 +603,39 @@ TEST(SimHand, PrefetchHidesReadsUntilTheyDominate) {
   EXPECT_NEAR(in_seconds(Simulator(sc, opt).run(2).prediction.iteration_time), 0.331, 1e-12);
   opt.contention = true;  // now the node's storage link is shared: back to 0.4 s
   EXPECT_NEAR(in_seconds(Simulator(sc, opt).run(2).prediction.iteration_time), 0.4, 1e-9);
+}
+
+TEST(SimHand, InputHandoverJoinsTheGpuSideAndHidesInAReaderBoundWait) {
+  // Eq. F2 (docs/model.md): the scenario above with a 10 ms hand-over of each prefetched batch. Reader-bound (one
+  // reader, 0.4 s an iteration against a GPU side of 0.331 + 0.010 s) the iteration stays the readers' 0.4 s: the
+  // hand-over is paid inside the wait, which is 0.4 − 0.341 = 0.059 s before the pop (F2b: the exposed wait
+  // max(h, t_io − t_gpu) = 0.069 s). Two readers (0.2 s an iteration, hidden): 0.331 + 0.010 = 0.341 s, which the
+  // closed form (one reader a node) does not model. Without prefetching nothing is charged: 0.4 + 0.331 s.
+  Scenario sc;
+  sc.cluster = test_cluster(1, 2);
+  sc.cluster.intra_node = LinkSpec{gigabytes_per_second(4), Seconds{}};
+  sc.network = one_layer_net(1000000);
+  sc.profile = one_layer_profile(0.2, 0.020, 0.100, 0.200, 0.010);
+  sc.batch_per_gpu = 8;
+  sc.strategy.input_handover = milliseconds(10);
+  SimOptions opt;
+  opt.iterations = 6;
+  const SimResult r = Simulator(sc, opt).run(2);
+  const Prediction closed = Predictor(sc).predict(2);
+  EXPECT_NEAR(in_seconds(closed.iteration_time), 0.4, 1e-12);
+  EXPECT_NEAR(in_seconds(r.prediction.iteration_time), 0.4, 1e-12);
+  EXPECT_NEAR(in_seconds(closed.breakdown.reader_loss), 0.059, 1e-12);
+  EXPECT_NEAR(in_seconds(r.prediction.breakdown.reader_loss), 0.059, 1e-12);
+  EXPECT_NEAR(in_seconds(closed.breakdown.input_handover), 0.010, 1e-15);
+  EXPECT_NEAR(in_seconds(eq::exposed_input_wait(closed.breakdown.io, seconds(0.331), closed.breakdown.input_handover, true)),
+              0.069, 1e-12);
+  opt.readers_per_node = 2;
+  EXPECT_NEAR(in_seconds(Simulator(sc, opt).run(2).prediction.iteration_time), 0.341, 1e-12);
+  opt.readers_per_node = 1;
+  sc.strategy.io_prefetch = false;
+  EXPECT_NEAR(in_seconds(Predictor(sc).predict(2).iteration_time), 0.731, 1e-12);
+  EXPECT_NEAR(in_seconds(Simulator(sc, opt).run(2).prediction.iteration_time), 0.731, 1e-12);
+  EXPECT_EQ(Predictor(sc).predict(2).breakdown.input_handover, Seconds{});
 }
 
 TEST(SimHand, SharedPcieSwitchSlowsConcurrentCopies) {

@@ -80,6 +80,21 @@ inline Seconds decode_time(double samples, double megapixels, int workers, doubl
 /// the t_io of eq. 4 (t_iter = max(t_gpu + t_comm, t_io)).
 constexpr Seconds reader_time(Seconds storage, Seconds decode) noexcept { return max(storage, decode); }
 
+/// Eq. F2a (docs/model.md, "F2"): the training thread's fixed cost of taking a prefetched batch from the
+/// readers' queue (the queue's pop, the synchronisation with the copy stream), h a batch, paid every
+/// iteration whether or not the read was hidden (Strategy::input_handover). It exists only where a reader
+/// prefetches: without prefetching (eq. 2, CNTK's AlexNet past its buffer) the iteration waits out the whole
+/// read, and whatever handing over there is lies inside that t_io.
+constexpr Seconds input_handover(Seconds per_batch, bool prefetched) noexcept { return prefetched ? per_batch : Seconds{}; }
+
+/// Eq. F2b: with prefetching the hand-over joins the GPU side of eq. 4, t_iter = max(t_gpu + t_comm + h, t_io),
+/// so the iteration's exposed input wait (Table V's t_io), t_iter − (t_gpu + t_comm), is
+/// w = max(h, t_io − (t_gpu + t_comm)); without prefetching w = t_io (eq. 2). `gpu_side` is t_gpu + t_comm
+/// without h, `handover` eq. F2a's (zero where nothing is prefetched).
+constexpr Seconds exposed_input_wait(Seconds io, Seconds gpu_side, Seconds handover, bool prefetched) noexcept {
+  return prefetched ? max(handover, io - gpu_side) : io;
+}
+
 }  // namespace eq
 
 /// The reader of one node feeding `gpus_per_node` GPUs of `batch_per_gpu` samples each, with `nodes` nodes

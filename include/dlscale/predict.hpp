@@ -108,10 +108,11 @@ struct Breakdown {
   Seconds sync_wait{};     // waiting for the slowest of N jittered workers (E[max of N] · σ)
   Seconds overhead{};      // the framework's fixed per-iteration cost (Strategy::iteration_overhead)
   // The input pipeline (Cluster::input; zero without one): io = max(io_storage, io_decode) per node.
-  Seconds io_storage{};   // reading a node's samples from its storage tier
-  Seconds io_decode{};    // decoding them on the node's CPU loader workers
-  Seconds gpu_decode{};   // GPU time decoding one GPU's batch (DALI), on the GPU side
-  Seconds reader_loss{};  // how much longer the iteration is than its GPU side: the reader-bound loss
+  Seconds io_storage{};      // reading a node's samples from its storage tier
+  Seconds io_decode{};       // decoding them on the node's CPU loader workers
+  Seconds gpu_decode{};      // GPU time decoding one GPU's batch (DALI), on the GPU side
+  Seconds reader_loss{};     // how much longer the iteration is than its GPU side: the reader-bound loss
+  Seconds input_handover{};  // eq. F2a: the prefetched batch's fixed hand-over, on the GPU side (0 unprefetched)
   // Eq. K20, the host's issue floor: the part of forward, backward and update that the phase waits for the host
   // to issue its kernels beyond the GPU's own work in it (zero where the floor does not bind, and for measured
   // or profiled times). Part of forward, backward and update, not beside them.

@@ -150,6 +150,10 @@ struct Strategy {
   // Synchronization losses (docs/model.md, "Synchronization losses"); both off by default.
   double jitter_cv = 0.0;        // coefficient of variation of a GPU's per-iteration compute time
   Seconds iteration_overhead{};  // fixed cost per iteration of more than one GPU (negotiation, launches)
+  /// `input_handover: "0.2 ms"`: the training thread's fixed cost of taking a prefetched batch from the readers'
+  /// queue, every iteration and on any number of GPUs (docs/model.md, eq. F2; eq::input_handover). Charged only
+  /// where the batch is prefetched; zero (the default) for frameworks no measurement gives it for.
+  Seconds input_handover{};
   // Sharded data parallelism (ZeRO, FSDP; docs/model.md, "Sharded data parallelism"); stage 0: replicas.
   Sharding sharding;
   Transport transport;  // how bytes cross nodes (`transport: NAME`); default: NCCL as modelled

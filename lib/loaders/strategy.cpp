@@ -298,6 +298,12 @@ Strategy read_strategy(const Node& root, const fs::path& data) {
     s.iteration_overhead = n->seconds();
     if (s.iteration_overhead < Seconds{}) n->fail("a per-iteration overhead cannot be negative");
   }
+  if (auto n = m.optional("input_handover")) {  // eq. F2 (docs/model.md)
+    s.input_handover = n->seconds();            // refuses a negative time
+    // a wait as long as a tenth of a second is a reader that fell behind (eq. 4 from the reader), not a hand-over
+    if (s.input_handover > milliseconds(100)) n->fail("an input hand-over is at most 100 ms a batch");
+    if (!s.io_prefetch) n->fail("an input hand-over needs a prefetching reader (io: {prefetch: true})");
+  }
   if (auto n = m.optional("transport")) s.transport = read_transport(*n, data);
   read_kernel_choices(m, s);
   if (auto n = m.optional("kernels")) read_kernel_execution(*n, s.execution);

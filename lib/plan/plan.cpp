@@ -62,8 +62,8 @@ std::vector<PathSegment> critical_path(const Prediction& p, const Strategy& s, S
   // per-layer updates overlapped with aggregation (eq. 6/7).
   const bool overlapped = s.overlap != Overlap::none && s.aggregation != Aggregation::broadcast_reduce;
   const Seconds update = overlapped && s.update == UpdatePlacement::per_layer ? first_update : b.update;
-  const Seconds gpu_side =
-      b.h2d + b.forward + b.backward + b.comm_exposed + update + b.sync_wait + b.overhead + b.gpu_decode + b.offload_d2h_exposed;
+  const Seconds gpu_side = b.h2d + b.forward + b.backward + b.comm_exposed + update + b.sync_wait + b.overhead + b.gpu_decode +
+      b.offload_d2h_exposed + b.input_handover;
   // With prefetching (eq. 4) t_iter = max(t_gpu + t_comm, t_io): only the part of t_io beyond the GPU
   // side is on the path. Without it (eq. 2) all of t_io is.
   const Seconds io_exposed = s.io_prefetch ? max(p.iteration_time - gpu_side, Seconds{}) : b.io;
@@ -84,6 +84,7 @@ std::vector<PathSegment> critical_path(const Prediction& p, const Strategy& s, S
   if (s.jitter_cv > 0.0) path.push_back({"wait for slowest GPU", b.sync_wait});
   if (s.iteration_overhead > Seconds{}) path.push_back({"framework overhead", b.overhead});
   if (b.gpu_decode > Seconds{}) path.push_back({"input decode on the GPU", b.gpu_decode});
+  if (b.input_handover > Seconds{}) path.push_back({"input hand-over", b.input_handover});  // eq. F2a
   return path;
 }
 

@@ -58,6 +58,8 @@ nlohmann::ordered_json prediction_json(const Prediction& p, const TrainingCost* 
                     {"comm_exposed_s", in_seconds(b.comm_exposed)},
                     {"sync_wait_s", in_seconds(b.sync_wait)},  // the wait for the slowest GPU (jitter_cv)
                     {"overhead_s", in_seconds(b.overhead)}};   // the framework's fixed cost per iteration
+  if (b.input_handover > Seconds{})  // eq. F2a: the prefetched batch's hand-over (absent where there is none)
+    e["breakdown"]["input_handover_s"] = in_seconds(b.input_handover);
   if (host_floor(b) > Seconds{})  // eq. K20: the parts of forward, backward and update at the host's issue floor
     e["breakdown"]["host_issue"] = {{"forward_s", in_seconds(b.forward_host)},
                                     {"backward_s", in_seconds(b.backward_host)},

@@ -43,9 +43,11 @@ Seconds time_on_path(Resource r, const Prediction& p) noexcept {
     case Resource::gpu: {
       // The critical path adds up to t_iter (plan.hpp, critical_path): what is left once the other
       // resources' segments, the fixed overhead, the CPU offload's steps and the host's issue floor are
-      // taken out is the GPU's.
+      // taken out is the GPU's (the input hand-over, eq. F2a, is the training thread's, not the GPU's).
       const Seconds offload = b.offload_d2h_exposed + b.offload_cpu + b.offload_h2d;
-      return max(p.iteration_time - b.reader_loss - b.h2d - b.comm_exposed - b.overhead - offload - host_floor(b), Seconds{});
+      return max(
+          p.iteration_time - b.reader_loss - b.h2d - b.comm_exposed - b.overhead - offload - host_floor(b) - b.input_handover,
+          Seconds{});
     }
   }
   return {};

@@ -921,7 +921,10 @@ Prediction Predictor::Impl::combine(int gpus, const GpuPlacement& at, const Inpu
     if (st.jitter_cv > 0.0) sync = eq::sync_wait(max_normal(gpus), st.jitter_cv, (f + b) * K);
     overhead = st.iteration_overhead;
   }
-  gpu_side += sync + overhead + reader.gpu_decode * K;
+  // eq. F2a: the training thread takes each prefetched batch from the readers' queue at a fixed cost, on the GPU
+  // side of eq. 4 (F2b: t_iter = max(t_gpu + t_comm + h, t_io)); without prefetching it is inside t_io
+  const Seconds handover = eq::input_handover(st.input_handover, st.io_prefetch) * K;
+  gpu_side += sync + overhead + reader.gpu_decode * K + handover;
   p.iteration_time = st.io_prefetch ? eq::iteration_io_hidden(gpu_side, Seconds{}, io) : io + gpu_side;
 
   p.breakdown = Breakdown{io, h2d_n, f * K, b * K, sharded ? sharded->update : u, comm_total, exposed};
@@ -931,6 +934,7 @@ Prediction Predictor::Impl::combine(int gpus, const GpuPlacement& at, const Inpu
   p.breakdown.io_decode = reader.decode * K;
   p.breakdown.gpu_decode = reader.gpu_decode * K;
   p.breakdown.reader_loss = st.io_prefetch ? max(io - gpu_side, Seconds{}) : io;
+  p.breakdown.input_handover = handover;
   if (host_floor_binds()) {  // eq. K20: the part of each phase at the host's issue floor
     p.breakdown.forward_host = f_host * K;
     p.breakdown.backward_host = b_host * K;

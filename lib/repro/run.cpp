@@ -14,6 +14,7 @@
 #include "dlscale/equations.hpp"
 #include "dlscale/error.hpp"
 #include "dlscale/format.hpp"
+#include "dlscale/input_pipeline.hpp"
 #include "dlscale/io.hpp"
 #include "dlscale/predict.hpp"
 #include "dlscale/reproduce.hpp"
@@ -295,8 +296,9 @@ class Runner {
       row.derived["r_u2g"] = eq::update_to_gpu_ratio(bd.update, bd.h2d, bd.forward, bd.backward);
       {
         // The I/O time the iteration waits for, as Table V measures t_io: all of it without prefetching
-        // (eq. 2); with prefetching (eq. 4) only what exceeds the GPU side, h2d + f + b + exposed
-        // communication + exposed update (the first layer's update with per-layer updates, eq. 6/7).
+        // (eq. 2); with prefetching (eq. 4) the batch's fixed hand-over, or what exceeds the GPU side if more,
+        // h2d + f + b + exposed communication + exposed update (the first layer's update with per-layer
+        // updates, eq. 6/7): eq. F2b.
         const Predictor& pr = *prepare(x, key, variant, per_gpu(n), n).predictor;
         const Strategy& st = pr.scenario().strategy;
         const Seconds u_exposed =
@@ -304,7 +306,7 @@ class Runner {
             ? pr.layer_times().update.front()
             : bd.update;
         const Seconds gpu_side = bd.h2d + bd.forward + bd.backward + bd.comm_exposed + u_exposed;
-        row.derived["io_exposed_s"] = in_seconds(st.io_prefetch ? max(bd.io - gpu_side, Seconds{}) : bd.io);
+        row.derived["io_exposed_s"] = in_seconds(eq::exposed_input_wait(bd.io, gpu_side, bd.input_handover, st.io_prefetch));
       }
       if (x.efficiency_mb_per_gpu && n > 1 && bd.comm > Seconds{})
         row.derived["allreduce_efficiency"] =

@@ -32,6 +32,7 @@ enum Kind : std::uint32_t {
   kGatherDone,      // a = iteration, b = use (sharded stage 3)
   kPostGatherDone,  // a = iteration (sharded stages 1-2)
   kCopyDone,        // offload: the last gradient-shard copy to the host has ended
+  kHandoverDone,    // a = GPU: the prefetched batch is taken from the queue (eq. F2a), its copy starts
 };
 
 // flow tags: top byte says what the flow is
@@ -100,6 +101,7 @@ class Model final : public EventSink {
   void batch_ready(int g);
   void start_iteration(int g);
   void take_batch(int g);
+  void start_copy(int g);
   // compute
   double compute_time(int g, double base);
   double pass_factor(int g);
@@ -273,6 +275,18 @@ void Model::take_batch(int g) {
   wait_max_[k] = std::max(wait_max_[k], eng_.now() - gp.request_time);
   if (eng_.now() > gp.request_time) slice(gpu_track(g, 1), lbl_wait_, gp.request_time, eng_.now());
   dispatch_readers(g / s_.gpn);
+  // eq. F2a: the training thread's fixed hand-over of the batch, after the wait and before its copy (the readers
+  // go on: the queue has a free slot from the pop); shown as part of the wait for input
+  if (s_.handover > 0.0) {
+    slice(gpu_track(g, 1), lbl_wait_, eng_.now(), eng_.now() + s_.handover);
+    eng_.schedule(eng_.now() + s_.handover, kHandoverDone, static_cast<std::uint32_t>(g));
+    return;
+  }
+  start_copy(g);
+}
+
+void Model::start_copy(int g) {
+  Gpu& gp = gpus_[static_cast<std::size_t>(g)];
   gp.h2d_start = eng_.now();
   if (s_.contention && s_.h2d > 0.0) {
     eng_.start_flow(s_.input_bytes, {s_.pcie_link[static_cast<std::size_t>(g)]}, s_.input_bytes / s_.h2d,
@@ -540,6 +554,9 @@ void Model::on_event(const Event& e) {
       break;
     case kH2dDone:
       h2d_done(static_cast<int>(e.a), now);
+      break;
+    case kHandoverDone:
+      start_copy(static_cast<int>(e.a));
       break;
     case kFwdDone:
       forward_done(static_cast<int>(e.a), static_cast<int>(e.b), now);

@@ -49,6 +49,7 @@ struct Setup {
   bool prefetch = true;
   int depth = 2, readers = 1;
   double t_read = 0.0, decode = 0.0, h2d = 0.0, input_bytes = 0.0;
+  double handover = 0.0;  // eq. F2a: seconds the GPU's thread takes to take a prefetched batch (0 unprefetched)
 
   bool contention = false;
   double comm_factor = 1.0;                      // measured-total scaling of the collective model's times

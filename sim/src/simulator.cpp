@@ -725,6 +725,7 @@ struct Simulator::Impl {
     s.plan = choice.plan;
 
     s.prefetch = st.io_prefetch;
+    s.handover = in_seconds(closed.breakdown.input_handover);  // eq. F2a, as the closed form charges it
     s.depth = opt.prefetch_depth > 0 ? opt.prefetch_depth : st.prefetch_depth;
     s.readers = opt.readers_per_node;
     s.t_read = in_seconds(closed.breakdown.io) / at.gpus_per_node;
@@ -816,7 +817,8 @@ struct Simulator::Impl {
     p.efficiency = p.speedup / gpus;
     p.breakdown = Breakdown{closed.breakdown.io, seconds(o.h2d),  seconds(o.forward), seconds(o.backward),
                             seconds(o.update),   seconds(o.comm), seconds(o.exposed)};
-    if (sc.strategy.sharding.offload_optimizer) {  // eq. S9: the offload parts as the closed form costs them
+    p.breakdown.input_handover = closed.breakdown.input_handover;  // eq. F2a: a constant the simulation charges as is
+    if (sc.strategy.sharding.offload_optimizer) {                  // eq. S9: the offload parts as the closed form costs them
       const Breakdown& cb = closed.breakdown;
       p.breakdown.offload_d2h = cb.offload_d2h;
       p.breakdown.offload_d2h_exposed = cb.offload_d2h_exposed;
