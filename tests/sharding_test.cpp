@@ -682,14 +682,18 @@ TEST(ShardingOffload, Llama7bOnEightH100ByHand) {
   const auto P = static_cast<std::int64_t>(kLlamaParams);
   // S9a: each GPU's gradient shard, 2 B × P / 8 = 1,684,603,904 B to the host; S9c: the updated bf16 shard,
   // the same back: 3,369,207,808 B over PCIe per GPU and step.
-  EXPECT_DOUBLE_EQ(in_bytes(offload_gradient_bytes(P, Precision::bf16, 8)), 1'684'603'904.0);
+  EXPECT_DOUBLE_EQ(
+      in_bytes(offload_gradient_bytes(kLlamaParams, framework("deepspeed-zero2-offload").sharding, Precision::bf16, 8)),
+      1'684'603'904.0);
   EXPECT_DOUBLE_EQ(in_bytes(offload_param_bytes(P, Precision::bf16, 8)), 1'684'603'904.0);
   // S9b: the node's CPU steps 8 shards of P/8 = P parameters at 3.9e9 params/s (ZeRO-Offload's CPU-Adam):
   // 6,738,415,616 / 3.9e9 = 1.727799 s. On 2 nodes (16 GPUs) each node steps 8 × P/16 = P/2: 0.863900 s.
   EXPECT_NEAR(in_seconds(cpu_adam_time(P, 8, 8, 3.9e9)), 1.7277988759, 1e-9);
   EXPECT_NEAR(in_seconds(cpu_adam_time(P, 16, 8, 3.9e9)), 0.8638994379, 1e-9);
   // S9d: host memory per node, 8 × P/8 × (4 master + 8 Adam + 2 gradient) = 14 P = 94,337,818,624 B.
-  EXPECT_DOUBLE_EQ(in_bytes(offload_host_bytes_per_node(P, Precision::bf16, 2, 8, 8)), 14.0 * kLlamaParams);
+  EXPECT_DOUBLE_EQ(
+      in_bytes(offload_host_bytes_per_node(P, framework("deepspeed-zero2-offload").sharding, Precision::bf16, 2, 8, 8)),
+      14.0 * kLlamaParams);
 
   // GPU memory: ZeRO-2 on 8 holds 2P working + 4P/8 master + 2P/8 gradients + 8P/8 Adam = 3.75 P; offloaded,
   // the master and Adam leave: 2P + 0.25P = 2.25 P, 1.5 P = 10,107,623,424 B less. ZeRO-3 offloaded: 2P/8
@@ -734,6 +738,65 @@ TEST(ShardingOffload, Llama7bOnEightH100ByHand) {
   sc.strategy = framework("deepspeed-zero2-offload");
   sc.cluster.host_memory_size = bytes(64e9);
   EXPECT_FALSE(Predictor(sc).predict(8).memory.host_fits);
+}
+
+// ZeRO-2-Offload reducing in fp32 (a hand-made file: no shipped offload file sets reduce_dtype fp32): the gradient shard
+// each unit copies to the host is the reduce's fp32 one (eq. S9a at eq. K27's width), not the bf16 working gradient.
+// Llama-2-7B, bf16, AdamW on one DGX H100 (8 GPUs, 48 GB/s pinned each way, as above):
+//   S9a  4 B x P/8 = 4 x 842,301,952 = 3,369,207,808 B down, 3,369,207,808 / 48e9 = 70.1918 ms (35.0959 ms at 2 B)
+//   S9c  the updated bf16 shard back, 2 B x P/8 = 1,684,603,904 B, 35.0959 ms (unchanged)
+//   PCIe 3,369,207,808 + 1,684,603,904 = 5,053,811,712 B a step
+//   S9d  8 x P/8 x (4 master + 8 Adam + 4 gradient) = 16 P = 107,814,649,856 B of host memory (14 P at 2 B)
+TEST(ShardingOffload, AnFp32ReduceCopiesFp32GradientShardsByHand) {
+  const auto fw = test::temp_file("zero2-offload-fp32.yaml",
+                                  "name: zero2-offload-fp32\nio: {prefetch: true, memory: pinned}\naggregation: allreduce\n"
+                                  "overlap: bucketed\nupdate: after_aggregation\nattention: flash\n"
+                                  "buckets: {size: \"1 GB\", first: \"1 GB\"}\n"
+                                  "sharding: {stage: 2, group: all, offload_optimizer: cpu, cpu_adam: \"3.9e9 params/s\", "
+                                  "reduce_dtype: fp32}\n");
+  const Strategy st = load_strategy(fw);
+  ASSERT_TRUE(st.sharding.reduce_fp32);
+  ASSERT_TRUE(st.sharding.offload_optimizer);
+  EXPECT_DOUBLE_EQ(gradient_shard_bytes_per_element(st.sharding, Precision::bf16), 4.0);
+  EXPECT_DOUBLE_EQ(in_bytes(offload_gradient_bytes(kLlamaParams, st.sharding, Precision::bf16, 8)), 3'369'207'808.0);
+  EXPECT_DOUBLE_EQ(
+      in_bytes(offload_host_bytes_per_node(static_cast<std::int64_t>(kLlamaParams), st.sharding, Precision::bf16, 2, 8, 8)),
+      16.0 * kLlamaParams);
+  // a unit's copy: the first bucket's gradient shard, P_u x 4 / 8 (eq. S9a, d_u), whatever the unit
+  EXPECT_DOUBLE_EQ(in_bytes(offload_gradient_bytes(202'383'360.0, st.sharding, Precision::bf16, 8)), 101'191'680.0);
+
+  Scenario sc;
+  sc.cluster = load_cluster(resolve(DataKind::cluster, "dgx-h100", "--cluster"));
+  sc.network = zoo("llama2-7b");
+  sc.strategy = st;
+  sc.compute.precision = Precision::bf16;
+  sc.compute.optimizer = Optimizer::adamw;
+  sc.batch_per_gpu = 1;
+  const Prediction p = Predictor(sc).predict(8);
+  EXPECT_NEAR(in_seconds(p.breakdown.offload_d2h), 3'369'207'808.0 / 48e9, 1e-9);
+  EXPECT_NEAR(in_seconds(p.breakdown.offload_h2d), 1'684'603'904.0 / 48e9, 1e-9);
+  EXPECT_DOUBLE_EQ(in_bytes(p.breakdown.offload_bytes), 5'053'811'712.0);
+  EXPECT_DOUBLE_EQ(in_bytes(p.memory.host_per_node), 16.0 * kLlamaParams);
+}
+
+// ---- memory: where the gradient shard is fp32, eqs. S3/M5a count it at 4 B an element a shard (eq. K27's width) -----
+// Llama-2-7B on 8 GPUs, bf16, AdamW, batch 1: gradient shards P x 4 / 8 = 3,369,207,808 B under torchtitan (fp32
+// reduce, FSDP2's fp32 shards), llm-foundry (fp32 reduce, FSDP1's flat fp32 shards), fsdp (bf16 reduce cast back to fp32,
+// M5a) and a ZeRO-3 reducing in fp32; P x 2 / 8 = 1,684,603,904 B under ZeRO-3's bf16 reduce. The weights: ZeRO-3's
+// half partitions P x 2 / 8 beside the fp32 master P x 4 / 8 = 6P/8 = 5,053,811,712 B, whatever the reduce width.
+TEST(ShardingMemory, Fp32GradientShardsOfLlama7bOnEightGpusByHand) {
+  const Network net = zoo("llama2-7b");
+  ComputeOptions o;
+  o.precision = Precision::bf16;
+  o.optimizer = Optimizer::adamw;
+  auto mem = [&](const Sharding& sh) { return estimate_training_memory(net, 1, o, sh, 8); };
+  for (const char* fw : {"torchtitan", "llm-foundry", "fsdp"})
+    EXPECT_DOUBLE_EQ(in_bytes(mem(framework(fw).sharding).gradients), 3'369'207'808.0) << fw;
+  Sharding zero3 = framework("deepspeed-zero3").sharding;
+  EXPECT_DOUBLE_EQ(in_bytes(mem(zero3).gradients), 1'684'603'904.0);
+  zero3.reduce_fp32 = true;
+  EXPECT_DOUBLE_EQ(in_bytes(mem(zero3).gradients), 3'369'207'808.0);
+  EXPECT_DOUBLE_EQ(in_bytes(mem(zero3).weights), 5'053'811'712.0);
 }
 
 std::string fsdp_with(const std::string& sharding) {
