@@ -779,6 +779,64 @@ TEST(ShardingOffload, AnFp32ReduceCopiesFp32GradientShardsByHand) {
   EXPECT_DOUBLE_EQ(in_bytes(p.memory.host_per_node), 16.0 * kLlamaParams);
 }
 
+// ---- the optimiser's step over the local shard (eq. K27): the gradient's width is the one the reduce leaves --------
+// Llama-2-7B (P = 6,738,415,616) on 8 GPUs, bf16, AdamW: each GPU steps its shard of P/8 = 842,301,952 parameters.
+//   bf16 gradients (DeepSpeed ZeRO-3: half partitions, bf16 reduce): fused reads the fp32 master 4, the gradient 2,
+//     writes the master 4 and the half working copy 2, reads and writes m and v 16: 28 B, 842,301,952 x 28 =
+//     23,584,454,656 B. Foreach: m.lerp_(g) 8 + 2, v *= b2 8, v.addcmul_(g, g) 8 + 2, sqrt 8, / 8, + eps 8,
+//     w.addcdiv_ 16, decay 8 = 76, + the half copy 2 = 78 B: 65,699,552,256 B.
+//   fp32 gradients under a bf16 reduce (fsdp.yaml, FSDP1's fp32 flat shards, eq. M5: the reduced shard cast to fp32,
+//     no half copy kept): foreach 72 + 2 x 4 = 80 B, 67,384,156,160 B (78 B, 65,699,552,256, before eq. K27).
+//   fp32 reduce (torchtitan.yaml, FSDP2: fp32 reduce-scatter, fp32 per-parameter shards): fused 4 + 4 + 4 + 16 = 28 B,
+//     23,584,454,656 B, of which the gradient 4 x 842,301,952 = 3,369,207,808 B (1,684,603,904 at 2 B before, and a
+//     half copy that FSDP2 does not keep: the same total).
+//   fp32 reduce with half partitions (a ZeRO-3 file with reduce_dtype fp32): fused 4 + 4 + 4 + 2 + 16 = 30 B,
+//     25,269,058,560 B (28 B before).
+TEST(ShardingOptimizer, Llama7bShardStepBytesOnEightGpusByHand) {
+  const double shard = kLlamaParams / 8.0;
+  ASSERT_DOUBLE_EQ(shard, 842'301'952.0);
+  auto with = [](const Strategy& st, OptimizerImpl impl) {
+    ComputeOptions o;
+    o.precision = Precision::bf16;
+    o.optimizer = Optimizer::adamw;
+    o.optimizer_impl = impl;
+    o.sharding = st.sharding;
+    o.sharded = st.sharding.sharded();
+    return o;
+  };
+  const Strategy zero3 = framework("deepspeed-zero3"), fsdp = framework("fsdp"), titan = framework("torchtitan");
+  // bf16 gradients
+  const ComputeOptions z3 = with(zero3, OptimizerImpl::fused);
+  EXPECT_DOUBLE_EQ(optimizer_gradient_bytes_per_element(z3), 2.0);
+  EXPECT_TRUE(optimizer_writes_half_copy(z3));
+  EXPECT_DOUBLE_EQ(shard * update_bytes_per_param(z3), 23'584'454'656.0);
+  EXPECT_DOUBLE_EQ(shard * update_bytes_per_param(with(zero3, OptimizerImpl::foreach)), 65'699'552'256.0);
+  // fp32 gradients: FSDP1's fp32 shards under a bf16 reduce (eq. M5)
+  const ComputeOptions f1 = with(fsdp, OptimizerImpl::foreach);
+  ASSERT_FALSE(fsdp.sharding.reduce_fp32);
+  EXPECT_DOUBLE_EQ(optimizer_gradient_bytes_per_element(f1), 4.0);
+  EXPECT_FALSE(optimizer_writes_half_copy(f1));
+  EXPECT_DOUBLE_EQ(shard * update_bytes_per_param(f1), 67'384'156'160.0);
+  // fp32 gradients: FSDP2's fp32 reduce
+  const ComputeOptions f2 = with(titan, OptimizerImpl::fused);
+  ASSERT_TRUE(titan.sharding.reduce_fp32);
+  EXPECT_DOUBLE_EQ(shard * optimizer_gradient_bytes_per_element(f2), 3'369'207'808.0);
+  EXPECT_FALSE(optimizer_writes_half_copy(f2));
+  EXPECT_DOUBLE_EQ(shard * update_bytes_per_param(f2), 23'584'454'656.0);
+  // fp32 reduce into half partitions
+  Strategy zero3_fp32 = zero3;
+  zero3_fp32.sharding.reduce_fp32 = true;
+  const ComputeOptions z3f = with(zero3_fp32, OptimizerImpl::fused);
+  EXPECT_DOUBLE_EQ(optimizer_gradient_bytes_per_element(z3f), 4.0);
+  EXPECT_DOUBLE_EQ(shard * update_bytes_per_param(z3f), 25'269'058'560.0);
+  // replicated steps keep the gradient the backward made: DDP's bf16 2 B, plain autocast's fp32 4 B (no half copy)
+  ComputeOptions ddp = with(framework("pytorch-ddp"), OptimizerImpl::fused);
+  EXPECT_DOUBLE_EQ(optimizer_gradient_bytes_per_element(ddp), 2.0);
+  ddp.fp32_gradients = true;
+  EXPECT_DOUBLE_EQ(optimizer_gradient_bytes_per_element(ddp), 4.0);
+  EXPECT_FALSE(optimizer_writes_half_copy(ddp));
+}
+
 // ---- memory: where the gradient shard is fp32, eqs. S3/M5a count it at 4 B an element a shard (eq. K27's width) -----
 // Llama-2-7B on 8 GPUs, bf16, AdamW, batch 1: gradient shards P x 4 / 8 = 3,369,207,808 B under torchtitan (fp32
 // reduce, FSDP2's fp32 shards), llm-foundry (fp32 reduce, FSDP1's flat fp32 shards), fsdp (bf16 reduce cast back to fp32,
