@@ -682,14 +682,18 @@ TEST(ShardingOffload, Llama7bOnEightH100ByHand) {
   const auto P = static_cast<std::int64_t>(kLlamaParams);
   // S9a: each GPU's gradient shard, 2 B × P / 8 = 1,684,603,904 B to the host; S9c: the updated bf16 shard,
   // the same back: 3,369,207,808 B over PCIe per GPU and step.
-  EXPECT_DOUBLE_EQ(in_bytes(offload_gradient_bytes(P, Precision::bf16, 8)), 1'684'603'904.0);
+  EXPECT_DOUBLE_EQ(
+      in_bytes(offload_gradient_bytes(kLlamaParams, framework("deepspeed-zero2-offload").sharding, Precision::bf16, 8)),
+      1'684'603'904.0);
   EXPECT_DOUBLE_EQ(in_bytes(offload_param_bytes(P, Precision::bf16, 8)), 1'684'603'904.0);
   // S9b: the node's CPU steps 8 shards of P/8 = P parameters at 3.9e9 params/s (ZeRO-Offload's CPU-Adam):
   // 6,738,415,616 / 3.9e9 = 1.727799 s. On 2 nodes (16 GPUs) each node steps 8 × P/16 = P/2: 0.863900 s.
   EXPECT_NEAR(in_seconds(cpu_adam_time(P, 8, 8, 3.9e9)), 1.7277988759, 1e-9);
   EXPECT_NEAR(in_seconds(cpu_adam_time(P, 16, 8, 3.9e9)), 0.8638994379, 1e-9);
   // S9d: host memory per node, 8 × P/8 × (4 master + 8 Adam + 2 gradient) = 14 P = 94,337,818,624 B.
-  EXPECT_DOUBLE_EQ(in_bytes(offload_host_bytes_per_node(P, Precision::bf16, 2, 8, 8)), 14.0 * kLlamaParams);
+  EXPECT_DOUBLE_EQ(
+      in_bytes(offload_host_bytes_per_node(P, framework("deepspeed-zero2-offload").sharding, Precision::bf16, 2, 8, 8)),
+      14.0 * kLlamaParams);
 
   // GPU memory: ZeRO-2 on 8 holds 2P working + 4P/8 master + 2P/8 gradients + 8P/8 Adam = 3.75 P; offloaded,
   // the master and Adam leave: 2P + 0.25P = 2.25 P, 1.5 P = 10,107,623,424 B less. ZeRO-3 offloaded: 2P/8
@@ -734,6 +738,123 @@ TEST(ShardingOffload, Llama7bOnEightH100ByHand) {
   sc.strategy = framework("deepspeed-zero2-offload");
   sc.cluster.host_memory_size = bytes(64e9);
   EXPECT_FALSE(Predictor(sc).predict(8).memory.host_fits);
+}
+
+// ZeRO-2-Offload reducing in fp32 (a hand-made file: no shipped offload file sets reduce_dtype fp32): the gradient shard
+// each unit copies to the host is the reduce's fp32 one (eq. S9a at eq. K27's width), not the bf16 working gradient.
+// Llama-2-7B, bf16, AdamW on one DGX H100 (8 GPUs, 48 GB/s pinned each way, as above):
+//   S9a  4 B x P/8 = 4 x 842,301,952 = 3,369,207,808 B down, 3,369,207,808 / 48e9 = 70.1918 ms (35.0959 ms at 2 B)
+//   S9c  the updated bf16 shard back, 2 B x P/8 = 1,684,603,904 B, 35.0959 ms (unchanged)
+//   PCIe 3,369,207,808 + 1,684,603,904 = 5,053,811,712 B a step
+//   S9d  8 x P/8 x (4 master + 8 Adam + 4 gradient) = 16 P = 107,814,649,856 B of host memory (14 P at 2 B)
+TEST(ShardingOffload, AnFp32ReduceCopiesFp32GradientShardsByHand) {
+  const auto fw = test::temp_file("zero2-offload-fp32.yaml",
+                                  "name: zero2-offload-fp32\nio: {prefetch: true, memory: pinned}\naggregation: allreduce\n"
+                                  "overlap: bucketed\nupdate: after_aggregation\nattention: flash\n"
+                                  "buckets: {size: \"1 GB\", first: \"1 GB\"}\n"
+                                  "sharding: {stage: 2, group: all, offload_optimizer: cpu, cpu_adam: \"3.9e9 params/s\", "
+                                  "reduce_dtype: fp32}\n");
+  const Strategy st = load_strategy(fw);
+  ASSERT_TRUE(st.sharding.reduce_fp32);
+  ASSERT_TRUE(st.sharding.offload_optimizer);
+  EXPECT_DOUBLE_EQ(gradient_shard_bytes_per_element(st.sharding, Precision::bf16), 4.0);
+  EXPECT_DOUBLE_EQ(in_bytes(offload_gradient_bytes(kLlamaParams, st.sharding, Precision::bf16, 8)), 3'369'207'808.0);
+  EXPECT_DOUBLE_EQ(
+      in_bytes(offload_host_bytes_per_node(static_cast<std::int64_t>(kLlamaParams), st.sharding, Precision::bf16, 2, 8, 8)),
+      16.0 * kLlamaParams);
+  // a unit's copy: the first bucket's gradient shard, P_u x 4 / 8 (eq. S9a, d_u), whatever the unit
+  EXPECT_DOUBLE_EQ(in_bytes(offload_gradient_bytes(202'383'360.0, st.sharding, Precision::bf16, 8)), 101'191'680.0);
+
+  Scenario sc;
+  sc.cluster = load_cluster(resolve(DataKind::cluster, "dgx-h100", "--cluster"));
+  sc.network = zoo("llama2-7b");
+  sc.strategy = st;
+  sc.compute.precision = Precision::bf16;
+  sc.compute.optimizer = Optimizer::adamw;
+  sc.batch_per_gpu = 1;
+  const Prediction p = Predictor(sc).predict(8);
+  EXPECT_NEAR(in_seconds(p.breakdown.offload_d2h), 3'369'207'808.0 / 48e9, 1e-9);
+  EXPECT_NEAR(in_seconds(p.breakdown.offload_h2d), 1'684'603'904.0 / 48e9, 1e-9);
+  EXPECT_DOUBLE_EQ(in_bytes(p.breakdown.offload_bytes), 5'053'811'712.0);
+  EXPECT_DOUBLE_EQ(in_bytes(p.memory.host_per_node), 16.0 * kLlamaParams);
+}
+
+// ---- the optimiser's step over the local shard (eq. K27): the gradient's width is the one the reduce leaves --------
+// Llama-2-7B (P = 6,738,415,616) on 8 GPUs, bf16, AdamW: each GPU steps its shard of P/8 = 842,301,952 parameters.
+//   bf16 gradients (DeepSpeed ZeRO-3: half partitions, bf16 reduce): fused reads the fp32 master 4, the gradient 2,
+//     writes the master 4 and the half working copy 2, reads and writes m and v 16: 28 B, 842,301,952 x 28 =
+//     23,584,454,656 B. Foreach: m.lerp_(g) 8 + 2, v *= b2 8, v.addcmul_(g, g) 8 + 2, sqrt 8, / 8, + eps 8,
+//     w.addcdiv_ 16, decay 8 = 76, + the half copy 2 = 78 B: 65,699,552,256 B.
+//   fp32 gradients under a bf16 reduce (fsdp.yaml, FSDP1's fp32 flat shards, eq. M5: the reduced shard cast to fp32,
+//     no half copy kept): foreach 72 + 2 x 4 = 80 B, 67,384,156,160 B (78 B, 65,699,552,256, before eq. K27).
+//   fp32 reduce (torchtitan.yaml, FSDP2: fp32 reduce-scatter, fp32 per-parameter shards): fused 4 + 4 + 4 + 16 = 28 B,
+//     23,584,454,656 B, of which the gradient 4 x 842,301,952 = 3,369,207,808 B (1,684,603,904 at 2 B before, and a
+//     half copy that FSDP2 does not keep: the same total).
+//   fp32 reduce with half partitions (a ZeRO-3 file with reduce_dtype fp32): fused 4 + 4 + 4 + 2 + 16 = 30 B,
+//     25,269,058,560 B (28 B before).
+TEST(ShardingOptimizer, Llama7bShardStepBytesOnEightGpusByHand) {
+  const double shard = kLlamaParams / 8.0;
+  ASSERT_DOUBLE_EQ(shard, 842'301'952.0);
+  auto with = [](const Strategy& st, OptimizerImpl impl) {
+    ComputeOptions o;
+    o.precision = Precision::bf16;
+    o.optimizer = Optimizer::adamw;
+    o.optimizer_impl = impl;
+    o.sharding = st.sharding;
+    o.sharded = st.sharding.sharded();
+    return o;
+  };
+  const Strategy zero3 = framework("deepspeed-zero3"), fsdp = framework("fsdp"), titan = framework("torchtitan");
+  // bf16 gradients
+  const ComputeOptions z3 = with(zero3, OptimizerImpl::fused);
+  EXPECT_DOUBLE_EQ(optimizer_gradient_bytes_per_element(z3), 2.0);
+  EXPECT_TRUE(optimizer_writes_half_copy(z3));
+  EXPECT_DOUBLE_EQ(shard * update_bytes_per_param(z3), 23'584'454'656.0);
+  EXPECT_DOUBLE_EQ(shard * update_bytes_per_param(with(zero3, OptimizerImpl::foreach)), 65'699'552'256.0);
+  // fp32 gradients: FSDP1's fp32 shards under a bf16 reduce (eq. M5)
+  const ComputeOptions f1 = with(fsdp, OptimizerImpl::foreach);
+  ASSERT_FALSE(fsdp.sharding.reduce_fp32);
+  EXPECT_DOUBLE_EQ(optimizer_gradient_bytes_per_element(f1), 4.0);
+  EXPECT_FALSE(optimizer_writes_half_copy(f1));
+  EXPECT_DOUBLE_EQ(shard * update_bytes_per_param(f1), 67'384'156'160.0);
+  // fp32 gradients: FSDP2's fp32 reduce
+  const ComputeOptions f2 = with(titan, OptimizerImpl::fused);
+  ASSERT_TRUE(titan.sharding.reduce_fp32);
+  EXPECT_DOUBLE_EQ(shard * optimizer_gradient_bytes_per_element(f2), 3'369'207'808.0);
+  EXPECT_FALSE(optimizer_writes_half_copy(f2));
+  EXPECT_DOUBLE_EQ(shard * update_bytes_per_param(f2), 23'584'454'656.0);
+  // fp32 reduce into half partitions
+  Strategy zero3_fp32 = zero3;
+  zero3_fp32.sharding.reduce_fp32 = true;
+  const ComputeOptions z3f = with(zero3_fp32, OptimizerImpl::fused);
+  EXPECT_DOUBLE_EQ(optimizer_gradient_bytes_per_element(z3f), 4.0);
+  EXPECT_DOUBLE_EQ(shard * update_bytes_per_param(z3f), 25'269'058'560.0);
+  // replicated steps keep the gradient the backward made: DDP's bf16 2 B, plain autocast's fp32 4 B (no half copy)
+  ComputeOptions ddp = with(framework("pytorch-ddp"), OptimizerImpl::fused);
+  EXPECT_DOUBLE_EQ(optimizer_gradient_bytes_per_element(ddp), 2.0);
+  ddp.fp32_gradients = true;
+  EXPECT_DOUBLE_EQ(optimizer_gradient_bytes_per_element(ddp), 4.0);
+  EXPECT_FALSE(optimizer_writes_half_copy(ddp));
+}
+
+// ---- memory: where the gradient shard is fp32, eqs. S3/M5a count it at 4 B an element a shard (eq. K27's width) -----
+// Llama-2-7B on 8 GPUs, bf16, AdamW, batch 1: gradient shards P x 4 / 8 = 3,369,207,808 B under torchtitan (fp32
+// reduce, FSDP2's fp32 shards), llm-foundry (fp32 reduce, FSDP1's flat fp32 shards), fsdp (bf16 reduce cast back to fp32,
+// M5a) and a ZeRO-3 reducing in fp32; P x 2 / 8 = 1,684,603,904 B under ZeRO-3's bf16 reduce. The weights: ZeRO-3's
+// half partitions P x 2 / 8 beside the fp32 master P x 4 / 8 = 6P/8 = 5,053,811,712 B, whatever the reduce width.
+TEST(ShardingMemory, Fp32GradientShardsOfLlama7bOnEightGpusByHand) {
+  const Network net = zoo("llama2-7b");
+  ComputeOptions o;
+  o.precision = Precision::bf16;
+  o.optimizer = Optimizer::adamw;
+  auto mem = [&](const Sharding& sh) { return estimate_training_memory(net, 1, o, sh, 8); };
+  for (const char* fw : {"torchtitan", "llm-foundry", "fsdp"})
+    EXPECT_DOUBLE_EQ(in_bytes(mem(framework(fw).sharding).gradients), 3'369'207'808.0) << fw;
+  Sharding zero3 = framework("deepspeed-zero3").sharding;
+  EXPECT_DOUBLE_EQ(in_bytes(mem(zero3).gradients), 1'684'603'904.0);
+  zero3.reduce_fp32 = true;
+  EXPECT_DOUBLE_EQ(in_bytes(mem(zero3).gradients), 3'369'207'808.0);
+  EXPECT_DOUBLE_EQ(in_bytes(mem(zero3).weights), 5'053'811'712.0);
 }
 
 std::string fsdp_with(const std::string& sharding) {

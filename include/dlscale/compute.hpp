@@ -265,10 +265,18 @@ double activation_bytes_per_element(Precision p) noexcept;
 /// The gradients a step of `opt` computes and exchanges: 2 B in mixed precision unless the parameters stay
 /// fp32 (`fp32_gradients`), 4 B otherwise.
 double gradient_bytes_per_element(const ComputeOptions& opt) noexcept;
-/// Bytes one optimiser step moves per parameter. Fused: read weight and gradient, write weight, read and write
-/// each state word; mixed precision also writes the half-precision working copy; LAMB reads the weight and the
-/// update again for its trust ratio. Foreach and for-loop: each pass reads its operands and writes its result
-/// (docs/compute-model.md, "Optimisers": AdamW 72 + 2·g B with g the gradient's bytes, against the fused 28).
+/// Eq. K27a (docs/compute-model.md, "Optimisers"): bytes per element of the gradient the optimiser step reads. A sharded
+/// step (`sharding`, stage ≥ 1): its shard as the reduce leaves it, gradient_shard_bytes_per_element (4 under
+/// `reduce_dtype: fp32` or fp32 shards, eq. M5, in mixed precision); replicated: gradient_bytes_per_element(opt).
+double optimizer_gradient_bytes_per_element(const ComputeOptions& opt) noexcept;
+/// Eq. K27b: whether the step writes a half-precision working copy of the weights it updates (2 B an element): in mixed
+/// precision, unless the parameters stay fp32 (`fp32_gradients`, plain autocast) or the shards are the fp32 parameters
+/// (eq. M5, Sharding::held_in_fp32: FSDP casts each unit as it gathers it).
+bool optimizer_writes_half_copy(const ComputeOptions& opt) noexcept;
+/// Bytes one optimiser step moves per parameter, with g eq. K27a's gradient width and h eq. K27b's half copy (2 or 0).
+/// Fused: read weight (4) and gradient (g), write weight (4) and h, read and write each state word; LAMB reads the
+/// weight and the update again for its trust ratio. Foreach and for-loop: each pass reads its operands and writes its
+/// result, + h (docs/compute-model.md, "Optimisers": AdamW 72 + 2·g + h B, against the fused 8 + g + h + 16).
 double update_bytes_per_param(const ComputeOptions& opt) noexcept;
 
 /// The forward and backward kernels of one layer and the operators that follow it, timed by the kernel

@@ -184,10 +184,13 @@ ShardUnitBytes shard_unit_bytes(double params, double fp8_elements, const Shardi
 ///   S9c  updated shard to the GPU      P·w/n bytes over PCIe (host → GPU), t_up = P·w/n / B_pcie
 ///   S9d  host memory per node          n_g · (P/n) · (4 + 4·k + g)   (fp32 master, k optimiser words,
 ///        the received gradient shard)
-Bytes offload_gradient_bytes(std::int64_t params, Precision p, int shard) noexcept;                      // S9a
+/// g is the gradient shard's width as the reduce leaves it (eq. K27, gradient_shard_bytes_per_element): 4 B under
+/// `reduce_dtype: fp32` (or fp32 shards) in mixed precision, else the precision's gradient width. `params` of S9a may be
+/// one unit's (P_u: its copy d_u) or the model's.
+Bytes offload_gradient_bytes(double params, const Sharding& s, Precision p, int shard) noexcept;         // S9a
 Bytes offload_param_bytes(std::int64_t params, Precision p, int shard) noexcept;                         // S9c
 Seconds cpu_adam_time(std::int64_t params, int shard, int gpus_per_node, double params_per_s) noexcept;  // S9b
-Bytes offload_host_bytes_per_node(std::int64_t params, Precision p, int optimizer_words, int shard,
+Bytes offload_host_bytes_per_node(std::int64_t params, const Sharding& s, Precision p, int optimizer_words, int shard,
                                   int gpus_per_node) noexcept;  // S9d
 
 /// Host memory of a node when the cluster file gives none (`host_memory_size`): assumed 1 TB (DGX A100:
@@ -199,6 +202,13 @@ double working_bytes_per_element(Precision p) noexcept;
 /// Bytes per element of the gradients a step reduces: 4 under `reduce_dtype: fp32` in mixed precision, else the
 /// precision's gradient width.
 double reduce_bytes_per_element(const Sharding& s, Precision p) noexcept;
+/// Eq. K27 (docs/compute-model.md, "Optimisers"): bytes per element of a GPU's gradient shard after its reduce, the
+/// gradient the optimiser step reads (and eq. S9a copies to the host): the width the reduce leaves
+/// (reduce_bytes_per_element: 4 under `reduce_dtype: fp32` in mixed precision), and 4 where the shards are the fp32
+/// parameters (eq. M5, held_in_fp32: FSDP1 casts each reduced shard to its flat parameter's fp32, FSDP2's sharded
+/// parameter is fp32 and its gradient takes its dtype; recalled). DeepSpeed ZeRO's half partitions keep the reduce
+/// width. A step that does not shard (stage 0) has no shard: the precision's gradient width.
+double gradient_shard_bytes_per_element(const Sharding& s, Precision p) noexcept;
 /// Eq. S10: whether the step copies each layer's gathered parameters out of the all-gather's buffer and concatenates its
 /// gradients into the reduce-scatter's input on the compute stream: FSDP2's per-parameter sharding, at stage 3.
 [[nodiscard]] constexpr bool per_parameter_copies(const Sharding& s) noexcept { return s.stage >= 3 && s.per_parameter; }

@@ -1151,19 +1151,30 @@ double gradient_bytes_per_element(const ComputeOptions& opt) noexcept {
   return opt.fp32_gradients ? 4.0 : gradient_bytes_per_element(opt.precision);
 }
 
+double optimizer_gradient_bytes_per_element(const ComputeOptions& opt) noexcept {
+  // eq. K27a: a sharded step's optimiser reads its gradient shard as the reduce left it (fp32 under an fp32 reduce or
+  // fp32 shards, eq. M5); a replicated one the gradient the backward made
+  return opt.sharding.sharded() ? gradient_shard_bytes_per_element(opt.sharding, opt.precision) : gradient_bytes_per_element(opt);
+}
+
+bool optimizer_writes_half_copy(const ComputeOptions& opt) noexcept {
+  // eq. K27b: apex O2 and DeepSpeed keep a half working copy the step writes; plain autocast (fp32 parameters) and FSDP's
+  // fp32 shards (eq. M5: param_dtype casts each unit as it is gathered) keep none
+  if (!is_mixed(opt.precision) || opt.fp32_gradients) return false;
+  return !(opt.sharding.sharded() && opt.sharding.held_in_fp32());
+}
+
 double update_bytes_per_param(const ComputeOptions& opt) noexcept {
-  const bool half_copy = is_mixed(opt.precision) && !opt.fp32_gradients;  // apex O2, DeepSpeed: a half working copy
+  const double g = optimizer_gradient_bytes_per_element(opt);            // eq. K27a
+  const double half_copy = optimizer_writes_half_copy(opt) ? 2.0 : 0.0;  // eq. K27b
   if (opt.optimizer_impl.value_or(OptimizerImpl::fused) == OptimizerImpl::fused || opt.optimizer == Optimizer::lamb) {
     const double state = 8.0 * optimizer_state_words(opt.optimizer);   // read + write each fp32 state word
     const double lamb = opt.optimizer == Optimizer::lamb ? 8.0 : 0.0;  // trust ratio: read weight and update again
-    if (is_mixed(opt.precision))
-      return 4.0 /*read fp32 master*/ + 2.0 /*read half gradient*/ + 4.0 /*write master*/ + 2.0 /*write half copy*/ + state +
-          lamb;
-    return 4.0 /*read weight*/ + 4.0 /*read gradient*/ + 4.0 /*write weight*/ + state + lamb;
+    // read the fp32 weight (the master in mixed precision) and the gradient, write the weight and any half copy
+    return 4.0 + g + 4.0 + half_copy + state + lamb;
   }
   // torch.optim's passes (_multi_tensor_sgd/_adam/_adamw; _single_tensor_* make the same ones a tensor at a
   // time) over fp32 weights and state, each reading its operands and writing its result; g the gradient's bytes.
-  const double g = gradient_bytes_per_element(opt);
   double passes = 0.0;
   switch (opt.optimizer) {
     case Optimizer::sgd:
@@ -1181,7 +1192,7 @@ double update_bytes_per_param(const ComputeOptions& opt) noexcept {
     case Optimizer::lamb:
       break;  // above
   }
-  return passes + (half_copy ? 2.0 : 0.0);
+  return passes + half_copy;
 }
 
 std::vector<KernelTiming> layer_kernels(const Layer& layer, bool first, bool last, const GpuSpec& gpu, int batch,

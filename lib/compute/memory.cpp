@@ -472,11 +472,12 @@ MemoryEstimate estimate_training_memory(const Network& net, int batch, const Com
       m.optimizer_state = Bytes{};
     }
     const bool gradients_sharded = sh.stage >= 2 && opt.accumulate == 1;
-    // fp32 gradient shards: reduced in fp32, or (eq. M5a) FSDP's shards cast back to the fp32 parameters' dtype after
-    // a half reduce-scatter (FSDP1's _cast_grad_to_param_dtype; a parameter's .grad has its dtype). Under FSDP1's
-    // no_sync the unsharded half gradients are counted as before.
-    if (is_mixed(opt.precision) && (sh.reduce_fp32 || (sh.held_in_fp32() && gradients_sharded))) m.gradients = bytes(p * 4.0);
-    if (gradients_sharded) m.gradients = m.gradients / n;
+    // The gradient shards at the width the reduce leaves them, the one the optimiser reads (eq. K27): fp32 when reduced
+    // in fp32, or (eq. M5a) FSDP's shards cast back to the fp32 parameters' dtype after a half reduce-scatter (FSDP1's
+    // _cast_grad_to_param_dtype; a parameter's .grad has its dtype). Unsharded (stage 1, or FSDP1's no_sync under
+    // accumulation): the half gradients, or fp32 under an fp32 reduce, as before.
+    if (gradients_sharded) m.gradients = bytes(p * gradient_shard_bytes_per_element(sh, opt.precision)) / n;
+    else if (is_mixed(opt.precision) && sh.reduce_fp32) m.gradients = bytes(p * 4.0);
     m.gradients_after_activations = fsdp2_gradients_after_activations(sh, opt);
     // the blocks once for both (a Predictor asks for this estimate at every GPU count)
     const bool blocks_read = sh.stage >= 3 && (sh.wrap == Sharding::Wrap::block || m.gradients_after_activations);

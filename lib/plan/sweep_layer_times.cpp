@@ -116,16 +116,18 @@ LayerTimesMemo& layer_times_memo() {
 
 /// What the kernel model reads of the framework's sharding (ComputeOptions::sharding), appended to `out`: FSDP2's copies
 /// (eq. S10: per_parameter_copies, reshard_after_forward, and reduce_fp32 through reduce_bytes_per_element, the
-/// precision being keyed apart) and FSDP's own operations per gather unit (eq. S11: stage 3, wrap, unit_params,
-/// gather_ops, reduce_ops, unit_op_issue). The shard group, the units in flight and the CPU offload change no layer
-/// time: frameworks that differ only in them share their times.
+/// precision being keyed apart), FSDP's own operations per gather unit (eq. S11: stage 3, wrap, unit_params,
+/// gather_ops, reduce_ops, unit_op_issue) and the optimiser's gradient width and half copy (eq. K27: stage > 0, which
+/// step_key's `sharded` keys, reduce_fp32, and fp32_shards and per_parameter through held_in_fp32). The shard group, the
+/// units in flight and the CPU offload change no layer time: frameworks that differ only in them share their times.
 void append_sharding_key(std::string& out, const Sharding& s) {
   // The size of the sharding as this key knows it (libstdc++ on 64-bit targets): a new field stops the build here
   // until it is keyed, or said to change no layer time.
   constexpr bool known_abi = sizeof(std::string) == 32 && sizeof(void*) == 8;
   static_assert(!known_abi || sizeof(Sharding) == 72, "Sharding changed: key what the kernel model reads of it");
-  fmt::format_to(std::back_inserter(out), "|{}{}{}{}{}|{}|{}|{}|{}", s.stage >= 3, s.per_parameter, s.reshard_after_forward,
-                 s.reduce_fp32, static_cast<int>(s.wrap), s.unit_params, s.gather_ops, s.reduce_ops, s.unit_op_issue.base());
+  fmt::format_to(std::back_inserter(out), "|{}{}{}{}{}{}|{}|{}|{}|{}", s.stage >= 3, s.per_parameter, s.reshard_after_forward,
+                 s.reduce_fp32, s.fp32_shards, static_cast<int>(s.wrap), s.unit_params, s.gather_ops, s.reduce_ops,
+                 s.unit_op_issue.base());
 }
 
 /// The rest of what the kernel model reads from a step's options (estimate_layer_times): the optimiser's

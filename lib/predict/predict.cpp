@@ -1028,18 +1028,18 @@ void Predictor::Impl::offload_step(const ShardGroups& g, const GpuPlacement& at,
   // Each unit's gradient shard to the host over PCIe after its reduce-scatter (S9a), the node's CPU steps
   // its GPUs' shards (S9b), the updated shard comes back (S9c) before the all-gather.
   const Sharding& sh = sc.strategy.sharding;
-  const double n = g.shard;
   const std::size_t U = units.size();
   const std::int64_t P = net->total_params();
   const BytesPerSecond pcie = sc.cluster.h2d_pinned;
+  const Precision p = sc.compute.precision;
   copies.resize(U);
-  for (std::size_t i = 0; i < U; ++i) {
-    copies[i] = unit_bytes[i] / n / pcie;
+  for (std::size_t i = 0; i < U; ++i) {  // at the width the reduce leaves (eq. K27), not the unit's working width
+    copies[i] = offload_gradient_bytes(work->params[i], sh, p, g.shard) / pcie;
     r.d2h += copies[i];
   }
   r.cpu = cpu_adam_time(P, g.shard, at.gpus_per_node, sh.cpu_adam_params_per_s);
-  r.h2d_up = offload_param_bytes(P, sc.compute.precision, g.shard) / pcie;
-  r.pcie_bytes = offload_gradient_bytes(P, sc.compute.precision, g.shard) + offload_param_bytes(P, sc.compute.precision, g.shard);
+  r.h2d_up = offload_param_bytes(P, p, g.shard) / pcie;
+  r.pcie_bytes = offload_gradient_bytes(static_cast<double>(P), sh, p, g.shard) + offload_param_bytes(P, p, g.shard);
   r.update = r.cpu + r.h2d_up;
 }
 
@@ -1106,7 +1106,7 @@ MemoryUse Predictor::Impl::sharded_memory(const ShardGroups& g, const GpuPlaceme
                                          activations_per_sample);
   MemoryUse m{fit.need.total(), fit.available, fit.fits, fit.need.allocated(), fit.need.allocator_reserved()};
   if (sh.offload_optimizer) {  // eq. S9d
-    m.host_per_node = offload_host_bytes_per_node(net->total_params(), sc.compute.precision,
+    m.host_per_node = offload_host_bytes_per_node(net->total_params(), sh, sc.compute.precision,
                                                   optimizer_state_words(sc.compute.optimizer), g.shard, at.gpus_per_node);
     m.host_capacity = sc.cluster.host_memory_size > Bytes{} ? sc.cluster.host_memory_size : bytes(kDefaultHostMemoryBytes);
     m.host_fits = m.host_per_node <= m.host_capacity;

@@ -20,8 +20,14 @@ double reduce_bytes_per_element(const Sharding& s, Precision p) noexcept {
   return s.reduce_fp32 && is_mixed(p) ? 4.0 : gradient_bytes_per_element(p);  // reduce_dtype fp32
 }
 
-Bytes offload_gradient_bytes(std::int64_t params, Precision p, int shard) noexcept {
-  return bytes(static_cast<double>(params) * gradient_bytes_per_element(p) / std::max(shard, 1));  // eq. S9a
+double gradient_shard_bytes_per_element(const Sharding& s, Precision p) noexcept {
+  if (!s.sharded()) return gradient_bytes_per_element(p);
+  return s.held_in_fp32() && is_mixed(p) ? 4.0 : reduce_bytes_per_element(s, p);  // eq. K27 (M5: fp32 shards)
+}
+
+Bytes offload_gradient_bytes(double params, const Sharding& s, Precision p, int shard) noexcept {
+  // eq. S9a: the gradient shard as the reduce leaves it (eq. K27), not the working width
+  return bytes(params * gradient_shard_bytes_per_element(s, p) / std::max(shard, 1));
 }
 
 Bytes offload_param_bytes(std::int64_t params, Precision p, int shard) noexcept {
@@ -34,9 +40,10 @@ Seconds cpu_adam_time(std::int64_t params, int shard, int gpus_per_node, double 
   return seconds(static_cast<double>(gpus_per_node) * static_cast<double>(params) / std::max(shard, 1) / params_per_s);
 }
 
-Bytes offload_host_bytes_per_node(std::int64_t params, Precision p, int optimizer_words, int shard, int gpus_per_node) noexcept {
-  // eq. S9d: fp32 master + optimiser words + the gradient shard received, for each GPU of the node
-  const double per_param = 4.0 + 4.0 * optimizer_words + gradient_bytes_per_element(p);
+Bytes offload_host_bytes_per_node(std::int64_t params, const Sharding& s, Precision p, int optimizer_words, int shard,
+                                  int gpus_per_node) noexcept {
+  // eq. S9d: fp32 master + optimiser words + the gradient shard received (eq. K27's width), for each GPU of the node
+  const double per_param = 4.0 + 4.0 * optimizer_words + gradient_shard_bytes_per_element(s, p);
   return bytes(static_cast<double>(gpus_per_node) * static_cast<double>(params) / std::max(shard, 1) * per_param);
 }
 

@@ -456,7 +456,10 @@ void Model::collective_done(std::uint32_t id) {
   c.phases.clear();
   c.phases.shrink_to_fit();
   if (s_.offload_pcie > 0.0)  // eq. S9a: the unit's gradient shard to the host once its collective has ended
-    copy_end_ = std::max(copy_end_, now) + c.bytes / s_.offload_shard / s_.offload_pcie;
+    copy_end_ = std::max(copy_end_, now) +
+        (c.unit >= 0 && static_cast<std::size_t>(c.unit) < s_.offload_copy.size()
+             ? s_.offload_copy[static_cast<std::size_t>(c.unit)]
+             : 0.0);
   if (s_.update == UpdatePlacement::per_layer && s_.overlapped) {
     // the parameter server updates these layers as soon as their aggregation ends (eq. 6/7)
     double t = 0.0;

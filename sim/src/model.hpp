@@ -79,11 +79,11 @@ struct Setup {
   /// root); empty: the forward's.
   std::vector<double> gather_time_backward;
   double post_gather = 0.0;  // seconds
-  // CPU offload of the optimiser (eq. S9; offload_pcie 0: none): each aggregated unit's gradient shard
-  // (its bytes / offload_shard) copied to the host at offload_pcie B/s, one copy at a time, after its
-  // collective; the update (offload_update s: the CPU step and the copy back) waits for the last copy.
+  // CPU offload of the optimiser (eq. S9; offload_pcie 0: none): each aggregated unit's gradient shard copied to
+  // the host at offload_pcie B/s (offload_copy: seconds per plan unit, eq. S9a at eq. K27's width), one copy at a
+  // time, after its collective; the update (offload_update s: the CPU step and the copy back) waits for the last copy.
   double offload_pcie = 0.0;
-  double offload_shard = 1.0;
+  std::vector<double> offload_copy;
   double offload_update = 0.0;
 
   double compute_jitter = 0.0, link_jitter = 0.0;

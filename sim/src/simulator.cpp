@@ -691,7 +691,11 @@ struct Simulator::Impl {
         c.u_total = 0.0;
       }
       s.offload_pcie = in_bytes_per_second(sc.cluster.h2d_pinned);
-      s.offload_shard = g.shard;
+      // eq. S9a: each plan unit's gradient shard at the width the reduce leaves (eq. K27), as the closed form copies it
+      std::vector<double> params, fp8;
+      plan_params(choice.plan, params, fp8);
+      for (double p : params)
+        s.offload_copy.push_back(in_bytes(offload_gradient_bytes(p, sh, sc.compute.precision, g.shard)) / s.offload_pcie);
       s.offload_update = in_seconds(closed.breakdown.offload_cpu + closed.breakdown.offload_h2d);
     }
   }
