@@ -139,7 +139,7 @@ constexpr const char* kCalibration =
 constexpr const char* kSweepHeader =
     "cluster,model,framework,precision,batch_per_gpu,bucket,links,gpus,nodes,iteration_time_s,throughput_samples_per_s,"
     "speedup,efficiency,hiding_case,bottleneck,bottleneck_share,comm_s,comm_exposed_s,memory_per_gpu_bytes,memory_fits,"
-    "train_hours,gpu_hours,cost,currency\n";
+    "train_hours,gpu_hours,cost,currency,throughput_tokens_per_s,tokens_per_s_per_gpu,mfu,hfu\n";
 
 // A sweep spec (docs/planning.md).
 constexpr const char* kSweep =
