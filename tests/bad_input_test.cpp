@@ -1390,6 +1390,8 @@ std::vector<Row> catalogue() {
       // issue 35: zero lengths and sizes, NaN, an empty list, a directory for a file
       {"option_zero_seq_len", {}, "predict --model gpt2 --seq-len 0 -o {out}", E + "'--seq-len': must be a whole number ≥ 1, got 0\n"},
       {"option_zero_image_size", {}, "predict --image-size 0 -o {out}", E + "'--image-size': must be a whole number ≥ 1, got 0\n"},
+      {"option_sharding_stage_out_of_range", {}, "predict --zero 4 -o {out}",
+       E + "'--zero': stage 4: a sharding stage is 0, 1, 2 or 3\n"},
       {"option_model_show_zero_seq_len", {}, "model show gpt2 --seq-len 0 -o {out}",
        E + "'--seq-len': must be a whole number ≥ 1, got 0\n"},
       {"option_jitter_cv_nan", {}, "predict --jitter-cv nan -o {out}",
