@@ -319,8 +319,11 @@ TEST(ParallelCli, HybridShardGroupThatDoesNotDivideTheDataParallelRanksFails) {
   const std::string explain = "explain" + kCommon.substr(std::string("predict").size());
   const auto x = run_cli(explain + "--framework fsdp-hybrid --gpus 64 --tp 4");
   ASSERT_EQ(x.status, 0) << x.err;
-  EXPECT_NE(x.out.find("DP shard 2 ranks, 32 groups: inside a node"), std::string::npos) << x.out;
-  EXPECT_NE(x.out.find("DP replicas 8 ranks, 8 groups: across 8 nodes, 1 a node"), std::string::npos) << x.out;
+  EXPECT_NE(x.out.find("  DP shard    2 ranks, 32 groups: inside a node"), std::string::npos) << x.out;
+  EXPECT_NE(x.out.find("  DP replicas 8 ranks, 8 groups: across 8 nodes, 1 a node"), std::string::npos) << x.out;
+  // the labels in one column, as wide as "DP replicas": every group row's counts start where its do
+  EXPECT_NE(x.out.find("  TP          4 ranks, 16 groups: inside a node"), std::string::npos) << x.out;
+  EXPECT_NE(x.out.find("  PP          1 rank: no group"), std::string::npos) << x.out;
 }
 
 // Eq. P32: simulate runs a layout's pipeline, and writes its trace (eq. P37: the file written, two tracks a stage);
