@@ -139,7 +139,7 @@ constexpr const char* kCalibration =
 constexpr const char* kSweepHeader =
     "cluster,model,framework,precision,batch_per_gpu,bucket,links,gpus,nodes,iteration_time_s,throughput_samples_per_s,"
     "speedup,efficiency,hiding_case,bottleneck,bottleneck_share,comm_s,comm_exposed_s,memory_per_gpu_bytes,memory_fits,"
-    "train_hours,gpu_hours,cost,currency\n";
+    "train_hours,gpu_hours,cost,currency,throughput_tokens_per_s,tokens_per_s_per_gpu,mfu,hfu\n";
 
 // A sweep spec (docs/planning.md).
 constexpr const char* kSweep =
@@ -1400,6 +1400,8 @@ std::vector<Row> catalogue() {
       // issue 35: zero lengths and sizes, NaN, an empty list, a directory for a file
       {"option_zero_seq_len", {}, "predict --model gpt2 --seq-len 0 -o {out}", E + "'--seq-len': must be a whole number ≥ 1, got 0\n"},
       {"option_zero_image_size", {}, "predict --image-size 0 -o {out}", E + "'--image-size': must be a whole number ≥ 1, got 0\n"},
+      {"option_sharding_stage_out_of_range", {}, "predict --zero 4 -o {out}",
+       E + "'--zero': stage 4: a sharding stage is 0, 1, 2 or 3\n"},
       {"option_model_show_zero_seq_len", {}, "model show gpt2 --seq-len 0 -o {out}",
        E + "'--seq-len': must be a whole number ≥ 1, got 0\n"},
       {"option_jitter_cv_nan", {}, "predict --jitter-cv nan -o {out}",

@@ -1010,8 +1010,7 @@ TEST(Sweep, LayoutColumnsAndUnchangedDataParallelRows) {
   write_sweep(csv, SweepFormat::csv, spec, r);
   const auto cells = csv_cells(csv.str());
   ASSERT_EQ(cells.size(), 7u);
-  const std::vector<std::string> added{
-      "tp", "pp", "vp", "cp", "ep", "sp", "schedule", "micro_batches", "global_batch", "tokens_per_s_per_gpu", "mfu", "error"};
+  const std::vector<std::string> added{"tp", "pp", "vp", "cp", "ep", "sp", "schedule", "micro_batches", "global_batch", "error"};
   // the spec without the axis: fsdp's list entry alone
   const SweepSpec dp = parse_sweep_spec(
       "list:\n  - {cluster: {name: dgx-h100, nodes: 2, fabric: \"infiniband:400Gb/s:8\"}, model: llama3-8b, framework: fsdp,\n"
@@ -1227,7 +1226,8 @@ TEST(SweepCli, JsonLinesShareThePredictionRecordsMembers) {
       ++shared;
       EXPECT_EQ(value, record[key]) << key << " on " << lines[i]["gpus"] << " GPUs";
     }
-    EXPECT_EQ(shared, 15) << "members the sweep line shares with the prediction record";
+    // 15, and since issue 35 throughput_tokens_per_s (null: ResNet-50 has no tokens) and mfu
+    EXPECT_EQ(shared, 17) << "members the sweep line shares with the prediction record";
   }
 }
 
@@ -1240,6 +1240,82 @@ TEST(SweepCli, TopKAsJsonLinesToAFile) {
   const std::string text = test::slurp(out);
   EXPECT_EQ(std::count(text.begin(), text.end(), '\n'), 2);
   EXPECT_THAT(text, HasSubstr("\"efficiency\":1.0"));  // one-GPU rows have efficiency 1 by definition
+}
+
+// Issue 35: every row carries tokens/s (over the job and per GPU), MFU and HFU, as predict prints them; `--by tokens`
+// ranks the rows of token models by tokens/s. Llama-2-7B and Llama-3-8B under FSDP and torchtitan on one DGX H100 (8
+// GPUs, one sequence a GPU, bf16), ResNet-50 beside them (tests/data/plan/sweep-llm.yaml): each row's
+// throughput_tokens_per_s and mfu equal `predict --format json` of the same options; tokens_per_s_per_gpu is that over
+// 8; hfu equals mfu where nothing is recomputed (none of these frameworks checkpoints by default); ResNet-50's tokens
+// are null and its MFU predict's.
+TEST(SweepCli, TokenColumnsArePredictsAndRankByTokens) {
+  const std::string spec = std::string(DLSCALE_SOURCE_DIR) + "/tests/data/plan/sweep-llm.yaml";
+  const auto r = test::run_cli("sweep --spec " + spec + " --format jsonl");
+  ASSERT_EQ(r.status, 0) << r.err;
+  std::vector<nlohmann::json> rows;
+  std::istringstream in(r.out);
+  for (std::string line; std::getline(in, line);) rows.push_back(nlohmann::json::parse(line));
+  ASSERT_EQ(rows.size(), 5u);
+  for (const auto& row : rows) {
+    const std::string model = row["model"], framework = row["framework"];
+    const auto p = test::run_cli("predict --cluster dgx-h100-ndr --nodes 1 --model " + model + " --framework " + framework +
+                                 " --gpus 8 --batch " + std::to_string(row["batch_per_gpu"].get<int>()) +
+                                 " --precision bf16 --format json --no-train");
+    ASSERT_EQ(p.status, 0) << p.err;
+    const auto pred = nlohmann::json::parse(p.out)["predictions"][0];
+    EXPECT_DOUBLE_EQ(row["iteration_time_s"].get<double>(), pred["iteration_time_s"].get<double>()) << model << framework;
+    EXPECT_DOUBLE_EQ(row["mfu"].get<double>(), pred["mfu"].get<double>()) << model << " " << framework;
+    EXPECT_GT(row["mfu"].get<double>(), 0.0);
+    if (model == "resnet50") {
+      EXPECT_TRUE(row["throughput_tokens_per_s"].is_null());
+      EXPECT_TRUE(pred["throughput_tokens_per_s"].is_null());
+      EXPECT_TRUE(row["tokens_per_s_per_gpu"].is_null());
+      continue;
+    }
+    const double tokens = row["throughput_tokens_per_s"].get<double>();
+    EXPECT_DOUBLE_EQ(tokens, pred["throughput_tokens_per_s"].get<double>()) << model << " " << framework;
+    EXPECT_DOUBLE_EQ(row["tokens_per_s_per_gpu"].get<double>(), tokens / 8.0);
+    EXPECT_DOUBLE_EQ(row["hfu"].get<double>(), row["mfu"].get<double>()) << model << " " << framework;
+  }
+  // By hand, Llama-2-7B under FSDP (the first row): tokens/s = samples/s × 4096 tokens a sequence; MFU = 3 × forward
+  // FLOPs a sample × samples/s / (GPUs × peak) = 3 × 62,923,451,924,480 (models/llama2-7b.yaml's total) × samples/s /
+  // (8 × 989e12, the H100 SXM's dense bf16 peak, topologies/gpus.yaml).
+  ASSERT_EQ(rows[0]["model"], "llama2-7b");
+  ASSERT_EQ(rows[0]["framework"], "fsdp");
+  const double samples = rows[0]["throughput_samples_per_s"].get<double>();
+  EXPECT_NEAR(samples, 8.0 / rows[0]["iteration_time_s"].get<double>(), 1e-12 * samples);  // 8 GPUs × 1 sequence a step
+  EXPECT_NEAR(rows[0]["throughput_tokens_per_s"].get<double>(), samples * 4096.0, 1e-9 * samples * 4096.0);
+  const double mfu = 3.0 * 62'923'451'924'480.0 * samples / (8.0 * 989e12);
+  EXPECT_NEAR(rows[0]["mfu"].get<double>(), mfu, 1e-12 * mfu);
+  // the CSV: the same four columns after currency, ResNet-50's tokens empty
+  const auto csv = test::run_cli("sweep --spec " + spec);
+  ASSERT_EQ(csv.status, 0) << csv.err;
+  std::istringstream lines(csv.out);
+  std::string header, first, line, last;
+  std::getline(lines, header);
+  std::getline(lines, first);
+  while (std::getline(lines, line)) last = line;
+  EXPECT_THAT(header, ::testing::EndsWith(",cost,currency,throughput_tokens_per_s,tokens_per_s_per_gpu,mfu,hfu"));
+  EXPECT_THAT(first,
+              ::testing::EndsWith(fmt::format(",,,{:.6g},{:.6g},{:.4g},{:.4g}", rows[0]["throughput_tokens_per_s"].get<double>(),
+                                              rows[0]["tokens_per_s_per_gpu"].get<double>(), rows[0]["mfu"].get<double>(),
+                                              rows[0]["hfu"].get<double>())));
+  EXPECT_THAT(last,
+              ::testing::EndsWith(fmt::format(",,,{:.4g},{:.4g}", rows[4]["mfu"].get<double>(), rows[4]["hfu"].get<double>())));
+  // --by tokens: the four language-model rows by tokens/s, highest first; ResNet-50 left out and said so
+  const auto top = test::run_cli("sweep --spec " + spec + " --format jsonl --top 10 --by tokens");
+  ASSERT_EQ(top.status, 0) << top.err;
+  EXPECT_THAT(top.err, HasSubstr("1 of 5 configurations are of models without tokens (no tokens/s) and are not ranked"));
+  std::vector<double> want;
+  for (const auto& row : rows)
+    if (!row["throughput_tokens_per_s"].is_null() && row["memory_fits"].get<bool>())
+      want.push_back(row["throughput_tokens_per_s"].get<double>());
+  std::sort(want.rbegin(), want.rend());
+  std::vector<double> got;
+  std::istringstream ranked(top.out);
+  for (std::string l; std::getline(ranked, l);) got.push_back(nlohmann::json::parse(l)["throughput_tokens_per_s"].get<double>());
+  EXPECT_EQ(got, want);
+  EXPECT_GE(got.size(), 2u);
 }
 
 TEST(SweepCli, BadSpecExitsTwoWithNothingOnStdout) {

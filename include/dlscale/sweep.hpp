@@ -144,7 +144,9 @@ Scenario group_scenario(const SweepSpec& spec, const SweepGroup& g);
 
 enum class SweepFormat { csv, jsonl };
 SweepFormat sweep_format_from_string(std::string_view s);  // throws InputError("format", …)
-enum class SweepRank { throughput, efficiency, cost };
+/// throughput: samples/s; tokens: tokens/s (token models only: a sweep of language models of different sequence
+/// lengths compares by it; rows without tokens are left out of the ranking); efficiency; cost.
+enum class SweepRank { throughput, efficiency, cost, tokens };
 SweepRank sweep_rank_from_string(std::string_view s);  // throws InputError("rank", …)
 
 /// Whether a configuration can run: its memory fits the GPU (and, offloading, the host).
@@ -152,9 +154,9 @@ bool fits_in_memory(const Prediction& p) noexcept;
 /// Whether a row ran (no error) and fits in memory.
 bool fits_in_memory(const SweepRow& row) noexcept;
 
-/// Row indices of the best `k` rows among those that ran and fit in memory (`fits_in_memory`): highest throughput, highest
-/// efficiency, or lowest cost (GPU-hours when some cluster has no price). `note` says what was left out of
-/// the ranking and why. Ties keep spec order.
+/// Row indices of the best `k` rows among those that ran and fit in memory (`fits_in_memory`): highest throughput
+/// (samples/s), highest tokens/s (of the rows of token models), highest efficiency, or lowest cost (GPU-hours when some
+/// cluster has no price). `note` says what was left out of the ranking and why. Ties keep spec order.
 std::vector<std::size_t> top_rows(const SweepSpec& spec, const SweepResult& r, std::size_t k, SweepRank by,
                                   std::string* note = nullptr);
 
@@ -165,11 +167,14 @@ std::vector<std::size_t> top_rows(const SweepSpec& spec, const SweepResult& r, s
 ///    "throughput_samples_per_s", "speedup", "efficiency", "hiding_case", "bottleneck", "bottleneck_resource",
 ///    "bottleneck_share", "bottleneck_gain"), its breakdown's "comm_s" and "comm_exposed_s", its memory's
 ///    per_gpu_bytes as "memory_per_gpu_bytes", "memory_fits" (fits_in_memory: GPU and host), "train_hours",
-///    "gpu_hours", "cost", "currency" (null where they do not apply)}
+///    "gpu_hours", "cost", "currency" (null where they do not apply), "throughput_tokens_per_s" (the Prediction
+///    record's), "tokens_per_s_per_gpu" (its share of one GPU) (both null for other than token models), "mfu" and
+///    "hfu" (Prediction::mfu, hfu)}; CSV has these four as its last columns (before the layout's), empty where JSON has
+///    null.
 /// With a `layout` axis in the spec (SweepSpec::layout_columns), CSV and JSON lines alike append "tp", "pp", "vp",
 /// "cp", "ep", "sp", "schedule", "micro_batches" (m for the row's GPU count), "global_batch" (b·m·dp samples) (empty,
-/// null, for a data-parallel row), "tokens_per_s_per_gpu" and "mfu" (empty, null, for other than token models), and
-/// "error" (SweepRow::error; empty, null, for a row that ran, whose other fields are then empty, null).
+/// null, for a data-parallel row), and "error" (SweepRow::error; empty, null, for a row that ran, whose other fields
+/// are then empty, null).
 void write_sweep(std::ostream& out, SweepFormat f, const SweepSpec& spec, const SweepResult& r,
                  std::span<const std::size_t> rows = {});
 

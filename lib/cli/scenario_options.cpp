@@ -173,6 +173,11 @@ void add_scenario_options(CLI::App& cmd, ScenarioOptions& o) {
   cmd.add_flag("--compile", o.compiled, "The framework compiles the step (torch.compile): element-wise chains fused");
   cmd.add_option("--attention", o.attention, kAttentionHelp)->type_name("KIND");
   cmd.add_option("--memory-format", o.memory_format, kMemoryFormatHelp)->type_name("LAYOUT");
+  cmd.add_option("--zero", o.zero,
+                 "Optimiser sharding stage in place of the framework's (ZeRO/FSDP): 0 replicated, 1 optimiser state "
+                 "(Megatron's distributed optimiser), 2 and gradients, 3 and parameters; the rest of the framework's "
+                 "sharding kept (plan --parallel's rows print it)")
+      ->type_name("STAGE");
   cmd.add_flag("--offload-optimizer", o.offload_optimizer,
                "CPU offload of a sharded framework's optimiser state (ZeRO-Offload): the step runs on the CPU");
   add_jitter_option(cmd, o.jitter_cv);
@@ -463,6 +468,10 @@ void apply_strategy_options(const ScenarioOptions& o, Scenario& sc) {
   }
   if (!o.memory_format.empty()) sc.strategy.conv_algorithms.layout = memory_format_option(o.memory_format);
   if (o.jitter_cv >= 0.0) sc.strategy.jitter_cv = o.jitter_cv;
+  if (o.zero != ScenarioOptions::kNotGiven) {
+    if (o.zero < 0 || o.zero > 3) throw UsageError("--zero", fmt::format("stage {}: a sharding stage is 0, 1, 2 or 3", o.zero));
+    sc.strategy.sharding.stage = o.zero;
+  }
   if (o.offload_optimizer) {  // docs/model.md, eq. S9
     if (!sc.strategy.sharding.sharded())
       throw UsageError("--offload-optimizer",

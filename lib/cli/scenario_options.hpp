@@ -53,6 +53,7 @@ struct ScenarioOptions {
   std::string attention;           // --attention eager|flash; empty: the framework's
   std::string memory_format;       // --memory-format nchw|nhwc; empty: the framework's
   bool offload_optimizer = false;  // --offload-optimizer: the sharded optimiser state in host memory (eq. S9)
+  int zero = kNotGiven;            // --zero STAGE: the sharding stage in place of the framework's (not given: the file's)
   double jitter_cv = -1.0;         // --jitter-cv; < 0: the framework file's jitter_cv
   int seq_len = 0;                 // --seq-len: rebuild a token model from its architecture at this length
   int image_size = 0;              // --image-size: rebuild an image model at this height and width

@@ -114,7 +114,8 @@ void setup_sweep(CLI::App& app) {
   cmd->add_option("--format", opt->format, "csv or jsonl")->capture_default_str();
   cmd->add_option("-o,--output", opt->output, "Write to FILE (atomically) instead of standard output")->type_name("FILE");
   cmd->add_option("--top", opt->top, "Keep the best K rows of those that fit in memory")->type_name("K");
-  cmd->add_option("--by", opt->by, "Rank by throughput, efficiency or cost")->capture_default_str();
+  cmd->add_option("--by", opt->by, "Rank by throughput (samples/s), tokens (tokens/s, of token models' rows), efficiency or cost")
+      ->capture_default_str();
   cmd->add_option("--threads", opt->threads, "Worker threads (default: all cores)")->type_name("N");
   cmd->add_flag("--simulate", opt->simulate, "Evaluate with the discrete-event simulator instead of the closed form");
   auto mopt = std::make_shared<MergeCliOptions>();

@@ -2,7 +2,10 @@
 // parts by eq. P13, memory per stage (eq. P10) and the placement of each group (eq. P11).
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cstddef>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -15,10 +18,11 @@
 namespace dlscale {
 namespace {
 
-std::string group_row(const char* name, const GroupPlacement& g) {
-  if (g.size <= 1) return fmt::format("  {:<6} 1 rank: no group\n", name);
+/// One row of explain's groups, its label padded to `width` columns (the widest label printed, at least 6).
+std::string group_row(std::string_view name, const GroupPlacement& g, std::size_t width) {
+  if (g.size <= 1) return fmt::format("  {:<{}} 1 rank: no group\n", name, width);
   return fmt::format(
-      "  {:<6} {} ranks, {} groups: {}, path {}{}\n", name, g.size, g.groups,
+      "  {:<{}} {} ranks, {} groups: {}, path {}{}\n", name, width, g.size, g.groups,
       g.inside_node ? std::string("inside a node") : fmt::format("across {} nodes, {} a node", g.nodes, g.per_node),
       to_string(g.path), g.nic_share > 1.0 ? fmt::format(", NICs shared {:.3g}×", g.nic_share) : std::string());
 }
@@ -130,21 +134,27 @@ std::string explain_parallel(const Scenario& sc, int gpus) {
   out += doubling_text(x.doubling) + "\n";
   const LayoutPlacement& at = x.at;
   out += "groups (where their ranks sit):\n";
-  out += group_row("TP", at[ParallelGroup::tp]);
-  out += group_row("CP", at[ParallelGroup::cp]);
-  out += group_row("PP", at[ParallelGroup::pp]);
-  out += group_row("DP", at[ParallelGroup::dp]);
-  out += group_row("DP×CP", at[ParallelGroup::dp_cp]);
+  std::vector<std::pair<std::string_view, GroupPlacement>> groups{{"TP", at[ParallelGroup::tp]},
+                                                                  {"CP", at[ParallelGroup::cp]},
+                                                                  {"PP", at[ParallelGroup::pp]},
+                                                                  {"DP", at[ParallelGroup::dp]},
+                                                                  {"DP×CP", at[ParallelGroup::dp_cp]}};
   // eq. P40: a hybrid strategy's shard groups of the dp·cp ranks and the replica groups its shards are all-reduced over
   const LayoutShards sg = layout_shards(l, sc.strategy.sharding, sc.cluster, gpus, at);
   if (sg.replicas > 1) {
-    out += group_row("DP shard", sg.shard_at);
-    out += group_row("DP replicas", sg.replica_at);
+    groups.emplace_back("DP shard", sg.shard_at);
+    groups.emplace_back("DP replicas", sg.replica_at);
   }
   if (shape.experts > 0) {  // eq. P17
-    out += group_row("EP", at[ParallelGroup::ep]);
-    out += group_row("EDP (experts' DP)", at[ParallelGroup::edp]);
+    groups.emplace_back("EP", at[ParallelGroup::ep]);
+    groups.emplace_back("EDP (experts' DP)", at[ParallelGroup::edp]);
   }
+  // the labels in one column: as wide as the widest (its characters, "×" one), at least the 6 of TP's to DP×CP's rows
+  std::size_t width = 6;
+  for (const auto& [name, g] : groups)
+    width = std::max<std::size_t>(
+        width, static_cast<std::size_t>(std::count_if(name.begin(), name.end(), [](char c) { return (c & 0xC0) != 0x80; })));
+  for (const auto& [name, g] : groups) out += group_row(name, g, width);
   return out;
 }
 

@@ -102,8 +102,10 @@ bool first_and_last_stage_fit(const PlanContext& c, const ParallelLayout& l, con
   return !(c.capacity > Bytes{}) || !(first_and_last_stage_memory(c, l, opt, sh) > c.capacity);
 }
 
-/// The layer times of one micro-batch's layouts, one rank's for each t and c (eq. P6), each timed once: the kernel
-/// model does not depend on the recompute mode or the sharding.
+/// The layer times of one micro-batch's layouts at one sharding stage, one rank's for each t and c (eq. P6), each timed
+/// once: the kernel model does not depend on the recompute mode, but it does on the sharding (eq. K16's sharded
+/// tensor rate where the stage shards, eqs. S10 and S11 at stage 3), as predict's step options take it from the
+/// stage.
 struct MicroBatchTimes {
   const Scenario& times_of;  // the base without measured layers
   LayerTimes whole;
@@ -221,14 +223,6 @@ void plan_layouts(const PlanContext& c, const ParallelPlanSpace& space, MicroBat
           }
 }
 
-/// The compute options of the grid's layouts under recompute mode `rc` (per block: no segment checkpointing).
-ComputeOptions grid_options(const ComputeOptions& step_opt, Recompute rc) {
-  ComputeOptions opt = step_opt;
-  opt.recompute = rc;
-  opt.checkpointing = false;
-  return opt;
-}
-
 /// The framework's sharding at optimiser-sharding stage `stage`, over every data-parallel rank, nothing offloaded.
 Sharding grid_sharding(const Scenario& base, int stage) {
   Sharding sh = base.strategy.sharding;
@@ -238,19 +232,38 @@ Sharding grid_sharding(const Scenario& base, int stage) {
   return sh;
 }
 
+/// The compute options of the grid's layouts at sharding `sh` under recompute mode `rc` (per block: no segment
+/// checkpointing): the step's, with the sharding predict's step options take from the framework at that stage
+/// (step_compute: `sharded`, eq. K16, and `sharding`, eqs. S10 and S11), so that a row planned at another stage than the
+/// framework's is the step predict gives with `--zero`.
+ComputeOptions grid_options(const ComputeOptions& step_opt, const Sharding& sh, Recompute rc) {
+  ComputeOptions opt = step_opt;
+  opt.sharded = sh.sharded();
+  opt.sharding = sh;
+  opt.recompute = rc;
+  opt.checkpointing = false;
+  return opt;
+}
+
+/// The plan's layer times by micro-batch and sharding stage.
+using PlanTimes = std::map<std::pair<int, int>, MicroBatchTimes>;
+
 /// Every micro-batch × recompute × sharding stage of the space into the result (plan_layouts), each micro-batch's
 /// layer times kept in `times`, the near-misses in `near`.
 void plan_grid(const PlanContext& c, const ParallelPlanSpace& space, const Scenario& times_of, const ComputeOptions& step_opt,
-               std::map<int, MicroBatchTimes>& times, std::vector<NearMiss>& near, ParallelPlanResult& r) {
-  for (int b : space.micro_batch) {
-    if (b < 1 || r.global_batch % b != 0 || times.contains(b)) continue;
-    const LayerTimes whole =
-        parallel_whole_times(times_of, estimate_layer_times(c.base.network, c.base.cluster.gpu, b, step_opt));
-    MicroBatchTimes& t = times.try_emplace(b, MicroBatchTimes{times_of, whole, {}}).first->second;
-    for (Recompute rc : space.recompute)
-      for (int stage : space.sharding_stage)
-        plan_layouts(c, space, t, grid_options(step_opt, rc), grid_sharding(c.base, stage), b, stage, r, near);
-  }
+               PlanTimes& times, std::vector<NearMiss>& near, ParallelPlanResult& r) {
+  for (int b : space.micro_batch)
+    for (int stage : space.sharding_stage) {
+      if (b < 1 || r.global_batch % b != 0 || times.contains({b, stage})) continue;
+      const Sharding sh = grid_sharding(c.base, stage);
+      ComputeOptions stage_opt = step_opt;  // the step's options at the stage's sharding (grid_options)
+      stage_opt.sharded = sh.sharded();
+      stage_opt.sharding = sh;
+      const LayerTimes whole =
+          parallel_whole_times(times_of, estimate_layer_times(c.base.network, c.base.cluster.gpu, b, stage_opt));
+      MicroBatchTimes& t = times.try_emplace({b, stage}, MicroBatchTimes{times_of, whole, {}}).first->second;
+      for (Recompute rc : space.recompute) plan_layouts(c, space, t, grid_options(step_opt, sh, rc), sh, b, stage, r, near);
+    }
 }
 
 /// The ranking: tokens/s, ties to the less memory.
@@ -264,11 +277,11 @@ bool faster_first(const ParallelPlanEntry& a, const ParallelPlanEntry& b) {
 /// faster and fits, the next tried on what was kept).
 class Refiner {
  public:
-  Refiner(const PlanContext& c, std::map<int, MicroBatchTimes>& times, const ComputeOptions& step_opt, ParallelPlanResult& r)
+  Refiner(const PlanContext& c, PlanTimes& times, const ComputeOptions& step_opt, ParallelPlanResult& r)
       : c_(c), times_(times), step_opt_(step_opt), r_(r) {}
 
   /// The options and sharding the grid predicted a layout with (plan_grid).
-  [[nodiscard]] ComputeOptions options(Recompute rc) const { return grid_options(step_opt_, rc); }
+  [[nodiscard]] ComputeOptions options(Recompute rc, int stage) const { return grid_options(step_opt_, sharding(stage), rc); }
   [[nodiscard]] Sharding sharding(int stage) const { return grid_sharding(c_.base, stage); }
 
   /// A leader (it fits): its variants, the best kept in place. Whether one was kept.
@@ -310,7 +323,7 @@ class Refiner {
 
   /// The layout predicted as the grid predicts it; nullopt where validate refuses it or it does not fit.
   std::optional<Prediction> time(const ParallelLayout& l, Recompute rc, int stage) {
-    const ComputeOptions opt = options(rc);
+    const ComputeOptions opt = options(rc, stage);
     const Sharding sh = sharding(stage);
     try {
       validate(l, c_.gpus, c_.shape);
@@ -318,7 +331,7 @@ class Refiner {
       return std::nullopt;
     }
     if (!first_and_last_stage_fit(c_, l, opt, sh)) return std::nullopt;
-    auto it = times_.find(l.micro_batch);
+    auto it = times_.find({l.micro_batch, stage});
     if (it == times_.end()) return std::nullopt;
     ++r_.refine_timed;
     Prediction p =
@@ -412,7 +425,7 @@ class Refiner {
       return;
     const int most = static_cast<int>(most_blocks_in_a_chunk(c_.shape.layers, e.layout));
     if (most < 2) return;
-    const ComputeOptions opt = options(e.recompute);
+    const ComputeOptions opt = options(e.recompute, e.sharding_stage);
     const Sharding sh = sharding(e.sharding_stage);
     const auto block_n = [&](int n) {
       ParallelLayout l = e.layout;
@@ -440,15 +453,15 @@ class Refiner {
   }
 
   const PlanContext& c_;
-  std::map<int, MicroBatchTimes>& times_;
+  PlanTimes& times_;
   const ComputeOptions& step_opt_;
   ParallelPlanResult& r_;
 };
 
 /// Eq. P38 over a ranked result: the space's leaders (the fastest, and the fastest under full recompute) refined in
 /// place, the near-misses that a variant makes fit added.
-void refine(const PlanContext& c, const ParallelPlanSpace& space, std::map<int, MicroBatchTimes>& times,
-            const ComputeOptions& step_opt, std::vector<NearMiss>& near, ParallelPlanResult& r) {
+void refine(const PlanContext& c, const ParallelPlanSpace& space, PlanTimes& times, const ComputeOptions& step_opt,
+            std::vector<NearMiss>& near, ParallelPlanResult& r) {
   Refiner refiner(c, times, step_opt, r);
   const std::size_t leaders = static_cast<std::size_t>(std::max(space.refine_leaders, 0));
   int full = 0;
@@ -516,7 +529,7 @@ ParallelPlanResult plan_parallel(const Scenario& base, int gpus, const ParallelP
   Scenario times_of = base;  // for parallel_whole_times: the framework's efficiency, no measured layers
   times_of.measured_layers.reset();
 
-  std::map<int, MicroBatchTimes> times;  // by micro-batch, for the refinement too
+  PlanTimes times;  // by micro-batch and sharding stage, for the refinement too
   std::vector<NearMiss> near;
   plan_grid(c, space, times_of, step_opt, times, near, r);
   std::stable_sort(r.ranked.begin(), r.ranked.end(), faster_first);
@@ -637,6 +650,9 @@ std::string predict_options(const ParallelPlanEntry& e, const Scenario& base, in
   if (l.recompute_method == RecomputeMethod::block)
     out += fmt::format(" --recompute-method block --recompute-num-layers {}", l.recompute_num_layers);
   if (l.distribute_saved_activations) out += " --distribute-saved-activations";
+  // the sharding stage where the plan's row differs from the framework's (the grid's 0 and 1 under megatron-core's
+  // distributed optimiser, stage 1, or torchtitan's FSDP2, stage 3): predict takes the framework's otherwise
+  if (e.sharding_stage != base.strategy.sharding.stage) out += fmt::format(" --zero {}", e.sharding_stage);
   // the precision where predict would take another (the framework's, default_precision)
   if (base.compute.precision != default_precision(base.strategy, base.cluster.gpu))
     out += fmt::format(" --precision {}", to_string(base.compute.precision));

@@ -28,7 +28,9 @@ SweepRank sweep_rank_from_string(std::string_view s) {
   if (s == "throughput") return SweepRank::throughput;
   if (s == "efficiency") return SweepRank::efficiency;
   if (s == "cost") return SweepRank::cost;
-  throw InputError(SourceLocation{}, "rank", fmt::format("unknown ranking '{}' (expected throughput, efficiency or cost)", s));
+  if (s == "tokens") return SweepRank::tokens;
+  throw InputError(SourceLocation{}, "rank",
+                   fmt::format("unknown ranking '{}' (expected throughput, tokens, efficiency or cost)", s));
 }
 
 bool fits_in_memory(const Prediction& p) noexcept { return p.memory.fits && p.memory.host_fits; }
@@ -38,12 +40,15 @@ std::vector<std::size_t> top_rows(const SweepSpec& spec, const SweepResult& r, s
   // Only configurations that run and fit in memory are ranked: one that cannot run is no candidate.
   std::vector<std::size_t> idx;
   idx.reserve(r.rows.size());
-  std::size_t invalid = 0;
+  std::size_t invalid = 0, no_tokens = 0;
   for (std::size_t i = 0; i < r.rows.size(); ++i) {
-    if (fits_in_memory(r.rows[i])) idx.push_back(i);
+    // by tokens/s: a model without tokens (an image model) has no tokens/s to rank by
+    const bool tokenless = by == SweepRank::tokens && !(r.rows[i].prediction.throughput_tokens_per_s > 0.0);
+    if (fits_in_memory(r.rows[i]) && !tokenless) idx.push_back(i);
     invalid += r.rows[i].error.empty() ? 0 : 1;
+    no_tokens += r.rows[i].error.empty() && tokenless ? 1 : 0;
   }
-  const std::size_t left_out = r.rows.size() - idx.size() - invalid;
+  const std::size_t left_out = r.rows.size() - idx.size() - invalid - no_tokens;
   bool all_priced = true;
   for (const auto& row : r.rows) all_priced = all_priced && row.cost.has_value();
   if (by == SweepRank::cost && !all_priced && note) {
@@ -58,6 +63,8 @@ std::vector<std::size_t> top_rows(const SweepSpec& spec, const SweepResult& r, s
     switch (by) {
       case SweepRank::throughput:
         return -row.prediction.throughput_samples_per_s;
+      case SweepRank::tokens:
+        return -row.prediction.throughput_tokens_per_s;
       case SweepRank::efficiency:
         return -row.prediction.efficiency;
       case SweepRank::cost: {
@@ -73,6 +80,11 @@ std::vector<std::size_t> top_rows(const SweepSpec& spec, const SweepResult& r, s
     const std::string oom =
         fmt::format("{} of {} configurations do not fit in GPU (or host) memory and are not ranked", left_out, r.rows.size());
     *note = note->empty() ? oom : *note + "; " + oom;
+  }
+  if (no_tokens > 0 && note) {
+    const std::string tokenless = fmt::format(
+        "{} of {} configurations are of models without tokens (no tokens/s) and are not ranked", no_tokens, r.rows.size());
+    *note = note->empty() ? tokenless : *note + "; " + tokenless;
   }
   if (invalid > 0 && note) {
     const std::string bad = fmt::format(
@@ -99,6 +111,38 @@ std::string csv_field(const std::string& s) {
   return out + "\"";
 }
 
+/// tokens/s per GPU (token models; 0 otherwise)
+double tokens_per_gpu(const Prediction& p) noexcept {
+  return p.gpus > 0 ? p.throughput_tokens_per_s / static_cast<double>(p.gpus) : 0.0;
+}
+
+/// The token columns of every row (issue 35): tokens/s over the job and per GPU (token models: the prediction's
+/// samples/s × tokens per sample; empty for other models), MFU and HFU (3 × forward FLOPs per sample, HFU with the
+/// recomputed forward counted, × samples/s / (GPUs × the GPU's dense peak): every model), as predict's JSON and CSV
+/// print them. Empty for a row whose layout cannot run.
+void append_token_csv(fmt::memory_buffer& buf, const SweepRow& row) {
+  auto out = std::back_inserter(buf);
+  const Prediction& p = row.prediction;
+  if (!row.error.empty()) {
+    fmt::format_to(out, ",,,,");
+    return;
+  }
+  if (p.throughput_tokens_per_s > 0.0) fmt::format_to(out, ",{:.6g},{:.6g}", p.throughput_tokens_per_s, tokens_per_gpu(p));
+  else fmt::format_to(out, ",,");
+  fmt::format_to(out, ",{:.4g},{:.4g}", p.mfu, p.hfu);
+}
+
+void add_token_json(nlohmann::ordered_json& j, const SweepRow& row) {
+  const nlohmann::ordered_json null(nullptr);
+  const Prediction& p = row.prediction;
+  const bool ran = row.error.empty();
+  const bool tokens = ran && p.throughput_tokens_per_s > 0.0;
+  j["throughput_tokens_per_s"] = tokens ? nlohmann::ordered_json(p.throughput_tokens_per_s) : null;
+  j["tokens_per_s_per_gpu"] = tokens ? nlohmann::ordered_json(tokens_per_gpu(p)) : null;
+  j["mfu"] = ran ? nlohmann::ordered_json(p.mfu) : null;
+  j["hfu"] = ran ? nlohmann::ordered_json(p.hfu) : null;
+}
+
 /// A row's layout columns (SweepSpec::layout_columns): its degrees, m and b·m·dp for its GPU count (with_global_batch,
 /// as the prediction resolved them), nothing for data parallelism.
 struct LayoutColumns {
@@ -117,11 +161,6 @@ LayoutColumns layout_columns(const SweepSpec& spec, const SweepRow& row) {
   return c;
 }
 
-/// tokens/s per GPU (token models; 0 otherwise)
-double tokens_per_gpu(const Prediction& p) noexcept {
-  return p.gpus > 0 ? p.throughput_tokens_per_s / static_cast<double>(p.gpus) : 0.0;
-}
-
 void append_layout_csv(fmt::memory_buffer& buf, const SweepSpec& spec, const SweepRow& row) {
   const LayoutColumns c = layout_columns(spec, row);
   auto out = std::back_inserter(buf);
@@ -133,9 +172,6 @@ void append_layout_csv(fmt::memory_buffer& buf, const SweepSpec& spec, const Swe
   } else {
     fmt::format_to(out, ",,,,,,,,,");
   }
-  const Prediction& p = row.prediction;
-  if (row.error.empty() && p.throughput_tokens_per_s > 0.0) fmt::format_to(out, ",{:.6g},{:.4g}", tokens_per_gpu(p), p.mfu);
-  else fmt::format_to(out, ",,");
   fmt::format_to(out, ",{}\n", csv_field(row.error));
 }
 
@@ -152,10 +188,6 @@ void add_layout_json(nlohmann::ordered_json& j, const SweepSpec& spec, const Swe
   j["schedule"] = l ? nlohmann::ordered_json(to_string(l->schedule)) : null;
   j["micro_batches"] = c.micro_batches > 0 ? nlohmann::ordered_json(c.micro_batches) : null;
   j["global_batch"] = c.micro_batches > 0 ? nlohmann::ordered_json(c.global_batch) : null;
-  const Prediction& p = row.prediction;
-  const bool tokens = row.error.empty() && p.throughput_tokens_per_s > 0.0;
-  j["tokens_per_s_per_gpu"] = tokens ? nlohmann::ordered_json(tokens_per_gpu(p)) : null;
-  j["mfu"] = tokens ? nlohmann::ordered_json(p.mfu) : null;
   j["error"] = row.error.empty() ? null : nlohmann::ordered_json(row.error);
 }
 
@@ -166,6 +198,7 @@ void append_csv_row(fmt::memory_buffer& buf, const std::string& pre, const Sweep
   auto out = std::back_inserter(buf);
   if (!row.error.empty()) {  // a layout that cannot run: its GPU count, nodes and why (the numbers empty)
     fmt::format_to(out, "{},{},{},,,,,,,,,,,false,,,,", pre, p.gpus, p.nodes);
+    append_token_csv(buf, row);
     append_layout_csv(buf, spec, row);
     return;
   }
@@ -177,6 +210,7 @@ void append_csv_row(fmt::memory_buffer& buf, const std::string& pre, const Sweep
   else fmt::format_to(out, ",,");
   if (row.cost) fmt::format_to(out, "{:.2f},{}", *row.cost, spec.clusters[spec.groups[row.group].cluster].currency);
   else fmt::format_to(out, ",");
+  append_token_csv(buf, row);
   if (spec.layout_columns) append_layout_csv(buf, spec, row);
   else buf.push_back('\n');
 }
@@ -220,6 +254,7 @@ void append_json_row(fmt::memory_buffer& buf, const SweepSpec& spec, const Sweep
     j["cost"] = row.cost ? nlohmann::ordered_json(*row.cost) : null;
     j["currency"] = row.cost ? nlohmann::ordered_json(cl.currency) : null;
   }
+  add_token_json(j, row);
   if (spec.layout_columns) add_layout_json(j, spec, row);
   const std::string line = j.dump();
   buf.append(line.data(), line.data() + line.size());
