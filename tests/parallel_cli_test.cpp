@@ -616,6 +616,27 @@ TEST(ParallelCli, PlanBestAtAnotherShardingStageIsReproducible) {
   }
 }
 
+// Eq. P42: `--zero` puts another optimiser-sharding stage in place of the framework's, and the GEMMs keep the
+// framework's rate (eq. K16): the distributed optimiser's collectives run once a step, beside no GEMM. Llama-3-8B in
+// TP 4 on one DGX H100 (DP 2) under megatron-core (stage 1): at stage 0 forward and backward are the same seconds,
+// the update runs over the whole of a TP rank's parameters instead of half of them (2x), and the memory holds the
+// other half of the optimiser state. Before, stage 0 dropped K16 and the forward came out 0.77x (Hopper's factor).
+TEST(ParallelCli, ZeroStageKeepsTheFrameworksGemmRate) {
+  const std::string args =
+      "predict --cluster dgx-h100 --model llama3-8b --framework megatron-core --gpus 8 --tp 4 --batch 1 "
+      "--micro-batches 8 --format json --no-train";
+  const auto own = run_cli(args), zero = run_cli(args + " --zero 0");
+  ASSERT_EQ(own.status, 0) << own.err;
+  ASSERT_EQ(zero.status, 0) << zero.err;
+  const auto a = nlohmann::json::parse(own.out).at("predictions").at(0),
+             b = nlohmann::json::parse(zero.out).at("predictions").at(0);
+  const auto &ab = a.at("breakdown"), &bb = b.at("breakdown");
+  EXPECT_DOUBLE_EQ(bb.at("forward_s").get<double>(), ab.at("forward_s").get<double>());
+  EXPECT_DOUBLE_EQ(bb.at("backward_s").get<double>(), ab.at("backward_s").get<double>());
+  EXPECT_NEAR(bb.at("update_s").get<double>(), 2 * ab.at("update_s").get<double>(), 1e-12);
+  EXPECT_GT(b.at("memory").at("per_gpu_bytes").get<double>(), a.at("memory").at("per_gpu_bytes").get<double>());
+}
+
 // --no-refine plans the grid alone (eq. P38 off): the same TP 2 × CP 2 layout under the framework's ring, no variant,
 // no refinement line, and slower than the refined plan's all_gather.
 TEST(ParallelCli, PlanNoRefineKeepsTheGridsLayout) {

@@ -152,6 +152,7 @@ struct Alone {
 Alone predict_alone(Scenario sc, const ParallelLayout& l, Recompute rc, int stage, int gpus) {
   sc.parallel = l;
   sc.compute.recompute = rc;
+  sc.strategy.sharded_rate = sc.strategy.sharding.sharded();  // eq. P42: as --zero, the framework's K16 rate
   sc.strategy.sharding.stage = stage;
   sc.strategy.sharding.group = Sharding::kGroupAll;
   Alone a{Predictor(sc).predict(gpus)};

@@ -156,6 +156,10 @@ struct Strategy {
   Seconds input_handover{};
   // Sharded data parallelism (ZeRO, FSDP; docs/model.md, "Sharded data parallelism"); stage 0: replicas.
   Sharding sharding;
+  /// Eq. K16 (docs/compute-model.md) is the framework's: its step's GEMMs run at the sharded tensor rate where its own
+  /// file shards. Absent, `sharding.sharded()`; set to the file's when a run puts another stage in place of the file's
+  /// (`--zero`, the plan's rows: eq. P42), since the optimiser's sharding does not change the GEMMs it runs beside.
+  std::optional<bool> sharded_rate;
   Transport transport;  // how bytes cross nodes (`transport: NAME`); default: NCCL as modelled
   /// Model parallelism (`parallel:`; docs/input-formats.md, "Framework strategy"): the layout a run with this
   /// framework starts from (rank order, sequence parallelism, schedule; degrees and batches where the file

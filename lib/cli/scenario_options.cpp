@@ -470,6 +470,8 @@ void apply_strategy_options(const ScenarioOptions& o, Scenario& sc) {
   if (o.jitter_cv >= 0.0) sc.strategy.jitter_cv = o.jitter_cv;
   if (o.zero != ScenarioOptions::kNotGiven) {
     if (o.zero < 0 || o.zero > 3) throw UsageError("--zero", fmt::format("stage {}: a sharding stage is 0, 1, 2 or 3", o.zero));
+    // eq. P42: the stage only; the GEMMs keep the framework's rate (eq. K16)
+    if (!sc.strategy.sharded_rate) sc.strategy.sharded_rate = sc.strategy.sharding.sharded();
     sc.strategy.sharding.stage = o.zero;
   }
   if (o.offload_optimizer) {  // docs/model.md, eq. S9

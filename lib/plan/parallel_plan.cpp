@@ -133,6 +133,8 @@ std::optional<Prediction> data_parallel_prediction(const PlanContext& c, const P
   sc.parallel = given;
   sc.compute.recompute = rc;
   sc.compute.checkpointing = false;
+  // eq. P42: the row's stage, the framework's K16 rate (as `--zero` keeps it)
+  if (!sc.strategy.sharded_rate) sc.strategy.sharded_rate = sc.strategy.sharding.sharded();
   sc.strategy.sharding = sh;
   Prediction p;
   try {
@@ -233,12 +235,11 @@ Sharding grid_sharding(const Scenario& base, int stage) {
 }
 
 /// The compute options of the grid's layouts at sharding `sh` under recompute mode `rc` (per block: no segment
-/// checkpointing): the step's, with the sharding predict's step options take from the framework at that stage
-/// (step_compute: `sharded`, eq. K16, and `sharding`, eqs. S10 and S11), so that a row planned at another stage than the
-/// framework's is the step predict gives with `--zero`.
+/// checkpointing): the step's, with the sharding predict's step options take at that stage (step_compute:
+/// `sharding`, eqs. S10 and S11), so that a row planned at another stage than the framework's is the step predict
+/// gives with `--zero`; `sharded` (eq. K16) stays the framework's (eq. P42).
 ComputeOptions grid_options(const ComputeOptions& step_opt, const Sharding& sh, Recompute rc) {
   ComputeOptions opt = step_opt;
-  opt.sharded = sh.sharded();
   opt.sharding = sh;
   opt.recompute = rc;
   opt.checkpointing = false;
@@ -257,7 +258,6 @@ void plan_grid(const PlanContext& c, const ParallelPlanSpace& space, const Scena
       if (b < 1 || r.global_batch % b != 0 || times.contains({b, stage})) continue;
       const Sharding sh = grid_sharding(c.base, stage);
       ComputeOptions stage_opt = step_opt;  // the step's options at the stage's sharding (grid_options)
-      stage_opt.sharded = sh.sharded();
       stage_opt.sharding = sh;
       const LayerTimes whole =
           parallel_whole_times(times_of, estimate_layer_times(c.base.network, c.base.cluster.gpu, b, stage_opt));

@@ -341,8 +341,8 @@ ComputeOptions step_compute(ComputeOptions c, const Strategy& framework, const G
   c.compiled_loss = framework.compile_loss;
   c.recompute_early_stop = framework.checkpoint_early_stop;
   c.rmsnorm_composite = framework.rmsnorm_composite;
-  c.execution = framework.execution;  // eqs. K18-K20
-  c.sharded = framework.sharding.sharded();
+  c.execution = framework.execution;                                          // eqs. K18-K20
+  c.sharded = framework.sharded_rate.value_or(framework.sharding.sharded());  // eq. K16, the framework's (P42)
   if (!c.optimizer_impl) c.optimizer_impl = framework.optimizer_impl.value_or(OptimizerImpl::fused);
   // the framework's own update kernels where the run's optimiser is the one they describe
   if (!c.update_kernels && framework.update_kernels && framework.update_kernels->optimizer == c.optimizer)
