@@ -7,9 +7,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstddef>
 #include <limits>
 #include <map>
 #include <numbers>
+#include <utility>
 #include <vector>
 
 #include "dlscale/cluster.hpp"
@@ -1077,6 +1079,34 @@ RankCoordinates rank_coordinates(const ParallelLayout& l, int gpus, int rank) {
 namespace {
 GroupPlacement place_members(ParallelGroup g, const std::vector<std::vector<int>>& members, const Cluster& c, int gpus, int gpn,
                              int nodes_total, int nics);
+
+/// What eq. P11 places groups on: GPUs a node, nodes, and NICs a node (one in the simple form, Cluster::inter_node).
+struct NodeShape {
+  int gpn = 1, nodes_total = 1, nics = 1;
+};
+NodeShape node_shape(const Cluster& c, int gpus) {
+  NodeShape n;
+  n.gpn = std::max(1, c.gpus_per_node);
+  n.nodes_total = (gpus + n.gpn - 1) / n.gpn;
+  if (c.topology && c.topology->fabric().nics_per_node > 0) n.nics = c.topology->fabric().nics_per_node;
+  return n;
+}
+
+/// Each group split in two ways by `a` (which divides its size): its runs of `a` consecutive ranks, and its ranks `a`
+/// apart (P36's inner and outer CP groups; P40's shard and replica groups).
+std::pair<std::vector<std::vector<int>>, std::vector<std::vector<int>>> runs_and_strides(
+    const std::vector<std::vector<int>>& groups, std::size_t a) {
+  std::vector<std::vector<int>> runs, strides;
+  for (const auto& grp : groups) {
+    for (std::size_t k = 0; k + a <= grp.size(); k += a)
+      runs.emplace_back(grp.begin() + static_cast<std::ptrdiff_t>(k), grp.begin() + static_cast<std::ptrdiff_t>(k + a));
+    for (std::size_t j = 0; j < a; ++j) {
+      std::vector<int>& o = strides.emplace_back();
+      for (std::size_t k = j; k < grp.size(); k += a) o.push_back(grp[k]);
+    }
+  }
+  return {std::move(runs), std::move(strides)};
+}
 }  // namespace
 
 LayoutPlacement place_layout(const ParallelLayout& l, const Cluster& c, int gpus) {
@@ -1087,9 +1117,8 @@ LayoutPlacement place_layout(const ParallelLayout& l, const Cluster& c, int gpus
     throw field_error("gpus", fmt::format("{} GPUs do not fill whole nodes of {} GPUs", gpus, gpn));
   if (l.dp(gpus) < 1)
     throw field_error("gpus", fmt::format("tp {} × pp {} × cp {} does not divide {} GPUs", l.tp, l.pp, l.cp, gpus));
-  const int nodes_total = (gpus + gpn - 1) / gpn;
-  int nics = 1;  // the simple form: one NIC per node (Cluster::inter_node)
-  if (c.topology && c.topology->fabric().nics_per_node > 0) nics = c.topology->fabric().nics_per_node;
+  const NodeShape shape = node_shape(c, gpus);
+  const int nodes_total = shape.nodes_total, nics = shape.nics;
   LayoutPlacement out;
   using G = ParallelGroup;
   for (ParallelGroup g : {G::tp, G::cp, G::pp, G::dp, G::dp_cp, G::ep, G::edp}) {
@@ -1105,16 +1134,7 @@ LayoutPlacement place_layout(const ParallelLayout& l, const Cluster& c, int gpus
   if (l.cp > 1 && l.cp_comm == CpComm::a2a_p2p && l.hierarchical_cp > 0 && l.cp % l.hierarchical_cp == 0) {
     // eq. P36: Megatron-Core's hierarchical CP groups (recalled): runs of a consecutive ranks of each CP group, and
     // the ranks a apart
-    const auto a = static_cast<std::size_t>(l.hierarchical_cp);
-    std::vector<std::vector<int>> inner, outer;
-    for (const auto& grp : group_members(l, gpus, G::cp)) {
-      for (std::size_t k = 0; k + a <= grp.size(); k += a)
-        inner.emplace_back(grp.begin() + static_cast<std::ptrdiff_t>(k), grp.begin() + static_cast<std::ptrdiff_t>(k + a));
-      for (std::size_t j = 0; j < a; ++j) {
-        std::vector<int>& o = outer.emplace_back();
-        for (std::size_t k = j; k < grp.size(); k += a) o.push_back(grp[k]);
-      }
-    }
+    const auto [inner, outer] = runs_and_strides(group_members(l, gpus, G::cp), static_cast<std::size_t>(l.hierarchical_cp));
     out.cp_inner = place_members(G::cp, inner, c, gpus, gpn, nodes_total, nics);
     out.cp_outer = place_members(G::cp, outer, c, gpus, gpn, nodes_total, nics);
   }
@@ -1201,18 +1221,8 @@ LayoutShards layout_shards(const ParallelLayout& l, const Sharding& s, const Clu
                                   "parallelism is not modelled (eq. P40)",
                                   n, dp_cp));
   // eq. P40: each dp·cp group's ranks in rank order, n consecutive ones a shard group, every n-th a replica group
-  const int gpn = std::max(1, c.gpus_per_node), nodes_total = (gpus + gpn - 1) / gpn;
-  int nics = 1;  // the simple form: one NIC per node (Cluster::inter_node)
-  if (c.topology && c.topology->fabric().nics_per_node > 0) nics = c.topology->fabric().nics_per_node;
-  std::vector<std::vector<int>> shards, replicas;
-  for (const auto& grp : group_members(l, gpus, ParallelGroup::dp_cp)) {
-    for (std::size_t k = 0; k < grp.size(); k += static_cast<std::size_t>(n))
-      shards.emplace_back(grp.begin() + static_cast<std::ptrdiff_t>(k), grp.begin() + static_cast<std::ptrdiff_t>(k + n));
-    for (int j = 0; j < n; ++j) {
-      std::vector<int>& o = replicas.emplace_back();
-      for (std::size_t k = static_cast<std::size_t>(j); k < grp.size(); k += static_cast<std::size_t>(n)) o.push_back(grp[k]);
-    }
-  }
+  const auto [gpn, nodes_total, nics] = node_shape(c, gpus);
+  const auto [shards, replicas] = runs_and_strides(group_members(l, gpus, ParallelGroup::dp_cp), static_cast<std::size_t>(n));
   r.shard = n;
   r.replicas = dp_cp / n;
   r.shard_at = place_members(ParallelGroup::dp_cp, shards, c, gpus, gpn, nodes_total, nics);
