@@ -176,7 +176,7 @@ void add_scenario_options(CLI::App& cmd, ScenarioOptions& o) {
   cmd.add_option("--zero", o.zero,
                  "Optimiser sharding stage in place of the framework's (ZeRO/FSDP): 0 replicated, 1 optimiser state "
                  "(Megatron's distributed optimiser), 2 and gradients, 3 and parameters; the rest of the framework's "
-                 "sharding kept (plan --parallel's rows print it)")
+                 "sharding and its GEMM rate (eq. K16) kept (plan --parallel's rows print it)")
       ->type_name("STAGE");
   cmd.add_flag("--offload-optimizer", o.offload_optimizer,
                "CPU offload of a sharded framework's optimiser state (ZeRO-Offload): the step runs on the CPU");
