@@ -596,22 +596,65 @@ TEST(ParallelActivations, LastStageKeepsTheLogitsAndTheLoss) {
   // GPT-3 175B as above, stage 7 of 8: one micro-batch in flight of 12 blocks (12 × 201,326,592 B), the final
   // norm's output 2·sbh/8 = 6,291,456 B and the bf16 logits, 2 B × 2048 × 50257 / 8 = 25,731,584 B:
   // 2,447,942,144 B. Eager mixed precision adds the loss's fp32 logits and log-softmax (eq. K14), 8 B a logit of
-  // the rank's vocabulary share: 8 × 2048 × 50257 / 8 = 102,926,336 B, 2,550,868,480 B in all.
+  // the rank's vocabulary share: 8 × 2048 × 50257 / 8 = 102,926,336 B, which replace the bf16 logits (eq. M7 with
+  // M2: the output layer's kept output not counted again): 2,447,942,144 − 25,731,584 + 102,926,336 = 2,525,136,896 B.
+  // (GPT-3's LayerNorm, GELU MLP and full K/V heads: none of M1's eager saves.)
   const Network net = arch("gpt3-175b");
   ParallelLayout l = gpt3_tp8_sp_pp8();
   ComputeOptions opt;
   opt.precision = Precision::bf16;
-  EXPECT_DOUBLE_EQ(in_bytes(rank_memory(net, l, 7, opt, Sharding{}, 1, ActivationRecompute::none).activations), 2'550'868'480.0);
+  EXPECT_DOUBLE_EQ(in_bytes(rank_memory(net, l, 7, opt, Sharding{}, 1, ActivationRecompute::none).activations), 2'525'136'896.0);
   // the loss compiled with the step keeps only its row statistics: the logits alone
   opt.compiled = true;
   EXPECT_DOUBLE_EQ(in_bytes(rank_memory(net, l, 7, opt, Sharding{}, 1, ActivationRecompute::none).activations), 2'447'942'144.0);
-  // CP 2 halves the tokens of all of it, the loss too: 1,275,434,240 B eager
+  // CP 2 halves the tokens of all of it, the loss too: 1,262,568,448 B eager
   opt.compiled = false;
   l.cp = 2;
-  EXPECT_DOUBLE_EQ(in_bytes(rank_memory(net, l, 7, opt, Sharding{}, 1, ActivationRecompute::none).activations), 1'275'434'240.0);
+  EXPECT_DOUBLE_EQ(in_bytes(rank_memory(net, l, 7, opt, Sharding{}, 1, ActivationRecompute::none).activations), 1'262'568'448.0);
   // and the time: the kernel model times the loss with the last layer (time_loss), so the output projection's
   // stage runs it; with the layout's stages the last layer is on stage 7
   EXPECT_EQ(layer_stages(net, l).back(), 7);
+}
+
+// Eq. M7 (docs/model.md, P43): eager decoder code's saves under a layout, split as the tensors they belong to.
+// Llama-3-8B (D 4096, 32 heads of 128, 8 K/V heads, F 14336), s 8192, b 1, bf16, TP 2 with SP, CP 1; eager with the
+// composite RMSNorm (torchtitan's code) against compiled (Megatron-Core's fused kernels: nothing beyond the count):
+// - M1a, a norm: the fp32 x and the normalized bf16 tensor, 4 B an element beyond the count, over t (SP):
+//   8192 × 4096 × 4 / 2 = 67,108,864 B;
+// - M1b, the SwiGLU MLP: a fourth tensor of F at 2 B, over t: 8192 × 14336 × 2 / 2 = 117,440,512 B;
+// - M1c, attention: K and V expanded to the query's heads, (32 − 8) × 128 × 2 × 2 B a token, over t:
+//   8192 × 24 × 128 × 4 / 2 = 50,331,648 B.
+// Under plain autocast (fp32 gradients) M4a adds: the norm's normalized tensor at 4 B (+2 B, over t): 33,554,432 B;
+// attention's two more half copies of its input for q, k and v, whole on each TP rank (the column-parallel products'
+// input): 8192 × 4096 × 2 × 2 = 134,217,728 B; the MLP's one more: 67,108,864 B.
+TEST(ParallelActivations, EagerCodeSavesSplitAsTheirTensorsByHand) {
+  const Network net = arch("llama3-8b");
+  ParallelLayout l;
+  l.tp = 2;
+  l.sp = true;
+  ComputeOptions eager;
+  eager.precision = Precision::bf16;
+  eager.rmsnorm_composite = true;
+  ComputeOptions compiled = eager;
+  compiled.compiled = true;
+  ComputeOptions autocast = eager;
+  autocast.fp32_gradients = true;
+  const auto find = [&net](auto pred) { return *std::find_if(net.layers.begin(), net.layers.end(), pred); };
+  const Layer norm = find([](const Layer& x) { return x.kind == LayerKind::layernorm && x.rms; });
+  const Layer mlp = find([](const Layer& x) { return x.kind == LayerKind::linear && x.gated; });
+  const Layer attn = find([](const Layer& x) { return x.kind == LayerKind::attention; });
+  const auto extra = [&l](const Layer& x, const ComputeOptions& o, const ComputeOptions& base) {
+    return in_bytes(layer_activation_bytes(x, l, o, true)) - in_bytes(layer_activation_bytes(x, l, base, true));
+  };
+  EXPECT_DOUBLE_EQ(extra(norm, eager, compiled), 67'108'864.0);
+  EXPECT_DOUBLE_EQ(extra(mlp, eager, compiled), 117'440'512.0);
+  EXPECT_DOUBLE_EQ(extra(attn, eager, compiled), 50'331'648.0);
+  EXPECT_DOUBLE_EQ(extra(norm, autocast, eager), 33'554'432.0);
+  EXPECT_DOUBLE_EQ(extra(attn, autocast, eager), 134'217'728.0);
+  EXPECT_DOUBLE_EQ(extra(mlp, autocast, eager), 67'108'864.0);
+  // CP 2 halves every one of them (the rank's s/c tokens)
+  l.cp = 2;
+  EXPECT_DOUBLE_EQ(extra(mlp, eager, compiled), 58'720'256.0);
 }
 
 // ---- eq. P11: placement ------------------------------------------------------------------------------------

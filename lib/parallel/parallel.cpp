@@ -891,8 +891,16 @@ StageActivations stage_activations(const Network& net, const std::vector<int>& b
   if (attention) a.once += cp_exchange_buffer_bytes(l, m, activation_bytes_per_element(opt.precision));
   // the last stage's loss: eager mixed precision's fp32 logits and log-softmax (eq. K14, 8 B a logit), which the
   // vocabulary-parallel cross entropy holds over t
-  if (!st.empty() && st.back() == stage)
-    a.per_microbatch += bytes(fp32_loss_bytes_per_sample(net, opt) * l.micro_batch / (static_cast<double>(l.tp) * l.cp));
+  if (!st.empty() && st.back() == stage) {
+    const double loss = fp32_loss_bytes_per_sample(net, opt);
+    a.per_microbatch += bytes(loss * l.micro_batch / (static_cast<double>(l.tp) * l.cp));
+    // eq. M7 with M2: the eager loss's fp32 copy and log-softmax replace the half logits, which the output layer (a
+    // language model's head: a last linear layer with no operators, a logit per token) counted as its kept output;
+    // compiled (the fused loss keeps the half logits, nothing else) the head's count is what the loss keeps, once
+    const Layer& head = net.layers.back();
+    if (loss > 0.0 && head.kind == LayerKind::linear && head.ops.empty() && head.output_shape.size() >= 2 && block.back() < 0)
+      a.per_microbatch -= min(layer_activation_bytes(head, l, opt, drop), a.per_microbatch);
+  }
   return a;
 }
 }  // namespace
@@ -932,7 +940,14 @@ Bytes layer_activation_bytes(const Layer& x, const ParallelLayout& l, const Comp
   const double width = activation_bytes_per_element(opt.precision) / 4.0;
   // eq. P9a: multi-head latent attention's latents whole
   const double whole = mla_whole_kept(x);
-  return bytes(((own - whole) / split + whole + ops / sp) * width * l.micro_batch / l.cp);  // eq. P9
+  // eq. M7 (docs/model.md, P43): what eager decoder code saves beyond the count, real bytes (eq. M1; under plain
+  // autocast M4a; 0 compiled, which Megatron-Core's and NeMo's fused kernels are), split as the tensors they belong
+  // to: M1a on a norm as the norm's own (over t with SP), M1b's fourth SwiGLU tensor and M1c's expanded K/V as the
+  // MLP's and attention's (over t), M4a's norm term as the norm's and its half copies of a norm's output, the inputs
+  // of column-parallel products, whole on every TP rank (over nothing); every one over c
+  const double m1 = eager_decoder_saved_bytes_per_sample(x, opt), m4a = autocast_decoder_saved_bytes_per_sample(x, opt);
+  const double eager = m1 / split + (x.kind == LayerKind::layernorm ? m4a / sp : m4a);
+  return bytes((((own - whole) / split + whole + ops / sp) * width + eager) * l.micro_batch / l.cp);  // eq. P9, M7
 }
 
 Bytes block_activation_bytes(const Network& net, int b, const ParallelLayout& l, const ComputeOptions& opt,
