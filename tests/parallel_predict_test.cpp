@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <cstdio>
 #include <optional>
 #include <string>
 #include <tuple>
@@ -69,10 +70,14 @@ TEST(ParallelPredict, Llama3_70bOn64H100sTp8Pp2) {
   EXPECT_GT(par.pp_p2p, Seconds{});
   EXPECT_GT(par.dp_comm, Seconds{});
   EXPECT_EQ(par.cp_comm, Seconds{});
-  // the step is its parts: compute, exposed communication, bubble and update (eq. P13)
+  // the step is its parts: compute, exposed communication, bubble and update (eq. P13), and the wait for the slowest
+  // GPU (eq. P43; megatron-core has no per-iteration overhead)
   const auto& b = r.breakdown;
+  EXPECT_GT(b.sync_wait, Seconds{});
+  EXPECT_EQ(b.overhead, Seconds{});
   EXPECT_NEAR(in_seconds(r.iteration_time),
-              in_seconds(b.forward + b.backward + par.tp_comm + par.cp_comm + par.pp_p2p + par.bubble + par.dp_comm + b.update),
+              in_seconds(b.forward + b.backward + par.tp_comm + par.cp_comm + par.pp_p2p + par.bubble + par.dp_comm + b.update +
+                         b.sync_wait),
               1e-9);
 }
 
@@ -309,6 +314,61 @@ TEST(ParallelPredict, DataParallelLayoutIsThePlainPrediction) {
   }
   EXPECT_GE(frameworks, 20);  // of the 28 shipped, all but those that do not all-reduce
   EXPECT_GT(compared, 500);
+}
+
+// Eq. P43 by hand: Llama-3-8B on one DGX H100 (8 GPUs) under megatron-core (jitter_cv 0.0055; the test gives it an
+// iteration_overhead of 2.5 ms, which its file does not have), TP 2 (SP) × PP 2 (1F1B) × DP 2, m 8. Every GPU's
+// passes draw 1 + cv·z an iteration; a stage's passes wait for the slower of its 2 TP ranks, each stage for the
+// other through the sends, each replica for the other at the DP reduction: the step runs at the pace of the slowest
+// of all 8, E[max of 8 standard normals] = 1.4236 (Harter 1961's table). The jittered work is P7's pipeline of the
+// slowest stage's passes, (m + p − 1) = 9 micro-batches of t_mb less its 2 sends:
+//   sync = 0.0055 × 1.4236 × 9 × (t_mb − sends) = 0.0704682 × (t_mb − sends),   overhead = 0.0025 s,
+//   step = P13's step + sync + overhead.
+// The same model as data parallelism (TP 1 × PP 1, m 8: eq. P39) waits for the slowest of the 8 on its K·m = 8
+// forward and backward passes, 0.0055 × 1.4236 × (f + b)·8, and pays the same 2.5 ms: both paths carry both terms.
+TEST(ParallelPredict, SlowestGpuWaitAndOverheadOnALayoutByHand) {
+  Scenario sc;
+  sc.cluster = load_cluster(resolve(DataKind::cluster, "dgx-h100", "--cluster"));
+  sc.network = load_network(resolve(DataKind::network, "llama3-8b", "--model"));
+  sc.strategy = load_strategy(resolve(DataKind::framework, "megatron-core", "--framework"));
+  ASSERT_DOUBLE_EQ(sc.strategy.jitter_cv, 0.0055);
+  sc.strategy.iteration_overhead = seconds(0.0025);
+  sc.compute.precision = Precision::bf16;
+  sc.compute.optimizer = Optimizer::adamw;
+  ParallelLayout l = sc.strategy.parallel.value_or(ParallelLayout{});
+  l.tp = 2;
+  l.sp = true;
+  l.pp = 2;
+  l.micro_batch = 1;
+  l.micro_batches = 8;
+  sc.parallel = l;
+  const Predictor tp2(sc);
+  const Prediction r = tp2.predict(8);
+  const LayoutStep ls = tp2.layout_step(8);
+  const double passes = in_seconds(ls.step.per_microbatch - ls.step.p2p);
+  const double sync = 0.0055 * 1.4236 * 9.0 * passes;
+  EXPECT_NEAR(in_seconds(r.breakdown.sync_wait), sync, 1e-4 * sync);
+  EXPECT_DOUBLE_EQ(in_seconds(r.breakdown.overhead), 0.0025);
+  EXPECT_NEAR(in_seconds(r.iteration_time), in_seconds(ls.step.step) + sync + 0.0025, 1e-4 * sync);
+  EXPECT_NEAR(r.throughput_tokens_per_s, 8.0 * 2.0 * 8192.0 / in_seconds(r.iteration_time), 1e-9 * r.throughput_tokens_per_s);
+  // one GPU waits for nobody and pays no synchronisation cost
+  ParallelLayout one = l;
+  one.tp = one.pp = 1;
+  Scenario single = sc;
+  single.parallel = one;
+  single.parallel->sp = false;
+  const Prediction r1 = Predictor(single).predict(1);
+  EXPECT_EQ(r1.breakdown.sync_wait, Seconds{});
+  EXPECT_EQ(r1.breakdown.overhead, Seconds{});
+  // TP 1 × PP 1 on the 8 GPUs: the data-parallel path (P39), with the same two terms
+  const Prediction dp = Predictor(single).predict(8);
+  EXPECT_FALSE(dp.breakdown.parallel.has_value());
+  const double dp_sync = 0.0055 * 1.4236 * in_seconds(dp.breakdown.forward + dp.breakdown.backward);
+  EXPECT_NEAR(in_seconds(dp.breakdown.sync_wait), dp_sync, 1e-4 * dp_sync);
+  EXPECT_DOUBLE_EQ(in_seconds(dp.breakdown.overhead), 0.0025);
+  std::printf("TP 2 x PP 2: t_mb less sends %.6f s, sync %.6f s, step %.6f s (P13 %.6f s); TP 1: f+b %.6f s, sync %.6f s\n",
+              passes, in_seconds(r.breakdown.sync_wait), in_seconds(r.iteration_time), in_seconds(ls.step.step),
+              in_seconds(dp.breakdown.forward + dp.breakdown.backward), in_seconds(dp.breakdown.sync_wait));
 }
 
 }  // namespace

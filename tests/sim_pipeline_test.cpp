@@ -379,6 +379,7 @@ TEST(SimPipeline, SimulatedStepEqualsTheClosedFormWhereStagesAreAlike) {
   for (const Named& n : layouts()) {
     Scenario sc = layout_scenario(n.l, false);
     if (n.fsdp) sc.strategy.sharding.stage = 3;
+    sc.strategy.iteration_overhead = seconds(0.0025);  // eq. P43: both add the framework's cost per iteration
     const Simulator sim(sc, quiet());
     const Prediction closed = sim.predictor().predict(64);
     const SimResult r = sim.run(64);
@@ -545,6 +546,54 @@ TEST(SimPipeline, FrameworkJitterTakesTheSlowestTensorParallelRank) {
   EXPECT_NEAR(in_seconds(r.pipeline->pipeline), pipe * (1 + 0.02 * 1.4236), 0.02 * 0.02 * pipe);
   EXPECT_GT(r.iterations.max, r.iterations.min);
   EXPECT_EQ(r.pipeline->replicas, 1);
+}
+
+// Eq. P43 against the simulator: megatron-core's jitter raised to cv 0.02 on 64 GPUs, Llama-3-70B's blocks (stages
+// alike). Each iteration the simulator draws, per replica and stage, 1 + cv·z with z the largest of the stage's t·c
+// ranks' normals, scales the stage's passes by it (not its sends), runs every replica's pipeline and waits for the
+// slowest. The closed form charges cv·E[max of N]·(m + (p−1)/v)·(t_mb − sends), N = 64 (docs/model.md, P43).
+// - TP 8 × PP 1 × DP 8, m 4: one stage, so a replica's pipeline is its factor times the closed form's and the step
+//   waits for the largest of the 8 replicas' (each the largest of 8): the largest of 64. Exact: the simulated mean is
+//   the closed form's step but for the draws.
+// - TP 4 × PP 4 (1F1B) × DP 4, m 32: P43 is an upper bound (every pass at the slowest GPU's factor gives P7's pipeline
+//   scaled, and the pipeline only grows with a pass), and the path through the slowest stage k* of replica r* (fill
+//   to k*, (m − (p−1−k*)) micro-batches on it, two round trips through the stages after it, the drain: P32b's path)
+//   bounds it below: (m − (p−1)/2)·E[max of 64] + 3(p−1)/2·(16·E[max of 4] − E[max of 64])/15 micro-batches of
+//   jitter a step (k* uniform over the stages; the other 15 stage draws average what the largest leaves),
+//   (30.5 × 2.3437 + 4.5 × (16 × 1.0294 − 2.3437)/15)/(35 × 2.3437) = 0.923 of P43's.
+// Each against the mean of n simulated steps, within 5 standard errors (the steps' own spread over √n).
+TEST(SimPipeline, FrameworkJitterOverTheLayoutAsP43Charges) {
+  struct Case {
+    const char* name;
+    ParallelLayout l;
+    double lower;  // the simulated wait's lower bound as a share of P43's, derived above
+  };
+  for (const Case& c : {Case{"tp8 pp1 dp8", layout(8, 1, 4), 1.0}, Case{"tp4 pp4 dp4 1f1b", layout(4, 4, 32), 0.923}}) {
+    Scenario sc = layout_scenario(c.l, false);
+    sc.strategy.jitter_cv = 0.02;
+    SimOptions o;
+    o.iterations = 1001;
+    o.warmup = 1;
+    const Simulator sim(sc, o);
+    const Prediction closed = sim.predictor().predict(64);
+    const SimResult r = sim.run(64);
+    const double wait = in_seconds(closed.breakdown.sync_wait);
+    const LayoutStep ls = sim.predictor().layout_step(64);
+    const double mb = c.l.micro_batches + c.l.pp - 1.0;
+    EXPECT_NEAR(wait, 0.02 * 2.3437 * mb * in_seconds(ls.step.per_microbatch - ls.step.p2p), 1e-4 * wait) << c.name;
+    const std::vector<Seconds>& x = r.iterations.samples;
+    ASSERT_EQ(x.size(), 1000u) << c.name;
+    double mean = 0.0, var = 0.0;
+    for (Seconds t : x) mean += in_seconds(t);
+    mean /= static_cast<double>(x.size());
+    for (Seconds t : x) var += (in_seconds(t) - mean) * (in_seconds(t) - mean);
+    const double se = std::sqrt(var / static_cast<double>(x.size() - 1) / static_cast<double>(x.size()));
+    const double without = in_seconds(closed.iteration_time) - wait;  // the step with no jitter (P13)
+    EXPECT_LE(mean - without, wait + 5.0 * se) << c.name;
+    EXPECT_GE(mean - without, c.lower * wait - 5.0 * se) << c.name;
+    std::printf("%s: P43 %.6f s, simulated %.6f s (± %.6f), lower bound %.6f s\n", c.name, wait, mean - without, se,
+                c.lower * wait);
+  }
 }
 
 // Eq. P37's trace (`simulate --trace` with a layout): the last iteration's slowest replica, a track of passes and one of

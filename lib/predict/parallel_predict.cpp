@@ -5,8 +5,10 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <unordered_map>
 #include <utility>
 
+#include "dlscale/equations.hpp"
 #include "dlscale/error.hpp"
 #include "dlscale/memory.hpp"
 
@@ -113,6 +115,21 @@ double layout_recompute_flops(const Network& net, const ParallelLayout& l, const
 }
 }  // namespace
 
+double max_normal(int n) {
+  thread_local std::unordered_map<int, double> memo;
+  auto [it, fresh] = memo.try_emplace(n, 0.0);
+  if (fresh) it->second = eq::expected_max_normal(n);
+  return it->second;
+}
+
+Seconds layout_sync_wait(const ParallelLayout& l, const ParallelStep& s, double cv, int gpus) {
+  if (!(cv > 0.0) || gpus <= 1) return {};
+  // eq. P43: the jittered passes are P7's (m + (p−1)/v) micro-batches of the slowest stage, sends aside (the
+  // simulator scales the passes, not the sends); N = every GPU of the job (docs/model.md, P43, on which ranks wait)
+  const Seconds passes = pipeline_time(l.schedule, l.pp, l.micro_batches, l.vp, s.per_microbatch - s.p2p);
+  return eq::sync_wait(max_normal(gpus), cv, passes);
+}
+
 double layout_speedup(OneGpuStep one, std::int64_t global_batch, int micro_batch, Seconds step) noexcept {
   if (!(step > Seconds{}) || micro_batch < 1) return 0.0;
   // eq. P22: one GPU trains the same global batch, B/b micro-batches accumulated and one optimiser step
@@ -151,20 +168,25 @@ Prediction parallel_prediction(const Scenario& sc, const ParallelLayout& layout,
                                const GpuPlacement& at, OneGpuStep one, Bytes reserved) {
   const auto [l, s] = parallel_layout_step(sc, layout, opt, sharding, times, coll, gpus, reserved);
   const double mb = static_cast<double>(l.micro_batches);
+  // eq. P43: the data-parallel path's synchronisation losses on the layout's step, the wait for the slowest GPU and
+  // the framework's fixed cost per iteration of more than one GPU
+  const Seconds sync = layout_sync_wait(l, s, sc.strategy.jitter_cv, gpus);
+  const Seconds overhead = gpus > 1 ? sc.strategy.iteration_overhead : Seconds{};
+  const Seconds step = s.step + sync + overhead;
   Prediction p;
   p.gpus = gpus;
   p.nodes = at.nodes;
   p.batch_per_gpu = l.micro_batch;
-  p.iteration_time = s.step;
-  const double samples = static_cast<double>(s.global_batch) / in_seconds(s.step);
+  p.iteration_time = step;
+  const double samples = static_cast<double>(s.global_batch) / in_seconds(step);
   p.throughput_samples_per_s = samples;
-  if (sc.network.input_kind == "tokens") p.throughput_tokens_per_s = s.tokens_per_s;
+  if (sc.network.input_kind == "tokens") p.throughput_tokens_per_s = s.tokens_per_s * (s.step / step);
   const double peak = in_teraflops_per_second(sc.cluster.gpu.mfu_peak(opt.precision)) * 1e12;
   const double flops = 3.0 * sc.network.total_forward_flops_per_sample();
   p.mfu = flops_utilisation(samples, flops, gpus, peak);
   p.hfu = flops_utilisation(samples, flops + layout_recompute_flops(sc.network, l, opt), gpus, peak);
   if (one.iteration > Seconds{}) {
-    p.speedup = layout_speedup(one, s.global_batch, l.micro_batch, s.step);
+    p.speedup = layout_speedup(one, s.global_batch, l.micro_batch, step);
     p.efficiency = p.speedup / static_cast<double>(gpus);
   } else {
     p.speedup = p.efficiency = 0.0;
@@ -173,6 +195,8 @@ Prediction parallel_prediction(const Scenario& sc, const ParallelLayout& layout,
   b.forward = s.forward * mb;
   b.backward = s.backward * mb;
   b.update = s.update;
+  b.sync_wait = sync;
+  b.overhead = overhead;
   Breakdown::Parallel par;
   par.tp_comm = s.tp_exposed * mb;
   par.cp_comm = s.cp_exposed * mb;

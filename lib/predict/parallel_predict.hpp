@@ -61,6 +61,18 @@ LayoutStep parallel_layout_step(const Scenario& sc, const ParallelLayout& layout
                                 const Sharding& sharding, const ParallelTimes& times, const CollectiveModel& coll, int gpus,
                                 Bytes reserved = bytes(kDefaultReservedBytes));
 
+/// eq::expected_max_normal(n), remembered per thread: the integral costs some 0.1 ms and a sweep or a plan asks for
+/// the same GPU counts again and again.
+double max_normal(int n);
+
+/// Eq. P43: a layout's expected wait for its slowest GPU. Every pass of a stage waits for the slowest of its t·c ranks
+/// (TP and CP collectives in every block), every stage for its neighbours (the sends), every replica for the others at
+/// the DP reduction: the step runs at the pace of the slowest of the job's N GPUs, each drawing 1 + cv·z per iteration
+/// on its passes (the framework's jitter_cv, as the data-parallel path's eq. sync_wait draws it on forward+backward):
+/// cv·E[max of N]·(m + (p−1)/v)·(t_mb − sends), the passes of P7's pipeline at the slowest stage's t_mb less its sends.
+/// 0 for one GPU or cv 0.
+Seconds layout_sync_wait(const ParallelLayout& l, const ParallelStep& s, double cv, int gpus);
+
 /// The prefix "parallel." on an InputError's key from the parallel layer ("gpus" and "network" kept).
 [[noreturn]] void rethrow_parallel_field(const InputError& e);
 

@@ -32,14 +32,6 @@ namespace dlscale {
 std::shared_ptr<const CollectiveModel> make_collective_model(const Cluster& cluster);
 
 namespace {
-// eq::expected_max_normal, remembered per thread: the integral costs some 0.1 ms and a sweep asks for
-// the same GPU counts again and again.
-double max_normal(int n) {
-  thread_local std::unordered_map<int, double> memo;
-  auto [it, fresh] = memo.try_emplace(n, 0.0);
-  if (fresh) it->second = eq::expected_max_normal(n);
-  return it->second;
-}
 
 /// A unit of aggregation: one layer (layer-wise), one bucket (bucketed) or one layer (no overlap).
 /// Units are stored input side first, like layers.

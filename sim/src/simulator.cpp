@@ -1005,6 +1005,7 @@ struct Simulator::Impl {
     const PipelineTimes times = pipeline_times(st, l, events);
     const std::vector<double> slow = stage_slowdowns(l, gpus);
     const double cv = sc.strategy.jitter_cv, sigma = opt.compute_jitter;
+    const double overhead = gpus > 1 ? in_seconds(sc.strategy.iteration_overhead) : 0.0;
     LayoutRuns out;
     out.replicas = cv == 0.0 && sigma == 0.0 && opt.speed.empty() ? 1 : l.dp(gpus);  // alike: one replica for all
     out.from = std::min(opt.warmup, opt.iterations - 1);                             // iteration_statistics' first
@@ -1041,6 +1042,7 @@ struct Simulator::Impl {
         if (it >= out.from && run.makespan > 0.0)
           for (std::size_t s = 0; s < out.busy.size(); ++s) out.busy[s] += run.busy[s] / run.makespan;
       }
+      step += overhead;  // eq. P43: the framework's fixed cost per iteration of more than one GPU, as the closed form's
       out.steps.push_back(step);
       elapsed += step;
       out.pipes.push_back(pipe);
@@ -1070,7 +1072,8 @@ struct Simulator::Impl {
     ps.bubble = seconds(tail_mean(runs.bubbles));
     ps.update = ls.step.update;
     // eq. P37: what the simulated step has past the pipeline beside the update and the tied embedding's (eq. P33)
-    ps.dp_comm = seconds(tail_mean(runs.steps) - tail_mean(runs.pipes)) - ls.step.update - ls.step.embedding_grads;
+    ps.dp_comm = seconds(tail_mean(runs.steps) - tail_mean(runs.pipes)) - ls.step.update - ls.step.embedding_grads -
+        closed.breakdown.overhead;
     const double n = static_cast<double>(runs.replicas) * static_cast<double>(opt.iterations - runs.from);
     for (double b : runs.busy) ps.stage_busy.push_back(b / n);
     // the closed form's record with the simulated step: throughput, tokens/s, MFU and speedup scale with 1/step
