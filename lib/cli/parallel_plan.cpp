@@ -146,6 +146,9 @@ void run_parallel_plan(const ScenarioOptions& so_in, const ParallelPlanOptions& 
     }
     if (space.recompute.empty()) throw UsageError("--recompute", "give at least one value");
   }
+  // eq. P43: what predict takes from --framework alone, where an option here changed the framework's group or offload
+  if (!so.shard_group.empty() || so.offload_optimizer || so.no_offload_optimizer)
+    space.predict_sharding = load_strategy(resolve(DataKind::framework, so.framework, "--frameworks")).sharding;
   ParallelPlanResult r;
   try {
     r = plan_parallel(sc, gpus.front(), space);

@@ -180,6 +180,13 @@ void add_scenario_options(CLI::App& cmd, ScenarioOptions& o) {
       ->type_name("STAGE");
   cmd.add_flag("--offload-optimizer", o.offload_optimizer,
                "CPU offload of a sharded framework's optimiser state (ZeRO-Offload): the step runs on the CPU");
+  cmd.add_flag("--no-offload-optimizer", o.no_offload_optimizer,
+               "The optimiser state on the GPU where the framework offloads it (deepspeed-zero2-offload, "
+               "deepspeed-zero3-offload; plan --parallel's layouts with tp, pp, cp or ep above 1)");
+  cmd.add_option("--shard-group", o.shard_group,
+                 "GPUs a sharded framework shards over, the rest replicas (HSDP; eqs. S1, P40): N (data-parallel ranks "
+                 "under a layout: dividing dp x cp, else the GPUs), node (a node's), all (default: the framework's)")
+      ->type_name("N|node|all");
   add_jitter_option(cmd, o.jitter_cv);
   add_size_option(cmd, "--seq-len", o.seq_len, kSeqLenHelp, "S");
   add_size_option(cmd, "--image-size", o.image_size, kImageSizeHelp, "PIXELS");
@@ -453,7 +460,22 @@ void check_precision(const ScenarioOptions& o, const Scenario& sc) {
                     sc.cluster.gpu.name));
 }
 
-// --attention, --memory-format, --jitter and --offload-optimizer on the framework's strategy.
+int shard_group_option(const std::string& text) {
+  if (text == "node") return Sharding::kGroupNode;
+  if (text == "all") return Sharding::kGroupAll;
+  std::size_t used = 0;
+  int n = 0;
+  try {
+    n = std::stoi(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used == 0 || used != text.size() || n < 1)
+    throw UsageError("--shard-group", fmt::format("'{}' is not a count of at least 1, node or all", text));
+  return n;
+}
+
+// --attention, --memory-format, --jitter, --zero, --shard-group and --(no-)offload-optimizer on the framework's strategy.
 void apply_strategy_options(const ScenarioOptions& o, Scenario& sc) {
   if (!o.attention.empty()) {
     try {
@@ -474,6 +496,16 @@ void apply_strategy_options(const ScenarioOptions& o, Scenario& sc) {
     if (!sc.strategy.sharded_rate) sc.strategy.sharded_rate = sc.strategy.sharding.sharded();
     sc.strategy.sharding.stage = o.zero;
   }
+  if (!o.shard_group.empty()) {  // eq. S1, P40: the library checks it against the GPUs (shard_groups, layout_shards)
+    if (!sc.strategy.sharding.sharded())
+      throw UsageError("--shard-group", fmt::format("framework '{}' does not shard (stage 0); a shard group needs ZeRO "
+                                                    "stage 1-3 or FSDP (e.g. --zero 3)",
+                                                    sc.strategy.name));
+    sc.strategy.sharding.group = shard_group_option(o.shard_group);
+  }
+  if (o.offload_optimizer && o.no_offload_optimizer)
+    throw UsageError("--no-offload-optimizer", "give --offload-optimizer or --no-offload-optimizer, not both");
+  if (o.no_offload_optimizer) sc.strategy.sharding.offload_optimizer = false;
   if (o.offload_optimizer) {  // docs/model.md, eq. S9
     if (!sc.strategy.sharding.sharded())
       throw UsageError("--offload-optimizer",
