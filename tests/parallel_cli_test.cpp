@@ -644,8 +644,9 @@ PlanRoundTrip plan_round_trip(const std::string& on, const std::string& plan_arg
 // Eq. P43 (P40): a hybrid framework's plan rows shard in its own groups, so predict of a row's line gives the plan's step
 // and memory: fsdp-hybrid (`group: node`) on 2 DGX H100 nodes at stage 1, TP 2 (DP 8, 4 ranks a node: shard groups of 4,
 // replicas 2) and TP 1 (data parallelism, P41: groups of 8), with the framework's group (the line names none) and with
-// `--shard-group` 2 (TP 2; 4 for TP 1, whose state over 2 does not fit) and `all` in its place (the line names them). Before, the plan sharded over all 8 DP ranks whatever
-// the group: 46.048 s and 52.24 GB against predict's 46.066 s and 58.26 GB for the TP 2 row.
+// `--shard-group` 2 (TP 2; 4 for TP 1, whose state over 2 does not fit) and `all` in its place (the line names them). Before, the
+// plan sharded over all 8 DP ranks whatever the group: 46.048 s and 52.24 GB against predict's 46.066 s and 58.26 GB for the TP 2
+// row.
 TEST(ParallelCli, PlanHybridShardingRowIsReproducible) {
   const std::string on = "--cluster dgx-h100-ndr --nodes 2 --model llama3-8b ";  // bf16: the plan's, the line's
   const std::string grid = "--frameworks fsdp-hybrid --gpus 16 --pp 1 --vp 1 --cp 1 --micro-batch 1 --recompute full --zero 1";

@@ -136,7 +136,8 @@ TEST(ShardingGroups, PlacementsOfShardAndReplicaGroups) {
     (void)shard_groups(s, GpuPlacement{16, 2, 8});
     ADD_FAILURE() << "a group of 6 taken on 16 GPUs";
   } catch (const InputError& e) {
-    EXPECT_STREQ(e.what(), "'strategy.sharding.group': the framework shards over groups of 6 GPUs; 16 GPUs do not divide into them");
+    EXPECT_STREQ(e.what(),
+                 "'strategy.sharding.group': the framework shards over groups of 6 GPUs; 16 GPUs do not divide into them");
   }
   s.group = 12;  // divides 24 GPUs, but not a whole number of nodes
   try {

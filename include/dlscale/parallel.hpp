@@ -367,7 +367,8 @@ struct LayoutShards {
   GroupPlacement shard_at, replica_at;  // eq. P11 for every shard group, every replica group, at once
 };
 /// InputError("strategy.sharding.group") where n does not divide the dp·cp ranks or exceeds them, InputError("gpus")
-/// where `node` finds the dp·cp group's ranks spread unevenly over nodes; InputError("ep") for n < dp·cp beside expert parallelism (not modelled).
+/// where `node` finds the dp·cp group's ranks spread unevenly over nodes; InputError("ep") for n < dp·cp beside expert
+/// parallelism (not modelled).
 LayoutShards layout_shards(const ParallelLayout& l, const Sharding& s, const Cluster& cluster, int gpus,
                            const LayoutPlacement& at);
 

@@ -498,9 +498,10 @@ void apply_strategy_options(const ScenarioOptions& o, Scenario& sc) {
   }
   if (!o.shard_group.empty()) {  // eq. S1, P40: the library checks it against the GPUs (shard_groups, layout_shards)
     if (!sc.strategy.sharding.sharded())
-      throw UsageError("--shard-group", fmt::format("framework '{}' does not shard (stage 0); a shard group needs ZeRO "
-                                                    "stage 1-3 or FSDP (e.g. --zero 3)",
-                                                    sc.strategy.name));
+      throw UsageError("--shard-group",
+                       fmt::format("framework '{}' does not shard (stage 0); a shard group needs ZeRO "
+                                   "stage 1-3 or FSDP (e.g. --zero 3)",
+                                   sc.strategy.name));
     sc.strategy.sharding.group = shard_group_option(o.shard_group);
   }
   if (o.offload_optimizer && o.no_offload_optimizer)

@@ -53,8 +53,6 @@ struct ScenarioOptions {
   std::string attention;           // --attention eager|flash; empty: the framework's
   std::string memory_format;       // --memory-format nchw|nhwc; empty: the framework's
   bool offload_optimizer = false;  // --offload-optimizer: the sharded optimiser state in host memory (eq. S9)
-  bool no_offload_optimizer = false;  // --no-offload-optimizer: the framework's offloaded state back on the GPU
-  std::string shard_group;            // --shard-group N|node|all: the sharding's group (eq. S1, P40); empty: the file's
   int zero = kNotGiven;            // --zero STAGE: the sharding stage in place of the framework's (not given: the file's)
   double jitter_cv = -1.0;         // --jitter-cv; < 0: the framework file's jitter_cv
   int seq_len = 0;                 // --seq-len: rebuild a token model from its architecture at this length
@@ -64,6 +62,10 @@ struct ScenarioOptions {
   bool explain_sources = false;    // --explain-sources: say on stderr where every number came from
   ScaleOptions scale;              // --nodes, --fabric
   bool memory_warning = true;      // warn on stderr when the step does not fit (plan searches instead)
+  // --no-offload-optimizer: the framework's offloaded state back on the GPU; --shard-group N|node|all: the sharding's
+  // group (eq. S1, P40; empty: the framework file's)
+  bool no_offload_optimizer = false;
+  std::string shard_group;
   // the input pipeline (docs/input-formats.md, "Input pipeline"): replace the cluster's `input:` section's values
   std::string data;   // --data synthetic|ram|nvme|nfs
   std::string epoch;  // --epoch first|later
