@@ -120,6 +120,26 @@ void add_precision_options(CLI::App& cmd, ScenarioOptions& o) {
 }
 }  // namespace
 
+namespace {
+/// --zero, --offload-optimizer, --no-offload-optimizer and --shard-group: the framework's sharding changed.
+void add_sharding_options(CLI::App& cmd, ScenarioOptions& o) {
+  cmd.add_option("--zero", o.zero,
+                 "Optimiser sharding stage in place of the framework's (ZeRO/FSDP): 0 replicated, 1 optimiser state "
+                 "(Megatron's distributed optimiser), 2 and gradients, 3 and parameters; the rest of the framework's "
+                 "sharding and its GEMM rate (eq. K16) kept (plan --parallel's rows print it)")
+      ->type_name("STAGE");
+  cmd.add_flag("--offload-optimizer", o.offload_optimizer,
+               "CPU offload of a sharded framework's optimiser state (ZeRO-Offload): the step runs on the CPU");
+  cmd.add_flag("--no-offload-optimizer", o.no_offload_optimizer,
+               "The optimiser state on the GPU where the framework offloads it (deepspeed-zero2-offload, "
+               "deepspeed-zero3-offload; plan --parallel's layouts with tp, pp, cp or ep above 1)");
+  cmd.add_option("--shard-group", o.shard_group,
+                 "GPUs a sharded framework shards over, the rest replicas (HSDP; eqs. S1, P40): N (data-parallel ranks "
+                 "under a layout: dividing dp x cp, else the GPUs), node (a node's), all (default: the framework's)")
+      ->type_name("N|node|all");
+}
+}  // namespace
+
 void add_scenario_options(CLI::App& cmd, ScenarioOptions& o) {
   add_scale_options(cmd, o.scale, true, true);
   cmd.add_option("--cluster", o.cluster, "Cluster: a name in topologies/ or a YAML file")->type_name("NAME|FILE");
@@ -173,20 +193,7 @@ void add_scenario_options(CLI::App& cmd, ScenarioOptions& o) {
   cmd.add_flag("--compile", o.compiled, "The framework compiles the step (torch.compile): element-wise chains fused");
   cmd.add_option("--attention", o.attention, kAttentionHelp)->type_name("KIND");
   cmd.add_option("--memory-format", o.memory_format, kMemoryFormatHelp)->type_name("LAYOUT");
-  cmd.add_option("--zero", o.zero,
-                 "Optimiser sharding stage in place of the framework's (ZeRO/FSDP): 0 replicated, 1 optimiser state "
-                 "(Megatron's distributed optimiser), 2 and gradients, 3 and parameters; the rest of the framework's "
-                 "sharding and its GEMM rate (eq. K16) kept (plan --parallel's rows print it)")
-      ->type_name("STAGE");
-  cmd.add_flag("--offload-optimizer", o.offload_optimizer,
-               "CPU offload of a sharded framework's optimiser state (ZeRO-Offload): the step runs on the CPU");
-  cmd.add_flag("--no-offload-optimizer", o.no_offload_optimizer,
-               "The optimiser state on the GPU where the framework offloads it (deepspeed-zero2-offload, "
-               "deepspeed-zero3-offload; plan --parallel's layouts with tp, pp, cp or ep above 1)");
-  cmd.add_option("--shard-group", o.shard_group,
-                 "GPUs a sharded framework shards over, the rest replicas (HSDP; eqs. S1, P40): N (data-parallel ranks "
-                 "under a layout: dividing dp x cp, else the GPUs), node (a node's), all (default: the framework's)")
-      ->type_name("N|node|all");
+  add_sharding_options(cmd, o);
   add_jitter_option(cmd, o.jitter_cv);
   add_size_option(cmd, "--seq-len", o.seq_len, kSeqLenHelp, "S");
   add_size_option(cmd, "--image-size", o.image_size, kImageSizeHelp, "PIXELS");
