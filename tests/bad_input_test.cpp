@@ -670,7 +670,32 @@ std::vector<Row> catalogue() {
        E + "{dir}/f.yaml:7:12: 'optimizer': unknown value 'lion' (expected one of: sgd, momentum, adam, adamw, lamb)\n"},
       {"framework_shard_group_does_not_divide", {{"f.yaml", std::string(kFramework) + "sharding: {stage: 3, group: 3}\n"}},
        "predict --framework {dir}/f.yaml --gpus 4 -o {out}",
-       E + "'--gpus': the framework shards over groups of 3 GPUs; 4 GPUs do not divide into them\n"},
+       E + "'--shard-group': the framework shards over groups of 3 GPUs; 4 GPUs do not divide into them\n"},
+      // eq. S1, P40, P44: --shard-group, a count of GPUs (data-parallel ranks under a layout), node or all
+      {"option_shard_group_not_a_count", {}, "predict --model gpt2 --framework fsdp --gpus 8 --shard-group 0 -o {out}",
+       E + "'--shard-group': '0' is not a count of at least 1, node or all\n"},
+      {"option_shard_group_not_a_number", {}, "predict --model gpt2 --framework fsdp --gpus 8 --shard-group 4x -o {out}",
+       E + "'--shard-group': '4x' is not a count of at least 1, node or all\n"},
+      {"option_shard_group_does_not_divide_gpus", {}, "predict --model gpt2 --framework fsdp --gpus 8 --shard-group 3 -o {out}",
+       E + "'--shard-group': the framework shards over groups of 3 GPUs; 8 GPUs do not divide into them\n"},
+      {"option_shard_group_exceeds_gpus", {}, "predict --model gpt2 --framework fsdp --gpus 8 --shard-group 16 -o {out}",
+       E + "'--shard-group': the framework shards over groups of 16 GPUs; 8 GPUs do not divide into them\n"},
+      {"option_shard_group_does_not_divide_layout", {},
+       "predict --cluster dgx-h100-ndr --nodes 1 --model decoder:layers=2,hidden=64,heads=4,ffn=128,vocab=100,seq=16 --tp 2 "
+       "--framework fsdp --shard-group 3 --gpus 8 -o {out}",
+       E + "'--shard-group': the framework shards over groups of 3 data-parallel ranks; the layout's 4 (dp 4 × cp 1) do not "
+           "divide into them (eq. P40)\n"},
+      {"option_shard_group_exceeds_layout", {},
+       "predict --cluster dgx-h100-ndr --nodes 1 --model decoder:layers=2,hidden=64,heads=4,ffn=128,vocab=100,seq=16 --tp 2 "
+       "--framework fsdp --shard-group 8 --gpus 8 -o {out}",
+       E + "'--shard-group': the framework shards over groups of 8 data-parallel ranks; the layout's 4 (dp 4 × cp 1) do not "
+           "divide into them (eq. P40)\n"},
+      {"option_shard_group_unsharded", {}, "predict --model gpt2 --framework pytorch-ddp --gpus 8 --shard-group 4 -o {out}",
+       E + "'--shard-group': framework 'pytorch-ddp' does not shard (stage 0); a shard group needs ZeRO stage 1-3 or FSDP "
+           "(e.g. --zero 3)\n"},
+      {"option_offload_on_and_off", {},
+       "predict --model gpt2 --framework deepspeed-zero2 --gpus 8 --offload-optimizer --no-offload-optimizer -o {out}",
+       E + "'--no-offload-optimizer': give --offload-optimizer or --no-offload-optimizer, not both\n"},
       {"framework_unknown_optimizer", {{"f.yaml", std::string(kFramework) + "optimizer: nesterov\n"}}, kCmdFramework,
        E + "{dir}/f.yaml:7:12: 'optimizer': unknown value 'nesterov' (expected one of: sgd, momentum, adam, adamw, lamb)\n"},
       {"framework_unknown_pool_indices", {{"f.yaml", std::string(kFramework) + "pool_indices: int16\n"}}, kCmdFramework,

@@ -617,6 +617,108 @@ TEST(ParallelCli, PlanBestAtAnotherShardingStageIsReproducible) {
   }
 }
 
+/// The plan's first row (JSON) and predict of its "as predict takes it" options: the step to 1e-9 relative and the memory
+/// less the 4 GB reserve difference (the plan keeps 5 GB free, predict 1 GB).
+struct PlanRoundTrip {
+  nlohmann::json row, predicted;
+};
+PlanRoundTrip plan_round_trip(const std::string& on, const std::string& plan_args) {
+  PlanRoundTrip r;
+  const auto plan = run_cli("plan --parallel " + on + plan_args + " --top 1 --no-refine --format json");
+  EXPECT_EQ(plan.status, 0) << plan_args << ": " << plan.err;
+  if (plan.status != 0) return r;
+  r.row = nlohmann::json::parse(plan.out).at("layouts").at(0);
+  const std::string options = r.row.at("predict_options");
+  const auto predict = run_cli("predict " + on + options + " --format json --no-train");
+  EXPECT_EQ(predict.status, 0) << options << ": " << predict.err;
+  if (predict.status != 0) return r;
+  r.predicted = nlohmann::json::parse(predict.out).at("predictions").at(0);
+  const auto& planned = r.row.at("prediction");
+  const double step = planned.at("iteration_time_s").get<double>();
+  EXPECT_NEAR(r.predicted.at("iteration_time_s").get<double>(), step, 1e-9 * step) << options;
+  EXPECT_NEAR(r.predicted.at("memory").at("per_gpu_bytes").get<double>() + 4e9,
+              planned.at("memory").at("per_gpu_bytes").get<double>(), 1.0)
+      << options;
+  return r;
+}
+
+// Eq. P44 (P40): a hybrid framework's plan rows shard in its own groups, so predict of a row's line gives the plan's step
+// and memory: fsdp-hybrid (`group: node`) on 2 DGX H100 nodes at stage 1, TP 2 (DP 8, 4 ranks a node: shard groups of 4,
+// replicas 2) and TP 1 (data parallelism, P41: groups of 8), with the framework's group (the line names none) and with
+// `--shard-group` 2 (TP 2; 4 for TP 1, whose state over 2 does not fit) and `all` in its place (the line names them). Before, the
+// plan sharded over all 8 DP ranks whatever the group: 46.048 s and 52.24 GB against predict's 46.066 s and 58.26 GB for the TP 2
+// row.
+TEST(ParallelCli, PlanHybridShardingRowIsReproducible) {
+  const std::string on = "--cluster dgx-h100-ndr --nodes 2 --model llama3-8b ";  // bf16: the plan's, the line's
+  const std::string grid = "--frameworks fsdp-hybrid --gpus 16 --pp 1 --vp 1 --cp 1 --micro-batch 1 --recompute full --zero 1";
+  for (const std::string tp : {"2", "1"})
+    for (const std::string group : {std::string(), std::string(tp == "2" ? "2" : "4"), std::string("all")}) {
+      SCOPED_TRACE("tp " + tp + " shard group " + (group.empty() ? "the framework's" : group));
+      const auto r = plan_round_trip(on, grid + " --tp " + tp + (group.empty() ? "" : " --shard-group " + group));
+      if (r.row.is_null()) continue;
+      const std::string options = r.row.at("predict_options");
+      if (group.empty()) EXPECT_EQ(options.find("--shard-group"), std::string::npos) << options;
+      else EXPECT_NE(options.find(" --shard-group " + group), std::string::npos) << options;
+    }
+}
+
+// Eq. P44 by hand: the TP 2 row's state at stage 1 is its rank's fp32 master weights and AdamW's two moments, 12 B a
+// parameter, sharded over the shard group: 4 ranks with fsdp-hybrid's `node` (TP 2 leaves 4 DP ranks a node of 8), 8
+// with --shard-group all, the rest (bf16 weights and gradients, activations) the same. A TP 2 rank of Llama-3-8B holds
+// (32 blocks × (2·4096² + 2·4096·1024 + 3·4096·14336) + 2 × 128256·4096)/2 + 32·2·4096 + 4096 = 4,015,263,744
+// parameters (eq. P5: the linear maps, the vocabulary-parallel embedding and head split over t, the norms whole), so the
+// node row holds 12·P·(1/4 − 1/8) = 1.5·P = 6,022,895,616 B more.
+TEST(ParallelCli, PlanHybridRowShardsTheStateOverTheNodesRanksByHand) {
+  const std::string args =
+      "plan --parallel --cluster dgx-h100-ndr --nodes 2 --model llama3-8b --precision bf16 --frameworks fsdp-hybrid "
+      "--gpus 16 --tp 2 --pp 1 --vp 1 --cp 1 --micro-batch 1 --recompute selective --zero 1 --top 1 --no-refine "
+      "--format json";
+  const auto node = run_cli(args), all = run_cli(args + " --shard-group all");
+  ASSERT_EQ(node.status, 0) << node.err;
+  ASSERT_EQ(all.status, 0) << all.err;
+  const auto mem = [](const std::string& out) {
+    return nlohmann::json::parse(out).at("layouts").at(0).at("prediction").at("memory").at("per_gpu_bytes").get<double>();
+  };
+  const double blocks = 32.0 * (2.0 * 4096 * 4096 + 2.0 * 4096 * 1024 + 3.0 * 4096 * 14336);
+  const double P = (blocks + 2.0 * 128256 * 4096) / 2 + 32.0 * 2 * 4096 + 4096;
+  ASSERT_EQ(P, 4'015'263'744.0);
+  EXPECT_NEAR(mem(node.out) - mem(all.out), 12.0 * P * (1.0 / 4 - 1.0 / 8), 1.0);
+}
+
+// Eq. P44: a framework that offloads its optimiser (S9) keeps the offload on the plan's data-parallel rows of a sharded
+// stage (P41: predict's path models it), and leaves out the layouts predict refuses it on (tp, pp, cp or ep above 1,
+// P13; stage 0) with a note saying how many and why; --no-offload-optimizer plans every layout without it, and the line
+// then names it. Each printed row is what predict of its line gives.
+TEST(ParallelCli, PlanOffloadRowsAreReproducible) {
+  const std::string on = "--cluster dgx-h100-ndr --nodes 2 --model llama3-8b ";  // bf16: the plan's, the line's
+  const std::string grid = "--gpus 16 --pp 1 --vp 1 --cp 1 --micro-batch 1 --recompute full";
+  for (const std::string fw : {"deepspeed-zero2-offload", "deepspeed-zero3-offload"}) {
+    SCOPED_TRACE(fw);
+    // the grid holds TP 1 and 2 at stages 0 and 1: only TP 1 at stage 1 keeps the offload
+    const auto kept = run_cli("plan --parallel " + on + "--frameworks " + fw + " " + grid + " --tp 1,2 --zero 0,1 --no-refine");
+    ASSERT_EQ(kept.status, 0) << kept.err;
+    EXPECT_NE(kept.out.find("# 3 combinations left out: '" + fw + "' offloads its optimiser to the CPU (eq. S9)"),
+              std::string::npos)
+        << kept.out;
+    const auto r = plan_round_trip(on, "--frameworks " + fw + " " + grid + " --tp 1,2 --zero 0,1");
+    if (r.row.is_null()) continue;
+    EXPECT_EQ(r.row.at("tp").get<int>(), 1);
+    EXPECT_EQ(r.row.at("zero").get<int>(), 1);
+    EXPECT_TRUE(r.row.at("prediction").contains("offload")) << r.row.dump();  // S9's host side, as predict's
+    EXPECT_TRUE(r.predicted.contains("offload"));
+    EXPECT_EQ(r.row.at("predict_options").get<std::string>().find("-offload-optimizer"), std::string::npos);
+    // without offload: the TP 2 layout is planned, its line names --no-offload-optimizer
+    const auto off = plan_round_trip(on, "--frameworks " + fw + " " + grid + " --tp 2 --zero 1 --no-offload-optimizer");
+    if (off.row.is_null()) continue;
+    EXPECT_NE(off.row.at("predict_options").get<std::string>().find(" --no-offload-optimizer"), std::string::npos);
+    EXPECT_FALSE(off.predicted.contains("offload"));
+  }
+  // a framework that keeps its state on the GPU, offloaded with the option: the line names --offload-optimizer
+  const auto on_ = plan_round_trip(on, "--frameworks deepspeed-zero2 " + grid + " --tp 1 --zero 1 --offload-optimizer");
+  if (!on_.row.is_null())
+    EXPECT_NE(on_.row.at("predict_options").get<std::string>().find(" --offload-optimizer"), std::string::npos);
+}
+
 // Eq. P42: `--zero` puts another optimiser-sharding stage in place of the framework's, and the GEMMs keep the
 // framework's rate (eq. K16): the distributed optimiser's collectives run once a step, beside no GEMM. Llama-3-8B in
 // TP 4 on one DGX H100 (DP 2) under megatron-core (stage 1): at stage 0 forward and backward are the same seconds,

@@ -1276,7 +1276,7 @@ TEST(ParallelStep, HybridShardGroupThatDoesNotDivideTheDataParallelRanksIsRefuse
       (void)parallel_step(net, uniform_times(19), c, *make_alpha_beta_model(c), l, 16, ComputeOptions{}, sh);
       ADD_FAILURE() << "group " << n << " taken";
     } catch (const InputError& e) {
-      EXPECT_EQ(e.key(), "gpus");
+      EXPECT_EQ(e.key(), "strategy.sharding.group");  // the CLI's --shard-group (eq. P44)
       EXPECT_NE(e.message().find("groups of " + std::to_string(n) + " data-parallel ranks"), std::string::npos) << e.message();
     }
   }

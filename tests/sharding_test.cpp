@@ -136,14 +136,15 @@ TEST(ShardingGroups, PlacementsOfShardAndReplicaGroups) {
     (void)shard_groups(s, GpuPlacement{16, 2, 8});
     ADD_FAILURE() << "a group of 6 taken on 16 GPUs";
   } catch (const InputError& e) {
-    EXPECT_STREQ(e.what(), "'gpus': the framework shards over groups of 6 GPUs; 16 GPUs do not divide into them");
+    EXPECT_STREQ(e.what(),
+                 "'strategy.sharding.group': the framework shards over groups of 6 GPUs; 16 GPUs do not divide into them");
   }
   s.group = 12;  // divides 24 GPUs, but not a whole number of nodes
   try {
     (void)shard_groups(s, GpuPlacement{24, 3, 8});
     ADD_FAILURE() << "a group of 12 taken on nodes of 8";
   } catch (const InputError& e) {
-    EXPECT_STREQ(e.what(), "'gpus': a shard group of 12 GPUs is not a whole number of nodes of 8 GPUs");
+    EXPECT_STREQ(e.what(), "'strategy.sharding.group': a shard group of 12 GPUs is not a whole number of nodes of 8 GPUs");
   }
 }
 
@@ -868,7 +869,7 @@ TEST(ShardingBadInput, AShardGroupThatDoesNotDivideTheGpusIsOneLineExitTwo) {
   const auto r = test::run_cli("predict --cluster dgx-h100-ndr --model gpt2 --framework " + fw.string() + " --gpus 3,8");
   EXPECT_EQ(r.status, 2) << r.err;
   EXPECT_TRUE(r.out.empty()) << r.out;
-  EXPECT_NE(r.err.find("--gpus"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("--shard-group"), std::string::npos) << r.err;  // the option that sets the group's field
   EXPECT_NE(r.err.find("groups of 3 GPUs; 8 GPUs do not divide into them"), std::string::npos) << r.err;
   EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
 }

@@ -366,8 +366,9 @@ struct LayoutShards {
   int replicas = 1;                     // R
   GroupPlacement shard_at, replica_at;  // eq. P11 for every shard group, every replica group, at once
 };
-/// InputError("gpus") where n does not divide the dp·cp ranks or exceeds them, or `node` finds the dp·cp group's
-/// ranks spread unevenly over nodes; InputError("ep") for n < dp·cp beside expert parallelism (not modelled).
+/// InputError("strategy.sharding.group") where n does not divide the dp·cp ranks or exceeds them, InputError("gpus")
+/// where `node` finds the dp·cp group's ranks spread unevenly over nodes; InputError("ep") for n < dp·cp beside expert
+/// parallelism (not modelled).
 LayoutShards layout_shards(const ParallelLayout& l, const Sharding& s, const Cluster& cluster, int gpus,
                            const LayoutPlacement& at);
 

@@ -48,6 +48,10 @@ struct ParallelPlanSpace {
   int refine_leaders = 16;
   int refine_full_leaders = 8;
   int refine_near_misses = 32;
+  /// The sharding `dlscale predict` takes from the framework alone (its file's), against which each row's line names
+  /// --zero, --shard-group and --offload-optimizer / --no-offload-optimizer (eq. P44); nullopt: the base scenario's
+  /// (no option changed the framework's group or offload).
+  std::optional<Sharding> predict_sharding;
 };
 
 struct ParallelPlanEntry {
@@ -73,6 +77,10 @@ struct ParallelPlanResult {
   int refine_leaders = 0, refine_full_leaders = 0, refine_near_misses = 0;  // the space's (eq. P38)
   int refine_timed = 0;                                                     // variants the refinement predicted
   int refine_improved = 0;                                                  // layouts it made faster, or made fit
+  /// Eq. P44: combinations left out because the framework offloads its optimiser (S9) and predict cannot take them
+  /// with it: tp, pp, cp or ep above 1 (eq. P13 refuses offload), or stage 0 (nothing sharded to offload).
+  int offload_skipped = 0;
+  Sharding predict_sharding;  // the space's, or the base's (eq. P44)
 };
 
 /// Searches `space` on `gpus` GPUs of `base` (its cluster, decoder network, framework, precision, optimiser).
@@ -82,8 +90,11 @@ ParallelPlanResult plan_parallel(const Scenario& base, int gpus, const ParallelP
 /// The options `dlscale predict` takes for an entry's layout on `gpus` of `base` (eq. P38's round trip): the
 /// degrees, --sp or --no-sp, the schedule, the CP exchange, the micro-batch and micro-batches, --checkpointing and
 /// the refinement's keys (--recompute-method, --recompute-num-layers, --num-layers-in-first/last-pipeline-stage,
-/// --distribute-saved-activations, --no-tp-comm-overlap where the framework's overlap needs the SP it turned off).
-/// The optimiser sharding is the framework file's (predict has no option for it).
+/// --distribute-saved-activations, --no-tp-comm-overlap where the framework's overlap needs the SP it turned off), and
+/// the sharding where the row's differs from `predict_takes` (what predict takes from the framework alone; eq. P44):
+/// --zero N, --shard-group N|node|all (a sharded row's group, eq. P40), --offload-optimizer or --no-offload-optimizer.
+std::string predict_options(const ParallelPlanEntry& e, const Scenario& base, int gpus, const Sharding& predict_takes);
+/// The same with the base's sharding as what predict takes.
 std::string predict_options(const ParallelPlanEntry& e, const Scenario& base, int gpus);
 
 /// The text `dlscale plan --parallel` prints: the top `top` layouts with tokens/s, MFU and memory, where

@@ -79,8 +79,8 @@ struct ShardGroups {
   GpuPlacement shard_at;    // where one shard group sits
   GpuPlacement replica_at;  // where one replica group sits
 };
-/// Throws InputError("gpus", …) when the group does not divide the GPUs, or neither divides nor is a
-/// multiple of the GPUs per node.
+/// Throws InputError("strategy.sharding.group", …) when the group exceeds the GPUs or does not divide them, or neither
+/// divides nor is a multiple of the GPUs per node.
 ShardGroups shard_groups(const Sharding& s, const GpuPlacement& at);
 
 /// Eq. S7b: how many times over the replicas' all-reduces of a hybrid (HSDP) step ask for a node's NICs. Every

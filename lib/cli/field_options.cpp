@@ -24,6 +24,7 @@ constexpr std::pair<std::string_view, std::string_view> kFieldOptions[] = {
     {"compute.recompute_blocks", "--checkpointing"},
     {"gpus", "--gpus"},
     {"strategy.jitter_cv", "--jitter-cv"},
+    {"strategy.sharding.group", "--shard-group"},
     {"strategy.sharding.offload_optimizer", "--offload-optimizer"},
     // sim::SimOptions
     {"allreduce", "--allreduce"},

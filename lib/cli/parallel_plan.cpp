@@ -37,6 +37,33 @@ void numbers(const std::string& text, const char* option, std::vector<int>& targ
   target = std::move(v);
 }
 
+/// The grid's lists (--tp, --pp, --vp, --cp, --ep, --micro-batch, --zero, --recompute), the global batch and --no-refine.
+ParallelPlanSpace grid_space(const ParallelPlanOptions& o) {
+  ParallelPlanSpace space;
+  space.global_batch = o.global_batch;
+  numbers(o.tp, "--tp", space.tp);
+  numbers(o.pp, "--pp", space.pp);
+  numbers(o.vp, "--vp", space.vp);
+  numbers(o.cp, "--cp", space.cp);
+  numbers(o.ep, "--ep", space.ep);
+  numbers(o.micro_batch, "--micro-batch", space.micro_batch);
+  if (o.no_refine) space.refine_leaders = space.refine_full_leaders = space.refine_near_misses = 0;
+  numbers(o.zero, "--zero", space.sharding_stage, true);
+  for (int z : space.sharding_stage)
+    if (z > 1) throw UsageError("--zero", fmt::format("stage {}: a pipeline takes 0 or 1 (the distributed optimiser)", z));
+  if (!o.recompute.empty()) {
+    space.recompute.clear();
+    for (const auto& s : comma_items(o.recompute)) {
+      if (s == "none") space.recompute.push_back(Recompute::none);
+      else if (s == "selective") space.recompute.push_back(Recompute::selective);
+      else if (s == "full") space.recompute.push_back(Recompute::full);
+      else throw UsageError("--recompute", fmt::format("'{}' is not none, selective or full", s));
+    }
+    if (space.recompute.empty()) throw UsageError("--recompute", "give at least one value");
+  }
+  return space;
+}
+
 }  // namespace
 
 void add_parallel_plan_options(CLI::App& cmd, ParallelPlanOptions& o) {
@@ -124,28 +151,10 @@ void run_parallel_plan(const ScenarioOptions& so_in, const ParallelPlanOptions& 
   if (gpus.size() != 1) throw UsageError("--gpus", "plan takes one GPU count");
   if (o.global_batch < 0) throw UsageError("--global-batch", fmt::format("must be at least 1, got {}", o.global_batch));
   if (top < 1) throw UsageError("--top", "show at least one configuration");
-  ParallelPlanSpace space;
-  space.global_batch = o.global_batch;
-  numbers(o.tp, "--tp", space.tp);
-  numbers(o.pp, "--pp", space.pp);
-  numbers(o.vp, "--vp", space.vp);
-  numbers(o.cp, "--cp", space.cp);
-  numbers(o.ep, "--ep", space.ep);
-  numbers(o.micro_batch, "--micro-batch", space.micro_batch);
-  if (o.no_refine) space.refine_leaders = space.refine_full_leaders = space.refine_near_misses = 0;
-  numbers(o.zero, "--zero", space.sharding_stage, true);
-  for (int z : space.sharding_stage)
-    if (z > 1) throw UsageError("--zero", fmt::format("stage {}: a pipeline takes 0 or 1 (the distributed optimiser)", z));
-  if (!o.recompute.empty()) {
-    space.recompute.clear();
-    for (const auto& s : comma_items(o.recompute)) {
-      if (s == "none") space.recompute.push_back(Recompute::none);
-      else if (s == "selective") space.recompute.push_back(Recompute::selective);
-      else if (s == "full") space.recompute.push_back(Recompute::full);
-      else throw UsageError("--recompute", fmt::format("'{}' is not none, selective or full", s));
-    }
-    if (space.recompute.empty()) throw UsageError("--recompute", "give at least one value");
-  }
+  ParallelPlanSpace space = grid_space(o);
+  // eq. P44: what predict takes from --framework alone, where an option here changed the framework's group or offload
+  if (!so.shard_group.empty() || so.offload_optimizer || so.no_offload_optimizer)
+    space.predict_sharding = load_strategy(resolve(DataKind::framework, so.framework, "--frameworks")).sharding;
   ParallelPlanResult r;
   try {
     r = plan_parallel(sc, gpus.front(), space);

@@ -173,6 +173,18 @@ void setup_plan(CLI::App& app) {
   cmd->add_option("--format", opt->format, "table or json")->capture_default_str();
   cmd->add_option("-o,--output", opt->output, "Write to FILE (atomically) instead of standard output")->type_name("FILE");
   add_parallel_plan_options(*cmd, opt->parallel);
+  // eq. P44: the framework's shard group and offload, or these in their place, for every layout
+  cmd->add_option("--shard-group", opt->scenario.shard_group,
+                  "GPUs a sharded row shards over, the rest replicas (HSDP; eq. P40): N data-parallel ranks (a layout "
+                  "whose dp x cp it does not divide is left out), node or all (default: the framework's)")
+      ->type_name("N|node|all")
+      ->group(kParallelPlanGroup);
+  cmd->add_flag("--offload-optimizer", opt->scenario.offload_optimizer,
+                "Offload the optimiser state to the CPU (eq. S9): only data-parallel layouts of a sharded stage take it")
+      ->group(kParallelPlanGroup);
+  cmd->add_flag("--no-offload-optimizer", opt->scenario.no_offload_optimizer,
+                "Plan every layout with the optimiser state on the GPU where the framework offloads it")
+      ->group(kParallelPlanGroup);
   cmd->callback([opt, cmd] {
     refuse_other_search_options(*cmd, opt->parallel.on);
     run_plan(*opt);

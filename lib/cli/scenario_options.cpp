@@ -120,6 +120,26 @@ void add_precision_options(CLI::App& cmd, ScenarioOptions& o) {
 }
 }  // namespace
 
+namespace {
+/// --zero, --offload-optimizer, --no-offload-optimizer and --shard-group: the framework's sharding changed.
+void add_sharding_options(CLI::App& cmd, ScenarioOptions& o) {
+  cmd.add_option("--zero", o.zero,
+                 "Optimiser sharding stage in place of the framework's (ZeRO/FSDP): 0 replicated, 1 optimiser state "
+                 "(Megatron's distributed optimiser), 2 and gradients, 3 and parameters; the rest of the framework's "
+                 "sharding and its GEMM rate (eq. K16) kept (plan --parallel's rows print it)")
+      ->type_name("STAGE");
+  cmd.add_flag("--offload-optimizer", o.offload_optimizer,
+               "CPU offload of a sharded framework's optimiser state (ZeRO-Offload): the step runs on the CPU");
+  cmd.add_flag("--no-offload-optimizer", o.no_offload_optimizer,
+               "The optimiser state on the GPU where the framework offloads it (deepspeed-zero2-offload, "
+               "deepspeed-zero3-offload; plan --parallel's layouts with tp, pp, cp or ep above 1)");
+  cmd.add_option("--shard-group", o.shard_group,
+                 "GPUs a sharded framework shards over, the rest replicas (HSDP; eqs. S1, P40): N (data-parallel ranks "
+                 "under a layout: dividing dp x cp, else the GPUs), node (a node's), all (default: the framework's)")
+      ->type_name("N|node|all");
+}
+}  // namespace
+
 void add_scenario_options(CLI::App& cmd, ScenarioOptions& o) {
   add_scale_options(cmd, o.scale, true, true);
   cmd.add_option("--cluster", o.cluster, "Cluster: a name in topologies/ or a YAML file")->type_name("NAME|FILE");
@@ -173,13 +193,7 @@ void add_scenario_options(CLI::App& cmd, ScenarioOptions& o) {
   cmd.add_flag("--compile", o.compiled, "The framework compiles the step (torch.compile): element-wise chains fused");
   cmd.add_option("--attention", o.attention, kAttentionHelp)->type_name("KIND");
   cmd.add_option("--memory-format", o.memory_format, kMemoryFormatHelp)->type_name("LAYOUT");
-  cmd.add_option("--zero", o.zero,
-                 "Optimiser sharding stage in place of the framework's (ZeRO/FSDP): 0 replicated, 1 optimiser state "
-                 "(Megatron's distributed optimiser), 2 and gradients, 3 and parameters; the rest of the framework's "
-                 "sharding and its GEMM rate (eq. K16) kept (plan --parallel's rows print it)")
-      ->type_name("STAGE");
-  cmd.add_flag("--offload-optimizer", o.offload_optimizer,
-               "CPU offload of a sharded framework's optimiser state (ZeRO-Offload): the step runs on the CPU");
+  add_sharding_options(cmd, o);
   add_jitter_option(cmd, o.jitter_cv);
   add_size_option(cmd, "--seq-len", o.seq_len, kSeqLenHelp, "S");
   add_size_option(cmd, "--image-size", o.image_size, kImageSizeHelp, "PIXELS");
@@ -453,7 +467,22 @@ void check_precision(const ScenarioOptions& o, const Scenario& sc) {
                     sc.cluster.gpu.name));
 }
 
-// --attention, --memory-format, --jitter and --offload-optimizer on the framework's strategy.
+int shard_group_option(const std::string& text) {
+  if (text == "node") return Sharding::kGroupNode;
+  if (text == "all") return Sharding::kGroupAll;
+  std::size_t used = 0;
+  int n = 0;
+  try {
+    n = std::stoi(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used == 0 || used != text.size() || n < 1)
+    throw UsageError("--shard-group", fmt::format("'{}' is not a count of at least 1, node or all", text));
+  return n;
+}
+
+// --attention, --memory-format, --jitter, --zero, --shard-group and --(no-)offload-optimizer on the framework's strategy.
 void apply_strategy_options(const ScenarioOptions& o, Scenario& sc) {
   if (!o.attention.empty()) {
     try {
@@ -474,6 +503,17 @@ void apply_strategy_options(const ScenarioOptions& o, Scenario& sc) {
     if (!sc.strategy.sharded_rate) sc.strategy.sharded_rate = sc.strategy.sharding.sharded();
     sc.strategy.sharding.stage = o.zero;
   }
+  if (!o.shard_group.empty()) {  // eq. S1, P40: the library checks it against the GPUs (shard_groups, layout_shards)
+    if (!sc.strategy.sharding.sharded())
+      throw UsageError("--shard-group",
+                       fmt::format("framework '{}' does not shard (stage 0); a shard group needs ZeRO "
+                                   "stage 1-3 or FSDP (e.g. --zero 3)",
+                                   sc.strategy.name));
+    sc.strategy.sharding.group = shard_group_option(o.shard_group);
+  }
+  if (o.offload_optimizer && o.no_offload_optimizer)
+    throw UsageError("--no-offload-optimizer", "give --offload-optimizer or --no-offload-optimizer, not both");
+  if (o.no_offload_optimizer) sc.strategy.sharding.offload_optimizer = false;
   if (o.offload_optimizer) {  // docs/model.md, eq. S9
     if (!sc.strategy.sharding.sharded())
       throw UsageError("--offload-optimizer",

@@ -62,6 +62,10 @@ struct ScenarioOptions {
   bool explain_sources = false;    // --explain-sources: say on stderr where every number came from
   ScaleOptions scale;              // --nodes, --fabric
   bool memory_warning = true;      // warn on stderr when the step does not fit (plan searches instead)
+  // --no-offload-optimizer: the framework's offloaded state back on the GPU; --shard-group N|node|all: the sharding's
+  // group (eq. S1, P40; empty: the framework file's)
+  bool no_offload_optimizer = false;
+  std::string shard_group;
   // the input pipeline (docs/input-formats.md, "Input pipeline"): replace the cluster's `input:` section's values
   std::string data;   // --data synthetic|ram|nvme|nfs
   std::string epoch;  // --epoch first|later

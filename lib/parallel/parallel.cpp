@@ -1225,7 +1225,7 @@ LayoutShards layout_shards(const ParallelLayout& l, const Sharding& s, const Clu
     n = dpg.per_node;
   }
   if (n > dp_cp || dp_cp % n != 0)
-    throw field_error("gpus",
+    throw field_error("strategy.sharding.group",
                       fmt::format("the framework shards over groups of {} data-parallel ranks; the layout's {} "
                                   "(dp {} × cp {}) do not divide into them (eq. P40)",
                                   n, dp_cp, l.dp(gpus), l.cp));

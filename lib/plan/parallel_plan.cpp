@@ -86,20 +86,36 @@ std::optional<ParallelLayout> grid_layout(const PlanContext& c, int tp, int pp, 
   return l;
 }
 
+/// Eq. P44 (P40): the dp·cp ranks a layout's state is sharded over under the framework's shard group, as the step
+/// shards it (layout_shards: all of them but for a hybrid group); nullopt where the group does not divide them (or
+/// `node` finds them spread unevenly), a layout predict refuses.
+std::optional<int> shard_ranks(const PlanContext& c, const ParallelLayout& l, const Sharding& sh) {
+  if (!sh.sharded() || sh.group == Sharding::kGroupAll) return l.dp(c.gpus) * l.cp;
+  try {
+    return layout_shards(l, sh, c.base.cluster, c.gpus, place_layout(l, c.base.cluster, c.gpus)).shard;
+  } catch (const InputError&) {
+    return std::nullopt;
+  }
+}
+
 /// Pruned by memory (eq. P10) before it is timed: the first stage holds the most in flight, the last the output
-/// projection; the stages between are checked by the prediction (its memory). The larger of the two stages' totals.
-Bytes first_and_last_stage_memory(const PlanContext& c, const ParallelLayout& l, const ComputeOptions& opt, const Sharding& sh) {
-  const int dp_cp = l.dp(c.gpus) * l.cp;
+/// projection; the stages between are checked by the prediction (its memory). The larger of the two stages' totals,
+/// the state sharded over `shard` ranks (shard_ranks).
+Bytes first_and_last_stage_memory(const PlanContext& c, const ParallelLayout& l, const ComputeOptions& opt, const Sharding& sh,
+                                  int shard) {
   const ActivationRecompute ar = activation_recompute(opt.recompute);
   const std::vector<int> stages = layer_stages(c.blocks, l);
   Bytes worst{};
   for (int s : {0, l.pp - 1})
-    worst = std::max(worst, rank_memory(c.base.network, c.blocks, c.shape, stages, l, s, opt, sh, dp_cp, ar, c.reserve).total());
+    worst = std::max(worst, rank_memory(c.base.network, c.blocks, c.shape, stages, l, s, opt, sh, shard, ar, c.reserve).total());
   return worst;
 }
 
+/// Whether the first and last stages fit; false where the shard group does not divide the layout's ranks.
 bool first_and_last_stage_fit(const PlanContext& c, const ParallelLayout& l, const ComputeOptions& opt, const Sharding& sh) {
-  return !(c.capacity > Bytes{}) || !(first_and_last_stage_memory(c, l, opt, sh) > c.capacity);
+  const auto shard = shard_ranks(c, l, sh);
+  if (!shard) return false;
+  return !(c.capacity > Bytes{}) || !(first_and_last_stage_memory(c, l, opt, sh, *shard) > c.capacity);
 }
 
 /// The layer times of one micro-batch's layouts at one sharding stage, one rank's for each t and c (eq. P6), each timed
@@ -184,6 +200,18 @@ void plan_layouts(const PlanContext& c, const ParallelPlanSpace& space, MicroBat
               ++r.invalid;
               continue;
             }
+            // eq. P44: offload (S9) only where predict takes it, a data-parallel row of a sharded stage (P39); a
+            // layout that P13 refuses it for, or a stage with nothing sharded to offload, is left out and counted
+            if (sh.offload_optimizer && (!data_parallel_point(*l) || !sh.sharded())) {
+              ++r.offload_skipped;
+              continue;
+            }
+            // eq. P44 (P40): the framework's shard group over the layout's dp·cp ranks, as predict shards them
+            const auto shard = data_parallel_point(*l) ? std::optional<int>(l->dp(c.gpus)) : shard_ranks(c, *l, sh);
+            if (!shard) {
+              ++r.invalid;
+              continue;
+            }
             ++r.evaluated;
             if (data_parallel_point(*l)) {  // eq. P39 (P41): predict's data-parallel path, its memory the pruning's
               auto p = data_parallel_prediction(c, *l, opt.recompute, sh);
@@ -205,7 +233,7 @@ void plan_layouts(const PlanContext& c, const ParallelPlanSpace& space, MicroBat
               continue;
             }
             if (limited) {
-              const Bytes worst = first_and_last_stage_memory(c, *l, opt, sh);
+              const Bytes worst = first_and_last_stage_memory(c, *l, opt, sh, *shard);
               if (worst > c.capacity) {
                 missed(*l, worst);
                 continue;
@@ -225,12 +253,11 @@ void plan_layouts(const PlanContext& c, const ParallelPlanSpace& space, MicroBat
           }
 }
 
-/// The framework's sharding at optimiser-sharding stage `stage`, over every data-parallel rank, nothing offloaded.
+/// The framework's sharding at optimiser-sharding stage `stage`: its shard group (eq. P44 with P40 and S1) and its
+/// offload (P44: the rows that cannot keep it are left out, plan_layouts), as predict takes them with `--zero stage`.
 Sharding grid_sharding(const Scenario& base, int stage) {
   Sharding sh = base.strategy.sharding;
   sh.stage = stage;
-  sh.group = Sharding::kGroupAll;
-  sh.offload_optimizer = false;
   return sh;
 }
 
@@ -511,6 +538,7 @@ ParallelPlanResult plan_parallel(const Scenario& base, int gpus, const ParallelP
                      fmt::format("cluster '{}' cannot hold {} GPUs in whole nodes of {}", cl.name, gpus, cl.gpus_per_node));
   ParallelPlanResult r;
   r.memory_reserve = space.memory_reserve;
+  r.predict_sharding = space.predict_sharding.value_or(base.strategy.sharding);
   // eq. P38 tries only what the framework runs (its file's plan_variants): none named, the grid alone
   const bool variants = base.strategy.plan_variants.any();
   r.refine_leaders = variants ? std::max(space.refine_leaders, 0) : 0;
@@ -628,7 +656,20 @@ std::string variant_cells(const ParallelPlanEntry& e, CpComm grid_cp_comm) {
 
 }  // namespace
 
+namespace {
+/// A shard group as --shard-group takes it.
+std::string shard_group_text(int group) {
+  if (group == Sharding::kGroupNode) return "node";
+  if (group == Sharding::kGroupAll) return "all";
+  return std::to_string(group);
+}
+}  // namespace
+
 std::string predict_options(const ParallelPlanEntry& e, const Scenario& base, int gpus) {
+  return predict_options(e, base, gpus, base.strategy.sharding);
+}
+
+std::string predict_options(const ParallelPlanEntry& e, const Scenario& base, int gpus, const Sharding& predict_takes) {
   const ParallelLayout& l = e.layout;
   // the framework first: predict without it takes the cluster file's (pytorch-ddp on the shipped DGX nodes)
   std::string out = fmt::format("--framework {} --gpus {} --tp {}", base.strategy.name, gpus, l.tp);
@@ -652,7 +693,14 @@ std::string predict_options(const ParallelPlanEntry& e, const Scenario& base, in
   if (l.distribute_saved_activations) out += " --distribute-saved-activations";
   // the sharding stage where the plan's row differs from the framework's (the grid's 0 and 1 under megatron-core's
   // distributed optimiser, stage 1, or torchtitan's FSDP2, stage 3): predict takes the framework's otherwise
-  if (e.sharding_stage != base.strategy.sharding.stage) out += fmt::format(" --zero {}", e.sharding_stage);
+  if (e.sharding_stage != predict_takes.stage) out += fmt::format(" --zero {}", e.sharding_stage);
+  // eq. P44: the row's shard group (the base's: the framework's or --shard-group's) where predict would take another
+  const Sharding& row = base.strategy.sharding;
+  if (e.sharding_stage > 0 && row.group != predict_takes.group)
+    out += fmt::format(" --shard-group {}", shard_group_text(row.group));
+  // eq. P44: a row keeps the base's offload (rows that cannot are left out), which predict may not take by itself
+  if (e.sharding_stage > 0 && row.offload_optimizer != predict_takes.offload_optimizer)
+    out += row.offload_optimizer ? " --offload-optimizer" : " --no-offload-optimizer";
   // the precision where predict would take another (the framework's, default_precision)
   if (base.compute.precision != default_precision(base.strategy, base.cluster.gpu))
     out += fmt::format(" --precision {}", to_string(base.compute.precision));
@@ -701,6 +749,11 @@ std::string format_parallel_plan(const ParallelPlanResult& r, const Scenario& ba
                          p.moe_pad_expert_input_to_capacity ? "every expert padded to it"
                                                             : "copies beyond it dropped: the busiest rank at most that");
   }
+  if (r.offload_skipped > 0)  // eq. P44
+    out += fmt::format(
+        "# {} combinations left out: '{}' offloads its optimiser to the CPU (eq. S9), which only a sharded stage's "
+        "data-parallel layout (tp, pp, cp and ep 1) takes; --no-offload-optimizer plans every layout without it\n",
+        r.offload_skipped, base.strategy.name);
   if (r.ranked.empty()) {
     out += "# no layout fits\n";
     return out;
@@ -725,7 +778,7 @@ std::string format_parallel_plan(const ParallelPlanResult& r, const Scenario& ba
                      where(at[ParallelGroup::cp]), where(at[ParallelGroup::pp]), where(at[ParallelGroup::dp]),
                      moe ? fmt::format(", EP {}", where(at[ParallelGroup::ep])) : std::string());
   if (r.ranked.size() > 1) out += why_the_next_loses(r.ranked[0], r.ranked[1]);
-  out += fmt::format("# #1 as predict takes it: {}\n", predict_options(best, base, gpus));
+  out += fmt::format("# #1 as predict takes it: {}\n", predict_options(best, base, gpus, r.predict_sharding));
   out += fmt::format(
       "# tp, pp, vp, cp, {}dp: the degrees; mb: micro-batch; m: micro-batches a step; zero z1: distributed optimiser; "
       "TP node: every TP group inside one node (NVLink domain); variant (eq. P38): the CP exchange (--cp-comm), "
@@ -740,7 +793,7 @@ namespace {
 
 /// One row of plan --parallel's JSON: the layout's keys, its placement and variant, and its prediction (predict's).
 nlohmann::ordered_json layout_json(const ParallelPlanEntry& e, std::size_t rank, CpComm grid_cp_comm, const Scenario& base,
-                                   int gpus) {
+                                   int gpus, const Sharding& predict_takes) {
   const ParallelLayout& l = e.layout;
   const Prediction& p = e.prediction;
   return {{"rank", rank},
@@ -759,7 +812,7 @@ nlohmann::ordered_json layout_json(const ParallelPlanEntry& e, std::size_t rank,
           {"tp_inside_node", e.tp_inside_node},
           {"refined", e.refined},
           {"variant", variant_keys(e, grid_cp_comm)},
-          {"predict_options", predict_options(e, base, gpus)},
+          {"predict_options", predict_options(e, base, gpus, predict_takes)},
           {"prediction", prediction_json(p)}};
 }
 
@@ -775,6 +828,7 @@ std::string format_parallel_plan_json(const ParallelPlanResult& r, const Scenari
   j["evaluated"] = r.evaluated;
   j["out_of_memory"] = r.out_of_memory;
   j["invalid"] = r.invalid;
+  j["offload_skipped"] = r.offload_skipped;  // eq. P44
   j["fit"] = r.ranked.size();
   j["gpu_memory_bytes"] = in_bytes(cl.gpu.memory_size);
   j["memory_reserve_bytes"] = in_bytes(r.memory_reserve);
@@ -797,7 +851,7 @@ std::string format_parallel_plan_json(const ParallelPlanResult& r, const Scenari
   }
   auto rows = json::array();
   const std::size_t n = std::min<std::size_t>(r.ranked.size(), static_cast<std::size_t>(std::max(top, 1)));
-  for (std::size_t i = 0; i < n; ++i) rows.push_back(layout_json(r.ranked[i], i + 1, r.cp_comm, base, gpus));
+  for (std::size_t i = 0; i < n; ++i) rows.push_back(layout_json(r.ranked[i], i + 1, r.cp_comm, base, gpus, r.predict_sharding));
   j["layouts"] = std::move(rows);  // the first is the best
   if (r.ranked.empty()) {
     j["best_placement"] = nullptr;

@@ -16,7 +16,8 @@ namespace dlscale {
 
 void rethrow_parallel_field(const InputError& e) {
   const std::string& k = e.key();
-  if (k.empty() || k == "gpus" || k == "network" || k.rfind("parallel.", 0) == 0) throw e;
+  // the scenario's own fields (the GPU count, the network, the strategy's: eq. P40's shard group) keep their names
+  if (k.empty() || k == "gpus" || k == "network" || k.rfind("parallel.", 0) == 0 || k.rfind("strategy.", 0) == 0) throw e;
   throw InputError(e.where(), "parallel." + k, e.message());
 }
 

@@ -987,7 +987,7 @@ void Predictor::Impl::name_bottleneck(Prediction& p, const DoubledTimes& doubled
 Predictor::Impl::ShardedStep Predictor::Impl::sharded_step(const GpuPlacement& at, double K, Seconds h2d_n,
                                                            std::span<Seconds> comm) const {
   const Sharding& sh = sc.strategy.sharding;
-  const ShardGroups g = shard_groups(sh, at);  // throws InputError("gpus") for a group that does not fit
+  const ShardGroups g = shard_groups(sh, at);  // throws InputError("strategy.sharding.group") for a group that does not fit
   const double n = g.shard;
   const std::size_t U = units.size();
   thread_local std::vector<Seconds> gather_buf;

@@ -102,6 +102,9 @@ void validate_strategy(const Strategy& s) {
   if (!(s.compute_efficiency > 0.0 && std::isfinite(s.compute_efficiency)))
     fail("strategy.compute_efficiency",
          fmt::format("a compute efficiency is a finite number > 0 (1: as modelled), got {}", s.compute_efficiency));
+  if (s.sharding.group < Sharding::kGroupNode)  // eq. S1: all (0), node (-1) or a count of GPUs (data-parallel ranks)
+    fail("strategy.sharding.group",
+         fmt::format("a shard group is all, node or a count of at least 1 GPU, got {}", s.sharding.group));
   if (s.sharding.offload_optimizer && !s.sharding.sharded())
     fail("strategy.sharding.offload_optimizer",
          fmt::format("framework '{}' does not shard its optimiser state; offload needs sharding stage 1, 2 or 3", s.name));

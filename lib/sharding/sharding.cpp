@@ -53,19 +53,19 @@ ShardGroups shard_groups(const Sharding& s, const GpuPlacement& at) {
   int n = !s.sharded() ? 1 : s.group == Sharding::kGroupAll ? G : s.group == Sharding::kGroupNode ? gpn : s.group;
   if (G == 1) n = 1;
   if (n > G || G % n != 0)
-    throw InputError(SourceLocation{}, "gpus",
+    throw InputError(SourceLocation{}, "strategy.sharding.group",
                      fmt::format("the framework shards over groups of {} GPUs; {} GPUs do not divide into them", n, G));
   g.shard = n;
   g.replicas = G / n;
   if (n <= gpn) {
     if (gpn % n != 0)
-      throw InputError(SourceLocation{}, "gpus",
+      throw InputError(SourceLocation{}, "strategy.sharding.group",
                        fmt::format("a shard group of {} GPUs does not divide a node of {} GPUs", n, gpn));
     g.shard_at = GpuPlacement{n, 1, n};
     g.replica_at = GpuPlacement{g.replicas, at.nodes, g.replicas / at.nodes};
   } else {
     if (n % gpn != 0)
-      throw InputError(SourceLocation{}, "gpus",
+      throw InputError(SourceLocation{}, "strategy.sharding.group",
                        fmt::format("a shard group of {} GPUs is not a whole number of nodes of {} GPUs", n, gpn));
     g.shard_at = GpuPlacement{n, n / gpn, gpn};
     g.replica_at = GpuPlacement{g.replicas, g.replicas, 1};
