@@ -81,6 +81,8 @@ std::vector<std::pair<const char*, Seconds>> step_parts(const LayoutExplanation&
   rows.emplace_back("DP exposed", par.dp_comm);
   if (par.embedding_grads > Seconds{}) rows.emplace_back("tied embedding all-reduce", par.embedding_grads);  // eq. P33
   rows.emplace_back("update", b.update);
+  if (b.sync_wait > Seconds{}) rows.emplace_back("slowest-GPU wait", b.sync_wait);  // eq. P43
+  if (b.overhead > Seconds{}) rows.emplace_back("iteration overhead", b.overhead);  // eq. P43
   return rows;
 }
 

@@ -592,7 +592,9 @@ std::vector<std::pair<const char*, Seconds>> parts(const Prediction& p) {
           {"bubble", par.bubble},
           {"DP exposed", par.dp_comm},
           {"tied embedding all-reduce", par.embedding_grads},
-          {"update", b.update}};
+          {"update", b.update},
+          {"slowest-GPU wait", b.sync_wait},  // eq. P43 (P39's rows: the data-parallel path's, eq. 2/3)
+          {"iteration overhead", b.overhead}};
 }
 
 /// A layout's columns; `moe`: with the expert-parallel degree after cp.

@@ -53,10 +53,10 @@ TrainingCost time_to_train(const Prediction& p, const TrainingWorkload& w, const
 std::vector<PathSegment> critical_path(const Prediction& p, const Strategy& s, Seconds first_update) {
   const Breakdown& b = p.breakdown;
   if (const auto& par = b.parallel) {  // eq. P13's parts on the slowest stage, as explain's layout page lists them
-    return {{"forward", b.forward},       {"backward", b.backward},        {"TP exposed", par->tp_comm},
-            {"CP exposed", par->cp_comm}, {"EP all-to-all", par->ep_comm}, {"PP sends", par->pp_p2p},
-            {"bubble", par->bubble},      {"DP exposed", par->dp_comm},    {"tied embedding all-reduce", par->embedding_grads},
-            {"update", b.update}};
+    return {{"forward", b.forward},       {"backward", b.backward},          {"TP exposed", par->tp_comm},
+            {"CP exposed", par->cp_comm}, {"EP all-to-all", par->ep_comm},   {"PP sends", par->pp_p2p},
+            {"bubble", par->bubble},      {"DP exposed", par->dp_comm},      {"tied embedding all-reduce", par->embedding_grads},
+            {"update", b.update},         {"slowest-GPU wait", b.sync_wait}, {"iteration overhead", b.overhead}};  // eq. P43
   }
   // The update on the path: all of t_u after aggregation (eq. 10), the first layer's (or unit's) with
   // per-layer updates overlapped with aggregation (eq. 6/7).

@@ -287,9 +287,9 @@ std::string stacked_bars_svg(const PlotFrame& f, std::span<const BarSegment> seg
 std::string breakdown_plot_svg(std::span<const Prediction> preds, const Strategy& strategy, Seconds first_update,
                                const std::string& title) {
   static const char* colours[] = {"#8c564b", "#9467bd", "#1f77b4", "#2ca02c", "#e377c2", "#ff7f0e"};
-  // a layout's ten parts (critical_path), each its own colour
-  static const char* layout_colours[] = {"#1f77b4", "#2ca02c", "#9467bd", "#17becf", "#bcbd22",
-                                         "#e377c2", "#7f7f7f", "#d62728", "#8c564b", "#ff7f0e"};
+  // a layout's twelve parts (critical_path), each its own colour
+  static const char* layout_colours[] = {"#1f77b4", "#2ca02c", "#9467bd", "#17becf", "#bcbd22", "#e377c2",
+                                         "#7f7f7f", "#d62728", "#8c564b", "#ff7f0e", "#aec7e8", "#98df8a"};
   std::vector<BarSegment> segs;
   std::vector<std::string> labels;
   std::vector<std::vector<double>> values;
@@ -298,7 +298,7 @@ std::string breakdown_plot_svg(std::span<const Prediction> preds, const Strategy
     if (segs.empty())
       for (std::size_t k = 0; k < path.size(); ++k)
         segs.push_back({path[k].name == "communication (exposed)" ? std::string("comm (exposed)") : path[k].name,
-                        p.breakdown.parallel ? layout_colours[k % 10] : colours[k % 6]});
+                        p.breakdown.parallel ? layout_colours[k % 12] : colours[k % 6]});
     labels.push_back(fmt::format("{}", p.gpus));
     std::vector<double> v;
     for (const auto& seg : path) v.push_back(in_ms(seg.time));
