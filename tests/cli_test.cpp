@@ -989,5 +989,76 @@ TEST(Cli, OutputKeepsTheRulesOfARedirection) {
   fs::remove_all(dir);
 }
 
+
+// ---- issue 35: calibrate fit's two outputs together or not at all ----------------------------------------------
+
+// The parameters (-o) and the report (--report) are both staged beside their targets before either is put in
+// place: a report that cannot be written (a directory; a folder the user may not write) leaves the parameters
+// file as it was, exit 2 with one line, no temporary file left. As root the folder's permission does not bind,
+// so that case runs as 'nobody', as OutputKeepsTheRulesOfARedirection does.
+TEST(Cli, FitWritesItsParametersAndReportTogetherOrNeither) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("dlscale-cli-fit-pair-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir / "report-dir");
+  fs::create_directories(dir / "rw");
+  fs::create_directories(dir / "ro");
+  const fs::path csv = dir / "m.csv";
+  { std::ofstream(csv) << "gpu,gpus,precision,model,global_batch,samples_per_s\nv100-sxm2,1,fp32,resnet50,64,300\n"; }
+  const fs::path params = dir / "rw" / "params.yaml";
+  { std::ofstream(params) << "old\n"; }
+  const auto entries = [](const fs::path& d) {
+    std::vector<std::string> names;
+    for (const auto& e : fs::directory_iterator(d)) names.push_back(e.path().filename().string());
+    std::sort(names.begin(), names.end());
+    return names;
+  };
+  // the report onto a directory
+  const auto r = run_cli("calibrate fit " + csv.string() + " --fixed all -o " + params.string() + " --report " +
+                         (dir / "report-dir").string());
+  EXPECT_EQ(r.status, 2);
+  EXPECT_EQ(r.err, "dlscale: " + (dir / "report-dir").string() + ": cannot write output file: is a directory\n");
+  EXPECT_EQ(slurp(params), "old\n");
+  EXPECT_EQ(entries(dir / "rw"), std::vector<std::string>{"params.yaml"});
+  EXPECT_TRUE(fs::is_empty(dir / "report-dir"));
+  // both writable: both written, the report valid JSON
+  const fs::path report = dir / "rw" / "report.json";
+  const auto ok =
+      run_cli("calibrate fit " + csv.string() + " --fixed all -o " + params.string() + " --report " + report.string());
+  ASSERT_EQ(ok.status, 0) << ok.err;
+  EXPECT_EQ(slurp(params).rfind("# Kernel-model parameters", 0), 0U) << slurp(params);
+  EXPECT_EQ(nlohmann::json::parse(slurp(report)).at("command"), "calibrate fit");
+  // the report into a folder the user may not write (0555), the parameters into one anyone may (0777)
+  { std::ofstream(params) << "old\n"; }
+  fs::remove(report);
+  fs::permissions(dir / "rw", fs::perms::all);
+  fs::permissions(params, fs::perms(0666));
+  fs::permissions(dir / "ro", fs::perms(0555));
+  const struct passwd* nobody = ::getpwnam("nobody");
+  const bool root = ::geteuid() == 0;
+  if (root && !nobody) GTEST_SKIP() << "running as root and no user 'nobody' to drop privileges to";
+  const fs::path denied = dir / "ro" / "report.json";
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    if (root && (::setgid(nobody->pw_gid) != 0 || ::setuid(nobody->pw_uid) != 0)) ::_exit(100);
+    const int err = ::open((dir / "rw" / "err").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0666);
+    if (err < 0 || ::dup2(err, 2) < 0) ::_exit(101);
+    ::execl(DLSCALE_CLI, DLSCALE_CLI, "calibrate", "fit", csv.c_str(), "--fixed", "all", "-o", params.c_str(), "--report",
+            denied.c_str(), static_cast<char*>(nullptr));
+    ::_exit(102);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 2) << slurp(dir / "rw" / "err");
+  EXPECT_EQ(slurp(dir / "rw" / "err"), "dlscale: " + denied.string() + ": cannot write output file: Permission denied\n");
+  EXPECT_EQ(slurp(params), "old\n");
+  EXPECT_EQ(entries(dir / "rw"), (std::vector<std::string>{"err", "params.yaml"}));  // no temporary left
+  EXPECT_TRUE(fs::is_empty(dir / "ro"));
+  fs::permissions(dir / "ro", fs::perms::owner_all);
+  fs::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace dlscale
