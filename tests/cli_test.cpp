@@ -11,10 +11,13 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <fmt/format.h>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <regex>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -989,7 +992,6 @@ TEST(Cli, OutputKeepsTheRulesOfARedirection) {
   fs::remove_all(dir);
 }
 
-
 // ---- issue 35: calibrate fit's two outputs together or not at all ----------------------------------------------
 
 // The parameters (-o) and the report (--report) are both staged beside their targets before either is put in
@@ -1058,6 +1060,150 @@ TEST(Cli, FitWritesItsParametersAndReportTogetherOrNeither) {
   EXPECT_TRUE(fs::is_empty(dir / "ro"));
   fs::permissions(dir / "ro", fs::perms::owner_all);
   fs::remove_all(dir);
+}
+
+// ---- issue 35: the unit in every numeric key ------------------------------------------------------------------
+
+// One convention across every JSON and CSV the program writes (README, "Output keys and units"): a numeric
+// value's key ends in its unit, or names a dimensionless quantity of this explicit list.
+bool dimensionless_key(const std::string& key) {
+  static const std::set<std::string> kDimensionless{
+      // versions, indices and counts
+      "schema", "gpus", "nodes", "gpus_per_node", "gpus_per_thread", "nics_per_node", "cores", "gpu", "rank", "root", "stage",
+      "stages", "chunks", "replicas", "first_layer", "last_layer", "boundary_layer", "slowest_stage", "hiding_case", "count",
+      "count_elements", "channels", "nvlinks", "hops", "flows", "pcie_generation", "pcie_lanes", "groups", "per_node", "batch",
+      "batch_per_gpu", "global_batch", "micro_batch", "micro_batches", "accumulate", "largest_batch", "shard_group", "tp", "pp",
+      "vp", "cp", "dp", "ep", "zero", "recompute_num_layers", "tokens_per_step", "iterations", "events", "steps",
+      "train_iterations", "evaluated", "fit", "out_of_memory", "invalid", "leaders", "full_recompute_leaders", "near_misses",
+      "timed", "improved", "params", "macs", "flops", "macs_per_sample", "flops_per_sample", "output_shape", "shape",
+      "input_shape",
+      "size",  // a process group's size in ranks (plan --parallel's and explain's "groups")
+      // ratios, fractions and efficiencies
+      "speedup", "efficiency", "mfu", "hfu", "share", "bottleneck_share", "bottleneck_gain", "nic_share", "reader_loss_share",
+      "throughput_gain", "best_gain", "slower", "busy_mean", "busy_max", "stage_busy", "jitter_cv", "allreduce_efficiency",
+      "r_u2g", "rms_log_error", "tensor_efficiency", "vector_efficiency", "conv_efficiency", "memory_efficiency", "winograd_gain",
+      "operand_feed"};
+  return kDimensionless.count(key) > 0;
+}
+
+/// The key names its unit: a unit (`hours`) or `_UNIT` at its end, with `_per_gpu` or `_per_sample` after it;
+/// lower case, and a rate per second spelt `_per_s` (`_gb_per_s`, not `_gb_s` or `_GBps`).
+bool unit_key(const std::string& key) {
+  static const std::regex kUnit("^(.*_)?(s|hours|bytes|gb|gb_per_s|per_s|percent)(_per_(gpu|sample))?$");
+  static const std::regex kRateWithoutPer("^(.*_)?(b|kb|mb|gb|tb|gib|bytes|flops|tflops|samples|tokens)_s$");
+  static const std::regex kLowerCase("^[a-z0-9_]+$");
+  return std::regex_match(key, kLowerCase) && std::regex_match(key, kUnit) && !std::regex_match(key, kRateWithoutPer);
+}
+
+bool is_number(const nlohmann::json& v) { return v.is_number(); }
+
+/// Every key below `j` whose value is a number (or a list of numbers) and that names neither a unit nor a
+/// dimensionless quantity, with its path. An object named by a unit (error_percent) holds one value per
+/// quantity in that unit: its keys are the quantities' names.
+void unitless_keys(const nlohmann::json& j, const std::string& path, std::set<std::string>& bad) {
+  if (j.is_array()) {
+    for (const auto& e : j) unitless_keys(e, path + "[]", bad);
+    return;
+  }
+  if (!j.is_object()) return;
+  for (const auto& [key, value] : j.items()) {
+    const bool numbers =
+        is_number(value) || (value.is_array() && !value.empty() && std::all_of(value.begin(), value.end(), is_number));
+    if (numbers && !unit_key(key) && !dimensionless_key(key)) bad.insert(path + "." + key);
+    if (value.is_object() && unit_key(key)) continue;  // quantity -> value in the unit its key names
+    unitless_keys(value, path + "." + key, bad);
+  }
+}
+
+TEST(OutputKeys, EveryNumberInTheGoldenDocumentsHasItsUnitInItsKey) {
+  namespace fs = std::filesystem;
+  std::set<std::string> bad;
+  std::size_t documents = 0;
+  for (const auto& e : fs::directory_iterator(fs::path(DLSCALE_SOURCE_DIR) / "tests" / "golden")) {
+    const std::string name = e.path().filename().string();
+    // the Chrome trace-event format fixes its own keys (ts and dur in microseconds, pid, tid)
+    if (name.ends_with("-trace.json")) continue;
+    if (name.ends_with(".json")) {
+      unitless_keys(nlohmann::json::parse(slurp(e.path())), name, bad);
+      ++documents;
+    } else if (name.ends_with(".jsonl")) {
+      std::istringstream lines(slurp(e.path()));
+      for (std::string line; std::getline(lines, line);)
+        if (!line.empty()) {
+          unitless_keys(nlohmann::json::parse(line), name, bad);
+          ++documents;
+        }
+    }
+  }
+  EXPECT_GE(documents, 8u);
+  EXPECT_TRUE(bad.empty()) << ::testing::PrintToString(bad);
+  // the checks themselves: a unit-less number fails, a unit or a listed ratio passes
+  std::set<std::string> probe;
+  unitless_keys(
+      nlohmann::json::parse(R"({"algbw_gb_s": 1, "bytes_moved": 2, "busbw_gb_per_s": 3, "mfu": 0.5, "x": [1, 2], "algbw_GBps": 4,
+                                          "error_percent": {"time_s": 5}, "t": {"forward_s": 6}})"),
+      "", probe);
+  EXPECT_EQ(probe, (std::set<std::string>{".algbw_gb_s", ".bytes_moved", ".x", ".algbw_GBps"}));
+}
+
+/// The numeric columns of a CSV block (header, then rows) whose names are neither units nor listed.
+void unitless_columns(const std::string& csv, const std::string& what, std::set<std::string>& bad) {
+  std::istringstream in(csv);
+  std::string header, row;
+  std::getline(in, header);
+  std::getline(in, row);
+  const auto split = [](const std::string& line) {
+    std::vector<std::string> f;
+    std::istringstream cells(line);
+    for (std::string c; std::getline(cells, c, ',');) f.push_back(c);
+    return f;
+  };
+  const auto names = split(header), values = split(row);
+  for (std::size_t i = 0; i < names.size() && i < values.size(); ++i) {
+    char* end = nullptr;
+    (void)std::strtod(values[i].c_str(), &end);
+    const bool number = !values[i].empty() && end == values[i].c_str() + values[i].size();
+    if (number && !unit_key(names[i]) && !dimensionless_key(names[i])) bad.insert(what + ": " + names[i]);
+  }
+}
+
+// The documents no golden holds (model list and show, reproduce, calibrate fit's report, a layout's predict and
+// explain, predict with its sources) and every CSV, by the same rule.
+TEST(OutputKeys, DocumentsWithoutAGoldenAndEveryCsvFollowTheSameRule) {
+  std::set<std::string> bad;
+  const std::string layout =
+      " --cluster dgx-h100-ndr --nodes 2 --model llama3-8b --framework megatron-core --gpus 16 --tp 2 --sp --pp 2 --batch 1 "
+      "--micro-batches 8 --format json";
+  for (const std::string& q : {std::string("model list --format json"),
+                               std::string("model show llama2-7b --gpu h100-sxm --batch 1 --kernels --format json"),
+                               std::string("reproduce all --format json"), "predict" + layout, "explain" + layout,
+                               std::string("plan --cluster dgx-h100-ndr --model llama2-7b --gpus 16 --top 2 --format json"),
+                               std::string("predict --cluster dgx-a100 --gpus 8 --format json --explain-sources")}) {
+    const auto r = run_cli(q);
+    ASSERT_EQ(r.status, 0) << q << ": " << r.err;
+    unitless_keys(nlohmann::json::parse(r.out), q, bad);
+  }
+  const std::string csv = temp_file("keys.csv",
+                                    "gpu,gpus,precision,model,global_batch,samples_per_s\n"
+                                    "v100-sxm2,1,fp32,resnet50,64,300\n");
+  const std::string report = temp_file("keys-report.json", "");
+  const auto fit = run_cli("calibrate fit " + csv + " --fixed all -o /dev/null --report " + report);
+  ASSERT_EQ(fit.status, 0) << fit.err;
+  unitless_keys(nlohmann::json::parse(slurp(report)), "calibrate fit --report", bad);
+  for (const std::string& q : {std::string("predict --format csv"), std::string("simulate --iterations 2 --format csv"),
+                               "predict" + layout.substr(0, layout.size() - 4) + "csv"}) {
+    const auto r = run_cli(q);
+    ASSERT_EQ(r.status, 0) << q << ": " << r.err;
+    unitless_columns(r.out, q, bad);
+  }
+  const auto repro = run_cli("reproduce all --format csv");  // the runs, then after an empty line the bus bandwidths
+  ASSERT_EQ(repro.status, 0) << repro.err;
+  const auto gap = repro.out.find("\n\n");
+  ASSERT_NE(gap, std::string::npos);
+  unitless_columns(repro.out.substr(0, gap + 1), "reproduce csv", bad);
+  unitless_columns(repro.out.substr(gap + 2), "reproduce csv, bus bandwidth", bad);
+  unitless_columns(slurp(std::string(DLSCALE_SOURCE_DIR) + "/tests/golden/sweep-small.csv"), "sweep-small.csv", bad);
+  EXPECT_TRUE(bad.empty()) << ::testing::PrintToString(bad);
 }
 
 }  // namespace
