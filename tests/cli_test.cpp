@@ -598,9 +598,9 @@ TEST(Cli, FrameworkJitterWaitsForTheSlowestGpu) {
   }
   // --explain-sources says where the value came from.
   const auto src = run_cli("predict --profile worked-example-cntk-alexnet --gpus 2 --explain-sources");
-  EXPECT_NE(src.err.find("jitter_cv 0.0635 (framework 'cntk'"), std::string::npos) << src.err;
+  EXPECT_NE(src.err.find("jitter_cv: 0.0635 (framework 'cntk'"), std::string::npos) << src.err;
   const auto given = run_cli("predict --profile worked-example-cntk-alexnet --gpus 2 --explain-sources --jitter-cv 0.02");
-  EXPECT_NE(given.err.find("jitter_cv 0.02 (--jitter-cv"), std::string::npos) << given.err;
+  EXPECT_NE(given.err.find("jitter_cv: 0.02 (--jitter-cv"), std::string::npos) << given.err;
   const auto plan = run_cli("plan --model resnet50 --gpus 2 --jitter-cv -0.1");
   EXPECT_EQ(plan.status, 2);
   EXPECT_NE(plan.err.find("--jitter-cv"), std::string::npos) << plan.err;
@@ -1060,6 +1060,73 @@ TEST(Cli, FitWritesItsParametersAndReportTogetherOrNeither) {
   EXPECT_TRUE(fs::is_empty(dir / "ro"));
   fs::permissions(dir / "ro", fs::perms::owner_all);
   fs::remove_all(dir);
+}
+
+// ---- issue 35: --explain-sources in the JSON document ---------------------------------------------------------
+
+/// The "#   name: value (source)" lines of a table run's stderr.
+std::vector<std::string> source_lines(const std::string& err) {
+  std::vector<std::string> lines;
+  std::istringstream in(err);
+  bool in_block = false;
+  for (std::string line; std::getline(in, line);) {
+    if (line == "# sources (--explain-sources)") in_block = true;
+    else if (in_block && line.rfind("#   ", 0) == 0) lines.push_back(line.substr(4));
+    else in_block = false;
+  }
+  return lines;
+}
+
+// With --format json the sources are the document's "sources" ({name, value, source}, the value a string with
+// its unit) and stderr stays quiet; the table's stderr lines say the same entries. The values are checked
+// against their files: PyTorch DDP under AMP exchanges fp32 gradients (4 B), CNTK's jitter_cv 0.0635 and the
+// P40's fp32 peak in topologies/gpus.yaml.
+TEST(Cli, ExplainSourcesGoIntoTheJsonDocument) {
+  const std::string q =
+      "predict --cluster dgx-a100 --framework pytorch-ddp --precision fp16 --gpus 8 --no-train --explain-sources";
+  const auto table = run_cli(q);
+  const auto json = run_cli(q + " --format json");
+  ASSERT_EQ(table.status, 0) << table.err;
+  ASSERT_EQ(json.status, 0) << json.err;
+  EXPECT_EQ(json.err, "");
+  const auto j = nlohmann::json::parse(json.out);
+  std::vector<std::string> from_json;
+  for (const auto& s : j.at("sources"))
+    from_json.push_back(fmt::format("{}: {} ({})", s.at("name").get<std::string>(), s.at("value").get<std::string>(),
+                                    s.at("source").get<std::string>()));
+  EXPECT_EQ(from_json, source_lines(table.err));
+  const auto entry = [](const nlohmann::json& doc, const std::string& name) {
+    for (const auto& s : doc.at("sources"))
+      if (s.at("name") == name) return s;
+    ADD_FAILURE() << "no source named " << name;
+    return nlohmann::json::object();
+  };
+  EXPECT_EQ(entry(j, "gradients exchanged").at("value"), "4 B per parameter");
+  EXPECT_EQ(entry(j, "optimizer").at("value"), "momentum");
+  // without --explain-sources no "sources" at all (the goldens' documents are unchanged)
+  const auto plain =
+      run_cli("predict --cluster dgx-a100 --framework pytorch-ddp --precision fp16 --gpus 8 --no-train --format json");
+  ASSERT_EQ(plain.status, 0) << plain.err;
+  EXPECT_FALSE(nlohmann::json::parse(plain.out).contains("sources"));
+  // simulate and explain carry them the same way; explain's document is otherwise the one without them
+  const std::string cntk = " --profile worked-example-cntk-alexnet --gpus 2 --format json";
+  const auto sim = run_cli("simulate --iterations 2" + cntk + " --explain-sources");
+  ASSERT_EQ(sim.status, 0) << sim.err;
+  EXPECT_EQ(sim.err, "");
+  EXPECT_EQ(entry(nlohmann::json::parse(sim.out), "jitter_cv").at("value"), "0.0635");
+  const auto ex = run_cli("explain" + cntk + " --explain-sources");
+  const auto ex_plain = run_cli("explain" + cntk);
+  ASSERT_EQ(ex.status, 0) << ex.err;
+  ASSERT_EQ(ex_plain.status, 0) << ex_plain.err;
+  EXPECT_EQ(ex.err, "");
+  auto e = nlohmann::ordered_json::parse(ex.out);
+  EXPECT_EQ(entry(e, "jitter_cv").at("source"), "framework 'cntk'; the expected wait for the slowest GPU");
+  e.erase("sources");
+  EXPECT_EQ(e.dump(2) + "\n", ex_plain.out);
+  const auto p40 =
+      run_cli("predict --cluster shi-chu-p40 --model alexnet --framework cntk --gpus 1 --format json --explain-sources");
+  ASSERT_EQ(p40.status, 0) << p40.err;
+  EXPECT_EQ(entry(nlohmann::json::parse(p40.out), "peak_fp32").at("value"), "10.01 TFLOPS");
 }
 
 // ---- issue 35: the unit in every numeric key ------------------------------------------------------------------

@@ -174,7 +174,9 @@ void run_simulate(const SimulateOptions& o) {
   RunInfo info;
   info.command = "simulate";
   info.command_line = command_line();
-  sim::Simulator simulator(build_scenario(o.scenario, info), sopt);
+  ScenarioOptions so = o.scenario;
+  so.sources_in_json = fmt == OutputFormat::json;  // --explain-sources: into the document's "sources"
+  sim::Simulator simulator(build_scenario(so, info), sopt);
   if (gpus.empty() && simulator.predictor().scenario().parallel)  // a layout: the whole cluster, as predict runs it
     gpus = parallel_gpu_counts(simulator.predictor().scenario());
   gpus = gpus.empty() ? default_gpu_counts(simulator.predictor().scenario().cluster)
