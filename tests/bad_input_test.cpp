@@ -1345,6 +1345,15 @@ std::vector<Row> catalogue() {
       {"fit_no_batch_column", {{"m.csv", "gpu,gpus,precision,model,samples_per_s\np40,1,fp32,alexnet,10\n"}},
        "calibrate fit {dir}/m.csv -o {out}", E + "{dir}/m.csv:1:1: 'global_batch': the header names neither global_batch nor batch_per_gpu\n",
        "{mini}"},
+      // Issue 35: the parameters and the report go in place together or not at all, so a report that cannot be
+      // written (here a directory: the output folder, which must stay empty) leaves no parameters file either.
+      {"fit_report_is_a_directory", {{"m.csv", "gpu,gpus,precision,model,global_batch,samples_per_s\np40,1,fp32,alexnet,128,10\n"}},
+       "calibrate fit {dir}/m.csv -o {out} --report {outdir}", E + "{outdir}: cannot write output file: is a directory\n",
+       "{mini}"},
+      {"fit_report_is_the_parameters_file",
+       {{"m.csv", "gpu,gpus,precision,model,global_batch,samples_per_s\np40,1,fp32,alexnet,128,10\n"}},
+       "calibrate fit {dir}/m.csv -o {out} --report {out}",
+       E + "'--report': '{out}' is also the parameters' file (-o): give the report another file\n", "{mini}"},
       {"option_unknown_model", {}, "predict --cluster tiny --model resnet51 -o {out}",
        E + "'--model': unknown model 'resnet51' (known: alexnet)\n", "{mini}"},
       {"option_missing_profile", {}, "predict --profile {dir}/p.yaml -o {out}",

@@ -11,10 +11,13 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <fmt/format.h>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <regex>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -595,9 +598,9 @@ TEST(Cli, FrameworkJitterWaitsForTheSlowestGpu) {
   }
   // --explain-sources says where the value came from.
   const auto src = run_cli("predict --profile worked-example-cntk-alexnet --gpus 2 --explain-sources");
-  EXPECT_NE(src.err.find("jitter_cv 0.0635 (framework 'cntk'"), std::string::npos) << src.err;
+  EXPECT_NE(src.err.find("jitter_cv: 0.0635 (framework 'cntk'"), std::string::npos) << src.err;
   const auto given = run_cli("predict --profile worked-example-cntk-alexnet --gpus 2 --explain-sources --jitter-cv 0.02");
-  EXPECT_NE(given.err.find("jitter_cv 0.02 (--jitter-cv"), std::string::npos) << given.err;
+  EXPECT_NE(given.err.find("jitter_cv: 0.02 (--jitter-cv"), std::string::npos) << given.err;
   const auto plan = run_cli("plan --model resnet50 --gpus 2 --jitter-cv -0.1");
   EXPECT_EQ(plan.status, 2);
   EXPECT_NE(plan.err.find("--jitter-cv"), std::string::npos) << plan.err;
@@ -987,6 +990,287 @@ TEST(Cli, OutputKeepsTheRulesOfARedirection) {
   EXPECT_EQ(st.st_uid, nobody->pw_uid);
   EXPECT_EQ(st.st_gid, nobody->pw_gid);
   fs::remove_all(dir);
+}
+
+// ---- issue 35: calibrate fit's two outputs together or not at all ----------------------------------------------
+
+// The parameters (-o) and the report (--report) are both staged beside their targets before either is put in
+// place: a report that cannot be written (a directory; a folder the user may not write) leaves the parameters
+// file as it was, exit 2 with one line, no temporary file left. As root the folder's permission does not bind,
+// so that case runs as 'nobody', as OutputKeepsTheRulesOfARedirection does.
+TEST(Cli, FitWritesItsParametersAndReportTogetherOrNeither) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("dlscale-cli-fit-pair-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir / "report-dir");
+  fs::create_directories(dir / "rw");
+  fs::create_directories(dir / "ro");
+  const fs::path csv = dir / "m.csv";
+  { std::ofstream(csv) << "gpu,gpus,precision,model,global_batch,samples_per_s\nv100-sxm2,1,fp32,resnet50,64,300\n"; }
+  const fs::path params = dir / "rw" / "params.yaml";
+  { std::ofstream(params) << "old\n"; }
+  const auto entries = [](const fs::path& d) {
+    std::vector<std::string> names;
+    for (const auto& e : fs::directory_iterator(d)) names.push_back(e.path().filename().string());
+    std::sort(names.begin(), names.end());
+    return names;
+  };
+  // the report onto a directory
+  const auto r = run_cli("calibrate fit " + csv.string() + " --fixed all -o " + params.string() + " --report " +
+                         (dir / "report-dir").string());
+  EXPECT_EQ(r.status, 2);
+  EXPECT_EQ(r.err, "dlscale: " + (dir / "report-dir").string() + ": cannot write output file: is a directory\n");
+  EXPECT_EQ(slurp(params), "old\n");
+  EXPECT_EQ(entries(dir / "rw"), std::vector<std::string>{"params.yaml"});
+  EXPECT_TRUE(fs::is_empty(dir / "report-dir"));
+  // both writable: both written, the report valid JSON
+  const fs::path report = dir / "rw" / "report.json";
+  const auto ok =
+      run_cli("calibrate fit " + csv.string() + " --fixed all -o " + params.string() + " --report " + report.string());
+  ASSERT_EQ(ok.status, 0) << ok.err;
+  EXPECT_EQ(slurp(params).rfind("# Kernel-model parameters", 0), 0U) << slurp(params);
+  EXPECT_EQ(nlohmann::json::parse(slurp(report)).at("command"), "calibrate fit");
+  // the report into a folder the user may not write (0555), the parameters into one anyone may (0777)
+  { std::ofstream(params) << "old\n"; }
+  fs::remove(report);
+  fs::permissions(dir / "rw", fs::perms::all);
+  fs::permissions(params, fs::perms(0666));
+  fs::permissions(dir / "ro", fs::perms(0555));
+  const struct passwd* nobody = ::getpwnam("nobody");
+  const bool root = ::geteuid() == 0;
+  if (root && !nobody) GTEST_SKIP() << "running as root and no user 'nobody' to drop privileges to";
+  const fs::path denied = dir / "ro" / "report.json";
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    if (root && (::setgid(nobody->pw_gid) != 0 || ::setuid(nobody->pw_uid) != 0)) ::_exit(100);
+    const int err = ::open((dir / "rw" / "err").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0666);
+    if (err < 0 || ::dup2(err, 2) < 0) ::_exit(101);
+    ::execl(DLSCALE_CLI, DLSCALE_CLI, "calibrate", "fit", csv.c_str(), "--fixed", "all", "-o", params.c_str(), "--report",
+            denied.c_str(), static_cast<char*>(nullptr));
+    ::_exit(102);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 2) << slurp(dir / "rw" / "err");
+  EXPECT_EQ(slurp(dir / "rw" / "err"), "dlscale: " + denied.string() + ": cannot write output file: Permission denied\n");
+  EXPECT_EQ(slurp(params), "old\n");
+  EXPECT_EQ(entries(dir / "rw"), (std::vector<std::string>{"err", "params.yaml"}));  // no temporary left
+  EXPECT_TRUE(fs::is_empty(dir / "ro"));
+  fs::permissions(dir / "ro", fs::perms::owner_all);
+  fs::remove_all(dir);
+}
+
+// ---- issue 35: --explain-sources in the JSON document ---------------------------------------------------------
+
+/// The "#   name: value (source)" lines of a table run's stderr.
+std::vector<std::string> source_lines(const std::string& err) {
+  std::vector<std::string> lines;
+  std::istringstream in(err);
+  bool in_block = false;
+  for (std::string line; std::getline(in, line);) {
+    if (line == "# sources (--explain-sources)") in_block = true;
+    else if (in_block && line.rfind("#   ", 0) == 0) lines.push_back(line.substr(4));
+    else in_block = false;
+  }
+  return lines;
+}
+
+// With --format json the sources are the document's "sources" ({name, value, source}, the value a string with
+// its unit) and stderr stays quiet; the table's stderr lines say the same entries. The values are checked
+// against their files: PyTorch DDP under AMP exchanges fp32 gradients (4 B), CNTK's jitter_cv 0.0635 and the
+// P40's fp32 peak in topologies/gpus.yaml.
+TEST(Cli, ExplainSourcesGoIntoTheJsonDocument) {
+  const std::string q =
+      "predict --cluster dgx-a100 --framework pytorch-ddp --precision fp16 --gpus 8 --no-train --explain-sources";
+  const auto table = run_cli(q);
+  const auto json = run_cli(q + " --format json");
+  ASSERT_EQ(table.status, 0) << table.err;
+  ASSERT_EQ(json.status, 0) << json.err;
+  EXPECT_EQ(json.err, "");
+  const auto j = nlohmann::json::parse(json.out);
+  std::vector<std::string> from_json;
+  for (const auto& s : j.at("sources"))
+    from_json.push_back(fmt::format("{}: {} ({})", s.at("name").get<std::string>(), s.at("value").get<std::string>(),
+                                    s.at("source").get<std::string>()));
+  EXPECT_EQ(from_json, source_lines(table.err));
+  const auto entry = [](const nlohmann::json& doc, const std::string& name) {
+    for (const auto& s : doc.at("sources"))
+      if (s.at("name") == name) return s;
+    ADD_FAILURE() << "no source named " << name;
+    return nlohmann::json::object();
+  };
+  EXPECT_EQ(entry(j, "gradients exchanged").at("value"), "4 B per parameter");
+  EXPECT_EQ(entry(j, "optimizer").at("value"), "momentum");
+  // without --explain-sources no "sources" at all (the goldens' documents are unchanged)
+  const auto plain =
+      run_cli("predict --cluster dgx-a100 --framework pytorch-ddp --precision fp16 --gpus 8 --no-train --format json");
+  ASSERT_EQ(plain.status, 0) << plain.err;
+  EXPECT_FALSE(nlohmann::json::parse(plain.out).contains("sources"));
+  // simulate and explain carry them the same way; explain's document is otherwise the one without them
+  const std::string cntk = " --profile worked-example-cntk-alexnet --gpus 2 --format json";
+  const auto sim = run_cli("simulate --iterations 2" + cntk + " --explain-sources");
+  ASSERT_EQ(sim.status, 0) << sim.err;
+  EXPECT_EQ(sim.err, "");
+  EXPECT_EQ(entry(nlohmann::json::parse(sim.out), "jitter_cv").at("value"), "0.0635");
+  const auto ex = run_cli("explain" + cntk + " --explain-sources");
+  const auto ex_plain = run_cli("explain" + cntk);
+  ASSERT_EQ(ex.status, 0) << ex.err;
+  ASSERT_EQ(ex_plain.status, 0) << ex_plain.err;
+  EXPECT_EQ(ex.err, "");
+  auto e = nlohmann::ordered_json::parse(ex.out);
+  EXPECT_EQ(entry(e, "jitter_cv").at("source"), "framework 'cntk'; the expected wait for the slowest GPU");
+  e.erase("sources");
+  EXPECT_EQ(e.dump(2) + "\n", ex_plain.out);
+  const auto p40 =
+      run_cli("predict --cluster shi-chu-p40 --model alexnet --framework cntk --gpus 1 --format json --explain-sources");
+  ASSERT_EQ(p40.status, 0) << p40.err;
+  EXPECT_EQ(entry(nlohmann::json::parse(p40.out), "peak_fp32").at("value"), "10.01 TFLOPS");
+}
+
+// ---- issue 35: the unit in every numeric key ------------------------------------------------------------------
+
+// One convention across every JSON and CSV the program writes (README, "Output keys and units"): a numeric
+// value's key ends in its unit, or names a dimensionless quantity of this explicit list.
+bool dimensionless_key(const std::string& key) {
+  static const std::set<std::string> kDimensionless{
+      // versions, indices and counts
+      "schema", "gpus", "nodes", "gpus_per_node", "gpus_per_thread", "nics_per_node", "cores", "gpu", "rank", "root", "stage",
+      "stages", "chunks", "replicas", "first_layer", "last_layer", "boundary_layer", "slowest_stage", "hiding_case", "count",
+      "count_elements", "channels", "nvlinks", "hops", "flows", "pcie_generation", "pcie_lanes", "groups", "per_node", "batch",
+      "batch_per_gpu", "global_batch", "micro_batch", "micro_batches", "accumulate", "largest_batch", "shard_group", "tp", "pp",
+      "vp", "cp", "dp", "ep", "zero", "recompute_num_layers", "tokens_per_step", "iterations", "events", "steps",
+      "train_iterations", "evaluated", "fit", "out_of_memory", "invalid", "leaders", "full_recompute_leaders", "near_misses",
+      "timed", "improved", "params", "macs", "flops", "macs_per_sample", "flops_per_sample", "output_shape", "shape",
+      "input_shape",
+      "size",  // a process group's size in ranks (plan --parallel's and explain's "groups")
+      // ratios, fractions and efficiencies
+      "speedup", "efficiency", "mfu", "hfu", "share", "bottleneck_share", "bottleneck_gain", "nic_share", "reader_loss_share",
+      "throughput_gain", "best_gain", "slower", "busy_mean", "busy_max", "stage_busy", "jitter_cv", "allreduce_efficiency",
+      "r_u2g", "rms_log_error", "tensor_efficiency", "vector_efficiency", "conv_efficiency", "memory_efficiency", "winograd_gain",
+      "operand_feed"};
+  return kDimensionless.count(key) > 0;
+}
+
+/// The key names its unit: a unit (`hours`) or `_UNIT` at its end, with `_per_gpu` or `_per_sample` after it;
+/// lower case, and a rate per second spelt `_per_s` (`_gb_per_s`, not `_gb_s` or `_GBps`).
+bool unit_key(const std::string& key) {
+  static const std::regex kUnit("^(.*_)?(s|hours|bytes|gb|gb_per_s|per_s|percent)(_per_(gpu|sample))?$");
+  static const std::regex kRateWithoutPer("^(.*_)?(b|kb|mb|gb|tb|gib|bytes|flops|tflops|samples|tokens)_s$");
+  static const std::regex kLowerCase("^[a-z0-9_]+$");
+  return std::regex_match(key, kLowerCase) && std::regex_match(key, kUnit) && !std::regex_match(key, kRateWithoutPer);
+}
+
+bool is_number(const nlohmann::json& v) { return v.is_number(); }
+
+/// Every key below `j` whose value is a number (or a list of numbers) and that names neither a unit nor a
+/// dimensionless quantity, with its path. An object named by a unit (error_percent) holds one value per
+/// quantity in that unit: its keys are the quantities' names.
+void unitless_keys(const nlohmann::json& j, const std::string& path, std::set<std::string>& bad) {
+  if (j.is_array()) {
+    for (const auto& e : j) unitless_keys(e, path + "[]", bad);
+    return;
+  }
+  if (!j.is_object()) return;
+  for (const auto& [key, value] : j.items()) {
+    const bool numbers =
+        is_number(value) || (value.is_array() && !value.empty() && std::all_of(value.begin(), value.end(), is_number));
+    if (numbers && !unit_key(key) && !dimensionless_key(key)) bad.insert(path + "." + key);
+    if (value.is_object() && unit_key(key)) continue;  // quantity -> value in the unit its key names
+    unitless_keys(value, path + "." + key, bad);
+  }
+}
+
+TEST(OutputKeys, EveryNumberInTheGoldenDocumentsHasItsUnitInItsKey) {
+  namespace fs = std::filesystem;
+  std::set<std::string> bad;
+  std::size_t documents = 0;
+  for (const auto& e : fs::directory_iterator(fs::path(DLSCALE_SOURCE_DIR) / "tests" / "golden")) {
+    const std::string name = e.path().filename().string();
+    // the Chrome trace-event format fixes its own keys (ts and dur in microseconds, pid, tid)
+    if (name.ends_with("-trace.json")) continue;
+    if (name.ends_with(".json")) {
+      unitless_keys(nlohmann::json::parse(slurp(e.path())), name, bad);
+      ++documents;
+    } else if (name.ends_with(".jsonl")) {
+      std::istringstream lines(slurp(e.path()));
+      for (std::string line; std::getline(lines, line);)
+        if (!line.empty()) {
+          unitless_keys(nlohmann::json::parse(line), name, bad);
+          ++documents;
+        }
+    }
+  }
+  EXPECT_GE(documents, 8u);
+  EXPECT_TRUE(bad.empty()) << ::testing::PrintToString(bad);
+  // the checks themselves: a unit-less number fails, a unit or a listed ratio passes
+  std::set<std::string> probe;
+  unitless_keys(
+      nlohmann::json::parse(R"({"algbw_gb_s": 1, "bytes_moved": 2, "busbw_gb_per_s": 3, "mfu": 0.5, "x": [1, 2], "algbw_GBps": 4,
+                                          "error_percent": {"time_s": 5}, "t": {"forward_s": 6}})"),
+      "", probe);
+  EXPECT_EQ(probe, (std::set<std::string>{".algbw_gb_s", ".bytes_moved", ".x", ".algbw_GBps"}));
+}
+
+/// The numeric columns of a CSV block (header, then rows) whose names are neither units nor listed.
+void unitless_columns(const std::string& csv, const std::string& what, std::set<std::string>& bad) {
+  std::istringstream in(csv);
+  std::string header, row;
+  std::getline(in, header);
+  std::getline(in, row);
+  const auto split = [](const std::string& line) {
+    std::vector<std::string> f;
+    std::istringstream cells(line);
+    for (std::string c; std::getline(cells, c, ',');) f.push_back(c);
+    return f;
+  };
+  const auto names = split(header), values = split(row);
+  for (std::size_t i = 0; i < names.size() && i < values.size(); ++i) {
+    char* end = nullptr;
+    (void)std::strtod(values[i].c_str(), &end);
+    const bool number = !values[i].empty() && end == values[i].c_str() + values[i].size();
+    if (number && !unit_key(names[i]) && !dimensionless_key(names[i])) bad.insert(what + ": " + names[i]);
+  }
+}
+
+// The documents no golden holds (model list and show, reproduce, calibrate fit's report, a layout's predict and
+// explain, predict with its sources) and every CSV, by the same rule.
+TEST(OutputKeys, DocumentsWithoutAGoldenAndEveryCsvFollowTheSameRule) {
+  std::set<std::string> bad;
+  const std::string layout =
+      " --cluster dgx-h100-ndr --nodes 2 --model llama3-8b --framework megatron-core --gpus 16 --tp 2 --sp --pp 2 --batch 1 "
+      "--micro-batches 8 --format json";
+  for (const std::string& q : {std::string("model list --format json"),
+                               std::string("model show llama2-7b --gpu h100-sxm --batch 1 --kernels --format json"),
+                               std::string("reproduce all --format json"), "predict" + layout, "explain" + layout,
+                               std::string("plan --cluster dgx-h100-ndr --model llama2-7b --gpus 16 --top 2 --format json"),
+                               std::string("predict --cluster dgx-a100 --gpus 8 --format json --explain-sources")}) {
+    const auto r = run_cli(q);
+    ASSERT_EQ(r.status, 0) << q << ": " << r.err;
+    unitless_keys(nlohmann::json::parse(r.out), q, bad);
+  }
+  const std::string csv = temp_file("keys.csv",
+                                    "gpu,gpus,precision,model,global_batch,samples_per_s\n"
+                                    "v100-sxm2,1,fp32,resnet50,64,300\n");
+  const std::string report = temp_file("keys-report.json", "");
+  const auto fit = run_cli("calibrate fit " + csv + " --fixed all -o /dev/null --report " + report);
+  ASSERT_EQ(fit.status, 0) << fit.err;
+  unitless_keys(nlohmann::json::parse(slurp(report)), "calibrate fit --report", bad);
+  for (const std::string& q : {std::string("predict --format csv"), std::string("simulate --iterations 2 --format csv"),
+                               "predict" + layout.substr(0, layout.size() - 4) + "csv"}) {
+    const auto r = run_cli(q);
+    ASSERT_EQ(r.status, 0) << q << ": " << r.err;
+    unitless_columns(r.out, q, bad);
+  }
+  const auto repro = run_cli("reproduce all --format csv");  // the runs, then after an empty line the bus bandwidths
+  ASSERT_EQ(repro.status, 0) << repro.err;
+  const auto gap = repro.out.find("\n\n");
+  ASSERT_NE(gap, std::string::npos);
+  unitless_columns(repro.out.substr(0, gap + 1), "reproduce csv", bad);
+  unitless_columns(repro.out.substr(gap + 2), "reproduce csv, bus bandwidth", bad);
+  unitless_columns(slurp(std::string(DLSCALE_SOURCE_DIR) + "/tests/golden/sweep-small.csv"), "sweep-small.csv", bad);
+  EXPECT_TRUE(bad.empty()) << ::testing::PrintToString(bad);
 }
 
 }  // namespace

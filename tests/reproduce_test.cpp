@@ -12,6 +12,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <sstream>
 #include <string>
 #include <utility>
 #include <vector>
@@ -75,7 +76,7 @@ TEST(Reproduce, CoversEveryExperimentOfEveryPaper) {
 
 TEST(Reproduce, JsonRowsFollowTheContract) {
   const auto& j = all_json();
-  EXPECT_EQ(j.at("schema"), 1);
+  EXPECT_EQ(j.at("schema"), 2);  // 2: algbw_gb_per_s, busbw_gb_per_s (issue 35)
   const std::set<std::string> papers{"shi-chu-2018", "dell-v100", "dell-p100", "dgx2-comparison"};
   const std::set<std::string> frameworks{"caffe-mpi", "cntk",     "mxnet",       "tensorflow",          "horovod-tensorflow",
                                          "caffe2",    "nv-caffe", "pytorch-ddp", "pytorch-dataparallel"};
@@ -330,9 +331,9 @@ TEST(Reproduce, BusBandwidthFollowsNcclTestsDefinitions) {
   for (const auto& b : all_json().at("bus_bandwidth")) {
     const double n = b.at("gpus").get<double>();
     const double algbw = b.at("size_bytes").get<double>() / b.at("time_s").get<double>() / 1e9;
-    EXPECT_NEAR(b.at("algbw_gb_s").get<double>(), algbw, 1e-9 * algbw);
+    EXPECT_NEAR(b.at("algbw_gb_per_s").get<double>(), algbw, 1e-9 * algbw);
     const double factor = b.at("operation") == "allreduce" ? 2 * (n - 1) / n : 1.0;  // doc/PERFORMANCE.md
-    EXPECT_NEAR(b.at("busbw_gb_s").get<double>(), algbw * factor, 1e-9 * algbw);
+    EXPECT_NEAR(b.at("busbw_gb_per_s").get<double>(), algbw * factor, 1e-9 * algbw);
   }
 }
 
@@ -352,6 +353,34 @@ TEST(Reproduce, CsvHasOneLinePerRun) {
   const auto r = run_cli("reproduce dell-p100 --format csv");
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 1 + 30);  // header + the 30 runs counted above
+}
+
+// The bus-bandwidth rows of the CSV, after their own header, carry the JSON's numbers under the same unit
+// suffixes as collective's (issue 35: algbw_gb_per_s, busbw_gb_per_s; algbw_gb_s before).
+TEST(Reproduce, CsvBusBandwidthRowsCarryTheJsonNumbers) {
+  const auto c = run_cli("reproduce dgx2-comparison --experiment bus-bandwidth --format csv");
+  ASSERT_EQ(c.status, 0) << c.err;
+  const std::string header = "\npaper,experiment,system,operation,gpus,nodes,size_bytes,time_s,algbw_gb_per_s,busbw_gb_per_s\n";
+  const auto at = c.out.find(header);
+  ASSERT_NE(at, std::string::npos) << c.out.substr(0, 400);
+  std::istringstream rows(c.out.substr(at + header.size()));
+  const auto& bus = all_json().at("bus_bandwidth");
+  std::size_t n = 0;
+  for (std::string line; std::getline(rows, line); ++n) {
+    std::vector<std::string> f;
+    std::istringstream cells(line);
+    for (std::string cell; std::getline(cells, cell, ',');) f.push_back(cell);
+    ASSERT_EQ(f.size(), 10u) << line;
+    const nlohmann::json* match = nullptr;  // the JSON row of the same system, operation, GPU count and size
+    for (const auto& b : bus)
+      if (b.at("experiment") == "bus-bandwidth" && b.at("system") == f[2] && b.at("operation") == f[3] &&
+          b.at("gpus").get<int>() == std::stoi(f[4]) && b.at("size_bytes").get<double>() == std::stod(f[6]))
+        match = &b;
+    ASSERT_NE(match, nullptr) << line;
+    EXPECT_DOUBLE_EQ(std::stod(f[8]), match->at("algbw_gb_per_s").get<double>()) << line;  // both print round-trip digits
+    EXPECT_DOUBLE_EQ(std::stod(f[9]), match->at("busbw_gb_per_s").get<double>()) << line;
+  }
+  EXPECT_EQ(n, 396u);  // every bus-bandwidth row of JsonHasEveryPaper's count
 }
 
 TEST(Reproduce, BadScenarioFilesNameFileLineAndKey) {

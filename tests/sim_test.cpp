@@ -772,6 +772,16 @@ TEST(SimCli, JsonCarriesThePredictionRecordAndTheSimulation) {
   EXPECT_TRUE(j["predictions"][0].contains("iteration_time_s"));
   ASSERT_EQ(j["simulation"].size(), 2u);
   EXPECT_TRUE(j["simulation"][1].contains("p99_s"));
+  // Schema 2 (issue 35): the unit in every key. The buckets hold every gradient once: ResNet-50's
+  // parameters (model show's count) × 4 B in fp32 (Caffe-MPI's default precision), in bytes.
+  EXPECT_EQ(j["schema"], 2);
+  const auto m = test::run_cli("model show resnet50 --format json");
+  ASSERT_EQ(m.status, 0) << m.err;
+  const double params = nlohmann::json::parse(m.out).at("totals").at("params").get<double>();
+  double bucketed = 0.0;
+  for (const auto& b : j["simulation"][1]["buckets"]) bucketed += b.at("size_bytes").get<double>();
+  EXPECT_DOUBLE_EQ(bucketed, 4.0 * params);
+  for (const auto& u : j["simulation"][1]["utilisation"]) EXPECT_GE(u.at("carried_bytes").get<double>(), 0.0);
 }
 
 TEST(SimCli, MatchesPredictWithExtrasOff) {

@@ -830,6 +830,13 @@ TEST(ModelCli, ListNamesEveryNetwork) {
   std::vector<std::string> names;
   for (const auto& m : j.at("models")) names.push_back(m.at("name").get<std::string>());
   for (const auto& z : kZoo) EXPECT_NE(std::find(names.begin(), names.end(), z), names.end()) << z;
+  // Schema 2 (issue 35): the shape is input_shape; AlexNet takes torchvision's 3 × 224 × 224 images.
+  EXPECT_EQ(j.at("schema"), 2);
+  for (const auto& m : j.at("models")) {
+    if (m.at("name") == "alexnet") {
+      EXPECT_EQ(m.at("input_shape"), nlohmann::json::array({3, 224, 224}));
+    }
+  }
 }
 
 TEST(ModelCli, ExportRegeneratesTheCheckedInFile) {

@@ -13,7 +13,8 @@
 //      "breakdown": {"io_s", "h2d_s", "forward_s", "backward_s", "update_s", "comm_s", "comm_exposed_s",
 //                    "sync_wait_s", "overhead_s"},
 //      "time_to_train": {"iterations", "hours", "gpu_hours", "cost", "currency"} (when a workload applies)}],
-//    "simulation": [...] (simulate only: per GPU count its iteration statistics, buckets, utilisation)}
+//    "simulation": [...] (simulate only, its schema 2: per GPU count its iteration statistics, buckets, utilisation),
+//    "sources": [{"name", "value", "source"}] (--explain-sources only: where each value came from)}
 // A sweep's JSON lines are another record by design: one flat line per configuration (sweep.hpp). plan, plan
 // --parallel and explain write documents of their own around this record (docs/planning.md, "JSON of plan and
 // explain"); a prediction that names no bottleneck (Predictor::TimesOnly, plan's) has the four bottleneck keys null.
@@ -34,6 +35,13 @@ namespace dlscale {
 enum class OutputFormat { table, json, csv };
 OutputFormat output_format_from_string(std::string_view s);  // throws InputError("format", …)
 
+/// Where one value of a prediction came from (--explain-sources): its name, the value with its unit (or the
+/// method, for a part a model computes) and its source (a file, an option, a default). A table or CSV
+/// prints one stderr line "name: value (source)" each; JSON carries them as its "sources" array.
+struct ValueSource {
+  std::string name, value, source;
+};
+
 /// What the predictions were made from, printed with them (provenance).
 struct RunInfo {
   std::string command = "predict";  // the subcommand that made the records (predict, simulate, …)
@@ -47,6 +55,8 @@ struct RunInfo {
   /// What the cluster file's writer assumed (Cluster::assumed) and the command line left standing, as
   /// "key: value" items; the table's first line and JSON's inputs.assumed say them.
   std::vector<std::string> assumed;
+  /// --explain-sources with --format json: the sources, as the document's "sources" (empty: none asked for).
+  std::vector<ValueSource> sources;
 };
 
 /// Prints the predictions; with `train` (one entry per prediction, plan.hpp's time_to_train) also the time

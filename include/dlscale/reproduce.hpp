@@ -3,11 +3,11 @@
 // `reproduce` predicts each one and keeps the visible measured values beside the predictions.
 //
 // JSON contract (other tools rely on it):
-//   {"schema": 1, "experiments": [{"paper", "experiment", "system", "model", "framework", "precision",
+//   {"schema": 2, "experiments": [{"paper", "experiment", "system", "model", "framework", "precision",
 //     "batch_per_gpu", "gpus", "nodes", "inputs": "profile|spec", "iteration_time_s",
 //     "throughput_samples_per_s", "speedup", "comm_s", "comm_exposed_s", ... optional "variant",
 //     "measured": {...}}], "bus_bandwidth": [{"paper", "experiment", "system", "operation", "gpus",
-//     "nodes", "size_bytes", "time_s", "algbw_gb_s", "busbw_gb_s"}]}
+//     "nodes", "size_bytes", "time_s", "algbw_gb_per_s", "busbw_gb_per_s"}]}
 #pragma once
 
 #include <filesystem>
@@ -49,7 +49,7 @@ struct Row {
 struct BusBandwidthRow {
   std::string paper, experiment, system, operation;
   int gpus = 2, nodes = 1;
-  double size_bytes = 0, time_s = 0, algbw_gb_s = 0, busbw_gb_s = 0;
+  double size_bytes = 0, time_s = 0, algbw_gb_per_s = 0, busbw_gb_per_s = 0;
 };
 
 struct ExperimentResult {

@@ -144,57 +144,60 @@ void setup_calibrate(CLI::App& app) {
 namespace {
 // ---- per-layer compute ----
 void explain_compute(const ScenarioOptions& o, const Scenario& sc, const CalibrationUse& used,
-                     std::vector<std::string>& explain) {
+                     std::vector<ValueSource>& explain) {
   const std::string precision(to_string(sc.compute.precision));
   if (used.layer_times) {
     const auto& roofline = used.roofline_layers;
     std::string rest;
     for (std::size_t i = 0; i < roofline.size() && i < 8; ++i) rest += (i ? ", " : "") + roofline[i];
     if (roofline.size() > 8) rest += fmt::format(", … ({} more)", roofline.size() - 8);
-    explain.push_back(fmt::format("forward/backward: {} of {} layers measured ({}: {} batch {} {}){}",
-                                  sc.network.layers.size() - roofline.size(), sc.network.layers.size(), o.calibration,
-                                  sc.network.name, sc.batch_per_gpu, precision,
-                                  roofline.empty() ? "" : "; roofline for " + rest));
-    if (sc.profile) explain.push_back("  (the measured layer times replace the profile's forward/backward totals)");
-  } else {
     explain.push_back(
-        sc.profile
-            ? fmt::format("forward/backward/update: profile {} (phase totals spread over layers by the roofline's shape)",
-                          o.profile)
-            : fmt::format(
-                  "forward/backward: kernel model on {} ({}: peak {}, tensor eff. {}, vector eff. {}, "
-                  "conv eff. {}, memory eff. {}; {})",
-                  sc.cluster.gpu.name, to_string(sc.compute.precision), sc.cluster.gpu.peak(sc.compute.precision),
-                  sc.compute.kernel(sc.cluster.gpu).tensor_efficiency, sc.compute.kernel(sc.cluster.gpu).vector_efficiency,
-                  sc.compute.kernel(sc.cluster.gpu).conv_efficiency, sc.compute.kernel(sc.cluster.gpu).memory_efficiency,
-                  sc.compute.kernel_params ? sc.compute.kernel_params->source : std::string("topologies/compute-params.yaml")));
+        {"forward/backward",
+         fmt::format("{} of {} layers measured", sc.network.layers.size() - roofline.size(), sc.network.layers.size()),
+         fmt::format("{}: {} batch {} {}{}{}", o.calibration, sc.network.name, sc.batch_per_gpu, precision,
+                     roofline.empty() ? "" : "; roofline for " + rest,
+                     sc.profile ? "; they replace the profile's forward/backward totals" : "")});
+  } else if (sc.profile) {
+    explain.push_back({"forward/backward/update", fmt::format("profile {}", o.profile),
+                       "phase totals spread over layers by the roofline's shape"});
+  } else {
+    const KernelParams& k = sc.compute.kernel(sc.cluster.gpu);
+    const std::string params =
+        sc.compute.kernel_params ? sc.compute.kernel_params->source : std::string("topologies/compute-params.yaml");
+    explain.push_back({"forward/backward", fmt::format("kernel model on {} ({})", sc.cluster.gpu.name, precision), params});
+    explain.push_back({fmt::format("peak_{}", precision), fmt::format("{}", sc.cluster.gpu.peak(sc.compute.precision)),
+                       fmt::format("GPU catalogue: {}", sc.cluster.gpu.name)});
+    for (const auto& [name, value] :
+         {std::pair{"tensor_efficiency", k.tensor_efficiency}, std::pair{"vector_efficiency", k.vector_efficiency},
+          std::pair{"conv_efficiency", k.conv_efficiency}, std::pair{"memory_efficiency", k.memory_efficiency}})
+      explain.push_back({name, fmt::format("{}", value), params});
   }
-  if (!sc.profile) explain.push_back("update: kernel model (memory-bound pass over parameters and optimiser state)");
+  if (!sc.profile) explain.push_back({"update", "kernel model", "a memory-bound pass over parameters and optimiser state"});
 }
 
 // ---- host-to-GPU copies and storage ----
-void explain_input(const ScenarioOptions& o, const Scenario& sc, const CalibrationUse& used, std::vector<std::string>& explain) {
+void explain_input(const ScenarioOptions& o, const Scenario& sc, const CalibrationUse& used, std::vector<ValueSource>& explain) {
   const Bytes batch_bytes = input_per_gpu(sc);
   const TransferKind h2d_kind = sc.strategy.pinned_memory ? TransferKind::h2d_pinned : TransferKind::h2d_pageable;
-  if (sc.profile) explain.push_back(fmt::format("io, h2d: profile {}", o.profile));
+  const BytesPerSecond h2d = sc.strategy.pinned_memory ? sc.cluster.h2d_pinned : sc.cluster.h2d_pageable;
+  if (sc.profile) explain.push_back({"io, h2d", fmt::format("profile {}", o.profile), "the profile's phase times"});
   else if (used.h2d)
-    explain.push_back(fmt::format("h2d: measured {} copy, {} for a batch of {} ({})", to_string(h2d_kind),
-                                  sc.strategy.pinned_memory ? sc.cluster.h2d_pinned : sc.cluster.h2d_pageable, batch_bytes,
-                                  o.calibration));
+    explain.push_back({"h2d", fmt::format("{} for a batch of {}", h2d, batch_bytes),
+                       fmt::format("measured {} copy, {}", to_string(h2d_kind), o.calibration)});
   else
-    explain.push_back(fmt::format("h2d: cluster file {} ({} memory, {})", sc.cluster.source_file,
-                                  sc.strategy.pinned_memory ? "pinned" : "pageable",
-                                  sc.strategy.pinned_memory ? sc.cluster.h2d_pinned : sc.cluster.h2d_pageable));
+    explain.push_back(
+        {"h2d", fmt::format("{}", h2d),
+         fmt::format("cluster file {}, {} memory", sc.cluster.source_file, sc.strategy.pinned_memory ? "pinned" : "pageable")});
   if (!sc.profile)
-    explain.push_back(fmt::format("io: {} ({}, {})",
-                                  used.storage ? "measured by " + o.calibration : "cluster file " + sc.cluster.source_file,
-                                  sc.cluster.dataset_in_page_cache ? "page cache" : "disk",
-                                  sc.cluster.dataset_in_page_cache ? sc.cluster.page_cache : sc.cluster.disk));
+    explain.push_back(
+        {"io", fmt::format("{}", sc.cluster.dataset_in_page_cache ? sc.cluster.page_cache : sc.cluster.disk),
+         fmt::format("{}, {}", used.storage ? "measured by " + o.calibration : "cluster file " + sc.cluster.source_file,
+                     sc.cluster.dataset_in_page_cache ? "page cache" : "disk")});
 }
 
 // The bytes of gradients exchanged per parameter and the optimiser, and where they come from; returns the
 // smallest and largest gradient of a layer.
-std::pair<Bytes, Bytes> explain_gradients(const ScenarioOptions& o, const Scenario& sc, std::vector<std::string>& explain) {
+std::pair<Bytes, Bytes> explain_gradients(const ScenarioOptions& o, const Scenario& sc, std::vector<ValueSource>& explain) {
   const ComputeOptions step = step_compute(sc);
   const double per_element = gradient_bytes_per_element(step);
   std::string why(to_string(step.precision));
@@ -202,12 +205,12 @@ std::pair<Bytes, Bytes> explain_gradients(const ScenarioOptions& o, const Scenar
     why = fmt::format("fp32 in {}: framework '{}' keeps fp32 parameters, mixed_precision: {{gradients: fp32}}", why,
                       sc.strategy.name);
   else if (is_mixed(step.precision)) why += ": the gradients of the half-precision working copy";
-  explain.push_back(fmt::format("gradients exchanged: {} B per parameter ({})", per_element, why));
-  explain.push_back(fmt::format("optimizer: {} ({})", to_string(step.optimizer),
-                                !o.optimizer.empty()        ? std::string("--optimizer")
-                                    : sc.strategy.optimizer ? fmt::format("framework '{}' says optimizer: {}", sc.strategy.name,
-                                                                          to_string(*sc.strategy.optimizer))
-                                                            : fmt::format("the default for {} models", sc.network.input_kind)));
+  explain.push_back({"gradients exchanged", fmt::format("{} B per parameter", per_element), why});
+  explain.push_back({"optimizer", std::string(to_string(step.optimizer)),
+                     !o.optimizer.empty() ? std::string("--optimizer")
+                         : sc.strategy.optimizer
+                         ? fmt::format("framework '{}' says optimizer: {}", sc.strategy.name, to_string(*sc.strategy.optimizer))
+                         : fmt::format("the default for {} models", sc.network.input_kind)});
   Bytes smallest = bytes(1e300), largest{};
   for (const auto& l : sc.network.layers) {
     const Bytes g = Network::gradient_bytes(l, per_element);
@@ -239,7 +242,7 @@ std::vector<std::pair<CollectiveOp, bool>> aggregation_ops(Aggregation a) {
 // --explain-sources: where each GPU count's communication time comes from (a measured curve, the α-β fit
 // outside it, or the model).
 void explain_collectives(const ScenarioOptions& o, const Scenario& sc, const CalibrationUse& used, const Calibration* cal,
-                         std::vector<std::string>& explain) {
+                         std::vector<ValueSource>& explain) {
   const std::shared_ptr<const CollectiveModel>& fallback = used.fallback;
   const std::shared_ptr<const CalibratedCollectiveModel>& calibrated = used.collectives;
   const auto [smallest, largest] = explain_gradients(o, sc, explain);
@@ -260,21 +263,23 @@ void explain_collectives(const ScenarioOptions& o, const Scenario& sc, const Cal
       if (sc.strategy.aggregation == Aggregation::parameter_server) where.gpus = 2;
       if (where.gpus < 2) continue;
       const CollectiveCurve* c = calibrated ? calibrated->curve_for(op, where) : nullptr;
+      const std::string name = fmt::format("communication, {} GPUs ({} node{})", g, at.nodes, at.nodes > 1 ? "s" : "");
       if (c) {
         const bool outside = smallest < c->points.front().size || largest > c->points.back().size;
-        explain.push_back(fmt::format("communication, {} GPUs ({} node{}): {} measured on {} GPUs ({}), {} interpolated{}", g,
-                                      at.nodes, at.nodes > 1 ? "s" : "", to_string(op), where.gpus, c->source, range_text(*c),
-                                      outside && c->fit
-                                          ? fmt::format("; gradients of {} to {} outside it from the α-β fit (α = {}, β = {})",
-                                                        smallest, largest, c->fit->alpha, c->fit->beta)
-                                          : ""));
+        explain.push_back(
+            {name,
+             fmt::format("{} measured on {} GPUs, {} interpolated{}", to_string(op), where.gpus, range_text(*c),
+                         outside && c->fit ? fmt::format("; gradients of {} to {} outside it from the α-β fit (α = {}, β = {})",
+                                                         smallest, largest, c->fit->alpha, c->fit->beta)
+                                           : ""),
+             c->source});
       } else if (!cal) {
-        explain.push_back(fmt::format("communication, {} GPUs ({} node{}): {} from {}", g, at.nodes, at.nodes > 1 ? "s" : "",
-                                      to_string(op), fallback->describe()));
+        explain.push_back({name, fmt::format("{} from the model", to_string(op)), fallback->describe()});
       } else {
-        explain.push_back(fmt::format("communication, {} GPUs ({} node{}): {} on {} GPU{} / {} node{} not measured: {}", g,
-                                      at.nodes, at.nodes > 1 ? "s" : "", to_string(op), where.gpus, where.gpus > 1 ? "s" : "",
-                                      where.nodes, where.nodes > 1 ? "s" : "", fallback->describe()));
+        explain.push_back({name,
+                           fmt::format("{} on {} GPU{} / {} node{} not measured", to_string(op), where.gpus,
+                                       where.gpus > 1 ? "s" : "", where.nodes, where.nodes > 1 ? "s" : ""),
+                           fallback->describe()});
       }
     }
   }
@@ -282,8 +287,8 @@ void explain_collectives(const ScenarioOptions& o, const Scenario& sc, const Cal
 
 }  // namespace
 
-void apply_calibration(const ScenarioOptions& o, Scenario& sc, RunInfo& /*info*/) {
-  std::vector<std::string> explain;
+void apply_calibration(const ScenarioOptions& o, Scenario& sc, RunInfo& info) {
+  std::vector<ValueSource> explain;
   std::shared_ptr<const Calibration> cal;
   if (!o.calibration.empty()) {
     std::error_code ec;
@@ -295,22 +300,28 @@ void apply_calibration(const ScenarioOptions& o, Scenario& sc, RunInfo& /*info*/
   const CalibrationUse used = dlscale::apply_calibration(sc, cal);
   for (const auto& w : used.warnings) fmt::print(stderr, "dlscale: warning: {}\n", w);
   if (cal)
-    explain.push_back(fmt::format("calibration: {} ({}, {}{})", o.calibration, cal->provenance.tool,
-                                  cal->provenance.date.empty() ? "undated" : cal->provenance.date,
-                                  cal->gpu.empty() ? "" : ", " + cal->gpu));
+    explain.push_back(
+        {"calibration", o.calibration,
+         fmt::format("{}, {}{}", cal->provenance.tool, cal->provenance.date.empty() ? "undated" : cal->provenance.date,
+                     cal->gpu.empty() ? "" : ", " + cal->gpu)});
 
   explain_compute(o, sc, used, explain);
   explain_input(o, sc, used, explain);
   if (!o.explain_sources) return;
   explain_collectives(o, sc, used, cal.get(), explain);
-  if (sc.strategy.jitter_cv > 0.0 || sc.strategy.iteration_overhead > Seconds{})
-    explain.push_back(fmt::format(
-        "synchronization, more than one GPU: jitter_cv {} ({}; the expected wait for the slowest GPU), iteration_overhead {} "
-        "(framework '{}')",
-        sc.strategy.jitter_cv, o.jitter_cv >= 0.0 ? "--jitter-cv" : "framework '" + sc.strategy.name + "'",
-        sc.strategy.iteration_overhead, sc.strategy.name));
+  if (sc.strategy.jitter_cv > 0.0 || sc.strategy.iteration_overhead > Seconds{}) {  // more than one GPU synchronizes
+    explain.push_back({"jitter_cv", fmt::format("{}", sc.strategy.jitter_cv),
+                       fmt::format("{}; the expected wait for the slowest GPU",
+                                   o.jitter_cv >= 0.0 ? "--jitter-cv" : "framework '" + sc.strategy.name + "'")});
+    explain.push_back({"iteration_overhead", fmt::format("{}", sc.strategy.iteration_overhead),
+                       fmt::format("framework '{}'", sc.strategy.name)});
+  }
+  if (o.sources_in_json) {  // the command's JSON document carries them ("sources"); stderr stays quiet
+    info.sources = std::move(explain);
+    return;
+  }
   fmt::print(stderr, "# sources (--explain-sources)\n");
-  for (const auto& line : explain) fmt::print(stderr, "#   {}\n", line);
+  for (const auto& s : explain) fmt::print(stderr, "#   {}: {} ({})\n", s.name, s.value, s.source);
 }
 
 }  // namespace dlscale::cli

@@ -19,6 +19,7 @@
 
 #include "cli/commands.hpp"
 #include "cli/scenario_options.hpp"
+#include "dlscale/atomic_file.hpp"
 #include "dlscale/error.hpp"
 #include "dlscale/fit.hpp"
 #include "dlscale/io.hpp"
@@ -255,6 +256,12 @@ std::string report_json(const FitReport& r, const std::vector<std::string>& file
 void run_fit(const FitCliOptions& o) {
   if (!o.report.empty() && o.report == "-" && (o.output.empty() || o.output == "-"))
     throw UsageError("--report", "the parameters already go to standard output: give -o FILE or --report FILE");
+  if (!o.report.empty() && o.report != "-" && !o.output.empty() && o.output != "-") {
+    std::error_code a, b;  // the same file by another name too (./p.yaml, a link); a path that fails compares as given
+    const auto report = std::filesystem::weakly_canonical(o.report, a), output = std::filesystem::weakly_canonical(o.output, b);
+    if (a || b ? o.report == o.output : report == output)
+      throw UsageError("--report", fmt::format("'{}' is also the parameters' file (-o): give the report another file", o.report));
+  }
   const std::vector<ThroughputSample> samples = read_samples(o);
   const std::string files = fmt::format("{}", fmt::join(o.measurements, " "));
   const KernelParamSet start = o.start.empty() ? *shipped_kernel_params() : load_kernel_params(o.start);
@@ -269,18 +276,27 @@ void run_fit(const FitCliOptions& o) {
     const double mape = leave_one_out_mape(runs, samples);
     rep.refits.push_back({by, std::move(runs), mape});
   }
-  fmt::print(stderr, "{}", report_text(rep, files));
   KernelParamSet out = fit.params;
   const bool fitted = fo.fits_anything();
   out.defaults.source = fmt::format("{} `dlscale calibrate fit` {} {} ({} rows; in-sample MAPE {:.1f}%)",
                                     fitted ? "fitted by" : "the starting set, nothing fitted, evaluated by", fitted ? "to" : "on",
                                     files, samples.size(), fit.mape);
   const std::string json = o.report.empty() ? std::string() : report_json(rep, o.measurements);
-  emit(kernel_params_to_yaml(out,
-                             "Kernel-model parameters (docs/compute-model.md), written by dlscale calibrate fit.\n" +
-                                 std::string("Command: ") + command_line()),
-       o.output);
-  if (!o.report.empty()) emit(json, o.report);
+  const std::string params =
+      kernel_params_to_yaml(out,
+                            "Kernel-model parameters (docs/compute-model.md), written by dlscale calibrate fit.\n" +
+                                std::string("Command: ") + command_line());
+  // Both files or neither: each is staged beside its target (every check made, the content written) before
+  // either is put in place, so that a report that cannot be written leaves the parameters file untouched.
+  const auto to_file = [](const std::string& output) { return !output.empty() && output != "-"; };
+  std::optional<StagedFile> params_file, report_file;
+  if (to_file(o.output)) params_file.emplace(o.output, params);
+  if (to_file(o.report)) report_file.emplace(o.report, json);
+  if (!to_file(o.output)) emit(params, "");
+  if (o.report == "-") emit(json, "");
+  if (params_file) params_file->commit();
+  if (report_file) report_file->commit();
+  fmt::print(stderr, "{}", report_text(rep, files));
 }
 }  // namespace
 

@@ -10,6 +10,7 @@
 #include "dlscale/error.hpp"
 #include "dlscale/parallel_plan.hpp"
 #include "dlscale/plan.hpp"
+#include "report/prediction_json.hpp"  // sources_json
 
 namespace dlscale::cli {
 namespace {
@@ -43,11 +44,21 @@ double parse_target(const std::string& text) {
   return v;
 }
 
+/// explain's JSON document (lib/plan writes it) with --explain-sources' "sources" added as predict adds them.
+std::string with_sources(const std::string& document, const RunInfo& info) {
+  if (info.sources.empty()) return document;
+  auto j = nlohmann::ordered_json::parse(document);
+  j["sources"] = sources_json(info.sources);
+  return j.dump(2) + "\n";
+}
+
 void run_explain(const ExplainCliOptions& o) {
   const bool json = json_format(o.format);
   RunInfo info;
   info.command_line = command_line();
-  const Scenario sc = build_scenario(o.scenario, info);
+  ScenarioOptions so = o.scenario;
+  so.sources_in_json = json;  // --explain-sources: into the document's "sources"
+  const Scenario sc = build_scenario(so, info);
   int gpus = sc.cluster.max_gpus();
   if (!o.scenario.gpus.empty()) {
     const auto list = parse_gpu_list(o.scenario.gpus);
@@ -62,11 +73,11 @@ void run_explain(const ExplainCliOptions& o) {
       throw UsageError("--target",
                        "searches data-parallel changes (links, buckets, GPU counts); a model-parallel layout's "
                        "alternatives are what plan --parallel ranks");
-    if (json) return emit(explain_parallel_json(sc, gpus, eo.workload), o.output);
+    if (json) return emit(with_sources(explain_parallel_json(sc, gpus, eo.workload), info), o.output);
     return emit(explain_parallel(sc, gpus) + format_time_to_train(Predictor(sc).predict(gpus), eo.workload, sc), o.output);
   }
   const Explanation e = explain(sc, gpus, eo);
-  emit(json ? format_explanation_json(e, sc) : format_explanation(e, sc), o.output);
+  emit(json ? with_sources(format_explanation_json(e, sc), info) : format_explanation(e, sc), o.output);
 }
 
 }  // namespace

@@ -59,9 +59,10 @@ void run_list(const ListOptions& o) {
       arr.push_back({{"name", n.name},
                      {"params", n.total_params()},
                      {"macs_per_sample", n.total_macs_per_sample()},
-                     {"input", n.input_shape},
+                     {"input_shape", n.input_shape},
                      {"description", n.description}});
-    out = nlohmann::ordered_json{{"schema", 1}, {"models", arr}}.dump(2) + "\n";
+    // 2: input_shape (1: input), every numeric key a unit or a count (README, "Output keys and units")
+    out = nlohmann::ordered_json{{"schema", 2}, {"models", arr}}.dump(2) + "\n";
   } else {
     out += fmt::format("{:<14} {:>10} {:>12} {:<12} {}\n", "model", "params", "MACs/sample", "input", "description");
     for (const auto& n : nets)

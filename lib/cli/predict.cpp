@@ -26,7 +26,9 @@ void run_predict(const PredictOptions& o) {
   if (!o.scenario.gpus.empty()) gpus = parse_gpu_list(o.scenario.gpus);
   RunInfo info;
   info.command_line = command_line();
-  Predictor predictor(build_scenario(o.scenario, info));
+  ScenarioOptions so = o.scenario;
+  so.sources_in_json = fmt == OutputFormat::json;  // --explain-sources: into the document's "sources"
+  Predictor predictor(build_scenario(so, info));
   if (gpus.empty() && predictor.scenario().parallel) gpus = parallel_gpu_counts(predictor.scenario());  // the whole cluster
   gpus = gpus.empty() ? default_gpu_counts(predictor.scenario().cluster) : placeable_gpu_counts(predictor, gpus);
   const auto preds = predictor.predict(gpus);  // everything computed before anything is printed

@@ -202,7 +202,8 @@ void add_scenario_options(CLI::App& cmd, ScenarioOptions& o) {
       ->type_name("FILE");
   cmd.add_option("--calibration", o.calibration, "Measured curves and layer times (dlscale-calibrate or calibrate import)")
       ->type_name("FILE");
-  cmd.add_flag("--explain-sources", o.explain_sources, "Say on stderr which numbers came from where");
+  cmd.add_flag("--explain-sources", o.explain_sources,
+               "Say which numbers came from where: on stderr, or with --format json as the document's \"sources\"");
   cmd.add_option("--data", o.data, "Where the samples come from: synthetic, ram (page cache), nvme or nfs")->type_name("SOURCE");
   cmd.add_option("--epoch", o.epoch, "first (read from storage) or later (page cache when the dataset fits in RAM)")
       ->type_name("first|later");

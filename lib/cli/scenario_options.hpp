@@ -60,6 +60,7 @@ struct ScenarioOptions {
   std::string calibration;         // --calibration FILE (docs/calibration.md)
   std::string compute_params;      // --compute-params FILE: kernel-model parameters (calibrate fit's output)
   bool explain_sources = false;    // --explain-sources: say on stderr where every number came from
+  bool sources_in_json = false;    // set by a command printing JSON: the sources go into its document, not stderr
   ScaleOptions scale;              // --nodes, --fabric
   bool memory_warning = true;      // warn on stderr when the step does not fit (plan searches instead)
   // --no-offload-optimizer: the framework's offloaded state back on the GPU; --shard-group N|node|all: the sharding's

@@ -130,7 +130,7 @@ nlohmann::ordered_json simulation_json(const sim::SimResult& r) {
   j["merge"] = r.merge;
   auto buckets = nlohmann::ordered_json::array();
   for (const auto& b : r.buckets)
-    buckets.push_back({{"first_layer", b.first + 1}, {"last_layer", b.last + 1}, {"bytes", in_bytes(b.bytes)}});
+    buckets.push_back({{"first_layer", b.first + 1}, {"last_layer", b.last + 1}, {"size_bytes", in_bytes(b.bytes)}});
   j["buckets"] = std::move(buckets);
   auto cands = nlohmann::ordered_json::array();
   for (const auto& c : r.candidates)
@@ -144,7 +144,7 @@ nlohmann::ordered_json simulation_json(const sim::SimResult& r) {
                     {"busy_mean", u.busy_mean},
                     {"busy_max", u.busy_max},
                     {"busiest", u.busiest},
-                    {"bytes", in_bytes(u.bytes)}});
+                    {"carried_bytes", in_bytes(u.bytes)}});
   j["utilisation"] = std::move(util);
   j["events"] = r.events;
   j["simulated_s"] = r.simulated_seconds;
@@ -174,7 +174,9 @@ void run_simulate(const SimulateOptions& o) {
   RunInfo info;
   info.command = "simulate";
   info.command_line = command_line();
-  sim::Simulator simulator(build_scenario(o.scenario, info), sopt);
+  ScenarioOptions so = o.scenario;
+  so.sources_in_json = fmt == OutputFormat::json;  // --explain-sources: into the document's "sources"
+  sim::Simulator simulator(build_scenario(so, info), sopt);
   if (gpus.empty() && simulator.predictor().scenario().parallel)  // a layout: the whole cluster, as predict runs it
     gpus = parallel_gpu_counts(simulator.predictor().scenario());
   gpus = gpus.empty() ? default_gpu_counts(simulator.predictor().scenario().cluster)
@@ -193,6 +195,8 @@ void run_simulate(const SimulateOptions& o) {
   std::ostringstream out;
   if (fmt == OutputFormat::json) {
     auto j = predictions_json(info, preds);  // predict's record, with what only a simulation knows
+    // 2: the unit in every key, buckets' size_bytes (as explain's) and utilisation's carried_bytes (1: bytes)
+    j["schema"] = 2;
     auto arr = nlohmann::ordered_json::array();
     for (const auto& r : results) arr.push_back(simulation_json(r));
     j["simulation"] = std::move(arr);

@@ -63,7 +63,7 @@ std::pair<int, std::filesystem::path> create_temporary(const std::string& path, 
 // error, a file the user may not write stays as it is (the rename needs only the folder's permission, so
 // it would otherwise bypass the file's), and a replaced file keeps its mode and, where the process may
 // set them, its owner and group.
-void write_file_atomically(const std::string& path, std::string_view content) {
+StagedFile::StagedFile(const std::string& path, std::string_view content) : path_(path) {
   namespace fs = std::filesystem;
   fs::path target(path);
   std::error_code ec;
@@ -71,7 +71,8 @@ void write_file_atomically(const std::string& path, std::string_view content) {
   // rename would replace it. Asked of the path itself, so that the kernel follows every link, /proc's
   // "pipe:[N]" links included, which no path built by reading the links would reach.
   if (const auto st = fs::status(target, ec); !ec && fs::exists(st) && !fs::is_regular_file(st) && !fs::is_directory(st)) {
-    write_directly(path, content);
+    direct_write_ = true;
+    direct_ = std::string(content);
     return;
   }
   // A symbolic link is written through: its target gets the content (atomically, in the target's own
@@ -97,11 +98,31 @@ void write_file_atomically(const std::string& path, std::string_view content) {
     if (::fchmod(fd, old.st_mode & 07777) != 0) err = errno;
   }
   if (::close(fd) != 0 && err == 0) err = errno;
-  if (err == 0 && ::rename(tmp.c_str(), target.c_str()) != 0) err = errno;
   if (err != 0) {
     fs::remove(tmp, ec);
     cannot_write(path, std::strerror(err));
   }
+  target_ = target.string();
+  temporary_ = tmp.string();
 }
+
+StagedFile::~StagedFile() {
+  if (temporary_.empty()) return;
+  std::error_code ec;
+  std::filesystem::remove(temporary_, ec);
+}
+
+void StagedFile::commit() {
+  if (direct_write_) {
+    direct_write_ = false;
+    write_directly(path_, direct_);
+    return;
+  }
+  if (temporary_.empty()) return;                                                                     // committed already
+  if (::rename(temporary_.c_str(), target_.c_str()) != 0) cannot_write(path_, std::strerror(errno));  // ~ removes it
+  temporary_.clear();
+}
+
+void write_file_atomically(const std::string& path, std::string_view content) { StagedFile(path, content).commit(); }
 
 }  // namespace dlscale

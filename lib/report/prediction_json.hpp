@@ -14,4 +14,8 @@ namespace dlscale {
 nlohmann::ordered_json predictions_json(const RunInfo& info, std::span<const Prediction> preds,
                                         std::span<const TrainingCost> train = {});
 
+/// --explain-sources as JSON: [{"name", "value", "source"}], the value a string with its unit. predictions_json
+/// adds it as "sources" when `info.sources` has any; explain adds it to its own document.
+nlohmann::ordered_json sources_json(std::span<const ValueSource> sources);
+
 }  // namespace dlscale

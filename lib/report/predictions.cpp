@@ -40,7 +40,14 @@ nlohmann::ordered_json predictions_json(const RunInfo& info, std::span<const Pre
   auto arr = nlohmann::ordered_json::array();
   for (std::size_t i = 0; i < preds.size(); ++i) arr.push_back(prediction_json(preds[i], i < train.size() ? &train[i] : nullptr));
   j["predictions"] = std::move(arr);
+  if (!info.sources.empty()) j["sources"] = sources_json(info.sources);
   return j;
+}
+
+nlohmann::ordered_json sources_json(std::span<const ValueSource> sources) {
+  auto arr = nlohmann::ordered_json::array();
+  for (const ValueSource& s : sources) arr.push_back({{"name", s.name}, {"value", s.value}, {"source", s.source}});
+  return arr;
 }
 
 std::string to_json(const Prediction& p) { return prediction_json(p).dump(); }

@@ -170,7 +170,7 @@ void busbw_table(std::ostream& out, const ExperimentResult& x) {
       if (b.operation != op || b.system != system) continue;
       if (std::find(gpus.begin(), gpus.end(), b.gpus) == gpus.end()) gpus.push_back(b.gpus);
       if (std::find(sizes.begin(), sizes.end(), b.size_bytes) == sizes.end()) sizes.push_back(b.size_bytes);
-      v[{b.size_bytes, b.gpus}] = b.busbw_gb_s;
+      v[{b.size_bytes, b.gpus}] = b.busbw_gb_per_s;
     }
     fmt::print(out, "{} bus bandwidth (GB/s) on {}\n{:>10}", op, system, "size");
     for (int g : gpus) fmt::print(out, "  {:>7}", fmt::format("{} GPU", g));
@@ -259,7 +259,7 @@ nlohmann::ordered_json row_json(const Row& r) {
 
 void write_json(std::ostream& out, const std::vector<PaperResult>& papers) {
   nlohmann::ordered_json j;
-  j["schema"] = 1;
+  j["schema"] = 2;  // 2: bus_bandwidth's algbw_gb_per_s, busbw_gb_per_s (1: algbw_gb_s, busbw_gb_s), as collective's
   auto rows = nlohmann::ordered_json::array();
   auto bus = nlohmann::ordered_json::array();
   for (const auto& p : papers)
@@ -274,8 +274,8 @@ void write_json(std::ostream& out, const std::vector<PaperResult>& papers) {
                                              {"nodes", b.nodes},
                                              {"size_bytes", b.size_bytes},
                                              {"time_s", b.time_s},
-                                             {"algbw_gb_s", b.algbw_gb_s},
-                                             {"busbw_gb_s", b.busbw_gb_s}});
+                                             {"algbw_gb_per_s", b.algbw_gb_per_s},
+                                             {"busbw_gb_per_s", b.busbw_gb_per_s}});
     }
   j["experiments"] = std::move(rows);
   j["bus_bandwidth"] = std::move(bus);
@@ -298,12 +298,12 @@ void write_csv(std::ostream& out, const std::vector<PaperResult>& papers) {
       }
     }
   if (!any_bus) return;
-  out << "\npaper,experiment,system,operation,gpus,nodes,size_bytes,time_s,algbw_gb_s,busbw_gb_s\n";
+  out << "\npaper,experiment,system,operation,gpus,nodes,size_bytes,time_s,algbw_gb_per_s,busbw_gb_per_s\n";
   for (const auto& p : papers)
     for (const auto& x : p.experiments)
       for (const auto& b : x.busbw)
         fmt::print(out, "{},{},{},{},{},{},{},{},{},{}\n", b.paper, b.experiment, b.system, b.operation, b.gpus, b.nodes,
-                   b.size_bytes, b.time_s, b.algbw_gb_s, b.busbw_gb_s);
+                   b.size_bytes, b.time_s, b.algbw_gb_per_s, b.busbw_gb_per_s);
 }
 
 }  // namespace

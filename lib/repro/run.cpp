@@ -352,9 +352,9 @@ class Runner {
             b.nodes = where.nodes;
             b.size_bytes = s;
             b.time_s = in_seconds(t);
-            b.algbw_gb_s = s / b.time_s / 1e9;
+            b.algbw_gb_per_s = s / b.time_s / 1e9;
             // nccl-tests doc/PERFORMANCE.md: all-reduce busbw = algbw · 2(n−1)/n; broadcast busbw = algbw
-            b.busbw_gb_s = op == CollectiveOp::allreduce ? b.algbw_gb_s * 2.0 * (n - 1) / n : b.algbw_gb_s;
+            b.busbw_gb_per_s = op == CollectiveOp::allreduce ? b.algbw_gb_per_s * 2.0 * (n - 1) / n : b.algbw_gb_per_s;
             r.busbw.push_back(b);
           }
         }
