@@ -1,5 +1,6 @@
 // The kernel model and per-layer compute time against hand-worked values (docs/compute-model.md, "A worked
 // example"): a toy GPU with round numbers, each expected time written out from the equations K1–K8.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -11,6 +12,7 @@
 #include <sstream>
 #include <string>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "dlscale/compute.hpp"
@@ -18,6 +20,7 @@
 #include "dlscale/io.hpp"
 #include "dlscale/kernels.hpp"
 #include "dlscale/memory.hpp"
+#include "dlscale/zoo.hpp"
 
 namespace dlscale {
 namespace {
@@ -1117,6 +1120,94 @@ TEST(Compute, Fsdp2CopiesAroundEachLayersCollectives) {
   o.sharding.reshard_after_forward = false;  // SHARD_GRAD_OP: no gather before backward
   EXPECT_NEAR(in_seconds(estimate_layer_times(one_gemm(), toy_gpu(), 1, o).backward[0] - plain.backward[0]),
               1048576.0 * 6 / 400e9, 1e-15);
+}
+
+// What estimate_layer_times reads of a sharding is what layer_times_sharding keeps (a sweep keys the layer times it
+// shares on it): over every stage, each of its flags, no, some and more of FSDP's operations per unit, both wraps, in
+// fp32 and bf16, with and without the host's floor (eq. K20), and with the fields it never reads set, the times of a
+// sharding are those of its view, field for field.
+TEST(Compute, LayerTimesReadOfTheShardingWhatLayerTimesShardingKeeps) {
+  const Network net =
+      build_decoder(DecoderShape{.layers = 2, .hidden = 64, .heads = 4, .ffn = 128, .vocab = 100, .seq = 16}, "tiny");
+  int cases = 0, viewed = 0;
+  for (const Precision p : {Precision::fp32, Precision::bf16})
+    for (const Seconds issue : {Seconds{}, microseconds(40)})
+      for (const int stage : {0, 1, 2, 3})
+        for (int flags = 0; flags < 16; ++flags)
+          for (const auto& [gather, reduce] : {std::pair{0.0, 0.0}, std::pair{0.0, 3.0}, std::pair{11.0, 3.0}})
+            for (const Sharding::Wrap wrap : {Sharding::Wrap::size, Sharding::Wrap::block}) {
+              ComputeOptions o = toy_options(p);
+              o.execution.host_issue = issue;
+              Sharding& s = o.sharding;
+              s.stage = stage;
+              s.reshard_after_forward = (flags & 1) != 0;
+              s.reduce_fp32 = (flags & 2) != 0;
+              s.per_parameter = (flags & 4) != 0;
+              s.fp32_shards = (flags & 8) != 0;
+              s.gather_ops = gather;
+              s.reduce_ops = reduce;
+              s.unit_op_issue = microseconds(50);
+              s.wrap = wrap;
+              s.unit_params = 50'000;  // two units under wrap size
+              s.group = Sharding::kGroupNode;
+              s.in_flight = 1;
+              s.offload_optimizer = true;
+              s.cpu_adam_params_per_s = 1e9;
+              ComputeOptions view = o;
+              view.sharding = layer_times_sharding(o);
+              SCOPED_TRACE(fmt::format("{} issue {} stage {} flags {} ops {}/{} wrap {}", to_string(p), in_seconds(issue), stage,
+                                       flags, gather, reduce, static_cast<int>(wrap)));
+              EXPECT_EQ(estimate_layer_times(net, toy_gpu(), 2, o), estimate_layer_times(net, toy_gpu(), 2, view));
+              ++cases;
+              viewed += view.sharding.stage != s.stage || view.sharding.unit_params != s.unit_params;
+            }
+  EXPECT_EQ(cases, 2 * 2 * 4 * 16 * 3 * 2);
+  EXPECT_GT(viewed, 0);
+}
+
+// The view by hand: bf16 ZeRO-2 with fp32 shards reads that the step shards them in fp32, not the reduce's width the
+// fp32 shards replace (eq. K27a); the same in fp32 reads nothing of the sharding (4 B gradients either way, no half copy);
+// torchtitan's stage 3 reads the copies and FSDP's operations, not the group, the units in flight or the offload.
+TEST(Compute, LayerTimesShardingKeepsWhatEachEquationReads) {
+  ComputeOptions o = toy_options(Precision::bf16);
+  o.sharding.stage = 2;
+  o.sharding.fp32_shards = o.sharding.reduce_fp32 = true;
+  o.sharding.group = 8;
+  Sharding v = layer_times_sharding(o);
+  EXPECT_EQ(v.stage, 1);
+  EXPECT_TRUE(v.fp32_shards);
+  EXPECT_FALSE(v.reduce_fp32);
+  EXPECT_EQ(v.group, Sharding::kGroupAll);
+  o.precision = Precision::fp32;
+  v = layer_times_sharding(o);
+  EXPECT_EQ(v.stage, 0);
+  EXPECT_FALSE(v.fp32_shards);
+  o.precision = Precision::bf16;
+  o.execution.host_issue = microseconds(62.4);
+  o.sharding = Sharding{.stage = 3,
+                        .group = 4,
+                        .in_flight = 1,
+                        .unit_params = 7,
+                        .wrap = Sharding::Wrap::block,
+                        .gather_ops = 11,
+                        .reduce_ops = 3,
+                        .unit_op_issue = microseconds(51.8),
+                        .offload_optimizer = true,
+                        .reduce_fp32 = true,
+                        .per_parameter = true};
+  v = layer_times_sharding(o);
+  EXPECT_EQ(v.stage, 3);
+  EXPECT_TRUE(v.per_parameter && v.reduce_fp32 && v.reshard_after_forward && v.fp32_shards);
+  EXPECT_EQ(v.wrap, Sharding::Wrap::block);
+  EXPECT_EQ(v.unit_params, 7);
+  EXPECT_EQ(v.gather_ops, 11.0);
+  EXPECT_EQ(v.reduce_ops, 3.0);
+  EXPECT_EQ(v.unit_op_issue, microseconds(51.8));
+  EXPECT_EQ(v.group, Sharding::kGroupAll);
+  EXPECT_EQ(v.in_flight, Sharding{}.in_flight);
+  EXPECT_FALSE(v.offload_optimizer);
+  o.execution.host_issue = Seconds{};  // no floor: the operations' host cost is not read
+  EXPECT_EQ(layer_times_sharding(o).unit_op_issue, Seconds{});
 }
 
 // The library's shipped kernel parameters are built in (issue 36: it reads no data file on its own initiative):

@@ -23,6 +23,7 @@
 #include "dlscale/predict.hpp"
 #include "dlscale/sweep.hpp"
 #include "dlscale/topology.hpp"
+#include "plan/sweep_layer_times.hpp"
 #include "support/run.hpp"
 #include "support/table_json.hpp"
 #include "support/three_layer.hpp"
@@ -658,17 +659,31 @@ TEST(Sweep, FrameworksThatDifferOnlyInTheirStepKeepTheirOwnLayerTimes) {
   expect_rows_are_predicts(spec, r);
 }
 
-// Each field of the sharding that the kernel model reads (ComputeOptions::sharding: eq. S10's copies, eq. S11's operations
-// per gather unit) keys the layer times a sweep shares: two torchtitan frameworks that differ in that field alone each
-// get their own. The row the second would get with the first's times (modelled_layers, as the sweep hands them) is not
-// its prediction, so a key without the field fails the rows' check.
-TEST(Sweep, FrameworksThatDifferOnlyInOneShardingFieldKeepTheirOwnLayerTimes) {
-  SweepSpec spec = parse_sweep_spec(
+/// Two groups of gpt3-125m in bf16 on 8 H100s, for the sharding's keys below: torchtitan's and fsdp's frameworks, which
+/// pair_frameworks sets.
+SweepSpec framework_pair() {
+  return parse_sweep_spec(
       "grid: {cluster: dgx-h100, model: gpt3-125m, framework: [torchtitan, fsdp], batch: 1, gpus: [8], precision: bf16}\n",
       "s.yaml");
+}
+/// Both groups' frameworks `base`, the second's named "changed" and changed by `change`; the shared layer times of both.
+std::vector<std::shared_ptr<const LayerTimes>> pair_frameworks(SweepSpec& spec, const Strategy& base,
+                                                               const std::function<void(Strategy&)>& change) {
+  spec.strategies[spec.groups[0].framework] = spec.strategies[spec.groups[1].framework] = base;
+  Strategy& changed = spec.strategies[spec.groups[1].framework];
+  changed.name = "changed";
+  change(changed);
+  return sweep_detail::shared_layer_times(spec, {{8}, {8}}).gpu;
+}
+
+// Each field of the sharding that the kernel model reads (layer_times_sharding: eq. K27's stage, eq. S10's copies, eq.
+// S11's operations per gather unit) keys the layer times a sweep shares: two torchtitan frameworks that differ in that
+// field alone each get their own, and the two differ. The row the second would get with the first's times
+// (modelled_layers, as the sweep hands them) is not its prediction, so a key without the field fails the rows' check.
+TEST(Sweep, FrameworksThatDifferOnlyInOneShardingFieldKeepTheirOwnLayerTimes) {
+  SweepSpec spec = framework_pair();
   ASSERT_EQ(spec.groups.size(), 2u);
-  const std::size_t first = spec.groups[0].framework, second = spec.groups[1].framework;
-  Strategy block = spec.strategies[first];
+  Strategy block = spec.strategies[spec.groups[0].framework];
   ASSERT_EQ(block.sharding.stage, 3);
   ASSERT_TRUE(block.sharding.per_parameter && block.sharding.reduce_fp32 && block.sharding.reshard_after_forward);
   ASSERT_EQ(block.sharding.wrap, Sharding::Wrap::block);
@@ -676,6 +691,7 @@ TEST(Sweep, FrameworksThatDifferOnlyInOneShardingFieldKeepTheirOwnLayerTimes) {
   size.sharding.wrap = Sharding::Wrap::size;
   size.sharding.unit_params = 20'000'000;
   const std::vector<std::tuple<std::string, const Strategy*, std::function<void(Sharding&)>>> changes{
+      {"stage", &block, [](Sharding& s) { s.stage = 2; }},
       {"reshard_after_forward", &block, [](Sharding& s) { s.reshard_after_forward = false; }},
       {"params", &block, [](Sharding& s) { s.per_parameter = false; }},
       {"reduce_dtype", &block, [](Sharding& s) { s.reduce_fp32 = false; }},
@@ -687,9 +703,10 @@ TEST(Sweep, FrameworksThatDifferOnlyInOneShardingFieldKeepTheirOwnLayerTimes) {
   };
   for (const auto& [field, base, change] : changes) {
     SCOPED_TRACE(field);
-    spec.strategies[first] = spec.strategies[second] = *base;
-    spec.strategies[second].name = "changed";
-    change(spec.strategies[second].sharding);
+    const std::function<void(Sharding&)>& edit = change;  // clang 14 captures no structured binding
+    const auto times = pair_frameworks(spec, *base, [&edit](Strategy& s) { edit(s.sharding); });
+    EXPECT_NE(times[0], times[1]);
+    EXPECT_NE(*times[0], *times[1]);
     expect_rows_are_predicts(spec, run_sweep(spec, SweepOptions{1, nullptr, {}}));
     Scenario borrowed = group_scenario(spec, spec.groups[1]);
     const Scenario lender = group_scenario(spec, spec.groups[0]);
@@ -697,6 +714,34 @@ TEST(Sweep, FrameworksThatDifferOnlyInOneShardingFieldKeepTheirOwnLayerTimes) {
         estimate_layer_times(lender.network, lender.cluster.gpu, lender.batch_per_gpu, step_compute(lender)));
     EXPECT_NE(Predictor(borrowed).predict(8).iteration_time,
               Predictor(group_scenario(spec, spec.groups[1])).predict(8).iteration_time);
+  }
+}
+
+// What the kernel model does not read (layer_times_sharding, step_key) does not key the layer times a sweep shares:
+// two torchtitan frameworks that differ only in the shard group, the units in flight, the offload, the fp32 shards
+// (per-parameter shards are fp32 either way), the recompute's early stop or RMSNorm's saved tensors share one entry,
+// and it is the changed framework's own times.
+TEST(Sweep, FrameworksThatDifferOnlyInWhatTheKernelModelDoesNotReadShareTheirLayerTimes) {
+  SweepSpec spec = framework_pair();
+  ASSERT_EQ(spec.groups.size(), 2u);
+  const Strategy titan = spec.strategies[spec.groups[0].framework];
+  ASSERT_TRUE(titan.sharding.stage == 3 && titan.sharding.per_parameter && titan.sharding.gather_ops > 0.0);
+  const std::vector<std::pair<std::string, std::function<void(Strategy&)>>> unread{
+      {"group", [](Strategy& s) { s.sharding.group = Sharding::kGroupNode; }},
+      {"in_flight", [](Strategy& s) { s.sharding.in_flight = 1; }},
+      {"offload_optimizer", [](Strategy& s) { s.sharding.offload_optimizer = true; }},
+      {"cpu_adam", [](Strategy& s) { s.sharding.cpu_adam_params_per_s *= 2.0; }},
+      {"shard_dtype", [](Strategy& s) { s.sharding.fp32_shards = !s.sharding.fp32_shards; }},
+      {"checkpoint_early_stop", [](Strategy& s) { s.checkpoint_early_stop = !s.checkpoint_early_stop; }},
+      {"rmsnorm_composite", [](Strategy& s) { s.rmsnorm_composite = !s.rmsnorm_composite; }},
+  };
+  for (const auto& [field, change] : unread) {
+    SCOPED_TRACE(field);
+    const auto times = pair_frameworks(spec, titan, change);
+    EXPECT_EQ(times[0], times[1]);
+    const Scenario changed = group_scenario(spec, spec.groups[1]);
+    EXPECT_EQ(*times[1],
+              estimate_layer_times(changed.network, changed.cluster.gpu, changed.batch_per_gpu, step_compute(changed)));
   }
 }
 

@@ -282,14 +282,8 @@ TEST(ShardingUnits, SizeBasedWrapGroupsEachDecoderBlock) {
 // 1-4 block 0 (RMSNorm 64, attention 4 · 64² = 16,384, RMSNorm 64, MLP 3 · 64 · 128 = 24,576: 41,088), 5-8 block 1, 9
 // the final RMSNorm (64), 10 the output projection (6,400).
 Network two_block_decoder() {
-  DecoderShape d;
-  d.layers = 2;
-  d.hidden = 64;
-  d.heads = d.kv_heads = 4;
-  d.ffn = 128;
-  d.vocab = 100;
-  d.seq = 16;
-  return build_decoder(d, "tiny");
+  return build_decoder(DecoderShape{.layers = 2, .hidden = 64, .heads = 4, .kv_heads = 4, .ffn = 128, .vocab = 100, .seq = 16},
+                       "tiny");
 }
 
 TEST(ShardingUnits, BlockWrapGivesEachBlockItsUnitAndTheRestTheRoot) {

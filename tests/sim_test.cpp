@@ -384,13 +384,7 @@ TEST(SimVsClosedForm, BlockWrapMatchesTheShardedTimeline) {
   // after the last block a unit that gathers nothing: the simulator's gathers and reduce-scatters follow the same
   // units and the same held root, and equal the closed form with the extras off.
   std::mt19937_64 rng(20261129);
-  DecoderShape d;
-  d.layers = 3;
-  d.hidden = 256;
-  d.heads = d.kv_heads = 4;
-  d.ffn = 512;
-  d.vocab = 8000;
-  d.seq = 128;
+  const DecoderShape d{.layers = 3, .hidden = 256, .heads = 4, .kv_heads = 4, .ffn = 512, .vocab = 8000, .seq = 128};
   int compared = 0;
   for (int trial = 0; trial < 8; ++trial) {
     Scenario sc;

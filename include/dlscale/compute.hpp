@@ -53,6 +53,8 @@ struct LayerTimes {
   [[nodiscard]] Seconds total_forward() const noexcept;
   [[nodiscard]] Seconds total_backward() const noexcept;
   [[nodiscard]] Seconds total_update() const noexcept;
+  /// Field for field (a sweep's shared times against a step's own, in the tests).
+  bool operator==(const LayerTimes&) const = default;
 };
 
 /// The optimiser of the update step: its state per parameter and its memory traffic (docs/compute-model.md).
@@ -298,6 +300,15 @@ double fp8_weight_elements(const Layer& layer) noexcept;
 
 /// Every layer's forward, backward and update time from the kernel model (one micro-batch of `batch`).
 LayerTimes estimate_layer_times(const Network& net, const GpuSpec& gpu, int batch, const ComputeOptions& opt);
+/// What estimate_layer_times reads of `opt.sharding`, every other field at Sharding's default: options that differ only
+/// in their sharding, and give the same here, give the same layer times (a sweep keys the layer times it shares on it).
+/// In mixed precision, eq. K27a-b: a sharded step (stages 1 and 2 alike, as stage 1), whether its shards are fp32
+/// (held_in_fp32, as `fp32_shards`) and, where they are not or eq. S10 copies, its reduce width (`reduce_fp32`).
+/// Stage 3: eq. S10's copies (`per_parameter`, the backward's copy-out by `reshard_after_forward`) and eq. S11's
+/// operations per gather unit (`gather_ops`, `reduce_ops`; where there are some, the units by `wrap` and `unit_params`,
+/// the backward's gathers by `reshard_after_forward`, and their host cost `unit_op_issue` where the host's floor can
+/// bind, host_issue > 0). The shard group, the units in flight and the CPU offload are not read.
+[[nodiscard]] Sharding layer_times_sharding(const ComputeOptions& opt) noexcept;
 
 /// Spread measured phase totals over the layers in proportion to modelled per-layer times, so that the
 /// totals equal the measurement and the shape follows the model.

@@ -1164,6 +1164,30 @@ bool optimizer_writes_half_copy(const ComputeOptions& opt) noexcept {
   return !(opt.sharding.sharded() && opt.sharding.held_in_fp32());
 }
 
+Sharding layer_times_sharding(const ComputeOptions& opt) noexcept {
+  const Sharding& s = opt.sharding;
+  Sharding read;  // what the kernel model does not read stays at its default
+  if (!s.sharded()) return read;
+  if (is_mixed(opt.precision)) {  // eq. K27a-b; in fp32 and TF32 the optimiser reads what a replicated step's does
+    read.stage = 1;
+    read.fp32_shards = s.held_in_fp32();
+    // the reduce's width: the gradient shard's where the shards are not fp32 (eq. K27a), eq. S10's chunk_cat's
+    if (!s.held_in_fp32() || per_parameter_copies(s)) read.reduce_fp32 = s.reduce_fp32;
+  }
+  if (s.stage < 3) return read;
+  read.stage = 3;
+  read.per_parameter = s.per_parameter;            // eq. S10 (per_parameter_copies)
+  if (s.gather_ops > 0.0 || s.reduce_ops > 0.0) {  // eq. S11 (fsdp_unit_ops)
+    read.wrap = s.wrap;
+    read.unit_params = s.unit_params;
+    read.gather_ops = s.gather_ops;
+    read.reduce_ops = s.reduce_ops;
+    if (opt.execution.host_issue > Seconds{}) read.unit_op_issue = s.unit_op_issue;  // eq. K20's floor only
+  }
+  if (s.per_parameter || s.gather_ops > 0.0) read.reshard_after_forward = s.reshard_after_forward;
+  return read;
+}
+
 double update_bytes_per_param(const ComputeOptions& opt) noexcept {
   const double g = optimizer_gradient_bytes_per_element(opt);            // eq. K27a
   const double half_copy = optimizer_writes_half_copy(opt) ? 2.0 : 0.0;  // eq. K27b

@@ -114,27 +114,25 @@ LayerTimesMemo& layer_times_memo() {
   return memo;
 }
 
-/// What the kernel model reads of the framework's sharding (ComputeOptions::sharding), appended to `out`: FSDP2's copies
-/// (eq. S10: per_parameter_copies, reshard_after_forward, and reduce_fp32 through reduce_bytes_per_element, the
-/// precision being keyed apart), FSDP's own operations per gather unit (eq. S11: stage 3, wrap, unit_params,
-/// gather_ops, reduce_ops, unit_op_issue) and the optimiser's gradient width and half copy (eq. K27: stage > 0, which
-/// step_key's `sharded` keys, reduce_fp32, and fp32_shards and per_parameter through held_in_fp32). The shard group, the
-/// units in flight and the CPU offload change no layer time: frameworks that differ only in them share their times.
+/// The framework's sharding as the kernel model reads it (layer_times_sharding: eqs. K27a-b, S10, S11), appended to
+/// `out`. What that leaves at its defaults (the shard group, the units in flight, the CPU offload, and what the stage
+/// or the precision makes unread) is not keyed: frameworks that differ only there share their times.
 void append_sharding_key(std::string& out, const Sharding& s) {
   // The size of the sharding as this key knows it (libstdc++ on 64-bit targets): a new field stops the build here
   // until it is keyed, or said to change no layer time.
   constexpr bool known_abi = sizeof(std::string) == 32 && sizeof(void*) == 8;
   static_assert(!known_abi || sizeof(Sharding) == 72, "Sharding changed: key what the kernel model reads of it");
-  fmt::format_to(std::back_inserter(out), "|{}{}{}{}{}{}|{}|{}|{}|{}", s.stage >= 3, s.per_parameter, s.reshard_after_forward,
+  fmt::format_to(std::back_inserter(out), "|{}|{}{}{}{}|{}|{}|{}|{}|{}", s.stage, s.per_parameter, s.reshard_after_forward,
                  s.reduce_fp32, s.fp32_shards, static_cast<int>(s.wrap), s.unit_params, s.gather_ops, s.reduce_ops,
                  s.unit_op_issue.base());
 }
 
 /// The rest of what the kernel model reads from a step's options (estimate_layer_times): the optimiser's
-/// kernels, compilation, the sharded rate (eq. K16) and the sharding (append_sharding_key), the pooling index, the
-/// framework's own update kernels, recompute and accumulation. Two frameworks that differ in any of these time a
-/// network differently. fp8's scaling recipe (eq. K15) too: a row-wise step casts again in the backward; and fp8
-/// all-gather (eq. S12).
+/// kernels, compilation, the sharded rate (eq. K16) and the sharding (append_sharding_key), the pooling index and the
+/// framework's own update kernels. Two frameworks that differ in any of these time a network differently. fp8's
+/// scaling recipe (eq. K15) too: a row-wise step casts again in the backward; and fp8 all-gather (eq. S12). The
+/// recompute, checkpointing, accumulation and RMSNorm's saved tensors are the memory's and the Predictor's (eq. R1-R3,
+/// M1a), not the layer times': not keyed.
 std::string step_key(const ComputeOptions& c) {
   // The sizes of the options as this key and LayerTimesTables::times know them (libstdc++ on 64-bit targets, as
   // network_fingerprint's): a new field changes them and stops the build here, until it is keyed.
@@ -143,12 +141,11 @@ std::string step_key(const ComputeOptions& c) {
   static_assert(!known_abi || sizeof(KernelExecution) == 40, "KernelExecution changed: key it in LayerTimesTables::times");
   static_assert(!known_abi || sizeof(ConvAlgorithmPolicy) == 24, "ConvAlgorithmPolicy changed: key it in policy_key");
   const auto& u = c.update_kernels;
-  std::string out = fmt::format(
-      "{}|{}{}{}|{}|{}|{}|{}{}|{}|{}|{}|{}{}", static_cast<int>(c.optimizer_impl.value_or(OptimizerImpl::fused)), c.compiled,
-      c.compiled_loss, c.sharded, c.pool_index_bytes, u ? u->traffic : -1.0, u ? u->per_tensor.base() : -1.0,
-      static_cast<int>(c.recompute), c.recompute_early_stop, c.recompute_blocks, c.checkpointing, c.accumulate,
-      to_string(c.fp8_scaling), c.fp8_all_gather ? "+ag" : "");  // eq. S12's casts and copies
-  append_sharding_key(out, c.sharding);
+  std::string out = fmt::format("{}|{}{}{}|{}|{}|{}|{}{}", static_cast<int>(c.optimizer_impl.value_or(OptimizerImpl::fused)),
+                                c.compiled, c.compiled_loss, c.sharded, c.pool_index_bytes, u ? u->traffic : -1.0,
+                                u ? u->per_tensor.base() : -1.0, to_string(c.fp8_scaling),
+                                c.fp8_all_gather ? "+ag" : "");  // eq. S12's casts and copies
+  append_sharding_key(out, layer_times_sharding(c));
   return out;
 }
 
