@@ -629,8 +629,12 @@ NextLoss next_loss(const ParallelPlanEntry& best, const ParallelPlanEntry& next)
 std::string why_the_next_loses(const ParallelPlanEntry& best, const ParallelPlanEntry& next) {
   const NextLoss n = next_loss(best, next);
   std::string why;
-  for (std::size_t k = 0; k < n.parts.size() && k < 3; ++k)
-    why += fmt::format("{}{} {:+.3f} s", k ? ", " : "", n.parts[k].first, n.parts[k].second);
+  int named = 0;
+  for (const auto& [part, d] : n.parts) {
+    if (named == 3) break;
+    if (std::abs(d) < 0.0005) continue;  // what would print as ±0.000 s
+    why += fmt::format("{}{} {:+.3f} s", named++ ? ", " : "", part, d);
+  }
   const double slower = n.slower;
   return fmt::format("# the next best, #2, is {:.1f} % slower: {}{}\n", 100.0 * slower, why.empty() ? "the same parts" : why,
                      fmt::format(" (memory {:.1f} GB against {:.1f} GB)", in_bytes(next.prediction.memory.per_gpu) / 1e9,
