@@ -989,13 +989,14 @@ MemoryEstimate rank_state_memory(const Network& rank, const Network& experts, co
 /// Eq. P20: what a stage-3 (FSDP) rank holds over a step of m micro-batches: under a pipeline its stage's parameters
 /// gathered whole (no reshard after a backward: from then to the next forward every block is held) and its gradients
 /// whole between the micro-batches (no gradient sync before a chunk's last: eq. S3's accumulation); without one the
-/// gradients whole under a flat FSDP's no_sync, sharded where FSDP2 reduce-scatters every micro-batch.
-struct Stage3State {
+/// gradients whole under a flat FSDP's no_sync, sharded where FSDP2 reduce-scatters every micro-batch. Eq. P45: a
+/// stage-2 rank's gradients the same (its step reduces them once, P5/P19, as the data-parallel path's S8 does).
+struct ShardedState {
   ComputeOptions opt;
   Sharding sharding;
 };
-Stage3State stage3_state(const ComputeOptions& opt, const Sharding& sh, const ParallelLayout& l) {
-  Stage3State s{opt, sh};
+ShardedState sharded_state(const ComputeOptions& opt, const Sharding& sh, const ParallelLayout& l) {
+  ShardedState s{opt, sh};
   if (l.pp > 1 || !sh.per_parameter) s.opt.accumulate = std::max(s.opt.accumulate, l.micro_batches);
   if (l.pp > 1) s.sharding.reshard_after_forward = false;
   return s;
@@ -1027,9 +1028,9 @@ MemoryEstimate rank_memory(const Network& net, const std::vector<int>& block, co
   // eq. P10: in-flight micro-batches × what the stage keeps of one (eq. P9), per sample of the micro-batch
   const StageActivations a = stage_activations(net, block, st, shape, l, stage, opt, r);
   const Bytes per_sample = (a.per_microbatch * in_flight + a.once) / static_cast<double>(l.micro_batch);
-  if (sharding.stage < 3) return rank_state_memory(rank, experts, l, opt, sharding, dp_cp, reserved, per_sample);
-  const Stage3State s3 = stage3_state(opt, sharding, l);
-  return rank_state_memory(rank, experts, l, s3.opt, s3.sharding, dp_cp, reserved, per_sample);
+  if (sharding.stage < 2) return rank_state_memory(rank, experts, l, opt, sharding, dp_cp, reserved, per_sample);
+  const ShardedState s = sharded_state(opt, sharding, l);  // eq. P20, P45
+  return rank_state_memory(rank, experts, l, s.opt, s.sharding, dp_cp, reserved, per_sample);
 }
 
 // ---- placement ---------------------------------------------------------------------------------------------
