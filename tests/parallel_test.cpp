@@ -1207,6 +1207,40 @@ TEST(ParallelStep, Stage3ShardsGatherAsThePipelineRunsThem) {
   EXPECT_NEAR(in_seconds(fsdp2.dp_comm), 8 * a4 / 4 + 4 * a4 / 4, 1e-15);
 }
 
+// Eq. P45 by hand: a stage-2 rank (ZeRO-2) under a layout holds its gradients as P20's stage 3 does, since its step
+// reduces them once, after the last micro-batch (P5/P19): whole while it accumulates, sharded over its dp·cp ranks
+// only where one micro-batch runs or FSDP2 (per-parameter) reduce-scatters each without a pipeline. The 4-block decoder,
+// fp32 (4 B a gradient), over 2 dp·cp ranks: PP 2 with m 4 (stage 1), its P_1 parameters: 4·P_1 B of gradients, the
+// same as stage 1; without a pipeline (P_0 the whole model's) m 1: 4·P_0/2; m 4: 4·P_0; m 4 per-parameter: 4·P_0/2. The
+// optimiser state (AdamW's two moments, 8 B a parameter) over the 2 ranks in every case. Before, stage 2 sharded the
+// gradients whatever m: 2·P_1 B for the pipeline's stage 1.
+TEST(ParallelMemory, Stage2GradientsWholeWhileTheStepAccumulatesByHand) {
+  const Network net = tiny_decoder();
+  ComputeOptions opt;
+  opt.optimizer = Optimizer::adamw;
+  Sharding z2;
+  z2.stage = 2;
+  Sharding z1 = z2;
+  z1.stage = 1;
+  const ParallelLayout pipe = two_stages_of_four();
+  const double P1 = static_cast<double>(rank_params(net, pipe, 1));
+  const MemoryEstimate m2 = rank_memory(net, pipe, 1, opt, z2, 2, ActivationRecompute::none);
+  EXPECT_NEAR(in_bytes(m2.gradients), 4.0 * P1, 1e-3);
+  EXPECT_NEAR(in_bytes(m2.gradients), in_bytes(rank_memory(net, pipe, 1, opt, z1, 2, ActivationRecompute::none).gradients), 1e-3);
+  EXPECT_NEAR(in_bytes(m2.optimizer_state), 8.0 * P1 / 2, 1e-3);
+  ParallelLayout one;  // TP 1 × PP 1, m micro-batches
+  const double P0 = static_cast<double>(rank_params(net, one, 0));
+  const auto gradients = [&](int m, bool per_parameter) {
+    one.micro_batches = m;
+    Sharding sh = z2;
+    sh.per_parameter = per_parameter;
+    return in_bytes(rank_memory(net, one, 0, opt, sh, 2, ActivationRecompute::none).gradients);
+  };
+  EXPECT_NEAR(gradients(1, false), 4.0 * P0 / 2, 1e-3);
+  EXPECT_NEAR(gradients(4, false), 4.0 * P0, 1e-3);
+  EXPECT_NEAR(gradients(4, true), 4.0 * P0 / 2, 1e-3);
+}
+
 // Eq. P40 by hand: HSDP (fsdp-hybrid's `group: node`, stage 3, FULL_SHARD, flat) under TP 2 on 2 hand nodes of 8
 // (16 GPUs, DP 8, m 1, fp32), the 4-block decoder. Megatron's order puts rank = tp + 2·dp, so each dp·cp group
 // {j, j+2, …, j+14} has 4 ranks on each node: shard groups of n = 4 inside a node ({0,2,4,6}, …), replica groups of R = 2
