@@ -723,8 +723,9 @@ std::string predict_options(const ParallelPlanEntry& e, const Scenario& base, in
   if (l.recompute_method == RecomputeMethod::block)
     out += fmt::format(" --recompute-method block --recompute-num-layers {}", l.recompute_num_layers);
   if (l.distribute_saved_activations) out += " --distribute-saved-activations";
-  // the sharding stage where the plan's row differs from the framework's (the grid's 0 and 1 under megatron-core's
-  // distributed optimiser, stage 1, or torchtitan's FSDP2, stage 3): predict takes the framework's otherwise
+  // the sharding stage where the plan's row differs from the framework's (the grid's 0 under megatron-core's
+  // distributed optimiser, stage 1, or 0-2 under torchtitan's FSDP2, stage 3; eq. P45): predict takes the framework's
+  // otherwise
   if (e.sharding_stage != predict_takes.stage) out += fmt::format(" --zero {}", e.sharding_stage);
   // eq. P44: the row's shard group (the base's: the framework's or --shard-group's) where predict would take another
   const Sharding& row = base.strategy.sharding;
