@@ -744,6 +744,25 @@ std::string predict_options(const ParallelPlanEntry& e, const Scenario& base, in
   return out;
 }
 
+namespace {
+/// The combinations the plan left out because predict cannot run them so (eq. P44's offload, P45's fp8 all-gather), a
+/// line each where there are any.
+std::string left_out_notes(const ParallelPlanResult& r, const Scenario& base) {
+  std::string out;
+  if (r.offload_skipped > 0)  // eq. P44
+    out += fmt::format(
+        "# {} combinations left out: '{}' offloads its optimiser to the CPU (eq. S9), which only a sharded stage's "
+        "data-parallel layout (tp, pp, cp and ep 1) takes; --no-offload-optimizer plans every layout without it\n",
+        r.offload_skipped, base.strategy.name);
+  if (r.stage_skipped > 0)  // eq. P45
+    out += fmt::format(
+        "# {} combinations left out: fp8 all-gather (eq. S12) is FSDP's on a data-parallel layout (tp, pp, cp and ep 1); "
+        "a stage-3 layout's gathers (eq. P20) do not model it; stages 0-2 are planned without it\n",
+        r.stage_skipped);
+  return out;
+}
+}  // namespace
+
 std::string format_parallel_plan(const ParallelPlanResult& r, const Scenario& base, int gpus, int top) {
   std::string out;
   const Cluster& cl = base.cluster;
@@ -784,16 +803,7 @@ std::string format_parallel_plan(const ParallelPlanResult& r, const Scenario& ba
                          p.moe_pad_expert_input_to_capacity ? "every expert padded to it"
                                                             : "copies beyond it dropped: the busiest rank at most that");
   }
-  if (r.offload_skipped > 0)  // eq. P44
-    out += fmt::format(
-        "# {} combinations left out: '{}' offloads its optimiser to the CPU (eq. S9), which only a sharded stage's "
-        "data-parallel layout (tp, pp, cp and ep 1) takes; --no-offload-optimizer plans every layout without it\n",
-        r.offload_skipped, base.strategy.name);
-  if (r.stage_skipped > 0)  // eq. P45
-    out += fmt::format(
-        "# {} combinations left out: fp8 all-gather (eq. S12) is FSDP's on a data-parallel layout (tp, pp, cp and ep 1); "
-        "a stage-3 layout's gathers (eq. P20) do not model it; stages 0-2 are planned without it\n",
-        r.stage_skipped);
+  out += left_out_notes(r, base);
   if (r.ranked.empty()) {
     out += "# no layout fits\n";
     return out;
