@@ -652,7 +652,7 @@ TEST(ParallelCli, PlanHybridShardingRowIsReproducible) {
   const std::string on = "--cluster dgx-h100-ndr --nodes 2 --model llama3-8b ";  // bf16: the plan's, the line's
   const std::string grid = "--frameworks fsdp-hybrid --gpus 16 --pp 1 --vp 1 --cp 1 --micro-batch 1 --recompute full --zero 1";
   for (const std::string tp : {"2", "1"})
-    for (const std::string group : {std::string(), std::string(tp == "2" ? "2" : "4"), std::string("all")}) {
+    for (const std::string& group : {std::string(), std::string(tp == "2" ? "2" : "4"), std::string("all")}) {
       SCOPED_TRACE("tp " + tp + " shard group " + (group.empty() ? "the framework's" : group));
       const auto r = plan_round_trip(on, grid + " --tp " + tp + (group.empty() ? "" : " --shard-group " + group));
       if (r.row.is_null()) continue;
