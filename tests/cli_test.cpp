@@ -1141,9 +1141,9 @@ bool dimensionless_key(const std::string& key) {
       "count_elements", "channels", "nvlinks", "hops", "flows", "pcie_generation", "pcie_lanes", "groups", "per_node", "batch",
       "batch_per_gpu", "global_batch", "micro_batch", "micro_batches", "accumulate", "largest_batch", "shard_group", "tp", "pp",
       "vp", "cp", "dp", "ep", "zero", "recompute_num_layers", "tokens_per_step", "iterations", "events", "steps",
-      "train_iterations", "evaluated", "fit", "out_of_memory", "invalid", "offload_skipped", "leaders", "full_recompute_leaders",
-      "near_misses", "timed", "improved", "params", "macs", "flops", "macs_per_sample", "flops_per_sample", "output_shape",
-      "shape", "input_shape",
+      "train_iterations", "evaluated", "fit", "out_of_memory", "invalid", "offload_skipped", "stage_skipped", "leaders",
+      "full_recompute_leaders", "near_misses", "timed", "improved", "params", "macs", "flops", "macs_per_sample",
+      "flops_per_sample", "output_shape", "shape", "input_shape",
       "size",  // a process group's size in ranks (plan --parallel's and explain's "groups")
       // ratios, fractions and efficiencies
       "speedup", "efficiency", "mfu", "hfu", "share", "bottleneck_share", "bottleneck_gain", "nic_share", "reader_loss_share",

@@ -652,7 +652,7 @@ TEST(ParallelCli, PlanHybridShardingRowIsReproducible) {
   const std::string on = "--cluster dgx-h100-ndr --nodes 2 --model llama3-8b ";  // bf16: the plan's, the line's
   const std::string grid = "--frameworks fsdp-hybrid --gpus 16 --pp 1 --vp 1 --cp 1 --micro-batch 1 --recompute full --zero 1";
   for (const std::string tp : {"2", "1"})
-    for (const std::string group : {std::string(), std::string(tp == "2" ? "2" : "4"), std::string("all")}) {
+    for (const std::string& group : {std::string(), std::string(tp == "2" ? "2" : "4"), std::string("all")}) {
       SCOPED_TRACE("tp " + tp + " shard group " + (group.empty() ? "the framework's" : group));
       const auto r = plan_round_trip(on, grid + " --tp " + tp + (group.empty() ? "" : " --shard-group " + group));
       if (r.row.is_null()) continue;
@@ -717,6 +717,79 @@ TEST(ParallelCli, PlanOffloadRowsAreReproducible) {
   const auto on_ = plan_round_trip(on, "--frameworks deepspeed-zero2 " + grid + " --tp 1 --zero 1 --offload-optimizer");
   if (!on_.row.is_null())
     EXPECT_NE(on_.row.at("predict_options").get<std::string>().find(" --offload-optimizer"), std::string::npos);
+}
+
+// Eq. P45: `--zero` takes stages 2 and 3, each row timed at its own stage as predict times it: torchtitan (FSDP2, stage 3;
+// its parameters kept gathered under a pipeline, `pp_reshard_after_forward: false`) on one DGX H100 at its data-parallel
+// point (P41: the data-parallel path, S5-S7 at stage 3), TP 4 (P20 without a pipeline) and TP 2 × PP 2 (P20 under one),
+// and deepspeed-zero3-offload's data-parallel rows, which keep their offload (P44). Predict of each row's line gives its
+// step to 1e-9 and its memory less the 4 GB reserve difference; the line names --zero 2 and no stage at the framework's
+// own 3. Before, `--zero 2` or `3` was refused, and the TP 2 × PP 2 row resharded after each forward where predict of its
+// line (torchtitan's file) does not: 117.2156 s against predict's 117.1262 s.
+TEST(ParallelCli, PlanRowsAtStagesTwoAndThreeAreReproducible) {
+  const std::string on = "--cluster dgx-h100-ndr --nodes 1 --model llama3-8b ";  // bf16: the plan's, the line's
+  struct Case {
+    std::string framework, layout;
+  };
+  for (const Case& c : {Case{"torchtitan", "--tp 1 --pp 1"}, Case{"torchtitan", "--tp 4 --pp 1"},
+                        Case{"torchtitan", "--tp 2 --pp 2"}, Case{"deepspeed-zero3-offload", "--tp 1 --pp 1"}})
+    for (int zero : {2, 3}) {
+      SCOPED_TRACE(fmt::format("{} {} zero {}", c.framework, c.layout, zero));
+      const auto r = plan_round_trip(on,
+                                     fmt::format("--frameworks {} --gpus 8 {} --vp 1 --cp 1 --micro-batch 1 "
+                                                 "--recompute full --zero {}",
+                                                 c.framework, c.layout, zero));
+      if (r.row.is_null()) continue;
+      EXPECT_EQ(r.row.at("zero").get<int>(), zero);
+      const std::string options = r.row.at("predict_options");
+      if (zero == 3) {
+        EXPECT_EQ(options.find("--zero"), std::string::npos) << options;
+      } else {
+        EXPECT_NE(options.find(" --zero 2"), std::string::npos) << options;
+      }
+      const bool offload = c.framework == "deepspeed-zero3-offload";
+      EXPECT_EQ(r.row.at("prediction").contains("offload"), offload) << options;
+      if (!r.predicted.is_null()) {
+        EXPECT_EQ(r.predicted.contains("offload"), offload) << options;
+      }
+    }
+  // a stage outside 0-3: one line naming the option, exit 2, nothing written
+  const auto bad = run_cli("plan --parallel " + on + "--frameworks torchtitan --gpus 8 --zero 1,4");
+  EXPECT_EQ(bad.status, 2) << bad.err;
+  EXPECT_EQ(bad.out, "");
+  EXPECT_EQ(std::count(bad.err.begin(), bad.err.end(), '\n'), 1) << bad.err;
+  EXPECT_NE(bad.err.find("'--zero'"), std::string::npos) << bad.err;
+}
+
+// Eq. P45: fp8 all-gather (S12) is FSDP's on the data-parallel path. A plan with it keeps it on the stage-3 data-parallel
+// rows (the line names --fp8-all-gather, and predict of it gives the row), leaves the stage-3 layouts with t, p, c or e
+// above 1 out, counted (predict refuses it there), and plans stages 0-2 without it (their lines do not name it).
+// torchtitan, fp8 tensor-wise, Llama-3-8B on one DGX H100: TP 1 and 2 (PP, CP 1, micro-batch 1, full recompute) at
+// stages 1 and 3: the one TP 2 row at stage 3 left out.
+TEST(ParallelCli, PlanFp8AllGatherOnTheStage3DataParallelRowsOnly) {
+  const std::string on = "--cluster dgx-h100-ndr --nodes 1 --model llama3-8b ";  // the line names fp8 and the all-gather
+  const std::string grid =
+      "--frameworks torchtitan --precision fp8 --fp8-all-gather --gpus 8 --pp 1 --vp 1 --cp 1 --micro-batch 1 --recompute full";
+  const auto all = run_cli("plan --parallel " + on + grid + " --tp 1,2 --zero 1,3 --no-refine --top 8 --format json");
+  ASSERT_EQ(all.status, 0) << all.err;
+  const auto doc = nlohmann::json::parse(all.out);
+  EXPECT_EQ(doc.at("stage_skipped").get<int>(), 1);
+  for (const auto& row : doc.at("layouts")) {
+    const bool stage3 = row.at("zero").get<int>() == 3;
+    if (stage3) {
+      EXPECT_EQ(row.at("tp").get<int>(), 1) << row.dump();
+    }
+    EXPECT_EQ(row.at("predict_options").get<std::string>().find("--fp8-all-gather") != std::string::npos, stage3) << row.dump();
+  }
+  const auto text = run_cli("plan --parallel " + on + grid + " --tp 1,2 --zero 1,3 --no-refine --top 1");
+  ASSERT_EQ(text.status, 0) << text.err;
+  EXPECT_NE(text.out.find("# 1 combinations left out: fp8 all-gather (eq. S12)"), std::string::npos) << text.out;
+  for (const std::string tp : {"1", "2"})
+    for (const std::string zero : {"1", "3"}) {
+      if (tp == "2" && zero == "3") continue;
+      SCOPED_TRACE("tp " + tp + " zero " + zero);
+      plan_round_trip(on, grid + " --tp " + tp + " --zero " + zero);
+    }
 }
 
 // Eq. P42: `--zero` puts another optimiser-sharding stage in place of the framework's, and the GEMMs keep the

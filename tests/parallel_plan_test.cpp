@@ -6,7 +6,9 @@
 #include <initializer_list>
 #include <string>
 #include <utility>
+#include <vector>
 
+#include "dlscale/error.hpp"
 #include "dlscale/io.hpp"
 #include "dlscale/memory.hpp"
 #include "dlscale/parallel.hpp"
@@ -352,6 +354,30 @@ TEST(ParallelPlan, ExplainHasARowPerPartAndEachGroup) {
        {"compute (forward + backward)", "TP exposed", "CP exposed", "PP sends", "bubble", "DP exposed", "stage 0", "stage 1",
         "  TP     8 ranks, 8 groups: inside a node", "  PP     2 ranks, 32 groups: across 2 nodes"})
     EXPECT_NE(text.find(row), std::string::npos) << row << "\n" << text;
+}
+
+// Eq. P45: without stages named the grid tries 0 and 1 and the framework's own stage where it is 2 or 3 (its file's
+// `sharding.stage`); named stages are taken as they are, and a stage outside 0-3 is refused.
+TEST(ParallelPlan, DefaultShardingStagesAddTheFrameworksOwnAboveOne) {
+  const auto stages = [](const char* framework, std::vector<int> given = {}) {
+    ParallelPlanSpace space;
+    space.sharding_stage = std::move(given);
+    return plan_sharding_stages(space, load_strategy(resolve(DataKind::framework, framework, "--framework")));
+  };
+  EXPECT_EQ(stages("megatron-core"), (std::vector<int>{0, 1}));
+  EXPECT_EQ(stages("pytorch-ddp"), (std::vector<int>{0, 1}));
+  EXPECT_EQ(stages("deepspeed-zero2"), (std::vector<int>{0, 1, 2}));
+  for (const char* fsdp : {"fsdp", "fsdp-hybrid", "torchtitan", "deepspeed-zero3", "deepspeed-zero3-offload"})
+    EXPECT_EQ(stages(fsdp), (std::vector<int>{0, 1, 3})) << fsdp;
+  EXPECT_EQ(stages("torchtitan", {2}), (std::vector<int>{2}));
+  EXPECT_EQ(stages("megatron-core", {3, 0}), (std::vector<int>{3, 0}));
+  try {
+    stages("megatron-core", {1, 4});
+    ADD_FAILURE() << "stage 4 taken";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.key(), "sharding_stage");
+    EXPECT_NE(e.message().find("stage 4"), std::string::npos) << e.message();
+  }
 }
 
 }  // namespace

@@ -597,23 +597,66 @@ TEST(ParallelActivations, LastStageKeepsTheLogitsAndTheLoss) {
   // norm's output 2·sbh/8 = 6,291,456 B and the bf16 logits, 2 B × 2048 × 50257 / 8 = 25,731,584 B:
   // 2,447,942,144 B. Eager mixed precision adds the loss's fp32 logits and log-softmax (eq. K14), 8 B a logit of
   // the rank's vocabulary share: 8 × 2048 × 50257 / 8 = 102,926,336 B, which replace the bf16 logits (eq. M7 with
-  // M2: the output layer's kept output not counted again): 2,447,942,144 − 25,731,584 + 102,926,336 = 2,525,136,896 B.
-  // (GPT-3's LayerNorm, GELU MLP and full K/V heads: none of M1's eager saves.)
+  // M2: the output layer's kept output not counted again): 2,447,942,144 − 25,731,584 + 102,926,336 = 2,525,136,896 B
+  // kept. Its backward (eq. P45, the data-parallel estimate's 12 B a logit: the log-softmax's output and two fp32
+  // gradients) holds 4 B a logit more at the stage's peak, 51,463,168 B: 2,576,600,064 B. (GPT-3's LayerNorm, GELU MLP
+  // and full K/V heads: none of M1's eager saves.)
   const Network net = arch("gpt3-175b");
   ParallelLayout l = gpt3_tp8_sp_pp8();
   ComputeOptions opt;
   opt.precision = Precision::bf16;
-  EXPECT_DOUBLE_EQ(in_bytes(rank_memory(net, l, 7, opt, Sharding{}, 1, ActivationRecompute::none).activations), 2'525'136'896.0);
-  // the loss compiled with the step keeps only its row statistics: the logits alone
+  EXPECT_DOUBLE_EQ(in_bytes(rank_memory(net, l, 7, opt, Sharding{}, 1, ActivationRecompute::none).activations), 2'576'600'064.0);
+  // the loss compiled with the step keeps its half logits (the output layer's count) and its backward writes their
+  // half gradient beside them, 2 B × 2048 × 50257 / 8 = 25,731,584 B: 2,447,942,144 + 25,731,584 = 2,473,673,728 B
   opt.compiled = true;
-  EXPECT_DOUBLE_EQ(in_bytes(rank_memory(net, l, 7, opt, Sharding{}, 1, ActivationRecompute::none).activations), 2'447'942'144.0);
-  // CP 2 halves the tokens of all of it, the loss too: 1,262,568,448 B eager
+  EXPECT_DOUBLE_EQ(in_bytes(rank_memory(net, l, 7, opt, Sharding{}, 1, ActivationRecompute::none).activations), 2'473'673'728.0);
+  // CP 2 halves the tokens of all of it, the loss too: 1,262,568,448 B kept eager, 1,288,300,032 B at the peak
   opt.compiled = false;
   l.cp = 2;
-  EXPECT_DOUBLE_EQ(in_bytes(rank_memory(net, l, 7, opt, Sharding{}, 1, ActivationRecompute::none).activations), 1'262'568'448.0);
+  EXPECT_DOUBLE_EQ(in_bytes(rank_memory(net, l, 7, opt, Sharding{}, 1, ActivationRecompute::none).activations), 1'288'300'032.0);
   // and the time: the kernel model times the loss with the last layer (time_loss), so the output projection's
   // stage runs it; with the layout's stages the last layer is on stage 7
   EXPECT_EQ(layer_stages(net, l).back(), 7);
+}
+
+// Eq. P45 by hand: the last stage's peak takes the loss's backward as the data-parallel estimate does
+// (loss_backward_bytes_per_sample: eager, the fp32 log-softmax output and two fp32 gradients, 12 B a logit, in place of
+// the 8 B the loss keeps; its max against a block's recompute, which comes after the loss's backward has freed them).
+// The 4-block decoder (h 256, 4 heads, F 512, V 1000, s 128), bf16, eager, TP 2 + SP × PP 2, 1F1B, m 4, b 1, full
+// recompute: stage 1 (blocks 2-3, the final norm, the output layer) holds 1 micro-batch in flight:
+//   2 block inputs, 128 × 256 × 2 B / 2 = 32,768 B each, and the final norm's output, 32,768 B: 98,304 B;
+//   the loss's fp32 logits and log-softmax, 8 B × 128 × 1000 / 2 = 512,000 B (the head's half logits not again);
+//   its backward 12 B × 128 × 1000 / 2 = 768,000 B, more than a block rebuilt (its tensors, < 768,000 B):
+//   98,304 + 512,000 − 512,000 + 768,000 = 866,304 B (before: 610,304 B and the block).
+// With V 100 the block rebuilt is the larger (76,800 B the backward): 98,304 B and the block, the loss's 51,200 B freed
+// before it (before: 149,504 B and the block).
+TEST(ParallelActivations, LastStagePeaksAtTheLossBackwardOrABlockRecomputeByHand) {
+  const auto stage1 = [](std::int64_t vocab) {
+    DecoderShape d;
+    d.layers = 4;
+    d.hidden = 256;
+    d.heads = 4;
+    d.ffn = 512;
+    d.vocab = vocab;
+    d.seq = 128;
+    const Network net = build_decoder(d, "tiny-v" + std::to_string(vocab));
+    ParallelLayout l;
+    l.tp = 2;
+    l.sp = true;
+    l.pp = 2;
+    l.micro_batches = 4;
+    ComputeOptions opt;
+    opt.precision = Precision::bf16;
+    const double block = in_bytes(block_activation_bytes(net, 3, l, opt, ActivationRecompute::none));
+    const double peak = in_bytes(rank_memory(net, l, 1, opt, Sharding{}, 1, ActivationRecompute::full).activations);
+    return std::pair{peak, block};
+  };
+  const auto [peak, block] = stage1(1000);
+  ASSERT_LT(block, 768'000.0);
+  EXPECT_DOUBLE_EQ(peak, 866'304.0);
+  const auto [small, small_block] = stage1(100);
+  ASSERT_GT(small_block, 76'800.0);
+  EXPECT_DOUBLE_EQ(small, 98'304.0 + small_block);
 }
 
 // Eq. M7 (docs/model.md, P43): eager decoder code's saves under a layout, split as the tensors they belong to.
@@ -1205,6 +1248,40 @@ TEST(ParallelStep, Stage3ShardsGatherAsThePipelineRunsThem) {
   sh.per_parameter = true;
   const ParallelStep fsdp2 = parallel_step(net, whole, c, *make_alpha_beta_model(c), dp, 4, opt, sh);
   EXPECT_NEAR(in_seconds(fsdp2.dp_comm), 8 * a4 / 4 + 4 * a4 / 4, 1e-15);
+}
+
+// Eq. P45 by hand: a stage-2 rank (ZeRO-2) under a layout holds its gradients as P20's stage 3 does, since its step
+// reduces them once, after the last micro-batch (P5/P19): whole while it accumulates, sharded over its dp·cp ranks
+// only where one micro-batch runs or FSDP2 (per-parameter) reduce-scatters each without a pipeline. The 4-block decoder,
+// fp32 (4 B a gradient), over 2 dp·cp ranks: PP 2 with m 4 (stage 1), its P_1 parameters: 4·P_1 B of gradients, the
+// same as stage 1; without a pipeline (P_0 the whole model's) m 1: 4·P_0/2; m 4: 4·P_0; m 4 per-parameter: 4·P_0/2. The
+// optimiser state (AdamW's two moments, 8 B a parameter) over the 2 ranks in every case. Before, stage 2 sharded the
+// gradients whatever m: 2·P_1 B for the pipeline's stage 1.
+TEST(ParallelMemory, Stage2GradientsWholeWhileTheStepAccumulatesByHand) {
+  const Network net = tiny_decoder();
+  ComputeOptions opt;
+  opt.optimizer = Optimizer::adamw;
+  Sharding z2;
+  z2.stage = 2;
+  Sharding z1 = z2;
+  z1.stage = 1;
+  const ParallelLayout pipe = two_stages_of_four();
+  const double P1 = static_cast<double>(rank_params(net, pipe, 1));
+  const MemoryEstimate m2 = rank_memory(net, pipe, 1, opt, z2, 2, ActivationRecompute::none);
+  EXPECT_NEAR(in_bytes(m2.gradients), 4.0 * P1, 1e-3);
+  EXPECT_NEAR(in_bytes(m2.gradients), in_bytes(rank_memory(net, pipe, 1, opt, z1, 2, ActivationRecompute::none).gradients), 1e-3);
+  EXPECT_NEAR(in_bytes(m2.optimizer_state), 8.0 * P1 / 2, 1e-3);
+  ParallelLayout one;  // TP 1 × PP 1, m micro-batches
+  const double P0 = static_cast<double>(rank_params(net, one, 0));
+  const auto gradients = [&](int m, bool per_parameter) {
+    one.micro_batches = m;
+    Sharding sh = z2;
+    sh.per_parameter = per_parameter;
+    return in_bytes(rank_memory(net, one, 0, opt, sh, 2, ActivationRecompute::none).gradients);
+  };
+  EXPECT_NEAR(gradients(1, false), 4.0 * P0 / 2, 1e-3);
+  EXPECT_NEAR(gradients(4, false), 4.0 * P0, 1e-3);
+  EXPECT_NEAR(gradients(4, true), 4.0 * P0 / 2, 1e-3);
 }
 
 // Eq. P40 by hand: HSDP (fsdp-hybrid's `group: node`, stage 3, FULL_SHARD, flat) under TP 2 on 2 hand nodes of 8

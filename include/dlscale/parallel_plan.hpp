@@ -34,7 +34,10 @@ struct ParallelPlanSpace {
   std::vector<int> ep{1, 2, 4, 8, 16, 32, 64};
   std::vector<int> micro_batch{1, 2, 4};
   std::vector<Recompute> recompute{Recompute::none, Recompute::selective, Recompute::full};
-  std::vector<int> sharding_stage{0, 1};  // 0: replicated optimiser state, 1: distributed optimiser (ZeRO-1)
+  /// Optimiser-sharding stages, each 0 to 3 (0: replicated optimiser state, 1: distributed optimiser (ZeRO-1), 2: and the
+  /// gradients, 3: and the parameters (FSDP, eq. P20)); empty: 0, 1 and the framework's own stage where it is 2 or 3
+  /// (eq. P45, plan_sharding_stages).
+  std::vector<int> sharding_stage{};
   /// Samples per step over the job (every layout trains the same batch); 0: 4 Mi tokens' worth (4,194,304 / s).
   std::int64_t global_batch = 0;
   /// What a layout must leave free on each GPU: it fits when its worst stage's memory with this reserve in place of
@@ -80,8 +83,15 @@ struct ParallelPlanResult {
   /// Eq. P44: combinations left out because the framework offloads its optimiser (S9) and predict cannot take them
   /// with it: tp, pp, cp or ep above 1 (eq. P13 refuses offload), or stage 0 (nothing sharded to offload).
   int offload_skipped = 0;
+  /// Eq. P45: combinations left out because predict cannot run them at their sharding stage: a stage-3 layout with tp,
+  /// pp, cp or ep above 1 under fp8 all-gather (eq. S12 is FSDP's on the data-parallel path; P20 does not model it).
+  int stage_skipped = 0;
   Sharding predict_sharding;  // the space's, or the base's (eq. P44)
 };
+
+/// Eq. P45: the optimiser-sharding stages a plan of `space` tries under `framework`: the space's where it names any,
+/// otherwise 0, 1 and the framework's own stage where it is 2 or 3. InputError("sharding_stage") for a stage outside 0-3.
+std::vector<int> plan_sharding_stages(const ParallelPlanSpace& space, const Strategy& framework);
 
 /// Searches `space` on `gpus` GPUs of `base` (its cluster, decoder network, framework, precision, optimiser).
 /// InputError("network") for a network without transformer blocks, ("global_batch") for none ≥ 1.

@@ -48,9 +48,9 @@ ParallelPlanSpace grid_space(const ParallelPlanOptions& o) {
   numbers(o.ep, "--ep", space.ep);
   numbers(o.micro_batch, "--micro-batch", space.micro_batch);
   if (o.no_refine) space.refine_leaders = space.refine_full_leaders = space.refine_near_misses = 0;
-  numbers(o.zero, "--zero", space.sharding_stage, true);
+  numbers(o.zero, "--zero", space.sharding_stage, true);  // not given: eq. P45's default (plan_sharding_stages)
   for (int z : space.sharding_stage)
-    if (z > 1) throw UsageError("--zero", fmt::format("stage {}: a pipeline takes 0 or 1 (the distributed optimiser)", z));
+    if (z > 3) throw UsageError("--zero", fmt::format("stage {}: the stages are 0, 1, 2 and 3", z));
   if (!o.recompute.empty()) {
     space.recompute.clear();
     for (const auto& s : comma_items(o.recompute)) {
@@ -88,7 +88,9 @@ void add_parallel_plan_options(CLI::App& cmd, ParallelPlanOptions& o) {
       {"--ep", &o.ep, "Expert-parallel degrees to try, for a model with experts (default 1,2,4,...,64)"},
       {"--micro-batch", &o.micro_batch, "Micro-batch sizes to try (default 1,2,4)"},
       {"--recompute", &o.recompute, "Recompute modes to try: none, selective, full (default all three)"},
-      {"--zero", &o.zero, "Optimiser sharding stages to try: 0 replicated, 1 distributed optimiser (default 0,1)"},
+      {"--zero", &o.zero,
+       "Optimiser sharding stages to try: 0 replicated, 1 distributed optimiser, 2 and gradients, 3 and parameters "
+       "(FSDP) (default 0,1 and the framework's stage where it is 2 or 3)"},
   };
   for (const auto& l : lists) cmd.add_option(l.name, *l.values, l.what)->type_name("LIST")->group(g);
   cmd.add_option("--moe-imbalance", o.moe_imbalance,

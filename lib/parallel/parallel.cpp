@@ -860,6 +860,17 @@ bool drops_probabilities(const ComputeOptions& opt, ActivationRecompute r) noexc
 struct StageActivations {
   Bytes per_microbatch{};  // × the in-flight micro-batches (eq. P8)
   Bytes once{};            // full recompute: one block rebuilt at a time
+  /// The last stage's loss (eq. P45): what per_microbatch holds of one micro-batch's loss (the eager fp32 logits and
+  /// log-softmax, or compiled the head's half logits), and what its backward holds at once, freed before any block of
+  /// the micro-batch is recomputed. Zero on the other stages.
+  Bytes loss_held{};
+  Bytes loss_backward{};
+  /// Eq. P10 with P45: the stage's peak, the in-flight micro-batches' kept tensors and the larger of the loss's backward
+  /// (in place of what it held) and a block's recompute, as the data-parallel estimate takes them
+  /// (activation_bytes_per_sample).
+  [[nodiscard]] Bytes peak(double in_flight) const {
+    return per_microbatch * in_flight + max(once, loss_backward) - loss_held;  // loss_held ≤ loss_backward
+  }
 };
 
 StageActivations stage_activations(const Network& net, const std::vector<int>& block, const std::vector<int>& st,
@@ -892,14 +903,22 @@ StageActivations stage_activations(const Network& net, const std::vector<int>& b
   // the last stage's loss: eager mixed precision's fp32 logits and log-softmax (eq. K14, 8 B a logit), which the
   // vocabulary-parallel cross entropy holds over t
   if (!st.empty() && st.back() == stage) {
+    const double over = l.micro_batch / (static_cast<double>(l.tp) * l.cp);  // a rank's logits: b, s/c, V/t
     const double loss = fp32_loss_bytes_per_sample(net, opt);
-    a.per_microbatch += bytes(loss * l.micro_batch / (static_cast<double>(l.tp) * l.cp));
+    a.per_microbatch += bytes(loss * over);
     // eq. M7 with M2: the eager loss's fp32 copy and log-softmax replace the half logits, which the output layer (a
     // language model's head: a last linear layer with no operators, a logit per token) counted as its kept output;
     // compiled (the fused loss keeps the half logits, nothing else) the head's count is what the loss keeps, once
     const Layer& head = net.layers.back();
-    if (loss > 0.0 && head.kind == LayerKind::linear && head.ops.empty() && head.output_shape.size() >= 2 && block.back() < 0)
-      a.per_microbatch -= min(layer_activation_bytes(head, l, opt, drop), a.per_microbatch);
+    const bool lm_head = head.kind == LayerKind::linear && head.ops.empty() && head.output_shape.size() >= 2 && block.back() < 0;
+    const Bytes head_kept = lm_head ? min(layer_activation_bytes(head, l, opt, drop), a.per_microbatch) : Bytes{};
+    if (loss > 0.0) a.per_microbatch -= head_kept;
+    // eq. P45: the loss's backward peak, the data-parallel estimate's (12 B a logit eager, the half logits and their
+    // gradient compiled; none in fp32) in place of what the loss held, over t and c as the logits are
+    if (is_mixed(opt.precision)) {
+      a.loss_held = loss > 0.0 ? bytes(loss * over) : head_kept;
+      a.loss_backward = bytes(loss_backward_bytes_per_sample(net, opt) * over);
+    }
   }
   return a;
 }
@@ -989,13 +1008,14 @@ MemoryEstimate rank_state_memory(const Network& rank, const Network& experts, co
 /// Eq. P20: what a stage-3 (FSDP) rank holds over a step of m micro-batches: under a pipeline its stage's parameters
 /// gathered whole (no reshard after a backward: from then to the next forward every block is held) and its gradients
 /// whole between the micro-batches (no gradient sync before a chunk's last: eq. S3's accumulation); without one the
-/// gradients whole under a flat FSDP's no_sync, sharded where FSDP2 reduce-scatters every micro-batch.
-struct Stage3State {
+/// gradients whole under a flat FSDP's no_sync, sharded where FSDP2 reduce-scatters every micro-batch. Eq. P45: a
+/// stage-2 rank's gradients the same (its step reduces them once, P5/P19, as the data-parallel path's S8 does).
+struct ShardedState {
   ComputeOptions opt;
   Sharding sharding;
 };
-Stage3State stage3_state(const ComputeOptions& opt, const Sharding& sh, const ParallelLayout& l) {
-  Stage3State s{opt, sh};
+ShardedState sharded_state(const ComputeOptions& opt, const Sharding& sh, const ParallelLayout& l) {
+  ShardedState s{opt, sh};
   if (l.pp > 1 || !sh.per_parameter) s.opt.accumulate = std::max(s.opt.accumulate, l.micro_batches);
   if (l.pp > 1) s.sharding.reshard_after_forward = false;
   return s;
@@ -1026,10 +1046,10 @@ MemoryEstimate rank_memory(const Network& net, const std::vector<int>& block, co
   const double in_flight = in_flight_microbatches(l.schedule, l.pp, l.micro_batches, l.vp, stage);
   // eq. P10: in-flight micro-batches × what the stage keeps of one (eq. P9), per sample of the micro-batch
   const StageActivations a = stage_activations(net, block, st, shape, l, stage, opt, r);
-  const Bytes per_sample = (a.per_microbatch * in_flight + a.once) / static_cast<double>(l.micro_batch);
-  if (sharding.stage < 3) return rank_state_memory(rank, experts, l, opt, sharding, dp_cp, reserved, per_sample);
-  const Stage3State s3 = stage3_state(opt, sharding, l);
-  return rank_state_memory(rank, experts, l, s3.opt, s3.sharding, dp_cp, reserved, per_sample);
+  const Bytes per_sample = a.peak(in_flight) / static_cast<double>(l.micro_batch);
+  if (sharding.stage < 2) return rank_state_memory(rank, experts, l, opt, sharding, dp_cp, reserved, per_sample);
+  const ShardedState s = sharded_state(opt, sharding, l);  // eq. P20, P45
+  return rank_state_memory(rank, experts, l, s.opt, s.sharding, dp_cp, reserved, per_sample);
 }
 
 // ---- placement ---------------------------------------------------------------------------------------------

@@ -58,6 +58,9 @@ std::optional<ParallelLayout> grid_layout(const PlanContext& c, int tp, int pp, 
   l.tp_comm_overlap = c.framework.tp_comm_overlap && l.sp;
   l.dp_comm_overlap = c.framework.dp_comm_overlap;
   l.pp_comm_overlap = c.framework.pp_comm_overlap;
+  // eq. P20 (P45): a stage-3 row under a pipeline keeps or reshards the parameters as the framework's file says
+  // (torchtitan keeps them), as predict takes it from --framework
+  l.pp_reshard_after_forward = c.framework.pp_reshard_after_forward;
   l.tp_async_backward = c.framework.tp_async_backward;
   l.pp = pp;
   l.vp = vp;
@@ -152,6 +155,7 @@ std::optional<Prediction> data_parallel_prediction(const PlanContext& c, const P
   // eq. P42: the row's stage, the framework's K16 rate (as `--zero` keeps it)
   if (!sc.strategy.sharded_rate) sc.strategy.sharded_rate = sc.strategy.sharding.sharded();
   sc.strategy.sharding = sh;
+  sc.compute.fp8_all_gather = sc.compute.fp8_all_gather && sh.stage >= 3;  // eq. P45: S12 is stage 3's
   Prediction p;
   try {
     p = Predictor(std::move(sc), Predictor::TimesOnly{}).predict(c.gpus);
@@ -204,6 +208,12 @@ void plan_layouts(const PlanContext& c, const ParallelPlanSpace& space, MicroBat
             // layout that P13 refuses it for, or a stage with nothing sharded to offload, is left out and counted
             if (sh.offload_optimizer && (!data_parallel_point(*l) || !sh.sharded())) {
               ++r.offload_skipped;
+              continue;
+            }
+            // eq. P45: fp8 all-gather (S12) only where predict takes it, a stage-3 data-parallel row (P39); a stage-3
+            // layout's step (P20) gathers at the working width and predict refuses it there: left out and counted
+            if (stage >= 3 && c.base.compute.fp8_all_gather && !data_parallel_point(*l)) {
+              ++r.stage_skipped;
               continue;
             }
             // eq. P44 (P40): the framework's shard group over the layout's dp·cp ranks, as predict shards them
@@ -270,6 +280,7 @@ ComputeOptions grid_options(const ComputeOptions& step_opt, const Sharding& sh, 
   opt.sharding = sh;
   opt.recompute = rc;
   opt.checkpointing = false;
+  opt.fp8_all_gather = opt.fp8_all_gather && sh.stage >= 3;  // eq. P45: S12 acts on stage 3's gathers alone
   return opt;
 }
 
@@ -280,12 +291,14 @@ using PlanTimes = std::map<std::pair<int, int>, MicroBatchTimes>;
 /// layer times kept in `times`, the near-misses in `near`.
 void plan_grid(const PlanContext& c, const ParallelPlanSpace& space, const Scenario& times_of, const ComputeOptions& step_opt,
                PlanTimes& times, std::vector<NearMiss>& near, ParallelPlanResult& r) {
+  const std::vector<int> stages = plan_sharding_stages(space, c.base.strategy);  // eq. P45
   for (int b : space.micro_batch)
-    for (int stage : space.sharding_stage) {
+    for (int stage : stages) {
       if (b < 1 || r.global_batch % b != 0 || times.contains({b, stage})) continue;
       const Sharding sh = grid_sharding(c.base, stage);
       ComputeOptions stage_opt = step_opt;  // the step's options at the stage's sharding (grid_options)
       stage_opt.sharding = sh;
+      stage_opt.fp8_all_gather = stage_opt.fp8_all_gather && stage >= 3;  // eq. P45, as grid_options
       const LayerTimes whole =
           parallel_whole_times(times_of, estimate_layer_times(c.base.network, c.base.cluster.gpu, b, stage_opt));
       MicroBatchTimes& t = times.try_emplace({b, stage}, MicroBatchTimes{times_of, whole, {}}).first->second;
@@ -514,6 +527,19 @@ void refine(const PlanContext& c, const ParallelPlanSpace& space, PlanTimes& tim
 
 }  // namespace
 
+std::vector<int> plan_sharding_stages(const ParallelPlanSpace& space, const Strategy& framework) {
+  for (int z : space.sharding_stage)
+    if (z < 0 || z > 3)
+      throw InputError(SourceLocation{}, "sharding_stage",
+                       fmt::format("stage {}: an optimiser-sharding stage is 0, 1, 2 or 3", z));
+  if (!space.sharding_stage.empty()) return space.sharding_stage;
+  // eq. P45: a framework that shards its gradients or parameters (ZeRO-2, ZeRO-3, FSDP) is planned at its own stage
+  // too; the others' default grid is the replicated and the distributed optimiser, as before
+  std::vector<int> stages{0, 1};
+  if (framework.sharding.stage >= 2) stages.push_back(framework.sharding.stage);
+  return stages;
+}
+
 ParallelPlanResult plan_parallel(const Scenario& base, int gpus, const ParallelPlanSpace& space) {
   const Cluster& cl = base.cluster;
   PlanContext c{base,
@@ -697,8 +723,9 @@ std::string predict_options(const ParallelPlanEntry& e, const Scenario& base, in
   if (l.recompute_method == RecomputeMethod::block)
     out += fmt::format(" --recompute-method block --recompute-num-layers {}", l.recompute_num_layers);
   if (l.distribute_saved_activations) out += " --distribute-saved-activations";
-  // the sharding stage where the plan's row differs from the framework's (the grid's 0 and 1 under megatron-core's
-  // distributed optimiser, stage 1, or torchtitan's FSDP2, stage 3): predict takes the framework's otherwise
+  // the sharding stage where the plan's row differs from the framework's (the grid's 0 under megatron-core's
+  // distributed optimiser, stage 1, or 0-2 under torchtitan's FSDP2, stage 3; eq. P45): predict takes the framework's
+  // otherwise
   if (e.sharding_stage != predict_takes.stage) out += fmt::format(" --zero {}", e.sharding_stage);
   // eq. P44: the row's shard group (the base's: the framework's or --shard-group's) where predict would take another
   const Sharding& row = base.strategy.sharding;
@@ -712,8 +739,29 @@ std::string predict_options(const ParallelPlanEntry& e, const Scenario& base, in
     out += fmt::format(" --precision {}", to_string(base.compute.precision));
   if (base.compute.precision == Precision::fp8 && base.compute.fp8_scaling != Fp8Scaling::tensorwise)
     out += fmt::format(" --fp8-scaling {}", to_string(base.compute.fp8_scaling));
+  // eq. P45: the fp8 all-gather a stage-3 row runs (the plan's other stages run without it)
+  if (base.compute.fp8_all_gather && e.sharding_stage >= 3) out += " --fp8-all-gather";
   return out;
 }
+
+namespace {
+/// The combinations the plan left out because predict cannot run them so (eq. P44's offload, P45's fp8 all-gather), a
+/// line each where there are any.
+std::string left_out_notes(const ParallelPlanResult& r, const Scenario& base) {
+  std::string out;
+  if (r.offload_skipped > 0)  // eq. P44
+    out += fmt::format(
+        "# {} combinations left out: '{}' offloads its optimiser to the CPU (eq. S9), which only a sharded stage's "
+        "data-parallel layout (tp, pp, cp and ep 1) takes; --no-offload-optimizer plans every layout without it\n",
+        r.offload_skipped, base.strategy.name);
+  if (r.stage_skipped > 0)  // eq. P45
+    out += fmt::format(
+        "# {} combinations left out: fp8 all-gather (eq. S12) is FSDP's on a data-parallel layout (tp, pp, cp and ep 1); "
+        "a stage-3 layout's gathers (eq. P20) do not model it; stages 0-2 are planned without it\n",
+        r.stage_skipped);
+  return out;
+}
+}  // namespace
 
 std::string format_parallel_plan(const ParallelPlanResult& r, const Scenario& base, int gpus, int top) {
   std::string out;
@@ -755,11 +803,7 @@ std::string format_parallel_plan(const ParallelPlanResult& r, const Scenario& ba
                          p.moe_pad_expert_input_to_capacity ? "every expert padded to it"
                                                             : "copies beyond it dropped: the busiest rank at most that");
   }
-  if (r.offload_skipped > 0)  // eq. P44
-    out += fmt::format(
-        "# {} combinations left out: '{}' offloads its optimiser to the CPU (eq. S9), which only a sharded stage's "
-        "data-parallel layout (tp, pp, cp and ep 1) takes; --no-offload-optimizer plans every layout without it\n",
-        r.offload_skipped, base.strategy.name);
+  out += left_out_notes(r, base);
   if (r.ranked.empty()) {
     out += "# no layout fits\n";
     return out;
@@ -785,13 +829,16 @@ std::string format_parallel_plan(const ParallelPlanResult& r, const Scenario& ba
                      moe ? fmt::format(", EP {}", where(at[ParallelGroup::ep])) : std::string());
   if (r.ranked.size() > 1) out += why_the_next_loses(r.ranked[0], r.ranked[1]);
   out += fmt::format("# #1 as predict takes it: {}\n", predict_options(best, base, gpus, r.predict_sharding));
+  // eq. P45: the stages above 1 named where a printed row runs one (the other plans' legend as it was)
+  const bool above_one = std::any_of(r.ranked.begin(), r.ranked.begin() + static_cast<std::ptrdiff_t>(n),
+                                     [](const ParallelPlanEntry& e) { return e.sharding_stage > 1; });
   out += fmt::format(
-      "# tp, pp, vp, cp, {}dp: the degrees; mb: micro-batch; m: micro-batches a step; zero z1: distributed optimiser; "
+      "# tp, pp, vp, cp, {}dp: the degrees; mb: micro-batch; m: micro-batches a step; zero z1: distributed optimiser{}; "
       "TP node: every TP group inside one node (NVLink domain); variant (eq. P38): the CP exchange (--cp-comm), "
       "first:N and last:N the first and last stages' blocks (--num-layers-in-first/last-pipeline-stage), dsa "
       "distributed checkpoints without SP (--distribute-saved-activations), block:N full recompute of each chunk's "
       "first N blocks (--recompute-method block --recompute-num-layers N)\n",
-      moe ? "ep (experts over ranks of dp·cp), " : "");
+      moe ? "ep (experts over ranks of dp·cp), " : "", above_one ? ", z2 and the gradients, z3 and the parameters (FSDP)" : "");
   return out;
 }
 
@@ -835,6 +882,7 @@ std::string format_parallel_plan_json(const ParallelPlanResult& r, const Scenari
   j["out_of_memory"] = r.out_of_memory;
   j["invalid"] = r.invalid;
   j["offload_skipped"] = r.offload_skipped;  // eq. P44
+  j["stage_skipped"] = r.stage_skipped;      // eq. P45
   j["fit"] = r.ranked.size();
   j["gpu_memory_bytes"] = in_bytes(cl.gpu.memory_size);
   j["memory_reserve_bytes"] = in_bytes(r.memory_reserve);

@@ -76,11 +76,13 @@ void validate_compute(const Scenario& sc) {
            fmt::format("fp8 all-gather needs tensor-wise scaling (row-wise and MX weights are gathered in bf16); the "
                        "scaling is {}",
                        to_string(c.fp8_scaling)));
-    if (sc.strategy.sharding.stage < 3 || sc.parallel)
+    // eq. P39: a layout that is data parallelism is predicted as that (data_parallel_form), FSDP's gathers and all
+    const bool layout = sc.parallel && !data_parallel_layout(*sc.parallel);
+    if (sc.strategy.sharding.stage < 3 || layout)
       fail("compute.fp8_all_gather",
-           sc.parallel ? std::string("fp8 all-gather is modelled for FSDP alone, not under a parallel layout")
-                       : fmt::format("fp8 all-gather is FSDP's: framework '{}' does not shard the parameters (stage {})",
-                                     sc.strategy.name, sc.strategy.sharding.stage));
+           layout ? std::string("fp8 all-gather is modelled for FSDP alone, not under a parallel layout")
+                  : fmt::format("fp8 all-gather is FSDP's: framework '{}' does not shard the parameters (stage {})",
+                                sc.strategy.name, sc.strategy.sharding.stage));
   }
   const Network& net = sc.network;
   if (c.checkpointing) {  // every segment but the last runs its forward again before its backward
