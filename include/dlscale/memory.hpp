@@ -113,6 +113,9 @@ double fp32_loss_bytes_per_sample(const Network& net, const ComputeOptions& opt)
 /// loss's forward); compiled with the step (loss_fused), the half logits the fused loss keeps and their half
 /// gradient, 2 + 2 B. Zero in fp32 (not counted there: its logits are a small share of an fp32 network's).
 double loss_backward_bytes_per_sample(const Network& net, const ComputeOptions& opt) noexcept;
+/// Eq. M2: whether `net`'s last layer is a language model's head, a linear layer with no operators and a logit per
+/// token (an output of two or more dimensions), whose output the loss's term holds in mixed precision.
+bool language_model_head(const Network& net) noexcept;
 /// Eq. M1: what eager PyTorch's decoder code (torchtitan's and Hugging Face's Llama as written; not compiled) makes
 /// autograd save beyond the layer's own count, per sample, in bytes: an RMSNorm (`_norm(x.float()).type_as(x) *
 /// weight`) its fp32 input and its normalized tensor, 4 B an element in every precision (M1a); a SwiGLU MLP silu's

@@ -142,6 +142,12 @@ double fp32_loss_bytes_per_sample(const Network& net, const ComputeOptions& opt)
   return 8.0 * logits_per_sample(net);
 }
 
+bool language_model_head(const Network& net) noexcept {
+  if (net.layers.empty()) return false;
+  const Layer& head = net.layers.back();
+  return head.kind == LayerKind::linear && head.ops.empty() && head.output_shape.size() >= 2;
+}
+
 double loss_backward_bytes_per_sample(const Network& net, const ComputeOptions& opt) noexcept {
   if (!is_mixed(opt.precision)) return 0.0;
   // eager: log_softmax keeps its fp32 output; at its backward the fp32 gradient nll_loss hands it and the fp32
@@ -367,10 +373,8 @@ Bytes activation_bytes_per_sample(const Network& net, const ComputeOptions& opt)
   // eager: the fp32 copy and log-softmax that replace them), so a language model's head (a last linear layer with
   // a logit per token, which counts its output as kept) does not count them again. An image classifier's thousand
   // logits a sample are left as they were counted (a few kB; reproduce's figures stay).
-  const Layer* head = net.layers.empty() ? nullptr : &net.layers.back();
-  if (head != nullptr && is_mixed(opt.precision) && head->kind == LayerKind::linear && head->ops.empty() &&
-      head->output_shape.size() >= 2)
-    a -= std::min(head->activation_bytes_per_sample, 4.0 * logits_per_sample(net)) * half;
+  if (is_mixed(opt.precision) && language_model_head(net))
+    a -= std::min(net.layers.back().activation_bytes_per_sample, 4.0 * logits_per_sample(net)) * half;
   // the peak: the loss's backward, with everything kept, or later a block's recompute (eq. R1), not both
   const double rebuilt = per_block ? recomputed_block_bytes_per_sample(net, opt, flash) * half : 0.0;
   return bytes(a + std::max(loss_backward_bytes_per_sample(net, opt), rebuilt));

@@ -909,9 +909,8 @@ StageActivations stage_activations(const Network& net, const std::vector<int>& b
     // eq. M7 with M2: the eager loss's fp32 copy and log-softmax replace the half logits, which the output layer (a
     // language model's head: a last linear layer with no operators, a logit per token) counted as its kept output;
     // compiled (the fused loss keeps the half logits, nothing else) the head's count is what the loss keeps, once
-    const Layer& head = net.layers.back();
-    const bool lm_head = head.kind == LayerKind::linear && head.ops.empty() && head.output_shape.size() >= 2 && block.back() < 0;
-    const Bytes head_kept = lm_head ? min(layer_activation_bytes(head, l, opt, drop), a.per_microbatch) : Bytes{};
+    const bool lm_head = language_model_head(net) && block.back() < 0;  // eq. M2's head, outside every block
+    const Bytes head_kept = lm_head ? min(layer_activation_bytes(net.layers.back(), l, opt, drop), a.per_microbatch) : Bytes{};
     if (loss > 0.0) a.per_microbatch -= head_kept;
     // eq. P45: the loss's backward peak, the data-parallel estimate's (12 B a logit eager, the half logits and their
     // gradient compiled; none in fp32) in place of what the loss held, over t and c as the logits are
