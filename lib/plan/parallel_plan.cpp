@@ -141,6 +141,9 @@ struct MicroBatchTimes {
 /// data parallelism with m micro-batches accumulated.
 bool data_parallel_point(const ParallelLayout& l) noexcept { return l.tp == 1 && l.pp == 1 && l.cp == 1 && l.ep == 1; }
 
+/// Eq. P45: fp8 all-gather (eq. S12) as a row at sharding `sh` runs it, asked for and acting on stage 3's gathers alone.
+bool row_fp8_all_gather(bool asked, const Sharding& sh) noexcept { return asked && sh.stage >= 3; }
+
 /// Eq. P39 for the plan (P41): such a layout predicted as predict predicts it, by the data-parallel path (the Predictor
 /// on the base scenario with the layout's micro-batch, m, recompute mode and sharding stage), its memory with the plan's
 /// reserve in place of predict's 1 GB (eq. P10's convention for the other rows); nullopt where the scenario is refused.
@@ -155,7 +158,7 @@ std::optional<Prediction> data_parallel_prediction(const PlanContext& c, const P
   // eq. P42: the row's stage, the framework's K16 rate (as `--zero` keeps it)
   if (!sc.strategy.sharded_rate) sc.strategy.sharded_rate = sc.strategy.sharding.sharded();
   sc.strategy.sharding = sh;
-  sc.compute.fp8_all_gather = sc.compute.fp8_all_gather && sh.stage >= 3;  // eq. P45: S12 is stage 3's
+  sc.compute.fp8_all_gather = row_fp8_all_gather(sc.compute.fp8_all_gather, sh);
   Prediction p;
   try {
     p = Predictor(std::move(sc), Predictor::TimesOnly{}).predict(c.gpus);
@@ -280,7 +283,7 @@ ComputeOptions grid_options(const ComputeOptions& step_opt, const Sharding& sh, 
   opt.sharding = sh;
   opt.recompute = rc;
   opt.checkpointing = false;
-  opt.fp8_all_gather = opt.fp8_all_gather && sh.stage >= 3;  // eq. P45: S12 acts on stage 3's gathers alone
+  opt.fp8_all_gather = row_fp8_all_gather(opt.fp8_all_gather, sh);
   return opt;
 }
 
@@ -298,7 +301,7 @@ void plan_grid(const PlanContext& c, const ParallelPlanSpace& space, const Scena
       const Sharding sh = grid_sharding(c.base, stage);
       ComputeOptions stage_opt = step_opt;  // the step's options at the stage's sharding (grid_options)
       stage_opt.sharding = sh;
-      stage_opt.fp8_all_gather = stage_opt.fp8_all_gather && stage >= 3;  // eq. P45, as grid_options
+      stage_opt.fp8_all_gather = row_fp8_all_gather(stage_opt.fp8_all_gather, sh);
       const LayerTimes whole =
           parallel_whole_times(times_of, estimate_layer_times(c.base.network, c.base.cluster.gpu, b, stage_opt));
       MicroBatchTimes& t = times.try_emplace({b, stage}, MicroBatchTimes{times_of, whole, {}}).first->second;
